@@ -1,0 +1,87 @@
+"""Dtype names <-> numpy dtypes (bfloat16 through ml_dtypes) <-> aclDataType codes.
+
+The operator accepts float32, float16 and bfloat16 (``OPERATOR_DTYPES``). The other names exist only
+so that negative cases can build tensors of a dtype the operator must refuse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """One dtype as every layer names it."""
+
+    name: str          # the case-file name, e.g. "bfloat16"
+    numpy: np.dtype    # numpy dtype holding its values
+    acl_code: int      # aclDataType enum value
+    short: str         # short label for tables, e.g. "bf16"
+
+
+_TABLE = (
+    DType("float32", np.dtype(np.float32), 0, "fp32"),
+    DType("float16", np.dtype(np.float16), 1, "fp16"),
+    DType("bfloat16", np.dtype(ml_dtypes.bfloat16), 27, "bf16"),
+    # only for negative cases: the operator must refuse these
+    DType("int8", np.dtype(np.int8), 2, "i8"),
+    DType("int32", np.dtype(np.int32), 3, "i32"),
+    DType("uint8", np.dtype(np.uint8), 4, "u8"),
+    DType("int16", np.dtype(np.int16), 6, "i16"),
+    DType("int64", np.dtype(np.int64), 9, "i64"),
+    DType("float64", np.dtype(np.float64), 11, "fp64"),
+    DType("bool", np.dtype(np.bool_), 12, "bool"),
+)
+
+DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
+OPERATOR_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16",
+           "float": "float32", "double": "float64"}
+
+
+def canonical(name: str) -> str:
+    """The canonical dtype name for ``name`` or an alias of it; KeyError when unknown."""
+    name = ALIASES.get(name, name)
+    if name not in DTYPES:
+        raise KeyError(name)
+    return name
+
+
+def lookup(name: str) -> DType:
+    """The DType called ``name`` (canonical names and aliases)."""
+    return DTYPES[canonical(name)]
+
+
+def to_numpy(name: str) -> np.dtype:
+    """The numpy dtype for dtype ``name``."""
+    return lookup(name).numpy
+
+
+def from_numpy(dtype: np.dtype) -> DType:
+    """The DType whose numpy dtype is ``dtype``."""
+    dtype = np.dtype(dtype)
+    for entry in _TABLE:
+        if entry.numpy == dtype:
+            return entry
+    raise KeyError(str(dtype))
+
+
+def bits(array: np.ndarray) -> np.ndarray:
+    """A view of ``array``'s raw bit patterns as unsigned integers of the same width (for bit-exact checks)."""
+    array = np.ascontiguousarray(array)
+    return array.view(np.dtype(f"u{array.dtype.itemsize}"))
+
+
+def storable(array: np.ndarray) -> np.ndarray:
+    """``array`` in a form any .npy reader understands: bfloat16 becomes its uint16 bit patterns."""
+    if array.dtype == DTYPES["bfloat16"].numpy:
+        return bits(array)
+    return array
+
+
+def is_float_dtype(name: str) -> bool:
+    """True for the dtypes the operator accepts."""
+    return canonical(name) in OPERATOR_DTYPES

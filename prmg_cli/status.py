@@ -1,0 +1,43 @@
+"""ACL / aclnn status codes and their names (from acl-abi.md)."""
+
+from __future__ import annotations
+
+STATUS_NAMES: dict[int, str] = {
+    0: "SUCCESS",
+    100000: "ACL_ERROR_INVALID_PARAM",
+    100001: "ACL_ERROR_UNINITIALIZE",
+    100002: "ACL_ERROR_REPEAT_INITIALIZE",
+    100037: "ACL_ERROR_REPEAT_FINALIZE",
+    107001: "ACL_ERROR_RT_INVALID_DEVICEID",
+    107002: "ACL_ERROR_RT_CONTEXT_NULL",
+    200000: "ACL_ERROR_BAD_ALLOC",
+    207001: "ACL_ERROR_RT_MEMORY_ALLOCATION",
+    207018: "ACL_ERROR_RT_DEVICE_OOM",
+    507015: "ACL_ERROR_RT_AICORE_EXCEPTION",
+    507035: "ACL_ERROR_RT_VECTOR_CORE_EXCEPTION",
+    161001: "ACLNN_ERR_PARAM_NULLPTR",
+    161002: "ACLNN_ERR_PARAM_INVALID",
+    361001: "ACLNN_ERR_RUNTIME_ERROR",
+    561000: "ACLNN_ERR_INNER",
+    561001: "ACLNN_ERR_INNER_INFERSHAPE_ERROR",
+    561002: "ACLNN_ERR_INNER_TILING_ERROR",
+    561003: "ACLNN_ERR_INNER_FIND_KERNEL_ERROR",
+    561103: "ACLNN_ERR_INNER_NULLPTR",
+    561107: "ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND",
+    561112: "ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND",
+}
+STATUS_CODES: dict[str, int] = {name: code for code, name in STATUS_NAMES.items()}
+
+PARAM_NULLPTR = 161001
+PARAM_INVALID = 161002
+TILING_ERROR = 561002
+
+
+def status_name(code: int) -> str:
+    """The symbolic name of ``code``, or ``"UNKNOWN"``."""
+    return STATUS_NAMES.get(code, "UNKNOWN")
+
+
+def describe(code: int) -> str:
+    """``code`` with its name, e.g. ``561002 ACLNN_ERR_INNER_TILING_ERROR``."""
+    return f"{code} {status_name(code)}"
