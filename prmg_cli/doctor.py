@@ -1,0 +1,61 @@
+"""``prmg doctor``: what was found and where, and which runner ``auto`` would pick and why."""
+
+from __future__ import annotations
+
+import os
+
+from .errors import PrmgError
+
+
+def _probe_lines(toolkit) -> tuple[list[str], bool]:
+    from .suite import probe_in_child
+
+    info = probe_in_child(toolkit)
+    lines = [f"  {key}: {value}" for key, value in info.items()]
+    usable = "error" not in info and bool(info.get("symbols_ok", info.get("op_symbols", True)))
+    return lines, usable
+
+
+def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
+    """The doctor's report and whether the runner asked for (default auto) is usable."""
+    from .toolkit import emulator_toolkit, explain_search, find_toolkit
+
+    lines = ["ASCEND_* variables:"]
+    ascend = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASCEND_"))
+    lines += [f"  {k}={v}" for k, v in ascend] or ["  (none set)"]
+    lines.append("CANN toolkit search:")
+    lines += [f"  {line}" for line in explain_search(os.environ, op_lib)]
+    try:
+        toolkit = find_toolkit(os.environ, op_lib)
+    except PrmgError as exc:
+        lines.append(f"  refused: {exc}")
+        toolkit = None
+    usable = {}
+    if toolkit is not None:
+        lines += [f"toolkit: {toolkit.root}", f"  runtime: {toolkit.runtime_lib}",
+                  f"  nnopbase: {toolkit.nnopbase_lib}",
+                  f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})"]
+        probe, usable["aclnn"] = _probe_lines(toolkit)
+        lines += probe
+    else:
+        lines.append("toolkit: none found")
+        usable["aclnn"] = False
+    if runner in ("auto", "emulator"):
+        try:
+            emulator = emulator_toolkit()
+            lines += [f"emulator: host build at {emulator.root}"]
+            probe, usable["emulator"] = _probe_lines(emulator)
+            lines += probe
+        except PrmgError as exc:
+            lines.append(f"emulator: cannot build: {exc}")
+            usable["emulator"] = False
+    if runner == "auto":
+        pick = "aclnn" if usable.get("aclnn") else "emulator" if usable.get("emulator") else None
+        why = ("a CANN toolkit was found and its operator resolves" if pick == "aclnn" else
+               "no usable CANN toolkit was found" if pick == "emulator" else "nothing usable")
+        lines.append(f"runner auto would pick: {pick or 'nothing'} ({why})")
+        ok = pick is not None
+    else:
+        ok = bool(usable.get(runner))
+        lines.append(f"runner {runner}: {'usable' if ok else 'NOT usable'}")
+    return "\n".join(lines), ok
