@@ -120,6 +120,12 @@ def summary_line(results: list[CaseResult]) -> str:
 # Cell formatting shared by every format
 
 
+def printable(text) -> str:
+    """``text`` with the characters XML 1.0 cannot hold removed (escaping is ElementTree's job); the
+    text reports use it too, so that no control character reaches a terminal."""
+    return _XML_ILLEGAL.sub("", str(text))
+
+
 def mode_name(mode) -> str:
     """The name of a rotary mode given as its name or its int code (``1`` -> ``interleave``);
     ``""`` when unknown."""
@@ -191,9 +197,9 @@ def _verdict(result: CaseResult) -> str:
 
 
 def _result_row(result: CaseResult) -> list[str]:
-    return [result.name, dtype_label(result.dtype, result.cos_dtype), shape_label(result.shape),
+    return [printable(result.name), dtype_label(result.dtype, result.cos_dtype), shape_label(result.shape),
             shape_label(result.cos_shape), mode_name(result.rotary_mode) or "-",
-            slice_label(result.partial_slice), result.standard or "-", metric_label(result.metrics),
+            slice_label(result.partial_slice), result.standard or "-", printable(metric_label(result.metrics)),
             _verdict(result), ms_label(result.kernel_ms)]
 
 
@@ -230,11 +236,11 @@ def format_header(info: RunInfo) -> str:
 
 def _diagnosis(result: CaseResult, indent: str = "    ") -> list[str]:
     """The lines explaining one result: ``FAIL name: message`` then its details, indented."""
-    message_lines = str(result.message).splitlines() or [""]
-    lines = [f"{_verdict(result)} {result.name}: {message_lines[0]}".rstrip()]
+    message_lines = printable(result.message).splitlines() or [""]
+    lines = [f"{_verdict(result)} {printable(result.name)}: {message_lines[0]}".rstrip()]
     lines += [indent + line for line in message_lines[1:]]
     for detail in result.details:
-        lines += [indent + line for line in str(detail).splitlines()]
+        lines += [indent + line for line in printable(detail).splitlines()]
     return lines
 
 
@@ -310,11 +316,6 @@ def format_json(results: list[CaseResult], info: RunInfo) -> str:
 # JUnit XML
 
 
-def xml_text(text) -> str:
-    """``text`` with the characters XML 1.0 cannot hold removed (escaping is ElementTree's job)."""
-    return _XML_ILLEGAL.sub("", str(text))
-
-
 def _classname(result: CaseResult) -> str:
     stem = Path(result.source).stem if result.source else ""
     return f"prmg.{stem or 'cases'}"
@@ -330,16 +331,16 @@ def _junit_body(result: CaseResult) -> str:
 
 
 def _junit_case(result: CaseResult) -> ET.Element:
-    case = ET.Element("testcase", classname=_classname(result), name=xml_text(result.name),
+    case = ET.Element("testcase", classname=_classname(result), name=printable(result.name),
                       time=f"{result.duration_s or 0.0:.3f}")
     if result.status in ("failed", "error", "skipped"):
         tag = {"failed": "failure", "error": "error", "skipped": "skipped"}[result.status]
-        outcome = ET.SubElement(case, tag, message=xml_text(result.message))
+        outcome = ET.SubElement(case, tag, message=printable(result.message))
         if tag != "skipped":
             outcome.set("type", status_name(result.error_code) if result.error_code else tag)
-            outcome.text = xml_text(_junit_body(result))
+            outcome.text = printable(_junit_body(result))
     elif result.metrics:
-        ET.SubElement(case, "system-out").text = xml_text(_junit_body(result))
+        ET.SubElement(case, "system-out").text = printable(_junit_body(result))
     return case
 
 
@@ -357,7 +358,7 @@ def format_junit(results: list[CaseResult], info: RunInfo) -> str:
                         ("op_library", info.op_library), ("target", _mode_names(info)),
                         ("devices", ",".join(str(d) for d in info.devices)),
                         ("standard", info.standard), ("version", _version(info))]:
-        ET.SubElement(properties, "property", name=name, value=xml_text(value))
+        ET.SubElement(properties, "property", name=name, value=printable(value))
     suite.extend(_junit_case(r) for r in results)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

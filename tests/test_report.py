@@ -324,3 +324,12 @@ def test_progress_draws_on_a_terminal_only():
     bar.update(passed())
     bar.close()
     assert pipe.getvalue() == ""
+
+
+def test_text_reports_keep_control_characters_off_the_terminal():
+    result = failed(name="ansi\x1b[31m", message="boom\x07\nsecond line\x00", details=["d\x1b[0m"])
+    for text in (report.format_table([result], EMULATOR), report.format_markdown([result], EMULATOR)):
+        assert not any(ch in text for ch in "\x00\x07\x1b")
+        assert text.splitlines()[-1] == "0 passed, 1 failed"
+    lines = report.format_table([result], EMULATOR).splitlines()
+    assert "FAIL ansi[31m: boom" in lines and "    second line" in lines
