@@ -197,9 +197,10 @@ def _verdict(result: CaseResult) -> str:
 
 
 def _result_row(result: CaseResult) -> list[str]:
-    return [printable(result.name), dtype_label(result.dtype, result.cos_dtype), shape_label(result.shape),
-            shape_label(result.cos_shape), mode_name(result.rotary_mode) or "-",
-            slice_label(result.partial_slice), result.standard or "-", printable(metric_label(result.metrics)),
+    return [printable(result.name), dtype_label(result.dtype, result.cos_dtype),
+            shape_label(result.shape), shape_label(result.cos_shape),
+            mode_name(result.rotary_mode) or "-", slice_label(result.partial_slice),
+            result.standard or "-", printable(metric_label(result.metrics)),
             _verdict(result), ms_label(result.kernel_ms)]
 
 
@@ -254,7 +255,8 @@ def format_table(results: list[CaseResult], info: RunInfo, *, verbose: bool = Fa
     lines = [format_header(info), ""]
     lines.append(tabulate([_result_row(r) for r in results], headers=TABLE_COLUMNS,
                           tablefmt="simple", disable_numparse=True))
-    shown = [r for r in results if r.status in ("failed", "error") or (verbose and r.status == "skipped")]
+    explained = ("failed", "error", "skipped") if verbose else ("failed", "error")
+    shown = [r for r in results if r.status in explained]
     if shown:
         lines.append("")
         for result in shown:
@@ -410,8 +412,8 @@ def format_markdown(results: list[CaseResult], info: RunInfo) -> str:
     if failed:
         lines += ["", "## Failures"]
         for result in failed:
-            diagnosis = _diagnosis(result)
-            lines += ["", f"### {_verdict(result)} `{result.name}`", "", "```", *diagnosis, "```"]
+            lines += ["", f"### {_verdict(result)} `{printable(result.name)}`", "",
+                      "```", *_diagnosis(result), "```"]
     lines += ["", summary_line(results)]
     return "\n".join(lines)
 
@@ -448,9 +450,9 @@ def _expect_label(expect) -> str:
 
 def format_list(cases: list) -> str:
     """The cases that would run (``prmg run --list``): one row each, then ``N cases``."""
-    rows = [[case.name, dtype_label(case.dtype, case.cos_dtype, case.sin_dtype), shape_label(case.shape),
-             shape_label(case.cos_shape), mode_name(case.rotary_mode) or "-", slice_label(case.partial_slice),
-             _expect_label(case.expect), case.source] for case in cases]
+    rows = [[case.name, dtype_label(case.dtype, case.cos_dtype, case.sin_dtype),
+             shape_label(case.shape), shape_label(case.cos_shape), mode_name(case.rotary_mode) or "-",
+             slice_label(case.partial_slice), _expect_label(case.expect), case.source] for case in cases]
     table = tabulate(rows, headers=("case", "dtypes", "shape", "cos shape", "mode", "slice", "expect",
                                     "source"), tablefmt="simple", disable_numparse=True)
     count = f"{len(cases)} case" + ("" if len(cases) == 1 else "s")
