@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# prmg smoke test on an Ascend NPU host: activate the CANN toolkit, check it with `prmg doctor`, run the
+# smoke suite on the real operator (--runner aclnn: never the emulator), write JUnit XML and JSON lines.
+# Exits non-zero on any failure.
+#
+# Environment:
+#   ASCEND_SET_ENV    the toolkit's set_env.sh (default: the standard locations, newest layout first)
+#   PRMG              the prmg command (default: prmg on PATH)
+#   PRMG_CASES        case files to run (default: cases/smoke.yaml next to this script's repository)
+#   PRMG_REPORT_DIR   where reports go (default: ./reports)
+# Extra arguments are passed to `prmg run` (e.g. --devices all, --supported-modes 0,1,2,3).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+set_env="${ASCEND_SET_ENV:-}"
+if [ -z "$set_env" ]; then
+    for candidate in /usr/local/Ascend/cann/set_env.sh /usr/local/Ascend/ascend-toolkit/set_env.sh \
+                     "$HOME/Ascend/cann/set_env.sh" "$HOME/Ascend/ascend-toolkit/set_env.sh"; do
+        if [ -f "$candidate" ]; then set_env="$candidate"; break; fi
+    done
+fi
+if [ -z "$set_env" ] || [ ! -f "$set_env" ]; then
+    echo "smoke.sh: no CANN set_env.sh found; set ASCEND_SET_ENV to your toolkit's set_env.sh" >&2
+    exit 2
+fi
+# set_env.sh scripts read unset variables; relax -u while sourcing.
+set +u
+# shellcheck disable=SC1090
+source "$set_env"
+set -u
+
+prmg="${PRMG:-prmg}"
+cases="${PRMG_CASES:-$root/cases/smoke.yaml}"
+reports="${PRMG_REPORT_DIR:-reports}"
+mkdir -p "$reports"
+
+echo "== prmg doctor (toolkit from $set_env)"
+$prmg doctor --runner aclnn
+echo "== prmg run $cases --runner aclnn"
+$prmg run $cases --runner aclnn --report junit -o "$reports/prmg-smoke.xml" \
+    --results "$reports/prmg-smoke.jsonl" "$@"
