@@ -1,0 +1,392 @@
+"""Where the libraries come from: CANN toolkit discovery, the operator library search, and the host emulator.
+
+A toolkit is three shared libraries: the runtime (``lib64/libascendcl.so`` or ``libacl_rt.so``), the tensor
+library (``lib64/libnnopbase.so``) and an operator library that exports
+``aclnnInplacePartialRotaryMulGrad[GetWorkspaceSize]``. Discovery follows ``acl-abi.md``:
+
+  root      = $ASCEND_HOME_PATH, else $ASCEND_TOOLKIT_HOME, else /usr/local/Ascend/ascend-toolkit/latest,
+              else /usr/local/Ascend/cann -- the first one holding the runtime and nnopbase.
+  op library = --op-lib PATH, else the first that exports the operator among
+              each $ASCEND_CUSTOM_OPP_PATH entry + /op_api/lib/libcust_opapi.so,
+              each load_priority vendor of $ASCEND_OPP_PATH/vendors/config.ini (default opp = root/opp),
+              root/lib64/libopapi_transformer.so, root/lib64/libopapi.so.
+
+Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used.
+
+The emulator is built from the C sources shipped as package data (``prmg_cli.emulator_src``, mapped to
+``runners/emulator/``) with gcc + make, once per source version, into a cache folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import mmap
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .errors import PrmgError
+
+OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
+DEFAULT_ROOTS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
+RUNTIME_NAMES = ("libascendcl.so", "libacl_rt.so")
+STUB_COMPONENTS = ("stub", "devlib")
+EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
+EMULATOR_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi_transformer.so")
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    """The libraries one runner loads.
+
+    kind: "aclnn" (a toolkit we did not build) or "emulator" (built by prmg from runners/emulator).
+    op_lib_source: which rule of the search found ``op_lib``, e.g. "ASCEND_CUSTOM_OPP_PATH",
+      "vendors/config.ini load_priority (vendor customize)", "libopapi_transformer.so", "--op-lib".
+    env: environment settings a session applies before loading the libraries (the emulator's modes).
+    """
+
+    kind: str
+    root: Path
+    runtime_lib: Path
+    nnopbase_lib: Path
+    op_lib: Path
+    op_lib_source: str
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def is_stub_path(path: Path | str) -> bool:
+    """True when ``path`` (as given or with links resolved) has a ``stub`` or ``devlib`` component."""
+    given = Path(path)
+    for candidate in (given, given.resolve()):
+        if any(part in STUB_COMPONENTS for part in candidate.parts):
+            return True
+    return False
+
+
+def refuse_stub(path: Path | str, what: str = "library") -> None:
+    """Raise PrmgError when ``path`` is a stub library (they only exist for linking and crash when called)."""
+    if is_stub_path(path):
+        raise PrmgError(f"refusing to load the stub {what} {path}: stub/devlib libraries exist only for "
+                        f"linking; point at the toolkit's lib64 (source its set_env.sh)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ELF: does a shared library define a symbol? (read .dynsym without loading the library)
+
+def exports_symbol(path: Path | str, name: str) -> bool:
+    """True when the ELF shared library at ``path`` defines the global/weak dynamic symbol ``name``.
+
+    Reads the section headers, finds SHT_DYNSYM and its string table, and looks for a symbol whose name
+    is ``name`` and whose section index is not SHN_UNDEF. Nothing is loaded or executed.
+    """
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as image:
+            return _elf_defines(image, name.encode())
+    except (OSError, ValueError, struct.error):
+        return False
+
+
+def _elf_defines(image: mmap.mmap, name: bytes) -> bool:
+    if image[:4] != b"\x7fELF":
+        return False
+    is_64 = image[4] == 2
+    endian = "<" if image[5] == 1 else ">"
+    if is_64:
+        shoff, = struct.unpack_from(endian + "Q", image, 0x28)
+        shentsize, shnum = struct.unpack_from(endian + "HH", image, 0x3A)
+        section_format, symbol_size = endian + "IIQQQQIIQQ", 24
+    else:
+        shoff, = struct.unpack_from(endian + "I", image, 0x20)
+        shentsize, shnum = struct.unpack_from(endian + "HH", image, 0x2E)
+        section_format, symbol_size = endian + "IIIIIIIIII", 16
+    sections = [struct.unpack_from(section_format, image, shoff + index * shentsize) for index in range(shnum)]
+    for section in sections:
+        sh_type, sh_offset, sh_size, sh_link = section[1], section[4], section[5], section[6]
+        if sh_type != 11:                                   # SHT_DYNSYM
+            continue
+        strtab_offset, strtab_size = sections[sh_link][4], sections[sh_link][5]
+        strtab = image[strtab_offset:strtab_offset + strtab_size]
+        name_offsets = set()
+        start = strtab.find(name + b"\0")
+        while start >= 0:                                   # suffix-merged strings may share a tail
+            name_offsets.add(start)
+            start = strtab.find(name + b"\0", start + 1)
+        if not name_offsets:
+            return False
+        for offset in range(sh_offset, sh_offset + sh_size, symbol_size):
+            st_name, = struct.unpack_from(endian + "I", image, offset)
+            if st_name not in name_offsets:
+                continue
+            if is_64:
+                st_info, _, st_shndx = struct.unpack_from(endian + "BBH", image, offset + 4)
+            else:
+                st_info, _, st_shndx = struct.unpack_from(endian + "BBH", image, offset + 12)
+            if st_shndx != 0 and (st_info >> 4) in (1, 2):  # defined, STB_GLOBAL or STB_WEAK
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Discovery
+
+def _root_candidates(env: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """(where the candidate comes from, path or None when that variable is unset), in precedence order."""
+    return [("ASCEND_HOME_PATH", env.get("ASCEND_HOME_PATH") or None),
+            ("ASCEND_TOOLKIT_HOME", env.get("ASCEND_TOOLKIT_HOME") or None),
+            *[("default", path) for path in DEFAULT_ROOTS]]
+
+
+def _runtime_in(root: Path) -> Path | None:
+    for name in RUNTIME_NAMES:
+        if (root / "lib64" / name).is_file():
+            return root / "lib64" / name
+    return None
+
+
+def _config_vendors(opp: Path) -> list[str]:
+    """The vendor names of ``load_priority=a,b,c`` in ``opp/vendors/config.ini``, in order."""
+    try:
+        text = (opp / "vendors" / "config.ini").read_text(errors="replace")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "load_priority":
+            return [vendor.strip() for vendor in value.split(",") if vendor.strip()]
+    return []
+
+
+def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Path]]:
+    """(rule, path) for every place the operator may live, in the documented precedence."""
+    candidates = []
+    for entry in (env.get("ASCEND_CUSTOM_OPP_PATH") or "").split(":"):
+        if entry:
+            candidates.append(("ASCEND_CUSTOM_OPP_PATH", Path(entry) / "op_api" / "lib" / "libcust_opapi.so"))
+    opp = Path(env.get("ASCEND_OPP_PATH") or root / "opp")
+    for vendor in _config_vendors(opp):
+        candidates.append((f"vendors/config.ini load_priority (vendor {vendor})",
+                           opp / "vendors" / vendor / "op_api" / "lib" / "libcust_opapi.so"))
+    candidates.append(("libopapi_transformer.so", root / "lib64" / "libopapi_transformer.so"))
+    candidates.append(("libopapi.so", root / "lib64" / "libopapi.so"))
+    return candidates
+
+
+def _library_rejection(path: Path) -> str | None:
+    """Why ``path`` cannot serve as the operator library, or None when it can."""
+    if not path.exists():
+        return "missing"
+    if is_stub_path(path):
+        return "refused: stub library"
+    if not exports_symbol(path, OP_SYMBOL):
+        return f"does not export {OP_SYMBOL}"
+    return None
+
+
+def _find_op_lib(root: Path, env: Mapping[str, str], log: list[str]) -> tuple[str, Path] | None:
+    for rule, path in _op_lib_candidates(root, env):
+        reason = _library_rejection(path)
+        if reason is None:
+            log.append(f"  operator library {path} ({rule}): ok")
+            return rule, path
+        log.append(f"  operator library {path} ({rule}): {reason}")
+    return None
+
+
+def _override_op_lib(op_lib: str) -> Path:
+    path = Path(op_lib).expanduser()
+    refuse_stub(path, "operator library")
+    if not path.is_file():
+        raise PrmgError(f"--op-lib {op_lib}: no such file")
+    if not exports_symbol(path, OP_SYMBOL):
+        raise PrmgError(f"--op-lib {op_lib}: does not export {OP_SYMBOL}")
+    return path
+
+
+def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None, list[str]]:
+    """The toolkit the documented search finds (or None), and a line per place looked at."""
+    log: list[str] = []
+    override = _override_op_lib(op_lib) if op_lib else None
+    for origin, value in _root_candidates(env):
+        if value is None:
+            log.append(f"{origin}: not set")
+            continue
+        root = Path(value).expanduser()
+        label = f"{origin}={value}" if origin != "default" else value
+        if not root.is_dir():
+            log.append(f"{label}: rejected: no such folder")
+            continue
+        runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
+        if runtime is None or not nnopbase.is_file():
+            missing = [name for name, ok in (("lib64/libascendcl.so (or libacl_rt.so)", runtime),
+                                             ("lib64/libnnopbase.so", nnopbase.is_file())) if not ok]
+            log.append(f"{label}: rejected: {' and '.join(missing)} missing")
+            continue
+        if is_stub_path(runtime) or is_stub_path(nnopbase):
+            log.append(f"{label}: rejected: refused stub libraries")
+            continue
+        log.append(f"{label}: runtime {runtime}, {nnopbase}")
+        found = ("--op-lib", override) if override else _find_op_lib(root, env, log)
+        if found is None:
+            log.append(f"{label}: rejected: no library exports {OP_SYMBOL}")
+            continue
+        kind = "emulator" if (root / EMULATOR_MARKER).is_file() else "aclnn"
+        return Toolkit(kind, root, runtime, nnopbase, found[1], found[0]), log
+    return None, log
+
+
+def find_toolkit(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> Toolkit | None:
+    """The installed toolkit (root and operator library by the documented precedence), or None.
+
+    Raises PrmgError when ``op_lib`` is given but is missing, a stub, or lacks the operator.
+    """
+    return _search(os.environ if env is None else env, op_lib)[0]
+
+
+def explain_search(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> list[str]:
+    """One line per place the search looked at and what it found there (for ``prmg doctor``)."""
+    try:
+        toolkit, log = _search(os.environ if env is None else env, op_lib)
+    except PrmgError as error:
+        return [str(error)]
+    if toolkit is None:
+        log.append("no CANN toolkit found")
+    return log
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The emulator: built on first use from the shipped C sources
+
+SOURCE_SUFFIXES = (".c", ".h")
+SOURCE_NAMES = ("Makefile",)
+
+
+def emulator_sources() -> Path:
+    """The folder holding the emulator's C sources (package data, or ``runners/emulator`` in a checkout)."""
+    try:
+        folder = Path(str(importlib.resources.files("prmg_cli.emulator_src")))
+    except ModuleNotFoundError:
+        folder = Path(__file__).resolve().parent.parent / "runners" / "emulator"
+    if not (folder / "Makefile").is_file():
+        raise PrmgError(f"the emulator's sources are missing (no Makefile in {folder}); reinstall prmg")
+    return folder
+
+
+def _source_files(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file()
+                  and (path.suffix in SOURCE_SUFFIXES or path.name in SOURCE_NAMES))
+
+
+def sources_hash(folder: Path) -> str:
+    """A short sha256 over the relative names and contents of the emulator's sources."""
+    digest = hashlib.sha256()
+    for path in _source_files(folder):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def emulator_cache_base(env: Mapping[str, str] | None = None) -> Path:
+    """Where built emulators live: $PRMG_EMULATOR_HOME, else $XDG_CACHE_HOME/prmg, else ~/.cache/prmg."""
+    env = os.environ if env is None else env
+    if env.get("PRMG_EMULATOR_HOME"):
+        return Path(env["PRMG_EMULATOR_HOME"]).expanduser()
+    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "prmg"
+
+
+def _emulator_complete(root: Path) -> bool:
+    return (root / EMULATOR_MARKER).is_file() and all((root / "lib64" / name).is_file()
+                                                       for name in EMULATOR_LIBS)
+
+
+def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
+    """Build into a private temp folder, then rename it to ``target`` (atomic; a concurrent winner is kept)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".build-{source_hash}-", dir=target.parent))
+    try:
+        source_copy, out = work / "src", work / "out"
+        for path in _source_files(sources):
+            destination = source_copy / path.relative_to(sources)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, destination)
+        try:
+            result = subprocess.run(["make", "-C", str(source_copy), f"OUT={out}"], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+        except FileNotFoundError:
+            raise PrmgError("building the host emulator needs make and gcc; neither make was found") from None
+        except subprocess.TimeoutExpired:
+            raise PrmgError("building the host emulator took longer than 10 minutes") from None
+        if result.returncode != 0:
+            tail = "\n".join(result.stdout.strip().splitlines()[-20:])
+            raise PrmgError(f"building the host emulator failed (make exit {result.returncode}):\n{tail}")
+        missing = [name for name in EMULATOR_LIBS if not (out / "lib64" / name).is_file()]
+        if missing:
+            raise PrmgError(f"building the host emulator produced no {', '.join(missing)} in {out}/lib64")
+        (out / EMULATOR_MARKER).write_text(source_hash + "\n")
+        try:
+            os.rename(out, target)
+        except OSError:
+            if not _emulator_complete(target):      # not a concurrent build that finished first
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] | None = None) -> Toolkit:
+    """The host emulator, built first when this version of its sources has not been built yet.
+
+    modes: rotary modes to switch on (sets PRMG_EMU_MODES for the sessions); None keeps the emulator's
+    default (interleave only) or whatever PRMG_EMU_MODES the process already has.
+    """
+    sources = emulator_sources()
+    source_hash = sources_hash(sources)
+    root = emulator_cache_base(env) / f"emulator-{source_hash}"
+    if not _emulator_complete(root):
+        _build_emulator(sources, root, source_hash)
+    lib64 = root / "lib64"
+    return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / "libnnopbase.so",
+                   lib64 / "libopapi_transformer.so", "libopapi_transformer.so", _modes_env(modes))
+
+
+def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
+    if modes is None:
+        return ()
+    return (("PRMG_EMU_MODES", ",".join(str(int(mode)) for mode in sorted(set(modes)))),)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Runner selection
+
+RUNNERS = ("auto", "aclnn", "emulator")
+
+
+def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
+                  modes: Iterable[int] | None = None) -> Toolkit:
+    """The toolkit ``--runner`` asks for.
+
+    auto: the installed toolkit when the search finds one, else the emulator; aclnn: the installed
+    toolkit or a PrmgError naming where it looked; emulator: the emulator (``modes`` switched on).
+    """
+    env = os.environ if env is None else env
+    if runner not in RUNNERS:
+        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+    if runner == "emulator":
+        if op_lib:
+            raise PrmgError("--op-lib applies to a CANN toolkit, not to --runner emulator")
+        return emulator_toolkit(modes, env)
+    toolkit, log = _search(env, op_lib)
+    if toolkit is not None:
+        if toolkit.kind == "emulator" and modes is not None:
+            toolkit = replace(toolkit, env=_modes_env(modes))
+        return toolkit
+    if runner == "aclnn" or op_lib:
+        looked = "; ".join(line.strip() for line in log)
+        raise PrmgError(f"no CANN toolkit found (looked in {looked}); source the toolkit's set_env.sh "
+                        f"or set ASCEND_HOME_PATH")
+    return emulator_toolkit(modes, env)

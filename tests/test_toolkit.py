@@ -1,0 +1,185 @@
+"""Toolkit discovery (documented precedence, stub refusal, env fallbacks) and the emulator's build on first use."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from prmg_cli import toolkit as tk
+from prmg_cli.errors import PrmgError
+
+OP_SOURCE = """
+int aclnnInplacePartialRotaryMulGradGetWorkspaceSize(void) { return 0; }
+int aclnnInplacePartialRotaryMulGrad(void) { return 0; }
+"""
+OTHER_SOURCE = """
+extern int aclnnInplacePartialRotaryMulGradGetWorkspaceSize(void);  /* referenced, not defined */
+int aclnnSomethingElse(void) { return aclnnInplacePartialRotaryMulGradGetWorkspaceSize(); }
+"""
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory) -> dict[str, Path]:
+    """Two tiny shared libraries: one defines the operator's entry points, one only references them."""
+    folder = tmp_path_factory.mktemp("libs")
+    built = {}
+    for name, source in (("with_op", OP_SOURCE), ("without_op", OTHER_SOURCE)):
+        (folder / f"{name}.c").write_text(source)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / f"{name}.so"), str(folder / f"{name}.c")],
+                       check=True)
+        built[name] = folder / f"{name}.so"
+    return built
+
+
+@pytest.fixture(autouse=True)
+def no_default_roots(tmp_path, monkeypatch):
+    """Keep a toolkit installed on this machine out of the tests."""
+    monkeypatch.setattr(tk, "DEFAULT_ROOTS", (str(tmp_path / "none-latest"), str(tmp_path / "none-cann")))
+
+
+def place(library: Path, destination: Path) -> Path:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(library, destination)
+    return destination
+
+
+def make_root(folder: Path, libs, runtime: str = "libascendcl.so", **lib64) -> Path:
+    """A fake toolkit root: runtime + nnopbase (content irrelevant to discovery) and named op libraries."""
+    place(libs["without_op"], folder / "lib64" / runtime)
+    place(libs["without_op"], folder / "lib64" / "libnnopbase.so")
+    for name, kind in lib64.items():
+        place(libs[kind], folder / "lib64" / f"{name}.so")
+    return folder
+
+
+def test_exports_symbol_reads_defined_dynamic_symbols_only(libs):
+    assert tk.exports_symbol(libs["with_op"], tk.OP_SYMBOL)
+    assert not tk.exports_symbol(libs["without_op"], tk.OP_SYMBOL)      # undefined reference only
+    assert tk.exports_symbol(libs["without_op"], "aclnnSomethingElse")
+    assert not tk.exports_symbol(libs["with_op"].with_suffix(".c"), tk.OP_SYMBOL)   # not ELF
+
+
+def test_transformer_library_beats_monolithic_opapi(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op", libopapi="with_op")
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(root)})
+    assert found.kind == "aclnn"
+    assert found.root == root
+    assert found.runtime_lib == root / "lib64" / "libascendcl.so"
+    assert found.nnopbase_lib == root / "lib64" / "libnnopbase.so"
+    assert found.op_lib == root / "lib64" / "libopapi_transformer.so"
+    assert found.op_lib_source == "libopapi_transformer.so"
+
+
+def test_library_without_the_operator_is_skipped(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="without_op", libopapi="with_op")
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(root)})
+    assert (found.op_lib, found.op_lib_source) == (root / "lib64" / "libopapi.so", "libopapi.so")
+    log = "\n".join(tk.explain_search({"ASCEND_HOME_PATH": str(root)}))
+    assert f"libopapi_transformer.so (libopapi_transformer.so): does not export {tk.OP_SYMBOL}" in log
+
+
+def test_no_operator_anywhere_means_no_toolkit(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi="without_op")
+    assert tk.find_toolkit({"ASCEND_HOME_PATH": str(root)}) is None
+
+
+def test_custom_opp_path_entries_come_first_in_order(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
+    first, second = tmp_path / "vendor_a", tmp_path / "vendor_b"
+    place(libs["without_op"], first / "op_api" / "lib" / "libcust_opapi.so")   # a custom package of other ops
+    place(libs["with_op"], second / "op_api" / "lib" / "libcust_opapi.so")
+    (root / "opp" / "vendors").mkdir(parents=True)
+    place(libs["with_op"], root / "opp" / "vendors" / "customize" / "op_api" / "lib" / "libcust_opapi.so")
+    (root / "opp" / "vendors" / "config.ini").write_text("load_priority=customize\n")
+    env = {"ASCEND_HOME_PATH": str(root), "ASCEND_CUSTOM_OPP_PATH": f"{first}::{second}"}
+    found = tk.find_toolkit(env)
+    assert found.op_lib == second / "op_api" / "lib" / "libcust_opapi.so"
+    assert found.op_lib_source == "ASCEND_CUSTOM_OPP_PATH"
+
+
+def test_config_ini_vendors_in_load_priority_order(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
+    opp = tmp_path / "elsewhere" / "opp"
+    vendors = opp / "vendors"
+    place(libs["without_op"], vendors / "mdc" / "op_api" / "lib" / "libcust_opapi.so")
+    place(libs["with_op"], vendors / "customize" / "op_api" / "lib" / "libcust_opapi.so")
+    place(libs["with_op"], vendors / "unlisted" / "op_api" / "lib" / "libcust_opapi.so")
+    (vendors / "config.ini").write_text("# vendors\nload_priority = mdc, customize\n")
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(root), "ASCEND_OPP_PATH": str(opp)})
+    assert found.op_lib == vendors / "customize" / "op_api" / "lib" / "libcust_opapi.so"
+    assert found.op_lib_source == "vendors/config.ini load_priority (vendor customize)"
+    # without ASCEND_OPP_PATH the vendors are looked for under root/opp, where there are none
+    assert tk.find_toolkit({"ASCEND_HOME_PATH": str(root)}).op_lib_source == "libopapi_transformer.so"
+
+
+def test_root_fallbacks_and_acl_rt_runtime(tmp_path, libs, monkeypatch):
+    broken = tmp_path / "broken"
+    (broken / "lib64").mkdir(parents=True)
+    place(libs["without_op"], broken / "lib64" / "libascendcl.so")          # no libnnopbase.so
+    toolkit_home = make_root(tmp_path / "home", libs, runtime="libacl_rt.so", libopapi="with_op")
+    env = {"ASCEND_HOME_PATH": str(broken), "ASCEND_TOOLKIT_HOME": str(toolkit_home)}
+    found = tk.find_toolkit(env)
+    assert found.root == toolkit_home
+    assert found.runtime_lib == toolkit_home / "lib64" / "libacl_rt.so"
+    assert any("lib64/libnnopbase.so missing" in line for line in tk.explain_search(env))
+
+    latest = make_root(tmp_path / "latest", libs, libopapi="with_op")
+    monkeypatch.setattr(tk, "DEFAULT_ROOTS", (str(latest), str(tmp_path / "cann")))
+    assert tk.find_toolkit({}).root == latest
+
+
+def test_nothing_found_is_explained(tmp_path):
+    assert tk.find_toolkit({}) is None
+    lines = tk.explain_search({"ASCEND_TOOLKIT_HOME": str(tmp_path / "gone")})
+    assert lines[0] == "ASCEND_HOME_PATH: not set"
+    assert f"ASCEND_TOOLKIT_HOME={tmp_path / 'gone'}: rejected: no such folder" in lines
+    assert lines[-1] == "no CANN toolkit found"
+
+
+def test_stub_libraries_are_never_used(tmp_path, libs):
+    stub_op = place(libs["with_op"], tmp_path / "cann" / "lib64" / "stub" / "libopapi.so")
+    with pytest.raises(PrmgError, match="stub"):
+        tk.find_toolkit({}, op_lib=str(stub_op))
+    # a toolkit whose lib64 links into devlib
+    devlib_root = tmp_path / "devroot"
+    make_root(devlib_root / "devlib", libs, libopapi="with_op")
+    devlib_root.joinpath("x").mkdir()
+    (devlib_root / "x" / "lib64").symlink_to(devlib_root / "devlib" / "lib64")
+    env = {"ASCEND_HOME_PATH": str(devlib_root / "x")}
+    assert tk.find_toolkit(env) is None
+    assert any("refused stub" in line for line in tk.explain_search(env))
+    # a custom vendor folder under stub/ is skipped, the next candidate is used
+    root = make_root(tmp_path / "good", libs, libopapi="with_op")
+    place(libs["with_op"], tmp_path / "stub" / "v" / "op_api" / "lib" / "libcust_opapi.so")
+    env = {"ASCEND_HOME_PATH": str(root), "ASCEND_CUSTOM_OPP_PATH": str(tmp_path / "stub" / "v")}
+    assert tk.find_toolkit(env).op_lib_source == "libopapi.so"
+    assert tk.is_stub_path(tmp_path / "stub" / "x.so") and not tk.is_stub_path(tmp_path / "stubborn" / "x.so")
+
+
+def test_op_lib_override(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
+    mine = place(libs["with_op"], tmp_path / "mine" / "libmine.so")
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(root)}, op_lib=str(mine))
+    assert (found.op_lib, found.op_lib_source) == (mine, "--op-lib")
+    with pytest.raises(PrmgError, match="does not export"):
+        tk.find_toolkit({"ASCEND_HOME_PATH": str(root)}, op_lib=str(libs["without_op"]))
+    with pytest.raises(PrmgError, match="no such file"):
+        tk.find_toolkit({"ASCEND_HOME_PATH": str(root)}, op_lib=str(tmp_path / "missing.so"))
+
+
+def test_select_runner(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi="with_op")
+    assert tk.select_runner("aclnn", None, {"ASCEND_HOME_PATH": str(root)}).root == root
+    assert tk.select_runner("auto", None, {"ASCEND_HOME_PATH": str(root)}).kind == "aclnn"
+    with pytest.raises(PrmgError, match=r"no CANN toolkit found \(looked in ASCEND_HOME_PATH: not set"):
+        tk.select_runner("aclnn", None, {})
+    with pytest.raises(PrmgError, match="--runner 'npu'"):
+        tk.select_runner("npu", None, {})
+    with pytest.raises(PrmgError, match="--op-lib"):
+        tk.select_runner("emulator", str(libs["with_op"]), {})
