@@ -54,8 +54,6 @@ def time_case(session, case: Case, warmup: int, repeat: int) -> list[float]:
 def _bench_worker(settings, device, cases, warmup, repeat, queue) -> None:
     from .acl import AclSession
 
-    import os
-    os.environ.update(dict(settings.env))
     rows = []
     try:
         with AclSession(settings.toolkit, device) as session:

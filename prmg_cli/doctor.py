@@ -11,8 +11,14 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
     from .suite import probe_in_child
 
     info = probe_in_child(toolkit)
-    lines = [f"  {key}: {value}" for key, value in info.items()]
-    usable = "error" not in info and bool(info.get("symbols_ok", info.get("op_symbols", True)))
+    lines = [f"  loaded: {path}" for path in info.get("loaded", [])]
+    lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
+              for name, found in info.get("symbols", {}).items()]
+    lines.append(f"  devices: {info.get('device_count')}")
+    errors = info.get("errors", []) + ([info["error"]] if "error" in info else [])
+    lines += [f"  error: {error}" for error in errors]
+    symbols = info.get("symbols", {})
+    usable = not errors and bool(symbols) and all(symbols.values()) and (info.get("device_count") or 0) > 0
     return lines, usable
 
 

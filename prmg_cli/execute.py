@@ -39,7 +39,6 @@ class RunSettings:
     standard: str | None = None               # --standard: overrides every case's standard
     timeout: float | None = None              # seconds per case; None = no limit
     max_memory: int | None = None             # bytes; None = no limit
-    env: tuple = ()                           # extra environment for workers: ((name, value), ...)
 
 
 def describe(case: Case, status: str, **fields) -> CaseResult:
@@ -131,7 +130,6 @@ def _worker_main(conn, settings: RunSettings, device: int) -> None:
     from .acl import AclSession
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C
-    os.environ.update(dict(settings.env))
     try:
         session = AclSession(settings.toolkit, device)
     except Exception as exc:

@@ -120,19 +120,16 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
     """Pick the toolkit (real or emulator) and fix the settings every worker shares."""
     from .toolkit import select_runner
 
-    if runner not in ("auto", "aclnn", "emulator"):
-        raise PrmgError(f"--runner must be auto, aclnn or emulator, got {runner!r}")
     if standard is not None and standard not in compare.STANDARDS:
         raise PrmgError(f"--standard must be one of {', '.join(compare.STANDARDS)}, got {standard!r}")
-    toolkit = select_runner(runner, op_lib, os.environ)
-    env = (("PRMG_EMU_MODES", ",".join(str(m) for m in sorted(modes))),) if toolkit.kind == "emulator" else ()
+    toolkit = select_runner(runner, op_lib, os.environ, modes)
     return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=standard, timeout=timeout,
-                               max_memory=max_memory, env=env)
+                               max_memory=max_memory)
 
 
 def run_info(settings, devices: Sequence[int]) -> report.RunInfo:
     toolkit = settings.toolkit
-    return report.RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib),
+    return report.RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
                           supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                           standard=settings.standard or "per case (default: default)", version=__version__)
 

@@ -1,0 +1,44 @@
+"""Shared fixtures: one emulator build per test session, and a way to run the real `prmg` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def emulator_home(tmp_path_factory) -> Path:
+    """Every test (and every prmg it starts) shares one emulator build, outside the user's cache."""
+    home = os.environ.get("PRMG_TEST_EMULATOR_HOME") or str(tmp_path_factory.getbasetemp().parent / "emulator")
+    os.environ["PRMG_EMULATOR_HOME"] = home
+    for name in [k for k in os.environ if k.startswith(("ASCEND_", "PRMG_EMU_"))]:
+        del os.environ[name]                   # tests choose their runner explicitly
+    return Path(home)
+
+
+@pytest.fixture(scope="session")
+def emulator(emulator_home):
+    """The built emulator toolkit (kind "emulator")."""
+    from prmg_cli.toolkit import emulator_toolkit
+
+    return emulator_toolkit()
+
+
+def prmg(*args: str, env: dict | None = None, timeout: float = 300, cwd: str | Path | None = None,
+         input_text: str | None = None) -> subprocess.CompletedProcess:
+    """Run the `prmg` command line in a child process, as a user would, and capture its output."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "prmg_cli.cli", *map(str, args)], capture_output=True,
+                          text=True, env=full_env, timeout=timeout, cwd=cwd or ROOT, input=input_text)
+
+
+@pytest.fixture
+def run_prmg():
+    return prmg

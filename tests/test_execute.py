@@ -1,0 +1,148 @@
+"""Robust at scale, end to end: crashes, hangs, shards, devices, resume, memory refusal, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, prmg
+from prmg_cli.cases import Case, load_cases
+from prmg_cli.execute import memory_need, shard
+
+MANY = """
+defaults: {dtype: float16, cos_shape: [1, 1, 1, 16], partial_slice: [8, 24]}
+cases:
+  - {name: c0, shape: [1, 2, 2, 32]}
+  - {name: c1, shape: [1, 2, 3, 32]}
+  - {name: c2, shape: [1, 2, 4, 32]}
+  - {name: c3, shape: [1, 2, 5, 32]}
+  - {name: c4, shape: [1, 2, 6, 32]}
+  - {name: c5, shape: [1, 2, 7, 32]}
+"""
+
+
+@pytest.fixture
+def many(tmp_path) -> Path:
+    path = tmp_path / "many.yaml"
+    path.write_text(MANY)
+    return path
+
+
+def run_json(*args, env=None, timeout=300):
+    result = prmg("run", *args, "--runner", "emulator", "--report", "json", env=env, timeout=timeout)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result, json.loads(result.stdout)
+
+
+def by_name(report):
+    return {case["name"]: case for case in report["cases"]}
+
+
+def test_a_crashing_case_is_an_error_and_the_others_still_run(many):
+    result, report = run_json(many, env={"PRMG_EMU_FAULT": "crash", "PRMG_EMU_FAULT_SHAPE": "1,2,4,32"})
+    assert result.returncode == 1
+    cases = by_name(report)
+    assert cases["c2"]["status"] == "error"
+    assert cases["c2"]["message"].startswith("worker crashed: signal 11")
+    assert [cases[f"c{i}"]["status"] for i in (0, 1, 3, 4, 5)] == ["passed"] * 5
+
+
+def test_every_case_crashing_still_completes_the_report(many):
+    result, report = run_json(many, env={"PRMG_EMU_FAULT": "crash"})
+    assert result.returncode == 1
+    assert [c["status"] for c in report["cases"]] == ["error"] * 6
+    assert report["summary"]["error"] == 6
+
+
+def test_hangs_time_out_within_bounds_and_the_run_goes_on(many):
+    started = time.monotonic()
+    result, report = run_json(many, "--timeout", "1.5",
+                              env={"PRMG_EMU_FAULT": "hang", "PRMG_EMU_FAULT_SHAPE": "1,2,3,32"})
+    elapsed = time.monotonic() - started
+    cases = by_name(report)
+    assert cases["c1"]["status"] == "error" and "timed out after 1.5 s" in cases["c1"]["message"]
+    assert sum(c["status"] == "passed" for c in report["cases"]) == 5
+    assert elapsed < 60
+
+
+def test_shards_partition_the_cases_exactly_once(many):
+    names = []
+    for index in (1, 2, 3):
+        result = prmg("run", many, "--list", "--shard", f"{index}/3")
+        assert result.returncode == 0
+        names += [n for n in (f"c{i}" for i in range(6)) if f"{n} " in result.stdout]
+    assert sorted(names) == [f"c{i}" for i in range(6)]
+    cases = load_cases([str(many)])
+    parts = [shard(cases, i, 4) for i in (1, 2, 3, 4)]
+    assert sorted(c.name for part in parts for c in part) == sorted(c.name for c in cases)
+    # adding a case elsewhere never moves an existing one to another shard
+    more = cases + [Case(name="new", source="x", shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 8),
+                         sin_shape=(1, 1, 1, 8), partial_slice=(0, 8))]
+    assert [[c.name for c in shard(more, i, 4) if c.name != "new"] for i in (1, 2, 3, 4)] == \
+        [[c.name for c in part] for part in parts]
+
+
+def test_two_devices_agree_with_one(many):
+    env = {"PRMG_EMU_DEVICES": "2"}
+    _, serial = run_json(many, env=env)
+    result, parallel = run_json(many, "--devices", "0,1", env=env)
+    assert result.returncode == 0
+    assert parallel["summary"]["devices"] == [0, 1]
+    strip = lambda report: [(c["name"], c["status"], c["metrics"]) for c in report["cases"]]
+    assert strip(serial) == strip(parallel)
+    result, every = run_json(many, "--devices", "all", env=env)
+    assert every["summary"]["devices"] == [0, 1]
+    result = prmg("run", many, "--runner", "emulator", "--device", "5", env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_results_file_and_resume(many, tmp_path):
+    results = tmp_path / "r.jsonl"
+    result, report = run_json(many, "-k", "c1", "--results", results)
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [line["name"] for line in lines] == ["c1"]
+    result, report = run_json(many, "--resume", results)
+    assert result.returncode == 0 and len(report["cases"]) == 6
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted(line["name"] for line in lines) == [f"c{i}" for i in range(6)]   # c1 not run again
+
+
+def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
+    results = tmp_path / "r.jsonl"
+    env = dict(os.environ, PRMG_EMU_FAULT="hang", PRMG_EMU_FAULT_SHAPE="1,2,3,32")
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(many), "--runner", "emulator",
+                                "--results", str(results)], cwd=ROOT, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (results.exists() and results.read_text().strip()):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "c0" in stdout and "1 passed" in stdout.splitlines()[-1]
+    assert json.loads(results.read_text().splitlines()[0])["name"] == "c0"
+
+
+def test_a_one_tebibyte_case_is_refused_fast(tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("- {name: huge, shape: [1024, 1024, 256, 1024], cos_shape: [1, 1024, 1, 1024], "
+                    "partial_slice: [0, 1024]}\n")
+    case = load_cases([str(path)])[0]
+    host, device = memory_need(case)
+    assert device >= 1 << 40
+    started = time.monotonic()
+    result, report = run_json(path)
+    assert time.monotonic() - started < 30          # start-up included; the refusal itself is arithmetic
+    assert result.returncode == 1
+    assert report["cases"][0]["status"] == "error"
+    assert "--max-memory" in report["cases"][0]["message"]
+    assert "not attempted" in report["cases"][0]["message"]

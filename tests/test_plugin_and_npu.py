@@ -1,0 +1,93 @@
+"""The pytest plugin (`pytest --prmg`), the NPU smoke script, and installing from a clean tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+CASES = """
+- {name: p_ok_fp32, shape: [1, 2, 2, 32], cos_shape: [1, 2, 1, 16], partial_slice: [3, 19]}
+- {name: p_ok_bf16, shape: [1, 2, 2, 32], cos_shape: [1, 1, 1, 32], partial_slice: [0, 32], dtype: bfloat16}
+- {name: p_neg, shape: [1, 1, 1, 16], cos_shape: [1, 1, 1, 7], partial_slice: [0, 7],
+   expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}
+- {name: p_skip, shape: [1, 1, 1, 16], cos_shape: [1, 1, 1, 16], partial_slice: [0, 16], rotary_mode: quarter}
+"""
+
+
+def pytest_run(tmp_path, *args, env=None):
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(CASES)
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg", str(cases),
+                           "--prmg-runner", "emulator", *args], cwd=tmp_path, env=full_env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_plugin_collects_cases_as_items_with_verdicts(tmp_path):
+    result = pytest_run(tmp_path, "-q", "--junitxml", str(tmp_path / "j.xml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed, 1 skipped" in result.stdout
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    names = sorted(case.get("name") for case in suite.iter("testcase"))
+    assert names == ["p_neg", "p_ok_bf16", "p_ok_fp32", "p_skip"]
+
+
+def test_plugin_failures_carry_the_diagnosis(tmp_path):
+    result = pytest_run(tmp_path, "-q", "-k", "p_ok", env={"PRMG_EMU_FAULT": "write_past_end"})
+    assert result.returncode == 1
+    assert "2 failed" in result.stdout
+    assert "guard zone after dy changed" in result.stdout
+
+
+def test_plugin_supported_modes_and_xdist(tmp_path):
+    result = pytest_run(tmp_path, "-q", "-n", "2", "--prmg-supported-modes", "0,1,2,3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 passed" in result.stdout
+
+
+def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
+    """smoke.sh sources set_env.sh of a toolkit (here the emulator's folder) and never falls back."""
+    reports = tmp_path / "reports"
+    env = dict(os.environ, ASCEND_SET_ENV=str(emulator.root / "set_env.sh"),
+               PRMG=f"{sys.executable} -m prmg_cli.cli", PRMG_REPORT_DIR=str(reports))
+    result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "prmg doctor" in result.stdout
+    root = ET.parse(reports / "prmg-smoke.xml").getroot()
+    assert int(root.find("testsuite").get("tests")) > 10
+    assert (reports / "prmg-smoke.jsonl").exists()
+    env["PRMG_EMU_FAULT"] = "sign"
+    result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    env.pop("PRMG_EMU_FAULT")
+    env["ASCEND_SET_ENV"] = str(tmp_path / "missing.sh")
+    result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "set_env.sh" in result.stderr
+
+
+def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
+    """A non-editable install carries the emulator sources and builds them on first use."""
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                              "--no-build-isolation", "--target", str(target), str(ROOT)],
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr
+    assert (target / "prmg_cli" / "emulator_src" / "kernel.c").exists()
+    cases = tmp_path / "c.yaml"
+    cases.write_text("- {name: installed, shape: [1, 1, 2, 16], cos_shape: [1, 1, 1, 16], partial_slice: [0, 16]}\n")
+    env = dict(os.environ, PYTHONPATH=str(target), PRMG_EMULATOR_HOME=str(tmp_path / "emu"))
+    result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "run", str(cases)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed"
+    assert str(tmp_path / "emu") in result.stdout

@@ -1,0 +1,165 @@
+"""`prmg run` end to end through the emulator: verdicts, reports, exit codes, runner selection."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, prmg
+
+SMALL = """
+defaults:
+  dtype: float32
+  tags: [e2e]
+cases:
+  - {name: fp32_mid, shape: [2, 3, 2, 64], cos_shape: [1, 3, 1, 32], partial_slice: [7, 39]}
+  - {name: bf16_mixed, shape: [1, 4, 2, 32], cos_shape: [1, 4, 1, 16], partial_slice: [16, 32],
+     dtype: bfloat16, cos_dtype: float32, tags: [mixed]}
+  - {name: fp16_full, shape: [2, 2, 2, 16], cos_shape: [2, 2, 2, 16], partial_slice: [0, 16], dtype: float16}
+  - {name: too_wide, shape: [1, 1, 1, 2048], cos_shape: [1, 1, 1, 64], partial_slice: [0, 64],
+     expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}
+  - {name: half_mode, shape: [1, 2, 1, 16], cos_shape: [1, 2, 1, 16], partial_slice: [0, 16], rotary_mode: half}
+"""
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+def run_json(*args, env=None):
+    result = prmg("run", *args, "--runner", "emulator", "--report", "json", env=env)
+    assert result.stderr.count("Traceback") == 0, result.stderr
+    return result, json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else None
+
+
+def statuses(report: dict) -> dict:
+    return {case["name"]: case["status"] for case in report["cases"]}
+
+
+def test_table_run_is_green_and_ends_with_the_summary_line(small):
+    result = prmg("run", small, "--runner", "emulator")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.rstrip("\n").splitlines()
+    assert lines[-1] == "4 passed, 0 failed, 1 skipped"
+    assert "emulator" in result.stdout.splitlines()[0]
+    assert "not an NPU" in result.stdout
+
+
+def test_json_junit_csv_markdown_reports_parse(small, tmp_path):
+    result, report = run_json(small)
+    assert result.returncode == 0
+    assert statuses(report) == {"fp32_mid": "passed", "bf16_mixed": "passed", "fp16_full": "passed",
+                                "too_wide": "passed", "half_mode": "skipped"}
+    assert report["summary"]["passed"] == 4 and report["summary"]["skipped"] == 1
+    wide = next(c for c in report["cases"] if c["name"] == "too_wide")
+    assert wide["error_code"] == 561002
+    mid = next(c for c in report["cases"] if c["name"] == "fp32_mid")
+    assert mid["kernel_ms"] is not None and mid["metrics"]
+
+    junit = tmp_path / "r.xml"
+    result = prmg("run", small, "--runner", "emulator", "--report", "junit", "-o", junit)
+    assert result.returncode == 0 and result.stdout.strip() == "4 passed, 0 failed, 1 skipped"
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "5" and suite.get("skipped") == "1" and suite.get("failures") == "0"
+    assert len(suite.findall("testcase")) == 5
+
+    result = prmg("run", small, "--runner", "emulator", "--report", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["name"] for r in rows] == ["fp32_mid", "bf16_mixed", "fp16_full", "too_wide", "half_mode"]
+
+    result = prmg("run", small, "--runner", "emulator", "--report", "markdown")
+    assert "| fp32_mid" in result.stdout or "fp32_mid" in result.stdout
+    assert result.stdout.rstrip().splitlines()[-1] == "4 passed, 0 failed, 1 skipped"
+
+
+def test_supported_modes_turn_the_emulator_modes_on(small):
+    result, report = run_json(small, "--supported-modes", "0,1,2,3")
+    assert result.returncode == 0
+    assert statuses(report)["half_mode"] == "passed"
+
+
+def test_selection_list_keyword_and_tag(small):
+    result = prmg("run", small, "--list", "-k", "fp")
+    assert result.returncode == 0
+    assert "fp32_mid" in result.stdout and "fp16_full" in result.stdout and "bf16_mixed" not in result.stdout
+    result, report = run_json(small, "--tag", "mixed")
+    assert list(statuses(report)) == ["bf16_mixed"]
+
+
+@pytest.mark.parametrize("fault, case, status, text", [
+    ("sign", "fp32_mid", "failed", "odd lanes"),
+    ("noop", "fp32_mid", "failed", ""),
+    ("write_past_end", "fp32_mid", "failed", "guard zone after dy changed at byte +0"),
+    ("modify_cos", "fp32_mid", "failed", "cos changed"),
+    ("clobber_passthrough", "fp32_mid", "failed", "outside the slice"),
+    ("crash", "fp32_mid", "error", "worker crashed: signal 11"),
+])
+def test_faults_turn_the_run_red_with_the_expected_verdict(small, fault, case, status, text):
+    result, report = run_json(small, "--timeout", "20", env={"PRMG_EMU_FAULT": fault})
+    got = next(c for c in report["cases"] if c["name"] == case)
+    assert got["status"] == status, got
+    assert text in got["message"] + "\n".join(got["details"])
+    assert result.returncode == 1
+
+
+def test_accept_mode_is_caught_by_an_unsupported_mode_negative_case(tmp_path):
+    path = tmp_path / "neg.yaml"
+    path.write_text("- {name: half_refused, shape: [1,1,1,8], cos_shape: [1,1,1,8], partial_slice: [0, 8], "
+                    "rotary_mode: half, expect: {error: 561002}}\n")
+    result, report = run_json(path)
+    assert result.returncode == 0
+    result, report = run_json(path, env={"PRMG_EMU_FAULT": "accept_mode"})
+    assert result.returncode == 1
+    assert "expected 561002" in report["cases"][0]["message"]
+
+
+def test_hang_is_a_timeout_error_and_the_run_goes_on(small):
+    result, report = run_json(small, "--timeout", "2", "-k", "fp32_mid",
+                              env={"PRMG_EMU_FAULT": "hang"})
+    assert result.returncode == 1
+    assert report["cases"][0]["status"] == "error"
+    assert "timed out after 2 s" in report["cases"][0]["message"]
+
+
+def test_runner_aclnn_without_toolkit_is_a_usage_error(small):
+    result = prmg("run", small, "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
+    assert result.returncode == 2
+    assert result.stderr.startswith("prmg: error: no CANN toolkit found")
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_toolkit_at_ascend_home_path_drives_the_same_binding(small, emulator):
+    """An installed toolkit (here: the emulator's folder) is picked by auto and named in the header."""
+    result = prmg("run", small, env={"ASCEND_HOME_PATH": str(emulator.root)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert str(emulator.root) in result.stdout.splitlines()[0]
+
+
+def test_bad_option_values_exit_2_with_one_line(small):
+    for args in (["--report", "yaml"], ["--standard", "nope"], ["--shard", "3/2"], ["--devices", "a,b"],
+                 ["--max-memory", "lots"], ["--supported-modes", "9"]):
+        result = prmg("run", small, "--runner", "emulator", *args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr and result.stderr.strip(), args
+
+
+def test_validate_and_dump(small, tmp_path):
+    result = prmg("validate", small)
+    assert result.returncode == 0 and "5 cases" in result.stdout
+    out = tmp_path / "dump"
+    result = prmg("dump", small, "--out", out)
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((out / "bf16_mixed" / "meta.json").read_text())
+    assert meta["dtype"] == "bfloat16" and meta["cos_dtype"] == "float32"
+    import numpy as np
+    dy = np.load(out / "bf16_mixed" / "dy.npy")
+    assert dy.dtype == np.uint16 and dy.shape == (1, 4, 2, 32)
+    assert not (out / "too_wide" / "golden.npy").exists()
