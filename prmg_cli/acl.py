@@ -1,10 +1,31 @@
-"""The ctypes binding to an installed CANN toolkit (or the host emulator, which has the same ABI)."""
+"""The ctypes binding to an installed CANN toolkit (or the host emulator, which has the same ABI).
+
+Only the functions of ``acl-abi.md`` are called, each with its exact prototype. One ``AclSession`` per
+worker process holds a device and a stream; ``launch`` runs one case:
+
+  dy is uploaded inside a larger buffer  [ guard 512 B | dy | guard >= 512 B ]  (0xA5 bytes, dy 512-aligned),
+  cos and sin in buffers of their own, guarded the same way; GetWorkspaceSize; launch between two
+  timeline events; synchronize; read everything back. Any guard byte that changed, any change of cos or
+  sin, and any change of dy after a refused call is a breach of the in-place contract.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import atexit
+import ctypes
+import os
+from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+
+from . import dtypes
+from .cases import FORMATS, Case
+from .errors import PrmgError
+from .inputs import Inputs
+from .status import describe
+from .toolkit import OP_SYMBOL, Toolkit, refuse_stub
 
 
 @dataclass
@@ -23,3 +44,533 @@ class Outcome:
     contract_violations: tuple[str, ...] = ()
     kernel_ms: float | None = None        # ACL event time of the launch
     workspace_size: int = 0
+
+
+class AclError(RuntimeError):
+    """A runtime call failed: ``aclrtMalloc failed: 207001 ACL_ERROR_RT_MEMORY_ALLOCATION: <message>``.
+
+    status is None for a constructor that returned NULL (aclCreateTensor, aclCreateIntArray).
+    """
+
+    def __init__(self, function: str, status: int | None, message: str = ""):
+        self.function = function
+        self.status = status
+        self.message = message
+        super().__init__(function, status, message)
+
+    def __str__(self) -> str:
+        text = f"{self.function} failed: " + ("returned NULL" if self.status is None else describe(self.status))
+        return f"{text}: {self.message}" if self.message else text
+
+
+GET_WORKSPACE = OP_SYMBOL
+LAUNCH = "aclnnInplacePartialRotaryMulGrad"
+GUARD_BYTES = 512                   # guard zone size and alignment of every data region
+GUARD_FILL = 0xA5
+ACL_MEM_MALLOC_HUGE_FIRST = 0
+ACL_MEMCPY_HOST_TO_DEVICE = 1
+ACL_MEMCPY_DEVICE_TO_HOST = 2
+ACL_EVENT_TIME_LINE = 0x8
+ACL_ERROR_REPEAT_INITIALIZE = 100002
+MAX_RANGES_LISTED = 4
+
+_INT64_PTR = POINTER(c_int64)
+# name: (restype, argtypes) -- acl-abi.md; aclError is int, aclnnStatus int32_t, enums 32-bit ints.
+RUNTIME_PROTOTYPES = {
+    "aclInit": (c_int, [c_char_p]),
+    "aclFinalize": (c_int, []),
+    "aclGetRecentErrMsg": (c_char_p, []),
+    "aclrtGetDeviceCount": (c_int, [POINTER(c_uint32)]),
+    "aclrtSetDevice": (c_int, [c_int32]),
+    "aclrtResetDevice": (c_int, [c_int32]),
+    "aclrtCreateStream": (c_int, [POINTER(c_void_p)]),
+    "aclrtDestroyStream": (c_int, [c_void_p]),
+    "aclrtSynchronizeStream": (c_int, [c_void_p]),
+    "aclrtMalloc": (c_int, [POINTER(c_void_p), c_size_t, c_int]),
+    "aclrtFree": (c_int, [c_void_p]),
+    "aclrtMemcpy": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t, c_int]),
+}
+EVENT_PROTOTYPES = {                # optional: without them a launch has no kernel time
+    "aclrtCreateEvent": (c_int, [POINTER(c_void_p)]),
+    "aclrtCreateEventWithFlag": (c_int, [POINTER(c_void_p), c_uint32]),
+    "aclrtRecordEvent": (c_int, [c_void_p, c_void_p]),
+    "aclrtSynchronizeEvent": (c_int, [c_void_p]),
+    "aclrtDestroyEvent": (c_int, [c_void_p]),
+    "aclrtEventElapsedTime": (c_int, [POINTER(c_float), c_void_p, c_void_p]),
+}
+NNOPBASE_PROTOTYPES = {
+    "aclCreateTensor": (c_void_p, [_INT64_PTR, c_uint64, c_int, _INT64_PTR, c_int64, c_int, _INT64_PTR,
+                                   c_uint64, c_void_p]),
+    "aclDestroyTensor": (c_int32, [c_void_p]),
+    "aclCreateIntArray": (c_void_p, [_INT64_PTR, c_uint64]),
+    "aclDestroyIntArray": (c_int32, [c_void_p]),
+}
+OP_PROTOTYPES = {
+    GET_WORKSPACE: (c_int32, [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, POINTER(c_uint64),
+                              POINTER(c_void_p)]),
+    LAUNCH: (c_int32, [c_void_p, c_uint64, c_void_p, c_void_p]),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Loading (once per process and library set) and aclInit (once per process and runtime)
+
+class _Api:
+    """The toolkit's functions with their prototypes declared, as attributes named like the C functions."""
+
+    def __init__(self, toolkit: Toolkit):
+        for path in (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib):
+            refuse_stub(path)
+        runtime = _load(toolkit.runtime_lib, ctypes.RTLD_GLOBAL)
+        nnopbase = _load(toolkit.nnopbase_lib, ctypes.RTLD_GLOBAL)
+        op = _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
+        self.paths = (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib)
+        for library, path, prototypes, required in ((runtime, toolkit.runtime_lib, RUNTIME_PROTOTYPES, True),
+                                                    (runtime, toolkit.runtime_lib, EVENT_PROTOTYPES, False),
+                                                    (nnopbase, toolkit.nnopbase_lib, NNOPBASE_PROTOTYPES, True),
+                                                    (op, toolkit.op_lib, OP_PROTOTYPES, True)):
+            for name, (restype, argtypes) in prototypes.items():
+                setattr(self, name, _declare(library, path, name, restype, argtypes, required))
+        self.has_events = all(getattr(self, name) is not None for name in EVENT_PROTOTYPES
+                              if name != "aclrtCreateEventWithFlag")
+
+    def recent_error(self) -> str:
+        """aclGetRecentErrMsg(), or "" when there is none."""
+        message = self.aclGetRecentErrMsg()
+        return message.decode(errors="replace").strip() if message else ""
+
+    def check(self, function: str, status: int) -> None:
+        """Raise AclError when a runtime call returned a non-zero aclError."""
+        if status != 0:
+            raise AclError(function, status, self.recent_error())
+
+
+def _load(path: Path, mode: int) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(str(path), mode=mode)
+    except OSError as error:
+        raise PrmgError(f"cannot load {path}: {error} (a real toolkit needs its set_env.sh sourced so that "
+                        f"LD_LIBRARY_PATH finds its dependencies)") from None
+
+
+def _declare(library: ctypes.CDLL, path: Path, name: str, restype, argtypes, required: bool):
+    try:
+        function = getattr(library, name)
+    except AttributeError:
+        if required:
+            raise PrmgError(f"{path} does not export {name}") from None
+        return None
+    function.restype = restype
+    function.argtypes = argtypes
+    return function
+
+
+_APIS: dict[tuple[Path, Path, Path], _Api] = {}
+_INITIALISED: dict[Path, _Api] = {}     # runtime library -> api whose aclInit succeeded in this process
+
+
+def _api(toolkit: Toolkit) -> _Api:
+    """The loaded libraries of ``toolkit``, aclInit done (100002 "repeat initialise" counts as done)."""
+    os.environ.update(dict(toolkit.env))
+    key = (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib)
+    if key not in _APIS:
+        _APIS[key] = _Api(toolkit)
+    api = _APIS[key]
+    if toolkit.runtime_lib not in _INITIALISED:
+        status = api.aclInit(None)
+        if status not in (0, ACL_ERROR_REPEAT_INITIALIZE):
+            raise AclError("aclInit", status, api.recent_error())
+        _INITIALISED[toolkit.runtime_lib] = api
+    return api
+
+
+@atexit.register
+def _finalize_all() -> None:
+    for api in _INITIALISED.values():
+        api.aclFinalize()
+    _INITIALISED.clear()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Resources released on every path
+
+class _Scope:
+    """Releases what was acquired, newest first, on leaving the ``with`` block -- errors included.
+
+    A failing release raises only when nothing else is already propagating (the first error wins).
+    """
+
+    def __init__(self) -> None:
+        self._releases: list = []
+
+    def on_exit(self, release, *args) -> None:
+        self._releases.append((release, args))
+
+    def __enter__(self) -> "_Scope":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> bool:
+        first_error = None
+        while self._releases:
+            release, args = self._releases.pop()
+            try:
+                release(*args)
+            except AclError as error:
+                first_error = first_error or error
+        if first_error is not None and exc_type is None:
+            raise first_error
+        return False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Device buffers with guard zones
+
+def _round_up(size: int, multiple: int) -> int:
+    return -(-size // multiple) * multiple
+
+
+@dataclass
+class _GuardedBuffer:
+    """One device allocation laid out as [guard | data | guard]; ``image`` is what was uploaded."""
+
+    name: str
+    base: int                   # device address of the allocation
+    data_bytes: int
+    image: np.ndarray           # uint8, the whole allocation as uploaded
+    readback: np.ndarray | None = field(default=None)
+
+    @property
+    def data_address(self) -> int:
+        return self.base + GUARD_BYTES
+
+    def data(self, readback: np.ndarray) -> np.ndarray:
+        return readback[GUARD_BYTES:GUARD_BYTES + self.data_bytes]
+
+    def guard_violations(self) -> list[str]:
+        """Changed guard bytes as ranges, offsets relative to the data's first / one-past-last byte."""
+        changed = np.flatnonzero(self.image != self.readback)
+        end = GUARD_BYTES + self.data_bytes
+        before = changed[changed < GUARD_BYTES] - GUARD_BYTES
+        after = changed[changed >= end] - end
+        return (_describe_ranges(f"guard zone before {self.name} changed", before)
+                + _describe_ranges(f"guard zone after {self.name} changed", after))
+
+
+def _describe_ranges(prefix: str, offsets: np.ndarray) -> list[str]:
+    """``prefix at byte +0 (4 bytes, through +3)`` for each run of consecutive offsets."""
+    if offsets.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(offsets) != 1) + 1
+    runs = np.split(offsets, breaks)
+    lines = []
+    for run in runs[:MAX_RANGES_LISTED]:
+        first, last = int(run[0]), int(run[-1])
+        line = f"{prefix} at byte {first:+d}"
+        if last != first:
+            line += f" ({last - first + 1} bytes, through {last:+d})"
+        lines.append(line)
+    if len(runs) > MAX_RANGES_LISTED:
+        lines.append(f"{prefix} in {len(runs) - MAX_RANGES_LISTED} more ranges "
+                     f"({sum(run.size for run in runs)} bytes in all)")
+    return lines
+
+
+def _first_change(name: str, before: np.ndarray, after: np.ndarray, shape: tuple[int, ...]) -> list[str]:
+    """``name changed at (b, s, n, d), first of K elements`` when the bit patterns differ."""
+    changed = np.flatnonzero(dtypes.bits(before).ravel() != dtypes.bits(after).ravel())
+    if changed.size == 0:
+        return []
+    index = tuple(int(i) for i in np.unravel_index(int(changed[0]), shape)) if shape else ()
+    return [f"{name} changed at {index}, first of {changed.size} elements"]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How one tensor is described to aclCreateTensor (element strides; storage in elements)."""
+
+    view_dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    storage_dims: tuple[int, ...]
+    storage_elements: int
+
+
+def _contiguous_layout(shape: tuple[int, ...]) -> _Layout:
+    """C-contiguous element strides: stride[i] = prod(shape[i+1:]) (0 before a zero dim; CANN treats
+    every empty tensor as contiguous whatever its strides)."""
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return _Layout(tuple(shape), tuple(reversed(strides)), tuple(shape), int(np.prod(shape, dtype=np.int64)))
+
+
+def _strided_layout(case: Case) -> _Layout:
+    """dy viewed through ``case.dy_strides`` over a 1-D storage of exactly the elements it reaches."""
+    shape, strides = tuple(case.shape), tuple(case.dy_strides)
+    if len(strides) != len(shape) or any(stride < 0 for stride in strides):
+        raise PrmgError(f"dy_strides {list(strides)} must be {len(shape)} non-negative element strides",
+                        file=case.source, case=case.name, field="dy_strides")
+    if any(dim <= 0 for dim in shape):
+        needed = 0
+    else:
+        needed = 1 + sum((dim - 1) * stride for dim, stride in zip(shape, strides))
+    return _Layout(shape, strides, (needed,), needed)
+
+
+def _to_storage(values: np.ndarray, layout: _Layout) -> np.ndarray:
+    """The storage elements holding ``values`` at the positions ``layout`` maps them to."""
+    storage = np.zeros(layout.storage_elements, dtype=values.dtype)
+    if values.size:
+        _view(storage, layout)[...] = values
+    return storage
+
+
+def _view(storage: np.ndarray, layout: _Layout) -> np.ndarray:
+    """``storage`` seen through ``layout`` (view dims and element strides)."""
+    if storage.size == 0 or 0 in layout.view_dims:
+        return np.zeros(layout.view_dims, dtype=storage.dtype)
+    itemsize = storage.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(storage, shape=layout.view_dims,
+                                           strides=tuple(stride * itemsize for stride in layout.strides))
+
+
+def _shaped(values: np.ndarray, dtype_name: str, shape: tuple[int, ...], case: Case, tensor: str) -> np.ndarray:
+    """``values`` as a contiguous array of dtype ``dtype_name`` and shape ``shape``."""
+    array = np.ascontiguousarray(values, dtype=dtypes.to_numpy(dtype_name))
+    if array.size != int(np.prod(shape, dtype=np.int64)):
+        raise PrmgError(f"{tensor} has {array.size} values but shape {list(shape)} needs "
+                        f"{int(np.prod(shape, dtype=np.int64))}", file=case.source, case=case.name, field="inputs")
+    return array.reshape(shape)
+
+
+def _int64_array(values) -> ctypes.Array:
+    return (c_int64 * len(values))(*values)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The session
+
+class AclSession:
+    """One device and stream of one toolkit, for one worker process. Use as a context manager."""
+
+    def __init__(self, toolkit: Toolkit, device: int = 0):
+        self.toolkit = toolkit
+        self.device = device
+        self._api = _api(toolkit)
+        self._stream: int | None = None
+        self._api.check("aclrtSetDevice", self._api.aclrtSetDevice(device))
+        stream = c_void_p()
+        status = self._api.aclrtCreateStream(ctypes.byref(stream))
+        if status != 0:
+            error = AclError("aclrtCreateStream", status, self._api.recent_error())
+            self._api.aclrtResetDevice(device)
+            raise error
+        self._stream = stream.value
+
+    def __enter__(self) -> "AclSession":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Destroy the stream and release the device (idempotent)."""
+        if self._stream is None:
+            return
+        stream, self._stream = self._stream, None
+        destroyed = self._api.aclrtDestroyStream(stream)
+        reset = self._api.aclrtResetDevice(self.device)
+        self._api.check("aclrtDestroyStream", destroyed)
+        self._api.check("aclrtResetDevice", reset)
+
+    def device_count(self) -> int:
+        """aclrtGetDeviceCount()."""
+        return _device_count(self._api)
+
+    def _check_open(self) -> None:
+        if self._stream is None:
+            raise PrmgError("the ACL session is closed")
+
+    # -- one case ------------------------------------------------------------------------------------
+
+    def launch(self, case: Case, inputs: Inputs) -> Outcome:
+        """Run the operator on ``inputs`` as ``case`` describes them and read everything back.
+
+        Operator statuses are returned in the Outcome; runtime failures raise AclError.
+        """
+        self._check_open()
+        api = self._api
+        dy_dtype = dtypes.to_numpy(case.dtype)
+        dy_values = _shaped(inputs.dy, case.dtype, case.shape, case, "dy")
+        dy_layout = _strided_layout(case) if case.dy_strides is not None else _contiguous_layout(case.shape)
+        dy_storage = _to_storage(dy_values, dy_layout)
+        cos_values = _shaped(inputs.cos, case.cos_dtype, case.cos_shape, case, "cos")
+        sin_values = _shaped(inputs.sin, case.sin_dtype, case.sin_shape, case, "sin")
+        acl_format = FORMATS[case.format]
+
+        with _Scope() as scope:
+            dy_buffer = self._upload(scope, "dy", dy_storage)
+            cos_buffer = self._upload(scope, "cos", cos_values)
+            sin_buffer = self._upload(scope, "sin", sin_values)
+            tensors = {
+                "dy": self._tensor(scope, dy_layout, case.dtype, acl_format, dy_buffer),
+                "cos": self._tensor(scope, _contiguous_layout(cos_values.shape), case.cos_dtype, acl_format,
+                                    cos_buffer),
+                "sin": self._tensor(scope, _contiguous_layout(sin_values.shape), case.sin_dtype, acl_format,
+                                    sin_buffer),
+            }
+            for name in case.null:
+                tensors[name] = None
+            partial_slice = api.aclCreateIntArray(_int64_array(case.partial_slice), len(case.partial_slice))
+            if not partial_slice:
+                raise AclError("aclCreateIntArray", None, api.recent_error())
+            scope.on_exit(api.aclDestroyIntArray, partial_slice)
+
+            workspace_size, executor = c_uint64(0), c_void_p()
+            status = api.aclnnInplacePartialRotaryMulGradGetWorkspaceSize(
+                tensors["dy"], tensors["cos"], tensors["sin"], case.rotary_mode, partial_slice,
+                ctypes.byref(workspace_size), ctypes.byref(executor))
+            failed_call, kernel_ms = "", None
+            if status != 0:
+                failed_call, message = GET_WORKSPACE, api.recent_error()
+            else:
+                status, failed_call, message, kernel_ms = self._run(scope, workspace_size.value, executor)
+            if failed_call == "aclrtSynchronizeStream":     # the device faulted: nothing can be read back
+                return Outcome(status, failed_call, message, workspace_size=workspace_size.value)
+
+            for buffer in (dy_buffer, cos_buffer, sin_buffer):
+                buffer.readback = self._download(buffer)
+            dy_after = _view(dy_buffer.data(dy_buffer.readback).view(dy_dtype), dy_layout).copy()
+            violations = []
+            for buffer in (dy_buffer, cos_buffer, sin_buffer):
+                violations += buffer.guard_violations()
+            for buffer, values in ((cos_buffer, cos_values), (sin_buffer, sin_values)):
+                after = buffer.data(buffer.readback).view(values.dtype)
+                violations += _first_change(buffer.name, values, after, values.shape)
+            if status != 0:
+                storage_after = dy_buffer.data(dy_buffer.readback).view(dy_dtype)
+                shape = dy_layout.view_dims if case.dy_strides is None else dy_layout.storage_dims
+                violations += [f"{line} although {failed_call} returned {status}"
+                               for line in _first_change("dy", dy_storage, storage_after, shape)]
+            return Outcome(status, failed_call, message, dy_after, tuple(violations), kernel_ms,
+                           workspace_size.value)
+
+    def _run(self, scope: _Scope, workspace_size: int, executor: c_void_p):
+        """Launch between two timeline events and synchronize: (status, failed call, message, kernel ms)."""
+        api = self._api
+        workspace = self._malloc(scope, workspace_size) if workspace_size > 0 else None
+        events = self._timing_events(scope)
+        timed = events is not None and api.aclrtRecordEvent(events[0], self._stream) == 0
+        status = api.aclnnInplacePartialRotaryMulGrad(workspace, workspace_size, executor, self._stream)
+        if status != 0:
+            message = api.recent_error()
+            api.aclrtSynchronizeStream(self._stream)
+            return status, LAUNCH, message, None
+        timed = timed and api.aclrtRecordEvent(events[1], self._stream) == 0
+        sync = api.aclrtSynchronizeStream(self._stream)
+        if sync != 0:
+            return sync, "aclrtSynchronizeStream", api.recent_error(), None
+        kernel_ms = None
+        if timed and api.aclrtSynchronizeEvent(events[1]) == 0:
+            elapsed = c_float()
+            if api.aclrtEventElapsedTime(ctypes.byref(elapsed), events[0], events[1]) == 0:
+                kernel_ms = float(elapsed.value)
+        return 0, "", "", kernel_ms
+
+    def _timing_events(self, scope: _Scope) -> tuple[int, int] | None:
+        """Two events for the kernel time (timeline flag when available), or None when events fail."""
+        api = self._api
+        if not api.has_events:
+            return None
+        events = []
+        for _ in range(2):
+            event = c_void_p()
+            status = -1
+            if api.aclrtCreateEventWithFlag is not None:
+                status = api.aclrtCreateEventWithFlag(ctypes.byref(event), ACL_EVENT_TIME_LINE)
+            if status != 0:
+                status = api.aclrtCreateEvent(ctypes.byref(event))
+            if status != 0:
+                return None
+            scope.on_exit(self._destroy_event, event.value)
+            events.append(event.value)
+        return events[0], events[1]
+
+    # -- runtime helpers ---------------------------------------------------------------------------
+
+    def _malloc(self, scope: _Scope, size: int) -> int:
+        pointer = c_void_p()
+        self._api.check("aclrtMalloc", self._api.aclrtMalloc(ctypes.byref(pointer), size,
+                                                             ACL_MEM_MALLOC_HUGE_FIRST))
+        scope.on_exit(self._free, pointer.value)
+        return pointer.value
+
+    def _free(self, pointer: int) -> None:
+        self._api.check("aclrtFree", self._api.aclrtFree(pointer))
+
+    def _destroy_event(self, event: int) -> None:
+        self._api.check("aclrtDestroyEvent", self._api.aclrtDestroyEvent(event))
+
+    def _destroy_tensor(self, tensor: int) -> None:
+        status = self._api.aclDestroyTensor(tensor)
+        if status != 0:
+            raise AclError("aclDestroyTensor", status, self._api.recent_error())
+
+    def _upload(self, scope: _Scope, name: str, values: np.ndarray) -> _GuardedBuffer:
+        """Allocate [512 B guard | values, 512-rounded | >= 512 B guard] and copy it to the device."""
+        data = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
+        total = GUARD_BYTES + _round_up(data.size, GUARD_BYTES) + GUARD_BYTES
+        image = np.full(total, GUARD_FILL, dtype=np.uint8)
+        image[GUARD_BYTES:GUARD_BYTES + data.size] = data
+        base = self._malloc(scope, total)
+        self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(base, total, image.ctypes.data, total,
+                                                             ACL_MEMCPY_HOST_TO_DEVICE))
+        return _GuardedBuffer(name, base, data.size, image)
+
+    def _download(self, buffer: _GuardedBuffer) -> np.ndarray:
+        host = np.empty(buffer.image.size, dtype=np.uint8)
+        self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(host.ctypes.data, host.size, buffer.base,
+                                                             host.size, ACL_MEMCPY_DEVICE_TO_HOST))
+        return host
+
+    def _tensor(self, scope: _Scope, layout: _Layout, dtype_name: str, acl_format: int,
+                buffer: _GuardedBuffer) -> int:
+        tensor = self._api.aclCreateTensor(
+            _int64_array(layout.view_dims), len(layout.view_dims), dtypes.lookup(dtype_name).acl_code,
+            _int64_array(layout.strides), 0, acl_format, _int64_array(layout.storage_dims),
+            len(layout.storage_dims), buffer.data_address)
+        if not tensor:
+            raise AclError("aclCreateTensor", None, self._api.recent_error())
+        scope.on_exit(self._destroy_tensor, tensor)
+        return tensor
+
+
+def _device_count(api: _Api) -> int:
+    count = c_uint32(0)
+    api.check("aclrtGetDeviceCount", api.aclrtGetDeviceCount(ctypes.byref(count)))
+    return int(count.value)
+
+
+def probe(toolkit: Toolkit) -> dict:
+    """What ``prmg doctor`` reports about ``toolkit``: libraries loaded, operator symbols, device count.
+
+    Never raises: problems are listed under "errors".
+    """
+    report: dict = {"kind": toolkit.kind, "root": str(toolkit.root),
+                    "libraries": {"runtime": str(toolkit.runtime_lib), "nnopbase": str(toolkit.nnopbase_lib),
+                                  "operator": str(toolkit.op_lib)},
+                    "op_lib_source": toolkit.op_lib_source, "loaded": [], "symbols": {},
+                    "device_count": None, "errors": []}
+    try:
+        for path in (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib):
+            refuse_stub(path)
+        for path in (toolkit.runtime_lib, toolkit.nnopbase_lib):
+            _load(path, ctypes.RTLD_GLOBAL)
+            report["loaded"].append(str(path))
+        op = _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
+        report["loaded"].append(str(toolkit.op_lib))
+        report["symbols"] = {name: hasattr(op, name) for name in OP_PROTOTYPES}
+        report["device_count"] = _device_count(_api(toolkit))
+    except (PrmgError, AclError) as error:
+        report["errors"].append(str(error))
+    return report

@@ -14,19 +14,18 @@ library (``lib64/libnnopbase.so``) and an operator library that exports
 Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used.
 
 The emulator is built from the C sources shipped as package data (``prmg_cli.emulator_src``, mapped to
-``runners/emulator/``) with gcc + make, once per source version, into a cache folder.
+``runners/emulator/``) with gcc + make, once per source version, into a cache folder (``emulator-<source hash>``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.resources
 import mmap
 import os
-import shutil
 import struct
 import subprocess
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -306,36 +305,31 @@ def _emulator_complete(root: Path) -> bool:
 
 
 def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
-    """Build into a private temp folder, then rename it to ``target`` (atomic; a concurrent winner is kept)."""
+    """``make -C sources OUT=target`` under an exclusive lock; the marker file is written last.
+
+    Concurrent builders wait for each other, and the second finds the work done.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".build-{source_hash}-", dir=target.parent))
-    try:
-        source_copy, out = work / "src", work / "out"
-        for path in _source_files(sources):
-            destination = source_copy / path.relative_to(sources)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, destination)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _emulator_complete(target):
+            return
         try:
-            result = subprocess.run(["make", "-C", str(source_copy), f"OUT={out}"], stdin=subprocess.DEVNULL,
+            result = subprocess.run(["make", "-C", str(sources), f"OUT={target}"], stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
         except FileNotFoundError:
-            raise PrmgError("building the host emulator needs make and gcc; neither make was found") from None
+            raise PrmgError("building the host emulator needs make and gcc, and make was not found") from None
         except subprocess.TimeoutExpired:
             raise PrmgError("building the host emulator took longer than 10 minutes") from None
         if result.returncode != 0:
             tail = "\n".join(result.stdout.strip().splitlines()[-20:])
             raise PrmgError(f"building the host emulator failed (make exit {result.returncode}):\n{tail}")
-        missing = [name for name in EMULATOR_LIBS if not (out / "lib64" / name).is_file()]
+        missing = [name for name in EMULATOR_LIBS if not (target / "lib64" / name).is_file()]
         if missing:
-            raise PrmgError(f"building the host emulator produced no {', '.join(missing)} in {out}/lib64")
-        (out / EMULATOR_MARKER).write_text(source_hash + "\n")
-        try:
-            os.rename(out, target)
-        except OSError:
-            if not _emulator_complete(target):      # not a concurrent build that finished first
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            raise PrmgError(f"building the host emulator produced no {', '.join(missing)} in {target}/lib64")
+        marker = target / f"{EMULATOR_MARKER}.tmp"
+        marker.write_text(source_hash + "\n")
+        os.replace(marker, target / EMULATOR_MARKER)
 
 
 def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] | None = None) -> Toolkit:

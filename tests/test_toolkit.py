@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
-import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -183,3 +181,49 @@ def test_select_runner(tmp_path, libs):
         tk.select_runner("npu", None, {})
     with pytest.raises(PrmgError, match="--op-lib"):
         tk.select_runner("emulator", str(libs["with_op"]), {})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The emulator, built on first use
+
+def test_emulator_is_built_once_even_by_concurrent_callers(tmp_path):
+    env = {"PRMG_EMULATOR_HOME": str(tmp_path / "cache")}
+    with ThreadPoolExecutor(3) as pool:
+        built = list(pool.map(lambda _: tk.emulator_toolkit(env=env), range(3)))
+    assert len(set(built)) == 1
+    emulator = built[0]
+    assert emulator.kind == "emulator"
+    assert emulator.root == tmp_path / "cache" / f"emulator-{tk.sources_hash(tk.emulator_sources())}"
+    for library in (emulator.runtime_lib, emulator.nnopbase_lib, emulator.op_lib):
+        assert library.is_file() and library.parent == emulator.root / "lib64"
+    assert tk.exports_symbol(emulator.op_lib, tk.OP_SYMBOL)
+    stamp = emulator.op_lib.stat().st_mtime_ns
+    assert tk.emulator_toolkit(env=env) == emulator
+    assert emulator.op_lib.stat().st_mtime_ns == stamp                  # not rebuilt
+    # pointed at by ASCEND_HOME_PATH, our own build is still recognised as the emulator
+    assert tk.find_toolkit({"ASCEND_HOME_PATH": str(emulator.root)}).kind == "emulator"
+
+
+def test_emulator_modes_and_auto_fallback(tmp_path):
+    env = {"PRMG_EMULATOR_HOME": str(tmp_path / "cache")}
+    assert tk.emulator_toolkit([3, 0, 1], env).env == (("PRMG_EMU_MODES", "0,1,3"),)
+    assert tk.emulator_toolkit(None, env).env == ()
+    chosen = tk.select_runner("auto", None, env, modes=[0, 1, 2, 3])
+    assert chosen.kind == "emulator" and chosen.env == (("PRMG_EMU_MODES", "0,1,2,3"),)
+    assert tk.select_runner("emulator", None, env).root == chosen.root
+
+
+def test_failed_build_shows_the_compiler_output(tmp_path, monkeypatch):
+    broken = tmp_path / "src"
+    shutil.copytree(tk.emulator_sources(), broken)
+    with open(broken / "kernel.c", "a") as source:
+        source.write("\nthis is not C;\n")
+    monkeypatch.setattr(tk, "emulator_sources", lambda: broken)
+    with pytest.raises(PrmgError, match=r"(?s)building the host emulator failed \(make exit \d+\):.*error"):
+        tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(tmp_path / "cache")})
+
+
+def test_cache_location():
+    assert tk.emulator_cache_base({"PRMG_EMULATOR_HOME": "/a", "XDG_CACHE_HOME": "/b"}) == Path("/a")
+    assert tk.emulator_cache_base({"XDG_CACHE_HOME": "/b"}) == Path("/b/prmg")
+    assert tk.emulator_cache_base({}) == Path.home() / ".cache" / "prmg"
