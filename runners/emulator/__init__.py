@@ -1,0 +1,1 @@
+"""C sources of prmg's host emulator of the CANN toolkit (built with ``make -C <here> OUT=<dir>``)."""

@@ -1,0 +1,77 @@
+/*
+ * Internal contract shared by the three emulator libraries (libascendcl, libnnopbase,
+ * libopapi_transformer). Only the names in acl-abi.md are the public ABI; the prmg_emu_* functions
+ * are exported by libascendcl for its two siblings, which link against it (rpath $ORIGIN), so that
+ * the device memory table and the recent error message exist once per process.
+ */
+#ifndef PRMG_EMU_H
+#define PRMG_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMU_API __attribute__((visibility("default")))
+
+/* Status codes (acl-abi.md). */
+enum {
+    ACL_SUCCESS = 0,
+    ACL_ERROR_INVALID_PARAM = 100000,
+    ACL_ERROR_UNINITIALIZE = 100001,
+    ACL_ERROR_REPEAT_INITIALIZE = 100002,
+    ACL_ERROR_REPEAT_FINALIZE = 100037,
+    ACL_ERROR_RT_INVALID_DEVICEID = 107001,
+    ACL_ERROR_RT_CONTEXT_NULL = 107002,
+    ACL_ERROR_RT_MEMORY_ALLOCATION = 207001,
+    ACL_ERROR_RT_AICORE_EXCEPTION = 507015,
+    ACLNN_ERR_PARAM_NULLPTR = 161001,
+    ACLNN_ERR_PARAM_INVALID = 161002,
+    ACLNN_ERR_INNER = 561000,
+    ACLNN_ERR_INNER_TILING_ERROR = 561002,
+};
+
+/* aclDataType codes the operator accepts. */
+enum { ACL_FLOAT = 0, ACL_FLOAT16 = 1, ACL_BF16 = 27 };
+
+/* aclFormat codes the operator accepts. */
+enum { ACL_FORMAT_NCHW = 0, ACL_FORMAT_NHWC = 1, ACL_FORMAT_ND = 2 };
+
+#define EMU_MAX_DIMS 32
+
+/* An aclTensor: every field passed to aclCreateTensor, arrays copied. */
+typedef struct aclTensor {
+    uint32_t magic;
+    int32_t data_type;
+    int32_t format;
+    uint64_t view_dim_count;
+    int64_t view_dims[EMU_MAX_DIMS];
+    int64_t strides[EMU_MAX_DIMS];
+    int64_t offset;
+    uint64_t storage_dim_count;
+    int64_t storage_dims[EMU_MAX_DIMS];
+    void *data;
+} aclTensor;
+
+/* An aclIntArray: the values, copied. */
+typedef struct aclIntArray {
+    uint32_t magic;
+    uint64_t size;
+    int64_t *values;
+} aclIntArray;
+
+#define EMU_TENSOR_MAGIC 0x54656e73u
+#define EMU_INT_ARRAY_MAGIC 0x496e7441u
+
+/* Records `printf`-style text as the calling thread's recent error message (aclGetRecentErrMsg). */
+EMU_API void prmg_emu_set_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* 1 after aclInit and before aclFinalize. */
+EMU_API int prmg_emu_initialized(void);
+
+/* Host view of device bytes [address, address + length): 0 and *host set when the range lies inside
+ * one live allocation; -1 when address is in no allocation; -2 when the range runs past its end. */
+EMU_API int prmg_emu_device_range(const void *address, size_t length, void **host);
+
+/* 1 when stream is NULL (the default stream) or a live stream from aclrtCreateStream. */
+EMU_API int prmg_emu_stream_valid(const void *stream);
+
+#endif

@@ -1,0 +1,107 @@
+/* Reading PRMG_EMU_FAULT, PRMG_EMU_FAULT_SHAPE and PRMG_EMU_MODES (see faults.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+#include "faults.h"
+
+static const struct {
+    const char *name;
+    unsigned flag;
+} FAULT_NAMES[] = {
+    {"sign", FAULT_SIGN},
+    {"own_sin", FAULT_OWN_SIN},
+    {"half_pairing", FAULT_HALF_PAIRING},
+    {"shift_slice", FAULT_SHIFT_SLICE},
+    {"ignore_broadcast", FAULT_IGNORE_BROADCAST},
+    {"skip_last_row", FAULT_SKIP_LAST_ROW},
+    {"clobber_passthrough", FAULT_CLOBBER_PASSTHROUGH},
+    {"write_past_end", FAULT_WRITE_PAST_END},
+    {"modify_cos", FAULT_MODIFY_COS},
+    {"bf16_compute", FAULT_BF16_COMPUTE},
+    {"noop", FAULT_NOOP},
+    {"nan", FAULT_NAN},
+    {"accept_mode", FAULT_ACCEPT_MODE},
+    {"crash", FAULT_CRASH},
+    {"hang", FAULT_HANG},
+};
+
+/* The flag of fault `name` (length `length`), or 0 when unknown. */
+static unsigned fault_flag(const char *name, size_t length)
+{
+    for (size_t i = 0; i < sizeof FAULT_NAMES / sizeof FAULT_NAMES[0]; i++) {
+        if (strlen(FAULT_NAMES[i].name) == length && strncmp(FAULT_NAMES[i].name, name, length) == 0)
+            return FAULT_NAMES[i].flag;
+    }
+    return 0;
+}
+
+/* 1 when PRMG_EMU_FAULT_SHAPE is unset or equals dy's shape, 0 when it differs, -1 when malformed. */
+static int shape_selected(const int64_t *dy_dims, uint64_t dim_count)
+{
+    const char *text = getenv("PRMG_EMU_FAULT_SHAPE");
+    if (text == NULL || *text == '\0')
+        return 1;
+    int64_t wanted[4];
+    for (int axis = 0; axis < 4; axis++) {
+        char *end;
+        wanted[axis] = strtoll(text, &end, 10);
+        if (end == text || *end != (axis < 3 ? ',' : '\0')) {
+            prmg_emu_set_error("emulator: PRMG_EMU_FAULT_SHAPE must be B,S,N,D, got '%s'",
+                               getenv("PRMG_EMU_FAULT_SHAPE"));
+            return -1;
+        }
+        text = end + 1;
+    }
+    if (dim_count != 4)
+        return 0;
+    for (int axis = 0; axis < 4; axis++) {
+        if (dy_dims[axis] != wanted[axis])
+            return 0;
+    }
+    return 1;
+}
+
+int active_faults(const int64_t *dy_dims, uint64_t dim_count, unsigned *faults)
+{
+    *faults = 0;
+    const char *text = getenv("PRMG_EMU_FAULT");
+    if (text == NULL || *text == '\0')
+        return 0;
+    unsigned named = 0;
+    for (const char *item = text; *item != '\0';) {
+        size_t length = strcspn(item, ",");
+        unsigned flag = fault_flag(item, length);
+        if (flag == 0) {
+            prmg_emu_set_error("emulator: unknown fault '%.*s' in PRMG_EMU_FAULT", (int)length, item);
+            return -1;
+        }
+        named |= flag;
+        item += length + (item[length] == ',');
+    }
+    int selected = shape_selected(dy_dims, dim_count);
+    if (selected < 0)
+        return -1;
+    if (selected)
+        *faults = named;
+    return 0;
+}
+
+int supported_modes(unsigned *mode_mask)
+{
+    const char *text = getenv("PRMG_EMU_MODES");
+    if (text == NULL || *text == '\0')
+        text = "1";
+    unsigned mask = 0;
+    for (const char *item = text; *item != '\0';) {
+        size_t length = strcspn(item, ",");
+        if (length != 1 || item[0] < '0' || item[0] > '3') {
+            prmg_emu_set_error("emulator: PRMG_EMU_MODES must list modes 0..3, got '%s'", text);
+            return -1;
+        }
+        mask |= 1u << (item[0] - '0');
+        item += length + (item[length] == ',');
+    }
+    *mode_mask = mask;
+    return 0;
+}

@@ -1,0 +1,617 @@
+/*
+ * libascendcl.so of the host emulator: init/finalize, devices, streams, device memory, events and
+ * the recent error message (acl-abi.md "Runtime").
+ *
+ * Device memory: aclrtMalloc reserves an inaccessible (PROT_NONE) range of address space and hands
+ * out its address, so a host dereference of a device address faults; the bytes live in a separate
+ * private read-write "shadow" mapping that only aclrtMemcpy, aclrtMemset and the operator reach,
+ * through prmg_emu_device_range(). Sizes are rounded up to 512 bytes; bases are page aligned.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "registry.h"
+
+#define DEVICE_GRANULE 512u
+#define MAX_DEVICES 64
+#define ERROR_MESSAGE_SIZE 1024
+#define ACL_EVENT_TIME_LINE 0x8u
+#define KNOWN_EVENT_FLAGS 0xFu
+
+enum { MEMCPY_HOST_TO_HOST, MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST, MEMCPY_DEVICE_TO_DEVICE };
+
+/* ---- recent error message: per thread, consumed by aclGetRecentErrMsg ---- */
+
+static __thread char pending_message[ERROR_MESSAGE_SIZE];
+static __thread int message_pending;
+static __thread char returned_message[ERROR_MESSAGE_SIZE];
+
+EMU_API void prmg_emu_set_error(const char *format, ...)
+{
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(pending_message, sizeof pending_message, format, arguments);
+    va_end(arguments);
+    message_pending = 1;
+}
+
+EMU_API const char *aclGetRecentErrMsg(void)
+{
+    if (!message_pending)
+        return NULL;
+    memcpy(returned_message, pending_message, sizeof returned_message);
+    message_pending = 0;
+    return returned_message;
+}
+
+/* ---- init, devices ---- */
+
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static int initialized;
+static int ever_finalized;
+static int visible_device_count;
+static int device_users[MAX_DEVICES];
+static int process_device = -1;           /* the last device set by any thread */
+static __thread int thread_device = -1;   /* the calling thread's device, -1 when none */
+
+EMU_API int prmg_emu_initialized(void)
+{
+    pthread_mutex_lock(&state_lock);
+    int result = initialized;
+    pthread_mutex_unlock(&state_lock);
+    return result;
+}
+
+/* Physical devices: PRMG_EMU_DEVICES (default 1, clamped to 0..MAX_DEVICES). */
+static int physical_device_count(void)
+{
+    const char *text = getenv("PRMG_EMU_DEVICES");
+    if (text == NULL || *text == '\0')
+        return 1;
+    char *end;
+    long count = strtol(text, &end, 10);
+    if (*end != '\0' || count < 0)
+        return 1;
+    return count > MAX_DEVICES ? MAX_DEVICES : (int)count;
+}
+
+/* Visible devices: ASCEND_RT_VISIBLE_DEVICES lists physical ids; like the real runtime the list is
+ * read up to its first invalid or repeated entry, and the kept ids are renumbered 0..n-1. */
+static int count_visible_devices(void)
+{
+    int physical = physical_device_count();
+    const char *text = getenv("ASCEND_RT_VISIBLE_DEVICES");
+    if (text == NULL || *text == '\0')
+        return physical;
+    int seen[MAX_DEVICES] = {0};
+    int visible = 0;
+    while (*text != '\0') {
+        char *end;
+        long id = strtol(text, &end, 10);
+        if (end == text || id < 0 || id >= physical || seen[id])
+            break;
+        seen[id] = 1;
+        visible++;
+        if (*end != ',')
+            break;
+        text = end + 1;
+    }
+    return visible;
+}
+
+static void release_all_memory(void);
+
+EMU_API int aclInit(const char *configPath)
+{
+    (void)configPath;
+    pthread_mutex_lock(&state_lock);
+    int status = ACL_SUCCESS;
+    if (initialized) {
+        prmg_emu_set_error("aclInit: ACL is already initialized in this process (aclInit called twice)");
+        status = ACL_ERROR_REPEAT_INITIALIZE;
+    } else {
+        initialized = 1;
+        visible_device_count = count_visible_devices();
+    }
+    pthread_mutex_unlock(&state_lock);
+    return status;
+}
+
+EMU_API int aclFinalize(void)
+{
+    pthread_mutex_lock(&state_lock);
+    int status = ACL_SUCCESS;
+    if (!initialized) {
+        status = ever_finalized ? ACL_ERROR_REPEAT_FINALIZE : ACL_ERROR_UNINITIALIZE;
+        prmg_emu_set_error("aclFinalize: %s", ever_finalized ? "already finalized" : "aclInit was not called");
+    } else {
+        initialized = 0;
+        ever_finalized = 1;
+        memset(device_users, 0, sizeof device_users);
+        process_device = -1;
+    }
+    pthread_mutex_unlock(&state_lock);
+    if (status == ACL_SUCCESS) {
+        thread_device = -1;
+        release_all_memory();
+    }
+    return status;
+}
+
+/* ACL_SUCCESS when initialized, else records why `function` fails and returns 100001. */
+static int require_init(const char *function)
+{
+    if (prmg_emu_initialized())
+        return ACL_SUCCESS;
+    prmg_emu_set_error("%s: ACL is not initialized (call aclInit first)", function);
+    return ACL_ERROR_UNINITIALIZE;
+}
+
+/* The calling thread's device, else the process's last set device; -1 (and a message) when none. */
+static int current_device(const char *function)
+{
+    pthread_mutex_lock(&state_lock);
+    int device = thread_device;
+    if (device < 0 || device_users[device] == 0)
+        device = process_device;
+    pthread_mutex_unlock(&state_lock);
+    if (device < 0)
+        prmg_emu_set_error("%s: no device context (call aclrtSetDevice first)", function);
+    return device;
+}
+
+EMU_API int aclrtGetDeviceCount(uint32_t *count)
+{
+    int status = require_init("aclrtGetDeviceCount");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (count == NULL) {
+        prmg_emu_set_error("aclrtGetDeviceCount: count is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&state_lock);
+    *count = (uint32_t)visible_device_count;
+    pthread_mutex_unlock(&state_lock);
+    return ACL_SUCCESS;
+}
+
+/* ACL_SUCCESS when deviceId is a visible device, else 107001 with a message. */
+static int check_device_id(const char *function, int32_t deviceId)
+{
+    if (deviceId >= 0 && deviceId < visible_device_count)
+        return ACL_SUCCESS;
+    prmg_emu_set_error("%s: invalid device id %d (%d visible device(s))", function, deviceId,
+                       visible_device_count);
+    return ACL_ERROR_RT_INVALID_DEVICEID;
+}
+
+EMU_API int aclrtSetDevice(int32_t deviceId)
+{
+    int status = require_init("aclrtSetDevice");
+    if (status != ACL_SUCCESS)
+        return status;
+    pthread_mutex_lock(&state_lock);
+    status = check_device_id("aclrtSetDevice", deviceId);
+    if (status == ACL_SUCCESS) {
+        device_users[deviceId]++;
+        thread_device = deviceId;
+        process_device = deviceId;
+    }
+    pthread_mutex_unlock(&state_lock);
+    return status;
+}
+
+EMU_API int aclrtResetDevice(int32_t deviceId)
+{
+    int status = require_init("aclrtResetDevice");
+    if (status != ACL_SUCCESS)
+        return status;
+    pthread_mutex_lock(&state_lock);
+    status = check_device_id("aclrtResetDevice", deviceId);
+    if (status == ACL_SUCCESS) {
+        if (device_users[deviceId] > 0)
+            device_users[deviceId]--;
+        if (thread_device == deviceId)
+            thread_device = -1;
+        if (process_device == deviceId && device_users[deviceId] == 0)
+            process_device = -1;
+    }
+    pthread_mutex_unlock(&state_lock);
+    return status;
+}
+
+/* ---- streams ---- */
+
+typedef struct {
+    int device;
+} emu_stream;
+
+static handle_registry live_streams = HANDLE_REGISTRY_INIT;
+
+EMU_API int prmg_emu_stream_valid(const void *stream)
+{
+    return stream == NULL || registry_contains(&live_streams, stream);
+}
+
+EMU_API int aclrtCreateStream(void **stream)
+{
+    int status = require_init("aclrtCreateStream");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (stream == NULL) {
+        prmg_emu_set_error("aclrtCreateStream: stream is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    int device = current_device("aclrtCreateStream");
+    if (device < 0)
+        return ACL_ERROR_RT_CONTEXT_NULL;
+    emu_stream *created = calloc(1, sizeof *created);
+    if (created == NULL || registry_add(&live_streams, created) != 0) {
+        free(created);
+        prmg_emu_set_error("aclrtCreateStream: out of host memory");
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    created->device = device;
+    *stream = created;
+    return ACL_SUCCESS;
+}
+
+/* ACL_SUCCESS when stream is NULL or live, else 100000 with a message naming function. */
+static int check_stream(const char *function, const void *stream)
+{
+    if (prmg_emu_stream_valid(stream))
+        return ACL_SUCCESS;
+    prmg_emu_set_error("%s: stream %p is not a live stream", function, stream);
+    return ACL_ERROR_INVALID_PARAM;
+}
+
+EMU_API int aclrtDestroyStream(void *stream)
+{
+    int status = require_init("aclrtDestroyStream");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (stream == NULL || !registry_remove(&live_streams, stream)) {
+        prmg_emu_set_error("aclrtDestroyStream: stream %p is not a live stream", stream);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    free(stream);
+    return ACL_SUCCESS;
+}
+
+/* Operators run to completion inside their launch call, so a stream never has pending work. */
+EMU_API int aclrtSynchronizeStream(void *stream)
+{
+    int status = require_init("aclrtSynchronizeStream");
+    if (status != ACL_SUCCESS)
+        return status;
+    return check_stream("aclrtSynchronizeStream", stream);
+}
+
+/* ---- device memory ---- */
+
+typedef struct {
+    uintptr_t device;   /* the address handed out (inaccessible) */
+    size_t size;        /* requested size rounded up to DEVICE_GRANULE */
+    size_t mapped;      /* size rounded up to pages */
+    unsigned char *host;
+} allocation;
+
+static pthread_mutex_t memory_lock = PTHREAD_MUTEX_INITIALIZER;
+static allocation *allocations;
+static size_t allocation_count;
+static size_t allocation_capacity;
+
+/* Index of the allocation holding address, or -1. Caller holds memory_lock. */
+static long find_allocation(uintptr_t address)
+{
+    for (size_t i = 0; i < allocation_count; i++) {
+        if (address >= allocations[i].device && address - allocations[i].device < allocations[i].size)
+            return (long)i;
+    }
+    return -1;
+}
+
+EMU_API int prmg_emu_device_range(const void *address, size_t length, void **host)
+{
+    uintptr_t start = (uintptr_t)address;
+    int result;
+    pthread_mutex_lock(&memory_lock);
+    long index = find_allocation(start);
+    if (index < 0) {
+        result = -1;
+    } else if (length > allocations[index].size - (start - allocations[index].device)) {
+        result = -2;
+    } else {
+        *host = allocations[index].host + (start - allocations[index].device);
+        result = 0;
+    }
+    pthread_mutex_unlock(&memory_lock);
+    return result;
+}
+
+static int is_device_address(const void *address)
+{
+    pthread_mutex_lock(&memory_lock);
+    int found = find_allocation((uintptr_t)address) >= 0;
+    pthread_mutex_unlock(&memory_lock);
+    return found;
+}
+
+static void unmap_allocation(const allocation *victim)
+{
+    munmap((void *)victim->device, victim->mapped);
+    munmap(victim->host, victim->mapped);
+}
+
+static void release_all_memory(void)
+{
+    pthread_mutex_lock(&memory_lock);
+    for (size_t i = 0; i < allocation_count; i++)
+        unmap_allocation(&allocations[i]);
+    allocation_count = 0;
+    pthread_mutex_unlock(&memory_lock);
+}
+
+EMU_API int aclrtMalloc(void **devPtr, size_t size, int policy)
+{
+    (void)policy;
+    int status = require_init("aclrtMalloc");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (devPtr == NULL || size == 0) {
+        prmg_emu_set_error("aclrtMalloc: %s", devPtr == NULL ? "devPtr is NULL" : "size is 0");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (current_device("aclrtMalloc") < 0)
+        return ACL_ERROR_RT_CONTEXT_NULL;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (size > SIZE_MAX - page) {
+        prmg_emu_set_error("aclrtMalloc: size %zu is too large", size);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    allocation created;
+    created.size = (size + DEVICE_GRANULE - 1) / DEVICE_GRANULE * DEVICE_GRANULE;
+    created.mapped = (size + page - 1) / page * page;
+    void *device = mmap(NULL, created.mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *host = mmap(NULL, created.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (device == MAP_FAILED || host == MAP_FAILED) {
+        if (device != MAP_FAILED)
+            munmap(device, created.mapped);
+        if (host != MAP_FAILED)
+            munmap(host, created.mapped);
+        prmg_emu_set_error("aclrtMalloc: cannot allocate %zu bytes: %s", size, strerror(errno));
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    created.device = (uintptr_t)device;
+    created.host = host;
+    pthread_mutex_lock(&memory_lock);
+    if (allocation_count == allocation_capacity) {
+        size_t capacity = allocation_capacity ? allocation_capacity * 2 : 64;
+        allocation *grown = realloc(allocations, capacity * sizeof *grown);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&memory_lock);
+            unmap_allocation(&created);
+            prmg_emu_set_error("aclrtMalloc: out of host memory for the allocation table");
+            return ACL_ERROR_RT_MEMORY_ALLOCATION;
+        }
+        allocations = grown;
+        allocation_capacity = capacity;
+    }
+    allocations[allocation_count++] = created;
+    pthread_mutex_unlock(&memory_lock);
+    *devPtr = device;
+    return ACL_SUCCESS;
+}
+
+EMU_API int aclrtFree(void *devPtr)
+{
+    int status = require_init("aclrtFree");
+    if (status != ACL_SUCCESS)
+        return status;
+    pthread_mutex_lock(&memory_lock);
+    long index = find_allocation((uintptr_t)devPtr);
+    allocation victim = {0, 0, 0, NULL};
+    if (index >= 0 && allocations[index].device == (uintptr_t)devPtr) {
+        victim = allocations[index];
+        allocations[index] = allocations[--allocation_count];
+    }
+    pthread_mutex_unlock(&memory_lock);
+    if (victim.host == NULL) {
+        prmg_emu_set_error("aclrtFree: %p is not the base address of a live device allocation", devPtr);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    unmap_allocation(&victim);
+    return ACL_SUCCESS;
+}
+
+/* Host view of device bytes [address, address + count) for `function`'s `role` argument; NULL with a
+ * message when the range is not wholly inside one live allocation. */
+static void *device_bytes(const char *function, const char *role, const void *address, size_t count)
+{
+    void *host = NULL;
+    int found = prmg_emu_device_range(address, count, &host);
+    if (found == -1)
+        prmg_emu_set_error("%s: %s %p is not device memory from aclrtMalloc", function, role, address);
+    else if (found == -2)
+        prmg_emu_set_error("%s: %s range [%p, +%zu bytes) runs past the end of its device allocation",
+                           function, role, address, count);
+    return host;
+}
+
+/* address itself as a host pointer; NULL with a message when it is device memory. */
+static void *host_bytes(const char *function, const char *role, const void *address)
+{
+    if (!is_device_address(address))
+        return (void *)address;
+    prmg_emu_set_error("%s: %s %p is device memory but the copy kind says host", function, role, address);
+    return NULL;
+}
+
+EMU_API int aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, int kind)
+{
+    static const char *const kind_names[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE",
+                                             "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE"};
+    int status = require_init("aclrtMemcpy");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (kind < MEMCPY_HOST_TO_HOST || kind > MEMCPY_DEVICE_TO_DEVICE) {
+        prmg_emu_set_error("aclrtMemcpy: unknown copy kind %d", kind);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    char function[64];
+    snprintf(function, sizeof function, "aclrtMemcpy(%s)", kind_names[kind]);
+    if (dst == NULL || src == NULL) {
+        prmg_emu_set_error("%s: %s is NULL", function, dst == NULL ? "dst" : "src");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (count > destMax) {
+        prmg_emu_set_error("%s: count %zu exceeds destMax %zu", function, count, destMax);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    int dst_on_device = kind == MEMCPY_HOST_TO_DEVICE || kind == MEMCPY_DEVICE_TO_DEVICE;
+    int src_on_device = kind == MEMCPY_DEVICE_TO_HOST || kind == MEMCPY_DEVICE_TO_DEVICE;
+    void *to = dst_on_device ? device_bytes(function, "dst", dst, count) : host_bytes(function, "dst", dst);
+    if (to == NULL)
+        return ACL_ERROR_INVALID_PARAM;
+    const void *from = src_on_device ? device_bytes(function, "src", src, count) : host_bytes(function, "src", src);
+    if (from == NULL)
+        return ACL_ERROR_INVALID_PARAM;
+    memmove(to, from, count);
+    return ACL_SUCCESS;
+}
+
+EMU_API int aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+{
+    int status = require_init("aclrtMemset");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (devPtr == NULL || count > maxCount) {
+        if (devPtr == NULL)
+            prmg_emu_set_error("aclrtMemset: devPtr is NULL");
+        else
+            prmg_emu_set_error("aclrtMemset: count %zu exceeds maxCount %zu", count, maxCount);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    void *to = device_bytes("aclrtMemset", "devPtr", devPtr, count);
+    if (to == NULL)
+        return ACL_ERROR_INVALID_PARAM;
+    memset(to, value, count);
+    return ACL_SUCCESS;
+}
+
+/* ---- events ---- */
+
+typedef struct {
+    int timeline;           /* elapsed time may be asked for */
+    int recorded;
+    struct timespec stamp;  /* CLOCK_MONOTONIC at the last record */
+} emu_event;
+
+static handle_registry live_events = HANDLE_REGISTRY_INIT;
+
+static int create_event(const char *function, void **event, int timeline)
+{
+    int status = require_init(function);
+    if (status != ACL_SUCCESS)
+        return status;
+    if (event == NULL) {
+        prmg_emu_set_error("%s: event is NULL", function);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (current_device(function) < 0)
+        return ACL_ERROR_RT_CONTEXT_NULL;
+    emu_event *created = calloc(1, sizeof *created);
+    if (created == NULL || registry_add(&live_events, created) != 0) {
+        free(created);
+        prmg_emu_set_error("%s: out of host memory", function);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    created->timeline = timeline;
+    *event = created;
+    return ACL_SUCCESS;
+}
+
+EMU_API int aclrtCreateEvent(void **event)
+{
+    return create_event("aclrtCreateEvent", event, 1);
+}
+
+EMU_API int aclrtCreateEventWithFlag(void **event, uint32_t flag)
+{
+    if ((flag & ~KNOWN_EVENT_FLAGS) != 0) {
+        prmg_emu_set_error("aclrtCreateEventWithFlag: unknown flag 0x%x", flag);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    return create_event("aclrtCreateEventWithFlag", event, (flag & ACL_EVENT_TIME_LINE) != 0);
+}
+
+/* ACL_SUCCESS when event is live, else 100000 with a message naming function. */
+static int check_event(const char *function, const void *event)
+{
+    int status = require_init(function);
+    if (status != ACL_SUCCESS)
+        return status;
+    if (event != NULL && registry_contains(&live_events, event))
+        return ACL_SUCCESS;
+    prmg_emu_set_error("%s: event %p is not a live event", function, event);
+    return ACL_ERROR_INVALID_PARAM;
+}
+
+EMU_API int aclrtRecordEvent(void *event, void *stream)
+{
+    int status = check_event("aclrtRecordEvent", event);
+    if (status == ACL_SUCCESS)
+        status = check_stream("aclrtRecordEvent", stream);
+    if (status != ACL_SUCCESS)
+        return status;
+    emu_event *recorded = event;
+    clock_gettime(CLOCK_MONOTONIC, &recorded->stamp);
+    recorded->recorded = 1;
+    return ACL_SUCCESS;
+}
+
+EMU_API int aclrtSynchronizeEvent(void *event)
+{
+    return check_event("aclrtSynchronizeEvent", event);
+}
+
+EMU_API int aclrtDestroyEvent(void *event)
+{
+    int status = check_event("aclrtDestroyEvent", event);
+    if (status != ACL_SUCCESS)
+        return status;
+    registry_remove(&live_events, event);
+    free(event);
+    return ACL_SUCCESS;
+}
+
+EMU_API int aclrtEventElapsedTime(float *ms, void *start, void *end)
+{
+    int status = check_event("aclrtEventElapsedTime", start);
+    if (status == ACL_SUCCESS)
+        status = check_event("aclrtEventElapsedTime", end);
+    if (status != ACL_SUCCESS)
+        return status;
+    const emu_event *first = start, *last = end;
+    if (ms == NULL || !first->timeline || !last->timeline || !first->recorded || !last->recorded) {
+        prmg_emu_set_error("aclrtEventElapsedTime: %s",
+                           ms == NULL ? "ms is NULL"
+                           : !first->timeline || !last->timeline
+                               ? "events need ACL_EVENT_TIME_LINE (aclrtCreateEventWithFlag 0x8)"
+                               : "both events must be recorded");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    double seconds = (double)(last->stamp.tv_sec - first->stamp.tv_sec)
+                     + (double)(last->stamp.tv_nsec - first->stamp.tv_nsec) * 1e-9;
+    *ms = (float)(seconds * 1e3);
+    return ACL_SUCCESS;
+}
