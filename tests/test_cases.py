@@ -1,0 +1,340 @@
+"""Case files: both layouts, anchors, defaults, sweeps, folders, seeds, round trips, and the broken corpus."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from prmg_cli.cases import (BROADCASTS, Case, Expect, InputSpec, case_to_dict, load_cases, select,
+                            validate)
+from prmg_cli.errors import PrmgError
+
+DATA = Path(__file__).parent / "data"
+LOADER = DATA / "cases" / "loader"
+BROKEN = DATA / "broken"
+ALL_MODES = frozenset({0, 1, 2, 3})
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def by_name(cases: list[Case]) -> dict[str, Case]:
+    return {case.name: case for case in cases}
+
+
+# ---------------------------------------------------------------------------------------------
+# Good files
+
+
+def test_bare_list_with_anchor_and_merge_key():
+    first, second = load_cases([LOADER / "10_list.yaml"])
+    assert first.name == "list_fp16"
+    assert first.shape == (2, 4, 8, 128)
+    assert first.cos_shape == (1, 4, 1, 64) == first.sin_shape    # 1S1D, L = 71 - 7
+    assert first.partial_slice == (7, 71)
+    assert (first.dtype, first.cos_dtype, first.sin_dtype) == ("float16",) * 3
+    assert first.rotary_mode == 1 and first.expect == Expect() and first.tags == ("smoke",)
+    # the second case inherits everything through <<: *base and overrides four keys
+    assert second.name == "list_bf16_fp32"
+    assert second.cos_shape == (1, 4, 1, 64) and second.partial_slice == (7, 71)
+    assert (second.dtype, second.cos_dtype, second.sin_dtype) == ("bfloat16", "float32", "float32")
+    assert second.rotary_mode == 0
+    assert second.source == str(LOADER / "10_list.yaml")
+
+
+def test_defaults_merge_under_cases():
+    cases = by_name(load_cases([LOADER / "20_defaults.yml"]))
+    plain = cases["defaults_plain"]
+    assert plain.dtype == "bfloat16" and plain.standard == "allclose"
+    assert plain.tolerance == (("atol", 1e-5), ("rtol", 1e-3))
+    assert plain.dy_input == InputSpec("normal", (0.0, 2.0))
+    assert plain.cos_input == InputSpec("rope", (500000.0, 0))
+    assert plain.sin_input == InputSpec()
+    assert plain.tags == ("full",)
+
+    overridden = cases["defaults_overridden"]
+    assert overridden.dtype == overridden.cos_dtype == "float32"
+    assert overridden.tolerance == (("atol", 0.0), ("rtol", 1e-3))     # merged per key
+    assert overridden.tags == ("full", "mixed")                         # union, defaults first
+    assert overridden.dy_input == InputSpec("normal", (0.0, 2.0))       # inputs merged per tensor
+    assert overridden.cos_input == InputSpec("uniform", (-0.5, 0.5))
+    assert overridden.sin_input == InputSpec("rope", (10000.0, 4))
+
+    other = cases["defaults_other_standard"]
+    assert other.standard == "default" and other.tolerance == ()        # tolerance stays with its standard
+
+
+def test_expect_error_cases_may_describe_refused_tensors():
+    case = by_name(load_cases([LOADER / "20_defaults.yml"]))["negative_int8"]
+    assert case.shape == (3, 64) and case.cos_shape == (1, 64)
+    assert case.dtype == "int8" and case.cos_dtype == "int8"
+    assert case.rotary_mode == 9
+    assert case.expect == Expect(161002)
+
+
+def test_sweep_expands_the_cartesian_product_in_written_order():
+    cases = load_cases([LOADER / "sub" / "30_sweep.yaml"])
+    swept = [case for case in cases if case.name.startswith("sw_")]
+    expected = [(dtype, pattern, piece)
+                for dtype in ("float32", "bf16") for pattern in ("111D", "BSND") for piece in ("0-64", "7-71")]
+    assert [case.name for case in swept] == [f"sw_{d}_{p}_{s}_2x4x8x128" for d, p, s in expected]
+    bf16_bsnd = by_name(swept)["sw_bf16_BSND_7-71_2x4x8x128"]
+    assert bf16_bsnd.dtype == "bfloat16" and bf16_bsnd.partial_slice == (7, 71)
+    assert bf16_bsnd.cos_shape == (2, 4, 8, 64)
+    indexed = [case for case in cases if case.name.startswith("idx_")]
+    assert [(case.name, case.seed) for case in indexed] == [("idx_00", 1), ("idx_01", 2), ("idx_02", 3)]
+
+
+def test_folder_loads_every_yaml_below_it_sorted_by_path(tmp_path):
+    names = [case.name for case in load_cases([LOADER])]
+    assert names[:2] == ["list_fp16", "list_bf16_fp32"]
+    assert names[2:6] == ["defaults_plain", "defaults_overridden", "defaults_other_standard", "negative_int8"]
+    assert names[6].startswith("sw_") and names[-1] == "idx_02"
+    assert len(names) == 2 + 4 + 8 + 3
+    # a file named twice (directly and through its folder) is read once
+    assert len(load_cases([LOADER / "10_list.yaml", LOADER])) == len(names)
+    write(tmp_path, "notes.txt", "not a case file")
+    with pytest.raises(PrmgError, match="no \\*.yaml or \\*.yml files"):
+        load_cases([tmp_path])
+
+
+def test_default_keys(tmp_path):
+    path = write(tmp_path, "d.yaml", """
+- {name: whole, shape: [2, 3, 4, 32]}
+- {name: part, shape: [2, 3, 4, 32], partial_slice: [4, 20]}
+- {name: empty, shape: [2, 3, 4, 32], partial_slice: [5, 5]}
+- {name: own_cos, shape: [2, 3, 4, 32], cos_shape: [2, 1, 1, 32], sin_shape: [1, 1, 1, 32],
+   expect: {error: 561002}}
+""")
+    cases = by_name(load_cases([path]))
+    whole = cases["whole"]
+    assert whole.partial_slice == (0, 32) and whole.cos_shape == whole.sin_shape == (1, 1, 1, 32)
+    assert (whole.dtype, whole.cos_dtype, whole.sin_dtype, whole.rotary_mode) == ("float32",) * 3 + (1,)
+    assert whole.standard is None and whole.tolerance == () and whole.tags == ()
+    assert whole.format == "ND" and whole.null == () and whole.dy_strides is None
+    assert all(whole.input_spec(t) == InputSpec("uniform", (-1.0, 1.0)) for t in ("dy", "cos", "sin"))
+    assert cases["part"].cos_shape == (1, 1, 1, 16)
+    assert cases["empty"].cos_shape == (1, 1, 1, 1)       # a zero-length axis would be refused
+    assert cases["own_cos"].cos_shape == (2, 1, 1, 32) and cases["own_cos"].sin_shape == (1, 1, 1, 32)
+
+
+@pytest.mark.parametrize("pattern, cos_shape", [
+    ("BSND", (2, 3, 5, 32)), ("111D", (1, 1, 1, 32)), ("1S1D", (1, 3, 1, 32)), ("1SND", (1, 3, 5, 32)),
+    ("B1ND", (2, 1, 5, 32)), ("BS1D", (2, 3, 1, 32)), ("11ND", (1, 1, 5, 32)), ("B11D", (2, 1, 1, 32)),
+])
+def test_broadcast_patterns_derive_the_cos_shape(tmp_path, pattern, cos_shape):
+    path = write(tmp_path, "b.yaml", f"- {{name: b, shape: [2, 3, 5, 64], partial_slice: [8, 40], broadcast: {pattern}}}")
+    (case,) = load_cases([path])
+    assert case.cos_shape == case.sin_shape == cos_shape
+
+
+def test_rotary_modes_dtypes_and_expect_spellings(tmp_path):
+    path = write(tmp_path, "m.yaml", """
+- {name: m0, shape: [1, 1, 1, 8], rotary_mode: half}
+- {name: m3, shape: [1, 1, 1, 8], rotary_mode: interleave-half, dtype: half}
+- {name: m2, shape: [1, 1, 1, 8], rotary_mode: 2, dtype: bf16, cos_dtype: fp32}
+- {name: e1, shape: [1, 1, 1, 8], expect: {error: 561002}}
+- {name: e2, shape: [1, 1, 1, 8], expect: {error: ACLNN_ERR_PARAM_NULLPTR}, null: [cos]}
+- {name: e3, shape: [1, 1, 1, 8], expect: {error: any}, format: NC1HWC0, dy_strides: [8, 8, 8, 2]}
+""")
+    cases = by_name(load_cases([path]))
+    assert [cases[n].rotary_mode for n in ("m0", "m3", "m2")] == [0, 3, 2]
+    assert cases["m3"].dtype == "float16"
+    assert (cases["m2"].dtype, cases["m2"].cos_dtype, cases["m2"].sin_dtype) == ("bfloat16", "float32", "float32")
+    assert [cases[n].expect for n in ("e1", "e2", "e3")] == [Expect(561002), Expect(161001), Expect("any")]
+    assert cases["e2"].null == ("cos",)                  # `null:` is read as the key "null"
+    assert cases["e3"].format == "NC1HWC0" and cases["e3"].dy_strides == (8, 8, 8, 2)
+
+
+def test_inputs_values_files_and_exponent_floats(tmp_path):
+    np.save(tmp_path / "table.npy", np.linspace(0, 1, 4, dtype=np.float32).reshape(2, 2))
+    path = write(tmp_path, "i.yaml", """
+- name: inputs
+  shape: [1, 1, 2, 4]
+  partial_slice: [0, 4]
+  inputs:
+    dy: {values: [[1, 2, 3, 4], [5, 6, .nan, -.inf]]}
+    cos: {values: [1e-3, -2E+2, 0.5, 7]}
+    sin: {file: table.npy}
+""")
+    (case,) = load_cases([path])
+    assert case.dy_input.kind == "values"
+    assert case.dy_input.args[:6] == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    assert np.isnan(case.dy_input.args[6]) and case.dy_input.args[7] == -np.inf
+    assert case.cos_input == InputSpec("values", (1e-3, -200.0, 0.5, 7.0))
+    assert case.sin_input == InputSpec("file", (str((tmp_path / "table.npy").resolve()),))
+
+
+@pytest.mark.parametrize("array, fragment", [
+    (np.zeros(5, np.float32), "holds 5 elements"),
+    (np.array([None, 1, 2, 3], dtype=object), "pickles are refused"),
+])
+def test_bad_npy_files_are_refused(tmp_path, array, fragment):
+    np.save(tmp_path / "bad.npy", array, allow_pickle=True)
+    path = write(tmp_path, "n.yaml", "- {name: n, shape: [1, 1, 1, 4], inputs: {cos: {file: bad.npy}}}")
+    with pytest.raises(PrmgError, match=fragment) as caught:
+        load_cases([path])
+    assert caught.value.field == "inputs.cos.file"
+
+
+def test_default_seeds_are_stable_and_follow_the_name(tmp_path):
+    text = "- {name: alpha, shape: [1, 1, 1, 8]}\n- {name: beta, shape: [1, 1, 1, 8]}\n"
+    first = by_name(load_cases([write(tmp_path, "a.yaml", text)]))
+    (tmp_path / "elsewhere").mkdir()
+    again = by_name(load_cases([write(tmp_path / "elsewhere", "b.yml", "# moved\n" + text)]))
+    assert first["alpha"].seed == again["alpha"].seed and first["beta"].seed == again["beta"].seed
+    assert first["alpha"].seed != first["beta"].seed
+    assert isinstance(first["alpha"].seed, int) and first["alpha"].seed >= 0
+    explicit = load_cases([write(tmp_path, "c.yaml", "- {name: alpha, shape: [1, 1, 1, 8], seed: 123}")])
+    assert explicit[0].seed == 123
+
+
+def test_duplicate_names_across_files_name_both_files(tmp_path):
+    one = write(tmp_path, "one.yaml", "- {name: same, shape: [1, 1, 1, 8]}")
+    two = write(tmp_path, "two.yaml", "- {name: same, shape: [1, 1, 1, 16]}")
+    with pytest.raises(PrmgError) as caught:
+        load_cases([one, two])
+    message = str(caught.value)
+    assert str(one) in message and str(two) in message and caught.value.field == "name"
+
+
+def test_case_to_dict_round_trips_minimal_keys(tmp_path):
+    cases = load_cases([LOADER])
+    path = tmp_path / "back.yaml"
+    path.write_text(yaml.safe_dump([case_to_dict(case) for case in cases], sort_keys=False))
+    again = load_cases([path])
+    assert again == [dataclasses.replace(case, source=str(path)) for case in cases]
+    plain = case_to_dict(by_name(cases)["sw_float32_111D_0-64_2x4x8x128"])
+    assert plain == {"name": "sw_float32_111D_0-64_2x4x8x128", "shape": [2, 4, 8, 128], "partial_slice": [0, 64]}
+    assert case_to_dict(by_name(cases)["list_fp16"])["broadcast"] == "1S1D"
+
+
+def test_select_by_keyword_and_any_of_tags():
+    cases = load_cases([LOADER])
+    assert [c.name for c in select(cases, "list_", [])] == ["list_fp16", "list_bf16_fp32"]
+    assert {c.name for c in select(cases, None, ["smoke", "mixed"])} == \
+        {"list_fp16", "list_bf16_fp32", "defaults_overridden"}
+    assert [c.name for c in select(cases, "overridden", ["smoke"])] == []
+    assert select(cases, None, []) == cases
+
+
+def test_validate_skips_unsupported_modes_but_not_other_violations(tmp_path):
+    fine = load_cases([write(tmp_path, "ok.yaml", "- {name: q, shape: [1, 1, 1, 64], rotary_mode: quarter}")])
+    validate(fine, frozenset({1}))                         # skipped at run time, not an error
+    validate(fine, ALL_MODES)
+    bad = load_cases([write(tmp_path, "bad.yaml",
+                            "- {name: q, shape: [1, 1, 1, 64], rotary_mode: quarter, partial_slice: [0, 6]}")])
+    with pytest.raises(PrmgError, match="L = 6 is not a multiple of 4") as caught:
+        validate(bad, frozenset({1}))
+    assert caught.value.field == "partial_slice" and caught.value.case == "q"
+    negative = load_cases([write(tmp_path, "neg.yaml",
+                                 "- {name: n, shape: [1, 1, 1, 2048], expect: {error: 561002}}")])
+    validate(negative, frozenset({1}))                     # expect-error cases may break anything
+
+
+def test_unreadable_and_missing_files(tmp_path):
+    with pytest.raises(PrmgError, match="no such file or folder"):
+        load_cases([tmp_path / "absent.yaml"])
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(PrmgError, match="not UTF-8"):
+        load_cases([binary])
+
+
+# ---------------------------------------------------------------------------------------------
+# The broken corpus: one file per kind of mistake, each with the field its message must name.
+
+CORPUS = {
+    # file: (field named, case named, fragment of the message)
+    "malformed_yaml.yaml": (None, None, "malformed YAML at line 5"),
+    "python_tag.yaml": (None, None, "unsupported YAML tag '!!python/object/apply:os.system'"),
+    "alias_bomb.yaml": (None, None, "alias bomb"),
+    "recursive_alias.yaml": (None, None, "recursive YAML alias"),
+    "empty_file.yaml": (None, None, "empty"),
+    "scalar_file.yaml": (None, None, "expected a list of cases"),
+    "scalar_case.yaml": (None, "#2", "a case must be a mapping"),
+    "scalar_inputs.yaml": ("inputs.dy", "scalar_inputs", "expected one of {uniform"),
+    "missing_shape.yaml": ("shape", "no_shape", "missing required key 'shape'"),
+    "missing_name.yaml": ("name", "#2", "missing required key 'name'"),
+    "unknown_key.yaml": ("rotary_mod", "typo", "did you mean 'rotary_mode'?"),
+    "bool_dim.yaml": ("shape", "bool_dim", "must be an integer, got a boolean"),
+    "negative_dim.yaml": ("shape", "negative_dim", "negative (-16)"),
+    "shape_mapping.yaml": ("shape", "shape_mapping", "got a mapping"),
+    "three_d_shape.yaml": ("shape", "three_d", "expected 4 dimensions"),
+    "unknown_dtype.yaml": ("dtype", "fp8", "valid: float32, float16, bfloat16"),
+    "negative_only_dtype.yaml": ("cos_dtype", "int8_pass", "only in expect: {error: ...} cases"),
+    "unknown_mode.yaml": ("rotary_mode", "spiral", "valid: half, interleave, quarter, interleave-half"),
+    "mode_out_of_range.yaml": ("rotary_mode", "mode7", "unknown rotary_mode 7"),
+    "values_length.yaml": ("inputs.dy.values", "short_values", "7 values for a tensor of 8 elements"),
+    "values_not_numbers.yaml": ("inputs.cos.values", "text_values", "expected numbers"),
+    "missing_npy.yaml": ("inputs.cos.file", "missing_npy", "no such file"),
+    "rope_on_dy.yaml": ("inputs.dy.rope", "rope_dy", "cos and sin only"),
+    "bad_uniform.yaml": ("inputs.sin.uniform", "reversed_range", "greater than hi"),
+    "bad_rope_base.yaml": ("inputs.cos.rope.base", "rope_base", "number > 0"),
+    "duplicate_names.yaml": ("name", "twin", "duplicate case name 'twin'"),
+    "bad_name.yaml": ("name", "has a space", "not a valid name"),
+    "bad_tolerance_key.yaml": ("tolerance.rel", "wrong_param", "for standard 'allclose'"),
+    "negative_tolerance.yaml": ("tolerance.rtol", "negative_tolerance", "number >= 0"),
+    "bad_standard.yaml": ("standard", "strictish", "unknown standard 'strict'"),
+    "bad_expect.yaml": ("expect", "expect_fail", "expected 'pass' or {error: CODE}"),
+    "bad_expect_code.yaml": ("expect.error", "expect_name", "did you mean 'ACLNN_ERR_INNER_TILING_ERROR'?"),
+    "bad_tags.yaml": ("tags", "tag_string", "expected a list of words"),
+    "bad_seed.yaml": ("seed", "bool_seed", "got a boolean"),
+    "bad_slice.yaml": ("partial_slice", "one_number_slice", "expected [start, end]"),
+    "broadcast_and_cos_shape.yaml": ("broadcast", "both", "not both"),
+    "bad_broadcast.yaml": ("broadcast", "bad_pattern", "unknown broadcast pattern '1S1N'"),
+    "bad_null.yaml": ("null", "null_dx", "unknown tensor 'dx'"),
+    "bad_strides.yaml": ("dy_strides", "strides_rank", "expected 4 strides"),
+    "defaults_unknown_key.yaml": ("defaults.dtyp", None, "did you mean 'dtype'?"),
+    "defaults_bad_value.yaml": ("defaults.dtype", "a", "unknown dtype 'float99'"),
+    "defaults_scalar.yaml": ("defaults", None, "expected a mapping"),
+    "unknown_file_key.yaml": ("default", None, "did you mean 'defaults'?"),
+    "sweep_duplicate_names.yaml": ("name", "bwd_{dtype}", "the name template 'bwd_{dtype}'"),
+    "sweep_unknown_key.yaml": ("sweep.dtpye", "s_{index}", "did you mean 'dtype'?"),
+    "sweep_not_list.yaml": ("sweep.dtype", "s_{dtype}", "non-empty list"),
+    "template_unknown_field.yaml": ("name", "s_{dtpye}", "unknown field '{dtpye}'"),
+    "d_too_large.yaml": ("shape", "wide", "D = 2048 exceeds 1024"),
+    "odd_slice.yaml": ("partial_slice", "odd", "L = 5 is odd"),
+}
+
+
+def test_the_corpus_and_its_table_agree():
+    assert sorted(CORPUS) == sorted(path.name for path in BROKEN.glob("*.yaml"))
+    assert len(CORPUS) >= 20
+
+
+@pytest.mark.parametrize("file_name", sorted(CORPUS))
+def test_broken_file_gets_one_line_naming_file_case_and_field(file_name):
+    field, case, fragment = CORPUS[file_name]
+    with pytest.raises(PrmgError) as caught:
+        validate(load_cases([BROKEN / file_name]), frozenset({1}))
+    error = caught.value
+    assert (error.field, error.case) == (field, case)
+    assert error.file == str(BROKEN / file_name)
+    message = str(error)
+    assert fragment in message and "\n" not in message
+    assert message.startswith(f"{BROKEN / file_name}: ")
+    if field:
+        assert f"field '{field}'" in message
+
+
+def test_python_tags_are_never_executed(tmp_path):
+    marker = tmp_path / "pwned"
+    path = write(tmp_path, "evil.yaml", f"""
+- name: evil
+  shape: !!python/object/apply:os.system ["touch {marker}"]
+- name: evil2
+  shape: !!python/object/new:builtins.list [[1, 1, 1, 8]]
+""")
+    with pytest.raises(PrmgError, match="unsupported YAML tag"):
+        load_cases([path])
+    assert not marker.exists()
+    assert not os.path.exists("/tmp/prmg_broken_corpus_pwned")

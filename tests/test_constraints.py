@@ -1,0 +1,206 @@
+"""The operator's documented constraints: one test per row of operator.md's table, plus ordering."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from prmg_cli.cases import Case, Expect
+from prmg_cli.constraints import (DEFAULT_SUPPORTED_MODES, expected_status, parse_modes, skip_reason,
+                                  violations)
+from prmg_cli.errors import PrmgError
+
+NULLPTR, INVALID, TILING = 161001, 161002, 561002
+TODAY = frozenset({1})
+ALL_MODES = frozenset({0, 1, 2, 3})
+
+# A valid interleave case: dy (2, 4, 8, 64), cos/sin 1S1D over the slice [8, 40).
+VALID = Case(name="valid", source="test", shape=(2, 4, 8, 64), cos_shape=(1, 4, 1, 32),
+             sin_shape=(1, 4, 1, 32), partial_slice=(8, 40))
+
+
+def make(**changes) -> Case:
+    if "cos_shape" in changes and "sin_shape" not in changes:
+        changes["sin_shape"] = changes["cos_shape"]
+    return dataclasses.replace(VALID, **changes)
+
+
+def codes(case: Case, modes=TODAY) -> list[int]:
+    return [code for code, _ in violations(case, modes)]
+
+
+def test_a_valid_case_breaks_nothing():
+    assert violations(VALID, TODAY) == []
+    assert expected_status(VALID, TODAY) == 0
+    assert skip_reason(VALID, TODAY) is None
+
+
+@pytest.mark.parametrize("tensor", ["dy", "cos", "sin"])
+def test_null_pointer_gives_161001(tensor):
+    case = make(null=(tensor,), dtype="int8")     # the null check comes before the dtype check
+    assert expected_status(case, TODAY) == NULLPTR
+    assert violations(case, TODAY)[0] == (NULLPTR, f"{tensor} is a null pointer")
+
+
+@pytest.mark.parametrize("changes", [
+    {"dtype": "int8"}, {"dtype": "float64"},
+    {"dtype": "bool"}, {"dtype": "uint8", "cos_dtype": "float16", "sin_dtype": "float16"},
+    {"cos_dtype": "float16", "sin_dtype": "float32"},          # sin dtype != cos dtype
+    {"format": "NC1HWC0"}, {"format": "FRACTAL_NZ"},
+])
+def test_dtype_and_format_rules_give_161002(changes):
+    assert codes(make(**changes)) == [INVALID]
+
+
+@pytest.mark.parametrize("changes", [
+    {"format": "NCHW"}, {"format": "NHWC"},
+    {"dtype": "bfloat16", "cos_dtype": "float32", "sin_dtype": "float32"},   # dy and cos may differ
+    {"dtype": "float16", "cos_dtype": "bfloat16", "sin_dtype": "bfloat16"},
+])
+def test_supported_formats_and_mixed_dy_cos_dtypes_are_fine(changes):
+    assert violations(make(**changes), TODAY) == []
+
+
+def test_every_refused_dtype_is_listed():
+    found = violations(make(cos_dtype="int32", sin_dtype="int32"), TODAY)
+    assert found == [(INVALID, "cos dtype int32 is not one of float32, float16, bfloat16"),
+                     (INVALID, "sin dtype int32 is not one of float32, float16, bfloat16")]
+
+
+def test_non_contiguous_strides_give_161002():
+    assert codes(make(dy_strides=(2048, 512, 64, 2))) == [INVALID]          # every other element
+    assert codes(make(dy_strides=(4096, 1024, 128, 1))) == [INVALID]        # padded rows
+    assert violations(make(dy_strides=(2048, 512, 64, 1)), TODAY) == []     # exactly C order
+    # an axis of length 1 may carry any stride
+    assert violations(make(shape=(1, 4, 8, 64), dy_strides=(7, 512, 64, 1)), TODAY) == []
+
+
+def test_161002_comes_before_561002():
+    case = make(dtype="int8", shape=(2, 4, 8, 2048))
+    assert codes(case) == [INVALID, TILING]
+    assert expected_status(case, TODAY) == INVALID
+
+
+@pytest.mark.parametrize("mode", [0, 2, 3])
+def test_mode_unsupported_by_target_gives_561002_and_a_skip(mode):
+    case = make(rotary_mode=mode)
+    assert codes(case) == [TILING]
+    assert skip_reason(case, TODAY) is not None
+    assert expected_status(case, ALL_MODES) == 0 and skip_reason(case, ALL_MODES) is None
+
+
+def test_skip_reason_wording_and_when_it_applies():
+    half = make(rotary_mode=0)
+    assert skip_reason(half, TODAY) == "rotary_mode half (0) not supported by the target (supported: interleave)"
+    assert skip_reason(dataclasses.replace(half, expect=Expect(561002)), TODAY) is None   # runs: must fail
+    assert skip_reason(make(rotary_mode=0, partial_slice=(8, 39)), TODAY) is None       # also a bad slice
+
+
+@pytest.mark.parametrize("mode", [-1, 4, 7, 2**40])
+def test_mode_outside_0_to_3_gives_561002_on_every_target(mode):
+    case = make(rotary_mode=mode, expect=Expect("any"))
+    assert expected_status(case, ALL_MODES) == TILING
+    assert skip_reason(make(rotary_mode=mode), ALL_MODES) is None
+
+
+@pytest.mark.parametrize("changes", [
+    {"shape": (4, 8, 64)},                                        # dy 3-D
+    {"cos_shape": (4, 32), "partial_slice": (0, 32)},             # cos and sin 2-D
+    {"shape": (1, 2, 4, 8, 64)},                                  # dy 5-D
+])
+def test_tensor_not_4d_gives_561002(changes):
+    case = make(**changes)
+    assert expected_status(case, TODAY) == TILING
+    assert any("not 4-D" in message for _, message in violations(case, TODAY))
+
+
+def test_cos_shape_differs_from_sin_shape_gives_561002():
+    case = make(sin_shape=(1, 1, 1, 32))
+    assert codes(case) == [TILING]
+    assert "differs from sin shape" in violations(case, TODAY)[0][1]
+
+
+@pytest.mark.parametrize("changes", [
+    {"shape": (2, 0, 8, 64)}, {"cos_shape": (1, 4, 0, 32)}, {"sin_shape": (0, 4, 1, 32)},
+])
+def test_a_dim_of_zero_gives_561002(changes):
+    assert TILING in codes(make(**changes))
+    assert expected_status(make(**changes), TODAY) == TILING
+
+
+def test_d_over_1024_gives_561002():
+    assert violations(make(shape=(2, 4, 8, 2048)), TODAY) == [(TILING, "D = 2048 exceeds 1024")]
+    assert violations(make(shape=(2, 4, 8, 1024)), TODAY) == []
+
+
+@pytest.mark.parametrize("piece, message", [
+    ((-2, 30), "slice start -2 is negative"),
+    ((40, 72), "slice end 72 exceeds D = 64"),
+    ((40, 8), "slice start 40 is after its end 8"),
+])
+def test_slice_out_of_range_gives_561002(piece, message):
+    found = violations(make(partial_slice=piece), TODAY)
+    assert (TILING, message) in found
+
+
+def test_slice_length_must_match_cos_last_axis():
+    assert violations(make(partial_slice=(8, 24)), TODAY) == \
+        [(TILING, "slice length L = 16 differs from cos's last axis 32")]
+
+
+def test_cos_last_axis_longer_than_d_gives_561002():
+    # an empty slice skips the L check, so only cos D > dy D is left
+    case = make(partial_slice=(5, 5), cos_shape=(1, 4, 1, 128))
+    assert violations(case, TODAY) == [(TILING, "cos's last axis 128 exceeds dy's D = 64")]
+
+
+@pytest.mark.parametrize("mode", [0, 1, 3])
+def test_odd_slice_length_gives_561002_for_pair_modes(mode):
+    odd = make(rotary_mode=mode, partial_slice=(8, 39), cos_shape=(1, 4, 1, 31))
+    assert codes(odd, ALL_MODES) == [TILING]
+    even = make(rotary_mode=mode, partial_slice=(8, 38), cos_shape=(1, 4, 1, 30))
+    assert violations(even, ALL_MODES) == []
+
+
+def test_quarter_needs_a_multiple_of_4():
+    assert codes(make(rotary_mode=2, partial_slice=(8, 38), cos_shape=(1, 4, 1, 30)), ALL_MODES) == [TILING]
+    assert violations(make(rotary_mode=2, partial_slice=(8, 36), cos_shape=(1, 4, 1, 28)), ALL_MODES) == []
+
+
+@pytest.mark.parametrize("cos_shape, message", [
+    ((3, 4, 1, 32), "cos's B = 3 is neither 1 nor dy's B = 2"),
+    ((1, 2, 1, 32), "cos's S = 2 is neither 1 nor dy's S = 4"),
+    ((1, 4, 4, 32), "cos's N = 4 is neither 1 nor dy's N = 8"),
+])
+def test_broadcast_axis_neither_1_nor_dys_gives_561002(cos_shape, message):
+    assert violations(make(cos_shape=cos_shape), TODAY) == [(TILING, message)]
+
+
+@pytest.mark.parametrize("cos_shape", [
+    (2, 4, 8, 32), (1, 1, 1, 32), (1, 4, 1, 32), (1, 4, 8, 32),
+    (2, 1, 8, 32), (2, 4, 1, 32), (1, 1, 8, 32), (2, 1, 1, 32),
+])
+def test_every_documented_broadcast_pattern_is_fine(cos_shape):
+    assert violations(make(cos_shape=cos_shape), TODAY) == []
+
+
+def test_empty_slice_is_success():
+    assert expected_status(make(partial_slice=(9, 9)), TODAY) == 0
+    assert expected_status(make(partial_slice=(0, 0), cos_shape=(1, 1, 1, 1)), TODAY) == 0
+
+
+def test_every_broken_rule_is_listed_in_checking_order():
+    case = make(null=("sin",), format="FRACTAL_Z", rotary_mode=9, shape=(2, 4, 8, 2000), partial_slice=(-1, 30))
+    assert codes(case) == [NULLPTR, INVALID, TILING, TILING, TILING, TILING]
+    assert expected_status(case, TODAY) == NULLPTR
+
+
+def test_parse_modes():
+    assert DEFAULT_SUPPORTED_MODES == frozenset({1})
+    assert parse_modes("0,1,2,3") == ALL_MODES
+    assert parse_modes("half, interleave") == frozenset({0, 1})
+    assert parse_modes("interleave-half,2") == frozenset({2, 3})
+    for junk in ("", "1,,2", "4", "-1", "spiral", "1;2"):
+        with pytest.raises(PrmgError, match="--supported-modes"):
+            parse_modes(junk)
