@@ -30,7 +30,7 @@ a ``!!python/...`` tag is an error and never runs; alias bombs are refused.
 | ``tolerance`` | that standard's parameters, numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
 | ``tags`` | list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects) |
 | ``format`` | negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``) |
-| ``null`` | negative cases: tensors passed as NULL pointers, e.g. ``[cos]`` |
+| ``null`` | negative cases: tensors passed as NULL pointers, e.g. ``null: [cos]`` (the key YAML reads as null is this key) |
 | ``dy_strides`` | negative cases: dy's element strides, one per axis (contiguous) |
 
 A case with ``expect: pass`` must satisfy every constraint of the operator (``prmg validate`` says which
@@ -302,14 +302,13 @@ def _read_yaml(file: Path):
             raise PrmgError("the file is empty (expected a list of cases)", file=source)
         _check_expansion(node, source)
         return loader.construct_document(node)
-    except yaml.constructor.ConstructorError as error:
-        mark = error.problem_mark
-        tag = re.search(r"tag '([^']*)'", str(error.problem))
-        tag_text = tag.group(1).replace("tag:yaml.org,2002:", "!!") if tag else "?"
-        raise PrmgError(f"unsupported YAML tag '{tag_text}' at line {mark.line + 1} "
-                        f"(only plain YAML is read; nothing is executed)", file=source) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
+        tag = re.search(r"constructor for the tag '([^']*)'", str(error.problem))
+        if tag and mark:
+            tag_text = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+            raise PrmgError(f"unsupported YAML tag '{tag_text}' at line {mark.line + 1} "
+                            f"(only plain YAML is read; nothing is executed)", file=source) from None
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise PrmgError(f"malformed YAML{where}: {error.problem or error.context}", file=source) from None
     except yaml.YAMLError as error:
@@ -338,6 +337,7 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
         if isinstance(node, yaml.SequenceNode):
             total = 1 + sum(expanded(child) for child in node.value)
         elif isinstance(node, yaml.MappingNode):
+            _check_unique_keys(node, source)
             total = 1 + sum(expanded(k) + expanded(v) for k, v in node.value)
         else:
             total = 1
@@ -349,6 +349,17 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
         return total
 
     expanded(root)
+
+
+def _check_unique_keys(node: yaml.MappingNode, source: str) -> None:
+    """Refuse a mapping that writes one key twice (YAML would silently keep the last)."""
+    seen = set()
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+            if (key.tag, key.value) in seen:
+                raise PrmgError(f"key '{key.value}' written twice in one mapping at line {key.start_mark.line + 1}",
+                                file=source)
+            seen.add((key.tag, key.value))
 
 
 def _load_file(file: Path) -> list[Case]:
@@ -462,7 +473,7 @@ def _merge(defaults: dict, case: dict) -> tuple[dict, dict[str, str]]:
             origins.update({f"inputs.{tensor}": "" for tensor in value})
             value = {**inherited, **value}
         elif key == "tags" and isinstance(inherited, list) and isinstance(value, list):
-            value = inherited + [tag for tag in value if tag not in inherited]
+            value = list(dict.fromkeys(inherited + value))
         elif key == "tolerance" and isinstance(inherited, dict) and isinstance(value, dict) \
                 and case.get("standard", defaults.get("standard")) == defaults.get("standard"):
             value = {**inherited, **value}

@@ -259,6 +259,8 @@ CORPUS = {
     "alias_bomb.yaml": (None, None, "alias bomb"),
     "recursive_alias.yaml": (None, None, "recursive YAML alias"),
     "empty_file.yaml": (None, None, "empty"),
+    "duplicate_key.yaml": (None, None, "key 'dtype' written twice in one mapping at line 4"),
+    "unhashable_key.yaml": (None, None, "malformed YAML at line 3"),
     "scalar_file.yaml": (None, None, "expected a list of cases"),
     "scalar_case.yaml": (None, "#2", "a case must be a mapping"),
     "scalar_inputs.yaml": ("inputs.dy", "scalar_inputs", "expected one of {uniform"),
