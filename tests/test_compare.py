@@ -1,0 +1,436 @@
+"""The comparator: standards, always-on checks, diagnosis -- against a numpy model of the kernel."""
+
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
+from prmg_cli import compare
+from prmg_cli.acl import Outcome
+from prmg_cli.cases import Case, Expect
+from prmg_cli.compare import STANDARD_PARAMS, STANDARDS, judge, key_metric
+from prmg_cli.errors import PrmgError
+from prmg_cli.inputs import Inputs
+from prmg_cli.reference import inplace_partial_rotary_mul_grad
+
+DTYPES = ("float32", "float16", "bfloat16")
+PAIRS = [(dy, table) for dy in DTYPES for table in DTYPES]
+NUMPY = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
+         "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+
+
+def make_case(shape, partial_slice, *, mode=1, dtype="float32", cos_dtype="float32", broadcast="BSND",
+              expect=None, name="t"):
+    length = partial_slice[1] - partial_slice[0]
+    cos_shape = tuple(size if letter != "1" else 1 for size, letter in zip(shape[:3], broadcast)) + (length,)
+    return Case(name=name, source="t", shape=tuple(shape), cos_shape=cos_shape, sin_shape=cos_shape,
+                partial_slice=tuple(partial_slice), rotary_mode=mode, dtype=dtype, cos_dtype=cos_dtype,
+                sin_dtype=cos_dtype, expect=Expect(expect))
+
+
+def rope_tables(case):
+    """Real RoPE cos/sin for positions s (scaled up to long contexts), laid out for the case's mode:
+    both elements of a pair share one angle."""
+    length = case.cos_shape[-1]
+    own, partner, _ = lane_map(case.rotary_mode, length)
+    pair = np.minimum(own, partner) % max(1, length // 2)          # the pair each lane belongs to
+    frequency = 10000.0 ** (-2.0 * pair / length)
+    positions = np.arange(case.cos_shape[1]).reshape(1, -1, 1, 1) * 997 + 1
+    angle = np.broadcast_to(positions * frequency, case.cos_shape)
+    return np.cos(angle), np.sin(angle)
+
+
+def make_inputs(case, rng, *, scale=1.0, dist="uniform", table="random", table_scale=1.0):
+    """dy of ``dist`` at ``scale`` and cos/sin tables, each in its case dtype.
+
+    dist "cancel": dy values chosen so that the "+" lanes' two products cancel (up to rounding)."""
+    draw = (lambda shape: rng.uniform(-1, 1, shape)) if dist != "normal" else (lambda shape: rng.normal(0, 1, shape))
+    dy = draw(case.shape) * scale
+    if table == "rope":
+        cos, sin = rope_tables(case)
+    else:
+        cos, sin = draw(case.cos_shape) * table_scale, draw(case.cos_shape) * table_scale
+    cos, sin = cos.astype(NUMPY[case.cos_dtype]), sin.astype(NUMPY[case.sin_dtype])
+    if dist == "cancel":
+        start, end = case.partial_slice
+        own, partner, sign = lane_map(case.rotary_mode, end - start)
+        plus = sign > 0
+        rows = case.shape[:3] + (end - start,)
+        c, s = np.broadcast_to(cos.astype(np.float64), rows), np.broadcast_to(sin.astype(np.float64), rows)
+        g = dy[..., start:end]
+        safe = np.abs(s[..., partner[plus]]) > 0.05
+        wanted = -c[..., own[plus]] * g[..., own[plus]] / np.where(safe, s[..., partner[plus]], 1)
+        g[..., partner[plus]] = np.where(safe, wanted, g[..., partner[plus]])
+    return Inputs(dy=dy.astype(NUMPY[case.dtype]), cos=cos, sin=sin)
+
+
+def run(kernel, case, inputs, standard="default", tolerance=None):
+    result = kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+    return judge(case, inputs, Outcome(status=0, dy=result), standard, tolerance)
+
+
+def text(verdict):
+    return (verdict.message + "\n" + "\n".join(verdict.details)).lower()
+
+
+# --- the default standard passes a correct fp32 kernel on any data --------------------------------
+
+SCALES = {
+    "float32": (1e-40, 1e-30, 1e-5, 1.0, 1e4, 1e30, 3e38),
+    "bfloat16": (1e-40, 1e-30, 1e-5, 1.0, 1e4, 1e30, 3e38),
+    "float16": (1e-7, 1e-4, 1e-2, 1.0, 100.0, 6e4),
+}
+
+
+def sweep_case(seed):
+    rng = np.random.default_rng(seed)
+    dtype, cos_dtype = PAIRS[seed % len(PAIRS)]
+    mode = int(rng.integers(4))
+    step = 4 if mode == 2 else 2
+    length = step * int(rng.integers(1, 17))
+    start = int(rng.integers(0, 9))
+    depth = start + length + int(rng.integers(0, 6))
+    shape = tuple(int(v) for v in rng.integers(1, 4, 3)) + (depth,)
+    case = make_case(shape, (start, start + length), mode=mode, dtype=dtype, cos_dtype=cos_dtype,
+                     broadcast=BROADCASTS[int(rng.integers(len(BROADCASTS)))], name=f"sweep{seed}")
+    scale = float(rng.choice(SCALES[dtype]))
+    dist = str(rng.choice(["uniform", "normal", "cancel"]))
+    table = str(rng.choice(["random", "rope"]))
+    table_scale = float(rng.choice([1.0, 1.0, 1e-3, 4.0])) if scale < 1e30 else 1.0
+    return case, make_inputs(case, rng, scale=scale, dist=dist, table=table, table_scale=table_scale)
+
+
+def test_correct_kernel_passes_default_on_a_wide_sweep():
+    failures, worst = [], 0.0
+    for seed in range(216):
+        with np.errstate(all="ignore"):                        # near-max data overflows, as it should
+            case, inputs = sweep_case(seed)
+            verdict = run(correct_kernel, case, inputs)
+        worst = max(worst, verdict.metrics["max_err_ratio"])
+        if verdict.status != "passed":
+            failures.append(f"{case}: {verdict.message}")
+    assert not failures, "\n".join(failures[:5])
+    assert 0.05 < worst < 1          # the budget is used, not absurdly loose
+
+
+@pytest.mark.parametrize("dtype,cos_dtype", PAIRS)
+def test_correct_kernel_passes_default_on_many_cancelling_elements(dtype, cos_dtype):
+    rng = np.random.default_rng(7)
+    case = make_case((4, 16, 2, 128), (0, 128), dtype=dtype, cos_dtype=cos_dtype, broadcast="1S1D")
+    for dist in ("uniform", "cancel"):
+        verdict = run(correct_kernel, case, make_inputs(case, rng, dist=dist))
+        assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_default_accepts_overflow_to_infinity_near_the_dtype_maximum(dtype):
+    case = make_case((2, 4, 2, 32), (0, 32), dtype=dtype, cos_dtype="float32")
+    largest = float(ml_dtypes.finfo(NUMPY[dtype]).max)
+    inputs = make_inputs(case, np.random.default_rng(3), scale=largest * 0.999)
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 32))
+    assert np.isinf(result.astype(np.float32)).any()
+    assert judge(case, inputs, Outcome(status=0, dy=result)).status == "passed"
+
+
+# --- the default standard catches each fault, and says where --------------------------------------
+
+LOCALISED = {
+    # fault: (mode, shape, slice, broadcast, text the diagnosis must contain)
+    "sign": (1, (2, 3, 2, 40), (8, 40), "1S1D", "errors only on odd lanes"),
+    "own_sin": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
+    "half_pairing": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
+    "shift_slice": (1, (2, 3, 2, 48), (8, 40), "1S1D", "outside the slice at d=40-41"),
+    "ignore_broadcast": (1, (2, 3, 2, 40), (8, 40), "1S1D",
+                         "all rows sharing cos row (s=0) are right, the others wrong"),
+    "skip_last_row": (1, (2, 3, 2, 40), (8, 40), "BSND", "errors only in the last (b, s, n) row (1, 2, 1)"),
+    "skip_tail": (1, (1, 4, 2, 128), (64, 128), "111D", "errors only at d in [120, 128)"),
+    "clobber_passthrough": (1, (2, 3, 2, 48), (8, 40), "1S1D", "outside the slice at d=40 (12 elements, every row)"),
+    "bf16_compute": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
+    "noop": (1, (2, 3, 2, 40), (8, 40), "1S1D", "every element wrong"),
+    "nan": (1, (2, 3, 2, 40), (8, 40), "1S1D", "nan at (b, s, n, d)=(1, 0, 0, 24)"),
+    "cos_cast": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_default_catches_each_fault_with_its_localisation(fault):
+    mode, shape, partial_slice, broadcast, expected_text = LOCALISED[fault]
+    dtype, cos_dtype = ("bfloat16", "float32") if fault == "cos_cast" else ("float32", "float32")
+    case = make_case(shape, partial_slice, mode=mode, dtype=dtype, cos_dtype=cos_dtype, broadcast=broadcast)
+    inputs = make_inputs(case, np.random.default_rng(11))
+    verdict = run(lambda *args: faulty_kernel(fault, *args), case, inputs)
+    assert verdict.status == "failed"
+    assert expected_text in text(verdict), text(verdict)
+
+
+def test_sign_fault_in_half_mode_is_localised_to_the_second_half():
+    case = make_case((2, 2, 1, 64), (0, 64), mode=0)
+    verdict = run(lambda *a: faulty_kernel("sign", *a), case, make_inputs(case, np.random.default_rng(1)))
+    assert "errors only in the second half of the slice" in text(verdict)
+
+
+@pytest.mark.parametrize("dtype,cos_dtype", PAIRS)
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_bf16_arithmetic_is_caught_for_every_dtype_pair_and_mode(dtype, cos_dtype, mode):
+    case = make_case((2, 4, 2, 64), (0, 64), mode=mode, dtype=dtype, cos_dtype=cos_dtype, broadcast="1S1D")
+    inputs = make_inputs(case, np.random.default_rng(mode))
+    verdict = run(lambda *a: faulty_kernel("bf16_compute", *a), case, inputs)
+    assert verdict.status == "failed" and verdict.metrics["bad"] >= 5, verdict.metrics
+
+
+@pytest.mark.parametrize("dtype,cos_dtype", [("float16", "float32"), ("bfloat16", "float32"),
+                                             ("bfloat16", "float16")])
+def test_casting_cos_to_a_narrower_dy_dtype_is_caught(dtype, cos_dtype):
+    case = make_case((2, 4, 2, 64), (0, 64), dtype=dtype, cos_dtype=cos_dtype, broadcast="1S1D")
+    verdict = run(lambda *a: faulty_kernel("cos_cast", *a), case, make_inputs(case, np.random.default_rng(5)))
+    assert verdict.status == "failed", verdict.metrics
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fault", ["sign", "own_sin", "half_pairing", "skip_last_row", "noop", "nan"])
+def test_formula_faults_are_caught_on_rope_tables_and_every_dtype(dtype, fault):
+    if fault == "own_sin":
+        pytest.skip("a RoPE table has one sin per pair: own sin == partner's sin")
+    case = make_case((2, 8, 2, 64), (0, 64), mode=1, dtype=dtype, cos_dtype="float32", broadcast="1S1D")
+    inputs = make_inputs(case, np.random.default_rng(2), table="rope")
+    assert run(lambda *a: faulty_kernel(fault, *a), case, inputs).status == "failed"
+
+
+def test_worst_elements_name_their_index_expected_actual_and_budget():
+    case = make_case((1, 2, 1, 8), (2, 6))
+    inputs = make_inputs(case, np.random.default_rng(0))
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (2, 6))
+    result[0, 1, 0, 3] += 0.5
+    verdict = judge(case, inputs, Outcome(status=0, dy=result))
+    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, (2, 6))[0, 1, 0, 3]
+    worst = [line for line in verdict.details if line.startswith("worst at (b, s, n, d)=(0, 1, 0, 3)")]
+    assert len(worst) == 1 and f"expected {float(golden):.6g}"[:15] in worst[0] and "budget" in worst[0]
+    assert verdict.metrics["bad"] == 1
+    assert "error 0.5" in worst[0]
+
+
+def test_worked_example_passes():
+    case = make_case((1, 1, 1, 8), (2, 6), broadcast="111D")
+    inputs = Inputs(dy=np.arange(1, 9, dtype=np.float32).reshape(1, 1, 1, 8),
+                    cos=np.array([0.5, 0.6, 0.7, 0.8], np.float32).reshape(1, 1, 1, 4),
+                    sin=np.array([0.1, 0.2, 0.3, 0.4], np.float32).reshape(1, 1, 1, 4))
+    hand = np.array([1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8], np.float32).reshape(1, 1, 1, 8)
+    for standard in set(STANDARDS) - {"exact"}:                # exact: hand decimals are not the rounded golden
+        assert judge(case, inputs, Outcome(status=0, dy=hand), standard).status == "passed", standard
+
+
+# --- the other standards --------------------------------------------------------------------------
+
+def benign(dtype, rng, shape=(2, 4, 2, 64)):
+    """Data without cancellation (every standard passes a correct kernel on it)."""
+    case = make_case(shape, (0, shape[-1]), dtype=dtype, cos_dtype="float32", broadcast="1S1D")
+    return case, Inputs(dy=rng.uniform(0.5, 1, shape).astype(NUMPY[dtype]),
+                        cos=rng.uniform(0.5, 1, case.cos_shape).astype(np.float32),
+                        sin=rng.uniform(0, 0.05, case.cos_shape).astype(np.float32))
+
+
+@pytest.mark.parametrize("standard", ["double_thousandth", "single_bm", "double_benchmark", "allclose"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_each_standard_passes_a_correct_kernel_and_fails_a_wrong_one(standard, dtype):
+    case, inputs = benign(dtype, np.random.default_rng(4))
+    assert run(correct_kernel, case, inputs, standard).status == "passed"
+    for fault in ("noop", "sign", "skip_last_row"):
+        assert run(lambda *a: faulty_kernel(fault, *a), case, inputs, standard).status == "failed", fault
+
+
+def test_exact_needs_bit_identity_with_the_rounded_golden():
+    case, inputs = benign("float16", np.random.default_rng(4))
+    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    assert judge(case, inputs, Outcome(status=0, dy=golden), "exact").status == "passed"
+    off = golden.copy()
+    off.view(np.uint16)[1, 2, 0, 7] += 1                      # one ulp
+    verdict = judge(case, inputs, Outcome(status=0, dy=off), "exact")
+    assert verdict.status == "failed" and verdict.metrics["mismatches"] == 1
+    assert judge(case, inputs, Outcome(status=0, dy=off), "default").status == "passed"
+
+
+def test_double_thousandth_counts_share_and_cap():
+    case, inputs = benign("float32", np.random.default_rng(9))
+    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    skewed = golden.copy()
+    skewed.reshape(-1)[:2] *= 1 + 5e-4                         # 2 of 1024 wrong: share 2e-3 > 1e-4
+    verdict = judge(case, inputs, Outcome(status=0, dy=skewed), "double_thousandth")
+    assert verdict.status == "failed" and verdict.metrics["rel_err_share"] == pytest.approx(2 / 1024)
+    loose = {"rel": 1e-3}
+    assert judge(case, inputs, Outcome(status=0, dy=skewed), "double_thousandth", loose).status == "passed"
+    capped = golden.copy()
+    capped.reshape(-1)[0] *= 1.02                              # one element, over the 0.01 cap
+    verdict = judge(case, inputs, Outcome(status=0, dy=capped), "double_thousandth", {"share": 0.5})
+    assert verdict.status == "failed" and "cap" in verdict.message
+    no_cap = {"share": 0.5, "cap": 0}
+    assert judge(case, inputs, Outcome(status=0, dy=capped), "double_thousandth", no_cap).status == "passed"
+
+
+def test_single_bm_judges_small_values_by_absolute_error():
+    case, inputs = benign("float32", np.random.default_rng(9))
+    inputs.dy[0, 0, 0, :2] = 0                                 # golden 0 at d = 0 (pair 0, 1)
+    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    assert judge(case, inputs, Outcome(status=0, dy=golden), "single_bm").status == "passed"
+    nudged = golden.copy()
+    nudged[0, 0, 0, 0] = 1e-9                                  # > 2^-30 absolute at a small value
+    verdict = judge(case, inputs, Outcome(status=0, dy=nudged), "single_bm")
+    assert verdict.status == "failed" and verdict.metrics["small_errors"] == 1
+    assert "small values" in verdict.message
+
+
+def test_double_benchmark_compares_with_a_same_precision_cpu_result():
+    case, inputs = benign("bfloat16", np.random.default_rng(3))
+    # computing in bf16 is what the same-precision reference does: not worse than it
+    assert run(lambda *a: faulty_kernel("bf16_compute", *a), case, inputs, "double_benchmark").status == "passed"
+    case32, inputs32 = benign("float32", np.random.default_rng(3))
+    verdict = run(lambda *a: faulty_kernel("bf16_compute", *a), case32, inputs32, "double_benchmark")
+    assert verdict.status == "failed" and verdict.metrics["mare_ratio"] > 10
+
+
+def test_allclose_tolerance_overrides():
+    case, inputs = benign("float32", np.random.default_rng(3))
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice) * np.float32(1 + 1e-4)
+    outcome = Outcome(status=0, dy=result)
+    assert judge(case, inputs, outcome, "allclose").status == "failed"
+    assert judge(case, inputs, outcome, "allclose", {"rtol": 1e-3}).status == "passed"
+
+
+def test_default_budget_scale_tightens():
+    case, inputs = benign("float16", np.random.default_rng(3))
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    assert judge(case, inputs, Outcome(status=0, dy=result), "default", {"budget_scale": 0}).status == "failed"
+
+
+@pytest.mark.parametrize("standard", STANDARDS)
+def test_nan_and_inf_where_the_golden_is_finite_always_fail(standard):
+    case, inputs = benign("float32", np.random.default_rng(3))
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    for bad_value in (np.nan, np.inf):
+        broken = result.copy()
+        broken[1, 1, 1, 5] = bad_value
+        verdict = judge(case, inputs, Outcome(status=0, dy=broken), standard)
+        assert verdict.status == "failed" and "at (b, s, n, d)=(1, 1, 1, 5)" in text(verdict), standard
+
+
+@pytest.mark.parametrize("standard", STANDARDS)
+def test_matching_nan_and_infinity_are_equal(standard):
+    case, inputs = benign("float16", np.random.default_rng(3))
+    inputs.dy[0, 0, 0, 0] = np.nan                             # golden NaN at d = 0 and 1
+    inputs.dy[0, 1, 0, 2] = np.inf                             # golden +-inf or NaN at d = 2, 3
+    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    assert judge(case, inputs, Outcome(status=0, dy=golden), standard).status == "passed", standard
+    finite = golden.copy()
+    finite[0, 0, 0, 0] = 1.0
+    assert judge(case, inputs, Outcome(status=0, dy=finite), standard).status == "failed", standard
+
+
+# --- always-on checks -----------------------------------------------------------------------------
+
+def correct_run(dtype="float32"):
+    case = make_case((2, 3, 2, 48), (8, 40), dtype=dtype, broadcast="1S1D")
+    inputs = make_inputs(case, np.random.default_rng(0))
+    return case, inputs, correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+
+
+def test_outside_the_slice_must_be_bit_identical():
+    case, inputs, result = correct_run()
+    result[:, 1, :, 3] = -result[:, 1, :, 3]
+    verdict = judge(case, inputs, Outcome(status=0, dy=result), "double_thousandth")
+    assert verdict.status == "failed"
+    assert "outside the slice at d=3 (4 elements, rows (0, 1, 0), (0, 1, 1), (1, 1, 0), ... (4 of 12 rows))" \
+        in verdict.message
+    assert verdict.metrics["outside_changed"] == 4 and key_metric(verdict).startswith("outside changed 4")
+    case, inputs, result = correct_run("float16")
+    result[0, 0, 0, 47] = -0.0 if inputs.dy[0, 0, 0, 47] == 0 else 0.0   # even a zero's sign counts
+    assert judge(case, inputs, Outcome(status=0, dy=result)).status == "failed"
+
+
+def test_contract_violations_fail_and_are_listed():
+    case, inputs, result = correct_run()
+    outcome = Outcome(status=0, dy=result,
+                      contract_violations=("guard zone after dy changed at byte +0", "cos changed at (0, 1, 0, 3)"))
+    verdict = judge(case, inputs, outcome)
+    assert verdict.status == "failed"
+    assert "guard zone after dy changed at byte +0" in verdict.message and "cos changed" in verdict.message
+
+
+@pytest.mark.parametrize("expect,status,passes", [
+    (None, 0, True), (561002, 561002, True), ("any", 161002, True), ("ACLNN_ERR_PARAM_NULLPTR", 161001, True),
+    (561002, 0, False), (561002, 161002, False), ("any", 0, False), (None, 561002, False),
+])
+def test_status_must_match_the_expectation(expect, status, passes):
+    case, inputs, result = correct_run()
+    case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=expect)
+    outcome = Outcome(status=status, dy=result if status == 0 else inputs.dy.copy(),
+                      error_message="tiling failed" if status else "")
+    verdict = judge(case, inputs, outcome)
+    assert (verdict.status == "passed") == passes, verdict.message
+
+
+def test_status_messages():
+    case, inputs, result = correct_run()
+    error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
+    verdict = judge(error_case, inputs, Outcome(status=0, dy=result))
+    assert verdict.message == "expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS"
+    verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy()))
+    assert verdict.message == "expected success, got 561002 ACLNN_ERR_INNER_TILING_ERROR: D too large"
+    assert key_metric(verdict) == "status 561002"
+
+
+def test_dy_must_stay_untouched_after_an_expected_error():
+    case, inputs, result = correct_run()
+    error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
+    verdict = judge(error_case, inputs, Outcome(status=561002, dy=result))
+    assert verdict.status == "failed" and verdict.message == "dy changed although the call failed"
+    assert judge(error_case, inputs, Outcome(status=561002, dy=inputs.dy.copy())).status == "passed"
+
+
+def test_empty_slice_only_checks_that_nothing_changed():
+    case = make_case((1, 2, 1, 8), (4, 4))
+    inputs = make_inputs(case, np.random.default_rng(0))
+    assert judge(case, inputs, Outcome(status=0, dy=inputs.dy.copy())).status == "passed"
+    changed = inputs.dy.copy()
+    changed[0, 0, 0, 4] += 1
+    assert "outside the slice at d=4" in judge(case, inputs, Outcome(status=0, dy=changed)).message
+
+
+def test_unknown_standard_or_parameter_is_a_user_error():
+    case, inputs, result = correct_run()
+    outcome = Outcome(status=0, dy=result)
+    with pytest.raises(PrmgError, match="unknown standard 'strict'"):
+        judge(case, inputs, outcome, "strict")
+    with pytest.raises(PrmgError, match="has no parameter 'rtol'"):
+        judge(case, inputs, outcome, "default", {"rtol": 1e-3})
+    with pytest.raises(PrmgError, match="finite number"):
+        judge(case, inputs, outcome, "allclose", {"rtol": -1})
+
+
+def test_defaults_cover_exactly_the_declared_parameters():
+    assert tuple(STANDARD_PARAMS) == STANDARDS
+    for standard, per_dtype in compare._DEFAULTS.items():
+        for params in per_dtype.values():
+            assert tuple(params) == STANDARD_PARAMS[standard]
+
+
+@pytest.mark.parametrize("standard", STANDARDS)
+def test_metrics_are_plain_json_and_key_metric_is_short(standard):
+    case, inputs, result = correct_run("bfloat16")
+    result[0, 0, 0, 8] = np.nan
+    for dy in (result, correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)):
+        verdict = judge(case, inputs, Outcome(status=0, dy=dy), standard)
+        json.dumps(verdict.metrics, allow_nan=False)
+        assert all(type(v) in (int, float, type(None)) for v in verdict.metrics.values())
+        assert 0 < len(key_metric(verdict)) < 60
+
+
+def test_ulp_of_each_format():
+    magnitudes = np.array([0.0, 1.0, 1.5, 2.0 ** -130, 65504.0])
+    assert compare._FORMATS["float16"].ulp(magnitudes).tolist() == [2.0 ** -24, 2.0 ** -10, 2.0 ** -10,
+                                                                    2.0 ** -24, 32.0]
+    assert compare._FORMATS["bfloat16"].ulp(magnitudes)[[0, 1, 3]].tolist() == [2.0 ** -133, 2.0 ** -7, 2.0 ** -133]
+    assert compare._FORMATS["float32"].overflow == float(np.nextafter(np.float32(np.inf), 0)) + 2.0 ** 103
