@@ -9,8 +9,10 @@ A case file is either a bare list of cases, or a mapping ``{defaults: {...}, cas
 ``defaults`` merge under every case of the file (a case's own keys win; ``inputs`` merge per tensor;
 ``tags`` are the union; ``tolerance`` merges per key unless the case picks a different ``standard``).
 A path given to a command may be a file or a folder (every ``*.yaml``/``*.yml`` below it, sorted by
-path). YAML anchors, aliases and ``<<`` merge keys work. Files are read with the safe loader only:
-a ``!!python/...`` tag is an error and never runs; alias bombs are refused.
+path). YAML anchors, aliases and ``<<`` merge keys work; ``1e-3`` reads as a number. Files are read
+with the safe loader only: a ``!!python/...`` tag is an error and never runs; alias bombs and keys
+written twice in one mapping are refused. Mistakes are reported as one line naming the file, the case
+(``case '#3'`` for the third entry when its name is unknown) and the field (``inputs.dy.values``).
 
 | key | meaning (default) |
 |---|---|
@@ -27,7 +29,7 @@ a ``!!python/...`` tag is an error and never runs; alias bombs are refused.
 | ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{file: x.npy}`` (relative to the case file; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode (``uniform: [-1, 1]``) |
 | ``expect`` | ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or ``any`` (``pass``) |
 | ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact`` (the run's) |
-| ``tolerance`` | that standard's parameters, numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
+| ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
 | ``tags`` | list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects) |
 | ``format`` | negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``) |
 | ``null`` | negative cases: tensors passed as NULL pointers, e.g. ``null: [cos]`` (the key YAML reads as null is this key) |
@@ -35,7 +37,8 @@ a ``!!python/...`` tag is an error and never runs; alias bombs are refused.
 
 A case with ``expect: pass`` must satisfy every constraint of the operator (``prmg validate`` says which
 one it breaks, e.g. ``D = 2048 exceeds 1024``), except that a rotary mode the target does not support
-is skipped at run time. ``expect: {error: ...}`` cases may use any shape length and the dtypes
+is skipped at run time. ``expect: {error: ...}`` cases may use any shape length, any integer
+rotary_mode, and the dtypes
 ``int8 int16 int32 int64 uint8 bool float64`` as well.
 
 Sweeps
