@@ -38,8 +38,7 @@ written twice in one mapping are refused. Mistakes are reported as one line nami
 A case with ``expect: pass`` must satisfy every constraint of the operator (``prmg validate`` says which
 one it breaks, e.g. ``D = 2048 exceeds 1024``), except that a rotary mode the target does not support
 is skipped at run time. ``expect: {error: ...}`` cases may use any shape length, any integer
-rotary_mode, and the dtypes
-``int8 int16 int32 int64 uint8 bool float64`` as well.
+rotary_mode, and the dtypes ``int8 int16 int32 int64 uint8 bool float64`` as well.
 
 Sweeps
 ======
