@@ -93,6 +93,7 @@ ROPE_KEYS = ("base", "offset")
 DEFAULT_ROPE_BASE = 10000.0
 # A file whose YAML expands (aliases followed) to more nodes than this is refused as an alias bomb.
 MAX_EXPANDED_NODES = 2_000_000
+MAX_SWEEP_CASES = 100_000         # one sweep entry may expand to at most this many cases
 _WORD = re.compile(r"[A-Za-z0-9_.-]+")
 _INT64_MAX = 2**63 - 1
 
@@ -444,8 +445,11 @@ def _expand_entry(entry, defaults: dict, source: str, folder: Path, number: int)
             raise where.error(f"sweep.{key}", f"'{key}' is both swept and set in the case; keep one")
         if not isinstance(values, list) or not values:
             raise where.error(f"sweep.{key}", f"expected a non-empty list of values, got {_kind(values)}")
-    written = {key: value for key, value in entry.items() if key != "sweep"}
     keys = list(sweep)
+    count = math.prod(len(sweep[key]) for key in keys)
+    if count > MAX_SWEEP_CASES:
+        raise where.error("sweep", f"the sweep makes {count} cases, more than {MAX_SWEEP_CASES}")
+    written = {key: value for key, value in entry.items() if key != "sweep"}
     cases, names = [], {}
     for index, combination in enumerate(itertools.product(*(sweep[key] for key in keys))):
         raw, origins = _merge(defaults, {**written, **dict(zip(keys, combination))})

@@ -301,6 +301,7 @@ CORPUS = {
     "unknown_file_key.yaml": ("default", None, "did you mean 'defaults'?"),
     "sweep_duplicate_names.yaml": ("name", "bwd_{dtype}", "the name template 'bwd_{dtype}'"),
     "sweep_unknown_key.yaml": ("sweep.dtpye", "s_{index}", "did you mean 'dtype'?"),
+    "sweep_too_big.yaml": ("sweep", "big_{index}", "the sweep makes 100000000 cases"),
     "sweep_not_list.yaml": ("sweep.dtype", "s_{dtype}", "non-empty list"),
     "template_unknown_field.yaml": ("name", "s_{dtpye}", "unknown field '{dtpye}'"),
     "d_too_large.yaml": ("shape", "wide", "D = 2048 exceeds 1024"),
