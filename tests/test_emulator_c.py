@@ -10,6 +10,7 @@ The small ctypes helper here is deliberately independent of ``prmg_cli/acl.py``.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import json
 import os
 import signal
@@ -198,6 +199,7 @@ def in_child(action, timeout=10.0):
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
+        faulthandler.disable()          # a child dying of a signal is the expected outcome here
         try:
             os.write(write_end, json.dumps(action()).encode())
         finally:
@@ -436,13 +438,19 @@ def test_float32_to_half_conversion_covers_special_values(emu, env, dy_type):
     """With g = 1, c = x and s = 0, every lane is dx = x*1 +/- 0*1 = x, rounded once to dy's dtype."""
     rng = np.random.default_rng(3)
     finfo = ml_dtypes.finfo(dy_type)
-    edges = np.array([0.0, -0.0, np.inf, -np.inf, float(finfo.max), float(finfo.max) * 1.0009765625,
+    edges = np.array([np.inf, -np.inf, float(finfo.max), float(finfo.max) * 1.0009765625,
                       float(finfo.max) * 1.001, float(finfo.smallest_subnormal) / 2,
                       float(finfo.smallest_subnormal) * 0.75, float(finfo.smallest_subnormal) * 1.5,
-                      float(finfo.smallest_normal) * 0.999, 65520.0, 65519.99, 1e-8, 3.0e38], np.float32)
+                      float(finfo.smallest_normal) * 0.999, 65520.0, 65519.99, 1e-8, 3.0e38,
+                      ], np.float32)
     tails = rng.integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
     near_half = (rng.standard_normal(20000) * float(finfo.max) ** 0.5).astype(np.float32)
-    values = np.concatenate([edges, tails, near_half, -near_half])
+    patterns = np.arange(1, 0x7C00 if dy_type == np.float16 else 0x7F80, 7, dtype=np.uint16)
+    below, above = (patterns - 1).view(dy_type).astype(np.float64), patterns.view(dy_type).astype(np.float64)
+    top, under_top = float(finfo.max), float((np.array(finfo.max, dy_type).view(np.uint16) - 1).view(dy_type))
+    overflow_tie = top + (top - under_top) / 2               # ties to even: rounds to inf
+    ties = np.append((below + above) / 2, overflow_tie).astype(np.float32)   # exact: halfway points
+    values = np.concatenate([edges, tails, near_half, ties, -ties, np.nextafter(ties, np.float32(0))])
     values = values[~np.isnan(values) & (values != 0)]
     cos = np.resize(values, (values.size // 1024 + 1) * 1024).reshape(-1, 1, 1, 1024)
     dy = np.ones(cos.shape, dy_type)
@@ -575,8 +583,12 @@ def test_each_fault_changes_behaviour(emu, env, fault):
     if fault != "noop" and where == "dy":
         assert not changed["cos"] and not changed["guard"]
     env.setenv("PRMG_EMU_FAULT_SHAPE", "1,1,1,12")       # another shape: the fault stays off
-    if fault != "accept_mode":
-        np.testing.assert_array_equal(emu.run(dy, cos, sin, 1, (2, 10))[1], expected)
+    if fault == "accept_mode":
+        assert emu.run(dy, cos, sin, 0, (2, 10))[0] == TILING
+    else:
+        np.testing.assert_array_equal(bits(emu.run(dy, cos, sin, 1, (2, 10))[1]), bits(expected))
+    env.setenv("PRMG_EMU_FAULT_SHAPE", "2,2,2,12")       # this shape: the fault acts again
+    assert emu.run(dy, cos, sin, 0 if fault == "accept_mode" else 1, (2, 10))[0] == 0
 
 
 def test_unknown_fault_name_is_refused(emu, env):
@@ -600,3 +612,19 @@ def test_crash_and_hang_faults(emu, env):
     assert in_child(launch) == (signal.SIGSEGV, None)
     env.setenv("PRMG_EMU_FAULT", "hang")
     assert in_child(launch, timeout=0.5) == (0, "hung")
+
+
+def test_tensor_data_outside_device_memory_is_an_aicore_exception(emu, env):
+    host = np.zeros(8, np.float32)
+    dy = emu.tensor((1, 1, 1, 8), FLOAT32, host.ctypes.data)
+    table = emu.tensor((1, 1, 1, 8), FLOAT32, emu.malloc(32))
+    status, size, executor = emu.workspace_size(dy, table, table, 1, (0, 8))
+    assert status == 0
+    assert emu.aclnnInplacePartialRotaryMulGrad(emu.malloc(size), size, executor, emu.stream) == 507015
+    assert "dy data" in emu.message()
+
+
+def test_d_over_1024_message(emu, env):
+    dy, table = emu.tensor((1, 1, 1, 2048), FLOAT32, 0x1000), emu.tensor((1, 1, 1, 8), FLOAT32, 0x2000)
+    assert emu.workspace_size(dy, table, table, 1, (0, 8))[0] == TILING
+    assert emu.message() == "InplacePartialRotaryMulGrad: D = 2048 exceeds 1024"
