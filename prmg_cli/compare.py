@@ -427,7 +427,7 @@ def judge(case, inputs, outcome, standard: str = "default",
     metrics: dict = {}
     if expected_status is not None:
         metrics["status"] = int(outcome.status)
-        if outcome.dy is not None and not _bit_identical(inputs.dy, outcome.dy):
+        if _changed(inputs.dy, outcome.dy):
             problems.append("dy changed although the call failed")
     for violation in outcome.contract_violations:
         problems.append(violation)
@@ -487,9 +487,12 @@ def _status_message(expected, outcome) -> str:
     return f"expected {wanted}, got {got}"
 
 
-def _bit_identical(before: np.ndarray, after: np.ndarray) -> bool:
-    return (before.dtype.itemsize == after.dtype.itemsize and before.size == after.size
-            and bool(np.array_equal(bits(before).ravel(), bits(after).ravel())))
+def _changed(before: np.ndarray, after: np.ndarray | None) -> bool:
+    """True when dy read back differs bit for bit from the input (False when there is nothing comparable:
+    no read-back, or a buffer of another size, e.g. a strided negative case's storage)."""
+    if after is None or before.dtype.itemsize != after.dtype.itemsize or before.size != after.size:
+        return False
+    return not np.array_equal(bits(before).ravel(), bits(after).ravel())
 
 
 def _judge_result(case, inputs, result, standard, tolerance, problems, details, metrics) -> None:
