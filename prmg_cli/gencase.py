@@ -1,0 +1,855 @@
+"""Generating cases: one case from command-line options, the preset suites, and deterministic YAML.
+
+A generated case is the plain mapping of the case-file format (keys ``name, shape, cos_shape,
+partial_slice, rotary_mode, dtype, cos_dtype, inputs, expect, tags`` ...), always with an explicit
+``cos_shape`` so that a file describes itself.
+
+Broadcast patterns (``BROADCAST_PATTERNS``): for dy ``(B, S, N, D)`` and a slice of length ``L``, the
+pattern ``P`` gives ``cos_shape[i] = dy_shape[i]`` where ``P[i]`` names the axis (``B``, ``S``, ``N``)
+and ``1`` where ``P[i] == "1"``; the last axis is ``L``.
+
+A document is ``{"defaults": {...}, "cases": [...]}`` and may carry two presentation keys that
+``dump_yaml`` writes as YAML comments instead of data: ``"header"`` (lines for the top of the file)
+and ``"comments"`` (``{case name: text}``, written above that case).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tempfile
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import yaml
+
+from . import constraints, dtypes, status
+from .cases import MODE_NAMES, ROTARY_MODES, TENSORS
+from .errors import PrmgError
+
+BROADCAST_PATTERNS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
+PRESETS = ("smoke", "full", "edge", "negative", "perf", "future_modes")
+ALL_MODES = frozenset(MODE_NAMES)
+TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
+FUTURE_MODES = ("half", "quarter", "interleave-half")
+INPUT_KINDS = ("uniform", "normal", "values", "file", "rope")
+DEFAULT_BROADCAST = "1S1D"
+
+_NAME_JUNK = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+# ---------------------------------------------------------------------------------------------------
+# One case from options
+# ---------------------------------------------------------------------------------------------------
+
+def _ints(value, field: str, count: int | None = None) -> list[int]:
+    """``value`` (a sequence of ints or the text ``"2,16,4,128"``) as a list of ints."""
+    if isinstance(value, str):
+        parts = [part for part in re.split(r"[,x\s]+", value.strip()) if part]
+    else:
+        parts = list(value)
+    try:
+        numbers = [int(part) for part in parts]
+    except (TypeError, ValueError):
+        raise PrmgError(f"expected integers, got {value!r}", field=field) from None
+    if any(isinstance(part, float) and not float(part).is_integer() for part in parts):
+        raise PrmgError(f"expected integers, got {value!r}", field=field)
+    if count is not None and len(numbers) != count:
+        raise PrmgError(f"expected {count} integers, got {len(numbers)} ({value!r})", field=field)
+    return numbers
+
+
+def broadcast_cos_shape(shape: Sequence[int], pattern: str, L: int) -> tuple[int, ...]:
+    """cos/sin shape for dy ``shape`` (B, S, N, D) under broadcast ``pattern`` and slice length ``L``:
+    axis i is ``shape[i]`` when ``pattern[i]`` names it, 1 when it is ``"1"``; the last axis is ``L``
+    (1 for an empty slice, like the loader's ``broadcast`` key)."""
+    if pattern not in BROADCAST_PATTERNS:
+        raise PrmgError(f"unknown broadcast pattern {pattern!r}; use one of {', '.join(BROADCAST_PATTERNS)}",
+                        field="broadcast")
+    shape = _ints(shape, "shape", 4)
+    return tuple(1 if letter == "1" else size for letter, size in zip(pattern[:3], shape[:3])) + (max(int(L), 1),)
+
+
+def broadcast_label(shape: Sequence[int], cos_shape: Sequence[int]) -> str:
+    """The broadcast pattern ``cos_shape`` follows against dy ``shape`` (an axis of size 1 in both reads
+    ``1``), or ``cos<shape>`` when it follows none."""
+    if len(shape) == 4 and len(cos_shape) == 4:
+        letters = []
+        for letter, size, cos_size in zip("BSN", shape[:3], cos_shape[:3]):
+            if cos_size == 1:
+                letters.append("1")
+            elif cos_size == size:
+                letters.append(letter)
+            else:
+                break
+        else:
+            return "".join(letters) + "D"
+    return "cos" + "x".join(str(size) for size in cos_shape)
+
+
+def _mode_value(mode) -> int | str:
+    """A mode as written in a case file: its name for 0..3, the bare integer otherwise."""
+    if isinstance(mode, str):
+        text = mode.strip()
+        if text in ROTARY_MODES:
+            return text
+        try:
+            mode = int(text)
+        except ValueError:
+            raise PrmgError(f"unknown rotary mode {mode!r}; use one of {', '.join(ROTARY_MODES)} or 0..3",
+                            field="rotary_mode") from None
+    if isinstance(mode, bool) or not isinstance(mode, int):
+        raise PrmgError(f"rotary mode must be a name or an integer, got {mode!r}", field="rotary_mode")
+    return MODE_NAMES.get(mode, mode)
+
+
+def _mode_code(mode_value: int | str) -> int:
+    return ROTARY_MODES[mode_value] if isinstance(mode_value, str) else mode_value
+
+
+def _dtype_name(name: str, field: str) -> str:
+    try:
+        return dtypes.canonical(str(name))
+    except KeyError:
+        raise PrmgError(f"unknown dtype {name!r}; use one of {', '.join(dtypes.DTYPES)}", field=field) from None
+
+
+def _expect_value(expect) -> str | dict:
+    """``expect`` as written in a case file: ``"pass"`` or ``{"error": CODE | NAME | "any"}``.
+
+    Accepts ``pass``, ``error`` (= any error), a status code, a status name or ``{"error": ...}``."""
+    if isinstance(expect, Mapping):
+        if set(expect) != {"error"}:
+            raise PrmgError(f"expect must be 'pass' or {{error: CODE}}, got {dict(expect)!r}", field="expect")
+        expect = expect["error"]
+        if expect in ("pass", "error"):
+            raise PrmgError(f"expect {{error: {expect}}} is not a status", field="expect")
+    if isinstance(expect, bool):
+        raise PrmgError(f"expect must be 'pass', 'error' or a status, got {expect!r}", field="expect")
+    if isinstance(expect, int):
+        code = expect
+    else:
+        text = str(expect).strip()
+        if text == "pass":
+            return "pass"
+        if text in ("error", "any"):
+            return {"error": "any"}
+        if text in status.STATUS_CODES:
+            return {"error": text}
+        try:
+            code = int(text)
+        except ValueError:
+            raise PrmgError(f"expect must be 'pass', 'error', a status code or a status name, got {expect!r}",
+                            field="expect") from None
+    if code not in status.STATUS_NAMES or code == 0:
+        raise PrmgError(f"expect: {code} is not a known error status", field="expect")
+    return {"error": code}
+
+
+def _expected_code(expect_value) -> int | None:
+    """The status a case's ``expect`` names (None for pass or "any")."""
+    if expect_value == "pass" or expect_value["error"] == "any":
+        return None
+    error = expect_value["error"]
+    return error if isinstance(error, int) else status.STATUS_CODES[error]
+
+
+def _number(text: str, field: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise PrmgError(f"{text!r} is not a number", field=field) from None
+    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
+
+
+def _input_spec(tensor: str, text: str) -> dict:
+    """One ``KIND:ARG:ARG`` setting of ``--inputs`` as an input mapping (see ``parse_inputs_option``)."""
+    field = f"inputs.{tensor}"
+    kind, _, rest = text.partition(":")
+    kind = kind.strip()
+    if kind == "file":
+        if not rest:
+            raise PrmgError("file: needs a path, e.g. dy=file:dy.npy", field=field)
+        return {"file": rest}
+    args = [part for part in rest.split(":")] if rest else []
+    if kind in ("uniform", "normal"):
+        if len(args) != 2:
+            raise PrmgError(f"{kind} takes two numbers, e.g. {tensor}={kind}:-1:1", field=field)
+        return {kind: [_number(arg, field) for arg in args]}
+    if kind == "values":
+        if len(args) != 1 or not args[0].strip():
+            raise PrmgError("values takes ';'-separated numbers, e.g. dy=values:1;2;3;4", field=field)
+        return {"values": [_number(arg.strip(), field) for arg in args[0].split(";")]}
+    if kind == "rope":
+        if tensor == "dy":
+            raise PrmgError("rope tables are for cos and sin only", field=field)
+        if len(args) > 2:
+            raise PrmgError("rope takes BASE[:OFFSET], e.g. cos=rope:10000", field=field)
+        numbers = [_number(arg, field) for arg in args]
+        return {"rope": {"base": numbers[0] if numbers else 10000, "offset": numbers[1] if len(numbers) > 1 else 0}}
+    raise PrmgError(f"unknown input kind {kind!r}; use one of {', '.join(INPUT_KINDS)}", field=field)
+
+
+def parse_inputs_option(text: str) -> dict:
+    """The compact ``--inputs`` form as an ``inputs`` mapping.
+
+    ``TENSOR=KIND[:ARG...]`` settings separated by commas; TENSOR is dy, cos, sin or all; KIND is
+    ``uniform:LO:HI``, ``normal:MEAN:STD``, ``values:V1;V2;...``, ``file:PATH.npy`` or ``rope:BASE[:OFFSET]``.
+    Example: ``dy=uniform:-1:1,cos=rope:10000,sin=rope:10000``.
+    """
+    inputs: dict = {}
+    settings = [part.strip() for part in str(text).split(",")]
+    if not any(settings):
+        raise PrmgError("empty --inputs; e.g. dy=uniform:-1:1,cos=rope:10000,sin=rope:10000", field="inputs")
+    for setting in settings:
+        tensor, equals, spec = setting.partition("=")
+        tensor = tensor.strip()
+        if not equals or not spec.strip():
+            raise PrmgError(f"{setting!r} is not TENSOR=KIND:ARGS (e.g. dy=uniform:-1:1)", field="inputs")
+        targets = TENSORS if tensor == "all" else (tensor,)
+        if tensor != "all" and tensor not in TENSORS:
+            raise PrmgError(f"unknown tensor {tensor!r}; use dy, cos, sin or all", field="inputs")
+        for target in targets:
+            if target in inputs:
+                raise PrmgError(f"{target} is set twice", field="inputs")
+            inputs[target] = _input_spec(target, spec.strip())
+    return {tensor: inputs[tensor] for tensor in TENSORS if tensor in inputs}
+
+
+def _inputs_value(inputs) -> dict | None:
+    if inputs is None or isinstance(inputs, Mapping):
+        return {tensor: inputs[tensor] for tensor in TENSORS if tensor in inputs} if inputs else None
+    return parse_inputs_option(inputs)
+
+
+def default_name(case: Mapping) -> str:
+    """A name derived from a case's parameters, e.g. ``interleave_bf16_fp32_2x16x4x128_111D_s32-96``."""
+    mode = case["rotary_mode"]
+    parts = [mode if isinstance(mode, str) else f"mode{mode}", _short(case["dtype"]), _short(case["cos_dtype"])]
+    if "sin_dtype" in case:
+        parts.append("sin-" + _short(case["sin_dtype"]))
+    parts.append("x".join(str(size) for size in case["shape"]))
+    parts.append(broadcast_label(case["shape"], case["cos_shape"]))
+    if "sin_shape" in case:
+        parts.append("sin" + "x".join(str(size) for size in case["sin_shape"]))
+    start, end = case["partial_slice"]
+    parts.append(f"s{start}-{end}")
+    if case.get("format", "ND") != "ND":
+        parts.append(case["format"])
+    parts.extend("null-" + tensor for tensor in case.get("null", ()))
+    if case.get("dy_strides"):
+        parts.append("strided")
+    return _NAME_JUNK.sub("-", "_".join(parts))
+
+
+def _short(dtype_name: str) -> str:
+    return dtypes.lookup(dtype_name).short
+
+
+def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
+                      cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
+                      standard=None, tolerance=None, tags=(), sin_shape=None, sin_dtype=None,
+                      format=None, null=(), dy_strides=None) -> dict:
+    """One case mapping from options; refuses (PrmgError) a case the operator would reject unless it
+    expects an error, and an error expectation the operator can never return for it.
+
+    Defaults: ``cos_shape`` from ``broadcast`` (default ``1S1D``) and the slice length; ``partial_slice``
+    ``[0, cos D]`` when ``cos_shape`` is given, else ``[0, D]``; ``cos_dtype = dtype``. ``inputs`` is a
+    mapping or the ``--inputs`` text. ``sin_shape``, ``sin_dtype``, ``format``, ``null`` and
+    ``dy_strides`` exist to describe negative cases.
+    """
+    case = _case_dict(shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice,
+                      dtype=dtype, cos_dtype=cos_dtype, mode=mode, seed=seed, name=name, inputs=inputs,
+                      expect=expect, standard=standard, tolerance=tolerance, tags=tags, sin_shape=sin_shape,
+                      sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides)
+    refuse_invalid([case])
+    return case
+
+
+def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
+               mode="interleave", seed=None, name=None, inputs=None, expect="pass", standard=None,
+               tolerance=None, tags=(), sin_shape=None, sin_dtype=None, format=None, null=(),
+               dy_strides=None) -> dict:
+    """The case mapping of ``case_from_options``, before the operator's constraints are checked."""
+    shape = _ints(shape, "shape")
+    if cos_shape is not None and broadcast is not None:
+        raise PrmgError("give either a cos shape or a broadcast pattern, not both", field="cos_shape")
+    if partial_slice is None:
+        end = _ints(cos_shape, "cos_shape")[-1] if cos_shape is not None else (shape[-1] if shape else 0)
+        partial_slice = [0, end]
+    partial_slice = _ints(partial_slice, "partial_slice", 2)
+    if cos_shape is None:
+        if len(shape) != 4:
+            raise PrmgError(f"dy must be 4-D (B, S, N, D) to derive the cos shape; give cos_shape for {shape}",
+                            field="shape")
+        cos_shape = broadcast_cos_shape(shape, broadcast or DEFAULT_BROADCAST, partial_slice[1] - partial_slice[0])
+    dtype = _dtype_name(dtype, "dtype")
+    case: dict = {"name": None, "shape": shape, "cos_shape": _ints(cos_shape, "cos_shape")}
+    if sin_shape is not None:
+        case["sin_shape"] = _ints(sin_shape, "sin_shape")
+    case["partial_slice"] = partial_slice
+    case["rotary_mode"] = _mode_value(mode)
+    case["dtype"] = dtype
+    case["cos_dtype"] = _dtype_name(cos_dtype, "cos_dtype") if cos_dtype is not None else dtype
+    if sin_dtype is not None:
+        case["sin_dtype"] = _dtype_name(sin_dtype, "sin_dtype")
+    if seed is not None:
+        case["seed"] = int(seed)
+    input_settings = _inputs_value(inputs)
+    if input_settings:
+        case["inputs"] = input_settings
+    case["expect"] = _expect_value(expect)
+    if standard is not None:
+        case["standard"] = standard
+    if tolerance:
+        case["tolerance"] = dict(tolerance)
+    if format is not None and format != "ND":
+        case["format"] = format
+    if null:
+        case["null"] = list(null)
+    if dy_strides is not None:
+        case["dy_strides"] = _ints(dy_strides, "dy_strides")
+    if tags:
+        case["tags"] = list(tags)
+    case["name"] = name if name is not None else default_name(case)
+    if not case["name"] or _NAME_JUNK.search(case["name"]):
+        raise PrmgError("a name is letters, digits, '_', '.' and '-' only", case=str(case["name"]), field="name")
+    return case
+
+
+def load_generated(cases: Sequence[dict]) -> list:
+    """The loader's ``Case`` values for case mappings, read exactly as from a case file (``file``
+    inputs, which name files relative to a file not yet written, are left out)."""
+    from .cases import load_cases
+
+    readable = [{**case, "inputs": {tensor: spec for tensor, spec in case["inputs"].items() if "file" not in spec}}
+                if "inputs" in case else case for case in cases]
+    with tempfile.TemporaryDirectory(prefix="prmg-gen-") as folder:
+        path = Path(folder) / "generated.yaml"
+        path.write_text(dump_yaml(document(readable)), encoding="utf-8")
+        try:
+            return load_cases([path])
+        except PrmgError as exc:
+            raise PrmgError(exc.reason, case=exc.case, field=exc.field) from None
+
+
+def refuse_invalid(cases: Sequence[dict]) -> None:
+    """Raise PrmgError for the first case that expects success yet breaks a documented constraint (on
+    any target: a mode the target lacks is skipped, not refused), or that expects an error status the
+    operator returns neither on today's kernel nor on a target with every mode."""
+    for case, value in zip(cases, load_generated(cases)):
+        code = _expected_code(case["expect"])
+        if case["expect"] == "pass":
+            broken = constraints.violations(value, ALL_MODES)
+            if broken:
+                raise PrmgError("; ".join(message for _, message in broken)
+                                + f" (the operator returns {status.describe(broken[0][0])})", case=case["name"])
+        elif code is not None:
+            returns = {constraints.expected_status(value, modes) for modes in (TODAY_MODES, ALL_MODES)}
+            if code not in returns:
+                said = " or ".join(status.describe(got) for got in sorted(returns))
+                raise PrmgError(f"expects {status.describe(code)} but the operator returns {said}",
+                                case=case["name"], field="expect")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Documents and YAML
+# ---------------------------------------------------------------------------------------------------
+
+def document(cases: Sequence[dict], *, defaults: Mapping | None = None, header: Sequence[str] = (),
+             comments: Mapping[str, str] | None = None) -> dict:
+    """A case-file document; ``header``/``comments`` are written by ``dump_yaml`` as YAML comments."""
+    doc: dict = {}
+    if header:
+        doc["header"] = list(header)
+    if comments:
+        doc["comments"] = dict(comments)
+    if defaults:
+        doc["defaults"] = dict(defaults)
+    doc["cases"] = list(cases)
+    return doc
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe dumper that never writes anchors/aliases (shared lists are written out each time)."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+class _Inline(dict):
+    """A mapping written on one line: ``{uniform: [-1, 1]}``, ``{error: ACLNN_ERR_PARAM_NULLPTR}``."""
+
+
+_Dumper.add_representer(_Inline, lambda dumper, data: dumper.represent_mapping(
+    "tag:yaml.org,2002:map", data.items(), flow_style=True))
+
+
+def _inline_values(case: Mapping) -> dict:
+    """``case`` with its small mappings (each input setting, expect, tolerance) marked to be inlined."""
+    out = dict(case)
+    if isinstance(out.get("inputs"), Mapping):
+        out["inputs"] = {tensor: _Inline(spec) if isinstance(spec, Mapping) else spec
+                         for tensor, spec in out["inputs"].items()}
+    for key in ("expect", "tolerance"):
+        if isinstance(out.get(key), Mapping):
+            out[key] = _Inline(out[key])
+    return out
+
+
+def _yaml(data) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120,
+                     allow_unicode=True)
+
+
+def _comment(text: str, indent: str = "") -> str:
+    return "".join(f"{indent}# {line}".rstrip() + "\n" for line in str(text).splitlines() or [""])
+
+
+def dump_yaml(doc: Mapping) -> str:
+    """``doc`` as YAML text, deterministically (same document, same bytes): keys in insertion order,
+    lists of scalars inline, a comment header, and ``comments`` above their cases."""
+    header = list(doc.get("header") or ["Generated by prmg gen-case (prmg_cli/gencase.py)."])
+    comments = dict(doc.get("comments") or {})
+    text = _comment("\n".join(header))
+    if doc.get("defaults"):
+        text += _yaml({"defaults": dict(doc["defaults"])})
+    text += "cases:\n"
+    for case in doc["cases"]:
+        if case.get("name") in comments:
+            text += _comment(comments[case["name"]])
+        text += _yaml([_inline_values(case)])
+    return text
+
+
+def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
+    """Add ``new_cases`` to the case file ``path`` (created when missing); refuse a name already used.
+
+    The file is read with the safe loader and written back with ``dump_yaml`` (its comments other
+    than those ``dump_yaml`` writes are not kept)."""
+    path = Path(path)
+    doc: dict = {"cases": []}
+    if path.exists():
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise PrmgError(f"cannot read: {exc}", file=str(path)) from None
+        if isinstance(loaded, list):
+            doc = {"cases": loaded}
+        elif isinstance(loaded, dict) and isinstance(loaded.get("cases"), list):
+            doc = dict(loaded)
+        elif loaded is not None:
+            raise PrmgError("not a case file: expected {defaults, cases} or a list of cases", file=str(path))
+    names = {case.get("name") for case in doc["cases"] if isinstance(case, dict)}
+    for case in new_cases:
+        if case["name"] in names:
+            raise PrmgError("a case of this name is already in the file", file=str(path), case=case["name"])
+        names.add(case["name"])
+    doc["cases"] = list(doc["cases"]) + list(new_cases)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump_yaml(doc), encoding="utf-8")
+    except OSError as exc:
+        raise PrmgError(f"cannot write: {exc.strerror}", file=str(path)) from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Presets
+# ---------------------------------------------------------------------------------------------------
+
+def _preset_case(prefix: str, tags: Sequence[str], name: str | None = None, **options) -> dict:
+    """``case_from_options`` with the name ``prefix.<name or the derived name>`` and ``tags``."""
+    case = _case_dict(tags=tags, name=f"{prefix}.{name}" if name else None, **options)
+    if name is None:
+        case["name"] = f"{prefix}.{case['name']}"
+    return case
+
+
+def _even(n: int) -> int:
+    return n - n % 2
+
+
+def slice_placements(D: int) -> dict[str, tuple[int, int]]:
+    """Where a slice can sit in a last axis of ``D`` (D even, >= 8): the whole axis, its head, a middle
+    slice with an odd start, its tail, and length-2 slices at head, tail and an odd start."""
+    half = _even(D // 2)
+    odd_start = (D // 4) | 1
+    return {
+        "full": (0, D),
+        "head": (0, half),
+        "mid_odd": (odd_start, odd_start + half),
+        "tail": (D - half, D),
+        "len2_head": (0, 2),
+        "len2_tail": (D - 2, D),
+        "len2_odd": (odd_start, odd_start + 2),
+    }
+
+
+# The worked example of operator.md: interleave, slice [2, 6), D = 8; dx row = 1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8.
+WORKED_EXAMPLE = dict(shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 4), partial_slice=(2, 6), dtype="float32",
+                      inputs={"dy": {"values": [1, 2, 3, 4, 5, 6, 7, 8]},
+                              "cos": {"values": [0.5, 0.6, 0.7, 0.8]},
+                              "sin": {"values": [0.1, 0.2, 0.3, 0.4]}})
+
+# Pairs (dx[2k], dx[2k+1]) where c[2k]*g[2k] and s[2k+1]*g[2k+1] nearly cancel: dy in [1, 1 + 1e-4],
+# c[2k] = 0.75 = -s[2k+1]. The result is ~1e-4 of its terms, so fp32 computed in bf16 (dy rounded to
+# 1.0) is far off, while pair entries still differ (c[2k+1] = 0.5, s[2k] = -0.5).
+CANCELLATION = dict(inputs={"dy": {"uniform": [1.0, 1.0001]},
+                            "cos": {"values": [0.75, 0.5] * 8}, "sin": {"values": [-0.5, -0.75] * 8}})
+
+
+def _smoke() -> dict:
+    tags = ("smoke",)
+    case = lambda name=None, **options: _preset_case("smoke", tags, name, **options)  # noqa: E731
+    cases = [case("worked_example", **WORKED_EXAMPLE)]
+    slices = [(0, 64), (7, 39), (30, 64)]
+    for index, (dy, cos) in enumerate(DTYPE_PAIRS):          # every dtype pair, patterns and slices rotating
+        cases.append(case(shape=(2, 3, 2, 64), broadcast=BROADCAST_PATTERNS[index % 8],
+                          partial_slice=slices[index % 3], dtype=dy, cos_dtype=cos))
+    for pattern in BROADCAST_PATTERNS:                        # every pattern, distinct B, S, N, pass-through tail
+        cases.append(case(shape=(2, 3, 4, 24), broadcast=pattern, partial_slice=(2, 18)))
+    for shape, piece, dtype in [((1, 2, 2, 128), (7, 71), "float32"), ((2, 2, 2, 96), (25, 71), "float16"),
+                                ((1, 3, 5, 64), (1, 31), "bfloat16")]:     # odd starts
+        cases.append(case(shape=shape, broadcast="111D", partial_slice=piece, dtype=dtype))
+    for shape, piece, dtype, cos in [((1, 3, 5, 64), (10, 40), "bfloat16", "float32"),     # non-power-of-two L
+                                     ((1, 1, 2, 128), (6, 68), "float32", "float32"),
+                                     ((2, 2, 1, 16), (3, 9), "float16", "float16")]:
+        cases.append(case(shape=shape, broadcast="1S1D", partial_slice=piece, dtype=dtype, cos_dtype=cos))
+    cases.append(case(shape=(2, 2, 2, 8), broadcast="BSND", partial_slice=(5, 7)))         # L = 2
+    cases.append(case(shape=(1, 2, 2, 1024), broadcast="1S1D", partial_slice=(0, 1024)))  # D = 1024
+    cases.append(case("fp32_cancellation", shape=(2, 2, 2, 32), cos_shape=(1, 1, 1, 16), partial_slice=(8, 24),
+                      **CANCELLATION))
+    cases.append(case("rope_bf16", shape=(1, 16, 2, 64), broadcast="1S1D", dtype="bfloat16",
+                      inputs="cos=rope:10000,sin=rope:10000"))
+    cases.append(case("rope_glm_fp16", shape=(2, 8, 2, 128), broadcast="1S1D", partial_slice=(0, 64),
+                      dtype="float16", inputs="cos=rope:10000,sin=rope:10000"))
+    cases.append(case("empty_slice", shape=(1, 2, 2, 16), cos_shape=(1, 1, 1, 2), partial_slice=(5, 5)))
+    cases.append(case("error_null_cos", shape=(1, 2, 2, 16), broadcast="1S1D", null=("cos",),
+                      expect="ACLNN_ERR_PARAM_NULLPTR"))
+    cases.append(case("error_dy_int32", shape=(1, 2, 2, 16), broadcast="1S1D", dtype="int32", cos_dtype="float32",
+                      expect="ACLNN_ERR_PARAM_INVALID"))
+    cases.append(case("error_length_not_cos_D", shape=(1, 2, 2, 16), cos_shape=(1, 2, 1, 8), partial_slice=(0, 16),
+                      expect="ACLNN_ERR_INNER_TILING_ERROR"))
+    return document(cases, header=_header("smoke", "a few dozen fast cases: every dtype pair and broadcast "
+                                                   "pattern, odd starts, odd-length-pair slices, the worked "
+                                                   "example; what NPU CI runs"))
+
+
+def _header(preset_name: str, what: str, part: str | None = None) -> list[str]:
+    command = f"prmg gen-case --preset {preset_name}"
+    where = f" (the '{part}' part)" if part else ""
+    return [f"Generated by `{command}`{where}: {what}.",
+            "Do not edit by hand: change prmg_cli/gencase.py and regenerate (tests/test_gencase.py checks it)."]
+
+
+def _full_broadcast() -> list[dict]:
+    """Every broadcast pattern x every dtype pair once; D and the slice placement rotate (Latin square)."""
+    cases = []
+    sizes = (16, 40, 64, 96, 128, 130)
+    placements = ("full", "head", "mid_odd", "tail")
+    for i, pattern in enumerate(BROADCAST_PATTERNS):
+        for j, (dy, cos) in enumerate(DTYPE_PAIRS):
+            D = sizes[(i + 2 * j) % len(sizes)]
+            piece = slice_placements(D)[placements[(i + j) % len(placements)]]
+            cases.append(_preset_case("full.bcast", ("full", "broadcast"), shape=(2, 3, 4, D), broadcast=pattern,
+                                      partial_slice=piece, dtype=dy, cos_dtype=cos))
+    return cases
+
+
+def _full_slices() -> list[dict]:
+    """Every slice placement (head, middle with odd start, tail at D, length 2, non-power-of-two lengths)
+    x every dtype pair once, in D = 128; the broadcast pattern rotates."""
+    placements = dict(slice_placements(128))
+    placements.update({"L6": (120, 126), "L30": (5, 35), "L46": (25, 71), "L62": (6, 68), "L94": (3, 97),
+                       "L126": (1, 127)})
+    cases = []
+    for i, (label, piece) in enumerate(placements.items()):
+        for j, (dy, cos) in enumerate(DTYPE_PAIRS):
+            cases.append(_preset_case("full.slice", ("full", "slice"), f"{label}_{_short(dy)}_{_short(cos)}",
+                                      shape=(1, 2, 3, 128), broadcast=BROADCAST_PATTERNS[(i + j) % 8],
+                                      partial_slice=piece, dtype=dy, cos_dtype=cos))
+    return cases
+
+
+def _full_dims() -> list[dict]:
+    """Last-axis sizes D from 2 to 1024, each with the whole axis as slice and (D >= 4) an odd-start
+    slice leaving a pass-through tail; dtype pairs and patterns rotate."""
+    sizes = (2, 4, 6, 8, 12, 16, 18, 32, 34, 48, 62, 64, 80, 96, 100, 128, 160, 192, 200, 256, 320, 384, 512,
+             576, 640, 768, 896, 1000, 1022, 1024)
+    cases = []
+    for i, D in enumerate(sizes):
+        start = (D // 3) | 1
+        pieces = [(0, D)] + ([(start, start + _even(D - start - 1))] if D >= 4 else [])
+        for k, piece in enumerate(pieces):
+            dy, cos = DTYPE_PAIRS[(2 * i + k) % 9]
+            cases.append(_preset_case("full.dim", ("full", "dim"), shape=(1, 2, 2, D),
+                                      broadcast=BROADCAST_PATTERNS[(i + 3 * k) % 8], partial_slice=piece,
+                                      dtype=dy, cos_dtype=cos))
+    return cases
+
+
+# Input scales: (label, inputs). Every magnitude stays finite in every dtype (|c*g + s*g'| < 65504).
+SCALES = (
+    ("milli", {"dy": {"uniform": [-0.001, 0.001]}}),
+    ("hundred", {"dy": {"uniform": [-100.0, 100.0]}}),
+    ("ten_thousand", {"dy": {"uniform": [-10000.0, 10000.0]}}),
+    ("normal", {"dy": {"normal": [0.0, 1.0]}}),
+    ("offset_normal", {"dy": {"normal": [3.0, 0.01]}}),
+    ("wide_tables", {"cos": {"uniform": [-4.0, 4.0]}, "sin": {"uniform": [-4.0, 4.0]}}),
+    ("small_tables", {"cos": {"uniform": [-0.001, 0.001]}, "sin": {"uniform": [-0.001, 0.001]}}),
+    ("positive", {"dy": {"uniform": [0.5, 1.0]}, "cos": {"uniform": [0.0, 1.0]}, "sin": {"uniform": [0.0, 1.0]}}),
+)
+
+
+def _full_scales() -> list[dict]:
+    """Every input scale x every dtype pair once (D = 64, slice with odd start, 12 rows)."""
+    cases = []
+    for i, (label, inputs) in enumerate(SCALES):
+        for j, (dy, cos) in enumerate(DTYPE_PAIRS):
+            cases.append(_preset_case("full.scale", ("full", "scale"), f"{label}_{_short(dy)}_{_short(cos)}",
+                                      shape=(2, 2, 3, 64), broadcast=BROADCAST_PATTERNS[(i + j) % 8],
+                                      partial_slice=(3, 59), dtype=dy, cos_dtype=cos, inputs=inputs))
+    return cases
+
+
+def _rope(base: float = 10000, offset: int = 0) -> dict:
+    table = {"rope": {"base": base, "offset": offset}}
+    return {"cos": table, "sin": table}
+
+
+# Real-model shapes with RoPE tables: (label, dy shape, slice, dtype, cos dtype, base, offset, cos pattern).
+MODELS = (
+    ("llama2_7b_s4096", (1, 4096, 2, 128), (0, 128), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
+    ("llama2_prefill_fp16", (2, 512, 8, 128), (0, 128), "float16", "float16", 10000, 0, "1S1D"),
+    ("llama3_base500k", (1, 1024, 4, 128), (0, 128), "bfloat16", "float32", 500000, 0, "1S1D"),
+    ("qwen2_base1m", (1, 2048, 2, 128), (0, 128), "float16", "float32", 1000000, 0, "1S1D"),
+    ("mistral_decode_offset", (4, 16, 8, 128), (0, 128), "bfloat16", "bfloat16", 10000, 8192, "BS1D"),
+    ("pythia_rotary25_hd128", (1, 256, 8, 128), (0, 32), "float16", "float16", 10000, 0, "1S1D"),
+    ("pythia_rotary25_hd80", (1, 256, 4, 80), (0, 20), "float16", "float16", 10000, 0, "1S1D"),
+    ("phi2_rotary40_hd80", (2, 128, 4, 80), (0, 32), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
+    ("phi3_hd96", (1, 256, 8, 96), (0, 96), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
+    ("falcon_hd64_fp32", (1, 256, 8, 64), (0, 64), "float32", "float32", 10000, 0, "1S1D"),
+    ("gptj_rotary64_hd256", (1, 256, 4, 256), (0, 64), "float16", "float16", 10000, 0, "1S1D"),
+    ("gemma_hd256", (1, 128, 4, 256), (0, 256), "bfloat16", "float32", 10000, 0, "1S1D"),
+    ("chatglm2_half_interleave", (1, 512, 4, 128), (0, 64), "bfloat16", "float32", 10000, 0, "1S1D"),
+    ("glm_per_batch_fp32", (2, 256, 2, 128), (0, 64), "float32", "float32", 10000, 0, "BS1D"),
+    ("deepseek_mla_rope_tail", (1, 256, 8, 192), (128, 192), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
+    ("persimmon_rotary50_fp32", (1, 512, 4, 128), (0, 64), "float32", "float32", 25000, 0, "1S1D"),
+)
+
+
+def _full_models() -> list[dict]:
+    """Shapes of real models (head dims 64..256, partial rotary, long sequences) with RoPE tables."""
+    return [_preset_case("full.model", ("full", "model"), label, shape=shape, broadcast=pattern,
+                         partial_slice=piece, dtype=dy, cos_dtype=cos, inputs=_rope(base, offset))
+            for label, shape, piece, dy, cos, base, offset, pattern in MODELS]
+
+
+FULL_PARTS = {
+    "broadcast": (_full_broadcast, "every broadcast pattern x every dtype pair"),
+    "slices": (_full_slices, "every slice placement x every dtype pair"),
+    "dims": (_full_dims, "last-axis sizes D from 2 to 1024"),
+    "scales": (_full_scales, "every input scale x every dtype pair"),
+    "models": (_full_models, "real-model shapes with RoPE tables"),
+}
+
+
+def _full_part(part: str) -> dict:
+    make, what = FULL_PARTS[part]
+    return document(make(), header=_header("full", what, part))
+
+
+def _full() -> dict:
+    cases = [case for part in FULL_PARTS for case in FULL_PARTS[part][0]()]
+    return document(cases, header=_header("full", "the cross product that matters, by covering design"))
+
+
+def _edge() -> dict:
+    tags = ("edge",)
+    case = lambda name, **options: _preset_case("edge", tags, name, **options)  # noqa: E731
+    cases = [
+        case("empty_slice_mid", shape=(1, 2, 2, 16), cos_shape=(1, 1, 1, 2), partial_slice=(6, 6)),
+        case("empty_slice_zero", shape=(2, 1, 2, 8), cos_shape=(1, 1, 1, 2), partial_slice=(0, 0), dtype="float16"),
+        case("empty_slice_at_D", shape=(1, 1, 3, 8), cos_shape=(1, 1, 1, 8), partial_slice=(8, 8), dtype="bfloat16"),
+    ]
+    for dtype in dtypes.OPERATOR_DTYPES:
+        cases.append(case(f"D1024_full_{_short(dtype)}", shape=(1, 2, 2, 1024), broadcast="1S1D", dtype=dtype))
+        cases.append(case(f"minimal_{_short(dtype)}", shape=(1, 1, 1, 2), broadcast="BSND", dtype=dtype))
+    cases += [
+        case("D1024_odd_start", shape=(1, 1, 2, 1024), broadcast="11ND", partial_slice=(1, 1023)),
+        case("D1024_last_pair", shape=(1, 1, 2, 1024), broadcast="11ND", partial_slice=(1022, 1024),
+             dtype="bfloat16"),
+        case("many_rows_D2", shape=(2, 64, 8, 2), broadcast="1SND", dtype="float16"),
+        case("huge_fp32", shape=(2, 2, 2, 32), broadcast="BSND", inputs={"dy": {"uniform": [-1e30, 1e30]}}),
+        case("huge_tables_fp32", shape=(2, 2, 2, 32), broadcast="1S1D",
+             inputs={"cos": {"uniform": [-1e30, 1e30]}, "sin": {"uniform": [-1e30, 1e30]}}),
+        case("huge_fp16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="float16",
+             inputs={"dy": {"uniform": [-30000.0, 30000.0]}}),
+        case("huge_bf16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="bfloat16",
+             inputs={"dy": {"uniform": [-1e30, 1e30]}}),
+        case("tiny_fp32", shape=(2, 2, 2, 32), broadcast="BSND", inputs={"dy": {"uniform": [-1e-30, 1e-30]}}),
+        case("tiny_bf16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="bfloat16",
+             inputs={"dy": {"uniform": [-1e-30, 1e-30]}}),
+        case("tiny_fp16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="float16",
+             inputs={"dy": {"uniform": [-6e-05, 6e-05]}}),
+        case("subnormal_fp16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="float16",
+             inputs={"dy": {"uniform": [-1e-07, 1e-07]}}),
+        case("subnormal_fp32", shape=(2, 2, 2, 32), broadcast="BSND", inputs={"dy": {"uniform": [-1e-40, 1e-40]}}),
+        case("subnormal_tables_fp32", shape=(2, 2, 2, 32), broadcast="1S1D",
+             inputs={"cos": {"uniform": [-1e-39, 1e-39]}, "sin": {"uniform": [-1e-39, 1e-39]}}),
+        case("rope_long_positions_fp32", shape=(1, 64, 2, 128), broadcast="1S1D", inputs=_rope(10000, 100000)),
+        case("rope_long_positions_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", dtype="bfloat16",
+             inputs=_rope(10000, 100000)),
+        case("rope_base500k_long_fp16", shape=(1, 64, 2, 128), broadcast="1S1D", dtype="float16",
+             cos_dtype="float32", inputs=_rope(500000, 100000)),
+        case("independent_tables", shape=(2, 4, 2, 64), broadcast="1S1D",
+             inputs={"dy": {"uniform": [-1.0, 1.0]}, "cos": {"uniform": [-1.0, 1.0]},
+                     "sin": {"uniform": [-1.0, 1.0]}}),
+        case("fp32_cancellation", shape=(2, 3, 2, 16), cos_shape=(1, 1, 1, 16), partial_slice=(0, 16),
+             **CANCELLATION),
+        case("mixed_bf16_fp32", shape=(2, 3, 2, 64), broadcast="B1ND", partial_slice=(9, 57), dtype="bfloat16",
+             cos_dtype="float32"),
+        case("mixed_bf16_fp16", shape=(2, 3, 2, 64), broadcast="BS1D", partial_slice=(9, 57), dtype="bfloat16",
+             cos_dtype="float16"),
+        case("mixed_fp16_bf16_rope", shape=(1, 32, 2, 64), broadcast="1S1D", dtype="float16",
+             cos_dtype="bfloat16", inputs=_rope(10000, 4096)),
+    ]
+    return document(cases, header=_header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
+                                                  "subnormal magnitudes, RoPE tables at long positions, "
+                                                  "mixed dtypes"))
+
+
+def _negative() -> dict:
+    tags = ("negative",)
+    nullptr, invalid, tiling = "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_INNER_TILING_ERROR"
+    base = dict(shape=(2, 2, 2, 16), broadcast="1S1D", partial_slice=(4, 12))
+
+    def case(name, extra_tags=(), **options):
+        if "cos_shape" in options:
+            options.setdefault("broadcast", None)
+        return _preset_case("neg", tags + tuple(extra_tags), name, **{**base, **options})
+
+    cases = [case(f"null_{tensor}", null=(tensor,), expect=nullptr) for tensor in TENSORS]
+    cases += [
+        case("dy_int32", dtype="int32", cos_dtype="float32", expect=invalid),
+        case("cos_float64", cos_dtype="float64", expect=invalid),
+        case("sin_dtype_not_cos", cos_dtype="float32", sin_dtype="float16", expect=invalid),
+        case("format_fractal_nz", format="FRACTAL_NZ", expect=invalid),
+        case("dy_not_contiguous", shape=(1, 1, 4, 8), partial_slice=(0, 8), dy_strides=(32, 32, 1, 4),
+             expect=invalid),
+        case("mode_7", mode=7, expect=tiling),
+    ]
+    cases += [case(f"mode_{mode}_today", ("today", "mode-unsupported"), mode=mode, expect=tiling)
+              for mode in FUTURE_MODES]
+    cases += [
+        case("dy_3d", shape=(2, 4, 16), cos_shape=(1, 1, 1, 8), expect=tiling),
+        case("sin_shape_not_cos", cos_shape=(1, 2, 1, 8), sin_shape=(1, 1, 1, 8), expect=tiling),
+        case("dim_zero", shape=(2, 0, 2, 16), cos_shape=(1, 1, 1, 8), expect=tiling),
+        case("D_2048", shape=(1, 1, 2, 2048), partial_slice=(0, 2048), expect=tiling),
+        case("start_negative", cos_shape=(1, 1, 1, 8), partial_slice=(-2, 6), expect=tiling),
+        case("end_past_D", cos_shape=(1, 1, 1, 8), partial_slice=(12, 20), expect=tiling),
+        case("start_after_end", cos_shape=(1, 1, 1, 4), partial_slice=(10, 6), expect=tiling),
+        case("length_not_cos_D", cos_shape=(1, 2, 1, 6), partial_slice=(4, 12), expect=tiling),
+        case("cos_D_over_dy_D", cos_shape=(1, 1, 1, 32), partial_slice=(0, 0), expect=tiling),
+        case("odd_length", partial_slice=(4, 11), expect=tiling),
+        case("quarter_length_6", mode="quarter", partial_slice=(4, 10), expect=tiling),
+        case("bad_broadcast_B", cos_shape=(3, 1, 1, 8), expect=tiling),
+        case("empty_slice_ok", cos_shape=(1, 1, 1, 2), partial_slice=(7, 7)),
+    ]
+    return document(cases, header=_header("negative", "each documented constraint of operator.md broken once, "
+                                                      "with the status the operator returns"))
+
+
+def _perf() -> dict:
+    tags = ("perf",)
+    cases = []
+    for dtype in dtypes.OPERATOR_DTYPES:
+        cases.append(_preset_case("perf", tags, f"llama_4x1024x32x128_s0-64_{_short(dtype)}", shape=(4, 1024, 32, 128),
+                                  broadcast="1S1D", partial_slice=(0, 64), dtype=dtype, inputs=_rope()))
+    cases += [
+        _preset_case("perf", tags, "llama_1x4096x32x128_full_bf16", shape=(1, 4096, 32, 128), broadcast="1S1D",
+                     dtype="bfloat16", inputs=_rope()),
+        _preset_case("perf", tags, "hd256_8x2048x8x256_s0-128_fp16", shape=(8, 2048, 8, 256), broadcast="1S1D",
+                     partial_slice=(0, 128), dtype="float16", inputs=_rope()),
+        _preset_case("perf", tags, "mixed_4x1024x32x128_s32-96_bf16_fp32", shape=(4, 1024, 32, 128),
+                     broadcast="1S1D", partial_slice=(32, 96), dtype="bfloat16", cos_dtype="float32",
+                     inputs=_rope()),
+        _preset_case("perf", tags, "D1024_16x512x8x1024_full_fp32", shape=(16, 512, 8, 1024), broadcast="1S1D",
+                     dtype="float32", inputs=_rope()),
+    ]
+    return document(cases, header=_header("perf", "large shapes for timing (not shipped under cases/)"))
+
+
+def _future_modes() -> dict:
+    cases = []
+    for m, mode in enumerate(FUTURE_MODES):
+        prefix, tags = f"future.{mode}", ("future", mode)
+        quarter = mode == "quarter"
+        pieces = [(0, 64), (0, 32), (9, 45), (24, 64)]                 # full, head, odd start (L 36), tail
+        for j, (dy, cos) in enumerate(DTYPE_PAIRS):
+            cases.append(_preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCAST_PATTERNS[(j + m) % 8],
+                                      partial_slice=pieces[(j + m) % 4], mode=mode, dtype=dy, cos_dtype=cos))
+        odd_lengths = [(7, 19), (60, 64), (3, 43)] if quarter else [(5, 35), (62, 64), (3, 9)]
+        for k, piece in enumerate(odd_lengths):                        # non-power-of-two and minimal lengths
+            dy = dtypes.OPERATOR_DTYPES[k]
+            cases.append(_preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCAST_PATTERNS[(k + 5) % 8],
+                                      partial_slice=piece, mode=mode, dtype=dy))
+        cases += [
+            _preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,
+                         dtype="bfloat16", inputs=_rope()),
+            _preset_case(prefix, tags, "rope_partial_fp16_fp32", shape=(2, 32, 2, 128), broadcast="1S1D",
+                         partial_slice=(0, 64), mode=mode, dtype="float16", cos_dtype="float32", inputs=_rope()),
+            _preset_case(prefix, tags, "D1024_fp32", shape=(1, 2, 2, 1024), broadcast="11ND", mode=mode),
+            _preset_case(prefix, tags, "cancellation_fp32", shape=(2, 2, 2, 32), cos_shape=(1, 1, 1, 16),
+                         partial_slice=(8, 24), mode=mode, **CANCELLATION),
+        ]
+    return document(cases, header=_header("future_modes", "modes half, quarter and interleave-half; skipped "
+                                                          "on today's target, run with --supported-modes 0,1,2,3"))
+
+
+def _worked_example() -> dict:
+    case = case_from_options(name="worked_example", tags=("example",), **WORKED_EXAMPLE)
+    comment = ("operator.md's worked example: interleave, slice [2, 6), D = 8;\n"
+               "expected dx row: 1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8")
+    return document([case], header=["The worked example of shared/docs/operator.md.",
+                                    "Do not edit by hand: regenerate with prmg_cli.gencase (tests check it)."],
+                    comments={case["name"]: comment})
+
+
+_PRESET_MAKERS = {"smoke": _smoke, "full": _full, "edge": _edge, "negative": _negative, "perf": _perf,
+                  "future_modes": _future_modes}
+
+
+def _checked(doc: dict) -> dict:
+    refuse_invalid(doc["cases"])
+    return doc
+
+
+def preset(name: str) -> dict:
+    """The document of preset ``name`` (one of ``PRESETS``), every case checked by the loader and the
+    operator's constraints."""
+    if name not in _PRESET_MAKERS:
+        raise PrmgError(f"unknown preset {name!r}; use one of {', '.join(PRESETS)}", field="preset")
+    return _checked(_PRESET_MAKERS[name]())
+
+
+def shipped_documents() -> dict[str, dict]:
+    """Every generated file shipped under ``cases/``: relative path -> document (``ttk_upstream.yaml``,
+    imported from the upstream CSV by ``prmg_cli.ttk``, is not among them)."""
+    files = {"smoke.yaml": preset("smoke")}
+    files.update({f"full/{part}.yaml": _checked(_full_part(part)) for part in FULL_PARTS})
+    files.update({"edge.yaml": preset("edge"), "negative.yaml": preset("negative"),
+                  "future_modes.yaml": preset("future_modes"), "worked_example.yaml": _worked_example()})
+    return files
+
+
+def write_shipped(cases_dir: str | Path) -> list[Path]:
+    """Write ``shipped_documents()`` below ``cases_dir``; returns the paths written."""
+    written = []
+    for relative, doc in shipped_documents().items():
+        path = Path(cases_dir) / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump_yaml(doc), encoding="utf-8")
+        written.append(path)
+    return written

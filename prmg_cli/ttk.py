@@ -1,0 +1,199 @@
+"""Import of TTK operator test lists (CSV) as prmg cases.
+
+A TTK list has one row per case; its fields are Python literals inside CSV quoting, read here with
+``ast.literal_eval`` only (never ``eval``). Per row:
+
+| TTK column | prmg key |
+|---|---|
+| ``testcase_name`` | ``name`` (characters outside letters, digits, ``_ . -`` become ``_``) |
+| ``input_shapes`` (dy, cos, sin) | ``shape``, ``cos_shape`` (``sin_shape`` when it differs) |
+| ``input_dtypes`` (dy, cos, sin) | ``dtype``, ``cos_dtype`` (``sin_dtype`` when it differs) |
+| ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}`` | ``rotary_mode``, ``partial_slice`` |
+| ``input_data_ranges`` ((lo, hi) per input) | ``inputs: {dy: {uniform: [lo, hi]}, ...}`` |
+| ``precision_tolerances`` ((rel, share) per output), ``absolute_precision`` (atol) | ``standard: double_thousandth``, ``tolerance: {rel, share, atol, cap: 0}`` (the TTK rule has no per-element cap) |
+| ``remark`` | a YAML comment above the case |
+
+Every imported case gets the tag ``ttk`` and ``expect: pass``. Rows are numbered from 1 over the data
+rows (the header line is not counted, so row N is line N + 1 of a file without quoted line breaks).
+A disabled row, a row of another operator and a row that cannot be mapped (bad literal, wrong arity,
+a format other than ND, a case the operator would refuse) is left out with a note naming its row.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import re
+from pathlib import Path
+
+from . import gencase
+from .errors import PrmgError
+
+OP_NAME = "inplace_partial_rotary_mul_grad"
+REQUIRED_COLUMNS = ("testcase_name", "op_name", "input_shapes", "input_dtypes", "attributes")
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+_MAX_FIELD = 100_000
+
+
+class _Unmappable(Exception):
+    """A row that cannot become a case; the message says why."""
+
+
+def _literal(row: dict, column: str, default=None):
+    """The Python literal in ``row[column]`` (``default`` when the field is empty or missing)."""
+    text = (row.get(column) or "").strip()
+    if not text:
+        return default
+    if len(text) > _MAX_FIELD:
+        raise _Unmappable(f"{column} is longer than {_MAX_FIELD} characters")
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise _Unmappable(f"cannot parse {column}: {text[:80]!r}") from None
+
+
+def _triple(value, column: str, parse) -> list:
+    """Three entries (dy, cos, sin) of ``column``, each converted by ``parse``."""
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        raise _Unmappable(f"cannot parse {column}: expected 3 entries (dy, cos, sin), got {value!r:.80}")
+    try:
+        return [parse(entry) for entry in value]
+    except (TypeError, ValueError):
+        raise _Unmappable(f"cannot parse {column}: {value!r:.80}") from None
+
+
+def _shape(entry) -> list[int]:
+    if not isinstance(entry, (tuple, list)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in entry):
+        raise ValueError(entry)
+    return list(entry)
+
+
+def _dtype(entry) -> str:
+    if not isinstance(entry, str):
+        raise ValueError(entry)
+    return entry
+
+
+def _range(entry) -> list[float]:
+    if not isinstance(entry, (tuple, list)) or len(entry) != 2 or \
+            not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in entry):
+        raise ValueError(entry)
+    return [entry[0], entry[1]]
+
+
+def _enabled(row: dict) -> bool:
+    value = _literal(row, "is_enabled", True)
+    if isinstance(value, str):
+        value = value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _tolerance(row: dict) -> dict | None:
+    """``{rel, share, atol, cap: 0}`` from precision_tolerances ((rel, share) per output) and
+    absolute_precision; None when the row gives no thresholds."""
+    tolerances = _literal(row, "precision_tolerances")
+    atol = _literal(row, "absolute_precision")
+    if tolerances is None and atol is None:
+        return None
+    tolerance: dict = {}
+    if tolerances is not None:
+        pairs = tolerances if tolerances and isinstance(tolerances[0], (tuple, list)) else [tolerances]
+        try:
+            (rel, share), = pairs
+        except (TypeError, ValueError):
+            raise _Unmappable(f"cannot parse precision_tolerances: expected ((rel, share),) for the one "
+                              f"output, got {tolerances!r:.80}") from None
+        tolerance.update(rel=rel, share=share)
+    if atol is not None:
+        tolerance["atol"] = atol
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in tolerance.values()):
+        raise _Unmappable(f"tolerances must be numbers >= 0, got {tolerance}")
+    tolerance["cap"] = 0
+    return tolerance
+
+
+def _case(row: dict, name: str) -> dict:
+    """The case mapping of one enabled row of this operator."""
+    shape, cos_shape, sin_shape = _triple(_literal(row, "input_shapes"), "input_shapes", _shape)
+    dtype, cos_dtype, sin_dtype = _triple(_literal(row, "input_dtypes"), "input_dtypes", _dtype)
+    formats = _literal(row, "input_formats", ("ND",))
+    if not isinstance(formats, (tuple, list)) or any(fmt != "ND" for fmt in formats):
+        raise _Unmappable(f"input_formats {formats!r:.80} is not ND")
+    attributes = _literal(row, "attributes", {})
+    if not isinstance(attributes, dict) or "rotary_mode" not in attributes or "partial_slice" not in attributes:
+        raise _Unmappable(f"attributes must give rotary_mode and partial_slice, got {attributes!r:.80}")
+    unknown = sorted(set(attributes) - {"rotary_mode", "partial_slice"})
+    if unknown:
+        raise _Unmappable(f"unknown attributes {unknown}")
+    ranges = _literal(row, "input_data_ranges")
+    inputs = None
+    if ranges is not None:
+        inputs = dict(zip(("dy", "cos", "sin"),
+                          ({"uniform": r} for r in _triple(ranges, "input_data_ranges", _range))))
+    tolerance = _tolerance(row)
+    try:
+        return gencase.case_from_options(
+            name=name, shape=shape, cos_shape=cos_shape, sin_shape=sin_shape if sin_shape != cos_shape else None,
+            partial_slice=attributes["partial_slice"], mode=attributes["rotary_mode"], dtype=dtype,
+            cos_dtype=cos_dtype, sin_dtype=sin_dtype if sin_dtype != cos_dtype else None, inputs=inputs,
+            standard="double_thousandth" if tolerance else None, tolerance=tolerance, tags=("ttk",))
+    except PrmgError as exc:
+        where = f"field '{exc.field}': " if exc.field else ""
+        raise _Unmappable(f"{where}{exc.reason}") from None
+
+
+def _read_rows(csv_path: str | Path) -> list[dict]:
+    """The data rows of the CSV as mappings; PrmgError when the file is unreadable or not a TTK list."""
+    path = str(csv_path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            header = reader.fieldnames or []
+    except OSError as exc:
+        raise PrmgError(f"cannot read: {exc.strerror}", file=path) from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise PrmgError(f"not a readable CSV file: {exc}", file=path) from None
+    missing = [column for column in REQUIRED_COLUMNS if column not in header]
+    if missing:
+        raise PrmgError(f"not a TTK case list: missing column(s) {', '.join(missing)}", file=path)
+    return rows
+
+
+def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
+    """The case document of a TTK list and one note per row left out (or renamed), by row number."""
+    rows = _read_rows(csv_path)
+    cases, notes, comments, names = [], [], {}, set()
+    for number, row in enumerate(rows, start=1):
+        raw_name = (row.get("testcase_name") or "").strip()
+        label = f"row {number} ({raw_name})" if raw_name else f"row {number}"
+        if None in row or any(value is None for value in row.values()):
+            notes.append(f"{label}: its number of fields differs from the header's — skipped")
+            continue
+        op_name = (row.get("op_name") or "").strip()
+        if op_name != OP_NAME:
+            notes.append(f"{label}: op_name {op_name or '(empty)'} is not {OP_NAME} — skipped")
+            continue
+        try:
+            if not _enabled(row):
+                notes.append(f"{label}: is_enabled False — skipped")
+                continue
+            name = _NOT_NAME.sub("_", raw_name) or f"ttk_row{number}"
+            if name in names:
+                name = f"{name}_row{number}"
+            case = _case(row, name)
+        except _Unmappable as exc:
+            notes.append(f"{label}: {exc} — skipped")
+            continue
+        if name != raw_name:
+            notes.append(f"{label}: named '{name}'")
+        names.add(name)
+        cases.append(case)
+        remark = (row.get("remark") or "").strip()
+        comments[name] = f"TTK row {number}" + (f": {remark}" if remark else "")
+    source = Path(csv_path).name
+    header = [f"Imported by `prmg import-ttk {source}` from the TTK list {source}:",
+              f"{len(cases)} case(s) from {len(rows)} data row(s) (rows counted from 1 after the header line).",
+              "precision_tolerances/absolute_precision -> standard double_thousandth, cap 0 (TTK has no cap)."]
+    header += [f"left out: {note}" for note in notes]
+    return gencase.document(cases, header=header, comments=comments), notes

@@ -1,0 +1,338 @@
+"""gen-case: one case from options, the presets, deterministic YAML, and the shipped suites under cases/."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prmg_cli import constraints, gencase
+from prmg_cli.cases import load_cases, validate
+from prmg_cli.errors import PrmgError
+from prmg_cli.status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "cases"
+TODAY = frozenset({1})
+EVERY_MODE = frozenset({0, 1, 2, 3})
+PATTERNS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+FLOATS = ("float32", "float16", "bfloat16")
+
+
+def write(tmp_path: Path, doc: dict, name: str = "suite.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(gencase.dump_yaml(doc), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def presets() -> dict:
+    return {name: gencase.preset(name) for name in gencase.PRESETS}
+
+
+@pytest.fixture(scope="module")
+def loaded(presets, tmp_path_factory) -> dict:
+    """Every preset written to a file and read back by the loader."""
+    folder = tmp_path_factory.mktemp("presets")
+    return {name: load_cases([write(folder, doc, f"{name}.yaml")]) for name, doc in presets.items()}
+
+
+def pattern_of(case) -> str:
+    """The broadcast pattern of a loaded case, read from its shapes (dy axes of size 1 count as broadcast)."""
+    letters = "".join("1" if cos == 1 else letter for letter, cos in zip("BSN", case.cos_shape[:3]))
+    return letters + "D"
+
+
+# ----- presets ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", gencase.PRESETS)
+def test_preset_is_deterministic_and_valid(name, presets, loaded):
+    assert gencase.dump_yaml(gencase.preset(name)) == gencase.dump_yaml(presets[name])
+    cases = loaded[name]
+    assert len(cases) == len(presets[name]["cases"])
+    for modes in (TODAY, EVERY_MODE):
+        validate(cases, modes)
+    tag = {"future_modes": "future"}.get(name, name)
+    assert all(tag in case.tags for case in cases)
+
+
+def test_unknown_preset_is_refused():
+    with pytest.raises(PrmgError, match="unknown preset 'smok'"):
+        gencase.preset("smok")
+
+
+def test_smoke_covers_dtype_pairs_patterns_odd_starts_and_the_worked_example(loaded):
+    cases = loaded["smoke"]
+    assert 20 <= len(cases) <= 60
+    passing = [case for case in cases if case.expect.success and case.partial_slice[0] != case.partial_slice[1]]
+    assert {(c.dtype, c.cos_dtype) for c in passing} == set(itertools.product(FLOATS, FLOATS))
+    distinct = [c for c in passing if len(set(c.shape[:3])) == 3]     # B, S, N all different: patterns tell apart
+    assert {pattern_of(c) for c in distinct} == set(PATTERNS)
+    assert any(c.partial_slice[0] % 2 for c in passing)
+    lengths = {c.partial_slice[1] - c.partial_slice[0] for c in passing}
+    assert any(length & (length - 1) for length in lengths)            # a non-power-of-two length
+    example = next(c for c in cases if "worked_example" in c.name)
+    assert example.shape == (1, 1, 1, 8) and example.partial_slice == (2, 6)
+    assert example.dy_input.kind == "values" and list(example.dy_input.args) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert list(example.cos_input.args) == [0.5, 0.6, 0.7, 0.8]
+    assert list(example.sin_input.args) == [0.1, 0.2, 0.3, 0.4]
+
+
+def test_full_covers_patterns_by_dtype_pairs_and_slice_placements(loaded):
+    cases = loaded["full"]
+    bcast = [c for c in cases if "broadcast" in c.tags]
+    assert {(pattern_of(c), c.dtype, c.cos_dtype) for c in bcast} == \
+        set(itertools.product(PATTERNS, FLOATS, FLOATS))
+    slices = [c for c in cases if "slice" in c.tags]
+    placements = {c.partial_slice for c in slices}
+    D = 128
+    assert {(0, D), (0, 2), (D - 2, D)} <= placements
+    assert any(start % 2 and 0 < start and end < D for start, end in placements)       # middle, odd start
+    assert any(start > 0 and end == D for start, end in placements)                    # tail
+    for piece in placements:
+        assert {(c.dtype, c.cos_dtype) for c in slices if c.partial_slice == piece} == \
+            set(itertools.product(FLOATS, FLOATS))
+    sizes = {c.shape[-1] for c in cases}
+    assert max(sizes) == 1024 and min(sizes) == 2
+    heads = {c.shape[-1] for c in cases if "model" in c.tags}
+    assert {64, 80, 96, 128, 256} <= heads
+    assert max(c.shape[1] for c in cases) == 4096
+    assert any(c.partial_slice[1] - c.partial_slice[0] < c.shape[-1] for c in cases if "model" in c.tags)
+
+
+def test_full_stays_small_enough_for_two_cores(loaded):
+    elements = sorted(c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3] for c in loaded["full"])
+    assert sum(elements) < 16_000_000
+    assert sum(1 for n in elements if n > 100_000) <= 16
+
+
+def test_edge_has_empty_slices_huge_tiny_subnormal_and_long_rope(loaded):
+    cases = {case.name.split(".", 1)[1]: case for case in loaded["edge"]}
+    assert sum(1 for c in cases.values() if c.partial_slice[0] == c.partial_slice[1]) >= 2
+    assert any(c.shape[-1] == 1024 for c in cases.values())
+    assert any(c.shape == (1, 1, 1, 2) for c in cases.values())
+    bounds = {name: max(abs(x) for x in c.dy_input.args) for name, c in cases.items() if c.dy_input.kind == "uniform"}
+    assert bounds["huge_fp32"] >= 1e30 and bounds["huge_bf16"] >= 1e30 and bounds["huge_fp16"] >= 3e4
+    assert bounds["subnormal_fp32"] < 1.2e-38 and bounds["subnormal_fp16"] < 6e-8 * 2
+    ropes = [c for c in cases.values() if c.cos_input.kind == "rope"]
+    assert {c.cos_input.args[0] for c in ropes if c.cos_input.args[1] >= 100000} >= {10000, 500000}
+    assert any(c.dtype == "bfloat16" and c.cos_dtype != "bfloat16" for c in cases.values())
+
+
+def test_negative_cases_get_the_status_they_expect(loaded):
+    cases = loaded["negative"]
+    expected = {case.name: case.expect.error for case in cases}
+    for case in cases:
+        got = constraints.expected_status(case, TODAY)
+        assert got == (case.expect.error or 0), case.name
+        if "mode-unsupported" in case.tags:        # valid everywhere the mode exists
+            assert constraints.expected_status(case, EVERY_MODE) == 0, case.name
+        elif not case.expect.success:
+            assert constraints.expected_status(case, EVERY_MODE) == case.expect.error, case.name
+    codes = list(expected.values())
+    assert codes.count(PARAM_NULLPTR) == 3
+    assert codes.count(PARAM_INVALID) >= 5 and codes.count(TILING_ERROR) >= 15
+    assert None in codes                                               # the empty-slice success case
+    modes = {case.rotary_mode for case in cases if "mode-unsupported" in case.tags}
+    assert modes == {0, 2, 3}
+
+
+def test_negative_breaks_each_documented_constraint(loaded):
+    messages = " | ".join(message for case in loaded["negative"]
+                          for _, message in constraints.violations(case, TODAY))
+    for fragment in ("dy is a null pointer", "cos is a null pointer", "sin is a null pointer", "dy dtype int32",
+                     "cos dtype float64", "differs from cos dtype", "format FRACTAL_NZ", "not contiguous",
+                     "rotary_mode 7", "half (0) not supported", "not 4-D", "differs from sin shape",
+                     "dimension <= 0", "exceeds 1024", "is negative", "exceeds D", "is after its end",
+                     "differs from cos's last axis", "exceeds dy's D", "is odd", "not a multiple of 4",
+                     "neither 1 nor dy's"):
+        assert fragment in messages, fragment
+
+
+def test_future_modes_cover_every_mode_dtype_pair_and_pattern(loaded):
+    cases = loaded["future_modes"]
+    for mode in (0, 2, 3):
+        of_mode = [c for c in cases if c.rotary_mode == mode]
+        assert {(c.dtype, c.cos_dtype) for c in of_mode} == set(itertools.product(FLOATS, FLOATS))
+        assert {pattern_of(c) for c in of_mode if len(set(c.shape[:3])) == 3} == set(PATTERNS)
+        assert all(constraints.skip_reason(c, TODAY) for c in of_mode)
+        assert not any(constraints.skip_reason(c, EVERY_MODE) for c in of_mode)
+
+
+def test_perf_is_large_and_not_shipped(loaded):
+    assert all(c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3] >= 2**24 for c in loaded["perf"])
+    assert not any("perf" in case.tags for case in load_cases([CASES]))
+
+
+# ----- shipped files ---------------------------------------------------------------------------------
+
+def test_shipped_files_equal_their_generators():
+    documents = gencase.shipped_documents()
+    for relative, doc in documents.items():
+        path = CASES / relative
+        assert path.is_file(), f"{relative} is not shipped; regenerate with gencase.write_shipped('cases')"
+        assert path.read_text(encoding="utf-8") == gencase.dump_yaml(doc), \
+            f"cases/{relative} drifted from prmg_cli/gencase.py; regenerate with gencase.write_shipped('cases')"
+    shipped = {str(p.relative_to(CASES)) for p in CASES.rglob("*.yaml")}
+    assert shipped == set(documents) | {"ttk_upstream.yaml"}
+
+
+def test_shipped_suite_loads_with_unique_names_and_validates():
+    cases = load_cases([CASES])
+    for modes in (TODAY, EVERY_MODE):
+        validate(cases, modes)
+    assert len(cases) == len({case.name for case in cases})
+    assert 300 <= len(cases) <= 700
+    worked = [case for case in cases if case.name == "worked_example"]
+    assert len(worked) == 1 and worked[0].partial_slice == (2, 6)
+
+
+def test_shipped_suite_has_what_each_emulator_fault_needs():
+    cases = [c for c in load_cases([CASES]) if c.expect.success and constraints.skip_reason(c, TODAY) is None]
+    rows = lambda c: c.shape[0] * c.shape[1] * c.shape[2]  # noqa: E731
+    cos_rows = lambda c: c.cos_shape[0] * c.cos_shape[1] * c.cos_shape[2]  # noqa: E731
+    for pattern in PATTERNS:    # ignore_broadcast: every pattern with several distinct cos rows
+        assert any(pattern_of(c) == pattern and len(set(c.shape[:3])) == 3 and (cos_rows(c) > 1 or pattern == "111D")
+                   for c in cases), pattern
+    assert sum(1 for c in cases if 0 < c.partial_slice[0] and c.partial_slice[1] < c.shape[-1]) >= 50  # pass-through
+    assert sum(1 for c in cases if rows(c) > 1) >= 100                                   # skip_last_row
+    assert any(c.dtype == "float32" and c.cos_input.kind == "values" for c in cases)    # fp32 cancellation
+    assert any(c.cos_input.kind == "uniform" for c in cases)                           # own_sin
+    unsupported = [c for c in load_cases([CASES]) if "mode-unsupported" in c.tags]    # accept_mode
+    assert unsupported and all(c.expect.error == TILING_ERROR for c in unsupported)
+
+
+# ----- one case from options -------------------------------------------------------------------------
+
+def test_case_from_options_derives_cos_shape_and_name():
+    case = gencase.case_from_options(shape=(2, 16, 4, 128), broadcast="111D", partial_slice=(32, 96),
+                                     dtype="bf16", cos_dtype="float32")
+    assert case["name"] == "interleave_bf16_fp32_2x16x4x128_111D_s32-96"
+    assert case["cos_shape"] == [1, 1, 1, 64]
+    assert case["dtype"] == "bfloat16" and case["cos_dtype"] == "float32"
+    assert case["expect"] == "pass"
+    default = gencase.case_from_options(shape="2,16,4,128")
+    assert default["partial_slice"] == [0, 128] and default["cos_shape"] == [1, 16, 1, 128]
+    given = gencase.case_from_options(shape=(2, 16, 4, 128), cos_shape=(1, 16, 1, 64))
+    assert given["partial_slice"] == [0, 64]
+
+
+def test_case_from_options_output_loads_as_written(tmp_path):
+    case = gencase.case_from_options(shape=(2, 8, 4, 64), broadcast="B1ND", partial_slice=(7, 39), mode=1, seed=5,
+                                     dtype="float16", inputs="dy=normal:0:2,cos=rope:10000:64,sin=rope:10000:64",
+                                     standard="allclose", tolerance={"rtol": 0.001, "atol": 1e-5}, tags=("mine",))
+    loaded, = load_cases([write(tmp_path, gencase.document([case]))])
+    assert loaded.cos_shape == (2, 1, 4, 32) and loaded.seed == 5 and loaded.standard == "allclose"
+    assert loaded.dy_input.kind == "normal" and tuple(loaded.dy_input.args) == (0, 2)
+    assert loaded.cos_input.kind == "rope" and tuple(loaded.cos_input.args) == (10000, 64)
+    assert loaded.tags == ("mine",)
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(shape=(1, 1, 1, 2048)), "D = 2048 exceeds 1024"),
+    (dict(shape=(1, 1, 1, 64), partial_slice=(3, 10)), "L = 7 is odd"),
+    (dict(shape=(2, 1, 1, 64), cos_shape=(3, 1, 1, 64)), "B = 3 is neither 1 nor dy's B = 2"),
+    (dict(shape=(1, 1, 1, 64), partial_slice=(0, 70)), "slice end 70 exceeds D = 64"),
+    (dict(shape=(1, 1, 1, 64), mode="quarter", partial_slice=(0, 6)), "not a multiple of 4"),
+    (dict(shape=(1, 1, 1, 64), mode=7), "rotary_mode"),
+    (dict(shape=(1, 1, 1, 64), null=("cos",)), "cos is a null pointer"),
+])
+def test_case_from_options_refuses_what_the_operator_rejects(options, message):
+    with pytest.raises(PrmgError, match=message):
+        gencase.case_from_options(**options)
+
+
+def test_case_from_options_keeps_broken_cases_that_expect_an_error():
+    case = gencase.case_from_options(shape=(1, 1, 1, 2048), expect="ACLNN_ERR_INNER_TILING_ERROR")
+    assert case["expect"] == {"error": "ACLNN_ERR_INNER_TILING_ERROR"}
+    assert gencase.case_from_options(shape=(1, 1, 1, 2048), expect="error")["expect"] == {"error": "any"}
+    assert gencase.case_from_options(shape=(1, 1, 1, 2048), expect=561002)["expect"] == {"error": 561002}
+    # an unsupported mode is fine either way: it passes on a wider target and fails today
+    assert gencase.case_from_options(shape=(1, 1, 1, 64), mode="half")["rotary_mode"] == "half"
+    assert gencase.case_from_options(shape=(1, 1, 1, 64), mode="half", expect=561002)["rotary_mode"] == "half"
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(shape=(1, 1, 1, 2048), expect="ACLNN_ERR_PARAM_NULLPTR"), "operator returns 561002"),
+    (dict(shape=(1, 1, 1, 64), expect=561002), "operator returns 0 SUCCESS"),
+    (dict(shape=(1, 1, 1, 64), expect="sometimes"), "expect must be"),
+    (dict(shape=(1, 1, 1, 64), expect=12345), "not a known error status"),
+    (dict(shape=(1, 1, 1, 64), mode="spiral"), "unknown rotary mode 'spiral'"),
+    (dict(shape=(1, 1, 1, 64), dtype="float8"), "unknown dtype 'float8'"),
+    (dict(shape=(1, 1, 1, 64), broadcast="1S1D", cos_shape=(1, 1, 1, 64)), "not both"),
+    (dict(shape=(1, 1, 1, 64), broadcast="S11D"), "unknown broadcast pattern 'S11D'"),
+    (dict(shape="1,1,a,64"), "expected integers"),
+    (dict(shape=(1, 1, 1, 64), partial_slice=(1, 2, 3)), "expected 2 integers"),
+    (dict(shape=(1, 1, 1, 64), name="bad name!"), "letters, digits"),
+])
+def test_case_from_options_reports_bad_options(options, message):
+    with pytest.raises(PrmgError, match=message):
+        gencase.case_from_options(**options)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_broadcast_cos_shape_matches_the_loader(pattern, tmp_path):
+    shape, piece = [2, 3, 4, 64], [8, 40]
+    doc = {"cases": [{"name": "x", "shape": shape, "partial_slice": piece, "broadcast": pattern}]}
+    path = tmp_path / "b.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    loaded, = load_cases([path])
+    assert gencase.broadcast_cos_shape(shape, pattern, 32) == loaded.cos_shape
+    assert gencase.broadcast_cos_shape(shape, pattern, 0)[-1] == 1
+
+
+def test_parse_inputs_option():
+    assert gencase.parse_inputs_option("dy=uniform:-1:1,cos=rope:10000,sin=rope:500000:4096") == {
+        "dy": {"uniform": [-1, 1]}, "cos": {"rope": {"base": 10000, "offset": 0}},
+        "sin": {"rope": {"base": 500000, "offset": 4096}}}
+    assert gencase.parse_inputs_option("all=normal:0:1e-3") == {
+        tensor: {"normal": [0, 0.001]} for tensor in ("dy", "cos", "sin")}
+    assert gencase.parse_inputs_option("dy=values:1;2.5;-3, sin=file:tables/s.npy") == {
+        "dy": {"values": [1, 2.5, -3]}, "sin": {"file": "tables/s.npy"}}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"), ("dy", "not TENSOR=KIND"), ("dx=uniform:-1:1", "unknown tensor 'dx'"),
+    ("dy=uniform:-1", "two numbers"), ("dy=uniform:a:1", "'a' is not a number"),
+    ("dy=gauss:0:1", "unknown input kind 'gauss'"), ("dy=rope:10000", "cos and sin only"),
+    ("dy=uniform:0:1,dy=normal:0:1", "dy is set twice"), ("cos=rope:1:2:3", "BASE"),
+    ("dy=values:", "values takes"), ("sin=file:", "needs a path"),
+])
+def test_parse_inputs_option_rejects_junk(text, message):
+    with pytest.raises(PrmgError, match=message):
+        gencase.parse_inputs_option(text)
+
+
+# ----- YAML ------------------------------------------------------------------------------------------
+
+def test_dump_yaml_round_trips_with_header_and_comments():
+    case = gencase.case_from_options(shape=(1, 1, 1, 8), name="c1", inputs="dy=uniform:-1e30:1e30")
+    doc = gencase.document([case], defaults={"tags": ["x"]}, header=["first line", "second"],
+                           comments={"c1": "about c1"})
+    text = gencase.dump_yaml(doc)
+    assert text.startswith("# first line\n# second\n")
+    assert "# about c1\n- name: c1\n" in text
+    assert "dy: {uniform: [-1.0e+30, 1.0e+30]}" in text
+    data = yaml.safe_load(text)
+    assert data == {"defaults": {"tags": ["x"]}, "cases": [case]}
+
+
+def test_append_cases_adds_and_refuses_duplicates(tmp_path):
+    path = tmp_path / "sub" / "mine.yaml"
+    first = gencase.case_from_options(shape=(1, 2, 2, 16), name="first")
+    second = gencase.case_from_options(shape=(1, 1, 1, 2048), name="second", expect="error")
+    gencase.append_cases(path, [first])
+    gencase.append_cases(path, [second])
+    assert [case.name for case in load_cases([path])] == ["first", "second"]
+    before = path.read_text()
+    with pytest.raises(PrmgError, match="already in the file") as info:
+        gencase.append_cases(path, [first])
+    assert info.value.case == "first" and path.read_text() == before
+    path.write_text("defaults: {dtype: float16}\ncases:\n- {name: hand, shape: [1, 1, 1, 4]}\n")
+    gencase.append_cases(path, [first])
+    assert [(c.name, c.dtype) for c in load_cases([path])] == [("hand", "float16"), ("first", "float32")]
+    path.write_text("just: text\n")
+    with pytest.raises(PrmgError, match="not a case file"):
+        gencase.append_cases(path, [first])

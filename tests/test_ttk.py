@@ -1,0 +1,155 @@
+"""import-ttk: the upstream TTK list becomes 14 valid cases; bad rows are reported by row number."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from prmg_cli import gencase, ttk
+from prmg_cli.cases import load_cases, validate
+from prmg_cli.errors import PrmgError
+
+ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM = ROOT.parent / "shared" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"
+SHIPPED = ROOT / "cases" / "ttk_upstream.yaml"
+COLUMNS = ("testcase_name,network_name,op_name,input_shapes,input_dtypes,input_formats,output_shapes,"
+           "output_dtypes,output_formats,input_ori_shapes,input_ori_formats,output_ori_shapes,output_ori_formats,"
+           "attributes,input_data_ranges,precision_tolerances,absolute_precision,output_inplace_indexes,"
+           "output_shape_unknown_indexes,is_enabled,remark,soc_series,priority,dump_file_prefix,"
+           "manual_input_binaries,manual_golden_binaries").split(",")
+needs_upstream = pytest.mark.skipif(not UPSTREAM.is_file(), reason=f"{UPSTREAM} is not on this machine")
+
+
+def row(**fields) -> dict:
+    """A valid TTK row of this operator (fp32, slice [8, 24) of D = 32), with ``fields`` replaced."""
+    base = {"testcase_name": "ok", "op_name": "inplace_partial_rotary_mul_grad",
+            "input_shapes": "((2, 3, 4, 32), (1, 3, 1, 16), (1, 3, 1, 16))",
+            "input_dtypes": "('float32', 'float32', 'float32')", "input_formats": "('ND',)",
+            "attributes": "{'rotary_mode': 1, 'partial_slice': [8, 24]}",
+            "input_data_ranges": "((-2, 2), (-1, 1), (-0.5, 0.5))", "precision_tolerances": "((0.001, 0.001),)",
+            "absolute_precision": "1e-8", "is_enabled": "True", "remark": ""}
+    base.update(fields)
+    return base
+
+
+def write_csv(tmp_path: Path, rows: list[dict]) -> Path:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    path = tmp_path / "list.csv"
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+    return path
+
+
+def load(tmp_path: Path, doc: dict):
+    path = tmp_path / "imported.yaml"
+    path.write_text(gencase.dump_yaml(doc), encoding="utf-8")
+    return load_cases([path])
+
+
+@needs_upstream
+def test_upstream_list_gives_fourteen_valid_cases(tmp_path):
+    doc, notes = ttk.import_ttk(UPSTREAM)
+    assert notes == []
+    cases = load(tmp_path, doc)
+    validate(cases, frozenset({1}))
+    assert len(cases) == 14
+    by_name = {case.name: case for case in cases}
+    mixed = by_name["edge_bf16_mixed_cosfp32"]
+    assert (mixed.dtype, mixed.cos_dtype, mixed.sin_dtype) == ("bfloat16", "float32", "float32")
+    odd = by_name["edge_odd_len46_fp16"]
+    assert odd.shape == (2, 3, 4, 96) and odd.cos_shape == (1, 1, 1, 46) and odd.partial_slice == (25, 71)
+    assert all(case.rotary_mode == 1 and case.tags == ("ttk",) for case in cases)
+    assert all(case.standard == "double_thousandth" for case in cases)
+    assert dict(by_name["edge_bf16_full"].tolerance) == {"rel": 0.01, "share": 0.01, "atol": 1e-8, "cap": 0.0}
+    assert dict(by_name["iprmg_fp32_01"].tolerance) == {"rel": 0.001, "share": 0.001, "atol": 1e-8, "cap": 0.0}
+    assert all(tuple(case.dy_input.args) == (-1, 1) for case in cases)
+    assert "# TTK row 3: mid slice + passthrough\n- name: edge_midslice_fp32\n" in gencase.dump_yaml(doc)
+
+
+@needs_upstream
+def test_shipped_import_equals_a_fresh_one():
+    doc, _ = ttk.import_ttk(UPSTREAM)
+    assert SHIPPED.read_text(encoding="utf-8") == gencase.dump_yaml(doc), \
+        "cases/ttk_upstream.yaml drifted; regenerate with prmg import-ttk"
+
+
+def test_shipped_import_has_fourteen_cases():
+    cases = load_cases([SHIPPED])
+    assert len(cases) == 14 and all("ttk" in case.tags for case in cases)
+
+
+def test_a_row_maps_every_field(tmp_path):
+    doc, notes = ttk.import_ttk(write_csv(tmp_path, [row(testcase_name="my case/1", remark="a note",
+                                                         input_dtypes="('bfloat16', 'float16', 'float16')")]))
+    assert notes == ["row 1 (my case/1): named 'my_case_1'"]
+    case, = load(tmp_path, doc)
+    assert case.name == "my_case_1"
+    assert case.shape == (2, 3, 4, 32) and case.cos_shape == case.sin_shape == (1, 3, 1, 16)
+    assert case.partial_slice == (8, 24) and case.rotary_mode == 1
+    assert (case.dtype, case.cos_dtype, case.sin_dtype) == ("bfloat16", "float16", "float16")
+    assert [tuple(spec.args) for spec in (case.dy_input, case.cos_input, case.sin_input)] == \
+        [(-2, 2), (-1, 1), (-0.5, 0.5)]
+    assert "# TTK row 1: a note\n" in gencase.dump_yaml(doc)
+
+
+def test_bad_rows_are_reported_by_number_and_good_ones_kept(tmp_path):
+    marker = tmp_path / "executed"
+    rows = [
+        row(testcase_name="good1"),
+        row(testcase_name="off", is_enabled="False"),
+        row(testcase_name="other", op_name="rotary_mul"),
+        row(testcase_name="junk", input_shapes="((2, 3, 4, 32), (1, 3, 1, 16)"),
+        row(testcase_name="two", input_shapes="((2, 3, 4, 32), (1, 3, 1, 16))"),
+        row(testcase_name="nz", input_formats="('FRACTAL_NZ',)"),
+        row(testcase_name="big", input_shapes="((1, 1, 1, 2048), (1, 1, 1, 16), (1, 1, 1, 16))"),
+        row(testcase_name="evil", attributes=f"__import__('os').system('touch {marker}')"),
+        row(testcase_name="noattr", attributes="{'rotary_mode': 1}"),
+        row(testcase_name="int", input_dtypes="('int32', 'float32', 'float32')"),
+        row(testcase_name="good1"),
+        row(testcase_name="tol", precision_tolerances="((0.001, 0.001), (0.1, 0.1))"),
+        row(testcase_name="good2", precision_tolerances="", absolute_precision=""),
+    ]
+    doc, notes = ttk.import_ttk(write_csv(tmp_path, rows))
+    assert not marker.exists()
+    cases = load(tmp_path, doc)
+    assert [case.name for case in cases] == ["good1", "good1_row11", "good2"]
+    assert cases[2].standard is None and cases[2].tolerance == ()
+    expected = {
+        2: "is_enabled False — skipped",
+        3: "op_name rotary_mul is not inplace_partial_rotary_mul_grad",
+        4: "cannot parse input_shapes",
+        5: "expected 3 entries",
+        6: "is not ND",
+        7: "D = 2048 exceeds 1024",
+        8: "cannot parse attributes",
+        9: "partial_slice",
+        10: "int32",
+        11: "named 'good1_row11'",
+        12: "precision_tolerances",
+    }
+    assert len(notes) == len(expected)
+    for note, (number, fragment) in zip(notes, sorted(expected.items())):
+        assert note.startswith(f"row {number} (") and fragment in note, note
+    assert all(f"left out: {note}" in gencase.dump_yaml(doc) for note in notes)
+
+
+def test_a_row_with_missing_fields_is_reported(tmp_path):
+    path = write_csv(tmp_path, [row()])
+    path.write_text(path.read_text() + "short,,inplace_partial_rotary_mul_grad\n")
+    doc, notes = ttk.import_ttk(path)
+    assert len(doc["cases"]) == 1
+    assert notes == ["row 2 (short): its number of fields differs from the header's — skipped"]
+
+
+def test_a_file_that_is_not_a_ttk_list_is_an_error(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(PrmgError, match="missing column"):
+        ttk.import_ttk(path)
+    with pytest.raises(PrmgError, match="cannot read"):
+        ttk.import_ttk(tmp_path / "absent.csv")
