@@ -1,10 +1,25 @@
-"""Seeded, reproducible inputs for a case: uniform, normal, explicit values, .npy files, RoPE tables."""
+"""Seeded, reproducible inputs for a case: uniform, normal, explicit values, .npy files, RoPE tables.
+
+Every tensor gets its own generator, ``PCG64(SeedSequence([case.seed, tensor index]))`` with the
+index 0 for dy, 1 for cos, 2 for sin, so the same case gives the same bits on every machine. Values
+are drawn in float64 and rounded once to the tensor's dtype (a bfloat16 draw is a legitimate bfloat16
+number); large tensors are generated in chunks straight into the output, with the same result as
+generating them at once.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+
+from prmg_cli import dtypes
+from prmg_cli.errors import PrmgError
+
+TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
+CHUNK_ELEMENTS = 1 << 20
+_HALF, _INTERLEAVE, _QUARTER, _INTERLEAVE_HALF = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -14,3 +29,167 @@ class Inputs:
     dy: np.ndarray
     cos: np.ndarray
     sin: np.ndarray
+
+
+def default_seed(name: str) -> int:
+    """A seed derived stably from a case name: the first 8 bytes of its SHA-256, masked to 63 bits."""
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def tensor_generator(seed: int, tensor: str) -> np.random.Generator:
+    """The generator of one tensor of a case: ``PCG64(SeedSequence([seed, tensor index]))``."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), TENSOR_INDEX[tensor]])))
+
+
+def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
+    """dy, cos and sin of ``case`` as its ``dy_input``/``cos_input``/``sin_input`` describe them.
+
+    Shapes that a negative case uses (not 4-D, zero-sized) are built as given. Mistakes in the specs
+    (wrong argument count, a value list of the wrong length, a missing or mismatched .npy file) raise
+    ``PrmgError`` naming the case and the field ``inputs.<tensor>``.
+    """
+    shapes = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}
+    dtype_names = {"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}
+    made = {}
+    for tensor in TENSOR_INDEX:
+        try:
+            dtype = dtypes.to_numpy(dtype_names[tensor])
+        except KeyError:
+            field = "dtype" if tensor == "dy" else f"{tensor}_dtype"
+            raise PrmgError(f"unknown dtype '{dtype_names[tensor]}'", file=case.source, case=case.name,
+                            field=field) from None
+        made[tensor] = _make_tensor(case, tensor, tuple(int(n) for n in shapes[tensor]), dtype,
+                                    chunk_elements)
+    return Inputs(**made)
+
+
+def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
+                 chunk_elements: int) -> np.ndarray:
+    spec = case.input_spec(tensor)
+    field = f"inputs.{tensor}.{spec.kind}"
+
+    def fail(reason: str) -> PrmgError:
+        return PrmgError(reason, file=case.source, case=case.name, field=field)
+
+    args = tuple(spec.args)
+    if spec.kind in ("uniform", "normal"):
+        numbers = _numbers(args, 2, fail)
+        if spec.kind == "normal" and numbers[1] < 0:
+            raise fail(f"the standard deviation must be >= 0, got {numbers[1]}")
+        return _draw(tensor_generator(case.seed, tensor), spec.kind, numbers, shape, dtype, chunk_elements)
+    if spec.kind == "values":
+        return _from_values(args, shape, dtype, fail)
+    if spec.kind == "file":
+        if len(args) != 1 or not isinstance(args[0], str):
+            raise fail(f"expected one .npy path, got {args!r}")
+        return _from_file(args[0], shape, dtype, fail)
+    if spec.kind == "rope":
+        if tensor == "dy":
+            raise fail("a RoPE table is for cos and sin only")
+        if len(args) not in (1, 2):
+            raise fail(f"expected (base,) or (base, position_offset), got {args!r}")
+        base, offset = _numbers(args, len(args), fail) + ((0.0,) if len(args) == 1 else ())
+        if not base > 0:
+            raise fail(f"the base must be > 0, got {base}")
+        angles = rope_angles(shape, case.rotary_mode, base, offset)
+        return _round(np.cos(angles) if tensor == "cos" else np.sin(angles), dtype)
+    raise fail(f"unknown input kind '{spec.kind}' (expected uniform, normal, values, file or rope)")
+
+
+def _numbers(args: tuple, count: int, fail) -> tuple[float, ...]:
+    """``args`` as ``count`` finite floats."""
+    if len(args) != count:
+        raise fail(f"expected {count} numbers, got {args!r}")
+    try:
+        numbers = tuple(float(a) for a in args)
+    except (TypeError, ValueError):
+        raise fail(f"expected numbers, got {args!r}") from None
+    if not all(np.isfinite(numbers)):
+        raise fail(f"expected finite numbers, got {args!r}")
+    return numbers
+
+
+def _round(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float64 ``values`` rounded once to ``dtype`` (non-float dtypes: cast, for negative cases)."""
+    return values.astype(dtype, casting="unsafe")
+
+
+def _draw(generator: np.random.Generator, kind: str, params: tuple[float, float], shape: tuple[int, ...],
+          dtype: np.dtype, chunk_elements: int) -> np.ndarray:
+    """Draws of ``kind`` (uniform(lo, hi) or normal(mean, std)) in float64, written chunk by chunk into
+    a new array of ``dtype``; the stream is consumed in order, so the chunk size does not matter."""
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    chunk_elements = max(1, int(chunk_elements))
+    for begin in range(0, flat.size, chunk_elements):
+        count = min(chunk_elements, flat.size - begin)
+        if kind == "uniform":
+            draws = generator.uniform(params[0], params[1], count)
+        else:
+            draws = generator.normal(params[0], params[1], count)
+        np.copyto(flat[begin:begin + count], draws, casting="unsafe")
+    return out
+
+
+def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:
+    """A flat C-order list of numbers, exactly as many as the tensor has elements."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if len(args) != size:
+        raise fail(f"{len(args)} values given but the tensor {tuple(shape)} has {size} elements")
+    try:
+        values = np.array(args, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise fail("the values must all be numbers") from None
+    return _round(values.reshape(shape), dtype)
+
+
+def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:
+    """A .npy file (pickles refused) of exactly the tensor's shape; uint16 data for a bfloat16 tensor
+    are its bit patterns, other numeric data are rounded to the tensor's dtype."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise fail(f"no such file: {path}") from None
+    except (OSError, ValueError, EOFError) as error:
+        raise fail(f"cannot read {path} as a .npy array ({error})") from None
+    if not isinstance(array, np.ndarray):
+        raise fail(f"{path} does not hold a single array")
+    if array.shape != tuple(shape):
+        raise fail(f"{path} has shape {array.shape}, the tensor needs {tuple(shape)}")
+    if dtype == dtypes.to_numpy("bfloat16") and array.dtype == np.uint16:
+        return array.view(dtype).copy()
+    if array.dtype.kind not in "biuf" and array.dtype != dtype:
+        raise fail(f"{path} holds {array.dtype} data, not numbers")
+    return array.astype(dtype, casting="unsafe")
+
+
+def rope_angles(shape: tuple[int, ...], rotary_mode: int, base: float, position_offset: float = 0.0) -> np.ndarray:
+    """The float64 angle table ``theta`` of a real RoPE, laid out for ``rotary_mode``, broadcast to ``shape``.
+
+    Position ``pos = position_offset + s`` with ``s`` the index along the S axis (axis -3; 0 for
+    tensors of fewer than 3 axes). With ``L = shape[-1]`` and ``inv_freq_j = base**(-2j/L)``:
+      half, interleave-half: ``cat(theta_0..theta_{L/2-1}, theta_0..theta_{L/2-1})``
+      interleave:            ``theta_0, theta_0, theta_1, theta_1, ...``
+      quarter:               each half of the slice is a half-layout table of length ``L/2``
+                             (frequencies ``base**(-2j/(L/2))``)
+    where ``theta_j = pos * inv_freq_j``.
+    """
+    length = shape[-1] if shape else 0
+    lane = np.arange(length)
+    if rotary_mode == _INTERLEAVE:
+        frequency_index, period = lane // 2, length
+    elif rotary_mode == _QUARTER:
+        half = (length + 1) // 2
+        frequency_index, period = (lane % max(half, 1)) % max((half + 1) // 2, 1), half
+    else:
+        frequency_index, period = lane % max((length + 1) // 2, 1), length
+    inv_freq = float(base) ** (-2.0 * frequency_index / max(period, 1))
+    positions_count = shape[-3] if len(shape) >= 3 else 1
+    positions = position_offset + np.arange(positions_count, dtype=np.float64)
+    angles = positions[:, None] * inv_freq[None, :]
+    if len(shape) >= 3:
+        angles = angles.reshape((positions_count, 1, length))
+    else:
+        angles = angles[0]
+    return np.broadcast_to(angles, shape)

@@ -1,0 +1,282 @@
+"""The golden of InplacePartialRotaryMulGrad for all four rotary modes, and the forward it is the adjoint of.
+
+Notation (``shared/docs/operator.md``): ``g = dy[..., start:end]`` of length ``L = end - start``,
+``c = cos``, ``s = sin`` (length ``L``, broadcast over B, S, N). Every mode pairs the slice's elements
+``(p, q)`` and writes the pair's two results to output positions ``(p', q')``::
+
+    dx[p'] = c[p]*g[p] + s[q]*g[q]
+    dx[q'] = c[q]*g[q] - s[p]*g[p]
+
+  half (0):            p = k,      q = k + L/2,          p' = p,   q' = q       (k < L/2)
+  interleave (1):      p = 2k,     q = 2k + 1,           p' = p,   q' = q       (k < L/2)
+  quarter (2):         the half rule on each half of the slice
+  interleave-half (3): p = k,      q = k + L/2,          p' = 2k,  q' = 2k + 1  (k < L/2)
+
+Outside the slice ``dx == dy`` bit for bit. The golden computes in float64 (products of float32,
+float16 or bfloat16 numbers are exact there), then rounds once to dy's dtype.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
+
+# Row blocks of about this many slice elements fit, with their float64 work buffers, in a core's L2.
+_BLOCK_ELEMENTS = 1 << 15
+
+
+@dataclass(frozen=True)
+class PairBlock:
+    """One family of pairs along the slice axis, each field a ``slice`` of the slice-local last axis.
+
+    ``first``/``second`` select ``p``/``q`` in ``g, c, s``; ``first_out``/``second_out`` select
+    ``p'``/``q'`` in ``dx``.
+    """
+
+    first: slice
+    second: slice
+    first_out: slice
+    second_out: slice
+
+
+def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
+    """The pairing of ``rotary_mode`` over a slice of ``length`` elements (see the module docstring)."""
+    half = length // 2
+    if rotary_mode == HALF:
+        return (PairBlock(slice(0, half), slice(half, length), slice(0, half), slice(half, length)),)
+    if rotary_mode == INTERLEAVE:
+        odd, even = slice(1, length, 2), slice(0, length, 2)
+        return (PairBlock(even, odd, even, odd),)
+    if rotary_mode == QUARTER:
+        quarter = length // 4
+        return tuple(PairBlock(slice(lo, lo + quarter), slice(lo + quarter, lo + 2 * quarter),
+                               slice(lo, lo + quarter), slice(lo + quarter, lo + 2 * quarter))
+                     for lo in (0, half))
+    if rotary_mode == INTERLEAVE_HALF:
+        return (PairBlock(slice(0, half), slice(half, length),
+                          slice(0, length, 2), slice(1, length, 2)),)
+    raise ValueError(f"rotary_mode must be 0..3, got {rotary_mode}")
+
+
+def _check(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+           partial_slice) -> tuple[int, int]:
+    """Validate the arguments of the golden; returns ``(start, end)``."""
+    start, end = (int(v) for v in partial_slice)
+    if dy.ndim != 4 or cos.ndim != 4 or sin.ndim != 4:
+        raise ValueError(f"dy, cos and sin must be 4-D, got {dy.shape}, {cos.shape}, {sin.shape}")
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos shape {cos.shape} != sin shape {sin.shape}")
+    if not 0 <= start <= end <= dy.shape[-1]:
+        raise ValueError(f"partial_slice [{start}, {end}) outside D = {dy.shape[-1]}")
+    length = end - start
+    if length == 0:
+        return start, end
+    if cos.shape[-1] != length:
+        raise ValueError(f"cos last axis {cos.shape[-1]} != slice length {length}")
+    for axis in range(3):
+        if cos.shape[axis] not in (1, dy.shape[axis]):
+            raise ValueError(f"cos axis {axis} = {cos.shape[axis]} is neither 1 nor {dy.shape[axis]}")
+    if length % (4 if rotary_mode == QUARTER else 2):
+        raise ValueError(f"slice length {length} does not split into the pairs of mode {rotary_mode}")
+    pair_blocks(rotary_mode, length)
+    return start, end
+
+
+def rotary_grad_slice(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                      partial_slice, *, compute_dtype=np.float64) -> np.ndarray:
+    """``dx`` over the slice only, shape ``(B, S, N, L)``, computed entirely in ``compute_dtype``.
+
+    ``g``, ``c`` and ``s`` are cast to ``compute_dtype``; each product ``c[p]*g[p]``, ``s[q]*g[q]`` and
+    the sum (difference) of the pair are rounded in it. With float64 this is the high-precision golden
+    before its final rounding; with dy's own dtype it is the same-precision CPU computation that the
+    double-benchmark standard compares the device against.
+    """
+    start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
+    compute_dtype = np.dtype(compute_dtype)
+    length = end - start
+    g = dy[..., start:end].astype(compute_dtype)
+    c = cos.astype(compute_dtype)
+    s = sin.astype(compute_dtype)
+    dx = np.empty(dy.shape[:3] + (length,), compute_dtype)
+    for block in pair_blocks(rotary_mode, length) if length else ():
+        p, q = block.first, block.second
+        dx[..., block.first_out] = c[..., p] * g[..., p] + s[..., q] * g[..., q]
+        dx[..., block.second_out] = c[..., q] * g[..., q] - s[..., p] * g[..., p]
+    return dx
+
+
+def rotary_grad_magnitude(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                          partial_slice) -> np.ndarray:
+    """Per output element of the slice, the sum of its two products' magnitudes, float64 ``(B, S, N, L)``::
+
+        m[p'] = |c[p]*g[p]| + |s[q]*g[q]|,    m[q'] = |c[q]*g[q]| + |s[p]*g[p]|
+
+    e.g. interleave ``m[2k] = |c[2k]*g[2k]| + |s[2k+1]*g[2k+1]|``. Rounding errors of a correct kernel
+    scale with ``m``, not with ``|dx|`` (the two products may cancel).
+    """
+    start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
+    length = end - start
+    g = np.abs(dy[..., start:end].astype(np.float64))
+    c = np.abs(cos.astype(np.float64))
+    s = np.abs(sin.astype(np.float64))
+    magnitude = np.empty(dy.shape[:3] + (length,), np.float64)
+    for block in pair_blocks(rotary_mode, length) if length else ():
+        p, q = block.first, block.second
+        magnitude[..., block.first_out] = c[..., p] * g[..., p] + s[..., q] * g[..., q]
+        magnitude[..., block.second_out] = c[..., q] * g[..., q] + s[..., p] * g[..., p]
+    return magnitude
+
+
+def _block_indices(rows_shape: tuple[int, ...], row_elements: int,
+                   broadcast_axes: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """Index tuples (slices only, so every axis is kept) that cut the leading axes ``rows_shape``
+    (B, S, N) into blocks of about ``_BLOCK_ELEMENTS / row_elements`` rows.
+
+    Axes before the split axis go one index at a time, the split axis in steps, later axes whole.
+    Blocks are ordered so that the axes in ``broadcast_axes`` (where cos/sin have size 1) vary fastest:
+    consecutive blocks then read the same part of the cos/sin tables.
+    """
+    target_rows = max(1, _BLOCK_ELEMENTS // max(1, row_elements))
+    split_axis, inner_rows = len(rows_shape) - 1, 1
+    for axis in range(len(rows_shape)):
+        inner = int(np.prod(rows_shape[axis + 1:], dtype=np.int64))
+        if inner <= target_rows:
+            split_axis, inner_rows = axis, inner
+            break
+    step = max(1, target_rows // inner_rows)
+    parts = []
+    for axis, size in enumerate(rows_shape):
+        if axis < split_axis:
+            parts.append([slice(i, i + 1) for i in range(size)])
+        elif axis == split_axis:
+            parts.append([slice(lo, min(lo + step, size)) for lo in range(0, size, step)])
+        else:
+            parts.append([slice(None)])
+    order = sorted(range(len(rows_shape)), key=lambda axis: axis in broadcast_axes)
+    blocks = []
+    for combination in itertools.product(*(parts[axis] for axis in order)):
+        index = [slice(None)] * len(rows_shape)
+        for axis, part in zip(order, combination):
+            index[axis] = part
+        blocks.append(tuple(index))
+    return blocks
+
+
+class _BlockEvaluator:
+    """Evaluates ``dx`` block by block in reused float64 buffers (one evaluator per thread).
+
+    Pair ``k`` of a block becomes the complex number ``z[k] = g[p] + i*g[q]`` (for interleave this is
+    just g widened to float64 and viewed as complex128). With the tables ``a[k] = c[p] - i*s[q]`` and
+    ``b[k] = c[q] - i*s[p]``, the two results of the pair are parts of complex products::
+
+        Re(z*a) = c[p]*g[p] + s[q]*g[q] = dx[p'],      Im(z*b) = c[q]*g[q] - s[p]*g[p] = dx[q']
+
+    Each is two products exact in float64 and one rounded sum, so this equals the plain formula bit for
+    bit, while numpy does both products and the sum in one pass. Per block: copy dy's rows to dx,
+    gather ``z``, multiply by ``a`` and ``b``, then round ``Re(z*a)``, ``Im(z*b)`` into dx's slice.
+    """
+
+    def __init__(self, dy, cos, sin, dx, start: int, end: int, pairs: tuple[PairBlock, ...]):
+        self.dy, self.cos, self.sin, self.dx = dy, cos, sin, dx
+        self.start, self.end = start, end
+        length = end - start
+        self.pairs = []   # (PairBlock, the slice of pair numbers k it covers)
+        for pair in pairs:
+            first = len(self.pairs) and self.pairs[-1][1].stop
+            count = len(range(*pair.first.indices(length)))
+            self.pairs.append((pair, slice(first, first + count)))
+        even, odd = slice(0, length, 2), slice(1, length, 2)
+        self.adjacent_in = len(pairs) == 1 and (pairs[0].first, pairs[0].second) == (even, odd)
+        self.adjacent_out = len(pairs) == 1 and (pairs[0].first_out, pairs[0].second_out) == (even, odd)
+        size = max(_BLOCK_ELEMENTS, length)
+        self.buffers = [np.empty(size, np.float64) for _ in range(4)]
+        self.table_key = None
+
+    def _tables(self, index: tuple[slice, ...], shape: tuple[int, ...]):
+        """The complex tables ``a``, ``b`` for a block whose slice has ``shape``, expanded to it."""
+        pair_shape = shape[:-1] + (shape[-1] // 2,)
+        a, b = (buffer[:int(np.prod(shape))].view(np.complex128).reshape(pair_shape)
+                for buffer in self.buffers[2:])
+        table_index = tuple(slice(None) if size == 1 else part
+                            for part, size in zip(index, self.cos.shape))
+        key = (table_index, shape)
+        if key != self.table_key:
+            self.table_key = key
+            cos_part, sin_part = self.cos[table_index], self.sin[table_index]
+            compact_shape = cos_part.shape[:-1] + pair_shape[-1:]
+            compact = compact_shape == pair_shape
+            a_part, b_part = (a, b) if compact else (np.empty(compact_shape, np.complex128) for _ in "ab")
+            for pair, ks in self.pairs:
+                p, q = pair.first, pair.second
+                np.copyto(a_part.real[..., ks], cos_part[..., p], casting="unsafe")
+                np.negative(sin_part[..., q], out=a_part.imag[..., ks], dtype=np.float64, casting="unsafe")
+                np.copyto(b_part.real[..., ks], cos_part[..., q], casting="unsafe")
+                np.negative(sin_part[..., p], out=b_part.imag[..., ks], dtype=np.float64, casting="unsafe")
+            if not compact:
+                np.copyto(a, a_part)
+                np.copyto(b, b_part)
+        return a, b
+
+    def run(self, blocks: list[tuple[slice, ...]]) -> None:
+        for index in blocks:
+            dx_block = self.dx[index]
+            np.copyto(dx_block, self.dy[index])
+            g = dx_block[..., self.start:self.end]
+            pair_shape = g.shape[:-1] + (g.shape[-1] // 2,)
+            z, zb = (buffer[:g.size].view(np.complex128).reshape(pair_shape) for buffer in self.buffers[:2])
+            a, b = self._tables(index, g.shape)
+            if self.adjacent_in:
+                np.copyto(z.view(np.float64), g, casting="unsafe")
+            else:
+                for pair, ks in self.pairs:
+                    np.copyto(z.real[..., ks], g[..., pair.first], casting="unsafe")
+                    np.copyto(z.imag[..., ks], g[..., pair.second], casting="unsafe")
+            np.multiply(z, b, out=zb)
+            np.multiply(z, a, out=z)
+            if self.adjacent_out:
+                np.copyto(z.imag, zb.imag)
+                np.copyto(g, z.view(np.float64), casting="unsafe")
+            else:
+                for pair, ks in self.pairs:
+                    np.copyto(g[..., pair.first_out], z.real[..., ks], casting="unsafe")
+                    np.copyto(g[..., pair.second_out], zb.imag[..., ks], casting="unsafe")
+
+
+def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                                    partial_slice, *, workers: int | None = None) -> np.ndarray:
+    """The operator's result ``dx`` as a new array in dy's dtype; ``dy`` itself is not modified.
+
+    Over the slice ``dx[p'] = c[p]*g[p] + s[q]*g[q]``, ``dx[q'] = c[q]*g[q] - s[p]*g[p]`` (pairing per
+    mode in the module docstring), each product and the sum in float64 (products of float32/float16/
+    bfloat16 numbers are exact), rounded once to dy's dtype. Outside the slice ``dx`` is a bit-exact copy
+    of ``dy`` (NaN payloads included). An empty slice returns a copy of ``dy``.
+
+    Evaluated at memory speed in cache-sized blocks of rows (see ``_BlockEvaluator``), split over
+    ``workers`` threads (default: up to 2, by the CPU count; numpy releases the GIL in its loops).
+    """
+    start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
+    dx = np.empty(dy.shape, dy.dtype)
+    if start == end or dx.size == 0:
+        np.copyto(dx, dy)
+        return dx
+    pairs = pair_blocks(rotary_mode, end - start)
+    broadcast_axes = tuple(axis for axis in range(3) if cos.shape[axis] == 1 and dy.shape[axis] > 1)
+    blocks = _block_indices(dy.shape[:3], dy.shape[-1], broadcast_axes)
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1)
+    workers = max(1, min(workers, len(blocks) // 4))
+    shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
+    evaluators = [_BlockEvaluator(dy, cos, sin, dx, start, end, pairs) for _ in shares]
+    if workers == 1:
+        evaluators[0].run(blocks)
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            for done in [pool.submit(e.run, share) for e, share in zip(evaluators, shares)]:
+                done.result()
+    return dx
