@@ -23,14 +23,18 @@ value rounded, so before its final rounding it is within ``E = 2u*m`` of the exa
 cancellation can make arbitrarily small. The final rounding to dy's dtype moves that value by at most
 half the dtype's spacing at it, and it lies within ``|golden| + E`` of zero. Hence, per element::
 
-    budget = budget_scale * (E + ulp_dy(|golden| + E)) + 4 * 2^-126,    E = 2^-23 * m
+    budget = budget_scale * (E + ulp_dy(|golden| + E)) + min(4 * 2^-126, m) + 2^-147,    E = 2^-23 * m
 
 where ``golden`` is the float64 result (products of float32/float16/bfloat16 numbers are exact in
 float64, the sum is rounded once at 2^-53) and ``ulp_dy(x)`` the spacing of dy's dtype at ``x``
 (``2^(floor(log2 x) - p + 1)``, never below the dtype's smallest subnormal). Allowing a full ulp
 instead of half gives twice the needed room for the final rounding (so truncating conversions and the
-``u^2*m`` term fit too), and ``4 * 2^-126`` covers a kernel that flushes float32 subnormal inputs,
-products or sums to zero. An element is wrong when ``|actual - golden| > budget``; an infinity is
+``u^2*m`` term fit too). The two last terms are for float32's subnormal range, where the relative
+bound ``u`` does not hold: gradual underflow errs by at most half of 2^-149 in each of the three
+operations (< 2^-147 together), and a kernel that flushes subnormal inputs, products or sums to zero
+errs by less than ``4 * 2^-126`` (for ``|c|, |s| <= 1``) and never by more than about ``m`` (a flush
+replaces a value by 0, and every value involved is at most ``m``) -- so flushing is allowed, yet a
+kernel that does nothing still fails on subnormal data. An element is wrong when ``|actual - golden| > budget``; an infinity is
 accepted where ``|golden| + budget`` reaches dy's overflow threshold (the float32 sum may round up to
 it), any non-finite value where ``m`` reaches float32's overflow (a product overflowed in float32).
 This passes a correct float32 kernel on any data -- tiny, subnormal, huge, near the dtype's maximum,
@@ -113,6 +117,7 @@ SMALL_VALUES: dict[str, tuple[float, float]] = {
 
 U32 = 2.0 ** -24                 # float32 unit roundoff
 FTZ_FLOOR = 4 * 2.0 ** -126      # a float32 kernel flushing subnormal inputs, products or sums to zero
+UNDERFLOW_FLOOR = 2.0 ** -147    # gradual underflow: half of 2^-149 in each of three float32 operations
 FP32_OVERFLOW = 2.0 ** 128       # a product this large overflows in float32
 _RELATIVE_EPS = 1e-7             # denominator guard of MERE/MARE: |a - g| / (|g| + 1e-7)
 _WORST = 5                       # worst elements listed on failure
@@ -250,12 +255,14 @@ class _Judgement:
 
 def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: _Format,
                    scale: float = 1.0) -> np.ndarray:
-    """``budget = scale * (E + ulp_dy(|golden| + E)) + 4 * 2^-126`` with ``E = 2^-23 * m`` (module docstring)."""
+    """``budget = scale * (E + ulp_dy(|golden| + E)) + min(4 * 2^-126, m) + 2^-147`` with ``E = 2^-23 * m``
+    (module docstring)."""
     computation = magnitude * (2 * U32)
     budget = fmt.ulp(golden_magnitude + computation)
     budget += computation
     budget *= scale
-    budget += FTZ_FLOOR
+    budget += np.minimum(magnitude, FTZ_FLOOR)
+    budget += UNDERFLOW_FLOOR
     return budget
 
 

@@ -42,17 +42,19 @@ def lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def _rotate(dy, cos, sin, mode, partial_slice, *, compute=np.float32, lane_mode=None,
-            own_sin=False, sign_fault=False):
-    """The slice's ``dx`` computed in ``compute`` (every operand and operation rounded there)."""
+            own_sin=False, sign_fault=False, flush=False):
+    """The slice's ``dx`` computed in ``compute`` (every operand and operation rounded there);
+    ``flush``: float32 subnormal operands, products and sums become zero (flush-to-zero hardware)."""
     start, end = partial_slice
     own, partner, sign = lane_map(mode if lane_mode is None else lane_mode, end - start)
     if sign_fault:
         sign = np.ones_like(sign)
-    g = dy[..., start:end].astype(compute)
-    c, s = cos.astype(compute), sin.astype(compute)
-    cos_term = c[..., own] * g[..., own]
-    sin_term = (s[..., own] if own_sin else s[..., partner]) * g[..., partner]
-    return cos_term + sign.astype(compute) * sin_term
+    ftz = (lambda x: np.where(np.abs(x) < 2.0 ** -126, 0, x).astype(x.dtype)) if flush else (lambda x: x)
+    g = ftz(dy[..., start:end].astype(compute))
+    c, s = ftz(cos.astype(compute)), ftz(sin.astype(compute))
+    cos_term = ftz(c[..., own] * g[..., own])
+    sin_term = ftz((s[..., own] if own_sin else s[..., partner]) * g[..., partner])
+    return ftz(cos_term + sign.astype(compute) * sin_term)
 
 
 def _kernel(dy, cos, sin, mode, partial_slice, **fault):
@@ -64,9 +66,10 @@ def _kernel(dy, cos, sin, mode, partial_slice, **fault):
     return out
 
 
-def correct_kernel(dy, cos, sin, mode, partial_slice):
-    """The operator as a correct fp32-compute kernel implements it (a new array; dy is not changed)."""
-    return _kernel(dy, cos, sin, mode, tuple(partial_slice))
+def correct_kernel(dy, cos, sin, mode, partial_slice, *, flush=False):
+    """The operator as a correct fp32-compute kernel implements it (a new array; dy is not changed);
+    ``flush=True``: the same on hardware that flushes float32 subnormals to zero."""
+    return _kernel(dy, cos, sin, mode, tuple(partial_slice), flush=flush)
 
 
 def faulty_kernel(name, dy, cos, sin, mode, partial_slice):

@@ -118,6 +118,26 @@ def test_correct_kernel_passes_default_on_a_wide_sweep():
     assert 0.05 < worst < 1          # the budget is used, not absurdly loose
 
 
+def test_flush_to_zero_kernel_passes_default_yet_a_noop_fails_on_subnormal_data():
+    passed = 0
+    for seed in range(216):
+        with np.errstate(all="ignore"):
+            case, _ = sweep_case(seed)
+        if case.dtype == "float16" or seed % 3:
+            continue
+        for dy_scale, table_scale in ((1e-40, 1.0), (1e-38, 1.0), (1.0, 1e-39), (1e-20, 1e-19)):
+            rng = np.random.default_rng(seed)
+            tiny = make_inputs(case, rng, scale=dy_scale, table_scale=table_scale)
+            verdict = run(lambda *a: correct_kernel(*a, flush=True), case, tiny)
+            assert verdict.status == "passed", (case, dy_scale, verdict.message)
+            passed += 1
+    assert passed > 100
+    case = make_case((2, 2, 2, 32), (0, 32), broadcast="BSND")
+    inputs = make_inputs(case, np.random.default_rng(0), scale=1e-40)
+    assert run(correct_kernel, case, inputs).status == "passed"
+    assert run(lambda *a: faulty_kernel("noop", *a), case, inputs).status == "failed"
+
+
 @pytest.mark.parametrize("dtype,cos_dtype", PAIRS)
 def test_correct_kernel_passes_default_on_many_cancelling_elements(dtype, cos_dtype):
     rng = np.random.default_rng(7)
