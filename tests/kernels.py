@@ -77,7 +77,8 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
 
     sign: the minus lanes add instead; own_sin: each lane uses its own sin, not its partner's;
     half_pairing: pairs as mode 0 (half) whatever the mode; shift_slice: works on the slice moved by
-    one pair (right, or left when it would leave the row); ignore_broadcast: cos/sin row 0 for every
+    one pair (right; left when the slice ends at D; wrapping around the row when neither fits, as the
+    emulator's fault does); ignore_broadcast: cos/sin row 0 for every
     row; skip_last_row: the last (b, s, n) row is left as dy; skip_tail: the last 8 lanes (2 when
     L < 32) are left as dy; clobber_passthrough: zeroes the column just after the slice (before it
     when the slice ends at D); bf16_compute: operands, products and sum rounded to bfloat16;
@@ -92,8 +93,12 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
     if name == "half_pairing":
         return _kernel(dy, cos, sin, mode, partial_slice, lane_mode=0)
     if name == "shift_slice":
-        shift = 2 if end + 2 <= dy.shape[-1] else -2
-        return _kernel(dy, cos, sin, mode, (start + shift, end + shift))
+        depth = dy.shape[-1]
+        shift = 2 if end + 2 <= depth else -2 if start >= 2 else 2
+        positions = (np.arange(start, end) + shift) % depth
+        out = dy.copy()
+        out[..., positions] = _rotate(dy[..., positions], cos, sin, mode, (0, end - start)).astype(dy.dtype)
+        return out
     if name == "ignore_broadcast":
         first = lambda table: np.broadcast_to(table.reshape(-1, table.shape[-1])[0], table.shape)
         return _kernel(dy, first(cos), first(sin), mode, partial_slice)
