@@ -224,28 +224,32 @@ class _BlockEvaluator:
         return a, b
 
     def run(self, blocks: list[tuple[slice, ...]]) -> None:
-        for index in blocks:
-            dx_block = self.dx[index]
-            np.copyto(dx_block, self.dy[index])
-            g = dx_block[..., self.start:self.end]
-            pair_shape = g.shape[:-1] + (g.shape[-1] // 2,)
-            z, zb = (buffer[:g.size].view(np.complex128).reshape(pair_shape) for buffer in self.buffers[:2])
-            a, b = self._tables(index, g.shape)
-            if self.adjacent_in:
-                np.copyto(z.view(np.float64), g, casting="unsafe")
-            else:
-                for pair, ks in self.pairs:
-                    np.copyto(z.real[..., ks], g[..., pair.first], casting="unsafe")
-                    np.copyto(z.imag[..., ks], g[..., pair.second], casting="unsafe")
-            np.multiply(z, b, out=zb)
-            np.multiply(z, a, out=z)
-            if self.adjacent_out:
-                np.copyto(z.imag, zb.imag)
-                np.copyto(g, z.view(np.float64), casting="unsafe")
-            else:
-                for pair, ks in self.pairs:
-                    np.copyto(g[..., pair.first_out], z.real[..., ks], casting="unsafe")
-                    np.copyto(g[..., pair.second_out], zb.imag[..., ks], casting="unsafe")
+        with np.errstate(all="ignore"):          # NaN/inf inputs give NaN/inf results, as the formula says
+            for index in blocks:
+                self._run_block(index)
+
+    def _run_block(self, index: tuple[slice, ...]) -> None:
+        dx_block = self.dx[index]
+        np.copyto(dx_block, self.dy[index])
+        g = dx_block[..., self.start:self.end]
+        pair_shape = g.shape[:-1] + (g.shape[-1] // 2,)
+        z, zb = (buffer[:g.size].view(np.complex128).reshape(pair_shape) for buffer in self.buffers[:2])
+        a, b = self._tables(index, g.shape)
+        if self.adjacent_in:
+            np.copyto(z.view(np.float64), g, casting="unsafe")
+        else:
+            for pair, ks in self.pairs:
+                np.copyto(z.real[..., ks], g[..., pair.first], casting="unsafe")
+                np.copyto(z.imag[..., ks], g[..., pair.second], casting="unsafe")
+        np.multiply(z, b, out=zb)
+        np.multiply(z, a, out=z)
+        if self.adjacent_out:
+            np.copyto(z.imag, zb.imag)
+            np.copyto(g, z.view(np.float64), casting="unsafe")
+        else:
+            for pair, ks in self.pairs:
+                np.copyto(g[..., pair.first_out], z.real[..., ks], casting="unsafe")
+                np.copyto(g[..., pair.second_out], zb.imag[..., ks], casting="unsafe")
 
 
 def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
@@ -280,3 +284,49 @@ def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.nda
             for done in [pool.submit(e.run, share) for e, share in zip(evaluators, shares)]:
                 done.result()
     return dx
+
+
+def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Index and sign tables of the forward's rotation, built independently of ``pair_blocks``.
+
+    Returns ``(layout, partner, sign)``: the forward reads ``z = x[layout]`` and rotates it as
+    ``R(z)[i] = sign[i] * z[partner[i]]``.
+    """
+    lane = np.arange(length)
+    layout = lane
+    if rotary_mode == INTERLEAVE_HALF:
+        layout = np.concatenate([lane[0::2], lane[1::2]])     # read x interleaved, write in half layout
+    if rotary_mode == INTERLEAVE:
+        partner = lane ^ 1                                     # x_rot[2k] = -x[2k+1], x_rot[2k+1] = x[2k]
+        sign = np.where(lane % 2 == 0, -1.0, 1.0)
+        return layout, partner, sign
+    if rotary_mode in (HALF, INTERLEAVE_HALF):
+        group = length                                         # cat(-x2, x1)
+    elif rotary_mode == QUARTER:
+        group = length // 2                                    # cat(-x2, x1, -x4, x3)
+    else:
+        raise ValueError(f"rotary_mode must be 0..3, got {rotary_mode}")
+    offset, within = lane - lane % group, lane % group
+    first_half = within < group // 2
+    partner = offset + np.where(first_half, within + group // 2, within - group // 2)
+    sign = np.where(first_half, -1.0, 1.0)
+    return layout, partner, sign
+
+
+def rotary_mul_forward(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                       partial_slice) -> np.ndarray:
+    """The forward partial rotary ``y = z*cos + R(z)*sin`` over the slice, float64, identity outside it.
+
+    ``z = x[..., start:end]`` read in the mode's layout and ``R`` the mode's rotation: half
+    ``cat(-z2, z1)``; quarter ``cat(-z2, z1, -z4, z3)``; interleave ``R(z)[2k] = -z[2k+1]``,
+    ``R(z)[2k+1] = z[2k]``; interleave-half reads ``z = cat(x[0::2], x[1::2])`` and rotates as half.
+    Written with gather tables, apart from the backward, so that adjoint tests compare two derivations.
+    """
+    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
+    y = x.astype(np.float64)
+    if start == end:
+        return y
+    layout, partner, sign = _forward_tables(rotary_mode, end - start)
+    z = y[..., start:end][..., layout]
+    y[..., start:end] = z * cos.astype(np.float64) + sign * z[..., partner] * sin.astype(np.float64)
+    return y

@@ -1,0 +1,197 @@
+"""Seeded inputs: reproducible, chunk-size independent, every input kind, errors that name the field."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from prmg_cli.cases import Case, InputSpec
+from prmg_cli.errors import PrmgError
+from prmg_cli.inputs import default_seed, make_inputs, rope_angles
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def case(**changes) -> Case:
+    base = Case(name="demo", source="/cases/demo.yaml", shape=(2, 3, 4, 16), cos_shape=(1, 3, 1, 8),
+                sin_shape=(1, 3, 1, 8), partial_slice=(4, 12), seed=1234)
+    return replace(base, **changes)
+
+
+def bits(array: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(array).view(np.dtype(f"u{array.dtype.itemsize}"))
+
+
+def test_default_seed_is_the_masked_sha256_prefix_of_the_name():
+    for name in ("demo", "fp32_basic-1", "ünï"):
+        expected = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little") & (2 ** 63 - 1)
+        assert default_seed(name) == expected
+    assert default_seed("a") != default_seed("b")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_same_case_gives_the_same_bits_and_tensors_get_their_own_streams(dtype):
+    c = case(dtype=dtype, cos_dtype=dtype, sin_dtype=dtype, cos_shape=(2, 3, 4, 16), sin_shape=(2, 3, 4, 16))
+    first, second = make_inputs(c), make_inputs(c)
+    for tensor in ("dy", "cos", "sin"):
+        assert np.array_equal(bits(getattr(first, tensor)), bits(getattr(second, tensor)))
+    assert not np.array_equal(first.dy, first.cos) and not np.array_equal(first.cos, first.sin)
+    assert not np.array_equal(make_inputs(replace(c, seed=1235)).dy, first.dy)
+
+
+def test_draws_are_float64_pcg64_streams_rounded_once_to_the_dtype():
+    """The documented recipe, so any tool can regenerate the inputs: PCG64(SeedSequence([seed, index]))."""
+    c = case(dtype="bfloat16", cos_dtype="float16", sin_dtype="float32",
+             dy_input=InputSpec("uniform", (-3.0, 5.0)), sin_input=InputSpec("normal", (0.5, 2.0)))
+    made = make_inputs(c)
+    generator = [np.random.Generator(np.random.PCG64(np.random.SeedSequence([1234, i]))) for i in range(3)]
+    assert np.array_equal(bits(made.dy), bits(generator[0].uniform(-3.0, 5.0, 2 * 3 * 4 * 16)
+                                              .astype(BF16).reshape(2, 3, 4, 16)))
+    assert np.array_equal(made.cos, generator[1].uniform(-1.0, 1.0, 24).astype(np.float16).reshape(1, 3, 1, 8))
+    assert np.array_equal(made.sin, generator[2].normal(0.5, 2.0, 24).astype(np.float32).reshape(1, 3, 1, 8))
+    assert made.dy.dtype == BF16 and made.cos.dtype == np.float16 and made.sin.dtype == np.float32
+    assert float(made.dy.astype(np.float64).min()) >= -3.0 and float(made.dy.astype(np.float64).max()) <= 5.0
+
+
+@pytest.mark.parametrize("kind,args", [("uniform", (-1.0, 1.0)), ("normal", (0.0, 1.0))])
+@pytest.mark.parametrize("chunk", [1, 7, 1000, 1 << 20])
+def test_chunked_generation_equals_one_shot(kind, args, chunk):
+    c = case(shape=(3, 5, 7, 16), dtype="bfloat16", dy_input=InputSpec(kind, args))
+    one_shot = make_inputs(c, chunk_elements=10 ** 9)
+    chunked = make_inputs(c, chunk_elements=chunk)
+    assert np.array_equal(bits(one_shot.dy), bits(chunked.dy))
+
+
+def test_normal_draws_have_the_requested_mean_and_spread():
+    c = case(shape=(4, 64, 16, 64), dy_input=InputSpec("normal", (3.0, 0.5)))
+    dy = make_inputs(c).dy.astype(np.float64)
+    assert abs(dy.mean() - 3.0) < 0.01 and abs(dy.std() - 0.5) < 0.01
+
+
+def test_values_fill_the_tensor_in_c_order_and_round_to_its_dtype():
+    values = tuple(float(v) / 3 for v in range(24))
+    c = case(cos_dtype="bfloat16", sin_dtype="bfloat16", cos_input=InputSpec("values", values))
+    cos = make_inputs(c).cos
+    assert cos.dtype == BF16 and cos.shape == (1, 3, 1, 8)
+    assert np.array_equal(bits(cos), bits(np.array(values).astype(BF16).reshape(1, 3, 1, 8)))
+
+
+@pytest.mark.parametrize("count", [23, 25, 1])
+def test_values_of_the_wrong_length_name_the_case_and_field(count):
+    c = case(sin_input=InputSpec("values", (0.5,) * count))
+    with pytest.raises(PrmgError) as error:
+        make_inputs(c)
+    assert error.value.field == "inputs.sin.values" and error.value.case == "demo"
+    assert "24" in str(error.value) and "demo.yaml" in str(error.value)
+
+
+def test_non_numeric_values_are_an_error():
+    with pytest.raises(PrmgError, match="numbers") as error:
+        make_inputs(case(cos_input=InputSpec("values", ("x",) * 24)))
+    assert error.value.field == "inputs.cos.values"
+
+
+def test_file_inputs_load_numbers_and_bfloat16_bit_patterns(tmp_path):
+    rng = np.random.default_rng(0)
+    dy = rng.uniform(-1, 1, (2, 3, 4, 16)).astype(BF16)
+    cos = rng.uniform(-1, 1, (1, 3, 1, 8))
+    np.save(tmp_path / "dy.npy", bits(dy))                 # uint16 patterns, as `prmg dump` writes them
+    np.save(tmp_path / "cos.npy", cos)                      # float64 values, rounded to the tensor's dtype
+    c = case(dtype="bfloat16", dy_input=InputSpec("file", (str(tmp_path / "dy.npy"),)),
+             cos_input=InputSpec("file", (str(tmp_path / "cos.npy"),)))
+    made = make_inputs(c)
+    assert made.dy.dtype == BF16 and np.array_equal(bits(made.dy), bits(dy))
+    assert made.cos.dtype == np.float32 and np.array_equal(made.cos, cos.astype(np.float32))
+
+
+def test_file_errors_name_the_file_case_and_field(tmp_path):
+    np.save(tmp_path / "wrong_shape.npy", np.zeros((2, 3), np.float32))
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    (tmp_path / "garbage.npy").write_bytes(b"not a numpy file")
+    for name, message in [("missing.npy", "no such file"), ("wrong_shape.npy", "shape"),
+                          ("objects.npy", "cannot read"), ("garbage.npy", "cannot read")]:
+        path = str(tmp_path / name)
+        with pytest.raises(PrmgError, match=message) as error:
+            make_inputs(case(dy_input=InputSpec("file", (path,))))
+        assert error.value.field == "inputs.dy.file" and error.value.case == "demo"
+        assert error.value.file == "/cases/demo.yaml"
+
+
+def reference_angle(position, lane, length, mode, base):
+    """theta of one table element, straight from the layout rules (a loop-free restatement)."""
+    if mode == 1:
+        return position * base ** (-2 * (lane // 2) / length)
+    if mode == 2:
+        half = length // 2
+        return position * base ** (-2 * ((lane % half) % (half // 2)) / half)
+    return position * base ** (-2 * (lane % (length // 2)) / length)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_rope_tables_follow_the_mode_layout(mode):
+    c = case(rotary_mode=mode, cos_shape=(1, 5, 1, 8), sin_shape=(1, 5, 1, 8), cos_dtype="float32",
+             sin_dtype="float32", cos_input=InputSpec("rope", (10000.0,)), sin_input=InputSpec("rope", (10000.0,)))
+    made = make_inputs(c)
+    for s in range(5):
+        for lane in range(8):
+            theta = reference_angle(s, lane, 8, mode, 10000.0)
+            assert made.cos[0, s, 0, lane] == np.float32(np.cos(theta))
+            assert made.sin[0, s, 0, lane] == np.float32(np.sin(theta))
+    assert np.all(made.cos[0, 0] == 1) and np.all(made.sin[0, 0] == 0)     # position 0
+    if mode == 1:
+        assert np.array_equal(made.cos[..., 0::2], made.cos[..., 1::2])
+    else:
+        quarter = 2 if mode == 2 else 4
+        assert np.array_equal(made.sin[..., :quarter], made.sin[..., quarter:2 * quarter])
+
+
+def test_rope_position_offset_and_broadcast_axes():
+    c = case(cos_shape=(2, 3, 4, 8), sin_shape=(2, 3, 4, 8), cos_input=InputSpec("rope", (500.0, 1000)),
+             sin_input=InputSpec("rope", (500.0, 1000)))
+    made = make_inputs(c)
+    assert made.cos[1, 2, 3, 0] == np.float32(np.cos(1002.0))
+    assert np.array_equal(made.cos[0], made.cos[1]) and np.array_equal(made.sin[:, :, 0], made.sin[:, :, 3])
+    np.testing.assert_allclose(made.cos.astype(np.float64) ** 2 + made.sin.astype(np.float64) ** 2, 1, atol=1e-6)
+
+
+def test_rope_is_refused_for_dy_and_bad_arguments():
+    for spec, tensor in [(InputSpec("rope", (10000.0,)), "dy"), (InputSpec("rope", (0.0,)), "cos"),
+                         (InputSpec("rope", ()), "sin")]:
+        with pytest.raises(PrmgError) as error:
+            make_inputs(case(**{f"{tensor}_input": spec}))
+        assert error.value.field == f"inputs.{tensor}.rope"
+
+
+@pytest.mark.parametrize("spec", [InputSpec("uniform", (1.0,)), InputSpec("uniform", ("a", 1)),
+                                  InputSpec("normal", (0.0, -1.0)), InputSpec("uniform", (0.0, float("inf"))),
+                                  InputSpec("poisson", (1.0,))])
+def test_bad_specs_name_the_field(spec):
+    with pytest.raises(PrmgError) as error:
+        make_inputs(case(cos_input=spec))
+    assert error.value.field == f"inputs.cos.{spec.kind}" and error.value.case == "demo"
+
+
+def test_negative_case_shapes_and_dtypes_are_still_built():
+    c = case(shape=(2, 0, 3, 8), cos_shape=(8,), sin_shape=(1, 2, 1, 3, 8), dtype="int32", cos_dtype="float64",
+             sin_dtype="bool", cos_input=InputSpec("rope", (10000.0,)))
+    made = make_inputs(c)
+    assert made.dy.shape == (2, 0, 3, 8) and made.dy.dtype == np.int32
+    assert made.cos.shape == (8,) and made.cos.dtype == np.float64
+    assert made.sin.shape == (1, 2, 1, 3, 8) and made.sin.dtype == np.bool_
+
+
+def test_integer_tensors_are_cast_from_the_draws():
+    c = case(dtype="int32", dy_input=InputSpec("uniform", (-100.0, 100.0)))
+    dy = make_inputs(c).dy
+    generator = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1234, 0])))
+    assert np.array_equal(dy.ravel(), generator.uniform(-100.0, 100.0, dy.size).astype(np.int32))
+
+
+def test_unknown_dtype_names_the_field():
+    with pytest.raises(PrmgError) as error:
+        make_inputs(case(cos_dtype="float8"))
+    assert error.value.field == "cos_dtype"

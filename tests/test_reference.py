@@ -1,0 +1,286 @@
+"""The golden: adjoint of an independent forward, the documented example, bit-exact copies outside the
+slice, and agreement with a plain element-by-element implementation written here."""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from prmg_cli.reference import (inplace_partial_rotary_mul_grad, rotary_grad_magnitude, rotary_grad_slice,
+                                rotary_mul_forward)
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = (np.dtype(np.float32), np.dtype(np.float16), BF16)
+MODES = (0, 1, 2, 3)
+BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+
+
+def table_shape(shape, pattern, length):
+    """cos/sin shape for dy ``shape`` under a broadcast ``pattern`` such as ``1S1D``."""
+    return tuple(1 if flag == "1" else size for flag, size in zip(pattern[:3], shape[:3])) + (length,)
+
+
+def random_case(rng, mode, max_dim=4, max_d=24):
+    """A random (shape, slice, cos shape) valid for ``mode``."""
+    unit = 4 if mode == 2 else 2
+    shape = tuple(int(v) for v in rng.integers(1, max_dim + 1, 3))
+    d = int(rng.integers(unit, max_d + 1))
+    length = unit * int(rng.integers(1, d // unit + 1))
+    start = int(rng.integers(0, d - length + 1))
+    pattern = BROADCASTS[int(rng.integers(len(BROADCASTS)))]
+    return shape + (d,), (start, start + length), table_shape(shape, pattern, length)
+
+
+def loop_grad(dy, cos, sin, mode, partial_slice):
+    """dx by plain Python loops over every element, straight from the formulas of operator.md."""
+    start, end = partial_slice
+    length = end - start
+    half, quarter = length // 2, length // 4
+    out = dy.copy()
+    b_count, s_count, n_count, _ = dy.shape
+    for b, s, n in itertools.product(range(b_count), range(s_count), range(n_count)):
+        ci = tuple(0 if cos.shape[a] == 1 else i for a, i in enumerate((b, s, n)))
+        g = [float(dy[b, s, n, start + j]) for j in range(length)]
+        c = [float(cos[ci + (j,)]) for j in range(length)]
+        si = [float(sin[ci + (j,)]) for j in range(length)]
+        res = [0.0] * length
+        if mode == 0:
+            for k in range(half):
+                res[k] = c[k] * g[k] + si[k + half] * g[k + half]
+                res[k + half] = c[k + half] * g[k + half] - si[k] * g[k]
+        elif mode == 1:
+            for k in range(half):
+                res[2 * k] = c[2 * k] * g[2 * k] + si[2 * k + 1] * g[2 * k + 1]
+                res[2 * k + 1] = c[2 * k + 1] * g[2 * k + 1] - si[2 * k] * g[2 * k]
+        elif mode == 2:
+            for base in (0, half):
+                for k in range(quarter):
+                    i, j = base + k, base + quarter + k
+                    res[i] = c[i] * g[i] + si[j] * g[j]
+                    res[j] = c[j] * g[j] - si[i] * g[i]
+        else:
+            for k in range(half):
+                res[2 * k] = c[k] * g[k] + si[k + half] * g[k + half]
+                res[2 * k + 1] = c[k + half] * g[k + half] - si[k] * g[k]
+        for j in range(length):
+            out[b, s, n, start + j] = np.float64(res[j]).astype(dy.dtype)
+    return out
+
+
+def same_values(a, b):
+    """Equal element for element: same bits, except that any NaN matches any NaN."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    both_nan = np.isnan(a64) & np.isnan(b64)
+    bits_a = np.ascontiguousarray(a).view(np.dtype(f"u{a.dtype.itemsize}"))
+    bits_b = np.ascontiguousarray(b).view(np.dtype(f"u{b.dtype.itemsize}"))
+    return bool(np.all(both_nan | (bits_a == bits_b)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_backward_is_the_adjoint_of_the_forward(mode):
+    rng = np.random.default_rng(100 + mode)
+    for _ in range(25):
+        shape, partial_slice, cshape = random_case(rng, mode)
+        x = rng.standard_normal(shape)
+        dy = rng.standard_normal(shape)
+        cos = rng.standard_normal(cshape)        # independent entries: pair partners differ
+        sin = rng.standard_normal(cshape)
+        forward = rotary_mul_forward(x, cos, sin, mode, partial_slice)
+        backward = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, partial_slice)
+        lhs, rhs = np.sum(forward * dy), np.sum(x * backward)
+        scale = np.sum(np.abs(forward * dy)) + np.sum(np.abs(x * backward))
+        assert abs(lhs - rhs) <= 1e-12 * scale, (shape, partial_slice, cshape)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_adjoint_catches_the_negated_sin_shortcut(mode):
+    """The test above can fail: "backward = forward with -sin" is wrong when pair sins differ."""
+    rng = np.random.default_rng(7)
+    shape, partial_slice = (2, 3, 2, 16), (4, 12)
+    cshape = (1, 3, 1, 8)
+    x, dy = rng.standard_normal(shape), rng.standard_normal(shape)
+    cos, sin = rng.standard_normal(cshape), rng.standard_normal(cshape)
+    shortcut = rotary_mul_forward(dy, cos, -sin, mode, partial_slice)
+    lhs, rhs = np.sum(rotary_mul_forward(x, cos, sin, mode, partial_slice) * dy), np.sum(x * shortcut)
+    assert abs(lhs - rhs) > 1e-6 * abs(lhs)
+
+
+def test_forward_rotates_pairs_by_the_angle_for_rope_tables():
+    """With pair-equal tables the interleave forward is the rotation of each (x[2k], x[2k+1]) by theta."""
+    theta = np.array([0.3, 0.3, -1.1, -1.1])
+    x = np.array([1.0, 2.0, 3.0, -4.0]).reshape(1, 1, 1, 4)
+    y = rotary_mul_forward(x, np.cos(theta).reshape(1, 1, 1, 4), np.sin(theta).reshape(1, 1, 1, 4), 1, (0, 4))
+    expected = []
+    for k in range(2):
+        a, b, t = x[0, 0, 0, 2 * k], x[0, 0, 0, 2 * k + 1], theta[2 * k]
+        expected += [a * np.cos(t) - b * np.sin(t), b * np.cos(t) + a * np.sin(t)]
+    np.testing.assert_allclose(y.ravel(), expected, rtol=1e-15, atol=1e-15)
+
+
+def test_forward_half_mode_is_x_cos_plus_rotated_x_sin():
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).reshape(1, 1, 1, 6)
+    cos = np.array([0.5, 0.25, 2.0, 4.0]).reshape(1, 1, 1, 4)
+    sin = np.array([1.0, 3.0, 0.5, 0.125]).reshape(1, 1, 1, 4)
+    y = rotary_mul_forward(x, cos, sin, 0, (1, 5)).ravel()
+    # z = (2, 3, 4, 5); R(z) = (-4, -5, 2, 3)
+    assert y.tolist() == [1.0, 2 * 0.5 - 4 * 1.0, 3 * 0.25 - 5 * 3.0, 4 * 2.0 + 2 * 0.5, 5 * 4.0 + 3 * 0.125, 6.0]
+
+
+@pytest.mark.parametrize("dtype", (np.float64, np.float32))
+def test_worked_example_of_operator_md(dtype):
+    dy = np.arange(1, 9, dtype=dtype).reshape(1, 1, 1, 8)
+    cos = np.array([0.5, 0.6, 0.7, 0.8], dtype=dtype).reshape(1, 1, 1, 4)
+    sin = np.array([0.1, 0.2, 0.3, 0.4], dtype=dtype).reshape(1, 1, 1, 4)
+    dx = inplace_partial_rotary_mul_grad(dy, cos, sin, 1, (2, 6))
+    assert dx.dtype == dtype
+    expected = np.array([1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8])
+    # the only error is the rounding of cos/sin (and of dx) to ``dtype``
+    tolerance = 8 * np.finfo(dtype).eps * np.abs(expected)
+    assert np.all(np.abs(dx.ravel().astype(np.float64) - expected) <= tolerance), dx.ravel()
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_outside_the_slice_dx_is_bit_identical_to_dy(dtype):
+    rng = np.random.default_rng(5)
+    shape, partial_slice = (2, 3, 4, 20), (6, 14)
+    bits = rng.integers(0, 2 ** (8 * dtype.itemsize), shape, dtype=np.uint64)
+    dy = bits.astype(np.dtype(f"u{dtype.itemsize}")).view(dtype)     # every pattern: NaN payloads, -0, inf
+    exponent_all_ones = {2: 0x7C00 if dtype == np.float16 else 0x7F80, 4: 0x7F800000}[dtype.itemsize]
+    raw = dy.view(np.dtype(f"u{dtype.itemsize}"))
+    raw[..., 0] = exponent_all_ones | 1                                   # signalling-style NaN payloads
+    raw[..., -1] = exponent_all_ones | 0x15
+    cos = rng.uniform(-1, 1, (1, 3, 1, 8)).astype(np.float32)
+    sin = rng.uniform(-1, 1, (1, 3, 1, 8)).astype(np.float32)
+    for mode in MODES:
+        dx = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, partial_slice)
+        for part in (np.s_[..., :6], np.s_[..., 14:]):
+            assert np.array_equal(np.ascontiguousarray(dx[part]).view(raw.dtype),
+                                  np.ascontiguousarray(dy[part]).view(raw.dtype))
+
+
+@pytest.mark.parametrize("dy_dtype,table_dtype", list(itertools.product(FLOATS, FLOATS)), ids=str)
+def test_random_cases_match_the_element_loop(dy_dtype, table_dtype):
+    rng = np.random.default_rng(hash((str(dy_dtype), str(table_dtype))) % 2 ** 32)
+    for mode in MODES:
+        for _ in range(3):
+            shape, partial_slice, cshape = random_case(rng, mode, max_dim=3, max_d=16)
+            dy = rng.uniform(-2, 2, shape).astype(dy_dtype)
+            cos = rng.uniform(-1, 1, cshape).astype(table_dtype)
+            sin = rng.uniform(-1, 1, cshape).astype(table_dtype)
+            dx = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, partial_slice)
+            assert dx.dtype == dy_dtype and dx.shape == dy.shape
+            assert same_values(dx, loop_grad(dy, cos, sin, mode, partial_slice)), (mode, shape, partial_slice)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_special_values_match_the_element_loop(mode):
+    rng = np.random.default_rng(11)
+    shape, partial_slice, cshape = (2, 2, 3, 12), (2, 10), (1, 2, 1, 8)
+    dy = rng.uniform(-1, 1, shape).astype(np.float32)
+    dy.reshape(-1)[rng.choice(dy.size, 12, replace=False)] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 3e38,
+                                                             -3e38, 1e-45, np.inf, np.nan, -0.0, 1e-40]
+    cos = rng.uniform(-1, 1, cshape).astype(np.float32)
+    sin = rng.uniform(-1, 1, cshape).astype(np.float32)
+    cos.reshape(-1)[:4] = [0.0, -0.0, 3e38, np.inf]
+    with np.errstate(all="ignore"):
+        dx = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, partial_slice)
+        assert same_values(dx, loop_grad(dy, cos, sin, mode, partial_slice))
+
+
+def test_non_contiguous_dy_and_tables_are_read_correctly():
+    rng = np.random.default_rng(13)
+    dy = rng.uniform(-1, 1, (3, 4, 2, 20)).astype(np.float32)[:, ::2, :, :]
+    cos = rng.uniform(-1, 1, (1, 4, 1, 16)).astype(np.float32)[:, ::2, :, ::2]
+    sin = rng.uniform(-1, 1, (1, 4, 1, 16)).astype(np.float32)[:, ::2, :, ::2]
+    before = dy.copy()
+    dx = inplace_partial_rotary_mul_grad(dy, cos, sin, 1, (4, 12))
+    assert np.array_equal(dy, before)
+    assert same_values(dx, loop_grad(dy, cos, sin, 1, (4, 12)))
+
+
+def test_large_blocks_match_the_element_loop_on_a_sample():
+    """Shapes that span many cache blocks (and threads) give the same bits as one small evaluation."""
+    rng = np.random.default_rng(17)
+    dy = rng.uniform(-1, 1, (3, 300, 5, 40)).astype(np.float32)
+    cos = rng.uniform(-1, 1, (1, 300, 1, 32)).astype(np.float32)
+    sin = rng.uniform(-1, 1, (1, 300, 1, 32)).astype(np.float32)
+    for mode in MODES:
+        dx = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, (4, 36))
+        for b, s in ((0, 0), (2, 299), (1, 150)):
+            part = np.s_[b:b + 1, s:s + 1]
+            assert same_values(dx[part], loop_grad(dy[part], cos[:, s:s + 1], sin[:, s:s + 1], mode, (4, 36)))
+        expected = rotary_grad_slice(dy, cos, sin, mode, (4, 36)).astype(np.float32)
+        assert same_values(dx[..., 4:36], expected)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_empty_slice_returns_a_copy(dtype):
+    dy = np.random.default_rng(1).uniform(-1, 1, (2, 2, 2, 6)).astype(dtype)
+    table = np.ones((1, 1, 1, 0), np.float32)
+    for partial_slice in ((0, 0), (3, 3), (6, 6)):
+        dx = inplace_partial_rotary_mul_grad(dy, table, table, 1, partial_slice)
+        assert dx is not dy and not np.shares_memory(dx, dy)
+        assert same_values(dx, dy)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_same_precision_computation_is_a_few_ulps_from_float64(dtype):
+    rng = np.random.default_rng(19)
+    for mode in MODES:
+        shape, partial_slice, cshape = (2, 8, 4, 40), (4, 36), (1, 8, 1, 32)
+        dy = rng.uniform(-1, 1, shape).astype(dtype)
+        cos, sin = (rng.uniform(-1, 1, cshape).astype(dtype) for _ in "cs")
+        exact = rotary_grad_slice(dy, cos, sin, mode, partial_slice)
+        low = rotary_grad_slice(dy, cos, sin, mode, partial_slice, compute_dtype=dtype)
+        assert exact.dtype == np.float64 and low.dtype == dtype
+        magnitude = rotary_grad_magnitude(dy, cos, sin, mode, partial_slice)
+        unit = float(np.finfo(dtype).eps) / 2
+        tiny = float(np.finfo(dtype).smallest_subnormal)
+        error = np.abs(low.astype(np.float64) - exact)
+        # two product roundings and one sum rounding: at most about 3 units of the magnitude
+        assert np.all(error <= 3.01 * unit * magnitude + 2 * tiny)
+        assert np.any(error > 0)        # it really computed in the low precision
+
+
+def test_magnitude_is_the_sum_of_the_two_product_sizes():
+    rng = np.random.default_rng(23)
+    dy = rng.uniform(-1, 1, (1, 2, 1, 10))
+    cos, sin = rng.uniform(-1, 1, (1, 2, 1, 8)), rng.uniform(-1, 1, (1, 2, 1, 8))
+    m = rotary_grad_magnitude(dy, cos, sin, 1, (1, 9))
+    g = dy[..., 1:9]
+    for k in range(4):
+        assert np.allclose(m[..., 2 * k], abs(cos[..., 2 * k] * g[..., 2 * k]) + abs(sin[..., 2 * k + 1] * g[..., 2 * k + 1]))
+        assert np.allclose(m[..., 2 * k + 1], abs(cos[..., 2 * k + 1] * g[..., 2 * k + 1]) + abs(sin[..., 2 * k] * g[..., 2 * k]))
+    # m bounds |dx| and a sign error shows up as a difference of up to 2*m
+    dx = rotary_grad_slice(dy, cos, sin, 1, (1, 9))
+    assert np.all(np.abs(dx) <= m * (1 + 1e-15))
+
+
+def test_bfloat16_result_is_rounded_once_from_float64():
+    """dx[0] = 1 + 2^-8 + 2^-30 rounds up to bfloat16 1 + 2^-7; rounding through float32 first would
+    give 1 + 2^-8, a tie that goes to the even 1."""
+    dy = np.array([1.0, 1.0], BF16).reshape(1, 1, 1, 2)
+    cos = np.array([1.0, 1.0]).reshape(1, 1, 1, 2)
+    sin = np.array([0.0, 2.0 ** -8 + 2.0 ** -30]).reshape(1, 1, 1, 2)    # s[1]*g[1] feeds dx[0]
+    dx = inplace_partial_rotary_mul_grad(dy, cos, sin, 1, (0, 2))
+    assert float(dx[0, 0, 0, 0]) == 1.0 + 2.0 ** -7
+
+
+@pytest.mark.parametrize("bad", [
+    dict(partial_slice=(2, 12)),            # end > D
+    dict(partial_slice=(4, 2)),             # start > end
+    dict(cshape=(1, 1, 1, 6)),              # cos length != L
+    dict(cshape=(1, 3, 1, 8)),              # S neither 1 nor dy's
+    dict(mode=5),
+    dict(partial_slice=(0, 6), cshape=(1, 1, 1, 6), mode=2),   # quarter needs a multiple of 4
+])
+def test_invalid_arguments_raise_value_error(bad):
+    params = dict(partial_slice=(0, 8), cshape=(1, 1, 1, 8), mode=1)
+    params.update(bad)
+    dy = np.zeros((1, 2, 1, 10), np.float32)
+    table = np.zeros(params["cshape"], np.float32)
+    with pytest.raises(ValueError):
+        inplace_partial_rotary_mul_grad(dy, table, table, params["mode"], params["partial_slice"])
