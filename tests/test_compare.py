@@ -158,6 +158,26 @@ def test_default_accepts_overflow_to_infinity_near_the_dtype_maximum(dtype):
     assert judge(case, inputs, Outcome(status=0, dy=result)).status == "passed"
 
 
+def test_default_accepts_non_finite_results_where_a_float32_product_overflows():
+    case = make_case((2, 4, 2, 32), (0, 32), dtype="float32", cos_dtype="float32")
+    with np.errstate(over="ignore", invalid="ignore"):
+        inputs = make_inputs(case, np.random.default_rng(3), scale=3e38, table_scale=4.0)
+        result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 32))
+    assert np.isnan(result).any()
+    assert judge(case, inputs, Outcome(status=0, dy=result)).status == "passed"
+    assert judge(case, inputs, Outcome(status=0, dy=result), "allclose").status == "failed"
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_kernel_model_and_golden_agree(mode):
+    from kernels import _rotate
+    from prmg_cli.reference import rotary_grad_slice
+    case = make_case((2, 3, 2, 40), (8, 40), mode=mode, broadcast="1S1D")
+    inputs = make_inputs(case, np.random.default_rng(mode))
+    model = _rotate(inputs.dy, inputs.cos, inputs.sin, mode, (8, 40), compute=np.float64)
+    np.testing.assert_array_equal(model, rotary_grad_slice(inputs.dy, inputs.cos, inputs.sin, mode, (8, 40)))
+
+
 # --- the default standard catches each fault, and says where --------------------------------------
 
 LOCALISED = {
