@@ -11,7 +11,7 @@
 
 A failure says what is wrong: the worst elements with their ``(b, s, n, d)`` index (``d`` counted in
 dy's last axis), expected and actual values, errors; and where the wrong elements are ("errors only on
-odd lanes of the slice", "only the last (b, s, n) row", "all rows sharing cos row (s=0) are right, the
+odd lanes" of the slice, "only the last (b, s, n) row", "all rows sharing cos row (s=0) are right, the
 others wrong", "outside the slice at d=96", ...).
 
 The ``default`` standard: an error budget per element
@@ -34,9 +34,10 @@ bound ``u`` does not hold: gradual underflow errs by at most half of 2^-149 in e
 operations (< 2^-147 together), and a kernel that flushes subnormal inputs, products or sums to zero
 errs by less than ``4 * 2^-126`` (for ``|c|, |s| <= 1``) and never by more than about ``m`` (a flush
 replaces a value by 0, and every value involved is at most ``m``) -- so flushing is allowed, yet a
-kernel that does nothing still fails on subnormal data. An element is wrong when ``|actual - golden| > budget``; an infinity is
-accepted where ``|golden| + budget`` reaches dy's overflow threshold (the float32 sum may round up to
-it), any non-finite value where ``m`` reaches float32's overflow (a product overflowed in float32).
+kernel that does nothing still fails on subnormal data. An element is wrong when
+``|actual - golden| > budget``; an infinity is accepted where ``|golden| + budget`` reaches dy's
+overflow threshold (the float32 sum may round up to it), any non-finite value where ``m`` reaches
+float32's overflow (a product overflowed in float32).
 This passes a correct float32 kernel on any data -- tiny, subnormal, huge, near the dtype's maximum,
 cancelling -- by construction rather than by tuning. It still catches bugs: a wrong sign, partner,
 lane, row or table entry moves an element by the order of ``m``, about 2^23 times the computational
