@@ -488,7 +488,7 @@ def _status_matches(expected, status: int) -> bool:
 
 
 def _status_message(expected, outcome) -> str:
-    wanted = {None: "success", "any": "an error"}.get(expected) if expected in (None, "any") else describe(expected)
+    wanted = "success" if expected is None else "an error" if expected == "any" else describe(expected)
     got = describe(outcome.status)
     if outcome.status != 0 and outcome.error_message:
         got += f": {outcome.error_message}"
