@@ -459,7 +459,8 @@ def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
 # ---------------------------------------------------------------------------------------------------
 
 def _preset_case(prefix: str, tags: Sequence[str], name: str | None = None, **options) -> dict:
-    """``case_from_options`` with the name ``prefix.<name or the derived name>`` and ``tags``."""
+    """The case mapping of ``case_from_options`` (unchecked: ``preset`` checks whole documents) named
+    ``prefix.<name or the derived name>``, with ``tags``."""
     case = _case_dict(tags=tags, name=f"{prefix}.{name}" if name else None, **options)
     if name is None:
         case["name"] = f"{prefix}.{case['name']}"
@@ -501,7 +502,7 @@ CANCELLATION = dict(inputs={"dy": {"uniform": [1.0, 1.0001]},
 
 def _smoke() -> dict:
     tags = ("smoke",)
-    case = lambda name=None, **options: _preset_case("smoke", tags, name, **options)  # noqa: E731
+    case = lambda name=None, tags=tags, **options: _preset_case("smoke", tags, name, **options)  # noqa: E731
     cases = [case("worked_example", **WORKED_EXAMPLE)]
     slices = [(0, 64), (7, 39), (30, 64)]
     for index, (dy, cos) in enumerate(DTYPE_PAIRS):          # every dtype pair, patterns and slices rotating
@@ -529,6 +530,8 @@ def _smoke() -> dict:
                       expect="ACLNN_ERR_PARAM_NULLPTR"))
     cases.append(case("error_dy_int32", shape=(1, 2, 2, 16), broadcast="1S1D", dtype="int32", cos_dtype="float32",
                       expect="ACLNN_ERR_PARAM_INVALID"))
+    cases.append(case("error_mode_half_today", shape=(1, 2, 2, 16), broadcast="1S1D", mode="half",
+                      expect="ACLNN_ERR_INNER_TILING_ERROR", tags=("smoke", "today", "mode-unsupported")))
     cases.append(case("error_length_not_cos_D", shape=(1, 2, 2, 16), cos_shape=(1, 2, 1, 8), partial_slice=(0, 16),
                       expect="ACLNN_ERR_INNER_TILING_ERROR"))
     return document(cases, header=_header("smoke", "a few dozen fast cases: every dtype pair and broadcast "
@@ -681,6 +684,7 @@ def _edge() -> dict:
         case("D1024_last_pair", shape=(1, 1, 2, 1024), broadcast="11ND", partial_slice=(1022, 1024),
              dtype="bfloat16"),
         case("many_rows_D2", shape=(2, 64, 8, 2), broadcast="1SND", dtype="float16"),
+        case("rows_over_65536", shape=(2, 2048, 17, 32), broadcast="1S1D", partial_slice=(8, 24), dtype="float16"),
         case("huge_fp32", shape=(2, 2, 2, 32), broadcast="BSND", inputs={"dy": {"uniform": [-1e30, 1e30]}}),
         case("huge_tables_fp32", shape=(2, 2, 2, 32), broadcast="1S1D",
              inputs={"cos": {"uniform": [-1e30, 1e30]}, "sin": {"uniform": [-1e30, 1e30]}}),

@@ -39,6 +39,12 @@ def loaded(presets, tmp_path_factory) -> dict:
     return {name: load_cases([write(folder, doc, f"{name}.yaml")]) for name, doc in presets.items()}
 
 
+@pytest.fixture(scope="module")
+def shipped() -> list:
+    """Every case shipped under cases/, as the loader reads them."""
+    return load_cases([CASES])
+
+
 def pattern_of(case) -> str:
     """The broadcast pattern of a loaded case, read from its shapes (dy axes of size 1 count as broadcast)."""
     letters = "".join("1" if cos == 1 else letter for letter, cos in zip("BSN", case.cos_shape[:3]))
@@ -161,9 +167,9 @@ def test_future_modes_cover_every_mode_dtype_pair_and_pattern(loaded):
         assert not any(constraints.skip_reason(c, EVERY_MODE) for c in of_mode)
 
 
-def test_perf_is_large_and_not_shipped(loaded):
+def test_perf_is_large_and_not_shipped(loaded, shipped):
     assert all(c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3] >= 2**24 for c in loaded["perf"])
-    assert not any("perf" in case.tags for case in load_cases([CASES]))
+    assert not any("perf" in case.tags for case in shipped)
 
 
 # ----- shipped files ---------------------------------------------------------------------------------
@@ -179,8 +185,8 @@ def test_shipped_files_equal_their_generators():
     assert shipped == set(documents) | {"ttk_upstream.yaml"}
 
 
-def test_shipped_suite_loads_with_unique_names_and_validates():
-    cases = load_cases([CASES])
+def test_shipped_suite_loads_with_unique_names_and_validates(shipped):
+    cases = shipped
     for modes in (TODAY, EVERY_MODE):
         validate(cases, modes)
     assert len(cases) == len({case.name for case in cases})
@@ -189,8 +195,8 @@ def test_shipped_suite_loads_with_unique_names_and_validates():
     assert len(worked) == 1 and worked[0].partial_slice == (2, 6)
 
 
-def test_shipped_suite_has_what_each_emulator_fault_needs():
-    cases = [c for c in load_cases([CASES]) if c.expect.success and constraints.skip_reason(c, TODAY) is None]
+def test_shipped_suite_has_what_each_emulator_fault_needs(shipped):
+    cases = [c for c in shipped if c.expect.success and constraints.skip_reason(c, TODAY) is None]
     rows = lambda c: c.shape[0] * c.shape[1] * c.shape[2]  # noqa: E731
     cos_rows = lambda c: c.cos_shape[0] * c.cos_shape[1] * c.cos_shape[2]  # noqa: E731
     for pattern in PATTERNS:    # ignore_broadcast: every pattern with several distinct cos rows
@@ -200,8 +206,9 @@ def test_shipped_suite_has_what_each_emulator_fault_needs():
     assert sum(1 for c in cases if rows(c) > 1) >= 100                                   # skip_last_row
     assert any(c.dtype == "float32" and c.cos_input.kind == "values" for c in cases)    # fp32 cancellation
     assert any(c.cos_input.kind == "uniform" for c in cases)                           # own_sin
-    unsupported = [c for c in load_cases([CASES]) if "mode-unsupported" in c.tags]    # accept_mode
+    unsupported = [c for c in shipped if "mode-unsupported" in c.tags]                 # accept_mode
     assert unsupported and all(c.expect.error == TILING_ERROR for c in unsupported)
+    assert any("smoke" in c.tags for c in unsupported)                                 # ... in NPU CI too
 
 
 # ----- one case from options -------------------------------------------------------------------------
