@@ -15,7 +15,7 @@ import atexit
 import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -231,29 +231,34 @@ def _round_up(size: int, multiple: int) -> int:
 
 @dataclass
 class _GuardedBuffer:
-    """One device allocation laid out as [guard | data | guard]; ``image`` is what was uploaded."""
+    """One device allocation laid out as [guard | values | guard]; ``image`` is the uploaded allocation."""
 
     name: str
     base: int                   # device address of the allocation
-    data_bytes: int
+    values: np.ndarray          # the uploaded values, 1-D, in their own dtype
     image: np.ndarray           # uint8, the whole allocation as uploaded
-    readback: np.ndarray | None = field(default=None)
+    readback: np.ndarray | None = None
 
     @property
     def data_address(self) -> int:
         return self.base + GUARD_BYTES
 
-    def data(self, readback: np.ndarray) -> np.ndarray:
-        return readback[GUARD_BYTES:GUARD_BYTES + self.data_bytes]
+    def values_after(self) -> np.ndarray:
+        """The values as read back (after ``readback`` was filled)."""
+        return self.readback[GUARD_BYTES:GUARD_BYTES + self.values.nbytes].view(self.values.dtype)
 
     def guard_violations(self) -> list[str]:
         """Changed guard bytes as ranges, offsets relative to the data's first / one-past-last byte."""
         changed = np.flatnonzero(self.image != self.readback)
-        end = GUARD_BYTES + self.data_bytes
+        end = GUARD_BYTES + self.values.nbytes
         before = changed[changed < GUARD_BYTES] - GUARD_BYTES
         after = changed[changed >= end] - end
         return (_describe_ranges(f"guard zone before {self.name} changed", before)
                 + _describe_ranges(f"guard zone after {self.name} changed", after))
+
+    def value_violations(self, shape: tuple[int, ...]) -> list[str]:
+        """``name changed at (b, s, n, d), first of K elements`` when any value's bits changed."""
+        return _first_change(self.name, self.values, self.values_after(), shape)
 
 
 def _describe_ranges(prefix: str, offsets: np.ndarray) -> list[str]:
@@ -400,7 +405,6 @@ class AclSession:
         """
         self._check_open()
         api = self._api
-        dy_dtype = dtypes.to_numpy(case.dtype)
         dy_values = _shaped(inputs.dy, case.dtype, case.shape, case, "dy")
         dy_layout = _strided_layout(case) if case.dy_strides is not None else _contiguous_layout(case.shape)
         dy_storage = _to_storage(dy_values, dy_layout)
@@ -438,20 +442,16 @@ class AclSession:
             if failed_call == "aclrtSynchronizeStream":     # the device faulted: nothing can be read back
                 return Outcome(status, failed_call, message, workspace_size=workspace_size.value)
 
-            for buffer in (dy_buffer, cos_buffer, sin_buffer):
+            buffers = (dy_buffer, cos_buffer, sin_buffer)
+            for buffer in buffers:
                 buffer.readback = self._download(buffer)
-            dy_after = _view(dy_buffer.data(dy_buffer.readback).view(dy_dtype), dy_layout).copy()
-            violations = []
-            for buffer in (dy_buffer, cos_buffer, sin_buffer):
-                violations += buffer.guard_violations()
-            for buffer, values in ((cos_buffer, cos_values), (sin_buffer, sin_values)):
-                after = buffer.data(buffer.readback).view(values.dtype)
-                violations += _first_change(buffer.name, values, after, values.shape)
-            if status != 0:
-                storage_after = dy_buffer.data(dy_buffer.readback).view(dy_dtype)
-                shape = dy_layout.view_dims if case.dy_strides is None else dy_layout.storage_dims
+            violations = [line for buffer in buffers for line in buffer.guard_violations()]
+            violations += cos_buffer.value_violations(cos_values.shape)
+            violations += sin_buffer.value_violations(sin_values.shape)
+            if status != 0:                                 # a refused or failed call must leave dy alone
                 violations += [f"{line} although {failed_call} returned {status}"
-                               for line in _first_change("dy", dy_storage, storage_after, shape)]
+                               for line in dy_buffer.value_violations(dy_layout.storage_dims)]
+            dy_after = _view(dy_buffer.values_after(), dy_layout).copy()
             return Outcome(status, failed_call, message, dy_after, tuple(violations), kernel_ms,
                            workspace_size.value)
 
@@ -518,14 +518,15 @@ class AclSession:
 
     def _upload(self, scope: _Scope, name: str, values: np.ndarray) -> _GuardedBuffer:
         """Allocate [512 B guard | values, 512-rounded | >= 512 B guard] and copy it to the device."""
-        data = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
+        values = np.ascontiguousarray(values).reshape(-1)
+        data = values.view(np.uint8)
         total = GUARD_BYTES + _round_up(data.size, GUARD_BYTES) + GUARD_BYTES
         image = np.full(total, GUARD_FILL, dtype=np.uint8)
         image[GUARD_BYTES:GUARD_BYTES + data.size] = data
         base = self._malloc(scope, total)
         self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(base, total, image.ctypes.data, total,
                                                              ACL_MEMCPY_HOST_TO_DEVICE))
-        return _GuardedBuffer(name, base, data.size, image)
+        return _GuardedBuffer(name, base, values, image)
 
     def _download(self, buffer: _GuardedBuffer) -> np.ndarray:
         host = np.empty(buffer.image.size, dtype=np.uint8)

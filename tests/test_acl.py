@@ -144,6 +144,41 @@ def test_modes_switched_on_for_the_emulator(emulator_home, monkeypatch):
     np.testing.assert_allclose(outcome.dy, expected, rtol=1e-6, atol=1e-6)
 
 
+PAIRS = {"aclrtMalloc": "aclrtFree", "aclCreateTensor": "aclDestroyTensor",
+         "aclCreateIntArray": "aclDestroyIntArray", "aclrtCreateEventWithFlag": "aclrtDestroyEvent"}
+
+
+def count_calls(session, monkeypatch, fail_download: bool = False) -> dict[str, int]:
+    """Wrap the session's acquire/release functions to count calls; optionally fail every D2H copy."""
+    calls = dict.fromkeys([*PAIRS, *PAIRS.values()], 0)
+    api = session._api
+    for name in calls:
+        def counted(*args, _function=getattr(api, name), _name=name):
+            calls[_name] += 1
+            return _function(*args)
+        monkeypatch.setattr(api, name, counted)
+    if fail_download:
+        memcpy = api.aclrtMemcpy
+        monkeypatch.setattr(api, "aclrtMemcpy", lambda *args: 207001 if args[4] == 2 else memcpy(*args))
+    return calls
+
+
+@pytest.mark.parametrize("partial_slice, fail_download", [((0, 8), False), ((0, 7), False), ((0, 8), True)])
+def test_every_acquired_resource_is_released(session, monkeypatch, partial_slice, fail_download):
+    case = make_case((1, 2, 1, 8), (1, 2, 1, len(range(*partial_slice))), partial_slice)
+    calls = count_calls(session, monkeypatch, fail_download)
+    if fail_download:
+        with pytest.raises(AclError, match=r"^aclrtMemcpy failed: 207001 ACL_ERROR_RT_MEMORY_ALLOCATION"):
+            session.launch(case, random_inputs(case))
+    else:
+        status = session.launch(case, random_inputs(case)).status
+        assert status == (0 if partial_slice == (0, 8) else 561002)
+        assert calls["aclrtCreateEventWithFlag"] == (2 if status == 0 else 0)
+    assert calls["aclrtMalloc"] >= 3 and calls["aclCreateTensor"] == 3 and calls["aclCreateIntArray"] == 1
+    for acquire, release in PAIRS.items():
+        assert calls[acquire] == calls[release], (acquire, calls)
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096
