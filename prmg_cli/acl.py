@@ -90,7 +90,7 @@ RUNTIME_PROTOTYPES = {
     "aclrtFree": (c_int, [c_void_p]),
     "aclrtMemcpy": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t, c_int]),
 }
-EVENT_PROTOTYPES = {                # optional: without them a launch has no kernel time
+EVENT_PROTOTYPES = {
     "aclrtCreateEvent": (c_int, [POINTER(c_void_p)]),
     "aclrtCreateEventWithFlag": (c_int, [POINTER(c_void_p), c_uint32]),
     "aclrtRecordEvent": (c_int, [c_void_p, c_void_p]),
@@ -105,6 +105,8 @@ NNOPBASE_PROTOTYPES = {
     "aclCreateIntArray": (c_void_p, [_INT64_PTR, c_uint64]),
     "aclDestroyIntArray": (c_int32, [c_void_p]),
 }
+# Without these a launch still runs: no kernel time (events), no error text (aclGetRecentErrMsg).
+OPTIONAL = frozenset({"aclGetRecentErrMsg", *EVENT_PROTOTYPES})
 OP_PROTOTYPES = {
     GET_WORKSPACE: (c_int32, [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, POINTER(c_uint64),
                               POINTER(c_void_p)]),
@@ -124,19 +126,18 @@ class _Api:
         runtime = _load(toolkit.runtime_lib, ctypes.RTLD_GLOBAL)
         nnopbase = _load(toolkit.nnopbase_lib, ctypes.RTLD_GLOBAL)
         op = _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
-        self.paths = (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib)
-        for library, path, prototypes, required in ((runtime, toolkit.runtime_lib, RUNTIME_PROTOTYPES, True),
-                                                    (runtime, toolkit.runtime_lib, EVENT_PROTOTYPES, False),
-                                                    (nnopbase, toolkit.nnopbase_lib, NNOPBASE_PROTOTYPES, True),
-                                                    (op, toolkit.op_lib, OP_PROTOTYPES, True)):
+        for library, path, prototypes in ((runtime, toolkit.runtime_lib, RUNTIME_PROTOTYPES),
+                                          (runtime, toolkit.runtime_lib, EVENT_PROTOTYPES),
+                                          (nnopbase, toolkit.nnopbase_lib, NNOPBASE_PROTOTYPES),
+                                          (op, toolkit.op_lib, OP_PROTOTYPES)):
             for name, (restype, argtypes) in prototypes.items():
-                setattr(self, name, _declare(library, path, name, restype, argtypes, required))
+                setattr(self, name, _declare(library, path, name, restype, argtypes, name not in OPTIONAL))
         self.has_events = all(getattr(self, name) is not None for name in EVENT_PROTOTYPES
                               if name != "aclrtCreateEventWithFlag")
 
     def recent_error(self) -> str:
         """aclGetRecentErrMsg(), or "" when there is none."""
-        message = self.aclGetRecentErrMsg()
+        message = self.aclGetRecentErrMsg() if self.aclGetRecentErrMsg is not None else None
         return message.decode(errors="replace").strip() if message else ""
 
     def check(self, function: str, status: int) -> None:
