@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -203,3 +207,135 @@ def test_probe_reports_libraries_symbols_and_devices(emulator):
     assert report["loaded"] == [str(emulator.runtime_lib), str(emulator.nnopbase_lib), str(emulator.op_lib)]
     assert report["symbols"] == {OP_SYMBOL: True, "aclnnInplacePartialRotaryMulGrad": True}
     assert report["device_count"] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The binding assumes nothing of the emulator: a minimal stand-in written here, with host memory as
+# "device" memory, no aclGetRecentErrMsg, no aclrtCreateEventWithFlag and no workspace, must work too.
+
+STAND_IN = {
+    "libascendcl.so": r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+int aclInit(const char *config) { (void)config; return 0; }
+int aclFinalize(void) { return 0; }
+int aclrtGetDeviceCount(uint32_t *count) { *count = 2; return 0; }
+int aclrtSetDevice(int32_t id) { return id < 2 ? 0 : 107001; }
+int aclrtResetDevice(int32_t id) { (void)id; return 0; }
+int aclrtCreateStream(void **stream) { *stream = malloc(1); return 0; }
+int aclrtDestroyStream(void *stream) { free(stream); return 0; }
+int aclrtSynchronizeStream(void *stream) { (void)stream; return 0; }
+int aclrtMalloc(void **ptr, size_t size, int policy) { (void)policy; *ptr = malloc(size); return *ptr ? 0 : 207001; }
+int aclrtFree(void *ptr) { free(ptr); return 0; }
+int aclrtMemcpy(void *dst, size_t max, const void *src, size_t count, int kind)
+{ (void)kind; if (count > max) return 100000; memcpy(dst, src, count); return 0; }
+int aclrtCreateEvent(void **event) { *event = calloc(1, sizeof(double)); return 0; }
+int aclrtRecordEvent(void *event, void *stream)
+{ struct timespec now; (void)stream; clock_gettime(CLOCK_MONOTONIC, &now);
+  *(double *)event = now.tv_sec * 1e3 + now.tv_nsec / 1e6; return 0; }
+int aclrtSynchronizeEvent(void *event) { (void)event; return 0; }
+int aclrtDestroyEvent(void *event) { free(event); return 0; }
+int aclrtEventElapsedTime(float *ms, void *start, void *end)
+{ *ms = (float)(*(double *)end - *(double *)start); return 0; }
+""",
+    "libnnopbase.so": r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+typedef struct { int64_t dims[8]; uint64_t rank; int dtype; float *data; } tensor;
+typedef struct { int64_t values[8]; uint64_t size; } int_array;
+void *aclCreateTensor(const int64_t *dims, uint64_t rank, int dtype, const int64_t *strides, int64_t offset,
+                      int format, const int64_t *storage, uint64_t storage_rank, void *data)
+{ (void)strides; (void)offset; (void)format; (void)storage; (void)storage_rank;
+  if (rank > 8) return NULL;
+  tensor *t = calloc(1, sizeof *t); memcpy(t->dims, dims, rank * 8); t->rank = rank; t->dtype = dtype;
+  t->data = data; return t; }
+int32_t aclDestroyTensor(const void *t) { free((void *)t); return 0; }
+void *aclCreateIntArray(const int64_t *values, uint64_t size)
+{ if (size > 8) return NULL;
+  int_array *a = calloc(1, sizeof *a); memcpy(a->values, values, size * 8); a->size = size; return a; }
+int32_t aclDestroyIntArray(const void *a) { free((void *)a); return 0; }
+""",
+    "libopapi_transformer.so": r"""
+#include <stdint.h>
+#include <stdlib.h>
+typedef struct { int64_t dims[8]; uint64_t rank; int dtype; float *data; } tensor;
+typedef struct { int64_t values[8]; uint64_t size; } int_array;
+typedef struct { tensor dy, cos, sin; int64_t start, end; } job;
+int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(tensor *dy, const tensor *cos, const tensor *sin,
+    int64_t mode, const int_array *slice, uint64_t *workspace, void **executor)
+{ if (!dy || !cos || !sin) return 161001;
+  if (dy->dtype != 0 || cos->dtype != 0 || sin->dtype != 0) return 161002;
+  if (dy->rank != 4 || cos->rank != 4 || mode != 1 || slice->size != 2 || dy->dims[3] > 1024) return 561002;
+  int64_t start = slice->values[0], end = slice->values[1];
+  if (start < 0 || end > dy->dims[3] || start > end || (end - start) % 2 || end - start != cos->dims[3])
+    return 561002;
+  job *j = malloc(sizeof *j); j->dy = *dy; j->cos = *cos; j->sin = *sin; j->start = start; j->end = end;
+  *workspace = 0; *executor = j; return 0; }
+int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t size, void *executor, void *stream)
+{ (void)workspace; (void)size; (void)stream;
+  job *j = executor; int64_t *d = j->dy.dims, *c = j->cos.dims, length = j->end - j->start;
+  for (int64_t b = 0; b < d[0]; b++) for (int64_t s = 0; s < d[1]; s++) for (int64_t n = 0; n < d[2]; n++) {
+    float *g = j->dy.data + ((b * d[1] + s) * d[2] + n) * d[3] + j->start;
+    int64_t row = (((c[0] == 1 ? 0 : b) * c[1] + (c[1] == 1 ? 0 : s)) * c[2] + (c[2] == 1 ? 0 : n)) * c[3];
+    const float *cs = j->cos.data + row, *sn = j->sin.data + row;
+    for (int64_t k = 0; k < length; k += 2) {
+      float even = g[k], odd = g[k + 1];
+      g[k] = cs[k] * even + sn[k + 1] * odd;
+      g[k + 1] = cs[k + 1] * odd - sn[k] * even;
+    } }
+  free(j); return 0; }
+""",
+}
+
+STAND_IN_SCRIPT = r"""
+import json, sys
+import numpy as np
+from prmg_cli.acl import AclSession, probe
+from prmg_cli.cases import Case
+from prmg_cli.inputs import Inputs
+from prmg_cli.toolkit import find_toolkit
+
+toolkit = find_toolkit()
+rng = np.random.default_rng(1)
+case = Case(name="s", source="s", shape=(2, 3, 2, 12), cos_shape=(1, 3, 1, 8), sin_shape=(1, 3, 1, 8),
+            partial_slice=(3, 11))
+inputs = Inputs(*(rng.uniform(-1, 1, shape).astype(np.float32) for shape in (case.shape, case.cos_shape,
+                                                                              case.sin_shape)))
+refused = Case(name="r", source="s", shape=(1, 1, 1, 2048), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+               partial_slice=(0, 8))
+refused_dy = rng.uniform(-1, 1, refused.shape).astype(np.float32)
+with AclSession(toolkit, device=1) as session:
+    good = session.launch(case, inputs)
+    bad = session.launch(refused, Inputs(refused_dy, inputs.cos[:, :1], inputs.sin[:, :1]))
+    count = session.device_count()
+np.savez(sys.argv[1], dy=inputs.dy, cos=inputs.cos, sin=inputs.sin, result=good.dy)
+print(json.dumps({"kind": toolkit.kind, "status": good.status, "violations": list(good.contract_violations),
+                  "kernel_ms": good.kernel_ms, "workspace": good.workspace_size, "refused": bad.status,
+                  "refused_call": bad.failed_call, "refused_unchanged": bool(np.array_equal(bad.dy, refused_dy)),
+                  "devices": count, "probe": probe(toolkit)}))
+"""
+
+
+def test_binding_drives_an_independent_minimal_toolkit(tmp_path):
+    lib64 = tmp_path / "standin" / "lib64"
+    lib64.mkdir(parents=True)
+    for library, source in STAND_IN.items():
+        (tmp_path / f"{library}.c").write_text(source)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib64 / library), str(tmp_path / f"{library}.c")],
+                       check=True)
+    env = {**os.environ, "ASCEND_HOME_PATH": str(tmp_path / "standin")}
+    result = subprocess.run([sys.executable, "-c", STAND_IN_SCRIPT, str(tmp_path / "arrays.npz")], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["kind"], report["status"], report["violations"], report["workspace"]) == ("aclnn", 0, [], 0)
+    assert report["kernel_ms"] is not None                  # timed with plain aclrtCreateEvent
+    assert (report["refused"], report["refused_call"], report["refused_unchanged"]) == (561002, OP_SYMBOL, True)
+    assert report["devices"] == 2
+    assert report["probe"]["errors"] == [] and all(report["probe"]["symbols"].values())
+    arrays = np.load(tmp_path / "arrays.npz")
+    expected = inplace_partial_rotary_mul_grad(arrays["dy"], arrays["cos"], arrays["sin"], 1, (3, 11))
+    np.testing.assert_allclose(arrays["result"], expected, rtol=1e-6, atol=1e-6)
