@@ -536,7 +536,7 @@ def _smoke() -> dict:
     cases.append(case("error_length_not_cos_D", shape=(1, 2, 2, 16), cos_shape=(1, 2, 1, 8), partial_slice=(0, 16),
                       expect="ACLNN_ERR_INNER_TILING_ERROR"))
     return document(cases, header=_header("smoke", "a few dozen fast cases: every dtype pair and broadcast "
-                                                   "pattern, odd starts, odd-length-pair slices, the worked "
+                                                   "pattern, odd starts, non-power-of-two lengths, the worked "
                                                    "example; what NPU CI runs"))
 
 
