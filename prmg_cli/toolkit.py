@@ -342,7 +342,11 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
     source_hash = sources_hash(sources)
     root = emulator_cache_base(env) / f"emulator-{source_hash}"
     if not _emulator_complete(root):
-        _build_emulator(sources, root, source_hash)
+        try:
+            _build_emulator(sources, root, source_hash)
+        except OSError as error:
+            raise PrmgError(f"cannot build the host emulator in {root}: {error} "
+                            f"(set PRMG_EMULATOR_HOME to a writable folder)") from None
     lib64 = root / "lib64"
     return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / "libnnopbase.so",
                    lib64 / "libopapi_transformer.so", "libopapi_transformer.so", _modes_env(modes))

@@ -227,3 +227,10 @@ def test_cache_location():
     assert tk.emulator_cache_base({"PRMG_EMULATOR_HOME": "/a", "XDG_CACHE_HOME": "/b"}) == Path("/a")
     assert tk.emulator_cache_base({"XDG_CACHE_HOME": "/b"}) == Path("/b/prmg")
     assert tk.emulator_cache_base({}) == Path.home() / ".cache" / "prmg"
+
+
+def test_unwritable_cache_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(PrmgError, match="cannot build the host emulator in .*PRMG_EMULATOR_HOME"):
+        tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(blocker / "cache")})
