@@ -230,6 +230,8 @@ def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None,
             log.append(f"{label}: rejected: refused stub libraries")
             continue
         log.append(f"{label}: runtime {runtime}, {nnopbase}")
+        if override:
+            log.append(f"  operator library {override} (--op-lib): ok")
         found = ("--op-lib", override) if override else _find_op_lib(root, env, log)
         if found is None:
             log.append(f"{label}: rejected: no library exports {OP_SYMBOL}")
