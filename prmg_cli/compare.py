@@ -282,10 +282,11 @@ def _default(view: _Slice) -> _Judgement:
 
 def _double_thousandth(view: _Slice) -> _Judgement:
     p = view.params
-    error = np.abs(view.actual - view.golden)
+    # An element is wrong when |a - e| > atol + rel*|e| (the absolute floor adds, as in TTK's
+    # absolute_precision); its relative error is what remains after the floor, over |e|.
+    excess = np.abs(view.actual - view.golden) - p["atol"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        relative = error / np.abs(view.golden)
-    relative[error <= p["atol"]] = 0
+        relative = np.where(excess > 0, excess / np.abs(view.golden), 0.0)
     wrong = relative > p["rel"]
     share = float(wrong.mean()) if wrong.size else 0.0
     max_relative = _max(relative)

@@ -121,6 +121,7 @@ def run_case(session, case: Case, settings: RunSettings) -> CaseResult:
         return describe(case, "error", message=f"{type(exc).__name__}: {exc}", standard=standard,
                         duration_s=time.perf_counter() - started)
     return describe(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
+                    key_metric=compare.key_metric(verdict),
                     details=list(verdict.details), error_code=outcome.status, standard=standard,
                     kernel_ms=outcome.kernel_ms, duration_s=time.perf_counter() - started)
 

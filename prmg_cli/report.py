@@ -51,6 +51,7 @@ class CaseResult:
     partial_slice: list = field(default_factory=list)
     standard: str = ""
     tags: list = field(default_factory=list)
+    key_metric: str = ""            # the judge's short summary of the metrics, e.g. "err/budget 0.41"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -181,14 +182,12 @@ def _number(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def metric_label(metrics: dict) -> str:
-    """The key metric(s) of a result: ``metrics["key"]`` when the judge preformatted it, else the first
+def metric_label(result: CaseResult) -> str:
+    """The key metric(s) of a result: the judge's ``key_metric`` when it gave one, else the first
     two metrics as ``name=value`` with 3 significant digits."""
-    if not metrics:
-        return "-"
-    if isinstance(metrics.get("key"), str):
-        return metrics["key"]
-    shown = [(k, v) for k, v in metrics.items() if k != "key"][:2]
+    if result.key_metric:
+        return result.key_metric
+    shown = list(result.metrics.items())[:2]
     return " ".join(f"{k}={_number(v)}" for k, v in shown) or "-"
 
 
@@ -200,7 +199,7 @@ def _result_row(result: CaseResult) -> list[str]:
     return [printable(result.name), dtype_label(result.dtype, result.cos_dtype),
             shape_label(result.shape), shape_label(result.cos_shape),
             mode_name(result.rotary_mode) or "-", slice_label(result.partial_slice),
-            result.standard or "-", printable(metric_label(result.metrics)),
+            result.standard or "-", printable(metric_label(result)),
             _verdict(result), ms_label(result.kernel_ms)]
 
 

@@ -97,6 +97,16 @@ def test_skip_reason_wording_and_when_it_applies():
     assert skip_reason(make(rotary_mode=0, partial_slice=(8, 39)), TODAY) is None       # also a bad slice
 
 
+def test_a_refused_mode_case_is_skipped_on_a_target_that_supports_the_mode():
+    refused_today = make(rotary_mode=0, expect=Expect(TILING))
+    assert skip_reason(refused_today, TODAY) is None                  # today: runs and must be refused
+    assert skip_reason(refused_today, ALL_MODES) == \
+        "expects rotary_mode half (0) to be refused, but the target supports it"
+    also_bad_slice = make(rotary_mode=0, partial_slice=(8, 39), expect=Expect(TILING))
+    assert skip_reason(also_bad_slice, ALL_MODES) is None             # refused for its slice anyway
+    assert skip_reason(make(rotary_mode=7, expect=Expect(TILING)), ALL_MODES) is None
+
+
 @pytest.mark.parametrize("mode", [-1, 4, 7, 2**40])
 def test_mode_outside_0_to_3_gives_561002_on_every_target(mode):
     case = make(rotary_mode=mode, expect=Expect("any"))

@@ -79,7 +79,7 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     """A non-editable install carries the emulator sources and builds them on first use."""
     target = tmp_path / "site"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                              "--no-build-isolation", "--target", str(target), str(ROOT)],
+                              "--target", str(target), str(ROOT)],
                              capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr
     assert (target / "prmg_cli" / "emulator_src" / "kernel.c").exists()
