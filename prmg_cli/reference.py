@@ -19,16 +19,15 @@ float16 or bfloat16 numbers are exact there), then rounds once to dy's dtype.
 from __future__ import annotations
 
 import itertools
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
 
-# Row blocks of about this many slice elements fit, with their float64 work buffers, in a core's L2.
-_BLOCK_ELEMENTS = 1 << 15
+# Row blocks of about this many slice elements: large enough that numpy's per-call cost is small next to
+# the work, small enough that the float64 work buffers stay in cache (measured best on a 2-core EPYC VM).
+_BLOCK_ELEMENTS = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -168,8 +167,19 @@ def _block_indices(rows_shape: tuple[int, ...], row_elements: int,
     return blocks
 
 
+def _fill_pair_tables(pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Write the complex tables ``a[k] = c[p] - i*s[q]`` and ``b[k] = c[q] - i*s[p]`` (float64) for the
+    ``pairs`` (``(PairBlock, slice of k)``) of the cos/sin tables ``cos``, ``sin``."""
+    for pair, ks in pairs:
+        p, q = pair.first, pair.second
+        np.copyto(a.real[..., ks], cos[..., p], casting="unsafe")
+        np.negative(sin[..., q], out=a.imag[..., ks], dtype=np.float64, casting="unsafe")
+        np.copyto(b.real[..., ks], cos[..., q], casting="unsafe")
+        np.negative(sin[..., p], out=b.imag[..., ks], dtype=np.float64, casting="unsafe")
+
+
 class _BlockEvaluator:
-    """Evaluates ``dx`` block by block in reused float64 buffers (one evaluator per thread).
+    """Evaluates ``dx`` block by block in reused float64 buffers.
 
     Pair ``k`` of a block becomes the complex number ``z[k] = g[p] + i*g[q]`` (for interleave this is
     just g widened to float64 and viewed as complex128). With the tables ``a[k] = c[p] - i*s[q]`` and
@@ -180,6 +190,9 @@ class _BlockEvaluator:
     Each is two products exact in float64 and one rounded sum, so this equals the plain formula bit for
     bit, while numpy does both products and the sum in one pass. Per block: copy dy's rows to dx,
     gather ``z``, multiply by ``a`` and ``b``, then round ``Re(z*a)``, ``Im(z*b)`` into dx's slice.
+
+    The tables are built once for all of cos/sin when they are small (broadcast), else per block;
+    a block over which they broadcast gets them expanded to its shape, reused by the next blocks.
     """
 
     def __init__(self, dy, cos, sin, dx, start: int, end: int, pairs: tuple[PairBlock, ...]):
@@ -197,28 +210,30 @@ class _BlockEvaluator:
         size = max(_BLOCK_ELEMENTS, length)
         self.buffers = [np.empty(size, np.float64) for _ in range(4)]
         self.table_key = None
+        self.whole_tables = None
+        if 16 * cos.size <= dy.nbytes // 2:
+            table_shape = cos.shape[:-1] + (length // 2,)
+            self.whole_tables = (np.empty(table_shape, np.complex128), np.empty(table_shape, np.complex128))
+            _fill_pair_tables(self.pairs, cos, sin, *self.whole_tables)
 
-    def _tables(self, index: tuple[slice, ...], shape: tuple[int, ...]):
-        """The complex tables ``a``, ``b`` for a block whose slice has ``shape``, expanded to it."""
-        pair_shape = shape[:-1] + (shape[-1] // 2,)
-        a, b = (buffer[:int(np.prod(shape))].view(np.complex128).reshape(pair_shape)
+    def _tables(self, index: tuple[slice, ...], pair_shape: tuple[int, ...]):
+        """The complex tables ``a``, ``b`` for a block of ``pair_shape`` pairs, expanded to it."""
+        table_index = tuple(slice(None) if size == 1 else part for part, size in zip(index, self.cos.shape))
+        if self.whole_tables is not None:
+            a_part, b_part = (table[table_index] for table in self.whole_tables)
+            if a_part.shape == pair_shape:
+                return a_part, b_part
+        a, b = (buffer[:2 * int(np.prod(pair_shape))].view(np.complex128).reshape(pair_shape)
                 for buffer in self.buffers[2:])
-        table_index = tuple(slice(None) if size == 1 else part
-                            for part, size in zip(index, self.cos.shape))
-        key = (table_index, shape)
+        key = (table_index, pair_shape)
         if key != self.table_key:
             self.table_key = key
-            cos_part, sin_part = self.cos[table_index], self.sin[table_index]
-            compact_shape = cos_part.shape[:-1] + pair_shape[-1:]
-            compact = compact_shape == pair_shape
-            a_part, b_part = (a, b) if compact else (np.empty(compact_shape, np.complex128) for _ in "ab")
-            for pair, ks in self.pairs:
-                p, q = pair.first, pair.second
-                np.copyto(a_part.real[..., ks], cos_part[..., p], casting="unsafe")
-                np.negative(sin_part[..., q], out=a_part.imag[..., ks], dtype=np.float64, casting="unsafe")
-                np.copyto(b_part.real[..., ks], cos_part[..., q], casting="unsafe")
-                np.negative(sin_part[..., p], out=b_part.imag[..., ks], dtype=np.float64, casting="unsafe")
-            if not compact:
+            if self.whole_tables is None:
+                compact_shape = self.cos[table_index].shape[:-1] + pair_shape[-1:]
+                a_part, b_part = ((a, b) if compact_shape == pair_shape
+                                  else (np.empty(compact_shape, np.complex128) for _ in "ab"))
+                _fill_pair_tables(self.pairs, self.cos[table_index], self.sin[table_index], a_part, b_part)
+            if a_part is not a:
                 np.copyto(a, a_part)
                 np.copyto(b, b_part)
         return a, b
@@ -234,7 +249,7 @@ class _BlockEvaluator:
         g = dx_block[..., self.start:self.end]
         pair_shape = g.shape[:-1] + (g.shape[-1] // 2,)
         z, zb = (buffer[:g.size].view(np.complex128).reshape(pair_shape) for buffer in self.buffers[:2])
-        a, b = self._tables(index, g.shape)
+        a, b = self._tables(index, pair_shape)
         if self.adjacent_in:
             np.copyto(z.view(np.float64), g, casting="unsafe")
         else:
@@ -253,7 +268,7 @@ class _BlockEvaluator:
 
 
 def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                                    partial_slice, *, workers: int | None = None) -> np.ndarray:
+                                    partial_slice) -> np.ndarray:
     """The operator's result ``dx`` as a new array in dy's dtype; ``dy`` itself is not modified.
 
     Over the slice ``dx[p'] = c[p]*g[p] + s[q]*g[q]``, ``dx[q'] = c[q]*g[q] - s[p]*g[p]`` (pairing per
@@ -261,28 +276,16 @@ def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.nda
     bfloat16 numbers are exact), rounded once to dy's dtype. Outside the slice ``dx`` is a bit-exact copy
     of ``dy`` (NaN payloads included). An empty slice returns a copy of ``dy``.
 
-    Evaluated at memory speed in cache-sized blocks of rows (see ``_BlockEvaluator``), split over
-    ``workers`` threads (default: up to 2, by the CPU count; numpy releases the GIL in its loops).
+    Evaluated near memory speed in cache-sized blocks of rows (see ``_BlockEvaluator``).
     """
     start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
     dx = np.empty(dy.shape, dy.dtype)
     if start == end or dx.size == 0:
         np.copyto(dx, dy)
         return dx
-    pairs = pair_blocks(rotary_mode, end - start)
     broadcast_axes = tuple(axis for axis in range(3) if cos.shape[axis] == 1 and dy.shape[axis] > 1)
     blocks = _block_indices(dy.shape[:3], dy.shape[-1], broadcast_axes)
-    if workers is None:
-        workers = min(2, os.cpu_count() or 1)
-    workers = max(1, min(workers, len(blocks) // 4))
-    shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
-    evaluators = [_BlockEvaluator(dy, cos, sin, dx, start, end, pairs) for _ in shares]
-    if workers == 1:
-        evaluators[0].run(blocks)
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            for done in [pool.submit(e.run, share) for e, share in zip(evaluators, shares)]:
-                done.result()
+    _BlockEvaluator(dy, cos, sin, dx, start, end, pair_blocks(rotary_mode, end - start)).run(blocks)
     return dx
 
 
