@@ -20,7 +20,7 @@ run: install
 	$(BIN)/prmg run cases/
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 lint: install
 	$(BIN)/python -m compileall -q prmg_cli tests

@@ -1,0 +1,199 @@
+"""The other commands end to end: validate on broken files, gen-case, import-ttk, doctor, bench, help."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import ROOT, prmg
+from prmg_cli import cli
+
+BROKEN = sorted((ROOT / "tests" / "data" / "broken").glob("*.yaml"))
+TTK_CSV = ROOT.parent / "shared" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"
+
+
+def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
+    """`prmg ARGS` through the real entry point (cli.main), in this process: fast for many files."""
+    monkeypatch.setattr(sys, "argv", ["prmg", *map(str, args)])
+    with pytest.raises(SystemExit) as stopped:
+        cli.main()
+    captured = capsys.readouterr()
+    return stopped.value.code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
+def test_every_broken_file_is_one_line_naming_the_file_and_exit_2(path, capsys, monkeypatch):
+    code, out, err = run_in_process(capsys, monkeypatch, "validate", path)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("prmg: error: ")
+    assert path.name in lines[0]
+    assert "Traceback" not in err and out == ""
+
+
+def test_broken_files_through_run_and_dump_too(capsys, monkeypatch, tmp_path):
+    for command in (["run", "--list"], ["dump", "--out", str(tmp_path)]):
+        code, _, err = run_in_process(capsys, monkeypatch, command[0], BROKEN[0], *command[1:])
+        assert code == 2 and err.startswith("prmg: error: ") and BROKEN[0].name in err
+
+
+def test_python_tags_are_never_executed(capsys, monkeypatch, tmp_path):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.yaml"
+    path.write_text(f"- !!python/object/apply:os.system ['touch {marker}']\n")
+    code, _, err = run_in_process(capsys, monkeypatch, "validate", path)
+    assert code == 2 and not marker.exists()
+
+
+def test_missing_path_and_unknown_command_are_usage_errors(capsys, monkeypatch):
+    code, _, err = run_in_process(capsys, monkeypatch, "validate", "/nonexistent/cases.yaml")
+    assert code == 2 and "nonexistent" in err
+    code, _, err = run_in_process(capsys, monkeypatch, "frobnicate")
+    assert code == 2
+
+
+def test_help_texts_have_examples(capsys, monkeypatch):
+    for command in ("run", "validate", "dump", "gen-case", "import-ttk", "doctor", "bench"):
+        code, out, _ = run_in_process(capsys, monkeypatch, command, "--help")
+        assert code == 0 and "Usage" in out, command
+    code, out, _ = run_in_process(capsys, monkeypatch, "run", "--help")
+    assert "prmg run cases/" in out and "--supported-modes" in out
+
+
+def test_gen_case_from_flags_runs_green(tmp_path):
+    out = tmp_path / "gen.yaml"
+    result = prmg("gen-case", "--shape", "2,16,4,128", "--broadcast", "1S1D", "--slice", "33,97",
+                  "--dtype", "bfloat16", "--cos-dtype", "float32", "--inputs", "cos=rope:10000,sin=rope:10000",
+                  "-o", out)
+    assert result.returncode == 0, result.stderr
+    case = yaml.safe_load(out.read_text())["cases"][0]
+    assert case["shape"] == [2, 16, 4, 128] and case["cos_shape"] == [1, 16, 1, 64]
+    result = prmg("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64", "--expect",
+                  "ACLNN_ERR_INNER_TILING_ERROR", "--name", "too_wide", "-o", out, "--append")
+    assert result.returncode == 0, result.stderr
+    result = prmg("run", out, "--runner", "emulator")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.rstrip().splitlines()[-1] == "2 passed, 0 failed"
+
+
+def test_gen_case_refuses_a_broken_constraint_unless_an_error_is_expected():
+    result = prmg("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64")
+    assert result.returncode == 2
+    assert "D = 2048 exceeds 1024" in result.stderr and "Traceback" not in result.stderr
+    result = prmg("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64", "--expect", "error")
+    assert result.returncode == 0 and "error" in result.stdout
+
+
+def test_gen_case_presets_are_deterministic_and_valid(tmp_path):
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for target in (first, second):
+        assert prmg("gen-case", "--preset", "negative", "-o", target).returncode == 0
+    assert first.read_bytes() == second.read_bytes()
+    result = prmg("validate", first)
+    assert result.returncode == 0, result.stderr
+
+
+def test_import_ttk_and_run_its_cases(tmp_path):
+    out = tmp_path / "ttk.yaml"
+    result = prmg("import-ttk", TTK_CSV, "-o", out)
+    assert result.returncode == 0, result.stderr
+    result = prmg("run", out, "--runner", "emulator", "--report", "json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 0
+    assert report["summary"]["passed"] == 14 and report["summary"]["total"] == 14
+    assert {case["standard"] for case in report["cases"]} == {"double_thousandth"}
+
+
+def test_import_ttk_reports_rows_it_cannot_map(tmp_path):
+    rows = TTK_CSV.read_text().splitlines()
+    broken = [rows[0], rows[1], rows[2].replace("inplace_partial_rotary_mul_grad", "rotary_mul", 1),
+              rows[3].replace(",True,", ",False,")]
+    path = tmp_path / "mixed.csv"
+    path.write_text("\n".join(broken) + "\n")
+    result = prmg("import-ttk", path)
+    assert result.returncode == 0
+    assert "row 2" in result.stderr and "row 3" in result.stderr
+    assert len(yaml.safe_load(result.stdout)["cases"]) == 1
+
+
+def test_doctor_says_what_it_found(emulator):
+    result = prmg("doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "runner auto would pick: emulator" in result.stdout
+    assert "aclnnInplacePartialRotaryMulGradGetWorkspaceSize: resolves" in result.stdout
+    result = prmg("doctor", env={"ASCEND_HOME_PATH": str(emulator.root)})
+    assert result.returncode == 0 and str(emulator.root) in result.stdout
+    result = prmg("doctor", "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
+    assert result.returncode == 1 and "NOT usable" in result.stdout
+
+
+def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):
+    path = tmp_path / "b.yaml"
+    path.write_text("- {name: b1, shape: [2, 64, 4, 128], cos_shape: [1, 64, 1, 64], partial_slice: [32, 96]}\n"
+                    "- {name: neg, shape: [1, 1, 1, 8], cos_shape: [1, 1, 1, 3], partial_slice: [0, 3], "
+                    "expect: {error: any}}\n")
+    result = prmg("bench", path, "--runner", "emulator", "--warmup", "1", "--repeat", "3")
+    assert result.returncode == 0, result.stderr
+    assert "b1" in result.stdout and "host timings (emulator), not NPU" in result.stdout
+    result = prmg("bench", path, "--runner", "emulator", "--repeat", "2", "--report", "json",
+                  "--peak-gbps", "100")
+    rows = json.loads(result.stdout)["cases"]
+    assert [row["name"] for row in rows] == ["b1"]
+    assert rows[0]["bytes"] == 2 * (2 * 64 * 4 * 64 * 4) + 2 * 64 * 64 * 4
+    assert rows[0]["median_ms"] > 0 and rows[0]["peak_share"] == pytest.approx(rows[0]["gbps"] / 100)
+
+
+def test_dump_golden_matches_an_independent_float64_computation(tmp_path):
+    """Every dumped golden, element by element, against a plain float64 loop over the operator's formulas."""
+    path = tmp_path / "d.yaml"
+    path.write_text("""
+- name: d_{rotary_mode}_{dtype}
+  shape: [1, 2, 3, 16]
+  cos_shape: [1, 2, 1, 8]
+  partial_slice: [5, 13]
+  sweep: {rotary_mode: [half, interleave, quarter, interleave-half], dtype: [float32, float16, bfloat16]}
+""")
+    result = prmg("dump", path, "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    import ml_dtypes
+    for folder in sorted((tmp_path / "out").iterdir()):
+        meta = json.loads((folder / "meta.json").read_text())
+        dtype = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[meta["dtype"]]
+        load = lambda name: np.load(folder / f"{name}.npy").view(dtype).astype(np.float64)
+        dy, cos, sin, golden = load("dy"), load("cos"), load("sin"), load("golden")
+        start, end = meta["partial_slice"]
+        expected = dy.copy()
+        for index in np.ndindex(*dy.shape[:3]):
+            c, s = cos[0, index[1], 0], sin[0, index[1], 0]
+            g = dy[index][start:end]
+            expected[index][start:end] = plain_backward(g, c, s, meta["rotary_mode"])
+        want = expected.astype(dtype).astype(np.float64)
+        assert np.array_equal(golden, want), folder.name
+
+
+def plain_backward(g, c, s, mode):
+    """operator.md's formulas, one element at a time."""
+    length = len(g)
+    dx = [0.0] * length
+    if mode in (0, 2):
+        for base, width in ([(0, length)] if mode == 0 else [(0, length // 2), (length // 2, length // 2)]):
+            half = width // 2
+            for k in range(half):
+                i, j = base + k, base + half + k
+                dx[i] = c[i] * g[i] + s[j] * g[j]
+                dx[j] = c[j] * g[j] - s[i] * g[i]
+    elif mode == 1:
+        for k in range(0, length, 2):
+            dx[k] = c[k] * g[k] + s[k + 1] * g[k + 1]
+            dx[k + 1] = c[k + 1] * g[k + 1] - s[k] * g[k]
+    else:
+        half = length // 2
+        for k in range(half):
+            dx[2 * k] = c[k] * g[k] + s[half + k] * g[half + k]
+            dx[2 * k + 1] = c[half + k] * g[half + k] - s[k] * g[k]
+    return dx
