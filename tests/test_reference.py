@@ -284,3 +284,18 @@ def test_invalid_arguments_raise_value_error(bad):
     table = np.zeros(params["cshape"], np.float32)
     with pytest.raises(ValueError):
         inplace_partial_rotary_mul_grad(dy, table, table, params["mode"], params["partial_slice"])
+
+
+def test_host_bench_naive_baseline_computes_the_same_gradient():
+    """The benchmark's naive contender is a fair baseline: same result up to its float32 rounding."""
+    from prmg_cli.hostbench import naive_interleave_grad
+
+    rng = np.random.default_rng(29)
+    dy = rng.uniform(-1, 1, (2, 6, 3, 20)).astype(np.float32)
+    cos, sin = (rng.uniform(-1, 1, (1, 6, 1, 12)).astype(np.float32) for _ in "cs")
+    naive = naive_interleave_grad(dy, cos, sin, (4, 16))
+    golden = inplace_partial_rotary_mul_grad(dy, cos, sin, 1, (4, 16))
+    magnitude = rotary_grad_magnitude(dy, cos, sin, 1, (4, 16))
+    assert np.array_equal(naive[..., :4], dy[..., :4]) and np.array_equal(naive[..., 16:], dy[..., 16:])
+    error = np.abs(naive[..., 4:16].astype(np.float64) - golden[..., 4:16].astype(np.float64))
+    assert np.all(error <= 4 * np.finfo(np.float32).eps * magnitude)
