@@ -195,7 +195,7 @@ class _BlockEvaluator:
     a block over which they broadcast gets them expanded to its shape, reused by the next blocks.
     """
 
-    def __init__(self, dy, cos, sin, dx, start: int, end: int, pairs: tuple[PairBlock, ...]):
+    def __init__(self, dy, cos, sin, dx, start: int, end: int, pairs: tuple[PairBlock, ...], block_rows: int):
         self.dy, self.cos, self.sin, self.dx = dy, cos, sin, dx
         self.start, self.end = start, end
         length = end - start
@@ -207,8 +207,7 @@ class _BlockEvaluator:
         even, odd = slice(0, length, 2), slice(1, length, 2)
         self.adjacent_in = len(pairs) == 1 and (pairs[0].first, pairs[0].second) == (even, odd)
         self.adjacent_out = len(pairs) == 1 and (pairs[0].first_out, pairs[0].second_out) == (even, odd)
-        size = max(_BLOCK_ELEMENTS, length)
-        self.buffers = [np.empty(size, np.float64) for _ in range(4)]
+        self.buffers = [np.empty(block_rows * length, np.float64) for _ in range(4)]
         self.table_key = None
         self.whole_tables = None
         if 16 * cos.size <= dy.nbytes // 2:
@@ -285,7 +284,10 @@ def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.nda
         return dx
     broadcast_axes = tuple(axis for axis in range(3) if cos.shape[axis] == 1 and dy.shape[axis] > 1)
     blocks = _block_indices(dy.shape[:3], dy.shape[-1], broadcast_axes)
-    _BlockEvaluator(dy, cos, sin, dx, start, end, pair_blocks(rotary_mode, end - start)).run(blocks)
+    # the first block is the largest: later ones only differ by a shorter tail along the split axis
+    block_rows = int(np.prod([len(range(*part.indices(size))) for part, size in zip(blocks[0], dy.shape[:3])]))
+    evaluator = _BlockEvaluator(dy, cos, sin, dx, start, end, pair_blocks(rotary_mode, end - start), block_rows)
+    evaluator.run(blocks)
     return dx
 
 
