@@ -367,11 +367,16 @@ def _check_unique_keys(node: yaml.MappingNode, source: str) -> None:
 
 def _load_file(file: Path) -> list[Case]:
     """The cases of one file: defaults merged, sweeps expanded, every key checked."""
-    source = str(file)
-    defaults, entries = _split_document(_read_yaml(file), source)
+    return parse_document(_read_yaml(file), str(file), file.parent)
+
+
+def parse_document(document, source: str, folder: Path) -> list[Case]:
+    """The cases of an already-read case document (a list, or ``{defaults, cases}``), as ``load_cases``
+    reads them from a file named ``source``; ``file:`` inputs are relative to ``folder``."""
+    defaults, entries = _split_document(document, source)
     cases = []
     for number, entry in enumerate(entries, start=1):
-        cases.extend(_expand_entry(entry, defaults, source, file.parent, number))
+        cases.extend(_expand_entry(entry, defaults, source, folder, number))
     return cases
 
 

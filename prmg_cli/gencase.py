@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -322,17 +321,14 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
 def load_generated(cases: Sequence[dict]) -> list:
     """The loader's ``Case`` values for case mappings, read exactly as from a case file (``file``
     inputs, which name files relative to a file not yet written, are left out)."""
-    from .cases import load_cases
+    from .cases import parse_document
 
     readable = [{**case, "inputs": {tensor: spec for tensor, spec in case["inputs"].items() if "file" not in spec}}
                 if "inputs" in case else case for case in cases]
-    with tempfile.TemporaryDirectory(prefix="prmg-gen-") as folder:
-        path = Path(folder) / "generated.yaml"
-        path.write_text(dump_yaml(document(readable)), encoding="utf-8")
-        try:
-            return load_cases([path])
-        except PrmgError as exc:
-            raise PrmgError(exc.reason, case=exc.case, field=exc.field) from None
+    try:
+        return parse_document(list(readable), "generated", Path.cwd())
+    except PrmgError as exc:
+        raise PrmgError(exc.reason, case=exc.case, field=exc.field) from None
 
 
 def refuse_invalid(cases: Sequence[dict]) -> None:
