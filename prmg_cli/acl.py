@@ -186,7 +186,9 @@ def _api(toolkit: Toolkit) -> _Api:
 
 
 @atexit.register
-def _finalize_all() -> None:
+def finalize_all() -> None:
+    """aclFinalize every runtime this process initialised (also run at interpreter exit; a worker that
+    leaves through os._exit, as multiprocessing children do, calls it itself)."""
     for api in _INITIALISED.values():
         api.aclFinalize()
     _INITIALISED.clear()

@@ -128,7 +128,7 @@ def run_case(session, case: Case, settings: RunSettings) -> CaseResult:
 
 def _worker_main(conn, settings: RunSettings, device: int) -> None:
     """A worker's life: open a session on ``device``, then run each case the parent sends."""
-    from .acl import AclSession
+    from .acl import AclSession, finalize_all
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C
     try:
@@ -137,12 +137,15 @@ def _worker_main(conn, settings: RunSettings, device: int) -> None:
         conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}"))
         return
     conn.send(("ready", None))
-    with session:
-        while True:
-            case = conn.recv()
-            if case is None:
-                break
-            conn.send(("result", run_case(session, case, settings).to_dict()))
+    try:
+        with session:
+            while True:
+                case = conn.recv()
+                if case is None:
+                    break
+                conn.send(("result", run_case(session, case, settings).to_dict()))
+    finally:
+        finalize_all()
 
 
 class _Worker:
