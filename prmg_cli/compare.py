@@ -18,21 +18,22 @@ The ``default`` standard: an error budget per element
 ------------------------------------------------------
 Each output element is ``dx = c*g ± s'*g'``, two products that may cancel. A kernel that computes in
 float32 rounds three times (both products and their sum), each time by at most ``u = 2^-24`` of the
-value rounded, so before its final rounding it is within ``E = 2u*m`` of the exact result (plus
-``u^2*m``), where ``m = |c*g| + |s'*g'|`` is the sum of the products' magnitudes -- not ``|dx|``, which
-cancellation can make arbitrarily small. The final rounding to dy's dtype moves that value by at most
-half the dtype's spacing at it, and it lies within ``|golden| + E`` of zero. Hence, per element::
+value rounded, so before its final rounding it is within ``E = (2u + u^2)*m`` of the exact result,
+where ``m = |c*g| + |s'*g'|`` is the sum of the products' magnitudes -- not ``|dx|``, which
+cancellation can make arbitrarily small. The final round-to-nearest to dy's dtype moves that value by
+at most half the dtype's spacing at it, and it lies within ``|golden| + E`` of zero. Hence, per
+element::
 
-    budget = budget_scale * (E + ulp_dy(|golden| + E)) + min(4 * 2^-126, m) + 2^-147,    E = 2^-23 * m
+    budget = budget_scale * (E + ulp_dy(|golden| + E) / 2) + min(4 * 2^-126, m) + 2^-147
 
 where ``golden`` is the float64 result (products of float32/float16/bfloat16 numbers are exact in
 float64, the sum is rounded once at 2^-53) and ``ulp_dy(x)`` the spacing of dy's dtype at ``x``
-(``2^(floor(log2 x) - p + 1)``, never below the dtype's smallest subnormal). Allowing a full ulp
-instead of half gives twice the needed room for the final rounding (so truncating conversions and the
-``u^2*m`` term fit too). The two last terms are for float32's subnormal range, where the relative
-bound ``u`` does not hold: gradual underflow errs by at most half of 2^-149 in each of the three
-operations (< 2^-147 together), and a kernel that flushes subnormal inputs, products or sums to zero
-errs by less than ``4 * 2^-126`` (for ``|c|, |s| <= 1``) and never by more than about ``m`` (a flush
+(``2^(floor(log2 x) - p + 1)``, never below the dtype's smallest subnormal). The bound is tight: a
+conversion that truncates instead of rounding to nearest errs by up to a whole ulp and is caught. The
+two last terms are for float32's subnormal range, where the relative bound ``u`` does not hold:
+gradual underflow errs by at most half of 2^-149 in each of the three operations (< 2^-147
+together), and a kernel that flushes subnormal inputs, products, sums or bfloat16 outputs to zero errs
+by less than ``4 * 2^-126`` (for ``|c|, |s| <= 1``) and never by more than about ``m`` (a flush
 replaces a value by 0, and every value involved is at most ``m``) -- so flushing is allowed, yet a
 kernel that does nothing still fails on subnormal data. An element is wrong when
 ``|actual - golden| > budget``; an infinity is accepted where ``|golden| + budget`` reaches dy's
@@ -44,9 +45,10 @@ lane, row or table entry moves an element by the order of ``m``, about 2^23 time
 part of the budget; computing in bfloat16 (or rounding a float32 cos/sin to a narrower dy dtype first)
 errs by about ``2^-9*m`` per rounding, far over the budget wherever the two products cancel enough
 that the output's ulp is small against ``m`` -- which ordinary data gives in a good share of elements,
-even for a bfloat16 dy. What it cannot see are errors no larger than float32 rounding plus one ulp of
-the output: such a kernel is as good as a correct one. Metrics: ``max_err_ratio`` (largest
-``|actual - golden| / budget``; a correct kernel stays well below 1), ``bad`` (elements over budget),
+even for a bfloat16 dy; truncating to a float16/bfloat16 dy errs by more than half an ulp in about half
+of the elements. What it cannot see are errors within float32 rounding plus half an ulp of the output:
+such a kernel is as good as a correct one. Metrics: ``max_err_ratio`` (largest
+``|actual - golden| / budget``; a correct kernel stays below 1), ``bad`` (elements over budget),
 ``max_abs_err``.
 
 The other standards are the ones in use around Ascend (``shared/docs/precision.md``); their defaults per
@@ -256,10 +258,10 @@ class _Judgement:
 
 def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: _Format,
                    scale: float = 1.0) -> np.ndarray:
-    """``budget = scale * (E + ulp_dy(|golden| + E)) + min(4 * 2^-126, m) + 2^-147`` with ``E = 2^-23 * m``
-    (module docstring)."""
-    computation = magnitude * (2 * U32)
-    budget = fmt.ulp(golden_magnitude + computation)
+    """``budget = scale * (E + ulp_dy(|golden| + E) / 2) + min(4 * 2^-126, m) + 2^-147`` with
+    ``E = (2u + u^2) * m``, ``u = 2^-24`` (module docstring)."""
+    computation = magnitude * (2 * U32 + U32 * U32)
+    budget = 0.5 * fmt.ulp(golden_magnitude + computation)
     budget += computation
     budget *= scale
     budget += np.minimum(magnitude, FTZ_FLOOR)

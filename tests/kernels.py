@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 FAULTS = ("sign", "own_sin", "half_pairing", "shift_slice", "ignore_broadcast", "skip_last_row",
-          "skip_tail", "clobber_passthrough", "bf16_compute", "noop", "nan", "cos_cast")
+          "skip_tail", "clobber_passthrough", "bf16_compute", "noop", "nan", "cos_cast", "truncate")
 
 
 def lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,6 +66,17 @@ def _kernel(dy, cos, sin, mode, partial_slice, **fault):
     return out
 
 
+def _toward_zero(values: np.ndarray, dtype) -> np.ndarray:
+    """float32 ``values`` converted to ``dtype`` rounding toward zero (one step back where nearest went
+    away from zero)."""
+    nearest = values.astype(dtype)
+    widened = nearest.astype(np.float32)
+    away = np.isfinite(values) & (np.abs(widened) > np.abs(values))
+    bits = nearest.view(f"u{np.dtype(dtype).itemsize}").copy()
+    bits[away] -= 1                                  # sign-magnitude: one ulp toward zero
+    return bits.view(dtype)
+
+
 def correct_kernel(dy, cos, sin, mode, partial_slice, *, flush=False):
     """The operator as a correct fp32-compute kernel implements it (a new array; dy is not changed);
     ``flush=True``: the same on hardware that flushes float32 subnormals to zero."""
@@ -83,7 +94,8 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
     L < 32) are left as dy; clobber_passthrough: zeroes the column just after the slice (before it
     when the slice ends at D); bf16_compute: operands, products and sum rounded to bfloat16;
     noop: nothing written; nan: one element (middle row, middle lane) becomes NaN; cos_cast: cos/sin
-    rounded to dy's dtype before the fp32 computation.
+    rounded to dy's dtype before the fp32 computation; truncate: the fp32 result converted to a
+    float16/bfloat16 dy toward zero instead of to nearest.
     """
     start, end = partial_slice = tuple(partial_slice)
     if name == "sign":
@@ -106,6 +118,11 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
         return _kernel(dy, cos, sin, mode, partial_slice, compute=ml_dtypes.bfloat16)
     if name == "cos_cast":
         return _kernel(dy, cos.astype(dy.dtype), sin.astype(dy.dtype), mode, partial_slice)
+    if name == "truncate":
+        out = dy.copy()
+        if end > start:
+            out[..., start:end] = _toward_zero(_rotate(dy, cos, sin, mode, partial_slice), dy.dtype)
+        return out
     out = correct_kernel(dy, cos, sin, mode, partial_slice)
     rows = out.reshape(-1, out.shape[-1])                      # a view: (b, s, n) rows
     if name == "skip_last_row":

@@ -15,7 +15,7 @@ from prmg_cli.cases import Case, Expect
 from prmg_cli.compare import STANDARD_PARAMS, STANDARDS, judge, key_metric
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import Inputs
-from prmg_cli.reference import inplace_partial_rotary_mul_grad
+from prmg_cli.reference import inplace_partial_rotary_mul_grad, rotary_grad_slice
 
 DTYPES = ("float32", "float16", "bfloat16")
 PAIRS = [(dy, table) for dy in DTYPES for table in DTYPES]
@@ -195,13 +195,14 @@ LOCALISED = {
     "noop": (1, (2, 3, 2, 40), (8, 40), "1S1D", "every element wrong"),
     "nan": (1, (2, 3, 2, 40), (8, 40), "1S1D", "nan at (b, s, n, d)=(1, 0, 0, 24)"),
     "cos_cast": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
+    "truncate": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
 }
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_default_catches_each_fault_with_its_localisation(fault):
     mode, shape, partial_slice, broadcast, expected_text = LOCALISED[fault]
-    dtype, cos_dtype = ("bfloat16", "float32") if fault == "cos_cast" else ("float32", "float32")
+    dtype, cos_dtype = ("bfloat16", "float32") if fault in ("cos_cast", "truncate") else ("float32", "float32")
     case = make_case(shape, partial_slice, mode=mode, dtype=dtype, cos_dtype=cos_dtype, broadcast=broadcast)
     inputs = make_inputs(case, np.random.default_rng(11))
     verdict = run(lambda *args: faulty_kernel(fault, *args), case, inputs)
@@ -292,7 +293,21 @@ def test_exact_needs_bit_identity_with_the_rounded_golden():
     off.view(np.uint16)[1, 2, 0, 7] += 1                      # one ulp
     verdict = judge(case, inputs, Outcome(status=0, dy=off), "exact")
     assert verdict.status == "failed" and verdict.metrics["mismatches"] == 1
-    assert judge(case, inputs, Outcome(status=0, dy=off), "default").status == "passed"
+    # default allows the float32 computation's error plus half an ulp, not a whole ulp: one ulp off
+    # fails wherever the golden is not within that computation error of a rounding midpoint
+    exact = rotary_grad_slice(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)[1, 2, 0, 7]
+    spacing = abs(float(np.float16(exact)) - float(np.nextafter(np.float16(exact), np.float16(0))))
+    if abs(abs(exact - float(golden[1, 2, 0, 7])) - spacing / 2) > spacing / 8:
+        assert judge(case, inputs, Outcome(status=0, dy=off), "default").status == "failed"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_truncating_instead_of_rounding_is_caught(dtype):
+    case = make_case((2, 4, 2, 64), (0, 64), dtype=dtype, cos_dtype="float32", broadcast="1S1D")
+    inputs = make_inputs(case, np.random.default_rng(8))
+    assert run(correct_kernel, case, inputs).status == "passed"
+    verdict = run(lambda *a: faulty_kernel("truncate", *a), case, inputs)
+    assert verdict.status == "failed" and verdict.metrics["bad"] > 20, verdict.metrics
 
 
 def test_double_thousandth_counts_share_and_cap():

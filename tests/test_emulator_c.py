@@ -598,6 +598,19 @@ def test_each_fault_changes_behaviour(emu, env, fault):
     assert emu.run(dy, cos, sin, 0 if fault == "accept_mode" else 1, (2, 10))[0] == 0
 
 
+def test_truncate_fault_rounds_toward_zero(emu, env):
+    rng = np.random.default_rng(3)
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        dy = rng.uniform(-1, 1, (1, 2, 2, 16)).astype(dtype)
+        cos, sin = (rng.uniform(-1, 1, (1, 2, 1, 16)).astype(np.float32) for _ in "cs")
+        env.setenv("PRMG_EMU_FAULT", "truncate")
+        truncated = emu.run(dy, cos, sin, 1, (0, 16))[1].astype(np.float64)
+        env.delenv("PRMG_EMU_FAULT")
+        nearest = emu.run(dy, cos, sin, 1, (0, 16))[1].astype(np.float64)
+        assert (np.abs(truncated) <= np.abs(nearest)).all()
+        assert (truncated != nearest).mean() > 0.2
+
+
 def test_unknown_fault_name_is_refused(emu, env):
     env.setenv("PRMG_EMU_FAULT", "no_such_fault")
     dy, cos, sin = fault_case()

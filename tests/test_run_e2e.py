@@ -101,6 +101,7 @@ def test_selection_list_keyword_and_tag(small):
     ("modify_cos", "fp32_mid", "failed", "cos changed"),
     ("clobber_passthrough", "fp32_mid", "failed", "outside the slice"),
     ("crash", "fp32_mid", "error", "worker crashed: signal 11"),
+    ("truncate", "bf16_mixed", "failed", "over budget"),
 ])
 def test_faults_turn_the_run_red_with_the_expected_verdict(small, fault, case, status, text):
     result, report = run_json(small, "--timeout", "20", env={"PRMG_EMU_FAULT": fault})

@@ -24,6 +24,7 @@ static const struct {
     {"accept_mode", FAULT_ACCEPT_MODE},
     {"crash", FAULT_CRASH},
     {"hang", FAULT_HANG},
+    {"truncate", FAULT_TRUNCATE},
 };
 
 /* The flag of fault `name` (length `length`), or 0 when unknown. */

@@ -24,6 +24,7 @@ enum {
     FAULT_ACCEPT_MODE = 1u << 12,
     FAULT_CRASH = 1u << 13,
     FAULT_HANG = 1u << 14,
+    FAULT_TRUNCATE = 1u << 15,
 };
 
 /* The faults active for a dy of shape dy_dims[0..dim_count): 0 and *faults set, or -1 with an error

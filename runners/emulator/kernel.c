@@ -10,6 +10,8 @@
  */
 #include "kernel.h"
 
+#include <math.h>
+
 #include "emu.h"
 #include "faults.h"
 #include "fpconv.h"
@@ -35,6 +37,17 @@ void store_element(int32_t data_type, void *data, int64_t index, float value)
         ((float *)data)[index] = value;
     else
         ((uint16_t *)data)[index] = data_type == ACL_BF16 ? float_to_bf16(value) : float_to_fp16(value);
+}
+
+/* The truncate fault's store: value converted to fp16/bf16 toward zero (a CAST_TRUNC where CAST_RINT
+ * belongs) instead of to nearest even. */
+static void store_toward_zero(int32_t data_type, void *data, int64_t index, float value)
+{
+    uint16_t nearest = data_type == ACL_BF16 ? float_to_bf16(value) : float_to_fp16(value);
+    float widened = data_type == ACL_BF16 ? bf16_to_float(nearest) : fp16_to_float(nearest);
+    if (value == value && fabsf(widened) > fabsf(value) && (nearest & 0x7FFF) != 0)
+        nearest--;                                   /* one step toward zero in sign-magnitude */
+    ((uint16_t *)data)[index] = nearest;
 }
 
 /* For lane j of a slice of length L: the kept element *kept, the partner *partner, and whether the
@@ -122,7 +135,11 @@ void rotary_mul_grad(const kernel_tensor *dy, const kernel_tensor *cos, const ke
             float dx = plus || (job->faults & FAULT_SIGN) ? kept_term + partner_term : kept_term - partner_term;
             if (in_bf16)
                 dx = round_to_bf16(dx);
-            store_element(dy->data_type, dy->host, row * row_length + row_position(job, row_length, j), dx);
+            int64_t position = row * row_length + row_position(job, row_length, j);
+            if ((job->faults & FAULT_TRUNCATE) && dy->data_type != ACL_FLOAT)
+                store_toward_zero(dy->data_type, dy->host, position, dx);
+            else
+                store_element(dy->data_type, dy->host, position, dx);
         }
     }
 }
