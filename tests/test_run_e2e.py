@@ -164,3 +164,32 @@ def test_validate_and_dump(small, tmp_path):
     dy = np.load(out / "bf16_mixed" / "dy.npy")
     assert dy.dtype == np.uint16 and dy.shape == (1, 4, 2, 32)
     assert not (out / "too_wide" / "golden.npy").exists()
+
+
+SHIPPED_FAULTS = {                     # fault -> what the first red case of cases/ must say
+    "sign": "over budget", "own_sin": "over budget", "half_pairing": "over budget",
+    "shift_slice": "over budget", "ignore_broadcast": "all rows sharing cos row",
+    "skip_last_row": "only in the last (b, s, n) row", "clobber_passthrough": "outside the slice",
+    "write_past_end": "guard zone after dy changed at byte +0", "modify_cos": "cos changed",
+    "bf16_compute": "over budget", "truncate": "over budget", "noop": "over budget",
+    "nan": "non-finite", "accept_mode": "expected 561002", "crash": "worker crashed: signal 11",
+    "hang": "timed out after 2 s",
+}
+
+
+@pytest.mark.parametrize("fault", sorted(SHIPPED_FAULTS))
+def test_shipped_cases_catch_every_emulator_fault(fault):
+    """prmg run cases/ is green on the emulator and red under each fault, for the expected reason."""
+    result, report = run_json(ROOT / "cases", "--fail-fast", "--timeout", "2", env={"PRMG_EMU_FAULT": fault})
+    assert result.returncode == 1, report["summary"]
+    red = [c for c in report["cases"] if c["status"] in ("failed", "error")]
+    assert SHIPPED_FAULTS[fault] in red[0]["message"] + "\n".join(red[0]["details"]), red[0]
+
+
+def test_shipped_cases_are_green():
+    result, report = run_json(ROOT / "cases")
+    assert result.returncode == 0
+    assert report["summary"]["failed"] == 0 and report["summary"]["error"] == 0
+    assert report["summary"]["passed"] > 400
+    result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3")
+    assert result.returncode == 0 and report["summary"]["passed"] > 480
