@@ -19,15 +19,23 @@ float16 or bfloat16 numbers are exact there), then rounds once to dy's dtype.
 from __future__ import annotations
 
 import itertools
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
 
-# Row blocks of about this many slice elements: large enough that numpy's per-call cost is small next to
-# the work, small enough that the float64 work buffers stay in cache (measured best on a 2-core EPYC VM).
-_BLOCK_ELEMENTS = 1 << 17
+# Row blocks of about this many elements of dy (whole rows): large enough that numpy's per-call cost
+# (about 30 us a block) is small next to the work, small enough that each thread's four float64 work
+# buffers stay in cache (2^16..2^18 measured on the 2-vCPU EPYC VM: 2^18 best, by a little, with 2 threads).
+_BLOCK_ELEMENTS = 1 << 18
+# Threads that share the blocks of a large input (a second one cut the benchmark's time by about a
+# quarter on the 2-vCPU host when the other vCPU was free), and the fewest blocks worth giving a thread.
+_WORKERS = min(2, os.cpu_count() or 1)
+_MIN_BLOCKS_PER_WORKER = 4
 
 
 @dataclass(frozen=True)
@@ -178,8 +186,17 @@ def _fill_pair_tables(pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b:
         np.negative(sin[..., p], out=b.imag[..., ks], dtype=np.float64, casting="unsafe")
 
 
+def _numbered_pairs(pairs: tuple[PairBlock, ...], length: int) -> list[tuple[PairBlock, slice]]:
+    """Each pair family with the slice of pair numbers ``k`` it covers (families numbered in order)."""
+    numbered = []
+    for pair in pairs:
+        first = numbered[-1][1].stop if numbered else 0
+        numbered.append((pair, slice(first, first + len(range(*pair.first.indices(length))))))
+    return numbered
+
+
 class _BlockEvaluator:
-    """Evaluates ``dx`` block by block in reused float64 buffers.
+    """Evaluates ``dx`` block by block in reused float64 buffers (one evaluator per thread).
 
     Pair ``k`` of a block becomes the complex number ``z[k] = g[p] + i*g[q]`` (for interleave this is
     just g widened to float64 and viewed as complex128). With the tables ``a[k] = c[p] - i*s[q]`` and
@@ -191,39 +208,42 @@ class _BlockEvaluator:
     bit, while numpy does both products and the sum in one pass. Per block: copy dy's rows to dx,
     gather ``z``, multiply by ``a`` and ``b``, then round ``Re(z*a)``, ``Im(z*b)`` into dx's slice.
 
-    The tables are built once for all of cos/sin when they are small (broadcast), else per block;
-    a block over which they broadcast gets them expanded to its shape, reused by the next blocks.
+    ``whole_tables`` are ``a``, ``b`` for all of cos/sin when they are small (broadcast, built once and
+    shared read-only by all evaluators), else None and the tables are built per block. A block over
+    which they broadcast gets them expanded to its shape, reused by the next blocks.
     """
 
-    def __init__(self, dy, cos, sin, dx, start: int, end: int, pairs: tuple[PairBlock, ...], block_rows: int):
+    def __init__(self, dy, cos, sin, dx, start: int, end: int, pairs, block_rows: int, whole_tables):
         self.dy, self.cos, self.sin, self.dx = dy, cos, sin, dx
         self.start, self.end = start, end
         length = end - start
-        self.pairs = []   # (PairBlock, the slice of pair numbers k it covers)
-        for pair in pairs:
-            first = len(self.pairs) and self.pairs[-1][1].stop
-            count = len(range(*pair.first.indices(length)))
-            self.pairs.append((pair, slice(first, first + count)))
+        self.pairs = pairs
         even, odd = slice(0, length, 2), slice(1, length, 2)
-        self.adjacent_in = len(pairs) == 1 and (pairs[0].first, pairs[0].second) == (even, odd)
-        self.adjacent_out = len(pairs) == 1 and (pairs[0].first_out, pairs[0].second_out) == (even, odd)
+        self.adjacent_in = len(pairs) == 1 and (pairs[0][0].first, pairs[0][0].second) == (even, odd)
+        self.adjacent_out = len(pairs) == 1 and (pairs[0][0].first_out, pairs[0][0].second_out) == (even, odd)
         self.buffers = [np.empty(block_rows * length, np.float64) for _ in range(4)]
+        self.views = {}
         self.table_key = None
-        self.whole_tables = None
-        if 16 * cos.size <= dy.nbytes // 2:
-            table_shape = cos.shape[:-1] + (length // 2,)
-            self.whole_tables = (np.empty(table_shape, np.complex128), np.empty(table_shape, np.complex128))
-            _fill_pair_tables(self.pairs, cos, sin, *self.whole_tables)
+        self.whole_tables = whole_tables
 
-    def _tables(self, index: tuple[slice, ...], pair_shape: tuple[int, ...]):
-        """The complex tables ``a``, ``b`` for a block of ``pair_shape`` pairs, expanded to it."""
+    def _work_views(self, pair_shape: tuple[int, ...]):
+        """``z``, ``zb`` (complex128 buffers of ``pair_shape``) and the expanded-table buffers ``a``, ``b``;
+        cached per shape, as a run of blocks has at most a few (the full one and the tails)."""
+        views = self.views.get(pair_shape)
+        if views is None:
+            size = math.prod(pair_shape)
+            views = tuple(buffer[:2 * size].view(np.complex128).reshape(pair_shape) for buffer in self.buffers)
+            self.views[pair_shape] = views
+        return views
+
+    def _tables(self, index: tuple[slice, ...], pair_shape: tuple[int, ...], a: np.ndarray, b: np.ndarray):
+        """The complex tables ``a``, ``b`` for a block of ``pair_shape`` pairs: a view of the whole tables
+        when that has the block's shape, else expanded into the buffers ``a``, ``b``."""
         table_index = tuple(slice(None) if size == 1 else part for part, size in zip(index, self.cos.shape))
         if self.whole_tables is not None:
             a_part, b_part = (table[table_index] for table in self.whole_tables)
             if a_part.shape == pair_shape:
                 return a_part, b_part
-        a, b = (buffer[:2 * int(np.prod(pair_shape))].view(np.complex128).reshape(pair_shape)
-                for buffer in self.buffers[2:])
         key = (table_index, pair_shape)
         if key != self.table_key:
             self.table_key = key
@@ -247,8 +267,8 @@ class _BlockEvaluator:
         np.copyto(dx_block, self.dy[index])
         g = dx_block[..., self.start:self.end]
         pair_shape = g.shape[:-1] + (g.shape[-1] // 2,)
-        z, zb = (buffer[:g.size].view(np.complex128).reshape(pair_shape) for buffer in self.buffers[:2])
-        a, b = self._tables(index, pair_shape)
+        z, zb, a, b = self._work_views(pair_shape)
+        a, b = self._tables(index, pair_shape, a, b)
         if self.adjacent_in:
             np.copyto(z.view(np.float64), g, casting="unsafe")
         else:
@@ -267,7 +287,7 @@ class _BlockEvaluator:
 
 
 def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                                    partial_slice) -> np.ndarray:
+                                    partial_slice, *, workers: int | None = None) -> np.ndarray:
     """The operator's result ``dx`` as a new array in dy's dtype; ``dy`` itself is not modified.
 
     Over the slice ``dx[p'] = c[p]*g[p] + s[q]*g[q]``, ``dx[q'] = c[q]*g[q] - s[p]*g[p]`` (pairing per
@@ -275,19 +295,38 @@ def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.nda
     bfloat16 numbers are exact), rounded once to dy's dtype. Outside the slice ``dx`` is a bit-exact copy
     of ``dy`` (NaN payloads included). An empty slice returns a copy of ``dy``.
 
-    Evaluated near memory speed in cache-sized blocks of rows (see ``_BlockEvaluator``).
+    Evaluated near memory speed in cache-sized blocks of rows (see ``_BlockEvaluator``). Inputs of at
+    least ``_MIN_BLOCKS_PER_WORKER`` blocks per thread are split into contiguous runs of blocks over
+    ``workers`` threads (default ``_WORKERS``: 2, or 1 on a single CPU); numpy releases the GIL inside its
+    loops. Every block is computed the same way, so the result does not depend on the split.
     """
     start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
     dx = np.empty(dy.shape, dy.dtype)
     if start == end or dx.size == 0:
         np.copyto(dx, dy)
         return dx
+    length = end - start
+    pairs = _numbered_pairs(pair_blocks(rotary_mode, length), length)
     broadcast_axes = tuple(axis for axis in range(3) if cos.shape[axis] == 1 and dy.shape[axis] > 1)
     blocks = _block_indices(dy.shape[:3], dy.shape[-1], broadcast_axes)
     # the first block is the largest: later ones only differ by a shorter tail along the split axis
-    block_rows = int(np.prod([len(range(*part.indices(size))) for part, size in zip(blocks[0], dy.shape[:3])]))
-    evaluator = _BlockEvaluator(dy, cos, sin, dx, start, end, pair_blocks(rotary_mode, end - start), block_rows)
-    evaluator.run(blocks)
+    block_rows = math.prod(len(range(*part.indices(size))) for part, size in zip(blocks[0], dy.shape[:3]))
+    whole_tables = None
+    if 16 * cos.size <= dy.nbytes // 2:
+        table_shape = cos.shape[:-1] + (length // 2,)
+        whole_tables = (np.empty(table_shape, np.complex128), np.empty(table_shape, np.complex128))
+        _fill_pair_tables(pairs, cos, sin, *whole_tables)
+    workers = max(1, min(_WORKERS if workers is None else workers, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+    shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
+    evaluators = [_BlockEvaluator(dy, cos, sin, dx, start, end, pairs, block_rows, whole_tables) for _ in shares]
+    if workers == 1:
+        evaluators[0].run(blocks)
+    else:
+        with ThreadPoolExecutor(workers - 1) as pool:
+            helpers = [pool.submit(evaluator.run, share) for evaluator, share in zip(evaluators[1:], shares[1:])]
+            evaluators[0].run(shares[0])
+            for helper in helpers:
+                helper.result()
     return dx
 
 

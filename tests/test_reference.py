@@ -299,3 +299,22 @@ def test_host_bench_naive_baseline_computes_the_same_gradient():
     assert np.array_equal(naive[..., :4], dy[..., :4]) and np.array_equal(naive[..., 16:], dy[..., 16:])
     error = np.abs(naive[..., 4:16].astype(np.float64) - golden[..., 4:16].astype(np.float64))
     assert np.all(error <= 4 * np.finfo(np.float32).eps * magnitude)
+
+
+@pytest.mark.parametrize("pattern", ("1S1D", "BSND", "B11D"))
+def test_many_blocks_split_over_threads_match_the_element_loop(monkeypatch, pattern):
+    """Tiny blocks force many blocks, cached table expansions, tail blocks and the split over two
+    threads; every mode must still give the element loop's bits."""
+    from prmg_cli import reference
+
+    monkeypatch.setattr(reference, "_BLOCK_ELEMENTS", 48)
+    rng = np.random.default_rng(31)
+    shape, partial_slice = (3, 7, 5, 20), (2, 18)
+    dy = rng.uniform(-1, 1, shape).astype(np.float32)
+    cshape = table_shape(shape, pattern, 16)
+    cos, sin = (rng.uniform(-1, 1, cshape).astype(np.float32) for _ in "cs")
+    blocks = reference._block_indices(shape[:3], shape[-1], ())
+    assert len(blocks) >= 2 * reference._MIN_BLOCKS_PER_WORKER       # really split over both threads
+    for mode in MODES:
+        dx = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, partial_slice, workers=2)
+        assert same_values(dx, loop_grad(dy, cos, sin, mode, partial_slice)), mode
