@@ -14,7 +14,7 @@ from conftest import ROOT, prmg
 from prmg_cli import cli
 
 BROKEN = sorted((ROOT / "tests" / "data" / "broken").glob("*.yaml"))
-TTK_CSV = ROOT.parent / "shared" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"
+TTK_CSV = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"   # upstream copy
 
 
 def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:

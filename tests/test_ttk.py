@@ -13,14 +13,13 @@ from prmg_cli.cases import load_cases, validate
 from prmg_cli.errors import PrmgError
 
 ROOT = Path(__file__).resolve().parent.parent
-UPSTREAM = ROOT.parent / "shared" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"
+UPSTREAM = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"   # upstream copy
 SHIPPED = ROOT / "cases" / "ttk_upstream.yaml"
 COLUMNS = ("testcase_name,network_name,op_name,input_shapes,input_dtypes,input_formats,output_shapes,"
            "output_dtypes,output_formats,input_ori_shapes,input_ori_formats,output_ori_shapes,output_ori_formats,"
            "attributes,input_data_ranges,precision_tolerances,absolute_precision,output_inplace_indexes,"
            "output_shape_unknown_indexes,is_enabled,remark,soc_series,priority,dump_file_prefix,"
            "manual_input_binaries,manual_golden_binaries").split(",")
-needs_upstream = pytest.mark.skipif(not UPSTREAM.is_file(), reason=f"{UPSTREAM} is not on this machine")
 
 
 def row(**fields) -> dict:
@@ -51,7 +50,6 @@ def load(tmp_path: Path, doc: dict):
     return load_cases([path])
 
 
-@needs_upstream
 def test_upstream_list_gives_fourteen_valid_cases(tmp_path):
     doc, notes = ttk.import_ttk(UPSTREAM)
     assert notes == []
@@ -71,7 +69,6 @@ def test_upstream_list_gives_fourteen_valid_cases(tmp_path):
     assert "# TTK row 3: mid slice + passthrough\n- name: edge_midslice_fp32\n" in gencase.dump_yaml(doc)
 
 
-@needs_upstream
 def test_shipped_import_equals_a_fresh_one():
     doc, _ = ttk.import_ttk(UPSTREAM)
     assert SHIPPED.read_text(encoding="utf-8") == gencase.dump_yaml(doc), \
