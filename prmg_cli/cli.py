@@ -17,15 +17,13 @@ from .errors import PrmgError
 EPILOG_RUN = """
 Examples:
 
-  prmg run cases/                                  # every shipped suite, runner chosen automatically
-
-  prmg run cases/smoke.yaml --runner aclnn --report junit -o smoke.xml
-
-  prmg run cases/ -k bf16 --tag broadcast --standard double_thousandth
-
-  prmg run cases/ --supported-modes 0,1,2,3        # a target that implements every rotary mode
-
-  prmg run cases/ --devices 0,1,2,3 --shard 2/8 --timeout 60 --results run.jsonl
+```
+prmg run cases/
+prmg run cases/smoke.yaml --runner aclnn --report junit -o smoke.xml
+prmg run cases/ -k bf16 --tag broadcast --standard double_thousandth
+prmg run cases/ --supported-modes 0,1,2,3
+prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results run.jsonl
+```
 """
 
 app = typer.Typer(
@@ -36,6 +34,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -121,7 +120,7 @@ def validate(paths: List[Path] = PATHS, supported_modes: Optional[str] = SUPPORT
 
     Prints a summary; exit 0 when every file is valid, 2 otherwise (one line naming file, case, field).
 
-    Example: prmg validate cases/ --supported-modes 0,1,2,3
+    Example: `prmg validate cases/ --supported-modes 0,1,2,3`
     """
     from .suite import validate_paths
 
@@ -140,7 +139,7 @@ def dump(
     that expect an error) and meta.json (dtypes, shapes, mode, slice, seed). bfloat16 arrays are stored
     as their 16-bit patterns (uint16) and meta.json names the dtype.
 
-    Example: prmg dump cases/smoke.yaml --out /tmp/golden -k worked
+    Example: `prmg dump cases/smoke.yaml --out /tmp/golden -k worked`
     """
     from .dump import dump_cases
 
@@ -178,11 +177,11 @@ def gen_case(
 
     Examples:
 
-      prmg gen-case --shape 2,16,4,128 --broadcast 1S1D --slice 32,96 --dtype bfloat16 --cos-dtype float32
-
-      prmg gen-case --shape 1,1,1,2048 --expect ACLNN_ERR_INNER_TILING_ERROR -o neg.yaml --append
-
-      prmg gen-case --preset smoke -o cases/smoke.yaml
+    ```
+    prmg gen-case --shape 2,16,4,128 --broadcast 1S1D --slice 32,96 --dtype bfloat16 --cos-dtype float32
+    prmg gen-case --shape 1,1,1,2048 --slice 0,64 --expect ACLNN_ERR_INNER_TILING_ERROR -o neg.yaml --append
+    prmg gen-case --preset smoke -o cases/smoke.yaml
+    ```
     """
     from .gencase_cli import generate
 
@@ -203,7 +202,7 @@ def import_ttk(
     reported by row number (on stderr). precision_tolerances/absolute_precision become a
     double_thousandth standard with the same thresholds.
 
-    Example: prmg import-ttk ttk_kernel_inplace_partial_rotary_mul_grad.csv -o cases/ttk.yaml
+    Example: `prmg import-ttk ttk_kernel_inplace_partial_rotary_mul_grad.csv -o cases/ttk.yaml`
     """
     from .gencase_cli import import_ttk_file
 
@@ -245,7 +244,7 @@ def bench(
 ) -> None:
     """Time the kernel with ACL events (min/median, bytes moved, GB/s, share of peak), or the host golden.
 
-    Examples: prmg bench --host;  prmg bench cases/smoke.yaml --repeat 20 --report json
+    Examples: `prmg bench --host`, `prmg bench cases/smoke.yaml --repeat 20 --report json`
     """
     from .bench import bench_command
 
