@@ -11,6 +11,7 @@ import numpy as np
 from .cases import MODE_NAMES, Case, load_cases, select
 from .dtypes import storable
 from .errors import PrmgError
+from .execute import default_max_memory, memory_need
 from .inputs import make_inputs
 from .reference import inplace_partial_rotary_mul_grad
 
@@ -30,6 +31,10 @@ def case_meta(case: Case) -> dict:
 
 def dump_case(case: Case, folder: Path) -> None:
     """Write ``folder``/dy.npy, cos.npy, sin.npy, golden.npy (success cases only) and meta.json."""
+    host, _ = memory_need(case)
+    if host > default_max_memory():
+        raise PrmgError(f"needs about {host / 2**30:.1f} GiB of memory, more than half of this machine's; "
+                        f"not dumped", file=case.source, case=case.name, field="shape")
     inputs = make_inputs(case)
     folder.mkdir(parents=True, exist_ok=True)
     arrays = {"dy": inputs.dy, "cos": inputs.cos, "sin": inputs.sin}

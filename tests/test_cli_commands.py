@@ -197,3 +197,11 @@ def plain_backward(g, c, s, mode):
             dx[2 * k] = c[k] * g[k] + s[half + k] * g[half + k]
             dx[2 * k + 1] = c[half + k] * g[half + k] - s[k] * g[k]
     return dx
+
+
+def test_dump_refuses_a_case_too_big_for_this_machine(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("- {name: huge, shape: [1024, 1024, 256, 1024], cos_shape: [1, 1024, 1, 1024], "
+                    "partial_slice: [0, 1024]}\n")
+    code, _, err = run_in_process(capsys, monkeypatch, "dump", path, "--out", tmp_path / "out")
+    assert code == 2 and "case 'huge'" in err and "GiB" in err
