@@ -97,12 +97,12 @@ def _tolerance(row: dict) -> dict | None:
         return None
     tolerance: dict = {}
     if tolerances is not None:
-        pairs = tolerances if tolerances and isinstance(tolerances[0], (tuple, list)) else [tolerances]
-        try:
-            (rel, share), = pairs
-        except (TypeError, ValueError):
+        nested = isinstance(tolerances, (tuple, list)) and tolerances and isinstance(tolerances[0], (tuple, list))
+        pairs = tolerances if nested else [tolerances]
+        if len(pairs) != 1 or not isinstance(pairs[0], (tuple, list)) or len(pairs[0]) != 2:
             raise _Unmappable(f"cannot parse precision_tolerances: expected ((rel, share),) for the one "
-                              f"output, got {tolerances!r:.80}") from None
+                              f"output, got {tolerances!r:.80}")
+        rel, share = pairs[0]
         tolerance.update(rel=rel, share=share)
     if atol is not None:
         tolerance["atol"] = atol

@@ -135,6 +135,15 @@ def test_bad_rows_are_reported_by_number_and_good_ones_kept(tmp_path):
     assert all(f"left out: {note}" in gencase.dump_yaml(doc) for note in notes)
 
 
+@pytest.mark.parametrize("tolerances", ["0.001", "{'rel': 0.001, 'share': 0.001}", "()", "((0.001,),)"])
+def test_precision_tolerances_that_are_not_pairs_are_reported(tmp_path, tolerances):
+    doc, notes = ttk.import_ttk(write_csv(tmp_path, [row(testcase_name="tol", precision_tolerances=tolerances),
+                                                     row(testcase_name="good")]))
+    assert [case["name"] for case in doc["cases"]] == ["good"]
+    assert len(notes) == 1
+    assert notes[0].startswith("row 1 (tol): cannot parse precision_tolerances") and notes[0].endswith(" — skipped")
+
+
 def test_a_row_with_missing_fields_is_reported(tmp_path):
     path = write_csv(tmp_path, [row()])
     path.write_text(path.read_text() + "short,,inplace_partial_rotary_mul_grad\n")
