@@ -12,7 +12,8 @@ the order the operator checks them, so the first broken rule gives the case's ex
    of 4 (mode 2); a cos/sin B, S or N that is neither 1 nor dy's.
 
 Here ``D`` is dy's last axis, ``[start, end)`` the partial slice and ``L = end - start``. Strides are
-contiguous when every axis of length > 1 has the C-order stride (axes of length 1 may have any).
+contiguous when every axis of length > 1 has the C-order stride (axes of length 1 may have any, and an
+empty tensor any strides).
 """
 
 from __future__ import annotations
@@ -170,7 +171,10 @@ def _tiling_rules(case: Case, supported_modes: set[int] | frozenset[int]) -> lis
 
 
 def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """True when each axis of length > 1 has stride = product of the lengths after it (C order)."""
+    """True when each axis of length > 1 has stride = product of the lengths after it (C order), or
+    the tensor is empty (a length of 0), as CANN's ``op::IsContiguous`` decides."""
+    if 0 in shape:
+        return True
     expected = 1
     for dim, stride in zip(reversed(shape), reversed(strides)):
         if dim != 1 and stride != expected:

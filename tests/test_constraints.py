@@ -74,6 +74,8 @@ def test_non_contiguous_strides_give_161002():
     assert violations(make(dy_strides=(2048, 512, 64, 1)), TODAY) == []     # exactly C order
     # an axis of length 1 may carry any stride
     assert violations(make(shape=(1, 4, 8, 64), dy_strides=(7, 512, 64, 1)), TODAY) == []
+    # an empty tensor may carry any strides: it is refused by tiling (a dim <= 0), not as non-contiguous
+    assert set(codes(make(shape=(2, 0, 8, 64), dy_strides=(5, 3, 7, 9)))) == {TILING}
 
 
 def test_161002_comes_before_561002():

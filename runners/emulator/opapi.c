@@ -41,13 +41,20 @@ static int is_operator_format(int32_t format)
     return format == ACL_FORMAT_NCHW || format == ACL_FORMAT_NHWC || format == ACL_FORMAT_ND;
 }
 
-/* 1 when offset is 0 and stride[i] = prod(view_dims[i+1:]) for every axis. */
+/* 1 when offset is 0 and stride[i] = prod(view_dims[i+1:]) for every axis of length > 1; an empty
+ * tensor (a dim of 0) is contiguous with any strides. As CANN's op::IsContiguous, which skips
+ * length-1 axes (their stride never moves to another element) and accepts empty views. */
 static int is_contiguous(const aclTensor *tensor)
 {
     if (tensor->offset != 0)
         return 0;
+    for (uint64_t i = 0; i < tensor->view_dim_count; i++)
+        if (tensor->view_dims[i] == 0)
+            return 1;
     int64_t expected = 1;
     for (uint64_t i = tensor->view_dim_count; i-- > 0;) {
+        if (tensor->view_dims[i] == 1)
+            continue;
         if (tensor->strides[i] != expected)
             return 0;
         expected *= tensor->view_dims[i];
