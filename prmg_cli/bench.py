@@ -8,7 +8,6 @@ Bytes moved by one launch (the memory traffic the kernel cannot avoid):
 from __future__ import annotations
 
 import json
-import multiprocessing
 import statistics
 import time
 from typing import Sequence
@@ -51,33 +50,20 @@ def time_case(session, case: Case, warmup: int, repeat: int) -> list[float]:
     return times
 
 
-def _bench_worker(settings, device, cases, warmup, repeat, queue) -> None:
+def _time_cases(settings, device: int, cases: Sequence[Case], warmup: int, repeat: int) -> list[list[float]]:
+    """Kernel times of every case, in one session (run in a child process)."""
     from .acl import AclSession
 
-    rows = []
-    try:
-        with AclSession(settings.toolkit, device) as session:
-            for case in cases:
-                times = time_case(session, case, warmup, repeat)
-                rows.append((case.name, times))
-        queue.put(("ok", rows))
-    except Exception as exc:
-        queue.put(("error", str(exc)))
+    with AclSession(settings.toolkit, device) as session:
+        return [time_case(session, case, warmup, repeat) for case in cases]
 
 
 def bench_cases(cases: Sequence[Case], settings, device: int, warmup: int, repeat: int,
-                peak_gbps: float | None) -> list[dict]:
+                peak_gbps: float | None, timeout: float | None = None) -> list[dict]:
     """Time every case in a child process (the libraries never load into this one); one row per case."""
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_bench_worker, args=(settings, device, list(cases), warmup, repeat, queue))
-    child.start()
-    kind, payload = queue.get()
-    child.join()
-    if kind != "ok":
-        raise PrmgError(f"bench failed: {payload}")
+    timings = execute.call_in_child(_time_cases, settings, device, list(cases), warmup, repeat, timeout=timeout)
     rows = []
-    for case, (_name, times) in zip(cases, payload):
+    for case, times in zip(cases, timings):
         moved = bytes_moved(case)
         median = statistics.median(times) if times else None
         gbps = moved / (median * 1e-3) / 1e9 if median else None
@@ -104,8 +90,19 @@ def pipeline_cost(count: int = 300) -> dict:
     return {"cases": count, "total_s": elapsed, "per_case_ms": elapsed / count * 1e3, "not_passed": failed}
 
 
+def peak_for(soc: str, peak_gbps: float | None, runner_kind: str) -> float | None:
+    """The peak memory bandwidth to judge against: ``--peak-gbps``, else the table's entry for ``--soc``
+    (none on the emulator, whose timings are host timings)."""
+    if peak_gbps:
+        return peak_gbps
+    if soc not in PEAK_GBPS:
+        raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); "
+                        f"give --peak-gbps")
+    return PEAK_GBPS[soc] if runner_kind == "aclnn" else None
+
+
 def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmup, repeat, peak_gbps,
-                  keyword, report_format: str) -> str:
+                  soc: str = DEFAULT_SOC, timeout: float | None = None, keyword, report_format: str) -> str:
     """``prmg bench``: the text to print."""
     if report_format not in ("table", "json"):
         raise PrmgError(f"--report must be table or json for bench, got {report_format!r}")
@@ -129,8 +126,8 @@ def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmu
     cases = [c for c in load_selected(paths, modes, keyword) if c.expect.success
              and c.rotary_mode in modes]
     settings = runner_settings(runner, op_lib, modes)
-    peak = peak_gbps if peak_gbps else (PEAK_GBPS[DEFAULT_SOC] if settings.toolkit.kind == "aclnn" else None)
-    rows = bench_cases(cases, settings, device, warmup, repeat, peak)
+    peak = peak_for(soc, peak_gbps, settings.toolkit.kind)
+    rows = bench_cases(cases, settings, device, warmup, repeat, peak, timeout)
     if report_format == "json":
         return json.dumps({"runner": settings.toolkit.kind, "peak_gbps": peak, "version": __version__,
                            "cases": rows}, indent=2)

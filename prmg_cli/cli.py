@@ -50,11 +50,6 @@ OP_LIB = typer.Option(None, "--op-lib", metavar="PATH",
                       help="Load the operator from this library instead of the documented search order.")
 
 
-def _fail(message: str, code: int = 2) -> "typer.Exit":
-    typer.echo(f"prmg: error: {message}", err=True)
-    return typer.Exit(code)
-
-
 @app.callback(invoke_without_command=True)
 def _main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
     if version:
@@ -88,8 +83,8 @@ def run(
     results: Optional[Path] = typer.Option(None, "--results", metavar="FILE",
                                            help="Append each result to this JSON-lines file as it finishes."),
     resume: Optional[Path] = typer.Option(None, "--resume", metavar="FILE",
-                                          help="Skip cases already recorded in this results file (and "
-                                               "keep appending to it)."),
+                                          help="Skip cases already recorded in this results file; new "
+                                               "results are appended to it (or to --results FILE)."),
     shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N",
                                         help="Run the deterministic part I of N of the selected cases."),
     max_memory: Optional[str] = typer.Option(
@@ -238,7 +233,11 @@ def bench(
     warmup: int = typer.Option(3, "--warmup", help="Untimed launches before measuring."),
     repeat: int = typer.Option(10, "--repeat", help="Timed launches per case."),
     peak_gbps: Optional[float] = typer.Option(None, "--peak-gbps", help="Peak memory bandwidth of the "
-                                              "device (GB/s); default from the per-device table."),
+                                              "device (GB/s); default: the --soc entry of the table."),
+    soc: str = typer.Option("Ascend950PR", "--soc", help="Device kind for the peak bandwidth table "
+                            "(Ascend950PR 1600 GB/s, Ascend950DT 4000 GB/s)."),
+    timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS",
+                                  help="Limit for the whole measurement (0 = none)."),
     keyword: Optional[str] = typer.Option(None, "-k", help="Only cases whose name contains SUBSTRING."),
     report: str = typer.Option("table", "--report", help="table or json."),
 ) -> None:
@@ -251,7 +250,7 @@ def bench(
     typer.echo(bench_command(
         paths=[str(p) for p in paths or []], host=host, runner=runner, op_lib=op_lib,
         supported_modes=supported_modes, device=device, warmup=warmup, repeat=repeat,
-        peak_gbps=peak_gbps, keyword=keyword, report_format=report))
+        peak_gbps=peak_gbps, soc=soc, timeout=timeout or None, keyword=keyword, report_format=report))
 
 
 def main() -> None:

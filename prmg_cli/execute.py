@@ -15,16 +15,16 @@ import multiprocessing
 import os
 import signal
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from . import compare, constraints
 from .cases import MODE_NAMES, Case
 from .dtypes import lookup
 from .errors import PrmgError
-from .report import CaseResult
+from .report import STATUSES, CaseResult
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
 GUARD_BYTES = 2 * 1024              # guard zones and 512-byte rounding around dy, generously
@@ -104,8 +104,13 @@ def precheck(case: Case, settings: RunSettings) -> CaseResult | None:
     return None
 
 
-def run_case(session, case: Case, settings: RunSettings) -> CaseResult:
-    """Make the inputs, launch the operator, judge the outcome: one case, in this process."""
+def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bool]:
+    """Make the inputs, launch the operator, judge the outcome: one case, in this process.
+
+    Returns the result and whether the session is still fit for more cases (not after a runner
+    failure or a device fault: the worker is then replaced).
+    """
+    from .acl import SYNCHRONIZE
     from .inputs import make_inputs
 
     standard = standard_for(case, settings)
@@ -116,36 +121,43 @@ def run_case(session, case: Case, settings: RunSettings) -> CaseResult:
         verdict = compare.judge(case, inputs, outcome, standard, dict(case.tolerance))
     except PrmgError as exc:
         return describe(case, "error", message=str(exc), standard=standard,
-                        duration_s=time.perf_counter() - started)
+                        duration_s=time.perf_counter() - started), True
     except Exception as exc:  # a runner failure (AclError, ...) costs this case only
         return describe(case, "error", message=f"{type(exc).__name__}: {exc}", standard=standard,
-                        duration_s=time.perf_counter() - started)
-    return describe(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
-                    key_metric=compare.key_metric(verdict),
-                    details=list(verdict.details), error_code=outcome.status, standard=standard,
-                    kernel_ms=outcome.kernel_ms, duration_s=time.perf_counter() - started)
+                        duration_s=time.perf_counter() - started), False
+    result = describe(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
+                      key_metric=compare.key_metric(verdict), details=list(verdict.details),
+                      error_code=outcome.status, standard=standard, kernel_ms=outcome.kernel_ms,
+                      duration_s=time.perf_counter() - started)
+    return result, outcome.failed_call != SYNCHRONIZE
 
 
 def _worker_main(conn, settings: RunSettings, device: int) -> None:
-    """A worker's life: open a session on ``device``, then run each case the parent sends."""
+    """A worker's life: open a session on ``device``, then run each case the parent sends, until told
+    to stop or until its session is no longer fit (it then exits and the parent starts a fresh one)."""
     from .acl import AclSession, finalize_all
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C
     try:
         session = AclSession(settings.toolkit, device)
     except Exception as exc:
-        conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}"))
+        conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}", False))
         return
-    conn.send(("ready", None))
+    conn.send(("ready", None, True))
     try:
-        with session:
-            while True:
-                case = conn.recv()
-                if case is None:
-                    break
-                conn.send(("result", run_case(session, case, settings).to_dict()))
+        fit = True
+        while fit:
+            case = conn.recv()
+            if case is None:
+                break
+            result, fit = run_case(session, case, settings)
+            conn.send(("result", result.to_dict(), fit))
     finally:
-        finalize_all()
+        try:                                           # best effort: the device may have faulted
+            session.close()
+            finalize_all()
+        except Exception:
+            pass
 
 
 class _Worker:
@@ -160,32 +172,47 @@ class _Worker:
         self.case: Case | None = None
         self.index = -1
         self.deadline: float | None = None
-        kind, message = self.conn.recv() if self.conn.poll(120) else ("init-failed", "worker start timed out")
+        self.released = False
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Wait for the worker's session to open; PrmgError (worker reaped) when it could not."""
+        try:
+            kind, message, _ = self.conn.recv() if self.conn.poll(timeout) else ("init-failed", "start timed out", 0)
+        except (EOFError, OSError):
+            self.process.join(5)
+            kind, message = "init-failed", f"device {self.device}: {death_message(self.process.exitcode)}"
         if kind != "ready":
-            self.stop()
+            self.kill()
             raise PrmgError(f"cannot open the runner: {message}")
 
     def start(self, index: int, case: Case, timeout: float | None) -> None:
+        """Send ``case`` (number ``index`` of the run) to the worker; its deadline starts now."""
         self.index, self.case = index, case
         self.deadline = time.monotonic() + timeout if timeout else None
         self.conn.send(case)
 
     def stop(self) -> None:
+        """Ask the worker to finish, kill it when it does not within 2 s, and release it."""
+        if self.released:
+            return
         if self.process.is_alive():
             try:
                 self.conn.send(None)
             except (OSError, ValueError):
                 pass
             self.process.join(2)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-        self.conn.close()
+        self.kill()
 
     def kill(self) -> None:
-        self.process.kill()
+        """End the worker at once (if it still runs) and release its pipe and process handle."""
+        if self.released:
+            return
+        self.released = True
+        if self.process.is_alive():
+            self.process.kill()
         self.process.join()
         self.conn.close()
+        self.process.close()
 
 
 def death_message(exitcode: int | None) -> str:
@@ -207,6 +234,12 @@ class Executor:
         self.devices = tuple(devices)
         self._context = multiprocessing.get_context("fork")
         self._workers: list[_Worker] = [_Worker(self._context, settings, d) for d in self.devices]
+        try:
+            for worker in self._workers:                 # all start together, then each must be ready
+                worker.wait_ready()
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> "Executor":
         return self
@@ -215,12 +248,17 @@ class Executor:
         self.close()
 
     def close(self) -> None:
+        """Stop every worker."""
         for worker in self._workers:
             worker.stop()
         self._workers = []
 
     def _replace(self, worker: _Worker) -> None:
-        self._workers[self._workers.index(worker)] = _Worker(self._context, self.settings, worker.device)
+        """Release ``worker`` and put a fresh, ready one on its device in its place."""
+        worker.kill()
+        fresh = _Worker(self._context, self.settings, worker.device)
+        self._workers[self._workers.index(worker)] = fresh
+        fresh.wait_ready()
 
     def run(self, cases: Sequence[Case], on_result: Callable[[int, CaseResult], None] | None = None,
             fail_fast: bool = False) -> list[CaseResult | None]:
@@ -255,30 +293,79 @@ class Executor:
                 return results
             deadlines = [w.deadline for w in busy if w.deadline is not None]
             wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], wait_for)
+            wait([w.conn for w in busy] + [w.process.sentinel for w in busy], wait_for)
             for worker in busy:
-                case, index = worker.case, worker.index
-                if worker.conn in ready or (worker.process.sentinel in ready and worker.conn.poll()):
-                    try:
-                        kind, payload = worker.conn.recv()
-                    except (EOFError, OSError):
-                        kind, payload = "died", None
-                    if kind == "result":
-                        worker.case = None
-                        finish(index, CaseResult.from_dict(payload))
-                        continue
-                if worker.process.sentinel in ready or not worker.process.is_alive():
-                    worker.process.join()
-                    message = death_message(worker.process.exitcode)
-                elif worker.deadline is not None and time.monotonic() >= worker.deadline:
-                    worker.kill()
-                    message = f"timed out after {self.settings.timeout:g} s"
-                else:
-                    continue
+                self._collect(worker, finish)
+
+    def _collect(self, worker: _Worker, finish: Callable[[int, CaseResult], None]) -> None:
+        """Take the worker's result if it has one; else report its crash or timeout and replace it."""
+        case, index = worker.case, worker.index
+        if worker.conn.poll():
+            try:
+                kind, payload, fit = worker.conn.recv()
+            except (EOFError, OSError):
+                kind, payload, fit = "died", None, False
+            if kind == "result":
                 worker.case = None
-                finish(index, describe(case, "error", message=message,
-                                       standard=standard_for(case, self.settings)))
-                self._replace(worker)
+                finish(index, CaseResult.from_dict(payload))
+                if not fit:                             # the worker is leaving: its session is unfit
+                    self._replace(worker)
+                return
+            worker.process.join(5)                      # its pipe closed: the worker is exiting
+        if not worker.process.is_alive():
+            worker.process.join()
+            message = death_message(worker.process.exitcode)
+        elif worker.deadline is not None and time.monotonic() >= worker.deadline:
+            message = f"timed out after {self.settings.timeout:g} s"
+        else:
+            return
+        worker.case = None
+        finish(index, describe(case, "error", message=message, standard=standard_for(case, self.settings)))
+        self._replace(worker)
+
+
+def _child_main(conn, function, args) -> None:
+    from .acl import finalize_all
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        conn.send(("ok", function(*args)))
+    except Exception as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}" if not isinstance(exc, PrmgError) else str(exc)))
+    finally:
+        try:
+            finalize_all()
+        except Exception:
+            pass
+
+
+def call_in_child(function: Callable, *args, timeout: float | None = None):
+    """``function(*args)`` in a forked child, so this process never loads the ACL libraries.
+
+    Returns its value; raises PrmgError when it raised, crashed or overran ``timeout`` seconds.
+    """
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+    process = context.Process(target=_child_main, args=(child, function, args), daemon=True)
+    process.start()
+    child.close()
+    try:
+        if not wait([parent, process.sentinel], timeout):
+            raise PrmgError(f"{function.__name__} timed out after {timeout:g} s")
+        try:
+            kind, value = parent.recv()
+        except (EOFError, OSError):
+            process.join(5)
+            raise PrmgError(f"{function.__name__}: {death_message(process.exitcode)}") from None
+        if kind != "ok":
+            raise PrmgError(value)
+        return value
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        parent.close()
+        process.close()
 
 
 def shard(cases: Sequence[Case], index: int, count: int) -> list[Case]:
@@ -304,16 +391,22 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 class ResultsFile:
-    """Results appended as JSON lines as they finish; ``--resume`` reads them back."""
+    """Results appended as JSON lines as they finish; ``--resume`` reads them back.
+
+    Opened (for appending) when made, so that a path that cannot be written is a user error before
+    anything runs.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._handle = None
-
-    def append(self, result: CaseResult) -> None:
-        if self._handle is None:
+        try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._handle = open(self.path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise PrmgError(f"cannot write the results file: {exc.strerror}", file=str(path)) from None
+
+    def append(self, result: CaseResult) -> None:
+        """Write ``result`` as one JSON line and flush it to disk."""
         self._handle.write(json.dumps(result.to_dict(), default=str) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
@@ -335,8 +428,10 @@ def read_results(path: str | Path) -> dict[str, CaseResult]:
         raise PrmgError(f"cannot read results file: {exc.strerror}", file=str(path)) from None
     for line in lines:
         try:
-            result = CaseResult.from_dict(json.loads(line))
+            record = json.loads(line)
+            result = CaseResult.from_dict(record) if isinstance(record, dict) else None
         except (ValueError, TypeError):
             continue
-        recorded[result.name] = result
+        if result is not None and result.status in STATUSES:
+            recorded[result.name] = result
     return recorded

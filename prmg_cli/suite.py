@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import sys
@@ -74,36 +73,24 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * scale)
 
 
-def _probe(toolkit, queue) -> None:
-    from .acl import probe
-    try:
-        queue.put(probe(toolkit))
-    except Exception as exc:  # reported by the parent
-        queue.put({"error": f"{type(exc).__name__}: {exc}"})
-
-
 def probe_in_child(toolkit) -> dict:
     """``acl.probe(toolkit)`` in a short-lived child, so this process never loads the libraries."""
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_probe, args=(toolkit, queue), daemon=True)
-    child.start()
+    from .acl import probe
+
     try:
-        info = queue.get(timeout=120)
-    except Exception:
-        info = {"error": f"the probe process died ({execute.death_message(child.exitcode)})"}
-    child.join(5)
-    if child.is_alive():
-        child.kill()
-    return info
+        return execute.call_in_child(probe, toolkit, timeout=120)
+    except PrmgError as exc:
+        return {"errors": [str(exc)]}
 
 
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
     """``"0,1,3"`` or ``"all"`` -> device ids (``all`` asks the runtime for its device count)."""
     if text.strip() == "all":
-        count = probe_in_child(toolkit).get("device_count") or 0
+        info = probe_in_child(toolkit)
+        count = info.get("device_count") or 0
         if count < 1:
-            raise PrmgError("--devices all: the runtime reports no device")
+            why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
+            raise PrmgError(f"--devices all: {why}")
         return tuple(range(count))
     try:
         ids = tuple(int(part) for part in text.split(","))
@@ -146,6 +133,8 @@ def _write(text: str, output: str | None) -> None:
 
 def run_suite(request: RunRequest) -> int:
     """``prmg run``: returns the exit code (0 green, 1 a failure or error, 130 interrupted)."""
+    if request.timeout is not None and request.timeout < 0:
+        raise PrmgError(f"--timeout must be >= 0 seconds (0: no limit), got {request.timeout:g}")
     if request.report not in report.REPORT_FORMATS:
         raise PrmgError(f"--report must be one of {', '.join(report.REPORT_FORMATS)}, got {request.report!r}")
     modes = target_modes(request.supported_modes)
