@@ -18,6 +18,8 @@ float16 or bfloat16 numbers are exact there), then rounds once to dy's dtype.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import math
 import os
@@ -205,16 +207,17 @@ class _BlockEvaluator:
         Re(z*a) = c[p]*g[p] + s[q]*g[q] = dx[p'],      Im(z*b) = c[q]*g[q] - s[p]*g[p] = dx[q']
 
     Each is two products exact in float64 and one rounded sum, so this equals the plain formula bit for
-    bit, while numpy does both products and the sum in one pass. Per block: copy dy's rows to dx,
-    gather ``z``, multiply by ``a`` and ``b``, then round ``Re(z*a)``, ``Im(z*b)`` into dx's slice.
+    bit, while numpy does both products and the sum in one pass. Per block of dx (already a copy of dy):
+    gather ``z`` from dx's slice, multiply by ``a`` and ``b``, then round ``Re(z*a)``, ``Im(z*b)`` back
+    into it.
 
     ``whole_tables`` are ``a``, ``b`` for all of cos/sin when they are small (broadcast, built once and
     shared read-only by all evaluators), else None and the tables are built per block. A block over
     which they broadcast gets them expanded to its shape, reused by the next blocks.
     """
 
-    def __init__(self, dy, cos, sin, dx, start: int, end: int, pairs, block_rows: int, whole_tables):
-        self.dy, self.cos, self.sin, self.dx = dy, cos, sin, dx
+    def __init__(self, cos, sin, dx, start: int, end: int, pairs, block_rows: int, whole_tables):
+        self.cos, self.sin, self.dx = cos, sin, dx
         self.start, self.end = start, end
         length = end - start
         self.pairs = pairs
@@ -263,9 +266,7 @@ class _BlockEvaluator:
                 self._run_block(index)
 
     def _run_block(self, index: tuple[slice, ...]) -> None:
-        dx_block = self.dx[index]
-        np.copyto(dx_block, self.dy[index])
-        g = dx_block[..., self.start:self.end]
+        g = self.dx[index][..., self.start:self.end]
         pair_shape = g.shape[:-1] + (g.shape[-1] // 2,)
         z, zb, a, b = self._work_views(pair_shape)
         a, b = self._tables(index, pair_shape, a, b)
@@ -295,10 +296,12 @@ def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.nda
     bfloat16 numbers are exact), rounded once to dy's dtype. Outside the slice ``dx`` is a bit-exact copy
     of ``dy`` (NaN payloads included). An empty slice returns a copy of ``dy``.
 
-    Evaluated near memory speed in cache-sized blocks of rows (see ``_BlockEvaluator``). Inputs of at
-    least ``_MIN_BLOCKS_PER_WORKER`` blocks per thread are split into contiguous runs of blocks over
-    ``workers`` threads (default ``_WORKERS``: 2, or 1 on a single CPU); numpy releases the GIL inside its
-    loops. Every block is computed the same way, so the result does not depend on the split.
+    Evaluated near memory speed in two phases: ``dx`` is first a plain copy of ``dy`` (one large copy
+    per thread: as fast as ``dy.copy()``, where copies of cache-sized blocks are not), then its slice is
+    rewritten in cache-sized blocks of rows (see ``_BlockEvaluator``). Inputs of at least
+    ``_MIN_BLOCKS_PER_WORKER`` blocks per thread are split over ``workers`` threads (default
+    ``_WORKERS``: 2, or 1 on a single CPU) in both phases; numpy releases the GIL inside its loops. Every
+    block is computed the same way, so the result does not depend on the split.
     """
     start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
     dx = np.empty(dy.shape, dy.dtype)
@@ -318,16 +321,30 @@ def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.nda
         _fill_pair_tables(pairs, cos, sin, *whole_tables)
     workers = max(1, min(_WORKERS if workers is None else workers, len(blocks) // _MIN_BLOCKS_PER_WORKER))
     shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
-    evaluators = [_BlockEvaluator(dy, cos, sin, dx, start, end, pairs, block_rows, whole_tables) for _ in shares]
-    if workers == 1:
-        evaluators[0].run(blocks)
-    else:
-        with ThreadPoolExecutor(workers - 1) as pool:
-            helpers = [pool.submit(evaluator.run, share) for evaluator, share in zip(evaluators[1:], shares[1:])]
-            evaluators[0].run(shares[0])
-            for helper in helpers:
-                helper.result()
+    evaluators = [_BlockEvaluator(cos, sin, dx, start, end, pairs, block_rows, whole_tables) for _ in shares]
+    copies = [functools.partial(np.copyto, dx[part], dy[part]) for part in _leading_parts(dy.shape, workers)]
+    runs = [functools.partial(evaluator.run, share) for evaluator, share in zip(evaluators, shares)]
+    with ThreadPoolExecutor(workers - 1) if workers > 1 else contextlib.nullcontext() as pool:
+        _run_together(pool, copies)
+        _run_together(pool, runs)
     return dx
+
+
+def _leading_parts(shape: tuple[int, ...], parts: int) -> list[tuple[slice, ...]]:
+    """Index tuples that cut an array of ``shape`` into ``parts`` nearly equal pieces along its first axis
+    of at least ``parts`` indices (so each piece of a C-ordered array is contiguous)."""
+    axis = next(axis for axis, size in enumerate(shape) if size >= parts)
+    size = shape[axis]
+    return [(slice(None),) * axis + (slice(size * i // parts, size * (i + 1) // parts),) for i in range(parts)]
+
+
+def _run_together(pool: ThreadPoolExecutor | None, tasks: list) -> None:
+    """Call every one of ``tasks``: the first on this thread, the others on ``pool`` (None when there are
+    no others); return when all are done, re-raising the first error."""
+    helpers = [pool.submit(task) for task in tasks[1:]]
+    tasks[0]()
+    for helper in helpers:
+        helper.result()
 
 
 def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
