@@ -146,3 +146,65 @@ def test_a_one_tebibyte_case_is_refused_fast(tmp_path):
     assert report["cases"][0]["status"] == "error"
     assert "--max-memory" in report["cases"][0]["message"]
     assert "not attempted" in report["cases"][0]["message"]
+
+
+def _settings():
+    from prmg_cli.suite import runner_settings
+    return runner_settings("emulator", None, frozenset({1}), timeout=30)
+
+
+def _cases(count):
+    return [Case(name=f"x{i}", source="t", shape=(1, 1, 2, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                 partial_slice=(0, 8)) for i in range(count)]
+
+
+def test_a_worker_that_dies_while_starting_is_a_clear_error(monkeypatch):
+    from prmg_cli import acl
+    from prmg_cli.errors import PrmgError
+    from prmg_cli.execute import Executor
+
+    def crash(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    monkeypatch.setattr(acl.AclSession, "__init__", crash)           # inherited by the forked workers
+    with pytest.raises(PrmgError, match=r"device 0: worker crashed: signal 11"):
+        Executor(_settings(), (0,))
+
+
+def test_a_worker_whose_runner_failed_is_replaced_and_the_run_goes_on(monkeypatch):
+    from prmg_cli import acl
+    from prmg_cli.execute import Executor
+
+    def failing_launch(self, case, inputs):
+        raise acl.AclError("aclrtMalloc", 207001, "device out of memory")
+    monkeypatch.setattr(acl.AclSession, "launch", failing_launch)
+    with Executor(_settings(), (0,)) as executor:
+        first_worker = executor._workers[0].process.pid
+        results = executor.run(_cases(3))
+        assert executor._workers[0].process.pid != first_worker
+    assert [r.status for r in results] == ["error"] * 3
+    assert results[0].message == "AclError: aclrtMalloc failed: 207001 ACL_ERROR_RT_MEMORY_ALLOCATION: " \
+                                 "device out of memory"
+
+
+def test_call_in_child_reports_crashes_and_timeouts():
+    from prmg_cli.errors import PrmgError
+    from prmg_cli.execute import call_in_child
+
+    assert call_in_child(sum, [1, 2, 3]) == 6
+    with pytest.raises(PrmgError, match="signal 11"):
+        call_in_child(_segfault)
+    with pytest.raises(PrmgError, match="timed out after 0.5 s"):
+        call_in_child(time.sleep, 30, timeout=0.5)
+
+
+def _segfault():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_bad_timeout_and_unwritable_results_file_are_usage_errors(many, tmp_path):
+    result = prmg("run", many, "--runner", "emulator", "--timeout", "-1")
+    assert result.returncode == 2 and "--timeout" in result.stderr
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    result = prmg("run", many, "--runner", "emulator", "--results", blocked / "r.jsonl")
+    assert result.returncode == 2 and "results file" in result.stderr and "Traceback" not in result.stderr
