@@ -41,7 +41,7 @@ class RunSettings:
     max_memory: int | None = None             # bytes; None = no limit
 
 
-def describe(case: Case, status: str, **fields) -> CaseResult:
+def case_result(case: Case, status: str, **fields) -> CaseResult:
     """A CaseResult for ``case`` carrying the case's description (dtypes, shapes, mode, slice)."""
     return CaseResult(
         name=case.name, status=status, source=case.source, dtype=case.dtype, cos_dtype=case.cos_dtype,
@@ -94,11 +94,11 @@ def precheck(case: Case, settings: RunSettings) -> CaseResult | None:
     """The result of a case that must not run (skipped mode, over the memory limit), else None."""
     reason = constraints.skip_reason(case, settings.supported_modes)
     if reason:
-        return describe(case, "skipped", message=reason, standard=standard_for(case, settings))
+        return case_result(case, "skipped", message=reason, standard=standard_for(case, settings))
     if settings.max_memory is not None:
         host, device = memory_need(case)
         if max(host, device) > settings.max_memory:
-            return describe(case, "error", standard=standard_for(case, settings), message=(
+            return case_result(case, "error", standard=standard_for(case, settings), message=(
                 f"needs about {host / 2**30:.2f} GiB of host and {device / 2**30:.2f} GiB of device "
                 f"memory, over --max-memory {settings.max_memory / 2**30:.2f} GiB; not attempted"))
     return None
@@ -120,12 +120,12 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         outcome = session.launch(case, inputs)
         verdict = compare.judge(case, inputs, outcome, standard, dict(case.tolerance))
     except PrmgError as exc:
-        return describe(case, "error", message=str(exc), standard=standard,
+        return case_result(case, "error", message=str(exc), standard=standard,
                         duration_s=time.perf_counter() - started), True
     except Exception as exc:  # a runner failure (AclError, ...) costs this case only
-        return describe(case, "error", message=f"{type(exc).__name__}: {exc}", standard=standard,
+        return case_result(case, "error", message=f"{type(exc).__name__}: {exc}", standard=standard,
                         duration_s=time.perf_counter() - started), False
-    result = describe(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
+    result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
                       key_metric=compare.key_metric(verdict), details=list(verdict.details),
                       error_code=outcome.status, standard=standard, kernel_ms=outcome.kernel_ms,
                       duration_s=time.perf_counter() - started)
@@ -320,7 +320,7 @@ class Executor:
         else:
             return
         worker.case = None
-        finish(index, describe(case, "error", message=message, standard=standard_for(case, self.settings)))
+        finish(index, case_result(case, "error", message=message, standard=standard_for(case, self.settings)))
         self._replace(worker)
 
 

@@ -12,9 +12,6 @@ import os
 
 import pytest
 
-_executor = None
-
-
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("prmg", "prmg: InplacePartialRotaryMulGrad cases as tests")
     group.addoption("--prmg", action="append", default=[], metavar="PATH",
@@ -26,7 +23,7 @@ def pytest_addoption(parser) -> None:
     group.addoption("--prmg-standard", default=None, help="Judge every case by this standard.")
     group.addoption("--prmg-timeout", type=float, default=300.0, help="Seconds per case (0 = none).")
     group.addoption("--prmg-devices", default="0", metavar="LIST",
-                    help="Devices to spread xdist workers over (default 0).")
+                    help="Devices to spread xdist workers over: 0,1,2,3 or all (default 0).")
     group.addoption("--prmg-keyword", default=None, metavar="SUBSTRING", help="Only cases whose name "
                     "contains SUBSTRING.")
 
@@ -81,25 +78,25 @@ class PrmgItem(pytest.Item):
         return self.case.source, None, f"prmg case {self.case.name}"
 
 
-def _worker_device(config) -> int:
-    devices = [int(d) for d in str(config.getoption("prmg_devices")).split(",")]
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-    return devices[index % len(devices)]
+_EXECUTOR = pytest.StashKey()
 
 
 def _get_executor(config):
-    global _executor
-    if _executor is None:
+    """This pytest process's one worker (started on first use), on the device its xdist id picks:
+    worker ``gwK`` runs on device ``K mod len(--prmg-devices)``."""
+    if _EXECUTOR not in config.stash:
         from .execute import Executor, default_max_memory
-        from .suite import runner_settings, target_modes
+        from .suite import parse_devices, runner_settings, target_modes
 
         settings = runner_settings(config.getoption("prmg_runner"), config.getoption("prmg_op_lib"),
                                    target_modes(config.getoption("prmg_supported_modes")),
                                    config.getoption("prmg_standard"),
                                    config.getoption("prmg_timeout") or None, default_max_memory())
-        _executor = Executor(settings, (_worker_device(config),))
-    return _executor
+        devices = parse_devices(str(config.getoption("prmg_devices")), settings.toolkit)
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+        config.stash[_EXECUTOR] = Executor(settings, (devices[index % len(devices)],))
+    return config.stash[_EXECUTOR]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -115,7 +112,6 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 def pytest_unconfigure(config) -> None:
-    global _executor
-    if _executor is not None:
-        _executor.close()
-        _executor = None
+    executor = config.stash.get(_EXECUTOR, None)
+    if executor is not None:
+        executor.close()

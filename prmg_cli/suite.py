@@ -54,8 +54,7 @@ def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     """``prmg validate``: the summary of valid files; raises PrmgError on the first invalid one."""
     modes = target_modes(supported_modes)
-    cases = load_cases(paths)
-    validate(cases, modes)
+    cases = load_selected(paths, modes)
     files = len({case.source for case in cases})
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))

@@ -6,7 +6,8 @@
 # Environment:
 #   ASCEND_SET_ENV    the toolkit's set_env.sh (default: the standard locations, newest layout first)
 #   PRMG              the prmg command (default: prmg on PATH)
-#   PRMG_CASES        case files to run (default: cases/smoke.yaml next to this script's repository)
+#   PRMG_CASES        case files or folders to run, separated by spaces (default: cases/smoke.yaml of
+#                     this script's repository)
 #   PRMG_REPORT_DIR   where reports go (default: ./reports)
 # Extra arguments are passed to `prmg run` (e.g. --devices all, --supported-modes 0,1,2,3).
 set -euo pipefail
@@ -30,12 +31,12 @@ source "$set_env"
 set -u
 
 prmg="${PRMG:-prmg}"
-cases="${PRMG_CASES:-$root/cases/smoke.yaml}"
+read -r -a cases <<< "${PRMG_CASES:-$root/cases/smoke.yaml}"
 reports="${PRMG_REPORT_DIR:-reports}"
 mkdir -p "$reports"
 
 echo "== prmg doctor (toolkit from $set_env)"
 $prmg doctor --runner aclnn
-echo "== prmg run $cases --runner aclnn"
-$prmg run $cases --runner aclnn --report junit -o "$reports/prmg-smoke.xml" \
+echo "== prmg run ${cases[*]} --runner aclnn"
+$prmg run "${cases[@]}" --runner aclnn --report junit -o "$reports/prmg-smoke.xml" \
     --results "$reports/prmg-smoke.jsonl" "$@"
