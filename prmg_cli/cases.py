@@ -213,7 +213,7 @@ def case_to_dict(case: Case) -> dict:
     start, end = case.partial_slice
     if case.cos_shape != _default_cos_shape(end - start):
         pattern = next((p for p in BROADCASTS if len(case.shape) == 4
-                        and _broadcast_shape(p, case.shape, end - start) == case.cos_shape), None)
+                        and broadcast_shape(p, case.shape, end - start) == case.cos_shape), None)
         if pattern:
             out["broadcast"] = pattern
         else:
@@ -557,7 +557,7 @@ def _build_case(raw: dict, name: str, where: _Where, folder: Path) -> Case:
                               f"{_suggest(pattern, BROADCASTS)} (valid: {', '.join(BROADCASTS)})")
         if len(shape) != 4:
             raise where.error("broadcast", "a broadcast pattern needs a 4-D shape; give cos_shape instead")
-        cos_shape = _broadcast_shape(pattern, shape, length)
+        cos_shape = broadcast_shape(pattern, shape, length)
     elif "cos_shape" in raw:
         cos_shape = _parse_dims(raw["cos_shape"], "cos_shape", where, four=not negative)
     else:
@@ -606,8 +606,10 @@ def _default_cos_shape(length: int) -> tuple[int, ...]:
     return (1, 1, 1, max(length, 1))
 
 
-def _broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:
-    """cos's shape for a broadcast pattern: dy's B, S, N where the pattern has a letter, else 1; then L."""
+def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:
+    """cos's shape for dy ``shape`` (B, S, N, D) under broadcast ``pattern`` (one of ``BROADCASTS``) and
+    slice length ``L = length``: axis i is ``shape[i]`` where ``pattern[i]`` is a letter, 1 where it is
+    ``1``; the last axis is ``max(L, 1)``."""
     return tuple(1 if letter == "1" else dim for letter, dim in zip(pattern[:3], shape[:3])) + (max(length, 1),)
 
 

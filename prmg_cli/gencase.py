@@ -4,9 +4,7 @@ A generated case is the plain mapping of the case-file format (keys ``name, shap
 partial_slice, rotary_mode, dtype, cos_dtype, inputs, expect, tags`` ...), always with an explicit
 ``cos_shape`` so that a file describes itself.
 
-Broadcast patterns (``BROADCAST_PATTERNS``): for dy ``(B, S, N, D)`` and a slice of length ``L``, the
-pattern ``P`` gives ``cos_shape[i] = dy_shape[i]`` where ``P[i]`` names the axis (``B``, ``S``, ``N``)
-and ``1`` where ``P[i] == "1"``; the last axis is ``L``.
+Broadcast patterns are the loader's (``cases.BROADCASTS``, ``cases.broadcast_shape``).
 
 A document is ``{"defaults": {...}, "cases": [...]}`` and may carry two presentation keys that
 ``dump_yaml`` writes as YAML comments instead of data: ``"header"`` (lines for the top of the file)
@@ -24,16 +22,14 @@ from typing import Iterable, Mapping, Sequence
 import yaml
 
 from . import constraints, dtypes, status
-from .cases import MODE_NAMES, ROTARY_MODES, TENSORS
+from .cases import BROADCASTS, INPUT_KINDS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_shape
 from .errors import PrmgError
 
-BROADCAST_PATTERNS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
 PRESETS = ("smoke", "full", "edge", "negative", "perf", "future_modes")
 ALL_MODES = frozenset(MODE_NAMES)
 TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
 FUTURE_MODES = ("half", "quarter", "interleave-half")
-INPUT_KINDS = ("uniform", "normal", "values", "file", "rope")
 DEFAULT_BROADCAST = "1S1D"
 
 _NAME_JUNK = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -58,17 +54,6 @@ def _ints(value, field: str, count: int | None = None) -> list[int]:
     if count is not None and len(numbers) != count:
         raise PrmgError(f"expected {count} integers, got {len(numbers)} ({value!r})", field=field)
     return numbers
-
-
-def broadcast_cos_shape(shape: Sequence[int], pattern: str, L: int) -> tuple[int, ...]:
-    """cos/sin shape for dy ``shape`` (B, S, N, D) under broadcast ``pattern`` and slice length ``L``:
-    axis i is ``shape[i]`` when ``pattern[i]`` names it, 1 when it is ``"1"``; the last axis is ``L``
-    (1 for an empty slice, like the loader's ``broadcast`` key)."""
-    if pattern not in BROADCAST_PATTERNS:
-        raise PrmgError(f"unknown broadcast pattern {pattern!r}; use one of {', '.join(BROADCAST_PATTERNS)}",
-                        field="broadcast")
-    shape = _ints(shape, "shape", 4)
-    return tuple(1 if letter == "1" else size for letter, size in zip(pattern[:3], shape[:3])) + (max(int(L), 1),)
 
 
 def broadcast_label(shape: Sequence[int], cos_shape: Sequence[int]) -> str:
@@ -283,7 +268,11 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
         if len(shape) != 4:
             raise PrmgError(f"dy must be 4-D (B, S, N, D) to derive the cos shape; give cos_shape for {shape}",
                             field="shape")
-        cos_shape = broadcast_cos_shape(shape, broadcast or DEFAULT_BROADCAST, partial_slice[1] - partial_slice[0])
+        pattern = broadcast or DEFAULT_BROADCAST
+        if pattern not in BROADCASTS:
+            raise PrmgError(f"unknown broadcast pattern {pattern!r}; use one of {', '.join(BROADCASTS)}",
+                            field="broadcast")
+        cos_shape = broadcast_shape(pattern, shape, partial_slice[1] - partial_slice[0])
     dtype = _dtype_name(dtype, "dtype")
     case: dict = {"name": None, "shape": shape, "cos_shape": _ints(cos_shape, "cos_shape")}
     if sin_shape is not None:
@@ -503,9 +492,9 @@ def _smoke() -> dict:
     cases = [case("worked_example", **WORKED_EXAMPLE)]
     slices = [(0, 64), (7, 39), (30, 64)]
     for index, (dy, cos) in enumerate(DTYPE_PAIRS):          # every dtype pair, patterns and slices rotating
-        cases.append(case(shape=(2, 3, 2, 64), broadcast=BROADCAST_PATTERNS[index % 8],
+        cases.append(case(shape=(2, 3, 2, 64), broadcast=BROADCASTS[index % 8],
                           partial_slice=slices[index % 3], dtype=dy, cos_dtype=cos))
-    for pattern in BROADCAST_PATTERNS:                        # every pattern, distinct B, S, N, pass-through tail
+    for pattern in BROADCASTS:                        # every pattern, distinct B, S, N, pass-through tail
         cases.append(case(shape=(2, 3, 4, 24), broadcast=pattern, partial_slice=(2, 18)))
     for shape, piece, dtype in [((1, 2, 2, 128), (7, 71), "float32"), ((2, 2, 2, 96), (25, 71), "float16"),
                                 ((1, 3, 5, 64), (1, 31), "bfloat16")]:     # odd starts
@@ -549,7 +538,7 @@ def _full_broadcast() -> list[dict]:
     cases = []
     sizes = (16, 40, 64, 96, 128, 130)
     placements = ("full", "head", "mid_odd", "tail")
-    for i, pattern in enumerate(BROADCAST_PATTERNS):
+    for i, pattern in enumerate(BROADCASTS):
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
             D = sizes[(i + 2 * j) % len(sizes)]
             piece = slice_placements(D)[placements[(i + j) % len(placements)]]
@@ -568,7 +557,7 @@ def _full_slices() -> list[dict]:
     for i, (label, piece) in enumerate(placements.items()):
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
             cases.append(_preset_case("full.slice", ("full", "slice"), f"{label}_{_short(dy)}_{_short(cos)}",
-                                      shape=(1, 2, 3, 128), broadcast=BROADCAST_PATTERNS[(i + j) % 8],
+                                      shape=(1, 2, 3, 128), broadcast=BROADCASTS[(i + j) % 8],
                                       partial_slice=piece, dtype=dy, cos_dtype=cos))
     return cases
 
@@ -585,7 +574,7 @@ def _full_dims() -> list[dict]:
         for k, piece in enumerate(pieces):
             dy, cos = DTYPE_PAIRS[(2 * i + k) % 9]
             cases.append(_preset_case("full.dim", ("full", "dim"), shape=(1, 2, 2, D),
-                                      broadcast=BROADCAST_PATTERNS[(i + 3 * k) % 8], partial_slice=piece,
+                                      broadcast=BROADCASTS[(i + 3 * k) % 8], partial_slice=piece,
                                       dtype=dy, cos_dtype=cos))
     return cases
 
@@ -609,7 +598,7 @@ def _full_scales() -> list[dict]:
     for i, (label, inputs) in enumerate(SCALES):
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
             cases.append(_preset_case("full.scale", ("full", "scale"), f"{label}_{_short(dy)}_{_short(cos)}",
-                                      shape=(2, 2, 3, 64), broadcast=BROADCAST_PATTERNS[(i + j) % 8],
+                                      shape=(2, 2, 3, 64), broadcast=BROADCASTS[(i + j) % 8],
                                       partial_slice=(3, 59), dtype=dy, cos_dtype=cos, inputs=inputs))
     return cases
 
@@ -790,12 +779,12 @@ def _future_modes() -> dict:
         quarter = mode == "quarter"
         pieces = [(0, 64), (0, 32), (9, 45), (24, 64)]                 # full, head, odd start (L 36), tail
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
-            cases.append(_preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCAST_PATTERNS[(j + m) % 8],
+            cases.append(_preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m) % 8],
                                       partial_slice=pieces[(j + m) % 4], mode=mode, dtype=dy, cos_dtype=cos))
         odd_lengths = [(7, 19), (60, 64), (3, 43)] if quarter else [(5, 35), (62, 64), (3, 9)]
         for k, piece in enumerate(odd_lengths):                        # non-power-of-two and minimal lengths
             dy = dtypes.OPERATOR_DTYPES[k]
-            cases.append(_preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCAST_PATTERNS[(k + 5) % 8],
+            cases.append(_preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCASTS[(k + 5) % 8],
                                       partial_slice=piece, mode=mode, dtype=dy))
         cases += [
             _preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,

@@ -286,8 +286,12 @@ def test_broadcast_cos_shape_matches_the_loader(pattern, tmp_path):
     path = tmp_path / "b.yaml"
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     loaded, = load_cases([path])
-    assert gencase.broadcast_cos_shape(shape, pattern, 32) == loaded.cos_shape
-    assert gencase.broadcast_cos_shape(shape, pattern, 0)[-1] == 1
+    generated = gencase.case_from_options(shape=shape, broadcast=pattern, partial_slice=piece)
+    assert tuple(generated["cos_shape"]) == loaded.cos_shape
+    expected = tuple(1 if letter == "1" else size for letter, size in zip(pattern[:3], shape[:3])) + (32,)
+    assert loaded.cos_shape == expected
+    empty = gencase.case_from_options(shape=shape, broadcast=pattern, partial_slice=[8, 8])
+    assert empty["cos_shape"][-1] == 1
 
 
 def test_parse_inputs_option():
