@@ -352,7 +352,8 @@ def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.nda
 
 def _leading_parts(shape: tuple[int, ...], parts: int) -> list[tuple[slice, ...]]:
     """Index tuples that cut an array of ``shape`` into ``parts`` nearly equal pieces along its first axis
-    of at least ``parts`` indices (so each piece of a C-ordered array is contiguous)."""
+    of at least ``parts`` indices (for two parts the axes before it have size 1, so each piece of a
+    C-ordered array is one contiguous range)."""
     axis = next(axis for axis, size in enumerate(shape) if size >= parts)
     size = shape[axis]
     return [(slice(None),) * axis + (slice(size * i // parts, size * (i + 1) // parts),) for i in range(parts)]

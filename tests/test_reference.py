@@ -318,3 +318,27 @@ def test_many_blocks_split_over_threads_match_the_element_loop(monkeypatch, patt
     for mode in MODES:
         dx = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, partial_slice, workers=2)
         assert same_values(dx, loop_grad(dy, cos, sin, mode, partial_slice)), mode
+
+
+def test_large_work_buffers_lie_in_whole_huge_pages_and_do_not_overlap():
+    from prmg_cli import reference
+
+    size = reference._HUGE_PAGE_ALLOCATION // 8 // 3          # four rows of this: above the threshold
+    buffers = reference._huge_page_buffers(4, size)
+    assert buffers.shape == (4, size) and buffers.ctypes.data % reference._HUGE_PAGE == 0
+    buffers[...] = np.arange(4)[:, None]
+    assert all(np.all(buffers[row] == row) for row in range(4))
+    assert reference._huge_page_buffers(4, 10).shape == (4, 10)
+
+
+@pytest.mark.parametrize("shape, parts", [((3, 7, 5, 20), 2), ((1, 7, 5, 20), 2), ((1, 1, 1, 6), 2),
+                                          ((4, 2, 2, 2), 1), ((2, 5, 1, 4), 3)])
+def test_copy_parts_cover_the_array_once(shape, parts):
+    from prmg_cli import reference
+
+    hits = np.zeros(shape, np.int64)
+    indices = reference._leading_parts(shape, parts)
+    assert len(indices) == parts
+    for index in indices:
+        hits[index] += 1
+    assert np.all(hits == 1)
