@@ -94,7 +94,7 @@ DEFAULT_ROPE_BASE = 10000.0
 # A file whose YAML expands (aliases followed) to more nodes than this is refused as an alias bomb.
 MAX_EXPANDED_NODES = 2_000_000
 MAX_SWEEP_CASES = 100_000         # one sweep entry may expand to at most this many cases
-_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")   # a case name or tag: letters, digits, '_', '.', '-'
 _INT64_MAX = 2**63 - 1
 
 
@@ -193,6 +193,11 @@ def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) 
                 raise PrmgError(f"expect: pass, but {violation.message} "
                                 f"(the operator returns {describe(violation.code)})",
                                 file=case.source, case=case.name, field=violation.field)
+
+
+def sanitise_name(text: str, replacement: str = "_") -> str:
+    """``text`` with every character that ``NAME_PATTERN`` does not allow replaced by ``replacement``."""
+    return "".join(char if NAME_PATTERN.fullmatch(char) else replacement for char in text)
 
 
 def select(cases: Sequence[Case], keyword: str | None = None, tags: Sequence[str] = ()) -> list[Case]:
@@ -519,7 +524,7 @@ def _render_name(raw: dict, index: int, where: _Where) -> str:
             template = template.format(**values)
         except (ValueError, TypeError) as error:
             raise where.error("name", f"bad name template '{raw['name']}': {error}") from None
-    if not _WORD.fullmatch(template):
+    if not NAME_PATTERN.fullmatch(template):
         raise where.error("name", f"'{template}' is not a valid name (letters, digits, '_', '.', '-' only)")
     return template
 
@@ -736,7 +741,7 @@ def _parse_words(value, key: str, where: _Where) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise where.error(key, f"expected a list of words, got {_kind(value)}")
     for word in value:
-        if not (isinstance(word, str) and _WORD.fullmatch(word)):
+        if not (isinstance(word, str) and NAME_PATTERN.fullmatch(word)):
             raise where.error(key, f"{_show(word)} is not a word (letters, digits, '_', '.', '-')")
     return tuple(dict.fromkeys(value))
 

@@ -22,7 +22,8 @@ from typing import Iterable, Mapping, Sequence
 import yaml
 
 from . import constraints, dtypes, status
-from .cases import BROADCASTS, INPUT_KINDS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_shape
+from .cases import (BROADCASTS, INPUT_KINDS, MODE_NAMES, NAME_PATTERN, ROTARY_MODES, TENSORS, broadcast_shape,
+                    sanitise_name)
 from .errors import PrmgError
 
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
@@ -31,8 +32,6 @@ ALL_MODES = frozenset(MODE_NAMES)
 TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
 FUTURE_MODES = ("half", "quarter", "interleave-half")
 DEFAULT_BROADCAST = "1S1D"
-
-_NAME_JUNK = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -225,7 +224,7 @@ def default_name(case: Mapping) -> str:
     parts.extend("null-" + tensor for tensor in case.get("null", ()))
     if case.get("dy_strides"):
         parts.append("strided")
-    return _NAME_JUNK.sub("-", "_".join(parts))
+    return sanitise_name("_".join(parts), "-")
 
 
 def _short(dtype_name: str) -> str:
@@ -302,7 +301,7 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
     if tags:
         case["tags"] = list(tags)
     case["name"] = name if name is not None else default_name(case)
-    if not case["name"] or _NAME_JUNK.search(case["name"]):
+    if not NAME_PATTERN.fullmatch(case["name"]):
         raise PrmgError("a name is letters, digits, '_', '.' and '-' only", case=str(case["name"]), field="name")
     return case
 

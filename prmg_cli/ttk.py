@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import ast
 import csv
-import re
 from pathlib import Path
 
 from . import gencase
+from .cases import sanitise_name
 from .errors import PrmgError
 
 OP_NAME = "inplace_partial_rotary_mul_grad"
 REQUIRED_COLUMNS = ("testcase_name", "op_name", "input_shapes", "input_dtypes", "attributes")
-_NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 _MAX_FIELD = 100_000
 
 
@@ -178,7 +177,7 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
             if not _enabled(row):
                 notes.append(f"{label}: is_enabled False — skipped")
                 continue
-            name = _NOT_NAME.sub("_", raw_name) or f"ttk_row{number}"
+            name = sanitise_name(raw_name) or f"ttk_row{number}"
             if name in names:
                 name = f"{name}_row{number}"
             case = _case(row, name)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from prmg_cli.cases import (BROADCASTS, Case, Expect, InputSpec, case_to_dict, load_cases, select,
-                            validate)
+from prmg_cli.cases import (BROADCASTS, NAME_PATTERN, Case, Expect, InputSpec, case_to_dict, load_cases,
+                            sanitise_name, select, validate)
 from prmg_cli.errors import PrmgError
 
 DATA = Path(__file__).parent / "data"
@@ -195,6 +195,14 @@ def test_default_seeds_are_stable_and_follow_the_name(tmp_path):
     assert isinstance(first["alpha"].seed, int) and first["alpha"].seed >= 0
     explicit = load_cases([write(tmp_path, "c.yaml", "- {name: alpha, shape: [1, 1, 1, 8], seed: 123}")])
     assert explicit[0].seed == 123
+
+
+def test_sanitise_name_replaces_each_character_a_name_cannot_hold():
+    assert sanitise_name("my case/1") == "my_case_1"
+    assert sanitise_name("a  b:c", "-") == "a--b-c"
+    assert sanitise_name("ok_1.2-x") == "ok_1.2-x"
+    assert sanitise_name("naïve") == "na_ve"
+    assert NAME_PATTERN.fullmatch(sanitise_name("any {thing} at all!"))
 
 
 def test_duplicate_names_across_files_name_both_files(tmp_path):
