@@ -8,13 +8,8 @@ from . import gencase, ttk
 from .errors import PrmgError
 
 
-def _ints(text: str | None, option: str) -> tuple[int, ...] | None:
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in text.replace("x", ",").split(","))
-    except ValueError:
-        raise PrmgError(f"{option} must be comma-separated integers, got {text!r}") from None
+# The options whose text gencase parses, by the case field its errors name.
+_SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice": "--slice"}
 
 
 def _write(text: str, output: str | None) -> str:
@@ -37,11 +32,15 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
         return _write(gencase.dump_yaml(gencase.preset(preset)), output)
     if shape is None:
         raise PrmgError("give --shape B,S,N,D (or --preset NAME)")
-    case = gencase.case_from_options(
-        shape=_ints(shape, "--shape"), cos_shape=_ints(cos_shape, "--cos-shape"), broadcast=broadcast,
-        partial_slice=_ints(partial_slice, "--slice"), dtype=dtype, cos_dtype=cos_dtype, mode=mode,
-        seed=seed, name=name, inputs=gencase.parse_inputs_option(inputs) if inputs else None,
-        expect=expect, standard=standard)
+    try:
+        case = gencase.case_from_options(
+            shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, dtype=dtype,
+            cos_dtype=cos_dtype, mode=mode, seed=seed, name=name,
+            inputs=gencase.parse_inputs_option(inputs) if inputs else None, expect=expect, standard=standard)
+    except PrmgError as exc:
+        if exc.case is None and exc.field in _SHAPE_OPTIONS:     # a shape or slice text gencase cannot read
+            raise PrmgError(f"{_SHAPE_OPTIONS[exc.field]}: {exc.reason}") from None
+        raise
     if append:
         if output is None:
             raise PrmgError("--append needs -o FILE")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from prmg_cli import constraints, gencase
+from prmg_cli import constraints, gencase, gencase_cli
 from prmg_cli.cases import load_cases, validate
 from prmg_cli.errors import PrmgError
 from prmg_cli.status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
@@ -292,6 +292,28 @@ def test_broadcast_cos_shape_matches_the_loader(pattern, tmp_path):
     assert loaded.cos_shape == expected
     empty = gencase.case_from_options(shape=shape, broadcast=pattern, partial_slice=[8, 8])
     assert empty["cos_shape"][-1] == 1
+
+
+@pytest.mark.parametrize("options,message", [
+    (dict(shape="1,a,1,64"), "--shape: expected integers, got '1,a,1,64'"),
+    (dict(shape="1,1,1,64", cos_shape="1,1,z,8"), "--cos-shape: expected integers, got '1,1,z,8'"),
+    (dict(shape="1,1,1,64", partial_slice="1,2,3"), "--slice: expected 2 integers, got 3 ('1,2,3')"),
+])
+def test_gen_case_names_the_option_whose_text_is_bad(options, message):
+    flags = dict(shape=None, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
+                 cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
+                 standard=None, preset=None, output=None, append=False)
+    with pytest.raises(PrmgError) as caught:
+        gencase_cli.generate(**{**flags, **options})
+    assert str(caught.value) == message
+
+
+def test_gen_case_reads_shape_and_slice_text():
+    flags = dict(cos_shape=None, broadcast="1S1D", dtype="float32", cos_dtype=None, mode="interleave", seed=None,
+                 name="t", inputs=None, expect="pass", standard=None, preset=None, output=None, append=False)
+    case, = yaml.safe_load(gencase_cli.generate(shape="2x16x4x128", partial_slice="32, 96", **flags))["cases"]
+    assert case["shape"] == [2, 16, 4, 128] and case["partial_slice"] == [32, 96]
+    assert case["cos_shape"] == [1, 16, 1, 64]
 
 
 def test_parse_inputs_option():
