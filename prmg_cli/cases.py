@@ -29,7 +29,7 @@ written twice in one mapping are refused. Mistakes are reported as one line nami
 | ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{file: x.npy}`` (relative to the case file; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode (``uniform: [-1, 1]``) |
 | ``expect`` | ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or ``any`` (``pass``) |
 | ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact`` (the run's) |
-| ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
+| ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), finite numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
 | ``tags`` | list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects) |
 | ``format`` | negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``) |
 | ``null`` | negative cases: tensors passed as NULL pointers, e.g. ``null: [cos]`` (the key YAML reads as null is this key) |
@@ -75,7 +75,7 @@ import numpy as np
 import yaml
 
 from prmg_cli import dtypes
-from prmg_cli.compare import STANDARD_PARAMS, STANDARDS
+from prmg_cli.compare import STANDARD_PARAMS, STANDARDS, check_standard
 from prmg_cli.errors import PrmgError
 from prmg_cli.status import STATUS_CODES, STATUS_NAMES, describe
 
@@ -715,26 +715,30 @@ def _parse_expect(value, where: _Where) -> Expect:
 
 
 def _parse_standard(value, where: _Where) -> str:
-    if value not in STANDARDS:
-        raise where.error("standard", f"unknown standard {_show(value)}{_suggest(value, STANDARDS)} "
-                          f"(valid: {', '.join(STANDARDS)})")
+    """A known standard's name (``compare.check_standard``)."""
+    _check_standard(value, {}, where)
     return value
 
 
 def _parse_tolerance(value, standard: str | None, where: _Where) -> tuple[tuple[str, float], ...]:
-    """The standard's parameters (``default`` when the case names none), sorted by key."""
+    """The standard's parameters (``default`` when the case names none), sorted by key; each a finite
+    number >= 0 (``compare.check_standard``)."""
     if not isinstance(value, dict):
         raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {_kind(value)}")
-    standard = standard or "default"
-    known = STANDARD_PARAMS[standard]
-    for key, number in value.items():
-        if key not in known:
-            valid = f"valid: {', '.join(known)}" if known else "it takes none"
-            raise where.error(f"tolerance.{key}", f"unknown tolerance key {_show(key)} for standard "
-                              f"'{standard}'{_suggest(key, known)} ({valid})")
-        if not _is_number(number) or not number >= 0:
-            raise where.error(f"tolerance.{key}", f"expected a number >= 0, got {_kind(number)}")
+    _check_standard(standard or "default", value, where)
     return tuple(sorted((key, float(number)) for key, number in value.items()))
+
+
+def _check_standard(standard, tolerance: dict, where: _Where) -> None:
+    """``compare.check_standard``, its error raised at ``where`` with a did-you-mean hint for a
+    misspelt standard or parameter name."""
+    try:
+        check_standard(standard, tolerance)
+    except PrmgError as error:
+        _, _, key = error.field.partition(".")
+        word, choices = (key, STANDARD_PARAMS[standard]) if key else (standard, STANDARDS)
+        hint = "" if word in choices else _suggest(word, choices)
+        raise where.error(error.field, error.reason + hint) from None
 
 
 def _parse_words(value, key: str, where: _Where) -> tuple[str, ...]:

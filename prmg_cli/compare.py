@@ -169,20 +169,21 @@ _FORMATS = {"float32": _Format(24, -126, 127), "float16": _Format(11, -14, 15), 
 def check_standard(standard: str, tolerance: Mapping[str, float] | None = None, *,
                    file: str | None = None, case: str | None = None) -> None:
     """Raise ``PrmgError`` unless ``standard`` is known and ``tolerance`` only sets its parameters
-    (``STANDARD_PARAMS``) to finite numbers >= 0."""
-    if standard not in STANDARD_PARAMS:
-        raise PrmgError(f"unknown standard {standard!r} (known: {', '.join(STANDARDS)})",
+    (``STANDARD_PARAMS``) to finite numbers >= 0. The one check of standards and tolerances: the case
+    loader calls it too. The error's field is ``standard`` or ``tolerance.KEY``."""
+    if not isinstance(standard, str) or standard not in STANDARD_PARAMS:
+        raise PrmgError(f"unknown standard {standard!r} (valid: {', '.join(STANDARDS)})",
                         file=file, case=case, field="standard")
     accepted = STANDARD_PARAMS[standard]
     for key, value in dict(tolerance or {}).items():
         if key not in accepted:
-            takes = f"it takes {', '.join(accepted)}" if accepted else "it takes none"
+            takes = f"valid: {', '.join(accepted)}" if accepted else "it takes none"
             raise PrmgError(f"standard {standard!r} has no parameter {key!r} ({takes})",
-                            file=file, case=case, field="tolerance")
+                            file=file, case=case, field=f"tolerance.{key}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or value < 0:
             raise PrmgError(f"{key} must be a finite number >= 0, got {value!r}",
-                            file=file, case=case, field="tolerance")
+                            file=file, case=case, field=f"tolerance.{key}")
 
 
 def standard_parameters(standard: str, dtype: str, tolerance: Mapping[str, float] | None = None) -> dict:

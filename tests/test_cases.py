@@ -197,6 +197,31 @@ def test_default_seeds_are_stable_and_follow_the_name(tmp_path):
     assert explicit[0].seed == 123
 
 
+@pytest.mark.parametrize("document,field,fragment", [
+    ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "double_thousand"}], "standard",
+     "unknown standard 'double_thousand' (valid: default, double_thousandth, single_bm, double_benchmark, "
+     "allclose, exact) (did you mean 'double_thousandth'?)"),
+    ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "allclose", "tolerance": {"rtl": 1e-3}}], "tolerance.rtl",
+     "standard 'allclose' has no parameter 'rtl' (valid: rtol, atol) (did you mean 'rtol'?)"),
+    ([{"name": "a", "shape": [1, 1, 1, 8], "tolerance": {"budget_scal": 2}}], "tolerance.budget_scal",
+     "standard 'default' has no parameter 'budget_scal' (valid: budget_scale) (did you mean 'budget_scale'?)"),
+    ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "allclose", "tolerance": {"rtol": float("inf")}}],
+     "tolerance.rtol", "rtol must be a finite number >= 0, got inf"),
+    ({"defaults": {"standard": "allclose", "tolerance": {"rtol": -1}}, "cases": [{"name": "a", "shape": [1, 1, 1, 8]}]},
+     "defaults.tolerance.rtol", "rtol must be a finite number >= 0, got -1"),
+    ([{"name": "a", "shape": [1, 1, 1, 8], "standard": ["allclose"]}], "standard",
+     "unknown standard ['allclose'] (valid: default, double_thousandth, single_bm, double_benchmark, allclose, "
+     "exact)"),
+])
+def test_standard_and_tolerance_are_checked_as_the_judge_checks_them(tmp_path, document, field, fragment):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    with pytest.raises(PrmgError) as caught:
+        load_cases([path])
+    assert caught.value.field == field
+    assert str(caught.value).endswith(f"field '{field}': {fragment}")
+
+
 def test_sanitise_name_replaces_each_character_a_name_cannot_hold():
     assert sanitise_name("my case/1") == "my_case_1"
     assert sanitise_name("a  b:c", "-") == "a--b-c"
@@ -291,7 +316,7 @@ CORPUS = {
     "bad_rope_base.yaml": ("inputs.cos.rope.base", "rope_base", "number > 0"),
     "duplicate_names.yaml": ("name", "twin", "duplicate case name 'twin'"),
     "bad_name.yaml": ("name", "has a space", "not a valid name"),
-    "bad_tolerance_key.yaml": ("tolerance.rel", "wrong_param", "for standard 'allclose'"),
+    "bad_tolerance_key.yaml": ("tolerance.rel", "wrong_param", "standard 'allclose' has no parameter 'rel'"),
     "negative_tolerance.yaml": ("tolerance.rtol", "negative_tolerance", "number >= 0"),
     "bad_standard.yaml": ("standard", "strictish", "unknown standard 'strict'"),
     "bad_expect.yaml": ("expect", "expect_fail", "expected 'pass' or {error: CODE}"),
