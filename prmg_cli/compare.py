@@ -66,7 +66,7 @@ import numpy as np
 from . import reference
 from .dtypes import bits, from_numpy
 from .errors import PrmgError
-from .status import STATUS_CODES, describe
+from .status import describe
 
 STANDARDS = ("default", "double_thousandth", "single_bm", "double_benchmark", "allclose", "exact")
 
@@ -429,7 +429,7 @@ def judge(case, inputs, outcome, standard: str = "default",
     """
     tolerance = dict(tolerance or {})
     check_standard(standard, tolerance, file=case.source, case=case.name)
-    expected_status = _expected_status(case.expect.error)
+    expected_status = case.expect.error
     if _status_matches(expected_status, outcome.status) is False:
         return Verdict("failed", _status_message(expected_status, outcome),
                        metrics={"status": int(outcome.status)},
@@ -451,36 +451,27 @@ def judge(case, inputs, outcome, standard: str = "default",
     return Verdict("failed", "; ".join(problems), metrics, details)
 
 
+# The key numbers of a verdict for a table column: (the metric that marks a standard, the text shown);
+# the first metric present wins. A metric of None (not finite) shows as inf.
+_KEY_METRICS = (
+    ("max_err_ratio", "err/budget {max_err_ratio:.2g}"),
+    ("rel_err_share", "wrong {rel_err_share:.2g}, max rel {max_rel_err:.2g}"),
+    ("MERE", "MERE {MERE:.2g} MARE {MARE:.2g}"),
+    ("mare_ratio", "MARE x{mare_ratio:.2g} MERE x{mere_ratio:.2g} RMSE x{rmse_ratio:.2g}"),
+    ("max_tol_ratio", "err/tol {max_tol_ratio:.2g}"),
+    ("mismatches", "mismatches {mismatches}"),
+    ("status", "status {status}"),
+)
+
+
 def key_metric(verdict: Verdict) -> str:
-    """A short string of the verdict's key number(s) for a table column, e.g. ``err/budget 0.41``."""
-    m = verdict.metrics
-    number = lambda key: "inf" if m.get(key) is None else f"{m[key]:.2g}"
-    if "max_err_ratio" in m:
-        text = f"err/budget {number('max_err_ratio')}"
-    elif "rel_err_share" in m:
-        text = f"wrong {number('rel_err_share')}, max rel {number('max_rel_err')}"
-    elif "MERE" in m:
-        text = f"MERE {number('MERE')} MARE {number('MARE')}"
-    elif "mare_ratio" in m:
-        text = f"MARE x{number('mare_ratio')} MERE x{number('mere_ratio')} RMSE x{number('rmse_ratio')}"
-    elif "max_tol_ratio" in m:
-        text = f"err/tol {number('max_tol_ratio')}"
-    elif "mismatches" in m:
-        text = f"mismatches {m['mismatches']}"
-    elif "status" in m:
-        text = f"status {m['status']}"
-    else:
-        text = ""
-    if m.get("outside_changed"):
-        text = f"outside changed {m['outside_changed']}" + (f", {text}" if text else "")
+    """A short string of the verdict's key number(s) for a table column (``_KEY_METRICS``), e.g.
+    ``err/budget 0.41``, led by ``outside changed N`` when elements outside the slice changed."""
+    numbers = {key: math.inf if value is None else value for key, value in verdict.metrics.items()}
+    text = next((shown.format_map(numbers) for key, shown in _KEY_METRICS if key in numbers), "")
+    if numbers.get("outside_changed"):
+        text = f"outside changed {numbers['outside_changed']}" + (f", {text}" if text else "")
     return text
-
-
-def _expected_status(error) -> int | str | None:
-    """``Expect.error`` as None (success), an int status, or "any"."""
-    if isinstance(error, str) and error != "any":
-        return STATUS_CODES.get(error, error)
-    return error
 
 
 def _status_matches(expected, status: int) -> bool:

@@ -80,8 +80,3 @@ def storable(array: np.ndarray) -> np.ndarray:
     if array.dtype == DTYPES["bfloat16"].numpy:
         return bits(array)
     return array
-
-
-def is_float_dtype(name: str) -> bool:
-    """True for the dtypes the operator accepts."""
-    return canonical(name) in OPERATOR_DTYPES
