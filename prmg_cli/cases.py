@@ -120,6 +120,7 @@ class Expect:
 
     @property
     def success(self) -> bool:
+        """True when the case expects the call to succeed (``error`` is None)."""
         return self.error is None
 
 
@@ -151,6 +152,7 @@ class Case:
     dy_strides: tuple[int, ...] | None = None   # element strides of dy (None = contiguous)
 
     def input_spec(self, tensor: str) -> InputSpec:
+        """How the values of ``tensor`` (``dy``, ``cos`` or ``sin``) are made."""
         return {"dy": self.dy_input, "cos": self.cos_input, "sin": self.sin_input}[tensor]
 
 
@@ -336,6 +338,7 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
     active: set[int] = set()
 
     def expanded(node: yaml.Node) -> int:
+        """How many nodes ``node`` stands for once its aliases are followed (PrmgError on a cycle or an alias bomb)."""
         key = id(node)
         if key in sizes:
             return sizes[key]
@@ -432,6 +435,7 @@ class _Where:
         return path
 
     def error(self, path: str, message: str) -> PrmgError:
+        """A PrmgError at this file and case naming ``path`` as the field (prefixed by where it came from)."""
         return PrmgError(message, file=self.source, case=self.case, field=self.field(path) if path else None)
 
 
@@ -619,10 +623,12 @@ def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[in
 
 
 def _is_int(value) -> bool:
+    """True for an int that is not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_number(value) -> bool:
+    """True for an int or a float that is not a bool."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -644,6 +650,7 @@ def _parse_dims(value, key: str, where: _Where, *, four: bool) -> tuple[int, ...
 
 
 def _parse_slice(value, where: _Where) -> tuple[int, int]:
+    """``[start, end]`` as a tuple of two integers that fit in int64."""
     if not (isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value)):
         raise where.error("partial_slice", f"expected [start, end] (two integers), got {_show(value)}")
     if any(abs(v) > _INT64_MAX for v in value):
@@ -685,6 +692,7 @@ def _parse_dtype(value, key: str, where: _Where, negative: bool) -> str:
 
 
 def _parse_seed(value, where: _Where) -> int:
+    """A seed: an integer 0 <= seed < 2**64."""
     if not _is_int(value) or not 0 <= value < 2**64:
         raise where.error("seed", f"expected an integer 0 <= seed < 2**64, got {_kind(value)}")
     return value
@@ -742,6 +750,7 @@ def _check_standard(standard, tolerance: dict, where: _Where) -> None:
 
 
 def _parse_words(value, key: str, where: _Where) -> tuple[str, ...]:
+    """Tags: a list of words (``NAME_PATTERN``) as a tuple without repeats, in order."""
     if not isinstance(value, list):
         raise where.error(key, f"expected a list of words, got {_kind(value)}")
     for word in value:
@@ -751,6 +760,7 @@ def _parse_words(value, key: str, where: _Where) -> tuple[str, ...]:
 
 
 def _parse_format(value, where: _Where) -> str:
+    """An aclFormat name, a key of ``FORMATS``."""
     if value not in FORMATS:
         raise where.error("format", f"unknown format {_show(value)}{_suggest(value, FORMATS)} "
                           f"(valid: {', '.join(FORMATS)})")
@@ -758,6 +768,7 @@ def _parse_format(value, where: _Where) -> str:
 
 
 def _parse_null(value, where: _Where) -> tuple[str, ...]:
+    """The tensors to pass as NULL pointers, in the order dy, cos, sin."""
     if not isinstance(value, list):
         raise where.error("null", f"expected a list of tensor names ({', '.join(TENSORS)}), got {_kind(value)}")
     for tensor in value:
@@ -767,6 +778,7 @@ def _parse_null(value, where: _Where) -> tuple[str, ...]:
 
 
 def _parse_strides(value, shape: tuple[int, ...], where: _Where) -> tuple[int, ...]:
+    """dy's element strides: one non-negative int64 per axis of ``shape``."""
     if not (isinstance(value, list) and all(_is_int(v) and 0 <= v <= _INT64_MAX for v in value)):
         raise where.error("dy_strides", f"expected a list of non-negative integers, got {_show(value)}")
     if len(value) != len(shape):
@@ -784,6 +796,8 @@ def _parse_inputs(value, sizes: dict[str, int], where: _Where, folder: Path) -> 
 
 
 def _parse_input(value, tensor: str, size: int, where: _Where, folder: Path) -> InputSpec:
+    """The InputSpec of ``inputs.TENSOR``: one kind of ``INPUT_KINDS`` with checked arguments (``size`` numbers for
+    ``values`` and ``file``)."""
     path = f"inputs.{tensor}"
     kinds = INPUT_KINDS if tensor != "dy" else tuple(k for k in INPUT_KINDS if k != "rope")
     if not (isinstance(value, dict) and len(value) == 1):
@@ -870,6 +884,7 @@ def _parse_rope(value, path: str, where: _Where) -> tuple[float, int]:
 
 
 def _input_to_dict(spec: InputSpec) -> dict:
+    """``spec`` as the ``inputs`` entry that ``_parse_input`` reads back into it."""
     if spec.kind == "rope":
         base, offset = spec.args
         return {"rope": {"base": base, **({"offset": offset} if offset else {})}}

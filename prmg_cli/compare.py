@@ -143,6 +143,7 @@ class _Format:
 
     @property
     def unit_roundoff(self) -> float:
+        """The unit roundoff ``u = 2^-p``."""
         return 2.0 ** -self.precision
 
     @property
@@ -218,6 +219,7 @@ class _Slice:
 
     @property
     def format(self) -> _Format:
+        """dy's floating-point format."""
         return _FORMATS[self.dtype]
 
     def magnitude(self) -> np.ndarray:
@@ -271,6 +273,7 @@ def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: _Fo
 
 
 def _default(view: _Slice) -> _Judgement:
+    """The ``default`` standard: an element is wrong when ``|actual - golden| > budget`` (``default_budget``)."""
     budget = default_budget(np.abs(view.golden), view.magnitude(), view.format,
                             view.params["budget_scale"])
     error = np.abs(view.actual - view.golden)
@@ -284,6 +287,8 @@ def _default(view: _Slice) -> _Judgement:
 
 
 def _double_thousandth(view: _Slice) -> _Judgement:
+    """``double_thousandth``: an element is wrong when ``(|a - e| - atol) / |e| > rel``; the case fails when more
+    than ``share`` of the elements are wrong or (``cap > 0``) the largest relative error exceeds ``cap``."""
     p = view.params
     # An element is wrong when |a - e| > atol + rel*|e| (the absolute floor adds, as in TTK's
     # absolute_precision); its relative error is what remains after the floor, over |e|.
@@ -302,6 +307,8 @@ def _double_thousandth(view: _Slice) -> _Judgement:
 
 
 def _single_bm(view: _Slice) -> _Judgement:
+    """``single_bm``: ``MERE`` (mean) and ``MARE`` (max) of ``|a - g| / (|g| + 1e-7)`` over the non-small values
+    must stay below ``T`` and ``10*T``; small values (``SMALL_VALUES``) within their absolute limit."""
     threshold = view.params["threshold"]
     small_threshold, small_limit = SMALL_VALUES[view.dtype]
     error = np.abs(view.actual - view.golden)
@@ -324,6 +331,8 @@ def _single_bm(view: _Slice) -> _Judgement:
 
 
 def _double_benchmark(view: _Slice) -> _Judgement:
+    """``double_benchmark``: the device's MARE, MERE, RMSE and small-value error count, each divided by the same
+    figure of a CPU computation in dy's own dtype, must stay within its ratio parameter."""
     p, fmt = view.params, view.format
     dy_dtype = view.inputs.dy.dtype
     same_precision = reference.rotary_grad_slice(view.inputs.dy, view.inputs.cos, view.inputs.sin, view.mode,
@@ -338,6 +347,7 @@ def _double_benchmark(view: _Slice) -> _Judgement:
     rms_floor = max(fmt.unit_roundoff * float(np.sqrt(np.mean(np.square(view.golden)))), fmt.smallest)
 
     def statistics(error):
+        """(MARE, MERE, RMSE, small-value error count) of the absolute errors ``error``."""
         relative = _relative(error, view.golden, small)
         return (_max(relative), float(relative.sum() / judged), float(np.sqrt(np.mean(np.square(error)))),
                 int((small & (error > small_limit)).sum()))
@@ -363,6 +373,8 @@ def _double_benchmark(view: _Slice) -> _Judgement:
 
 
 def _allclose(view: _Slice) -> _Judgement:
+    """``allclose``: an element is wrong when ``|a - e| > atol + rtol*|e|``, ``e`` the golden rounded to dy's dtype
+    (or ``e`` is infinite)."""
     p = view.params
     expected = view.neutral(view.rounded().astype(np.float64))
     tolerance = p["atol"] + p["rtol"] * np.abs(expected)
@@ -379,6 +391,7 @@ def _allclose(view: _Slice) -> _Judgement:
 
 
 def _exact(view: _Slice) -> _Judgement:
+    """``exact``: an element is wrong when its bits differ from the golden rounded to dy's dtype (NaN matches NaN)."""
     expected = view.rounded()
     actual = view.result[..., view.start:view.end]
     both_nan = np.isnan(actual.astype(np.float32)) & np.isnan(expected.astype(np.float32))
@@ -413,6 +426,7 @@ def _ratio(device: float, reference_value: float, floor: float) -> float:
 
 
 def _max(values: np.ndarray) -> float:
+    """The largest of ``values`` as a float, 0.0 for an empty array."""
     return float(values.max()) if values.size else 0.0
 
 
@@ -475,6 +489,8 @@ def key_metric(verdict: Verdict) -> str:
 
 
 def _status_matches(expected, status: int) -> bool:
+    """True when ``status`` is what ``expected`` asks: 0 for None (success), any non-zero status for "any", else
+    exactly ``expected``."""
     if expected is None:
         return status == 0
     if expected == "any":
@@ -483,6 +499,7 @@ def _status_matches(expected, status: int) -> bool:
 
 
 def _status_message(expected, outcome) -> str:
+    """``expected X, got Y`` (with the operator's message after a failed call) for a status mismatch."""
     wanted = "success" if expected is None else "an error" if expected == "any" else describe(expected)
     got = describe(outcome.status)
     if outcome.status != 0 and outcome.error_message:
@@ -518,6 +535,8 @@ def _judge_result(case, inputs, result, standard, tolerance, problems, details, 
 
 
 def _judge_slice(case, inputs, result, standard, tolerance, start, end, problems, details, metrics) -> None:
+    """Judge the slice ``[start, end)`` of ``result`` against the golden by ``standard``: failure reasons go to
+    ``problems``, diagnosis lines to ``details``, the standard's numbers to ``metrics``."""
     dtype = from_numpy(inputs.dy.dtype).name
     if dtype not in _FORMATS:
         problems.append(f"dy dtype {dtype} cannot be judged (the operator takes float32, float16, bfloat16)")
@@ -677,6 +696,7 @@ def _table_rows_note(rows: np.ndarray, rows_shape: tuple[int, ...], cos_shape: t
     names = "bsn"
 
     def label(groups):
+        """``cos rows (b=0, s=1), ... and K more``: the first three cos rows of ``groups`` and the count left."""
         coordinates = np.unravel_index(groups, tuple(cos_shape[axis] for axis in table_axes))
         shown = [", ".join(f"{names[axis]}={int(c[i])}" for axis, c in zip(table_axes, coordinates))
                  for i in range(min(3, len(groups)))]
@@ -689,6 +709,7 @@ def _table_rows_note(rows: np.ndarray, rows_shape: tuple[int, ...], cos_shape: t
 
 
 def _row(flat: int, rows_shape: tuple[int, ...]) -> str:
+    """Flat row number ``flat`` as its ``(b, s, n)`` tuple in ``rows_shape``."""
     return str(tuple(int(i) for i in np.unravel_index(flat, rows_shape)))
 
 
@@ -712,11 +733,13 @@ def _ranges(values: np.ndarray) -> str:
 
 
 def _index(view: _Slice, flat: int) -> str:
+    """``(b, s, n, d)=(...)`` of flat slice element ``flat``, ``d`` counted in dy's last axis."""
     b, s, n, lane = np.unravel_index(int(flat), view.actual.shape)
     return f"(b, s, n, d)=({b}, {s}, {n}, {view.start + lane})"
 
 
 def _number(value) -> str:
+    """``value`` with 8 significant digits."""
     return f"{float(value):.8g}"
 
 

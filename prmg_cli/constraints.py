@@ -118,6 +118,7 @@ def _tiling_rules(case: Case, supported_modes: set[int] | frozenset[int]) -> lis
     found = []
 
     def broken(message: str, field: str, skippable: bool = False) -> None:
+        """Record one broken tiling rule (status 561002) blaming ``field``."""
         found.append(Violation(TILING_ERROR, message, field, skippable))
 
     mode = case.rotary_mode

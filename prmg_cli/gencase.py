@@ -89,10 +89,12 @@ def _mode_value(mode) -> int | str:
 
 
 def _mode_code(mode_value: int | str) -> int:
+    """The int code of a mode as written in a case file (a name of ``ROTARY_MODES`` or an int)."""
     return ROTARY_MODES[mode_value] if isinstance(mode_value, str) else mode_value
 
 
 def _dtype_name(name: str, field: str) -> str:
+    """The canonical name of dtype ``name``; PrmgError naming ``field`` when it is unknown."""
     try:
         return dtypes.canonical(str(name))
     except KeyError:
@@ -140,6 +142,7 @@ def _expected_code(expect_value) -> int | None:
 
 
 def _number(text: str, field: str) -> float:
+    """``text`` as a number: an int when written as one, else a float."""
     try:
         value = float(text)
     except ValueError:
@@ -202,6 +205,8 @@ def parse_inputs_option(text: str) -> dict:
 
 
 def _inputs_value(inputs) -> dict | None:
+    """``inputs`` (a mapping or the ``--inputs`` text) as an ``inputs`` mapping in dy, cos, sin order; None when
+    empty."""
     if inputs is None or isinstance(inputs, Mapping):
         return {tensor: inputs[tensor] for tensor in TENSORS if tensor in inputs} if inputs else None
     return parse_inputs_option(inputs)
@@ -228,6 +233,7 @@ def default_name(case: Mapping) -> str:
 
 
 def _short(dtype_name: str) -> str:
+    """The short name of a dtype, e.g. ``bf16``."""
     return dtypes.lookup(dtype_name).short
 
 
@@ -360,6 +366,7 @@ class _Dumper(yaml.SafeDumper):
     """Safe dumper that never writes anchors/aliases (shared lists are written out each time)."""
 
     def ignore_aliases(self, data) -> bool:
+        """Never write anchors and aliases: repeated values are written out in full."""
         return True
 
 
@@ -384,11 +391,14 @@ def _inline_values(case: Mapping) -> dict:
 
 
 def _yaml(data) -> str:
+    """``data`` as YAML text (``_Dumper``: no anchors), keys in insertion order, lists of scalars inline,
+    lines up to 120 characters."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120,
                      allow_unicode=True)
 
 
 def _comment(text: str, indent: str = "") -> str:
+    """``text`` as YAML comment lines (``# ...``) at ``indent``."""
     return "".join(f"{indent}# {line}".rstrip() + "\n" for line in str(text).splitlines() or [""])
 
 
@@ -453,6 +463,7 @@ def _preset_case(prefix: str, tags: Sequence[str], name: str | None = None, **op
 
 
 def _even(n: int) -> int:
+    """The largest even number <= ``n``."""
     return n - n % 2
 
 
@@ -486,6 +497,8 @@ CANCELLATION = dict(inputs={"dy": {"uniform": [1.0, 1.0001]},
 
 
 def _smoke() -> dict:
+    """The ``smoke`` preset: every dtype pair and broadcast pattern, odd starts, non-power-of-two lengths, the
+    worked example and a few negative cases, all fast."""
     tags = ("smoke",)
     case = lambda name=None, tags=tags, **options: _preset_case("smoke", tags, name, **options)  # noqa: E731
     cases = [case("worked_example", **WORKED_EXAMPLE)]
@@ -603,6 +616,7 @@ def _full_scales() -> list[dict]:
 
 
 def _rope(base: float = 10000, offset: int = 0) -> dict:
+    """``inputs`` giving cos and sin real RoPE tables of ``base`` from position ``offset``."""
     table = {"rope": {"base": base, "offset": offset}}
     return {"cos": table, "sin": table}
 
@@ -645,16 +659,20 @@ FULL_PARTS = {
 
 
 def _full_part(part: str) -> dict:
+    """One part of the ``full`` preset (a key of ``FULL_PARTS``) as its own document."""
     make, what = FULL_PARTS[part]
     return document(make(), header=_header("full", what, part))
 
 
 def _full() -> dict:
+    """The ``full`` preset: every part of ``FULL_PARTS`` in one document."""
     cases = [case for part in FULL_PARTS for case in FULL_PARTS[part][0]()]
     return document(cases, header=_header("full", "the cross product that matters, by covering design"))
 
 
 def _edge() -> dict:
+    """The ``edge`` preset: empty slices, D = 1024, minimal shapes, huge, tiny and subnormal magnitudes, RoPE
+    tables at long positions, mixed dtypes."""
     tags = ("edge",)
     case = lambda name, **options: _preset_case("edge", tags, name, **options)  # noqa: E731
     cases = [
@@ -711,11 +729,14 @@ def _edge() -> dict:
 
 
 def _negative() -> dict:
+    """The ``negative`` preset: each documented constraint broken once, with the status it earns."""
     tags = ("negative",)
     nullptr, invalid, tiling = "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_INNER_TILING_ERROR"
     base = dict(shape=(2, 2, 2, 16), broadcast="1S1D", partial_slice=(4, 12))
 
     def case(name, extra_tags=(), **options):
+        """A negative case: ``base`` updated by ``options`` (a cos_shape replaces its broadcast), tagged
+        ``negative`` and ``extra_tags``."""
         if "cos_shape" in options:
             options.setdefault("broadcast", None)
         return _preset_case("neg", tags + tuple(extra_tags), name, **{**base, **options})
@@ -752,6 +773,7 @@ def _negative() -> dict:
 
 
 def _perf() -> dict:
+    """The ``perf`` preset: large real-model shapes for timing."""
     tags = ("perf",)
     cases = []
     for dtype in dtypes.OPERATOR_DTYPES:
@@ -772,6 +794,7 @@ def _perf() -> dict:
 
 
 def _future_modes() -> dict:
+    """The ``future_modes`` preset: modes half, quarter and interleave-half, skipped on today's target."""
     cases = []
     for m, mode in enumerate(FUTURE_MODES):
         prefix, tags = f"future.{mode}", ("future", mode)
@@ -799,6 +822,7 @@ def _future_modes() -> dict:
 
 
 def _worked_example() -> dict:
+    """The document of operator.md's worked example (``cases/worked_example.yaml``)."""
     case = case_from_options(name="worked_example", tags=("example",), **WORKED_EXAMPLE)
     comment = ("operator.md's worked example: interleave, slice [2, 6), D = 8;\n"
                "expected dx row: 1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8")
@@ -812,6 +836,7 @@ _PRESET_MAKERS = {"smoke": _smoke, "full": _full, "edge": _edge, "negative": _ne
 
 
 def _checked(doc: dict) -> dict:
+    """``doc`` after ``refuse_invalid`` has checked its cases."""
     refuse_invalid(doc["cases"])
     return doc
 

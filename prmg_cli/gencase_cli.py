@@ -13,6 +13,7 @@ _SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice
 
 
 def _write(text: str, output: str | None) -> str:
+    """``text`` itself without ``output``; else write it to the file ``output`` and return ``wrote FILE``."""
     if output is None:
         return text
     try:

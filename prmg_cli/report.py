@@ -54,10 +54,12 @@ class CaseResult:
     key_metric: str = ""            # the judge's short summary of the metrics, e.g. "err/budget 0.41"
 
     def to_dict(self) -> dict:
+        """The result as a mapping of its fields (plain values, ready for JSON)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "CaseResult":
+        """The CaseResult of a ``to_dict`` mapping; keys that are not fields are ignored."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
@@ -178,6 +180,7 @@ def ms_label(ms: float | None) -> str:
 
 
 def _number(value) -> str:
+    """A metric value for display: floats with 3 significant digits, anything else as written."""
     value = value.item() if hasattr(value, "item") else value     # numpy scalars
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
@@ -192,10 +195,12 @@ def metric_label(result: CaseResult) -> str:
 
 
 def _verdict(result: CaseResult) -> str:
+    """The table's verdict word for a result's status (``VERDICTS``), else the status in capitals."""
     return VERDICTS.get(result.status, result.status.upper())
 
 
 def _result_row(result: CaseResult) -> list[str]:
+    """One row of the results table: name, dtypes, shapes, mode, slice, standard, metric, verdict, time."""
     return [printable(result.name), dtype_label(result.dtype, result.cos_dtype),
             shape_label(result.shape), shape_label(result.cos_shape),
             mode_name(result.rotary_mode) or "-", slice_label(result.partial_slice),
@@ -204,14 +209,17 @@ def _result_row(result: CaseResult) -> list[str]:
 
 
 def _version(info: RunInfo) -> str:
+    """The prmg version that made the run (this one when the run info names none)."""
     return info.version or __version__
 
 
 def _mode_names(info: RunInfo) -> str:
+    """The target's supported rotary modes by name, comma-separated (``none`` when empty)."""
     return ", ".join(mode_name(mode) for mode in info.supported_modes) or "none"
 
 
 def _runner_label(info: RunInfo) -> str:
+    """What ran the cases: the emulator and its build folder, or the toolkit and the operator library."""
     if info.runner == "emulator":
         return f"emulator (host build at {info.location}); {EMULATOR_NOTE}"
     label = f"{info.runner} toolkit at {info.location}"
@@ -221,6 +229,7 @@ def _runner_label(info: RunInfo) -> str:
 
 
 def _header_fields(info: RunInfo) -> list[tuple[str, str]]:
+    """The (label, value) lines above a report: runner, target modes, devices, standard, version."""
     return [("runner", _runner_label(info)),
             ("target", f"rotary modes {_mode_names(info)}"),
             ("devices", ", ".join(str(device) for device in info.devices) or "-"),
@@ -285,6 +294,7 @@ def json_safe(value):
 
 
 def _summary(results: list[CaseResult], info: RunInfo) -> dict:
+    """The ``summary`` object of the JSON report: status counts, ok, the summary line and the run info."""
     counts = summary_counts(results)
     return {**counts,
             "ok": counts["failed"] == 0 and counts["error"] == 0,
@@ -301,6 +311,7 @@ def _summary(results: list[CaseResult], info: RunInfo) -> dict:
 
 
 def _case_record(result: CaseResult) -> dict:
+    """One result for the JSON report: its fields, rotary mode by name."""
     record = result.to_dict()
     record["rotary_mode"] = mode_name(result.rotary_mode)
     return record
@@ -318,11 +329,13 @@ def format_json(results: list[CaseResult], info: RunInfo) -> str:
 
 
 def _classname(result: CaseResult) -> str:
+    """JUnit classname of a result: ``prmg.<case file stem>``."""
     stem = Path(result.source).stem if result.source else ""
     return f"prmg.{stem or 'cases'}"
 
 
 def _junit_body(result: CaseResult) -> str:
+    """The text of a JUnit failure element: diagnosis lines, the status, the metrics as JSON."""
     lines = [str(d) for d in result.details]
     if result.error_code is not None:
         lines.append(f"status: {result.error_code} {status_name(result.error_code)}")
@@ -332,6 +345,7 @@ def _junit_body(result: CaseResult) -> str:
 
 
 def _junit_case(result: CaseResult) -> ET.Element:
+    """The ``<testcase>`` element of one result, with a failure, error or skipped child when it did not pass."""
     case = ET.Element("testcase", classname=_classname(result), name=printable(result.name),
                       time=f"{result.duration_s or 0.0:.3f}")
     if result.status in ("failed", "error", "skipped"):
@@ -370,6 +384,7 @@ def format_junit(results: list[CaseResult], info: RunInfo) -> str:
 
 
 def _csv_row(result: CaseResult) -> dict:
+    """One result as a CSV row: shapes joined by ``x``, slice by ``:``, metrics as compact JSON."""
     return {"name": result.name, "status": result.status,
             "error_code": "" if result.error_code is None else result.error_code,
             "dtype": result.dtype, "cos_dtype": result.cos_dtype,
@@ -397,6 +412,7 @@ def format_csv(results: list[CaseResult], info: RunInfo) -> str:
 
 
 def _md_cell(text: str) -> str:
+    """``text`` safe inside a Markdown table cell (``|`` escaped, line breaks as spaces)."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -438,6 +454,7 @@ def render(fmt: str, results: list[CaseResult], info: RunInfo, verbose: bool = F
 
 
 def _expect_label(expect) -> str:
+    """What a case expects, for ``--list``: ``success``, ``any error`` or ``error CODE NAME``."""
     if expect.error is None:
         return "success"
     if expect.error == "any":
@@ -463,6 +480,7 @@ def format_list(cases: list) -> str:
 
 
 def _fixed(value, digits: int, scale: float = 1.0) -> str:
+    """``value * scale`` with ``digits`` decimals, ``-`` for a missing or non-finite value."""
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value * scale:.{digits}f}"

@@ -62,18 +62,21 @@ def _triple(value, column: str, parse) -> list:
 
 
 def _shape(entry) -> list[int]:
+    """One shape entry as a list of ints (ValueError otherwise)."""
     if not isinstance(entry, (tuple, list)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in entry):
         raise ValueError(entry)
     return list(entry)
 
 
 def _dtype(entry) -> str:
+    """One dtype entry, a string (ValueError otherwise)."""
     if not isinstance(entry, str):
         raise ValueError(entry)
     return entry
 
 
 def _range(entry) -> list[float]:
+    """One ``(lo, hi)`` data range as a list of two numbers (ValueError otherwise)."""
     if not isinstance(entry, (tuple, list)) or len(entry) != 2 or \
             not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in entry):
         raise ValueError(entry)
@@ -81,6 +84,7 @@ def _range(entry) -> list[float]:
 
 
 def _enabled(row: dict) -> bool:
+    """The row's ``is_enabled`` (True when empty; the text true, 1 or yes counts as True)."""
     value = _literal(row, "is_enabled", True)
     if isinstance(value, str):
         value = value.strip().lower() in ("true", "1", "yes")
