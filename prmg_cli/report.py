@@ -459,9 +459,7 @@ def _expect_label(expect) -> str:
         return "success"
     if expect.error == "any":
         return "any error"
-    if isinstance(expect.error, int):
-        return f"error {expect.error} {status_name(expect.error)}"
-    return f"error {expect.error}"
+    return f"error {expect.error} {status_name(expect.error)}"
 
 
 def format_list(cases: list) -> str:
