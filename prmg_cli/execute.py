@@ -9,6 +9,7 @@ loses nothing that finished.
 
 from __future__ import annotations
 
+import faulthandler
 import hashlib
 import json
 import multiprocessing
@@ -138,6 +139,7 @@ def _worker_main(conn, settings: RunSettings, device: int) -> None:
     from .acl import AclSession, finalize_all
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C
+    faulthandler.disable()                             # a crash is reported as the case's result
     try:
         session = AclSession(settings.toolkit, device)
     except Exception as exc:
@@ -328,6 +330,7 @@ def _child_main(conn, function, args) -> None:
     from .acl import finalize_all
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    faulthandler.disable()
     try:
         conn.send(("ok", function(*args)))
     except Exception as exc:
