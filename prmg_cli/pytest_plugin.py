@@ -1,7 +1,8 @@
 """YAML cases as pytest items: ``pytest --prmg PATH [--prmg-runner R] [--prmg-supported-modes LIST]``.
 
-Every case becomes a test item named after the case, judged exactly as ``prmg run`` judges it (same
-worker processes, so a crashing kernel fails one item, not the session). Under pytest-xdist each
+Each case file under the ``--prmg`` paths is collected as a pytest file, each case in it as a test item
+named after the case (node id ``path/to/file.yaml::case``), judged exactly as ``prmg run`` judges it
+(same worker processes, so a crashing kernel fails one item, not the session). Under pytest-xdist each
 worker ``gwK`` runs on device ``K mod len(--prmg-devices)``. When ``--prmg`` is given without other
 paths on the command line, only the cases are collected.
 """
@@ -9,8 +10,13 @@ paths on the command line, only the cases are collected.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+_EXECUTOR = pytest.StashKey()
+_ROOTS = pytest.StashKey()
+
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("prmg", "prmg: InplacePartialRotaryMulGrad cases as tests")
@@ -24,30 +30,51 @@ def pytest_addoption(parser) -> None:
     group.addoption("--prmg-timeout", type=float, default=300.0, help="Seconds per case (0 = none).")
     group.addoption("--prmg-devices", default="0", metavar="LIST",
                     help="Devices to spread xdist workers over: 0,1,2,3 or all (default 0).")
-    group.addoption("--prmg-keyword", default=None, metavar="SUBSTRING", help="Only cases whose name "
-                    "contains SUBSTRING.")
 
 
-def _only_cases(config) -> bool:
-    return bool(config.getoption("prmg")) and config.args_source != pytest.Config.ArgsSource.ARGS
+def pytest_configure(config) -> None:
+    """Make pytest collect the --prmg paths: instead of its default paths, or besides explicit ones."""
+    paths = config.getoption("prmg")
+    if not paths:
+        return
+    missing = [path for path in paths if not Path(path).exists()]
+    if missing:
+        raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
+    config.stash[_ROOTS] = [Path(path).resolve() for path in paths]
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        config.args.extend(paths)
+    else:
+        config.args[:] = list(paths)
 
 
-def pytest_ignore_collect(collection_path, config):
-    if _only_cases(config):
-        return True
+def pytest_collect_file(file_path: Path, parent):
+    """A case file under one of the --prmg paths becomes a ``PrmgFile``."""
+    roots = parent.config.stash.get(_ROOTS, None)
+    if roots and file_path.suffix in (".yaml", ".yml"):
+        resolved = file_path.resolve()
+        if any(resolved == root or root in resolved.parents for root in roots):
+            return PrmgFile.from_parent(parent, path=file_path)
     return None
 
 
-class PrmgCollector(pytest.Collector):
-    """The cases of the --prmg paths (collected once per session)."""
+class PrmgFile(pytest.File):
+    """One case file: its cases, loaded and validated as ``prmg run`` does."""
 
     def collect(self):
-        from .suite import load_selected, target_modes
+        from .cases import load_cases, validate
+        from .suite import target_modes
 
-        config = self.config
-        modes = target_modes(config.getoption("prmg_supported_modes"))
-        cases = load_selected(config.getoption("prmg"), modes, config.getoption("prmg_keyword"))
-        return [PrmgItem.from_parent(self, name=case.name, case=case) for case in cases]
+        cases = load_cases([self.path])
+        validate(cases, target_modes(self.config.getoption("prmg_supported_modes")))
+        for case in cases:
+            yield PrmgItem.from_parent(self, name=case.name, case=case)
+
+    def repr_failure(self, excinfo, style=None):
+        from .errors import PrmgError
+
+        if isinstance(excinfo.value, PrmgError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
 
 
 class PrmgCaseFailure(Exception):
@@ -55,6 +82,8 @@ class PrmgCaseFailure(Exception):
 
 
 class PrmgItem(pytest.Item):
+    """One case: run through this pytest process's worker and judged like ``prmg run``."""
+
     def __init__(self, *, case, **kwargs):
         super().__init__(**kwargs)
         self.case = case
@@ -75,10 +104,7 @@ class PrmgItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
-        return self.case.source, None, f"prmg case {self.case.name}"
-
-
-_EXECUTOR = pytest.StashKey()
+        return self.path, None, f"prmg case {self.case.name}"
 
 
 def _get_executor(config):
@@ -97,18 +123,6 @@ def _get_executor(config):
         index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
         config.stash[_EXECUTOR] = Executor(settings, (devices[index % len(devices)],))
     return config.stash[_EXECUTOR]
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session, config, items) -> None:
-    if config.getoption("prmg"):
-        from .errors import PrmgError
-
-        try:
-            collector = PrmgCollector.from_parent(session, name="prmg")
-            items.extend(collector.collect())
-        except PrmgError as exc:
-            raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_unconfigure(config) -> None:

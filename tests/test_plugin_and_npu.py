@@ -91,3 +91,16 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed"
     assert str(tmp_path / "emu") in result.stdout
+
+
+def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):
+    result = pytest_run(tmp_path, "--collect-only", "-q")
+    assert "cases.yaml::p_ok_fp32" in result.stdout and "4 tests collected" in result.stdout
+    result = pytest_run(tmp_path, "-q", "-k", "bf16")
+    assert result.returncode == 0 and "1 passed, 3 deselected" in result.stdout
+    (tmp_path / "cases.yaml").write_text("- {name: bad, shape: [1, 1, 1, 8], seed: -1}\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg",
+                             str(tmp_path / "cases.yaml"), "--prmg-runner", "emulator", "-q"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "case 'bad': field 'seed'" in result.stdout and "Traceback" not in result.stdout
