@@ -106,8 +106,11 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
     """Pick the toolkit (real or emulator) and fix the settings every worker shares."""
     from .toolkit import select_runner
 
-    if standard is not None and standard not in compare.STANDARDS:
-        raise PrmgError(f"--standard must be one of {', '.join(compare.STANDARDS)}, got {standard!r}")
+    if standard is not None:
+        try:
+            compare.check_standard(standard)
+        except PrmgError as exc:
+            raise PrmgError(f"--standard: {exc.reason}") from None
     toolkit = select_runner(runner, op_lib, os.environ, modes)
     return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=standard, timeout=timeout,
                                max_memory=max_memory)
