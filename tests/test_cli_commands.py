@@ -205,3 +205,14 @@ def test_dump_refuses_a_case_too_big_for_this_machine(capsys, monkeypatch, tmp_p
                     "partial_slice: [0, 1024]}\n")
     code, _, err = run_in_process(capsys, monkeypatch, "dump", path, "--out", tmp_path / "out")
     assert code == 2 and "case 'huge'" in err and "GiB" in err
+
+
+def test_the_readme_example_case_file_runs_green(tmp_path):
+    """The case file the README shows first is valid and passes, so the docs stay true."""
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "example.yaml"
+    path.write_text(example)
+    result = prmg("run", path, "--runner", "emulator")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.rstrip().splitlines()[-1] == "2 passed, 0 failed"
