@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from . import gencase, ttk
 from .errors import PrmgError
+from .suite import write_file
 
 
 # The options whose text gencase parses, by the case field its errors name.
@@ -16,11 +15,7 @@ def _write(text: str, output: str | None) -> str:
     """``text`` itself without ``output``; else write it to the file ``output`` and return ``wrote FILE``."""
     if output is None:
         return text
-    try:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise PrmgError(f"cannot write: {exc.strerror}", file=output) from None
+    write_file(output, text)
     return f"wrote {output}\n"
 
 

@@ -123,12 +123,19 @@ def run_info(settings, devices: Sequence[int]) -> report.RunInfo:
                           standard=settings.standard or "per case (default: default)", version=__version__)
 
 
+def write_file(path: str, text: str) -> None:
+    """Write ``text`` to the file ``path`` (its folder made when missing); PrmgError when it cannot."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise PrmgError(f"cannot write: {exc.strerror}", file=path) from None
+
+
 def _write(text: str, output: str | None) -> None:
+    """The report to the file ``output``, or to stdout."""
     if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise PrmgError(f"cannot write the report: {exc.strerror}", file=output) from None
+        write_file(output, text)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
