@@ -145,8 +145,9 @@ def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> 
 
 
 def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:
-    """A .npy file (pickles refused) of exactly the tensor's shape; uint16 data for a bfloat16 tensor
-    are its bit patterns, other numeric data are rounded to the tensor's dtype."""
+    """A .npy file (pickles refused) with as many elements as the tensor, read in C order (the case
+    format's rule, which the loader checks too); uint16 data for a bfloat16 tensor are its bit
+    patterns, other numeric data are rounded to the tensor's dtype."""
     try:
         array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -155,8 +156,11 @@ def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.n
         raise fail(f"cannot read {path} as a .npy array ({error})") from None
     if not isinstance(array, np.ndarray):
         raise fail(f"{path} does not hold a single array")
-    if array.shape != tuple(shape):
-        raise fail(f"{path} has shape {array.shape}, the tensor needs {tuple(shape)}")
+    size = int(np.prod(shape, dtype=np.int64))
+    if array.size != size:
+        raise fail(f"{path} has shape {array.shape} ({array.size} elements), the tensor {tuple(shape)} "
+                   f"needs {size}")
+    array = array.reshape(shape)
     if dtype == dtypes.to_numpy("bfloat16") and array.dtype == np.uint16:
         return array.view(dtype).copy()
     if array.dtype.kind not in "biuf" and array.dtype != dtype:

@@ -108,6 +108,14 @@ def test_file_inputs_load_numbers_and_bfloat16_bit_patterns(tmp_path):
     assert made.cos.dtype == np.float32 and np.array_equal(made.cos, cos.astype(np.float32))
 
 
+def test_file_inputs_are_read_in_c_order_whatever_their_shape(tmp_path):
+    """The case format asks for as many elements as the tensor, as the loader checks."""
+    values = np.arange(2 * 3 * 4 * 16, dtype=np.float32)
+    np.save(tmp_path / "flat.npy", values)
+    c = case(dy_input=InputSpec("file", (str(tmp_path / "flat.npy"),)))
+    np.testing.assert_array_equal(make_inputs(c).dy, values.reshape(c.shape))
+
+
 def test_file_errors_name_the_file_case_and_field(tmp_path):
     np.save(tmp_path / "wrong_shape.npy", np.zeros((2, 3), np.float32))
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
