@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from . import dtypes
-from .cases import FORMATS, Case
+from .cases import Case
+from .vocab import FORMATS
 from .errors import PrmgError
 from .inputs import Inputs
 from .status import describe

@@ -74,16 +74,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from prmg_cli import dtypes
+from prmg_cli import constraints, dtypes
 from prmg_cli.compare import STANDARD_PARAMS, STANDARDS, check_standard
 from prmg_cli.errors import PrmgError
 from prmg_cli.status import STATUS_CODES, STATUS_NAMES, describe
+from prmg_cli.vocab import BROADCASTS, FORMATS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_shape
 
-ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
-MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
-FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
-TENSORS = ("dy", "cos", "sin")
-BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
              "tags", "format", "null", "dy_strides")
@@ -185,8 +181,6 @@ def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) 
     A rotary mode the target does not support is not an error: such a case is skipped at run time
     (``constraints.skip_reason``).
     """
-    from prmg_cli import constraints  # constraints imports this module for the Case type
-
     for case in cases:
         if not case.expect.success:
             continue
@@ -613,13 +607,6 @@ def _default_seed(name: str) -> int:
 def _default_cos_shape(length: int) -> tuple[int, ...]:
     """cos's shape when neither cos_shape nor broadcast is given: (1, 1, 1, L), L >= 1."""
     return (1, 1, 1, max(length, 1))
-
-
-def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:
-    """cos's shape for dy ``shape`` (B, S, N, D) under broadcast ``pattern`` (one of ``BROADCASTS``) and
-    slice length ``L = length``: axis i is ``shape[i]`` where ``pattern[i]`` is a letter, 1 where it is
-    ``1``; the last axis is ``max(L, 1)``."""
-    return tuple(1 if letter == "1" else dim for letter, dim in zip(pattern[:3], shape[:3])) + (max(length, 1),)
 
 
 def _is_int(value) -> bool:

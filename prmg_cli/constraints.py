@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from prmg_cli.cases import MODE_NAMES, ROTARY_MODES, Case
 from prmg_cli.dtypes import OPERATOR_DTYPES
-from prmg_cli.errors import PrmgError
 from prmg_cli.status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+from prmg_cli.vocab import MODE_NAMES, mode_label
 
 DEFAULT_SUPPORTED_MODES = frozenset({1})   # today's kernel implements interleave only
 SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
@@ -40,19 +39,19 @@ class Violation(NamedTuple):
     skippable: bool = False
 
 
-def violations(case: Case, supported_modes: set[int] | frozenset[int]) -> list[tuple[int, str]]:
+def violations(case, supported_modes: set[int] | frozenset[int]) -> list[tuple[int, str]]:
     """Every constraint ``case`` breaks on a target supporting ``supported_modes``, as (status, message),
     in the operator's checking order."""
     return [(v.code, v.message) for v in violation_details(case, supported_modes)]
 
 
-def expected_status(case: Case, supported_modes: set[int] | frozenset[int]) -> int:
+def expected_status(case, supported_modes: set[int] | frozenset[int]) -> int:
     """The status the operator returns for ``case``: 0 when no constraint is broken, else the first one's."""
     found = violation_details(case, supported_modes)
     return found[0].code if found else 0
 
 
-def skip_reason(case: Case, supported_modes: set[int] | frozenset[int]) -> str | None:
+def skip_reason(case, supported_modes: set[int] | frozenset[int]) -> str | None:
     """Why a case must be skipped on this target, or None when it runs.
 
     An ``expect: pass`` case is skipped when its (valid) mode is unsupported and nothing else is wrong.
@@ -69,32 +68,12 @@ def skip_reason(case: Case, supported_modes: set[int] | frozenset[int]) -> str |
     return None
 
 
-def parse_modes(text: str) -> frozenset[int]:
-    """The mode codes of a ``--supported-modes`` value: comma-separated numbers 0..3 or mode names."""
-    modes = set()
-    for item in text.split(","):
-        item = item.strip()
-        if item in ROTARY_MODES:
-            modes.add(ROTARY_MODES[item])
-        elif item.isdigit() and int(item) in MODE_NAMES:
-            modes.add(int(item))
-        else:
-            raise PrmgError(f"--supported-modes: unknown mode '{item}' in '{text}' "
-                            f"(valid: 0..3 or {', '.join(ROTARY_MODES)}, comma-separated)")
-    return frozenset(modes)
-
-
-def mode_label(mode: int) -> str:
-    """``half (0)`` for a known mode, ``7`` for any other value."""
-    return f"{MODE_NAMES[mode]} ({mode})" if mode in MODE_NAMES else str(mode)
-
-
-def violation_details(case: Case, supported_modes: set[int] | frozenset[int]) -> list[Violation]:
+def violation_details(case, supported_modes: set[int] | frozenset[int]) -> list[Violation]:
     """Every constraint ``case`` breaks, as Violations, in the operator's checking order."""
     return [*_pointer_and_type_rules(case), *_tiling_rules(case, supported_modes)]
 
 
-def _pointer_and_type_rules(case: Case) -> list[Violation]:
+def _pointer_and_type_rules(case) -> list[Violation]:
     """Rules checked before tiling: null pointers (161001), then dtypes, format, strides (161002)."""
     found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null") for tensor in case.null]
     for tensor, dtype in (("dy", case.dtype), ("cos", case.cos_dtype), ("sin", case.sin_dtype)):
@@ -113,7 +92,7 @@ def _pointer_and_type_rules(case: Case) -> list[Violation]:
     return found
 
 
-def _tiling_rules(case: Case, supported_modes: set[int] | frozenset[int]) -> list[Violation]:
+def _tiling_rules(case, supported_modes: set[int] | frozenset[int]) -> list[Violation]:
     """Rules checked by tiling (561002): mode, ranks, shapes, D, the slice, L, broadcast."""
     found = []
 

@@ -8,7 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .cases import MODE_NAMES, Case, load_cases, select
+from .cases import Case, load_cases, select
+from .vocab import MODE_NAMES
 from .dtypes import storable
 from .errors import PrmgError
 from .execute import default_max_memory, memory_need

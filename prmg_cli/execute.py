@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import compare, constraints
-from .cases import MODE_NAMES, Case
+from .cases import Case
+from .vocab import MODE_NAMES
 from .dtypes import lookup
 from .errors import PrmgError
 from .report import STATUSES, CaseResult

@@ -4,7 +4,7 @@ A generated case is the plain mapping of the case-file format (keys ``name, shap
 partial_slice, rotary_mode, dtype, cos_dtype, inputs, expect, tags`` ...), always with an explicit
 ``cos_shape`` so that a file describes itself.
 
-Broadcast patterns are the loader's (``cases.BROADCASTS``, ``cases.broadcast_shape``).
+Broadcast patterns are the shared vocabulary's (``vocab.BROADCASTS``, ``vocab.broadcast_shape``).
 
 A document is ``{"defaults": {...}, "cases": [...]}`` and may carry two presentation keys that
 ``dump_yaml`` writes as YAML comments instead of data: ``"header"`` (lines for the top of the file)
@@ -22,9 +22,9 @@ from typing import Iterable, Mapping, Sequence
 import yaml
 
 from . import constraints, dtypes, status
-from .cases import (BROADCASTS, INPUT_KINDS, MODE_NAMES, NAME_PATTERN, ROTARY_MODES, TENSORS, broadcast_shape,
-                    sanitise_name)
+from .cases import INPUT_KINDS, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
+from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
 
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
 PRESETS = ("smoke", "full", "edge", "negative", "perf", "future_modes")
@@ -56,20 +56,9 @@ def _ints(value, field: str, count: int | None = None) -> list[int]:
 
 
 def broadcast_label(shape: Sequence[int], cos_shape: Sequence[int]) -> str:
-    """The broadcast pattern ``cos_shape`` follows against dy ``shape`` (an axis of size 1 in both reads
-    ``1``), or ``cos<shape>`` when it follows none."""
-    if len(shape) == 4 and len(cos_shape) == 4:
-        letters = []
-        for letter, size, cos_size in zip("BSN", shape[:3], cos_shape[:3]):
-            if cos_size == 1:
-                letters.append("1")
-            elif cos_size == size:
-                letters.append(letter)
-            else:
-                break
-        else:
-            return "".join(letters) + "D"
-    return "cos" + "x".join(str(size) for size in cos_shape)
+    """The broadcast pattern ``cos_shape`` follows against dy ``shape`` (``vocab.broadcast_pattern``), or
+    ``cos<shape>`` when it follows none."""
+    return broadcast_pattern(shape, cos_shape) or "cos" + "x".join(str(size) for size in cos_shape)
 
 
 def _mode_value(mode) -> int | str:

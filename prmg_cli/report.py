@@ -21,7 +21,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from . import __version__, dtypes
-from .cases import MODE_NAMES
+from .vocab import MODE_NAMES
 from .errors import PrmgError
 from .status import status_name
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__, compare, constraints, execute, report
-from .cases import MODE_NAMES, Case, load_cases, select, validate
+from .cases import Case, load_cases, select, validate
+from .vocab import MODE_NAMES, parse_modes
 from .errors import PrmgError
 
 
@@ -40,7 +41,7 @@ class RunRequest:
 
 def target_modes(text: str | None) -> frozenset:
     """The rotary modes the target supports: ``--supported-modes`` or today's kernel (interleave)."""
-    return constraints.parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
+    return parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
 
 
 def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None,

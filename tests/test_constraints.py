@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from prmg_cli.cases import Case, Expect
-from prmg_cli.constraints import (DEFAULT_SUPPORTED_MODES, expected_status, parse_modes, skip_reason,
+from prmg_cli.vocab import parse_modes
+from prmg_cli.constraints import (DEFAULT_SUPPORTED_MODES, expected_status, skip_reason,
                                   violations)
 from prmg_cli.errors import PrmgError
 

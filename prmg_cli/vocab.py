@@ -1,0 +1,78 @@
+"""The operators' shared vocabulary: rotary modes, cos/sin layouts, tensor formats and tensor names.
+
+Every module that speaks of a case (the loader, the operator table, the generator, the runner, the
+reports) takes these words from here, so that none of them imports another to learn them.
+
+- Rotary modes: ``half`` 0, ``interleave`` 1, ``quarter`` 2, ``interleave-half`` 3.
+- Broadcast patterns of cos/sin against the in-place tensor (B, S, N): each letter keeps that axis of
+  the tensor, each ``1`` makes it 1; the last axis is the slice length ``L``.
+- aclFormat codes, and the tensor roles ``dy``/``cos``/``sin`` as case files name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .errors import PrmgError
+
+ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
+MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
+FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
+TENSORS = ("dy", "cos", "sin")
+BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+
+
+def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:
+    """cos's shape for a tensor of ``shape`` (B, S, N, D) under broadcast ``pattern`` (one of
+    ``BROADCASTS``) and slice length ``L = length``: axis i is ``shape[i]`` where ``pattern[i]`` is a
+    letter, 1 where it is ``1``; the last axis is ``max(L, 1)``."""
+    return tuple(1 if letter == "1" else dim for letter, dim in zip(pattern[:3], shape[:3])) + (max(length, 1),)
+
+
+def broadcast_pattern(shape: Sequence[int], cos_shape: Sequence[int]) -> str | None:
+    """The pattern of ``BROADCASTS`` that ``cos_shape`` follows against ``shape`` (an axis of size 1 in
+    both reads as ``1``), or None when it follows none."""
+    if len(shape) != 4 or len(cos_shape) != 4:
+        return None
+    letters = []
+    for letter, size, cos_size in zip("BSN", shape[:3], cos_shape[:3]):
+        if cos_size == 1:
+            letters.append("1")
+        elif cos_size == size:
+            letters.append(letter)
+        else:
+            return None
+    return "".join(letters) + "D"
+
+
+def mode_label(mode: int) -> str:
+    """``half (0)`` for a known mode, ``7`` for any other value."""
+    return f"{MODE_NAMES[mode]} ({mode})" if mode in MODE_NAMES else str(mode)
+
+
+def mode_name(mode) -> str:
+    """The name of a rotary mode given as its name or its int code (``1`` -> ``interleave``);
+    ``""`` when unknown."""
+    if isinstance(mode, int) or (isinstance(mode, str) and mode.lstrip("-").isdigit()):
+        return MODE_NAMES.get(int(mode), str(mode))
+    return "" if mode is None else str(mode)
+
+
+def parse_modes(text: str, option: str = "--supported-modes") -> frozenset[int]:
+    """The mode codes of a ``--supported-modes`` value: comma-separated numbers 0..3 or mode names."""
+    modes = set()
+    for item in text.split(","):
+        item = item.strip()
+        if item in ROTARY_MODES:
+            modes.add(ROTARY_MODES[item])
+        elif item.isdigit() and int(item) in MODE_NAMES:
+            modes.add(int(item))
+        else:
+            raise PrmgError(f"{option}: unknown mode {item!r} in {text!r} "
+                            f"(valid: 0..3 or {', '.join(ROTARY_MODES)}, comma-separated)")
+    return frozenset(modes)
+
+
+def mode_list(modes: Iterable[int]) -> str:
+    """The names of ``modes``, comma-separated in code order (``none`` when empty)."""
+    return ", ".join(MODE_NAMES.get(mode, str(mode)) for mode in sorted(modes)) or "none"
