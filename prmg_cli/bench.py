@@ -8,14 +8,19 @@ Bytes moved by one launch (the memory traffic the kernel cannot avoid):
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 from typing import Sequence
 
-from . import __version__, execute, report
+from tabulate import tabulate
+
+from . import __version__, execute
 from .cases import Case
 from .dtypes import lookup
 from .errors import PrmgError
+from .outputs.labels import dtype_label, format_header, shape_label
+from .results import RunInfo
 
 # Peak memory bandwidth per device kind (GB/s); extend as devices appear, or pass --peak-gbps.
 PEAK_GBPS = {
@@ -131,4 +136,33 @@ def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmu
     if report_format == "json":
         return json.dumps({"runner": settings.toolkit.kind, "peak_gbps": peak, "version": __version__,
                            "cases": rows}, indent=2)
-    return report.format_bench(rows, run_info(settings, (device,)))
+    return format_bench(rows, run_info(settings, (device,)))
+
+
+BENCH_EMULATOR_NOTE = "host timings (emulator), not NPU"
+
+
+def _fixed(value, digits: int, scale: float = 1.0) -> str:
+    """``value * scale`` with ``digits`` decimals, ``-`` for a missing or non-finite value."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value * scale:.{digits}f}"
+
+
+def format_bench(rows: list[dict], info: RunInfo) -> str:
+    """The ``prmg bench`` table: per case min and median kernel time, bytes moved (MB = 1e6 bytes),
+    achieved GB/s and ``peak_share`` (a fraction of the device's peak bandwidth) as a percentage.
+    Emulator runs are labelled as host timings."""
+    table_rows = [[row["name"], shape_label(row.get("shape")),
+                   dtype_label(row.get("dtype", ""), row.get("cos_dtype", "")),
+                   _fixed(row.get("min_ms"), 3), _fixed(row.get("median_ms"), 3),
+                   _fixed(row.get("bytes"), 2, 1e-6), _fixed(row.get("gbps"), 2),
+                   _fixed(row.get("peak_share"), 1, 100.0)] for row in rows]
+    table = tabulate(table_rows, headers=("case", "shape", "dtypes", "min ms", "median ms",
+                                          "bytes moved (MB)", "GB/s", "% of peak"),
+                     tablefmt="simple", disable_numparse=True, colalign=("left", "left", "left")
+                     + ("right",) * 5)
+    lines = [format_header(info), "", table]
+    if info.runner == "emulator":
+        lines += ["", BENCH_EMULATOR_NOTE]
+    return "\n".join(lines)

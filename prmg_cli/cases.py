@@ -146,6 +146,10 @@ class Case:
     format: str = "ND"                  # aclFormat of all three tensors (key of FORMATS)
     null: tuple[str, ...] = ()          # tensors passed as NULL pointers: subset of TENSORS
     dy_strides: tuple[int, ...] | None = None   # element strides of dy (None = contiguous)
+    op: str = "grad"                    # the operator (a key of ops.OPERATORS)
+    known_defect: str | None = None     # why the operator is known to fail this case (strict xfail)
+    checks: tuple[str, ...] = ()        # golden-free checks to run as well (a subset of checks.CHECKS)
+    golden: bool = True                 # False: judged by its checks alone
 
     def input_spec(self, tensor: str) -> InputSpec:
         """How the values of ``tensor`` (``dy``, ``cos`` or ``sin``) are made."""

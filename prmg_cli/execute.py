@@ -26,7 +26,7 @@ from .cases import Case
 from .vocab import MODE_NAMES
 from .dtypes import lookup
 from .errors import PrmgError
-from .report import STATUSES, CaseResult
+from .results import STATUSES, CaseResult
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
 GUARD_BYTES = 2 * 1024              # guard zones and 512-byte rounding around dy, generously

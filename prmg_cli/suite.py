@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__, compare, constraints, execute, report
+from . import __version__, compare, constraints, execute, outputs
+from .outputs import listing
+from .progress import Progress
+from .results import RunInfo, summary_line
 from .cases import Case, load_cases, select, validate
 from .vocab import MODE_NAMES, parse_modes
 from .errors import PrmgError
@@ -117,9 +120,9 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
                                max_memory=max_memory)
 
 
-def run_info(settings, devices: Sequence[int]) -> report.RunInfo:
+def run_info(settings, devices: Sequence[int]) -> RunInfo:
     toolkit = settings.toolkit
-    return report.RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
+    return RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
                           supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                           standard=settings.standard or "per case (default: default)", version=__version__)
 
@@ -145,14 +148,14 @@ def run_suite(request: RunRequest) -> int:
     """``prmg run``: returns the exit code (0 green, 1 a failure or error, 130 interrupted)."""
     if request.timeout is not None and request.timeout < 0:
         raise PrmgError(f"--timeout must be >= 0 seconds (0: no limit), got {request.timeout:g}")
-    if request.report not in report.REPORT_FORMATS:
-        raise PrmgError(f"--report must be one of {', '.join(report.REPORT_FORMATS)}, got {request.report!r}")
+    if request.report not in outputs.REPORT_FORMATS:
+        raise PrmgError(f"--report must be one of {', '.join(outputs.REPORT_FORMATS)}, got {request.report!r}")
     modes = target_modes(request.supported_modes)
     cases = load_selected(request.paths, modes, request.keyword, request.tags)
     if request.shard:
         cases = execute.shard(cases, *execute.parse_shard(request.shard))
     if request.list_only:
-        _write(report.format_list(cases), request.output)
+        _write(listing.render(cases), request.output)
         return 0
     max_memory = parse_size(request.max_memory) if request.max_memory else execute.default_max_memory()
     settings = runner_settings(request.runner, request.op_lib, modes, request.standard, request.timeout,
@@ -163,7 +166,7 @@ def run_suite(request: RunRequest) -> int:
     todo = [case for case in cases if case.name not in recorded]
     results_path = request.results or request.resume
     results_file = execute.ResultsFile(results_path) if results_path else None
-    progress = report.Progress(len(todo))
+    progress = Progress(len(todo))
 
     finished = dict(recorded)
 
@@ -185,10 +188,10 @@ def run_suite(request: RunRequest) -> int:
         if results_file:
             results_file.close()
     ordered = [finished[case.name] for case in cases if case.name in finished]
-    _write(report.render(request.report, ordered, run_info(settings, devices), verbose=request.verbose),
+    _write(outputs.render(request.report, ordered, run_info(settings, devices), outputs.RenderOptions(verbose=request.verbose)),
            request.output)
     if request.output and request.report != "table":
-        sys.stdout.write(report.summary_line(ordered) + "\n")
+        sys.stdout.write(summary_line(ordered) + "\n")
     if interrupted:
         sys.stderr.write("prmg: interrupted: the report above holds the cases that finished\n")
         return 130

@@ -1,4 +1,4 @@
-"""Reports: every format parses with a standard reader and says what the results say."""
+"""Outputs: every format parses with a standard reader and says what the results say; the table fits."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from prmg_cli import report
+from prmg_cli import bench, outputs
 from prmg_cli.cases import Case, Expect
 from prmg_cli.errors import PrmgError
-from prmg_cli.report import CaseResult, RunInfo
+from prmg_cli.outputs import csvreport, jsonreport, junit, listing, markdown, table
+from prmg_cli.outputs.labels import format_header
+from prmg_cli.progress import Progress
+from prmg_cli.results import CaseResult, RunInfo, summary_counts, summary_line, visible
 
 EMULATOR = RunInfo(runner="emulator", location="/root/.cache/prmg/emulator-ab12", supported_modes=(1,))
 TOOLKIT = RunInfo(runner="aclnn", location="/usr/local/Ascend/ascend-toolkit/latest",
@@ -60,34 +63,39 @@ def mixed():
     ([passed()], "1 passed, 0 failed"),
     ([passed(), failed()], "1 passed, 1 failed"),
     ([passed(), skipped(), skipped()], "1 passed, 0 failed, 2 skipped"),
-    ([failed(), errored()], "0 passed, 1 failed, 1 errors"),
-    (mixed(), "2 passed, 1 failed, 2 skipped, 1 errors"),
+    ([failed(), errored()], "0 passed, 1 failed, 1 error"),
+    ([errored(), errored()], "0 passed, 0 failed, 2 errors"),
+    (mixed(), "2 passed, 1 failed, 1 error, 2 skipped"),
+    ([skipped(), skipped()], "0 passed, 0 failed, 2 skipped (every case was skipped)"),
+    ([CaseResult("x", "xfailed"), CaseResult("y", "xpassed"), CaseResult("z", "not_run")],
+     "0 passed, 0 failed, 1 xfailed, 1 xpassed, 1 not run"),
+    ([passed(warnings=["vacuous"])], "1 passed, 0 failed, 1 warning"),
 ])
 def test_summary_line_names_only_nonzero_extras(results, line):
-    assert report.summary_line(results) == line
+    assert summary_line(results) == line
 
 
 def test_summary_counts():
-    assert report.summary_counts(mixed()) == {"passed": 2, "failed": 1, "error": 1, "skipped": 2,
-                                              "total": 6}
+    assert summary_counts(mixed()) == {"passed": 2, "failed": 1, "error": 1, "skipped": 2, "xfailed": 0,
+                                       "xpassed": 0, "not_run": 0, "total": 6, "warnings": 0}
 
 
 def test_unknown_status_is_refused():
     with pytest.raises(ValueError, match="weird"):
-        report.summary_counts([CaseResult("weird", "maybe")])
+        summary_counts([CaseResult("weird", "maybe")])
 
 
 # --- header and table --------------------------------------------------------------------------------
 
 def test_emulator_header_says_results_are_not_from_an_npu():
-    header = report.format_header(EMULATOR)
+    header = format_header(EMULATOR)
     assert "emulator (host build at /root/.cache/prmg/emulator-ab12)" in header
     assert "host emulator, not an NPU" in header
     assert "target: rotary modes interleave" in header
 
 
 def test_toolkit_header_names_toolkit_operator_library_devices_standard_version():
-    header = report.format_header(TOOLKIT)
+    header = format_header(TOOLKIT)
     assert "aclnn toolkit at /usr/local/Ascend/ascend-toolkit/latest" in header
     assert f"operator from {TOOLKIT.op_library}" in header
     assert "rotary modes half, interleave, quarter, interleave-half" in header
@@ -98,47 +106,74 @@ def test_toolkit_header_names_toolkit_operator_library_devices_standard_version(
 @pytest.mark.parametrize("results", [[], [passed()], [failed()], [skipped()], [errored()], mixed()])
 @pytest.mark.parametrize("verbose", [False, True])
 def test_last_line_of_table_is_exactly_the_summary(results, verbose):
-    lines = report.format_table(results, EMULATOR, verbose=verbose).splitlines()
-    assert lines[-1] == report.summary_line(results)
+    lines = table.render(results, EMULATOR, verbose=verbose).splitlines()
+    assert lines[-1] == summary_line(results)
     assert lines[-2] == ""
 
 
-def test_table_row_cells():
-    table = report.format_table([passed(), failed()], EMULATOR)
-    row = next(line for line in table.splitlines() if line.startswith("ok_case"))
-    for cell in ("fp16/fp32", "2x4x8x128", "1x4x1x64", "interleave", "[7, 71)", "default",
+def test_table_row_cells_and_shared_columns():
+    text = table.render([passed(), failed()], EMULATOR, verbose=True, wide=True)
+    row = next(line for line in text.splitlines() if line.startswith("ok_case"))
+    for cell in ("fp16/fp32", "2x4x8x128", "1S1D", "interleave", "[7, 71)", "default",
                  "max_err_ratio=0.25 bad_share=0", "PASS", "0.012 ms"):
         assert cell in row
     assert "third" not in row                            # only the first two metrics
-    bad_row = next(line for line in table.splitlines() if line.startswith("bad_case"))
+    bad_row = next(line for line in text.splitlines() if line.startswith("bad_case"))
     assert "err/budget 4.1" in bad_row and "FAIL" in bad_row
     assert "bf16/" not in bad_row                        # same dtype for cos: one label
     assert bad_row.rstrip().endswith("-")               # no kernel time
+    one_mode = table.render([passed("a"), passed("b")], EMULATOR)
+    assert "all cases: op grad, dtypes fp16/fp32, shape 2x4x8x128, cos 1S1D, mode interleave, slice [7, 71), " \
+           "standard default" in one_mode
 
 
-def test_table_diagnoses_failures_and_errors_with_indented_details():
-    lines = report.format_table(mixed(), EMULATOR).splitlines()
-    start = lines.index("FAIL f1: 3 elements over budget")
-    assert lines[start + 1] == "    worst (0, 1, 2, 17): expected 1.5 actual 2.5"
-    assert lines[start + 2] == "    errors only on odd lanes"
+def test_table_fits_100_columns_and_wide_keeps_everything():
+    long = [passed("full.bcast.interleave_fp32_bf16_2x3x4x16_BSND_s0-16_and_then_some_more_words",
+                   rotary_mode=mode, cos_shape=[1, 4, 8, 64], standard=standard, key_metric="err/budget 0.99997")
+            for mode, standard in ((0, "default"), (3, "double_thousandth"))] + [failed()]
+    lines = table.render(long, EMULATOR).splitlines()
+    body = lines[lines.index("") + 1:]
+    assert max(len(line) for line in body if not line.startswith("FAIL")) <= 100
+    assert any("…" in line for line in body) and "ilv-half" in "\n".join(body)
+    wide = table.render(long, EMULATOR, wide=True)
+    assert long[0].name in wide and "kernel time" in wide and "double_thousandth" in wide
+
+
+def test_failures_are_one_line_each_unless_verbose():
+    lines = table.render(mixed(), EMULATOR).splitlines()
+    assert "FAIL f1: 3 elements over budget" in lines
+    assert not any(line.startswith("    worst") for line in lines)
     assert "ERROR e1: worker died (SIGSEGV)" in lines
     assert not any(line.startswith("SKIP s1") for line in lines)
 
 
-def test_verbose_table_gives_skip_reasons():
-    lines = report.format_table(mixed(), EMULATOR, verbose=True).splitlines()
+def test_verbose_table_gives_details_skip_reasons_and_max_details():
+    lines = table.render(mixed(), EMULATOR, verbose=True).splitlines()
+    start = lines.index("FAIL f1: 3 elements over budget")
+    assert lines[start + 1] == "    worst (0, 1, 2, 17): expected 1.5 actual 2.5"
+    assert lines[start + 2] == "    errors only on odd lanes"
     assert "SKIP s1: mode quarter not supported" in lines
+    capped = table.render(mixed(), EMULATOR, verbose=True, max_details=1).splitlines()
+    start = capped.index("FAIL f1: 3 elements over budget")
+    assert capped[start + 2] == "    ... 1 more line (--max-details)"
+
+
+def test_details_repeating_the_message_are_shown_once():
+    result = failed(message="3 over budget; errors only on odd lanes",
+                    details=["errors only on odd lanes", "worst at (0, 0, 0, 1)"])
+    lines = table.render([result], EMULATOR, verbose=True).splitlines()
+    assert sum("errors only on odd lanes" in line for line in lines) == 1
 
 
 def test_mode_given_as_int_code_is_named():
-    table = report.format_table([passed(rotary_mode=2)], EMULATOR)
-    assert "quarter" in table
+    text = table.render([passed(rotary_mode=2), passed("b")], EMULATOR)
+    assert "quarter" in text
 
 
 # --- JSON --------------------------------------------------------------------------------------------
 
 def test_json_summary_and_cases():
-    document = json.loads(report.format_json(mixed(), TOOLKIT))
+    document = json.loads(jsonreport.render(mixed(), TOOLKIT))
     summary = document["summary"]
     assert (summary["passed"], summary["failed"], summary["error"], summary["skipped"],
             summary["total"]) == (2, 1, 1, 2, 6)
@@ -162,7 +197,7 @@ def test_json_with_nan_inf_and_numpy_metrics_is_strict_json():
     result = failed(metrics={"max_err": float("nan"), "worst": float("inf"), "low": -np.inf,
                              "ratio": np.float32(0.5), "count": np.int64(3)},
                     kernel_ms=float("nan"))
-    text = report.format_json([result], EMULATOR)
+    text = jsonreport.render([result], EMULATOR)
     metrics = json.loads(text, parse_constant=_reject_constant)["cases"][0]["metrics"]
     assert metrics == {"max_err": "nan", "worst": "inf", "low": "-inf", "ratio": 0.5, "count": 3}
 
@@ -170,7 +205,7 @@ def test_json_with_nan_inf_and_numpy_metrics_is_strict_json():
 # --- JUnit -------------------------------------------------------------------------------------------
 
 def test_junit_counts_and_outcome_elements():
-    root = ET.fromstring(report.format_junit(mixed(), TOOLKIT))
+    root = ET.fromstring(junit.render(mixed(), TOOLKIT))
     suite = root.find("testsuite")
     for element in (root, suite):
         assert element.get("tests") == "6"
@@ -195,12 +230,12 @@ def test_junit_counts_and_outcome_elements():
 def test_junit_escapes_markup_and_strips_control_characters():
     nasty = 'a < b && c > "d"\x00\x07\x1b end\ttab'
     result = failed(name="case <&>\x01", message=nasty, details=[nasty + " ]]> detail"])
-    text = report.format_junit([result], EMULATOR)
+    text = junit.render([result], EMULATOR)
     testcase = ET.fromstring(text).find("testsuite/testcase")
-    assert testcase.get("name") == "case <&>"
+    assert testcase.get("name") == "case <&>\\x01"
     failure = testcase.find("failure")
-    assert failure.get("message") == 'a < b && c > "d" end\ttab'
-    assert 'a < b && c > "d" end\ttab ]]> detail' in failure.text
+    assert failure.get("message") == 'a < b && c > "d"\\x00\\x07\\x1b end\ttab'
+    assert 'a < b && c > "d"\\x00\\x07\\x1b end\ttab ]]> detail' in failure.text
 
 
 # --- CSV ---------------------------------------------------------------------------------------------
@@ -208,25 +243,23 @@ def test_junit_escapes_markup_and_strips_control_characters():
 def test_csv_rows_and_fields():
     message = 'over budget, at "(0, 1)"\nsecond line'
     results = mixed() + [failed("quoted", message=message, metrics={"x": float("nan")})]
-    rows = list(csv.DictReader(io.StringIO(report.format_csv(results, EMULATOR))))
+    rows = list(csv.DictReader(io.StringIO(csvreport.render(results, EMULATOR))))
     assert len(rows) == len(results)
-    assert tuple(rows[0].keys()) == ("name", "status", "error_code", "dtype", "cos_dtype", "shape",
-                                     "cos_shape", "rotary_mode", "partial_slice", "standard",
-                                     "kernel_ms", "duration_s", "message", "metrics")
+    assert tuple(rows[0].keys()) == csvreport.COLUMNS
     assert [row["status"] for row in rows] == [r.status for r in results]
     first = rows[0]
     assert first["shape"] == "2x4x8x128" and first["partial_slice"] == "7:71"
     assert float(first["kernel_ms"]) == pytest.approx(0.0123)
     assert json.loads(first["metrics"]) == {"max_err_ratio": 0.25, "bad_share": 0.0, "third": 7}
     assert rows[3]["error_code"] == "507015" and rows[0]["error_code"] == ""
-    assert rows[-1]["message"] == message
+    assert rows[-1]["message"] == visible(message)
     assert json.loads(rows[-1]["metrics"], parse_constant=_reject_constant) == {"x": "nan"}
 
 
 # --- Markdown ----------------------------------------------------------------------------------------
 
 def test_markdown_has_heading_table_failures_and_summary_last():
-    text = report.format_markdown(mixed() + [passed("pipe|name")], TOOLKIT)
+    text = markdown.render(mixed() + [passed("pipe|name")], TOOLKIT)
     lines = text.splitlines()
     assert lines[0].startswith("# ")
     table = [line for line in lines if line.startswith("|")]
@@ -235,22 +268,43 @@ def test_markdown_has_heading_table_failures_and_summary_last():
     assert all(line.count("|") - line.count("\\|") == table[0].count("|") for line in table)
     assert "## Failures" in text and "errors only on odd lanes" in text
     assert "aclnn toolkit at" in text
-    assert lines[-1] == "3 passed, 1 failed, 2 skipped, 1 errors"
+    assert lines[-1] == "3 passed, 1 failed, 1 error, 2 skipped"
 
 
 # --- dispatch ----------------------------------------------------------------------------------------
 
 def test_render_dispatches_every_format():
     results = mixed()
-    assert report.REPORT_FORMATS == ("table", "json", "junit", "csv", "markdown")
-    assert report.render("table", results, EMULATOR, verbose=True) == \
-        report.format_table(results, EMULATOR, verbose=True)
-    assert report.render("json", results, EMULATOR) == report.format_json(results, EMULATOR)
-    assert report.render("junit", results, EMULATOR) == report.format_junit(results, EMULATOR)
-    assert report.render("csv", results, EMULATOR) == report.format_csv(results, EMULATOR)
-    assert report.render("markdown", results, EMULATOR) == report.format_markdown(results, EMULATOR)
+    assert outputs.REPORT_FORMATS == ("table", "json", "junit", "csv", "markdown")
+    assert outputs.render("table", results, EMULATOR, outputs.RenderOptions(verbose=True)) == \
+        table.render(results, EMULATOR, verbose=True)
+    assert outputs.render("json", results, EMULATOR) == jsonreport.render(results, EMULATOR)
+    assert outputs.render("junit", results, EMULATOR) == junit.render(results, EMULATOR)
+    assert outputs.render("csv", results, EMULATOR) == csvreport.render(results, EMULATOR)
+    assert outputs.render("markdown", results, EMULATOR) == markdown.render(results, EMULATOR)
     with pytest.raises(PrmgError, match="--report"):
-        report.render("yaml", results, EMULATOR)
+        outputs.render("yaml", results, EMULATOR)
+
+
+@pytest.mark.parametrize("specs, output, expected", [
+    ([], None, [("table", None)]),
+    (["json"], "r.json", [("json", "r.json")]),
+    (["junit:smoke.xml", "json:smoke.json"], None, [("junit", "smoke.xml"), ("json", "smoke.json")]),
+    (["table", "junit:s.xml"], None, [("table", None), ("junit", "s.xml")]),
+    (["junit:s.xml", "json"], "r.json", [("junit", "s.xml"), ("json", "r.json")]),
+])
+def test_report_targets(specs, output, expected):
+    assert [(t.format, t.path) for t in outputs.parse_targets(specs, output)] == expected
+
+
+@pytest.mark.parametrize("specs, output, message", [
+    (["yaml"], None, "unknown format"), (["json:"], None, "no file"),
+    (["json", "csv"], None, "only one report"), (["json:a", "csv:a"], None, "two reports"),
+    (["json:a"], "b", "-o FILE names"),
+])
+def test_bad_report_targets(specs, output, message):
+    with pytest.raises(PrmgError, match=message):
+        outputs.parse_targets(specs, output)
 
 
 # --- prmg run --list ---------------------------------------------------------------------------------
@@ -264,14 +318,16 @@ def test_format_list_shows_cases_and_count():
              sin_shape=(1, 1, 1, 64), partial_slice=(0, 64), dtype="int8", cos_dtype="int8",
              sin_dtype="int8", expect=Expect(error=161002)),
     ]
-    lines = report.format_list(cases).splitlines()
+    cases[0] = Case(**{**cases[0].__dict__, "tags": ("smoke", "mixed")})
+    lines = listing.render(cases).splitlines()
     assert lines[-1] == "2 cases"
     first = next(line for line in lines if line.startswith("mixed_dtypes"))
-    for cell in ("fp16/fp32", "2x4x8x128", "1x4x1x64", "half", "[7, 71)", "success", "cases/a.yaml"):
+    for cell in ("fp16/fp32", "2x4x8x128", "half", "[7, 71)", "pass", "smoke,mixed"):
         assert cell in first
     second = next(line for line in lines if line.startswith("refuse_int8"))
     assert "i8" in second and "161002 ACLNN_ERR_PARAM_INVALID" in second and "interleave" in second
-    assert report.format_list(cases[:1]).splitlines()[-1] == "1 case"
+    assert listing.render(cases[:1]).splitlines()[-1] == "1 case"
+    assert max(len(line) for line in lines) <= 100
 
 
 # --- prmg bench --------------------------------------------------------------------------------------
@@ -285,7 +341,7 @@ BENCH_ROWS = [
 
 
 def test_bench_table_labels_emulator_timings():
-    text = report.format_bench(BENCH_ROWS, EMULATOR)
+    text = bench.format_bench(BENCH_ROWS, EMULATOR)
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("case"))
     for column in ("shape", "dtypes", "min ms", "median ms", "bytes moved (MB)", "GB/s", "% of peak"):
@@ -295,7 +351,7 @@ def test_bench_table_labels_emulator_timings():
     tiny = next(line for line in lines if line.startswith("tiny")).split()
     assert tiny[2] == "fp32" and tiny[-1] == "-"
     assert "host timings (emulator), not NPU" in lines
-    assert "host timings" not in report.format_bench(BENCH_ROWS, TOOLKIT)
+    assert "host timings" not in bench.format_bench(BENCH_ROWS, TOOLKIT)
 
 
 # --- progress ----------------------------------------------------------------------------------------
@@ -309,27 +365,43 @@ class FakeStream(io.StringIO):
         return self.tty
 
 
-def test_progress_draws_on_a_terminal_only():
+def test_progress_draws_on_a_terminal_with_eta():
+    clock = iter(range(0, 100, 10))
     terminal = FakeStream(tty=True)
-    bar = report.Progress(4, stream=terminal)
+    bar = Progress(4, stream=terminal, clock=lambda: next(clock))
     bar.update(passed("first"))
-    assert "[#####...............] 1/4 first" in terminal.getvalue()
-    bar.update(passed("second"))
-    assert "[##########..........] 2/4 second" in terminal.getvalue()
+    assert "[#####...............] 1/4 0F 0E ETA 0:30 first" in terminal.getvalue()
+    bar.update(failed("second"))
+    assert "[##########..........] 2/4 1F 0E ETA" in terminal.getvalue()
     bar.close()
     assert terminal.getvalue().endswith("\r")
 
+
+def test_progress_in_ci_prints_a_line_every_interval():
+    times = iter([0, 1, 2, 31, 32, 70, 71])
     pipe = FakeStream(tty=False)
-    bar = report.Progress(4, stream=pipe)
-    bar.update(passed())
+    bar = Progress(5, stream=pipe, interval=30, clock=lambda: next(times))
+    for name in "abcde":
+        bar.update(passed(name)) if name != "c" else bar.update(errored(name))
     bar.close()
-    assert pipe.getvalue() == ""
+    assert pipe.getvalue().splitlines() == ["prmg: 3/5 done (0 failed, 1 error), ETA 0:21",
+                                            "prmg: 5/5 done (0 failed, 1 error), ETA 0:00"]
 
 
 def test_text_reports_keep_control_characters_off_the_terminal():
-    result = failed(name="ansi\x1b[31m", message="boom\x07\nsecond line\x00", details=["d\x1b[0m"])
-    for text in (report.format_table([result], EMULATOR), report.format_markdown([result], EMULATOR)):
+    result = failed(name="ansi\x1b[31m", message="boom\x07\nall passed\x00", details=["d\x1b[0m"])
+    for text in (table.render([result], EMULATOR, verbose=True), markdown.render([result], EMULATOR)):
         assert not any(ch in text for ch in "\x00\x07\x1b")
         assert text.splitlines()[-1] == "0 passed, 1 failed"
-    lines = report.format_table([result], EMULATOR).splitlines()
-    assert "FAIL ansi[31m: boom" in lines and "    second line" in lines
+        assert "\nall passed" not in text
+    lines = table.render([result], EMULATOR).splitlines()
+    assert "FAIL ansi\\x1b[31m: boom\\x07\\nall passed\\x00" in lines
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("plain name", "plain name"), ("a\nb", "a\\nb"), ("\x1b[2J", "\\x1b[2J"), ("tab\there", "tab\\there"),
+    ("back\\slash", "back\\\\slash"), ("bidi\u202eevil", "bidi\\u202eevil"), ("\ufffe", "\\ufffe"),
+    ("caf\u00e9 \u4e2d", "caf\u00e9 \u4e2d"), ("\x85next", "\\x85next"), ("\U000e0041tag", "\\U000e0041tag"),
+])
+def test_visible_escapes_what_could_change_the_screen(text, shown):
+    assert visible(text) == shown

@@ -1,0 +1,92 @@
+"""The output formats: one entry per format in ``OUTPUTS``, each a function from a run's results to text.
+
+A new format is a new module with a ``render`` function and one entry here. ``prmg run`` and
+``prmg report`` take ``--report FORMAT[:FILE]`` (repeatable) and write each report where it says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import PrmgError
+from ..results import CaseResult, RunInfo
+from . import csvreport, jsonreport, junit, markdown, table
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How a report is laid out: ``verbose`` adds diagnosis lines, ``wide`` keeps every table column,
+    ``max_details`` caps diagnosis lines per case, ``header`` prints the run's header on top."""
+
+    verbose: bool = False
+    wide: bool = False
+    max_details: int | None = None
+    header: bool = True
+
+
+@dataclass(frozen=True)
+class Output:
+    """One report format: what it is for, and its writer (results, run info, options) -> text."""
+
+    description: str
+    write: Callable[[list[CaseResult], RunInfo, RenderOptions], str]
+
+
+OUTPUTS: dict[str, Output] = {
+    "table": Output("a table for people (the default)", lambda results, info, options: table.render(
+        results, info, verbose=options.verbose, wide=options.wide, max_details=options.max_details,
+        header=options.header)),
+    "json": Output("JSON: summary and every case", lambda results, info, options: jsonreport.render(results, info)),
+    "junit": Output("JUnit XML for CI", lambda results, info, options: junit.render(results, info)),
+    "csv": Output("CSV: one row per case", lambda results, info, options: csvreport.render(results, info)),
+    "markdown": Output("Markdown: table and failures", lambda results, info, options: markdown.render(results, info)),
+}
+REPORT_FORMATS = tuple(OUTPUTS)
+
+
+def render(fmt: str, results: list[CaseResult], info: RunInfo, options: RenderOptions = RenderOptions()) -> str:
+    """The report of ``results`` in format ``fmt`` (a key of ``OUTPUTS``)."""
+    if fmt not in OUTPUTS:
+        raise PrmgError(f"unknown report format {fmt!r}; choose one of {', '.join(OUTPUTS)}", field="--report")
+    return OUTPUTS[fmt].write(results, info, options)
+
+
+@dataclass(frozen=True)
+class ReportTarget:
+    """One report of a run: its format and its file (None: standard output)."""
+
+    format: str
+    path: str | None = None
+
+
+def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
+    """The reports ``--report FORMAT[:FILE]`` (repeatable) and ``-o FILE`` ask for.
+
+    ``-o FILE`` is the file of the one report given without a file (``--report json -o r.json``); no
+    ``--report`` means a table. At most one report may go to standard output, and no two to one file.
+    """
+    specs = list(specs) or ["table"]
+    targets = []
+    for spec in specs:
+        fmt, sep, path = str(spec).partition(":")
+        if fmt not in OUTPUTS:
+            raise PrmgError(f"--report {spec!r}: unknown format {fmt!r} (valid: {', '.join(OUTPUTS)}, "
+                            f"optionally FORMAT:FILE)")
+        if sep and not path:
+            raise PrmgError(f"--report {spec!r}: no file after ':'")
+        targets.append(ReportTarget(fmt, path or None))
+    bare = [i for i, target in enumerate(targets) if target.path is None]
+    if output is not None:
+        if len(bare) != 1:
+            raise PrmgError("-o FILE names the file of the one --report given without a file; "
+                            f"{len(bare)} are without one (use --report FORMAT:FILE)")
+        targets[bare[0]] = ReportTarget(targets[bare[0]].format, output)
+    elif len(bare) > 1:
+        raise PrmgError("only one report can go to standard output; give the others a file "
+                        "(--report FORMAT:FILE)")
+    paths = [target.path for target in targets if target.path is not None]
+    duplicate = next((path for path in paths if paths.count(path) > 1), None)
+    if duplicate:
+        raise PrmgError(f"two reports would be written to {duplicate}")
+    return targets

@@ -1,0 +1,53 @@
+"""The JSON report: ``{"summary": {...}, "cases": [...]}``, always valid JSON.
+
+``summary`` holds the status counts (every status, ``total``, ``warnings``), ``ok``, the summary line,
+the exit code the run ends with, and the run's description (``RunInfo``: runner, toolkit and driver
+versions, SoC, host, start time, injected faults). ``cases`` holds each result's fields, ``warnings``
+included. NaN and infinities are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..results import CaseResult, RunInfo, exit_code, summary_counts, summary_line
+from ..vocab import mode_list, mode_name
+
+
+def json_safe(value):
+    """``value`` with only JSON-representable parts: numpy scalars and arrays become Python values,
+    tuples become lists, and non-finite floats become the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):      # numpy scalar or array
+        return json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def summary(results: list[CaseResult], info: RunInfo) -> dict:
+    """The ``summary`` object: status counts, ok, the summary line, the exit code and the run info."""
+    counts = summary_counts(results)
+    code = exit_code(results)
+    return {**counts, "ok": code == 0, "exit_code": int(code), "line": summary_line(results),
+            **info.to_dict(), "supported_mode_names": mode_list(info.supported_modes).split(", "),
+            "duration_s": sum(r.duration_s or 0.0 for r in results)}
+
+
+def case_record(result: CaseResult) -> dict:
+    """One result for the JSON report: its fields, rotary mode by name."""
+    record = result.to_dict()
+    record["rotary_mode"] = mode_name(result.rotary_mode)
+    return record
+
+
+def render(results: list[CaseResult], info: RunInfo) -> str:
+    """The JSON document of the run (module docstring)."""
+    document = {"summary": summary(results, info), "cases": [case_record(r) for r in results]}
+    return json.dumps(json_safe(document), indent=2, allow_nan=False)

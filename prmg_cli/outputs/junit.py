@@ -1,0 +1,88 @@
+"""JUnit XML as Jenkins, GitLab and GitHub read it: one ``testsuite`` named prmg, one ``testcase`` per case.
+
+A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed
+case a ``skipped`` child (pytest writes xfail the same way). The run's description is in the suite's
+``properties``. Every attribute and text passes through ``xml_text``, which keeps the document
+well-formed whatever a file name or message holds (ElementTree escapes markup; ``xml_text`` makes the
+characters XML 1.0 cannot carry at all visible as escapes instead).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ..results import CaseResult, RunInfo, summary_counts, visible
+from ..status import status_name
+from .jsonreport import json_safe
+from .labels import header_fields
+
+# Characters XML 1.0 cannot carry at all (not even escaped): C0 controls but \t \n \r, lone
+# surrogates, U+FFFE and U+FFFF.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# status -> (child element, its type attribute when the status has no operator code)
+_CHILD = {"failed": ("failure", "failure"), "error": ("error", "error"), "xpassed": ("failure", "xpassed"),
+          "not_run": ("error", "not_run"), "skipped": ("skipped", None), "xfailed": ("skipped", None)}
+
+
+def xml_text(text) -> str:
+    """``text`` safe for an XML 1.0 attribute or element: the characters XML cannot carry shown as
+    escapes (``results.visible``), everything else as it is (ElementTree escapes ``<&"``)."""
+    text = str(text)
+    return _XML_ILLEGAL.sub(lambda match: visible(match.group()), text)
+
+
+def _classname(result: CaseResult) -> str:
+    """JUnit classname of a result: ``prmg.<case file stem>``."""
+    stem = Path(result.source).stem if result.source else ""
+    return f"prmg.{xml_text(stem) or 'cases'}"
+
+
+def _body(result: CaseResult) -> str:
+    """The text of a failure element: diagnosis lines, warnings, the status, the metrics as JSON."""
+    lines = [str(d) for d in result.details] + [f"warning: {w}" for w in result.warnings]
+    if result.error_code is not None:
+        lines.append(f"status: {result.error_code} {status_name(result.error_code)}")
+    if result.metrics:
+        lines.append("metrics: " + json.dumps(json_safe(result.metrics), allow_nan=False))
+    return "\n".join(lines)
+
+
+def _testcase(result: CaseResult) -> ET.Element:
+    """The ``<testcase>`` element of one result."""
+    case = ET.Element("testcase", classname=_classname(result), name=xml_text(result.name),
+                      time=f"{result.duration_s or 0.0:.3f}")
+    if result.status in _CHILD:
+        tag, kind = _CHILD[result.status]
+        message = result.message if result.status != "xfailed" else f"xfailed: {result.known_defect}"
+        outcome = ET.SubElement(case, tag, message=xml_text(message))
+        if tag != "skipped":
+            outcome.set("type", status_name(result.error_code) if result.error_code and kind in ("failure", "error")
+                        else kind)
+            outcome.text = xml_text(_body(result))
+    elif result.metrics or result.warnings:
+        ET.SubElement(case, "system-out").text = xml_text(_body(result))
+    return case
+
+
+def render(results: list[CaseResult], info: RunInfo) -> str:
+    """The JUnit document of the run (module docstring)."""
+    counts = summary_counts(results)
+    totals = {"tests": str(counts["total"]),
+              "failures": str(counts["failed"] + counts["xpassed"]),
+              "errors": str(counts["error"] + counts["not_run"]),
+              "skipped": str(counts["skipped"] + counts["xfailed"]),
+              "time": f"{sum(r.duration_s or 0.0 for r in results):.3f}"}
+    suites = ET.Element("testsuites", name="prmg", **totals)
+    suite = ET.SubElement(suites, "testsuite", name="prmg", **totals)
+    properties = ET.SubElement(suite, "properties")
+    values = dict(header_fields(info))
+    values.update({"runner": info.runner, "location": info.location, "op_library": info.op_library,
+                   "devices": ",".join(str(d) for d in info.devices), "standard": info.standard})
+    for name, value in values.items():
+        ET.SubElement(properties, "property", name=xml_text(name), value=xml_text(value))
+    suite.extend(_testcase(r) for r in results)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -1,0 +1,125 @@
+"""Cell and header text shared by every output format: dtypes, shapes, slices, times, verdicts, header.
+
+Every piece of text that may come from a file (names, messages, details, paths) goes through
+``results.visible`` here or in the format's own writer, so no output can carry a control character.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import __version__, dtypes
+from ..results import STATUSES, CaseResult, RunInfo, visible
+from ..vocab import mode_list, mode_name
+
+EMULATOR_NOTE = "results come from the host emulator, not an NPU"
+
+__all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
+           "verdict_word", "header_fields", "format_header", "diagnosis_lines", "mode_name"]
+
+
+def short_dtype(name: str) -> str:
+    """The table label of a dtype (``float16`` -> ``fp16``); unknown names are shown as they are."""
+    try:
+        return dtypes.lookup(name).short
+    except KeyError:
+        return visible(name)
+
+
+def dtype_label(dy: str, cos: str = "", sin: str = "") -> str:
+    """dy's dtype, then cos's (and sin's) only where they differ: ``fp16``, ``fp16/fp32``,
+    ``fp16/fp32/bf16``. An empty name means "the same as the one before"."""
+    dy_label = short_dtype(dy) if dy else "-"
+    cos_label = short_dtype(cos) if cos else dy_label
+    sin_label = short_dtype(sin) if sin else cos_label
+    if sin_label != cos_label:
+        return f"{dy_label}/{cos_label}/{sin_label}"
+    if cos_label != dy_label:
+        return f"{dy_label}/{cos_label}"
+    return dy_label
+
+
+def shape_label(shape) -> str:
+    """A shape as ``2x4x8x128`` (``-`` when unknown or a scalar)."""
+    if not shape:
+        return "-"
+    return "x".join(str(extent) for extent in shape)
+
+
+def slice_label(partial_slice) -> str:
+    """The partial slice as the half-open interval ``[start, end)``."""
+    if not partial_slice or len(partial_slice) != 2:
+        return "-"
+    return f"[{partial_slice[0]}, {partial_slice[1]})"
+
+
+def ms_label(ms: float | None) -> str:
+    """A time in milliseconds for a table cell: ``0.012 ms``, or ``-`` when not measured."""
+    if ms is None or not math.isfinite(ms):
+        return "-"
+    return f"{ms:.3f} ms" if ms >= 0.001 or ms == 0 else f"{ms:.1e} ms"
+
+
+def _number(value) -> str:
+    """A metric value for display: floats with 3 significant digits, anything else as written."""
+    value = value.item() if hasattr(value, "item") else value     # numpy scalars
+    return f"{value:.3g}" if isinstance(value, float) else visible(value)
+
+
+def metric_label(result: CaseResult) -> str:
+    """The key metric(s) of a result: the judge's ``key_metric`` when it gave one, else the first
+    two metrics as ``name=value`` with 3 significant digits."""
+    if result.key_metric:
+        return visible(result.key_metric)
+    shown = list(result.metrics.items())[:2]
+    return " ".join(f"{visible(k)}={_number(v)}" for k, v in shown) or "-"
+
+
+def verdict_word(result: CaseResult) -> str:
+    """The verdict word of a result's status (``PASS``, ``XFAIL``, ...), else the status in capitals."""
+    info = STATUSES.get(result.status)
+    return info.word if info else visible(result.status).upper()
+
+
+def _runner_label(info: RunInfo) -> str:
+    """What ran the cases: the emulator and its build folder, or the toolkit and the operator library."""
+    if info.runner == "emulator":
+        return f"emulator (host build at {visible(info.location)}); {EMULATOR_NOTE}"
+    label = f"{visible(info.runner)} toolkit at {visible(info.location)}"
+    if info.op_library:
+        label += f"; operator from {visible(info.op_library)}"
+    return label
+
+
+def header_fields(info: RunInfo) -> list[tuple[str, str]]:
+    """The (label, value) lines above a report: runner, injected faults, target, devices, standard,
+    then where and when it ran (SoC, toolkit and driver versions, host, start) and prmg's version."""
+    fields = [("runner", _runner_label(info))]
+    if info.faults:
+        fields.append(("FAULTS INJECTED", ", ".join(visible(f) for f in info.faults)
+                       + " (PRMG_EMU_FAULT): this run tests prmg, not the operator"))
+    fields += [("target", f"rotary modes {mode_list(info.supported_modes)}"),
+               ("devices", ", ".join(str(device) for device in info.devices) or "-"),
+               ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
+    for label, value in (("soc", info.soc), ("toolkit", info.toolkit_version), ("driver", info.driver_version),
+                         ("host", info.host), ("started", info.started)):
+        if value:
+            fields.append((label, visible(value)))
+    fields.append(("prmg", info.version or __version__))
+    return fields
+
+
+def format_header(info: RunInfo) -> str:
+    """The lines above a report (``header_fields``): an emulator run says plainly that its results do not
+    come from an NPU, and injected faults are named."""
+    return "\n".join(f"{name}: {value}" for name, value in header_fields(info))
+
+
+def diagnosis_lines(result: CaseResult, indent: str = "    ", details: bool = True) -> list[str]:
+    """The lines explaining one result: ``FAIL name: message``, its warnings, then (``details``) its
+    diagnosis lines that do not repeat the message, indented."""
+    lines = [f"{verdict_word(result)} {visible(result.name)}: {visible(result.message)}".rstrip()]
+    lines += [f"{indent}warning: {visible(warning)}" for warning in result.warnings]
+    if details:
+        lines += [indent + visible(detail) for detail in result.details if str(detail) not in result.message]
+    return lines

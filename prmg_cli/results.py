@@ -1,0 +1,215 @@
+"""Result records, their statuses, the run's description, exit codes, and safe display of file text.
+
+One ``CaseResult`` per case is what every other part exchanges: workers send it to the parent, the
+results file holds one per line (each record tagged with ``SCHEMA``, so that other processes and later
+versions can read it), and every output format renders a list of them with the ``RunInfo`` of the run.
+
+Statuses (``STATUSES``: status -> (letter, word, ok)):
+
+| status | meaning | ok |
+|---|---|---|
+| passed | every check held | yes |
+| failed | a check did not hold | no |
+| error | the case could not be judged (crash, timeout, runner failure, memory limit) | no |
+| skipped | a pass case whose rotary mode the target does not implement | yes |
+| xfailed | a ``known_defect`` case that failed as its marker says | yes |
+| xpassed | a ``known_defect`` case that passed: remove the marker | no |
+| not_run | never started: the run stopped (``-x``, Ctrl-C, SIGTERM) or its device wedged | no |
+"""
+
+from __future__ import annotations
+
+import enum
+import unicodedata
+from dataclasses import asdict, dataclass, field
+
+SCHEMA = "prmg.result/2"
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    """How one status reads: a progress letter, the verdict word of tables, and whether it is fine."""
+
+    letter: str
+    word: str
+    ok: bool
+
+
+STATUSES: dict[str, StatusInfo] = {
+    "passed": StatusInfo(".", "PASS", True),
+    "failed": StatusInfo("F", "FAIL", False),
+    "error": StatusInfo("E", "ERROR", False),
+    "skipped": StatusInfo("s", "SKIP", True),
+    "xfailed": StatusInfo("x", "XFAIL", True),
+    "xpassed": StatusInfo("X", "XPASS", False),
+    "not_run": StatusInfo("-", "NOT RUN", False),
+}
+# The order of the summary line after "N passed, N failed", with each count's noun when not the status.
+_SUMMARY_ORDER = (("error", ("error", "errors")), ("xfailed", None), ("xpassed", None), ("skipped", None),
+                  ("not_run", ("not run", "not run")))
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of every command (as pytest's ``ExitCode``, with prmg's own numbers)."""
+
+    OK = 0                  # nothing failed
+    FAILED = 1              # a case failed, errored, xpassed or did not run
+    USAGE = 2               # a usage or case-file error: one line naming file, case and field
+    INTERNAL = 3            # a bug in prmg: a traceback worth reporting
+    NO_CASES = 5            # the selection holds no case
+    INTERRUPTED = 130       # Ctrl-C (SIGINT); the partial report was printed
+    TERMINATED = 143        # SIGTERM, handled like Ctrl-C
+
+
+@dataclass
+class CaseResult:
+    """The record of one case, as reports and the results file (JSON lines) hold it.
+
+    ``status`` is a key of ``STATUSES``; ``error_code`` the status the operator returned (None when it
+    was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
+    ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping (with ``source``
+    it reproduces the case); ``fingerprint`` a hash of that definition and its input files.
+    """
+
+    name: str
+    status: str
+    message: str = ""
+    error_code: int | None = None
+    metrics: dict = field(default_factory=dict)
+    details: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    kernel_ms: float | None = None
+    duration_s: float = 0.0
+    timings: dict = field(default_factory=dict)
+    source: str = ""
+    op: str = "grad"
+    dtype: str = ""
+    cos_dtype: str = ""
+    sin_dtype: str = ""
+    shape: list = field(default_factory=list)
+    cos_shape: list = field(default_factory=list)
+    sin_shape: list = field(default_factory=list)
+    rotary_mode: str = ""
+    partial_slice: list = field(default_factory=list)
+    seed: int | None = None
+    expect: str = "pass"
+    known_defect: str = ""
+    standard: str = ""
+    checks: list = field(default_factory=list)
+    tags: list = field(default_factory=list)
+    key_metric: str = ""            # the judge's short summary of the metrics, e.g. "err/budget 0.41"
+    error_map: dict = field(default_factory=dict)   # a failed slice's coarse error map (see judge)
+    definition: dict = field(default_factory=dict)
+    fingerprint: str = ""
+
+    def to_dict(self) -> dict:
+        """The result as a mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``."""
+        return {"schema": SCHEMA, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CaseResult":
+        """The CaseResult of a ``to_dict`` mapping; keys that are not fields are ignored."""
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    @property
+    def info(self) -> StatusInfo:
+        """The ``StatusInfo`` of this result's status."""
+        return STATUSES[self.status]
+
+
+@dataclass
+class RunInfo:
+    """What the run was: its runner and target, and where and when it ran (the reports' header)."""
+
+    runner: str                 # "aclnn" | "emulator"
+    location: str               # toolkit root (or emulator build folder)
+    op_library: str = ""        # the library the operators were resolved from
+    supported_modes: tuple = (1,)
+    devices: tuple = (0,)
+    standard: str = "default"
+    version: str = ""           # prmg's version
+    soc: str = ""               # aclrtGetSocName()
+    toolkit_version: str = ""   # as the toolkit's install files state it
+    driver_version: str = ""
+    host: str = ""
+    started: str = ""           # ISO 8601 time the run started
+    faults: tuple = ()          # emulator faults injected into this run (PRMG_EMU_FAULT)
+    strict: bool = False        # --strict: warnings fail their cases
+
+    def to_dict(self) -> dict:
+        """The run's description as plain values."""
+        return asdict(self)
+
+
+def summary_counts(results: list[CaseResult]) -> dict:
+    """How many results have each status (every key of ``STATUSES``), ``total`` and ``warnings`` (the
+    results that carry a warning)."""
+    counts = {status: 0 for status in STATUSES}
+    for result in results:
+        if result.status not in counts:
+            raise ValueError(f"case {visible(result.name)!r}: unknown status {visible(result.status)!r}")
+        counts[result.status] += 1
+    counts["total"] = len(results)
+    counts["warnings"] = sum(1 for result in results if result.warnings)
+    return counts
+
+
+def plural(count: int, singular: str, many: str | None = None) -> str:
+    """``1 case``, ``2 cases`` (``many`` when the plural is not ``singular + 's'``)."""
+    return f"{count} {singular if count == 1 else many or singular + 's'}"
+
+
+def summary_line(results: list[CaseResult]) -> str:
+    """``N passed, N failed``, then the other counts that are non-zero (``1 error``, ``2 xfailed``,
+    ``1 xpassed``, ``3 skipped``, ``4 not run``, ``1 warning``); a run of skips only says so."""
+    counts = summary_counts(results)
+    parts = [f"{counts['passed']} passed", f"{counts['failed']} failed"]
+    for status, nouns in _SUMMARY_ORDER:
+        if counts[status]:
+            parts.append(plural(counts[status], *nouns) if nouns else f"{counts[status]} {status}")
+    if counts["warnings"]:
+        parts.append(plural(counts["warnings"], "warning"))
+    line = ", ".join(parts)
+    if counts["total"] and counts["skipped"] == counts["total"]:
+        line += " (every case was skipped)"
+    return line
+
+
+def exit_code(results: list[CaseResult]) -> ExitCode:
+    """``FAILED`` when any result is not ok (failed, error, xpassed, not_run), else ``OK``."""
+    return ExitCode.FAILED if any(not result.info.ok for result in results) else ExitCode.OK
+
+
+# Characters shown escaped: controls (C0, DEL, C1), format characters such as bidi overrides,
+# surrogates, private use, unassigned code points (U+FFFE ...) and line/paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def _escape(char: str) -> str:
+    """One hidden character as ``\\n``, ``\\x1b``, ``\\u202e`` or ``\\U000e0001``."""
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def visible(text, *, keep_newlines: bool = False) -> str:
+    """``text`` with every character that could change what a terminal or a reader shows (controls,
+    escape sequences, newlines, bidi overrides, surrogates, unassigned code points) written as a
+    visible escape (``\\x1b``, ``\\n``, ``\\u202e``), and backslashes doubled, so nothing read from a
+    file can clear a screen, forge a line or hide text. ``keep_newlines`` leaves ``\\n`` as it is (for
+    multi-line blocks whose lines are all prmg's)."""
+    text = str(text)
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for char in text:
+        if char == "\n" and keep_newlines:
+            out.append(char)
+        elif char in _NAMED_ESCAPES or unicodedata.category(char) in _HIDDEN_CATEGORIES:
+            out.append(_escape(char))
+        else:
+            out.append(char)
+    return "".join(out)
