@@ -76,13 +76,15 @@ import yaml
 
 from prmg_cli import constraints, dtypes
 from prmg_cli.compare import STANDARD_PARAMS, STANDARDS, check_standard
+from prmg_cli.checks import CHECKS
 from prmg_cli.errors import PrmgError
+from prmg_cli.ops import OPERATORS
 from prmg_cli.status import STATUS_CODES, STATUS_NAMES, describe
 from prmg_cli.vocab import BROADCASTS, FORMATS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_shape
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
-             "tags", "format", "null", "dy_strides")
+             "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden")
 FILE_KEYS = ("defaults", "cases")
 INPUT_KINDS = ("uniform", "normal", "values", "file", "rope")
 ROPE_KEYS = ("base", "offset")
@@ -256,6 +258,14 @@ def case_to_dict(case: Case) -> dict:
         out["null"] = list(case.null)
     if case.dy_strides is not None:
         out["dy_strides"] = list(case.dy_strides)
+    if case.op != "grad":
+        out["op"] = case.op
+    if case.known_defect:
+        out["known_defect"] = case.known_defect
+    if case.checks:
+        out["checks"] = list(case.checks)
+    if not case.golden:
+        out["golden"] = False
     return out
 
 
@@ -577,6 +587,10 @@ def _build_case(raw: dict, name: str, where: _Where, folder: Path) -> Case:
     sizes = {"dy": math.prod(shape), "cos": math.prod(cos_shape), "sin": math.prod(sin_shape)}
     inputs = _parse_inputs(raw.get("inputs", {}), sizes, where, folder)
     standard = _parse_standard(raw["standard"], where) if "standard" in raw else None
+    checks = _parse_checks(raw.get("checks", []), where)
+    golden = _parse_golden(raw.get("golden", True), where)
+    if not golden and not checks:
+        raise where.error("golden", "golden: false judges a case by its checks alone; name some in checks")
     return Case(
         name=name,
         source=where.source,
@@ -599,6 +613,10 @@ def _build_case(raw: dict, name: str, where: _Where, folder: Path) -> Case:
         format=_parse_format(raw.get("format", "ND"), where),
         null=_parse_null(raw.get("null", []), where),
         dy_strides=_parse_strides(raw["dy_strides"], shape, where) if "dy_strides" in raw else None,
+        op=_parse_op(raw.get("op", "grad"), where),
+        known_defect=_parse_known_defect(raw["known_defect"], where) if "known_defect" in raw else None,
+        checks=checks,
+        golden=golden,
     )
 
 
@@ -748,6 +766,40 @@ def _parse_words(value, key: str, where: _Where) -> tuple[str, ...]:
         if not (isinstance(word, str) and NAME_PATTERN.fullmatch(word)):
             raise where.error(key, f"{_show(word)} is not a word (letters, digits, '_', '.', '-')")
     return tuple(dict.fromkeys(value))
+
+
+def _parse_op(value, where: _Where) -> str:
+    """An operator's name, a key of ``ops.OPERATORS``."""
+    if not isinstance(value, str) or value not in OPERATORS:
+        raise where.error("op", f"unknown op {_show(value)}{_suggest(value, OPERATORS)} "
+                          f"(valid: {', '.join(OPERATORS)})")
+    return value
+
+
+def _parse_known_defect(value, where: _Where) -> str:
+    """Why the operator is known to fail the case: a non-empty line of text."""
+    if not isinstance(value, str) or not value.strip() or not value.isprintable():
+        raise where.error("known_defect", f"expected a one-line reason the operator fails this case, "
+                          f"got {_kind(value)}")
+    return value.strip()
+
+
+def _parse_checks(value, where: _Where) -> tuple[str, ...]:
+    """Golden-free checks: a list of names of ``checks.CHECKS``, without repeats, in order."""
+    if not isinstance(value, list):
+        raise where.error("checks", f"expected a list of checks ({', '.join(CHECKS)}), got {_kind(value)}")
+    for name in value:
+        if not isinstance(name, str) or name not in CHECKS:
+            raise where.error("checks", f"unknown check {_show(name)}{_suggest(name, CHECKS)} "
+                              f"(valid: {', '.join(CHECKS)})")
+    return tuple(dict.fromkeys(value))
+
+
+def _parse_golden(value, where: _Where) -> bool:
+    """``golden: false`` judges a case by its checks alone (it must then name some)."""
+    if not isinstance(value, bool):
+        raise where.error("golden", f"expected true or false, got {_kind(value)}")
+    return value
 
 
 def _parse_format(value, where: _Where) -> str:
