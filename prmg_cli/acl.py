@@ -1,12 +1,18 @@
 """The ctypes binding to an installed CANN toolkit (or the host emulator, which has the same ABI).
 
 Only the functions of ``acl-abi.md`` are called, each with its exact prototype. One ``AclSession`` per
-worker process holds a device and a stream; ``launch`` runs one case:
+worker process holds a device, a stream and a workspace; ``launch`` runs one case of any operator of
+``ops.OPERATORS``:
 
-  dy is uploaded inside a larger buffer  [ guard 512 B | dy | guard >= 512 B ]  (0xA5 bytes, dy 512-aligned),
-  cos and sin in buffers of their own, guarded the same way; GetWorkspaceSize; launch between two
-  timeline events; synchronize; read everything back. Any guard byte that changed, any change of cos or
-  sin, and any change of dy after a refused call is a breach of the in-place contract.
+  the in-place tensor is uploaded inside a larger buffer  [ guard 512 B | data | guard >= 512 B ]
+  (0xA5 bytes, data 512-aligned), cos and sin in buffers of their own, guarded the same way;
+  ``...GetWorkspaceSize``; the workspace, guarded the same way, is filled with 0xFF bytes (NaN in every
+  float dtype, as PyTorch's fill-uninitialized-memory mode does) before every launch; launch between two
+  timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
+  included), any change of cos or sin, and any change of the in-place tensor's storage after a refused
+  call is a breach of the in-place contract. An executor obtained but never launched is released with
+  ``aclDestroyAclOpExecutor`` (a launch frees it). ``ASCEND_OPP_PATH``, which nnopbase reads at call
+  time, is set to ``<toolkit root>/opp`` when unset, before ``aclInit``.
 """
 
 from __future__ import annotations
@@ -14,19 +20,21 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import time
 from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import dtypes
 from .cases import Case
-from .vocab import FORMATS
 from .errors import PrmgError
 from .inputs import Inputs
+from .ops import GRAD, OPERATORS
 from .status import describe
-from .toolkit import OP_SYMBOL, Toolkit, refuse_stub
+from .toolkit import Toolkit, refuse_stub
+from .vocab import FORMATS
 
 
 @dataclass
@@ -36,15 +44,21 @@ class Outcome:
     status: 0, or the first non-zero aclnnStatus (from GetWorkspaceSize or the launch).
     contract_violations: human-readable breaches of the in-place contract seen on the device, e.g.
       "guard zone after dy changed at byte +0", "cos changed at (0, 3, 0, 17)".
+    dy_changed: whether the in-place tensor's device storage differs from what was uploaded (for a
+      strided tensor the storage itself, not a view of it, is compared); None: not known (the judge
+      then compares ``dy`` with the input).
+    timings: milliseconds of "upload", "kernel" (launch to synchronize, wall time), "download".
     """
 
     status: int
     failed_call: str = ""                 # the function that returned ``status`` ("" when 0)
     error_message: str = ""               # aclGetRecentErrMsg() after the failure, when any
-    dy: np.ndarray | None = None          # dy read back after the call (dy's dtype and shape)
+    dy: np.ndarray | None = None          # the in-place tensor read back after the call (its dtype and shape)
     contract_violations: tuple[str, ...] = ()
     kernel_ms: float | None = None        # ACL event time of the launch
     workspace_size: int = 0
+    dy_changed: bool | None = None
+    timings: dict = field(default_factory=dict)
 
 
 class AclError(RuntimeError):
@@ -64,11 +78,12 @@ class AclError(RuntimeError):
         return f"{text}: {self.message}" if self.message else text
 
 
-GET_WORKSPACE = OP_SYMBOL
-LAUNCH = "aclnnInplacePartialRotaryMulGrad"
+GET_WORKSPACE = GRAD.get_workspace
+LAUNCH = GRAD.launch
 SYNCHRONIZE = "aclrtSynchronizeStream"
 GUARD_BYTES = 512                   # guard zone size and alignment of every data region
 GUARD_FILL = 0xA5
+WORKSPACE_POISON = 0xFF             # every float dtype reads 0xFF bytes as NaN
 ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
@@ -91,6 +106,8 @@ RUNTIME_PROTOTYPES = {
     "aclrtMalloc": (c_int, [POINTER(c_void_p), c_size_t, c_int]),
     "aclrtFree": (c_int, [c_void_p]),
     "aclrtMemcpy": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t, c_int]),
+    "aclrtMemset": (c_int, [c_void_p, c_size_t, c_int32, c_size_t]),
+    "aclrtGetSocName": (c_char_p, []),
 }
 EVENT_PROTOTYPES = {
     "aclrtCreateEvent": (c_int, [POINTER(c_void_p)]),
@@ -106,14 +123,19 @@ NNOPBASE_PROTOTYPES = {
     "aclDestroyTensor": (c_int32, [c_void_p]),
     "aclCreateIntArray": (c_void_p, [_INT64_PTR, c_uint64]),
     "aclDestroyIntArray": (c_int32, [c_void_p]),
+    "aclDestroyAclOpExecutor": (c_int32, [c_void_p]),
 }
-# Without these a launch still runs: no kernel time (events), no error text (aclGetRecentErrMsg).
-OPTIONAL = frozenset({"aclGetRecentErrMsg", *EVENT_PROTOTYPES})
-OP_PROTOTYPES = {
-    GET_WORKSPACE: (c_int32, [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, POINTER(c_uint64),
-                              POINTER(c_void_p)]),
-    LAUNCH: (c_int32, [c_void_p, c_uint64, c_void_p, c_void_p]),
-}
+# The two phases every operator of the family shares (ops/spec.py).
+_GET_WORKSPACE_PROTOTYPE = (c_int32, [c_void_p, c_void_p, c_void_p, c_int64, c_void_p, POINTER(c_uint64),
+                                      POINTER(c_void_p)])
+_LAUNCH_PROTOTYPE = (c_int32, [c_void_p, c_uint64, c_void_p, c_void_p])
+OP_PROTOTYPES = {name: prototype for spec in OPERATORS.values()
+                 for name, prototype in ((spec.get_workspace, _GET_WORKSPACE_PROTOTYPE), (spec.launch, _LAUNCH_PROTOTYPE))}
+# Without these a launch still runs: no kernel time (events), no error text, no SoC name, no release of an
+# unlaunched executor (older toolkits), no other operator than the grad.
+OPTIONAL = frozenset({"aclGetRecentErrMsg", "aclrtGetSocName", "aclDestroyAclOpExecutor", *EVENT_PROTOTYPES,
+                      *(name for spec in OPERATORS.values() if spec is not GRAD for name in (spec.get_workspace,
+                                                                                                spec.launch))})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -173,8 +195,11 @@ _INITIALISED: dict[Path, _Api] = {}     # runtime library -> api whose aclInit s
 
 
 def _api(toolkit: Toolkit) -> _Api:
-    """The loaded libraries of ``toolkit``, aclInit done (100002 "repeat initialise" counts as done)."""
+    """The loaded libraries of ``toolkit``, aclInit done (100002 "repeat initialise" counts as done);
+    ``ASCEND_OPP_PATH`` set to ``<root>/opp`` first when it is unset (nnopbase reads it at call time)."""
     os.environ.update(dict(toolkit.env))
+    if not os.environ.get("ASCEND_OPP_PATH"):
+        os.environ["ASCEND_OPP_PATH"] = str(toolkit.root / "opp")
     key = (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib)
     if key not in _APIS:
         _APIS[key] = _Api(toolkit)
@@ -364,13 +389,14 @@ def _int64_array(values) -> ctypes.Array:
 # The session
 
 class AclSession:
-    """One device and stream of one toolkit, for one worker process. Use as a context manager."""
+    """One device, stream and workspace of one toolkit, for one worker process. Use as a context manager."""
 
     def __init__(self, toolkit: Toolkit, device: int = 0):
         self.toolkit = toolkit
         self.device = device
         self._api = _api(toolkit)
         self._stream: int | None = None
+        self._workspace: _Workspace | None = None
         self._api.check("aclrtSetDevice", self._api.aclrtSetDevice(device))
         stream = c_void_p()
         status = self._api.aclrtCreateStream(ctypes.byref(stream))
@@ -387,18 +413,28 @@ class AclSession:
         self.close()
 
     def close(self) -> None:
-        """Destroy the stream and release the device (idempotent)."""
+        """Free the workspace, destroy the stream and release the device (idempotent)."""
         if self._stream is None:
             return
         stream, self._stream = self._stream, None
+        freed = self._api.aclrtFree(self._workspace.base) if self._workspace else 0
+        self._workspace = None
         destroyed = self._api.aclrtDestroyStream(stream)
         reset = self._api.aclrtResetDevice(self.device)
+        self._api.check("aclrtFree", freed)
         self._api.check("aclrtDestroyStream", destroyed)
         self._api.check("aclrtResetDevice", reset)
 
     def device_count(self) -> int:
         """aclrtGetDeviceCount()."""
         return _device_count(self._api)
+
+    def soc_name(self) -> str:
+        """aclrtGetSocName() (e.g. ``Ascend950PR``), "" when the runtime cannot say."""
+        if self._api.aclrtGetSocName is None:
+            return ""
+        name = self._api.aclrtGetSocName()
+        return name.decode(errors="replace") if name else ""
 
     def _check_open(self) -> None:
         if self._stream is None:
@@ -407,23 +443,30 @@ class AclSession:
     # -- one case ------------------------------------------------------------------------------------
 
     def launch(self, case: Case, inputs: Inputs) -> Outcome:
-        """Run the operator on ``inputs`` as ``case`` describes them and read everything back.
+        """Run ``case``'s operator on ``inputs`` as ``case`` describes them and read everything back.
 
         Operator statuses are returned in the Outcome; runtime failures raise AclError.
         """
         self._check_open()
-        api = self._api
+        api, op = self._api, OPERATORS[case.op]
+        get_workspace, run = getattr(api, op.get_workspace), getattr(api, op.launch)
+        if get_workspace is None or run is None:
+            raise PrmgError(f"{self.toolkit.op_lib} does not export {op.get_workspace} and {op.launch} "
+                            f"(the {op.title} operator)", file=case.source, case=case.name, field="op")
         dy_values = _shaped(inputs.dy, case.dtype, case.shape, case, "dy")
         dy_layout = _strided_layout(case) if case.dy_strides is not None else _contiguous_layout(case.shape)
         dy_storage = _to_storage(dy_values, dy_layout)
         cos_values = _shaped(inputs.cos, case.cos_dtype, case.cos_shape, case, "cos")
         sin_values = _shaped(inputs.sin, case.sin_dtype, case.sin_shape, case, "sin")
         acl_format = FORMATS[case.format]
+        timings: dict[str, float] = {}
 
         with _Scope() as scope:
-            dy_buffer = self._upload(scope, "dy", dy_storage)
+            began = time.perf_counter()
+            dy_buffer = self._upload(scope, "dy" if case.op == "grad" else "x", dy_storage)
             cos_buffer = self._upload(scope, "cos", cos_values)
             sin_buffer = self._upload(scope, "sin", sin_values)
+            timings["upload"] = (time.perf_counter() - began) * 1e3
             tensors = {
                 "dy": self._tensor(scope, dy_layout, case.dtype, acl_format, dy_buffer),
                 "cos": self._tensor(scope, _contiguous_layout(cos_values.shape), case.cos_dtype, acl_format,
@@ -439,39 +482,73 @@ class AclSession:
             scope.on_exit(api.aclDestroyIntArray, partial_slice)
 
             workspace_size, executor = c_uint64(0), c_void_p()
-            status = api.aclnnInplacePartialRotaryMulGradGetWorkspaceSize(
-                tensors["dy"], tensors["cos"], tensors["sin"], case.rotary_mode, partial_slice,
-                ctypes.byref(workspace_size), ctypes.byref(executor))
-            failed_call, kernel_ms = "", None
+            status = get_workspace(tensors["dy"], tensors["cos"], tensors["sin"], case.rotary_mode, partial_slice,
+                                   ctypes.byref(workspace_size), ctypes.byref(executor))
+            failed_call, kernel_ms, workspace = "", None, None
             if status != 0:
-                failed_call, message = GET_WORKSPACE, api.recent_error()
+                failed_call, message = op.get_workspace, api.recent_error()
             else:
-                status, failed_call, message, kernel_ms = self._run(scope, workspace_size.value, executor)
+                began = time.perf_counter()
+                workspace = self._prepared_workspace(workspace_size.value, executor)
+                status, failed_call, message, kernel_ms = self._run(scope, run, op.launch, workspace,
+                                                                    workspace_size.value, executor)
+                timings["kernel"] = (time.perf_counter() - began) * 1e3
             if failed_call == SYNCHRONIZE:                  # the device faulted: nothing can be read back
                 scope.device_faulted = True
-                return Outcome(status, failed_call, message, workspace_size=workspace_size.value)
+                return Outcome(status, failed_call, message, workspace_size=workspace_size.value, timings=timings)
 
+            began = time.perf_counter()
             buffers = (dy_buffer, cos_buffer, sin_buffer)
             for buffer in buffers:
                 buffer.readback = self._download(buffer)
             violations = [line for buffer in buffers for line in buffer.guard_violations()]
+            if workspace is not None:
+                violations += workspace.guard_violations(self)
             violations += cos_buffer.value_violations(cos_values.shape)
             violations += sin_buffer.value_violations(sin_values.shape)
             dy_after = _view(dy_buffer.values_after(), dy_layout).copy()
+            changed = not np.array_equal(dy_buffer.values_after().view(np.uint8), dy_storage.view(np.uint8).reshape(-1))
+            timings["download"] = (time.perf_counter() - began) * 1e3
             return Outcome(status, failed_call, message, dy_after, tuple(violations), kernel_ms,
-                           workspace_size.value)
+                           workspace_size.value, changed, timings)
 
-    def _run(self, scope: _Scope, workspace_size: int, executor: c_void_p):
+    def _prepared_workspace(self, size: int, executor: c_void_p) -> "_Workspace | None":
+        """The session's workspace for a launch needing ``size`` bytes, poisoned (0xFF) and its guards
+        intact; None when ``size`` is 0. Should this fail, the unlaunched ``executor`` is released."""
+        if size == 0:
+            return None
+        try:
+            if self._workspace is None or self._workspace.size < size:
+                if self._workspace is not None:
+                    self._free(self._workspace.base)
+                    self._workspace = None
+                self._workspace = _Workspace.allocate(self, size)
+            self._workspace.poison(self, size)
+            return self._workspace
+        except BaseException:
+            self._release_executor(executor)
+            raise
+
+    def _release_executor(self, executor: c_void_p) -> None:
+        """aclDestroyAclOpExecutor for an executor that will never be launched (when the toolkit has it)."""
+        if executor.value and self._api.aclDestroyAclOpExecutor is not None:
+            self._api.aclDestroyAclOpExecutor(executor)
+
+    def _run(self, scope: _Scope, run, launch_name: str, workspace: "_Workspace | None", workspace_size: int,
+             executor: c_void_p):
         """Launch between two timeline events and synchronize: (status, failed call, message, kernel ms)."""
         api = self._api
-        workspace = self._malloc(scope, workspace_size) if workspace_size > 0 else None
-        events = self._timing_events(scope)
+        try:
+            events = self._timing_events(scope)
+        except BaseException:
+            self._release_executor(executor)
+            raise
         timed = events is not None and api.aclrtRecordEvent(events[0], self._stream) == 0
-        status = api.aclnnInplacePartialRotaryMulGrad(workspace, workspace_size, executor, self._stream)
+        status = run(workspace.data_address if workspace else None, workspace_size, executor, self._stream)
         if status != 0:
             message = api.recent_error()
             api.aclrtSynchronizeStream(self._stream)
-            return status, LAUNCH, message, None
+            return status, launch_name, message, None
         timed = timed and api.aclrtRecordEvent(events[1], self._stream) == 0
         sync = api.aclrtSynchronizeStream(self._stream)
         if sync != 0:
@@ -504,11 +581,13 @@ class AclSession:
 
     # -- runtime helpers ---------------------------------------------------------------------------
 
-    def _malloc(self, scope: _Scope, size: int) -> int:
+    def _malloc(self, scope: _Scope | None, size: int) -> int:
+        """aclrtMalloc of ``size`` bytes, freed when ``scope`` ends (kept when ``scope`` is None)."""
         pointer = c_void_p()
         self._api.check("aclrtMalloc", self._api.aclrtMalloc(ctypes.byref(pointer), size,
                                                              ACL_MEM_MALLOC_HUGE_FIRST))
-        scope.on_exit(self._free, pointer.value)
+        if scope is not None:
+            scope.on_exit(self._free, pointer.value)
         return pointer.value
 
     def _free(self, pointer: int) -> None:
@@ -522,6 +601,10 @@ class AclSession:
         if status != 0:
             raise AclError("aclDestroyTensor", status, self._api.recent_error())
 
+    def _copy(self, destination: int, source: int, size: int, kind: int) -> None:
+        """aclrtMemcpy of ``size`` bytes."""
+        self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(destination, size, source, size, kind))
+
     def _upload(self, scope: _Scope, name: str, values: np.ndarray) -> _GuardedBuffer:
         """Allocate [512 B guard | values, 512-rounded | >= 512 B guard] and copy it to the device."""
         values = np.ascontiguousarray(values).reshape(-1)
@@ -530,14 +613,12 @@ class AclSession:
         image = np.full(total, GUARD_FILL, dtype=np.uint8)
         image[GUARD_BYTES:GUARD_BYTES + data.size] = data
         base = self._malloc(scope, total)
-        self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(base, total, image.ctypes.data, total,
-                                                             ACL_MEMCPY_HOST_TO_DEVICE))
+        self._copy(base, image.ctypes.data, total, ACL_MEMCPY_HOST_TO_DEVICE)
         return _GuardedBuffer(name, base, values, image)
 
     def _download(self, buffer: _GuardedBuffer) -> np.ndarray:
         host = np.empty(buffer.image.size, dtype=np.uint8)
-        self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(host.ctypes.data, host.size, buffer.base,
-                                                             host.size, ACL_MEMCPY_DEVICE_TO_HOST))
+        self._copy(host.ctypes.data, buffer.base, host.size, ACL_MEMCPY_DEVICE_TO_HOST)
         return host
 
     def _tensor(self, scope: _Scope, layout: _Layout, dtype_name: str, acl_format: int,
@@ -550,6 +631,60 @@ class AclSession:
             raise AclError("aclCreateTensor", None, self._api.recent_error())
         scope.on_exit(self._destroy_tensor, tensor)
         return tensor
+
+
+@dataclass
+class _Workspace:
+    """A session's workspace, kept across launches: one allocation [512 B guard | ``size`` bytes | 512 B
+    guard]. Before each launch the ``used`` bytes the operator asked for are set to 0xFF (poison) and the
+    rest of the allocation holds the guard pattern 0xA5, so a write past ``used`` is seen."""
+
+    base: int
+    size: int
+    used: int = 0
+
+    @property
+    def data_address(self) -> int:
+        return self.base + GUARD_BYTES
+
+    @classmethod
+    def allocate(cls, session: AclSession, size: int) -> "_Workspace":
+        """A new workspace of ``size`` bytes (rounded up to 512) with its guard zones written."""
+        size = _round_up(size, GUARD_BYTES)
+        workspace = cls(session._malloc(None, size + 2 * GUARD_BYTES), size)
+        session._api.check("aclrtMemset", session._api.aclrtMemset(workspace.base, size + 2 * GUARD_BYTES,
+                                                                   GUARD_FILL, size + 2 * GUARD_BYTES))
+        return workspace
+
+    def poison(self, session: AclSession, used: int) -> None:
+        """Fill ``[0, used)`` with ``WORKSPACE_POISON`` and ``[used, size)`` with the guard pattern."""
+        api = session._api
+        if used < self.used:
+            api.check("aclrtMemset", api.aclrtMemset(self.data_address + used, self.size - used, GUARD_FILL,
+                                                     self.used - used))
+        self.used = used
+        api.check("aclrtMemset", api.aclrtMemset(self.data_address, self.size, WORKSPACE_POISON, used))
+
+    def _guards(self) -> tuple[tuple[str, int, int], tuple[str, int, int]]:
+        """(label, device address, length) of the zone before the workspace and of the one after ``used``."""
+        return (("before", self.base, GUARD_BYTES),
+                ("after", self.data_address + self.used, self.size - self.used + GUARD_BYTES))
+
+    def guard_violations(self, session: AclSession) -> list[str]:
+        """``guard zone after workspace changed at byte +0 (...)`` for each changed run of guard bytes (offsets
+        from the workspace's first byte, or from one past the ``used`` bytes); changed zones are rewritten."""
+        lines = []
+        for label, address, length in self._guards():
+            host = np.empty(length, np.uint8)
+            session._copy(host.ctypes.data, address, length, ACL_MEMCPY_DEVICE_TO_HOST)
+            changed = np.flatnonzero(host != GUARD_FILL)
+            if changed.size:
+                lines += _describe_ranges(f"guard zone {label} workspace changed",
+                                          changed - GUARD_BYTES if label == "before" else changed)
+                session._api.check("aclrtMemset", session._api.aclrtMemset(address, length, GUARD_FILL, length))
+        if lines:
+            lines[0] += f" (the kernel wrote outside the {self.used}-byte workspace it asked for)"
+        return lines
 
 
 def _device_count(api: _Api) -> int:

@@ -75,7 +75,7 @@ import numpy as np
 import yaml
 
 from prmg_cli import constraints, dtypes
-from prmg_cli.compare import STANDARD_PARAMS, STANDARDS, check_standard
+from prmg_cli.standards import STANDARD_PARAMS, STANDARDS, check_standard
 from prmg_cli.checks import CHECKS
 from prmg_cli.errors import PrmgError
 from prmg_cli.ops import OPERATORS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from .errors import PrmgError
+from .ops import GRAD
 
 
 def _probe_lines(toolkit) -> tuple[list[str], bool]:
@@ -13,12 +14,14 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
     info = probe_in_child(toolkit)
     lines = [f"  loaded: {path}" for path in info.get("loaded", [])]
     lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
+              + ("" if found or name in (GRAD.get_workspace, GRAD.launch) else " (optional: its cases error)")
               for name, found in info.get("symbols", {}).items()]
     lines.append(f"  devices: {info.get('device_count')}")
     errors = info.get("errors", []) + ([info["error"]] if "error" in info else [])
     lines += [f"  error: {error}" for error in errors]
     symbols = info.get("symbols", {})
-    usable = not errors and bool(symbols) and all(symbols.values()) and (info.get("device_count") or 0) > 0
+    required = [symbols.get(name, False) for name in (GRAD.get_workspace, GRAD.launch)]
+    usable = not errors and all(required) and (info.get("device_count") or 0) > 0
     return lines, usable
 
 

@@ -1,35 +1,40 @@
-"""Running many cases: worker processes that outlive cases, crash isolation, timeouts, devices, shards.
+"""Running many cases: worker processes that outlive cases, crash isolation, timeouts, wedged devices.
 
 One worker process per device holds the loaded libraries and one ``AclSession``; the parent sends it
-cases and gets ``CaseResult`` records back. A worker that dies (segfault, abort) or overruns the
-timeout costs only the case it was running: that case is reported as ``error`` and a fresh worker
-takes the next one. Results are streamed to a JSON-lines file as they finish, so an interrupted run
-loses nothing that finished.
+cases and gets ``CaseResult`` records back (``run_case`` is the whole per-case pipeline). A worker that
+dies (segfault, abort) or overruns the timeout costs only the case it was running: that case is
+reported as ``error`` and a fresh worker takes the next one. After ``max_timeouts`` timeouts in a row a
+device is considered wedged and gets no more cases; when no device is left, the cases still waiting are
+reported ``not_run`` with the reason. A worker dies with its parent (``PR_SET_PDEATHSIG``, and it checks
+its parent between cases), so no worker outlives a killed run.
+
+The parent streams results to ``on_result`` as they finish; ``Executor.run`` returns them in case order.
 """
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import hashlib
-import json
 import multiprocessing
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
-from pathlib import Path
 from typing import Callable, Sequence
 
-from . import compare, constraints
-from .cases import Case
-from .vocab import MODE_NAMES
+from . import constraints
+from .cases import Case, case_to_dict
 from .dtypes import lookup
 from .errors import PrmgError
-from .results import STATUSES, CaseResult
+from .judge import judge, key_metric
+from .results import CaseResult
+from .vocab import MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
-GUARD_BYTES = 2 * 1024              # guard zones and 512-byte rounding around dy, generously
+GUARD_BYTES = 2 * 1024              # guard zones and 512-byte rounding around each buffer, generously
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -38,23 +43,36 @@ class RunSettings:
 
     toolkit: object                           # toolkit.Toolkit
     supported_modes: frozenset = frozenset({1})
-    standard: str | None = None               # --standard: overrides every case's standard
+    standard: str | None = None               # --standard: overrides every case's standard and tolerance
     timeout: float | None = None              # seconds per case; None = no limit
     max_memory: int | None = None             # bytes; None = no limit
+    strict: bool = False                      # --strict: a warning fails its case
+    max_timeouts: int = 3                     # timeouts in a row after which a device is wedged
+
+
+def expect_label(case: Case) -> str:
+    """A case's expectation as text: ``pass``, ``error any`` or ``error 561002``."""
+    return "pass" if case.expect.success else f"error {case.expect.error}"
 
 
 def case_result(case: Case, status: str, **fields) -> CaseResult:
-    """A CaseResult for ``case`` carrying the case's description (dtypes, shapes, mode, slice)."""
+    """A CaseResult for ``case`` carrying everything that reproduces it: op, dtypes, shapes, slice, mode,
+    seed, expectation, and the case-file mapping (``definition``)."""
     return CaseResult(
-        name=case.name, status=status, source=case.source, dtype=case.dtype, cos_dtype=case.cos_dtype,
-        shape=list(case.shape), cos_shape=list(case.cos_shape),
-        rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
-        partial_slice=list(case.partial_slice), tags=list(case.tags), **fields)
+        name=case.name, status=status, source=case.source, op=case.op, dtype=case.dtype,
+        cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
+        sin_shape=list(case.sin_shape), rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
+        partial_slice=list(case.partial_slice), seed=case.seed, expect=expect_label(case),
+        known_defect=case.known_defect or "", checks=list(case.checks), tags=list(case.tags),
+        definition=case_to_dict(case), **fields)
 
 
-def standard_for(case: Case, settings: RunSettings) -> str:
-    """The standard a case is judged by: --standard, else the case's own, else ``default``."""
-    return settings.standard or case.standard or "default"
+def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
+    """The standard and tolerance a case is judged by: ``--standard`` (with that standard's own defaults,
+    the case's tolerance dropped), else the case's own, else ``default``."""
+    if settings.standard:
+        return settings.standard, {}
+    return case.standard or "default", dict(case.tolerance)
 
 
 def element_count(shape: Sequence[int]) -> int:
@@ -65,22 +83,32 @@ def element_count(shape: Sequence[int]) -> int:
     return count
 
 
+def storage_elements(case: Case) -> int:
+    """The elements dy's device storage holds: ``1 + sum((dim - 1) * stride)`` for strided dy, else its size."""
+    if case.dy_strides is None:
+        return element_count(case.shape)
+    if any(dim <= 0 for dim in case.shape):
+        return 0
+    return 1 + sum((dim - 1) * stride for dim, stride in zip(case.shape, case.dy_strides))
+
+
 def memory_need(case: Case) -> tuple[int, int]:
     """Estimated (host, device) bytes for ``case``.
 
-    host: the three inputs, dy read back, the golden in dy's dtype, and ~6 float64 arrays over the
-    slice (golden, magnitude, actual, error, budget, mask); device: dy with guards, cos, sin and the
-    16 MiB workspace.
+    host: the inputs, dy's storage (strides included) uploaded and read back, the golden in dy's dtype,
+    and ~6 float64 arrays over the slice (golden, magnitude, actual, error, budget, mask); device: dy's
+    storage with guards, cos, sin and the 16 MiB workspace.
     """
     dy_items = element_count(case.shape)
     cos_items = element_count(case.cos_shape) + element_count(case.sin_shape)
     start, end = case.partial_slice
     width = max(end - start, 0)
     rows = dy_items // max(int(case.shape[-1]), 1) if case.shape else 0
-    dy_bytes = dy_items * lookup(case.dtype).numpy.itemsize
+    itemsize = lookup(case.dtype).numpy.itemsize
+    dy_bytes, storage_bytes = dy_items * itemsize, storage_elements(case) * itemsize
     cos_bytes = cos_items * lookup(case.cos_dtype).numpy.itemsize
-    host = 3 * dy_bytes + cos_bytes + 6 * 8 * rows * width
-    device = dy_bytes + GUARD_BYTES + cos_bytes + WORKSPACE_BYTES
+    host = 2 * dy_bytes + 2 * storage_bytes + cos_bytes + 6 * 8 * rows * width
+    device = storage_bytes + GUARD_BYTES + cos_bytes + WORKSPACE_BYTES
     return host, device
 
 
@@ -93,68 +121,118 @@ def default_max_memory() -> int:
 
 
 def precheck(case: Case, settings: RunSettings) -> CaseResult | None:
-    """The result of a case that must not run (skipped mode, over the memory limit), else None."""
+    """The result of a case that must not run (a pass case of a mode the target lacks, a case over the
+    memory limit), else None."""
+    standard, _ = judging(case, settings)
     reason = constraints.skip_reason(case, settings.supported_modes)
     if reason:
-        return case_result(case, "skipped", message=reason, standard=standard_for(case, settings))
+        return case_result(case, "skipped", message=reason, standard=standard)
     if settings.max_memory is not None:
         host, device = memory_need(case)
         if max(host, device) > settings.max_memory:
-            return case_result(case, "error", standard=standard_for(case, settings), message=(
+            return case_result(case, "error", standard=standard, message=(
                 f"needs about {host / 2**30:.2f} GiB of host and {device / 2**30:.2f} GiB of device "
                 f"memory, over --max-memory {settings.max_memory / 2**30:.2f} GiB; not attempted"))
     return None
+
+
+def known_defect_status(case: Case, result: CaseResult) -> CaseResult:
+    """A known-defect case's result as strict xfail: a failure or error is ``xfailed`` (the run stays
+    green), a pass is ``xpassed`` (the run fails, so that the marker gets removed)."""
+    if not case.known_defect:
+        return result
+    if result.status in ("failed", "error"):
+        return replace(result, status="xfailed", message=f"known defect ({case.known_defect}): {result.message}")
+    if result.status == "passed":
+        return replace(result, status="xpassed", message=f"passed although marked as a known defect "
+                       f"({case.known_defect}): the defect is gone; remove known_defect from the case")
+    return result
+
+
+def strict_status(result: CaseResult, settings: RunSettings) -> CaseResult:
+    """Under ``--strict`` a passing result with warnings fails, its first warning as the message."""
+    if settings.strict and result.status == "passed" and result.warnings:
+        return replace(result, status="failed", message=f"--strict: {result.warnings[0]}")
+    return result
 
 
 def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bool]:
     """Make the inputs, launch the operator, judge the outcome: one case, in this process.
 
     Returns the result and whether the session is still fit for more cases (not after a runner
-    failure or a device fault: the worker is then replaced).
+    failure or a device fault: the worker is then replaced). Timings (ms) per stage are in the result.
     """
     from .acl import SYNCHRONIZE
     from .inputs import make_inputs
 
-    standard = standard_for(case, settings)
+    standard, tolerance = judging(case, settings)
     started = time.perf_counter()
+    timings: dict[str, float] = {}
     try:
         inputs = make_inputs(case)
+        timings["inputs"] = (time.perf_counter() - started) * 1e3
         outcome = session.launch(case, inputs)
-        verdict = compare.judge(case, inputs, outcome, standard, dict(case.tolerance))
+        timings.update(outcome.timings)
+        judged = time.perf_counter()
+        verdict = judge(case, inputs, outcome, standard, tolerance)
+        timings["judge"] = (time.perf_counter() - judged) * 1e3
     except PrmgError as exc:
-        return case_result(case, "error", message=str(exc), standard=standard,
-                        duration_s=time.perf_counter() - started), True
+        result = case_result(case, "error", message=str(exc), standard=standard,
+                             duration_s=time.perf_counter() - started, timings=timings)
+        return known_defect_status(case, result), True
     except Exception as exc:  # a runner failure (AclError, ...) costs this case only
-        return case_result(case, "error", message=f"{type(exc).__name__}: {exc}", standard=standard,
-                        duration_s=time.perf_counter() - started), False
+        result = case_result(case, "error", message=f"{type(exc).__name__}: {exc}", standard=standard,
+                             duration_s=time.perf_counter() - started, timings=timings)
+        return known_defect_status(case, result), False
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
-                      key_metric=compare.key_metric(verdict), details=list(verdict.details),
-                      error_code=outcome.status, standard=standard, kernel_ms=outcome.kernel_ms,
-                      duration_s=time.perf_counter() - started)
-    return result, outcome.failed_call != SYNCHRONIZE
+                         key_metric=key_metric(verdict), details=list(verdict.details),
+                         warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
+                         standard=standard, kernel_ms=outcome.kernel_ms, duration_s=time.perf_counter() - started,
+                         timings={key: round(value, 3) for key, value in timings.items()})
+    return known_defect_status(case, strict_status(result, settings)), outcome.failed_call != SYNCHRONIZE
 
 
-def _worker_main(conn, settings: RunSettings, device: int) -> None:
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and die now
+    if the parent is already gone; elsewhere this does nothing and the parent checks are the fallback."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
     """A worker's life: open a session on ``device``, then run each case the parent sends, until told
-    to stop or until its session is no longer fit (it then exits and the parent starts a fresh one)."""
+    to stop, until its session is no longer fit (it then exits and the parent starts a fresh one), or
+    until its parent is gone."""
     from .acl import AclSession, finalize_all
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C
+    die_with_parent()
+    if os.getppid() != parent:
+        os._exit(0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C and SIGTERM
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     faulthandler.disable()                             # a crash is reported as the case's result
     try:
         session = AclSession(settings.toolkit, device)
     except Exception as exc:
         conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}", False))
         return
-    conn.send(("ready", None, True))
+    conn.send(("ready", session.soc_name(), True))
     try:
         fit = True
         while fit:
+            while not conn.poll(1.0):
+                if os.getppid() != parent:             # orphaned: nobody will read the result
+                    os._exit(0)
             case = conn.recv()
             if case is None:
                 break
             result, fit = run_case(session, case, settings)
             conn.send(("result", result.to_dict(), fit))
+    except (EOFError, OSError):
+        pass                                           # the parent closed the pipe: leave quietly
     finally:
         try:                                           # best effort: the device may have faulted
             session.close()
@@ -169,13 +247,15 @@ class _Worker:
     def __init__(self, context, settings: RunSettings, device: int):
         self.device = device
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, settings, device), daemon=True)
+        self.process = context.Process(target=_worker_main, args=(child, settings, device, os.getpid()),
+                                       daemon=True)
         self.process.start()
         child.close()
         self.case: Case | None = None
         self.index = -1
         self.deadline: float | None = None
         self.released = False
+        self.soc = ""
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         """Wait for the worker's session to open; PrmgError (worker reaped) when it could not."""
@@ -187,6 +267,7 @@ class _Worker:
         if kind != "ready":
             self.kill()
             raise PrmgError(f"cannot open the runner: {message}")
+        self.soc = message or ""
 
     def start(self, index: int, case: Case, timeout: float | None) -> None:
         """Send ``case`` (number ``index`` of the run) to the worker; its deadline starts now."""
@@ -198,7 +279,7 @@ class _Worker:
         """Ask the worker to finish, kill it when it does not within 2 s, and release it."""
         if self.released:
             return
-        if self.process.is_alive():
+        if self.process.is_alive() and self.case is None:
             try:
                 self.conn.send(None)
             except (OSError, ValueError):
@@ -237,12 +318,15 @@ class Executor:
         self.devices = tuple(devices)
         self._context = multiprocessing.get_context("fork")
         self._workers: list[_Worker] = [_Worker(self._context, settings, d) for d in self.devices]
+        self._timeouts = {device: 0 for device in self.devices}      # timeouts in a row, per device
+        self.wedged: dict[int, str] = {}                                # device -> why it gets no more cases
         try:
             for worker in self._workers:                 # all start together, then each must be ready
                 worker.wait_ready()
         except BaseException:
             self.close()
             raise
+        self.soc = self._workers[0].soc if self._workers else ""
 
     def __enter__(self) -> "Executor":
         return self
@@ -257,17 +341,26 @@ class Executor:
         self._workers = []
 
     def _replace(self, worker: _Worker) -> None:
-        """Release ``worker`` and put a fresh, ready one on its device in its place."""
+        """Release ``worker`` and, unless its device is wedged, put a fresh, ready one in its place."""
         worker.kill()
+        if worker.device in self.wedged:
+            self._workers.remove(worker)
+            return
         fresh = _Worker(self._context, self.settings, worker.device)
         self._workers[self._workers.index(worker)] = fresh
         fresh.wait_ready()
+
+    def running(self) -> list[tuple[int, Case]]:
+        """The (index, case) pairs the workers are running now."""
+        return [(worker.index, worker.case) for worker in self._workers if worker.case is not None]
 
     def run(self, cases: Sequence[Case], on_result: Callable[[int, CaseResult], None] | None = None,
             fail_fast: bool = False) -> list[CaseResult | None]:
         """Run ``cases``; return their results in case order (None for cases never started).
 
-        ``on_result(index, result)`` is called as each case finishes, in finishing order.
+        ``on_result(index, result)`` is called as each case finishes, in finishing order. With
+        ``fail_fast`` no case starts after the first failure, error or xpass. When every device is
+        wedged, the cases still waiting get ``not_run`` results naming the wedged devices.
         """
         results: list[CaseResult | None] = [None] * len(cases)
         pending = list(range(len(cases)))[::-1]
@@ -278,7 +371,7 @@ class Executor:
             results[index] = result
             if on_result:
                 on_result(index, result)
-            if fail_fast and result.status in ("failed", "error"):
+            if fail_fast and not result.info.ok:
                 stop = True
 
         for index in list(pending):                     # cases that need no worker
@@ -293,6 +386,11 @@ class Executor:
                     worker.start(index, cases[index], self.settings.timeout)
             busy = [w for w in self._workers if w.case is not None]
             if not busy:
+                if pending and not self._workers and not stop:
+                    reason = "; ".join(f"device {d}: {why}" for d, why in sorted(self.wedged.items()))
+                    for index in reversed(pending):
+                        finish(index, case_result(cases[index], "not_run", message=f"not run: {reason}",
+                                                  standard=judging(cases[index], self.settings)[0]))
                 return results
             deadlines = [w.deadline for w in busy if w.deadline is not None]
             wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
@@ -310,6 +408,7 @@ class Executor:
                 kind, payload, fit = "died", None, False
             if kind == "result":
                 worker.case = None
+                self._timeouts[worker.device] = 0
                 finish(index, CaseResult.from_dict(payload))
                 if not fit:                             # the worker is leaving: its session is unfit
                     self._replace(worker)
@@ -318,19 +417,27 @@ class Executor:
         if not worker.process.is_alive():
             worker.process.join()
             message = death_message(worker.process.exitcode)
+            self._timeouts[worker.device] = 0
         elif worker.deadline is not None and time.monotonic() >= worker.deadline:
             message = f"timed out after {self.settings.timeout:g} s"
+            self._timeouts[worker.device] += 1
+            if self._timeouts[worker.device] >= self.settings.max_timeouts:
+                self.wedged[worker.device] = (f"{self._timeouts[worker.device]} timeouts in a row: the device is "
+                                              f"considered wedged (--max-timeouts)")
         else:
             return
         worker.case = None
-        finish(index, case_result(case, "error", message=message, standard=standard_for(case, self.settings)))
+        result = case_result(case, "error", message=message, standard=judging(case, self.settings)[0])
+        finish(index, known_defect_status(case, result))
         self._replace(worker)
 
 
 def _child_main(conn, function, args) -> None:
     from .acl import finalize_all
 
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     faulthandler.disable()
     try:
         conn.send(("ok", function(*args)))
@@ -392,50 +499,3 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not 1 <= index <= count:
         raise PrmgError(f"--shard {text}: need 1 <= I <= N")
     return index, count
-
-
-class ResultsFile:
-    """Results appended as JSON lines as they finish; ``--resume`` reads them back.
-
-    Opened (for appending) when made, so that a path that cannot be written is a user error before
-    anything runs.
-    """
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = open(self.path, "a", encoding="utf-8")
-        except OSError as exc:
-            raise PrmgError(f"cannot write the results file: {exc.strerror}", file=str(path)) from None
-
-    def append(self, result: CaseResult) -> None:
-        """Write ``result`` as one JSON line and flush it to disk."""
-        self._handle.write(json.dumps(result.to_dict(), default=str) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-
-def read_results(path: str | Path) -> dict[str, CaseResult]:
-    """The results recorded in a JSON-lines file, by case name (a torn last line is ignored)."""
-    recorded: dict[str, CaseResult] = {}
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return recorded
-    except OSError as exc:
-        raise PrmgError(f"cannot read results file: {exc.strerror}", file=str(path)) from None
-    for line in lines:
-        try:
-            record = json.loads(line)
-            result = CaseResult.from_dict(record) if isinstance(record, dict) else None
-        except (ValueError, TypeError):
-            continue
-        if result is not None and result.status in STATUSES:
-            recorded[result.name] = result
-    return recorded

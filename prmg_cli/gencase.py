@@ -229,7 +229,7 @@ def _short(dtype_name: str) -> str:
 def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
                       cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
                       standard=None, tolerance=None, tags=(), sin_shape=None, sin_dtype=None,
-                      format=None, null=(), dy_strides=None) -> dict:
+                      format=None, null=(), dy_strides=None, known_defect=None) -> dict:
     """One case mapping from options; refuses (PrmgError) a case the operator would reject unless it
     expects an error, and an error expectation the operator can never return for it.
 
@@ -241,7 +241,7 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
     case = _case_dict(shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice,
                       dtype=dtype, cos_dtype=cos_dtype, mode=mode, seed=seed, name=name, inputs=inputs,
                       expect=expect, standard=standard, tolerance=tolerance, tags=tags, sin_shape=sin_shape,
-                      sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides)
+                      sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides, known_defect=known_defect)
     refuse_invalid([case])
     return case
 
@@ -249,7 +249,7 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
 def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
                mode="interleave", seed=None, name=None, inputs=None, expect="pass", standard=None,
                tolerance=None, tags=(), sin_shape=None, sin_dtype=None, format=None, null=(),
-               dy_strides=None) -> dict:
+               dy_strides=None, known_defect=None) -> dict:
     """The case mapping of ``case_from_options``, before the operator's constraints are checked."""
     shape = _ints(shape, "shape")
     if cos_shape is not None and broadcast is not None:
@@ -295,6 +295,8 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
         case["dy_strides"] = _ints(dy_strides, "dy_strides")
     if tags:
         case["tags"] = list(tags)
+    if known_defect:
+        case["known_defect"] = known_defect
     case["name"] = name if name is not None else default_name(case)
     if not NAME_PATTERN.fullmatch(case["name"]):
         raise PrmgError("a name is letters, digits, '_', '.' and '-' only", case=str(case["name"]), field="name")
@@ -325,7 +327,7 @@ def refuse_invalid(cases: Sequence[dict]) -> None:
             if broken:
                 raise PrmgError("; ".join(message for _, message in broken)
                                 + f" (the operator returns {status.describe(broken[0][0])})", case=case["name"])
-        elif code is not None:
+        elif code is not None and not case.get("known_defect"):
             returns = {constraints.expected_status(value, modes) for modes in (TODAY_MODES, ALL_MODES)}
             if code not in returns:
                 said = " or ".join(status.describe(got) for got in sorted(returns))
@@ -737,8 +739,11 @@ def _negative() -> dict:
         case("sin_dtype_not_cos", cos_dtype="float32", sin_dtype="float16", expect=invalid),
         case("format_fractal_nz", format="FRACTAL_NZ", expect=invalid),
         case("dy_not_contiguous", shape=(1, 1, 4, 8), partial_slice=(0, 8), dy_strides=(32, 32, 1, 4),
-             expect=invalid),
+             expect="ACLNN_ERR_INNER"),
         case("mode_7", mode=7, expect=tiling),
+        case("mode_2pow32_plus_1", mode=2**32 + 1, expect=tiling,
+             known_defect="upstream's tiling reads the int64 rotary_mode as int32: 2**32 + 1 is read as 1 (interleave) "
+                          "and accepted"),
     ]
     cases += [case(f"mode_{mode}_today", ("today", "mode-unsupported"), mode=mode, expect=tiling)
               for mode in FUTURE_MODES]

@@ -76,6 +76,20 @@ def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
     raise ValueError(f"rotary_mode must be 0..3, got {rotary_mode}")
 
 
+def grad_lane_terms(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per output lane ``j`` of the slice: ``(kept, partner, sign, sin_lane)`` with
+    ``dx[j] = c[kept]*g[kept] + sign * s[sin_lane]*g[partner]`` -- the pairing of ``pair_blocks``:
+    ``dx[p'] = c[p]*g[p] + s[q]*g[q]`` (kept p, partner q, +) and ``dx[q'] = c[q]*g[q] - s[p]*g[p]``
+    (kept q, partner p, -); the grad takes the partner's sin, so ``sin_lane = partner``."""
+    kept, partner, sign = (np.zeros(length, np.int64) for _ in range(3))
+    lanes = np.arange(length)
+    for block in pair_blocks(rotary_mode, length) if length else ():
+        first, second = lanes[block.first], lanes[block.second]
+        kept[block.first_out], partner[block.first_out], sign[block.first_out] = first, second, 1
+        kept[block.second_out], partner[block.second_out], sign[block.second_out] = second, first, -1
+    return kept, partner, sign, partner.copy()
+
+
 def _check(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
            partial_slice) -> tuple[int, int]:
     """Validate the arguments of the golden; returns ``(start, end)``."""

@@ -31,6 +31,7 @@ STATUS_CODES: dict[str, int] = {name: code for code, name in STATUS_NAMES.items(
 PARAM_NULLPTR = 161001
 PARAM_INVALID = 161002
 TILING_ERROR = 561002
+INNER = 561000
 
 
 def status_name(code: int) -> str:

@@ -1,21 +1,31 @@
-"""The ``run`` and ``validate`` commands: load and select cases, pick the runner, execute, report."""
+"""The ``run`` and ``validate`` commands: load and select cases, pick the runner, execute, report.
+
+A run fails safe: an unwritable report or results file is refused before the first case; a selection
+of no case exits 5; a run stopped by ``-x``, Ctrl-C, SIGTERM or wedged devices lists every case it did
+not run as ``not_run``; injected emulator faults are named in every report's header.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import signal
 import sys
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Sequence
 
-from . import __version__, compare, constraints, execute, outputs
+from . import __version__, constraints, execute, outputs, provenance
+from .cases import Case, load_cases, select, validate
+from .errors import PrmgError
 from .outputs import listing
 from .progress import Progress
-from .results import RunInfo, summary_line
-from .cases import Case, load_cases, select, validate
-from .vocab import MODE_NAMES, parse_modes
-from .errors import PrmgError
+from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
+from .standards import check_standard
+from .vocab import mode_list, parse_modes
+from .writes import check_writable, write_stdout, write_text
+
+write_file = write_text          # gen-case and import-ttk write their YAML with it
 
 
 @dataclass(frozen=True)
@@ -28,10 +38,11 @@ class RunRequest:
     supported_modes: str | None = None
     devices: str = "0"
     standard: str | None = None
-    report: str = "table"
+    reports: tuple = ()                   # --report FORMAT[:FILE], repeatable
     output: str | None = None
     keyword: str | None = None
     tags: tuple = ()
+    exclude_tags: tuple = ()
     fail_fast: bool = False
     list_only: bool = False
     timeout: float | None = 300.0
@@ -40,6 +51,15 @@ class RunRequest:
     shard: str | None = None
     max_memory: str | None = None
     verbose: bool = False
+    wide: bool = False
+    max_details: int | None = None
+    strict: bool = False
+    max_timeouts: int = 3
+    progress_interval: float = 30.0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that it stops a run as Ctrl-C does."""
 
 
 def target_modes(text: str | None) -> frozenset:
@@ -47,24 +67,30 @@ def target_modes(text: str | None) -> frozenset:
     return parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
 
 
-def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None,
-                  tags: Sequence[str] = ()) -> list[Case]:
-    """Load and validate every case under ``paths``, then keep those matching ``-k`` and ``--tag``."""
+def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None, tags: Sequence[str] = (),
+                  exclude_tags: Sequence[str] = ()) -> list[Case]:
+    """Load and validate every case under ``paths``, then keep those matching ``-k`` and ``--tag`` and
+    carrying none of ``--exclude-tag``."""
     cases = load_cases(paths)
     validate(cases, modes)
-    return select(cases, keyword, tags)
+    excluded = set(exclude_tags)
+    return [case for case in select(cases, keyword, tags) if not excluded.intersection(case.tags)]
 
 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
-    """``prmg validate``: the summary of valid files; raises PrmgError on the first invalid one."""
+    """``prmg validate``: the summary of valid files and a warning line per case whose expectation the
+    constraint model disagrees with; raises PrmgError on the first invalid case."""
     modes = target_modes(supported_modes)
     cases = load_selected(paths, modes)
     files = len({case.source for case in cases})
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
-    names = ", ".join(MODE_NAMES[mode] for mode in sorted(modes))
-    return (f"{len(cases)} cases in {files} files are valid ({len(cases) - errors} expect success, "
-            f"{errors} expect an error; {skipped} would be skipped on a target supporting {names})")
+    warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
+                if (text := constraints.expectation_warning(case, modes))]
+    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} are valid ({len(cases) - errors} expect "
+               f"success, {errors} expect an error; {skipped} would be skipped on a target supporting "
+               f"{mode_list(modes)})")
+    return "\n".join(warnings + [summary])
 
 
 def parse_size(text: str) -> int:
@@ -76,6 +102,15 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * scale)
 
 
+def check_timeout(timeout: float | None, option: str = "--timeout") -> float | None:
+    """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None)."""
+    if timeout is None:
+        return None
+    if not math.isfinite(timeout) or timeout < 0 or timeout > 10**9:
+        raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: no limit), got {timeout!r}")
+    return timeout or None
+
+
 def probe_in_child(toolkit) -> dict:
     """``acl.probe(toolkit)`` in a short-lived child, so this process never loads the libraries."""
     from .acl import probe
@@ -84,6 +119,9 @@ def probe_in_child(toolkit) -> dict:
         return execute.call_in_child(probe, toolkit, timeout=120)
     except PrmgError as exc:
         return {"errors": [str(exc)]}
+
+
+MAX_DEVICE_ID = 2**31 - 1
 
 
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
@@ -100,74 +138,95 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
     except ValueError:
         raise PrmgError(f"--devices must be a comma-separated list of device ids or 'all', got {text!r}") \
             from None
-    if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
-        raise PrmgError(f"--devices {text}: ids must be distinct and non-negative")
+    if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
+        raise PrmgError(f"--devices {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
     return ids
 
 
 def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard: str | None = None,
-                    timeout: float | None = None, max_memory: int | None = None):
-    """Pick the toolkit (real or emulator) and fix the settings every worker shares."""
-    from .toolkit import select_runner
+                    timeout: float | None = None, max_memory: int | None = None, strict: bool = False,
+                    max_timeouts: int = 3):
+    """Pick the toolkit (real or emulator) and fix the settings every worker shares; an unknown emulator
+    fault in ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
+    from .toolkit import check_emulator_faults, select_runner
 
     if standard is not None:
         try:
-            compare.check_standard(standard)
+            check_standard(standard)
         except PrmgError as exc:
             raise PrmgError(f"--standard: {exc.reason}") from None
+    if max_timeouts < 1:
+        raise PrmgError(f"--max-timeouts must be >= 1, got {max_timeouts}")
     toolkit = select_runner(runner, op_lib, os.environ, modes)
+    if toolkit.kind == "emulator":
+        check_emulator_faults(os.environ)
     return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=standard, timeout=timeout,
-                               max_memory=max_memory)
+                               max_memory=max_memory, strict=strict, max_timeouts=max_timeouts)
 
 
-def run_info(settings, devices: Sequence[int]) -> RunInfo:
+def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
+    """The run's description for the reports' header (runner, target, provenance, injected faults)."""
     toolkit = settings.toolkit
+    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
+        if toolkit.kind == "emulator" else ()
     return RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
-                          supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
-                          standard=settings.standard or "per case (default: default)", version=__version__)
+                   supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
+                   standard=settings.standard or "per case (default: default)", version=__version__, soc=soc,
+                   toolkit_version=provenance.toolkit_version(toolkit.root),
+                   driver_version=provenance.driver_version(), host=provenance.host_name(),
+                   started=provenance.now(), faults=faults, strict=settings.strict)
 
 
-def write_file(path: str, text: str) -> None:
-    """Write ``text`` to the file ``path`` (its folder made when missing); PrmgError when it cannot."""
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise PrmgError(f"cannot write: {exc.strerror}", file=path) from None
+def _select(request: RunRequest, modes: frozenset) -> list[Case]:
+    """The cases of the run: loaded, validated, selected, sharded; PrmgError (exit 5) when none is left."""
+    cases = load_selected(request.paths, modes, request.keyword, request.tags, request.exclude_tags)
+    if request.shard is not None:
+        cases = execute.shard(cases, *execute.parse_shard(request.shard))
+    return cases
 
 
-def _write(text: str, output: str | None) -> None:
-    """The report to the file ``output``, or to stdout."""
-    if output:
-        write_file(output, text)
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+def _not_run(cases: Sequence[Case], finished: dict, reason: str, settings) -> list[CaseResult]:
+    """``not_run`` results for the cases without a result, each saying why the run did not reach it."""
+    return [execute.case_result(case, "not_run", message=f"not run: {reason}",
+                                standard=execute.judging(case, settings)[0])
+            for case in cases if case.name not in finished]
+
+
+def _on_signal(signum, frame) -> None:
+    raise Terminated()
 
 
 def run_suite(request: RunRequest) -> int:
-    """``prmg run``: returns the exit code (0 green, 1 a failure or error, 130 interrupted)."""
-    if request.timeout is not None and request.timeout < 0:
-        raise PrmgError(f"--timeout must be >= 0 seconds (0: no limit), got {request.timeout:g}")
-    if request.report not in outputs.REPORT_FORMATS:
-        raise PrmgError(f"--report must be one of {', '.join(outputs.REPORT_FORMATS)}, got {request.report!r}")
+    """``prmg run``: returns the exit code (``results.ExitCode``)."""
+    timeout = check_timeout(request.timeout)
+    targets = outputs.parse_targets(list(request.reports), request.output)
     modes = target_modes(request.supported_modes)
-    cases = load_selected(request.paths, modes, request.keyword, request.tags)
-    if request.shard:
-        cases = execute.shard(cases, *execute.parse_shard(request.shard))
+    cases = _select(request, modes)
+    if not cases:
+        sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
+        return ExitCode.NO_CASES
     if request.list_only:
-        _write(listing.render(cases), request.output)
-        return 0
+        write_stdout(listing.render(cases))
+        return ExitCode.OK
+    for target in targets:
+        if target.path:
+            check_writable(target.path)
     max_memory = parse_size(request.max_memory) if request.max_memory else execute.default_max_memory()
-    settings = runner_settings(request.runner, request.op_lib, modes, request.standard, request.timeout,
-                               max_memory)
+    settings = runner_settings(request.runner, request.op_lib, modes, request.standard, timeout, max_memory,
+                               request.strict, request.max_timeouts)
     devices = parse_devices(request.devices, settings.toolkit)
 
-    recorded = execute.read_results(request.resume) if request.resume else {}
+    from .resultsfile import ResultsFile, read_results
+
+    recorded = read_results(request.resume) if request.resume else {}
     todo = [case for case in cases if case.name not in recorded]
     results_path = request.results or request.resume
-    results_file = execute.ResultsFile(results_path) if results_path else None
-    progress = Progress(len(todo))
-
+    results_file = ResultsFile(results_path) if results_path else None
+    table_to_stdout = any(t.format == "table" and t.path is None for t in targets)
+    info = run_info(settings, devices)
+    if table_to_stdout:
+        write_stdout(outputs.labels.format_header(info) + "\n")
+    progress = Progress(len(todo), interval=request.progress_interval)
     finished = dict(recorded)
 
     def on_result(_index: int, result) -> None:
@@ -176,23 +235,48 @@ def run_suite(request: RunRequest) -> int:
             results_file.append(result)
         progress.update(result)
 
-    interrupted = False
+    stopped, code = "", ExitCode.OK
+    previous = signal.signal(signal.SIGTERM, _on_signal)
     try:
         if todo:
             with execute.Executor(settings, devices) as executor:
+                info.soc = executor.soc
                 executor.run(todo, on_result, request.fail_fast)
+        if request.fail_fast and len(finished) < len(cases):
+            stopped = "the run stopped at the first failure (--fail-fast)"
+    except Terminated:
+        stopped, code = "the run was terminated (SIGTERM)", ExitCode.TERMINATED
     except KeyboardInterrupt:
-        interrupted = True
+        stopped, code = "the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED
     finally:
+        signal.signal(signal.SIGTERM, previous)
         progress.close()
-        if results_file:
-            results_file.close()
-    ordered = [finished[case.name] for case in cases if case.name in finished]
-    _write(outputs.render(request.report, ordered, run_info(settings, devices), outputs.RenderOptions(verbose=request.verbose)),
-           request.output)
-    if request.output and request.report != "table":
-        sys.stdout.write(summary_line(ordered) + "\n")
-    if interrupted:
-        sys.stderr.write("prmg: interrupted: the report above holds the cases that finished\n")
-        return 130
-    return 1 if any(r.status in ("failed", "error") for r in ordered) else 0
+    missing = _not_run(cases, finished, stopped or "no result was recorded", settings)
+    if results_file:
+        for result in missing:
+            results_file.append(result)
+        results_file.close()
+    ordered = [finished.get(case.name) for case in cases]
+    ordered = [result for result in ordered if result is not None]
+    ordered += missing
+    position = {case.name: index for index, case in enumerate(cases)}
+    ordered.sort(key=lambda result: position[result.name])
+    _write_reports(targets, ordered, info, request)
+    if stopped:
+        sys.stderr.write(f"prmg: {stopped}: {plural(len(missing), 'case')} not run\n")
+    return code or exit_code(ordered)
+
+
+def _write_reports(targets, results: list[CaseResult], info: RunInfo, request: RunRequest) -> None:
+    """Every report of ``targets``; when none goes to standard output, the failures and the summary line
+    are printed there, so the console still tells what happened."""
+    options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details)
+    for target in targets:
+        if target.path is None:             # a table on stdout: its header was printed before the first case
+            write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
+        else:
+            write_text(target.path, outputs.render(target.format, results, info, options), "report")
+    if all(target.path is not None for target in targets):
+        from .outputs.table import failure_lines
+
+        write_stdout("\n".join(failure_lines(results, verbose=False) + [summary_line(results)]))

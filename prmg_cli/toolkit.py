@@ -24,6 +24,7 @@ import hashlib
 import importlib.resources
 import mmap
 import os
+import re
 import struct
 import subprocess
 from dataclasses import dataclass, replace
@@ -34,6 +35,7 @@ from .errors import PrmgError
 
 OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
 DEFAULT_ROOTS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
+HOME_ROOTS = ("Ascend/ascend-toolkit/latest", "Ascend/cann")     # non-root installs, under $HOME
 RUNTIME_NAMES = ("libascendcl.so", "libacl_rt.so")
 STUB_COMPONENTS = ("stub", "devlib")
 EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
@@ -136,9 +138,11 @@ def _elf_defines(image: mmap.mmap, name: bytes) -> bool:
 
 def _root_candidates(env: Mapping[str, str]) -> list[tuple[str, str | None]]:
     """(where the candidate comes from, path or None when that variable is unset), in precedence order."""
+    home = env.get("HOME")
     return [("ASCEND_HOME_PATH", env.get("ASCEND_HOME_PATH") or None),
             ("ASCEND_TOOLKIT_HOME", env.get("ASCEND_TOOLKIT_HOME") or None),
-            *[("default", path) for path in DEFAULT_ROOTS]]
+            *[("default", path) for path in DEFAULT_ROOTS],
+            *[("default", str(Path(home) / path)) for path in HOME_ROOTS if home]]
 
 
 def _runtime_in(root: Path) -> Path | None:
@@ -149,13 +153,14 @@ def _runtime_in(root: Path) -> Path | None:
 
 
 def _config_vendors(opp: Path) -> list[str]:
-    """The vendor names of ``load_priority=a,b,c`` in ``opp/vendors/config.ini``, in order."""
+    """The vendor names of ``load_priority=a,b,c`` in ``opp/vendors/config.ini``, in order (``#`` starts
+    a comment, on its own line or after the value)."""
     try:
         text = (opp / "vendors" / "config.ini").read_text(errors="replace")
     except OSError:
         return []
     for line in text.splitlines():
-        key, sep, value = line.partition("=")
+        key, sep, value = line.split("#", 1)[0].partition("=")
         if sep and key.strip() == "load_priority":
             return [vendor.strip() for vendor in value.split(",") if vendor.strip()]
     return []
@@ -352,6 +357,22 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
     lib64 = root / "lib64"
     return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / "libnnopbase.so",
                    lib64 / "libopapi_transformer.so", "libopapi_transformer.so", _modes_env(modes))
+
+
+def emulator_fault_names() -> tuple[str, ...]:
+    """The fault names the emulator knows: the ``{"name", FAULT_...}`` entries of its ``faults.c`` table."""
+    text = (emulator_sources() / "faults.c").read_text(encoding="utf-8")
+    return tuple(re.findall(r'\{"([a-z0-9_]+)",\s*FAULT_[A-Z0-9_]+\}', text))
+
+
+def check_emulator_faults(env: Mapping[str, str]) -> None:
+    """Raise PrmgError naming each unknown fault of ``PRMG_EMU_FAULT`` (a comma list), before any case runs."""
+    named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]
+    known = emulator_fault_names()
+    unknown = [name for name in named if name not in known]
+    if unknown:
+        raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))} "
+                        f"(known: {', '.join(known)})")
 
 
 def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:

@@ -231,6 +231,8 @@ int aclrtMalloc(void **ptr, size_t size, int policy) { (void)policy; *ptr = mall
 int aclrtFree(void *ptr) { free(ptr); return 0; }
 int aclrtMemcpy(void *dst, size_t max, const void *src, size_t count, int kind)
 { (void)kind; if (count > max) return 100000; memcpy(dst, src, count); return 0; }
+int aclrtMemset(void *dst, size_t max, int value, size_t count)
+{ if (count > max) return 100000; memset(dst, value, count); return 0; }
 int aclrtCreateEvent(void **event) { *event = calloc(1, sizeof(double)); return 0; }
 int aclrtRecordEvent(void *event, void *stream)
 { struct timespec now; (void)stream; clock_gettime(CLOCK_MONOTONIC, &now);
@@ -335,7 +337,8 @@ def test_binding_drives_an_independent_minimal_toolkit(tmp_path):
     assert report["kernel_ms"] is not None                  # timed with plain aclrtCreateEvent
     assert (report["refused"], report["refused_call"], report["refused_unchanged"]) == (561002, OP_SYMBOL, True)
     assert report["devices"] == 2
-    assert report["probe"]["errors"] == [] and all(report["probe"]["symbols"].values())
+    assert report["probe"]["errors"] == []
+    assert report["probe"]["symbols"][OP_SYMBOL] and report["probe"]["symbols"]["aclnnInplacePartialRotaryMulGrad"]
     arrays = np.load(tmp_path / "arrays.npz")
     expected = inplace_partial_rotary_mul_grad(arrays["dy"], arrays["cos"], arrays["sin"], 1, (3, 11))
     np.testing.assert_allclose(arrays["result"], expected, rtol=1e-6, atol=1e-6)

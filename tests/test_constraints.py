@@ -8,11 +8,11 @@ import pytest
 
 from prmg_cli.cases import Case, Expect
 from prmg_cli.vocab import parse_modes
-from prmg_cli.constraints import (DEFAULT_SUPPORTED_MODES, expected_status, skip_reason,
-                                  violations)
+from prmg_cli.constraints import (DEFAULT_SUPPORTED_MODES, expectation_warning, expected_status,
+                                  skip_reason, violation_details, violations)
 from prmg_cli.errors import PrmgError
 
-NULLPTR, INVALID, TILING = 161001, 161002, 561002
+NULLPTR, INVALID, TILING, INNER = 161001, 161002, 561002, 561000
 TODAY = frozenset({1})
 ALL_MODES = frozenset({0, 1, 2, 3})
 
@@ -69,9 +69,13 @@ def test_every_refused_dtype_is_listed():
                      (INVALID, "sin dtype int32 is not one of float32, float16, bfloat16")]
 
 
-def test_non_contiguous_strides_give_161002():
-    assert codes(make(dy_strides=(2048, 512, 64, 2))) == [INVALID]          # every other element
-    assert codes(make(dy_strides=(4096, 1024, 128, 1))) == [INVALID]        # padded rows
+def test_non_contiguous_strides_are_refused_at_launch_with_561000():
+    assert codes(make(dy_strides=(2048, 512, 64, 2))) == [INNER]            # every other element
+    assert codes(make(dy_strides=(4096, 1024, 128, 1))) == [INNER]          # padded rows
+    assert violation_details(make(dy_strides=(4096, 1024, 128, 1)), TODAY)[0].at_launch
+    # phase one's checks come first: a tiling error wins over the launch-time refusal
+    assert codes(make(dy_strides=(4096, 1024, 128, 1), partial_slice=(8, 39))) == [TILING, TILING, INNER]
+    assert expected_status(make(dy_strides=(4096, 1024, 128, 1), dtype="int8"), TODAY) == INVALID
     assert violations(make(dy_strides=(2048, 512, 64, 1)), TODAY) == []     # exactly C order
     # an axis of length 1 may carry any stride
     assert violations(make(shape=(1, 4, 8, 64), dy_strides=(7, 512, 64, 1)), TODAY) == []
@@ -100,21 +104,30 @@ def test_skip_reason_wording_and_when_it_applies():
     assert skip_reason(make(rotary_mode=0, partial_slice=(8, 39)), TODAY) is None       # also a bad slice
 
 
-def test_a_refused_mode_case_is_skipped_on_a_target_that_supports_the_mode():
+def test_a_case_expecting_an_error_is_never_skipped():
     refused_today = make(rotary_mode=0, expect=Expect(TILING))
-    assert skip_reason(refused_today, TODAY) is None                  # today: runs and must be refused
-    assert skip_reason(refused_today, ALL_MODES) == \
-        "expects rotary_mode half (0) to be refused, but the target supports it"
-    also_bad_slice = make(rotary_mode=0, partial_slice=(8, 39), expect=Expect(TILING))
-    assert skip_reason(also_bad_slice, ALL_MODES) is None             # refused for its slice anyway
-    assert skip_reason(make(rotary_mode=7, expect=Expect(TILING)), ALL_MODES) is None
+    for modes in (TODAY, ALL_MODES):
+        assert skip_reason(refused_today, modes) is None
+    assert expectation_warning(refused_today, TODAY) is None
+    assert "predicts success" in expectation_warning(refused_today, ALL_MODES)
+    tiny = make(shape=(1, 1, 1, 2), cos_shape=(1, 1, 1, 2), partial_slice=(0, 2), expect=Expect(TILING))
+    assert skip_reason(tiny, TODAY) is None and "predicts success" in expectation_warning(tiny, TODAY)
+    assert "predicts 161002" in expectation_warning(make(dtype="int8", expect=Expect(TILING)), TODAY)
+    assert expectation_warning(dataclasses.replace(tiny, known_defect="upstream accepts it"), TODAY) is None
 
 
-@pytest.mark.parametrize("mode", [-1, 4, 7, 2**40])
+@pytest.mark.parametrize("mode", [-1, 4, 7, 2**32 + 7, -2**32 - 1])
 def test_mode_outside_0_to_3_gives_561002_on_every_target(mode):
     case = make(rotary_mode=mode, expect=Expect("any"))
     assert expected_status(case, ALL_MODES) == TILING
     assert skip_reason(make(rotary_mode=mode), ALL_MODES) is None
+
+
+@pytest.mark.parametrize("mode, read_as", [(2**32 + 1, 1), (2**40, 0), (2**33 + 3, 3), (-2**32 + 1, 1)])
+def test_rotary_mode_is_read_as_int32_like_upstreams_tiling(mode, read_as):
+    case = make(rotary_mode=mode, expect=Expect(TILING))
+    assert expected_status(case, frozenset({read_as})) == 0                 # accepted: an upstream defect
+    assert codes(case, frozenset(MODE for MODE in ALL_MODES if MODE != read_as)) == [TILING]
 
 
 @pytest.mark.parametrize("changes", [

@@ -132,6 +132,9 @@ def test_negative_cases_get_the_status_they_expect(loaded):
     expected = {case.name: case.expect.error for case in cases}
     for case in cases:
         got = constraints.expected_status(case, TODAY)
+        if case.known_defect:                      # the real stack disagrees with the expectation on purpose
+            assert got == 0 and not case.expect.success, case.name
+            continue
         assert got == (case.expect.error or 0), case.name
         if "mode-unsupported" in case.tags:        # valid everywhere the mode exists
             assert constraints.expected_status(case, EVERY_MODE) == 0, case.name
@@ -139,7 +142,7 @@ def test_negative_cases_get_the_status_they_expect(loaded):
             assert constraints.expected_status(case, EVERY_MODE) == case.expect.error, case.name
     codes = list(expected.values())
     assert codes.count(PARAM_NULLPTR) == 3
-    assert codes.count(PARAM_INVALID) >= 5 and codes.count(TILING_ERROR) >= 15
+    assert codes.count(PARAM_INVALID) >= 4 and codes.count(TILING_ERROR) >= 15 and codes.count(561000) == 1
     assert None in codes                                               # the empty-slice success case
     modes = {case.rotary_mode for case in cases if "mode-unsupported" in case.tags}
     assert modes == {0, 2, 3}

@@ -1,4 +1,4 @@
-"""The operators under test: one ``OperatorSpec`` per operator in ``OPERATORS``.
+"""The operators under test: one ``OperatorSpec`` (``ops/spec.py``) per operator in ``OPERATORS``.
 
 An entry says everything the rest of prmg needs to know about an operator: its aclnn symbols, the name
 of its in-place tensor, its constraint rules (which status a case earns), its golden, and the dtype
@@ -7,26 +7,9 @@ pairs and cos/sin layouts it accepts. A third operator would be a new module and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .grad import GRAD
+from .spec import OperatorSpec, Violation
 
+OPERATORS: dict[str, OperatorSpec] = {spec.name: spec for spec in (GRAD,)}
 
-@dataclass(frozen=True)
-class OperatorSpec:
-    """One operator of the InplacePartialRotaryMul family.
-
-    ``get_workspace``/``launch``: the two aclnn entry points (same signatures for the whole family);
-    ``inplace``: what the in-place tensor is called in the operator's docs (``dyRef``, ``xRef``).
-    """
-
-    name: str
-    title: str
-    get_workspace: str
-    launch: str
-    inplace: str
-
-
-GRAD = OperatorSpec("grad", "InplacePartialRotaryMulGrad", "aclnnInplacePartialRotaryMulGradGetWorkspaceSize",
-                    "aclnnInplacePartialRotaryMulGrad", "dyRef")
-FORWARD = OperatorSpec("forward", "InplacePartialRotaryMul", "aclnnInplacePartialRotaryMulGetWorkspaceSize",
-                       "aclnnInplacePartialRotaryMul", "xRef")
-OPERATORS: dict[str, OperatorSpec] = {spec.name: spec for spec in (GRAD, FORWARD)}
+__all__ = ["OPERATORS", "OperatorSpec", "Violation"]

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
-from prmg_cli import compare
+from prmg_cli import standards
 from prmg_cli.acl import Outcome
 from prmg_cli.cases import Case, Expect
-from prmg_cli.compare import STANDARD_PARAMS, STANDARDS, judge, key_metric
+from prmg_cli.judge import judge, key_metric, margin
+from prmg_cli.standards import STANDARD_PARAMS, STANDARDS
 from prmg_cli.status import STATUS_CODES
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import Inputs
@@ -470,7 +471,7 @@ def test_unknown_standard_or_parameter_is_a_user_error():
 
 def test_defaults_cover_exactly_the_declared_parameters():
     assert tuple(STANDARD_PARAMS) == STANDARDS
-    for standard, per_dtype in compare._DEFAULTS.items():
+    for standard, per_dtype in standards.DEFAULTS.items():
         for params in per_dtype.values():
             assert tuple(params) == STANDARD_PARAMS[standard]
 
@@ -488,7 +489,148 @@ def test_metrics_are_plain_json_and_key_metric_is_short(standard):
 
 def test_ulp_of_each_format():
     magnitudes = np.array([0.0, 1.0, 1.5, 2.0 ** -130, 65504.0])
-    assert compare._FORMATS["float16"].ulp(magnitudes).tolist() == [2.0 ** -24, 2.0 ** -10, 2.0 ** -10,
+    assert standards.FORMATS["float16"].ulp(magnitudes).tolist() == [2.0 ** -24, 2.0 ** -10, 2.0 ** -10,
                                                                     2.0 ** -24, 32.0]
-    assert compare._FORMATS["bfloat16"].ulp(magnitudes)[[0, 1, 3]].tolist() == [2.0 ** -133, 2.0 ** -7, 2.0 ** -133]
-    assert compare._FORMATS["float32"].overflow == float(np.nextafter(np.float32(np.inf), 0)) + 2.0 ** 103
+    assert standards.FORMATS["bfloat16"].ulp(magnitudes)[[0, 1, 3]].tolist() == [2.0 ** -133, 2.0 ** -7, 2.0 ** -133]
+    assert standards.FORMATS["float32"].overflow == float(np.nextafter(np.float32(np.inf), 0)) + 2.0 ** 103
+
+
+# --- issue 10: non-finite results are right only where a float32 evaluation gives them ------------
+
+def _values_case(dy, cos, sin, piece=(0, 2), dtype="float32", cos_dtype="float32", mode=1):
+    dy = np.asarray(dy, np.float64)
+    case = make_case((1, 1, 1, dy.size), piece, dtype=dtype, cos_dtype=cos_dtype, mode=mode)
+    return case, Inputs(dy=dy.reshape(case.shape).astype(NUMPY[dtype]),
+                        cos=np.asarray(cos, np.float64).reshape(case.cos_shape).astype(NUMPY[cos_dtype]),
+                        sin=np.asarray(sin, np.float64).reshape(case.cos_shape).astype(NUMPY[cos_dtype]))
+
+
+def _with(inputs, values):
+    return np.asarray(values, np.float64).reshape(inputs.dy.shape).astype(inputs.dy.dtype)
+
+
+def test_a_wrong_sign_infinity_where_the_golden_is_zero_fails():
+    """dy [3e38, 3e38], cos = sin = 1: dx = [inf (the sum overflows float32), 0]."""
+    case, inputs = _values_case([3e38, 3e38], [1, 1], [1, 1])
+    right = _with(inputs, [np.inf, 0.0])
+    assert judge(case, inputs, Outcome(status=0, dy=right)).status == "passed"
+    for wrong in ([np.inf, np.inf], [np.inf, np.nan], [-np.inf, 0.0], [np.nan, 0.0], [3e38, 0.0]):
+        verdict = judge(case, inputs, Outcome(status=0, dy=_with(inputs, wrong)))
+        assert verdict.status == "failed", wrong
+
+
+def test_nan_only_where_a_float32_evaluation_gives_nan():
+    """c*g = 2^128 (overflows to inf in float32), s*g' = 2^128 too: E1 gives inf - inf = NaN, the fused
+    evaluations -inf and +inf; the float64 golden is 0."""
+    big = 2.0 ** 127
+    case, inputs = _values_case([big, big], [2.0, 2.0], [2.0, 2.0])
+    for allowed in ([np.inf, np.nan], [np.inf, -np.inf], [np.inf, np.inf], [np.inf, 0.0]):
+        assert judge(case, inputs, Outcome(status=0, dy=_with(inputs, allowed))).status == "passed", allowed
+    # the + lane: 2^128 + 2^128 overflows in every evaluation, so only +inf is right there
+    for wrong in ([np.nan, 0.0], [-np.inf, 0.0], [big, 0.0]):
+        assert judge(case, inputs, Outcome(status=0, dy=_with(inputs, wrong))).status == "failed", wrong
+
+
+def test_a_fused_multiply_add_overflow_is_accepted_where_only_fusion_overflows():
+    """c*g = 24929 * 673*2^103 = 2^127 + 2^103 is a float32 tie that rounds to 2^127 (even); plus
+    p2 = 2^127 - 2^104, E1 = fl32(2^127 + p2) is float32's maximum, while the fused E2 = fl32(c*g + p2)
+    = fl32(2^128 - 2^103) overflows (a tie rounding to 2^128). +inf is right, NaN is not."""
+    from prmg_cli import nonfinite
+    g, p2 = 673 * 2.0 ** 103, 2.0 ** 127 - 2.0 ** 104
+    case, inputs = _values_case([g, p2], [24929.0, 0.0], [0.0, 1.0])
+    results = nonfinite.possible_results(np.array([24929.0]), np.array([g]), np.array([1.0]), np.array([p2]),
+                                         np.array([1]), np.float32)
+    assert results[0, 0] == np.finfo(np.float32).max and np.isposinf(results[1, 0])
+    assert results[2, 0] == np.finfo(np.float32).max
+    for right in ([np.inf, 0.0], [float(np.finfo(np.float32).max), 0.0]):
+        assert judge(case, inputs, Outcome(status=0, dy=_with(inputs, right))).status == "passed", right
+    for wrong in ([np.nan, 0.0], [-np.inf, 0.0]):
+        assert judge(case, inputs, Outcome(status=0, dy=_with(inputs, wrong))).status == "failed", wrong
+
+
+def test_round_to_float32_is_exact_at_ties():
+    """TwoSum + the tie rule give fl32 of the exact sum even where float64 rounds onto a float32 midpoint."""
+    from prmg_cli import nonfinite
+    one = 1.0
+    midpoint = one + 2.0 ** -24                              # halfway between 1 and nextafter32(1)
+    s, e = nonfinite._two_sum(np.array([midpoint]), np.array([2.0 ** -80]))
+    assert s[0] == midpoint and e[0] > 0                       # float64 lost the tiny part
+    assert nonfinite._round_to_float32(s, e)[0] == np.nextafter(np.float32(1), np.float32(2))
+    s, e = nonfinite._two_sum(np.array([midpoint]), np.array([-2.0 ** -80]))
+    assert nonfinite._round_to_float32(s, e)[0] == np.float32(1)
+    top = nonfinite.OVERFLOW_MIDPOINT
+    assert np.isinf(nonfinite._round_to_float32(np.array([top]), np.array([0.0]))[0])
+    assert nonfinite._round_to_float32(np.array([top]), np.array([-1.0]))[0] == np.finfo(np.float32).max
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_kernel_that_squashes_nan_to_zero_fails(dtype):
+    case, inputs = _values_case([np.nan, 1.0, 2.0, 3.0], [0.5, 0.5, 0.5, 0.5], [0.25, 0.25, 0.25, 0.25],
+                                piece=(0, 4), dtype=dtype, cos_dtype=dtype)
+    case = make_case((1, 1, 1, 4), (0, 4), dtype=dtype, cos_dtype=dtype)
+    inputs = Inputs(dy=inputs.dy, cos=inputs.cos.reshape(case.cos_shape), sin=inputs.sin.reshape(case.cos_shape))
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 4))
+    assert judge(case, inputs, Outcome(status=0, dy=result)).status == "passed"
+    squashed = result.copy()
+    squashed[np.isnan(squashed.astype(np.float32))] = 0
+    verdict = judge(case, inputs, Outcome(status=0, dy=squashed))
+    assert verdict.status == "failed" and "non-finite" in verdict.message
+
+
+# --- issue 10: vacuous cases, the workspace poison, the storage check ---------------------------------
+
+def test_a_case_whose_input_already_passes_is_named_vacuous():
+    case = make_case((1, 2, 1, 8), (0, 8), broadcast="BSND")
+    rng = np.random.default_rng(1)
+    dy = rng.uniform(-1, 1, case.shape).astype(np.float32)
+    identity = Inputs(dy=dy, cos=np.ones(case.cos_shape, np.float32), sin=np.zeros(case.cos_shape, np.float32))
+    verdict = judge(case, identity, Outcome(status=0, dy=dy.copy()))
+    assert verdict.status == "passed" and verdict.warnings and "vacuous" in verdict.warnings[0]
+    all_nan = Inputs(dy=np.full(case.shape, np.nan, np.float32), cos=identity.cos, sin=identity.cos)
+    verdict = judge(case, all_nan, Outcome(status=0, dy=all_nan.dy.copy()))
+    assert verdict.status == "passed" and "vacuous" in verdict.warnings[0]
+    ordinary = make_inputs(case, rng)
+    result = correct_kernel(ordinary.dy, ordinary.cos, ordinary.sin, 1, (0, 8))
+    assert judge(case, ordinary, Outcome(status=0, dy=result)).warnings == []
+
+
+def test_nan_from_the_workspace_poison_is_named():
+    case = make_case((1, 1, 2, 8), (0, 8))
+    inputs = make_inputs(case, np.random.default_rng(2))
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 8))
+    poisoned = result.copy()
+    poisoned.view(np.uint32)[0, 0, 1, 2:4] = 0xFFFFFFFF
+    verdict = judge(case, inputs, Outcome(status=0, dy=poisoned))
+    assert verdict.status == "failed"
+    assert "2 of them hold the workspace poison (every byte 0xFF): the kernel read workspace it never wrote" \
+        in "\n".join(verdict.details)
+    quiet_nan = result.copy()
+    quiet_nan[0, 0, 0, 0] = np.nan
+    assert "reading workspace the kernel never wrote" in "\n".join(judge(case, inputs, Outcome(status=0, dy=quiet_nan)).details)
+
+
+def test_a_refused_call_is_judged_on_the_storage_the_runner_compared():
+    case = make_case((1, 1, 2, 8), (0, 8), expect=561000)
+    inputs = make_inputs(case, np.random.default_rng(2))
+    view_differs = inputs.dy.copy()
+    view_differs[0, 0, 0, 0] += 1                         # rows sharing storage read back differently
+    assert judge(case, inputs, Outcome(status=561000, dy=view_differs, dy_changed=False)).status == "passed"
+    verdict = judge(case, inputs, Outcome(status=561000, dy=inputs.dy.copy(), dy_changed=True))
+    assert verdict.status == "failed" and "dy changed although the call failed" in verdict.message
+
+
+@pytest.mark.parametrize("value, limit, shown", [(0.99997, 1.0, "0.99997"), (0.41, 1.0, "0.41"), (1.0, 1.0, "1"),
+                                                 (1.00002, 1.0, "1.00002"), (0.0009996, 0.001, "0.0009996"),
+                                                 (None, 1.0, "inf"), (2.5e-07, 1.0, "2.5e-07")])
+def test_margin_never_rounds_onto_the_limit(value, limit, shown):
+    assert margin(value, limit) == shown
+
+
+def test_key_metrics_show_their_thresholds():
+    from prmg_cli.judge import Verdict
+    assert key_metric(Verdict("passed", metrics={"max_err_ratio": 0.99997})) == "err/budget 0.99997"
+    shown = key_metric(Verdict("passed", metrics={"rel_err_share": 0.0004, "share_limit": 0.001,
+                                                  "max_rel_err": 0.05, "cap": 0.1}))
+    assert shown == "wrong 0.0004/0.001, max rel 0.05/0.1"
+    shown = key_metric(Verdict("passed", metrics={"MERE": 1e-4, "MARE": 2e-3, "T": 2.0 ** -10}))
+    assert shown == "MERE 0.0001/0.00098 MARE 0.002/0.0098"

@@ -1,0 +1,156 @@
+"""InplacePartialRotaryMulGrad: its entry points, constraints and golden (operator.md).
+
+Constraints, in the order the real stack checks them; the first broken rule gives a case's status:
+
+1. dy, cos or sin is a null pointer -> 161001 ACLNN_ERR_PARAM_NULLPTR
+2. a dtype outside {float32, float16, bfloat16}; sin dtype != cos dtype; a format other than ND,
+   NCHW, NHWC -> 161002 ACLNN_ERR_PARAM_INVALID
+3. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling): rotary_mode, read as int32 (the tiling reads the
+   int64 attribute's low 32 bits: 2**32 + 1 is read as 1), outside 0..3 or not implemented by the
+   target; a tensor not 4-D; cos shape != sin shape; a dim <= 0; D > 1024; start < 0; end > D;
+   start > end; L != 0 and L != cos D; cos D > dy D; L odd (modes 0, 1, 3) or not a multiple of 4
+   (mode 2); a cos/sin B, S or N that is neither 1 nor dy's.
+4. a non-contiguous tensor -> ``...GetWorkspaceSize`` succeeds and the **launch** returns 561000
+   ACLNN_ERR_INNER: the op declares neither AutoContiguous nor IgnoreContiguous, so nnopbase refuses
+   the recorded non-contiguous input before the kernel runs (dy untouched).
+
+Here ``D`` is dy's last axis, ``[start, end)`` the partial slice and ``L = end - start``. Strides are
+contiguous when every axis of length > 1 has the C-order stride (axes of length 1 may have any, and an
+empty tensor any strides), as CANN's ``op::IsContiguous`` decides.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .. import reference
+from ..dtypes import OPERATOR_DTYPES
+from ..status import INNER, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+from ..vocab import BROADCASTS, MODE_NAMES, mode_label, mode_list
+from .spec import OperatorSpec, Violation
+
+SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
+MAX_D = 1024
+
+
+def as_int32(value: int) -> int:
+    """``value``'s low 32 bits as a signed int32 (what a tiling reading an int64 attribute as int32 sees)."""
+    return (int(value) + 2**31) % 2**32 - 2**31
+
+
+def pointer_and_type_rules(case, dtypes_allowed=OPERATOR_DTYPES, tables_may_differ=True) -> list[Violation]:
+    """Rules 1 and 2: null pointers (161001), then dtypes, sin dtype == cos dtype, formats (161002)."""
+    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null") for tensor in case.null]
+    for tensor, dtype in (("dy", case.dtype), ("cos", case.cos_dtype), ("sin", case.sin_dtype)):
+        if dtype not in dtypes_allowed:
+            found.append(Violation(PARAM_INVALID, f"{tensor} dtype {dtype} is not one of "
+                                   f"{', '.join(dtypes_allowed)}", "dtype" if tensor == "dy" else f"{tensor}_dtype"))
+    if case.sin_dtype != case.cos_dtype:
+        found.append(Violation(PARAM_INVALID, f"sin dtype {case.sin_dtype} differs from cos dtype "
+                               f"{case.cos_dtype}", "sin_dtype"))
+    if case.format not in SUPPORTED_FORMATS:
+        found.append(Violation(PARAM_INVALID, f"format {case.format} is not one of "
+                               f"{', '.join(SUPPORTED_FORMATS)}", "format"))
+    return found
+
+
+def contiguity_rules(case, code: int = INNER) -> list[Violation]:
+    """Rule 4: dy's strides not contiguous -> ``code`` at the launch (nnopbase refuses the input)."""
+    if case.dy_strides is not None and not contiguous(case.shape, case.dy_strides):
+        return [Violation(code, f"dy strides {list(case.dy_strides)} are not contiguous for shape "
+                          f"{list(case.shape)} (refused at launch)", "dy_strides", at_launch=True)]
+    return []
+
+
+def mode_rules(case, supported_modes, code: int = TILING_ERROR) -> list[Violation]:
+    """rotary_mode, read as int32, outside 0..3 or not implemented by the target -> ``code``; the latter is
+    skippable (a pass case of such a mode is skipped on this target)."""
+    mode = as_int32(case.rotary_mode)
+    read_as = f" (read as int32: {mode})" if mode != case.rotary_mode else ""
+    if mode not in MODE_NAMES:
+        return [Violation(code, f"rotary_mode {case.rotary_mode}{read_as} is not one of 0..3", "rotary_mode")]
+    if mode not in supported_modes:
+        return [Violation(code, f"rotary_mode {mode_label(mode)}{read_as} not supported by the target "
+                          f"(supported: {mode_list(supported_modes)})", "rotary_mode", skippable=True)]
+    return []
+
+
+def shape_rules(case, code: int = TILING_ERROR, length_multiple=None) -> list[Violation]:
+    """The shape and slice rules of rule 3, each broken one -> ``code``. ``length_multiple(mode)`` is the
+    number L must be a multiple of (default: 4 for quarter, else 2)."""
+    found = []
+
+    def broken(message: str, field: str) -> None:
+        """Record one broken rule blaming ``field``."""
+        found.append(Violation(code, message, field))
+
+    mode = as_int32(case.rotary_mode)
+    shapes = {"dy": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
+    for tensor, (shape, field) in shapes.items():
+        if len(shape) != 4:
+            broken(f"{tensor} is {len(shape)}-D, not 4-D", field)
+    if case.cos_shape != case.sin_shape:
+        broken(f"cos shape {list(case.cos_shape)} differs from sin shape {list(case.sin_shape)}", "sin_shape")
+    for tensor, (shape, field) in shapes.items():
+        if any(dim <= 0 for dim in shape):
+            broken(f"{tensor} shape {list(shape)} has a dimension <= 0", field)
+    start, end = case.partial_slice
+    length = end - start
+    dy_d = case.shape[-1] if case.shape else None
+    cos_d = case.cos_shape[-1] if case.cos_shape else None
+    if dy_d is not None and dy_d > MAX_D:
+        broken(f"D = {dy_d} exceeds {MAX_D}", "shape")
+    if start < 0:
+        broken(f"slice start {start} is negative", "partial_slice")
+    if dy_d is not None and end > dy_d:
+        broken(f"slice end {end} exceeds D = {dy_d}", "partial_slice")
+    if start > end:
+        broken(f"slice start {start} is after its end {end}", "partial_slice")
+    if length != 0 and cos_d is not None and length != cos_d:
+        broken(f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
+    if cos_d is not None and dy_d is not None and cos_d > dy_d:
+        broken(f"cos's last axis {cos_d} exceeds dy's D = {dy_d}", "cos_shape")
+    multiple = length_multiple(mode) if length_multiple else (4 if mode == 2 else 2)
+    if mode in MODE_NAMES and length % multiple:
+        kind = "odd" if multiple == 2 else f"not a multiple of {multiple}"
+        broken(f"slice length L = {length} is {kind} ({MODE_NAMES[mode]} works on "
+               f"{'pairs' if multiple == 2 else 'quarters'})", "partial_slice")
+    if len(case.shape) == 4:
+        tables = [("cos", case.cos_shape, "cos_shape")]
+        if case.sin_shape != case.cos_shape:
+            tables.append(("sin", case.sin_shape, "sin_shape"))
+        for tensor, shape, field in tables:
+            if len(shape) != 4:
+                continue
+            for axis, (dim, dy_dim) in zip("BSN", zip(shape[:3], case.shape[:3])):
+                if dim not in (1, dy_dim):
+                    broken(f"{tensor}'s {axis} = {dim} is neither 1 nor dy's {axis} = {dy_dim}", field)
+    return found
+
+
+def rules(case, supported_modes) -> list[Violation]:
+    """Every constraint ``case`` breaks, as Violations, in the real stack's checking order (module docstring)."""
+    return [*pointer_and_type_rules(case), *mode_rules(case, supported_modes), *shape_rules(case),
+            *contiguity_rules(case)]
+
+
+def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """True when each axis of length > 1 has stride = product of the lengths after it (C order), or
+    the tensor is empty (a length of 0), as CANN's ``op::IsContiguous`` decides."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for dim, stride in zip(reversed(shape), reversed(strides)):
+        if dim != 1 and stride != expected:
+            return False
+        expected *= dim
+    return True
+
+
+GRAD = OperatorSpec(
+    name="grad", title="InplacePartialRotaryMulGrad",
+    get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
+    inplace="dyRef", rules=rules, golden=reference.inplace_partial_rotary_mul_grad,
+    golden_slice=reference.rotary_grad_slice, magnitude=reference.rotary_grad_magnitude,
+    lane_terms=reference.grad_lane_terms,
+    dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)), layouts=BROADCASTS)

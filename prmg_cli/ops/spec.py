@@ -1,0 +1,52 @@
+"""The shape of an operator entry (``OperatorSpec``) and of a broken constraint (``Violation``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+
+class Violation(NamedTuple):
+    """One broken constraint: the status it earns, a message, the case field to blame, whether it is only
+    the target's missing support for a valid mode (a pass case to skip, not a bad case), and whether the
+    status comes from the launch rather than from ``...GetWorkspaceSize``."""
+
+    code: int
+    message: str
+    field: str
+    skippable: bool = False
+    at_launch: bool = False
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    """One operator of the InplacePartialRotaryMul family: everything prmg needs to know about it.
+
+    - ``get_workspace``/``launch``: the two aclnn entry points (the family shares their signatures:
+      ``(inplace, cos, sin, int64 rotary_mode, aclIntArray *partialSlice, uint64 *workspaceSize,
+      aclOpExecutor **)`` and ``(workspace, workspaceSize, executor, stream)``);
+    - ``inplace``: the in-place tensor's name in the operator's docs (``dyRef``, ``xRef``);
+    - ``rules(case, supported_modes) -> [Violation]``: its documented constraints, in checking order;
+    - ``golden(x, cos, sin, mode, slice) -> array``: the expected in-place tensor, in its dtype;
+    - ``golden_slice(x, cos, sin, mode, slice, compute_dtype=float64)``: the slice computed in
+      ``compute_dtype`` (float64: the high-precision golden);
+    - ``magnitude(x, cos, sin, mode, slice)``: per output element, the sum of its two products'
+      magnitudes ``|c*x| + |s*x'|`` (float64), which the ``default`` budget scales with;
+    - ``lane_terms(mode, L) -> (kept, partner, sign, sin_lane)``: per output lane ``j`` of the slice,
+      ``out[j] = c[kept]*x[kept] + sign * s[sin_lane]*x[partner]`` (indices into the slice);
+    - ``dtype_pairs``: the (in-place dtype, cos/sin dtype) pairs it accepts; ``layouts``: the cos/sin
+      broadcast patterns it accepts.
+    """
+
+    name: str
+    title: str
+    get_workspace: str
+    launch: str
+    inplace: str
+    rules: Callable
+    golden: Callable
+    golden_slice: Callable
+    magnitude: Callable
+    lane_terms: Callable
+    dtype_pairs: tuple
+    layouts: tuple

@@ -1,0 +1,62 @@
+"""Writing report files and standard output so that no write can end in a traceback or lose a verdict.
+
+``check_writable`` runs before the first case, so an unwritable ``-o`` is exit 2 at once, not after
+hours; ``write_text`` turns every OSError (full disk, ``/dev/full``, permissions) into one ``PrmgError``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from .errors import PrmgError
+
+
+def check_writable(path: str, what: str = "report") -> None:
+    """Raise PrmgError unless ``path`` can be written as a file: an existing regular file or character
+    device (``/dev/null``) we may write, or a new file in a folder that exists (or can be made) and that
+    we may write in. A folder, a pipe or a socket is refused."""
+    target = Path(path)
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise PrmgError(f"cannot write the {what}: {error.strerror}", file=path) from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise PrmgError(f"cannot write the {what}: is a directory", file=path)
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISCHR(info.st_mode)):
+            raise PrmgError(f"cannot write the {what}: not a regular file (a pipe or socket)", file=path)
+        if not os.access(target, os.W_OK):
+            raise PrmgError(f"cannot write the {what}: permission denied", file=path)
+        return
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise PrmgError(f"cannot write the {what}: {folder} is not a folder", file=path)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PrmgError(f"cannot write the {what}: cannot create files in {folder} (permission denied)", file=path)
+
+
+def write_text(path: str, text: str, what: str = "file") -> None:
+    """Write ``text`` to the file ``path`` (its folder made when missing); PrmgError when it cannot."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise PrmgError(f"cannot write the {what}: {error.strerror or error}", file=path) from None
+
+
+def write_stdout(text: str) -> None:
+    """``text`` (and a final newline) to standard output, flushed; PrmgError when that fails (a closed
+    pipe, ``/dev/full``)."""
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except OSError as error:
+        raise PrmgError(f"cannot write to standard output: {error.strerror or error}") from None
