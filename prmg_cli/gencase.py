@@ -19,6 +19,8 @@ import textwrap
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+import ml_dtypes
+import numpy as np
 import yaml
 
 from . import constraints, dtypes, status
@@ -27,7 +29,7 @@ from .errors import PrmgError
 from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
 
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
-PRESETS = ("smoke", "full", "edge", "negative", "perf", "future_modes")
+PRESETS = ("smoke", "full", "edge", "negative", "special", "perf", "future_modes")
 ALL_MODES = frozenset(MODE_NAMES)
 TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
 FUTURE_MODES = ("half", "quarter", "interleave-half")
@@ -719,6 +721,65 @@ def _edge() -> dict:
                                                   "mixed dtypes"))
 
 
+def _finite_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Deterministic values uniform in (-1, 1), rounded to ``dtype``, as float64 (for ``values:`` inputs)."""
+    draws = np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
+    return draws.astype(dtypes.to_numpy(dtype)).astype(np.float64)
+
+
+def _special_values(dtype: str) -> dict[str, float]:
+    """The special numbers of ``dtype``: its largest finite value and smallest subnormal."""
+    info = ml_dtypes.finfo(dtypes.to_numpy(dtype))
+    return {"max": float(info.max), "sub": float(info.smallest_subnormal)}
+
+
+def _special_inputs(dy_dtype: str, cos_dtype: str, shape: tuple[int, ...], cos_shape: tuple[int, ...],
+                    in_tables: bool, seed: int) -> dict:
+    """``values`` inputs for the ``special`` preset (dy (1, 2, 2, 16), slice [4, 12), cos/sin 1S1D).
+
+    Outside the slice every row holds -0.0, NaN, +-Inf, +-subnormal, +-max and 0 (all must come back bit
+    for bit). With ``in_tables`` False the slice holds them too: row 0 a NaN, row 1 +-Inf, row 2 -0.0 and
+    subnormals, row 3 +-max (sums that overflow or cancel); else cos/sin hold NaN, -0.0, +Inf (times a 0
+    of dy in row 2: NaN), a subnormal and cos's max, and the slice ordinary values."""
+    nan, inf = float("nan"), float("inf")
+    dy_special, table_special = _special_values(dy_dtype), _special_values(cos_dtype)
+    big, tiny = dy_special["max"], dy_special["sub"]
+    dy = _finite_values(dy_dtype, shape, seed)
+    outside = [[-0.0, nan, inf, -inf, tiny, -big, 0.0, -tiny], [nan, -0.0, -tiny, big, -inf, 0.0, inf, tiny]]
+    for row in range(4):
+        values = outside[row % 2]
+        dy[0, row // 2, row % 2, :4], dy[0, row // 2, row % 2, 12:] = values[:4], values[4:]
+    cos, sin = _finite_values(cos_dtype, cos_shape, seed + 1), _finite_values(cos_dtype, cos_shape, seed + 2)
+    if not in_tables:
+        dy[0, 0, 0, 4] = nan
+        dy[0, 0, 1, 6], dy[0, 0, 1, 10] = inf, -inf
+        dy[0, 1, 0, 4:8] = [-0.0, -0.0, tiny, -tiny]
+        dy[0, 1, 1, 4:12] = [big, big, -big, big, 1.0, -1.0, big, -big]
+    else:
+        cos[0, 0, 0, 2], cos[0, 0, 0, 6] = nan, -0.0
+        sin[0, 1, 0, 5], sin[0, 1, 0, 0] = inf, table_special["sub"]
+        cos[0, 1, 0, 3] = table_special["max"]
+        dy[0, 1, 0, 4 + 5] = 0.0                     # inf (sin) * 0 (dy) in row 2: NaN
+    return {name: {"values": array.reshape(-1).tolist()} for name, array in (("dy", dy), ("cos", cos), ("sin", sin))}
+
+
+def _special() -> dict:
+    """The ``special`` preset: NaN, +-Inf, -0.0, subnormals and each dtype's maximum, inside and outside the
+    slice, in dy and in cos/sin, for every dtype pair: NaN and Inf must propagate as float32 arithmetic
+    does and everything outside the slice must come back bit for bit."""
+    cases = []
+    shape, piece = (1, 2, 2, 16), (4, 12)
+    cos_shape = broadcast_shape("1S1D", shape, piece[1] - piece[0])
+    for index, (dy, cos) in enumerate(DTYPE_PAIRS):
+        for where in ("dy", "tables"):
+            cases.append(_preset_case("special", ("special",), f"{where}_{_short(dy)}_{_short(cos)}", shape=shape,
+                                      cos_shape=cos_shape, partial_slice=piece, dtype=dy, cos_dtype=cos,
+                                      inputs=_special_inputs(dy, cos, shape, cos_shape, where == "tables", index)))
+    return document(cases, header=_header("special", "NaN, +-Inf, -0.0, subnormals and each dtype's maximum inside "
+                                                     "and outside the slice, in dy and in cos/sin, for every dtype "
+                                                     "pair"))
+
+
 def _negative() -> dict:
     """The ``negative`` preset: each documented constraint broken once, with the status it earns."""
     tags = ("negative",)
@@ -825,7 +886,8 @@ def _worked_example() -> dict:
                     comments={case["name"]: comment})
 
 
-_PRESET_MAKERS = {"smoke": _smoke, "full": _full, "edge": _edge, "negative": _negative, "perf": _perf,
+_PRESET_MAKERS = {"smoke": _smoke, "full": _full, "edge": _edge, "negative": _negative, "special": _special,
+                  "perf": _perf,
                   "future_modes": _future_modes}
 
 
@@ -848,7 +910,7 @@ def shipped_documents() -> dict[str, dict]:
     imported from the upstream CSV by ``prmg_cli.ttk``, is not among them)."""
     files = {"smoke.yaml": preset("smoke")}
     files.update({f"full/{part}.yaml": _checked(_full_part(part)) for part in FULL_PARTS})
-    files.update({"edge.yaml": preset("edge"), "negative.yaml": preset("negative"),
+    files.update({"edge.yaml": preset("edge"), "negative.yaml": preset("negative"), "special.yaml": preset("special"),
                   "future_modes.yaml": preset("future_modes"), "worked_example.yaml": _worked_example()})
     return files
 

@@ -1,0 +1,275 @@
+"""Issue 10 end to end: a green that cannot lie, and CI signals that fail safe (through the real CLI).
+
+Expected errors always run; known defects are strict xfails; a selection of nothing exits 5; outputs
+are checked before the first case; several reports in one run; a stopped run lists what did not run;
+SIGTERM is handled like Ctrl-C; wedged devices stop being waited on; injected faults are visible;
+command-line numbers are checked; no worker outlives its parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, prmg
+
+CASES = """
+- {name: ok_a, shape: [1, 2, 2, 16], partial_slice: [4, 12]}
+- {name: ok_b, shape: [1, 2, 2, 16], partial_slice: [0, 16], dtype: bfloat16}
+- {name: ok_c, shape: [2, 1, 2, 8], partial_slice: [2, 6], dtype: float16, tags: [late]}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "cases.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def run_json(*args, env=None, timeout=120):
+    result = prmg("run", *args, "--runner", "emulator", "--report", "json", env=env, timeout=timeout)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result, (json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else None)
+
+
+def by_name(report) -> dict:
+    return {case["name"]: case for case in report["cases"]}
+
+
+# --- verdict holes ------------------------------------------------------------------------------------
+
+def test_an_expected_error_the_operator_does_not_return_runs_and_fails(tmp_path):
+    path = write(tmp_path, "- {name: tiny, shape: [1, 1, 1, 2], expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}\n")
+    result, report = run_json(path)
+    assert result.returncode == 1
+    case = report["cases"][0]
+    assert case["status"] == "failed"
+    assert case["message"].startswith("expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS")
+    checked = prmg("validate", path)
+    assert checked.returncode == 0
+    assert "warning:" in checked.stdout and "tiny" in checked.stdout and "predicts success" in checked.stdout
+
+
+def test_mode_refused_today_cases_run_and_fail_on_a_target_with_every_mode(tmp_path):
+    path = write(tmp_path, "- {name: half_refused, shape: [1, 1, 1, 8], rotary_mode: half, "
+                           "expect: {error: 561002}}\n")
+    result, report = run_json(path, "--supported-modes", "0,1,2,3")
+    assert result.returncode == 1 and report["cases"][0]["status"] == "failed"
+    result, report = run_json(path)
+    assert result.returncode == 0 and report["cases"][0]["status"] == "passed"
+
+
+def test_known_defects_are_strict_xfails_in_every_report(tmp_path):
+    path = write(tmp_path, """
+- {name: int32_mode, shape: [1, 1, 2, 8], rotary_mode: 4294967297, expect: {error: 561002},
+   known_defect: "the tiling reads rotary_mode as int32"}
+- {name: defect_gone, shape: [1, 1, 2, 8], rotary_mode: 7, expect: {error: 561002}, known_defect: "fixed since"}
+- {name: fine, shape: [1, 1, 2, 8]}
+""")
+    result, report = run_json(path)
+    statuses = {name: case["status"] for name, case in by_name(report).items()}
+    assert statuses == {"int32_mode": "xfailed", "defect_gone": "xpassed", "fine": "passed"}
+    assert result.returncode == 1                           # the xpass fails the run: remove the marker
+    assert report["summary"]["xfailed"] == 1 and report["summary"]["xpassed"] == 1
+    assert report["summary"]["line"] == "1 passed, 0 failed, 1 xfailed, 1 xpassed"
+    junit = tmp_path / "r.xml"
+    csv_file, markdown = tmp_path / "r.csv", tmp_path / "r.md"
+    result = prmg("run", path, "--runner", "emulator", "--report", f"junit:{junit}", "--report", f"csv:{csv_file}",
+                  "--report", f"markdown:{markdown}")
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "1" and suite.get("skipped") == "1"
+    assert suite.find("testcase[@name='int32_mode']/skipped") is not None
+    assert suite.find("testcase[@name='defect_gone']/failure").get("type") == "xpassed"
+    assert ",xfailed," in csv_file.read_text() and ",xpassed," in csv_file.read_text()
+    assert "XPASSED" in markdown.read_text().upper()
+    assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed, 1 xfailed, 1 xpassed"
+
+
+def test_strict_turns_a_vacuous_pass_into_a_failure(tmp_path):
+    path = write(tmp_path, "- {name: identity, shape: [1, 1, 2, 8], inputs: {cos: {values: [1, 1, 1, 1, 1, 1, 1, 1]},"
+                           " sin: {values: [0, 0, 0, 0, 0, 0, 0, 0]}}}\n")
+    result, report = run_json(path)
+    assert result.returncode == 0
+    case = report["cases"][0]
+    assert case["status"] == "passed" and "vacuous" in case["warnings"][0]
+    assert report["summary"]["warnings"] == 1 and report["summary"]["line"].endswith("1 warning")
+    table = prmg("run", path, "--runner", "emulator")
+    assert "warning: vacuous" in table.stdout
+    result, report = run_json(path, "--strict")
+    assert result.returncode == 1 and report["cases"][0]["status"] == "failed"
+    assert report["cases"][0]["message"].startswith("--strict: vacuous")
+
+
+def test_standard_overrides_the_case_tolerance_too():
+    result, report = run_json(ROOT / "cases" / "ttk_upstream.yaml", "--standard", "default")
+    assert result.returncode == 0, report["summary"]
+    assert {case["standard"] for case in report["cases"]} == {"default"}
+
+
+# --- CI signals ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("selection", [["-k", "no_such_case"], ["--tag", "nope"], ["--exclude-tag", "late", "-k", "ok_c"]])
+def test_a_run_that_selects_nothing_exits_5(tmp_path, selection):
+    result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", *selection)
+    assert result.returncode == 5
+    assert result.stderr.strip() == "prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)"
+
+
+def test_an_empty_shard_exits_5(tmp_path):
+    path = write(tmp_path, "- {name: only, shape: [1, 1, 2, 8]}\n")
+    codes = {prmg("run", path, "--runner", "emulator", "--shard", f"{i}/8").returncode for i in range(1, 9)}
+    assert codes == {0, 5}
+
+
+def test_a_run_of_skips_only_says_so(tmp_path):
+    path = write(tmp_path, "- {name: half_only, shape: [1, 1, 2, 8], rotary_mode: half}\n")
+    result = prmg("run", path, "--runner", "emulator")
+    assert result.returncode == 0
+    assert result.stdout.rstrip().splitlines()[-1] == "0 passed, 0 failed, 1 skipped (every case was skipped)"
+
+
+def test_unwritable_outputs_are_refused_before_the_first_case(tmp_path):
+    path = write(tmp_path, CASES)
+    results = tmp_path / "results.jsonl"
+    for bad in (tmp_path, "/proc/version/x.xml", "/dev/full/x"):
+        result = prmg("run", path, "--runner", "emulator", "--report", f"junit:{bad}", "--results", results)
+        assert result.returncode == 2, (bad, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and "cannot write the report" in result.stderr
+        assert not results.exists() or results.read_text() == ""
+
+
+def test_several_reports_in_one_run_and_the_console_still_shows_failures(tmp_path):
+    path = write(tmp_path, CASES)
+    junit, report = tmp_path / "smoke.xml", tmp_path / "smoke.json"
+    result = prmg("run", path, "--runner", "emulator", "--report", f"junit:{junit}", "--report", f"json:{report}",
+                  env={"PRMG_EMU_FAULT": "sign"})
+    assert result.returncode == 1
+    assert ET.parse(junit).getroot().find("testsuite").get("failures") == "3"
+    assert json.loads(report.read_text())["summary"]["failed"] == 3
+    lines = result.stdout.rstrip().splitlines()
+    assert lines[-1] == "0 passed, 3 failed" and sum(line.startswith("FAIL ") for line in lines) == 3
+    plain = prmg("run", path, "--runner", "emulator", "--report", "json", "-o", tmp_path / "plain.json")
+    assert plain.returncode == 0 and json.loads((tmp_path / "plain.json").read_text())["summary"]["passed"] == 3
+
+
+def test_fail_fast_lists_what_did_not_run(tmp_path):
+    result, report = run_json(write(tmp_path, CASES), "-x", env={"PRMG_EMU_FAULT": "sign"})
+    assert result.returncode == 1
+    statuses = [case["status"] for case in report["cases"]]
+    assert statuses == ["failed", "not_run", "not_run"]
+    assert report["cases"][1]["message"] == "not run: the run stopped at the first failure (--fail-fast)"
+    assert report["summary"]["line"] == "0 passed, 1 failed, 2 not run"
+    assert "2 cases not run" in result.stderr
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum, code):
+    path = write(tmp_path, CASES + "- {name: stuck, shape: [1, 1, 1, 16]}\n- {name: after, shape: [1, 1, 2, 8]}\n")
+    results = tmp_path / "results.jsonl"
+    env = {**os.environ, "PRMG_EMU_FAULT": "hang", "PRMG_EMU_FAULT_SHAPE": "1,1,1,16"}
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
+                                "--report", "json", "--results", str(results), "--timeout", "60"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 3):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr
+    report = json.loads(stdout)
+    assert [case["status"] for case in report["cases"]] == ["passed"] * 3 + ["not_run", "not_run"]
+    assert "not run: the run was" in report["cases"][3]["message"]
+    recorded = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [r["status"] for r in recorded] == ["passed"] * 3 + ["not_run", "not_run"]
+
+
+def test_a_wedged_device_is_not_waited_on(tmp_path):
+    cases = "".join(f"- {{name: hang{i}, shape: [1, 1, 1, 16]}}\n" for i in range(5))
+    result, report = run_json(write(tmp_path, cases), "--timeout", "1", "--max-timeouts", "2",
+                              env={"PRMG_EMU_FAULT": "hang"})
+    assert result.returncode == 1
+    assert [case["status"] for case in report["cases"]] == ["error", "error", "not_run", "not_run", "not_run"]
+    assert "2 timeouts in a row: the device is considered wedged (--max-timeouts)" in report["cases"][2]["message"]
+
+
+def test_injected_faults_are_named_and_unknown_ones_refused(tmp_path):
+    path = write(tmp_path, CASES)
+    result, report = run_json(path, env={"PRMG_EMU_FAULT": "sign,noop"})
+    assert report["summary"]["faults"] == ["sign", "noop"]
+    table = prmg("run", path, "--runner", "emulator", env={"PRMG_EMU_FAULT": "sign"})
+    assert "FAULTS INJECTED: sign (PRMG_EMU_FAULT): this run tests prmg, not the operator" in table.stdout
+    result = prmg("run", path, "--runner", "emulator", "--results", tmp_path / "r.jsonl",
+                  env={"PRMG_EMU_FAULT": "sign,bogus"})
+    assert result.returncode == 2 and "unknown emulator fault 'bogus'" in result.stderr
+    assert not (tmp_path / "r.jsonl").exists() or (tmp_path / "r.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("args", [["--timeout", "inf"], ["--timeout", "nan"], ["--timeout", "1e300"],
+                                  ["--timeout", "-1"], ["--devices", "0,4294967296"], ["--shard", ""],
+                                  ["--max-timeouts", "0"], ["--max-details", "-1"], ["--progress-interval", "nan"]])
+def test_bad_numbers_on_the_command_line_are_one_line_errors(tmp_path, args):
+    result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", *args)
+    assert result.returncode == 2, (args, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_bench_refuses_a_negative_peak():
+    result = prmg("bench", "cases/smoke.yaml", "--peak-gbps", "-1")
+    assert result.returncode == 2 and "--peak-gbps must be a finite number > 0" in result.stderr
+
+
+def test_stdout_on_dev_full_is_one_line_not_a_traceback(tmp_path):
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "run", str(write(tmp_path, CASES)),
+                                 "--runner", "emulator"], stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                timeout=120)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "cannot write to standard output" in result.stderr
+
+
+def _children(pid: int) -> list[int]:
+    """The pids whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_no_worker_outlives_a_killed_run(tmp_path):
+    path = write(tmp_path, "- {name: stuck, shape: [1, 1, 1, 16]}\n")
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
+                                "--timeout", "120"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "PRMG_EMU_FAULT": "hang"}, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and not workers:
+        workers = _children(process.pid)
+        time.sleep(0.2)
+    assert workers
+    time.sleep(1.0)                                    # the worker is inside the hanging launch
+    process.kill()
+    process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and
+                                              "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+                                              for pid in workers if Path(f"/proc/{pid}/stat").exists()):
+        time.sleep(0.2)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}/stat").exists()
+             and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert not alive, f"workers {alive} outlived their parent"
