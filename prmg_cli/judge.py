@@ -229,11 +229,11 @@ def _non_finite_right(view: SliceView, standard: str, actual: np.ndarray, golden
 def _possible_results(view: SliceView) -> np.ndarray:
     """``nonfinite.possible_results`` at the neutralised elements: their operands gathered from the inputs
     by the operator's ``lane_terms`` (cos/sin broadcast over B, S, N)."""
-    kept, partner, sign, sin_lane = view.op.lane_terms(view.mode, view.end - view.start)
+    kept, partner, sign, cos_lane, sin_lane = view.op.lane_terms(view.mode, view.end - view.start)
     b, s, n, lane = np.unravel_index(view.non_finite, view.actual.shape)
     rows = tuple(np.where(np.asarray(view.cos.shape[axis]) == 1, 0, index) for axis, index in enumerate((b, s, n)))
     x = view.x[..., view.start:view.end]
-    return nonfinite.possible_results(view.cos[rows + (kept[lane],)], x[b, s, n, kept[lane]],
+    return nonfinite.possible_results(view.cos[rows + (cos_lane[lane],)], x[b, s, n, kept[lane]],
                                       view.sin[rows + (sin_lane[lane],)], x[b, s, n, partner[lane]], sign[lane],
                                       view.x.dtype)
 

@@ -1,4 +1,4 @@
-"""The golden of InplacePartialRotaryMulGrad for all four rotary modes, and the forward it is the adjoint of.
+"""The goldens of InplacePartialRotaryMulGrad and of its forward InplacePartialRotaryMul, all four modes.
 
 Notation (``shared/docs/operator.md``): ``g = dy[..., start:end]`` of length ``L = end - start``,
 ``c = cos``, ``s = sin`` (length ``L``, broadcast over B, S, N). Every mode pairs the slice's elements
@@ -12,8 +12,17 @@ Notation (``shared/docs/operator.md``): ``g = dy[..., start:end]`` of length ``L
   quarter (2):         the half rule on each half of the slice
   interleave-half (3): p = k,      q = k + L/2,          p' = 2k,  q' = 2k + 1  (k < L/2)
 
-Outside the slice ``dx == dy`` bit for bit. The golden computes in float64 (products of float32,
-float16 or bfloat16 numbers are exact there), then rounds once to dy's dtype.
+The forward (``InplacePartialRotaryMul``, ``y = z*cos + R(z)*sin``) is the exact transpose: with x read
+at ``(p, q)`` and y written at ``(p', q')`` it uses the cos/sin of the *output* lane::
+
+    y[p'] = c[p']*x[p] - s[p']*x[q]
+    y[q'] = c[q']*x[q] + s[q']*x[p]
+
+  half, interleave, quarter: the grad's pairs;  interleave-half: p = 2k, q = 2k + 1, p' = k, q' = k + L/2
+  (x read interleaved, y written in half layout).
+
+Outside the slice the result equals the input bit for bit. The goldens compute in float64 (products of
+float32, float16 or bfloat16 numbers are exact there), then round once to the tensor's dtype.
 """
 
 from __future__ import annotations
@@ -76,18 +85,43 @@ def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
     raise ValueError(f"rotary_mode must be 0..3, got {rotary_mode}")
 
 
-def grad_lane_terms(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per output lane ``j`` of the slice: ``(kept, partner, sign, sin_lane)`` with
-    ``dx[j] = c[kept]*g[kept] + sign * s[sin_lane]*g[partner]`` -- the pairing of ``pair_blocks``:
-    ``dx[p'] = c[p]*g[p] + s[q]*g[q]`` (kept p, partner q, +) and ``dx[q'] = c[q]*g[q] - s[p]*g[p]``
-    (kept q, partner p, -); the grad takes the partner's sin, so ``sin_lane = partner``."""
+def forward_pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
+    """The forward's pairing: the grad's, but interleave-half reads x interleaved (``p = 2k, q = 2k + 1``)
+    and writes y in half layout (``p' = k, q' = k + L/2``)."""
+    if rotary_mode == INTERLEAVE_HALF:
+        half = length // 2
+        return (PairBlock(slice(0, length, 2), slice(1, length, 2), slice(0, half), slice(half, length)),)
+    return pair_blocks(rotary_mode, length)
+
+
+LaneTerms = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def grad_lane_terms(rotary_mode: int, length: int) -> LaneTerms:
+    """Per output lane ``j`` of the slice: ``(kept, partner, sign, cos_lane, sin_lane)`` with
+    ``dx[j] = c[cos_lane]*g[kept] + sign * s[sin_lane]*g[partner]`` -- ``dx[p'] = c[p]*g[p] + s[q]*g[q]``
+    (kept p, partner q, +) and ``dx[q'] = c[q]*g[q] - s[p]*g[p]`` (kept q, partner p, -): the grad takes
+    the kept lane's cos and the partner's sin."""
     kept, partner, sign = (np.zeros(length, np.int64) for _ in range(3))
     lanes = np.arange(length)
     for block in pair_blocks(rotary_mode, length) if length else ():
         first, second = lanes[block.first], lanes[block.second]
         kept[block.first_out], partner[block.first_out], sign[block.first_out] = first, second, 1
         kept[block.second_out], partner[block.second_out], sign[block.second_out] = second, first, -1
-    return kept, partner, sign, partner.copy()
+    return kept, partner, sign, kept.copy(), partner.copy()
+
+
+def forward_lane_terms(rotary_mode: int, length: int) -> LaneTerms:
+    """Per output lane ``j``: ``(kept, partner, sign, cos_lane, sin_lane)`` with
+    ``y[j] = c[j]*x[kept] + sign * s[j]*x[partner]`` -- ``y[p'] = c[p']*x[p] - s[p']*x[q]`` and
+    ``y[q'] = c[q']*x[q] + s[q']*x[p]``: the forward takes the output lane's own cos and sin."""
+    kept, partner, sign = (np.zeros(length, np.int64) for _ in range(3))
+    lanes = np.arange(length)
+    for block in forward_pair_blocks(rotary_mode, length) if length else ():
+        first, second = lanes[block.first], lanes[block.second]
+        kept[block.first_out], partner[block.first_out], sign[block.first_out] = first, second, -1
+        kept[block.second_out], partner[block.second_out], sign[block.second_out] = second, first, 1
+    return kept, partner, sign, lanes.copy(), lanes.copy()
 
 
 def _check(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
@@ -135,6 +169,40 @@ def rotary_grad_slice(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_m
         dx[..., block.first_out] = c[..., p] * g[..., p] + s[..., q] * g[..., q]
         dx[..., block.second_out] = c[..., q] * g[..., q] - s[..., p] * g[..., p]
     return dx
+
+
+def rotary_forward_slice(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                         partial_slice, *, compute_dtype=np.float64) -> np.ndarray:
+    """The forward's ``y`` over the slice only, ``(B, S, N, L)``, computed entirely in ``compute_dtype``:
+    ``y[p'] = c[p']*x[p] - s[p']*x[q]``, ``y[q'] = c[q']*x[q] + s[q']*x[p]`` (``forward_pair_blocks``)."""
+    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
+    compute_dtype = np.dtype(compute_dtype)
+    length = end - start
+    z = x[..., start:end].astype(compute_dtype)
+    c = cos.astype(compute_dtype)
+    s = sin.astype(compute_dtype)
+    y = np.empty(x.shape[:3] + (length,), compute_dtype)
+    for block in forward_pair_blocks(rotary_mode, length) if length else ():
+        p, q, po, qo = block.first, block.second, block.first_out, block.second_out
+        y[..., po] = c[..., po] * z[..., p] - s[..., po] * z[..., q]
+        y[..., qo] = c[..., qo] * z[..., q] + s[..., qo] * z[..., p]
+    return y
+
+
+def rotary_forward_magnitude(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                             partial_slice) -> np.ndarray:
+    """Per output element of the forward's slice, ``|c[j]*x[kept]| + |s[j]*x[partner]|`` (float64)."""
+    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
+    length = end - start
+    z = np.abs(x[..., start:end].astype(np.float64))
+    c = np.abs(cos.astype(np.float64))
+    s = np.abs(sin.astype(np.float64))
+    magnitude = np.empty(x.shape[:3] + (length,), np.float64)
+    for block in forward_pair_blocks(rotary_mode, length) if length else ():
+        p, q, po, qo = block.first, block.second, block.first_out, block.second_out
+        magnitude[..., po] = c[..., po] * z[..., p] + s[..., po] * z[..., q]
+        magnitude[..., qo] = c[..., qo] * z[..., q] + s[..., qo] * z[..., p]
+    return magnitude
 
 
 def rotary_grad_magnitude(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
@@ -194,15 +262,27 @@ def _block_indices(rows_shape: tuple[int, ...], row_elements: int,
     return blocks
 
 
-def _fill_pair_tables(pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    """Write the complex tables ``a[k] = c[p] - i*s[q]`` and ``b[k] = c[q] - i*s[p]`` (float64) for the
-    ``pairs`` (``(PairBlock, slice of k)``) of the cos/sin tables ``cos``, ``sin``."""
+def _grad_tables(pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Write the grad's complex tables ``a[k] = c[p] - i*s[q]`` and ``b[k] = c[q] - i*s[p]`` (float64) for
+    the ``pairs`` (``(PairBlock, slice of k)``) of the cos/sin tables ``cos``, ``sin``."""
     for pair, ks in pairs:
         p, q = pair.first, pair.second
         np.copyto(a.real[..., ks], cos[..., p], casting="unsafe")
         np.negative(sin[..., q], out=a.imag[..., ks], dtype=np.float64, casting="unsafe")
         np.copyto(b.real[..., ks], cos[..., q], casting="unsafe")
         np.negative(sin[..., p], out=b.imag[..., ks], dtype=np.float64, casting="unsafe")
+
+
+def _forward_tables_of(pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Write the forward's complex tables ``a[k] = c[p'] + i*s[p']`` and ``b[k] = c[q'] + i*s[q']``: with
+    ``z = x[p] + i*x[q]``, ``Re(z*a) = c[p']*x[p] - s[p']*x[q] = y[p']`` and
+    ``Im(z*b) = c[q']*x[q] + s[q']*x[p] = y[q']``."""
+    for pair, ks in pairs:
+        po, qo = pair.first_out, pair.second_out
+        np.copyto(a.real[..., ks], cos[..., po], casting="unsafe")
+        np.copyto(a.imag[..., ks], sin[..., po], casting="unsafe")
+        np.copyto(b.real[..., ks], cos[..., qo], casting="unsafe")
+        np.copyto(b.imag[..., ks], sin[..., qo], casting="unsafe")
 
 
 def _numbered_pairs(pairs: tuple[PairBlock, ...], length: int) -> list[tuple[PairBlock, slice]]:
@@ -250,8 +330,9 @@ class _BlockEvaluator:
     which they broadcast gets them expanded to its shape, reused by the next blocks.
     """
 
-    def __init__(self, cos, sin, dx, start: int, end: int, pairs, block_rows: int, whole_tables):
+    def __init__(self, cos, sin, dx, start: int, end: int, pairs, block_rows: int, whole_tables, fill_tables):
         self.cos, self.sin, self.dx = cos, sin, dx
+        self.fill_tables = fill_tables
         self.start, self.end = start, end
         length = end - start
         self.pairs = pairs
@@ -288,7 +369,7 @@ class _BlockEvaluator:
                 compact_shape = self.cos[table_index].shape[:-1] + pair_shape[-1:]
                 a_part, b_part = ((a, b) if compact_shape == pair_shape
                                   else (np.empty(compact_shape, np.complex128) for _ in "ab"))
-                _fill_pair_tables(self.pairs, self.cos[table_index], self.sin[table_index], a_part, b_part)
+                self.fill_tables(self.pairs, self.cos[table_index], self.sin[table_index], a_part, b_part)
             if a_part is not a:
                 np.copyto(a, a_part)
                 np.copyto(b, b_part)
@@ -323,45 +404,61 @@ class _BlockEvaluator:
 
 def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
                                     partial_slice, *, workers: int | None = None) -> np.ndarray:
-    """The operator's result ``dx`` as a new array in dy's dtype; ``dy`` itself is not modified.
+    """The grad's result ``dx`` as a new array in dy's dtype; ``dy`` itself is not modified.
 
     Over the slice ``dx[p'] = c[p]*g[p] + s[q]*g[q]``, ``dx[q'] = c[q]*g[q] - s[p]*g[p]`` (pairing per
     mode in the module docstring), each product and the sum in float64 (products of float32/float16/
     bfloat16 numbers are exact), rounded once to dy's dtype. Outside the slice ``dx`` is a bit-exact copy
-    of ``dy`` (NaN payloads included). An empty slice returns a copy of ``dy``.
+    of ``dy`` (NaN payloads included). An empty slice returns a copy of ``dy``. See ``_rotated`` for how.
+    """
+    return _rotated(dy, cos, sin, rotary_mode, partial_slice, pair_blocks, _grad_tables, workers)
 
-    Evaluated near memory speed in two phases: ``dx`` is first a plain copy of ``dy`` (one large copy
-    per thread: as fast as ``dy.copy()``, where copies of cache-sized blocks are not), then its slice is
+
+def inplace_partial_rotary_mul(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                               partial_slice, *, workers: int | None = None) -> np.ndarray:
+    """The forward's result ``y`` as a new array in x's dtype: over the slice ``y[p'] = c[p']*x[p] -
+    s[p']*x[q]``, ``y[q'] = c[q']*x[q] + s[q']*x[p]`` (``forward_pair_blocks``) in float64, rounded once;
+    outside the slice a bit-exact copy of ``x``. See ``_rotated`` for how."""
+    return _rotated(x, cos, sin, rotary_mode, partial_slice, forward_pair_blocks, _forward_tables_of, workers)
+
+
+def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice, blocks_of,
+             fill_tables, workers: int | None) -> np.ndarray:
+    """``x`` with its slice rotated by the pairs ``blocks_of(mode, L)`` and complex tables ``fill_tables``.
+
+    Evaluated near memory speed in two phases: the result is first a plain copy of ``x`` (one large copy
+    per thread: as fast as ``x.copy()``, where copies of cache-sized blocks are not), then its slice is
     rewritten in cache-sized blocks of rows (see ``_BlockEvaluator``). Inputs of at least
     ``_MIN_BLOCKS_PER_WORKER`` blocks per thread are split over ``workers`` threads (default
     ``_WORKERS``: 2, or 1 on a single CPU) in both phases; numpy releases the GIL inside its loops. Every
     block is computed the same way, so the result does not depend on the split.
     """
-    start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
-    dx = np.empty(dy.shape, dy.dtype)
-    if start == end or dx.size == 0:
-        np.copyto(dx, dy)
-        return dx
+    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
+    out = np.empty(x.shape, x.dtype)
+    if start == end or out.size == 0:
+        np.copyto(out, x)
+        return out
     length = end - start
-    pairs = _numbered_pairs(pair_blocks(rotary_mode, length), length)
-    broadcast_axes = tuple(axis for axis in range(3) if cos.shape[axis] == 1 and dy.shape[axis] > 1)
-    blocks = _block_indices(dy.shape[:3], dy.shape[-1], broadcast_axes)
+    pairs = _numbered_pairs(blocks_of(rotary_mode, length), length)
+    broadcast_axes = tuple(axis for axis in range(3) if cos.shape[axis] == 1 and x.shape[axis] > 1)
+    blocks = _block_indices(x.shape[:3], x.shape[-1], broadcast_axes)
     # the first block is the largest: later ones only differ by a shorter tail along the split axis
-    block_rows = math.prod(len(range(*part.indices(size))) for part, size in zip(blocks[0], dy.shape[:3]))
+    block_rows = math.prod(len(range(*part.indices(size))) for part, size in zip(blocks[0], x.shape[:3]))
     whole_tables = None
-    if 16 * cos.size <= dy.nbytes // 2:
+    if 16 * cos.size <= x.nbytes // 2:
         table_shape = cos.shape[:-1] + (length // 2,)
         whole_tables = (np.empty(table_shape, np.complex128), np.empty(table_shape, np.complex128))
-        _fill_pair_tables(pairs, cos, sin, *whole_tables)
+        fill_tables(pairs, cos, sin, *whole_tables)
     workers = max(1, min(_WORKERS if workers is None else workers, len(blocks) // _MIN_BLOCKS_PER_WORKER))
     shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
-    evaluators = [_BlockEvaluator(cos, sin, dx, start, end, pairs, block_rows, whole_tables) for _ in shares]
-    copies = [functools.partial(np.copyto, dx[part], dy[part]) for part in _leading_parts(dy.shape, workers)]
+    evaluators = [_BlockEvaluator(cos, sin, out, start, end, pairs, block_rows, whole_tables, fill_tables)
+                  for _ in shares]
+    copies = [functools.partial(np.copyto, out[part], x[part]) for part in _leading_parts(x.shape, workers)]
     runs = [functools.partial(evaluator.run, share) for evaluator, share in zip(evaluators, shares)]
     with ThreadPoolExecutor(workers - 1) if workers > 1 else contextlib.nullcontext() as pool:
         _run_together(pool, copies)
         _run_together(pool, runs)
-    return dx
+    return out
 
 
 def _leading_parts(shape: tuple[int, ...], parts: int) -> list[tuple[slice, ...]]:

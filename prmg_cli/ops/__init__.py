@@ -7,9 +7,10 @@ pairs and cos/sin layouts it accepts. A third operator would be a new module and
 
 from __future__ import annotations
 
+from .forward import FORWARD
 from .grad import GRAD
 from .spec import OperatorSpec, Violation
 
-OPERATORS: dict[str, OperatorSpec] = {spec.name: spec for spec in (GRAD,)}
+OPERATORS: dict[str, OperatorSpec] = {spec.name: spec for spec in (GRAD, FORWARD)}
 
-__all__ = ["OPERATORS", "OperatorSpec", "Violation"]
+__all__ = ["OPERATORS", "OperatorSpec", "Violation", "GRAD", "FORWARD"]

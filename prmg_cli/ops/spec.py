@@ -32,8 +32,8 @@ class OperatorSpec:
       ``compute_dtype`` (float64: the high-precision golden);
     - ``magnitude(x, cos, sin, mode, slice)``: per output element, the sum of its two products'
       magnitudes ``|c*x| + |s*x'|`` (float64), which the ``default`` budget scales with;
-    - ``lane_terms(mode, L) -> (kept, partner, sign, sin_lane)``: per output lane ``j`` of the slice,
-      ``out[j] = c[kept]*x[kept] + sign * s[sin_lane]*x[partner]`` (indices into the slice);
+    - ``lane_terms(mode, L) -> (kept, partner, sign, cos_lane, sin_lane)``: per output lane ``j`` of the
+      slice, ``out[j] = c[cos_lane]*x[kept] + sign * s[sin_lane]*x[partner]`` (indices into the slice);
     - ``dtype_pairs``: the (in-place dtype, cos/sin dtype) pairs it accepts; ``layouts``: the cos/sin
       broadcast patterns it accepts.
     """
