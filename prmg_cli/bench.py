@@ -55,18 +55,27 @@ def time_case(session, case: Case, warmup: int, repeat: int) -> list[float]:
     return times
 
 
-def _time_cases(settings, device: int, cases: Sequence[Case], warmup: int, repeat: int) -> list[list[float]]:
-    """Kernel times of every case, in one session (run in a child process)."""
+def _time_cases(settings, device: int, cases: Sequence[Case], warmup: int, repeat: int):
+    """The SoC name and the kernel times of every case, in one session (run in a child process)."""
     from .acl import AclSession
 
     with AclSession(settings.toolkit, device) as session:
-        return [time_case(session, case, warmup, repeat) for case in cases]
+        return session.soc_name(), [time_case(session, case, warmup, repeat) for case in cases]
+
+
+def soc_entry(soc: str) -> str | None:
+    """The ``PEAK_GBPS`` entry a SoC name (``aclrtGetSocName``, e.g. ``Ascend950PR_9372``) belongs to."""
+    return next((name for name in sorted(PEAK_GBPS, key=len, reverse=True) if soc.startswith(name)), None)
 
 
 def bench_cases(cases: Sequence[Case], settings, device: int, warmup: int, repeat: int,
-                peak_gbps: float | None, timeout: float | None = None) -> list[dict]:
-    """Time every case in a child process (the libraries never load into this one); one row per case."""
-    timings = execute.call_in_child(_time_cases, settings, device, list(cases), warmup, repeat, timeout=timeout)
+                peak_gbps: float | None, soc: str | None = None, timeout: float | None = None) -> tuple[str, list[dict]]:
+    """Time every case in a child process (the libraries never load into this one): the SoC the peak
+    bandwidth was taken for and one row per case (``times_ms`` holds every timed launch)."""
+    device_soc, timings = execute.call_in_child(_time_cases, settings, device, list(cases), warmup, repeat,
+                                                timeout=timeout)
+    soc = soc or soc_entry(device_soc) or DEFAULT_SOC
+    peak_gbps = peak_for(soc, peak_gbps, settings.toolkit.kind)
     rows = []
     for case, times in zip(cases, timings):
         moved = bytes_moved(case)
@@ -74,9 +83,9 @@ def bench_cases(cases: Sequence[Case], settings, device: int, warmup: int, repea
         gbps = moved / (median * 1e-3) / 1e9 if median else None
         rows.append({"name": case.name, "shape": list(case.shape), "dtype": case.dtype,
                      "cos_dtype": case.cos_dtype, "min_ms": min(times) if times else None,
-                     "median_ms": median, "bytes": moved, "gbps": gbps,
+                     "median_ms": median, "bytes": moved, "gbps": gbps, "times_ms": list(times),
                      "peak_share": gbps / peak_gbps if gbps and peak_gbps else None})
-    return rows
+    return device_soc, rows
 
 
 def pipeline_cost(count: int = 300) -> dict:
@@ -107,8 +116,9 @@ def peak_for(soc: str, peak_gbps: float | None, runner_kind: str) -> float | Non
 
 
 def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmup, repeat, peak_gbps,
-                  soc: str = DEFAULT_SOC, timeout: float | None = None, keyword, report_format: str) -> str:
-    """``prmg bench``: the text to print."""
+                  soc: str | None = None, timeout: float | None = None, keyword, report_format: str,
+                  baseline: str | None = None) -> tuple[str, int]:
+    """``prmg bench``: the text to print and the exit code (1 when ``baseline`` shows a slowdown)."""
     if report_format not in ("table", "json"):
         raise PrmgError(f"--report must be table or json for bench, got {report_format!r}")
     if host:
@@ -117,10 +127,10 @@ def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmu
         rows = run_host_bench()
         pipeline = pipeline_cost()
         if report_format == "json":
-            return json.dumps({"host": rows, "pipeline": pipeline}, indent=2)
+            return json.dumps({"host": rows, "pipeline": pipeline}, indent=2), 0
         return (format_host_bench(rows) + f"\npipeline: {pipeline['cases']} small cases through the emulator "
                 f"in {pipeline['total_s']:.2f} s = {pipeline['per_case_ms']:.1f} ms per case "
-                f"(start-up included; {pipeline['not_passed']} not passed)")
+                f"(start-up included; {pipeline['not_passed']} not passed)"), 0
     if not paths:
         raise PrmgError("give case files to time, or --host")
     from .suite import load_selected, run_info, runner_settings, target_modes
@@ -130,13 +140,19 @@ def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmu
     modes = target_modes(supported_modes)
     cases = [c for c in load_selected(paths, modes, keyword) if c.expect.success
              and c.rotary_mode in modes]
+    if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
+        raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
     settings = runner_settings(runner, op_lib, modes)
-    peak = peak_for(soc, peak_gbps, settings.toolkit.kind)
-    rows = bench_cases(cases, settings, device, warmup, repeat, peak, timeout)
+    device_soc, rows = bench_cases(cases, settings, device, warmup, repeat, peak_gbps, soc, timeout)
+    verdict, code = [], 0
+    if baseline:
+        from .runs import compare_bench
+
+        verdict, code = compare_bench(baseline, rows)
     if report_format == "json":
-        return json.dumps({"runner": settings.toolkit.kind, "peak_gbps": peak, "version": __version__,
-                           "cases": rows}, indent=2)
-    return format_bench(rows, run_info(settings, (device,)))
+        return json.dumps({"runner": settings.toolkit.kind, "soc": device_soc, "version": __version__,
+                           "cases": rows, "baseline": verdict}, indent=2), code
+    return "\n".join([format_bench(rows, run_info(settings, (device,), device_soc))] + verdict), code
 
 
 BENCH_EMULATOR_NOTE = "host timings (emulator), not NPU"

@@ -1,13 +1,273 @@
-"""Golden-free checks on the device: one entry per check in ``CHECKS``.
+"""Golden-free checks on the device: one entry per check in ``CHECKS``, each judging device results alone.
 
 A case asks for them with ``checks: [adjoint, roundtrip, determinism]`` (or ``prmg run --check``);
-``golden: false`` judges a case by its checks alone.
+``golden: false`` judges a case by its checks (and the in-place contract) alone, for shapes too large
+for a host golden and as an oracle independent of the golden's reading of the docs. Each check launches
+what it needs on the device, reports its own metric (``<name>_ratio`` or ``<name>_mismatches``, <= 1 or 0
+when it holds) and a message when it fails.
+
+**A golden-free element bound.** An operator's output element is ``out = c*x + sign*s*x'`` (its
+``lane_terms``); a correct float32 kernel is within ``E = (2u + u^2)*m`` of the exact value before its final
+rounding (``m = |c*x| + |s*x'|``, ``u = 2^-24``, as for the ``default`` standard), and the exact value lies
+within ``m`` of zero, so after rounding to the output dtype::
+
+    b = E + ulp_dtype(m + E)/2 + min(4*2^-126, m) + 2^-147
+
+bounds ``|device - exact|`` without any golden (``ulp(m + E) >= ulp(|exact| + E)``).
+
+**adjoint.** The grad is the exact transpose of the forward on every (b, s, n) row of the slice, so with
+``y = F x`` (the forward on a probe ``x``) and ``dx = B dy`` (the grad on ``dy``), both from the device,
+``S1 = <y, dy>`` and ``S2 = <x, dx>`` over a row are equal up to the devices' errors and float64
+summation: ``|S1 - S2| <= sum_j bF_j*|dy_j| + sum_j |x_j|*bB_j + g_(L+1)*(sum_j |y_j*dy_j| + sum_j |x_j*dx_j|)``,
+``g_n = n*2^-53 / (1 - n*2^-53)`` (products of two float32/16 numbers are exact in float64; only the sums
+round). Each row is judged by its own bound (metric: the largest ``|S1 - S2| / bound``). The forward on
+950 takes fewer cos/sin layouts and dtypes than the grad, so for it cos/sin are expanded to BSND and
+converted exactly to float32 where needed (the same numbers, so the same operator).
+
+**roundtrip.** With a RoPE table (each pair's partners share one angle, ``c^2 + s^2 = 1`` up to the
+table's rounding) the grad undoes the forward: ``z = B(F x)`` returns ``x``. With ``y = F x + e1``
+(``|e1| <= bF``) and ``z = B y + e2`` (``|e2| <= bB`` of y's magnitudes), per element
+``|z - x| <= |(B F x) - x| + |c|*bF[kept] + |s|*bF[partner] + bB``, where ``(B F x) - x`` (the tables'
+rounding) is evaluated in float64 with a relative slack of ``2^-50``. The case's tables are used when they
+are RoPE tables, else RoPE tables (base 10000) of the same shape and dtype.
+
+**determinism.** ``--repeat K`` launches (default 2) of the same inputs give bit-identical outputs and
+the same status; a kernel that differs by one ulp between launches fails even where each launch is
+within tolerance.
 """
 
 from __future__ import annotations
 
-CHECKS: dict[str, str] = {
-    "adjoint": "forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding",
-    "roundtrip": "with a RoPE table, grad(forward(x)) returns x within float32 rounding",
-    "determinism": "repeated launches give bit-identical outputs",
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .dtypes import bits, from_numpy
+from .inputs import Inputs, rope_angles, tensor_generator
+from .ops import FORWARD, GRAD, OPERATORS
+from .standards import FORMATS, FTZ_FLOOR, U32, UNDERFLOW_FLOOR
+from .vocab import broadcast_shape
+
+U64 = 2.0 ** -53
+
+
+@dataclass
+class CheckResult:
+    """What one check found: whether it holds, its metrics, why not, details; ``note`` when it could not
+    run (e.g. the forward refuses the case's D), reported as a warning."""
+
+    name: str
+    passed: bool = True
+    metrics: dict = field(default_factory=dict)
+    message: str = ""
+    details: list = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class CheckContext:
+    """What a check may use: the case, its inputs, the main launch's outcome, a way to launch any case of
+    any operator on the device (``launch(case, inputs) -> Outcome``), and ``repeat`` for determinism."""
+
+    case: object
+    inputs: Inputs
+    outcome: object
+    launch: Callable
+    repeat: int = 2
+
+
+@dataclass(frozen=True)
+class Check:
+    """One golden-free check: its description and ``run(context) -> CheckResult``."""
+
+    description: str
+    run: Callable[[CheckContext], CheckResult]
+
+
+def element_bound(op, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mode: int, piece) -> np.ndarray:
+    """The golden-free bound ``b`` of every output element of ``op``'s slice (module docstring)."""
+    magnitude = op.magnitude(x, cos, sin, mode, piece)
+    fmt = FORMATS[from_numpy(x.dtype).name]
+    computation = magnitude * (2 * U32 + U32 * U32)
+    bound = 0.5 * fmt.ulp(magnitude + computation)
+    bound += computation + np.minimum(magnitude, FTZ_FLOOR) + UNDERFLOW_FLOOR
+    return bound
+
+
+def _probe(case, tensor: str, shape, dtype, salt: int) -> np.ndarray:
+    """A seeded uniform(-1, 1) probe tensor (the case's seed, ``salt`` apart from its own inputs)."""
+    generator = tensor_generator(case.seed ^ (salt << 32), tensor)
+    return generator.uniform(-1.0, 1.0, shape).astype(dtype)
+
+
+def _as_operator(case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs]:
+    """``case`` re-aimed at ``op`` with in-place tensor ``x``: cos/sin expanded to BSND and converted exactly
+    to float32 where ``op`` refuses the case's layout or dtype pair (the same numbers, the same operator)."""
+    cos, sin = inputs.cos, inputs.sin
+    shape = tuple(case.cos_shape)
+    if shape not in {broadcast_shape(layout, case.shape, case.cos_shape[-1]) for layout in op.layouts}:
+        shape = broadcast_shape("BSND", case.shape, case.cos_shape[-1])
+        cos, sin = np.ascontiguousarray(np.broadcast_to(cos, shape)), np.ascontiguousarray(np.broadcast_to(sin, shape))
+    cos_dtype = case.cos_dtype
+    if (case.dtype, cos_dtype) not in op.dtype_pairs:
+        cos_dtype = "float32"
+        cos, sin = cos.astype(np.float32), sin.astype(np.float32)
+    aimed = dataclasses.replace(case, op=op.name, cos_shape=shape, sin_shape=shape, cos_dtype=cos_dtype,
+                                sin_dtype=cos_dtype, checks=(), golden=True)
+    return aimed, Inputs(x, cos, sin)
+
+
+def _refusal(op, case) -> str:
+    """Why ``op`` would refuse ``case`` (its first broken rule), or ""."""
+    from .constraints import violation_details
+
+    found = [v for v in violation_details(case, frozenset({case.rotary_mode})) if not v.skippable]
+    return f"the {op.title} operator refuses it: {found[0].message}" if found else ""
+
+
+def _launched(context: CheckContext, case, inputs: Inputs, what: str):
+    """``inputs`` through ``case`` on the device; (outcome, "") or (None, why it could not run)."""
+    refused = _refusal(OPERATORS[case.op], case)
+    if refused:
+        return None, f"{what}: {refused}"
+    outcome = context.launch(case, inputs)
+    if outcome.status != 0 or outcome.dy is None:
+        return None, f"{what}: the {OPERATORS[case.op].title} launch returned {outcome.status} {outcome.error_message}"
+    return outcome, ""
+
+
+def _rows(array: np.ndarray) -> np.ndarray:
+    """``array`` (B, S, N, L) as float64 rows (B*S*N, L)."""
+    return array.reshape(-1, array.shape[-1]).astype(np.float64)
+
+
+def adjoint(context: CheckContext) -> CheckResult:
+    """The adjoint check (module docstring): ``<F x, dy>`` against ``<x, B dy>`` row by row."""
+    case, inputs = context.case, context.inputs
+    start, end = case.partial_slice
+    other = FORWARD if case.op == GRAD.name else GRAD
+    probe = _probe(case, "dy", inputs.dy.shape, inputs.dy.dtype, 1)
+    other_case, other_inputs = _as_operator(case, inputs, other, probe)
+    outcome, why = _launched(context, other_case, other_inputs, "adjoint")
+    if outcome is None:
+        return CheckResult("adjoint", note=why)
+    if case.op == GRAD.name:         # main: dx = B dy; probe x through the forward: y = F x
+        x, y, x_inputs = probe, outcome.dy, other_inputs
+        dy, dx, dy_inputs = inputs.dy, context.outcome.dy, inputs
+    else:                            # main: y = F x; probe dy through the grad: dx = B dy
+        x, y, x_inputs = inputs.dy, context.outcome.dy, inputs
+        dy, dx, dy_inputs = probe, outcome.dy, other_inputs
+    piece = (start, end)
+    bound_forward = element_bound(FORWARD, x, x_inputs.cos, x_inputs.sin, case.rotary_mode, piece)
+    bound_grad = element_bound(GRAD, dy, dy_inputs.cos, dy_inputs.sin, case.rotary_mode, piece)
+    x, y, dy, dx = (_rows(a[..., start:end]) for a in (x, y, dy, dx))
+    bound_forward, bound_grad = _rows(bound_forward), _rows(bound_grad)
+    with np.errstate(all="ignore"):
+        left, right = (y * dy).sum(axis=1), (x * dx).sum(axis=1)
+        terms = np.abs(y * dy).sum(axis=1) + np.abs(x * dx).sum(axis=1)
+        gamma = (end - start + 1) * U64 / (1 - (end - start + 1) * U64)
+        bound = (bound_forward * np.abs(dy)).sum(axis=1) + (np.abs(x) * bound_grad).sum(axis=1) + gamma * terms
+        ratio = np.abs(left - right) / bound
+    ratio = np.where(np.isfinite(left) & np.isfinite(right), ratio, np.inf)
+    worst = int(np.argmax(ratio)) if ratio.size else 0
+    value = float(ratio[worst]) if ratio.size else 0.0
+    result = CheckResult("adjoint", metrics={"adjoint_ratio": value if np.isfinite(value) else None})
+    bad = np.flatnonzero(~(ratio <= 1))
+    if bad.size:
+        index = tuple(int(i) for i in np.unravel_index(worst, case.shape[:3]))
+        result.passed = False
+        result.message = (f"adjoint: <F x, dy> and <x, B dy> differ beyond float32 rounding in {bad.size} of "
+                          f"{ratio.size} rows (worst {value:.3g} x its bound, row (b, s, n)={index})")
+        result.details = [f"adjoint: row {index}: <F x, dy> = {left[worst]:.9g}, <x, B dy> = {right[worst]:.9g}, "
+                          f"bound {bound[worst]:.3g}"]
+    return result
+
+
+def _rope_inputs(case, inputs: Inputs) -> Inputs:
+    """``inputs`` with RoPE cos/sin tables: the case's own when they are RoPE tables, else base 10000."""
+    if case.cos_input.kind == "rope" and case.sin_input.kind == "rope":
+        return inputs
+    angles = rope_angles(tuple(case.cos_shape), case.rotary_mode, 10000.0)
+    dtype = inputs.cos.dtype
+    return Inputs(inputs.dy, np.cos(angles).astype(dtype), np.sin(angles).astype(dtype))
+
+
+def roundtrip(context: CheckContext) -> CheckResult:
+    """The roundtrip check (module docstring): the grad of the forward of ``x`` returns ``x``."""
+    case = context.case
+    start, end = case.partial_slice
+    piece = (start, end)
+    tables = _rope_inputs(case, context.inputs)
+    x = _probe(case, "dy", context.inputs.dy.shape, context.inputs.dy.dtype, 2)
+    forward_case, forward_inputs = _as_operator(case, tables, FORWARD, x)
+    forward, why = _launched(context, forward_case, forward_inputs, "roundtrip")
+    if forward is None:
+        return CheckResult("roundtrip", note=why)
+    grad_case, grad_inputs = _as_operator(case, tables, GRAD, forward.dy)
+    back, why = _launched(context, grad_case, grad_inputs, "roundtrip")
+    if back is None:
+        return CheckResult("roundtrip", note=why)
+    kept, partner, sign, cos_lane, sin_lane = GRAD.lane_terms(case.rotary_mode, end - start)
+    with np.errstate(all="ignore"):
+        exact_y = FORWARD.golden_slice(x, forward_inputs.cos, forward_inputs.sin, case.rotary_mode, piece)
+        y_full = x.astype(np.float64)
+        y_full[..., start:end] = exact_y
+        identity = GRAD.golden_slice(y_full, grad_inputs.cos, grad_inputs.sin, case.rotary_mode, piece)
+        x_slice = x[..., start:end].astype(np.float64)
+        defect = np.abs(identity - x_slice) + 2.0 ** -50 * np.abs(x_slice)
+        bound_forward = element_bound(FORWARD, x, forward_inputs.cos, forward_inputs.sin, case.rotary_mode, piece)
+        bound_grad = element_bound(GRAD, forward.dy, grad_inputs.cos, grad_inputs.sin, case.rotary_mode, piece)
+        cos = np.abs(np.broadcast_to(grad_inputs.cos.astype(np.float64), exact_y.shape))
+        sin = np.abs(np.broadcast_to(grad_inputs.sin.astype(np.float64), exact_y.shape))
+        bound = defect + cos[..., cos_lane] * bound_forward[..., kept] + sin[..., sin_lane] * bound_forward[..., partner] \
+            + bound_grad
+        error = np.abs(back.dy[..., start:end].astype(np.float64) - x_slice)
+        ratio = np.where(np.isfinite(error), error / bound, np.inf)
+    value = float(ratio.max()) if ratio.size else 0.0
+    result = CheckResult("roundtrip", metrics={"roundtrip_ratio": value if np.isfinite(value) else None})
+    bad = np.flatnonzero(~(ratio <= 1))
+    if bad.size:
+        worst = int(np.argmax(ratio))
+        b, s, n, lane = (int(i) for i in np.unravel_index(worst, ratio.shape))
+        result.passed = False
+        result.message = (f"roundtrip: grad(forward(x)) is off x beyond float32 rounding at {bad.size} of "
+                          f"{ratio.size} elements (worst {value:.3g} x its bound, at (b, s, n, d)=({b}, {s}, {n}, "
+                          f"{start + lane}))")
+    return result
+
+
+def determinism(context: CheckContext) -> CheckResult:
+    """The determinism check (module docstring): ``repeat`` launches, bit-identical outputs."""
+    first = context.outcome
+    reference_bits = bits(first.dy).reshape(-1)
+    mismatches, launches = 0, max(2, context.repeat)
+    worst_index = None
+    for _ in range(launches - 1):
+        again = context.launch(context.case, context.inputs)
+        if again.status != first.status or again.dy is None:
+            return CheckResult("determinism", False, {"determinism_mismatches": None},
+                               f"determinism: a repeated launch returned status {again.status}, the first {first.status}")
+        differ = np.flatnonzero(bits(again.dy).reshape(-1) != reference_bits)
+        if differ.size > mismatches:
+            mismatches, worst_index = int(differ.size), int(differ[0])
+    result = CheckResult("determinism", metrics={"determinism_mismatches": mismatches})
+    if mismatches:
+        index = tuple(int(i) for i in np.unravel_index(worst_index, first.dy.shape))
+        result.passed = False
+        result.message = (f"determinism: {launches} launches of the same inputs differ in {mismatches} elements "
+                          f"(first at {index})")
+    return result
+
+
+CHECKS: dict[str, Check] = {
+    "adjoint": Check("forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding", adjoint),
+    "roundtrip": Check("with a RoPE table, grad(forward(x)) returns x within float32 rounding", roundtrip),
+    "determinism": Check("repeated launches give bit-identical outputs", determinism),
 }
+
+
+def run_checks(names, context: CheckContext) -> list[CheckResult]:
+    """Every check of ``names`` on ``context``, in order."""
+    return [CHECKS[name].run(context) for name in names]

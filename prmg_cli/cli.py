@@ -121,6 +121,14 @@ def run(
         "need exceeds SIZE (e.g. 8G, 512M; default: half of this machine's RAM)."),
     strict: bool = typer.Option(False, "--strict", help="Warnings (e.g. a vacuous case whose input already "
                                 "passes) fail their cases."),
+    check: Optional[str] = typer.Option(None, "--check", metavar="LIST", help="Golden-free checks on the device "
+                                        "for every pass case: adjoint, roundtrip, determinism (comma-separated)."),
+    no_golden: bool = typer.Option(False, "--no-golden", help="Judge cases by their checks alone (for shapes too "
+                                   "large for a host golden); needs --check."),
+    repeat: int = typer.Option(2, "--repeat", metavar="K", help="Launches the determinism check compares (>= 2)."),
+    save_failures: Optional[Path] = typer.Option(None, "--save-failures", metavar="DIR", help="For each failed "
+                                                 "case write DIR/CASE/ with its inputs, output, float64 golden, "
+                                                 "error map and meta.json (numpy alone reads them)."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
     max_details: Optional[int] = typer.Option(None, "--max-details", metavar="N",
                                               help="With -v, at most N diagnosis lines per case."),
@@ -147,7 +155,8 @@ def run(
         exclude_tags=tuple(exclude_tags), fail_fast=fail_fast, list_only=list_only, timeout=timeout,
         results=str(results) if results else None, resume=str(resume) if resume else None, shard=shard,
         max_memory=max_memory, verbose=verbose, wide=wide, max_details=max_details, strict=strict,
-        max_timeouts=max_timeouts, progress_interval=check_timeout(progress_interval, "--progress-interval") or 0)
+        max_timeouts=max_timeouts, progress_interval=check_timeout(progress_interval, "--progress-interval") or 0,
+        checks=check, golden=not no_golden, repeat=repeat, save_failures=str(save_failures) if save_failures else None)
     raise typer.Exit(run_suite(request))
 
 
@@ -296,8 +305,11 @@ def bench(
     repeat: int = typer.Option(10, "--repeat", metavar="N", help="Timed launches per case."),
     peak_gbps: Optional[float] = typer.Option(None, "--peak-gbps", metavar="GBPS", help="Peak memory "
                                               "bandwidth of the device (GB/s, > 0); default: the --soc entry."),
-    soc: str = typer.Option("Ascend950PR", "--soc", metavar="NAME", help="Device kind for the peak bandwidth "
-                            "table (Ascend950PR 1600 GB/s, Ascend950DT 4000 GB/s)."),
+    soc: Optional[str] = typer.Option(None, "--soc", metavar="NAME", help="Device kind for the peak bandwidth "
+                                      "table (Ascend950PR 1600 GB/s, Ascend950DT 4000 GB/s; default: what "
+                                      "aclrtGetSocName says)."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", metavar="FILE", help="A bench JSON report to "
+                                            "compare with: exit 1 when a case got slower beyond its noise."),
     timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS",
                                   help="Limit for the whole measurement (0 = none)."),
     keyword: Optional[str] = KEYWORD,
@@ -308,7 +320,8 @@ def bench(
     \b
     Examples:
       prmg bench --host
-      prmg bench cases/smoke.yaml --repeat 20 --report json
+      prmg bench cases/smoke.yaml --repeat 20 --report json > base.json
+      prmg bench cases/smoke.yaml --repeat 20 --baseline base.json
     """
     import math
 
@@ -318,10 +331,44 @@ def bench(
 
     if peak_gbps is not None and not (math.isfinite(peak_gbps) and peak_gbps > 0):
         raise PrmgError(f"--peak-gbps must be a finite number > 0, got {peak_gbps!r}")
-    write_stdout(bench_command(
+    text, code = bench_command(
         paths=[str(p) for p in paths or []], host=host, runner=runner, op_lib=op_lib,
         supported_modes=supported_modes, device=device, warmup=warmup, repeat=repeat,
-        peak_gbps=peak_gbps, soc=soc, timeout=check_timeout(timeout), keyword=keyword, report_format=report))
+        peak_gbps=peak_gbps, soc=soc, timeout=check_timeout(timeout), keyword=keyword, report_format=report,
+        baseline=str(baseline) if baseline else None)
+    write_stdout(text)
+    raise typer.Exit(code)
+
+
+@command("compare", cls=_Command)
+def compare_runs(
+    run_a: Path = typer.Argument(..., metavar="A.jsonl", help="The results file of the first run (--results)."),
+    run_b: Path = typer.Argument(..., metavar="B.jsonl", help="The results file of the second run."),
+    report: str = typer.Option("table", "--report", metavar="FORMAT", help="table, json or markdown."),
+    drift: float = typer.Option(0.25, "--drift", metavar="FRACTION", help="Precision drift: the key metric "
+                                "rising by more than this fraction (and --floor) is a regression."),
+    floor: float = typer.Option(0.05, "--floor", metavar="VALUE", help="The absolute part of the drift limit."),
+    time_floor: float = typer.Option(0.05, "--time-floor", metavar="FRACTION", help="Kernel time: a rise beyond "
+                                     "3 x the measured spread plus this fraction of the median is a regression."),
+) -> None:
+    """Compare two runs: new failures first, then precision drift, kernel-time drift beyond the measured
+    noise, cases only in one run, fixes. Exit 1 on any regression, 0 otherwise.
+
+    \b
+    Example:
+      prmg compare cann-8.3.jsonl cann-8.5.jsonl --report markdown
+    """
+    import math
+
+    from .runs import compare_files
+    from .writes import write_stdout
+
+    for name, value in (("--drift", drift), ("--floor", floor), ("--time-floor", time_floor)):
+        if not (math.isfinite(value) and value >= 0):
+            raise PrmgError(f"{name} must be a finite number >= 0, got {value!r}")
+    text, code = compare_files(str(run_a), str(run_b), report, drift=drift, floor=floor, time_floor=time_floor)
+    write_stdout(text)
+    raise typer.Exit(code)
 
 
 def _error_line(text: str, *, keep_newlines: bool = False) -> None:

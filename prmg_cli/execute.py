@@ -28,7 +28,8 @@ from . import constraints
 from .cases import Case, case_to_dict
 from .dtypes import lookup
 from .errors import PrmgError
-from .judge import judge, key_metric
+from .checks import CheckContext, run_checks
+from .judge import add_checks, judge, key_metric
 from .results import CaseResult
 from .vocab import MODE_NAMES
 
@@ -48,6 +49,10 @@ class RunSettings:
     max_memory: int | None = None             # bytes; None = no limit
     strict: bool = False                      # --strict: a warning fails its case
     max_timeouts: int = 3                     # timeouts in a row after which a device is wedged
+    checks: tuple = ()                        # --check: golden-free checks run on every pass case
+    golden: bool = True                       # --no-golden: judge by the checks alone
+    repeat: int = 2                           # --repeat: launches of the determinism check
+    save_failures: str | None = None          # --save-failures DIR: artifacts of every failed case
 
 
 def expect_label(case: Case) -> str:
@@ -63,7 +68,7 @@ def case_result(case: Case, status: str, **fields) -> CaseResult:
         cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
         sin_shape=list(case.sin_shape), rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
         partial_slice=list(case.partial_slice), seed=case.seed, expect=expect_label(case),
-        known_defect=case.known_defect or "", checks=list(case.checks), tags=list(case.tags),
+        known_defect=case.known_defect or "", checks=list(case.checks), golden=case.golden, tags=list(case.tags),
         definition=case_to_dict(case), **fields)
 
 
@@ -174,8 +179,23 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         outcome = session.launch(case, inputs)
         timings.update(outcome.timings)
         judged = time.perf_counter()
-        verdict = judge(case, inputs, outcome, standard, tolerance)
+        verdict = judge(case, inputs, outcome, standard, tolerance, golden=case.golden and settings.golden)
         timings["judge"] = (time.perf_counter() - judged) * 1e3
+        names = tuple(dict.fromkeys(case.checks + settings.checks))
+        samples = [outcome.kernel_ms] if outcome.kernel_ms is not None else []
+
+        def launch(launched_case, launched_inputs):
+            """A launch for a check; the kernel times of the case's own repeats are kept."""
+            repeated = session.launch(launched_case, launched_inputs)
+            if launched_case is case and repeated.kernel_ms is not None:
+                samples.append(repeated.kernel_ms)
+            return repeated
+
+        if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
+            checked = time.perf_counter()
+            context = CheckContext(case, inputs, outcome, launch, settings.repeat)
+            verdict = add_checks(verdict, run_checks(names, context))
+            timings["checks"] = (time.perf_counter() - checked) * 1e3
     except PrmgError as exc:
         result = case_result(case, "error", message=str(exc), standard=standard,
                              duration_s=time.perf_counter() - started, timings=timings)
@@ -187,9 +207,16 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
                          key_metric=key_metric(verdict), details=list(verdict.details),
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
-                         standard=standard, kernel_ms=outcome.kernel_ms, duration_s=time.perf_counter() - started,
+                         standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
+                         duration_s=time.perf_counter() - started,
                          timings={key: round(value, 3) for key, value in timings.items()})
-    return known_defect_status(case, strict_status(result, settings)), outcome.failed_call != SYNCHRONIZE
+    result = strict_status(result, settings)
+    if result.status == "failed" and settings.save_failures:
+        from .artifacts import save_failure
+
+        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays) \
+            or f"could not write artifacts under {settings.save_failures}"
+    return known_defect_status(case, result), outcome.failed_call != SYNCHRONIZE
 
 
 def die_with_parent() -> None:

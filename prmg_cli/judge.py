@@ -50,13 +50,16 @@ class Verdict:
     details: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     error_map: dict = field(default_factory=dict)
+    arrays: dict = field(default_factory=dict, repr=False)   # a failed slice's "golden" (float64) and "score"
 
 
-def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[str, float] | None = None) -> Verdict:
+def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[str, float] | None = None, *,
+          golden: bool = True) -> Verdict:
     """Judge one launch's ``outcome`` of ``case`` run on ``inputs`` (module docstring for the order).
 
     ``standard`` and ``tolerance`` are the case's, already resolved by the caller; an unknown standard
-    or parameter raises ``PrmgError``.
+    or parameter raises ``PrmgError``. Without ``golden`` the slice is not compared with a golden (the
+    case's golden-free checks judge it; the contract checks still run).
     """
     tolerance = dict(tolerance or {})
     check_standard(standard, tolerance, file=case.source, case=case.name)
@@ -73,7 +76,7 @@ def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[s
     problems.extend(outcome.contract_violations)
     if expected_status is None:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
-            _judge_result(case, inputs, outcome.dy, standard, tolerance, problems, verdict)
+            _judge_result(case, inputs, outcome.dy, standard, tolerance, problems, verdict, golden)
     if problems:
         verdict.status, verdict.message = "failed", "; ".join(problems)
     return verdict
@@ -95,6 +98,20 @@ def _tensor_name(case) -> str:
     return "dy" if case.op == "grad" else "x"
 
 
+def add_checks(verdict: Verdict, results) -> Verdict:
+    """``verdict`` with the golden-free checks' ``results`` (``checks.CheckResult``) folded in: their metrics,
+    a failed check's message and details, and a check that could not run as a warning."""
+    for result in results:
+        verdict.metrics.update(result.metrics)
+        verdict.details.extend(result.details)
+        if result.note:
+            verdict.warnings.append(f"{result.name} not run: {result.note}")
+        if not result.passed:
+            verdict.message = "; ".join(filter(None, [verdict.message, result.message]))
+            verdict.status = "failed"
+    return verdict
+
+
 def _status_matches(expected, status: int) -> bool:
     """True when ``status`` is what ``expected`` asks: 0 for None (success), any non-zero status for "any",
     else exactly ``expected``."""
@@ -114,7 +131,8 @@ def _status_message(expected, outcome) -> str:
     return f"expected {wanted}, got {got}"
 
 
-def _judge_result(case, inputs, result, standard, tolerance, problems: list, verdict: Verdict) -> None:
+def _judge_result(case, inputs, result, standard, tolerance, problems: list, verdict: Verdict,
+                  golden: bool = True) -> None:
     """The checks of a successful call: shape, outside the slice, inside the slice."""
     name = _tensor_name(case)
     if result is None:
@@ -132,7 +150,7 @@ def _judge_result(case, inputs, result, standard, tolerance, problems: list, ver
         problems.append(summary)
         verdict.details.extend(lines)
         verdict.metrics["outside_changed"] = count
-    if end > start:
+    if end > start and golden:
         _judge_slice(case, inputs, result, standard, tolerance, problems, verdict, changed_outside)
     elif changed_outside is not None:
         verdict.error_map = diagnosis.error_map(np.zeros(result.shape[:-1] + (0,)), start, result.shape[-1],
@@ -213,6 +231,7 @@ def _judge_slice(case, inputs, result, standard, tolerance, problems: list, verd
     score = np.where(wrong, np.maximum(np.nan_to_num(judgement.score, nan=np.inf), 1.0 + 1e-9), judgement.score)
     verdict.error_map = diagnosis.error_map(score, start, result.shape[-1], changed_outside)
     verdict.error_map["metric"] = judgement.limit_name and f"error/{judgement.limit_name}" or "score"
+    verdict.arrays = {"golden": golden, "score": score}
 
 
 def _non_finite_right(view: SliceView, standard: str, actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
@@ -338,6 +357,9 @@ _KEY_METRICS = (
     ("mare_ratio", _key_double_benchmark),
     ("max_tol_ratio", lambda m: f"err/tol {margin(m['max_tol_ratio'])}"),
     ("mismatches", lambda m: f"mismatches {m['mismatches']}"),
+    ("adjoint_ratio", lambda m: f"adjoint {margin(m['adjoint_ratio'])}"),
+    ("roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}"),
+    ("determinism_mismatches", lambda m: f"repeat mismatches {m['determinism_mismatches']}"),
     ("status", lambda m: f"status {m['status']}"),
 )
 

@@ -79,6 +79,7 @@ class CaseResult:
     details: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     kernel_ms: float | None = None
+    kernel_samples: list = field(default_factory=list)   # kernel ms of every launch of the case itself
     duration_s: float = 0.0
     timings: dict = field(default_factory=dict)
     source: str = ""
@@ -96,11 +97,13 @@ class CaseResult:
     known_defect: str = ""
     standard: str = ""
     checks: list = field(default_factory=list)
+    golden: bool = True
     tags: list = field(default_factory=list)
     key_metric: str = ""            # the judge's short summary of the metrics, e.g. "err/budget 0.41"
     error_map: dict = field(default_factory=dict)   # a failed slice's coarse error map (see judge)
     definition: dict = field(default_factory=dict)
     fingerprint: str = ""
+    artifacts: str = ""             # --save-failures: the folder holding this failed case's arrays
 
     def to_dict(self) -> dict:
         """The result as a mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``."""

@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
@@ -56,6 +57,10 @@ class RunRequest:
     strict: bool = False
     max_timeouts: int = 3
     progress_interval: float = 30.0
+    checks: str | None = None             # --check adjoint,roundtrip,determinism
+    golden: bool = True                   # --no-golden: judge by the checks alone
+    repeat: int = 2                       # --repeat: launches of the determinism check
+    save_failures: str | None = None      # --save-failures DIR
 
 
 class Terminated(KeyboardInterrupt):
@@ -143,9 +148,27 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
     return ids
 
 
+def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tuple[str, ...]:
+    """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some, ``--repeat``
+    at least 2."""
+    from .checks import CHECKS
+
+    names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
+    unknown = [name for name in names if name not in CHECKS]
+    if unknown or (text is not None and not names):
+        raise PrmgError(f"--check: unknown check {', '.join(map(repr, unknown)) or repr(text)} "
+                        f"(valid: {', '.join(CHECKS)}, comma-separated)")
+    if not golden and not names:
+        raise PrmgError("--no-golden judges cases by their checks alone: give --check")
+    if repeat < 2:
+        raise PrmgError(f"--repeat must be >= 2 (the determinism check compares launches), got {repeat}")
+    return names
+
+
 def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard: str | None = None,
                     timeout: float | None = None, max_memory: int | None = None, strict: bool = False,
-                    max_timeouts: int = 3):
+                    max_timeouts: int = 3, checks: tuple = (), golden: bool = True, repeat: int = 2,
+                    save_failures: str | None = None):
     """Pick the toolkit (real or emulator) and fix the settings every worker shares; an unknown emulator
     fault in ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
     from .toolkit import check_emulator_faults, select_runner
@@ -161,7 +184,8 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
     if toolkit.kind == "emulator":
         check_emulator_faults(os.environ)
     return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=standard, timeout=timeout,
-                               max_memory=max_memory, strict=strict, max_timeouts=max_timeouts)
+                               max_memory=max_memory, strict=strict, max_timeouts=max_timeouts, checks=checks,
+                               golden=golden, repeat=repeat, save_failures=save_failures)
 
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
@@ -199,6 +223,7 @@ def _on_signal(signum, frame) -> None:
 def run_suite(request: RunRequest) -> int:
     """``prmg run``: returns the exit code (``results.ExitCode``)."""
     timeout = check_timeout(request.timeout)
+    checks = parse_checks(request.checks, request.golden, request.repeat)
     targets = outputs.parse_targets(list(request.reports), request.output)
     modes = target_modes(request.supported_modes)
     cases = _select(request, modes)
@@ -211,9 +236,12 @@ def run_suite(request: RunRequest) -> int:
     for target in targets:
         if target.path:
             check_writable(target.path)
+    if request.save_failures:
+        check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
     max_memory = parse_size(request.max_memory) if request.max_memory else execute.default_max_memory()
     settings = runner_settings(request.runner, request.op_lib, modes, request.standard, timeout, max_memory,
-                               request.strict, request.max_timeouts)
+                               request.strict, request.max_timeouts, checks, request.golden, request.repeat,
+                               request.save_failures and str(Path(request.save_failures).resolve()))
     devices = parse_devices(request.devices, settings.toolkit)
 
     from .resultsfile import ResultsFile, read_results

@@ -107,15 +107,22 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
     """One line per case that is not ok (and, with ``verbose``, per skipped case and per case with a
     warning), then under ``verbose`` its diagnosis lines, at most ``max_details`` each (None: all)."""
     lines = []
+    not_run: dict[str, list[str]] = {}
     for result in results:
         explained = not result.info.ok or result.warnings or (verbose and result.status != "passed")
         if not explained:
+            continue
+        if result.status == "not_run" and not verbose:
+            not_run.setdefault(result.message, []).append(visible(result.name))
             continue
         entry = diagnosis_lines(result, details=verbose)
         if max_details is not None and len(entry) > 1 + max_details:
             hidden = len(entry) - 1 - max_details
             entry = entry[:1 + max_details] + [f"    ... {hidden} more line{'s' * (hidden > 1)} (--max-details)"]
         lines += entry
+    for message, names in not_run.items():
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        lines.append(f"NOT RUN {len(names)} case{'s' * (len(names) > 1)} ({shown}): {visible(message)}")
     return lines
 
 

@@ -1,0 +1,197 @@
+"""``prmg compare A.jsonl B.jsonl``: what changed between two runs (two CANN versions, two kernel builds).
+
+For every case of either results file, in this order of importance:
+
+- **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run);
+- **fixes**: not ok in A, ok in B;
+- **precision drift**: the standard's key metric (``KEY_METRICS``: ``max_err_ratio`` for ``default``, ...)
+  rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that passed in both;
+- **kernel-time drift**: the median kernel time rising by more than the measured noise: with repeated
+  timings (``kernel_samples``, or bench rows' ``times_ms``) ``noise = 3 * (MAD_A + MAD_B) +
+  time_floor * median_A``; a case with fewer than 2 timings in either run is not judged for time;
+- **only in A** (a verdict lost: counted as a regression) and **only in B** (new cases).
+
+A regression (new failure, drift, a case only in A) makes the exit code 1; otherwise 0.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabulate import tabulate
+
+from .errors import PrmgError
+from .results import STATUSES, CaseResult, visible
+
+# standard -> (metric whose rise is a precision drift); the first present in the metrics wins
+KEY_METRICS = ("max_err_ratio", "max_tol_ratio", "rel_err_share", "MARE", "mare_ratio", "mismatches",
+               "adjoint_ratio", "roundtrip_ratio")
+CATEGORIES = ("new failure", "precision drift", "time drift", "only in A", "fixed", "status changed", "only in B")
+REGRESSIONS = frozenset({"new failure", "precision drift", "time drift", "only in A"})
+
+
+@dataclass
+class Change:
+    """One case's change between two runs."""
+
+    category: str
+    name: str
+    before: str = ""
+    after: str = ""
+    detail: str = ""
+
+
+@dataclass
+class Comparison:
+    """Every change, worst first, and how many cases each run held."""
+
+    changes: list = field(default_factory=list)
+    cases_a: int = 0
+    cases_b: int = 0
+
+    @property
+    def regressions(self) -> list:
+        return [change for change in self.changes if change.category in REGRESSIONS]
+
+
+def read_run(path: str) -> dict[str, CaseResult]:
+    """Every case's last record in a results file (JSON lines of result records), by name; PrmgError naming
+    the line of the first record that is not one."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PrmgError(f"cannot read the results file: {getattr(error, 'strerror', None) or error}", file=path) from None
+    records: dict[str, CaseResult] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            result = CaseResult.from_dict(data) if isinstance(data, dict) and "name" in data else None
+        except (ValueError, TypeError):
+            result = None
+        if result is None or result.status not in STATUSES:
+            if number == len(text.splitlines()) and not text.endswith("\n"):
+                continue                                        # a torn last line of an interrupted run
+            raise PrmgError(f"line {number} is not a prmg result record", file=path)
+        records[result.name] = result
+    return records
+
+
+def key_value(result: CaseResult) -> tuple[str, float] | None:
+    """(metric, value) of the result's key precision metric, or None."""
+    for key in KEY_METRICS:
+        value = result.metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return key, float(value)
+    return None
+
+
+def _mad(values: list[float]) -> float:
+    """The median absolute deviation of ``values``."""
+    middle = statistics.median(values)
+    return statistics.median(abs(v - middle) for v in values)
+
+
+def time_drift(before: list[float], after: list[float], floor: float) -> str:
+    """"" when the median did not rise beyond the noise, else a sentence with the numbers (module docstring)."""
+    if len(before) < 2 or len(after) < 2:
+        return ""
+    median_a, median_b = statistics.median(before), statistics.median(after)
+    noise = 3 * (_mad(before) + _mad(after)) + floor * median_a
+    if median_b - median_a <= noise:
+        return ""
+    return (f"median kernel time {median_a:.4g} -> {median_b:.4g} ms (+{median_b - median_a:.3g} ms, noise "
+            f"{noise:.3g} ms from {len(before)} and {len(after)} timings)")
+
+
+def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float = 0.25, floor: float = 0.05,
+            time_floor: float = 0.05) -> Comparison:
+    """The changes from run ``a`` to run ``b`` (module docstring), worst category first, then by name."""
+    changes = []
+    for name in sorted(set(a) | set(b)):
+        if name not in b:
+            changes.append(Change("only in A", name, a[name].status))
+            continue
+        if name not in a:
+            changes.append(Change("only in B", name, after=b[name].status))
+            continue
+        old, new = a[name], b[name]
+        if old.info.ok and not new.info.ok:
+            changes.append(Change("new failure", name, old.status, new.status, visible(new.message)))
+        elif not old.info.ok and new.info.ok:
+            changes.append(Change("fixed", name, old.status, new.status))
+        elif old.status != new.status:
+            changes.append(Change("status changed", name, old.status, new.status))
+        if old.status == new.status == "passed":
+            before, after = key_value(old), key_value(new)
+            if before and after and before[0] == after[0] and after[1] > before[1] * (1 + drift) + floor:
+                changes.append(Change("precision drift", name, f"{before[1]:.4g}", f"{after[1]:.4g}",
+                                      f"{before[0]} rose by more than {drift:.0%} + {floor:g}"))
+            moved = time_drift(_samples(old), _samples(new), time_floor)
+            if moved:
+                changes.append(Change("time drift", name, detail=moved))
+    changes.sort(key=lambda change: (CATEGORIES.index(change.category), change.name))
+    return Comparison(changes, len(a), len(b))
+
+
+def _samples(result: CaseResult) -> list[float]:
+    """A result's kernel timings: its repeated samples, else its one time."""
+    samples = [float(v) for v in result.kernel_samples if isinstance(v, (int, float))]
+    return samples or ([result.kernel_ms] if result.kernel_ms is not None else [])
+
+
+def render(comparison: Comparison, fmt: str = "table") -> str:
+    """The comparison as a table (one row per change, then a summary line), JSON or Markdown."""
+    counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
+    summary = (f"{len(comparison.regressions)} regression{'s' * (len(comparison.regressions) != 1)} "
+               f"({', '.join(f'{n} {c}' for c, n in counts.items() if n and c in REGRESSIONS) or 'none'}); "
+               f"{counts['fixed']} fixed; {comparison.cases_a} cases in A, {comparison.cases_b} in B")
+    if fmt == "json":
+        return json.dumps({"summary": {"regressions": len(comparison.regressions), **counts, "line": summary,
+                                       "cases_a": comparison.cases_a, "cases_b": comparison.cases_b},
+                           "changes": [change.__dict__ for change in comparison.changes]}, indent=2)
+    rows = [[change.category, visible(change.name), change.before, change.after,
+             change.detail if fmt != "table" or len(change.detail) <= 60 else change.detail[:59] + "…"]
+            for change in comparison.changes]
+    headers = ("change", "case", "A", "B", "detail")
+    if fmt == "markdown":
+        rows = [[str(cell).replace("|", "\\|") for cell in row] for row in rows]
+        table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True) if rows else "no changes"
+        return f"# prmg compare\n\n{table}\n\n{summary}"
+    if fmt != "table":
+        raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
+    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True) if rows else "no changes"
+    return f"{table}\n\n{summary}"
+
+
+def compare_files(path_a: str, path_b: str, fmt: str = "table", **limits) -> tuple[str, int]:
+    """``prmg compare``: the report and the exit code (1 on any regression)."""
+    if fmt not in ("table", "json", "markdown"):
+        raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
+    comparison = compare(read_run(path_a), read_run(path_b), **limits)
+    return render(comparison, fmt), 1 if comparison.regressions else 0
+
+
+def compare_bench(baseline_path: str, rows: list[dict], time_floor: float = 0.05) -> tuple[list[str], int]:
+    """``prmg bench --baseline FILE``: lines saying which cases got slower than the baseline bench JSON
+    beyond its noise (``time_drift`` of their ``times_ms``), and 1 when any did."""
+    try:
+        baseline = {row["name"]: row for row in json.loads(Path(baseline_path).read_text(encoding="utf-8"))["cases"]}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise PrmgError(f"not a prmg bench JSON file ({type(error).__name__})", file=baseline_path) from None
+    lines = []
+    for row in rows:
+        old = baseline.get(row["name"])
+        if old is None:
+            lines.append(f"{row['name']}: not in the baseline")
+            continue
+        moved = time_drift(list(old.get("times_ms") or []), list(row.get("times_ms") or []), time_floor)
+        if moved:
+            lines.append(f"SLOWER {row['name']}: {moved}")
+    slower = sum(line.startswith("SLOWER") for line in lines)
+    lines.append(f"{slower} case{'s' * (slower != 1)} slower than the baseline {baseline_path}")
+    return lines, 1 if slower else 0
