@@ -712,7 +712,10 @@ def probe(toolkit: Toolkit) -> dict:
         op = _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
         report["loaded"].append(str(toolkit.op_lib))
         report["symbols"] = {name: hasattr(op, name) for name in OP_PROTOTYPES}
-        report["device_count"] = _device_count(_api(toolkit))
+        api = _api(toolkit)
+        report["device_count"] = _device_count(api)
+        name = api.aclrtGetSocName() if api.aclrtGetSocName is not None else None
+        report["soc"] = name.decode(errors="replace") if name else ""
     except (PrmgError, AclError) as error:
         report["errors"].append(str(error))
     return report

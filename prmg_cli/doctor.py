@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from . import provenance
 from .errors import PrmgError
 from .ops import GRAD
 
@@ -17,6 +18,8 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
               + ("" if found or name in (GRAD.get_workspace, GRAD.launch) else " (optional: its cases error)")
               for name, found in info.get("symbols", {}).items()]
     lines.append(f"  devices: {info.get('device_count')}")
+    lines.append(f"  soc: {info.get('soc') or '(aclrtGetSocName gives nothing)'}")
+    lines.append(f"  toolkit version: {provenance.toolkit_version(toolkit.root) or '(no version file found)'}")
     errors = info.get("errors", []) + ([info["error"]] if "error" in info else [])
     lines += [f"  error: {error}" for error in errors]
     symbols = info.get("symbols", {})
@@ -25,11 +28,24 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
     return lines, usable
 
 
+def opp_path_line(toolkit) -> str:
+    """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and
+    whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``."""
+    value = os.environ.get("ASCEND_OPP_PATH")
+    if value:
+        state = "a folder" if os.path.isdir(value) else "NOT a folder: operator calls will fail (561107)"
+        return f"  ASCEND_OPP_PATH={value} ({state})"
+    opp = toolkit.root / "opp"
+    state = "a folder" if opp.is_dir() else "NOT a folder: operator calls will fail (561107)"
+    return f"  ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
+
+
 def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable."""
     from .toolkit import emulator_toolkit, explain_search, find_toolkit
 
-    lines = ["ASCEND_* variables:"]
+    lines = [f"driver version: {provenance.driver_version() or '(no ' + str(provenance.DRIVER_INFO) + ')'}",
+             "ASCEND_* variables:"]
     ascend = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASCEND_"))
     lines += [f"  {k}={v}" for k, v in ascend] or ["  (none set)"]
     lines.append("CANN toolkit search:")
@@ -43,7 +59,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     if toolkit is not None:
         lines += [f"toolkit: {toolkit.root}", f"  runtime: {toolkit.runtime_lib}",
                   f"  nnopbase: {toolkit.nnopbase_lib}",
-                  f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})"]
+                  f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})", opp_path_line(toolkit)]
         probe, usable["aclnn"] = _probe_lines(toolkit)
         lines += probe
     else:
@@ -52,7 +68,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     if runner in ("auto", "emulator"):
         try:
             emulator = emulator_toolkit()
-            lines += [f"emulator: host build at {emulator.root}"]
+            lines += [f"emulator: host build at {emulator.root}", opp_path_line(emulator)]
             probe, usable["emulator"] = _probe_lines(emulator)
             lines += probe
         except PrmgError as exc:

@@ -30,6 +30,10 @@ def pytest_addoption(parser) -> None:
     group.addoption("--prmg-timeout", type=float, default=300.0, help="Seconds per case (0 = none).")
     group.addoption("--prmg-devices", default="0", metavar="LIST",
                     help="Devices to spread xdist workers over: 0,1,2,3 or all (default 0).")
+    group.addoption("--prmg-check", default=None, metavar="LIST",
+                    help="Golden-free checks for every pass case: adjoint, roundtrip, determinism.")
+    group.addoption("--prmg-strict", action="store_true", default=False,
+                    help="Warnings (a vacuous case) fail their items.")
 
 
 def pytest_configure(config) -> None:
@@ -94,8 +98,11 @@ class PrmgItem(pytest.Item):
         self.user_properties.append(("prmg_status", result.status))
         if result.status == "skipped":
             pytest.skip(result.message)
-        if result.status in ("failed", "error"):
-            lines = [f"{result.status}: {result.message}"] + [f"  {d}" for d in result.details]
+        if result.status == "xfailed":
+            pytest.xfail(result.message)
+        if not result.info.ok:                   # failed, error, xpassed ([XPASS(strict)]), not_run
+            label = "[XPASS(strict)] " if result.status == "xpassed" else ""
+            lines = [f"{label}{result.status}: {result.message}"] + [f"  {d}" for d in result.details]
             raise PrmgCaseFailure("\n".join(lines))
 
     def repr_failure(self, excinfo, style=None):
@@ -112,12 +119,14 @@ def _get_executor(config):
     worker ``gwK`` runs on device ``K mod len(--prmg-devices)``."""
     if _EXECUTOR not in config.stash:
         from .execute import Executor, default_max_memory
-        from .suite import parse_devices, runner_settings, target_modes
+        from .suite import check_timeout, parse_checks, parse_devices, runner_settings, target_modes
 
         settings = runner_settings(config.getoption("prmg_runner"), config.getoption("prmg_op_lib"),
                                    target_modes(config.getoption("prmg_supported_modes")),
                                    config.getoption("prmg_standard"),
-                                   config.getoption("prmg_timeout") or None, default_max_memory())
+                                   check_timeout(config.getoption("prmg_timeout"), "--prmg-timeout"),
+                                   default_max_memory(), strict=config.getoption("prmg_strict"),
+                                   checks=parse_checks(config.getoption("prmg_check")))
         devices = parse_devices(str(config.getoption("prmg_devices")), settings.toolkit)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0

@@ -104,3 +104,16 @@ def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     assert "case 'bad': field 'seed'" in result.stdout and "Traceback" not in result.stdout
+
+
+def test_plugin_known_defects_are_strict_xfails(tmp_path):
+    cases = tmp_path / "defects.yaml"
+    cases.write_text("- {name: d_xfail, shape: [1, 1, 2, 8], known_defect: \"the odd lanes' sign\"}\n"
+                     "- {name: d_xpass, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002},"
+                     " known_defect: \"fixed since\"}\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg", str(cases),
+                             "--prmg-runner", "emulator"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PRMG_EMU_FAULT="sign", PRMG_EMU_FAULT_SHAPE="1,1,2,8"))
+    assert result.returncode == 1, result.stdout
+    assert "1 failed" in result.stdout and "1 xfailed" in result.stdout
+    assert "[XPASS(strict)]" in result.stdout
