@@ -1,0 +1,164 @@
+"""Issue 13 end to end: run-to-run comparison, provenance, failure artifacts, golden-free checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, prmg
+from prmg_cli import provenance, runs
+from prmg_cli.results import CaseResult
+
+CASES = """
+- {name: a_fp32, shape: [1, 2, 2, 32], partial_slice: [4, 20]}
+- {name: b_bf16, shape: [2, 1, 2, 16], dtype: bfloat16}
+- {name: c_fp16, shape: [1, 1, 1, 64], partial_slice: [0, 64], dtype: float16}
+"""
+
+
+def write(tmp_path: Path, text: str = CASES) -> Path:
+    path = tmp_path / "cases.yaml"
+    path.write_text(text)
+    return path
+
+
+def results_file(tmp_path: Path, name: str, records: list[CaseResult]) -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records))
+    return path
+
+
+def result(name, status="passed", ratio=0.4, samples=(), **extra) -> CaseResult:
+    return CaseResult(name=name, status=status, metrics={"max_err_ratio": ratio}, kernel_samples=list(samples),
+                      **extra)
+
+
+# --- prmg compare ---------------------------------------------------------------------------------------
+
+def test_compare_orders_new_failures_first_and_exits_1(tmp_path):
+    a = results_file(tmp_path, "a.jsonl", [result("x"), result("y", "failed"), result("z"), result("gone"),
+                                           result("drift", ratio=0.2)])
+    b = results_file(tmp_path, "b.jsonl", [result("x", "failed"), result("y"), result("z"), result("new"),
+                                           result("drift", ratio=0.9)])
+    out = prmg("compare", a, b, "--report", "json")
+    assert out.returncode == 1, out.stderr
+    document = json.loads(out.stdout)
+    assert [(c["category"], c["name"]) for c in document["changes"]] == [
+        ("new failure", "x"), ("precision drift", "drift"), ("only in A", "gone"), ("fixed", "y"), ("only in B", "new")]
+    assert document["summary"]["regressions"] == 3
+    table = prmg("compare", a, b)
+    assert table.stdout.rstrip().splitlines()[-1].startswith("3 regressions (1 new failure, 1 precision drift")
+    assert "# prmg compare" in prmg("compare", a, b, "--report", "markdown").stdout
+
+
+def test_compare_of_equal_runs_is_clean(tmp_path):
+    a = results_file(tmp_path, "a.jsonl", [result("x"), result("y", ratio=0.5, samples=(1.0, 1.01, 0.99))])
+    b = results_file(tmp_path, "b.jsonl", [result("x", ratio=0.55), result("y", ratio=0.5, samples=(1.02, 1.0, 0.98))])
+    out = prmg("compare", a, b)
+    assert out.returncode == 0 and out.stdout.startswith("no changes")
+
+
+def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
+    assert runs.time_drift([1.0], [5.0], 0.05) == ""                     # one timing: not judged
+    assert runs.time_drift([1.0, 1.02, 0.98], [1.05, 1.03, 1.07], 0.05) == ""
+    assert "median kernel time 1 -> 1.5 ms" in runs.time_drift([1.0, 1.02, 0.98], [1.5, 1.52, 1.48], 0.05)
+    assert runs.time_drift([1.0, 1.5, 0.5], [1.6, 2.0, 1.2], 0.05) == ""   # a noisy baseline hides it
+
+
+def test_compare_refuses_a_file_that_is_not_results(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"name": "x", "status": "passed"}\nnot json\n{"name": "y", "status": "passed"}\n')
+    out = prmg("compare", bad, bad)
+    assert out.returncode == 2 and "line 2 is not a prmg result record" in out.stderr
+
+
+def test_compare_two_real_runs(tmp_path):
+    path = write(tmp_path)
+    prmg("run", path, "--runner", "emulator", "--results", tmp_path / "a.jsonl")
+    prmg("run", path, "--runner", "emulator", "--results", tmp_path / "b.jsonl",
+         env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "2,1,2,16"})
+    out = prmg("compare", tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert out.returncode == 1 and "new failure  b_bf16" in out.stdout
+
+
+# --- provenance -----------------------------------------------------------------------------------------
+
+def test_reports_carry_provenance_and_results_reproduce_cases(tmp_path):
+    out = prmg("run", write(tmp_path), "--runner", "emulator", "--report", "json")
+    document = json.loads(out.stdout)
+    summary = document["summary"]
+    for key in ("runner", "devices", "version", "host", "started", "soc", "toolkit_version", "driver_version"):
+        assert key in summary
+    assert summary["host"] and summary["started"][:2] == "20"
+    case = document["cases"][1]
+    assert case["op"] == "grad" and case["seed"] is not None and case["expect"] == "pass"
+    assert case["sin_shape"] == case["cos_shape"] and case["sin_dtype"] == "bfloat16"
+    assert case["definition"]["name"] == "b_bf16" and case["definition"]["dtype"] == "bfloat16"
+    replay = tmp_path / "replay.yaml"
+    replay.write_text(json.dumps([c["definition"] for c in document["cases"]]))
+    again = json.loads(prmg("run", replay, "--runner", "emulator", "--report", "json").stdout)
+    assert [c["metrics"] for c in again["cases"]] == [c["metrics"] for c in document["cases"]]
+
+
+def test_toolkit_and_driver_versions_are_read_from_install_files(tmp_path):
+    (tmp_path / "version.cfg").write_text("# toolkit\ntoolkit_installed_version=[8.5.0.1:8.5.RC1]\n")
+    assert provenance.toolkit_version(tmp_path) == "8.5.RC1"
+    info = tmp_path / "aarch64-linux"
+    info.mkdir()
+    (info / "ascend_toolkit_install.info").write_text("package_name=Ascend-cann-toolkit\nversion=8.0.RC2\n")
+    (tmp_path / "version.cfg").unlink()
+    assert provenance.toolkit_version(tmp_path) == "8.0.RC2"
+    driver = tmp_path / "version.info"
+    driver.write_text("Version=24.1.rc2\n")
+    assert provenance.driver_version(driver) == "24.1.rc2"
+    assert provenance.driver_version(tmp_path / "missing") == "" and provenance.toolkit_version(tmp_path / "no") == ""
+
+
+# --- failure artifacts ----------------------------------------------------------------------------------
+
+def test_save_failures_writes_everything_numpy_reads(tmp_path):
+    import ml_dtypes
+
+    out_dir = tmp_path / "failures"
+    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report", "json",
+                  env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "2,1,2,16"})
+    cases = {c["name"]: c for c in json.loads(result.stdout)["cases"]}
+    folder = Path(cases["b_bf16"]["artifacts"])
+    assert folder == out_dir / "b_bf16" and not (out_dir / "a_fp32").exists()
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["files"]["actual.npy"] == "bfloat16" and meta["files"]["golden.npy"] == "float64"
+    actual = np.load(folder / "actual.npy").view(ml_dtypes.bfloat16)
+    golden, score = np.load(folder / "golden.npy"), np.load(folder / "score.npy")
+    assert actual.shape == (2, 1, 2, 16) and golden.shape == score.shape == (2, 1, 2, 16)
+    assert (score > 1).any() and (score[..., 0::2] <= 1).all()       # the sign fault: odd lanes only
+    dy = np.load(folder / "dy.npy").view(ml_dtypes.bfloat16)
+    assert dy.shape == actual.shape and meta["definition"]["name"] == "b_bf16"
+
+
+def test_an_unwritable_artifact_folder_is_refused_before_the_run(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", blocker / "sub")
+    assert result.returncode == 2 and "failure artifacts" in result.stderr
+
+
+# --- golden-free checks ---------------------------------------------------------------------------------
+
+def test_determinism_holds_on_a_deterministic_kernel(tmp_path):
+    out = prmg("run", write(tmp_path), "--runner", "emulator", "--check", "determinism", "--repeat", "3",
+               "--report", "json")
+    document = json.loads(out.stdout)
+    assert out.returncode == 0, document["summary"]
+    for case in document["cases"]:
+        assert case["metrics"]["determinism_mismatches"] == 0 and len(case["kernel_samples"]) == 3
+
+
+@pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),
+                                           (["--no-golden"], "--no-golden judges cases by their checks alone"),
+                                           (["--check", "determinism", "--repeat", "1"], "--repeat must be >= 2")])
+def test_bad_check_options(tmp_path, args, message):
+    out = prmg("run", write(tmp_path), "--runner", "emulator", *args)
+    assert out.returncode == 2 and message in out.stderr
