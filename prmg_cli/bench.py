@@ -148,7 +148,7 @@ def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmu
     if baseline:
         from .runs import compare_bench
 
-        verdict, code = compare_bench(baseline, rows)
+        verdict, code = compare_bench(baseline, rows, judged=settings.toolkit.kind == "aclnn")
     if report_format == "json":
         return json.dumps({"runner": settings.toolkit.kind, "soc": device_soc, "version": __version__,
                            "cases": rows, "baseline": verdict}, indent=2), code

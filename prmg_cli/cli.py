@@ -64,9 +64,9 @@ EPILOG_RUN = """\b
 Examples:
   prmg run cases/
   prmg run cases/smoke.yaml --runner aclnn --report junit:smoke.xml --report json:smoke.json
-  prmg run cases/ -k bf16 --tag broadcast --standard double_thousandth
+  prmg run cases/ -k bf16 --tag broadcast --standard allclose
   prmg run cases/ --supported-modes 0,1,2,3 --exclude-tag mode-unsupported
-  prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results run.jsonl
+  prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results shard2.jsonl
 """
 
 
@@ -356,7 +356,7 @@ def compare_runs(
 
     \b
     Example:
-      prmg compare cann-8.3.jsonl cann-8.5.jsonl --report markdown
+      prmg compare before.jsonl after.jsonl --report markdown
     """
     import math
 
