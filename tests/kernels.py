@@ -139,3 +139,42 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
     else:
         raise ValueError(f"unknown fault {name!r}")
     return out
+
+
+def forward_lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(layout, partner, sign)`` of the forward ``y = z*c + R(z)*s`` with ``z = x[layout]`` and
+    ``R(z)[j] = sign[j] * z[partner[j]]``: half ``cat(-z2, z1)``, quarter the half rule on each half,
+    interleave ``R(z)[2k] = -z[2k+1]``, ``R(z)[2k+1] = z[2k]``, interleave-half: z read as
+    ``cat(x[0::2], x[1::2])``, then the half rule (written independently of prmg_cli.reference)."""
+    lanes = np.arange(length)
+    layout = np.concatenate([lanes[0::2], lanes[1::2]]) if mode == 3 else lanes
+    if mode == 1:
+        return layout, lanes ^ 1, np.where(lanes % 2 == 0, -1, 1)
+    group = length // 2 if mode == 2 else length
+    within = lanes % group
+    first = within < group // 2
+    return layout, np.where(first, lanes + group // 2, lanes - group // 2), np.where(first, -1, 1)
+
+
+def forward_kernel(x, cos, sin, mode, partial_slice, *, fault=None, fused=False):
+    """The forward as a float32 kernel computes it (a new array): ``y = c*z + sign*s*z[partner]`` on the
+    slice, rounded to x's dtype. Faults: ``sign`` (the + lanes subtract), ``partner_sin`` (the partner's
+    sin, as the grad uses); ``fused``: each sum fused with its first product, as an FMA kernel does
+    (computed in float64, rounded once to float32)."""
+    start, end = partial_slice
+    out = x.copy()
+    if end == start:
+        return out
+    layout, partner, sign = forward_lane_map(mode, end - start)
+    if fault == "sign":
+        sign = -np.ones_like(sign)
+    z = x[..., start:end].astype(np.float32)[..., layout]
+    c, s = cos.astype(np.float32), sin.astype(np.float32)
+    sin_used = s[..., partner] if fault == "partner_sin" else s
+    rotated = (sin_used * z[..., partner]).astype(np.float32)
+    if fused:
+        y = (c.astype(np.float64) * z.astype(np.float64) + sign * rotated.astype(np.float64)).astype(np.float32)
+    else:
+        y = c * z + sign.astype(np.float32) * rotated
+    out[..., start:end] = y.astype(x.dtype)
+    return out

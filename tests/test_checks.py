@@ -1,0 +1,137 @@
+"""The golden-free checks (prmg_cli/checks.py) against numpy kernel models of both operators: they never
+fail correct kernels (plain or fused multiply-add), and each catches the faults only it can see."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from kernels import correct_kernel, faulty_kernel, forward_kernel
+from prmg_cli.acl import Outcome
+from prmg_cli.cases import Case, Expect, InputSpec
+from prmg_cli.checks import CheckContext, adjoint, determinism, roundtrip
+from prmg_cli.inputs import make_inputs
+from prmg_cli.judge import judge
+from prmg_cli.vocab import BROADCASTS, broadcast_shape
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+class ModelSession:
+    """Launches cases on the numpy kernel models: ``grad_fault``/``forward_fault`` inject a fault into
+    one operator; ``nondeterministic`` fuses the forward's or grad's sums on every other launch."""
+
+    def __init__(self, grad_fault=None, forward_fault=None, nondeterministic=False):
+        self.grad_fault, self.forward_fault, self.nondeterministic = grad_fault, forward_fault, nondeterministic
+        self.launches = 0
+
+    def launch(self, case, inputs):
+        self.launches += 1
+        fused = self.nondeterministic and self.launches % 2 == 0
+        with np.errstate(all="ignore"):
+            if case.op == "forward":
+                result = forward_kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice,
+                                        fault=self.forward_fault, fused=fused)
+            elif self.grad_fault:
+                result = faulty_kernel(self.grad_fault, inputs.dy, inputs.cos, inputs.sin, case.rotary_mode,
+                                       case.partial_slice)
+            elif fused:                                         # the grad with fused sums: float64, rounded once
+                result = _fused_grad(inputs, case)
+            else:
+                result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+        return Outcome(status=0, dy=result, dy_changed=False)
+
+
+def _fused_grad(inputs, case):
+    from prmg_cli.reference import rotary_grad_slice
+
+    start, end = case.partial_slice
+    out = inputs.dy.copy()
+    exact = rotary_grad_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
+    out[..., start:end] = exact.astype(np.float32).astype(inputs.dy.dtype)
+    return out
+
+
+def make_case(op="grad", mode=1, dtype="float32", cos_dtype=None, shape=(2, 3, 2, 40), piece=(4, 36),
+              broadcast="1S1D", rope=False, seed=1):
+    cos_dtype = cos_dtype or dtype
+    cos_shape = broadcast_shape(broadcast, shape, piece[1] - piece[0])
+    table = InputSpec("rope", (10000.0, 0)) if rope else InputSpec()
+    return Case(name=f"c{seed}", source="t", shape=shape, cos_shape=cos_shape, sin_shape=cos_shape,
+                partial_slice=piece, rotary_mode=mode, dtype=dtype, cos_dtype=cos_dtype, sin_dtype=cos_dtype,
+                seed=seed, cos_input=table, sin_input=table, op=op)
+
+
+def context(case, session, repeat=2):
+    inputs = make_inputs(case)
+    outcome = session.launch(case, inputs)
+    return CheckContext(case, inputs, outcome, session.launch, repeat), inputs, outcome
+
+
+SWEEP = [(op, mode, dtype, broadcast) for op in ("grad", "forward") for mode in range(4)
+         for dtype in DTYPES for broadcast in ("1S1D", "BSND", "111D")]
+
+
+@pytest.mark.parametrize("op, mode, dtype, broadcast", SWEEP)
+def test_adjoint_and_roundtrip_pass_correct_kernels(op, mode, dtype, broadcast):
+    case = make_case(op, mode, dtype, broadcast=broadcast, rope=True, seed=mode * 7 + len(dtype))
+    for session in (ModelSession(), ModelSession(nondeterministic=True)):
+        ctx, _, _ = context(case, session)
+        first, second = adjoint(ctx), roundtrip(ctx)
+        assert first.passed and not first.note, first.message
+        assert second.passed and not second.note, second.message
+        assert first.metrics["adjoint_ratio"] < 1 and second.metrics["roundtrip_ratio"] < 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adjoint_catches_a_forward_fault_on_a_grad_case_whose_golden_passes(dtype):
+    case = make_case("grad", 1, dtype, shape=(2, 8, 2, 64), piece=(0, 64))
+    session = ModelSession(forward_fault="sign")
+    ctx, inputs, outcome = context(case, session)
+    assert judge(case, inputs, outcome).status == "passed"          # the grad itself is right
+    result = adjoint(ctx)
+    assert not result.passed and result.message.startswith("adjoint: <F x, dy> and <x, B dy> differ")
+
+
+@pytest.mark.parametrize("fault", ["sign", "own_sin"])
+def test_adjoint_catches_a_grad_fault_without_a_golden(fault):
+    case = make_case("forward", 1, "bfloat16", shape=(1, 16, 2, 64), piece=(0, 64), broadcast="BSND")
+    ctx, _, _ = context(case, ModelSession(grad_fault=fault))
+    assert not adjoint(ctx).passed
+
+
+def test_roundtrip_catches_a_forward_fault():
+    case = make_case("grad", 1, "float16", shape=(1, 32, 2, 64), piece=(0, 64), rope=True)
+    ctx, _, _ = context(case, ModelSession(forward_fault="sign"))
+    result = roundtrip(ctx)
+    assert not result.passed and "roundtrip: grad(forward(x)) is off x" in result.message
+
+
+def test_a_partner_sin_forward_is_invisible_to_roundtrip_but_not_to_adjoint():
+    """With RoPE tables a pair's partners share their sin, so the partner's sin is the same number: only
+    the adjoint check, on the case's independent tables, sees the fault."""
+    rope = make_case("grad", 1, "float32", shape=(1, 16, 2, 64), piece=(0, 64), rope=True)
+    assert roundtrip(context(rope, ModelSession(forward_fault="partner_sin"))[0]).passed
+    plain = make_case("grad", 1, "float32", shape=(1, 16, 2, 64), piece=(0, 64))
+    assert not adjoint(context(plain, ModelSession(forward_fault="partner_sin"))[0]).passed
+
+
+def test_determinism_catches_a_one_ulp_nondeterminism_each_launch_passes():
+    case = make_case("grad", 1, "float32", shape=(2, 8, 4, 64), piece=(0, 64), broadcast="BSND")
+    session = ModelSession(nondeterministic=True)
+    ctx, inputs, outcome = context(case, session, repeat=3)
+    again = session.launch(case, inputs)
+    assert judge(case, inputs, outcome).status == "passed" and judge(case, inputs, again).status == "passed"
+    result = determinism(ctx)
+    assert not result.passed and result.metrics["determinism_mismatches"] > 0
+    assert determinism(context(case, ModelSession(), repeat=3)[0]).passed
+
+
+def test_a_check_that_cannot_run_says_why():
+    case = make_case("grad", 1, "float32", shape=(1, 2, 2, 41), piece=(4, 36))      # the forward needs D even
+    ctx, _, _ = context(case, ModelSession())
+    result = adjoint(ctx)
+    assert result.passed and "D = 41 is odd" in result.note
