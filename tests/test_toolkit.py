@@ -116,6 +116,30 @@ def test_config_ini_vendors_in_load_priority_order(tmp_path, libs):
     assert tk.find_toolkit({"ASCEND_HOME_PATH": str(root)}).op_lib_source == "libopapi_transformer.so"
 
 
+def test_config_ini_comments_are_ignored(tmp_path, libs):
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
+    vendors = root / "opp" / "vendors"
+    place(libs["with_op"], vendors / "customize" / "op_api" / "lib" / "libcust_opapi.so")
+    (vendors / "config.ini").write_text("# load_priority=nobody\nload_priority=customize  # the team's build\n")
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(root)})
+    assert found.op_lib_source == "vendors/config.ini load_priority (vendor customize)"
+
+
+def test_a_non_root_install_under_home_is_found(tmp_path, libs):
+    home = tmp_path / "user"
+    cann = make_root(home / "Ascend" / "cann", libs, libopapi_transformer="with_op")
+    assert tk.find_toolkit({"HOME": str(home)}).root == cann
+    latest = make_root(home / "Ascend" / "ascend-toolkit" / "latest", libs, libopapi_transformer="with_op")
+    assert tk.find_toolkit({"HOME": str(home)}).root == latest             # 8.x layout first, as /usr/local
+
+
+def test_unknown_emulator_faults_are_named():
+    assert {"sign", "noop", "crash", "hang"} <= set(tk.emulator_fault_names())
+    tk.check_emulator_faults({"PRMG_EMU_FAULT": "sign,noop"})
+    with pytest.raises(PrmgError, match="unknown emulator fault 'sing'"):
+        tk.check_emulator_faults({"PRMG_EMU_FAULT": "sing"})
+
+
 def test_root_fallbacks_and_acl_rt_runtime(tmp_path, libs, monkeypatch):
     broken = tmp_path / "broken"
     (broken / "lib64").mkdir(parents=True)
