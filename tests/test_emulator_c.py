@@ -50,17 +50,24 @@ PROTOTYPES = {
         "aclrtRecordEvent": (I32, [P, P]), "aclrtSynchronizeEvent": (I32, [P]),
         "aclrtDestroyEvent": (I32, [P]),
         "aclrtEventElapsedTime": (I32, [ctypes.POINTER(ctypes.c_float), P, P]),
+        "aclrtGetSocName": (ctypes.c_char_p, []),
+        "aclrtMallocHost": (I32, [ctypes.POINTER(P), SZ]), "aclrtFreeHost": (I32, [P]),
+        "prmg_emu_live_executors": (I32, []),
     },
     "libnnopbase.so": {
         "aclCreateTensor": (P, [ctypes.POINTER(I64), U64, I32, ctypes.POINTER(I64), I64, I32,
                                 ctypes.POINTER(I64), U64, P]),
         "aclDestroyTensor": (I32, [P]),
         "aclCreateIntArray": (P, [ctypes.POINTER(I64), U64]), "aclDestroyIntArray": (I32, [P]),
+        "aclDestroyAclOpExecutor": (I32, [P]),
     },
     "libopapi_transformer.so": {
         "aclnnInplacePartialRotaryMulGradGetWorkspaceSize": (I32, [P, P, P, I64, P, ctypes.POINTER(U64),
                                                                    ctypes.POINTER(P)]),
         "aclnnInplacePartialRotaryMulGrad": (I32, [P, U64, P, P]),
+        "aclnnInplacePartialRotaryMulGetWorkspaceSize": (I32, [P, P, P, I64, P, ctypes.POINTER(U64),
+                                                               ctypes.POINTER(P)]),
+        "aclnnInplacePartialRotaryMul": (I32, [P, U64, P, P]),
     },
 }
 
@@ -115,35 +122,47 @@ class Emulator:
         return self.aclCreateTensor(int64s(shape), len(shape), dtype, int64s(strides), offset, fmt,
                                     int64s(shape), len(shape), data)
 
-    def workspace_size(self, dy, cos, sin, mode=1, partial_slice=(0, 0), size_out=True, executor_out=True):
-        """GetWorkspaceSize on tensor handles; returns (status, size, executor)."""
+    def workspace_size(self, dy, cos, sin, mode=1, partial_slice=(0, 0), size_out=True, executor_out=True,
+                       op="grad"):
+        """GetWorkspaceSize of ``op`` (grad or forward) on tensor handles; returns (status, size, executor)."""
         array = None if partial_slice is None else self.aclCreateIntArray(int64s(partial_slice), len(partial_slice))
         size, executor = U64(), P()
-        status = self.aclnnInplacePartialRotaryMulGradGetWorkspaceSize(
+        phase_one = (self.aclnnInplacePartialRotaryMulGradGetWorkspaceSize if op == "grad"
+                     else self.aclnnInplacePartialRotaryMulGetWorkspaceSize)
+        status = phase_one(
             dy, cos, sin, mode, array, ctypes.byref(size) if size_out else None,
             ctypes.byref(executor) if executor_out else None)
         if array is not None:
             self.aclDestroyIntArray(array)
         return status, size.value, executor.value
 
-    def run(self, dy, cos, sin, mode=1, partial_slice=None, fmt=ND):
-        """The whole sequence on numpy arrays (dy placed 512 bytes into its buffer, with a guard after).
+    def run(self, dy, cos, sin, mode=1, partial_slice=None, fmt=ND, op="grad", workspace_fill=None,
+            strides=None):
+        """The whole sequence of ``op`` on numpy arrays (dy placed 512 bytes into its buffer, with a guard
+        after); the workspace is allocated with 4 KiB to spare after it and, with ``workspace_fill``, every
+        byte of it set to that value first.
 
-        Returns (status, dy read back, cos read back, guard bytes after dy read back).
+        Returns (status, dy read back, cos read back, guard bytes after dy read back); after ``run`` the
+        workspace's spare bytes are in ``self.workspace_tail``.
         """
         guard = np.full(512, 0xA5, np.uint8)
         dy_base, dy_data = self.to_device(np.concatenate([np.zeros(512, np.uint8), dy.view(np.uint8).ravel(), guard]))
         dy_data += 512
         cos_base, cos_data = self.to_device(cos)
         sin_base, sin_data = self.to_device(sin)
-        tensors = [self.tensor(dy.shape, dtype_code(dy), dy_data, fmt=fmt),
+        tensors = [self.tensor(dy.shape, dtype_code(dy), dy_data, strides=strides, fmt=fmt),
                    self.tensor(cos.shape, dtype_code(cos), cos_data, fmt=fmt),
                    self.tensor(sin.shape, dtype_code(sin), sin_data, fmt=fmt)]
-        status, size, executor = self.workspace_size(*tensors, mode, partial_slice)
+        status, size, executor = self.workspace_size(*tensors, mode, partial_slice, op=op)
         if status == 0:
-            workspace = self.malloc(size)
-            status = self.aclnnInplacePartialRotaryMulGrad(workspace, size, executor, self.stream)
+            workspace = self.malloc(size + 4096)
+            assert self.aclrtMemset(workspace, size + 4096, 0, size + 4096) == 0
+            if workspace_fill is not None:
+                assert self.aclrtMemset(workspace, size, workspace_fill, size) == 0
+            launch = self.aclnnInplacePartialRotaryMulGrad if op == "grad" else self.aclnnInplacePartialRotaryMul
+            status = launch(workspace, size, executor, self.stream)
             assert self.aclrtSynchronizeStream(self.stream) == 0
+            self.workspace_tail = self.from_device(workspace + size, np.zeros(4096, np.uint8))
             self.aclrtFree(workspace)
         dy_out = self.from_device(dy_data, dy)
         cos_out = self.from_device(cos_data, cos)
@@ -189,10 +208,12 @@ def emu(emulator):
 
 
 @pytest.fixture
-def env(monkeypatch):
-    """Environment for the emulator, which reads PRMG_EMU_* at every GetWorkspaceSize and launch."""
+def env(monkeypatch, emulator):
+    """Environment for the emulator, which reads PRMG_EMU_* and ASCEND_OPP_PATH at every
+    GetWorkspaceSize and launch."""
     for name in ("PRMG_EMU_FAULT", "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_MODES"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(emulator.root / "opp"))
     return monkeypatch
 
 
@@ -485,14 +506,14 @@ def constraint_rows():
         ("cos dtype int32", good, ((1, 2, 1, 8), INT32), ((1, 2, 1, 8), INT32), 1, (0, 8), {}, PARAM_INVALID),
         ("sin dtype != cos", good, table, ((1, 2, 1, 8), FLOAT16), 1, (0, 8), {}, PARAM_INVALID),
         ("format NC1HWC0", good, table, table, 1, (0, 8), {"fmt": 3}, PARAM_INVALID),
-        ("non-contiguous strides", good, table, table, 1, (0, 8), {"strides": [64, 1, 32, 2]}, PARAM_INVALID),
+        ("non-contiguous strides (refused at launch)", good, table, table, 1, (0, 8), {"strides": [64, 1, 32, 2]}, 0),
         ("any stride on a length-1 axis", ((1, 2, 2, 8), FLOAT32), table, table, 1, (0, 8),
          {"strides": [7, 16, 8, 1]}, 0),
-        ("gap next to a length-1 axis", ((1, 2, 2, 8), FLOAT32), table, table, 1, (0, 8),
-         {"strides": [7, 32, 8, 1]}, PARAM_INVALID),
+        ("gap next to a length-1 axis (refused at launch)", ((1, 2, 2, 8), FLOAT32), table, table, 1, (0, 8),
+         {"strides": [7, 32, 8, 1]}, 0),
         ("empty tensor with any strides", ((1, 0, 2, 16), FLOAT32), table, table, 1, (0, 8),
          {"strides": [5, 3, 7, 9]}, TILING),
-        ("non-zero offset", good, table, table, 1, (0, 8), {"offset": 16}, PARAM_INVALID),
+        ("non-zero offset (refused at launch)", good, table, table, 1, (0, 8), {"offset": 16}, 0),
         ("slice of 3 values", good, table, table, 1, (0, 8, 8), {}, PARAM_INVALID),
         ("mode 0 unsupported", good, table, table, 0, (0, 8), {}, TILING),
         ("mode 2 unsupported", good, table, table, 2, (0, 8), {}, TILING),
@@ -654,3 +675,236 @@ def test_d_over_1024_message(emu, env):
     dy, table = emu.tensor((1, 1, 1, 2048), FLOAT32, 0x1000), emu.tensor((1, 1, 1, 8), FLOAT32, 0x2000)
     assert emu.workspace_size(dy, table, table, 1, (0, 8))[0] == TILING
     assert emu.message() == "InplacePartialRotaryMulGrad: D = 2048 exceeds 1024"
+
+
+# ---------------------------------------------------------------- the real stack, mirrored ---------
+
+def _small_tensors(emu, shape=(1, 2, 2, 8), strides=None, offset=0):
+    values = np.arange(int(np.prod(shape)), dtype=np.float32)
+    base, data = emu.to_device(values)
+    table = emu.to_device(np.full(8, 0.5, np.float32))[1]
+    dy = emu.tensor(shape, FLOAT32, data, strides, offset)
+    cos = emu.tensor((1, 1, 1, 8), FLOAT32, table)
+    return dy, cos, data, values
+
+
+@pytest.mark.parametrize("strides, offset", [([64, 1, 32, 2], 0), ([7, 32, 8, 1], 0), (None, 16)])
+def test_non_contiguous_input_passes_phase_one_and_the_launch_refuses_it(emu, env, strides, offset):
+    dy, cos, data, values = _small_tensors(emu, strides=strides, offset=offset)
+    status, size, executor = emu.workspace_size(dy, cos, cos, 1, (0, 8))
+    assert (status, size) == (0, WORKSPACE)
+    assert emu.aclnnInplacePartialRotaryMulGrad(emu.malloc(size), size, executor, emu.stream) == 561000
+    message = emu.message()
+    assert "not contiguous" in message and "AutoContiguous" in message
+    np.testing.assert_array_equal(emu.from_device(data, values), values)      # untouched
+
+
+@pytest.mark.parametrize("mode, status", [(2**32 + 1, 0), (2**32 + 7, TILING), (-2**32 + 1, 0), (2**40, TILING)])
+def test_rotary_mode_is_read_as_int32(emu, env, mode, status):
+    dy, cos, _, _ = _small_tensors(emu)
+    assert emu.workspace_size(dy, cos, cos, mode, (0, 8))[0] == status
+
+
+@pytest.mark.parametrize("value", [None, "", "/nonexistent/opp", "file"])
+def test_ascend_opp_path_is_read_at_every_call(emu, env, tmp_path, value):
+    dy, cos, _, _ = _small_tensors(emu)
+    if value is None:
+        env.delenv("ASCEND_OPP_PATH")
+    else:
+        if value == "file":
+            value = str(tmp_path / "file")
+            Path(value).write_text("")
+        env.setenv("ASCEND_OPP_PATH", value)
+    for op in ("grad", "forward"):
+        assert emu.workspace_size(dy, cos, cos, 1, (0, 8), op=op)[0] == 561107
+        assert "ASCEND_OPP_PATH" in emu.message()
+
+
+def test_unlaunched_executors_are_destroyed_and_nothing_leaks(emu, env):
+    dy, cos, _, _ = _small_tensors(emu)
+    before = emu.prmg_emu_live_executors()
+    status, size, executor = emu.workspace_size(dy, cos, cos, 1, (0, 8))
+    assert status == 0 and emu.prmg_emu_live_executors() == before + 1
+    assert emu.aclDestroyAclOpExecutor(executor) == 0
+    assert emu.prmg_emu_live_executors() == before
+    assert emu.aclDestroyAclOpExecutor(executor) == PARAM_INVALID and "already" in emu.message()
+    _, size, launched = emu.workspace_size(dy, cos, cos, 1, (0, 8), op="forward")
+    assert emu.aclnnInplacePartialRotaryMul(emu.malloc(size), size, launched, emu.stream) == 0
+    assert emu.aclDestroyAclOpExecutor(launched) == PARAM_INVALID       # a launch freed it
+    assert emu.prmg_emu_live_executors() == before
+
+
+def test_soc_name_and_pinned_host_memory(emu, env):
+    assert emu.aclrtGetSocName() == b"Ascend950PR"
+    env.setenv("PRMG_EMU_SOC", "Ascend950DT_test")
+    assert emu.aclrtGetSocName() == b"Ascend950DT_test"
+    pinned = P()
+    assert emu.aclrtMallocHost(ctypes.byref(pinned), 4096) == 0 and pinned.value % 4096 == 0
+    host = (ctypes.c_float * 1024).from_address(pinned.value)
+    host[0], host[1023] = 1.5, -2.5
+    device = emu.malloc(4096)
+    assert emu.aclrtMemcpy(device, 4096, pinned.value, 4096, H2D) == 0
+    back = emu.from_device(device, np.zeros(1024, np.float32))
+    assert (back[0], back[1023]) == (1.5, -2.5)
+    assert emu.aclrtFreeHost(pinned.value) == 0
+    assert emu.aclrtFreeHost(pinned.value) == INVALID_PARAM
+
+
+def test_version_files_are_where_a_toolkit_keeps_them(toolkit):
+    assert "toolkit_installed_version=[8.5.0-emulator" in (toolkit / "version.cfg").read_text()
+    info = list(toolkit.glob("*-linux/ascend_toolkit_install.info"))
+    assert len(info) == 1 and "version=8.5.0-emulator" in info[0].read_text()
+
+
+# ---------------------------------------------------------------- the forward op -------------------
+
+def forward_golden(x, cos, sin, mode, start, end):
+    """y = z*c + R(z)*s over the slice in float32 (operator.md), rounded to x's dtype."""
+    z = x[..., start:end].astype(np.float32)
+    length = end - start
+    if mode == 3:
+        z = np.concatenate([z[..., 0::2], z[..., 1::2]], axis=-1)
+    c = np.broadcast_to(cos.astype(np.float32), z.shape)
+    s = np.broadcast_to(sin.astype(np.float32), z.shape)
+    rotated = np.empty_like(z)
+    if mode == 1:
+        rotated[..., 0::2], rotated[..., 1::2] = -z[..., 1::2], z[..., 0::2]
+    else:
+        group = length // 2 if mode == 2 else length
+        for lo in range(0, length, group):
+            h = group // 2
+            rotated[..., lo:lo + h], rotated[..., lo + h:lo + group] = -z[..., lo + h:lo + group], z[..., lo:lo + h]
+    y = x.copy()
+    y[..., start:end] = (c * z + s * rotated).astype(x.dtype)
+    return y
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+@pytest.mark.parametrize("dtype, table", [(np.float32, np.float32), (np.float16, np.float32),
+                                          (ml_dtypes.bfloat16, ml_dtypes.bfloat16)])
+def test_forward_matches_its_formula_bit_for_bit(emu, env, mode, dtype, table):
+    env.setenv("PRMG_EMU_MODES", "0,1,2,3")
+    x, cos, sin = random_case((2, 3, 2, 40), (2, 1, 2, 24), dtype, table, seed=mode + 5)
+    status, y, _, guard = emu.run(x, cos, sin, mode, (5, 29), op="forward")
+    assert status == 0 and (guard == 0xA5).all()
+    np.testing.assert_array_equal(bits(y), bits(forward_golden(x, cos, sin, mode, 5, 29)))
+
+
+FORWARD_ROWS = [
+    ("valid", (1, 2, 2, 16), FLOAT32, (1, 1, 1, 8), FLOAT32, 1, (4, 12), ND, 0),
+    ("mode unsupported today", (1, 2, 2, 16), FLOAT32, (1, 1, 1, 8), FLOAT32, 0, (4, 12), ND, PARAM_INVALID),
+    ("mode 7", (1, 2, 2, 16), FLOAT32, (1, 1, 1, 8), FLOAT32, 7, (4, 12), ND, PARAM_INVALID),
+    ("x int32", (1, 2, 2, 16), INT32, (1, 1, 1, 8), FLOAT32, 1, (4, 12), ND, PARAM_INVALID),
+    ("cos fp16 for a bf16 x", (1, 2, 2, 16), BF16, (1, 1, 1, 8), FLOAT16, 1, (4, 12), ND, PARAM_INVALID),
+    ("cos fp32 for a bf16 x", (1, 2, 2, 16), BF16, (1, 1, 1, 8), FLOAT32, 1, (4, 12), ND, 0),
+    ("format NCHW", (1, 2, 2, 16), FLOAT32, (1, 1, 1, 8), FLOAT32, 1, (4, 12), NCHW, PARAM_INVALID),
+    ("D odd", (1, 2, 2, 15), FLOAT32, (1, 1, 1, 8), FLOAT32, 1, (4, 12), ND, PARAM_INVALID),
+    ("D over 1024", (1, 1, 1, 2048), FLOAT32, (1, 1, 1, 8), FLOAT32, 1, (0, 8), ND, PARAM_INVALID),
+    ("slice odd", (1, 2, 2, 16), FLOAT32, (1, 1, 1, 7), FLOAT32, 1, (4, 11), ND, PARAM_INVALID),
+    ("slice past D", (1, 2, 2, 16), FLOAT32, (1, 1, 1, 8), FLOAT32, 1, (12, 20), ND, PARAM_INVALID),
+    ("layout 1S1D refused on 950", (2, 2, 2, 16), FLOAT32, (1, 2, 1, 8), FLOAT32, 1, (4, 12), ND, PARAM_INVALID),
+    ("layout B1ND", (2, 2, 2, 16), FLOAT32, (2, 1, 2, 8), FLOAT32, 1, (4, 12), ND, 0),
+    ("layout B11D", (2, 2, 2, 16), FLOAT32, (2, 1, 1, 8), FLOAT32, 1, (4, 12), ND, 0),
+    ("3-D x", (2, 2, 16), FLOAT32, (1, 1, 1, 8), FLOAT32, 1, (4, 12), ND, PARAM_INVALID),
+    ("empty slice", (1, 2, 2, 16), FLOAT32, (1, 1, 1, 8), FLOAT32, 1, (6, 6), ND, 0),
+]
+
+
+@pytest.mark.parametrize("label, shape, dtype, cos_shape, cos_dtype, mode, piece, fmt, expected", FORWARD_ROWS,
+                         ids=[row[0] for row in FORWARD_ROWS])
+def test_forward_constraints(emu, env, label, shape, dtype, cos_shape, cos_dtype, mode, piece, fmt, expected):
+    x = emu.tensor(shape, dtype, 0x1000, fmt=fmt)
+    table = emu.tensor(cos_shape, cos_dtype, 0x2000, fmt=fmt)
+    assert emu.workspace_size(x, table, table, mode, piece, op="forward")[0] == expected, emu.message()
+
+
+def test_forward_null_pointers_and_a_grad_executor_refused(emu, env):
+    x = emu.tensor((1, 1, 1, 8), FLOAT32, emu.malloc(32))
+    assert emu.workspace_size(None, x, x, 1, (0, 8), op="forward")[0] == NULLPTR
+    _, size, executor = emu.workspace_size(x, x, x, 1, (0, 8))
+    assert emu.aclnnInplacePartialRotaryMul(emu.malloc(size), size, executor, emu.stream) == PARAM_INVALID
+    assert "belongs to InplacePartialRotaryMulGrad" in emu.message()
+
+
+# ---------------------------------------------------------------- the new faults -------------------
+
+def regime_case(shape=(2, 3, 7, 140), cos_shape=(2, 3, 7, 130), piece=(5, 135), dtype=np.float32):
+    """42 rows (not a multiple of 40), L = 130 (two whole tiles and a partial one), an odd start, D = 140
+    (not a multiple of 8 fp32 elements), cos/sin full along B, S and N."""
+    return random_case(shape, cos_shape, dtype, seed=17) + (piece,)
+
+
+def faulty_run(emu, env, fault, case=None, mode=1, op="grad", workspace_fill=None):
+    dy, cos, sin, piece = case or regime_case()
+    env.setenv("PRMG_EMU_FAULT", fault)
+    result = emu.run(dy, cos, sin, mode, piece, op=op, workspace_fill=workspace_fill)
+    env.delenv("PRMG_EMU_FAULT")
+    expected = (golden if op == "grad" else forward_golden)(dy, cos, sin, mode, *piece)
+    return result, expected, dy
+
+
+@pytest.mark.parametrize("fault", ["core_tail", "tile_tail", "unaligned_start", "row_pad", "broadcast_b",
+                                   "broadcast_s", "broadcast_n"])
+def test_regime_faults_change_the_result_where_their_regime_is(emu, env, fault):
+    (status, dx, _, guard), expected, _ = faulty_run(emu, env, fault)
+    assert status == 0 and (guard == 0xA5).all()
+    assert not np.array_equal(bits(dx), bits(expected))
+    # outside its regime (8 rows, L = 32 from an aligned start, D = 64, cos broadcast everywhere) the fault is inert
+    calm = random_case((1, 2, 4, 64), (1, 1, 1, 32), seed=3) + ((8, 40),)
+    (status, dx, _, _), expected, _ = faulty_run(emu, env, fault, calm)
+    np.testing.assert_array_equal(bits(dx), bits(expected))
+
+
+def test_special_value_faults(emu, env):
+    dy, cos, sin, piece = random_case((1, 1, 2, 16), (1, 1, 1, 8), seed=4) + ((4, 12),)
+    dy[0, 0, 0, 4] = np.nan
+    dy[0, 0, 0, 0] = -0.0
+    (status, dx, _, _), expected, _ = faulty_run(emu, env, "squash_nan", (dy, cos, sin, piece))
+    assert np.isnan(expected[0, 0, 0, 4]) and dx[0, 0, 0, 4] == 0
+    (status, dx, _, _), expected, _ = faulty_run(emu, env, "passthrough_add_zero", (dy, cos, sin, piece))
+    assert bits(expected)[0, 0, 0, 0] == 0x80000000 and bits(dx)[0, 0, 0, 0] == 0
+    np.testing.assert_array_equal(dx[..., 4:12], expected[..., 4:12])
+
+
+def test_mixed_cast_and_row_index_u16(emu, env):
+    case = random_case((1, 2, 2, 64), (1, 2, 1, 64), ml_dtypes.bfloat16, np.float32, seed=9) + ((0, 64),)
+    (_, dx, _, _), expected, _ = faulty_run(emu, env, "mixed_cast", case)
+    assert not np.array_equal(bits(dx), bits(expected))
+    case = random_case((1, 2, 2, 64), (1, 2, 1, 64), seed=9) + ((0, 64),)
+    (_, dx, _, _), expected, _ = faulty_run(emu, env, "mixed_cast", case)         # same dtypes: inert
+    np.testing.assert_array_equal(bits(dx), bits(expected))
+    many = random_case((1, 65540, 1, 4), (1, 1, 1, 2), seed=2) + ((0, 2),)
+    (_, dx, _, _), expected, dy = faulty_run(emu, env, "row_index_u16", many)
+    np.testing.assert_array_equal(bits(dx[0, 65536:]), bits(dy[0, 65536:]))     # the high rows never written
+
+
+def test_workspace_faults(emu, env):
+    case = random_case((1, 2, 2, 16), (1, 2, 1, 16), seed=5) + ((0, 16),)
+    (status, dx, _, _), expected, _ = faulty_run(emu, env, "workspace_uninit_read", case)
+    np.testing.assert_array_equal(bits(dx), bits(expected))                     # zeroed workspace: hidden
+    (status, dx, _, _), expected, _ = faulty_run(emu, env, "workspace_uninit_read", case, workspace_fill=0xFF)
+    assert np.isnan(dx[..., :16]).all()                                          # poisoned: every lane NaN
+    (status, dx, _, _), expected, _ = faulty_run(emu, env, "workspace_overrun", case)
+    assert status == 0 and (emu.workspace_tail[:4] == 0xFF).all() and (emu.workspace_tail[4:] == 0).all()
+
+
+def test_nondeterministic_fault_differs_by_an_ulp_between_launches(emu, env):
+    case = random_case((2, 8, 4, 64), (1, 8, 1, 64), seed=6) + ((0, 64),)
+    dy, cos, sin, piece = case
+    env.setenv("PRMG_EMU_FAULT", "nondeterministic")
+    first, second = (emu.run(dy, cos, sin, 1, piece)[1] for _ in range(2))
+    env.delenv("PRMG_EMU_FAULT")
+    differ = bits(first) != bits(second)
+    assert differ.any()
+    # each launch is a correct float32 kernel: they differ within float32 rounding of the products (|c|, |s|, |dy|
+    # <= 1, so every product magnitude sum m <= 2 and the rounding of one product is at most 2^-24 * 2)
+    assert np.abs(first.astype(np.float64) - second.astype(np.float64)).max() <= 2.0 ** -22
+
+
+@pytest.mark.parametrize("fault", ["fwd_sign", "fwd_partner_sin", "fwd_noop"])
+def test_forward_faults_act_on_the_forward_only(emu, env, fault):
+    dy, cos, sin, piece = random_case((1, 2, 2, 16), (1, 1, 1, 16), seed=8) + ((0, 16),)
+    (_, y, _, _), expected, _ = faulty_run(emu, env, fault, (dy, cos, sin, piece), op="forward")
+    assert not np.array_equal(bits(y), bits(expected))
+    (_, dx, _, _), expected, _ = faulty_run(emu, env, fault, (dy, cos, sin, piece), op="grad")
+    np.testing.assert_array_equal(bits(dx), bits(expected))

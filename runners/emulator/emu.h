@@ -27,6 +27,7 @@ enum {
     ACLNN_ERR_PARAM_INVALID = 161002,
     ACLNN_ERR_INNER = 561000,
     ACLNN_ERR_INNER_TILING_ERROR = 561002,
+    ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND = 561107,
 };
 
 /* aclDataType codes the operator accepts. */
@@ -73,5 +74,16 @@ EMU_API int prmg_emu_device_range(const void *address, size_t length, void **hos
 
 /* 1 when stream is NULL (the default stream) or a live stream from aclrtCreateStream. */
 EMU_API int prmg_emu_stream_valid(const void *stream);
+
+/* Every aclOpExecutor starts with this header: how aclDestroyAclOpExecutor frees it. */
+typedef struct {
+    void (*destroy)(void *executor);
+} emu_executor_header;
+
+/* The process's live executors (created by a GetWorkspaceSize, neither launched nor destroyed):
+ * add one (0, or -1 when out of memory), take one out (1 when it was live), count them. */
+EMU_API int prmg_emu_executor_add(void *executor);
+EMU_API int prmg_emu_executor_take(void *executor);
+EMU_API int prmg_emu_live_executors(void);
 
 #endif

@@ -7,7 +7,7 @@
 
 static const struct {
     const char *name;
-    unsigned flag;
+    fault_set flag;
 } FAULT_NAMES[] = {
     {"sign", FAULT_SIGN},
     {"own_sin", FAULT_OWN_SIN},
@@ -25,10 +25,27 @@ static const struct {
     {"crash", FAULT_CRASH},
     {"hang", FAULT_HANG},
     {"truncate", FAULT_TRUNCATE},
+    {"squash_nan", FAULT_SQUASH_NAN},
+    {"passthrough_add_zero", FAULT_PASSTHROUGH_ADD_ZERO},
+    {"workspace_overrun", FAULT_WORKSPACE_OVERRUN},
+    {"workspace_uninit_read", FAULT_WORKSPACE_UNINIT_READ},
+    {"core_tail", FAULT_CORE_TAIL},
+    {"tile_tail", FAULT_TILE_TAIL},
+    {"unaligned_start", FAULT_UNALIGNED_START},
+    {"row_pad", FAULT_ROW_PAD},
+    {"broadcast_b", FAULT_BROADCAST_B},
+    {"broadcast_s", FAULT_BROADCAST_S},
+    {"broadcast_n", FAULT_BROADCAST_N},
+    {"mixed_cast", FAULT_MIXED_CAST},
+    {"row_index_u16", FAULT_ROW_INDEX_U16},
+    {"nondeterministic", FAULT_NONDETERMINISTIC},
+    {"fwd_sign", FAULT_FWD_SIGN},
+    {"fwd_partner_sin", FAULT_FWD_PARTNER_SIN},
+    {"fwd_noop", FAULT_FWD_NOOP},
 };
 
 /* The flag of fault `name` (length `length`), or 0 when unknown. */
-static unsigned fault_flag(const char *name, size_t length)
+static fault_set fault_flag(const char *name, size_t length)
 {
     for (size_t i = 0; i < sizeof FAULT_NAMES / sizeof FAULT_NAMES[0]; i++) {
         if (strlen(FAULT_NAMES[i].name) == length && strncmp(FAULT_NAMES[i].name, name, length) == 0)
@@ -63,16 +80,16 @@ static int shape_selected(const int64_t *dy_dims, uint64_t dim_count)
     return 1;
 }
 
-int active_faults(const int64_t *dy_dims, uint64_t dim_count, unsigned *faults)
+int active_faults(const int64_t *dy_dims, uint64_t dim_count, fault_set *faults)
 {
     *faults = 0;
     const char *text = getenv("PRMG_EMU_FAULT");
     if (text == NULL || *text == '\0')
         return 0;
-    unsigned named = 0;
+    fault_set named = 0;
     for (const char *item = text; *item != '\0';) {
         size_t length = strcspn(item, ",");
-        unsigned flag = fault_flag(item, length);
+        fault_set flag = fault_flag(item, length);
         if (flag == 0) {
             prmg_emu_set_error("emulator: unknown fault '%.*s' in PRMG_EMU_FAULT", (int)length, item);
             return -1;

@@ -91,3 +91,14 @@ EMU_API int32_t aclDestroyIntArray(const aclIntArray *array)
     free(owned);
     return ACL_SUCCESS;
 }
+
+EMU_API int32_t aclDestroyAclOpExecutor(void *executor)
+{
+    if (!prmg_emu_executor_take(executor)) {
+        prmg_emu_set_error("aclDestroyAclOpExecutor: executor %p is unknown, was already launched or was "
+                           "already destroyed", executor);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    ((emu_executor_header *)executor)->destroy(executor);
+    return ACL_SUCCESS;
+}

@@ -615,3 +615,104 @@ EMU_API int aclrtEventElapsedTime(float *ms, void *start, void *end)
     *ms = (float)(seconds * 1e3);
     return ACL_SUCCESS;
 }
+
+/* ---- executors (for aclDestroyAclOpExecutor in libnnopbase and the operators' launches) ---- */
+
+static handle_registry live_executors = HANDLE_REGISTRY_INIT;
+
+EMU_API int prmg_emu_executor_add(void *executor)
+{
+    return registry_add(&live_executors, executor);
+}
+
+EMU_API int prmg_emu_executor_take(void *executor)
+{
+    return executor != NULL && registry_remove(&live_executors, executor);
+}
+
+EMU_API int prmg_emu_live_executors(void)
+{
+    pthread_mutex_lock(&live_executors.lock);
+    int count = (int)live_executors.count;
+    pthread_mutex_unlock(&live_executors.lock);
+    return count;
+}
+
+/* ---- SoC name ---- */
+
+EMU_API const char *aclrtGetSocName(void)
+{
+    if (!prmg_emu_initialized()) {
+        prmg_emu_set_error("aclrtGetSocName: ACL is not initialized (call aclInit first)");
+        return NULL;
+    }
+    const char *name = getenv("PRMG_EMU_SOC");
+    return name != NULL && *name != '\0' ? name : "Ascend950PR";
+}
+
+/* ---- pinned host memory: page-aligned host mappings that aclrtMemcpy takes as host memory ---- */
+
+typedef struct {
+    void *address;
+    size_t size;
+} host_block;
+
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+static host_block *host_blocks;
+static size_t host_block_count, host_block_capacity;
+
+EMU_API int aclrtMallocHost(void **hostPtr, size_t size)
+{
+    int status = require_init("aclrtMallocHost");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (hostPtr == NULL || size == 0) {
+        prmg_emu_set_error("aclrtMallocHost: %s", hostPtr == NULL ? "hostPtr is NULL" : "size is 0");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    void *address = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (address == MAP_FAILED) {
+        prmg_emu_set_error("aclrtMallocHost: cannot allocate %zu bytes: %s", size, strerror(errno));
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    pthread_mutex_lock(&host_lock);
+    if (host_block_count == host_block_capacity) {
+        size_t capacity = host_block_capacity ? host_block_capacity * 2 : 16;
+        host_block *grown = realloc(host_blocks, capacity * sizeof *grown);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&host_lock);
+            munmap(address, size);
+            prmg_emu_set_error("aclrtMallocHost: out of host memory for the block table");
+            return ACL_ERROR_RT_MEMORY_ALLOCATION;
+        }
+        host_blocks = grown;
+        host_block_capacity = capacity;
+    }
+    host_blocks[host_block_count++] = (host_block){address, size};
+    pthread_mutex_unlock(&host_lock);
+    *hostPtr = address;
+    return ACL_SUCCESS;
+}
+
+EMU_API int aclrtFreeHost(void *hostPtr)
+{
+    int status = require_init("aclrtFreeHost");
+    if (status != ACL_SUCCESS)
+        return status;
+    host_block victim = {NULL, 0};
+    pthread_mutex_lock(&host_lock);
+    for (size_t i = 0; i < host_block_count; i++) {
+        if (host_blocks[i].address == hostPtr) {
+            victim = host_blocks[i];
+            host_blocks[i] = host_blocks[--host_block_count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&host_lock);
+    if (victim.address == NULL) {
+        prmg_emu_set_error("aclrtFreeHost: %p is not memory from aclrtMallocHost", hostPtr);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    munmap(victim.address, victim.size);
+    return ACL_SUCCESS;
+}
