@@ -208,6 +208,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
                          key_metric=key_metric(verdict), details=list(verdict.details),
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
+                         runner=getattr(settings.toolkit, "kind", ""),
                          duration_s=time.perf_counter() - started,
                          timings={key: round(value, 3) for key, value in timings.items()})
     result = strict_status(result, settings)

@@ -29,7 +29,7 @@ from .errors import PrmgError
 from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
 
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
-PRESETS = ("smoke", "full", "edge", "negative", "special", "perf", "future_modes")
+PRESETS = ("smoke", "full", "edge", "negative", "special", "forward", "checks", "perf", "future_modes")
 ALL_MODES = frozenset(MODE_NAMES)
 TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
 FUTURE_MODES = ("half", "quarter", "interleave-half")
@@ -231,7 +231,8 @@ def _short(dtype_name: str) -> str:
 def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
                       cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
                       standard=None, tolerance=None, tags=(), sin_shape=None, sin_dtype=None,
-                      format=None, null=(), dy_strides=None, known_defect=None) -> dict:
+                      format=None, null=(), dy_strides=None, known_defect=None, op="grad", checks=(),
+                      golden=True) -> dict:
     """One case mapping from options; refuses (PrmgError) a case the operator would reject unless it
     expects an error, and an error expectation the operator can never return for it.
 
@@ -243,7 +244,8 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
     case = _case_dict(shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice,
                       dtype=dtype, cos_dtype=cos_dtype, mode=mode, seed=seed, name=name, inputs=inputs,
                       expect=expect, standard=standard, tolerance=tolerance, tags=tags, sin_shape=sin_shape,
-                      sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides, known_defect=known_defect)
+                      sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides, known_defect=known_defect,
+                      op=op, checks=checks, golden=golden)
     refuse_invalid([case])
     return case
 
@@ -251,7 +253,7 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
 def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
                mode="interleave", seed=None, name=None, inputs=None, expect="pass", standard=None,
                tolerance=None, tags=(), sin_shape=None, sin_dtype=None, format=None, null=(),
-               dy_strides=None, known_defect=None) -> dict:
+               dy_strides=None, known_defect=None, op="grad", checks=(), golden=True) -> dict:
     """The case mapping of ``case_from_options``, before the operator's constraints are checked."""
     shape = _ints(shape, "shape")
     if cos_shape is not None and broadcast is not None:
@@ -299,6 +301,12 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
         case["tags"] = list(tags)
     if known_defect:
         case["known_defect"] = known_defect
+    if op != "grad":
+        case["op"] = op
+    if checks:
+        case["checks"] = list(checks)
+    if not golden:
+        case["golden"] = False
     case["name"] = name if name is not None else default_name(case)
     if not NAME_PATTERN.fullmatch(case["name"]):
         raise PrmgError("a name is letters, digits, '_', '.' and '-' only", case=str(case["name"]), field="name")
@@ -848,6 +856,83 @@ def _perf() -> dict:
     return document(cases, header=_header("perf", "large shapes for timing (not shipped under cases/)"))
 
 
+def _forward() -> dict:
+    """The ``forward`` preset: the forward op (aclnnInplacePartialRotaryMul) over its dtype pairs (cos/sin
+    the x's dtype or float32) and its 950 layouts (BSND, B1ND, B11D, 111D), odd starts and tails, RoPE
+    tables, special values, and each of its constraints broken once with the status it returns."""
+    from .ops import FORWARD
+
+    tags = ("forward",)
+    case = lambda name=None, tags=tags, **options: _preset_case("fwd", tags, name, op="forward", **options)  # noqa: E731
+    cases = []
+    placements = [(0, 64), (7, 39), (30, 64), (16, 48)]
+    for index, (x, table) in enumerate(FORWARD.dtype_pairs):
+        for position, layout in enumerate(FORWARD.layouts):
+            cases.append(case(shape=(2, 3, 2, 64), broadcast=layout, partial_slice=placements[(index + position) % 4],
+                              dtype=x, cos_dtype=table))
+    cases += [
+        case("rope_bf16", shape=(1, 32, 2, 128), broadcast="BSND", dtype="bfloat16", inputs=_rope()),
+        case("rope_partial_fp16_fp32", shape=(2, 16, 4, 128), broadcast="BSND", partial_slice=(0, 64),
+             dtype="float16", cos_dtype="float32", inputs=_rope()),
+        case("D1024_fp32", shape=(1, 2, 2, 1024), broadcast="111D"),
+        case("L2_tail", shape=(2, 2, 2, 8), broadcast="B11D", partial_slice=(6, 8), dtype="bfloat16"),
+        case("many_rows", shape=(2, 64, 8, 16), broadcast="B1ND", partial_slice=(2, 14), dtype="float16"),
+    ]
+    shape, piece = (1, 2, 2, 16), (4, 12)
+    for index, (x, table) in enumerate(FORWARD.dtype_pairs):
+        cos_shape = broadcast_shape("BSND", shape, piece[1] - piece[0])
+        cases.append(case(f"special_{_short(x)}_{_short(table)}", shape=shape, cos_shape=cos_shape, partial_slice=piece,
+                          dtype=x, cos_dtype=table,
+                          inputs=_special_inputs(x, table, shape, cos_shape, index % 2 == 1, 100 + index)))
+    invalid, nullptr = "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR"
+    base = dict(shape=(2, 2, 2, 16), broadcast="B1ND", partial_slice=(4, 12))
+    negative = lambda name, extra=(), **options: case(name, tags + ("negative",) + tuple(extra),  # noqa: E731
+                                                      **{**base, **options})
+    cases += [negative(f"null_{tensor}", null=(tensor,), expect=nullptr) for tensor in TENSORS]
+    cases += [
+        negative("x_int32", dtype="int32", cos_dtype="float32", expect=invalid),
+        negative("cos_fp16_for_bf16", dtype="bfloat16", cos_dtype="float16", expect=invalid),
+        negative("format_nchw", format="NCHW", expect=invalid),
+        negative("mode_half_today", ("today", "mode-unsupported"), mode="half", expect=invalid),
+        negative("mode_7", mode=7, expect=invalid),
+        negative("D_odd", shape=(2, 2, 2, 15), expect=invalid),
+        negative("D_2048", shape=(1, 1, 2, 2048), partial_slice=(0, 8), cos_shape=(1, 1, 2, 8), broadcast=None,
+                 expect=invalid),
+        negative("odd_length", partial_slice=(4, 11), expect=invalid),
+        negative("layout_1S1D", broadcast="1S1D", expect=invalid),
+        negative("layout_BS1D", broadcast="BS1D", expect=invalid),
+        negative("x_not_contiguous", shape=(1, 1, 4, 8), partial_slice=(0, 8), broadcast="111D",
+                 dy_strides=(32, 32, 1, 4), expect="ACLNN_ERR_INNER"),
+        negative("empty_slice_ok", cos_shape=(1, 1, 1, 2), broadcast=None, partial_slice=(7, 7)),
+    ]
+    return document(cases, header=_header("forward", "the forward op over its dtype pairs and 950 layouts, RoPE "
+                                                     "tables, special values and each of its constraints broken once"))
+
+
+def _checks() -> dict:
+    """The ``checks`` preset: the golden-free checks on the device (adjoint, roundtrip, determinism) over
+    both operators, every dtype, the layouts both accept and more, and a large case judged by its checks
+    alone (``golden: false``)."""
+    tags = ("checks",)
+    every = ("adjoint", "roundtrip", "determinism")
+    case = lambda name, **options: _preset_case("checks", tags, name, **options)  # noqa: E731
+    cases = []
+    for index, dtype in enumerate(dtypes.OPERATOR_DTYPES):
+        for op, layout in (("grad", "1S1D"), ("grad", "BSND"), ("forward", "B1ND"), ("forward", "111D")):
+            cases.append(case(f"{op}_{_short(dtype)}_{layout}", op=op, shape=(2, 8, 2, 64), broadcast=layout,
+                              partial_slice=(8, 40) if index % 2 else (0, 64), dtype=dtype, checks=every,
+                              inputs=_rope() if "S" in layout else None))      # a RoPE table needs positions
+    cases += [
+        case("grad_mixed_bf16_fp16", shape=(1, 16, 4, 128), broadcast="BS1D", dtype="bfloat16", cos_dtype="float16",
+             checks=("adjoint", "determinism")),
+        case("grad_large_checks_only", shape=(1, 64, 8, 128), broadcast="1S1D", partial_slice=(32, 128),
+             dtype="bfloat16", checks=every, golden=False, inputs=_rope()),
+    ]
+    return document(cases, header=_header("checks", "golden-free checks on the device: adjoint, roundtrip and "
+                                                     "determinism over both operators, and a case judged by its "
+                                                     "checks alone"))
+
+
 def _future_modes() -> dict:
     """The ``future_modes`` preset: modes half, quarter and interleave-half, skipped on today's target."""
     cases = []
@@ -887,7 +972,7 @@ def _worked_example() -> dict:
 
 
 _PRESET_MAKERS = {"smoke": _smoke, "full": _full, "edge": _edge, "negative": _negative, "special": _special,
-                  "perf": _perf,
+                  "forward": _forward, "checks": _checks, "perf": _perf,
                   "future_modes": _future_modes}
 
 
@@ -911,6 +996,7 @@ def shipped_documents() -> dict[str, dict]:
     files = {"smoke.yaml": preset("smoke")}
     files.update({f"full/{part}.yaml": _checked(_full_part(part)) for part in FULL_PARTS})
     files.update({"edge.yaml": preset("edge"), "negative.yaml": preset("negative"), "special.yaml": preset("special"),
+                  "forward.yaml": preset("forward"), "checks.yaml": preset("checks"),
                   "future_modes.yaml": preset("future_modes"), "worked_example.yaml": _worked_example()})
     return files
 

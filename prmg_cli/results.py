@@ -80,6 +80,7 @@ class CaseResult:
     warnings: list = field(default_factory=list)
     kernel_ms: float | None = None
     kernel_samples: list = field(default_factory=list)   # kernel ms of every launch of the case itself
+    runner: str = ""                # "aclnn" or "emulator": what produced the timings
     duration_s: float = 0.0
     timings: dict = field(default_factory=dict)
     source: str = ""

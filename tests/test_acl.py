@@ -14,7 +14,7 @@ import pytest
 
 from prmg_cli import acl
 from prmg_cli.acl import AclError, AclSession
-from prmg_cli.cases import Case
+from prmg_cli.cases import Case, Expect
 from prmg_cli.dtypes import bits
 from prmg_cli.inputs import Inputs
 from prmg_cli.reference import inplace_partial_rotary_mul_grad
@@ -85,7 +85,7 @@ def test_refused_case_returns_the_status_and_leaves_dy_alone(session):
 @pytest.mark.parametrize("extra, shape, status", [
     ({"null": ("cos",)}, (1, 2, 1, 8), 161001),
     ({"null": ("dy",)}, (1, 2, 1, 8), 161001),
-    ({"dy_strides": (32, 16, 16, 2)}, (1, 2, 1, 8), 161002),   # every other element: not contiguous
+    ({"dy_strides": (32, 16, 16, 2)}, (1, 2, 1, 8), 561000),   # every other element: refused at launch
     ({}, (1, 0, 1, 8), 561002),                                 # a zero dim
 ])
 def test_negative_tensors_are_built_as_asked(session, extra, shape, status):
@@ -94,8 +94,34 @@ def test_negative_tensors_are_built_as_asked(session, extra, shape, status):
     outcome = session.launch(case, inputs)
     assert outcome.status == status, outcome.error_message
     assert outcome.dy.shape == shape
-    assert np.array_equal(bits(outcome.dy), bits(inputs.dy))
+    assert np.array_equal(bits(outcome.dy), bits(inputs.dy)) and outcome.dy_changed is False
     assert outcome.contract_violations == ()
+
+
+def test_rows_sharing_storage_are_compared_on_the_storage(session):
+    """dy_strides [4, 4, 0, 1]: rows share storage, so the uploaded view differs from the input, yet a
+    refused call leaves the storage as uploaded: not a change."""
+    case = make_case((1, 2, 2, 4), (1, 1, 1, 4), (0, 4), dy_strides=(4, 4, 0, 1),
+                     expect=Expect(561000))
+    inputs = random_inputs(case)
+    outcome = session.launch(case, inputs)
+    assert outcome.status == 561000 and outcome.dy_changed is False
+    from prmg_cli.judge import judge
+    assert judge(case, inputs, outcome).status == "passed"
+
+
+def test_the_workspace_is_poisoned_and_guarded(session, monkeypatch):
+    case = make_case((1, 2, 2, 16), (1, 1, 1, 16), (0, 16))
+    inputs = random_inputs(case)
+    monkeypatch.setenv("PRMG_EMU_FAULT", "workspace_overrun")
+    outcome = session.launch(case, inputs)
+    assert outcome.contract_violations[0].startswith("guard zone after workspace changed at byte +0 (4 bytes, through +3)")
+    assert "the kernel wrote outside the 16777216-byte workspace it asked for" in outcome.contract_violations[0]
+    monkeypatch.setenv("PRMG_EMU_FAULT", "workspace_uninit_read")
+    outcome = session.launch(case, inputs)
+    assert np.isnan(outcome.dy.astype(np.float32)).all() and outcome.contract_violations == ()
+    monkeypatch.delenv("PRMG_EMU_FAULT")
+    assert session.launch(case, inputs).contract_violations == ()       # the guards were rewritten
 
 
 def test_write_past_end_is_caught_by_the_guard_zone(session, monkeypatch):

@@ -62,7 +62,7 @@ def test_compare_of_equal_runs_is_clean(tmp_path):
 
 
 def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
-    assert runs.time_drift([1.0], [5.0], 0.05) == ""                     # one timing: not judged
+    assert runs.time_drift([1.0, 1.0], [5.0, 5.0], 0.05) == ""           # two timings: not judged
     assert runs.time_drift([1.0, 1.02, 0.98], [1.05, 1.03, 1.07], 0.05) == ""
     assert "median kernel time 1 -> 1.5 ms" in runs.time_drift([1.0, 1.02, 0.98], [1.5, 1.52, 1.48], 0.05)
     assert runs.time_drift([1.0, 1.5, 0.5], [1.6, 2.0, 1.2], 0.05) == ""   # a noisy baseline hides it

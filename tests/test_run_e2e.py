@@ -174,13 +174,35 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "bf16_compute": "over budget", "truncate": "over budget", "noop": "over budget",
     "nan": "non-finite", "accept_mode": "expected 561002", "crash": "worker crashed: signal 11",
     "hang": "timed out after 2 s",
+    # issue 10: special values, workspace misuse; regimes: core and tile splits, alignment, broadcast axes,
+    # dtype mixes, 16-bit row counters; the golden-free checks; the forward op
+    "squash_nan": "where the golden is nan", "passthrough_add_zero": "outside the slice",
+    "workspace_overrun": "guard zone after workspace changed", "workspace_uninit_read": "workspace",
+    "core_tail": "over budget", "tile_tail": "over budget", "unaligned_start": "over budget",
+    "row_pad": "over budget", "broadcast_b": "over budget", "broadcast_s": "all rows sharing cos row",
+    "broadcast_n": "over budget", "mixed_cast": "over budget", "row_index_u16": "over budget",
+    "nondeterministic": "determinism: 2 launches of the same inputs differ", "fwd_sign": "adjoint",
+    "fwd_partner_sin": "over budget", "fwd_noop": "adjoint",
 }
+
+
+def test_every_emulator_fault_has_a_shipped_catch():
+    from prmg_cli.toolkit import emulator_fault_names
+
+    assert set(emulator_fault_names()) == set(SHIPPED_FAULTS)
+
+
+ONLY_CHECKS_CATCH = {"nondeterministic", "fwd_sign", "fwd_noop"}      # faults of launches only the checks make
 
 
 @pytest.mark.parametrize("fault", sorted(SHIPPED_FAULTS))
 def test_shipped_cases_catch_every_emulator_fault(fault):
-    """prmg run cases/ is green on the emulator and red under each fault, for the expected reason."""
-    result, report = run_json(ROOT / "cases", "--fail-fast", "--timeout", "2", env={"PRMG_EMU_FAULT": fault})
+    """prmg run cases/ is green on the emulator and red under each fault, for the expected reason (the
+    cases of cases/checks.yaml, which come first, are left out for the faults the golden catches, so that
+    the first red case names the expected reason)."""
+    selection = () if fault in ONLY_CHECKS_CATCH else ("--exclude-tag", "checks")
+    result, report = run_json(ROOT / "cases", "--fail-fast", "--timeout", "2", *selection,
+                              env={"PRMG_EMU_FAULT": fault})
     assert result.returncode == 1, report["summary"]
     red = [c for c in report["cases"] if c["status"] in ("failed", "error")]
     assert SHIPPED_FAULTS[fault] in red[0]["message"] + "\n".join(red[0]["details"]), red[0]
@@ -188,8 +210,9 @@ def test_shipped_cases_catch_every_emulator_fault(fault):
 
 def test_shipped_cases_are_green():
     result, report = run_json(ROOT / "cases")
-    assert result.returncode == 0
-    assert report["summary"]["failed"] == 0 and report["summary"]["error"] == 0
-    assert report["summary"]["passed"] > 400
-    result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3")
-    assert result.returncode == 0 and report["summary"]["passed"] > 480
+    assert result.returncode == 0, report["summary"]
+    summary = report["summary"]
+    assert summary["failed"] == summary["error"] == summary["xpassed"] == summary["not_run"] == 0
+    assert summary["passed"] > 500 and summary["xfailed"] == 1 and summary["warnings"] == 0
+    result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3", "--exclude-tag", "mode-unsupported")
+    assert result.returncode == 0 and report["summary"]["passed"] > 560 and report["summary"]["skipped"] == 0

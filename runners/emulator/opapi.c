@@ -38,7 +38,7 @@ typedef struct aclOpExecutor {
     const char *non_contiguous;  /* which tensor */
 } aclOpExecutor;
 
-static uint64_t launches;        /* process-wide launch counter (the nondeterministic fault) */
+static uint64_t launches[2];     /* per operator, launches so far in this process (the nondeterministic fault) */
 
 static void destroy_executor(void *executor)
 {
@@ -422,7 +422,7 @@ static int launch(aclOpExecutor *job, fault_set faults, void *workspace, void *w
     int pairing = job->pairing_mode;
     if (faults & FAULT_HALF_PAIRING)
         pairing = pairing == 0 ? 1 : 0;
-    kernel_job work = {job->op, pairing, job->start, job->end, faults, workspace, launches++};
+    kernel_job work = {job->op, pairing, job->start, job->end, faults, workspace, launches[job->op]++};
     rotary_mul(&job->x, &job->cos, &job->sin, &work);
     apply_output_faults(job, faults);
     return ACL_SUCCESS;
