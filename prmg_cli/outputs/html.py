@@ -275,7 +275,7 @@ def _matrix(results: list[CaseResult], cell_of: dict[int, int]) -> str:
                             cell_of[i] = number
                         number += 1
                 rows.append(f'<tr><th class="pair">{_h(pair)}</th>{"".join(tds)}</tr>')
-            title = f"{op} &middot; {_h(mode)}" if len(ops) > 1 else f"mode {_h(mode)}"
+            title = f"{_h(op)} &middot; {_h(mode)}" if len(ops) > 1 else f"mode {_h(mode)}"
             panels.append(f'<table class="matrix" data-op="{_h(op)}" data-mode="{_h(mode)}"><caption>{title}'
                           f'</caption><thead><tr><th class="corner">dtypes</th>{head}</tr></thead>'
                           f'<tbody>{"".join(rows)}</tbody></table>')
@@ -424,7 +424,7 @@ def _case_table(results: list[CaseResult], cell_of: dict[int, int]) -> str:
     rows = []
     for index, result in enumerate(results):
         shown = cells(result)
-        name = _h(shown["case"])
+        name = _h(shown["case"]).replace("_", "_<wbr>").replace(".", ".<wbr>")      # break long names there
         if result.status in EXPLAINED and result.status != "not_run":
             name = f'<a href="#case-{index}-card">{name}</a>'
         tds = [f'<td class="name">{name}</td>']
@@ -489,7 +489,7 @@ border:0;background:var(--c,#fff);color:var(--t,#1d2329);font:inherit;cursor:poi
 .chip.zero{opacity:.35}.chip.total,.chip.warn{background:#fff;border:1px solid var(--line);cursor:default}
 .chip.warn{border-color:#e6b400}
 .chip.active{outline:3px solid #1d2329;outline-offset:1px}
-.legend{color:var(--muted);font-size:12.5px}
+.legend{color:var(--muted);font-size:12.5px}#summary h3{margin-top:18px}
 .badge{display:inline-block;padding:1px 7px;border-radius:4px;font-size:11.5px;font-weight:700;
 font-family:system-ui,sans-serif;letter-spacing:.02em;margin-right:3px;white-space:nowrap}
 .gap-badge{background:#fff;border:1px dashed #9aa3ad;color:var(--muted)}
@@ -537,7 +537,7 @@ cursor:pointer}
 .cases{width:100%;font-size:12px}.cases th{position:sticky;top:0;background:#eef1f4;text-align:left;
 padding:4px 8px;font-family:system-ui,sans-serif}
 .cases td{border-top:1px solid var(--line);padding:3px 8px;white-space:nowrap}
-.cases td.name{white-space:normal;word-break:break-all;min-width:220px}.cases td.num{text-align:right}
+.cases td.name{white-space:normal;overflow-wrap:anywhere;min-width:220px}.cases td.num{text-align:right}
 .cases tr.warned td.name::after{content:" \\26a0";color:#c98a00}
 .cases tr:target{background:#fff6cc}.card:target{box-shadow:0 0 0 3px #f0c36d}
 footer{margin-top:30px;color:var(--muted);font-size:12px}
@@ -568,7 +568,7 @@ _SCRIPT = """
     mark('[data-filter-status]', 'data-filter-status', state.status);
     mark('td[data-cell]', 'data-cell', state.cell);
   }
-  function reveal() { document.getElementById('cases').scrollIntoView({behavior: 'smooth'}); }
+  function reveal() { document.getElementById('cases').scrollIntoView(); }
   document.querySelectorAll('[data-filter-status]').forEach(function (chip) {
     chip.addEventListener('click', function () {
       var value = chip.getAttribute('data-filter-status');

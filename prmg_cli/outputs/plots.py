@@ -46,9 +46,7 @@ def _colour_map() -> ListedColormap:
         return np.column_stack([np.interp(at, np.arange(len(colours)), stops[:, k]) for k in range(3)])
     within = ramp(["#f3f6f9", "#c9dcec", "#7fafd6", "#3f7fba"], 128)
     over = ramp(["#ffd84d", "#f59a32", "#e0402b", "#a50f15", "#4d0009"], 128)
-    colours = ListedColormap(np.vstack([within, over]), name="prmg_error")
-    colours.set_bad((0, 0, 0, 0))
-    return colours
+    return ListedColormap(np.vstack([within, over]), name="prmg_error").with_extremes(bad=(0, 0, 0, 0))
 
 
 _ERROR_COLOURS = _colour_map()
@@ -270,7 +268,7 @@ def margin_histogram(margins: list[tuple[float, str]]) -> str:
         axes.set_xlim(edges[0], edges[-1])
         axes.set_xlabel("key margin: error / limit (log scale; right of 1 fails)")
         axes.set_ylabel("cases")
-        axes.legend(frameon=False, fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3,
+        axes.legend(frameon=False, fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3,
                     borderaxespad=0.2, handletextpad=0.4, columnspacing=1.0)
         figure.canvas.draw()
         return _encode(figure)
@@ -315,14 +313,14 @@ def time_against_bytes(points: list[tuple[float, float, str]], note: str = "") -
             exit_x, exit_y = x_high, x_high / (gbps * 1e6)            # where the line leaves the plot
             if exit_y > y_high:
                 exit_x, exit_y = y_high * gbps * 1e6, y_high
-            if x_low < exit_x <= x_high and y_low < exit_y <= y_high:
+            if x_low * 5 < exit_x <= x_high and y_low * 3 < exit_y <= y_high:    # clear of the axes' labels
                 axes.text(exit_x / 1.08, exit_y / 1.08, f"{gbps:g} GB/s", fontsize=7, color="#6b7480",
                           ha="right", va="top")
         axes.set_xlabel("bytes moved per launch")
         axes.set_ylabel("kernel time (ms)")
         if note:
             axes.set_title(note, loc="left", fontsize=8, color="#6b7480")
-        axes.legend(frameon=False, fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3,
+        axes.legend(frameon=False, fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3,
                     borderaxespad=0.2, handletextpad=0.2, columnspacing=1.0)
         figure.canvas.draw()
         return _encode(figure)
