@@ -13,7 +13,8 @@ values (no ``CaseResult``) and returns the URI of one PNG, to be inlined in an `
 - ``time_against_bytes``: kernel time against bytes moved, log-log, with lines of equal bandwidth.
 
 Speed matters (a report may hold a hundred heatmaps): figures get fixed margins instead of a layout
-engine, and heatmaps reuse one figure per height with its text artists (``_Frame``).
+engine, and heatmaps reuse one figure per height whose static part (axes, ticks, labels) is drawn once
+per set of ticks and blitted under each map's own artists (``_Frame``).
 """
 
 from __future__ import annotations
@@ -78,12 +79,16 @@ HEATMAP_NORM = TwoSlopeNorm(vmin=FLOOR, vcenter=0, vmax=TOP)
 
 
 class _Frame:
-    """One reusable heatmap figure of a given plot height: its axes and every artist but the two meshes,
-    made once and updated in place (text artists keep matplotlib's layout cache warm). The axes' own tick
-    machinery is off: its layout costs more than the rest of a map together."""
+    """One reusable heatmap figure of a given plot height, made once. Its static part (axes, hatched
+    background, tick labels and marks) is drawn in full once per distinct set of ticks and kept as a
+    pixel buffer; each map restores that buffer and draws only its own artists on it (matplotlib's
+    blitting: ``copy_from_bbox``, ``restore_region``, ``draw_artist``). Text is what costs most, and
+    maps of one suite share their ticks. The axes' own tick machinery stays off: its layout alone costs
+    more than a whole map."""
 
     WIDTH, LEFT, RIGHT, BOTTOM, TOP_MARGIN = 6.1, 0.95, 0.12, 0.34, 0.2     # inches
-    X_LABELS, Y_LABELS, TICK = 12, 6, 3.0                                   # TICK in points
+    X_LABELS, Y_LABELS, TICK = 8, 5, 3.0                                    # TICK in points
+    KEPT = 32                                                               # static parts kept per frame
 
     def __init__(self, plot_height: float):
         from matplotlib.lines import Line2D
@@ -92,7 +97,7 @@ class _Frame:
         height = plot_height + self.BOTTOM + self.TOP_MARGIN
         plot_width = self.WIDTH - self.LEFT - self.RIGHT
         self.figure = figure = Figure(figsize=(self.WIDTH, height), dpi=DPI)
-        FigureCanvasAgg(figure)
+        self.canvas = FigureCanvasAgg(figure)
         self.axes = axes = figure.add_axes((self.LEFT / self.WIDTH, self.BOTTOM / height, plot_width / self.WIDTH,
                                             plot_height / height))
         axes.xaxis.set_visible(False)
@@ -115,19 +120,44 @@ class _Frame:
             axes.add_line(line)
         self.tick_x = self.TICK / 72 / plot_height          # tick lengths in axes fractions
         self.tick_y = self.TICK / 72 / plot_width
-        self.edges = [axes.axvline(0, color="#111111", linewidth=1.6, zorder=3) for _ in range(2)]
-        self.edge_labels = [axes.text(0, 1, "", transform=above, ha="center", va="bottom", fontsize=7.5,
-                                      fontweight="bold") for _ in range(2)]
-        self.worst, = axes.plot([], [], marker="X", markersize=8, color="#ffffff", markeredgecolor="#000000",
-                                markeredgewidth=1.0, zorder=4, linestyle="none")
         self.hatch = axes.add_patch(Rectangle((0, 0), 1, 1, facecolor="#eceef1", edgecolor="#c3c8cf",
                                               hatch="////", linewidth=0, zorder=0))
         axes.text(0, 0, "d \u2192", transform=offset_copy(axes.transAxes, fig=figure, x=-self.TICK - 1.5,
                                                          y=-self.TICK - 1.5, units="points"),
                   ha="right", va="top", fontsize=7.5, color="#66707a")
+        # the artists of one map, drawn on the static part
+        self.edges = [axes.axvline(0, color="#111111", linewidth=1.6, zorder=3, visible=False) for _ in range(2)]
+        self.edge_labels = [axes.text(0, 1, "", transform=above, ha="center", va="bottom", fontsize=7.5,
+                                      fontweight="bold", visible=False) for _ in range(2)]
+        self.worst, = axes.plot([], [], marker="X", markersize=8, color="#ffffff", markeredgecolor="#000000",
+                                markeredgewidth=1.0, zorder=4, linestyle="none", visible=False)
         self.meshes: list = []
+        self.statics: dict[tuple, object] = {}
 
-    def show(self, texts: list, positions, labels: list[str]) -> None:
+    def static(self, depth: float, rows: float, x_ticks: list, y_ticks: list, y_labels: list[str]):
+        """The pixels of the static part for these extents and ticks, drawn now when not kept yet."""
+        key = (depth, rows, tuple(x_ticks), tuple(y_ticks), tuple(y_labels))
+        if key not in self.statics:
+            for artist in self.meshes:
+                artist.remove()
+            self.meshes = []
+            for artist in self.edges + self.edge_labels + [self.worst]:
+                artist.set_visible(False)
+            self.axes.set_xlim(0, depth)
+            self.axes.set_ylim(rows, 0)
+            self.hatch.set_bounds(0, 0, depth, rows)
+            self._show(self.x_labels, [(x, 0) for x in x_ticks], [f"{x:g}" for x in x_ticks])
+            self.x_ticks.set_data(np.repeat(x_ticks, 3), np.tile([0, -self.tick_x, np.nan], len(x_ticks)))
+            self._show(self.y_labels, [(0, y) for y in y_ticks], y_labels)
+            self.y_ticks.set_data(np.tile([0, -self.tick_y, np.nan], len(y_ticks)), np.repeat(y_ticks, 3))
+            self.canvas.draw()
+            if len(self.statics) >= self.KEPT:
+                self.statics.pop(next(iter(self.statics)))
+            self.statics[key] = self.canvas.copy_from_bbox(self.figure.bbox)
+        return self.statics[key]
+
+    @staticmethod
+    def _show(texts: list, positions, labels: list[str]) -> None:
         """The first ``len(labels)`` of ``texts`` at ``positions`` with ``labels``, the others hidden."""
         for index, text in enumerate(texts):
             if index < len(labels):
@@ -171,41 +201,37 @@ class Heatmaps:
         bins = values.shape[0]
         frame = self._frame(bins)
         axes = frame.axes
-        for mesh in frame.meshes:
-            mesh.remove()
-        frame.meshes = [axes.pcolormesh(column_edges, row_edges, np.ma.masked_invalid(scores), cmap=_ERROR_COLOURS,
-                                        norm=HEATMAP_NORM, zorder=1)]
-        if changed.any():
-            frame.meshes.append(axes.pcolormesh(column_edges, row_edges,
-                                                np.ma.masked_where(~changed, np.ones_like(values)),
-                                                cmap=_CHANGED_COLOURS, zorder=2))
-        axes.set_xlim(0, depth)
-        axes.set_ylim(rows, 0)
-        frame.hatch.set_bounds(0, 0, depth, rows)
-        x_ticks = [x for x in MaxNLocator(nbins=10, integer=True).tick_values(0, depth) if 0 <= x <= depth]
-        x_ticks = x_ticks[:frame.X_LABELS]
-        frame.show(frame.x_labels, [(x, 0) for x in x_ticks], [f"{x:g}" for x in x_ticks])
-        frame.x_ticks.set_data(np.repeat(x_ticks, 3), np.tile([0, -frame.tick_x, np.nan], len(x_ticks)))
-        room = int(frame.axes.get_position().height * frame.figure.get_figheight() / 0.13)
+        step = 2 ** max(0, math.ceil(math.log2(depth / 6))) if depth > 0 else 1   # d is counted in powers of 2
+        x_ticks = [float(x) for x in range(0, int(depth) + 1, step)]
+        room = int(axes.get_position().height * frame.figure.get_figheight() / 0.13)
         chosen = np.unique(np.linspace(0, bins - 1, max(1, min(bins, frame.Y_LABELS, room))).round().astype(int))
-        centres = (row_edges[chosen] + row_edges[chosen + 1]) / 2
-        frame.show(frame.y_labels, [(0, y) for y in centres], [_row_label(int(row_edges[i]), rows_shape)
-                                                               for i in chosen])
-        frame.y_ticks.set_data(np.tile([0, -frame.tick_y, np.nan], len(centres)), np.repeat(centres, 3))
-        slice_edges = sorted({start, end})
-        for line, text, index in zip(frame.edges, frame.edge_labels, range(2)):
-            shown = index < len(slice_edges)
-            line.set_visible(shown)
-            text.set_visible(shown)
-            if shown:
-                line.set_xdata([slice_edges[index]] * 2)
-                text.set_text(str(slice_edges[index]))
-                text.set_x(slice_edges[index])
-        if worst is not None:
-            frame.worst.set_data([worst[1] + 0.5], [worst[0] + 0.5])
-        frame.worst.set_visible(worst is not None)
+        y_ticks = ((row_edges[chosen] + row_edges[chosen + 1]) / 2).tolist()
+        y_labels = [_row_label(int(row_edges[i]), rows_shape) for i in chosen]
         with _rc():
-            frame.figure.canvas.draw()
+            static = frame.static(depth, rows, x_ticks[:frame.X_LABELS], y_ticks, y_labels)
+            for mesh in frame.meshes:
+                mesh.remove()
+            frame.meshes = [axes.pcolormesh(column_edges, row_edges, np.ma.masked_invalid(scores),
+                                            cmap=_ERROR_COLOURS, norm=HEATMAP_NORM, zorder=1)]
+            if changed.any():
+                frame.meshes.append(axes.pcolormesh(column_edges, row_edges,
+                                                    np.ma.masked_where(~changed, np.ones_like(values)),
+                                                    cmap=_CHANGED_COLOURS, zorder=2))
+            slice_edges = sorted({start, end})
+            for index, (line, text) in enumerate(zip(frame.edges, frame.edge_labels)):
+                shown = index < len(slice_edges)
+                line.set_visible(shown)
+                text.set_visible(shown)
+                if shown:
+                    line.set_xdata([slice_edges[index]] * 2)
+                    text.set_text(str(slice_edges[index]))
+                    text.set_x(slice_edges[index])
+            if worst is not None:
+                frame.worst.set_data([worst[1] + 0.5], [worst[0] + 0.5])
+            frame.worst.set_visible(worst is not None)
+            frame.canvas.restore_region(static)
+            for artist in frame.meshes + frame.edges + [frame.worst, *axes.spines.values()] + frame.edge_labels:
+                axes.draw_artist(artist)
         return _encode(frame.figure)
 
 
