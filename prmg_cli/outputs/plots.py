@@ -204,7 +204,8 @@ class Heatmaps:
         step = 2 ** max(0, math.ceil(math.log2(depth / 6))) if depth > 0 else 1   # d is counted in powers of 2
         x_ticks = [float(x) for x in range(0, int(depth) + 1, step)]
         room = int(axes.get_position().height * frame.figure.get_figheight() / 0.13)
-        chosen = np.unique(np.linspace(0, bins - 1, max(1, min(bins, frame.Y_LABELS, room))).round().astype(int))
+        labels = max(1, min(bins, frame.Y_LABELS, room))
+        chosen = np.arange(0, bins, max(1, math.ceil((bins - 1) / max(1, labels - 1))))     # evenly spaced
         y_ticks = ((row_edges[chosen] + row_edges[chosen + 1]) / 2).tolist()
         y_labels = [_row_label(int(row_edges[i]), rows_shape) for i in chosen]
         with _rc():
