@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint emulator bench clean
+.PHONY: install browser run test lint emulator bench clean
 
 install: $(STAMP)
 
@@ -19,7 +19,11 @@ emulator:
 run: install
 	$(BIN)/prmg run cases/
 
-test: install
+# The HTML report's test opens it in Debian's headless chromium (CI machines start without it, as root).
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: install browser
 	$(BIN)/python -m pytest -q -n 2
 
 lint: install

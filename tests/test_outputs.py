@@ -275,7 +275,7 @@ def test_markdown_has_heading_table_failures_and_summary_last():
 
 def test_render_dispatches_every_format():
     results = mixed()
-    assert outputs.REPORT_FORMATS == ("table", "json", "junit", "csv", "markdown")
+    assert outputs.REPORT_FORMATS == ("table", "json", "junit", "csv", "markdown", "html")
     assert outputs.render("table", results, EMULATOR, outputs.RenderOptions(verbose=True)) == \
         table.render(results, EMULATOR, verbose=True)
     assert outputs.render("json", results, EMULATOR) == jsonreport.render(results, EMULATOR)

@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..errors import PrmgError
 from ..results import CaseResult, RunInfo
-from . import csvreport, jsonreport, junit, markdown, table
+from . import csvreport, html, jsonreport, junit, markdown, table
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,13 @@ class RenderOptions:
 
 @dataclass(frozen=True)
 class Output:
-    """One report format: what it is for, and its writer (results, run info, options) -> text."""
+    """One report format: what it is for, its writer (results, run info, options) -> text, and
+    ``require``, a cheap check that the format can be written here (raises ``PrmgError``, e.g. for a
+    missing optional dependency), called when the report targets are parsed, before any case runs."""
 
     description: str
     write: Callable[[list[CaseResult], RunInfo, RenderOptions], str]
+    require: Callable[[], None] | None = None
 
 
 OUTPUTS: dict[str, Output] = {
@@ -41,6 +44,9 @@ OUTPUTS: dict[str, Output] = {
     "junit": Output("JUnit XML for CI", lambda results, info, options: junit.render(results, info)),
     "csv": Output("CSV: one row per case", lambda results, info, options: csvreport.render(results, info)),
     "markdown": Output("Markdown: table and failures", lambda results, info, options: markdown.render(results, info)),
+    "html": Output("HTML: one self-contained page with a verdict matrix, error heatmaps and plots "
+                   "(needs prmg[html])", lambda results, info, options: html.render(results, info),
+                   require=html.require),
 }
 REPORT_FORMATS = tuple(OUTPUTS)
 
@@ -65,6 +71,7 @@ def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
 
     ``-o FILE`` is the file of the one report given without a file (``--report json -o r.json``); no
     ``--report`` means a table. At most one report may go to standard output, and no two to one file.
+    A format that cannot be written here (its ``require`` raises) is refused now, before the run.
     """
     specs = list(specs) or ["table"]
     targets = []
@@ -75,6 +82,8 @@ def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
                             f"optionally FORMAT:FILE)")
         if sep and not path:
             raise PrmgError(f"--report {spec!r}: no file after ':'")
+        if OUTPUTS[fmt].require:
+            OUTPUTS[fmt].require()
         targets.append(ReportTarget(fmt, path or None))
     bare = [i for i, target in enumerate(targets) if target.path is None]
     if output is not None:
