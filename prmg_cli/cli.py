@@ -92,8 +92,8 @@ def run(
         "double_thousandth, single_bm, double_benchmark, allclose, exact) with its default parameters, "
         "overriding the case files' standards and tolerances."),
     report: List[str] = typer.Option(
-        [], "--report", metavar="FORMAT[:FILE]", help="table, json, junit, csv or markdown, to FILE or "
-        "standard output; repeatable, e.g. --report junit:smoke.xml --report json:smoke.json."),
+        [], "--report", metavar="FORMAT[:FILE]", help="table, json, junit, csv, markdown or html (pip install "
+        "'prmg[html]'), to FILE or standard output; repeatable, e.g. --report junit:smoke.xml --report html:run.html."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="The file of the one "
                                           "--report given without one."),
     keyword: Optional[str] = KEYWORD,

@@ -134,6 +134,12 @@ def number(value) -> str:
     return f"{float(value):.8g}"
 
 
+def _cell(value: float) -> float:
+    """``value`` to 3 significant digits, more where 3 would move it across the limit 1 (0.9997 stays below)."""
+    shown = float(f"{value:.3g}")
+    return shown if (shown > 1) == (value > 1) else float(f"{value:.9g}")
+
+
 def error_map(score: np.ndarray, start: int, depth: int, changed_outside: np.ndarray | None = None) -> dict:
     """A coarse map of ``score`` (``(B, S, N, L)``, e.g. error/budget; > 1 is wrong) over (row, d) of the
     whole last axis: at most ``MAP_ROWS`` x ``MAP_COLUMNS`` cells, each the largest score it covers (3
@@ -153,6 +159,6 @@ def error_map(score: np.ndarray, start: int, depth: int, changed_outside: np.nda
         outside = np.logical_or.reduceat(changed_outside.reshape(rows, depth), row_edges[:-1], axis=0)
         grid[outside] = 1e9
     grid = np.fmax.reduceat(grid, column_edges[:-1], axis=1)
-    values = [[None if math.isnan(v) else float(f"{v:.3g}") for v in line] for line in grid.tolist()]
+    values = [[None if math.isnan(v) else _cell(v) for v in line] for line in grid.tolist()]
     return {"rows": rows, "depth": depth, "slice": [start, start + length], "row_edges": row_edges.tolist(),
             "column_edges": column_edges.tolist(), "values": values}
