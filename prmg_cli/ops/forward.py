@@ -1,57 +1,102 @@
-"""InplacePartialRotaryMul, the forward: its entry points, constraints and golden (operator.md, "The
-sibling forward op", checked against upstream's ``posembedding/inplace_partial_rotary_mul``).
+"""InplacePartialRotaryMul, the forward: its entry points, constraints and golden.
 
 In place on the slice ``[start, end)`` of xRef's last axis: ``x = x*cos + rotate(x)*sin``, per pair
 ``(i, j)`` of the mode ``y_i = c_i*x_i - s_i*x_j``, ``y_j = c_j*x_j + s_j*x_i`` (``reference``).
 
-Constraints, in checking order (its aclnn layer is hand-written, so mode, slice and shape errors are
-161002 from the first phase, not the grad's tiling 561002):
+The constraints mirror upstream's code (ops-transformer ``posembedding/inplace_partial_rotary_mul``:
+its aclnn layer only wraps the generated one, the op definition declares the dtypes, ND and
+AutoContiguous, the 950's tiling ``inplace_rope_regbase_tiling_base.cpp`` checks the rest), where it
+differs from the operator's docs (which promise 161002 for mode, slice and shape errors, refuse
+non-contiguous tensors and allow four layouts on the 950); ``runners/emulator/README.md`` has the
+details. In checking order, the first broken rule gives the status:
 
 1. xRef, cos or sin is a null pointer -> 161001 ACLNN_ERR_PARAM_NULLPTR
-2. -> 161002 ACLNN_ERR_PARAM_INVALID: xRef's dtype outside {float32, float16, bfloat16}; cos's dtype
-   neither xRef's nor float32; sin's dtype != cos's; a format other than ND
-3. -> 161002: rotary_mode not implemented (today: interleave only; any value outside 0..3 always); a
-   tensor not 4-D; cos shape != sin shape; a dim <= 0; D > 1024; D odd; start < 0, end > D, start >
-   end; L != cos's last axis; L odd (quarter: not a multiple of 4); a cos/sin layout other than BSND,
-   B1ND, B11D, 111D (on 950; B and N each 1 or xRef's, S equal to xRef's unless B and N are 1)
-4. a non-contiguous xRef -> refused at the launch with 561000 ACLNN_ERR_INNER, like the grad
+2. -> 161002 ACLNN_ERR_PARAM_INVALID (the op definition): a (x, cos) dtype pair other than (fp32, fp32),
+   (fp16, fp16), (bf16, bf16), (fp16, fp32), (bf16, fp32); sin's dtype != cos's; a format outside the
+   ND class (ND, NCHW, NHWC: nnopbase takes those for an ND op)
+3. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling): rotary_mode, read as int32, not implemented; a tensor
+   not 4-D or cos shape != sin shape; start < 0, end > D or start > end; then an empty slice (L = 0) is a
+   no-op that skips every later rule; L != cos's last axis; L odd (quarter: not a multiple of 4); D >
+   1024; D odd (quarter: not a multiple of 4); a dim <= 0; a cos/sin B, S or N neither 1 nor xRef's
+   (every broadcast layout is accepted).
 
-``start == end`` is a no-op (success, nothing changes).
+A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not an error.
 """
 
 from __future__ import annotations
 
 from .. import reference
 from ..dtypes import OPERATOR_DTYPES
-from ..status import PARAM_INVALID
-from ..vocab import BROADCASTS, broadcast_pattern, broadcast_shape
-from .grad import MAX_D, contiguity_rules, mode_rules, pointer_and_type_rules, shape_rules
+from ..status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+from ..vocab import BROADCASTS, MODE_NAMES
+from .grad import MAX_D, SUPPORTED_FORMATS, as_int32, mode_rules
 from .spec import OperatorSpec, Violation
 
-LAYOUTS = ("BSND", "B1ND", "B11D", "111D")
-DTYPE_PAIRS = tuple((x, table) for x in OPERATOR_DTYPES for table in dict.fromkeys((x, "float32")))
+DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
+               ("bfloat16", "float32"))
+
+
+def _type_rules(case) -> list[Violation]:
+    """Rules 1 and 2: null pointers (161001), then the op definition's dtypes and format (161002)."""
+    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null") for tensor in case.null]
+    if (case.dtype, case.cos_dtype) not in DTYPE_PAIRS:
+        field = "dtype" if case.dtype not in OPERATOR_DTYPES else "cos_dtype"
+        found.append(Violation(PARAM_INVALID, f"dtype pair (x {case.dtype}, cos {case.cos_dtype}) is not one of "
+                               f"the op definition's", field))
+    if case.sin_dtype != case.cos_dtype:
+        found.append(Violation(PARAM_INVALID, f"sin dtype {case.sin_dtype} differs from cos dtype {case.cos_dtype}",
+                               "sin_dtype"))
+    if case.format not in SUPPORTED_FORMATS:
+        found.append(Violation(PARAM_INVALID, f"format {case.format} is not one of {', '.join(SUPPORTED_FORMATS)}",
+                               "format"))
+    return found
+
+
+def _tiling_rules(case) -> list[Violation]:
+    """Rule 3 after the mode: shapes, the slice (an empty one ends the checks), D, dims, layout (561002)."""
+    found = []
+
+    def broken(message: str, field: str) -> None:
+        found.append(Violation(TILING_ERROR, message, field))
+
+    shapes = {"x": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
+    for tensor, (shape, field) in shapes.items():
+        if len(shape) != 4:
+            broken(f"{tensor} is {len(shape)}-D, not 4-D", field)
+    if case.cos_shape != case.sin_shape:
+        broken(f"cos shape {list(case.cos_shape)} differs from sin shape {list(case.sin_shape)}", "sin_shape")
+    if found:
+        return found
+    start, end = case.partial_slice
+    depth, length, cos_d = case.shape[-1], end - start, case.cos_shape[-1]
+    if start < 0 or end > depth or start > end:
+        broken(f"slice [{start}, {end}) is not inside [0, D = {depth}] with start <= end", "partial_slice")
+        return found
+    if length == 0 or cos_d == 0:
+        return found                                            # a no-op: the tiling checks nothing more
+    mode = as_int32(case.rotary_mode)
+    multiple = 4 if mode == 2 else 2
+    if length != cos_d:
+        broken(f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
+    if length % multiple:
+        broken(f"slice length L = {length} is not a multiple of {multiple} ({MODE_NAMES.get(mode, mode)})",
+               "partial_slice")
+    if depth > MAX_D:
+        broken(f"D = {depth} exceeds {MAX_D}", "shape")
+    if depth % multiple:
+        broken(f"D = {depth} is not a multiple of {multiple}", "shape")
+    for tensor, (shape, field) in shapes.items():
+        if any(dim <= 0 for dim in shape):
+            broken(f"{tensor} shape {list(shape)} has a dimension <= 0", field)
+    for axis, (dim, x_dim) in zip("BSN", zip(case.cos_shape[:3], case.shape[:3])):
+        if dim not in (1, x_dim):
+            broken(f"cos's {axis} = {dim} is neither 1 nor x's {axis} = {x_dim}", "cos_shape")
+    return found
 
 
 def rules(case, supported_modes) -> list[Violation]:
     """Every constraint ``case`` breaks, in the forward's checking order (module docstring)."""
-    found = [violation for violation in pointer_and_type_rules(case) if violation.field != "format"]
-    if case.dtype in OPERATOR_DTYPES and case.cos_dtype in OPERATOR_DTYPES and case.cos_dtype not in (case.dtype, "float32"):
-        found.append(Violation(PARAM_INVALID, f"cos dtype {case.cos_dtype} is neither x's ({case.dtype}) nor float32",
-                               "cos_dtype"))
-    if case.format != "ND":
-        found.append(Violation(PARAM_INVALID, f"format {case.format} is not ND", "format"))
-    found += mode_rules(case, supported_modes, PARAM_INVALID)
-    found += shape_rules(case, PARAM_INVALID)
-    depth = case.shape[-1] if case.shape else 0
-    if 0 < depth <= MAX_D and depth % 2:
-        found.append(Violation(PARAM_INVALID, f"D = {depth} is odd", "shape"))
-    if len(case.shape) == 4 and len(case.cos_shape) == 4 and case.cos_shape[-1] >= 1:
-        pattern = broadcast_pattern(case.shape, case.cos_shape)
-        allowed = {broadcast_shape(layout, case.shape, case.cos_shape[-1]) for layout in LAYOUTS}
-        if pattern in BROADCASTS and tuple(case.cos_shape) not in allowed:
-            found.append(Violation(PARAM_INVALID, f"cos/sin layout {pattern} is not one of {', '.join(LAYOUTS)} "
-                                   f"(the forward on 950)", "cos_shape"))
-    return found + contiguity_rules(case)
+    return [*_type_rules(case), *mode_rules(case, supported_modes), *_tiling_rules(case)]
 
 
 FORWARD = OperatorSpec(
@@ -59,4 +104,4 @@ FORWARD = OperatorSpec(
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
     inplace="xRef", rules=rules, golden=reference.inplace_partial_rotary_mul,
     golden_slice=reference.rotary_forward_slice, magnitude=reference.rotary_forward_magnitude,
-    lane_terms=reference.forward_lane_terms, dtype_pairs=DTYPE_PAIRS, layouts=LAYOUTS)
+    lane_terms=reference.forward_lane_terms, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS)

@@ -59,6 +59,9 @@ typedef struct aclIntArray {
     int64_t *values;
 } aclIntArray;
 
+/* An aclOpExecutor (defined by libopapi_transformer's opapi.h; nnopbase only frees it). */
+typedef struct aclOpExecutor aclOpExecutor;
+
 #define EMU_TENSOR_MAGIC 0x54656e73u
 #define EMU_INT_ARRAY_MAGIC 0x496e7441u
 
@@ -75,15 +78,13 @@ EMU_API int prmg_emu_device_range(const void *address, size_t length, void **hos
 /* 1 when stream is NULL (the default stream) or a live stream from aclrtCreateStream. */
 EMU_API int prmg_emu_stream_valid(const void *stream);
 
-/* Every aclOpExecutor starts with this header: how aclDestroyAclOpExecutor frees it. */
-typedef struct {
-    void (*destroy)(void *executor);
-} emu_executor_header;
+/* The process's one table of live aclOpExecutors (made by either operator's GetWorkspaceSize, ended by
+ * a launch or aclDestroyAclOpExecutor): add returns 0, or -1 when out of memory; take removes and
+ * returns 1 when the executor was live, 0 otherwise. */
+EMU_API int prmg_emu_executor_add(const void *executor);
+EMU_API int prmg_emu_executor_take(const void *executor);
 
-/* The process's live executors (created by a GetWorkspaceSize, neither launched nor destroyed):
- * add one (0, or -1 when out of memory), take one out (1 when it was live), count them. */
-EMU_API int prmg_emu_executor_add(void *executor);
-EMU_API int prmg_emu_executor_take(void *executor);
+/* Test hook: the number of executors created and neither launched nor destroyed. */
 EMU_API int prmg_emu_live_executors(void);
 
 #endif

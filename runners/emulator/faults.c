@@ -7,7 +7,7 @@
 
 static const struct {
     const char *name;
-    fault_set flag;
+    int index;
 } FAULT_NAMES[] = {
     {"sign", FAULT_SIGN},
     {"own_sin", FAULT_OWN_SIN},
@@ -44,18 +44,18 @@ static const struct {
     {"fwd_noop", FAULT_FWD_NOOP},
 };
 
-/* The flag of fault `name` (length `length`), or 0 when unknown. */
-static fault_set fault_flag(const char *name, size_t length)
+/* The bit of fault `name` (length `length`), or 0 when unknown. */
+static uint64_t fault_flag(const char *name, size_t length)
 {
     for (size_t i = 0; i < sizeof FAULT_NAMES / sizeof FAULT_NAMES[0]; i++) {
         if (strlen(FAULT_NAMES[i].name) == length && strncmp(FAULT_NAMES[i].name, name, length) == 0)
-            return FAULT_NAMES[i].flag;
+            return FAULT_BIT(FAULT_NAMES[i].index);
     }
     return 0;
 }
 
-/* 1 when PRMG_EMU_FAULT_SHAPE is unset or equals dy's shape, 0 when it differs, -1 when malformed. */
-static int shape_selected(const int64_t *dy_dims, uint64_t dim_count)
+/* 1 when PRMG_EMU_FAULT_SHAPE is unset or equals the shape dims, 0 when it differs, -1 when malformed. */
+static int shape_selected(const int64_t *dims, uint64_t dim_count)
 {
     const char *text = getenv("PRMG_EMU_FAULT_SHAPE");
     if (text == NULL || *text == '\0')
@@ -74,22 +74,22 @@ static int shape_selected(const int64_t *dy_dims, uint64_t dim_count)
     if (dim_count != 4)
         return 0;
     for (int axis = 0; axis < 4; axis++) {
-        if (dy_dims[axis] != wanted[axis])
+        if (dims[axis] != wanted[axis])
             return 0;
     }
     return 1;
 }
 
-int active_faults(const int64_t *dy_dims, uint64_t dim_count, fault_set *faults)
+int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uint64_t *faults)
 {
     *faults = 0;
     const char *text = getenv("PRMG_EMU_FAULT");
     if (text == NULL || *text == '\0')
         return 0;
-    fault_set named = 0;
+    uint64_t named = 0;
     for (const char *item = text; *item != '\0';) {
         size_t length = strcspn(item, ",");
-        fault_set flag = fault_flag(item, length);
+        uint64_t flag = fault_flag(item, length);
         if (flag == 0) {
             prmg_emu_set_error("emulator: unknown fault '%.*s' in PRMG_EMU_FAULT", (int)length, item);
             return -1;
@@ -97,11 +97,11 @@ int active_faults(const int64_t *dy_dims, uint64_t dim_count, fault_set *faults)
         named |= flag;
         item += length + (item[length] == ',');
     }
-    int selected = shape_selected(dy_dims, dim_count);
+    int selected = shape_selected(dims, dim_count);
     if (selected < 0)
         return -1;
     if (selected)
-        *faults = named;
+        *faults = named & op_mask;
     return 0;
 }
 

@@ -1,66 +1,66 @@
 /*
  * Fault injection for prmg's own tests: PRMG_EMU_FAULT names one fault (or a comma list), optionally
- * restricted by PRMG_EMU_FAULT_SHAPE=B,S,N,D to launches whose in-place tensor has exactly that shape.
- * Both are read at every GetWorkspaceSize and launch. See README.md for what each fault does.
+ * restricted by PRMG_EMU_FAULT_SHAPE=B,S,N,D to launches whose dy (xRef for the forward) has exactly
+ * that shape. Both are read at every GetWorkspaceSize and launch. Grad faults act on the grad, the
+ * fwd_* faults on the forward. See README.md for what each fault does.
  */
 #ifndef PRMG_EMU_FAULTS_H
 #define PRMG_EMU_FAULTS_H
 
 #include <stdint.h>
 
-typedef uint64_t fault_set;
+#define FAULT_BIT(n) ((uint64_t)1 << (n))
 
-#define FAULT(bit) ((fault_set)1 << (bit))
 enum {
-    FAULT_SIGN_BIT, FAULT_OWN_SIN_BIT, FAULT_HALF_PAIRING_BIT, FAULT_SHIFT_SLICE_BIT, FAULT_IGNORE_BROADCAST_BIT,
-    FAULT_SKIP_LAST_ROW_BIT, FAULT_CLOBBER_PASSTHROUGH_BIT, FAULT_WRITE_PAST_END_BIT, FAULT_MODIFY_COS_BIT,
-    FAULT_BF16_COMPUTE_BIT, FAULT_NOOP_BIT, FAULT_NAN_BIT, FAULT_ACCEPT_MODE_BIT, FAULT_CRASH_BIT, FAULT_HANG_BIT,
-    FAULT_TRUNCATE_BIT, FAULT_SQUASH_NAN_BIT, FAULT_PASSTHROUGH_ADD_ZERO_BIT, FAULT_WORKSPACE_OVERRUN_BIT,
-    FAULT_WORKSPACE_UNINIT_READ_BIT, FAULT_CORE_TAIL_BIT, FAULT_TILE_TAIL_BIT, FAULT_UNALIGNED_START_BIT,
-    FAULT_ROW_PAD_BIT, FAULT_BROADCAST_B_BIT, FAULT_BROADCAST_S_BIT, FAULT_BROADCAST_N_BIT, FAULT_MIXED_CAST_BIT,
-    FAULT_ROW_INDEX_U16_BIT, FAULT_NONDETERMINISTIC_BIT, FAULT_FWD_SIGN_BIT, FAULT_FWD_PARTNER_SIN_BIT,
-    FAULT_FWD_NOOP_BIT,
+    FAULT_SIGN = 0,
+    FAULT_OWN_SIN,
+    FAULT_HALF_PAIRING,
+    FAULT_SHIFT_SLICE,
+    FAULT_IGNORE_BROADCAST,
+    FAULT_SKIP_LAST_ROW,
+    FAULT_CLOBBER_PASSTHROUGH,
+    FAULT_WRITE_PAST_END,
+    FAULT_MODIFY_COS,
+    FAULT_BF16_COMPUTE,
+    FAULT_NOOP,
+    FAULT_NAN,
+    FAULT_ACCEPT_MODE,
+    FAULT_CRASH,
+    FAULT_HANG,
+    FAULT_TRUNCATE,
+    FAULT_SQUASH_NAN,
+    FAULT_PASSTHROUGH_ADD_ZERO,
+    FAULT_WORKSPACE_OVERRUN,
+    FAULT_WORKSPACE_UNINIT_READ,
+    FAULT_CORE_TAIL,
+    FAULT_TILE_TAIL,
+    FAULT_UNALIGNED_START,
+    FAULT_ROW_PAD,
+    FAULT_BROADCAST_B,
+    FAULT_BROADCAST_S,
+    FAULT_BROADCAST_N,
+    FAULT_MIXED_CAST,
+    FAULT_ROW_INDEX_U16,
+    FAULT_NONDETERMINISTIC,
+    FAULT_FWD_SIGN,
+    FAULT_FWD_PARTNER_SIN,
+    FAULT_FWD_NOOP,
 };
-#define FAULT_SIGN FAULT(FAULT_SIGN_BIT)
-#define FAULT_OWN_SIN FAULT(FAULT_OWN_SIN_BIT)
-#define FAULT_HALF_PAIRING FAULT(FAULT_HALF_PAIRING_BIT)
-#define FAULT_SHIFT_SLICE FAULT(FAULT_SHIFT_SLICE_BIT)
-#define FAULT_IGNORE_BROADCAST FAULT(FAULT_IGNORE_BROADCAST_BIT)
-#define FAULT_SKIP_LAST_ROW FAULT(FAULT_SKIP_LAST_ROW_BIT)
-#define FAULT_CLOBBER_PASSTHROUGH FAULT(FAULT_CLOBBER_PASSTHROUGH_BIT)
-#define FAULT_WRITE_PAST_END FAULT(FAULT_WRITE_PAST_END_BIT)
-#define FAULT_MODIFY_COS FAULT(FAULT_MODIFY_COS_BIT)
-#define FAULT_BF16_COMPUTE FAULT(FAULT_BF16_COMPUTE_BIT)
-#define FAULT_NOOP FAULT(FAULT_NOOP_BIT)
-#define FAULT_NAN FAULT(FAULT_NAN_BIT)
-#define FAULT_ACCEPT_MODE FAULT(FAULT_ACCEPT_MODE_BIT)
-#define FAULT_CRASH FAULT(FAULT_CRASH_BIT)
-#define FAULT_HANG FAULT(FAULT_HANG_BIT)
-#define FAULT_TRUNCATE FAULT(FAULT_TRUNCATE_BIT)
-#define FAULT_SQUASH_NAN FAULT(FAULT_SQUASH_NAN_BIT)
-#define FAULT_PASSTHROUGH_ADD_ZERO FAULT(FAULT_PASSTHROUGH_ADD_ZERO_BIT)
-#define FAULT_WORKSPACE_OVERRUN FAULT(FAULT_WORKSPACE_OVERRUN_BIT)
-#define FAULT_WORKSPACE_UNINIT_READ FAULT(FAULT_WORKSPACE_UNINIT_READ_BIT)
-#define FAULT_CORE_TAIL FAULT(FAULT_CORE_TAIL_BIT)
-#define FAULT_TILE_TAIL FAULT(FAULT_TILE_TAIL_BIT)
-#define FAULT_UNALIGNED_START FAULT(FAULT_UNALIGNED_START_BIT)
-#define FAULT_ROW_PAD FAULT(FAULT_ROW_PAD_BIT)
-#define FAULT_BROADCAST_B FAULT(FAULT_BROADCAST_B_BIT)
-#define FAULT_BROADCAST_S FAULT(FAULT_BROADCAST_S_BIT)
-#define FAULT_BROADCAST_N FAULT(FAULT_BROADCAST_N_BIT)
-#define FAULT_MIXED_CAST FAULT(FAULT_MIXED_CAST_BIT)
-#define FAULT_ROW_INDEX_U16 FAULT(FAULT_ROW_INDEX_U16_BIT)
-#define FAULT_NONDETERMINISTIC FAULT(FAULT_NONDETERMINISTIC_BIT)
-#define FAULT_FWD_SIGN FAULT(FAULT_FWD_SIGN_BIT)
-#define FAULT_FWD_PARTNER_SIN FAULT(FAULT_FWD_PARTNER_SIN_BIT)
-#define FAULT_FWD_NOOP FAULT(FAULT_FWD_NOOP_BIT)
 
-/* The faults that act on the forward op; every other fault acts on the grad only. */
-#define FORWARD_FAULTS (FAULT_FWD_SIGN | FAULT_FWD_PARTNER_SIN | FAULT_FWD_NOOP)
+/* The faults each operator obeys. */
+#define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP))
+#define GRAD_FAULTS (~FORWARD_FAULTS)
 
-/* The faults active for a tensor of shape dims[0..dim_count): 0 and *faults set, or -1 with an error
- * message when PRMG_EMU_FAULT names an unknown fault or PRMG_EMU_FAULT_SHAPE is malformed. */
-int active_faults(const int64_t *dims, uint64_t dim_count, fault_set *faults);
+/* 1 when fault `index` is in the set `faults`. */
+static inline int has_fault(uint64_t faults, int index)
+{
+    return (faults & FAULT_BIT(index)) != 0;
+}
+
+/* The faults of `op_mask` active for a tensor of shape dims[0..dim_count): 0 and *faults set, or -1
+ * with an error message when PRMG_EMU_FAULT names an unknown fault (of either operator) or
+ * PRMG_EMU_FAULT_SHAPE is malformed. */
+int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uint64_t *faults);
 
 /* The rotary modes the emulated kernels implement, from PRMG_EMU_MODES (a comma list of 0..3,
  * default "1"): 0 and *mode_mask set (bit m for mode m), or -1 with an error message. */

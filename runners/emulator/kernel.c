@@ -1,27 +1,49 @@
 /*
- * The emulated kernels. Every mode of both operators is one rule over the slice x = tensor[..., start:end]
- * (length L) with c = cos, s = sin (indexed from 0 at start):
+ * The emulated kernels. Every mode of both operators is one rule over the slice of a row,
+ * x = row[start:end] (length L), with c = cos, s = sin (indexed from 0 at start). Output lane j is
  *
- *     out[j] = c[cl]*x[a] + sign * s[sl]*x[p]
+ *     out[j] = c[ci]*x[a] + s[si]*x[p]     ("plus" lanes)
+ *     out[j] = c[ci]*x[a] - s[si]*x[p]     ("minus" lanes)
  *
- * where lane_terms(op, mode, j) gives the kept element a, the partner p, the cos lane cl and the sin lane
- * sl: the grad uses the kept lane's cos and the partner's sin (cl = a, sl = p), the forward the output
- * lane's own (cl = sl = j). Computed in float32: two rounded products and one rounded sum (built with
- * -ffp-contract=off). Rows are split over EMU_CORES cores and each row's slice into EMU_TILE-lane tiles,
- * as a real kernel's tiling does, so that the regime faults (faults.h) act where real bugs do.
+ * where a is the element the lane keeps and p its partner:
+ *   grad (grad_lane):       ci = a, si = p (each lane uses its partner's sin); a pair's first lane adds
+ *   forward (forward_lane): ci = si = j (each element its own sin); a pair's first lane subtracts
+ * Computed in float32: two rounded products and one rounded sum (built with -ffp-contract=off).
+ *
+ * The work is laid out like the device's: the rows (b, s, n) are split over EMU_CORES vector cores
+ * (floor(rows / EMU_CORES) consecutive rows each, then the remaining rows one each to the first
+ * cores), and a core loads a row's whole slice, then computes and stores it in tiles of EMU_TILE
+ * lanes (in place: every lane reads the row as it was before the launch).
  */
 #include "kernel.h"
 
 #include <math.h>
 
 #include "emu.h"
+#include "faults.h"
 #include "fpconv.h"
 
 #define MAX_SLICE 1024
+#define BLOCK_BYTES 32
+
+/* One output lane: the x positions it keeps and pairs with, the cos and sin entries it uses, and
+ * whether it adds (1) or subtracts (0) the partner term. */
+typedef struct {
+    int64_t kept;
+    int64_t partner;
+    int64_t cos_index;
+    int64_t sin_index;
+    int plus;
+} lane;
 
 int element_size(int32_t data_type)
 {
     return data_type == ACL_FLOAT ? 4 : 2;
+}
+
+int64_t element_count(const kernel_tensor *tensor)
+{
+    return tensor->dims[0] * tensor->dims[1] * tensor->dims[2] * tensor->dims[3];
 }
 
 float load_element(int32_t data_type, const void *data, int64_t index)
@@ -40,12 +62,14 @@ void store_element(int32_t data_type, void *data, int64_t index, float value)
         ((uint16_t *)data)[index] = data_type == ACL_BF16 ? float_to_bf16(value) : float_to_fp16(value);
 }
 
-/* value rounded to data_type (RNE), kept in float32 (the mixed_cast fault). */
-static float round_to(int32_t data_type, float value)
+/* value rounded (RNE) to the nearest value of data_type, kept in float32 (the mixed_cast fault). */
+static float round_to_dtype(int32_t data_type, float value)
 {
-    if (data_type == ACL_FLOAT)
-        return value;
-    return data_type == ACL_BF16 ? bf16_to_float(float_to_bf16(value)) : fp16_to_float(float_to_fp16(value));
+    if (data_type == ACL_BF16)
+        return round_to_bf16(value);
+    if (data_type == ACL_FLOAT16)
+        return fp16_to_float(float_to_fp16(value));
+    return value;
 }
 
 /* The truncate fault's store: value converted to fp16/bf16 toward zero (a CAST_TRUNC where CAST_RINT
@@ -59,188 +83,255 @@ static void store_toward_zero(int32_t data_type, void *data, int64_t index, floa
     ((uint16_t *)data)[index] = nearest;
 }
 
-/* For output lane j of a slice of length L: the kept element *kept, the partner *partner, the cos
- * and sin lanes, and whether the partner term is added (1) or subtracted (0).
- * Grad:    half (0):            j < L/2: (j, j+L/2, +);  else (j, j-L/2, -)
- *          interleave (1):      j even: (j, j+1, +);     j odd: (j, j-1, -)
- *          quarter (2):         the half rule inside each half of the slice
- *          interleave-half (3): j = 2k: (k, k+L/2, +);   j = 2k+1: (k+L/2, k, -)
- *          cos lane = kept, sin lane = partner.
- * Forward: y = c*z + R(z)*s: the same pairs with the signs swapped (first element minus, second plus),
- *          but interleave-half reads x interleaved and writes half: j < L/2: (2j, 2j+1, -), else
- *          (2(j-L/2)+1, 2(j-L/2), +); cos lane = sin lane = j.                                      */
-static int lane_terms(int op, int mode, int64_t j, int64_t length, int64_t *kept, int64_t *partner,
-                      int64_t *cos_lane, int64_t *sin_lane)
+/* For lane j of a slice of length L: the kept element *kept, the partner *partner, and whether the
+ * lane is the first of its pair (1) or the second (0), in the grad's layout (dy read as it is laid
+ * out, dx written in the mode's layout).
+ *   half (0):            j < L/2: (j, j+L/2, first);  else (j, j-L/2, second)
+ *   interleave (1):      j even: (j, j+1, first);     j odd: (j, j-1, second)
+ *   quarter (2):         the half rule inside each half of the slice
+ *   interleave-half (3): j = 2k: (k, k+L/2, first);   j = 2k+1: (k+L/2, k, second)               */
+static int pair_of(int mode, int64_t j, int64_t length, int64_t *kept, int64_t *partner)
 {
     int64_t half = length / 2, quarter = length / 4;
-    int first;
-    if (op == OP_FORWARD && mode == 3) {
-        first = j < half;
-        int64_t k = first ? j : j - half;
-        *kept = first ? 2 * k : 2 * k + 1;
-        *partner = first ? 2 * k + 1 : 2 * k;
-        *cos_lane = *sin_lane = j;
-        return !first;
-    }
     switch (mode) {
     case 0:
         *kept = j;
         *partner = j < half ? j + half : j - half;
-        first = j < half;
-        break;
+        return j < half;
     case 2:
         *kept = j;
         *partner = j % half < quarter ? j + quarter : j - quarter;
-        first = j % half < quarter;
-        break;
+        return j % half < quarter;
     case 3:
         *kept = j % 2 == 0 ? j / 2 : j / 2 + half;
         *partner = j % 2 == 0 ? j / 2 + half : j / 2;
-        first = j % 2 == 0;
-        break;
+        return j % 2 == 0;
     default:
         *kept = j;
         *partner = j % 2 == 0 ? j + 1 : j - 1;
-        first = j % 2 == 0;
+        return j % 2 == 0;
     }
-    if (op == OP_FORWARD) {
-        *cos_lane = *sin_lane = j;
-        return !first;
+}
+
+/* Lane j of the grad: dx[j] = c[a]*g[a] +/- s[p]*g[p], plus on a pair's first lane (pair_of).
+ * Faults: own_sin (s[a]), sign (every lane adds). */
+static lane grad_lane(int mode, int64_t j, int64_t length, uint64_t faults)
+{
+    lane out;
+    int first = pair_of(mode, j, length, &out.kept, &out.partner);
+    out.cos_index = out.kept;
+    out.sin_index = has_fault(faults, FAULT_OWN_SIN) ? out.kept : out.partner;
+    out.plus = first || has_fault(faults, FAULT_SIGN);
+    return out;
+}
+
+/* Lane j of the forward: y[j] = c[j]*x[a] -/+ s[j]*x[p], minus on a pair's first lane. Modes 0-2 pair
+ * as pair_of; interleave-half (3) reads x interleaved and writes y in half layout:
+ * j < L/2: (2j, 2j+1, first); else (2(j-L/2)+1, 2(j-L/2), second).
+ * Faults: fwd_partner_sin (the sin of the partner's lane, as the grad), fwd_sign (plus lanes subtract). */
+static lane forward_lane(int mode, int64_t j, int64_t length, uint64_t faults)
+{
+    lane out;
+    int64_t half = length / 2, partner_lane;
+    int first;
+    if (mode == 3) {
+        first = j < half;
+        int64_t k = first ? j : j - half;
+        out.kept = first ? 2 * k : 2 * k + 1;
+        out.partner = first ? 2 * k + 1 : 2 * k;
+        partner_lane = first ? j + half : j - half;
+    } else {
+        first = pair_of(mode, j, length, &out.kept, &out.partner);
+        partner_lane = out.partner;
     }
-    *cos_lane = *kept;
-    *sin_lane = *partner;
-    return first;
+    out.cos_index = j;
+    out.sin_index = has_fault(faults, FAULT_FWD_PARTNER_SIN) ? partner_lane : j;
+    out.plus = !first && !has_fault(faults, FAULT_FWD_SIGN);
+    return out;
+}
+
+/* A cos/sin index as the tile sees it: index - shift when index >= shift (shift > 0 only for the
+ * tile_tail fault's last tile, whose cos/sin buffer still holds the previous tile). */
+static int64_t table_index(int64_t index, int64_t shift)
+{
+    return shift > 0 && index >= shift ? index - shift : index;
+}
+
+/* The value of lane j (described by l) from the slice x and the tables c, s: float32 products and
+ * sum, or a fused multiply-add (job->fused); bf16_compute rounds inputs (already), both products and
+ * the sum to bfloat16; workspace_uninit_read adds workspace[j]. */
+static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x, const float *c, const float *s,
+                        int64_t shift)
+{
+    const int in_bf16 = has_fault(job->faults, FAULT_BF16_COMPUTE);
+    const float cos_value = c[table_index(l.cos_index, shift)], sin_value = s[table_index(l.sin_index, shift)];
+    float kept_term = cos_value * x[l.kept];
+    float partner_term = sin_value * x[l.partner];
+    if (in_bf16) {
+        kept_term = round_to_bf16(kept_term);
+        partner_term = round_to_bf16(partner_term);
+    }
+    float value;
+    if (job->fused)
+        value = fmaf(cos_value, x[l.kept], l.plus ? partner_term : -partner_term);
+    else
+        value = l.plus ? kept_term + partner_term : kept_term - partner_term;
+    if (in_bf16)
+        value = round_to_bf16(value);
+    if (has_fault(job->faults, FAULT_WORKSPACE_UNINIT_READ))
+        value += job->workspace[j];
+    return value;
+}
+
+/* Stores a lane's result as element `position` of x: rounded to nearest even, toward zero with the
+ * truncate fault (half dtypes), a NaN stored as +0.0 with the squash_nan fault. */
+static void store_result(const kernel_tensor *x, uint64_t faults, int64_t position, float value)
+{
+    if (has_fault(faults, FAULT_SQUASH_NAN) && isnan(value))
+        value = 0.0f;
+    if (has_fault(faults, FAULT_TRUNCATE) && x->data_type != ACL_FLOAT)
+        store_toward_zero(x->data_type, x->host, position, value);
+    else
+        store_element(x->data_type, x->host, position, value);
 }
 
 /* Position in the row of slice lane j: start + j, or with the shift_slice fault one pair (2) to the
  * right, to the left when the slice ends at D, wrapping around the row when neither fits. */
 static int64_t row_position(const kernel_job *job, int64_t row_length, int64_t j)
 {
-    if (!(job->faults & FAULT_SHIFT_SLICE))
+    if (!has_fault(job->faults, FAULT_SHIFT_SLICE))
         return job->start + j;
     int64_t shift = job->end + 2 <= row_length ? 2 : job->start >= 2 ? -2 : 2;
     return (job->start + shift + j) % row_length;
 }
 
-/* Index of the cos/sin row used for row (b, s, n): each cos/sin axis of size 1 broadcasts; the
- * broadcast_b/s/n faults use index 0 along a full axis, ignore_broadcast along every axis. */
-static int64_t table_row(const kernel_tensor *table, const kernel_tensor *x, fault_set faults, int64_t b,
-                         int64_t s, int64_t n)
+/* The element index where row `row` of x starts: row * D, or with the row_pad fault (D not a multiple
+ * of a 32-byte block of x's dtype) row * (D rounded up to that block); -1 when that row would run
+ * past the end of x (the fault then skips it). */
+static int64_t row_base(const kernel_tensor *x, uint64_t faults, int64_t row)
 {
-    if (faults & FAULT_IGNORE_BROADCAST)
+    const int64_t d = x->dims[3], block = BLOCK_BYTES / element_size(x->data_type);
+    int64_t stride = d;
+    if (has_fault(faults, FAULT_ROW_PAD) && d % block != 0)
+        stride = (d + block - 1) / block * block;
+    int64_t base = row * stride;
+    return base + d <= element_count(x) ? base : -1;
+}
+
+/* Index of the cos/sin row used for x row (b, s, n): each cos/sin axis of size 1 broadcasts.
+ * Faults: ignore_broadcast (always row 0); broadcast_b / _s / _n (index 0 along that axis when
+ * cos/sin's axis is full, equal to x's and x's is > 1). */
+static int64_t table_row(const kernel_tensor *x, const kernel_tensor *table, uint64_t faults, int64_t b, int64_t s,
+                         int64_t n)
+{
+    static const int AXIS_FAULTS[3] = {FAULT_BROADCAST_B, FAULT_BROADCAST_S, FAULT_BROADCAST_N};
+    const int64_t index[3] = {b, s, n};
+    if (has_fault(faults, FAULT_IGNORE_BROADCAST))
         return 0;
-    const fault_set axis_faults[3] = {FAULT_BROADCAST_B, FAULT_BROADCAST_S, FAULT_BROADCAST_N};
-    int64_t index[3] = {b, s, n};
+    int64_t row = 0;
     for (int axis = 0; axis < 3; axis++) {
-        int full = table->dims[axis] == x->dims[axis] && x->dims[axis] > 1;
-        if (table->dims[axis] == 1 || (full && (faults & axis_faults[axis])))
-            index[axis] = 0;
+        int64_t i = table->dims[axis] == 1 ? 0 : index[axis];
+        if (has_fault(faults, AXIS_FAULTS[axis]) && table->dims[axis] == x->dims[axis] && x->dims[axis] > 1)
+            i = 0;
+        row = row * table->dims[axis] + i;
     }
-    return (index[0] * table->dims[1] + index[1]) * table->dims[2] + index[2];
+    return row;
 }
 
-/* The rows core `core` of EMU_CORES processes: [*first, *last). The core_tail fault drops the
- * remainder rows (the last rows % EMU_CORES) when rows >= EMU_CORES. */
-static void core_rows(int64_t rows, int core, fault_set faults, int64_t *first, int64_t *last)
+/* c[0..length) and s[0..length): cos/sin row `table` as float32; rounded to bfloat16 (bf16_compute)
+ * or, when cos's dtype differs from x's, to x's dtype (mixed_cast). */
+static void load_tables(const kernel_tensor *cos, const kernel_tensor *sin, int32_t x_type, const kernel_job *job,
+                        int64_t table, int64_t length, float *c, float *s)
 {
-    int64_t base = rows / EMU_CORES, extra = rows % EMU_CORES;
-    *first = core * base + (core < extra ? core : extra);
-    *last = *first + base + (core < extra ? 1 : 0);
-    if ((faults & FAULT_CORE_TAIL) && base > 0 && extra > 0 && *last > rows - extra)
-        *last = *first < rows - extra ? rows - extra : *first;
-}
-
-/* Computes one row of the slice into out[0..L). */
-static void compute_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
-                        const kernel_job *job, int64_t row_base, int64_t table, int64_t row_length, float *out)
-{
-    const int64_t length = job->end - job->start;
-    const int in_bf16 = (job->faults & FAULT_BF16_COMPUTE) != 0;
-    const int cast = (job->faults & FAULT_MIXED_CAST) && cos->data_type != x->data_type;
-    const int fused = (job->faults & FAULT_NONDETERMINISTIC) && (job->launch_number % 2 == 1);
-    float g[MAX_SLICE], c[MAX_SLICE], s[MAX_SLICE];
-    const int64_t tiled = (length / EMU_TILE) * EMU_TILE;
+    const int in_bf16 = has_fault(job->faults, FAULT_BF16_COMPUTE);
+    const int cast = has_fault(job->faults, FAULT_MIXED_CAST) && cos->data_type != x_type;
     for (int64_t j = 0; j < length; j++) {
-        int64_t lane = j;
-        if ((job->faults & FAULT_TILE_TAIL) && length > EMU_TILE && length % EMU_TILE != 0 && j >= tiled)
-            lane = j - EMU_TILE;                  /* the last partial tile reads the previous tile's table */
-        g[j] = load_element(x->data_type, x->host, row_base + row_position(job, row_length, j));
-        c[j] = load_element(cos->data_type, cos->host, table * length + lane);
-        s[j] = load_element(sin->data_type, sin->host, table * length + lane);
-        if (cast) {
-            c[j] = round_to(x->data_type, c[j]);
-            s[j] = round_to(x->data_type, s[j]);
-        }
+        c[j] = load_element(cos->data_type, cos->host, table * length + j);
+        s[j] = load_element(sin->data_type, sin->host, table * length + j);
         if (in_bf16) {
-            g[j] = round_to_bf16(g[j]);
             c[j] = round_to_bf16(c[j]);
             s[j] = round_to_bf16(s[j]);
         }
-    }
-    const float *workspace = job->workspace;
-    for (int64_t j = 0; j < length; j++) {
-        int64_t kept, partner, cos_lane, sin_lane;
-        int plus = lane_terms(job->op, job->pairing_mode, j, length, &kept, &partner, &cos_lane, &sin_lane);
-        if (job->op == OP_GRAD && (job->faults & FAULT_OWN_SIN))
-            sin_lane = kept;
-        if (job->op == OP_FORWARD && (job->faults & FAULT_FWD_PARTNER_SIN))
-            sin_lane = partner;
-        if ((job->op == OP_GRAD && (job->faults & FAULT_SIGN)) || (job->op == OP_FORWARD && (job->faults & FAULT_FWD_SIGN)))
-            plus = job->op == OP_GRAD ? 1 : 0;
-        float kept_term = c[cos_lane] * g[kept];
-        float partner_term = s[sin_lane] * g[partner];
-        if (in_bf16) {
-            kept_term = round_to_bf16(kept_term);
-            partner_term = round_to_bf16(partner_term);
+        if (cast) {
+            c[j] = round_to_dtype(x_type, c[j]);
+            s[j] = round_to_dtype(x_type, s[j]);
         }
-        float result;
-        if (fused)
-            result = fmaf(c[cos_lane], g[kept], plus ? partner_term : -partner_term);
-        else
-            result = plus ? kept_term + partner_term : kept_term - partner_term;
-        if (in_bf16)
-            result = round_to_bf16(result);
-        if ((job->faults & FAULT_WORKSPACE_UNINIT_READ) && workspace != NULL)
-            result += workspace[j];                 /* an accumulator staged in workspace, never zeroed */
-        out[j] = result;
     }
 }
 
-void rotary_mul(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin, const kernel_job *job)
+/* The passthrough_add_zero fault: every element of the row outside the slice rewritten as
+ * element + 0.0f in float32 (so -0.0 becomes +0.0 and a signalling NaN is quieted). */
+static void rewrite_passthrough(const kernel_tensor *x, const kernel_job *job, int64_t base)
 {
-    const int64_t seq = x->dims[1], heads = x->dims[2], row_length = x->dims[3];
-    const int64_t rows = x->dims[0] * seq * heads, length = job->end - job->start;
-    const int64_t elements = rows * row_length;
-    const int itemsize = element_size(x->data_type);
-    const int64_t pad = 32 / itemsize;
-    const int64_t stride = (job->faults & FAULT_ROW_PAD) && row_length % pad != 0
-                               ? (row_length + pad - 1) / pad * pad : row_length;
-    const int unaligned = (job->faults & FAULT_UNALIGNED_START) && (job->start * itemsize) % 32 != 0;
-    float out[MAX_SLICE];
-    if (length <= 0 || length > MAX_SLICE)
+    for (int64_t k = 0; k < x->dims[3]; k++) {
+        if (k >= job->start && k < job->end)
+            continue;
+        float value = load_element(x->data_type, x->host, base + k);
+        store_element(x->data_type, x->host, base + k, value + 0.0f);
+    }
+}
+
+/* One row: load the slice and its cos/sin row, then compute and store it tile by tile.
+ * Faults: row_index_u16 (the row addressed as row % 65536), row_pad, skip_last_row, unaligned_start
+ * (lanes 0 and 1 left when start is not 32-byte aligned), tile_tail (the last partial tile of an
+ * L > EMU_TILE slice uses the previous tile's cos/sin), passthrough_add_zero. */
+static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
+                        const kernel_job *job, int64_t rows, int64_t row)
+{
+    const uint64_t faults = job->faults;
+    const int64_t seq = x->dims[1], heads = x->dims[2], d = x->dims[3], length = job->end - job->start;
+    if (has_fault(faults, FAULT_SKIP_LAST_ROW) && row == rows - 1)
         return;
-    for (int core = 0; core < EMU_CORES; core++) {
-        int64_t first, last;
-        core_rows(rows, core, job->faults, &first, &last);
-        for (int64_t row = first; row < last; row++) {
-            if ((job->faults & FAULT_SKIP_LAST_ROW) && row == rows - 1)
+    const int64_t addressed = has_fault(faults, FAULT_ROW_INDEX_U16) ? (int64_t)(uint16_t)row : row;
+    const int64_t base = row_base(x, faults, addressed);
+    if (base < 0)
+        return;
+    const int64_t table = table_row(x, cos, faults, addressed / (seq * heads), addressed / heads % seq,
+                                    addressed % heads);
+    float g[MAX_SLICE], c[MAX_SLICE], s[MAX_SLICE];
+    for (int64_t j = 0; j < length; j++) {
+        g[j] = load_element(x->data_type, x->host, base + row_position(job, d, j));
+        if (has_fault(faults, FAULT_BF16_COMPUTE))
+            g[j] = round_to_bf16(g[j]);
+    }
+    load_tables(cos, sin, x->data_type, job, table, length, c, s);
+    const int skip_first_pair = has_fault(faults, FAULT_UNALIGNED_START)
+                                && job->start * element_size(x->data_type) % BLOCK_BYTES != 0;
+    const int tail_bug = has_fault(faults, FAULT_TILE_TAIL) && length > EMU_TILE && length % EMU_TILE != 0;
+    for (int64_t tile_start = 0; tile_start < length; tile_start += EMU_TILE) {
+        const int64_t tile_end = tile_start + EMU_TILE < length ? tile_start + EMU_TILE : length;
+        const int64_t shift = tail_bug && tile_end == length ? EMU_TILE : 0;
+        for (int64_t j = tile_start; j < tile_end; j++) {
+            if (skip_first_pair && j < 2)
                 continue;
-            int64_t addressed = (job->faults & FAULT_ROW_INDEX_U16) ? row % 65536 : row;
-            int64_t row_base = addressed * stride;
-            if (row_base + row_length > elements)
-                continue;                           /* row_pad: a padded row past the buffer is dropped */
-            int64_t b = row / (seq * heads), si = row / heads % seq, n = row % heads;
-            compute_row(x, cos, sin, job, row_base, table_row(cos, x, job->faults, b, si, n), row_length, out);
-            for (int64_t j = unaligned ? 2 : 0; j < length; j++) {
-                float value = out[j];
-                if ((job->faults & FAULT_SQUASH_NAN) && value != value)
-                    value = 0.0f;
-                int64_t position = row_base + row_position(job, row_length, j);
-                if ((job->faults & FAULT_TRUNCATE) && x->data_type != ACL_FLOAT)
-                    store_toward_zero(x->data_type, x->host, position, value);
-                else
-                    store_element(x->data_type, x->host, position, value);
-            }
+            lane l = job->forward ? forward_lane(job->pairing_mode, j, length, faults)
+                                  : grad_lane(job->pairing_mode, j, length, faults);
+            store_result(x, faults, base + row_position(job, d, j), lane_value(job, l, j, g, c, s, shift));
         }
     }
+    if (has_fault(faults, FAULT_PASSTHROUGH_ADD_ZERO))
+        rewrite_passthrough(x, job, base);
+}
+
+/* The rows vector core `core` processes, in order: [core * share, (core + 1) * share) with
+ * share = floor(rows / EMU_CORES), then row EMU_CORES * share + core when core < rows % EMU_CORES.
+ * core_tail: when rows >= EMU_CORES, that remainder row is never processed. */
+static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
+                     const kernel_job *job, int64_t rows, int core)
+{
+    const int64_t share = rows / EMU_CORES, remainder = rows % EMU_CORES;
+    for (int64_t row = core * share; row < (core + 1) * share; row++)
+        process_row(x, cos, sin, job, rows, row);
+    if (core < remainder && !(has_fault(job->faults, FAULT_CORE_TAIL) && rows >= EMU_CORES))
+        process_row(x, cos, sin, job, rows, EMU_CORES * share + core);
+}
+
+void rotary_kernel(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
+                   const kernel_job *job)
+{
+    const int64_t rows = x->dims[0] * x->dims[1] * x->dims[2], length = job->end - job->start;
+    if (length <= 0 || length > MAX_SLICE)
+        return;
+    for (int core = 0; core < EMU_CORES; core++)
+        run_core(x, cos, sin, job, rows, core);
 }

@@ -4,7 +4,12 @@
 
 #include <stdint.h>
 
-#include "faults.h"
+/* Vector cores the rows are split over, and the lanes of a row's slice processed together. */
+#define EMU_CORES 40
+#define EMU_TILE 64
+
+/* The kernel workspace every GetWorkspaceSize asks for (16 MiB, as upstream's tiling). */
+#define KERNEL_WORKSPACE_SIZE ((uint64_t)16 << 20)
 
 /* A 4-D contiguous tensor: dims (B, S, N, last axis), aclDataType code, host view of its data. */
 typedef struct {
@@ -13,27 +18,26 @@ typedef struct {
     void *host;
 } kernel_tensor;
 
-enum { OP_GRAD = 0, OP_FORWARD = 1 };
-
-#define EMU_CORES 40   /* vector cores the rows are split over */
-#define EMU_TILE 64    /* slice lanes one tile holds */
-
-/* What to compute: the operator, the pairing of the rotary mode (0 half, 1 interleave, 2 quarter,
- * 3 interleave-half), the slice [start, end) of the last axis, the faults (faults.h) that change the
- * arithmetic, and the host view of the workspace (for the workspace faults; may be NULL). */
+/* What to compute: which operator's formula, the pairing of the rotary mode (0 half, 1 interleave,
+ * 2 quarter, 3 interleave-half), the slice [start, end) of the last axis, the faults (faults.h) that
+ * act inside the kernel, the host view of the kernel workspace (KERNEL_WORKSPACE_SIZE bytes), and
+ * whether this launch sums each pair with a fused multiply-add (the nondeterministic fault). */
 typedef struct {
-    int op;
+    int forward;
     int pairing_mode;
     int64_t start;
     int64_t end;
-    fault_set faults;
-    void *workspace;
-    uint64_t launch_number;
+    uint64_t faults;
+    const float *workspace;
+    int fused;
 } kernel_job;
 
-/* Rewrites x[..., start:end] in place (operator.md "The formulas" for the grad, "The sibling forward
- * op" for the forward), cos/sin broadcast over B, S, N; the result rounded to x's dtype (RNE). */
-void rotary_mul(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin, const kernel_job *job);
+/* Rewrites x[..., start:end] in place, cos/sin broadcast over B, S, N; the result is rounded to x's
+ * dtype (round to nearest even). The grad (job->forward == 0) computes dx from dy = x, the forward y
+ * from x (operator.md "The formulas" and "The sibling forward op"). Rows are split over EMU_CORES
+ * cores, each row's slice is processed in tiles of EMU_TILE lanes. */
+void rotary_kernel(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
+                   const kernel_job *job);
 
 /* Element `index` of a float32/float16/bfloat16 buffer, as float32. */
 float load_element(int32_t data_type, const void *data, int64_t index);
@@ -43,5 +47,8 @@ void store_element(int32_t data_type, void *data, int64_t index, float value);
 
 /* Bytes per element of data_type (4 for float32, 2 for float16 and bfloat16). */
 int element_size(int32_t data_type);
+
+/* The number of elements of a 4-D kernel tensor. */
+int64_t element_count(const kernel_tensor *tensor);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * libnnopbase.so of the host emulator: aclTensor and aclIntArray descriptors (acl-abi.md "Tensors
- * and arrays"). Creation copies every array it is given; nothing is validated beyond what is needed
- * to copy (the operator validates dtype, format, strides and shapes itself).
+ * and arrays"), and aclDestroyAclOpExecutor. Creation copies every array it is given; nothing is
+ * validated beyond what is needed to copy (the operators validate dtype, format, strides and shapes).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,13 +92,20 @@ EMU_API int32_t aclDestroyIntArray(const aclIntArray *array)
     return ACL_SUCCESS;
 }
 
-EMU_API int32_t aclDestroyAclOpExecutor(void *executor)
+/* Frees an executor that a GetWorkspaceSize (of either operator) made and no launch used. A real
+ * nnopbase would free whatever it is given (a launched executor is already freed: a double free);
+ * the emulator refuses an unknown, launched or destroyed executor with 161002 and a message. */
+EMU_API int32_t aclDestroyAclOpExecutor(aclOpExecutor *executor)
 {
+    if (executor == NULL) {
+        prmg_emu_set_error("aclDestroyAclOpExecutor: executor is a null pointer");
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
     if (!prmg_emu_executor_take(executor)) {
-        prmg_emu_set_error("aclDestroyAclOpExecutor: executor %p is unknown, was already launched or was "
-                           "already destroyed", executor);
+        prmg_emu_set_error("aclDestroyAclOpExecutor: executor %p is unknown, already launched or already "
+                           "destroyed (a real toolkit would free it again and corrupt memory)", (void *)executor);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    ((emu_executor_header *)executor)->destroy(executor);
+    free(executor);
     return ACL_SUCCESS;
 }

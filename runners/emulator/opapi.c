@@ -1,19 +1,17 @@
 /*
- * libopapi_transformer.so of the host emulator: the two phases of aclnnInplacePartialRotaryMulGrad and of
- * its forward sibling aclnnInplacePartialRotaryMul.
+ * libopapi_transformer.so of the host emulator: what both operators share (opapi.h), and the two
+ * phases of aclnnInplacePartialRotaryMulGrad.
  *
- * Phase one validates the operator's constraints (operator.md) in the real stack's order and records a
- * message for aclGetRecentErrMsg on failure; on success it asks for a 16 MiB workspace and returns a fresh
- * executor holding what the launch needs. As on a real host:
- *   - ASCEND_OPP_PATH is read at every call (nnopbase): unset or not a folder -> 561107;
- *   - rotary_mode is read as int32 (the tiling reads the int64 attribute's low 32 bits);
- *   - a non-contiguous tensor passes phase one and is refused by the launch with 561000 (the ops declare
- *     neither AutoContiguous nor IgnoreContiguous), the tensor untouched.
- * The grad reports mode/shape/slice errors as 561002 (tiling), the forward as 161002 (its hand-written
- * aclnn layer). Phase two consumes the executor (one launch each), runs the kernel and frees it; an
- * executor never launched is freed by aclDestroyAclOpExecutor (libnnopbase).
+ * The grad's phase one validates exactly the constraints table of operator.md, in this order: null
+ * pointers (161001), $ASCEND_OPP_PATH (561107), dtype / format / partialSlice size (161002), then
+ * mode, shape and slice checks (561002); each failure records a message for aclGetRecentErrMsg. It
+ * does not look at strides: on success it asks for a 16 MiB workspace and returns a fresh executor
+ * recording each tensor and whether it is contiguous. Phase two consumes the executor (one launch
+ * each); a non-contiguous tensor is refused there with 561000, as nnopbase refuses it for an operator
+ * that declares neither AutoContiguous nor IgnoreContiguous; otherwise the kernel runs to completion.
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,39 +19,28 @@
 #include "emu.h"
 #include "faults.h"
 #include "kernel.h"
+#include "opapi.h"
 
-#define WORKSPACE_SIZE (16u << 20)
+#define OP "InplacePartialRotaryMulGrad"
 #define MAX_D 1024
 
-static const char *const OP_NAMES[2] = {"InplacePartialRotaryMulGrad", "InplacePartialRotaryMul"};
-static const char *const TENSOR_NAMES[2][3] = {{"dy", "cos", "sin"}, {"xRef", "cos", "sin"}};
+static const char *const TENSOR_NAMES[3] = {"dy", "cos", "sin"};
 
-typedef struct aclOpExecutor {
-    emu_executor_header header;
-    int op;
-    kernel_tensor x, cos, sin;   /* host pointers hold the device addresses until the launch */
-    int pairing_mode;
-    int64_t start, end;
-    int contiguous;              /* 0: the launch refuses a non-contiguous input */
-    const char *non_contiguous;  /* which tensor */
-} aclOpExecutor;
+/* ---- shared by both operators (opapi.h) ---- */
 
-static uint64_t launches[2];     /* per operator, launches so far in this process (the nondeterministic fault) */
-
-static void destroy_executor(void *executor)
-{
-    free(executor);
-}
-
-static int is_operator_dtype(int32_t data_type)
+int is_operator_dtype(int32_t data_type)
 {
     return data_type == ACL_FLOAT || data_type == ACL_FLOAT16 || data_type == ACL_BF16;
 }
 
-/* 1 when offset is 0 and stride[i] = prod(view_dims[i+1:]) for every axis of length > 1; an empty
- * tensor (a dim of 0) is contiguous with any strides. As CANN's op::IsContiguous, which skips
- * length-1 axes (their stride never moves to another element) and accepts empty views. */
-static int is_contiguous(const aclTensor *tensor)
+int is_operator_format(int32_t format)
+{
+    return format == ACL_FORMAT_NCHW || format == ACL_FORMAT_NHWC || format == ACL_FORMAT_ND;
+}
+
+/* As CANN's op::IsContiguous, which skips length-1 axes (their stride never moves to another element)
+ * and accepts empty views. */
+int is_contiguous(const aclTensor *tensor)
 {
     if (tensor->offset != 0)
         return 0;
@@ -71,248 +58,224 @@ static int is_contiguous(const aclTensor *tensor)
     return 1;
 }
 
-/* 561107 unless ASCEND_OPP_PATH names an existing folder (nnopbase reads it at call time). */
-static int check_opp_path(int op)
+int check_opp_path(const char *op)
 {
     const char *path = getenv("ASCEND_OPP_PATH");
     struct stat info;
     if (path != NULL && *path != '\0' && stat(path, &info) == 0 && S_ISDIR(info.st_mode))
         return ACL_SUCCESS;
-    prmg_emu_set_error("%s: ASCEND_OPP_PATH %s%s: the operator package cannot be found", OP_NAMES[op],
-                       path != NULL && *path != '\0' ? path : "is not set",
-                       path != NULL && *path != '\0' ? " is not a folder" : "");
+    char what[600];
+    if (path == NULL || *path == '\0')
+        snprintf(what, sizeof what, "is %s", path == NULL ? "not set" : "empty");
+    else
+        snprintf(what, sizeof what, "'%.500s' is not an existing directory", path);
+    prmg_emu_set_error("%s: ASCEND_OPP_PATH %s (nnopbase finds the operator's kernels under it; source the "
+                       "toolkit's set_env.sh)", op, what);
     return ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND;
 }
 
-/* 161002 checks: descriptors, dtypes (the forward's cos: x's dtype or float32), sin dtype == cos dtype,
- * formats (the grad: NCHW, NHWC, ND; the forward: ND), the slice array's size. */
-static int check_parameters(int op, const aclTensor *const tensors[3], const aclIntArray *partialSlice)
+int read_rotary_mode(const char *op, int64_t mode, int32_t *mode32, int *implemented)
+{
+    unsigned modes;
+    if (supported_modes(&modes) != 0)
+        return ACLNN_ERR_INNER;
+    *mode32 = (int32_t)(uint32_t)(uint64_t)mode;
+    if (*mode32 < 0 || *mode32 > 3) {
+        prmg_emu_set_error("%s: rotary_mode %lld (read as int32: %d) is not one of 0 half, 1 interleave, "
+                           "2 quarter, 3 interleave-half", op, (long long)mode, *mode32);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *implemented = (modes >> *mode32) & 1u;
+    return ACL_SUCCESS;
+}
+
+/* The operand record of tensor: its 4-D view (missing axes 1), strides, offset and contiguity. */
+static op_operand describe(const aclTensor *tensor)
+{
+    op_operand described = {{{1, 1, 1, 1}, tensor->data_type, tensor->data}, {0, 0, 0, 0}, tensor->offset,
+                            is_contiguous(tensor), 0};
+    for (uint64_t axis = 0; axis < 4 && axis < tensor->view_dim_count; axis++) {
+        described.tensor.dims[axis] = tensor->view_dims[axis];
+        described.strides[axis] = tensor->strides[axis];
+    }
+    return described;
+}
+
+aclOpExecutor *record_executor(const char *op, op_kind kind, const aclTensor *const tensors[3], int pairing_mode,
+                               int64_t start, int64_t end, uint64_t workspace_size)
+{
+    aclOpExecutor *created = calloc(1, sizeof *created);
+    if (created == NULL || prmg_emu_executor_add(created) != 0) {
+        free(created);
+        prmg_emu_set_error("%s: out of host memory", op);
+        return NULL;
+    }
+    created->kind = kind;
+    for (int t = 0; t < 3; t++)
+        created->operand[t] = describe(tensors[t]);
+    created->pairing_mode = pairing_mode;
+    created->start = start;
+    created->end = end;
+    created->workspace_size = workspace_size;
+    return created;
+}
+
+int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
+                 void *stream, void **workspace_host)
+{
+    if (job->kind != kind) {
+        prmg_emu_set_error("%s: executor %p was made by %s's first phase", op, (const void *)job,
+                           job->kind == OP_GRAD ? "aclnnInplacePartialRotaryMulGrad" : "aclnnInplacePartialRotaryMul");
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (workspaceSize < job->workspace_size) {
+        prmg_emu_set_error("%s: workspaceSize %llu is smaller than the %llu bytes asked for", op,
+                           (unsigned long long)workspaceSize, (unsigned long long)job->workspace_size);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (workspace == NULL || prmg_emu_device_range(workspace, job->workspace_size, workspace_host) != 0) {
+        prmg_emu_set_error("%s: workspace %p is not %llu bytes of device memory", op, workspace,
+                           (unsigned long long)job->workspace_size);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (!prmg_emu_stream_valid(stream)) {
+        prmg_emu_set_error("%s: stream %p is not a live stream", op, stream);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    return ACL_SUCCESS;
+}
+
+int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t elements)
+{
+    size_t bytes = (size_t)elements * (size_t)element_size(tensor->data_type);
+    void *device = tensor->host;
+    if (prmg_emu_device_range(device, bytes, &tensor->host) == 0)
+        return ACL_SUCCESS;
+    prmg_emu_set_error("%s: AI core exception: %s data [%p, +%zu bytes) is not inside one device allocation",
+                       op, name, device, bytes);
+    return ACL_ERROR_RT_AICORE_EXCEPTION;
+}
+
+/* ---- aclnnInplacePartialRotaryMulGrad ---- */
+
+/* 161002 checks: descriptors, dtypes, sin dtype == cos dtype, formats, slice size (not strides). */
+static int check_parameters(const aclTensor *const tensors[3], const aclIntArray *partialSlice)
 {
     for (int t = 0; t < 3; t++) {
         const aclTensor *tensor = tensors[t];
         if (tensor->magic != EMU_TENSOR_MAGIC) {
-            prmg_emu_set_error("%s: %s is not a live aclTensor", OP_NAMES[op], TENSOR_NAMES[op][t]);
+            prmg_emu_set_error(OP ": %s is not a live aclTensor", TENSOR_NAMES[t]);
             return ACLNN_ERR_PARAM_INVALID;
         }
         if (!is_operator_dtype(tensor->data_type)) {
-            prmg_emu_set_error("%s: %s dtype %d is not supported (float32 0, float16 1, bfloat16 27)", OP_NAMES[op],
-                               TENSOR_NAMES[op][t], tensor->data_type);
+            prmg_emu_set_error(OP ": %s dtype %d is not supported (float32 0, float16 1, bfloat16 27)",
+                               TENSOR_NAMES[t], tensor->data_type);
             return ACLNN_ERR_PARAM_INVALID;
         }
     }
-    if (op == OP_FORWARD && tensors[1]->data_type != tensors[0]->data_type && tensors[1]->data_type != ACL_FLOAT) {
-        prmg_emu_set_error("%s: cos dtype %d is neither xRef's %d nor float32", OP_NAMES[op], tensors[1]->data_type,
-                           tensors[0]->data_type);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
     if (tensors[2]->data_type != tensors[1]->data_type) {
-        prmg_emu_set_error("%s: sin dtype %d differs from cos dtype %d", OP_NAMES[op], tensors[2]->data_type,
+        prmg_emu_set_error(OP ": sin dtype %d differs from cos dtype %d", tensors[2]->data_type,
                            tensors[1]->data_type);
         return ACLNN_ERR_PARAM_INVALID;
     }
     for (int t = 0; t < 3; t++) {
-        int32_t format = tensors[t]->format;
-        int supported = op == OP_FORWARD ? format == ACL_FORMAT_ND
-                                         : format == ACL_FORMAT_NCHW || format == ACL_FORMAT_NHWC || format == ACL_FORMAT_ND;
-        if (!supported) {
-            prmg_emu_set_error("%s: %s format %d is not supported (%s)", OP_NAMES[op], TENSOR_NAMES[op][t], format,
-                               op == OP_FORWARD ? "ND 2" : "NCHW 0, NHWC 1, ND 2");
+        if (!is_operator_format(tensors[t]->format)) {
+            prmg_emu_set_error(OP ": %s format %d is not supported (NCHW 0, NHWC 1, ND 2)", TENSOR_NAMES[t],
+                               tensors[t]->format);
             return ACLNN_ERR_PARAM_INVALID;
         }
     }
     if (partialSlice != NULL && (partialSlice->magic != EMU_INT_ARRAY_MAGIC || partialSlice->size != 2)) {
-        prmg_emu_set_error("%s: partialSlice must hold 2 values [start, end), it holds %llu", OP_NAMES[op],
-                           partialSlice->magic == EMU_INT_ARRAY_MAGIC ? (unsigned long long)partialSlice->size : 0ull);
+        prmg_emu_set_error(OP ": partialSlice must hold 2 values [start, end), it holds %llu",
+                           partialSlice->magic == EMU_INT_ARRAY_MAGIC ? (unsigned long long)partialSlice->size
+                                                                      : 0ull);
         return ACLNN_ERR_PARAM_INVALID;
     }
     return ACL_SUCCESS;
 }
 
-/* `code` unless rotary_mode, read as int32, is 0..3 and implemented (PRMG_EMU_MODES, or any with the
- * accept_mode fault); *pairing_mode is the formula used: the mode itself, or interleave for a wrongly
- * accepted one. */
-static int check_mode(int op, int64_t rotaryMode, fault_set faults, int code, int *pairing_mode)
-{
-    unsigned implemented;
-    if (supported_modes(&implemented) != 0)
-        return ACLNN_ERR_INNER;
-    int32_t mode = (int32_t)(uint32_t)(uint64_t)rotaryMode;
-    if (mode < 0 || mode > 3) {
-        prmg_emu_set_error("%s: rotary_mode %lld (read as int32: %d) is not one of 0 half, 1 interleave, 2 quarter, "
-                           "3 interleave-half", OP_NAMES[op], (long long)rotaryMode, mode);
-        return code;
-    }
-    int supported = (implemented >> mode) & 1u;
-    if (!supported && !(faults & FAULT_ACCEPT_MODE)) {
-        prmg_emu_set_error("%s: rotary_mode %d is not supported by this kernel", OP_NAMES[op], mode);
-        return code;
-    }
-    *pairing_mode = supported ? mode : 1;
-    return ACL_SUCCESS;
-}
-
-/* `code` checks on the shapes: 4-D, cos shape == sin shape, dims > 0, D <= 1024 (the forward: D even). */
-static int check_shapes(int op, const aclTensor *const tensors[3], int code)
+/* 561002 checks on the shapes. */
+static int check_shapes(const aclTensor *const tensors[3])
 {
     for (int t = 0; t < 3; t++) {
         if (tensors[t]->view_dim_count != 4) {
-            prmg_emu_set_error("%s: %s must be 4-D (B, S, N, D), it has %llu dims", OP_NAMES[op], TENSOR_NAMES[op][t],
+            prmg_emu_set_error(OP ": %s must be 4-D (B, S, N, D), it has %llu dims", TENSOR_NAMES[t],
                                (unsigned long long)tensors[t]->view_dim_count);
-            return code;
+            return ACLNN_ERR_INNER_TILING_ERROR;
         }
     }
     for (int axis = 0; axis < 4; axis++) {
         if (tensors[1]->view_dims[axis] != tensors[2]->view_dims[axis]) {
-            prmg_emu_set_error("%s: cos shape differs from sin shape at axis %d (%lld vs %lld)", OP_NAMES[op], axis,
+            prmg_emu_set_error(OP ": cos shape differs from sin shape at axis %d (%lld vs %lld)", axis,
                                (long long)tensors[1]->view_dims[axis], (long long)tensors[2]->view_dims[axis]);
-            return code;
+            return ACLNN_ERR_INNER_TILING_ERROR;
         }
     }
     for (int t = 0; t < 3; t++) {
         for (int axis = 0; axis < 4; axis++) {
             if (tensors[t]->view_dims[axis] <= 0) {
-                prmg_emu_set_error("%s: %s dim %d is %lld, every dim must be > 0", OP_NAMES[op], TENSOR_NAMES[op][t],
-                                   axis, (long long)tensors[t]->view_dims[axis]);
-                return code;
+                prmg_emu_set_error(OP ": %s dim %d is %lld, every dim must be > 0", TENSOR_NAMES[t], axis,
+                                   (long long)tensors[t]->view_dims[axis]);
+                return ACLNN_ERR_INNER_TILING_ERROR;
             }
         }
     }
     if (tensors[0]->view_dims[3] > MAX_D) {
-        prmg_emu_set_error("%s: D = %lld exceeds %d", OP_NAMES[op], (long long)tensors[0]->view_dims[3], MAX_D);
-        return code;
+        prmg_emu_set_error(OP ": D = %lld exceeds %d", (long long)tensors[0]->view_dims[3], MAX_D);
+        return ACLNN_ERR_INNER_TILING_ERROR;
     }
     return ACL_SUCCESS;
 }
 
-/* `code` checks on the slice against the shapes and the mode, then the cos/sin layout: every axis 1 or
- * x's (the grad); BSND, B1ND, B11D or 111D (the forward on 950), and the forward's D even. */
-static int check_slice(int op, const aclTensor *x, const aclTensor *cos, int mode, int64_t start, int64_t end, int code)
+/* 561002 checks on the slice against the shapes and the mode, then cos/sin broadcast axes. */
+static int check_slice(const aclTensor *dy, const aclTensor *cos, int64_t mode, int64_t start, int64_t end)
 {
-    const int64_t d = x->view_dims[3], cos_d = cos->view_dims[3], length = end - start;
+    const int64_t d = dy->view_dims[3], cos_d = cos->view_dims[3], length = end - start;
     if (start < 0 || end > d || start > end) {
-        prmg_emu_set_error("%s: partialSlice [%lld, %lld) is not inside [0, D = %lld] with start <= end", OP_NAMES[op],
+        prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is not inside [0, D = %lld] with start <= end",
                            (long long)start, (long long)end, (long long)d);
-        return code;
+        return ACLNN_ERR_INNER_TILING_ERROR;
     }
     if (length != 0 && length != cos_d) {
-        prmg_emu_set_error("%s: slice length %lld != cos last dim %lld", OP_NAMES[op], (long long)length,
-                           (long long)cos_d);
-        return code;
+        prmg_emu_set_error(OP ": slice length %lld != cos last dim %lld", (long long)length, (long long)cos_d);
+        return ACLNN_ERR_INNER_TILING_ERROR;
     }
     if (cos_d > d) {
-        prmg_emu_set_error("%s: cos last dim %lld exceeds D = %lld", OP_NAMES[op], (long long)cos_d, (long long)d);
-        return code;
+        prmg_emu_set_error(OP ": cos last dim %lld exceeds dy D = %lld", (long long)cos_d, (long long)d);
+        return ACLNN_ERR_INNER_TILING_ERROR;
     }
     int64_t multiple = mode == 2 ? 4 : 2;
     if (length % multiple != 0) {
-        prmg_emu_set_error("%s: slice length %lld is not a multiple of %lld for rotary_mode %d", OP_NAMES[op],
-                           (long long)length, (long long)multiple, mode);
-        return code;
+        prmg_emu_set_error(OP ": slice length %lld is not a multiple of %lld for rotary_mode %lld",
+                           (long long)length, (long long)multiple, (long long)mode);
+        return ACLNN_ERR_INNER_TILING_ERROR;
     }
     static const char *const AXES[3] = {"B", "S", "N"};
     for (int axis = 0; axis < 3; axis++) {
-        if (cos->view_dims[axis] != 1 && cos->view_dims[axis] != x->view_dims[axis]) {
-            prmg_emu_set_error("%s: cos/sin %s = %lld is neither 1 nor %s's %lld", OP_NAMES[op], AXES[axis],
-                               (long long)cos->view_dims[axis], TENSOR_NAMES[op][0], (long long)x->view_dims[axis]);
-            return code;
-        }
-    }
-    if (op == OP_FORWARD) {
-        if (d % 2 != 0) {
-            prmg_emu_set_error("%s: D = %lld is odd", OP_NAMES[op], (long long)d);
-            return code;
-        }
-        const int64_t b = x->view_dims[0], s = x->view_dims[1], n = x->view_dims[2];
-        const int64_t layouts[4][3] = {{b, s, n}, {b, 1, n}, {b, 1, 1}, {1, 1, 1}};   /* BSND B1ND B11D 111D */
-        int allowed = 0;
-        for (int layout = 0; layout < 4; layout++)
-            allowed |= cos->view_dims[0] == layouts[layout][0] && cos->view_dims[1] == layouts[layout][1]
-                       && cos->view_dims[2] == layouts[layout][2];
-        if (!allowed) {
-            prmg_emu_set_error("%s: cos/sin layout (%lld, %lld, %lld) is not BSND, B1ND, B11D or 111D", OP_NAMES[op],
-                               (long long)cos->view_dims[0], (long long)cos->view_dims[1], (long long)cos->view_dims[2]);
-            return code;
+        if (cos->view_dims[axis] != 1 && cos->view_dims[axis] != dy->view_dims[axis]) {
+            prmg_emu_set_error(OP ": cos/sin %s = %lld is neither 1 nor dy's %lld", AXES[axis],
+                               (long long)cos->view_dims[axis], (long long)dy->view_dims[axis]);
+            return ACLNN_ERR_INNER_TILING_ERROR;
         }
     }
     return ACL_SUCCESS;
 }
 
-static kernel_tensor describe(const aclTensor *tensor)
+/* 561002 unless mode's low 32 bits are 0..3 and implemented (PRMG_EMU_MODES, or any with the
+ * accept_mode fault); *pairing_mode is the formula used: the mode itself, or interleave for a wrongly
+ * accepted one. */
+static int check_mode(int64_t mode, uint64_t faults, int *pairing_mode, int32_t *mode32)
 {
-    kernel_tensor described;
-    for (int axis = 0; axis < 4; axis++)
-        described.dims[axis] = tensor->view_dims[axis];
-    described.data_type = tensor->data_type;
-    described.host = tensor->data;
-    return described;
-}
-
-/* The faults of `op` among those PRMG_EMU_FAULT names for a tensor of x's shape; -1 on a bad variable. */
-static int op_faults(int op, const aclTensor *x, fault_set *faults)
-{
-    if (active_faults(x->view_dims, x->view_dim_count, faults) != 0)
-        return -1;
-    *faults &= op == OP_FORWARD ? FORWARD_FAULTS : ~(fault_set)FORWARD_FAULTS;
-    return 0;
-}
-
-/* Phase one of either operator (the file's comment). */
-static int32_t get_workspace_size(int op, aclTensor *x, const aclTensor *cos, const aclTensor *sin, int64_t rotaryMode,
-                                  const aclIntArray *partialSlice, uint64_t *workspaceSize, aclOpExecutor **executorOut)
-{
-    const aclTensor *const tensors[3] = {x, cos, sin};
-    for (int t = 0; t < 3; t++) {
-        if (tensors[t] == NULL) {
-            prmg_emu_set_error("%s: %s is a null pointer", OP_NAMES[op], TENSOR_NAMES[op][t]);
-            return ACLNN_ERR_PARAM_NULLPTR;
-        }
-    }
-    if (workspaceSize == NULL || executorOut == NULL) {
-        prmg_emu_set_error("%s: %s is a null pointer", OP_NAMES[op], workspaceSize == NULL ? "workspaceSize" : "executor");
-        return ACLNN_ERR_PARAM_NULLPTR;
-    }
-    int status = check_opp_path(op);
-    if (status == ACL_SUCCESS)
-        status = check_parameters(op, tensors, partialSlice);
+    int implemented = 0;
+    int status = read_rotary_mode(OP, mode, mode32, &implemented);
     if (status != ACL_SUCCESS)
         return status;
-    fault_set faults;
-    if (op_faults(op, x, &faults) != 0)
-        return ACLNN_ERR_INNER;
-    const int code = op == OP_FORWARD ? ACLNN_ERR_PARAM_INVALID : ACLNN_ERR_INNER_TILING_ERROR;
-    int pairing_mode = 1;
-    status = check_mode(op, rotaryMode, faults, code, &pairing_mode);
-    if (status == ACL_SUCCESS)
-        status = check_shapes(op, tensors, code);
-    int64_t start = partialSlice != NULL ? partialSlice->values[0] : 0;
-    int64_t end = partialSlice != NULL ? partialSlice->values[1] : op == OP_FORWARD && x->view_dim_count == 4 ? x->view_dims[3] : 0;
-    if (status == ACL_SUCCESS)
-        status = check_slice(op, x, cos, (int32_t)(uint32_t)(uint64_t)rotaryMode, start, end, code);
-    if (status != ACL_SUCCESS)
-        return status;
-    aclOpExecutor *created = calloc(1, sizeof *created);
-    if (created == NULL || prmg_emu_executor_add(created) != 0) {
-        free(created);
-        prmg_emu_set_error("%s: out of host memory", OP_NAMES[op]);
-        return ACLNN_ERR_INNER;
+    if (!implemented && !has_fault(faults, FAULT_ACCEPT_MODE)) {
+        prmg_emu_set_error(OP ": rotary_mode %lld (read as int32: %d) is not supported by this kernel",
+                           (long long)mode, *mode32);
+        return ACLNN_ERR_INNER_TILING_ERROR;
     }
-    created->header.destroy = destroy_executor;
-    created->op = op;
-    created->x = describe(x);
-    created->cos = describe(cos);
-    created->sin = describe(sin);
-    created->pairing_mode = pairing_mode;
-    created->start = start;
-    created->end = end;
-    created->contiguous = 1;
-    for (int t = 0; t < 3 && created->contiguous; t++) {
-        if (!is_contiguous(tensors[t])) {
-            created->contiguous = 0;
-            created->non_contiguous = TENSOR_NAMES[op][t];
-        }
-    }
-    *workspaceSize = WORKSPACE_SIZE;
-    *executorOut = created;
+    *pairing_mode = implemented ? *mode32 : 1;
     return ACL_SUCCESS;
 }
 
@@ -321,33 +284,42 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
                                                                   const aclIntArray *partialSlice,
                                                                   uint64_t *workspaceSize, aclOpExecutor **executorOut)
 {
-    return get_workspace_size(OP_GRAD, dyRef, cos, sin, rotaryMode, partialSlice, workspaceSize, executorOut);
-}
-
-EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, const aclTensor *cos,
-                                                              const aclTensor *sin, int64_t rotary_mode,
-                                                              const aclIntArray *partialSlice, uint64_t *workspaceSize,
-                                                              aclOpExecutor **executorOut)
-{
-    return get_workspace_size(OP_FORWARD, xRef, cos, sin, rotary_mode, partialSlice, workspaceSize, executorOut);
-}
-
-/* Replaces tensor->host (a device address) with its host view covering `elements` elements;
- * 507015 with a message when that range is not inside one device allocation. */
-static int map_tensor(int op, kernel_tensor *tensor, const char *name, int64_t elements)
-{
-    size_t bytes = (size_t)elements * (size_t)element_size(tensor->data_type);
-    void *device = tensor->host;
-    if (prmg_emu_device_range(device, bytes, &tensor->host) == 0)
-        return ACL_SUCCESS;
-    prmg_emu_set_error("%s: AI core exception: %s data [%p, +%zu bytes) is not inside one device allocation",
-                       OP_NAMES[op], name, device, bytes);
-    return ACL_ERROR_RT_AICORE_EXCEPTION;
-}
-
-static int64_t element_count(const kernel_tensor *tensor)
-{
-    return tensor->dims[0] * tensor->dims[1] * tensor->dims[2] * tensor->dims[3];
+    const aclTensor *const tensors[3] = {dyRef, cos, sin};
+    for (int t = 0; t < 3; t++) {
+        if (tensors[t] == NULL) {
+            prmg_emu_set_error(OP ": %s is a null pointer", TENSOR_NAMES[t]);
+            return ACLNN_ERR_PARAM_NULLPTR;
+        }
+    }
+    if (workspaceSize == NULL || executorOut == NULL) {
+        prmg_emu_set_error(OP ": %s is a null pointer", workspaceSize == NULL ? "workspaceSize" : "executor");
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    int status = check_opp_path(OP);
+    if (status == ACL_SUCCESS)
+        status = check_parameters(tensors, partialSlice);
+    if (status != ACL_SUCCESS)
+        return status;
+    uint64_t faults;
+    if (active_faults(dyRef->view_dims, dyRef->view_dim_count, GRAD_FAULTS, &faults) != 0)
+        return ACLNN_ERR_INNER;
+    int pairing_mode = 1;
+    int32_t mode32 = 0;
+    status = check_mode(rotaryMode, faults, &pairing_mode, &mode32);
+    if (status == ACL_SUCCESS)
+        status = check_shapes(tensors);
+    int64_t start = partialSlice != NULL ? partialSlice->values[0] : 0;
+    int64_t end = partialSlice != NULL ? partialSlice->values[1] : 0;
+    if (status == ACL_SUCCESS)
+        status = check_slice(dyRef, cos, mode32, start, end);
+    if (status != ACL_SUCCESS)
+        return status;
+    aclOpExecutor *created = record_executor(OP, OP_GRAD, tensors, pairing_mode, start, end, KERNEL_WORKSPACE_SIZE);
+    if (created == NULL)
+        return ACLNN_ERR_INNER;
+    *workspaceSize = KERNEL_WORKSPACE_SIZE;
+    *executorOut = created;
+    return ACL_SUCCESS;
 }
 
 /* Replaces every bit of element `index` by its complement: a change whatever the value was. */
@@ -359,115 +331,112 @@ static void invert_element(kernel_tensor *tensor, int64_t index)
         ((uint16_t *)tensor->host)[index] = (uint16_t)~((uint16_t *)tensor->host)[index];
 }
 
-/* The faults that act after the kernel: clobber_passthrough, passthrough_add_zero, nan, write_past_end,
- * modify_cos. */
-static void apply_output_faults(aclOpExecutor *job, fault_set faults)
+/* The faults that act after the kernel: clobber_passthrough, nan, write_past_end, modify_cos. */
+static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
 {
-    kernel_tensor *x = &job->x;
-    const int64_t d = x->dims[3], rows = element_count(x) / (d > 0 ? d : 1);
-    if (faults & FAULT_CLOBBER_PASSTHROUGH) {
+    kernel_tensor *dy = &job->operand[0].tensor;
+    const int64_t d = dy->dims[3];
+    if (has_fault(faults, FAULT_CLOBBER_PASSTHROUGH)) {
         int64_t outside = job->start > 0 ? 0 : job->end < d ? job->end : -1;
         if (outside >= 0)
-            store_element(x->data_type, x->host, outside,
-                          load_element(x->data_type, x->host, outside) != 0.0f ? 0.0f : 1.0f);
+            store_element(dy->data_type, dy->host, outside,
+                          load_element(dy->data_type, dy->host, outside) != 0.0f ? 0.0f : 1.0f);
     }
-    if (faults & FAULT_PASSTHROUGH_ADD_ZERO) {
-        for (int64_t row = 0; row < rows; row++) {
-            for (int64_t j = 0; j < d; j++) {
-                if (j >= job->start && j < job->end)
-                    continue;
-                int64_t index = row * d + j;
-                store_element(x->data_type, x->host, index, load_element(x->data_type, x->host, index) + 0.0f);
-            }
-        }
-    }
-    if ((faults & FAULT_NAN) && job->end > job->start)
-        store_element(x->data_type, x->host, job->start, __builtin_nanf(""));
-    if (faults & FAULT_WRITE_PAST_END)
-        invert_element(x, element_count(x));
-    if (faults & FAULT_MODIFY_COS)
-        invert_element(&job->cos, 0);
+    if (has_fault(faults, FAULT_NAN) && job->end > job->start)
+        store_element(dy->data_type, dy->host, job->start, __builtin_nanf(""));
+    if (has_fault(faults, FAULT_WRITE_PAST_END))
+        invert_element(dy, element_count(dy));
+    if (has_fault(faults, FAULT_MODIFY_COS))
+        invert_element(&job->operand[1].tensor, 0);
 }
 
-/* Runs one consumed executor with its workspace (host view, may be NULL); the status of the launch. */
-static int launch(aclOpExecutor *job, fault_set faults, void *workspace, void *workspace_device)
+/* 561000 with a message naming the first non-contiguous tensor of job: nnopbase refuses it at the
+ * launch, before the kernel runs (the grad declares neither AutoContiguous nor IgnoreContiguous). */
+static int refuse_non_contiguous(const aclOpExecutor *job)
 {
-    if (!job->contiguous) {
-        prmg_emu_set_error("%s: %s is not contiguous: the operator declares neither AutoContiguous nor "
-                           "IgnoreContiguous, so the launch refuses it", OP_NAMES[job->op], job->non_contiguous);
+    for (int t = 0; t < 3; t++) {
+        const op_operand *operand = &job->operand[t];
+        if (operand->contiguous)
+            continue;
+        prmg_emu_set_error(OP ": %s is not contiguous (offset %lld, strides [%lld, %lld, %lld, %lld]); nnopbase "
+                           "refuses a non-contiguous input of an operator that declares neither AutoContiguous nor "
+                           "IgnoreContiguous", TENSOR_NAMES[t], (long long)operand->offset,
+                           (long long)operand->strides[0], (long long)operand->strides[1],
+                           (long long)operand->strides[2], (long long)operand->strides[3]);
         return ACLNN_ERR_INNER;
     }
-    if (faults & FAULT_CRASH)
+    return ACL_SUCCESS;
+}
+
+/* The workspace_overrun fault: the 4 bytes just past the KERNEL_WORKSPACE_SIZE bytes asked for get
+ * every bit inverted; 507015 with a message when they are outside the workspace's device allocation. */
+static int overrun_workspace(void *workspace)
+{
+    unsigned char *past;
+    void *device = (unsigned char *)workspace + KERNEL_WORKSPACE_SIZE;
+    if (prmg_emu_device_range(device, 4, (void **)&past) != 0) {
+        prmg_emu_set_error(OP ": AI core exception: the kernel wrote 4 bytes at workspace + %llu (%p), outside "
+                           "the workspace's device allocation", (unsigned long long)KERNEL_WORKSPACE_SIZE, device);
+        return ACL_ERROR_RT_AICORE_EXCEPTION;
+    }
+    for (int i = 0; i < 4; i++)
+        past[i] = (unsigned char)~past[i];
+    return ACL_SUCCESS;
+}
+
+/* 1 when this launch of the nondeterministic fault is odd-numbered (1st, 3rd, ...) in the process:
+ * it then sums each pair with a fused multiply-add. */
+static int odd_launch(void)
+{
+    static uint64_t launches;
+    return __atomic_add_fetch(&launches, 1, __ATOMIC_SEQ_CST) % 2 == 1;
+}
+
+/* Runs one consumed executor; the status of the launch. */
+static int launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
+{
+    if (has_fault(faults, FAULT_CRASH))
         raise(SIGSEGV);
-    while (faults & FAULT_HANG)
+    while (has_fault(faults, FAULT_HANG))
         pause();
-    if (faults & (FAULT_NOOP | FAULT_FWD_NOOP))
+    if (has_fault(faults, FAULT_NOOP))
         return ACL_SUCCESS;
-    int64_t x_elements = element_count(&job->x) + ((faults & FAULT_WRITE_PAST_END) ? 1 : 0);
-    int status = map_tensor(job->op, &job->x, TENSOR_NAMES[job->op][0], x_elements);
+    kernel_tensor *dy = &job->operand[0].tensor, *cos = &job->operand[1].tensor, *sin = &job->operand[2].tensor;
+    int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
+    int status = map_tensor(OP, dy, "dy", dy_elements);
     if (status == ACL_SUCCESS)
-        status = map_tensor(job->op, &job->cos, "cos", element_count(&job->cos));
+        status = map_tensor(OP, cos, "cos", element_count(cos));
     if (status == ACL_SUCCESS)
-        status = map_tensor(job->op, &job->sin, "sin", element_count(&job->sin));
+        status = map_tensor(OP, sin, "sin", element_count(sin));
+    if (status == ACL_SUCCESS && has_fault(faults, FAULT_WORKSPACE_OVERRUN))
+        status = overrun_workspace(workspace);
     if (status != ACL_SUCCESS)
         return status;
-    if (faults & FAULT_WORKSPACE_OVERRUN) {
-        void *past;
-        if (prmg_emu_device_range((char *)workspace_device + WORKSPACE_SIZE, 4, &past) != 0) {
-            prmg_emu_set_error("%s: AI core exception: a write past the workspace left its allocation", OP_NAMES[job->op]);
-            return ACL_ERROR_RT_AICORE_EXCEPTION;
-        }
-        *(uint32_t *)past = ~*(uint32_t *)past;
-    }
-    int pairing = job->pairing_mode;
-    if (faults & FAULT_HALF_PAIRING)
-        pairing = pairing == 0 ? 1 : 0;
-    kernel_job work = {job->op, pairing, job->start, job->end, faults, workspace, launches[job->op]++};
-    rotary_mul(&job->x, &job->cos, &job->sin, &work);
+    int pairing = has_fault(faults, FAULT_HALF_PAIRING) ? (job->pairing_mode == 0 ? 1 : 0) : job->pairing_mode;
+    kernel_job work = {0, pairing, job->start, job->end, faults, workspace_host,
+                       has_fault(faults, FAULT_NONDETERMINISTIC) && odd_launch()};
+    rotary_kernel(dy, cos, sin, &work);
     apply_output_faults(job, faults);
     return ACL_SUCCESS;
 }
 
-/* Phase two of either operator. */
-static int32_t run(int op, void *workspace, uint64_t workspaceSize, aclOpExecutor *job, void *stream)
+EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
+                                                 void *stream)
 {
-    if (job == NULL || !prmg_emu_executor_take(job)) {
-        prmg_emu_set_error("%s: executor %p is unknown or was already used by a launch (an executor serves "
-                           "one launch)", OP_NAMES[op], (void *)job);
+    if (!prmg_emu_executor_take(job)) {
+        prmg_emu_set_error(OP ": executor %p is unknown, was destroyed or was already used by a launch (an "
+                           "executor serves one launch)", (void *)job);
         return ACLNN_ERR_PARAM_INVALID;
     }
     void *workspace_host = NULL;
-    int status = ACLNN_ERR_PARAM_INVALID;
-    if (job->op != op)
-        prmg_emu_set_error("%s: executor %p belongs to %s", OP_NAMES[op], (void *)job, OP_NAMES[job->op]);
-    else if (workspaceSize < WORKSPACE_SIZE)
-        prmg_emu_set_error("%s: workspaceSize %llu is smaller than the %u bytes asked for", OP_NAMES[op],
-                           (unsigned long long)workspaceSize, WORKSPACE_SIZE);
-    else if (workspace == NULL || prmg_emu_device_range(workspace, WORKSPACE_SIZE, &workspace_host) != 0)
-        prmg_emu_set_error("%s: workspace %p is not %u bytes of device memory", OP_NAMES[op], workspace, WORKSPACE_SIZE);
-    else if (!prmg_emu_stream_valid(stream))
-        prmg_emu_set_error("%s: stream %p is not a live stream", OP_NAMES[op], stream);
-    else
-        status = ACL_SUCCESS;
-    fault_set faults = 0;
-    if (status == ACL_SUCCESS) {
-        const int64_t dims[4] = {job->x.dims[0], job->x.dims[1], job->x.dims[2], job->x.dims[3]};
-        if (active_faults(dims, 4, &faults) != 0)
-            status = ACLNN_ERR_INNER;
-        faults &= op == OP_FORWARD ? FORWARD_FAULTS : ~(fault_set)FORWARD_FAULTS;
-    }
+    int status = check_launch(OP, OP_GRAD, job, workspace, workspaceSize, stream, &workspace_host);
+    uint64_t faults = 0;
+    if (status == ACL_SUCCESS && active_faults(job->operand[0].tensor.dims, 4, GRAD_FAULTS, &faults) != 0)
+        status = ACLNN_ERR_INNER;
     if (status == ACL_SUCCESS)
-        status = launch(job, faults, workspace_host, workspace);
+        status = refuse_non_contiguous(job);
+    if (status == ACL_SUCCESS)
+        status = launch(job, faults, workspace, workspace_host);
     free(job);
     return status;
-}
-
-EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *job, void *stream)
-{
-    return run(OP_GRAD, workspace, workspaceSize, job, stream);
-}
-
-EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *job, void *stream)
-{
-    return run(OP_FORWARD, workspace, workspaceSize, job, stream);
 }

@@ -1,6 +1,7 @@
 /*
- * libascendcl.so of the host emulator: init/finalize, devices, streams, device memory, events and
- * the recent error message (acl-abi.md "Runtime").
+ * libascendcl.so of the host emulator: init/finalize, devices, the SoC name, streams, device memory,
+ * pinned host memory, events, the recent error message (acl-abi.md "Runtime"), and the process's
+ * table of live operator executors (shared by libnnopbase and libopapi_transformer).
  *
  * Device memory: aclrtMalloc reserves an inaccessible (PROT_NONE) range of address space and hands
  * out its address, so a host dereference of a device address faults; the bytes live in a separate
@@ -26,6 +27,8 @@
 #define ERROR_MESSAGE_SIZE 1024
 #define ACL_EVENT_TIME_LINE 0x8u
 #define KNOWN_EVENT_FLAGS 0xFu
+#define DEFAULT_SOC_NAME "Ascend950PR_9589"
+#define SOC_NAME_SIZE 128
 
 enum { MEMCPY_HOST_TO_HOST, MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST, MEMCPY_DEVICE_TO_DEVICE };
 
@@ -227,6 +230,21 @@ EMU_API int aclrtResetDevice(int32_t deviceId)
     }
     pthread_mutex_unlock(&state_lock);
     return status;
+}
+
+/* ---- SoC name ---- */
+
+static __thread char soc_name[SOC_NAME_SIZE];
+
+/* The SoC name of a real Ascend 950PR board (Ascend950PR_<4 hex digits>, e.g. Ascend950PR_9589), or
+ * $PRMG_EMU_SOC when set; NULL with a message before aclInit. The text lives in a per-thread buffer. */
+EMU_API const char *aclrtGetSocName(void)
+{
+    if (require_init("aclrtGetSocName") != ACL_SUCCESS)
+        return NULL;
+    const char *chosen = getenv("PRMG_EMU_SOC");
+    snprintf(soc_name, sizeof soc_name, "%s", chosen != NULL && *chosen != '\0' ? chosen : DEFAULT_SOC_NAME);
+    return soc_name;
 }
 
 /* ---- streams ---- */
@@ -508,6 +526,116 @@ EMU_API int aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t cou
     return ACL_SUCCESS;
 }
 
+/* ---- pinned host memory ---- */
+
+typedef struct {
+    void *address;
+    size_t mapped;
+} pinned_block;
+
+static pthread_mutex_t pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+static pinned_block *pinned_blocks;
+static size_t pinned_count;
+static size_t pinned_capacity;
+
+/* Records block in the pinned table; 0, or -1 when out of host memory. */
+static int add_pinned(pinned_block block)
+{
+    int result = 0;
+    pthread_mutex_lock(&pinned_lock);
+    if (pinned_count == pinned_capacity) {
+        size_t capacity = pinned_capacity ? pinned_capacity * 2 : 16;
+        pinned_block *grown = realloc(pinned_blocks, capacity * sizeof *grown);
+        if (grown == NULL) {
+            result = -1;
+        } else {
+            pinned_blocks = grown;
+            pinned_capacity = capacity;
+        }
+    }
+    if (result == 0)
+        pinned_blocks[pinned_count++] = block;
+    pthread_mutex_unlock(&pinned_lock);
+    return result;
+}
+
+/* Page-aligned, zero-filled host memory of `size` bytes. Ordinary host memory for aclrtMemcpy (a host
+ * source or destination), kept until aclrtFreeHost (aclFinalize leaves it). */
+EMU_API int aclrtMallocHost(void **hostPtr, size_t size)
+{
+    int status = require_init("aclrtMallocHost");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (hostPtr == NULL || size == 0) {
+        prmg_emu_set_error("aclrtMallocHost: %s", hostPtr == NULL ? "hostPtr is NULL" : "size is 0");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (size > SIZE_MAX - page) {
+        prmg_emu_set_error("aclrtMallocHost: size %zu is too large", size);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    pinned_block block = {NULL, (size + page - 1) / page * page};
+    block.address = mmap(NULL, block.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block.address == MAP_FAILED) {
+        prmg_emu_set_error("aclrtMallocHost: cannot allocate %zu bytes: %s", size, strerror(errno));
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    if (add_pinned(block) != 0) {
+        munmap(block.address, block.mapped);
+        prmg_emu_set_error("aclrtMallocHost: out of host memory for the pinned table");
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    *hostPtr = block.address;
+    return ACL_SUCCESS;
+}
+
+/* Frees memory from aclrtMallocHost; any other pointer (or one already freed) -> 100000. */
+EMU_API int aclrtFreeHost(void *hostPtr)
+{
+    int status = require_init("aclrtFreeHost");
+    if (status != ACL_SUCCESS)
+        return status;
+    pinned_block victim = {NULL, 0};
+    pthread_mutex_lock(&pinned_lock);
+    for (size_t i = 0; i < pinned_count; i++) {
+        if (pinned_blocks[i].address == hostPtr && hostPtr != NULL) {
+            victim = pinned_blocks[i];
+            pinned_blocks[i] = pinned_blocks[--pinned_count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pinned_lock);
+    if (victim.address == NULL) {
+        prmg_emu_set_error("aclrtFreeHost: %p is not host memory from aclrtMallocHost", hostPtr);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    munmap(victim.address, victim.mapped);
+    return ACL_SUCCESS;
+}
+
+/* ---- operator executors (one table for both operators and aclDestroyAclOpExecutor) ---- */
+
+static handle_registry live_executors = HANDLE_REGISTRY_INIT;
+
+EMU_API int prmg_emu_executor_add(const void *executor)
+{
+    return registry_add(&live_executors, executor);
+}
+
+EMU_API int prmg_emu_executor_take(const void *executor)
+{
+    return executor != NULL && registry_remove(&live_executors, executor);
+}
+
+EMU_API int prmg_emu_live_executors(void)
+{
+    pthread_mutex_lock(&live_executors.lock);
+    int count = (int)live_executors.count;
+    pthread_mutex_unlock(&live_executors.lock);
+    return count;
+}
+
 /* ---- events ---- */
 
 typedef struct {
@@ -613,106 +741,5 @@ EMU_API int aclrtEventElapsedTime(float *ms, void *start, void *end)
     double seconds = (double)(last->stamp.tv_sec - first->stamp.tv_sec)
                      + (double)(last->stamp.tv_nsec - first->stamp.tv_nsec) * 1e-9;
     *ms = (float)(seconds * 1e3);
-    return ACL_SUCCESS;
-}
-
-/* ---- executors (for aclDestroyAclOpExecutor in libnnopbase and the operators' launches) ---- */
-
-static handle_registry live_executors = HANDLE_REGISTRY_INIT;
-
-EMU_API int prmg_emu_executor_add(void *executor)
-{
-    return registry_add(&live_executors, executor);
-}
-
-EMU_API int prmg_emu_executor_take(void *executor)
-{
-    return executor != NULL && registry_remove(&live_executors, executor);
-}
-
-EMU_API int prmg_emu_live_executors(void)
-{
-    pthread_mutex_lock(&live_executors.lock);
-    int count = (int)live_executors.count;
-    pthread_mutex_unlock(&live_executors.lock);
-    return count;
-}
-
-/* ---- SoC name ---- */
-
-EMU_API const char *aclrtGetSocName(void)
-{
-    if (!prmg_emu_initialized()) {
-        prmg_emu_set_error("aclrtGetSocName: ACL is not initialized (call aclInit first)");
-        return NULL;
-    }
-    const char *name = getenv("PRMG_EMU_SOC");
-    return name != NULL && *name != '\0' ? name : "Ascend950PR";
-}
-
-/* ---- pinned host memory: page-aligned host mappings that aclrtMemcpy takes as host memory ---- */
-
-typedef struct {
-    void *address;
-    size_t size;
-} host_block;
-
-static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
-static host_block *host_blocks;
-static size_t host_block_count, host_block_capacity;
-
-EMU_API int aclrtMallocHost(void **hostPtr, size_t size)
-{
-    int status = require_init("aclrtMallocHost");
-    if (status != ACL_SUCCESS)
-        return status;
-    if (hostPtr == NULL || size == 0) {
-        prmg_emu_set_error("aclrtMallocHost: %s", hostPtr == NULL ? "hostPtr is NULL" : "size is 0");
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    void *address = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (address == MAP_FAILED) {
-        prmg_emu_set_error("aclrtMallocHost: cannot allocate %zu bytes: %s", size, strerror(errno));
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    }
-    pthread_mutex_lock(&host_lock);
-    if (host_block_count == host_block_capacity) {
-        size_t capacity = host_block_capacity ? host_block_capacity * 2 : 16;
-        host_block *grown = realloc(host_blocks, capacity * sizeof *grown);
-        if (grown == NULL) {
-            pthread_mutex_unlock(&host_lock);
-            munmap(address, size);
-            prmg_emu_set_error("aclrtMallocHost: out of host memory for the block table");
-            return ACL_ERROR_RT_MEMORY_ALLOCATION;
-        }
-        host_blocks = grown;
-        host_block_capacity = capacity;
-    }
-    host_blocks[host_block_count++] = (host_block){address, size};
-    pthread_mutex_unlock(&host_lock);
-    *hostPtr = address;
-    return ACL_SUCCESS;
-}
-
-EMU_API int aclrtFreeHost(void *hostPtr)
-{
-    int status = require_init("aclrtFreeHost");
-    if (status != ACL_SUCCESS)
-        return status;
-    host_block victim = {NULL, 0};
-    pthread_mutex_lock(&host_lock);
-    for (size_t i = 0; i < host_block_count; i++) {
-        if (host_blocks[i].address == hostPtr) {
-            victim = host_blocks[i];
-            host_blocks[i] = host_blocks[--host_block_count];
-            break;
-        }
-    }
-    pthread_mutex_unlock(&host_lock);
-    if (victim.address == NULL) {
-        prmg_emu_set_error("aclrtFreeHost: %p is not memory from aclrtMallocHost", hostPtr);
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    munmap(victim.address, victim.size);
     return ACL_SUCCESS;
 }

@@ -1,0 +1,365 @@
+/*
+ * The two phases of aclnnInplacePartialRotaryMul (the forward op), as upstream's code does them
+ * (ops-transformer posembedding/inplace_partial_rotary_mul; README.md "The forward op"):
+ *
+ * - its aclnn layer is a thin wrapper of the generated aclnnInner one: null pointers -> 161001, then
+ *   nnopbase ($ASCEND_OPP_PATH -> 561107; dtype and format against the op definition -> 161002);
+ * - then the 950 tiling (InplacePartialRopeRegBaseTilingClass::GetShapeAttrsInfo), whose every failure
+ *   is 561002, in its order: mode, 4-D, cos shape == sin shape, slice range, empty slice (a no-op that
+ *   skips every later check), slice length == cos D, length parity, D <= 1024, D parity, positive dims,
+ *   cos/sin broadcast layout;
+ * - the op definition declares AutoContiguous on x, cos and sin: a non-contiguous tensor is copied into
+ *   the workspace before the kernel and xRef copied back into its view after it, so the first phase
+ *   asks for 16 MiB plus room for those copies.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+#include "faults.h"
+#include "kernel.h"
+#include "opapi.h"
+
+#define OP "InplacePartialRotaryMul"
+#define MAX_D 1024
+#define STAGING_GRANULE 512
+
+static const char *const TENSOR_NAMES[3] = {"xRef", "cos", "sin"};
+
+/* 1 when (x, cos) is a dtype pair of the op definition: equal, or x float16/bfloat16 with cos float32. */
+static int is_forward_dtype_pair(int32_t x_type, int32_t cos_type)
+{
+    return x_type == cos_type || ((x_type == ACL_FLOAT16 || x_type == ACL_BF16) && cos_type == ACL_FLOAT);
+}
+
+/* 161002 checks of the generated layer: live descriptors, dtypes of the op definition (sin dtype ==
+ * cos dtype), ND-class formats, a live partialSlice array when one is given. */
+static int check_parameters(const aclTensor *const tensors[3], const aclIntArray *partialSlice)
+{
+    for (int t = 0; t < 3; t++) {
+        if (tensors[t]->magic != EMU_TENSOR_MAGIC) {
+            prmg_emu_set_error(OP ": %s is not a live aclTensor", TENSOR_NAMES[t]);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+        if (!is_operator_dtype(tensors[t]->data_type)) {
+            prmg_emu_set_error(OP ": %s dtype %d is not supported (float32 0, float16 1, bfloat16 27)",
+                               TENSOR_NAMES[t], tensors[t]->data_type);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+    }
+    const int32_t x_type = tensors[0]->data_type, cos_type = tensors[1]->data_type;
+    if (tensors[2]->data_type != cos_type) {
+        prmg_emu_set_error(OP ": sin dtype %d differs from cos dtype %d", tensors[2]->data_type, cos_type);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (!is_forward_dtype_pair(x_type, cos_type)) {
+        prmg_emu_set_error(OP ": xRef dtype %d with cos/sin dtype %d is not a combination of the op (same dtype, "
+                           "or xRef float16/bfloat16 with cos/sin float32)", x_type, cos_type);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    for (int t = 0; t < 3; t++) {
+        if (!is_operator_format(tensors[t]->format)) {
+            prmg_emu_set_error(OP ": %s format %d is not supported (NCHW 0, NHWC 1, ND 2)", TENSOR_NAMES[t],
+                               tensors[t]->format);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+    }
+    if (partialSlice != NULL && partialSlice->magic != EMU_INT_ARRAY_MAGIC) {
+        prmg_emu_set_error(OP ": partialSlice is not a live aclIntArray");
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    return ACL_SUCCESS;
+}
+
+/* The tiling's mode check (its first): the int64 attribute read as int32 must be an implemented mode
+ * (upstream: 1 only; here PRMG_EMU_MODES); *pairing_mode is that mode. */
+static int check_mode(int64_t mode, int *pairing_mode, int32_t *mode32)
+{
+    int implemented = 0;
+    int status = read_rotary_mode(OP, mode, mode32, &implemented);
+    if (status != ACL_SUCCESS)
+        return status;
+    if (!implemented) {
+        prmg_emu_set_error(OP ": rotary_mode %lld (read as int32: %d) is not supported by this kernel (upstream: "
+                           "only interleave mode 1)", (long long)mode, *mode32);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *pairing_mode = *mode32;
+    return ACL_SUCCESS;
+}
+
+/* The tiling's CheckShape: x, cos, sin 4-D; cos shape == sin shape (561002). */
+static int check_shapes(const aclTensor *const tensors[3])
+{
+    for (int t = 0; t < 3; t++) {
+        if (tensors[t]->view_dim_count != 4) {
+            prmg_emu_set_error(OP ": %s must be 4-D (B, S, N, D), it has %llu dims", TENSOR_NAMES[t],
+                               (unsigned long long)tensors[t]->view_dim_count);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    }
+    for (int axis = 0; axis < 4; axis++) {
+        if (tensors[1]->view_dims[axis] != tensors[2]->view_dims[axis]) {
+            prmg_emu_set_error(OP ": cos shape differs from sin shape at axis %d (%lld vs %lld)", axis,
+                               (long long)tensors[1]->view_dims[axis], (long long)tensors[2]->view_dims[axis]);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+/* The slice the tiling reads: NULL or an empty array -> [0, D); otherwise values[0], values[1] (upstream
+ * reads the first two of any longer array unchecked; a 1-value array it reads past, which the emulator
+ * refuses with 561002). */
+static int read_slice(const aclIntArray *partialSlice, int64_t d, int64_t *start, int64_t *end)
+{
+    if (partialSlice == NULL || partialSlice->size == 0) {
+        *start = 0;
+        *end = d;
+        return ACL_SUCCESS;
+    }
+    if (partialSlice->size == 1) {
+        prmg_emu_set_error(OP ": partialSlice holds 1 value; upstream's tiling reads a second one past its end "
+                           "(the emulator refuses it)");
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *start = partialSlice->values[0];
+    *end = partialSlice->values[1];
+    return ACL_SUCCESS;
+}
+
+/* The tiling's JudgeSliceInfo (561002): 0 <= start, 0 <= end <= D, start <= end; then *no_op when the
+ * slice or cos's last axis is empty (nothing later is checked); else length == cos D and a multiple
+ * of 2 (4 in quarter mode). */
+static int check_slice(const aclTensor *x, const aclTensor *cos, int32_t mode, int64_t start, int64_t end, int *no_op)
+{
+    const int64_t d = x->view_dims[3], cos_d = cos->view_dims[3], length = end - start;
+    if (start < 0 || end < 0 || length < 0 || end > d) {
+        prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is invalid for D = %lld: start and end must be >= 0, "
+                           "start <= end and end <= D", (long long)start, (long long)end, (long long)d);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *no_op = length == 0 || cos_d == 0;
+    if (*no_op)
+        return ACL_SUCCESS;
+    if (cos_d != length) {
+        prmg_emu_set_error(OP ": slice length %lld != cos/sin last dim %lld", (long long)length, (long long)cos_d);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    int64_t multiple = mode == 2 ? 4 : 2;
+    if (length % multiple != 0) {
+        prmg_emu_set_error(OP ": slice length %lld is not a multiple of %lld for rotary_mode %d", (long long)length,
+                           (long long)multiple, mode);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    return ACL_SUCCESS;
+}
+
+/* The tiling's checks after a non-empty slice (561002): D <= 1024 and a multiple of 2 (4 in quarter
+ * mode), every dim of x, cos, sin > 0, each cos/sin B, S, N either 1 or x's (JudgeLayoutByShape
+ * accepts all eight such layouts). */
+static int check_layout(const aclTensor *const tensors[3], int32_t mode)
+{
+    const int64_t d = tensors[0]->view_dims[3], multiple = mode == 2 ? 4 : 2;
+    if (d > MAX_D) {
+        prmg_emu_set_error(OP ": D = %lld exceeds %d", (long long)d, MAX_D);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    if (d % multiple != 0) {
+        prmg_emu_set_error(OP ": D = %lld is not a multiple of %lld for rotary_mode %d", (long long)d,
+                           (long long)multiple, mode);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    for (int t = 0; t < 3; t++) {
+        for (int axis = 0; axis < 4; axis++) {
+            if (tensors[t]->view_dims[axis] <= 0) {
+                prmg_emu_set_error(OP ": %s dim %d is %lld, every dim must be > 0", TENSOR_NAMES[t], axis,
+                                   (long long)tensors[t]->view_dims[axis]);
+                return ACLNN_ERR_INNER_TILING_ERROR;
+            }
+        }
+    }
+    static const char *const AXES[3] = {"B", "S", "N"};
+    for (int axis = 0; axis < 3; axis++) {
+        const int64_t table = tensors[1]->view_dims[axis], own = tensors[0]->view_dims[axis];
+        if (table != 1 && table != own) {
+            prmg_emu_set_error(OP ": cos/sin %s = %lld is neither 1 nor xRef's %lld (the shapes of x and cos do "
+                               "not satisfy the broadcast rule)", AXES[axis], (long long)table, (long long)own);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+/* The whole tiling in upstream's order; *pairing_mode, *start and *end (end = start for a no-op). */
+static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, const aclIntArray *partialSlice,
+                        int *pairing_mode, int64_t *start, int64_t *end)
+{
+    int32_t mode32 = 0;
+    int no_op = 0;
+    int status = check_mode(rotaryMode, pairing_mode, &mode32);
+    if (status == ACL_SUCCESS)
+        status = check_shapes(tensors);
+    if (status == ACL_SUCCESS)
+        status = read_slice(partialSlice, tensors[0]->view_dims[3], start, end);
+    if (status == ACL_SUCCESS)
+        status = check_slice(tensors[0], tensors[1], mode32, *start, *end, &no_op);
+    if (status == ACL_SUCCESS && !no_op)
+        status = check_layout(tensors, mode32);
+    if (status == ACL_SUCCESS && no_op)
+        *end = *start;
+    return status;
+}
+
+/* Bytes of a contiguous copy of tensor, rounded up to STAGING_GRANULE; 0 for a contiguous tensor. */
+static uint64_t staging_bytes(const aclTensor *tensor)
+{
+    if (is_contiguous(tensor))
+        return 0;
+    uint64_t elements = 1;
+    for (uint64_t axis = 0; axis < tensor->view_dim_count; axis++)
+        elements *= (uint64_t)tensor->view_dims[axis];
+    uint64_t bytes = elements * (uint64_t)element_size(tensor->data_type);
+    return (bytes + STAGING_GRANULE - 1) / STAGING_GRANULE * STAGING_GRANULE;
+}
+
+EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, const aclTensor *cos,
+                                                             const aclTensor *sin, int64_t rotaryMode,
+                                                             const aclIntArray *partialSlice, uint64_t *workspaceSize,
+                                                             aclOpExecutor **executorOut)
+{
+    const aclTensor *const tensors[3] = {xRef, cos, sin};
+    for (int t = 0; t < 3; t++) {
+        if (tensors[t] == NULL) {
+            prmg_emu_set_error(OP ": %s is a null pointer", TENSOR_NAMES[t]);
+            return ACLNN_ERR_PARAM_NULLPTR;
+        }
+    }
+    if (workspaceSize == NULL || executorOut == NULL) {
+        prmg_emu_set_error(OP ": %s is a null pointer", workspaceSize == NULL ? "workspaceSize" : "executor");
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    int status = check_opp_path(OP);
+    if (status == ACL_SUCCESS)
+        status = check_parameters(tensors, partialSlice);
+    if (status != ACL_SUCCESS)
+        return status;
+    uint64_t faults;
+    if (active_faults(xRef->view_dims, xRef->view_dim_count, FORWARD_FAULTS, &faults) != 0)
+        return ACLNN_ERR_INNER;
+    int pairing_mode = 1;
+    int64_t start = 0, end = 0;
+    status = check_tiling(tensors, rotaryMode, partialSlice, &pairing_mode, &start, &end);
+    if (status != ACL_SUCCESS)
+        return status;
+    uint64_t size = KERNEL_WORKSPACE_SIZE, staging[3];
+    for (int t = 0; t < 3; t++) {
+        staging[t] = staging_bytes(tensors[t]) ? size : 0;
+        size += staging_bytes(tensors[t]);
+    }
+    aclOpExecutor *created = record_executor(OP, OP_FORWARD, tensors, pairing_mode, start, end, size);
+    if (created == NULL)
+        return ACLNN_ERR_INNER;
+    for (int t = 0; t < 3; t++)
+        created->operand[t].staging = staging[t];
+    *workspaceSize = size;
+    *executorOut = created;
+    return ACL_SUCCESS;
+}
+
+/* The storage a strided view reaches: *lowest, the element offset (from the data address) of its
+ * lowest element, and the count of elements from there to its highest, inclusive. */
+static void view_span(const op_operand *operand, int64_t *lowest, int64_t *count)
+{
+    int64_t low = operand->offset, high = operand->offset;
+    for (int axis = 0; axis < 4; axis++) {
+        int64_t reach = (operand->tensor.dims[axis] - 1) * operand->strides[axis];
+        if (reach < 0)
+            low += reach;
+        else
+            high += reach;
+    }
+    *lowest = low;
+    *count = high - low + 1;
+}
+
+/* Copies a strided view to or from its contiguous copy `staged` (C order), element by element:
+ * `view` is the host address of the view's lowest element (view_span). */
+static void copy_view(const op_operand *operand, unsigned char *view, int64_t lowest, unsigned char *staged,
+                      int to_staged)
+{
+    const kernel_tensor *tensor = &operand->tensor;
+    const size_t size = (size_t)element_size(tensor->data_type);
+    int64_t linear = 0;
+    for (int64_t i0 = 0; i0 < tensor->dims[0]; i0++)
+        for (int64_t i1 = 0; i1 < tensor->dims[1]; i1++)
+            for (int64_t i2 = 0; i2 < tensor->dims[2]; i2++)
+                for (int64_t i3 = 0; i3 < tensor->dims[3]; i3++, linear++) {
+                    int64_t element = operand->offset + i0 * operand->strides[0] + i1 * operand->strides[1]
+                                      + i2 * operand->strides[2] + i3 * operand->strides[3] - lowest;
+                    unsigned char *at = view + element * (int64_t)size, *copy = staged + linear * (int64_t)size;
+                    memcpy(to_staged ? copy : at, to_staged ? at : copy, size);
+                }
+}
+
+/* Makes operand t of job readable by the kernel: a contiguous tensor is mapped in place; a
+ * non-contiguous one is mapped over its view's span and copied into its staging area of the
+ * workspace (AutoContiguous), *view / *lowest then locating the view for the copy back. 507015 with a
+ * message when the data is not inside one device allocation. */
+static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, unsigned char **view, int64_t *lowest)
+{
+    op_operand *operand = &job->operand[t];
+    if (operand->contiguous)
+        return map_tensor(OP, &operand->tensor, TENSOR_NAMES[t], element_count(&operand->tensor));
+    int64_t count;
+    view_span(operand, lowest, &count);
+    const int64_t size = element_size(operand->tensor.data_type);
+    void *device = (unsigned char *)operand->tensor.host + *lowest * size;
+    if (prmg_emu_device_range(device, (size_t)(count * size), (void **)view) != 0) {
+        prmg_emu_set_error(OP ": AI core exception: %s view [%p, +%lld bytes) is not inside one device allocation",
+                           TENSOR_NAMES[t], device, (long long)(count * size));
+        return ACL_ERROR_RT_AICORE_EXCEPTION;
+    }
+    operand->tensor.host = workspace_host + operand->staging;
+    copy_view(operand, *view, *lowest, operand->tensor.host, 1);
+    return ACL_SUCCESS;
+}
+
+/* Runs one consumed executor: stage the inputs, run the forward kernel, copy xRef back into its view
+ * when it was staged. fwd_noop and an empty slice return success and touch nothing. */
+static int launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace_host)
+{
+    if (has_fault(faults, FAULT_FWD_NOOP) || job->end == job->start)
+        return ACL_SUCCESS;
+    unsigned char *views[3] = {NULL, NULL, NULL};
+    int64_t lowest[3] = {0, 0, 0};
+    int status = ACL_SUCCESS;
+    for (int t = 0; t < 3 && status == ACL_SUCCESS; t++)
+        status = stage_in(job, t, workspace_host, &views[t], &lowest[t]);
+    if (status != ACL_SUCCESS)
+        return status;
+    kernel_job work = {1, job->pairing_mode, job->start, job->end, faults, (const float *)workspace_host, 0};
+    rotary_kernel(&job->operand[0].tensor, &job->operand[1].tensor, &job->operand[2].tensor, &work);
+    if (!job->operand[0].contiguous)
+        copy_view(&job->operand[0], views[0], lowest[0], job->operand[0].tensor.host, 0);
+    return ACL_SUCCESS;
+}
+
+EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
+                                             void *stream)
+{
+    if (!prmg_emu_executor_take(job)) {
+        prmg_emu_set_error(OP ": executor %p is unknown, was destroyed or was already used by a launch (an "
+                           "executor serves one launch)", (void *)job);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    void *workspace_host = NULL;
+    int status = check_launch(OP, OP_FORWARD, job, workspace, workspaceSize, stream, &workspace_host);
+    uint64_t faults = 0;
+    if (status == ACL_SUCCESS && active_faults(job->operand[0].tensor.dims, 4, FORWARD_FAULTS, &faults) != 0)
+        status = ACLNN_ERR_INNER;
+    if (status == ACL_SUCCESS)
+        status = launch(job, faults, workspace_host);
+    free(job);
+    return status;
+}

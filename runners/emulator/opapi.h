@@ -1,0 +1,72 @@
+/*
+ * What the two operators of libopapi_transformer.so share: the executor a first phase records and
+ * the checks both phases make. opapi.c holds these and the grad (aclnnInplacePartialRotaryMulGrad),
+ * forward.c the forward (aclnnInplacePartialRotaryMul).
+ */
+#ifndef PRMG_EMU_OPAPI_H
+#define PRMG_EMU_OPAPI_H
+
+#include <stdint.h>
+
+#include "emu.h"
+#include "kernel.h"
+
+typedef enum { OP_GRAD, OP_FORWARD } op_kind;
+
+/* A tensor as the first phase recorded it: the kernel's view (dims, dtype; host holds the device
+ * address until the launch maps it), its element strides and offset, whether it is contiguous, and
+ * (forward) the byte offset in the workspace of its contiguous copy, 0 when it needs none. */
+typedef struct {
+    kernel_tensor tensor;
+    int64_t strides[4];
+    int64_t offset;
+    int contiguous;
+    uint64_t staging;
+} op_operand;
+
+/* An executor: which operator made it, its three tensors (dy or xRef, cos, sin), the pairing of its
+ * rotary mode, its slice [start, end) and the workspace size its first phase asked for. */
+struct aclOpExecutor {
+    op_kind kind;
+    op_operand operand[3];
+    int pairing_mode;
+    int64_t start;
+    int64_t end;
+    uint64_t workspace_size;
+};
+
+/* 1 for the dtypes both operators know: float32 0, float16 1, bfloat16 27. */
+int is_operator_dtype(int32_t data_type);
+
+/* 1 for the formats nnopbase treats as ND: NCHW 0, NHWC 1, ND 2. */
+int is_operator_format(int32_t format);
+
+/* 1 when offset is 0 and stride[i] = prod(view_dims[i+1:]) for every axis of length > 1; an empty
+ * tensor (a dim of 0) is contiguous with any strides (CANN's op::IsContiguous). */
+int is_contiguous(const aclTensor *tensor);
+
+/* ACL_SUCCESS when $ASCEND_OPP_PATH names an existing directory (nnopbase reads it at every call),
+ * else 561107 with a message naming the variable. */
+int check_opp_path(const char *op);
+
+/* The rotary mode as upstream's tiling reads the int64 attribute: its low 32 bits, *mode32. Returns
+ * 561000 when PRMG_EMU_MODES is malformed, 561002 (with a message) when *mode32 is outside 0..3,
+ * else ACL_SUCCESS with *implemented = 1 when PRMG_EMU_MODES lists it. */
+int read_rotary_mode(const char *op, int64_t mode, int32_t *mode32, int *implemented);
+
+/* A new live executor of `kind` for tensors[0..3) (operand views, strides and contiguity copied);
+ * NULL with a message when out of host memory. */
+aclOpExecutor *record_executor(const char *op, op_kind kind, const aclTensor *const tensors[3], int pairing_mode,
+                               int64_t start, int64_t end, uint64_t workspace_size);
+
+/* The checks of a launch on an executor it has consumed: 161002 with a message unless job was made
+ * by `kind`'s first phase, workspaceSize covers the size asked for, workspace is that much device
+ * memory and stream is live; *workspace_host is then the host view of the workspace. */
+int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
+                 void *stream, void **workspace_host);
+
+/* Replaces tensor->host (a device address) with its host view covering `elements` elements; 507015
+ * with a message when that range is not inside one device allocation. */
+int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t elements);
+
+#endif
