@@ -213,6 +213,6 @@ def test_shipped_cases_are_green():
     assert result.returncode == 0, report["summary"]
     summary = report["summary"]
     assert summary["failed"] == summary["error"] == summary["xpassed"] == summary["not_run"] == 0
-    assert summary["passed"] > 500 and summary["xfailed"] == 1 and summary["warnings"] == 0
+    assert summary["passed"] > 500 and summary["xfailed"] == 2 and summary["warnings"] == 0
     result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3", "--exclude-tag", "mode-unsupported")
     assert result.returncode == 0 and report["summary"]["passed"] > 560 and report["summary"]["skipped"] == 0
