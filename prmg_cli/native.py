@@ -34,6 +34,12 @@ SOURCE = r"""
 #include <time.h>
 
 enum { F32 = 0, F16 = 1, BF16 = 2 };
+/* wider vectors where the CPU has them, chosen at load time (the library stays portable) */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
 #define CHUNK 4096                 /* slice elements per chunk: the four work arrays stay in L2 */
 
 typedef struct {
@@ -89,7 +95,7 @@ static int64_t item_size(int32_t type) { return type == F32 ? 4 : 2; }
 
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
  * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow. */
-int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
+CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
 {
     const int64_t length = a->length, x_size = item_size(a->x_type), c_size = item_size(a->cos_type);
     const int64_t rows_per_chunk = length >= CHUNK ? 1 : CHUNK / length;
@@ -190,11 +196,28 @@ int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, jud
     return 0;
 }
 
+/* bfloat16 bits of a float64 v, rounded to nearest even, for normal results, zero, infinities and overflow:
+ * keep 8 significant bits of |v| (ties to even; a carry moves into the exponent), then narrow to float32 (exact,
+ * or +inf past float32's range) and take its upper half. Wrong only for 0 < |v| < 2^-126 and NaN (see below). */
+static inline uint16_t bfloat16_of(double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    const uint64_t sign = bits >> 63, magnitude = bits & ~(UINT64_C(1) << 63);
+    uint64_t rounded = magnitude + UINT64_C(0x00000FFFFFFFFFFF) + ((magnitude >> 45) & 1);
+    rounded &= ~((UINT64_C(1) << 45) - 1);
+    double kept;
+    memcpy(&kept, &rounded, sizeof kept);
+    const float narrow = (float)kept;
+    uint32_t word;
+    memcpy(&word, &narrow, sizeof word);
+    return (uint16_t)((sign << 15) | (word >> 16));
+}
+
 /* out[i] = the dtype's rounding of offset + scale * draws[i] (float32 or bfloat16, to nearest even);
  * returns the number of NaN values met (then the caller redoes the chunk). */
-int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type, void *out)
+CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type, void *out)
 {
-    int64_t nans = 0;
     if (type == F32) {
         float *o = out;
         for (int64_t i = 0; i < count; i++) {
@@ -204,37 +227,34 @@ int64_t prmg_affine_round(const double *draws, int64_t count, double scale, doub
         return 0;
     }
     uint16_t *o = out;
+    uint64_t unusual = 0;          /* some 0 < |v| < 2^-126 (bfloat16 subnormal) or NaN */
     for (int64_t i = 0; i < count; i++) {
         const double product = scale * draws[i];
         const double value = offset + product;
         uint64_t bits;
         memcpy(&bits, &value, sizeof bits);
-        const uint16_t sign = (uint16_t)((bits >> 48) & 0x8000);
-        const double magnitude = fabs(value);
+        const uint64_t magnitude = bits & ~(UINT64_C(1) << 63);
+        unusual |= (magnitude - 1 < UINT64_C(0x3810000000000000) - 1) | (magnitude > UINT64_C(0x7FF0000000000000));
+        o[i] = bfloat16_of(value);
+    }
+    if (!unusual)
+        return 0;
+    int64_t nans = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const double product = scale * draws[i];
+        const double value = offset + product, magnitude = fabs(value);
         if (isnan(value)) {
             nans++;
-            o[i] = 0x7FC0;
-        } else if (magnitude < 0x1p-126) {        /* bfloat16 subnormal or zero: multiples of 2^-133 */
-            o[i] = sign | (uint16_t)nearbyint(magnitude * 0x1p133);
-        } else {                                   /* keep 8 significant bits, ties to even, then narrow */
-            uint64_t rounded = (bits & ~(UINT64_C(1) << 63)) + UINT64_C(0x00000FFFFFFFFFFF) + ((bits >> 45) & 1);
-            rounded &= ~((UINT64_C(1) << 45) - 1);
-            double kept;
-            memcpy(&kept, &rounded, sizeof kept);
-            if (kept >= 0x1p128) {                     /* past bfloat16's largest number (or infinite) */
-                o[i] = sign | 0x7F80;
-                continue;
-            }
-            const float narrow = (float)kept;          /* exact */
-            uint32_t word;
-            memcpy(&word, &narrow, sizeof word);
-            o[i] = sign | (uint16_t)(word >> 16);
+        } else if (magnitude < 0x1p-126 && magnitude > 0) {   /* bfloat16 subnormal: multiples of 2^-133 */
+            o[i] = (uint16_t)((signbit(value) ? 0x8000 : 0) | (uint16_t)nearbyint(magnitude * 0x1p133));
         }
     }
     return nans;
 }
 """
 
+# Every float64 operation rounds on its own (no contraction into fused multiply-adds, no fast-math).
+FLAGS = ("-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared")
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 SPECIAL_CAPACITY = 1 << 16              # non-finite elements listed per thread before the numpy path takes over
 
@@ -273,8 +293,7 @@ def _build(target: Path) -> None:
         source = target.parent / "prmg_native.c"
         source.write_text(SOURCE)
         partial = target.parent / f"{target.name}.{os.getpid()}.tmp"
-        subprocess.run(["gcc", "-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-ffp-contract=off",
-                        "-fno-fast-math", "-fPIC", "-shared", "-o", str(partial), str(source), "-lm"],
+        subprocess.run(["gcc", *FLAGS, "-o", str(partial), str(source), "-lm"],
                        check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
         os.replace(partial, target)
 
@@ -289,7 +308,7 @@ def library() -> ctypes.CDLL | None:
         try:
             from .toolkit import emulator_cache_base
 
-            digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]
+            digest = hashlib.sha256("\0".join((SOURCE, *FLAGS)).encode()).hexdigest()[:16]
             target = emulator_cache_base() / f"native-{digest}" / "libprmgnative.so"
             if not target.is_file():
                 _build(target)
