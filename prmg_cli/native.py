@@ -93,21 +93,87 @@ static void widen(const void *source, int32_t type, int64_t count, double *out, 
 
 static int64_t item_size(int32_t type) { return type == F32 ? 4 : 2; }
 
+static inline uint64_t bits_of(double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+static inline double budget_of(const judge_args *a, double m, double gold)
+{
+    const double e = m * a->computation;
+    uint64_t bits = bits_of(fabs(gold) + e) & UINT64_C(0x7FF0000000000000);
+    double half;
+    memcpy(&half, &bits, sizeof half);
+    half *= a->half_ulp_scale;
+    half = half < a->half_smallest ? a->half_smallest : half;
+    double budget = half + e;
+    budget *= a->scale;
+    budget += m < a->ftz_floor ? m : a->ftz_floor;
+    budget += a->underflow_floor;
+    return budget;
+}
+
+/* The exact, element by element judgement of one chunk (when the fast loop flagged something in it). */
+static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_t count, const double *input,
+                       const double *golden, const double *magnitude, const double *actual)
+{
+    for (int64_t i = 0; i < count; i++) {
+        const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+        const double error = fabs(actual[i] - gold);
+        if (!isfinite(error)) {                     /* a non-finite actual or golden: set apart */
+            if (out->specials == a->capacity) {
+                out->overflow = 1;
+                return 1;
+            }
+            out->special_index[out->specials] = base + i;
+            out->special_value[out->specials++] = actual[i];
+        } else {
+            if (error > budget) {
+                out->failed = 1;
+                return 1;
+            }
+            const double ratio = error / budget;
+            if (ratio > out->max_ratio)
+                out->max_ratio = ratio;
+            if (error > out->max_error)
+                out->max_error = error;
+        }
+        if (!out->input_fails) {
+            const double input_error = fabs(input[i] - gold);
+            if (!isfinite(input_error)) {
+                if (out->input_specials == a->capacity) {
+                    out->overflow = 1;
+                    return 1;
+                }
+                out->input_special_index[out->input_specials] = base + i;
+                out->input_special_value[out->input_specials++] = input[i];
+            } else if (input_error > budget) {
+                out->input_fails = 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
  * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow. */
 CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
 {
     const int64_t length = a->length, x_size = item_size(a->x_type), c_size = item_size(a->cos_type);
     const int64_t rows_per_chunk = length >= CHUNK ? 1 : CHUNK / length;
-    double input[CHUNK > 1024 ? CHUNK : 1024], golden[CHUNK > 1024 ? CHUNK : 1024];
-    double magnitude[CHUNK > 1024 ? CHUNK : 1024], actual[CHUNK > 1024 ? CHUNK : 1024];
-    double cos_row[1024], sin_row[1024];
-    int64_t cached = -1;
+    static _Thread_local double input[CHUNK], golden[CHUNK], magnitude[CHUNK], actual[CHUNK];
+    double cos_row[1024], sin_row[1024], cos_kept[1024], sin_partner[1024], kept_value[1024], partner_value[1024];
+    int64_t cached = -1, identity = 1;
+    for (int64_t j = 0; j < length; j++)
+        identity &= a->kept[j] == j;
     const char *x = a->x, *result = a->result;
     const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
+    uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
     for (int64_t first = row_begin; first < row_end; first += rows_per_chunk) {
         if (*a->stop)
-            return 0;
+            break;
         const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
         for (int64_t k = 0; k < rows; k++) {
             const char *before = x + (first + k) * row_bytes, *after = result + (first + k) * row_bytes;
@@ -123,76 +189,67 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             const int64_t b = row / (a->rows_s * a->rows_n), s = (row / a->rows_n) % a->rows_s, n = row % a->rows_n;
             const int64_t table = ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n
                                   + (a->cos_n > 1 ? n : 0);
-            if (table != cached) {
+            if (table != cached) {                  /* per output lane: c[cos_lane], sign * s[sin_lane] */
                 widen((const char *)a->cos + table * length * c_size, a->cos_type, length, cos_row, a->half_table);
                 widen((const char *)a->sin + table * length * c_size, a->cos_type, length, sin_row, a->half_table);
+                for (int64_t j = 0; j < length; j++) {
+                    cos_kept[j] = cos_row[a->cos_lane[j]];
+                    sin_partner[j] = a->sign[j] * sin_row[a->sin_lane[j]];
+                }
                 cached = table;
             }
             double *g = input + k * length, *gold = golden + k * length, *mag = magnitude + k * length;
             widen(x + row * row_bytes + head, a->x_type, length, g, a->half_table);
+            const double *kept = g;
+            if (!identity) {
+                for (int64_t j = 0; j < length; j++)
+                    kept_value[j] = g[a->kept[j]];
+                kept = kept_value;
+            }
+            for (int64_t j = 0; j < length; j++)
+                partner_value[j] = g[a->partner[j]];
             for (int64_t j = 0; j < length; j++) {
-                const double kept = cos_row[a->cos_lane[j]] * g[a->kept[j]];
-                const double other = a->sign[j] * (sin_row[a->sin_lane[j]] * g[a->partner[j]]);
-                gold[j] = kept + other;
-                mag[j] = fabs(kept) + fabs(other);
+                const double own = cos_kept[j] * kept[j];
+                const double other = sin_partner[j] * partner_value[j];      /* = sign * (s * x'), exactly */
+                gold[j] = own + other;
+                mag[j] = fabs(own) + fabs(other);
             }
         }
         out->golden_seconds += now() - began;
         for (int64_t k = 0; k < rows; k++)
             widen(result + (first + k) * row_bytes + head, a->x_type, length, actual + k * length, a->half_table);
         const int64_t count = rows * length, base = first * length;
+        /* the fast loop: no branches; non-negative finite doubles order like their bits */
+        int64_t unusual = 0, input_over = 0, input_unusual = 0;
+        uint64_t chunk_ratio = 0, chunk_error = 0;
         for (int64_t i = 0; i < count; i++) {
-            const double m = magnitude[i], gold = golden[i];
-            const double e = m * a->computation;
-            double x_value = fabs(gold) + e, half;
-            uint64_t bits;
-            memcpy(&bits, &x_value, sizeof bits);
-            bits &= UINT64_C(0x7FF0000000000000);
-            memcpy(&half, &bits, sizeof half);
-            half *= a->half_ulp_scale;
-            if (half < a->half_smallest)
-                half = a->half_smallest;
-            double budget = half + e;
-            budget *= a->scale;
-            budget += m < a->ftz_floor ? m : a->ftz_floor;
-            budget += a->underflow_floor;
-            const double error = fabs(actual[i] - gold);
-            if (!isfinite(error)) {                     /* a non-finite actual or golden: set apart */
-                if (out->specials == a->capacity) {
-                    out->overflow = 1;
-                    *a->stop = 1;
-                    return 0;
-                }
-                out->special_index[out->specials] = base + i;
-                out->special_value[out->specials++] = actual[i];
-            } else {
-                if (error > budget) {
-                    out->failed = 1;
-                    *a->stop = 1;
-                    return 0;
-                }
-                const double ratio = error / budget;
-                if (ratio > out->max_ratio)
-                    out->max_ratio = ratio;
-                if (error > out->max_error)
-                    out->max_error = error;
+            const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+            const double error = fabs(actual[i] - gold), input_error = fabs(input[i] - gold);
+            unusual |= (error > budget) | !(error <= 0x1.fffffffffffffp1023);
+            input_over |= input_error > budget;
+            input_unusual |= !(input_error <= 0x1.fffffffffffffp1023);
+            const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
+            chunk_ratio = ratio_bits > chunk_ratio ? ratio_bits : chunk_ratio;
+            chunk_error = error_bits > chunk_error ? error_bits : chunk_error;
+        }
+        if (unusual || (input_unusual && !out->input_fails)) {
+            memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
+            memcpy(&out->max_error, &max_error, sizeof max_error);
+            if (exact_chunk(a, out, base, count, input, golden, magnitude, actual)) {
+                *a->stop = 1;
+                return 0;
             }
-            if (!out->input_fails) {
-                const double input_error = fabs(input[i] - gold);
-                if (!isfinite(input_error)) {
-                    if (out->input_specials == a->capacity) {
-                        out->overflow = 1;
-                        *a->stop = 1;
-                        return 0;
-                    }
-                    out->input_special_index[out->input_specials] = base + i;
-                    out->input_special_value[out->input_specials++] = input[i];
-                } else if (input_error > budget) {
-                    out->input_fails = 1;
-                }
-            }
+            max_ratio = bits_of(out->max_ratio);
+            max_error = bits_of(out->max_error);
+        } else {
+            max_ratio = chunk_ratio > max_ratio ? chunk_ratio : max_ratio;
+            max_error = chunk_error > max_error ? chunk_error : max_error;
+            if (input_over)
+                out->input_fails = 1;
         }
     }
+    memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
+    memcpy(&out->max_error, &max_error, sizeof max_error);
     return 0;
 }
 
