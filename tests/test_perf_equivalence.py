@@ -46,6 +46,7 @@ def reference_judge(case, inputs, outcome, standard="default", tolerance=None):
 @pytest.fixture(params=PATHS)
 def fast_path(request, monkeypatch):
     """Run a test through the compiled scan, or through the numpy block scan (small blocks, two threads)."""
+    monkeypatch.setattr(judge_module, "_FAST_MIN_ELEMENTS", 0)              # small cases too
     if request.param == "native":
         if not native.available():
             pytest.skip("the compiled helper cannot be built here")
@@ -173,6 +174,7 @@ def test_more_non_finite_elements_than_the_compiled_scan_lists_fall_back(monkeyp
     if not native.available():
         pytest.skip("the compiled helper cannot be built here")
     monkeypatch.setattr(native, "SPECIAL_CAPACITY", 3)
+    monkeypatch.setattr(judge_module, "_FAST_MIN_ELEMENTS", 0)
     case = make_case((2, 4, 2, 16), (0, 16), dtype="float32", broadcast="111D")
     inputs = model_inputs(case, np.random.default_rng(1))
     inputs = Inputs(np.where(np.arange(inputs.dy.size).reshape(case.shape) % 3 == 0, np.nan, inputs.dy)
