@@ -47,9 +47,10 @@ class Outcome:
     status: 0, or the first non-zero aclnnStatus (from GetWorkspaceSize or the launch).
     contract_violations: human-readable breaches of the in-place contract seen on the device, e.g.
       "guard zone after dy changed at byte +0", "cos changed at (0, 3, 0, 17)".
-    dy_changed: whether the in-place tensor's device storage differs from what was uploaded (for a
-      strided tensor the storage itself, not a view of it, is compared); None: not known (the judge
-      then compares ``dy`` with the input).
+    dy_changed: after a refused call, whether the in-place tensor's device storage differs from what was
+      uploaded (for a strided tensor the storage itself, not a view of it, is compared); None after a
+      successful call (the judge compares the result outside and inside the slice itself) or when not
+      known (the judge then compares ``dy`` with the input).
     timings: milliseconds of "upload", "kernel" (launch to synchronize, wall time), "download".
     """
 

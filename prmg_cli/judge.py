@@ -12,6 +12,11 @@
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
    other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity).
 
+Under ``default`` a large result is first judged in one pass over cache-sized chunks of rows
+(``_fast_default``: the compiled ``native`` scan, else numpy blocks), which computes exactly what points 3
+and 4 compute and stops at the first wrong element; only then do the whole-array checks run, and they
+explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the same verdicts.
+
 A passing case whose input already passes (a kernel that does nothing would pass too, e.g. an all-NaN
 dy or cos = 1, sin = 0) gets a warning. A failure says what is wrong: the worst elements with their
 ``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
