@@ -33,7 +33,7 @@ import numpy as np
 from . import dtypes
 from .cases import Case
 from .errors import PrmgError
-from .inputs import Inputs
+from .inputs import Inputs, recycled_empty
 from .ops import GRAD, OPERATORS
 from .status import describe
 from .toolkit import Toolkit, refuse_stub
@@ -430,6 +430,7 @@ class AclSession:
         self._workspace: _Workspace | None = None
         self._kept: dict[str, tuple[int, int]] = {}            # role -> (device base, bytes), between launches
         self._pinned: dict[str, tuple[int, np.ndarray]] = {}   # role -> (host address, its bytes)
+        self._readback: dict = {}                               # recycled read-back arrays (inputs.recycled_empty)
         self._api.check("aclrtSetDevice", self._api.aclrtSetDevice(device))
         stream = c_void_p()
         status = self._api.aclrtCreateStream(ctypes.byref(stream))
@@ -675,7 +676,7 @@ class AclSession:
         """Read the buffer back: its values into a new array (``buffer.after``), its guard zones apart."""
         size = buffer.values.nbytes
         end = GUARD_BYTES + size
-        after = np.empty(buffer.values.size, buffer.values.dtype)
+        after = recycled_empty(("readback", buffer.name), (buffer.values.size,), buffer.values.dtype, self._readback)
         if buffer.staging is not None:
             staging = buffer.staging
             self._copy(staging.ctypes.data, buffer.base, buffer.total, ACL_MEMCPY_DEVICE_TO_HOST)

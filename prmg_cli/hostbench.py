@@ -172,7 +172,7 @@ def _pipeline_in_worker(settings, repeat: int) -> dict:
     from .inputs import make_inputs
 
     cases = {dtype: pipeline_case(dtype) for dtype in PIPELINE_DTYPES}
-    dys = {dtype: make_inputs(case).dy for dtype, case in cases.items()}       # for dy.copy()
+    dys = {dtype: make_inputs(case).dy.copy() for dtype, case in cases.items()}       # for dy.copy()
     baseline = _rss_bytes()[0]                  # what the worker holds before its first case
     found = {dtype: {"runs": [], "copy_ms": [], "status": set()} for dtype in PIPELINE_DTYPES}
     with AclSession(settings.toolkit, 0) as session:

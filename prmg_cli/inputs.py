@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -28,6 +29,23 @@ TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
 DRAW_THREADS = min(2, os.cpu_count() or 1)
 THREADED_DRAWS = 1 << 20            # uniform tensors from this size are split over DRAW_THREADS threads
+RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
+_RECYCLED: dict = {}
+
+
+def recycled_empty(key, shape: tuple[int, ...], dtype, pool: dict = _RECYCLED) -> np.ndarray:
+    """``np.empty(shape, dtype)``, or for a large array the one ``key`` got last time when nothing holds it
+    any more (no array, view or Inputs refers to it): its pages are mapped already, so the fresh array's
+    page faults and zeroing (about a copy's worth of time) are saved. The pool keeps one array per key."""
+    dtype = np.dtype(dtype)
+    if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize < RECYCLE_MIN_BYTES:
+        return np.empty(shape, dtype)
+    if key in pool:
+        if pool[key].shape == tuple(shape) and pool[key].dtype == dtype and sys.getrefcount(pool[key]) == 2:
+            return pool[key]                  # referenced by the pool alone (and getrefcount's argument)
+        del pool[key]                          # in use, or another shape: let it go
+    pool[key] = np.empty(shape, dtype)
+    return pool[key]
 _HALF, _INTERLEAVE, _QUARTER, _INTERLEAVE_HALF = 0, 1, 2, 3
 
 
@@ -86,7 +104,8 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
         numbers = _numbers(args, 2, fail)
         if spec.kind == "normal" and numbers[1] < 0:
             raise fail(f"the standard deviation must be >= 0, got {numbers[1]}")
-        return _draw(tensor_generator(case.seed, tensor), spec.kind, numbers, shape, dtype, chunk_elements)
+        return _draw(tensor_generator(case.seed, tensor), spec.kind, numbers, shape, dtype, chunk_elements,
+                     tensor)
     if spec.kind == "values":
         return _from_values(args, shape, dtype, fail)
     if spec.kind == "file":
@@ -125,11 +144,11 @@ def _round(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def _draw(generator: np.random.Generator, kind: str, params: tuple[float, float], shape: tuple[int, ...],
-          dtype: np.dtype, chunk_elements: int) -> np.ndarray:
+          dtype: np.dtype, chunk_elements: int, tensor: str = "") -> np.ndarray:
     """Draws of ``kind`` (uniform(lo, hi) or normal(mean, std)) in float64, written chunk by chunk into
-    a new array of ``dtype``; the stream is consumed in order, so the chunk size (and the split over
-    threads) does not matter."""
-    out = np.empty(shape, dtype)
+    a new array of ``dtype`` (``recycled_empty`` of ``tensor``); the stream is consumed in order, so the
+    chunk size (and the split over threads) does not matter."""
+    out = recycled_empty(("draw", tensor), shape, dtype)
     flat = out.reshape(-1)
     chunk_elements = max(1, int(chunk_elements))
     if kind == "uniform":

@@ -170,6 +170,8 @@ def count_calls(session, monkeypatch, fail_download: bool = False) -> dict[str, 
 @pytest.mark.parametrize("partial_slice, fail_download", [((0, 8), False), ((0, 7), False), ((0, 8), True)])
 def test_every_acquired_resource_is_released(session, monkeypatch, partial_slice, fail_download):
     case = make_case((1, 2, 1, 8), (1, 2, 1, len(range(*partial_slice))), partial_slice)
+    warm = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))
+    session.launch(warm, random_inputs(warm))       # the session's workspace (kept until close) exists
     calls = count_calls(session, monkeypatch, fail_download)
     if fail_download:
         with pytest.raises(AclError, match=r"^aclrtMemcpy failed: 207001 ACL_ERROR_RT_MEMORY_ALLOCATION"):
