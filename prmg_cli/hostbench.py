@@ -169,10 +169,12 @@ def _pipeline_in_worker(settings, repeat: int) -> dict:
     (``duration_s`` minus the kernel's event time), dy.copy() time and peak memory of every timed run."""
     from .acl import AclSession
     from .execute import run_case
+    from .inputs import _RECYCLED as recycled_arrays
     from .inputs import make_inputs
 
     cases = {dtype: pipeline_case(dtype) for dtype in PIPELINE_DTYPES}
     dys = {dtype: make_inputs(case).dy.copy() for dtype, case in cases.items()}       # for dy.copy()
+    recycled_arrays.clear()                     # (made by the line above: a worker starts without them)
     baseline = _rss_bytes()[0]                  # what the worker holds before its first case
     found = {dtype: {"runs": [], "copy_ms": [], "status": set()} for dtype in PIPELINE_DTYPES}
     with AclSession(settings.toolkit, 0) as session:
