@@ -15,6 +15,7 @@ output per float64 draw).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
 DRAW_THREADS = min(2, os.cpu_count() or 1)
 THREADED_DRAWS = 1 << 20            # uniform tensors from this size are split over DRAW_THREADS threads
+NATIVE_ROUNDING = 1 << 12           # tensors from this size are rounded by the compiled helper
 RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
 _RECYCLED: dict = {}
 
@@ -38,7 +40,7 @@ def recycled_empty(key, shape: tuple[int, ...], dtype, pool: dict = _RECYCLED) -
     any more (no array, view or Inputs refers to it): its pages are mapped already, so the fresh array's
     page faults and zeroing (about a copy's worth of time) are saved. The pool keeps one array per key."""
     dtype = np.dtype(dtype)
-    if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize < RECYCLE_MIN_BYTES:
+    if math.prod(shape) * dtype.itemsize < RECYCLE_MIN_BYTES:
         return np.empty(shape, dtype)
     if key in pool:
         if pool[key].shape == tuple(shape) and pool[key].dtype == dtype and sys.getrefcount(pool[key]) == 2:
@@ -184,13 +186,13 @@ def _fill(generator: np.random.Generator, method: str, flat: np.ndarray, scale: 
     """``flat[:] = offset + scale * draws`` rounded once to flat's dtype, ``draws`` from ``generator``'s
     ``method`` stream (``random`` or ``standard_normal``), one reused float64 chunk at a time."""
     buffer = np.empty(min(chunk_elements, flat.size))
-    name = dtypes.from_numpy(flat.dtype).name
+    name = dtypes.from_numpy(flat.dtype).name if flat.size >= NATIVE_ROUNDING else ""
     for begin in range(0, flat.size, chunk_elements):
         count = min(chunk_elements, flat.size - begin)
         draws = buffer[:count]
         getattr(generator, method)(out=draws)
         target = flat[begin:begin + count]
-        if not native.affine_round(draws, scale, offset, name, target):
+        if not (name and native.affine_round(draws, scale, offset, name, target)):
             np.multiply(draws, scale, out=draws)
             np.add(draws, offset, out=draws)
             np.copyto(target, draws, casting="unsafe")

@@ -277,6 +277,7 @@ def test_draws_equal_the_straightforward_ones(monkeypatch, native_on):
         monkeypatch.setenv("PRMG_NATIVE", "0")
     monkeypatch.setattr(inputs_module, "THREADED_DRAWS", 1000)
     monkeypatch.setattr(inputs_module, "CHUNK_ELEMENTS", 333)
+    monkeypatch.setattr(inputs_module, "NATIVE_ROUNDING", 0)
     rng = np.random.default_rng(9)
     specs = [("uniform", (-1.0, 1.0)), ("uniform", (-3.7, 11.3)), ("uniform", (1e-40, 3e-38)),
              ("normal", (0.0, 1.0)), ("normal", (1e30, 1e38)), ("uniform", (3.38e38, 3.3895e38)),
