@@ -5,7 +5,10 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
 ``ops.OPERATORS``:
 
   the in-place tensor is uploaded inside a larger buffer  [ guard 512 B | data | guard >= 512 B ]
-  (0xA5 bytes, data 512-aligned), cos and sin in buffers of their own, guarded the same way;
+  (0xA5 bytes, data 512-aligned), cos and sin in buffers of their own, guarded the same way (the data
+  straight from the caller's array, or through a pinned host buffer when the toolkit has
+  ``aclrtMallocHost``; large device buffers and pinned buffers are kept for the next launch of the same
+  size);
   ``...GetWorkspaceSize``; the workspace, guarded the same way, is filled with 0xFF bytes (NaN in every
   float dtype, as PyTorch's fill-uninitialized-memory mode does) before every launch; launch between two
   timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
@@ -30,7 +33,7 @@ import numpy as np
 from . import dtypes
 from .cases import Case
 from .errors import PrmgError
-from .inputs import Inputs
+from .inputs import Inputs, recycled_empty
 from .ops import GRAD, OPERATORS
 from .status import describe
 from .toolkit import Toolkit, refuse_stub
@@ -44,9 +47,10 @@ class Outcome:
     status: 0, or the first non-zero aclnnStatus (from GetWorkspaceSize or the launch).
     contract_violations: human-readable breaches of the in-place contract seen on the device, e.g.
       "guard zone after dy changed at byte +0", "cos changed at (0, 3, 0, 17)".
-    dy_changed: whether the in-place tensor's device storage differs from what was uploaded (for a
-      strided tensor the storage itself, not a view of it, is compared); None: not known (the judge
-      then compares ``dy`` with the input).
+    dy_changed: after a refused call, whether the in-place tensor's device storage differs from what was
+      uploaded (for a strided tensor the storage itself, not a view of it, is compared); None after a
+      successful call (the judge compares the result outside and inside the slice itself) or when not
+      known (the judge then compares ``dy`` with the input).
     timings: milliseconds of "upload", "kernel" (launch to synchronize, wall time), "download".
     """
 
@@ -90,6 +94,11 @@ ACL_MEMCPY_DEVICE_TO_HOST = 2
 ACL_EVENT_TIME_LINE = 0x8
 ACL_ERROR_REPEAT_INITIALIZE = 100002
 MAX_RANGES_LISTED = 4
+# Transfers of at least this many bytes go through pinned host buffers (when the toolkit has them), and
+# device buffers of at least this size are kept for the next launch needing the same size.
+PINNED_MIN_BYTES = 1 << 20
+KEEP_DEVICE_MIN_BYTES = 1 << 20
+_GUARD_PATTERN = np.full(2 * GUARD_BYTES, GUARD_FILL, np.uint8)      # the most guard bytes one zone has
 
 _INT64_PTR = POINTER(c_int64)
 # name: (restype, argtypes) -- acl-abi.md; aclError is int, aclnnStatus int32_t, enums 32-bit ints.
@@ -108,6 +117,8 @@ RUNTIME_PROTOTYPES = {
     "aclrtMemcpy": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t, c_int]),
     "aclrtMemset": (c_int, [c_void_p, c_size_t, c_int32, c_size_t]),
     "aclrtGetSocName": (c_char_p, []),
+    "aclrtMallocHost": (c_int, [POINTER(c_void_p), c_size_t]),
+    "aclrtFreeHost": (c_int, [c_void_p]),
 }
 EVENT_PROTOTYPES = {
     "aclrtCreateEvent": (c_int, [POINTER(c_void_p)]),
@@ -132,8 +143,9 @@ _LAUNCH_PROTOTYPE = (c_int32, [c_void_p, c_uint64, c_void_p, c_void_p])
 OP_PROTOTYPES = {name: prototype for spec in OPERATORS.values()
                  for name, prototype in ((spec.get_workspace, _GET_WORKSPACE_PROTOTYPE), (spec.launch, _LAUNCH_PROTOTYPE))}
 # Without these a launch still runs: no kernel time (events), no error text, no SoC name, no release of an
-# unlaunched executor (older toolkits), no other operator than the grad.
-OPTIONAL = frozenset({"aclGetRecentErrMsg", "aclrtGetSocName", "aclDestroyAclOpExecutor", *EVENT_PROTOTYPES,
+# unlaunched executor (older toolkits), no pinned host buffers, no other operator than the grad.
+OPTIONAL = frozenset({"aclGetRecentErrMsg", "aclrtGetSocName", "aclDestroyAclOpExecutor", "aclrtMallocHost",
+                      "aclrtFreeHost", *EVENT_PROTOTYPES,
                       *(name for spec in OPERATORS.values() if spec is not GRAD for name in (spec.get_workspace,
                                                                                                 spec.launch))})
 
@@ -264,34 +276,53 @@ def _round_up(size: int, multiple: int) -> int:
 
 @dataclass
 class _GuardedBuffer:
-    """One device allocation laid out as [guard | values | guard]; ``image`` is the uploaded allocation."""
+    """One device allocation laid out as [guard | values | guard] (``total`` bytes, every guard byte
+    ``GUARD_FILL`` as uploaded); ``staging`` is the pinned host image it went through, if any."""
 
     name: str
     base: int                   # device address of the allocation
     values: np.ndarray          # the uploaded values, 1-D, in their own dtype
-    image: np.ndarray           # uint8, the whole allocation as uploaded
-    readback: np.ndarray | None = None
+    total: int
+    staging: np.ndarray | None = None
+    after: np.ndarray | None = None                       # the values read back
+    guards: tuple[np.ndarray, np.ndarray] | None = None   # the guard zones read back (before, after)
 
     @property
     def data_address(self) -> int:
         return self.base + GUARD_BYTES
 
     def values_after(self) -> np.ndarray:
-        """The values as read back (after ``readback`` was filled)."""
-        return self.readback[GUARD_BYTES:GUARD_BYTES + self.values.nbytes].view(self.values.dtype)
+        """The values as read back (after the download)."""
+        return self.after
 
     def guard_violations(self) -> list[str]:
         """Changed guard bytes as ranges, offsets relative to the data's first / one-past-last byte."""
-        changed = np.flatnonzero(self.image != self.readback)
-        end = GUARD_BYTES + self.values.nbytes
-        before = changed[changed < GUARD_BYTES] - GUARD_BYTES
-        after = changed[changed >= end] - end
-        return (_describe_ranges(f"guard zone before {self.name} changed", before)
-                + _describe_ranges(f"guard zone after {self.name} changed", after))
+        before, after = self.guards
+        return (_describe_ranges(f"guard zone before {self.name} changed",
+                                 np.flatnonzero(before != GUARD_FILL) - GUARD_BYTES)
+                + _describe_ranges(f"guard zone after {self.name} changed", np.flatnonzero(after != GUARD_FILL)))
 
     def value_violations(self, shape: tuple[int, ...]) -> list[str]:
         """``name changed at (b, s, n, d), first of K elements`` when any value's bits changed."""
-        return _first_change(self.name, self.values, self.values_after(), shape)
+        if same_bytes(self.values, self.after):
+            return []
+        return _first_change(self.name, self.values, self.after, shape)
+
+
+_memcmp = None
+
+
+def same_bytes(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether two C-contiguous arrays hold the same bytes (libc ``memcmp``: no temporaries, the GIL released)."""
+    global _memcmp
+    if first.nbytes != second.nbytes:
+        return False
+    if _memcmp is None:
+        _memcmp = ctypes.CDLL(None).memcmp
+        _memcmp.restype, _memcmp.argtypes = c_int, [c_void_p, c_void_p, c_size_t]
+    if not (first.flags.c_contiguous and second.flags.c_contiguous):
+        return bool(np.array_equal(dtypes.bits(first).ravel(), dtypes.bits(second).ravel()))
+    return first.nbytes == 0 or _memcmp(first.ctypes.data, second.ctypes.data, first.nbytes) == 0
 
 
 def _describe_ranges(prefix: str, offsets: np.ndarray) -> list[str]:
@@ -397,6 +428,9 @@ class AclSession:
         self._api = _api(toolkit)
         self._stream: int | None = None
         self._workspace: _Workspace | None = None
+        self._kept: dict[str, tuple[int, int]] = {}            # role -> (device base, bytes), between launches
+        self._pinned: dict[str, tuple[int, np.ndarray]] = {}   # role -> (host address, its bytes)
+        self._readback: dict = {}                               # recycled read-back arrays (inputs.recycled_empty)
         self._api.check("aclrtSetDevice", self._api.aclrtSetDevice(device))
         stream = c_void_p()
         status = self._api.aclrtCreateStream(ctypes.byref(stream))
@@ -419,6 +453,12 @@ class AclSession:
         stream, self._stream = self._stream, None
         freed = self._api.aclrtFree(self._workspace.base) if self._workspace else 0
         self._workspace = None
+        for base, _ in self._kept.values():
+            freed = self._api.aclrtFree(base) or freed
+        for address, _ in self._pinned.values():
+            freed = self._api.aclrtFreeHost(address) or freed
+        self._kept.clear()
+        self._pinned.clear()
         destroyed = self._api.aclrtDestroyStream(stream)
         reset = self._api.aclrtResetDevice(self.device)
         self._api.check("aclrtFree", freed)
@@ -454,8 +494,9 @@ class AclSession:
             raise PrmgError(f"{self.toolkit.op_lib} does not export {op.get_workspace} and {op.launch} "
                             f"(the {op.title} operator)", file=case.source, case=case.name, field="op")
         dy_values = _shaped(inputs.dy, case.dtype, case.shape, case, "dy")
-        dy_layout = _strided_layout(case) if case.dy_strides is not None else _contiguous_layout(case.shape)
-        dy_storage = _to_storage(dy_values, dy_layout)
+        contiguous = case.dy_strides is None
+        dy_layout = _contiguous_layout(case.shape) if contiguous else _strided_layout(case)
+        dy_storage = dy_values.reshape(-1) if contiguous else _to_storage(dy_values, dy_layout)
         cos_values = _shaped(inputs.cos, case.cos_dtype, case.cos_shape, case, "cos")
         sin_values = _shaped(inputs.sin, case.sin_dtype, case.sin_shape, case, "sin")
         acl_format = FORMATS[case.format]
@@ -490,6 +531,8 @@ class AclSession:
             else:
                 began = time.perf_counter()
                 workspace = self._prepared_workspace(workspace_size.value, executor)
+                timings["upload"] += (time.perf_counter() - began) * 1e3        # poisoning the workspace
+                began = time.perf_counter()
                 status, failed_call, message, kernel_ms = self._run(scope, run, op.launch, workspace,
                                                                     workspace_size.value, executor)
                 timings["kernel"] = (time.perf_counter() - began) * 1e3
@@ -500,14 +543,16 @@ class AclSession:
             began = time.perf_counter()
             buffers = (dy_buffer, cos_buffer, sin_buffer)
             for buffer in buffers:
-                buffer.readback = self._download(buffer)
+                self._download(buffer)
             violations = [line for buffer in buffers for line in buffer.guard_violations()]
             if workspace is not None:
                 violations += workspace.guard_violations(self)
             violations += cos_buffer.value_violations(cos_values.shape)
             violations += sin_buffer.value_violations(sin_values.shape)
-            dy_after = _view(dy_buffer.values_after(), dy_layout).copy()
-            changed = not np.array_equal(dy_buffer.values_after().view(np.uint8), dy_storage.view(np.uint8).reshape(-1))
+            after = dy_buffer.values_after()
+            dy_after = after.reshape(case.shape) if contiguous else _view(after, dy_layout).copy()
+            # after a refused call the storage must be untouched; after a success the judge compares the result
+            changed = None if status == 0 else not same_bytes(after, dy_storage)
             timings["download"] = (time.perf_counter() - began) * 1e3
             return Outcome(status, failed_call, message, dy_after, tuple(violations), kernel_ms,
                            workspace_size.value, changed, timings)
@@ -606,20 +651,78 @@ class AclSession:
         self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(destination, size, source, size, kind))
 
     def _upload(self, scope: _Scope, name: str, values: np.ndarray) -> _GuardedBuffer:
-        """Allocate [512 B guard | values, 512-rounded | >= 512 B guard] and copy it to the device."""
+        """Allocate [512 B guard | values, 512-rounded | >= 512 B guard] and copy it to the device: through
+        a pinned host image when the toolkit has pinned memory and the values are large, else the guards
+        from a constant pattern and the values straight from their array (three copies, no image)."""
         values = np.ascontiguousarray(values).reshape(-1)
         data = values.view(np.uint8)
         total = GUARD_BYTES + _round_up(data.size, GUARD_BYTES) + GUARD_BYTES
-        image = np.full(total, GUARD_FILL, dtype=np.uint8)
-        image[GUARD_BYTES:GUARD_BYTES + data.size] = data
-        base = self._malloc(scope, total)
-        self._copy(base, image.ctypes.data, total, ACL_MEMCPY_HOST_TO_DEVICE)
-        return _GuardedBuffer(name, base, values, image)
+        base = self._device_buffer(scope, name, total)
+        staging = self._pinned_image(name, total) if data.size >= PINNED_MIN_BYTES else None
+        end = GUARD_BYTES + data.size
+        if staging is not None:
+            staging[:GUARD_BYTES] = GUARD_FILL
+            staging[GUARD_BYTES:end] = data
+            staging[end:] = GUARD_FILL
+            self._copy(base, staging.ctypes.data, total, ACL_MEMCPY_HOST_TO_DEVICE)
+        else:
+            self._copy(base, _GUARD_PATTERN.ctypes.data, GUARD_BYTES, ACL_MEMCPY_HOST_TO_DEVICE)
+            if data.size:
+                self._copy(base + GUARD_BYTES, data.ctypes.data, data.size, ACL_MEMCPY_HOST_TO_DEVICE)
+            self._copy(base + end, _GUARD_PATTERN.ctypes.data, total - end, ACL_MEMCPY_HOST_TO_DEVICE)
+        return _GuardedBuffer(name, base, values, total, staging)
 
-    def _download(self, buffer: _GuardedBuffer) -> np.ndarray:
-        host = np.empty(buffer.image.size, dtype=np.uint8)
-        self._copy(host.ctypes.data, buffer.base, host.size, ACL_MEMCPY_DEVICE_TO_HOST)
-        return host
+    def _download(self, buffer: _GuardedBuffer) -> None:
+        """Read the buffer back: its values into a new array (``buffer.after``), its guard zones apart."""
+        size = buffer.values.nbytes
+        end = GUARD_BYTES + size
+        after = recycled_empty(("readback", buffer.name), (buffer.values.size,), buffer.values.dtype, self._readback)
+        if buffer.staging is not None:
+            staging = buffer.staging
+            self._copy(staging.ctypes.data, buffer.base, buffer.total, ACL_MEMCPY_DEVICE_TO_HOST)
+            np.copyto(after.view(np.uint8), staging[GUARD_BYTES:end])
+            buffer.guards = (staging[:GUARD_BYTES].copy(), staging[end:].copy())
+        else:
+            before, behind = np.empty(GUARD_BYTES, np.uint8), np.empty(buffer.total - end, np.uint8)
+            self._copy(before.ctypes.data, buffer.base, GUARD_BYTES, ACL_MEMCPY_DEVICE_TO_HOST)
+            if size:
+                self._copy(after.ctypes.data, buffer.base + GUARD_BYTES, size, ACL_MEMCPY_DEVICE_TO_HOST)
+            self._copy(behind.ctypes.data, buffer.base + end, behind.size, ACL_MEMCPY_DEVICE_TO_HOST)
+            buffer.guards = (before, behind)
+        buffer.after = after
+
+    def _device_buffer(self, scope: _Scope, role: str, total: int) -> int:
+        """A device allocation of ``total`` bytes for ``role``: small ones freed when ``scope`` ends, large ones
+        kept for the next launch asking the same size for the same role (freed by ``close``)."""
+        if total < KEEP_DEVICE_MIN_BYTES:
+            return self._malloc(scope, total)
+        kept = self._kept.get(role)
+        if kept is not None and kept[1] == total:
+            return kept[0]
+        if kept is not None:
+            del self._kept[role]
+            self._free(kept[0])
+        base = self._malloc(None, total)
+        self._kept[role] = (base, total)
+        return base
+
+    def _pinned_image(self, role: str, total: int) -> np.ndarray | None:
+        """A pinned host buffer of ``total`` bytes for ``role`` (``aclrtMallocHost``, kept for the next launch
+        of the same size; freed by ``close``), or None when the toolkit has no pinned memory."""
+        api = self._api
+        if api.aclrtMallocHost is None or api.aclrtFreeHost is None:
+            return None
+        pinned = self._pinned.get(role)
+        if pinned is not None and pinned[1].size == total:
+            return pinned[1]
+        if pinned is not None:
+            del self._pinned[role]
+            api.check("aclrtFreeHost", api.aclrtFreeHost(pinned[0]))
+        pointer = c_void_p()
+        api.check("aclrtMallocHost", api.aclrtMallocHost(ctypes.byref(pointer), total))
+        image = np.ctypeslib.as_array((ctypes.c_uint8 * total).from_address(pointer.value))
+        self._pinned[role] = (pointer.value, image)
+        return image
 
     def _tensor(self, scope: _Scope, layout: _Layout, dtype_name: str, acl_format: int,
                 buffer: _GuardedBuffer) -> int:

@@ -122,15 +122,20 @@ def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmu
     if report_format not in ("table", "json"):
         raise PrmgError(f"--report must be table or json for bench, got {report_format!r}")
     if host:
-        from .hostbench import format_host_bench, run_host_bench
+        from .hostbench import (format_host_bench, format_judge_paths, format_pipeline_bench, run_host_bench,
+                                run_judge_paths_bench, run_pipeline_bench)
 
         rows = run_host_bench()
+        large = run_pipeline_bench()
+        paths = run_judge_paths_bench()
         pipeline = pipeline_cost()
         if report_format == "json":
-            return json.dumps({"host": rows, "pipeline": pipeline}, indent=2), 0
+            return json.dumps({"host": rows, "pipeline": pipeline, "large_pipeline": large, "judge_paths": paths},
+                              indent=2), 0
         return (format_host_bench(rows) + f"\npipeline: {pipeline['cases']} small cases through the emulator "
                 f"in {pipeline['total_s']:.2f} s = {pipeline['per_case_ms']:.1f} ms per case "
-                f"(start-up included; {pipeline['not_passed']} not passed)"), 0
+                f"(start-up included; {pipeline['not_passed']} not passed)\n\n"
+                + format_pipeline_bench(large, pipeline) + "\n\n" + format_judge_paths(paths)), 0
     if not paths:
         raise PrmgError("give case files to time, or --host")
     from .suite import load_selected, run_info, runner_settings, target_modes

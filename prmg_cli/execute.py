@@ -34,6 +34,8 @@ from .results import CaseResult
 from .vocab import MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
+# the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
+STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 GUARD_BYTES = 2 * 1024              # guard zones and 512-byte rounding around each buffer, generously
 PR_SET_PDEATHSIG = 1
 
@@ -179,8 +181,9 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         outcome = session.launch(case, inputs)
         timings.update(outcome.timings)
         judged = time.perf_counter()
-        verdict = judge(case, inputs, outcome, standard, tolerance, golden=case.golden and settings.golden)
-        timings["judge"] = (time.perf_counter() - judged) * 1e3
+        verdict = judge(case, inputs, outcome, standard, tolerance, golden=case.golden and settings.golden,
+                        timings=timings)
+        timings["judge"] = (time.perf_counter() - judged) * 1e3 - timings["golden"]    # golden split out
         names = tuple(dict.fromkeys(case.checks + settings.checks))
         samples = [outcome.kernel_ms] if outcome.kernel_ms is not None else []
 
@@ -210,7 +213,8 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
                          runner=getattr(settings.toolkit, "kind", ""),
                          duration_s=time.perf_counter() - started,
-                         timings={key: round(value, 3) for key, value in timings.items()})
+                         timings={key: round(value, 3) for key, value in {**dict.fromkeys(STAGES, 0.0),
+                                                                          **timings}.items()})
     result = strict_status(result, settings)
     if result.status == "failed" and settings.save_failures:
         from .artifacts import save_failure

@@ -3,22 +3,51 @@
 Every tensor gets its own generator, ``PCG64(SeedSequence([case.seed, tensor index]))`` with the
 index 0 for dy, 1 for cos, 2 for sin, so the same case gives the same bits on every machine. Values
 are drawn in float64 and rounded once to the tensor's dtype (a bfloat16 draw is a legitimate bfloat16
-number); large tensors are generated in chunks straight into the output, with the same result as
-generating them at once.
+number): ``uniform(lo, hi)`` is ``lo + (hi - lo) * U`` and ``normal(mean, std)`` is ``mean + std * Z``, with
+``U`` the generator's ``random()`` and ``Z`` its ``standard_normal()`` streams -- exactly what numpy's
+``Generator.uniform`` / ``normal`` compute, each operation rounded on its own (never fused), so the bits do
+not depend on the machine's numpy build. Large tensors are generated in cache-sized chunks straight into
+the output, with the same result as generating them at once; a large uniform tensor is split over two
+threads, the second starting its stream where the first one's part ends (``PCG64.advance``: one 64-bit
+output per float64 draw).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from prmg_cli import dtypes
+from prmg_cli import dtypes, native
 from prmg_cli.errors import PrmgError
 
 TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
-CHUNK_ELEMENTS = 1 << 20
+CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
+DRAW_THREADS = min(2, os.cpu_count() or 1)
+THREADED_DRAWS = 1 << 20            # uniform tensors from this size are split over DRAW_THREADS threads
+NATIVE_ROUNDING = 1 << 12           # tensors from this size are rounded by the compiled helper
+RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
+_RECYCLED: dict = {}
+
+
+def recycled_empty(key, shape: tuple[int, ...], dtype, pool: dict = _RECYCLED) -> np.ndarray:
+    """``np.empty(shape, dtype)``, or for a large array the one ``key`` got last time when nothing holds it
+    any more (no array, view or Inputs refers to it): its pages are mapped already, so the fresh array's
+    page faults and zeroing (about a copy's worth of time) are saved. The pool keeps one array per key."""
+    dtype = np.dtype(dtype)
+    if math.prod(shape) * dtype.itemsize < RECYCLE_MIN_BYTES:
+        return np.empty(shape, dtype)
+    if key in pool:
+        if pool[key].shape == tuple(shape) and pool[key].dtype == dtype and sys.getrefcount(pool[key]) == 2:
+            return pool[key]                  # referenced by the pool alone (and getrefcount's argument)
+        del pool[key]                          # in use, or another shape: let it go
+    pool[key] = np.empty(shape, dtype)
+    return pool[key]
 _HALF, _INTERLEAVE, _QUARTER, _INTERLEAVE_HALF = 0, 1, 2, 3
 
 
@@ -77,7 +106,8 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
         numbers = _numbers(args, 2, fail)
         if spec.kind == "normal" and numbers[1] < 0:
             raise fail(f"the standard deviation must be >= 0, got {numbers[1]}")
-        return _draw(tensor_generator(case.seed, tensor), spec.kind, numbers, shape, dtype, chunk_elements)
+        return _draw(tensor_generator(case.seed, tensor), spec.kind, numbers, shape, dtype, chunk_elements,
+                     tensor)
     if spec.kind == "values":
         return _from_values(args, shape, dtype, fail)
     if spec.kind == "file":
@@ -116,20 +146,56 @@ def _round(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def _draw(generator: np.random.Generator, kind: str, params: tuple[float, float], shape: tuple[int, ...],
-          dtype: np.dtype, chunk_elements: int) -> np.ndarray:
+          dtype: np.dtype, chunk_elements: int, tensor: str = "") -> np.ndarray:
     """Draws of ``kind`` (uniform(lo, hi) or normal(mean, std)) in float64, written chunk by chunk into
-    a new array of ``dtype``; the stream is consumed in order, so the chunk size does not matter."""
-    out = np.empty(shape, dtype)
+    a new array of ``dtype`` (``recycled_empty`` of ``tensor``); the stream is consumed in order, so the
+    chunk size (and the split over threads) does not matter."""
+    out = recycled_empty(("draw", tensor), shape, dtype)
     flat = out.reshape(-1)
     chunk_elements = max(1, int(chunk_elements))
+    if kind == "uniform":
+        generator.uniform(params[0], params[1], 0)          # numpy's own argument checks and errors
+        method, scale, offset = "random", params[1] - params[0], params[0]
+    else:
+        generator.normal(params[0], params[1], 0)
+        method, scale, offset = "standard_normal", params[1], params[0]
+    bit_generator = generator.bit_generator
+    threads = DRAW_THREADS if method == "random" and flat.size >= THREADED_DRAWS else 1
+    if threads == 1 or type(bit_generator) is not np.random.PCG64:
+        _fill(generator, method, flat, scale, offset, chunk_elements)
+        return out
+    edges = [flat.size * i // threads for i in range(threads + 1)]
+    parts = []
+    for begin, end in zip(edges, edges[1:]):
+        part = np.random.PCG64()
+        part.state = bit_generator.state
+        part.advance(begin)                                  # one 64-bit output per float64 draw
+        parts.append((np.random.Generator(part), flat[begin:end]))
+    bit_generator.advance(flat.size)                         # as if this generator drew them all
+    with ThreadPoolExecutor(threads - 1) as pool:
+        helpers = [pool.submit(_fill, part, method, target, scale, offset, chunk_elements)
+                   for part, target in parts[1:]]
+        _fill(parts[0][0], method, parts[0][1], scale, offset, chunk_elements)
+        for helper in helpers:
+            helper.result()
+    return out
+
+
+def _fill(generator: np.random.Generator, method: str, flat: np.ndarray, scale: float, offset: float,
+          chunk_elements: int) -> None:
+    """``flat[:] = offset + scale * draws`` rounded once to flat's dtype, ``draws`` from ``generator``'s
+    ``method`` stream (``random`` or ``standard_normal``), one reused float64 chunk at a time."""
+    buffer = np.empty(min(chunk_elements, flat.size))
+    name = dtypes.from_numpy(flat.dtype).name if flat.size >= NATIVE_ROUNDING else ""
     for begin in range(0, flat.size, chunk_elements):
         count = min(chunk_elements, flat.size - begin)
-        if kind == "uniform":
-            draws = generator.uniform(params[0], params[1], count)
-        else:
-            draws = generator.normal(params[0], params[1], count)
-        np.copyto(flat[begin:begin + count], draws, casting="unsafe")
-    return out
+        draws = buffer[:count]
+        getattr(generator, method)(out=draws)
+        target = flat[begin:begin + count]
+        if not (name and native.affine_round(draws, scale, offset, name, target)):
+            np.multiply(draws, scale, out=draws)
+            np.add(draws, offset, out=draws)
+            np.copyto(target, draws, casting="unsafe")
 
 
 def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:

@@ -12,6 +12,11 @@
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
    other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity).
 
+Under ``default`` a large result is first judged in one pass over cache-sized chunks of rows
+(``_fast_default``: the compiled ``native`` scan, else numpy blocks), which computes exactly what points 3
+and 4 compute and stops at the first wrong element; only then do the whole-array checks run, and they
+explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the same verdicts.
+
 A passing case whose input already passes (a kernel that does nothing would pass too, e.g. an all-NaN
 dy or cos = 1, sin = 0) gets a warning. A failure says what is wrong: the worst elements with their
 ``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
@@ -20,16 +25,22 @@ dy or cos = 1, sin = 0) gets a warning. A failure says what is wrong: the worst 
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
 
-from . import diagnosis, nonfinite
+from . import diagnosis, native, nonfinite, reference
 from .dtypes import bits, from_numpy
 from .ops import OPERATORS
-from .standards import FORMATS, JUDGES, Judgement, SliceView, check_standard, standard_parameters
+from .standards import (FORMATS, FTZ_FLOOR, JUDGES, U32, UNDERFLOW_FLOOR, Format, Judgement, SliceView,
+                        check_standard, default_budget_into, standard_parameters)
 from .status import describe
 
 WORKSPACE_POISON = 0xFF     # the byte the runner fills the workspace with: NaN in every float dtype
@@ -54,13 +65,16 @@ class Verdict:
 
 
 def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[str, float] | None = None, *,
-          golden: bool = True) -> Verdict:
+          golden: bool = True, timings: dict | None = None) -> Verdict:
     """Judge one launch's ``outcome`` of ``case`` run on ``inputs`` (module docstring for the order).
 
     ``standard`` and ``tolerance`` are the case's, already resolved by the caller; an unknown standard
     or parameter raises ``PrmgError``. Without ``golden`` the slice is not compared with a golden (the
-    case's golden-free checks judge it; the contract checks still run).
+    case's golden-free checks judge it; the contract checks still run). ``timings``, when given, gets
+    ``"golden"``: the milliseconds spent computing the golden (see ``_fast_default``).
     """
+    timings = {} if timings is None else timings
+    timings["golden"] = 0.0
     tolerance = dict(tolerance or {})
     check_standard(standard, tolerance, file=case.source, case=case.name)
     expected_status = case.expect.error
@@ -76,7 +90,7 @@ def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[s
     problems.extend(outcome.contract_violations)
     if expected_status is None:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
-            _judge_result(case, inputs, outcome.dy, standard, tolerance, problems, verdict, golden)
+            _judge_result(case, inputs, outcome.dy, standard, tolerance, problems, verdict, golden, timings)
     if problems:
         verdict.status, verdict.message = "failed", "; ".join(problems)
     return verdict
@@ -132,8 +146,13 @@ def _status_message(expected, outcome) -> str:
 
 
 def _judge_result(case, inputs, result, standard, tolerance, problems: list, verdict: Verdict,
-                  golden: bool = True) -> None:
-    """The checks of a successful call: shape, outside the slice, inside the slice."""
+                  golden: bool = True, timings: dict | None = None) -> None:
+    """The checks of a successful call: shape, outside the slice, inside the slice.
+
+    Under ``default`` a result is first judged by ``_fast_default``; only when that finds something wrong
+    (or cannot judge the case) do the whole-array checks below run, which also explain the failure.
+    """
+    timings = {} if timings is None else timings
     name = _tensor_name(case)
     if result is None:
         problems.append(f"no {name} was read back after the call")
@@ -143,6 +162,14 @@ def _judge_result(case, inputs, result, standard, tolerance, problems: list, ver
                         f"{inputs.dy.shape}")
         return
     start, end = (int(v) for v in case.partial_slice)
+    if end > start and golden and standard == "default" and result.size >= _FAST_MIN_ELEMENTS:
+        passed = _fast_default(case, inputs, result, tolerance, timings)
+        if passed is not None:
+            verdict.metrics.update(passed.metrics)
+            if passed.vacuous:
+                verdict.warnings.append(_vacuous_warning(standard))
+            return
+        timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
     changed_outside = None
     if outside:
@@ -151,7 +178,7 @@ def _judge_result(case, inputs, result, standard, tolerance, problems: list, ver
         verdict.details.extend(lines)
         verdict.metrics["outside_changed"] = count
     if end > start and golden:
-        _judge_slice(case, inputs, result, standard, tolerance, problems, verdict, changed_outside)
+        _judge_slice(case, inputs, result, standard, tolerance, problems, verdict, changed_outside, timings)
     elif changed_outside is not None:
         verdict.error_map = diagnosis.error_map(np.zeros(result.shape[:-1] + (0,)), start, result.shape[-1],
                                                 changed_outside)
@@ -191,8 +218,13 @@ def _evaluate(case, inputs, candidate: np.ndarray, golden: np.ndarray, standard,
     return _Evaluation(view, judgement, non_finite[~right], specials[0][~right], specials[1][~right])
 
 
+def _vacuous_warning(standard: str) -> str:
+    return (f"vacuous: the unchanged input already passes ({standard}): this case cannot tell a working "
+            f"kernel from one that does nothing in the slice")
+
+
 def _judge_slice(case, inputs, result, standard, tolerance, problems: list, verdict: Verdict,
-                 changed_outside) -> None:
+                 changed_outside, timings: dict | None = None) -> None:
     """Judge the slice of ``result`` against the golden by ``standard`` (fills ``problems`` and ``verdict``)."""
     dtype = from_numpy(inputs.dy.dtype).name
     if dtype not in FORMATS:
@@ -200,11 +232,14 @@ def _judge_slice(case, inputs, result, standard, tolerance, problems: list, verd
         return
     op = OPERATORS[case.op]
     start, end = (int(v) for v in case.partial_slice)
+    began = time.perf_counter()
     try:
         golden = op.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
     except ValueError as error:
         problems.append(f"the call succeeded, but there is no golden for these inputs: {error}")
         return
+    if timings is not None:
+        timings["golden"] = (time.perf_counter() - began) * 1e3
     params = standard_parameters(standard, dtype, tolerance)
     evaluation = _evaluate(case, inputs, result, golden, standard, params, dtype)
     judgement, view, special_wrong = evaluation.judgement, evaluation.view, evaluation.special_wrong
@@ -213,9 +248,7 @@ def _judge_slice(case, inputs, result, standard, tolerance, problems: list, verd
         verdict.metrics["non_finite"] = len(special_wrong)
     if not evaluation.failed:
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
-            verdict.warnings.append(
-                f"vacuous: the unchanged input already passes ({standard}): this case cannot tell a working "
-                f"kernel from one that does nothing in the slice")
+            verdict.warnings.append(_vacuous_warning(standard))
         return
     wrong = judgement.bad
     wrong.flat[special_wrong] = True
@@ -246,15 +279,21 @@ def _non_finite_right(view: SliceView, standard: str, actual: np.ndarray, golden
 
 
 def _possible_results(view: SliceView) -> np.ndarray:
-    """``nonfinite.possible_results`` at the neutralised elements: their operands gathered from the inputs
-    by the operator's ``lane_terms`` (cos/sin broadcast over B, S, N)."""
-    kept, partner, sign, cos_lane, sin_lane = view.op.lane_terms(view.mode, view.end - view.start)
-    b, s, n, lane = np.unravel_index(view.non_finite, view.actual.shape)
-    rows = tuple(np.where(np.asarray(view.cos.shape[axis]) == 1, 0, index) for axis, index in enumerate((b, s, n)))
-    x = view.x[..., view.start:view.end]
-    return nonfinite.possible_results(view.cos[rows + (cos_lane[lane],)], x[b, s, n, kept[lane]],
-                                      view.sin[rows + (sin_lane[lane],)], x[b, s, n, partner[lane]], sign[lane],
-                                      view.x.dtype)
+    """``nonfinite.possible_results`` at the neutralised elements (``_possible_results_at``)."""
+    return _possible_results_at(view.op, view.x, view.cos, view.sin, view.mode, view.start, view.end,
+                                view.non_finite)
+
+
+def _possible_results_at(op, x, cos, sin, mode: int, start: int, end: int, flat: np.ndarray) -> np.ndarray:
+    """``nonfinite.possible_results`` at the slice elements ``flat`` (flat indices into ``(B, S, N, L)``):
+    their operands gathered from the inputs by the operator's ``lane_terms`` (cos/sin broadcast over B, S, N)."""
+    kept, partner, sign, cos_lane, sin_lane = op.lane_terms(mode, end - start)
+    b, s, n, lane = np.unravel_index(flat, x.shape[:3] + (end - start,))
+    rows = tuple(np.where(np.asarray(cos.shape[axis]) == 1, 0, index) for axis, index in enumerate((b, s, n)))
+    x = x[..., start:end]
+    return nonfinite.possible_results(cos[rows + (cos_lane[lane],)], x[b, s, n, kept[lane]],
+                                      sin[rows + (sin_lane[lane],)], x[b, s, n, partner[lane]], sign[lane],
+                                      x.dtype)
 
 
 def _special_lines(view: SliceView, result: np.ndarray, evaluation: _Evaluation) -> list[str]:
@@ -311,6 +350,306 @@ def _plain(value):
         return int(value)
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The default standard block by block: one pass that proves a result right, or hands it to the above
+
+# Threads sharing the blocks of a large slice (numpy releases the GIL in its loops), and the fewest
+# blocks worth giving a thread.
+_WORKERS = min(2, os.cpu_count() or 1)
+_MIN_BLOCKS_PER_WORKER = 4
+# Smaller tensors are judged by the whole-array checks directly (the one pass would save nothing there).
+_FAST_MIN_ELEMENTS = 1 << 12
+
+
+@dataclass
+class _Passed:
+    """What ``_fast_default`` found on a result it proved right: the default standard's metrics, and
+    whether the unchanged input passes as well."""
+
+    metrics: dict
+    vacuous: bool
+
+
+class _Shared:
+    """Flags the threads of one pass share: ``stop`` (something is wrong: the result fails) and
+    ``input_fails`` (some element of the unchanged input is over budget: the case is not vacuous)."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.input_fails = False
+
+
+class _SliceScan:
+    """One thread's part of ``_fast_default``: per block of rows, the golden and magnitude
+    (``reference.TermsEvaluator``), the budget (``standards.default_budget_into``), the result's and the
+    input's errors against it, and the bits outside the slice -- all in buffers that stay in cache."""
+
+    _BUDGET, _SCRATCH, _ACTUAL, _ERROR = range(4)
+
+    def __init__(self, terms: reference.SliceTerms, result: np.ndarray, fmt: Format, scale: float,
+                 shared: _Shared):
+        self.terms, self.result, self.fmt, self.scale, self.shared = terms, result, fmt, scale, shared
+        self.evaluator = terms.evaluator()
+        self.buffers = reference._huge_page_buffers(4, terms.block_size)
+        self.flags = np.empty(terms.block_size, bool)
+        self.widen = reference.Widener(terms.block_size)
+        self.failed = False
+        self.max_ratio = 0.0
+        self.max_error = 0.0
+        self.specials: list[np.ndarray] = []            # flat slice indices of non-finite elements
+        self.special_values: list[np.ndarray] = []      # the result there
+        self.input_specials: list[np.ndarray] = []      # the same for the unchanged input
+        self.input_values: list[np.ndarray] = []
+        self.seconds = 0.0
+
+    @property
+    def golden_seconds(self) -> float:
+        return self.evaluator.golden_seconds
+
+    def _real(self, role: int, shape: tuple[int, ...]) -> np.ndarray:
+        return self.buffers[role][:math.prod(shape)].reshape(shape)
+
+    def run(self, blocks) -> None:
+        began = time.perf_counter()
+        with np.errstate(all="ignore"):          # numpy's error state is per thread
+            for index, first_row in blocks:
+                if self.shared.stop:
+                    break
+                if not self._block(index, first_row):
+                    self.failed = self.shared.stop = True
+        self.seconds += time.perf_counter() - began
+
+    def _block(self, index: tuple[slice, ...], first_row: int) -> bool:
+        """Judge one block; False when something in it is wrong."""
+        terms = self.terms
+        start, end, length = terms.start, terms.end, terms.length
+        after = self.result[index]
+        if not _outside_same(terms.x[index], after, start, end):
+            return False
+        x, golden, magnitude = self.evaluator.evaluate(index)
+        shape = golden.shape
+        budget = default_budget_into(golden, magnitude, self.fmt, self.scale, self._real(self._BUDGET, shape),
+                                     self._real(self._SCRATCH, shape))
+        actual = self.widen(after[..., start:end], self._real(self._ACTUAL, shape))
+        error, work = self._real(self._ERROR, shape), self._real(self._SCRATCH, shape)
+        flags = self.flags[:error.size].reshape(shape)
+        np.subtract(actual, golden, out=error)
+        np.abs(error, out=error)
+        np.divide(error, budget, out=work)
+        largest = float(work.max())
+        special = None
+        if not math.isfinite(largest):                 # a non-finite actual or golden (budget > 0 elsewhere)
+            special = _set_apart(actual, golden, error)
+            work[special] = 0.0
+            largest = float(work.max())
+        # error > budget implies error / budget >= 1 (division rounds monotonically): below 1, none is over
+        if largest >= 1.0:
+            np.greater(error, budget, out=flags)
+            if special is not None:
+                flags[special] = False
+            if flags.any():
+                return False
+        if special is not None:
+            local = np.flatnonzero(special)
+            self.specials.append(first_row * length + local)
+            self.special_values.append(actual.reshape(-1)[local])
+        self.max_ratio = max(self.max_ratio, largest)
+        self.max_error = max(self.max_error, float(error.max()))
+        if not self.shared.input_fails:
+            self._input_block(x, golden, budget, work, flags, first_row)
+        return True
+
+    def _input_block(self, x, golden, budget, work, flags, first_row: int) -> None:
+        """The vacuous check on one block: is the unchanged input ``x`` within budget of the golden?"""
+        np.subtract(x, golden, out=work)
+        np.abs(work, out=work)
+        special = None if math.isfinite(work.max()) else _set_apart(x, golden, work)
+        np.greater(work, budget, out=flags)
+        if special is not None:
+            flags[special] = False
+        if flags.any():
+            self.shared.input_fails = True
+        elif special is not None:
+            local = np.flatnonzero(special)
+            self.input_specials.append(first_row * self.terms.length + local)
+            self.input_values.append(x.reshape(-1)[local])
+
+
+def _run_scans(tasks: list) -> None:
+    """Call every one of ``tasks``, the first on this thread and the others on threads of their own."""
+    if len(tasks) == 1:
+        tasks[0]()
+        return
+    with ThreadPoolExecutor(len(tasks) - 1) as pool:
+        helpers = [pool.submit(task) for task in tasks[1:]]
+        tasks[0]()
+        for helper in helpers:
+            helper.result()
+
+
+# Slice elements from which the compiled scan is split over ``_WORKERS`` threads.
+_NATIVE_SPLIT = 1 << 17
+
+
+class _NativeScan:
+    """One thread's part of the compiled ``_fast_default`` (``native.SOURCE``, ``prmg_judge_rows``): the same
+    judgement as ``_SliceScan``'s over a range of rows, with the same findings as attributes."""
+
+    def __init__(self, lib, args, shared_stop, rows: tuple[int, int]):
+        capacity = native.SPECIAL_CAPACITY
+        self.lib, self.args, self.rows, self.shared_stop = lib, args, rows, shared_stop
+        self.arrays = [np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity),
+                       np.empty(capacity)]
+        self.out = native.JudgeOut(special_index=self.arrays[0].ctypes.data,
+                                   input_special_index=self.arrays[1].ctypes.data,
+                                   special_value=self.arrays[2].ctypes.data,
+                                   input_special_value=self.arrays[3].ctypes.data)
+        self.seconds = 0.0
+
+    def run(self) -> None:
+        began = time.perf_counter()
+        self.lib.prmg_judge_rows(ctypes.byref(self.args), self.rows[0], self.rows[1], ctypes.byref(self.out))
+        self.seconds = time.perf_counter() - began
+
+    def __getattr__(self, name):
+        out = self.__dict__["out"]
+        found = {"failed": lambda: bool(out.failed), "overflow": lambda: bool(out.overflow),
+                 "max_ratio": lambda: out.max_ratio, "max_error": lambda: out.max_error,
+                 "golden_seconds": lambda: out.golden_seconds,
+                 "specials": lambda: [self.arrays[0][:out.specials]],
+                 "special_values": lambda: [self.arrays[2][:out.specials]],
+                 "input_specials": lambda: [self.arrays[1][:out.input_specials]],
+                 "input_values": lambda: [self.arrays[3][:out.input_specials]]}.get(name)
+        if found is None:
+            raise AttributeError(name)
+        return found()
+
+
+def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
+    """The compiled scans of ``_fast_default``, run; None when the helper is missing or cannot take the
+    case (the numpy scans then run), or listed more non-finite elements than it has room for."""
+    lib = native.library()
+    cos_type = native.DTYPE_CODES.get(from_numpy(cos.dtype).name) if cos.dtype == sin.dtype else None
+    x_type = native.DTYPE_CODES[from_numpy(x.dtype).name]
+    if lib is None or cos_type is None:
+        return None
+    start, end = (int(v) for v in case.partial_slice)
+    length = end - start
+    cos, sin = np.ascontiguousarray(cos), np.ascontiguousarray(sin)
+    kept, partner, sign, cos_lane, sin_lane = (np.ascontiguousarray(term, np.int64)
+                                               for term in op.lane_terms(case.rotary_mode, length))
+    sign = np.ascontiguousarray(sign, np.float64)
+    stop = ctypes.c_int32(0)
+    keep = (x, result, cos, sin, kept, partner, sign, cos_lane, sin_lane, native.half_table())
+    args = native.JudgeArgs(
+        x=x.ctypes.data, result=result.ctypes.data, cos=cos.ctypes.data, sin=sin.ctypes.data, x_type=x_type,
+        cos_type=cos_type, half_table=keep[-1].ctypes.data, rows_s=x.shape[1], rows_n=x.shape[2],
+        depth=x.shape[3], start=start, length=length, cos_b=cos.shape[0], cos_s=cos.shape[1], cos_n=cos.shape[2],
+        kept=kept.ctypes.data, partner=partner.ctypes.data, cos_lane=cos_lane.ctypes.data,
+        sin_lane=sin_lane.ctypes.data, sign=sign.ctypes.data, computation=2 * U32 + U32 * U32,
+        half_ulp_scale=2.0 ** -fmt.precision, half_smallest=fmt.smallest / 2, scale=scale, ftz_floor=FTZ_FLOOR,
+        underflow_floor=UNDERFLOW_FLOOR, capacity=native.SPECIAL_CAPACITY, stop=ctypes.pointer(stop))
+    rows = x.size // x.shape[-1]
+    workers = _WORKERS if rows * length >= _NATIVE_SPLIT else 1
+    scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers)) for i in range(workers)]
+    _run_scans([scan.run for scan in scans])
+    del keep
+    if any(scan.overflow for scan in scans):
+        return None
+    shared.stop = bool(stop.value) or any(scan.failed for scan in scans)
+    shared.input_fails = any(bool(scan.out.input_fails) for scan in scans)
+    return scans
+
+
+def _set_apart(actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> np.ndarray:
+    """The mask of elements where ``actual`` or ``golden`` is not finite, their ``error`` set to 0: such
+    elements are judged by ``nonfinite`` (as ``SliceView`` neutralises them)."""
+    special = np.isfinite(actual)
+    special &= np.isfinite(golden)
+    np.logical_not(special, out=special)
+    error[special] = 0.0
+    return special
+
+
+def _outside_same(before: np.ndarray, after: np.ndarray, start: int, end: int) -> bool:
+    """Whether the rows ``before`` and ``after`` (C-contiguous, same dtype) hold the same bits outside
+    ``[start, end)`` of their last axis, compared in the widest words that fit."""
+    itemsize, depth = before.dtype.itemsize, before.shape[-1]
+    width = 8
+    while width > 1 and (start * itemsize % width or end * itemsize % width or depth * itemsize % width):
+        width //= 2
+    word = np.dtype(f"u{width}")
+    head, tail = start * itemsize // width, end * itemsize // width
+    old, new = before.view(np.uint8).view(word), after.view(np.uint8).view(word)
+    return ((head == 0 or np.array_equal(old[..., :head], new[..., :head]))
+            and (tail == old.shape[-1] or np.array_equal(old[..., tail:], new[..., tail:])))
+
+
+def _fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
+    """The ``default`` verdict on a result that passes, in one pass over blocks of rows; None when something
+    is wrong, or the case is not one this pass judges (then the whole-array checks decide and explain).
+
+    The pass computes, block by block and split over ``_WORKERS`` threads, exactly what the whole-array
+    checks compute: the bits outside the slice, the float64 golden and magnitude, the budget
+    (``default_budget_into``), ``|actual - golden|`` and ``|input - golden|`` against it, with the non-finite
+    elements set apart for ``nonfinite`` -- so its metrics are theirs, bit for bit. It stops at the first
+    wrong block. ``timings["golden"]`` gets the pass's share spent widening the input and forming the golden.
+    """
+    op = OPERATORS[case.op]
+    terms_of = reference.SLICE_TERMS.get(op.golden_slice)
+    x, cos, sin = inputs.dy, inputs.cos, inputs.sin
+    try:
+        dtype = from_numpy(x.dtype).name
+    except KeyError:
+        return None
+    if terms_of is None or dtype not in FORMATS or not (x.flags.c_contiguous and result.flags.c_contiguous):
+        return None
+    start, end = (int(v) for v in case.partial_slice)
+    try:
+        reference._check(x, cos, sin, case.rotary_mode, (start, end))
+    except ValueError:
+        return None
+    if x.size == 0:
+        return None
+    began = time.perf_counter()
+    shared = _Shared()
+    scale = standard_parameters("default", dtype, tolerance)["budget_scale"]
+    scans = _native_scans(op, case, x, result, cos, sin, FORMATS[dtype], scale, shared)
+    if scans is None:
+        shared = _Shared()
+        terms = terms_of(x, cos, sin, case.rotary_mode, (start, end))
+        blocks = terms.blocks
+        workers = max(1, min(_WORKERS, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+        shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
+        scans = [_SliceScan(terms, result, FORMATS[dtype], scale, shared) for _ in shares]
+        _run_scans([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
+    busy = sum(scan.seconds for scan in scans)
+    share = sum(scan.golden_seconds for scan in scans) / busy if busy else 0.0
+    timings["golden"] = (time.perf_counter() - began) * 1e3 * share
+    if shared.stop:
+        return None
+    with np.errstate(all="ignore"):
+        if not _specials_right(op, inputs, case, scans, "specials", "special_values"):
+            return None
+        vacuous = not shared.input_fails and _specials_right(op, inputs, case, scans, "input_specials",
+                                                             "input_values")
+    metrics = {"max_err_ratio": max(scan.max_ratio for scan in scans), "bad": 0,
+               "max_abs_err": max(scan.max_error for scan in scans)}
+    return _Passed(metrics, vacuous)
+
+
+def _specials_right(op, inputs, case, scans, indices: str, values: str) -> bool:
+    """Whether every non-finite element the scans set apart (attributes ``indices``, ``values``) is right
+    by the ``nonfinite`` rule."""
+    flat = [part for scan in scans for part in getattr(scan, indices)]
+    if not flat:
+        return True
+    flat, actual = np.concatenate(flat), np.concatenate([part for scan in scans for part in getattr(scan, values)])
+    start, end = (int(v) for v in case.partial_slice)
+    possible = _possible_results_at(op, inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, start, end, flat)
+    return bool(nonfinite.allowed(actual, possible).all())
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -240,6 +240,47 @@ def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: For
     return budget
 
 
+_EXPONENT_BITS = np.uint64(0x7FF0000000000000)      # a float64's exponent field
+
+
+def default_budget_into(golden: np.ndarray, magnitude: np.ndarray, fmt: Format, scale: float, out: np.ndarray,
+                        scratch: np.ndarray) -> np.ndarray:
+    """``default_budget(|golden|, magnitude, fmt, scale)`` bit for bit, written into ``out`` (float64, the
+    shape of ``golden``) with ``scratch`` (the same) as work space, for judging block by block.
+
+    Half of ``ulp_dy(x)`` is ``2^(max(floor(log2 x), emin) - p)``: the power of two ``2^floor(log2 x)`` is
+    ``x`` with its significand bits cleared (0 for a float64 subnormal or zero), scaled by ``2^-p``
+    (exact), and never below ``2^(emin - p)``, half the smallest subnormal -- what ``Format.ulp`` gives
+    through ``frexp``, for every finite ``x >= 0``. Two steps are skipped where they provably change no
+    bit: the floor ``2^(emin - p)`` when every ``x >= 2^emin``, and the two subnormal terms when every
+    ``v = scale*(E + ulp/2) >= 2^-69`` (then both terms are below half an ulp of ``v``: ``v + t = v``).
+    Elements whose golden or magnitude is not finite get a meaningless budget (the judge sets such
+    elements apart, as ``SliceView`` neutralises them).
+    """
+    np.multiply(magnitude, 2 * U32 + U32 * U32, out=scratch)          # E
+    np.abs(golden, out=out)
+    np.add(out, scratch, out=out)                                     # x = |golden| + E
+    smallest_x = float(out.min()) if out.size else 0.0                # NaN when some x is NaN: no skips
+    power = out.view(np.uint64)
+    np.bitwise_and(power, _EXPONENT_BITS, out=power)                  # 2^floor(log2 x)
+    np.multiply(out, 2.0 ** -fmt.precision, out=out)
+    if not smallest_x >= 2.0 ** fmt.min_exponent:
+        np.maximum(out, fmt.smallest / 2, out=out)                    # ulp_dy(x) / 2
+    np.add(out, scratch, out=out)
+    if scale != 1.0:
+        np.multiply(out, scale, out=out)
+    # v >= scale * 2^floor(log2 x) * 2^-p > scale * x * 2^(-p-1)
+    if not scale * smallest_x * 2.0 ** (-fmt.precision - 1) >= _NO_SUBNORMAL_TERMS:
+        np.minimum(magnitude, FTZ_FLOOR, out=scratch)
+        np.add(out, scratch, out=out)
+        np.add(out, UNDERFLOW_FLOOR, out=out)
+    return out
+
+
+# From 2^-69 up, half an ulp (>= 2^-122) exceeds FTZ_FLOOR and UNDERFLOW_FLOOR: adding them changes nothing.
+_NO_SUBNORMAL_TERMS = 2.0 ** -69
+
+
 def _default(view: SliceView) -> Judgement:
     """The ``default`` standard: an element is wrong when ``|actual - golden| > budget`` (``default_budget``)."""
     budget = default_budget(np.abs(view.golden), view.magnitude(), view.format,

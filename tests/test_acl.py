@@ -196,6 +196,8 @@ def count_calls(session, monkeypatch, fail_download: bool = False) -> dict[str, 
 @pytest.mark.parametrize("partial_slice, fail_download", [((0, 8), False), ((0, 7), False), ((0, 8), True)])
 def test_every_acquired_resource_is_released(session, monkeypatch, partial_slice, fail_download):
     case = make_case((1, 2, 1, 8), (1, 2, 1, len(range(*partial_slice))), partial_slice)
+    warm = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))
+    session.launch(warm, random_inputs(warm))       # the session's workspace (kept until close) exists
     calls = count_calls(session, monkeypatch, fail_download)
     if fail_download:
         with pytest.raises(AclError, match=r"^aclrtMemcpy failed: 207001 ACL_ERROR_RT_MEMORY_ALLOCATION"):
@@ -370,3 +372,71 @@ def test_binding_drives_an_independent_minimal_toolkit(tmp_path):
     arrays = np.load(tmp_path / "arrays.npz")
     expected = inplace_partial_rotary_mul_grad(arrays["dy"], arrays["cos"], arrays["sin"], 1, (3, 11))
     np.testing.assert_allclose(arrays["result"], expected, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The transfer path: pinned host buffers (when the toolkit exports aclrtMallocHost), kept device buffers
+
+def fake_pinned_memory(api, monkeypatch) -> dict:
+    """aclrtMallocHost / aclrtFreeHost backed by numpy buffers, counting calls (the emulator has neither yet)."""
+    live, calls = {}, {"aclrtMallocHost": 0, "aclrtFreeHost": 0}
+
+    def malloc_host(pointer, size):
+        calls["aclrtMallocHost"] += 1
+        buffer = np.empty(size, np.uint8)
+        live[buffer.ctypes.data] = buffer
+        pointer._obj.value = buffer.ctypes.data
+        return 0
+
+    def free_host(address):
+        calls["aclrtFreeHost"] += 1
+        return 0 if live.pop(address, None) is not None else 100000
+
+    monkeypatch.setattr(api, "aclrtMallocHost", malloc_host)
+    monkeypatch.setattr(api, "aclrtFreeHost", free_host)
+    return calls
+
+
+@pytest.mark.parametrize("fault", [None, "write_past_end", "modify_cos", "clobber_passthrough"])
+def test_pinned_host_buffers_give_what_direct_transfers_give(emulator, monkeypatch, fault):
+    case = make_case((2, 4, 3, 40), (1, 4, 1, 32), (8, 40), dtype="bfloat16", cos_dtype="float32")
+    inputs = random_inputs(case, 3)
+    if fault:
+        monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    with AclSession(emulator) as direct:
+        expected = direct.launch(case, inputs)
+    monkeypatch.setattr(acl, "PINNED_MIN_BYTES", 0)
+    with AclSession(emulator) as pinned:
+        calls = fake_pinned_memory(pinned._api, monkeypatch)
+        first, second = pinned.launch(case, inputs), pinned.launch(case, inputs)
+        assert calls["aclrtMallocHost"] == 3               # dy, cos, sin: kept for the second launch
+    assert calls["aclrtFreeHost"] == 3                     # released by close
+    for got in (first, second):
+        assert (got.status, got.contract_violations) == (expected.status, expected.contract_violations)
+        assert bits(got.dy).tobytes() == bits(expected.dy).tobytes()
+    assert bool(expected.contract_violations) == (fault in ("write_past_end", "modify_cos"))
+
+
+def test_large_device_buffers_are_kept_between_launches_and_freed_at_close(emulator, monkeypatch):
+    case = make_case((1, 64, 8, 512), (1, 64, 1, 128), (0, 128))           # 1 MiB of dy: kept
+    inputs = random_inputs(case)
+    with AclSession(emulator) as session:
+        calls = count_calls(session, monkeypatch)
+        outcomes = [session.launch(case, inputs) for _ in range(3)]
+        kept = calls["aclrtMalloc"] - calls["aclrtFree"]
+        assert kept == 2 and calls["aclrtMalloc"] == 1 + 2 * 3 + 1    # dy and the workspace once; cos, sin each time
+    assert calls["aclrtMalloc"] == calls["aclrtFree"]
+    assert all(outcome.status == 0 and not outcome.contract_violations for outcome in outcomes)
+    assert all(np.array_equal(bits(outcome.dy), bits(outcomes[0].dy)) for outcome in outcomes)
+
+
+def test_a_refused_call_compares_the_storage_and_a_success_leaves_it_to_the_judge(session):
+    good = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))
+    refused = make_case((1, 2, 1, 8), (1, 2, 1, 7), (0, 7))
+    assert session.launch(good, random_inputs(good)).dy_changed is None
+    assert session.launch(refused, random_inputs(refused)).dy_changed is False
+
+
+def test_timings_name_the_transfer_stages(session):
+    case = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))
+    assert set(session.launch(case, random_inputs(case)).timings) == {"upload", "kernel", "download"}

@@ -203,3 +203,18 @@ def test_unknown_dtype_names_the_field():
     with pytest.raises(PrmgError) as error:
         make_inputs(case(cos_dtype="float8"))
     assert error.value.field == "cos_dtype"
+
+
+def test_large_arrays_are_recycled_only_when_nothing_holds_them():
+    from prmg_cli.inputs import recycled_empty
+
+    pool, shape = {}, (1 << 20,)
+    first = recycled_empty("k", shape, np.float32, pool)
+    assert recycled_empty("k", shape, np.float32, pool) is not first           # still held: a new one
+    address = pool["k"].ctypes.data                                            # held by the pool alone
+    assert recycled_empty("k", shape, np.float32, pool).ctypes.data == address  # recycled
+    view = recycled_empty("k", shape, np.float32, pool)[::2]
+    assert recycled_empty("k", shape, np.float32, pool).ctypes.data != address  # a view keeps it in use
+    del view
+    assert recycled_empty("k", (1 << 21,), np.float32, pool).shape == (1 << 21,)  # another shape: replaced
+    assert recycled_empty("k", (10,), np.float32, pool).shape == (10,) and "k" in pool   # small: not pooled

@@ -342,3 +342,28 @@ def test_copy_parts_cover_the_array_once(shape, parts):
     for index in indices:
         hits[index] += 1
     assert np.all(hits == 1)
+
+
+def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
+    from prmg_cli import hostbench
+
+    rows = [{"dtype": "bfloat16", "status": ["passed"], **dict.fromkeys(hostbench.STAGE_KEYS, 1.0),
+             "host_ms": 90.0, "copy_ms": 9.0, "vs_copy": 10.0, "peak_mem_x_dy": 3.5},
+            {"dtype": "float32", "status": ["passed"], **dict.fromkeys(hostbench.STAGE_KEYS, 1.0),
+             "host_ms": 420.0, "copy_ms": 20.0, "vs_copy": 21.0, "peak_mem_x_dy": 9.0}]
+    text = hostbench.format_pipeline_bench(rows, {"per_case_ms": 4.2})
+    assert "pipeline bfloat16: 10.00 x copy <= 20.00: met" in text
+    assert "pipeline bfloat16: 10.00 x copy (stretch) <= 10.00: met" in text
+    assert "pipeline float32: 21.00 x copy <= 20.00: NOT met" in text
+    assert "pipeline float32: 9.00 peak mem x dy <= 8.00: NOT met" in text
+    assert "small cases: 4.20 ms per case <= 5.00: met" in text
+    assert all(stage in text for stage in ("inputs", "upload", "kernel", "download", "golden", "judge"))
+
+
+def test_the_pipeline_case_is_the_issues():
+    from prmg_cli import hostbench
+
+    case = hostbench.pipeline_case("bfloat16")
+    assert (case.shape, case.cos_shape, case.partial_slice, case.rotary_mode) == \
+        ((4, 1024, 32, 128), (1, 1024, 1, 96), (32, 128), 1)
+    assert case.cos_dtype == case.sin_dtype == "bfloat16" and case.standard is None

@@ -1,0 +1,404 @@
+"""A small compiled helper for the two per-element passes numpy cannot make cheap: judging a slice under the
+``default`` standard, and rounding float64 draws to the tensor's dtype.
+
+Both are exact replicas of numpy code that stays the reference (``judge._SliceScan`` with
+``reference.SliceTerms`` and ``standards.default_budget_into``; ``inputs._draw``'s numpy path), written in C
+so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
+at dy (4, 1024, 32, 128) bfloat16 the numpy block pass costs about 25 ns per slice element on the 2-vCPU
+host, this one a few (``prmg bench --host`` prints both). Compiled with ``-ffp-contract=off`` and no
+fast-math: every float64 operation rounds once, in the order the numpy code rounds, so the results agree
+bit for bit (``tests/test_perf_equivalence.py`` checks it).
+
+The C source below is built with gcc on first use into the emulator's cache folder
+(``toolkit.emulator_cache_base()``, ``native-<source hash>``); ``available()`` is False when that fails or
+``PRMG_NATIVE=0`` -- callers then take the numpy path. ctypes releases the GIL during the calls, so
+threads share the work.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import os
+import subprocess
+from ctypes import POINTER, c_double, c_int32, c_int64, c_void_p
+from pathlib import Path
+
+import numpy as np
+
+SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+enum { F32 = 0, F16 = 1, BF16 = 2 };
+/* wider vectors where the CPU has them, chosen at load time (the library stays portable) */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+#define CHUNK 4096                 /* slice elements per chunk: the four work arrays stay in L2 */
+
+typedef struct {
+    const void *x, *result, *cos, *sin;
+    int32_t x_type, cos_type;
+    const float *half_table;       /* float16 bits -> float32 value, 65536 entries */
+    int64_t rows_s, rows_n, depth, start, length;   /* S, N, D of x; the slice */
+    int64_t cos_b, cos_s, cos_n;   /* cos/sin's B, S, N (1 where broadcast) */
+    const int64_t *kept, *partner, *cos_lane, *sin_lane;
+    const double *sign;            /* +1.0 or -1.0 per output lane */
+    double computation, half_ulp_scale, half_smallest, scale, ftz_floor, underflow_floor;
+    int64_t capacity;              /* room in each special list */
+    volatile int32_t *stop;        /* set by any thread that finds a wrong element */
+} judge_args;
+
+typedef struct {
+    double max_ratio, max_error, golden_seconds;
+    int32_t failed, input_fails, overflow, pad;
+    int64_t specials, input_specials;
+    int64_t *special_index, *input_special_index;
+    double *special_value, *input_special_value;
+} judge_out;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
+{
+    if (type == F32) {
+        const float *s = source;
+        for (int64_t i = 0; i < count; i++)
+            out[i] = (double)s[i];
+    } else if (type == F16) {
+        const uint16_t *s = source;
+        for (int64_t i = 0; i < count; i++)
+            out[i] = (double)half_table[s[i]];
+    } else {
+        const uint16_t *s = source;
+        for (int64_t i = 0; i < count; i++) {
+            uint32_t word = (uint32_t)s[i] << 16;
+            float value;
+            memcpy(&value, &word, sizeof value);
+            out[i] = (double)value;
+        }
+    }
+}
+
+static int64_t item_size(int32_t type) { return type == F32 ? 4 : 2; }
+
+static inline uint64_t bits_of(double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+static inline double budget_of(const judge_args *a, double m, double gold)
+{
+    const double e = m * a->computation;
+    uint64_t bits = bits_of(fabs(gold) + e) & UINT64_C(0x7FF0000000000000);
+    double half;
+    memcpy(&half, &bits, sizeof half);
+    half *= a->half_ulp_scale;
+    half = half < a->half_smallest ? a->half_smallest : half;
+    double budget = half + e;
+    budget *= a->scale;
+    budget += m < a->ftz_floor ? m : a->ftz_floor;
+    budget += a->underflow_floor;
+    return budget;
+}
+
+/* The exact, element by element judgement of one chunk (when the fast loop flagged something in it). */
+static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_t count, const double *input,
+                       const double *golden, const double *magnitude, const double *actual)
+{
+    for (int64_t i = 0; i < count; i++) {
+        const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+        const double error = fabs(actual[i] - gold);
+        if (!isfinite(error)) {                     /* a non-finite actual or golden: set apart */
+            if (out->specials == a->capacity) {
+                out->overflow = 1;
+                return 1;
+            }
+            out->special_index[out->specials] = base + i;
+            out->special_value[out->specials++] = actual[i];
+        } else {
+            if (error > budget) {
+                out->failed = 1;
+                return 1;
+            }
+            const double ratio = error / budget;
+            if (ratio > out->max_ratio)
+                out->max_ratio = ratio;
+            if (error > out->max_error)
+                out->max_error = error;
+        }
+        if (!out->input_fails) {
+            const double input_error = fabs(input[i] - gold);
+            if (!isfinite(input_error)) {
+                if (out->input_specials == a->capacity) {
+                    out->overflow = 1;
+                    return 1;
+                }
+                out->input_special_index[out->input_specials] = base + i;
+                out->input_special_value[out->input_specials++] = input[i];
+            } else if (input_error > budget) {
+                out->input_fails = 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
+ * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow. */
+CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
+{
+    const int64_t length = a->length, x_size = item_size(a->x_type), c_size = item_size(a->cos_type);
+    const int64_t rows_per_chunk = length >= CHUNK ? 1 : CHUNK / length;
+    static _Thread_local double input[CHUNK], golden[CHUNK], magnitude[CHUNK], actual[CHUNK];
+    double cos_row[1024], sin_row[1024], cos_kept[1024], sin_partner[1024], kept_value[1024], partner_value[1024];
+    int64_t cached = -1, identity = 1;
+    for (int64_t j = 0; j < length; j++)
+        identity &= a->kept[j] == j;
+    const char *x = a->x, *result = a->result;
+    const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
+    uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
+    for (int64_t first = row_begin; first < row_end; first += rows_per_chunk) {
+        if (*a->stop)
+            break;
+        const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
+        for (int64_t k = 0; k < rows; k++) {
+            const char *before = x + (first + k) * row_bytes, *after = result + (first + k) * row_bytes;
+            if (memcmp(before, after, (size_t)head) || memcmp(before + tail, after + tail, (size_t)(row_bytes - tail))) {
+                out->failed = 1;
+                *a->stop = 1;
+                return 0;
+            }
+        }
+        double began = now();
+        for (int64_t k = 0; k < rows; k++) {
+            const int64_t row = first + k;
+            const int64_t b = row / (a->rows_s * a->rows_n), s = (row / a->rows_n) % a->rows_s, n = row % a->rows_n;
+            const int64_t table = ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n
+                                  + (a->cos_n > 1 ? n : 0);
+            if (table != cached) {                  /* per output lane: c[cos_lane], sign * s[sin_lane] */
+                widen((const char *)a->cos + table * length * c_size, a->cos_type, length, cos_row, a->half_table);
+                widen((const char *)a->sin + table * length * c_size, a->cos_type, length, sin_row, a->half_table);
+                for (int64_t j = 0; j < length; j++) {
+                    cos_kept[j] = cos_row[a->cos_lane[j]];
+                    sin_partner[j] = a->sign[j] * sin_row[a->sin_lane[j]];
+                }
+                cached = table;
+            }
+            double *g = input + k * length, *gold = golden + k * length, *mag = magnitude + k * length;
+            widen(x + row * row_bytes + head, a->x_type, length, g, a->half_table);
+            const double *kept = g;
+            if (!identity) {
+                for (int64_t j = 0; j < length; j++)
+                    kept_value[j] = g[a->kept[j]];
+                kept = kept_value;
+            }
+            for (int64_t j = 0; j < length; j++)
+                partner_value[j] = g[a->partner[j]];
+            for (int64_t j = 0; j < length; j++) {
+                const double own = cos_kept[j] * kept[j];
+                const double other = sin_partner[j] * partner_value[j];      /* = sign * (s * x'), exactly */
+                gold[j] = own + other;
+                mag[j] = fabs(own) + fabs(other);
+            }
+        }
+        out->golden_seconds += now() - began;
+        for (int64_t k = 0; k < rows; k++)
+            widen(result + (first + k) * row_bytes + head, a->x_type, length, actual + k * length, a->half_table);
+        const int64_t count = rows * length, base = first * length;
+        /* the fast loop: no branches; non-negative finite doubles order like their bits */
+        int64_t unusual = 0, input_over = 0, input_unusual = 0;
+        uint64_t chunk_ratio = 0, chunk_error = 0;
+        for (int64_t i = 0; i < count; i++) {
+            const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+            const double error = fabs(actual[i] - gold), input_error = fabs(input[i] - gold);
+            unusual |= (error > budget) | !(error <= 0x1.fffffffffffffp1023);
+            input_over |= input_error > budget;
+            input_unusual |= !(input_error <= 0x1.fffffffffffffp1023);
+            const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
+            chunk_ratio = ratio_bits > chunk_ratio ? ratio_bits : chunk_ratio;
+            chunk_error = error_bits > chunk_error ? error_bits : chunk_error;
+        }
+        if (unusual || (input_unusual && !out->input_fails)) {
+            memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
+            memcpy(&out->max_error, &max_error, sizeof max_error);
+            if (exact_chunk(a, out, base, count, input, golden, magnitude, actual)) {
+                *a->stop = 1;
+                return 0;
+            }
+            max_ratio = bits_of(out->max_ratio);
+            max_error = bits_of(out->max_error);
+        } else {
+            max_ratio = chunk_ratio > max_ratio ? chunk_ratio : max_ratio;
+            max_error = chunk_error > max_error ? chunk_error : max_error;
+            if (input_over)
+                out->input_fails = 1;
+        }
+    }
+    memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
+    memcpy(&out->max_error, &max_error, sizeof max_error);
+    return 0;
+}
+
+/* bfloat16 bits of a float64 v, rounded to nearest even, for normal results, zero, infinities and overflow:
+ * keep 8 significant bits of |v| (ties to even; a carry moves into the exponent), then narrow to float32 (exact,
+ * or +inf past float32's range) and take its upper half. Wrong only for 0 < |v| < 2^-126 and NaN (see below). */
+static inline uint16_t bfloat16_of(double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    const uint64_t sign = bits >> 63, magnitude = bits & ~(UINT64_C(1) << 63);
+    uint64_t rounded = magnitude + UINT64_C(0x00000FFFFFFFFFFF) + ((magnitude >> 45) & 1);
+    rounded &= ~((UINT64_C(1) << 45) - 1);
+    double kept;
+    memcpy(&kept, &rounded, sizeof kept);
+    const float narrow = (float)kept;
+    uint32_t word;
+    memcpy(&word, &narrow, sizeof word);
+    return (uint16_t)((sign << 15) | (word >> 16));
+}
+
+/* out[i] = the dtype's rounding of offset + scale * draws[i] (float32 or bfloat16, to nearest even);
+ * returns the number of NaN values met (then the caller redoes the chunk). */
+CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type, void *out)
+{
+    if (type == F32) {
+        float *o = out;
+        for (int64_t i = 0; i < count; i++) {
+            const double product = scale * draws[i];
+            o[i] = (float)(offset + product);
+        }
+        return 0;
+    }
+    uint16_t *o = out;
+    uint64_t unusual = 0;          /* some 0 < |v| < 2^-126 (bfloat16 subnormal) or NaN */
+    for (int64_t i = 0; i < count; i++) {
+        const double product = scale * draws[i];
+        const double value = offset + product;
+        uint64_t bits;
+        memcpy(&bits, &value, sizeof bits);
+        const uint64_t magnitude = bits & ~(UINT64_C(1) << 63);
+        unusual |= (magnitude - 1 < UINT64_C(0x3810000000000000) - 1) | (magnitude > UINT64_C(0x7FF0000000000000));
+        o[i] = bfloat16_of(value);
+    }
+    if (!unusual)
+        return 0;
+    int64_t nans = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const double product = scale * draws[i];
+        const double value = offset + product, magnitude = fabs(value);
+        if (isnan(value)) {
+            nans++;
+        } else if (magnitude < 0x1p-126 && magnitude > 0) {   /* bfloat16 subnormal: multiples of 2^-133 */
+            o[i] = (uint16_t)((signbit(value) ? 0x8000 : 0) | (uint16_t)nearbyint(magnitude * 0x1p133));
+        }
+    }
+    return nans;
+}
+"""
+
+# Every float64 operation rounds on its own (no contraction into fused multiply-adds, no fast-math).
+FLAGS = ("-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared")
+DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+SPECIAL_CAPACITY = 1 << 16              # non-finite elements listed per thread before the numpy path takes over
+
+
+class JudgeArgs(ctypes.Structure):
+    _fields_ = [("x", c_void_p), ("result", c_void_p), ("cos", c_void_p), ("sin", c_void_p),
+                ("x_type", c_int32), ("cos_type", c_int32), ("half_table", c_void_p),
+                ("rows_s", c_int64), ("rows_n", c_int64), ("depth", c_int64), ("start", c_int64),
+                ("length", c_int64), ("cos_b", c_int64), ("cos_s", c_int64), ("cos_n", c_int64),
+                ("kept", c_void_p), ("partner", c_void_p), ("cos_lane", c_void_p), ("sin_lane", c_void_p),
+                ("sign", c_void_p), ("computation", c_double), ("half_ulp_scale", c_double),
+                ("half_smallest", c_double), ("scale", c_double), ("ftz_floor", c_double),
+                ("underflow_floor", c_double), ("capacity", c_int64), ("stop", POINTER(c_int32))]
+
+
+class JudgeOut(ctypes.Structure):
+    _fields_ = [("max_ratio", c_double), ("max_error", c_double), ("golden_seconds", c_double),
+                ("failed", c_int32), ("input_fails", c_int32), ("overflow", c_int32), ("pad", c_int32),
+                ("specials", c_int64), ("input_specials", c_int64),
+                ("special_index", c_void_p), ("input_special_index", c_void_p),
+                ("special_value", c_void_p), ("input_special_value", c_void_p)]
+
+
+_LIBRARY: ctypes.CDLL | None = None
+_TRIED = False
+_HALF_TABLE: np.ndarray | None = None
+
+
+def _build(target: Path) -> None:
+    """Compile ``SOURCE`` into ``target`` under an exclusive lock (concurrent builders wait for each other)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_file():
+            return
+        source = target.parent / "prmg_native.c"
+        source.write_text(SOURCE)
+        partial = target.parent / f"{target.name}.{os.getpid()}.tmp"
+        subprocess.run(["gcc", *FLAGS, "-o", str(partial), str(source), "-lm"],
+                       check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        os.replace(partial, target)
+
+
+def library() -> ctypes.CDLL | None:
+    """The compiled helper (built on first use), or None when it cannot be had or ``PRMG_NATIVE=0``."""
+    global _LIBRARY, _TRIED
+    if os.environ.get("PRMG_NATIVE", "1") == "0":
+        return None
+    if not _TRIED:
+        _TRIED = True
+        try:
+            from .toolkit import emulator_cache_base
+
+            digest = hashlib.sha256("\0".join((SOURCE, *FLAGS)).encode()).hexdigest()[:16]
+            target = emulator_cache_base() / f"native-{digest}" / "libprmgnative.so"
+            if not target.is_file():
+                _build(target)
+            loaded = ctypes.CDLL(str(target))
+            loaded.prmg_judge_rows.restype = c_int32
+            loaded.prmg_judge_rows.argtypes = [POINTER(JudgeArgs), c_int64, c_int64, POINTER(JudgeOut)]
+            loaded.prmg_affine_round.restype = c_int64
+            loaded.prmg_affine_round.argtypes = [c_void_p, c_int64, c_double, c_double, c_int32, c_void_p]
+            _LIBRARY = loaded
+        except (OSError, subprocess.SubprocessError, ValueError):
+            _LIBRARY = None
+    return _LIBRARY
+
+
+def available() -> bool:
+    """Whether the compiled helper can be used."""
+    return library() is not None
+
+
+def half_table() -> np.ndarray:
+    """float16 bit pattern -> float32 value, all 65536 of them (exact)."""
+    global _HALF_TABLE
+    if _HALF_TABLE is None:
+        _HALF_TABLE = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    return _HALF_TABLE
+
+
+def affine_round(draws: np.ndarray, scale: float, offset: float, dtype_name: str, out: np.ndarray) -> bool:
+    """``out[:] = dtype(offset + scale * draws)`` (float64 arithmetic, one rounding each; float32 or
+    bfloat16 ``out``, contiguous); False when the helper is missing, the dtype is another, or a NaN
+    turned up (the caller then does it with numpy)."""
+    lib = library()
+    code = DTYPE_CODES.get(dtype_name)
+    if lib is None or code not in (0, 2):
+        return False
+    return lib.prmg_affine_round(draws.ctypes.data, draws.size, scale, offset, code, out.ctypes.data) == 0

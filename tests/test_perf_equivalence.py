@@ -1,0 +1,302 @@
+"""The fast paths give what the straightforward ones give, bit for bit.
+
+- Judging under ``default``: the one-pass judgement (compiled ``native`` scan, and the numpy block scan
+  ``reference.SliceTerms`` + ``standards.default_budget_into``) against the whole-array reference path
+  (``judge._fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
+  from subnormal to near the dtype maximum, NaN/Inf in the data and faulty results: same status, message,
+  metrics (floats compared exactly), details, warnings and error map.
+- Inputs: ``make_inputs`` against the straightforward draws (``Generator.uniform``/``normal`` of the whole
+  tensor in float64, rounded with numpy/ml_dtypes casts).
+- The pieces: the block budget, the bfloat16 widening, the compiled bfloat16 rounding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from kernels import FAULTS, correct_kernel, faulty_kernel
+from prmg_cli import inputs as inputs_module
+from prmg_cli import judge as judge_module
+from prmg_cli import native, reference, standards
+from prmg_cli.acl import Outcome
+from prmg_cli.cases import Case, InputSpec
+from prmg_cli.inputs import Inputs, make_inputs, tensor_generator
+from prmg_cli.judge import judge
+from test_judge import BROADCASTS, NUMPY, PAIRS, SCALES, make_case
+from test_judge import make_inputs as model_inputs
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+PATHS = ("native", "numpy")
+
+
+def reference_judge(case, inputs, outcome, standard="default", tolerance=None):
+    """The whole-array judgement: what ``judge`` did before the one-pass path existed."""
+    saved = judge_module._fast_default
+    judge_module._fast_default = lambda *args: None
+    try:
+        return judge(case, inputs, outcome, standard, tolerance)
+    finally:
+        judge_module._fast_default = saved
+
+
+@pytest.fixture(params=PATHS)
+def fast_path(request, monkeypatch):
+    """Run a test through the compiled scan, or through the numpy block scan (small blocks, two threads)."""
+    monkeypatch.setattr(judge_module, "_FAST_MIN_ELEMENTS", 0)              # small cases too
+    if request.param == "native":
+        if not native.available():
+            pytest.skip("the compiled helper cannot be built here")
+        monkeypatch.setattr(judge_module, "_NATIVE_SPLIT", 64)            # split rows over the threads
+    else:
+        monkeypatch.setattr(judge_module, "_native_scans", lambda *args: None)
+        monkeypatch.setattr(reference, "JUDGE_BLOCK_ELEMENTS", 96)        # many blocks, tails, both threads
+        monkeypatch.setattr(judge_module, "_MIN_BLOCKS_PER_WORKER", 1)
+    return request.param
+
+
+def same_verdict(fast, slow) -> None:
+    assert (fast.status, fast.message) == (slow.status, slow.message)
+    assert fast.metrics == slow.metrics and list(map(type, fast.metrics.values())) == \
+        list(map(type, slow.metrics.values()))
+    assert (fast.details, fast.warnings, fast.error_map) == (slow.details, slow.warnings, slow.error_map)
+
+
+def specials(inputs: Inputs, rng: np.random.Generator, case: Case) -> Inputs:
+    """``inputs`` with NaN, +-Inf, dtype maxima and subnormals planted in dy (inside and outside the slice)
+    and now and then in cos."""
+    dy = inputs.dy.astype(np.float64)
+    big = float(ml_dtypes.finfo(inputs.dy.dtype).max)
+    values = np.array([np.nan, np.inf, -np.inf, big, -big, 1e-40, -0.0, 0.0])
+    where = rng.integers(0, dy.size, max(1, dy.size // 20))
+    dy.reshape(-1)[where] = rng.choice(values, where.size)
+    cos = inputs.cos
+    if rng.random() < 0.3:
+        cos = cos.astype(np.float64)
+        cos.reshape(-1)[rng.integers(0, cos.size)] = rng.choice([np.nan, np.inf, 0.0])
+        cos = cos.astype(inputs.cos.dtype)
+    with np.errstate(all="ignore"):
+        return Inputs(dy.astype(inputs.dy.dtype), cos, inputs.sin)
+
+
+def sweep(seed: int):
+    """A seeded case (mode, dtype pair, broadcast, shape, slice), its inputs at a random scale and a result:
+    a correct kernel, a faulty one, the golden itself, or the unchanged input."""
+    rng = np.random.default_rng(seed)
+    dtype, cos_dtype = PAIRS[seed % len(PAIRS)]
+    mode = int(rng.integers(4))
+    step = 4 if mode == 2 else 2
+    length = step * int(rng.integers(1, 25))
+    start = int(rng.integers(0, 9))
+    depth = start + length + int(rng.integers(0, 6))
+    shape = tuple(int(v) for v in rng.integers(1, 6, 3)) + (depth,)
+    case = make_case(shape, (start, start + length), mode=mode, dtype=dtype, cos_dtype=cos_dtype,
+                     broadcast=BROADCASTS[int(rng.integers(len(BROADCASTS)))], name=f"eq{seed}")
+    scale = float(rng.choice(SCALES[dtype]))
+    with np.errstate(all="ignore"):
+        inputs = model_inputs(case, rng, scale=scale, dist=str(rng.choice(["uniform", "normal", "cancel"])),
+                              table=str(rng.choice(["random", "rope"])),
+                              table_scale=float(rng.choice([1.0, 1e-3, 4.0])) if scale < 1e30 else 1.0)
+        if rng.random() < 0.25:
+            inputs = specials(inputs, rng, case)
+        kind = rng.choice(["correct", "correct", "fault", "golden", "input", "flush"])
+        if kind == "correct":
+            result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, mode, case.partial_slice)
+        elif kind == "flush":
+            result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, mode, case.partial_slice, flush=True)
+        elif kind == "fault":
+            result = faulty_kernel(str(rng.choice(FAULTS)), inputs.dy, inputs.cos, inputs.sin, mode,
+                                   case.partial_slice)
+        elif kind == "golden":
+            result = reference.inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, mode,
+                                                               case.partial_slice)
+        else:
+            result = inputs.dy.copy()
+    return case, inputs, result, kind
+
+
+@pytest.mark.parametrize("chunk", range(6))
+def test_fast_default_gives_the_reference_verdict_on_a_sweep(fast_path, chunk):
+    kinds = {}
+    for seed in range(chunk * 60, chunk * 60 + 60):
+        case, inputs, result, kind = sweep(seed)
+        outcome = Outcome(status=0, dy=result)
+        for tolerance in ({}, {"budget_scale": 0.5}):
+            with np.errstate(all="ignore"):
+                fast = judge(case, inputs, outcome, "default", tolerance)
+                slow = reference_judge(case, inputs, outcome, "default", tolerance)
+            same_verdict(fast, slow)
+            kinds[(kind, slow.status)] = kinds.get((kind, slow.status), 0) + 1
+    assert kinds.get(("correct", "passed"), 0) > 10 and kinds.get(("fault", "failed"), 0) > 3
+
+
+def test_the_forward_operator_is_judged_alike(fast_path):
+    rng = np.random.default_rng(5)
+    for seed in range(40):
+        mode, dtype = seed % 4, ("float32", "float16", "bfloat16")[seed % 3]
+        case = dataclasses.replace(make_case((2, 3, 2, 40), (4, 36), mode=mode, dtype=dtype, cos_dtype=dtype,
+                                             broadcast=("BSND", "111D", "B11D", "B1ND")[seed % 4]), op="forward")
+        inputs = model_inputs(case, rng, scale=float(rng.choice([1e-40, 1.0, 1e30])))
+        with np.errstate(all="ignore"):
+            golden = reference.inplace_partial_rotary_mul(inputs.dy, inputs.cos, inputs.sin, mode, (4, 36))
+            wrong = golden.copy()
+            wrong.reshape(-1)[rng.integers(golden.size)] = 7
+            for result in (golden, wrong, inputs.dy.copy()):
+                outcome = Outcome(status=0, dy=result)
+                same_verdict(judge(case, inputs, outcome), reference_judge(case, inputs, outcome))
+
+
+def test_every_non_finite_case_of_the_special_suite_is_judged_alike(fast_path):
+    """All-NaN and all-Inf inputs (vacuous cases), NaN only in the result, overflow everywhere."""
+    case = make_case((3, 4, 2, 24), (4, 20), dtype="bfloat16", cos_dtype="float32", broadcast="1S1D")
+    rng = np.random.default_rng(2)
+    base = model_inputs(case, rng)
+    big = float(ml_dtypes.finfo(BF16).max)
+    variants = [Inputs(np.full(case.shape, np.nan, BF16), base.cos, base.sin),
+                Inputs(np.full(case.shape, np.inf, BF16), base.cos, base.sin),
+                Inputs(np.full(case.shape, big, BF16), base.cos, base.sin),
+                Inputs(base.dy, np.zeros_like(base.cos), np.zeros_like(base.sin)),
+                Inputs(base.dy, np.ones_like(base.cos), np.zeros_like(base.sin))]
+    for inputs in variants:
+        with np.errstate(all="ignore"):
+            good = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (4, 20))
+            nan = good.copy()
+            nan[..., 5] = np.nan
+            for result in (good, nan, inputs.dy.copy()):
+                outcome = Outcome(status=0, dy=result)
+                same_verdict(judge(case, inputs, outcome), reference_judge(case, inputs, outcome))
+
+
+def test_more_non_finite_elements_than_the_compiled_scan_lists_fall_back(monkeypatch):
+    if not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    monkeypatch.setattr(native, "SPECIAL_CAPACITY", 3)
+    monkeypatch.setattr(judge_module, "_FAST_MIN_ELEMENTS", 0)
+    case = make_case((2, 4, 2, 16), (0, 16), dtype="float32", broadcast="111D")
+    inputs = model_inputs(case, np.random.default_rng(1))
+    inputs = Inputs(np.where(np.arange(inputs.dy.size).reshape(case.shape) % 3 == 0, np.nan, inputs.dy)
+                    .astype(np.float32), inputs.cos, inputs.sin)
+    outcome = Outcome(status=0, dy=correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16)))
+    calls = []
+    monkeypatch.setattr(judge_module, "_SliceScan", lambda *args, _real=judge_module._SliceScan: calls.append(1)
+                        or _real(*args))
+    same_verdict(judge(case, inputs, outcome), reference_judge(case, inputs, outcome))
+    assert calls                                           # the numpy scan took over
+
+
+def test_a_large_case_is_judged_alike_on_both_paths(fast_path):
+    case = make_case((2, 64, 8, 128), (32, 128), dtype="bfloat16", cos_dtype="bfloat16", broadcast="1S1D")
+    inputs = make_inputs(dataclasses.replace(case, seed=3))
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (32, 128))
+    outcome = Outcome(status=0, dy=result)
+    timings = {}
+    fast = judge(case, inputs, outcome, timings=timings)
+    same_verdict(fast, reference_judge(case, inputs, outcome))
+    assert fast.status == "passed" and 0 < timings["golden"]
+
+
+# --- the pieces ------------------------------------------------------------------------------------------
+
+def test_block_budget_equals_the_whole_array_budget_bit_for_bit():
+    rng = np.random.default_rng(0)
+    for fmt in standards.FORMATS.values():
+        for scale in (1.0, 0.5, 0.0, 3.0, 1e-30):
+            for exponent in (-160, -140, -126, -100, -70, -69, -68, -30, 0, 30, 127, 200):
+                golden = rng.standard_normal(500) * 2.0 ** exponent
+                golden[:10], golden[10:20] = 0.0, 5e-324
+                magnitude = np.abs(golden) * rng.uniform(1, 3, golden.size)
+                magnitude[:5] = 0
+                magnitude[30:40] = 2.0 ** rng.integers(-1074, 250, 10)
+                expected = standards.default_budget(np.abs(golden), magnitude, fmt, scale)
+                got = standards.default_budget_into(golden, magnitude, fmt, scale, np.empty(500), np.empty(500))
+                assert np.array_equal(expected.view(np.uint64), got.view(np.uint64))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_widening_equals_numpy_casts(dtype):
+    patterns = np.arange(1 << 16, dtype=np.uint16)
+    if dtype == "float32":
+        values = np.random.default_rng(0).integers(0, 1 << 32, 1 << 16, dtype=np.uint32).view(np.float32)
+    else:
+        values = patterns.view(NUMPY[dtype])
+    values = values.reshape(256, 256)[:, 3:200]             # strided, as a slice of rows
+    out = np.empty(values.shape)
+    with np.errstate(invalid="ignore"):                     # signalling NaNs
+        reference.Widener(values.size)(values, out)
+        expected = values.astype(np.float64)
+    both_nan = np.isnan(out) & np.isnan(expected)
+    assert np.array_equal(out[~both_nan].view(np.uint64), expected[~both_nan].view(np.uint64))
+    assert np.array_equal(np.isnan(out), np.isnan(expected))
+
+
+def test_compiled_bfloat16_rounding_equals_ml_dtypes():
+    if not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    rng = np.random.default_rng(4)
+    edges = [0.0, -0.0, np.inf, -np.inf, 5e-324, 2.0 ** -126, 2.0 ** -133, 1.5 * 2.0 ** -133, 2.5 * 2.0 ** -133,
+             2.0 ** -134, (2 - 2.0 ** -8) * 2.0 ** 127, (2 - 2.0 ** -7) * 2.0 ** 127, 3.4e38, 3.5e38, 1e300,
+             1 + 2.0 ** -8, 1 + 2.0 ** -8 + 2.0 ** -30, 1 + 3 * 2.0 ** -8, 2.0 ** -126 - 2.0 ** -134]
+    random_bits = rng.integers(0, 1 << 64, 1 << 18, dtype=np.uint64).view(np.float64)
+    with np.errstate(over="ignore"):
+        near = (rng.standard_normal(1 << 16) * 2.0 ** rng.integers(-140, 130, 1 << 16)).astype(np.float32)
+    ties = near.astype(np.float64) + np.ldexp(1.0, np.frexp(near.astype(np.float64))[1] - 9)   # bfloat16 midpoints
+    values = np.concatenate([np.array(edges), -np.array(edges), random_bits, near.astype(np.float64), ties])
+    values = values[~np.isnan(values)]
+    for scale, offset in ((1.0, 0.0), (2.0, -1.0), (1e-3, 3.7)):
+        out = np.empty(values.size, BF16)
+        assert native.affine_round(values, scale, offset, "bfloat16", out)
+        with np.errstate(all="ignore"):
+            expected = np.add(np.multiply(values, scale), offset).astype(BF16)
+        assert np.array_equal(out.view(np.uint16), expected.view(np.uint16))
+        out32 = np.empty(values.size, np.float32)
+        assert native.affine_round(values, scale, offset, "float32", out32)
+        with np.errstate(all="ignore"):
+            assert np.array_equal(out32.view(np.uint32),
+                                  np.add(np.multiply(values, scale), offset).astype(np.float32).view(np.uint32))
+    assert not native.affine_round(np.array([np.nan]), 1.0, 0.0, "bfloat16", np.empty(1, BF16))
+
+
+def straightforward_draw(case: Case, tensor: str) -> np.ndarray:
+    """The inputs as prmg drew them before: the whole tensor from ``Generator.uniform``/``normal`` in float64,
+    rounded by a numpy (ml_dtypes) cast."""
+    spec = case.input_spec(tensor)
+    shape = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}[tensor]
+    dtype = np.dtype(NUMPY.get({"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}[tensor], "float64"))
+    generator = tensor_generator(case.seed, tensor)
+    draws = getattr(generator, spec.kind)(float(spec.args[0]), float(spec.args[1]), int(np.prod(shape)))
+    with np.errstate(all="ignore"):
+        return draws.astype(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("native_on", [True, False])
+def test_draws_equal_the_straightforward_ones(monkeypatch, native_on):
+    if not native_on:
+        monkeypatch.setenv("PRMG_NATIVE", "0")
+    monkeypatch.setattr(inputs_module, "THREADED_DRAWS", 1000)
+    monkeypatch.setattr(inputs_module, "CHUNK_ELEMENTS", 333)
+    monkeypatch.setattr(inputs_module, "NATIVE_ROUNDING", 0)
+    rng = np.random.default_rng(9)
+    specs = [("uniform", (-1.0, 1.0)), ("uniform", (-3.7, 11.3)), ("uniform", (1e-40, 3e-38)),
+             ("normal", (0.0, 1.0)), ("normal", (1e30, 1e38)), ("uniform", (3.38e38, 3.3895e38)),
+             ("uniform", (0.0, 0.0)), ("uniform", (-7e4, 7e4)), ("normal", (0.0, 1e-44))]
+    for dtype in ("float32", "float16", "bfloat16"):
+        for kind, args in specs:
+            case = Case(name="d", source="t", shape=(2, 5, 3, 70), cos_shape=(1, 5, 1, 8), sin_shape=(1, 5, 1, 8),
+                        partial_slice=(0, 8), dtype=dtype, cos_dtype=dtype, sin_dtype=dtype,
+                        seed=int(rng.integers(1 << 63)), dy_input=InputSpec(kind, args),
+                        cos_input=InputSpec(kind, args))
+            with np.errstate(all="ignore"):
+                made = make_inputs(case, chunk_elements=int(rng.integers(1, 5000)))
+            for tensor in ("dy", "cos"):
+                got, expected = getattr(made, tensor), straightforward_draw(case, tensor)
+                assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (dtype, kind, args)
+
+
+def test_draws_keep_numpys_argument_errors():
+    case = Case(name="d", source="t", shape=(1, 1, 1, 4), cos_shape=(1, 1, 1, 4), sin_shape=(1, 1, 1, 4),
+                partial_slice=(0, 4), dy_input=InputSpec("uniform", (1.0, -1.0)))
+    with pytest.raises(ValueError, match="high - low"):
+        make_inputs(case)
