@@ -83,7 +83,7 @@ import os
 import re
 import stat
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -463,11 +463,12 @@ class _Run:
 # Files
 
 
-def _case_files(paths: Sequence[str | Path], run: _Run) -> list[Path]:
-    """The case files named by ``paths``: files as given, folders expanded (every *.yaml/*.yml below,
-    sorted by path, symlinked folders not followed); each file once."""
-    found_files: list[Path] = []
+def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
+    """The case files named by ``paths``, in order: files as given, folders expanded (every
+    *.yaml/*.yml below, sorted by path, symlinked folders not followed); each file once. A path that
+    is missing or cannot be listed is reported to ``run`` when its turn comes."""
     seen: set[tuple[int, int]] = set()
+    unknown = 0
     for given in paths:
         path = Path(given)
         try:
@@ -491,11 +492,11 @@ def _case_files(paths: Sequence[str | Path], run: _Run) -> list[Path]:
                 file_info = os.stat(file)
                 identity = (file_info.st_dev, file_info.st_ino)
             except (OSError, ValueError):
-                identity = (-1, len(found_files))             # reported when it is read
+                unknown += 1
+                identity = (-1, unknown)                      # reported when it is read
             if identity not in seen:
                 seen.add(identity)
-                found_files.append(file)
-    return found_files
+                yield file
 
 
 def _folder_files(folder: Path, run: _Run) -> list[Path]:

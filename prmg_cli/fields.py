@@ -84,8 +84,11 @@ def kind(value) -> str:
 
 
 def label(text) -> str:
-    """A key or name as it appears in a field path or a case label: bounded, never a huge string."""
-    return _shorten(str(text) if isinstance(text, str) else show(text), SHOW_LIMIT)
+    """A key or name as it appears in a field path or a case label: bounded, never a huge string, and
+    quoted with escapes (``'a\\nb'``) when it is not printable text, so it cannot break the line."""
+    if isinstance(text, str) and text.isprintable():
+        return _shorten(text)
+    return show(text)
 
 
 def suggest(word, choices) -> str:
