@@ -393,27 +393,36 @@ def test_fortran_order_npy_files_are_read_in_c_order_of_their_shape(tmp_path):
 # Writes: prmg dump
 
 
+def dump_refused(paths, out, fragment: str) -> None:
+    """``prmg dump`` (in process) refuses with one line holding ``fragment``."""
+    from prmg_cli.dump import dump_cases
+
+    with pytest.raises(PrmgError) as caught:
+        dump_cases([str(p) for p in paths], str(out))
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_dump_never_writes_outside_out(tmp_path):
     out = tmp_path / "out"
     for name in (".", ".."):
         path = write(tmp_path, "c.yaml", f"- name: '{name}'\n  shape: [1, 1, 1, 8]\n")
-        one_error_line(prmg("dump", path, "--out", out), "not a valid name")
+        dump_refused([path], out, "not a valid name")
     assert not (tmp_path / "dy.npy").exists() and not (tmp_path / "meta.json").exists()
     out.mkdir(exist_ok=True)
     (tmp_path / "elsewhere").mkdir()
     (out / "c").symlink_to(tmp_path / "elsewhere")
-    one_error_line(prmg("dump", write(tmp_path, "c.yaml", CASE), "--out", out), "not dumped")
+    dump_refused([write(tmp_path, "c.yaml", CASE)], out, "not dumped")
     assert list((tmp_path / "elsewhere").iterdir()) == []
     (out / "c").unlink()
     (out / "c").mkdir()
     (out / "c" / "dy.npy").symlink_to(tmp_path / "elsewhere" / "planted.npy")
-    one_error_line(prmg("dump", tmp_path / "c.yaml", "--out", out), "is a symlink; not followed")
+    dump_refused([tmp_path / "c.yaml"], out, "is a symlink; not followed")
     assert list((tmp_path / "elsewhere").iterdir()) == []
+    dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: is not a folder")
 
 
 def test_dump_write_errors_are_one_line(tmp_path):
     case_file = write(tmp_path, "c.yaml", CASE)
-    one_error_line(prmg("dump", case_file, "--out", "/dev/full"), "/dev/full", "is not a folder")
     script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
               "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)); sys.argv = ['prmg'] + sys.argv[1:]; "
               "from prmg_cli.cli import main; main()")
@@ -634,8 +643,8 @@ def test_import_ttk_with_no_importable_row_is_an_error(tmp_path):
     with pytest.raises(PrmgError, match="no row could be imported \\(2 data row\\(s\\); row 1 \\(ok\\): op_name "
                                         "other_op is not"):
         ttk.import_ttk(csv_path)
-    result = prmg("import-ttk", csv_path, "-o", tmp_path / "out.yaml")
-    one_error_line(result, "no row could be imported")
+    with pytest.raises(PrmgError, match="no row could be imported"):
+        gencase_cli.import_ttk_file(str(csv_path), str(tmp_path / "out.yaml"))
     assert not (tmp_path / "out.yaml").exists()
 
 
