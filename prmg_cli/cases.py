@@ -11,12 +11,12 @@ A case file is either a bare list of cases, or a mapping ``{defaults: {...}, cas
 A path given to a command may be a file or a folder (every ``*.yaml``/``*.yml`` below it, sorted by
 path). YAML anchors, aliases and ``<<`` merge keys work; ``1e-3`` reads as a number. Files are read
 with the safe loader only: a ``!!python/...`` tag is an error and never runs; alias bombs and keys
-written twice in one mapping are refused. Mistakes are reported as one line naming the file, the case
+written twice in one mapping are refused (``yamlfile``). Mistakes are reported as one line naming the file, the case
 (``case '#3'`` for the third entry when its name is unknown) and the field (``inputs.dy.values``).
 
 | key | meaning (default) |
 |---|---|
-| ``name`` | required; unique across the run; letters, digits, ``_ . -`` (may be a template, see sweeps) |
+| ``name`` | required; unique across the run; letters, digits, ``_ . -``, not only dots, at most 200 characters (may be a template, see sweeps) |
 | ``shape`` | required; dy's shape ``[B, S, N, D]`` (an ``expect: {error: ...}`` case may use any length) |
 | ``broadcast`` | cos/sin pattern against dy: ``BSND 111D 1S1D 1SND B1ND BS1D 11ND B11D``; the cos shape takes B, S, N from dy where the pattern has a letter, 1 where it has ``1``, and ``L = end - start`` as its last axis |
 | ``cos_shape`` | cos's shape, instead of ``broadcast`` (not both). Neither given: ``[1, 1, 1, L]`` (``[1, 1, 1, 1]`` when the slice is empty) |
@@ -26,7 +26,7 @@ written twice in one mapping are refused. Mistakes are reported as one line nami
 | ``dtype`` | dy's dtype: ``float32``, ``float16``, ``bfloat16`` or an alias ``fp32 fp16 bf16 half float`` (``float32``) |
 | ``cos_dtype`` / ``sin_dtype`` | cos's dtype (``dtype``); sin's dtype (``cos_dtype``) |
 | ``seed`` | integer 0 <= seed < 2**64 (derived from the name: the same inputs on every machine and run) |
-| ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{file: x.npy}`` (relative to the case file; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode (``uniform: [-1, 1]``) |
+| ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{file: x.npy}`` (relative to the case file and inside its folder; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode (``uniform: [-1, 1]``) |
 | ``expect`` | ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or ``any`` (``pass``) |
 | ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact`` (the run's) |
 | ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), finite numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
@@ -49,7 +49,8 @@ been written in the entry (a key may not be both swept and written). ``name`` is
 is replaced by that key's value as written (``{dtype}`` -> ``bf16`` if written ``bf16``); lists are
 joined compactly, shapes with ``x`` (``2x4x8x128``) and other lists with ``-`` (``{partial_slice}`` ->
 ``0-64``); ``{index}`` is the case's position in the expansion, from 0 (format specs work:
-``{index:03d}``). Any key of the merged case (swept, written or from defaults) may appear in the
+``{index:03d}``; attribute or index access, conversions such as ``!r``, nested fields and widths over
+200 are refused). Any key of the merged case (swept, written or from defaults) may appear in the
 template; a template giving two cases the same name is an error::
 
     - name: "bwd_{dtype}_{broadcast}_{partial_slice}"
@@ -58,42 +59,55 @@ template; a template giving two cases the same name is an error::
         dtype: [float32, bfloat16]
         broadcast: [111D, BSND]
         partial_slice: [[0, 64], [7, 71]]       # 2 x 2 x 2 = 8 cases, e.g. bwd_bfloat16_111D_7-71
+
+What is refused before any work
+===============================
+
+A case file is read only when it is a regular file of at most 16 MiB; its text must be UTF-8 of
+printable characters (``yamlfile``: a NUL, a vertical tab, DEL, U+FFFE ... are named with their line
+and column). A ``file:`` input must be a regular .npy file inside the case file's folder (symlinks
+resolved; ``npyfile``). A run holds at most ``MAX_RUN_CASES`` cases: a sweep's size (the product of
+its list lengths) is checked against what is left before it is expanded.
+
+Every mistake is a ``PrmgError`` naming the file, the case and the field; ``load_cases`` raises the
+first one, ``check_files`` returns all of them (one per broken case).
 """
 
 from __future__ import annotations
 
-import difflib
+import hashlib
 import itertools
+import json
 import math
+import os
 import re
+import stat
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import yaml
-
-from prmg_cli import constraints, dtypes
-from prmg_cli.standards import STANDARD_PARAMS, STANDARDS, check_standard
-from prmg_cli.checks import CHECKS
-from prmg_cli.errors import PrmgError
-from prmg_cli.ops import OPERATORS
-from prmg_cli.status import STATUS_CODES, STATUS_NAMES, describe
-from prmg_cli.vocab import BROADCASTS, FORMATS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_shape
+from . import constraints, files, npyfile, yamlfile
+from .errors import PrmgError
+from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
+                     parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_golden, parse_inputs,
+                     parse_known_defect, parse_mode, parse_null, parse_op, parse_seed, parse_slice,
+                     parse_standard, parse_strides, parse_tolerance, parse_words, show, suggest)
+from .status import STATUS_NAMES, describe
+from .vocab import BROADCASTS, MODE_NAMES, TENSORS, broadcast_shape
+from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
              "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden")
 FILE_KEYS = ("defaults", "cases")
-INPUT_KINDS = ("uniform", "normal", "values", "file", "rope")
-ROPE_KEYS = ("base", "offset")
-DEFAULT_ROPE_BASE = 10000.0
-# A file whose YAML expands (aliases followed) to more nodes than this is refused as an alias bomb.
-MAX_EXPANDED_NODES = 2_000_000
-MAX_SWEEP_CASES = 100_000         # one sweep entry may expand to at most this many cases
-NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")   # a case name or tag: letters, digits, '_', '.', '-'
-_INT64_MAX = 2**63 - 1
+MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file counted before expansion
+_NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
+_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
+
+__all__ = ["Case", "InputSpec", "Expect", "load_cases", "check_files", "validate", "select", "case_to_dict",
+           "parse_document", "sanitise_name", "fingerprint", "NAME_PATTERN", "MAX_NAME_LENGTH", "INPUT_KINDS",
+           "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES", "MAX_LIST_VALUES"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +115,9 @@ class InputSpec:
     """How the values of one tensor are made.
 
     kind / args:
-      uniform (lo, hi) | normal (mean, std) | values (flat C-order floats) | file (absolute .npy path,)
+      uniform (lo, hi) | normal (mean, std) | values (flat C-order floats)
+      | file (absolute .npy path, the folder it must stay inside): a spec read from a case file names
+        that file's folder; a spec made in code may give the path alone (no folder rule)
       | rope (base, offset)  -- cos/sin only: a real RoPE angle table laid out for the case's mode,
         positions starting at ``offset``.
     """
@@ -165,20 +181,34 @@ class Case:
 def load_cases(paths: Sequence[str | Path]) -> list[Case]:
     """Every case of every file under ``paths`` (files, or folders searched for *.yaml/*.yml), in order.
 
-    Names must be unique across the whole run.
+    Names must be unique across the whole run, which holds at most ``MAX_RUN_CASES`` cases. Raises
+    the first mistake as a PrmgError naming the file, the case and the field.
     """
-    cases: list[Case] = []
-    first_seen: dict[str, str] = {}
-    for file in _case_files(paths):
-        for case in _load_file(file):
-            if case.name in first_seen:
-                other = first_seen[case.name]
-                where = "earlier in the same file" if other == case.source else f"also in {other}"
-                raise PrmgError(f"duplicate case name '{case.name}' ({where})",
-                                file=case.source, case=case.name, field="name")
-            first_seen[case.name] = case.source
-            cases.append(case)
-    return cases
+    run = _Run()
+    for file in _case_files(paths, run):
+        run.load_file(file)
+    return run.cases
+
+
+def check_files(paths: Sequence[str | Path], supported_modes: set[int] | frozenset[int]) -> list[PrmgError]:
+    """Every mistake in the case files under ``paths``, in file and case order, one PrmgError each:
+
+    - a file that cannot be read or parsed (or whose ``defaults`` are wrong): one error for the file;
+    - an entry whose keys, sweep or name template are wrong: one error for the entry;
+    - each case that does not load (a sweep's cases sharing one mistake: one error), has a name used
+      before, or (``expect: pass``) breaks a constraint of the operator on a target supporting
+      ``supported_modes`` (``validate``): one error for the case.
+
+    An empty list means ``load_cases`` and ``validate`` accept every file. Reading stops at the run's
+    case limit (``MAX_RUN_CASES``), which is reported as one more error.
+    """
+    errors: list[PrmgError] = []
+    run = _Run(report=errors.append, supported_modes=supported_modes)
+    for file in _case_files(paths, run):
+        if run.stopped:
+            break
+        run.load_file(file)
+    return errors
 
 
 def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) -> None:
@@ -188,18 +218,28 @@ def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) 
     (``constraints.skip_reason``).
     """
     for case in cases:
-        if not case.expect.success:
-            continue
-        for violation in constraints.violation_details(case, supported_modes):
-            if not violation.skippable:
-                raise PrmgError(f"expect: pass, but {violation.message} "
-                                f"(the operator returns {describe(violation.code)})",
-                                file=case.source, case=case.name, field=violation.field)
+        error = _violation(case, supported_modes)
+        if error is not None:
+            raise error
+
+
+def _violation(case: Case, supported_modes) -> PrmgError | None:
+    """The PrmgError for the first constraint an ``expect: pass`` case breaks (not counting an
+    unsupported mode), or None."""
+    if not case.expect.success:
+        return None
+    for violation in constraints.violation_details(case, supported_modes):
+        if not violation.skippable:
+            return PrmgError(f"expect: pass, but {violation.message} "
+                             f"(the operator returns {describe(violation.code)})",
+                             file=case.source, case=case.name, field=violation.field)
+    return None
 
 
 def sanitise_name(text: str, replacement: str = "_") -> str:
-    """``text`` with every character that ``NAME_PATTERN`` does not allow replaced by ``replacement``."""
-    return "".join(char if NAME_PATTERN.fullmatch(char) else replacement for char in text)
+    """``text`` with every character a name cannot hold (letters, digits, ``_ . -``) replaced by
+    ``replacement``."""
+    return "".join(char if _NAME_CHARACTER.fullmatch(char) else replacement for char in text)
 
 
 def select(cases: Sequence[Case], keyword: str | None = None, tags: Sequence[str] = ()) -> list[Case]:
@@ -214,7 +254,7 @@ def case_to_dict(case: Case) -> dict:
     """``case`` as a mapping of plain values that ``load_cases`` reads back into the same Case.
 
     Keys equal to their defaults are left out; a cos shape that one broadcast pattern derives is
-    written as ``broadcast``.
+    written as ``broadcast``. A ``file:`` input is written as its absolute path.
     """
     out: dict = {"name": case.name, "shape": list(case.shape)}
     start, end = case.partial_slice
@@ -269,131 +309,206 @@ def case_to_dict(case: Case) -> dict:
     return out
 
 
-# ----------------------------------------------------------------------------------------------
-# Files and YAML
+def fingerprint(case: Case) -> str:
+    """A hash of what ``case`` is, to tell whether a recorded result still belongs to it.
 
-
-def _case_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The case files named by ``paths``: files as given, folders expanded; each file once."""
-    files: list[Path] = []
-    seen: set[Path] = set()
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-            if not found:
-                raise PrmgError("no *.yaml or *.yml files in this folder", file=str(path))
-        elif path.exists():
-            found = [path]
-        else:
-            raise PrmgError("no such file or folder", file=str(path))
-        for file in found:
-            if file.resolve() not in seen:
-                seen.add(file.resolve())
-                files.append(file)
-    return files
-
-
-class _SafeLoader(yaml.SafeLoader):
-    """The safe loader, also reading ``1e-3`` (no dot) as a float as YAML 1.2 does."""
-
-
-_SafeLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
-
-
-def _read_yaml(file: Path):
-    """The document in ``file`` as plain Python values, refusing alias bombs and non-safe tags."""
-    source = str(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise PrmgError("cannot read: not UTF-8 text", file=source) from None
-    except OSError as error:
-        raise PrmgError(f"cannot read: {error.strerror or error}", file=source) from None
-    loader = _SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise PrmgError("the file is empty (expected a list of cases)", file=source)
-        _check_expansion(node, source)
-        return loader.construct_document(node)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        tag = re.search(r"constructor for the tag '([^']*)'", str(error.problem))
-        if tag and mark:
-            tag_text = tag.group(1).replace("tag:yaml.org,2002:", "!!")
-            raise PrmgError(f"unsupported YAML tag '{tag_text}' at line {mark.line + 1} "
-                            f"(only plain YAML is read; nothing is executed)", file=source) from None
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise PrmgError(f"malformed YAML{where}: {error.problem or error.context}", file=source) from None
-    except yaml.YAMLError as error:
-        raise PrmgError(f"malformed YAML: {error}", file=source) from None
-    except RecursionError:
-        raise PrmgError("YAML nested too deeply", file=source) from None
-    finally:
-        loader.dispose()
-
-
-def _check_expansion(root: yaml.Node, source: str) -> None:
-    """Refuse a document whose aliases expand it past MAX_EXPANDED_NODES nodes, or that refers to itself.
-
-    Counted on the composed node graph, where every alias is a shared node, before anything is built.
+    The sha256 (64 hex digits) of the canonical JSON (sorted keys, no spaces, ASCII) of
+    ``case_to_dict(case)`` in which every ``file:`` input's path is replaced by the sha256 of that
+    file's bytes. So it changes with any key of the case (name, shapes, dtypes, seed, inputs, expect,
+    standard, tolerance, tags ...) and with the contents of its .npy files, and it is the same on
+    every run and machine and wherever the case file lies (neither ``source`` nor any path is hashed).
+    PrmgError naming the case and field when a ``file:`` input can no longer be read.
     """
-    sizes: dict[int, int] = {}
-    active: set[int] = set()
-
-    def expanded(node: yaml.Node) -> int:
-        """How many nodes ``node`` stands for once its aliases are followed (PrmgError on a cycle or an alias bomb)."""
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
-            raise PrmgError(f"recursive YAML alias at line {node.start_mark.line + 1}", file=source)
-        active.add(key)
-        if isinstance(node, yaml.SequenceNode):
-            total = 1 + sum(expanded(child) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            _check_unique_keys(node, source)
-            total = 1 + sum(expanded(k) + expanded(v) for k, v in node.value)
-        else:
-            total = 1
-        active.discard(key)
-        if total > MAX_EXPANDED_NODES:
-            raise PrmgError(f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes "
-                            f"(an alias bomb?) near line {node.start_mark.line + 1}", file=source)
-        sizes[key] = total
-        return total
-
-    expanded(root)
-
-
-def _check_unique_keys(node: yaml.MappingNode, source: str) -> None:
-    """Refuse a mapping that writes one key twice (YAML would silently keep the last)."""
-    seen = set()
-    for key, _ in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-            if (key.tag, key.value) in seen:
-                raise PrmgError(f"key '{key.value}' written twice in one mapping at line {key.start_mark.line + 1}",
-                                file=source)
-            seen.add((key.tag, key.value))
-
-
-def _load_file(file: Path) -> list[Case]:
-    """The cases of one file: defaults merged, sweeps expanded, every key checked."""
-    return parse_document(_read_yaml(file), str(file), file.parent)
+    definition = case_to_dict(case)
+    for tensor in TENSORS:
+        spec = case.input_spec(tensor)
+        if spec.kind == "file":
+            folder = spec.args[1] if len(spec.args) > 1 else None
+            try:
+                definition["inputs"][tensor] = {"file": {"sha256": npyfile.digest(spec.args[0], folder)}}
+            except npyfile.NpyError as error:
+                raise PrmgError(str(error), file=case.source, case=case.name,
+                                field=f"inputs.{tensor}.file") from None
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def parse_document(document, source: str, folder: Path) -> list[Case]:
     """The cases of an already-read case document (a list, or ``{defaults, cases}``), as ``load_cases``
     reads them from a file named ``source``; ``file:`` inputs are relative to ``folder``."""
-    defaults, entries = _split_document(document, source)
-    cases = []
-    for number, entry in enumerate(entries, start=1):
-        cases.extend(_expand_entry(entry, defaults, source, folder, number))
-    return cases
+    run = _Run()
+    run.add_document(document, source, folder)
+    return run.cases
+
+
+# ----------------------------------------------------------------------------------------------
+# A run: the files, their cases, the names and the case budget they share
+
+
+class _Stop(Exception):
+    """The run's case limit was reached while collecting mistakes: read no more."""
+
+
+class _Run:
+    """The cases loaded so far, their names, and how many more the run may hold.
+
+    Without ``report`` the first mistake is raised; with it every mistake is passed to ``report`` and
+    loading goes on with the next case, entry or file. With ``supported_modes`` every loaded case is
+    checked against the operator's constraints as well (``check_files``).
+    """
+
+    def __init__(self, report: Callable[[PrmgError], None] | None = None, supported_modes=None):
+        self.report = report
+        self.supported_modes = supported_modes
+        self.cases: list[Case] = []
+        self.first_seen: dict[str, str] = {}
+        self.planned = 0
+        self.stopped = False
+
+    def fail(self, error: PrmgError) -> None:
+        """Raise ``error``, or report it and carry on."""
+        if self.report is None:
+            raise error
+        self.report(error)
+
+    def load_file(self, file: Path) -> None:
+        """Add the cases of one case file."""
+        try:
+            document = yamlfile.read_yaml(file)
+            if document is None:
+                raise PrmgError("the file is empty (expected a list of cases)", file=str(file))
+        except PrmgError as error:
+            self.fail(error)
+            return
+        try:
+            self.add_document(document, str(file), file.parent)
+        except _Stop:
+            self.stopped = True
+
+    def add_document(self, document, source: str, folder: Path) -> None:
+        """Add the cases of an already-read case document."""
+        try:
+            defaults, entries = _split_document(document, source)
+        except PrmgError as error:
+            self.fail(error)
+            return
+        for number, entry in enumerate(entries, start=1):
+            self.add_entry(entry, defaults, source, folder, number)
+
+    def reserve(self, count: int, where: Where, field: str) -> None:
+        """Count ``count`` more cases against MAX_RUN_CASES; PrmgError (then _Stop when collecting) past it."""
+        if self.planned + count > MAX_RUN_CASES:
+            makes = f"the sweep makes {count} cases" if field == "sweep" else "this case"
+            if self.planned:
+                reason = f"{makes}; with the {self.planned} before it the run would hold more than {MAX_RUN_CASES}"
+            else:
+                reason = f"{makes}, more than the {MAX_RUN_CASES} a run may hold"
+            self.fail(where.error(field, reason + " (split the cases into several runs)"))
+            raise _Stop
+        self.planned += count
+
+    def add_entry(self, entry, defaults: dict, source: str, folder: Path, number: int) -> None:
+        """Add the cases one entry of ``cases`` stands for: one, or a sweep's whole product."""
+        try:
+            where, written, sweep = _split_entry(entry, source, number)
+            keys = list(sweep)
+            count = math.prod(len(sweep[key]) for key in keys)
+        except PrmgError as error:
+            self.fail(error)
+            return
+        self.reserve(count, where, "sweep" if keys else "name")
+        names: dict[str, int] = {}
+        reported: set[tuple] = set()
+        for index, combination in enumerate(itertools.product(*(sweep[key] for key in keys))):
+            try:
+                raw, origins = _merge(defaults, {**written, **dict(zip(keys, combination))})
+                origins.update({key: "sweep." for key in keys})
+                name = _render_name(raw, index, Where(source, where.case, origins))
+            except PrmgError as error:
+                if (error.field, error.reason) not in reported:
+                    reported.add((error.field, error.reason))
+                    self.fail(error)
+                continue
+            if name in names:                      # the template is the one mistake: report it once
+                self.fail(where.error("name", f"the name template {show(raw['name'])} gives the name '{name}' to "
+                                      f"cases {names[name]} and {index} of the sweep; add a swept key or {{index}}"))
+                return
+            names[name] = index
+            try:
+                case = _build_case(raw, name, Where(source, name, origins), folder)
+            except PrmgError as error:             # a mistake all the sweep's cases share: reported once
+                if (error.field, error.reason) not in reported:
+                    reported.add((error.field, error.reason))
+                    self.fail(error)
+                continue
+            self.add_case(case)
+
+    def add_case(self, case: Case) -> None:
+        """Keep ``case`` unless its name was used before (and, when checking, it breaks a constraint)."""
+        if case.name in self.first_seen:
+            other = self.first_seen[case.name]
+            where = "earlier in the same file" if other == case.source else f"also in {other}"
+            self.fail(PrmgError(f"duplicate case name '{case.name}' ({where})",
+                                file=case.source, case=case.name, field="name"))
+            return
+        self.first_seen[case.name] = case.source
+        if self.supported_modes is not None:
+            error = _violation(case, self.supported_modes)
+            if error is not None:
+                self.fail(error)
+        self.cases.append(case)
+
+
+# ----------------------------------------------------------------------------------------------
+# Files
+
+
+def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
+    """The case files named by ``paths``, in order: files as given, folders expanded (every
+    *.yaml/*.yml below, sorted by path, symlinked folders not followed); each file once. A path that
+    is missing or cannot be listed is reported to ``run`` when its turn comes."""
+    seen: set[tuple[int, int]] = set()
+    unknown = 0
+    for given in paths:
+        path = Path(given)
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            run.fail(PrmgError("no such file or folder", file=str(path)))
+            continue
+        except (OSError, ValueError) as error:
+            reason = files.os_reason(error) if isinstance(error, OSError) else "not a valid path"
+            run.fail(PrmgError(reason, file=str(path)))
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            found = _folder_files(path, run)
+            if not found:
+                run.fail(PrmgError("no *.yaml or *.yml files in this folder", file=str(path)))
+                continue
+        else:
+            found = [path]
+        for file in found:
+            try:
+                file_info = os.stat(file)
+                identity = (file_info.st_dev, file_info.st_ino)
+            except (OSError, ValueError):
+                unknown += 1
+                identity = (-1, unknown)                      # reported when it is read
+            if identity not in seen:
+                seen.add(identity)
+                yield file
+
+
+def _folder_files(folder: Path, run: _Run) -> list[Path]:
+    """Every *.yaml / *.yml below ``folder``, sorted by path (symlinked folders are not entered)."""
+    def unreadable(error: OSError) -> None:
+        run.fail(PrmgError(f"cannot list this folder: {files.os_reason(error)}", file=str(error.filename)))
+
+    found = []
+    for root, folders, names in os.walk(folder, onerror=unreadable):
+        folders.sort()
+        found.extend(Path(root) / name for name in names if name.endswith((".yaml", ".yml")))
+    return sorted(found)
 
 
 def _split_document(document, source: str) -> tuple[dict, list]:
@@ -401,9 +516,9 @@ def _split_document(document, source: str) -> tuple[dict, list]:
     if isinstance(document, list):
         return {}, document
     if not isinstance(document, dict):
-        raise PrmgError(f"expected a list of cases or {{defaults: ..., cases: [...]}}, got {_kind(document)}",
+        raise PrmgError(f"expected a list of cases or {{defaults: ..., cases: [...]}}, got {kind(document)}",
                         file=source)
-    _check_keys(document, FILE_KEYS, _Where(source), "")
+    check_keys(document, FILE_KEYS, Where(source), "")
     if "cases" not in document:
         raise PrmgError("missing key 'cases' (a file is a list of cases or {defaults: ..., cases: [...]})",
                         file=source)
@@ -411,14 +526,14 @@ def _split_document(document, source: str) -> tuple[dict, list]:
     if defaults is None:
         defaults = {}
     if not isinstance(defaults, dict):
-        raise PrmgError(f"expected a mapping of case keys, got {_kind(defaults)}", file=source, field="defaults")
+        raise PrmgError(f"expected a mapping of case keys, got {kind(defaults)}", file=source, field="defaults")
     defaults = _null_key_named(defaults)
-    _check_keys(defaults, CASE_KEYS + ("sweep",), _Where(source), "defaults.")
+    check_keys(defaults, CASE_KEYS + ("sweep",), Where(source), "defaults.")
     for key in ("name", "sweep"):
         if key in defaults:
             raise PrmgError(f"'{key}' belongs to each case, not to defaults", file=source, field=f"defaults.{key}")
     if not isinstance(entries, list):
-        raise PrmgError(f"expected a list of cases, got {_kind(entries)}", file=source, field="cases")
+        raise PrmgError(f"expected a list of cases, got {kind(entries)}", file=source, field="cases")
     return defaults, entries
 
 
@@ -426,63 +541,31 @@ def _split_document(document, source: str) -> tuple[dict, list]:
 # Entries: defaults, sweeps, name templates
 
 
-class _Where:
-    """Where a value lives, for error messages: the file, the case, and which keys came from where."""
-
-    def __init__(self, source: str, case: str | None = None, origins: dict[str, str] | None = None):
-        self.source = source
-        self.case = case
-        self.origins = origins or {}
-
-    def field(self, path: str) -> str:
-        """``path`` prefixed by where its top key came from ("defaults." or "sweep."), if not the case."""
-        parts = path.split(".")
-        for top in (".".join(parts[:2]), parts[0]):
-            if top in self.origins:
-                return self.origins[top] + path
-        return path
-
-    def error(self, path: str, message: str) -> PrmgError:
-        """A PrmgError at this file and case naming ``path`` as the field (prefixed by where it came from)."""
-        return PrmgError(message, file=self.source, case=self.case, field=self.field(path) if path else None)
-
-
-def _expand_entry(entry, defaults: dict, source: str, folder: Path, number: int) -> list[Case]:
-    """The cases one entry of ``cases`` stands for: one, or a sweep's whole product."""
+def _split_entry(entry, source: str, number: int) -> tuple[Where, dict, dict]:
+    """(where, the written keys, the sweep) of one entry of ``cases``, its keys and sweep checked."""
     if not isinstance(entry, dict):
-        raise PrmgError(f"a case must be a mapping of keys, got {_kind(entry)}", file=source, case=f"#{number}")
+        raise PrmgError(f"a case must be a mapping of keys, got {kind(entry)}", file=source, case=f"#{number}")
     entry = _null_key_named(entry)
-    label = entry.get("name")
-    where = _Where(source, label if isinstance(label, str) and label else f"#{number}")
-    _check_keys(entry, CASE_KEYS + ("sweep",), where, "")
+    name = entry.get("name")
+    if isinstance(name, str) and name:
+        where = Where(source, name if len(name) <= MAX_NAME_LENGTH and name.isprintable() else label(name))
+    else:
+        where = Where(source, f"#{number}")
+    check_keys(entry, CASE_KEYS + ("sweep",), where, "")
     sweep = entry.get("sweep", {})
     if not isinstance(sweep, dict) or ("sweep" in entry and not sweep):
         raise where.error("sweep", "expected a mapping of key: [values...] with at least one key")
     sweep = _null_key_named(sweep)
-    _check_keys(sweep, CASE_KEYS, where, "sweep.")
+    check_keys(sweep, CASE_KEYS, where, "sweep.")
     for key, values in sweep.items():
         if key == "name":
             raise where.error("sweep.name", "the name cannot be swept; make it a template such as 'x_{dtype}'")
         if key in entry:
             raise where.error(f"sweep.{key}", f"'{key}' is both swept and set in the case; keep one")
         if not isinstance(values, list) or not values:
-            raise where.error(f"sweep.{key}", f"expected a non-empty list of values, got {_kind(values)}")
-    keys = list(sweep)
-    count = math.prod(len(sweep[key]) for key in keys)
-    if count > MAX_SWEEP_CASES:
-        raise where.error("sweep", f"the sweep makes {count} cases, more than {MAX_SWEEP_CASES}")
+            raise where.error(f"sweep.{key}", f"expected a non-empty list of values, got {kind(values)}")
     written = {key: value for key, value in entry.items() if key != "sweep"}
-    cases, names = [], {}
-    for index, combination in enumerate(itertools.product(*(sweep[key] for key in keys))):
-        raw, origins = _merge(defaults, {**written, **dict(zip(keys, combination))})
-        origins.update({key: "sweep." for key in keys})
-        name = _render_name(raw, index, _Where(source, where.case, origins))
-        if name in names:
-            raise where.error("name", f"the name template '{raw['name']}' gives the name '{name}' to cases "
-                              f"{names[name]} and {index} of the sweep; add a swept key or {{index}}")
-        names[name] = index
-        cases.append(_build_case(raw, name, _Where(source, name, origins), folder))
-    return cases
+    return where, written, sweep
 
 
 def _null_key_named(mapping: dict) -> dict:
@@ -497,11 +580,14 @@ def _merge(defaults: dict, case: dict) -> tuple[dict, dict[str, str]]:
     for key, value in case.items():
         inherited = merged.get(key)
         if key == "inputs" and isinstance(inherited, dict) and isinstance(value, dict):
-            origins.update({f"inputs.{tensor}": "defaults." for tensor in inherited})
-            origins.update({f"inputs.{tensor}": "" for tensor in value})
+            origins.update({f"inputs.{label(tensor)}": "defaults." for tensor in inherited})
+            origins.update({f"inputs.{label(tensor)}": "" for tensor in value})
             value = {**inherited, **value}
         elif key == "tags" and isinstance(inherited, list) and isinstance(value, list):
-            value = list(dict.fromkeys(inherited + value))
+            try:
+                value = list(dict.fromkeys(inherited + value))
+            except TypeError:                     # an unhashable tag: parse_words names it
+                value = inherited + value
         elif key == "tolerance" and isinstance(inherited, dict) and isinstance(value, dict) \
                 and case.get("standard", defaults.get("standard")) == defaults.get("standard"):
             value = {**inherited, **value}
@@ -512,83 +598,124 @@ def _merge(defaults: dict, case: dict) -> tuple[dict, dict[str, str]]:
     return merged, origins
 
 
-def _render_name(raw: dict, index: int, where: _Where) -> str:
-    """The case name: ``raw['name']`` with ``{key}`` fields filled in (see Sweeps)."""
+def _render_name(raw: dict, index: int, where: Where) -> str:
+    """The case name: ``raw['name']`` with ``{key}`` fields filled in (see Sweeps), at most
+    MAX_NAME_LENGTH characters, checked piece by piece so that no template can allocate more."""
     if "name" not in raw:
         raise where.error("name", "missing required key 'name'")
     template = raw["name"]
     if not isinstance(template, str):
-        raise where.error("name", f"expected a string, got {_kind(template)}")
-    if "{" in template or "}" in template:
+        raise where.error("name", f"expected a string, got {kind(template)}")
+    name = _fill_template(template, raw, index, where) if "{" in template or "}" in template else template
+    if len(name) > MAX_NAME_LENGTH:
+        raise where.error("name", f"a name has at most {MAX_NAME_LENGTH} characters, this one {len(name)}")
+    if not NAME_PATTERN.fullmatch(name):
+        raise where.error("name", f"{show(name)} is not a valid name (letters, digits, '_', '.', '-' only, "
+                          f"not only dots)")
+    return name
+
+
+def _fill_template(template: str, raw: dict, index: int, where: Where) -> str:
+    """``template`` with each ``{key}`` or ``{key:spec}`` replaced (see Sweeps); refused: attribute or
+    index access, conversions (``!r``), nested fields, widths or precisions over MAX_NAME_LENGTH, and
+    a result over MAX_NAME_LENGTH characters (checked before each piece is added)."""
+    def bad(reason: str) -> PrmgError:
+        return where.error("name", f"bad name template {show(template)}: {reason}")
+
+    try:
+        pieces = list(string.Formatter().parse(template))
+    except ValueError as error:
+        raise bad(str(error)) from None
+    available = ["index"] + [key for key in raw if key != "name" and isinstance(key, str)]
+    out, length = [], 0
+    for literal, field, spec, conversion in pieces:
+        out.append(literal)
+        length += len(literal)
+        if field is None:
+            continue
+        if conversion is not None:
+            raise bad(f"'{{{label(field)}!{conversion}}}': conversions are not supported")
+        if field not in available:
+            if not field.isidentifier():
+                raise bad(f"'{{{label(field)}}}' is not a key (only {{key}} or {{key:spec}}: no attribute or "
+                          f"index access, no positional fields)")
+            raise where.error("name", f"unknown field '{{{label(field)}}}' in name template {show(template)}"
+                              f"{suggest(field, available)} (available: {', '.join(available)})")
+        if "{" in spec or "}" in spec:
+            raise bad(f"'{{{field}:{label(spec)}}}': nested fields are not supported")
+        match = _FORMAT_SPEC.fullmatch(spec)
+        if match is None:
+            raise bad(f"'{{{field}:{label(spec)}}}' is not a format spec")
+        for number in (match.group("width"), match.group("precision")):
+            if number and (len(number) > 3 or int(number) > MAX_NAME_LENGTH):
+                raise bad(f"'{{{field}:{label(spec)}}}': widths and precisions are at most {MAX_NAME_LENGTH}")
+        value = index if field == "index" else _name_text(field, raw[field], where)
         try:
-            fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
-        except ValueError as error:
-            raise where.error("name", f"bad name template '{template}': {error}") from None
-        available = ["index"] + [key for key in raw if key != "name"]
-        values: dict = {"index": index}
-        for field in fields:
-            if field not in available:
-                raise where.error("name", f"unknown field '{{{field}}}' in name template '{template}'"
-                                  f"{_suggest(field, available)} (available: {', '.join(available)})")
-            if field != "index":
-                values[field] = _name_text(field, raw[field], where)
-        try:
-            template = template.format(**values)
+            text = format(value, spec)
         except (ValueError, TypeError) as error:
-            raise where.error("name", f"bad name template '{raw['name']}': {error}") from None
-    if not NAME_PATTERN.fullmatch(template):
-        raise where.error("name", f"'{template}' is not a valid name (letters, digits, '_', '.', '-' only)")
-    return template
+            raise bad(str(error)) from None
+        length += len(text)
+        if length > MAX_NAME_LENGTH:
+            raise where.error("name", f"the name template {show(template)} makes a name of more than "
+                              f"{MAX_NAME_LENGTH} characters")
+        out.append(text)
+    return "".join(out)
 
 
-def _name_text(key: str, value, where: _Where) -> str:
-    """``value`` as it appears in a name: scalars as written, shapes joined by 'x', other lists by '-'."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
-                                       for v in value):
-        return ("x" if key.endswith("shape") else "-").join(str(v) for v in value)
-    raise where.error("name", f"'{{{key}}}' cannot go into a name: its value is {_kind(value)}")
+def _name_text(key: str, value, where: Where) -> str:
+    """``value`` as it appears in a name: scalars as written, shapes joined by 'x', other lists by '-'
+    (refused when it would be longer than a name may be)."""
+    def text_of(item) -> str | None:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            return None
+        if isinstance(item, int) and item.bit_length() > 664:          # more than 200 digits
+            return None
+        return str(item)
+
+    if isinstance(value, list):
+        pieces = [text_of(item) for item in value[:MAX_NAME_LENGTH + 1]]
+        if len(value) <= MAX_NAME_LENGTH and all(piece is not None for piece in pieces):
+            return ("x" if key.endswith("shape") else "-").join(pieces)
+    else:
+        text = text_of(value)
+        if text is not None:
+            return text
+    raise where.error("name", f"'{{{key}}}' cannot go into a name: its value is {kind(value)}")
 
 
 # ----------------------------------------------------------------------------------------------
 # One case: every key checked and resolved
 
 
-def _build_case(raw: dict, name: str, where: _Where, folder: Path) -> Case:
+def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
     """The Case that the merged mapping ``raw`` describes, or PrmgError naming the bad field."""
-    expect = _parse_expect(raw.get("expect", "pass"), where)
+    expect = Expect(parse_expect(raw.get("expect", "pass"), where))
     negative = not expect.success
     if "shape" not in raw:
         raise where.error("shape", "missing required key 'shape' (dy's [B, S, N, D])")
-    shape = _parse_dims(raw["shape"], "shape", where, four=not negative)
+    shape = parse_dims(raw["shape"], "shape", where, four=not negative)
     dim = shape[-1] if shape else 0
-    partial_slice = _parse_slice(raw["partial_slice"], where) if "partial_slice" in raw else (0, dim)
+    partial_slice = parse_slice(raw["partial_slice"], where) if "partial_slice" in raw else (0, dim)
     length = partial_slice[1] - partial_slice[0]
     if "broadcast" in raw:
         if "cos_shape" in raw:
             raise where.error("broadcast", "set either broadcast or cos_shape, not both")
-        pattern = raw["broadcast"]
-        if pattern not in BROADCASTS:
-            raise where.error("broadcast", f"unknown broadcast pattern {_show(pattern)}"
-                              f"{_suggest(pattern, BROADCASTS)} (valid: {', '.join(BROADCASTS)})")
-        if len(shape) != 4:
-            raise where.error("broadcast", "a broadcast pattern needs a 4-D shape; give cos_shape instead")
-        cos_shape = broadcast_shape(pattern, shape, length)
+        cos_shape = broadcast_shape(parse_broadcast(raw["broadcast"], shape, where), shape, length)
     elif "cos_shape" in raw:
-        cos_shape = _parse_dims(raw["cos_shape"], "cos_shape", where, four=not negative)
+        cos_shape = parse_dims(raw["cos_shape"], "cos_shape", where, four=not negative)
     else:
         cos_shape = _default_cos_shape(length)
-    sin_shape = _parse_dims(raw["sin_shape"], "sin_shape", where, four=not negative) \
+    sin_shape = parse_dims(raw["sin_shape"], "sin_shape", where, four=not negative) \
         if "sin_shape" in raw else cos_shape
-    dtype = _parse_dtype(raw.get("dtype", "float32"), "dtype", where, negative)
-    cos_dtype = _parse_dtype(raw["cos_dtype"], "cos_dtype", where, negative) if "cos_dtype" in raw else dtype
-    sin_dtype = _parse_dtype(raw["sin_dtype"], "sin_dtype", where, negative) if "sin_dtype" in raw else cos_dtype
+    dtype = parse_dtype(raw.get("dtype", "float32"), "dtype", where, negative)
+    cos_dtype = parse_dtype(raw["cos_dtype"], "cos_dtype", where, negative) if "cos_dtype" in raw else dtype
+    sin_dtype = parse_dtype(raw["sin_dtype"], "sin_dtype", where, negative) if "sin_dtype" in raw else cos_dtype
     sizes = {"dy": math.prod(shape), "cos": math.prod(cos_shape), "sin": math.prod(sin_shape)}
-    inputs = _parse_inputs(raw.get("inputs", {}), sizes, where, folder)
-    standard = _parse_standard(raw["standard"], where) if "standard" in raw else None
-    checks = _parse_checks(raw.get("checks", []), where)
-    golden = _parse_golden(raw.get("golden", True), where)
+    inputs = {tensor: InputSpec(*spec) if spec else InputSpec()
+              for tensor, spec in parse_inputs(raw.get("inputs", {}), sizes, where, folder).items()}
+    standard = parse_standard(raw["standard"], where) if "standard" in raw else None
+    checks = parse_checks(raw.get("checks", []), where)
+    golden = parse_golden(raw.get("golden", True), where)
     if not golden and not checks:
         raise where.error("golden", "golden: false judges a case by its checks alone; name some in checks")
     return Case(
@@ -598,23 +725,23 @@ def _build_case(raw: dict, name: str, where: _Where, folder: Path) -> Case:
         cos_shape=cos_shape,
         sin_shape=sin_shape,
         partial_slice=partial_slice,
-        rotary_mode=_parse_mode(raw.get("rotary_mode", 1), where, negative),
+        rotary_mode=parse_mode(raw.get("rotary_mode", 1), where, negative),
         dtype=dtype,
         cos_dtype=cos_dtype,
         sin_dtype=sin_dtype,
-        seed=_parse_seed(raw["seed"], where) if "seed" in raw else _default_seed(name),
+        seed=parse_seed(raw["seed"], where) if "seed" in raw else _default_seed(name),
         dy_input=inputs["dy"],
         cos_input=inputs["cos"],
         sin_input=inputs["sin"],
         expect=expect,
         standard=standard,
-        tolerance=_parse_tolerance(raw.get("tolerance", {}), standard, where),
-        tags=_parse_words(raw.get("tags", []), "tags", where),
-        format=_parse_format(raw.get("format", "ND"), where),
-        null=_parse_null(raw.get("null", []), where),
-        dy_strides=_parse_strides(raw["dy_strides"], shape, where) if "dy_strides" in raw else None,
-        op=_parse_op(raw.get("op", "grad"), where),
-        known_defect=_parse_known_defect(raw["known_defect"], where) if "known_defect" in raw else None,
+        tolerance=parse_tolerance(raw.get("tolerance", {}), standard, where),
+        tags=parse_words(raw.get("tags", []), "tags", where),
+        format=parse_format(raw.get("format", "ND"), where),
+        null=parse_null(raw.get("null", []), where),
+        dy_strides=parse_strides(raw["dy_strides"], shape, where) if "dy_strides" in raw else None,
+        op=parse_op(raw.get("op", "grad"), where),
+        known_defect=parse_known_defect(raw["known_defect"], where) if "known_defect" in raw else None,
         checks=checks,
         golden=golden,
     )
@@ -622,7 +749,7 @@ def _build_case(raw: dict, name: str, where: _Where, folder: Path) -> Case:
 
 def _default_seed(name: str) -> int:
     """The seed a case gets when it sets none: stable, derived from its name (inputs.default_seed)."""
-    from prmg_cli.inputs import default_seed  # inputs.py owns the derivation
+    from .inputs import default_seed  # inputs.py owns the derivation
     return default_seed(name)
 
 
@@ -631,350 +758,11 @@ def _default_cos_shape(length: int) -> tuple[int, ...]:
     return (1, 1, 1, max(length, 1))
 
 
-def _is_int(value) -> bool:
-    """True for an int that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    """True for an int or a float that is not a bool."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _parse_dims(value, key: str, where: _Where, *, four: bool) -> tuple[int, ...]:
-    """A shape: a list of ints 0 <= d <= 2**63-1; exactly four of them unless ``four`` is False."""
-    if not isinstance(value, list):
-        raise where.error(key, f"expected a list of dimensions like [2, 16, 4, 128], got {_kind(value)}")
-    for position, dim in enumerate(value):
-        if not _is_int(dim):
-            raise where.error(key, f"dimension {position} must be an integer, got {_kind(dim)}")
-        if dim < 0:
-            raise where.error(key, f"dimension {position} is negative ({dim})")
-        if dim > _INT64_MAX:
-            raise where.error(key, f"dimension {position} ({dim}) does not fit in int64")
-    if four and len(value) != 4:
-        raise where.error(key, f"expected 4 dimensions [B, S, N, D], got {len(value)} "
-                          f"(other lengths only in expect: {{error: ...}} cases)")
-    return tuple(value)
-
-
-def _parse_slice(value, where: _Where) -> tuple[int, int]:
-    """``[start, end]`` as a tuple of two integers that fit in int64."""
-    if not (isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value)):
-        raise where.error("partial_slice", f"expected [start, end] (two integers), got {_show(value)}")
-    if any(abs(v) > _INT64_MAX for v in value):
-        raise where.error("partial_slice", "start and end must fit in int64")
-    return value[0], value[1]
-
-
-def _parse_mode(value, where: _Where, negative: bool) -> int:
-    """The mode's int code: a name of ROTARY_MODES or 0..3 (any int64 in expect-error cases)."""
-    valid = "half, interleave, quarter, interleave-half or 0..3"
-    if isinstance(value, str):
-        if value not in ROTARY_MODES:
-            raise where.error("rotary_mode", f"unknown rotary_mode '{value}'{_suggest(value, ROTARY_MODES)}"
-                              f" (valid: {valid})")
-        return ROTARY_MODES[value]
-    if not _is_int(value):
-        raise where.error("rotary_mode", f"expected a mode name or number, got {_kind(value)} (valid: {valid})")
-    if not negative and value not in MODE_NAMES:
-        raise where.error("rotary_mode", f"unknown rotary_mode {value} (valid: {valid})")
-    if abs(value) > _INT64_MAX:
-        raise where.error("rotary_mode", f"rotary_mode {value} does not fit in int64")
-    return value
-
-
-def _parse_dtype(value, key: str, where: _Where, negative: bool) -> str:
-    """The canonical dtype name; only the operator's dtypes outside expect-error cases."""
-    allowed = tuple(dtypes.DTYPES) if negative else dtypes.OPERATOR_DTYPES
-    if not isinstance(value, str):
-        raise where.error(key, f"expected a dtype name, got {_kind(value)} (valid: {', '.join(allowed)})")
-    try:
-        name = dtypes.canonical(value)
-    except KeyError:
-        name = None
-    if name not in allowed:
-        extra = " (the others only in expect: {error: ...} cases)" if name in dtypes.DTYPES else ""
-        raise where.error(key, f"unknown dtype '{value}'{_suggest(value, allowed)} "
-                          f"(valid: {', '.join(allowed)}){extra}")
-    return name
-
-
-def _parse_seed(value, where: _Where) -> int:
-    """A seed: an integer 0 <= seed < 2**64."""
-    if not _is_int(value) or not 0 <= value < 2**64:
-        raise where.error("seed", f"expected an integer 0 <= seed < 2**64, got {_kind(value)}")
-    return value
-
-
-def _parse_expect(value, where: _Where) -> Expect:
-    """``pass`` -> Expect(None); ``{error: CODE}`` -> Expect(code int, or "any")."""
-    usage = "expected 'pass' or {error: CODE} (CODE a number, a status name or 'any')"
-    if value == "pass":
-        return Expect()
-    if not isinstance(value, dict):
-        raise where.error("expect", f"{usage}, got {_show(value)}")
-    _check_keys(value, ("error",), where, "expect.")
-    if "error" not in value:
-        raise where.error("expect", f"{usage}, got an empty mapping")
-    code = value["error"]
-    if code == "any":
-        return Expect("any")
-    if isinstance(code, str):
-        if code not in STATUS_CODES:
-            raise where.error("expect.error", f"unknown status name '{code}'{_suggest(code, STATUS_CODES)}")
-        code = STATUS_CODES[code]
-    if not _is_int(code):
-        raise where.error("expect.error", f"{usage}, got {_kind(code)}")
-    if code == 0:
-        raise where.error("expect.error", "0 is success: write 'expect: pass'")
-    return Expect(code)
-
-
-def _parse_standard(value, where: _Where) -> str:
-    """A known standard's name (``compare.check_standard``)."""
-    _check_standard(value, {}, where)
-    return value
-
-
-def _parse_tolerance(value, standard: str | None, where: _Where) -> tuple[tuple[str, float], ...]:
-    """The standard's parameters (``default`` when the case names none), sorted by key; each a finite
-    number >= 0 (``compare.check_standard``)."""
-    if not isinstance(value, dict):
-        raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {_kind(value)}")
-    _check_standard(standard or "default", value, where)
-    return tuple(sorted((key, float(number)) for key, number in value.items()))
-
-
-def _check_standard(standard, tolerance: dict, where: _Where) -> None:
-    """``compare.check_standard``, its error raised at ``where`` with a did-you-mean hint for a
-    misspelt standard or parameter name."""
-    try:
-        check_standard(standard, tolerance)
-    except PrmgError as error:
-        _, _, key = error.field.partition(".")
-        word, choices = (key, STANDARD_PARAMS[standard]) if key else (standard, STANDARDS)
-        hint = "" if word in choices else _suggest(word, choices)
-        raise where.error(error.field, error.reason + hint) from None
-
-
-def _parse_words(value, key: str, where: _Where) -> tuple[str, ...]:
-    """Tags: a list of words (``NAME_PATTERN``) as a tuple without repeats, in order."""
-    if not isinstance(value, list):
-        raise where.error(key, f"expected a list of words, got {_kind(value)}")
-    for word in value:
-        if not (isinstance(word, str) and NAME_PATTERN.fullmatch(word)):
-            raise where.error(key, f"{_show(word)} is not a word (letters, digits, '_', '.', '-')")
-    return tuple(dict.fromkeys(value))
-
-
-def _parse_op(value, where: _Where) -> str:
-    """An operator's name, a key of ``ops.OPERATORS``."""
-    if not isinstance(value, str) or value not in OPERATORS:
-        raise where.error("op", f"unknown op {_show(value)}{_suggest(value, OPERATORS)} "
-                          f"(valid: {', '.join(OPERATORS)})")
-    return value
-
-
-def _parse_known_defect(value, where: _Where) -> str:
-    """Why the operator is known to fail the case: a non-empty line of text."""
-    if not isinstance(value, str) or not value.strip() or not value.isprintable():
-        raise where.error("known_defect", f"expected a one-line reason the operator fails this case, "
-                          f"got {_kind(value)}")
-    return value.strip()
-
-
-def _parse_checks(value, where: _Where) -> tuple[str, ...]:
-    """Golden-free checks: a list of names of ``checks.CHECKS``, without repeats, in order."""
-    if not isinstance(value, list):
-        raise where.error("checks", f"expected a list of checks ({', '.join(CHECKS)}), got {_kind(value)}")
-    for name in value:
-        if not isinstance(name, str) or name not in CHECKS:
-            raise where.error("checks", f"unknown check {_show(name)}{_suggest(name, CHECKS)} "
-                              f"(valid: {', '.join(CHECKS)})")
-    return tuple(dict.fromkeys(value))
-
-
-def _parse_golden(value, where: _Where) -> bool:
-    """``golden: false`` judges a case by its checks alone (it must then name some)."""
-    if not isinstance(value, bool):
-        raise where.error("golden", f"expected true or false, got {_kind(value)}")
-    return value
-
-
-def _parse_format(value, where: _Where) -> str:
-    """An aclFormat name, a key of ``FORMATS``."""
-    if value not in FORMATS:
-        raise where.error("format", f"unknown format {_show(value)}{_suggest(value, FORMATS)} "
-                          f"(valid: {', '.join(FORMATS)})")
-    return value
-
-
-def _parse_null(value, where: _Where) -> tuple[str, ...]:
-    """The tensors to pass as NULL pointers, in the order dy, cos, sin."""
-    if not isinstance(value, list):
-        raise where.error("null", f"expected a list of tensor names ({', '.join(TENSORS)}), got {_kind(value)}")
-    for tensor in value:
-        if tensor not in TENSORS:
-            raise where.error("null", f"unknown tensor {_show(tensor)} (valid: {', '.join(TENSORS)})")
-    return tuple(tensor for tensor in TENSORS if tensor in value)
-
-
-def _parse_strides(value, shape: tuple[int, ...], where: _Where) -> tuple[int, ...]:
-    """dy's element strides: one non-negative int64 per axis of ``shape``."""
-    if not (isinstance(value, list) and all(_is_int(v) and 0 <= v <= _INT64_MAX for v in value)):
-        raise where.error("dy_strides", f"expected a list of non-negative integers, got {_show(value)}")
-    if len(value) != len(shape):
-        raise where.error("dy_strides", f"expected {len(shape)} strides (one per axis of shape), got {len(value)}")
-    return tuple(value)
-
-
-def _parse_inputs(value, sizes: dict[str, int], where: _Where, folder: Path) -> dict[str, InputSpec]:
-    """One InputSpec per tensor (uniform [-1, 1] when not given)."""
-    if not isinstance(value, dict):
-        raise where.error("inputs", f"expected a mapping of dy/cos/sin to input specs, got {_kind(value)}")
-    _check_keys(value, TENSORS, where, "inputs.")
-    return {tensor: _parse_input(value[tensor], tensor, sizes[tensor], where, folder)
-            if tensor in value else InputSpec() for tensor in TENSORS}
-
-
-def _parse_input(value, tensor: str, size: int, where: _Where, folder: Path) -> InputSpec:
-    """The InputSpec of ``inputs.TENSOR``: one kind of ``INPUT_KINDS`` with checked arguments (``size`` numbers for
-    ``values`` and ``file``)."""
-    path = f"inputs.{tensor}"
-    kinds = INPUT_KINDS if tensor != "dy" else tuple(k for k in INPUT_KINDS if k != "rope")
-    if not (isinstance(value, dict) and len(value) == 1):
-        raise where.error(path, f"expected one of {{{': ..., '.join(kinds)}: ...}}, got {_show(value)}")
-    (kind, args), = value.items()
-    if kind == "rope" and tensor == "dy":
-        raise where.error(f"{path}.rope", "rope tables are for cos and sin only")
-    _check_keys(value, kinds, where, f"{path}.")
-    path = f"{path}.{kind}"
-    if kind in ("uniform", "normal"):
-        labels = ("lo", "hi") if kind == "uniform" else ("mean", "std")
-        if not (isinstance(args, list) and len(args) == 2
-                and all(_is_number(v) and math.isfinite(v) for v in args)):
-            raise where.error(path, f"expected [{', '.join(labels)}] (two finite numbers), got {_show(args)}")
-        if kind == "uniform" and args[0] > args[1]:
-            raise where.error(path, f"lo {args[0]} is greater than hi {args[1]}")
-        if kind == "normal" and args[1] < 0:
-            raise where.error(path, f"std {args[1]} is negative")
-        return InputSpec(kind, (float(args[0]), float(args[1])))
-    if kind == "values":
-        flat = _flatten_numbers(args, path, where)
-        if len(flat) != size:
-            raise where.error(path, f"{len(flat)} values for a tensor of {size} elements")
-        return InputSpec(kind, flat)
-    if kind == "file":
-        return InputSpec(kind, (_check_npy(args, size, path, where, folder),))
-    return InputSpec(kind, _parse_rope(args, path, where))
-
-
-def _flatten_numbers(value, path: str, where: _Where) -> tuple[float, ...]:
-    """A flat or nested list of numbers, flattened in C order."""
-    if not isinstance(value, list):
-        raise where.error(path, f"expected a list of numbers, got {_kind(value)}")
-    flat: list[float] = []
-    pending = [iter(value)]
-    while pending:
-        for item in pending[-1]:
-            if isinstance(item, list):
-                pending.append(iter(item))
-                break
-            if not _is_number(item):
-                raise where.error(path, f"expected numbers, got {_kind(item)} at position {len(flat)}")
-            flat.append(float(item))
-        else:
-            pending.pop()
-    return tuple(flat)
-
-
-def _check_npy(value, size: int, path: str, where: _Where, folder: Path) -> str:
-    """The absolute path of a readable .npy of ``size`` plain (non-object) elements."""
-    if not isinstance(value, str) or not value:
-        raise where.error(path, f"expected a .npy file path, got {_kind(value)}")
-    file = (folder / value).resolve()
-    if not file.is_file():
-        raise where.error(path, f"no such file: {file}")
-    try:
-        with open(file, "rb") as stream:
-            version = np.lib.format.read_magic(stream)
-            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) \
-                else np.lib.format.read_array_header_2_0
-            shape, _, dtype = read_header(stream)
-    except (OSError, ValueError) as error:
-        raise where.error(path, f"{file} is not a readable .npy file ({error})") from None
-    if dtype.hasobject:
-        raise where.error(path, f"{file} holds Python objects (pickles are refused)")
-    if math.prod(shape) != size:
-        raise where.error(path, f"{file} holds {math.prod(shape)} elements {tuple(shape)}; "
-                          f"the tensor has {size}")
-    return str(file)
-
-
-def _parse_rope(value, path: str, where: _Where) -> tuple[float, int]:
-    """(base, offset) of a RoPE table: base > 0 (10000), positions from offset >= 0 (0)."""
-    if not isinstance(value, dict):
-        raise where.error(path, f"expected {{base: 10000, offset: 0}}, got {_kind(value)}")
-    _check_keys(value, ROPE_KEYS, where, f"{path}.")
-    base = value.get("base", DEFAULT_ROPE_BASE)
-    offset = value.get("offset", 0)
-    if not (_is_number(base) and math.isfinite(base) and base > 0):
-        raise where.error(f"{path}.base", f"expected a finite number > 0, got {_kind(base)}")
-    if not (_is_int(offset) and 0 <= offset <= _INT64_MAX):
-        raise where.error(f"{path}.offset", f"expected an integer >= 0, got {_kind(offset)}")
-    return float(base), offset
-
-
 def _input_to_dict(spec: InputSpec) -> dict:
-    """``spec`` as the ``inputs`` entry that ``_parse_input`` reads back into it."""
+    """``spec`` as the ``inputs`` entry that ``fields.parse_input`` reads back into it."""
     if spec.kind == "rope":
         base, offset = spec.args
         return {"rope": {"base": base, **({"offset": offset} if offset else {})}}
     if spec.kind == "file":
         return {"file": spec.args[0]}
     return {spec.kind: list(spec.args)}
-
-
-# ----------------------------------------------------------------------------------------------
-# Messages
-
-
-def _check_keys(mapping: dict, known: Sequence[str], where: _Where, prefix: str) -> None:
-    """Refuse a key not in ``known``, suggesting the closest known one."""
-    for key in mapping:
-        if key not in known:
-            raise where.error(f"{prefix}{key}", f"unknown key {_show(key)}{_suggest(key, known)}")
-
-
-def _suggest(word, choices) -> str:
-    """' (did you mean 'x'?)' for the closest of ``choices``, or ''."""
-    if not isinstance(word, str):
-        return ""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def _show(value) -> str:
-    """A short rendering of a user's value for a message."""
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _kind(value) -> str:
-    """What ``value`` is, for 'expected X, got Y' messages (bool is not an integer here)."""
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, int):
-        return f"the integer {value}"
-    if isinstance(value, float):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {_show(value)}"
-    if isinstance(value, list):
-        return f"a list {_show(value)}"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__} ({_show(value)})"

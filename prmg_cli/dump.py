@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .cases import Case, load_cases, select
+from . import files
+from .cases import NAME_PATTERN, Case, load_cases, select
 from .vocab import MODE_NAMES
 from .dtypes import storable
 from .errors import PrmgError
@@ -30,30 +33,69 @@ def case_meta(case: Case) -> dict:
     }
 
 
-def dump_case(case: Case, folder: Path) -> None:
-    """Write ``folder``/dy.npy, cos.npy, sin.npy, golden.npy (success cases only) and meta.json."""
+def dump_case(case: Case, folder: Path, root: Path | None = None) -> None:
+    """Write ``folder``/dy.npy, cos.npy, sin.npy, golden.npy (success cases only) and meta.json.
+
+    With ``root``, every file written must resolve inside ``root``: ``folder`` is made without
+    following a symlink that already sits there, and the files are opened with ``O_NOFOLLOW`` so a
+    planted symlink cannot redirect a write outside ``root``."""
     host, _ = memory_need(case)
     if host > default_max_memory():
         raise PrmgError(f"needs about {host / 2**30:.1f} GiB of memory, more than half of this machine's; "
                         f"not dumped", file=case.source, case=case.name, field="shape")
     inputs = make_inputs(case)
-    folder.mkdir(parents=True, exist_ok=True)
     arrays = {"dy": inputs.dy, "cos": inputs.cos, "sin": inputs.sin}
     if case.expect.success:
         arrays["golden"] = inplace_partial_rotary_mul_grad(
             inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+    _make_folder(folder, root)
     for name, array in arrays.items():
-        np.save(folder / f"{name}.npy", storable(array), allow_pickle=False)
-    (folder / "meta.json").write_text(json.dumps(case_meta(case), indent=2) + "\n", encoding="utf-8")
+        with _create(folder / f"{name}.npy", root) as handle:
+            np.save(handle, storable(array), allow_pickle=False)
+    with _create(folder / "meta.json", root) as handle:
+        handle.write((json.dumps(case_meta(case), indent=2) + "\n").encode("utf-8"))
+
+
+def _make_folder(folder: Path, root: Path | None) -> None:
+    """Make ``folder`` (and its parents); PrmgError when it is not a real folder inside ``root``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if root is not None and (folder.is_symlink() or not files.inside(folder, root)):
+        raise PrmgError(f"{folder} is not inside the output folder {root} (a symlink?); not written",
+                        file=str(folder))
+
+
+def _create(path: Path, root: Path | None):
+    """``path`` opened for writing (created or truncated), refusing a symlink there and any path that
+    does not resolve inside ``root``."""
+    if root is not None and not files.inside(path.parent, root):
+        raise PrmgError(f"{path} is not inside the output folder {root}; not written", file=str(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise PrmgError("is a symlink; not followed, not written", file=str(path)) from None
+        raise
+    return os.fdopen(fd, "wb")
 
 
 def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> str:
-    """``prmg dump``: writes every selected case under ``out``; returns a one-line summary."""
+    """``prmg dump``: writes every selected case under ``out`` (nothing outside it); returns a one-line
+    summary. Any write failure (a full disk, an unwritable or non-folder ``out``) is one PrmgError."""
     cases = select(load_cases(paths), keyword, ())
     root = Path(out)
     try:
+        if root.exists() and not root.is_dir():
+            raise PrmgError("is not a folder", file=out)
+        root.mkdir(parents=True, exist_ok=True)
+        real_root = Path(os.path.realpath(root))
         for case in cases:
-            dump_case(case, root / case.name)
+            folder = root / case.name
+            if not NAME_PATTERN.fullmatch(case.name) or not files.inside(folder, real_root) \
+                    or Path(os.path.realpath(folder)) == real_root:
+                raise PrmgError(f"the name would write outside {out}; not dumped", file=case.source,
+                                case=case.name, field="name")
+            dump_case(case, folder, real_root)
     except OSError as exc:
-        raise PrmgError(f"cannot write: {exc.strerror}", file=exc.filename or out) from None
+        raise PrmgError(f"cannot write: {files.os_reason(exc)}", file=exc.filename or out) from None
     return f"wrote {len(cases)} cases to {root}"

@@ -14,6 +14,7 @@ and ``"comments"`` (``{case name: text}``, written above that case).
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -23,9 +24,10 @@ import ml_dtypes
 import numpy as np
 import yaml
 
-from . import constraints, dtypes, status
+from . import constraints, dtypes, files, status, yamlfile
 from .cases import INPUT_KINDS, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
+from .results import visible
 from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
 
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
@@ -33,7 +35,6 @@ PRESETS = ("smoke", "full", "edge", "negative", "special", "forward", "checks", 
 ALL_MODES = frozenset(MODE_NAMES)
 TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
 FUTURE_MODES = ("half", "quarter", "interleave-half")
-DEFAULT_BROADCAST = "1S1D"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -44,6 +45,8 @@ def _ints(value, field: str, count: int | None = None) -> list[int]:
     """``value`` (a sequence of ints or the text ``"2,16,4,128"``) as a list of ints."""
     if isinstance(value, str):
         parts = [part for part in re.split(r"[,x\s]+", value.strip()) if part]
+        if not parts:
+            raise PrmgError(f"expected integers, got {value!r}", field=field)
     else:
         parts = list(value)
     try:
@@ -236,7 +239,8 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
     """One case mapping from options; refuses (PrmgError) a case the operator would reject unless it
     expects an error, and an error expectation the operator can never return for it.
 
-    Defaults: ``cos_shape`` from ``broadcast`` (default ``1S1D``) and the slice length; ``partial_slice``
+    Defaults: ``cos_shape`` from ``broadcast`` and the slice length, else the loader's default
+    ``[1, 1, 1, L]`` (``L = max(end - start, 1)``), so a case file that sets neither means the same; ``partial_slice``
     ``[0, cos D]`` when ``cos_shape`` is given, else ``[0, D]``; ``cos_dtype = dtype``. ``inputs`` is a
     mapping or the ``--inputs`` text. ``sin_shape``, ``sin_dtype``, ``format``, ``null`` and
     ``dy_strides`` exist to describe negative cases.
@@ -262,15 +266,16 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
         end = _ints(cos_shape, "cos_shape")[-1] if cos_shape is not None else (shape[-1] if shape else 0)
         partial_slice = [0, end]
     partial_slice = _ints(partial_slice, "partial_slice", 2)
-    if cos_shape is None:
+    if cos_shape is None and broadcast is None:         # the loader's default: [1, 1, 1, L]
+        cos_shape = [1, 1, 1, max(partial_slice[1] - partial_slice[0], 1)]
+    elif cos_shape is None:
         if len(shape) != 4:
-            raise PrmgError(f"dy must be 4-D (B, S, N, D) to derive the cos shape; give cos_shape for {shape}",
+            raise PrmgError(f"dy must be 4-D (B, S, N, D) for a broadcast pattern; give cos_shape for {shape}",
                             field="shape")
-        pattern = broadcast or DEFAULT_BROADCAST
-        if pattern not in BROADCASTS:
-            raise PrmgError(f"unknown broadcast pattern {pattern!r}; use one of {', '.join(BROADCASTS)}",
+        if broadcast not in BROADCASTS:
+            raise PrmgError(f"unknown broadcast pattern {broadcast!r}; use one of {', '.join(BROADCASTS)}",
                             field="broadcast")
-        cos_shape = broadcast_shape(pattern, shape, partial_slice[1] - partial_slice[0])
+        cos_shape = broadcast_shape(broadcast, shape, partial_slice[1] - partial_slice[0])
     dtype = _dtype_name(dtype, "dtype")
     case: dict = {"name": None, "shape": shape, "cos_shape": _ints(cos_shape, "cos_shape")}
     if sin_shape is not None:
@@ -364,11 +369,15 @@ def document(cases: Sequence[dict], *, defaults: Mapping | None = None, header: 
 
 
 class _Dumper(yaml.SafeDumper):
-    """Safe dumper that never writes anchors/aliases (shared lists are written out each time)."""
+    """Safe dumper that never writes anchors/aliases (shared lists are written out each time), and
+    that quotes text the case loader would read as something else (``1e-8``: a float there)."""
 
     def ignore_aliases(self, data) -> bool:
         """Never write anchors and aliases: repeated values are written out in full."""
         return True
+
+
+yamlfile.add_resolvers(_Dumper)
 
 
 class _Inline(dict):
@@ -399,8 +408,10 @@ def _yaml(data) -> str:
 
 
 def _comment(text: str, indent: str = "") -> str:
-    """``text`` as YAML comment lines (``# ...``) at ``indent``."""
-    return "".join(f"{indent}# {line}".rstrip() + "\n" for line in str(text).splitlines() or [""])
+    """``text`` as YAML comment lines (``# ...``) at ``indent``: one per line of ``text``, control and
+    other invisible characters written as escapes (``\\x1b``), so nothing can end the comment early or
+    make the file unreadable."""
+    return "".join(f"{indent}# {visible(line)}".rstrip() + "\n" for line in str(text).splitlines() or [""])
 
 
 def dump_yaml(doc: Mapping) -> str:
@@ -411,7 +422,7 @@ def dump_yaml(doc: Mapping) -> str:
     text = _comment("\n".join(header))
     if doc.get("defaults"):
         text += _yaml({"defaults": dict(doc["defaults"])})
-    text += "cases:\n"
+    text += "cases:\n" if doc["cases"] else "cases: []\n"
     for case in doc["cases"]:
         if case.get("name") in comments:
             text += _comment(comments[case["name"]])
@@ -420,34 +431,38 @@ def dump_yaml(doc: Mapping) -> str:
 
 
 def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
-    """Add ``new_cases`` to the case file ``path`` (created when missing); refuse a name already used.
+    """Add ``new_cases`` to the case file ``path`` (created when missing); refuse a name already used,
+    and a file that is not a valid case file (one line: what the loader says about it).
 
-    The file is read with the safe loader and written back with ``dump_yaml`` (its comments other
-    than those ``dump_yaml`` writes are not kept)."""
+    The file is read like any case file (``yamlfile.read_yaml``: bounded, regular files only) and
+    written back with ``dump_yaml`` (its comments other than those ``dump_yaml`` writes are not kept)
+    atomically, so a failed write leaves it as it was."""
+    from .cases import parse_document
+
     path = Path(path)
     doc: dict = {"cases": []}
-    if path.exists():
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise PrmgError(f"cannot read: {exc}", file=str(path)) from None
+    if os.path.lexists(path):
+        loaded = yamlfile.read_yaml(path)
         if isinstance(loaded, list):
             doc = {"cases": loaded}
         elif isinstance(loaded, dict) and isinstance(loaded.get("cases"), list):
             doc = dict(loaded)
         elif loaded is not None:
             raise PrmgError("not a case file: expected {defaults, cases} or a list of cases", file=str(path))
-    names = {case.get("name") for case in doc["cases"] if isinstance(case, dict)}
+        try:
+            names = {case.name for case in parse_document(doc, str(path), path.parent)}
+        except PrmgError as exc:
+            raise PrmgError(f"cannot append to a file that does not load: {exc}") from None
+    else:
+        names = set()
     for case in new_cases:
         if case["name"] in names:
             raise PrmgError("a case of this name is already in the file", file=str(path), case=case["name"])
         names.add(case["name"])
     doc["cases"] = list(doc["cases"]) + list(new_cases)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump_yaml(doc), encoding="utf-8")
-    except OSError as exc:
-        raise PrmgError(f"cannot write: {exc.strerror}", file=str(path)) from None
+    text = dump_yaml(doc)
+    parse_document(yamlfile.parse_yaml(text, str(path)), str(path), path.parent)    # what is written loads
+    files.write_text(path, text)
 
 
 # ---------------------------------------------------------------------------------------------------

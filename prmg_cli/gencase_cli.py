@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from . import gencase, ttk
+from . import files, gencase, ttk
 from .errors import PrmgError
-from .suite import write_file
+from .results import visible
 
 
 # The options whose text gencase parses, by the case field its errors name.
@@ -12,10 +12,11 @@ _SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice
 
 
 def _write(text: str, output: str | None) -> str:
-    """``text`` itself without ``output``; else write it to the file ``output`` and return ``wrote FILE``."""
+    """``text`` itself without ``output``; else write it to the file ``output`` (atomically: a failed
+    write leaves an existing file whole) and return ``wrote FILE``."""
     if output is None:
         return text
-    write_file(output, text)
+    files.write_text(output, text)
     return f"wrote {output}\n"
 
 
@@ -46,6 +47,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
 
 
 def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:
-    """``prmg import-ttk``: (text to print, notes about skipped or unmapped rows)."""
+    """``prmg import-ttk``: (text to print, notes about skipped or unmapped rows, with any control
+    character of the CSV shown escaped)."""
     document, notes = ttk.import_ttk(csv_path)
-    return _write(gencase.dump_yaml(document), output), notes
+    return _write(gencase.dump_yaml(document), output), [visible(note) for note in notes]

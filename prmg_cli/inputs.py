@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prmg_cli import dtypes, native
+from prmg_cli import dtypes, native, npyfile
 from prmg_cli.errors import PrmgError
 
 TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
@@ -111,9 +111,9 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
     if spec.kind == "values":
         return _from_values(args, shape, dtype, fail)
     if spec.kind == "file":
-        if len(args) != 1 or not isinstance(args[0], str):
-            raise fail(f"expected one .npy path, got {args!r}")
-        return _from_file(args[0], shape, dtype, fail)
+        if len(args) not in (1, 2) or not all(isinstance(arg, str) for arg in args):
+            raise fail("expected a .npy path (and the folder it must stay inside)")
+        return _from_file(args[0], shape, dtype, fail, args[1] if len(args) == 2 else None)
     if spec.kind == "rope":
         if tensor == "dy":
             raise fail("a RoPE table is for cos and sin only")
@@ -210,27 +210,25 @@ def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> 
     return _round(values.reshape(shape), dtype)
 
 
-def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:
-    """A .npy file (pickles refused) with as many elements as the tensor, read in C order (the case
-    format's rule, which the loader checks too); uint16 data for a bfloat16 tensor are its bit
-    patterns, other numeric data are rounded to the tensor's dtype."""
-    try:
-        array = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise fail(f"no such file: {path}") from None
-    except (OSError, ValueError, EOFError) as error:
-        raise fail(f"cannot read {path} as a .npy array ({error})") from None
-    if not isinstance(array, np.ndarray):
-        raise fail(f"{path} does not hold a single array")
+def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail, folder: str | None = None) -> np.ndarray:
+    """A .npy file with as many elements as the tensor, read in C order (the case format's rule, which
+    the loader checks too); uint16 data for a bfloat16 tensor are its bit patterns, other numeric data
+    are rounded to the tensor's dtype.
+
+    The loader's rules hold again here, since the file may have changed since: a regular file (never a
+    FIFO or device), inside ``folder`` when given, a bounded header, plain numbers only (no pickles),
+    data filling the file exactly (``npyfile.load``)."""
     size = int(np.prod(shape, dtype=np.int64))
-    if array.size != size:
-        raise fail(f"{path} has shape {array.shape} ({array.size} elements), the tensor {tuple(shape)} "
-                   f"needs {size}")
+    try:
+        array = npyfile.load(path, size, folder)
+    except npyfile.CountMismatch as error:
+        raise fail(f"{path} has shape {error.shape} ({error.count} elements), the tensor {tuple(shape)} "
+                   f"needs {size}") from None
+    except npyfile.NpyError as error:
+        raise fail(f"cannot read the .npy input: {error}") from None
     array = array.reshape(shape)
     if dtype == dtypes.to_numpy("bfloat16") and array.dtype == np.uint16:
         return array.view(dtype).copy()
-    if array.dtype.kind not in "biuf" and array.dtype != dtype:
-        raise fail(f"{path} holds {array.dtype} data, not numbers")
     return array.astype(dtype, casting="unsafe")
 
 

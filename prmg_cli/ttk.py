@@ -16,22 +16,27 @@ A TTK list has one row per case; its fields are Python literals inside CSV quoti
 Every imported case gets the tag ``ttk`` and ``expect: pass``. Rows are numbered from 1 over the data
 rows (the header line is not counted, so row N is line N + 1 of a file without quoted line breaks).
 A disabled row, a row of another operator and a row that cannot be mapped (bad literal, wrong arity,
-a format other than ND, a case the operator would refuse) is left out with a note naming its row.
+a format other than ND, a case the operator would refuse) is left out with a note naming its row. A
+name that is empty, only dots or too long becomes ``ttk_rowN``. A list with no importable row is an
+error, not an empty file. Only a regular file of at most 16 MiB is read.
 """
 
 from __future__ import annotations
 
 import ast
 import csv
+import io
 from pathlib import Path
 
-from . import gencase
-from .cases import sanitise_name
+from . import files, gencase
+from .cases import MAX_NAME_LENGTH, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
+from .fields import show
 
 OP_NAME = "inplace_partial_rotary_mul_grad"
 REQUIRED_COLUMNS = ("testcase_name", "op_name", "input_shapes", "input_dtypes", "attributes")
 _MAX_FIELD = 100_000
+MAX_CSV_BYTES = 16 * files.MiB
 
 
 class _Unmappable(Exception):
@@ -146,17 +151,23 @@ def _case(row: dict, name: str) -> dict:
 
 
 def _read_rows(csv_path: str | Path) -> list[dict]:
-    """The data rows of the CSV as mappings; PrmgError when the file is unreadable or not a TTK list."""
+    """The data rows of the CSV as mappings; PrmgError when the file is unreadable or not a TTK list.
+
+    Only a regular file of at most MAX_CSV_BYTES is read (``files.read_regular``)."""
     path = str(csv_path)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            rows = list(reader)
-            header = reader.fieldnames or []
-    except OSError as exc:
-        raise PrmgError(f"cannot read: {exc.strerror}", file=path) from None
-    except (csv.Error, UnicodeDecodeError) as exc:
-        raise PrmgError(f"not a readable CSV file: {exc}", file=path) from None
+        text = files.read_regular(path, MAX_CSV_BYTES).decode("utf-8-sig")
+    except PrmgError as exc:
+        raise PrmgError(f"cannot read: {exc.reason}", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise PrmgError(f"not a readable CSV file: not UTF-8 text (at byte {exc.start})", file=path) from None
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = list(reader)
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise PrmgError(f"not a readable CSV file: {str(exc).splitlines()[0] if str(exc) else 'bad CSV'}",
+                        file=path) from None
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
         raise PrmgError(f"not a TTK case list: missing column(s) {', '.join(missing)}", file=path)
@@ -169,19 +180,21 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
     cases, notes, comments, names = [], [], {}, set()
     for number, row in enumerate(rows, start=1):
         raw_name = (row.get("testcase_name") or "").strip()
-        label = f"row {number} ({raw_name})" if raw_name else f"row {number}"
+        label = f"row {number} ({show(raw_name, quote=False)})" if raw_name else f"row {number}"
         if None in row or any(value is None for value in row.values()):
             notes.append(f"{label}: its number of fields differs from the header's — skipped")
             continue
         op_name = (row.get("op_name") or "").strip()
         if op_name != OP_NAME:
-            notes.append(f"{label}: op_name {op_name or '(empty)'} is not {OP_NAME} — skipped")
+            notes.append(f"{label}: op_name {show(op_name, quote=False) or '(empty)'} is not {OP_NAME} — skipped")
             continue
         try:
             if not _enabled(row):
                 notes.append(f"{label}: is_enabled False — skipped")
                 continue
-            name = sanitise_name(raw_name) or f"ttk_row{number}"
+            name = sanitise_name(raw_name)
+            if not NAME_PATTERN.fullmatch(name) or len(name) > MAX_NAME_LENGTH - 12:
+                name = f"ttk_row{number}"
             if name in names:
                 name = f"{name}_row{number}"
             case = _case(row, name)
@@ -194,6 +207,9 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
         cases.append(case)
         remark = (row.get("remark") or "").strip()
         comments[name] = f"TTK row {number}" + (f": {remark}" if remark else "")
+    if not cases:
+        first = f"; {notes[0]}" if notes else ""
+        raise PrmgError(f"no row could be imported ({len(rows)} data row(s){first})", file=str(csv_path))
     source = Path(csv_path).name
     header = [f"Imported by `prmg import-ttk {source}` from the TTK list {source}:",
               f"{len(cases)} case(s) from {len(rows)} data row(s) (rows counted from 1 after the header line).",

@@ -170,7 +170,7 @@ def test_inputs_values_files_and_exponent_floats(tmp_path):
     assert case.dy_input.args[:6] == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
     assert np.isnan(case.dy_input.args[6]) and case.dy_input.args[7] == -np.inf
     assert case.cos_input == InputSpec("values", (1e-3, -200.0, 0.5, 7.0))
-    assert case.sin_input == InputSpec("file", (str((tmp_path / "table.npy").resolve()),))
+    assert case.sin_input == InputSpec("file", (str((tmp_path / "table.npy").resolve()), str(tmp_path.resolve())))
 
 
 @pytest.mark.parametrize("array, fragment", [
@@ -287,13 +287,13 @@ def test_unreadable_and_missing_files(tmp_path):
 
 CORPUS = {
     # file: (field named, case named, fragment of the message)
-    "malformed_yaml.yaml": (None, None, "malformed YAML at line 5"),
+    "malformed_yaml.yaml": (None, None, "line 5, column 8: the list '[' opened at line 4, column 10 is not closed"),
     "python_tag.yaml": (None, None, "unsupported YAML tag '!!python/object/apply:os.system'"),
-    "alias_bomb.yaml": (None, None, "alias bomb"),
-    "recursive_alias.yaml": (None, None, "recursive YAML alias"),
+    "alias_bomb.yaml": (None, None, "aliases are followed (an alias bomb?)"),
+    "recursive_alias.yaml": (None, None, "line 3, column 17: the alias '*me' is inside the node it names (a recursive alias)"),
     "empty_file.yaml": (None, None, "empty"),
-    "duplicate_key.yaml": (None, None, "key 'dtype' written twice in one mapping at line 4"),
-    "unhashable_key.yaml": (None, None, "malformed YAML at line 3"),
+    "duplicate_key.yaml": (None, None, "line 4, column 3: the key 'dtype' is written twice in one mapping"),
+    "unhashable_key.yaml": (None, None, "line 3, column 5: a key cannot be a list or a mapping"),
     "scalar_file.yaml": (None, None, "expected a list of cases"),
     "scalar_case.yaml": (None, "#2", "a case must be a mapping"),
     "scalar_inputs.yaml": ("inputs.dy", "scalar_inputs", "expected one of {uniform"),
@@ -339,6 +339,42 @@ CORPUS = {
     "template_unknown_field.yaml": ("name", "s_{dtpye}", "unknown field '{dtpye}'"),
     "d_too_large.yaml": ("shape", "wide", "D = 2048 exceeds 1024"),
     "odd_slice.yaml": ("partial_slice", "odd", "L = 5 is odd"),
+    # characters a case file may not hold, named with line and column
+    "nul_character.yaml": (None, None, "line 2, column 33: the character U+0000 (NUL) is not allowed"),
+    "vertical_tab.yaml": (None, None, "line 2, column 17: the character U+000B (VT) is not allowed"),
+    "del_character.yaml": (None, None, "line 1, column 12: the character U+007F (DEL) is not allowed"),
+    "noncharacter.yaml": (None, None, "line 3, column 13: the character U+FFFE (a noncharacter)"),
+    "bidi_override.yaml": (None, None, "the character U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    # values their YAML tag cannot read
+    "bad_int_tag.yaml": (None, None, "line 3, column 9: !!int 'abc' is not an integer"),
+    "bad_float_tag.yaml": (None, None, "line 3, column 27: !!float '' is not a number"),
+    "bad_bool_tag.yaml": (None, None, "line 3, column 11: !!bool 'maybe' is not true or false"),
+    "bad_date.yaml": (None, None, "'2024-02-30' reads as a date or time but is not a valid one"),
+    # lists and mappings where a word is expected
+    "unhashable_format.yaml": ("format", "list_format", "unknown format [1]"),
+    "unhashable_tags_with_defaults.yaml": ("tags", "nested_tags", "[1] is not a word"),
+    "unhashable_broadcast.yaml": ("broadcast", "map_broadcast", "unknown broadcast pattern {'a': 1}"),
+    "unhashable_null.yaml": ("null", "nested_null", "unknown tensor ['x']"),
+    "list_mode.yaml": ("rotary_mode", "list_mode", "expected a mode name or number, got a list [1]"),
+    "huge_tolerance.yaml": ("tolerance.atol", "huge_tolerance", "got an integer of 1600 bits"),
+    # name templates that would run code paths or allocate before the name is checked
+    "template_nested_field.yaml": ("name", "x{index:{dtype}}", "nested fields are not supported"),
+    "template_attribute.yaml": ("name", "x_{dtype.__class__}", "no attribute or index access"),
+    "template_index.yaml": ("name", "x_{shape[0]}", "no attribute or index access"),
+    "template_conversion.yaml": ("name", "x_{dtype!r}", "conversions are not supported"),
+    "template_huge_width.yaml": ("name", "x_{index:0400000000d}", "widths and precisions are at most 200"),
+    "dot_name.yaml": ("name", ".", "'.' is not a valid name"),
+    "dotdot_name.yaml": ("name", "..", "'..' is not a valid name"),
+    "run_cap.yaml": ("sweep", "many_{index}", "the sweep makes 200000 cases; with the 1 before it the run would "
+                     "hold more than 200000"),
+    # file: inputs stay inside the case file's folder and are files
+    "file_outside_folder.yaml": ("inputs.dy.file", "escapes", "/etc/passwd is outside the case file's folder"),
+    "file_absolute.yaml": ("inputs.dy.file", "absolute", "/etc/passwd is outside the case file's folder"),
+    "file_directory.yaml": ("inputs.dy.file", "directory", "is a directory, not a file"),
+    # YAML syntax in plain words
+    "mapping_value_here.yaml": (None, None, "line 3, column 17: a mapping value is not allowed here (did you "
+                                "forget a space after ':' or quotes?)"),
+    "second_document.yaml": (None, None, "line 3, column 1: a second YAML document ('---')"),
 }
 
 

@@ -223,8 +223,8 @@ def test_case_from_options_derives_cos_shape_and_name():
     assert case["cos_shape"] == [1, 1, 1, 64]
     assert case["dtype"] == "bfloat16" and case["cos_dtype"] == "float32"
     assert case["expect"] == "pass"
-    default = gencase.case_from_options(shape="2,16,4,128")
-    assert default["partial_slice"] == [0, 128] and default["cos_shape"] == [1, 16, 1, 128]
+    default = gencase.case_from_options(shape="2,16,4,128")       # the loader's default, [1, 1, 1, L]
+    assert default["partial_slice"] == [0, 128] and default["cos_shape"] == [1, 1, 1, 128]
     given = gencase.case_from_options(shape=(2, 16, 4, 128), cos_shape=(1, 16, 1, 64))
     assert given["partial_slice"] == [0, 64]
 

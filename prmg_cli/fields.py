@@ -1,0 +1,471 @@
+"""The case keys, one parser each, and the words of their error messages.
+
+Each ``parse_*`` function takes the value a case file wrote (any plain YAML value: text, numbers,
+booleans, null, dates, lists, mappings, nested or not) and returns the checked, resolved value, or
+raises ``PrmgError`` at ``Where`` naming the field. No value makes a parser raise anything else: words
+are compared as text only after checking they are text (a list is never looked up in a dict), numbers
+are converted only after checking they fit, and messages show a user's value through ``show``, which
+is bounded (at most ``SHOW_LIMIT`` characters, whatever the value's size).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import reprlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import dtypes, npyfile
+from .checks import CHECKS
+from .standards import STANDARD_PARAMS, STANDARDS, check_standard
+from .errors import PrmgError
+from .ops import OPERATORS
+from .status import STATUS_CODES
+from .vocab import BROADCASTS, FORMATS, MODE_NAMES, ROTARY_MODES, TENSORS
+
+INPUT_KINDS = ("uniform", "normal", "values", "file", "rope")
+ROPE_KEYS = ("base", "offset")
+DEFAULT_ROPE_BASE = 10000.0
+INT64_MAX = 2**63 - 1
+SHOW_LIMIT = 60
+# A case name or tag: letters, digits, '_', '.', '-', and not only dots ('.' and '..' name folders).
+NAME_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]+")
+MAX_NAME_LENGTH = 200
+
+# ----------------------------------------------------------------------------------------------
+# Messages
+
+_REPR = reprlib.Repr()
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = 8
+_REPR.maxdict = 4
+_REPR.maxlevel = 3
+_REPR.maxstring = _REPR.maxother = SHOW_LIMIT
+_REPR.maxlong = 40
+
+
+def _shorten(text: str, limit: int = SHOW_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when cut."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def show(value, *, quote: bool = True) -> str:
+    """A short rendering of a user's value for a message: at most SHOW_LIMIT characters whatever the
+    value (a huge list, a 10,000-digit integer); text is quoted unless ``quote`` is False."""
+    if isinstance(value, str):
+        return _shorten(repr(value) if quote else value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        return _shorten(_REPR.repr(value))
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__}"
+
+
+def kind(value) -> str:
+    """What ``value`` is, for 'expected X, got Y' messages (bool is not an integer here)."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int):
+        text = show(value)
+        return text if text.startswith("an integer") else f"the integer {text}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {show(value)}"
+    if isinstance(value, list):
+        return f"a list {show(value)}"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__} ({show(value)})"
+
+
+def label(text) -> str:
+    """A key or name as it appears in a field path or a case label: bounded, never a huge string, and
+    quoted with escapes (``'a\\nb'``) when it is not printable text, so it cannot break the line."""
+    if isinstance(text, str) and text.isprintable():
+        return _shorten(text)
+    return show(text)
+
+
+def suggest(word, choices) -> str:
+    """' (did you mean 'x'?)' for the closest of ``choices``, or ''."""
+    if not isinstance(word, str) or len(word) > 100:
+        return ""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class Where:
+    """Where a value lives, for error messages: the file, the case, and which keys came from where."""
+
+    def __init__(self, source: str, case: str | None = None, origins: dict[str, str] | None = None):
+        self.source = source
+        self.case = case
+        self.origins = origins or {}
+
+    def field(self, path: str) -> str:
+        """``path`` prefixed by where its top key came from ("defaults." or "sweep."), if not the case."""
+        parts = path.split(".")
+        for top in (".".join(parts[:2]), parts[0]):
+            if top in self.origins:
+                return self.origins[top] + path
+        return path
+
+    def error(self, path: str, message: str) -> PrmgError:
+        """A PrmgError at this file and case naming ``path`` as the field (prefixed by where it came from)."""
+        return PrmgError(message, file=self.source, case=self.case, field=self.field(path) if path else None)
+
+
+def check_keys(mapping: dict, known: Sequence[str], where: Where, prefix: str) -> None:
+    """Refuse a key not in ``known``, suggesting the closest known one."""
+    for key in mapping:
+        if not (isinstance(key, str) and key in known):
+            raise where.error(f"{prefix}{label(key)}", f"unknown key {show(key)}{suggest(key, known)}")
+
+
+def is_int(value) -> bool:
+    """True for an int that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    """True for an int or a float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def as_float(value) -> float | None:
+    """``value`` as a float when it is a number a float can hold (NaN and infinities included), else None."""
+    if not is_number(value):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def is_finite(value) -> bool:
+    """True for a number that is a finite float."""
+    number = as_float(value)
+    return number is not None and math.isfinite(number)
+
+
+def _word(value, choices) -> bool:
+    """True when ``value`` is text and one of ``choices`` (never hashing a non-text value)."""
+    return isinstance(value, str) and value in choices
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes, modes, dtypes
+
+
+def parse_dims(value, key: str, where: Where, *, four: bool) -> tuple[int, ...]:
+    """A shape: a list of ints 0 <= d <= 2**63-1; exactly four of them unless ``four`` is False."""
+    if not isinstance(value, list):
+        raise where.error(key, f"expected a list of dimensions like [2, 16, 4, 128], got {kind(value)}")
+    for position, dim in enumerate(value):
+        if not is_int(dim):
+            raise where.error(key, f"dimension {position} must be an integer, got {kind(dim)}")
+        if dim < 0:
+            raise where.error(key, f"dimension {position} is negative ({show(dim)})")
+        if dim > INT64_MAX:
+            raise where.error(key, f"dimension {position} ({show(dim)}) does not fit in int64")
+    if four and len(value) != 4:
+        raise where.error(key, f"expected 4 dimensions [B, S, N, D], got {len(value)} "
+                          f"(other lengths only in expect: {{error: ...}} cases)")
+    return tuple(value)
+
+
+def parse_slice(value, where: Where) -> tuple[int, int]:
+    """``[start, end]`` as a tuple of two integers that fit in int64."""
+    if not (isinstance(value, list) and len(value) == 2 and all(is_int(v) for v in value)):
+        raise where.error("partial_slice", f"expected [start, end] (two integers), got {show(value)}")
+    if any(abs(v) > INT64_MAX for v in value):
+        raise where.error("partial_slice", "start and end must fit in int64")
+    return value[0], value[1]
+
+
+def parse_broadcast(value, shape: tuple[int, ...], where: Where) -> str:
+    """A broadcast pattern of ``BROADCASTS``, for a 4-D ``shape``."""
+    if not _word(value, BROADCASTS):
+        raise where.error("broadcast", f"unknown broadcast pattern {show(value)}{suggest(value, BROADCASTS)} "
+                          f"(valid: {', '.join(BROADCASTS)})")
+    if len(shape) != 4:
+        raise where.error("broadcast", "a broadcast pattern needs a 4-D shape; give cos_shape instead")
+    return value
+
+
+def parse_mode(value, where: Where, negative: bool) -> int:
+    """The mode's int code: a name of ROTARY_MODES or 0..3 (any int64 in expect-error cases)."""
+    valid = "half, interleave, quarter, interleave-half or 0..3"
+    if isinstance(value, str):
+        if value not in ROTARY_MODES:
+            raise where.error("rotary_mode", f"unknown rotary_mode {show(value)}{suggest(value, ROTARY_MODES)}"
+                              f" (valid: {valid})")
+        return ROTARY_MODES[value]
+    if not is_int(value):
+        raise where.error("rotary_mode", f"expected a mode name or number, got {kind(value)} (valid: {valid})")
+    if not negative and value not in MODE_NAMES:
+        raise where.error("rotary_mode", f"unknown rotary_mode {show(value)} (valid: {valid})")
+    if abs(value) > INT64_MAX:
+        raise where.error("rotary_mode", f"rotary_mode {show(value)} does not fit in int64")
+    return value
+
+
+def parse_dtype(value, key: str, where: Where, negative: bool) -> str:
+    """The canonical dtype name; only the operator's dtypes outside expect-error cases."""
+    allowed = tuple(dtypes.DTYPES) if negative else dtypes.OPERATOR_DTYPES
+    if not isinstance(value, str):
+        raise where.error(key, f"expected a dtype name, got {kind(value)} (valid: {', '.join(allowed)})")
+    try:
+        name = dtypes.canonical(value)
+    except KeyError:
+        name = None
+    if name not in allowed:
+        extra = " (the others only in expect: {error: ...} cases)" if name in dtypes.DTYPES else ""
+        raise where.error(key, f"unknown dtype {show(value)}{suggest(value, allowed)} "
+                          f"(valid: {', '.join(allowed)}){extra}")
+    return name
+
+
+def parse_seed(value, where: Where) -> int:
+    """A seed: an integer 0 <= seed < 2**64."""
+    if not is_int(value) or not 0 <= value < 2**64:
+        raise where.error("seed", f"expected an integer 0 <= seed < 2**64, got {kind(value)}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Expectation and judging
+
+
+def parse_expect(value, where: Where):
+    """``pass`` -> None; ``{error: CODE}`` -> the status code (an int64) or ``"any"``."""
+    usage = "expected 'pass' or {error: CODE} (CODE a number, a status name or 'any')"
+    if value == "pass":
+        return None
+    if not isinstance(value, dict):
+        raise where.error("expect", f"{usage}, got {show(value)}")
+    check_keys(value, ("error",), where, "expect.")
+    if "error" not in value:
+        raise where.error("expect", f"{usage}, got an empty mapping")
+    code = value["error"]
+    if code == "any":
+        return "any"
+    if isinstance(code, str):
+        if code not in STATUS_CODES:
+            raise where.error("expect.error", f"unknown status name {show(code)}{suggest(code, STATUS_CODES)}")
+        code = STATUS_CODES[code]
+    if not is_int(code):
+        raise where.error("expect.error", f"{usage}, got {kind(code)}")
+    if abs(code) > INT64_MAX:
+        raise where.error("expect.error", f"status {show(code)} does not fit in int64")
+    if code == 0:
+        raise where.error("expect.error", "0 is success: write 'expect: pass'")
+    return code
+
+
+def parse_standard(value, where: Where) -> str:
+    """A known standard's name (``standards.check_standard``)."""
+    if not _word(value, STANDARD_PARAMS):
+        raise where.error("standard", f"unknown standard {show(value)} (valid: {', '.join(STANDARDS)})"
+                          + suggest(value, STANDARDS))
+    return value
+
+
+def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[str, float], ...]:
+    """The standard's parameters (``default`` when the case names none), sorted by key; each a finite
+    number >= 0 (``standards.check_standard``)."""
+    if not isinstance(value, dict):
+        raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {kind(value)}")
+    standard = standard or "default"
+    accepted = STANDARD_PARAMS[standard]
+    for key, number in value.items():
+        if not _word(key, accepted):
+            takes = f"valid: {', '.join(accepted)}" if accepted else "it takes none"
+            raise where.error(f"tolerance.{label(key)}", f"standard '{standard}' has no parameter {show(key)} "
+                              f"({takes}){suggest(key, accepted)}")
+        if not is_finite(number) or number < 0:
+            raise where.error(f"tolerance.{key}", f"{key} must be a finite number >= 0, got {show(number)}")
+    try:
+        check_standard(standard, value)              # the judge's own check, in case it is stricter
+    except PrmgError as error:
+        raise where.error(error.field, error.reason) from None
+    return tuple(sorted((key, float(number)) for key, number in value.items()))
+
+
+def parse_words(value, key: str, where: Where) -> tuple[str, ...]:
+    """Tags: a list of words (``NAME_PATTERN``) as a tuple without repeats, in order."""
+    if not isinstance(value, list):
+        raise where.error(key, f"expected a list of words, got {kind(value)}")
+    for word in value:
+        if not (isinstance(word, str) and NAME_PATTERN.fullmatch(word) and len(word) <= MAX_NAME_LENGTH):
+            raise where.error(key, f"{show(word)} is not a word (letters, digits, '_', '.', '-'; not only dots)")
+    return tuple(dict.fromkeys(value))
+
+
+def parse_op(value, where: Where) -> str:
+    """An operator's name, a key of ``ops.OPERATORS``."""
+    if not _word(value, OPERATORS):
+        raise where.error("op", f"unknown op {show(value)}{suggest(value, OPERATORS)} "
+                          f"(valid: {', '.join(OPERATORS)})")
+    return value
+
+
+def parse_known_defect(value, where: Where) -> str:
+    """Why the operator is known to fail the case: a non-empty line of printable text (500 characters
+    at most)."""
+    if not isinstance(value, str) or not value.strip() or not value.isprintable() or len(value) > 500:
+        raise where.error("known_defect", f"expected a one-line reason the operator fails this case "
+                          f"(at most 500 characters), got {kind(value)}")
+    return value.strip()
+
+
+def parse_checks(value, where: Where) -> tuple[str, ...]:
+    """Golden-free checks: a list of names of ``checks.CHECKS``, without repeats, in order."""
+    if not isinstance(value, list):
+        raise where.error("checks", f"expected a list of checks ({', '.join(CHECKS)}), got {kind(value)}")
+    for name in value:
+        if not _word(name, CHECKS):
+            raise where.error("checks", f"unknown check {show(name)}{suggest(name, CHECKS)} "
+                              f"(valid: {', '.join(CHECKS)})")
+    return tuple(dict.fromkeys(value))
+
+
+def parse_golden(value, where: Where) -> bool:
+    """``golden: false`` judges a case by its checks alone (it must then name some)."""
+    if not isinstance(value, bool):
+        raise where.error("golden", f"expected true or false, got {kind(value)}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Negative-case tensors
+
+
+def parse_format(value, where: Where) -> str:
+    """An aclFormat name, a key of ``FORMATS``."""
+    if not _word(value, FORMATS):
+        raise where.error("format", f"unknown format {show(value)}{suggest(value, FORMATS)} "
+                          f"(valid: {', '.join(FORMATS)})")
+    return value
+
+
+def parse_null(value, where: Where) -> tuple[str, ...]:
+    """The tensors to pass as NULL pointers, in the order dy, cos, sin."""
+    if not isinstance(value, list):
+        raise where.error("null", f"expected a list of tensor names ({', '.join(TENSORS)}), got {kind(value)}")
+    for tensor in value:
+        if not _word(tensor, TENSORS):
+            raise where.error("null", f"unknown tensor {show(tensor)} (valid: {', '.join(TENSORS)})")
+    return tuple(tensor for tensor in TENSORS if tensor in value)
+
+
+def parse_strides(value, shape: tuple[int, ...], where: Where) -> tuple[int, ...]:
+    """dy's element strides: one non-negative int64 per axis of ``shape``."""
+    if not (isinstance(value, list) and all(is_int(v) and 0 <= v <= INT64_MAX for v in value)):
+        raise where.error("dy_strides", f"expected a list of non-negative int64 integers, got {show(value)}")
+    if len(value) != len(shape):
+        raise where.error("dy_strides", f"expected {len(shape)} strides (one per axis of shape), got {len(value)}")
+    return tuple(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# Inputs
+
+
+def parse_inputs(value, sizes: dict[str, int], where: Where, folder: Path):
+    """One ``(kind, args)`` per tensor (``None`` when not given: the default uniform [-1, 1])."""
+    if not isinstance(value, dict):
+        raise where.error("inputs", f"expected a mapping of dy/cos/sin to input specs, got {kind(value)}")
+    check_keys(value, TENSORS, where, "inputs.")
+    return {tensor: parse_input(value[tensor], tensor, sizes[tensor], where, folder)
+            if tensor in value else None for tensor in TENSORS}
+
+
+def parse_input(value, tensor: str, size: int, where: Where, folder: Path) -> tuple[str, tuple]:
+    """``(kind, args)`` of ``inputs.TENSOR``: one kind of ``INPUT_KINDS`` with checked arguments (``size``
+    numbers for ``values`` and ``file``)."""
+    path = f"inputs.{tensor}"
+    kinds = INPUT_KINDS if tensor != "dy" else tuple(k for k in INPUT_KINDS if k != "rope")
+    if not (isinstance(value, dict) and len(value) == 1):
+        raise where.error(path, f"expected one of {{{': ..., '.join(kinds)}: ...}}, got {show(value)}")
+    (input_kind, args), = value.items()
+    if input_kind == "rope" and tensor == "dy":
+        raise where.error(f"{path}.rope", "rope tables are for cos and sin only")
+    check_keys(value, kinds, where, f"{path}.")
+    path = f"{path}.{input_kind}"
+    if input_kind in ("uniform", "normal"):
+        labels = ("lo", "hi") if input_kind == "uniform" else ("mean", "std")
+        if not (isinstance(args, list) and len(args) == 2 and all(is_finite(v) for v in args)):
+            raise where.error(path, f"expected [{', '.join(labels)}] (two finite numbers), got {show(args)}")
+        low, high = float(args[0]), float(args[1])
+        if input_kind == "uniform" and low > high:
+            raise where.error(path, f"lo {show(args[0])} is greater than hi {show(args[1])}")
+        if input_kind == "normal" and high < 0:
+            raise where.error(path, f"std {show(args[1])} is negative")
+        return input_kind, (low, high)
+    if input_kind == "values":
+        flat = flatten_numbers(args, path, where, size)
+        if len(flat) != size:
+            raise where.error(path, f"{len(flat)} values for a tensor of {size} elements")
+        return input_kind, flat
+    if input_kind == "file":
+        return input_kind, check_npy(args, size, path, where, folder)
+    return input_kind, parse_rope(args, path, where)
+
+
+def flatten_numbers(value, path: str, where: Where, size: int) -> tuple[float, ...]:
+    """A flat or nested list of numbers, flattened in C order; refused as soon as it holds more than
+    ``size`` numbers."""
+    if not isinstance(value, list):
+        raise where.error(path, f"expected a list of numbers, got {kind(value)}")
+    flat: list[float] = []
+    pending = [iter(value)]
+    while pending:
+        for item in pending[-1]:
+            if isinstance(item, list):
+                pending.append(iter(item))
+                break
+            number = as_float(item)
+            if number is None:
+                raise where.error(path, f"expected numbers, got {kind(item)} at position {len(flat)}")
+            if len(flat) == size:
+                raise where.error(path, f"more than {size} values for a tensor of {size} elements")
+            flat.append(number)
+        else:
+            pending.pop()
+    return tuple(flat)
+
+
+def check_npy(value, size: int, path: str, where: Where, folder: Path) -> tuple[str, str]:
+    """``(absolute path, folder)`` of a .npy file inside ``folder`` holding ``size`` plain numbers
+    (``npyfile``)."""
+    if not isinstance(value, str) or not value:
+        raise where.error(path, f"expected a .npy file path, got {kind(value)}")
+    if "\0" in value:
+        raise where.error(path, f"{show(value)} is not a usable path (it holds a NUL character)")
+    root = str(Path(folder).resolve())
+    try:
+        file = npyfile.resolve(value, root)
+        npyfile.check(file, size, root)
+    except npyfile.NpyError as error:
+        raise where.error(path, str(error)) from None
+    return file, root
+
+
+def parse_rope(value, path: str, where: Where) -> tuple[float, int]:
+    """(base, offset) of a RoPE table: base > 0 (10000), positions from offset >= 0 (0)."""
+    if not isinstance(value, dict):
+        raise where.error(path, f"expected {{base: 10000, offset: 0}}, got {kind(value)}")
+    check_keys(value, ROPE_KEYS, where, f"{path}.")
+    base = value.get("base", DEFAULT_ROPE_BASE)
+    offset = value.get("offset", 0)
+    if not (is_finite(base) and base > 0):
+        raise where.error(f"{path}.base", f"expected a finite number > 0, got {kind(base)}")
+    if not (is_int(offset) and 0 <= offset <= INT64_MAX):
+        raise where.error(f"{path}.offset", f"expected an integer >= 0, got {kind(offset)}")
+    return float(base), offset

@@ -1,0 +1,212 @@
+"""Files people hand to prmg: read only regular files, never more than a limit, never echo their bytes.
+
+Every reader here refuses, as one ``PrmgError`` naming the path, what would otherwise hang, exhaust
+memory or crash: a FIFO or a device (``/dev/urandom`` never ends, ``/dev/zero`` fills memory, a FIFO
+blocks until someone writes), a directory, a symlink loop, a file over the caller's size limit. Files
+are opened with ``O_NONBLOCK`` and checked again after opening, so a file swapped for a FIFO between
+the check and the open cannot block either. Messages say what is wrong with the file, not what is in it.
+
+Writers replace a regular file atomically (a temporary file in the same folder, then a rename), so a
+full disk never leaves half a file where a good one was; a device or a pipe is written in place
+without blocking on a pipe that has no reader.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from .errors import PrmgError
+
+MiB = 1 << 20
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def os_reason(error: OSError) -> str:
+    """A short reason for an ``OSError`` in plain words (no file contents, no Python names)."""
+    reasons = {errno.ENOENT: "no such file", errno.ENOTDIR: "a part of the path is not a folder",
+               errno.ELOOP: "too many levels of symbolic links (a symlink loop?)",
+               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.EISDIR: "is a directory", errno.ENAMETOOLONG: "the path is too long",
+               errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+               errno.EROFS: "read-only file system", errno.ENXIO: "a pipe or device with no reader",
+               errno.EPIPE: "the reader closed the pipe", errno.EFBIG: "the file is too large",
+               errno.EIO: "input/output error"}
+    return reasons.get(error.errno) or (error.strerror or type(error).__name__).lower()
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words (``a directory``, ``a FIFO (named pipe)`` ...)."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def stat_path(path: str | os.PathLike) -> os.stat_result:
+    """``os.stat(path)`` (symlinks followed); PrmgError naming ``path`` when it cannot be done."""
+    try:
+        return os.stat(path)
+    except ValueError:                                   # an embedded NUL character
+        raise PrmgError("not a valid path (it holds a NUL character)", file=str(path)) from None
+    except OSError as error:
+        raise PrmgError(os_reason(error), file=str(path)) from None
+
+
+def describe_size(size: int) -> str:
+    """``size`` bytes in words: ``12 bytes``, ``3.5 MiB``."""
+    return f"{size} bytes" if size < MiB else f"{size / MiB:.1f} MiB"
+
+
+def open_regular(path: str | os.PathLike, limit: int | None = None) -> int:
+    """A read-only file descriptor of the regular file ``path`` (at most ``limit`` bytes when given).
+
+    PrmgError naming ``path`` for a missing file, a directory ("is a directory"), a FIFO, device or
+    socket, a symlink loop, a permission problem or a file over ``limit``. The caller closes the fd.
+    """
+    info = stat_path(path)
+    _check_regular(path, info, limit)
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as error:
+        raise PrmgError(f"cannot read: {os_reason(error)}", file=str(path)) from None
+    try:
+        _check_regular(path, os.fstat(fd), limit)        # the file may have been swapped meanwhile
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_regular(path, info: os.stat_result, limit: int | None) -> None:
+    """PrmgError unless ``info`` is a regular file of at most ``limit`` bytes."""
+    if stat.S_ISDIR(info.st_mode):
+        raise PrmgError("is a directory, not a file", file=str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise PrmgError(f"is {kind_of(info.st_mode)}, not a regular file", file=str(path))
+    if limit is not None and info.st_size > limit:
+        raise PrmgError(f"is {describe_size(info.st_size)}, over the limit of {describe_size(limit)}",
+                        file=str(path))
+
+
+def read_at_most(fd: int, count: int) -> bytes:
+    """Up to ``count`` bytes read from ``fd`` (fewer only at the end of the file)."""
+    chunks, wanted = [], count
+    while wanted > 0:
+        chunk = os.read(fd, min(wanted, 8 * MiB))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        wanted -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_regular(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, refused (PrmgError naming the path) when it is not a
+    regular file or holds more than ``limit`` bytes; at most ``limit + 1`` bytes are ever read."""
+    fd = open_regular(path, limit)
+    try:
+        data = read_at_most(fd, limit + 1)
+    except OSError as error:
+        raise PrmgError(f"cannot read: {os_reason(error)}", file=str(path)) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:                                # it grew after the check
+        raise PrmgError(f"is over the limit of {describe_size(limit)}", file=str(path))
+    return data
+
+
+def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
+    """True when ``path`` is ``folder`` or below it once both have their symlinks resolved."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    try:
+        return os.path.commonpath([real, root]) == root
+    except ValueError:                                   # different drives
+        return False
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path``; PrmgError naming the path when it cannot be written.
+
+    A regular (or missing) file is replaced atomically, keeping its permission bits: the old file stays
+    whole if the disk fills up. A device or FIFO is written in place (a FIFO without a reader is an
+    error, not a hang).
+    """
+    data = text.encode("utf-8")
+    target = Path(os.path.realpath(path))
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except (OSError, ValueError) as error:
+        raise PrmgError(f"cannot write: {os_reason(error) if isinstance(error, OSError) else error}",
+                        file=str(path)) from None
+    try:
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise PrmgError("is a directory, not a file", file=str(path))
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            _write_in_place(target, data)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _replace(target, data, stat.S_IMODE(info.st_mode) if info else None)
+    except OSError as error:
+        raise PrmgError(f"cannot write: {os_reason(error)}", file=str(path)) from None
+
+
+def _write_in_place(target: Path, data: bytes) -> None:
+    """``data`` written to the device or FIFO ``target`` (never blocking on a FIFO without a reader)."""
+    fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        set_blocking(fd)
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _replace(target: Path, data: bytes, mode: int | None) -> None:
+    """``data`` written to a temporary file next to ``target``, synced, then renamed over it."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        try:
+            os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting and restoring it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def set_blocking(fd: int) -> None:
+    """Clear ``O_NONBLOCK`` on ``fd`` (after a non-blocking open), so writes wait for a slow reader."""
+    os.set_blocking(fd, True)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (retrying short writes, as a pipe may make)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

@@ -1,0 +1,703 @@
+"""The front door (issue 11): every kind of bad input prmg reads is one line naming file, case and field.
+
+One test (or one parametrised family) per class of input found by fuzzing; each failed on the code
+before the fix (a traceback, a hang, an unbounded allocation, a path escape, or a lost record).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, prmg
+from prmg_cli import gencase, gencase_cli, ttk
+from prmg_cli.cases import load_cases
+from prmg_cli.errors import PrmgError
+from prmg_cli.results import SCHEMA, CaseResult
+
+CASE = "- name: c\n  shape: [1, 1, 1, 8]\n"
+
+
+@contextlib.contextmanager
+def within(seconds: float):
+    """Fail (instead of hanging the suite) when the block takes longer than ``seconds``."""
+    def expire(signum, frame):
+        raise TimeoutError(f"took longer than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def refused(paths, *fragments: str, field: str | None = None, case: str | None = None) -> PrmgError:
+    """The PrmgError ``load_cases(paths)`` raises, checked to be one line holding ``fragments``."""
+    with within(10), pytest.raises(PrmgError) as caught:
+        load_cases([str(p) for p in paths])
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    for fragment in fragments:
+        assert fragment in message
+    if field is not None:
+        assert caught.value.field == field
+    if case is not None:
+        assert caught.value.case == case
+    return caught.value
+
+
+def write(folder: Path, name: str, text: str | bytes) -> Path:
+    path = folder / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+def one_error_line(result: subprocess.CompletedProcess, *fragments: str) -> str:
+    """The one stderr line of a ``prmg`` run that exited 2, checked for ``fragments``."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("prmg: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Characters
+
+
+@pytest.mark.parametrize("char, named", [
+    ("\x00", "U+0000 (NUL)"), ("\x0b", "U+000B (VT)"), ("\x7f", "U+007F (DEL)"), ("\x1b", "U+001B (ESC)"),
+    ("\ufffe", "U+FFFE (a noncharacter)"), ("\x85", "U+0085 (NEL, a C1 control)"),
+    ("\u2028", "U+2028 (LINE SEPARATOR)"), ("\ufeff", "U+FEFF (a byte order mark"),
+])
+def test_a_non_printable_character_anywhere_is_named_with_line_and_column(tmp_path, char, named):
+    for text, where in [(f"- name: c\n  shape: [1, 1, 1, 8]  # x{char}\n", "line 2, column 27"),
+                        (f"- name: c{char}\n  shape: [1, 1, 1, 8]\n", "line 1, column 10"),
+                        (f'- name: c\n  dtype: "float32{char}"\n', "line 2, column 18")]:
+        path = write(tmp_path, "c.yaml", text)
+        refused([path], str(path), where, named, "is not allowed in a case file")
+
+
+def test_a_bom_and_crlf_line_ends_keep_working(tmp_path):
+    path = write(tmp_path, "c.yaml", b"\xef\xbb\xbf- name: c\r\n  shape: [1, 1, 1, 8]\r\n  dtype: bf16\r\n")
+    (case,) = load_cases([path])
+    assert case.name == "c" and case.dtype == "bfloat16"
+    bad = write(tmp_path, "d.yaml", b"- name: c\r\n  shape: [1, 1, 1, 8\r\n  dtype: bf16\r\n")
+    refused([bad], "line 3, column 8:")
+
+
+def test_bad_utf8_names_the_line(tmp_path):
+    path = write(tmp_path, "c.yaml", b"- name: c\n  shape: [1, 1, 1, 8]\n  dtype: \xff\n")
+    refused([path], "line 3: not UTF-8 text (byte 0xff")
+
+
+def test_characters_through_the_command_line(tmp_path):
+    path = write(tmp_path, "c.yaml", CASE + "  # \x00\n")
+    one_error_line(prmg("validate", path), str(path), "line 3, column 5: the character U+0000 (NUL)")
+
+
+# ----------------------------------------------------------------------------------------------
+# YAML typing
+
+
+@pytest.mark.parametrize("line, message", [
+    ("seed: !!int abc", "line 3, column 9: !!int 'abc' is not an integer"),
+    ('seed: !!float ""', "line 3, column 9: !!float '' is not a number"),
+    ("golden: !!bool maybe", "line 3, column 11: !!bool 'maybe' is not true or false"),
+    ("seed: !!timestamp yesterday", "!!timestamp 'yesterday' is not a date or time"),
+    ("seed: 2024-02-30", "'2024-02-30' reads as a date or time but is not a valid one (quote it"),
+    ("seed: " + "1" * 5000, "an integer of 5000 characters is too long to read"),
+])
+def test_a_value_its_tag_cannot_read_is_one_line_at_its_line(tmp_path, line, message):
+    refused([write(tmp_path, "c.yaml", CASE + f"  {line}\n")], message)
+
+
+@pytest.mark.parametrize("line, field, fragment", [
+    ("format: [1]", "format", "unknown format [1]"),
+    ("format: {a: 1}", "format", "unknown format {'a': 1}"),
+    ("broadcast: {a: 1}", "broadcast", "unknown broadcast pattern {'a': 1}"),
+    ("null: [[x]]\n  expect: {error: any}", "null", "unknown tensor ['x']"),
+    ("rotary_mode: [1]", "rotary_mode", "expected a mode name or number"),
+    ("op: {a: 1}", "op", "unknown op {'a': 1}"),
+    ("checks: [[adjoint]]", "checks", "unknown check ['adjoint']"),
+    ("standard: [allclose]", "standard", "unknown standard ['allclose']"),
+    ("expect: {error: [1]}", "expect.error", "got a list [1]"),
+    ("dtype: {a: 1}", "dtype", "expected a dtype name, got a mapping"),
+    ("tolerance: {[1]: 2}", None, "a key cannot be a list or a mapping"),
+    ("standard: allclose\n  tolerance: {atol: !!int 0x" + "f" * 400 + "}", "tolerance.atol", "an integer of 1600 bits"),
+    ("inputs: {dy: {uniform: [0, !!int 0x" + "f" * 400 + "]}}", "inputs.dy.uniform", "two finite numbers"),
+    ("inputs: {dy: {values: [1, 2, 3, 4, 5, 6, 7, !!int 0x" + "f" * 400 + "]}}", "inputs.dy.values",
+     "expected numbers"),
+    ("inputs: {cos: {rope: {base: !!int 0x" + "f" * 400 + "}}}", "inputs.cos.rope.base", "a finite number > 0"),
+    ("shape: [1, 1, 1, !!int 0x" + "f" * 3000 + "]", "shape", "an integer of 12000 bits"),
+])
+def test_a_list_or_mapping_or_giant_number_where_a_word_or_number_belongs(tmp_path, line, field, fragment):
+    text = CASE.replace("  shape: [1, 1, 1, 8]\n", "") if line.startswith("shape") else CASE
+    error = refused([write(tmp_path, "c.yaml", text + f"  {line}\n")], fragment, field=field)
+    assert len(str(error)) < 400
+
+
+def test_unhashable_tags_merged_with_the_defaults(tmp_path):
+    path = write(tmp_path, "c.yaml", "defaults: {tags: [smoke]}\ncases:\n- name: c\n  shape: [1, 1, 1, 8]\n"
+                                     "  tags: [[1]]\n")
+    refused([path], "[1] is not a word", field="tags", case="c")
+
+
+def test_a_key_with_a_newline_cannot_forge_a_second_line(tmp_path):
+    path = write(tmp_path, "c.yaml", CASE + '  "dtype\\nprmg: all passed": 1\n')
+    error = refused([path], "unknown key 'dtype\\nprmg: all passed'")
+    assert error.field == "'dtype\\nprmg: all passed'"
+
+
+# ----------------------------------------------------------------------------------------------
+# Name templates
+
+
+@pytest.mark.parametrize("template, fragment", [
+    ("x{index:{dtype}}", "nested fields are not supported"),
+    ("{dtype.__class__}", "no attribute or index access"),
+    ("{dtype.__class__.__init__.__globals__}", "no attribute or index access"),
+    ("{shape[0]}", "no attribute or index access"),
+    ("{0}", "no positional fields"),
+    ("{}", "no positional fields"),
+    ("{dtype!r}", "conversions are not supported"),
+    ("{index:0400000000d}", "widths and precisions are at most 200"),
+    ("{dtype:.999999999}", "widths and precisions are at most 200"),
+    ("{dtype:>150}{dtype:>150}", "makes a name of more than 200 characters"),
+    ("{dtype:d}", "Unknown format code 'd'"),
+])
+def test_name_templates_that_would_reach_into_objects_or_allocate_are_refused(tmp_path, template, fragment):
+    text = f'- name: "{template}"\n  shape: [1, 1, 1, 8]\n  sweep: {{dtype: [float32, float16]}}\n'
+    started = time.monotonic()
+    refused([write(tmp_path, "c.yaml", text)], fragment, field="name")
+    assert time.monotonic() - started < 2
+
+
+def test_a_name_is_at_most_200_characters_and_never_only_dots(tmp_path):
+    for name in (".", "..", "...", "x" * 201):
+        refused([write(tmp_path, "c.yaml", f"- name: '{name}'\n  shape: [1, 1, 1, 8]\n")], field="name")
+    ok = load_cases([write(tmp_path, "c.yaml", "- {name: a., shape: [1, 1, 1, 8]}\n"
+                                               f"- {{name: '{'y' * 200}', shape: [1, 1, 1, 8]}}\n"
+                                               "- {name: 'n_{index:03d}', shape: [1, 1, 1, 8], sweep: {seed: [1]}}\n")])
+    assert [case.name for case in ok] == ["a.", "y" * 200, "n_000"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Size before work
+
+
+def test_the_run_cap_counts_every_entry_of_every_file_before_expanding(tmp_path):
+    from prmg_cli.cases import MAX_RUN_CASES
+
+    assert MAX_RUN_CASES == 200_000
+    forty = list(range(40))
+    sweep = f"  sweep: {{seed: {forty}, rotary_mode: [1, 1, 1, 1, 1], dtype: [fp32, fp32, fp32, fp32, fp32]}}\n"
+    first = write(tmp_path, "a.yaml", "- name: 'a_{index}'\n  shape: [1, 1, 1, 8]\n" + sweep)      # 1000 cases
+    # 40 x 5 x 5 x 200 = 200,000 cases: on its own within the limit, after a.yaml's 1000 over it
+    many = "- name: 'b_{index}'\n  shape: [1, 1, 1, 8]\n" + sweep.replace("}\n", f", standard: {['default'] * 200}}}\n")
+    second = write(tmp_path, "b.yaml", many)
+    started = time.monotonic()
+    refused([first, second], "the sweep makes 200000 cases; with the 1000 before it the run would hold more than "
+            "200000", field="sweep", case="b_{index}")
+    assert time.monotonic() - started < 10
+
+
+def test_a_40_kb_file_cannot_expand_to_a_million_cases(tmp_path):
+    lists = "".join(f"    {key}: [{', '.join(['fp32'] * 10)}]\n" for key in ("dtype", "cos_dtype", "sin_dtype"))
+    text = "- name: 'x_{index}'\n  shape: [1, 1, 1, 8]\n  sweep:\n" + lists + \
+        f"    seed: {list(range(1000))}\n"                                    # 10 * 10 * 10 * 1000 = 1,000,000
+    path = write(tmp_path, "big.yaml", text)
+    started = time.monotonic()
+    refused([path], "the sweep makes 1000000 cases, more than the 200000 a run may hold")
+    assert time.monotonic() - started < 5
+
+
+def test_a_case_file_over_16_mib_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "huge.yaml"
+    with open(path, "wb") as handle:
+        handle.truncate(16 * 2**20 + 1)                 # sparse: nothing to read, only its size
+    refused([path], "is 16.0 MiB, over the limit of 16.0 MiB")
+
+
+def test_a_values_list_over_the_limit_is_refused_while_composing(tmp_path, monkeypatch):
+    from prmg_cli import yamlfile
+
+    monkeypatch.setattr(yamlfile, "MAX_LIST_VALUES", 1000)
+    monkeypatch.setattr(yamlfile.SafeConstructor, "construct_document",
+                        lambda self, node: pytest.fail("a Python value was built"))
+    values = ", ".join(["1.5"] * 1001)
+    path = write(tmp_path, "v.yaml", f"- name: v\n  shape: [1, 1, 1, 1001]\n  inputs: {{dy: {{values: [{values}]}}}}\n")
+    refused([path], "line 3, column 25: a list of more than 1000 values (give a larger tensor as a .npy file)")
+    nested = ", ".join([f"[{', '.join(['2'] * 10)}]"] * 101)            # nested lists count in full
+    path = write(tmp_path, "n.yaml", f"- name: v\n  shape: [1, 1, 1, 1010]\n  inputs: {{dy: {{values: [{nested}]}}}}\n")
+    refused([path], "a list of more than 1000 values")
+
+
+def test_the_alias_limit_applies_while_composing(tmp_path, monkeypatch):
+    from prmg_cli import yamlfile
+
+    monkeypatch.setattr(yamlfile, "MAX_EXPANDED_NODES", 5000)
+    bomb = ("- name: bomb\n  shape: [1, 1, 1, 8]\n  tags: &a [&b [&c [&d [x, x, x, x, x, x, x, x, x, x], *d, *d, *d, "
+            "*d, *d, *d, *d, *d, *d], *c, *c, *c, *c, *c, *c, *c, *c, *c], *b, *b, *b, *b, *b, *b, *b, *b, *b]\n")
+    # a syntax error far below the bomb: composing the whole document first would report it instead
+    rest = "".join(f"- {{name: c{n}, shape: [1, 1, 1, 8]}}\n" for n in range(500)) + "- name: [broken\n"
+    error = refused([write(tmp_path, "b.yaml", bomb + rest)], "the document expands to more than 5000 nodes once "
+                    "its aliases are followed (an alias bomb?)")
+    assert str(error).split(": ")[1].startswith("line 3, column")
+
+
+def test_deep_nesting_is_refused(tmp_path):
+    for depth in (200, 5000):                  # past 1000, libyaml's own limit speaks first: same words
+        refused([write(tmp_path, "d.yaml", CASE + "  tags: " + "[" * depth + "]" * depth + "\n")],
+                "nested deeper than 100 levels")
+
+
+# ----------------------------------------------------------------------------------------------
+# Files
+
+
+def test_case_files_that_are_not_regular_files_are_refused_without_reading(tmp_path):
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    for path, fragment in [(fifo, "is a FIFO (named pipe), not a regular file"),
+                           ("/dev/urandom", "is a character device, not a regular file"),
+                           ("/dev/zero", "is a character device, not a regular file"),
+                           (loop, "too many levels of symbolic links")]:
+        refused([path], str(path), fragment)
+
+
+def test_a_fifo_named_on_the_command_line_does_not_hang(tmp_path):
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    one_error_line(prmg("validate", fifo, timeout=60), "is a FIFO")
+
+
+def npy_case(folder: Path, file: str, name: str = "c.yaml") -> Path:
+    return write(folder, name, f"- name: c\n  shape: [1, 1, 1, 4]\n  inputs: {{dy: {{file: '{file}'}}}}\n")
+
+
+def test_file_inputs_must_be_regular_files(tmp_path):
+    os.mkfifo(tmp_path / "fifo.npy")
+    (tmp_path / "folder.npy").mkdir()
+    (tmp_path / "loop.npy").symlink_to(tmp_path / "loop.npy")
+    for file, fragment in [("fifo.npy", "is a FIFO (named pipe), not a regular file"),
+                           ("folder.npy", "is a directory, not a file"),
+                           ("missing.npy", "no such file"),
+                           ("loop.npy", "too many levels of symbolic links")]:
+        refused([npy_case(tmp_path, file)], fragment, field="inputs.dy.file")
+
+
+def test_file_inputs_must_stay_inside_the_case_files_folder(tmp_path):
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    np.save(tmp_path / "outside.npy", np.zeros(4, np.float32))
+    (folder / "link.npy").symlink_to(tmp_path / "outside.npy")
+    (folder / "zero.npy").symlink_to("/dev/zero")
+    for file in ("../outside.npy", str(tmp_path / "outside.npy"), "link.npy", "zero.npy", "/etc/passwd"):
+        refused([npy_case(folder, file)], "is outside the case file's folder", "(file: inputs must stay inside it)",
+                field="inputs.dy.file")
+    (folder / "sub").mkdir()
+    np.save(folder / "sub" / "inside.npy", np.zeros(4, np.float32))
+    (folder / "inside_link.npy").symlink_to(folder / "sub" / "inside.npy")
+    for file in ("sub/inside.npy", "inside_link.npy", str(folder / "sub" / "inside.npy")):
+        (case,) = load_cases([npy_case(folder, file)])
+        assert case.dy_input.args == (str((folder / "sub" / "inside.npy").resolve()), str(folder.resolve()))
+
+
+def test_errors_never_echo_file_contents(tmp_path):
+    write(tmp_path, "secret.npy", b"SECRET-TOKEN-1234 admin:$6$hash:19000:0:99999:7:::\n")
+    error = refused([npy_case(tmp_path, "secret.npy")], "is not a .npy file", field="inputs.dy.file")
+    assert "SECRET" not in str(error) and "$6$" not in str(error)
+
+
+def npy_bytes(header: str, data: bytes = b"", version: int = 1, length: int | None = None) -> bytes:
+    """A .npy file with ``header`` (padded as numpy pads it) and ``data``."""
+    text = header.encode("latin1")
+    text += b" " * ((64 - (10 + len(text) + 1) % 64) % 64) + b"\n"
+    size = len(text) if length is None else length
+    prefix = b"\x93NUMPY" + bytes([version, 0]) + (size.to_bytes(2, "little") if version == 1
+                                                    else size.to_bytes(4, "little"))
+    return prefix + text + data
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", b"\0" * 8),
+     "bytes, shorter than the"),
+    (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }"),
+     "element count overflows int64"),
+    (npy_bytes("{'descr': '|O', 'fortran_order': False, 'shape': (4,), }", b"\0" * 32),
+     "holds Python objects (pickles are refused)"),
+    (npy_bytes("{'descr': '<U4', 'fortran_order': False, 'shape': (4,), }", b"\0" * 64), "not numbers"),
+    (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", version=2, length=0xFFFFFFF0),
+     "a .npy header of 4294967280 bytes, over 65536"),
+    (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), '__class__': 1}", b"\0" * 16),
+     "without exactly descr, fortran_order and shape"),
+    (npy_bytes("__import__('os').system('touch /tmp/prmg_npy_pwned')", b""), "not a Python dict literal"),
+])
+def test_npy_headers_are_checked_from_a_bounded_read(tmp_path, content, fragment):
+    write(tmp_path, "t.npy", content)
+    refused([npy_case(tmp_path, "t.npy")], fragment, field="inputs.dy.file")
+    assert not os.path.exists("/tmp/prmg_npy_pwned")
+
+
+def test_file_inputs_are_checked_again_when_the_run_reads_them(tmp_path):
+    from prmg_cli.inputs import make_inputs
+
+    np.save(tmp_path / "t.npy", np.arange(4, dtype=np.float32))
+    (case,) = load_cases([npy_case(tmp_path, "t.npy")])
+    np.testing.assert_array_equal(make_inputs(case).dy.reshape(-1), np.arange(4, dtype=np.float32))
+    os.unlink(tmp_path / "t.npy")
+    os.mkfifo(tmp_path / "t.npy")                          # swapped for a FIFO after loading
+    with within(10), pytest.raises(PrmgError, match="is a FIFO") as caught:
+        make_inputs(case)
+    assert caught.value.field == "inputs.dy.file"
+    os.unlink(tmp_path / "t.npy")
+    (tmp_path / "t.npy").symlink_to("/etc/passwd")          # or for a link out of the folder
+    with pytest.raises(PrmgError, match="outside the case file's folder"):
+        make_inputs(case)
+    os.unlink(tmp_path / "t.npy")
+    np.save(tmp_path / "t.npy", np.arange(4, dtype=np.float32))
+    with open(tmp_path / "t.npy", "r+b") as handle:        # truncated after loading
+        handle.truncate(os.path.getsize(tmp_path / "t.npy") - 4)
+    with pytest.raises(PrmgError, match="shorter than"):
+        make_inputs(case)
+
+
+def test_fortran_order_npy_files_are_read_in_c_order_of_their_shape(tmp_path):
+    from prmg_cli.inputs import make_inputs
+
+    array = np.asfortranarray(np.arange(8, dtype=np.float64).reshape(2, 4))
+    np.save(tmp_path / "f.npy", array)
+    path = write(tmp_path, "c.yaml", "- name: c\n  shape: [1, 1, 2, 4]\n  inputs: {dy: {file: f.npy}}\n")
+    (case,) = load_cases([path])
+    np.testing.assert_array_equal(make_inputs(case).dy.reshape(-1), np.arange(8, dtype=np.float32))
+
+
+# ----------------------------------------------------------------------------------------------
+# Writes: prmg dump
+
+
+def dump_refused(paths, out, fragment: str) -> None:
+    """``prmg dump`` (in process) refuses with one line holding ``fragment``."""
+    from prmg_cli.dump import dump_cases
+
+    with pytest.raises(PrmgError) as caught:
+        dump_cases([str(p) for p in paths], str(out))
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_dump_never_writes_outside_out(tmp_path):
+    out = tmp_path / "out"
+    for name in (".", ".."):
+        path = write(tmp_path, "c.yaml", f"- name: '{name}'\n  shape: [1, 1, 1, 8]\n")
+        dump_refused([path], out, "not a valid name")
+    assert not (tmp_path / "dy.npy").exists() and not (tmp_path / "meta.json").exists()
+    out.mkdir(exist_ok=True)
+    (tmp_path / "elsewhere").mkdir()
+    (out / "c").symlink_to(tmp_path / "elsewhere")
+    dump_refused([write(tmp_path, "c.yaml", CASE)], out, "not dumped")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    (out / "c").unlink()
+    (out / "c").mkdir()
+    (out / "c" / "dy.npy").symlink_to(tmp_path / "elsewhere" / "planted.npy")
+    dump_refused([tmp_path / "c.yaml"], out, "is a symlink; not followed")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: is not a folder")
+
+
+def test_dump_write_errors_are_one_line(tmp_path):
+    case_file = write(tmp_path, "c.yaml", CASE)
+    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)); sys.argv = ['prmg'] + sys.argv[1:]; "
+              "from prmg_cli.cli import main; main()")
+    result = subprocess.run([sys.executable, "-c", script, "dump", str(case_file), "--out", str(tmp_path / "o")],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    one_error_line(result, "cannot write: the file is too large")
+
+
+# ----------------------------------------------------------------------------------------------
+# The results file
+
+
+def record(name: str, status: str = "passed", fingerprint: str = "") -> CaseResult:
+    return CaseResult(name=name, status=status, fingerprint=fingerprint)
+
+
+def test_results_file_on_devices_pipes_and_folders():
+    from prmg_cli.resultsfile import ResultsFile
+
+    results = ResultsFile("/dev/full")
+    with pytest.raises(PrmgError, match="cannot write the result of case 'a' to the results file: no space left") \
+            as caught:
+        results.append(record("a"))
+    assert caught.value.file == "/dev/full"
+    results.close()
+    with ResultsFile("/dev/null") as results:
+        results.append(record("a"))
+    with pytest.raises(PrmgError, match="is a directory"):
+        ResultsFile(ROOT)
+
+
+def test_results_file_on_a_fifo_without_reader_does_not_hang(tmp_path):
+    from prmg_cli.resultsfile import ResultsFile
+
+    os.mkfifo(tmp_path / "fifo")
+    with within(10), pytest.raises(PrmgError, match="a FIFO with no reader"):
+        ResultsFile(tmp_path / "fifo")
+    reader = os.open(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with within(10), ResultsFile(tmp_path / "fifo") as results:       # a pipe with a reader works
+            results.append(record("a"))
+        assert json.loads(os.read(reader, 1 << 16))["name"] == "a"
+    finally:
+        os.close(reader)
+
+
+def test_a_torn_last_line_is_dropped_and_the_next_record_starts_on_its_own_line(tmp_path):
+    from prmg_cli.resultsfile import ResultsFile, read_results
+
+    path = tmp_path / "r.jsonl"
+    full = json.dumps(record("a").to_dict())
+    path.write_text(full + "\n" + full[:40])                       # the crash tore the second record
+    with ResultsFile(path) as results:
+        results.append(record("b"))
+    assert list(read_results(path)) == ["a", "b"]
+    assert path.read_text().splitlines()[1] == full[:40]
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"\x7fELF\x02\x01\x01\x00\xff\xfe", "line 1: not UTF-8 text"),
+    (b"just some notes\n", "line 1: not a JSON result record"),
+    (b'{"name": "a", "status": "passed"}\n', "line 1: a record of schema None, not " + SCHEMA),
+    (b'{"schema": "prmg.result/1", "name": "a", "status": "passed"}\n', "a record of schema 'prmg.result/1'"),
+    (b"[1, 2, 3]\n", "line 1: expected a JSON result record, got [1, 2, 3]"),
+    ((json.dumps(record("a").to_dict()) + "\n").encode() + b'{"schema": "' + SCHEMA.encode()
+     + b'", "name": "b", "status": "exploded"}\n', "line 2: not a result record"),
+])
+def test_a_resume_file_that_is_not_a_results_file_is_one_line_naming_the_line(tmp_path, content, fragment):
+    from prmg_cli.resultsfile import read_results
+
+    path = write(tmp_path, "r.jsonl", content)
+    with pytest.raises(PrmgError) as caught:
+        read_results(path)
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+    assert caught.value.file == str(path)
+    with within(10), pytest.raises(PrmgError, match="is a character device"):
+        read_results("/dev/zero")
+
+
+def test_resume_trusts_only_finished_unchanged_cases(tmp_path):
+    from prmg_cli.cases import fingerprint
+    from prmg_cli.resultsfile import read_results
+
+    cases = load_cases([write(tmp_path, "c.yaml", "".join(f"- {{name: {n}, shape: [1, 1, 1, 8]}}\n"
+                                                          for n in "abcdefg"))])
+    prints = {case.name: fingerprint(case) for case in cases}
+    lines = [record("a", "passed", prints["a"]), record("b", "error", prints["b"]),
+             record("c", "not_run", prints["c"]), record("d", "failed", "0" * 64),       # changed since
+             record("e", "failed", prints["e"]), record("f", "passed", ""),               # no fingerprint
+             record("g", "passed", prints["g"]), record("g", "error", prints["g"]),      # the last one counts
+             record("gone", "passed", prints["a"])]                                         # not in the run
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in lines))
+    assert sorted(read_results(path, cases)) == ["a", "e"]
+    assert sorted(read_results(path)) == ["a", "d", "e", "f", "gone"]
+    assert read_results(tmp_path / "absent.jsonl", cases) == {}
+
+
+# ----------------------------------------------------------------------------------------------
+# Fingerprints
+
+
+def test_fingerprint_is_stable_follows_the_definition_and_file_bytes_not_paths(tmp_path):
+    from prmg_cli.cases import fingerprint
+
+    text = "- name: f\n  shape: [1, 1, 1, 4]\n  inputs: {dy: {file: t.npy}}\n"
+    prints = []
+    for folder in (tmp_path / "one", tmp_path / "two" / "deeper"):
+        folder.mkdir(parents=True)
+        np.save(folder / "t.npy", np.arange(4, dtype=np.float32))
+        (case,) = load_cases([write(folder, "c.yaml", text)])
+        prints.append(fingerprint(case))
+    assert prints[0] == prints[1] and len(prints[0]) == 64 and int(prints[0], 16) >= 0
+    np.save(tmp_path / "one" / "t.npy", np.arange(1, 5, dtype=np.float32))
+    assert fingerprint(case) == prints[1]
+    (changed,) = load_cases([tmp_path / "one" / "c.yaml"])
+    assert fingerprint(changed) != prints[0]                        # the file's bytes changed
+    assert fingerprint(dataclasses.replace(case, seed=case.seed + 1)) != prints[1]
+    assert fingerprint(dataclasses.replace(case, source="/elsewhere/c.yaml")) == prints[1]
+    (plain,) = load_cases([write(tmp_path, "p.yaml", "- {name: stable, shape: [2, 3, 4, 64], dtype: bf16}\n")])
+    # the same on every machine and run: a change here invalidates every results file in use
+    assert fingerprint(plain) == "5a0c9eaa90d478ffd0193292bc133851f08144e841cb741b2c933a2f12b9da72"
+
+
+# ----------------------------------------------------------------------------------------------
+# Every broken case, not only the first
+
+
+def test_check_files_reports_every_broken_case_once(tmp_path):
+    from prmg_cli.cases import check_files
+
+    one = write(tmp_path, "one.yaml", """\
+- {name: good, shape: [1, 1, 1, 8]}
+- {name: bad_dtype, shape: [1, 1, 1, 8], dtype: fp8}
+- {shape: [1, 1, 1, 8]}
+- {name: wide, shape: [1, 1, 1, 2048]}
+- name: "sw_{dtype}"
+  shape: [1, 1, 1, 8]
+  format: [1]
+  sweep: {dtype: [float32, float16, bfloat16]}
+- name: "sw2_{dtype}"
+  shape: [1, 1, 1, 8]
+  sweep: {dtype: [float32, fp99, fp98]}
+- {name: good, shape: [1, 1, 1, 8]}
+""")
+    two = write(tmp_path, "two.yaml", "- name: x\n  shape: [1, 1, 1, 8\n")
+    three = write(tmp_path, "three.yaml", "defaults: {dtyp: fp16}\ncases: []\n")
+    errors = check_files([one, two, three, tmp_path / "absent.yaml"], frozenset({1}))
+    seen = [(e.file, e.case, e.field) for e in errors]
+    assert seen == [(str(one), "bad_dtype", "dtype"), (str(one), "#3", "name"), (str(one), "wide", "shape"),
+                    (str(one), "sw_float32", "format"), (str(one), "sw2_fp99", "sweep.dtype"),
+                    (str(one), "sw2_fp98", "sweep.dtype"), (str(one), "good", "name"),
+                    (str(two), None, None), (str(three), None, "defaults.dtyp"),
+                    (str(tmp_path / "absent.yaml"), None, None)]
+    assert all("\n" not in str(e) for e in errors)
+    assert "line 3, column 1: the list '[' opened at line 2, column 10 is not closed" in str(errors[7])
+    assert check_files([ROOT / "cases"], frozenset({1})) == []
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- name: x\n  shape: [1, 1, 1, 8]\n  dtype: fp16: x\n", "line 3, column 14: a mapping value is not allowed here "
+     "(did you forget a space after ':' or quotes?)"),
+    ("- name: x\n  shape [1, 1, 1, 8]\n  dtype: x\n", "line 2, column 3: a key without ':'"),
+    ("- name: x\n  shape: {a: 1\n", "line 3, column 1: the mapping '{' opened at line 2, column 10 is not closed"),
+    ("- name: 'x\n", "line 2, column 1: the quoted text opened at line 1, column 9 is not closed"),
+    ('- name: "\\q"\n', "line 1, column 9: the double-quoted text holds an unknown escape"),
+    ("- name: x\n\t- y\n", "line 2, column 1: a tab"),
+    ("- name: @x\n", "line 1, column 9: '@' cannot start a value (quote the value)"),
+    ("- name: *nowhere\n", "line 1, column 9: the alias '*nowhere' names no anchor"),
+    ("- a: &x 1\n  b: &x 2\n", "line 2, column 6: the anchor '&x' is defined twice (first at line 1)"),
+    ("- a\nb: 1\n", "line 2, column 1: this line does not fit the block opened at line 1, column 1"),
+    ("  a: 1\nb: 2\n", "line 2, column 1: this line does not fit the document (check its indentation)"),
+    ("- !!python/object/apply:os.system [ls]\n", "line 1, column 3: unsupported YAML tag "
+     "'!!python/object/apply:os.system'"),
+])
+def test_yaml_syntax_errors_are_one_line_in_plain_words_with_either_parser(tmp_path, text, message):
+    from prmg_cli import yamlfile
+
+    for parser in yamlfile.LOADERS:                  # libyaml's and PyYAML's own: the same words
+        with pytest.raises(PrmgError) as caught:
+            yamlfile.parse_yaml(text, "f.yaml", parser)
+        assert str(caught.value).startswith(f"f.yaml: {message}"), (parser, str(caught.value))
+    refused([write(tmp_path, "s.yaml", text)], message)
+
+
+# ----------------------------------------------------------------------------------------------
+# Round trips: gen-case and import-ttk
+
+
+@pytest.mark.parametrize("name", ["1e-8", "1E5", "true", "null", "0x1F", "0o17", "1_000", ".inf", ".nan", "-1",
+                                  "2024-01-01", "on", "yes", "1.5", "Null"])
+def test_generated_names_that_yaml_reads_as_non_text_are_quoted(tmp_path, name):
+    case = gencase.case_from_options(shape=(1, 1, 1, 8), name=name)
+    path = write(tmp_path, "g.yaml", gencase.dump_yaml(gencase.document([case])))
+    (loaded,) = load_cases([path])
+    assert loaded.name == name
+
+
+def test_import_ttk_output_loads_back_whatever_the_remarks_hold(tmp_path):
+    from test_ttk import row, write_csv
+
+    remarks = ["line one\n- name: injected\n  shape: [1, 1, 1, 8]", "\x1b[2J all passed \x1b[0m", "tab\tand\rcr",
+               "\u2028separator\u2029", "back\\slash"]
+    rows = [row(testcase_name=f"r{n}", remark=remark) for n, remark in enumerate(remarks)]
+    rows.append(row(testcase_name="..", remark="dots"))
+    doc, notes = ttk.import_ttk(write_csv(tmp_path, rows))
+    path = write(tmp_path, "t.yaml", gencase.dump_yaml(doc))
+    assert [c.name for c in load_cases([path])] == ["r0", "r1", "r2", "r3", "r4", "ttk_row6"]
+    text = path.read_text()
+    assert all(line.startswith("# ") for line in text.splitlines() if "injected" in line or "passed" in line)
+    assert "\\x1b[2J all passed" in text and "\x1b" not in text       # escaped, not raw
+
+
+def test_import_ttk_with_no_importable_row_is_an_error(tmp_path):
+    from test_ttk import row, write_csv
+
+    csv_path = write_csv(tmp_path, [row(op_name="other_op"), row(is_enabled="False")])
+    with pytest.raises(PrmgError, match="no row could be imported \\(2 data row\\(s\\); row 1 \\(ok\\): op_name "
+                                        "other_op is not"):
+        ttk.import_ttk(csv_path)
+    with pytest.raises(PrmgError, match="no row could be imported"):
+        gencase_cli.import_ttk_file(str(csv_path), str(tmp_path / "out.yaml"))
+    assert not (tmp_path / "out.yaml").exists()
+
+
+def test_import_ttk_reads_only_regular_files(tmp_path):
+    os.mkfifo(tmp_path / "fifo.csv")
+    with within(10), pytest.raises(PrmgError, match="is a FIFO"):
+        ttk.import_ttk(tmp_path / "fifo.csv")
+
+
+FLAGS = dict(shape="1,1,1,8", cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
+             mode="interleave", seed=None, name=None, inputs=None, expect="pass", standard=None, preset=None,
+             output=None, append=False)
+
+
+def test_gen_case_empty_cos_shape_and_append_to_a_non_case_file_are_one_line(tmp_path):
+    with pytest.raises(PrmgError) as caught:
+        gencase_cli.generate(**{**FLAGS, "cos_shape": ""})
+    assert str(caught.value) == "--cos-shape: expected integers, got ''"
+    for content in (b"\x00\x01binary", b"[1, 2, 3]\n", b"name: [unclosed\n", b"- {name: a, shape: [1]}\n",
+                    (json.dumps(record("a").to_dict()) + "\n").encode()):
+        target = write(tmp_path, "not_cases.yaml", content)
+        with pytest.raises(PrmgError) as caught:
+            gencase_cli.generate(**{**FLAGS, "output": str(target), "append": True})
+        assert "\n" not in str(caught.value) and str(target) in str(caught.value)
+        assert target.read_bytes() == content                           # left as it was
+    os.mkfifo(tmp_path / "fifo.yaml")
+    with within(10), pytest.raises(PrmgError, match="is a FIFO"):
+        gencase_cli.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml"), "append": True})
+
+
+def test_gen_case_defaults_agree_with_the_loader(tmp_path):
+    generated = gencase_cli.generate(**{**FLAGS, "shape": "2,16,4,128", "partial_slice": "32,96", "name": "g"})
+    (from_flags,) = load_cases([write(tmp_path, "g.yaml", generated)])
+    (by_hand,) = load_cases([write(tmp_path, "h.yaml", "- {name: g, shape: [2, 16, 4, 128], partial_slice: [32, 96]}\n")])
+    assert from_flags.cos_shape == by_hand.cos_shape == (1, 1, 1, 64)
+
+
+def test_gen_case_output_to_a_device_or_fifo_is_one_line(tmp_path):
+    with pytest.raises(PrmgError, match="cannot write: no space left on device"):
+        gencase_cli.generate(**{**FLAGS, "output": "/dev/full"})
+    os.mkfifo(tmp_path / "fifo.yaml")
+    with within(10), pytest.raises(PrmgError, match="a pipe or device with no reader"):
+        gencase_cli.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml")})
+
+
+def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
+    target = write(tmp_path, "keep.yaml", CASE)
+    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)); sys.argv = ['prmg'] + sys.argv[1:]; "
+              "from prmg_cli.cli import main; main()")
+    result = subprocess.run([sys.executable, "-c", script, "gen-case", "--preset", "smoke", "-o", str(target)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    one_error_line(result, "cannot write")
+    assert target.read_text() == CASE
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.yaml"]
+
