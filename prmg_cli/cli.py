@@ -67,6 +67,7 @@ Examples:
   prmg run cases/ -k bf16 --tag broadcast --standard double_thousandth
   prmg run cases/ --supported-modes 0,1,2,3 --exclude-tag mode-unsupported
   prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results run.jsonl
+  prmg run cases/ --cluster auto --results run.jsonl
 """
 
 
@@ -129,6 +130,10 @@ def run(
     save_failures: Optional[Path] = typer.Option(None, "--save-failures", metavar="DIR", help="For each failed "
                                                  "case write DIR/CASE/ with its inputs, output, float64 golden, "
                                                  "error map and meta.json (numpy alone reads them)."),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", metavar="ADDRESS", help="Run on the NPUs of a Ray cluster, one worker per NPU: "
+        "ADDRESS as ray.init takes it (auto, HOST:PORT, ray://HOST:10001), or local to start one here with "
+        "this host's devices. Needs pip install 'prmg[ray]'."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
     max_details: Optional[int] = typer.Option(None, "--max-details", metavar="N",
                                               help="With -v, at most N diagnosis lines per case."),
@@ -148,6 +153,9 @@ def run(
 
     if max_details is not None and max_details < 0:
         raise PrmgError(f"--max-details must be >= 0, got {max_details}")
+    if cluster is not None and (devices is not None or device != 0):
+        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
+                        "local runs")
     request = RunRequest(
         paths=[str(p) for p in paths], runner=runner, op_lib=op_lib, supported_modes=supported_modes,
         devices=devices if devices is not None else str(device), standard=standard, reports=tuple(report),
@@ -156,7 +164,8 @@ def run(
         results=str(results) if results else None, resume=str(resume) if resume else None, shard=shard,
         max_memory=max_memory, verbose=verbose, wide=wide, max_details=max_details, strict=strict,
         max_timeouts=max_timeouts, progress_interval=check_timeout(progress_interval, "--progress-interval") or 0,
-        checks=check, golden=not no_golden, repeat=repeat, save_failures=str(save_failures) if save_failures else None)
+        checks=check, golden=not no_golden, repeat=repeat, save_failures=str(save_failures) if save_failures else None,
+        cluster=cluster)
     raise typer.Exit(run_suite(request))
 
 
