@@ -8,10 +8,17 @@ the run's book (case order, prechecks, fail-fast, ``not_run``). Only where the w
 Ray actor that holds one ``NPU`` resource (Ray sets ``ASCEND_RT_VISIBLE_DEVICES`` to that NPU, so the
 actor opens its device 0) instead of a forked process.
 
+- **Starting.** ``connect`` makes one actor per ``NPU`` of the cluster's live nodes; each finds its node's
+  toolkit (``toolkit.select_runner`` with the run's ``--runner``, ``--op-lib`` and ``--supported-modes``,
+  building its own emulator there when the run uses the emulator), and the first to answer gives the
+  run's header its toolkit. The executor then sends each actor the run's settings (pickled) to open its
+  session. An actor whose node gives another kind of toolkit than the first (``--runner auto`` finding
+  the emulator where the first found a CANN toolkit, or the reverse) fails to start with the reason: a
+  node never falls back to the emulator silently.
 - **Streaming, in case order.** Each actor has up to ``PIPELINE`` cases queued (one running, the next
   already there, so that Ray's round trip does not idle the NPU; one under ``--fail-fast``). Results
   come back through ``ray.wait`` as they finish and go to ``on_result`` at once; ``run`` returns them
-  in case order.
+  in case order. At the run's tail a case queued behind a slow one moves to an idle actor.
 - **Isolation.** A case whose actor dies (a segfault, an abort, the OOM killer) is an ``error``
   (``worker crashed: ...``); a case over ``--timeout`` is an ``error`` (``timed out after N s``) and its
   actor is killed. Either way a fresh actor takes the dead one's place, and the cases queued behind the
@@ -20,16 +27,17 @@ actor opens its device 0) instead of a forked process.
   kept idle (so that nothing else of the run lands there) while another is asked for.
 - **Nodes leaving.** A node that leaves the cluster costs the cases running on it (``error``, ``worker
   lost: node ... left the cluster``); its queued cases go to the other actors, and its actors are not
-  replaced. When no actor is left, the cases still waiting are ``not_run`` with the reasons.
+  replaced. When no actor is left, the cases still waiting are ``not_run`` with the reasons. NPUs that
+  join during a run are not used: a run sizes itself when it starts.
 - **The toolkit, explicitly.** Nothing reaches an actor through a shared file system or the raylet's
   environment by accident: the driver connects with a job ``runtime_env`` whose ``env_vars`` carry
   ``ASCEND_*`` (except ``ASCEND_RT_VISIBLE_DEVICES``, which Ray sets per actor), ``PRMG_EMU_*``,
-  ``PRMG_EMULATOR_HOME`` and the variables named in ``$PRMG_CLUSTER_ENV``; ``PRMG_EMU_*`` variables the
-  driver does not have are removed in the actor. The settings are pickled to each actor, which calls
-  ``toolkit.select_runner`` with the run's ``--runner``, ``--op-lib`` and ``--supported-modes`` on its
-  own node (building its own emulator there when the run uses the emulator); ``--runner auto`` is pinned
-  to the kind of toolkit the run found (a node without a toolkit never falls back to the emulator), and
-  an actor whose node gives another kind fails to start with the reason.
+  ``PRMG_EMULATOR_HOME`` and the variables named in ``$PRMG_CLUSTER_ENV`` (e.g. ``LD_LIBRARY_PATH``);
+  ``PRMG_EMU_*`` variables the driver does not have are removed in the actor, so a node's stale fault
+  injection never reaches a run. Case files' ``file:`` inputs are read where the case runs: they must
+  exist at the same path on every node.
+- **Output.** Ray's driver prints cluster errors on standard output; they go to standard error here, so
+  that a report on standard output stays the report alone.
 """
 
 from __future__ import annotations
@@ -93,17 +101,15 @@ def _drop_unforwarded(forwarded: Sequence[str]) -> None:
 # The actor side
 
 @dataclass(frozen=True)
-class WorkerSpec:
-    """What an actor needs to become a worker: the run's settings (their toolkit is replaced by the one the
-    actor's node gives), the runner choice to repeat there, and what the driver forwarded."""
+class RunnerChoice:
+    """The run's runner choice, for each actor to repeat on its own node: ``--runner`` (``auto`` pinned to
+    the kind the first actor found, once it did), ``--op-lib``, ``--supported-modes``, and the names of the
+    variables the driver forwarded."""
 
-    settings: execute.RunSettings
-    runner: str                      # --runner, "auto" pinned to the kind the run found
+    runner: str
     op_lib: str | None
     modes: frozenset
-    kind: str                        # "aclnn" or "emulator": what every node must give
-    forwarded: tuple = ()            # names of the variables the driver forwarded
-    version: str = __version__
+    forwarded: tuple = ()
 
 
 def _assigned_device(ray) -> tuple[int, str]:
@@ -118,54 +124,57 @@ def _assigned_device(ray) -> tuple[int, str]:
     return (int(npu) if npu.isdigit() else 0), npu
 
 
-def resolve_toolkit(runner: str, op_lib: str | None, modes: frozenset, forwarded: Sequence[str]) -> tuple:
-    """(``"ok"``, Toolkit) of ``select_runner`` on this node, or (``"error"``, why): a Ray task, run once
-    on an NPU node before the actors start, for the run's header and its runner kind."""
-    from .toolkit import select_runner
-
-    _drop_unforwarded(forwarded)
-    try:
-        return "ok", select_runner(runner, op_lib, os.environ, modes)
-    except Exception as exc:
-        return "error", str(exc) if isinstance(exc, PrmgError) else f"{type(exc).__name__}: {exc}"
+def _why(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, PrmgError) else f"{type(exc).__name__}: {exc}"
 
 
 class NpuWorker:
     """A Ray actor holding one NPU: the same worker as a local device worker (``execute.CaseWorker``).
 
-    It never raises out of ``__init__`` (``ready`` says what went wrong), and once its session is unfit it
-    refuses cases (``run`` returns None) until the driver replaces it.
+    Made, it finds its node's toolkit (``select_runner`` with the run's choice); ``start(settings)`` opens
+    its session. It never raises (``ready`` and ``start`` say what went wrong), and once its session is
+    unfit it refuses cases (``run`` returns None) until the driver replaces it.
     """
 
-    def __init__(self, spec: WorkerSpec):
+    def __init__(self, choice: RunnerChoice, settings: execute.RunSettings | None = None):
         import ray
 
         from .toolkit import select_runner
 
         self.worker: execute.CaseWorker | None = None
+        self.toolkit = None
+        self.device = 0
         context = ray.get_runtime_context()
         self.info = {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "npu": "?",
-                     "pid": os.getpid(), "version": __version__, "soc": "", "error": ""}
+                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "error": ""}
         try:
-            _drop_unforwarded(spec.forwarded)
-            device, self.info["npu"] = _assigned_device(ray)
-            toolkit = select_runner(spec.runner, spec.op_lib, os.environ, spec.modes)
-            if toolkit.kind != spec.kind:
-                raise PrmgError(f"this node gives the {toolkit.kind} at {toolkit.root}, but the run uses the "
-                                f"{spec.kind}; install the same toolkit on every node or give --runner")
-            self.worker = execute.CaseWorker(replace(spec.settings, toolkit=toolkit), device)
-            self.info["soc"] = self.worker.soc()
+            _drop_unforwarded(choice.forwarded)
+            self.device, self.info["npu"] = _assigned_device(ray)
+            self.toolkit = self.info["toolkit"] = select_runner(choice.runner, choice.op_lib, os.environ,
+                                                                choice.modes)
         except Exception as exc:
-            self.info["error"] = str(exc) if isinstance(exc, PrmgError) else f"{type(exc).__name__}: {exc}"
+            self.info["error"] = _why(exc)
+        if settings is not None:
+            self.start(settings)
 
     def ready(self) -> dict:
-        """Where the actor lives (node id and address, NPU id, pid), its prmg version, SoC, and its start
-        error ("" when it is ready for cases)."""
+        """Where the actor lives (node id and address, NPU id, pid), its prmg version, its node's toolkit,
+        its SoC once started, and what went wrong ("" when nothing did)."""
+        return self.info
+
+    def start(self, settings: execute.RunSettings) -> dict:
+        """Open the session with ``settings`` (their toolkit replaced by this node's); ``ready``'s answer."""
+        if self.worker is None and not self.info["error"]:
+            try:
+                self.worker = execute.CaseWorker(replace(settings, toolkit=self.toolkit), self.device)
+                self.info["soc"] = self.worker.soc()
+            except Exception as exc:
+                self.info["error"] = _why(exc)
         return self.info
 
     def run(self, case: Case) -> tuple[dict | None, bool]:
         """(the case's result record, session still fit); (None, False) without running it once the
-        session is unfit."""
+        session is unfit or was never opened."""
         if self.worker is None or not self.worker.fit:
             return None, False
         result, fit = self.worker.run(case)
@@ -241,18 +250,17 @@ def _check_reachable(address: str) -> None:
 
 @dataclass
 class Cluster:
-    """A driver's connection to a Ray cluster (started by prmg for ``local``), the NPUs it offers, and the
-    toolkit the run uses (as a node gives it)."""
+    """A driver's connection to a Ray cluster (started by prmg for ``local``), the NPUs it offers, the
+    worker actors made for them (not started yet), and the toolkit the run uses (as the first actor's node
+    gives it)."""
 
     ray: object
     address: str
-    toolkit: object                       # toolkit.Toolkit, from the probe (``local``: this host's)
-    spec_runner: str                      # --runner, "auto" pinned to toolkit.kind
-    op_lib: str | None
-    modes: frozenset
-    forwarded: tuple
+    choice: RunnerChoice
+    actor_class: object = None
+    actors: list = field(default_factory=list)
+    toolkit: object = None                # toolkit.Toolkit
     devices: tuple = ()                   # one label per NPU: "ADDRESS/NPU<k>"
-    started_here: bool = False
     closed: bool = field(default=False, repr=False)
 
     def executor(self, settings: execute.RunSettings) -> "ClusterExecutor":
@@ -260,7 +268,7 @@ class Cluster:
         return ClusterExecutor(self, settings)
 
     def close(self) -> None:
-        """Disconnect (and, for ``local``, stop the Ray instance prmg started)."""
+        """Disconnect (the job's actors end with it; for ``local``, the Ray instance prmg started too)."""
         if not self.closed:
             self.closed = True
             self.ray.shutdown()
@@ -279,8 +287,8 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
             environ: Mapping[str, str] | None = None) -> Cluster:
     """Connect to the Ray cluster at ``address`` (what ``ray.init`` takes: ``auto``, ``HOST:PORT``,
     ``ray://HOST:10001``), or start one here for ``local`` with this host's device count as its ``NPU``
-    resources; then find the run's toolkit (here for ``local``, else on an NPU node). PrmgError when Ray
-    is missing, the cluster cannot be reached or has no NPU, or the toolkit cannot be found."""
+    resources; make one worker actor per NPU and take the run's toolkit from the first to answer.
+    PrmgError when Ray is missing, the cluster cannot be reached or has no NPU, or no toolkit is found."""
     from .toolkit import select_runner
 
     environ = os.environ if environ is None else environ
@@ -288,13 +296,10 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
     env = forwarded_env(environ)
     init = {"runtime_env": {"env_vars": env}, "log_to_driver": False, "logging_level": logging.ERROR,
             "namespace": "prmg"}
-    local = address.strip() == "local"
-    toolkit = None
-    if local:
-        toolkit = select_runner(runner, op_lib, environ, modes)
+    if address.strip() == "local":
         from .acl import probe
 
-        report = execute.call_in_child(probe, toolkit, timeout=120)
+        report = execute.call_in_child(probe, select_runner(runner, op_lib, environ, modes), timeout=120)
         count = report.get("device_count") or 0
         if count < 1:
             raise PrmgError(f"--cluster local: {'; '.join(report.get('errors', [])) or 'this host has no device'}")
@@ -311,31 +316,50 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
         text = str(error).strip().splitlines()
         raise PrmgError(f"--cluster {address}: cannot connect to Ray: {type(error).__name__}: "
                         f"{visible(text[0] if text else '')}") from None
-    cluster = Cluster(ray, address, toolkit, runner, op_lib, modes, tuple(env), _npu_labels(ray), local)
+    cluster = Cluster(ray, address, RunnerChoice(runner, op_lib, modes, tuple(env)), devices=_npu_labels(ray))
     try:
         if not cluster.devices:
             raise PrmgError(f"--cluster {address}: the cluster has no NPU resource (start each node with "
                             f"`ray start ... --resources '{{\"NPU\": 8}}'`, or on hosts where Ray finds "
                             f"/dev/davinci*)")
-        if toolkit is None:
-            probe_task = ray.remote(num_cpus=ACTOR_CPUS, resources={"NPU": 0.001})(resolve_toolkit)
-            try:
-                ref, deadline = probe_task.remote(runner, op_lib, modes, tuple(env)), time.monotonic() + START_TIMEOUT
-                while not _wait(ray, [ref], WAIT_SLICE) and time.monotonic() < deadline:
-                    pass
-                kind, value = ray.get(ref, timeout=0)
-            except Exception as error:
-                raise PrmgError(f"--cluster {address}: could not ask an NPU node for the toolkit: "
-                                f"{type(error).__name__}: {visible(str(error).splitlines()[0] if str(error) else '')}"
-                                ) from None
-            if kind != "ok":
-                raise PrmgError(f"--cluster {address}: on an NPU node: {value}")
-            cluster.toolkit = value
-        cluster.spec_runner = cluster.toolkit.kind if runner == "auto" else runner
+        cluster.actor_class = ray.remote(num_cpus=ACTOR_CPUS, resources={"NPU": 1}, max_restarts=0,
+                                         max_task_retries=0)(NpuWorker)
+        cluster.actors = [cluster.actor_class.remote(cluster.choice) for _ in cluster.devices]
+        answers = {actor.ready.remote(): actor for actor in cluster.actors}
+        deadline = time.monotonic() + START_TIMEOUT
+        done = []
+        while not done and time.monotonic() < deadline:
+            done = _wait(ray, list(answers), WAIT_SLICE)
+        if not done:
+            raise PrmgError(f"--cluster {address}: no worker actor was placed within {START_TIMEOUT:g} s "
+                            f"(are the cluster's NPUs busy with other jobs?)")
+        try:
+            info = ray.get(done[0])
+        except Exception as error:
+            raise PrmgError(f"--cluster {address}: {_start_failure(error)}") from None
+        if info.get("version") != __version__ or info.get("error"):
+            raise PrmgError(f"--cluster {address}: on NPU {info.get('npu')} of {info.get('ip')}: "
+                            f"{_version_mismatch(info) or info['error']}")
+        cluster.toolkit = info["toolkit"]
+        if runner == "auto":                  # replacements look for the kind the run found, nothing else
+            cluster.choice = replace(cluster.choice, runner=cluster.toolkit.kind)
     except BaseException:
         cluster.close()
         raise
     return cluster
+
+
+def _start_failure(error: Exception) -> str:
+    """Why an actor could not even be made, with the usual cause."""
+    return (f"the worker actor could not start ({_ray_reason(error)}; is prmg {__version__} installed on every "
+            f"node, in the Python Ray runs?)")
+
+
+def _version_mismatch(info: dict) -> str:
+    """"" when the actor's prmg is this one, else what to do."""
+    if info.get("version") == __version__:
+        return ""
+    return f"prmg {info.get('version')} there, {__version__} here: install the same prmg on every node"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -395,12 +419,10 @@ class ClusterExecutor:
         self._timeouts: dict[tuple, int] = {}       # NPU key -> timeouts in a row
         self._holds: list = []                      # actors kept idle on wedged NPUs
         self._slots: list[_Slot] = []
-        self._spec = WorkerSpec(settings, cluster.spec_runner, cluster.op_lib, cluster.modes,
-                                cluster.toolkit.kind, cluster.forwarded)
-        self._actor_class = self.ray.remote(num_cpus=ACTOR_CPUS, resources={"NPU": 1}, max_restarts=0,
-                                            max_task_retries=0)(NpuWorker)
         try:
-            self._slots = [self._new_slot() for _ in cluster.devices]
+            now = time.monotonic()
+            self._slots = [_Slot(actor, actor.start.remote(settings), now) for actor in cluster.actors]
+            cluster.actors = []
             self._await_start()
         except BaseException:
             self.close()
@@ -415,25 +437,26 @@ class ClusterExecutor:
     # -- actors ---------------------------------------------------------------------------------------
 
     def _new_slot(self) -> _Slot:
-        actor = self._actor_class.remote(self._spec)
+        """A fresh actor, made and started at once (it answers ``ready`` when its session is open)."""
+        actor = self.cluster.actor_class.remote(self.cluster.choice, self.settings)
         return _Slot(actor, actor.ready.remote(), time.monotonic())
 
     def _started(self, slot: _Slot) -> str:
-        """Take a starting slot's ``ready`` answer: "" when it is ready for cases, else why it is not (its
-        actor is then killed)."""
+        """Take a starting slot's answer: "" when it is ready for cases, else why it is not (its actor is
+        then killed)."""
         ref, slot.ready_ref = slot.ready_ref, None
         try:
             slot.info = self.ray.get(ref)
         except Exception as error:
             self._kill(slot.actor)
-            return (f"the worker actor could not start ({_ray_reason(error)}; is prmg {__version__} installed "
-                    f"on every node, in the Python Ray runs?)")
-        if slot.info.get("version") != __version__:
+            return _start_failure(error)
+        toolkit, kind = slot.info.get("toolkit"), self.cluster.toolkit.kind
+        why = _version_mismatch(slot.info) or slot.info.get("error") or (
+            f"this node gives the {toolkit.kind} at {toolkit.root}, but the run uses the {kind}; install the "
+            f"same toolkit on every node, or give --runner" if toolkit is not None and toolkit.kind != kind else "")
+        if why:
             self._kill(slot.actor)
-            return f"prmg {slot.info.get('version')} there, {__version__} here: install the same prmg on every node"
-        if slot.info.get("error"):
-            self._kill(slot.actor)
-            return slot.info["error"]
+            return why
         self.soc = self.soc or slot.info.get("soc", "")
         return ""
 
