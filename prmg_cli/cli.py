@@ -380,6 +380,40 @@ def compare_runs(
     raise typer.Exit(code)
 
 
+@command("report", cls=_Command)
+def report_results(
+    results: List[Path] = typer.Argument(..., metavar="RESULTS.jsonl...", help="Results files of prmg run "
+                                         "--results (shards of one suite, or an earlier run)."),
+    cases: List[Path] = typer.Option([], "--cases", metavar="PATH", help="The suite's case files or folders "
+                                     "(repeatable): report in their order, and list the cases no file holds as "
+                                     "not_run (exit 1)."),
+    report: List[str] = typer.Option([], "--report", metavar="FORMAT[:FILE]", help="As prmg run's: table, json, "
+                                     "junit, csv, markdown..., to FILE or standard output; repeatable."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="The file of the one "
+                                          "--report given without one."),
+    duplicates: str = typer.Option("worst", "--duplicates", metavar="RULE", help="A case in several files: "
+                                   "worst (the worst verdict: error > failed > xpassed > xfailed > passed > "
+                                   "skipped > not_run) or last (the last file's record)."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
+    wide: bool = typer.Option(False, "--wide", help="Show every table column and whole case names."),
+) -> None:
+    """Re-render one report from one or more results files, merged in case order.
+
+    Each case held by several files is named on stderr. Exit codes as prmg run: 0 when every case is ok,
+    1 when one failed, errored, xpassed or was not run (also: a --cases case no file holds), 2 for
+    unreadable files, 5 when there is nothing to report.
+
+    \b
+    Examples:
+      prmg report shard-*/results.jsonl --cases cases/ --report junit:prmg.xml --report markdown:prmg.md
+      prmg report run.jsonl --report json -o run.json
+    """
+    from .merge import report_files
+
+    raise typer.Exit(report_files([str(path) for path in results], [str(path) for path in cases], tuple(report),
+                                  str(output) if output else None, duplicates, verbose, wide))
+
+
 def _error_line(text: str, *, keep_newlines: bool = False) -> None:
     """``text`` on stderr (control characters escaped: one line unless ``keep_newlines``), ignoring a
     stderr that cannot be written."""
