@@ -170,6 +170,10 @@ class NpuWorker:
                 self.info["soc"] = self.worker.soc()
             except Exception as exc:
                 self.info["error"] = _why(exc)
+                if self.toolkit.kind == "emulator" and "DEVICEID" in self.info["error"]:
+                    self.info["error"] += (f" (Ray gave this actor NPU {self.info['npu']}; the emulator has "
+                                           f"PRMG_EMU_DEVICES devices, default 1: set it on the driver to the "
+                                           f"nodes' NPU count)")
         return self.info
 
     def run(self, case: Case) -> tuple[dict | None, bool]:
@@ -276,10 +280,14 @@ class Cluster:
 
 def _npu_labels(ray) -> tuple[str, ...]:
     """One label per NPU of the cluster's live nodes, e.g. ``10.0.0.5/NPU3``."""
+    nodes = sorted((node for node in ray.nodes() if node.get("Alive")),
+                   key=lambda node: (str(node.get("NodeManagerAddress")), str(node.get("NodeID"))))
+    addresses = [str(node.get("NodeManagerAddress", "?")) for node in nodes]
     labels = []
-    for node in sorted(ray.nodes(), key=lambda node: str(node.get("NodeManagerAddress"))):
-        count = int(node.get("Resources", {}).get("NPU", 0)) if node.get("Alive") else 0
-        labels += [f"{node.get('NodeManagerAddress', '?')}/NPU{k}" for k in range(count)]
+    for node, address in zip(nodes, addresses):
+        if addresses.count(address) > 1:             # several nodes on one host (a test cluster)
+            address += f"~{str(node.get('NodeID', ''))[:6]}"
+        labels += [f"{address}/NPU{k}" for k in range(int(node.get("Resources", {}).get("NPU", 0)))]
     return tuple(labels)
 
 
@@ -350,9 +358,10 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
 
 
 def _start_failure(error: Exception) -> str:
-    """Why an actor could not even be made, with the usual cause."""
-    return (f"the worker actor could not start ({_ray_reason(error)}; is prmg {__version__} installed on every "
-            f"node, in the Python Ray runs?)")
+    """Why an actor died before it could answer (naming the usual cause when prmg cannot be imported there)."""
+    hint = (f"; is prmg {__version__} installed on every node, in the Python Ray runs?"
+            if "No module named" in str(error) else "")
+    return f"the worker actor died while starting ({_ray_reason(error)}{hint})"
 
 
 def _version_mismatch(info: dict) -> str:

@@ -161,3 +161,15 @@ def test_report_names_each_duplicate_on_stderr_and_exits_as_run_does(tmp_path):
     assert prmg("report", a, b, "--duplicates", "last").returncode == 0
     result = prmg("report", tmp_path / "missing.jsonl")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_the_sharded_ci_example_merges_every_shard_with_prmg_report():
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "runners" / "npu" / "github-actions-shards.yml").read_text())
+    shard, report = workflow["jobs"]["shard"], workflow["jobs"]["report"]
+    assert len(shard["strategy"]["matrix"]["shard"]) == int(workflow["env"]["SHARDS"])
+    assert shard["strategy"]["fail-fast"] is False and report["if"] == "always()" and report["needs"] == "shard"
+    commands = "\n".join(step.get("run", "") for step in report["steps"])
+    assert "prmg report" in commands and "--cases prmg/cases" in commands
+    assert "--shard ${{ matrix.shard }}/${{ env.SHARDS }}" in "\n".join(step.get("run", "") for step in shard["steps"])
