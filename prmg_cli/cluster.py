@@ -16,9 +16,12 @@ actor opens its device 0) instead of a forked process.
   the emulator where the first found a CANN toolkit, or the reverse) fails to start with the reason: a
   node never falls back to the emulator silently.
 - **Streaming, in case order.** Each actor has up to ``PIPELINE`` cases queued (one running, the next
-  already there, so that Ray's round trip does not idle the NPU; one under ``--fail-fast``). Results
-  come back through ``ray.wait`` as they finish and go to ``on_result`` at once; ``run`` returns them
-  in case order. At the run's tail a case queued behind a slow one moves to an idle actor.
+  already there, so that Ray's round trip does not idle the NPU; one under ``--fail-fast``), handed out
+  breadth first (every idle actor gets a case before any gets a second). Results come back through
+  ``ray.wait`` as they finish and go to ``on_result`` at once; ``run`` returns them in case order. At
+  the run's tail a case may wait behind a slow one while another actor idles: at most one case per
+  actor, and never moved, since Ray's ``cancel`` does not stop an actor task already queued there (the
+  case would run twice, and a second copy of a hang would go unwatched).
 - **Isolation.** A case whose actor dies (a segfault, an abort, the OOM killer) is an ``error``
   (``worker crashed: ...``); a case over ``--timeout`` is an ``error`` (``timed out after N s``) and its
   actor is killed. Either way a fresh actor takes the dead one's place, and the cases queued behind the
@@ -64,7 +67,6 @@ ACTOR_CPUS = 0.1              # an actor's CPU share: the NPU is what it holds
 PIPELINE = 2                  # cases queued on an actor: one running, the next one waiting there
 START_TIMEOUT = 120.0         # seconds an actor may take to be placed and to open its session
 CONNECT_TIMEOUT = 10.0        # seconds to reach ADDRESS's host before Ray's own (long) retries
-STEAL_AFTER = 1.0             # seconds a case runs before the one queued behind it may move to an idle actor
 WAIT_SLICE = 0.5              # ray.wait blocks in C++: wait in slices so that Ctrl-C and SIGTERM get through
 FORWARDED_PREFIXES = ("ASCEND_", "PRMG_EMU_")
 FORWARDED_NAMES = ("PRMG_EMULATOR_HOME",)
@@ -540,10 +542,10 @@ class ClusterExecutor:
         depth = 1 if fail_fast else PIPELINE
         while True:
             now = time.monotonic()
-            for slot in self._slots:
-                while slot.ready_ref is None and len(slot.queue) < depth and schedule.waiting:
-                    self._submit(slot, schedule.take(), cases, now)
-            self._steal(schedule, now)
+            for level in range(1, depth + 1):             # breadth first: every idle actor gets a case first
+                for slot in self._slots:
+                    if slot.ready_ref is None and len(slot.queue) < level and schedule.waiting:
+                        self._submit(slot, schedule.take(), cases, now)
             busy = [slot for slot in self._slots if slot.queue]
             starting = [slot for slot in self._slots if slot.ready_ref is not None]
             if not busy:
@@ -570,22 +572,6 @@ class ClusterExecutor:
         slot.queue.append((index, slot.actor.run.remote(cases[index])))
         if len(slot.queue) == 1:
             slot.head_starts(now, self.settings.timeout)
-
-    def _steal(self, schedule: execute.Schedule, now: float) -> None:
-        """At the run's tail (nothing waiting), a case queued behind one running for ``STEAL_AFTER`` moves to
-        an idle actor: cancelled where it was queued (Ray never starts a cancelled queued actor task, and
-        never interrupts a running one), so it runs once, without waiting for the slow or hung case."""
-        if schedule.waiting:
-            return
-        idle = [slot for slot in self._slots if slot.ready_ref is None and not slot.queue]
-        donors = [slot for slot in self._slots if len(slot.queue) > 1 and now - slot.head_started >= STEAL_AFTER]
-        for slot, donor in zip(idle, donors):
-            index, ref = donor.queue.pop()
-            try:
-                self.ray.cancel(ref)
-            except Exception:
-                pass
-            self._submit(slot, index, schedule.cases, now)
 
     def _on_ready(self, slot: _Slot, schedule: execute.Schedule) -> None:
         """A fresh actor answered: it takes cases, or keeps a wedged NPU idle, or is gone with its reason."""

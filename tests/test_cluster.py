@@ -287,3 +287,32 @@ def test_a_case_given_back_returns_to_its_place_in_case_order():
     taken = [schedule.take(), schedule.take(), schedule.take()]
     schedule.give_back(taken[1])
     assert [schedule.take(), schedule.take()] == [1, 3] and not schedule.waiting
+
+
+def test_sigterm_during_a_ray_wait_stays_a_termination():
+    """Ray turns whatever a signal handler raises inside ray.wait into KeyboardInterrupt; the cluster
+    executor's wait gives back suite's Terminated, so that SIGTERM is reported as such (exit 143)."""
+    import signal
+
+    from prmg_cli.cluster import _wait
+    from prmg_cli.suite import Terminated, _on_signal
+
+    class RayLike:
+        def wait(self, refs, num_returns, timeout):
+            try:
+                signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+            except BaseException:
+                raise KeyboardInterrupt from None
+            return refs, []
+
+    previous = signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        with pytest.raises(Terminated):
+            _wait(RayLike(), ["ref"], 0.1)
+        assert signal.getsignal(signal.SIGTERM) is _on_signal
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        with pytest.raises(KeyboardInterrupt) as caught:
+            _wait(RayLike(), ["ref"], 0.1)
+        assert type(caught.value) is KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGTERM, previous)
