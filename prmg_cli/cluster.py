@@ -148,7 +148,8 @@ class NpuWorker:
         self.device = 0
         context = ray.get_runtime_context()
         self.info = {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "npu": "?",
-                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "error": ""}
+                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "error": "",
+                     "max_memory": execute.default_max_memory()}
         try:
             _drop_unforwarded(choice.forwarded)
             self.device, self.info["npu"] = _assigned_device(ray)
@@ -267,6 +268,7 @@ class Cluster:
     actors: list = field(default_factory=list)
     toolkit: object = None                # toolkit.Toolkit
     devices: tuple = ()                   # one label per NPU: "ADDRESS/NPU<k>"
+    max_memory: int | None = None         # the default --max-memory: half of the first worker's node's RAM
     closed: bool = field(default=False, repr=False)
 
     def executor(self, settings: execute.RunSettings) -> "ClusterExecutor":
@@ -350,7 +352,7 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
         if info.get("version") != __version__ or info.get("error"):
             raise PrmgError(f"--cluster {address}: on NPU {info.get('npu')} of {info.get('ip')}: "
                             f"{_version_mismatch(info) or info['error']}")
-        cluster.toolkit = info["toolkit"]
+        cluster.toolkit, cluster.max_memory = info["toolkit"], info.get("max_memory")
         if runner == "auto":                  # replacements look for the kind the run found, nothing else
             cluster.choice = replace(cluster.choice, runner=cluster.toolkit.kind)
     except BaseException:

@@ -247,8 +247,10 @@ def run_suite(request: RunRequest) -> int:
             check_writable(target.path)
     if request.save_failures:
         check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
-    max_memory = parse_size(request.max_memory) if request.max_memory else execute.default_max_memory()
+    max_memory = parse_size(request.max_memory) if request.max_memory else None
     cluster = _connect(request, modes) if request.cluster else None
+    if max_memory is None:                              # half the RAM where the cases run
+        max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
     settings = runner_settings(request.runner, request.op_lib, modes, request.standard, timeout, max_memory,
                                request.strict, request.max_timeouts, checks, request.golden, request.repeat,
                                request.save_failures and str(Path(request.save_failures).resolve()),
