@@ -248,7 +248,7 @@ def test_cluster_local_starts_ray_with_this_hosts_devices_and_fail_fast_leaves_t
 def test_without_ray_cluster_says_how_to_install_it(suite, tmp_path):
     shim = tmp_path / "shim" / "ray"
     shim.mkdir(parents=True)
-    (shim / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    (shim / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'ray'\", name='ray')\n")
     result = prmg("run", suite, "--runner", "emulator", "--cluster", "local",
                   env={"PYTHONPATH": os.pathsep.join([str(shim.parent), str(ROOT)])})
     assert result.returncode == 2
