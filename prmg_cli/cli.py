@@ -67,7 +67,6 @@ Examples:
   prmg run cases/ -k bf16 --tag broadcast --standard double_thousandth
   prmg run cases/ --supported-modes 0,1,2,3 --exclude-tag mode-unsupported
   prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results run.jsonl
-  prmg run cases/ --cluster auto --results run.jsonl
 """
 
 
@@ -404,9 +403,11 @@ def report_results(
     unreadable files, 5 when there is nothing to report.
 
     \b
-    Examples:
-      prmg report shard-*/results.jsonl --cases cases/ --report junit:prmg.xml --report markdown:prmg.md
-      prmg report run.jsonl --report json -o run.json
+    Examples (two shards, say on two hosts, then one report):
+      prmg run cases/smoke.yaml --shard 1/2 --results smoke-1.jsonl
+      prmg run cases/smoke.yaml --shard 2/2 --results smoke-2.jsonl
+      prmg report smoke-1.jsonl smoke-2.jsonl --cases cases/smoke.yaml --report junit:smoke.xml --report markdown:smoke.md
+      prmg report smoke-1.jsonl --report json -o smoke-1.json
     """
     from .merge import report_files
 

@@ -18,8 +18,9 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included),
   2 for unreadable files and usage errors, 5 when there is nothing to report.
 
-Results files do not record the run's toolkit, devices or target, so the report's header says which
-files it merged instead.
+Results files do not record the run's devices or target, so the report's header names the files it
+merged; the runner is what the records say (``emulator`` as soon as one record came from the emulator,
+so that the report never passes emulator results off as an NPU's).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Sequence
 
 from . import __version__, outputs
 from .errors import PrmgError
+from .outputs.labels import EMULATOR_NOTE
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .writes import check_writable, write_stdout, write_text
 
@@ -135,9 +137,15 @@ def merge(files: Sequence[tuple[str, list[CaseResult]]], cases: Sequence | None 
     return merged
 
 
+def recorded_runners(results: Sequence[CaseResult]) -> list[str]:
+    """The runners the records name (``aclnn``, ``emulator``; records of older prmg versions name none)."""
+    return sorted({str(getattr(result, "runner", "") or "") for result in results} - {""})
+
+
 def run_info(paths: Sequence[str], results: Sequence[CaseResult]) -> RunInfo:
-    """The description the reports' header gets: results files record no runner, devices or target, so
-    it names the merged files; the modes are those of the pass cases that ran."""
+    """The description the reports' header gets: results files record no devices or target, so it names
+    the merged files; the runner is what the records say (``emulator`` as soon as one record came from
+    the emulator, so that the report says so), and the modes are those of the pass cases that ran."""
     modes = set()
     from .vocab import parse_modes
 
@@ -147,16 +155,25 @@ def run_info(paths: Sequence[str], results: Sequence[CaseResult]) -> RunInfo:
                 modes |= set(parse_modes(str(result.rotary_mode)))
             except PrmgError:
                 pass
-    return RunInfo(runner="unrecorded", location=", ".join(paths), supported_modes=tuple(sorted(modes)),
+    runners = recorded_runners(results)
+    runner = "emulator" if "emulator" in runners else (runners[0] if runners else "unrecorded")
+    location = ", ".join(paths) + (f" (records from {' and '.join(runners)})" if len(runners) > 1 else "")
+    return RunInfo(runner=runner, location=location, supported_modes=tuple(sorted(modes)),
                    devices=(), standard="per case (as recorded)", version=__version__)
 
 
-def _table_header(paths: Sequence[str], counts: Sequence[int]) -> str:
-    """The table's header: which files were merged (their runs' own reports carry the run details)."""
+def _table_header(paths: Sequence[str], counts: Sequence[int], results: Sequence[CaseResult]) -> str:
+    """The table's header: which files were merged, and what ran them as far as the records say (each
+    run's own report has its full header)."""
     listing = ", ".join(f"{visible(path)} ({plural(count, 'result')})" for path, count in zip(paths, counts))
-    return (f"merged: {plural(len(paths), 'results file')}: {listing}\n"
-            f"runner: not recorded in results files (each run's own report names its toolkit and devices)\n"
-            f"prmg: {__version__}")
+    runners = recorded_runners(results)
+    if not runners:
+        runner = "not recorded in these results files (each run's own report names its toolkit and devices)"
+    else:
+        runner = " and ".join(visible(name) for name in runners) + " (as the records say)"
+        if "emulator" in runners:
+            runner += f"; {EMULATOR_NOTE}" if runners == ["emulator"] else "; some results come from the host emulator"
+    return f"merged: {plural(len(paths), 'results file')}: {listing}\nrunner: {runner}\nprmg: {__version__}"
 
 
 def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: Sequence[str] = (),
@@ -195,7 +212,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         return ExitCode.NO_CASES
     info = run_info([path for path, _ in files], merged.results)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
-    header = _table_header([path for path, _ in files], [len(records) for _, records in files])
+    header = _table_header([path for path, _ in files], [len(records) for _, records in files], merged.results)
     for target in targets:
         if target.format == "table":
             text = header + "\n\n" + outputs.render("table", merged.results, info, replace(options, header=False))

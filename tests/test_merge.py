@@ -173,3 +173,19 @@ def test_the_sharded_ci_example_merges_every_shard_with_prmg_report():
     commands = "\n".join(step.get("run", "") for step in report["steps"])
     assert "prmg report" in commands and "--cases prmg/cases" in commands
     assert "--shard ${{ matrix.shard }}/${{ env.SHARDS }}" in "\n".join(step.get("run", "") for step in shard["steps"])
+
+
+def test_the_header_says_what_the_records_say_ran_them():
+    from types import SimpleNamespace
+
+    from prmg_cli.merge import _table_header, run_info
+
+    def ran(runner):
+        return SimpleNamespace(expect="pass", status="passed", rotary_mode="interleave", runner=runner)
+
+    assert run_info(["a"], [record("x")]).runner == "unrecorded"         # records of a prmg without the field
+    assert run_info(["a"], [ran("aclnn")]).runner == "aclnn"
+    mixed = run_info(["a", "b"], [ran("aclnn"), ran("emulator")])
+    assert mixed.runner == "emulator" and "records from aclnn and emulator" in mixed.location
+    assert "not an NPU" in _table_header(["a"], [1], [ran("emulator")])
+    assert run_info(["a"], [ran("aclnn")]).supported_modes == (1,)
