@@ -129,6 +129,10 @@ def run(
     save_failures: Optional[Path] = typer.Option(None, "--save-failures", metavar="DIR", help="For each failed "
                                                  "case write DIR/CASE/ with its inputs, output, float64 golden, "
                                                  "error map and meta.json (numpy alone reads them)."),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", metavar="ADDRESS", help="Run on the NPUs of a Ray cluster, one worker per NPU: "
+        "ADDRESS as ray.init takes it (auto, HOST:PORT, ray://HOST:10001), or local to start one here with "
+        "this host's devices. Needs pip install 'prmg[ray]'."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
     max_details: Optional[int] = typer.Option(None, "--max-details", metavar="N",
                                               help="With -v, at most N diagnosis lines per case."),
@@ -148,6 +152,9 @@ def run(
 
     if max_details is not None and max_details < 0:
         raise PrmgError(f"--max-details must be >= 0, got {max_details}")
+    if cluster is not None and (devices is not None or device != 0):
+        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
+                        "local runs")
     request = RunRequest(
         paths=[str(p) for p in paths], runner=runner, op_lib=op_lib, supported_modes=supported_modes,
         devices=devices if devices is not None else str(device), standard=standard, reports=tuple(report),
@@ -156,7 +163,8 @@ def run(
         results=str(results) if results else None, resume=str(resume) if resume else None, shard=shard,
         max_memory=max_memory, verbose=verbose, wide=wide, max_details=max_details, strict=strict,
         max_timeouts=max_timeouts, progress_interval=check_timeout(progress_interval, "--progress-interval") or 0,
-        checks=check, golden=not no_golden, repeat=repeat, save_failures=str(save_failures) if save_failures else None)
+        checks=check, golden=not no_golden, repeat=repeat, save_failures=str(save_failures) if save_failures else None,
+        cluster=cluster)
     raise typer.Exit(run_suite(request))
 
 
@@ -369,6 +377,42 @@ def compare_runs(
     text, code = compare_files(str(run_a), str(run_b), report, drift=drift, floor=floor, time_floor=time_floor)
     write_stdout(text)
     raise typer.Exit(code)
+
+
+@command("report", cls=_Command)
+def report_results(
+    results: List[Path] = typer.Argument(..., metavar="RESULTS.jsonl...", help="Results files of prmg run "
+                                         "--results (shards of one suite, or an earlier run)."),
+    cases: List[Path] = typer.Option([], "--cases", metavar="PATH", help="The suite's case files or folders "
+                                     "(repeatable): report in their order, and list the cases no file holds as "
+                                     "not_run (exit 1)."),
+    report: List[str] = typer.Option([], "--report", metavar="FORMAT[:FILE]", help="As prmg run's: table, json, "
+                                     "junit, csv, markdown..., to FILE or standard output; repeatable."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="The file of the one "
+                                          "--report given without one."),
+    duplicates: str = typer.Option("worst", "--duplicates", metavar="RULE", help="A case in several files: "
+                                   "worst (the worst verdict: error > failed > xpassed > xfailed > passed > "
+                                   "skipped > not_run) or last (the last file's record)."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
+    wide: bool = typer.Option(False, "--wide", help="Show every table column and whole case names."),
+) -> None:
+    """Re-render one report from one or more results files, merged in case order.
+
+    Each case held by several files is named on stderr. Exit codes as prmg run: 0 when every case is ok,
+    1 when one failed, errored, xpassed or was not run (also: a --cases case no file holds), 2 for
+    unreadable files, 5 when there is nothing to report.
+
+    \b
+    Examples (two shards, say on two hosts, then one report):
+      prmg run cases/smoke.yaml --shard 1/2 --results smoke-1.jsonl
+      prmg run cases/smoke.yaml --shard 2/2 --results smoke-2.jsonl
+      prmg report smoke-1.jsonl smoke-2.jsonl --cases cases/smoke.yaml --report junit:smoke.xml --report markdown:smoke.md
+      prmg report smoke-1.jsonl --report json -o smoke-1.json
+    """
+    from .merge import report_files
+
+    raise typer.Exit(report_files([str(path) for path in results], [str(path) for path in cases], tuple(report),
+                                  str(output) if output else None, duplicates, verbose, wide))
 
 
 def _error_line(text: str, *, keep_newlines: bool = False) -> None:

@@ -9,10 +9,14 @@ reported ``not_run`` with the reason. A worker dies with its parent (``PR_SET_PD
 its parent between cases), so no worker outlives a killed run.
 
 The parent streams results to ``on_result`` as they finish; ``Executor.run`` returns them in case order.
+What a worker does (``CaseWorker``) and the run's bookkeeping (``Schedule``: case order, prechecks,
+fail-fast, ``not_run``) are shared with the Ray executor (``cluster.py``); only where the worker lives
+differs.
 """
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import faulthandler
 import hashlib
@@ -234,43 +238,128 @@ def die_with_parent() -> None:
         pass
 
 
+class CaseWorker:
+    """The worker loop's state and step, wherever the worker lives (a forked process here, a Ray actor in
+    ``cluster.py``): one ``AclSession`` on one device, and each case through ``run_case``.
+
+    ``fit`` turns False after a case that left the session unfit (a runner failure, a device fault); the
+    owner then replaces the worker instead of sending it more cases.
+    """
+
+    def __init__(self, settings: RunSettings, device: int):
+        from .acl import AclSession
+
+        faulthandler.disable()                         # a crash is reported as the case's result
+        self.settings = settings
+        self.device = device
+        self.session = AclSession(settings.toolkit, device)
+        self.fit = True
+
+    def soc(self) -> str:
+        """aclrtGetSocName() of the worker's device ("" when the runtime cannot say)."""
+        return self.session.soc_name()
+
+    def run(self, case: Case) -> tuple[CaseResult, bool]:
+        """``run_case`` on this worker's session: the result and whether the session is still fit."""
+        result, self.fit = run_case(self.session, case, self.settings)
+        return result, self.fit
+
+    def close(self) -> None:
+        """Close the session and finalise ACL, best effort (the device may have faulted)."""
+        from .acl import finalize_all
+
+        try:
+            self.session.close()
+            finalize_all()
+        except Exception:
+            pass
+
+
 def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
     """A worker's life: open a session on ``device``, then run each case the parent sends, until told
     to stop, until its session is no longer fit (it then exits and the parent starts a fresh one), or
     until its parent is gone."""
-    from .acl import AclSession, finalize_all
-
     die_with_parent()
     if os.getppid() != parent:
         os._exit(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C and SIGTERM
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    faulthandler.disable()                             # a crash is reported as the case's result
     try:
-        session = AclSession(settings.toolkit, device)
+        worker = CaseWorker(settings, device)
     except Exception as exc:
         conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}", False))
         return
-    conn.send(("ready", session.soc_name(), True))
+    conn.send(("ready", worker.soc(), True))
     try:
-        fit = True
-        while fit:
+        while worker.fit:
             while not conn.poll(1.0):
                 if os.getppid() != parent:             # orphaned: nobody will read the result
                     os._exit(0)
             case = conn.recv()
             if case is None:
                 break
-            result, fit = run_case(session, case, settings)
+            result, fit = worker.run(case)
             conn.send(("result", result.to_dict(), fit))
     except (EOFError, OSError):
         pass                                           # the parent closed the pipe: leave quietly
     finally:
-        try:                                           # best effort: the device may have faulted
-            session.close()
-            finalize_all()
-        except Exception:
-            pass
+        worker.close()
+
+
+class Schedule:
+    """One run's bookkeeping, the same for every executor (local workers here, Ray actors in ``cluster.py``).
+
+    Results are kept in case order; the cases waiting are handed out in case order (a case given back,
+    because the worker it was queued on went away before starting it, goes back to its place); cases that
+    need no worker (``precheck``) are finished at once; with ``fail_fast`` nothing more is handed out after
+    the first result that is not ok; ``not_run`` ends the cases still waiting when no worker is left.
+    """
+
+    def __init__(self, cases: Sequence[Case], settings: RunSettings,
+                 on_result: Callable[[int, CaseResult], None] | None = None, fail_fast: bool = False):
+        self.cases = cases
+        self.settings = settings
+        self.results: list[CaseResult | None] = [None] * len(cases)
+        self.stopped = False
+        self._on_result = on_result
+        self._fail_fast = fail_fast
+        self._waiting: list[int] = []                  # case indices, in case order
+        for index, case in enumerate(cases):
+            early = precheck(case, settings)
+            if early is None:
+                self._waiting.append(index)
+            else:
+                self.finish(index, early)
+
+    @property
+    def waiting(self) -> bool:
+        """True while a case waits for a worker and the run has not stopped."""
+        return bool(self._waiting) and not self.stopped
+
+    def take(self) -> int:
+        """The index of the next case to start (call only while ``waiting``)."""
+        return self._waiting.pop(0)
+
+    def give_back(self, index: int) -> None:
+        """Put case ``index`` (taken, never started) back at its place among the waiting ones."""
+        bisect.insort(self._waiting, index)
+
+    def finish(self, index: int, result: CaseResult) -> None:
+        """Record case ``index``'s result, tell ``on_result``, and stop the run under fail-fast when it is
+        not ok."""
+        self.results[index] = result
+        if self._on_result:
+            self._on_result(index, result)
+        if self._fail_fast and not result.info.ok:
+            self.stopped = True
+
+    def not_run(self, reason: str) -> None:
+        """Finish every case still waiting as ``not_run`` (``not run: <reason>``)."""
+        waiting, self._waiting = self._waiting, []
+        for index in waiting:
+            case = self.cases[index]
+            self.finish(index, case_result(case, "not_run", message=f"not run: {reason}",
+                                           standard=judging(case, self.settings)[0]))
 
 
 class _Worker:
@@ -394,41 +483,22 @@ class Executor:
         ``fail_fast`` no case starts after the first failure, error or xpass. When every device is
         wedged, the cases still waiting get ``not_run`` results naming the wedged devices.
         """
-        results: list[CaseResult | None] = [None] * len(cases)
-        pending = list(range(len(cases)))[::-1]
-        stop = False
-
-        def finish(index: int, result: CaseResult) -> None:
-            nonlocal stop
-            results[index] = result
-            if on_result:
-                on_result(index, result)
-            if fail_fast and not result.info.ok:
-                stop = True
-
-        for index in list(pending):                     # cases that need no worker
-            early = precheck(cases[index], self.settings)
-            if early is not None:
-                pending.remove(index)
-                finish(index, early)
+        schedule = Schedule(cases, self.settings, on_result, fail_fast)
         while True:
             for worker in self._workers:
-                if worker.case is None and pending and not stop:
-                    index = pending.pop()
+                if worker.case is None and schedule.waiting:
+                    index = schedule.take()
                     worker.start(index, cases[index], self.settings.timeout)
             busy = [w for w in self._workers if w.case is not None]
             if not busy:
-                if pending and not self._workers and not stop:
-                    reason = "; ".join(f"device {d}: {why}" for d, why in sorted(self.wedged.items()))
-                    for index in reversed(pending):
-                        finish(index, case_result(cases[index], "not_run", message=f"not run: {reason}",
-                                                  standard=judging(cases[index], self.settings)[0]))
-                return results
+                if schedule.waiting and not self._workers:
+                    schedule.not_run("; ".join(f"device {d}: {why}" for d, why in sorted(self.wedged.items())))
+                return schedule.results
             deadlines = [w.deadline for w in busy if w.deadline is not None]
             wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy], wait_for)
             for worker in busy:
-                self._collect(worker, finish)
+                self._collect(worker, schedule.finish)
 
     def _collect(self, worker: _Worker, finish: Callable[[int, CaseResult], None]) -> None:
         """Take the worker's result if it has one; else report its crash or timeout and replace it."""

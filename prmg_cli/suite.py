@@ -61,6 +61,7 @@ class RunRequest:
     golden: bool = True                   # --no-golden: judge by the checks alone
     repeat: int = 2                       # --repeat: launches of the determinism check
     save_failures: str | None = None      # --save-failures DIR
+    cluster: str | None = None            # --cluster ADDRESS: run on a Ray cluster's NPUs (cluster.py)
 
 
 class Terminated(KeyboardInterrupt):
@@ -168,9 +169,10 @@ def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tupl
 def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard: str | None = None,
                     timeout: float | None = None, max_memory: int | None = None, strict: bool = False,
                     max_timeouts: int = 3, checks: tuple = (), golden: bool = True, repeat: int = 2,
-                    save_failures: str | None = None):
-    """Pick the toolkit (real or emulator) and fix the settings every worker shares; an unknown emulator
-    fault in ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
+                    save_failures: str | None = None, toolkit=None):
+    """Pick the toolkit (real or emulator; ``toolkit`` when already chosen, e.g. by a cluster's node) and fix
+    the settings every worker shares; an unknown emulator fault in ``PRMG_EMU_FAULT`` is a usage error
+    here, before any case runs."""
     from .toolkit import check_emulator_faults, select_runner
 
     if standard is not None:
@@ -180,7 +182,7 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
             raise PrmgError(f"--standard: {exc.reason}") from None
     if max_timeouts < 1:
         raise PrmgError(f"--max-timeouts must be >= 1, got {max_timeouts}")
-    toolkit = select_runner(runner, op_lib, os.environ, modes)
+    toolkit = toolkit or select_runner(runner, op_lib, os.environ, modes)
     if toolkit.kind == "emulator":
         check_emulator_faults(os.environ)
     return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=standard, timeout=timeout,
@@ -216,6 +218,13 @@ def _not_run(cases: Sequence[Case], finished: dict, reason: str, settings) -> li
             for case in cases if case.name not in finished]
 
 
+def _connect(request: RunRequest, modes: frozenset):
+    """The Ray cluster of ``--cluster`` (``cluster.connect``), its toolkit found on one of its nodes."""
+    from . import cluster
+
+    return cluster.connect(request.cluster, request.runner, request.op_lib, modes)
+
+
 def _on_signal(signum, frame) -> None:
     raise Terminated()
 
@@ -238,11 +247,15 @@ def run_suite(request: RunRequest) -> int:
             check_writable(target.path)
     if request.save_failures:
         check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
-    max_memory = parse_size(request.max_memory) if request.max_memory else execute.default_max_memory()
+    max_memory = parse_size(request.max_memory) if request.max_memory else None
+    cluster = _connect(request, modes) if request.cluster else None
+    if max_memory is None:                              # half the RAM where the cases run
+        max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
     settings = runner_settings(request.runner, request.op_lib, modes, request.standard, timeout, max_memory,
                                request.strict, request.max_timeouts, checks, request.golden, request.repeat,
-                               request.save_failures and str(Path(request.save_failures).resolve()))
-    devices = parse_devices(request.devices, settings.toolkit)
+                               request.save_failures and str(Path(request.save_failures).resolve()),
+                               toolkit=cluster and cluster.toolkit)
+    devices = cluster.devices if cluster else parse_devices(request.devices, settings.toolkit)
 
     from .resultsfile import ResultsFile, read_results
 
@@ -267,7 +280,7 @@ def run_suite(request: RunRequest) -> int:
     previous = signal.signal(signal.SIGTERM, _on_signal)
     try:
         if todo:
-            with execute.Executor(settings, devices) as executor:
+            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
                 info.soc = executor.soc
                 executor.run(todo, on_result, request.fail_fast)
         if request.fail_fast and len(finished) < len(cases):

@@ -1,0 +1,191 @@
+"""`prmg report`: one report from many results files (shards, earlier runs), in case order."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, prmg
+from prmg_cli.cases import Case
+from prmg_cli.errors import PrmgError
+from prmg_cli.merge import MISSING, merge, read_records
+from prmg_cli.outputs import OUTPUTS
+from prmg_cli.results import CaseResult
+
+SMOKE = ROOT / "cases" / "smoke.yaml"
+
+
+def record(name: str, status: str = "passed", **fields) -> CaseResult:
+    return CaseResult(name=name, status=status, source="s.yaml", dtype="float32", shape=[1, 1, 1, 8],
+                      partial_slice=[0, 8], rotary_mode="interleave", **fields)
+
+
+def write(path: Path, *records: CaseResult, tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records) + tail)
+    return path
+
+
+def case(name: str) -> Case:
+    return Case(name=name, source="s.yaml", shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                partial_slice=(0, 8))
+
+
+def normalised_junit(text: str) -> str:
+    """The JUnit document without what depends on when and where it ran: times and the run's properties
+    (results files record no runner, devices, host or start time)."""
+    root = ET.fromstring(text)
+    for element in root.iter():
+        element.attrib.pop("time", None)
+    for suite in root.iter("testsuite"):
+        for properties in suite.findall("properties"):
+            suite.remove(properties)
+    return ET.tostring(root, encoding="unicode")
+
+
+def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
+    shards = []
+    for index in (1, 2):
+        shard = tmp_path / f"shard{index}.jsonl"
+        result = prmg("run", SMOKE, "--runner", "emulator", "--shard", f"{index}/2", "--results", shard,
+                      "--devices", "0")
+        assert result.returncode == 0, result.stderr
+        shards.append(shard)
+    assert all(read_records(str(shard)) for shard in shards)         # both shards hold cases
+    one = tmp_path / "one.xml"
+    assert prmg("run", SMOKE, "--runner", "emulator", "--report", f"junit:{one}").returncode == 0
+    merged = tmp_path / "merged.xml"
+    result = prmg("report", *shards, "--cases", SMOKE, "--report", f"junit:{merged}", "--report", "table")
+    assert result.returncode == 0, result.stderr
+    assert normalised_junit(merged.read_text()) == normalised_junit(one.read_text())
+    assert result.stdout.splitlines()[-1] == "34 passed, 0 failed"
+    assert result.stdout.startswith("merged: 2 results files: ")
+    assert result.stderr == ""                                        # no duplicates, nothing missing
+
+
+def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
+    shard = tmp_path / "one-shard.jsonl"
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shard)
+    held = len(read_records(str(shard)))
+    result = prmg("report", shard, "--cases", SMOKE, "--report", "json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["summary"]["total"] == 34 and report["summary"]["not_run"] == 34 - held
+    assert {c["message"] for c in report["cases"] if c["status"] == "not_run"} == {MISSING}
+    assert f"{34 - held} cases of --cases in no results file" in result.stderr
+
+
+def test_merge_orders_by_cases_or_by_first_appearance():
+    a = ("a.jsonl", [record("y"), record("x")])
+    b = ("b.jsonl", [record("z"), record("w")])
+    assert [r.name for r in merge([a, b]).results] == ["y", "x", "z", "w"]
+    merged = merge([a, b], [case("w"), case("x"), case("v"), case("y")])
+    assert [(r.name, r.status) for r in merged.results] == [("w", "passed"), ("x", "passed"), ("v", "not_run"),
+                                                           ("y", "passed")]
+    assert merged.results[2].message == MISSING and merged.missing == 1
+    assert merged.left_out == ["z"]
+
+
+def test_within_a_file_the_newest_record_of_a_case_wins():
+    merged = merge([("a.jsonl", [record("x", "failed"), record("y"), record("x", "passed")])])
+    assert [(r.name, r.status) for r in merged.results] == [("y", "passed"), ("x", "passed")]
+    assert merged.duplicates == []
+
+
+def test_duplicates_across_files_are_named_and_the_worst_verdict_is_kept():
+    a = ("a.jsonl", [record("x", "failed", message="bad"), record("y", "not_run"), record("z", "skipped")])
+    b = ("b.jsonl", [record("x", "passed"), record("y", "passed"), record("z", "passed", message="later")])
+    merged = merge([a, b])
+    assert [(r.name, r.status) for r in merged.results] == [("x", "failed"), ("y", "passed"), ("z", "passed")]
+    assert merged.duplicates[0] == ("duplicate: case 'x' is in a.jsonl (failed), b.jsonl (passed); reporting "
+                                    "failed from a.jsonl (--duplicates worst)")
+    assert len(merged.duplicates) == 3
+    tie = merge([("a.jsonl", [record("x", message="first")]), ("b.jsonl", [record("x", message="second")])])
+    assert tie.results[0].message == "second"                # equal verdicts: the later file
+    last = merge([a, b], rule="last")
+    assert [r.status for r in last.results] == ["passed", "passed", "passed"]
+    with pytest.raises(PrmgError, match="--duplicates"):
+        merge([a], rule="best")
+
+
+def test_reading_tolerates_a_torn_last_line_and_other_record_kinds_but_not_garbage(tmp_path):
+    path = write(tmp_path / "r.jsonl", record("x"), tail='{"name": "y", "sta')
+    assert [r.name for r in read_records(str(path))] == ["x"]
+    path.write_text('{"schema": "prmg.run/1", "runner": "emulator"}\n' + json.dumps(record("x").to_dict()) + "\n")
+    assert [r.name for r in read_records(str(path))] == ["x"]
+    path.write_text(json.dumps(record("x").to_dict()) + "\nnot json\n" + json.dumps(record("y").to_dict()) + "\n")
+    with pytest.raises(PrmgError, match=r"r.jsonl: line 2 is not a prmg result record"):
+        read_records(str(path))
+    path.write_text(json.dumps({**record("x").to_dict(), "status": "sideways"}) + "\n")
+    with pytest.raises(PrmgError, match="line 1"):
+        read_records(str(path))
+
+
+def test_report_exit_codes_and_every_format(tmp_path, capsys):
+    from prmg_cli.merge import report_files
+
+    failing = write(tmp_path / "f.jsonl", record("x"), record("y", "failed", message="wrong sign"))
+    for fmt in OUTPUTS:
+        out = tmp_path / f"report.{fmt}"
+        assert report_files([str(failing)], reports=[f"{fmt}:{out}"]) == 1, fmt
+        assert out.read_text().strip(), fmt
+        stdout = capsys.readouterr().out
+        assert stdout.splitlines()[-1] == "1 passed, 1 failed" and "FAIL y: wrong sign" in stdout
+    passing = write(tmp_path / "p.jsonl", record("x"))
+    assert report_files([str(passing)]) == 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert report_files([str(empty)]) == 5 and "nothing to report" in capsys.readouterr().err
+    with pytest.raises(PrmgError, match="missing.jsonl: cannot read the results file"):
+        report_files([str(tmp_path / "missing.jsonl")])
+    with pytest.raises(PrmgError, match="unknown format"):
+        report_files([str(passing)], reports=["nope"])
+    capsys.readouterr()
+    assert report_files([str(passing), str(failing), str(passing)], reports=["json"]) == 1
+    captured = capsys.readouterr()
+    assert "is given twice: read once" in captured.err and json.loads(captured.out)["summary"]["total"] == 2
+
+
+def test_report_names_each_duplicate_on_stderr_and_exits_as_run_does(tmp_path):
+    a = write(tmp_path / "a.jsonl", record("x", "error", message="worker crashed"), record("y"))
+    b = write(tmp_path / "b.jsonl", record("x"), record("z"))
+    result = prmg("report", a, b, "--report", "csv")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and re.fullmatch(r"prmg: duplicate: case 'x' is in .*a\.jsonl \(error\), .*b\.jsonl "
+                                            r"\(passed\); reporting error from .*a\.jsonl \(--duplicates worst\)",
+                                            lines[0])
+    assert prmg("report", a, b, "--duplicates", "last").returncode == 0
+    result = prmg("report", tmp_path / "missing.jsonl")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_the_sharded_ci_example_merges_every_shard_with_prmg_report():
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "runners" / "npu" / "github-actions-shards.yml").read_text())
+    shard, report = workflow["jobs"]["shard"], workflow["jobs"]["report"]
+    assert len(shard["strategy"]["matrix"]["shard"]) == int(workflow["env"]["SHARDS"])
+    assert shard["strategy"]["fail-fast"] is False and report["if"] == "always()" and report["needs"] == "shard"
+    commands = "\n".join(step.get("run", "") for step in report["steps"])
+    assert "prmg report" in commands and "--cases prmg/cases" in commands
+    assert "--shard ${{ matrix.shard }}/${{ env.SHARDS }}" in "\n".join(step.get("run", "") for step in shard["steps"])
+
+
+def test_the_header_says_what_the_records_say_ran_them():
+    from types import SimpleNamespace
+
+    from prmg_cli.merge import _table_header, run_info
+
+    def ran(runner):
+        return SimpleNamespace(expect="pass", status="passed", rotary_mode="interleave", runner=runner)
+
+    assert run_info(["a"], [record("x")]).runner == "unrecorded"         # records of a prmg without the field
+    assert run_info(["a"], [ran("aclnn")]).runner == "aclnn"
+    mixed = run_info(["a", "b"], [ran("aclnn"), ran("emulator")])
+    assert mixed.runner == "emulator" and "records from aclnn and emulator" in mixed.location
+    assert "not an NPU" in _table_header(["a"], [1], [ran("emulator")])
+    assert run_info(["a"], [ran("aclnn")]).supported_modes == (1,)
