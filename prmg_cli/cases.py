@@ -395,17 +395,21 @@ class _Run:
         for number, entry in enumerate(entries, start=1):
             self.add_entry(entry, defaults, source, folder, number)
 
-    def reserve(self, count: int, where: Where, field: str) -> None:
-        """Count ``count`` more cases against MAX_RUN_CASES; PrmgError (then _Stop when collecting) past it."""
-        if self.planned + count > MAX_RUN_CASES:
-            makes = f"the sweep makes {count} cases" if field == "sweep" else "this case"
-            if self.planned:
-                reason = f"{makes}; with the {self.planned} before it the run would hold more than {MAX_RUN_CASES}"
-            else:
-                reason = f"{makes}, more than the {MAX_RUN_CASES} a run may hold"
-            self.fail(where.error(field, reason + " (split the cases into several runs)"))
-            raise _Stop
-        self.planned += count
+    def reserve(self, count: int, where: Where, field: str) -> bool:
+        """Count ``count`` more cases against MAX_RUN_CASES; True when they fit. An entry that alone makes
+        more is one error (nothing expanded, reading goes on: False); one that fills the run past the cap is
+        an error and, when collecting, ends the reading (_Stop)."""
+        if self.planned + count <= MAX_RUN_CASES:
+            self.planned += count
+            return True
+        makes = f"the sweep makes {count} cases" if field == "sweep" else "this case"
+        if count > MAX_RUN_CASES:
+            self.fail(where.error(field, f"{makes}, more than the {MAX_RUN_CASES} a run may hold "
+                                         "(split the cases into several runs)"))
+            return False
+        self.fail(where.error(field, f"{makes}; with the {self.planned} before it the run would hold more "
+                                     f"than {MAX_RUN_CASES} (split the cases into several runs)"))
+        raise _Stop
 
     def add_entry(self, entry, defaults: dict, source: str, folder: Path, number: int) -> None:
         """Add the cases one entry of ``cases`` stands for: one, or a sweep's whole product."""
@@ -416,7 +420,8 @@ class _Run:
         except PrmgError as error:
             self.fail(error)
             return
-        self.reserve(count, where, "sweep" if keys else "name")
+        if not self.reserve(count, where, "sweep" if keys else "name"):
+            return
         names: dict[str, int] = {}
         reported: set[tuple] = set()
         for index, combination in enumerate(itertools.product(*(sweep[key] for key in keys))):

@@ -431,7 +431,8 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except PrmgError as exc:
-        _error_line(f"prmg: error: {exc}")
+        for line in exc.lines():
+            _error_line(f"prmg: error: {line}")
         code = ExitCode.USAGE
     except KeyboardInterrupt:
         _error_line("prmg: interrupted")

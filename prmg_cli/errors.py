@@ -7,16 +7,29 @@ class PrmgError(Exception):
     """A user error, printed by the CLI as one line and mapped to exit code 2.
 
     The message names where the mistake is: ``file: case 'name': field 'key': what is wrong``.
-    Any of ``file``, ``case`` and ``field`` may be omitted when it does not apply.
+    Any of ``file``, ``case`` and ``field`` may be omitted when it does not apply. ``others`` are
+    further mistakes found in the same pass (``validate`` reports every broken case): one line each.
     """
 
     def __init__(self, message: str, *, file: str | None = None, case: str | None = None,
-                 field: str | None = None):
+                 field: str | None = None, others: tuple["PrmgError", ...] = ()):
         self.reason = message
         self.file = file
         self.case = case
         self.field = field
+        self.others = tuple(others)
         super().__init__(message)
+
+    @classmethod
+    def all_of(cls, errors: "list[PrmgError]") -> "PrmgError":
+        """The first of ``errors`` carrying the rest as ``others``, to raise them all at once."""
+        first = errors[0]
+        first.others = tuple(errors[1:])
+        return first
+
+    def lines(self) -> list[str]:
+        """This mistake and every one in ``others``, one line each."""
+        return [str(self)] + [str(other) for other in self.others]
 
     def __str__(self) -> str:
         where = []

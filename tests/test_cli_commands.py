@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,6 +33,25 @@ def test_every_broken_file_is_one_line_naming_the_file_and_exit_2(path, capsys, 
     assert len(lines) == 1 and lines[0].startswith("prmg: error: ")
     assert path.name in lines[0]
     assert "Traceback" not in err and out == ""
+
+
+def test_validate_names_every_broken_file_and_case_in_one_pass(capsys, monkeypatch, tmp_path):
+    from prmg_cli.cases import check_files
+    from prmg_cli.constraints import DEFAULT_SUPPORTED_MODES
+
+    two = tmp_path / "two.yaml"
+    two.write_text("- {name: ok, shape: [1, 1, 1, 8]}\n- {name: bad_dtype, shape: [1, 1, 1, 8], dtype: fp8}\n"
+                   "- {name: bad_slice, shape: [1, 1, 1, 8], partial_slice: [0, 9]}\n")
+    broken = [path for path in BROKEN if path.name != "run_cap.yaml"]     # that one ends the reading
+    code, out, err = run_in_process(capsys, monkeypatch, "validate", *broken, two)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert len(lines) == len(check_files([*broken, two], DEFAULT_SUPPORTED_MODES)) >= len(broken) + 2
+    assert all(line.startswith("prmg: error: ") for line in lines)
+    for path in broken:
+        assert any(path.name in line for line in lines), path.name
+    assert [name for name in ("bad_dtype", "bad_slice") if any(f"'{name}'" in line for line in lines)] \
+        == ["bad_dtype", "bad_slice"]
 
 
 def test_broken_files_through_run_and_dump_too(capsys, monkeypatch, tmp_path):
