@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
-from .cases import Case, load_cases, select, validate
+from .cases import Case, check_files, load_cases, select, validate
 from .errors import PrmgError
 from .outputs import listing
 from .progress import Progress
 from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import check_standard
 from .vocab import mode_list, parse_modes
-from .writes import check_writable, write_stdout, write_text
+from .files import write_text
+from .writes import check_writable, write_stdout
 
-write_file = write_text          # gen-case and import-ttk write their YAML with it
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,12 @@ def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = 
 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     """``prmg validate``: the summary of valid files and a warning line per case whose expectation the
-    constraint model disagrees with; raises PrmgError on the first invalid case."""
+    constraint model disagrees with; raises every mistake in ``paths`` (``cases.check_files``) as one
+    PrmgError carrying the others, printed one line each."""
     modes = target_modes(supported_modes)
+    mistakes = check_files(paths, modes)
+    if mistakes:
+        raise PrmgError.all_of(mistakes)
     cases = load_selected(paths, modes)
     files = len({case.source for case in cases})
     errors = sum(1 for case in cases if not case.expect.success)
@@ -95,7 +99,7 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
                 if (text := constraints.expectation_warning(case, modes))]
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} are valid ({len(cases) - errors} expect "
                f"success, {errors} expect an error; {skipped} would be skipped on a target supporting "
-               f"{mode_list(modes)})")
+               f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
     return "\n".join(warnings + [summary])
 
 
@@ -259,7 +263,7 @@ def run_suite(request: RunRequest) -> int:
 
     from .resultsfile import ResultsFile, read_results
 
-    recorded = read_results(request.resume) if request.resume else {}
+    recorded = read_results(request.resume, cases) if request.resume else {}
     todo = [case for case in cases if case.name not in recorded]
     results_path = request.results or request.resume
     results_file = ResultsFile(results_path) if results_path else None
@@ -269,12 +273,17 @@ def run_suite(request: RunRequest) -> int:
         write_stdout(outputs.labels.format_header(info) + "\n")
     progress = Progress(len(todo), interval=request.progress_interval)
     finished = dict(recorded)
+    unrecorded: list[PrmgError] = []            # the results file failed: the run stops, reports still go out
 
     def on_result(_index: int, result) -> None:
         finished[result.name] = result
-        if results_file:
-            results_file.append(result)
         progress.update(result)
+        if results_file:
+            try:
+                results_file.append(result)
+            except PrmgError as error:
+                unrecorded.append(error)
+                raise
 
     stopped, code = "", ExitCode.OK
     previous = signal.signal(signal.SIGTERM, _on_signal)
@@ -285,6 +294,12 @@ def run_suite(request: RunRequest) -> int:
                 executor.run(todo, on_result, request.fail_fast)
         if request.fail_fast and len(finished) < len(cases):
             stopped = "the run stopped at the first failure (--fail-fast)"
+    except PrmgError as error:
+        if not unrecorded:
+            raise
+        stopped, code = f"the run stopped: {visible(str(error))}", ExitCode.USAGE
+        results_file.close()
+        results_file = None
     except Terminated:
         stopped, code = "the run was terminated (SIGTERM)", ExitCode.TERMINATED
     except KeyboardInterrupt:
@@ -316,7 +331,7 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request: R
         if target.path is None:             # a table on stdout: its header was printed before the first case
             write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
         else:
-            write_text(target.path, outputs.render(target.format, results, info, options), "report")
+            write_text(target.path, outputs.render(target.format, results, info, options))
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 

@@ -114,6 +114,27 @@ def test_results_file_and_resume(many, tmp_path):
     assert sorted(line["name"] for line in lines) == [f"c{i}" for i in range(6)]   # c1 not run again
 
 
+def test_resume_reruns_a_case_whose_definition_changed(many, tmp_path):
+    results = tmp_path / "r.jsonl"
+    result, _ = run_json(many, "--results", results)
+    assert result.returncode == 0
+    many.write_text(MANY.replace("{name: c2, shape: [1, 2, 4, 32]}", "{name: c2, shape: [1, 2, 4, 32], seed: 7}"))
+    result, report = run_json(many, "--resume", results)
+    assert result.returncode == 0 and len(report["cases"]) == 6
+    names = [json.loads(line)["name"] for line in results.read_text().splitlines()]
+    assert sorted(names) == ["c0", "c1", "c2", "c2", "c3", "c4", "c5"]     # only the changed case ran again
+
+
+def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
+    report = tmp_path / "r.json"
+    result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "/dev/full" in line and "no space left" in line and "5 cases not run" in line
+    statuses = [case["status"] for case in json.loads(report.read_text())["cases"]]
+    assert statuses == ["passed"] + ["not_run"] * 5
+
+
 def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
     results = tmp_path / "r.jsonl"
     env = dict(os.environ, PRMG_EMU_FAULT="hang", PRMG_EMU_FAULT_SHAPE="1,2,3,32")
