@@ -18,7 +18,7 @@ import os
 import re
 import textwrap
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import ml_dtypes
 import numpy as np

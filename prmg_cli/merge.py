@@ -35,7 +35,8 @@ from . import __version__, outputs
 from .errors import PrmgError
 from .outputs.labels import EMULATOR_NOTE
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
-from .writes import check_writable, write_stdout, write_text
+from .files import write_text
+from .writes import check_writable, write_stdout
 
 RESULT_SCHEMA = "prmg.result/"
 # Worst last: a record with a verdict beats one without (skipped, not_run); a failure beats a pass.
@@ -221,7 +222,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         if target.path is None:
             write_stdout(text)
         else:
-            write_text(target.path, text, "report")
+            write_text(target.path, text)
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 

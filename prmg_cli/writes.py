@@ -1,7 +1,8 @@
 """Writing report files and standard output so that no write can end in a traceback or lose a verdict.
 
 ``check_writable`` runs before the first case, so an unwritable ``-o`` is exit 2 at once, not after
-hours; ``write_text`` turns every OSError (full disk, ``/dev/full``, permissions) into one ``PrmgError``.
+hours (the reports themselves are written with ``files.write_text``); ``write_stdout`` turns every OSError
+(a closed pipe, ``/dev/full``) into one ``PrmgError``.
 """
 
 from __future__ import annotations
@@ -40,16 +41,6 @@ def check_writable(path: str, what: str = "report") -> None:
         raise PrmgError(f"cannot write the {what}: {folder} is not a folder", file=path)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PrmgError(f"cannot write the {what}: cannot create files in {folder} (permission denied)", file=path)
-
-
-def write_text(path: str, text: str, what: str = "file") -> None:
-    """Write ``text`` to the file ``path`` (its folder made when missing); PrmgError when it cannot."""
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as error:
-        raise PrmgError(f"cannot write the {what}: {error.strerror or error}", file=path) from None
 
 
 def write_stdout(text: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import prmg
 from prmg_cli import provenance, runs
 from prmg_cli.results import CaseResult
 

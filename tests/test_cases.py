@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from prmg_cli.cases import (BROADCASTS, NAME_PATTERN, Case, Expect, InputSpec, case_to_dict, load_cases,
+from prmg_cli.cases import (NAME_PATTERN, Case, Expect, InputSpec, case_to_dict, load_cases,
                             sanitise_name, select, validate)
 from prmg_cli.errors import PrmgError
 

@@ -3,19 +3,17 @@ fail correct kernels (plain or fused multiply-add), and each catches the faults 
 
 from __future__ import annotations
 
-import dataclasses
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from kernels import correct_kernel, faulty_kernel, forward_kernel
 from prmg_cli.acl import Outcome
-from prmg_cli.cases import Case, Expect, InputSpec
+from prmg_cli.cases import Case, InputSpec
 from prmg_cli.checks import CheckContext, adjoint, determinism, roundtrip
 from prmg_cli.inputs import make_inputs
 from prmg_cli.judge import judge
-from prmg_cli.vocab import BROADCASTS, broadcast_shape
+from prmg_cli.vocab import broadcast_shape
 
 DTYPES = ("float32", "float16", "bfloat16")
 

@@ -11,7 +11,7 @@ import pytest
 
 from prmg_cli.cases import Case, InputSpec
 from prmg_cli.errors import PrmgError
-from prmg_cli.inputs import default_seed, make_inputs, rope_angles
+from prmg_cli.inputs import default_seed, make_inputs
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

@@ -6,9 +6,6 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
-
-import pytest
 
 from conftest import ROOT
 

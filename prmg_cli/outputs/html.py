@@ -33,7 +33,7 @@ from .. import dtypes
 from ..errors import PrmgError
 from ..results import STATUSES, CaseResult, RunInfo, summary_counts, summary_line, visible
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
-from .labels import EMULATOR_NOTE, dtype_label, header_fields, shape_label, verdict_word
+from .labels import EMULATOR_NOTE, dtype_label, header_fields, shape_label
 from .table import cells
 
 MAX_HEATMAPS = 100
