@@ -1,6 +1,6 @@
 """Every command the README's ``sh`` blocks and the ``--help`` examples show runs green on a correct kernel.
 
-The commands run in a scratch copy of the repository (``cases/``, ``tests/data/``), so an example that
+The commands run in scratch copies of the repository (``cases/``, ``tests/data/``), so an example that
 writes files writes them there. ``make`` lines (the README's two set-up commands) are not run here:
 they are what CI itself runs. ``--runner aclnn`` becomes ``--runner emulator`` (no NPU here).
 """
@@ -61,25 +61,39 @@ def readme_commands() -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("readme")
-    shutil.copytree(ROOT / "cases", root / "cases")
-    shutil.copytree(ROOT / "tests" / "data", root / "tests" / "data")
-    return root
+ALONE = ("prmg bench --host", "PRMG_EMU_DEVICES=2 prmg run cases/smoke.yaml --cluster local")   # slow, read no
+# file: their own test items, so xdist runs them beside the rest
+
+
+def command_groups() -> dict[str, list[str]]:
+    """The commands, split into items that can run side by side: each ``ALONE`` command, then the rest
+    in README order (later examples read files earlier ones write)."""
+    commands = readme_commands()
+    groups = {command: [command] for command in commands if command in ALONE}
+    groups["in order"] = [command for command in commands if command not in ALONE]
+    return groups
+
+
+@pytest.fixture
+def scratch(tmp_path) -> Path:
+    shutil.copytree(ROOT / "cases", tmp_path / "cases")
+    shutil.copytree(ROOT / "tests" / "data", tmp_path / "tests" / "data")
+    return tmp_path
 
 
 def test_there_are_examples_to_run():
     commands = readme_commands()
     assert len(commands) >= 15 and any("--report junit:" in c for c in commands)
+    assert sum(map(len, command_groups().values())) == len(commands)
 
 
-def test_readme_and_help_examples_run_green(scratch):
-    """All of them, in order, in one scratch folder (later examples read files earlier ones write); the
-    emulator offers 4 devices for the ``--devices 0,1,2,3`` example."""
+@pytest.mark.parametrize("group", list(command_groups()))
+def test_readme_and_help_examples_run_green(scratch, group):
+    """Every command of ``group`` in order, in one scratch folder; the emulator offers 4 devices for the
+    ``--devices 0,1,2,3`` example."""
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", PRMG_EMU_DEVICES="4")
     failures = []
-    for command in readme_commands():
+    for command in command_groups()[group]:
         shell = command.replace("--runner aclnn", "--runner emulator")
         result = subprocess.run(["bash", "-c", shell], cwd=scratch, env=env, capture_output=True, text=True,
                                 timeout=300)
