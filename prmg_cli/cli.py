@@ -113,7 +113,9 @@ def run(
                                            help="Append each result to this JSON-lines file as it finishes."),
     resume: Optional[Path] = typer.Option(None, "--resume", metavar="FILE",
                                           help="Skip cases already recorded (passed, failed, skipped) in this "
-                                               "results file; new results are appended to it (or to --results)."),
+                                               "results file, unchanged since and judged under the same settings "
+                                               "(toolkit, faults, --standard, ...); new results are appended to "
+                                               "it (or to --results)."),
     shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N",
                                         help="Run the deterministic part I of N of the selected cases."),
     max_memory: Optional[str] = typer.Option(

@@ -68,7 +68,8 @@ class CaseResult:
     ``status`` is a key of ``STATUSES``; ``error_code`` the status the operator returned (None when it
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
     ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping (with ``source``
-    it reproduces the case); ``fingerprint`` a hash of that definition and its input files.
+    it reproduces the case); ``fingerprint`` a hash of that definition and its input files;
+    ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``).
     """
 
     name: str
@@ -104,6 +105,7 @@ class CaseResult:
     error_map: dict = field(default_factory=dict)   # a failed slice's coarse error map (see judge)
     definition: dict = field(default_factory=dict)
     fingerprint: str = ""
+    judged_under: str = ""          # the run's settings_key: --resume trusts the record only under the same
     artifacts: str = ""             # --save-failures: the folder holding this failed case's arrays
 
     def to_dict(self) -> dict:

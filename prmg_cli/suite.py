@@ -7,6 +7,8 @@ not run as ``not_run``; injected emulator faults are named in every report's hea
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import re
@@ -207,6 +209,34 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    started=provenance.now(), faults=faults, strict=settings.strict)
 
 
+def settings_key(info: RunInfo, settings) -> str:
+    """sha256 of what a verdict depends on besides its case: the runner, its toolkit (location, operator
+    library, version), the emulator's injected faults, the target's modes, ``--standard``, ``--strict``,
+    ``--check``, ``--no-golden``, ``--repeat`` and prmg's version. ``--resume`` trusts a record only when
+    it was judged under the same key: a record of another toolkit or of looser judging is run again."""
+    faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", "")} \
+        if info.faults else {}
+    parts = dict(runner=info.runner, location=info.location, op_library=info.op_library,
+                 toolkit_version=info.toolkit_version, faults=faults, modes=list(info.supported_modes),
+                 standard=settings.standard, strict=settings.strict, checks=list(settings.checks),
+                 golden=settings.golden, repeat=settings.repeat, version=info.version)
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _resumed(path: str, cases: Sequence[Case], key: str) -> dict[str, CaseResult]:
+    """``--resume``: the records of ``path`` to keep (``resultsfile.trusted``), saying on stderr how many
+    finished ones run again because they were judged under other settings."""
+    from .resultsfile import read_records, trusted
+
+    recorded = read_records(path)
+    kept = trusted(recorded, cases, key)
+    other = len(trusted(recorded, cases)) - len(kept)
+    if other:
+        sys.stderr.write(f"prmg: --resume: {plural(other, 'recorded result')} judged under other settings "
+                         f"(runner, toolkit, faults, modes, --standard, --strict, checks) run again\n")
+    return kept
+
+
 def _select(request: RunRequest, modes: frozenset) -> list[Case]:
     """The cases of the run: loaded, validated, selected, sharded; PrmgError (exit 5) when none is left."""
     cases = load_selected(request.paths, modes, request.keyword, request.tags, request.exclude_tags)
@@ -261,14 +291,15 @@ def run_suite(request: RunRequest) -> int:
                                toolkit=cluster and cluster.toolkit)
     devices = cluster.devices if cluster else parse_devices(request.devices, settings.toolkit)
 
-    from .resultsfile import ResultsFile, read_results
+    from .resultsfile import ResultsFile
 
-    recorded = read_results(request.resume, cases) if request.resume else {}
+    info = run_info(settings, devices)
+    key = settings_key(info, settings)
+    recorded = _resumed(request.resume, cases, key) if request.resume else {}
     todo = [case for case in cases if case.name not in recorded]
     results_path = request.results or request.resume
     results_file = ResultsFile(results_path) if results_path else None
     table_to_stdout = any(t.format == "table" and t.path is None for t in targets)
-    info = run_info(settings, devices)
     if table_to_stdout:
         write_stdout(outputs.labels.format_header(info) + "\n")
     progress = Progress(len(todo), interval=request.progress_interval)
@@ -276,6 +307,7 @@ def run_suite(request: RunRequest) -> int:
     unrecorded: list[PrmgError] = []            # the results file failed: the run stops, reports still go out
 
     def on_result(_index: int, result) -> None:
+        result.judged_under = key
         finished[result.name] = result
         progress.update(result)
         if results_file:

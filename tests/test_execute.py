@@ -125,6 +125,20 @@ def test_resume_reruns_a_case_whose_definition_changed(many, tmp_path):
     assert sorted(names) == ["c0", "c1", "c2", "c2", "c3", "c4", "c5"]     # only the changed case ran again
 
 
+def test_resume_never_trusts_a_verdict_judged_under_other_settings(many, tmp_path):
+    results = tmp_path / "r.jsonl"
+    assert run_json(many, "--results", results)[0].returncode == 0
+    faulty = dict(os.environ, PRMG_EMU_FAULT="sign")           # another kernel: the greens above prove nothing
+    result, report = run_json(many, "--resume", results, env=faulty)
+    assert result.returncode == 1 and {case["status"] for case in report["cases"]} == {"failed"}
+    assert "6 recorded results judged under other settings" in result.stderr
+    result, report = run_json(many, "--resume", results, "--standard", "allclose")
+    assert result.returncode == 0 and "6 recorded results judged under other settings" in result.stderr
+    result, report = run_json(many, "--resume", results, "--standard", "allclose")   # now recorded: trusted
+    assert "other settings" not in result.stderr
+    assert len(results.read_text().splitlines()) == 18
+
+
 def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
     report = tmp_path / "r.json"
     result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)
