@@ -15,6 +15,9 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   hidden by the order of the arguments: ``error`` > ``failed`` > ``xpassed`` > ``xfailed`` > ``passed`` >
   ``skipped`` > ``not_run`` (a record with a verdict beats one without; ties go to the later file).
   ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
+- **Settings.** Each record carries the key of the settings it was judged under (``suite.settings_key``);
+  records judged under several (a shard on another toolkit, with faults or a looser ``--standard``) are
+  one warning line on stderr.
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included),
   2 for unreadable files and usage errors, 5 when there is nothing to report.
 
@@ -211,6 +214,11 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         sys.stderr.write("prmg: nothing to report: the results files hold no result"
                          + (" and --cases no case\n" if case_paths else "\n"))
         return ExitCode.NO_CASES
+    settings = {result.judged_under for result in merged.results if result.judged_under}
+    if len(settings) > 1:
+        sys.stderr.write(f"prmg: warning: the records were judged under {len(settings)} different settings "
+                         "(runner, toolkit, faults, modes, --standard, --strict, checks): the shards did not "
+                         "run alike\n")
     info = run_info([path for path, _ in files], merged.results)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header([path for path, _ in files], [len(records) for _, records in files], merged.results)

@@ -66,6 +66,15 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     assert result.stderr == ""                                        # no duplicates, nothing missing
 
 
+def test_shards_judged_under_different_settings_are_named(tmp_path):
+    shards = [tmp_path / "strict.jsonl", tmp_path / "loose.jsonl"]
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0])
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard", "allclose")
+    result = prmg("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
+    assert result.returncode == 0
+    assert "warning: the records were judged under 2 different settings" in result.stderr
+
+
 def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
     shard = tmp_path / "one-shard.jsonl"
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shard)
