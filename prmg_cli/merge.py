@@ -39,7 +39,7 @@ from .errors import PrmgError
 from .outputs.labels import EMULATOR_NOTE
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .files import write_text
-from .writes import check_writable, write_stdout
+from .writes import check_spares, check_writable, write_stdout
 
 RESULT_SCHEMA = "prmg.result/"
 # Worst last: a record with a verdict beats one without (skipped, not_run); a failure beats a pass.
@@ -190,6 +190,9 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     for target in targets:
         if target.path:
             check_writable(target.path)
+    protected = {str(path): "a results file to merge" for path in paths}
+    protected.update({str(path): "a case file" for path in case_paths if Path(path).is_file()})
+    check_spares([target.path for target in targets if target.path], protected)
     files, seen = [], set()
     for path in map(str, paths):
         if Path(path).resolve() in seen:

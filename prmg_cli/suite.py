@@ -27,7 +27,7 @@ from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_l
 from .standards import check_standard
 from .vocab import mode_list, parse_modes
 from .files import write_text
-from .writes import check_writable, write_stdout
+from .writes import check_spares, check_writable, write_stdout
 
 
 
@@ -279,6 +279,9 @@ def run_suite(request: RunRequest) -> int:
     for target in targets:
         if target.path:
             check_writable(target.path)
+    protected = {case.source: "a case file of this run" for case in cases if case.source}
+    protected.update({path: "the results file" for path in (request.results, request.resume) if path})
+    check_spares([target.path for target in targets if target.path], protected)
     if request.save_failures:
         check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
     max_memory = parse_size(request.max_memory) if request.max_memory else None

@@ -43,6 +43,31 @@ def check_writable(path: str, what: str = "report") -> None:
         raise PrmgError(f"cannot write the {what}: cannot create files in {folder} (permission denied)", file=path)
 
 
+def check_spares(paths: "list[str]", protected: "dict[str, str]", what: str = "report") -> None:
+    """Raise PrmgError when a file of ``paths`` (the reports to write) is one of ``protected`` (path ->
+    what it is: "a case file", "the results file") or another of ``paths``: writing it would destroy
+    what the run reads or writes. Files are compared as what they resolve to (symlinks, ``./``, hard
+    links); devices such as ``/dev/null`` may be named any number of times."""
+    seen: dict[tuple, str] = {}
+
+    def identity(path: str) -> tuple:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return ("path", os.path.realpath(path))
+        return ("device",) if stat.S_ISCHR(info.st_mode) else ("inode", info.st_dev, info.st_ino)
+
+    for path, role in protected.items():
+        seen.setdefault(identity(path), role)
+    for path in paths:
+        key = identity(path)
+        if key == ("device",):
+            continue
+        if key in seen:
+            raise PrmgError(f"cannot write the {what}: it is {seen[key]}", file=path)
+        seen[key] = f"another {what}"
+
+
 def write_stdout(text: str) -> None:
     """``text`` (and a final newline) to standard output, flushed; PrmgError when that fails (a closed
     pipe, ``/dev/full``)."""

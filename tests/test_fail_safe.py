@@ -151,6 +151,27 @@ def test_unwritable_outputs_are_refused_before_the_first_case(tmp_path):
         assert not results.exists() or results.read_text() == ""
 
 
+def test_a_report_never_overwrites_a_case_file_the_results_file_or_another_report(tmp_path):
+    path = write(tmp_path, CASES)
+    before = path.read_bytes()
+    results = tmp_path / "r.jsonl"
+    (tmp_path / "link.yaml").symlink_to(path)
+    for reports, fragment in (([f"json:{tmp_path}/./{path.name}"], "a case file of this run"),
+                              ([f"junit:{tmp_path / 'link.yaml'}"], "a case file of this run"),
+                              ([f"json:{results}"], "the results file"),
+                              ([f"json:{tmp_path}/a.json", f"csv:{tmp_path}/./a.json"], "another report")):
+        args = [arg for report in reports for arg in ("--report", report)]
+        result = prmg("run", path, "--runner", "emulator", "--results", results, *args)
+        (line,) = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and fragment in line, result.stderr
+    assert path.read_bytes() == before and not (tmp_path / "a.json").exists()
+    assert not results.exists() or results.read_text() == ""
+    result = prmg("report", results, "--report", f"json:{results}")
+    assert result.returncode == 2 and "a results file to merge" in result.stderr
+    both = prmg("run", path, "--runner", "emulator", "--report", "json:/dev/null", "--report", "csv:/dev/null")
+    assert both.returncode != 2, both.stderr                           # a device may take several
+
+
 def test_several_reports_in_one_run_and_the_console_still_shows_failures(tmp_path):
     path = write(tmp_path, CASES)
     junit, report = tmp_path / "smoke.xml", tmp_path / "smoke.json"
