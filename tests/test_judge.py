@@ -89,18 +89,24 @@ SCALES = {
 }
 
 
-def sweep_case(seed):
-    rng = np.random.default_rng(seed)
+def random_case(rng, seed: int, name: str, *, most_pairs: int, most_rows: int):
+    """A seeded case (dtype pair by ``seed``; mode, slice, shape and broadcast drawn from ``rng``: at most
+    ``most_pairs`` rotary groups and ``most_rows`` per B/S/N axis) and the scale of its inputs."""
     dtype, cos_dtype = PAIRS[seed % len(PAIRS)]
     mode = int(rng.integers(4))
     step = 4 if mode == 2 else 2
-    length = step * int(rng.integers(1, 17))
+    length = step * int(rng.integers(1, most_pairs + 1))
     start = int(rng.integers(0, 9))
     depth = start + length + int(rng.integers(0, 6))
-    shape = tuple(int(v) for v in rng.integers(1, 4, 3)) + (depth,)
+    shape = tuple(int(v) for v in rng.integers(1, most_rows + 1, 3)) + (depth,)
     case = make_case(shape, (start, start + length), mode=mode, dtype=dtype, cos_dtype=cos_dtype,
-                     broadcast=BROADCASTS[int(rng.integers(len(BROADCASTS)))], name=f"sweep{seed}")
-    scale = float(rng.choice(SCALES[dtype]))
+                     broadcast=BROADCASTS[int(rng.integers(len(BROADCASTS)))], name=name)
+    return case, float(rng.choice(SCALES[dtype]))
+
+
+def sweep_case(seed):
+    rng = np.random.default_rng(seed)
+    case, scale = random_case(rng, seed, f"sweep{seed}", most_pairs=16, most_rows=3)
     dist = str(rng.choice(["uniform", "normal", "cancel"]))
     table = str(rng.choice(["random", "rope"]))
     table_scale = float(rng.choice([1.0, 1.0, 1e-3, 4.0])) if scale < 1e30 else 1.0

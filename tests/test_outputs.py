@@ -299,12 +299,21 @@ def test_report_targets(specs, output, expected):
 
 @pytest.mark.parametrize("specs, output, message", [
     (["yaml"], None, "unknown format"), (["json:"], None, "no file"),
-    (["json", "csv"], None, "only one report"), (["json:a", "csv:a"], None, "two reports"),
-    (["json:a"], "b", "-o FILE names"),
+    (["json", "csv"], None, "only one report"), (["json:a"], "b", "-o FILE names"),
 ])
 def test_bad_report_targets(specs, output, message):
     with pytest.raises(PrmgError, match=message):
         outputs.parse_targets(specs, output)
+
+
+def test_two_reports_to_one_file_are_refused_devices_excepted(tmp_path):
+    from prmg_cli.writes import check_spares
+
+    with pytest.raises(PrmgError, match="it is another report"):
+        check_spares([str(tmp_path / "a"), f"{tmp_path}/./a"], {})
+    with pytest.raises(PrmgError, match="it is the results file"):
+        check_spares([str(tmp_path / "r")], {str(tmp_path / "r"): "the results file"})
+    check_spares(["/dev/null", "/dev/null", str(tmp_path / "b")], {str(tmp_path / "a"): "a case file"})
 
 
 # --- prmg run --list ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from prmg_cli.acl import Outcome
 from prmg_cli.cases import Case, InputSpec
 from prmg_cli.inputs import Inputs, make_inputs, tensor_generator
 from prmg_cli.judge import judge
-from test_judge import BROADCASTS, NUMPY, PAIRS, SCALES, make_case
+from test_judge import NUMPY, make_case, random_case
 from test_judge import make_inputs as model_inputs
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -86,16 +86,8 @@ def sweep(seed: int):
     """A seeded case (mode, dtype pair, broadcast, shape, slice), its inputs at a random scale and a result:
     a correct kernel, a faulty one, the golden itself, or the unchanged input."""
     rng = np.random.default_rng(seed)
-    dtype, cos_dtype = PAIRS[seed % len(PAIRS)]
-    mode = int(rng.integers(4))
-    step = 4 if mode == 2 else 2
-    length = step * int(rng.integers(1, 25))
-    start = int(rng.integers(0, 9))
-    depth = start + length + int(rng.integers(0, 6))
-    shape = tuple(int(v) for v in rng.integers(1, 6, 3)) + (depth,)
-    case = make_case(shape, (start, start + length), mode=mode, dtype=dtype, cos_dtype=cos_dtype,
-                     broadcast=BROADCASTS[int(rng.integers(len(BROADCASTS)))], name=f"eq{seed}")
-    scale = float(rng.choice(SCALES[dtype]))
+    case, scale = random_case(rng, seed, f"eq{seed}", most_pairs=24, most_rows=5)
+    mode = case.rotary_mode
     with np.errstate(all="ignore"):
         inputs = model_inputs(case, rng, scale=scale, dist=str(rng.choice(["uniform", "normal", "cancel"])),
                               table=str(rng.choice(["random", "rope"])),

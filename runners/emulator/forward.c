@@ -91,21 +91,7 @@ static int check_mode(int64_t mode, int *pairing_mode, int32_t *mode32)
 /* The tiling's CheckShape: x, cos, sin 4-D; cos shape == sin shape (561002). */
 static int check_shapes(const aclTensor *const tensors[3])
 {
-    for (int t = 0; t < 3; t++) {
-        if (tensors[t]->view_dim_count != 4) {
-            prmg_emu_set_error(OP ": %s must be 4-D (B, S, N, D), it has %llu dims", TENSOR_NAMES[t],
-                               (unsigned long long)tensors[t]->view_dim_count);
-            return ACLNN_ERR_INNER_TILING_ERROR;
-        }
-    }
-    for (int axis = 0; axis < 4; axis++) {
-        if (tensors[1]->view_dims[axis] != tensors[2]->view_dims[axis]) {
-            prmg_emu_set_error(OP ": cos shape differs from sin shape at axis %d (%lld vs %lld)", axis,
-                               (long long)tensors[1]->view_dims[axis], (long long)tensors[2]->view_dims[axis]);
-            return ACLNN_ERR_INNER_TILING_ERROR;
-        }
-    }
-    return ACL_SUCCESS;
+    return check_4d_cos_like_sin(OP, TENSOR_NAMES, tensors);
 }
 
 /* The slice the tiling reads: NULL or an empty array -> [0, D); otherwise values[0], values[1] (upstream

@@ -194,23 +194,31 @@ static int check_parameters(const aclTensor *const tensors[3], const aclIntArray
     return ACL_SUCCESS;
 }
 
-/* 561002 checks on the shapes. */
-static int check_shapes(const aclTensor *const tensors[3])
+int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3])
 {
     for (int t = 0; t < 3; t++) {
         if (tensors[t]->view_dim_count != 4) {
-            prmg_emu_set_error(OP ": %s must be 4-D (B, S, N, D), it has %llu dims", TENSOR_NAMES[t],
+            prmg_emu_set_error("%s: %s must be 4-D (B, S, N, D), it has %llu dims", op, names[t],
                                (unsigned long long)tensors[t]->view_dim_count);
             return ACLNN_ERR_INNER_TILING_ERROR;
         }
     }
     for (int axis = 0; axis < 4; axis++) {
         if (tensors[1]->view_dims[axis] != tensors[2]->view_dims[axis]) {
-            prmg_emu_set_error(OP ": cos shape differs from sin shape at axis %d (%lld vs %lld)", axis,
+            prmg_emu_set_error("%s: cos shape differs from sin shape at axis %d (%lld vs %lld)", op, axis,
                                (long long)tensors[1]->view_dims[axis], (long long)tensors[2]->view_dims[axis]);
             return ACLNN_ERR_INNER_TILING_ERROR;
         }
     }
+    return ACL_SUCCESS;
+}
+
+/* 561002 checks on the shapes. */
+static int check_shapes(const aclTensor *const tensors[3])
+{
+    int status = check_4d_cos_like_sin(OP, TENSOR_NAMES, tensors);
+    if (status != ACL_SUCCESS)
+        return status;
     for (int t = 0; t < 3; t++) {
         for (int axis = 0; axis < 4; axis++) {
             if (tensors[t]->view_dims[axis] <= 0) {

@@ -54,6 +54,10 @@ int check_opp_path(const char *op);
  * else ACL_SUCCESS with *implemented = 1 when PRMG_EMU_MODES lists it. */
 int read_rotary_mode(const char *op, int64_t mode, int32_t *mode32, int *implemented);
 
+/* The tiling's CheckShape common to both operators: x (dy or xRef), cos, sin 4-D (named by `names`
+ * in the message) and cos shape == sin shape; ACLNN_ERR_INNER_TILING_ERROR (561002) otherwise. */
+int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3]);
+
 /* A new live executor of `kind` for tensors[0..3) (operand views, strides and contiguity copied);
  * NULL with a message when out of host memory. */
 aclOpExecutor *record_executor(const char *op, op_kind kind, const aclTensor *const tensors[3], int pairing_mode,
