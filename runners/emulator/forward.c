@@ -215,17 +215,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
                                                              aclOpExecutor **executorOut)
 {
     const aclTensor *const tensors[3] = {xRef, cos, sin};
-    for (int t = 0; t < 3; t++) {
-        if (tensors[t] == NULL) {
-            prmg_emu_set_error(OP ": %s is a null pointer", TENSOR_NAMES[t]);
-            return ACLNN_ERR_PARAM_NULLPTR;
-        }
-    }
-    if (workspaceSize == NULL || executorOut == NULL) {
-        prmg_emu_set_error(OP ": %s is a null pointer", workspaceSize == NULL ? "workspaceSize" : "executor");
-        return ACLNN_ERR_PARAM_NULLPTR;
-    }
-    int status = check_opp_path(OP);
+    int status = check_call(OP, TENSOR_NAMES, tensors, workspaceSize, executorOut);
     if (status == ACL_SUCCESS)
         status = check_parameters(tensors, partialSlice);
     if (status != ACL_SUCCESS)

@@ -194,6 +194,22 @@ static int check_parameters(const aclTensor *const tensors[3], const aclIntArray
     return ACL_SUCCESS;
 }
 
+int check_call(const char *op, const char *const names[3], const aclTensor *const tensors[3],
+               const uint64_t *workspaceSize, aclOpExecutor *const *executorOut)
+{
+    for (int t = 0; t < 3; t++) {
+        if (tensors[t] == NULL) {
+            prmg_emu_set_error("%s: %s is a null pointer", op, names[t]);
+            return ACLNN_ERR_PARAM_NULLPTR;
+        }
+    }
+    if (workspaceSize == NULL || executorOut == NULL) {
+        prmg_emu_set_error("%s: %s is a null pointer", op, workspaceSize == NULL ? "workspaceSize" : "executor");
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    return check_opp_path(op);
+}
+
 int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3])
 {
     for (int t = 0; t < 3; t++) {
@@ -293,17 +309,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
                                                                   uint64_t *workspaceSize, aclOpExecutor **executorOut)
 {
     const aclTensor *const tensors[3] = {dyRef, cos, sin};
-    for (int t = 0; t < 3; t++) {
-        if (tensors[t] == NULL) {
-            prmg_emu_set_error(OP ": %s is a null pointer", TENSOR_NAMES[t]);
-            return ACLNN_ERR_PARAM_NULLPTR;
-        }
-    }
-    if (workspaceSize == NULL || executorOut == NULL) {
-        prmg_emu_set_error(OP ": %s is a null pointer", workspaceSize == NULL ? "workspaceSize" : "executor");
-        return ACLNN_ERR_PARAM_NULLPTR;
-    }
-    int status = check_opp_path(OP);
+    int status = check_call(OP, TENSOR_NAMES, tensors, workspaceSize, executorOut);
     if (status == ACL_SUCCESS)
         status = check_parameters(tensors, partialSlice);
     if (status != ACL_SUCCESS)

@@ -54,6 +54,11 @@ int check_opp_path(const char *op);
  * else ACL_SUCCESS with *implemented = 1 when PRMG_EMU_MODES lists it. */
 int read_rotary_mode(const char *op, int64_t mode, int32_t *mode32, int *implemented);
 
+/* The first checks of both GetWorkspaceSize calls: no NULL tensor (named by `names`), workspace size
+ * or executor pointer (161001), then check_opp_path. */
+int check_call(const char *op, const char *const names[3], const aclTensor *const tensors[3],
+               const uint64_t *workspaceSize, aclOpExecutor *const *executorOut);
+
 /* The tiling's CheckShape common to both operators: x (dy or xRef), cos, sin 4-D (named by `names`
  * in the message) and cos shape == sin shape; ACLNN_ERR_INNER_TILING_ERROR (561002) otherwise. */
 int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3]);
