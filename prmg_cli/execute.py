@@ -247,9 +247,11 @@ class CaseWorker:
     """
 
     def __init__(self, settings: RunSettings, device: int):
+        from . import native
         from .acl import AclSession
 
         faulthandler.disable()                         # a crash is reported as the case's result
+        native.available()          # build (first use: seconds of gcc) now, not inside the first case's --timeout
         self.settings = settings
         self.device = device
         self.session = AclSession(settings.toolkit, device)
