@@ -7,33 +7,53 @@ so that negative cases can build tensors of a dtype the operator must refuse.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import Callable
 
-import ml_dtypes
 import numpy as np
+
+
+@cache
+def bfloat16() -> np.dtype:
+    """ml_dtypes' bfloat16. Importing ml_dtypes takes 1-2 s (it registers every dtype it has), so it is
+    imported on the first use of a bfloat16, not when prmg starts (``prmg validate``, ``report``...)."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 @dataclass(frozen=True)
 class DType:
     """One dtype as every layer names it."""
 
-    name: str          # the case-file name, e.g. "bfloat16"
-    numpy: np.dtype    # numpy dtype holding its values
-    acl_code: int      # aclDataType enum value
-    short: str         # short label for tables, e.g. "bf16"
+    name: str                       # the case-file name, e.g. "bfloat16"; also its numpy dtype's name
+    load: Callable[[], np.dtype]    # the numpy dtype holding its values (see ``numpy``)
+    acl_code: int                   # aclDataType enum value
+    short: str                      # short label for tables, e.g. "bf16"
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The numpy dtype holding its values."""
+        return self.load()
+
+
+def _plain(kind) -> Callable[[], np.dtype]:
+    dtype = np.dtype(kind)
+    return lambda: dtype
 
 
 _TABLE = (
-    DType("float32", np.dtype(np.float32), 0, "fp32"),
-    DType("float16", np.dtype(np.float16), 1, "fp16"),
-    DType("bfloat16", np.dtype(ml_dtypes.bfloat16), 27, "bf16"),
+    DType("float32", _plain(np.float32), 0, "fp32"),
+    DType("float16", _plain(np.float16), 1, "fp16"),
+    DType("bfloat16", bfloat16, 27, "bf16"),
     # only for negative cases: the operator must refuse these
-    DType("int8", np.dtype(np.int8), 2, "i8"),
-    DType("int32", np.dtype(np.int32), 3, "i32"),
-    DType("uint8", np.dtype(np.uint8), 4, "u8"),
-    DType("int16", np.dtype(np.int16), 6, "i16"),
-    DType("int64", np.dtype(np.int64), 9, "i64"),
-    DType("float64", np.dtype(np.float64), 11, "fp64"),
-    DType("bool", np.dtype(np.bool_), 12, "bool"),
+    DType("int8", _plain(np.int8), 2, "i8"),
+    DType("int32", _plain(np.int32), 3, "i32"),
+    DType("uint8", _plain(np.uint8), 4, "u8"),
+    DType("int16", _plain(np.int16), 6, "i16"),
+    DType("int64", _plain(np.int64), 9, "i64"),
+    DType("float64", _plain(np.float64), 11, "fp64"),
+    DType("bool", _plain(np.bool_), 12, "bool"),
 )
 
 DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
@@ -64,7 +84,7 @@ def from_numpy(dtype: np.dtype) -> DType:
     """The DType whose numpy dtype is ``dtype``."""
     dtype = np.dtype(dtype)
     for entry in _TABLE:
-        if entry.numpy == dtype:
+        if entry.name == dtype.name and entry.numpy == dtype:       # by name first: bfloat16 stays unloaded
             return entry
     raise KeyError(str(dtype))
 

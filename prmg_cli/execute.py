@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
-from . import constraints
+from . import constraints, dtypes
 from .cases import Case, case_to_dict, fingerprint
 from .dtypes import lookup
 from .errors import PrmgError
@@ -59,6 +59,7 @@ class RunSettings:
     golden: bool = True                       # --no-golden: judge by the checks alone
     repeat: int = 2                           # --repeat: launches of the determinism check
     save_failures: str | None = None          # --save-failures DIR: artifacts of every failed case
+    bfloat16: bool = True                     # a case uses bfloat16: workers load ml_dtypes before any case
 
 
 def expect_label(case: Case) -> str:
@@ -252,6 +253,8 @@ class CaseWorker:
 
         faulthandler.disable()                         # a crash is reported as the case's result
         native.available()          # build (first use: seconds of gcc) now, not inside the first case's --timeout
+        if settings.bfloat16:
+            dtypes.bfloat16()       # 1-2 s of import, likewise (a no-op when inherited from the parent)
         self.settings = settings
         self.device = device
         self.session = AclSession(settings.toolkit, device)
@@ -451,6 +454,8 @@ class Executor:
         self.settings = settings
         self.devices = tuple(devices)
         self._context = multiprocessing.get_context("fork")
+        if settings.bfloat16:
+            dtypes.bfloat16()                            # once here, inherited by every worker
         self._workers: list[_Worker] = [_Worker(self._context, settings, d) for d in self.devices]
         self._timeouts = {device: 0 for device in self.devices}      # timeouts in a row, per device
         self.wedged: dict[int, str] = {}                                # device -> why it gets no more cases

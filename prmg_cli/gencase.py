@@ -20,7 +20,6 @@ import textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import ml_dtypes
 import numpy as np
 import yaml
 
@@ -752,6 +751,8 @@ def _finite_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
 
 def _special_values(dtype: str) -> dict[str, float]:
     """The special numbers of ``dtype``: its largest finite value and smallest subnormal."""
+    import ml_dtypes
+
     info = ml_dtypes.finfo(dtypes.to_numpy(dtype))
     return {"max": float(info.max), "sub": float(info.smallest_subnormal)}
 

@@ -37,7 +37,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
@@ -487,7 +486,6 @@ def _run_together(pool: ThreadPoolExecutor | None, tasks: list) -> None:
 # ---------------------------------------------------------------------------------------------------
 # The slice's golden and magnitude block by block (for judging: judge.py fuses them with the comparison)
 
-_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _HIGH_HALF = 1 if sys.byteorder == "little" else 0      # index of a 32-bit word's upper 16 bits
 # Slice elements per judging block: a judging thread's dozen float64 work buffers of this size (128 KiB
 # each) stay in its core's L2 cache; larger blocks measured slower on the 2-vCPU host, smaller ones pay
@@ -510,7 +508,7 @@ class Widener:
     def __call__(self, values: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``values`` converted exactly into the float64 array ``out`` (same shape, at most ``size``
         elements); returns ``out``."""
-        if values.dtype == _BFLOAT16:
+        if values.dtype.name == "bfloat16":
             if self._words is None:
                 self._words = np.zeros(self._size, np.uint32)
             words = self._words[:out.size].reshape(out.shape)

@@ -292,6 +292,8 @@ def run_suite(request: RunRequest) -> int:
                                request.strict, request.max_timeouts, checks, request.golden, request.repeat,
                                request.save_failures and str(Path(request.save_failures).resolve()),
                                toolkit=cluster and cluster.toolkit)
+    settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
+                                              for case in cases))
     devices = cluster.devices if cluster else parse_devices(request.devices, settings.toolkit)
 
     from .resultsfile import ResultsFile
