@@ -280,6 +280,8 @@ def run_suite(request: RunRequest) -> int:
         if target.path:
             check_writable(target.path)
     protected = {case.source: "a case file of this run" for case in cases if case.source}
+    for path in {request.results, request.resume} - {None}:
+        check_spares([path], protected, "results file")
     protected.update({path: "the results file" for path in (request.results, request.resume) if path})
     check_spares([target.path for target in targets if target.path], protected)
     if request.save_failures:

@@ -164,6 +164,8 @@ def test_a_report_never_overwrites_a_case_file_the_results_file_or_another_repor
         result = prmg("run", path, "--runner", "emulator", "--results", results, *args)
         (line,) = result.stderr.strip().splitlines()
         assert result.returncode == 2 and fragment in line, result.stderr
+    result = prmg("run", path, "--runner", "emulator", "--results", path)
+    assert result.returncode == 2 and "cannot write the results file: it is a case file" in result.stderr
     assert path.read_bytes() == before and not (tmp_path / "a.json").exists()
     assert not results.exists() or results.read_text() == ""
     result = prmg("report", results, "--report", f"json:{results}")
