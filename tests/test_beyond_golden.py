@@ -156,6 +156,21 @@ def test_determinism_holds_on_a_deterministic_kernel(tmp_path):
         assert case["metrics"]["determinism_mismatches"] == 0 and len(case["kernel_samples"]) == 3
 
 
+def test_without_the_golden_a_kernel_pair_that_does_nothing_is_named_and_strict_fails_it(tmp_path):
+    """Identity passes every golden-free check (deterministic, self-adjoint, its own inverse): the untouched
+    slice must be said, and --strict must fail it; a correct kernel gets no such warning."""
+    args = ("run", write(tmp_path), "--runner", "emulator", "--no-golden", "--check", "adjoint,roundtrip,determinism",
+            "--report", "json")
+    nothing = {"PRMG_EMU_FAULT": "noop,fwd_noop"}
+    lenient = json.loads(prmg(*args, env=nothing).stdout)
+    assert lenient["summary"]["passed"] == 3 and lenient["summary"]["warnings"] == 3
+    assert all(case["warnings"][0].startswith("unchanged: the slice came back bit for bit") for case in lenient["cases"])
+    strict = prmg(*args, "--strict", env=nothing)
+    assert strict.returncode == 1 and json.loads(strict.stdout)["summary"]["failed"] == 3
+    correct = json.loads(prmg(*args).stdout)
+    assert correct["summary"]["passed"] == 3 and correct["summary"]["warnings"] == 0
+
+
 @pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),
                                            (["--no-golden"], "--no-golden judges cases by their checks alone"),
                                            (["--check", "determinism", "--repeat", "1"], "--repeat must be >= 2")])
