@@ -106,8 +106,9 @@ _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
 __all__ = ["Case", "InputSpec", "Expect", "load_cases", "check_files", "validate", "select", "case_to_dict",
-           "parse_document", "sanitise_name", "fingerprint", "NAME_PATTERN", "MAX_NAME_LENGTH", "INPUT_KINDS",
-           "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES", "MAX_LIST_VALUES"]
+           "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
+           "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
+           "MAX_LIST_VALUES"]
 
 
 @dataclass(frozen=True)
@@ -331,6 +332,15 @@ def fingerprint(case: Case) -> str:
                                 field=f"inputs.{tensor}.file") from None
     text = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def fingerprint_or_empty(case: Case) -> str:
+    """``fingerprint(case)``, or "" when a ``file:`` input of it can no longer be read (a record with no
+    fingerprint is never trusted as this case's)."""
+    try:
+        return fingerprint(case)
+    except PrmgError:
+        return ""
 
 
 def parse_document(document, source: str, folder: Path) -> list[Case]:

@@ -386,8 +386,8 @@ def report_results(
     results: List[Path] = typer.Argument(..., metavar="RESULTS.jsonl...", help="Results files of prmg run "
                                          "--results (shards of one suite, or an earlier run)."),
     cases: List[Path] = typer.Option([], "--cases", metavar="PATH", help="The suite's case files or folders "
-                                     "(repeatable): report in their order, and list the cases no file holds as "
-                                     "not_run (exit 1)."),
+                                     "(repeatable): report in their order, and list the cases no file holds, or "
+                                     "edited since their record was made, as not_run (exit 1)."),
     report: List[str] = typer.Option([], "--report", metavar="FORMAT[:FILE]", help="As prmg run's: table, json, "
                                      "junit, csv, markdown..., to FILE or standard output; repeatable."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="The file of the one "

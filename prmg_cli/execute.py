@@ -29,7 +29,7 @@ from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
 from . import constraints, dtypes
-from .cases import Case, case_to_dict, fingerprint
+from .cases import Case, case_to_dict, fingerprint_or_empty
 from .dtypes import lookup
 from .errors import PrmgError
 from .checks import CheckContext, run_checks
@@ -353,7 +353,7 @@ class Schedule:
         """Record case ``index``'s result, tell ``on_result``, and stop the run under fail-fast when it is
         not ok. The result gets its case's ``fingerprint`` here, where the case files are (``--resume``
         trusts a record only while its case is unchanged)."""
-        result.fingerprint = _fingerprint(self.cases[index])
+        result.fingerprint = fingerprint_or_empty(self.cases[index])
         self.results[index] = result
         if self._on_result:
             self._on_result(index, result)
@@ -367,15 +367,6 @@ class Schedule:
             case = self.cases[index]
             self.finish(index, case_result(case, "not_run", message=f"not run: {reason}",
                                            standard=judging(case, self.settings)[0]))
-
-
-def _fingerprint(case: Case) -> str:
-    """``cases.fingerprint(case)``, or "" (a record never trusted on resume) when its ``file:`` input
-    can no longer be read."""
-    try:
-        return fingerprint(case)
-    except PrmgError:
-        return ""
 
 
 class _Worker:

@@ -8,8 +8,9 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   file the last record of a case wins: results files are appended to, so it is the newest.
 - **Order.** With ``--cases PATH``: the cases' order, as ``prmg run`` reports them; a case that no file
   holds is ``not_run`` (``not run: no results file holds it``), and records of cases that are not among
-  them are left out (one line on stderr names them). Without ``--cases``: the order of first appearance,
-  file by file.
+  them are left out (one line on stderr names them); a case whose ``fingerprint`` differs from its record's
+  (edited since it ran) is ``not_run`` too, so a stale verdict never stands for today's case. Without
+  ``--cases``: the order of first appearance, file by file.
 - **Duplicates.** A case held by several files is named on stderr, one line per case, with each file's
   status. ``--duplicates worst`` (the default) reports the worst verdict, so that a failure is never
   hidden by the order of the arguments: ``error`` > ``failed`` > ``xpassed`` > ``xfailed`` > ``passed`` >
@@ -46,6 +47,7 @@ RESULT_SCHEMA = "prmg.result/"
 SEVERITY = ("not_run", "skipped", "passed", "xfailed", "xpassed", "failed", "error")
 DUPLICATE_RULES = ("worst", "last")
 MISSING = "not run: no results file holds it"
+CHANGED = "not run: the case changed since its record was made (its fingerprint differs)"
 
 
 def read_records(path: str) -> list[CaseResult]:
@@ -90,6 +92,7 @@ class Merged:
     duplicates: list = field(default_factory=list)    # one line per case held by several files
     left_out: list = field(default_factory=list)      # names of records not among --cases
     missing: int = 0                                  # --cases cases no file holds
+    changed: int = 0                                  # --cases cases changed since their record was made
 
 
 def _pick(held: list[tuple[str, CaseResult]], rule: str) -> tuple[str, CaseResult]:
@@ -127,16 +130,22 @@ def merge(files: Sequence[tuple[str, list[CaseResult]]], cases: Sequence | None 
     if cases is None:
         merged.results = list(picked.values())
         return merged
+    from .cases import fingerprint_or_empty
+    from .execute import case_result
+
     names = set()
     for case in cases:
         names.add(case.name)
-        if case.name in picked:
-            merged.results.append(picked[case.name])
+        record = picked.get(case.name)
+        if record is not None and record.fingerprint and record.fingerprint != fingerprint_or_empty(case):
+            record, merged.changed = None, merged.changed + 1
+            message = CHANGED
         else:
-            from .execute import case_result
-
-            merged.results.append(case_result(case, "not_run", message=MISSING, standard=case.standard or "default"))
-            merged.missing += 1
+            message = MISSING
+        if record is None:
+            record = case_result(case, "not_run", message=message, standard=case.standard or "default")
+            merged.missing += message == MISSING
+        merged.results.append(record)
     merged.left_out = [name for name in picked if name not in names]
     return merged
 
@@ -240,4 +249,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         write_stdout("\n".join(failure_lines(merged.results) + [summary_line(merged.results)]))
     if merged.missing:
         sys.stderr.write(f"prmg: {plural(merged.missing, 'case')} of --cases in no results file: reported not_run\n")
+    if merged.changed:
+        sys.stderr.write(f"prmg: {plural(merged.changed, 'case')} of --cases changed since their records were "
+                         "made: reported not_run\n")
     return exit_code(merged.results)

@@ -192,7 +192,7 @@ def trusted(recorded: dict[str, CaseResult], cases: Sequence | None = None,
     ``fingerprint`` equals ``cases.fingerprint(case)``. ``judged_under``: the run's ``settings_key``; a
     record is trusted only when it was judged under it. None compares neither. ``error`` and ``not_run``
     records are never trusted."""
-    from .cases import fingerprint
+    from .cases import fingerprint_or_empty
 
     kept = {name: result for name, result in recorded.items() if result.status not in UNTRUSTED
             and (judged_under is None or result.judged_under == judged_under)}
@@ -202,12 +202,6 @@ def trusted(recorded: dict[str, CaseResult], cases: Sequence | None = None,
     unchanged = {}
     for name, result in kept.items():
         case = by_name.get(name)
-        if case is None or not result.fingerprint:
-            continue
-        try:
-            current = fingerprint(case)
-        except PrmgError:                                     # its file: input is gone: run it again
-            continue
-        if result.fingerprint == current:
+        if case is not None and result.fingerprint and result.fingerprint == fingerprint_or_empty(case):
             unchanged[name] = result
     return unchanged

@@ -75,6 +75,18 @@ def test_shards_judged_under_different_settings_are_named(tmp_path):
     assert "warning: the records were judged under 2 different settings" in result.stderr
 
 
+def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():
+    from prmg_cli.cases import fingerprint
+    from prmg_cli.merge import CHANGED
+
+    today = [case("same"), case("edited"), case("unprinted")]
+    records = [record("same", fingerprint=fingerprint(today[0])), record("edited", fingerprint="0" * 64),
+               record("unprinted")]                                 # an older prmg's record: nothing to compare
+    merged = merge([("r.jsonl", records)], today)
+    assert [r.status for r in merged.results] == ["passed", "not_run", "passed"]
+    assert merged.results[1].message == CHANGED and merged.changed == 1 and merged.missing == 0
+
+
 def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
     shard = tmp_path / "one-shard.jsonl"
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shard)
