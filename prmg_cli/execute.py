@@ -29,7 +29,7 @@ from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
 from . import constraints, dtypes
-from .cases import Case, case_to_dict, fingerprint_or_empty
+from .cases import Case, case_to_dict
 from .dtypes import lookup
 from .errors import PrmgError
 from .checks import CheckContext, run_checks
@@ -351,9 +351,7 @@ class Schedule:
 
     def finish(self, index: int, result: CaseResult) -> None:
         """Record case ``index``'s result, tell ``on_result``, and stop the run under fail-fast when it is
-        not ok. The result gets its case's ``fingerprint`` here, where the case files are (``--resume``
-        trusts a record only while its case is unchanged)."""
-        result.fingerprint = fingerprint_or_empty(self.cases[index])
+        not ok."""
         self.results[index] = result
         if self._on_result:
             self._on_result(index, result)

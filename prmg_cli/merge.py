@@ -137,14 +137,12 @@ def merge(files: Sequence[tuple[str, list[CaseResult]]], cases: Sequence | None 
     for case in cases:
         names.add(case.name)
         record = picked.get(case.name)
-        if record is not None and record.fingerprint and record.fingerprint != fingerprint_or_empty(case):
-            record, merged.changed = None, merged.changed + 1
-            message = CHANGED
-        else:
-            message = MISSING
         if record is None:
-            record = case_result(case, "not_run", message=message, standard=case.standard or "default")
-            merged.missing += message == MISSING
+            merged.missing += 1
+            record = case_result(case, "not_run", message=MISSING, standard=case.standard or "default")
+        elif record.fingerprint and record.fingerprint != fingerprint_or_empty(case):
+            merged.changed += 1
+            record = case_result(case, "not_run", message=CHANGED, standard=case.standard or "default")
         merged.results.append(record)
     merged.left_out = [name for name in picked if name not in names]
     return merged

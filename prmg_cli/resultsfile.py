@@ -13,10 +13,10 @@ must be a result record of ``results.SCHEMA`` (``CaseResult.to_dict()``); a torn
 a record, cut by a crash) is dropped, anything else (binary data, text, another JSON, another schema)
 is one PrmgError naming the line. Of the last record per case name, only those worth trusting are
 returned: not ``error`` or ``not_run`` (a timeout, a crash or a case that never ran is run again),
-when the current cases are given, only for a case of the run whose ``cases.fingerprint`` equals the
-record's (a case that changed since is run again), and when the run's ``suite.settings_key`` is given,
-only a record judged under it (another toolkit, emulator faults, ``--standard``, ``--strict``, checks:
-run again).
+and, when the current cases are given, only for a case of the run whose ``cases.fingerprint`` equals
+the record's (a case that changed since is run again). ``--resume`` also keeps only the records judged
+under the run's ``suite.settings_key`` (another toolkit, emulator faults, ``--standard``, checks: run
+again).
 """
 
 from __future__ import annotations
@@ -178,30 +178,17 @@ def _record(line: bytes, number: int, source: str) -> CaseResult | None:
         raise PrmgError(f"line {number}: not a result record", file=source) from None
 
 
-def read_results(path: str | Path, cases: Sequence | None = None,
-                 judged_under: str | None = None) -> dict[str, CaseResult]:
-    """The results recorded in ``path`` worth trusting on resume: ``trusted(read_records(path), ...)``."""
-    return trusted(read_records(path), cases, judged_under)
-
-
-def trusted(recorded: dict[str, CaseResult], cases: Sequence | None = None,
-            judged_under: str | None = None) -> dict[str, CaseResult]:
-    """Of ``recorded`` (by case name), the records worth trusting on resume (see the module docstring).
+def read_results(path: str | Path, cases: Sequence | None = None) -> dict[str, CaseResult]:
+    """The recorded results worth trusting on resume, by case name (see the module docstring).
 
     ``cases``: the run's cases; a record is trusted only when its case is among them and its
-    ``fingerprint`` equals ``cases.fingerprint(case)``. ``judged_under``: the run's ``settings_key``; a
-    record is trusted only when it was judged under it. None compares neither. ``error`` and ``not_run``
-    records are never trusted."""
+    ``fingerprint`` equals ``cases.fingerprint(case)``. Without ``cases`` (None) fingerprints are not
+    compared. ``error`` and ``not_run`` records are never trusted; the caller compares ``judged_under``."""
     from .cases import fingerprint_or_empty
 
-    kept = {name: result for name, result in recorded.items() if result.status not in UNTRUSTED
-            and (judged_under is None or result.judged_under == judged_under)}
+    kept = {name: result for name, result in read_records(path).items() if result.status not in UNTRUSTED}
     if cases is None:
         return kept
     by_name = {case.name: case for case in cases}
-    unchanged = {}
-    for name, result in kept.items():
-        case = by_name.get(name)
-        if case is not None and result.fingerprint and result.fingerprint == fingerprint_or_empty(case):
-            unchanged[name] = result
-    return unchanged
+    return {name: result for name, result in kept.items()
+            if name in by_name and result.fingerprint and result.fingerprint == fingerprint_or_empty(by_name[name])}

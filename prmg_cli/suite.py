@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
-from .cases import Case, check_files, load_cases, select, validate
+from .cases import Case, check_files, fingerprint_or_empty, load_cases, select, validate
 from .errors import PrmgError
 from .outputs import listing
 from .progress import Progress
@@ -224,13 +224,13 @@ def settings_key(info: RunInfo, settings) -> str:
 
 
 def _resumed(path: str, cases: Sequence[Case], key: str) -> dict[str, CaseResult]:
-    """``--resume``: the records of ``path`` to keep (``resultsfile.trusted``), saying on stderr how many
-    finished ones run again because they were judged under other settings."""
-    from .resultsfile import read_records, trusted
+    """``--resume``: the records of ``path`` to keep (``resultsfile.read_results``) that were judged under
+    ``key``, saying on stderr how many run again because they were judged under other settings."""
+    from .resultsfile import read_results
 
-    recorded = read_records(path)
-    kept = trusted(recorded, cases, key)
-    other = len(trusted(recorded, cases)) - len(kept)
+    unchanged = read_results(path, cases)
+    kept = {name: result for name, result in unchanged.items() if result.judged_under == key}
+    other = len(unchanged) - len(kept)
     if other:
         sys.stderr.write(f"prmg: --resume: {plural(other, 'recorded result')} judged under other settings "
                          f"(runner, toolkit, faults, modes, --standard, --strict, checks) run again\n")
@@ -313,8 +313,8 @@ def run_suite(request: RunRequest) -> int:
     finished = dict(recorded)
     unrecorded: list[PrmgError] = []            # the results file failed: the run stops, reports still go out
 
-    def on_result(_index: int, result) -> None:
-        result.judged_under = key
+    def on_result(index: int, result) -> None:
+        result.fingerprint, result.judged_under = fingerprint_or_empty(todo[index]), key     # for --resume
         finished[result.name] = result
         progress.update(result)
         if results_file:
