@@ -11,6 +11,7 @@ import json
 import math
 import statistics
 import time
+from dataclasses import replace
 from typing import Sequence
 
 from tabulate import tabulate
@@ -94,7 +95,7 @@ def pipeline_cost(count: int = 300) -> dict:
     from .suite import runner_settings
 
     started = time.perf_counter()
-    settings = runner_settings("emulator", None, frozenset({1}))
+    settings = replace(runner_settings("emulator", None, frozenset({1})), bfloat16=False)    # float32 cases
     cases = [Case(name=f"pipe{i}", source="bench", shape=(1, 2, 2, 64), cos_shape=(1, 1, 1, 32),
                   sin_shape=(1, 1, 1, 32), partial_slice=(8, 40), seed=i) for i in range(count)]
     with execute.Executor(settings, (0,)) as executor:

@@ -37,9 +37,9 @@ from typing import Sequence
 
 from . import __version__, outputs
 from .errors import PrmgError
+from .files import write_text
 from .outputs.labels import EMULATOR_NOTE
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
-from .files import write_text
 from .writes import check_spares, check_writable, write_stdout
 
 RESULT_SCHEMA = "prmg.result/"

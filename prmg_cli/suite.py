@@ -21,14 +21,13 @@ from typing import Sequence
 from . import __version__, constraints, execute, outputs, provenance
 from .cases import Case, check_files, fingerprint_or_empty, load_cases, select, validate
 from .errors import PrmgError
+from .files import write_text
 from .outputs import listing
 from .progress import Progress
 from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import check_standard
 from .vocab import mode_list, parse_modes
-from .files import write_text
 from .writes import check_spares, check_writable, write_stdout
-
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,8 @@ def readme_commands() -> list[str]:
     return found
 
 
-ALONE = ("prmg bench --host", "PRMG_EMU_DEVICES=2 prmg run cases/smoke.yaml --cluster local")   # slow, read no
-# file: their own test items, so xdist runs them beside the rest
+# Slow commands that read no file an earlier one writes: their own test items, so xdist runs them beside the rest.
+ALONE = ("prmg bench --host", "PRMG_EMU_DEVICES=2 prmg run cases/smoke.yaml --cluster local")
 
 
 def command_groups() -> dict[str, list[str]]:
