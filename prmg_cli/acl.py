@@ -387,11 +387,26 @@ def _strided_layout(case: Case) -> _Layout:
 
 
 def _to_storage(values: np.ndarray, layout: _Layout) -> np.ndarray:
-    """The storage elements holding ``values`` at the positions ``layout`` maps them to."""
-    storage = np.zeros(layout.storage_elements, dtype=values.dtype)
+    """The storage elements holding ``values`` at the positions ``layout`` maps them to; the gaps between
+    them hold guard bytes (``GUARD_FILL``)."""
+    storage = np.empty(layout.storage_elements, dtype=values.dtype)
+    storage.view(np.uint8)[...] = GUARD_FILL
     if values.size:
         _view(storage, layout)[...] = values
     return storage
+
+
+def _gap_violations(name: str, before: np.ndarray, after: np.ndarray, layout: _Layout) -> list[str]:
+    """``dy storage changed outside its view at element k, first of N`` when a storage element that the view
+    ``layout`` does not reach (a gap between its rows) changed."""
+    covered = np.zeros(layout.storage_elements, bool)
+    if covered.size and 0 not in layout.view_dims:
+        _view(covered, layout)[...] = True
+    changed = np.flatnonzero(~covered & (dtypes.bits(before) != dtypes.bits(after)))
+    if changed.size == 0:
+        return []
+    return [f"{name} storage changed outside its view (strides {list(layout.strides)}) at element "
+            f"{int(changed[0])}, first of {changed.size}"]
 
 
 def _view(storage: np.ndarray, layout: _Layout) -> np.ndarray:
@@ -476,6 +491,34 @@ class AclSession:
         name = self._api.aclrtGetSocName()
         return name.decode(errors="replace") if name else ""
 
+    def accepted_modes(self, op_name: str = GRAD.name) -> tuple[int, ...] | None:
+        """The rotary modes 0..3 whose first phase ``op_name``'s operator accepts on a small valid case
+        (dy float32 [1, 1, 1, 4], slice [0, 4), cos/sin [1, 1, 1, 4]): what the toolkit implements, as far as its
+        checks tell. Each executor is released unlaunched; None when the toolkit cannot release one
+        (``aclDestroyAclOpExecutor`` missing: asking would leak them) or lacks the operator."""
+        api, op = self._api, OPERATORS[op_name]
+        get_workspace = getattr(api, op.get_workspace)
+        if api.aclDestroyAclOpExecutor is None or get_workspace is None:
+            return None
+        self._check_open()
+        shape = (1, 1, 1, 4)
+        accepted = []
+        with _Scope() as scope:
+            tensors = [self._tensor(scope, _contiguous_layout(shape), "float32", FORMATS["ND"],
+                                    self._upload(scope, role, np.zeros(shape, np.float32)))
+                       for role in ("probe_x", "probe_cos", "probe_sin")]
+            piece = api.aclCreateIntArray(_int64_array((0, 4)), 2)
+            if not piece:
+                raise AclError("aclCreateIntArray", None, api.recent_error())
+            scope.on_exit(api.aclDestroyIntArray, piece)
+            for mode in range(4):
+                size, executor = c_uint64(0), c_void_p()
+                status = get_workspace(*tensors, mode, piece, ctypes.byref(size), ctypes.byref(executor))
+                self._release_executor(executor)
+                if status == 0:
+                    accepted.append(mode)
+        return tuple(accepted)
+
     def _check_open(self) -> None:
         if self._stream is None:
             raise PrmgError("the ACL session is closed")
@@ -551,6 +594,8 @@ class AclSession:
             violations += sin_buffer.value_violations(sin_values.shape)
             after = dy_buffer.values_after()
             dy_after = after.reshape(case.shape) if contiguous else _view(after, dy_layout).copy()
+            if status == 0 and not contiguous:
+                violations += _gap_violations(dy_buffer.name, dy_storage, after, dy_layout)
             # after a refused call the storage must be untouched; after a success the judge compares the result
             changed = None if status == 0 else not same_bytes(after, dy_storage)
             timings["download"] = (time.perf_counter() - began) * 1e3

@@ -88,10 +88,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import constraints, files, npyfile, yamlfile
+from .checks import CHECKS, ORACLES, weak_checks_text
 from .errors import PrmgError
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_golden, parse_inputs,
-                     parse_known_defect, parse_mode, parse_null, parse_op, parse_seed, parse_slice,
+                     parse_known_defect, parse_mode, parse_null, parse_op, parse_reason, parse_seed, parse_slice,
                      parse_standard, parse_strides, parse_tolerance, parse_words, show, suggest)
 from .status import STATUS_NAMES, describe
 from .vocab import BROADCASTS, MODE_NAMES, TENSORS, broadcast_shape
@@ -99,13 +100,13 @@ from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
-             "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden")
+             "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden", "correctness_unchecked")
 FILE_KEYS = ("defaults", "cases")
 MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file counted before expansion
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
-__all__ = ["Case", "InputSpec", "Expect", "load_cases", "check_files", "validate", "select", "case_to_dict",
+__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate", "select", "case_to_dict",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -129,14 +130,34 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class Expect:
-    """What the operator must return: success (error is None), one status code, or "any" error."""
+    """What the operator must return: success (error is None), or one status code or "any" error, from the
+    ``phase`` of ``vocab.PHASES`` that must return it (or "any" of the two)."""
 
     error: int | str | None = None
+    phase: str | None = None        # None: ``workspace`` for a status (where operators validate), ``any`` for any
+
+    def __post_init__(self) -> None:
+        if self.phase is None and self.error is not None:
+            object.__setattr__(self, "phase", "any" if self.error == "any" else "workspace")
 
     @property
     def success(self) -> bool:
         """True when the case expects the call to succeed (``error`` is None)."""
         return self.error is None
+
+
+@dataclass(frozen=True)
+class KnownDefect:
+    """A defect the operator is known to have on a case (a strict xfail): ``reason``, and what the defect does
+    -- the call returns ``status`` instead of what the case expects, or (``status`` None) it returns what is
+    expected but its result is wrong. Anything else going wrong is a failure like any other."""
+
+    reason: str
+    status: int | None = None
+
+    def describe(self) -> str:
+        """``reason (returns 0 SUCCESS)`` or ``reason (a wrong result)``."""
+        return f"{self.reason} ({'a wrong result' if self.status is None else 'returns ' + describe(self.status)})"
 
 
 @dataclass(frozen=True)
@@ -166,9 +187,10 @@ class Case:
     null: tuple[str, ...] = ()          # tensors passed as NULL pointers: subset of TENSORS
     dy_strides: tuple[int, ...] | None = None   # element strides of dy (None = contiguous)
     op: str = "grad"                    # the operator (a key of ops.OPERATORS)
-    known_defect: str | None = None     # why the operator is known to fail this case (strict xfail)
+    known_defect: KnownDefect | None = None     # the defect the operator is known to meet (strict xfail)
     checks: tuple[str, ...] = ()        # golden-free checks to run as well (a subset of checks.CHECKS)
     golden: bool = True                 # False: judged by its checks alone
+    correctness_unchecked: str | None = None    # why no check of correctness judges a golden: false case
 
     def input_spec(self, tensor: str) -> InputSpec:
         """How the values of ``tensor`` (``dy``, ``cos`` or ``sin``) are made."""
@@ -287,6 +309,8 @@ def case_to_dict(case: Case) -> dict:
     if not case.expect.success:
         code = case.expect.error
         out["expect"] = {"error": STATUS_NAMES.get(code, code) if isinstance(code, int) else code}
+        if case.expect.phase != Expect(code).phase:
+            out["expect"]["phase"] = case.expect.phase
     if case.standard is not None:
         out["standard"] = case.standard
     if case.tolerance:
@@ -302,11 +326,15 @@ def case_to_dict(case: Case) -> dict:
     if case.op != "grad":
         out["op"] = case.op
     if case.known_defect:
-        out["known_defect"] = case.known_defect
+        defect = case.known_defect
+        out["known_defect"] = {"reason": defect.reason, **({"result": "wrong"} if defect.status is None else
+                                                           {"status": STATUS_NAMES.get(defect.status, defect.status)})}
     if case.checks:
         out["checks"] = list(case.checks)
     if not case.golden:
         out["golden"] = False
+    if case.correctness_unchecked:
+        out["correctness_unchecked"] = case.correctness_unchecked
     return out
 
 
@@ -544,7 +572,7 @@ def _split_document(document, source: str) -> tuple[dict, list]:
         raise PrmgError(f"expected a mapping of case keys, got {kind(defaults)}", file=source, field="defaults")
     defaults = _null_key_named(defaults)
     check_keys(defaults, CASE_KEYS + ("sweep",), Where(source), "defaults.")
-    for key in ("name", "sweep"):
+    for key in ("name", "sweep", "known_defect"):
         if key in defaults:
             raise PrmgError(f"'{key}' belongs to each case, not to defaults", file=source, field=f"defaults.{key}")
     if not isinstance(entries, list):
@@ -704,7 +732,7 @@ def _name_text(key: str, value, where: Where) -> str:
 
 def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
     """The Case that the merged mapping ``raw`` describes, or PrmgError naming the bad field."""
-    expect = Expect(parse_expect(raw.get("expect", "pass"), where))
+    expect = Expect(*parse_expect(raw.get("expect", "pass"), where))
     negative = not expect.success
     if "shape" not in raw:
         raise where.error("shape", "missing required key 'shape' (dy's [B, S, N, D])")
@@ -731,8 +759,16 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
     standard = parse_standard(raw["standard"], where) if "standard" in raw else None
     checks = parse_checks(raw.get("checks", []), where)
     golden = parse_golden(raw.get("golden", True), where)
+    unchecked = parse_reason(raw["correctness_unchecked"], "correctness_unchecked", where) \
+        if "correctness_unchecked" in raw else None
     if not golden and not checks:
         raise where.error("golden", "golden: false judges a case by its checks alone; name some in checks")
+    if not golden and not unchecked and not any(CHECKS[name].oracle for name in checks):
+        raise where.error("checks", f"golden: false with checks {list(checks)} judges nothing about correctness "
+                          f"({weak_checks_text(checks)}): add one of {', '.join(ORACLES)}, or say why with "
+                          f"correctness_unchecked: REASON")
+    if unchecked and golden:
+        raise where.error("correctness_unchecked", "only a golden: false case can leave correctness unchecked")
     return Case(
         name=name,
         source=where.source,
@@ -756,9 +792,10 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
         null=parse_null(raw.get("null", []), where),
         dy_strides=parse_strides(raw["dy_strides"], shape, where) if "dy_strides" in raw else None,
         op=parse_op(raw.get("op", "grad"), where),
-        known_defect=parse_known_defect(raw["known_defect"], where) if "known_defect" in raw else None,
+        known_defect=KnownDefect(*parse_known_defect(raw["known_defect"], where)) if "known_defect" in raw else None,
         checks=checks,
         golden=golden,
+        correctness_unchecked=unchecked,
     )
 
 

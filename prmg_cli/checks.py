@@ -33,7 +33,19 @@ are RoPE tables, else RoPE tables (base 10000) of the same shape and dtype.
 
 **determinism.** ``--repeat K`` launches (default 2) of the same inputs give bit-identical outputs and
 the same status; a kernel that differs by one ulp between launches fails even where each launch is
-within tolerance.
+within tolerance. It says nothing about correctness (a kernel that does nothing is deterministic), so it is
+not an *oracle*: a ``golden: false`` case needs an oracle check (``ORACLES``), or ``correctness_unchecked``.
+
+**sample.** The host reference on up to ``SAMPLE_ROWS`` (b, s, n) rows of the result (``sampled_rows``: the
+first, the last, the rows on either side of 2^16 and seeded draws), judged by the ``default`` standard exactly
+as the golden judges the whole tensor. It costs a few rows of golden whatever the shape, and unlike adjoint
+and roundtrip it does not accept a grad and a forward that are wrong in the same way (both negating sin).
+
+**Where a check is not defined** (``Check.applies``) it is skipped with the reason (an empty slice; NaN,
+infinities or values whose results overflow the dtype, for adjoint, whose inner products would not be
+numbers). **Every launch a check makes** gets the in-place contract checks of the main launch
+(``judge.launch_problems``: guard zones, workspace, cos and sin, the tensor outside the slice); a breach
+fails the case like one on the main launch.
 """
 
 from __future__ import annotations
@@ -56,7 +68,8 @@ U64 = 2.0 ** -53
 @dataclass
 class CheckResult:
     """What one check found: whether it holds, its metrics, why not, details; ``note`` when it could not
-    run (e.g. the forward refuses the case's D), reported as a warning."""
+    run (e.g. the forward refuses the case's D), reported as a warning; ``skipped`` why it is not defined for
+    the case (``Check.applies``); ``contract`` the in-place contract breaches of its launches."""
 
     name: str
     passed: bool = True
@@ -64,6 +77,13 @@ class CheckResult:
     message: str = ""
     details: list = field(default_factory=list)
     note: str = ""
+    skipped: str = ""
+    contract: list = field(default_factory=list)
+
+    @property
+    def judged(self) -> bool:
+        """True when the check ran to a verdict (neither skipped nor unable to run)."""
+        return not (self.note or self.skipped)
 
 
 @dataclass
@@ -80,10 +100,20 @@ class CheckContext:
 
 @dataclass(frozen=True)
 class Check:
-    """One golden-free check: its description and ``run(context) -> CheckResult``."""
+    """One golden-free check: its description, ``run(context) -> CheckResult``, whether it is an oracle (it
+    can find a wrong result, not only an inconsistent one), and ``applies(context) -> reason`` ("" when the
+    check is defined for the case, else why not)."""
 
     description: str
     run: Callable[[CheckContext], CheckResult]
+    oracle: bool = True
+    applies: Callable[[CheckContext], str] = lambda context: _empty_slice(context.case)
+
+
+def _empty_slice(case) -> str:
+    """Why a check of the slice is not defined for ``case``: "the slice is empty" or ""."""
+    start, end = case.partial_slice
+    return "the slice is empty" if end <= start else ""
 
 
 def element_bound(op, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mode: int, piece) -> np.ndarray:
@@ -103,8 +133,9 @@ def _probe(case, tensor: str, shape, dtype, salt: int) -> np.ndarray:
 
 
 def _as_operator(case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs]:
-    """``case`` re-aimed at ``op`` with in-place tensor ``x``: cos/sin expanded to BSND and converted exactly
-    to float32 where ``op`` refuses the case's layout or dtype pair (the same numbers, the same operator)."""
+    """``case`` re-aimed at ``op`` with in-place tensor ``x`` (contiguous, as the probes are): cos/sin expanded
+    to BSND and converted exactly to float32 where ``op`` refuses the case's layout or dtype pair (the same
+    numbers, the same operator)."""
     cos, sin = inputs.cos, inputs.sin
     shape = tuple(case.cos_shape)
     if shape not in {broadcast_shape(layout, case.shape, case.cos_shape[-1]) for layout in op.layouts}:
@@ -115,7 +146,8 @@ def _as_operator(case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Input
         cos_dtype = "float32"
         cos, sin = cos.astype(np.float32), sin.astype(np.float32)
     aimed = dataclasses.replace(case, op=op.name, cos_shape=shape, sin_shape=shape, cos_dtype=cos_dtype,
-                                sin_dtype=cos_dtype, checks=(), golden=True)
+                                sin_dtype=cos_dtype, dy_strides=None, checks=(), golden=True, known_defect=None,
+                                correctness_unchecked=None)
     return aimed, Inputs(x, cos, sin)
 
 
@@ -261,15 +293,142 @@ def determinism(context: CheckContext) -> CheckResult:
     return result
 
 
+def _adjoint_applies(context: CheckContext) -> str:
+    """Why the adjoint identity is not defined for the case: an empty slice, inputs that are not all finite, or
+    results that may overflow the dtype (the inner products would not be numbers), else ""."""
+    case, inputs = context.case, context.inputs
+    empty = _empty_slice(case)
+    if empty:
+        return empty
+    start, end = case.partial_slice
+    x = inputs.dy[..., start:end]
+    with np.errstate(all="ignore"):
+        if not (np.isfinite(x).all() and np.isfinite(inputs.cos).all() and np.isfinite(inputs.sin).all()):
+            return "the inputs hold NaN or infinities, so <F x, dy> is not a number"
+        overflow = FORMATS[from_numpy(x.dtype).name].overflow
+        magnitude = OPERATORS[case.op].magnitude(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
+        tables = np.abs(inputs.cos.astype(np.float64)) + np.abs(inputs.sin.astype(np.float64))
+        if magnitude.max(initial=0.0) >= overflow or tables.max(initial=0.0) >= overflow:
+            return "results may overflow the dtype, so <F x, dy> is not a number"
+    return ""
+
+
+SAMPLE_ROWS = 64
+U16_WRAP = 1 << 16          # a 16-bit row counter wraps here
+
+
+def sampled_rows(rows: int, seed: int, count: int = SAMPLE_ROWS) -> np.ndarray:
+    """Up to ``count`` distinct row indices of ``rows`` rows, sorted: the first, the last, the rows on either side
+    of 2^16 (where a 16-bit row counter wraps), and the rest drawn without repeats with ``seed``."""
+    if rows <= count:
+        return np.arange(rows)
+    chosen = {0, rows - 1, rows // 2} | {row for row in (U16_WRAP - 1, U16_WRAP) if row < rows}
+    generator = np.random.Generator(np.random.PCG64(seed))
+    while len(chosen) < count:
+        chosen.update(int(row) for row in generator.integers(0, rows, count - len(chosen)))
+    return np.array(sorted(chosen)[:count])
+
+
+def sample(context: CheckContext) -> CheckResult:
+    """The sample check (module docstring): the ``default`` standard on sampled rows of the result."""
+    from .judge import judge_result
+
+    case, inputs, result = context.case, context.inputs, context.outcome.dy
+    depth, length = case.shape[-1], case.cos_shape[-1]
+    rows = sampled_rows(int(np.prod(case.shape[:3])), case.seed ^ 0x5A4D)
+    index = np.unravel_index(rows, case.shape[:3])
+    tables = np.ravel_multi_index(tuple(np.where(np.array(case.cos_shape[:3])[:, None] == 1, 0, index)),
+                                  case.cos_shape[:3])
+    picked = (len(rows), 1, 1)
+    sub_case = dataclasses.replace(case, shape=picked + (depth,), cos_shape=picked + (length,),
+                                   sin_shape=picked + (length,), dy_strides=None, checks=(), golden=True,
+                                   known_defect=None, correctness_unchecked=None)
+    sub_inputs = Inputs(*(array.reshape(-1, array.shape[-1])[which].reshape(picked + (array.shape[-1],))
+                          for array, which in ((inputs.dy, rows), (inputs.cos, tables), (inputs.sin, tables))))
+    verdict = judge_result(sub_case, sub_inputs, result.reshape(-1, depth)[rows].reshape(picked + (depth,)))
+    ratio = verdict.metrics.get("max_err_ratio")
+    checked = CheckResult("sample", metrics={"sample_ratio": ratio, "sample_rows": len(rows)})
+    if verdict.status != "passed":
+        score = verdict.arrays.get("score")
+        wrong = rows[np.flatnonzero((score > 1).reshape(len(rows), -1).any(axis=1))] if score is not None else rows[:0]
+        where = ", ".join(str(tuple(int(i) for i in np.unravel_index(row, case.shape[:3]))) for row in wrong[:3])
+        checked.passed = False
+        checked.message = (f"sample: the host reference disagrees on {len(wrong) or 'some'} of {len(rows)} sampled "
+                           f"rows" + (f" ((b, s, n) = {where}{', ...' if len(wrong) > 3 else ''})" if where else "")
+                           + f": {verdict.message}")
+    return checked
+
+
 CHECKS: dict[str, Check] = {
-    "adjoint": Check("forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding", adjoint),
+    "adjoint": Check("forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding", adjoint,
+                     applies=_adjoint_applies),
     "roundtrip": Check("with a RoPE table, grad(forward(x)) returns x within float32 rounding", roundtrip),
-    "determinism": Check("repeated launches give bit-identical outputs", determinism),
+    "determinism": Check("repeated launches give bit-identical outputs (not an oracle: says nothing of "
+                         "correctness)", determinism, oracle=False, applies=lambda context: ""),
+    "sample": Check(f"the host reference on up to {SAMPLE_ROWS} sampled rows, by the default standard", sample),
 }
+ORACLES = tuple(name for name, check in CHECKS.items() if check.oracle)
+
+
+def weak_checks_text(names) -> str:
+    """Why ``names`` judge nothing about correctness: ``determinism proves only ...`` for each non-oracle."""
+    return "; ".join(f"{name}: {CHECKS[name].description}" for name in names if not CHECKS[name].oracle) \
+        or "no check named"
 
 
 def run_checks(names, context: CheckContext) -> list[CheckResult]:
     """Every check of ``names`` on ``context``; determinism first, so that its repeats follow the main
-    launch directly (nothing else runs on the device between the launches it compares)."""
-    ordered = sorted(names, key=lambda name: name != "determinism")
-    return [CHECKS[name].run(context) for name in ordered]
+    launch directly (nothing else runs on the device between the launches it compares). A check not defined
+    for the case is skipped with its reason; every launch a check makes is held to the in-place contract
+    (``judge.launch_problems``), its breaches kept in the result's ``contract``."""
+    from .judge import launch_problems
+
+    results = []
+    for name in sorted(names, key=lambda name: name != "determinism"):
+        check = CHECKS[name]
+        reason = check.applies(context)
+        if reason:
+            results.append(CheckResult(name, skipped=reason))
+            continue
+        breaches: list[str] = []
+
+        def launch(case, inputs, breaches=breaches):
+            outcome = context.launch(case, inputs)
+            breaches.extend(f"{name}: launch of {OPERATORS[case.op].title}: {problem}"
+                            for problem in launch_problems(case, inputs, outcome))
+            return outcome
+
+        result = check.run(dataclasses.replace(context, launch=launch))
+        result.contract = breaches
+        results.append(result)
+    return results
+
+
+def fold_checks(verdict, results: list[CheckResult], case, golden: bool):
+    """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` folded in: their metrics and details, their
+    launches' contract breaches and failures (each fails the case), a check that could not run as a warning and
+    one not defined for the case as a detail. Without the ``golden``, a case with a slice that no oracle check
+    judged (all skipped or unable to run) is an ``error`` -- nothing judged its result -- unless it says why
+    with ``correctness_unchecked`` (then a warning)."""
+    for result in results:
+        verdict.metrics.update(result.metrics)
+        verdict.details.extend(result.details)
+        for breach in result.contract:
+            verdict.fail("contract", breach)
+        if result.skipped:
+            verdict.details.append(f"{result.name} skipped: {result.skipped}")
+        elif result.note:
+            verdict.warnings.append(f"{result.name} not run: {result.note}")
+        elif not result.passed:
+            verdict.fail("check", result.message)
+    if golden or _empty_slice(case) or any(result.judged and CHECKS[result.name].oracle for result in results):
+        return verdict
+    why = "; ".join(f"{r.name} {'skipped' if r.skipped else 'not run'}: {r.skipped or r.note}"
+                    for r in results if not r.judged) or weak_checks_text([r.name for r in results])
+    if case.correctness_unchecked:
+        verdict.warnings.append(f"correctness not checked: {case.correctness_unchecked} ({why})")
+        return verdict
+    verdict.fail("unjudged", f"not judged: without the golden no check of correctness ran ({why})")
+    if verdict.kinds == {"unjudged"}:
+        verdict.status = "error"
+    return verdict

@@ -53,6 +53,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
@@ -148,7 +149,7 @@ class NpuWorker:
         self.device = 0
         context = ray.get_runtime_context()
         self.info = {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "npu": "?",
-                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "error": "",
+                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "accepted_modes": None, "error": "",
                      "max_memory": execute.default_max_memory()}
         try:
             _drop_unforwarded(choice.forwarded)
@@ -170,7 +171,7 @@ class NpuWorker:
         if self.worker is None and not self.info["error"]:
             try:
                 self.worker = execute.CaseWorker(replace(settings, toolkit=self.toolkit), self.device)
-                self.info["soc"] = self.worker.soc()
+                self.info.update(self.worker.describe())
             except Exception as exc:
                 self.info["error"] = _why(exc)
                 if self.toolkit.kind == "emulator" and "DEVICEID" in self.info["error"]:
@@ -184,7 +185,10 @@ class NpuWorker:
         session is unfit or was never opened."""
         if self.worker is None or not self.worker.fit:
             return None, False
-        result, fit = self.worker.run(case)
+        try:
+            result, fit = self.worker.run(case)
+        except Exception:                         # a bug in prmg: the driver ends the run (exit code 3)
+            return {"internal": f"case '{case.name}':\n{traceback.format_exc()}"}, False
         return result.to_dict(), fit
 
     def close(self) -> None:
@@ -426,7 +430,7 @@ class ClusterExecutor:
         self.cluster = cluster
         self.ray = cluster.ray
         self.settings = settings
-        self.soc = ""
+        self.target: dict = {}              # the first actor's CaseWorker.describe()
         self.wedged: dict[tuple, str] = {}          # NPU key -> why it gets no more cases
         self.lost: list[str] = []                   # "NPU label: why" of each actor gone for good
         self._timeouts: dict[tuple, int] = {}       # NPU key -> timeouts in a row
@@ -470,7 +474,7 @@ class ClusterExecutor:
         if why:
             self._kill(slot.actor)
             return why
-        self.soc = self.soc or slot.info.get("soc", "")
+        self.target = self.target or {key: slot.info.get(key) for key in ("soc", "accepted_modes")}
         return ""
 
     def _await_start(self) -> None:
@@ -616,6 +620,8 @@ class ClusterExecutor:
             schedule.give_back(index)
             self._retire(slot, schedule, replace_it=True)
             return
+        if "internal" in payload:
+            raise execute.InternalError(payload["internal"])
         self._timeouts[slot.key] = 0
         schedule.finish(index, CaseResult.from_dict(payload))
         if not fit:                                   # the session is unfit: a fresh actor takes over

@@ -9,6 +9,7 @@ case that expects an error always runs.
 from __future__ import annotations
 
 from .ops import OPERATORS, Violation
+from .vocab import PHASES
 
 DEFAULT_SUPPORTED_MODES = frozenset({1})   # today's kernel implements interleave only
 
@@ -48,11 +49,16 @@ def expectation_warning(case, supported_modes: set[int] | frozenset[int]) -> str
 
     if case.expect.success or case.known_defect:
         return None
-    predicted = expected_status(case, supported_modes)
+    found = violation_details(case, supported_modes)
+    predicted = found[0].code if found else 0
     if predicted == 0:
         return (f"expects {describe(case.expect.error) if case.expect.error != 'any' else 'an error'}, but the "
                 f"constraint model predicts success on this target: the operator is likely to succeed "
                 f"and the case to fail")
     if case.expect.error not in ("any", predicted):
         return f"expects {describe(case.expect.error)}, but the constraint model predicts {describe(predicted)}"
+    phase = "launch" if found[0].at_launch else "workspace"
+    if case.expect.phase not in ("any", phase):
+        return (f"expects its error from {PHASES[case.expect.phase]}, but the constraint model predicts "
+                f"{PHASES[phase]} returns it (write phase: {phase})")
     return None

@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import signal
 import time
+import traceback
 from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
@@ -32,8 +33,8 @@ from . import constraints, dtypes
 from .cases import Case, case_to_dict
 from .dtypes import lookup
 from .errors import PrmgError
-from .checks import CheckContext, run_checks
-from .judge import add_checks, judge, key_metric
+from .checks import CheckContext, fold_checks, run_checks
+from .judge import judge, key_metric
 from .results import CaseResult
 from .vocab import MODE_NAMES
 
@@ -148,17 +149,26 @@ def precheck(case: Case, settings: RunSettings) -> CaseResult | None:
     return None
 
 
-def known_defect_status(case: Case, result: CaseResult) -> CaseResult:
-    """A known-defect case's result as strict xfail: a failure or error is ``xfailed`` (the run stays
-    green), a pass is ``xpassed`` (the run fails, so that the marker gets removed)."""
-    if not case.known_defect:
+def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), status: int | None = None) -> CaseResult:
+    """A known-defect case's result as strict xfail: ``xfailed`` (the run stays green) only when what went wrong
+    is the defect the case names -- the call returned the defect's status and nothing else was wrong (``kinds``
+    is exactly ``{"status"}`` and ``status`` the defect's), or, for a wrong result, only the slice's values or
+    golden-free checks failed. Anything else (a crash, a timeout, a guard zone or input damaged, another
+    status) stays ``failed`` or ``error`` with a note; a pass is ``xpassed`` (the run fails, so that the marker
+    gets removed)."""
+    defect = case.known_defect
+    if not defect:
         return result
-    if result.status in ("failed", "error"):
-        return replace(result, status="xfailed", message=f"known defect ({case.known_defect}): {result.message}")
     if result.status == "passed":
         return replace(result, status="xpassed", message=f"passed although marked as a known defect "
-                       f"({case.known_defect}): the defect is gone; remove known_defect from the case")
-    return result
+                       f"({defect.describe()}): the defect is gone; remove known_defect from the case")
+    if result.status not in ("failed", "error"):
+        return result
+    met = (kinds == {"status"} and status == defect.status) if defect.status is not None \
+        else bool(kinds) and kinds <= {"result", "check"}
+    if met and result.status == "failed":
+        return replace(result, status="xfailed", message=f"known defect ({defect.describe()}): {result.message}")
+    return replace(result, message=f"{result.message} (not the known defect: {defect.describe()})")
 
 
 def strict_status(result: CaseResult, settings: RunSettings) -> CaseResult:
@@ -168,13 +178,24 @@ def strict_status(result: CaseResult, settings: RunSettings) -> CaseResult:
     return result
 
 
+# What may go wrong with the runner or the machine while a case runs: the case is an ``error``, the run goes on.
+# Any other exception is a bug in prmg: it ends the run with exit code 3 and its traceback (``InternalError``).
+RUNNER_FAILURES = (PrmgError, OSError, MemoryError)
+
+
+class InternalError(Exception):
+    """A bug in prmg met while running a case (in a worker): its traceback text, for exit code 3."""
+
+
 def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bool]:
     """Make the inputs, launch the operator, judge the outcome: one case, in this process.
 
     Returns the result and whether the session is still fit for more cases (not after a runner
     failure or a device fault: the worker is then replaced). Timings (ms) per stage are in the result.
+    A runner failure (``acl.AclError``, ``RUNNER_FAILURES``) makes the case an ``error``; any other exception
+    is a bug in prmg and propagates.
     """
-    from .acl import SYNCHRONIZE
+    from .acl import SYNCHRONIZE, AclError
     from .inputs import make_inputs
 
     standard, tolerance = judging(case, settings)
@@ -186,8 +207,8 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         outcome = session.launch(case, inputs)
         timings.update(outcome.timings)
         judged = time.perf_counter()
-        verdict = judge(case, inputs, outcome, standard, tolerance, golden=case.golden and settings.golden,
-                        timings=timings)
+        golden = case.golden and settings.golden
+        verdict = judge(case, inputs, outcome, standard, tolerance, golden=golden, timings=timings)
         timings["judge"] = (time.perf_counter() - judged) * 1e3 - timings["golden"]    # golden split out
         names = tuple(dict.fromkeys(case.checks + settings.checks))
         samples = [outcome.kernel_ms] if outcome.kernel_ms is not None else []
@@ -202,16 +223,13 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
             checked = time.perf_counter()
             context = CheckContext(case, inputs, outcome, launch, settings.repeat)
-            verdict = add_checks(verdict, run_checks(names, context))
+            verdict = fold_checks(verdict, run_checks(names, context), case, golden)
             timings["checks"] = (time.perf_counter() - checked) * 1e3
-    except PrmgError as exc:
-        result = case_result(case, "error", message=str(exc), standard=standard,
+    except (AclError, *RUNNER_FAILURES) as exc:
+        message = str(exc) if isinstance(exc, PrmgError) else f"{type(exc).__name__}: {exc}"
+        result = case_result(case, "error", message=message, standard=standard,
                              duration_s=time.perf_counter() - started, timings=timings)
-        return known_defect_status(case, result), True
-    except Exception as exc:  # a runner failure (AclError, ...) costs this case only
-        result = case_result(case, "error", message=f"{type(exc).__name__}: {exc}", standard=standard,
-                             duration_s=time.perf_counter() - started, timings=timings)
-        return known_defect_status(case, result), False
+        return known_defect_status(case, result), isinstance(exc, PrmgError)
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
                          key_metric=key_metric(verdict), details=list(verdict.details),
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
@@ -226,7 +244,8 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
 
         result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays) \
             or f"could not write artifacts under {settings.save_failures}"
-    return known_defect_status(case, result), outcome.failed_call != SYNCHRONIZE
+    kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
+    return known_defect_status(case, result, kinds, outcome.status), outcome.failed_call != SYNCHRONIZE
 
 
 def die_with_parent() -> None:
@@ -260,9 +279,11 @@ class CaseWorker:
         self.session = AclSession(settings.toolkit, device)
         self.fit = True
 
-    def soc(self) -> str:
-        """aclrtGetSocName() of the worker's device ("" when the runtime cannot say)."""
-        return self.session.soc_name()
+    def describe(self) -> dict:
+        """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say) and
+        ``accepted_modes`` (the rotary modes the grad's first phase accepts, ``AclSession.accepted_modes``;
+        None when the toolkit cannot be asked)."""
+        return {"soc": self.session.soc_name(), "accepted_modes": self.session.accepted_modes()}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
         """``run_case`` on this worker's session: the result and whether the session is still fit."""
@@ -294,7 +315,7 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
     except Exception as exc:
         conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}", False))
         return
-    conn.send(("ready", worker.soc(), True))
+    conn.send(("ready", worker.describe(), True))
     try:
         while worker.fit:
             while not conn.poll(1.0):
@@ -303,7 +324,11 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
             case = conn.recv()
             if case is None:
                 break
-            result, fit = worker.run(case)
+            try:
+                result, fit = worker.run(case)
+            except Exception:                          # a bug in prmg: the parent ends the run (exit code 3)
+                conn.send(("internal", f"case '{case.name}':\n{traceback.format_exc()}", False))
+                break
             conn.send(("result", result.to_dict(), fit))
     except (EOFError, OSError):
         pass                                           # the parent closed the pipe: leave quietly
@@ -381,7 +406,7 @@ class _Worker:
         self.index = -1
         self.deadline: float | None = None
         self.released = False
-        self.soc = ""
+        self.target: dict = {}                      # CaseWorker.describe() of the device
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         """Wait for the worker's session to open; PrmgError (worker reaped) when it could not."""
@@ -393,7 +418,7 @@ class _Worker:
         if kind != "ready":
             self.kill()
             raise PrmgError(f"cannot open the runner: {message}")
-        self.soc = message or ""
+        self.target = message
 
     def start(self, index: int, case: Case, timeout: float | None) -> None:
         """Send ``case`` (number ``index`` of the run) to the worker; its deadline starts now."""
@@ -454,7 +479,7 @@ class Executor:
         except BaseException:
             self.close()
             raise
-        self.soc = self._workers[0].soc if self._workers else ""
+        self.target = self._workers[0].target if self._workers else {}      # CaseWorker.describe()
 
     def __enter__(self) -> "Executor":
         return self
@@ -515,6 +540,8 @@ class Executor:
                 kind, payload, fit = worker.conn.recv()
             except (EOFError, OSError):
                 kind, payload, fit = "died", None, False
+            if kind == "internal":
+                raise InternalError(payload)
             if kind == "result":
                 worker.case = None
                 self._timeouts[worker.device] = 0

@@ -23,7 +23,7 @@ from .standards import STANDARD_PARAMS, STANDARDS, check_standard
 from .errors import PrmgError
 from .ops import OPERATORS
 from .status import STATUS_CODES
-from .vocab import BROADCASTS, FORMATS, MODE_NAMES, ROTARY_MODES, TENSORS
+from .vocab import BROADCASTS, FORMATS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
 
 INPUT_KINDS = ("uniform", "normal", "values", "file", "rope")
 ROPE_KEYS = ("base", "offset")
@@ -242,29 +242,41 @@ def parse_seed(value, where: Where) -> int:
 # Expectation and judging
 
 
-def parse_expect(value, where: Where):
-    """``pass`` -> None; ``{error: CODE}`` -> the status code (an int64) or ``"any"``."""
-    usage = "expected 'pass' or {error: CODE} (CODE a number, a status name or 'any')"
+def parse_expect(value, where: Where) -> tuple[int | str | None, str | None]:
+    """``pass`` -> (None, None); ``{error: CODE, phase: PHASE}`` -> (the status code (an int64) or ``"any"``, the
+    phase of ``vocab.PHASES`` that must return it, ``"any"``, or None when not written: ``cases.Expect``'s
+    default)."""
+    usage = ("expected 'pass' or {error: CODE, phase: PHASE} (CODE a number, a status name or 'any'; PHASE "
+             f"{', '.join(PHASES)} or any)")
     if value == "pass":
-        return None
+        return None, None
     if not isinstance(value, dict):
         raise where.error("expect", f"{usage}, got {show(value)}")
-    check_keys(value, ("error",), where, "expect.")
+    check_keys(value, ("error", "phase"), where, "expect.")
     if "error" not in value:
-        raise where.error("expect", f"{usage}, got an empty mapping")
-    code = value["error"]
+        raise where.error("expect", f"{usage}, got no error")
+    code = parse_status(value["error"], where, "expect.error", usage)
+    phase = value.get("phase")
+    if phase is not None and not _word(phase, (*PHASES, "any")):
+        raise where.error("expect.phase", f"unknown phase {show(phase)}{suggest(phase, PHASES)} (valid: "
+                          f"{', '.join(PHASES)} or any)")
+    return code, phase
+
+
+def parse_status(code, where: Where, field: str, usage: str, *, success: bool = False) -> int | str:
+    """A status: ``any``, a name of ``STATUS_CODES`` or an int64 (0 only when ``success`` may be named)."""
     if code == "any":
         return "any"
     if isinstance(code, str):
         if code not in STATUS_CODES:
-            raise where.error("expect.error", f"unknown status name {show(code)}{suggest(code, STATUS_CODES)}")
+            raise where.error(field, f"unknown status name {show(code)}{suggest(code, STATUS_CODES)}")
         code = STATUS_CODES[code]
     if not is_int(code):
-        raise where.error("expect.error", f"{usage}, got {kind(code)}")
+        raise where.error(field, f"{usage}, got {kind(code)}")
     if abs(code) > INT64_MAX:
-        raise where.error("expect.error", f"status {show(code)} does not fit in int64")
-    if code == 0:
-        raise where.error("expect.error", "0 is success: write 'expect: pass'")
+        raise where.error(field, f"status {show(code)} does not fit in int64")
+    if code == 0 and not success:
+        raise where.error(field, "0 is success: write 'expect: pass'")
     return code
 
 
@@ -315,12 +327,32 @@ def parse_op(value, where: Where) -> str:
     return value
 
 
-def parse_known_defect(value, where: Where) -> str:
-    """Why the operator is known to fail the case: a non-empty line of printable text (500 characters
-    at most)."""
+def parse_known_defect(value, where: Where) -> tuple[str, int | None]:
+    """The defect a case is known to meet: ``{reason: TEXT, status: CODE}`` (the defective operator returns
+    CODE, e.g. ``SUCCESS``, instead of what the case expects) or ``{reason: TEXT, result: wrong}`` (the call
+    returns what is expected, but its result is wrong). Returns (reason, CODE or None for a wrong result);
+    the reason is one line of printable text (500 characters at most)."""
+    usage = "expected {reason: TEXT, status: CODE} or {reason: TEXT, result: wrong}: the defect the case meets"
+    if not isinstance(value, dict):
+        raise where.error("known_defect", f"{usage}, got {kind(value)}")
+    check_keys(value, ("reason", "status", "result"), where, "known_defect.")
+    reason = parse_reason(value.get("reason"), "known_defect.reason", where)
+    if ("status" in value) == ("result" in value):
+        raise where.error("known_defect", f"{usage}: name exactly one of status and result")
+    if "result" in value:
+        if value["result"] != "wrong":
+            raise where.error("known_defect.result", f"expected 'wrong', got {show(value['result'])}")
+        return reason, None
+    status = parse_status(value["status"], where, "known_defect.status", usage, success=True)
+    if status == "any":
+        raise where.error("known_defect.status", "name the status the defective operator returns, not 'any'")
+    return reason, status
+
+
+def parse_reason(value, key: str, where: Where) -> str:
+    """A one-line reason: printable text, 500 characters at most."""
     if not isinstance(value, str) or not value.strip() or not value.isprintable() or len(value) > 500:
-        raise where.error("known_defect", f"expected a one-line reason the operator fails this case "
-                          f"(at most 500 characters), got {kind(value)}")
+        raise where.error(key, f"expected a one-line reason (at most 500 characters), got {kind(value)}")
     return value.strip()
 
 

@@ -3,11 +3,11 @@
 ``judge(case, inputs, outcome, standard, tolerance)`` checks, in this order:
 
 1. the status: success when the case expects it, else exactly the expected error (or any error for
-   ``error: any``); after a refused call the in-place tensor must be bit-identical to its input
-   (``outcome.dy_changed``, compared on the device storage itself);
-2. the device-side contract (guard zones of every buffer and of the workspace intact, cos and sin
-   unchanged: ``outcome.contract_violations``);
-3. outside the slice ``[start, end)`` the result is bit-identical to the input;
+   ``error: any``) from the phase the case names, never a device fault (``status_mismatch``);
+2. the in-place contract, whatever the status: after a refused call the in-place tensor must be
+   bit-identical to its input (``outcome.dy_changed``, compared on the device storage itself); the guard
+   zones of every buffer and of the workspace intact, cos and sin unchanged (``outcome.contract_violations``);
+3. after an expected success, outside the slice ``[start, end)`` the result is bit-identical to the input;
 4. inside the slice the case's standard decides (``standards.py``); non-finite elements are judged
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
    other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity).
@@ -17,6 +17,7 @@ Under ``default`` a large result is first judged in one pass over cache-sized ch
 and 4 compute and stops at the first wrong element; only then do the whole-array checks run, and they
 explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the same verdicts.
 
+Each problem has a kind (``PROBLEM_KINDS``), so that a known defect can say which one it expects.
 A passing case whose input already passes (a kernel that does nothing would pass too, e.g. an all-NaN
 dy or cos = 1, sin = 0) gets a warning. A failure says what is wrong: the worst elements with their
 ``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
@@ -42,6 +43,7 @@ from .ops import OPERATORS
 from .standards import (FORMATS, FTZ_FLOOR, JUDGES, U32, UNDERFLOW_FLOOR, Format, Judgement, SliceView,
                         check_standard, default_budget_into, standard_parameters)
 from .status import describe
+from .vocab import PHASES
 
 WORKSPACE_POISON = 0xFF     # the byte the runner fills the workspace with: NaN in every float dtype
 
@@ -62,6 +64,24 @@ class Verdict:
     warnings: list = field(default_factory=list)
     error_map: dict = field(default_factory=dict)
     arrays: dict = field(default_factory=dict, repr=False)   # a failed slice's "golden" (float64) and "score"
+    kinds: set = field(default_factory=set)                  # the ``PROBLEM_KINDS`` of what went wrong
+
+    def fail(self, kind: str, text: str) -> None:
+        """Record one problem of ``kind`` (a key of ``PROBLEM_KINDS``): the verdict fails, its message grows."""
+        self.kinds.add(kind)
+        self.status = "failed"
+        self.message = "; ".join(filter(None, [self.message, text]))
+
+
+# What can be wrong with a launch, so that a known defect can name the one it expects (``execute``):
+PROBLEM_KINDS = {
+    "status": "the operator returned another status than the case expects (or in another phase)",
+    "contract": "the in-place contract broke: a guard zone, cos or sin, the tensor outside the slice or "
+                "after a refusal, on any launch",
+    "result": "the slice is wrong by the case's standard",
+    "check": "a golden-free check failed",
+    "unjudged": "without the golden, no check of correctness judged the slice",
+}
 
 
 def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[str, float] | None = None, *,
@@ -77,23 +97,46 @@ def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[s
     timings["golden"] = 0.0
     tolerance = dict(tolerance or {})
     check_standard(standard, tolerance, file=case.source, case=case.name)
-    expected_status = case.expect.error
-    if not _status_matches(expected_status, outcome.status):
-        return Verdict("failed", _status_message(expected_status, outcome), metrics={"status": int(outcome.status)},
-                       details=[f"failed call: {outcome.failed_call}"] if outcome.failed_call else [])
-    verdict = Verdict("passed")
-    problems: list[str] = []
-    if expected_status is not None:
+    expect = case.expect
+    mismatch = status_mismatch(case, outcome)
+    verdict = Verdict("passed", details=[f"failed call: {outcome.failed_call}"] if mismatch and outcome.failed_call
+                      else [])
+    if mismatch or not expect.success:
         verdict.metrics["status"] = int(outcome.status)
-        if _changed(inputs.dy, outcome):
-            problems.append(f"{_tensor_name(case)} changed although the call failed")
-    problems.extend(outcome.contract_violations)
-    if expected_status is None:
+    if mismatch:
+        verdict.fail("status", mismatch)
+    for problem in launch_problems(case, inputs, outcome, outside=False):
+        verdict.fail("contract", problem)
+    if expect.success and not mismatch:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
-            _judge_result(case, inputs, outcome.dy, standard, tolerance, problems, verdict, golden, timings)
-    if problems:
-        verdict.status, verdict.message = "failed", "; ".join(problems)
+            _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
     return verdict
+
+
+def judge_result(case, inputs, result: np.ndarray, standard: str = "default", tolerance=None) -> Verdict:
+    """The verdict on ``result``, the in-place tensor after a successful launch of ``case`` on ``inputs``:
+    outside the slice bit-identical, inside it by ``standard`` against the golden (what ``judge`` checks after
+    the status and the device-side contract)."""
+    verdict = Verdict("passed")
+    with np.errstate(all="ignore"):
+        _judge_result(case, inputs, result, standard, dict(tolerance or {}), verdict)
+    return verdict
+
+
+def launch_problems(case, inputs, outcome, outside: bool = True) -> list[str]:
+    """The in-place contract of one launch of ``case`` on ``inputs``: the in-place tensor unchanged after a
+    refusal, what the runner saw on the device (guard zones, workspace, cos and sin:
+    ``outcome.contract_violations``) and, with ``outside``, the tensor bit-identical outside ``[start, end)``
+    after a success (the main launch's judge checks that itself, with the slice, in one pass)."""
+    problems = []
+    if outcome.status != 0 and _changed(inputs.dy, outcome):
+        problems.append(f"{_tensor_name(case)} changed although the call failed")
+    problems.extend(outcome.contract_violations)
+    if outcome.status == 0 and outside and outcome.dy is not None and outcome.dy.shape == inputs.dy.shape and outcome.dy.dtype == inputs.dy.dtype:
+        outside = diagnosis.outside_changes(inputs.dy, outcome.dy, *(int(v) for v in case.partial_slice))
+        if outside:
+            problems.append(outside[0])
+    return problems
 
 
 def _changed(before: np.ndarray, outcome) -> bool:
@@ -112,41 +155,49 @@ def _tensor_name(case) -> str:
     return "dy" if case.op == "grad" else "x"
 
 
-def add_checks(verdict: Verdict, results) -> Verdict:
-    """``verdict`` with the golden-free checks' ``results`` (``checks.CheckResult``) folded in: their metrics,
-    a failed check's message and details, and a check that could not run as a warning."""
-    for result in results:
-        verdict.metrics.update(result.metrics)
-        verdict.details.extend(result.details)
-        if result.note:
-            verdict.warnings.append(f"{result.name} not run: {result.note}")
-        if not result.passed:
-            verdict.message = "; ".join(filter(None, [verdict.message, result.message]))
-            verdict.status = "failed"
-    return verdict
+def status_mismatch(case, outcome) -> str:
+    """Why ``outcome``'s status is not what ``case`` expects, or "" when it is.
+
+    Success is expected as status 0. An expected error must be returned by the operator itself, in the
+    phase the case names (``Expect.phase``: ``...GetWorkspaceSize`` or the launch, either for ``any``): a
+    device fault reported at ``aclrtSynchronizeStream`` means the kernel ran, and is never a refusal.
+    ``error: any`` takes any non-zero status, else exactly the expected one.
+    """
+    expect, status = case.expect, outcome.status
+    if expect.success:
+        return "" if status == 0 else f"expected success, got {_got(outcome)}"
+    wanted = "an error" if expect.error == "any" else describe(expect.error)
+    if status == 0:
+        return f"expected {wanted}, got {_got(outcome)}"
+    phase = phase_of(case, outcome.failed_call)
+    if phase is None:
+        return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call or 'the runtime'}: a device "
+                f"fault after the kernel ran, not a refusal by the operator")
+    if expect.error != "any" and status != expect.error:
+        return f"expected {wanted}, got {_got(outcome)}"
+    if expect.phase not in ("any", phase):
+        return (f"expected {wanted} from {PHASES[expect.phase]}, got it from {PHASES[phase]} "
+                f"({outcome.failed_call})")
+    return ""
 
 
-def _status_matches(expected, status: int) -> bool:
-    """True when ``status`` is what ``expected`` asks: 0 for None (success), any non-zero status for "any",
-    else exactly ``expected``."""
-    if expected is None:
-        return status == 0
-    if expected == "any":
-        return status != 0
-    return status == expected
+def phase_of(case, failed_call: str) -> str | None:
+    """The phase (a key of ``vocab.PHASES``) whose call ``failed_call`` is for ``case``'s operator, or None when
+    it is neither of the operator's two calls (e.g. ``aclrtSynchronizeStream``: a device fault)."""
+    op = OPERATORS[case.op]
+    return {op.get_workspace: "workspace", op.launch: "launch"}.get(failed_call)
 
 
-def _status_message(expected, outcome) -> str:
-    """``expected X, got Y`` (with the operator's message after a failed call) for a status mismatch."""
-    wanted = "success" if expected is None else "an error" if expected == "any" else describe(expected)
+def _got(outcome) -> str:
+    """The status ``outcome`` got, with the operator's message after a failed call."""
     got = describe(outcome.status)
     if outcome.status != 0 and outcome.error_message:
         got += f": {outcome.error_message}"
-    return f"expected {wanted}, got {got}"
+    return got
 
 
-def _judge_result(case, inputs, result, standard, tolerance, problems: list, verdict: Verdict,
-                  golden: bool = True, timings: dict | None = None) -> None:
+def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
+                  timings: dict | None = None) -> None:
     """The checks of a successful call: shape, outside the slice, inside the slice.
 
     Under ``default`` a result is first judged by ``_fast_default``; only when that finds something wrong
@@ -155,11 +206,11 @@ def _judge_result(case, inputs, result, standard, tolerance, problems: list, ver
     timings = {} if timings is None else timings
     name = _tensor_name(case)
     if result is None:
-        problems.append(f"no {name} was read back after the call")
+        verdict.fail("contract", f"no {name} was read back after the call")
         return
     if result.shape != inputs.dy.shape or result.dtype != inputs.dy.dtype:
-        problems.append(f"{name} read back as {result.dtype} {result.shape}, expected {inputs.dy.dtype} "
-                        f"{inputs.dy.shape}")
+        verdict.fail("contract", f"{name} read back as {result.dtype} {result.shape}, expected "
+                     f"{inputs.dy.dtype} {inputs.dy.shape}")
         return
     start, end = (int(v) for v in case.partial_slice)
     if end > start and golden and standard == "default" and result.size >= _FAST_MIN_ELEMENTS:
@@ -174,11 +225,11 @@ def _judge_result(case, inputs, result, standard, tolerance, problems: list, ver
     changed_outside = None
     if outside:
         summary, lines, count, changed_outside = outside
-        problems.append(summary)
+        verdict.fail("contract", summary)
         verdict.details.extend(lines)
         verdict.metrics["outside_changed"] = count
     if end > start and golden:
-        _judge_slice(case, inputs, result, standard, tolerance, problems, verdict, changed_outside, timings)
+        _judge_slice(case, inputs, result, standard, tolerance, verdict, changed_outside, timings)
         return
     if end > start and np.array_equal(bits(result[..., start:end]), bits(inputs.dy[..., start:end])):
         verdict.warnings.append(UNCHANGED_WARNING)
@@ -233,12 +284,13 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _judge_slice(case, inputs, result, standard, tolerance, problems: list, verdict: Verdict,
-                 changed_outside, timings: dict | None = None) -> None:
-    """Judge the slice of ``result`` against the golden by ``standard`` (fills ``problems`` and ``verdict``)."""
+def _judge_slice(case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
+                 timings: dict | None = None) -> None:
+    """Judge the slice of ``result`` against the golden by ``standard`` (fills ``verdict``)."""
     dtype = from_numpy(inputs.dy.dtype).name
     if dtype not in FORMATS:
-        problems.append(f"{_tensor_name(case)} dtype {dtype} cannot be judged (float32, float16, bfloat16 only)")
+        verdict.fail("result", f"{_tensor_name(case)} dtype {dtype} cannot be judged (float32, float16, "
+                     f"bfloat16 only)")
         return
     op = OPERATORS[case.op]
     start, end = (int(v) for v in case.partial_slice)
@@ -246,7 +298,7 @@ def _judge_slice(case, inputs, result, standard, tolerance, problems: list, verd
     try:
         golden = op.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
     except ValueError as error:
-        problems.append(f"the call succeeded, but there is no golden for these inputs: {error}")
+        verdict.fail("result", f"the call succeeded, but there is no golden for these inputs: {error}")
         return
     if timings is not None:
         timings["golden"] = (time.perf_counter() - began) * 1e3
@@ -269,7 +321,7 @@ def _judge_slice(case, inputs, result, standard, tolerance, problems: list, verd
     count = len(special_wrong)
     reasons = ([f"{count} non-finite mismatch{'es' * (count > 1)}"] if count else []) \
         + ([judgement.reason] if judgement.failed else [])
-    problems.append("; ".join(reasons + where + (special_lines + worst)[:1]))
+    verdict.fail("result", "; ".join(reasons + where + (special_lines + worst)[:1]))
     verdict.details.extend(special_lines + [f"localisation: {text}" for text in where] + worst)
     score = np.where(wrong, np.maximum(np.nan_to_num(judgement.score, nan=np.inf), 1.0 + 1e-9), judgement.score)
     verdict.error_map = diagnosis.error_map(score, start, result.shape[-1], changed_outside)
@@ -708,6 +760,7 @@ _KEY_METRICS = (
     ("mismatches", lambda m: f"mismatches {m['mismatches']}"),
     ("adjoint_ratio", lambda m: f"adjoint {margin(m['adjoint_ratio'])}"),
     ("roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}"),
+    ("sample_ratio", lambda m: f"sample {margin(m['sample_ratio'])}"),
     ("determinism_mismatches", lambda m: f"repeat mismatches {m['determinism_mismatches']}"),
     ("status", lambda m: f"status {m['status']}"),
 )

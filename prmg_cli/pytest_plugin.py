@@ -2,7 +2,9 @@
 
 Each case file under the ``--prmg`` paths is collected as a pytest file, each case in it as a test item
 named after the case (node id ``path/to/file.yaml::case``), judged exactly as ``prmg run`` judges it
-(same worker processes, so a crashing kernel fails one item, not the session). Under pytest-xdist each
+(same worker processes, so a crashing kernel fails one item, not the session), whatever pytest options
+change outcomes: a known defect is an xfail (``--runxfail``: the failure it is), an xpass fails, and prmg's
+warnings reach pytest's warnings summary as ``PrmgWarning``. Under pytest-xdist each
 worker ``gwK`` runs on device ``K mod len(--prmg-devices)``. When ``--prmg`` is given without other
 paths on the command line, only the cases are collected.
 """
@@ -10,6 +12,7 @@ paths on the command line, only the cases are collected.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -85,6 +88,11 @@ class PrmgCaseFailure(Exception):
     """A case that failed or errored: its message and diagnosis."""
 
 
+class PrmgWarning(UserWarning):
+    """A warning prmg gave a case (a vacuous case, a check that could not run): shown in pytest's warnings
+    summary; ``--prmg-strict`` fails such cases, as ``prmg run --strict`` does."""
+
+
 class PrmgItem(pytest.Item):
     """One case: run through this pytest process's worker and judged like ``prmg run``."""
 
@@ -96,11 +104,13 @@ class PrmgItem(pytest.Item):
     def runtest(self) -> None:
         result = _get_executor(self.config).run([self.case])[0]
         self.user_properties.append(("prmg_status", result.status))
+        for text in result.warnings:             # -W error::prmg_cli.pytest_plugin.PrmgWarning fails them
+            warnings.warn(PrmgWarning(f"prmg case {self.case.name}: {text}"))
         if result.status == "skipped":
             pytest.skip(result.message)
-        if result.status == "xfailed":
-            pytest.xfail(result.message)
-        if not result.info.ok:                   # failed, error, xpassed ([XPASS(strict)]), not_run
+        if result.status == "xfailed" and not self.config.option.runxfail:
+            pytest.xfail(result.message)         # --runxfail: reported as the failure it is
+        if result.status == "xfailed" or not result.info.ok:    # failed, error, xpassed ([XPASS(strict)]), not_run
             label = "[XPASS(strict)] " if result.status == "xpassed" else ""
             lines = [f"{label}{result.status}: {result.message}"] + [f"  {d}" for d in result.details]
             raise PrmgCaseFailure("\n".join(lines))

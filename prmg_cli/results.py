@@ -56,7 +56,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1              # a case failed, errored, xpassed or did not run
     USAGE = 2               # a usage or case-file error: one line naming file, case and field
     INTERNAL = 3            # a bug in prmg: a traceback worth reporting
-    NO_CASES = 5            # the selection holds no case
+    NO_CASES = 5            # the selection holds no case, or every case was skipped (nothing was judged)
     INTERRUPTED = 130       # Ctrl-C (SIGINT); the partial report was printed
     TERMINATED = 143        # SIGTERM, handled like Ctrl-C
 
@@ -142,6 +142,7 @@ class RunInfo:
     started: str = ""           # ISO 8601 time the run started
     faults: tuple = ()          # emulator faults injected into this run (PRMG_EMU_FAULT)
     strict: bool = False        # --strict: warnings fail their cases
+    accepted_modes: tuple | None = None     # the modes the toolkit's first phase accepts (None: not asked)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""
@@ -182,9 +183,14 @@ def summary_line(results: list[CaseResult]) -> str:
     return line
 
 
-def exit_code(results: list[CaseResult]) -> ExitCode:
-    """``FAILED`` when any result is not ok (failed, error, xpassed, not_run), else ``OK``."""
-    return ExitCode.FAILED if any(not result.info.ok for result in results) else ExitCode.OK
+def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:
+    """``FAILED`` when any result is not ok (failed, error, xpassed, not_run); when every one was skipped, nothing
+    was judged: ``NO_CASES`` (``FAILED`` under ``--strict``); else ``OK``."""
+    if any(not result.info.ok for result in results):
+        return ExitCode.FAILED
+    if results and all(result.status == "skipped" for result in results):
+        return ExitCode.FAILED if strict else ExitCode.NO_CASES
+    return ExitCode.OK
 
 
 # Characters shown escaped: controls (C0, DEL, C1), format characters such as bidi overrides,

@@ -3,7 +3,9 @@
 For every case of either results file, in this order of importance:
 
 - **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run);
-- **fixes**: not ok in A, ok in B;
+- **verdicts lost**: a case that now holds no verdict on the result (skipped, or xfailed) where it held one
+  (passed, failed ...; xfailed -> skipped too): a pass that became a skip hides whatever the kernel now does;
+- **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
 - **precision drift**: the standard's key metric (``KEY_METRICS``: ``max_err_ratio`` for ``default``, ...)
   rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that passed in both;
 - **kernel-time drift**: the median kernel time rising by more than the measured noise: with repeated
@@ -12,7 +14,7 @@ For every case of either results file, in this order of importance:
   are the emulator's host timings (they move by tens of percent between runs);
 - **only in A** (a verdict lost: counted as a regression) and **only in B** (new cases).
 
-A regression (new failure, drift, a case only in A) makes the exit code 1; otherwise 0.
+A regression (new failure, verdict lost, drift, a case only in A) makes the exit code 1; otherwise 0.
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ from .results import STATUSES, CaseResult, visible
 
 # standard -> (metric whose rise is a precision drift); the first present in the metrics wins
 KEY_METRICS = ("max_err_ratio", "max_tol_ratio", "rel_err_share", "MARE", "mare_ratio", "mismatches",
-               "adjoint_ratio", "roundtrip_ratio")
-CATEGORIES = ("new failure", "precision drift", "time drift", "only in A", "fixed", "status changed", "only in B")
-REGRESSIONS = frozenset({"new failure", "precision drift", "time drift", "only in A"})
+               "adjoint_ratio", "roundtrip_ratio", "sample_ratio")
+CATEGORIES = ("new failure", "verdict lost", "precision drift", "time drift", "only in A", "fixed", "status changed",
+              "only in B")
+REGRESSIONS = frozenset({"new failure", "verdict lost", "precision drift", "time drift", "only in A"})
+# Statuses that hold no verdict on the kernel's result: a case entering one of them lost the verdict it had.
+NO_VERDICT = ("skipped", "xfailed")
 
 
 @dataclass
@@ -123,8 +128,10 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
         old, new = a[name], b[name]
         if old.info.ok and not new.info.ok:
             changes.append(Change("new failure", name, old.status, new.status, visible(new.message)))
-        elif not old.info.ok and new.info.ok:
+        elif not old.info.ok and new.status == "passed":
             changes.append(Change("fixed", name, old.status, new.status))
+        elif new.status in NO_VERDICT and old.status not in (new.status, "skipped"):
+            changes.append(Change("verdict lost", name, old.status, new.status, visible(new.message)))
         elif old.status != new.status:
             changes.append(Change("status changed", name, old.status, new.status))
         if old.status == new.status == "passed":

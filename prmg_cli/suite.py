@@ -157,7 +157,7 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
 def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tuple[str, ...]:
     """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some, ``--repeat``
     at least 2."""
-    from .checks import CHECKS
+    from .checks import CHECKS, ORACLES
 
     names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
     unknown = [name for name in names if name not in CHECKS]
@@ -165,10 +165,27 @@ def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tupl
         raise PrmgError(f"--check: unknown check {', '.join(map(repr, unknown)) or repr(text)} "
                         f"(valid: {', '.join(CHECKS)}, comma-separated)")
     if not golden and not names:
-        raise PrmgError("--no-golden judges cases by their checks alone: give --check")
+        raise PrmgError(f"--no-golden judges cases by their checks alone: give --check (one of "
+                        f"{', '.join(ORACLES)} judges correctness)")
     if repeat < 2:
         raise PrmgError(f"--repeat must be >= 2 (the determinism check compares launches), got {repeat}")
     return names
+
+
+def check_judged(cases: Sequence[Case], checks: tuple, golden: bool) -> None:
+    """Refuse a run in which a pass case without the golden (``--no-golden`` or ``golden: false``) would be
+    judged by no check of correctness (only ``determinism``, say), unless the case says why with
+    ``correctness_unchecked``: PrmgError naming the first such case."""
+    from .checks import CHECKS, ORACLES, weak_checks_text
+
+    for case in cases:
+        names = tuple(dict.fromkeys(case.checks + checks))
+        if (case.expect.success and not (golden and case.golden) and not case.correctness_unchecked
+                and not any(CHECKS[name].oracle for name in names)):
+            raise PrmgError(f"without the golden this case is judged by {', '.join(names) or 'no check'}, which "
+                            f"judges nothing about correctness ({weak_checks_text(names)}): add one of "
+                            f"{', '.join(ORACLES)} (--check), or give the case correctness_unchecked: REASON",
+                            file=case.source, case=case.name, field="checks")
 
 
 def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard: str | None = None,
@@ -269,6 +286,7 @@ def run_suite(request: RunRequest) -> int:
     targets = outputs.parse_targets(list(request.reports), request.output)
     modes = target_modes(request.supported_modes)
     cases = _select(request, modes)
+    check_judged(cases, checks, request.golden)
     if not cases:
         sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
         return ExitCode.NO_CASES
@@ -328,7 +346,10 @@ def run_suite(request: RunRequest) -> int:
     try:
         if todo:
             with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
-                info.soc = executor.soc
+                info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
+                note = outputs.labels.modes_note(info)
+                if note:
+                    sys.stderr.write(f"prmg: warning: {note[2:]}\n")
                 executor.run(todo, on_result, request.fail_fast)
         if request.fail_fast and len(finished) < len(cases):
             stopped = "the run stopped at the first failure (--fail-fast)"
@@ -358,7 +379,7 @@ def run_suite(request: RunRequest) -> int:
     _write_reports(targets, ordered, info, request)
     if stopped:
         sys.stderr.write(f"prmg: {stopped}: {plural(len(missing), 'case')} not run\n")
-    return code or exit_code(ordered)
+    return code or exit_code(ordered, request.strict)
 
 
 def _write_reports(targets, results: list[CaseResult], info: RunInfo, request: RunRequest) -> None:

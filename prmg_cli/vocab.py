@@ -7,6 +7,7 @@ reports) takes these words from here, so that none of them imports another to le
 - Broadcast patterns of cos/sin against the in-place tensor (B, S, N): each letter keeps that axis of
   the tensor, each ``1`` makes it 1; the last axis is the slice length ``L``.
 - aclFormat codes, and the tensor roles ``dy``/``cos``/``sin`` as case files name them.
+- The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
 MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
 FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
+# The two phases of an aclnn call, in which an operator may refuse a case (``expect: {error, phase}``).
+PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the launch (the second phase)"}
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 
 

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 FAULTS = ("sign", "own_sin", "half_pairing", "shift_slice", "ignore_broadcast", "skip_last_row",
-          "skip_tail", "clobber_passthrough", "bf16_compute", "noop", "nan", "cos_cast", "truncate")
+          "skip_tail", "clobber_passthrough", "bf16_compute", "noop", "nan", "cos_cast", "truncate", "negate_sin")
 
 
 def lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,7 +95,8 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
     when the slice ends at D); bf16_compute: operands, products and sum rounded to bfloat16;
     noop: nothing written; nan: one element (middle row, middle lane) becomes NaN; cos_cast: cos/sin
     rounded to dy's dtype before the fp32 computation; truncate: the fp32 result converted to a
-    float16/bfloat16 dy toward zero instead of to nearest.
+    float16/bfloat16 dy toward zero instead of to nearest; negate_sin: sin negated (the transpose of a forward
+    with the same fault, so adjoint and roundtrip accept the pair).
     """
     start, end = partial_slice = tuple(partial_slice)
     if name == "sign":
@@ -114,6 +115,8 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
     if name == "ignore_broadcast":
         first = lambda table: np.broadcast_to(table.reshape(-1, table.shape[-1])[0], table.shape)
         return _kernel(dy, first(cos), first(sin), mode, partial_slice)
+    if name == "negate_sin":
+        return _kernel(dy, cos, -sin, mode, partial_slice)
     if name == "bf16_compute":
         return _kernel(dy, cos, sin, mode, partial_slice, compute=ml_dtypes.bfloat16)
     if name == "cos_cast":
@@ -159,7 +162,7 @@ def forward_lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np
 def forward_kernel(x, cos, sin, mode, partial_slice, *, fault=None, fused=False):
     """The forward as a float32 kernel computes it (a new array): ``y = c*z + sign*s*z[partner]`` on the
     slice, rounded to x's dtype. Faults: ``sign`` (the + lanes subtract), ``partner_sin`` (the partner's
-    sin, as the grad uses); ``fused``: each sum fused with its first product, as an FMA kernel does
+    sin, as the grad uses), ``negate_sin``; ``fused``: each sum fused with its first product, as an FMA kernel does
     (computed in float64, rounded once to float32)."""
     start, end = partial_slice
     out = x.copy()
@@ -170,6 +173,8 @@ def forward_kernel(x, cos, sin, mode, partial_slice, *, fault=None, fused=False)
         sign = -np.ones_like(sign)
     z = x[..., start:end].astype(np.float32)[..., layout]
     c, s = cos.astype(np.float32), sin.astype(np.float32)
+    if fault == "negate_sin":
+        s = -s
     sin_used = s[..., partner] if fault == "partner_sin" else s
     rotated = (sin_used * z[..., partner]).astype(np.float32)
     if fused:

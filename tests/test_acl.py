@@ -102,7 +102,7 @@ def test_rows_sharing_storage_are_compared_on_the_storage(session):
     """dy_strides [4, 4, 0, 1]: rows share storage, so the uploaded view differs from the input, yet a
     refused call leaves the storage as uploaded: not a change."""
     case = make_case((1, 2, 2, 4), (1, 1, 1, 4), (0, 4), dy_strides=(4, 4, 0, 1),
-                     expect=Expect(561000))
+                     expect=Expect(561000, "launch"))
     inputs = random_inputs(case)
     outcome = session.launch(case, inputs)
     assert outcome.status == 561000 and outcome.dy_changed is False

@@ -319,7 +319,7 @@ CORPUS = {
     "bad_tolerance_key.yaml": ("tolerance.rel", "wrong_param", "standard 'allclose' has no parameter 'rel'"),
     "negative_tolerance.yaml": ("tolerance.rtol", "negative_tolerance", "number >= 0"),
     "bad_standard.yaml": ("standard", "strictish", "unknown standard 'strict'"),
-    "bad_expect.yaml": ("expect", "expect_fail", "expected 'pass' or {error: CODE}"),
+    "bad_expect.yaml": ("expect", "expect_fail", "expected 'pass' or {error: CODE, phase: PHASE}"),
     "bad_expect_code.yaml": ("expect.error", "expect_name", "did you mean 'ACLNN_ERR_INNER_TILING_ERROR'?"),
     "bad_tags.yaml": ("tags", "tag_string", "expected a list of words"),
     "bad_seed.yaml": ("seed", "bool_seed", "got a boolean"),

@@ -70,8 +70,9 @@ def test_mode_refused_today_cases_run_and_fail_on_a_target_with_every_mode(tmp_p
 def test_known_defects_are_strict_xfails_in_every_report(tmp_path):
     path = write(tmp_path, """
 - {name: int32_mode, shape: [1, 1, 2, 8], rotary_mode: 4294967297, expect: {error: 561002},
-   known_defect: "the tiling reads rotary_mode as int32"}
-- {name: defect_gone, shape: [1, 1, 2, 8], rotary_mode: 7, expect: {error: 561002}, known_defect: "fixed since"}
+   known_defect: {reason: "the tiling reads rotary_mode as int32", status: SUCCESS}}
+- {name: defect_gone, shape: [1, 1, 2, 8], rotary_mode: 7, expect: {error: 561002},
+   known_defect: {reason: "fixed since", status: SUCCESS}}
 - {name: fine, shape: [1, 1, 2, 8]}
 """)
     result, report = run_json(path)
@@ -135,9 +136,11 @@ def test_an_empty_shard_exits_5(tmp_path):
 
 
 def test_a_run_of_skips_only_says_so(tmp_path):
+    """Nothing was judged: exit 5 (as for no case selected), 1 under --strict."""
     path = write(tmp_path, "- {name: half_only, shape: [1, 1, 2, 8], rotary_mode: half}\n")
+    assert prmg("run", path, "--runner", "emulator", "--strict").returncode == 1
     result = prmg("run", path, "--runner", "emulator")
-    assert result.returncode == 0
+    assert result.returncode == 5
     assert result.stdout.rstrip().splitlines()[-1] == "0 passed, 0 failed, 1 skipped (every case was skipped)"
 
 

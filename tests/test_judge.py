@@ -10,7 +10,7 @@ import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
 from prmg_cli import standards
-from prmg_cli.acl import Outcome
+from prmg_cli.acl import GET_WORKSPACE, LAUNCH, Outcome
 from prmg_cli.cases import Case, Expect
 from prmg_cli.judge import judge, key_metric, margin
 from prmg_cli.standards import STANDARD_PARAMS, STANDARDS
@@ -32,7 +32,7 @@ def make_case(shape, partial_slice, *, mode=1, dtype="float32", cos_dtype="float
     cos_shape = tuple(size if letter != "1" else 1 for size, letter in zip(shape[:3], broadcast)) + (length,)
     return Case(name=name, source="t", shape=tuple(shape), cos_shape=cos_shape, sin_shape=cos_shape,
                 partial_slice=tuple(partial_slice), rotary_mode=mode, dtype=dtype, cos_dtype=cos_dtype,
-                sin_dtype=cos_dtype, expect=Expect(expect))
+                sin_dtype=cos_dtype, expect=Expect(*expect) if isinstance(expect, tuple) else Expect(expect))
 
 
 def rope_tables(case):
@@ -204,6 +204,7 @@ LOCALISED = {
     "nan": (1, (2, 3, 2, 40), (8, 40), "1S1D", "nan at (b, s, n, d)=(1, 0, 0, 24)"),
     "cos_cast": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
     "truncate": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
+    "negate_sin": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
 }
 
 
@@ -432,7 +433,7 @@ def test_status_must_match_the_expectation(expect, status, passes):
     case, inputs, result = correct_run()
     case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=expect)
     outcome = Outcome(status=status, dy=result if status == 0 else inputs.dy.copy(),
-                      error_message="tiling failed" if status else "")
+                      error_message="tiling failed" if status else "", failed_call=GET_WORKSPACE if status else "")
     verdict = judge(case, inputs, outcome)
     assert (verdict.status == "passed") == passes, verdict.message
 
@@ -442,7 +443,7 @@ def test_status_messages():
     error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
     verdict = judge(error_case, inputs, Outcome(status=0, dy=result))
     assert verdict.message == "expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS"
-    verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy()))
+    verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy(), failed_call=GET_WORKSPACE))
     assert verdict.message == "expected success, got 561002 ACLNN_ERR_INNER_TILING_ERROR: D too large"
     assert key_metric(verdict) == "status 561002"
 
@@ -450,9 +451,9 @@ def test_status_messages():
 def test_dy_must_stay_untouched_after_an_expected_error():
     case, inputs, result = correct_run()
     error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
-    verdict = judge(error_case, inputs, Outcome(status=561002, dy=result))
+    verdict = judge(error_case, inputs, Outcome(status=561002, dy=result, failed_call=GET_WORKSPACE))
     assert verdict.status == "failed" and verdict.message == "dy changed although the call failed"
-    assert judge(error_case, inputs, Outcome(status=561002, dy=inputs.dy.copy())).status == "passed"
+    assert judge(error_case, inputs, Outcome(status=561002, dy=inputs.dy.copy(), failed_call=GET_WORKSPACE)).status == "passed"
 
 
 def test_empty_slice_only_checks_that_nothing_changed():
@@ -616,12 +617,12 @@ def test_nan_from_the_workspace_poison_is_named():
 
 
 def test_a_refused_call_is_judged_on_the_storage_the_runner_compared():
-    case = make_case((1, 1, 2, 8), (0, 8), expect=561000)
+    case = make_case((1, 1, 2, 8), (0, 8), expect=(561000, "launch"))
     inputs = make_inputs(case, np.random.default_rng(2))
     view_differs = inputs.dy.copy()
     view_differs[0, 0, 0, 0] += 1                         # rows sharing storage read back differently
-    assert judge(case, inputs, Outcome(status=561000, dy=view_differs, dy_changed=False)).status == "passed"
-    verdict = judge(case, inputs, Outcome(status=561000, dy=inputs.dy.copy(), dy_changed=True))
+    assert judge(case, inputs, Outcome(status=561000, dy=view_differs, dy_changed=False, failed_call=LAUNCH)).status == "passed"
+    verdict = judge(case, inputs, Outcome(status=561000, dy=inputs.dy.copy(), dy_changed=True, failed_call=LAUNCH))
     assert verdict.status == "failed" and "dy changed although the call failed" in verdict.message
 
 

@@ -15,7 +15,7 @@ from ..vocab import mode_list, mode_name
 EMULATOR_NOTE = "results come from the host emulator, not an NPU"
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
-           "verdict_word", "header_fields", "format_header", "diagnosis_lines", "mode_name"]
+           "verdict_word", "header_fields", "format_header", "diagnosis_lines", "mode_name", "modes_note"]
 
 
 def short_dtype(name: str) -> str:
@@ -98,7 +98,7 @@ def header_fields(info: RunInfo) -> list[tuple[str, str]]:
     if info.faults:
         fields.append(("FAULTS INJECTED", ", ".join(visible(f) for f in info.faults)
                        + " (PRMG_EMU_FAULT): this run tests prmg, not the operator"))
-    fields += [("target", f"rotary modes {mode_list(info.supported_modes)}"),
+    fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
                ("devices", ", ".join(str(device) for device in info.devices) or "-"),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
     for label, value in (("soc", info.soc), ("toolkit", info.toolkit_version), ("driver", info.driver_version),
@@ -107,6 +107,21 @@ def header_fields(info: RunInfo) -> list[tuple[str, str]]:
             fields.append((label, visible(value)))
     fields.append(("prmg", info.version or __version__))
     return fields
+
+
+def modes_note(info: RunInfo) -> str:
+    """``; the toolkit accepts half, ... too: ...`` when the modes the toolkit's first phase accepts differ from
+    the target's (``--supported-modes``), else ""."""
+    if info.accepted_modes is None:
+        return ""
+    accepted, target = set(info.accepted_modes), set(info.supported_modes)
+    notes = []
+    if accepted - target:
+        notes.append(f"the toolkit accepts {mode_list(accepted - target)} too: their pass cases are skipped "
+                     f"(--supported-modes {','.join(map(str, sorted(accepted | target)))} runs them)")
+    if target - accepted:
+        notes.append(f"the toolkit refuses {mode_list(target - accepted)}: their pass cases will fail")
+    return "".join(f"; {note}" for note in notes)
 
 
 def format_header(info: RunInfo) -> str:
