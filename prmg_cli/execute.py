@@ -17,6 +17,7 @@ differs.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import ctypes
 import faulthandler
 import hashlib
@@ -248,6 +249,21 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     return known_defect_status(case, result, kinds, outcome.status), outcome.failed_call != SYNCHRONIZE
 
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Hold Ctrl-C and SIGTERM for the block (``pthread_sigmask``): one that arrives meanwhile is delivered when
+    the block ends, so that what the block does (fork a worker, record a result in the results file and in the
+    report) is done whole or not at all."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and die now
     if the parent is already gone; elsewhere this does nothing and the parent checks are the fallback."""
@@ -310,6 +326,7 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
         os._exit(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C and SIGTERM
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
     try:
         worker = CaseWorker(settings, device)
     except Exception as exc:
@@ -400,7 +417,8 @@ class _Worker:
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_worker_main, args=(child, settings, device, os.getpid()),
                                        daemon=True)
-        self.process.start()
+        with signals_held():                          # Ctrl-C or SIGTERM now reaches the parent after the fork
+            self.process.start()
         child.close()
         self.case: Case | None = None
         self.index = -1
@@ -470,11 +488,13 @@ class Executor:
         self._context = multiprocessing.get_context("fork")
         if settings.bfloat16:
             dtypes.bfloat16()                            # once here, inherited by every worker
-        self._workers: list[_Worker] = [_Worker(self._context, settings, d) for d in self.devices]
+        self._workers: list[_Worker] = []
         self._timeouts = {device: 0 for device in self.devices}      # timeouts in a row, per device
         self.wedged: dict[int, str] = {}                                # device -> why it gets no more cases
         try:
-            for worker in self._workers:                 # all start together, then each must be ready
+            for device in self.devices:                  # all start together, then each must be ready
+                self._workers.append(_Worker(self._context, settings, device))
+            for worker in self._workers:
                 worker.wait_ready()
         except BaseException:
             self.close()
@@ -621,9 +641,12 @@ def shard(cases: Sequence[Case], index: int, count: int) -> list[Case]:
     A case belongs to shard ``1 + sha256(name) mod count``, so shards stay stable as cases are added
     or removed elsewhere, and the union of all shards is every case exactly once.
     """
-    def bucket(name: str) -> int:
-        return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") % count
-    return [case for case in cases if bucket(case.name) == index - 1]
+    return [case for case in cases if shard_of(case.name, count) == index]
+
+
+def shard_of(name: str, count: int) -> int:
+    """The shard (1-based, of ``count``) holding the case called ``name``: ``1 + sha256(name) mod count``."""
+    return 1 + int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") % count
 
 
 def parse_shard(text: str) -> tuple[int, int]:

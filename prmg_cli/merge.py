@@ -1,87 +1,47 @@
 """``prmg report RESULTS.jsonl...``: one report from one or more results files (shards run on several
 hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 
-- **Reading.** Each file holds result records, one JSON object a line (``prmg run --results``). A torn
-  last line (an interrupted run) is left out; lines of another record kind (a ``schema`` that is not
-  ``prmg.result/...``, e.g. a header a later prmg may write) are skipped; any other line that is not a
-  result record is an error naming the file and line, so that no verdict is lost silently. Within one
-  file the last record of a case wins: results files are appended to, so it is the newest.
+- **Reading.** Each file is read by ``store.read`` (the one reader: bounded, every record type-checked, torn
+  lines left out). Within one file the last record of a case wins: results files are appended to, so it is
+  the newest.
+- **What should be there.** Every run record names the cases its run was asked to run, before sharding,
+  and its shard ``I/N``. So a case that some run selected and no file reports is ``not_run``: either its
+  shard is in no file given (``not run: shard I/N is in no results file given``) or its run recorded no
+  result for it (killed before it got there). Such a report is never green.
 - **Order.** With ``--cases PATH``: the cases' order, as ``prmg run`` reports them; a case that no file
   holds is ``not_run`` (``not run: no results file holds it``), and records of cases that are not among
   them are left out (one line on stderr names them); a case whose ``fingerprint`` differs from its record's
   (edited since it ran) is ``not_run`` too, so a stale verdict never stands for today's case. Without
-  ``--cases``: the order of first appearance, file by file.
+  ``--cases``: the order the runs selected them in, then any other record in order of first appearance.
 - **Duplicates.** A case held by several files is named on stderr, one line per case, with each file's
-  status. ``--duplicates worst`` (the default) reports the worst verdict, so that a failure is never
-  hidden by the order of the arguments: ``error`` > ``failed`` > ``xpassed`` > ``xfailed`` > ``passed`` >
-  ``skipped`` > ``not_run`` (a record with a verdict beats one without; ties go to the later file).
-  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
-- **Settings.** Each record carries the key of the settings it was judged under (``suite.settings_key``);
-  records judged under several (a shard on another toolkit, with faults or a looser ``--standard``) are
-  one warning line on stderr.
+  status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
+  a record with a verdict beating one without (skipped, not run), so that a failure is never hidden by the
+  order of the arguments; ties go to the later file. ``--duplicates last`` reports the record of the last
+  file given (a re-run that supersedes a shard).
+- **Provenance.** The report's header carries every run's provenance (file, shard, host, SoC, toolkit,
+  start), the faults injected into any of them, the emulator notice when any record came from the emulator,
+  and names each setting that differs between the runs (``suite.recorded_settings``) with the files.
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included),
-  2 for unreadable files and usage errors, 5 when there is nothing to report.
-
-Results files do not record the run's devices or target, so the report's header names the files it
-merged; the runner is what the records say (``emulator`` as soon as one record came from the emulator,
-so that the report never passes emulator results off as an NPU's).
+  2 for unreadable files and usage errors, 5 when there is nothing to report or every case was skipped.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__, outputs
+from . import __version__, outputs, store
 from .errors import PrmgError
 from .files import write_text
 from .outputs.labels import EMULATOR_NOTE
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .writes import check_spares, check_writable, write_stdout
 
-RESULT_SCHEMA = "prmg.result/"
-# Worst last: a record with a verdict beats one without (skipped, not_run); a failure beats a pass.
-SEVERITY = ("not_run", "skipped", "passed", "xfailed", "xpassed", "failed", "error")
 DUPLICATE_RULES = ("worst", "last")
 MISSING = "not run: no results file holds it"
 CHANGED = "not run: the case changed since its record was made (its fingerprint differs)"
-
-
-def read_records(path: str) -> list[CaseResult]:
-    """The result records of one results file, in file order (a case may appear more than once);
-    PrmgError naming the file and line of the first line that is neither a result record, another kind
-    of prmg record, nor a torn last line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise PrmgError(f"cannot read the results file: {getattr(error, 'strerror', None) or error}",
-                        file=path) from None
-    lines = text.splitlines()
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and "schema" in data and not str(data["schema"]).startswith(RESULT_SCHEMA):
-            continue                                     # another kind of record (a run header, ...)
-        result = None
-        if isinstance(data, dict) and isinstance(data.get("name"), str) and data.get("status") in STATUSES:
-            try:
-                result = CaseResult.from_dict(data)
-            except TypeError:
-                result = None
-        if result is None:
-            if number == len(lines) and not text.endswith("\n"):
-                continue                                 # a torn last line of an interrupted run
-            raise PrmgError(f"line {number} is not a prmg result record", file=path)
-        records.append(result)
-    return records
 
 
 @dataclass
@@ -93,31 +53,58 @@ class Merged:
     left_out: list = field(default_factory=list)      # names of records not among --cases
     missing: int = 0                                  # --cases cases no file holds
     changed: int = 0                                  # --cases cases changed since their record was made
+    unreported: int = 0                               # cases a run selected that no file reports
+
+
+def _rank(record: CaseResult) -> tuple[bool, int]:
+    """How bad a record is among a case's records: a verdict first, then its severity."""
+    info = STATUSES[record.status]
+    return info.verdict, info.severity
 
 
 def _pick(held: list[tuple[str, CaseResult]], rule: str) -> tuple[str, CaseResult]:
     """The (file, record) to report among one case's records from several files."""
     if rule == "last":
         return held[-1]
-    rank = {status: position for position, status in enumerate(SEVERITY)}
-    return max(enumerate(held), key=lambda item: (rank.get(item[1][1].status, len(SEVERITY)), item[0]))[1]
+    return max(enumerate(held), key=lambda item: (_rank(item[1][1]), item[0]))[1]
 
 
-def merge(files: Sequence[tuple[str, list[CaseResult]]], cases: Sequence | None = None,
-          rule: str = "worst") -> Merged:
-    """Merge the records of ``files`` ((path, records) pairs, in argument order): per file the last record
-    of a case, across files by ``rule``; in the order of ``cases`` when given (those no file holds become
-    ``not_run``), else in order of first appearance (module docstring)."""
+def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
+    """The cases the runs of ``stores`` selected, in selection order, each with why it would be missing: its
+    shard is in no file given, or the run of its shard recorded no result for it."""
+    from .execute import parse_shard, shard_of
+
+    def stopped(path: str, run: store.RunRecord) -> str:
+        return (f"not run: the run of {visible(path)} ({run.shard or 'every case'}, started "
+                f"{run.info.get('started') or '?'}) selected it but recorded no result (stopped or killed before it?)")
+
+    runs = [(stored.path, run) for stored in stores for run in stored.runs]
+    by_shard = {parse_shard(run.shard): (path, run) for path, run in runs if run.shard}
+    expected: dict[str, str] = {}
+    for path, run in runs:
+        count = parse_shard(run.shard)[1] if run.shard else 0
+        for name in run.selection:
+            if name in expected:
+                continue
+            if not count:
+                expected[name] = stopped(path, run)
+                continue
+            index = shard_of(name, count)
+            owner = by_shard.get((index, count))
+            expected[name] = stopped(*owner) if owner else f"not run: shard {index}/{count} is in no results file given"
+    return expected
+
+
+def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: str = "worst") -> Merged:
+    """Merge the records of ``stores`` (in argument order): per file the last record of a case, across files
+    by ``rule``; in the order of ``cases`` when given (those no file holds become ``not_run``), else in the
+    order the runs selected them, the cases they selected and no file reports ``not_run`` (module docstring)."""
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
     held: dict[str, list[tuple[str, CaseResult]]] = {}
-    for path, records in files:
-        newest = {}
-        for record in records:
-            newest.pop(record.name, None)                # keep first-appearance order of the newest
-            newest[record.name] = record
-        for name, record in newest.items():
-            held.setdefault(name, []).append((path, record))
+    for stored in stores:
+        for name, record in stored.latest().items():
+            held.setdefault(name, []).append((stored.path, record))
     merged = Merged()
     picked = {}
     for name, entries in held.items():
@@ -128,7 +115,13 @@ def merge(files: Sequence[tuple[str, list[CaseResult]]], cases: Sequence | None 
             merged.duplicates.append(f"duplicate: case '{visible(name)}' is in {listing}; reporting "
                                      f"{record.status} from {visible(source)} (--duplicates {rule})")
     if cases is None:
-        merged.results = list(picked.values())
+        expected = _expected(stores)
+        for name, why in expected.items():
+            if name not in picked:
+                merged.unreported += 1
+                picked[name] = CaseResult(name=name, status="not_run", message=why)
+        order = {name: index for index, name in enumerate(expected)}
+        merged.results = sorted(picked.values(), key=lambda record: order.get(record.name, len(order)))
         return merged
     from .cases import fingerprint_or_empty
     from .execute import case_result
@@ -150,41 +143,77 @@ def merge(files: Sequence[tuple[str, list[CaseResult]]], cases: Sequence | None 
 
 def recorded_runners(results: Sequence[CaseResult]) -> list[str]:
     """The runners the records name (``aclnn``, ``emulator``; records of older prmg versions name none)."""
-    return sorted({str(getattr(result, "runner", "") or "") for result in results} - {""})
+    return sorted({str(result.runner or "") for result in results} - {""})
 
 
-def run_info(paths: Sequence[str], results: Sequence[CaseResult]) -> RunInfo:
-    """The description the reports' header gets: results files record no devices or target, so it names
-    the merged files; the runner is what the records say (``emulator`` as soon as one record came from
-    the emulator, so that the report says so), and the modes are those of the pass cases that ran."""
-    modes = set()
-    from .vocab import parse_modes
+def _joined(values) -> str:
+    """The distinct non-empty ``values``, in order, joined with ``; ``."""
+    return "; ".join(dict.fromkeys(str(value) for value in values if value))
 
-    for result in results:
-        if result.expect == "pass" and result.status not in ("skipped", "not_run") and result.rotary_mode:
-            try:
-                modes |= set(parse_modes(str(result.rotary_mode)))
-            except PrmgError:
-                pass
-    runners = recorded_runners(results)
+
+def differing_settings(stores: Sequence[store.Stored]) -> list[str]:
+    """One line per setting (``suite.recorded_settings``) whose value differs between the runs of ``stores``:
+    ``standard: a.jsonl: None; b.jsonl: 'allclose'``."""
+    runs = [(stored.path, run) for stored in stores for run in stored.runs]
+    keys = sorted({key for _, run in runs for key in run.settings})
+    lines = []
+    for key in keys:
+        values = {}
+        for path, run in runs:
+            values.setdefault(repr(run.settings.get(key)), []).append(visible(path))
+        if len(values) > 1:
+            lines.append(f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
+                                                for value, paths in values.items()))
+    return lines
+
+
+def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> RunInfo:
+    """The description the reports' header gets: every run's provenance as its run record states it (the
+    faults injected into any run, the emulator as soon as one run or record came from it, each run's shard,
+    host, SoC, toolkit and start) and each setting that differs between the runs."""
+    infos = [(stored.path, run, run.run_info) for stored in stores for run in stored.runs]
+    runners = sorted(set(recorded_runners(results)) | {info.runner for _, _, info in infos})
     runner = "emulator" if "emulator" in runners else (runners[0] if runners else "unrecorded")
-    location = ", ".join(paths) + (f" (records from {' and '.join(runners)})" if len(runners) > 1 else "")
-    return RunInfo(runner=runner, location=location, supported_modes=tuple(sorted(modes)),
-                   devices=(), standard="per case (as recorded)", version=__version__)
+    paths = [stored.path for stored in stores]
+    location = _joined(info.location for _, _, info in infos) or ", ".join(paths)
+    if len(runners) > 1:
+        location += f" (records from {' and '.join(runners)})"
+    notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
+                     f"{info.started or '?'} on {info.host or '?'}, SoC {info.soc or '?'}, toolkit "
+                     f"{info.toolkit_version or '?'}" + (f", faults {', '.join(info.faults)}" if info.faults else ""))
+             for path, run, info in infos]
+    notes += [("settings differ", line) for line in differing_settings(stores)]
+    modes = {mode for _, _, info in infos for mode in info.supported_modes}
+    return RunInfo(runner=runner, location=location,
+                   op_library=_joined(info.op_library for _, _, info in infos),
+                   supported_modes=tuple(sorted(modes)), devices=(),
+                   standard=_joined(info.standard for _, _, info in infos) or "per case (as recorded)",
+                   version=__version__, soc=_joined(info.soc for _, _, info in infos),
+                   toolkit_version=_joined(info.toolkit_version for _, _, info in infos),
+                   driver_version=_joined(info.driver_version for _, _, info in infos),
+                   host=_joined(info.host for _, _, info in infos),
+                   started=_joined(info.started for _, _, info in infos),
+                   faults=tuple(dict.fromkeys(fault for _, _, info in infos for fault in info.faults)),
+                   strict=any(info.strict for _, _, info in infos), notes=tuple(notes))
 
 
-def _table_header(paths: Sequence[str], counts: Sequence[int], results: Sequence[CaseResult]) -> str:
-    """The table's header: which files were merged, and what ran them as far as the records say (each
-    run's own report has its full header)."""
-    listing = ", ".join(f"{visible(path)} ({plural(count, 'result')})" for path, count in zip(paths, counts))
-    runners = recorded_runners(results)
-    if not runners:
-        runner = "not recorded in these results files (each run's own report names its toolkit and devices)"
-    else:
-        runner = " and ".join(visible(name) for name in runners) + " (as the records say)"
-        if "emulator" in runners:
-            runner += f"; {EMULATOR_NOTE}" if runners == ["emulator"] else "; some results come from the host emulator"
-    return f"merged: {plural(len(paths), 'results file')}: {listing}\nrunner: {runner}\nprmg: {__version__}"
+def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:
+    """The first line of the table: which files were merged; for results files of a prmg that wrote no run
+    records, what the records say ran them."""
+    listing = ", ".join(f"{visible(stored.path)} ({plural(len(stored.latest()), 'result')})" for stored in stores)
+    lines = [f"merged: {plural(len(stores), 'results file')}: {listing}"]
+    if not any(stored.runs for stored in stores):
+        runners = recorded_runners(results)
+        if not runners:
+            lines.append("runner: not recorded in these results files (each run's own report names its toolkit "
+                         "and devices)")
+        else:
+            runner = " and ".join(visible(name) for name in runners) + " (as the records say)"
+            if "emulator" in runners:
+                runner += f"; {EMULATOR_NOTE}" if runners == ["emulator"] else \
+                    "; some results come from the host emulator"
+            lines.append(f"runner: {runner}")
+    return "\n".join(lines)
 
 
 def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: Sequence[str] = (),
@@ -200,19 +229,19 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     protected = {str(path): "a results file to merge" for path in paths}
     protected.update({str(path): "a case file" for path in case_paths if Path(path).is_file()})
     check_spares([target.path for target in targets if target.path], protected)
-    files, seen = [], set()
+    stores, seen = [], set()
     for path in map(str, paths):
         if Path(path).resolve() in seen:
             sys.stderr.write(f"prmg: {visible(path)} is given twice: read once\n")
             continue
         seen.add(Path(path).resolve())
-        files.append((path, read_records(path)))
+        stores.append(store.read(path))
     cases = None
     if case_paths:
         from .cases import load_cases
 
         cases = load_cases([str(path) for path in case_paths])
-    merged = merge(files, cases, rule)
+    merged = merge(stores, cases, rule)
     for line in merged.duplicates:
         sys.stderr.write(f"prmg: {line}\n")
     if merged.left_out:
@@ -224,17 +253,14 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         sys.stderr.write("prmg: nothing to report: the results files hold no result"
                          + (" and --cases no case\n" if case_paths else "\n"))
         return ExitCode.NO_CASES
-    settings = {result.judged_under for result in merged.results if result.judged_under}
-    if len(settings) > 1:
-        sys.stderr.write(f"prmg: warning: the records were judged under {len(settings)} different settings "
-                         "(runner, toolkit, faults, modes, --standard, --strict, checks): the shards did not "
-                         "run alike\n")
-    info = run_info([path for path, _ in files], merged.results)
+    for line in differing_settings(stores):
+        sys.stderr.write(f"prmg: warning: the runs were judged under different settings: {line}\n")
+    info = run_info(stores, merged.results)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
-    header = _table_header([path for path, _ in files], [len(records) for _, records in files], merged.results)
+    header = _table_header(stores, merged.results)
     for target in targets:
         if target.format == "table":
-            text = header + "\n\n" + outputs.render("table", merged.results, info, replace(options, header=False))
+            text = header + "\n" + outputs.render("table", merged.results, info, options)
         else:
             text = outputs.render(target.format, merged.results, info, options)
         if target.path is None:
@@ -250,4 +276,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if merged.changed:
         sys.stderr.write(f"prmg: {plural(merged.changed, 'case')} of --cases changed since their records were "
                          "made: reported not_run\n")
+    if merged.unreported:
+        sys.stderr.write(f"prmg: {plural(merged.unreported, 'case')} selected by the runs but in no results "
+                         f"file (a shard missing, or a run stopped early): reported not_run\n")
     return exit_code(merged.results)

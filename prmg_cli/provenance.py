@@ -1,5 +1,5 @@
 """Where and when a run happened: host, start time, the toolkit's and the driver's versions as their
-install files state them.
+install files state them, and a stamp of each library that tells a rebuild at the same path.
 
 A CANN toolkit states its version in ``<root>/version.cfg`` (``toolkit_installed_version=[...]`` or
 ``Version=...`` lines) and in ``<root>/<arch>-linux/ascend_toolkit_install.info`` (``version=8.0.RC2``);
@@ -42,6 +42,17 @@ def toolkit_version(root) -> str:
 def driver_version(path: Path = DRIVER_INFO) -> str:
     """The NPU driver's version from its ``version.info``, or ""."""
     return _read_version(path)
+
+
+def library_stamp(path) -> list:
+    """What tells a rebuilt library from the one recorded, without reading it: ``[size, mtime_ns, ctime_ns,
+    inode]`` of the file ``path`` (a rebuild at the same path changes them; ``touch`` cannot set ctime), or
+    ``["missing"]``."""
+    try:
+        info = Path(path).stat()
+    except (OSError, ValueError):
+        return ["missing"]
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
 
 def host_name() -> str:

@@ -23,27 +23,33 @@ import enum
 import unicodedata
 from dataclasses import asdict, dataclass, field
 
-SCHEMA = "prmg.result/2"
+SCHEMA = "prmg.result/3"
+READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
 
 
 @dataclass(frozen=True)
 class StatusInfo:
-    """How one status reads: a progress letter, the verdict word of tables, and whether it is fine."""
+    """How one status reads: a progress letter, the verdict word of tables, whether it is fine, how bad it is
+    (``severity``: 0 is the best; reports list the worst first, a merge keeps the worst of a case's records) and
+    whether it says what the kernel did (``verdict``: not for a case skipped or never run)."""
 
     letter: str
     word: str
     ok: bool
+    severity: int
+    verdict: bool = True
 
 
 STATUSES: dict[str, StatusInfo] = {
-    "passed": StatusInfo(".", "PASS", True),
-    "failed": StatusInfo("F", "FAIL", False),
-    "error": StatusInfo("E", "ERROR", False),
-    "skipped": StatusInfo("s", "SKIP", True),
-    "xfailed": StatusInfo("x", "XFAIL", True),
-    "xpassed": StatusInfo("X", "XPASS", False),
-    "not_run": StatusInfo("-", "NOT RUN", False),
+    "passed": StatusInfo(".", "PASS", True, 0),
+    "failed": StatusInfo("F", "FAIL", False, 5),
+    "error": StatusInfo("E", "ERROR", False, 6),
+    "skipped": StatusInfo("s", "SKIP", True, 1, verdict=False),
+    "xfailed": StatusInfo("x", "XFAIL", True, 2),
+    "xpassed": StatusInfo("X", "XPASS", False, 4),
+    "not_run": StatusInfo("-", "NOT RUN", False, 3, verdict=False),
 }
+WORST_FIRST = tuple(sorted(STATUSES, key=lambda status: -STATUSES[status].severity))
 # The order of the summary line after "N passed, N failed", with each count's noun when not the status.
 _SUMMARY_ORDER = (("error", ("error", "errors")), ("xfailed", None), ("xpassed", None), ("skipped", None),
                   ("not_run", ("not run", "not run")))
@@ -107,10 +113,12 @@ class CaseResult:
     fingerprint: str = ""
     judged_under: str = ""          # the run's settings_key: --resume trusts the record only under the same
     artifacts: str = ""             # --save-failures: the folder holding this failed case's arrays
+    run_id: str = ""                # the run that made the record (the results file's run record)
 
     def to_dict(self) -> dict:
         """The result as a mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``."""
         return {"schema": SCHEMA, **asdict(self)}
+
 
     @classmethod
     def from_dict(cls, data: dict) -> "CaseResult":
@@ -122,6 +130,19 @@ class CaseResult:
     def info(self) -> StatusInfo:
         """The ``StatusInfo`` of this result's status."""
         return STATUSES[self.status]
+
+
+# What each field of a stored record must hold when read back (``store``): one kind per field of CaseResult.
+RECORD_FIELDS = {
+    "name": "name", "status": "status", "message": "text", "error_code": "int?", "metrics": "metrics",
+    "details": "texts", "warnings": "texts", "kernel_ms": "number?", "kernel_samples": "numbers", "runner": "text",
+    "duration_s": "number", "timings": "timings", "source": "text", "op": "text", "dtype": "text",
+    "cos_dtype": "text", "sin_dtype": "text", "shape": "ints", "cos_shape": "ints", "sin_shape": "ints",
+    "rotary_mode": "text", "partial_slice": "ints", "seed": "int?", "expect": "text", "known_defect": "text",
+    "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
+    "error_map": "error_map", "definition": "json", "fingerprint": "text", "judged_under": "text",
+    "artifacts": "text", "run_id": "text",
+}
 
 
 @dataclass
@@ -143,6 +164,9 @@ class RunInfo:
     faults: tuple = ()          # emulator faults injected into this run (PRMG_EMU_FAULT)
     strict: bool = False        # --strict: warnings fail their cases
     accepted_modes: tuple | None = None     # the modes the toolkit's first phase accepts (None: not asked)
+    resumed: int = 0            # results taken from the --resume file instead of run again
+    notes: tuple = ()           # more (label, text) header lines (prmg report: each shard's provenance)
+    exit_code: int | None = None    # the run's exit code when it was stopped (Ctrl-C, SIGTERM), else the verdict's
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .errors import PrmgError
-from .results import STATUSES, CaseResult, visible
+from .results import CaseResult, visible
 
 # standard -> (metric whose rise is a precision drift); the first present in the metrics wins
 KEY_METRICS = ("max_err_ratio", "max_tol_ratio", "rel_err_share", "MARE", "mare_ratio", "mismatches",
@@ -64,26 +64,13 @@ class Comparison:
 
 
 def read_run(path: str) -> dict[str, CaseResult]:
-    """Every case's last record in a results file (JSON lines of result records), by name; PrmgError naming
-    the line of the first record that is not one."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise PrmgError(f"cannot read the results file: {getattr(error, 'strerror', None) or error}", file=path) from None
-    records: dict[str, CaseResult] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            result = CaseResult.from_dict(data) if isinstance(data, dict) and "name" in data else None
-        except (ValueError, TypeError):
-            result = None
-        if result is None or result.status not in STATUSES:
-            if number == len(text.splitlines()) and not text.endswith("\n"):
-                continue                                        # a torn last line of an interrupted run
-            raise PrmgError(f"line {number} is not a prmg result record", file=path)
-        records[result.name] = result
+    """Every case's last record in the results file ``path`` (``store.read``), by name; PrmgError when it holds
+    no result record (nothing to compare)."""
+    from .store import read
+
+    records = read(path).latest()
+    if not records:
+        raise PrmgError("holds no result record: nothing to compare", file=path)
     return records
 
 

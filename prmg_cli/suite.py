@@ -7,13 +7,12 @@ not run as ``not_run``; injected emulator faults are named in every report's hea
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import re
 import signal
 import sys
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -225,40 +224,47 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    started=provenance.now(), faults=faults, strict=settings.strict)
 
 
-def settings_key(info: RunInfo, settings) -> str:
-    """sha256 of what a verdict depends on besides its case: the runner, its toolkit (location, operator
-    library, version), the emulator's injected faults, the target's modes, ``--standard``, ``--strict``,
-    ``--check``, ``--no-golden``, ``--repeat`` and prmg's version. ``--resume`` trusts a record only when
-    it was judged under the same key: a record of another toolkit or of looser judging is run again."""
+def recorded_settings(info: RunInfo, settings) -> dict:
+    """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
+    ``judged_under``): the runner, its toolkit (location, operator library, version, and a stamp of each of its
+    three libraries, so that a rebuild at the same path counts), the device's SoC, the driver, the host, the
+    emulator's injected faults, the target's modes, ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
+    ``--repeat`` and prmg's version. ``--resume`` trusts a record only when it was judged under the same
+    settings, and ``prmg report`` names the settings that differ between shards."""
+    toolkit = settings.toolkit
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", "")} \
         if info.faults else {}
-    parts = dict(runner=info.runner, location=info.location, op_library=info.op_library,
-                 toolkit_version=info.toolkit_version, faults=faults, modes=list(info.supported_modes),
-                 standard=settings.standard, strict=settings.strict, checks=list(settings.checks),
-                 golden=settings.golden, repeat=settings.repeat, version=info.version)
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
+                 for role in ("runtime", "nnopbase", "op")}
+    return dict(runner=info.runner, location=info.location, op_library=info.op_library, libraries=libraries,
+                toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
+                host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
+                strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
+                repeat=settings.repeat, version=info.version)
 
 
-def _resumed(path: str, cases: Sequence[Case], key: str) -> dict[str, CaseResult]:
-    """``--resume``: the records of ``path`` to keep (``resultsfile.read_results``) that were judged under
-    ``key``, saying on stderr how many run again because they were judged under other settings."""
-    from .resultsfile import read_results
+def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
+    """``--resume``: the records of ``stored`` to keep (``store.trusted``), saying on stderr how many are taken
+    and how many run again because their case changed or they were judged under other settings."""
+    from .store import UNTRUSTED, trusted
 
-    unchanged = read_results(path, cases)
-    kept = {name: result for name, result in unchanged.items() if result.judged_under == key}
-    other = len(unchanged) - len(kept)
-    if other:
-        sys.stderr.write(f"prmg: --resume: {plural(other, 'recorded result')} judged under other settings "
-                         f"(runner, toolkit, faults, modes, --standard, --strict, checks) run again\n")
+    kept = trusted(stored, fingerprints, key)
+    verdicts = {name: result for name, result in stored.latest().items()
+                if name in fingerprints and result.status not in UNTRUSTED}
+    again = len(verdicts) - len(kept)
+    sys.stderr.write(f"prmg: --resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
+                     f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
+                                 f"other settings (runner, toolkit or its libraries, SoC, host, faults, modes, "
+                                 f"--standard, --strict, checks) run again" if again else "") + "\n")
     return kept
 
 
-def _select(request: RunRequest, modes: frozenset) -> list[Case]:
-    """The cases of the run: loaded, validated, selected, sharded; PrmgError (exit 5) when none is left."""
-    cases = load_selected(request.paths, modes, request.keyword, request.tags, request.exclude_tags)
-    if request.shard is not None:
-        cases = execute.shard(cases, *execute.parse_shard(request.shard))
-    return cases
+def _select(request: RunRequest, modes: frozenset) -> tuple[list[Case], list[Case]]:
+    """(the selected cases before sharding, the cases of the run): loaded, validated, selected, sharded."""
+    selection = load_selected(request.paths, modes, request.keyword, request.tags, request.exclude_tags)
+    if request.shard is None:
+        return selection, selection
+    return selection, execute.shard(selection, *execute.parse_shard(request.shard))
 
 
 def _not_run(cases: Sequence[Case], finished: dict, reason: str, settings) -> list[CaseResult]:
@@ -281,11 +287,13 @@ def _on_signal(signum, frame) -> None:
 
 def run_suite(request: RunRequest) -> int:
     """``prmg run``: returns the exit code (``results.ExitCode``)."""
+    from . import store
+
     timeout = check_timeout(request.timeout)
     checks = parse_checks(request.checks, request.golden, request.repeat)
     targets = outputs.parse_targets(list(request.reports), request.output)
     modes = target_modes(request.supported_modes)
-    cases = _select(request, modes)
+    selection, cases = _select(request, modes)
     check_judged(cases, checks, request.golden)
     if not cases:
         sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
@@ -314,72 +322,122 @@ def run_suite(request: RunRequest) -> int:
     settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
                                               for case in cases))
     devices = cluster.devices if cluster else parse_devices(request.devices, settings.toolkit)
-
-    from .resultsfile import ResultsFile
-
-    info = run_info(settings, devices)
-    key = settings_key(info, settings)
-    recorded = _resumed(request.resume, cases, key) if request.resume else {}
-    todo = [case for case in cases if case.name not in recorded]
+    stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
-    results_file = ResultsFile(results_path) if results_path else None
-    table_to_stdout = any(t.format == "table" and t.path is None for t in targets)
-    if table_to_stdout:
-        write_stdout(outputs.labels.format_header(info) + "\n")
-    progress = Progress(len(todo), interval=request.progress_interval)
-    finished = dict(recorded)
-    unrecorded: list[PrmgError] = []            # the results file failed: the run stops, reports still go out
-
-    def on_result(index: int, result) -> None:
-        result.fingerprint, result.judged_under = fingerprint_or_empty(todo[index]), key     # for --resume
-        finished[result.name] = result
-        progress.update(result)
-        if results_file:
-            try:
-                results_file.append(result)
-            except PrmgError as error:
-                unrecorded.append(error)
-                raise
-
-    stopped, code = "", ExitCode.OK
+    run = _Run(cases, store.Writer(results_path) if results_path else None, request, run_info(settings, devices))
     previous = signal.signal(signal.SIGTERM, _on_signal)
     try:
-        if todo:
-            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
-                info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
-                note = outputs.labels.modes_note(info)
-                if note:
-                    sys.stderr.write(f"prmg: warning: {note[2:]}\n")
-                executor.run(todo, on_result, request.fail_fast)
-        if request.fail_fast and len(finished) < len(cases):
-            stopped = "the run stopped at the first failure (--fail-fast)"
+        with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
+            info = run.info
+            info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
+            run.start(stored, recorded_settings(info, settings), selection)
+            if run.todo:
+                executor.run(run.todo, run.on_result, request.fail_fast)
+        if request.fail_fast and len(run.finished) < len(cases):
+            run.stopped = "the run stopped at the first failure (--fail-fast)"
     except PrmgError as error:
-        if not unrecorded:
+        if not run.unrecorded:
             raise
-        stopped, code = f"the run stopped: {visible(str(error))}", ExitCode.USAGE
-        results_file.close()
-        results_file = None
+        run.stop(f"the run stopped: {visible(str(error))}", ExitCode.USAGE)
+        run.writer.close()
+        run.writer = None
     except Terminated:
-        stopped, code = "the run was terminated (SIGTERM)", ExitCode.TERMINATED
+        run.stop("the run was terminated (SIGTERM)", ExitCode.TERMINATED)
     except KeyboardInterrupt:
-        stopped, code = "the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED
+        run.stop("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        progress.close()
-    missing = _not_run(cases, finished, stopped or "no result was recorded", settings)
-    if results_file:
-        for result in missing:
-            results_file.append(result)
-        results_file.close()
-    ordered = [finished.get(case.name) for case in cases]
-    ordered = [result for result in ordered if result is not None]
-    ordered += missing
-    position = {case.name: index for index, case in enumerate(cases)}
-    ordered.sort(key=lambda result: position[result.name])
-    _write_reports(targets, ordered, info, request)
-    if stopped:
-        sys.stderr.write(f"prmg: {stopped}: {plural(len(missing), 'case')} not run\n")
-    return code or exit_code(ordered, request.strict)
+        run.progress.close()
+    with execute.signals_held():                # the report and the results file agree, whatever arrives now
+        ordered, missing = run.finish(settings, selection)
+    _write_reports(targets, ordered, run.info, request)
+    if run.stopped:
+        sys.stderr.write(f"prmg: {run.stopped}: {plural(len(missing), 'case')} not run\n")
+    return run.code or exit_code(ordered, request.strict)
+
+
+class _Run:
+    """One run's bookkeeping: the results finished (resumed or run), the results file and its run record, the
+    progress line, and why and how the run stopped early (``stopped``, ``code``)."""
+
+    def __init__(self, cases: Sequence[Case], writer, request: RunRequest, info: RunInfo):
+        self.cases, self.writer, self.request, self.info = cases, writer, request, info
+        self.finished: dict[str, CaseResult] = {}
+        self.todo: list[Case] = []
+        self.fingerprints: dict[str, str] = {}
+        self.key = ""
+        self.run_id = uuid.uuid4().hex
+        self.recorded = False                     # the run record is in the results file
+        self.progress = Progress(0, interval=request.progress_interval)
+        self.stopped, self.code = "", ExitCode.OK
+        self.unrecorded: list[PrmgError] = []     # the results file failed: the run stops, reports still go out
+
+    def start(self, stored, settings: dict, selection: Sequence[Case]) -> None:
+        """Once the workers are up (the SoC known): the settings key, the results ``--resume`` takes, the run
+        record, the header of a table on standard output, and the cases left to run."""
+        from . import store
+
+        self.key = store.settings_key(settings)
+        if self.writer is not None or stored is not None:
+            self.fingerprints = {case.name: fingerprint_or_empty(case) for case in self.cases}
+        if stored is not None:
+            self.finished = _resumed(stored, self.cases, self.fingerprints, self.key)
+        self.info.resumed = len(self.finished)
+        self._record(settings, selection)
+        self.todo = [case for case in self.cases if case.name not in self.finished]
+        self.progress = Progress(len(self.todo), interval=self.request.progress_interval)
+        if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.reports),
+                                                                                     self.request.output)):
+            write_stdout(outputs.labels.format_header(self.info) + "\n")
+        note = outputs.labels.modes_note(self.info)
+        if note:
+            sys.stderr.write(f"prmg: warning: {note[2:]}\n")
+
+    def _record(self, settings: dict, selection: Sequence[Case]) -> None:
+        """Write the run record (``store.RunRecord``) unless it is written."""
+        from .store import RunRecord
+
+        if self.writer is not None and not self.recorded:
+            self.recorded = True
+            self._append(RunRecord(self.run_id, self.request.shard or "", [case.name for case in selection],
+                                   settings, self.info.to_dict()))
+
+    def _append(self, record) -> None:
+        """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""
+        try:
+            self.writer.append(record)
+        except PrmgError as error:
+            self.unrecorded.append(error)
+            raise
+
+    def on_result(self, index: int, result: CaseResult) -> None:
+        """Record one finished case: in the results file and among the finished, both or neither (signals are
+        held meanwhile), then on the progress line."""
+        result.fingerprint = self.fingerprints.get(result.name, "")
+        result.judged_under, result.run_id = self.key, self.run_id
+        with execute.signals_held():
+            if self.writer is not None:
+                self._append(result)
+            self.finished[result.name] = result
+        self.progress.update(result)
+
+    def stop(self, why: str, code: int) -> None:
+        self.stopped, self.code = why, code
+        self.info.exit_code = int(code)
+
+    def finish(self, settings, selection) -> tuple[list[CaseResult], list[CaseResult]]:
+        """The results in case order, the cases never reached as ``not_run`` (also written to the results file,
+        after the run record when the run stopped before writing it)."""
+        missing = _not_run(self.cases, self.finished, self.stopped or "no result was recorded", settings)
+        if self.writer is not None:
+            self._record(recorded_settings(self.info, settings), selection)
+            for result in missing:
+                result.run_id = self.run_id
+                self.writer.append(result)
+            self.writer.close()
+        position = {case.name: index for index, case in enumerate(self.cases)}
+        ordered = sorted([*self.finished.values(), *missing], key=lambda result: position[result.name])
+        return ordered, missing
 
 
 def _write_reports(targets, results: list[CaseResult], info: RunInfo, request: RunRequest) -> None:

@@ -107,11 +107,13 @@ def test_results_file_and_resume(many, tmp_path):
     results = tmp_path / "r.jsonl"
     result, report = run_json(many, "-k", "c1", "--results", results)
     lines = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [line["name"] for line in lines] == ["c1"]
+    assert [line["schema"] for line in lines] == ["prmg.run/1", "prmg.result/3"] and lines[1]["name"] == "c1"
+    assert lines[0]["selection"] == ["c1"] and lines[1]["run_id"] == lines[0]["run_id"]
     result, report = run_json(many, "--resume", results)
-    assert result.returncode == 0 and len(report["cases"]) == 6
+    assert result.returncode == 0 and len(report["cases"]) == 6 and report["summary"]["resumed"] == 1
+    assert "prmg: --resume: 1 result of " in result.stderr
     lines = [json.loads(line) for line in results.read_text().splitlines()]
-    assert sorted(line["name"] for line in lines) == [f"c{i}" for i in range(6)]   # c1 not run again
+    assert sorted(line["name"] for line in lines if "name" in line) == [f"c{i}" for i in range(6)]   # c1 once
 
 
 def test_resume_reruns_a_case_whose_definition_changed(many, tmp_path):
@@ -121,7 +123,7 @@ def test_resume_reruns_a_case_whose_definition_changed(many, tmp_path):
     many.write_text(MANY.replace("{name: c2, shape: [1, 2, 4, 32]}", "{name: c2, shape: [1, 2, 4, 32], seed: 7}"))
     result, report = run_json(many, "--resume", results)
     assert result.returncode == 0 and len(report["cases"]) == 6
-    names = [json.loads(line)["name"] for line in results.read_text().splitlines()]
+    names = [record["name"] for line in results.read_text().splitlines() if "name" in (record := json.loads(line))]
     assert sorted(names) == ["c0", "c1", "c2", "c2", "c3", "c4", "c5"]     # only the changed case ran again
 
 
@@ -131,12 +133,13 @@ def test_resume_never_trusts_a_verdict_judged_under_other_settings(many, tmp_pat
     faulty = dict(os.environ, PRMG_EMU_FAULT="sign")           # another kernel: the greens above prove nothing
     result, report = run_json(many, "--resume", results, env=faulty)
     assert result.returncode == 1 and {case["status"] for case in report["cases"]} == {"failed"}
-    assert "6 recorded results judged under other settings" in result.stderr
+    again = "6 recorded verdicts of a case changed since or judged under other settings"
+    assert "prmg: --resume: 0 results of" in result.stderr and again in result.stderr
     result, report = run_json(many, "--resume", results, "--standard", "allclose")
-    assert result.returncode == 0 and "6 recorded results judged under other settings" in result.stderr
+    assert result.returncode == 0 and again in result.stderr
     result, report = run_json(many, "--resume", results, "--standard", "allclose")   # now recorded: trusted
-    assert "other settings" not in result.stderr
-    assert len(results.read_text().splitlines()) == 18
+    assert "other settings" not in result.stderr and report["summary"]["resumed"] == 6
+    assert len(results.read_text().splitlines()) == 4 + 3 * 6                 # a run record per run
 
 
 def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
@@ -144,9 +147,9 @@ def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, 
     result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
-    assert "/dev/full" in line and "no space left" in line and "5 cases not run" in line
+    assert "/dev/full" in line and "no space left" in line and "6 cases not run" in line
     statuses = [case["status"] for case in json.loads(report.read_text())["cases"]]
-    assert statuses == ["passed"] + ["not_run"] * 5
+    assert statuses == ["not_run"] * 6                           # the run record could not be written
 
 
 def test_the_compiled_judge_is_built_before_the_first_case_timeout_starts(emulator, tmp_path):
@@ -170,7 +173,7 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
                                 "--results", str(results)], cwd=ROOT, env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (results.exists() and results.read_text().strip()):
+    while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 2):
         time.sleep(0.1)
     time.sleep(0.5)
     process.send_signal(signal.SIGINT)
@@ -178,7 +181,7 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "c0" in stdout and "1 passed" in stdout.splitlines()[-1]
-    assert json.loads(results.read_text().splitlines()[0])["name"] == "c0"
+    assert json.loads(results.read_text().splitlines()[1])["name"] == "c0"
 
 
 def test_a_one_tebibyte_case_is_refused_fast(tmp_path):

@@ -210,7 +210,7 @@ def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum,
                                 "--report", "json", "--results", str(results), "--timeout", "60"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 3):
+    while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 4):
         time.sleep(0.1)
     time.sleep(0.5)
     process.send_signal(signum)
@@ -221,7 +221,9 @@ def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum,
     assert [case["status"] for case in report["cases"]] == ["passed"] * 3 + ["not_run", "not_run"]
     assert "not run: the run was" in report["cases"][3]["message"]
     recorded = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [r["status"] for r in recorded] == ["passed"] * 3 + ["not_run", "not_run"]
+    assert recorded[0]["schema"] == "prmg.run/1"
+    assert [r["status"] for r in recorded[1:]] == ["passed"] * 3 + ["not_run", "not_run"]
+    assert report["summary"]["exit_code"] == code
 
 
 def test_a_wedged_device_is_not_waited_on(tmp_path):

@@ -440,7 +440,7 @@ def record(name: str, status: str = "passed", fingerprint: str = "") -> CaseResu
 
 
 def test_results_file_on_devices_pipes_and_folders():
-    from prmg_cli.resultsfile import ResultsFile
+    from prmg_cli.store import Writer as ResultsFile
 
     results = ResultsFile("/dev/full")
     with pytest.raises(PrmgError, match="cannot write the result of case 'a' to the results file: no space left") \
@@ -455,7 +455,7 @@ def test_results_file_on_devices_pipes_and_folders():
 
 
 def test_results_file_on_a_fifo_without_reader_does_not_hang(tmp_path):
-    from prmg_cli.resultsfile import ResultsFile
+    from prmg_cli.store import Writer as ResultsFile
 
     os.mkfifo(tmp_path / "fifo")
     with within(10), pytest.raises(PrmgError, match="a FIFO with no reader"):
@@ -470,41 +470,41 @@ def test_results_file_on_a_fifo_without_reader_does_not_hang(tmp_path):
 
 
 def test_a_torn_last_line_is_dropped_and_the_next_record_starts_on_its_own_line(tmp_path):
-    from prmg_cli.resultsfile import ResultsFile, read_results
+    from prmg_cli.store import Writer, read
 
     path = tmp_path / "r.jsonl"
     full = json.dumps(record("a").to_dict())
     path.write_text(full + "\n" + full[:40])                       # the crash tore the second record
-    with ResultsFile(path) as results:
+    with Writer(path) as results:
         results.append(record("b"))
-    assert list(read_results(path)) == ["a", "b"]
+    assert list(read(path).latest()) == ["a", "b"] and read(path).torn == 1
     assert path.read_text().splitlines()[1] == full[:40]
 
 
 @pytest.mark.parametrize("content, fragment", [
     (b"\x7fELF\x02\x01\x01\x00\xff\xfe", "line 1: not UTF-8 text"),
-    (b"just some notes\n", "line 1: not a JSON result record"),
+    (b"just some notes\n", "line 1: not a JSON record"),
     (b'{"name": "a", "status": "passed"}\n', "line 1: a record of schema None, not " + SCHEMA),
     (b'{"schema": "prmg.result/1", "name": "a", "status": "passed"}\n', "a record of schema 'prmg.result/1'"),
-    (b"[1, 2, 3]\n", "line 1: expected a JSON result record, got [1, 2, 3]"),
+    (b"[1, 2, 3]\n", "line 1: expected a JSON record, got [1, 2, 3]"),
     ((json.dumps(record("a").to_dict()) + "\n").encode() + b'{"schema": "' + SCHEMA.encode()
-     + b'", "name": "b", "status": "exploded"}\n', "line 2: not a result record"),
+     + b'", "name": "b", "status": "exploded"}\n', "line 2: field 'status': unknown status 'exploded'"),
 ])
 def test_a_resume_file_that_is_not_a_results_file_is_one_line_naming_the_line(tmp_path, content, fragment):
-    from prmg_cli.resultsfile import read_results
+    from prmg_cli.store import read
 
     path = write(tmp_path, "r.jsonl", content)
     with pytest.raises(PrmgError) as caught:
-        read_results(path)
+        read(path)
     assert fragment in str(caught.value) and "\n" not in str(caught.value)
     assert caught.value.file == str(path)
     with within(10), pytest.raises(PrmgError, match="is a character device"):
-        read_results("/dev/zero")
+        read("/dev/zero")
 
 
 def test_resume_trusts_only_finished_unchanged_cases(tmp_path):
     from prmg_cli.cases import fingerprint
-    from prmg_cli.resultsfile import read_results
+    from prmg_cli.store import read, trusted
 
     cases = load_cases([write(tmp_path, "c.yaml", "".join(f"- {{name: {n}, shape: [1, 1, 1, 8]}}\n"
                                                           for n in "abcdefg"))])
@@ -516,9 +516,9 @@ def test_resume_trusts_only_finished_unchanged_cases(tmp_path):
              record("gone", "passed", prints["a"])]                                         # not in the run
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in lines))
-    assert sorted(read_results(path, cases)) == ["a", "e"]
-    assert sorted(read_results(path)) == ["a", "d", "e", "f", "gone"]
-    assert read_results(tmp_path / "absent.jsonl", cases) == {}
+    assert sorted(trusted(read(path), prints, "")) == ["a", "e"]
+    assert sorted(trusted(read(path), prints, "another key")) == []
+    assert read(tmp_path / "absent.jsonl", missing_ok=True).latest() == {}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import pytest
 from conftest import ROOT, prmg
 from prmg_cli.cases import Case
 from prmg_cli.errors import PrmgError
-from prmg_cli.merge import MISSING, merge, read_records
+from prmg_cli.merge import MISSING, merge
+from prmg_cli.store import Stored, read
 from prmg_cli.outputs import OUTPUTS
 from prmg_cli.results import CaseResult
 
@@ -54,7 +55,7 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
                       "--devices", "0")
         assert result.returncode == 0, result.stderr
         shards.append(shard)
-    assert all(read_records(str(shard)) for shard in shards)         # both shards hold cases
+    assert all(read(shard).results for shard in shards)         # both shards hold cases
     one = tmp_path / "one.xml"
     assert prmg("run", SMOKE, "--runner", "emulator", "--report", f"junit:{one}").returncode == 0
     merged = tmp_path / "merged.xml"
@@ -72,7 +73,50 @@ def test_shards_judged_under_different_settings_are_named(tmp_path):
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard", "allclose")
     result = prmg("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
     assert result.returncode == 0
-    assert "warning: the records were judged under 2 different settings" in result.stderr
+    assert (f"warning: the runs were judged under different settings: standard: {shards[0]}: None; {shards[1]}: "
+            "'allclose'") in result.stderr
+    notes = dict(json.loads((tmp_path / "r.json").read_text())["summary"]["notes"])
+    assert notes["settings differ"].startswith("standard: ")
+
+
+def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
+    """Each shard's run record names the whole selection: a merge of some shards only, or of a run killed
+    half-way, lists what is missing as not_run and fails, even without --cases."""
+    shards = [tmp_path / f"s{i}.jsonl" for i in (1, 2, 3)]
+    for index, shard in enumerate(shards, start=1):
+        prmg("run", SMOKE, "--runner", "emulator", "--shard", f"{index}/3", "--results", shard)
+    assert prmg("report", *shards).returncode == 0
+    result = prmg("report", shards[0], shards[2], "--report", "json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    lost = [c for c in report["cases"] if c["status"] == "not_run"]
+    assert report["summary"]["total"] == 34 and lost and len(lost) == len(read(shards[1]).latest())
+    assert {c["message"] for c in lost} == {"not run: shard 2/3 is in no results file given"}
+    assert "selected by the runs but in no results file" in result.stderr
+    killed = tmp_path / "killed.jsonl"
+    lines = shards[1].read_text().splitlines(keepends=True)
+    killed.write_text("".join(lines[:3]))                     # the run record and two results: then killed
+    result = prmg("report", shards[0], killed, shards[2], "--report", "json")
+    report = json.loads(result.stdout)
+    lost = [c for c in report["cases"] if c["status"] == "not_run"]
+    assert result.returncode == 1 and len(lost) == len(lines) - 3
+    assert "selected it but recorded no result (stopped or killed before it?)" in lost[0]["message"]
+
+
+def test_a_merged_report_carries_every_runs_provenance(tmp_path):
+    shards = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0],
+         env={"PRMG_EMU_FAULT": "nan", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1])
+    result = prmg("report", *shards)
+    header = result.stdout.split("\n\n")[0]
+    assert "FAULTS INJECTED: nan" in header and "not an NPU" in header
+    assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
+    assert "settings differ: faults: " in header
+    junit = tmp_path / "r.xml"
+    prmg("report", *shards, "--report", f"junit:{junit}")
+    properties = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert "nan" in properties.get("FAULTS INJECTED", "") and properties.get("soc") == "Ascend950PR_9589"
 
 
 def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():
@@ -82,7 +126,7 @@ def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():
     today = [case("same"), case("edited"), case("unprinted")]
     records = [record("same", fingerprint=fingerprint(today[0])), record("edited", fingerprint="0" * 64),
                record("unprinted")]                                 # an older prmg's record: nothing to compare
-    merged = merge([("r.jsonl", records)], today)
+    merged = merge([Stored("r.jsonl", records)], today)
     assert [r.status for r in merged.results] == ["passed", "not_run", "passed"]
     assert merged.results[1].message == CHANGED and merged.changed == 1 and merged.missing == 0
 
@@ -90,7 +134,7 @@ def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():
 def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
     shard = tmp_path / "one-shard.jsonl"
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shard)
-    held = len(read_records(str(shard)))
+    held = len(read(shard).latest())
     result = prmg("report", shard, "--cases", SMOKE, "--report", "json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
@@ -100,8 +144,8 @@ def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
 
 
 def test_merge_orders_by_cases_or_by_first_appearance():
-    a = ("a.jsonl", [record("y"), record("x")])
-    b = ("b.jsonl", [record("z"), record("w")])
+    a = Stored("a.jsonl", [record("y"), record("x")])
+    b = Stored("b.jsonl", [record("z"), record("w")])
     assert [r.name for r in merge([a, b]).results] == ["y", "x", "z", "w"]
     merged = merge([a, b], [case("w"), case("x"), case("v"), case("y")])
     assert [(r.name, r.status) for r in merged.results] == [("w", "passed"), ("x", "passed"), ("v", "not_run"),
@@ -111,20 +155,20 @@ def test_merge_orders_by_cases_or_by_first_appearance():
 
 
 def test_within_a_file_the_newest_record_of_a_case_wins():
-    merged = merge([("a.jsonl", [record("x", "failed"), record("y"), record("x", "passed")])])
+    merged = merge([Stored("a.jsonl", [record("x", "failed"), record("y"), record("x", "passed")])])
     assert [(r.name, r.status) for r in merged.results] == [("y", "passed"), ("x", "passed")]
     assert merged.duplicates == []
 
 
 def test_duplicates_across_files_are_named_and_the_worst_verdict_is_kept():
-    a = ("a.jsonl", [record("x", "failed", message="bad"), record("y", "not_run"), record("z", "skipped")])
-    b = ("b.jsonl", [record("x", "passed"), record("y", "passed"), record("z", "passed", message="later")])
+    a = Stored("a.jsonl", [record("x", "failed", message="bad"), record("y", "not_run"), record("z", "skipped")])
+    b = Stored("b.jsonl", [record("x", "passed"), record("y", "passed"), record("z", "passed", message="later")])
     merged = merge([a, b])
     assert [(r.name, r.status) for r in merged.results] == [("x", "failed"), ("y", "passed"), ("z", "passed")]
     assert merged.duplicates[0] == ("duplicate: case 'x' is in a.jsonl (failed), b.jsonl (passed); reporting "
                                     "failed from a.jsonl (--duplicates worst)")
     assert len(merged.duplicates) == 3
-    tie = merge([("a.jsonl", [record("x", message="first")]), ("b.jsonl", [record("x", message="second")])])
+    tie = merge([Stored("a.jsonl", [record("x", message="first")]), Stored("b.jsonl", [record("x", message="second")])])
     assert tie.results[0].message == "second"                # equal verdicts: the later file
     last = merge([a, b], rule="last")
     assert [r.status for r in last.results] == ["passed", "passed", "passed"]
@@ -132,17 +176,19 @@ def test_duplicates_across_files_are_named_and_the_worst_verdict_is_kept():
         merge([a], rule="best")
 
 
-def test_reading_tolerates_a_torn_last_line_and_other_record_kinds_but_not_garbage(tmp_path):
-    path = write(tmp_path / "r.jsonl", record("x"), tail='{"name": "y", "sta')
-    assert [r.name for r in read_records(str(path))] == ["x"]
+def test_reading_tolerates_torn_lines_but_not_garbage(tmp_path):
+    torn = json.dumps(record("y").to_dict())[:30]
+    path = write(tmp_path / "r.jsonl", record("x"), tail=torn + "\n" + json.dumps(record("z").to_dict()) + "\n" + torn)
+    assert [r.name for r in read(path).results] == ["x", "z"] and read(path).torn == 2
     path.write_text('{"schema": "prmg.run/1", "runner": "emulator"}\n' + json.dumps(record("x").to_dict()) + "\n")
-    assert [r.name for r in read_records(str(path))] == ["x"]
+    with pytest.raises(PrmgError, match=r"r.jsonl: line 1: field 'run_id': missing"):
+        read(path)
     path.write_text(json.dumps(record("x").to_dict()) + "\nnot json\n" + json.dumps(record("y").to_dict()) + "\n")
-    with pytest.raises(PrmgError, match=r"r.jsonl: line 2 is not a prmg result record"):
-        read_records(str(path))
+    with pytest.raises(PrmgError, match=r"r.jsonl: line 2: not a JSON record"):
+        read(path)
     path.write_text(json.dumps({**record("x").to_dict(), "status": "sideways"}) + "\n")
     with pytest.raises(PrmgError, match="line 1"):
-        read_records(str(path))
+        read(path)
 
 
 def test_report_exit_codes_and_every_format(tmp_path, capsys):
@@ -197,16 +243,14 @@ def test_the_sharded_ci_example_merges_every_shard_with_prmg_report():
 
 
 def test_the_header_says_what_the_records_say_ran_them():
-    from types import SimpleNamespace
-
+    """Results files of a prmg that wrote no run records: the runner as the records say."""
     from prmg_cli.merge import _table_header, run_info
 
-    def ran(runner):
-        return SimpleNamespace(expect="pass", status="passed", rotary_mode="interleave", runner=runner)
+    def ran(name, runner):
+        return record(name, runner=runner)
 
-    assert run_info(["a"], [record("x")]).runner == "unrecorded"         # records of a prmg without the field
-    assert run_info(["a"], [ran("aclnn")]).runner == "aclnn"
-    mixed = run_info(["a", "b"], [ran("aclnn"), ran("emulator")])
+    assert run_info([Stored("a")], [record("x")]).runner == "unrecorded"      # records of a prmg without the field
+    assert run_info([Stored("a")], [ran("x", "aclnn")]).runner == "aclnn"
+    mixed = run_info([Stored("a"), Stored("b")], [ran("x", "aclnn"), ran("y", "emulator")])
     assert mixed.runner == "emulator" and "records from aclnn and emulator" in mixed.location
-    assert "not an NPU" in _table_header(["a"], [1], [ran("emulator")])
-    assert run_info(["a"], [ran("aclnn")]).supported_modes == (1,)
+    assert "not an NPU" in _table_header([Stored("a", [ran("x", "emulator")])], [ran("x", "emulator")])

@@ -14,14 +14,12 @@ import subprocess
 import sys
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 from conftest import prmg
 from prmg_cli import checks
 from prmg_cli.acl import GET_WORKSPACE, LAUNCH, SYNCHRONIZE, Outcome
 from prmg_cli.cases import Case, Expect, KnownDefect
-from prmg_cli.errors import PrmgError
 from prmg_cli.execute import known_defect_status
 from prmg_cli.judge import judge
 from prmg_cli.results import CaseResult

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import PrmgError
-from ..results import STATUSES, CaseResult, RunInfo, summary_counts, summary_line, visible
+from ..results import STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import EMULATOR_NOTE, dtype_label, header_fields, shape_label
 from .table import cells
@@ -40,7 +40,6 @@ MAX_HEATMAPS = 100
 INSTALL = "pip install 'prmg[html]'"
 
 # Worst first: the verdict a matrix cell shows is the first of these among its cases.
-SEVERITY = ("error", "failed", "xpassed", "not_run", "xfailed", "skipped", "passed")
 # status -> (background, text colour)
 COLOURS = {"passed": ("#3b8f5a", "#ffffff"), "failed": ("#c8313a", "#ffffff"), "error": ("#6a1b6e", "#ffffff"),
            "xpassed": ("#ef8a17", "#1d1d1d"), "xfailed": ("#a9c8e0", "#1d1d1d"),
@@ -229,11 +228,11 @@ def _matrix_cell(results: list[CaseResult], members: list[int] | None, label: st
     if not members:
         return f'<td class="gap" title="{_h(label)}: no case">&middot;</td>'
     statuses = Counter(results[i].status for i in members)
-    worst = next(status for status in SEVERITY if statuses.get(status))
+    worst = next(status for status in WORST_FIRST if statuses.get(status))
     background, colour = COLOURS[worst]
     bad = sum(count for status, count in statuses.items() if not STATUSES[status].ok)
     text = f"{bad}/{len(members)}" if bad and bad < len(members) else str(len(members))
-    tally = ", ".join(f"{statuses[status]} {status.replace('_', ' ')}" for status in SEVERITY if statuses.get(status))
+    tally = ", ".join(f"{statuses[status]} {status.replace('_', ' ')}" for status in WORST_FIRST if statuses.get(status))
     return (f'<td class="cell" data-cell="{number}" data-status="{worst}" style="background:{background};'
             f'color:{colour}" title="{_h(f"{label}: {tally}")}">{_h(text)}</td>')
 
@@ -248,7 +247,7 @@ def _matrix(results: list[CaseResult], cell_of: dict[int, int]) -> str:
     for index, result in enumerate(results):
         cells_by_key[matrix_keys(result)].append(index)
     ops = sorted({key[0] for key in cells_by_key})
-    legend = "".join(_badge(status, STATUSES[status].word) for status in SEVERITY) + \
+    legend = "".join(_badge(status, STATUSES[status].word) for status in WORST_FIRST) + \
         '<span class="badge gap-badge">no case</span>'
     parts = ['<h3>Verdicts by dtypes (dy/cos) &times; rotary mode &times; cos/sin broadcast'
              + (' &times; operator' if len(ops) > 1 else '') + '</h3>',

@@ -34,7 +34,7 @@ def json_safe(value):
 def summary(results: list[CaseResult], info: RunInfo) -> dict:
     """The ``summary`` object: status counts, ok, the summary line, the exit code and the run info."""
     counts = summary_counts(results)
-    code = exit_code(results, info.strict)
+    code = info.exit_code if info.exit_code is not None else exit_code(results, info.strict)
     return {**counts, "ok": code == 0, "exit_code": int(code), "line": summary_line(results),
             **info.to_dict(), "supported_mode_names": mode_list(info.supported_modes).split(", "),
             "duration_s": sum(r.duration_s or 0.0 for r in results)}

@@ -105,6 +105,9 @@ def header_fields(info: RunInfo) -> list[tuple[str, str]]:
                          ("host", info.host), ("started", info.started)):
         if value:
             fields.append((label, visible(value)))
+    if info.resumed:
+        fields.append(("resumed", f"{info.resumed} results taken from the --resume file, not run again"))
+    fields += [(visible(label), visible(text)) for label, text in info.notes]
     fields.append(("prmg", info.version or __version__))
     return fields
 

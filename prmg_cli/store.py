@@ -1,0 +1,436 @@
+"""The results store: one JSON-lines file a run appends to (``--results``), read back by ``--resume``,
+``prmg report`` and ``prmg compare`` through the one reader here.
+
+**What a file holds.** Two kinds of lines, each one JSON object tagged with its ``schema``:
+
+- a *run record* (``RUN_SCHEMA``), written when a run starts, before its first result: the run's id, its
+  shard (``I/N``), the names of the cases it was asked to run *before* sharding (so that a merge can tell
+  which cases a missing shard or a killed run never reported), the settings its verdicts depend on
+  (``settings``; their hash is every result's ``judged_under``) and its provenance (``results.RunInfo``:
+  runner, toolkit, SoC, host, start, injected faults);
+- a *result record* (``results.SCHEMA``, ``CaseResult.to_dict``) per finished case, naming its run
+  (``run_id``). ``--resume`` appends a new run record and the results it runs again: within a file the last
+  record of a case is the newest.
+
+**Writing** (``Writer``). The file is opened when the writer is made, so a path that cannot be written is
+a usage error before anything runs. Each line is written whole with one ``write`` call and synced to disk
+(for a regular file), so a crash tears at most the line being written; when an existing file does not end
+in a newline (its last line was torn), a newline is written first, so the torn line stays alone on its
+line and no finished record is lost. ``/dev/null`` and a pipe with a reader work; a FIFO without a reader,
+a directory, or a failed write (``/dev/full``, a full disk) is one PrmgError naming the path.
+
+**Reading** (``read``). Only a regular file is read (a FIFO, ``/dev/zero`` or a directory is refused at
+once), line by line, no line longer than ``MAX_LINE_BYTES``, so no file can hang prmg or fill its memory.
+Every field of every record is type-checked against ``results.RECORD_FIELDS`` / ``RUN_FIELDS`` (nesting
+depth, numbers, text that is valid Unicode), so that nothing read can crash a report, compare or resume
+later. A *torn* line -- the start of a line prmg writes, cut by a crash: ASCII, beginning as a record does,
+not a whole JSON object -- is left out wherever it is (``--resume`` after a crash leaves one in the
+middle). Any other line (garbage, another JSON, another schema, a wrong field) is one PrmgError naming the
+file, the line and what is wrong.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import files
+from .errors import PrmgError
+from .fields import show
+from .results import READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult, RunInfo
+
+RUN_SCHEMA = "prmg.run/1"
+MAX_LINE_BYTES = 64 * files.MiB        # a run record lists up to 200,000 case names
+MAX_DEPTH = 32                         # nesting of any stored JSON value
+_LINE_START = '{"schema": "prmg.'      # how every line prmg writes begins
+_APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+
+
+# What each field of a run record must hold (``RunRecord``), and of its ``info`` (``results.RunInfo``).
+RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "names", "settings": "settings", "info": "run_info"}
+RUN_INFO_FIELDS = {
+    "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
+    "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
+    "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
+    "resumed": "int", "notes": "notes", "exit_code": "int?",
+}
+
+
+@dataclass
+class RunRecord:
+    """A run as its results file states it (module docstring): written before the run's first result."""
+
+    run_id: str
+    shard: str                      # "I/N", or "" for a run of every selected case
+    selection: list                 # the names of the cases selected before sharding, in case order
+    settings: dict                  # what the verdicts depend on; sha256 of its JSON: results' judged_under
+    info: dict                      # results.RunInfo of the run, as plain values
+
+    def to_dict(self) -> dict:
+        return {"schema": RUN_SCHEMA, "run_id": self.run_id, "shard": self.shard, "selection": list(self.selection),
+                "settings": self.settings, "info": self.info}
+
+    @property
+    def run_info(self) -> RunInfo:
+        """The run's ``RunInfo`` (its tuples restored)."""
+        info = dict(self.info)
+        for key in ("supported_modes", "devices", "faults", "accepted_modes", "notes"):
+            if info.get(key) is not None:
+                info[key] = tuple(tuple(item) if isinstance(item, list) else item for item in info[key])
+        info.setdefault("runner", "unrecorded")
+        info.setdefault("location", "")
+        return RunInfo(**{key: value for key, value in info.items() if key in RunInfo.__dataclass_fields__})
+
+
+def settings_key(settings: dict) -> str:
+    """The sha256 of ``settings``' canonical JSON: the ``judged_under`` of every result judged under them."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class Stored:
+    """What one results file holds: its result records and run records in file order, and how many torn
+    lines were left out."""
+
+    path: str
+    results: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+    torn: int = 0
+
+    def latest(self) -> dict[str, CaseResult]:
+        """The last result recorded per case name (a file is appended to: the last is the newest), in the
+        order of those last records."""
+        newest: dict[str, CaseResult] = {}
+        for result in self.results:
+            newest.pop(result.name, None)
+            newest[result.name] = result
+        return newest
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading
+
+
+def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
+    """Every record of the results file ``path`` (module docstring: what is refused and what is left out);
+    an empty ``Stored`` when the file does not exist and ``missing_ok``."""
+    source = str(path)
+    try:
+        fd = files.open_regular(path)
+    except PrmgError as error:
+        if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
+            return Stored(source)
+        raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
+    stored = Stored(source)
+    with os.fdopen(fd, "rb") as stream:
+        number = 0
+        while True:
+            try:
+                line = stream.readline(MAX_LINE_BYTES + 1)
+            except OSError as error:
+                raise PrmgError(f"cannot read the results file: {files.os_reason(error)}", file=source) from None
+            if not line:
+                return stored
+            number += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise PrmgError(f"line {number}: longer than {files.describe_size(MAX_LINE_BYTES)}; not a results "
+                                f"file (written by prmg run --results)?", file=source)
+            record = _parse(line, number, source)
+            if record is None:
+                stored.torn += line.strip() != b""
+            elif isinstance(record, RunRecord):
+                stored.runs.append(record)
+            else:
+                stored.results.append(record)
+
+
+def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | None:
+    """The record on one line (None for a blank or torn line); PrmgError naming the line for anything else."""
+    def refuse(what: str) -> PrmgError:
+        return PrmgError(f"line {number}: {what}; not a results file (written by prmg run --results)?", file=source)
+
+    try:
+        text = line.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise refuse("not UTF-8 text") from None
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise refuse(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError:
+        if _torn(text):
+            return None                                       # a line cut short by a crash
+        raise refuse("not a JSON record") from None
+    if not isinstance(data, dict):
+        raise refuse(f"expected a JSON record, got {show(data)}")
+    schema = data.get("schema")
+    try:
+        if schema in READABLE_SCHEMAS:
+            return CaseResult(**_checked(data, RECORD_FIELDS))
+        if schema == RUN_SCHEMA:
+            return RunRecord(**_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values())))
+    except _BadField as bad:
+        raise refuse(f"field '{bad.field}': {bad.reason}") from None
+    raise refuse(f"a record of schema {show(schema)}, not {SCHEMA} or {RUN_SCHEMA} (written by another version "
+                 f"of prmg?)")
+
+
+def _torn(text: str) -> bool:
+    """Whether ``text`` (not a whole JSON value) can be the start of a line prmg wrote: ASCII (prmg writes
+    JSON with ASCII escapes) beginning as every record line does."""
+    return text.isascii() and (text.startswith(_LINE_START) or _LINE_START.startswith(text))
+
+
+class _BadField(Exception):
+    def __init__(self, field: str, reason: str):
+        super().__init__(field, reason)
+        self.field, self.reason = field, reason
+
+
+def _checked(data: dict, kinds: dict, required=("name", "status")) -> dict:
+    """The fields of ``data`` named in ``kinds``, each checked (``_KINDS``); _BadField for the first that is
+    wrong or, when its kind is ``required``, missing (other fields may be left out: older records lack some)."""
+    out = {}
+    for key, kind in kinds.items():
+        if key not in data:
+            if kind in required:
+                raise _BadField(key, "missing")
+            continue
+        reason = _KINDS[kind](data[key])
+        if reason:
+            raise _BadField(key, reason)
+        out[key] = data[key]
+    return out
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return _is_int(value) or isinstance(value, float)
+
+
+def _text(value) -> str:
+    """"" when ``value`` is text that can be written anywhere (valid Unicode: no lone surrogate), else why not."""
+    if not isinstance(value, str):
+        return f"expected text, got {type(value).__name__}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not valid text (a lone surrogate)"
+    return ""
+
+
+def _json(value, depth: int = 0) -> str:
+    """"" when ``value`` is JSON nested at most ``MAX_DEPTH`` deep, all its text valid, else why not."""
+    if depth > MAX_DEPTH:
+        return f"nested deeper than {MAX_DEPTH} levels"
+    if isinstance(value, dict):
+        return next((why for key, item in value.items() for why in (_text(key), _json(item, depth + 1)) if why), "")
+    if isinstance(value, list):
+        return next((why for item in value if (why := _json(item, depth + 1))), "")
+    if isinstance(value, str):
+        return _text(value)
+    return "" if value is None or isinstance(value, (bool, int, float)) else f"not JSON: {type(value).__name__}"
+
+
+def _list_of(check, what: str):
+    def checker(value) -> str:
+        if not isinstance(value, list):
+            return f"expected a list of {what}, got {type(value).__name__}"
+        return next((f"item {index}: {why}" for index, item in enumerate(value) if (why := check(item))), "")
+    return checker
+
+
+def _optional(check):
+    return lambda value: "" if value is None else check(value)
+
+
+def _int(value) -> str:
+    return "" if _is_int(value) else f"expected an integer, got {type(value).__name__}"
+
+
+def _number(value) -> str:
+    return "" if _is_number(value) else f"expected a number, got {type(value).__name__}"
+
+
+def _name(value) -> str:
+    return _text(value) or ("" if value else "empty")
+
+
+def _mapping_of(check, what: str):
+    def checker(value) -> str:
+        if not isinstance(value, dict):
+            return f"expected a mapping of {what}, got {type(value).__name__}"
+        return next((f"{show(key)}: {why}" for key, item in value.items() if (why := _text(key) or check(item))), "")
+    return checker
+
+
+def _scalar_or_json(value) -> str:
+    return _json(value, MAX_DEPTH - 2)
+
+
+def _error_map(value) -> str:
+    """An empty mapping, or ``diagnosis.error_map``'s: rows, depth, slice, row and column edges, and a grid of
+    values whose size the edges give."""
+    if value == {}:
+        return ""
+    if not isinstance(value, dict):
+        return f"expected a mapping, got {type(value).__name__}"
+    ints = _list_of(_int, "integers")
+    for key, check in (("rows", _int), ("depth", _int), ("slice", ints), ("row_edges", ints),
+                       ("column_edges", ints), ("values", _list_of(_list_of(_optional(_number), "numbers"), "rows"))):
+        why = check(value.get(key))
+        if why:
+            return f"{key}: {why}"
+    rows, columns = len(value["row_edges"]) - 1, len(value["column_edges"]) - 1
+    if len(value["values"]) != rows or any(len(line) != columns for line in value["values"]):
+        return "values: not a grid of the size its edges give"
+    return _text(value.get("metric", ""))
+
+
+def _shard(value) -> str:
+    """"" (every case) or ``I/N`` with 1 <= I <= N."""
+    if value == "":
+        return ""
+    parts = value.split("/") if isinstance(value, str) else ()
+    if len(parts) != 2 or not all(part.isdigit() for part in parts) or not 1 <= int(parts[0]) <= int(parts[1]):
+        return f"expected '' or I/N with 1 <= I <= N, got {show(value)}"
+    return ""
+
+
+def _settings(value) -> str:
+    return _json(value) or ("" if isinstance(value, dict) else f"expected a mapping, got {type(value).__name__}")
+
+
+def _notes(value) -> str:
+    """A list of (label, text) pairs."""
+    pairs = _list_of(_list_of(_text, "text"), "(label, text) pairs")(value)
+    return pairs or ("" if all(len(pair) == 2 for pair in value) else "expected (label, text) pairs")
+
+
+def _status(value) -> str:
+    return "" if isinstance(value, str) and value in STATUSES else f"unknown status {show(value)}"
+
+
+def _run_info(value) -> str:
+    if not isinstance(value, dict):
+        return f"expected a mapping, got {type(value).__name__}"
+    try:
+        _checked(value, RUN_INFO_FIELDS, required=())
+    except _BadField as bad:
+        return f"{bad.field}: {bad.reason}"
+    return ""
+
+
+_KINDS = {
+    "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"), "int": _int,
+    "int?": _optional(_int), "number": _number, "number?": _optional(_number), "numbers": _list_of(_number, "numbers"),
+    "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
+    "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
+    "metrics": _mapping_of(_scalar_or_json, "metrics"), "timings": _mapping_of(_number, "milliseconds"),
+    "json": _json, "error_map": _error_map, "run_info": _run_info, "notes": _notes, "shard": _shard,
+    "settings": _settings,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing
+
+
+class Writer:
+    """Records appended as JSON lines as they come (module docstring). Opened (for appending) when made, so
+    that a path that cannot be written is a user error before anything runs."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._fd: int | None = None
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            info = None
+        except (OSError, ValueError) as error:
+            raise self._error("cannot open the results file", error) from None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise PrmgError("the results file is a directory", file=str(path))
+        try:
+            if info is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            regular = info is None or stat.S_ISREG(info.st_mode)    # read too: its last byte is checked
+            self._fd = os.open(self.path, _APPEND_FLAGS | (os.O_RDWR if regular else os.O_WRONLY), 0o666)
+            files.set_blocking(self._fd)
+            self._regular = stat.S_ISREG(os.fstat(self._fd).st_mode)
+            if self._regular and not _ends_in_newline(self._fd):
+                files.write_all(self._fd, b"\n")      # a torn last line stays alone on its line
+        except OSError as error:
+            self.close()
+            if error.errno == errno.ENXIO:
+                raise PrmgError("cannot write the results file: it is a FIFO with no reader",
+                                file=str(path)) from None
+            raise self._error("cannot write the results file", error) from None
+
+    def _error(self, what: str, error: Exception) -> PrmgError:
+        """A PrmgError naming the path: ``what: reason``."""
+        reason = files.os_reason(error) if isinstance(error, OSError) else "not a valid path"
+        return PrmgError(f"{what}: {reason}", file=str(self.path))
+
+    def append(self, record: CaseResult | RunRecord) -> None:
+        """Write ``record`` as one JSON line (one write) and sync it to disk; PrmgError naming the path when it
+        cannot be written (a full disk, ``/dev/full``, a closed pipe)."""
+        if self._fd is None:
+            raise PrmgError("cannot write the results file: it is closed", file=str(self.path))
+        line = (json.dumps(record.to_dict(), default=str) + "\n").encode("ascii")
+        try:
+            files.write_all(self._fd, line)
+            if self._regular:
+                os.fsync(self._fd)
+        except OSError as error:
+            what = f"the result of case '{record.name}'" if isinstance(record, CaseResult) else "the run record"
+            raise self._error(f"cannot write {what} to the results file", error) from None
+
+    def close(self) -> None:
+        """Close the file (again: nothing)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _ends_in_newline(fd: int) -> bool:
+    """True when the regular file ``fd`` is empty or its last byte is a newline."""
+    size = os.fstat(fd).st_size
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Trusting records again (--resume)
+
+UNTRUSTED = ("error", "not_run")      # statuses that are run again on resume
+
+
+def trusted(stored: Stored, fingerprints: dict[str, str], key: str) -> dict[str, CaseResult]:
+    """The records of ``stored`` that ``--resume`` keeps, by case name: the last record of each case among
+    ``fingerprints`` (case name -> ``cases.fingerprint``) whose case is unchanged (same fingerprint), that was
+    judged under the settings ``key``, and whose status is a verdict (not ``error`` or ``not_run``: a timeout,
+    a crash or a case that never ran is run again)."""
+    return {name: result for name, result in stored.latest().items()
+            if result.status not in UNTRUSTED and name in fingerprints and result.fingerprint
+            and result.fingerprint == fingerprints[name] and result.judged_under == key}
+
