@@ -69,7 +69,9 @@ class CaseResult:
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
     ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping (with ``source``
     it reproduces the case); ``fingerprint`` a hash of that definition and its input files;
-    ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``).
+    ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``);
+    ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
+    known: a toolkit without the emulator's hook, or a worker that crashed or timed out).
     """
 
     name: str
@@ -107,6 +109,7 @@ class CaseResult:
     fingerprint: str = ""
     judged_under: str = ""          # the run's settings_key: --resume trusts the record only under the same
     artifacts: str = ""             # --save-failures: the folder holding this failed case's arrays
+    faults: list | None = field(default_factory=list)   # emulator faults that acted on its launches
 
     def to_dict(self) -> dict:
         """The result as a mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``."""
@@ -140,8 +143,9 @@ class RunInfo:
     driver_version: str = ""
     host: str = ""
     started: str = ""           # ISO 8601 time the run started
-    faults: tuple = ()          # emulator faults injected into this run (PRMG_EMU_FAULT)
+    faults: tuple = ()          # emulator faults named for this run (PRMG_EMU_FAULT)
     strict: bool = False        # --strict: warnings fail their cases
+    fault_shape: str = ""       # PRMG_EMU_FAULT_SHAPE: the only dy shape the faults act on ("" for any)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

@@ -2,7 +2,8 @@
 
 A run fails safe: an unwritable report or results file is refused before the first case; a selection
 of no case exits 5; a run stopped by ``-x``, Ctrl-C, SIGTERM or wedged devices lists every case it did
-not run as ``not_run``; injected emulator faults are named in every report's header.
+not run as ``not_run``; emulator faults are named in every report's header, which says which cases they
+acted on (the table printed before the first case says it at its end).
 """
 
 from __future__ import annotations
@@ -198,14 +199,15 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     """The run's description for the reports' header (runner, target, provenance, injected faults)."""
     toolkit = settings.toolkit
-    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
-        if toolkit.kind == "emulator" else ()
+    emulated = toolkit.kind == "emulator"
+    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if emulated else ()
     return RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    standard=settings.standard or "per case (default: default)", version=__version__, soc=soc,
                    toolkit_version=provenance.toolkit_version(toolkit.root),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
-                   started=provenance.now(), faults=faults, strict=settings.strict)
+                   started=provenance.now(), faults=faults, strict=settings.strict,
+                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "")
 
 
 def settings_key(info: RunInfo, settings) -> str:
@@ -373,4 +375,5 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request: R
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(results, verbose=False) + [summary_line(results)]))
+        write_stdout("\n".join(failure_lines(results, verbose=False) + outputs.labels.fault_lines(info, results)
+                                + [summary_line(results)]))
