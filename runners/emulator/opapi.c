@@ -305,8 +305,9 @@ static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t s
     const int64_t d = dim_of(tensors[0], 3), cos_d = dim_of(tensors[1], 3), length = end - start;
     if (start < 0 || start > end || end > d) {
         if (d == INVALID_DIM)
-            prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is out of range: dy has %llu dims, no axis 3 to read "
-                               "D from", (long long)start, (long long)end, (unsigned long long)tensors[0]->view_dim_count);
+            prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is out of range: dy has %llu dims, no axis 3 to "
+                               "read D from", (long long)start, (long long)end,
+                               (unsigned long long)tensors[0]->view_dim_count);
         else
             prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is not inside [0, D = %lld] with start <= end",
                                (long long)start, (long long)end, (long long)d);
