@@ -199,8 +199,8 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     """The run's description for the reports' header (runner, target, provenance, injected faults)."""
     toolkit = settings.toolkit
-    emulated = toolkit.kind == "emulator"
-    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if emulated else ()
+    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
+        if toolkit.kind == "emulator" else ()
     return RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    standard=settings.standard or "per case (default: default)", version=__version__, soc=soc,

@@ -15,8 +15,8 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from ..results import CaseResult, RunInfo, summary_line, visible
-from .labels import (diagnosis_lines, dtype_label, fault_lines, format_header, metric_label, ms_label, shape_label,
-                     slice_label, verdict_word)
+from .labels import (diagnosis_lines, dtype_label, fault_lines, format_header, metric_label, ms_label,
+                     shape_label, slice_label, verdict_word)
 from ..vocab import broadcast_pattern, mode_name
 
 WIDTH = 100

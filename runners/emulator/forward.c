@@ -226,9 +226,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
     if (status != ACL_SUCCESS)
         return status;
     if (output_is_empty(xRef)) {
-        job->empty_output = 1;
-        fill_executor(job, tensors, 1, 0, 0, 0);
-        *workspaceSize = 0;
+        accept_empty_output(job, tensors, workspaceSize);
         return ACL_SUCCESS;
     }
     uint64_t faults;

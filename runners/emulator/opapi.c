@@ -159,6 +159,13 @@ void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pa
     job->workspace_size = workspace_size;
 }
 
+void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize)
+{
+    job->empty_output = 1;
+    fill_executor(job, tensors, 1, 0, 0, 0);
+    *workspaceSize = 0;
+}
+
 int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
                  void *stream, void **workspace_host)
 {
@@ -425,9 +432,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
     if (status != ACL_SUCCESS)
         return status;
     if (output_is_empty(dyRef)) {
-        job->empty_output = 1;
-        fill_executor(job, tensors, 1, 0, 0, 0);
-        *workspaceSize = 0;
+        accept_empty_output(job, tensors, workspaceSize);
         return ACL_SUCCESS;
     }
     uint64_t faults;

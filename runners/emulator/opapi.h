@@ -80,6 +80,10 @@ int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclT
 void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pairing_mode, int64_t start,
                    int64_t end, uint64_t workspace_size);
 
+/* The first phase's success for an empty in-place output (output_is_empty): job launches nothing and
+ * needs no workspace (*workspaceSize = 0). */
+void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize);
+
 /* The checks of a launch on an executor it has consumed, nnopbase's then the emulator's own: 161002
  * unless job was made by `kind`'s first phase and that phase succeeded; workspace NULL with
  * workspaceSize > 0 -> 161001; workspaceSize below the size asked for -> 161002; workspace not that
