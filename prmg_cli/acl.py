@@ -14,8 +14,12 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
   timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
   included), any change of cos or sin, and any change of the in-place tensor's storage after a refused
   call is a breach of the in-place contract. An executor obtained but never launched is released with
-  ``aclDestroyAclOpExecutor`` (a launch frees it). ``ASCEND_OPP_PATH``, which nnopbase reads at call
-  time, is set to ``<toolkit root>/opp`` when unset, before ``aclInit``.
+  ``aclDestroyAclOpExecutor`` (a launch frees it), also when a refused first phase left one set (a
+  pooled executor stays busy until then). A kernel fault is asynchronous: the launch returns 0 and the
+  synchronization its status, after which the device is unusable in this process (``device_faulted``:
+  the worker must be replaced). ``ASCEND_OPP_PATH``, which nnopbase reads at call time, is set to
+  ``<toolkit root>/opp`` when unset, before ``aclInit``. On the host emulator, the faults that acted on
+  each launch are read from its test hook ``prmg_emu_applied_faults`` (a real toolkit has none).
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class Outcome:
       successful call (the judge compares the result outside and inside the slice itself) or when not
       known (the judge then compares ``dy`` with the input).
     timings: milliseconds of "upload", "kernel" (launch to synchronize, wall time), "download".
+    faults: the emulator faults that acted on the call (``prmg_emu_applied_faults``), None when the toolkit
+      cannot say (a real one).
     """
 
     status: int
@@ -63,6 +69,7 @@ class Outcome:
     workspace_size: int = 0
     dy_changed: bool | None = None
     timings: dict = field(default_factory=dict)
+    faults: tuple[str, ...] | None = None
 
 
 class AclError(RuntimeError):
@@ -142,10 +149,15 @@ _GET_WORKSPACE_PROTOTYPE = (c_int32, [c_void_p, c_void_p, c_void_p, c_int64, c_v
 _LAUNCH_PROTOTYPE = (c_int32, [c_void_p, c_uint64, c_void_p, c_void_p])
 OP_PROTOTYPES = {name: prototype for spec in OPERATORS.values()
                  for name, prototype in ((spec.get_workspace, _GET_WORKSPACE_PROTOTYPE), (spec.launch, _LAUNCH_PROTOTYPE))}
+# The host emulator's test hook in the operator library: the faults that acted on the calling thread's last
+# GetWorkspaceSize and launch, comma-separated (runners/emulator/README.md); no real toolkit has it.
+APPLIED_FAULTS = "prmg_emu_applied_faults"
+EMULATOR_HOOKS = {APPLIED_FAULTS: (c_char_p, [])}
 # Without these a launch still runs: no kernel time (events), no error text, no SoC name, no release of an
-# unlaunched executor (older toolkits), no pinned host buffers, no other operator than the grad.
+# unlaunched executor (older toolkits), no pinned host buffers, no other operator than the grad, no record of
+# injected faults (every real toolkit).
 OPTIONAL = frozenset({"aclGetRecentErrMsg", "aclrtGetSocName", "aclDestroyAclOpExecutor", "aclrtMallocHost",
-                      "aclrtFreeHost", *EVENT_PROTOTYPES,
+                      "aclrtFreeHost", APPLIED_FAULTS, *EVENT_PROTOTYPES,
                       *(name for spec in OPERATORS.values() if spec is not GRAD for name in (spec.get_workspace,
                                                                                                 spec.launch))})
 
@@ -165,7 +177,8 @@ class _Api:
         for library, path, prototypes in ((runtime, toolkit.runtime_lib, RUNTIME_PROTOTYPES),
                                           (runtime, toolkit.runtime_lib, EVENT_PROTOTYPES),
                                           (nnopbase, toolkit.nnopbase_lib, NNOPBASE_PROTOTYPES),
-                                          (op, toolkit.op_lib, OP_PROTOTYPES)):
+                                          (op, toolkit.op_lib, OP_PROTOTYPES),
+                                          (op, toolkit.op_lib, EMULATOR_HOOKS)):
             for name, (restype, argtypes) in prototypes.items():
                 setattr(self, name, _declare(library, path, name, restype, argtypes, name not in OPTIONAL))
         self.has_events = all(getattr(self, name) is not None for name in EVENT_PROTOTYPES
@@ -175,6 +188,13 @@ class _Api:
         """aclGetRecentErrMsg(), or "" when there is none."""
         message = self.aclGetRecentErrMsg() if self.aclGetRecentErrMsg is not None else None
         return message.decode(errors="replace").strip() if message else ""
+
+    def applied_faults(self) -> tuple[str, ...] | None:
+        """The emulator faults that acted on this thread's last call of an operator, None without the hook."""
+        if self.prmg_emu_applied_faults is None:
+            return None
+        names = self.prmg_emu_applied_faults() or b""
+        return tuple(name for name in names.decode(errors="replace").split(",") if name)
 
     def check(self, function: str, status: int) -> None:
         """Raise AclError when a runtime call returned a non-zero aclError."""
@@ -446,6 +466,7 @@ class AclSession:
         self._kept: dict[str, tuple[int, int]] = {}            # role -> (device base, bytes), between launches
         self._pinned: dict[str, tuple[int, np.ndarray]] = {}   # role -> (host address, its bytes)
         self._readback: dict = {}                               # recycled read-back arrays (inputs.recycled_empty)
+        self.device_faulted = False         # a kernel faulted: the device is unusable in this process
         self._api.check("aclrtSetDevice", self._api.aclrtSetDevice(device))
         stream = c_void_p()
         status = self._api.aclrtCreateStream(ctypes.byref(stream))
@@ -528,7 +549,8 @@ class AclSession:
     def launch(self, case: Case, inputs: Inputs) -> Outcome:
         """Run ``case``'s operator on ``inputs`` as ``case`` describes them and read everything back.
 
-        Operator statuses are returned in the Outcome; runtime failures raise AclError.
+        Operator statuses are returned in the Outcome; runtime failures raise AclError. A failed
+        synchronization (a kernel fault) sets ``device_faulted``: nothing more can run in this process.
         """
         self._check_open()
         api, op = self._api, OPERATORS[case.op]
@@ -571,6 +593,7 @@ class AclSession:
             failed_call, kernel_ms, workspace = "", None, None
             if status != 0:
                 failed_call, message = op.get_workspace, api.recent_error()
+                self._release_executor(executor)        # a refused first phase may leave a busy executor set
             else:
                 began = time.perf_counter()
                 workspace = self._prepared_workspace(workspace_size.value, executor)
@@ -579,9 +602,11 @@ class AclSession:
                 status, failed_call, message, kernel_ms = self._run(scope, run, op.launch, workspace,
                                                                     workspace_size.value, executor)
                 timings["kernel"] = (time.perf_counter() - began) * 1e3
+            faults = api.applied_faults()
             if failed_call == SYNCHRONIZE:                  # the device faulted: nothing can be read back
-                scope.device_faulted = True
-                return Outcome(status, failed_call, message, workspace_size=workspace_size.value, timings=timings)
+                scope.device_faulted = self.device_faulted = True
+                return Outcome(status, failed_call, message, workspace_size=workspace_size.value, timings=timings,
+                               faults=faults)
 
             began = time.perf_counter()
             buffers = (dy_buffer, cos_buffer, sin_buffer)
@@ -600,7 +625,7 @@ class AclSession:
             changed = None if status == 0 else not same_bytes(after, dy_storage)
             timings["download"] = (time.perf_counter() - began) * 1e3
             return Outcome(status, failed_call, message, dy_after, tuple(violations), kernel_ms,
-                           workspace_size.value, changed, timings)
+                           workspace_size.value, changed, timings, faults)
 
     def _prepared_workspace(self, size: int, executor: c_void_p) -> "_Workspace | None":
         """The session's workspace for a launch needing ``size`` bytes, poisoned (0xFF) and its guards

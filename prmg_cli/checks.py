@@ -41,7 +41,7 @@ first, the last, the rows on either side of 2^16 and seeded draws), judged by th
 as the golden judges the whole tensor. It costs a few rows of golden whatever the shape, and unlike adjoint
 and roundtrip it does not accept a grad and a forward that are wrong in the same way (both negating sin).
 
-**Where a check is not defined** (``Check.applies``) it is skipped with the reason (an empty slice; NaN,
+**Where a check is not defined** (``Check.applies``) it is skipped with the reason (a no-op call: an empty slice, tensor or table; NaN,
 infinities or values whose results overflow the dtype, for adjoint, whose inner products would not be
 numbers). **Every launch a check makes** gets the in-place contract checks of the main launch
 (``judge.launch_problems``: guard zones, workspace, cos and sin, the tensor outside the slice); a breach
@@ -107,13 +107,13 @@ class Check:
     description: str
     run: Callable[[CheckContext], CheckResult]
     oracle: bool = True
-    applies: Callable[[CheckContext], str] = lambda context: _empty_slice(context.case)
+    applies: Callable[[CheckContext], str] = lambda context: _no_op(context.case)
 
 
-def _empty_slice(case) -> str:
-    """Why a check of the slice is not defined for ``case``: "the slice is empty" or ""."""
-    start, end = case.partial_slice
-    return "the slice is empty" if end <= start else ""
+def _no_op(case) -> str:
+    """Why a check of the slice is not defined for ``case``: its operator's call is a no-op (an empty slice,
+    in-place tensor or table: ``OperatorSpec.no_op``), or ""."""
+    return "the call is a no-op here (an empty slice, tensor or table)" if OPERATORS[case.op].no_op(case) else ""
 
 
 def element_bound(op, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mode: int, piece) -> np.ndarray:
@@ -297,7 +297,7 @@ def _adjoint_applies(context: CheckContext) -> str:
     """Why the adjoint identity is not defined for the case: an empty slice, inputs that are not all finite, or
     results that may overflow the dtype (the inner products would not be numbers), else ""."""
     case, inputs = context.case, context.inputs
-    empty = _empty_slice(case)
+    empty = _no_op(case)
     if empty:
         return empty
     start, end = case.partial_slice
@@ -421,7 +421,7 @@ def fold_checks(verdict, results: list[CheckResult], case, golden: bool):
             verdict.warnings.append(f"{result.name} not run: {result.note}")
         elif not result.passed:
             verdict.fail("check", result.message)
-    if golden or _empty_slice(case) or any(result.judged and CHECKS[result.name].oracle for result in results):
+    if golden or _no_op(case) or any(result.judged and CHECKS[result.name].oracle for result in results):
         return verdict
     why = "; ".join(f"{r.name} {'skipped' if r.skipped else 'not run'}: {r.skipped or r.note}"
                     for r in results if not r.judged) or weak_checks_text([r.name for r in results])

@@ -393,23 +393,26 @@ def report_results(
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="The file of the one "
                                           "--report given without one."),
     duplicates: str = typer.Option("worst", "--duplicates", metavar="RULE", help="A case in several files: "
-                                   "worst (the worst verdict: error > failed > xpassed > xfailed > passed > "
-                                   "skipped > not_run) or last (the last file's record)."),
+                                   "worst (the worst verdict, a verdict beating none: error > failed > xpassed > "
+                                   "xfailed > passed > not_run > skipped) or last (the last file's record)."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
     wide: bool = typer.Option(False, "--wide", help="Show every table column and whole case names."),
 ) -> None:
     """Re-render one report from one or more results files, merged in case order.
 
-    Each case held by several files is named on stderr. Exit codes as prmg run: 0 when every case is ok,
-    1 when one failed, errored, xpassed or was not run (also: a --cases case no file holds), 2 for
-    unreadable files, 5 when there is nothing to report.
+    Each case held by several files is named on stderr. Each run's record names the cases it selected
+    and its shard, so a case of a shard no file holds, or of a run stopped before it, is not_run: a report
+    of some shards only is never green. The header carries every run's provenance and names the settings
+    that differ between them. Exit codes as prmg run: 0 when every case is ok, 1 when one failed, errored,
+    xpassed or was not run (also: a --cases case no file holds), 2 for unreadable files, 5 when there is
+    nothing to report.
 
     \b
     Examples (two shards, say on two hosts, then one report):
       prmg run cases/smoke.yaml --shard 1/2 --results smoke-1.jsonl
       prmg run cases/smoke.yaml --shard 2/2 --results smoke-2.jsonl
       prmg report smoke-1.jsonl smoke-2.jsonl --cases cases/smoke.yaml --report junit:smoke.xml --report markdown:smoke.md
-      prmg report smoke-1.jsonl --report json -o smoke-1.json
+      prmg report smoke-1.jsonl smoke-2.jsonl --report json -o smoke.json
     """
     from .merge import report_files
 

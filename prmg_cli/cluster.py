@@ -647,8 +647,8 @@ class ClusterExecutor:
                              why=f"no NPU could be had for a fresh worker within {START_TIMEOUT:g} s")
 
     def _fail(self, schedule: execute.Schedule, index: int, case: Case, message: str) -> None:
-        result = execute.case_result(case, "error", message=message,
-                                     standard=execute.judging(case, self.settings)[0])
+        result = execute.case_result(case, "error", message=message, standard=execute.judging(case, self.settings)[0],
+                                     faults=None)        # the worker could not say which faults acted
         schedule.finish(index, execute.known_defect_status(case, result))
 
     def _node_alive(self, node_id: str | None) -> bool:

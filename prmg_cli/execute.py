@@ -77,7 +77,7 @@ def case_result(case: Case, status: str, **fields) -> CaseResult:
         cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
         sin_shape=list(case.sin_shape), rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
         partial_slice=list(case.partial_slice), seed=case.seed, expect=expect_label(case),
-        known_defect=case.known_defect or "", checks=list(case.checks), golden=case.golden, tags=list(case.tags),
+        known_defect=case.known_defect.describe() if case.known_defect else "", checks=list(case.checks), golden=case.golden, tags=list(case.tags),
         definition=case_to_dict(case), **fields)
 
 
@@ -192,20 +192,24 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     """Make the inputs, launch the operator, judge the outcome: one case, in this process.
 
     Returns the result and whether the session is still fit for more cases (not after a runner
-    failure or a device fault: the worker is then replaced). Timings (ms) per stage are in the result.
-    A runner failure (``acl.AclError``, ``RUNNER_FAILURES``) makes the case an ``error``; any other exception
-    is a bug in prmg and propagates.
+    failure or a device fault, in any of the case's launches: the worker is then replaced). Timings (ms)
+    per stage are in the result; so are the emulator faults that acted on any of its launches (None when
+    the toolkit cannot say or a launch did not come back). A runner failure (``acl.AclError``,
+    ``RUNNER_FAILURES``) makes the case an ``error``; any other exception is a bug in prmg and propagates.
     """
-    from .acl import SYNCHRONIZE, AclError
+    from .acl import AclError
     from .inputs import make_inputs
 
     standard, tolerance = judging(case, settings)
     started = time.perf_counter()
     timings: dict[str, float] = {}
+    acted: list = []                              # each launch's Outcome.faults
+
     try:
         inputs = make_inputs(case)
         timings["inputs"] = (time.perf_counter() - started) * 1e3
         outcome = session.launch(case, inputs)
+        acted.append(outcome.faults)
         timings.update(outcome.timings)
         judged = time.perf_counter()
         golden = case.golden and settings.golden
@@ -217,6 +221,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         def launch(launched_case, launched_inputs):
             """A launch for a check; the kernel times of the case's own repeats are kept."""
             repeated = session.launch(launched_case, launched_inputs)
+            acted.append(repeated.faults)
             if launched_case is case and repeated.kernel_ms is not None:
                 samples.append(repeated.kernel_ms)
             return repeated
@@ -227,15 +232,16 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
             verdict = fold_checks(verdict, run_checks(names, context), case, golden)
             timings["checks"] = (time.perf_counter() - checked) * 1e3
     except (AclError, *RUNNER_FAILURES) as exc:
-        message = str(exc) if isinstance(exc, PrmgError) else f"{type(exc).__name__}: {exc}"
-        result = case_result(case, "error", message=message, standard=standard,
+        user = isinstance(exc, PrmgError)
+        result = case_result(case, "error", message=str(exc) if user else f"{type(exc).__name__}: {exc}",
+                             standard=standard, faults=faults_acted(acted) if user else None,
                              duration_s=time.perf_counter() - started, timings=timings)
-        return known_defect_status(case, result), isinstance(exc, PrmgError)
+        return known_defect_status(case, result), user and not session.device_faulted
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
                          key_metric=key_metric(verdict), details=list(verdict.details),
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
-                         runner=getattr(settings.toolkit, "kind", ""),
+                         runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),
                          duration_s=time.perf_counter() - started,
                          timings={key: round(value, 3) for key, value in {**dict.fromkeys(STAGES, 0.0),
                                                                           **timings}.items()})
@@ -246,7 +252,15 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays) \
             or f"could not write artifacts under {settings.save_failures}"
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
-    return known_defect_status(case, result, kinds, outcome.status), outcome.failed_call != SYNCHRONIZE
+    return known_defect_status(case, result, kinds, outcome.status), not session.device_faulted
+
+
+def faults_acted(launches: list) -> list[str] | None:
+    """The emulator faults that acted on any of a case's launches (each an ``Outcome.faults``), in order of
+    first appearance; None when some launch cannot say (a toolkit without the hook)."""
+    if any(faults is None for faults in launches):
+        return None
+    return list(dict.fromkeys(name for faults in launches for name in faults))
 
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
@@ -583,7 +597,8 @@ class Executor:
         else:
             return
         worker.case = None
-        result = case_result(case, "error", message=message, standard=judging(case, self.settings)[0])
+        result = case_result(case, "error", message=message, standard=judging(case, self.settings)[0],
+                             faults=None)               # the worker could not say which faults acted
         finish(index, known_defect_status(case, result))
         self._replace(worker)
 

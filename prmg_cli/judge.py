@@ -198,7 +198,8 @@ def _got(outcome) -> str:
 
 def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
                   timings: dict | None = None) -> None:
-    """The checks of a successful call: shape, outside the slice, inside the slice.
+    """The checks of a successful call: shape, outside the slice, inside the slice (none when the operator's
+    call is a no-op: then nothing may change).
 
     Under ``default`` a result is first judged by ``_fast_default``; only when that finds something wrong
     (or cannot judge the case) do the whole-array checks below run, which also explain the failure.
@@ -212,7 +213,7 @@ def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, g
         verdict.fail("contract", f"{name} read back as {result.dtype} {result.shape}, expected "
                      f"{inputs.dy.dtype} {inputs.dy.shape}")
         return
-    start, end = (int(v) for v in case.partial_slice)
+    start, end = (0, 0) if OPERATORS[case.op].no_op(case) else (int(v) for v in case.partial_slice)
     if end > start and golden and standard == "default" and result.size >= _FAST_MIN_ELEMENTS:
         passed = _fast_default(case, inputs, result, tolerance, timings)
         if passed is not None:

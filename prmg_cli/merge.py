@@ -194,6 +194,7 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> R
                    host=_joined(info.host for _, _, info in infos),
                    started=_joined(info.started for _, _, info in infos),
                    faults=tuple(dict.fromkeys(fault for _, _, info in infos for fault in info.faults)),
+                   fault_shape=_joined(info.fault_shape for _, _, info in infos),
                    strict=any(info.strict for _, _, info in infos), notes=tuple(notes))
 
 

@@ -75,7 +75,9 @@ class CaseResult:
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
     ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping (with ``source``
     it reproduces the case); ``fingerprint`` a hash of that definition and its input files;
-    ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``).
+    ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``);
+    ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
+    known: a toolkit without the emulator's hook, or a worker that crashed or timed out).
     """
 
     name: str
@@ -114,6 +116,7 @@ class CaseResult:
     judged_under: str = ""          # the run's settings_key: --resume trusts the record only under the same
     artifacts: str = ""             # --save-failures: the folder holding this failed case's arrays
     run_id: str = ""                # the run that made the record (the results file's run record)
+    faults: list | None = field(default_factory=list)   # emulator faults that acted on its launches
 
     def to_dict(self) -> dict:
         """The result as a mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``."""
@@ -141,7 +144,7 @@ RECORD_FIELDS = {
     "rotary_mode": "text", "partial_slice": "ints", "seed": "int?", "expect": "text", "known_defect": "text",
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
     "error_map": "error_map", "definition": "json", "fingerprint": "text", "judged_under": "text",
-    "artifacts": "text", "run_id": "text",
+    "artifacts": "text", "run_id": "text", "faults": "texts?",
 }
 
 
@@ -161,12 +164,13 @@ class RunInfo:
     driver_version: str = ""
     host: str = ""
     started: str = ""           # ISO 8601 time the run started
-    faults: tuple = ()          # emulator faults injected into this run (PRMG_EMU_FAULT)
+    faults: tuple = ()          # emulator faults named for this run (PRMG_EMU_FAULT)
     strict: bool = False        # --strict: warnings fail their cases
     accepted_modes: tuple | None = None     # the modes the toolkit's first phase accepts (None: not asked)
     resumed: int = 0            # results taken from the --resume file instead of run again
     notes: tuple = ()           # more (label, text) header lines (prmg report: each shard's provenance)
-    exit_code: int | None = None    # the run's exit code when it was stopped (Ctrl-C, SIGTERM), else the verdict's
+    stopped_code: int | None = None     # the run's exit code when it was stopped (Ctrl-C, SIGTERM), else None
+    fault_shape: str = ""       # PRMG_EMU_FAULT_SHAPE: the only dy shape the faults act on ("" for any)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

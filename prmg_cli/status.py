@@ -1,4 +1,10 @@
-"""ACL / aclnn status codes and their names (from acl-abi.md)."""
+"""ACL / aclnn status codes and their names (from acl-abi.md; the kernel-fault codes 5070xx and 507899 from
+CANN's ``acl/error_codes/rt_error_codes.h``).
+
+A kernel fault is asynchronous: the launch returns 0 and the next ``aclrtSynchronizeStream`` returns its
+status (507015 / 507035 for an AI Core / vector core exception, 507016 / 507036 for a trap, 507014 /
+507034 for a timeout); the device is then unusable in that process (later calls fail, e.g. with 507899).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +19,13 @@ STATUS_NAMES: dict[int, str] = {
     200000: "ACL_ERROR_BAD_ALLOC",
     207001: "ACL_ERROR_RT_MEMORY_ALLOCATION",
     207018: "ACL_ERROR_RT_DEVICE_OOM",
+    507014: "ACL_ERROR_RT_AICORE_TIMEOUT",
     507015: "ACL_ERROR_RT_AICORE_EXCEPTION",
+    507016: "ACL_ERROR_RT_AICORE_TRAP_EXCEPTION",
+    507034: "ACL_ERROR_RT_VECTOR_CORE_TIMEOUT",
     507035: "ACL_ERROR_RT_VECTOR_CORE_EXCEPTION",
+    507036: "ACL_ERROR_RT_VECTOR_CORE_TRAP_EXCEPTION",
+    507899: "ACL_ERROR_RT_DRV_INTERNAL_ERROR",
     161001: "ACLNN_ERR_PARAM_NULLPTR",
     161002: "ACLNN_ERR_PARAM_INVALID",
     361001: "ACLNN_ERR_RUNTIME_ERROR",

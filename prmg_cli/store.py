@@ -58,7 +58,7 @@ RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
-    "resumed": "int", "notes": "notes", "exit_code": "int?",
+    "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text",
 }
 
 
@@ -333,7 +333,8 @@ def _run_info(value) -> str:
 
 
 _KINDS = {
-    "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"), "int": _int,
+    "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"),
+    "texts?": _optional(_list_of(_text, "text")), "int": _int,
     "int?": _optional(_int), "number": _number, "number?": _optional(_number), "numbers": _list_of(_number, "numbers"),
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",

@@ -2,7 +2,8 @@
 
 A run fails safe: an unwritable report or results file is refused before the first case; a selection
 of no case exits 5; a run stopped by ``-x``, Ctrl-C, SIGTERM or wedged devices lists every case it did
-not run as ``not_run``; injected emulator faults are named in every report's header.
+not run as ``not_run``; emulator faults are named in every report's header, which says which cases they
+acted on (the table printed before the first case says it at its end).
 """
 
 from __future__ import annotations
@@ -221,7 +222,8 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    standard=settings.standard or "per case (default: default)", version=__version__, soc=soc,
                    toolkit_version=provenance.toolkit_version(toolkit.root),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
-                   started=provenance.now(), faults=faults, strict=settings.strict)
+                   started=provenance.now(), faults=faults, strict=settings.strict,
+                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "")
 
 
 def recorded_settings(info: RunInfo, settings) -> dict:
@@ -423,7 +425,7 @@ class _Run:
 
     def stop(self, why: str, code: int) -> None:
         self.stopped, self.code = why, code
-        self.info.exit_code = int(code)
+        self.info.stopped_code = int(code)
 
     def finish(self, settings, selection) -> tuple[list[CaseResult], list[CaseResult]]:
         """The results in case order, the cases never reached as ``not_run`` (also written to the results file,
@@ -452,4 +454,5 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request: R
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(results, verbose=False) + [summary_line(results)]))
+        write_stdout("\n".join(failure_lines(results, verbose=False) + outputs.labels.fault_lines(info, results)
+                                + [summary_line(results)]))

@@ -86,7 +86,7 @@ def test_refused_case_returns_the_status_and_leaves_dy_alone(session):
     ({"null": ("cos",)}, (1, 2, 1, 8), 161001),
     ({"null": ("dy",)}, (1, 2, 1, 8), 161001),
     ({"dy_strides": (32, 16, 16, 2)}, (1, 2, 1, 8), 561000),   # every other element: refused at launch
-    ({}, (1, 0, 1, 8), 561002),                                 # a zero dim
+    ({}, (1, 2, 1, 2048), 561002),                              # D > 1024
 ])
 def test_negative_tensors_are_built_as_asked(session, extra, shape, status):
     case = make_case(shape, (1, 1, 1, 8), (0, 8), **extra)
@@ -96,6 +96,27 @@ def test_negative_tensors_are_built_as_asked(session, extra, shape, status):
     assert outcome.dy.shape == shape
     assert np.array_equal(bits(outcome.dy), bits(inputs.dy)) and outcome.dy_changed is False
     assert outcome.contract_violations == ()
+
+
+def test_an_empty_dy_succeeds_with_no_workspace(session):
+    """nnopbase skips the tiling and the kernel of an empty output: success, 0 bytes of workspace, even with
+    a slice outside D."""
+    case = make_case((1, 0, 1, 8), (1, 1, 1, 8), (-2, 40))
+    outcome = session.launch(case, random_inputs(case))
+    assert (outcome.status, outcome.workspace_size, outcome.contract_violations) == (0, 0, ())
+    assert outcome.dy.shape == case.shape
+
+
+def test_a_refused_first_phase_leaves_no_executor_behind(session, emulator):
+    """A refused GetWorkspaceSize may leave a busy pooled executor set (acl-abi.md): the binding releases it."""
+    import ctypes
+
+    live = ctypes.CDLL(str(emulator.root / "lib64" / "libascendcl.so")).prmg_emu_live_executors
+    before = live()
+    for shape, piece in (((1, 2, 1, 2048), (0, 8)), ((1, 2, 1, 16), (0, 6))):     # 561002: D > 1024, L != cos D
+        case = make_case(shape, (1, 2, 1, 8), piece)
+        assert session.launch(case, random_inputs(case)).status == 561002
+    assert live() == before
 
 
 def test_rows_sharing_storage_are_compared_on_the_storage(session):

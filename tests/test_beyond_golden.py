@@ -70,9 +70,17 @@ def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
 
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"name": "x", "status": "passed"}\nnot json\n{"name": "y", "status": "passed"}\n')
+    bad.write_text('{"schema": "prmg.result/3", "name": "x", "status": "passed"}\nnot json\n')
     out = prmg("compare", bad, bad)
-    assert out.returncode == 2 and "line 2 is not a prmg result record" in out.stderr
+    assert out.returncode == 2 and "bad.jsonl: line 2: not a JSON record; not a results file" in out.stderr
+    zeros = tmp_path / "zeros.jsonl"
+    zeros.write_bytes(b"0" * 4096)                          # garbage is never taken for a torn record
+    out = prmg("compare", zeros, zeros)
+    assert out.returncode == 2 and "zeros.jsonl: line 1: not a JSON record" in out.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = prmg("compare", empty, empty)
+    assert out.returncode == 2 and "holds no result record: nothing to compare" in out.stderr
 
 
 def test_compare_two_real_runs(tmp_path):

@@ -79,8 +79,8 @@ def test_non_contiguous_strides_are_refused_at_launch_with_561000():
     assert violations(make(dy_strides=(2048, 512, 64, 1)), TODAY) == []     # exactly C order
     # an axis of length 1 may carry any stride
     assert violations(make(shape=(1, 4, 8, 64), dy_strides=(7, 512, 64, 1)), TODAY) == []
-    # an empty tensor may carry any strides: it is refused by tiling (a dim <= 0), not as non-contiguous
-    assert set(codes(make(shape=(2, 0, 8, 64), dy_strides=(5, 3, 7, 9)))) == {TILING}
+    # an empty tensor may carry any strides: nnopbase skips the tiling and the kernel for an empty dy
+    assert codes(make(shape=(2, 0, 8, 64), dy_strides=(5, 3, 7, 9))) == []
 
 
 def test_161002_comes_before_561002():
@@ -147,12 +147,30 @@ def test_cos_shape_differs_from_sin_shape_gives_561002():
     assert "differs from sin shape" in violations(case, TODAY)[0][1]
 
 
+def test_an_empty_dy_succeeds_whatever_else_it_breaks():
+    """nnopbase runs no tiling for an output without elements: only the null and dtype rules come first."""
+    assert violations(make(shape=(2, 0, 8, 64)), TODAY) == []
+    broken = make(shape=(2, 0, 8, 2048), partial_slice=(-2, 4000), rotary_mode=7, cos_shape=(3, 1, 1, 5),
+                  sin_shape=(1, 1, 1, 6))
+    assert violations(broken, TODAY) == [] and skip_reason(make(shape=(0, 4, 8, 64), rotary_mode=0), TODAY) is None
+    assert violations(make(shape=(4, 0), partial_slice=(0, 0)), TODAY) == []                # not even 4-D
+    assert codes(make(shape=(2, 0, 8, 64), dtype="int8")) == [INVALID]
+    assert expected_status(make(shape=(2, 0, 8, 64), null=("cos",)), TODAY) == NULLPTR
+
+
 @pytest.mark.parametrize("changes", [
-    {"shape": (2, 0, 8, 64)}, {"cos_shape": (1, 4, 0, 32)}, {"sin_shape": (0, 4, 1, 32)},
+    {"cos_shape": (1, 4, 0, 32)}, {"cos_shape": (0, 4, 1, 32)}, {"cos_shape": (1, 4, 1, 0)},
 ])
-def test_a_dim_of_zero_gives_561002(changes):
-    assert TILING in codes(make(**changes))
-    assert expected_status(make(**changes), TODAY) == TILING
+def test_empty_cos_and_sin_are_a_no_op(changes):
+    """CheckAttr returns early when cos or sin has no elements: L, D, dims and layout are not checked."""
+    assert violations(make(**changes), TODAY) == []
+    assert violations(make(**changes, shape=(2, 4, 8, 2048)), TODAY) == []                  # D > 1024 too
+
+
+def test_a_negative_dim_gives_561002():
+    assert expected_status(make(shape=(2, -1, 8, 64)), TODAY) == TILING                    # not empty: checked
+    assert violations(make(cos_shape=(1, -4, 1, 32)), TODAY)[0] == \
+        (TILING, "cos shape [1, -4, 1, 32] has a dimension <= 0")
 
 
 def test_d_over_1024_gives_561002():
@@ -179,6 +197,35 @@ def test_cos_last_axis_longer_than_d_gives_561002():
     # an empty slice skips the L check, so only cos D > dy D is left
     case = make(partial_slice=(5, 5), cos_shape=(1, 4, 1, 128))
     assert violations(case, TODAY) == [(TILING, "cos's last axis 128 exceeds dy's D = 64")]
+
+
+@pytest.mark.parametrize("changes, broken", [
+    ({"partial_slice": (70, 70)}, "slice end 70 exceeds D = 64"),                            # range: always
+    ({"partial_slice": (-3, -3)}, "slice start -3 is negative"),
+    ({"partial_slice": (9, 9), "sin_shape": (1, 4, 1, 16)}, "cos shape [1, 4, 1, 32] differs from sin shape"),
+    ({"partial_slice": (9, 9), "cos_shape": (4, 32)}, "cos is 2-D, not 4-D"),
+    ({"cos_shape": (0, 4, 1, 32), "sin_shape": (1, 4, 1, 32)}, "differs from sin shape"),   # empty cos too
+])
+def test_an_empty_slice_still_checks_range_4d_and_cos_like_sin(changes, broken):
+    found = violations(make(**changes), TODAY)
+    assert {code for code, _ in found} == {TILING} and broken in found[0][1]
+
+
+@pytest.mark.parametrize("changes", [
+    {"partial_slice": (9, 9), "shape": (2, 4, 8, 2048)},                                      # D > 1024
+    {"partial_slice": (9, 9), "cos_shape": (3, 4, 1, 32)},                                    # layout
+    {"partial_slice": (9, 9), "cos_shape": (1, 4, 1, 7)},                                     # L != cos D, odd
+    {"partial_slice": (0, 0), "cos_shape": (1, -1, 1, 8)},                                    # a dim <= 0
+])
+def test_an_empty_slice_skips_d_layout_length_and_dims(changes):
+    assert violations(make(**changes), TODAY) == []
+
+
+def test_d_is_the_tilings_axis_3():
+    """The tiling reads D with GetDim(3): a dy of fewer axes has none, so every slice is out of range."""
+    found = violations(make(shape=(4, 64), partial_slice=(0, 0)), TODAY)
+    assert found[0] == (TILING, "dy is 2-D: it has no axis 3 for the tiling's D, so every slice is out of range")
+    assert codes(make(shape=(2, 4, 8, 64, 1), partial_slice=(0, 0))) == [TILING]              # 5-D: D = 64
 
 
 @pytest.mark.parametrize("mode", [0, 1, 3])
@@ -220,6 +267,14 @@ def test_every_broken_rule_is_listed_in_checking_order():
     case = make(null=("sin",), format="FRACTAL_Z", rotary_mode=9, shape=(2, 4, 8, 2000), partial_slice=(-1, 30))
     assert codes(case) == [NULLPTR, INVALID, TILING, TILING, TILING, TILING]
     assert expected_status(case, TODAY) == NULLPTR
+    messages = [message for _, message in violations(make(rotary_mode=9, shape=(2, 4, 8, 2000), partial_slice=(-1, 30),
+                                                           cos_shape=(3, 4, 1, 32)), TODAY)]
+    assert messages == ["rotary_mode 9 is not one of 0..3", "slice start -1 is negative",
+                        "slice length L = 31 differs from cos's last axis 32", "D = 2000 exceeds 1024",
+                        "cos's B = 3 is neither 1 nor dy's B = 2"]          # CheckAttr, then JudgeLayoutByShape
+    five_d = make(partial_slice=(9, 40), shape=(2, 4, 8, 70, 1), cos_shape=(1, 4, 1, 31))
+    assert [message for _, message in violations(five_d, TODAY)] == [
+        "slice length L = 31 is odd (interleave works on pairs)", "dy is 5-D, not 4-D"]     # CheckAttr, CheckShape
 
 
 def test_parse_modes():

@@ -240,7 +240,9 @@ def test_injected_faults_are_named_and_unknown_ones_refused(tmp_path):
     result, report = run_json(path, env={"PRMG_EMU_FAULT": "sign,noop"})
     assert report["summary"]["faults"] == ["sign", "noop"]
     table = prmg("run", path, "--runner", "emulator", env={"PRMG_EMU_FAULT": "sign"})
-    assert "FAULTS INJECTED: sign (PRMG_EMU_FAULT): this run tests prmg, not the operator" in table.stdout
+    assert "FAULTS NAMED: sign (PRMG_EMU_FAULT): this run tests prmg, not the operator" in table.stdout
+    assert ("FAULTS INJECTED: sign (PRMG_EMU_FAULT: acted on 3 of 3 cases: ok_a, ok_b, ok_c): this run tests prmg, "
+            "not the operator") in table.stdout
     result = prmg("run", path, "--runner", "emulator", "--results", tmp_path / "r.jsonl",
                   env={"PRMG_EMU_FAULT": "sign,bogus"})
     assert result.returncode == 2 and "unknown emulator fault 'bogus'" in result.stderr

@@ -228,15 +228,17 @@ def test_the_page_is_self_contained():
 
 
 def test_summary_matrix_and_cards():
-    results = [a_failure("a"), a_pass("b"), a_pass("c", dtype="float16", cos_dtype="float16", sin_dtype="float16"),
+    results = [a_failure("a", faults=["sign"]), a_pass("b"),
+               a_pass("c", dtype="float16", cos_dtype="float16", sin_dtype="float16"),
                a_failure("g", error_map={}, message="guard zone after dy changed at byte +0 (4 bytes, through +3)",
                          metrics={"max_err_ratio": 0.5, "bad": 0}, key_metric="err/budget 0.5", details=[],
                          cos_shape=[2, 3, 2, 32], sin_shape=[2, 3, 2, 32]),
                a_failure("e", status="error", error_map={}, message="worker crashed: signal 11 (SIGSEGV)",
-                         metrics={}, details=[]),
+                         metrics={}, details=[], faults=None),
                a_pass("s", status="skipped", message="rotary mode half is not supported", rotary_mode="half")]
     page = html_report.render(results, EMULATOR)
-    assert "FAULTS INJECTED: sign" in page and "not an NPU" in page
+    assert ("FAULTS INJECTED: sign (PRMG_EMU_FAULT: acted on 1 of 6 cases: a; 1 case ended without reporting them "
+            "(a crash or timeout): e): this run tests prmg, not the operator") in page and "not an NPU" in page
     assert page.count('<img class="heatmap"') == 1
     assert page.count('class="bytes"') == 1 and "only the bytes above are wrong" in page
     assert "worker crashed: signal 11 (SIGSEGV)" in page

@@ -105,18 +105,22 @@ def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
 
 def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     shards = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0],
-         env={"PRMG_EMU_FAULT": "nan", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0], env={"PRMG_EMU_FAULT": "nan"})
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1])
     result = prmg("report", *shards)
     header = result.stdout.split("\n\n")[0]
-    assert "FAULTS INJECTED: nan" in header and "not an NPU" in header
+    assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
     assert "settings differ: faults: " in header
     junit = tmp_path / "r.xml"
     prmg("report", *shards, "--report", f"junit:{junit}")
     properties = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
     assert "nan" in properties.get("FAULTS INJECTED", "") and properties.get("soc") == "Ascend950PR_9589"
+    shaped = tmp_path / "shaped.jsonl"
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shaped,
+         env={"PRMG_EMU_FAULT": "nan", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
+    result = prmg("report", shaped, shards[1])
+    assert "FAULTS NAMED BUT NEVER INJECTED: nan (PRMG_EMU_FAULT_SHAPE=9,9,9,9 matched no case)" in result.stdout
 
 
 def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():

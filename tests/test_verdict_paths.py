@@ -113,7 +113,7 @@ def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_ed
     assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"] if c["status"] != "passed"]
     details = [d for c in document["cases"] for d in c["details"]]
     assert "adjoint skipped: the inputs hold NaN or infinities, so <F x, dy> is not a number" in details
-    assert "roundtrip skipped: the slice is empty" in details
+    assert "roundtrip skipped: the call is a no-op here (an empty slice, tensor or table)" in details
 
 
 def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, emulator, monkeypatch):
@@ -294,3 +294,15 @@ def test_pytest_plugin_matches_prmg_under_runxfail_and_surfaces_warnings(tmp_pat
     assert runxfail.returncode == 1 and "1 failed, 1 passed" in runxfail.stdout
     strict = pytest_run("-W", "error::prmg_cli.pytest_plugin.PrmgWarning")
     assert strict.returncode == 1 and "1 failed, 1 xfailed" in strict.stdout
+
+
+def test_the_store_checks_every_field_of_its_records():
+    """One kind per field: a field added to a record is type-checked when read back, or this fails."""
+    from prmg_cli import store
+    from prmg_cli.results import RECORD_FIELDS, RunInfo
+
+    assert set(RECORD_FIELDS) == set(CaseResult.__dataclass_fields__)
+    assert set(store.RUN_INFO_FIELDS) == set(RunInfo.__dataclass_fields__)
+    assert set(store.RUN_FIELDS) | {"schema"} == set(store.RunRecord("r", "", [], {}, {}).to_dict())
+    assert set(RECORD_FIELDS.values()) | set(store.RUN_FIELDS.values()) | set(store.RUN_INFO_FIELDS.values()) \
+        <= set(store._KINDS)

@@ -14,7 +14,9 @@ details. In checking order, the first broken rule gives the status:
 2. -> 161002 ACLNN_ERR_PARAM_INVALID (the op definition): a (x, cos) dtype pair other than (fp32, fp32),
    (fp16, fp16), (bf16, bf16), (fp16, fp32), (bf16, fp32); sin's dtype != cos's; a format outside the
    ND class (ND, NCHW, NHWC: nnopbase takes those for an ND op)
-3. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling): rotary_mode, read as int32, not implemented; a tensor
+3. xRef has no elements (a dim of 0): nnopbase skips the tiling and the kernel; success (0-byte
+   workspace), whatever else the case breaks.
+4. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling): rotary_mode, read as int32, not implemented; a tensor
    not 4-D or cos shape != sin shape; start < 0, end > D or start > end; then an empty slice (L = 0) is a
    no-op that skips every later rule; L != cos's last axis; L odd (quarter: not a multiple of 4); D >
    1024; D odd (quarter: not a multiple of 4); a dim <= 0; a cos/sin B, S or N neither 1 nor xRef's
@@ -29,7 +31,7 @@ from .. import reference
 from ..dtypes import OPERATOR_DTYPES
 from ..status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
 from ..vocab import BROADCASTS, MODE_NAMES
-from .grad import MAX_D, SUPPORTED_FORMATS, as_int32, mode_rules
+from .grad import MAX_D, SUPPORTED_FORMATS, as_int32, empty, mode_rules
 from .spec import OperatorSpec, Violation
 
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
@@ -52,8 +54,15 @@ def _type_rules(case) -> list[Violation]:
     return found
 
 
+def no_op(case) -> bool:
+    """Whether a successful call changes nothing: xRef has no elements (nnopbase runs no tiling or kernel), or
+    the tiling's no-op (``JudgeSliceInfo``): an empty slice, or a cos whose last axis is 0."""
+    start, end = case.partial_slice
+    return end == start or empty(case.shape) or (len(case.cos_shape) == 4 and case.cos_shape[-1] == 0)
+
+
 def _tiling_rules(case) -> list[Violation]:
-    """Rule 3 after the mode: shapes, the slice (an empty one ends the checks), D, dims, layout (561002)."""
+    """Rule 4 after the mode: shapes, the slice (an empty one ends the checks), D, dims, layout (561002)."""
     found = []
 
     def broken(message: str, field: str) -> None:
@@ -72,8 +81,8 @@ def _tiling_rules(case) -> list[Violation]:
     if start < 0 or end > depth or start > end:
         broken(f"slice [{start}, {end}) is not inside [0, D = {depth}] with start <= end", "partial_slice")
         return found
-    if length == 0 or cos_d == 0:
-        return found                                            # a no-op: the tiling checks nothing more
+    if no_op(case):
+        return found                                            # the tiling checks nothing more
     mode = as_int32(case.rotary_mode)
     multiple = 4 if mode == 2 else 2
     if length != cos_d:
@@ -95,13 +104,17 @@ def _tiling_rules(case) -> list[Violation]:
 
 
 def rules(case, supported_modes) -> list[Violation]:
-    """Every constraint ``case`` breaks, in the forward's checking order (module docstring)."""
-    return [*_type_rules(case), *mode_rules(case, supported_modes), *_tiling_rules(case)]
+    """Every constraint ``case`` breaks, in the forward's checking order (module docstring): an empty xRef
+    ends the checks after the dtypes (nnopbase runs no tiling for an empty output)."""
+    found = _type_rules(case)
+    if empty(case.shape):
+        return found
+    return [*found, *mode_rules(case, supported_modes), *_tiling_rules(case)]
 
 
 FORWARD = OperatorSpec(
     name="forward", title="InplacePartialRotaryMul",
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
-    inplace="xRef", rules=rules, golden=reference.inplace_partial_rotary_mul,
+    inplace="xRef", rules=rules, no_op=no_op, golden=reference.inplace_partial_rotary_mul,
     golden_slice=reference.rotary_forward_slice, magnitude=reference.rotary_forward_magnitude,
     lane_terms=reference.forward_lane_terms, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS)

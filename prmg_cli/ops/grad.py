@@ -1,22 +1,30 @@
 """InplacePartialRotaryMulGrad: its entry points, constraints and golden (operator.md).
 
-Constraints, in the order the real stack checks them; the first broken rule gives a case's status:
+Constraints, in the order the real stack checks them (the generated aclnn layer, nnopbase, then the 950
+tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``CheckAttr``, ``CheckShape``,
+``CheckShapeAllPositive``, ``JudgeLayoutByShape``); the first broken rule gives a case's status:
 
 1. dy, cos or sin is a null pointer -> 161001 ACLNN_ERR_PARAM_NULLPTR
 2. a dtype outside {float32, float16, bfloat16}; sin dtype != cos dtype; a format other than ND,
    NCHW, NHWC -> 161002 ACLNN_ERR_PARAM_INVALID
-3. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling): rotary_mode, read as int32 (the tiling reads the
-   int64 attribute's low 32 bits: 2**32 + 1 is read as 1), outside 0..3 or not implemented by the
-   target; a tensor not 4-D; cos shape != sin shape; a dim <= 0; D > 1024; start < 0; end > D;
-   start > end; L != 0 and L != cos D; cos D > dy D; L odd (modes 0, 1, 3) or not a multiple of 4
-   (mode 2); a cos/sin B, S or N that is neither 1 nor dy's.
-4. a non-contiguous tensor -> ``...GetWorkspaceSize`` succeeds and the **launch** returns 561000
+3. dy has no elements (a dim of 0): nnopbase skips the tiling and the kernel; success (0-byte workspace),
+   whatever else the case breaks.
+4. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling), in this order:
+   a. rotary_mode, read as int32 (the tiling reads the int64 attribute's low 32 bits: 2**32 + 1 is read
+      as 1), outside 0..3 or not implemented by the target;
+   b. start < 0, start > end, end > D (checked even for an empty slice);
+   c. then the slice is empty (L = 0) or cos or sin has no elements: a no-op, which skips d and f;
+   d. L != cos D; D > 1024; L odd (modes 0, 1, 3) or not a multiple of 4 (mode 2);
+   e. a tensor not 4-D; cos shape != sin shape; cos D > dy D (checked for a no-op too);
+   f. a dim <= 0; a cos B, S or N that is neither 1 nor dy's.
+5. a non-contiguous tensor -> ``...GetWorkspaceSize`` succeeds and the **launch** returns 561000
    ACLNN_ERR_INNER: the op declares neither AutoContiguous nor IgnoreContiguous, so nnopbase refuses
    the recorded non-contiguous input before the kernel runs (dy untouched).
 
-Here ``D`` is dy's last axis, ``[start, end)`` the partial slice and ``L = end - start``. Strides are
-contiguous when every axis of length > 1 has the C-order stride (axes of length 1 may have any, and an
-empty tensor any strides), as CANN's ``op::IsContiguous`` decides.
+Here ``D`` is dy's axis 3 (the tiling's ``GetDim(3)``: dy's last axis when dy is 4-D; a dy of fewer axes
+has none, so every slice is out of range), ``[start, end)`` the partial slice and ``L = end - start``.
+Strides are contiguous when every axis of length > 1 has the C-order stride (axes of length 1 may have
+any, and an empty tensor any strides), as CANN's ``op::IsContiguous`` decides.
 """
 
 from __future__ import annotations
@@ -55,7 +63,7 @@ def pointer_and_type_rules(case, dtypes_allowed=OPERATOR_DTYPES, tables_may_diff
 
 
 def contiguity_rules(case, code: int = INNER) -> list[Violation]:
-    """Rule 4: dy's strides not contiguous -> ``code`` at the launch (nnopbase refuses the input)."""
+    """Rule 5: dy's strides not contiguous -> ``code`` at the launch (nnopbase refuses the input)."""
     if case.dy_strides is not None and not contiguous(case.shape, case.dy_strides):
         return [Violation(code, f"dy strides {list(case.dy_strides)} are not contiguous for shape "
                           f"{list(case.shape)} (refused at launch)", "dy_strides", at_launch=True)]
@@ -63,7 +71,7 @@ def contiguity_rules(case, code: int = INNER) -> list[Violation]:
 
 
 def mode_rules(case, supported_modes, code: int = TILING_ERROR) -> list[Violation]:
-    """rotary_mode, read as int32, outside 0..3 or not implemented by the target -> ``code``; the latter is
+    """Rule 4a: rotary_mode, read as int32, outside 0..3 or not implemented by the target -> ``code``; the latter is
     skippable (a pass case of such a mode is skipped on this target)."""
     mode = as_int32(case.rotary_mode)
     read_as = f" (read as int32: {mode})" if mode != case.rotary_mode else ""
@@ -75,63 +83,83 @@ def mode_rules(case, supported_modes, code: int = TILING_ERROR) -> list[Violatio
     return []
 
 
-def shape_rules(case, code: int = TILING_ERROR, length_multiple=None) -> list[Violation]:
-    """The shape and slice rules of rule 3, each broken one -> ``code``. ``length_multiple(mode)`` is the
-    number L must be a multiple of (default: 4 for quarter, else 2)."""
+def empty(shape) -> bool:
+    """Whether a tensor of ``shape`` has no elements (a dim of 0; nnopbase's ``aclTensor::IsEmpty``)."""
+    return 0 in shape
+
+
+def axis_3(shape) -> int | None:
+    """The tiling's ``GetDim(3)`` of ``shape``: its axis 3, None when it has fewer axes."""
+    return shape[3] if len(shape) > 3 else None
+
+
+def no_op(case) -> bool:
+    """Whether a successful call changes nothing: dy has no elements (nnopbase runs no tiling or kernel), or
+    the tiling's no-op (``CheckAttr``): an empty slice, or cos or sin without elements."""
+    start, end = case.partial_slice
+    return end == start or empty(case.shape) or empty(case.cos_shape) or empty(case.sin_shape)
+
+
+def shape_rules(case) -> list[Violation]:
+    """The slice and shape rules of rule 4 (b to f), each broken one -> 561002, in the tiling's order."""
     found = []
 
     def broken(message: str, field: str) -> None:
         """Record one broken rule blaming ``field``."""
-        found.append(Violation(code, message, field))
+        found.append(Violation(TILING_ERROR, message, field))
 
     mode = as_int32(case.rotary_mode)
+    start, end = case.partial_slice
+    length = end - start
+    dy_d, cos_d = axis_3(case.shape), axis_3(case.cos_shape)
+    if start < 0:
+        broken(f"slice start {start} is negative", "partial_slice")
+    if start > end:
+        broken(f"slice start {start} is after its end {end}", "partial_slice")
+    if dy_d is None:
+        broken(f"dy is {len(case.shape)}-D: it has no axis 3 for the tiling's D, so every slice is out of range",
+               "partial_slice")
+    elif end > dy_d:
+        broken(f"slice end {end} exceeds D = {dy_d}", "partial_slice")
+    nothing_to_do = no_op(case)
+    if not nothing_to_do:
+        if cos_d is not None and length != cos_d:
+            broken(f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
+        if dy_d is not None and dy_d > MAX_D:
+            broken(f"D = {dy_d} exceeds {MAX_D}", "shape")
+        multiple = 4 if mode == 2 else 2
+        if mode in MODE_NAMES and length % multiple:
+            kind = "odd" if multiple == 2 else f"not a multiple of {multiple}"
+            broken(f"slice length L = {length} is {kind} ({MODE_NAMES[mode]} works on "
+                   f"{'pairs' if multiple == 2 else 'quarters'})", "partial_slice")
     shapes = {"dy": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
     for tensor, (shape, field) in shapes.items():
         if len(shape) != 4:
             broken(f"{tensor} is {len(shape)}-D, not 4-D", field)
+    four_d = all(len(shape) == 4 for shape, _ in shapes.values())
     if case.cos_shape != case.sin_shape:
         broken(f"cos shape {list(case.cos_shape)} differs from sin shape {list(case.sin_shape)}", "sin_shape")
+    if four_d and cos_d > dy_d:
+        broken(f"cos's last axis {cos_d} exceeds dy's D = {dy_d}", "cos_shape")
+    if nothing_to_do:
+        return found
     for tensor, (shape, field) in shapes.items():
         if any(dim <= 0 for dim in shape):
             broken(f"{tensor} shape {list(shape)} has a dimension <= 0", field)
-    start, end = case.partial_slice
-    length = end - start
-    dy_d = case.shape[-1] if case.shape else None
-    cos_d = case.cos_shape[-1] if case.cos_shape else None
-    if dy_d is not None and dy_d > MAX_D:
-        broken(f"D = {dy_d} exceeds {MAX_D}", "shape")
-    if start < 0:
-        broken(f"slice start {start} is negative", "partial_slice")
-    if dy_d is not None and end > dy_d:
-        broken(f"slice end {end} exceeds D = {dy_d}", "partial_slice")
-    if start > end:
-        broken(f"slice start {start} is after its end {end}", "partial_slice")
-    if length != 0 and cos_d is not None and length != cos_d:
-        broken(f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
-    if cos_d is not None and dy_d is not None and cos_d > dy_d:
-        broken(f"cos's last axis {cos_d} exceeds dy's D = {dy_d}", "cos_shape")
-    multiple = length_multiple(mode) if length_multiple else (4 if mode == 2 else 2)
-    if mode in MODE_NAMES and length % multiple:
-        kind = "odd" if multiple == 2 else f"not a multiple of {multiple}"
-        broken(f"slice length L = {length} is {kind} ({MODE_NAMES[mode]} works on "
-               f"{'pairs' if multiple == 2 else 'quarters'})", "partial_slice")
-    if len(case.shape) == 4:
-        tables = [("cos", case.cos_shape, "cos_shape")]
-        if case.sin_shape != case.cos_shape:
-            tables.append(("sin", case.sin_shape, "sin_shape"))
-        for tensor, shape, field in tables:
-            if len(shape) != 4:
-                continue
-            for axis, (dim, dy_dim) in zip("BSN", zip(shape[:3], case.shape[:3])):
-                if dim not in (1, dy_dim):
-                    broken(f"{tensor}'s {axis} = {dim} is neither 1 nor dy's {axis} = {dy_dim}", field)
+    if four_d:
+        for axis, (dim, dy_dim) in zip("BSN", zip(case.cos_shape[:3], case.shape[:3])):
+            if dim not in (1, dy_dim):
+                broken(f"cos's {axis} = {dim} is neither 1 nor dy's {axis} = {dy_dim}", "cos_shape")
     return found
 
 
 def rules(case, supported_modes) -> list[Violation]:
-    """Every constraint ``case`` breaks, as Violations, in the real stack's checking order (module docstring)."""
-    return [*pointer_and_type_rules(case), *mode_rules(case, supported_modes), *shape_rules(case),
-            *contiguity_rules(case)]
+    """Every constraint ``case`` breaks, as Violations, in the real stack's checking order (module docstring):
+    an empty dy ends the checks after the dtypes (nnopbase runs no tiling for an empty output)."""
+    found = pointer_and_type_rules(case)
+    if empty(case.shape):
+        return found
+    return [*found, *mode_rules(case, supported_modes), *shape_rules(case), *contiguity_rules(case)]
 
 
 def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -150,7 +178,7 @@ def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 GRAD = OperatorSpec(
     name="grad", title="InplacePartialRotaryMulGrad",
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
-    inplace="dyRef", rules=rules, golden=reference.inplace_partial_rotary_mul_grad,
+    inplace="dyRef", rules=rules, no_op=no_op, golden=reference.inplace_partial_rotary_mul_grad,
     golden_slice=reference.rotary_grad_slice, magnitude=reference.rotary_grad_magnitude,
     lane_terms=reference.grad_lane_terms,
     dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)), layouts=BROADCASTS)

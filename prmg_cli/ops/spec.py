@@ -27,6 +27,8 @@ class OperatorSpec:
       aclOpExecutor **)`` and ``(workspace, workspaceSize, executor, stream)``);
     - ``inplace``: the in-place tensor's name in the operator's docs (``dyRef``, ``xRef``);
     - ``rules(case, supported_modes) -> [Violation]``: its documented constraints, in checking order;
+    - ``no_op(case) -> bool``: whether a call that succeeds changes nothing (an empty in-place tensor, which
+      nnopbase runs no kernel for, or the tiling's no-op: an empty slice, or empty cos/sin);
     - ``golden(x, cos, sin, mode, slice) -> array``: the expected in-place tensor, in its dtype;
     - ``golden_slice(x, cos, sin, mode, slice, compute_dtype=float64)``: the slice computed in
       ``compute_dtype`` (float64: the high-precision golden);
@@ -44,6 +46,7 @@ class OperatorSpec:
     launch: str
     inplace: str
     rules: Callable
+    no_op: Callable
     golden: Callable
     golden_slice: Callable
     magnitude: Callable

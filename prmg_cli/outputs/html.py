@@ -33,7 +33,7 @@ from .. import dtypes
 from ..errors import PrmgError
 from ..results import STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
-from .labels import EMULATOR_NOTE, dtype_label, header_fields, shape_label
+from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
 from .table import cells
 
 MAX_HEATMAPS = 100
@@ -180,13 +180,13 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
     ok = not any(not r.info.ok for r in results)
     parts = [f'<header><h1>prmg report</h1><p class="line {"ok" if ok else "bad"}" id="summary-line">'
              f'{_h(summary_line(results))}</p>']
-    if info.faults:
-        parts.append(f'<div class="banner fault">FAULTS INJECTED: {esc(", ".join(map(str, info.faults)))} '
-                     f'(PRMG_EMU_FAULT): this run tests prmg, not the operator</div>')
+    faults = fault_field(info, results)
+    if faults:
+        parts.append(f'<div class="banner fault">{_h(faults[0])}: {_h(faults[1])}</div>')
     if info.runner == "emulator":
         parts.append(f'<div class="banner emulator">{_h(EMULATOR_NOTE)}</div>')
-    fields = "".join(f"<dt>{_h(name)}</dt><dd>{_h(value)}</dd>" for name, value in header_fields(info)
-                     if name != "FAULTS INJECTED")
+    fields = "".join(f"<dt>{_h(name)}</dt><dd>{_h(value)}</dd>" for name, value in header_fields(info, results)
+                     if (name, value) != faults)
     parts.append(f'<details class="run"><summary>run</summary><dl>{fields}</dl></details></header>')
     chips = []
     for status in ("passed", "failed", "error", "xfailed", "xpassed", "skipped", "not_run"):

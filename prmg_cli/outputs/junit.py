@@ -78,7 +78,7 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
     suites = ET.Element("testsuites", name="prmg", **totals)
     suite = ET.SubElement(suites, "testsuite", name="prmg", **totals)
     properties = ET.SubElement(suite, "properties")
-    values = dict(header_fields(info))
+    values = dict(header_fields(info, results))
     values.update({"runner": info.runner, "location": info.location, "op_library": info.op_library,
                    "devices": ",".join(str(d) for d in info.devices), "standard": info.standard})
     for name, value in values.items():

@@ -9,13 +9,16 @@ from __future__ import annotations
 import math
 
 from .. import __version__, dtypes
-from ..results import STATUSES, CaseResult, RunInfo, visible
+from ..results import STATUSES, CaseResult, RunInfo, plural, visible
 from ..vocab import mode_list, mode_name
 
 EMULATOR_NOTE = "results come from the host emulator, not an NPU"
+TESTS_PRMG = "this run tests prmg, not the operator"
+MAX_CASES_NAMED = 5             # cases a fault line names before "and N more"
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
-           "verdict_word", "header_fields", "format_header", "diagnosis_lines", "mode_name", "modes_note"]
+           "verdict_word", "header_fields", "format_header", "fault_cases", "fault_field", "fault_lines",
+           "diagnosis_lines", "mode_name", "modes_note"]
 
 
 def short_dtype(name: str) -> str:
@@ -91,13 +94,69 @@ def _runner_label(info: RunInfo) -> str:
     return label
 
 
-def header_fields(info: RunInfo) -> list[tuple[str, str]]:
-    """The (label, value) lines above a report: runner, injected faults, target, devices, standard,
-    then where and when it ran (SoC, toolkit and driver versions, host, start) and prmg's version."""
+def fault_cases(results: list[CaseResult]) -> dict[str, list[str]]:
+    """Each emulator fault that acted on some result -> the names of those results (``CaseResult.faults``)."""
+    cases: dict[str, list[str]] = {}
+    for result in results:
+        for fault in result.faults or ():
+            cases.setdefault(fault, []).append(result.name)
+    return cases
+
+
+def _names(results: list[CaseResult]) -> str:
+    """The first ``MAX_CASES_NAMED`` case names, then ``and N more``."""
+    names = ", ".join(visible(result.name) for result in results[:MAX_CASES_NAMED])
+    return names + (f" and {len(results) - MAX_CASES_NAMED} more" if len(results) > MAX_CASES_NAMED else "")
+
+
+def fault_field(info: RunInfo, results: list[CaseResult] | None = None) -> tuple[str, str] | None:
+    """The (label, value) line about the emulator faults the run named (``PRMG_EMU_FAULT``), None without any.
+
+    Before the run (``results`` None) only the names are known: ``FAULTS NAMED``. After it, each result says
+    which faults acted on its launches (``CaseResult.faults``): ``FAULTS INJECTED`` names the faults that
+    acted and the cases they acted on; ``FAULTS NAMED BUT NEVER INJECTED`` says why none acted (the shape of
+    ``PRMG_EMU_FAULT_SHAPE`` matched no case, or no kernel ran with them); a case that crashed or timed out
+    could not say, which the line counts (``FAULTS NAMED, NOT SEEN ACTING`` when no other case saw them).
+    """
+    if not info.faults:
+        return None
+    named = ", ".join(visible(fault) for fault in info.faults)
+    where = f"PRMG_EMU_FAULT_SHAPE={visible(info.fault_shape)}" if info.fault_shape else "PRMG_EMU_FAULT"
+    if results is None:
+        return "FAULTS NAMED", f"{named} ({where}): {TESTS_PRMG}; the end of the report says which cases they acted on"
+    acted = fault_cases(results)
+    hit = [result for result in results if result.faults]
+    unknown = [result for result in results if result.faults is None]
+    untold = (f"; {plural(len(unknown), 'case')} ended without reporting them (a crash or timeout): "
+              f"{_names(unknown)}") if unknown else ""
+    if hit:
+        idle = [visible(fault) for fault in info.faults if fault not in acted]
+        never = f"; never injected: {', '.join(idle)}" if idle else ""
+        return "FAULTS INJECTED", (f"{', '.join(visible(fault) for fault in acted)} ({where}: acted on {len(hit)} of "
+                                   f"{plural(len(results), 'case')}: {_names(hit)}{never}{untold}): {TESTS_PRMG}")
+    if unknown:
+        return "FAULTS NAMED, NOT SEEN ACTING", f"{named} ({where}: no case reported them acting{untold}): {TESTS_PRMG}"
+    shapes = {",".join(map(str, result.shape)) for result in results}
+    why = f"{where} matched no case" if info.fault_shape and info.fault_shape not in shapes \
+        else f"{where}: no kernel ran with them"
+    return "FAULTS NAMED BUT NEVER INJECTED", f"{named} ({why})"
+
+
+def fault_lines(info: RunInfo, results: list[CaseResult]) -> list[str]:
+    """``LABEL: value`` of ``fault_field`` after the run, for the end of a report whose header went out
+    before the first case (and so could only name the faults); [] when the run named none."""
+    field = fault_field(info, results)
+    return [f"{field[0]}: {field[1]}"] if field else []
+
+
+def header_fields(info: RunInfo, results: list[CaseResult] | None = None) -> list[tuple[str, str]]:
+    """The (label, value) lines above a report: runner, the emulator faults (``fault_field``: what acted
+    where, when ``results`` are given), target, devices, standard, then where and when it ran (SoC, toolkit
+    and driver versions, host, start) and prmg's version."""
     fields = [("runner", _runner_label(info))]
-    if info.faults:
-        fields.append(("FAULTS INJECTED", ", ".join(visible(f) for f in info.faults)
-                       + " (PRMG_EMU_FAULT): this run tests prmg, not the operator"))
+    faults = fault_field(info, results)
+    if faults:
+        fields.append(faults)
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
                ("devices", ", ".join(str(device) for device in info.devices) or "-"),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
@@ -127,10 +186,10 @@ def modes_note(info: RunInfo) -> str:
     return "".join(f"; {note}" for note in notes)
 
 
-def format_header(info: RunInfo) -> str:
+def format_header(info: RunInfo, results: list[CaseResult] | None = None) -> str:
     """The lines above a report (``header_fields``): an emulator run says plainly that its results do not
-    come from an NPU, and injected faults are named."""
-    return "\n".join(f"{name}: {value}" for name, value in header_fields(info))
+    come from an NPU, and the faults it named are said (where they acted, when ``results`` are given)."""
+    return "\n".join(f"{name}: {value}" for name, value in header_fields(info, results))
 
 
 def diagnosis_lines(result: CaseResult, indent: str = "    ", details: bool = True) -> list[str]:

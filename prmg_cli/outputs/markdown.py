@@ -21,7 +21,7 @@ def md_cell(text: str) -> str:
 def render(results: list[CaseResult], info: RunInfo) -> str:
     """The Markdown document of the run (module docstring)."""
     lines = ["# prmg report", ""]
-    lines += [f"- **{name}**: {md_cell(value)}" for name, value in header_fields(info)]
+    lines += [f"- **{name}**: {md_cell(value)}" for name, value in header_fields(info, results)]
     rows = [[md_cell(cells(r)[h]) for h in _HEADINGS] for r in results]
     lines += ["", tabulate(rows, headers=_HEADINGS, tablefmt="github", disable_numparse=True)]
     explained = [r for r in results if not r.info.ok or r.warnings]

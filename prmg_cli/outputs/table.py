@@ -15,8 +15,8 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from ..results import CaseResult, RunInfo, summary_line, visible
-from .labels import (diagnosis_lines, dtype_label, format_header, metric_label, ms_label, shape_label,
-                     slice_label, verdict_word)
+from .labels import (diagnosis_lines, dtype_label, fault_lines, format_header, metric_label, ms_label,
+                     shape_label, slice_label, verdict_word)
 from ..vocab import broadcast_pattern, mode_name
 
 WIDTH = 100
@@ -128,11 +128,13 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
 
 def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, wide: bool = False,
            max_details: int | None = None, header: bool = True) -> str:
-    """Header (when ``header``), the table, the failures, a blank line and the summary line last."""
-    lines = [format_header(info), ""] if header else []
+    """Header (when ``header``), the table, the failures, a blank line and the summary line last. Without
+    the header (printed before the first case, when only the faults' names were known) the line saying
+    where the emulator's faults acted comes before the summary line."""
+    lines = [format_header(info, results), ""] if header else []
     lines += table_lines(results, wide=wide)
     failures = failure_lines(results, verbose=verbose, max_details=max_details)
     if failures:
         lines += [""] + failures
-    lines += ["", summary_line(results)]
+    lines += [""] + ([] if header else fault_lines(info, results)) + [summary_line(results)]
     return "\n".join(lines)

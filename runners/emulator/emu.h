@@ -23,6 +23,7 @@ enum {
     ACL_ERROR_RT_CONTEXT_NULL = 107002,
     ACL_ERROR_RT_MEMORY_ALLOCATION = 207001,
     ACL_ERROR_RT_AICORE_EXCEPTION = 507015,
+    ACL_ERROR_RT_DRV_INTERNAL_ERROR = 507899,
     ACLNN_ERR_PARAM_NULLPTR = 161001,
     ACLNN_ERR_PARAM_INVALID = 161002,
     ACLNN_ERR_INNER = 561000,
@@ -86,5 +87,16 @@ EMU_API int prmg_emu_executor_take(const void *executor);
 
 /* Test hook: the number of executors created and neither launched nor destroyed. */
 EMU_API int prmg_emu_live_executors(void);
+
+/* A kernel fault, as a real device reports it: asynchronously. The launch that faulted still returns
+ * ACL_SUCCESS; from now on the process's devices are poisoned: every aclrtSynchronizeStream and
+ * aclrtSynchronizeEvent returns `status` with the `printf`-style message, and every other call that
+ * needs the device (allocation, copies, streams, events, launches) returns 507899
+ * ACL_ERROR_RT_DRV_INTERNAL_ERROR; only a new process recovers. The first fault is the one reported. */
+EMU_API void prmg_emu_raise_fault(int status, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* ACL_SUCCESS when no kernel fault has poisoned the process, else 507899 with a message naming
+ * `function` and the fault (prmg_emu_raise_fault). */
+EMU_API int prmg_emu_device_usable(const char *function);
 
 #endif

@@ -1,4 +1,6 @@
-/* Reading PRMG_EMU_FAULT, PRMG_EMU_FAULT_SHAPE and PRMG_EMU_MODES (see faults.h). */
+/* Reading PRMG_EMU_FAULT, PRMG_EMU_FAULT_SHAPE and PRMG_EMU_MODES, and recording which faults acted
+ * (see faults.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,7 @@ static const struct {
     {"mixed_cast", FAULT_MIXED_CAST},
     {"row_index_u16", FAULT_ROW_INDEX_U16},
     {"nondeterministic", FAULT_NONDETERMINISTIC},
+    {"device_fault", FAULT_DEVICE_FAULT},
     {"fwd_sign", FAULT_FWD_SIGN},
     {"fwd_partner_sin", FAULT_FWD_PARTNER_SIN},
     {"fwd_noop", FAULT_FWD_NOOP},
@@ -103,6 +106,35 @@ int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uin
     if (selected)
         *faults = named & op_mask;
     return 0;
+}
+
+static __thread uint64_t applied;
+static __thread char applied_names[512];
+
+void begin_fault_record(void)
+{
+    applied = 0;
+}
+
+void record_faults(uint64_t faults)
+{
+    applied |= faults;
+}
+
+const char *prmg_emu_applied_faults(void)
+{
+    size_t used = 0;
+    applied_names[0] = '\0';
+    for (size_t i = 0; i < sizeof FAULT_NAMES / sizeof FAULT_NAMES[0]; i++) {
+        if (!has_fault(applied, FAULT_NAMES[i].index))
+            continue;
+        int written = snprintf(applied_names + used, sizeof applied_names - used, "%s%s", used ? "," : "",
+                               FAULT_NAMES[i].name);
+        if (written < 0 || (size_t)written >= sizeof applied_names - used)
+            break;
+        used += (size_t)written;
+    }
+    return applied_names;
 }
 
 int supported_modes(unsigned *mode_mask)

@@ -3,6 +3,10 @@
  * restricted by PRMG_EMU_FAULT_SHAPE=B,S,N,D to launches whose dy (xRef for the forward) has exactly
  * that shape. Both are read at every GetWorkspaceSize and launch. Grad faults act on the grad, the
  * fwd_* faults on the forward. See README.md for what each fault does.
+ *
+ * Which faults acted is recorded per thread, from each GetWorkspaceSize (which starts the record) to
+ * the launch after it, and exported as the test hook prmg_emu_applied_faults(): a fault acted when it
+ * was in force as the kernel ran (or, accept_mode, when it made the first phase accept a mode).
  */
 #ifndef PRMG_EMU_FAULTS_H
 #define PRMG_EMU_FAULTS_H
@@ -42,6 +46,7 @@ enum {
     FAULT_MIXED_CAST,
     FAULT_ROW_INDEX_U16,
     FAULT_NONDETERMINISTIC,
+    FAULT_DEVICE_FAULT,
     FAULT_FWD_SIGN,
     FAULT_FWD_PARTNER_SIN,
     FAULT_FWD_NOOP,
@@ -61,6 +66,16 @@ static inline int has_fault(uint64_t faults, int index)
  * with an error message when PRMG_EMU_FAULT names an unknown fault (of either operator) or
  * PRMG_EMU_FAULT_SHAPE is malformed. */
 int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uint64_t *faults);
+
+/* Starts the calling thread's record of the faults that acted (at every GetWorkspaceSize). */
+void begin_fault_record(void);
+
+/* Adds `faults` to the calling thread's record of the faults that acted. */
+void record_faults(uint64_t faults);
+
+/* Test hook: the names of the faults that acted on the calling thread's last GetWorkspaceSize and the
+ * launch after it, comma-separated in the catalogue's order ("" when none). */
+const char *prmg_emu_applied_faults(void) __attribute__((visibility("default")));
 
 /* The rotary modes the emulated kernels implement, from PRMG_EMU_MODES (a comma list of 0..3,
  * default "1"): 0 and *mode_mask set (bit m for mode m), or -1 with an error message. */

@@ -2,15 +2,19 @@
  * The two phases of aclnnInplacePartialRotaryMul (the forward op), as upstream's code does them
  * (ops-transformer posembedding/inplace_partial_rotary_mul; README.md "The forward op"):
  *
- * - its aclnn layer is a thin wrapper of the generated aclnnInner one: null pointers -> 161001, then
- *   nnopbase ($ASCEND_OPP_PATH -> 561107; dtype and format against the op definition -> 161002);
+ * - its aclnn layer is a thin wrapper of the generated aclnnInner one: null tensors -> 161001,
+ *   $ASCEND_OPP_PATH -> 561107, the executor pointer -> 161001; then, an executor taken (a refusal from
+ *   here on leaves it in *executor, busy until aclDestroyAclOpExecutor), the workspace size pointer ->
+ *   161001 and nnopbase's dtype and format match against the op definition -> 161002;
+ * - an empty xRef (a dim of 0) makes nnopbase skip the tiling and the kernel: success, 0-byte workspace;
  * - then the 950 tiling (InplacePartialRopeRegBaseTilingClass::GetShapeAttrsInfo), whose every failure
  *   is 561002, in its order: mode, 4-D, cos shape == sin shape, slice range, empty slice (a no-op that
  *   skips every later check), slice length == cos D, length parity, D <= 1024, D parity, positive dims,
  *   cos/sin broadcast layout;
  * - the op definition declares AutoContiguous on x, cos and sin: a non-contiguous tensor is copied into
  *   the workspace before the kernel and xRef copied back into its view after it, so the first phase
- *   asks for 16 MiB plus room for those copies.
+ *   asks for 16 MiB plus room for those copies;
+ * - a kernel fault is reported at the next synchronization, not by the launch (prmg_emu_raise_fault).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -215,11 +219,16 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
                                                              aclOpExecutor **executorOut)
 {
     const aclTensor *const tensors[3] = {xRef, cos, sin};
-    int status = check_call(OP, TENSOR_NAMES, tensors, workspaceSize, executorOut);
+    aclOpExecutor *job;
+    int status = begin_call(OP, OP_FORWARD, TENSOR_NAMES, tensors, workspaceSize, executorOut, &job);
     if (status == ACL_SUCCESS)
         status = check_parameters(tensors, partialSlice);
     if (status != ACL_SUCCESS)
         return status;
+    if (output_is_empty(xRef)) {
+        accept_empty_output(job, tensors, workspaceSize);
+        return ACL_SUCCESS;
+    }
     uint64_t faults;
     if (active_faults(xRef->view_dims, xRef->view_dim_count, FORWARD_FAULTS, &faults) != 0)
         return ACLNN_ERR_INNER;
@@ -233,13 +242,10 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
         staging[t] = staging_bytes(tensors[t]) ? size : 0;
         size += staging_bytes(tensors[t]);
     }
-    aclOpExecutor *created = record_executor(OP, OP_FORWARD, tensors, pairing_mode, start, end, size);
-    if (created == NULL)
-        return ACLNN_ERR_INNER;
+    fill_executor(job, tensors, pairing_mode, start, end, size);
     for (int t = 0; t < 3; t++)
-        created->operand[t].staging = staging[t];
+        job->operand[t].staging = staging[t];
     *workspaceSize = size;
-    *executorOut = created;
     return ACL_SUCCESS;
 }
 
@@ -280,8 +286,8 @@ static void copy_view(const op_operand *operand, unsigned char *view, int64_t lo
 
 /* Makes operand t of job readable by the kernel: a contiguous tensor is mapped in place; a
  * non-contiguous one is mapped over its view's span and copied into its staging area of the
- * workspace (AutoContiguous), *view / *lowest then locating the view for the copy back. 507015 with a
- * message when the data is not inside one device allocation. */
+ * workspace (AutoContiguous), *view / *lowest then locating the view for the copy back. 1; or 0 after
+ * raising an asynchronous AI Core exception when the data is not inside one device allocation. */
 static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, unsigned char **view, int64_t *lowest)
 {
     op_operand *operand = &job->operand[t];
@@ -292,33 +298,32 @@ static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, un
     const int64_t size = element_size(operand->tensor.data_type);
     void *device = (unsigned char *)operand->tensor.host + *lowest * size;
     if (prmg_emu_device_range(device, (size_t)(count * size), (void **)view) != 0) {
-        prmg_emu_set_error(OP ": AI core exception: %s view [%p, +%lld bytes) is not inside one device allocation",
-                           TENSOR_NAMES[t], device, (long long)(count * size));
-        return ACL_ERROR_RT_AICORE_EXCEPTION;
+        prmg_emu_raise_fault(ACL_ERROR_RT_AICORE_EXCEPTION, OP ": AI core exception: %s view [%p, +%lld bytes) is "
+                             "not inside one device allocation", TENSOR_NAMES[t], device, (long long)(count * size));
+        return 0;
     }
     operand->tensor.host = workspace_host + operand->staging;
     copy_view(operand, *view, *lowest, operand->tensor.host, 1);
-    return ACL_SUCCESS;
+    return 1;
 }
 
-/* Runs one consumed executor: stage the inputs, run the forward kernel, copy xRef back into its view
- * when it was staged. fwd_noop and an empty slice return success and touch nothing. */
-static int launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace_host)
+/* Runs one consumed executor, `faults` in force (recorded as acting): stage the inputs, run the forward
+ * kernel, copy xRef back into its view when it was staged. fwd_noop and an empty slice touch nothing; a
+ * kernel fault is raised asynchronously and stops the kernel. */
+static void launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace_host)
 {
+    record_faults(faults);
     if (has_fault(faults, FAULT_FWD_NOOP) || job->end == job->start)
-        return ACL_SUCCESS;
+        return;
     unsigned char *views[3] = {NULL, NULL, NULL};
     int64_t lowest[3] = {0, 0, 0};
-    int status = ACL_SUCCESS;
-    for (int t = 0; t < 3 && status == ACL_SUCCESS; t++)
-        status = stage_in(job, t, workspace_host, &views[t], &lowest[t]);
-    if (status != ACL_SUCCESS)
-        return status;
+    for (int t = 0; t < 3; t++)
+        if (!stage_in(job, t, workspace_host, &views[t], &lowest[t]))
+            return;
     kernel_job work = {1, job->pairing_mode, job->start, job->end, faults, (const float *)workspace_host, 0};
     rotary_kernel(&job->operand[0].tensor, &job->operand[1].tensor, &job->operand[2].tensor, &work);
     if (!job->operand[0].contiguous)
         copy_view(&job->operand[0], views[0], lowest[0], job->operand[0].tensor.host, 0);
-    return ACL_SUCCESS;
 }
 
 EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
@@ -332,10 +337,11 @@ EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspace
     void *workspace_host = NULL;
     int status = check_launch(OP, OP_FORWARD, job, workspace, workspaceSize, stream, &workspace_host);
     uint64_t faults = 0;
-    if (status == ACL_SUCCESS && active_faults(job->operand[0].tensor.dims, 4, FORWARD_FAULTS, &faults) != 0)
+    if (status == ACL_SUCCESS && !job->empty_output
+        && active_faults(job->operand[0].tensor.dims, 4, FORWARD_FAULTS, &faults) != 0)
         status = ACLNN_ERR_INNER;
-    if (status == ACL_SUCCESS)
-        status = launch(job, faults, workspace_host);
+    if (status == ACL_SUCCESS && !job->empty_output)
+        launch(job, faults, workspace_host);
     free(job);
     return status;
 }

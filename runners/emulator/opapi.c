@@ -2,13 +2,17 @@
  * libopapi_transformer.so of the host emulator: what both operators share (opapi.h), and the two
  * phases of aclnnInplacePartialRotaryMulGrad.
  *
- * The grad's phase one validates exactly the constraints table of operator.md, in this order: null
- * pointers (161001), $ASCEND_OPP_PATH (561107), dtype / format / partialSlice size (161002), then
- * mode, shape and slice checks (561002); each failure records a message for aclGetRecentErrMsg. It
- * does not look at strides: on success it asks for a 16 MiB workspace and returns a fresh executor
- * recording each tensor and whether it is contiguous. Phase two consumes the executor (one launch
- * each); a non-contiguous tensor is refused there with 561000, as nnopbase refuses it for an operator
- * that declares neither AutoContiguous nor IgnoreContiguous; otherwise the kernel runs to completion.
+ * The grad's phase one is upstream's generated aclnn layer, nnopbase and the 950 tiling
+ * (op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp), in their order: null tensors
+ * (161001), $ASCEND_OPP_PATH (561107), the executor pointer (161001), then with an executor taken (a
+ * refusal from here on leaves it in *executor, busy until aclDestroyAclOpExecutor) the workspace size
+ * pointer (161001), dtype / format (161002); then an empty dy skips everything else (nnopbase: no
+ * tiling, 0-byte workspace, no kernel); then the tiling, each failure 561002 with a message
+ * (check_tiling). It does not look at strides: on success it asks for a 16 MiB workspace and records
+ * each tensor and whether it is contiguous in the executor. Phase two consumes the executor (one
+ * launch each); a non-contiguous tensor is refused there with 561000, as nnopbase refuses it for an
+ * operator that declares neither AutoContiguous nor IgnoreContiguous; otherwise the kernel runs to
+ * completion, and a kernel fault is reported at the next synchronization, not by the launch.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 
 #define OP "InplacePartialRotaryMulGrad"
 #define MAX_D 1024
+#define INVALID_DIM INT64_MIN            /* gert::Shape::GetDim of a missing axis (kInvalidDimValue) */
 
 static const char *const TENSOR_NAMES[3] = {"dy", "cos", "sin"};
 
@@ -44,9 +49,8 @@ int is_contiguous(const aclTensor *tensor)
 {
     if (tensor->offset != 0)
         return 0;
-    for (uint64_t i = 0; i < tensor->view_dim_count; i++)
-        if (tensor->view_dims[i] == 0)
-            return 1;
+    if (output_is_empty(tensor))
+        return 1;
     int64_t expected = 1;
     for (uint64_t i = tensor->view_dim_count; i-- > 0;) {
         if (tensor->view_dims[i] == 1)
@@ -56,6 +60,14 @@ int is_contiguous(const aclTensor *tensor)
         expected *= tensor->view_dims[i];
     }
     return 1;
+}
+
+int output_is_empty(const aclTensor *tensor)
+{
+    for (uint64_t i = 0; i < tensor->view_dim_count; i++)
+        if (tensor->view_dims[i] == 0)
+            return 1;
+    return 0;
 }
 
 int check_opp_path(const char *op)
@@ -101,23 +113,57 @@ static op_operand describe(const aclTensor *tensor)
     return described;
 }
 
-aclOpExecutor *record_executor(const char *op, op_kind kind, const aclTensor *const tensors[3], int pairing_mode,
-                               int64_t start, int64_t end, uint64_t workspace_size)
+int begin_call(const char *op, op_kind kind, const char *const names[3], const aclTensor *const tensors[3],
+               const uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job)
 {
-    aclOpExecutor *created = calloc(1, sizeof *created);
-    if (created == NULL || prmg_emu_executor_add(created) != 0) {
-        free(created);
-        prmg_emu_set_error("%s: out of host memory", op);
-        return NULL;
+    *job = NULL;
+    begin_fault_record();
+    for (int t = 0; t < 3; t++) {
+        if (tensors[t] == NULL) {
+            prmg_emu_set_error("%s: %s is a null pointer", op, names[t]);
+            return ACLNN_ERR_PARAM_NULLPTR;
+        }
     }
-    created->kind = kind;
+    int status = check_opp_path(op);
+    if (status != ACL_SUCCESS)
+        return status;
+    if (executorOut == NULL) {
+        prmg_emu_set_error("%s: executor is a null pointer", op);
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    aclOpExecutor *taken = calloc(1, sizeof *taken);
+    if (taken == NULL || prmg_emu_executor_add(taken) != 0) {
+        free(taken);
+        prmg_emu_set_error("%s: out of host memory", op);
+        return ACLNN_ERR_INNER;
+    }
+    taken->kind = kind;
+    taken->refused = 1;
+    *executorOut = *job = taken;
+    if (workspaceSize == NULL) {
+        prmg_emu_set_error("%s: workspaceSize is a null pointer", op);
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    return ACL_SUCCESS;
+}
+
+void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pairing_mode, int64_t start,
+                   int64_t end, uint64_t workspace_size)
+{
     for (int t = 0; t < 3; t++)
-        created->operand[t] = describe(tensors[t]);
-    created->pairing_mode = pairing_mode;
-    created->start = start;
-    created->end = end;
-    created->workspace_size = workspace_size;
-    return created;
+        job->operand[t] = describe(tensors[t]);
+    job->refused = 0;
+    job->pairing_mode = pairing_mode;
+    job->start = start;
+    job->end = end;
+    job->workspace_size = workspace_size;
+}
+
+void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize)
+{
+    job->empty_output = 1;
+    fill_executor(job, tensors, 1, 0, 0, 0);
+    *workspaceSize = 0;
 }
 
 int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
@@ -128,12 +174,23 @@ int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *w
                            job->kind == OP_GRAD ? "aclnnInplacePartialRotaryMulGrad" : "aclnnInplacePartialRotaryMul");
         return ACLNN_ERR_PARAM_INVALID;
     }
+    if (job->refused) {
+        prmg_emu_set_error("%s: executor %p comes from a first phase that failed (release it with "
+                           "aclDestroyAclOpExecutor)", op, (const void *)job);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (workspaceSize > 0 && workspace == NULL) {
+        prmg_emu_set_error("%s: workspace is a null pointer with workspaceSize %llu", op,
+                           (unsigned long long)workspaceSize);
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
     if (workspaceSize < job->workspace_size) {
         prmg_emu_set_error("%s: workspaceSize %llu is smaller than the %llu bytes asked for", op,
                            (unsigned long long)workspaceSize, (unsigned long long)job->workspace_size);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    if (workspace == NULL || prmg_emu_device_range(workspace, job->workspace_size, workspace_host) != 0) {
+    *workspace_host = NULL;
+    if (job->workspace_size > 0 && prmg_emu_device_range(workspace, job->workspace_size, workspace_host) != 0) {
         prmg_emu_set_error("%s: workspace %p is not %llu bytes of device memory", op, workspace,
                            (unsigned long long)job->workspace_size);
         return ACLNN_ERR_PARAM_INVALID;
@@ -142,7 +199,7 @@ int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *w
         prmg_emu_set_error("%s: stream %p is not a live stream", op, stream);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    return ACL_SUCCESS;
+    return prmg_emu_device_usable(op);
 }
 
 int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t elements)
@@ -150,15 +207,16 @@ int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t 
     size_t bytes = (size_t)elements * (size_t)element_size(tensor->data_type);
     void *device = tensor->host;
     if (prmg_emu_device_range(device, bytes, &tensor->host) == 0)
-        return ACL_SUCCESS;
-    prmg_emu_set_error("%s: AI core exception: %s data [%p, +%zu bytes) is not inside one device allocation",
-                       op, name, device, bytes);
-    return ACL_ERROR_RT_AICORE_EXCEPTION;
+        return 1;
+    prmg_emu_raise_fault(ACL_ERROR_RT_AICORE_EXCEPTION, "%s: AI core exception: %s data [%p, +%zu bytes) is not "
+                         "inside one device allocation", op, name, device, bytes);
+    return 0;
 }
 
 /* ---- aclnnInplacePartialRotaryMulGrad ---- */
 
-/* 161002 checks: descriptors, dtypes, sin dtype == cos dtype, formats, slice size (not strides). */
+/* 161002 checks (the op definition, matched by nnopbase): live descriptors, dtypes, sin dtype == cos
+ * dtype, formats, a live partialSlice array (not strides). */
 static int check_parameters(const aclTensor *const tensors[3], const aclIntArray *partialSlice)
 {
     for (int t = 0; t < 3; t++) {
@@ -185,29 +243,101 @@ static int check_parameters(const aclTensor *const tensors[3], const aclIntArray
             return ACLNN_ERR_PARAM_INVALID;
         }
     }
-    if (partialSlice != NULL && (partialSlice->magic != EMU_INT_ARRAY_MAGIC || partialSlice->size != 2)) {
-        prmg_emu_set_error(OP ": partialSlice must hold 2 values [start, end), it holds %llu",
-                           partialSlice->magic == EMU_INT_ARRAY_MAGIC ? (unsigned long long)partialSlice->size
-                                                                      : 0ull);
+    if (partialSlice != NULL && partialSlice->magic != EMU_INT_ARRAY_MAGIC) {
+        prmg_emu_set_error(OP ": partialSlice is not a live aclIntArray");
         return ACLNN_ERR_PARAM_INVALID;
     }
     return ACL_SUCCESS;
 }
 
-int check_call(const char *op, const char *const names[3], const aclTensor *const tensors[3],
-               const uint64_t *workspaceSize, aclOpExecutor *const *executorOut)
+/* CheckAttr's mode: 561002 unless the low 32 bits are 0..3 and implemented (PRMG_EMU_MODES, or any with
+ * the accept_mode fault, which is then recorded as acting); *pairing_mode is the formula used: the mode
+ * itself, or interleave for a wrongly accepted one. */
+static int check_mode(int64_t mode, uint64_t faults, int *pairing_mode, int32_t *mode32)
 {
-    for (int t = 0; t < 3; t++) {
-        if (tensors[t] == NULL) {
-            prmg_emu_set_error("%s: %s is a null pointer", op, names[t]);
-            return ACLNN_ERR_PARAM_NULLPTR;
-        }
+    int implemented = 0;
+    int status = read_rotary_mode(OP, mode, mode32, &implemented);
+    if (status != ACL_SUCCESS)
+        return status;
+    if (!implemented && !has_fault(faults, FAULT_ACCEPT_MODE)) {
+        prmg_emu_set_error(OP ": rotary_mode %lld (read as int32: %d) is not supported by this kernel",
+                           (long long)mode, *mode32);
+        return ACLNN_ERR_INNER_TILING_ERROR;
     }
-    if (workspaceSize == NULL || executorOut == NULL) {
-        prmg_emu_set_error("%s: %s is a null pointer", op, workspaceSize == NULL ? "workspaceSize" : "executor");
-        return ACLNN_ERR_PARAM_NULLPTR;
+    if (!implemented)
+        record_faults(FAULT_BIT(FAULT_ACCEPT_MODE));
+    *pairing_mode = implemented ? *mode32 : 1;
+    return ACL_SUCCESS;
+}
+
+/* CheckAttr's slice: NULL is the op definition's default {0, 0}; otherwise values[0] and values[1] with
+ * no size check (a longer array's first two are used; a shorter one upstream reads past its end, which
+ * the emulator refuses with 561002). */
+static int read_slice(const aclIntArray *partialSlice, int64_t *start, int64_t *end)
+{
+    if (partialSlice == NULL) {
+        *start = *end = 0;
+        return ACL_SUCCESS;
     }
-    return check_opp_path(op);
+    if (partialSlice->size < 2) {
+        prmg_emu_set_error(OP ": partialSlice holds %llu value(s); upstream's tiling reads values[0] and values[1] "
+                           "past its end (the emulator refuses it)", (unsigned long long)partialSlice->size);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *start = partialSlice->values[0];
+    *end = partialSlice->values[1];
+    return ACL_SUCCESS;
+}
+
+/* Axis `axis` of tensor as gert::Shape::GetDim reads it: INVALID_DIM when the tensor has no such axis. */
+static int64_t dim_of(const aclTensor *tensor, uint64_t axis)
+{
+    return axis < tensor->view_dim_count ? tensor->view_dims[axis] : INVALID_DIM;
+}
+
+/* The product of the dims (GetShapeSize): 0 for an empty tensor. */
+static int64_t size_of(const aclTensor *tensor)
+{
+    int64_t size = 1;
+    for (uint64_t axis = 0; axis < tensor->view_dim_count; axis++)
+        size *= tensor->view_dims[axis];
+    return size;
+}
+
+/* The rest of CheckAttr (561002): 0 <= start <= end <= D (D = dy's axis 3), checked even for an empty
+ * slice; then *no_op when the slice or any tensor is empty (CheckAttr returns there); else L == cos D,
+ * D <= 1024, L a multiple of 2 (4 in quarter mode). */
+static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t start, int64_t end, int *no_op)
+{
+    const int64_t d = dim_of(tensors[0], 3), cos_d = dim_of(tensors[1], 3), length = end - start;
+    if (start < 0 || start > end || end > d) {
+        if (d == INVALID_DIM)
+            prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is out of range: dy has %llu dims, no axis 3 to "
+                               "read D from", (long long)start, (long long)end,
+                               (unsigned long long)tensors[0]->view_dim_count);
+        else
+            prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is not inside [0, D = %lld] with start <= end",
+                               (long long)start, (long long)end, (long long)d);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *no_op = length == 0 || size_of(tensors[0]) == 0 || size_of(tensors[1]) == 0 || size_of(tensors[2]) == 0;
+    if (*no_op)
+        return ACL_SUCCESS;
+    if (length != cos_d) {
+        prmg_emu_set_error(OP ": slice length %lld != cos last dim %lld", (long long)length, (long long)cos_d);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    if (d > MAX_D) {
+        prmg_emu_set_error(OP ": D = %lld exceeds %d", (long long)d, MAX_D);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    int64_t multiple = mode == 2 ? 4 : 2;
+    if (length % multiple != 0) {
+        prmg_emu_set_error(OP ": slice length %lld is not a multiple of %lld for rotary_mode %d",
+                           (long long)length, (long long)multiple, mode);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    return ACL_SUCCESS;
 }
 
 int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3])
@@ -229,12 +359,24 @@ int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclT
     return ACL_SUCCESS;
 }
 
-/* 561002 checks on the shapes. */
-static int check_shapes(const aclTensor *const tensors[3])
+/* CheckShape, which runs for a no-op too (561002): dy, cos, sin 4-D; cos shape == sin shape; cos D <= dy D. */
+static int check_shape(const aclTensor *const tensors[3])
 {
     int status = check_4d_cos_like_sin(OP, TENSOR_NAMES, tensors);
     if (status != ACL_SUCCESS)
         return status;
+    const int64_t d = tensors[0]->view_dims[3], cos_d = tensors[1]->view_dims[3];
+    if (cos_d > d) {
+        prmg_emu_set_error(OP ": cos last dim %lld exceeds dy D = %lld", (long long)cos_d, (long long)d);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    return ACL_SUCCESS;
+}
+
+/* CheckShapeAllPositive and JudgeLayoutByShape, skipped for a no-op (561002): every dim > 0; each cos
+ * B, S, N either 1 or dy's (all eight such layouts have a template). */
+static int check_positive_and_layout(const aclTensor *const tensors[3])
+{
     for (int t = 0; t < 3; t++) {
         for (int axis = 0; axis < 4; axis++) {
             if (tensors[t]->view_dims[axis] <= 0) {
@@ -244,37 +386,8 @@ static int check_shapes(const aclTensor *const tensors[3])
             }
         }
     }
-    if (tensors[0]->view_dims[3] > MAX_D) {
-        prmg_emu_set_error(OP ": D = %lld exceeds %d", (long long)tensors[0]->view_dims[3], MAX_D);
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    return ACL_SUCCESS;
-}
-
-/* 561002 checks on the slice against the shapes and the mode, then cos/sin broadcast axes. */
-static int check_slice(const aclTensor *dy, const aclTensor *cos, int64_t mode, int64_t start, int64_t end)
-{
-    const int64_t d = dy->view_dims[3], cos_d = cos->view_dims[3], length = end - start;
-    if (start < 0 || end > d || start > end) {
-        prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is not inside [0, D = %lld] with start <= end",
-                           (long long)start, (long long)end, (long long)d);
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    if (length != 0 && length != cos_d) {
-        prmg_emu_set_error(OP ": slice length %lld != cos last dim %lld", (long long)length, (long long)cos_d);
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    if (cos_d > d) {
-        prmg_emu_set_error(OP ": cos last dim %lld exceeds dy D = %lld", (long long)cos_d, (long long)d);
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    int64_t multiple = mode == 2 ? 4 : 2;
-    if (length % multiple != 0) {
-        prmg_emu_set_error(OP ": slice length %lld is not a multiple of %lld for rotary_mode %lld",
-                           (long long)length, (long long)multiple, (long long)mode);
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
     static const char *const AXES[3] = {"B", "S", "N"};
+    const aclTensor *dy = tensors[0], *cos = tensors[1];
     for (int axis = 0; axis < 3; axis++) {
         if (cos->view_dims[axis] != 1 && cos->view_dims[axis] != dy->view_dims[axis]) {
             prmg_emu_set_error(OP ": cos/sin %s = %lld is neither 1 nor dy's %lld", AXES[axis],
@@ -285,22 +398,25 @@ static int check_slice(const aclTensor *dy, const aclTensor *cos, int64_t mode, 
     return ACL_SUCCESS;
 }
 
-/* 561002 unless mode's low 32 bits are 0..3 and implemented (PRMG_EMU_MODES, or any with the
- * accept_mode fault); *pairing_mode is the formula used: the mode itself, or interleave for a wrongly
- * accepted one. */
-static int check_mode(int64_t mode, uint64_t faults, int *pairing_mode, int32_t *mode32)
+/* The whole tiling in upstream's order (CheckAttr, CheckShape, CheckShapeAllPositive,
+ * JudgeLayoutByShape); *pairing_mode, *start and *end (end = start for a no-op). */
+static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, const aclIntArray *partialSlice,
+                        uint64_t faults, int *pairing_mode, int64_t *start, int64_t *end)
 {
-    int implemented = 0;
-    int status = read_rotary_mode(OP, mode, mode32, &implemented);
-    if (status != ACL_SUCCESS)
-        return status;
-    if (!implemented && !has_fault(faults, FAULT_ACCEPT_MODE)) {
-        prmg_emu_set_error(OP ": rotary_mode %lld (read as int32: %d) is not supported by this kernel",
-                           (long long)mode, *mode32);
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    *pairing_mode = implemented ? *mode32 : 1;
-    return ACL_SUCCESS;
+    int32_t mode32 = 0;
+    int no_op = 0;
+    int status = check_mode(rotaryMode, faults, pairing_mode, &mode32);
+    if (status == ACL_SUCCESS)
+        status = read_slice(partialSlice, start, end);
+    if (status == ACL_SUCCESS)
+        status = check_attr(tensors, mode32, *start, *end, &no_op);
+    if (status == ACL_SUCCESS)
+        status = check_shape(tensors);
+    if (status == ACL_SUCCESS && !no_op)
+        status = check_positive_and_layout(tensors);
+    if (status == ACL_SUCCESS && no_op)
+        *end = *start;
+    return status;
 }
 
 EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRef, const aclTensor *cos,
@@ -309,30 +425,26 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
                                                                   uint64_t *workspaceSize, aclOpExecutor **executorOut)
 {
     const aclTensor *const tensors[3] = {dyRef, cos, sin};
-    int status = check_call(OP, TENSOR_NAMES, tensors, workspaceSize, executorOut);
+    aclOpExecutor *job;
+    int status = begin_call(OP, OP_GRAD, TENSOR_NAMES, tensors, workspaceSize, executorOut, &job);
     if (status == ACL_SUCCESS)
         status = check_parameters(tensors, partialSlice);
     if (status != ACL_SUCCESS)
         return status;
+    if (output_is_empty(dyRef)) {
+        accept_empty_output(job, tensors, workspaceSize);
+        return ACL_SUCCESS;
+    }
     uint64_t faults;
     if (active_faults(dyRef->view_dims, dyRef->view_dim_count, GRAD_FAULTS, &faults) != 0)
         return ACLNN_ERR_INNER;
     int pairing_mode = 1;
-    int32_t mode32 = 0;
-    status = check_mode(rotaryMode, faults, &pairing_mode, &mode32);
-    if (status == ACL_SUCCESS)
-        status = check_shapes(tensors);
-    int64_t start = partialSlice != NULL ? partialSlice->values[0] : 0;
-    int64_t end = partialSlice != NULL ? partialSlice->values[1] : 0;
-    if (status == ACL_SUCCESS)
-        status = check_slice(dyRef, cos, mode32, start, end);
+    int64_t start = 0, end = 0;
+    status = check_tiling(tensors, rotaryMode, partialSlice, faults, &pairing_mode, &start, &end);
     if (status != ACL_SUCCESS)
         return status;
-    aclOpExecutor *created = record_executor(OP, OP_GRAD, tensors, pairing_mode, start, end, KERNEL_WORKSPACE_SIZE);
-    if (created == NULL)
-        return ACLNN_ERR_INNER;
+    fill_executor(job, tensors, pairing_mode, start, end, KERNEL_WORKSPACE_SIZE);
     *workspaceSize = KERNEL_WORKSPACE_SIZE;
-    *executorOut = created;
     return ACL_SUCCESS;
 }
 
@@ -383,19 +495,31 @@ static int refuse_non_contiguous(const aclOpExecutor *job)
 }
 
 /* The workspace_overrun fault: the 4 bytes just past the KERNEL_WORKSPACE_SIZE bytes asked for get
- * every bit inverted; 507015 with a message when they are outside the workspace's device allocation. */
+ * every bit inverted: 1; or 0 after raising an asynchronous AI Core exception when they are outside the
+ * workspace's device allocation. */
 static int overrun_workspace(void *workspace)
 {
     unsigned char *past;
     void *device = (unsigned char *)workspace + KERNEL_WORKSPACE_SIZE;
     if (prmg_emu_device_range(device, 4, (void **)&past) != 0) {
-        prmg_emu_set_error(OP ": AI core exception: the kernel wrote 4 bytes at workspace + %llu (%p), outside "
-                           "the workspace's device allocation", (unsigned long long)KERNEL_WORKSPACE_SIZE, device);
-        return ACL_ERROR_RT_AICORE_EXCEPTION;
+        prmg_emu_raise_fault(ACL_ERROR_RT_AICORE_EXCEPTION, OP ": AI core exception: the kernel wrote 4 bytes at "
+                             "workspace + %llu (%p), outside the workspace's device allocation",
+                             (unsigned long long)KERNEL_WORKSPACE_SIZE, device);
+        return 0;
     }
     for (int i = 0; i < 4; i++)
         past[i] = (unsigned char)~past[i];
-    return ACL_SUCCESS;
+    return 1;
+}
+
+/* The device_fault fault: every element of dy gets every bit inverted (garbage), then the kernel
+ * faults (507015, reported at the next synchronization). */
+static void fault_on_purpose(kernel_tensor *dy)
+{
+    for (int64_t i = 0; i < element_count(dy); i++)
+        invert_element(dy, i);
+    prmg_emu_raise_fault(ACL_ERROR_RT_AICORE_EXCEPTION, OP ": AI core exception: the kernel faulted on purpose "
+                         "(PRMG_EMU_FAULT=device_fault) after scribbling over dy");
 }
 
 /* 1 when this launch of the nondeterministic fault is odd-numbered (1st, 3rd, ...) in the process:
@@ -406,32 +530,33 @@ static int odd_launch(void)
     return __atomic_add_fetch(&launches, 1, __ATOMIC_SEQ_CST) % 2 == 1;
 }
 
-/* Runs one consumed executor; the status of the launch. */
-static int launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
+/* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
+ * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
+static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
 {
+    record_faults(faults & ~FAULT_BIT(FAULT_ACCEPT_MODE));          /* accept_mode acts in the first phase */
     if (has_fault(faults, FAULT_CRASH))
         raise(SIGSEGV);
     while (has_fault(faults, FAULT_HANG))
         pause();
     if (has_fault(faults, FAULT_NOOP))
-        return ACL_SUCCESS;
+        return;
     kernel_tensor *dy = &job->operand[0].tensor, *cos = &job->operand[1].tensor, *sin = &job->operand[2].tensor;
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
-    int status = map_tensor(OP, dy, "dy", dy_elements);
-    if (status == ACL_SUCCESS)
-        status = map_tensor(OP, cos, "cos", element_count(cos));
-    if (status == ACL_SUCCESS)
-        status = map_tensor(OP, sin, "sin", element_count(sin));
-    if (status == ACL_SUCCESS && has_fault(faults, FAULT_WORKSPACE_OVERRUN))
-        status = overrun_workspace(workspace);
-    if (status != ACL_SUCCESS)
-        return status;
+    if (!map_tensor(OP, dy, "dy", dy_elements) || !map_tensor(OP, cos, "cos", element_count(cos))
+        || !map_tensor(OP, sin, "sin", element_count(sin)))
+        return;
+    if (has_fault(faults, FAULT_DEVICE_FAULT)) {
+        fault_on_purpose(dy);
+        return;
+    }
+    if (has_fault(faults, FAULT_WORKSPACE_OVERRUN) && !overrun_workspace(workspace))
+        return;
     int pairing = has_fault(faults, FAULT_HALF_PAIRING) ? (job->pairing_mode == 0 ? 1 : 0) : job->pairing_mode;
     kernel_job work = {0, pairing, job->start, job->end, faults, workspace_host,
                        has_fault(faults, FAULT_NONDETERMINISTIC) && odd_launch()};
     rotary_kernel(dy, cos, sin, &work);
     apply_output_faults(job, faults);
-    return ACL_SUCCESS;
 }
 
 EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
@@ -445,12 +570,13 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t works
     void *workspace_host = NULL;
     int status = check_launch(OP, OP_GRAD, job, workspace, workspaceSize, stream, &workspace_host);
     uint64_t faults = 0;
-    if (status == ACL_SUCCESS && active_faults(job->operand[0].tensor.dims, 4, GRAD_FAULTS, &faults) != 0)
+    if (status == ACL_SUCCESS && !job->empty_output
+        && active_faults(job->operand[0].tensor.dims, 4, GRAD_FAULTS, &faults) != 0)
         status = ACLNN_ERR_INNER;
     if (status == ACL_SUCCESS)
         status = refuse_non_contiguous(job);
-    if (status == ACL_SUCCESS)
-        status = launch(job, faults, workspace, workspace_host);
+    if (status == ACL_SUCCESS && !job->empty_output)
+        launch(job, faults, workspace, workspace_host);
     free(job);
     return status;
 }

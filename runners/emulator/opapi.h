@@ -24,10 +24,15 @@ typedef struct {
     uint64_t staging;
 } op_operand;
 
-/* An executor: which operator made it, its three tensors (dy or xRef, cos, sin), the pairing of its
- * rotary mode, its slice [start, end) and the workspace size its first phase asked for. */
+/* An executor: which operator made it, whether its first phase refused the call (it is then kept busy,
+ * as nnopbase keeps a pooled executor, until aclDestroyAclOpExecutor; a launch refuses it), whether
+ * the in-place tensor has no elements (nnopbase then skips the tiling and the kernel), its three
+ * tensors (dy or xRef, cos, sin), the pairing of its rotary mode, its slice [start, end) and the
+ * workspace size its first phase asked for. */
 struct aclOpExecutor {
     op_kind kind;
+    int refused;
+    int empty_output;
     op_operand operand[3];
     int pairing_mode;
     int64_t start;
@@ -54,28 +59,42 @@ int check_opp_path(const char *op);
  * else ACL_SUCCESS with *implemented = 1 when PRMG_EMU_MODES lists it. */
 int read_rotary_mode(const char *op, int64_t mode, int32_t *mode32, int *implemented);
 
-/* The first checks of both GetWorkspaceSize calls: no NULL tensor (named by `names`), workspace size
- * or executor pointer (161001), then check_opp_path. */
-int check_call(const char *op, const char *const names[3], const aclTensor *const tensors[3],
-               const uint64_t *workspaceSize, aclOpExecutor *const *executorOut);
+/* The generated aclnn layer's first steps, shared by both GetWorkspaceSize calls: no NULL tensor
+ * (named by `names`) -> 161001; check_opp_path; no NULL executor pointer -> 161001; then it takes an
+ * executor of `kind` (*job, also stored in *executorOut, refused until fill_executor) before it
+ * checks the workspace size pointer (161001): every refusal from here on leaves *executorOut set,
+ * busy until aclDestroyAclOpExecutor. Also starts the record of the faults that act (faults.h). */
+int begin_call(const char *op, op_kind kind, const char *const names[3], const aclTensor *const tensors[3],
+               const uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job);
+
+/* 1 when the tensor has a dim of 0 (nnopbase's aclTensor::IsEmpty): an empty in-place output makes
+ * nnopbase skip the tiling (no checks) and the kernel, with a 0-byte workspace. */
+int output_is_empty(const aclTensor *tensor);
 
 /* The tiling's CheckShape common to both operators: x (dy or xRef), cos, sin 4-D (named by `names`
  * in the message) and cos shape == sin shape; ACLNN_ERR_INNER_TILING_ERROR (561002) otherwise. */
 int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3]);
 
-/* A new live executor of `kind` for tensors[0..3) (operand views, strides and contiguity copied);
- * NULL with a message when out of host memory. */
-aclOpExecutor *record_executor(const char *op, op_kind kind, const aclTensor *const tensors[3], int pairing_mode,
-                               int64_t start, int64_t end, uint64_t workspace_size);
+/* Completes the executor of a first phase that succeeds: tensors[0..3) (operand views, strides and
+ * contiguity copied), the pairing mode, the slice, the workspace size; no longer refused. */
+void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pairing_mode, int64_t start,
+                   int64_t end, uint64_t workspace_size);
 
-/* The checks of a launch on an executor it has consumed: 161002 with a message unless job was made
- * by `kind`'s first phase, workspaceSize covers the size asked for, workspace is that much device
- * memory and stream is live; *workspace_host is then the host view of the workspace. */
+/* The first phase's success for an empty in-place output (output_is_empty): job launches nothing and
+ * needs no workspace (*workspaceSize = 0). */
+void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize);
+
+/* The checks of a launch on an executor it has consumed, nnopbase's then the emulator's own: 161002
+ * unless job was made by `kind`'s first phase and that phase succeeded; workspace NULL with
+ * workspaceSize > 0 -> 161001; workspaceSize below the size asked for -> 161002; workspace not that
+ * much device memory or stream not live -> 161002; then the device must be usable (507899 after a
+ * kernel fault). *workspace_host is the host view of the workspace (NULL for a 0-byte one). */
 int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
                  void *stream, void **workspace_host);
 
-/* Replaces tensor->host (a device address) with its host view covering `elements` elements; 507015
- * with a message when that range is not inside one device allocation. */
+/* Replaces tensor->host (a device address) with its host view covering `elements` elements: 1; or 0
+ * when that range is not inside one device allocation, after raising an asynchronous AI Core
+ * exception (prmg_emu_raise_fault, 507015) naming the tensor: the kernel must then stop. */
 int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t elements);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * libascendcl.so of the host emulator: init/finalize, devices, the SoC name, streams, device memory,
- * pinned host memory, events, the recent error message (acl-abi.md "Runtime"), and the process's
- * table of live operator executors (shared by libnnopbase and libopapi_transformer).
+ * pinned host memory, events, the recent error message (acl-abi.md "Runtime"), the process's table of
+ * live operator executors (shared by libnnopbase and libopapi_transformer), and the kernel-fault state:
+ * a kernel fault is asynchronous, as on a real device (the launch returns 0, the next synchronization
+ * reports it) and leaves the process's devices unusable (prmg_emu_raise_fault).
  *
  * Device memory: aclrtMalloc reserves an inaccessible (PROT_NONE) range of address space and hands
  * out its address, so a host dereference of a device address faults; the bytes live in a separate
@@ -54,6 +56,57 @@ EMU_API const char *aclGetRecentErrMsg(void)
     memcpy(returned_message, pending_message, sizeof returned_message);
     message_pending = 0;
     return returned_message;
+}
+
+/* ---- kernel faults: asynchronous, and fatal to the process's devices ---- */
+
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fault_status;                        /* 0 while no kernel has faulted */
+static char fault_message[ERROR_MESSAGE_SIZE];
+
+EMU_API void prmg_emu_raise_fault(int status, const char *format, ...)
+{
+    pthread_mutex_lock(&fault_lock);
+    if (fault_status == 0) {
+        va_list arguments;
+        va_start(arguments, format);
+        vsnprintf(fault_message, sizeof fault_message, format, arguments);
+        va_end(arguments);
+        fault_status = status;
+    }
+    pthread_mutex_unlock(&fault_lock);
+}
+
+/* The kernel fault's status (0 when none); *message gets its text when there is one. */
+static int raised_fault(char message[ERROR_MESSAGE_SIZE])
+{
+    pthread_mutex_lock(&fault_lock);
+    int status = fault_status;
+    if (status != 0)
+        memcpy(message, fault_message, ERROR_MESSAGE_SIZE);
+    pthread_mutex_unlock(&fault_lock);
+    return status;
+}
+
+EMU_API int prmg_emu_device_usable(const char *function)
+{
+    char message[ERROR_MESSAGE_SIZE];
+    int status = raised_fault(message);
+    if (status == 0)
+        return ACL_SUCCESS;
+    prmg_emu_set_error("%s: the device is unusable after a kernel fault earlier in this process (%d: %s); only "
+                       "a new process recovers", function, status, message);
+    return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+}
+
+/* What a synchronization returns: the kernel fault's status and message when a kernel faulted. */
+static int synchronized(void)
+{
+    char message[ERROR_MESSAGE_SIZE];
+    int status = raised_fault(message);
+    if (status != 0)
+        prmg_emu_set_error("%s", message);
+    return status;
 }
 
 /* ---- init, devices ---- */
@@ -272,6 +325,9 @@ EMU_API int aclrtCreateStream(void **stream)
     int device = current_device("aclrtCreateStream");
     if (device < 0)
         return ACL_ERROR_RT_CONTEXT_NULL;
+    status = prmg_emu_device_usable("aclrtCreateStream");
+    if (status != ACL_SUCCESS)
+        return status;
     emu_stream *created = calloc(1, sizeof *created);
     if (created == NULL || registry_add(&live_streams, created) != 0) {
         free(created);
@@ -305,13 +361,14 @@ EMU_API int aclrtDestroyStream(void *stream)
     return ACL_SUCCESS;
 }
 
-/* Operators run to completion inside their launch call, so a stream never has pending work. */
+/* Operators run to completion inside their launch call, so a stream never has pending work; but a
+ * kernel fault is reported here (by every synchronization after it), not by the launch. */
 EMU_API int aclrtSynchronizeStream(void *stream)
 {
     int status = require_init("aclrtSynchronizeStream");
-    if (status != ACL_SUCCESS)
-        return status;
-    return check_stream("aclrtSynchronizeStream", stream);
+    if (status == ACL_SUCCESS)
+        status = check_stream("aclrtSynchronizeStream", stream);
+    return status != ACL_SUCCESS ? status : synchronized();
 }
 
 /* ---- device memory ---- */
@@ -391,6 +448,9 @@ EMU_API int aclrtMalloc(void **devPtr, size_t size, int policy)
     }
     if (current_device("aclrtMalloc") < 0)
         return ACL_ERROR_RT_CONTEXT_NULL;
+    status = prmg_emu_device_usable("aclrtMalloc");
+    if (status != ACL_SUCCESS)
+        return status;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (size > SIZE_MAX - page) {
         prmg_emu_set_error("aclrtMalloc: size %zu is too large", size);
@@ -497,6 +557,11 @@ EMU_API int aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count
     }
     int dst_on_device = kind == MEMCPY_HOST_TO_DEVICE || kind == MEMCPY_DEVICE_TO_DEVICE;
     int src_on_device = kind == MEMCPY_DEVICE_TO_HOST || kind == MEMCPY_DEVICE_TO_DEVICE;
+    if (dst_on_device || src_on_device) {
+        status = prmg_emu_device_usable(function);
+        if (status != ACL_SUCCESS)
+            return status;
+    }
     void *to = dst_on_device ? device_bytes(function, "dst", dst, count) : host_bytes(function, "dst", dst);
     if (to == NULL)
         return ACL_ERROR_INVALID_PARAM;
@@ -519,6 +584,9 @@ EMU_API int aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t cou
             prmg_emu_set_error("aclrtMemset: count %zu exceeds maxCount %zu", count, maxCount);
         return ACL_ERROR_INVALID_PARAM;
     }
+    status = prmg_emu_device_usable("aclrtMemset");
+    if (status != ACL_SUCCESS)
+        return status;
     void *to = device_bytes("aclrtMemset", "devPtr", devPtr, count);
     if (to == NULL)
         return ACL_ERROR_INVALID_PARAM;
@@ -657,6 +725,9 @@ static int create_event(const char *function, void **event, int timeline)
     }
     if (current_device(function) < 0)
         return ACL_ERROR_RT_CONTEXT_NULL;
+    status = prmg_emu_device_usable(function);
+    if (status != ACL_SUCCESS)
+        return status;
     emu_event *created = calloc(1, sizeof *created);
     if (created == NULL || registry_add(&live_events, created) != 0) {
         free(created);
@@ -709,7 +780,8 @@ EMU_API int aclrtRecordEvent(void *event, void *stream)
 
 EMU_API int aclrtSynchronizeEvent(void *event)
 {
-    return check_event("aclrtSynchronizeEvent", event);
+    int status = check_event("aclrtSynchronizeEvent", event);
+    return status != ACL_SUCCESS ? status : synchronized();
 }
 
 EMU_API int aclrtDestroyEvent(void *event)
