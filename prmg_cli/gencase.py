@@ -143,6 +143,17 @@ def _number(text: str, field: str) -> float:
     return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
+def _bit_pattern(text: str, field: str) -> int:
+    """``text`` as a bit pattern: an integer >= 0, decimal or ``0x`` hexadecimal."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise PrmgError(f"{text!r} is not a bit pattern (an integer such as 0x7e01)", field=field) from None
+    if value < 0:
+        raise PrmgError(f"{text!r} is not a bit pattern (an integer >= 0)", field=field)
+    return value
+
+
 def _input_spec(tensor: str, text: str) -> dict:
     """One ``KIND:ARG:ARG`` setting of ``--inputs`` as an input mapping (see ``parse_inputs_option``)."""
     field = f"inputs.{tensor}"
@@ -157,10 +168,12 @@ def _input_spec(tensor: str, text: str) -> dict:
         if len(args) != 2:
             raise PrmgError(f"{kind} takes two numbers, e.g. {tensor}={kind}:-1:1", field=field)
         return {kind: [_number(arg, field) for arg in args]}
-    if kind == "values":
+    if kind in ("values", "bits"):
         if len(args) != 1 or not args[0].strip():
-            raise PrmgError("values takes ';'-separated numbers, e.g. dy=values:1;2;3;4", field=field)
-        return {"values": [_number(arg.strip(), field) for arg in args[0].split(";")]}
+            raise PrmgError(f"{kind} takes ';'-separated numbers, e.g. dy={kind}:1;2;3;4", field=field)
+        numbers = [_number(arg.strip(), field) if kind == "values" else _bit_pattern(arg.strip(), field)
+                   for arg in args[0].split(";")]
+        return {kind: numbers}
     if kind == "rope":
         if tensor == "dy":
             raise PrmgError("rope tables are for cos and sin only", field=field)
@@ -175,7 +188,8 @@ def parse_inputs_option(text: str) -> dict:
     """The compact ``--inputs`` form as an ``inputs`` mapping.
 
     ``TENSOR=KIND[:ARG...]`` settings separated by commas; TENSOR is dy, cos, sin or all; KIND is
-    ``uniform:LO:HI``, ``normal:MEAN:STD``, ``values:V1;V2;...``, ``file:PATH.npy`` or ``rope:BASE[:OFFSET]``.
+    ``uniform:LO:HI``, ``normal:MEAN:STD``, ``values:V1;V2;...``, ``bits:P1;P2;...`` (bit patterns, e.g.
+    ``0x7e01``), ``file:PATH.npy`` or ``rope:BASE[:OFFSET]``.
     Example: ``dy=uniform:-1:1,cos=rope:10000,sin=rope:10000``.
     """
     inputs: dict = {}
