@@ -17,8 +17,9 @@ Candidates (``candidates``) are generated per operator, deterministically:
 
 ``coverage.facts`` decides what each candidate covers; a greedy set cover then keeps, as long as any class
 is left, the candidate covering the most classes not yet covered (ties: fewer dy elements, then the earlier
-candidate). The result is the same bytes every time; a class no candidate covers is an error (it needs a
-candidate here).
+candidate), first among the candidates today's target runs (so that every class it can run is covered by a
+case that runs there, not one it skips), then among the others for what is left (the other rotary modes).
+The result is the same bytes every time; a class no candidate covers is an error (it needs a candidate here).
 """
 
 from __future__ import annotations
@@ -233,7 +234,11 @@ def cover_document() -> dict:
     if left:
         raise PrmgError("no cover candidate covers " + ", ".join(f"{op} {regimes(op)[index].key}"
                                                                  for op, index in sorted(left)))
-    chosen = sorted(greedy_cover(covers, [math.prod(case.shape) for _, case in found]))
+    sizes = [math.prod(case.shape) for _, case in found]
+    runs_today = [not constraints.skip_reason(case, constraints.DEFAULT_SUPPORTED_MODES) for _, case in found]
+    first = greedy_cover([cover if today else frozenset() for cover, today in zip(covers, runs_today)], sizes)
+    done = frozenset().union(*(covers[index] for index in first))
+    chosen = sorted(first + greedy_cover([cover - done for cover in covers], sizes))
     header = gencase.header("cover", "the smallest suite the greedy set cover finds that covers every regime class "
                             "of both operators (prmg coverage lists them): small shapes except where a class needs "
                             "size, every special value as exact bits, each rule of the constraint model broken",

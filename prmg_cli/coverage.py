@@ -21,7 +21,6 @@ run's (``run_line``, in the table and HTML reports) counts only the cases that r
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Callable, Sequence
