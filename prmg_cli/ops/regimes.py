@@ -310,7 +310,7 @@ _RULES = {
     "end > D": ("an end past D", r"^slice end \d+ exceeds D"),
     "start > end": ("a start after the end", r"^slice start -?\d+ is after its end"),
     "slice outside [0, D]": ("the forward's one slice check", r"^slice \[-?\d+, -?\d+\) is not inside"),
-    "L != cos D": ("a slice length other than cos's last axis", r"^slice length L = \d+ differs from cos"),
+    "L != cos D": ("a slice length other than cos's last axis", r"^slice length L = -?\d+ differs from cos"),
     "cos D > D": ("cos's last axis longer than dy's", r"^cos's last axis \d+ exceeds dy's D"),
     "L odd": ("an odd slice length in a pair mode", r"^slice length L = -?\d+ is (odd|not a multiple of 2 )"),
     "L not a multiple of 4": ("quarter: a slice length not a multiple of 4",
