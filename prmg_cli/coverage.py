@@ -42,9 +42,9 @@ from .vocab import MODE_NAMES, broadcast_pattern
 SAMPLE = 4096                                    # elements of a drawn tensor read for its special values
 REPORT_FORMATS = ("table", "json", "markdown", "html")
 RAN = ("passed", "failed", "error", "xfailed", "xpassed")     # statuses of results whose case was launched
-WIDTH = 100
 MISSING_SHOWN = 8                                # missing classes named on a one-line summary
 EXAMPLE_WIDTH = 24                               # characters of an example case name in the table
+RUN_LINE_LIMIT = 50_000                          # ran cases past which a report's coverage line is not computed
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -304,17 +304,20 @@ def summary(coverages: Sequence[OpCoverage], shown: int = MISSING_SHOWN) -> str:
 
 def run_line(results: Sequence) -> str | None:
     """``coverage: ...`` (``summary``) of the cases of ``results`` that ran (statuses ``RAN``) and carry their
-    definition; None when none does."""
+    definition; None when none does. Past ``RUN_LINE_LIMIT`` such cases (about 1 ms each) the line says to run
+    ``prmg coverage`` instead."""
     from .cases import parse_document
 
+    ran = [result for result in results if result.status in RAN and result.definition]
+    if len(ran) > RUN_LINE_LIMIT:
+        return f"coverage: not computed for {len(ran)} cases (over {RUN_LINE_LIMIT}); run prmg coverage PATH..."
     cases = []
-    for result in results:
-        if result.status in RAN and result.definition:
-            source = result.source or "run"
-            try:
-                cases += parse_document([result.definition], source, Path(source).parent)
-            except PrmgError:                          # a file: input gone since: the case is not counted
-                continue
+    for result in ran:
+        source = result.source or "run"
+        try:
+            cases += parse_document([result.definition], source, Path(source).parent)
+        except PrmgError:                              # a file: input gone since: the case is not counted
+            continue
     return f"coverage: {summary(evaluate(cases))}" if cases else None
 
 
@@ -328,8 +331,11 @@ def _fit(text: str, width: int) -> str:
 
 def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
-    cover it (``MISSING`` when none), one of them, and its reason, cut to ``WIDTH`` columns unless ``wide``;
+    cover it (``MISSING`` when none), one of them, and its reason, cut to the run table's ``WIDTH`` columns
+    unless ``wide``;
     the summary line (every missing class named) last."""
+    from .outputs.table import WIDTH
+
     lines = []
     for item in coverages:
         lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
@@ -346,7 +352,8 @@ def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
             example = visible(entry.example or "-")
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
                     f"{example if wide else _fit(example, examples):<{examples}}  ")
-            lines.append(line + (entry.regime.reason if wide else _fit(entry.regime.reason, max(WIDTH - len(line), 20))))
+            reason = entry.regime.reason
+            lines.append(line + (reason if wide else _fit(reason, max(WIDTH - len(line), 20))))
         lines.append("")
     lines.append(summary(coverages, shown=sum(len(item.missing) for item in coverages)))
     return "\n".join(lines) + "\n"

@@ -565,8 +565,8 @@ def _smoke() -> dict:
     cases.append(case("error_length_not_cos_D", shape=(1, 2, 2, 16), cos_shape=(1, 2, 1, 8), partial_slice=(0, 16),
                       expect="ACLNN_ERR_INNER_TILING_ERROR"))
     return document(cases, header=header("smoke", "a few dozen fast cases: every dtype pair and broadcast "
-                                                   "pattern, odd starts, non-power-of-two lengths, the worked "
-                                                   "example; what NPU CI runs"))
+                                                  "pattern, odd starts, non-power-of-two lengths, the worked "
+                                                  "example; what NPU CI runs"))
 
 
 def header(preset_name: str, what: str, part: str | None = None, module: str = "prmg_cli/gencase.py") -> list[str]:
@@ -587,7 +587,7 @@ def _full_broadcast() -> list[dict]:
             D = sizes[(i + 2 * j) % len(sizes)]
             piece = slice_placements(D)[placements[(i + j) % len(placements)]]
             cases.append(preset_case("full.bcast", ("full", "broadcast"), shape=(2, 3, 4, D), broadcast=pattern,
-                                      partial_slice=piece, dtype=dy, cos_dtype=cos))
+                                     partial_slice=piece, dtype=dy, cos_dtype=cos))
     return cases
 
 
@@ -601,8 +601,8 @@ def _full_slices() -> list[dict]:
     for i, (label, piece) in enumerate(placements.items()):
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
             cases.append(preset_case("full.slice", ("full", "slice"), f"{label}_{_short(dy)}_{_short(cos)}",
-                                      shape=(1, 2, 3, 128), broadcast=BROADCASTS[(i + j) % 8],
-                                      partial_slice=piece, dtype=dy, cos_dtype=cos))
+                                     shape=(1, 2, 3, 128), broadcast=BROADCASTS[(i + j) % 8],
+                                     partial_slice=piece, dtype=dy, cos_dtype=cos))
     return cases
 
 
@@ -618,8 +618,8 @@ def _full_dims() -> list[dict]:
         for k, piece in enumerate(pieces):
             dy, cos = DTYPE_PAIRS[(2 * i + k) % 9]
             cases.append(preset_case("full.dim", ("full", "dim"), shape=(1, 2, 2, D),
-                                      broadcast=BROADCASTS[(i + 3 * k) % 8], partial_slice=piece,
-                                      dtype=dy, cos_dtype=cos))
+                                     broadcast=BROADCASTS[(i + 3 * k) % 8], partial_slice=piece,
+                                     dtype=dy, cos_dtype=cos))
     return cases
 
 
@@ -642,8 +642,8 @@ def _full_scales() -> list[dict]:
     for i, (label, inputs) in enumerate(SCALES):
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
             cases.append(preset_case("full.scale", ("full", "scale"), f"{label}_{_short(dy)}_{_short(cos)}",
-                                      shape=(2, 2, 3, 64), broadcast=BROADCASTS[(i + j) % 8],
-                                      partial_slice=(3, 59), dtype=dy, cos_dtype=cos, inputs=inputs))
+                                     shape=(2, 2, 3, 64), broadcast=BROADCASTS[(i + j) % 8],
+                                     partial_slice=(3, 59), dtype=dy, cos_dtype=cos, inputs=inputs))
     return cases
 
 
@@ -727,8 +727,8 @@ def _edge() -> dict:
              cos_dtype="bfloat16", inputs=rope_inputs(10000, 4096)),
     ]
     return document(cases, header=header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
-                                                  "subnormal magnitudes, RoPE tables at long positions, "
-                                                  "mixed dtypes"))
+                                                 "subnormal magnitudes, RoPE tables at long positions, "
+                                                 "mixed dtypes"))
 
 
 def _finite_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -785,11 +785,11 @@ def _special() -> dict:
     for index, (dy, cos) in enumerate(DTYPE_PAIRS):
         for where in ("dy", "tables"):
             cases.append(preset_case("special", ("special",), f"{where}_{_short(dy)}_{_short(cos)}", shape=shape,
-                                      cos_shape=cos_shape, partial_slice=piece, dtype=dy, cos_dtype=cos,
-                                      inputs=_special_inputs(dy, cos, shape, cos_shape, where == "tables", index)))
+                                     cos_shape=cos_shape, partial_slice=piece, dtype=dy, cos_dtype=cos,
+                                     inputs=_special_inputs(dy, cos, shape, cos_shape, where == "tables", index)))
     return document(cases, header=header("special", "NaN, +-Inf, -0.0, subnormals and each dtype's maximum inside "
-                                                     "and outside the slice, in dy and in cos/sin, for every dtype "
-                                                     "pair"))
+                                                    "and outside the slice, in dy and in cos/sin, for every dtype "
+                                                    "pair"))
 
 
 def _negative() -> dict:
@@ -836,7 +836,7 @@ def _negative() -> dict:
         case("empty_slice_ok", cos_shape=(1, 1, 1, 2), partial_slice=(7, 7)),
     ]
     return document(cases, header=header("negative", "each documented constraint of operator.md broken once, "
-                                                      "with the status the operator returns"))
+                                                     "with the status the operator returns"))
 
 
 def _perf() -> dict:
@@ -845,17 +845,17 @@ def _perf() -> dict:
     cases = []
     for dtype in dtypes.OPERATOR_DTYPES:
         cases.append(preset_case("perf", tags, f"llama_4x1024x32x128_s0-64_{_short(dtype)}", shape=(4, 1024, 32, 128),
-                                  broadcast="1S1D", partial_slice=(0, 64), dtype=dtype, inputs=rope_inputs()))
+                                 broadcast="1S1D", partial_slice=(0, 64), dtype=dtype, inputs=rope_inputs()))
     cases += [
         preset_case("perf", tags, "llama_1x4096x32x128_full_bf16", shape=(1, 4096, 32, 128), broadcast="1S1D",
-                     dtype="bfloat16", inputs=rope_inputs()),
+                    dtype="bfloat16", inputs=rope_inputs()),
         preset_case("perf", tags, "hd256_8x2048x8x256_s0-128_fp16", shape=(8, 2048, 8, 256), broadcast="1S1D",
-                     partial_slice=(0, 128), dtype="float16", inputs=rope_inputs()),
+                    partial_slice=(0, 128), dtype="float16", inputs=rope_inputs()),
         preset_case("perf", tags, "mixed_4x1024x32x128_s32-96_bf16_fp32", shape=(4, 1024, 32, 128),
-                     broadcast="1S1D", partial_slice=(32, 96), dtype="bfloat16", cos_dtype="float32",
-                     inputs=rope_inputs()),
+                    broadcast="1S1D", partial_slice=(32, 96), dtype="bfloat16", cos_dtype="float32",
+                    inputs=rope_inputs()),
         preset_case("perf", tags, "D1024_4x512x8x1024_full_fp32", shape=(4, 512, 8, 1024), broadcast="1S1D",
-                     dtype="float32", inputs=rope_inputs()),
+                    dtype="float32", inputs=rope_inputs()),
     ]
     return document(cases, header=header("perf", "large shapes for timing (not shipped under cases/)"))
 
@@ -914,7 +914,7 @@ def _forward() -> dict:
                  known_defect="the 950 tiling returns early for an empty slice, before its D <= 1024 rule"),
     ]
     return document(cases, header=header("forward", "the forward op over its dtype pairs and 950 layouts, RoPE "
-                                                     "tables, special values and each of its constraints broken once"))
+                                                    "tables, special values and each of its constraints broken once"))
 
 
 def _checks() -> dict:
@@ -937,8 +937,8 @@ def _checks() -> dict:
              dtype="bfloat16", checks=every, golden=False, inputs=rope_inputs()),
     ]
     return document(cases, header=header("checks", "golden-free checks on the device: adjoint, roundtrip and "
-                                                     "determinism over both operators, and a case judged by its "
-                                                     "checks alone"))
+                                                   "determinism over both operators, and a case judged by its "
+                                                   "checks alone"))
 
 
 def _future_modes() -> dict:
@@ -950,23 +950,23 @@ def _future_modes() -> dict:
         pieces = [(0, 64), (0, 32), (9, 45), (24, 64)]                 # full, head, odd start (L 36), tail
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
             cases.append(preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m) % 8],
-                                      partial_slice=pieces[(j + m) % 4], mode=mode, dtype=dy, cos_dtype=cos))
+                                     partial_slice=pieces[(j + m) % 4], mode=mode, dtype=dy, cos_dtype=cos))
         odd_lengths = [(7, 19), (60, 64), (3, 43)] if quarter else [(5, 35), (62, 64), (3, 9)]
         for k, piece in enumerate(odd_lengths):                        # non-power-of-two and minimal lengths
             dy = dtypes.OPERATOR_DTYPES[k]
             cases.append(preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCASTS[(k + 5) % 8],
-                                      partial_slice=piece, mode=mode, dtype=dy))
+                                     partial_slice=piece, mode=mode, dtype=dy))
         cases += [
             preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,
-                         dtype="bfloat16", inputs=rope_inputs()),
+                        dtype="bfloat16", inputs=rope_inputs()),
             preset_case(prefix, tags, "rope_partial_fp16_fp32", shape=(2, 32, 2, 128), broadcast="1S1D",
-                         partial_slice=(0, 64), mode=mode, dtype="float16", cos_dtype="float32", inputs=rope_inputs()),
+                        partial_slice=(0, 64), mode=mode, dtype="float16", cos_dtype="float32", inputs=rope_inputs()),
             preset_case(prefix, tags, "D1024_fp32", shape=(1, 2, 2, 1024), broadcast="11ND", mode=mode),
             preset_case(prefix, tags, "cancellation_fp32", shape=(2, 2, 2, 32), cos_shape=(1, 1, 1, 16),
-                         partial_slice=(8, 24), mode=mode, **CANCELLATION),
+                        partial_slice=(8, 24), mode=mode, **CANCELLATION),
         ]
     return document(cases, header=header("future_modes", "modes half, quarter and interleave-half; skipped "
-                                                          "on today's target, run with --supported-modes 0,1,2,3"))
+                                                         "on today's target, run with --supported-modes 0,1,2,3"))
 
 
 def _worked_example() -> dict:

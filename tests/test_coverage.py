@@ -241,3 +241,12 @@ def test_table_and_html_show_the_coverage_of_what_ran():
     page = html_report.render(results, RunInfo(runner="emulator", location="/x"))
     assert 'id="coverage-line">coverage: covers ' in page
     assert coverage.run_line([CaseResult("x", "passed")]) is None               # a record without its definition
+
+
+def test_a_huge_run_is_pointed_to_the_command(monkeypatch):
+    monkeypatch.setattr(coverage, "RUN_LINE_LIMIT", 1)
+    from prmg_cli.cases import case_to_dict
+
+    results = [CaseResult(name, "passed", definition=case_to_dict(case(name=name, shape=[1, 1, 1, 2])))
+               for name in "ab"]
+    assert coverage.run_line(results) == "coverage: not computed for 2 cases (over 1); run prmg coverage PATH..."

@@ -237,7 +237,8 @@ def _slice_axis() -> list[Regime]:
                lambda f: f.length == 0),
         Regime("slice", "full [0, D)", "no pass-through part: the whole row is rewritten",
                some(lambda f: f.start == 0 and f.end == f.D)),
-        Regime("slice", "at 0, before D", "a pass-through tail after the slice", some(lambda f: f.start == 0 < f.D - f.end)),
+        Regime("slice", "at 0, before D", "a pass-through tail after the slice",
+               some(lambda f: f.start == 0 < f.D - f.end)),
         Regime("slice", "after 0, ending at D", "a pass-through head before the slice",
                some(lambda f: f.start > 0 and f.end == f.D)),
         Regime("slice", "inside", "pass-through parts on both sides", some(lambda f: 0 < f.start and f.end < f.D)),
@@ -249,7 +250,8 @@ def _slice_axis() -> list[Regime]:
                some(lambda f: f.end < f.D and f.aligned(f.end))),
         Regime("slice", "end not 32-byte aligned", "the slice's last block is shared with pass-through data",
                some(lambda f: not f.aligned(f.end))),
-        Regime("slice", "L 32-byte multiple", "the tiling's aligned length equals L", some(lambda f: f.aligned(f.length))),
+        Regime("slice", "L 32-byte multiple", "the tiling's aligned length equals L",
+               some(lambda f: f.aligned(f.length))),
         Regime("slice", "L not 32-byte multiple", "the tiling pads L up to 32 bytes: padding lanes must not "
                "be written back", some(lambda f: not f.aligned(f.length))),
         Regime("slice", "start >= 256", "a lane offset of 256 or more elements (past 8 bits)",
@@ -259,7 +261,8 @@ def _slice_axis() -> list[Regime]:
         Regime("slice", "L = 2", "a single pair", lambda f: f.length == 2),
         Regime("slice", f"L % {VECTOR_LANES} != 0", f"a {VECTOR_LANES}-lane vector (32 bytes of a 16-bit dtype) "
                "ends inside the slice", some(lambda f: f.length % VECTOR_LANES != 0)),
-        Regime("slice", f"L < {tile}", f"one partial tile of the emulator's {tile} lanes", some(lambda f: f.length < tile)),
+        Regime("slice", f"L < {tile}", f"one partial tile of the emulator's {tile} lanes",
+               some(lambda f: f.length < tile)),
         Regime("slice", f"L = k*{tile}", f"whole tiles of {tile} lanes", some(lambda f: f.length % tile == 0)),
         Regime("slice", f"L > {tile}, partial tile", f"whole tiles then a partial one: the tail tile's cos/sin "
                "offsets", lambda f: f.length > tile and f.length % tile != 0),
