@@ -77,6 +77,8 @@ def _binades(dtype: str) -> tuple[float, float]:
 
 def value_kinds(bits: np.ndarray, dtype: str) -> set[str]:
     """The special kinds (``regimes.VALUE_KINDS``) among the bit patterns ``bits`` of ``dtype``."""
+    if not bits.size:
+        return set()
     exponent_bits, fraction_bits = dtypes.FLOAT_FORMATS[dtype]
     top = (1 << exponent_bits) - 1
     exponent = (bits >> fraction_bits) & top
@@ -190,10 +192,11 @@ def _special_values(case) -> frozenset:
     """The (place, kind) pairs of the special values in ``case``'s inputs (module docstring)."""
     found = set()
     dy = _sample_bits(case, "dy")
-    lanes = np.arange(dy.size) % max(case.shape[-1], 1)
-    inside = (lanes >= case.partial_slice[0]) & (lanes < case.partial_slice[1])
-    found |= {("dy_in", kind) for kind in value_kinds(dy[inside], case.dtype)}
-    found |= {("dy_out", kind) for kind in value_kinds(dy[~inside], case.dtype)}
+    if dy.size:
+        lanes = np.arange(dy.size) % max(case.shape[-1], 1)
+        inside = (lanes >= case.partial_slice[0]) & (lanes < case.partial_slice[1])
+        found |= {("dy_in", kind) for kind in value_kinds(dy[inside], case.dtype)}
+        found |= {("dy_out", kind) for kind in value_kinds(dy[~inside], case.dtype)}
     for tensor in ("cos", "sin"):
         found |= {("tables", kind) for kind in value_kinds(_sample_bits(case, tensor), _dtype_of(case, tensor))}
     return frozenset(found)
