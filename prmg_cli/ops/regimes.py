@@ -1,6 +1,6 @@
 """The regime classes of each operator: where a kernel's code changes behaviour, one class per regime.
 
-``REGIMES[op]`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
+``regimes(op)`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
 layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, special
 values, and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
 test on a case's ``Facts`` (``prmg_cli/coverage.py`` computes them and counts the cases of each class).
@@ -24,7 +24,8 @@ Where the numbers come from:
   16-bit lanes) per repeat and repeats at most 255 times (an 8-bit count; Ascend C "Common Parameters",
   https://www.hiascend.com/document/detail/en/canncommercial/800/opdevg/Ascendcopdevg/atlas_ascendc_10_0020.html);
   one copy moves at most 4095 blocks (12 bits: ``MAX_COPY_BLOCK_COUNT = 4095`` in the 950 tiling);
-  strides and repeat strides of the 950's register loads are ``uint16_t`` (16 bits).
+  strides and repeat strides of the 950's register loads are ``uint16_t`` (16 bits: asc-devkit's
+  ``asc_loadalign(..., uint16_t block_stride, uint16_t repeat_stride, ...)`` for Ascend 950PR/950DT).
 
 To add a class: add a ``Regime`` to the axis it belongs to below (its test reads ``Facts``; add a field to
 ``Facts`` and compute it in ``coverage.facts`` when no field says what the class needs), then regenerate
@@ -54,11 +55,11 @@ class Facts:
 
     A negative case (``expects_error``) has only ``op`` and ``first_rules``: the phase classes (``rule_name``;
     None for a message no class matches) of the first rule it breaks on today's target and on a target
-    implementing every mode. A pass case has the rest: the
-    dtypes, mode, cos/sin layout (``vocab.broadcast_pattern``, None when it follows none), format, whether dy
-    is strided, dy's shape (B, S, N, D), cos's rows (its B*S*N), the slice, dy's item size, the axes of
-    B, S, N along which cos and sin both vary (``varies``), and the special values its inputs hold as
-    ``(place, kind)`` pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``).
+    implementing every mode. A pass case has the rest: the dtypes, mode, cos/sin layout
+    (``vocab.broadcast_pattern``, None when it follows none), format, whether dy is strided, dy's shape (B, S,
+    N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
+    which cos and sin both vary (``varies``), and the special values its inputs hold as ``(place, kind)``
+    pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``).
     """
 
     op: str
@@ -133,7 +134,7 @@ def _dtype_axis(spec) -> list[Regime]:
     for dy, cos in spec.dtype_pairs:
         label = f"{dtypes.lookup(dy).short}/{dtypes.lookup(cos).short}"
         reason = (f"{dy} data and tables: the same-precision kernel" if dy == cos else
-                  f"{dy} data with {cos} tables: a mixed-precision kernel (its own tiling key), tables "
+                  f"{dy} data with {cos} tables: a mixed-precision path, tables "
                   f"{'wider' if dtypes.bit_width(cos) > dtypes.bit_width(dy) else 'as wide as'} the data")
         found.append(Regime("dtypes", label, reason, lambda f, pair=(dy, cos): (f.dtype, f.cos_dtype) == pair))
     return found
