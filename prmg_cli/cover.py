@@ -36,7 +36,7 @@ from .errors import PrmgError
 from .ops import OPERATORS
 from .ops.grad import SUPPORTED_FORMATS
 from .ops.regimes import COUNTER_BITS, emulator_layout, regimes
-from .vocab import MODE_NAMES
+from .vocab import BROADCASTS, MODE_NAMES
 
 ALL_MODES = frozenset(MODE_NAMES)
 # (D, start, end): slice placements for the D and slice classes
@@ -45,8 +45,7 @@ SLICES = ((2, 0, 2), (24, 8, 24), (64, 16, 48), (40, 6, 12), (130, 2, 68), (128,
           (514, 512, 514), (1024, 514, 1022), (1024, 0, 1024), (96, 32, 96), (12, 2, 10), (48, 0, 24))
 SHAPES = ((2, 3, 4), (3, 5, 7), (2, 2, 3), (3, 2, 2))        # (B, S, N), every axis > 1
 TINY_SLICES = ((4, 0, 4), (8, 2, 6), (6, 2, 6))
-KEEPS_AXIS = {0: ("BSND", "B11D", "B1ND", "BS1D"), 1: ("1S1D", "BSND", "1SND", "BS1D"),
-              2: ("11ND", "BSND", "1SND", "B1ND")}           # layouts whose cos keeps B, S, N
+KEEPS_AXIS = {axis: tuple(p for p in BROADCASTS if p[axis] != "1") for axis in range(3)}   # cos keeps B, S, N
 # One constraint broken at a time, on the base (2, 2, 2, 16), 1S1D, slice [4, 12): name -> changed options
 BASE = dict(shape=(2, 2, 2, 16), broadcast="1S1D", partial_slice=(4, 12))
 BROKEN = {
@@ -71,10 +70,6 @@ BROKEN = {
     "dy_not_contiguous": dict(shape=(1, 1, 4, 8), partial_slice=(0, 8), broadcast="111D", dy_strides=(32, 32, 1, 4)),
 }
 TAGS = ("cover",)
-
-
-def _short(dtype: str) -> str:
-    return dtypes.lookup(dtype).short
 
 
 def _mix(op: str) -> list[dict]:
@@ -143,7 +138,8 @@ def _specials(op: str) -> list[dict]:
         c, s = (_ordinary_bits(cos, math.prod(cos_shape), seed).reshape(2, 8) for seed in (20 + index, 30 + index))
         c[0, :4] = [table[name] for name in ("nan_low_payload", "-nan", "inf", "sub")]
         s[1, :6] = [table[name] for name in ("-inf", "-0", "+0", "max", "nan", "snan")]
-        found.append(dict(op=op, name=f"specials_{_short(dy)}_{_short(cos)}", shape=shape, cos_shape=cos_shape,
+        label = f"{dtypes.lookup(dy).short}_{dtypes.lookup(cos).short}"
+        found.append(dict(op=op, name=f"specials_{label}", shape=shape, cos_shape=cos_shape,
                           partial_slice=piece, dtype=dy, cos_dtype=cos,
                           inputs={tensor: {"bits": [int(v) for v in array.reshape(-1)]}
                                   for tensor, array in (("dy", x), ("cos", c), ("sin", s))}))
