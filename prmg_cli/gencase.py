@@ -36,7 +36,6 @@ ALL_MODES = frozenset(MODE_NAMES)
 TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
 FUTURE_MODES = ("half", "quarter", "interleave-half")
 MODE_UNSUPPORTED_TAGS = ("today", "mode-unsupported")   # a negative case of a mode today's kernel lacks
-SLOW_TAGS = ("long",)        # cases of shipped presets left out of cases/ (seconds each): generated on demand
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1028,13 +1027,16 @@ def preset(name: str, tags: Sequence[str] = (), exclude_tags: Sequence[str] = ()
 
 def shipped_documents() -> dict[str, dict]:
     """Every generated file shipped under ``cases/``: relative path -> document (``ttk_upstream.yaml``,
-    imported from the upstream CSV by ``prmg_cli.ttk``, is not among them)."""
+    imported from the upstream CSV by ``prmg_cli.ttk``, is not among them; the models' long cases are made on
+    demand)."""
+    from .models import LONG_TAG
+
     files = {"smoke.yaml": preset("smoke")}
     files.update({f"full/{part}.yaml": _checked(_full_part(part)) for part in FULL_PARTS})
     files.update({"edge.yaml": preset("edge"), "negative.yaml": preset("negative"), "special.yaml": preset("special"),
                   "forward.yaml": preset("forward"), "checks.yaml": preset("checks"),
                   "future_modes.yaml": preset("future_modes"), "worked_example.yaml": _worked_example(),
-                  "cover.yaml": preset("cover"), "models.yaml": preset("models", exclude_tags=SLOW_TAGS)})
+                  "cover.yaml": preset("cover"), "models.yaml": preset("models", exclude_tags=(LONG_TAG,))})
     return files
 
 

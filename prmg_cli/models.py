@@ -31,6 +31,7 @@ from .gencase import document, header, preset_case, rope_inputs
 PREFILL_TOKENS = 2048        # one prefill of 2048 tokens (batch 1)
 DECODE_BATCH = 64            # requests decoded together, one token each
 LONG_TOKENS = 131072         # 128k tokens of one head as rows
+LONG_TAG = "long"            # the tag of those cases (seconds each): CI chooses them, cases/ leaves them out
 
 
 @dataclass(frozen=True)
@@ -122,9 +123,9 @@ def _cases(model: Model) -> list[tuple[dict, str]]:
          f"{model.name} decode: {DECODE_BATCH} requests, one token each at its own position (cos/sin per request)"),
     ]
     if model.context >= LONG_TOKENS:
-        made.append((preset_case("models", ("models", "long"), f"{model.name}.long_{LONG_TOKENS // 1024}k_{short}",
-                                 shape=(1, LONG_TOKENS, 1, model.head_dim), broadcast="1S1D",
-                                 inputs=rope_inputs(model.base, 0), **common),
+        name = f"{model.name}.long_{LONG_TOKENS // 1024}k_{short}"
+        made.append((preset_case("models", ("models", LONG_TAG), name, shape=(1, LONG_TOKENS, 1, model.head_dim),
+                                 broadcast="1S1D", inputs=rope_inputs(model.base, 0), **common),
                      f"{model.name} long context: one head over {LONG_TOKENS} positions as rows"))
     return made
 
