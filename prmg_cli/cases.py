@@ -26,7 +26,7 @@ written twice in one mapping are refused (``yamlfile``). Mistakes are reported a
 | ``dtype`` | dy's dtype: ``float32``, ``float16``, ``bfloat16`` or an alias ``fp32 fp16 bf16 half float`` (``float32``) |
 | ``cos_dtype`` / ``sin_dtype`` | cos's dtype (``dtype``); sin's dtype (``cos_dtype``) |
 | ``seed`` | integer 0 <= seed < 2**64 (derived from the name: the same inputs on every machine and run) |
-| ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{file: x.npy}`` (relative to the case file and inside its folder; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode (``uniform: [-1, 1]``) |
+| ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{bits: [...]}`` (the same, as integer bit patterns of the tensor's dtype: NaN payloads and signs), ``{file: x.npy}`` (relative to the case file and inside its folder; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode, positions from ``offset`` along S (a list of one offset per B index: per-request positions) (``uniform: [-1, 1]``) |
 | ``expect`` | ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or ``any`` (``pass``) |
 | ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact`` (the run's) |
 | ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), finite numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
@@ -118,10 +118,11 @@ class InputSpec:
 
     kind / args:
       uniform (lo, hi) | normal (mean, std) | values (flat C-order floats)
+      | bits (flat C-order bit patterns of the tensor's dtype: NaN payloads and signs, -0.0, exactly)
       | file (absolute .npy path, the folder it must stay inside): a spec read from a case file names
         that file's folder; a spec made in code may give the path alone (no folder rule)
       | rope (base, offset)  -- cos/sin only: a real RoPE angle table laid out for the case's mode,
-        positions starting at ``offset``.
+        positions starting at ``offset`` (an int, or a tuple of one per index of the table's B axis).
     """
 
     kind: str = "uniform"
@@ -753,9 +754,9 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
     dtype = parse_dtype(raw.get("dtype", "float32"), "dtype", where, negative)
     cos_dtype = parse_dtype(raw["cos_dtype"], "cos_dtype", where, negative) if "cos_dtype" in raw else dtype
     sin_dtype = parse_dtype(raw["sin_dtype"], "sin_dtype", where, negative) if "sin_dtype" in raw else cos_dtype
-    sizes = {"dy": math.prod(shape), "cos": math.prod(cos_shape), "sin": math.prod(sin_shape)}
+    tensors = {"dy": (shape, dtype), "cos": (cos_shape, cos_dtype), "sin": (sin_shape, sin_dtype)}
     inputs = {tensor: InputSpec(*spec) if spec else InputSpec()
-              for tensor, spec in parse_inputs(raw.get("inputs", {}), sizes, where, folder).items()}
+              for tensor, spec in parse_inputs(raw.get("inputs", {}), tensors, where, folder).items()}
     standard = parse_standard(raw["standard"], where) if "standard" in raw else None
     checks = parse_checks(raw.get("checks", []), where)
     golden = parse_golden(raw.get("golden", True), where)
@@ -814,6 +815,8 @@ def _input_to_dict(spec: InputSpec) -> dict:
     """``spec`` as the ``inputs`` entry that ``fields.parse_input`` reads back into it."""
     if spec.kind == "rope":
         base, offset = spec.args
+        if isinstance(offset, tuple):
+            offset = list(offset)
         return {"rope": {"base": base, **({"offset": offset} if offset else {})}}
     if spec.kind == "file":
         return {"file": spec.args[0]}

@@ -237,7 +237,12 @@ def gen_case(
                                            "the case."),
     preset: Optional[str] = typer.Option(
         None, "--preset", metavar="NAME", help="Write a whole suite: smoke, full, edge, negative, special, "
-        "perf, future_modes."),
+        "forward, checks, perf, future_modes, cover (every regime class of prmg coverage), models (real models' "
+        "shapes)."),
+    tags: List[str] = typer.Option([], "--tag", metavar="WORD", help="With --preset: only its cases with this "
+                                   "tag (repeatable: any of them)."),
+    exclude_tags: List[str] = typer.Option([], "--exclude-tag", metavar="WORD", help="With --preset: leave out "
+                                           "its cases with this tag (repeatable)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE",
                                           help="Write to FILE (stdout otherwise)."),
     append: bool = typer.Option(False, "--append", help="Add the case to FILE's cases instead of "
@@ -253,13 +258,50 @@ def gen_case(
       prmg gen-case --shape 1,1,1,2048 --slice 0,64 --expect ACLNN_ERR_INNER_TILING_ERROR -o neg.yaml --append
       prmg gen-case --shape 1,2,2,64 --inputs dy=uniform:-1:1,cos=rope:10000,sin=rope:10000
       prmg gen-case --preset smoke -o cases/smoke.yaml
+      prmg gen-case --preset cover -o cases/cover.yaml
+      prmg gen-case --preset models --tag long -o models-long.yaml
     """
     from .gencase_cli import generate
 
     typer.echo(generate(
         shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, dtype=dtype,
         cos_dtype=cos_dtype, mode=mode, seed=seed, name=name, inputs=inputs, expect=expect,
-        standard=standard, preset=preset, output=str(output) if output else None, append=append), nl=False)
+        standard=standard, preset=preset, output=str(output) if output else None, append=append,
+        tags=tuple(tags), exclude_tags=tuple(exclude_tags)), nl=False)
+
+
+@command("coverage", cls=_Command)
+def coverage_report(
+    paths: List[Path] = PATHS,
+    report: str = typer.Option("table", "--report", metavar="FORMAT", help="table, json, markdown or html."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="Write the report to FILE "
+                                          "(standard output gets its summary line)."),
+    fail_under: Optional[float] = typer.Option(None, "--fail-under", metavar="PERCENT", help="Exit 1 when fewer "
+                                               "than PERCENT of the classes are covered."),
+    op: List[str] = typer.Option([], "--op", metavar="NAME", help="Only this operator's cases and classes "
+                                 "(grad, forward; repeatable)."),
+    wide: bool = typer.Option(False, "--wide", help="Whole case names and reasons in the table."),
+) -> None:
+    """Show which regime classes the cases in PATH cover, per operator, and which none does.
+
+    A class is a regime where a kernel's code changes behaviour (a dtype pair, a layout, a count past 8, 12 or
+    16 bits, the core split, 32-byte alignment, a special value inside or outside the slice, each rule of
+    the constraint model...), with a one-line reason. Each is covered by N cases (one named) or MISSING. Exit
+    0, or 1 when --fail-under is not met, 2 for unreadable cases.
+
+    \b
+    Examples:
+      prmg coverage cases/
+      prmg coverage cases/smoke.yaml --op grad --fail-under 30
+      prmg coverage cases/ --report json -o coverage.json
+    """
+    from .coverage import coverage_command
+    from .writes import write_stdout
+
+    text, code = coverage_command([str(p) for p in paths], report, str(output) if output else None, fail_under,
+                                  tuple(op), wide)
+    write_stdout(text)
+    raise typer.Exit(code)
 
 
 @command("import-ttk", cls=_Command)

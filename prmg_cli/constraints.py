@@ -13,7 +13,7 @@ from .vocab import PHASES
 
 DEFAULT_SUPPORTED_MODES = frozenset({1})   # today's kernel implements interleave only
 
-__all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status",
+__all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status", "expected_phase",
            "skip_reason", "expectation_warning"]
 
 
@@ -31,6 +31,13 @@ def expected_status(case, supported_modes: set[int] | frozenset[int]) -> int:
     """The status the operator returns for ``case``: 0 when no constraint is broken, else the first one's."""
     found = violation_details(case, supported_modes)
     return found[0].code if found else 0
+
+
+def expected_phase(case, supported_modes: set[int] | frozenset[int]) -> str:
+    """The phase (a key of ``vocab.PHASES``) whose call returns ``expected_status``: ``launch`` for a rule nnopbase
+    checks at the launch (a non-contiguous dy), else ``workspace``."""
+    found = violation_details(case, supported_modes)
+    return "launch" if found and found[0].at_launch else "workspace"
 
 
 def skip_reason(case, supported_modes: set[int] | frozenset[int]) -> str | None:
@@ -57,7 +64,7 @@ def expectation_warning(case, supported_modes: set[int] | frozenset[int]) -> str
                 f"and the case to fail")
     if case.expect.error not in ("any", predicted):
         return f"expects {describe(case.expect.error)}, but the constraint model predicts {describe(predicted)}"
-    phase = "launch" if found[0].at_launch else "workspace"
+    phase = expected_phase(case, supported_modes)
     if case.expect.phase not in ("any", phase):
         return (f"expects its error from {PHASES[case.expect.phase]}, but the constraint model predicts "
                 f"{PHASES[phase]} returns it (write phase: {phase})")

@@ -58,6 +58,9 @@ _TABLE = (
 
 DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
 OPERATOR_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+# (exponent bits, fraction bits) of each float dtype the operator takes: a value's bits are sign, exponent,
+# fraction (IEEE 754 binary32 and binary16; bfloat16 is binary32's top 16 bits)
+FLOAT_FORMATS: dict[str, tuple[int, int]] = {"float32": (8, 23), "float16": (5, 10), "bfloat16": (8, 7)}
 ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16",
            "float": "float32", "double": "float64"}
 
@@ -87,6 +90,15 @@ def from_numpy(dtype: np.dtype) -> DType:
         if entry.name == dtype.name and entry.numpy == dtype:       # by name first: bfloat16 stays unloaded
             return entry
     raise KeyError(str(dtype))
+
+
+def bit_width(name: str) -> int:
+    """How many bits one value of dtype ``name`` takes (without loading ml_dtypes for bfloat16)."""
+    name = canonical(name)
+    if name in FLOAT_FORMATS:
+        exponent, fraction = FLOAT_FORMATS[name]
+        return 1 + exponent + fraction
+    return 8 * lookup(name).numpy.itemsize
 
 
 def bits(array: np.ndarray) -> np.ndarray:

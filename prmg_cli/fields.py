@@ -25,7 +25,7 @@ from .ops import OPERATORS
 from .status import STATUS_CODES
 from .vocab import BROADCASTS, FORMATS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
 
-INPUT_KINDS = ("uniform", "normal", "values", "file", "rope")
+INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
 DEFAULT_ROPE_BASE = 10000.0
 INT64_MAX = 2**63 - 1
@@ -409,18 +409,22 @@ def parse_strides(value, shape: tuple[int, ...], where: Where) -> tuple[int, ...
 # Inputs
 
 
-def parse_inputs(value, sizes: dict[str, int], where: Where, folder: Path):
-    """One ``(kind, args)`` per tensor (``None`` when not given: the default uniform [-1, 1])."""
+def parse_inputs(value, tensors: dict[str, tuple[tuple[int, ...], str]], where: Where, folder: Path):
+    """One ``(kind, args)`` per tensor (``None`` when not given: the default uniform [-1, 1]); ``tensors``
+    gives each tensor's (shape, dtype)."""
     if not isinstance(value, dict):
         raise where.error("inputs", f"expected a mapping of dy/cos/sin to input specs, got {kind(value)}")
     check_keys(value, TENSORS, where, "inputs.")
-    return {tensor: parse_input(value[tensor], tensor, sizes[tensor], where, folder)
+    return {tensor: parse_input(value[tensor], tensor, *tensors[tensor], where, folder)
             if tensor in value else None for tensor in TENSORS}
 
 
-def parse_input(value, tensor: str, size: int, where: Where, folder: Path) -> tuple[str, tuple]:
-    """``(kind, args)`` of ``inputs.TENSOR``: one kind of ``INPUT_KINDS`` with checked arguments (``size``
-    numbers for ``values`` and ``file``)."""
+def parse_input(value, tensor: str, shape: tuple[int, ...], dtype: str, where: Where,
+                folder: Path) -> tuple[str, tuple]:
+    """``(kind, args)`` of ``inputs.TENSOR``: one kind of ``INPUT_KINDS`` with checked arguments (as many
+    numbers as the tensor of ``shape`` has elements for ``values``, ``bits`` and ``file``; bit patterns that
+    fit ``dtype``; one RoPE offset, or one per row of the table's first axis)."""
+    size = math.prod(shape)
     path = f"inputs.{tensor}"
     kinds = INPUT_KINDS if tensor != "dy" else tuple(k for k in INPUT_KINDS if k != "rope")
     if not (isinstance(value, dict) and len(value) == 1):
@@ -440,19 +444,25 @@ def parse_input(value, tensor: str, size: int, where: Where, folder: Path) -> tu
         if input_kind == "normal" and high < 0:
             raise where.error(path, f"std {show(args[1])} is negative")
         return input_kind, (low, high)
-    if input_kind == "values":
-        flat = flatten_numbers(args, path, where, size)
+    if input_kind in ("values", "bits"):
+        flat = flatten_numbers(args, path, where, size, integers=input_kind == "bits")
         if len(flat) != size:
             raise where.error(path, f"{len(flat)} values for a tensor of {size} elements")
+        if input_kind == "bits":
+            width = dtypes.bit_width(dtype)
+            wide = next((number for number in flat if not 0 <= number < 2**width), None)
+            if wide is not None:
+                raise where.error(path, f"bit pattern {show(wide)} does not fit {dtype}'s {width} bits "
+                                        f"(0 <= pattern < 2**{width})")
         return input_kind, flat
     if input_kind == "file":
         return input_kind, check_npy(args, size, path, where, folder)
-    return input_kind, parse_rope(args, path, where)
+    return input_kind, parse_rope(args, path, where, shape[0] if len(shape) == 4 else 1)
 
 
-def flatten_numbers(value, path: str, where: Where, size: int) -> tuple[float, ...]:
-    """A flat or nested list of numbers, flattened in C order; refused as soon as it holds more than
-    ``size`` numbers."""
+def flatten_numbers(value, path: str, where: Where, size: int, integers: bool = False) -> tuple:
+    """A flat or nested list of numbers (``integers``: of ints), flattened in C order; refused as soon as it
+    holds more than ``size`` numbers."""
     if not isinstance(value, list):
         raise where.error(path, f"expected a list of numbers, got {kind(value)}")
     flat: list[float] = []
@@ -462,9 +472,10 @@ def flatten_numbers(value, path: str, where: Where, size: int) -> tuple[float, .
             if isinstance(item, list):
                 pending.append(iter(item))
                 break
-            number = as_float(item)
+            number = (item if is_int(item) else None) if integers else as_float(item)
             if number is None:
-                raise where.error(path, f"expected numbers, got {kind(item)} at position {len(flat)}")
+                raise where.error(path, f"expected {'integers' if integers else 'numbers'}, got {kind(item)} "
+                                        f"at position {len(flat)}")
             if len(flat) == size:
                 raise where.error(path, f"more than {size} values for a tensor of {size} elements")
             flat.append(number)
@@ -489,8 +500,9 @@ def check_npy(value, size: int, path: str, where: Where, folder: Path) -> tuple[
     return file, root
 
 
-def parse_rope(value, path: str, where: Where) -> tuple[float, int]:
-    """(base, offset) of a RoPE table: base > 0 (10000), positions from offset >= 0 (0)."""
+def parse_rope(value, path: str, where: Where, rows: int = 1) -> tuple[float, int | tuple[int, ...]]:
+    """(base, offset) of a RoPE table: base > 0 (10000), positions from offset >= 0 (0); the offset may be a
+    list of ``rows`` integers, one per index of the table's first axis (B: per-request positions)."""
     if not isinstance(value, dict):
         raise where.error(path, f"expected {{base: 10000, offset: 0}}, got {kind(value)}")
     check_keys(value, ROPE_KEYS, where, f"{path}.")
@@ -498,6 +510,13 @@ def parse_rope(value, path: str, where: Where) -> tuple[float, int]:
     offset = value.get("offset", 0)
     if not (is_finite(base) and base > 0):
         raise where.error(f"{path}.base", f"expected a finite number > 0, got {kind(base)}")
+    if isinstance(offset, list):
+        if len(offset) != rows:
+            raise where.error(f"{path}.offset", f"a list of offsets has one per index of the table's first axis "
+                                                f"(B = {rows}), got {len(offset)}")
+        if not all(is_int(item) and 0 <= item <= INT64_MAX for item in offset):
+            raise where.error(f"{path}.offset", f"expected integers >= 0, got {show(offset)}")
+        return float(base), tuple(offset)
     if not (is_int(offset) and 0 <= offset <= INT64_MAX):
-        raise where.error(f"{path}.offset", f"expected an integer >= 0, got {kind(offset)}")
+        raise where.error(f"{path}.offset", f"expected an integer >= 0 or a list of them, got {kind(offset)}")
     return float(base), offset

@@ -30,10 +30,12 @@ from .results import visible
 from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
 
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
-PRESETS = ("smoke", "full", "edge", "negative", "special", "forward", "checks", "perf", "future_modes")
+PRESETS = ("smoke", "full", "edge", "negative", "special", "forward", "checks", "perf", "future_modes", "cover",
+           "models")
 ALL_MODES = frozenset(MODE_NAMES)
 TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
 FUTURE_MODES = ("half", "quarter", "interleave-half")
+MODE_UNSUPPORTED_TAGS = ("today", "mode-unsupported")   # a negative case of a mode today's kernel lacks
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -147,6 +149,17 @@ def _number(text: str, field: str) -> float:
     return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
+def _bit_pattern(text: str, field: str) -> int:
+    """``text`` as a bit pattern: an integer >= 0, decimal or ``0x`` hexadecimal."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise PrmgError(f"{text!r} is not a bit pattern (an integer such as 0x7e01)", field=field) from None
+    if value < 0:
+        raise PrmgError(f"{text!r} is not a bit pattern (an integer >= 0)", field=field)
+    return value
+
+
 def _input_spec(tensor: str, text: str) -> dict:
     """One ``KIND:ARG:ARG`` setting of ``--inputs`` as an input mapping (see ``parse_inputs_option``)."""
     field = f"inputs.{tensor}"
@@ -161,10 +174,12 @@ def _input_spec(tensor: str, text: str) -> dict:
         if len(args) != 2:
             raise PrmgError(f"{kind} takes two numbers, e.g. {tensor}={kind}:-1:1", field=field)
         return {kind: [_number(arg, field) for arg in args]}
-    if kind == "values":
+    if kind in ("values", "bits"):
         if len(args) != 1 or not args[0].strip():
-            raise PrmgError("values takes ';'-separated numbers, e.g. dy=values:1;2;3;4", field=field)
-        return {"values": [_number(arg.strip(), field) for arg in args[0].split(";")]}
+            raise PrmgError(f"{kind} takes ';'-separated numbers, e.g. dy={kind}:1;2;3;4", field=field)
+        numbers = [_number(arg.strip(), field) if kind == "values" else _bit_pattern(arg.strip(), field)
+                   for arg in args[0].split(";")]
+        return {kind: numbers}
     if kind == "rope":
         if tensor == "dy":
             raise PrmgError("rope tables are for cos and sin only", field=field)
@@ -179,7 +194,8 @@ def parse_inputs_option(text: str) -> dict:
     """The compact ``--inputs`` form as an ``inputs`` mapping.
 
     ``TENSOR=KIND[:ARG...]`` settings separated by commas; TENSOR is dy, cos, sin or all; KIND is
-    ``uniform:LO:HI``, ``normal:MEAN:STD``, ``values:V1;V2;...``, ``file:PATH.npy`` or ``rope:BASE[:OFFSET]``.
+    ``uniform:LO:HI``, ``normal:MEAN:STD``, ``values:V1;V2;...``, ``bits:P1;P2;...`` (bit patterns, e.g.
+    ``0x7e01``), ``file:PATH.npy`` or ``rope:BASE[:OFFSET]``.
     Example: ``dy=uniform:-1:1,cos=rope:10000,sin=rope:10000``.
     """
     inputs: dict = {}
@@ -472,7 +488,7 @@ def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
 # Presets
 # ---------------------------------------------------------------------------------------------------
 
-def _preset_case(prefix: str, tags: Sequence[str], name: str | None = None, **options) -> dict:
+def preset_case(prefix: str, tags: Sequence[str], name: str | None = None, **options) -> dict:
     """The case mapping of ``case_from_options`` (unchecked: ``preset`` checks whole documents) named
     ``prefix.<name or the derived name>``, with ``tags``."""
     case = _case_dict(tags=tags, name=f"{prefix}.{name}" if name else None, **options)
@@ -519,7 +535,7 @@ def _smoke() -> dict:
     """The ``smoke`` preset: every dtype pair and broadcast pattern, odd starts, non-power-of-two lengths, the
     worked example and a few negative cases, all fast."""
     tags = ("smoke",)
-    case = lambda name=None, tags=tags, **options: _preset_case("smoke", tags, name, **options)  # noqa: E731
+    case = lambda name=None, tags=tags, **options: preset_case("smoke", tags, name, **options)  # noqa: E731
     cases = [case("worked_example", **WORKED_EXAMPLE)]
     slices = [(0, 64), (7, 39), (30, 64)]
     for index, (dy, cos) in enumerate(DTYPE_PAIRS):          # every dtype pair, patterns and slices rotating
@@ -548,20 +564,20 @@ def _smoke() -> dict:
     cases.append(case("error_dy_int32", shape=(1, 2, 2, 16), broadcast="1S1D", dtype="int32", cos_dtype="float32",
                       expect="ACLNN_ERR_PARAM_INVALID"))
     cases.append(case("error_mode_half_today", shape=(1, 2, 2, 16), broadcast="1S1D", mode="half",
-                      expect="ACLNN_ERR_INNER_TILING_ERROR", tags=("smoke", "today", "mode-unsupported")))
+                      expect="ACLNN_ERR_INNER_TILING_ERROR", tags=("smoke", *MODE_UNSUPPORTED_TAGS)))
     cases.append(case("error_length_not_cos_D", shape=(1, 2, 2, 16), cos_shape=(1, 2, 1, 8), partial_slice=(0, 16),
                       expect="ACLNN_ERR_INNER_TILING_ERROR"))
-    return document(cases, header=_header("smoke", "a few dozen fast cases: every dtype pair and broadcast "
-                                                   "pattern, odd starts, non-power-of-two lengths, the worked "
-                                                   "example; what NPU CI runs"))
+    return document(cases, header=header("smoke", "a few dozen fast cases: every dtype pair and broadcast "
+                                                  "pattern, odd starts, non-power-of-two lengths, the worked "
+                                                  "example; what NPU CI runs"))
 
 
-def _header(preset_name: str, what: str, part: str | None = None) -> list[str]:
-    """The comment header of a preset file: how it was made, what it holds, how to change it."""
+def header(preset_name: str, what: str, part: str | None = None, module: str = "prmg_cli/gencase.py") -> list[str]:
+    """The comment header of a preset file: how it was made, what it holds, how to change it (``module``)."""
     command = f"prmg gen-case --preset {preset_name}"
     where = f" (its '{part}' part, shipped as cases/full/{part}.yaml)" if part else ""
     return [f"Generated by `{command}`{where}.", *textwrap.wrap(what[0].upper() + what[1:] + ".", 100),
-            "Do not edit by hand: change prmg_cli/gencase.py and regenerate (tests/test_gencase.py checks it)."]
+            f"Do not edit by hand: change {module} and regenerate (tests/test_gencase.py checks it)."]
 
 
 def _full_broadcast() -> list[dict]:
@@ -573,8 +589,8 @@ def _full_broadcast() -> list[dict]:
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
             D = sizes[(i + 2 * j) % len(sizes)]
             piece = slice_placements(D)[placements[(i + j) % len(placements)]]
-            cases.append(_preset_case("full.bcast", ("full", "broadcast"), shape=(2, 3, 4, D), broadcast=pattern,
-                                      partial_slice=piece, dtype=dy, cos_dtype=cos))
+            cases.append(preset_case("full.bcast", ("full", "broadcast"), shape=(2, 3, 4, D), broadcast=pattern,
+                                     partial_slice=piece, dtype=dy, cos_dtype=cos))
     return cases
 
 
@@ -587,9 +603,9 @@ def _full_slices() -> list[dict]:
     cases = []
     for i, (label, piece) in enumerate(placements.items()):
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
-            cases.append(_preset_case("full.slice", ("full", "slice"), f"{label}_{_short(dy)}_{_short(cos)}",
-                                      shape=(1, 2, 3, 128), broadcast=BROADCASTS[(i + j) % 8],
-                                      partial_slice=piece, dtype=dy, cos_dtype=cos))
+            cases.append(preset_case("full.slice", ("full", "slice"), f"{label}_{_short(dy)}_{_short(cos)}",
+                                     shape=(1, 2, 3, 128), broadcast=BROADCASTS[(i + j) % 8],
+                                     partial_slice=piece, dtype=dy, cos_dtype=cos))
     return cases
 
 
@@ -604,9 +620,9 @@ def _full_dims() -> list[dict]:
         pieces = [(0, D)] + ([(start, start + _even(D - start - 1))] if D >= 4 else [])
         for k, piece in enumerate(pieces):
             dy, cos = DTYPE_PAIRS[(2 * i + k) % 9]
-            cases.append(_preset_case("full.dim", ("full", "dim"), shape=(1, 2, 2, D),
-                                      broadcast=BROADCASTS[(i + 3 * k) % 8], partial_slice=piece,
-                                      dtype=dy, cos_dtype=cos))
+            cases.append(preset_case("full.dim", ("full", "dim"), shape=(1, 2, 2, D),
+                                     broadcast=BROADCASTS[(i + 3 * k) % 8], partial_slice=piece,
+                                     dtype=dy, cos_dtype=cos))
     return cases
 
 
@@ -628,44 +644,16 @@ def _full_scales() -> list[dict]:
     cases = []
     for i, (label, inputs) in enumerate(SCALES):
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
-            cases.append(_preset_case("full.scale", ("full", "scale"), f"{label}_{_short(dy)}_{_short(cos)}",
-                                      shape=(2, 2, 3, 64), broadcast=BROADCASTS[(i + j) % 8],
-                                      partial_slice=(3, 59), dtype=dy, cos_dtype=cos, inputs=inputs))
+            cases.append(preset_case("full.scale", ("full", "scale"), f"{label}_{_short(dy)}_{_short(cos)}",
+                                     shape=(2, 2, 3, 64), broadcast=BROADCASTS[(i + j) % 8],
+                                     partial_slice=(3, 59), dtype=dy, cos_dtype=cos, inputs=inputs))
     return cases
 
 
-def _rope(base: float = 10000, offset: int = 0) -> dict:
-    """``inputs`` giving cos and sin real RoPE tables of ``base`` from position ``offset``."""
+def rope_inputs(base: float = 10000, offset: int | list[int] = 0) -> dict:
+    """``inputs`` giving cos and sin real RoPE tables of ``base`` from position ``offset`` (or one per B index)."""
     table = {"rope": {"base": base, "offset": offset}}
     return {"cos": table, "sin": table}
-
-
-# Real-model shapes with RoPE tables: (label, dy shape, slice, dtype, cos dtype, base, offset, cos pattern).
-MODELS = (
-    ("llama2_7b_s4096", (1, 4096, 2, 128), (0, 128), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
-    ("llama2_prefill_fp16", (2, 512, 8, 128), (0, 128), "float16", "float16", 10000, 0, "1S1D"),
-    ("llama3_base500k", (1, 1024, 4, 128), (0, 128), "bfloat16", "float32", 500000, 0, "1S1D"),
-    ("qwen2_base1m", (1, 2048, 2, 128), (0, 128), "float16", "float32", 1000000, 0, "1S1D"),
-    ("mistral_decode_offset", (4, 16, 8, 128), (0, 128), "bfloat16", "bfloat16", 10000, 8192, "BS1D"),
-    ("pythia_rotary25_hd128", (1, 256, 8, 128), (0, 32), "float16", "float16", 10000, 0, "1S1D"),
-    ("pythia_rotary25_hd80", (1, 256, 4, 80), (0, 20), "float16", "float16", 10000, 0, "1S1D"),
-    ("phi2_rotary40_hd80", (2, 128, 4, 80), (0, 32), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
-    ("phi3_hd96", (1, 256, 8, 96), (0, 96), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
-    ("falcon_hd64_fp32", (1, 256, 8, 64), (0, 64), "float32", "float32", 10000, 0, "1S1D"),
-    ("gptj_rotary64_hd256", (1, 256, 4, 256), (0, 64), "float16", "float16", 10000, 0, "1S1D"),
-    ("gemma_hd256", (1, 128, 4, 256), (0, 256), "bfloat16", "float32", 10000, 0, "1S1D"),
-    ("chatglm2_half_interleave", (1, 512, 4, 128), (0, 64), "bfloat16", "float32", 10000, 0, "1S1D"),
-    ("glm_per_batch_fp32", (2, 256, 2, 128), (0, 64), "float32", "float32", 10000, 0, "BS1D"),
-    ("deepseek_mla_rope_tail", (1, 256, 8, 192), (128, 192), "bfloat16", "bfloat16", 10000, 0, "1S1D"),
-    ("persimmon_rotary50_fp32", (1, 512, 4, 128), (0, 64), "float32", "float32", 25000, 0, "1S1D"),
-)
-
-
-def _full_models() -> list[dict]:
-    """Shapes of real models (head dims 64..256, partial rotary, long sequences) with RoPE tables."""
-    return [_preset_case("full.model", ("full", "model"), label, shape=shape, broadcast=pattern,
-                         partial_slice=piece, dtype=dy, cos_dtype=cos, inputs=_rope(base, offset))
-            for label, shape, piece, dy, cos, base, offset, pattern in MODELS]
 
 
 FULL_PARTS = {
@@ -673,27 +661,26 @@ FULL_PARTS = {
     "slices": (_full_slices, "every slice placement x every dtype pair"),
     "dims": (_full_dims, "last-axis sizes D from 2 to 1024"),
     "scales": (_full_scales, "every input scale x every dtype pair"),
-    "models": (_full_models, "real-model shapes with RoPE tables"),
 }
 
 
 def _full_part(part: str) -> dict:
     """One part of the ``full`` preset (a key of ``FULL_PARTS``) as its own document."""
     make, what = FULL_PARTS[part]
-    return document(make(), header=_header("full", what, part))
+    return document(make(), header=header("full", what, part))
 
 
 def _full() -> dict:
     """The ``full`` preset: every part of ``FULL_PARTS`` in one document."""
     cases = [case for part in FULL_PARTS for case in FULL_PARTS[part][0]()]
-    return document(cases, header=_header("full", "the cross product that matters, by covering design"))
+    return document(cases, header=header("full", "the cross product that matters, by covering design"))
 
 
 def _edge() -> dict:
     """The ``edge`` preset: empty slices, D = 1024, minimal shapes, huge, tiny and subnormal magnitudes, RoPE
     tables at long positions, mixed dtypes."""
     tags = ("edge",)
-    case = lambda name, **options: _preset_case("edge", tags, name, **options)  # noqa: E731
+    case = lambda name, **options: preset_case("edge", tags, name, **options)  # noqa: E731
     cases = [
         case("empty_slice_mid", shape=(1, 2, 2, 16), cos_shape=(1, 1, 1, 2), partial_slice=(6, 6)),
         case("empty_slice_zero", shape=(2, 1, 2, 8), cos_shape=(1, 1, 1, 2), partial_slice=(0, 0), dtype="float16"),
@@ -725,11 +712,11 @@ def _edge() -> dict:
         case("subnormal_fp32", shape=(2, 2, 2, 32), broadcast="BSND", inputs={"dy": {"uniform": [-1e-40, 1e-40]}}),
         case("subnormal_tables_fp32", shape=(2, 2, 2, 32), broadcast="1S1D",
              inputs={"cos": {"uniform": [-1e-39, 1e-39]}, "sin": {"uniform": [-1e-39, 1e-39]}}),
-        case("rope_long_positions_fp32", shape=(1, 64, 2, 128), broadcast="1S1D", inputs=_rope(10000, 100000)),
+        case("rope_long_positions_fp32", shape=(1, 64, 2, 128), broadcast="1S1D", inputs=rope_inputs(10000, 100000)),
         case("rope_long_positions_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", dtype="bfloat16",
-             inputs=_rope(10000, 100000)),
+             inputs=rope_inputs(10000, 100000)),
         case("rope_base500k_long_fp16", shape=(1, 64, 2, 128), broadcast="1S1D", dtype="float16",
-             cos_dtype="float32", inputs=_rope(500000, 100000)),
+             cos_dtype="float32", inputs=rope_inputs(500000, 100000)),
         case("independent_tables", shape=(2, 4, 2, 64), broadcast="1S1D",
              inputs={"dy": {"uniform": [-1.0, 1.0]}, "cos": {"uniform": [-1.0, 1.0]},
                      "sin": {"uniform": [-1.0, 1.0]}}),
@@ -740,11 +727,11 @@ def _edge() -> dict:
         case("mixed_bf16_fp16", shape=(2, 3, 2, 64), broadcast="BS1D", partial_slice=(9, 57), dtype="bfloat16",
              cos_dtype="float16"),
         case("mixed_fp16_bf16_rope", shape=(1, 32, 2, 64), broadcast="1S1D", dtype="float16",
-             cos_dtype="bfloat16", inputs=_rope(10000, 4096)),
+             cos_dtype="bfloat16", inputs=rope_inputs(10000, 4096)),
     ]
-    return document(cases, header=_header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
-                                                  "subnormal magnitudes, RoPE tables at long positions, "
-                                                  "mixed dtypes"))
+    return document(cases, header=header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
+                                                 "subnormal magnitudes, RoPE tables at long positions, "
+                                                 "mixed dtypes"))
 
 
 def _finite_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -800,12 +787,12 @@ def _special() -> dict:
     cos_shape = broadcast_shape("1S1D", shape, piece[1] - piece[0])
     for index, (dy, cos) in enumerate(DTYPE_PAIRS):
         for where in ("dy", "tables"):
-            cases.append(_preset_case("special", ("special",), f"{where}_{_short(dy)}_{_short(cos)}", shape=shape,
-                                      cos_shape=cos_shape, partial_slice=piece, dtype=dy, cos_dtype=cos,
-                                      inputs=_special_inputs(dy, cos, shape, cos_shape, where == "tables", index)))
-    return document(cases, header=_header("special", "NaN, +-Inf, -0.0, subnormals and each dtype's maximum inside "
-                                                     "and outside the slice, in dy and in cos/sin, for every dtype "
-                                                     "pair"))
+            cases.append(preset_case("special", ("special",), f"{where}_{_short(dy)}_{_short(cos)}", shape=shape,
+                                     cos_shape=cos_shape, partial_slice=piece, dtype=dy, cos_dtype=cos,
+                                     inputs=_special_inputs(dy, cos, shape, cos_shape, where == "tables", index)))
+    return document(cases, header=header("special", "NaN, +-Inf, -0.0, subnormals and each dtype's maximum inside "
+                                                    "and outside the slice, in dy and in cos/sin, for every dtype "
+                                                    "pair"))
 
 
 def _negative() -> dict:
@@ -819,7 +806,7 @@ def _negative() -> dict:
         ``negative`` and ``extra_tags``."""
         if "cos_shape" in options:
             options.setdefault("broadcast", None)
-        return _preset_case("neg", tags + tuple(extra_tags), name, **{**base, **options})
+        return preset_case("neg", tags + tuple(extra_tags), name, **{**base, **options})
 
     cases = [case(f"null_{tensor}", null=(tensor,), expect=nullptr) for tensor in TENSORS]
     cases += [
@@ -834,7 +821,7 @@ def _negative() -> dict:
              known_defect={"reason": "upstream's tiling reads the int64 rotary_mode as int32: 2**32 + 1 is read as 1 "
                                      "(interleave) and accepted", "status": "SUCCESS"}),
     ]
-    cases += [case(f"mode_{mode}_today", ("today", "mode-unsupported"), mode=mode, expect=tiling)
+    cases += [case(f"mode_{mode}_today", MODE_UNSUPPORTED_TAGS, mode=mode, expect=tiling)
               for mode in FUTURE_MODES]
     cases += [
         case("dy_3d", shape=(2, 4, 16), cos_shape=(1, 1, 1, 8), expect=tiling),
@@ -865,9 +852,9 @@ def _negative() -> dict:
              partial_slice=(7, 7), expect=tiling),
         case("empty_slice_cos_3d", ("check-order",), cos_shape=(1, 1, 2), partial_slice=(7, 7), expect=tiling),
     ]
-    return document(cases, header=_header("negative", "each documented constraint of operator.md broken once, "
-                                                      "with the status the operator returns, and the order "
-                                                      "of its checks"))
+    return document(cases, header=header("negative", "each documented constraint of operator.md broken once, "
+                                                     "with the status the operator returns, and the order "
+                                                     "of its checks"))
 
 
 def _perf() -> dict:
@@ -875,20 +862,20 @@ def _perf() -> dict:
     tags = ("perf",)
     cases = []
     for dtype in dtypes.OPERATOR_DTYPES:
-        cases.append(_preset_case("perf", tags, f"llama_4x1024x32x128_s0-64_{_short(dtype)}", shape=(4, 1024, 32, 128),
-                                  broadcast="1S1D", partial_slice=(0, 64), dtype=dtype, inputs=_rope()))
+        cases.append(preset_case("perf", tags, f"llama_4x1024x32x128_s0-64_{_short(dtype)}", shape=(4, 1024, 32, 128),
+                                 broadcast="1S1D", partial_slice=(0, 64), dtype=dtype, inputs=rope_inputs()))
     cases += [
-        _preset_case("perf", tags, "llama_1x4096x32x128_full_bf16", shape=(1, 4096, 32, 128), broadcast="1S1D",
-                     dtype="bfloat16", inputs=_rope()),
-        _preset_case("perf", tags, "hd256_8x2048x8x256_s0-128_fp16", shape=(8, 2048, 8, 256), broadcast="1S1D",
-                     partial_slice=(0, 128), dtype="float16", inputs=_rope()),
-        _preset_case("perf", tags, "mixed_4x1024x32x128_s32-96_bf16_fp32", shape=(4, 1024, 32, 128),
-                     broadcast="1S1D", partial_slice=(32, 96), dtype="bfloat16", cos_dtype="float32",
-                     inputs=_rope()),
-        _preset_case("perf", tags, "D1024_4x512x8x1024_full_fp32", shape=(4, 512, 8, 1024), broadcast="1S1D",
-                     dtype="float32", inputs=_rope()),
+        preset_case("perf", tags, "llama_1x4096x32x128_full_bf16", shape=(1, 4096, 32, 128), broadcast="1S1D",
+                    dtype="bfloat16", inputs=rope_inputs()),
+        preset_case("perf", tags, "hd256_8x2048x8x256_s0-128_fp16", shape=(8, 2048, 8, 256), broadcast="1S1D",
+                    partial_slice=(0, 128), dtype="float16", inputs=rope_inputs()),
+        preset_case("perf", tags, "mixed_4x1024x32x128_s32-96_bf16_fp32", shape=(4, 1024, 32, 128),
+                    broadcast="1S1D", partial_slice=(32, 96), dtype="bfloat16", cos_dtype="float32",
+                    inputs=rope_inputs()),
+        preset_case("perf", tags, "D1024_4x512x8x1024_full_fp32", shape=(4, 512, 8, 1024), broadcast="1S1D",
+                    dtype="float32", inputs=rope_inputs()),
     ]
-    return document(cases, header=_header("perf", "large shapes for timing (not shipped under cases/)"))
+    return document(cases, header=header("perf", "large shapes for timing (not shipped under cases/)"))
 
 
 def _forward() -> dict:
@@ -899,7 +886,7 @@ def _forward() -> dict:
     from .ops import FORWARD
 
     tags = ("forward",)
-    case = lambda name=None, tags=tags, **options: _preset_case("fwd", tags, name, op="forward", **options)  # noqa: E731
+    case = lambda name=None, tags=tags, **options: preset_case("fwd", tags, name, op="forward", **options)  # noqa: E731
     cases = []
     placements = [(0, 64), (7, 39), (30, 64), (16, 48)]
     for index, (x, table) in enumerate(FORWARD.dtype_pairs):
@@ -907,9 +894,9 @@ def _forward() -> dict:
             cases.append(case(shape=(2, 3, 2, 64), broadcast=layout, partial_slice=placements[(index + position) % 4],
                               dtype=x, cos_dtype=table))
     cases += [
-        case("rope_bf16", shape=(1, 32, 2, 128), broadcast="BSND", dtype="bfloat16", inputs=_rope()),
+        case("rope_bf16", shape=(1, 32, 2, 128), broadcast="BSND", dtype="bfloat16", inputs=rope_inputs()),
         case("rope_partial_fp16_fp32", shape=(2, 16, 4, 128), broadcast="BSND", partial_slice=(0, 64),
-             dtype="float16", cos_dtype="float32", inputs=_rope()),
+             dtype="float16", cos_dtype="float32", inputs=rope_inputs()),
         case("D1024_fp32", shape=(1, 2, 2, 1024), broadcast="111D"),
         case("L2_tail", shape=(2, 2, 2, 8), broadcast="B11D", partial_slice=(6, 8), dtype="bfloat16"),
         case("many_rows", shape=(2, 64, 8, 16), broadcast="B1ND", partial_slice=(2, 14), dtype="float16"),
@@ -931,7 +918,7 @@ def _forward() -> dict:
         negative("x_int32", dtype="int32", cos_dtype="float32", expect=invalid),
         negative("cos_fp16_for_bf16", dtype="bfloat16", cos_dtype="float16", expect=invalid),
         negative("format_fractal_nz", format="FRACTAL_NZ", expect=invalid),
-        negative("mode_half_today", ("today", "mode-unsupported"), mode="half", expect=tiling),
+        negative("mode_half_today", MODE_UNSUPPORTED_TAGS, mode="half", expect=tiling),
         negative("mode_7", mode=7, expect=tiling),
         negative("D_odd", shape=(2, 2, 2, 15), expect=tiling),
         negative("D_2048", shape=(1, 1, 2, 2048), partial_slice=(0, 8), cos_shape=(1, 1, 2, 8), broadcast=None,
@@ -946,8 +933,8 @@ def _forward() -> dict:
                  known_defect={"reason": "the 950 tiling returns early for an empty slice, before its D <= 1024 rule",
                                "status": "SUCCESS"}),
     ]
-    return document(cases, header=_header("forward", "the forward op over its dtype pairs and 950 layouts, RoPE "
-                                                     "tables, special values and each of its constraints broken once"))
+    return document(cases, header=header("forward", "the forward op over its dtype pairs and 950 layouts, RoPE "
+                                                    "tables, special values and each of its constraints broken once"))
 
 
 def _checks() -> dict:
@@ -956,22 +943,22 @@ def _checks() -> dict:
     alone (``golden: false``)."""
     tags = ("checks",)
     every = ("adjoint", "roundtrip", "determinism")
-    case = lambda name, **options: _preset_case("checks", tags, name, **options)  # noqa: E731
+    case = lambda name, **options: preset_case("checks", tags, name, **options)  # noqa: E731
     cases = []
     for index, dtype in enumerate(dtypes.OPERATOR_DTYPES):
         for op, layout in (("grad", "1S1D"), ("grad", "BSND"), ("forward", "B1ND"), ("forward", "111D")):
             cases.append(case(f"{op}_{_short(dtype)}_{layout}", op=op, shape=(2, 8, 2, 64), broadcast=layout,
                               partial_slice=(8, 40) if index % 2 else (0, 64), dtype=dtype, checks=every,
-                              inputs=_rope() if "S" in layout else None))      # a RoPE table needs positions
+                              inputs=rope_inputs() if "S" in layout else None))      # a RoPE table needs positions
     cases += [
         case("grad_mixed_bf16_fp16", shape=(1, 16, 4, 128), broadcast="BS1D", dtype="bfloat16", cos_dtype="float16",
              checks=("adjoint", "determinism")),
         case("grad_large_checks_only", shape=(1, 64, 8, 128), broadcast="1S1D", partial_slice=(32, 128),
-             dtype="bfloat16", checks=every, golden=False, inputs=_rope()),
+             dtype="bfloat16", checks=every, golden=False, inputs=rope_inputs()),
     ]
-    return document(cases, header=_header("checks", "golden-free checks on the device: adjoint, roundtrip and "
-                                                     "determinism over both operators, and a case judged by its "
-                                                     "checks alone"))
+    return document(cases, header=header("checks", "golden-free checks on the device: adjoint, roundtrip and "
+                                                   "determinism over both operators, and a case judged by its "
+                                                   "checks alone"))
 
 
 def _future_modes() -> dict:
@@ -982,24 +969,24 @@ def _future_modes() -> dict:
         quarter = mode == "quarter"
         pieces = [(0, 64), (0, 32), (9, 45), (24, 64)]                 # full, head, odd start (L 36), tail
         for j, (dy, cos) in enumerate(DTYPE_PAIRS):
-            cases.append(_preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m) % 8],
-                                      partial_slice=pieces[(j + m) % 4], mode=mode, dtype=dy, cos_dtype=cos))
+            cases.append(preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m) % 8],
+                                     partial_slice=pieces[(j + m) % 4], mode=mode, dtype=dy, cos_dtype=cos))
         odd_lengths = [(7, 19), (60, 64), (3, 43)] if quarter else [(5, 35), (62, 64), (3, 9)]
         for k, piece in enumerate(odd_lengths):                        # non-power-of-two and minimal lengths
             dy = dtypes.OPERATOR_DTYPES[k]
-            cases.append(_preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCASTS[(k + 5) % 8],
-                                      partial_slice=piece, mode=mode, dtype=dy))
+            cases.append(preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCASTS[(k + 5) % 8],
+                                     partial_slice=piece, mode=mode, dtype=dy))
         cases += [
-            _preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,
-                         dtype="bfloat16", inputs=_rope()),
-            _preset_case(prefix, tags, "rope_partial_fp16_fp32", shape=(2, 32, 2, 128), broadcast="1S1D",
-                         partial_slice=(0, 64), mode=mode, dtype="float16", cos_dtype="float32", inputs=_rope()),
-            _preset_case(prefix, tags, "D1024_fp32", shape=(1, 2, 2, 1024), broadcast="11ND", mode=mode),
-            _preset_case(prefix, tags, "cancellation_fp32", shape=(2, 2, 2, 32), cos_shape=(1, 1, 1, 16),
-                         partial_slice=(8, 24), mode=mode, **CANCELLATION),
+            preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,
+                        dtype="bfloat16", inputs=rope_inputs()),
+            preset_case(prefix, tags, "rope_partial_fp16_fp32", shape=(2, 32, 2, 128), broadcast="1S1D",
+                        partial_slice=(0, 64), mode=mode, dtype="float16", cos_dtype="float32", inputs=rope_inputs()),
+            preset_case(prefix, tags, "D1024_fp32", shape=(1, 2, 2, 1024), broadcast="11ND", mode=mode),
+            preset_case(prefix, tags, "cancellation_fp32", shape=(2, 2, 2, 32), cos_shape=(1, 1, 1, 16),
+                        partial_slice=(8, 24), mode=mode, **CANCELLATION),
         ]
-    return document(cases, header=_header("future_modes", "modes half, quarter and interleave-half; skipped "
-                                                          "on today's target, run with --supported-modes 0,1,2,3"))
+    return document(cases, header=header("future_modes", "modes half, quarter and interleave-half; skipped "
+                                                         "on today's target, run with --supported-modes 0,1,2,3"))
 
 
 def _worked_example() -> dict:
@@ -1012,9 +999,23 @@ def _worked_example() -> dict:
                     comments={case["name"]: comment})
 
 
+def _cover() -> dict:
+    """The ``cover`` preset (``prmg_cli/cover.py``)."""
+    from .cover import cover_document
+
+    return cover_document()
+
+
+def _models() -> dict:
+    """The ``models`` preset (``prmg_cli/models.py``)."""
+    from .models import models_document
+
+    return models_document()
+
+
 _PRESET_MAKERS = {"smoke": _smoke, "full": _full, "edge": _edge, "negative": _negative, "special": _special,
                   "forward": _forward, "checks": _checks, "perf": _perf,
-                  "future_modes": _future_modes}
+                  "future_modes": _future_modes, "cover": _cover, "models": _models}
 
 
 def _checked(doc: dict) -> dict:
@@ -1023,22 +1024,40 @@ def _checked(doc: dict) -> dict:
     return doc
 
 
-def preset(name: str) -> dict:
+def preset(name: str, tags: Sequence[str] = (), exclude_tags: Sequence[str] = ()) -> dict:
     """The document of preset ``name`` (one of ``PRESETS``), every case checked by the loader and the
-    operator's constraints."""
+    operator's constraints; with ``tags``, only the cases carrying one of them, and never one carrying one of
+    ``exclude_tags`` (the header's command says so)."""
     if name not in _PRESET_MAKERS:
         raise PrmgError(f"unknown preset {name!r}; use one of {', '.join(PRESETS)}", field="preset")
-    return _checked(_PRESET_MAKERS[name]())
+    doc = _checked(_PRESET_MAKERS[name]())
+    if not tags and not exclude_tags:
+        return doc
+    wanted, unwanted = set(tags), set(exclude_tags)
+    kept = [case for case in doc["cases"] if (not wanted or wanted.intersection(case.get("tags", ())))
+            and not unwanted.intersection(case.get("tags", ()))]
+    if not kept:
+        raise PrmgError(f"no case of preset {name!r} is left by the tags given", field="preset")
+    command = f"prmg gen-case --preset {name}"
+    options = "".join(f" --tag {tag}" for tag in tags) + "".join(f" --exclude-tag {tag}" for tag in exclude_tags)
+    lines = [line.replace(f"`{command}`", f"`{command}{options}`") for line in doc.get("header", [])]
+    comments = {case_name: text for case_name, text in doc.get("comments", {}).items()
+                if case_name in {case["name"] for case in kept}}
+    return document(kept, defaults=doc.get("defaults"), header=lines, comments=comments)
 
 
 def shipped_documents() -> dict[str, dict]:
     """Every generated file shipped under ``cases/``: relative path -> document (``ttk_upstream.yaml``,
-    imported from the upstream CSV by ``prmg_cli.ttk``, is not among them)."""
+    imported from the upstream CSV by ``prmg_cli.ttk``, is not among them; the models' long cases are made on
+    demand)."""
+    from .models import LONG_TAG
+
     files = {"smoke.yaml": preset("smoke")}
     files.update({f"full/{part}.yaml": _checked(_full_part(part)) for part in FULL_PARTS})
     files.update({"edge.yaml": preset("edge"), "negative.yaml": preset("negative"), "special.yaml": preset("special"),
                   "forward.yaml": preset("forward"), "checks.yaml": preset("checks"),
-                  "future_modes.yaml": preset("future_modes"), "worked_example.yaml": _worked_example()})
+                  "future_modes.yaml": preset("future_modes"), "worked_example.yaml": _worked_example(),
+                  "cover.yaml": preset("cover"), "models.yaml": preset("models", exclude_tags=(LONG_TAG,))})
     return files
 
 

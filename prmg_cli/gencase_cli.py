@@ -21,12 +21,15 @@ def _write(text: str, output: str | None) -> str:
 
 
 def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mode, seed, name, inputs,
-             expect, standard, preset, output, append) -> str:
-    """``prmg gen-case``: a preset suite or one case from flags; returns what to print."""
+             expect, standard, preset, output, append, tags=(), exclude_tags=()) -> str:
+    """``prmg gen-case``: a preset suite (its cases of ``tags``, without those of ``exclude_tags``) or one case
+    from flags; returns what to print."""
     if preset is not None:
         if shape is not None or append:
             raise PrmgError("--preset writes a whole suite: it takes no --shape or --append")
-        return _write(gencase.dump_yaml(gencase.preset(preset)), output)
+        return _write(gencase.dump_yaml(gencase.preset(preset, tags, exclude_tags)), output)
+    if tags or exclude_tags:
+        raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
         raise PrmgError("give --shape B,S,N,D (or --preset NAME)")
     try:

@@ -110,6 +110,8 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
                      tensor)
     if spec.kind == "values":
         return _from_values(args, shape, dtype, fail)
+    if spec.kind == "bits":
+        return _from_bits(args, shape, dtype, fail)
     if spec.kind == "file":
         if len(args) not in (1, 2) or not all(isinstance(arg, str) for arg in args):
             raise fail("expected a .npy path (and the folder it must stay inside)")
@@ -119,7 +121,10 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
             raise fail("a RoPE table is for cos and sin only")
         if len(args) not in (1, 2):
             raise fail(f"expected (base,) or (base, position_offset), got {args!r}")
-        base, offset = _numbers(args, len(args), fail) + ((0.0,) if len(args) == 1 else ())
+        base, = _numbers(args[:1], 1, fail)
+        offset = args[1] if len(args) == 2 else 0.0
+        offset = _numbers(tuple(offset), len(offset), fail) if isinstance(offset, (tuple, list)) \
+            else _numbers((offset,), 1, fail)[0]
         if not base > 0:
             raise fail(f"the base must be > 0, got {base}")
         angles = rope_angles(shape, case.rotary_mode, base, offset)
@@ -210,6 +215,22 @@ def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> 
     return _round(values.reshape(shape), dtype)
 
 
+def _from_bits(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:
+    """A flat C-order list of bit patterns of ``dtype`` (each ``0 <= pattern < 2**bits``), exactly as many as the
+    tensor has elements: every value, NaN payloads and signs included, exactly as given."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if len(args) != size:
+        raise fail(f"{len(args)} bit patterns given but the tensor {tuple(shape)} has {size} elements")
+    width = np.dtype(dtype).itemsize
+    try:
+        patterns = np.array(args, dtype=np.uint64)
+    except (TypeError, ValueError, OverflowError):
+        raise fail("the bit patterns must all be integers >= 0") from None
+    if patterns.size and int(patterns.max()) >> (8 * width):
+        raise fail(f"a bit pattern does not fit the tensor's {8 * width} bits")
+    return patterns.astype(np.dtype(f"u{width}")).view(dtype).reshape(shape)
+
+
 def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail, folder: str | None = None) -> np.ndarray:
     """A .npy file with as many elements as the tensor, read in C order (the case format's rule, which
     the loader checks too); uint16 data for a bfloat16 tensor are its bit patterns, other numeric data
@@ -232,11 +253,14 @@ def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail, folder:
     return array.astype(dtype, casting="unsafe")
 
 
-def rope_angles(shape: tuple[int, ...], rotary_mode: int, base: float, position_offset: float = 0.0) -> np.ndarray:
+def rope_angles(shape: tuple[int, ...], rotary_mode: int, base: float,
+                position_offset: float | tuple[float, ...] = 0.0) -> np.ndarray:
     """The float64 angle table ``theta`` of a real RoPE, laid out for ``rotary_mode``, broadcast to ``shape``.
 
     Position ``pos = position_offset + s`` with ``s`` the index along the S axis (axis -3; 0 for
-    tensors of fewer than 3 axes). With ``L = shape[-1]`` and ``inv_freq_j = base**(-2j/L)``:
+    tensors of fewer than 3 axes); a tuple of offsets gives one per index ``b`` of a 4-D table's B axis
+    (``pos = position_offset[b] + s``: per-request positions). With ``L = shape[-1]`` and
+    ``inv_freq_j = base**(-2j/L)``:
       half, interleave-half: ``cat(theta_0..theta_{L/2-1}, theta_0..theta_{L/2-1})``
       interleave:            ``theta_0, theta_0, theta_1, theta_1, ...``
       quarter:               each half of the slice is a half-layout table of length ``L/2``
@@ -254,7 +278,11 @@ def rope_angles(shape: tuple[int, ...], rotary_mode: int, base: float, position_
         frequency_index, period = lane % max((length + 1) // 2, 1), length
     inv_freq = float(base) ** (-2.0 * frequency_index / max(period, 1))
     positions_count = shape[-3] if len(shape) >= 3 else 1
-    positions = position_offset + np.arange(positions_count, dtype=np.float64)
+    offsets = np.asarray(position_offset, dtype=np.float64)
+    if offsets.ndim and len(shape) == 4:
+        positions = offsets[:, None] + np.arange(positions_count, dtype=np.float64)     # (B, S)
+        return np.broadcast_to(positions[:, :, None, None] * inv_freq, shape)
+    positions = offsets.reshape(-1)[0] + np.arange(positions_count, dtype=np.float64)
     angles = positions[:, None] * inv_freq[None, :]
     if len(shape) >= 3:
         angles = angles.reshape((positions_count, 1, length))

@@ -166,6 +166,27 @@ def test_rope_position_offset_and_broadcast_axes():
     np.testing.assert_allclose(made.cos.astype(np.float64) ** 2 + made.sin.astype(np.float64) ** 2, 1, atol=1e-6)
 
 
+def test_rope_offsets_per_request_position_each_batch_row():
+    offsets = (0, 7, 100000)
+    c = case(shape=(3, 1, 4, 16), cos_shape=(3, 1, 1, 8), sin_shape=(3, 1, 1, 8),
+             cos_input=InputSpec("rope", (10000.0, offsets)), sin_input=InputSpec("rope", (10000.0, offsets)))
+    made = make_inputs(c)
+    assert [made.cos[b, 0, 0, 0] for b in range(3)] == [np.float32(np.cos(float(p))) for p in offsets]
+    assert made.sin[2, 0, 0, 1] == np.float32(np.sin(100000.0))          # interleave: pair 0 shares the angle
+
+
+@pytest.mark.parametrize("dtype, patterns", [("float16", [0x7E01, 0xFE00, 0x8000, 0x7C01]),
+                                             ("bfloat16", [0x7FC1, 0xFFC0, 0x8000, 0x7F81]),
+                                             ("float32", [0x7FC00001, 0xFFC00000, 0x80000000, 0x7F800001])])
+def test_bits_give_every_pattern_exactly(dtype, patterns):
+    """NaN payloads and signs, -0.0 and signalling NaNs, which decimal values cannot write, come out bit for bit."""
+    c = case(shape=(1, 1, 1, 4), dtype=dtype, dy_input=InputSpec("bits", tuple(patterns)))
+    assert bits(make_inputs(c).dy).reshape(-1).tolist() == patterns
+    with pytest.raises(PrmgError, match="2 bit patterns given but the tensor") as error:
+        make_inputs(case(shape=(1, 1, 1, 4), dtype=dtype, dy_input=InputSpec("bits", (1, 2))))
+    assert error.value.field == "inputs.dy.bits"
+
+
 def test_rope_is_refused_for_dy_and_bad_arguments():
     for spec, tensor in [(InputSpec("rope", (10000.0,)), "dy"), (InputSpec("rope", (0.0,)), "cos"),
                          (InputSpec("rope", ()), "sin")]:

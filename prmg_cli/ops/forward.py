@@ -32,25 +32,45 @@ from ..dtypes import OPERATOR_DTYPES
 from ..status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
 from ..vocab import BROADCASTS, MODE_NAMES
 from .grad import MAX_D, SUPPORTED_FORMATS, as_int32, empty, mode_rules
+from .grad import RULE_REASONS as GRAD_RULES
 from .spec import OperatorSpec, Violation
 
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
                ("bfloat16", "float32"))
 
 
+# Every rule ``rules`` may break, in the forward's checking order, and why the stack refuses a case breaking it
+# (the grad's words where the rule is the grad's).
+RULE_REASONS = {
+    **{name: GRAD_RULES[name] for name in ("null pointer", "dtype", "sin dtype != cos dtype", "format",
+                                           "mode not 0..3", "mode not implemented")},
+    "not 4-D": "a tensor of another rank (CheckParam, before the slice)",
+    "cos shape != sin shape": "cos and sin of different shapes (CheckParam, before the slice)",
+    "slice outside [0, D]": "JudgeSliceInfo's one range check: start < 0, end > D or start > end",
+    "L != cos D": "a slice length other than cos's last axis",
+    "L odd": "an odd slice length in a pair mode",
+    "L not a multiple of 4": "quarter: a slice length not a multiple of 4",
+    "D > 1024": "D past the tiling's limit (CheckRotaryModeShapeRelation)",
+    "D odd": "an odd D in a pair mode",
+    "D not a multiple of 4": "quarter: D not a multiple of 4",
+    "dim <= 0": "a dimension <= 0 (CheckShapeAllPositive)",
+    "cos B, S or N": "a cos/sin axis neither 1 nor x's: no layout template (JudgeLayoutByShape)",
+}
+
+
 def _type_rules(case) -> list[Violation]:
     """Rules 1 and 2: null pointers (161001), then the op definition's dtypes and format (161002)."""
-    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null") for tensor in case.null]
+    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer") for tensor in case.null]
     if (case.dtype, case.cos_dtype) not in DTYPE_PAIRS:
         field = "dtype" if case.dtype not in OPERATOR_DTYPES else "cos_dtype"
         found.append(Violation(PARAM_INVALID, f"dtype pair (x {case.dtype}, cos {case.cos_dtype}) is not one of "
-                               f"the op definition's", field))
+                               f"the op definition's", field, "dtype"))
     if case.sin_dtype != case.cos_dtype:
         found.append(Violation(PARAM_INVALID, f"sin dtype {case.sin_dtype} differs from cos dtype {case.cos_dtype}",
-                               "sin_dtype"))
+                               "sin_dtype", "sin dtype != cos dtype"))
     if case.format not in SUPPORTED_FORMATS:
         found.append(Violation(PARAM_INVALID, f"format {case.format} is not one of {', '.join(SUPPORTED_FORMATS)}",
-                               "format"))
+                               "format", "format"))
     return found
 
 
@@ -65,41 +85,44 @@ def _tiling_rules(case) -> list[Violation]:
     """Rule 4 after the mode: shapes, the slice (an empty one ends the checks), D, dims, layout (561002)."""
     found = []
 
-    def broken(message: str, field: str) -> None:
-        found.append(Violation(TILING_ERROR, message, field))
+    def broken(rule: str, message: str, field: str) -> None:
+        found.append(Violation(TILING_ERROR, message, field, rule))
 
     shapes = {"x": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
     for tensor, (shape, field) in shapes.items():
         if len(shape) != 4:
-            broken(f"{tensor} is {len(shape)}-D, not 4-D", field)
+            broken("not 4-D", f"{tensor} is {len(shape)}-D, not 4-D", field)
     if case.cos_shape != case.sin_shape:
-        broken(f"cos shape {list(case.cos_shape)} differs from sin shape {list(case.sin_shape)}", "sin_shape")
+        broken("cos shape != sin shape", f"cos shape {list(case.cos_shape)} differs from sin shape "
+               f"{list(case.sin_shape)}", "sin_shape")
     if found:
         return found
     start, end = case.partial_slice
     depth, length, cos_d = case.shape[-1], end - start, case.cos_shape[-1]
     if start < 0 or end > depth or start > end:
-        broken(f"slice [{start}, {end}) is not inside [0, D = {depth}] with start <= end", "partial_slice")
+        broken("slice outside [0, D]", f"slice [{start}, {end}) is not inside [0, D = {depth}] with start <= end",
+               "partial_slice")
         return found
     if no_op(case):
         return found                                            # the tiling checks nothing more
     mode = as_int32(case.rotary_mode)
     multiple = 4 if mode == 2 else 2
     if length != cos_d:
-        broken(f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
+        broken("L != cos D", f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
     if length % multiple:
-        broken(f"slice length L = {length} is not a multiple of {multiple} ({MODE_NAMES.get(mode, mode)})",
-               "partial_slice")
+        broken("L odd" if multiple == 2 else "L not a multiple of 4", f"slice length L = {length} is not a "
+               f"multiple of {multiple} ({MODE_NAMES.get(mode, mode)})", "partial_slice")
     if depth > MAX_D:
-        broken(f"D = {depth} exceeds {MAX_D}", "shape")
+        broken("D > 1024", f"D = {depth} exceeds {MAX_D}", "shape")
     if depth % multiple:
-        broken(f"D = {depth} is not a multiple of {multiple}", "shape")
+        broken("D odd" if multiple == 2 else "D not a multiple of 4", f"D = {depth} is not a multiple of {multiple}",
+               "shape")
     for tensor, (shape, field) in shapes.items():
         if any(dim <= 0 for dim in shape):
-            broken(f"{tensor} shape {list(shape)} has a dimension <= 0", field)
+            broken("dim <= 0", f"{tensor} shape {list(shape)} has a dimension <= 0", field)
     for axis, (dim, x_dim) in zip("BSN", zip(case.cos_shape[:3], case.shape[:3])):
         if dim not in (1, x_dim):
-            broken(f"cos's {axis} = {dim} is neither 1 nor x's {axis} = {x_dim}", "cos_shape")
+            broken("cos B, S or N", f"cos's {axis} = {dim} is neither 1 nor x's {axis} = {x_dim}", "cos_shape")
     return found
 
 
@@ -115,6 +138,6 @@ def rules(case, supported_modes) -> list[Violation]:
 FORWARD = OperatorSpec(
     name="forward", title="InplacePartialRotaryMul",
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
-    inplace="xRef", rules=rules, no_op=no_op, golden=reference.inplace_partial_rotary_mul,
+    inplace="xRef", rules=rules, rule_reasons=RULE_REASONS, no_op=no_op, golden=reference.inplace_partial_rotary_mul,
     golden_slice=reference.rotary_forward_slice, magnitude=reference.rotary_forward_magnitude,
     lane_terms=reference.forward_lane_terms, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS)

@@ -41,6 +41,30 @@ SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
 MAX_D = 1024
 
 
+# Every rule ``rules`` may break, in the stack's checking order, and why the stack refuses a case breaking it.
+RULE_REASONS = {
+    "null pointer": "a null tensor: 161001 before anything else is read",
+    "dtype": "a dtype the op definition lacks: nnopbase's 161002",
+    "sin dtype != cos dtype": "sin's dtype differs from cos's: 161002",
+    "format": "a format outside the ND class: 161002",
+    "mode not 0..3": "rotary_mode, read as int32, outside 0..3: the tiling refuses it",
+    "mode not implemented": "a valid mode the kernel lacks (interleave only today): the tiling refuses it",
+    "start < 0": "a negative start: the tiling's slice range, checked even for an empty slice",
+    "start > end": "a start after the end: the slice range",
+    "end > D": "an end past D (or a dy with no axis 3): the slice range",
+    "L != cos D": "a slice length other than cos's last axis",
+    "D > 1024": "D past the tiling's limit",
+    "L odd": "an odd slice length in a pair mode",
+    "L not a multiple of 4": "quarter: a slice length not a multiple of 4",
+    "not 4-D": "a tensor of another rank (checked for a no-op call too)",
+    "cos shape != sin shape": "cos and sin of different shapes (checked for a no-op call too)",
+    "cos D > D": "cos's last axis longer than dy's (checked for a no-op call too)",
+    "dim <= 0": "a dimension <= 0 (CheckShapeAllPositive)",
+    "cos B, S or N": "a cos/sin axis neither 1 nor dy's: no layout template (JudgeLayoutByShape)",
+    "dy not contiguous": "a non-contiguous dy: nnopbase refuses it at the launch (561000), dy untouched",
+}
+
+
 def as_int32(value: int) -> int:
     """``value``'s low 32 bits as a signed int32 (what a tiling reading an int64 attribute as int32 sees)."""
     return (int(value) + 2**31) % 2**32 - 2**31
@@ -48,17 +72,17 @@ def as_int32(value: int) -> int:
 
 def pointer_and_type_rules(case, dtypes_allowed=OPERATOR_DTYPES, tables_may_differ=True) -> list[Violation]:
     """Rules 1 and 2: null pointers (161001), then dtypes, sin dtype == cos dtype, formats (161002)."""
-    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null") for tensor in case.null]
+    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer") for tensor in case.null]
     for tensor, dtype in (("dy", case.dtype), ("cos", case.cos_dtype), ("sin", case.sin_dtype)):
         if dtype not in dtypes_allowed:
             found.append(Violation(PARAM_INVALID, f"{tensor} dtype {dtype} is not one of "
-                                   f"{', '.join(dtypes_allowed)}", "dtype" if tensor == "dy" else f"{tensor}_dtype"))
+                                   f"{', '.join(dtypes_allowed)}", "dtype" if tensor == "dy" else f"{tensor}_dtype", "dtype"))
     if case.sin_dtype != case.cos_dtype:
         found.append(Violation(PARAM_INVALID, f"sin dtype {case.sin_dtype} differs from cos dtype "
-                               f"{case.cos_dtype}", "sin_dtype"))
+                               f"{case.cos_dtype}", "sin_dtype", "sin dtype != cos dtype"))
     if case.format not in SUPPORTED_FORMATS:
         found.append(Violation(PARAM_INVALID, f"format {case.format} is not one of "
-                               f"{', '.join(SUPPORTED_FORMATS)}", "format"))
+                               f"{', '.join(SUPPORTED_FORMATS)}", "format", "format"))
     return found
 
 
@@ -66,7 +90,7 @@ def contiguity_rules(case, code: int = INNER) -> list[Violation]:
     """Rule 5: dy's strides not contiguous -> ``code`` at the launch (nnopbase refuses the input)."""
     if case.dy_strides is not None and not contiguous(case.shape, case.dy_strides):
         return [Violation(code, f"dy strides {list(case.dy_strides)} are not contiguous for shape "
-                          f"{list(case.shape)} (refused at launch)", "dy_strides", at_launch=True)]
+                          f"{list(case.shape)} (refused at launch)", "dy_strides", "dy not contiguous", at_launch=True)]
     return []
 
 
@@ -76,10 +100,12 @@ def mode_rules(case, supported_modes, code: int = TILING_ERROR) -> list[Violatio
     mode = as_int32(case.rotary_mode)
     read_as = f" (read as int32: {mode})" if mode != case.rotary_mode else ""
     if mode not in MODE_NAMES:
-        return [Violation(code, f"rotary_mode {case.rotary_mode}{read_as} is not one of 0..3", "rotary_mode")]
+        return [Violation(code, f"rotary_mode {case.rotary_mode}{read_as} is not one of 0..3", "rotary_mode",
+                          "mode not 0..3")]
     if mode not in supported_modes:
         return [Violation(code, f"rotary_mode {mode_label(mode)}{read_as} not supported by the target "
-                          f"(supported: {mode_list(supported_modes)})", "rotary_mode", skippable=True)]
+                          f"(supported: {mode_list(supported_modes)})", "rotary_mode", "mode not implemented",
+                          skippable=True)]
     return []
 
 
@@ -104,52 +130,53 @@ def shape_rules(case) -> list[Violation]:
     """The slice and shape rules of rule 4 (b to f), each broken one -> 561002, in the tiling's order."""
     found = []
 
-    def broken(message: str, field: str) -> None:
-        """Record one broken rule blaming ``field``."""
-        found.append(Violation(TILING_ERROR, message, field))
+    def broken(rule: str, message: str, field: str) -> None:
+        """Record one broken ``rule`` blaming ``field``."""
+        found.append(Violation(TILING_ERROR, message, field, rule))
 
     mode = as_int32(case.rotary_mode)
     start, end = case.partial_slice
     length = end - start
     dy_d, cos_d = axis_3(case.shape), axis_3(case.cos_shape)
     if start < 0:
-        broken(f"slice start {start} is negative", "partial_slice")
+        broken("start < 0", f"slice start {start} is negative", "partial_slice")
     if start > end:
-        broken(f"slice start {start} is after its end {end}", "partial_slice")
+        broken("start > end", f"slice start {start} is after its end {end}", "partial_slice")
     if dy_d is None:
-        broken(f"dy is {len(case.shape)}-D: it has no axis 3 for the tiling's D, so every slice is out of range",
-               "partial_slice")
+        broken("end > D", f"dy is {len(case.shape)}-D: it has no axis 3 for the tiling's D, so every slice is out "
+               f"of range", "partial_slice")
     elif end > dy_d:
-        broken(f"slice end {end} exceeds D = {dy_d}", "partial_slice")
+        broken("end > D", f"slice end {end} exceeds D = {dy_d}", "partial_slice")
     nothing_to_do = no_op(case)
     if not nothing_to_do:
         if cos_d is not None and length != cos_d:
-            broken(f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
+            broken("L != cos D", f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
         if dy_d is not None and dy_d > MAX_D:
-            broken(f"D = {dy_d} exceeds {MAX_D}", "shape")
+            broken("D > 1024", f"D = {dy_d} exceeds {MAX_D}", "shape")
         multiple = 4 if mode == 2 else 2
         if mode in MODE_NAMES and length % multiple:
             kind = "odd" if multiple == 2 else f"not a multiple of {multiple}"
-            broken(f"slice length L = {length} is {kind} ({MODE_NAMES[mode]} works on "
-                   f"{'pairs' if multiple == 2 else 'quarters'})", "partial_slice")
+            broken("L odd" if multiple == 2 else "L not a multiple of 4", f"slice length L = {length} is {kind} "
+                   f"({MODE_NAMES[mode]} works on {'pairs' if multiple == 2 else 'quarters'})", "partial_slice")
     shapes = {"dy": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
     for tensor, (shape, field) in shapes.items():
         if len(shape) != 4:
-            broken(f"{tensor} is {len(shape)}-D, not 4-D", field)
+            broken("not 4-D", f"{tensor} is {len(shape)}-D, not 4-D", field)
     four_d = all(len(shape) == 4 for shape, _ in shapes.values())
     if case.cos_shape != case.sin_shape:
-        broken(f"cos shape {list(case.cos_shape)} differs from sin shape {list(case.sin_shape)}", "sin_shape")
+        broken("cos shape != sin shape", f"cos shape {list(case.cos_shape)} differs from sin shape "
+               f"{list(case.sin_shape)}", "sin_shape")
     if four_d and cos_d > dy_d:
-        broken(f"cos's last axis {cos_d} exceeds dy's D = {dy_d}", "cos_shape")
+        broken("cos D > D", f"cos's last axis {cos_d} exceeds dy's D = {dy_d}", "cos_shape")
     if nothing_to_do:
         return found
     for tensor, (shape, field) in shapes.items():
         if any(dim <= 0 for dim in shape):
-            broken(f"{tensor} shape {list(shape)} has a dimension <= 0", field)
+            broken("dim <= 0", f"{tensor} shape {list(shape)} has a dimension <= 0", field)
     if four_d:
         for axis, (dim, dy_dim) in zip("BSN", zip(case.cos_shape[:3], case.shape[:3])):
             if dim not in (1, dy_dim):
-                broken(f"cos's {axis} = {dim} is neither 1 nor dy's {axis} = {dy_dim}", "cos_shape")
+                broken("cos B, S or N", f"cos's {axis} = {dim} is neither 1 nor dy's {axis} = {dy_dim}", "cos_shape")
     return found
 
 
@@ -178,7 +205,7 @@ def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 GRAD = OperatorSpec(
     name="grad", title="InplacePartialRotaryMulGrad",
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
-    inplace="dyRef", rules=rules, no_op=no_op, golden=reference.inplace_partial_rotary_mul_grad,
+    inplace="dyRef", rules=rules, rule_reasons=RULE_REASONS, no_op=no_op, golden=reference.inplace_partial_rotary_mul_grad,
     golden_slice=reference.rotary_grad_slice, magnitude=reference.rotary_grad_magnitude,
     lane_terms=reference.grad_lane_terms,
     dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)), layouts=BROADCASTS)

@@ -7,13 +7,15 @@ from typing import Callable, NamedTuple
 
 
 class Violation(NamedTuple):
-    """One broken constraint: the status it earns, a message, the case field to blame, whether it is only
-    the target's missing support for a valid mode (a pass case to skip, not a bad case), and whether the
-    status comes from the launch rather than from ``...GetWorkspaceSize``."""
+    """One broken constraint: the status it earns, a message, the case field to blame, the rule broken (a key
+    of its operator's ``OperatorSpec.rule_reasons``), whether it is only the target's missing support for a
+    valid mode (a pass case to skip, not a bad case), and whether the status comes from the launch rather than
+    from ``...GetWorkspaceSize``."""
 
     code: int
     message: str
     field: str
+    rule: str
     skippable: bool = False
     at_launch: bool = False
 
@@ -26,7 +28,9 @@ class OperatorSpec:
       ``(inplace, cos, sin, int64 rotary_mode, aclIntArray *partialSlice, uint64 *workspaceSize,
       aclOpExecutor **)`` and ``(workspace, workspaceSize, executor, stream)``);
     - ``inplace``: the in-place tensor's name in the operator's docs (``dyRef``, ``xRef``);
-    - ``rules(case, supported_modes) -> [Violation]``: its documented constraints, in checking order;
+    - ``rules(case, supported_modes) -> [Violation]``: its constraints, in the real stack's checking order;
+    - ``rule_reasons``: every rule a Violation of ``rules`` may name, in checking order, with a one-line reason
+      (``coverage`` makes one class of each, so that a suite shows it hits every rule);
     - ``no_op(case) -> bool``: whether a call that succeeds changes nothing (an empty in-place tensor, which
       nnopbase runs no kernel for, or the tiling's no-op: an empty slice, or empty cos/sin);
     - ``golden(x, cos, sin, mode, slice) -> array``: the expected in-place tensor, in its dtype;
@@ -46,6 +50,7 @@ class OperatorSpec:
     launch: str
     inplace: str
     rules: Callable
+    rule_reasons: dict
     no_op: Callable
     golden: Callable
     golden_slice: Callable

@@ -30,6 +30,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from .. import dtypes
+from ..coverage import run_line
 from ..errors import PrmgError
 from ..results import STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
@@ -180,6 +181,9 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
     ok = not any(not r.info.ok for r in results)
     parts = [f'<header><h1>prmg report</h1><p class="line {"ok" if ok else "bad"}" id="summary-line">'
              f'{_h(summary_line(results))}</p>']
+    coverage = run_line(results)
+    if coverage:
+        parts.append(f'<p class="coverage" id="coverage-line">{esc(coverage)}</p>')
     faults = fault_field(info, results)
     if faults:
         parts.append(f'<div class="banner fault">{_h(faults[0])}: {_h(faults[1])}</div>')
@@ -473,7 +477,7 @@ main{max-width:1180px;margin:0 auto;padding:18px 22px 40px}
 h1{font-size:22px;margin:0 0 2px}h2{font-size:17px;margin:26px 0 10px;border-bottom:1px solid var(--line);
 padding-bottom:4px}h3{font-size:14px;margin:6px 0}
 code,pre,.bytes,.worst,.meta,td{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
-.line{font-size:16px;font-weight:600;margin:2px 0 8px}.line.ok{color:#2c7a4b}.line.bad{color:#b3262f}
+.line{font-size:16px;font-weight:600;margin:2px 0 8px}.coverage{color:var(--muted);margin:0 0 8px}.line.ok{color:#2c7a4b}.line.bad{color:#b3262f}
 .banner{padding:7px 12px;border-radius:6px;margin:6px 0;font-weight:600}
 .banner.fault{background:#fff1c2;border:1px solid #e6b400;color:#5c4300}
 .banner.emulator{background:#e8eef5;border:1px solid #c4d2e1;color:#34495e;font-weight:500}

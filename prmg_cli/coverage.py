@@ -1,0 +1,455 @@
+"""Which regime classes a suite covers: ``prmg coverage PATH...`` and the one-line coverage of a run's reports.
+
+A class (``ops/regimes.py``) is covered by a case that really exercises it, decided from the case's
+``Facts`` (``facts``):
+
+- only a case expecting success counts for the classes of its shape, dtypes, slice and values (it reaches
+  the kernel); only a case expecting an error counts for the phase classes, each by the first rule it breaks
+  on today's target (``constraints.DEFAULT_SUPPORTED_MODES``) or on a target implementing every mode;
+- ``cos/sin vary along B`` needs cos's and sin's B equal to dy's B > 1 *and* values that differ along B: a
+  uniform or normal draw whose range the dtype can tell apart, a RoPE table with per-request offsets (a
+  RoPE table varies along S only), explicit values or a file that differ there;
+- the special values are read from the inputs themselves: the explicit ``values``/``bits``/``file`` data,
+  the RoPE table, or the first ``SAMPLE`` elements of a drawn tensor, drawn exactly as ``inputs`` draws them
+  (``Generator.uniform``/``normal`` of the tensor's stream), each rounded to the tensor's dtype and read as
+  its bits (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``). dy's elements are inside or outside the
+  slice by their lane.
+
+A suite's coverage counts every case of it (a case its target would skip counts: the suite holds it); a
+run's (``run_line``, in the table and HTML reports) counts only the cases that ran.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from . import constraints, dtypes, npyfile
+from .errors import PrmgError
+from .inputs import rope_angles, tensor_generator
+from .ops import OPERATORS
+from .ops.grad import contiguous
+from .ops.regimes import PHASE, Facts, Regime, regimes
+from .results import ExitCode, visible
+from .vocab import MODE_NAMES, broadcast_pattern
+
+SAMPLE = 4096                                    # elements of a drawn tensor read for its special values
+REPORT_FORMATS = ("table", "json", "markdown", "html")
+RAN = ("passed", "failed", "error", "xfailed", "xpassed")     # statuses of results whose case was launched
+MISSING_SHOWN = 8                                # missing classes named on a one-line summary
+EXAMPLE_WIDTH = 24                               # characters of an example case name in the table
+RUN_LINE_LIMIT = 50_000                          # ran cases past which a report's coverage line is not computed
+
+
+# ---------------------------------------------------------------------------------------------------
+# Values as bits
+
+
+def dtype_bits(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 ``values`` rounded to nearest even in ``dtype`` (float32, float16, bfloat16) as their bit patterns
+    (uint64). NaN keeps its sign and its leading payload bits; bfloat16 is float32's top half, rounded (a
+    NaN is quieted there, as ml_dtypes does)."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "float16":
+            return values.astype(np.float16).view(np.uint16).astype(np.uint64)
+        single = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    if dtype != "bfloat16":
+        return single
+    nan = (single & 0x7FFFFFFF) > 0x7F800000
+    rounded = (single + 0x7FFF + ((single >> 16) & 1)) >> 16
+    return np.where(nan, (single >> 16) | 0x40, rounded)
+
+
+@lru_cache(maxsize=None)
+def _binades(dtype: str) -> tuple[float, float]:
+    """(the smallest normal, the bottom of the top binade) of ``dtype``: 2**(1 - bias) and 2**bias."""
+    exponent_bits, _ = dtypes.FLOAT_FORMATS[dtype]
+    bias = 2 ** (exponent_bits - 1) - 1
+    return 2.0 ** (1 - bias), 2.0 ** bias
+
+
+def value_kinds(bits: np.ndarray, dtype: str) -> set[str]:
+    """The special kinds (``regimes.VALUE_KINDS``) among the bit patterns ``bits`` of ``dtype``."""
+    if not bits.size:
+        return set()
+    exponent_bits, fraction_bits = dtypes.FLOAT_FORMATS[dtype]
+    top = (1 << exponent_bits) - 1
+    exponent = (bits >> fraction_bits) & top
+    special = (exponent == 0) | (exponent >= top - 1)
+    if not special.any():
+        return set()
+    bits, exponent = bits[special], exponent[special]
+    sign = (bits >> (exponent_bits + fraction_bits)) & 1
+    fraction = bits & ((1 << fraction_bits) - 1)
+    nan = (exponent == top) & (fraction != 0)
+    inf = (exponent == top) & (fraction == 0)
+    zero = (exponent == 0) & (fraction == 0)
+    masks = {"large": exponent == top - 1, "subnormal": (exponent == 0) & (fraction != 0),
+             "+0": zero & (sign == 0), "-0": zero & (sign == 1), "NaN": nan, "-NaN": nan & (sign == 1),
+             "NaN payload": nan & (fraction != 1 << (fraction_bits - 1)), "+Inf": inf & (sign == 0),
+             "-Inf": inf & (sign == 1)}
+    return {kind for kind, mask in masks.items() if mask.any()}
+
+
+def _may_draw_special(low: float, high: float, count: int, dtype: str) -> bool:
+    """Whether ``count`` uniform draws from [low, high] may hold a special value of ``dtype`` (zero, subnormal,
+    top binade or beyond) at all: the chance of one draw, ``|[low, high] n special| / (high - low)``, times
+    ``count`` is not negligible (1e-12)."""
+    if high <= low:
+        return True
+    tiny, large = _binades(dtype)
+    special = max(0.0, min(high, tiny) - max(low, -tiny)) + max(0.0, high - max(low, large)) \
+        + max(0.0, min(high, -large) - low)
+    return special / (high - low) * count > 1e-12
+
+
+# ---------------------------------------------------------------------------------------------------
+# Facts of a case
+
+
+_FIELDS = {"dy": ("shape", "dtype"), "cos": ("cos_shape", "cos_dtype"), "sin": ("sin_shape", "sin_dtype")}
+
+
+def _shape_of(case, tensor: str) -> tuple[int, ...]:
+    return getattr(case, _FIELDS[tensor][0])
+
+
+def _dtype_of(case, tensor: str) -> str:
+    return getattr(case, _FIELDS[tensor][1])
+
+
+def _data_bits(case, tensor: str, limit: int | None) -> np.ndarray | None:
+    """The bit patterns of the first ``limit`` elements (None: all) of ``tensor`` in C order, for the input
+    kinds whose values are given or computed (``values``, ``bits``, ``file``, ``rope``); None for a draw."""
+    spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
+    if spec.kind == "values":
+        return dtype_bits(np.asarray(spec.args[:limit], dtype=np.float64), dtype)
+    if spec.kind == "bits":
+        return np.asarray(spec.args[:limit], dtype=np.uint64)
+    if spec.kind == "file":
+        try:
+            array = npyfile.load(spec.args[0], math.prod(shape), spec.args[1] if len(spec.args) > 1 else None)
+        except npyfile.NpyError:
+            return np.zeros(0, np.uint64)                  # unreadable now: it exercises nothing we can see
+        array = array.reshape(-1)[:limit]
+        if dtype == "bfloat16" and array.dtype == np.uint16:
+            return array.astype(np.uint64)
+        return dtype_bits(array.astype(np.float64), dtype)
+    if spec.kind == "rope":
+        base, offset = spec.args
+        rows = shape[-3] if limit is None or len(shape) < 3 else min(shape[-3], max(1, limit // max(shape[-1], 1)))
+        table = (*shape[:-3], rows, 1, shape[-1]) if len(shape) >= 3 else shape
+        angles = rope_angles(table, case.rotary_mode, base, offset)
+        return dtype_bits((np.cos if tensor == "cos" else np.sin)(angles), dtype)
+    return None
+
+
+def _sample_bits(case, tensor: str) -> np.ndarray:
+    """The bit patterns of the first ``SAMPLE`` elements of ``tensor`` (all of them when given explicitly)."""
+    given = _data_bits(case, tensor, None if case.input_spec(tensor).kind in ("values", "bits") else SAMPLE)
+    if given is not None:
+        return given
+    spec, count = case.input_spec(tensor), min(math.prod(_shape_of(case, tensor)), SAMPLE)
+    low, high = spec.args
+    if spec.kind == "uniform" and not _may_draw_special(low, high, count, _dtype_of(case, tensor)):
+        return np.zeros(0, np.uint64)
+    generator = tensor_generator(case.seed, tensor)
+    draws = generator.uniform(low, high, count) if spec.kind == "uniform" else generator.normal(low, high, count)
+    return dtype_bits(draws, _dtype_of(case, tensor))
+
+
+@lru_cache(maxsize=1024)
+def _distinct(low: float, high: float, dtype: str) -> bool:
+    """Whether ``low`` and ``high`` round to different values of ``dtype`` (so draws between them differ)."""
+    low_bits, high_bits = dtype_bits(np.array([low, high]), dtype)
+    return bool(low_bits != high_bits)
+
+
+def _varies(case, tensor: str, axis: int) -> bool:
+    """Whether ``tensor``'s values differ along ``axis`` (0, 1, 2: B, S, N)."""
+    spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
+    if spec.kind in ("uniform", "normal"):
+        low, high = spec.args
+        return _distinct(*((low, high) if spec.kind == "uniform" else (low - high, low + high)), dtype)
+    if spec.kind == "rope":
+        offset = spec.args[1]
+        return axis == 1 or (axis == 0 and isinstance(offset, tuple) and len(set(offset)) > 1)
+    data = _data_bits(case, tensor, None)
+    if data is None or data.size != math.prod(shape):
+        return False
+    data = data.reshape(shape)
+    return bool(np.any(data != data.take([0], axis=axis)))
+
+
+def _special_values(case) -> frozenset:
+    """The (place, kind) pairs of the special values in ``case``'s inputs (module docstring)."""
+    found = set()
+    dy = _sample_bits(case, "dy")
+    if dy.size:
+        lanes = np.arange(dy.size) % max(case.shape[-1], 1)
+        inside = (lanes >= case.partial_slice[0]) & (lanes < case.partial_slice[1])
+        found |= {("dy_in", kind) for kind in value_kinds(dy[inside], case.dtype)}
+        found |= {("dy_out", kind) for kind in value_kinds(dy[~inside], case.dtype)}
+    for tensor in ("cos", "sin"):
+        found |= {("tables", kind) for kind in value_kinds(_sample_bits(case, tensor), _dtype_of(case, tensor))}
+    return frozenset(found)
+
+
+def facts(case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
+    """What ``case`` exercises (``regimes.Facts``): for a negative case the first rule it breaks on a target of
+    ``supported_modes`` and on one of every mode; for a pass case its shape, dtypes, slice and values."""
+    if not case.expect.success:
+        rules = [found[0].rule for modes in (supported_modes, frozenset(MODE_NAMES))
+                 if (found := constraints.violation_details(case, modes))]
+        return Facts(op=case.op, expects_error=True, first_rules=tuple(dict.fromkeys(rules)))
+    batch, positions, heads, depth = case.shape
+    return Facts(
+        op=case.op, dtype=case.dtype, cos_dtype=case.cos_dtype, mode=case.rotary_mode,
+        layout=broadcast_pattern(case.shape, case.cos_shape), format=case.format,
+        strided=case.dy_strides is not None and not contiguous(case.shape, case.dy_strides),
+        B=batch, S=positions, N=heads, D=depth, cos_rows=math.prod(case.cos_shape[:3]),
+        start=case.partial_slice[0], end=case.partial_slice[1], itemsize=dtypes.bit_width(case.dtype) // 8,
+        varies=frozenset(axis for index, axis in enumerate("BSN")
+                         if case.cos_shape[index] == case.shape[index] > 1
+                         and all(_varies(case, tensor, index) for tensor in ("cos", "sin"))),
+        values=_special_values(case))
+
+
+@lru_cache(maxsize=None)
+def _tests(op: str, phase: bool) -> tuple[tuple[int, Callable], ...]:
+    """(index, test) of the classes of ``op`` on the phase axis (``phase``) or on the others."""
+    return tuple((index, regime.test) for index, regime in enumerate(regimes(op)) if (regime.axis == PHASE) == phase)
+
+
+def classes_of(case_facts: Facts) -> list[int]:
+    """The indices into ``regimes(op)`` of the classes ``case_facts`` falls in (only the phase classes for a
+    case expecting an error, only the others for one expecting success)."""
+    return [index for index, test in _tests(case_facts.op, case_facts.expects_error) if test(case_facts)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# A suite's coverage
+
+
+@dataclass
+class ClassCoverage:
+    """One class of one operator: how many cases cover it and the first of them."""
+
+    regime: Regime
+    count: int = 0
+    example: str | None = None
+
+
+@dataclass
+class OpCoverage:
+    """The classes of one operator and their cases."""
+
+    op: str
+    classes: list[ClassCoverage]
+
+    @property
+    def covered(self) -> int:
+        return sum(1 for item in self.classes if item.count)
+
+    @property
+    def total(self) -> int:
+        return len(self.classes)
+
+    @property
+    def missing(self) -> list[Regime]:
+        return [item.regime for item in self.classes if not item.count]
+
+
+def evaluate(cases: Sequence) -> list[OpCoverage]:
+    """The coverage of ``cases`` for each operator with at least one case, in ``OPERATORS`` order."""
+    tables = {op: OpCoverage(op, [ClassCoverage(regime) for regime in regimes(op)]) for op in OPERATORS}
+    seen = set()
+    for case in cases:
+        seen.add(case.op)
+        classes = tables[case.op].classes
+        for index in classes_of(facts(case)):
+            classes[index].count += 1
+            classes[index].example = classes[index].example or case.name
+    return [tables[op] for op in OPERATORS if op in seen]
+
+
+def percent(coverages: Sequence[OpCoverage]) -> float:
+    """The share of the classes of ``coverages`` that are covered, in percent (100 when there are none)."""
+    total = sum(item.total for item in coverages)
+    return 100.0 * sum(item.covered for item in coverages) / total if total else 100.0
+
+
+def summary(coverages: Sequence[OpCoverage], shown: int = MISSING_SHOWN) -> str:
+    """One line: ``covers 97 of 102 classes (95.1%; grad 60 of 62, forward 37 of 40); missing: grad B: 65537,
+    ... and 3 more`` (``shown`` missing classes named)."""
+    if not coverages:
+        return "covers no class (no case)"
+    covered, total = sum(item.covered for item in coverages), sum(item.total for item in coverages)
+    parts = ", ".join(f"{item.op} {item.covered} of {item.total}" for item in coverages)
+    line = f"covers {covered} of {total} classes ({percent(coverages):.1f}%: {parts})"
+    missing = [f"{item.op} {regime.key}" for item in coverages for regime in item.missing]
+    if missing and shown:
+        line += "; missing: " + ", ".join(missing[:shown])
+        if len(missing) > shown:
+            line += f" and {len(missing) - shown} more"
+    elif missing:
+        line += f"; {len(missing)} missing"
+    return line
+
+
+def run_line(results: Sequence) -> str | None:
+    """``coverage: ...`` (``summary``) of the cases of ``results`` that ran (statuses ``RAN``) and carry their
+    definition; None when none does. Past ``RUN_LINE_LIMIT`` such cases (about 1 ms each) the line says to run
+    ``prmg coverage`` instead."""
+    from .cases import parse_document
+
+    ran = [result for result in results if result.status in RAN and result.definition]
+    if len(ran) > RUN_LINE_LIMIT:
+        return f"coverage: not computed for {len(ran)} cases (over {RUN_LINE_LIMIT}); run prmg coverage PATH..."
+    cases = []
+    for result in ran:
+        source = result.source or "run"
+        try:
+            cases += parse_document([result.definition], source, Path(source).parent)
+        except PrmgError:                              # a file: input gone since: the case is not counted
+            continue
+    return f"coverage: {summary(evaluate(cases))}" if cases else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reports
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
+    """Per operator a header line, then per axis its name and one line per class: its name, how many cases
+    cover it (``MISSING`` when none), one of them, and its reason, cut to the run table's ``WIDTH`` columns
+    unless ``wide``;
+    the summary line (every missing class named) last."""
+    from .outputs.table import WIDTH
+
+    lines = []
+    for item in coverages:
+        lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
+                  f"({percent([item]):.1f}%)", ""]
+        names = max(len(entry.regime.name) for entry in item.classes)
+        examples = max(len(visible(entry.example or "-")) for entry in item.classes)
+        if not wide:
+            examples = min(examples, EXAMPLE_WIDTH)
+        axis = None
+        for entry in item.classes:
+            if entry.regime.axis != axis:
+                axis = entry.regime.axis
+                lines.append(axis)
+            example = visible(entry.example or "-")
+            line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
+                    f"{example if wide else _fit(example, examples):<{examples}}  ")
+            reason = entry.regime.reason
+            lines.append(line + (reason if wide else _fit(reason, max(WIDTH - len(line), 20))))
+        lines.append("")
+    lines.append(summary(coverages, shown=sum(len(item.missing) for item in coverages)))
+    return "\n".join(lines) + "\n"
+
+
+def to_dict(coverages: Sequence[OpCoverage]) -> dict:
+    """The coverage as plain values: totals, the missing classes, and every class of every operator."""
+    return {
+        "covered": sum(item.covered for item in coverages), "total": sum(item.total for item in coverages),
+        "percent": round(percent(coverages), 2),
+        "missing": [f"{item.op} {regime.key}" for item in coverages for regime in item.missing],
+        "operators": [{"op": item.op, "title": OPERATORS[item.op].title, "covered": item.covered,
+                       "total": item.total, "percent": round(percent([item]), 2),
+                       "classes": [{"axis": entry.regime.axis, "class": entry.regime.name,
+                                    "reason": entry.regime.reason, "cases": entry.count, "example": entry.example}
+                                   for entry in item.classes]} for item in coverages],
+    }
+
+
+def render_markdown(coverages: Sequence[OpCoverage]) -> str:
+    """A Markdown page: the summary line, then per operator a table of its classes."""
+    def cell(text) -> str:
+        return visible(text).replace("|", "\\|")
+
+    lines = ["# Coverage", "", summary(coverages, shown=0), ""]
+    for item in coverages:
+        lines += [f"## {item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes", "",
+                  "| axis | class | cases | example | reason |", "|---|---|---|---|---|"]
+        lines += [f"| {cell(entry.regime.axis)} | {cell(entry.regime.name)} | "
+                  f"{entry.count if entry.count else '**missing**'} | {cell(entry.example or '-')} | "
+                  f"{cell(entry.regime.reason)} |" for entry in item.classes]
+        lines.append("")
+    return "\n".join(lines)
+
+
+_STYLE = ("body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1d}table{border-collapse:collapse;"
+          "margin-bottom:28px}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}"
+          "tr.missing td{background:#fbe3e4;color:#8a1c23;font-weight:600}td.n{text-align:right}")
+
+
+def render_html(coverages: Sequence[OpCoverage]) -> str:
+    """One self-contained page: the summary line, then per operator a table, missing classes in red."""
+    from .outputs.html import esc
+
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+             f"<title>prmg coverage</title><style>{_STYLE}</style></head><body><h1>prmg coverage</h1>",
+             f"<p id='coverage-line'>{esc(summary(coverages))}</p>"]
+    for item in coverages:
+        parts.append(f"<h2>{esc(item.op)} ({esc(OPERATORS[item.op].title)}): {item.covered} of {item.total} "
+                     f"classes</h2><table><tr><th>axis</th><th>class</th><th>cases</th><th>example</th>"
+                     f"<th>reason</th></tr>")
+        for entry in item.classes:
+            parts.append(f"<tr{'' if entry.count else ' class=missing'}><td>{esc(entry.regime.axis)}</td>"
+                         f"<td>{esc(entry.regime.name)}</td><td class=n>{entry.count or 'missing'}</td>"
+                         f"<td>{esc(entry.example or '-')}</td><td>{esc(entry.regime.reason)}</td></tr>")
+        parts.append("</table>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def render(coverages: Sequence[OpCoverage], report: str, wide: bool = False) -> str:
+    """The coverage report in format ``report`` (one of ``REPORT_FORMATS``)."""
+    if report == "json":
+        return json.dumps(to_dict(coverages), indent=2) + "\n"
+    if report == "markdown":
+        return render_markdown(coverages)
+    if report == "html":
+        return render_html(coverages)
+    return render_table(coverages, wide)
+
+
+def coverage_command(paths: Sequence[str], report: str = "table", output: str | None = None,
+                     fail_under: float | None = None, ops: Sequence[str] = (), wide: bool = False) -> tuple[str, int]:
+    """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
+    exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
+    from .cases import load_cases
+    from .files import write_text
+
+    if report not in REPORT_FORMATS:
+        raise PrmgError(f"--report: unknown format {report!r} (valid: {', '.join(REPORT_FORMATS)})")
+    if fail_under is not None and not (math.isfinite(fail_under) and 0 <= fail_under <= 100):
+        raise PrmgError(f"--fail-under must be a percentage from 0 to 100, got {fail_under!r}")
+    unknown = [op for op in ops if op not in OPERATORS]
+    if unknown:
+        raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
+    cases = [case for case in load_cases(paths) if not ops or case.op in ops]
+    coverages = evaluate(cases)
+    text = render(coverages, report, wide)
+    share = percent(coverages)
+    code = ExitCode.FAILED if fail_under is not None and share < fail_under else ExitCode.OK
+    if output is not None:
+        write_text(output, text)
+        text = f"wrote {output}: {summary(coverages)}\n"
+    if code:
+        text += f"coverage {share:.1f}% is under --fail-under {fail_under:g}%\n"
+    return text, int(code)

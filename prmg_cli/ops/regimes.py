@@ -1,0 +1,326 @@
+"""The regime classes of each operator: where a kernel's code changes behaviour, one class per regime.
+
+``regimes(op)`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
+layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, special
+values, and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
+test on a case's ``Facts`` (``prmg_cli/coverage.py`` computes them and counts the cases of each class).
+
+Where the numbers come from:
+
+- **Cores and tiles.** The emulator splits the B*S*N rows over ``EMU_CORES`` vector cores (``floor(rows /
+  cores)`` each, the remainder one each to the first cores) and computes a row's slice in tiles of
+  ``EMU_TILE`` lanes (``runners/emulator/kernel.h``, read here so the two never disagree). The 950's own
+  count is read at run time (the 950 tiling of InplacePartialRotaryMul takes ``GetCoreNumAiv()`` as its
+  block dim and splits B*S, or S when cos's B is 1, over it; when that is at most half the cores it splits N
+  too: ops-transformer ``posembedding/inplace_partial_rotary_mul/op_host/inplace_rope_regbase_tiling_ab.cpp``).
+  The docs searched do not state the 950's vector core count; the classes around the core count use the
+  emulator's.
+- **32-byte alignment.** Data of the Vector unit in the Unified Buffer must be 32-byte aligned (Huawei,
+  "Compute Units", https://support.huawei.com/enterprise/en/doc/EDOC1100164852/69d2b4ec/compute-units;
+  Ascend C "General Restrictions": Unified Buffer 32-byte aligned), and the 950 tiling rounds the slice
+  length up to 32 bytes (``dAlign = CeilAlign(L, 32 / itemsize)``, ``BLOCK_SIZE = 32`` in
+  ``inplace_rope_regbase_tiling_base.cpp``).
+- **Counter widths.** A vector instruction works on 8 blocks of 32 bytes (256 bytes: 64 float32 or 128
+  16-bit lanes) per repeat and repeats at most 255 times (an 8-bit count; Ascend C "Common Parameters",
+  https://www.hiascend.com/document/detail/en/canncommercial/800/opdevg/Ascendcopdevg/atlas_ascendc_10_0020.html);
+  one copy moves at most 4095 blocks (12 bits: ``MAX_COPY_BLOCK_COUNT = 4095`` in the 950 tiling);
+  strides and repeat strides of the 950's register loads are ``uint16_t`` (16 bits: asc-devkit's
+  ``asc_loadalign(..., uint16_t block_stride, uint16_t repeat_stride, ...)`` for Ascend 950PR/950DT).
+
+To add a class: add a ``Regime`` to the axis it belongs to below (its test reads ``Facts``; add a field to
+``Facts`` and compute it in ``coverage.facts`` when no field says what the class needs), then regenerate
+the cover suite (``prmg gen-case --preset cover``); its test fails when no candidate covers the new class.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Callable
+
+from .. import dtypes
+from ..vocab import MODE_NAMES
+from . import OPERATORS
+from .grad import MAX_D, SUPPORTED_FORMATS
+
+PHASE = "phase"                   # the axis of the expected-error classes: only negative cases count there
+VALUE_KINDS = ("large", "subnormal", "+0", "-0", "NaN", "-NaN", "NaN payload", "+Inf", "-Inf")
+VALUE_PLACES = {"dy_in": "dy in slice", "dy_out": "dy outside", "tables": "cos/sin"}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one case exercises, as the classes see it (``coverage.facts`` computes it).
+
+    A negative case (``expects_error``) has only ``op`` and ``first_rules``: the rules (``Violation.rule``) it
+    breaks first on today's target and on a target
+    implementing every mode. A pass case has the rest: the dtypes, mode, cos/sin layout
+    (``vocab.broadcast_pattern``, None when it follows none), format, whether dy is strided, dy's shape (B, S,
+    N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
+    which cos and sin both vary (``varies``), and the special values its inputs hold as ``(place, kind)``
+    pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``).
+    """
+
+    op: str
+    expects_error: bool = False
+    first_rules: tuple[str, ...] = ()
+    dtype: str = ""
+    cos_dtype: str = ""
+    mode: int = 1
+    layout: str | None = None
+    format: str = "ND"
+    strided: bool = False
+    B: int = 0
+    S: int = 0
+    N: int = 0
+    D: int = 0
+    cos_rows: int = 0
+    start: int = 0
+    end: int = 0
+    itemsize: int = 4
+    varies: frozenset = frozenset()
+    values: frozenset = frozenset()
+    rows: int = field(init=False)         # dy's rows, B*S*N
+    length: int = field(init=False)       # the slice length L = end - start
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", self.B * self.S * self.N)
+        object.__setattr__(self, "length", self.end - self.start)
+
+    def aligned(self, elements: int) -> bool:
+        """Whether ``elements`` of dy's dtype are a whole number of 32-byte blocks."""
+        return elements * self.itemsize % ALIGN_BYTES == 0
+
+
+@dataclass(frozen=True)
+class Regime:
+    """One class: its axis, its name, why a kernel behaves differently there, and whether a case's
+    ``Facts`` fall in it."""
+
+    axis: str
+    name: str
+    reason: str
+    test: Callable[[Facts], bool]
+
+    @property
+    def key(self) -> str:
+        """``axis: name``, as reports name the class."""
+        return f"{self.axis}: {self.name}"
+
+
+ALIGN_BYTES = 32            # the Unified Buffer's alignment (module docstring)
+VECTOR_LANES = 16           # lanes of a 32-byte block of a 16-bit dtype
+COUNTER_BITS = (8, 12, 16)  # repeat counts, copy block counts, uint16 strides (module docstring)
+
+
+@cache
+def emulator_layout() -> tuple[int, int]:
+    """(vector cores, tile lanes) of the emulator's kernel layout: ``EMU_CORES`` and ``EMU_TILE`` of
+    ``runners/emulator/kernel.h``."""
+    from ..toolkit import emulator_sources
+
+    text = (emulator_sources() / "kernel.h").read_text(encoding="utf-8")
+    return tuple(int(re.search(rf"#define {name} (\d+)", text).group(1)) for name in ("EMU_CORES", "EMU_TILE"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The axes
+
+
+def _dtype_axis(spec) -> list[Regime]:
+    """One class per (dy, cos) dtype pair the operator accepts."""
+    found = []
+    for dy, cos in spec.dtype_pairs:
+        label = f"{dtypes.lookup(dy).short}/{dtypes.lookup(cos).short}"
+        reason = (f"{dy} data and tables: the same-precision kernel" if dy == cos else
+                  f"{dy} data with {cos} tables: a mixed-precision path, tables "
+                  f"{'wider' if dtypes.bit_width(cos) > dtypes.bit_width(dy) else 'as wide as'} the data")
+        found.append(Regime("dtypes", label, reason, lambda f, pair=(dy, cos): (f.dtype, f.cos_dtype) == pair))
+    return found
+
+
+_MODE_REASONS = {0: "pairs (j, j + L/2): rotate_half", 1: "adjacent pairs (2j, 2j + 1): rotate_every_two",
+                 2: "the half rule on each half of the slice (L a multiple of 4)",
+                 3: "read interleaved, written in half layout (DeepSeek)"}
+
+
+def _mode_axis() -> list[Regime]:
+    return [Regime("mode", name, _MODE_REASONS[code], lambda f, code=code: f.mode == code)
+            for code, name in MODE_NAMES.items()]
+
+
+# The 950 tiling's templates per cos/sin layout (JudgeLayoutByShape in inplace_rope_regbase_tiling_base.cpp).
+_LAYOUT_REASONS = {
+    "BSND": "cos/sin as large as dy: no broadcast (the NO_BROADCAST template)",
+    "111D": "one cos/sin row for every row (the BROADCAST_BSN template)",
+    "1S1D": "one row per position, shared over B and N (the BSND template)",
+    "1SND": "per (s, n), shared over B (the BNSD template, S and N folded)",
+    "B1ND": "per (b, n), shared over S (the BNSD template)",
+    "BS1D": "per (b, s), shared over N (the SBND template)",
+    "11ND": "per head, shared over B and S (the BNSD template)",
+    "B11D": "per batch, shared over S and N (the SBND template): decode with per-request positions",
+}
+
+
+def _layout_axis(spec) -> list[Regime]:
+    return [Regime("layout", pattern, _LAYOUT_REASONS[pattern], lambda f, p=pattern: f.layout == p)
+            for pattern in spec.layouts]
+
+
+def _format_axis() -> list[Regime]:
+    return [Regime("format", name, "a format nnopbase takes for an ND operator" if name != "ND" else
+                   "the operator's own format", lambda f, n=name: f.format == n) for name in SUPPORTED_FORMATS]
+
+
+def _count_classes(axis: str, count: Callable[[Facts], int], what: str) -> list[Regime]:
+    """1, small odd, and 2**k - 1, 2**k, 2**k + 1 for the counter widths k of ``COUNTER_BITS``."""
+    found = [Regime(axis, "1", f"a single {what}: loops of one trip, the axis may be folded away",
+                    lambda f: count(f) == 1),
+             Regime(axis, "small odd", f"an odd {what} count from 3 to 15: no split into halves or pairs",
+                    lambda f: 3 <= count(f) <= 15 and count(f) % 2 == 1)]
+    widths = {8: "an 8-bit repeat count (at most 255 repeats)", 12: "a 12-bit copy block count (at most 4095)",
+              16: "a 16-bit counter or stride"}
+    for bits in COUNTER_BITS:
+        top = 2 ** bits
+        found += [
+            Regime(axis, f"{top - 1}", f"the largest {what} count that fits {widths[bits]}",
+                   lambda f, v=top - 1: count(f) == v),
+            Regime(axis, f"{top}", f"one past {widths[bits]}: a counter of that width wraps to 0",
+                   lambda f, v=top: count(f) == v),
+            Regime(axis, f"{top + 1}", f"two past {widths[bits]}: wraps to 1, a tail of one",
+                   lambda f, v=top + 1: count(f) == v),
+        ]
+    return found
+
+
+def _rows_axis() -> list[Regime]:
+    """dy's rows: the counter classes, and the split over the vector cores."""
+    cores, _ = emulator_layout()
+    rows = _count_classes("rows", lambda f: f.rows, "row")
+    for rounds in (1, 2):
+        full = rounds * cores
+        rows += [
+            Regime("rows", f"{full - 1}", f"{full - 1} rows over {cores} cores: one core short of "
+                   f"{rounds} full round{'s' * (rounds > 1)}", lambda f, v=full - 1: f.rows == v),
+            Regime("rows", f"{full}", f"{rounds} row{'s' * (rounds > 1)} on each of the {cores} cores, no remainder",
+                   lambda f, v=full: f.rows == v),
+            Regime("rows", f"{full + 1}", f"one remainder row after {rounds} full round{'s' * (rounds > 1)} "
+                   f"of {cores} cores (a core tail)", lambda f, v=full + 1: f.rows == v),
+        ]
+    rows.append(Regime("rows", "B*S <= cores/2, N > 1", f"B*S at most {cores // 2}: the 950 tiling splits the "
+                       "heads over the cores too", lambda f: f.B * f.S <= cores // 2 and f.N > 1))
+    return rows
+
+
+def _d_axis() -> list[Regime]:
+    def around(top: int) -> list[Regime]:
+        return [Regime("D", f"{top - 2}..{top - 1}", f"a pair short of {top}: the last 256-byte repeat and "
+                       "32-byte block of a row are partial", lambda f: top - 2 <= f.D <= top - 1),
+                Regime("D", f"{top}", f"{top} elements: whole 256-byte repeats ({top * 4 // 256} in float32, "
+                       f"{top * 2 // 256} in 16-bit dtypes)", lambda f: f.D == top),
+                Regime("D", f"{top + 1}..{top + 2}", f"a pair past {top}: one more, partial, repeat per row",
+                       lambda f: top + 1 <= f.D <= top + 2)]
+
+    return [Regime("D", "2", "the smallest row: one pair", lambda f: f.D == 2),
+            *around(256), *around(512),
+            Regime("D", f"{MAX_D}", "the largest D the tiling takes", lambda f: f.D == MAX_D),
+            Regime("D", "rows not 32-byte multiples", "D * itemsize % 32 != 0: rows do not start on 32-byte "
+                   "blocks (a kernel that pads rows to 32 bytes misaddresses them)", lambda f: not f.aligned(f.D)),
+            Regime("D", "rows 32-byte multiples", "every row starts on a 32-byte block", lambda f: f.aligned(f.D))]
+
+
+def _slice_axis() -> list[Regime]:
+    _, tile = emulator_layout()
+    some = lambda test: lambda f: f.length > 0 and test(f)  # noqa: E731 (classes of a non-empty slice)
+    return [
+        Regime("slice", "empty", "L = 0: the tiling returns before the kernel; dy must come back untouched",
+               lambda f: f.length == 0),
+        Regime("slice", "full [0, D)", "no pass-through part: the whole row is rewritten",
+               some(lambda f: f.start == 0 and f.end == f.D)),
+        Regime("slice", "at 0, before D", "a pass-through tail after the slice",
+               some(lambda f: f.start == 0 < f.D - f.end)),
+        Regime("slice", "after 0, ending at D", "a pass-through head before the slice",
+               some(lambda f: f.start > 0 and f.end == f.D)),
+        Regime("slice", "inside", "pass-through parts on both sides", some(lambda f: 0 < f.start and f.end < f.D)),
+        Regime("slice", "start 32-byte aligned", "the slice starts on a 32-byte block (start > 0)",
+               some(lambda f: f.start > 0 and f.aligned(f.start))),
+        Regime("slice", "start not 32-byte aligned", "start * itemsize % 32 != 0: UB data must be 32-byte "
+               "aligned, so the first block mixes pass-through and slice", some(lambda f: not f.aligned(f.start))),
+        Regime("slice", "end 32-byte aligned", "the slice ends on a 32-byte block before D",
+               some(lambda f: f.end < f.D and f.aligned(f.end))),
+        Regime("slice", "end not 32-byte aligned", "the slice's last block is shared with pass-through data",
+               some(lambda f: not f.aligned(f.end))),
+        Regime("slice", "L 32-byte multiple", "the tiling's aligned length equals L",
+               some(lambda f: f.aligned(f.length))),
+        Regime("slice", "L not 32-byte multiple", "the tiling pads L up to 32 bytes: padding lanes must not "
+               "be written back", some(lambda f: not f.aligned(f.length))),
+        Regime("slice", "start >= 256", "a lane offset of 256 or more elements (past 8 bits)",
+               some(lambda f: f.start >= 256)),
+        Regime("slice", "start >= 512", "a lane offset of 512 or more elements (2 KiB of float32)",
+               some(lambda f: f.start >= 512)),
+        Regime("slice", "L = 2", "a single pair", lambda f: f.length == 2),
+        Regime("slice", f"L % {VECTOR_LANES} != 0", f"a {VECTOR_LANES}-lane vector (32 bytes of a 16-bit dtype) "
+               "ends inside the slice", some(lambda f: f.length % VECTOR_LANES != 0)),
+        Regime("slice", f"L < {tile}", f"one partial tile of the emulator's {tile} lanes",
+               some(lambda f: f.length < tile)),
+        Regime("slice", f"L = k*{tile}", f"whole tiles of {tile} lanes", some(lambda f: f.length % tile == 0)),
+        Regime("slice", f"L > {tile}, partial tile", "whole tiles then a partial one: the tail tile's cos/sin "
+               "offsets", lambda f: f.length > tile and f.length % tile != 0),
+    ]
+
+
+def _varies_axis() -> list[Regime]:
+    return [Regime("cos/sin vary", f"along {axis}", f"cos/sin of full {axis} (dy's {axis} > 1) that really differ "
+                   f"along it: a kernel reading index 0 of {axis} is caught only then",
+                   lambda f, axis=axis: axis in f.varies) for axis in "BSN"]
+
+
+_VALUE_REASONS = {
+    "large": "the top binade of the dtype: c*x + s*x' overflows to Inf where the products add up",
+    "subnormal": "below the dtype's normals: flush-to-zero or gradual underflow",
+    "+0": "a zero: products and sums of zeros",
+    "-0": "a negative zero: it must keep its sign (x + 0.0 turns -0.0 into +0.0)",
+    "NaN": "a NaN: it must reach every result it touches",
+    "-NaN": "a NaN with its sign bit set",
+    "NaN payload": "a NaN whose payload is not the default (or a signalling one): rounding by bit tricks "
+                   "can turn it into Inf",
+    "+Inf": "+Inf: Inf * 0 and Inf - Inf are NaN",
+    "-Inf": "-Inf: Inf * 0 and Inf - Inf are NaN",
+}
+
+
+def _values_axis() -> list[Regime]:
+    return [Regime("values", f"{kind}, {label}", _VALUE_REASONS[kind] + (" (outside: must come back bit for "
+                   "bit)" if place == "dy_out" else ""), lambda f, key=(place, kind): key in f.values)
+            for place, label in VALUE_PLACES.items() for kind in VALUE_KINDS]
+
+
+# The rules of each operator (``OperatorSpec.rule_reasons``) are its phase classes, but for those no case file
+# can break first: a negative dim is refused when the file is read, and a dim of 0 makes the call a no-op.
+UNREACHABLE_RULES = frozenset({"dim <= 0"})
+
+
+def _phase_axis(op: str) -> list[Regime]:
+    return [Regime(PHASE, name, reason, lambda f, name=name: name in f.first_rules)
+            for name, reason in OPERATORS[op].rule_reasons.items() if name not in UNREACHABLE_RULES]
+
+
+def _storage_axis(op: str) -> list[Regime]:
+    """The forward takes a non-contiguous x (AutoContiguous copies it); the grad refuses one (a phase class)."""
+    if op != "forward":
+        return []
+    return [Regime("storage", "x not contiguous", "AutoContiguous: the generated layer copies x into the "
+                   "workspace, runs the kernel and copies it back", lambda f: f.strided)]
+
+
+@cache
+def regimes(op: str) -> tuple[Regime, ...]:
+    """Every class of operator ``op`` (a key of ``OPERATORS``), axis by axis."""
+    spec = OPERATORS[op]
+    return (*_dtype_axis(spec), *_mode_axis(), *_layout_axis(spec), *_format_axis(), *_storage_axis(op),
+            *_count_classes("B", lambda f: f.B, "batch"), *_count_classes("S", lambda f: f.S, "position"),
+            *_count_classes("N", lambda f: f.N, "head"), *_rows_axis(),
+            *_count_classes("cos rows", lambda f: f.cos_rows, "cos/sin row"), *_d_axis(), *_slice_axis(),
+            *_varies_axis(), *_values_axis(), *_phase_axis(op))
+

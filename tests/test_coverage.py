@@ -1,0 +1,251 @@
+"""prmg coverage: the regime classes, the engine deciding which a case really exercises, the command's reports and
+exit codes, the cover preset (complete, deterministic, red under the emulator's layout faults), the models
+table, and the one-line coverage of a run's reports."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, prmg
+from prmg_cli import constraints, cover, coverage, gencase, models
+from prmg_cli.cases import load_cases, parse_document
+from prmg_cli.errors import PrmgError
+from prmg_cli.ops import OPERATORS
+from prmg_cli.ops.regimes import PHASE, regimes
+from prmg_cli.outputs import html as html_report
+from prmg_cli.outputs import table
+from prmg_cli.results import CaseResult, RunInfo
+from prmg_cli.vocab import MODE_NAMES
+
+COVER = ROOT / "cases" / "cover.yaml"
+
+
+def case(**raw):
+    """One case read as from a case file (name ``c`` unless given)."""
+    return parse_document([{"name": "c", **raw}], "test.yaml", ROOT)[0]
+
+
+def covered(one_case) -> set[str]:
+    """The ``axis: name`` keys of the classes ``one_case`` covers."""
+    table_ = regimes(one_case.op)
+    return {table_[index].key for index in coverage.classes_of(coverage.facts(one_case))}
+
+
+# ----- the engine on hand-made cases -----------------------------------------------------------------
+
+def test_a_count_class_is_covered_only_at_its_value():
+    at = covered(case(shape=[1, 65537, 1, 2], broadcast="1S1D"))
+    assert {"S: 65537", "rows: 65537", "cos rows: 65537", "B: 1", "N: 1", "D: 2", "slice: L = 2"} <= at
+    below = covered(case(shape=[1, 65536, 1, 2], broadcast="1S1D"))
+    assert "S: 65536" in below and not {"S: 65537", "rows: 65537"} & below
+    assert "cos rows: 1" in covered(case(shape=[1, 65537, 1, 2], broadcast="111D"))
+
+
+def test_cos_varies_along_b_only_with_full_b_and_values_that_differ_there():
+    rope = {"rope": {"base": 10000}}
+    per_request = {"rope": {"base": 10000, "offset": [0, 5, 9]}}
+    base = dict(shape=[3, 2, 2, 8], broadcast="B11D")
+    assert "cos/sin vary: along B" not in covered(case(**base, inputs={"cos": rope, "sin": rope}))   # same rows
+    assert "cos/sin vary: along B" in covered(case(**base, inputs={"cos": per_request, "sin": per_request}))
+    assert "cos/sin vary: along B" in covered(case(**base))                                 # uniform draws
+    assert "cos/sin vary: along B" not in covered(case(shape=[3, 2, 2, 8], broadcast="111D"))   # cos B = 1
+    constant = {"values": [0.5] * 24}
+    differing = {"values": [0.5] * 8 + [0.25] * 16}
+    assert "cos/sin vary: along B" not in covered(case(**base, inputs={"cos": constant, "sin": constant}))
+    assert "cos/sin vary: along B" not in covered(case(**base, inputs={"cos": differing, "sin": constant}))
+    assert "cos/sin vary: along B" in covered(case(**base, inputs={"cos": differing, "sin": differing}))
+    assert "cos/sin vary: along B" not in covered(case(**base, inputs={"cos": {"uniform": [1, 1.0001]},
+                                                                      "sin": {"uniform": [1, 1.0001]}},
+                                                       dtype="bfloat16"))   # one bfloat16 value: all the same
+    rope_s = covered(case(shape=[1, 4, 2, 8], broadcast="1S1D", inputs={"cos": rope, "sin": rope}))
+    assert "cos/sin vary: along S" in rope_s and "cos/sin vary: along N" not in rope_s
+
+
+def test_special_values_count_where_they_are():
+    nan_payload, negative_zero = 0x7E01, 0x8000                       # float16 bit patterns
+    dy = [0x3C00] * 16                                                 # 1.0
+    dy[5], dy[1] = nan_payload, negative_zero                          # lane 5 inside [4, 12), lane 1 outside
+    found = covered(case(shape=[1, 1, 1, 16], partial_slice=[4, 12], dtype="float16", inputs={"dy": {"bits": dy}}))
+    assert {"values: NaN payload, dy in slice", "values: NaN, dy in slice", "values: -0, dy outside"} <= found
+    assert not {"values: NaN, dy outside", "values: -0, dy in slice", "values: -NaN, dy in slice"} & found
+    assert not any(key.startswith("values:") for key in covered(case(shape=[1, 1, 1, 16])))
+    huge = covered(case(shape=[2, 2, 2, 32], dtype="float16", inputs={"dy": {"uniform": [-65000, 65000]}}))
+    assert "values: large, dy in slice" in huge
+    tiny = covered(case(shape=[2, 2, 2, 32], inputs={"dy": {"uniform": [-1e-40, 1e-40]}}))
+    assert "values: subnormal, dy in slice" in tiny and "values: large, dy in slice" not in tiny
+
+
+def test_phase_classes_count_the_first_broken_rule_of_negative_cases_only():
+    assert covered(case(shape=[1, 1, 2, 2048], expect={"error": "any"})) == {"phase: D > 1024"}
+    quarter = covered(case(shape=[2, 2, 2, 16], partial_slice=[4, 10], rotary_mode="quarter",
+                           cos_shape=[1, 1, 1, 6], expect={"error": "ACLNN_ERR_INNER_TILING_ERROR"}))
+    assert quarter == {"phase: mode not implemented", "phase: L not a multiple of 4"}  # today / every mode
+    assert not any(key.startswith(PHASE) for key in covered(case(shape=[1, 1, 2, 16])))
+    assert covered(case(shape=[2, 4, 16], cos_shape=[1, 1, 1, 8], partial_slice=[4, 12], op="forward",
+                        expect={"error": "any"})) == {"phase: not 4-D"}
+
+
+def test_every_rule_is_a_phase_class_and_the_suites_break_each():
+    """Each rule a Violation names is in its operator's table (one home: ``OperatorSpec.rule_reasons``), and the
+    shipped suites break every reachable one of them first."""
+    from prmg_cli.ops.regimes import UNREACHABLE_RULES
+
+    negatives = [c for c in load_cases([ROOT / "cases"]) if not c.expect.success]
+    negatives += [c for _, c in cover.candidates() if not c.expect.success]
+    for one in negatives:
+        for violation in constraints.violation_details(one, frozenset({1})) + \
+                constraints.violation_details(one, frozenset(MODE_NAMES)):
+            assert violation.rule in OPERATORS[one.op].rule_reasons, (one.name, violation)
+    for op in OPERATORS:
+        classes = {r.name for r in regimes(op) if r.axis == PHASE}
+        assert classes == set(OPERATORS[op].rule_reasons) - UNREACHABLE_RULES, op
+
+
+def test_value_bits_and_kinds():
+    assert coverage.dtype_bits(np.array([1.0, -0.0]), "bfloat16").tolist() == [0x3F80, 0x8000]
+    assert coverage.dtype_bits(np.array([1.0 + 2 ** -8]), "bfloat16").tolist() == [0x3F80]     # ties to even
+    assert coverage.dtype_bits(np.array([np.inf, 1e-45]), "float32").tolist() == [0x7F800000, 1]
+    assert coverage.value_kinds(np.array([0x7FC0, 0xFFC1, 0x0001, 0x7F7F], np.uint64), "bfloat16") == \
+        {"NaN", "-NaN", "NaN payload", "subnormal", "large"}
+    assert coverage.value_kinds(np.array([0x3C00], np.uint64), "float16") == set()
+
+
+def test_summary_line_and_missing_classes():
+    result = coverage.evaluate([case(shape=[1, 1, 1, 2])])
+    assert [item.op for item in result] == ["grad"]
+    line = coverage.summary(result, shown=2)
+    assert line.startswith(f"covers {result[0].covered} of {len(regimes('grad'))} classes")
+    assert "missing: grad dtypes: fp32/fp16, grad dtypes: fp32/bf16 and" in line
+
+
+def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
+    covers = [frozenset({1, 2}), frozenset({1, 2, 3}), frozenset({4}), frozenset({4}), frozenset({3})]
+    assert cover.greedy_cover(covers, [1, 1, 5, 2, 1]) == [1, 3]
+
+
+# ----- the command -----------------------------------------------------------------------------------
+
+def test_coverage_reports_in_process(tmp_path):
+    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10)
+    assert code == 0 and "grad (InplacePartialRotaryMulGrad):" in text and "MISSING" in text
+    assert all(len(line) <= 100 for line in text.splitlines()[:-1])           # the table fits; the summary is one line
+    assert text.splitlines()[-1].startswith("covers ") and "missing: grad mode: half" in text.splitlines()[-1]
+    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], "json", fail_under=90)
+    assert code == 1 and "is under --fail-under 90%" in text
+    report = json.loads(text[:text.rindex("}") + 1])
+    assert report["total"] == len(regimes("grad")) and report["missing"][0] == "grad mode: half"
+    first = report["operators"][0]["classes"][0]
+    assert (first["axis"], first["class"], first["example"]) == ("dtypes", "fp32/fp32", "smoke.worked_example")
+    assert first["cases"] > 1 and first["reason"].startswith("float32 data and tables")
+    page = tmp_path / "coverage.html"
+    text, code = coverage.coverage_command([str(ROOT / "cases" / "forward.yaml")], "html", str(page), ops=("forward",))
+    assert code == 0 and text.startswith(f"wrote {page}: covers ")
+    assert "<tr class=missing>" in page.read_text() and "Content-Security-Policy" in page.read_text()
+    markdown, _ = coverage.coverage_command([str(ROOT / "cases" / "forward.yaml")], "markdown")
+    assert "| axis | class | cases | example | reason |" in markdown and "**missing**" in markdown
+
+
+def test_coverage_of_the_shipped_cases_misses_nothing(tmp_path):
+    result = prmg("coverage", "cases/", "--fail-under", "100")
+    assert result.returncode == 0, result.stderr
+    classes = sum(len(regimes(op)) for op in OPERATORS)
+    assert result.stdout.splitlines()[-1] == f"covers {classes} of {classes} classes (100.0%: " + ", ".join(
+        f"{op} {len(regimes(op))} of {len(regimes(op))}" for op in OPERATORS) + ")"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- name: x\n  shape: [1, 1, 1, 2]\n  dtype: float99\n")
+    for args in (("nowhere/",), (str(bad), "--fail-under", "50")):
+        result = prmg("coverage", *args)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, args
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "field 'dtype'" in result.stderr and "bad.yaml" in result.stderr
+
+
+@pytest.mark.parametrize("options, message", [(dict(fail_under=101), "--fail-under must be a percentage"),
+                                              (dict(report="yaml"), "--report: unknown format 'yaml'"),
+                                              (dict(ops=("backward",)), "--op: unknown operator 'backward'")])
+def test_coverage_refuses_bad_options(options, message):
+    with pytest.raises(PrmgError, match=message):
+        coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], **options)
+
+
+# ----- the cover preset ------------------------------------------------------------------------------
+
+def test_cover_preset_covers_every_class_with_small_cases():
+    cases = load_cases([COVER])
+    result = coverage.evaluate(cases)
+    assert all(not item.missing for item in result) and {item.op for item in result} == set(OPERATORS)
+    sizes = sorted(math.prod(c.shape) for c in cases)
+    assert sizes[len(sizes) // 2] <= 1024                        # most are tiny; size only where a class needs it
+    assert sum(sizes) < 8_000_000
+    today = [c for c in cases if not constraints.skip_reason(c, constraints.DEFAULT_SUPPORTED_MODES)]
+    runs_today = coverage.evaluate(today)
+    assert {r.axis for item in runs_today for r in item.missing} == {"mode"}     # only the modes it lacks
+
+
+@pytest.mark.parametrize("fault", ["row_index_u16", "core_tail", "tile_tail", "unaligned_start", "row_pad",
+                                   "broadcast_b", "broadcast_s", "broadcast_n"])
+def test_cover_suite_catches_the_layout_faults(fault):
+    result = prmg("run", COVER, "--runner", "emulator", "--fail-fast", "--report", "json", "-k", "cover.grad.",
+                  env={"PRMG_EMU_FAULT": fault})                     # grad faults: the forward's cases cannot fail
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["summary"]["failed"] >= 1, report["summary"]
+    assert [c for c in report["cases"] if c["status"] == "failed"][0]["name"].startswith("cover.")
+
+
+# ----- the models table and preset -------------------------------------------------------------------
+
+def test_models_table_is_consistent_and_sourced():
+    for model in models.MODELS:
+        start, end = model.rotary
+        assert 0 <= start < end <= model.head_dim and (end - start) % (4 if model.mode == "quarter" else 2) == 0
+        assert model.heads % model.kv_heads == 0 and model.mode in MODE_NAMES.values()
+        assert any(source.startswith("https://") for source in model.sources), model.name
+        positions = models.decode_positions(model)
+        assert len(set(positions)) == len(positions) == models.DECODE_BATCH and max(positions) < model.context
+
+
+def test_models_preset_decode_long_and_shipping():
+    every = gencase.load_generated(gencase.preset("models")["cases"])
+    decode = [c for c in every if "decode" in c.tags]
+    assert decode and all(c.shape[1] == 1 and c.cos_shape[0] == c.shape[0] > 1 for c in decode)
+    assert all("cos/sin vary: along B" in covered(c) for c in decode)
+    long = [c for c in every if "long" in c.tags]
+    assert long and all(c.shape[1] == models.LONG_TOKENS > 65536 and models.LONG_TAG in c.tags for c in long)
+    assert [m.name for m in models.MODELS if m.context >= models.LONG_TOKENS] == \
+        [m.name for m in models.MODELS for c in long if c.name.startswith(f"models.{m.name}.")]
+    shipped = load_cases([ROOT / "cases" / "models.yaml"])
+    assert shipped and not any("long" in c.tags for c in shipped)
+    only_long = gencase.preset("models", tags=("long",))
+    assert [c["name"] for c in only_long["cases"]] == [c.name for c in long]
+    assert only_long["header"][0] == "Generated by `prmg gen-case --preset models --tag long`."
+
+
+# ----- the run's coverage in its reports -------------------------------------------------------------
+
+def test_table_and_html_show_the_coverage_of_what_ran():
+    from prmg_cli.cases import case_to_dict
+
+    ran = [case(shape=[1, 1, 1, 2]), case(name="d", shape=[1, 4, 1, 8], broadcast="1S1D")]
+    skipped = case(name="s", shape=[2, 1, 1, 4], rotary_mode="half")
+    results = [CaseResult(c.name, status, definition=case_to_dict(c), source=str(ROOT / "test.yaml"))
+               for c, status in ((ran[0], "passed"), (ran[1], "failed"), (skipped, "skipped"))]
+    line = coverage.run_line(results)
+    assert line == "coverage: " + coverage.summary(coverage.evaluate(ran))
+    lines = table.render(results, RunInfo(runner="emulator", location="/x")).splitlines()
+    assert lines[-3] == line and lines[-2] == ""
+    page = html_report.render(results, RunInfo(runner="emulator", location="/x"))
+    assert 'id="coverage-line">coverage: covers ' in page
+    assert coverage.run_line([CaseResult("x", "passed")]) is None               # a record without its definition
+
+
+def test_a_huge_run_is_pointed_to_the_command(monkeypatch):
+    monkeypatch.setattr(coverage, "RUN_LINE_LIMIT", 1)
+    from prmg_cli.cases import case_to_dict
+
+    results = [CaseResult(name, "passed", definition=case_to_dict(case(name=name, shape=[1, 1, 1, 2])))
+               for name in "ab"]
+    assert coverage.run_line(results) == "coverage: not computed for 2 cases (over 1); run prmg coverage PATH..."
