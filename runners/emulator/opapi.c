@@ -133,7 +133,10 @@ int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *w
                            (unsigned long long)workspaceSize, (unsigned long long)job->workspace_size);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    if (workspace == NULL || prmg_emu_device_range(workspace, job->workspace_size, workspace_host) != 0) {
+    /* the grad kernel only reads its workspace (kernel_job.workspace is const); the forward stages tensors in it */
+    if (workspace == NULL
+        || (kind == OP_GRAD ? prmg_emu_device_range_read(workspace, job->workspace_size, (const void **)workspace_host)
+                            : prmg_emu_device_range(workspace, job->workspace_size, workspace_host)) != 0) {
         prmg_emu_set_error("%s: workspace %p is not %llu bytes of device memory", op, workspace,
                            (unsigned long long)job->workspace_size);
         return ACLNN_ERR_PARAM_INVALID;
