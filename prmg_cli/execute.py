@@ -69,13 +69,14 @@ def expect_label(case: Case) -> str:
 
 def case_result(case: Case, status: str, **fields) -> CaseResult:
     """A CaseResult for ``case`` carrying everything that reproduces it: op, dtypes, shapes, slice, mode,
-    seed, expectation, and the case-file mapping (``definition``)."""
+    seed and generator, expectation, and the case-file mapping (``definition``)."""
     return CaseResult(
         name=case.name, status=status, source=case.source, op=case.op, dtype=case.dtype,
         cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
         sin_shape=list(case.sin_shape), rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
-        partial_slice=list(case.partial_slice), seed=case.seed, expect=expect_label(case),
-        known_defect=case.known_defect or "", checks=list(case.checks), golden=case.golden, tags=list(case.tags),
+        partial_slice=list(case.partial_slice), seed=case.seed, generator=case.generator,
+        expect=expect_label(case), known_defect=case.known_defect or "", checks=list(case.checks),
+        golden=case.golden, tags=list(case.tags),
         definition=case_to_dict(case), **fields)
 
 

@@ -95,6 +95,7 @@ class CaseResult:
     rotary_mode: str = ""
     partial_slice: list = field(default_factory=list)
     seed: int | None = None
+    generator: str = ""             # what drew the seeded inputs (vocab.GENERATORS; "" in older records: pcg64)
     expect: str = "pass"
     known_defect: str = ""
     standard: str = ""

@@ -7,6 +7,7 @@ reports) takes these words from here, so that none of them imports another to le
 - Broadcast patterns of cos/sin against the in-place tensor (B, S, N): each letter keeps that axis of
   the tensor, each ``1`` makes it 1; the last axis is the slice length ``L``.
 - aclFormat codes, and the tensor roles ``dy``/``cos``/``sin`` as case files name them.
+- The generators that draw a case's seeded inputs (``inputs.py``), the default first.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
 FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+GENERATORS = ("philox", "pcg64")            # philox: the default; pcg64: the inputs of prmg before it
+DEFAULT_GENERATOR = GENERATORS[0]
 
 
 def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:
