@@ -118,11 +118,14 @@ def test_resume_reruns_a_case_whose_definition_changed(many, tmp_path):
     results = tmp_path / "r.jsonl"
     result, _ = run_json(many, "--results", results)
     assert result.returncode == 0
-    many.write_text(MANY.replace("{name: c2, shape: [1, 2, 4, 32]}", "{name: c2, shape: [1, 2, 4, 32], seed: 7}"))
+    many.write_text(MANY.replace("{name: c2, shape: [1, 2, 4, 32]}", "{name: c2, shape: [1, 2, 4, 32], seed: 7}")
+                    .replace("{name: c3, shape: [1, 2, 5, 32]}", "{name: c3, shape: [1, 2, 5, 32], generator: pcg64}"))
     result, report = run_json(many, "--resume", results)
     assert result.returncode == 0 and len(report["cases"]) == 6
-    names = [json.loads(line)["name"] for line in results.read_text().splitlines()]
-    assert sorted(names) == ["c0", "c1", "c2", "c2", "c3", "c4", "c5"]     # only the changed case ran again
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted(record["name"] for record in records) == ["c0", "c1", "c2", "c2", "c3", "c3", "c4", "c5"]
+    assert [record["generator"] for record in records if record["name"] == "c3"] == ["philox", "pcg64"]
+    assert {case["name"]: case["generator"] for case in report["cases"]}["c3"] == "pcg64"    # other inputs: run again
 
 
 def test_resume_never_trusts_a_verdict_judged_under_other_settings(many, tmp_path):
