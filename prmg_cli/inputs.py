@@ -230,7 +230,8 @@ def _philox_uniform(key: tuple[int, int], begin: int, target: np.ndarray, scale:
     """``target[:] = offset + scale * U`` for the elements from ``begin`` on, rounded once: the compiled helper
     draws and rounds in one pass (float32 and bfloat16 straight into ``target``, other dtypes through a
     float64 ``buffer``), else numpy (``_philox_words``, ``_round_into``)."""
-    if native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, dtypes.from_numpy(target.dtype).name, target):
+    name = dtypes.from_numpy(target.dtype).name
+    if name in native.ROUNDED_CODES and native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, name, target):
         return
     draws = buffer[:target.size]
     if native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, "float64", draws):

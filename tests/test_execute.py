@@ -238,6 +238,30 @@ def test_a_worker_whose_runner_failed_is_replaced_and_the_run_goes_on(monkeypatc
                                  "device out of memory"
 
 
+def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypatch, tmp_path):
+    """A worker gets the next case while it runs one: x2 is sent while x1 runs (slowly); the worker leaves
+    after x1 (its session unfit) without starting x2, which goes back and runs once, on the fresh worker."""
+    from prmg_cli import execute
+
+    log = tmp_path / "ran.txt"
+    real_run_case = execute.run_case
+
+    def logged(session, case, settings):
+        if case.name == "x1":
+            time.sleep(0.5)                           # x0's result is read and x2 sent meanwhile
+        with open(log, "a") as ran:
+            ran.write(f"{case.name} {os.getpid()}\n")
+        result, fit = real_run_case(session, case, settings)
+        return result, fit and case.name != "x1"
+    monkeypatch.setattr(execute, "run_case", logged)
+    with execute.Executor(_settings(), (0,)) as executor:
+        results = executor.run(_cases(4))
+    assert [r.status for r in results] == ["passed"] * 4
+    ran = [line.split() for line in log.read_text().splitlines()]
+    assert [name for name, _ in ran] == ["x0", "x1", "x2", "x3"]
+    assert ran[0][1] == ran[1][1] != ran[2][1] == ran[3][1]
+
+
 def test_call_in_child_reports_crashes_and_timeouts():
     from prmg_cli.errors import PrmgError
     from prmg_cli.execute import call_in_child
