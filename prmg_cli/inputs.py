@@ -293,7 +293,7 @@ def _fill(generator: np.random.Generator, method: str, flat: np.ndarray, scale: 
 
 def _round_into(draws: np.ndarray, scale: float, offset: float, target: np.ndarray) -> None:
     """``target[:] = offset + scale * draws``, each operation rounded on its own, the sum rounded once to
-    target's dtype: the compiled helper for large float32 / bfloat16 targets, numpy otherwise (``draws`` is
+    target's dtype: the compiled helper for large float32, bfloat16 or float64 targets, numpy otherwise (``draws`` is
     overwritten)."""
     name = dtypes.from_numpy(target.dtype).name if target.size >= NATIVE_ROUNDING else ""
     if not (name and native.affine_round(draws, scale, offset, name, target)):
