@@ -168,7 +168,7 @@ def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):
 
 def test_the_whole_process_bench_times_real_prmg_runs_and_judges_the_targets(monkeypatch):
     """``prmg bench --host``'s small-case measure runs ``prmg run`` processes on its generated files (here of
-    2 cases, once after a warm-up) and prints each target as met or NOT met."""
+    2 and 1 cases, once after a warm-up; the verdicts are test_reference's)."""
     from prmg_cli import hostbench
 
     monkeypatch.setattr(hostbench, "SMALL_RUNS", (2, 1))
@@ -176,12 +176,8 @@ def test_the_whole_process_bench_times_real_prmg_runs_and_judges_the_targets(mon
     runs = found["runs"]
     assert [run["exit_codes"] for run in runs.values()] == [[0], [0]]
     assert 0 < runs["1"]["wall_s"] and runs["2"]["per_case_ms"] == pytest.approx(runs["2"]["wall_s"] / 2 * 1e3)
-    text = hostbench.format_whole_process_bench(found)
-    assert "   2 cases:" in text and "exit 0" in text
-    lines = hostbench.pipeline_verdicts([], {"runs": {"2": {**runs["2"], "per_case_ms": 4.0},
-                                                      "1": {**runs["1"], "wall_s": 1.5}}})
-    assert lines == ["whole process, 2 small cases: 4.00 ms per case <= 5.00: met",
-                     "whole process, 1 small cases: 1.50 s <= 1.00: NOT met"]
+    assert "   2 cases:" in hostbench.format_whole_process_bench(found)
+    assert hostbench.pipeline_verdicts([], found)[0].startswith("whole process, 2 small cases: ")
 
 
 def test_dump_golden_matches_an_independent_float64_computation(tmp_path):
