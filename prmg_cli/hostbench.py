@@ -309,8 +309,8 @@ def format_whole_process_bench(small: dict) -> str:
         lines.append(f"  {run['cases']:>4} cases: {run['wall_s']:.2f} s ({run['min_s']:.2f}-{run['max_s']:.2f}) = "
                      f"{run['per_case_ms']:.1f} ms per case, exit {','.join(map(str, run['exit_codes']))}")
     if "ml_dtypes_import_s" in small:
-        lines.append(f"  a process importing ml_dtypes (which bfloat16 needs) takes {small['ml_dtypes_import_s']:.2f} s "
-                     f"longer than one importing numpy alone")
+        lines.append(f"  a process importing ml_dtypes (which bfloat16 needs) takes "
+                     f"{small['ml_dtypes_import_s']:.2f} s longer than one importing numpy alone")
     return "\n".join(lines)
 
 

@@ -277,13 +277,19 @@ static inline uint16_t bfloat16_of(double value)
 static inline int64_t affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
                                    void *out)
 {
-    if (type == F32 || type == F64) {
+    if (type == F32) {
+        float *o = out;
         for (int64_t i = 0; i < count; i++) {
             const double product = scale * draws[i];
-            if (type == F32)
-                ((float *)out)[i] = (float)(offset + product);
-            else
-                ((double *)out)[i] = offset + product;
+            o[i] = (float)(offset + product);
+        }
+        return 0;
+    }
+    if (type == F64) {
+        double *o = out;
+        for (int64_t i = 0; i < count; i++) {
+            const double product = scale * draws[i];
+            o[i] = offset + product;
         }
         return 0;
     }
@@ -313,7 +319,8 @@ static inline int64_t affine_round(const double *draws, int64_t count, double sc
     return nans;
 }
 
-CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type, void *out)
+CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
+                                 void *out)
 {
     return affine_round(draws, count, scale, offset, type, out);
 }
@@ -342,7 +349,8 @@ static void philox_draws(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t
 {
     uint64_t words[4];
     for (int64_t e = begin, end = begin + count; e < end;) {
-        const int64_t chunk = e / stream_chunk, stop = end < (chunk + 1) * stream_chunk ? end : (chunk + 1) * stream_chunk;
+        const int64_t chunk = e / stream_chunk, chunk_end = (chunk + 1) * stream_chunk;
+        const int64_t stop = end < chunk_end ? end : chunk_end;
         for (int64_t k = e - chunk * stream_chunk; e < stop; k = (k | 7) + 1) {
             philox4x64_10((uint64_t)(k / 8 + 1), (uint64_t)chunk, k0, k1, words);
             if (k % 8 == 0 && stop - e >= 8) {                  /* a whole block */
@@ -462,9 +470,9 @@ def half_table() -> np.ndarray:
 
 
 def affine_round(draws: np.ndarray, scale: float, offset: float, dtype_name: str, out: np.ndarray) -> bool:
-    """``out[:] = dtype(offset + scale * draws)`` (float64 arithmetic, one rounding each; float32 or
-    bfloat16 ``out``, contiguous); False when the helper is missing, the dtype is another, or a NaN
-    turned up (the caller then does it with numpy)."""
+    """``out[:] = dtype(offset + scale * draws)`` (float64 arithmetic, one rounding each; float32, bfloat16 or
+    float64 ``out``, contiguous); False when the helper is missing, the dtype is another, or a NaN turned
+    up (the caller then does it with numpy)."""
     lib = library()
     code = ROUNDED_CODES.get(dtype_name)
     if lib is None or code is None:
