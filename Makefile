@@ -11,6 +11,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/python -m compileall -q prmg_cli    # an editable install gets no .pyc; PYTHONDONTWRITEBYTECODE=1 stops Python writing them
 	touch $(STAMP)
 
 emulator:

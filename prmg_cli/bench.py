@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import time
-from dataclasses import replace
 from typing import Sequence
 
 from tabulate import tabulate
@@ -89,22 +87,6 @@ def bench_cases(cases: Sequence[Case], settings, device: int, warmup: int, repea
     return device_soc, rows
 
 
-def pipeline_cost(count: int = 300) -> dict:
-    """Average wall time per small case of ``count`` cases through the emulator pipeline, start-up included."""
-    from .cases import Case
-    from .suite import runner_settings
-
-    started = time.perf_counter()
-    settings = replace(runner_settings("emulator", None, frozenset({1})), bfloat16=False)    # float32 cases
-    cases = [Case(name=f"pipe{i}", source="bench", shape=(1, 2, 2, 64), cos_shape=(1, 1, 1, 32),
-                  sin_shape=(1, 1, 1, 32), partial_slice=(8, 40), seed=i) for i in range(count)]
-    with execute.Executor(settings, (0,)) as executor:
-        results = executor.run(cases)
-    elapsed = time.perf_counter() - started
-    failed = sum(1 for r in results if r is None or r.status != "passed")
-    return {"cases": count, "total_s": elapsed, "per_case_ms": elapsed / count * 1e3, "not_passed": failed}
-
-
 def peak_for(soc: str, peak_gbps: float | None, runner_kind: str) -> float | None:
     """The peak memory bandwidth to judge against: ``--peak-gbps``, else the table's entry for ``--soc``
     (none on the emulator, whose timings are host timings)."""
@@ -123,20 +105,19 @@ def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmu
     if report_format not in ("table", "json"):
         raise PrmgError(f"--report must be table or json for bench, got {report_format!r}")
     if host:
-        from .hostbench import (format_host_bench, format_judge_paths, format_pipeline_bench, run_host_bench,
-                                run_judge_paths_bench, run_pipeline_bench)
+        from .hostbench import (format_host_bench, format_judge_paths, format_pipeline_bench,
+                                format_whole_process_bench, run_host_bench, run_judge_paths_bench,
+                                run_pipeline_bench, run_whole_process_bench)
 
         rows = run_host_bench()
         large = run_pipeline_bench()
         paths = run_judge_paths_bench()
-        pipeline = pipeline_cost()
+        small = run_whole_process_bench()
         if report_format == "json":
-            return json.dumps({"host": rows, "pipeline": pipeline, "large_pipeline": large, "judge_paths": paths},
+            return json.dumps({"host": rows, "whole_process": small, "large_pipeline": large, "judge_paths": paths},
                               indent=2), 0
-        return (format_host_bench(rows) + f"\npipeline: {pipeline['cases']} small cases through the emulator "
-                f"in {pipeline['total_s']:.2f} s = {pipeline['per_case_ms']:.1f} ms per case "
-                f"(start-up included; {pipeline['not_passed']} not passed)\n\n"
-                + format_pipeline_bench(large, pipeline) + "\n\n" + format_judge_paths(paths)), 0
+        return (format_host_bench(rows) + "\n\n" + format_whole_process_bench(small) + "\n\n"
+                + format_pipeline_bench(large, small) + "\n\n" + format_judge_paths(paths)), 0
     if not paths:
         raise PrmgError("give case files to time, or --host")
     from .suite import load_selected, run_info, runner_settings, target_modes

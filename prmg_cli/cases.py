@@ -26,6 +26,7 @@ written twice in one mapping are refused (``yamlfile``). Mistakes are reported a
 | ``dtype`` | dy's dtype: ``float32``, ``float16``, ``bfloat16`` or an alias ``fp32 fp16 bf16 half float`` (``float32``) |
 | ``cos_dtype`` / ``sin_dtype`` | cos's dtype (``dtype``); sin's dtype (``cos_dtype``) |
 | ``seed`` | integer 0 <= seed < 2**64 (derived from the name: the same inputs on every machine and run) |
+| ``generator`` | what draws the seeded inputs: ``philox`` or ``pcg64``, the generator of prmg before ``philox`` (``philox``; ``inputs.py``) |
 | ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{bits: [...]}`` (the same, as integer bit patterns of the tensor's dtype: NaN payloads and signs), ``{file: x.npy}`` (relative to the case file and inside its folder; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode, positions from ``offset`` along S (a list of one offset per B index: per-request positions) (``uniform: [-1, 1]``) |
 | ``expect`` | ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or ``any`` (``pass``) |
 | ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact`` (the run's) |
@@ -92,15 +93,17 @@ from .checks import CHECKS, ORACLES, weak_checks_text
 from .errors import PrmgError
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_golden, parse_inputs,
-                     parse_known_defect, parse_mode, parse_null, parse_op, parse_reason, parse_seed, parse_slice,
+                     parse_generator, parse_known_defect, parse_mode, parse_null, parse_op, parse_reason, parse_seed,
+                     parse_slice,
                      parse_standard, parse_strides, parse_tolerance, parse_words, show, suggest)
 from .status import STATUS_NAMES, describe
-from .vocab import BROADCASTS, MODE_NAMES, TENSORS, broadcast_shape
+from .vocab import BROADCASTS, DEFAULT_GENERATOR, MODE_NAMES, TENSORS, broadcast_shape
 from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
-             "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden", "correctness_unchecked")
+             "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden", "correctness_unchecked",
+             "generator")
 FILE_KEYS = ("defaults", "cases")
 MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file counted before expansion
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
@@ -176,6 +179,7 @@ class Case:
     cos_dtype: str = "float32"
     sin_dtype: str = "float32"
     seed: int = 0
+    generator: str = DEFAULT_GENERATOR  # what draws the seeded inputs (vocab.GENERATORS, inputs.py)
     dy_input: InputSpec = InputSpec()
     cos_input: InputSpec = InputSpec()
     sin_input: InputSpec = InputSpec()
@@ -303,6 +307,8 @@ def case_to_dict(case: Case) -> dict:
         out["sin_dtype"] = case.sin_dtype
     if case.seed != _default_seed(case.name):
         out["seed"] = case.seed
+    if case.generator != DEFAULT_GENERATOR:
+        out["generator"] = case.generator
     inputs = {tensor: _input_to_dict(case.input_spec(tensor)) for tensor in TENSORS
               if case.input_spec(tensor) != InputSpec()}
     if inputs:
@@ -343,13 +349,14 @@ def fingerprint(case: Case) -> str:
     """A hash of what ``case`` is, to tell whether a recorded result still belongs to it.
 
     The sha256 (64 hex digits) of the canonical JSON (sorted keys, no spaces, ASCII) of
-    ``case_to_dict(case)`` in which every ``file:`` input's path is replaced by the sha256 of that
-    file's bytes. So it changes with any key of the case (name, shapes, dtypes, seed, inputs, expect,
-    standard, tolerance, tags ...) and with the contents of its .npy files, and it is the same on
-    every run and machine and wherever the case file lies (neither ``source`` nor any path is hashed).
-    PrmgError naming the case and field when a ``file:`` input can no longer be read.
+    ``case_to_dict(case)`` with its ``generator`` always written (a record of inputs drawn by another
+    generator, or before the key existed, never matches) and every ``file:`` input's path replaced by
+    the sha256 of that file's bytes. So it changes with any key of the case (name, shapes, dtypes, seed,
+    generator, inputs, expect, standard, tolerance, tags ...) and with the contents of its .npy files, and
+    it is the same on every run and machine and wherever the case file lies (neither ``source`` nor any
+    path is hashed). PrmgError naming the case and field when a ``file:`` input can no longer be read.
     """
-    definition = case_to_dict(case)
+    definition = {**case_to_dict(case), "generator": case.generator}
     for tensor in TENSORS:
         spec = case.input_spec(tensor)
         if spec.kind == "file":
@@ -782,6 +789,7 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
         cos_dtype=cos_dtype,
         sin_dtype=sin_dtype,
         seed=parse_seed(raw["seed"], where) if "seed" in raw else _default_seed(name),
+        generator=parse_generator(raw["generator"], where) if "generator" in raw else DEFAULT_GENERATOR,
         dy_input=inputs["dy"],
         cos_input=inputs["cos"],
         sin_input=inputs["sin"],

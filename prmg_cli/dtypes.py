@@ -86,8 +86,9 @@ def to_numpy(name: str) -> np.dtype:
 def from_numpy(dtype: np.dtype) -> DType:
     """The DType whose numpy dtype is ``dtype``."""
     dtype = np.dtype(dtype)
+    name = dtype.name
     for entry in _TABLE:
-        if entry.name == dtype.name and entry.numpy == dtype:       # by name first: bfloat16 stays unloaded
+        if entry.name == name and entry.numpy == dtype:             # by name first: bfloat16 stays unloaded
             return entry
     raise KeyError(str(dtype))
 

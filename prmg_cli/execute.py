@@ -71,13 +71,14 @@ def expect_label(case: Case) -> str:
 
 def case_result(case: Case, status: str, **fields) -> CaseResult:
     """A CaseResult for ``case`` carrying everything that reproduces it: op, dtypes, shapes, slice, mode,
-    seed, expectation, and the case-file mapping (``definition``)."""
+    seed and generator, expectation, and the case-file mapping (``definition``)."""
     return CaseResult(
         name=case.name, status=status, source=case.source, op=case.op, dtype=case.dtype,
         cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
         sin_shape=list(case.sin_shape), rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
-        partial_slice=list(case.partial_slice), seed=case.seed, expect=expect_label(case),
-        known_defect=case.known_defect.describe() if case.known_defect else "", checks=list(case.checks), golden=case.golden, tags=list(case.tags),
+        partial_slice=list(case.partial_slice), seed=case.seed, generator=case.generator,
+        expect=expect_label(case), known_defect=case.known_defect.describe() if case.known_defect else "",
+        checks=list(case.checks), golden=case.golden, tags=list(case.tags),
         definition=case_to_dict(case), **fields)
 
 
@@ -424,7 +425,7 @@ class Schedule:
 
 
 class _Worker:
-    """One worker process pinned to one device, and the case it is running."""
+    """One worker process pinned to one device, the case it is running, and the cases sent after it."""
 
     def __init__(self, context, settings: RunSettings, device: int):
         self.device = device
@@ -437,6 +438,7 @@ class _Worker:
         self.case: Case | None = None
         self.index = -1
         self.deadline: float | None = None
+        self.queued: list[tuple[int, Case]] = []      # (index, case) sent after ``case``, not started yet
         self.released = False
         self.target: dict = {}                      # CaseWorker.describe() of the device
 
@@ -452,11 +454,28 @@ class _Worker:
             raise PrmgError(f"cannot open the runner: {message}")
         self.target = message
 
+    @property
+    def load(self) -> int:
+        """The cases sent to the worker and not finished: the running one and those queued after it."""
+        return (self.case is not None) + len(self.queued)
+
     def start(self, index: int, case: Case, timeout: float | None) -> None:
-        """Send ``case`` (number ``index`` of the run) to the worker; its deadline starts now."""
-        self.index, self.case = index, case
-        self.deadline = time.monotonic() + timeout if timeout else None
+        """Send ``case`` (number ``index`` of the run) to the worker. An idle worker starts it now, and its
+        deadline starts now; else it is queued and starts when the cases before it have finished."""
         self.conn.send(case)
+        if self.case is None:
+            self.index, self.case = index, case
+            self.deadline = time.monotonic() + timeout if timeout else None
+        else:
+            self.queued.append((index, case))
+
+    def finished(self, timeout: float | None) -> None:
+        """The running case has finished: the first queued case runs now (its deadline starts when its
+        predecessor's result is read, a little after the worker started it)."""
+        self.case, self.index, self.deadline = None, -1, None
+        if self.queued:
+            self.index, self.case = self.queued.pop(0)
+            self.deadline = time.monotonic() + timeout if timeout else None
 
     def stop(self) -> None:
         """Ask the worker to finish, kill it when it does not within 2 s, and release it."""
@@ -494,7 +513,15 @@ def death_message(exitcode: int | None) -> str:
 
 
 class Executor:
-    """A pool of worker processes, one per device, that runs cases and keeps going after crashes."""
+    """A pool of worker processes, one per device, that runs cases and keeps going after crashes.
+
+    Each worker has the next case in its pipe while it runs one (``QUEUED``), so that it never waits for
+    this process to read a result and send more: a case a worker could not start (it crashed, hung or
+    left) goes back to the schedule. Under fail-fast a worker gets one case at a time, so that nothing
+    starts after the first failure.
+    """
+
+    QUEUED = 1                                         # cases sent to a worker beyond the one it runs
 
     def __init__(self, settings: RunSettings, devices: Sequence[int] = (0,)):
         self.settings = settings
@@ -527,8 +554,12 @@ class Executor:
             worker.stop()
         self._workers = []
 
-    def _replace(self, worker: _Worker) -> None:
-        """Release ``worker`` and, unless its device is wedged, put a fresh, ready one in its place."""
+    def _replace(self, worker: _Worker, schedule: Schedule) -> None:
+        """Release ``worker`` (its queued cases back to ``schedule``) and, unless its device is wedged, put a
+        fresh, ready one in its place."""
+        for index, _ in worker.queued:
+            schedule.give_back(index)
+        worker.queued = []
         worker.kill()
         if worker.device in self.wedged:
             self._workers.remove(worker)
@@ -551,10 +582,11 @@ class Executor:
         """
         schedule = Schedule(cases, self.settings, on_result, fail_fast)
         while True:
-            for worker in self._workers:
-                if worker.case is None and schedule.waiting:
-                    index = schedule.take()
-                    worker.start(index, cases[index], self.settings.timeout)
+            for load in range(1 + (0 if fail_fast else self.QUEUED)):        # every worker one case first
+                for worker in self._workers:
+                    if worker.load <= load and schedule.waiting:
+                        index = schedule.take()
+                        worker.start(index, cases[index], self.settings.timeout)
             busy = [w for w in self._workers if w.case is not None]
             if not busy:
                 if schedule.waiting and not self._workers:
@@ -564,26 +596,32 @@ class Executor:
             wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy], wait_for)
             for worker in busy:
-                self._collect(worker, schedule.finish)
+                self._collect(worker, schedule)
 
-    def _collect(self, worker: _Worker, finish: Callable[[int, CaseResult], None]) -> None:
-        """Take the worker's result if it has one; else report its crash or timeout and replace it."""
-        case, index = worker.case, worker.index
-        if worker.conn.poll():
+    def _collect(self, worker: _Worker, schedule: Schedule) -> None:
+        """Take the worker's results if it has some; else report its crash or timeout and replace it."""
+        while worker.case is not None and worker.conn.poll():
             try:
                 kind, payload, fit = worker.conn.recv()
             except (EOFError, OSError):
                 kind, payload, fit = "died", None, False
             if kind == "internal":
                 raise InternalError(payload)
-            if kind == "result":
-                worker.case = None
-                self._timeouts[worker.device] = 0
-                finish(index, CaseResult.from_dict(payload))
-                if not fit:                             # the worker is leaving: its session is unfit
-                    self._replace(worker)
+            if kind != "result":
+                worker.process.join(5)                  # its pipe closed: the worker is exiting
+                break
+            index = worker.index
+            self._timeouts[worker.device] = 0
+            if not fit:                                 # the worker is leaving (its session is unfit), and
+                worker.case = None                      # the cases queued after this one never start
+                schedule.finish(index, CaseResult.from_dict(payload))
+                self._replace(worker, schedule)
                 return
-            worker.process.join(5)                      # its pipe closed: the worker is exiting
+            worker.finished(self.settings.timeout)
+            schedule.finish(index, CaseResult.from_dict(payload))
+        case, index = worker.case, worker.index
+        if case is None:
+            return
         if not worker.process.is_alive():
             worker.process.join()
             message = death_message(worker.process.exitcode)
@@ -599,8 +637,8 @@ class Executor:
         worker.case = None
         result = case_result(case, "error", message=message, standard=judging(case, self.settings)[0],
                              faults=None)               # the worker could not say which faults acted
-        finish(index, known_defect_status(case, result))
-        self._replace(worker)
+        schedule.finish(index, known_defect_status(case, result))
+        self._replace(worker, schedule)
 
 
 def _child_main(conn, function, args) -> None:

@@ -23,7 +23,7 @@ from .standards import STANDARD_PARAMS, STANDARDS, check_standard
 from .errors import PrmgError
 from .ops import OPERATORS
 from .status import STATUS_CODES
-from .vocab import BROADCASTS, FORMATS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
+from .vocab import BROADCASTS, FORMATS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
 
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
@@ -235,6 +235,14 @@ def parse_seed(value, where: Where) -> int:
     """A seed: an integer 0 <= seed < 2**64."""
     if not is_int(value) or not 0 <= value < 2**64:
         raise where.error("seed", f"expected an integer 0 <= seed < 2**64, got {kind(value)}")
+    return value
+
+
+def parse_generator(value, where: Where) -> str:
+    """The generator of the case's seeded inputs, one of ``GENERATORS``."""
+    if not _word(value, GENERATORS):
+        raise where.error("generator", f"unknown generator {show(value)}{suggest(value, GENERATORS)} "
+                          f"(valid: {', '.join(GENERATORS)})")
     return value
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
 import tracemalloc
 
@@ -131,8 +132,12 @@ PIPELINE_SLICE = (32, 128)
 PIPELINE_DTYPES = ("bfloat16", "float32")
 STAGE_KEYS = ("inputs", "upload", "kernel", "download", "golden", "judge")
 # upper bounds: host work per case (duration minus the kernel's event time) in dy.copy()s, its stretch,
-# the peak memory of the worker over its start-up footprint in dy's bytes, and ms per small case
-PIPELINE_TARGETS = {"vs_copy": 20.0, "vs_copy_stretch": 10.0, "peak_mem_x_dy": 8.0, "small_case_ms": 5.0}
+# the peak memory of the worker over its start-up footprint in dy's bytes, the wall time of a whole
+# `prmg run` process per small case (300 of them) and of a 3-case run
+PIPELINE_TARGETS = {"vs_copy": 20.0, "vs_copy_stretch": 10.0, "peak_mem_x_dy": 8.0, "small_case_ms": 5.0,
+                    "small_run_s": 1.0}
+SMALL_RUNS = (300, 3)                       # cases in the whole-process runs
+SMALL_DTYPES = ("float32", "float16", "bfloat16")
 
 
 def pipeline_case(dtype: str):
@@ -216,19 +221,97 @@ def run_pipeline_bench(repeat: int = 7, timeout: float | None = 900) -> list[dic
     return rows
 
 
+def _verdict(label: str, value: float, unit: str, bound: float) -> str:
+    return f"{label}: {value:.2f} {unit} <= {bound:.2f}: {'met' if value <= bound else 'NOT met'}"
+
+
 def pipeline_verdicts(rows: list[dict], small: dict | None = None) -> list[str]:
-    """One line per pipeline target: measured value, bound, met / NOT met."""
+    """One line per pipeline target (and whole-process target, ``small``): measured value, bound, met / NOT met."""
     lines = []
     for row in rows:
         label = f"pipeline {row['dtype']}"
         for key, name in (("vs_copy", "x copy"), ("vs_copy_stretch", "x copy (stretch)"),
                           ("peak_mem_x_dy", "peak mem x dy")):
-            value, bound = row["peak_mem_x_dy" if key == "peak_mem_x_dy" else "vs_copy"], PIPELINE_TARGETS[key]
-            lines.append(f"{label}: {value:.2f} {name} <= {bound:.2f}: {'met' if value <= bound else 'NOT met'}")
+            value = row["peak_mem_x_dy" if key == "peak_mem_x_dy" else "vs_copy"]
+            lines.append(_verdict(label, value, name, PIPELINE_TARGETS[key]))
     if small is not None:
-        value, bound = small["per_case_ms"], PIPELINE_TARGETS["small_case_ms"]
-        lines.append(f"small cases: {value:.2f} ms per case <= {bound:.2f}: {'met' if value <= bound else 'NOT met'}")
+        many, few = (small["runs"][str(count)] for count in SMALL_RUNS)
+        lines.append(_verdict(f"whole process, {SMALL_RUNS[0]} small cases", many["per_case_ms"], "ms per case",
+                              PIPELINE_TARGETS["small_case_ms"]))
+        lines.append(_verdict(f"whole process, {SMALL_RUNS[1]} small cases", few["wall_s"], "s",
+                              PIPELINE_TARGETS["small_run_s"]))
     return lines
+
+
+def small_case_file(path, count: int) -> None:
+    """A case file of ``count`` small cases: dy (1, 2, 2, 64), dtypes float32, float16, bfloat16 in turn."""
+    lines = ["cases:"] + [f"- {{name: small{i}, shape: [1, 2, 2, 64], dtype: {SMALL_DTYPES[i % len(SMALL_DTYPES)]}}}"
+                          for i in range(count)]
+    with open(path, "w", encoding="utf-8") as file:
+        file.write("\n".join(lines) + "\n")
+
+
+def prmg_command() -> list[str]:
+    """How to start prmg as a user does: the ``prmg`` script beside this Python, else ``python -m``."""
+    script = os.path.join(os.path.dirname(sys.executable), "prmg")
+    return [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "prmg_cli.cli"]
+
+
+def run_whole_process_bench(repeat: int = 3, counts: tuple[int, ...] = SMALL_RUNS, timeout: float = 600,
+                            imports: bool = True) -> dict:
+    """The wall time of whole ``prmg run`` processes (start-up, imports, worker, reports: what a user waits
+    for) on ``small_case_file``s of ``counts`` cases through the emulator, each run ``repeat`` times in turn
+    after one untimed run, and what importing ml_dtypes costs a process (bfloat16 cases need it).
+
+    ``runs[str(count)]``: ``wall_s`` (median), ``min_s``, ``max_s``, ``per_case_ms`` (median / count),
+    ``exit_codes``; with ``imports``, ``ml_dtypes_import_s``: the median wall time of a ``python -c "import
+    numpy, ml_dtypes"`` process minus that of ``import numpy``."""
+    import subprocess
+    import tempfile
+
+    def timed(command: list[str]) -> tuple[float, int]:
+        began = time.perf_counter()
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=timeout)
+        return time.perf_counter() - began, done.returncode
+
+    imports = {name: [sys.executable, "-c", f"import {name}"] for name in ("numpy", "numpy, ml_dtypes")
+               if imports}
+    with tempfile.TemporaryDirectory(prefix="prmg-bench-") as folder:
+        commands = {}
+        for count in counts:
+            path = os.path.join(folder, f"small{count}.yaml")
+            small_case_file(path, count)
+            commands[str(count)] = prmg_command() + ["run", path, "--runner", "emulator"]
+        times = {key: [] for key in [*commands, *imports]}
+        codes = {key: set() for key in commands}
+        for attempt in range(max(1, repeat) + 1):                    # the first round warms caches up
+            for key, command in {**commands, **imports}.items():
+                seconds, code = timed(command)
+                if attempt:
+                    times[key].append(seconds)
+                    if key in codes:
+                        codes[key].add(code)
+    runs = {key: {"cases": int(key), "wall_s": float(np.median(times[key])), "min_s": min(times[key]),
+                  "max_s": max(times[key]), "per_case_ms": float(np.median(times[key])) / int(key) * 1e3,
+                  "exit_codes": sorted(codes[key])} for key in commands}
+    found = {"runs": runs, "repeat": max(1, repeat)}
+    if imports:
+        found["ml_dtypes_import_s"] = float(np.median(times["numpy, ml_dtypes"]) - np.median(times["numpy"]))
+    return found
+
+
+def format_whole_process_bench(small: dict) -> str:
+    """The whole-process runs as lines: median (min-max) wall time, per case, exit codes."""
+    lines = [f"whole `prmg run` processes through the emulator, small cases dy (1, 2, 2, 64) of "
+             f"{', '.join(SMALL_DTYPES)} in turn (median of {small['repeat']}, min-max):"]
+    for run in small["runs"].values():
+        lines.append(f"  {run['cases']:>4} cases: {run['wall_s']:.2f} s ({run['min_s']:.2f}-{run['max_s']:.2f}) = "
+                     f"{run['per_case_ms']:.1f} ms per case, exit {','.join(map(str, run['exit_codes']))}")
+    if "ml_dtypes_import_s" in small:
+        lines.append(f"  a process importing ml_dtypes (which bfloat16 needs) takes "
+                     f"{small['ml_dtypes_import_s']:.2f} s longer than one importing numpy alone")
+    return "\n".join(lines)
 
 
 def format_pipeline_bench(rows: list[dict], small: dict | None = None) -> str:

@@ -1,15 +1,28 @@
 """Seeded, reproducible inputs for a case: uniform, normal, explicit values, .npy files, RoPE tables.
 
-Every tensor gets its own generator, ``PCG64(SeedSequence([case.seed, tensor index]))`` with the
-index 0 for dy, 1 for cos, 2 for sin, so the same case gives the same bits on every machine. Values
-are drawn in float64 and rounded once to the tensor's dtype (a bfloat16 draw is a legitimate bfloat16
-number): ``uniform(lo, hi)`` is ``lo + (hi - lo) * U`` and ``normal(mean, std)`` is ``mean + std * Z``, with
-``U`` the generator's ``random()`` and ``Z`` its ``standard_normal()`` streams -- exactly what numpy's
-``Generator.uniform`` / ``normal`` compute, each operation rounded on its own (never fused), so the bits do
-not depend on the machine's numpy build. Large tensors are generated in cache-sized chunks straight into
-the output, with the same result as generating them at once; a large uniform tensor is split over two
+Values are drawn in float64 and rounded once to the tensor's dtype (a bfloat16 draw is a legitimate bfloat16
+number): ``uniform(lo, hi)`` is ``lo + (hi - lo) * U`` and ``normal(mean, std)`` is ``mean + std * Z``, each
+operation rounded on its own (never fused), so the bits do not depend on the machine's numpy build. The
+case's ``generator`` (``vocab.GENERATORS``) says where ``U`` and ``Z`` come from; each tensor has its own
+stream, tensor index 0 for dy, 1 for cos, 2 for sin, so the same case gives the same bits on every machine:
+
+``philox`` (the default): the tensor's key is ``(case.seed, tensor index)``, and its elements (C order) form
+chunks of ``STREAM_CHUNK`` = 65536. Chunk ``j`` draws from numpy's ``Philox(key=key, counter=(0, j, 0, 0))``,
+whose block ``b`` of four 64-bit words is Philox4x64-10 at counter ``(b + 1, j, 0, 0)``. The element at
+position ``k`` of its chunk has ``U`` = the 32-bit half ``k % 2`` (the low half first) of 64-bit word
+``k // 2`` of that stream, times ``2**-32`` (``_philox_words``); ``Z`` is ``Generator(that Philox)
+.standard_normal`` of the chunk's elements, in order. Any element range can be made on its own, so a large
+tensor is split over threads with nothing to skip, and the compiled helper draws and rounds uniform
+elements in one pass (``native.philox_uniform``; the numpy path stays the reference, bit for bit).
+
+``pcg64`` (how prmg drew inputs before; select it to reproduce older results): ``U`` and ``Z`` are the
+``random()`` and ``standard_normal()`` streams of ``PCG64(SeedSequence([case.seed, tensor index]))`` --
+exactly what numpy's ``Generator.uniform`` / ``normal`` compute. A large uniform tensor is split over two
 threads, the second starting its stream where the first one's part ends (``PCG64.advance``: one 64-bit
 output per float64 draw).
+
+Large tensors are made in cache-sized chunks straight into the output, with the same result as making
+them at once.
 """
 
 from __future__ import annotations
@@ -25,12 +38,15 @@ import numpy as np
 
 from prmg_cli import dtypes, native, npyfile
 from prmg_cli.errors import PrmgError
+from prmg_cli.vocab import GENERATORS
 
 TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
+STREAM_CHUNK = 1 << 16              # elements per Philox stream: part of the inputs' definition, never tuned
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
 DRAW_THREADS = min(2, os.cpu_count() or 1)
-THREADED_DRAWS = 1 << 20            # uniform tensors from this size are split over DRAW_THREADS threads
+THREADED_DRAWS = 1 << 20            # tensors from this size are split over DRAW_THREADS threads
 NATIVE_ROUNDING = 1 << 12           # tensors from this size are rounded by the compiled helper
+_ARGUMENTS = np.random.Generator(np.random.Philox(0))     # numpy's argument checks of uniform / normal (size 0)
 RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
 _RECYCLED: dict = {}
 
@@ -67,8 +83,19 @@ def default_seed(name: str) -> int:
 
 
 def tensor_generator(seed: int, tensor: str) -> np.random.Generator:
-    """The generator of one tensor of a case: ``PCG64(SeedSequence([seed, tensor index]))``."""
+    """The ``pcg64`` generator of one tensor of a case: ``PCG64(SeedSequence([seed, tensor index]))``."""
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), TENSOR_INDEX[tensor]])))
+
+
+def philox_key(seed: int, tensor: str) -> tuple[int, int]:
+    """The ``philox`` key of one tensor of a case: ``(seed, tensor index)``."""
+    return int(seed), TENSOR_INDEX[tensor]
+
+
+def philox_stream(key: tuple[int, int], chunk: int, block: int = 0) -> np.random.Philox:
+    """numpy's Philox of chunk ``chunk`` of the tensor keyed ``key``, about to make its block ``block``
+    (counter ``(block, chunk, 0, 0)``: numpy adds 1 before each block)."""
+    return np.random.Philox(key=np.array(key, np.uint64), counter=np.array([block, chunk, 0, 0], np.uint64))
 
 
 def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
@@ -106,8 +133,7 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
         numbers = _numbers(args, 2, fail)
         if spec.kind == "normal" and numbers[1] < 0:
             raise fail(f"the standard deviation must be >= 0, got {numbers[1]}")
-        return _draw(tensor_generator(case.seed, tensor), spec.kind, numbers, shape, dtype, chunk_elements,
-                     tensor)
+        return _draw(case.generator, case.seed, tensor, spec.kind, numbers, shape, dtype, chunk_elements)
     if spec.kind == "values":
         return _from_values(args, shape, dtype, fail)
     if spec.kind == "bits":
@@ -150,40 +176,112 @@ def _round(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return values.astype(dtype, casting="unsafe")
 
 
-def _draw(generator: np.random.Generator, kind: str, params: tuple[float, float], shape: tuple[int, ...],
-          dtype: np.dtype, chunk_elements: int, tensor: str = "") -> np.ndarray:
-    """Draws of ``kind`` (uniform(lo, hi) or normal(mean, std)) in float64, written chunk by chunk into
-    a new array of ``dtype`` (``recycled_empty`` of ``tensor``); the stream is consumed in order, so the
-    chunk size (and the split over threads) does not matter."""
+def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float, float], shape: tuple[int, ...],
+          dtype: np.dtype, chunk_elements: int) -> np.ndarray:
+    """Draws of ``kind`` (uniform(lo, hi) or normal(mean, std)) from ``generator``'s stream of ``tensor``, in
+    float64, rounded into a new array of ``dtype`` (``recycled_empty`` of ``tensor``) ``chunk_elements`` at a
+    time (which does not change them)."""
+    getattr(_ARGUMENTS, kind)(params[0], params[1], 0)      # numpy's own argument checks and errors
+    scale, offset = (params[1] - params[0], params[0]) if kind == "uniform" else (params[1], params[0])
     out = recycled_empty(("draw", tensor), shape, dtype)
-    flat = out.reshape(-1)
-    chunk_elements = max(1, int(chunk_elements))
-    if kind == "uniform":
-        generator.uniform(params[0], params[1], 0)          # numpy's own argument checks and errors
-        method, scale, offset = "random", params[1] - params[0], params[0]
-    else:
-        generator.normal(params[0], params[1], 0)
-        method, scale, offset = "standard_normal", params[1], params[0]
-    bit_generator = generator.bit_generator
-    threads = DRAW_THREADS if method == "random" and flat.size >= THREADED_DRAWS else 1
-    if threads == 1 or type(bit_generator) is not np.random.PCG64:
-        _fill(generator, method, flat, scale, offset, chunk_elements)
-        return out
-    edges = [flat.size * i // threads for i in range(threads + 1)]
-    parts = []
-    for begin, end in zip(edges, edges[1:]):
-        part = np.random.PCG64()
-        part.state = bit_generator.state
-        part.advance(begin)                                  # one 64-bit output per float64 draw
-        parts.append((np.random.Generator(part), flat[begin:end]))
-    bit_generator.advance(flat.size)                         # as if this generator drew them all
-    with ThreadPoolExecutor(threads - 1) as pool:
-        helpers = [pool.submit(_fill, part, method, target, scale, offset, chunk_elements)
-                   for part, target in parts[1:]]
-        _fill(parts[0][0], method, parts[0][1], scale, offset, chunk_elements)
+    _DRAWS[generator](seed, tensor, kind, out.reshape(-1), scale, offset, max(1, int(chunk_elements)))
+    return out
+
+
+def _in_threads(parts: list, fill) -> None:
+    """``fill(part)`` for every part, the first on this thread, the others on threads of their own."""
+    if len(parts) == 1:
+        fill(parts[0])
+        return
+    with ThreadPoolExecutor(len(parts) - 1) as pool:
+        helpers = [pool.submit(fill, part) for part in parts[1:]]
+        fill(parts[0])
         for helper in helpers:
             helper.result()
+
+
+def _split(count: int, threads: int) -> list[tuple[int, int]]:
+    """``[0, count)`` as ``threads`` consecutive (begin, end) ranges."""
+    edges = [count * i // threads for i in range(threads + 1)]
+    return list(zip(edges, edges[1:]))
+
+
+def _draw_philox(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: float, offset: float,
+                 chunk_elements: int) -> None:
+    """``flat[:] = offset + scale * U`` (or ``* Z``), rounded once, from the ``philox`` streams of ``tensor``
+    (module docstring); uniform draws ``chunk_elements`` at a time, normal ones a stream chunk at a time."""
+    key = philox_key(seed, tensor)
+    threads = DRAW_THREADS if flat.size >= THREADED_DRAWS else 1
+    if kind == "uniform":
+        def fill(part: tuple[int, int]) -> None:
+            buffer = np.empty(min(chunk_elements, part[1] - part[0]))
+            for begin in range(part[0], part[1], chunk_elements):
+                _philox_uniform(key, begin, flat[begin:min(begin + chunk_elements, part[1])], scale, offset, buffer)
+        _in_threads(_split(flat.size, threads), fill)
+        return
+
+    def fill_normal(part: tuple[int, int]) -> None:
+        buffer = np.empty(min(STREAM_CHUNK, flat.size))
+        for chunk in range(*part):
+            target = flat[chunk * STREAM_CHUNK:(chunk + 1) * STREAM_CHUNK]
+            draws = buffer[:target.size]
+            np.random.Generator(philox_stream(key, chunk)).standard_normal(out=draws)
+            _round_into(draws, scale, offset, target)
+    _in_threads(_split(-(-flat.size // STREAM_CHUNK), threads), fill_normal)
+
+
+def _philox_uniform(key: tuple[int, int], begin: int, target: np.ndarray, scale: float, offset: float,
+                    buffer: np.ndarray) -> None:
+    """``target[:] = offset + scale * U`` for the elements from ``begin`` on, rounded once: the compiled helper
+    draws and rounds in one pass (float32 and bfloat16 straight into ``target``, other dtypes through a
+    float64 ``buffer``), else numpy (``_philox_words``, ``_round_into``)."""
+    name = dtypes.from_numpy(target.dtype).name
+    if name in native.ROUNDED_CODES and native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, name, target):
+        return
+    draws = buffer[:target.size]
+    if native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, "float64", draws):
+        np.copyto(target, draws, casting="unsafe")
+        return
+    np.multiply(_philox_words(key, begin, target.size), 2.0 ** -32, out=draws)
+    _round_into(draws, scale, offset, target)
+
+
+def _philox_words(key: tuple[int, int], begin: int, count: int) -> np.ndarray:
+    """The 32-bit draws (uint32) of the elements ``begin .. begin + count`` of the uniform ``philox`` stream keyed
+    ``key``: for the element at ``k`` of chunk ``j``, half ``k % 2`` (the low half first) of 64-bit word
+    ``k // 2`` of numpy's ``Philox(key=key, counter=(0, j, 0, 0))``."""
+    out = np.empty(count, np.uint32)
+    done = 0
+    while done < count:
+        chunk, k = divmod(begin + done, STREAM_CHUNK)
+        size = min(count - done, STREAM_CHUNK - k)
+        first = k // 8                                          # the block holding element k
+        words = philox_stream(key, chunk, first).random_raw(4 * (-(-(k + size) // 8) - first))
+        halves = np.empty(2 * words.size, np.uint32)
+        halves[0::2] = words & 0xFFFFFFFF
+        halves[1::2] = words >> 32
+        out[done:done + size] = halves[k - 8 * first:k - 8 * first + size]
+        done += size
     return out
+
+
+def _draw_pcg64(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: float, offset: float,
+                chunk_elements: int) -> None:
+    """``flat[:] = offset + scale * U`` (or ``* Z``), rounded once, from the ``pcg64`` generator of ``tensor``;
+    its stream is consumed in order, so the chunk size (and the split over threads) does not matter."""
+    generator = tensor_generator(seed, tensor)
+    method = "random" if kind == "uniform" else "standard_normal"
+    bit_generator = generator.bit_generator
+    threads = DRAW_THREADS if method == "random" and flat.size >= THREADED_DRAWS else 1
+    parts = [(generator, flat)]
+    if threads > 1:
+        parts = []
+        for begin, end in _split(flat.size, threads):
+            part = np.random.PCG64()
+            part.state = bit_generator.state
+            part.advance(begin)                              # one 64-bit output per float64 draw
+            parts.append((np.random.Generator(part), flat[begin:end]))
+    _in_threads(parts, lambda part: _fill(part[0], method, part[1], scale, offset, chunk_elements))
 
 
 def _fill(generator: np.random.Generator, method: str, flat: np.ndarray, scale: float, offset: float,
@@ -191,16 +289,26 @@ def _fill(generator: np.random.Generator, method: str, flat: np.ndarray, scale: 
     """``flat[:] = offset + scale * draws`` rounded once to flat's dtype, ``draws`` from ``generator``'s
     ``method`` stream (``random`` or ``standard_normal``), one reused float64 chunk at a time."""
     buffer = np.empty(min(chunk_elements, flat.size))
-    name = dtypes.from_numpy(flat.dtype).name if flat.size >= NATIVE_ROUNDING else ""
     for begin in range(0, flat.size, chunk_elements):
         count = min(chunk_elements, flat.size - begin)
         draws = buffer[:count]
         getattr(generator, method)(out=draws)
-        target = flat[begin:begin + count]
-        if not (name and native.affine_round(draws, scale, offset, name, target)):
-            np.multiply(draws, scale, out=draws)
-            np.add(draws, offset, out=draws)
-            np.copyto(target, draws, casting="unsafe")
+        _round_into(draws, scale, offset, flat[begin:begin + count])
+
+
+def _round_into(draws: np.ndarray, scale: float, offset: float, target: np.ndarray) -> None:
+    """``target[:] = offset + scale * draws``, each operation rounded on its own, the sum rounded once to
+    target's dtype: the compiled helper for large float32, bfloat16 or float64 targets, numpy otherwise (``draws`` is
+    overwritten)."""
+    name = dtypes.from_numpy(target.dtype).name if target.size >= NATIVE_ROUNDING else ""
+    if not (name and native.affine_round(draws, scale, offset, name, target)):
+        np.multiply(draws, scale, out=draws)
+        np.add(draws, offset, out=draws)
+        np.copyto(target, draws, casting="unsafe")
+
+
+_DRAWS = {"philox": _draw_philox, "pcg64": _draw_pcg64}
+assert tuple(_DRAWS) == GENERATORS
 
 
 def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:

@@ -1,8 +1,9 @@
-"""A small compiled helper for the two per-element passes numpy cannot make cheap: judging a slice under the
-``default`` standard, and rounding float64 draws to the tensor's dtype.
+"""A small compiled helper for the per-element passes numpy cannot make cheap: judging a slice under the
+``default`` standard, rounding float64 draws to the tensor's dtype, and drawing uniform inputs from Philox.
 
-Both are exact replicas of numpy code that stays the reference (``judge._SliceScan`` with
-``reference.SliceTerms`` and ``standards.default_budget_into``; ``inputs._draw``'s numpy path), written in C
+Each is an exact replica of numpy code that stays the reference (``judge._SliceScan`` with
+``reference.SliceTerms`` and ``standards.default_budget_into``; ``inputs._fill``'s numpy path; numpy's
+``Philox`` bit generator with ``inputs._philox_words`` and ``inputs._fill``), written in C
 so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
 at dy (4, 1024, 32, 128) bfloat16 the numpy block pass costs about 25 ns per slice element on the 2-vCPU
 host, this one a few (``prmg bench --host`` prints both). Compiled with ``-ffp-contract=off`` and no
@@ -22,7 +23,7 @@ import fcntl
 import hashlib
 import os
 import subprocess
-from ctypes import POINTER, c_double, c_int32, c_int64, c_void_p
+from ctypes import POINTER, c_double, c_int32, c_int64, c_uint64, c_void_p
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ SOURCE = r"""
 #include <string.h>
 #include <time.h>
 
-enum { F32 = 0, F16 = 1, BF16 = 2 };
+enum { F32 = 0, F16 = 1, BF16 = 2, F64 = 3 };
 /* wider vectors where the CPU has them, chosen at load time (the library stays portable) */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -271,15 +272,24 @@ static inline uint16_t bfloat16_of(double value)
     return (uint16_t)((sign << 15) | (word >> 16));
 }
 
-/* out[i] = the dtype's rounding of offset + scale * draws[i] (float32 or bfloat16, to nearest even);
- * returns the number of NaN values met (then the caller redoes the chunk). */
-CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type, void *out)
+/* out[i] = the dtype's rounding of offset + scale * draws[i] (float32 or bfloat16, to nearest even; float64:
+ * the value itself); returns the number of NaN values met (then the caller redoes the chunk). */
+static inline int64_t affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
+                                   void *out)
 {
     if (type == F32) {
         float *o = out;
         for (int64_t i = 0; i < count; i++) {
             const double product = scale * draws[i];
             o[i] = (float)(offset + product);
+        }
+        return 0;
+    }
+    if (type == F64) {
+        double *o = out;
+        for (int64_t i = 0; i < count; i++) {
+            const double product = scale * draws[i];
+            o[i] = offset + product;
         }
         return 0;
     }
@@ -308,11 +318,74 @@ CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scal
     }
     return nans;
 }
+
+CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
+                                 void *out)
+{
+    return affine_round(draws, count, scale, offset, type, out);
+}
+
+/* Philox4x64-10 (Random123, numpy's Philox): the block of four words at counter (c0, c1, 0, 0), key (k0, k1). */
+static inline void philox4x64_10(uint64_t c0, uint64_t c1, uint64_t k0, uint64_t k1, uint64_t out[4])
+{
+    uint64_t v0 = c0, v1 = c1, v2 = 0, v3 = 0;
+    for (int round = 0; round < 10; round++) {
+        const __uint128_t p0 = (__uint128_t)UINT64_C(0xD2E7470EE14C6C93) * v0;
+        const __uint128_t p1 = (__uint128_t)UINT64_C(0xCA5A826395121157) * v2;
+        v0 = (uint64_t)(p1 >> 64) ^ v1 ^ k0;
+        v1 = (uint64_t)p1;
+        v2 = (uint64_t)(p0 >> 64) ^ v3 ^ k1;
+        v3 = (uint64_t)p0;
+        k0 += UINT64_C(0x9E3779B97F4A7C15);
+        k1 += UINT64_C(0xBB67AE8584CAA73B);
+    }
+    out[0] = v0, out[1] = v1, out[2] = v2, out[3] = v3;
+}
+
+/* u[i] = 2^-32 * the 32-bit draw of element begin + i of the stream keyed (k0, k1) (inputs._philox_words):
+ * element e is in chunk j = e / stream_chunk (a multiple of 8) at k = e % stream_chunk; its draw is half k % 2
+ * (the low half first) of word (k / 2) % 4 of the block at counter (k / 8 + 1, j). */
+static void philox_draws(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count, double *u)
+{
+    uint64_t words[4];
+    for (int64_t e = begin, end = begin + count; e < end;) {
+        const int64_t chunk = e / stream_chunk, chunk_end = (chunk + 1) * stream_chunk;
+        const int64_t stop = end < chunk_end ? end : chunk_end;
+        for (int64_t k = e - chunk * stream_chunk; e < stop; k = (k | 7) + 1) {
+            philox4x64_10((uint64_t)(k / 8 + 1), (uint64_t)chunk, k0, k1, words);
+            if (k % 8 == 0 && stop - e >= 8) {                  /* a whole block */
+                for (int lane = 0; lane < 8; lane++)
+                    u[e - begin + lane] = (double)(uint32_t)(words[lane / 2] >> (32 * (lane % 2))) * 0x1p-32;
+                e += 8;
+                continue;
+            }
+            for (int64_t lane = k % 8; lane < 8 && e < stop; lane++, e++)
+                u[e - begin] = (double)(uint32_t)(words[lane / 2] >> (32 * (lane % 2))) * 0x1p-32;
+        }
+    }
+}
+
+/* out[i] = the dtype's rounding of offset + scale * u (affine_round) for elements begin.. of the uniform
+ * Philox stream keyed (k0, k1) (philox_draws); the number of NaN values met, as affine_round. */
+CLONES int64_t prmg_philox_uniform(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count,
+                                   double scale, double offset, int32_t type, void *out)
+{
+    static _Thread_local double u[CHUNK];
+    const int64_t size = type == F64 ? 8 : type == F32 ? 4 : 2;
+    int64_t nans = 0;
+    for (int64_t done = 0; done < count; done += CHUNK) {
+        const int64_t n = count - done < CHUNK ? count - done : CHUNK;
+        philox_draws(k0, k1, stream_chunk, begin + done, n, u);
+        nans += affine_round(u, n, scale, offset, type, (char *)out + done * size);
+    }
+    return nans;
+}
 """
 
 # Every float64 operation rounds on its own (no contraction into fused multiply-adds, no fast-math).
 FLAGS = ("-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared")
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+ROUNDED_CODES = {"float32": 0, "bfloat16": 2, "float64": 3}     # outputs of affine_round and philox_uniform
 SPECIAL_CAPACITY = 1 << 16              # non-finite elements listed per thread before the numpy path takes over
 
 
@@ -374,6 +447,9 @@ def library() -> ctypes.CDLL | None:
             loaded.prmg_judge_rows.argtypes = [POINTER(JudgeArgs), c_int64, c_int64, POINTER(JudgeOut)]
             loaded.prmg_affine_round.restype = c_int64
             loaded.prmg_affine_round.argtypes = [c_void_p, c_int64, c_double, c_double, c_int32, c_void_p]
+            loaded.prmg_philox_uniform.restype = c_int64
+            loaded.prmg_philox_uniform.argtypes = [c_uint64, c_uint64, c_int64, c_int64, c_int64, c_double,
+                                                   c_double, c_int32, c_void_p]
             _LIBRARY = loaded
         except (OSError, subprocess.SubprocessError, ValueError):
             _LIBRARY = None
@@ -394,11 +470,26 @@ def half_table() -> np.ndarray:
 
 
 def affine_round(draws: np.ndarray, scale: float, offset: float, dtype_name: str, out: np.ndarray) -> bool:
-    """``out[:] = dtype(offset + scale * draws)`` (float64 arithmetic, one rounding each; float32 or
-    bfloat16 ``out``, contiguous); False when the helper is missing, the dtype is another, or a NaN
-    turned up (the caller then does it with numpy)."""
+    """``out[:] = dtype(offset + scale * draws)`` (float64 arithmetic, one rounding each; float32, bfloat16 or
+    float64 ``out``, contiguous); False when the helper is missing, the dtype is another, or a NaN turned
+    up (the caller then does it with numpy)."""
     lib = library()
-    code = DTYPE_CODES.get(dtype_name)
-    if lib is None or code not in (0, 2):
+    code = ROUNDED_CODES.get(dtype_name)
+    if lib is None or code is None:
         return False
     return lib.prmg_affine_round(draws.ctypes.data, draws.size, scale, offset, code, out.ctypes.data) == 0
+
+
+def philox_uniform(key: tuple[int, int], stream_chunk: int, begin: int, scale: float, offset: float,
+                   dtype_name: str, out: np.ndarray) -> bool:
+    """``out[:] = dtype(offset + scale * u)`` for the elements ``begin, begin + 1, ...`` of the uniform Philox
+    stream keyed ``key`` (``inputs._philox_words`` says which 32 bits each one draws, ``u`` = those bits
+    ``* 2**-32``; float64 arithmetic, one rounding each; float32, bfloat16 or float64 ``out``, contiguous);
+    False when the helper is missing, the dtype is another, or a NaN turned up (the caller then does it
+    with numpy)."""
+    lib = library()
+    code = ROUNDED_CODES.get(dtype_name)
+    if lib is None or code is None:
+        return False
+    return lib.prmg_philox_uniform(key[0], key[1], stream_chunk, begin, out.size, scale, offset, code,
+                                   out.ctypes.data) == 0

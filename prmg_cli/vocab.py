@@ -8,6 +8,7 @@ reports) takes these words from here, so that none of them imports another to le
   the tensor, each ``1`` makes it 1; the last axis is the slice length ``L``.
 - aclFormat codes, and the tensor roles ``dy``/``cos``/``sin`` as case files name them.
 - The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``.
+- The generators that draw a case's seeded inputs (``inputs.py``), the default first.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ TENSORS = ("dy", "cos", "sin")
 # The two phases of an aclnn call, in which an operator may refuse a case (``expect: {error, phase}``).
 PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the launch (the second phase)"}
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+GENERATORS = ("philox", "pcg64")            # philox: the default; pcg64: the inputs of prmg before it
+DEFAULT_GENERATOR = GENERATORS[0]
 
 
 def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:

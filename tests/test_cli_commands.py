@@ -166,6 +166,20 @@ def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):
     assert rows[0]["median_ms"] > 0 and rows[0]["peak_share"] == pytest.approx(rows[0]["gbps"] / 100)
 
 
+def test_the_whole_process_bench_times_real_prmg_runs_and_judges_the_targets(monkeypatch):
+    """``prmg bench --host``'s small-case measure runs ``prmg run`` processes on its generated files (here of
+    2 and 1 cases, once after a warm-up; the verdicts are test_reference's)."""
+    from prmg_cli import hostbench
+
+    monkeypatch.setattr(hostbench, "SMALL_RUNS", (2, 1))
+    found = hostbench.run_whole_process_bench(repeat=1, counts=hostbench.SMALL_RUNS, imports=False)
+    runs = found["runs"]
+    assert [run["exit_codes"] for run in runs.values()] == [[0], [0]]
+    assert 0 < runs["1"]["wall_s"] and runs["2"]["per_case_ms"] == pytest.approx(runs["2"]["wall_s"] / 2 * 1e3)
+    assert "   2 cases:" in hostbench.format_whole_process_bench(found)
+    assert hostbench.pipeline_verdicts([], found)[0].startswith("whole process, 2 small cases: ")
+
+
 def test_dump_golden_matches_an_independent_float64_computation(tmp_path):
     """Every dumped golden, element by element, against a plain float64 loop over the operator's formulas."""
     path = tmp_path / "d.yaml"

@@ -458,6 +458,78 @@ def test_memcpy_kind_and_size_checks(emu):
     assert emu.aclrtMemcpy(b, 256, device, 256, D2H) == INVALID_PARAM          # freed
 
 
+
+def test_memset_keeps_the_bytes_of_plain_memset_through_any_writes(emu):
+    """aclrtMemset skips bytes its last call set to the same value and nothing wrote since: whatever the order
+    of memsets, copies into and out of the buffer, the bytes read back are those plain memsets give."""
+    rng = np.random.default_rng(5)
+    size = 8192
+    device, source = emu.malloc(size), emu.malloc(size)
+    model = np.zeros(size, np.uint8)
+    assert emu.aclrtMemset(device, size, 0, size) == 0
+    others = rng.integers(0, 256, size, dtype=np.uint8)
+    assert emu.aclrtMemcpy(source, size, others.ctypes.data, size, H2D) == 0
+    ranges = [(0, size), (512, 4096), (1000, 2000), (4096, 4096)]           # memsets repeat and nest
+    for _ in range(400):
+        begin, count = ranges[rng.integers(0, len(ranges))]
+        if rng.random() < 0.5:
+            begin = int(rng.integers(0, size))
+            count = int(rng.integers(0, size - begin + 1))
+        action = rng.choice(["memset", "memset", "h2d", "d2d", "d2h"])
+        if action == "memset":
+            value = int(rng.choice([0xFF, 0xFF, 0, rng.integers(0, 256)]))
+            assert emu.aclrtMemset(device + begin, count, value, count) == 0
+            model[begin:begin + count] = value
+        elif action == "h2d":
+            data = rng.integers(0, 256, count, dtype=np.uint8)
+            assert emu.aclrtMemcpy(device + begin, count, data.ctypes.data, count, H2D) == 0
+            model[begin:begin + count] = data
+        elif action == "d2d":
+            assert emu.aclrtMemcpy(device + begin, count, source + begin, count, D2D) == 0
+            model[begin:begin + count] = others[begin:begin + count]
+        else:                                       # a read leaves the record as it is
+            back = np.empty(count, np.uint8)
+            assert emu.aclrtMemcpy(back.ctypes.data, count, device + begin, count, D2H) == 0
+            np.testing.assert_array_equal(back, model[begin:begin + count])
+    np.testing.assert_array_equal(emu.from_device(device, model), model)
+    for pointer in (device, source):
+        assert emu.aclrtFree(pointer) == 0
+
+
+def test_memset_of_bytes_that_hold_its_value_costs_nothing(emu):
+    """The second of two equal memsets returns without writing: far cheaper than a memset that writes."""
+    size = 64 << 20
+    device = emu.malloc(size)
+    best = []
+    for _ in range(3):
+        began = time.perf_counter()
+        assert emu.aclrtMemset(device, size, 1, size) == 0
+        writing = time.perf_counter() - began
+        began = time.perf_counter()
+        for _ in range(20):
+            assert emu.aclrtMemset(device, size, 1, size) == 0
+        best.append((time.perf_counter() - began) / writing)
+    emu.aclrtFree(device)
+    assert min(best) < 0.5, best
+
+
+def test_workspace_poison_survives_a_grad_launch_and_not_a_forward_staging(emu, env):
+    """The grad only reads its workspace, so a memset after it has nothing to rewrite; the forward stages a
+    strided tensor in the workspace, so the memset after it writes the poison again."""
+    data = emu.to_device(np.arange(64, dtype=np.float32))[1]
+    table = emu.tensor((1, 1, 1, 8), FLOAT32, data)
+    for op, strides, staged in (("grad", None, False), ("forward", [64, 64, 32, 2], True)):
+        x = emu.tensor((1, 1, 2, 8), FLOAT32, data, strides)
+        status, size, executor = emu.workspace_size(x, table, table, 1, (0, 8), op=op)
+        workspace = emu.malloc(size)
+        assert status == 0 and emu.aclrtMemset(workspace, size, 0xFF, size) == 0
+        assert emu.launch(workspace, size, executor, op) == 0
+        poisoned = (emu.from_device(workspace, np.empty(size, np.uint8)) == 0xFF).all()
+        assert poisoned != staged
+        assert emu.aclrtMemset(workspace, size, 0xFF, size) == 0
+        assert (emu.from_device(workspace, np.empty(size, np.uint8)) == 0xFF).all()
+        emu.aclrtFree(workspace)
+
 def test_timeline_events_measure_elapsed_time(emu):
     start, end, plain = P(), P(), P()
     assert emu.aclrtCreateEventWithFlag(ctypes.byref(start), 0x8) == 0

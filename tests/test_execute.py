@@ -120,11 +120,15 @@ def test_resume_reruns_a_case_whose_definition_changed(many, tmp_path):
     results = tmp_path / "r.jsonl"
     result, _ = run_json(many, "--results", results)
     assert result.returncode == 0
-    many.write_text(MANY.replace("{name: c2, shape: [1, 2, 4, 32]}", "{name: c2, shape: [1, 2, 4, 32], seed: 7}"))
+    many.write_text(MANY.replace("{name: c2, shape: [1, 2, 4, 32]}", "{name: c2, shape: [1, 2, 4, 32], seed: 7}")
+                    .replace("{name: c3, shape: [1, 2, 5, 32]}", "{name: c3, shape: [1, 2, 5, 32], generator: pcg64}"))
     result, report = run_json(many, "--resume", results)
     assert result.returncode == 0 and len(report["cases"]) == 6
-    names = [record["name"] for line in results.read_text().splitlines() if "name" in (record := json.loads(line))]
-    assert sorted(names) == ["c0", "c1", "c2", "c2", "c3", "c4", "c5"]     # only the changed case ran again
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    records = [record for record in records if "name" in record]
+    assert sorted(record["name"] for record in records) == ["c0", "c1", "c2", "c2", "c3", "c3", "c4", "c5"]
+    assert [record["generator"] for record in records if record["name"] == "c3"] == ["philox", "pcg64"]
+    assert {case["name"]: case["generator"] for case in report["cases"]}["c3"] == "pcg64"    # other inputs: run again
 
 
 def test_resume_never_trusts_a_verdict_judged_under_other_settings(many, tmp_path):
@@ -236,6 +240,30 @@ def test_a_worker_whose_runner_failed_is_replaced_and_the_run_goes_on(monkeypatc
     assert [r.status for r in results] == ["error"] * 3
     assert results[0].message == "AclError: aclrtMalloc failed: 207001 ACL_ERROR_RT_MEMORY_ALLOCATION: " \
                                  "device out of memory"
+
+
+def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypatch, tmp_path):
+    """A worker gets the next case while it runs one: x2 is sent while x1 runs (slowly); the worker leaves
+    after x1 (its session unfit) without starting x2, which goes back and runs once, on the fresh worker."""
+    from prmg_cli import execute
+
+    log = tmp_path / "ran.txt"
+    real_run_case = execute.run_case
+
+    def logged(session, case, settings):
+        if case.name == "x1":
+            time.sleep(0.5)                           # x0's result is read and x2 sent meanwhile
+        with open(log, "a") as ran:
+            ran.write(f"{case.name} {os.getpid()}\n")
+        result, fit = real_run_case(session, case, settings)
+        return result, fit and case.name != "x1"
+    monkeypatch.setattr(execute, "run_case", logged)
+    with execute.Executor(_settings(), (0,)) as executor:
+        results = executor.run(_cases(4))
+    assert [r.status for r in results] == ["passed"] * 4
+    ran = [line.split() for line in log.read_text().splitlines()]
+    assert [name for name, _ in ran] == ["x0", "x1", "x2", "x3"]
+    assert ran[0][1] == ran[1][1] != ran[2][1] == ran[3][1]
 
 
 def test_call_in_child_reports_crashes_and_timeouts():

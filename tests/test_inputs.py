@@ -43,9 +43,43 @@ def test_same_case_gives_the_same_bits_and_tensors_get_their_own_streams(dtype):
     assert not np.array_equal(make_inputs(replace(c, seed=1235)).dy, first.dy)
 
 
+def philox_recipe(seed: int, index: int, kind: str, params, count: int) -> np.ndarray:
+    """The ``philox`` inputs as the README writes them out, in float64: chunks of 65536 elements, chunk j
+    from numpy's Philox(key=(seed, index), counter=(0, j, 0, 0)); a uniform element takes the next 32-bit
+    half (low half first) of its words times 2**-32, a normal one the next standard_normal of a Generator."""
+    values = []
+    for chunk, begin in enumerate(range(0, count, 65536)):
+        size = min(65536, count - begin)
+        stream = np.random.Philox(key=np.array([seed, index], np.uint64), counter=np.array([0, chunk, 0, 0], np.uint64))
+        if kind == "uniform":
+            words = stream.random_raw((size + 1) // 2)
+            halves = np.stack([words & 0xFFFFFFFF, words >> 32], axis=1).reshape(-1)[:size]
+            values.append(params[0] + (params[1] - params[0]) * (halves.astype(np.float64) * 2.0 ** -32))
+        else:
+            values.append(params[0] + params[1] * np.random.Generator(stream).standard_normal(size))
+    return np.concatenate(values) if values else np.zeros(0)
+
+
+def test_draws_are_float64_philox_streams_rounded_once_to_the_dtype():
+    """The documented recipe of the default generator, so any tool can regenerate the inputs (dy spans two
+    stream chunks)."""
+    c = case(shape=(2, 3, 128, 128), dtype="bfloat16", cos_dtype="float16", sin_dtype="float32",
+             dy_input=InputSpec("uniform", (-3.0, 5.0)), sin_input=InputSpec("normal", (0.5, 2.0)))
+    made = make_inputs(c)
+    assert c.generator == "philox"
+    assert np.array_equal(bits(made.dy), bits(philox_recipe(1234, 0, "uniform", (-3.0, 5.0), made.dy.size)
+                                              .astype(BF16).reshape(made.dy.shape)))
+    assert np.array_equal(made.cos, philox_recipe(1234, 1, "uniform", (-1.0, 1.0), 24).astype(np.float16)
+                          .reshape(1, 3, 1, 8))
+    assert np.array_equal(made.sin, philox_recipe(1234, 2, "normal", (0.5, 2.0), 24).astype(np.float32)
+                          .reshape(1, 3, 1, 8))
+    assert float(made.dy.astype(np.float64).min()) >= -3.0 and float(made.dy.astype(np.float64).max()) <= 5.0
+    assert not np.array_equal(bits(made.dy), bits(make_inputs(replace(c, generator="pcg64")).dy))
+
+
 def test_draws_are_float64_pcg64_streams_rounded_once_to_the_dtype():
-    """The documented recipe, so any tool can regenerate the inputs: PCG64(SeedSequence([seed, index]))."""
-    c = case(dtype="bfloat16", cos_dtype="float16", sin_dtype="float32",
+    """The recipe of ``generator: pcg64`` (prmg's inputs before philox): PCG64(SeedSequence([seed, index]))."""
+    c = case(dtype="bfloat16", cos_dtype="float16", sin_dtype="float32", generator="pcg64",
              dy_input=InputSpec("uniform", (-3.0, 5.0)), sin_input=InputSpec("normal", (0.5, 2.0)))
     made = make_inputs(c)
     generator = [np.random.Generator(np.random.PCG64(np.random.SeedSequence([1234, i]))) for i in range(3)]
@@ -57,10 +91,11 @@ def test_draws_are_float64_pcg64_streams_rounded_once_to_the_dtype():
     assert float(made.dy.astype(np.float64).min()) >= -3.0 and float(made.dy.astype(np.float64).max()) <= 5.0
 
 
+@pytest.mark.parametrize("generator", ["philox", "pcg64"])
 @pytest.mark.parametrize("kind,args", [("uniform", (-1.0, 1.0)), ("normal", (0.0, 1.0))])
 @pytest.mark.parametrize("chunk", [1, 7, 1000, 1 << 20])
-def test_chunked_generation_equals_one_shot(kind, args, chunk):
-    c = case(shape=(3, 5, 7, 16), dtype="bfloat16", dy_input=InputSpec(kind, args))
+def test_chunked_generation_equals_one_shot(generator, kind, args, chunk):
+    c = case(shape=(3, 5, 7, 16), dtype="bfloat16", dy_input=InputSpec(kind, args), generator=generator)
     one_shot = make_inputs(c, chunk_elements=10 ** 9)
     chunked = make_inputs(c, chunk_elements=chunk)
     assert np.array_equal(bits(one_shot.dy), bits(chunked.dy))
@@ -216,6 +251,8 @@ def test_negative_case_shapes_and_dtypes_are_still_built():
 def test_integer_tensors_are_cast_from_the_draws():
     c = case(dtype="int32", dy_input=InputSpec("uniform", (-100.0, 100.0)))
     dy = make_inputs(c).dy
+    assert np.array_equal(dy.ravel(), philox_recipe(1234, 0, "uniform", (-100.0, 100.0), dy.size).astype(np.int32))
+    dy = make_inputs(replace(c, generator="pcg64")).dy
     generator = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1234, 0])))
     assert np.array_equal(dy.ravel(), generator.uniform(-100.0, 100.0, dy.size).astype(np.int32))
 

@@ -5,9 +5,11 @@
   (``judge._fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
   from subnormal to near the dtype maximum, NaN/Inf in the data and faulty results: same status, message,
   metrics (floats compared exactly), details, warnings and error map.
-- Inputs: ``make_inputs`` against the straightforward draws (``Generator.uniform``/``normal`` of the whole
-  tensor in float64, rounded with numpy/ml_dtypes casts).
-- The pieces: the block budget, the bfloat16 widening, the compiled bfloat16 rounding.
+- Inputs: ``make_inputs`` (compiled helper or numpy, threads, any chunk size) against the straightforward draws
+  of each generator, rounded with numpy/ml_dtypes casts: for ``philox`` the README's recipe written out plainly
+  (``test_inputs.philox_recipe``), for ``pcg64`` ``Generator.uniform``/``normal`` of the whole tensor.
+- The pieces: the block budget, the bfloat16 widening, the compiled bfloat16 rounding, the compiled Philox
+  draws of any element range against numpy's ``Philox``.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from prmg_cli import judge as judge_module
 from prmg_cli import native, reference, standards
 from prmg_cli.acl import Outcome
 from prmg_cli.cases import Case, InputSpec
+from prmg_cli.dtypes import bits
 from prmg_cli.inputs import Inputs, make_inputs, tensor_generator
 from prmg_cli.judge import judge
+from test_inputs import philox_recipe
 from test_judge import NUMPY, make_case, random_case
 from test_judge import make_inputs as model_inputs
 
@@ -252,19 +256,24 @@ def test_compiled_bfloat16_rounding_equals_ml_dtypes():
 
 
 def straightforward_draw(case: Case, tensor: str) -> np.ndarray:
-    """The inputs as prmg drew them before: the whole tensor from ``Generator.uniform``/``normal`` in float64,
-    rounded by a numpy (ml_dtypes) cast."""
+    """The inputs the plain way: the whole tensor in float64 (``philox``: the README's recipe; ``pcg64``:
+    ``Generator.uniform``/``normal``, as prmg drew them before), rounded by a numpy (ml_dtypes) cast."""
     spec = case.input_spec(tensor)
     shape = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}[tensor]
     dtype = np.dtype(NUMPY.get({"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}[tensor], "float64"))
-    generator = tensor_generator(case.seed, tensor)
-    draws = getattr(generator, spec.kind)(float(spec.args[0]), float(spec.args[1]), int(np.prod(shape)))
+    params, count = (float(spec.args[0]), float(spec.args[1])), int(np.prod(shape))
+    if case.generator == "philox":
+        with np.errstate(all="ignore"):
+            draws = philox_recipe(case.seed, inputs_module.TENSOR_INDEX[tensor], spec.kind, params, count)
+    else:
+        draws = getattr(tensor_generator(case.seed, tensor), spec.kind)(*params, count)
     with np.errstate(all="ignore"):
         return draws.astype(dtype).reshape(shape)
 
 
+@pytest.mark.parametrize("generator", ["philox", "pcg64"])
 @pytest.mark.parametrize("native_on", [True, False])
-def test_draws_equal_the_straightforward_ones(monkeypatch, native_on):
+def test_draws_equal_the_straightforward_ones(monkeypatch, native_on, generator):
     if not native_on:
         monkeypatch.setenv("PRMG_NATIVE", "0")
     monkeypatch.setattr(inputs_module, "THREADED_DRAWS", 1000)
@@ -277,14 +286,32 @@ def test_draws_equal_the_straightforward_ones(monkeypatch, native_on):
     for dtype in ("float32", "float16", "bfloat16"):
         for kind, args in specs:
             case = Case(name="d", source="t", shape=(2, 5, 3, 70), cos_shape=(1, 5, 1, 8), sin_shape=(1, 5, 1, 8),
-                        partial_slice=(0, 8), dtype=dtype, cos_dtype=dtype, sin_dtype=dtype,
-                        seed=int(rng.integers(1 << 63)), dy_input=InputSpec(kind, args),
+                        partial_slice=(0, 8), dtype=dtype, cos_dtype=dtype, sin_dtype=dtype, generator=generator,
+                        seed=int(rng.integers(1 << 64, dtype=np.uint64)), dy_input=InputSpec(kind, args),
                         cos_input=InputSpec(kind, args))
             with np.errstate(all="ignore"):
                 made = make_inputs(case, chunk_elements=int(rng.integers(1, 5000)))
             for tensor in ("dy", "cos"):
                 got, expected = getattr(made, tensor), straightforward_draw(case, tensor)
                 assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (dtype, kind, args)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_compiled_philox_draws_equal_numpys_philox_for_any_range(dtype):
+    """Element ranges starting and ending anywhere in a block, inside a stream chunk or across chunks, in
+    pieces or at once: the compiled draws and rounding equal numpy's Philox words, cast by numpy."""
+    if not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    chunk, numpy_dtype = inputs_module.STREAM_CHUNK, np.dtype(BF16 if dtype == "bfloat16" else dtype)
+    key = (2**64 - 3, 2)
+    recipe = philox_recipe(key[0], key[1], "uniform", (0.0, 1.0), 3 * chunk + 40)      # = U itself
+    for begin, count in ((0, 1), (7, 9), (1, 8), (chunk - 5, 13), (2 * chunk - 3, chunk + 7), (0, 3 * chunk + 40)):
+        words = inputs_module._philox_words(key, begin, count)
+        assert np.array_equal(words * 2.0 ** -32, recipe[begin:begin + count])
+        out = np.empty(count, numpy_dtype)
+        assert native.philox_uniform(key, chunk, begin, 4.0, -1.5, dtype, out)
+        expected = (-1.5 + 4.0 * (words * 2.0 ** -32)).astype(numpy_dtype)
+        assert np.array_equal(bits(out), bits(expected)), (begin, count)
 
 
 def test_draws_keep_numpys_argument_errors():

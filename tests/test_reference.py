@@ -351,12 +351,14 @@ def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
              "host_ms": 90.0, "copy_ms": 9.0, "vs_copy": 10.0, "peak_mem_x_dy": 3.5},
             {"dtype": "float32", "status": ["passed"], **dict.fromkeys(hostbench.STAGE_KEYS, 1.0),
              "host_ms": 420.0, "copy_ms": 20.0, "vs_copy": 21.0, "peak_mem_x_dy": 9.0}]
-    text = hostbench.format_pipeline_bench(rows, {"per_case_ms": 4.2})
+    text = hostbench.format_pipeline_bench(rows, {"runs": {"300": {"per_case_ms": 4.2, "wall_s": 1.26},
+                                                          "3": {"per_case_ms": 400.0, "wall_s": 1.2}}})
     assert "pipeline bfloat16: 10.00 x copy <= 20.00: met" in text
     assert "pipeline bfloat16: 10.00 x copy (stretch) <= 10.00: met" in text
     assert "pipeline float32: 21.00 x copy <= 20.00: NOT met" in text
     assert "pipeline float32: 9.00 peak mem x dy <= 8.00: NOT met" in text
-    assert "small cases: 4.20 ms per case <= 5.00: met" in text
+    assert "whole process, 300 small cases: 4.20 ms per case <= 5.00: met" in text
+    assert "whole process, 3 small cases: 1.20 s <= 1.00: NOT met" in text
     assert all(stage in text for stage in ("inputs", "upload", "kernel", "download", "golden", "judge"))
 
 

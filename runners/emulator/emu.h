@@ -76,6 +76,9 @@ EMU_API int prmg_emu_initialized(void);
  * one live allocation; -1 when address is in no allocation; -2 when the range runs past its end. */
 EMU_API int prmg_emu_device_range(const void *address, size_t length, void **host);
 
+/* prmg_emu_device_range for bytes the caller only reads (aclrtMemset's record of them stays valid). */
+EMU_API int prmg_emu_device_range_read(const void *address, size_t length, const void **host);
+
 /* 1 when stream is NULL (the default stream) or a live stream from aclrtCreateStream. */
 EMU_API int prmg_emu_stream_valid(const void *stream);
 

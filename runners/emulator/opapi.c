@@ -190,7 +190,10 @@ int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *w
         return ACLNN_ERR_PARAM_INVALID;
     }
     *workspace_host = NULL;
-    if (job->workspace_size > 0 && prmg_emu_device_range(workspace, job->workspace_size, workspace_host) != 0) {
+    /* the grad kernel only reads its workspace (kernel_job.workspace is const); the forward stages tensors in it */
+    if (job->workspace_size > 0
+        && (kind == OP_GRAD ? prmg_emu_device_range_read(workspace, job->workspace_size, (const void **)workspace_host)
+                            : prmg_emu_device_range(workspace, job->workspace_size, workspace_host)) != 0) {
         prmg_emu_set_error("%s: workspace %p is not %llu bytes of device memory", op, workspace,
                            (unsigned long long)job->workspace_size);
         return ACLNN_ERR_PARAM_INVALID;
