@@ -183,7 +183,8 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "broadcast_s": "errors in every row except row",     # the rows of s = 0 are right (a cover.yaml case is first)
     "broadcast_n": "over budget", "mixed_cast": "over budget", "row_index_u16": "over budget",
     "nondeterministic": "determinism: 2 launches of the same inputs differ", "fwd_sign": "adjoint",
-    "fwd_partner_sin": "over budget", "fwd_noop": "adjoint",
+    "fwd_partner_sin": "over budget", "fwd_noop": "adjoint", "neg_sin": "over budget", "fwd_neg_sin": "over budget",
+    "fwd_write_past_end": "guard zone after x changed", "fwd_gap_write": "x storage changed outside its view",
     # issue 20: a kernel fault is asynchronous, reported by the synchronization after the launch
     "device_fault": "507015 ACL_ERROR_RT_AICORE_EXCEPTION",
 }

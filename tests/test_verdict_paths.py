@@ -306,3 +306,32 @@ def test_the_store_checks_every_field_of_its_records():
     assert set(store.RUN_FIELDS) | {"schema"} == set(store.RunRecord("r", "", [], {}, {}).to_dict())
     assert set(RECORD_FIELDS.values()) | set(store.RUN_FIELDS.values()) | set(store.RUN_INFO_FIELDS.values()) \
         <= set(store._KINDS)
+
+
+CHECKED = "- {name: g, shape: [1, 2, 2, 16], broadcast: 1S1D, inputs: {cos: {rope: {}}, sin: {rope: {}}}}\n"
+
+
+def test_a_consistent_wrong_pair_passes_adjoint_and_roundtrip_but_not_sample(tmp_path):
+    """Through the emulator: a grad and a forward that both negate sin."""
+    path = write(tmp_path, CHECKED)
+    pair = {"PRMG_EMU_FAULT": "neg_sin,fwd_neg_sin"}
+    code, cases, _, _ = run_json(path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,determinism", env=pair)
+    assert code == 0 and cases["g"]["status"] == "passed"               # the hole sample closes
+    code, cases, _, _ = run_json(path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,sample", env=pair)
+    assert code == 1 and "sample: the host reference disagrees" in cases["g"]["message"]
+
+
+def test_a_write_past_the_buffer_on_a_checks_launch_fails_the_case(tmp_path):
+    """The grad is right; the forward, which only the adjoint check launches, writes past x."""
+    path = write(tmp_path, CHECKED)
+    code, cases, _, _ = run_json(path, *EMU, "--check", "adjoint", env={"PRMG_EMU_FAULT": "fwd_write_past_end"})
+    assert code == 1 and cases["g"]["status"] == "failed"
+    assert "adjoint: launch of InplacePartialRotaryMul: guard zone after x changed at byte +0" in cases["g"]["message"]
+    assert run_json(path, *EMU, "--check", "adjoint")[0] == 0
+
+
+def test_an_expected_error_is_not_met_by_a_device_fault(tmp_path):
+    path = write(tmp_path, "- {name: e, shape: [1, 1, 2, 16], expect: {error: any}}\n")
+    code, cases, _, _ = run_json(path, *EMU, env={"PRMG_EMU_FAULT": "device_fault"})
+    assert code == 1 and cases["e"]["status"] == "failed"
+    assert "from aclrtSynchronizeStream: a device fault after the kernel ran, not a refusal" in cases["e"]["message"]

@@ -42,9 +42,13 @@ static const struct {
     {"row_index_u16", FAULT_ROW_INDEX_U16},
     {"nondeterministic", FAULT_NONDETERMINISTIC},
     {"device_fault", FAULT_DEVICE_FAULT},
+    {"neg_sin", FAULT_NEG_SIN},
     {"fwd_sign", FAULT_FWD_SIGN},
     {"fwd_partner_sin", FAULT_FWD_PARTNER_SIN},
     {"fwd_noop", FAULT_FWD_NOOP},
+    {"fwd_neg_sin", FAULT_FWD_NEG_SIN},
+    {"fwd_write_past_end", FAULT_FWD_WRITE_PAST_END},
+    {"fwd_gap_write", FAULT_FWD_GAP_WRITE},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -288,11 +288,12 @@ static void copy_view(const op_operand *operand, unsigned char *view, int64_t lo
  * non-contiguous one is mapped over its view's span and copied into its staging area of the
  * workspace (AutoContiguous), *view / *lowest then locating the view for the copy back. 1; or 0 after
  * raising an asynchronous AI Core exception when the data is not inside one device allocation. */
-static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, unsigned char **view, int64_t *lowest)
+static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, unsigned char **view, int64_t *lowest,
+                    int64_t extra)
 {
     op_operand *operand = &job->operand[t];
     if (operand->contiguous)
-        return map_tensor(OP, &operand->tensor, TENSOR_NAMES[t], element_count(&operand->tensor));
+        return map_tensor(OP, &operand->tensor, TENSOR_NAMES[t], element_count(&operand->tensor) + extra);
     int64_t count;
     view_span(operand, lowest, &count);
     const int64_t size = element_size(operand->tensor.data_type);
@@ -307,9 +308,33 @@ static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, un
     return 1;
 }
 
+/* The fwd_gap_write fault: after the copy back, every element of x's storage span that its view does not reach
+ * (the gaps between its rows) is zeroed, as a copy back of whole padded rows would. */
+static void zero_gaps(const op_operand *operand, unsigned char *view, int64_t lowest)
+{
+    int64_t ignored, count;
+    view_span(operand, &ignored, &count);
+    const size_t size = (size_t)element_size(operand->tensor.data_type);
+    unsigned char *reached = calloc((size_t)count, 1);
+    if (reached == NULL)
+        return;
+    const int64_t *dims = operand->tensor.dims, *strides = operand->strides;
+    for (int64_t i0 = 0; i0 < dims[0]; i0++)
+        for (int64_t i1 = 0; i1 < dims[1]; i1++)
+            for (int64_t i2 = 0; i2 < dims[2]; i2++)
+                for (int64_t i3 = 0; i3 < dims[3]; i3++)
+                    reached[operand->offset + i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + i3 * strides[3]
+                            - lowest] = 1;
+    for (int64_t element = 0; element < count; element++)
+        if (!reached[element])
+            memset(view + element * (int64_t)size, 0, size);
+    free(reached);
+}
+
 /* Runs one consumed executor, `faults` in force (recorded as acting): stage the inputs, run the forward
  * kernel, copy xRef back into its view when it was staged. fwd_noop and an empty slice touch nothing; a
- * kernel fault is raised asynchronously and stops the kernel. */
+ * kernel fault is raised asynchronously and stops the kernel. fwd_write_past_end inverts the element just past
+ * a contiguous x; fwd_gap_write zeroes the gaps of a staged x's storage (zero_gaps). */
 static void launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace_host)
 {
     record_faults(faults);
@@ -317,13 +342,19 @@ static void launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace
         return;
     unsigned char *views[3] = {NULL, NULL, NULL};
     int64_t lowest[3] = {0, 0, 0};
+    const int past_end = has_fault(faults, FAULT_FWD_WRITE_PAST_END) && job->operand[0].contiguous;
     for (int t = 0; t < 3; t++)
-        if (!stage_in(job, t, workspace_host, &views[t], &lowest[t]))
+        if (!stage_in(job, t, workspace_host, &views[t], &lowest[t], t == 0 && past_end))
             return;
     kernel_job work = {1, job->pairing_mode, job->start, job->end, faults, (const float *)workspace_host, 0};
     rotary_kernel(&job->operand[0].tensor, &job->operand[1].tensor, &job->operand[2].tensor, &work);
-    if (!job->operand[0].contiguous)
+    if (past_end)
+        invert_element(&job->operand[0].tensor, element_count(&job->operand[0].tensor));
+    if (!job->operand[0].contiguous) {
         copy_view(&job->operand[0], views[0], lowest[0], job->operand[0].tensor.host, 0);
+        if (has_fault(faults, FAULT_FWD_GAP_WRITE))
+            zero_gaps(&job->operand[0], views[0], lowest[0]);
+    }
 }
 
 EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,

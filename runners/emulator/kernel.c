@@ -114,21 +114,22 @@ static int pair_of(int mode, int64_t j, int64_t length, int64_t *kept, int64_t *
 }
 
 /* Lane j of the grad: dx[j] = c[a]*g[a] +/- s[p]*g[p], plus on a pair's first lane (pair_of).
- * Faults: own_sin (s[a]), sign (every lane adds). */
+ * Faults: own_sin (s[a]), sign (every lane adds), neg_sin (sin negated: every lane's sign flipped). */
 static lane grad_lane(int mode, int64_t j, int64_t length, uint64_t faults)
 {
     lane out;
     int first = pair_of(mode, j, length, &out.kept, &out.partner);
     out.cos_index = out.kept;
     out.sin_index = has_fault(faults, FAULT_OWN_SIN) ? out.kept : out.partner;
-    out.plus = first || has_fault(faults, FAULT_SIGN);
+    out.plus = (first || has_fault(faults, FAULT_SIGN)) != has_fault(faults, FAULT_NEG_SIN);
     return out;
 }
 
 /* Lane j of the forward: y[j] = c[j]*x[a] -/+ s[j]*x[p], minus on a pair's first lane. Modes 0-2 pair
  * as pair_of; interleave-half (3) reads x interleaved and writes y in half layout:
  * j < L/2: (2j, 2j+1, first); else (2(j-L/2)+1, 2(j-L/2), second).
- * Faults: fwd_partner_sin (the sin of the partner's lane, as the grad), fwd_sign (plus lanes subtract). */
+ * Faults: fwd_partner_sin (the sin of the partner's lane, as the grad), fwd_sign (plus lanes subtract),
+ * fwd_neg_sin (sin negated: every lane's sign flipped, the transpose of the grad's neg_sin). */
 static lane forward_lane(int mode, int64_t j, int64_t length, uint64_t faults)
 {
     lane out;
@@ -146,7 +147,7 @@ static lane forward_lane(int mode, int64_t j, int64_t length, uint64_t faults)
     }
     out.cos_index = j;
     out.sin_index = has_fault(faults, FAULT_FWD_PARTNER_SIN) ? partner_lane : j;
-    out.plus = !first && !has_fault(faults, FAULT_FWD_SIGN);
+    out.plus = (!first && !has_fault(faults, FAULT_FWD_SIGN)) != has_fault(faults, FAULT_FWD_NEG_SIN);
     return out;
 }
 

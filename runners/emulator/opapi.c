@@ -452,7 +452,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
 }
 
 /* Replaces every bit of element `index` by its complement: a change whatever the value was. */
-static void invert_element(kernel_tensor *tensor, int64_t index)
+void invert_element(kernel_tensor *tensor, int64_t index)
 {
     if (element_size(tensor->data_type) == 4)
         ((uint32_t *)tensor->host)[index] = ~((uint32_t *)tensor->host)[index];

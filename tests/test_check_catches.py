@@ -1,0 +1,97 @@
+"""What each golden-free check catches alone, measured on the emulator's faults, and the README's table of it.
+
+For every fault the emulator can inject (but those that kill or wedge the process: crash, hang, device_fault,
+whose verdicts the run-level tests cover), a few small cases that together visit every regime a fault needs are
+launched once with the fault on; each is judged by the golden, by the in-place contract of the main launch
+alone, and by each check alone (its own launches held to the contract too). ``docs/checks.md`` states the
+result, and this test holds it to the measurement.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+from prmg_cli.acl import AclSession
+from prmg_cli.cases import parse_document
+from prmg_cli.checks import CHECKS, CheckContext, run_checks
+from prmg_cli.inputs import make_inputs
+from prmg_cli.judge import judge
+from prmg_cli.toolkit import emulator_fault_names
+
+CASES = """
+- {name: grad_tiles, shape: [2, 3, 41, 134], broadcast: 1S1D, partial_slice: [7, 107]}
+- {name: grad_axes, shape: [2, 3, 4, 64], broadcast: BSND, partial_slice: [0, 64], dtype: bfloat16,
+   cos_dtype: float32}
+- {name: grad_half, shape: [2, 3, 4, 64], broadcast: BSND, partial_slice: [0, 64], dtype: float16}
+- {name: grad_rows, shape: [1, 65537, 1, 4], partial_slice: [0, 4]}
+- {name: grad_specials, shape: [1, 1, 2, 8], partial_slice: [2, 6],
+   inputs: {dy: {values: [-0.0, -0.0, .nan, 1.0, 2.0, 3.0, -0.0, -0.0, -0.0, -0.0, 1.0, .nan, 3.0, 4.0, -0.0, -0.0]}}}
+- {name: fwd_tiles, op: forward, shape: [2, 3, 4, 64], broadcast: 1S1D, partial_slice: [8, 56]}
+- {name: fwd_strided, op: forward, shape: [1, 2, 4, 8], cos_shape: [1, 1, 1, 8], dy_strides: [128, 64, 16, 1]}
+- {name: grad_half_mode_today, shape: [1, 1, 2, 8], rotary_mode: half, expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}
+"""
+PROCESS_FAULTS = ("crash", "hang", "device_fault")      # they end or poison the process: run-level tests
+PAIRS = ("neg_sin,fwd_neg_sin",)                         # a grad and a forward wrong in the same way
+JUDGES = ("golden", "contract", *CHECKS)
+TABLE = ROOT / "docs" / "checks.md"
+
+
+def catches(session, fault: str) -> set[str]:
+    """The judges (``JUDGES``) that fail at least one case of ``CASES`` under ``fault``."""
+    found = set()
+    for case in parse_document(__import__("yaml").safe_load(CASES), "catches.yaml", ROOT):
+        inputs = make_inputs(case)
+        outcome = session.launch(case, inputs)
+        if judge(case, inputs, outcome).status != "passed":
+            found.add("golden")
+        if judge(case, inputs, outcome, golden=False).kinds & {"contract", "status"}:
+            found.add("contract")
+        if case.expect.success and outcome.status == 0 and outcome.dy is not None:     # as run_case runs them
+            context = CheckContext(case, inputs, outcome, session.launch, 2)
+            found |= {result.name for result in run_checks(tuple(CHECKS), context)
+                      if result.contract or not result.passed}
+    return found
+
+
+def documented() -> dict[str, set[str]]:
+    """The table of ``docs/checks.md``: fault -> the judges that catch it."""
+    text = TABLE.read_text()
+    block = text[text.index("| fault | golden | contract |"):]
+    rows = {}
+    for line in block.splitlines()[2:]:
+        if not line.startswith("| `"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[cells[0].strip("`")] = {judge for judge, cell in zip(JUDGES, cells[1:]) if cell == "x"}
+    return rows
+
+
+@pytest.fixture(scope="module")
+def measured(emulator):
+    import os
+
+    with AclSession(emulator, 0) as session:
+        table = {}
+        try:
+            for fault in (*emulator_fault_names(), *PAIRS):
+                if fault in PROCESS_FAULTS:
+                    continue
+                os.environ["PRMG_EMU_FAULT"] = fault
+                table[fault] = catches(session, fault)
+        finally:
+            os.environ.pop("PRMG_EMU_FAULT", None)
+        assert catches(session, "") == set()              # a correct kernel: no judge complains
+    return table
+
+
+def test_the_docs_state_what_each_check_catches(measured):
+    shown = "\n".join(f"| `{fault}` | " + " | ".join("x" if judge in found else "" for judge in JUDGES) + " |"
+                      for fault, found in measured.items())
+    assert documented() == measured, "the measured table:\n" + shown
+    assert "docs/checks.md" in (ROOT / "README.md").read_text()
+
+
+def test_only_sample_among_the_checks_sees_a_consistent_pair(measured):
+    assert measured["neg_sin,fwd_neg_sin"] == {"golden", "sample"}
+    assert "adjoint" in measured["neg_sin"] and "adjoint" in measured["fwd_neg_sin"]     # alone: inconsistent
