@@ -30,6 +30,7 @@ test: install browser
 lint: install
 	$(BIN)/python -m compileall -q prmg_cli tests
 	$(MAKE) -C runners/emulator lint
+	$(BIN)/python -m prmg_cli.native --lint
 
 bench: install
 	$(BIN)/prmg bench --host

@@ -38,10 +38,10 @@ from . import dtypes
 from .cases import Case
 from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
-from .ops import GRAD, OPERATORS
+from .ops import DEFAULT_OP, GRAD, OPERATORS
 from .status import describe
 from .toolkit import Toolkit, refuse_stub
-from .vocab import FORMATS
+from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
 
 
 @dataclass
@@ -92,9 +92,6 @@ class AclError(RuntimeError):
 GET_WORKSPACE = GRAD.get_workspace
 LAUNCH = GRAD.launch
 SYNCHRONIZE = "aclrtSynchronizeStream"
-GUARD_BYTES = 512                   # guard zone size and alignment of every data region
-GUARD_FILL = 0xA5
-WORKSPACE_POISON = 0xFF             # every float dtype reads 0xFF bytes as NaN
 ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
@@ -158,7 +155,7 @@ EMULATOR_HOOKS = {APPLIED_FAULTS: (c_char_p, [])}
 # injected faults (every real toolkit).
 OPTIONAL = frozenset({"aclGetRecentErrMsg", "aclrtGetSocName", "aclDestroyAclOpExecutor", "aclrtMallocHost",
                       "aclrtFreeHost", APPLIED_FAULTS, *EVENT_PROTOTYPES,
-                      *(name for spec in OPERATORS.values() if spec is not GRAD for name in (spec.get_workspace,
+                      *(name for spec in OPERATORS.values() if not spec.required for name in (spec.get_workspace,
                                                                                                 spec.launch))})
 
 
@@ -512,7 +509,7 @@ class AclSession:
         name = self._api.aclrtGetSocName()
         return name.decode(errors="replace") if name else ""
 
-    def accepted_modes(self, op_name: str = GRAD.name) -> tuple[int, ...] | None:
+    def accepted_modes(self, op_name: str = DEFAULT_OP) -> tuple[int, ...] | None:
         """The rotary modes 0..3 whose first phase ``op_name``'s operator accepts on a small valid case
         (dy float32 [1, 1, 1, 4], slice [0, 4), cos/sin [1, 1, 1, 4]): what the toolkit implements, as far as its
         checks tell. Each executor is released unlaunched; None when the toolkit cannot release one
@@ -525,7 +522,7 @@ class AclSession:
         shape = (1, 1, 1, 4)
         accepted = []
         with _Scope() as scope:
-            tensors = [self._tensor(scope, _contiguous_layout(shape), "float32", FORMATS["ND"],
+            tensors = [self._tensor(scope, _contiguous_layout(shape), "float32", ACL_FORMATS["ND"],
                                     self._upload(scope, role, np.zeros(shape, np.float32)))
                        for role in ("probe_x", "probe_cos", "probe_sin")]
             piece = api.aclCreateIntArray(_int64_array((0, 4)), 2)
@@ -564,12 +561,12 @@ class AclSession:
         dy_storage = dy_values.reshape(-1) if contiguous else _to_storage(dy_values, dy_layout)
         cos_values = _shaped(inputs.cos, case.cos_dtype, case.cos_shape, case, "cos")
         sin_values = _shaped(inputs.sin, case.sin_dtype, case.sin_shape, case, "sin")
-        acl_format = FORMATS[case.format]
+        acl_format = ACL_FORMATS[case.format]
         timings: dict[str, float] = {}
 
         with _Scope() as scope:
             began = time.perf_counter()
-            dy_buffer = self._upload(scope, "dy" if case.op == "grad" else "x", dy_storage)
+            dy_buffer = self._upload(scope, op.tensor, dy_storage)
             cos_buffer = self._upload(scope, "cos", cos_values)
             sin_buffer = self._upload(scope, "sin", sin_values)
             timings["upload"] = (time.perf_counter() - began) * 1e3

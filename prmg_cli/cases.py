@@ -91,6 +91,7 @@ from pathlib import Path
 from . import constraints, files, npyfile, yamlfile
 from .checks import CHECKS, ORACLES, weak_checks_text
 from .errors import PrmgError
+from .ops import DEFAULT_OP
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_golden, parse_inputs,
                      parse_generator, parse_known_defect, parse_mode, parse_null, parse_op, parse_reason, parse_seed,
@@ -188,10 +189,10 @@ class Case:
     tolerance: tuple[tuple[str, float], ...] = ()   # standard parameters, e.g. (("rtol", 1e-3),)
     tags: tuple[str, ...] = ()
     # Extensions for negative cases (tensors the operator must refuse):
-    format: str = "ND"                  # aclFormat of all three tensors (key of FORMATS)
+    format: str = "ND"                  # aclFormat of all three tensors (key of vocab.ACL_FORMATS)
     null: tuple[str, ...] = ()          # tensors passed as NULL pointers: subset of TENSORS
     dy_strides: tuple[int, ...] | None = None   # element strides of dy (None = contiguous)
-    op: str = "grad"                    # the operator (a key of ops.OPERATORS)
+    op: str = DEFAULT_OP                # the operator (a key of ops.OPERATORS)
     known_defect: KnownDefect | None = None     # the defect the operator is known to meet (strict xfail)
     checks: tuple[str, ...] = ()        # golden-free checks to run as well (a subset of checks.CHECKS)
     golden: bool = True                 # False: judged by its checks alone
@@ -330,7 +331,7 @@ def case_to_dict(case: Case) -> dict:
         out["null"] = list(case.null)
     if case.dy_strides is not None:
         out["dy_strides"] = list(case.dy_strides)
-    if case.op != "grad":
+    if case.op != DEFAULT_OP:
         out["op"] = case.op
     if case.known_defect:
         defect = case.known_defect
@@ -800,7 +801,7 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
         format=parse_format(raw.get("format", "ND"), where),
         null=parse_null(raw.get("null", []), where),
         dy_strides=parse_strides(raw["dy_strides"], shape, where) if "dy_strides" in raw else None,
-        op=parse_op(raw.get("op", "grad"), where),
+        op=parse_op(raw.get("op", DEFAULT_OP), where),
         known_defect=KnownDefect(*parse_known_defect(raw["known_defect"], where)) if "known_defect" in raw else None,
         checks=checks,
         golden=golden,

@@ -107,7 +107,8 @@ def _counts(op: str) -> list[dict]:
 def _special_patterns(dtype: str) -> dict[str, int]:
     """The bit pattern of each special value of ``dtype``: signed maxima, smallest and largest subnormals, signed
     zeros, the default NaN of both signs, a NaN with a low payload, a signalling NaN, signed Inf."""
-    exponent_bits, fraction_bits = dtypes.FLOAT_FORMATS[dtype]
+    fmt = dtypes.FLOAT_FORMATS[dtype]
+    exponent_bits, fraction_bits = fmt.exponent_bits, fmt.fraction_bits
     sign, top, quiet = 1 << (exponent_bits + fraction_bits), ((1 << exponent_bits) - 1) << fraction_bits, \
         1 << (fraction_bits - 1)
     largest = top - 1                                # the largest finite: exponent top - 1, every fraction bit

@@ -70,7 +70,7 @@ def dtype_bits(values: np.ndarray, dtype: str) -> np.ndarray:
 @lru_cache(maxsize=None)
 def _binades(dtype: str) -> tuple[float, float]:
     """(the smallest normal, the bottom of the top binade) of ``dtype``: 2**(1 - bias) and 2**bias."""
-    exponent_bits, _ = dtypes.FLOAT_FORMATS[dtype]
+    exponent_bits = dtypes.FLOAT_FORMATS[dtype].exponent_bits
     bias = 2 ** (exponent_bits - 1) - 1
     return 2.0 ** (1 - bias), 2.0 ** bias
 
@@ -79,7 +79,8 @@ def value_kinds(bits: np.ndarray, dtype: str) -> set[str]:
     """The special kinds (``regimes.VALUE_KINDS``) among the bit patterns ``bits`` of ``dtype``."""
     if not bits.size:
         return set()
-    exponent_bits, fraction_bits = dtypes.FLOAT_FORMATS[dtype]
+    fmt = dtypes.FLOAT_FORMATS[dtype]
+    exponent_bits, fraction_bits = fmt.exponent_bits, fmt.fraction_bits
     top = (1 << exponent_bits) - 1
     exponent = (bits >> fraction_bits) & top
     special = (exponent == 0) | (exponent >= top - 1)

@@ -6,7 +6,10 @@ import os
 
 from . import provenance
 from .errors import PrmgError
-from .ops import GRAD
+from .ops import OPERATORS
+
+# the entry points a toolkit must export: those of the operators under test (``OperatorSpec.required``)
+REQUIRED = tuple(name for spec in OPERATORS.values() if spec.required for name in (spec.get_workspace, spec.launch))
 
 
 def _probe_lines(toolkit) -> tuple[list[str], bool]:
@@ -15,7 +18,7 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
     info = probe_in_child(toolkit)
     lines = [f"  loaded: {path}" for path in info.get("loaded", [])]
     lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
-              + ("" if found or name in (GRAD.get_workspace, GRAD.launch) else " (optional: its cases error)")
+              + ("" if found or name in REQUIRED else " (optional: its cases error)")
               for name, found in info.get("symbols", {}).items()]
     lines.append(f"  devices: {info.get('device_count')}")
     lines.append(f"  soc: {info.get('soc') or '(aclrtGetSocName gives nothing)'}")
@@ -23,7 +26,7 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
     errors = info.get("errors", []) + ([info["error"]] if "error" in info else [])
     lines += [f"  error: {error}" for error in errors]
     symbols = info.get("symbols", {})
-    required = [symbols.get(name, False) for name in (GRAD.get_workspace, GRAD.launch)]
+    required = [symbols.get(name, False) for name in REQUIRED]
     usable = not errors and all(required) and (info.get("device_count") or 0) > 0
     return lines, usable
 

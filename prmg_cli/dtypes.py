@@ -58,9 +58,54 @@ _TABLE = (
 
 DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
 OPERATOR_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
-# (exponent bits, fraction bits) of each float dtype the operator takes: a value's bits are sign, exponent,
-# fraction (IEEE 754 binary32 and binary16; bfloat16 is binary32's top 16 bits)
-FLOAT_FORMATS: dict[str, tuple[int, int]] = {"float32": (8, 23), "float16": (5, 10), "bfloat16": (8, 7)}
+@dataclass(frozen=True)
+class Format:
+    """A binary floating-point format: ``precision`` significand bits (with the implicit one), the
+    exponents of its smallest and largest normal numbers; its bits are sign, exponent, fraction."""
+
+    precision: int
+    min_exponent: int
+    max_exponent: int
+
+    @property
+    def exponent_bits(self) -> int:
+        """The width of the exponent field: ``max_exponent`` is its bias."""
+        return (self.max_exponent + 1).bit_length()
+
+    @property
+    def fraction_bits(self) -> int:
+        """The width of the fraction field: ``precision - 1``."""
+        return self.precision - 1
+
+    @property
+    def overflow(self) -> float:
+        """The smallest magnitude that rounds to infinity: ``(2 - 2^-p) * 2^emax``."""
+        return (2.0 - 2.0 ** -self.precision) * 2.0 ** self.max_exponent
+
+    @property
+    def unit_roundoff(self) -> float:
+        """The unit roundoff ``u = 2^-p``."""
+        return 2.0 ** -self.precision
+
+    @property
+    def smallest(self) -> float:
+        """The smallest subnormal."""
+        return 2.0 ** (self.min_exponent - self.precision + 1)
+
+    def ulp(self, magnitude: np.ndarray) -> np.ndarray:
+        """The spacing of the format at each ``magnitude >= 0``: ``2^(max(floor(log2 x), emin) - p + 1)``."""
+        _, exponent = np.frexp(magnitude)            # x = f * 2^exponent, f in [0.5, 1); 0 -> exponent 0
+        exponent -= 1
+        exponent[magnitude == 0] = self.min_exponent
+        np.maximum(exponent, self.min_exponent, out=exponent)
+        return np.ldexp(1.0, exponent - (self.precision - 1))
+
+
+
+# The float formats of the dtypes the operator takes (IEEE 754 binary32 and binary16; bfloat16 is binary32's
+# top 16 bits).
+FLOAT_FORMATS: dict[str, Format] = {"float32": Format(24, -126, 127), "float16": Format(11, -14, 15),
+                                    "bfloat16": Format(8, -126, 127)}
 ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16",
            "float": "float32", "double": "float64"}
 
@@ -97,8 +142,7 @@ def bit_width(name: str) -> int:
     """How many bits one value of dtype ``name`` takes (without loading ml_dtypes for bfloat16)."""
     name = canonical(name)
     if name in FLOAT_FORMATS:
-        exponent, fraction = FLOAT_FORMATS[name]
-        return 1 + exponent + fraction
+        return 1 + FLOAT_FORMATS[name].exponent_bits + FLOAT_FORMATS[name].fraction_bits
     return 8 * lookup(name).numpy.itemsize
 
 

@@ -26,7 +26,7 @@ import os
 import signal
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
@@ -35,14 +35,15 @@ from .cases import Case, case_to_dict
 from .dtypes import lookup
 from .errors import PrmgError
 from .checks import CheckContext, fold_checks, run_checks
-from .judge import judge, key_metric
+from .judge import judge
+from .standards import DEFAULT_STANDARD
+from .keymetric import key_metric
 from .results import CaseResult
-from .vocab import MODE_NAMES
+from .vocab import GUARD_BYTES, MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
-GUARD_BYTES = 2 * 1024              # guard zones and 512-byte rounding around each buffer, generously
 PR_SET_PDEATHSIG = 1
 
 
@@ -59,7 +60,7 @@ class RunSettings:
     max_timeouts: int = 3                     # timeouts in a row after which a device is wedged
     checks: tuple = ()                        # --check: golden-free checks run on every pass case
     golden: bool = True                       # --no-golden: judge by the checks alone
-    repeat: int = 2                           # --repeat: launches of the determinism check
+    check_options: dict = field(default_factory=dict)    # the checks' options (--repeat ...): name -> value
     save_failures: str | None = None          # --save-failures DIR: artifacts of every failed case
     bfloat16: bool = True                     # a case uses bfloat16: workers load ml_dtypes before any case
 
@@ -87,7 +88,7 @@ def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
     the case's tolerance dropped), else the case's own, else ``default``."""
     if settings.standard:
         return settings.standard, {}
-    return case.standard or "default", dict(case.tolerance)
+    return case.standard or DEFAULT_STANDARD, dict(case.tolerance)
 
 
 def element_count(shape: Sequence[int]) -> int:
@@ -107,12 +108,18 @@ def storage_elements(case: Case) -> int:
     return 1 + sum((dim - 1) * stride for dim, stride in zip(case.shape, case.dy_strides))
 
 
+def guarded(size: float) -> int:
+    """The device bytes a buffer of ``size`` bytes takes with its guard zones: ``GUARD_BYTES`` before, the data
+    rounded up to ``GUARD_BYTES``, ``GUARD_BYTES`` after (``acl``)."""
+    return (2 + -(-int(size) // GUARD_BYTES)) * GUARD_BYTES
+
+
 def memory_need(case: Case) -> tuple[int, int]:
     """Estimated (host, device) bytes for ``case``.
 
     host: the inputs, dy's storage (strides included) uploaded and read back, the golden in dy's dtype,
     and ~6 float64 arrays over the slice (golden, magnitude, actual, error, budget, mask); device: dy's
-    storage with guards, cos, sin and the 16 MiB workspace.
+    storage, cos, sin and the 16 MiB workspace, each with its guard zones (``guarded``).
     """
     dy_items = element_count(case.shape)
     cos_items = element_count(case.cos_shape) + element_count(case.sin_shape)
@@ -123,7 +130,7 @@ def memory_need(case: Case) -> tuple[int, int]:
     dy_bytes, storage_bytes = dy_items * itemsize, storage_elements(case) * itemsize
     cos_bytes = cos_items * lookup(case.cos_dtype).numpy.itemsize
     host = 2 * dy_bytes + 2 * storage_bytes + cos_bytes + 6 * 8 * rows * width
-    device = storage_bytes + GUARD_BYTES + cos_bytes + WORKSPACE_BYTES
+    device = sum(guarded(size) for size in (storage_bytes, cos_bytes / 2, cos_bytes / 2, WORKSPACE_BYTES))
     return host, device
 
 
@@ -229,7 +236,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
 
         if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
             checked = time.perf_counter()
-            context = CheckContext(case, inputs, outcome, launch, settings.repeat)
+            context = CheckContext(case, inputs, outcome, launch, settings.check_options)
             verdict = fold_checks(verdict, run_checks(names, context), case, golden)
             timings["checks"] = (time.perf_counter() - checked) * 1e3
     except (AclError, *RUNNER_FAILURES) as exc:
@@ -239,7 +246,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
                              duration_s=time.perf_counter() - started, timings=timings)
         return known_defect_status(case, result), user and not session.device_faulted
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
-                         key_metric=key_metric(verdict), details=list(verdict.details),
+                         key_metric=key_metric(verdict.metrics), details=list(verdict.details),
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
                          runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from . import dtypes, npyfile
 from .checks import CHECKS
-from .standards import STANDARD_PARAMS, STANDARDS, check_standard
+from .standards import DEFAULT_STANDARD, STANDARDS, check_standard
 from .errors import PrmgError
 from .ops import OPERATORS
 from .status import STATUS_CODES
-from .vocab import BROADCASTS, FORMATS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
+from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
 
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
@@ -290,7 +290,7 @@ def parse_status(code, where: Where, field: str, usage: str, *, success: bool = 
 
 def parse_standard(value, where: Where) -> str:
     """A known standard's name (``standards.check_standard``)."""
-    if not _word(value, STANDARD_PARAMS):
+    if not _word(value, STANDARDS):
         raise where.error("standard", f"unknown standard {show(value)} (valid: {', '.join(STANDARDS)})"
                           + suggest(value, STANDARDS))
     return value
@@ -301,8 +301,8 @@ def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[st
     number >= 0 (``standards.check_standard``)."""
     if not isinstance(value, dict):
         raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {kind(value)}")
-    standard = standard or "default"
-    accepted = STANDARD_PARAMS[standard]
+    standard = standard or DEFAULT_STANDARD
+    accepted = STANDARDS[standard].params
     for key, number in value.items():
         if not _word(key, accepted):
             takes = f"valid: {', '.join(accepted)}" if accepted else "it takes none"
@@ -387,10 +387,10 @@ def parse_golden(value, where: Where) -> bool:
 
 
 def parse_format(value, where: Where) -> str:
-    """An aclFormat name, a key of ``FORMATS``."""
-    if not _word(value, FORMATS):
-        raise where.error("format", f"unknown format {show(value)}{suggest(value, FORMATS)} "
-                          f"(valid: {', '.join(FORMATS)})")
+    """An aclFormat name, a key of ``ACL_FORMATS``."""
+    if not _word(value, ACL_FORMATS):
+        raise where.error("format", f"unknown format {show(value)}{suggest(value, ACL_FORMATS)} "
+                          f"(valid: {', '.join(ACL_FORMATS)})")
     return value
 
 

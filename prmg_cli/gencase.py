@@ -26,6 +26,7 @@ import yaml
 from . import constraints, dtypes, files, status, yamlfile
 from .cases import INPUT_KINDS, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
+from .ops import DEFAULT_OP
 from .results import visible
 from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
 
@@ -253,7 +254,7 @@ def _short(dtype_name: str) -> str:
 def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
                       cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
                       standard=None, tolerance=None, tags=(), sin_shape=None, sin_dtype=None,
-                      format=None, null=(), dy_strides=None, known_defect=None, op="grad", checks=(),
+                      format=None, null=(), dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(),
                       golden=True) -> dict:
     """One case mapping from options; refuses (PrmgError) a case the operator would reject unless it
     expects an error, and an error expectation the operator can never return for it.
@@ -276,7 +277,7 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
 def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
                mode="interleave", seed=None, name=None, inputs=None, expect="pass", standard=None,
                tolerance=None, tags=(), sin_shape=None, sin_dtype=None, format=None, null=(),
-               dy_strides=None, known_defect=None, op="grad", checks=(), golden=True) -> dict:
+               dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(), golden=True) -> dict:
     """The case mapping of ``case_from_options``, before the operator's constraints are checked."""
     shape = _ints(shape, "shape")
     if cos_shape is not None and broadcast is not None:
@@ -325,7 +326,7 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
         case["tags"] = list(tags)
     if known_defect:
         case["known_defect"] = dict(known_defect)
-    if op != "grad":
+    if op != DEFAULT_OP:
         case["op"] = op
     if checks:
         case["checks"] = list(checks)

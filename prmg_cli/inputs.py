@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,8 +42,7 @@ from prmg_cli.vocab import GENERATORS
 TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
 STREAM_CHUNK = 1 << 16              # elements per Philox stream: part of the inputs' definition, never tuned
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
-DRAW_THREADS = min(2, os.cpu_count() or 1)
-THREADED_DRAWS = 1 << 20            # tensors from this size are split over DRAW_THREADS threads
+THREADED_DRAWS = 1 << 20            # tensors from this size are split over native.HOST_THREADS threads
 NATIVE_ROUNDING = 1 << 12           # tensors from this size are rounded by the compiled helper
 _ARGUMENTS = np.random.Generator(np.random.Philox(0))     # numpy's argument checks of uniform / normal (size 0)
 RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
@@ -211,7 +209,7 @@ def _draw_philox(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: flo
     """``flat[:] = offset + scale * U`` (or ``* Z``), rounded once, from the ``philox`` streams of ``tensor``
     (module docstring); uniform draws ``chunk_elements`` at a time, normal ones a stream chunk at a time."""
     key = philox_key(seed, tensor)
-    threads = DRAW_THREADS if flat.size >= THREADED_DRAWS else 1
+    threads = native.HOST_THREADS if flat.size >= THREADED_DRAWS else 1
     if kind == "uniform":
         def fill(part: tuple[int, int]) -> None:
             buffer = np.empty(min(chunk_elements, part[1] - part[0]))
@@ -272,7 +270,7 @@ def _draw_pcg64(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: floa
     generator = tensor_generator(seed, tensor)
     method = "random" if kind == "uniform" else "standard_normal"
     bit_generator = generator.bit_generator
-    threads = DRAW_THREADS if method == "random" and flat.size >= THREADED_DRAWS else 1
+    threads = native.HOST_THREADS if method == "random" and flat.size >= THREADED_DRAWS else 1
     parts = [(generator, flat)]
     if threads > 1:
         parts = []

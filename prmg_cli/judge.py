@@ -29,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,12 +39,13 @@ import numpy as np
 from . import diagnosis, native, nonfinite, reference
 from .dtypes import bits, from_numpy
 from .ops import OPERATORS
-from .standards import (FORMATS, FTZ_FLOOR, JUDGES, U32, UNDERFLOW_FLOOR, Format, Judgement, SliceView,
-                        check_standard, default_budget_into, standard_parameters)
+from .dtypes import FLOAT_FORMATS, Format
+from .standards import DEFAULT_STANDARD, FTZ_FLOOR, STANDARDS, U32, UNDERFLOW_FLOOR, Judgement, SliceView, check_standard, standard_parameters
+from .standards.default import STANDARD as _DEFAULT, default_budget_into
 from .status import describe
-from .vocab import PHASES
+from .vocab import PHASES, WORKSPACE_POISON
 
-WORKSPACE_POISON = 0xFF     # the byte the runner fills the workspace with: NaN in every float dtype
+ONE_PASS = _DEFAULT.name    # the standard a large result is judged by in one pass (``_fast_default``)
 
 
 @dataclass
@@ -84,7 +84,7 @@ PROBLEM_KINDS = {
 }
 
 
-def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[str, float] | None = None, *,
+def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Mapping[str, float] | None = None, *,
           golden: bool = True, timings: dict | None = None) -> Verdict:
     """Judge one launch's ``outcome`` of ``case`` run on ``inputs`` (module docstring for the order).
 
@@ -113,7 +113,7 @@ def judge(case, inputs, outcome, standard: str = "default", tolerance: Mapping[s
     return verdict
 
 
-def judge_result(case, inputs, result: np.ndarray, standard: str = "default", tolerance=None) -> Verdict:
+def judge_result(case, inputs, result: np.ndarray, standard: str = DEFAULT_STANDARD, tolerance=None) -> Verdict:
     """The verdict on ``result``, the in-place tensor after a successful launch of ``case`` on ``inputs``:
     outside the slice bit-identical, inside it by ``standard`` against the golden (what ``judge`` checks after
     the status and the device-side contract)."""
@@ -130,7 +130,7 @@ def launch_problems(case, inputs, outcome, outside: bool = True) -> list[str]:
     after a success (the main launch's judge checks that itself, with the slice, in one pass)."""
     problems = []
     if outcome.status != 0 and _changed(inputs.dy, outcome):
-        problems.append(f"{_tensor_name(case)} changed although the call failed")
+        problems.append(f"{OPERATORS[case.op].tensor} changed although the call failed")
     problems.extend(outcome.contract_violations)
     if outcome.status == 0 and outside and outcome.dy is not None and outcome.dy.shape == inputs.dy.shape and outcome.dy.dtype == inputs.dy.dtype:
         outside = diagnosis.outside_changes(inputs.dy, outcome.dy, *(int(v) for v in case.partial_slice))
@@ -148,11 +148,6 @@ def _changed(before: np.ndarray, outcome) -> bool:
     if after is None or before.dtype.itemsize != after.dtype.itemsize or before.size != after.size:
         return False
     return not np.array_equal(bits(before).ravel(), bits(after).ravel())
-
-
-def _tensor_name(case) -> str:
-    """How messages name the in-place tensor: ``dy`` for the grad, ``x`` for the forward."""
-    return "dy" if case.op == "grad" else "x"
 
 
 def status_mismatch(case, outcome) -> str:
@@ -205,7 +200,7 @@ def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, g
     (or cannot judge the case) do the whole-array checks below run, which also explain the failure.
     """
     timings = {} if timings is None else timings
-    name = _tensor_name(case)
+    name = OPERATORS[case.op].tensor
     if result is None:
         verdict.fail("contract", f"no {name} was read back after the call")
         return
@@ -214,7 +209,7 @@ def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, g
                      f"{inputs.dy.dtype} {inputs.dy.shape}")
         return
     start, end = (0, 0) if OPERATORS[case.op].no_op(case) else (int(v) for v in case.partial_slice)
-    if end > start and golden and standard == "default" and result.size >= _FAST_MIN_ELEMENTS:
+    if end > start and golden and standard == ONE_PASS and result.size >= _FAST_MIN_ELEMENTS:
         passed = _fast_default(case, inputs, result, tolerance, timings)
         if passed is not None:
             verdict.metrics.update(passed.metrics)
@@ -275,7 +270,7 @@ def _evaluate(case, inputs, candidate: np.ndarray, golden: np.ndarray, standard,
     golden.flat[non_finite] = 0
     view = SliceView(OPERATORS[case.op], inputs.dy, inputs.cos, inputs.sin, candidate, case.rotary_mode, start,
                      end, dtype, params, actual, golden, non_finite)
-    judgement = JUDGES[standard](view)
+    judgement = STANDARDS[standard].judge(view)
     right = _non_finite_right(view, standard, *specials)
     return _Evaluation(view, judgement, non_finite[~right], specials[0][~right], specials[1][~right])
 
@@ -289,8 +284,8 @@ def _judge_slice(case, inputs, result, standard, tolerance, verdict: Verdict, ch
                  timings: dict | None = None) -> None:
     """Judge the slice of ``result`` against the golden by ``standard`` (fills ``verdict``)."""
     dtype = from_numpy(inputs.dy.dtype).name
-    if dtype not in FORMATS:
-        verdict.fail("result", f"{_tensor_name(case)} dtype {dtype} cannot be judged (float32, float16, "
+    if dtype not in FLOAT_FORMATS:
+        verdict.fail("result", f"{OPERATORS[case.op].tensor} dtype {dtype} cannot be judged (float32, float16, "
                      f"bfloat16 only)")
         return
     op = OPERATORS[case.op]
@@ -335,7 +330,7 @@ def _non_finite_right(view: SliceView, standard: str, actual: np.ndarray, golden
     if not len(view.non_finite):
         return np.zeros(0, bool)
     with np.errstate(over="ignore", invalid="ignore"):
-        if standard == "default":
+        if standard == ONE_PASS:
             return nonfinite.allowed(actual, _possible_results(view))
         rounded = golden.astype(view.x.dtype).astype(np.float64)
         return (np.isnan(actual) & np.isnan(rounded)) | (np.isinf(rounded) & (actual == rounded))
@@ -420,7 +415,6 @@ def _plain(value):
 
 # Threads sharing the blocks of a large slice (numpy releases the GIL in its loops), and the fewest
 # blocks worth giving a thread.
-_WORKERS = min(2, os.cpu_count() or 1)
 _MIN_BLOCKS_PER_WORKER = 4
 # Smaller tensors are judged by the whole-array checks directly (the one pass would save nothing there).
 _FAST_MIN_ELEMENTS = 1 << 12
@@ -552,7 +546,7 @@ def _run_scans(tasks: list) -> None:
             helper.result()
 
 
-# Slice elements from which the compiled scan is split over ``_WORKERS`` threads.
+# Slice elements from which the compiled scan is split over ``native.HOST_THREADS`` threads.
 _NATIVE_SPLIT = 1 << 17
 
 
@@ -615,7 +609,7 @@ def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shar
         half_ulp_scale=2.0 ** -fmt.precision, half_smallest=fmt.smallest / 2, scale=scale, ftz_floor=FTZ_FLOOR,
         underflow_floor=UNDERFLOW_FLOOR, capacity=native.SPECIAL_CAPACITY, stop=ctypes.pointer(stop))
     rows = x.size // x.shape[-1]
-    workers = _WORKERS if rows * length >= _NATIVE_SPLIT else 1
+    workers = native.HOST_THREADS if rows * length >= _NATIVE_SPLIT else 1
     scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers)) for i in range(workers)]
     _run_scans([scan.run for scan in scans])
     del keep
@@ -654,20 +648,20 @@ def _fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) ->
     """The ``default`` verdict on a result that passes, in one pass over blocks of rows; None when something
     is wrong, or the case is not one this pass judges (then the whole-array checks decide and explain).
 
-    The pass computes, block by block and split over ``_WORKERS`` threads, exactly what the whole-array
+    The pass computes, block by block and split over ``native.HOST_THREADS`` threads, exactly what the whole-array
     checks compute: the bits outside the slice, the float64 golden and magnitude, the budget
     (``default_budget_into``), ``|actual - golden|`` and ``|input - golden|`` against it, with the non-finite
     elements set apart for ``nonfinite`` -- so its metrics are theirs, bit for bit. It stops at the first
     wrong block. ``timings["golden"]`` gets the pass's share spent widening the input and forming the golden.
     """
     op = OPERATORS[case.op]
-    terms_of = reference.SLICE_TERMS.get(op.golden_slice)
+    terms_of = op.slice_terms
     x, cos, sin = inputs.dy, inputs.cos, inputs.sin
     try:
         dtype = from_numpy(x.dtype).name
     except KeyError:
         return None
-    if terms_of is None or dtype not in FORMATS or not (x.flags.c_contiguous and result.flags.c_contiguous):
+    if terms_of is None or dtype not in FLOAT_FORMATS or not (x.flags.c_contiguous and result.flags.c_contiguous):
         return None
     start, end = (int(v) for v in case.partial_slice)
     try:
@@ -678,15 +672,15 @@ def _fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) ->
         return None
     began = time.perf_counter()
     shared = _Shared()
-    scale = standard_parameters("default", dtype, tolerance)["budget_scale"]
-    scans = _native_scans(op, case, x, result, cos, sin, FORMATS[dtype], scale, shared)
+    scale = standard_parameters(ONE_PASS, dtype, tolerance)["budget_scale"]
+    scans = _native_scans(op, case, x, result, cos, sin, FLOAT_FORMATS[dtype], scale, shared)
     if scans is None:
         shared = _Shared()
         terms = terms_of(x, cos, sin, case.rotary_mode, (start, end))
         blocks = terms.blocks
-        workers = max(1, min(_WORKERS, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+        workers = max(1, min(native.HOST_THREADS, len(blocks) // _MIN_BLOCKS_PER_WORKER))
         shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
-        scans = [_SliceScan(terms, result, FORMATS[dtype], scale, shared) for _ in shares]
+        scans = [_SliceScan(terms, result, FLOAT_FORMATS[dtype], scale, shared) for _ in shares]
         _run_scans([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
     busy = sum(scan.seconds for scan in scans)
     share = sum(scan.golden_seconds for scan in scans) / busy if busy else 0.0
@@ -713,65 +707,3 @@ def _specials_right(op, inputs, case, scans, indices: str, values: str) -> bool:
     start, end = (int(v) for v in case.partial_slice)
     possible = _possible_results_at(op, inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, start, end, flat)
     return bool(nonfinite.allowed(actual, possible).all())
-
-
-# ---------------------------------------------------------------------------------------------------
-# The key metric of a verdict, for a table column
-
-
-def margin(value, limit: float = 1.0) -> str:
-    """``value`` with 3 significant digits, more when 3 would print it as ``limit`` although it is not
-    (a margin of 0.99997 against 1 reads ``0.99997``, not ``1``); ``inf`` for None."""
-    if value is None:
-        return "inf"
-    text = f"{value:.3g}"
-    for digits in range(4, 10):
-        if value == limit or float(text) != limit:
-            break
-        text = f"{value:.{digits}g}"
-    return text
-
-
-def _key_default(m: dict) -> str:
-    return f"err/budget {margin(m['max_err_ratio'])}"
-
-
-def _key_double_thousandth(m: dict) -> str:
-    text = f"wrong {margin(m['rel_err_share'], m['share_limit'])}/{m['share_limit']:g}"
-    cap = f"/{m['cap']:g}" if m.get("cap") else ""
-    return f"{text}, max rel {margin(m['max_rel_err'], m.get('cap') or 1.0)}{cap}"
-
-
-def _key_single_bm(m: dict) -> str:
-    return f"MERE {margin(m['MERE'], m['T'])}/{m['T']:.2g} MARE {margin(m['MARE'], 10 * m['T'])}/{10 * m['T']:.2g}"
-
-
-def _key_double_benchmark(m: dict) -> str:
-    return " ".join(f"{label} x{margin(m[key], m[limit])}/{m[limit]:g}" for label, key, limit in (
-        ("MARE", "mare_ratio", "mare_limit"), ("MERE", "mere_ratio", "mere_limit"), ("RMSE", "rmse_ratio", "rmse_limit")))
-
-
-# (the metric that marks a standard, its text): the first present wins
-_KEY_METRICS = (
-    ("max_err_ratio", _key_default),
-    ("rel_err_share", _key_double_thousandth),
-    ("MERE", _key_single_bm),
-    ("mare_ratio", _key_double_benchmark),
-    ("max_tol_ratio", lambda m: f"err/tol {margin(m['max_tol_ratio'])}"),
-    ("mismatches", lambda m: f"mismatches {m['mismatches']}"),
-    ("adjoint_ratio", lambda m: f"adjoint {margin(m['adjoint_ratio'])}"),
-    ("roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}"),
-    ("sample_ratio", lambda m: f"sample {margin(m['sample_ratio'])}"),
-    ("determinism_mismatches", lambda m: f"repeat mismatches {m['determinism_mismatches']}"),
-    ("status", lambda m: f"status {m['status']}"),
-)
-
-
-def key_metric(verdict: Verdict) -> str:
-    """A short text of the verdict's key number(s) and their limits for a table column (``_KEY_METRICS``),
-    e.g. ``err/budget 0.41``, led by ``outside changed N`` when elements outside the slice changed."""
-    metrics = verdict.metrics
-    text = next((shown(metrics) for key, shown in _KEY_METRICS if key in metrics), "")
-    if metrics.get("outside_changed"):
-        text = f"outside changed {metrics['outside_changed']}" + (f", {text}" if text else "")
-    return text

@@ -31,7 +31,6 @@ import contextlib
 import functools
 import itertools
 import math
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,15 +38,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .native import HOST_THREADS
+
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
 
 # Row blocks of about this many elements of dy (whole rows): large enough that numpy's per-call cost
 # (about 30 us a block) is small next to the work, small enough that each thread's four float64 work
 # buffers stay in cache (2^16..2^18 measured on the 2-vCPU EPYC VM: 2^18 best, by a little, with 2 threads).
 _BLOCK_ELEMENTS = 1 << 18
-# Threads that share the blocks of a large input (a second one cut the benchmark's time by about a
-# quarter on the 2-vCPU host when the other vCPU was free), and the fewest blocks worth giving a thread.
-_WORKERS = min(2, os.cpu_count() or 1)
+# The fewest blocks of a large input worth giving a thread (native.HOST_THREADS share them).
 _MIN_BLOCKS_PER_WORKER = 4
 # x86-64 huge page size, and the allocation size from which numpy madvises huge pages
 _HUGE_PAGE = 2 << 20
@@ -434,7 +433,7 @@ def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, 
     per thread: as fast as ``x.copy()``, where copies of cache-sized blocks are not), then its slice is
     rewritten in cache-sized blocks of rows (see ``_BlockEvaluator``). Inputs of at least
     ``_MIN_BLOCKS_PER_WORKER`` blocks per thread are split over ``workers`` threads (default
-    ``_WORKERS``: 2, or 1 on a single CPU) in both phases; numpy releases the GIL inside its loops. Every
+    ``HOST_THREADS``: 2, or 1 on a single CPU) in both phases; numpy releases the GIL inside its loops. Every
     block is computed the same way, so the result does not depend on the split.
     """
     start, end = _check(x, cos, sin, rotary_mode, partial_slice)
@@ -453,7 +452,7 @@ def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, 
         table_shape = cos.shape[:-1] + (length // 2,)
         whole_tables = (np.empty(table_shape, np.complex128), np.empty(table_shape, np.complex128))
         fill_tables(pairs, cos, sin, *whole_tables)
-    workers = max(1, min(_WORKERS if workers is None else workers, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+    workers = max(1, min(HOST_THREADS if workers is None else workers, len(blocks) // _MIN_BLOCKS_PER_WORKER))
     shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
     evaluators = [_BlockEvaluator(cos, sin, out, start, end, pairs, block_rows, whole_tables, fill_tables)
                   for _ in shares]
@@ -692,7 +691,6 @@ def forward_terms(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: 
 
 
 # The block-wise terms of each float64 golden slice function defined here (judge.py looks them up).
-SLICE_TERMS = {rotary_grad_slice: grad_terms, rotary_forward_slice: forward_terms}
 
 
 def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -6,7 +6,7 @@ For every case of either results file, in this order of importance:
 - **verdicts lost**: a case that now holds no verdict on the result (skipped, or xfailed) where it held one
   (passed, failed ...; xfailed -> skipped too): a pass that became a skip hides whatever the kernel now does;
 - **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
-- **precision drift**: the standard's key metric (``KEY_METRICS``: ``max_err_ratio`` for ``default``, ...)
+- **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``max_err_ratio`` for ``default``, ...)
   rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that passed in both;
 - **kernel-time drift**: the median kernel time rising by more than the measured noise: with repeated
   timings (``kernel_samples``, or bench rows' ``times_ms``) ``noise = 3 * (MAD_A + MAD_B) +
@@ -27,11 +27,9 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .errors import PrmgError
+from .keymetric import drift_value
 from .results import CaseResult, visible
 
-# standard -> (metric whose rise is a precision drift); the first present in the metrics wins
-KEY_METRICS = ("max_err_ratio", "max_tol_ratio", "rel_err_share", "MARE", "mare_ratio", "mismatches",
-               "adjoint_ratio", "roundtrip_ratio", "sample_ratio")
 CATEGORIES = ("new failure", "verdict lost", "precision drift", "time drift", "only in A", "fixed", "status changed",
               "only in B")
 REGRESSIONS = frozenset({"new failure", "verdict lost", "precision drift", "time drift", "only in A"})
@@ -74,15 +72,6 @@ def read_run(path: str) -> dict[str, CaseResult]:
     return records
 
 
-def key_value(result: CaseResult) -> tuple[str, float] | None:
-    """(metric, value) of the result's key precision metric, or None."""
-    for key in KEY_METRICS:
-        value = result.metrics.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return key, float(value)
-    return None
-
-
 def _mad(values: list[float]) -> float:
     """The median absolute deviation of ``values``."""
     middle = statistics.median(values)
@@ -122,7 +111,7 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
         elif old.status != new.status:
             changes.append(Change("status changed", name, old.status, new.status))
         if old.status == new.status == "passed":
-            before, after = key_value(old), key_value(new)
+            before, after = drift_value(old.metrics), drift_value(new.metrics)
             if before and after and before[0] == after[0] and after[1] > before[1] * (1 + drift) + floor:
                 changes.append(Change("precision drift", name, f"{before[1]:.4g}", f"{after[1]:.4g}",
                                       f"{before[0]} rose by more than {drift:.0%} + {floor:g}"))

@@ -209,7 +209,7 @@ def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard:
         check_emulator_faults(os.environ)
     return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=standard, timeout=timeout,
                                max_memory=max_memory, strict=strict, max_timeouts=max_timeouts, checks=checks,
-                               golden=golden, repeat=repeat, save_failures=save_failures)
+                               golden=golden, check_options={"repeat": repeat}, save_failures=save_failures)
 
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
@@ -242,7 +242,7 @@ def recorded_settings(info: RunInfo, settings) -> dict:
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
-                repeat=settings.repeat, version=info.version)
+                check_options=settings.check_options, version=info.version)
 
 
 def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:

@@ -7,6 +7,7 @@ reports) takes these words from here, so that none of them imports another to le
 - Broadcast patterns of cos/sin against the in-place tensor (B, S, N): each letter keeps that axis of
   the tensor, each ``1`` makes it 1; the last axis is the slice length ``L``.
 - aclFormat codes, and the tensor roles ``dy``/``cos``/``sin`` as case files name them.
+- The bytes of the runner's in-place contract: guard zones and workspace poison.
 - The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``.
 - The generators that draw a case's seeded inputs (``inputs.py``), the default first.
 """
@@ -19,8 +20,14 @@ from .errors import PrmgError
 
 ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
 MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
-FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
+ACL_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
+# The runner's in-place contract: every device buffer sits between guard zones of GUARD_BYTES (its data 512-byte
+# aligned and rounded) filled with GUARD_FILL, and the workspace is filled with WORKSPACE_POISON before each
+# launch (0xFF bytes read as NaN in every float dtype).
+GUARD_BYTES = 512
+GUARD_FILL = 0xA5
+WORKSPACE_POISON = 0xFF
 # The two phases of an aclnn call, in which an operator may refuse a case (``expect: {error, phase}``).
 PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the launch (the second phase)"}
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")

@@ -48,7 +48,7 @@ def catches(session, fault: str) -> set[str]:
         if judge(case, inputs, outcome, golden=False).kinds & {"contract", "status"}:
             found.add("contract")
         if case.expect.success and outcome.status == 0 and outcome.dy is not None:     # as run_case runs them
-            context = CheckContext(case, inputs, outcome, session.launch, 2)
+            context = CheckContext(case, inputs, outcome, session.launch)
             found |= {result.name for result in run_checks(tuple(CHECKS), context)
                       if result.contract or not result.passed}
     return found

@@ -10,7 +10,10 @@ import pytest
 from kernels import correct_kernel, faulty_kernel, forward_kernel
 from prmg_cli.acl import Outcome
 from prmg_cli.cases import Case, InputSpec
-from prmg_cli.checks import CheckContext, adjoint, determinism, roundtrip
+from prmg_cli.checks import CheckContext
+from prmg_cli.checks.adjoint import adjoint
+from prmg_cli.checks.determinism import determinism
+from prmg_cli.checks.roundtrip import roundtrip
 from prmg_cli.inputs import make_inputs
 from prmg_cli.judge import judge
 from prmg_cli.vocab import broadcast_shape
@@ -66,7 +69,7 @@ def make_case(op="grad", mode=1, dtype="float32", cos_dtype=None, shape=(2, 3, 2
 def context(case, session, repeat=2):
     inputs = make_inputs(case)
     outcome = session.launch(case, inputs)
-    return CheckContext(case, inputs, outcome, session.launch, repeat), inputs, outcome
+    return CheckContext(case, inputs, outcome, session.launch, {"repeat": repeat}), inputs, outcome
 
 
 SWEEP = [(op, mode, dtype, broadcast) for op in ("grad", "forward") for mode in range(4)

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
-from prmg_cli import standards
 from prmg_cli.acl import GET_WORKSPACE, LAUNCH, Outcome
 from prmg_cli.cases import Case, Expect
-from prmg_cli.judge import judge, key_metric, margin
-from prmg_cli.standards import STANDARD_PARAMS, STANDARDS
+from prmg_cli.judge import judge
+from prmg_cli.keymetric import key_metric
+from prmg_cli.dtypes import FLOAT_FORMATS
+from prmg_cli.standards import STANDARDS, margin
 from prmg_cli.status import STATUS_CODES
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import Inputs
@@ -409,7 +410,7 @@ def test_outside_the_slice_must_be_bit_identical():
     assert verdict.status == "failed"
     assert "outside the slice at d=3 (4 elements, rows (0, 1, 0), (0, 1, 1), (1, 1, 0), ... (4 of 12 rows))" \
         in verdict.message
-    assert verdict.metrics["outside_changed"] == 4 and key_metric(verdict).startswith("outside changed 4")
+    assert verdict.metrics["outside_changed"] == 4 and key_metric(verdict.metrics).startswith("outside changed 4")
     case, inputs, result = correct_run("float16")
     result[0, 0, 0, 47] = -0.0 if inputs.dy[0, 0, 0, 47] == 0 else 0.0   # even a zero's sign counts
     assert judge(case, inputs, Outcome(status=0, dy=result)).status == "failed"
@@ -445,7 +446,7 @@ def test_status_messages():
     assert verdict.message == "expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS"
     verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy(), failed_call=GET_WORKSPACE))
     assert verdict.message == "expected success, got 561002 ACLNN_ERR_INNER_TILING_ERROR: D too large"
-    assert key_metric(verdict) == "status 561002"
+    assert key_metric(verdict.metrics) == "status 561002"
 
 
 def test_dy_must_stay_untouched_after_an_expected_error():
@@ -476,11 +477,33 @@ def test_unknown_standard_or_parameter_is_a_user_error():
         judge(case, inputs, outcome, "allclose", {"rtol": -1})
 
 
-def test_defaults_cover_exactly_the_declared_parameters():
-    assert tuple(STANDARD_PARAMS) == STANDARDS
-    for standard, per_dtype in standards.DEFAULTS.items():
-        for params in per_dtype.values():
-            assert tuple(params) == STANDARD_PARAMS[standard]
+def test_every_dtype_of_a_standard_sets_the_same_parameters():
+    for standard in STANDARDS.values():
+        assert {tuple(params) for params in standard.defaults.values()} == {standard.params}, standard.name
+
+
+def test_a_standard_is_one_entry(monkeypatch):
+    """A toy standard in the registry is a standard everywhere: case files, --standard, the judge, the table."""
+    import numpy as np
+
+    from prmg_cli.standards import Judgement, Standard
+
+    def judge_exactly_zero(view):
+        bad = view.actual != 0
+        return Judgement(bool(bad.any()), "not zero", {"nonzero": int(bad.sum())}, bad, bad * 1.0, view.golden)
+
+    toy = Standard("zero", {"*": {"slack": 0.0}}, judge_exactly_zero, "nonzero", lambda m: f"nonzero {m['nonzero']}",
+                   "nonzero", "every element 0")
+    monkeypatch.setitem(STANDARDS, "zero", toy)
+    case, inputs, result = correct_run()
+    verdict = judge(case, inputs, Outcome(status=0, dy=result), "zero", {"slack": 1.0})
+    assert verdict.status == "failed" and key_metric(verdict.metrics).startswith("nonzero ")
+    zeros = inputs.dy.copy()
+    zeros[..., case.partial_slice[0]:case.partial_slice[1]] = 0
+    assert judge(case, inputs, Outcome(status=0, dy=zeros), "zero").metrics == {"nonzero": 0}
+    with pytest.raises(PrmgError, match="has no parameter 'rtol'"):
+        judge(case, inputs, Outcome(status=0, dy=zeros), "zero", {"rtol": 1.0})
+    assert np.isfinite(toy.defaults["*"]["slack"])
 
 
 @pytest.mark.parametrize("standard", STANDARDS)
@@ -491,15 +514,15 @@ def test_metrics_are_plain_json_and_key_metric_is_short(standard):
         verdict = judge(case, inputs, Outcome(status=0, dy=dy), standard)
         json.dumps(verdict.metrics, allow_nan=False)
         assert all(type(v) in (int, float, type(None)) for v in verdict.metrics.values())
-        assert 0 < len(key_metric(verdict)) < 60
+        assert 0 < len(key_metric(verdict.metrics)) < 60
 
 
 def test_ulp_of_each_format():
     magnitudes = np.array([0.0, 1.0, 1.5, 2.0 ** -130, 65504.0])
-    assert standards.FORMATS["float16"].ulp(magnitudes).tolist() == [2.0 ** -24, 2.0 ** -10, 2.0 ** -10,
+    assert FLOAT_FORMATS["float16"].ulp(magnitudes).tolist() == [2.0 ** -24, 2.0 ** -10, 2.0 ** -10,
                                                                     2.0 ** -24, 32.0]
-    assert standards.FORMATS["bfloat16"].ulp(magnitudes)[[0, 1, 3]].tolist() == [2.0 ** -133, 2.0 ** -7, 2.0 ** -133]
-    assert standards.FORMATS["float32"].overflow == float(np.nextafter(np.float32(np.inf), 0)) + 2.0 ** 103
+    assert FLOAT_FORMATS["bfloat16"].ulp(magnitudes)[[0, 1, 3]].tolist() == [2.0 ** -133, 2.0 ** -7, 2.0 ** -133]
+    assert FLOAT_FORMATS["float32"].overflow == float(np.nextafter(np.float32(np.inf), 0)) + 2.0 ** 103
 
 
 # --- issue 10: non-finite results are right only where a float32 evaluation gives them ------------
@@ -634,10 +657,8 @@ def test_margin_never_rounds_onto_the_limit(value, limit, shown):
 
 
 def test_key_metrics_show_their_thresholds():
-    from prmg_cli.judge import Verdict
-    assert key_metric(Verdict("passed", metrics={"max_err_ratio": 0.99997})) == "err/budget 0.99997"
-    shown = key_metric(Verdict("passed", metrics={"rel_err_share": 0.0004, "share_limit": 0.001,
-                                                  "max_rel_err": 0.05, "cap": 0.1}))
+    assert key_metric({"max_err_ratio": 0.99997}) == "err/budget 0.99997"
+    shown = key_metric({"rel_err_share": 0.0004, "share_limit": 0.001, "max_rel_err": 0.05, "cap": 0.1})
     assert shown == "wrong 0.0004/0.001, max rel 0.05/0.1"
-    shown = key_metric(Verdict("passed", metrics={"MERE": 1e-4, "MARE": 2e-3, "T": 2.0 ** -10}))
+    shown = key_metric({"MERE": 1e-4, "MARE": 2e-3, "T": 2.0 ** -10})
     assert shown == "MERE 0.0001/0.00098 MARE 0.002/0.0098"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -73,13 +74,22 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
 
 
 def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
-    """A non-editable install carries the emulator sources and builds them on first use."""
+    """A non-editable install of the tracked files (a clean checkout: no build/ left from earlier builds, which
+    pip would reuse) carries every package, the native helper's C and the emulator sources, and builds them on
+    first use."""
+    tree = tmp_path / "tree"
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, tree / name)
     target = tmp_path / "site"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                              "--target", str(target), str(ROOT)],
+                              "--target", str(target), str(tree)],
                              capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr
-    assert (target / "prmg_cli" / "emulator_src" / "kernel.c").exists()
+    assert (target / "prmg_cli" / "emulator_src" / "kernel.c").exists() and (target / "prmg_cli" / "native.c").exists()
+    packages = {str(path.parent.relative_to(ROOT)).replace("/", ".") for path in (ROOT / "prmg_cli").rglob("__init__.py")}
+    assert all((target / package.replace(".", "/") / "__init__.py").exists() for package in packages), packages
     cases = tmp_path / "c.yaml"
     cases.write_text("- {name: installed, shape: [1, 1, 2, 16], cos_shape: [1, 1, 1, 16], partial_slice: [0, 16]}\n")
     env = dict(os.environ, PYTHONPATH=str(target), PRMG_EMULATOR_HOME=str(tmp_path / "emu"))

@@ -107,7 +107,7 @@ def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():
 def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_edge_cases():
     """Over the shipped special values (NaN, Inf, overflow) and empty slices every check passes or says why it
     is not defined: no false alarm on a correct kernel."""
-    out = prmg("run", "cases/special.yaml", "cases/edge.yaml", "cases/checks.yaml", *EMU, "--check",
+    out = prmg("run", "cases/special.yaml", "cases/edge.yaml", "cases/checks.yaml", "cases/cover.yaml", *EMU, "--check",
                "adjoint,roundtrip,determinism,sample", "--report", "json")
     document = json.loads(out.stdout)
     assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"] if c["status"] != "passed"]
@@ -124,7 +124,7 @@ def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, em
     def broken(context):
         raise ZeroDivisionError("a bug in a check")
 
-    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("a toy check", broken))
+    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str))
     path = write(tmp_path, "- {name: t, shape: [1, 1, 2, 16], checks: [adjoint]}\n")
     with pytest.raises(execute.InternalError, match="(?s)case 't':.*ZeroDivisionError: a bug in a check"):
         suite.run_suite(suite.RunRequest([str(path)], runner="emulator", checks="toy", reports=("json:" + str(
@@ -335,3 +335,23 @@ def test_an_expected_error_is_not_met_by_a_device_fault(tmp_path):
     code, cases, _, _ = run_json(path, *EMU, env={"PRMG_EMU_FAULT": "device_fault"})
     assert code == 1 and cases["e"]["status"] == "failed"
     assert "from aclrtSynchronizeStream: a device fault after the kernel ran, not a refusal" in cases["e"]["message"]
+
+
+def test_an_operator_is_one_entry(emulator, monkeypatch):
+    """A toy operator -- the grad's entry points under another name -- is an operator everywhere: case files,
+    the constraint model, the runner, the judge, the checks (its adjoint is the forward)."""
+    from prmg_cli import ops
+    from prmg_cli.acl import AclSession
+    from prmg_cli.cases import parse_document, validate
+    from prmg_cli.execute import RunSettings, run_case
+
+    monkeypatch.setitem(ops.OPERATORS, "toy", replace(ops.GRAD, name="toy", title="ToyGrad", required=False))
+    cases = parse_document([{"name": "t", "op": "toy", "shape": [1, 2, 2, 16], "broadcast": "1S1D",
+                             "checks": ["adjoint", "roundtrip", "sample"]},
+                            {"name": "t_bad", "op": "toy", "shape": [1, 1, 1, 2048], "partial_slice": [0, 8],
+                             "expect": {"error": "ACLNN_ERR_INNER_TILING_ERROR"}}], "toy.yaml", ".")
+    validate(cases, frozenset({1}))
+    with AclSession(emulator, 0) as session:
+        results = [run_case(session, case, RunSettings(toolkit=emulator))[0] for case in cases]
+    assert [(r.op, r.status) for r in results] == [("toy", "passed"), ("toy", "passed")], results
+    assert results[0].metrics["adjoint_ratio"] < 1 and results[0].metrics["sample_ratio"] < 1

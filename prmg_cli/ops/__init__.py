@@ -12,5 +12,6 @@ from .grad import GRAD
 from .spec import OperatorSpec, Violation
 
 OPERATORS: dict[str, OperatorSpec] = {spec.name: spec for spec in (GRAD, FORWARD)}
+DEFAULT_OP = GRAD.name          # the operator of a case that names none: the one under test
 
-__all__ = ["OPERATORS", "OperatorSpec", "Violation", "GRAD", "FORWARD"]
+__all__ = ["OPERATORS", "DEFAULT_OP", "OperatorSpec", "Violation", "GRAD", "FORWARD"]

@@ -205,7 +205,8 @@ def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 GRAD = OperatorSpec(
     name="grad", title="InplacePartialRotaryMulGrad",
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
-    inplace="dyRef", rules=rules, rule_reasons=RULE_REASONS, no_op=no_op, golden=reference.inplace_partial_rotary_mul_grad,
-    golden_slice=reference.rotary_grad_slice, magnitude=reference.rotary_grad_magnitude,
-    lane_terms=reference.grad_lane_terms,
-    dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)), layouts=BROADCASTS)
+    inplace="dyRef", tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
+    no_op=no_op, golden=reference.inplace_partial_rotary_mul_grad, golden_slice=reference.rotary_grad_slice,
+    magnitude=reference.rotary_grad_magnitude, lane_terms=reference.grad_lane_terms,
+    slice_terms=reference.grad_terms, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
+    layouts=BROADCASTS, required=True)

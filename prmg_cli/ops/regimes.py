@@ -307,8 +307,9 @@ def _phase_axis(op: str) -> list[Regime]:
 
 
 def _storage_axis(op: str) -> list[Regime]:
-    """The forward takes a non-contiguous x (AutoContiguous copies it); the grad refuses one (a phase class)."""
-    if op != "forward":
+    """An operator that takes a non-contiguous x (``auto_contiguous``: its layer copies it) has a class of it; the
+    others refuse one (a phase class)."""
+    if not OPERATORS[op].auto_contiguous:
         return []
     return [Regime("storage", "x not contiguous", "AutoContiguous: the generated layer copies x into the "
                    "workspace, runs the kernel and copies it back", lambda f: f.strided)]

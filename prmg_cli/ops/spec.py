@@ -27,7 +27,10 @@ class OperatorSpec:
     - ``get_workspace``/``launch``: the two aclnn entry points (the family shares their signatures:
       ``(inplace, cos, sin, int64 rotary_mode, aclIntArray *partialSlice, uint64 *workspaceSize,
       aclOpExecutor **)`` and ``(workspace, workspaceSize, executor, stream)``);
-    - ``inplace``: the in-place tensor's name in the operator's docs (``dyRef``, ``xRef``);
+    - ``inplace``: the in-place tensor's name in the operator's docs (``dyRef``, ``xRef``), ``tensor`` its name in
+      prmg's messages (``dy``, ``x``; case files call it ``dy`` for every operator);
+    - ``direction`` (``forward`` or ``backward``) and ``adjoint``, the name of the operator it is the exact
+      transpose of (the golden-free checks launch it);
     - ``rules(case, supported_modes) -> [Violation]``: its constraints, in the real stack's checking order;
     - ``rule_reasons``: every rule a Violation of ``rules`` may name, in checking order, with a one-line reason
       (``coverage`` makes one class of each, so that a suite shows it hits every rule);
@@ -38,10 +41,14 @@ class OperatorSpec:
       ``compute_dtype`` (float64: the high-precision golden);
     - ``magnitude(x, cos, sin, mode, slice)``: per output element, the sum of its two products'
       magnitudes ``|c*x| + |s*x'|`` (float64), which the ``default`` budget scales with;
+    - ``slice_terms(x, cos, sin, mode, slice) -> reference.SliceTerms``: the block-by-block terms of the golden
+      that the judge's one-pass scan uses (None: no scan, the whole-array judge runs);
     - ``lane_terms(mode, L) -> (kept, partner, sign, cos_lane, sin_lane)``: per output lane ``j`` of the
       slice, ``out[j] = c[cos_lane]*x[kept] + sign * s[sin_lane]*x[partner]`` (indices into the slice);
     - ``dtype_pairs``: the (in-place dtype, cos/sin dtype) pairs it accepts; ``layouts``: the cos/sin
-      broadcast patterns it accepts.
+      broadcast patterns it accepts;
+    - ``required``: a toolkit must export it (the operator under test; the others' cases error without them);
+      ``auto_contiguous``: it takes non-contiguous tensors (its generated layer copies them).
     """
 
     name: str
@@ -49,6 +56,9 @@ class OperatorSpec:
     get_workspace: str
     launch: str
     inplace: str
+    tensor: str
+    direction: str
+    adjoint: str
     rules: Callable
     rule_reasons: dict
     no_op: Callable
@@ -56,5 +66,8 @@ class OperatorSpec:
     golden_slice: Callable
     magnitude: Callable
     lane_terms: Callable
+    slice_terms: Callable | None
     dtype_pairs: tuple
     layouts: tuple
+    required: bool = False
+    auto_contiguous: bool = False

@@ -16,6 +16,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from ..coverage import run_line
+from ..ops import DEFAULT_OP
 from ..results import CaseResult, RunInfo, summary_line, visible
 from .labels import (diagnosis_lines, dtype_label, fault_lines, format_header, metric_label, ms_label,
                      shape_label, slice_label, verdict_word)
@@ -76,7 +77,7 @@ def fit(rows: list[dict[str, str]], *, wide: bool = False, shared_candidates: tu
             values = {row[heading] for row in rows}
             if values == {"-"} and heading != "case":
                 headings.remove(heading)
-            elif heading in shared_candidates and len(values) == 1 and (len(rows) > 1 or values == {"grad"}):
+            elif heading in shared_candidates and len(values) == 1 and (len(rows) > 1 or values == {DEFAULT_OP}):
                 shared.append(f"{heading} {values.pop()}")
                 headings.remove(heading)
         for position, heading in enumerate(drop_order):

@@ -1,0 +1,97 @@
+"""Golden-free checks on the device: one module per check, each holding one ``base.Check`` record; ``CHECKS`` is
+the registry (adding a check is one module and one line here).
+
+A case asks for them with ``checks: [adjoint, roundtrip, determinism]`` (or ``prmg run --check``);
+``golden: false`` judges a case by its checks (and the in-place contract) alone, for shapes too large
+for a host golden and as an oracle independent of the golden's reading of the docs. Each check launches
+what it needs on the device, reports its own metric (``<name>_ratio`` or ``<name>_mismatches``, <= 1 or 0
+when it holds) and a message when it fails.
+
+Each check's module states what it checks and the bound it uses (``base`` the element bound they share).
+
+**Where a check is not defined** (``Check.applies``) it is skipped with the reason (a no-op call: an empty slice, tensor or table; NaN,
+infinities or values whose results overflow the dtype, for adjoint, whose inner products would not be
+numbers). **Every launch a check makes** gets the in-place contract checks of the main launch
+(``judge.launch_problems``: guard zones, workspace, cos and sin, the tensor outside the slice); a breach
+fails the case like one on the main launch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..ops import OPERATORS
+from . import adjoint, determinism, roundtrip, sample
+from .base import Check, CheckContext, CheckOption, CheckResult, element_bound, no_op
+
+CHECKS: dict[str, Check] = {module.CHECK.name: module.CHECK for module in (adjoint, roundtrip, determinism, sample)}
+ORACLES = tuple(name for name, check in CHECKS.items() if check.oracle)
+OPTIONS: dict[str, tuple[Check, CheckOption]] = {name: (check, option) for check in CHECKS.values()
+                                                 for name, option in check.options.items()}
+
+__all__ = ["CHECKS", "ORACLES", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult", "element_bound",
+           "run_checks", "fold_checks", "weak_checks_text"]
+
+
+def weak_checks_text(names) -> str:
+    """Why ``names`` judge nothing about correctness: ``determinism proves only ...`` for each non-oracle."""
+    return "; ".join(f"{name}: {CHECKS[name].description}" for name in names if not CHECKS[name].oracle) \
+        or "no check named"
+
+
+def run_checks(names, context: CheckContext) -> list[CheckResult]:
+    """Every check of ``names`` on ``context``; determinism first, so that its repeats follow the main
+    launch directly (nothing else runs on the device between the launches it compares). A check not defined
+    for the case is skipped with its reason; every launch a check makes is held to the in-place contract
+    (``judge.launch_problems``), its breaches kept in the result's ``contract``."""
+    from ..judge import launch_problems
+
+    results = []
+    for name in sorted(names, key=lambda name: name != "determinism"):
+        check = CHECKS[name]
+        reason = check.applies(context)
+        if reason:
+            results.append(CheckResult(name, skipped=reason))
+            continue
+        breaches: list[str] = []
+
+        def launch(case, inputs, breaches=breaches):
+            outcome = context.launch(case, inputs)
+            breaches.extend(f"{name}: launch of {OPERATORS[case.op].title}: {problem}"
+                            for problem in launch_problems(case, inputs, outcome))
+            return outcome
+
+        result = check.run(dataclasses.replace(context, launch=launch))
+        result.contract = breaches
+        results.append(result)
+    return results
+
+
+def fold_checks(verdict, results: list[CheckResult], case, golden: bool):
+    """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` folded in: their metrics and details, their
+    launches' contract breaches and failures (each fails the case), a check that could not run as a warning and
+    one not defined for the case as a detail. Without the ``golden``, a case with a slice that no oracle check
+    judged (all skipped or unable to run) is an ``error`` -- nothing judged its result -- unless it says why
+    with ``correctness_unchecked`` (then a warning)."""
+    for result in results:
+        verdict.metrics.update(result.metrics)
+        verdict.details.extend(result.details)
+        for breach in result.contract:
+            verdict.fail("contract", breach)
+        if result.skipped:
+            verdict.details.append(f"{result.name} skipped: {result.skipped}")
+        elif result.note:
+            verdict.warnings.append(f"{result.name} not run: {result.note}")
+        elif not result.passed:
+            verdict.fail("check", result.message)
+    if golden or no_op(case) or any(result.judged and CHECKS[result.name].oracle for result in results):
+        return verdict
+    why = "; ".join(f"{r.name} {'skipped' if r.skipped else 'not run'}: {r.skipped or r.note}"
+                    for r in results if not r.judged) or weak_checks_text([r.name for r in results])
+    if case.correctness_unchecked:
+        verdict.warnings.append(f"correctness not checked: {case.correctness_unchecked} ({why})")
+        return verdict
+    verdict.fail("unjudged", f"not judged: without the golden no check of correctness ran ({why})")
+    if verdict.kinds == {"unjudged"}:
+        verdict.status = "error"
+    return verdict

@@ -1,0 +1,41 @@
+"""The key metric of a result: the metric that marks it and its text in a table, from the standards' and the
+checks' registries (``Standard.key_metric``/``describe``, ``Check.metric``/``describe``), and the metrics whose
+rise ``prmg compare`` calls a precision drift (each standard's ``drift_metric`` and each oracle check's),
+read from the registries at each call, so that an entry added to one is seen.
+"""
+
+from __future__ import annotations
+
+from .checks import CHECKS
+from .standards import STANDARDS
+
+def _shown():
+    """(metric, its text) of every standard, every check and the status: the first one present in a result's
+    metrics is its key metric."""
+    return (*((standard.key_metric, standard.describe) for standard in STANDARDS.values()),
+            *((check.metric, check.describe) for check in CHECKS.values()),
+            ("status", lambda metrics: f"status {metrics['status']}"))
+
+
+def drift_metrics() -> tuple[str, ...]:
+    """The metrics whose rise is a precision drift: each standard's ``drift_metric``, each oracle check's metric."""
+    return tuple(dict.fromkeys([*(standard.drift_metric for standard in STANDARDS.values()),
+                                *(check.metric for check in CHECKS.values() if check.oracle)]))
+
+
+def key_metric(metrics: dict) -> str:
+    """A short text of the key number(s) of ``metrics`` and their limits for a table column, e.g.
+    ``err/budget 0.41``, led by ``outside changed N`` when elements outside the slice changed."""
+    text = next((shown(metrics) for key, shown in _shown() if key in metrics), "")
+    if metrics.get("outside_changed"):
+        text = f"outside changed {metrics['outside_changed']}" + (f", {text}" if text else "")
+    return text
+
+
+def drift_value(metrics: dict) -> tuple[str, float] | None:
+    """(metric, value) of the first of ``drift_metrics()`` that ``metrics`` holds as a number, or None."""
+    for key in drift_metrics():
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return key, float(value)
+    return None

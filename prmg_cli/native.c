@@ -1,0 +1,355 @@
+/* prmg's compiled helper (prmg_cli/native.py loads it): judging a slice under the default standard in one pass,
+ * rounding float64 draws to a tensor's dtype, and Philox uniform draws -- exact replicas of numpy code that stays
+ * the reference. Built by native.py with gcc (FLAGS there: -O3 -ffp-contract=off, no fast-math) and by
+ * `make lint` with -Wall -Wextra -Werror. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+enum { F32 = 0, F16 = 1, BF16 = 2, F64 = 3 };
+/* wider vectors where the CPU has them, chosen at load time (the library stays portable) */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+#define CHUNK 4096                 /* slice elements per chunk: the four work arrays stay in L2 */
+
+typedef struct {
+    const void *x, *result, *cos, *sin;
+    int32_t x_type, cos_type;
+    const float *half_table;       /* float16 bits -> float32 value, 65536 entries */
+    int64_t rows_s, rows_n, depth, start, length;   /* S, N, D of x; the slice */
+    int64_t cos_b, cos_s, cos_n;   /* cos/sin's B, S, N (1 where broadcast) */
+    const int64_t *kept, *partner, *cos_lane, *sin_lane;
+    const double *sign;            /* +1.0 or -1.0 per output lane */
+    double computation, half_ulp_scale, half_smallest, scale, ftz_floor, underflow_floor;
+    int64_t capacity;              /* room in each special list */
+    volatile int32_t *stop;        /* set by any thread that finds a wrong element */
+} judge_args;
+
+typedef struct {
+    double max_ratio, max_error, golden_seconds;
+    int32_t failed, input_fails, overflow, pad;
+    int64_t specials, input_specials;
+    int64_t *special_index, *input_special_index;
+    double *special_value, *input_special_value;
+} judge_out;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
+{
+    if (type == F32) {
+        const float *s = source;
+        for (int64_t i = 0; i < count; i++)
+            out[i] = (double)s[i];
+    } else if (type == F16) {
+        const uint16_t *s = source;
+        for (int64_t i = 0; i < count; i++)
+            out[i] = (double)half_table[s[i]];
+    } else {
+        const uint16_t *s = source;
+        for (int64_t i = 0; i < count; i++) {
+            uint32_t word = (uint32_t)s[i] << 16;
+            float value;
+            memcpy(&value, &word, sizeof value);
+            out[i] = (double)value;
+        }
+    }
+}
+
+static int64_t item_size(int32_t type) { return type == F32 ? 4 : 2; }
+
+static inline uint64_t bits_of(double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+static inline double budget_of(const judge_args *a, double m, double gold)
+{
+    const double e = m * a->computation;
+    uint64_t bits = bits_of(fabs(gold) + e) & UINT64_C(0x7FF0000000000000);
+    double half;
+    memcpy(&half, &bits, sizeof half);
+    half *= a->half_ulp_scale;
+    half = half < a->half_smallest ? a->half_smallest : half;
+    double budget = half + e;
+    budget *= a->scale;
+    budget += m < a->ftz_floor ? m : a->ftz_floor;
+    budget += a->underflow_floor;
+    return budget;
+}
+
+/* The exact, element by element judgement of one chunk (when the fast loop flagged something in it). */
+static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_t count, const double *input,
+                       const double *golden, const double *magnitude, const double *actual)
+{
+    for (int64_t i = 0; i < count; i++) {
+        const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+        const double error = fabs(actual[i] - gold);
+        if (!isfinite(error)) {                     /* a non-finite actual or golden: set apart */
+            if (out->specials == a->capacity) {
+                out->overflow = 1;
+                return 1;
+            }
+            out->special_index[out->specials] = base + i;
+            out->special_value[out->specials++] = actual[i];
+        } else {
+            if (error > budget) {
+                out->failed = 1;
+                return 1;
+            }
+            const double ratio = error / budget;
+            if (ratio > out->max_ratio)
+                out->max_ratio = ratio;
+            if (error > out->max_error)
+                out->max_error = error;
+        }
+        if (!out->input_fails) {
+            const double input_error = fabs(input[i] - gold);
+            if (!isfinite(input_error)) {
+                if (out->input_specials == a->capacity) {
+                    out->overflow = 1;
+                    return 1;
+                }
+                out->input_special_index[out->input_specials] = base + i;
+                out->input_special_value[out->input_specials++] = input[i];
+            } else if (input_error > budget) {
+                out->input_fails = 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
+ * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow. */
+CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
+{
+    const int64_t length = a->length, x_size = item_size(a->x_type), c_size = item_size(a->cos_type);
+    const int64_t rows_per_chunk = length >= CHUNK ? 1 : CHUNK / length;
+    static _Thread_local double input[CHUNK], golden[CHUNK], magnitude[CHUNK], actual[CHUNK];
+    double cos_row[1024], sin_row[1024], cos_kept[1024], sin_partner[1024], kept_value[1024], partner_value[1024];
+    int64_t cached = -1, identity = 1;
+    for (int64_t j = 0; j < length; j++)
+        identity &= a->kept[j] == j;
+    const char *x = a->x, *result = a->result;
+    const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
+    uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
+    for (int64_t first = row_begin; first < row_end; first += rows_per_chunk) {
+        if (*a->stop)
+            break;
+        const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
+        for (int64_t k = 0; k < rows; k++) {
+            const char *before = x + (first + k) * row_bytes, *after = result + (first + k) * row_bytes;
+            if (memcmp(before, after, (size_t)head) || memcmp(before + tail, after + tail, (size_t)(row_bytes - tail))) {
+                out->failed = 1;
+                *a->stop = 1;
+                return 0;
+            }
+        }
+        double began = now();
+        for (int64_t k = 0; k < rows; k++) {
+            const int64_t row = first + k;
+            const int64_t b = row / (a->rows_s * a->rows_n), s = (row / a->rows_n) % a->rows_s, n = row % a->rows_n;
+            const int64_t table = ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n
+                                  + (a->cos_n > 1 ? n : 0);
+            if (table != cached) {                  /* per output lane: c[cos_lane], sign * s[sin_lane] */
+                widen((const char *)a->cos + table * length * c_size, a->cos_type, length, cos_row, a->half_table);
+                widen((const char *)a->sin + table * length * c_size, a->cos_type, length, sin_row, a->half_table);
+                for (int64_t j = 0; j < length; j++) {
+                    cos_kept[j] = cos_row[a->cos_lane[j]];
+                    sin_partner[j] = a->sign[j] * sin_row[a->sin_lane[j]];
+                }
+                cached = table;
+            }
+            double *g = input + k * length, *gold = golden + k * length, *mag = magnitude + k * length;
+            widen(x + row * row_bytes + head, a->x_type, length, g, a->half_table);
+            const double *kept = g;
+            if (!identity) {
+                for (int64_t j = 0; j < length; j++)
+                    kept_value[j] = g[a->kept[j]];
+                kept = kept_value;
+            }
+            for (int64_t j = 0; j < length; j++)
+                partner_value[j] = g[a->partner[j]];
+            for (int64_t j = 0; j < length; j++) {
+                const double own = cos_kept[j] * kept[j];
+                const double other = sin_partner[j] * partner_value[j];      /* = sign * (s * x'), exactly */
+                gold[j] = own + other;
+                mag[j] = fabs(own) + fabs(other);
+            }
+        }
+        out->golden_seconds += now() - began;
+        for (int64_t k = 0; k < rows; k++)
+            widen(result + (first + k) * row_bytes + head, a->x_type, length, actual + k * length, a->half_table);
+        const int64_t count = rows * length, base = first * length;
+        /* the fast loop: no branches; non-negative finite doubles order like their bits */
+        int64_t unusual = 0, input_over = 0, input_unusual = 0;
+        uint64_t chunk_ratio = 0, chunk_error = 0;
+        for (int64_t i = 0; i < count; i++) {
+            const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+            const double error = fabs(actual[i] - gold), input_error = fabs(input[i] - gold);
+            unusual |= (error > budget) | !(error <= 0x1.fffffffffffffp1023);
+            input_over |= input_error > budget;
+            input_unusual |= !(input_error <= 0x1.fffffffffffffp1023);
+            const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
+            chunk_ratio = ratio_bits > chunk_ratio ? ratio_bits : chunk_ratio;
+            chunk_error = error_bits > chunk_error ? error_bits : chunk_error;
+        }
+        if (unusual || (input_unusual && !out->input_fails)) {
+            memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
+            memcpy(&out->max_error, &max_error, sizeof max_error);
+            if (exact_chunk(a, out, base, count, input, golden, magnitude, actual)) {
+                *a->stop = 1;
+                return 0;
+            }
+            max_ratio = bits_of(out->max_ratio);
+            max_error = bits_of(out->max_error);
+        } else {
+            max_ratio = chunk_ratio > max_ratio ? chunk_ratio : max_ratio;
+            max_error = chunk_error > max_error ? chunk_error : max_error;
+            if (input_over)
+                out->input_fails = 1;
+        }
+    }
+    memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
+    memcpy(&out->max_error, &max_error, sizeof max_error);
+    return 0;
+}
+
+/* bfloat16 bits of a float64 v, rounded to nearest even, for normal results, zero, infinities and overflow:
+ * keep 8 significant bits of |v| (ties to even; a carry moves into the exponent), then narrow to float32 (exact,
+ * or +inf past float32's range) and take its upper half. Wrong only for 0 < |v| < 2^-126 and NaN (see below). */
+static inline uint16_t bfloat16_of(double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    const uint64_t sign = bits >> 63, magnitude = bits & ~(UINT64_C(1) << 63);
+    uint64_t rounded = magnitude + UINT64_C(0x00000FFFFFFFFFFF) + ((magnitude >> 45) & 1);
+    rounded &= ~((UINT64_C(1) << 45) - 1);
+    double kept;
+    memcpy(&kept, &rounded, sizeof kept);
+    const float narrow = (float)kept;
+    uint32_t word;
+    memcpy(&word, &narrow, sizeof word);
+    return (uint16_t)((sign << 15) | (word >> 16));
+}
+
+/* out[i] = the dtype's rounding of offset + scale * draws[i] (float32 or bfloat16, to nearest even; float64:
+ * the value itself); returns the number of NaN values met (then the caller redoes the chunk). */
+static inline int64_t affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
+                                   void *out)
+{
+    if (type == F32) {
+        float *o = out;
+        for (int64_t i = 0; i < count; i++) {
+            const double product = scale * draws[i];
+            o[i] = (float)(offset + product);
+        }
+        return 0;
+    }
+    if (type == F64) {
+        double *o = out;
+        for (int64_t i = 0; i < count; i++) {
+            const double product = scale * draws[i];
+            o[i] = offset + product;
+        }
+        return 0;
+    }
+    uint16_t *o = out;
+    uint64_t unusual = 0;          /* some 0 < |v| < 2^-126 (bfloat16 subnormal) or NaN */
+    for (int64_t i = 0; i < count; i++) {
+        const double product = scale * draws[i];
+        const double value = offset + product;
+        uint64_t bits;
+        memcpy(&bits, &value, sizeof bits);
+        const uint64_t magnitude = bits & ~(UINT64_C(1) << 63);
+        unusual |= (magnitude - 1 < UINT64_C(0x3810000000000000) - 1) | (magnitude > UINT64_C(0x7FF0000000000000));
+        o[i] = bfloat16_of(value);
+    }
+    if (!unusual)
+        return 0;
+    int64_t nans = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const double product = scale * draws[i];
+        const double value = offset + product, magnitude = fabs(value);
+        if (isnan(value)) {
+            nans++;
+        } else if (magnitude < 0x1p-126 && magnitude > 0) {   /* bfloat16 subnormal: multiples of 2^-133 */
+            o[i] = (uint16_t)((signbit(value) ? 0x8000 : 0) | (uint16_t)nearbyint(magnitude * 0x1p133));
+        }
+    }
+    return nans;
+}
+
+CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
+                                 void *out)
+{
+    return affine_round(draws, count, scale, offset, type, out);
+}
+
+/* Philox4x64-10 (Random123, numpy's Philox): the block of four words at counter (c0, c1, 0, 0), key (k0, k1). */
+static inline void philox4x64_10(uint64_t c0, uint64_t c1, uint64_t k0, uint64_t k1, uint64_t out[4])
+{
+    uint64_t v0 = c0, v1 = c1, v2 = 0, v3 = 0;
+    for (int round = 0; round < 10; round++) {
+        const __uint128_t p0 = (__uint128_t)UINT64_C(0xD2E7470EE14C6C93) * v0;
+        const __uint128_t p1 = (__uint128_t)UINT64_C(0xCA5A826395121157) * v2;
+        v0 = (uint64_t)(p1 >> 64) ^ v1 ^ k0;
+        v1 = (uint64_t)p1;
+        v2 = (uint64_t)(p0 >> 64) ^ v3 ^ k1;
+        v3 = (uint64_t)p0;
+        k0 += UINT64_C(0x9E3779B97F4A7C15);
+        k1 += UINT64_C(0xBB67AE8584CAA73B);
+    }
+    out[0] = v0, out[1] = v1, out[2] = v2, out[3] = v3;
+}
+
+/* u[i] = 2^-32 * the 32-bit draw of element begin + i of the stream keyed (k0, k1) (inputs._philox_words):
+ * element e is in chunk j = e / stream_chunk (a multiple of 8) at k = e % stream_chunk; its draw is half k % 2
+ * (the low half first) of word (k / 2) % 4 of the block at counter (k / 8 + 1, j). */
+static void philox_draws(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count, double *u)
+{
+    uint64_t words[4];
+    for (int64_t e = begin, end = begin + count; e < end;) {
+        const int64_t chunk = e / stream_chunk, chunk_end = (chunk + 1) * stream_chunk;
+        const int64_t stop = end < chunk_end ? end : chunk_end;
+        for (int64_t k = e - chunk * stream_chunk; e < stop; k = (k | 7) + 1) {
+            philox4x64_10((uint64_t)(k / 8 + 1), (uint64_t)chunk, k0, k1, words);
+            if (k % 8 == 0 && stop - e >= 8) {                  /* a whole block */
+                for (int lane = 0; lane < 8; lane++)
+                    u[e - begin + lane] = (double)(uint32_t)(words[lane / 2] >> (32 * (lane % 2))) * 0x1p-32;
+                e += 8;
+                continue;
+            }
+            for (int64_t lane = k % 8; lane < 8 && e < stop; lane++, e++)
+                u[e - begin] = (double)(uint32_t)(words[lane / 2] >> (32 * (lane % 2))) * 0x1p-32;
+        }
+    }
+}
+
+/* out[i] = the dtype's rounding of offset + scale * u (affine_round) for elements begin.. of the uniform
+ * Philox stream keyed (k0, k1) (philox_draws); the number of NaN values met, as affine_round. */
+CLONES int64_t prmg_philox_uniform(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count,
+                                   double scale, double offset, int32_t type, void *out)
+{
+    static _Thread_local double u[CHUNK];
+    const int64_t size = type == F64 ? 8 : type == F32 ? 4 : 2;
+    int64_t nans = 0;
+    for (int64_t done = 0; done < count; done += CHUNK) {
+        const int64_t n = count - done < CHUNK ? count - done : CHUNK;
+        philox_draws(k0, k1, stream_chunk, begin + done, n, u);
+        nans += affine_round(u, n, scale, offset, type, (char *)out + done * size);
+    }
+    return nans;
+}

@@ -1,0 +1,50 @@
+"""The precision standards: how the slice of a result is judged against the golden. One module per standard,
+each holding one ``base.Standard`` record; ``STANDARDS`` is the registry (adding a standard is one module and one
+line here). ``check_standard`` checks a standard's name and a case's ``tolerance``; ``standard_parameters`` gives
+the parameters a case is judged with. The standards in use around Ascend are described in
+``shared/docs/precision.md``; ``default`` is derived from float32 rounding (its module says how).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from ..errors import PrmgError
+from . import allclose, default, double_benchmark, double_thousandth, exact, single_bm
+from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin
+
+STANDARDS: dict[str, Standard] = {module.STANDARD.name: module.STANDARD for module in (
+    default, double_thousandth, single_bm, double_benchmark, allclose, exact)}
+DEFAULT_STANDARD = "default"           # what a case is judged by when neither it nor --standard names one
+
+__all__ = ["STANDARDS", "DEFAULT_STANDARD", "Standard", "SliceView", "Judgement", "check_standard",
+           "standard_parameters", "U32", "FTZ_FLOOR", "UNDERFLOW_FLOOR", "margin"]
+
+
+def check_standard(standard: str, tolerance: Mapping[str, float] | None = None, *,
+                   file: str | None = None, case: str | None = None) -> None:
+    """Raise ``PrmgError`` unless ``standard`` is known and ``tolerance`` only sets its parameters
+    (``Standard.params``) to finite numbers >= 0. The one check of standards and tolerances: the case
+    loader calls it too. The error's field is ``standard`` or ``tolerance.KEY``."""
+    if not isinstance(standard, str) or standard not in STANDARDS:
+        raise PrmgError(f"unknown standard {standard!r} (valid: {', '.join(STANDARDS)})",
+                        file=file, case=case, field="standard")
+    accepted = STANDARDS[standard].params
+    for key, value in dict(tolerance or {}).items():
+        if key not in accepted:
+            takes = f"valid: {', '.join(accepted)}" if accepted else "it takes none"
+            raise PrmgError(f"standard {standard!r} has no parameter {key!r} ({takes})",
+                            file=file, case=case, field=f"tolerance.{key}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value < 0:
+            raise PrmgError(f"{key} must be a finite number >= 0, got {value!r}",
+                            file=file, case=case, field=f"tolerance.{key}")
+
+
+def standard_parameters(standard: str, dtype: str, tolerance: Mapping[str, float] | None = None) -> dict:
+    """The parameters ``standard`` uses for a dy of ``dtype``: its defaults updated by ``tolerance``."""
+    table = STANDARDS[standard].defaults
+    params = dict(table.get(dtype, table.get("*", {})))
+    params.update({key: float(value) for key, value in dict(tolerance or {}).items()})
+    return params

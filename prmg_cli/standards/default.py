@@ -1,0 +1,119 @@
+"""The ``default`` standard: an error budget per element.
+
+Each output element is ``dx = c*g ± s'*g'`` (the forward: ``y = c*x ∓ s*x'``), two products that may cancel. A kernel that computes in
+float32 rounds three times (both products and their sum), each time by at most ``u = 2^-24`` of the
+value rounded, so before its final rounding it is within ``E = (2u + u^2)*m`` of the exact result,
+where ``m = |c*g| + |s'*g'|`` is the sum of the products' magnitudes -- not ``|dx|``, which
+cancellation can make arbitrarily small. The final round-to-nearest to dy's dtype moves that value by
+at most half the dtype's spacing at it, and it lies within ``|golden| + E`` of zero. Hence, per
+element::
+
+    budget = budget_scale * (E + ulp_dy(|golden| + E) / 2) + min(4 * 2^-126, m) + 2^-147
+
+where ``golden`` is the float64 result (products of float32/float16/bfloat16 numbers are exact in
+float64, the sum is rounded once at 2^-53) and ``ulp_dy(x)`` the spacing of dy's dtype at ``x``
+(``2^(floor(log2 x) - p + 1)``, never below the dtype's smallest subnormal). The bound is tight: a
+conversion that truncates instead of rounding to nearest errs by up to a whole ulp and is caught. The
+two last terms are for float32's subnormal range, where the relative bound ``u`` does not hold:
+gradual underflow errs by at most half of 2^-149 in each of the three operations (< 2^-147
+together), and a kernel that flushes subnormal inputs, products, sums or bfloat16 outputs to zero errs
+by less than ``4 * 2^-126`` (for ``|c|, |s| <= 1``) and never by more than about ``m`` (a flush
+replaces a value by 0, and every value involved is at most ``m``) -- so flushing is allowed, yet a
+kernel that does nothing still fails on subnormal data. An element is wrong when
+``|actual - golden| > budget``. A non-finite element is right only where a float32 evaluation of that
+element (products then sum, or either fused multiply-add) produces it, with the same sign, NaN only where
+such an evaluation gives NaN (``nonfinite.py`` states the rule and its proof).
+This passes a correct float32 kernel on any data -- tiny, subnormal, huge, near the dtype's maximum,
+cancelling -- by construction rather than by tuning. It still catches bugs: a wrong sign, partner,
+lane, row or table entry moves an element by the order of ``m``, about 2^23 times the computational
+part of the budget; computing in bfloat16 (or rounding a float32 cos/sin to a narrower dy dtype first)
+errs by about ``2^-9*m`` per rounding, far over the budget wherever the two products cancel enough
+that the output's ulp is small against ``m`` -- which ordinary data gives in a good share of elements,
+even for a bfloat16 dy; truncating to a float16/bfloat16 dy errs by more than half an ulp in about half
+of the elements. What it cannot see are errors within float32 rounding plus half an ulp of the output:
+such a kernel is as good as a correct one. Metrics: ``max_err_ratio`` (largest
+``|actual - golden| / budget``; a correct kernel stays below 1), ``bad`` (elements over budget),
+``max_abs_err``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import Format
+from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin
+
+
+def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: Format,
+                   scale: float = 1.0) -> np.ndarray:
+    """``budget = scale * (E + ulp_dy(|golden| + E) / 2) + min(4 * 2^-126, m) + 2^-147`` with
+    ``E = (2u + u^2) * m``, ``u = 2^-24`` (module docstring)."""
+    computation = magnitude * (2 * U32 + U32 * U32)
+    budget = 0.5 * fmt.ulp(golden_magnitude + computation)
+    budget += computation
+    budget *= scale
+    budget += np.minimum(magnitude, FTZ_FLOOR)
+    budget += UNDERFLOW_FLOOR
+    return budget
+
+
+_EXPONENT_BITS = np.uint64(0x7FF0000000000000)      # a float64's exponent field
+
+
+def default_budget_into(golden: np.ndarray, magnitude: np.ndarray, fmt: Format, scale: float, out: np.ndarray,
+                        scratch: np.ndarray) -> np.ndarray:
+    """``default_budget(|golden|, magnitude, fmt, scale)`` bit for bit, written into ``out`` (float64, the
+    shape of ``golden``) with ``scratch`` (the same) as work space, for judging block by block.
+
+    Half of ``ulp_dy(x)`` is ``2^(max(floor(log2 x), emin) - p)``: the power of two ``2^floor(log2 x)`` is
+    ``x`` with its significand bits cleared (0 for a float64 subnormal or zero), scaled by ``2^-p``
+    (exact), and never below ``2^(emin - p)``, half the smallest subnormal -- what ``Format.ulp`` gives
+    through ``frexp``, for every finite ``x >= 0``. Two steps are skipped where they provably change no
+    bit: the floor ``2^(emin - p)`` when every ``x >= 2^emin``, and the two subnormal terms when every
+    ``v = scale*(E + ulp/2) >= 2^-69`` (then both terms are below half an ulp of ``v``: ``v + t = v``).
+    Elements whose golden or magnitude is not finite get a meaningless budget (the judge sets such
+    elements apart, as ``SliceView`` neutralises them).
+    """
+    np.multiply(magnitude, 2 * U32 + U32 * U32, out=scratch)          # E
+    np.abs(golden, out=out)
+    np.add(out, scratch, out=out)                                     # x = |golden| + E
+    smallest_x = float(out.min()) if out.size else 0.0                # NaN when some x is NaN: no skips
+    power = out.view(np.uint64)
+    np.bitwise_and(power, _EXPONENT_BITS, out=power)                  # 2^floor(log2 x)
+    np.multiply(out, 2.0 ** -fmt.precision, out=out)
+    if not smallest_x >= 2.0 ** fmt.min_exponent:
+        np.maximum(out, fmt.smallest / 2, out=out)                    # ulp_dy(x) / 2
+    np.add(out, scratch, out=out)
+    if scale != 1.0:
+        np.multiply(out, scale, out=out)
+    # v >= scale * 2^floor(log2 x) * 2^-p > scale * x * 2^(-p-1)
+    if not scale * smallest_x * 2.0 ** (-fmt.precision - 1) >= _NO_SUBNORMAL_TERMS:
+        np.minimum(magnitude, FTZ_FLOOR, out=scratch)
+        np.add(out, scratch, out=out)
+        np.add(out, UNDERFLOW_FLOOR, out=out)
+    return out
+
+
+# From 2^-69 up, half an ulp (>= 2^-122) exceeds FTZ_FLOOR and UNDERFLOW_FLOOR: adding them changes nothing.
+_NO_SUBNORMAL_TERMS = 2.0 ** -69
+
+
+def judge(view: SliceView) -> Judgement:
+    """The ``default`` standard: an element is wrong when ``|actual - golden| > budget`` (``default_budget``)."""
+    budget = default_budget(np.abs(view.golden), view.magnitude(), view.format,
+                            view.params["budget_scale"])
+    error = np.abs(view.actual - view.golden)
+    ratio = error / budget
+    bad = error > budget
+    count = int(bad.sum())
+    metrics = {"max_err_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error)}
+    reason = (f"{count} of {bad.size} elements over budget "
+              f"(max err/budget {metrics['max_err_ratio']:.3g})")
+    return Judgement(count > 0, reason, metrics, bad, ratio, view.golden, budget, "budget")
+
+
+STANDARD = Standard(
+    name="default", defaults={"*": {"budget_scale": 1.0}}, judge=judge, key_metric="max_err_ratio",
+    describe=lambda m: f"err/budget {margin(m['max_err_ratio'])}", drift_metric="max_err_ratio",
+    help="per-element error budget derived from float32 rounding; never fails a kernel that computes in fp32 "
+         "and rounds once (budget_scale multiplies every budget)")

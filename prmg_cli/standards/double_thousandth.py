@@ -1,0 +1,45 @@
+"""The classic double threshold (``double_thousandth``): an element is wrong when ``|a - e| > atol + rel*|e|``;
+the case fails when more than ``share`` of the elements are wrong, or (``cap > 0``) any relative error exceeds ``cap``.
+The upstream TTK thresholds keep ``atol``, TTK's additive absolute floor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Judgement, SliceView, Standard, largest, margin
+
+
+def _describe(m: dict) -> str:
+    text = f"wrong {margin(m['rel_err_share'], m['share_limit'])}/{m['share_limit']:g}"
+    cap = f"/{m['cap']:g}" if m.get("cap") else ""
+    return f"{text}, max rel {margin(m['max_rel_err'], m.get('cap') or 1.0)}{cap}"
+
+def judge(view: SliceView) -> Judgement:
+    """``double_thousandth``: an element is wrong when ``(|a - e| - atol) / |e| > rel``; the case fails when more
+    than ``share`` of the elements are wrong or (``cap > 0``) the largest relative error exceeds ``cap``."""
+    p = view.params
+    # An element is wrong when |a - e| > atol + rel*|e| (the absolute floor adds, as in TTK's
+    # absolute_precision); its relative error is what remains after the floor, over |e|.
+    excess = np.abs(view.actual - view.golden) - p["atol"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(excess > 0, excess / np.abs(view.golden), 0.0)
+    wrong = relative > p["rel"]
+    share = float(wrong.mean()) if wrong.size else 0.0
+    max_relative = largest(relative)
+    over_cap = p["cap"] > 0 and max_relative > p["cap"]
+    reason = f"{int(wrong.sum())} of {wrong.size} elements ({share:.3g}) have relative error over {p['rel']:g}"
+    if share <= p["share"]:
+        reason = f"max relative error {max_relative:.3g} over the cap {p['cap']:g}"
+    metrics = {"rel_err_share": share, "share_limit": p["share"], "max_rel_err": max_relative, "cap": p["cap"]}
+    return Judgement(share > p["share"] or over_cap, reason, metrics, wrong, relative, view.golden)
+
+
+STANDARD = Standard(
+    name="double_thousandth", defaults={
+        "float16": {"rel": 1e-3, "share": 1e-3, "cap": 0.1, "atol": 0.0},
+        "bfloat16": {"rel": 4e-3, "share": 4e-3, "cap": 0.1, "atol": 0.0},
+        "float32": {"rel": 1e-4, "share": 1e-4, "cap": 0.01, "atol": 0.0},
+    }, judge=judge, key_metric="rel_err_share",
+    describe=_describe, drift_metric="rel_err_share",
+    help="the classic double threshold: wrong when |a-e| > atol + rel*|e|; fails when the share of wrong elements exceeds share, or any relative error exceeds cap (0: no cap)")
