@@ -50,8 +50,8 @@ class Progress:
     def update(self, result: CaseResult) -> None:
         """Count one more finished case and show it."""
         self.done += 1
-        self.failed += result.status in ("failed", "xpassed")
-        self.errors += result.status == "error"
+        self.failed += result.info.junit == "failure"             # failed, xpassed
+        self.errors += result.info.junit == "error"               # error, not_run
         now = self.clock()
         try:
             if self.terminal:

@@ -30,24 +30,28 @@ READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named the
 @dataclass(frozen=True)
 class StatusInfo:
     """How one status reads: a progress letter, the verdict word of tables, whether it is fine, how bad it is
-    (``severity``: 0 is the best; reports list the worst first, a merge keeps the worst of a case's records) and
-    whether it says what the kernel did (``verdict``: not for a case skipped or never run)."""
+    (``severity``: 0 is the best; reports list the worst first, a merge keeps the worst of a case's records),
+    whether it says what the kernel did (``verdict``: not for a case skipped or never run), and its JUnit
+    element (``junit``: ``failure``, ``error`` or ``skipped``; None for a pass) with the ``type`` it carries when
+    the operator returned no status."""
 
     letter: str
     word: str
     ok: bool
     severity: int
+    junit: str | None
+    junit_type: str | None = None
     verdict: bool = True
 
 
 STATUSES: dict[str, StatusInfo] = {
-    "passed": StatusInfo(".", "PASS", True, 0),
-    "failed": StatusInfo("F", "FAIL", False, 5),
-    "error": StatusInfo("E", "ERROR", False, 6),
-    "skipped": StatusInfo("s", "SKIP", True, 1, verdict=False),
-    "xfailed": StatusInfo("x", "XFAIL", True, 2),
-    "xpassed": StatusInfo("X", "XPASS", False, 4),
-    "not_run": StatusInfo("-", "NOT RUN", False, 3, verdict=False),
+    "passed": StatusInfo(".", "PASS", True, 0, None),
+    "failed": StatusInfo("F", "FAIL", False, 5, "failure", "failure"),
+    "error": StatusInfo("E", "ERROR", False, 6, "error", "error"),
+    "skipped": StatusInfo("s", "SKIP", True, 1, "skipped", verdict=False),
+    "xfailed": StatusInfo("x", "XFAIL", True, 2, "skipped"),
+    "xpassed": StatusInfo("X", "XPASS", False, 4, "failure", "xpassed"),
+    "not_run": StatusInfo("-", "NOT RUN", False, 3, "error", "not_run", verdict=False),
 }
 WORST_FIRST = tuple(sorted(STATUSES, key=lambda status: -STATUSES[status].severity))
 # The order of the summary line after "N passed, N failed", with each count's noun when not the status.

@@ -45,7 +45,7 @@ INSTALL = "pip install 'prmg[html]'"
 COLOURS = {"passed": ("#3b8f5a", "#ffffff"), "failed": ("#c8313a", "#ffffff"), "error": ("#6a1b6e", "#ffffff"),
            "xpassed": ("#ef8a17", "#1d1d1d"), "xfailed": ("#a9c8e0", "#1d1d1d"),
            "skipped": ("#cfd5db", "#1d1d1d"), "not_run": ("#59636e", "#ffffff")}
-EXPLAINED = ("failed", "error", "xpassed", "not_run")     # the statuses that get a card
+EXPLAINED = tuple(status for status, info in STATUSES.items() if not info.ok)     # the statuses that get a card
 
 # Problems of the device-side contract and of the untouched part of dy: shown as "the bytes".
 _CONTRACT = re.compile(r"guard zone|\b(?:dy|x|cos|sin|workspace) changed\b|^outside the slice")
@@ -132,8 +132,8 @@ def bytes_moved(result: CaseResult) -> int | None:
 
 
 def _group(status: str) -> str:
-    """A plot's colour group: ``ok`` (passed), ``bad`` (failed, error, xpassed), ``other``."""
-    return "ok" if status == "passed" else "bad" if status in ("failed", "error", "xpassed") else "other"
+    """A plot's colour group: ``ok`` (passed), ``bad`` (a status that is not ok), ``other``."""
+    return "ok" if status == "passed" else "other" if STATUSES[status].ok else "bad"
 
 
 def _worst_rows(details: list) -> list[tuple]:
@@ -193,7 +193,7 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
                      if (name, value) != faults)
     parts.append(f'<details class="run"><summary>run</summary><dl>{fields}</dl></details></header>')
     chips = []
-    for status in ("passed", "failed", "error", "xfailed", "xpassed", "skipped", "not_run"):
+    for status in STATUSES:
         background, colour = COLOURS[status]
         count = counts[status]
         chips.append(f'<button class="chip{" zero" if not count else ""}" data-filter-status="{status}" '

@@ -14,7 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..results import CaseResult, RunInfo, summary_counts, visible
+from ..results import STATUSES, CaseResult, RunInfo, summary_counts, visible
 from ..status import status_name
 from .jsonreport import json_safe
 from .labels import header_fields
@@ -22,9 +22,6 @@ from .labels import header_fields
 # Characters XML 1.0 cannot carry at all (not even escaped): C0 controls but \t \n \r, lone
 # surrogates, U+FFFE and U+FFFF.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-# status -> (child element, its type attribute when the status has no operator code)
-_CHILD = {"failed": ("failure", "failure"), "error": ("error", "error"), "xpassed": ("failure", "xpassed"),
-          "not_run": ("error", "not_run"), "skipped": ("skipped", None), "xfailed": ("skipped", None)}
 
 
 def xml_text(text) -> str:
@@ -54,8 +51,8 @@ def _testcase(result: CaseResult) -> ET.Element:
     """The ``<testcase>`` element of one result."""
     case = ET.Element("testcase", classname=_classname(result), name=xml_text(result.name),
                       time=f"{result.duration_s or 0.0:.3f}")
-    if result.status in _CHILD:
-        tag, kind = _CHILD[result.status]
+    tag, kind = result.info.junit, result.info.junit_type
+    if tag:
         message = result.message if result.status != "xfailed" else f"xfailed: {result.known_defect}"
         outcome = ET.SubElement(case, tag, message=xml_text(message))
         if tag != "skipped":
@@ -70,10 +67,10 @@ def _testcase(result: CaseResult) -> ET.Element:
 def render(results: list[CaseResult], info: RunInfo) -> str:
     """The JUnit document of the run (module docstring)."""
     counts = summary_counts(results)
-    totals = {"tests": str(counts["total"]),
-              "failures": str(counts["failed"] + counts["xpassed"]),
-              "errors": str(counts["error"] + counts["not_run"]),
-              "skipped": str(counts["skipped"] + counts["xfailed"]),
+    kinds = {tag: sum(counts[status] for status, info in STATUSES.items() if info.junit == tag)
+             for tag in ("failure", "error", "skipped")}
+    totals = {"tests": str(counts["total"]), "failures": str(kinds["failure"]), "errors": str(kinds["error"]),
+              "skipped": str(kinds["skipped"]),
               "time": f"{sum(r.duration_s or 0.0 for r in results):.3f}"}
     suites = ET.Element("testsuites", name="prmg", **totals)
     suite = ET.SubElement(suites, "testsuite", name="prmg", **totals)

@@ -30,6 +30,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
+from ..results import STATUSES
+
 CHANGED = 1e9                 # diagnosis.error_map's mark of a change outside the slice
 FLOOR, TOP = -3, 6            # log10 of the heatmaps' colour range: 1e-3 to 1e6 of the limit
 DPI = 96
@@ -264,8 +266,9 @@ def _figure(width: float, height: float, left: float, bottom: float, right: floa
     return figure, axes
 
 
-_GROUPS = (("ok", "passed", OK_COLOUR), ("bad", "failed, error, xpassed", BAD_COLOUR),
-           ("other", "xfailed, other", OTHER_COLOUR))
+_GROUPS = (("ok", "passed", OK_COLOUR),
+           ("bad", ", ".join(status for status, info in STATUSES.items() if not info.ok), BAD_COLOUR),
+           ("other", "other", OTHER_COLOUR))
 
 
 def margin_histogram(margins: list[tuple[float, str]]) -> str:
