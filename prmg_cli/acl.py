@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from . import dtypes
-from .cases import Case
+from .case import Case
 from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
 from .ops import DEFAULT_OP, GRAD, OPERATORS

@@ -15,7 +15,7 @@ from typing import Sequence
 from tabulate import tabulate
 
 from . import __version__, execute
-from .cases import Case
+from .case import Case
 from .dtypes import lookup
 from .errors import PrmgError
 from .outputs.labels import dtype_label, format_header, shape_label

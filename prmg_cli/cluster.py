@@ -59,7 +59,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from . import __version__, execute
-from .cases import Case
+from .case import Case
 from .errors import PrmgError
 from .results import CaseResult, visible
 

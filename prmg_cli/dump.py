@@ -11,7 +11,8 @@ from typing import Sequence
 import numpy as np
 
 from . import files
-from .cases import NAME_PATTERN, Case, load_cases, select
+from .case import Case
+from .cases import NAME_PATTERN, load_cases, select
 from .vocab import MODE_NAMES
 from .dtypes import storable
 from .errors import PrmgError

@@ -31,7 +31,8 @@ from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
 from . import constraints, dtypes
-from .cases import Case, case_to_dict
+from .case import Case
+from .cases import case_to_dict
 from .dtypes import lookup
 from .errors import PrmgError
 from .checks import CheckContext, fold_checks, run_checks

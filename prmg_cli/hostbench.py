@@ -143,7 +143,7 @@ SMALL_DTYPES = ("float32", "float16", "bfloat16")
 def pipeline_case(dtype: str):
     """The measured case: dy (4, 1024, 32, 128) of ``dtype``, slice [32, 128), cos/sin (1, 1024, 1, 96) of
     the same dtype (1S1D), interleave, the ``default`` standard, uniform(-1, 1) inputs."""
-    from .cases import Case
+    from .case import Case
 
     return Case(name=f"pipeline_{dtype}", source="bench", shape=PIPELINE_SHAPE, cos_shape=PIPELINE_TABLE_SHAPE,
                 sin_shape=PIPELINE_TABLE_SHAPE, partial_slice=PIPELINE_SLICE, dtype=dtype, cos_dtype=dtype,

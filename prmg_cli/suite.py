@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
-from .cases import Case, check_files, fingerprint_or_empty, load_cases, select, validate
+from .case import Case
+from .cases import check_files, fingerprint_or_empty, load_cases, select, validate
 from .errors import PrmgError
 from .files import write_text
 from .outputs import listing

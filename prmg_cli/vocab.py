@@ -22,6 +22,7 @@ ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
 MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
 ACL_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
+DEFAULT_OP = "grad"         # the operator of a case that names none (ops.OPERATORS): the one under test
 # The runner's in-place contract: every device buffer sits between guard zones of GUARD_BYTES (its data 512-byte
 # aligned and rounded) filled with GUARD_FILL, and the workspace is filled with WORKSPACE_POISON before each
 # launch (0xFF bytes read as NaN in every float dtype).

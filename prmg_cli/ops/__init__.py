@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from .forward import FORWARD
 from .grad import GRAD
+from ..vocab import DEFAULT_OP
 from .spec import OperatorSpec, Violation
 
 OPERATORS: dict[str, OperatorSpec] = {spec.name: spec for spec in (GRAD, FORWARD)}
-DEFAULT_OP = GRAD.name          # the operator of a case that names none: the one under test
 
 __all__ = ["OPERATORS", "DEFAULT_OP", "OperatorSpec", "Violation", "GRAD", "FORWARD"]

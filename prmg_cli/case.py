@@ -1,0 +1,98 @@
+"""The ``Case`` value -- one fully resolved test case -- and the values it holds: how a tensor's inputs are made,
+what the operator must return, the defect it is known to meet. The model floor: plain values, no numpy, read
+by every layer above (the loader ``cases`` makes them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .status import describe
+from .vocab import DEFAULT_GENERATOR, DEFAULT_OP
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How the values of one tensor are made.
+
+    kind / args:
+      uniform (lo, hi) | normal (mean, std) | values (flat C-order floats)
+      | bits (flat C-order bit patterns of the tensor's dtype: NaN payloads and signs, -0.0, exactly)
+      | file (absolute .npy path, the folder it must stay inside): a spec read from a case file names
+        that file's folder; a spec made in code may give the path alone (no folder rule)
+      | rope (base, offset)  -- cos/sin only: a real RoPE angle table laid out for the case's mode,
+        positions starting at ``offset`` (an int, or a tuple of one per index of the table's B axis).
+    """
+
+    kind: str = "uniform"
+    args: tuple = (-1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the operator must return: success (error is None), or one status code or "any" error, from the
+    ``phase`` of ``vocab.PHASES`` that must return it (or "any" of the two)."""
+
+    error: int | str | None = None
+    phase: str | None = None        # None: ``workspace`` for a status (where operators validate), ``any`` for any
+
+    def __post_init__(self) -> None:
+        if self.phase is None and self.error is not None:
+            object.__setattr__(self, "phase", "any" if self.error == "any" else "workspace")
+
+    @property
+    def success(self) -> bool:
+        """True when the case expects the call to succeed (``error`` is None)."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class KnownDefect:
+    """A defect the operator is known to have on a case (a strict xfail): ``reason``, and what the defect does
+    -- the call returns ``status`` instead of what the case expects, or (``status`` None) it returns what is
+    expected but its result is wrong. Anything else going wrong is a failure like any other."""
+
+    reason: str
+    status: int | None = None
+
+    def describe(self) -> str:
+        """``reason (returns 0 SUCCESS)`` or ``reason (a wrong result)``."""
+        return f"{self.reason} ({'a wrong result' if self.status is None else 'returns ' + describe(self.status)})"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fully resolved test case. Shapes are tuples of ints; rotary_mode is the int code 0..3."""
+
+    name: str
+    source: str                         # the file the case came from (for messages)
+    shape: tuple[int, ...]              # dy (B, S, N, D)
+    cos_shape: tuple[int, ...]
+    sin_shape: tuple[int, ...]
+    partial_slice: tuple[int, int]      # [start, end)
+    rotary_mode: int = 1
+    dtype: str = "float32"              # dy's dtype (canonical name, see dtypes.py)
+    cos_dtype: str = "float32"
+    sin_dtype: str = "float32"
+    seed: int = 0
+    generator: str = DEFAULT_GENERATOR  # what draws the seeded inputs (vocab.GENERATORS, inputs.py)
+    dy_input: InputSpec = InputSpec()
+    cos_input: InputSpec = InputSpec()
+    sin_input: InputSpec = InputSpec()
+    expect: Expect = Expect()
+    standard: str | None = None         # None: the run's standard (--standard, else "default")
+    tolerance: tuple[tuple[str, float], ...] = ()   # standard parameters, e.g. (("rtol", 1e-3),)
+    tags: tuple[str, ...] = ()
+    # Extensions for negative cases (tensors the operator must refuse):
+    format: str = "ND"                  # aclFormat of all three tensors (key of vocab.ACL_FORMATS)
+    null: tuple[str, ...] = ()          # tensors passed as NULL pointers: subset of TENSORS
+    dy_strides: tuple[int, ...] | None = None   # element strides of dy (None = contiguous)
+    op: str = DEFAULT_OP                # the operator (a key of ops.OPERATORS)
+    known_defect: KnownDefect | None = None     # the defect the operator is known to meet (strict xfail)
+    checks: tuple[str, ...] = ()        # golden-free checks to run as well (a subset of checks.CHECKS)
+    golden: bool = True                 # False: judged by its checks alone
+    correctness_unchecked: str | None = None    # why no check of correctness judges a golden: false case
+
+    def input_spec(self, tensor: str) -> InputSpec:
+        """How the values of ``tensor`` (``dy``, ``cos`` or ``sin``) are made."""
+        return {"dy": self.dy_input, "cos": self.cos_input, "sin": self.sin_input}[tensor]
