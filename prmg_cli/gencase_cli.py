@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import files, gencase, ttk
+from . import files, gencase, presets, ttk
 from .errors import PrmgError
 from .results import visible
 
@@ -27,7 +27,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     if preset is not None:
         if shape is not None or append:
             raise PrmgError("--preset writes a whole suite: it takes no --shape or --append")
-        return _write(gencase.dump_yaml(gencase.preset(preset, tags, exclude_tags)), output)
+        return _write(gencase.dump_yaml(presets.preset(preset, tags, exclude_tags)), output)
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
