@@ -8,6 +8,7 @@ selected; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -17,7 +18,7 @@ import typer
 import typer.core
 
 from . import __version__
-from .errors import PrmgError
+from .errors import PrmgError, Terminated, on_sigterm
 from .results import ExitCode, visible
 
 
@@ -34,8 +35,28 @@ class _Command(typer.core.TyperCommand):
         return pieces
 
 
+class _Stopped(BaseException):
+    """Ctrl-C or SIGTERM (``stop``: the ``KeyboardInterrupt`` or ``errors.Terminated``) inside a command, carried
+    past typer, which would turn it into a silent exit 130."""
+
+    def __init__(self, stop: KeyboardInterrupt):
+        super().__init__(stop)
+        self.stop = stop
+
+
+class _Group(typer.core.TyperGroup):
+    """prmg's commands: a Ctrl-C or SIGTERM inside one comes out of the app as ``_Stopped``."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as stop:
+            raise _Stopped(stop) from None
+
+
 app = typer.Typer(
     name="prmg",
+    cls=_Group,
     help="Prove that Ascend 950's aclnnInplacePartialRotaryMulGrad is right: YAML cases, a numpy golden "
          "for all four rotary modes, the operator called through ctypes-loaded aclnn libraries (or the "
          "host emulator when no toolkit is installed), dtype-aware precision standards and reports.",
@@ -475,15 +496,17 @@ def _error_line(text: str, *, keep_newlines: bool = False) -> None:
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback; a bug in
     prmg is exit code 3 with its traceback."""
+    signal.signal(signal.SIGTERM, on_sigterm)     # SIGTERM stops any command as Ctrl-C does
     try:
         code = app(standalone_mode=False)
     except PrmgError as exc:
         for line in exc.lines():
             _error_line(f"prmg: error: {line}")
         code = ExitCode.USAGE
-    except KeyboardInterrupt:
-        _error_line("prmg: interrupted")
-        code = ExitCode.INTERRUPTED
+    except (_Stopped, KeyboardInterrupt) as stopped:
+        terminated = isinstance(getattr(stopped, "stop", stopped), Terminated)
+        _error_line("prmg: terminated" if terminated else "prmg: interrupted")
+        code = ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
@@ -499,6 +522,7 @@ def main() -> None:
             _error_line("prmg: internal error (a bug in prmg; please report it with this traceback):\n"
                         + "".join(traceback.format_exception(exc)), keep_newlines=True)
             code = ExitCode.INTERNAL
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # over: the exit code is the outcome's
     try:
         sys.stdout.flush()
     except OSError as error:                       # e.g. stdout is /dev/full or a closed pipe

@@ -203,7 +203,7 @@ class NpuWorker:
 
 def _wait(ray, refs: list, timeout: float) -> list:
     """The refs of ``refs`` done within ``timeout`` s (``ray.wait`` for the first one). An exception that
-    the SIGTERM handler raises meanwhile (``suite.Terminated``) comes out as itself: Ray would turn it into
+    the SIGTERM handler raises meanwhile (``errors.Terminated``) comes out as itself: Ray would turn it into
     a plain KeyboardInterrupt, and the run would be reported as Ctrl-C."""
     raised: list[BaseException] = []
     handler = signal.getsignal(signal.SIGTERM)

@@ -1,4 +1,5 @@
-"""The one error type for mistakes a user can make (bad case files, bad options)."""
+"""The one error type for mistakes a user can make (bad case files, bad options), and ``Terminated``: SIGTERM
+as an exception."""
 
 from __future__ import annotations
 
@@ -40,3 +41,12 @@ class PrmgError(Exception):
         if self.field:
             where.append(f"field '{self.field}'")
         return ": ".join(where + [self.reason])
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread (``on_sigterm``) so that it stops prmg as Ctrl-C does (exit 143)."""
+
+
+def on_sigterm(signum, frame) -> None:
+    """The SIGTERM handler: raise ``Terminated``."""
+    raise Terminated()

@@ -279,6 +279,12 @@ def signals_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+def drop_held_signals() -> None:
+    """Discard the Ctrl-C and SIGTERM that arrived while held (inside ``signals_held``): they are never delivered."""
+    while signal.sigtimedwait(STOP_SIGNALS, 0) is not None:
+        pass
+
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and die now
     if the parent is already gone; elsewhere this does nothing and the parent checks are the fallback."""
@@ -647,6 +653,7 @@ def _child_main(conn, function, args) -> None:
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
     faulthandler.disable()
     try:
         conn.send(("ok", function(*args)))
@@ -667,7 +674,8 @@ def call_in_child(function: Callable, *args, timeout: float | None = None):
     context = multiprocessing.get_context("fork")
     parent, child = context.Pipe()
     process = context.Process(target=_child_main, args=(child, function, args), daemon=True)
-    process.start()
+    with signals_held():                          # Ctrl-C or SIGTERM now reaches this process after the fork
+        process.start()
     child.close()
     try:
         if not wait([parent, process.sentinel], timeout):

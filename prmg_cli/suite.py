@@ -20,7 +20,7 @@ from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
 from .cases import Case, check_files, fingerprint_or_empty, load_cases, select, validate
-from .errors import PrmgError
+from .errors import PrmgError, Terminated
 from .files import write_text
 from .outputs import listing
 from .progress import Progress
@@ -63,10 +63,6 @@ class RunRequest:
     repeat: int = 2                       # --repeat: launches of the determinism check
     save_failures: str | None = None      # --save-failures DIR
     cluster: str | None = None            # --cluster ADDRESS: run on a Ray cluster's NPUs (cluster.py)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that it stops a run as Ctrl-C does."""
 
 
 def target_modes(text: str | None) -> frozenset:
@@ -283,10 +279,6 @@ def _connect(request: RunRequest, modes: frozenset):
     return cluster.connect(request.cluster, request.runner, request.op_lib, modes)
 
 
-def _on_signal(signum, frame) -> None:
-    raise Terminated()
-
-
 def run_suite(request: RunRequest) -> int:
     """``prmg run``: returns the exit code (``results.ExitCode``)."""
     from . import store
@@ -327,35 +319,45 @@ def run_suite(request: RunRequest) -> int:
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
     run = _Run(cases, store.Writer(results_path) if results_path else None, request, run_info(settings, devices))
-    previous = signal.signal(signal.SIGTERM, _on_signal)
+    handlers = {signum: signal.signal(signum, run.on_signal) for signum in execute.STOP_SIGNALS}
     try:
-        with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
-            info = run.info
-            info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
-            run.start(stored, recorded_settings(info, settings), selection)
-            if run.todo:
-                executor.run(run.todo, run.on_result, request.fail_fast)
-        if request.fail_fast and len(run.finished) < len(cases):
-            run.stopped = "the run stopped at the first failure (--fail-fast)"
-    except PrmgError as error:
-        if not run.unrecorded:
-            raise
-        run.stop(f"the run stopped: {visible(str(error))}", ExitCode.USAGE)
-        run.writer.close()
-        run.writer = None
-    except Terminated:
-        run.stop("the run was terminated (SIGTERM)", ExitCode.TERMINATED)
-    except KeyboardInterrupt:
-        run.stop("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        run.progress.close()
-    with execute.signals_held():                # the report and the results file agree, whatever arrives now
+        try:
+            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
+                info = run.info
+                info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
+                run.start(stored, recorded_settings(info, settings), selection)
+                if run.todo:
+                    executor.run(run.todo, run.on_result, request.fail_fast)
+            if request.fail_fast and len(run.finished) < len(cases):
+                run.stopped = "the run stopped at the first failure (--fail-fast)"
+        except PrmgError as error:
+            if not run.unrecorded:
+                raise
+            run.stop(f"the run stopped: {visible(str(error))}", ExitCode.USAGE)
+            run.writer.close()
+            run.writer = None
+        except KeyboardInterrupt as stop:
+            run.stop(*_STOPPED[type(stop) is Terminated])
+        finally:
+            run.ending = True
+            run.progress.close()
+        if run.late and not run.stopped:        # after the last case, before the reports: the run was stopped
+            run.stop(*_STOPPED[run.late == signal.SIGTERM])
         ordered, missing = run.finish(settings, selection)
-    _write_reports(targets, ordered, run.info, request)
+        _write_reports(targets, ordered, run.info, request)
+    finally:
+        with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+            execute.drop_held_signals()
     if run.stopped:
         sys.stderr.write(f"prmg: {run.stopped}: {plural(len(missing), 'case')} not run\n")
     return run.code or exit_code(ordered, request.strict)
+
+
+# Why and how a run stopped by a signal ends, by whether it was SIGTERM (else Ctrl-C).
+_STOPPED = {True: ("the run was terminated (SIGTERM)", ExitCode.TERMINATED),
+            False: ("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)}
 
 
 class _Run:
@@ -373,6 +375,20 @@ class _Run:
         self.progress = Progress(0, interval=request.progress_interval)
         self.stopped, self.code = "", ExitCode.OK
         self.unrecorded: list[PrmgError] = []     # the results file failed: the run stops, reports still go out
+        self.ending = False                       # the cases are over (or stopped): a signal now is recorded
+        self.late = 0                             # the first stop signal recorded while ending
+
+    def on_signal(self, signum, frame) -> None:
+        """The run's SIGINT and SIGTERM handler. While cases run, the first one stops the run: it raises
+        ``KeyboardInterrupt`` or ``Terminated`` in the main thread (never while a result is being recorded:
+        ``execute.signals_held``). After that, or once the cases are over, a signal is recorded in ``late``:
+        the run ends whole, its reports and results file say the same, and the process exits with the code
+        the reports state (a signal that arrives before they are written makes it the signal's code)."""
+        if self.ending:
+            self.late = self.late or signum
+            return
+        self.ending = True
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     def start(self, stored, settings: dict, selection: Sequence[Case]) -> None:
         """Once the workers are up (the SoC known): the settings key, the results ``--resume`` takes, the run

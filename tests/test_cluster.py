@@ -295,7 +295,7 @@ def test_sigterm_during_a_ray_wait_stays_a_termination():
     import signal
 
     from prmg_cli.cluster import _wait
-    from prmg_cli.suite import Terminated, _on_signal
+    from prmg_cli.errors import Terminated, on_sigterm
 
     class RayLike:
         def wait(self, refs, num_returns, timeout):
@@ -305,11 +305,11 @@ def test_sigterm_during_a_ray_wait_stays_a_termination():
                 raise KeyboardInterrupt from None
             return refs, []
 
-    previous = signal.signal(signal.SIGTERM, _on_signal)
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         with pytest.raises(Terminated):
             _wait(RayLike(), ["ref"], 0.1)
-        assert signal.getsignal(signal.SIGTERM) is _on_signal
+        assert signal.getsignal(signal.SIGTERM) is on_sigterm
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         with pytest.raises(KeyboardInterrupt) as caught:
             _wait(RayLike(), ["ref"], 0.1)
