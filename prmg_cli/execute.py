@@ -250,8 +250,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     if result.status == "failed" and settings.save_failures:
         from .artifacts import save_failure
 
-        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays) \
-            or f"could not write artifacts under {settings.save_failures}"
+        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
     return known_defect_status(case, result, kinds, outcome.status), not session.device_faulted
 

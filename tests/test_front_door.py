@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -652,6 +653,34 @@ def test_import_ttk_with_no_importable_row_is_an_error(tmp_path):
     with pytest.raises(PrmgError, match="no row could be imported"):
         gencase_cli.import_ttk_file(str(csv_path), str(tmp_path / "out.yaml"))
     assert not (tmp_path / "out.yaml").exists()
+
+
+def test_import_ttk_never_writes_over_its_own_input(tmp_path):
+    """-o naming the CSV itself, a symlink to it or a hard link of it: refused by inode before anything is
+    read or written, the CSV left whole."""
+    csv_path = tmp_path / "ttk.csv"
+    shutil.copy(ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv", csv_path)
+    before = csv_path.read_bytes()
+    (tmp_path / "symlink.csv").symlink_to(csv_path)
+    os.link(csv_path, tmp_path / "hardlink.csv")
+    for output in (csv_path, tmp_path / "symlink.csv", tmp_path / "hardlink.csv", tmp_path / "." / "ttk.csv"):
+        with pytest.raises(PrmgError) as caught:
+            gencase_cli.import_ttk_file(str(csv_path), str(output))
+        assert str(caught.value) == f"{output}: cannot write the YAML file: it is the TTK list being imported"
+    assert csv_path.read_bytes() == before
+    result = prmg("import-ttk", csv_path, "-o", tmp_path / "hardlink.csv")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and csv_path.read_bytes() == before
+
+
+def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):
+    target = tmp_path / "g.yaml"
+    with pytest.raises(PrmgError) as caught:
+        gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:/etc/passwd", "output": str(target)})
+    assert "field 'inputs.dy.file': /etc/passwd is outside the case file's folder" in str(caught.value)
+    assert str(caught.value).startswith(f"{target}: ") and "\n" not in str(caught.value) and not target.exists()
+    np.save(tmp_path / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
+    gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "output": str(target)})     # there: it loads
+    assert load_cases([target])[0].input_spec("dy").args[0] == str(tmp_path / "dy.npy")
 
 
 def test_import_ttk_reads_only_regular_files(tmp_path):
