@@ -20,6 +20,7 @@ import typer.core
 from . import __version__
 from .errors import PrmgError, Terminated, on_sigterm
 from .results import ExitCode, visible
+from .vocab import MAX_REPEAT
 
 
 class _Command(typer.core.TyperCommand):
@@ -148,7 +149,8 @@ def run(
                                         "for every pass case: adjoint, roundtrip, determinism (comma-separated)."),
     no_golden: bool = typer.Option(False, "--no-golden", help="Judge cases by their checks alone (for shapes too "
                                    "large for a host golden); needs --check."),
-    repeat: int = typer.Option(2, "--repeat", metavar="K", help="Launches the determinism check compares (>= 2)."),
+    repeat: int = typer.Option(2, "--repeat", metavar="K", help=f"Launches the determinism check compares (2 to "
+                               f"{MAX_REPEAT})."),
     save_failures: Optional[Path] = typer.Option(None, "--save-failures", metavar="DIR", help="For each failed "
                                                  "case write DIR/CASE/ with its inputs, output, float64 golden, "
                                                  "error map and meta.json (numpy alone reads them)."),

@@ -26,7 +26,7 @@ from .outputs import listing
 from .progress import Progress
 from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import check_standard
-from .vocab import mode_list, parse_modes
+from .vocab import MAX_REPEAT, mode_list, parse_modes
 from .writes import check_spares, check_writable, write_stdout
 
 
@@ -132,14 +132,11 @@ MAX_DEVICE_ID = 2**31 - 1
 
 
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
-    """``"0,1,3"`` or ``"all"`` -> device ids (``all`` asks the runtime for its device count)."""
+    """``"0,1,3"`` or ``"all"`` -> device ids. ``all`` asks the runtime for its device count, and so does a
+    list naming any device but 0 (the default, which costs nothing): an id the runtime does not have is
+    refused before any worker starts."""
     if text.strip() == "all":
-        info = probe_in_child(toolkit)
-        count = info.get("device_count") or 0
-        if count < 1:
-            why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
-            raise PrmgError(f"--devices all: {why}")
-        return tuple(range(count))
+        return tuple(range(_device_count(toolkit, "--devices all")))
     try:
         ids = tuple(int(part) for part in text.split(","))
     except ValueError:
@@ -147,12 +144,29 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
             from None
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
         raise PrmgError(f"--devices {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
+    if ids != (0,):
+        count = _device_count(toolkit, "--devices")
+        missing = [str(i) for i in ids if i >= count]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise PrmgError(f"--devices: the runtime has {plural(count, 'device')} (ids 0 to {count - 1}); "
+                            f"no device {shown}")
     return ids
+
+
+def _device_count(toolkit, option: str) -> int:
+    """How many devices the runtime has (``probe_in_child``); PrmgError naming ``option`` when none."""
+    info = probe_in_child(toolkit)
+    count = info.get("device_count") or 0
+    if count < 1:
+        why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
+        raise PrmgError(f"{option}: {why}")
+    return count
 
 
 def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tuple[str, ...]:
     """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some, ``--repeat``
-    at least 2."""
+    2 to ``MAX_REPEAT``."""
     from .checks import CHECKS, ORACLES
 
     names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
@@ -163,8 +177,9 @@ def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tupl
     if not golden and not names:
         raise PrmgError(f"--no-golden judges cases by their checks alone: give --check (one of "
                         f"{', '.join(ORACLES)} judges correctness)")
-    if repeat < 2:
-        raise PrmgError(f"--repeat must be >= 2 (the determinism check compares launches), got {repeat}")
+    if not 2 <= repeat <= MAX_REPEAT:
+        raise PrmgError(f"--repeat must be from 2 (the determinism check compares launches) to {MAX_REPEAT}, "
+                        f"got {repeat}")
     return names
 
 
@@ -306,7 +321,7 @@ def run_suite(request: RunRequest) -> int:
     if request.save_failures:
         check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
     max_memory = parse_size(request.max_memory) if request.max_memory else None
-    cluster = _connect(request, modes) if request.cluster else None
+    cluster = _connect(request, modes) if request.cluster is not None else None
     if max_memory is None:                              # half the RAM where the cases run
         max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
     settings = runner_settings(request.runner, request.op_lib, modes, request.standard, timeout, max_memory,
