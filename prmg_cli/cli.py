@@ -107,8 +107,8 @@ def run(
     supported_modes: Optional[str] = SUPPORTED_MODES,
     device: int = typer.Option(0, "--device", metavar="N", help="The device to run on (one worker)."),
     devices: Optional[str] = typer.Option(
-        None, "--devices", metavar="LIST", help="One worker per device: 0,1,2,3 or 'all'. Results are "
-        "identical to a serial run and reported in case order."),
+        None, "--devices", metavar="LIST", help="One worker per device: 0,1,2,3 or 'all' (ids the runtime does "
+        "not have are refused first). Results are identical to a serial run and reported in case order."),
     standard: Optional[str] = typer.Option(
         None, "--standard", metavar="NAME", help="Judge every case by this standard (default, "
         "double_thousandth, single_bm, double_benchmark, allclose, exact) with its default parameters, "
@@ -153,11 +153,12 @@ def run(
                                f"{MAX_REPEAT})."),
     save_failures: Optional[Path] = typer.Option(None, "--save-failures", metavar="DIR", help="For each failed "
                                                  "case write DIR/CASE/ with its inputs, output, float64 golden, "
-                                                 "error map and meta.json (numpy alone reads them)."),
+                                                 "error map and meta.json (numpy alone reads them); a symlink "
+                                                 "inside DIR is never followed."),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", metavar="ADDRESS", help="Run on the NPUs of a Ray cluster, one worker per NPU: "
-        "ADDRESS as ray.init takes it (auto, HOST:PORT, ray://HOST:10001), or local to start one here with "
-        "this host's devices. Needs pip install 'prmg[ray]'."),
+        "ADDRESS as ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to "
+        "start one here with this host's devices. Needs pip install 'prmg[ray]'."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
     max_details: Optional[int] = typer.Option(None, "--max-details", metavar="N",
                                               help="With -v, at most N diagnosis lines per case."),
@@ -267,7 +268,8 @@ def gen_case(
     exclude_tags: List[str] = typer.Option([], "--exclude-tag", metavar="WORD", help="With --preset: leave out "
                                            "its cases with this tag (repeatable)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE",
-                                          help="Write to FILE (stdout otherwise)."),
+                                          help="Write to FILE (stdout otherwise); a case that would not load "
+                                               "from FILE (a file: input outside its folder) is refused."),
     append: bool = typer.Option(False, "--append", help="Add the case to FILE's cases instead of "
                                                         "overwriting it."),
 ) -> None:
@@ -331,7 +333,7 @@ def coverage_report(
 def import_ttk(
     csv_file: Path = typer.Argument(..., metavar="FILE.csv", help="A TTK operator test list."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE",
-                                          help="YAML file to write (stdout otherwise)."),
+                                          help="YAML file to write (stdout otherwise; never the CSV itself)."),
 ) -> None:
     """Convert a TTK case list (CSV) into prmg YAML cases.
 
