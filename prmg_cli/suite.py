@@ -352,12 +352,12 @@ def run_suite(request: RunRequest) -> int:
             run.writer.close()
             run.writer = None
         except KeyboardInterrupt as stop:
-            run.stop(*_STOPPED[type(stop) is Terminated])
+            run.stop(*_STOPPED[signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT])
         finally:
             run.ending = True
             run.progress.close()
         if run.late and not run.stopped:        # after the last case, before the reports: the run was stopped
-            run.stop(*_STOPPED[run.late == signal.SIGTERM])
+            run.stop(*_STOPPED[run.late])
         ordered, missing = run.finish(settings, selection)
         _write_reports(targets, ordered, run.info, request)
     finally:
@@ -370,9 +370,9 @@ def run_suite(request: RunRequest) -> int:
     return run.code or exit_code(ordered, request.strict)
 
 
-# Why and how a run stopped by a signal ends, by whether it was SIGTERM (else Ctrl-C).
-_STOPPED = {True: ("the run was terminated (SIGTERM)", ExitCode.TERMINATED),
-            False: ("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)}
+# Why a run stopped by a signal stopped, and its exit code, by signal.
+_STOPPED = {signal.SIGTERM: ("the run was terminated (SIGTERM)", ExitCode.TERMINATED),
+            signal.SIGINT: ("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)}
 
 
 class _Run:
