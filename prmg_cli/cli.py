@@ -18,7 +18,7 @@ import typer
 import typer.core
 
 from . import __version__
-from .errors import PrmgError, Terminated, on_sigterm
+from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, on_sigterm
 from .results import ExitCode, visible
 from .vocab import MAX_REPEAT
 
@@ -499,8 +499,13 @@ def _error_line(text: str, *, keep_newlines: bool = False) -> None:
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback; a bug in
-    prmg is exit code 3 with its traceback."""
-    signal.signal(signal.SIGTERM, on_sigterm)     # SIGTERM stops any command as Ctrl-C does
+    prmg is exit code 3 with its traceback. Ctrl-C and SIGTERM stop any command (130, 143; ``prmg run``
+    handles them itself), unblocked even when the parent blocked them; once the command is over a signal
+    changes nothing, and this process's signal handling is left as it was found."""
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_IGN:                                # SIGTERM stops any command as Ctrl-C does
+        signal.signal(signal.SIGTERM, on_sigterm)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)   # even when the parent blocked them
     try:
         code = app(standalone_mode=False)
     except PrmgError as exc:
@@ -526,12 +531,15 @@ def main() -> None:
             _error_line("prmg: internal error (a bug in prmg; please report it with this traceback):\n"
                         + "".join(traceback.format_exception(exc)), keep_newlines=True)
             code = ExitCode.INTERNAL
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # over: the exit code is the outcome's
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)   # the command is over: a signal now changes nothing
     try:
         sys.stdout.flush()
     except OSError as error:                       # e.g. stdout is /dev/full or a closed pipe
         _error_line(f"prmg: error: cannot write to standard output: {error.strerror or error}")
         os._exit(ExitCode.USAGE)                   # the interpreter's own flush at exit would fail again
+    drop_held_signals()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)   # as it was (for a caller here)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     sys.exit(int(code) if isinstance(code, int) else 0)
 
 

@@ -1,7 +1,11 @@
-"""The one error type for mistakes a user can make (bad case files, bad options), and ``Terminated``: SIGTERM
-as an exception."""
+"""The one error type for mistakes a user can make (bad case files, bad options), and how a stop signal
+(``STOP_SIGNALS``: Ctrl-C, SIGTERM) becomes an exception: ``Terminated``, raised by ``on_sigterm``."""
 
 from __future__ import annotations
+
+import signal
+
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 class PrmgError(Exception):
@@ -50,3 +54,9 @@ class Terminated(KeyboardInterrupt):
 def on_sigterm(signum, frame) -> None:
     """The SIGTERM handler: raise ``Terminated``."""
     raise Terminated()
+
+
+def drop_held_signals() -> None:
+    """Discard the stop signals that arrived while they were held (blocked): they are never delivered."""
+    while signal.sigtimedwait(STOP_SIGNALS, 0) is not None:
+        pass

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 from . import constraints, dtypes
 from .cases import Case, case_to_dict
 from .dtypes import lookup
-from .errors import PrmgError
+from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, key_metric
 from .results import CaseResult
@@ -263,9 +263,6 @@ def faults_acted(launches: list) -> list[str] | None:
     return list(dict.fromkeys(name for faults in launches for name in faults))
 
 
-STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
-
-
 @contextlib.contextmanager
 def signals_held():
     """Hold Ctrl-C and SIGTERM for the block (``pthread_sigmask``): one that arrives meanwhile is delivered when
@@ -276,12 +273,6 @@ def signals_held():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def drop_held_signals() -> None:
-    """Discard the Ctrl-C and SIGTERM that arrived while held (inside ``signals_held``): they are never delivered."""
-    while signal.sigtimedwait(STOP_SIGNALS, 0) is not None:
-        pass
 
 
 def die_with_parent() -> None:

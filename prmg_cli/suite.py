@@ -20,7 +20,7 @@ from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
 from .cases import Case, check_files, fingerprint_or_empty, load_cases, select, validate
-from .errors import PrmgError, Terminated
+from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals
 from .files import write_text
 from .outputs import listing
 from .progress import Progress
@@ -334,7 +334,8 @@ def run_suite(request: RunRequest) -> int:
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
     run = _Run(cases, store.Writer(results_path) if results_path else None, request, run_info(settings, devices))
-    handlers = {signum: signal.signal(signum, run.on_signal) for signum in execute.STOP_SIGNALS}
+    handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
+                if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
         try:
             with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
@@ -364,7 +365,7 @@ def run_suite(request: RunRequest) -> int:
         with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
-            execute.drop_held_signals()
+            drop_held_signals()
     if run.stopped:
         sys.stderr.write(f"prmg: {run.stopped}: {plural(len(missing), 'case')} not run\n")
     return run.code or exit_code(ordered, request.strict)

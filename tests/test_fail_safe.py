@@ -226,6 +226,24 @@ def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum,
     assert report["summary"]["exit_code"] == code
 
 
+def test_signals_a_parent_blocked_still_stop_a_run(tmp_path):
+    """A process inherits its parent's blocked signals (a test runner, a CI agent): prmg unblocks Ctrl-C and
+    SIGTERM, so they still stop it."""
+    path = write(tmp_path, "- {name: stuck, shape: [1, 1, 1, 16]}\n")
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
+                                "--timeout", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PRMG_EMU_FAULT": "hang"}, cwd=ROOT,
+                               preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT,
+                                                                                             signal.SIGTERM}))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _children(process.pid):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGTERM)
+    stderr = process.communicate(timeout=60)[1]
+    assert process.returncode == 143 and "the run was terminated (SIGTERM): 1 case not run" in stderr, stderr
+
+
 def test_a_wedged_device_is_not_waited_on(tmp_path):
     cases = "".join(f"- {{name: hang{i}, shape: [1, 1, 1, 16]}}\n" for i in range(5))
     result, report = run_json(write(tmp_path, cases), "--timeout", "1", "--max-timeouts", "2",
