@@ -17,31 +17,40 @@ stored as their uint16 bit patterns (``meta.json`` names each file's dtype), so 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 
+from . import files
 from .dtypes import from_numpy, storable
+from .errors import PrmgError
 from .outputs.jsonreport import json_safe
 
 
 def save_failure(folder: str, result, inputs, actual, arrays: dict) -> str:
-    """Write the artifacts of one failed case into ``folder``/<case name> (module docstring); returns the
-    folder written, or "" when it could not be written (the run goes on: the result says so)."""
-    target = Path(folder) / result.name
+    """Write the artifacts of one failed case into ``folder``/<case name> (module docstring), nothing outside
+    ``folder``: a symlink that sits at ``folder``/<case name> or inside it is never followed
+    (``files.make_folder_within``, ``files.create_within``). Returns the folder written, or a sentence
+    saying why it could not be (the run goes on: the result says so)."""
+    root = Path(os.path.realpath(folder))
+    target = root / result.name
     try:
-        target.mkdir(parents=True, exist_ok=True)
-        files = {"dy.npy": inputs.dy, "cos.npy": inputs.cos, "sin.npy": inputs.sin}
-        if actual is not None:
-            files["actual.npy"] = actual
-        files.update({f"{name}.npy": array for name, array in arrays.items()})
+        files.make_folder_within(target, root)
+        saved = {"dy.npy": inputs.dy, "cos.npy": inputs.cos, "sin.npy": inputs.sin,
+                 **({"actual.npy": actual} if actual is not None else {}),
+                 **{f"{name}.npy": array for name, array in arrays.items()}}
         dtypes = {}
-        for name, array in files.items():
-            np.save(target / name, storable(np.asarray(array)), allow_pickle=False)
+        for name, array in saved.items():
+            with files.create_within(target / name, root) as handle:
+                np.save(handle, storable(np.asarray(array)), allow_pickle=False)
             dtypes[name] = from_numpy(np.asarray(array).dtype).name
         meta = {**result.to_dict(), "files": dtypes}
-        (target / "meta.json").write_text(json.dumps(json_safe(meta), indent=2, allow_nan=False) + "\n",
-                                          encoding="utf-8")
-    except (OSError, KeyError, ValueError):
-        return ""
+        with files.create_within(target / "meta.json", root) as handle:
+            handle.write((json.dumps(json_safe(meta), indent=2, allow_nan=False) + "\n").encode("utf-8"))
+    except PrmgError as error:
+        return f"could not write artifacts: {error}"
+    except (OSError, KeyError, ValueError) as error:
+        why = files.os_reason(error) if isinstance(error, OSError) else type(error).__name__
+        return f"could not write artifacts under {folder}: {why}"
     return str(target)

@@ -67,8 +67,9 @@ What is refused before any work
 A case file is read only when it is a regular file of at most 16 MiB; its text must be UTF-8 of
 printable characters (``yamlfile``: a NUL, a vertical tab, DEL, U+FFFE ... are named with their line
 and column). A ``file:`` input must be a regular .npy file inside the case file's folder (symlinks
-resolved; ``npyfile``). A run holds at most ``MAX_RUN_CASES`` cases: a sweep's size (the product of
-its list lengths) is checked against what is left before it is expanded.
+resolved; ``npyfile``). A run holds at most ``MAX_RUN_CASES`` cases: every file is read and every
+entry's size (a sweep's: the product of its list lengths) counted before any case is made, so a run over
+the cap is refused without making one.
 
 Every mistake is a ``PrmgError`` naming the file, the case and the field; ``load_cases`` raises the
 first one, ``check_files`` returns all of them (one per broken case).
@@ -84,7 +85,7 @@ import os
 import re
 import stat
 import string
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from . import constraints, files, npyfile, yamlfile
@@ -126,8 +127,7 @@ def load_cases(paths: Sequence[str | Path]) -> list[Case]:
     the first mistake as a PrmgError naming the file, the case and the field.
     """
     run = _Run()
-    for file in _case_files(paths, run):
-        run.load_file(file)
+    run.read(_case_files(paths, run))
     return run.cases
 
 
@@ -145,10 +145,7 @@ def check_files(paths: Sequence[str | Path], supported_modes: set[int] | frozens
     """
     errors: list[PrmgError] = []
     run = _Run(report=errors.append, supported_modes=supported_modes)
-    for file in _case_files(paths, run):
-        if run.stopped:
-            break
-        run.load_file(file)
+    run.read(_case_files(paths, run))
     return errors
 
 
@@ -305,7 +302,7 @@ def parse_document(document, source: str, folder: Path) -> list[Case]:
 
 
 class _Stop(Exception):
-    """The run's case limit was reached while collecting mistakes: read no more."""
+    """The run's case limit was reached: read no more."""
 
 
 class _Run:
@@ -323,12 +320,34 @@ class _Run:
         self.first_seen: dict[str, str] = {}
         self.planned = 0
         self.stopped = False
+        self.steps: list | None = None      # while ``read`` reads: its mistakes and entries to expand, in order
+
+    def read(self, files: Iterable[Path]) -> None:
+        """Add the cases of every file of ``files`` in two passes: read every file and count every entry's
+        cases against ``MAX_RUN_CASES`` (``reserve``), then make the cases. So a run over the cap makes none:
+        the mistakes found while reading are reported in order, the cap's last, and nothing is expanded."""
+        self.steps = []
+        try:
+            for file in files:
+                self.load_file(file)
+                if self.stopped:
+                    break
+        finally:
+            steps, self.steps = self.steps, None
+        for step in steps:
+            if isinstance(step, PrmgError):
+                self.fail(step)
+            elif not self.stopped:
+                self.expand(*step)
 
     def fail(self, error: PrmgError) -> None:
-        """Raise ``error``, or report it and carry on."""
-        if self.report is None:
+        """Raise ``error``, or report it and carry on; while ``read`` reads, keep it for its turn."""
+        if self.steps is not None:
+            self.steps.append(error)
+        elif self.report is None:
             raise error
-        self.report(error)
+        else:
+            self.report(error)
 
     def load_file(self, file: Path) -> None:
         """Add the cases of one case file."""
@@ -371,16 +390,24 @@ class _Run:
         raise _Stop
 
     def add_entry(self, entry, defaults: dict, source: str, folder: Path, number: int) -> None:
-        """Add the cases one entry of ``cases`` stands for: one, or a sweep's whole product."""
+        """Add the cases one entry of ``cases`` stands for: one, or a sweep's whole product (counted now,
+        made now or, while ``read`` reads, in its second pass)."""
         try:
             where, written, sweep = _split_entry(entry, source, number)
-            keys = list(sweep)
-            count = math.prod(len(sweep[key]) for key in keys)
+            count = math.prod(len(values) for values in sweep.values())
         except PrmgError as error:
             self.fail(error)
             return
-        if not self.reserve(count, where, "sweep" if keys else "name"):
+        if not self.reserve(count, where, "sweep" if sweep else "name"):
             return
+        if self.steps is None:
+            self.expand(where, written, sweep, defaults, source, folder)
+        else:
+            self.steps.append((where, written, sweep, defaults, source, folder))
+
+    def expand(self, where: Where, written: dict, sweep: dict, defaults: dict, source: str, folder: Path) -> None:
+        """Make the cases of one entry (``add_entry``): each combination of its sweep, merged with ``defaults``."""
+        keys = list(sweep)
         names: dict[str, int] = {}
         reported: set[tuple] = set()
         for index, combination in enumerate(itertools.product(*(sweep[key] for key in keys))):

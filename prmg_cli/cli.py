@@ -8,6 +8,7 @@ selected; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -17,8 +18,9 @@ import typer
 import typer.core
 
 from . import __version__
-from .errors import PrmgError
+from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, on_sigterm
 from .results import ExitCode, visible
+from .vocab import MAX_REPEAT
 
 
 class _Command(typer.core.TyperCommand):
@@ -34,8 +36,28 @@ class _Command(typer.core.TyperCommand):
         return pieces
 
 
+class _Stopped(BaseException):
+    """Ctrl-C or SIGTERM (``stop``: the ``KeyboardInterrupt`` or ``errors.Terminated``) inside a command, carried
+    past typer, which would turn it into a silent exit 130."""
+
+    def __init__(self, stop: KeyboardInterrupt):
+        super().__init__(stop)
+        self.stop = stop
+
+
+class _Group(typer.core.TyperGroup):
+    """prmg's commands: a Ctrl-C or SIGTERM inside one comes out of the app as ``_Stopped``."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as stop:
+            raise _Stopped(stop) from None
+
+
 app = typer.Typer(
     name="prmg",
+    cls=_Group,
     help="Prove that Ascend 950's aclnnInplacePartialRotaryMulGrad is right: YAML cases, a numpy golden "
          "for all four rotary modes, the operator called through ctypes-loaded aclnn libraries (or the "
          "host emulator when no toolkit is installed), dtype-aware precision standards and reports.",
@@ -85,8 +107,8 @@ def run(
     supported_modes: Optional[str] = SUPPORTED_MODES,
     device: int = typer.Option(0, "--device", metavar="N", help="The device to run on (one worker)."),
     devices: Optional[str] = typer.Option(
-        None, "--devices", metavar="LIST", help="One worker per device: 0,1,2,3 or 'all'. Results are "
-        "identical to a serial run and reported in case order."),
+        None, "--devices", metavar="LIST", help="One worker per device: 0,1,2,3 or 'all' (ids the runtime does "
+        "not have are refused first). Results are identical to a serial run and reported in case order."),
     standard: Optional[str] = typer.Option(
         None, "--standard", metavar="NAME", help="Judge every case by this standard (default, "
         "double_thousandth, single_bm, double_benchmark, allclose, exact) with its default parameters, "
@@ -127,14 +149,16 @@ def run(
                                         "for every pass case: adjoint, roundtrip, determinism (comma-separated)."),
     no_golden: bool = typer.Option(False, "--no-golden", help="Judge cases by their checks alone (for shapes too "
                                    "large for a host golden); needs --check."),
-    repeat: int = typer.Option(2, "--repeat", metavar="K", help="Launches the determinism check compares (>= 2)."),
+    repeat: int = typer.Option(2, "--repeat", metavar="K", help=f"Launches the determinism check compares (2 to "
+                               f"{MAX_REPEAT})."),
     save_failures: Optional[Path] = typer.Option(None, "--save-failures", metavar="DIR", help="For each failed "
                                                  "case write DIR/CASE/ with its inputs, output, float64 golden, "
-                                                 "error map and meta.json (numpy alone reads them)."),
+                                                 "error map and meta.json (numpy alone reads them); a symlink "
+                                                 "inside DIR is never followed."),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", metavar="ADDRESS", help="Run on the NPUs of a Ray cluster, one worker per NPU: "
-        "ADDRESS as ray.init takes it (auto, HOST:PORT, ray://HOST:10001), or local to start one here with "
-        "this host's devices. Needs pip install 'prmg[ray]'."),
+        "ADDRESS as ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to "
+        "start one here with this host's devices. Needs pip install 'prmg[ray]'."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print diagnosis lines and skip reasons."),
     max_details: Optional[int] = typer.Option(None, "--max-details", metavar="N",
                                               help="With -v, at most N diagnosis lines per case."),
@@ -244,7 +268,8 @@ def gen_case(
     exclude_tags: List[str] = typer.Option([], "--exclude-tag", metavar="WORD", help="With --preset: leave out "
                                            "its cases with this tag (repeatable)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE",
-                                          help="Write to FILE (stdout otherwise)."),
+                                          help="Write to FILE (stdout otherwise); a case that would not load "
+                                               "from FILE (a file: input outside its folder) is refused."),
     append: bool = typer.Option(False, "--append", help="Add the case to FILE's cases instead of "
                                                         "overwriting it."),
 ) -> None:
@@ -308,7 +333,7 @@ def coverage_report(
 def import_ttk(
     csv_file: Path = typer.Argument(..., metavar="FILE.csv", help="A TTK operator test list."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE",
-                                          help="YAML file to write (stdout otherwise)."),
+                                          help="YAML file to write (stdout otherwise; never the CSV itself)."),
 ) -> None:
     """Convert a TTK case list (CSV) into prmg YAML cases.
 
@@ -474,16 +499,23 @@ def _error_line(text: str, *, keep_newlines: bool = False) -> None:
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback; a bug in
-    prmg is exit code 3 with its traceback."""
+    prmg is exit code 3 with its traceback. Ctrl-C and SIGTERM stop any command (130, 143; ``prmg run``
+    handles them itself), unblocked even when the parent blocked them; once the command is over a signal
+    changes nothing, and this process's signal handling is left as it was found."""
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_IGN:                                # SIGTERM stops any command as Ctrl-C does
+        signal.signal(signal.SIGTERM, on_sigterm)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)   # even when the parent blocked them
     try:
         code = app(standalone_mode=False)
     except PrmgError as exc:
         for line in exc.lines():
             _error_line(f"prmg: error: {line}")
         code = ExitCode.USAGE
-    except KeyboardInterrupt:
-        _error_line("prmg: interrupted")
-        code = ExitCode.INTERRUPTED
+    except (_Stopped, KeyboardInterrupt) as stopped:
+        terminated = isinstance(getattr(stopped, "stop", stopped), Terminated)
+        _error_line("prmg: terminated" if terminated else "prmg: interrupted")
+        code = ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
@@ -499,11 +531,15 @@ def main() -> None:
             _error_line("prmg: internal error (a bug in prmg; please report it with this traceback):\n"
                         + "".join(traceback.format_exception(exc)), keep_newlines=True)
             code = ExitCode.INTERNAL
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)   # the command is over: a signal now changes nothing
     try:
         sys.stdout.flush()
     except OSError as error:                       # e.g. stdout is /dev/full or a closed pipe
         _error_line(f"prmg: error: cannot write to standard output: {error.strerror or error}")
         os._exit(ExitCode.USAGE)                   # the interpreter's own flush at exit would fail again
+    drop_held_signals()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)   # as it was (for a caller here)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     sys.exit(int(code) if isinstance(code, int) else 0)
 
 

@@ -54,6 +54,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
@@ -203,7 +204,7 @@ class NpuWorker:
 
 def _wait(ray, refs: list, timeout: float) -> list:
     """The refs of ``refs`` done within ``timeout`` s (``ray.wait`` for the first one). An exception that
-    the SIGTERM handler raises meanwhile (``suite.Terminated``) comes out as itself: Ray would turn it into
+    the SIGTERM handler raises meanwhile (``errors.Terminated``) comes out as itself: Ray would turn it into
     a plain KeyboardInterrupt, and the run would be reported as Ctrl-C."""
     raised: list[BaseException] = []
     handler = signal.getsignal(signal.SIGTERM)
@@ -246,14 +247,33 @@ def _keep_stdout_for_reports(ray) -> None:
     module.print_to_stdstream = to_stderr
 
 
+# What --cluster takes besides auto and local: HOST:PORT (a cluster's GCS) or ray://HOST[:PORT] (Ray Client).
+_ADDRESS = re.compile(r"(?P<client>ray://)?\[?(?P<host>[^\[\]/\s]+?)\]?(?::(?P<port>\d{1,5}))?/?")
+RAY_CLIENT_PORT = 10001       # Ray Client's port when ray://HOST names none
+
+
+def _endpoint(address: str) -> tuple[str, int] | None:
+    """The (host, port) ``address`` names, None for ``auto`` and ``local``; PrmgError for anything else
+    (an empty address included), before Ray is asked."""
+    text = address.strip()
+    if text in ("auto", "local"):
+        return None
+    match = _ADDRESS.fullmatch(text)
+    port = int(match["port"] or RAY_CLIENT_PORT) if match and (match["port"] or match["client"]) else 0
+    if not 0 < port < 65536:
+        raise PrmgError(f"--cluster {visible(repr(address))}: expected auto, local, HOST:PORT or "
+                        f"ray://HOST[:PORT] (port {RAY_CLIENT_PORT} when not given)")
+    return match["host"], port
+
+
 def _check_reachable(address: str) -> None:
-    """PrmgError when ``host:port`` (or ``ray://host:port``) refuses a TCP connection within
-    ``CONNECT_TIMEOUT``; Ray itself would retry for many minutes."""
-    match = re.fullmatch(r"(?:ray://)?\[?([^\[\]]+?)\]?:(\d+)/?", address.strip())
-    if not match:
+    """PrmgError when ``address`` is not one ``ray.init`` takes (``_endpoint``), or when its host and port
+    refuse a TCP connection within ``CONNECT_TIMEOUT``: Ray itself would retry for many seconds, logging."""
+    endpoint = _endpoint(address)
+    if endpoint is None:
         return
     try:
-        socket.create_connection((match.group(1), int(match.group(2))), timeout=CONNECT_TIMEOUT).close()
+        socket.create_connection(endpoint, timeout=CONNECT_TIMEOUT).close()
     except OSError as error:
         raise PrmgError(f"--cluster {address}: cannot reach the Ray cluster ({error.strerror or error})") \
             from None
@@ -308,6 +328,8 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
     from .toolkit import select_runner
 
     environ = os.environ if environ is None else environ
+    _check_reachable(address)
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")      # no gRPC core log lines on stderr (set before its import)
     ray = import_ray()
     env = forwarded_env(environ)
     init = {"runtime_env": {"env_vars": env}, "log_to_driver": False, "logging_level": logging.ERROR,
@@ -323,11 +345,12 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
                     object_store_memory=256 << 20)
         logging.getLogger("ray._private.accelerators.npu").setLevel(logging.CRITICAL)  # no `import acl` noise
     else:
-        _check_reachable(address)
-        init.update(address=address)
+        init.update(address=address.strip())
     _keep_stdout_for_reports(ray)
     try:
-        ray.init(**init)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                   # Ray Client's timeout warning: the error says it
+            ray.init(**init)
     except Exception as error:           # ConnectionError, RuntimeError, Ray's own errors
         text = str(error).strip().splitlines()
         raise PrmgError(f"--cluster {address}: cannot connect to Ray: {type(error).__name__}: "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from pathlib import Path
@@ -34,12 +33,12 @@ def case_meta(case: Case) -> dict:
     }
 
 
-def dump_case(case: Case, folder: Path, root: Path | None = None) -> None:
+def dump_case(case: Case, folder: Path, root: Path) -> None:
     """Write ``folder``/dy.npy, cos.npy, sin.npy, golden.npy (success cases only) and meta.json.
 
-    With ``root``, every file written must resolve inside ``root``: ``folder`` is made without
-    following a symlink that already sits there, and the files are opened with ``O_NOFOLLOW`` so a
-    planted symlink cannot redirect a write outside ``root``."""
+    Every file written must resolve inside ``root``: ``folder`` is made without following a symlink that
+    already sits there, and the files are opened with ``O_NOFOLLOW`` (``files.make_folder_within``,
+    ``files.create_within``), so a planted symlink cannot redirect a write outside ``root``."""
     host, _ = memory_need(case)
     if host > default_max_memory():
         raise PrmgError(f"needs about {host / 2**30:.1f} GiB of memory, more than half of this machine's; "
@@ -50,35 +49,12 @@ def dump_case(case: Case, folder: Path, root: Path | None = None) -> None:
     if case.expect.success:
         arrays["golden"] = inputs.dy.copy() if op.no_op(case) else op.golden(
             inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
-    _make_folder(folder, root)
+    files.make_folder_within(folder, root)
     for name, array in arrays.items():
-        with _create(folder / f"{name}.npy", root) as handle:
+        with files.create_within(folder / f"{name}.npy", root) as handle:
             np.save(handle, storable(array), allow_pickle=False)
-    with _create(folder / "meta.json", root) as handle:
+    with files.create_within(folder / "meta.json", root) as handle:
         handle.write((json.dumps(case_meta(case), indent=2) + "\n").encode("utf-8"))
-
-
-def _make_folder(folder: Path, root: Path | None) -> None:
-    """Make ``folder`` (and its parents); PrmgError when it is not a real folder inside ``root``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if root is not None and (folder.is_symlink() or not files.inside(folder, root)):
-        raise PrmgError(f"{folder} is not inside the output folder {root} (a symlink?); not written",
-                        file=str(folder))
-
-
-def _create(path: Path, root: Path | None):
-    """``path`` opened for writing (created or truncated), refusing a symlink there and any path that
-    does not resolve inside ``root``."""
-    if root is not None and not files.inside(path.parent, root):
-        raise PrmgError(f"{path} is not inside the output folder {root}; not written", file=str(path))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags, 0o666)
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise PrmgError("is a symlink; not followed, not written", file=str(path)) from None
-        raise
-    return os.fdopen(fd, "wb")
 
 
 def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> str:

@@ -1,6 +1,11 @@
-"""The one error type for mistakes a user can make (bad case files, bad options)."""
+"""The one error type for mistakes a user can make (bad case files, bad options), and how a stop signal
+(``STOP_SIGNALS``: Ctrl-C, SIGTERM) becomes an exception: ``Terminated``, raised by ``on_sigterm``."""
 
 from __future__ import annotations
+
+import signal
+
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 class PrmgError(Exception):
@@ -40,3 +45,18 @@ class PrmgError(Exception):
         if self.field:
             where.append(f"field '{self.field}'")
         return ": ".join(where + [self.reason])
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread (``on_sigterm``) so that it stops prmg as Ctrl-C does (exit 143)."""
+
+
+def on_sigterm(signum, frame) -> None:
+    """The SIGTERM handler: raise ``Terminated``."""
+    raise Terminated()
+
+
+def drop_held_signals() -> None:
+    """Discard the stop signals that arrived while they were held (blocked): they are never delivered."""
+    while signal.sigtimedwait(STOP_SIGNALS, 0) is not None:
+        pass

@@ -34,7 +34,7 @@ from . import constraints, dtypes
 from .case import Case
 from .cases import case_to_dict
 from .dtypes import lookup
-from .errors import PrmgError
+from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge
 from .standards import DEFAULT_STANDARD
@@ -258,8 +258,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     if result.status == "failed" and settings.save_failures:
         from .artifacts import save_failure
 
-        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays) \
-            or f"could not write artifacts under {settings.save_failures}"
+        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
     return known_defect_status(case, result, kinds, outcome.status), not session.device_faulted
 
@@ -270,9 +269,6 @@ def faults_acted(launches: list) -> list[str] | None:
     if any(faults is None for faults in launches):
         return None
     return list(dict.fromkeys(name for faults in launches for name in faults))
-
-
-STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 @contextlib.contextmanager
@@ -655,6 +651,7 @@ def _child_main(conn, function, args) -> None:
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
     faulthandler.disable()
     try:
         conn.send(("ok", function(*args)))
@@ -675,7 +672,8 @@ def call_in_child(function: Callable, *args, timeout: float | None = None):
     context = multiprocessing.get_context("fork")
     parent, child = context.Pipe()
     process = context.Process(target=_child_main, args=(child, function, args), daemon=True)
-    process.start()
+    with signals_held():                          # Ctrl-C or SIGTERM now reaches this process after the fork
+        process.start()
     child.close()
     try:
         if not wait([parent, process.sentinel], timeout):

@@ -29,6 +29,9 @@ INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
 DEFAULT_ROPE_BASE = 10000.0
 INT64_MAX = 2**63 - 1
+# The most elements an array of float64 (the golden's dtype) may count, the product of a shape's non-zero
+# dimensions: numpy refuses a larger one ("array is too big"), even when another dimension is 0.
+MAX_ARRAY_ELEMENTS = INT64_MAX // 8
 SHOW_LIMIT = 60
 # A case name or tag: letters, digits, '_', '.', '-', and not only dots ('.' and '..' name folders).
 NAME_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]+")
@@ -163,7 +166,8 @@ def _word(value, choices) -> bool:
 
 
 def parse_dims(value, key: str, where: Where, *, four: bool) -> tuple[int, ...]:
-    """A shape: a list of ints 0 <= d <= 2**63-1; exactly four of them unless ``four`` is False."""
+    """A shape: a list of ints 0 <= d <= 2**63-1 whose non-zero ones multiply to at most ``MAX_ARRAY_ELEMENTS``;
+    exactly four of them unless ``four`` is False."""
     if not isinstance(value, list):
         raise where.error(key, f"expected a list of dimensions like [2, 16, 4, 128], got {kind(value)}")
     for position, dim in enumerate(value):
@@ -173,6 +177,10 @@ def parse_dims(value, key: str, where: Where, *, four: bool) -> tuple[int, ...]:
             raise where.error(key, f"dimension {position} is negative ({show(dim)})")
         if dim > INT64_MAX:
             raise where.error(key, f"dimension {position} ({show(dim)}) does not fit in int64")
+    extent = math.prod(dim for dim in value if dim)
+    if extent > MAX_ARRAY_ELEMENTS:
+        raise where.error(key, f"its non-zero dimensions multiply to {extent}, over the {MAX_ARRAY_ELEMENTS} "
+                          f"elements of the largest array numpy can make (even with a dimension of 0)")
     if four and len(value) != 4:
         raise where.error(key, f"expected 4 dimensions [B, S, N, D], got {len(value)} "
                           f"(other lengths only in expect: {{error: ...}} cases)")

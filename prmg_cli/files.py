@@ -135,6 +135,32 @@ def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
         return False
 
 
+def make_folder_within(folder: Path, root: Path) -> None:
+    """Make ``folder`` (and its parents); PrmgError when it is not a real folder inside ``root``: a symlink
+    that already sits there is never followed."""
+    if folder.is_symlink():
+        raise PrmgError("is a symlink; not followed, not written", file=str(folder))
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.is_symlink() or not inside(folder, root):
+        raise PrmgError(f"{folder} is not inside the output folder {root} (a symlink?); not written",
+                        file=str(folder))
+
+
+def create_within(path: Path, root: Path):
+    """``path`` opened for writing bytes (created or truncated), refusing a symlink there (``O_NOFOLLOW``)
+    and any path that does not resolve inside ``root``."""
+    if not inside(path.parent, root):
+        raise PrmgError(f"{path} is not inside the output folder {root}; not written", file=str(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise PrmgError("is a symlink; not followed, not written", file=str(path)) from None
+        raise
+    return os.fdopen(fd, "wb")
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path``; PrmgError naming the path when it cannot be written.
 

@@ -476,5 +476,13 @@ def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
         names.add(case["name"])
     doc["cases"] = list(doc["cases"]) + list(new_cases)
     text = dump_yaml(doc)
-    parse_document(yamlfile.parse_yaml(text, str(path)), str(path), path.parent)    # what is written loads
+    check_loads(text, path)
     files.write_text(path, text)
+
+
+def check_loads(text: str, path: str | Path) -> None:
+    """Raise the loader's PrmgError (one line) unless the case file ``text`` loads as the file ``path``: its
+    ``file:`` inputs exist there, inside its folder. Called before a case file is written."""
+    from .cases import parse_document
+
+    parse_document(yamlfile.parse_yaml(text, str(path)), str(path), Path(path).parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import files, gencase, presets, ttk
 from .errors import PrmgError
 from .results import visible
+from .writes import check_spares
 
 
 # The options whose text gencase parses, by the case field its errors name.
@@ -46,11 +47,16 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
             raise PrmgError("--append needs -o FILE")
         gencase.append_cases(output, [case])
         return f"added case '{case['name']}' to {output}\n"
-    return _write(gencase.dump_yaml({"cases": [case]}), output)
+    text = gencase.dump_yaml({"cases": [case]})
+    if output is not None:
+        gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder
+    return _write(text, output)
 
 
 def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:
     """``prmg import-ttk``: (text to print, notes about skipped or unmapped rows, with any control
     character of the CSV shown escaped)."""
+    if output is not None:
+        check_spares([output], {csv_path: "the TTK list being imported"}, "YAML file")
     document, notes = ttk.import_ttk(csv_path)
     return _write(gencase.dump_yaml(document), output), [visible(note) for note in notes]

@@ -144,7 +144,9 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
             for change in comparison.changes]
     headers = ("change", "case", "A", "B", "detail")
     if fmt == "markdown":
-        rows = [[str(cell).replace("|", "\\|") for cell in row] for row in rows]
+        from .outputs.markdown import md_escape
+
+        rows = [[md_escape(str(cell)) for cell in row] for row in rows]
         table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True) if rows else "no changes"
         return f"# prmg compare\n\n{table}\n\n{summary}"
     if fmt != "table":

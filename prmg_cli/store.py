@@ -22,9 +22,10 @@ a directory, or a failed write (``/dev/full``, a full disk) is one PrmgError nam
 **Reading** (``read``). Only a regular file is read (a FIFO, ``/dev/zero`` or a directory is refused at
 once), line by line, no line longer than ``MAX_LINE_BYTES``, so no file can hang prmg or fill its memory.
 Every field of every record is type-checked against ``results.RECORD_FIELDS`` / ``RUN_FIELDS`` (nesting
-depth, numbers, text that is valid Unicode), so that nothing read can crash a report, compare or resume
-later. A *torn* line -- the start of a line prmg writes, cut by a crash: ASCII, beginning as a record does,
-not a whole JSON object -- is left out wherever it is (``--resume`` after a crash leaves one in the
+depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as
+``diagnosis.error_map`` makes them), so that nothing read can crash a report, compare or resume later. A
+*torn* line -- the start of a line prmg writes, cut by a crash: ASCII, beginning as a record does, valid
+JSON up to where it is cut -- is left out wherever it is (``--resume`` after a crash leaves one in the
 middle). Any other line (garbage, another JSON, another schema, a wrong field) is one PrmgError naming the
 file, the line and what is wrong.
 """
@@ -35,11 +36,13 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import files
+from .diagnosis import MAP_COLUMNS, MAP_ROWS
 from .errors import PrmgError
 from .fields import show
 from .results import READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult, RunInfo
@@ -165,10 +168,12 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
         data = json.loads(text)
     except RecursionError:
         raise refuse(f"nested deeper than {MAX_DEPTH} levels") from None
-    except ValueError:
-        if _torn(text):
+    except json.JSONDecodeError as error:
+        if _torn(text, error):
             return None                                       # a line cut short by a crash
         raise refuse("not a JSON record") from None
+    except ValueError:                                        # an integer of more digits than Python reads
+        raise refuse("a number too long to read") from None
     if not isinstance(data, dict):
         raise refuse(f"expected a JSON record, got {show(data)}")
     schema = data.get("schema")
@@ -183,10 +188,31 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
                  f"of prmg?)")
 
 
-def _torn(text: str) -> bool:
-    """Whether ``text`` (not a whole JSON value) can be the start of a line prmg wrote: ASCII (prmg writes
-    JSON with ASCII escapes) beginning as every record line does."""
-    return text.isascii() and (text.startswith(_LINE_START) or _LINE_START.startswith(text))
+def _torn(text: str, error: json.JSONDecodeError) -> bool:
+    """Whether ``text``, which is not whole JSON (``error``), is a strict prefix of a line prmg writes: ASCII
+    (prmg writes JSON with ASCII escapes), beginning as every record line does, and valid JSON up to where it
+    ends. The parser read everything before ``error.pos``; what it stopped at must be the end of the text or
+    a token cut short there (``_CUT_TOKENS``): the start of a string, of an escape, of a literal, of a number."""
+    if not (text.isascii() and (text.startswith(_LINE_START) or _LINE_START.startswith(text))):
+        return False
+    cut = _CUT_TOKENS.get(error.msg)
+    return cut is not None and cut.fullmatch(text, error.pos) is not None and \
+        (error.msg != "Expecting ',' delimiter" or error.pos == len(text) or text[error.pos - 1].isdigit())
+
+
+# What the parser's error says it stopped at -> what may follow to the end of a line cut short: a string
+# cut anywhere (the parser checked its characters and escapes), a \uXXXX escape cut short, a literal cut
+# short (true, false, null, NaN, Infinity, -Infinity), a number cut after its '.', 'e' or 'e-' (its digits
+# read), or nothing at all (a line cut between two tokens).
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_CUT_TOKENS = {
+    "Unterminated string starting at": re.compile(r'".*', re.DOTALL),
+    "Invalid \\uXXXX escape": re.compile(r"u[0-9a-fA-F]{0,4}"),
+    "Expecting value": re.compile("|".join(re.escape(word[:end]) for word in _LITERALS for end in range(len(word)))),
+    "Expecting ',' delimiter": re.compile(r"(?:\.|[eE][-+]?)?"),
+    "Expecting ':' delimiter": re.compile(""),
+    "Expecting property name enclosed in double quotes": re.compile(""),
+}
 
 
 class _BadField(Exception):
@@ -211,12 +237,7 @@ def _checked(data: dict, kinds: dict, required=("name", "status")) -> dict:
     return out
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return _is_int(value) or isinstance(value, float)
+INT_RANGE = (-2**63, 2**64)            # [low, high) of any integer prmg stores: int64 and uint64 (seeds)
 
 
 def _text(value) -> str:
@@ -240,7 +261,9 @@ def _json(value, depth: int = 0) -> str:
         return next((why for item in value if (why := _json(item, depth + 1))), "")
     if isinstance(value, str):
         return _text(value)
-    return "" if value is None or isinstance(value, (bool, int, float)) else f"not JSON: {type(value).__name__}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _int(value)
+    return "" if value is None or isinstance(value, (bool, float)) else f"not JSON: {type(value).__name__}"
 
 
 def _list_of(check, what: str):
@@ -255,12 +278,15 @@ def _optional(check):
     return lambda value: "" if value is None else check(value)
 
 
-def _int(value) -> str:
-    return "" if _is_int(value) else f"expected an integer, got {type(value).__name__}"
+def _int(value, what: str = "an integer") -> str:
+    """"" when ``value`` is an integer in ``INT_RANGE``, else why not."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"expected {what}, got {type(value).__name__}"
+    return "" if INT_RANGE[0] <= value < INT_RANGE[1] else "an integer out of the range of int64 and uint64"
 
 
 def _number(value) -> str:
-    return "" if _is_number(value) else f"expected a number, got {type(value).__name__}"
+    return "" if isinstance(value, float) else _int(value, "a number")
 
 
 def _name(value) -> str:
@@ -280,8 +306,9 @@ def _scalar_or_json(value) -> str:
 
 
 def _error_map(value) -> str:
-    """An empty mapping, or ``diagnosis.error_map``'s: rows, depth, slice, row and column edges, and a grid of
-    values whose size the edges give."""
+    """An empty mapping, or one as ``diagnosis.error_map`` makes it: ``rows`` and ``depth``; edges that rise
+    from 0 to them, at most ``MAP_ROWS`` and ``MAP_COLUMNS`` cells apart; the ``slice`` [start, end) within
+    the depth; a grid of the size the edges give of scores (numbers >= 0) or None; the ``metric`` named."""
     if value == {}:
         return ""
     if not isinstance(value, dict):
@@ -292,9 +319,19 @@ def _error_map(value) -> str:
         why = check(value.get(key))
         if why:
             return f"{key}: {why}"
+    for key, extent, most in (("row_edges", "rows", MAP_ROWS), ("column_edges", "depth", MAP_COLUMNS)):
+        edges = value[key]
+        if not 1 <= len(edges) <= most + 1 or edges[0] != 0 or edges[-1] != value[extent] or \
+                any(low >= high for low, high in zip(edges, edges[1:])):
+            return f"{key}: expected at most {most + 1} rising integers from 0 to {extent}"
+    slice_ = value["slice"]
+    if len(slice_) != 2 or not 0 <= slice_[0] <= slice_[1] <= value["depth"]:
+        return "slice: expected [start, end] with 0 <= start <= end <= depth"
     rows, columns = len(value["row_edges"]) - 1, len(value["column_edges"]) - 1
     if len(value["values"]) != rows or any(len(line) != columns for line in value["values"]):
         return "values: not a grid of the size its edges give"
+    if any(score is not None and not score >= 0 for line in value["values"] for score in line):
+        return "values: a score that is not a number >= 0"
     return _text(value.get("metric", ""))
 
 
@@ -389,7 +426,7 @@ class Writer:
         cannot be written (a full disk, ``/dev/full``, a closed pipe)."""
         if self._fd is None:
             raise PrmgError("cannot write the results file: it is closed", file=str(self.path))
-        line = (json.dumps(record.to_dict(), default=str) + "\n").encode("ascii")
+        line = encode(record)
         try:
             files.write_all(self._fd, line)
             if self._regular:
@@ -412,6 +449,11 @@ class Writer:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def encode(record: CaseResult | RunRecord) -> bytes:
+    """The line ``record`` is stored as: its JSON (ASCII: anything else escaped), then a newline."""
+    return (json.dumps(record.to_dict(), default=str) + "\n").encode("ascii")
 
 
 def _ends_in_newline(fd: int) -> bool:

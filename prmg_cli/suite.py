@@ -21,13 +21,13 @@ from typing import Sequence
 from . import __version__, constraints, execute, outputs, provenance
 from .case import Case
 from .cases import check_files, fingerprint_or_empty, load_cases, select, validate
-from .errors import PrmgError
+from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals
 from .files import write_text
 from .outputs import listing
 from .progress import Progress
 from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import check_standard
-from .vocab import mode_list, parse_modes
+from .vocab import MAX_REPEAT, mode_list, parse_modes
 from .writes import check_spares, check_writable, write_stdout
 
 
@@ -64,10 +64,6 @@ class RunRequest:
     repeat: int = 2                       # --repeat: launches of the determinism check
     save_failures: str | None = None      # --save-failures DIR
     cluster: str | None = None            # --cluster ADDRESS: run on a Ray cluster's NPUs (cluster.py)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that it stops a run as Ctrl-C does."""
 
 
 def target_modes(text: str | None) -> frozenset:
@@ -137,14 +133,11 @@ MAX_DEVICE_ID = 2**31 - 1
 
 
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
-    """``"0,1,3"`` or ``"all"`` -> device ids (``all`` asks the runtime for its device count)."""
+    """``"0,1,3"`` or ``"all"`` -> device ids. ``all`` asks the runtime for its device count, and so does a
+    list naming any device but 0 (the default, which costs nothing): an id the runtime does not have is
+    refused before any worker starts."""
     if text.strip() == "all":
-        info = probe_in_child(toolkit)
-        count = info.get("device_count") or 0
-        if count < 1:
-            why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
-            raise PrmgError(f"--devices all: {why}")
-        return tuple(range(count))
+        return tuple(range(_device_count(toolkit, "--devices all")))
     try:
         ids = tuple(int(part) for part in text.split(","))
     except ValueError:
@@ -152,12 +145,29 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
             from None
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
         raise PrmgError(f"--devices {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
+    if ids != (0,):
+        count = _device_count(toolkit, "--devices")
+        missing = [str(i) for i in ids if i >= count]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise PrmgError(f"--devices: the runtime has {plural(count, 'device')} (ids 0 to {count - 1}); "
+                            f"no device {shown}")
     return ids
+
+
+def _device_count(toolkit, option: str) -> int:
+    """How many devices the runtime has (``probe_in_child``); PrmgError naming ``option`` when none."""
+    info = probe_in_child(toolkit)
+    count = info.get("device_count") or 0
+    if count < 1:
+        why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
+        raise PrmgError(f"{option}: {why}")
+    return count
 
 
 def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tuple[str, ...]:
     """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some, ``--repeat``
-    at least 2."""
+    2 to ``MAX_REPEAT``."""
     from .checks import CHECKS, ORACLES
 
     names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
@@ -168,8 +178,9 @@ def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tupl
     if not golden and not names:
         raise PrmgError(f"--no-golden judges cases by their checks alone: give --check (one of "
                         f"{', '.join(ORACLES)} judges correctness)")
-    if repeat < 2:
-        raise PrmgError(f"--repeat must be >= 2 (the determinism check compares launches), got {repeat}")
+    if not 2 <= repeat <= MAX_REPEAT:
+        raise PrmgError(f"--repeat must be from 2 (the determinism check compares launches) to {MAX_REPEAT}, "
+                        f"got {repeat}")
     return names
 
 
@@ -284,10 +295,6 @@ def _connect(request: RunRequest, modes: frozenset):
     return cluster.connect(request.cluster, request.runner, request.op_lib, modes)
 
 
-def _on_signal(signum, frame) -> None:
-    raise Terminated()
-
-
 def run_suite(request: RunRequest) -> int:
     """``prmg run``: returns the exit code (``results.ExitCode``)."""
     from . import store
@@ -315,7 +322,7 @@ def run_suite(request: RunRequest) -> int:
     if request.save_failures:
         check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
     max_memory = parse_size(request.max_memory) if request.max_memory else None
-    cluster = _connect(request, modes) if request.cluster else None
+    cluster = _connect(request, modes) if request.cluster is not None else None
     if max_memory is None:                              # half the RAM where the cases run
         max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
     settings = runner_settings(request.runner, request.op_lib, modes, request.standard, timeout, max_memory,
@@ -328,35 +335,46 @@ def run_suite(request: RunRequest) -> int:
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
     run = _Run(cases, store.Writer(results_path) if results_path else None, request, run_info(settings, devices))
-    previous = signal.signal(signal.SIGTERM, _on_signal)
+    handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
+                if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
-        with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
-            info = run.info
-            info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
-            run.start(stored, recorded_settings(info, settings), selection)
-            if run.todo:
-                executor.run(run.todo, run.on_result, request.fail_fast)
-        if request.fail_fast and len(run.finished) < len(cases):
-            run.stopped = "the run stopped at the first failure (--fail-fast)"
-    except PrmgError as error:
-        if not run.unrecorded:
-            raise
-        run.stop(f"the run stopped: {visible(str(error))}", ExitCode.USAGE)
-        run.writer.close()
-        run.writer = None
-    except Terminated:
-        run.stop("the run was terminated (SIGTERM)", ExitCode.TERMINATED)
-    except KeyboardInterrupt:
-        run.stop("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        run.progress.close()
-    with execute.signals_held():                # the report and the results file agree, whatever arrives now
+        try:
+            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
+                info = run.info
+                info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
+                run.start(stored, recorded_settings(info, settings), selection)
+                if run.todo:
+                    executor.run(run.todo, run.on_result, request.fail_fast)
+            if request.fail_fast and len(run.finished) < len(cases):
+                run.stopped = "the run stopped at the first failure (--fail-fast)"
+        except PrmgError as error:
+            if not run.unrecorded:
+                raise
+            run.stop(f"the run stopped: {visible(str(error))}", ExitCode.USAGE)
+            run.writer.close()
+            run.writer = None
+        except KeyboardInterrupt as stop:
+            run.stop(*_STOPPED[signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT])
+        finally:
+            run.ending = True
+            run.progress.close()
+        if run.late and not run.stopped:        # after the last case, before the reports: the run was stopped
+            run.stop(*_STOPPED[run.late])
         ordered, missing = run.finish(settings, selection)
-    _write_reports(targets, ordered, run.info, request)
+        _write_reports(targets, ordered, run.info, request)
+    finally:
+        with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+            drop_held_signals()
     if run.stopped:
         sys.stderr.write(f"prmg: {run.stopped}: {plural(len(missing), 'case')} not run\n")
     return run.code or exit_code(ordered, request.strict)
+
+
+# Why a run stopped by a signal stopped, and its exit code, by signal.
+_STOPPED = {signal.SIGTERM: ("the run was terminated (SIGTERM)", ExitCode.TERMINATED),
+            signal.SIGINT: ("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)}
 
 
 class _Run:
@@ -374,6 +392,20 @@ class _Run:
         self.progress = Progress(0, interval=request.progress_interval)
         self.stopped, self.code = "", ExitCode.OK
         self.unrecorded: list[PrmgError] = []     # the results file failed: the run stops, reports still go out
+        self.ending = False                       # the cases are over (or stopped): a signal now is recorded
+        self.late = 0                             # the first stop signal recorded while ending
+
+    def on_signal(self, signum, frame) -> None:
+        """The run's SIGINT and SIGTERM handler. While cases run, the first one stops the run: it raises
+        ``KeyboardInterrupt`` or ``Terminated`` in the main thread (never while a result is being recorded:
+        ``execute.signals_held``). After that, or once the cases are over, a signal is recorded in ``late``:
+        the run ends whole, its reports and results file say the same, and the process exits with the code
+        the reports state (a signal that arrives before they are written makes it the signal's code)."""
+        if self.ending:
+            self.late = self.late or signum
+            return
+        self.ending = True
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     def start(self, stored, settings: dict, selection: Sequence[Case]) -> None:
         """Once the workers are up (the SoC known): the settings key, the results ``--resume`` takes, the run

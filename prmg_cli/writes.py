@@ -2,7 +2,8 @@
 
 ``check_writable`` runs before the first case, so an unwritable ``-o`` is exit 2 at once, not after
 hours (the reports themselves are written with ``files.write_text``); ``write_stdout`` turns every OSError
-(a closed pipe, ``/dev/full``) into one ``PrmgError``.
+(``/dev/full``) into one ``PrmgError``, but a pipe closed by its reader (``| head``) ends standard output
+quietly.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .errors import PrmgError
+from .files import write_all
 
 
 def check_writable(path: str, what: str = "report") -> None:
@@ -69,10 +71,50 @@ def check_spares(paths: "list[str]", protected: "dict[str, str]", what: str = "r
 
 
 def write_stdout(text: str) -> None:
-    """``text`` (and a final newline) to standard output, flushed; PrmgError when that fails (a closed
-    pipe, ``/dev/full``)."""
+    """``text`` (and a final newline) to standard output, whole; PrmgError when that fails (``/dev/full``).
+
+    The bytes go to the file descriptor with ``files.write_all`` (after whatever ``sys.stdout`` holds), which
+    finishes a write a signal cut short: Python's buffered writer loses the rest of one. A closed pipe
+    (``prmg run ... | head -1``) is no error: standard output is dropped from then on, quietly, as other Unix
+    tools do, and the command goes on (a run still writes its results file and its other reports)."""
+    global _stdout_closed
+    if _stdout_closed:
+        return
+    text = text if text.endswith("\n") else text + "\n"
     try:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
+        fd = _descriptor(sys.stdout)
+        if fd is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_all(fd, text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+    except BrokenPipeError:
+        _stdout_closed = True
+        _drop_stdout()
     except OSError as error:
         raise PrmgError(f"cannot write to standard output: {error.strerror or error}") from None
+
+
+_stdout_closed = False                  # standard output was a pipe its reader closed
+
+
+def _descriptor(stream) -> int | None:
+    """The file descriptor under ``stream``, None when it has none (a test's capture)."""
+    try:
+        return stream.fileno()
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _drop_stdout() -> None:
+    """Send whatever is still written to standard output to ``/dev/null``: the interpreter's last flush and
+    any later write must not fail on the closed pipe."""
+    fd = _descriptor(sys.stdout)
+    if fd is None:
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)

@@ -146,6 +146,25 @@ def test_save_failures_writes_everything_numpy_reads(tmp_path):
     assert dy.shape == actual.shape and meta["definition"]["name"] == "b_bf16"
 
 
+def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):
+    """A symlink planted at DIR/CASE, or at a file inside it, is not followed: nothing is written outside
+    DIR, and the case's result says why its arrays are missing (the run goes on)."""
+    out_dir, elsewhere = tmp_path / "failures", tmp_path / "elsewhere"
+    out_dir.mkdir()
+    elsewhere.mkdir()
+    (out_dir / "b_bf16").symlink_to(elsewhere)
+    (out_dir / "c_fp16").mkdir()
+    (out_dir / "c_fp16" / "dy.npy").symlink_to(elsewhere / "planted.npy")
+    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report", "json",
+                  env={"PRMG_EMU_FAULT": "sign"})
+    cases = {c["name"]: c for c in json.loads(result.stdout)["cases"]}
+    assert list(elsewhere.iterdir()) == [] and result.returncode == 1
+    assert cases["b_bf16"]["artifacts"] == f"could not write artifacts: {out_dir / 'b_bf16'}: is a symlink; not " \
+                                           f"followed, not written"
+    assert cases["c_fp16"]["artifacts"].endswith("dy.npy: is a symlink; not followed, not written")
+    assert cases["a_fp32"]["artifacts"] == str(out_dir / "a_fp32")
+
+
 def test_an_unwritable_artifact_folder_is_refused_before_the_run(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -181,7 +200,10 @@ def test_without_the_golden_a_kernel_pair_that_does_nothing_is_named_and_strict_
 
 @pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),
                                            (["--no-golden"], "--no-golden judges cases by their checks alone"),
-                                           (["--check", "determinism", "--repeat", "1"], "--repeat must be >= 2")])
+                                           (["--check", "determinism", "--repeat", "1"], "--repeat must be from 2"),
+                                           (["--repeat", "1001"], "--repeat must be from 2 (the determinism check "
+                                                                  "compares launches) to 1000, got 1001"),
+                                           (["--repeat", str(10**18)], "to 1000, got 1000000000000000000")])
 def test_bad_check_options(tmp_path, args, message):
     out = prmg("run", write(tmp_path), "--runner", "emulator", *args)
-    assert out.returncode == 2 and message in out.stderr
+    assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1

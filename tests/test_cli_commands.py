@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 import numpy as np
@@ -19,9 +20,12 @@ TTK_CSV = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.
 def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     """`prmg ARGS` through the real entry point (cli.main), in this process: fast for many files."""
     monkeypatch.setattr(sys, "argv", ["prmg", *map(str, args)])
+    handler, mask = signal.getsignal(signal.SIGTERM), signal.pthread_sigmask(signal.SIG_BLOCK, [])
     with pytest.raises(SystemExit) as stopped:
         cli.main()
     captured = capsys.readouterr()
+    # main leaves this process's signals as it found them (their mask is inherited by every later child)
+    assert signal.getsignal(signal.SIGTERM) == handler and signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
     return stopped.value.code, captured.out, captured.err
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, prmg
+from prmg_cli.errors import PrmgError
 
 pytestmark = pytest.mark.xdist_group("ray")     # with --dist loadgroup all of them share one cluster
 
@@ -260,10 +261,29 @@ def test_cluster_usage_errors_are_one_line(suite):
     result = prmg("run", suite, "--runner", "emulator", "--cluster", "auto", "--devices", "0,1")
     assert result.returncode == 2 and "--device and --devices are for local runs" in result.stderr
     pytest.importorskip("ray", reason="Ray is not installed")
-    started = time.monotonic()
-    result = prmg("run", suite, "--runner", "emulator", "--cluster", "127.0.0.1:1")
-    assert result.returncode == 2 and "cannot reach the Ray cluster" in result.stderr
-    assert time.monotonic() - started < 30 and "Traceback" not in result.stderr
+    for address in ("127.0.0.1:1", "ray://127.0.0.1", "ray://[::1]:1"):     # ray://HOST: Ray Client's port 10001
+        started = time.monotonic()
+        result = prmg("run", suite, "--runner", "emulator", "--cluster", address)
+        assert result.returncode == 2 and result.stderr.startswith(f"prmg: error: --cluster {address}: cannot reach "
+                                                                    f"the Ray cluster (")
+        assert result.stderr.count("\n") == 1 and time.monotonic() - started < 30, result.stderr
+
+
+@pytest.mark.parametrize("address", ["", " ", "ray://", "ray:///", "host", "host:99999", "http://host:1"])
+def test_an_address_ray_cannot_take_is_refused_before_ray_is_asked(address):
+    from prmg_cli.cluster import _endpoint
+
+    with pytest.raises(PrmgError) as caught:
+        _endpoint(address)
+    assert str(caught.value).startswith(f"--cluster {address!r}: expected auto, local, HOST:PORT or ray://HOST[:PORT]")
+    assert [_endpoint(text) for text in ("auto", " local", "h:1", "ray://h", "ray://10.0.0.1:10002/", "[::1]:6379")] \
+        == [None, None, ("h", 1), ("h", 10001), ("10.0.0.1", 10002), ("::1", 6379)]
+
+
+def test_an_empty_cluster_address_is_an_error_not_a_local_run(suite):
+    result = prmg("run", suite, "--runner", "emulator", "--cluster", "")
+    assert result.returncode == 2 and result.stderr == "prmg: error: --cluster '': expected auto, local, HOST:PORT " \
+        "or ray://HOST[:PORT] (port 10001 when not given)\n"
 
 
 def test_the_actors_get_the_toolkit_choice_from_the_driver_only():
@@ -295,7 +315,7 @@ def test_sigterm_during_a_ray_wait_stays_a_termination():
     import signal
 
     from prmg_cli.cluster import _wait
-    from prmg_cli.suite import Terminated, _on_signal
+    from prmg_cli.errors import Terminated, on_sigterm
 
     class RayLike:
         def wait(self, refs, num_returns, timeout):
@@ -305,11 +325,11 @@ def test_sigterm_during_a_ray_wait_stays_a_termination():
                 raise KeyboardInterrupt from None
             return refs, []
 
-    previous = signal.signal(signal.SIGTERM, _on_signal)
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         with pytest.raises(Terminated):
             _wait(RayLike(), ["ref"], 0.1)
-        assert signal.getsignal(signal.SIGTERM) is _on_signal
+        assert signal.getsignal(signal.SIGTERM) is on_sigterm
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         with pytest.raises(KeyboardInterrupt) as caught:
             _wait(RayLike(), ["ref"], 0.1)

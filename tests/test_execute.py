@@ -103,6 +103,16 @@ def test_two_devices_agree_with_one(many):
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
+def test_device_ids_the_runtime_lacks_are_refused_before_any_worker_starts(many):
+    """A thousand ids, two of which exist: one line at once (the runtime asked for its count), no worker."""
+    started = time.monotonic()
+    result = prmg("run", many, "--runner", "emulator", "--devices", ",".join(map(str, range(1000))),
+                  env={"PRMG_EMU_DEVICES": "2"})
+    assert result.returncode == 2 and time.monotonic() - started < 30
+    assert result.stderr == "prmg: error: --devices: the runtime has 2 devices (ids 0 to 1); no device 2, 3, 4, 5, 6 " \
+                            "and 993 more\n"
+
+
 def test_results_file_and_resume(many, tmp_path):
     results = tmp_path / "r.jsonl"
     result, report = run_json(many, "-k", "c1", "--results", results)

@@ -226,6 +226,24 @@ def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum,
     assert report["summary"]["exit_code"] == code
 
 
+def test_signals_a_parent_blocked_still_stop_a_run(tmp_path):
+    """A process inherits its parent's blocked signals (a test runner, a CI agent): prmg unblocks Ctrl-C and
+    SIGTERM, so they still stop it."""
+    path = write(tmp_path, "- {name: stuck, shape: [1, 1, 1, 16]}\n")
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
+                                "--timeout", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PRMG_EMU_FAULT": "hang"}, cwd=ROOT,
+                               preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT,
+                                                                                             signal.SIGTERM}))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _children(process.pid):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGTERM)
+    stderr = process.communicate(timeout=60)[1]
+    assert process.returncode == 143 and "the run was terminated (SIGTERM): 1 case not run" in stderr, stderr
+
+
 def test_a_wedged_device_is_not_waited_on(tmp_path):
     cases = "".join(f"- {{name: hang{i}, shape: [1, 1, 1, 16]}}\n" for i in range(5))
     result, report = run_json(write(tmp_path, cases), "--timeout", "1", "--max-timeouts", "2",
@@ -272,6 +290,23 @@ def test_stdout_on_dev_full_is_one_line_not_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and "cannot write to standard output" in result.stderr
 
 
+def test_a_closed_stdout_pipe_ends_quietly_and_the_run_finishes(tmp_path):
+    """``prmg run ... | head -1``: the reader goes after the first line; the run goes on, writes its results
+    file and its other reports, says nothing of the pipe and exits with its verdict."""
+    results, junit = tmp_path / "r.jsonl", tmp_path / "run.xml"
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(write(tmp_path, CASES)), "--runner",
+                                "emulator", "--results", str(results), "--report", f"junit:{junit}", "--report",
+                                "table"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "PRMG_EMU_FAULT": "sign"})
+    assert process.stdout.readline().startswith("runner: emulator")
+    process.stdout.close()
+    stderr = process.communicate(timeout=120)[1]
+    assert process.returncode == 1, stderr                        # the verdict: the fault fails every case
+    assert "standard output" not in stderr and "Traceback" not in stderr and "Broken pipe" not in stderr, stderr
+    assert len(results.read_text().splitlines()) == 4                 # the run record and 3 results
+    assert sum(case.find("failure") is not None for case in ET.parse(junit).getroot().iter("testcase")) == 3
+
+
 def _children(pid: int) -> list[int]:
     """The pids whose parent is ``pid``."""
     found = []
@@ -308,3 +343,60 @@ def test_no_worker_outlives_a_killed_run(tmp_path):
     alive = [pid for pid in workers if Path(f"/proc/{pid}/stat").exists()
              and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
     assert not alive, f"workers {alive} outlived their parent"
+
+
+def _stopped_run(path: Path, results: Path, signum: int, when, env: dict, *args: str) -> tuple[int, str, dict, dict]:
+    """Start ``prmg run PATH --results RESULTS --report json``, send ``signum`` once ``when(process)`` is true,
+    and return (exit code, stderr, {case: status} of the JSON report, {case: status} of the results file)."""
+    from prmg_cli import store
+
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
+                                "--report", "json", "--results", str(results), *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, **env}, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline and not when(process):
+        time.sleep(0.01)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    report = json.loads(stdout)
+    assert report["summary"]["exit_code"] == process.returncode, stderr
+    recorded = {name: result.status for name, result in store.read(results).latest().items()}
+    return process.returncode, stderr, {case["name"]: case["status"] for case in report["cases"]}, recorded
+
+
+@pytest.mark.parametrize("signum, code, workers", [(signal.SIGTERM, 143, 4), (signal.SIGTERM, 143, 40),
+                                                   (signal.SIGINT, 130, 20), (signal.SIGINT, 130, 63)])
+def test_a_signal_while_64_workers_are_forked_ends_the_run(tmp_path, signum, code, workers):
+    """Ctrl-C or SIGTERM once ``workers`` of 64 emulated devices' workers exist: the run stops (no case
+    finished), exit 130/143, no traceback, the report and the results file agree."""
+    path = write(tmp_path, CASES)
+    returncode, stderr, reported, recorded = _stopped_run(
+        path, tmp_path / "r.jsonl", signum, lambda process: len(_children(process.pid)) >= workers,
+        {"PRMG_EMU_DEVICES": "64"}, "--devices", "all")
+    assert returncode == code, stderr
+    assert reported == recorded == dict.fromkeys(["ok_a", "ok_b", "ok_c"], "not_run")
+
+
+def test_the_report_and_the_results_file_agree_under_sigterm_at_any_moment(tmp_path):
+    """SIGTERM at random moments of a run (a fixed seed: the same moments every time), while cases run or
+    while the JSON report (over a pipe's 64 KiB) is written to a pipe nobody reads yet: whatever finished,
+    the report (whole) and the results file say the same of every case, and the exit code is the one the
+    report states: 143, or the run's own when the signal came after its last case."""
+    import random
+
+    path = write(tmp_path, "".join(f"- {{name: c{i:02d}, shape: [8, 64, 4, 128]}}\n" for i in range(40)))
+    moments = random.Random(21).sample([i / 20 for i in range(20)], 3)
+    for attempt, delay in enumerate(moments):
+        results = tmp_path / f"r{attempt}.jsonl"
+        started = []
+
+        def when(process):
+            if not started and results.exists() and results.stat().st_size:      # the run record is written
+                started.append(time.monotonic())
+            return bool(started) and time.monotonic() - started[0] >= delay
+
+        returncode, stderr, reported, recorded = _stopped_run(path, results, signal.SIGTERM, when, {})
+        assert reported == recorded, (delay, stderr)
+        assert returncode == (143 if "not_run" in reported.values() else returncode) and returncode in (0, 143), \
+            (delay, stderr)

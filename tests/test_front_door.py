@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,6 +156,20 @@ def test_a_list_or_mapping_or_giant_number_where_a_word_or_number_belongs(tmp_pa
     assert len(str(error)) < 400
 
 
+def test_a_zero_dimension_next_to_huge_ones_is_refused_by_validate(tmp_path):
+    """numpy cannot make an empty array whose other extents overflow ("array is too big"): validate says so,
+    one line per case, instead of a crash when the run makes its inputs."""
+    path = write(tmp_path, "z.yaml", "- {name: z, shape: [0, 1099511627776, 1099511627776, 8]}\n"
+                                     "- {name: c, shape: [1, 1, 2, 8], cos_shape: [0, 1099511627776, 1099511627776, 8]}\n")
+    result = prmg("validate", path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    too_big = "its non-zero dimensions multiply to 9671406556917033397649408, over the 1152921504606846975 elements " \
+              "of the largest array numpy can make (even with a dimension of 0)"
+    assert result.stderr.splitlines() == [f"prmg: error: {path}: case 'z': field 'shape': {too_big}",
+                                          f"prmg: error: {path}: case 'c': field 'cos_shape': {too_big}"]
+    assert prmg("run", path, "--runner", "emulator").returncode == 2
+
+
 def test_unhashable_tags_merged_with_the_defaults(tmp_path):
     path = write(tmp_path, "c.yaml", "defaults: {tags: [smoke]}\ncases:\n- name: c\n  shape: [1, 1, 1, 8]\n"
                                      "  tags: [[1]]\n")
@@ -218,6 +233,27 @@ def test_the_run_cap_counts_every_entry_of_every_file_before_expanding(tmp_path)
     refused([first, second], "the sweep makes 200000 cases; with the 1000 before it the run would hold more than "
             "200000", field="sweep", case="b_{index}")
     assert time.monotonic() - started < 10
+
+
+def test_a_million_cases_over_several_files_are_refused_before_any_is_made(tmp_path, monkeypatch):
+    """Five files of 200,000 cases each: every file is read and counted first, so the second one is refused
+    without making a case of the first (which fits alone); validate (check_files) likewise."""
+    from prmg_cli import cases
+
+    def made(*args):
+        raise AssertionError("a case was made before the run's size was known")
+
+    monkeypatch.setattr(cases._Run, "expand", made)
+    forty = list(range(40))
+    sweep = f"  sweep: {{seed: {forty}, rotary_mode: [1, 1, 1, 1, 1], dtype: [fp32, fp32, fp32, fp32, fp32], " \
+            f"standard: {['default'] * 200}}}\n"                               # 40 x 5 x 5 x 200 = 200,000
+    paths = [write(tmp_path, f"f{i}.yaml", f"- name: 'f{i}_{{index}}'\n  shape: [1, 1, 1, 8]\n" + sweep)
+             for i in range(5)]
+    refused(paths, "the sweep makes 200000 cases; with the 200000 before it the run would hold more than 200000",
+            field="sweep", case="f1_{index}")
+    with within(10):
+        errors = cases.check_files(paths, frozenset({1}))
+    assert [error.case for error in errors] == ["f1_{index}"]
 
 
 def test_a_40_kb_file_cannot_expand_to_a_million_cases(tmp_path):
@@ -652,6 +688,34 @@ def test_import_ttk_with_no_importable_row_is_an_error(tmp_path):
     with pytest.raises(PrmgError, match="no row could be imported"):
         gencase_cli.import_ttk_file(str(csv_path), str(tmp_path / "out.yaml"))
     assert not (tmp_path / "out.yaml").exists()
+
+
+def test_import_ttk_never_writes_over_its_own_input(tmp_path):
+    """-o naming the CSV itself, a symlink to it or a hard link of it: refused by inode before anything is
+    read or written, the CSV left whole."""
+    csv_path = tmp_path / "ttk.csv"
+    shutil.copy(ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv", csv_path)
+    before = csv_path.read_bytes()
+    (tmp_path / "symlink.csv").symlink_to(csv_path)
+    os.link(csv_path, tmp_path / "hardlink.csv")
+    for output in (csv_path, tmp_path / "symlink.csv", tmp_path / "hardlink.csv", tmp_path / "." / "ttk.csv"):
+        with pytest.raises(PrmgError) as caught:
+            gencase_cli.import_ttk_file(str(csv_path), str(output))
+        assert str(caught.value) == f"{output}: cannot write the YAML file: it is the TTK list being imported"
+    assert csv_path.read_bytes() == before
+    result = prmg("import-ttk", csv_path, "-o", tmp_path / "hardlink.csv")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and csv_path.read_bytes() == before
+
+
+def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):
+    target = tmp_path / "g.yaml"
+    with pytest.raises(PrmgError) as caught:
+        gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:/etc/passwd", "output": str(target)})
+    assert "field 'inputs.dy.file': /etc/passwd is outside the case file's folder" in str(caught.value)
+    assert str(caught.value).startswith(f"{target}: ") and "\n" not in str(caught.value) and not target.exists()
+    np.save(tmp_path / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
+    gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "output": str(target)})     # there: it loads
+    assert load_cases([target])[0].input_spec("dy").args[0] == str(tmp_path / "dy.npy")
 
 
 def test_import_ttk_reads_only_regular_files(tmp_path):

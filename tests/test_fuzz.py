@@ -1,4 +1,5 @@
-"""Property-based fuzzing of the front door: mutated shipped case files never crash, hang or blow up.
+"""Property-based fuzzing of the front door: mutated shipped case files, and generated results files (for
+``prmg report``, ``prmg compare`` and ``--resume``: see the section below), never crash, hang or blow up.
 
 Examples are the files under ``cases/``, cut to a window and mutated at the text level (characters,
 YAML syntax, tags, templates, truncation, repetition, indentation, invalid bytes) or at the structure
@@ -16,14 +17,19 @@ Hypothesis runs derandomized without a database, so CI sees the same examples ev
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -31,9 +37,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from prmg_cli import gencase
+from prmg_cli import gencase, merge, outputs, runs, store, suite
 from prmg_cli.cases import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
 from prmg_cli.errors import PrmgError
+from prmg_cli.results import RECORD_FIELDS, STATUSES, CaseResult
 
 CASE_FILES = sorted((ROOT / "cases").rglob("*.yaml"))
 LINES = {path: path.read_text(encoding="utf-8").splitlines(keepends=True) for path in CASE_FILES}
@@ -245,3 +252,281 @@ def test_mutated_case_files_through_the_command_line(mutation):
 @pytest.mark.parametrize("seed_file", CASE_FILES, ids=lambda p: p.name)
 def test_every_shipped_file_passes_the_properties_unmutated(seed_file):
     check_in_process(seed_file.name, seed_file.read_bytes())
+
+
+# ----------------------------------------------------------------------------------------------
+# Results files: prmg report, prmg compare and --resume over generated JSON lines
+#
+# A file is a few lines, each drawn as one of: a valid result record (a ``CaseResult`` of valid field
+# values, written as ``store.encode`` writes it), a valid run record (``store.RunRecord``), a mutated
+# record (a field given a wrong type, a lone surrogate, NaN or an infinity, a huge or over-long integer,
+# nesting deeper than allowed, a field removed or added, another schema), a torn line (a prefix of any of
+# those, cut anywhere), garbage (bytes no crash can leave: a NUL, invalid UTF-8, zeros, text after a whole
+# record, JSON that is not a record), a blank line, or a line over the reader's limit. The properties:
+#
+# - ``store.read`` returns the records or raises one ``PrmgError`` of one line naming the file; a file of
+#   valid, torn and blank lines only is read whole (every valid record, each torn line left out); a file
+#   with garbage or an over-long line is refused;
+# - whatever it returns, every command that uses it works: ``merge.report_files`` in every format of
+#   ``outputs.OUTPUTS`` (the JSON report strict JSON, the JUnit report well-formed XML), ``runs.compare_files``
+#   both ways in every format, and ``--resume``'s path (``store.trusted``, the reports of a run that took
+#   those records); only ``PrmgError`` may come out, always one line;
+# - through the real command line: ``prmg report``, ``prmg compare`` and ``prmg run --resume`` exit 0, 1,
+#   2 or 5, never with a traceback, on 2 with one ``prmg: error:`` line naming the file.
+
+HOSTILE_TEXTS = ["<script>alert(1)</script>", "<b>bold</b>", "<img src=x onerror=alert(1)>", "| a | b |", "# h",
+                 "```", "[x](javascript:alert(1))", "![i](http://example.com/i.png)", "*a* _b_ `c`", "\\|", "&amp;",
+                 "\x1b[2J", "\u202e", "\x00", "line\nbreak", "emulator", "aclnn", "float16", "bfloat16", "interleave",
+                 "max_err_ratio", "adjoint_ratio", "not_run", "1/2", "0/0", "2/1", "a/b", "+1/+2"]
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(HOSTILE_TEXTS)
+NAME = TEXT.filter(bool)
+INT = st.integers(min_value=store.INT_RANGE[0], max_value=store.INT_RANGE[1] - 1) \
+    | st.sampled_from([0, 1, -1, 2**63 - 1, 2**63, store.INT_RANGE[0], store.INT_RANGE[1] - 1])
+NUMBER = INT | st.floats(allow_nan=True, allow_infinity=True)
+SCALAR = st.none() | st.booleans() | NUMBER | TEXT
+JSON = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+                    max_leaves=8)
+METRIC = SCALAR | st.lists(SCALAR, max_size=3) | st.dictionaries(TEXT, SCALAR, max_size=3)   # 2 levels at most
+
+
+@st.composite
+def error_maps(draw) -> dict:
+    """A grid whose edges rise from 0 to its rows and depth, as ``diagnosis.error_map`` makes one."""
+    def edges(extent: int, most: int) -> list[int]:
+        inner = draw(st.lists(st.integers(min_value=1, max_value=max(1, extent - 1)), max_size=most - 1, unique=True))
+        return [0] + sorted(edge for edge in inner if edge < extent) + [extent] if extent else [0]
+    rows = draw(st.integers(min_value=0, max_value=2**63 - 1) | st.integers(min_value=0, max_value=40))
+    depth = draw(st.integers(min_value=0, max_value=2**63 - 1) | st.integers(min_value=0, max_value=200))
+    row_edges, column_edges = edges(rows, 5), edges(depth, 8)
+    start = draw(st.integers(min_value=0, max_value=depth))
+    score = st.none() | st.floats(min_value=0) | st.sampled_from([0.0, 1.0, 1e9])
+    return {"rows": rows, "depth": depth, "slice": [start, draw(st.integers(min_value=start, max_value=depth))],
+            "row_edges": row_edges, "column_edges": column_edges, "metric": draw(TEXT),
+            "values": [draw(st.lists(score, min_size=len(column_edges) - 1, max_size=len(column_edges) - 1))
+                       for _ in row_edges[1:]]}
+
+
+def _optional(strategy):
+    return st.none() | strategy
+
+
+@st.composite
+def shards(draw) -> str:
+    count = draw(st.integers(min_value=1, max_value=10**6))
+    return draw(st.just("") | st.just(f"{draw(st.integers(min_value=1, max_value=count))}/{count}"))
+
+
+# A valid value of every kind of field the store checks (``RECORD_FIELDS``, ``RUN_FIELDS``, ``RUN_INFO_FIELDS``).
+VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, "texts": st.lists(TEXT, max_size=3),
+         "texts?": _optional(st.lists(TEXT, max_size=3)), "int": INT, "int?": _optional(INT), "number": NUMBER,
+         "number?": _optional(NUMBER), "numbers": st.lists(NUMBER, max_size=5), "ints": st.lists(INT, max_size=5),
+         "ints?": _optional(st.lists(INT, max_size=4)), "names": st.lists(NAME, max_size=6), "bool": st.booleans(),
+         "metrics": st.dictionaries(TEXT, METRIC, max_size=4), "timings": st.dictionaries(TEXT, NUMBER, max_size=4),
+         "json": JSON, "error_map": st.just({}) | error_maps(), "notes": st.lists(st.tuples(TEXT, TEXT), max_size=2),
+         "shard": shards(), "settings": st.dictionaries(TEXT, JSON, max_size=4)}
+VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind] for key, kind in store.RUN_INFO_FIELDS.items()})
+# Values no record may hold, as JSON text: any JSON value (most of the wrong type somewhere), text with a lone
+# surrogate, NaN and infinities, integers too long for Python's parser, nesting past the limit.
+RAW_HOSTILE = ['"\\ud800"', '"x\\udfff"', '["\\udc00"]', '{"\\ud83d": 1}', "NaN", "-Infinity", "1e999", "-0",
+               str(store.INT_RANGE[1]), str(store.INT_RANGE[0] - 1), "[18446744073709551616]", "9" * 5000,
+               "-" + "9" * 4400, "1" + "0" * 400, "[" * 40 + "]" * 40, "[" * 5000 + "]" * 5000,
+               '{"a": ' * 40 + "1" + "}" * 40, "[]", "{}", '""', "null", "true", "0", "1.5", '"passed"']
+
+
+@st.composite
+def valid_results(draw) -> CaseResult:
+    fields = {key: draw(VALID[kind]) for key, kind in RECORD_FIELDS.items()
+              if key in ("name", "status") or not draw(st.integers(min_value=0, max_value=3))}
+    return CaseResult(**fields)
+
+
+@st.composite
+def valid_runs(draw) -> store.RunRecord:
+    return store.RunRecord(**{key: draw(VALID[kind]) for key, kind in store.RUN_FIELDS.items()})
+
+
+@st.composite
+def mutated_lines(draw) -> bytes:
+    """A valid record with a few fields (or fields of its run info, error map, metrics) given hostile values,
+    removed or added, written as JSON (now and then with raw non-ASCII, a surrogate as invalid UTF-8)."""
+    data = draw(valid_results() | valid_runs()).to_dict()
+    raw: dict[str, str] = {}
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        container = data
+        nested = [key for key in ("info", "error_map", "metrics", "timings", "settings", "definition")
+                  if isinstance(data.get(key), dict) and data[key]]
+        if nested and draw(st.booleans()):
+            container = data[draw(st.sampled_from(nested))]
+        operation = draw(st.sampled_from(["replace", "replace", "raw", "delete", "add"]))
+        key = draw(st.sampled_from(sorted(container)) | TEXT) if operation != "add" else draw(TEXT)
+        if operation == "delete":
+            container.pop(key, None)
+        elif operation == "raw":
+            marker = f"\x00raw{len(raw)}"
+            raw[json.dumps(marker)] = draw(st.sampled_from(RAW_HOSTILE))
+            container[key] = marker
+        else:
+            container[key] = draw(JSON | st.text(max_size=4))      # st.text: lone surrogates too
+    text = json.dumps(data, default=str, ensure_ascii=draw(st.booleans()))
+    for marker, value in raw.items():
+        text = text.replace(marker, value)
+    return text.encode("utf-8", errors="surrogatepass")
+
+
+GARBAGE = st.sampled_from([b"\x00" * 64, b"\x00", b"\xff\xfe", b"not json", b"[]", b"5", b'"text"', b"null",
+                           b'{"schema": "prmg.result/3"}}', b'{"schema": "prmg.result/3", "name": "x"\x00',
+                           b'{"schema": "prmg.result/9", "name": "x", "status": "passed"}', b"{}",
+                           b'{"schema": "prmg.run/1", "run_id": "r", "shard": "", "selection": []}',
+                           b'{"schema": "prmg.result/3", "name": "x", "status": "passed"} trailing',
+                           b'{"schema": "prmg.result/3", "name": "x", "status": "passed", "shape": [1, 2}',
+                           b'{"schema": "prmg.result/3", "name": "x", "status": tru}', b"\xed\xa0\x80",
+                           b'{"schema": "prmg.result/3", "name": "\\q'])
+
+
+@st.composite
+def results_lines(draw) -> tuple[str, bytes]:
+    """(kind, line without its newline): the kind says what the reader must make of it."""
+    kind = draw(st.sampled_from(["result", "result", "run", "mutated", "mutated", "torn", "garbage", "blank",
+                                 "huge"]))
+    if kind == "result":
+        return kind, store.encode(draw(valid_results())).rstrip(b"\n")
+    if kind == "run":
+        return kind, store.encode(draw(valid_runs())).rstrip(b"\n")
+    if kind == "mutated":
+        return kind, draw(mutated_lines())
+    if kind == "torn":
+        whole = store.encode(draw(valid_results() | valid_runs())).rstrip(b"\n")
+        return kind, whole[:draw(st.integers(min_value=1, max_value=len(whole) - 1))]
+    if kind == "garbage":
+        line = draw(GARBAGE)
+        if draw(st.booleans()):             # garbage after the start of a record: no crash leaves that either
+            whole = store.encode(draw(valid_results())).rstrip(b"\n")
+            line = whole[:draw(st.integers(min_value=1, max_value=len(whole) - 1))] + b"\x00" + line
+        return kind, line
+    if kind == "blank":
+        return kind, draw(st.sampled_from([b"", b" ", b"\t", b"\r"]))
+    return kind, store.encode(CaseResult(name="huge", status="passed", message="m" * HUGE_LINE)).rstrip(b"\n")
+
+
+HUGE_LINE = 20_000
+LINE_LIMIT = 16_000                 # store.MAX_LINE_BYTES in process: a huge line need not be 64 MiB
+
+
+@st.composite
+def results_files(draw, most: int = 5) -> tuple[list[str], bytes]:
+    """(the kind of each line, the file's bytes): at most ``most`` lines."""
+    lines = draw(st.lists(results_lines(), max_size=most))
+    ending = draw(st.sampled_from([b"\n", b"\r\n"]))
+    data = b"".join(line + ending for _, line in lines)
+    if lines and lines[-1][0] == "torn" and draw(st.booleans()):
+        data = data[:-len(ending)]                          # a torn last line has no newline
+    return [kind for kind, _ in lines], data
+
+
+def _one_line(error: PrmgError, *paths: Path) -> None:
+    message = str(error)
+    assert "\n" not in message and "\r" not in message, message
+    assert any(message.startswith(f"{path}: ") for path in paths) or not paths, message
+
+
+def check_results_file(kinds: list[str], data: bytes, other: bytes, folder: Path) -> None:
+    """The in-process properties of one generated results file (see above); ``other`` is the second run
+    of ``prmg compare``."""
+    path, second = folder / "run.jsonl", folder / "other.jsonl"
+    path.write_bytes(data)
+    second.write_bytes(other)
+    started = time.monotonic()
+    with mock.patch.object(store, "MAX_LINE_BYTES", LINE_LIMIT), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        try:
+            stored = store.read(path)
+        except PrmgError as error:
+            _one_line(error, path)
+            assert set(kinds) - {"result", "run", "torn", "blank"}, f"a valid file refused: {error}"
+            stored = None
+        if stored is not None:
+            assert not {"garbage", "huge"} & set(kinds), "garbage or an over-long line taken"
+            if not set(kinds) - {"result", "run", "torn", "blank"}:
+                assert len(stored.results) == kinds.count("result") and len(stored.runs) == kinds.count("run")
+                assert stored.torn == kinds.count("torn")
+            _report_every_format(stored, path, folder)
+            _resume(stored, folder)
+        for a, b in ((path, second), (second, path), (path, path)):
+            for fmt in ("table", "json", "markdown"):
+                try:
+                    text, code = runs.compare_files(str(a), str(b), fmt)
+                except PrmgError as error:
+                    _one_line(error, a, b)
+                    continue
+                assert code in (0, 1) and text
+                if fmt == "json":
+                    json.loads(text, parse_constant=_no_constant)
+    assert time.monotonic() - started < TIME_LIMIT_S
+
+
+def _no_constant(name: str):
+    raise AssertionError(f"{name} in a JSON report")
+
+
+def _report_every_format(stored: store.Stored, path: Path, folder: Path) -> None:
+    targets = {fmt: folder / f"report.{fmt}" for fmt in outputs.OUTPUTS}
+    try:
+        code = merge.report_files([str(path)], reports=[f"{fmt}:{target}" for fmt, target in targets.items()],
+                                  verbose=True)
+    except PrmgError as error:
+        _one_line(error)
+        raise AssertionError(f"a results file read whole is not reported: {error}") from None
+    assert code in (0, 1, 5)
+    if code != 5:
+        json.loads(targets["json"].read_text(), parse_constant=_no_constant)
+        ET.fromstring(targets["junit"].read_text())
+
+
+def _resume(stored: store.Stored, folder: Path) -> None:
+    """What ``--resume`` does with the records: trust some (each fingerprint and settings key matching its
+    own) and report them with the run's other results in every format."""
+    latest = stored.latest()
+    fingerprints = {name: result.fingerprint for name, result in latest.items()}
+    key = next((result.judged_under for result in latest.values()), "")
+    kept = suite._resumed(stored, [], fingerprints, key)
+    assert all(result.status not in store.UNTRUSTED for result in kept.values())
+    results = list(latest.values())
+    info = suite.RunInfo(runner="emulator", location="here", resumed=len(kept))
+    request = suite.RunRequest(paths=[], verbose=True)
+    targets = [outputs.ReportTarget(fmt, str(folder / f"resumed.{fmt}")) for fmt in outputs.OUTPUTS]
+    suite._write_reports(targets, results, info, request)
+    suite.exit_code(results)
+
+
+@EXAMPLES
+@given(results_files(), results_files(most=3))
+def test_generated_results_files_are_read_reported_compared_and_resumed_or_refused_in_one_line(first, second):
+    with tempfile.TemporaryDirectory() as folder:
+        check_results_file(*first, second[1], Path(folder))
+
+
+def _exits_cleanly(result: subprocess.CompletedProcess, *paths: Path) -> None:
+    """Exit 0, 1, 2 or 5, no traceback; on 2 one ``prmg: error:`` line naming one of ``paths``."""
+    assert result.returncode in (0, 1, 2, 5), result.stderr
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    if result.returncode == 2:
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("prmg: error: "), result.stderr
+        assert any(f"{path}: " in lines[0] for path in paths), result.stderr
+
+
+@settings(EXAMPLES, max_examples=3)
+@given(results_files(), results_files(most=3))
+def test_generated_results_files_through_the_command_line(first, second):
+    with tempfile.TemporaryDirectory() as folder:
+        a, b, cases = Path(folder) / "a.jsonl", Path(folder) / "b.jsonl", Path(folder) / "cases.yaml"
+        a.write_bytes(first[1])
+        b.write_bytes(second[1])
+        cases.write_text("- {name: tiny, shape: [1, 1, 2, 8]}\n")
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        for args, paths in ((["report", a, "--report", "markdown"], (a,)), (["compare", a, b], (a, b)),
+                            (["run", cases, "--runner", "emulator", "--resume", a], (a,))):
+            result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", *map(str, args)], cwd=ROOT, env=env,
+                                    capture_output=True, text=True, timeout=120, preexec_fn=_limit_memory,
+                                    errors="replace")
+            _exits_cleanly(result, *paths)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -193,6 +195,14 @@ def test_reading_tolerates_torn_lines_but_not_garbage(tmp_path):
     path.write_text(json.dumps({**record("x").to_dict(), "status": "sideways"}) + "\n")
     with pytest.raises(PrmgError, match="line 1"):
         read(path)
+    whole = json.dumps(record("x").to_dict())
+    for last, why in ((whole[:40] + "\x00garbage", "not a JSON record"), (whole[:-1] + "]", "not a JSON record"),
+                      ("\x00" * 64, "not a JSON record"), (whole.replace('"shape": [1', '"shape": [' + "9" * 5000),
+                                                           "a number too long to read"),
+                      (whole.replace('"shape": [1', f'"shape": [{2**64}'), "field 'shape': item 0: an integer out of")):
+        path.write_text(whole + "\n" + last)             # only a strict prefix of a record is a torn line
+        with pytest.raises(PrmgError, match=f"r.jsonl: line 2: {why}"):
+            read(path)
 
 
 def test_report_exit_codes_and_every_format(tmp_path, capsys):
@@ -258,3 +268,36 @@ def test_the_header_says_what_the_records_say_ran_them():
     mixed = run_info([Stored("a"), Stored("b")], [ran("x", "aclnn"), ran("y", "emulator")])
     assert mixed.runner == "emulator" and "records from aclnn and emulator" in mixed.location
     assert "not an NPU" in _table_header([Stored("a", [ran("x", "emulator")])], [ran("x", "emulator")])
+
+
+def test_the_file_an_interrupted_run_and_its_resume_leave_is_read_by_report_and_compare(tmp_path):
+    """A run killed mid-write leaves a torn last line; --resume appends after it (on a line of its own), so
+    the torn line ends up in the middle: report and compare read the file, leaving that line out."""
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8]}\n- {name: two, shape: [1, 1, 2, 16]}\n")
+    results = tmp_path / "r.jsonl"
+    assert prmg("run", cases, "--runner", "emulator", "-k", "one", "--results", results).returncode == 0
+    whole = results.read_bytes()
+    results.write_bytes(whole + whole.splitlines(keepends=True)[-1][:57])     # killed while writing a record
+    resumed = prmg("run", cases, "--runner", "emulator", "--resume", results)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = results.read_bytes().splitlines()
+    torn = [index for index, line in enumerate(lines) if not line.endswith(b"}")]
+    assert len(torn) == 1 and 0 < torn[0] < len(lines) - 1, lines            # the torn line is in the middle
+    assert read(results).torn == 1
+    report = prmg("report", results, "--report", "json")
+    assert report.returncode == 0, report.stderr
+    assert [case["status"] for case in json.loads(report.stdout)["cases"]] == ["passed", "passed"]
+    compared = prmg("compare", results, results)
+    assert compared.returncode == 0 and "0 regressions" in compared.stdout, compared.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_report_and_compare_of_a_fifo_or_dev_zero_end_at_once(tmp_path, command):
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        started = time.monotonic()
+        result = prmg(command, *([path] * (2 if command == "compare" else 1)), timeout=30)
+        assert result.returncode == 2 and time.monotonic() - started < 20, result.stderr
+        assert result.stderr.count("\n") == 1 and f"{path}: cannot read the results file: " in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import xml.etree.ElementTree as ET
@@ -269,6 +270,32 @@ def test_markdown_has_heading_table_failures_and_summary_last():
     assert "## Failures" in text and "errors only on odd lanes" in text
     assert "aclnn toolkit at" in text
     assert lines[-1] == "3 passed, 1 failed, 1 error, 2 skipped"
+
+
+HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "**bold** _it_ `code`", "[x](javascript:y)",
+           "![i](http://example.com/i.png)", "a | b", "# heading #", "~~gone~~", "&amp; &lt;", "back\\slash`"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_markdown_shows_text_from_results_files_as_text(text):
+    """Names, runner, dtypes, messages and details from a results file render (CommonMark with GitHub's
+    tables) as the very text, in cells, the header list and headings: no HTML, link, image or emphasis."""
+    import markdown_it
+
+    from prmg_cli.runs import Change, Comparison, render as render_comparison
+
+    result = failed(name=text, dtype=text, cos_dtype=text, rotary_mode=text, standard=text, message=text,
+                    key_metric=text, details=[text])
+    info = RunInfo(runner=text, location=text, op_library=text, soc=text, host=text)
+    parser = markdown_it.MarkdownIt("commonmark").enable("table")
+    comparison = Comparison([Change("new failure", text, "passed", "failed", visible(text))], 1, 1)
+    for document in (markdown.render([result], info), render_comparison(comparison, "markdown")):
+        page = parser.render(document)
+        for tag in ("<script", "<img", "<a ", "<strong>bold", "<em>it", "<code>code", "<h1>heading", "<del", "<s>"):
+            assert tag not in page, (tag, page)
+        shown = html.escape(visible(text), quote=False)
+        assert page.count(shown) >= (4 if document.startswith("# prmg report") else 1), page
+        assert page.count("<tr>") == 2                   # the header row and one row per case: no cell split
 
 
 # --- dispatch ----------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import importlib.util
+import math
 import re
 from collections import Counter, defaultdict
 
@@ -38,6 +39,7 @@ from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shap
 from .table import cells
 
 MAX_HEATMAPS = 100
+MIN_PLOTTED_MS = 1e-9           # kernel times below a picosecond (or not finite) are no times: left out of the plot
 INSTALL = "pip install 'prmg[html]'"
 
 # Worst first: the verdict a matrix cell shows is the first of these among its cases.
@@ -308,7 +310,7 @@ def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
     points = []
     for r in results:
         moved = bytes_moved(r)
-        if r.kernel_ms is not None and moved and r.kernel_ms > 0:
+        if r.kernel_ms is not None and moved and MIN_PLOTTED_MS <= r.kernel_ms < math.inf:
             points.append((float(moved), float(r.kernel_ms), _group(r.status)))
     if points:
         note = "host emulator times: not the NPU's" if info.runner == "emulator" else ""

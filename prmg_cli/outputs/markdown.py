@@ -1,7 +1,14 @@
 """The Markdown report: a heading, the run's header as a list, a GitHub table, a Failures section with
-each diagnosis in a code block, and the summary line last."""
+each diagnosis in a code block, and the summary line last.
+
+Text from files (names, runner, dtypes, messages, details) is shown as text, never acted on: made visible
+(``results.visible``), then escaped for Markdown (``md_escape``) in cells, list items and headings; the
+diagnosis lines sit in a fenced code block that no line of theirs can close."""
 
 from __future__ import annotations
+
+import html
+import re
 
 from tabulate import tabulate
 
@@ -11,24 +18,28 @@ from .table import cells
 
 _HEADINGS = ("case", "op", "dtypes", "shape", "cos", "mode", "slice", "standard", "metric", "verdict",
              "kernel time")
+# What Markdown acts on in a line: backslash escapes, code, emphasis, links and images, a heading's closing
+# #s, strikethrough, table cell borders; and an underscore that is not between two letters or digits.
+_ACTIVE = re.compile(r"[\\`*\[\]#!|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 
 
-def md_cell(text: str) -> str:
-    """``text`` safe inside a Markdown table cell: control characters escaped, ``|`` escaped."""
-    return visible(text).replace("|", "\\|")
+def md_escape(text: str) -> str:
+    """``text`` (already ``visible``: one line, no control character) as Markdown that shows it as it is:
+    ``& < >`` as HTML entities (no raw HTML), and a backslash before each character of ``_ACTIVE``."""
+    return _ACTIVE.sub(lambda match: "\\" + match.group(), html.escape(text, quote=False))
 
 
 def render(results: list[CaseResult], info: RunInfo) -> str:
     """The Markdown document of the run (module docstring)."""
     lines = ["# prmg report", ""]
-    lines += [f"- **{name}**: {md_cell(value)}" for name, value in header_fields(info, results)]
-    rows = [[md_cell(cells(r)[h]) for h in _HEADINGS] for r in results]
+    lines += [f"- **{md_escape(name)}**: {md_escape(value)}" for name, value in header_fields(info, results)]
+    rows = [[md_escape(cells(r)[h]) for h in _HEADINGS] for r in results]
     lines += ["", tabulate(rows, headers=_HEADINGS, tablefmt="github", disable_numparse=True)]
     explained = [r for r in results if not r.info.ok or r.warnings]
     if explained:
         lines += ["", "## Failures and warnings"]
         for result in explained:
-            lines += ["", f"### {md_cell(result.status.upper())} `{visible(result.name)}`", "",
+            lines += ["", f"### {md_escape(result.status.upper())} {md_escape(visible(result.name))}", "",
                       "```", *[line.replace("```", "'''") for line in diagnosis_lines(result)], "```"]
     lines += ["", summary_line(results)]
     return "\n".join(lines)

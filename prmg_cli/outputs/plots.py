@@ -63,8 +63,9 @@ def _decade(value: float, _position=None) -> str:
 
 def _row_label(flat: int, rows_shape) -> str:
     """Flat row ``flat`` as ``(b,s,n)`` when the tensor's first three extents are known, else the number."""
-    if rows_shape and len(rows_shape) == 3 and 0 <= flat < int(np.prod(rows_shape)):
-        return str(tuple(int(i) for i in np.unravel_index(flat, rows_shape))).replace(" ", "")
+    if rows_shape and len(rows_shape) == 3 and 0 <= flat < math.prod(rows_shape):     # Python ints: any size
+        b, rest = divmod(flat, rows_shape[1] * rows_shape[2])
+        return f"({b},{rest // rows_shape[2]},{rest % rows_shape[2]})"
     return str(flat)
 
 
