@@ -28,11 +28,14 @@ from tabulate import tabulate
 
 from .errors import PrmgError
 from .keymetric import drift_value
-from .results import CaseResult, visible
+from .results import CaseResult, plural, visible
 
 CATEGORIES = ("new failure", "verdict lost", "precision drift", "time drift", "only in A", "fixed", "status changed",
               "only in B")
 REGRESSIONS = frozenset({"new failure", "verdict lost", "precision drift", "time drift", "only in A"})
+# A category's noun for many changes, where it is not the category itself (``results.plural``).
+PLURALS = {"new failure": "new failures", "verdict lost": "verdicts lost", "precision drift": "precision drifts",
+           "time drift": "time drifts"}
 # Statuses that hold no verdict on the kernel's result: a case entering one of them lost the verdict it had.
 NO_VERDICT = ("skipped", "xfailed")
 
@@ -132,9 +135,9 @@ def _samples(result: CaseResult) -> list[float]:
 def render(comparison: Comparison, fmt: str = "table") -> str:
     """The comparison as a table (one row per change, then a summary line), JSON or Markdown."""
     counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
-    summary = (f"{len(comparison.regressions)} regression{'s' * (len(comparison.regressions) != 1)} "
-               f"({', '.join(f'{n} {c}' for c, n in counts.items() if n and c in REGRESSIONS) or 'none'}); "
-               f"{counts['fixed']} fixed; {comparison.cases_a} cases in A, {comparison.cases_b} in B")
+    regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items() if n and c in REGRESSIONS)
+    summary = (f"{plural(len(comparison.regressions), 'regression')} ({regressions or 'none'}); "
+               f"{counts['fixed']} fixed; {plural(comparison.cases_a, 'case')} in A, {comparison.cases_b} in B")
     if fmt == "json":
         return json.dumps({"summary": {"regressions": len(comparison.regressions), **counts, "line": summary,
                                        "cases_a": comparison.cases_a, "cases_b": comparison.cases_b},
@@ -180,6 +183,6 @@ def compare_bench(baseline_path: str, rows: list[dict], time_floor: float = 0.05
         if moved:
             lines.append(f"SLOWER {row['name']}: {moved}")
     slower = sum(line.startswith("SLOWER") for line in lines)
-    lines.append(f"{slower} case{'s' * (slower != 1)} slower than the baseline {baseline_path}"
+    lines.append(f"{plural(slower, 'case')} slower than the baseline {baseline_path}"
                  + ("" if judged else " (host timings of the emulator: shown, not judged)"))
     return lines, 1 if slower and judged else 0

@@ -61,6 +61,15 @@ def test_compare_of_equal_runs_is_clean(tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("no changes")
 
 
+def test_compare_summary_counts_in_plural_words():
+    before = {name: result(name) for name in ("x", "y", "z")}
+    after = {"x": result("x", "failed"), "y": result("y", "failed"), "z": result("z", "skipped")}
+    summary = runs.render(runs.compare(before, after)).splitlines()[-1]
+    assert summary == "3 regressions (2 new failures, 1 verdict lost); 0 fixed; 3 cases in A, 3 in B"
+    one = runs.render(runs.compare({"x": result("x")}, {"x": result("x", "failed")})).splitlines()[-1]
+    assert one == "1 regression (1 new failure); 0 fixed; 1 case in A, 1 in B"
+
+
 def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
     assert runs.time_drift([1.0, 1.0], [5.0, 5.0], 0.05) == ""           # two timings: not judged
     assert runs.time_drift([1.0, 1.02, 0.98], [1.05, 1.03, 1.07], 0.05) == ""
