@@ -157,13 +157,14 @@ def judge(view: SliceView) -> Judgement:
 
 
 def describe(metrics: dict) -> str:
-    """The table's text of a verdict: the largest error in ulps of dy's dtype (two decimals below 10) and
+    """The table's text of a verdict: the largest error in ulps of dy's dtype (two decimals below 10, whole ulps below 10^6) and
     ``beyond_rounding`` in percent (100% is the limit): ``0.50 ulp, beyond rounding 0%`` for a correctly rounded
     result; ``err/budget 0.41`` for a result recorded before these metrics existed."""
     if "beyond_rounding" not in metrics:
         return f"err/budget {margin(metrics['max_err_ratio'])}"
     in_ulps, beyond = metrics["max_err_ulp"], metrics["beyond_rounding"]
-    ulps = "inf" if in_ulps is None else f"{in_ulps:.2f}" if in_ulps < 10 else f"{in_ulps:.3g}"
+    ulps = ("inf" if in_ulps is None else f"{in_ulps:.2f}" if in_ulps < 10 else f"{in_ulps:.0f}" if in_ulps < 1e6
+            else f"{in_ulps:.3g}")
     return f"{ulps} ulp, beyond rounding {margin(None if beyond is None else 100 * beyond, 100)}%"
 
 
