@@ -517,7 +517,8 @@ class _SliceScan:
             self.special_values.append(actual.reshape(-1)[local])
         self.max_ratio = max(self.max_ratio, largest)
         self.max_error = max(self.max_error, float(error.max()))
-        in_ulps, beyond = rounding_margins(error, golden, budget, self.fmt, self._real(self._HALF, shape), work, special)
+        in_ulps, beyond = rounding_margins(error, golden, budget, self.fmt, self._real(self._HALF, shape), work,
+                                           special)
         self.max_ulps, self.max_beyond = max(self.max_ulps, in_ulps), max(self.max_beyond, beyond)
         if not self.shared.input_fails:
             self._input_block(x, golden, budget, work, flags, first_row)
@@ -658,8 +659,8 @@ def _fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) ->
     checks compute: the bits outside the slice, the float64 golden and magnitude, the budget
     (``default_budget_into``), ``|actual - golden|`` and ``|input - golden|`` against it, with the non-finite
     elements set apart for ``nonfinite``, and the errors in ulps (``rounding_margins``) -- so its metrics are
-    theirs, bit for bit. It stops at the first
-    wrong block. ``timings["golden"]`` gets the pass's share spent widening the input and forming the golden.
+    theirs, bit for bit. It stops at the first wrong block. ``timings["golden"]`` gets the pass's share spent
+    widening the input and forming the golden.
     """
     op = OPERATORS[case.op]
     terms_of = op.slice_terms
@@ -700,7 +701,8 @@ def _fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) ->
         vacuous = not shared.input_fails and _specials_right(op, inputs, case, scans, "input_specials",
                                                              "input_values")
     metrics = {"max_err_ratio": max(scan.max_ratio for scan in scans), "bad": 0,
-               "max_abs_err": max(scan.max_error for scan in scans), "max_err_ulp": max(scan.max_ulps for scan in scans),
+               "max_abs_err": max(scan.max_error for scan in scans),
+               "max_err_ulp": max(scan.max_ulps for scan in scans),
                "beyond_rounding": max(scan.max_beyond for scan in scans)}
     return _Passed(metrics, vacuous)
 

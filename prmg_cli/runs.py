@@ -6,8 +6,9 @@ For every case of either results file, in this order of importance:
 - **verdicts lost**: a case that now holds no verdict on the result (skipped, or xfailed) where it held one
   (passed, failed ...; xfailed -> skipped too): a pass that became a skip hides whatever the kernel now does;
 - **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
-- **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``beyond_rounding`` for ``default``, ...)
-  rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that passed in both;
+- **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``beyond_rounding`` for
+  ``default``, ...) rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that
+  passed in both;
 - **kernel-time drift**: the median kernel time rising by more than the measured noise: with repeated
   timings (``kernel_samples``, or bench rows' ``times_ms``) ``noise = 3 * (MAD_A + MAD_B) +
   time_floor * median_A``; a case with fewer than 3 timings in either run is not judged for time, nor

@@ -161,10 +161,12 @@ def test_shortened_names_of_the_shipped_cases_stay_unique_and_recognisable(colum
 
 
 def test_names_that_differ_only_at_the_start_are_told_apart():
-    names = ["cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4", "cover.forward.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
+    names = ["cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
+             "cover.forward.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
              "cover.grad.interleave_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x"]
     shown, complete = table.short_names(names, 30)
-    assert complete and shown == {names[0]: "cover.g…32_255x1x1x4_B11D_s0-4", names[1]: "cover.f…32_255x1x1x4_B11D_s0-4",
+    assert complete and shown == {names[0]: "cover.g…32_255x1x1x4_B11D_s0-4",
+                                  names[1]: "cover.f…32_255x1x1x4_B11D_s0-4",
                                   names[2]: "cover.…p32_256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
 
 

@@ -157,9 +157,9 @@ def judge(view: SliceView) -> Judgement:
 
 
 def describe(metrics: dict) -> str:
-    """The table's text of a verdict: the largest error in ulps of dy's dtype (two decimals below 10, whole ulps below 10^6) and
-    ``beyond_rounding`` in percent (100% is the limit): ``0.50 ulp, beyond rounding 0%`` for a correctly rounded
-    result; ``err/budget 0.41`` for a result recorded before these metrics existed."""
+    """The table's text of a verdict: the largest error in ulps of dy's dtype (two decimals below 10, whole ulps
+    below 10^6) and ``beyond_rounding`` in percent (100% is the limit): ``0.50 ulp, beyond rounding 0%`` for a
+    correctly rounded result; ``err/budget 0.41`` for a result recorded before these metrics existed."""
     if "beyond_rounding" not in metrics:
         return f"err/budget {margin(metrics['max_err_ratio'])}"
     in_ulps, beyond = metrics["max_err_ulp"], metrics["beyond_rounding"]
