@@ -334,10 +334,12 @@ def _fit(text: str, width: int) -> str:
 
 def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
-    cover it (``MISSING`` when none), one of them, and its reason, cut to the run table's ``WIDTH`` columns
+    cover it (``MISSING`` when none), one of them, and its reason, cut to the screen's width (``screen.width()``)
     unless ``wide``;
     the summary line (every missing class named) last."""
-    from .outputs.table import WIDTH
+    from .outputs.screen import width
+
+    columns = width()
 
     lines = []
     for item in coverages:
@@ -356,7 +358,7 @@ def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
                     f"{example if wide else _fit(example, examples):<{examples}}  ")
             reason = entry.regime.reason
-            lines.append(line + (reason if wide else _fit(reason, max(WIDTH - len(line), 20))))
+            lines.append(line + (reason if wide else _fit(reason, max(columns - len(line), 20))))
         lines.append("")
     lines.append(summary(coverages, shown=sum(len(item.missing) for item in coverages)))
     return "\n".join(lines) + "\n"

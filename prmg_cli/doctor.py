@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from . import provenance
 from .errors import PrmgError
@@ -43,6 +44,28 @@ def opp_path_line(toolkit) -> str:
     return f"  ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
 
 
+def emulator_lines(env) -> list[str]:
+    """The emulator's ``PRMG_EMU_*`` variables (wrapped, with the value ``env`` gives each) and its faults, one
+    line each, in ``faults.c``'s order: what they do, in the words of the emulator's README."""
+    from .outputs.screen import shorten, width, wrap
+    from .toolkit import emulator_fault_effects, emulator_fault_names, emulator_variables
+
+    columns = width()
+    lines = ["emulator variables (runners/emulator/README.md, Environment):"]
+    for name, meaning in emulator_variables().items():
+        value = f" Now {name}={env[name]}." if name in env else ""
+        lines += ["  " + line for line in wrap(f"{name}: {meaning}.{value}", columns - 2)]
+    effects = emulator_fault_effects()
+    names = emulator_fault_names()
+    column = max(map(len, names)) + 2
+    lines += wrap("emulator faults, to test prmg itself (PRMG_EMU_FAULT=NAME[,NAME...]; runners/emulator/README.md, "
+                  "Faults, says each in full):", columns)
+    for name in names:
+        first_sentence = re.split(r"\.\s+(?=[A-Z])", effects.get(name, "(not described)"))[0]
+        lines.append(f"  {name:<{column}}{shorten(first_sentence, columns - column - 2)}")
+    return lines
+
+
 def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable."""
     from .toolkit import emulator_toolkit, explain_search, find_toolkit
@@ -77,6 +100,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
         except PrmgError as exc:
             lines.append(f"emulator: cannot build: {exc}")
             usable["emulator"] = False
+        lines += emulator_lines(os.environ)
     if runner == "auto":
         pick = "aclnn" if usable.get("aclnn") else "emulator" if usable.get("emulator") else None
         why = ("a CANN toolkit was found and its operator resolves" if pick == "aclnn" else

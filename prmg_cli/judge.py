@@ -41,7 +41,7 @@ from .dtypes import bits, from_numpy
 from .ops import OPERATORS
 from .dtypes import FLOAT_FORMATS, Format
 from .standards import DEFAULT_STANDARD, FTZ_FLOOR, STANDARDS, U32, UNDERFLOW_FLOOR, Judgement, SliceView, check_standard, standard_parameters
-from .standards.default import STANDARD as _DEFAULT, default_budget_into
+from .standards.default import STANDARD as _DEFAULT, default_budget_into, rounding_margins
 from .status import describe
 from .vocab import PHASES, WORKSPACE_POISON
 
@@ -441,20 +441,23 @@ class _Shared:
 class _SliceScan:
     """One thread's part of ``_fast_default``: per block of rows, the golden and magnitude
     (``reference.TermsEvaluator``), the budget (``standards.default_budget_into``), the result's and the
-    input's errors against it, and the bits outside the slice -- all in buffers that stay in cache."""
+    input's errors against it (and the result's in ulps: ``rounding_margins``), and the bits outside the slice
+    -- all in buffers that stay in cache."""
 
-    _BUDGET, _SCRATCH, _ACTUAL, _ERROR = range(4)
+    _BUDGET, _SCRATCH, _ACTUAL, _ERROR, _HALF = range(5)
 
     def __init__(self, terms: reference.SliceTerms, result: np.ndarray, fmt: Format, scale: float,
                  shared: _Shared):
         self.terms, self.result, self.fmt, self.scale, self.shared = terms, result, fmt, scale, shared
         self.evaluator = terms.evaluator()
-        self.buffers = reference._huge_page_buffers(4, terms.block_size)
+        self.buffers = reference._huge_page_buffers(5, terms.block_size)
         self.flags = np.empty(terms.block_size, bool)
         self.widen = reference.Widener(terms.block_size)
         self.failed = False
         self.max_ratio = 0.0
         self.max_error = 0.0
+        self.max_ulps = 0.0
+        self.max_beyond = 0.0
         self.specials: list[np.ndarray] = []            # flat slice indices of non-finite elements
         self.special_values: list[np.ndarray] = []      # the result there
         self.input_specials: list[np.ndarray] = []      # the same for the unchanged input
@@ -514,6 +517,9 @@ class _SliceScan:
             self.special_values.append(actual.reshape(-1)[local])
         self.max_ratio = max(self.max_ratio, largest)
         self.max_error = max(self.max_error, float(error.max()))
+        in_ulps, beyond = rounding_margins(error, golden, budget, self.fmt, self._real(self._HALF, shape), work,
+                                           special)
+        self.max_ulps, self.max_beyond = max(self.max_ulps, in_ulps), max(self.max_beyond, beyond)
         if not self.shared.input_fails:
             self._input_block(x, golden, budget, work, flags, first_row)
         return True
@@ -574,6 +580,7 @@ class _NativeScan:
         out = self.__dict__["out"]
         found = {"failed": lambda: bool(out.failed), "overflow": lambda: bool(out.overflow),
                  "max_ratio": lambda: out.max_ratio, "max_error": lambda: out.max_error,
+                 "max_ulps": lambda: out.max_ulps, "max_beyond": lambda: out.max_beyond,
                  "golden_seconds": lambda: out.golden_seconds,
                  "specials": lambda: [self.arrays[0][:out.specials]],
                  "special_values": lambda: [self.arrays[2][:out.specials]],
@@ -651,8 +658,9 @@ def _fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) ->
     The pass computes, block by block and split over ``native.HOST_THREADS`` threads, exactly what the whole-array
     checks compute: the bits outside the slice, the float64 golden and magnitude, the budget
     (``default_budget_into``), ``|actual - golden|`` and ``|input - golden|`` against it, with the non-finite
-    elements set apart for ``nonfinite`` -- so its metrics are theirs, bit for bit. It stops at the first
-    wrong block. ``timings["golden"]`` gets the pass's share spent widening the input and forming the golden.
+    elements set apart for ``nonfinite``, and the errors in ulps (``rounding_margins``) -- so its metrics are
+    theirs, bit for bit. It stops at the first wrong block. ``timings["golden"]`` gets the pass's share spent
+    widening the input and forming the golden.
     """
     op = OPERATORS[case.op]
     terms_of = op.slice_terms
@@ -693,7 +701,9 @@ def _fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) ->
         vacuous = not shared.input_fails and _specials_right(op, inputs, case, scans, "input_specials",
                                                              "input_values")
     metrics = {"max_err_ratio": max(scan.max_ratio for scan in scans), "bad": 0,
-               "max_abs_err": max(scan.max_error for scan in scans)}
+               "max_abs_err": max(scan.max_error for scan in scans),
+               "max_err_ulp": max(scan.max_ulps for scan in scans),
+               "beyond_rounding": max(scan.max_beyond for scan in scans)}
     return _Passed(metrics, vacuous)
 
 

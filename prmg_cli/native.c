@@ -30,7 +30,7 @@ typedef struct {
 } judge_args;
 
 typedef struct {
-    double max_ratio, max_error, golden_seconds;
+    double max_ratio, max_error, max_ulps, max_beyond, golden_seconds;
     int32_t failed, input_fails, overflow, pad;
     int64_t specials, input_specials;
     int64_t *special_index, *input_special_index;
@@ -74,19 +74,42 @@ static inline uint64_t bits_of(double value)
     return bits;
 }
 
-static inline double budget_of(const judge_args *a, double m, double gold)
+/* ulp_dy(x) / 2 of x >= 0: x with its significand bits cleared, times 2^-p, never below half the smallest
+ * subnormal (standards/default.py _half_ulp_into) */
+static inline double half_ulp(const judge_args *a, double x)
 {
-    const double e = m * a->computation;
-    uint64_t bits = bits_of(fabs(gold) + e) & UINT64_C(0x7FF0000000000000);
+    uint64_t bits = bits_of(x) & UINT64_C(0x7FF0000000000000);
     double half;
     memcpy(&half, &bits, sizeof half);
     half *= a->half_ulp_scale;
-    half = half < a->half_smallest ? a->half_smallest : half;
-    double budget = half + e;
+    return half < a->half_smallest ? a->half_smallest : half;
+}
+
+static inline double budget_of(const judge_args *a, double m, double gold)
+{
+    const double e = m * a->computation;
+    double budget = half_ulp(a, fabs(gold) + e) + e;
     budget *= a->scale;
     budget += m < a->ftz_floor ? m : a->ftz_floor;
     budget += a->underflow_floor;
     return budget;
+}
+
+/* The error in ulps of dy's dtype at the golden, and the share of the budget beyond the output's rounding that
+ * the error beyond it takes (standards/default.py rounding_margins, operation for operation). The ulp is a
+ * normal power of two 2^k, so error * 2^-k (its exponent field 2046 - that of 2^k) is error / 2^k exactly. */
+static inline void rounding_margins(const judge_args *a, double error, double gold, double budget, double *ulps,
+                                    double *beyond)
+{
+    const double half = half_ulp(a, fabs(gold));
+    const uint64_t inverse_bits = UINT64_C(0x7FE0000000000000) - bits_of(half + half);
+    double inverse;
+    memcpy(&inverse, &inverse_bits, sizeof inverse);
+    *ulps = error * inverse;
+    double over = error - half, room = budget - half;
+    over = over > 0.0 ? over : 0.0;
+    room = room > a->underflow_floor ? room : a->underflow_floor;
+    *beyond = over / room;
 }
 
 /* The exact, element by element judgement of one chunk (when the fast loop flagged something in it). */
@@ -109,10 +132,16 @@ static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_
                 return 1;
             }
             const double ratio = error / budget;
+            double ulps, beyond;
+            rounding_margins(a, error, gold, budget, &ulps, &beyond);
             if (ratio > out->max_ratio)
                 out->max_ratio = ratio;
             if (error > out->max_error)
                 out->max_error = error;
+            if (ulps > out->max_ulps)
+                out->max_ulps = ulps;
+            if (beyond > out->max_beyond)
+                out->max_beyond = beyond;
         }
         if (!out->input_fails) {
             const double input_error = fabs(input[i] - gold);
@@ -145,6 +174,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     const char *x = a->x, *result = a->result;
     const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
     uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
+    uint64_t max_ulps = bits_of(out->max_ulps), max_beyond = bits_of(out->max_beyond);
     for (int64_t first = row_begin; first < row_end; first += rows_per_chunk) {
         if (*a->stop)
             break;
@@ -195,35 +225,48 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
         const int64_t count = rows * length, base = first * length;
         /* the fast loop: no branches; non-negative finite doubles order like their bits */
         int64_t unusual = 0, input_over = 0, input_unusual = 0;
-        uint64_t chunk_ratio = 0, chunk_error = 0;
+        uint64_t chunk_ratio = 0, chunk_error = 0, chunk_ulps = 0, chunk_beyond = 0;
         for (int64_t i = 0; i < count; i++) {
             const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
             const double error = fabs(actual[i] - gold), input_error = fabs(input[i] - gold);
             unusual |= (error > budget) | !(error <= 0x1.fffffffffffffp1023);
             input_over |= input_error > budget;
             input_unusual |= !(input_error <= 0x1.fffffffffffffp1023);
+            double ulps, beyond;
+            rounding_margins(a, error, gold, budget, &ulps, &beyond);
             const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
+            const uint64_t ulps_bits = bits_of(ulps), beyond_bits = bits_of(beyond);
             chunk_ratio = ratio_bits > chunk_ratio ? ratio_bits : chunk_ratio;
             chunk_error = error_bits > chunk_error ? error_bits : chunk_error;
+            chunk_ulps = ulps_bits > chunk_ulps ? ulps_bits : chunk_ulps;
+            chunk_beyond = beyond_bits > chunk_beyond ? beyond_bits : chunk_beyond;
         }
         if (unusual || (input_unusual && !out->input_fails)) {
             memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
             memcpy(&out->max_error, &max_error, sizeof max_error);
+            memcpy(&out->max_ulps, &max_ulps, sizeof max_ulps);
+            memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
             if (exact_chunk(a, out, base, count, input, golden, magnitude, actual)) {
                 *a->stop = 1;
                 return 0;
             }
             max_ratio = bits_of(out->max_ratio);
             max_error = bits_of(out->max_error);
+            max_ulps = bits_of(out->max_ulps);
+            max_beyond = bits_of(out->max_beyond);
         } else {
             max_ratio = chunk_ratio > max_ratio ? chunk_ratio : max_ratio;
             max_error = chunk_error > max_error ? chunk_error : max_error;
+            max_ulps = chunk_ulps > max_ulps ? chunk_ulps : max_ulps;
+            max_beyond = chunk_beyond > max_beyond ? chunk_beyond : max_beyond;
             if (input_over)
                 out->input_fails = 1;
         }
     }
     memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
     memcpy(&out->max_error, &max_error, sizeof max_error);
+    memcpy(&out->max_ulps, &max_ulps, sizeof max_ulps);
+    memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
     return 0;
 }
 

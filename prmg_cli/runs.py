@@ -6,8 +6,9 @@ For every case of either results file, in this order of importance:
 - **verdicts lost**: a case that now holds no verdict on the result (skipped, or xfailed) where it held one
   (passed, failed ...; xfailed -> skipped too): a pass that became a skip hides whatever the kernel now does;
 - **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
-- **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``max_err_ratio`` for ``default``, ...)
-  rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that passed in both;
+- **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``beyond_rounding`` for
+  ``default``, ...) rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that
+  passed in both;
 - **kernel-time drift**: the median kernel time rising by more than the measured noise: with repeated
   timings (``kernel_samples``, or bench rows' ``times_ms``) ``noise = 3 * (MAD_A + MAD_B) +
   time_floor * median_A``; a case with fewer than 3 timings in either run is not judged for time, nor
@@ -28,11 +29,14 @@ from tabulate import tabulate
 
 from .errors import PrmgError
 from .keymetric import drift_value
-from .results import CaseResult, visible
+from .results import CaseResult, plural, visible
 
 CATEGORIES = ("new failure", "verdict lost", "precision drift", "time drift", "only in A", "fixed", "status changed",
               "only in B")
 REGRESSIONS = frozenset({"new failure", "verdict lost", "precision drift", "time drift", "only in A"})
+# A category's noun for many changes, where it is not the category itself (``results.plural``).
+PLURALS = {"new failure": "new failures", "verdict lost": "verdicts lost", "precision drift": "precision drifts",
+           "time drift": "time drifts"}
 # Statuses that hold no verdict on the kernel's result: a case entering one of them lost the verdict it had.
 NO_VERDICT = ("skipped", "xfailed")
 
@@ -132,9 +136,9 @@ def _samples(result: CaseResult) -> list[float]:
 def render(comparison: Comparison, fmt: str = "table") -> str:
     """The comparison as a table (one row per change, then a summary line), JSON or Markdown."""
     counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
-    summary = (f"{len(comparison.regressions)} regression{'s' * (len(comparison.regressions) != 1)} "
-               f"({', '.join(f'{n} {c}' for c, n in counts.items() if n and c in REGRESSIONS) or 'none'}); "
-               f"{counts['fixed']} fixed; {comparison.cases_a} cases in A, {comparison.cases_b} in B")
+    regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items() if n and c in REGRESSIONS)
+    summary = (f"{plural(len(comparison.regressions), 'regression')} ({regressions or 'none'}); "
+               f"{counts['fixed']} fixed; {plural(comparison.cases_a, 'case')} in A, {comparison.cases_b} in B")
     if fmt == "json":
         return json.dumps({"summary": {"regressions": len(comparison.regressions), **counts, "line": summary,
                                        "cases_a": comparison.cases_a, "cases_b": comparison.cases_b},
@@ -182,6 +186,6 @@ def compare_bench(baseline_path: str, rows: list[dict], time_floor: float = 0.05
         if moved:
             lines.append(f"SLOWER {row['name']}: {moved}")
     slower = sum(line.startswith("SLOWER") for line in lines)
-    lines.append(f"{slower} case{'s' * (slower != 1)} slower than the baseline {baseline_path}"
+    lines.append(f"{plural(slower, 'case')} slower than the baseline {baseline_path}"
                  + ("" if judged else " (host timings of the emulator: shown, not judged)"))
     return lines, 1 if slower and judged else 0

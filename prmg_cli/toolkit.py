@@ -365,6 +365,31 @@ def emulator_fault_names() -> tuple[str, ...]:
     return tuple(re.findall(r'\{"([a-z0-9_]+)",\s*FAULT_[A-Z0-9_]+\}', text))
 
 
+def _readme_table(section: str) -> list[list[str]]:
+    """The body rows (cells stripped) of the first table under ``## section`` of the emulator's README, the one
+    home of what its faults and variables do."""
+    text = (emulator_sources() / "README.md").read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for line in body.splitlines() if line.startswith("| ")]
+    return rows[1:]                                   # after the header row
+
+
+def emulator_fault_effects() -> dict[str, str]:
+    """Each fault the emulator's README describes -> its effect (the README's words, without markup)."""
+    effects = {}
+    for names, effect in _readme_table("Faults (for prmg's own tests)"):
+        for name in re.findall(r"`([a-z0-9_]+)`", names):
+            effects[name] = effect.replace("`", "")
+    return effects
+
+
+def emulator_variables() -> dict[str, str]:
+    """Each ``PRMG_EMU_*`` variable of the emulator's README -> what it does and when the emulator reads it."""
+    return {name.strip("`"): f"{meaning.replace('`', '')} (read: {read.replace('`', '')})"
+            for name, read, meaning in _readme_table("Environment") if name.startswith("`PRMG_EMU_")}
+
+
 def check_emulator_faults(env: Mapping[str, str]) -> None:
     """Raise PrmgError naming each unknown fault of ``PRMG_EMU_FAULT`` (a comma list), before any case runs."""
     named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]

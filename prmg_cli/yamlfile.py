@@ -350,8 +350,7 @@ def syntax_message(error: yaml.MarkedYAMLError, text: str) -> str:
     rules = (
         (r"mapping values are not allowed", problem_mark,
          "a mapping value is not allowed here (did you forget a space after ':' or quotes?)"),
-        (r"could not find expected ':'", context_mark,
-         "a key without ':' (each line of a mapping is 'key: value'; quote text that holds ': ')"),
+        (r"could not find expected ':'", context_mark, _missing_colon(text, context_mark)),
         (r"expected ',' or '\]'", problem_mark, f"the list '['{opened} is not closed: expected ',' or ']'"),
         (r"expected ',' or '\}'", problem_mark, f"the mapping '{{'{opened} is not closed: expected ',' or '}}'"),
         (r"end of stream", problem_mark, f"the quoted text{opened} is not closed"),
@@ -390,6 +389,19 @@ def syntax_message(error: yaml.MarkedYAMLError, text: str) -> str:
         if re.search(pattern, words):
             return f"{_where(mark or problem_mark)}{reason}"
     return f"{_where(problem_mark or context_mark)}malformed YAML: {show(problem.splitlines()[0], quote=False)}"
+
+
+def _missing_colon(text: str, mark) -> str:
+    """Why the line at ``mark`` is not a ``key: value`` entry: ``key:value`` has no space after its ':' (YAML
+    reads it as one plain text, not a key and a value), else the key has no ':' at all."""
+    lines = _LINE_BREAK.split(text)
+    line = lines[mark.line][mark.column:].rstrip() if mark is not None and mark.line < len(lines) else ""
+    glued = re.match(r"([^:#\s][^:#]*):(?=\S)", line)
+    if glued:
+        fixed = f"{glued.group(0)} {line[glued.end():]}"
+        return (f"{show(line)} has no space after ':' (YAML needs a space after ':' in a mapping, else it reads "
+                f"the line as plain text: write {show(fixed)})")
+    return "a key without ':' (each line of a mapping is 'key: value'; quote text that holds ': ')"
 
 
 def _character_at(text: str, mark) -> str:

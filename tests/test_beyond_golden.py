@@ -32,8 +32,9 @@ def results_file(tmp_path: Path, name: str, records: list[CaseResult]) -> Path:
 
 
 def result(name, status="passed", ratio=0.4, samples=(), **extra) -> CaseResult:
-    return CaseResult(name=name, status=status, metrics={"max_err_ratio": ratio}, kernel_samples=list(samples),
-                      **extra)
+    """A result judged by ``default`` whose share of the budget beyond the output's rounding is ``ratio``."""
+    return CaseResult(name=name, status=status, metrics={"max_err_ratio": 0.99996, "beyond_rounding": ratio},
+                      kernel_samples=list(samples), **extra)
 
 
 # --- prmg compare ---------------------------------------------------------------------------------------
@@ -59,6 +60,24 @@ def test_compare_of_equal_runs_is_clean(tmp_path):
     b = results_file(tmp_path, "b.jsonl", [result("x", ratio=0.55), result("y", ratio=0.5, samples=(1.02, 1.0, 0.98))])
     out = prmg("compare", a, b)
     assert out.returncode == 0 and out.stdout.startswith("no changes")
+
+
+def test_precision_drift_of_a_correctly_rounded_kind_is_seen_beyond_the_rounding():
+    """A bfloat16 result's err/budget stays near 1 whatever the kernel does within budget; what it takes beyond
+    the output's rounding (``beyond_rounding``, the default standard's drift metric) is what moves."""
+    drifted = runs.compare({"x": result("x", ratio=0.0)}, {"x": result("x", ratio=0.3)})
+    assert [(c.category, c.before, c.after) for c in drifted.changes] == [("precision drift", "0", "0.3")]
+    assert "beyond_rounding rose" in drifted.changes[0].detail
+    assert not runs.compare({"x": result("x", ratio=0.0)}, {"x": result("x", ratio=0.04)}).changes
+
+
+def test_compare_summary_counts_in_plural_words():
+    before = {name: result(name) for name in ("x", "y", "z")}
+    after = {"x": result("x", "failed"), "y": result("y", "failed"), "z": result("z", "skipped")}
+    summary = runs.render(runs.compare(before, after)).splitlines()[-1]
+    assert summary == "3 regressions (2 new failures, 1 verdict lost); 0 fixed; 3 cases in A, 3 in B"
+    one = runs.render(runs.compare({"x": result("x")}, {"x": result("x", "failed")})).splitlines()[-1]
+    assert one == "1 regression (1 new failure); 0 fixed; 1 case in A, 1 in B"
 
 
 def test_kernel_time_drift_needs_repeated_timings_beyond_noise():

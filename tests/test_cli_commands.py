@@ -148,10 +148,27 @@ def test_doctor_says_what_it_found(emulator):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "runner auto would pick: emulator" in result.stdout
     assert "aclnnInplacePartialRotaryMulGradGetWorkspaceSize: resolves" in result.stdout
+    assert "  PRMG_EMU_FAULT_SHAPE: B,S,N,D: the fault acts only when dy" in result.stdout
+    assert "  neg_sin                sin negated in every lane: dx = c[a]*g[a] -/+ s[p]*g[p]\n" in result.stdout
     result = prmg("doctor", env={"ASCEND_HOME_PATH": str(emulator.root)})
     assert result.returncode == 0 and str(emulator.root) in result.stdout
     result = prmg("doctor", "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
     assert result.returncode == 1 and "NOT usable" in result.stdout
+
+
+def test_doctor_lists_every_emulator_fault_and_variable_from_the_emulators_readme():
+    from prmg_cli import doctor, toolkit
+
+    names = toolkit.emulator_fault_names()                       # faults.c's table
+    assert set(toolkit.emulator_fault_effects()) == set(names)   # the README describes each, and no other
+    lines = doctor.emulator_lines({"PRMG_EMU_FAULT": "sign"})
+    listed = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")
+              and ":" not in line.split()[0]]
+    assert listed == list(names)
+    assert not any("(not described)" in line for line in lines) and all(len(line) <= 100 for line in lines)
+    variables = [line.split(":")[0].strip() for line in lines if line.startswith("  PRMG_EMU_")]
+    assert variables == ["PRMG_EMU_DEVICES", "PRMG_EMU_SOC", "PRMG_EMU_MODES", "PRMG_EMU_FAULT", "PRMG_EMU_FAULT_SHAPE"]
+    assert "Now PRMG_EMU_FAULT=sign." in " ".join(" ".join(lines).split())
 
 
 def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):

@@ -19,7 +19,8 @@ from prmg_cli.ops import OPERATORS
 from prmg_cli.ops.regimes import PHASE, regimes
 from prmg_cli.outputs import html as html_report
 from prmg_cli.outputs import table
-from prmg_cli.results import CaseResult, RunInfo
+from prmg_cli.outputs.screen import wrap
+from prmg_cli.results import CaseResult, RunInfo, summary_line
 from prmg_cli.vocab import MODE_NAMES
 
 COVER = ROOT / "cases" / "cover.yaml"
@@ -236,8 +237,8 @@ def test_table_and_html_show_the_coverage_of_what_ran():
                for c, status in ((ran[0], "passed"), (ran[1], "failed"), (skipped, "skipped"))]
     line = coverage.run_line(results)
     assert line == "coverage: " + coverage.summary(coverage.evaluate(ran))
-    lines = table.render(results, RunInfo(runner="emulator", location="/x")).splitlines()
-    assert lines[-3] == line and lines[-2] == ""
+    text = table.render(results, RunInfo(runner="emulator", location="/x"))
+    assert text.endswith("\n\n" + "\n".join(wrap(line, 100)) + "\n\n" + summary_line(results))   # wrapped to 100
     page = html_report.render(results, RunInfo(runner="emulator", location="/x"))
     assert 'id="coverage-line">coverage: covers ' in page
     assert coverage.run_line([CaseResult("x", "passed")]) is None               # a record without its definition

@@ -628,6 +628,9 @@ def test_check_files_reports_every_broken_case_once(tmp_path):
     ("- name: x\n  shape: [1, 1, 1, 8]\n  dtype: fp16: x\n", "line 3, column 14: a mapping value is not allowed here "
      "(did you forget a space after ':' or quotes?)"),
     ("- name: x\n  shape [1, 1, 1, 8]\n  dtype: x\n", "line 2, column 3: a key without ':'"),
+    ("- name: x\n  partial_slice:[0, 32]\n  dtype: x\n", "line 2, column 3: 'partial_slice:[0, 32]' has no space "
+     "after ':' (YAML needs a space after ':' in a mapping, else it reads the line as plain text: write "
+     "'partial_slice: [0, 32]')"),
     ("- name: x\n  shape: {a: 1\n", "line 3, column 1: the mapping '{' opened at line 2, column 10 is not closed"),
     ("- name: 'x\n", "line 2, column 1: the quoted text opened at line 1, column 9 is not closed"),
     ('- name: "\\q"\n', "line 1, column 9: the double-quoted text holds an unknown escape"),

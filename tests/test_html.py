@@ -12,6 +12,7 @@ import html.parser
 import importlib.util
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -276,6 +277,20 @@ def test_500_cases_with_400_failures_render_in_a_few_seconds():
     assert page.count('<img class="heatmap"') == html_report.MAX_HEATMAPS == 100
     assert page.count("<tr id=\"case-") == 500
     assert seconds < 20                     # a few seconds here; generous for a loaded CI machine
+
+
+def test_closest_to_their_limit_ranks_by_the_error_beyond_the_output_rounding():
+    """Correctly rounded bfloat16 results (err/budget near 1, nothing beyond the rounding) come last."""
+    rounded = {"max_err_ratio": 0.99996, "bad": 0, "max_err_ulp": 0.4999, "beyond_rounding": 0.0}
+    results = [a_pass(f"bf16_{i}", metrics=rounded, key_metric="0.50 ulp, beyond rounding 0%") for i in range(5)]
+    results += [a_pass("fp32", metrics={"max_err_ratio": 0.6, "bad": 0, "max_err_ulp": 41.0, "beyond_rounding": 0.45},
+                       key_metric="41 ulp, beyond rounding 45%"),
+                a_pass("thousandth", metrics={"rel_err_share": 3e-4, "share_limit": 1e-3, "max_rel_err": 0.01},
+                       key_metric="wrong 0.0003/0.001, max rel 0.01", standard="double_thousandth")]
+    page = html_report.render(results, EMULATOR)
+    listed = re.findall(r"<li><code>([^<]*)</code>", page.split('<ol class="closest">')[1].split("</ol>")[0])
+    assert listed == ["fp32", "thousandth", "bf16_0", "bf16_1", "bf16_2"]
+    assert "<li><code>fp32</code> 41 ulp, beyond rounding 45%</li>" in page
 
 
 # --- what the page computes ---------------------------------------------------------------------------

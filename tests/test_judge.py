@@ -320,6 +320,37 @@ def test_truncating_instead_of_rounding_is_caught(dtype):
     assert verdict.status == "failed" and verdict.metrics["bad"] > 20, verdict.metrics
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
+    """A correctly rounded result is within 0.5 ulp and takes nothing beyond the rounding, though its err/budget
+    is near 1 (half an ulp is nearly all of a narrow dtype's budget); a correct float32 computation takes part of
+    what the budget allows beyond the rounding; truncating takes more than all of it."""
+    case = make_case((2, 4, 2, 64), (0, 64), dtype=dtype, cos_dtype="float32", broadcast="1S1D")
+    inputs = make_inputs(case, np.random.default_rng(8))
+    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    rounded = judge(case, inputs, Outcome(status=0, dy=golden)).metrics
+    assert rounded["max_err_ratio"] > 0.99 and 0.49 < rounded["max_err_ulp"] <= 0.5 and rounded["beyond_rounding"] == 0
+    assert key_metric(rounded) == "0.50 ulp, beyond rounding 0%"
+    truncated = run(lambda *a: faulty_kernel("truncate", *a), case, inputs)
+    assert truncated.status == "failed" and truncated.metrics["beyond_rounding"] > 1
+    assert 0.5 < truncated.metrics["max_err_ulp"] <= 1
+    fp32 = make_case((2, 4, 2, 64), (0, 64), broadcast="1S1D")
+    computed = run(correct_kernel, fp32, make_inputs(fp32, np.random.default_rng(8))).metrics
+    assert computed["max_err_ulp"] > 0.5 and 0 < computed["beyond_rounding"] <= 1
+
+
+@pytest.mark.parametrize("metrics, shown", [
+    ({"max_err_ratio": 0.99996, "max_err_ulp": 0.49998, "beyond_rounding": 0.0}, "0.50 ulp, beyond rounding 0%"),
+    ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "beyond_rounding": 0.4224}, "41 ulp, beyond rounding 42.2%"),
+    ({"max_err_ratio": 0.9, "max_err_ulp": 1.6e7, "beyond_rounding": 0.9999991},
+     "1.6e+07 ulp, beyond rounding 99.9999%"),
+    ({"max_err_ratio": None, "max_err_ulp": None, "beyond_rounding": None}, "inf ulp, beyond rounding inf%"),
+    ({"max_err_ratio": 0.41}, "err/budget 0.41"),                  # recorded before the ulp metrics
+])
+def test_default_key_metric_text(metrics, shown):
+    assert key_metric(metrics) == shown
+
+
 def test_double_thousandth_counts_share_and_cap():
     case, inputs = benign("float32", np.random.default_rng(9))
     golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)

@@ -110,7 +110,7 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0], env={"PRMG_EMU_FAULT": "nan"})
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1])
     result = prmg("report", *shards)
-    header = result.stdout.split("\n\n")[0]
+    header = " ".join(result.stdout.split("\n\n")[0].split())            # its long lines wrapped
     assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
     assert "settings differ: faults: " in header

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from conftest import ROOT
 from prmg_cli import bench, outputs
 from prmg_cli.cases import Case, Expect
 from prmg_cli.errors import PrmgError
@@ -88,15 +89,20 @@ def test_unknown_status_is_refused():
 
 # --- header and table --------------------------------------------------------------------------------
 
+def unwrapped(text: str) -> str:
+    """``text`` with every run of white space (the wrapping of long lines included) as one space."""
+    return " ".join(text.split())
+
+
 def test_emulator_header_says_results_are_not_from_an_npu():
-    header = format_header(EMULATOR)
+    header = unwrapped(format_header(EMULATOR))
     assert "emulator (host build at /root/.cache/prmg/emulator-ab12)" in header
     assert "host emulator, not an NPU" in header
     assert "target: rotary modes interleave" in header
 
 
 def test_toolkit_header_names_toolkit_operator_library_devices_standard_version():
-    header = format_header(TOOLKIT)
+    header = unwrapped(format_header(TOOLKIT))
     assert "aclnn toolkit at /usr/local/Ascend/ascend-toolkit/latest" in header
     assert f"operator from {TOOLKIT.op_library}" in header
     assert "rotary modes half, interleave, quarter, interleave-half" in header
@@ -123,7 +129,7 @@ def test_table_row_cells_and_shared_columns():
     assert "err/budget 4.1" in bad_row and "FAIL" in bad_row
     assert "bf16/" not in bad_row                        # same dtype for cos: one label
     assert bad_row.rstrip().endswith("-")               # no kernel time
-    one_mode = table.render([passed("a"), passed("b")], EMULATOR)
+    one_mode = unwrapped(table.render([passed("a"), passed("b")], EMULATOR))
     assert "all cases: op grad, dtypes fp16/fp32, shape 2x4x8x128, cos 1S1D, mode interleave, slice [7, 71), " \
            "standard default" in one_mode
 
@@ -138,6 +144,46 @@ def test_table_fits_100_columns_and_wide_keeps_everything():
     assert any("…" in line for line in body) and "ilv-half" in "\n".join(body)
     wide = table.render(long, EMULATOR, wide=True)
     assert long[0].name in wide and "kernel time" in wide and "double_thousandth" in wide
+
+
+@pytest.mark.parametrize("columns", [24, 30, 40])
+def test_shortened_names_of_the_shipped_cases_stay_unique_and_recognisable(columns):
+    from prmg_cli.cases import load_cases
+
+    names = [case.name for case in load_cases([ROOT / "cases"])]
+    shown, complete = table.short_names(names, columns)
+    assert len(set(shown.values())) == len(set(names)) > 500          # never two names to one text
+    for name, text in shown.items():
+        if text != name:
+            head, tail = text.split("…")
+            assert len(text) == columns and name.startswith(head) and name.endswith(tail) and len(head) >= 4
+    assert complete == all(len(text) <= columns for text in shown.values())
+    assert complete or columns < 30                  # the run table's room (above MIN_NAME) suffices
+
+
+def test_names_that_differ_only_at_the_start_are_told_apart():
+    names = ["cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
+             "cover.forward.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
+             "cover.grad.interleave_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x"]
+    shown, complete = table.short_names(names, 30)
+    assert complete and shown == {names[0]: "cover.g…32_255x1x1x4_B11D_s0-4",
+                                  names[1]: "cover.f…32_255x1x1x4_B11D_s0-4",
+                                  names[2]: "cover.…p32_256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
+
+
+def test_the_op_column_stays_when_operators_mix_and_the_terminal_width_is_used(monkeypatch):
+    results = [passed(f"full.bcast.interleave_fp32_bf16_2x3x4x16_BSND_s0-16_{op}", op=op, rotary_mode=mode)
+               for op in ("grad", "forward") for mode in (1, 3)]
+    lines = table.render(results, EMULATOR).splitlines()
+    heading = next(line for line in lines if line.startswith("case "))
+    assert heading.split()[:2] == ["case", "op"] and all(len(line) <= 100 for line in lines)
+    assert "all cases: op" not in "\n".join(lines)
+    assert "all cases: op grad" in table.render(results[:2], EMULATOR)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "150")                  # shutil.get_terminal_size reads it first
+    wide_terminal = table.render(results, EMULATOR).splitlines()
+    assert 100 < max(map(len, wide_terminal)) <= 150                       # whole names: no "…"
+    assert all(any(line.startswith(f"{r.name}  ") for line in wide_terminal) for r in results)
 
 
 def test_failures_are_one_line_each_unless_verbose():

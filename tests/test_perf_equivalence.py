@@ -4,7 +4,8 @@
   ``reference.SliceTerms`` + ``standards.default_budget_into``) against the whole-array reference path
   (``judge._fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
   from subnormal to near the dtype maximum, NaN/Inf in the data and faulty results: same status, message,
-  metrics (floats compared exactly), details, warnings and error map.
+  metrics (floats compared exactly: the budget ratio, and the error in ulps and beyond the output's rounding,
+  each seen both zero and not), details, warnings and error map.
 - Inputs: ``make_inputs`` (compiled helper or numpy, threads, any chunk size) against the straightforward draws
   of each generator, rounded with numpy/ml_dtypes casts: for ``philox`` the README's recipe written out plainly
   (``test_inputs.philox_recipe``), for ``pcg64`` ``Generator.uniform``/``normal`` of the whole tensor.
@@ -118,7 +119,7 @@ def sweep(seed: int):
 
 @pytest.mark.parametrize("chunk", range(6))
 def test_fast_default_gives_the_reference_verdict_on_a_sweep(fast_path, chunk):
-    kinds = {}
+    kinds, beyond = {}, {False: 0, True: 0}
     for seed in range(chunk * 60, chunk * 60 + 60):
         case, inputs, result, kind = sweep(seed)
         outcome = Outcome(status=0, dy=result)
@@ -128,7 +129,10 @@ def test_fast_default_gives_the_reference_verdict_on_a_sweep(fast_path, chunk):
                 slow = reference_judge(case, inputs, outcome, "default", tolerance)
             same_verdict(fast, slow)
             kinds[(kind, slow.status)] = kinds.get((kind, slow.status), 0) + 1
+            if slow.status == "passed" and not tolerance:       # the ulp metrics in both regimes were compared
+                beyond[slow.metrics["beyond_rounding"] > 0] += slow.metrics["max_err_ulp"] > 0
     assert kinds.get(("correct", "passed"), 0) > 10 and kinds.get(("fault", "failed"), 0) > 3
+    assert min(beyond.values()) > 3, beyond
 
 
 def test_the_forward_operator_is_judged_alike(fast_path):

@@ -98,6 +98,10 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed"
     assert str(tmp_path / "emu") in result.stdout
+    faults = subprocess.run([sys.executable, "-c", "from prmg_cli import toolkit; print(sorted(toolkit.emulator_fault_"
+                             "effects()) == sorted(toolkit.emulator_fault_names()))"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert faults.stdout == "True\n", faults.stderr                 # the README doctor reads is installed
 
 
 def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):

@@ -210,13 +210,30 @@ def test_shipped_cases_catch_every_emulator_fault(fault):
     assert result.returncode == 1, report["summary"]
     red = [c for c in report["cases"] if c["status"] in ("failed", "error")]
     assert SHIPPED_FAULTS[fault] in red[0]["message"] + "\n".join(red[0]["details"]), red[0]
+    if red[0]["metrics"].get("bad"):                  # elements over budget take over all of it beyond the rounding
+        assert red[0]["metrics"]["beyond_rounding"] > 1 and "beyond rounding" in red[0]["key_metric"], red[0]
 
 
-def test_shipped_cases_are_green():
-    result, report = run_json(ROOT / "cases")
+def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
+    result, report = run_json(ROOT / "cases", "--report", f"table:{tmp_path / 'table.txt'}")
     assert result.returncode == 0, report["summary"]
     summary = report["summary"]
     assert summary["failed"] == summary["error"] == summary["xpassed"] == summary["not_run"] == 0
     assert summary["passed"] > 500 and summary["xfailed"] == 2 and summary["warnings"] == 0
+    # the table, header and coverage lines included, fits 100 columns; the operators mix, so the op column
+    # stays; every case keeps a text of its own: whole, or its head and end around "…"
+    lines = (tmp_path / "table.txt").read_text().splitlines()
+    assert max(map(len, lines)) <= 100 and lines[0].startswith("runner: emulator")
+    heading = lines.index(next(line for line in lines if line.startswith("case ")))
+    assert lines[heading].split()[:2] == ["case", "op"]
+    rows = [line.split("  ")[0] for line in lines[heading + 2:heading + 2 + len(report["cases"])]]
+    assert len(set(rows)) == len(rows) == len(report["cases"]) and lines[heading + 2 + len(rows)] == ""
+    for shown, case in zip(rows, report["cases"]):
+        head, _, tail = shown.partition("…")
+        assert shown == case["name"] or (case["name"].startswith(head) and case["name"].endswith(tail)), shown
+    assert sum("…" in shown for shown in rows) > 100
+    # a correctly rounded bfloat16 result: err/budget near 1, yet 0.5 ulp and nothing beyond the rounding
+    rounded = [c for c in report["cases"] if c["dtype"] == "bfloat16" and c["metrics"].get("max_err_ratio", 0) > 0.999]
+    assert rounded and all(c["key_metric"] == "0.50 ulp, beyond rounding 0%" for c in rounded[:5]), rounded[:5]
     result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3", "--exclude-tag", "mode-unsupported")
     assert result.returncode == 0 and report["summary"]["passed"] > 560 and report["summary"]["skipped"] == 0

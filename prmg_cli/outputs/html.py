@@ -117,6 +117,14 @@ def key_margin(metrics: dict) -> float | None:
     return None
 
 
+def closeness(metrics: dict, margin: float) -> float:
+    """How close a passing case runs to its limit, for the page's "closest to their limit" list: under
+    ``default`` the share of its budget beyond the output's rounding that its error takes (``beyond_rounding``:
+    0 for a correctly rounded result, whose err/budget is near 1 all the same), else its key ``margin``."""
+    beyond = metrics.get("beyond_rounding")
+    return float(beyond) if isinstance(beyond, (int, float)) else margin
+
+
 def bytes_moved(result: CaseResult) -> int | None:
     """``2*rows*L*itemsize(dy) + 2*numel(cos)*itemsize(cos)`` (as ``bench.bytes_moved``) from the result's
     shape, cos shape, slice and dtypes; None when one of them is missing or unknown."""
@@ -299,7 +307,8 @@ def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
                      f'<figcaption>key margin of {len(margins)} case{"s" * (len(margins) != 1)} '
                      f'(standards: {_h(", ".join(standards) or "-")}); the kernel fails a case right of 1'
                      f'</figcaption></figure>')
-        closest = sorted(((value, r) for value, r in margins if r.status == "passed"), key=lambda p: -p[0])[:5]
+        closest = sorted(((value, r) for value, r in margins if r.status == "passed"),
+                         key=lambda p: -closeness(p[1].metrics, p[0]))[:5]
         if closest:
             items = "".join(f'<li><code>{esc(r.name)}</code> {esc(r.key_metric or f"{value:.5g}")}</li>'
                             for value, r in closest)

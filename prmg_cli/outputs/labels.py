@@ -11,6 +11,7 @@ import math
 from .. import __version__, dtypes
 from ..results import STATUSES, CaseResult, RunInfo, plural, visible
 from ..vocab import mode_list, mode_name
+from .screen import width as screen_width, wrap
 
 EMULATOR_NOTE = "results come from the host emulator, not an NPU"
 TESTS_PRMG = "this run tests prmg, not the operator"
@@ -186,10 +187,12 @@ def modes_note(info: RunInfo) -> str:
     return "".join(f"; {note}" for note in notes)
 
 
-def format_header(info: RunInfo, results: list[CaseResult] | None = None) -> str:
-    """The lines above a report (``header_fields``): an emulator run says plainly that its results do not
-    come from an NPU, and the faults it named are said (where they acted, when ``results`` are given)."""
-    return "\n".join(f"{name}: {value}" for name, value in header_fields(info, results))
+def format_header(info: RunInfo, results: list[CaseResult] | None = None, width: int | None = None) -> str:
+    """The lines above a report (``header_fields``), each wrapped to ``width`` columns (default
+    ``screen.width()``): an emulator run says plainly that its results do not come from an NPU, and the faults
+    it named are said (where they acted, when ``results`` are given)."""
+    width = width or screen_width()
+    return "\n".join(line for name, value in header_fields(info, results) for line in wrap(f"{name}: {value}", width))
 
 
 def diagnosis_lines(result: CaseResult, indent: str = "    ", details: bool = True) -> list[str]:

@@ -26,5 +26,5 @@ def render(cases: list) -> str:
              "expect": expect_label(case), "tags": visible(",".join(case.tags) or "-"),
              "file": visible(case.source)} for case in cases]
     lines = fit(rows, shared_candidates=("op", "mode", "file", "dtypes", "shape", "cos", "slice"),
-                drop_order=("file", "cos", "op", "mode"))
+                drop_order=("file", "cos", "tags", "mode", "shape", "slice", "dtypes"))
     return "\n".join(lines + ["", plural(len(cases), "case")])

@@ -31,7 +31,7 @@ class Standard:
     """One precision standard: ``name``; ``defaults``, its parameters per dy dtype (``"*"``: every dtype; the
     parameters a case may set in ``tolerance`` are their keys); ``judge(SliceView) -> Judgement``;
     ``key_metric``, the metric that marks a verdict of it, and ``describe(metrics)``, that metric's text in a
-    table (e.g. ``err/budget 0.41``); ``drift_metric``, the metric whose rise ``prmg compare`` reports as a
+    table (e.g. ``0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare`` reports as a
     precision drift; ``help``, its rule in one line."""
 
     name: str

@@ -1,0 +1,48 @@
+"""How wide the text prmg prints for people may be, and how a line too long for it is made to fit.
+
+Text reports fit ``WIDTH`` columns, or the terminal's width when standard output is a terminal wider than
+that (``width()``). A ``label: value`` line too long for it is wrapped at spaces, its later lines indented
+under the value (``wrap``); a text that must stay on one line is cut at a space with an ellipsis
+(``shorten``). A word longer than a line (a long path) is never broken: it alone may pass the width.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+
+WIDTH = 100
+ELLIPSIS = "…"
+_MAX_LABEL_INDENT = 24      # a longer label's value continues 4 columns in
+
+
+def width() -> int:
+    """``WIDTH``, or the terminal's columns (``shutil.get_terminal_size``) when standard output is a terminal
+    wider than that."""
+    try:
+        terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):          # replaced or closed stdout
+        terminal = False
+    return max(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns) if terminal else WIDTH
+
+
+def wrap(line: str, columns: int) -> list[str]:
+    """``line`` as lines of at most ``columns`` characters, broken at spaces; the later lines are indented
+    under the value of a ``label: value`` line (4 columns when the label is long or there is none)."""
+    if len(line) <= columns:
+        return [line]
+    label = line.find(": ")
+    indent = label + 2 if 0 < label < _MAX_LABEL_INDENT - 1 else 4
+    return textwrap.wrap(line, columns, subsequent_indent=" " * indent, break_long_words=False,
+                         break_on_hyphens=False) or [line]
+
+
+def shorten(text: str, columns: int) -> str:
+    """``text`` cut at a space (or, without one, anywhere) to at most ``columns`` characters ending with
+    ``…``, when longer."""
+    if len(text) <= columns:
+        return text
+    head = text[:columns]
+    cut = head.rsplit(" ", 1)[0].rstrip(" ,;:(") if " " in head else ""
+    return (cut or head[:columns - len(ELLIPSIS)]) + ELLIPSIS
