@@ -98,38 +98,46 @@ def peak_for(soc: str, peak_gbps: float | None, runner_kind: str) -> float | Non
     return PEAK_GBPS[soc] if runner_kind == "aclnn" else None
 
 
-def bench_command(*, paths, host, runner, op_lib, supported_modes, device, warmup, repeat, peak_gbps,
-                  soc: str | None = None, timeout: float | None = None, keyword, report_format: str,
-                  baseline: str | None = None) -> tuple[str, int]:
-    """``prmg bench``: the text to print and the exit code (1 when ``baseline`` shows a slowdown)."""
+def bench_command(request) -> tuple[str, int]:
+    """``prmg bench`` (``commands.bench.Request``): the text to print and the exit code (1 when ``--baseline``
+    shows a slowdown)."""
+    import math
+
+    from .commands.run import Request as run_request
+    from .suite import check_timeout, load_selected, run_info, settings_for, target_modes
+
+    paths, report_format, peak_gbps, soc = list(request.paths), request.report, request.peak_gbps, request.soc
+    warmup, repeat, device, baseline = request.warmup, request.repeat, request.device, request.baseline
+    timeout = check_timeout(request.timeout)
     if report_format not in ("table", "json"):
         raise PrmgError(f"--report must be table or json for bench, got {report_format!r}")
-    if host:
+    if peak_gbps is not None and not (math.isfinite(peak_gbps) and peak_gbps > 0):
+        raise PrmgError(f"--peak-gbps must be a finite number > 0, got {peak_gbps!r}")
+    if request.host:
         from .hostbench import (format_host_bench, format_judge_paths, format_pipeline_bench,
                                 format_whole_process_bench, run_host_bench, run_judge_paths_bench,
                                 run_pipeline_bench, run_whole_process_bench)
 
         rows = run_host_bench()
         large = run_pipeline_bench()
-        paths = run_judge_paths_bench()
+        judge_paths = run_judge_paths_bench()
         small = run_whole_process_bench()
         if report_format == "json":
-            return json.dumps({"host": rows, "whole_process": small, "large_pipeline": large, "judge_paths": paths},
-                              indent=2), 0
+            return json.dumps({"host": rows, "whole_process": small, "large_pipeline": large,
+                               "judge_paths": judge_paths}, indent=2), 0
         return (format_host_bench(rows) + "\n\n" + format_whole_process_bench(small) + "\n\n"
-                + format_pipeline_bench(large, small) + "\n\n" + format_judge_paths(paths)), 0
+                + format_pipeline_bench(large, small) + "\n\n" + format_judge_paths(judge_paths)), 0
     if not paths:
         raise PrmgError("give case files to time, or --host")
-    from .suite import load_selected, run_info, runner_settings, target_modes
-
     if warmup < 0 or repeat < 1:
         raise PrmgError("--warmup must be >= 0 and --repeat >= 1")
-    modes = target_modes(supported_modes)
-    cases = [c for c in load_selected(paths, modes, keyword) if c.expect.success
+    modes = target_modes(request.supported_modes)
+    cases = [c for c in load_selected(paths, modes, request.keyword) if c.expect.success
              and c.rotary_mode in modes]
     if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
         raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
-    settings = runner_settings(runner, op_lib, modes)
+    settings = settings_for(run_request(paths=(), runner=request.runner, op_lib=request.op_lib,
+                                        supported_modes=request.supported_modes))
     device_soc, rows = bench_cases(cases, settings, device, warmup, repeat, peak_gbps, soc, timeout)
     verdict, code = [], 0
     if baseline:

@@ -204,9 +204,10 @@ def run_pipeline_bench(repeat: int = 7, timeout: float | None = 900) -> list[dic
     """Per dtype: median stage times (ms), median host work and ``dy.copy()`` (ms), their ratio, and the
     largest peak memory over the worker's start-up footprint in dy's bytes, measured in one child process."""
     from .execute import call_in_child
-    from .suite import runner_settings
+    from .commands.run import Request
+    from .suite import settings_for
 
-    settings = runner_settings("emulator", None, frozenset({1}))
+    settings = settings_for(Request(paths=(), runner="emulator"))
     measured = call_in_child(_pipeline_in_worker, settings, repeat, timeout=timeout)
     rows = []
     for dtype, values in measured.items():

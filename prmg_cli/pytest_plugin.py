@@ -22,21 +22,24 @@ _ROOTS = pytest.StashKey()
 
 
 def pytest_addoption(parser) -> None:
+    """``--prmg PATH`` and ``prmg run``'s options marked ``plugin`` (``commands.run.OPTIONS``) as ``--prmg-*``, with
+    the same defaults and help."""
+    from .commands.run import OPTIONS
+    from .options import add_plugin_options
+
     group = parser.getgroup("prmg", "prmg: InplacePartialRotaryMulGrad cases as tests")
     group.addoption("--prmg", action="append", default=[], metavar="PATH",
                     help="Case file or folder to collect (repeatable).")
-    group.addoption("--prmg-runner", default="auto", help="auto, aclnn or emulator (default auto).")
-    group.addoption("--prmg-op-lib", default=None, metavar="PATH", help="Operator library override.")
-    group.addoption("--prmg-supported-modes", default=None, metavar="LIST",
-                    help="Rotary modes the target implements (default: interleave).")
-    group.addoption("--prmg-standard", default=None, help="Judge every case by this standard.")
-    group.addoption("--prmg-timeout", type=float, default=300.0, help="Seconds per case (0 = none).")
-    group.addoption("--prmg-devices", default="0", metavar="LIST",
-                    help="Devices to spread xdist workers over: 0,1,2,3 or all (default 0).")
-    group.addoption("--prmg-check", default=None, metavar="LIST",
-                    help="Golden-free checks for every pass case: adjoint, roundtrip, determinism.")
-    group.addoption("--prmg-strict", action="store_true", default=False,
-                    help="Warnings (a vacuous case) fail their items.")
+    add_plugin_options(group, OPTIONS)
+
+
+def run_request(config):
+    """The ``prmg run`` request of this session's ``--prmg-*`` options (``--prmg-devices``: the devices the xdist
+    workers are spread over)."""
+    from .commands.run import OPTIONS, Request
+    from .options import plugin_values
+
+    return Request(paths=tuple(config.getoption("prmg")), **plugin_values(config, OPTIONS))
 
 
 def pytest_configure(config) -> None:
@@ -72,7 +75,7 @@ class PrmgFile(pytest.File):
         from .suite import target_modes
 
         cases = load_cases([self.path])
-        validate(cases, target_modes(self.config.getoption("prmg_supported_modes")))
+        validate(cases, target_modes(run_request(self.config).supported_modes))
         for case in cases:
             yield PrmgItem.from_parent(self, name=case.name, case=case)
 
@@ -129,15 +132,11 @@ def _get_executor(config):
     worker ``gwK`` runs on device ``K mod len(--prmg-devices)``."""
     if _EXECUTOR not in config.stash:
         from .execute import Executor, default_max_memory
-        from .suite import check_timeout, parse_checks, parse_devices, runner_settings, target_modes
+        from .suite import device_list, parse_devices, settings_for
 
-        settings = runner_settings(config.getoption("prmg_runner"), config.getoption("prmg_op_lib"),
-                                   target_modes(config.getoption("prmg_supported_modes")),
-                                   config.getoption("prmg_standard"),
-                                   check_timeout(config.getoption("prmg_timeout"), "--prmg-timeout"),
-                                   default_max_memory(), strict=config.getoption("prmg_strict"),
-                                   checks=parse_checks(config.getoption("prmg_check")))
-        devices = parse_devices(str(config.getoption("prmg_devices")), settings.toolkit)
+        request = run_request(config)
+        settings = settings_for(request, max_memory=default_max_memory())
+        devices = parse_devices(device_list(request), settings.toolkit)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
         config.stash[_EXECUTOR] = Executor(settings, (devices[index % len(devices)],))

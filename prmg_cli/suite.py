@@ -1,4 +1,5 @@
-"""The ``run`` and ``validate`` commands: load and select cases, pick the runner, execute, report.
+"""Running a suite, for ``prmg run`` and ``prmg validate`` (their options: ``commands/run.py``, ``validate.py``): load
+and select cases, build the settings once (``settings_for``), pick the runner, execute, report.
 
 A run fails safe: an unwritable report or results file is refused before the first case; a selection
 of no case exits 5; a run stopped by ``-x``, Ctrl-C, SIGTERM or wedged devices lists every case it did
@@ -14,7 +15,7 @@ import re
 import signal
 import sys
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -27,43 +28,8 @@ from .outputs import listing
 from .progress import Progress
 from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import check_standard
-from .vocab import MAX_REPEAT, mode_list, parse_modes
+from .vocab import mode_list, parse_modes
 from .writes import check_spares, check_writable, write_stdout
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """The options of ``prmg run`` as plain values."""
-
-    paths: Sequence[str]
-    runner: str = "auto"
-    op_lib: str | None = None
-    supported_modes: str | None = None
-    devices: str = "0"
-    standard: str | None = None
-    reports: tuple = ()                   # --report FORMAT[:FILE], repeatable
-    output: str | None = None
-    keyword: str | None = None
-    tags: tuple = ()
-    exclude_tags: tuple = ()
-    fail_fast: bool = False
-    list_only: bool = False
-    timeout: float | None = 300.0
-    results: str | None = None
-    resume: str | None = None
-    shard: str | None = None
-    max_memory: str | None = None
-    verbose: bool = False
-    wide: bool = False
-    max_details: int | None = None
-    strict: bool = False
-    max_timeouts: int = 3
-    progress_interval: float = 30.0
-    checks: str | None = None             # --check adjoint,roundtrip,determinism
-    golden: bool = True                   # --no-golden: judge by the checks alone
-    repeat: int = 2                       # --repeat: launches of the determinism check
-    save_failures: str | None = None      # --save-failures DIR
-    cluster: str | None = None            # --cluster ADDRESS: run on a Ray cluster's NPUs (cluster.py)
 
 
 def target_modes(text: str | None) -> frozenset:
@@ -165,9 +131,8 @@ def _device_count(toolkit, option: str) -> int:
     return count
 
 
-def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tuple[str, ...]:
-    """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some, ``--repeat``
-    2 to ``MAX_REPEAT``."""
+def parse_checks(text: str | None, golden: bool = True) -> tuple[str, ...]:
+    """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some."""
     from .checks import CHECKS, ORACLES
 
     names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
@@ -178,10 +143,21 @@ def parse_checks(text: str | None, golden: bool = True, repeat: int = 2) -> tupl
     if not golden and not names:
         raise PrmgError(f"--no-golden judges cases by their checks alone: give --check (one of "
                         f"{', '.join(ORACLES)} judges correctness)")
-    if not 2 <= repeat <= MAX_REPEAT:
-        raise PrmgError(f"--repeat must be from 2 (the determinism check compares launches) to {MAX_REPEAT}, "
-                        f"got {repeat}")
     return names
+
+
+def check_options(request) -> dict:
+    """The checks' options of ``request`` (``checks.OPTIONS``: ``--repeat`` ...) by name, each within its bounds."""
+    from .checks import OPTIONS
+
+    values = {}
+    for name, (check, option) in OPTIONS.items():
+        value = getattr(request, name, option.default)
+        if not option.minimum <= value <= option.maximum:
+            raise PrmgError(f"--{name.replace('_', '-')} must be from {option.minimum} to {option.maximum} "
+                            f"({check.name} check), got {value}")
+        values[name] = value
+    return values
 
 
 def check_judged(cases: Sequence[Case], checks: tuple, golden: bool) -> None:
@@ -200,28 +176,36 @@ def check_judged(cases: Sequence[Case], checks: tuple, golden: bool) -> None:
                             file=case.source, case=case.name, field="checks")
 
 
-def runner_settings(runner: str, op_lib: str | None, modes: frozenset, standard: str | None = None,
-                    timeout: float | None = None, max_memory: int | None = None, strict: bool = False,
-                    max_timeouts: int = 3, checks: tuple = (), golden: bool = True, repeat: int = 2,
-                    save_failures: str | None = None, toolkit=None):
-    """Pick the toolkit (real or emulator; ``toolkit`` when already chosen, e.g. by a cluster's node) and fix
-    the settings every worker shares; an unknown emulator fault in ``PRMG_EMU_FAULT`` is a usage error
-    here, before any case runs."""
+def settings_for(request, toolkit=None, max_memory: int | None = None):
+    """The settings every worker shares (``execute.RunSettings``), built once from a ``prmg run`` request
+    (``commands.run.Request``; the pytest plugin's and bench's too): its options checked, the toolkit picked (real
+    or emulator; ``toolkit`` when already chosen, e.g. by a cluster's node). An unknown emulator fault in
+    ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
     from .toolkit import check_emulator_faults, select_runner
 
-    if standard is not None:
+    if request.standard is not None:
         try:
-            check_standard(standard)
+            check_standard(request.standard)
         except PrmgError as exc:
             raise PrmgError(f"--standard: {exc.reason}") from None
-    if max_timeouts < 1:
-        raise PrmgError(f"--max-timeouts must be >= 1, got {max_timeouts}")
-    toolkit = toolkit or select_runner(runner, op_lib, os.environ, modes)
+    if request.max_timeouts < 1:
+        raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
+    golden = not request.no_golden
+    checks, options = parse_checks(request.check, golden), check_options(request)
+    timeout = check_timeout(request.timeout)
+    modes = target_modes(request.supported_modes)
+    toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, modes)
     if toolkit.kind == "emulator":
         check_emulator_faults(os.environ)
-    return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=standard, timeout=timeout,
-                               max_memory=max_memory, strict=strict, max_timeouts=max_timeouts, checks=checks,
-                               golden=golden, check_options={"repeat": repeat}, save_failures=save_failures)
+    save_failures = str(Path(request.save_failures).resolve()) if request.save_failures else None
+    return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=request.standard, timeout=timeout,
+                               max_memory=max_memory, strict=request.strict, max_timeouts=request.max_timeouts,
+                               checks=checks, golden=golden, check_options=options, save_failures=save_failures)
+
+
+def device_list(request) -> str:
+    """The devices a request names: ``--devices``, else ``--device``."""
+    return request.devices if request.devices is not None else str(request.device)
 
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
@@ -273,7 +257,7 @@ def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dic
     return kept
 
 
-def _select(request: RunRequest, modes: frozenset) -> tuple[list[Case], list[Case]]:
+def _select(request, modes: frozenset) -> tuple[list[Case], list[Case]]:
     """(the selected cases before sharding, the cases of the run): loaded, validated, selected, sharded."""
     selection = load_selected(request.paths, modes, request.keyword, request.tags, request.exclude_tags)
     if request.shard is None:
@@ -288,23 +272,30 @@ def _not_run(cases: Sequence[Case], finished: dict, reason: str, settings) -> li
             for case in cases if case.name not in finished]
 
 
-def _connect(request: RunRequest, modes: frozenset):
+def _connect(request, modes: frozenset):
     """The Ray cluster of ``--cluster`` (``cluster.connect``), its toolkit found on one of its nodes."""
     from . import cluster
 
     return cluster.connect(request.cluster, request.runner, request.op_lib, modes)
 
 
-def run_suite(request: RunRequest) -> int:
+def run_suite(request) -> int:
     """``prmg run``: returns the exit code (``results.ExitCode``)."""
     from . import store
 
-    timeout = check_timeout(request.timeout)
-    checks = parse_checks(request.checks, request.golden, request.repeat)
-    targets = outputs.parse_targets(list(request.reports), request.output)
+    if request.max_details is not None and request.max_details < 0:
+        raise PrmgError(f"--max-details must be >= 0, got {request.max_details}")
+    if request.cluster is not None and (request.devices is not None or request.device != 0):
+        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
+                        "local runs")
+    check_timeout(request.progress_interval, "--progress-interval")
+    check_timeout(request.timeout)
+    checks = parse_checks(request.check, not request.no_golden)
+    check_options(request)
+    targets = outputs.parse_targets(list(request.report), request.output)
     modes = target_modes(request.supported_modes)
     selection, cases = _select(request, modes)
-    check_judged(cases, checks, request.golden)
+    check_judged(cases, checks, not request.no_golden)
     if not cases:
         sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
         return ExitCode.NO_CASES
@@ -325,13 +316,10 @@ def run_suite(request: RunRequest) -> int:
     cluster = _connect(request, modes) if request.cluster is not None else None
     if max_memory is None:                              # half the RAM where the cases run
         max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
-    settings = runner_settings(request.runner, request.op_lib, modes, request.standard, timeout, max_memory,
-                               request.strict, request.max_timeouts, checks, request.golden, request.repeat,
-                               request.save_failures and str(Path(request.save_failures).resolve()),
-                               toolkit=cluster and cluster.toolkit)
+    settings = settings_for(request, cluster and cluster.toolkit, max_memory)
     settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
                                               for case in cases))
-    devices = cluster.devices if cluster else parse_devices(request.devices, settings.toolkit)
+    devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
     run = _Run(cases, store.Writer(results_path) if results_path else None, request, run_info(settings, devices))
@@ -381,7 +369,7 @@ class _Run:
     """One run's bookkeeping: the results finished (resumed or run), the results file and its run record, the
     progress line, and why and how the run stopped early (``stopped``, ``code``)."""
 
-    def __init__(self, cases: Sequence[Case], writer, request: RunRequest, info: RunInfo):
+    def __init__(self, cases: Sequence[Case], writer, request, info: RunInfo):
         self.cases, self.writer, self.request, self.info = cases, writer, request, info
         self.finished: dict[str, CaseResult] = {}
         self.todo: list[Case] = []
@@ -389,7 +377,7 @@ class _Run:
         self.key = ""
         self.run_id = uuid.uuid4().hex
         self.recorded = False                     # the run record is in the results file
-        self.progress = Progress(0, interval=request.progress_interval)
+        self.progress = Progress(0, interval=request.progress_interval or 0)
         self.stopped, self.code = "", ExitCode.OK
         self.unrecorded: list[PrmgError] = []     # the results file failed: the run stops, reports still go out
         self.ending = False                       # the cases are over (or stopped): a signal now is recorded
@@ -420,8 +408,8 @@ class _Run:
         self.info.resumed = len(self.finished)
         self._record(settings, selection)
         self.todo = [case for case in self.cases if case.name not in self.finished]
-        self.progress = Progress(len(self.todo), interval=self.request.progress_interval)
-        if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.reports),
+        self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
+        if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
                                                                                      self.request.output)):
             write_stdout(outputs.labels.format_header(self.info) + "\n")
         note = outputs.labels.modes_note(self.info)
@@ -475,7 +463,7 @@ class _Run:
         return ordered, missing
 
 
-def _write_reports(targets, results: list[CaseResult], info: RunInfo, request: RunRequest) -> None:
+def _write_reports(targets, results: list[CaseResult], info: RunInfo, request) -> None:
     """Every report of ``targets``; when none goes to standard output, the failures and the summary line
     are printed there, so the console still tells what happened."""
     options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details)

@@ -10,7 +10,6 @@ reports) takes these words from here, so that none of them imports another to le
 - The bytes of the runner's in-place contract: guard zones and workspace poison.
 - The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``.
 - The generators that draw a case's seeded inputs (``inputs.py``), the default first.
-- ``MAX_REPEAT``: the most launches ``prmg run --repeat`` may ask of the determinism check (its --help says it).
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the l
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 GENERATORS = ("philox", "pcg64")            # philox: the default; pcg64: the inputs of prmg before it
 DEFAULT_GENERATOR = GENERATORS[0]
-MAX_REPEAT = 1000                           # --repeat: launches of one case by the determinism check
 
 
 def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:

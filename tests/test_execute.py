@@ -215,8 +215,9 @@ def test_a_one_tebibyte_case_is_refused_fast(tmp_path):
 
 
 def _settings():
-    from prmg_cli.suite import runner_settings
-    return runner_settings("emulator", None, frozenset({1}), timeout=30)
+    from prmg_cli.commands.run import Request
+    from prmg_cli.suite import settings_for
+    return settings_for(Request(paths=(), runner="emulator", timeout=30.0))
 
 
 def _cases(count):

@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT
 from prmg_cli import gencase, merge, outputs, runs, store, suite
+from prmg_cli.commands import run
 from prmg_cli.cases import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
 from prmg_cli.errors import PrmgError
 from prmg_cli.results import RECORD_FIELDS, STATUSES, CaseResult
@@ -492,7 +493,7 @@ def _resume(stored: store.Stored, folder: Path) -> None:
     assert all(result.status not in store.UNTRUSTED for result in kept.values())
     results = list(latest.values())
     info = suite.RunInfo(runner="emulator", location="here", resumed=len(kept))
-    request = suite.RunRequest(paths=[], verbose=True)
+    request = run.Request(paths=(), verbose=True)
     targets = [outputs.ReportTarget(fmt, str(folder / f"resumed.{fmt}")) for fmt in outputs.OUTPUTS]
     suite._write_reports(targets, results, info, request)
     suite.exit_code(results)

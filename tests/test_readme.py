@@ -42,11 +42,12 @@ def _shell_blocks(text: str) -> list[str]:
 
 def _help_examples() -> list[str]:
     """The ``prmg ...`` example lines of every command's ``--help``."""
-    from prmg_cli.cli import app
+    from prmg_cli.commands import COMMANDS, load
 
     commands = []
-    for info in app.registered_commands:
-        text = (info.callback.__doc__ or "") + (info.epilog or "")
+    for name in COMMANDS:
+        module = load(name)
+        text = (module.main.__doc__ or "") + module.EPILOG
         commands += [line.strip() for line in text.splitlines() if line.strip().startswith("prmg ")]
     return commands
 

@@ -120,6 +120,7 @@ def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, em
     """A bug in a check is not a case error: the run stops (exit 3) with the worker's traceback. (Adding a check
     is one entry of ``checks.CHECKS``: here a toy entry that fails.)"""
     from prmg_cli import execute, suite
+    from prmg_cli.commands import run
 
     def broken(context):
         raise ZeroDivisionError("a bug in a check")
@@ -127,7 +128,7 @@ def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, em
     monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str))
     path = write(tmp_path, "- {name: t, shape: [1, 1, 2, 16], checks: [adjoint]}\n")
     with pytest.raises(execute.InternalError, match="(?s)case 't':.*ZeroDivisionError: a bug in a check"):
-        suite.run_suite(suite.RunRequest([str(path)], runner="emulator", checks="toy", reports=("json:" + str(
+        suite.run_suite(run.Request(paths=(str(path),), runner="emulator", check="toy", report=("json:" + str(
             tmp_path / "r.json"),)))
 
 

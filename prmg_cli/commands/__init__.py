@@ -1,0 +1,23 @@
+"""prmg's commands, one module each, named like the command (``gen-case`` in ``gen_case.py``).
+
+A command module holds everything of its command: ``OPTIONS`` (``options.Option`` records: flags, defaults,
+help), ``Request`` (the typed value they make, built by ``options.request_type``), ``main(request) -> exit
+code`` (its docstring is the command's ``--help``) and ``EPILOG`` (examples). Options several commands share
+live in ``common``. Its top level imports nothing heavy, so that the command line starts fast: ``cli`` builds
+only the command it runs. Adding a command is one module and one entry in ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Command names in the order ``prmg --help`` lists them -> their module in this package.
+COMMANDS = {
+    "run": "run", "validate": "validate", "dump": "dump", "gen-case": "gen_case", "coverage": "coverage",
+    "import-ttk": "import_ttk", "doctor": "doctor", "bench": "bench", "compare": "compare", "report": "report",
+}
+
+
+def load(name: str):
+    """The module of the command ``name`` (a key of ``COMMANDS``)."""
+    return importlib.import_module(f"{__name__}.{COMMANDS[name]}")

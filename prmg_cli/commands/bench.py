@@ -1,0 +1,46 @@
+"""``prmg bench``: time the kernel on the device, or the host golden (``bench.bench_command``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..options import Option, request_type
+from .common import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
+
+OPTIONS = (
+    Option("paths", (), None, "Case files or folders to time on the device.", "[PATH]...", list, argument=True),
+    Option("host", ("--host",), False, "Time the host golden against dy.copy() and a naive version, side by side, "
+           "and whole prmg run processes.", kind=bool),
+    RUNNER, OP_LIB, SUPPORTED_MODES,
+    Option("device", ("--device",), 0, "The device to time on.", "N", int),
+    Option("warmup", ("--warmup",), 3, "Untimed launches before measuring.", "N", int),
+    Option("repeat", ("--repeat",), 10, "Timed launches per case.", "N", int),
+    Option("peak_gbps", ("--peak-gbps",), None, "Peak memory bandwidth of the device (GB/s, > 0); default: the "
+           "--soc entry.", "GBPS", float),
+    Option("soc", ("--soc",), None, "Device kind for the peak bandwidth table (Ascend950PR 1600 GB/s, Ascend950DT "
+           "4000 GB/s; default: what aclrtGetSocName says).", "NAME"),
+    Option("baseline", ("--baseline",), None, "A bench JSON report to compare with: exit 1 when a case got slower "
+           "beyond its noise.", "FILE", Path),
+    Option("timeout", ("--timeout",), 600.0, "Limit for the whole measurement (0 = none).", "SECONDS", float),
+    KEYWORD,
+    Option("report", ("--report",), "table", "table or json.", "FORMAT"),
+)
+
+Request = request_type("BenchRequest", OPTIONS, "The options of ``prmg bench``.")
+
+EPILOG = """\b
+Examples:
+  prmg bench --host
+  prmg bench cases/smoke.yaml --repeat 20 --report json > base.json
+  prmg bench cases/smoke.yaml --repeat 20 --baseline base.json
+"""
+
+
+def main(request) -> int:
+    """Time the kernel with ACL events (min/median, bytes moved, GB/s, share of peak), or the host golden."""
+    from ..bench import bench_command
+    from ..writes import write_stdout
+
+    text, code = bench_command(request)
+    write_stdout(text)
+    return code

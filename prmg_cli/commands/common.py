@@ -1,0 +1,31 @@
+"""Options several commands share, declared once (``options.Option`` records)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..options import REQUIRED, Option
+
+PATHS = Option("paths", (), REQUIRED, "Case files or folders (every *.yaml / *.yml below a folder, sorted).",
+               "PATH...", list, argument=True)
+RUNNER = Option("runner", ("--runner",), "auto", "auto (a CANN toolkit when one is found, else the emulator), "
+                "aclnn (a toolkit, never the emulator) or emulator.", "NAME", plugin=True)
+OP_LIB = Option("op_lib", ("--op-lib",), None, "Load the operators from this library instead of the documented "
+                "search order.", "PATH", plugin=True)
+SUPPORTED_MODES = Option(
+    "supported_modes", ("--supported-modes",), None,
+    "Rotary modes the target implements, e.g. 0,1,2,3 or half,interleave (default: interleave, like today's "
+    "kernel). Pass cases of other modes are skipped with a reason; cases that expect an error always run. The "
+    "emulator implements the modes named here.", "LIST", plugin=True)
+KEYWORD = Option("keyword", ("-k",), None, "Only cases whose name contains SUBSTRING.", "SUBSTRING")
+TAGS = Option("tags", ("--tag",), (), "Only cases with this tag (repeatable: any of them).", "WORD", list)
+EXCLUDE_TAGS = Option("exclude_tags", ("--exclude-tag",), (), "Leave out cases with this tag (repeatable).", "WORD",
+                      list)
+OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one.", "FILE",
+                Path)
+REPORTS = Option("report", ("--report",), (), "table, json, junit, csv, markdown or html (pip install "
+                 "'prmg[html]'), to FILE or standard output; repeatable, e.g. --report junit:smoke.xml --report "
+                 "html:run.html.", "FORMAT[:FILE]", list)
+VERBOSE = Option("verbose", ("-v", "--verbose"), False, "Also print diagnosis lines and skip reasons.", kind=bool)
+WIDE = Option("wide", ("--wide",), False, "Show every table column and whole case names.", kind=bool)
+

@@ -1,0 +1,45 @@
+"""``prmg compare``: two runs' results side by side (``runs.compare_files``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..options import REQUIRED, Option, request_type
+
+OPTIONS = (
+    Option("run_a", (), REQUIRED, "The results file of the first run (--results).", "A.jsonl", Path, argument=True),
+    Option("run_b", (), REQUIRED, "The results file of the second run.", "B.jsonl", Path, argument=True),
+    Option("report", ("--report",), "table", "table, json or markdown.", "FORMAT"),
+    Option("drift", ("--drift",), 0.25, "Precision drift: the key metric rising by more than this fraction (and "
+           "--floor) is a regression.", "FRACTION", float),
+    Option("floor", ("--floor",), 0.05, "The absolute part of the drift limit.", "VALUE", float),
+    Option("time_floor", ("--time-floor",), 0.05, "Kernel time: a rise beyond 3 x the measured spread plus this "
+           "fraction of the median is a regression.", "FRACTION", float),
+)
+
+Request = request_type("CompareRequest", OPTIONS, "The options of ``prmg compare``.")
+
+EPILOG = """\b
+Example:
+  prmg compare before.jsonl after.jsonl --report markdown
+"""
+
+
+def main(request) -> int:
+    """Compare two runs: new failures first, then precision drift, kernel-time drift beyond the measured
+    noise, cases only in one run, fixes. Exit 1 on any regression, 0 otherwise.
+    """
+    import math
+
+    from ..errors import PrmgError
+    from ..runs import compare_files
+    from ..writes import write_stdout
+
+    for option in OPTIONS:
+        value = getattr(request, option.name)
+        if option.kind is float and not (math.isfinite(value) and value >= 0):
+            raise PrmgError(f"{option.flags[0]} must be a finite number >= 0, got {value!r}")
+    text, code = compare_files(request.run_a, request.run_b, request.report, drift=request.drift,
+                               floor=request.floor, time_floor=request.time_floor)
+    write_stdout(text)
+    return code

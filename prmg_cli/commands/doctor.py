@@ -1,0 +1,29 @@
+"""``prmg doctor``: what was found and where (``doctor.diagnose``)."""
+
+from __future__ import annotations
+
+from ..options import request_type
+from .common import OP_LIB, RUNNER
+
+OPTIONS = (RUNNER, OP_LIB)
+
+Request = request_type("DoctorRequest", OPTIONS, "The options of ``prmg doctor``.")
+
+EPILOG = """\b
+Example:
+  prmg doctor --runner emulator
+"""
+
+
+def main(request) -> int:
+    """Say what was found and where: toolkit, libraries, operator symbols, devices, ASCEND_* variables, and the
+    emulator's PRMG_EMU_* variables and fault names.
+
+    Exit 0 when a runner is usable, 1 otherwise.
+    """
+    from ..doctor import diagnose
+    from ..writes import write_stdout
+
+    text, usable = diagnose(request.runner, request.op_lib)
+    write_stdout(text)
+    return 0 if usable else 1

@@ -1,0 +1,31 @@
+"""``prmg dump``: write cases' inputs and goldens as .npy files (``dump.dump_cases``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..options import REQUIRED, Option, request_type
+from .common import KEYWORD, PATHS
+
+OPTIONS = (PATHS, Option("out", ("--out",), REQUIRED, "Folder to write DIR/CASE/ into.", "DIR", Path), KEYWORD)
+
+Request = request_type("DumpRequest", OPTIONS, "The options of ``prmg dump``.")
+
+EPILOG = """\b
+Example:
+  prmg dump cases/smoke.yaml --out /tmp/golden -k worked
+"""
+
+
+def main(request) -> int:
+    """Write each case's inputs and golden as .npy files for other tools.
+
+    DIR/CASE/ gets dy.npy, cos.npy, sin.npy, golden.npy (the expected result in dy's dtype; absent for
+    cases that expect an error) and meta.json (dtypes, shapes, mode, slice, seed). bfloat16 arrays are
+    stored as their 16-bit patterns (uint16) and meta.json names the dtype.
+    """
+    from ..dump import dump_cases
+    from ..writes import write_stdout
+
+    write_stdout(dump_cases(list(request.paths), request.out, request.keyword))
+    return 0

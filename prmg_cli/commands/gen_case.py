@@ -1,0 +1,64 @@
+"""``prmg gen-case``: one case from flags, or a preset suite (``gencase_cli.generate``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..options import Option, request_type
+from ..presets import PRESETS
+from ..vocab import BROADCASTS
+from .common import EXCLUDE_TAGS, TAGS
+
+OPTIONS = (
+    Option("shape", ("--shape",), None, "dy's shape.", "B,S,N,D"),
+    Option("cos_shape", ("--cos-shape",), None, "cos/sin shape.", "B,S,N,L"),
+    Option("broadcast", ("--broadcast",), None, f"Instead of --cos-shape: {', '.join(BROADCASTS)} (default: cos "
+           f"shape [1, 1, 1, L], as in a case file).", "PATTERN"),
+    Option("partial_slice", ("--slice",), None, "[start, end) of the last axis (default 0,D).", "START,END"),
+    Option("dtype", ("--dtype",), "float32", "dy's dtype: float32, float16, bfloat16.", "DTYPE"),
+    Option("cos_dtype", ("--cos-dtype",), None, "cos/sin dtype (default: --dtype).", "DTYPE"),
+    Option("mode", ("--mode",), "interleave", "half, interleave, quarter, interleave-half or 0..3.", "MODE"),
+    Option("seed", ("--seed",), None, "Input seed (default: derived from the name).", "N", int),
+    Option("name", ("--name",), None, "Case name (default: derived from the options).", "NAME"),
+    Option("inputs", ("--inputs",), None, "TENSOR=KIND[:ARGS] items separated by commas, e.g. "
+           "dy=uniform:-1:1,cos=rope:10000,sin=rope:10000 or dy=normal:0:2.", "SPEC"),
+    Option("expect", ("--expect",), "pass", "pass, error, or a status code/name.", "WHAT"),
+    Option("standard", ("--standard",), None, "Precision standard for the case.", "NAME"),
+    Option("preset", ("--preset",), None, f"Write a whole suite: {', '.join(PRESETS)} (cover: every regime "
+           f"class of prmg coverage; models: real models' shapes).", "NAME"),
+    Option("tags", TAGS.flags, (), "With --preset: only its cases with this tag (repeatable: any of them).", "WORD",
+           list),
+    Option("exclude_tags", EXCLUDE_TAGS.flags, (), "With --preset: leave out its cases with this tag (repeatable).",
+           "WORD", list),
+    Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise); a case that would not load from "
+           "FILE (a file: input outside its folder) is refused.", "FILE", Path),
+    Option("append", ("--append",), False, "Add the case to FILE's cases instead of overwriting it.", kind=bool),
+)
+
+Request = request_type("GenCaseRequest", OPTIONS, "The options of ``prmg gen-case``.")
+
+EPILOG = """\b
+Examples:
+  prmg gen-case --shape 2,16,4,128 --broadcast 1S1D --slice 32,96 --dtype bfloat16 --cos-dtype float32
+  prmg gen-case --shape 1,1,1,2048 --slice 0,64 --expect ACLNN_ERR_INNER_TILING_ERROR -o neg.yaml --append
+  prmg gen-case --shape 1,2,2,64 --inputs dy=uniform:-1:1,cos=rope:10000,sin=rope:10000
+  prmg gen-case --preset smoke -o cases/smoke.yaml
+  prmg gen-case --preset cover -o cases/cover.yaml
+  prmg gen-case --preset models --tag long -o models-long.yaml
+"""
+
+
+def main(request) -> int:
+    """Generate a case from flags, or a whole suite with --preset. Output is deterministic.
+
+    Invalid combinations are refused with the constraint they break, unless --expect asks for an error.
+    """
+    import dataclasses
+
+    from ..gencase_cli import generate
+    from ..writes import write_stdout
+
+    text = generate(**dataclasses.asdict(request))
+    if text:
+        write_stdout(text)
+    return 0

@@ -1,0 +1,39 @@
+"""``prmg import-ttk``: a TTK case list (CSV) as prmg cases (``gencase_cli.import_ttk_file``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..options import REQUIRED, Option, request_type
+
+OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list.", "FILE.csv", Path, argument=True),
+           Option("output", ("-o", "--output"), None, "YAML file to write (stdout otherwise; never the CSV itself).",
+                  "FILE", Path))
+
+Request = request_type("ImportTtkRequest", OPTIONS, "The options of ``prmg import-ttk``.")
+
+EPILOG = """\b
+Example:
+  prmg import-ttk tests/data/ttk_kernel_inplace_partial_rotary_mul_grad.csv -o cases/ttk_upstream.yaml
+"""
+
+
+def main(request) -> int:
+    """Convert a TTK case list (CSV) into prmg YAML cases.
+
+    Disabled rows are skipped with a note; rows that are not this operator or cannot be mapped are
+    reported by row number (on stderr). precision_tolerances/absolute_precision become a
+    double_thousandth standard with the same thresholds.
+    """
+    import sys
+
+    from ..gencase_cli import import_ttk_file
+    from ..results import visible
+    from ..writes import write_stdout
+
+    text, notes = import_ttk_file(request.csv_file, request.output)
+    for note in notes:
+        sys.stderr.write(visible(note) + "\n")
+    if text:
+        write_stdout(text)
+    return 0

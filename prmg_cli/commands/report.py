@@ -1,0 +1,46 @@
+"""``prmg report``: one report from results files, merged (``merge.report_files``)."""
+
+from __future__ import annotations
+
+from ..options import REQUIRED, Option, request_type
+from ..results import WORST_FIRST
+from .common import OUTPUT, REPORTS, VERBOSE, WIDE
+
+OPTIONS = (
+    Option("results", (), REQUIRED, "Results files of prmg run --results (shards of one suite, or an earlier run).",
+           "RESULTS.jsonl...", list, argument=True),
+    Option("cases", ("--cases",), (), "The suite's case files or folders (repeatable): report in their order, and "
+           "list the cases no file holds, or edited since their record was made, as not_run (exit 1).", "PATH", list),
+    Option("report", REPORTS.flags, (), "As prmg run's: table, json, junit, csv, markdown..., to FILE or standard "
+           "output; repeatable.", REPORTS.metavar, list),
+    OUTPUT,
+    Option("duplicates", ("--duplicates",), "worst", f"A case in several files: worst (the worst verdict, a verdict "
+           f"beating none: {' > '.join(WORST_FIRST)}) or last (the last file's record).", "RULE"),
+    VERBOSE, WIDE,
+)
+
+Request = request_type("ReportRequest", OPTIONS, "The options of ``prmg report``.")
+
+EPILOG = """\b
+Examples (two shards, say on two hosts, then one report):
+  prmg run cases/smoke.yaml --shard 1/2 --results smoke-1.jsonl
+  prmg run cases/smoke.yaml --shard 2/2 --results smoke-2.jsonl
+  prmg report smoke-1.jsonl smoke-2.jsonl --cases cases/smoke.yaml --report junit:smoke.xml --report markdown:smoke.md
+  prmg report smoke-1.jsonl smoke-2.jsonl --report json -o smoke.json
+"""
+
+
+def main(request) -> int:
+    """Re-render one report from one or more results files, merged in case order.
+
+    Each case held by several files is named on stderr. Each run's record names the cases it selected
+    and its shard, so a case of a shard no file holds, or of a run stopped before it, is not_run: a report
+    of some shards only is never green. The header carries every run's provenance and names the settings
+    that differ between them. Exit codes as prmg run: 0 when every case is ok, 1 when one failed, errored,
+    xpassed or was not run (also: a --cases case no file holds), 2 for unreadable files, 5 when there is
+    nothing to report.
+    """
+    from ..merge import report_files
+
+    return report_files(list(request.results), list(request.cases), request.report, request.output,
+                        request.duplicates, request.verbose, request.wide)

@@ -1,0 +1,109 @@
+"""Commands own their options (issue 22): each command is one module of ``prmg_cli.commands`` and one entry of
+``COMMANDS``; ``prmg run``'s options make its request, the settings (built once) and the pytest plugin's
+``--prmg-*`` options; a check's own option (``--repeat``) is declared by the check alone."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+import pytest
+
+from prmg_cli import checks, commands
+from prmg_cli.checks import CheckOption
+from prmg_cli.commands import run
+from prmg_cli.errors import PrmgError
+from prmg_cli.options import Option, add_plugin_options, request_type
+from test_cli_commands import run_in_process
+
+
+def test_a_command_is_one_module_and_one_entry(capsys, monkeypatch):
+    """A toy command: a module with OPTIONS, Request, EPILOG and main, and one line in COMMANDS."""
+    toy = types.ModuleType("prmg_cli.commands.toy")
+    toy.OPTIONS = (Option("word", ("--word",), "hi", "A word to say.", "WORD"),
+                   Option("times", ("-n", "--times"), 1, "How often.", "N", int))
+    toy.Request = request_type("ToyRequest", toy.OPTIONS, "The toy's options.")
+    toy.EPILOG = "\b\nExample:\n  prmg toy --word yo\n"
+
+    def main(request) -> int:
+        """Say a word, then exit 3."""
+        print(" ".join([request.word] * request.times))
+        return 3
+
+    toy.main = main
+    monkeypatch.setitem(sys.modules, toy.__name__, toy)
+    monkeypatch.setitem(commands.COMMANDS, "toy", "toy")
+    assert run_in_process(capsys, monkeypatch, "toy", "--word", "yo", "-n", "2")[:2] == (3, "yo yo\n")
+    code, out, _ = run_in_process(capsys, monkeypatch, "--help")
+    assert code == 0 and "toy" in out and "Say a word, then exit 3." in out
+    code, out, _ = run_in_process(capsys, monkeypatch, "toy", "--help")
+    assert code == 0 and "--word WORD" in out and "prmg toy --word yo" in out
+    code, _, err = run_in_process(capsys, monkeypatch, "toy", "-n", "x")
+    assert code == 2 and "Invalid value for '-n' / '--times'" in err
+
+
+def test_the_top_level_help_gives_each_command_its_whole_first_sentence(capsys, monkeypatch):
+    code, out, _ = run_in_process(capsys, monkeypatch, "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "forward" in text and "..." not in text.split("Commands:")[1]
+    assert "validate Check case files: syntax, keys, types, values and the operators' documented constraints." in text
+    for name in commands.COMMANDS:
+        assert f" {name} " in text
+
+
+@pytest.fixture
+def toy_check_option(monkeypatch):
+    """A toy check owning an option ``--toy-level`` (1 to 5, default 3); ``commands.run`` rebuilt to see it, and
+    rebuilt again without it afterwards."""
+    toy = checks.Check("toy", "a toy check", lambda context: None, "toy_ratio", str,
+                       options={"toy_level": CheckOption(3, 1, 5, "L", "Levels of the toy check, 1 to 5.")})
+    monkeypatch.setitem(checks.CHECKS, "toy", toy)
+    monkeypatch.setitem(checks.OPTIONS, "toy_level", (toy, toy.options["toy_level"]))
+    yield importlib.reload(run)
+    monkeypatch.undo()
+    importlib.reload(run)
+
+
+def test_a_checks_option_is_a_run_flag_a_setting_and_a_plugin_flag(toy_check_option, capsys, monkeypatch):
+    """The check declares its option once: ``prmg run --toy-level``, the request's default, its bounds when the
+    settings are built, and ``--prmg-toy-level`` of the pytest plugin all come from that declaration."""
+    from prmg_cli.suite import settings_for
+
+    module = toy_check_option
+    assert module.Request(paths=()).toy_level == 3
+    settings = settings_for(module.Request(paths=(), runner="emulator", toy_level=5))
+    assert settings.check_options == {"repeat": 2, "toy_level": 5}
+    with pytest.raises(PrmgError, match=r"--toy-level must be from 1 to 5 \(toy check\), got 9"):
+        settings_for(module.Request(paths=(), runner="emulator", toy_level=9))
+    added = {}
+
+    class Group:
+        def addoption(self, flag, **kwargs):
+            added[flag] = kwargs
+
+    add_plugin_options(Group(), module.OPTIONS)
+    assert added["--prmg-toy-level"]["default"] == 3 and added["--prmg-repeat"]["default"] == 2
+    assert {"--prmg-runner", "--prmg-check", "--prmg-strict", "--prmg-devices"} <= set(added)
+    monkeypatch.setitem(sys.modules, "prmg_cli.commands.run", module)
+    code, out, _ = run_in_process(capsys, monkeypatch, "run", "--help")
+    assert code == 0 and "--toy-level L" in out and "Levels of the toy check, 1 to 5." in out
+
+
+def test_run_options_are_checked_once_when_the_settings_are_built():
+    """``settings_for`` is the one place a run's options become settings: --standard, --repeat, --check and
+    --no-golden, --timeout and --max-timeouts are refused there with the option's name."""
+    from prmg_cli.suite import settings_for
+
+    for fields, message in [({"standard": "nope"}, "--standard: unknown standard"),
+                            ({"repeat": 1}, "--repeat must be from 2 to 1000"),
+                            ({"no_golden": True}, "--no-golden judges cases by their checks alone"),
+                            ({"check": "bogus"}, "--check: unknown check 'bogus'"),
+                            ({"timeout": -1.0}, "--timeout must be a finite number"),
+                            ({"max_timeouts": 0}, "--max-timeouts must be >= 1")]:
+        with pytest.raises(PrmgError, match=message):
+            settings_for(run.Request(paths=(), runner="emulator", **fields))
+    settings = settings_for(run.Request(paths=(), runner="emulator", check="adjoint,determinism", repeat=4,
+                                        no_golden=True, standard="exact"))
+    assert (settings.checks, settings.golden, settings.check_options, settings.standard) == \
+        (("adjoint", "determinism"), False, {"repeat": 4}, "exact")
