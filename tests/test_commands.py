@@ -107,3 +107,11 @@ def test_run_options_are_checked_once_when_the_settings_are_built():
                                         no_golden=True, standard="exact"))
     assert (settings.checks, settings.golden, settings.check_options, settings.standard) == \
         (("adjoint", "determinism"), False, {"repeat": 4}, "exact")
+
+
+@pytest.mark.parametrize("count, words", [(1, "1 case in 1 file is valid"), (2, "2 cases in 1 file are valid")])
+def test_validate_counts_in_agreeing_words(tmp_path, capsys, monkeypatch, count, words):
+    path = tmp_path / "c.yaml"
+    path.write_text("".join(f"- {{name: c{i}, shape: [1, 1, 2, 16]}}\n" for i in range(count)))
+    code, out, _ = run_in_process(capsys, monkeypatch, "validate", path)
+    assert code == 0 and out.startswith(f"{words} ({count} expect success, 0 expect an error;")
