@@ -27,7 +27,7 @@ from .files import write_text
 from .outputs import listing
 from .progress import Progress
 from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
-from .standards import check_standard
+from .standards import DEFAULT_STANDARD, check_standard
 from .vocab import mode_list, parse_modes
 from .writes import check_spares, check_writable, write_stdout
 
@@ -216,7 +216,7 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
         if toolkit.kind == "emulator" else ()
     return RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
-                   standard=settings.standard or "per case (default: default)", version=__version__, soc=soc,
+                   standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
                    toolkit_version=provenance.toolkit_version(toolkit.root),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,

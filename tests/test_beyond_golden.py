@@ -220,9 +220,10 @@ def test_without_the_golden_a_kernel_pair_that_does_nothing_is_named_and_strict_
 @pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),
                                            (["--no-golden"], "--no-golden judges cases by their checks alone"),
                                            (["--check", "determinism", "--repeat", "1"], "--repeat must be from 2"),
-                                           (["--repeat", "1001"], "--repeat must be from 2 (the determinism check "
-                                                                  "compares launches) to 1000, got 1001"),
-                                           (["--repeat", str(10**18)], "to 1000, got 1000000000000000000")])
+                                           (["--repeat", "1001"], "--repeat must be from 2 to 1000 (determinism "
+                                                                  "check), got 1001"),
+                                           (["--repeat", str(10**18)], "to 1000 (determinism check), got "
+                                                                       "1000000000000000000")])
 def test_bad_check_options(tmp_path, args, message):
     out = prmg("run", write(tmp_path), "--runner", "emulator", *args)
     assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1
