@@ -338,12 +338,11 @@ def slice_arrays(case, inputs, result, standard: str, tolerance: Mapping[str, fl
     whose slice passed but whose case failed otherwise (a contract breach: a guard zone, cos changed), for
     ``--save-failures``; ``{}`` where the case has no golden (an expected error, an empty slice, a result of
     the wrong shape, inputs with no golden)."""
-    op = OPERATORS[case.op]
+    op, dtype = OPERATORS[case.op], from_numpy(inputs.dy.dtype).name
     if (not case.expect.success or op.no_op(case) or result is None or result.shape != inputs.dy.shape
-            or result.dtype != inputs.dy.dtype or from_numpy(inputs.dy.dtype).name not in FLOAT_FORMATS):
+            or result.dtype != inputs.dy.dtype or dtype not in FLOAT_FORMATS):
         return {}
     start, end = (int(v) for v in case.partial_slice)
-    dtype = from_numpy(inputs.dy.dtype).name
     with np.errstate(all="ignore"):
         try:
             golden = op.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))

@@ -186,7 +186,8 @@ def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(t
     cases = write(tmp_path, CASES.splitlines()[1] + "\n- {name: d_checks, shape: [1, 2, 1, 16], golden: false, "
                                                     "checks: [sample]}\n")
     out_dir = tmp_path / "failures"
-    result = prmg("run", cases, "--runner", "emulator", "--save-failures", out_dir, env={"PRMG_EMU_FAULT": "modify_cos"})
+    result = prmg("run", cases, "--runner", "emulator", "--save-failures", out_dir,
+                  env={"PRMG_EMU_FAULT": "modify_cos"})
     assert result.returncode == 1 and "0 passed, 2 failed" in result.stdout, result.stdout + result.stderr
     bytes_only, no_golden = out_dir / "a_fp32", out_dir / "d_checks"
     golden, score = np.load(bytes_only / "golden.npy"), np.load(bytes_only / "score.npy")
