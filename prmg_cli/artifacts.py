@@ -3,15 +3,11 @@
 ``DIR/<case>/`` holds ``dy.npy``, ``cos.npy``, ``sin.npy`` (the inputs), ``actual.npy`` (the in-place
 tensor read back), ``golden.npy`` (the float64 golden of the slice, ``(B, S, N, L)``), ``score.npy``
 (per slice element the error over what the standard allows, e.g. error/budget: > 1 is wrong) and
-``meta.json`` (the result record: case definition, metrics, message, details). bfloat16 arrays are
-stored as their uint16 bit patterns (``meta.json`` names each file's dtype), so numpy alone reads all::
-
-    import json, numpy as np, ml_dtypes
-    folder = "failures/my_case"
-    meta = json.load(open(f"{folder}/meta.json"))
-    actual = np.load(f"{folder}/actual.npy")
-    if meta["files"]["actual.npy"] == "bfloat16": actual = actual.view(ml_dtypes.bfloat16)
-    score = np.load(f"{folder}/score.npy"); print(np.argwhere(score > 1)[:5])
+``meta.json`` (the result record: case definition, metrics, message, details; ``files``: each file written
+-> its dtype). A failure whose slice was right (a contract breach: a guard zone, cos changed) has its golden
+and score too (``judge.slice_arrays``); a case with no golden (``golden: false``, an expected error, an empty
+slice) has neither. bfloat16 arrays are stored as their uint16 bit patterns, so numpy alone reads all; the
+README's snippet (``--save-failures``) reads any such folder.
 """
 
 from __future__ import annotations

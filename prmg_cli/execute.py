@@ -36,7 +36,7 @@ from .cases import case_to_dict
 from .dtypes import lookup
 from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
-from .judge import judge
+from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import DEFAULT_STANDARD
 from .keymetric import key_metric
 from .results import CaseResult
@@ -258,7 +258,9 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     if result.status == "failed" and settings.save_failures:
         from .artifacts import save_failure
 
-        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, verdict.arrays)
+        arrays = verdict.arrays or (judge_slice_arrays(case, inputs, outcome.dy, standard, tolerance)
+                                    if golden and outcome.status == 0 else {})      # a contract breach
+        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
     return known_defect_status(case, result, kinds, outcome.status), not session.device_faulted
 

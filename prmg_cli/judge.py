@@ -308,8 +308,7 @@ def _judge_slice(case, inputs, result, standard, tolerance, verdict: Verdict, ch
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
             verdict.warnings.append(_vacuous_warning(standard))
         return
-    wrong = judgement.bad
-    wrong.flat[special_wrong] = True
+    wrong, score = _wrong_and_score(evaluation)
     candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)
     special_lines = _special_lines(view, result, evaluation)
     where = diagnosis.localise(wrong, start, inputs.cos.shape)
@@ -319,10 +318,39 @@ def _judge_slice(case, inputs, result, standard, tolerance, verdict: Verdict, ch
         + ([judgement.reason] if judgement.failed else [])
     verdict.fail("result", "; ".join(reasons + where + (special_lines + worst)[:1]))
     verdict.details.extend(special_lines + [f"localisation: {text}" for text in where] + worst)
-    score = np.where(wrong, np.maximum(np.nan_to_num(judgement.score, nan=np.inf), 1.0 + 1e-9), judgement.score)
     verdict.error_map = diagnosis.error_map(score, start, result.shape[-1], changed_outside)
     verdict.error_map["metric"] = judgement.limit_name and f"error/{judgement.limit_name}" or "score"
     verdict.arrays = {"golden": golden, "score": score}
+
+
+def _wrong_and_score(evaluation: _Evaluation) -> tuple[np.ndarray, np.ndarray]:
+    """Per slice element: whether it is wrong (by the standard or the non-finite rule), and its score, the
+    error over what the standard allows (``judgement.score``), at least ``1 + 1e-9`` where it is wrong."""
+    judgement = evaluation.judgement
+    wrong = judgement.bad.copy()
+    wrong.flat[evaluation.special_wrong] = True
+    score = np.where(wrong, np.maximum(np.nan_to_num(judgement.score, nan=np.inf), 1.0 + 1e-9), judgement.score)
+    return wrong, score
+
+
+def slice_arrays(case, inputs, result, standard: str, tolerance: Mapping[str, float] | None = None) -> dict:
+    """``{"golden": the float64 golden of the slice, "score": per element error/limit}`` of a successful launch
+    whose slice passed but whose case failed otherwise (a contract breach: a guard zone, cos changed), for
+    ``--save-failures``; ``{}`` where the case has no golden (an expected error, an empty slice, a result of
+    the wrong shape, inputs with no golden)."""
+    op, dtype = OPERATORS[case.op], from_numpy(inputs.dy.dtype).name
+    if (not case.expect.success or op.no_op(case) or result is None or result.shape != inputs.dy.shape
+            or result.dtype != inputs.dy.dtype or dtype not in FLOAT_FORMATS):
+        return {}
+    start, end = (int(v) for v in case.partial_slice)
+    with np.errstate(all="ignore"):
+        try:
+            golden = op.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
+        except ValueError:
+            return {}
+        evaluation = _evaluate(case, inputs, result, golden, standard,
+                               standard_parameters(standard, dtype, dict(tolerance or {})), dtype)
+        return {"golden": golden, "score": _wrong_and_score(evaluation)[1]}
 
 
 def _non_finite_right(view: SliceView, standard: str, actual: np.ndarray, golden: np.ndarray) -> np.ndarray:

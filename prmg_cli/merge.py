@@ -196,7 +196,9 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> R
                    started=_joined(info.started for _, _, info in infos),
                    faults=tuple(dict.fromkeys(fault for _, _, info in infos for fault in info.faults)),
                    fault_shape=_joined(info.fault_shape for _, _, info in infos),
-                   strict=any(info.strict for _, _, info in infos), notes=tuple(notes))
+                   strict=any(info.strict for _, _, info in infos), notes=tuple(notes),
+                   checks=tuple(dict.fromkeys(check for _, _, info in infos for check in info.checks)),
+                   golden=all(info.golden for _, _, info in infos))
 
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:

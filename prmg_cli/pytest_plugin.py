@@ -147,3 +147,27 @@ def pytest_unconfigure(config) -> None:
     executor = config.stash.get(_EXECUTOR, None)
     if executor is not None:
         executor.close()
+
+
+def pytest_report_header(config) -> list[str]:
+    """With ``--prmg``, the lines pytest prints above the session: what runs the cases (the emulator and its
+    build folder, or the toolkit and the operator library: ``labels.runner_label``) and the emulator faults
+    ``PRMG_EMU_FAULT`` names (``labels.fault_field``), so that a green session of an emulator, or a red one with
+    faults injected, says so at its top as ``prmg run``'s report does."""
+    if not config.getoption("prmg"):
+        return []
+    from .errors import PrmgError
+    from .outputs.labels import fault_field, runner_label
+    from .results import RunInfo
+    from .toolkit import select_runner
+
+    try:
+        toolkit = select_runner(config.getoption("prmg_runner"), config.getoption("prmg_op_lib"))
+    except PrmgError as error:
+        return [f"prmg runner: {error}"]
+    emulated = toolkit.kind == "emulator"
+    info = RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
+                   faults=tuple(name for name in os.environ.get("PRMG_EMU_FAULT", "").split(",") if name)
+                   if emulated else (), fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if emulated else "")
+    faults = fault_field(info)
+    return [f"prmg runner: {runner_label(info)}"] + ([f"prmg {faults[0]}: {faults[1]}"] if faults else [])

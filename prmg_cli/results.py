@@ -179,6 +179,8 @@ class RunInfo:
     notes: tuple = ()           # more (label, text) header lines (prmg report: each shard's provenance)
     stopped_code: int | None = None     # the run's exit code when it was stopped (Ctrl-C, SIGTERM), else None
     fault_shape: str = ""       # PRMG_EMU_FAULT_SHAPE: the only dy shape the faults act on ("" for any)
+    checks: tuple = ()          # --check: golden-free checks run on every pass case
+    golden: bool = True         # False under --no-golden: cases judged by their checks alone
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

@@ -61,7 +61,8 @@ RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
-    "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text",
+    "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
+    "golden": "bool",
 }
 
 
@@ -83,7 +84,7 @@ class RunRecord:
     def run_info(self) -> RunInfo:
         """The run's ``RunInfo`` (its tuples restored)."""
         info = dict(self.info)
-        for key in ("supported_modes", "devices", "faults", "accepted_modes", "notes"):
+        for key in ("supported_modes", "devices", "faults", "accepted_modes", "notes", "checks"):
             if info.get(key) is not None:
                 info[key] = tuple(tuple(item) if isinstance(item, list) else item for item in info[key])
         info.setdefault("runner", "unrecorded")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -165,6 +166,40 @@ def test_save_failures_writes_everything_numpy_reads(tmp_path):
     assert dy.shape == actual.shape and meta["definition"]["name"] == "b_bf16"
 
 
+def readme_artifact_snippet() -> str:
+    """The ``python`` block of the README (or of a page of ``docs/`` it links) that reads ``--save-failures``
+    folders, with the folder it names as the placeholder ``FOLDER``."""
+    from conftest import ROOT
+
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in page.read_text().split("```python\n")[1:]:
+            code = textwrap.dedent(block.split("```", 1)[0])
+            if "meta.json" in code:
+                return code.replace('"failures/my_case"', "FOLDER")
+    raise AssertionError("no python block reading meta.json in README.md or docs/")
+
+
+def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(tmp_path, capsys):
+    """A contract breach with a right slice (the emulator's ``modify_cos``: cos changed after the computation)
+    still saves the golden and the score (each element within its limit); a case without a golden
+    (``golden: false``) saves none, and the README's snippet reads both folders without an error."""
+    cases = write(tmp_path, CASES.splitlines()[1] + "\n- {name: d_checks, shape: [1, 2, 1, 16], golden: false, "
+                                                    "checks: [sample]}\n")
+    out_dir = tmp_path / "failures"
+    result = prmg("run", cases, "--runner", "emulator", "--save-failures", out_dir,
+                  env={"PRMG_EMU_FAULT": "modify_cos"})
+    assert result.returncode == 1 and "0 passed, 2 failed" in result.stdout, result.stdout + result.stderr
+    bytes_only, no_golden = out_dir / "a_fp32", out_dir / "d_checks"
+    golden, score = np.load(bytes_only / "golden.npy"), np.load(bytes_only / "score.npy")
+    assert golden.shape == score.shape == (1, 2, 2, 16) and (score <= 1).all()
+    assert not (no_golden / "golden.npy").exists() and (no_golden / "actual.npy").exists()
+    snippet = readme_artifact_snippet()
+    for folder in (bytes_only, no_golden):
+        exec(snippet, {"FOLDER": str(folder)})
+    printed = capsys.readouterr().out
+    assert printed.count("failed") == 2 and "cos changed" in printed
+
+
 def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):
     """A symlink planted at DIR/CASE, or at a file inside it, is not followed: nothing is written outside
     DIR, and the case's result says why its arrays are missing (the run goes on)."""
@@ -215,6 +250,15 @@ def test_without_the_golden_a_kernel_pair_that_does_nothing_is_named_and_strict_
     assert strict.returncode == 1 and json.loads(strict.stdout)["summary"]["failed"] == 3
     correct = json.loads(prmg(*args).stdout)
     assert correct["summary"]["passed"] == 3 and correct["summary"]["warnings"] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="suite.run_info does not yet pass checks=tuple(settings.checks), "
+                   "golden=settings.golden to RunInfo (suite.py is the lead's; remove this marker with that line)")
+def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
+    out = prmg("run", write(tmp_path, CASES.splitlines()[1]), "--runner", "emulator", "--no-golden", "--check",
+               "sample,determinism")
+    assert out.returncode == 0, out.stderr
+    assert "checks: sample, determinism on every pass case (--check); no golden (--no-golden)" in out.stdout
 
 
 @pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),

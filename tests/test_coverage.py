@@ -157,6 +157,7 @@ def test_coverage_of_the_shipped_cases_misses_nothing(tmp_path):
     classes = sum(len(regimes(op)) for op in OPERATORS)
     assert result.stdout.splitlines()[-1] == f"covers {classes} of {classes} classes (100.0%: " + ", ".join(
         f"{op} {len(regimes(op))} of {len(regimes(op))}" for op in OPERATORS) + ")"
+    assert f"`{result.stdout.splitlines()[-1]}`" in " ".join((ROOT / "README.md").read_text().split())   # as stated
     bad = tmp_path / "bad.yaml"
     bad.write_text("- name: x\n  shape: [1, 1, 1, 2]\n  dtype: float99\n")
     for args in (("nowhere/",), (str(bad), "--fail-under", "50")):

@@ -110,6 +110,24 @@ def test_toolkit_header_names_toolkit_operator_library_devices_standard_version(
     assert "NPU" not in header
 
 
+def test_header_names_the_checks_that_ran_and_the_results_resume_took():
+    """--check, the case files' checks:, --no-golden and golden: false each leave a line in every format's
+    header (the table's, Markdown's, JSON's summary); --resume says how many results it took."""
+    from dataclasses import replace
+
+    assert "checks:" not in format_header(EMULATOR, [passed()]) and "resumed" not in format_header(EMULATOR)
+    info = replace(EMULATOR, checks=("adjoint", "roundtrip"), resumed=1)
+    results = [passed(checks=["determinism"]), passed("p2", checks=["determinism", "sample"], golden=False)]
+    header = unwrapped(format_header(info, results))
+    assert ("checks: adjoint, roundtrip on every pass case (--check); determinism, sample on 2 cases (their "
+            "checks:); 1 case judged without the golden (golden: false)") in header
+    assert "resumed: 1 result taken from the --resume file, not run again" in header
+    no_golden = unwrapped(format_header(replace(info, golden=False, resumed=3)))
+    assert "no golden (--no-golden): pass cases judged by their checks alone" in no_golden and "3 results" in no_golden
+    assert "**checks**: adjoint, roundtrip on every pass case" in markdown.render(results, info)
+    assert json.loads(jsonreport.render(results, info))["summary"]["checks"] == ["adjoint", "roundtrip"]
+
+
 @pytest.mark.parametrize("results", [[], [passed()], [failed()], [skipped()], [errored()], mixed()])
 @pytest.mark.parametrize("verbose", [False, True])
 def test_last_line_of_table_is_exactly_the_summary(results, verbose):

@@ -29,17 +29,21 @@ def pytest_run(tmp_path, *args, env=None):
 
 
 def test_plugin_collects_cases_as_items_with_verdicts(tmp_path):
-    result = pytest_run(tmp_path, "-q", "--junitxml", str(tmp_path / "j.xml"))
+    """... and the session's header names the runner (no fault line when none is named)."""
+    result = pytest_run(tmp_path, "--junitxml", str(tmp_path / "j.xml"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed, 1 skipped" in result.stdout
+    assert "\nprmg runner: emulator (host build at " in result.stdout and "FAULTS" not in result.stdout
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     names = sorted(case.get("name") for case in suite.iter("testcase"))
     assert names == ["p_neg", "p_ok_bf16", "p_ok_fp32", "p_skip"]
 
 
 def test_plugin_failures_carry_the_diagnosis(tmp_path):
-    result = pytest_run(tmp_path, "-q", "-k", "p_ok", env={"PRMG_EMU_FAULT": "write_past_end"})
+    """... and the session's header names the faults injected into the emulator."""
+    result = pytest_run(tmp_path, "-k", "p_ok", env={"PRMG_EMU_FAULT": "write_past_end"})
     assert result.returncode == 1
+    assert "\nprmg FAULTS NAMED: write_past_end (PRMG_EMU_FAULT): this run tests prmg" in result.stdout
     assert "2 failed" in result.stdout
     assert "guard zone after dy changed" in result.stdout
 

@@ -1,4 +1,5 @@
-"""Every command the README's ``sh`` blocks and the ``--help`` examples show runs green on a correct kernel.
+"""Every command the ``sh`` blocks of the README and of its pages under ``docs/`` and the ``--help`` examples show
+runs green on a correct kernel; the README's numbers that come from the code and the shipped suites are theirs.
 
 The commands run in scratch copies of the repository (``cases/``, ``tests/data/``), so an example that
 writes files writes them there. ``make`` lines (the README's two set-up commands) are not run here:
@@ -40,6 +41,11 @@ def _shell_blocks(text: str) -> list[str]:
     return joined
 
 
+def documentation() -> str:
+    """The README and the pages of ``docs/`` it links to, in that order."""
+    return "\n".join(page.read_text() for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+
+
 def _help_examples() -> list[str]:
     """The ``prmg ...`` example lines of every command's ``--help``."""
     from prmg_cli.commands import COMMANDS, load
@@ -55,7 +61,7 @@ def _help_examples() -> list[str]:
 def readme_commands() -> list[str]:
     """The commands to run: README shell lines and help examples, without comments and ``make`` lines."""
     found = []
-    for line in _shell_blocks((ROOT / "README.md").read_text()) + _help_examples():
+    for line in _shell_blocks(documentation()) + _help_examples():
         line = re.sub(r"\s+#\s.*$", "", line).strip()
         if line and not line.startswith(("make ", "pytest ")) and line not in found:
             found.append(line)
@@ -101,3 +107,54 @@ def test_readme_and_help_examples_run_green(scratch, group):
         if result.returncode != 0 or "Traceback" in result.stderr:
             failures.append(f"{command}: exit {result.returncode}\n{result.stdout[-800:]}{result.stderr[-800:]}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
+    readme = (ROOT / "README.md").read_text()
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"](docs/{page.name})" in readme, page.name
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).is_file(), f"{page.name}: {target}"
+
+
+def test_the_readmes_limits_are_the_codes():
+    """Each limit the README and docs/cases.md state is the constant the code enforces."""
+    from prmg_cli import bench, cases, fields, files, yamlfile
+    from prmg_cli.outputs import screen, table
+    from prmg_cli.vocab import MAX_REPEAT
+
+    text = " ".join(documentation().split())
+    claims = [f"at most {yamlfile.MAX_FILE_BYTES // files.MiB} MiB", f"at most {yamlfile.MAX_EXPANDED_NODES:,} nodes",
+              f"nest at most {yamlfile.MAX_DEPTH} levels", f"at most {yamlfile.MAX_LIST_VALUES:,} values in one list",
+              f"at most {cases.MAX_RUN_CASES:,} cases", f"at most {fields.MAX_NAME_LENGTH} characters",
+              f"(2; at most {MAX_REPEAT})", f"fits {screen.WIDTH} columns", f"shortened to {table.MIN_NAME} characters",
+              f"2^{(fields.MAX_ARRAY_ELEMENTS + 1).bit_length() - 1} elements",
+              *(f"{soc} {peak:.0f} GB/s" for soc, peak in bench.PEAK_GBPS.items()),
+              f"{bench.DEFAULT_SOC} applies when no entry matches"]
+    missing = [claim for claim in claims if claim not in text]
+    assert not missing, missing
+
+
+def test_the_readmes_module_table_names_every_module_that_exists():
+    """docs/developing.md's table of modules: every module of prmg_cli/ is in it, and everything in it exists."""
+    page = (ROOT / "docs" / "developing.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    named = {name for row in rows for name in re.findall(r"`([\w/]+(?:\.py|/))`", row.split("|")[1])}
+    package = ROOT / "prmg_cli"
+    modules = {path.name for path in package.glob("*.py") if path.name != "__init__.py"} | \
+        {f"{path.name}/" for path in package.iterdir() if (path / "__init__.py").is_file()}
+    assert modules <= named, sorted(modules - named)
+    assert all((package / name).exists() for name in named), sorted(n for n in named if not (package / n).exists())
+
+
+def test_the_shipped_suites_table_counts_each_files_cases():
+    from prmg_cli.cases import load_cases
+
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| `([\w/.]+\.yaml)` \| (\d+) \|", readme, flags=re.M)
+    shipped = sorted(str(path.relative_to(ROOT / "cases")) for path in (ROOT / "cases").rglob("*.yaml"))
+    assert sorted(name for name, _ in rows) == shipped
+    counts = {name: len(load_cases([ROOT / "cases" / name])) for name in shipped}
+    assert {name: int(count) for name, count in rows} == counts
+    assert f"`prmg run cases/` runs {sum(counts.values())} cases" in readme

@@ -194,6 +194,7 @@ def test_every_emulator_fault_has_a_shipped_catch():
     from prmg_cli.toolkit import emulator_fault_names
 
     assert set(emulator_fault_names()) == set(SHIPPED_FAULTS)
+    assert f"every fault the emulator can inject — {len(SHIPPED_FAULTS)} of them" in (ROOT / "README.md").read_text()
 
 
 ONLY_CHECKS_CATCH = {"nondeterministic", "fwd_sign", "fwd_noop"}      # faults of launches only the checks make
@@ -220,6 +221,9 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
     summary = report["summary"]
     assert summary["failed"] == summary["error"] == summary["xpassed"] == summary["not_run"] == 0
     assert summary["passed"] > 500 and summary["xfailed"] == 2 and summary["warnings"] == 0
+    readme = " ".join((ROOT / "README.md").read_text().split())      # the counts the README states are these
+    assert (f"today's target gives {summary['passed']} passed, {summary['xfailed']} xfailed (the two known defects) "
+            f"and {summary['skipped']} skipped") in readme
     # the table, header and coverage lines included, fits 100 columns; the operators mix, so the op column
     # stays; every case keeps a text of its own: whole, or its head and end around "…"
     lines = (tmp_path / "table.txt").read_text().splitlines()
@@ -237,3 +241,4 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
     assert rounded and all(c["key_metric"] == "0.50 ulp, beyond rounding 0%" for c in rounded[:5]), rounded[:5]
     result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3", "--exclude-tag", "mode-unsupported")
     assert result.returncode == 0 and report["summary"]["passed"] > 560 and report["summary"]["skipped"] == 0
+    assert f"it gives {report['summary']['passed']} passed and {report['summary']['xfailed']} xfailed" in readme

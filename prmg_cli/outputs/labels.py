@@ -18,8 +18,8 @@ TESTS_PRMG = "this run tests prmg, not the operator"
 MAX_CASES_NAMED = 5             # cases a fault line names before "and N more"
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
-           "verdict_word", "header_fields", "format_header", "fault_cases", "fault_field", "fault_lines",
-           "diagnosis_lines", "mode_name", "modes_note"]
+           "verdict_word", "runner_label", "checks_field", "header_fields", "format_header", "fault_cases",
+           "fault_field", "fault_lines", "diagnosis_lines", "mode_name", "modes_note"]
 
 
 def short_dtype(name: str) -> str:
@@ -85,7 +85,7 @@ def verdict_word(result: CaseResult) -> str:
     return info.word if info else visible(result.status).upper()
 
 
-def _runner_label(info: RunInfo) -> str:
+def runner_label(info: RunInfo) -> str:
     """What ran the cases: the emulator and its build folder, or the toolkit and the operator library."""
     if info.runner == "emulator":
         return f"emulator (host build at {visible(info.location)}); {EMULATOR_NOTE}"
@@ -150,23 +150,45 @@ def fault_lines(info: RunInfo, results: list[CaseResult]) -> list[str]:
     return [f"{field[0]}: {field[1]}"] if field else []
 
 
+def checks_field(info: RunInfo, results: list[CaseResult] | None = None) -> tuple[str, str] | None:
+    """The ("checks", value) line naming the golden-free checks the run added to every pass case (``--check``)
+    and, when ``results`` are given, those the case files asked for (``checks:``) with how many cases did, and
+    what was judged without the golden (``--no-golden``, ``golden: false``); None when there was none of it."""
+    parts = [f"{', '.join(map(visible, info.checks))} on every pass case (--check)"] if info.checks else []
+    own = [result for result in results or () if result.checks]
+    if own:
+        names = ", ".join(visible(name) for name in dict.fromkeys(name for result in own for name in result.checks))
+        parts.append(f"{names} on {plural(len(own), 'case')} (their checks:)")
+    if not info.golden:
+        parts.append("no golden (--no-golden): pass cases judged by their checks alone")
+    else:
+        goldless = sum(1 for result in results or () if not result.golden)
+        if goldless:
+            parts.append(f"{plural(goldless, 'case')} judged without the golden (golden: false)")
+    return ("checks", "; ".join(parts)) if parts else None
+
+
 def header_fields(info: RunInfo, results: list[CaseResult] | None = None) -> list[tuple[str, str]]:
     """The (label, value) lines above a report: runner, the emulator faults (``fault_field``: what acted
-    where, when ``results`` are given), target, devices, standard, then where and when it ran (SoC, toolkit
-    and driver versions, host, start) and prmg's version."""
-    fields = [("runner", _runner_label(info))]
+    where, when ``results`` are given), target, devices, standard, the golden-free checks (``checks_field``),
+    then where and when it ran (SoC, toolkit and driver versions, host, start), the results ``--resume``
+    took, and prmg's version."""
+    fields = [("runner", runner_label(info))]
     faults = fault_field(info, results)
     if faults:
         fields.append(faults)
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
                ("devices", ", ".join(str(device) for device in info.devices) or "-"),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
+    checks = checks_field(info, results)
+    if checks:
+        fields.append(checks)
     for label, value in (("soc", info.soc), ("toolkit", info.toolkit_version), ("driver", info.driver_version),
                          ("host", info.host), ("started", info.started)):
         if value:
             fields.append((label, visible(value)))
     if info.resumed:
-        fields.append(("resumed", f"{info.resumed} results taken from the --resume file, not run again"))
+        fields.append(("resumed", f"{plural(info.resumed, 'result')} taken from the --resume file, not run again"))
     fields += [(visible(label), visible(text)) for label, text in info.notes]
     fields.append(("prmg", info.version or __version__))
     return fields
