@@ -158,16 +158,11 @@ def pytest_report_header(config) -> list[str]:
         return []
     from .errors import PrmgError
     from .outputs.labels import fault_field, runner_label
-    from .results import RunInfo
-    from .toolkit import select_runner
+    from .suite import run_info, settings_for
 
     try:
-        toolkit = select_runner(config.getoption("prmg_runner"), config.getoption("prmg_op_lib"))
+        info = run_info(settings_for(run_request(config)), ())
     except PrmgError as error:
         return [f"prmg runner: {error}"]
-    emulated = toolkit.kind == "emulator"
-    info = RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
-                   faults=tuple(name for name in os.environ.get("PRMG_EMU_FAULT", "").split(",") if name)
-                   if emulated else (), fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if emulated else "")
     faults = fault_field(info)
     return [f"prmg runner: {runner_label(info)}"] + ([f"prmg {faults[0]}: {faults[1]}"] if faults else [])

@@ -216,6 +216,7 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
         if toolkit.kind == "emulator" else ()
     return RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
+                   checks=tuple(settings.checks), golden=settings.golden,
                    standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
                    toolkit_version=provenance.toolkit_version(toolkit.root),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),

@@ -252,8 +252,6 @@ def test_without_the_golden_a_kernel_pair_that_does_nothing_is_named_and_strict_
     assert correct["summary"]["passed"] == 3 and correct["summary"]["warnings"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="suite.run_info does not yet pass checks=tuple(settings.checks), "
-                   "golden=settings.golden to RunInfo (suite.py is the lead's; remove this marker with that line)")
 def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
     out = prmg("run", write(tmp_path, CASES.splitlines()[1]), "--runner", "emulator", "--no-golden", "--check",
                "sample,determinism")

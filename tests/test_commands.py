@@ -115,3 +115,13 @@ def test_validate_counts_in_agreeing_words(tmp_path, capsys, monkeypatch, count,
     path.write_text("".join(f"- {{name: c{i}, shape: [1, 1, 2, 16]}}\n" for i in range(count)))
     code, out, _ = run_in_process(capsys, monkeypatch, "validate", path)
     assert code == 0 and out.startswith(f"{words} ({count} expect success, 0 expect an error;")
+
+
+def test_the_readme_names_the_plugins_options_and_no_other():
+    """The pytest plugin's options are ``prmg run``'s marked ``plugin``: README's plugin section names each."""
+    import re
+
+    from conftest import ROOT
+
+    named = set(re.findall(r"--prmg-[a-z-]+[a-z]", (ROOT / "README.md").read_text()))
+    assert named == {option.plugin_flag for option in run.OPTIONS if option.plugin}

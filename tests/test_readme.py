@@ -122,7 +122,7 @@ def test_the_readmes_limits_are_the_codes():
     """Each limit the README and docs/cases.md state is the constant the code enforces."""
     from prmg_cli import bench, cases, fields, files, yamlfile
     from prmg_cli.outputs import screen, table
-    from prmg_cli.vocab import MAX_REPEAT
+    from prmg_cli.checks.determinism import MAX_REPEAT
 
     text = " ".join(documentation().split())
     claims = [f"at most {yamlfile.MAX_FILE_BYTES // files.MiB} MiB", f"at most {yamlfile.MAX_EXPANDED_NODES:,} nodes",
