@@ -333,6 +333,7 @@ def run_judge_paths_bench(repeat: int = 3, dtype: str = "bfloat16") -> list[dict
     the compiled one-pass scan, the numpy block scan (no helper), the whole-array checks (once: slow).
     Rows: ``name``, ``median_ms``, ``vs_copy``, ``ns_per_element`` (per slice element)."""
     from . import judge as judging
+    from . import onepass
     from .acl import Outcome
     from .inputs import make_inputs
 
@@ -341,7 +342,7 @@ def run_judge_paths_bench(repeat: int = 3, dtype: str = "bfloat16") -> list[dict
     outcome = Outcome(status=0, dy=inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1,
                                                                    PIPELINE_SLICE))
     elements = inputs.dy.size // inputs.dy.shape[-1] * (PIPELINE_SLICE[1] - PIPELINE_SLICE[0])
-    saved_native, saved_fast = judging._native_scans, judging._fast_default
+    saved_native, saved_fast = onepass._native_scans, onepass.fast_default
     ways = {"dy.copy()": (saved_native, saved_fast, lambda: inputs.dy.copy()),
             "judge, compiled pass": (saved_native, saved_fast, None),
             "judge, numpy block pass": (lambda *args: None, saved_fast, None),
@@ -352,13 +353,13 @@ def run_judge_paths_bench(repeat: int = 3, dtype: str = "bfloat16") -> list[dict
             for name, (native_scans, fast, function) in ways.items():
                 if name.endswith("(before)") and attempt not in (0, 1):
                     continue
-                judging._native_scans, judging._fast_default = native_scans, fast
+                onepass._native_scans, onepass.fast_default = native_scans, fast
                 began = time.perf_counter()
                 function() if function else judging.judge(case, inputs, outcome)
                 if attempt:
                     times[name].append(time.perf_counter() - began)
     finally:
-        judging._native_scans, judging._fast_default = saved_native, saved_fast
+        onepass._native_scans, onepass.fast_default = saved_native, saved_fast
     copy = float(np.median(times["dy.copy()"]))
     return [{"name": name, "median_ms": float(np.median(values)) * 1e3, "vs_copy": float(np.median(values)) / copy,
              "ns_per_element": float(np.median(values)) / elements * 1e9} for name, values in times.items()]

@@ -1,7 +1,7 @@
 """A small compiled helper for the per-element passes numpy cannot make cheap: judging a slice under the
 ``default`` standard, rounding float64 draws to the tensor's dtype, and drawing uniform inputs from Philox.
 
-Each is an exact replica of numpy code that stays the reference (``judge._SliceScan`` with
+Each is an exact replica of numpy code that stays the reference (``onepass._SliceScan`` with
 ``reference.SliceTerms`` and ``standards.default_budget_into``; ``inputs._fill``'s numpy path; numpy's
 ``Philox`` bit generator with ``inputs._philox_words`` and ``inputs._fill``), written in C
 so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:

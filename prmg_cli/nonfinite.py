@@ -98,3 +98,15 @@ def allowed(actual: np.ndarray, results: np.ndarray) -> np.ndarray:
     nan = np.isnan(actual) & np.isnan(results).any(axis=0)
     inf = np.isinf(actual) & (results == actual).any(axis=0)
     return nan | inf
+
+
+def possible_results_at(op, x, cos, sin, mode: int, start: int, end: int, flat: np.ndarray) -> np.ndarray:
+    """``nonfinite.possible_results`` at the slice elements ``flat`` (flat indices into ``(B, S, N, L)``):
+    their operands gathered from the inputs by the operator's ``lane_terms`` (cos/sin broadcast over B, S, N)."""
+    kept, partner, sign, cos_lane, sin_lane = op.lane_terms(mode, end - start)
+    b, s, n, lane = np.unravel_index(flat, x.shape[:3] + (end - start,))
+    rows = tuple(np.where(np.asarray(cos.shape[axis]) == 1, 0, index) for axis, index in enumerate((b, s, n)))
+    x = x[..., start:end]
+    return possible_results(cos[rows + (cos_lane[lane],)], x[b, s, n, kept[lane]],
+                                      sin[rows + (sin_lane[lane],)], x[b, s, n, partner[lane]], sign[lane],
+                                      x.dtype)

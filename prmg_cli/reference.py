@@ -483,7 +483,7 @@ def _run_together(pool: ThreadPoolExecutor | None, tasks: list) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The slice's golden and magnitude block by block (for judging: judge.py fuses them with the comparison)
+# The slice's golden and magnitude block by block (for judging: onepass.py fuses them with the comparison)
 
 _HIGH_HALF = 1 if sys.byteorder == "little" else 0      # index of a 32-bit word's upper 16 bits
 # Slice elements per judging block: a judging thread's dozen float64 work buffers of this size (128 KiB
@@ -690,7 +690,7 @@ def forward_terms(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: 
                       block_elements)
 
 
-# The block-wise terms of each float64 golden slice function defined here (judge.py looks them up).
+# The block-wise terms of each float64 golden slice function defined here (onepass.py looks them up).
 
 
 def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -2,7 +2,7 @@
 
 - Judging under ``default``: the one-pass judgement (compiled ``native`` scan, and the numpy block scan
   ``reference.SliceTerms`` + ``standards.default_budget_into``) against the whole-array reference path
-  (``judge._fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
+  (``onepass.fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
   from subnormal to near the dtype maximum, NaN/Inf in the data and faulty results: same status, message,
   metrics (floats compared exactly: the budget ratio, and the error in ulps and beyond the output's rounding,
   each seen both zero and not), details, warnings and error map.
@@ -23,7 +23,7 @@ import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel
 from prmg_cli import inputs as inputs_module
-from prmg_cli import judge as judge_module
+from prmg_cli import onepass
 from prmg_cli import native, reference
 from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.standards import default as default_standard
@@ -42,26 +42,26 @@ PATHS = ("native", "numpy")
 
 def reference_judge(case, inputs, outcome, standard="default", tolerance=None):
     """The whole-array judgement: what ``judge`` did before the one-pass path existed."""
-    saved = judge_module._fast_default
-    judge_module._fast_default = lambda *args: None
+    saved = onepass.fast_default
+    onepass.fast_default = lambda *args: None
     try:
         return judge(case, inputs, outcome, standard, tolerance)
     finally:
-        judge_module._fast_default = saved
+        onepass.fast_default = saved
 
 
 @pytest.fixture(params=PATHS)
 def fast_path(request, monkeypatch):
     """Run a test through the compiled scan, or through the numpy block scan (small blocks, two threads)."""
-    monkeypatch.setattr(judge_module, "_FAST_MIN_ELEMENTS", 0)              # small cases too
+    monkeypatch.setattr(onepass, "FAST_MIN_ELEMENTS", 0)              # small cases too
     if request.param == "native":
         if not native.available():
             pytest.skip("the compiled helper cannot be built here")
-        monkeypatch.setattr(judge_module, "_NATIVE_SPLIT", 64)            # split rows over the threads
+        monkeypatch.setattr(onepass, "_NATIVE_SPLIT", 64)            # split rows over the threads
     else:
-        monkeypatch.setattr(judge_module, "_native_scans", lambda *args: None)
+        monkeypatch.setattr(onepass, "_native_scans", lambda *args: None)
         monkeypatch.setattr(reference, "JUDGE_BLOCK_ELEMENTS", 96)        # many blocks, tails, both threads
-        monkeypatch.setattr(judge_module, "_MIN_BLOCKS_PER_WORKER", 1)
+        monkeypatch.setattr(onepass, "_MIN_BLOCKS_PER_WORKER", 1)
     return request.param
 
 
@@ -176,14 +176,14 @@ def test_more_non_finite_elements_than_the_compiled_scan_lists_fall_back(monkeyp
     if not native.available():
         pytest.skip("the compiled helper cannot be built here")
     monkeypatch.setattr(native, "SPECIAL_CAPACITY", 3)
-    monkeypatch.setattr(judge_module, "_FAST_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(onepass, "FAST_MIN_ELEMENTS", 0)
     case = make_case((2, 4, 2, 16), (0, 16), dtype="float32", broadcast="111D")
     inputs = model_inputs(case, np.random.default_rng(1))
     inputs = Inputs(np.where(np.arange(inputs.dy.size).reshape(case.shape) % 3 == 0, np.nan, inputs.dy)
                     .astype(np.float32), inputs.cos, inputs.sin)
     outcome = Outcome(status=0, dy=correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16)))
     calls = []
-    monkeypatch.setattr(judge_module, "_SliceScan", lambda *args, _real=judge_module._SliceScan: calls.append(1)
+    monkeypatch.setattr(onepass, "_SliceScan", lambda *args, _real=onepass._SliceScan: calls.append(1)
                         or _real(*args))
     same_verdict(judge(case, inputs, outcome), reference_judge(case, inputs, outcome))
     assert calls                                           # the numpy scan took over
