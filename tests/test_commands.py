@@ -125,3 +125,15 @@ def test_the_readme_names_the_plugins_options_and_no_other():
 
     named = set(re.findall(r"--prmg-[a-z-]+[a-z]", (ROOT / "README.md").read_text()))
     assert named == {option.plugin_flag for option in run.OPTIONS if option.plugin}
+
+
+def test_run_help_names_every_emulator_fault_and_variable(capsys, monkeypatch):
+    """Fault injection is findable from ``prmg run --help`` (and ``prmg doctor``): the names come from the
+    emulator's own sources."""
+    from prmg_cli.toolkit import emulator_fault_names, emulator_variables
+
+    code, out, _ = run_in_process(capsys, monkeypatch, "run", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "PRMG_EMU_FAULT=NAME[,NAME...]" in text
+    assert all(f" {name}," in text or f" {name} (" in text for name in emulator_fault_names())
+    assert all(name in text for name in emulator_variables())

@@ -59,7 +59,7 @@ OPTIONS = (
 
 Request = request_type("RunRequest", OPTIONS, "The options of ``prmg run`` as plain values (``OPTIONS``).")
 
-EPILOG = """\b
+EXAMPLES = """\b
 Examples:
   prmg run cases/
   prmg run cases/smoke.yaml --runner aclnn --report junit:smoke.xml --report json:smoke.json
@@ -68,6 +68,18 @@ Examples:
   prmg run cases/ --check adjoint,determinism --repeat 5
   prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results shard2.jsonl
 """
+
+
+def _emulator_help() -> str:
+    """The emulator's variables and fault names, read from its sources (``prmg doctor`` says what each does)."""
+    from ..toolkit import emulator_fault_names, emulator_variables
+
+    return (f"The emulator (no toolkit found, or --runner emulator) reads {', '.join(emulator_variables())}. "
+            f"PRMG_EMU_FAULT=NAME[,NAME...] injects faults, to test prmg itself: {', '.join(emulator_fault_names())} "
+            f"(prmg doctor says what each does).")
+
+
+EPILOG = EXAMPLES + "\n" + _emulator_help()
 
 
 def main(request) -> int:
