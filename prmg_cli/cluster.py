@@ -415,12 +415,10 @@ class _Slot:
     created: float
     info: dict = field(default_factory=dict)
     queue: deque = field(default_factory=deque)
-    head_started: float = 0.0
     deadline: float | None = None
 
     def head_starts(self, now: float, timeout: float | None) -> None:
         """The first queued case starts running now: its deadline is ``timeout`` from now."""
-        self.head_started = now
         self.deadline = now + timeout if timeout and self.queue else None
 
     @property

@@ -79,11 +79,6 @@ def _mode_value(mode) -> int | str:
     return MODE_NAMES.get(mode, mode)
 
 
-def _mode_code(mode_value: int | str) -> int:
-    """The int code of a mode as written in a case file (a name of ``ROTARY_MODES`` or an int)."""
-    return ROTARY_MODES[mode_value] if isinstance(mode_value, str) else mode_value
-
-
 def _dtype_name(name: str, field: str) -> str:
     """The canonical name of dtype ``name``; PrmgError naming ``field`` when it is unknown."""
     try:

@@ -138,7 +138,7 @@ def rules(case, supported_modes) -> list[Violation]:
 FORWARD = OperatorSpec(
     name="forward", title="InplacePartialRotaryMul",
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
-    inplace="xRef", tensor="x", direction="forward", adjoint="grad", rules=rules, rule_reasons=RULE_REASONS,
+    tensor="x", direction="forward", adjoint="grad", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, golden=reference.inplace_partial_rotary_mul, golden_slice=reference.rotary_forward_slice,
     magnitude=reference.rotary_forward_magnitude, lane_terms=reference.forward_lane_terms,
     slice_terms=reference.forward_terms, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, auto_contiguous=True)

@@ -70,7 +70,7 @@ def as_int32(value: int) -> int:
     return (int(value) + 2**31) % 2**32 - 2**31
 
 
-def pointer_and_type_rules(case, dtypes_allowed=OPERATOR_DTYPES, tables_may_differ=True) -> list[Violation]:
+def pointer_and_type_rules(case, dtypes_allowed=OPERATOR_DTYPES) -> list[Violation]:
     """Rules 1 and 2: null pointers (161001), then dtypes, sin dtype == cos dtype, formats (161002)."""
     found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer") for tensor in case.null]
     for tensor, dtype in (("dy", case.dtype), ("cos", case.cos_dtype), ("sin", case.sin_dtype)):
@@ -205,7 +205,7 @@ def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 GRAD = OperatorSpec(
     name="grad", title="InplacePartialRotaryMulGrad",
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
-    inplace="dyRef", tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
+    tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, golden=reference.inplace_partial_rotary_mul_grad, golden_slice=reference.rotary_grad_slice,
     magnitude=reference.rotary_grad_magnitude, lane_terms=reference.grad_lane_terms,
     slice_terms=reference.grad_terms, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),

@@ -27,8 +27,8 @@ class OperatorSpec:
     - ``get_workspace``/``launch``: the two aclnn entry points (the family shares their signatures:
       ``(inplace, cos, sin, int64 rotary_mode, aclIntArray *partialSlice, uint64 *workspaceSize,
       aclOpExecutor **)`` and ``(workspace, workspaceSize, executor, stream)``);
-    - ``inplace``: the in-place tensor's name in the operator's docs (``dyRef``, ``xRef``), ``tensor`` its name in
-      prmg's messages (``dy``, ``x``; case files call it ``dy`` for every operator);
+    - ``tensor``: the in-place tensor's name in prmg's messages (``dy``, ``x``; the docs' ``dyRef``, ``xRef``; case
+      files call it ``dy`` for every operator);
     - ``direction`` (``forward`` or ``backward``) and ``adjoint``, the name of the operator it is the exact
       transpose of (the golden-free checks launch it);
     - ``rules(case, supported_modes) -> [Violation]``: its constraints, in the real stack's checking order;
@@ -55,7 +55,6 @@ class OperatorSpec:
     title: str
     get_workspace: str
     launch: str
-    inplace: str
     tensor: str
     direction: str
     adjoint: str
