@@ -1,8 +1,9 @@
-"""The ``prmg`` command line: parses options, calls one function per command, maps outcomes to exit codes.
+"""The ``prmg`` command line: builds the one command it runs from its module in ``commands/`` (its options, its
+``main``), and maps outcomes to exit codes.
 
 Exit codes (``results.ExitCode``): 0 nothing failed; 1 a case failed, errored, xpassed or did not run;
 2 a usage or case-file error (one line naming file, case and field); 3 a bug in prmg; 5 no case
-selected; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+selected, or every case skipped; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
