@@ -22,6 +22,19 @@ def emulator_home(tmp_path_factory) -> Path:
     return Path(home)
 
 
+@pytest.fixture(autouse=True)
+def toolkit_environment_restored():
+    """Each test leaves the ``ASCEND_*`` and ``PRMG_EMU_*`` variables as it found them: an in-process session sets
+    its toolkit's (``PRMG_EMU_MODES`` of a toolkit made with modes, ``ASCEND_OPP_PATH``), which would otherwise
+    change the emulator under later tests of the same worker (a mode-refused case then succeeds)."""
+    prefixes = ("ASCEND_", "PRMG_EMU_")
+    before = {name: value for name, value in os.environ.items() if name.startswith(prefixes)}
+    yield
+    for name in [name for name in os.environ if name.startswith(prefixes) and name not in before]:
+        del os.environ[name]
+    os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def emulator(emulator_home):
     """The built emulator toolkit (kind "emulator")."""
