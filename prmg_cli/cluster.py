@@ -25,7 +25,10 @@ actor opens its device 0) instead of a forked process.
 - **Isolation.** A case whose actor dies (a segfault, an abort, the OOM killer) is an ``error``
   (``worker crashed: ...``); a case over ``--timeout`` is an ``error`` (``timed out after N s``) and its
   actor is killed. Either way a fresh actor takes the dead one's place, and the cases queued behind the
-  lost one go back to the queue: they never started. ``--max-timeouts`` timeouts in a row on one NPU
+  lost one go back to the queue: they never started. An actor that dies with two cases in flight may take
+  the first one's finished result with it (its reply lost with the process) while the second crashed it:
+  both then go back as *suspects*, each run alone on an actor, and only a case that crashes its actor
+  alone is the error (a crash costs its own case only). ``--max-timeouts`` timeouts in a row on one NPU
   (node and NPU id) mark it wedged: it gets no more cases, and a fresh actor that Ray places there is
   kept idle (so that nothing else of the run lands there) while another is asked for.
 - **Nodes leaving.** A node that leaves the cluster costs the cases running on it (``error``, ``worker
@@ -455,6 +458,7 @@ class ClusterExecutor:
         self.wedged: dict[tuple, str] = {}          # NPU key -> why it gets no more cases
         self.lost: list[str] = []                   # "NPU label: why" of each actor gone for good
         self._timeouts: dict[tuple, int] = {}       # NPU key -> timeouts in a row
+        self._suspects: set[int] = set()            # cases in flight on an actor that died with two: run alone
         self._holds: list = []                      # actors kept idle on wedged NPUs
         self._slots: list[_Slot] = []
         try:
@@ -571,7 +575,8 @@ class ClusterExecutor:
             now = time.monotonic()
             for level in range(1, depth + 1):             # breadth first: every idle actor gets a case first
                 for slot in self._slots:
-                    if slot.ready_ref is None and len(slot.queue) < level and schedule.waiting:
+                    if slot.ready_ref is None and len(slot.queue) < level and schedule.waiting \
+                            and not (slot.queue and self._suspects & {slot.queue[0][0], schedule.next}):
                         self._submit(slot, schedule.take(), cases, now)
             busy = [slot for slot in self._slots if slot.queue]
             starting = [slot for slot in self._slots if slot.ready_ref is not None]
@@ -623,6 +628,11 @@ class ClusterExecutor:
             gone = not self._node_alive(slot.info.get("node_id")) or "node has died" in str(error) \
                 or "node died" in str(error)
             ip = slot.info.get("ip", "?")
+            if not gone and slot.queue:                 # which of the cases in flight crashed it is not known
+                self._suspects.update([index, *(queued for queued, _ in slot.queue)])
+                schedule.give_back(index)
+                self._retire(slot, schedule, replace_it=True)
+                return
             message = (f"worker lost: node {ip} left the cluster while running this case" if gone else
                        f"worker crashed: its Ray actor on {slot.label} died ({_ray_reason(error)})")
             self._fail(schedule, index, case, message)

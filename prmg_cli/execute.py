@@ -404,6 +404,11 @@ class Schedule:
         """True while a case waits for a worker and the run has not stopped."""
         return bool(self._waiting) and not self.stopped
 
+    @property
+    def next(self) -> int | None:
+        """The index of the case ``take`` would give, None when none waits."""
+        return self._waiting[0] if self._waiting else None
+
     def take(self) -> int:
         """The index of the next case to start (call only while ``waiting``)."""
         return self._waiting.pop(0)
