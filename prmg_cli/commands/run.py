@@ -65,7 +65,7 @@ Examples:
   prmg run cases/smoke.yaml --runner aclnn --report junit:smoke.xml --report json:smoke.json
   prmg run cases/ -k bf16 --tag broadcast --standard allclose
   prmg run cases/ --supported-modes 0,1,2,3 --exclude-tag mode-unsupported
-  prmg run cases/ --check adjoint,determinism --repeat 5
+  prmg run cases/smoke.yaml --check adjoint,determinism --repeat 5
   prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results shard2.jsonl
 """
 
