@@ -52,7 +52,7 @@ PR_SET_PDEATHSIG = 1
 class RunSettings:
     """Everything a worker needs to turn a case into a result, fixed for the whole run."""
 
-    toolkit: object                           # toolkit.Toolkit
+    toolkit: object                           # toolkit.Toolkit (None until suite.settings_for picks it)
     supported_modes: frozenset = frozenset({1})
     standard: str | None = None               # --standard: overrides every case's standard and tolerance
     timeout: float | None = None              # seconds per case; None = no limit

@@ -177,13 +177,11 @@ def check_judged(cases: Sequence[Case], checks: tuple, golden: bool) -> None:
                             file=case.source, case=case.name, field="checks")
 
 
-def settings_for(request, toolkit=None, max_memory: int | None = None):
-    """The settings every worker shares (``execute.RunSettings``), built once from a ``prmg run`` request
-    (``commands.run.Request``; the pytest plugin's and bench's too): its options checked, the toolkit picked (real
-    or emulator; ``toolkit`` when already chosen, e.g. by a cluster's node). An unknown emulator fault in
-    ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
-    from .toolkit import check_emulator_faults, select_runner
-
+def checked_settings(request):
+    """The settings every worker shares (``execute.RunSettings``) of a ``prmg run`` request (``commands.run.Request``;
+    the pytest plugin's and bench's too), each option checked once here: ``--standard``, ``--max-timeouts``,
+    ``--check`` with ``--no-golden``, the checks' own options, ``--timeout``, ``--supported-modes``. The toolkit is
+    not chosen yet (``settings_for``)."""
     if request.standard is not None:
         try:
             check_standard(request.standard)
@@ -193,15 +191,24 @@ def settings_for(request, toolkit=None, max_memory: int | None = None):
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
     golden = not request.no_golden
     checks, options = parse_checks(request.check, golden), check_options(request)
-    timeout = check_timeout(request.timeout)
-    modes = target_modes(request.supported_modes)
-    toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, modes)
+    save_failures = str(Path(request.save_failures).resolve()) if request.save_failures else None
+    return execute.RunSettings(toolkit=None, supported_modes=target_modes(request.supported_modes),
+                               standard=request.standard, timeout=check_timeout(request.timeout),
+                               strict=request.strict, max_timeouts=request.max_timeouts, checks=checks,
+                               golden=golden, check_options=options, save_failures=save_failures)
+
+
+def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
+    """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
+    ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
+    ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
+    from .toolkit import check_emulator_faults, select_runner
+
+    settings = settings or checked_settings(request)
+    toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_faults(os.environ)
-    save_failures = str(Path(request.save_failures).resolve()) if request.save_failures else None
-    return execute.RunSettings(toolkit=toolkit, supported_modes=modes, standard=request.standard, timeout=timeout,
-                               max_memory=max_memory, strict=request.strict, max_timeouts=request.max_timeouts,
-                               checks=checks, golden=golden, check_options=options, save_failures=save_failures)
+    return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
 def device_list(request) -> str:
@@ -291,13 +298,11 @@ def run_suite(request) -> int:
         raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
                         "local runs")
     check_timeout(request.progress_interval, "--progress-interval")
-    check_timeout(request.timeout)
-    checks = parse_checks(request.check, not request.no_golden)
-    check_options(request)
+    checked = checked_settings(request)
     targets = outputs.parse_targets(list(request.report), request.output)
-    modes = target_modes(request.supported_modes)
+    modes = checked.supported_modes
     selection, cases = _select(request, modes)
-    check_judged(cases, checks, not request.no_golden)
+    check_judged(cases, checked.checks, checked.golden)
     if not cases:
         sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
         return ExitCode.NO_CASES
@@ -318,7 +323,7 @@ def run_suite(request) -> int:
     cluster = _connect(request, modes) if request.cluster is not None else None
     if max_memory is None:                              # half the RAM where the cases run
         max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
-    settings = settings_for(request, cluster and cluster.toolkit, max_memory)
+    settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
     settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
                                               for case in cases))
     devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
