@@ -53,18 +53,13 @@ RUN_LINE_LIMIT = 50_000                          # ran cases past which a report
 
 def dtype_bits(values: np.ndarray, dtype: str) -> np.ndarray:
     """float64 ``values`` rounded to nearest even in ``dtype`` (float32, float16, bfloat16) as their bit patterns
-    (uint64). NaN keeps its sign and its leading payload bits; bfloat16 is float32's top half, rounded (a
-    NaN is quieted there, as ml_dtypes does)."""
+    (uint64), exactly as the inputs round them: float32 and float16 keep a NaN's sign and leading payload bits,
+    bfloat16 gives the quiet NaN (``dtypes.bfloat16_bits``)."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if dtype == "bfloat16":
+        return dtypes.bfloat16_bits(values).astype(np.uint64)
     with np.errstate(over="ignore", invalid="ignore"):
-        if dtype == "float16":
-            return values.astype(np.float16).view(np.uint16).astype(np.uint64)
-        single = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    if dtype != "bfloat16":
-        return single
-    nan = (single & 0x7FFFFFFF) > 0x7F800000
-    rounded = (single + 0x7FFF + ((single >> 16) & 1)) >> 16
-    return np.where(nan, (single >> 16) | 0x40, rounded)
+        return values.astype(np.dtype(dtype)).view(f"u{np.dtype(dtype).itemsize}").astype(np.uint64)
 
 
 @lru_cache(maxsize=None)
@@ -318,7 +313,7 @@ def run_line(results: Sequence) -> str | None:
     for result in ran:
         source = result.source or "run"
         try:
-            cases += parse_document([result.definition], source, Path(source).parent)
+            cases += parse_document([result.recorded_definition()], source, Path(source).parent)
         except PrmgError:                              # a file: input gone since: the case is not counted
             continue
     return f"coverage: {summary(evaluate(cases))}" if cases else None

@@ -43,7 +43,6 @@ TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
 STREAM_CHUNK = 1 << 16              # elements per Philox stream: part of the inputs' definition, never tuned
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
 THREADED_DRAWS = 1 << 20            # tensors from this size are split over native.HOST_THREADS threads
-NATIVE_ROUNDING = 1 << 12           # tensors from this size are rounded by the compiled helper
 _ARGUMENTS = np.random.Generator(np.random.Philox(0))     # numpy's argument checks of uniform / normal (size 0)
 RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
 _RECYCLED: dict = {}
@@ -170,8 +169,9 @@ def _numbers(args: tuple, count: int, fail) -> tuple[float, ...]:
 
 
 def _round(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 ``values`` rounded once to ``dtype`` (non-float dtypes: cast, for negative cases)."""
-    return values.astype(dtype, casting="unsafe")
+    """float64 ``values`` rounded once to ``dtype`` (``dtypes.rounded``; non-float dtypes: cast, for negative
+    cases)."""
+    return dtypes.rounded(values, dtype)
 
 
 def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float, float], shape: tuple[int, ...],
@@ -238,7 +238,7 @@ def _philox_uniform(key: tuple[int, int], begin: int, target: np.ndarray, scale:
         return
     draws = buffer[:target.size]
     if native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, "float64", draws):
-        np.copyto(target, draws, casting="unsafe")
+        dtypes.round_into(draws, target)
         return
     np.multiply(_philox_words(key, begin, target.size), 2.0 ** -32, out=draws)
     _round_into(draws, scale, offset, target)
@@ -296,13 +296,13 @@ def _fill(generator: np.random.Generator, method: str, flat: np.ndarray, scale: 
 
 def _round_into(draws: np.ndarray, scale: float, offset: float, target: np.ndarray) -> None:
     """``target[:] = offset + scale * draws``, each operation rounded on its own, the sum rounded once to
-    target's dtype: the compiled helper for large float32, bfloat16 or float64 targets, numpy otherwise (``draws`` is
-    overwritten)."""
-    name = dtypes.from_numpy(target.dtype).name if target.size >= NATIVE_ROUNDING else ""
+    target's dtype (``dtypes.round_into``): the compiled helper for large float32, bfloat16 or float64 targets, numpy
+    otherwise (``draws`` is overwritten)."""
+    name = dtypes.from_numpy(target.dtype).name if target.size >= native.ROUNDING_MIN_ELEMENTS else ""
     if not (name and native.affine_round(draws, scale, offset, name, target)):
         np.multiply(draws, scale, out=draws)
         np.add(draws, offset, out=draws)
-        np.copyto(target, draws, casting="unsafe")
+        dtypes.round_into(draws, target)
 
 
 _DRAWS = {"philox": _draw_philox, "pcg64": _draw_pcg64}
@@ -356,7 +356,7 @@ def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail, folder:
     array = array.reshape(shape)
     if dtype == dtypes.to_numpy("bfloat16") and array.dtype == np.uint16:
         return array.view(dtype).copy()
-    return array.astype(dtype, casting="unsafe")
+    return dtypes.rounded(array, dtype)
 
 
 def rope_angles(shape: tuple[int, ...], rotary_mode: int, base: float,

@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.reference import (inplace_partial_rotary_mul_grad, rotary_grad_magnitude, rotary_grad_slice,
                                 rotary_mul_forward)
 
@@ -237,8 +238,8 @@ def test_same_precision_computation_is_a_few_ulps_from_float64(dtype):
         low = rotary_grad_slice(dy, cos, sin, mode, partial_slice, compute_dtype=dtype)
         assert exact.dtype == np.float64 and low.dtype == dtype
         magnitude = rotary_grad_magnitude(dy, cos, sin, mode, partial_slice)
-        unit = float(np.finfo(dtype).eps) / 2
-        tiny = float(np.finfo(dtype).smallest_subnormal)
+        fmt = FLOAT_FORMATS[dtype.name]                # (numpy's finfo knows bfloat16 from ml_dtypes 0.7 on)
+        unit, tiny = fmt.unit_roundoff, fmt.smallest
         error = np.abs(low.astype(np.float64) - exact)
         # two product roundings and one sum rounding: at most about 3 units of the magnitude
         assert np.all(error <= 3.01 * unit * magnitude + 2 * tiny)

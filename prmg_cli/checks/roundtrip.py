@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import rounded
 from ..inputs import Inputs, rope_angles
 from ..standards import margin
 from .base import Check, CheckContext, CheckResult, as_operator, element_bound, forward_and_backward, launched, probe
@@ -21,7 +22,7 @@ def _rope_inputs(case, inputs: Inputs) -> Inputs:
         return inputs
     angles = rope_angles(tuple(case.cos_shape), case.rotary_mode, 10000.0)
     dtype = inputs.cos.dtype
-    return Inputs(inputs.dy, np.cos(angles).astype(dtype), np.sin(angles).astype(dtype))
+    return Inputs(inputs.dy, rounded(np.cos(angles), dtype), rounded(np.sin(angles), dtype))
 
 
 def roundtrip(context: CheckContext) -> CheckResult:
