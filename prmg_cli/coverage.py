@@ -224,10 +224,12 @@ def _tests(op: str, phase: bool) -> tuple[tuple[int, Callable], ...]:
     return tuple((index, regime.test) for index, regime in enumerate(regimes(op)) if (regime.axis == PHASE) == phase)
 
 
-def classes_of(case_facts: Facts) -> list[int]:
+@lru_cache(maxsize=1 << 12)
+def classes_of(case_facts: Facts) -> tuple[int, ...]:
     """The indices into ``regimes(op)`` of the classes ``case_facts`` falls in (only the phase classes for a
-    case expecting an error, only the others for one expecting success)."""
-    return [index for index, test in _tests(case_facts.op, case_facts.expects_error) if test(case_facts)]
+    case expecting an error, only the others for one expecting success); remembered, as the cases of a suite
+    share a few facts (300 small cases of a run: 3)."""
+    return tuple(index for index, test in _tests(case_facts.op, case_facts.expects_error) if test(case_facts))
 
 
 # ---------------------------------------------------------------------------------------------------

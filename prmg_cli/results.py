@@ -80,7 +80,8 @@ class CaseResult:
     ``status`` is a key of ``STATUSES``; ``error_code`` the status the operator returned (None when it
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
     ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping with its ``generator``
-    (``cases.case_record``; with ``source`` it reproduces the case: ``recorded_definition``); ``fingerprint`` a hash of that definition and its input files;
+    (``cases.case_record``; with ``source`` it reproduces the case: ``recorded_definition``); ``fingerprint``
+    a hash of that definition and its input files;
     ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``);
     ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
     known: a toolkit without the emulator's hook, or a worker that crashed or timed out).
