@@ -11,9 +11,9 @@ A class (``ops/regimes.py``) is covered by a case that really exercises it, deci
   RoPE table varies along S only), explicit values or a file that differ there;
 - the special values are read from the inputs themselves: the explicit ``values``/``bits``/``file`` data,
   the RoPE table, or the first ``SAMPLE`` elements of a drawn tensor, drawn exactly as ``inputs`` draws them
-  (``Generator.uniform``/``normal`` of the tensor's stream), each rounded to the tensor's dtype and read as
-  its bits (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``). dy's elements are inside or outside the
-  slice by their lane.
+  (``inputs.leading_draws``: the case's generator), each rounded to the tensor's dtype and read as its bits
+  (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``). dy's elements are inside or outside the slice by their
+  lane.
 
 A suite's coverage counts every case of it (a case its target would skip counts: the suite holds it); a
 run's (``run_line``, in the table and HTML reports) counts only the cases that ran.
@@ -32,7 +32,7 @@ import numpy as np
 
 from . import constraints, dtypes, npyfile
 from .errors import PrmgError
-from .inputs import rope_angles, tensor_generator
+from .inputs import leading_draws, rope_angles
 from .ops import OPERATORS
 from .ops.grad import contiguous
 from .ops.regimes import PHASE, Facts, Regime, regimes
@@ -156,9 +156,8 @@ def _sample_bits(case, tensor: str) -> np.ndarray:
     low, high = spec.args
     if spec.kind == "uniform" and not _may_draw_special(low, high, count, _dtype_of(case, tensor)):
         return np.zeros(0, np.uint64)
-    generator = tensor_generator(case.seed, tensor)
-    draws = generator.uniform(low, high, count) if spec.kind == "uniform" else generator.normal(low, high, count)
-    return dtype_bits(draws, _dtype_of(case, tensor))
+    with np.errstate(all="ignore"):
+        return dtypes.bits(leading_draws(case, tensor, count)).astype(np.uint64)
 
 
 @lru_cache(maxsize=1024)

@@ -186,6 +186,16 @@ def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float
     return out
 
 
+def leading_draws(case, tensor: str, count: int) -> np.ndarray:
+    """The first ``count`` elements (C order, flat) of ``tensor``'s ``uniform`` or ``normal`` draw in ``case``,
+    exactly as ``make_inputs`` makes them: a ``philox`` element depends on its position alone, a ``pcg64`` one on
+    the draws before it, which these are."""
+    spec = case.input_spec(tensor)
+    dtype = dtypes.to_numpy({"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}[tensor])
+    return _draw(case.generator, case.seed, tensor, spec.kind, tuple(float(arg) for arg in spec.args), (count,),
+                 dtype, CHUNK_ELEMENTS)
+
+
 def _in_threads(parts: list, fill) -> None:
     """``fill(part)`` for every part, the first on this thread, the others on threads of their own."""
     if len(parts) == 1:

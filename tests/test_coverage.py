@@ -252,3 +252,24 @@ def test_a_huge_run_is_pointed_to_the_command(monkeypatch):
     results = [CaseResult(name, "passed", definition=case_to_dict(case(name=name, shape=[1, 1, 1, 2])))
                for name in "ab"]
     assert coverage.run_line(results) == "coverage: not computed for 2 cases (over 1); run prmg coverage PATH..."
+
+
+def test_drawn_special_values_come_from_the_cases_own_generator():
+    """The sample of a drawn tensor is its first SAMPLE elements as the run makes them: uniform(+-2^-12) in float16
+    rounds some draws to +-0, and seed 0 gives philox and pcg64 different ones."""
+    import dataclasses
+
+    from prmg_cli.cases import Case, InputSpec
+    from prmg_cli.dtypes import bits
+    from prmg_cli.inputs import make_inputs
+
+    base = Case(name="z", source="t", shape=(1, 64, 1, 64), cos_shape=(1, 1, 1, 64), sin_shape=(1, 1, 1, 64),
+                partial_slice=(0, 64), dtype="float16", cos_dtype="float16", sin_dtype="float16", seed=0,
+                dy_input=InputSpec("uniform", (-2.0 ** -12, 2.0 ** -12)))
+    found = {}
+    for generator in ("philox", "pcg64"):
+        one = dataclasses.replace(base, generator=generator)
+        made = bits(make_inputs(one).dy).reshape(-1)[:coverage.SAMPLE].astype(np.uint64)
+        found[generator] = {kind for place, kind in coverage.facts(one).values if place == "dy_in"}
+        assert found[generator] == coverage.value_kinds(made, "float16")
+    assert found["philox"] != found["pcg64"]
