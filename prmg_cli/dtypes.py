@@ -6,8 +6,9 @@ so that negative cases can build tensors of a dtype the operator must refuse.
 Every narrowing of float64 values to a tensor's dtype goes through ``round_into`` (or ``rounded``): one
 rounding to nearest, ties to even. numpy's casts do that for float32 and float16; for bfloat16 prmg rounds
 the float64 bits itself (``bfloat16_bits``) and never uses ml_dtypes' casts from float64, integers or
-Python floats, which before ml_dtypes 0.7 round through float32 (twice). ml_dtypes only names the dtype
-and does bfloat16 arithmetic and widening, which agree bit for bit across its versions.
+Python floats, which before ml_dtypes 0.7 round through float32 (twice). ml_dtypes names the dtype and does
+bfloat16 arithmetic, widening and casts from float32 (``double_benchmark``'s same-precision computation), which
+agree bit for bit between its versions 0.6 and 0.7.
 """
 
 from __future__ import annotations
