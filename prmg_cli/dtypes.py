@@ -201,9 +201,9 @@ def bfloat16_bits(values) -> np.ndarray:
 def round_into(values, out: np.ndarray) -> np.ndarray:
     """``out[...] = values`` rounded once to nearest, ties to even, in ``out``'s dtype (any shape and strides
     that ``values`` broadcasts to): bfloat16 by ``bfloat16_bits`` (large arrays by the compiled helper's copy
-    of it, ``native.round_bfloat16``), other dtypes by numpy's cast (float32 and
-    float16: one correct rounding from float64; integer dtypes, for negative cases: numpy's unsafe cast).
-    ``values`` are read as float64 (integers beyond 2**53 round there first). Returns ``out``."""
+    of it, ``native.round_bfloat16``), reading ``values`` as float64 (integers beyond 2**53 round there first);
+    other dtypes by numpy's cast (float32 and float16: one correct rounding from float64; integer dtypes, for
+    negative cases: numpy's unsafe cast). Returns ``out``."""
     if out.dtype.name != "bfloat16":                  # by name: a uint16 view needs no ml_dtypes
         np.copyto(out, values, casting="unsafe")
         return out

@@ -151,7 +151,7 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
         if not base > 0:
             raise fail(f"the base must be > 0, got {base}")
         angles = rope_angles(shape, case.rotary_mode, base, offset)
-        return _round(np.cos(angles) if tensor == "cos" else np.sin(angles), dtype)
+        return dtypes.rounded(np.cos(angles) if tensor == "cos" else np.sin(angles), dtype)
     raise fail(f"unknown input kind '{spec.kind}' (expected uniform, normal, values, file or rope)")
 
 
@@ -166,12 +166,6 @@ def _numbers(args: tuple, count: int, fail) -> tuple[float, ...]:
     if not all(np.isfinite(numbers)):
         raise fail(f"expected finite numbers, got {args!r}")
     return numbers
-
-
-def _round(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 ``values`` rounded once to ``dtype`` (``dtypes.rounded``; non-float dtypes: cast, for negative
-    cases)."""
-    return dtypes.rounded(values, dtype)
 
 
 def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float, float], shape: tuple[int, ...],
@@ -328,7 +322,7 @@ def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> 
         values = np.array(args, dtype=np.float64)
     except (TypeError, ValueError):
         raise fail("the values must all be numbers") from None
-    return _round(values.reshape(shape), dtype)
+    return dtypes.rounded(values.reshape(shape), dtype)
 
 
 def _from_bits(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:
