@@ -40,7 +40,6 @@ from prmg_cli.errors import PrmgError
 from prmg_cli.vocab import GENERATORS
 
 TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
-DTYPE_FIELDS = {"dy": "dtype", "cos": "cos_dtype", "sin": "sin_dtype"}      # the case field of each tensor's dtype
 STREAM_CHUNK = 1 << 16              # elements per Philox stream: part of the inputs' definition, never tuned
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
 THREADED_DRAWS = 1 << 20            # tensors from this size are split over native.HOST_THREADS threads
@@ -105,14 +104,15 @@ def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     ``PrmgError`` naming the case and the field ``inputs.<tensor>``.
     """
     shapes = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}
+    dtype_names = {"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}
     made = {}
     for tensor in TENSOR_INDEX:
-        name = getattr(case, DTYPE_FIELDS[tensor])
         try:
-            dtype = dtypes.to_numpy(name)
+            dtype = dtypes.to_numpy(dtype_names[tensor])
         except KeyError:
-            raise PrmgError(f"unknown dtype '{name}'", file=case.source, case=case.name,
-                            field=DTYPE_FIELDS[tensor]) from None
+            field = "dtype" if tensor == "dy" else f"{tensor}_dtype"
+            raise PrmgError(f"unknown dtype '{dtype_names[tensor]}'", file=case.source, case=case.name,
+                            field=field) from None
         made[tensor] = _make_tensor(case, tensor, tuple(int(n) for n in shapes[tensor]), dtype,
                                     chunk_elements)
     return Inputs(**made)
@@ -187,14 +187,14 @@ def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float
 
 
 def drawn_prefix(case, tensor: str, count: int) -> np.ndarray:
-    """The first ``count`` elements (C order) of ``tensor`` of ``case``, a ``uniform`` or ``normal`` draw, exactly
-    as ``make_inputs`` makes them (the same ``_draw`` of the case's generator): drawing fewer elements changes
-    none of the first ones (a ``philox`` element depends on its position only, ``pcg64``'s stream is read in
-    order)."""
+    """The float64 draws ``offset + scale * U`` (or ``Z``) of the first ``count`` elements (C order) of ``tensor`` of
+    ``case``, a ``uniform`` or ``normal`` draw, before their one rounding: the same ``_draw`` of the case's
+    generator as ``make_inputs`` (drawing fewer elements changes none of the first ones: a ``philox`` element
+    depends on its position only, ``pcg64``'s stream is read in order). Cast to the tensor's dtype they are its
+    first elements (``prmg coverage`` reads them so, with no bfloat16 array and its import)."""
     spec = case.input_spec(tensor)
-    dtype = dtypes.to_numpy(getattr(case, DTYPE_FIELDS[tensor]))
     return _draw(case.generator, case.seed, tensor, spec.kind, tuple(float(a) for a in spec.args), (int(count),),
-                 dtype, CHUNK_ELEMENTS)
+                 np.dtype(np.float64), CHUNK_ELEMENTS)
 
 
 def _in_threads(parts: list, fill) -> None:

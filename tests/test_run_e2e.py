@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, prmg
+from prmg_cli.commands import load as load_command
 
 SMALL = """
 defaults:
@@ -228,6 +229,10 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
     # stays; every case keeps a text of its own: whole, or its head and end around "…"
     lines = (tmp_path / "table.txt").read_text().splitlines()
     assert max(map(len, lines)) <= 100 and lines[0].startswith("runner: emulator")
+    # run --help's example summary is this run's last line; docs/coverage.md's run coverage line is its own
+    assert f"e.g. `{lines[-1]}`" in " ".join(load_command("run").main.__doc__.split())
+    covered = next(line for line in lines if line.startswith("coverage: "))
+    assert f"`{covered[:covered.index('%') + 1]}: ...);" in (ROOT / "docs" / "coverage.md").read_text()
     heading = lines.index(next(line for line in lines if line.startswith("case ")))
     assert lines[heading].split()[:2] == ["case", "op"]
     rows = [line.split("  ")[0] for line in lines[heading + 2:heading + 2 + len(report["cases"])]]
