@@ -9,11 +9,11 @@ A class (``ops/regimes.py``) is covered by a case that really exercises it, deci
 - ``cos/sin vary along B`` needs cos's and sin's B equal to dy's B > 1 *and* values that differ along B: a
   uniform or normal draw whose range the dtype can tell apart, a RoPE table with per-request offsets (a
   RoPE table varies along S only), explicit values or a file that differ there;
-- the special values are read from the inputs themselves: the explicit ``values``/``bits``/``file`` data,
-  the RoPE table, or the first ``SAMPLE`` elements of a drawn tensor, drawn exactly as ``inputs`` draws them
-  (``Generator.uniform``/``normal`` of the tensor's stream), each rounded to the tensor's dtype and read as
-  its bits (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``). dy's elements are inside or outside the
-  slice by their lane.
+- the value kinds (ordinary and special) are read from the inputs themselves: the explicit
+  ``values``/``bits``/``file`` data, the RoPE table, or the first ``SAMPLE`` elements of a drawn tensor, made
+  by the run's own draw through the case's generator (``inputs.drawn_prefix``), each rounded once to the
+  tensor's dtype (``dtype_bits``) and read as its bits (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``).
+  dy's elements are inside or outside the slice by their lane.
 
 A suite's coverage counts every case of it (a case its target would skip counts: the suite holds it); a
 run's (``run_line``, in the table and HTML reports) counts only the cases that ran.
