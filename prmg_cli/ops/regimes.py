@@ -62,7 +62,7 @@ class Facts:
     implementing every mode. A pass case has the rest: the dtypes, mode, cos/sin layout
     (``vocab.broadcast_pattern``, None when it follows none), format, whether dy is strided, dy's shape (B, S,
     N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
-    which cos and sin both vary (``varies``), and the special values its inputs hold as ``(place, kind)``
+    which cos and sin both vary (``varies``), and the value kinds its inputs hold as ``(place, kind)``
     pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``).
     """
 
