@@ -418,7 +418,7 @@ class _Run:
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
         if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
                                                                                      self.request.output)):
-            write_stdout(outputs.labels.format_header(self.info) + "\n")
+            write_stdout(outputs.labels.format_header(self.info, judged=self.cases) + "\n")
         note = outputs.labels.modes_note(self.info)
         if note:
             sys.stderr.write(f"prmg: warning: {note[2:]}\n")

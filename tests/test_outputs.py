@@ -125,7 +125,10 @@ def test_header_names_the_checks_that_ran_and_the_results_resume_took():
     no_golden = unwrapped(format_header(replace(info, golden=False, resumed=3)))
     assert "no golden (--no-golden): pass cases judged by their checks alone" in no_golden and "3 results" in no_golden
     assert "**checks**: adjoint, roundtrip on every pass case" in markdown.render(results, info)
-    assert json.loads(jsonreport.render(results, info))["summary"]["checks"] == ["adjoint", "roundtrip"]
+    summary = json.loads(jsonreport.render(results, info))["summary"]
+    assert summary["checks"] == ["adjoint", "roundtrip", "determinism", "sample"] and summary["golden"] is False
+    assert f"checks: {summary['checks_header']}" in header
+    assert "golden" not in json.loads(jsonreport.render([passed()], EMULATOR))["summary"].get("checks_header", "")
 
 
 @pytest.mark.parametrize("results", [[], [passed()], [failed()], [skipped()], [errored()], mixed()])

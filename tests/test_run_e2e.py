@@ -54,6 +54,29 @@ def test_table_run_is_green_and_ends_with_the_summary_line(small):
     assert "not an NPU" in result.stdout
 
 
+def test_every_report_says_which_checks_ran_the_streamed_table_too(tmp_path):
+    """The table streamed to stdout (its header printed before the first case), the JSON summary, Markdown and
+    JUnit all name --check's checks, the case files' checks: and the case judged without the golden."""
+    path = tmp_path / "checked.yaml"
+    path.write_text("defaults: {shape: [1, 2, 2, 16], cos_shape: [1, 2, 1, 8], partial_slice: [4, 12]}\n"
+                    "cases:\n  - {name: own, checks: [adjoint]}\n  - {name: goldless, checks: [roundtrip], golden: false}\n"
+                    "  - {name: plain}\n")
+    result = prmg("run", path, "--runner", "emulator", "--check", "determinism", "--report", "table", "--report",
+                  f"json:{tmp_path / 'run.json'}", "--report", f"markdown:{tmp_path / 'run.md'}", "--report",
+                  f"junit:{tmp_path / 'run.xml'}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = ("determinism on every pass case (--check); adjoint, roundtrip on 2 cases (their checks:); 1 case judged "
+            "without the golden (golden: false)")
+    header = " ".join(result.stdout.split("\nprmg: ")[0].split())
+    assert f"checks: {said}" in header
+    summary = json.loads((tmp_path / "run.json").read_text())["summary"]
+    assert (summary["checks"], summary["golden"], summary["checks_header"]) == (
+        ["determinism", "adjoint", "roundtrip"], False, said)
+    assert f"**checks**: {said}" in (tmp_path / "run.md").read_text()
+    properties = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "run.xml").iter("property")}
+    assert properties["checks"] == said
+
+
 def test_json_junit_csv_markdown_reports_parse(small, tmp_path):
     result, report = run_json(small)
     assert result.returncode == 0
