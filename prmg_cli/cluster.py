@@ -65,7 +65,7 @@ from typing import Callable, Mapping, Sequence
 from . import __version__, execute
 from .case import Case
 from .errors import PrmgError
-from .results import CaseResult, visible
+from .results import CaseResult, plural, visible
 
 RAY_MISSING = "--cluster needs Ray, which is not installed: pip install 'prmg[ray]'"
 ACTOR_CPUS = 0.1              # an actor's CPU share: the NPU is what it holds
@@ -668,7 +668,7 @@ class ClusterExecutor:
                 key = slot.key
                 self._timeouts[key] = self._timeouts.get(key, 0) + 1
                 if self._timeouts[key] >= self.settings.max_timeouts:
-                    self.wedged[key] = (f"{self._timeouts[key]} timeouts in a row: the device is considered "
+                    self.wedged[key] = (f"{plural(self._timeouts[key], 'timeout')} in a row: the device is considered "
                                         f"wedged (--max-timeouts)")
                 self._fail(schedule, index, schedule.cases[index], f"timed out after {self.settings.timeout:g} s")
                 self._retire(slot, schedule, replace_it=key not in self.wedged,

@@ -39,7 +39,7 @@ from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import DEFAULT_STANDARD
 from .keymetric import key_metric
-from .results import CaseResult
+from .results import CaseResult, plural
 from .vocab import GUARD_BYTES, MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
@@ -641,7 +641,7 @@ class Executor:
             message = f"timed out after {self.settings.timeout:g} s"
             self._timeouts[worker.device] += 1
             if self._timeouts[worker.device] >= self.settings.max_timeouts:
-                self.wedged[worker.device] = (f"{self._timeouts[worker.device]} timeouts in a row: the device is "
+                self.wedged[worker.device] = (f"{plural(self._timeouts[worker.device], 'timeout')} in a row: the device is "
                                               f"considered wedged (--max-timeouts)")
         else:
             return

@@ -26,7 +26,7 @@ from . import constraints, dtypes, files, status, yamlfile
 from .cases import INPUT_KINDS, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
 from .ops import DEFAULT_OP
-from .results import visible
+from .results import plural, visible
 from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
 
 DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
@@ -53,7 +53,7 @@ def _ints(value, field: str, count: int | None = None) -> list[int]:
     if any(isinstance(part, float) and not float(part).is_integer() for part in parts):
         raise PrmgError(f"expected integers, got {value!r}", field=field)
     if count is not None and len(numbers) != count:
-        raise PrmgError(f"expected {count} integers, got {len(numbers)} ({value!r})", field=field)
+        raise PrmgError(f"expected {plural(count, 'integer')}, got {len(numbers)} ({value!r})", field=field)
     return numbers
 
 

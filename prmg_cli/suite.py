@@ -62,8 +62,8 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
                 if (text := constraints.expectation_warning(case, modes))]
     verb = "is" if len(cases) == 1 else "are"
-    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expect "
-               f"success, {errors} expect an error; {skipped} would be skipped on a target supporting "
+    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
+               f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
                f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
     return "\n".join(warnings + [summary])
 

@@ -52,6 +52,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import Format
+from ..results import plural
 from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin
 
 
@@ -151,7 +152,7 @@ def judge(view: SliceView) -> Judgement:
     in_ulps, beyond = rounding_margins(error, view.golden, budget, view.format)
     metrics = {"max_err_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error), "max_err_ulp": in_ulps,
                "beyond_rounding": beyond}
-    reason = (f"{count} of {bad.size} elements over budget "
+    reason = (f"{count} of {plural(bad.size, 'element')} over budget "
               f"(max err/budget {metrics['max_err_ratio']:.3g})")
     return Judgement(count > 0, reason, metrics, bad, ratio, view.golden, budget, "budget")
 
