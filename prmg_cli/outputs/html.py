@@ -118,9 +118,10 @@ def key_margin(metrics: dict) -> float | None:
 
 
 def closeness(metrics: dict, margin: float) -> float:
-    """How close a passing case runs to its limit, for the page's "closest to their limit" list: under
-    ``default`` the share of its budget beyond the output's rounding that its error takes (``beyond_rounding``:
-    0 for a correctly rounded result, whose err/budget is near 1 all the same), else its key ``margin``."""
+    """How close a case runs to its limit (> 1 fails), as the page's margins histogram plots it and its "closest
+    to their limit" list ranks the passing cases: under ``default`` the share of its budget beyond the output's
+    rounding that its error takes (``beyond_rounding``: 0 for a correctly rounded result, whose err/budget is
+    near 1 all the same), else its key ``margin``."""
     beyond = metrics.get("beyond_rounding")
     return float(beyond) if isinstance(beyond, (int, float)) else margin
 
@@ -299,16 +300,16 @@ def _matrix(results: list[CaseResult], cell_of: dict[int, int]) -> str:
 def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
     parts = ['<section id="plots"><h2>How close to its limits the kernel runs</h2>']
     margins = [(key_margin(r.metrics), r) for r in results if r.metrics]
-    margins = [(value, r) for value, r in margins if value is not None]
+    margins = [(closeness(r.metrics, value), r) for value, r in margins if value is not None]
     if margins:
         image = plots.margin_histogram([(value, _group(r.status)) for value, r in margins])
         standards = sorted({visible(r.standard) for _, r in margins if r.standard})
-        parts.append(f'<figure><img class="plot" id="margins" alt="histogram of key margins" src="{image}">'
-                     f'<figcaption>key margin of {plural(len(margins), "case")} '
-                     f'(standards: {_h(", ".join(standards) or "-")}); the kernel fails a case right of 1'
-                     f'</figcaption></figure>')
-        closest = sorted(((value, r) for value, r in margins if r.status == "passed"),
-                         key=lambda p: -closeness(p[1].metrics, p[0]))[:5]
+        parts.append(f'<figure><img class="plot" id="margins" alt="histogram of margins" src="{image}">'
+                     f'<figcaption>margin of {plural(len(margins), "case")} (standards: '
+                     f'{_h(", ".join(standards) or "-")}): under default the error beyond the output&rsquo;s '
+                     f'rounding over the budget beyond it (0 for a correctly rounded result: the first bin), '
+                     f'else error / limit; the kernel fails a case right of 1</figcaption></figure>')
+        closest = sorted(((value, r) for value, r in margins if r.status == "passed"), key=lambda p: -p[0])[:5]
         if closest:
             items = "".join(f'<li><code>{esc(r.name)}</code> {esc(r.key_metric or f"{value:.5g}")}</li>'
                             for value, r in closest)

@@ -31,8 +31,8 @@ class Standard:
     """One precision standard: ``name``; ``defaults``, its parameters per dy dtype (``"*"``: every dtype; the
     parameters a case may set in ``tolerance`` are their keys); ``judge(SliceView) -> Judgement``;
     ``key_metric``, the metric that marks a verdict of it, and ``describe(metrics)``, that metric's text in a
-    table (e.g. ``0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare`` reports as a
-    precision drift; ``help``, its rule in one line."""
+    table (e.g. ``0.50/0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare``
+    reports as a precision drift; ``help``, its rule in one line."""
 
     name: str
     defaults: dict
