@@ -42,7 +42,7 @@ from .keymetric import key_metric
 from .results import CaseResult, plural
 from .vocab import GUARD_BYTES, MODE_NAMES
 
-WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
+WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 PR_SET_PDEATHSIG = 1
@@ -641,8 +641,8 @@ class Executor:
             message = f"timed out after {self.settings.timeout:g} s"
             self._timeouts[worker.device] += 1
             if self._timeouts[worker.device] >= self.settings.max_timeouts:
-                self.wedged[worker.device] = (f"{plural(self._timeouts[worker.device], 'timeout')} in a row: the device is "
-                                              f"considered wedged (--max-timeouts)")
+                self.wedged[worker.device] = (f"{plural(self._timeouts[worker.device], 'timeout')} in a row: the "
+                                              f"device is considered wedged (--max-timeouts)")
         else:
             return
         worker.case = None

@@ -418,7 +418,8 @@ def parse_strides(value, shape: tuple[int, ...], where: Where) -> tuple[int, ...
     if not (isinstance(value, list) and all(is_int(v) and 0 <= v <= INT64_MAX for v in value)):
         raise where.error("dy_strides", f"expected a list of non-negative int64 integers, got {show(value)}")
     if len(value) != len(shape):
-        raise where.error("dy_strides", f"expected {plural(len(shape), 'stride')} (one per axis of shape), got {len(value)}")
+        raise where.error("dy_strides", f"expected {plural(len(shape), 'stride')} (one per axis of shape), "
+                                        f"got {len(value)}")
     return tuple(value)
 
 

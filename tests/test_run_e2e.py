@@ -265,9 +265,12 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
         head, _, tail = shown.partition("…")
         assert shown == case["name"] or (case["name"].startswith(head) and case["name"].endswith(tail)), shown
     assert sum("…" in shown for shown in rows) > 100
+    example = re.search(r"shortened in the middle \(`([^`]+)` in `prmg run cases/`", readme).group(1)
+    assert example in rows                               # the README's example of a shortened name is a real one
     # a correctly rounded bfloat16 result: err/budget near 1, yet 0.5 ulp of a 0.5-ulp bound, nothing beyond rounding
     rounded = [c for c in report["cases"] if c["dtype"] == "bfloat16" and c["metrics"].get("max_err_ratio", 0) > 0.999]
-    assert rounded and all(re.fullmatch(r"0\.50/0\.5\d ulp, beyond rounding 0%", c["key_metric"]) for c in rounded[:5]), rounded[:5]
+    shown = [c["key_metric"] for c in rounded[:5]]
+    assert rounded and all(re.fullmatch(r"0\.50/0\.5\d ulp, beyond rounding 0%", text) for text in shown), shown
     result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3", "--exclude-tag", "mode-unsupported")
     assert result.returncode == 0 and report["summary"]["passed"] > 560 and report["summary"]["skipped"] == 0
     assert f"it gives {report['summary']['passed']} passed and {report['summary']['xfailed']} xfailed" in readme

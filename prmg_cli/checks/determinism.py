@@ -33,7 +33,8 @@ def determinism(context: CheckContext) -> CheckResult:
     if mismatches:
         index = tuple(int(i) for i in np.unravel_index(worst_index, first.dy.shape))
         result.passed = False
-        result.message = (f"determinism: {launches} launches of the same inputs differ in {plural(mismatches, 'element')} "
+        result.message = (f"determinism: {launches} launches of the same inputs differ in "
+                          f"{plural(mismatches, 'element')} "
                           f"(first at {index})")
     return result
 

@@ -65,7 +65,8 @@ def roundtrip(context: CheckContext) -> CheckResult:
         b, s, n, lane = (int(i) for i in np.unravel_index(worst, ratio.shape))
         result.passed = False
         result.message = (f"roundtrip: grad(forward(x)) is off x beyond float32 rounding at {bad.size} of "
-                          f"{plural(ratio.size, 'element')} (worst {value:.3g} x its bound, at (b, s, n, d)=({b}, {s}, {n}, "
+                          f"{plural(ratio.size, 'element')} (worst {value:.3g} x its bound, at (b, s, n, d)="
+                          f"({b}, {s}, {n}, "
                           f"{start + lane}))")
     return result
 

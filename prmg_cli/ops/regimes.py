@@ -223,7 +223,8 @@ def core_rows() -> dict[int, str]:
 def _rows_axis() -> list[Regime]:
     """dy's rows: the counter classes, and the split over the vector cores (``core_rows``)."""
     rows = _count_classes("rows", lambda f: f.rows, "row")
-    rows += [Regime("rows", f"{count}", reason, lambda f, v=count: f.rows == v) for count, reason in core_rows().items()]
+    rows += [Regime("rows", f"{count}", reason, lambda f, v=count: f.rows == v)
+             for count, reason in core_rows().items()]
     half = TILING_TEST_CORES // 2
     rows.append(Regime("rows", f"B*S <= {half}, N > 1", f"B*S at most half the 950's {TILING_TEST_CORES} cores: its "
                        "tiling splits the heads over the cores too", lambda f: f.B * f.S <= half and f.N > 1))

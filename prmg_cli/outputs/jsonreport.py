@@ -8,7 +8,8 @@ line about them (``labels.fault_field``). ``checks`` lists every golden-free che
 (``--check``'s and the case files' ``checks:``), ``golden`` says whether every case was judged against the
 golden (false under ``--no-golden`` or when a case says ``golden: false``), and ``checks_header`` is the
 header's line about them (``labels.checks_field``), as every other format's header says it. ``cases`` holds
-each result's fields, ``warnings`` included. NaN and infinities are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+each result's fields, ``warnings`` included. NaN and infinities are written as the strings ``"nan"``,
+``"inf"``, ``"-inf"``.
 """
 
 from __future__ import annotations

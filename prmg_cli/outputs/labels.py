@@ -18,8 +18,8 @@ TESTS_PRMG = "this run tests prmg, not the operator"
 MAX_CASES_NAMED = 5             # cases a fault line names before "and N more"
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
-           "verdict_word", "runner_label", "checks_ran", "checks_field", "header_fields", "format_header", "fault_cases",
-           "fault_field", "fault_lines", "diagnosis_lines", "mode_name", "modes_note"]
+           "verdict_word", "runner_label", "checks_ran", "checks_field", "header_fields", "format_header",
+           "fault_cases", "fault_field", "fault_lines", "diagnosis_lines", "mode_name", "modes_note"]
 
 
 def short_dtype(name: str) -> str:

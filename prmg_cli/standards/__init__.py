@@ -1,8 +1,8 @@
 """The precision standards: how the slice of a result is judged against the golden. One module per standard,
 each holding one ``base.Standard`` record; ``STANDARDS`` is the registry (adding a standard is one module and one
 line here). ``check_standard`` checks a standard's name and a case's ``tolerance``; ``standard_parameters`` gives
-the parameters a case is judged with. The standards in use around Ascend are described in
-``shared/docs/precision.md``; ``default`` is derived from float32 rounding (its module says how).
+the parameters a case is judged with. The classic ones are the standards in use around Ascend (each module
+states its rule); ``default`` is derived from float32 rounding (its module says how).
 """
 
 from __future__ import annotations
