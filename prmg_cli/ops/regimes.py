@@ -1,8 +1,8 @@
 """The regime classes of each operator: where a kernel's code changes behaviour, one class per regime.
 
 ``regimes(op)`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
-layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, special
-values, and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
+layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, values
+(ordinary and special), and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
 test on a case's ``Facts`` (``prmg_cli/coverage.py`` computes them and counts the cases of each class).
 
 Where the numbers come from:

@@ -152,7 +152,7 @@ def fault_lines(info: RunInfo, results: list[CaseResult]) -> list[str]:
 
 def checks_ran(judged) -> tuple[list[str], int, int]:
     """(the checks the case files ask for, ``checks:``, in order of first use; how many of ``judged`` ask for
-    some; how many of them are judged without the golden, ``golden: false``) of ``judged``: the run's cases or
+    some; how many are judged without the golden, ``golden: false``) of ``judged``: the run's cases or
     their results (both have ``checks`` and ``golden``), None when not known."""
     own = [item for item in judged or () if item.checks]
     return list(dict.fromkeys(name for item in own for name in item.checks)), len(own), \
