@@ -12,7 +12,7 @@ OPTIONS = (
     Option("run_b", (), REQUIRED, "The results file of the second run.", "B.jsonl", Path, argument=True),
     Option("report", ("--report",), "table", "table, json or markdown.", "FORMAT"),
     Option("drift", ("--drift",), 0.25, "Precision drift: the standard's drift metric (beyond_rounding under "
-           "default, the key metric under the others) rising by more than this fraction (and --floor) is a "
+           "default; each standard names its own) rising by more than this fraction (and --floor) is a "
            "regression.", "FRACTION", float),
     Option("floor", ("--floor",), 0.05, "The absolute part of the drift limit.", "VALUE", float),
     Option("time_floor", ("--time-floor",), 0.05, "Kernel time: a rise beyond 3 x the measured spread plus this "
