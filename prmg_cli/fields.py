@@ -22,7 +22,7 @@ from .checks import CHECKS
 from .standards import DEFAULT_STANDARD, STANDARDS, check_standard
 from .errors import PrmgError
 from .ops import OPERATORS
-from .status import STATUS_CODES
+from .status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
 from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
 
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
@@ -272,6 +272,7 @@ def parse_expect(value, where: Where) -> tuple[int | str | None, str | None]:
     if "error" not in value:
         raise where.error("expect", f"{usage}, got no error")
     code = parse_status(value["error"], where, "expect.error", usage)
+    _refusal_only(code, where, "expect.error", "an expected error")
     phase = value.get("phase")
     if phase is not None and not _word(phase, (*PHASES, "any")):
         raise where.error("expect.phase", f"unknown phase {show(phase)}{suggest(phase, PHASES)} (valid: "
@@ -294,6 +295,15 @@ def parse_status(code, where: Where, field: str, usage: str, *, success: bool = 
     if code == 0 and not success:
         raise where.error(field, "0 is success: write 'expect: pass'")
     return code
+
+
+def _refusal_only(code: int | str, where: Where, field: str, what: str) -> None:
+    """Refuse a status that is no operator's refusal (``status.is_refusal``): a runtime or device status says the
+    runtime or the device failed, and the judge never counts it as the operator's answer."""
+    if code != "any" and not is_refusal(code):
+        raise where.error(field, f"{describe(code)} is a runtime or device status, never an operator's refusal: "
+                          f"{what} is a status of the {', '.join(f'{family}xxx' for family in REFUSAL_FAMILIES)} "
+                          f"families")
 
 
 def parse_standard(value, where: Where) -> str:
@@ -362,6 +372,8 @@ def parse_known_defect(value, where: Where) -> tuple[str, int | None]:
     status = parse_status(value["status"], where, "known_defect.status", usage, success=True)
     if status == "any":
         raise where.error("known_defect.status", "name the status the defective operator returns, not 'any'")
+    if status != 0:
+        _refusal_only(status, where, "known_defect.status", "a known defect's status")
     return reason, status
 
 

@@ -2,8 +2,9 @@
 
 ``judge(case, inputs, outcome, standard, tolerance)`` checks, in this order:
 
-1. the status: success when the case expects it, else exactly the expected error (or any error for
-   ``error: any``) from the phase the case names, never a device fault (``status_mismatch``);
+1. the status: success when the case expects it, else exactly the expected error (or any refusal for
+   ``error: any``) from the phase the case names, never a device fault nor a runtime or device status
+   (``status_mismatch``);
 2. the in-place contract, whatever the status: after a refused call the in-place tensor must be
    bit-identical to its input (``outcome.dy_changed``, compared on the device storage itself); the guard
    zones of every buffer and of the workspace intact, cos and sin unchanged (``outcome.contract_violations``);
@@ -38,7 +39,7 @@ from .dtypes import FLOAT_FORMATS, bits, from_numpy
 from .ops import OPERATORS
 from .onepass import ONE_PASS
 from .standards import DEFAULT_STANDARD, STANDARDS, Judgement, SliceView, check_standard, standard_parameters
-from .status import describe
+from .status import describe, is_refusal
 from .vocab import PHASES, WORKSPACE_POISON
 
 
@@ -147,10 +148,12 @@ def _changed(before: np.ndarray, outcome) -> bool:
 def status_mismatch(case, outcome) -> str:
     """Why ``outcome``'s status is not what ``case`` expects, or "" when it is.
 
-    Success is expected as status 0. An expected error must be returned by the operator itself, in the
-    phase the case names (``Expect.phase``: ``...GetWorkspaceSize`` or the launch, either for ``any``): a
-    device fault reported at ``aclrtSynchronizeStream`` means the kernel ran, and is never a refusal.
-    ``error: any`` takes any non-zero status, else exactly the expected one.
+    Success is expected as status 0. An expected error must be a refusal by the operator itself: returned by
+    one of its two calls, in the phase the case names (``Expect.phase``: ``...GetWorkspaceSize`` or the launch,
+    either for ``any``), and a status of the refusal families (``status.is_refusal``). A device fault reported
+    at ``aclrtSynchronizeStream`` means the kernel ran; a runtime or device status (507015, 507899, 100000...)
+    from the operator's own calls means the runtime or the device failed: neither is ever a refusal.
+    ``error: any`` takes any refusal, else exactly the expected status.
     """
     expect, status = case.expect, outcome.status
     if expect.success:
@@ -162,6 +165,9 @@ def status_mismatch(case, outcome) -> str:
     if phase is None:
         return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call or 'the runtime'}: a device "
                 f"fault after the kernel ran, not a refusal by the operator")
+    if not is_refusal(status):
+        return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call}: a runtime or device status, "
+                f"not a refusal by the operator")
     if expect.error != "any" and status != expect.error:
         return f"expected {wanted}, got {_got(outcome)}"
     if expect.phase not in ("any", phase):

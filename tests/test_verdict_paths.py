@@ -209,6 +209,60 @@ def test_a_device_fault_is_never_an_expected_refusal():
                                        dy_changed=False)).status == "passed"
 
 
+@pytest.mark.parametrize("status, call", [(507015, LAUNCH), (507899, LAUNCH), (507899, GET_WORKSPACE),
+                                          (100000, LAUNCH), (207018, GET_WORKSPACE)])
+@pytest.mark.parametrize("phase", ["any", "launch", "workspace"])
+def test_a_runtime_status_from_the_operators_own_calls_is_never_an_expected_refusal(status, call, phase):
+    from prmg_cli.inputs import make_inputs
+
+    case = Case("a", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect("any", phase))
+    inputs = make_inputs(case)
+    verdict = judge(case, inputs, Outcome(status=status, failed_call=call, dy=inputs.dy.copy(), dy_changed=False))
+    assert verdict.status == "failed" and verdict.kinds == {"status"}
+    assert f"from {call}: a runtime or device status, not a refusal by the operator" in verdict.message
+
+
+def test_a_refusal_is_a_status_of_the_aclnn_families():
+    from prmg_cli.status import STATUS_NAMES, is_refusal
+
+    assert [code for code in STATUS_NAMES if is_refusal(code)] == [161001, 161002, 361001, 561000, 561001, 561002,
+                                                                   561003, 561103, 561107, 561112]
+    assert not any(is_refusal(code) for code in (0, -561002, 100000, 107001, 207001, 507015, 507899, 1561002))
+
+
+@pytest.mark.parametrize("call, status", [("launch", 507899), ("launch", 507015), ("get_workspace", 100000)])
+def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(emulator, monkeypatch, call, status):
+    """A stand-in for a broken runtime under the emulator's operator: the operator's own call returns a runtime
+    or device status (the launch of a device a kernel fault left unusable returns 507899 on a real stack)."""
+    from prmg_cli import ops
+    from prmg_cli.acl import AclSession
+    from prmg_cli.execute import RunSettings, run_case
+
+    case = Case("e", "t", (1, 1, 2, 16), (1, 1, 2, 16), (1, 1, 2, 16), (0, 16), expect=Expect("any"))
+    with AclSession(emulator, 0) as session:
+        api = session._api
+
+        def failing(*args):
+            if call == "launch":
+                api.aclDestroyAclOpExecutor(args[2])            # the executor this launch would have consumed
+            return status
+
+        monkeypatch.setattr(api, getattr(ops.GRAD, call), failing)
+        result = run_case(session, case, RunSettings(toolkit=emulator))[0]
+    assert result.status == "failed" and result.error_code == status
+    assert "a runtime or device status, not a refusal by the operator" in result.message
+
+
+@pytest.mark.parametrize("field, text", [("expect.error", "expect: {error: 507015}"),
+                                         ("expect.error", "expect: {error: ACL_ERROR_RT_DRV_INTERNAL_ERROR}"),
+                                         ("known_defect.status", "known_defect: {reason: x, status: 507899}")])
+def test_a_case_cannot_expect_a_runtime_status(tmp_path, field, text):
+    out = prmg("validate", write(tmp_path, f"- {{name: r, shape: [1, 1, 2, 16], {text}}}\n"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"field '{field}': " in out.stderr and "is a runtime or device status, never an operator's refusal: " \
+        in out.stderr and "161xxx, 361xxx, 561xxx families" in out.stderr
+
+
 def test_the_phase_of_an_expected_error_is_checked():
     from prmg_cli.inputs import make_inputs
 
