@@ -230,6 +230,14 @@ def test_a_refusal_is_a_status_of_the_aclnn_families():
     assert not any(is_refusal(code) for code in (0, -561002, 100000, 107001, 207001, 507015, 507899, 1561002))
 
 
+def test_the_asynchronous_kernel_fault_statuses_have_their_names():
+    from prmg_cli.status import describe
+
+    assert [describe(code) for code in (507014, 507034, 507036)] == [
+        "507014 ACL_ERROR_RT_AICORE_TIMEOUT", "507034 ACL_ERROR_RT_VECTOR_CORE_TIMEOUT",
+        "507036 ACL_ERROR_RT_VECTOR_CORE_TRAP_EXCEPTION"]
+
+
 @pytest.mark.parametrize("call, status", [("launch", 507899), ("launch", 507015), ("get_workspace", 100000)])
 def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(emulator, monkeypatch, call, status):
     """A stand-in for a broken runtime under the emulator's operator: the operator's own call returns a runtime
