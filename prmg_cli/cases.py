@@ -110,7 +110,8 @@ MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file 
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
-__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate", "select", "case_to_dict",
+__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate", "known_defect_warning",
+           "select", "case_to_dict",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -159,6 +160,17 @@ def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) 
         error = _violation(case, supported_modes)
         if error is not None:
             raise error
+
+
+def known_defect_warning(case: Case) -> str | None:
+    """For a known defect that makes the operator accept the call (``status: SUCCESS``) without saying what it
+    then computes (``behaves_as``): that the accepted call's result goes unjudged; else None."""
+    defect = case.known_defect
+    if defect is None or defect.status != 0 or defect.behaves_as is not None:
+        return None
+    return ("known_defect: status SUCCESS without behaves_as: the result of the accepted call is never judged; say "
+            "what the operator then computes, e.g. behaves_as: {rotary_mode: interleave} ({} for the case as "
+            "written)")
 
 
 def _violation(case: Case, supported_modes) -> PrmgError | None:
@@ -246,6 +258,8 @@ def case_to_dict(case: Case) -> dict:
         defect = case.known_defect
         out["known_defect"] = {"reason": defect.reason, **({"result": "wrong"} if defect.status is None else
                                                            {"status": STATUS_NAMES.get(defect.status, defect.status)})}
+        if defect.behaves_as is not None:
+            out["known_defect"]["behaves_as"] = defect.written_behaviour()
     if case.checks:
         out["checks"] = list(case.checks)
     if not case.golden:

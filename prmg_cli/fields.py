@@ -353,28 +353,58 @@ def parse_op(value, where: Where) -> str:
     return value
 
 
-def parse_known_defect(value, where: Where) -> tuple[str, int | None]:
+def parse_known_defect(value, where: Where) -> tuple[str, int | None, tuple | None]:
     """The defect a case is known to meet: ``{reason: TEXT, status: CODE}`` (the defective operator returns
-    CODE, e.g. ``SUCCESS``, instead of what the case expects) or ``{reason: TEXT, result: wrong}`` (the call
-    returns what is expected, but its result is wrong). Returns (reason, CODE or None for a wrong result);
-    the reason is one line of printable text (500 characters at most)."""
-    usage = "expected {reason: TEXT, status: CODE} or {reason: TEXT, result: wrong}: the defect the case meets"
+    CODE, e.g. ``SUCCESS``, instead of what the case expects; with ``SUCCESS`` also ``behaves_as: {...}``, what
+    it then computes: ``parse_behaves_as``) or ``{reason: TEXT, result: wrong}`` (the call returns what is
+    expected, but its result is wrong). Returns (reason, CODE or None for a wrong result, ``behaves_as`` or
+    None); the reason is one line of printable text (500 characters at most)."""
+    usage = ("expected {reason: TEXT, status: CODE} (with SUCCESS also behaves_as: {...}) or {reason: TEXT, "
+             "result: wrong}: the defect the case meets")
     if not isinstance(value, dict):
         raise where.error("known_defect", f"{usage}, got {kind(value)}")
-    check_keys(value, ("reason", "status", "result"), where, "known_defect.")
+    check_keys(value, ("reason", "status", "behaves_as", "result"), where, "known_defect.")
     reason = parse_reason(value.get("reason"), "known_defect.reason", where)
     if ("status" in value) == ("result" in value):
         raise where.error("known_defect", f"{usage}: name exactly one of status and result")
     if "result" in value:
         if value["result"] != "wrong":
             raise where.error("known_defect.result", f"expected 'wrong', got {show(value['result'])}")
-        return reason, None
+        if "behaves_as" in value:
+            raise where.error("known_defect.behaves_as", "behaves_as says what an accepted call computes: it goes "
+                              "with status: SUCCESS, not with result: wrong")
+        return reason, None, None
     status = parse_status(value["status"], where, "known_defect.status", usage, success=True)
     if status == "any":
         raise where.error("known_defect.status", "name the status the defective operator returns, not 'any'")
     if status != 0:
         _refusal_only(status, where, "known_defect.status", "a known defect's status")
-    return reason, status
+        if "behaves_as" in value:
+            raise where.error("known_defect.behaves_as", f"a call refused with {describe(status)} computes "
+                              f"nothing: behaves_as goes with status: SUCCESS")
+    return reason, status, parse_behaves_as(value["behaves_as"], where) if "behaves_as" in value else None
+
+
+# The case keys a known defect's ``behaves_as`` may give, each with its parser (called as for an expect-pass case).
+BEHAVES_AS_KEYS = {"rotary_mode": lambda value, where: parse_mode(value, where, negative=False)}
+
+
+def parse_behaves_as(value, where: Where) -> tuple:
+    """What the operator computes once a known defect made it accept the call: a mapping of case keys
+    (``BEHAVES_AS_KEYS``) to the values it then acts on, e.g. ``{rotary_mode: interleave}`` for a mode read as
+    another; ``{}``: the case as written. Returns ``(key, value)`` pairs in the order of ``BEHAVES_AS_KEYS``."""
+    if not isinstance(value, dict):
+        raise where.error("known_defect.behaves_as", f"expected a mapping of the case keys the accepted call acts "
+                          f"on ({', '.join(BEHAVES_AS_KEYS)}; {{}} for the case as written), got {kind(value)}")
+    check_keys(value, tuple(BEHAVES_AS_KEYS), where, "known_defect.behaves_as.")
+    pairs = []
+    for key, parse in BEHAVES_AS_KEYS.items():
+        if key in value:
+            try:
+                pairs.append((key, parse(value[key], where)))
+            except PrmgError as error:
+                raise where.error(f"known_defect.behaves_as.{key}", error.reason) from None
+    return tuple(pairs)
 
 
 def parse_reason(value, key: str, where: Where) -> str:

@@ -11,7 +11,10 @@
 3. after an expected success, outside the slice ``[start, end)`` the result is bit-identical to the input;
 4. inside the slice the case's standard decides (``standards.py``); non-finite elements are judged
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
-   other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity).
+   other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity);
+5. a call that a known defect made the operator accept (``known_defect: {status: SUCCESS, behaves_as: ...}``)
+   is judged by points 3 and 4 as the case it then behaves as (``defect_behaviour``): a wrong result is a
+   failure beside the defect's status, so that the case is no xfail.
 
 Under ``default`` a large result is first judged in one pass over cache-sized chunks of rows
 (``onepass.fast_default``: the compiled ``native`` scan, else numpy blocks), which computes exactly what points 3
@@ -29,12 +32,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
 
 from . import diagnosis, nonfinite, onepass
+from .case import Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy
 from .ops import OPERATORS
 from .onepass import ONE_PASS
@@ -105,7 +109,38 @@ def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Ma
     if expect.success and not mismatch:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
             _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
+    elif (behaving := defect_behaviour(case, outcome)) is not None:
+        _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
+                            timings)
     return verdict
+
+
+def defect_behaviour(case, outcome):
+    """The case whose golden judges a call that ``case``'s known defect made the operator accept: ``case``
+    expecting success, with the fields its ``known_defect.behaves_as`` names; None when the call was not
+    accepted (``outcome.status`` is not 0) or the defect names no behaviour."""
+    defect = case.known_defect
+    if defect is None or defect.behaves_as is None or defect.status != 0 or outcome.status != 0:
+        return None
+    return replace(case, expect=Expect(), known_defect=None, **dict(defect.behaves_as))
+
+
+def _judge_under_defect(behaving, defect, inputs, outcome, standard, tolerance, verdict: Verdict, golden: bool,
+                        timings: dict) -> None:
+    """Judge the result of a call a known defect made the operator accept as ``behaving``'s (``defect_behaviour``):
+    what is wrong with it is added to ``verdict`` with its kind, so that the defect is no longer the only thing
+    wrong (``execute.known_defect_status``) and the case fails."""
+    accepted = Verdict("passed")
+    with np.errstate(all="ignore"):
+        _judge_result(behaving, inputs, outcome.dy, standard, tolerance, accepted, golden, timings)
+    if accepted.kinds:
+        verdict.kinds |= accepted.kinds
+        verdict.fail(min(accepted.kinds), f"the call the known defect accepts is wrong as {defect.behaviour()} "
+                     f"(its behaves_as): {accepted.message}")
+    verdict.metrics.update(accepted.metrics)
+    verdict.details.extend(accepted.details)
+    verdict.warnings.extend(accepted.warnings)
+    verdict.error_map, verdict.arrays = accepted.error_map or verdict.error_map, accepted.arrays or verdict.arrays
 
 
 def judge_result(case, inputs, result: np.ndarray, standard: str = DEFAULT_STANDARD, tolerance=None) -> Verdict:

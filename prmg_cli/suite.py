@@ -21,7 +21,7 @@ from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
 from .case import Case
-from .cases import check_files, fingerprint_or_empty, load_cases, select, validate
+from .cases import check_files, fingerprint_or_empty, known_defect_warning, load_cases, select, validate
 from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals
 from .files import write_text
 from .outputs import listing
@@ -60,7 +60,7 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
     warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
-                if (text := constraints.expectation_warning(case, modes))]
+                for text in (constraints.expectation_warning(case, modes), known_defect_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expect "
                f"success, {errors} expect an error; {skipped} would be skipped on a target supporting "

@@ -168,6 +168,68 @@ def test_a_known_defect_is_xfail_only_when_that_defect_is_what_went_wrong(fault,
     assert words in result["message"]
 
 
+@pytest.mark.parametrize("fault, status", [("", "xfailed"), ("sign", "failed"), ("noop", "failed")])
+def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulator, monkeypatch, fault, status):
+    """The shipped int32-mode defect: the operator accepts 2**32 + 1 and computes interleave; a wrong result
+    under the defect is a failure, not an xfail (in-process: the emulator reads PRMG_EMU_FAULT at each call)."""
+    from prmg_cli.acl import AclSession
+    from prmg_cli.cases import load_cases
+    from prmg_cli.execute import RunSettings, run_case
+
+    case = next(case for case in load_cases(["cases/negative.yaml"]) if case.name == "neg.mode_2pow32_plus_1")
+    assert case.known_defect.behaves_as == (("rotary_mode", 1),)
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    with AclSession(emulator, 0) as session:
+        result = run_case(session, case, RunSettings(toolkit=emulator))[0]
+    assert result.status == status, result.message
+    if fault:
+        assert "; the call the known defect accepts is wrong as rotary_mode interleave (its behaves_as): " \
+            in result.message and "(not the known defect: " in result.message
+
+
+def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_empty_slice():
+    from prmg_cli.inputs import make_inputs
+
+    case = Case("f", "t", (1, 1, 2, 2000), (1, 1, 1, 2), (1, 1, 1, 2), (0, 0), expect=Expect(561002),
+                known_defect=KnownDefect("early return", 0, ()))
+    inputs = make_inputs(case)
+    assert judge(case, inputs, Outcome(status=0, dy=inputs.dy.copy())).kinds == {"status"}
+    changed = inputs.dy.copy()
+    changed[0, 0, 0, 0] += 1
+    verdict = judge(case, inputs, Outcome(status=0, dy=changed))
+    assert verdict.kinds == {"status", "contract"}
+    assert "the call the known defect accepts is wrong as the case as written (its behaves_as): " in verdict.message
+    assert known_defect_status(case, CaseResult("f", "failed"), verdict.kinds, 0).status == "failed"
+
+
+@pytest.mark.parametrize("defect, field, words", [
+    ("{reason: x, result: wrong, behaves_as: {}}", "known_defect.behaves_as", "goes with status: SUCCESS, not"),
+    ("{reason: x, status: 161002, behaves_as: {}}", "known_defect.behaves_as", "a call refused with 161002"),
+    ("{reason: x, status: SUCCESS, behaves_as: {dtype: fp16}}", "known_defect.behaves_as.dtype", "unknown key"),
+    ("{reason: x, status: SUCCESS, behaves_as: {rotary_mode: 9}}", "known_defect.behaves_as.rotary_mode",
+     "unknown rotary_mode 9"),
+    ("{reason: x, status: SUCCESS, behaves_as: interleave}", "known_defect.behaves_as", "expected a mapping"),
+])
+def test_behaves_as_is_checked(tmp_path, defect, field, words):
+    from prmg_cli.cases import load_cases
+    from prmg_cli.errors import PrmgError
+
+    text = f"- {{name: k, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {{error: 561002}}, known_defect: {defect}}}\n"
+    with pytest.raises(PrmgError) as raised:
+        load_cases([write(tmp_path, text)])
+    assert raised.value.field == field and words in raised.value.reason
+
+
+def test_validate_warns_of_a_success_defect_that_names_no_behaviour(tmp_path):
+    from prmg_cli.suite import validate_paths
+
+    text = "- {name: k, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002}, known_defect: {reason: x, %s}}\n"
+    said = validate_paths([str(write(tmp_path, text % "status: SUCCESS"))], None)
+    assert "case 'k': known_defect: status SUCCESS without behaves_as: the result of the accepted call is never " \
+           "judged" in said
+    assert "warning" not in validate_paths([str(write(tmp_path, text % "status: SUCCESS, behaves_as: {}"))], None)
+
+
 def test_a_known_defect_that_hangs_is_an_error():
     code, cases, _, _ = run_json(*DEFECT_CASE, *EMU, "--timeout", "2", env={"PRMG_EMU_FAULT": "hang"})
     assert code == 1 and cases["neg.mode_2pow32_plus_1"]["status"] == "error"
@@ -265,10 +327,13 @@ def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(e
                                          ("expect.error", "expect: {error: ACL_ERROR_RT_DRV_INTERNAL_ERROR}"),
                                          ("known_defect.status", "known_defect: {reason: x, status: 507899}")])
 def test_a_case_cannot_expect_a_runtime_status(tmp_path, field, text):
-    out = prmg("validate", write(tmp_path, f"- {{name: r, shape: [1, 1, 2, 16], {text}}}\n"))
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert f"field '{field}': " in out.stderr and "is a runtime or device status, never an operator's refusal: " \
-        in out.stderr and "161xxx, 361xxx, 561xxx families" in out.stderr
+    from prmg_cli.cases import load_cases
+    from prmg_cli.errors import PrmgError
+
+    with pytest.raises(PrmgError) as raised:
+        load_cases([write(tmp_path, f"- {{name: r, shape: [1, 1, 2, 16], {text}}}\n")])
+    assert raised.value.field == field and "is a runtime or device status, never an operator's refusal: " \
+        in raised.value.reason and "161xxx, 361xxx, 561xxx families" in raised.value.reason
 
 
 def test_the_phase_of_an_expected_error_is_checked():
