@@ -385,6 +385,38 @@ def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
     assert out.returncode == 5 and "(every case was skipped)" in out.stdout
 
 
+# --- resume ----------------------------------------------------------------------------------------------
+
+def test_resume_runs_again_after_the_operator_library_is_rebuilt_or_the_soc_changes(stand_in, tmp_path):
+    path, results = write(tmp_path, "- {name: r, shape: [1, 1, 2, 16]}\n"), tmp_path / "r.jsonl"
+
+    def resumed(env):
+        code, _, summary, stderr = run_json(path, "--runner", "aclnn", "--resume", results, env=env)
+        assert code == 0, stderr
+        return summary["resumed"], "1 recorded verdict of a case changed since or judged under other" in stderr
+
+    assert run_json(path, "--runner", "aclnn", "--results", results, env=stand_in)[0] == 0
+    assert resumed(stand_in) == (1, False)
+    library = os.path.join(stand_in["ASCEND_HOME_PATH"], "lib64", "libopapi_transformer.so")
+    with open(library, "rb") as built, open(library + ".new", "wb") as rebuilt:
+        rebuilt.write(built.read() + b"\0")               # another build, at the same path
+    os.replace(library + ".new", library)
+    assert resumed(stand_in) == (0, True)
+    assert resumed({**stand_in, "PRMG_EMU_SOC": "Ascend950DT_9591"}) == (0, True)
+
+
+@pytest.mark.parametrize("field", ["soc", "driver_version", "host", "toolkit_version", "op_library"])
+def test_the_resume_key_holds_where_the_run_happened(emulator, field):
+    from prmg_cli.execute import RunSettings
+    from prmg_cli.results import RunInfo
+    from prmg_cli.store import settings_key
+    from prmg_cli.suite import recorded_settings
+
+    settings, info = RunSettings(toolkit=emulator), RunInfo("emulator", str(emulator.root))
+    assert settings_key(recorded_settings(replace(info, **{field: "elsewhere"}), settings)) \
+        != settings_key(recorded_settings(info, settings))
+
+
 # --- compare, pytest -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("before, after, category", [
