@@ -449,11 +449,33 @@ def test_pytest_plugin_matches_prmg_under_runxfail_and_surfaces_warnings(tmp_pat
     normal = pytest_run()
     assert normal.returncode == 0, normal.stdout
     assert "1 passed, 1 xfailed, 1 warning" in normal.stdout
+    assert "\nprmg FAULTS INJECTED: sign (PRMG_EMU_FAULT: acted on 2 of 2 cases: " in normal.stdout   # the end line
     assert "PrmgWarning: prmg case p_vacuous: vacuous: the unchanged input already passes" in normal.stdout
     runxfail = pytest_run("--runxfail")
     assert runxfail.returncode == 1 and "1 failed, 1 passed" in runxfail.stdout
     strict = pytest_run("-W", "error::prmg_cli.pytest_plugin.PrmgWarning")
     assert strict.returncode == 1 and "1 failed, 1 xfailed" in strict.stdout
+
+
+def test_pytest_plugin_exits_as_prmg_run_does(tmp_path):
+    """An all-skipped session judged nothing: 5, 1 under --prmg-strict, which also fails a warning case. (Without
+    pytest's hypothesis and xdist plugins, which cost a second of start-up.)"""
+
+    def session(path, *args, env=None):
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+                               "-p", "no:xdist", "--prmg", str(path), "--prmg-runner", "emulator", "-q", *args],
+                              cwd=tmp_path, env=dict(os.environ, **(env or {})), capture_output=True, text=True,
+                              timeout=300)
+
+    skipped = write(tmp_path, "- {name: s, shape: [1, 1, 1, 16], rotary_mode: quarter}\n", "skipped.yaml")
+    alone = session(skipped)
+    assert alone.returncode == 5, alone.stdout
+    assert "\nprmg: every case was skipped, nothing was judged: exit 5 (as prmg run's" in alone.stdout
+    assert session(skipped, "--prmg-strict").returncode == 1
+    weak = write(tmp_path, PLUGIN_CASES.split("\n", 2)[2] + "- {name: p_ok, shape: [1, 2, 2, 16]}\n")
+    strict = session(weak, "--prmg-strict")            # p_vacuous passes without it (the test above)
+    assert strict.returncode == 1 and "1 failed, 1 passed" in strict.stdout
+    assert "FAILED cases.yaml::p_vacuous - failed: --strict: vacuous" in strict.stdout
 
 
 def test_the_store_checks_every_field_of_its_records():
