@@ -426,7 +426,8 @@ def parse_checks(value, where: Where) -> tuple[str, ...]:
 
 
 def parse_golden(value, where: Where) -> bool:
-    """``golden: false`` judges a case by its checks alone (it must then name some)."""
+    """``golden: false`` judges a case by its checks alone (with the run's ``--check``, one of them a check of
+    correctness: ``cases.unjudged``)."""
     if not isinstance(value, bool):
         raise where.error("golden", f"expected true or false, got {kind(value)}")
     return value

@@ -79,10 +79,12 @@ class PrmgFile(pytest.File):
 
     def collect(self):
         from .cases import load_cases, validate
-        from .suite import target_modes
+        from .suite import check_judged, checked_settings
 
+        settings = checked_settings(run_request(self.config))
         cases = load_cases([self.path])
-        validate(cases, target_modes(run_request(self.config).supported_modes))
+        validate(cases, settings.supported_modes)
+        check_judged(cases, settings.checks, settings.golden)
         for case in cases:
             yield PrmgItem.from_parent(self, name=case.name, case=case)
 

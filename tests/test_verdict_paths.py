@@ -74,12 +74,12 @@ def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
     out = prmg("validate", path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.count("\n") == 1
-    assert f"{path}: case 'd': field 'checks': golden: false with checks ['determinism'] judges nothing about " \
-           "correctness" in out.stderr
+    assert f"{path}: case 'd': field 'checks': without the golden (golden: false) this case is judged by " \
+           "determinism, which judges nothing about correctness" in out.stderr
     plain = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16]}\n", "plain.yaml")
     out = prmg("run", plain, *EMU, "--no-golden", "--check", "determinism")
-    assert out.returncode == 2 and "case 'd': field 'checks': without the golden this case is judged by " \
-                                   "determinism" in out.stderr
+    assert out.returncode == 2 and "case 'd': field 'checks': without the golden (--no-golden) this case is " \
+                                   "judged by determinism" in out.stderr
     said = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16], golden: false, checks: [determinism],\n"
                            "   correctness_unchecked: only determinism fits at this size}\n", "said.yaml")
     code, cases, _, _ = run_json(said, *EMU)
@@ -88,6 +88,19 @@ def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
                                       + checks.CHECKS["determinism"].description + ")"]
     code, cases, _, _ = run_json(said, *EMU, "--strict")
     assert code == 1 and cases["d"]["status"] == "failed"
+
+
+def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path):
+    """Refused only where neither the case's checks: nor --check hold a check of correctness: --no-golden needs no
+    --check for a case with its own adjoint, and --check adjoint judges a golden: false determinism case."""
+    path = write(tmp_path, "- {name: own, shape: [1, 1, 2, 16], checks: [adjoint]}\n"
+                           "- {name: det, shape: [1, 1, 2, 16], golden: false, checks: [determinism]}\n")
+    sign = {"PRMG_EMU_FAULT": "sign"}
+    code, cases, _, _ = run_json(path, *EMU, "-k", "own", "--no-golden", env=sign)
+    assert code == 1 and cases["own"]["message"].startswith("adjoint: ")
+    code, cases, _, _ = run_json(path, *EMU, "--check", "adjoint", env=sign)
+    assert code == 1 and cases["det"]["status"] == "failed" and cases["det"]["message"].startswith("adjoint: ")
+    assert run_json(path, *EMU, "--check", "adjoint")[0] == 0
 
 
 def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():
