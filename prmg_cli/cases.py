@@ -110,8 +110,8 @@ MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file 
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
-__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate", "known_defect_warning", "unjudged",
-           "select", "case_to_dict",
+__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate",
+           "known_defect_warning", "unjudged", "select", "case_to_dict",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
