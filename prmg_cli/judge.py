@@ -2,15 +2,19 @@
 
 ``judge(case, inputs, outcome, standard, tolerance)`` checks, in this order:
 
-1. the status: success when the case expects it, else exactly the expected error (or any error for
-   ``error: any``) from the phase the case names, never a device fault (``status_mismatch``);
+1. the status: success when the case expects it, else exactly the expected error (or any refusal for
+   ``error: any``) from the phase the case names, never a device fault nor a runtime or device status
+   (``status_mismatch``);
 2. the in-place contract, whatever the status: after a refused call the in-place tensor must be
    bit-identical to its input (``outcome.dy_changed``, compared on the device storage itself); the guard
    zones of every buffer and of the workspace intact, cos and sin unchanged (``outcome.contract_violations``);
 3. after an expected success, outside the slice ``[start, end)`` the result is bit-identical to the input;
 4. inside the slice the case's standard decides (``standards.py``); non-finite elements are judged
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
-   other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity).
+   other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity);
+5. a call that a known defect made the operator accept (``known_defect: {status: SUCCESS, behaves_as: ...}``)
+   is judged by points 3 and 4 as the case it then behaves as (``defect_behaviour``): a wrong result is a
+   failure beside the defect's status, so that the case is no xfail.
 
 Under ``default`` a large result is first judged in one pass over cache-sized chunks of rows
 (``onepass.fast_default``: the compiled ``native`` scan, else numpy blocks), which computes exactly what points 3
@@ -28,17 +32,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
 
 from . import diagnosis, nonfinite, onepass
+from .case import Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy
 from .ops import OPERATORS
 from .onepass import ONE_PASS
 from .standards import DEFAULT_STANDARD, STANDARDS, Judgement, SliceView, check_standard, standard_parameters
-from .status import describe
+from .status import describe, is_refusal
 from .vocab import PHASES, WORKSPACE_POISON
 
 
@@ -104,7 +109,38 @@ def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Ma
     if expect.success and not mismatch:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
             _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
+    elif (behaving := defect_behaviour(case, outcome)) is not None:
+        _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
+                            timings)
     return verdict
+
+
+def defect_behaviour(case, outcome):
+    """The case whose golden judges a call that ``case``'s known defect made the operator accept: ``case``
+    expecting success, with the fields its ``known_defect.behaves_as`` names; None when the call was not
+    accepted (``outcome.status`` is not 0) or the defect names no behaviour."""
+    defect = case.known_defect
+    if defect is None or defect.behaves_as is None or defect.status != 0 or outcome.status != 0:
+        return None
+    return replace(case, expect=Expect(), known_defect=None, **dict(defect.behaves_as))
+
+
+def _judge_under_defect(behaving, defect, inputs, outcome, standard, tolerance, verdict: Verdict, golden: bool,
+                        timings: dict) -> None:
+    """Judge the result of a call a known defect made the operator accept as ``behaving``'s (``defect_behaviour``):
+    what is wrong with it is added to ``verdict`` with its kind, so that the defect is no longer the only thing
+    wrong (``execute.known_defect_status``) and the case fails."""
+    accepted = Verdict("passed")
+    with np.errstate(all="ignore"):
+        _judge_result(behaving, inputs, outcome.dy, standard, tolerance, accepted, golden, timings)
+    if accepted.kinds:
+        verdict.kinds |= accepted.kinds
+        verdict.fail(min(accepted.kinds), f"the call the known defect accepts is wrong as {defect.behaviour()} "
+                     f"(its behaves_as): {accepted.message}")
+    verdict.metrics.update(accepted.metrics)
+    verdict.details.extend(accepted.details)
+    verdict.warnings.extend(accepted.warnings)
+    verdict.error_map, verdict.arrays = accepted.error_map or verdict.error_map, accepted.arrays or verdict.arrays
 
 
 def judge_result(case, inputs, result: np.ndarray, standard: str = DEFAULT_STANDARD, tolerance=None) -> Verdict:
@@ -147,10 +183,12 @@ def _changed(before: np.ndarray, outcome) -> bool:
 def status_mismatch(case, outcome) -> str:
     """Why ``outcome``'s status is not what ``case`` expects, or "" when it is.
 
-    Success is expected as status 0. An expected error must be returned by the operator itself, in the
-    phase the case names (``Expect.phase``: ``...GetWorkspaceSize`` or the launch, either for ``any``): a
-    device fault reported at ``aclrtSynchronizeStream`` means the kernel ran, and is never a refusal.
-    ``error: any`` takes any non-zero status, else exactly the expected one.
+    Success is expected as status 0. An expected error must be a refusal by the operator itself: returned by
+    one of its two calls, in the phase the case names (``Expect.phase``: ``...GetWorkspaceSize`` or the launch,
+    either for ``any``), and a status of the refusal families (``status.is_refusal``). A device fault reported
+    at ``aclrtSynchronizeStream`` means the kernel ran; a runtime or device status (507015, 507899, 100000...)
+    from the operator's own calls means the runtime or the device failed: neither is ever a refusal.
+    ``error: any`` takes any refusal, else exactly the expected status.
     """
     expect, status = case.expect, outcome.status
     if expect.success:
@@ -162,6 +200,9 @@ def status_mismatch(case, outcome) -> str:
     if phase is None:
         return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call or 'the runtime'}: a device "
                 f"fault after the kernel ran, not a refusal by the operator")
+    if not is_refusal(status):
+        return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call}: a runtime or device status, "
+                f"not a refusal by the operator")
     if expect.error != "any" and status != expect.error:
         return f"expected {wanted}, got {_got(outcome)}"
     if expect.phase not in ("any", phase):

@@ -152,16 +152,30 @@ def _joined(values) -> str:
     return "; ".join(dict.fromkeys(str(value) for value in values if value))
 
 
+def setting_text(value) -> str:
+    """A recorded setting as a case file would write it (YAML flow style): ``none``, ``allclose``, ``true``,
+    ``[sign]``, ``{faults: [sign], shape: ''}``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {setting_text(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(setting_text(item) for item in value) + "]"
+    return str(value) if value != "" else "''"
+
+
 def differing_settings(stores: Sequence[store.Stored]) -> list[str]:
-    """One line per setting (``suite.recorded_settings``) whose value differs between the runs of ``stores``:
-    ``standard: a.jsonl: None; b.jsonl: 'allclose'``."""
+    """One line per setting (``suite.recorded_settings``) whose value differs between the runs of ``stores``,
+    each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl: allclose``."""
     runs = [(stored.path, run) for stored in stores for run in stored.runs]
     keys = sorted({key for _, run in runs for key in run.settings})
     lines = []
     for key in keys:
         values = {}
         for path, run in runs:
-            values.setdefault(repr(run.settings.get(key)), []).append(visible(path))
+            values.setdefault(setting_text(run.settings.get(key)), []).append(visible(path))
         if len(values) > 1:
             lines.append(f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
                                                 for value, paths in values.items()))
@@ -180,14 +194,16 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> R
     if len(runners) > 1:
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
-                     f"{info.started or '?'} on {info.host or '?'}, SoC {info.soc or '?'}, toolkit "
+                     f"{info.started or '?'} on {info.host or '?'}, devices {_devices(info.devices)}, "
+                     f"SoC {info.soc or '?'}, toolkit "
                      f"{info.toolkit_version or '?'}" + (f", faults {', '.join(info.faults)}" if info.faults else ""))
              for path, run, info in infos]
     notes += [("settings differ", line) for line in differing_settings(stores)]
     modes = {mode for _, _, info in infos for mode in info.supported_modes}
     return RunInfo(runner=runner, location=location,
                    op_library=_joined(info.op_library for _, _, info in infos),
-                   supported_modes=tuple(sorted(modes)), devices=(),
+                   supported_modes=tuple(sorted(modes)),
+                   devices=tuple(dict.fromkeys(device for _, _, info in infos for device in info.devices)),
                    standard=_joined(info.standard for _, _, info in infos) or "per case (as recorded)",
                    version=__version__, soc=_joined(info.soc for _, _, info in infos),
                    toolkit_version=_joined(info.toolkit_version for _, _, info in infos),
@@ -199,6 +215,11 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> R
                    strict=any(info.strict for _, _, info in infos), notes=tuple(notes),
                    checks=tuple(dict.fromkeys(check for _, _, info in infos for check in info.checks)),
                    golden=all(info.golden for _, _, info in infos))
+
+
+def _devices(devices) -> str:
+    """A run's device ids, ``0,1`` (``?`` when its record names none)."""
+    return ",".join(map(str, devices)) or "?"
 
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:

@@ -355,7 +355,8 @@ def _negative() -> dict:
         case("mode_7", mode=7, expect=tiling),
         case("mode_2pow32_plus_1", mode=2**32 + 1, expect=tiling,
              known_defect={"reason": "upstream's tiling reads the int64 rotary_mode as int32: 2**32 + 1 is read as 1 "
-                                     "(interleave) and accepted", "status": "SUCCESS"}),
+                                     "(interleave) and accepted", "status": "SUCCESS",
+                           "behaves_as": {"rotary_mode": "interleave"}}),
     ]
     cases += [case(f"mode_{mode}_today", MODE_UNSUPPORTED_TAGS, mode=mode, expect=tiling)
               for mode in FUTURE_MODES]
@@ -467,7 +468,7 @@ def _forward() -> dict:
         negative("D_2000_empty_slice", shape=(1, 1, 2, 2000), cos_shape=(1, 1, 1, 2), broadcast=None,
                  partial_slice=(0, 0), expect=tiling,
                  known_defect={"reason": "the 950 tiling returns early for an empty slice, before its D <= 1024 rule",
-                               "status": "SUCCESS"}),
+                               "status": "SUCCESS", "behaves_as": {}}),
     ]
     return document(cases, header=header("forward", "the forward op over its dtype pairs and 950 layouts, RoPE "
                                                     "tables, special values and each of its constraints broken once"))

@@ -91,13 +91,13 @@ def test_a_checks_option_is_a_run_flag_a_setting_and_a_plugin_flag(toy_check_opt
 
 
 def test_run_options_are_checked_once_when_the_settings_are_built():
-    """``settings_for`` is the one place a run's options become settings: --standard, --repeat, --check and
-    --no-golden, --timeout and --max-timeouts are refused there with the option's name."""
+    """``settings_for`` is the one place a run's options become settings: --standard, --repeat, --check,
+    --timeout and --max-timeouts are refused there with the option's name (--no-golden is held to the cases'
+    checks once they are known: ``suite.check_judged``)."""
     from prmg_cli.suite import settings_for
 
     for fields, message in [({"standard": "nope"}, "--standard: unknown standard"),
                             ({"repeat": 1}, "--repeat must be from 2 to 1000"),
-                            ({"no_golden": True}, "--no-golden judges cases by their checks alone"),
                             ({"check": "bogus"}, "--check: unknown check 'bogus'"),
                             ({"timeout": -1.0}, "--timeout must be a finite number"),
                             ({"max_timeouts": 0}, "--max-timeouts must be >= 1")]:

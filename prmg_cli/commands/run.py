@@ -41,7 +41,8 @@ OPTIONS = (
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "
            "adjoint, roundtrip, sample, determinism.", "LIST", plugin=True),
     Option("no_golden", ("--no-golden",), False, "Judge cases by their checks alone (for shapes too large for a "
-           "host golden); needs --check with an oracle (adjoint, roundtrip or sample).", kind=bool, plugin=True),
+           "host golden); every pass case then needs a check of correctness (adjoint, roundtrip or sample), from "
+           "--check or its own checks:.", kind=bool, plugin=True),
     *(Option(name, (f"--{name.replace('_', '-')}",), option.default, option.help, option.metavar, int, plugin=True)
       for name, (check, option) in CHECK_OPTIONS.items()),
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
