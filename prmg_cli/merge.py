@@ -15,8 +15,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   ``--cases``: the order the runs selected them in, then any other record in order of first appearance.
 - **Duplicates.** A case held by several files is named on stderr, one line per case, with each file's
   status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
-  a record with a verdict beating one without (skipped, not run), so that a failure is never hidden by the
-  order of the arguments; ties go to the later file. ``--duplicates last`` reports the record of the last
+  a record that says something of the kernel beating one that does not (``StatusInfo.evidence``: skipped, not
+  run), so that a failure is never hidden by the order of the arguments; ties go to the later file. ``--duplicates last`` reports the record of the last
   file given (a re-run that supersedes a shard).
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, SoC, toolkit,
   start), the faults injected into any of them, the emulator notice when any record came from the emulator,
@@ -58,9 +58,10 @@ class Merged:
 
 
 def _rank(record: CaseResult) -> tuple[bool, int]:
-    """How bad a record is among a case's records: a verdict first, then its severity."""
+    """How bad a record is among a case's records: one with evidence of what the kernel did first, then by its
+    severity."""
     info = STATUSES[record.status]
-    return info.verdict, info.severity
+    return info.evidence > 0, info.severity
 
 
 def _pick(held: list[tuple[str, CaseResult]], rule: str) -> tuple[str, CaseResult]:

@@ -4,7 +4,7 @@ One ``CaseResult`` per case is what every other part exchanges: workers send it 
 results file holds one per line (each record tagged with ``SCHEMA``, so that other processes and later
 versions can read it), and every output format renders a list of them with the ``RunInfo`` of the run.
 
-Statuses (``STATUSES``: status -> (letter, word, ok)):
+Statuses (``STATUSES``: status -> ``StatusInfo``):
 
 | status | meaning | ok |
 |---|---|---|
@@ -31,27 +31,36 @@ READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named the
 class StatusInfo:
     """How one status reads: a progress letter, the verdict word of tables, whether it is fine, how bad it is
     (``severity``: 0 is the best; reports list the worst first, a merge keeps the worst of a case's records),
-    whether it says what the kernel did (``verdict``: not for a case skipped or never run), and its JUnit
-    element (``junit``: ``failure``, ``error`` or ``skipped``; None for a pass) with the ``type`` it carries when
-    the operator returned no status."""
+    how much it says about what the kernel did (``evidence``), whether ``--resume`` keeps a record of it
+    (``kept_on_resume``: not an error -- a timeout or crash may not recur -- nor a case that never ran), its
+    colours in the HTML report (background, text), and its JUnit element (``junit``: ``failure``, ``error`` or
+    ``skipped``; None for a pass) with the ``type`` it carries when the operator returned no status.
+
+    ``evidence``: 2 a verdict on the kernel's result (passed, failed, error, xpassed); 1 a known defect seen
+    again (xfailed: the kernel still fails as its marker says, which hides whatever else it now does); 0 none
+    (skipped, not run). A case whose evidence drops has lost its verdict (``prmg compare`` counts it as a
+    regression: a pass that became a skip or an xfail hides what the kernel now does), and a merge prefers a
+    record with evidence to one without."""
 
     letter: str
     word: str
     ok: bool
     severity: int
+    evidence: int
+    kept_on_resume: bool
+    colours: tuple[str, str]
     junit: str | None
     junit_type: str | None = None
-    verdict: bool = True
 
 
 STATUSES: dict[str, StatusInfo] = {
-    "passed": StatusInfo(".", "PASS", True, 0, None),
-    "failed": StatusInfo("F", "FAIL", False, 5, "failure", "failure"),
-    "error": StatusInfo("E", "ERROR", False, 6, "error", "error"),
-    "skipped": StatusInfo("s", "SKIP", True, 1, "skipped", verdict=False),
-    "xfailed": StatusInfo("x", "XFAIL", True, 2, "skipped"),
-    "xpassed": StatusInfo("X", "XPASS", False, 4, "failure", "xpassed"),
-    "not_run": StatusInfo("-", "NOT RUN", False, 3, "error", "not_run", verdict=False),
+    "passed": StatusInfo(".", "PASS", True, 0, 2, True, ("#3b8f5a", "#ffffff"), None),
+    "failed": StatusInfo("F", "FAIL", False, 5, 2, True, ("#c8313a", "#ffffff"), "failure", "failure"),
+    "error": StatusInfo("E", "ERROR", False, 6, 2, False, ("#6a1b6e", "#ffffff"), "error", "error"),
+    "skipped": StatusInfo("s", "SKIP", True, 1, 0, True, ("#cfd5db", "#1d1d1d"), "skipped"),
+    "xfailed": StatusInfo("x", "XFAIL", True, 2, 1, True, ("#a9c8e0", "#1d1d1d"), "skipped"),
+    "xpassed": StatusInfo("X", "XPASS", False, 4, 2, True, ("#ef8a17", "#1d1d1d"), "failure", "xpassed"),
+    "not_run": StatusInfo("-", "NOT RUN", False, 3, 0, False, ("#59636e", "#ffffff"), "error", "not_run"),
 }
 WORST_FIRST = tuple(sorted(STATUSES, key=lambda status: -STATUSES[status].severity))
 # The order of the summary line after "N passed, N failed", with each count's noun when not the status.

@@ -466,7 +466,7 @@ def _ends_in_newline(fd: int) -> bool:
 # ---------------------------------------------------------------------------------------------------------
 # Trusting records again (--resume)
 
-UNTRUSTED = ("error", "not_run")      # statuses that are run again on resume
+UNTRUSTED = tuple(status for status, info in STATUSES.items() if not info.kept_on_resume)  # run again on resume
 
 
 def trusted(stored: Stored, fingerprints: dict[str, str], key: str) -> dict[str, CaseResult]:

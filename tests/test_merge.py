@@ -178,6 +178,8 @@ def test_duplicates_across_files_are_named_and_the_worst_verdict_is_kept():
     assert tie.results[0].message == "second"                # equal verdicts: the later file
     last = merge([a, b], rule="last")
     assert [r.status for r in last.results] == ["passed", "passed", "passed"]
+    held = merge([Stored("a.jsonl", [record("x", "xfailed")]), Stored("b.jsonl", [record("x", "not_run")])])
+    assert held.results[0].status == "xfailed"               # a record with evidence beats one without
     with pytest.raises(PrmgError, match="--duplicates"):
         merge([a], rule="best")
 

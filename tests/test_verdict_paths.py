@@ -264,11 +264,15 @@ def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
     ("passed", "skipped", "verdict lost"), ("passed", "xfailed", "verdict lost"),
     ("failed", "skipped", "verdict lost"), ("failed", "xfailed", "verdict lost"),
     ("xfailed", "skipped", "verdict lost"), ("failed", "passed", "fixed"), ("skipped", "passed", "status changed"),
+    ("failed", "not_run", "verdict lost"), ("error", "not_run", "verdict lost"), ("passed", "not_run", "new failure"),
+    ("not_run", "skipped", "status changed"), ("not_run", "xfailed", "status changed"),
 ])
 def test_compare_counts_a_lost_verdict_as_a_regression(before, after, category):
+    """A case whose status says less of the kernel than it did (``StatusInfo.evidence``) lost its verdict: a
+    failure that was not run this time is a regression, not a change (it was exit 0 before)."""
     comparison = compare({"c": CaseResult("c", before)}, {"c": CaseResult("c", after)})
     assert [change.category for change in comparison.changes] == [category]
-    assert bool(comparison.regressions) == (category == "verdict lost")
+    assert bool(comparison.regressions) == (category in ("verdict lost", "new failure"))
 
 
 PLUGIN_CASES = """

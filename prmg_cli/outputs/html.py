@@ -42,11 +42,7 @@ MAX_HEATMAPS = 100
 MIN_PLOTTED_MS = 1e-9           # kernel times below a picosecond (or not finite) are no times: left out of the plot
 INSTALL = "pip install 'prmg[html]'"
 
-# Worst first: the verdict a matrix cell shows is the first of these among its cases.
-# status -> (background, text colour)
-COLOURS = {"passed": ("#3b8f5a", "#ffffff"), "failed": ("#c8313a", "#ffffff"), "error": ("#6a1b6e", "#ffffff"),
-           "xpassed": ("#ef8a17", "#1d1d1d"), "xfailed": ("#a9c8e0", "#1d1d1d"),
-           "skipped": ("#cfd5db", "#1d1d1d"), "not_run": ("#59636e", "#ffffff")}
+UNKNOWN_COLOURS = ("#999999", "#ffffff")      # (background, text) of a status prmg does not know
 EXPLAINED = tuple(status for status, info in STATUSES.items() if not info.ok)     # the statuses that get a card
 
 # Problems of the device-side contract and of the untouched part of dy: shown as "the bytes".
@@ -179,8 +175,13 @@ def _problems(result: CaseResult) -> tuple[list[str], list[str]]:
 # Page sections
 
 
+def _colours(status: str) -> tuple[str, str]:
+    """(background, text colour) of ``status`` (``StatusInfo.colours``)."""
+    return STATUSES[status].colours if status in STATUSES else UNKNOWN_COLOURS
+
+
 def _badge(status: str, text: str | None = None) -> str:
-    background, colour = COLOURS.get(status, ("#999999", "#ffffff"))
+    background, colour = _colours(status)
     word = STATUSES[status].word if status in STATUSES else visible(status).upper()
     return (f'<span class="badge" style="background:{background};color:{colour}">'
             f'{_h(text if text is not None else word)}</span>')
@@ -204,7 +205,7 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
     parts.append(f'<details class="run"><summary>run</summary><dl>{fields}</dl></details></header>')
     chips = []
     for status in STATUSES:
-        background, colour = COLOURS[status]
+        background, colour = _colours(status)
         count = counts[status]
         chips.append(f'<button class="chip{" zero" if not count else ""}" data-filter-status="{status}" '
                      f'style="--c:{background};--t:{colour}" title="show the {status} cases">'
@@ -243,7 +244,7 @@ def _matrix_cell(results: list[CaseResult], members: list[int] | None, label: st
         return f'<td class="gap" title="{_h(label)}: no case">&middot;</td>'
     statuses = Counter(results[i].status for i in members)
     worst = next(status for status in WORST_FIRST if statuses.get(status))
-    background, colour = COLOURS[worst]
+    background, colour = _colours(worst)
     bad = sum(count for status, count in statuses.items() if not STATUSES[status].ok)
     text = f"{bad}/{len(members)}" if bad and bad < len(members) else str(len(members))
     tally = ", ".join(f"{statuses[status]} {status.replace('_', ' ')}" for status in WORST_FIRST if statuses.get(status))
@@ -346,7 +347,7 @@ def _meta(result: CaseResult) -> str:
 
 def _card(index: int, result: CaseResult, heatmap: str | None, capped: bool) -> str:
     """One case that is not fine: verdict, name, the bytes, its sentences, heatmap and worst elements."""
-    background, _ = COLOURS.get(result.status, ("#999999", ""))
+    background, _ = _colours(result.status)
     contract, sentences = _problems(result)
     worst = _worst_rows(result.details)
     contract_details = [str(d) for d in result.details if _CONTRACT.search(str(d)) and str(d) not in contract]
@@ -426,7 +427,7 @@ def _cards(results: list[CaseResult], plots, max_heatmaps: int) -> tuple[str, in
         names = ", ".join(f'<a href="#case-{i}">{esc(results[i].name)}</a>' for i in members[:20])
         more = f" and {len(members) - 20} more" if len(members) > 20 else ""
         parts.append(f'<article class="card" data-status="not_run" style="border-left-color:'
-                     f'{COLOURS["not_run"][0]}"><h3>{_badge("not_run")} {len(members)} '
+                     f'{_colours("not_run")[0]}"><h3>{_badge("not_run")} {len(members)} '
                      f'case{"s" * (len(members) > 1)}</h3><p class="message">{esc(message)}</p>'
                      f'<p class="note">{names}{more}</p></article>')
     return "\n".join(parts) + "</section>", len(drawn)
