@@ -56,7 +56,7 @@ def test_the_top_level_help_gives_each_command_its_whole_first_sentence(capsys, 
 def toy_check_option(monkeypatch):
     """A toy check owning an option ``--toy-level`` (1 to 5, default 3); ``commands.run`` rebuilt to see it, and
     rebuilt again without it afterwards."""
-    toy = checks.Check("toy", "a toy check", lambda context: None, "toy_ratio", str,
+    toy = checks.Check("toy", "a toy check", lambda context: None, "toy_ratio", str, lambda m: None,
                        options={"toy_level": CheckOption(3, 1, 5, "L", "Levels of the toy check, 1 to 5.")})
     monkeypatch.setitem(checks.CHECKS, "toy", toy)
     monkeypatch.setitem(checks.OPTIONS, "toy_level", (toy, toy.options["toy_level"]))

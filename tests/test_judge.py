@@ -524,7 +524,7 @@ def test_a_standard_is_one_entry(monkeypatch):
         return Judgement(bool(bad.any()), "not zero", {"nonzero": int(bad.sum())}, bad, bad * 1.0, view.golden)
 
     toy = Standard("zero", {"*": {"slack": 0.0}}, judge_exactly_zero, "nonzero", lambda m: f"nonzero {m['nonzero']}",
-                   "nonzero", "every element 0")
+                   "nonzero", "every element 0", lambda m: None)
     monkeypatch.setitem(STANDARDS, "zero", toy)
     case, inputs, result = correct_run()
     verdict = judge(case, inputs, Outcome(status=0, dy=result), "zero", {"slack": 1.0})

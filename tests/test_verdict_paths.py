@@ -125,7 +125,8 @@ def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, em
     def broken(context):
         raise ZeroDivisionError("a bug in a check")
 
-    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str))
+    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str,
+                                                        lambda m: None))
     path = write(tmp_path, "- {name: t, shape: [1, 1, 2, 16], checks: [adjoint]}\n")
     with pytest.raises(execute.InternalError, match="(?s)case 't':.*ZeroDivisionError: a bug in a check"):
         suite.run_suite(run.Request(paths=(str(path),), runner="emulator", check="toy", report=("json:" + str(

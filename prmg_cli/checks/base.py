@@ -82,15 +82,17 @@ class CheckOption:
 @dataclass(frozen=True)
 class Check:
     """One golden-free check: ``name``, a one-line ``description``, ``run(context) -> CheckResult``, its
-    ``metric`` in a result's metrics and that metric's text in a table (``describe(metrics)``), whether it is an
-    oracle (it can find a wrong result, not only an inconsistent one), ``applies(context) -> reason`` ("" when
-    the check is defined for the case, else why not) and the ``options`` it owns (``CheckOption`` by name)."""
+    ``metric`` in a result's metrics, that metric's text in a table (``describe(metrics)``) and its margin
+    (``key_margin(metrics)``: error / limit, > 1 fails; None for a count), whether it is an oracle (it can find a
+    wrong result, not only an inconsistent one), ``applies(context) -> reason`` ("" when the check is defined for
+    the case, else why not) and the ``options`` it owns (``CheckOption`` by name)."""
 
     name: str
     description: str
     run: Callable[[CheckContext], CheckResult]
     metric: str
     describe: Callable[[dict], str]
+    key_margin: Callable[[dict], float | None]
     oracle: bool = True
     applies: Callable[[CheckContext], str] = lambda context: no_op(context.case)
     options: dict = field(default_factory=dict)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..inputs import Inputs, rope_angles
-from ..standards import margin
+from ..standards import margin, over
 from .base import Check, CheckContext, CheckResult, as_operator, element_bound, forward_and_backward, launched, probe
 
 
@@ -70,4 +70,5 @@ def roundtrip(context: CheckContext) -> CheckResult:
 
 
 CHECK = Check("roundtrip", "with a RoPE table, grad(forward(x)) returns x within float32 rounding", roundtrip,
-              "roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}")
+              "roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}",
+              lambda m: over(m, "roundtrip_ratio"))

@@ -33,6 +33,7 @@ import numpy as np
 from .. import dtypes
 from ..coverage import run_line
 from ..errors import PrmgError
+from ..keymetric import key_margin
 from ..results import STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
@@ -78,39 +79,6 @@ def _h(text) -> str:
 
 # ---------------------------------------------------------------------------------------------------
 # What the page shows of a result
-
-
-def key_margin(metrics: dict) -> float | None:
-    """The case's key margin, error / limit (> 1 fails), from the metric that marks its standard or check
-    (the order of ``judge.key_metric``): ``max_err_ratio``; the worse of ``rel_err_share / share_limit``
-    and ``max_rel_err / cap``; the worse of ``MERE / T`` and ``MARE / 10T``; the worst of the double
-    benchmark's ratios over their limits; ``max_tol_ratio``; ``adjoint_ratio``; ``roundtrip_ratio``.
-    None when the metrics hold no ratio (e.g. the exact standard's mismatch count); inf for an infinite one."""
-    def value(key):
-        raw = metrics.get(key)
-        try:
-            return float("inf") if raw is None else float(raw)
-        except (TypeError, ValueError):
-            return float("inf")
-
-    def over(key, limit):
-        return value(key) / limit if limit else float("inf")
-
-    if "max_err_ratio" in metrics:
-        return value("max_err_ratio")
-    if "rel_err_share" in metrics:
-        parts = [over("rel_err_share", value("share_limit"))]
-        if metrics.get("cap"):
-            parts.append(over("max_rel_err", value("cap")))
-        return max(parts)
-    if "MERE" in metrics and "T" in metrics:
-        return max(over("MERE", value("T")), over("MARE", 10 * value("T")))
-    if "mare_ratio" in metrics:
-        return max(over(f"{name}_ratio", value(f"{name}_limit")) for name in ("mare", "mere", "rmse"))
-    for key in ("max_tol_ratio", "adjoint_ratio", "roundtrip_ratio"):
-        if key in metrics:
-            return value(key)
-    return None
 
 
 def closeness(metrics: dict, margin: float) -> float:

@@ -12,14 +12,14 @@ from typing import Mapping
 
 from ..errors import PrmgError
 from . import allclose, default, double_benchmark, double_thousandth, exact, single_bm
-from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin
+from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin, over
 
 STANDARDS: dict[str, Standard] = {module.STANDARD.name: module.STANDARD for module in (
     default, double_thousandth, single_bm, double_benchmark, allclose, exact)}
 DEFAULT_STANDARD = "default"           # what a case is judged by when neither it nor --standard names one
 
 __all__ = ["STANDARDS", "DEFAULT_STANDARD", "Standard", "SliceView", "Judgement", "check_standard",
-           "standard_parameters", "U32", "FTZ_FLOOR", "UNDERFLOW_FLOOR", "margin"]
+           "standard_parameters", "U32", "FTZ_FLOOR", "UNDERFLOW_FLOOR", "margin", "over"]
 
 
 def check_standard(standard: str, tolerance: Mapping[str, float] | None = None, *,
