@@ -512,6 +512,27 @@ class _Worker:
         self.process.close()
 
 
+class Wedging:
+    """The wedge policy (``--max-timeouts``): a device whose last ``limit`` cases timed out one after the other is
+    wedged and gets no more cases (``wedged``: device -> why). Any other end of a case ends its run of timeouts.
+    Devices are any keys: ids of this host, a cluster's (node, NPU) keys."""
+
+    def __init__(self, limit: int, wedged: dict):
+        self.limit = limit
+        self.wedged = wedged
+        self._in_a_row: dict = {}
+
+    def ended(self, device) -> None:
+        """A case on ``device`` ended otherwise than by a timeout."""
+        self._in_a_row[device] = 0
+
+    def timed_out(self, device) -> None:
+        """A case on ``device`` timed out: at ``limit`` in a row the device is wedged."""
+        count = self._in_a_row[device] = self._in_a_row.get(device, 0) + 1
+        if count >= self.limit:
+            self.wedged[device] = f"{count} timeouts in a row: the device is considered wedged (--max-timeouts)"
+
+
 def death_message(exitcode: int | None) -> str:
     """How a worker died, e.g. ``worker crashed: signal 11 (SIGSEGV)``."""
     if exitcode is not None and exitcode < 0:
@@ -541,8 +562,8 @@ class Executor:
         if settings.bfloat16:
             dtypes.bfloat16()                            # once here, inherited by every worker
         self._workers: list[_Worker] = []
-        self._timeouts = {device: 0 for device in self.devices}      # timeouts in a row, per device
         self.wedged: dict[int, str] = {}                                # device -> why it gets no more cases
+        self._wedging = Wedging(settings.max_timeouts, self.wedged)
         try:
             for device in self.devices:                  # all start together, then each must be ready
                 self._workers.append(_Worker(self._context, settings, device))
@@ -622,7 +643,7 @@ class Executor:
                 worker.process.join(5)                  # its pipe closed: the worker is exiting
                 break
             index = worker.index
-            self._timeouts[worker.device] = 0
+            self._wedging.ended(worker.device)
             if not fit:                                 # the worker is leaving (its session is unfit), and
                 worker.case = None                      # the cases queued after this one never start
                 schedule.finish(index, CaseResult.from_dict(payload))
@@ -636,13 +657,10 @@ class Executor:
         if not worker.process.is_alive():
             worker.process.join()
             message = death_message(worker.process.exitcode)
-            self._timeouts[worker.device] = 0
+            self._wedging.ended(worker.device)
         elif worker.deadline is not None and time.monotonic() >= worker.deadline:
             message = f"timed out after {self.settings.timeout:g} s"
-            self._timeouts[worker.device] += 1
-            if self._timeouts[worker.device] >= self.settings.max_timeouts:
-                self.wedged[worker.device] = (f"{self._timeouts[worker.device]} timeouts in a row: the device is "
-                                              f"considered wedged (--max-timeouts)")
+            self._wedging.timed_out(worker.device)
         else:
             return
         worker.case = None
