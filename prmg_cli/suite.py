@@ -133,14 +133,15 @@ def _device_count(toolkit, option: str) -> int:
 
 
 def parse_checks(text: str | None, golden: bool = True) -> tuple[str, ...]:
-    """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some."""
-    from .checks import CHECKS, ORACLES
+    """The checks of ``--check a,b`` (``checks.check_names``: a text without a name is no check); ``--no-golden``
+    needs some."""
+    from .checks import ORACLES, check_names
 
-    names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
-    unknown = [name for name in names if name not in CHECKS]
-    if unknown or (text is not None and not names):
-        raise PrmgError(f"--check: unknown check {', '.join(map(repr, unknown)) or repr(text)} "
-                        f"(valid: {', '.join(CHECKS)}, comma-separated)")
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    try:
+        names = check_names(parts or ([text] if text is not None else []))
+    except PrmgError as error:
+        raise PrmgError(f"--check: {error.reason} (comma-separated)") from None
     if not golden and not names:
         raise PrmgError(f"--no-golden judges cases by their checks alone: give --check (one of "
                         f"{', '.join(ORACLES)} judges correctness)")

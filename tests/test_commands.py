@@ -109,6 +109,22 @@ def test_run_options_are_checked_once_when_the_settings_are_built():
         (("adjoint", "determinism"), False, {"repeat": 4}, "exact")
 
 
+def test_check_names_are_checked_by_one_validator_from_the_flag_and_from_a_case_file():
+    """``--check`` and a case's ``checks`` go through ``checks.check_names``: the same words, the same suggestion."""
+    from pathlib import Path
+
+    from prmg_cli.cases import parse_document
+    from prmg_cli.suite import settings_for
+
+    said = "unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, roundtrip, determinism, sample)"
+    with pytest.raises(PrmgError) as flag:
+        settings_for(run.Request(paths=(), runner="emulator", check="roundtrip,ajoint"))
+    assert str(flag.value) == f"--check: {said} (comma-separated)"
+    with pytest.raises(PrmgError) as case_file:
+        parse_document([{"name": "c", "shape": [1, 1, 2, 16], "checks": ["roundtrip", "ajoint"]}], "c.yaml", Path("."))
+    assert str(case_file.value) == f"c.yaml: case 'c': field 'checks': {said}"
+
+
 @pytest.mark.parametrize("count, words", [(1, "1 case in 1 file is valid"), (2, "2 cases in 1 file are valid")])
 def test_validate_counts_in_agreeing_words(tmp_path, capsys, monkeypatch, count, words):
     path = tmp_path / "c.yaml"

@@ -19,7 +19,9 @@ fails the case like one on the main launch.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable, Sequence
 
+from ..errors import PrmgError, suggest
 from ..ops import OPERATORS
 from . import adjoint, determinism, roundtrip, sample
 from .base import Check, CheckContext, CheckOption, CheckResult, element_bound, no_op
@@ -30,7 +32,19 @@ OPTIONS: dict[str, tuple[Check, CheckOption]] = {name: (check, option) for check
                                                  for name, option in check.options.items()}
 
 __all__ = ["CHECKS", "ORACLES", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult", "element_bound",
-           "run_checks", "fold_checks", "weak_checks_text"]
+           "check_names", "run_checks", "fold_checks", "weak_checks_text"]
+
+
+def check_names(names: Sequence, shown: Callable[[object], str] = repr) -> tuple[str, ...]:
+    """``names`` without repeats, in order, when each is a check of ``CHECKS``; else ``PrmgError`` (field
+    ``checks``) naming the first that is not, as ``shown`` renders it (a case file's value may be anything), and the
+    closest check: ``unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, ...)``. The one check of
+    check names: ``--check`` and a case's ``checks`` both use it."""
+    for name in names:
+        if not (isinstance(name, str) and name in CHECKS):
+            raise PrmgError(f"unknown check {shown(name)}{suggest(name, CHECKS)} (valid: {', '.join(CHECKS)})",
+                            field="checks")
+    return tuple(dict.fromkeys(names))
 
 
 def weak_checks_text(names) -> str:
