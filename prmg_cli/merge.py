@@ -28,7 +28,7 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -148,11 +148,6 @@ def recorded_runners(results: Sequence[CaseResult]) -> list[str]:
     return sorted({str(result.runner or "") for result in results} - {""})
 
 
-def _joined(values) -> str:
-    """The distinct non-empty ``values``, in order, joined with ``; ``."""
-    return "; ".join(dict.fromkeys(str(value) for value in values if value))
-
-
 def differing_settings(stores: Sequence[store.Stored]) -> list[str]:
     """One line per setting (``suite.recorded_settings``) whose value differs between the runs of ``stores``:
     ``standard: a.jsonl: None; b.jsonl: 'allclose'``."""
@@ -172,12 +167,15 @@ def differing_settings(stores: Sequence[store.Stored]) -> list[str]:
 def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> RunInfo:
     """The description the reports' header gets: every run's provenance as its run record states it (the
     faults injected into any run, the emulator as soon as one run or record came from it, each run's shard,
-    host, SoC, toolkit and start) and each setting that differs between the runs."""
+    host, SoC, toolkit and start) and each setting that differs between the runs: the runs' own descriptions
+    joined (``RunInfo.joined``), with the runner, the target's modes, the standard, prmg's version and the notes
+    said here."""
     infos = [(stored.path, run, run.run_info) for stored in stores for run in stored.runs]
+    joined = RunInfo.joined([info for _, _, info in infos])
     runners = sorted(set(recorded_runners(results)) | {info.runner for _, _, info in infos})
     runner = "emulator" if "emulator" in runners else (runners[0] if runners else "unrecorded")
     paths = [stored.path for stored in stores]
-    location = _joined(info.location for _, _, info in infos) or ", ".join(paths)
+    location = joined.location or ", ".join(paths)
     if len(runners) > 1:
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
@@ -185,21 +183,9 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> R
                      f"{info.toolkit_version or '?'}" + (f", faults {', '.join(info.faults)}" if info.faults else ""))
              for path, run, info in infos]
     notes += [("settings differ", line) for line in differing_settings(stores)]
-    modes = {mode for _, _, info in infos for mode in info.supported_modes}
-    return RunInfo(runner=runner, location=location,
-                   op_library=_joined(info.op_library for _, _, info in infos),
-                   supported_modes=tuple(sorted(modes)), devices=(),
-                   standard=_joined(info.standard for _, _, info in infos) or "per case (as recorded)",
-                   version=__version__, soc=_joined(info.soc for _, _, info in infos),
-                   toolkit_version=_joined(info.toolkit_version for _, _, info in infos),
-                   driver_version=_joined(info.driver_version for _, _, info in infos),
-                   host=_joined(info.host for _, _, info in infos),
-                   started=_joined(info.started for _, _, info in infos),
-                   faults=tuple(dict.fromkeys(fault for _, _, info in infos for fault in info.faults)),
-                   fault_shape=_joined(info.fault_shape for _, _, info in infos),
-                   strict=any(info.strict for _, _, info in infos), notes=tuple(notes),
-                   checks=tuple(dict.fromkeys(check for _, _, info in infos for check in info.checks)),
-                   golden=all(info.golden for _, _, info in infos))
+    return replace(joined, runner=runner, location=location, supported_modes=tuple(sorted(joined.supported_modes)),
+                   devices=(), standard=joined.standard or "per case (as recorded)", version=__version__,
+                   notes=tuple(notes))
 
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:

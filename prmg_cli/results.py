@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import enum
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Sequence
 
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
@@ -194,6 +195,33 @@ class RunInfo:
     def to_dict(self) -> dict:
         """The run's description as plain values."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunInfo":
+        """The RunInfo of a ``to_dict`` mapping (a run record's ``info``): its lists tuples again, keys that are not
+        fields ignored, ``runner`` ``unrecorded`` and ``location`` "" when it has none."""
+        known = {key: tuple(tuple(item) if isinstance(item, list) else item for item in value)
+                 if isinstance(value, list) else value for key, value in data.items() if key in cls.__dataclass_fields__}
+        return cls(**{"runner": "unrecorded", "location": "", **known})
+
+    @classmethod
+    def joined(cls, infos: Sequence["RunInfo"], **given) -> "RunInfo":
+        """One description of the runs ``infos`` (``prmg report``), field by field: a text their distinct non-empty
+        values joined with ``; ``, a tuple their distinct items in order, a flag not its default when any run's is
+        not (``--strict`` in one run, ``--no-golden`` in one run), anything else (counts, codes) its default;
+        ``given`` sets fields outright."""
+        values = {}
+        for spec in fields(cls):
+            if spec.name in given:
+                continue
+            seen = [getattr(info, spec.name) for info in infos]
+            if spec.default is MISSING or isinstance(spec.default, str):
+                values[spec.name] = "; ".join(dict.fromkeys(str(value) for value in seen if value))
+            elif isinstance(spec.default, tuple):
+                values[spec.name] = tuple(dict.fromkeys(item for value in seen for item in value or ()))
+            elif isinstance(spec.default, bool):
+                values[spec.name] = any(value != spec.default for value in seen) != spec.default
+        return cls(**values, **given)
 
 
 def summary_counts(results: list[CaseResult]) -> dict:

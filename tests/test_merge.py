@@ -272,6 +272,19 @@ def test_the_header_says_what_the_records_say_ran_them():
     assert "not an NPU" in _table_header([Stored("a", [ran("x", "emulator")])], [ran("x", "emulator")])
 
 
+def test_a_merged_header_joins_every_field_of_the_runs_descriptions():
+    """``RunInfo.joined`` reads the fields off ``RunInfo``: texts joined, tuples united, a flag set by any run."""
+    from prmg_cli.results import RunInfo
+
+    a = RunInfo("emulator", "/a", soc="950", faults=("sign",), checks=("adjoint",), toolkit_version="8.5")
+    b = RunInfo("emulator", "/b", soc="950", faults=("guard",), checks=("adjoint",), strict=True, golden=False)
+    joined = RunInfo.joined([a, b])
+    assert (joined.location, joined.soc, joined.toolkit_version) == ("/a; /b", "950", "8.5")
+    assert (joined.faults, joined.checks, joined.strict, joined.golden) == (("sign", "guard"), ("adjoint",), True, False)
+    assert RunInfo.joined([a, a]).golden and not RunInfo.joined([a, a]).strict
+    assert RunInfo.from_dict(b.to_dict()) == b and RunInfo.from_dict({}).runner == "unrecorded"
+
+
 def test_the_file_an_interrupted_run_and_its_resume_leave_is_read_by_report_and_compare(tmp_path):
     """A run killed mid-write leaves a torn last line; --resume appends after it (on a line of its own), so
     the torn line ends up in the middle: report and compare read the file, leaving that line out."""
