@@ -9,9 +9,7 @@ case that expects an error always runs.
 from __future__ import annotations
 
 from .ops import OPERATORS, Violation
-from .vocab import PHASES
-
-DEFAULT_SUPPORTED_MODES = frozenset({1})   # today's kernel implements interleave only
+from .vocab import DEFAULT_SUPPORTED_MODES, PHASES
 
 __all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status", "expected_phase",
            "skip_reason", "expectation_warning"]

@@ -37,15 +37,16 @@ from .dtypes import lookup
 from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
-from .standards import DEFAULT_STANDARD
+from .standards import standard_of
 from .keymetric import key_metric
 from .results import CaseResult
-from .vocab import GUARD_BYTES, MODE_NAMES
+from .vocab import DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 PR_SET_PDEATHSIG = 1
+MAX_TIMEOUTS = 3                    # --max-timeouts: timeouts in a row after which a device is wedged (Wedging)
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,12 @@ class RunSettings:
     """Everything a worker needs to turn a case into a result, fixed for the whole run."""
 
     toolkit: object                           # toolkit.Toolkit (None until suite.settings_for picks it)
-    supported_modes: frozenset = frozenset({1})
+    supported_modes: frozenset = DEFAULT_SUPPORTED_MODES
     standard: str | None = None               # --standard: overrides every case's standard and tolerance
     timeout: float | None = None              # seconds per case; None = no limit
     max_memory: int | None = None             # bytes; None = no limit
     strict: bool = False                      # --strict: a warning fails its case
-    max_timeouts: int = 3                     # timeouts in a row after which a device is wedged
+    max_timeouts: int = MAX_TIMEOUTS          # timeouts in a row after which a device is wedged
     checks: tuple = ()                        # --check: golden-free checks run on every pass case
     golden: bool = True                       # --no-golden: judge by the checks alone
     check_options: dict = field(default_factory=dict)    # the checks' options (--repeat ...): name -> value
@@ -85,11 +86,9 @@ def case_result(case: Case, status: str, **fields) -> CaseResult:
 
 
 def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
-    """The standard and tolerance a case is judged by: ``--standard`` (with that standard's own defaults,
-    the case's tolerance dropped), else the case's own, else ``default``."""
-    if settings.standard:
-        return settings.standard, {}
-    return case.standard or DEFAULT_STANDARD, dict(case.tolerance)
+    """The standard and tolerance a case is judged by (``standards.standard_of``): under ``--standard`` that
+    standard's own defaults (the case's tolerance dropped), else the case's tolerance."""
+    return standard_of(case.standard, settings.standard), {} if settings.standard else dict(case.tolerance)
 
 
 def element_count(shape: Sequence[int]) -> int:

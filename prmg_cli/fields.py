@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import dtypes, npyfile
 from .checks import CHECKS, check_names
-from .standards import DEFAULT_STANDARD, STANDARDS, check_standard
+from .standards import STANDARDS, check_standard, standard_of
 from .errors import PrmgError, suggest
 from .ops import OPERATORS
 from .status import STATUS_CODES
@@ -300,7 +300,7 @@ def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[st
     number >= 0 (``standards.check_standard``)."""
     if not isinstance(value, dict):
         raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {kind(value)}")
-    standard = standard or DEFAULT_STANDARD
+    standard = standard_of(standard)
     accepted = STANDARDS[standard].params
     for key, number in value.items():
         if not _word(key, accepted):

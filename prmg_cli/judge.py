@@ -8,7 +8,7 @@
    bit-identical to its input (``outcome.dy_changed``, compared on the device storage itself); the guard
    zones of every buffer and of the workspace intact, cos and sin unchanged (``outcome.contract_violations``);
 3. after an expected success, outside the slice ``[start, end)`` the result is bit-identical to the input;
-4. inside the slice the case's standard decides (``standards.py``); non-finite elements are judged
+4. inside the slice the case's standard decides (``standards.STANDARDS``); non-finite elements are judged
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
    other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity).
 
@@ -37,7 +37,7 @@ from . import diagnosis, nonfinite, onepass
 from .dtypes import FLOAT_FORMATS, bits, from_numpy
 from .ops import OPERATORS
 from .onepass import ONE_PASS
-from .standards import DEFAULT_STANDARD, STANDARDS, Judgement, SliceView, check_standard, standard_parameters
+from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
 from .status import describe
 from .vocab import PHASES, WORKSPACE_POISON
 
@@ -78,19 +78,19 @@ PROBLEM_KINDS = {
 }
 
 
-def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Mapping[str, float] | None = None, *,
+def judge(case, inputs, outcome, standard: str | None = None, tolerance: Mapping[str, float] | None = None, *,
           golden: bool = True, timings: dict | None = None) -> Verdict:
     """Judge one launch's ``outcome`` of ``case`` run on ``inputs`` (module docstring for the order).
 
-    ``standard`` and ``tolerance`` are the case's, already resolved by the caller; an unknown standard
-    or parameter raises ``PrmgError``. Without ``golden`` the slice is not compared with a golden (the
+    ``standard`` and ``tolerance`` are the case's, already resolved by the caller (``execute.judging``; None:
+    ``standards.standard_of``'s default) and already checked where they were read (the case loader, ``--standard``:
+    ``standards.check_standard``). Without ``golden`` the slice is not compared with a golden (the
     case's golden-free checks judge it; the contract checks still run). ``timings``, when given, gets
     ``"golden"``: the milliseconds spent computing the golden (see ``onepass.fast_default``).
     """
     timings = {} if timings is None else timings
     timings["golden"] = 0.0
-    tolerance = dict(tolerance or {})
-    check_standard(standard, tolerance, file=case.source, case=case.name)
+    standard, tolerance = standard_of(standard), dict(tolerance or {})
     expect = case.expect
     mismatch = status_mismatch(case, outcome)
     verdict = Verdict("passed", details=[f"failed call: {outcome.failed_call}"] if mismatch and outcome.failed_call
@@ -107,13 +107,13 @@ def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Ma
     return verdict
 
 
-def judge_result(case, inputs, result: np.ndarray, standard: str = DEFAULT_STANDARD, tolerance=None) -> Verdict:
+def judge_result(case, inputs, result: np.ndarray, standard: str | None = None, tolerance=None) -> Verdict:
     """The verdict on ``result``, the in-place tensor after a successful launch of ``case`` on ``inputs``:
     outside the slice bit-identical, inside it by ``standard`` against the golden (what ``judge`` checks after
     the status and the device-side contract)."""
     verdict = Verdict("passed")
     with np.errstate(all="ignore"):
-        _judge_result(case, inputs, result, standard, dict(tolerance or {}), verdict)
+        _judge_result(case, inputs, result, standard_of(standard), dict(tolerance or {}), verdict)
     return verdict
 
 

@@ -36,7 +36,7 @@ from . import __version__, outputs, store
 from .errors import PrmgError
 from .files import write_text
 from .outputs.labels import EMULATOR_NOTE
-from .standards import DEFAULT_STANDARD
+from .standards import standard_of
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .writes import check_spares, check_writable, write_stdout
 
@@ -134,10 +134,10 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         record = picked.get(case.name)
         if record is None:
             merged.missing += 1
-            record = case_result(case, "not_run", message=MISSING, standard=case.standard or DEFAULT_STANDARD)
+            record = case_result(case, "not_run", message=MISSING, standard=standard_of(case.standard))
         elif record.fingerprint and record.fingerprint != fingerprint_or_empty(case):
             merged.changed += 1
-            record = case_result(case, "not_run", message=CHANGED, standard=case.standard or DEFAULT_STANDARD)
+            record = case_result(case, "not_run", message=CHANGED, standard=standard_of(case.standard))
         merged.results.append(record)
     merged.left_out = [name for name in picked if name not in names]
     return merged

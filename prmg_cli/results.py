@@ -24,6 +24,8 @@ import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
 
+from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES
+
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
 
@@ -107,7 +109,7 @@ class CaseResult:
     duration_s: float = 0.0
     timings: dict = field(default_factory=dict)
     source: str = ""
-    op: str = "grad"
+    op: str = DEFAULT_OP
     dtype: str = ""
     cos_dtype: str = ""
     sin_dtype: str = ""
@@ -173,9 +175,9 @@ class RunInfo:
     runner: str                 # "aclnn" | "emulator"
     location: str               # toolkit root (or emulator build folder)
     op_library: str = ""        # the library the operators were resolved from
-    supported_modes: tuple = (1,)
+    supported_modes: tuple = tuple(sorted(DEFAULT_SUPPORTED_MODES))
     devices: tuple = (0,)
-    standard: str = "default"
+    standard: str = DEFAULT_STANDARD
     version: str = ""           # prmg's version
     soc: str = ""               # aclrtGetSocName()
     toolkit_version: str = ""   # as the toolkit's install files state it
