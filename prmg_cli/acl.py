@@ -89,8 +89,6 @@ class AclError(RuntimeError):
         return f"{text}: {self.message}" if self.message else text
 
 
-GET_WORKSPACE = GRAD.get_workspace
-LAUNCH = GRAD.launch
 SYNCHRONIZE = "aclrtSynchronizeStream"
 ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1

@@ -38,7 +38,6 @@ from .ops.grad import SUPPORTED_FORMATS
 from .ops.regimes import COUNTER_BITS, emulator_layout, regimes
 from .vocab import BROADCASTS, MODE_NAMES
 
-ALL_MODES = frozenset(MODE_NAMES)
 # (D, start, end): slice placements for the D and slice classes
 SLICES = ((2, 0, 2), (24, 8, 24), (64, 16, 48), (40, 6, 12), (130, 2, 68), (128, 0, 64), (16, 5, 5), (256, 0, 256),
           (254, 2, 254), (258, 0, 256), (255, 1, 255), (257, 1, 257), (512, 256, 512), (510, 257, 509),
@@ -176,7 +175,7 @@ def _expectation(case) -> tuple[dict, tuple[str, ...]] | None:
     today = constraints.expected_status(case, constraints.DEFAULT_SUPPORTED_MODES)
     if not today:
         return None
-    missing_mode = not constraints.expected_status(case, ALL_MODES)
+    missing_mode = not constraints.expected_status(case, gencase.ALL_MODES)
     expect = {"error": status.STATUS_NAMES[today]}
     phase = constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES)
     if phase != Expect(today).phase:
@@ -201,7 +200,7 @@ def candidates() -> list[tuple[dict, object]]:
     loaded = gencase.load_generated([{**case_map, "expect": {"error": "any"}} for case_map in passing + breaking])
     for number, (case_map, case) in enumerate(zip(passing + breaking, loaded)):
         if number < len(passing):
-            if not constraints.violations(case, ALL_MODES):
+            if not constraints.violations(case, gencase.ALL_MODES):
                 found.append((case_map, replace(case, expect=Expect())))
         elif (expected := _expectation(case)) is not None:
             expect, tags = expected

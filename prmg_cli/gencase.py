@@ -14,7 +14,6 @@ and ``"comments"`` (``{case name: text}``, written above that case).
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from pathlib import Path
@@ -25,13 +24,13 @@ import yaml
 from . import constraints, dtypes, files, status, yamlfile
 from .cases import INPUT_KINDS, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
-from .ops import DEFAULT_OP
+from .ops import DEFAULT_OP, OPERATORS
 from .results import visible
-from .vocab import BROADCASTS, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern, broadcast_shape
+from .vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern,
+                    broadcast_shape)
 
-DTYPE_PAIRS = tuple(itertools.product(dtypes.OPERATOR_DTYPES, repeat=2))   # (dy dtype, cos/sin dtype)
-ALL_MODES = frozenset(MODE_NAMES)
-TODAY_MODES = frozenset({ROTARY_MODES["interleave"]})
+DTYPE_PAIRS = OPERATORS[DEFAULT_OP].dtype_pairs      # (dy dtype, cos/sin dtype) the grad takes: the presets' pairs
+ALL_MODES = frozenset(MODE_NAMES)                     # a target implementing every rotary mode
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -353,7 +352,7 @@ def refuse_invalid(cases: Sequence[dict]) -> None:
                 raise PrmgError("; ".join(message for _, message in broken)
                                 + f" (the operator returns {status.describe(broken[0][0])})", case=case["name"])
         elif code is not None and not case.get("known_defect"):
-            returns = {constraints.expected_status(value, modes) for modes in (TODAY_MODES, ALL_MODES)}
+            returns = {constraints.expected_status(value, modes) for modes in (DEFAULT_SUPPORTED_MODES, ALL_MODES)}
             if code not in returns:
                 said = " or ".join(status.describe(got) for got in sorted(returns))
                 raise PrmgError(f"expects {status.describe(code)} but the operator returns {said}",

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
-from prmg_cli.acl import GET_WORKSPACE, LAUNCH, Outcome
+from prmg_cli.acl import Outcome
 from prmg_cli.cases import Case, Expect
 from prmg_cli.judge import judge
+from prmg_cli.ops import GRAD
 from prmg_cli.keymetric import key_metric
 from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.standards import STANDARDS, check_standard, margin
@@ -465,7 +466,7 @@ def test_status_must_match_the_expectation(expect, status, passes):
     case, inputs, result = correct_run()
     case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=expect)
     outcome = Outcome(status=status, dy=result if status == 0 else inputs.dy.copy(),
-                      error_message="tiling failed" if status else "", failed_call=GET_WORKSPACE if status else "")
+                      error_message="tiling failed" if status else "", failed_call=GRAD.get_workspace if status else "")
     verdict = judge(case, inputs, outcome)
     assert (verdict.status == "passed") == passes, verdict.message
 
@@ -475,7 +476,8 @@ def test_status_messages():
     error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
     verdict = judge(error_case, inputs, Outcome(status=0, dy=result))
     assert verdict.message == "expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS"
-    verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy(), failed_call=GET_WORKSPACE))
+    verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy(),
+                                          failed_call=GRAD.get_workspace))
     assert verdict.message == "expected success, got 561002 ACLNN_ERR_INNER_TILING_ERROR: D too large"
     assert key_metric(verdict.metrics) == "status 561002"
 
@@ -483,9 +485,10 @@ def test_status_messages():
 def test_dy_must_stay_untouched_after_an_expected_error():
     case, inputs, result = correct_run()
     error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
-    verdict = judge(error_case, inputs, Outcome(status=561002, dy=result, failed_call=GET_WORKSPACE))
+    verdict = judge(error_case, inputs, Outcome(status=561002, dy=result, failed_call=GRAD.get_workspace))
     assert verdict.status == "failed" and verdict.message == "dy changed although the call failed"
-    assert judge(error_case, inputs, Outcome(status=561002, dy=inputs.dy.copy(), failed_call=GET_WORKSPACE)).status == "passed"
+    refused = Outcome(status=561002, dy=inputs.dy.copy(), failed_call=GRAD.get_workspace)
+    assert judge(error_case, inputs, refused).status == "passed"
 
 
 def test_empty_slice_only_checks_that_nothing_changed():
@@ -690,8 +693,9 @@ def test_a_refused_call_is_judged_on_the_storage_the_runner_compared():
     inputs = make_inputs(case, np.random.default_rng(2))
     view_differs = inputs.dy.copy()
     view_differs[0, 0, 0, 0] += 1                         # rows sharing storage read back differently
-    assert judge(case, inputs, Outcome(status=561000, dy=view_differs, dy_changed=False, failed_call=LAUNCH)).status == "passed"
-    verdict = judge(case, inputs, Outcome(status=561000, dy=inputs.dy.copy(), dy_changed=True, failed_call=LAUNCH))
+    unchanged = Outcome(status=561000, dy=view_differs, dy_changed=False, failed_call=GRAD.launch)
+    assert judge(case, inputs, unchanged).status == "passed"
+    verdict = judge(case, inputs, Outcome(status=561000, dy=inputs.dy.copy(), dy_changed=True, failed_call=GRAD.launch))
     assert verdict.status == "failed" and "dy changed although the call failed" in verdict.message
 
 

@@ -18,10 +18,11 @@ import pytest
 
 from conftest import prmg
 from prmg_cli import checks
-from prmg_cli.acl import GET_WORKSPACE, LAUNCH, SYNCHRONIZE, Outcome
+from prmg_cli.acl import SYNCHRONIZE, Outcome
 from prmg_cli.cases import Case, Expect, KnownDefect
 from prmg_cli.execute import known_defect_status
 from prmg_cli.judge import judge
+from prmg_cli.ops import GRAD
 from prmg_cli.results import CaseResult
 from prmg_cli.runs import compare
 
@@ -206,7 +207,7 @@ def test_a_device_fault_is_never_an_expected_refusal():
     inputs = make_inputs(case)
     faulted = judge(case, inputs, Outcome(status=507015, failed_call=SYNCHRONIZE))
     assert faulted.status == "failed" and "a device fault after the kernel ran, not a refusal" in faulted.message
-    assert judge(case, inputs, Outcome(status=561002, failed_call=GET_WORKSPACE, dy=inputs.dy.copy(),
+    assert judge(case, inputs, Outcome(status=561002, failed_call=GRAD.get_workspace, dy=inputs.dy.copy(),
                                        dy_changed=False)).status == "passed"
 
 
@@ -215,11 +216,11 @@ def test_the_phase_of_an_expected_error_is_checked():
 
     case = Case("p", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect(561000, "launch"))
     inputs = make_inputs(case)
-    early = judge(case, inputs, Outcome(status=561000, failed_call=GET_WORKSPACE, dy_changed=False))
+    early = judge(case, inputs, Outcome(status=561000, failed_call=GRAD.get_workspace, dy_changed=False))
     assert early.status == "failed" and early.kinds == {"status"}
     assert "expected 561000 ACLNN_ERR_INNER from the launch (the second phase), got it from ...GetWorkspaceSize" \
         in early.message
-    assert judge(case, inputs, Outcome(status=561000, failed_call=LAUNCH, dy_changed=False)).status == "passed"
+    assert judge(case, inputs, Outcome(status=561000, failed_call=GRAD.launch, dy_changed=False)).status == "passed"
 
 
 def test_the_shipped_non_contiguous_case_fails_when_the_first_phase_refuses(stand_in):

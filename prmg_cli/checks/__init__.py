@@ -54,14 +54,14 @@ def weak_checks_text(names) -> str:
 
 
 def run_checks(names, context: CheckContext) -> list[CheckResult]:
-    """Every check of ``names`` on ``context``; determinism first, so that its repeats follow the main
-    launch directly (nothing else runs on the device between the launches it compares). A check not defined
+    """Every check of ``names`` on ``context``; those marked ``first`` (determinism) first, so that their repeats
+    follow the main launch directly. A check not defined
     for the case is skipped with its reason; every launch a check makes is held to the in-place contract
     (``judge.launch_problems``), its breaches kept in the result's ``contract``."""
     from ..judge import launch_problems
 
     results = []
-    for name in sorted(names, key=lambda name: name != "determinism"):
+    for name in sorted(names, key=lambda name: not CHECKS[name].first):
         check = CHECKS[name]
         reason = check.applies(context)
         if reason:

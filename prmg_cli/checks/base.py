@@ -85,7 +85,8 @@ class Check:
     ``metric`` in a result's metrics, that metric's text in a table (``describe(metrics)``) and its margin
     (``key_margin(metrics)``: error / limit, > 1 fails; None for a count), whether it is an oracle (it can find a
     wrong result, not only an inconsistent one), ``applies(context) -> reason`` ("" when the check is defined for
-    the case, else why not) and the ``options`` it owns (``CheckOption`` by name)."""
+    the case, else why not), the ``options`` it owns (``CheckOption`` by name) and whether it runs ``first``, right
+    after the main launch (determinism: nothing else runs on the device between the launches it compares)."""
 
     name: str
     description: str
@@ -96,6 +97,7 @@ class Check:
     oracle: bool = True
     applies: Callable[[CheckContext], str] = lambda context: no_op(context.case)
     options: dict = field(default_factory=dict)
+    first: bool = False
 
 
 def forward_and_backward(op_name: str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..ops import OPERATORS
 from ..options import Option, request_type
 from .common import PATHS, WIDE
 
@@ -14,7 +15,7 @@ OPTIONS = (
            "FILE", Path),
     Option("fail_under", ("--fail-under",), None, "Exit 1 when fewer than PERCENT of the classes are covered.",
            "PERCENT", float),
-    Option("op", ("--op",), (), "Only this operator's cases and classes (grad, forward; repeatable).", "NAME", list),
+    Option("op", ("--op",), (), f"Only this operator's cases and classes ({', '.join(OPERATORS)}; repeatable).", "NAME", list),
     Option("wide", WIDE.flags, False, "Whole case names and reasons in the table.", kind=bool),
 )
 
