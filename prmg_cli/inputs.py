@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,14 +187,7 @@ def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float
 
 def _in_threads(parts: list, fill) -> None:
     """``fill(part)`` for every part, the first on this thread, the others on threads of their own."""
-    if len(parts) == 1:
-        fill(parts[0])
-        return
-    with ThreadPoolExecutor(len(parts) - 1) as pool:
-        helpers = [pool.submit(fill, part) for part in parts[1:]]
-        fill(parts[0])
-        for helper in helpers:
-            helper.result()
+    native.in_threads([lambda part=part: fill(part) for part in parts])
 
 
 def _split(count: int, threads: int) -> list[tuple[int, int]]:

@@ -11,7 +11,6 @@ import ctypes
 import functools
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,9 +22,6 @@ from .standards import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, standard_parameters
 from .standards.default import STANDARD as _DEFAULT, default_budget_into, rounding_margins
 
 ONE_PASS = _DEFAULT.name    # the standard a large result is judged by in one pass (``fast_default``)
-# Threads sharing the blocks of a large slice (numpy releases the GIL in its loops), and the fewest
-# blocks worth giving a thread.
-_MIN_BLOCKS_PER_WORKER = 4
 # Smaller tensors are judged by the whole-array checks directly (the one pass would save nothing there).
 FAST_MIN_ELEMENTS = 1 << 12
 
@@ -150,18 +146,6 @@ class _SliceScan:
             self.input_values.append(x.reshape(-1)[local])
 
 
-def _run_scans(tasks: list) -> None:
-    """Call every one of ``tasks``, the first on this thread and the others on threads of their own."""
-    if len(tasks) == 1:
-        tasks[0]()
-        return
-    with ThreadPoolExecutor(len(tasks) - 1) as pool:
-        helpers = [pool.submit(task) for task in tasks[1:]]
-        tasks[0]()
-        for helper in helpers:
-            helper.result()
-
-
 # Slice elements from which the compiled scan is split over ``native.HOST_THREADS`` threads.
 _NATIVE_SPLIT = 1 << 17
 
@@ -228,7 +212,7 @@ def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shar
     rows = x.size // x.shape[-1]
     workers = native.HOST_THREADS if rows * length >= _NATIVE_SPLIT else 1
     scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers)) for i in range(workers)]
-    _run_scans([scan.run for scan in scans])
+    native.in_threads([scan.run for scan in scans])
     del keep
     if any(scan.overflow for scan in scans):
         return None
@@ -296,10 +280,10 @@ def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> 
         shared = _Shared()
         terms = terms_of(x, cos, sin, case.rotary_mode, (start, end))
         blocks = terms.blocks
-        workers = max(1, min(native.HOST_THREADS, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+        workers = native.threads_for(len(blocks))
         shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
         scans = [_SliceScan(terms, result, FLOAT_FORMATS[dtype], scale, shared) for _ in shares]
-        _run_scans([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
+        native.in_threads([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
     busy = sum(scan.seconds for scan in scans)
     share = sum(scan.golden_seconds for scan in scans) / busy if busy else 0.0
     timings["golden"] = (time.perf_counter() - began) * 1e3 * share
