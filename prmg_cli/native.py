@@ -2,7 +2,7 @@
 ``default`` standard, rounding float64 draws to the tensor's dtype, and drawing uniform inputs from Philox.
 
 Each is an exact replica of numpy code that stays the reference (``onepass._SliceScan`` with
-``reference.SliceTerms`` and ``standards.default_budget_into``; ``inputs._fill``'s numpy path; numpy's
+``reference.SliceTerms`` and ``standards.default.default_budget_into``; ``inputs._fill``'s numpy path; numpy's
 ``Philox`` bit generator with ``inputs._philox_words`` and ``inputs._fill``), written in C
 so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
 at dy (4, 1024, 32, 128) bfloat16 the numpy block pass costs about 25 ns per slice element on the 2-vCPU

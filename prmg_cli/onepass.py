@@ -46,7 +46,7 @@ class _Shared:
 
 class _SliceScan:
     """One thread's part of ``fast_default``: per block of rows, the golden and magnitude
-    (``reference.TermsEvaluator``), the budget (``standards.default_budget_into``), the result's and the
+    (``reference.TermsEvaluator``), the budget (``standards.default.default_budget_into``), the result's and the
     input's errors against it (and the result's in ulps: ``rounding_margins``), and the bits outside the slice
     -- all in buffers that stay in cache."""
 

@@ -685,9 +685,6 @@ def forward_terms(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: 
                       block_elements)
 
 
-# The block-wise terms of each float64 golden slice function defined here (onepass.py looks them up).
-
-
 def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Index and sign tables of the forward's rotation, built independently of ``pair_blocks``.
 

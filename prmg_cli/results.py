@@ -91,7 +91,7 @@ class CaseResult:
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
     ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping (with ``source``
     it reproduces the case); ``fingerprint`` a hash of that definition and its input files;
-    ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``);
+    ``judged_under`` a hash of the run's settings that the verdict depends on (``store.settings_key``);
     ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
     known: a toolkit without the emulator's hook, or a worker that crashed or timed out).
     """
