@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import constraints, dtypes, gencase, presets, status
+from . import constraints, dtypes, gencase, status
 from .cases import Expect
 from .coverage import classes_of, dtype_bits, facts
 from .errors import PrmgError
@@ -165,7 +165,7 @@ def _errors(op: str) -> list[dict]:
 
 def _named(op: str, options: dict) -> dict:
     """``options`` as a case mapping named ``cover.OP.<name or the derived one>``, tagged ``cover``."""
-    return presets.preset_case(f"cover.{op}", TAGS, **options)
+    return gencase.preset_case(f"cover.{op}", TAGS, **options)
 
 
 def _expectation(case) -> tuple[dict, tuple[str, ...]] | None:
@@ -180,7 +180,7 @@ def _expectation(case) -> tuple[dict, tuple[str, ...]] | None:
     phase = constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES)
     if phase != Expect(today).phase:
         expect["phase"] = phase
-    return expect, presets.MODE_UNSUPPORTED_TAGS if missing_mode else ()
+    return expect, gencase.MODE_UNSUPPORTED_TAGS if missing_mode else ()
 
 
 def candidates() -> list[tuple[dict, object]]:
@@ -238,7 +238,7 @@ def cover_document() -> dict:
     first = greedy_cover([cover if today else frozenset() for cover, today in zip(covers, runs_today)], sizes)
     done = frozenset().union(*(covers[index] for index in first))
     chosen = sorted(first + greedy_cover([cover - done for cover in covers], sizes))
-    header = presets.header("cover", "the smallest suite the greedy set cover finds that covers every regime class "
+    header = gencase.header("cover", "the smallest suite the greedy set cover finds that covers every regime class "
                             "of both operators (prmg coverage lists them): small shapes except where a class needs "
                             "size, every special value as exact bits, each rule of the constraint model broken",
                             module="prmg_cli/cover.py")

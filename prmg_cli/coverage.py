@@ -332,22 +332,18 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
 
 
-def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
+def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) -> str:
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
-    cover it (``MISSING`` when none), one of them, and its reason, cut to the screen's width (``screen.width()``)
-    unless ``wide``;
+    cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
+    screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut);
     the summary line (every missing class named) last."""
-    from .outputs.screen import width
-
-    columns = width()
-
     lines = []
     for item in coverages:
         lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
                   f"({percent([item]):.1f}%)", ""]
         names = max(len(entry.regime.name) for entry in item.classes)
         examples = max(len(visible(entry.example or "-")) for entry in item.classes)
-        if not wide:
+        if columns is not None:
             examples = min(examples, EXAMPLE_WIDTH)
         axis = None
         for entry in item.classes:
@@ -356,9 +352,9 @@ def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
                 lines.append(axis)
             example = visible(entry.example or "-")
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
-                    f"{example if wide else _fit(example, examples):<{examples}}  ")
+                    f"{example if columns is None else _fit(example, examples):<{examples}}  ")
             reason = entry.regime.reason
-            lines.append(line + (reason if wide else _fit(reason, max(columns - len(line), 20))))
+            lines.append(line + (reason if columns is None else _fit(reason, max(columns - len(line), 20))))
         lines.append("")
     lines.append(summary(coverages, shown=sum(len(item.missing) for item in coverages)))
     return "\n".join(lines) + "\n"
@@ -401,7 +397,7 @@ _STYLE = ("body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1d}ta
 
 def render_html(coverages: Sequence[OpCoverage]) -> str:
     """One self-contained page: the summary line, then per operator a table, missing classes in red."""
-    from .outputs.html import esc
+    from .results import visible_html as esc
 
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
@@ -420,7 +416,7 @@ def render_html(coverages: Sequence[OpCoverage]) -> str:
     return "\n".join(parts)
 
 
-def render(coverages: Sequence[OpCoverage], report: str, wide: bool = False) -> str:
+def render(coverages: Sequence[OpCoverage], report: str, columns: int | None = None) -> str:
     """The coverage report in format ``report`` (one of ``REPORT_FORMATS``)."""
     if report == "json":
         return json.dumps(to_dict(coverages), indent=2) + "\n"
@@ -428,11 +424,12 @@ def render(coverages: Sequence[OpCoverage], report: str, wide: bool = False) -> 
         return render_markdown(coverages)
     if report == "html":
         return render_html(coverages)
-    return render_table(coverages, wide)
+    return render_table(coverages, columns)
 
 
 def coverage_command(paths: Sequence[str], report: str = "table", output: str | None = None,
-                     fail_under: float | None = None, ops: Sequence[str] = (), wide: bool = False) -> tuple[str, int]:
+                     fail_under: float | None = None, ops: Sequence[str] = (), columns: int | None = None
+                     ) -> tuple[str, int]:
     """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
     exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
     from .cases import load_cases
@@ -447,7 +444,7 @@ def coverage_command(paths: Sequence[str], report: str = "table", output: str | 
         raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
     cases = [case for case in load_cases(paths) if not ops or case.op in ops]
     coverages = evaluate(cases)
-    text = render(coverages, report, wide)
+    text = render(coverages, report, columns)
     share = percent(coverages)
     code = ExitCode.FAILED if fail_under is not None and share < fail_under else ExitCode.OK
     if output is not None:

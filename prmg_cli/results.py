@@ -20,6 +20,7 @@ Statuses (``STATUSES``: status -> ``StatusInfo``):
 from __future__ import annotations
 
 import enum
+import html
 import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
@@ -302,3 +303,9 @@ def visible(text, *, keep_newlines: bool = False) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def visible_html(text) -> str:
+    """``visible(text)`` with markup escaped (quotes too), for an HTML page: nothing read from a file can add
+    markup to it."""
+    return html.escape(visible(text), quote=True)

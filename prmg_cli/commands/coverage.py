@@ -38,9 +38,10 @@ def main(request) -> int:
     0, or 1 when --fail-under is not met, 2 for unreadable cases.
     """
     from ..coverage import coverage_command
+    from ..outputs.screen import width
     from ..writes import write_stdout
 
     text, code = coverage_command(list(request.paths), request.report, request.output, request.fail_under,
-                                  request.op, request.wide)
+                                  request.op, None if request.wide else width())
     write_stdout(text)
     return code

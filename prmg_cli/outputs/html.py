@@ -11,8 +11,8 @@ elements, and last a table of every case, which the counts and matrix cells filt
 
 Self-contained: styles and the small script are inline, pictures are PNG ``data:`` URIs, and a Content
 Security Policy forbids the page any other source, so it reads the same offline and as a CI artifact.
-Every piece of text that comes from a file goes through ``esc`` (``results.visible``, then
-``html.escape``); prmg's own labels (already visible) through ``html.escape`` alone.
+Every piece of text that comes from a file goes through ``esc`` (``results.visible_html``: ``results.visible``,
+then ``html.escape``); prmg's own labels (already visible) through ``html.escape`` alone.
 
 Plots come from matplotlib (``plots.py``), an optional dependency (``pip install 'prmg[html]'``):
 ``require`` says how to install it, and ``outputs.parse_targets`` calls it before a run starts.
@@ -34,7 +34,8 @@ from .. import dtypes
 from ..coverage import run_line
 from ..errors import PrmgError
 from ..keymetric import key_margin
-from ..results import STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible
+from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible,
+                       visible_html as esc)        # esc: file-derived text for the page
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
 from .table import cells
@@ -65,11 +66,6 @@ def require() -> None:
     if not available():
         raise PrmgError(f"the html report needs matplotlib, which is not installed: {INSTALL}",
                         field="--report")
-
-
-def esc(text) -> str:
-    """File-derived ``text`` for the page: control characters made visible, then markup escaped."""
-    return html.escape(visible(text), quote=True)
 
 
 def _h(text) -> str:
