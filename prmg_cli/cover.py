@@ -30,6 +30,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import constraints, dtypes, gencase, status
+from .case import Case
 from .cases import Expect
 from .coverage import classes_of, dtype_bits, facts
 from .errors import PrmgError
@@ -168,7 +169,7 @@ def _named(op: str, options: dict) -> dict:
     return gencase.preset_case(f"cover.{op}", TAGS, **options)
 
 
-def _expectation(case) -> tuple[dict, tuple[str, ...]] | None:
+def _expectation(case: Case) -> tuple[dict, tuple[str, ...]] | None:
     """What a case breaking a constraint should expect: the status the constraint model gives on today's target,
     and the tags of a case only today's missing mode refuses (a target of every mode accepts it); None when
     today's target accepts it."""

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import constraints, dtypes, npyfile
+from .case import Case
 from .errors import PrmgError
 from .inputs import rope_angles, tensor_generator
 from .ops import OPERATORS
@@ -118,15 +119,15 @@ def _may_draw_special(low: float, high: float, count: int, dtype: str) -> bool:
 _FIELDS = {"dy": ("shape", "dtype"), "cos": ("cos_shape", "cos_dtype"), "sin": ("sin_shape", "sin_dtype")}
 
 
-def _shape_of(case, tensor: str) -> tuple[int, ...]:
+def _shape_of(case: Case, tensor: str) -> tuple[int, ...]:
     return getattr(case, _FIELDS[tensor][0])
 
 
-def _dtype_of(case, tensor: str) -> str:
+def _dtype_of(case: Case, tensor: str) -> str:
     return getattr(case, _FIELDS[tensor][1])
 
 
-def _data_bits(case, tensor: str, limit: int | None) -> np.ndarray | None:
+def _data_bits(case: Case, tensor: str, limit: int | None) -> np.ndarray | None:
     """The bit patterns of the first ``limit`` elements (None: all) of ``tensor`` in C order, for the input
     kinds whose values are given or computed (``values``, ``bits``, ``file``, ``rope``); None for a draw."""
     spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
@@ -152,7 +153,7 @@ def _data_bits(case, tensor: str, limit: int | None) -> np.ndarray | None:
     return None
 
 
-def _sample_bits(case, tensor: str) -> np.ndarray:
+def _sample_bits(case: Case, tensor: str) -> np.ndarray:
     """The bit patterns of the first ``SAMPLE`` elements of ``tensor`` (all of them when given explicitly)."""
     given = _data_bits(case, tensor, None if case.input_spec(tensor).kind in ("values", "bits") else SAMPLE)
     if given is not None:
@@ -173,7 +174,7 @@ def _distinct(low: float, high: float, dtype: str) -> bool:
     return bool(low_bits != high_bits)
 
 
-def _varies(case, tensor: str, axis: int) -> bool:
+def _varies(case: Case, tensor: str, axis: int) -> bool:
     """Whether ``tensor``'s values differ along ``axis`` (0, 1, 2: B, S, N)."""
     spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
     if spec.kind in ("uniform", "normal"):
@@ -189,7 +190,7 @@ def _varies(case, tensor: str, axis: int) -> bool:
     return bool(np.any(data != data.take([0], axis=axis)))
 
 
-def _special_values(case) -> frozenset:
+def _special_values(case: Case) -> frozenset:
     """The (place, kind) pairs of the special values in ``case``'s inputs (module docstring)."""
     found = set()
     dy = _sample_bits(case, "dy")
@@ -203,7 +204,7 @@ def _special_values(case) -> frozenset:
     return frozenset(found)
 
 
-def facts(case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
+def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
     """What ``case`` exercises (``regimes.Facts``): for a negative case the first rule it breaks on a target of
     ``supported_modes`` and on one of every mode; for a pass case its shape, dtypes, slice and values."""
     if not case.expect.success:

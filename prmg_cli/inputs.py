@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from prmg_cli import dtypes, native, npyfile
+from prmg_cli.case import Case
 from prmg_cli.errors import PrmgError
 from prmg_cli.vocab import GENERATORS
 
@@ -95,7 +96,7 @@ def philox_stream(key: tuple[int, int], chunk: int, block: int = 0) -> np.random
     return np.random.Philox(key=np.array(key, np.uint64), counter=np.array([block, chunk, 0, 0], np.uint64))
 
 
-def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
+def make_inputs(case: Case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     """dy, cos and sin of ``case`` as its ``dy_input``/``cos_input``/``sin_input`` describe them.
 
     Shapes that a negative case uses (not 4-D, zero-sized) are built as given. Mistakes in the specs
@@ -117,7 +118,7 @@ def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     return Inputs(**made)
 
 
-def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
+def _make_tensor(case: Case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
                  chunk_elements: int) -> np.ndarray:
     spec = case.input_spec(tensor)
     field = f"inputs.{tensor}.{spec.kind}"

@@ -34,6 +34,7 @@ from typing import Mapping
 import numpy as np
 
 from . import diagnosis, nonfinite, onepass
+from .case import Case
 from .dtypes import FLOAT_FORMATS, bits, from_numpy
 from .ops import OPERATORS
 from .onepass import ONE_PASS
@@ -78,7 +79,7 @@ PROBLEM_KINDS = {
 }
 
 
-def judge(case, inputs, outcome, standard: str | None = None, tolerance: Mapping[str, float] | None = None, *,
+def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: Mapping[str, float] | None = None, *,
           golden: bool = True, timings: dict | None = None) -> Verdict:
     """Judge one launch's ``outcome`` of ``case`` run on ``inputs`` (module docstring for the order).
 
@@ -107,7 +108,7 @@ def judge(case, inputs, outcome, standard: str | None = None, tolerance: Mapping
     return verdict
 
 
-def judge_result(case, inputs, result: np.ndarray, standard: str | None = None, tolerance=None) -> Verdict:
+def judge_result(case: Case, inputs, result: np.ndarray, standard: str | None = None, tolerance=None) -> Verdict:
     """The verdict on ``result``, the in-place tensor after a successful launch of ``case`` on ``inputs``:
     outside the slice bit-identical, inside it by ``standard`` against the golden (what ``judge`` checks after
     the status and the device-side contract)."""
@@ -117,7 +118,7 @@ def judge_result(case, inputs, result: np.ndarray, standard: str | None = None, 
     return verdict
 
 
-def launch_problems(case, inputs, outcome, outside: bool = True) -> list[str]:
+def launch_problems(case: Case, inputs, outcome, outside: bool = True) -> list[str]:
     """The in-place contract of one launch of ``case`` on ``inputs``: the in-place tensor unchanged after a
     refusal, what the runner saw on the device (guard zones, workspace, cos and sin:
     ``outcome.contract_violations``) and, with ``outside``, the tensor bit-identical outside ``[start, end)``
@@ -144,7 +145,7 @@ def _changed(before: np.ndarray, outcome) -> bool:
     return not np.array_equal(bits(before).ravel(), bits(after).ravel())
 
 
-def status_mismatch(case, outcome) -> str:
+def status_mismatch(case: Case, outcome) -> str:
     """Why ``outcome``'s status is not what ``case`` expects, or "" when it is.
 
     Success is expected as status 0. An expected error must be returned by the operator itself, in the
@@ -170,7 +171,7 @@ def status_mismatch(case, outcome) -> str:
     return ""
 
 
-def phase_of(case, failed_call: str) -> str | None:
+def phase_of(case: Case, failed_call: str) -> str | None:
     """The phase (a key of ``vocab.PHASES``) whose call ``failed_call`` is for ``case``'s operator, or None when
     it is neither of the operator's two calls (e.g. ``aclrtSynchronizeStream``: a device fault)."""
     op = OPERATORS[case.op]
@@ -185,7 +186,7 @@ def _got(outcome) -> str:
     return got
 
 
-def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
+def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
                   timings: dict | None = None) -> None:
     """The checks of a successful call: shape, outside the slice, inside the slice (none when the operator's
     call is a no-op: then nothing may change).
@@ -251,7 +252,7 @@ class _Evaluation:
         return self.judgement.failed or len(self.special_wrong) > 0
 
 
-def _evaluate(case, inputs, candidate: np.ndarray, golden: np.ndarray, standard, params, dtype) -> _Evaluation:
+def _evaluate(case: Case, inputs, candidate: np.ndarray, golden: np.ndarray, standard, params, dtype) -> _Evaluation:
     """Judge ``candidate`` (the whole in-place tensor) against the float64 ``golden`` slice by ``standard``."""
     start, end = (int(v) for v in case.partial_slice)
     actual = candidate[..., start:end].astype(np.float64)
@@ -274,7 +275,7 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _judge_slice(case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
+def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
                  timings: dict | None = None) -> None:
     """Judge the slice of ``result`` against the golden by ``standard`` (fills ``verdict``)."""
     dtype = from_numpy(inputs.dy.dtype).name
@@ -327,7 +328,7 @@ def _wrong_and_score(evaluation: _Evaluation) -> tuple[np.ndarray, np.ndarray]:
     return wrong, score
 
 
-def slice_arrays(case, inputs, result, standard: str, tolerance: Mapping[str, float] | None = None) -> dict:
+def slice_arrays(case: Case, inputs, result, standard: str, tolerance: Mapping[str, float] | None = None) -> dict:
     """``{"golden": the float64 golden of the slice, "score": per element error/limit}`` of a successful launch
     whose slice passed but whose case failed otherwise (a contract breach: a guard zone, cos changed), for
     ``--save-failures``; ``{}`` where the case has no golden (an expected error, an empty slice, a result of

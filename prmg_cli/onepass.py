@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import native, nonfinite, reference
+from .case import Case
 from .dtypes import FLOAT_FORMATS, Format, from_numpy
 from .ops import OPERATORS
 from .standards import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, standard_parameters
@@ -185,7 +186,7 @@ class _NativeScan:
         return found()
 
 
-def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
+def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
     """The compiled scans of ``fast_default``, run; None when the helper is missing or cannot take the
     case (the numpy scans then run), or listed more non-finite elements than it has room for."""
     lib = native.library()
@@ -245,7 +246,7 @@ def _outside_same(before: np.ndarray, after: np.ndarray, start: int, end: int) -
             and (tail == old.shape[-1] or np.array_equal(old[..., tail:], new[..., tail:])))
 
 
-def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
+def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
     """The ``default`` verdict on a result that passes, in one pass over blocks of rows; None when something
     is wrong, or the case is not one this pass judges (then the whole-array checks decide and explain).
 
@@ -301,7 +302,7 @@ def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> 
     return _Passed(metrics, vacuous)
 
 
-def _specials_right(op, inputs, case, scans, indices: str, values: str) -> bool:
+def _specials_right(op, inputs, case: Case, scans, indices: str, values: str) -> bool:
     """Whether every non-finite element the scans set apart (attributes ``indices``, ``values``) is right
     by the ``nonfinite`` rule."""
     flat = [part for scan in scans for part in getattr(scan, indices)]

@@ -43,6 +43,17 @@ def test_a_command_is_one_module_and_one_entry(capsys, monkeypatch):
     assert code == 2 and "Invalid value for '-n' / '--times'" in err
 
 
+def test_a_request_types_each_field_as_its_option():
+    """The request's fields carry the options' types: text for a path, a tuple of text for a repeatable option."""
+    import dataclasses
+    from typing import Optional
+
+    types_of = {field.name: field.type for field in dataclasses.fields(run.Request)}
+    assert (types_of["paths"], types_of["device"], types_of["timeout"], types_of["strict"]) == \
+        (tuple[str, ...], int, float, bool)
+    assert types_of["results"] == Optional[str] and types_of["standard"] == Optional[str]
+
+
 def test_the_top_level_help_gives_each_command_its_whole_first_sentence(capsys, monkeypatch):
     code, out, _ = run_in_process(capsys, monkeypatch, "--help")
     text = " ".join(out.split())

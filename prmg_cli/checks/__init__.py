@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
+from ..case import Case
 from ..errors import PrmgError, suggest
 from ..ops import OPERATORS
 from . import adjoint, determinism, roundtrip, sample
@@ -69,7 +70,7 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
             continue
         breaches: list[str] = []
 
-        def launch(case, inputs, breaches=breaches):
+        def launch(case: Case, inputs, breaches=breaches):
             outcome = context.launch(case, inputs)
             breaches.extend(f"{name}: launch of {OPERATORS[case.op].title}: {problem}"
                             for problem in launch_problems(case, inputs, outcome))
@@ -81,7 +82,7 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
     return results
 
 
-def fold_checks(verdict, results: list[CheckResult], case, golden: bool):
+def fold_checks(verdict, results: list[CheckResult], case: Case, golden: bool):
     """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` folded in: their metrics and details, their
     launches' contract breaches and failures (each fails the case), a check that could not run as a warning and
     one not defined for the case as a detail. Without the ``golden``, a case with a slice that no oracle check

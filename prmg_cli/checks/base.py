@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..case import Case
 from ..dtypes import FLOAT_FORMATS, from_numpy
 from ..inputs import Inputs, tensor_generator
 from ..ops import OPERATORS
@@ -56,7 +57,7 @@ class CheckContext:
     any operator on the device (``launch(case, inputs) -> Outcome``), and the values of the checks' options
     (``Check.options``: name -> value)."""
 
-    case: object
+    case: Case
     inputs: Inputs
     outcome: object
     launch: Callable
@@ -108,7 +109,7 @@ def forward_and_backward(op_name: str):
     return (op, other) if op.direction == "forward" else (other, op)
 
 
-def no_op(case) -> str:
+def no_op(case: Case) -> str:
     """Why a check of the slice is not defined for ``case``: its operator's call is a no-op (an empty slice,
     in-place tensor or table: ``OperatorSpec.no_op``), or ""."""
     return "the call is a no-op here (an empty slice, tensor or table)" if OPERATORS[case.op].no_op(case) else ""
@@ -124,13 +125,13 @@ def element_bound(op, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mode: int
     return bound
 
 
-def probe(case, tensor: str, shape, dtype, salt: int) -> np.ndarray:
+def probe(case: Case, tensor: str, shape, dtype, salt: int) -> np.ndarray:
     """A seeded uniform(-1, 1) probe tensor (the case's seed, ``salt`` apart from its own inputs)."""
     generator = tensor_generator(case.seed ^ (salt << 32), tensor)
     return generator.uniform(-1.0, 1.0, shape).astype(dtype)
 
 
-def as_operator(case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs]:
+def as_operator(case: Case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs]:
     """``case`` re-aimed at ``op`` with in-place tensor ``x`` (contiguous, as the probes are): cos/sin expanded
     to BSND and converted exactly to float32 where ``op`` refuses the case's layout or dtype pair (the same
     numbers, the same operator)."""
@@ -149,7 +150,7 @@ def as_operator(case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs
     return aimed, Inputs(x, cos, sin)
 
 
-def refusal(op, case) -> str:
+def refusal(op, case: Case) -> str:
     """Why ``op`` would refuse ``case`` (its first broken rule), or ""."""
     from ..constraints import violation_details
 
@@ -157,7 +158,7 @@ def refusal(op, case) -> str:
     return f"the {op.title} operator refuses it: {found[0].message}" if found else ""
 
 
-def launched(context: CheckContext, case, inputs: Inputs, what: str):
+def launched(context: CheckContext, case: Case, inputs: Inputs, what: str):
     """``inputs`` through ``case`` on the device; (outcome, "") or (None, why it could not run)."""
     refused = refusal(OPERATORS[case.op], case)
     if refused:
