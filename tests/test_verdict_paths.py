@@ -345,8 +345,10 @@ def test_an_expected_error_is_not_met_by_a_device_fault(tmp_path):
 
 
 def test_an_operator_is_one_entry(emulator, monkeypatch):
-    """A toy operator -- the grad's entry points under another name -- is an operator everywhere: case files,
-    the constraint model, the runner, the judge, the checks (its adjoint is the forward)."""
+    """A toy operator -- the grad's entry under another name -- is an operator everywhere: case files, the constraint
+    model, the runner, the judge, the checks (its adjoint is the forward). It reuses the grad's entry points, rules
+    and goldens (the emulator implements no third operator): this proves that every part looks an operator up by
+    its name in ``ops.OPERATORS``, not that a new golden or a new library symbol is wired in."""
     from prmg_cli import ops
     from prmg_cli.acl import AclSession
     from prmg_cli.cases import parse_document, validate
