@@ -38,7 +38,7 @@ from . import dtypes
 from .case import Case
 from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
-from .ops import DEFAULT_OP, GRAD, OPERATORS
+from .ops import DEFAULT_OP, OPERATORS
 from .status import describe
 from .toolkit import Toolkit, refuse_stub
 from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
