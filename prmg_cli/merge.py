@@ -16,8 +16,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 - **Duplicates.** A case held by several files is named on stderr, one line per case, with each file's
   status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
   a record that says something of the kernel beating one that does not (``StatusInfo.evidence``: skipped, not
-  run), so that a failure is never hidden by the order of the arguments; ties go to the later file. ``--duplicates last`` reports the record of the last
-  file given (a re-run that supersedes a shard).
+  run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
+  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, SoC, toolkit,
   start), the faults injected into any of them, the emulator notice when any record came from the emulator,
   and names each setting that differs between the runs (``suite.recorded_settings``) with the files.

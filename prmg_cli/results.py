@@ -204,7 +204,8 @@ class RunInfo:
         """The RunInfo of a ``to_dict`` mapping (a run record's ``info``): its lists tuples again, keys that are not
         fields ignored, ``runner`` ``unrecorded`` and ``location`` "" when it has none."""
         known = {key: tuple(tuple(item) if isinstance(item, list) else item for item in value)
-                 if isinstance(value, list) else value for key, value in data.items() if key in cls.__dataclass_fields__}
+                 if isinstance(value, list) else value
+                 for key, value in data.items() if key in cls.__dataclass_fields__}
         return cls(**{"runner": "unrecorded", "location": "", **known})
 
     @classmethod

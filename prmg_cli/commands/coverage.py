@@ -15,7 +15,8 @@ OPTIONS = (
            "FILE", Path),
     Option("fail_under", ("--fail-under",), None, "Exit 1 when fewer than PERCENT of the classes are covered.",
            "PERCENT", float),
-    Option("op", ("--op",), (), f"Only this operator's cases and classes ({', '.join(OPERATORS)}; repeatable).", "NAME", list),
+    Option("op", ("--op",), (), f"Only this operator's cases and classes ({', '.join(OPERATORS)}; repeatable).",
+           "NAME", list),
     Option("wide", WIDE.flags, False, "Whole case names and reasons in the table.", kind=bool),
 )
 

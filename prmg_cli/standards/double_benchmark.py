@@ -9,7 +9,8 @@ import numpy as np
 from .base import SMALL_VALUES, Judgement, SliceView, Standard, largest, margin, number, over, ratio, relative_errors
 
 
-_RATIOS = (("MARE", "mare_ratio", "mare_limit"), ("MERE", "mere_ratio", "mere_limit"), ("RMSE", "rmse_ratio", "rmse_limit"))
+_RATIOS = (("MARE", "mare_ratio", "mare_limit"), ("MERE", "mere_ratio", "mere_limit"),
+           ("RMSE", "rmse_ratio", "rmse_limit"))          # (label, ratio metric, its limit's metric)
 
 
 def _describe(m: dict) -> str:
