@@ -209,15 +209,12 @@ class RunInfo:
         return cls(**{"runner": "unrecorded", "location": "", **known})
 
     @classmethod
-    def joined(cls, infos: Sequence["RunInfo"], **given) -> "RunInfo":
+    def joined(cls, infos: Sequence["RunInfo"]) -> "RunInfo":
         """One description of the runs ``infos`` (``prmg report``), field by field: a text their distinct non-empty
         values joined with ``; ``, a tuple their distinct items in order, a flag not its default when any run's is
-        not (``--strict`` in one run, ``--no-golden`` in one run), anything else (counts, codes) its default;
-        ``given`` sets fields outright."""
+        not (``--strict`` in one run, ``--no-golden`` in one run), anything else (counts, codes) its default."""
         values = {}
         for spec in fields(cls):
-            if spec.name in given:
-                continue
             seen = [getattr(info, spec.name) for info in infos]
             if spec.default is MISSING or isinstance(spec.default, str):
                 values[spec.name] = "; ".join(dict.fromkeys(str(value) for value in seen if value))
@@ -225,7 +222,7 @@ class RunInfo:
                 values[spec.name] = tuple(dict.fromkeys(item for value in seen for item in value or ()))
             elif isinstance(spec.default, bool):
                 values[spec.name] = any(value != spec.default for value in seen) != spec.default
-        return cls(**values, **given)
+        return cls(**values)
 
 
 def summary_counts(results: list[CaseResult]) -> dict:

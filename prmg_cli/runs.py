@@ -4,8 +4,9 @@ For every case of either results file, in this order of importance:
 
 - **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run);
 - **verdicts lost**: a case whose status now says less about the kernel (``results.StatusInfo.evidence``: a
-  verdict, then an xfail, then nothing) than it did: passed or failed -> skipped, xfailed or not_run, xfailed ->
-  skipped or not_run; a pass that became a skip or an xfail hides whatever the kernel now does;
+  verdict, then an xfail, then nothing) than it did, and is no new failure: passed or failed -> skipped or
+  xfailed, failed or error -> not_run, xfailed -> skipped; a pass that became a skip or an xfail hides whatever
+  the kernel now does;
 - **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
 - **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``beyond_rounding`` for
   ``default``, ...) rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that
