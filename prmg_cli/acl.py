@@ -38,7 +38,7 @@ from . import dtypes
 from .case import Case
 from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
-from .ops import DEFAULT_OP, GRAD, OPERATORS
+from .ops import DEFAULT_OP, OPERATORS
 from .status import describe
 from .toolkit import Toolkit, refuse_stub
 from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
@@ -89,8 +89,6 @@ class AclError(RuntimeError):
         return f"{text}: {self.message}" if self.message else text
 
 
-GET_WORKSPACE = GRAD.get_workspace
-LAUNCH = GRAD.launch
 SYNCHRONIZE = "aclrtSynchronizeStream"
 ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1

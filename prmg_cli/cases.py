@@ -1,4 +1,4 @@
-"""Case files: the ``Case`` value, YAML loading (safe loader only), defaults, sweeps and validation.
+"""Case files: YAML loading (safe loader only), defaults, sweeps and validation, into ``case.Case`` values.
 
 Every user mistake raises ``PrmgError`` naming the file, the case and the field.
 

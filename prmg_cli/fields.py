@@ -10,7 +10,6 @@ is bounded (at most ``SHOW_LIMIT`` characters, whatever the value's size).
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import reprlib
@@ -18,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import dtypes, npyfile
-from .checks import CHECKS
-from .standards import DEFAULT_STANDARD, STANDARDS, check_standard
-from .errors import PrmgError
+from .checks import CHECKS, check_names
+from .standards import STANDARDS, check_standard, standard_of
+from .errors import PrmgError, suggest
 from .ops import OPERATORS
 from .status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
 from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
@@ -92,14 +91,6 @@ def label(text) -> str:
     if isinstance(text, str) and text.isprintable():
         return _shorten(text)
     return show(text)
-
-
-def suggest(word, choices) -> str:
-    """' (did you mean 'x'?)' for the closest of ``choices``, or ''."""
-    if not isinstance(word, str) or len(word) > 100:
-        return ""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class Where:
@@ -319,7 +310,7 @@ def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[st
     number >= 0 (``standards.check_standard``)."""
     if not isinstance(value, dict):
         raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {kind(value)}")
-    standard = standard or DEFAULT_STANDARD
+    standard = standard_of(standard)
     accepted = STANDARDS[standard].params
     for key, number in value.items():
         if not _word(key, accepted):
@@ -415,14 +406,13 @@ def parse_reason(value, key: str, where: Where) -> str:
 
 
 def parse_checks(value, where: Where) -> tuple[str, ...]:
-    """Golden-free checks: a list of names of ``checks.CHECKS``, without repeats, in order."""
+    """Golden-free checks: a list of names of ``checks.CHECKS``, without repeats, in order (``checks.check_names``)."""
     if not isinstance(value, list):
         raise where.error("checks", f"expected a list of checks ({', '.join(CHECKS)}), got {kind(value)}")
-    for name in value:
-        if not _word(name, CHECKS):
-            raise where.error("checks", f"unknown check {show(name)}{suggest(name, CHECKS)} "
-                              f"(valid: {', '.join(CHECKS)})")
-    return tuple(dict.fromkeys(value))
+    try:
+        return check_names(value, show)
+    except PrmgError as error:
+        raise where.error("checks", error.reason) from None
 
 
 def parse_golden(value, where: Where) -> bool:

@@ -9,7 +9,7 @@
    bit-identical to its input (``outcome.dy_changed``, compared on the device storage itself); the guard
    zones of every buffer and of the workspace intact, cos and sin unchanged (``outcome.contract_violations``);
 3. after an expected success, outside the slice ``[start, end)`` the result is bit-identical to the input;
-4. inside the slice the case's standard decides (``standards.py``); non-finite elements are judged
+4. inside the slice the case's standard decides (``standards.STANDARDS``); non-finite elements are judged
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
    other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity);
 5. a call that a known defect made the operator accept (``known_defect: {status: SUCCESS, behaves_as: ...}``)
@@ -38,11 +38,11 @@ from typing import Mapping
 import numpy as np
 
 from . import diagnosis, nonfinite, onepass
-from .case import Expect
+from .case import Case, Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy
 from .ops import OPERATORS
 from .onepass import ONE_PASS
-from .standards import DEFAULT_STANDARD, STANDARDS, Judgement, SliceView, check_standard, standard_parameters
+from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
 from .status import describe, is_refusal
 from .vocab import PHASES, WORKSPACE_POISON
 
@@ -83,19 +83,19 @@ PROBLEM_KINDS = {
 }
 
 
-def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Mapping[str, float] | None = None, *,
+def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: Mapping[str, float] | None = None, *,
           golden: bool = True, timings: dict | None = None) -> Verdict:
     """Judge one launch's ``outcome`` of ``case`` run on ``inputs`` (module docstring for the order).
 
-    ``standard`` and ``tolerance`` are the case's, already resolved by the caller; an unknown standard
-    or parameter raises ``PrmgError``. Without ``golden`` the slice is not compared with a golden (the
+    ``standard`` and ``tolerance`` are the case's, already resolved by the caller (``execute.judging``; None:
+    ``standards.standard_of``'s default) and already checked where they were read (the case loader, ``--standard``:
+    ``standards.check_standard``). Without ``golden`` the slice is not compared with a golden (the
     case's golden-free checks judge it; the contract checks still run). ``timings``, when given, gets
     ``"golden"``: the milliseconds spent computing the golden (see ``onepass.fast_default``).
     """
     timings = {} if timings is None else timings
     timings["golden"] = 0.0
-    tolerance = dict(tolerance or {})
-    check_standard(standard, tolerance, file=case.source, case=case.name)
+    standard, tolerance = standard_of(standard), dict(tolerance or {})
     expect = case.expect
     mismatch = status_mismatch(case, outcome)
     verdict = Verdict("passed", details=[f"failed call: {outcome.failed_call}"] if mismatch and outcome.failed_call
@@ -115,7 +115,7 @@ def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Ma
     return verdict
 
 
-def defect_behaviour(case, outcome):
+def defect_behaviour(case: Case, outcome):
     """The case whose golden judges a call that ``case``'s known defect made the operator accept: ``case``
     expecting success, with the fields its ``known_defect.behaves_as`` names; None when the call was not
     accepted (``outcome.status`` is not 0) or the defect names no behaviour."""
@@ -143,17 +143,17 @@ def _judge_under_defect(behaving, defect, inputs, outcome, standard, tolerance, 
     verdict.error_map, verdict.arrays = accepted.error_map or verdict.error_map, accepted.arrays or verdict.arrays
 
 
-def judge_result(case, inputs, result: np.ndarray, standard: str = DEFAULT_STANDARD, tolerance=None) -> Verdict:
+def judge_result(case: Case, inputs, result: np.ndarray, standard: str | None = None, tolerance=None) -> Verdict:
     """The verdict on ``result``, the in-place tensor after a successful launch of ``case`` on ``inputs``:
     outside the slice bit-identical, inside it by ``standard`` against the golden (what ``judge`` checks after
     the status and the device-side contract)."""
     verdict = Verdict("passed")
     with np.errstate(all="ignore"):
-        _judge_result(case, inputs, result, standard, dict(tolerance or {}), verdict)
+        _judge_result(case, inputs, result, standard_of(standard), dict(tolerance or {}), verdict)
     return verdict
 
 
-def launch_problems(case, inputs, outcome, outside: bool = True) -> list[str]:
+def launch_problems(case: Case, inputs, outcome, outside: bool = True) -> list[str]:
     """The in-place contract of one launch of ``case`` on ``inputs``: the in-place tensor unchanged after a
     refusal, what the runner saw on the device (guard zones, workspace, cos and sin:
     ``outcome.contract_violations``) and, with ``outside``, the tensor bit-identical outside ``[start, end)``
@@ -180,7 +180,7 @@ def _changed(before: np.ndarray, outcome) -> bool:
     return not np.array_equal(bits(before).ravel(), bits(after).ravel())
 
 
-def status_mismatch(case, outcome) -> str:
+def status_mismatch(case: Case, outcome) -> str:
     """Why ``outcome``'s status is not what ``case`` expects, or "" when it is.
 
     Success is expected as status 0. An expected error must be a refusal by the operator itself: returned by
@@ -211,7 +211,7 @@ def status_mismatch(case, outcome) -> str:
     return ""
 
 
-def phase_of(case, failed_call: str) -> str | None:
+def phase_of(case: Case, failed_call: str) -> str | None:
     """The phase (a key of ``vocab.PHASES``) whose call ``failed_call`` is for ``case``'s operator, or None when
     it is neither of the operator's two calls (e.g. ``aclrtSynchronizeStream``: a device fault)."""
     op = OPERATORS[case.op]
@@ -226,7 +226,7 @@ def _got(outcome) -> str:
     return got
 
 
-def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
+def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
                   timings: dict | None = None) -> None:
     """The checks of a successful call: shape, outside the slice, inside the slice (none when the operator's
     call is a no-op: then nothing may change).
@@ -292,7 +292,7 @@ class _Evaluation:
         return self.judgement.failed or len(self.special_wrong) > 0
 
 
-def _evaluate(case, inputs, candidate: np.ndarray, golden: np.ndarray, standard, params, dtype) -> _Evaluation:
+def _evaluate(case: Case, inputs, candidate: np.ndarray, golden: np.ndarray, standard, params, dtype) -> _Evaluation:
     """Judge ``candidate`` (the whole in-place tensor) against the float64 ``golden`` slice by ``standard``."""
     start, end = (int(v) for v in case.partial_slice)
     actual = candidate[..., start:end].astype(np.float64)
@@ -315,7 +315,7 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _judge_slice(case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
+def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
                  timings: dict | None = None) -> None:
     """Judge the slice of ``result`` against the golden by ``standard`` (fills ``verdict``)."""
     dtype = from_numpy(inputs.dy.dtype).name
@@ -368,7 +368,7 @@ def _wrong_and_score(evaluation: _Evaluation) -> tuple[np.ndarray, np.ndarray]:
     return wrong, score
 
 
-def slice_arrays(case, inputs, result, standard: str, tolerance: Mapping[str, float] | None = None) -> dict:
+def slice_arrays(case: Case, inputs, result, standard: str, tolerance: Mapping[str, float] | None = None) -> dict:
     """``{"golden": the float64 golden of the slice, "score": per element error/limit}`` of a successful launch
     whose slice passed but whose case failed otherwise (a contract breach: a guard zone, cos changed), for
     ``--save-failures``; ``{}`` where the case has no golden (an expected error, an empty slice, a result of

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from .case import Case
+
 _EXECUTOR = pytest.StashKey()
 _ROOTS = pytest.StashKey()
 _INFO = pytest.StashKey()          # the run's results.RunInfo (``_run_info``)
@@ -108,7 +110,7 @@ class PrmgWarning(UserWarning):
 class PrmgItem(pytest.Item):
     """One case: run through this pytest process's worker and judged like ``prmg run``."""
 
-    def __init__(self, *, case, **kwargs):
+    def __init__(self, *, case: Case, **kwargs):
         super().__init__(**kwargs)
         self.case = case
         self.user_properties.append(("source", case.source))

@@ -133,15 +133,15 @@ def _device_count(toolkit, option: str) -> int:
 
 
 def parse_checks(text: str | None) -> tuple[str, ...]:
-    """The checks of ``--check a,b`` (names of ``checks.CHECKS``). Whether each case is then judged by a check of
-    correctness (``--no-golden``) is ``check_judged``'s, once the cases are known."""
-    from .checks import CHECKS
+    """The checks of ``--check a,b`` (``checks.check_names``: a text without a name is no check). Whether each case
+    is then judged by a check of correctness (``--no-golden``) is ``check_judged``'s, once the cases are known."""
+    from .checks import check_names
 
-    names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
-    unknown = [name for name in names if name not in CHECKS]
-    if unknown or (text is not None and not names):
-        raise PrmgError(f"--check: unknown check {', '.join(map(repr, unknown)) or repr(text)} "
-                        f"(valid: {', '.join(CHECKS)}, comma-separated)")
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    try:
+        names = check_names(parts or ([text] if text is not None else []))
+    except PrmgError as error:
+        raise PrmgError(f"--check: {error.reason} (comma-separated)") from None
     return names
 
 

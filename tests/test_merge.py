@@ -184,6 +184,8 @@ def test_duplicates_across_files_are_named_and_the_worst_verdict_is_kept():
     assert tie.results[0].message == "second"                # equal verdicts: the later file
     last = merge([a, b], rule="last")
     assert [r.status for r in last.results] == ["passed", "passed", "passed"]
+    held = merge([Stored("a.jsonl", [record("x", "xfailed")]), Stored("b.jsonl", [record("x", "not_run")])])
+    assert held.results[0].status == "xfailed"               # a record with evidence beats one without
     with pytest.raises(PrmgError, match="--duplicates"):
         merge([a], rule="best")
 
@@ -274,6 +276,20 @@ def test_the_header_says_what_the_records_say_ran_them():
     mixed = run_info([Stored("a"), Stored("b")], [ran("x", "aclnn"), ran("y", "emulator")])
     assert mixed.runner == "emulator" and "records from aclnn and emulator" in mixed.location
     assert "not an NPU" in _table_header([Stored("a", [ran("x", "emulator")])], [ran("x", "emulator")])
+
+
+def test_a_merged_header_joins_every_field_of_the_runs_descriptions():
+    """``RunInfo.joined`` reads the fields off ``RunInfo``: texts joined, tuples united, a flag set by any run."""
+    from prmg_cli.results import RunInfo
+
+    a = RunInfo("emulator", "/a", soc="950", faults=("sign",), checks=("adjoint",), toolkit_version="8.5")
+    b = RunInfo("emulator", "/b", soc="950", faults=("guard",), checks=("adjoint",), strict=True, golden=False)
+    joined = RunInfo.joined([a, b])
+    assert (joined.location, joined.soc, joined.toolkit_version) == ("/a; /b", "950", "8.5")
+    assert (joined.faults, joined.checks) == (("sign", "guard"), ("adjoint",))
+    assert (joined.strict, joined.golden) == (True, False)
+    assert RunInfo.joined([a, a]).golden and not RunInfo.joined([a, a]).strict
+    assert RunInfo.from_dict(b.to_dict()) == b and RunInfo.from_dict({}).runner == "unrecorded"
 
 
 def test_the_file_an_interrupted_run_and_its_resume_leave_is_read_by_report_and_compare(tmp_path):

@@ -18,10 +18,11 @@ import pytest
 
 from conftest import prmg
 from prmg_cli import checks
-from prmg_cli.acl import GET_WORKSPACE, LAUNCH, SYNCHRONIZE, Outcome
+from prmg_cli.acl import SYNCHRONIZE, Outcome
 from prmg_cli.cases import Case, Expect, KnownDefect
 from prmg_cli.execute import known_defect_status
 from prmg_cli.judge import judge
+from prmg_cli.ops import GRAD
 from prmg_cli.results import CaseResult
 from prmg_cli.runs import compare
 
@@ -144,7 +145,8 @@ def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, em
     def broken(context):
         raise ZeroDivisionError("a bug in a check")
 
-    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str))
+    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str,
+                                                        lambda m: None))
     path = write(tmp_path, "- {name: t, shape: [1, 1, 2, 16], checks: [adjoint]}\n")
     with pytest.raises(execute.InternalError, match="(?s)case 't':.*ZeroDivisionError: a bug in a check"):
         suite.run_suite(run.Request(paths=(str(path),), runner="emulator", check="toy", report=("json:" + str(
@@ -288,12 +290,12 @@ def test_a_device_fault_is_never_an_expected_refusal():
     inputs = make_inputs(case)
     faulted = judge(case, inputs, Outcome(status=507015, failed_call=SYNCHRONIZE))
     assert faulted.status == "failed" and "a device fault after the kernel ran, not a refusal" in faulted.message
-    assert judge(case, inputs, Outcome(status=561002, failed_call=GET_WORKSPACE, dy=inputs.dy.copy(),
+    assert judge(case, inputs, Outcome(status=561002, failed_call=GRAD.get_workspace, dy=inputs.dy.copy(),
                                        dy_changed=False)).status == "passed"
 
 
-@pytest.mark.parametrize("status, call", [(507015, LAUNCH), (507899, LAUNCH), (507899, GET_WORKSPACE),
-                                          (100000, LAUNCH), (207018, GET_WORKSPACE)])
+@pytest.mark.parametrize("status, call", [(507015, GRAD.launch), (507899, GRAD.launch), (507899, GRAD.get_workspace),
+                                          (100000, GRAD.launch), (207018, GRAD.get_workspace)])
 @pytest.mark.parametrize("phase", ["any", "launch", "workspace"])
 def test_a_runtime_status_from_the_operators_own_calls_is_never_an_expected_refusal(status, call, phase):
     from prmg_cli.inputs import make_inputs
@@ -362,11 +364,11 @@ def test_the_phase_of_an_expected_error_is_checked():
 
     case = Case("p", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect(561000, "launch"))
     inputs = make_inputs(case)
-    early = judge(case, inputs, Outcome(status=561000, failed_call=GET_WORKSPACE, dy_changed=False))
+    early = judge(case, inputs, Outcome(status=561000, failed_call=GRAD.get_workspace, dy_changed=False))
     assert early.status == "failed" and early.kinds == {"status"}
     assert "expected 561000 ACLNN_ERR_INNER from the launch (the second phase), got it from ...GetWorkspaceSize" \
         in early.message
-    assert judge(case, inputs, Outcome(status=561000, failed_call=LAUNCH, dy_changed=False)).status == "passed"
+    assert judge(case, inputs, Outcome(status=561000, failed_call=GRAD.launch, dy_changed=False)).status == "passed"
 
 
 def test_the_shipped_non_contiguous_case_fails_when_the_first_phase_refuses(stand_in):
@@ -444,11 +446,15 @@ def test_the_resume_key_holds_where_the_run_happened(emulator, field):
     ("passed", "skipped", "verdict lost"), ("passed", "xfailed", "verdict lost"),
     ("failed", "skipped", "verdict lost"), ("failed", "xfailed", "verdict lost"),
     ("xfailed", "skipped", "verdict lost"), ("failed", "passed", "fixed"), ("skipped", "passed", "status changed"),
+    ("failed", "not_run", "verdict lost"), ("error", "not_run", "verdict lost"), ("passed", "not_run", "new failure"),
+    ("not_run", "skipped", "status changed"), ("not_run", "xfailed", "status changed"),
 ])
 def test_compare_counts_a_lost_verdict_as_a_regression(before, after, category):
+    """A case whose status says less of the kernel than it did (``StatusInfo.evidence``) lost its verdict: a
+    failure that was not run this time is a regression, not a change (it was exit 0 before)."""
     comparison = compare({"c": CaseResult("c", before)}, {"c": CaseResult("c", after)})
     assert [change.category for change in comparison.changes] == [category]
-    assert bool(comparison.regressions) == (category == "verdict lost")
+    assert bool(comparison.regressions) == (category in ("verdict lost", "new failure"))
 
 
 PLUGIN_CASES = """
@@ -541,8 +547,10 @@ def test_an_expected_error_is_not_met_by_a_device_fault(tmp_path):
 
 
 def test_an_operator_is_one_entry(emulator, monkeypatch):
-    """A toy operator -- the grad's entry points under another name -- is an operator everywhere: case files,
-    the constraint model, the runner, the judge, the checks (its adjoint is the forward)."""
+    """A toy operator -- the grad's entry under another name -- is an operator everywhere: case files, the constraint
+    model, the runner, the judge, the checks (its adjoint is the forward). It reuses the grad's entry points, rules
+    and goldens (the emulator implements no third operator): this proves that every part looks an operator up by
+    its name in ``ops.OPERATORS``, not that a new golden or a new library symbol is wired in."""
     from prmg_cli import ops
     from prmg_cli.acl import AclSession
     from prmg_cli.cases import parse_document, validate

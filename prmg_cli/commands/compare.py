@@ -26,8 +26,9 @@ Example:
 
 
 def main(request) -> int:
-    """Compare two runs: new failures first, then precision drift, kernel-time drift beyond the measured
-    noise, cases only in one run, fixes. Exit 1 on any regression, 0 otherwise.
+    """Compare two runs: new failures first, then verdicts lost (a pass or failure that became a skip, an
+    xfail or not run), precision drift, kernel-time drift beyond the measured noise, cases only in one run,
+    fixes. Exit 1 on any regression, 0 otherwise.
     """
     import math
 

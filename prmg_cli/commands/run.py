@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..checks import OPTIONS as CHECK_OPTIONS
+from ..execute import MAX_TIMEOUTS
 from ..options import Option, request_type
 from ..standards import STANDARDS
 from .common import (EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS, VERBOSE,
@@ -26,8 +27,8 @@ OPTIONS = (
     Option("list_only", ("--list",), False, "Print the cases that would run, run nothing.", kind=bool),
     Option("timeout", ("--timeout",), 300.0, "Per case, a finite number >= 0; a case past it is an error and its "
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
-    Option("max_timeouts", ("--max-timeouts",), 3, "After K timeouts in a row a device is considered wedged; its "
-           "remaining cases are reported not_run.", "K", int),
+    Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "
+           "wedged; its remaining cases are reported not_run.", "K", int),
     Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
            Path),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
