@@ -326,7 +326,8 @@ def test_the_asynchronous_kernel_fault_statuses_have_their_names():
 @pytest.mark.parametrize("call, status", [("launch", 507899), ("launch", 507015), ("get_workspace", 100000)])
 def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(emulator, monkeypatch, call, status):
     """A stand-in for a broken runtime under the emulator's operator: the operator's own call returns a runtime
-    or device status (the launch of a device a kernel fault left unusable returns 507899 on a real stack)."""
+    or device status (the launch of a device a kernel fault left unusable returns 507899 on a real stack). The
+    case fails, and the session is no longer fit to run another case."""
     from prmg_cli import ops
     from prmg_cli.acl import AclSession
     from prmg_cli.execute import RunSettings, run_case
@@ -341,9 +342,10 @@ def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(e
             return status
 
         monkeypatch.setattr(api, getattr(ops.GRAD, call), failing)
-        result = run_case(session, case, RunSettings(toolkit=emulator))[0]
+        result, fit = run_case(session, case, RunSettings(toolkit=emulator))
     assert result.status == "failed" and result.error_code == status
     assert "a runtime or device status, not a refusal by the operator" in result.message
+    assert not fit and session.device_faulted          # the worker is replaced: the device's state is unknown
 
 
 @pytest.mark.parametrize("field, text", [("expect.error", "expect: {error: 507015}"),
