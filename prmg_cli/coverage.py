@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import constraints, dtypes, npyfile
+from .case import Case
 from .errors import PrmgError
 from .inputs import drawn_prefix, rope_angles
 from .ops import OPERATORS
@@ -127,15 +128,15 @@ def _may_draw_special(low: float, high: float, count: int, dtype: str) -> bool:
 _FIELDS = {"dy": ("shape", "dtype"), "cos": ("cos_shape", "cos_dtype"), "sin": ("sin_shape", "sin_dtype")}
 
 
-def _shape_of(case, tensor: str) -> tuple[int, ...]:
+def _shape_of(case: Case, tensor: str) -> tuple[int, ...]:
     return getattr(case, _FIELDS[tensor][0])
 
 
-def _dtype_of(case, tensor: str) -> str:
+def _dtype_of(case: Case, tensor: str) -> str:
     return getattr(case, _FIELDS[tensor][1])
 
 
-def _data_bits(case, tensor: str, limit: int | None) -> np.ndarray | None:
+def _data_bits(case: Case, tensor: str, limit: int | None) -> np.ndarray | None:
     """The bit patterns of the first ``limit`` elements (None: all) of ``tensor`` in C order, for the input
     kinds whose values are given or computed (``values``, ``bits``, ``file``, ``rope``); None for a draw."""
     spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
@@ -161,7 +162,7 @@ def _data_bits(case, tensor: str, limit: int | None) -> np.ndarray | None:
     return None
 
 
-def _sample_bits(case, tensor: str) -> np.ndarray | None:
+def _sample_bits(case: Case, tensor: str) -> np.ndarray | None:
     """The bit patterns of the first ``SAMPLE`` elements of ``tensor`` (all of them when given explicitly); a
     draw is made by ``inputs.drawn_prefix`` (the run's own draw). None for a uniform draw that cannot hold a
     special value (``_may_draw_special``): every element is ordinary."""
@@ -181,7 +182,7 @@ def _distinct(low: float, high: float, dtype: str) -> bool:
     return bool(low_bits != high_bits)
 
 
-def _varies(case, tensor: str, axis: int) -> bool:
+def _varies(case: Case, tensor: str, axis: int) -> bool:
     """Whether ``tensor``'s values differ along ``axis`` (0, 1, 2: B, S, N)."""
     spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
     if spec.kind in ("uniform", "normal"):
@@ -197,7 +198,7 @@ def _varies(case, tensor: str, axis: int) -> bool:
     return bool(np.any(data != data.take([0], axis=axis)))
 
 
-def _special_values(case, bits_of: Callable = _sample_bits) -> frozenset:
+def _special_values(case: Case, bits_of: Callable = _sample_bits) -> frozenset:
     """The (place, kind) pairs of the value kinds in ``case``'s inputs (module docstring), ``bits_of(case,
     tensor)`` giving a tensor's first elements as bits (None: all ordinary; ``_sample_bits``)."""
     def kinds(bits: np.ndarray | None, dtype: str, count: int) -> set[str]:
@@ -216,7 +217,7 @@ def _special_values(case, bits_of: Callable = _sample_bits) -> frozenset:
     return frozenset(found)
 
 
-def facts(case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
+def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
     """What ``case`` exercises (``regimes.Facts``): for a negative case the first rule it breaks on a target of
     ``supported_modes`` and on one of every mode; for a pass case its shape, dtypes, slice and values."""
     if not case.expect.success:
@@ -345,22 +346,18 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
 
 
-def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
+def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) -> str:
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
-    cover it (``MISSING`` when none), one of them, and its reason, cut to the screen's width (``screen.width()``)
-    unless ``wide``;
+    cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
+    screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut);
     the summary line (every missing class named) last."""
-    from .outputs.screen import width
-
-    columns = width()
-
     lines = []
     for item in coverages:
         lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
                   f"({percent([item]):.1f}%)", ""]
         names = max(len(entry.regime.name) for entry in item.classes)
         examples = max(len(visible(entry.example or "-")) for entry in item.classes)
-        if not wide:
+        if columns is not None:
             examples = min(examples, EXAMPLE_WIDTH)
         axis = None
         for entry in item.classes:
@@ -369,9 +366,9 @@ def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
                 lines.append(axis)
             example = visible(entry.example or "-")
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
-                    f"{example if wide else _fit(example, examples):<{examples}}  ")
+                    f"{example if columns is None else _fit(example, examples):<{examples}}  ")
             reason = entry.regime.reason
-            lines.append(line + (reason if wide else _fit(reason, max(columns - len(line), 20))))
+            lines.append(line + (reason if columns is None else _fit(reason, max(columns - len(line), 20))))
         lines.append("")
     lines.append(summary(coverages, shown=sum(len(item.missing) for item in coverages)))
     return "\n".join(lines) + "\n"
@@ -414,7 +411,7 @@ _STYLE = ("body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1d}ta
 
 def render_html(coverages: Sequence[OpCoverage]) -> str:
     """One self-contained page: the summary line, then per operator a table, missing classes in red."""
-    from .outputs.html import esc
+    from .results import visible_html as esc
 
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
@@ -433,7 +430,7 @@ def render_html(coverages: Sequence[OpCoverage]) -> str:
     return "\n".join(parts)
 
 
-def render(coverages: Sequence[OpCoverage], report: str, wide: bool = False) -> str:
+def render(coverages: Sequence[OpCoverage], report: str, columns: int | None = None) -> str:
     """The coverage report in format ``report`` (one of ``REPORT_FORMATS``)."""
     if report == "json":
         return json.dumps(to_dict(coverages), indent=2) + "\n"
@@ -441,11 +438,12 @@ def render(coverages: Sequence[OpCoverage], report: str, wide: bool = False) -> 
         return render_markdown(coverages)
     if report == "html":
         return render_html(coverages)
-    return render_table(coverages, wide)
+    return render_table(coverages, columns)
 
 
 def coverage_command(paths: Sequence[str], report: str = "table", output: str | None = None,
-                     fail_under: float | None = None, ops: Sequence[str] = (), wide: bool = False) -> tuple[str, int]:
+                     fail_under: float | None = None, ops: Sequence[str] = (), columns: int | None = None
+                     ) -> tuple[str, int]:
     """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
     exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
     from .cases import load_cases
@@ -460,7 +458,7 @@ def coverage_command(paths: Sequence[str], report: str = "table", output: str | 
         raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
     cases = [case for case in load_cases(paths) if not ops or case.op in ops]
     coverages = evaluate(cases)
-    text = render(coverages, report, wide)
+    text = render(coverages, report, columns)
     share = percent(coverages)
     code = ExitCode.FAILED if fail_under is not None and share < fail_under else ExitCode.OK
     if output is not None:

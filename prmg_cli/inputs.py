@@ -30,12 +30,12 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from prmg_cli import dtypes, native, npyfile
+from prmg_cli.case import Case
 from prmg_cli.errors import PrmgError
 from prmg_cli.results import plural
 from prmg_cli.vocab import GENERATORS
@@ -97,7 +97,7 @@ def philox_stream(key: tuple[int, int], chunk: int, block: int = 0) -> np.random
     return np.random.Philox(key=np.array(key, np.uint64), counter=np.array([block, chunk, 0, 0], np.uint64))
 
 
-def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
+def make_inputs(case: Case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     """dy, cos and sin of ``case`` as its ``dy_input``/``cos_input``/``sin_input`` describe them.
 
     Shapes that a negative case uses (not 4-D, zero-sized) are built as given. Mistakes in the specs
@@ -119,7 +119,7 @@ def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     return Inputs(**made)
 
 
-def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
+def _make_tensor(case: Case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
                  chunk_elements: int) -> np.ndarray:
     spec = case.input_spec(tensor)
     field = f"inputs.{tensor}.{spec.kind}"
@@ -200,14 +200,7 @@ def drawn_prefix(case, tensor: str, count: int) -> np.ndarray:
 
 def _in_threads(parts: list, fill) -> None:
     """``fill(part)`` for every part, the first on this thread, the others on threads of their own."""
-    if len(parts) == 1:
-        fill(parts[0])
-        return
-    with ThreadPoolExecutor(len(parts) - 1) as pool:
-        helpers = [pool.submit(fill, part) for part in parts[1:]]
-        fill(parts[0])
-        for helper in helpers:
-            helper.result()
+    native.in_threads([lambda part=part: fill(part) for part in parts])
 
 
 def _split(count: int, threads: int) -> list[tuple[int, int]]:

@@ -26,8 +26,7 @@ import textwrap
 from dataclasses import dataclass
 
 from . import dtypes
-from .gencase import document
-from .presets import header, preset_case, rope_inputs
+from .gencase import document, header, preset_case, rope_inputs
 
 PREFILL_TOKENS = 2048        # one prefill of 2048 tokens (batch 1)
 DECODE_BATCH = 64            # requests decoded together, one token each

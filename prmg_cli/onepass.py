@@ -11,21 +11,18 @@ import ctypes
 import functools
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import native, nonfinite, reference
+from .case import Case
 from .dtypes import FLOAT_FORMATS, Format, from_numpy
 from .ops import OPERATORS
 from .standards import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, standard_parameters
 from .standards.default import STANDARD as _DEFAULT, default_budget_into, rounding_margins
 
 ONE_PASS = _DEFAULT.name    # the standard a large result is judged by in one pass (``fast_default``)
-# Threads sharing the blocks of a large slice (numpy releases the GIL in its loops), and the fewest
-# blocks worth giving a thread.
-_MIN_BLOCKS_PER_WORKER = 4
 # Smaller tensors are judged by the whole-array checks directly (the one pass would save nothing there).
 FAST_MIN_ELEMENTS = 1 << 12
 
@@ -50,7 +47,7 @@ class _Shared:
 
 class _SliceScan:
     """One thread's part of ``fast_default``: per block of rows, the golden and magnitude
-    (``reference.TermsEvaluator``), the budget (``standards.default_budget_into``), the result's and the
+    (``reference.TermsEvaluator``), the budget (``standards.default.default_budget_into``), the result's and the
     input's errors against it (and the result's in ulps: ``rounding_margins``), and the bits outside the slice
     -- all in buffers that stay in cache."""
 
@@ -155,18 +152,6 @@ class _SliceScan:
             self.input_values.append(x.reshape(-1)[local])
 
 
-def _run_scans(tasks: list) -> None:
-    """Call every one of ``tasks``, the first on this thread and the others on threads of their own."""
-    if len(tasks) == 1:
-        tasks[0]()
-        return
-    with ThreadPoolExecutor(len(tasks) - 1) as pool:
-        helpers = [pool.submit(task) for task in tasks[1:]]
-        tasks[0]()
-        for helper in helpers:
-            helper.result()
-
-
 # Slice elements from which the compiled scan is split over ``native.HOST_THREADS`` threads.
 _NATIVE_SPLIT = 1 << 17
 
@@ -208,7 +193,7 @@ class _NativeScan:
         return found()
 
 
-def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
+def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
     """The compiled scans of ``fast_default``, run; None when the helper is missing or cannot take the
     case (the numpy scans then run), or listed more non-finite elements than it has room for."""
     lib = native.library()
@@ -235,7 +220,7 @@ def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shar
     rows = x.size // x.shape[-1]
     workers = native.HOST_THREADS if rows * length >= _NATIVE_SPLIT else 1
     scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers)) for i in range(workers)]
-    _run_scans([scan.run for scan in scans])
+    native.in_threads([scan.run for scan in scans])
     del keep
     if any(scan.overflow for scan in scans):
         return None
@@ -268,7 +253,7 @@ def _outside_same(before: np.ndarray, after: np.ndarray, start: int, end: int) -
             and (tail == old.shape[-1] or np.array_equal(old[..., tail:], new[..., tail:])))
 
 
-def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
+def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
     """The ``default`` verdict on a result that passes, in one pass over blocks of rows; None when something
     is wrong, or the case is not one this pass judges (then the whole-array checks decide and explain).
 
@@ -303,10 +288,10 @@ def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> 
         shared = _Shared()
         terms = terms_of(x, cos, sin, case.rotary_mode, (start, end))
         blocks = terms.blocks
-        workers = max(1, min(native.HOST_THREADS, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+        workers = native.threads_for(len(blocks))
         shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
         scans = [_SliceScan(terms, result, FLOAT_FORMATS[dtype], scale, shared) for _ in shares]
-        _run_scans([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
+        native.in_threads([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
     busy = sum(scan.seconds for scan in scans)
     share = sum(scan.golden_seconds for scan in scans) / busy if busy else 0.0
     timings["golden"] = (time.perf_counter() - began) * 1e3 * share
@@ -331,7 +316,7 @@ def _first_bound(scans) -> float:
     return min((scan.ulps_at, scan.bound_ulps) for scan in scans if scan.max_ulps == largest)[1] if largest > 0 else 0.0
 
 
-def _specials_right(op, inputs, case, scans, indices: str, values: str) -> bool:
+def _specials_right(op, inputs, case: Case, scans, indices: str, values: str) -> bool:
     """Whether every non-finite element the scans set apart (attributes ``indices``, ``values``) is right
     by the ``nonfinite`` rule."""
     flat = [part for scan in scans for part in getattr(scan, indices)]

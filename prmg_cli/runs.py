@@ -4,8 +4,10 @@ For every case of either results file, in this order of importance (``CATEGORIES
 words for the help and the docs):
 
 - **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run);
-- **verdicts lost**: a case that now holds no verdict on the result (skipped, or xfailed) where it held one
-  (passed, failed ...; xfailed -> skipped too): a pass that became a skip hides whatever the kernel now does;
+- **verdicts lost**: a case whose status now says less about the kernel (``results.StatusInfo.evidence``: a
+  verdict, then an xfail, then nothing) than it did, and is no new failure: passed or failed -> skipped or
+  xfailed, failed or error -> not_run, xfailed -> skipped; a pass that became a skip or an xfail hides whatever
+  the kernel now does;
 - **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``beyond_rounding`` for
   ``default``, ...) rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that
   passed in both;
@@ -42,8 +44,6 @@ ORDER = ", ".join(IN_WORDS[category] for category in CATEGORIES)
 # A category's noun for many changes, where it is not the category itself (``results.plural``).
 PLURALS = {"new failure": "new failures", "verdict lost": "verdicts lost", "precision drift": "precision drifts",
            "time drift": "time drifts"}
-# Statuses that hold no verdict on the kernel's result: a case entering one of them lost the verdict it had.
-NO_VERDICT = ("skipped", "xfailed")
 
 
 @dataclass
@@ -117,7 +117,7 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
             changes.append(Change("new failure", name, old.status, new.status, visible(new.message)))
         elif not old.info.ok and new.status == "passed":
             changes.append(Change("fixed", name, old.status, new.status))
-        elif new.status in NO_VERDICT and old.status not in (new.status, "skipped"):
+        elif new.info.evidence < old.info.evidence:
             changes.append(Change("verdict lost", name, old.status, new.status, visible(new.message)))
         elif old.status != new.status:
             changes.append(Change("status changed", name, old.status, new.status))

@@ -175,7 +175,7 @@ def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
 # ----- the command -----------------------------------------------------------------------------------
 
 def test_coverage_reports_in_process(tmp_path):
-    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10)
+    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)
     assert code == 0 and "grad (InplacePartialRotaryMulGrad):" in text and "MISSING" in text
     assert all(len(line) <= 100 for line in text.splitlines()[:-1])           # the table fits; the summary is one line
     assert text.splitlines()[-1].startswith("covers ") and "missing: grad mode: half" in text.splitlines()[-1]

@@ -306,6 +306,8 @@ def test_closest_to_their_limit_ranks_by_the_error_beyond_the_output_rounding():
     ({"max_tol_ratio": 0.25, "bad": 0}, 0.25),
     ({"mismatches": 0, "max_abs_err": 0.0}, None),
     ({"adjoint_ratio": 0.1}, 0.1),
+    ({"sample_ratio": 0.3, "sample_rows": 64}, 0.3),            # the page's own formulas had missed it
+    ({"mismatches": 0, "roundtrip_ratio": 0.2}, 0.2),           # exact has no margin: the check's is next
     ({"status": 161002}, None),
 ])
 def test_key_margin_of_every_standard(metrics, margin):
@@ -335,6 +337,21 @@ def test_the_margins_plot_and_the_closest_list_read_beyond_rounding_under_defaul
     page = html_report._plots([rounded, computed, loose], EMULATOR, plots)
     assert sorted(value for value, _ in plots.margins) == [0.0, 0.25, 0.4]
     assert re.findall(r"<code>(\w+)</code>", page) == ["computed", "loose", "rounded"]
+
+
+def test_a_new_standard_or_check_brings_its_margin(monkeypatch):
+    """The page reads each margin from the registries (``Standard.key_margin``, ``Check.key_margin``): an entry
+    added to one has its margin on the page without a line of the page changing."""
+    from prmg_cli import checks, standards
+    from prmg_cli.standards import Standard, over
+
+    toy = Standard("toy", {"*": {}}, None, "toy_err", str, "toy_err", "a toy", lambda m: over(m, "toy_err", 4.0))
+    monkeypatch.setitem(standards.STANDARDS, "toy", toy)
+    probe = checks.Check("probe", "a toy check", None, "probe_ratio", str, lambda m: over(m, "probe_ratio"))
+    monkeypatch.setitem(checks.CHECKS, "probe", probe)
+    assert html_report.key_margin({"toy_err": 2.0}) == 0.5
+    assert html_report.key_margin({"probe_ratio": 3.0}) == 3.0
+    assert html_report.key_margin({"toy_err": None}) == float("inf")
 
 
 def test_bytes_moved_matches_the_benchmark():

@@ -62,7 +62,7 @@ def fast_path(request, monkeypatch):
     else:
         monkeypatch.setattr(onepass, "_native_scans", lambda *args: None)
         monkeypatch.setattr(reference, "JUDGE_BLOCK_ELEMENTS", 96)        # many blocks, tails, both threads
-        monkeypatch.setattr(onepass, "_MIN_BLOCKS_PER_WORKER", 1)
+        monkeypatch.setattr(native, "MIN_BLOCKS_PER_THREAD", 1)
     return request.param
 
 

@@ -41,6 +41,7 @@ def determinism(context: CheckContext) -> CheckResult:
 
 CHECK = Check("determinism", "repeated launches give bit-identical outputs (not an oracle: says nothing of "
               "correctness)", determinism, "determinism_mismatches",
-              lambda m: f"repeat mismatches {m['determinism_mismatches']}", oracle=False, applies=lambda context: "",
+              lambda m: f"repeat mismatches {m['determinism_mismatches']}", lambda m: None, oracle=False,
+              applies=lambda context: "", first=True,
               options={"repeat": CheckOption(2, 2, MAX_REPEAT, "K", f"Launches of the determinism check, 2 to "
                                                                    f"{MAX_REPEAT}.")})

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..checks import OPTIONS as CHECK_OPTIONS
+from ..execute import MAX_TIMEOUTS
 from ..options import Option, request_type
 from ..standards import STANDARDS
 from .common import (EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS, VERBOSE,
@@ -26,8 +27,8 @@ OPTIONS = (
     Option("list_only", ("--list",), False, "Print the cases that would run, run nothing.", kind=bool),
     Option("timeout", ("--timeout",), 300.0, "Per case, a finite number >= 0; a case past it is an error and its "
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
-    Option("max_timeouts", ("--max-timeouts",), 3, "After K timeouts in a row a device is considered wedged; its "
-           "remaining cases are reported not_run.", "K", int),
+    Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "
+           "wedged; its remaining cases are reported not_run.", "K", int),
     Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
            Path),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
@@ -41,7 +42,8 @@ OPTIONS = (
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "
            "adjoint, roundtrip, sample, determinism.", "LIST", plugin=True),
     Option("no_golden", ("--no-golden",), False, "Judge cases by their checks alone (for shapes too large for a "
-           "host golden); needs --check with an oracle (adjoint, roundtrip or sample).", kind=bool, plugin=True),
+           "host golden); every pass case then needs a check of correctness (adjoint, roundtrip or sample), from "
+           "--check or its own checks:.", kind=bool, plugin=True),
     *(Option(name, (f"--{name.replace('_', '-')}",), option.default, option.help, option.metavar, int, plugin=True)
       for name, (check, option) in CHECK_OPTIONS.items()),
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "

@@ -56,7 +56,7 @@ import numpy as np
 
 from ..dtypes import Format
 from ..results import plural
-from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin
+from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over
 
 
 def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: Format,
@@ -189,4 +189,5 @@ STANDARD = Standard(
     name="default", defaults={"*": {"budget_scale": 1.0}}, judge=judge, key_metric="max_err_ratio",
     describe=describe, drift_metric="beyond_rounding",
     help="per-element error budget derived from float32 rounding; never fails a kernel that computes in fp32 "
-         "and rounds once (budget_scale multiplies every budget)")
+         "and rounds once (budget_scale multiplies every budget)",
+    key_margin=lambda m: over(m, "max_err_ratio"))
