@@ -41,6 +41,7 @@ from .case import Case
 from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
 from .ops import DEFAULT_OP, OPERATORS
+from .results import plural
 from .status import describe, is_refusal
 from .toolkit import Toolkit, refuse_stub
 from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
@@ -353,11 +354,11 @@ def _describe_ranges(prefix: str, offsets: np.ndarray) -> list[str]:
         first, last = int(run[0]), int(run[-1])
         line = f"{prefix} at byte {first:+d}"
         if last != first:
-            line += f" ({last - first + 1} bytes, through {last:+d})"
+            line += f" ({plural(last - first + 1, 'byte')}, through {last:+d})"
         lines.append(line)
     if len(runs) > MAX_RANGES_LISTED:
         lines.append(f"{prefix} in {len(runs) - MAX_RANGES_LISTED} more ranges "
-                     f"({sum(run.size for run in runs)} bytes in all)")
+                     f"({plural(sum(run.size for run in runs), 'byte')} in all)")
     return lines
 
 
@@ -367,7 +368,7 @@ def _first_change(name: str, before: np.ndarray, after: np.ndarray, shape: tuple
     if changed.size == 0:
         return []
     index = tuple(int(i) for i in np.unravel_index(int(changed[0]), shape)) if shape else ()
-    return [f"{name} changed at {index}, first of {changed.size} elements"]
+    return [f"{name} changed at {index}, first of {plural(changed.size, 'element')}"]
 
 
 @dataclass(frozen=True)
@@ -439,7 +440,7 @@ def _shaped(values: np.ndarray, dtype_name: str, shape: tuple[int, ...], case: C
     """``values`` as a contiguous array of dtype ``dtype_name`` and shape ``shape``."""
     array = np.ascontiguousarray(values, dtype=dtypes.to_numpy(dtype_name))
     if array.size != int(np.prod(shape, dtype=np.int64)):
-        raise PrmgError(f"{tensor} has {array.size} values but shape {list(shape)} needs "
+        raise PrmgError(f"{tensor} has {plural(array.size, 'value')} but shape {list(shape)} needs "
                         f"{int(np.prod(shape, dtype=np.int64))}", file=case.source, case=case.name, field="inputs")
     return array.reshape(shape)
 

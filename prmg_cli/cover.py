@@ -36,7 +36,7 @@ from .coverage import classes_of, dtype_bits, facts
 from .errors import PrmgError
 from .ops import OPERATORS
 from .ops.grad import SUPPORTED_FORMATS
-from .ops.regimes import COUNTER_BITS, emulator_layout, regimes
+from .ops.regimes import COUNTER_BITS, core_rows, regimes
 from .vocab import BROADCASTS, MODE_NAMES
 
 # (D, start, end): slice placements for the D and slice classes
@@ -87,13 +87,12 @@ def _mix(op: str) -> list[dict]:
 
 def _counts(op: str) -> list[dict]:
     """One axis at a count class's value, the others 1 (module docstring)."""
-    cores, _ = emulator_layout()
     values = [1, 3] + [2 ** bits + delta for bits in COUNTER_BITS for delta in (-1, 0, 1)]
-    core_rows = [rounds * cores + delta for rounds in (1, 2) for delta in (-1, 0, 1)]
+    rows = list(core_rows())
     pairs = OPERATORS[op].dtype_pairs
     found = []
     for axis in range(3):
-        for number, value in enumerate(values + (core_rows if axis == 1 else [])):
+        for number, value in enumerate(values + (rows if axis == 1 else [])):
             for variant in range(2):
                 shape = [1, 1, 1]
                 shape[axis] = value

@@ -39,10 +39,10 @@ from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import standard_of
 from .keymetric import key_metric
-from .results import CaseResult
+from .results import CaseResult, plural
 from .vocab import DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
 
-WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
+WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 PR_SET_PDEATHSIG = 1
@@ -529,7 +529,8 @@ class Wedging:
         """A case on ``device`` timed out: at ``limit`` in a row the device is wedged."""
         count = self._in_a_row[device] = self._in_a_row.get(device, 0) + 1
         if count >= self.limit:
-            self.wedged[device] = f"{count} timeouts in a row: the device is considered wedged (--max-timeouts)"
+            self.wedged[device] = (f"{plural(count, 'timeout')} in a row: the device is considered wedged "
+                                   f"(--max-timeouts)")
 
 
 def death_message(exitcode: int | None) -> str:

@@ -20,6 +20,7 @@ from . import dtypes, npyfile
 from .checks import CHECKS, check_names
 from .standards import STANDARDS, check_standard, standard_of
 from .errors import PrmgError, suggest
+from .results import plural
 from .ops import OPERATORS
 from .status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
 from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
@@ -450,7 +451,8 @@ def parse_strides(value, shape: tuple[int, ...], where: Where) -> tuple[int, ...
     if not (isinstance(value, list) and all(is_int(v) and 0 <= v <= INT64_MAX for v in value)):
         raise where.error("dy_strides", f"expected a list of non-negative int64 integers, got {show(value)}")
     if len(value) != len(shape):
-        raise where.error("dy_strides", f"expected {len(shape)} strides (one per axis of shape), got {len(value)}")
+        raise where.error("dy_strides", f"expected {plural(len(shape), 'stride')} (one per axis of shape), "
+                                        f"got {len(value)}")
     return tuple(value)
 
 
@@ -496,7 +498,7 @@ def parse_input(value, tensor: str, shape: tuple[int, ...], dtype: str, where: W
     if input_kind in ("values", "bits"):
         flat = flatten_numbers(args, path, where, size, integers=input_kind == "bits")
         if len(flat) != size:
-            raise where.error(path, f"{len(flat)} values for a tensor of {size} elements")
+            raise where.error(path, f"{plural(len(flat), 'value')} for a tensor of {plural(size, 'element')}")
         if input_kind == "bits":
             width = dtypes.bit_width(dtype)
             wide = next((number for number in flat if not 0 <= number < 2**width), None)
@@ -526,7 +528,7 @@ def flatten_numbers(value, path: str, where: Where, size: int, integers: bool = 
                 raise where.error(path, f"expected {'integers' if integers else 'numbers'}, got {kind(item)} "
                                         f"at position {len(flat)}")
             if len(flat) == size:
-                raise where.error(path, f"more than {size} values for a tensor of {size} elements")
+                raise where.error(path, f"more than {plural(size, 'value')} for a tensor of {plural(size, 'element')}")
             flat.append(number)
         else:
             pending.pop()

@@ -27,7 +27,7 @@ def drift_metrics() -> tuple[str, ...]:
 
 def key_metric(metrics: dict) -> str:
     """A short text of the key number(s) of ``metrics`` and their limits for a table column, e.g.
-    ``0.50 ulp, beyond rounding 0%``, led by ``outside changed N`` when elements outside the slice changed."""
+    ``0.50/0.50 ulp, beyond rounding 0%``, led by ``outside changed N`` when elements outside the slice changed."""
     text = next((shown(metrics) for key, shown, _ in _marks() if key in metrics), "")
     if metrics.get("outside_changed"):
         text = f"outside changed {metrics['outside_changed']}" + (f", {text}" if text else "")

@@ -56,10 +56,10 @@ class JudgeArgs(ctypes.Structure):
 
 
 class JudgeOut(ctypes.Structure):
-    _fields_ = [("max_ratio", c_double), ("max_error", c_double), ("max_ulps", c_double), ("max_beyond", c_double),
-                ("golden_seconds", c_double),
+    _fields_ = [("max_ratio", c_double), ("max_error", c_double), ("max_ulps", c_double), ("bound_ulps", c_double),
+                ("max_beyond", c_double), ("golden_seconds", c_double),
                 ("failed", c_int32), ("input_fails", c_int32), ("overflow", c_int32), ("pad", c_int32),
-                ("specials", c_int64), ("input_specials", c_int64),
+                ("specials", c_int64), ("input_specials", c_int64), ("ulps_at", c_int64),
                 ("special_index", c_void_p), ("input_special_index", c_void_p),
                 ("special_value", c_void_p), ("input_special_value", c_void_p)]
 

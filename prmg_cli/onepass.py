@@ -64,6 +64,8 @@ class _SliceScan:
         self.max_ratio = 0.0
         self.max_error = 0.0
         self.max_ulps = 0.0
+        self.bound_ulps = 0.0                           # bound_ulp at the first element of max_ulps,
+        self.ulps_at = 0                                # its flat index in the slice
         self.max_beyond = 0.0
         self.specials: list[np.ndarray] = []            # flat slice indices of non-finite elements
         self.special_values: list[np.ndarray] = []      # the result there
@@ -124,9 +126,12 @@ class _SliceScan:
             self.special_values.append(actual.reshape(-1)[local])
         self.max_ratio = max(self.max_ratio, largest)
         self.max_error = max(self.max_error, float(error.max()))
-        in_ulps, beyond = rounding_margins(error, golden, budget, self.fmt, self._real(self._HALF, shape), work,
-                                           special)
-        self.max_ulps, self.max_beyond = max(self.max_ulps, in_ulps), max(self.max_beyond, beyond)
+        in_ulps, beyond, bound, at = rounding_margins(error, golden, budget, self.fmt,
+                                                      self._real(self._HALF, shape), work, special, with_place=True)
+        at += first_row * terms.length                  # a block is a run of whole rows, in any order
+        if in_ulps > self.max_ulps or (in_ulps == self.max_ulps > 0 and at < self.ulps_at):
+            self.max_ulps, self.bound_ulps, self.ulps_at = in_ulps, bound, at
+        self.max_beyond = max(self.max_beyond, beyond)
         if not self.shared.input_fails:
             self._input_block(x, golden, budget, work, flags, first_row)
         return True
@@ -175,7 +180,9 @@ class _NativeScan:
         out = self.__dict__["out"]
         found = {"failed": lambda: bool(out.failed), "overflow": lambda: bool(out.overflow),
                  "max_ratio": lambda: out.max_ratio, "max_error": lambda: out.max_error,
-                 "max_ulps": lambda: out.max_ulps, "max_beyond": lambda: out.max_beyond,
+                 "max_ulps": lambda: out.max_ulps, "bound_ulps": lambda: out.bound_ulps,
+                 "ulps_at": lambda: out.ulps_at,
+                 "max_beyond": lambda: out.max_beyond,
                  "golden_seconds": lambda: out.golden_seconds,
                  "specials": lambda: [self.arrays[0][:out.specials]],
                  "special_values": lambda: [self.arrays[2][:out.specials]],
@@ -253,9 +260,9 @@ def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dic
     The pass computes, block by block and split over ``native.HOST_THREADS`` threads, exactly what the whole-array
     checks compute: the bits outside the slice, the float64 golden and magnitude, the budget
     (``default_budget_into``), ``|actual - golden|`` and ``|input - golden|`` against it, with the non-finite
-    elements set apart for ``nonfinite``, and the errors in ulps (``rounding_margins``) -- so its metrics are
-    theirs, bit for bit. It stops at the first wrong block. ``timings["golden"]`` gets the pass's share spent
-    widening the input and forming the golden.
+    elements set apart for ``nonfinite``, and the errors and bounds in ulps (``rounding_margins``) -- so its
+    metrics are theirs, bit for bit. It stops at the first wrong block. ``timings["golden"]`` gets the pass's
+    share spent widening the input and forming the golden.
     """
     op = OPERATORS[case.op]
     terms_of = op.slice_terms
@@ -297,9 +304,16 @@ def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dic
                                                              "input_values")
     metrics = {"max_err_ratio": max(scan.max_ratio for scan in scans), "bad": 0,
                "max_abs_err": max(scan.max_error for scan in scans),
-               "max_err_ulp": max(scan.max_ulps for scan in scans),
+               "max_err_ulp": max(scan.max_ulps for scan in scans), "bound_ulp": _first_bound(scans),
                "beyond_rounding": max(scan.max_beyond for scan in scans)}
     return _Passed(metrics, vacuous)
+
+
+def _first_bound(scans) -> float:
+    """``bound_ulp`` of the whole slice: that of the first element (smallest slice index) of the largest error in
+    ulps among the scans' (0 when that is 0), as ``rounding_margins`` gives it on the whole slice."""
+    largest = max(scan.max_ulps for scan in scans)
+    return min((scan.ulps_at, scan.bound_ulps) for scan in scans if scan.max_ulps == largest)[1] if largest > 0 else 0.0
 
 
 def _specials_right(op, inputs, case: Case, scans, indices: str, values: str) -> bool:

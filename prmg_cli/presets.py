@@ -44,7 +44,7 @@ def slice_placements(D: int) -> dict[str, tuple[int, int]]:
     }
 
 
-# The worked example of operator.md: interleave, slice [2, 6), D = 8; dx row = 1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8.
+# The worked example: interleave, slice [2, 6), D = 8; dx row = 1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8.
 WORKED_EXAMPLE = dict(shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 4), partial_slice=(2, 6), dtype="float32",
                       inputs={"dy": {"values": [1, 2, 3, 4, 5, 6, 7, 8]},
                               "cos": {"values": [0.5, 0.6, 0.7, 0.8]},
@@ -365,7 +365,8 @@ def _negative() -> dict:
              partial_slice=(7, 7), expect=tiling),
         case("empty_slice_cos_3d", ("check-order",), cos_shape=(1, 1, 2), partial_slice=(7, 7), expect=tiling),
     ]
-    return document(cases, header=header("negative", "each documented constraint of operator.md broken once, "
+    return document(cases, header=header("negative", "each constraint of the operator's documentation (upstream's "
+                                                     "aclnnInplacePartialRotaryMulGrad.md) broken once, "
                                                      "with the status the operator returns, and the order "
                                                      "of its checks"))
 
@@ -503,12 +504,14 @@ def _future_modes() -> dict:
 
 
 def _worked_example() -> dict:
-    """The document of operator.md's worked example (``cases/worked_example.yaml``)."""
+    """The document of the worked example (``cases/worked_example.yaml``)."""
     case = case_from_options(name="worked_example", tags=("example",), **WORKED_EXAMPLE)
-    comment = ("operator.md's worked example: interleave, slice [2, 6), D = 8;\n"
+    comment = ("the worked example: interleave, slice [2, 6), D = 8;\n"
                "expected dx row: 1, 2, 2.3, 2.1, 5.9, 3.3, 7, 8")
-    return document([case], header=["The worked example of shared/docs/operator.md.",
-                                    "Do not edit by hand: regenerate with prmg_cli.gencase (tests check it)."],
+    return document([case], header=["The worked example of upstream's interleave formula: dy 1..8, cos 0.5..0.8, "
+                                    "sin 0.1..0.4, slice [2, 6).",
+                                    "Do not edit by hand: regenerate with python -m prmg_cli.presets "
+                                    "(tests check it)."],
                     comments={case["name"]: comment})
 
 
@@ -576,7 +579,8 @@ def shipped_documents() -> dict[str, dict]:
 
 
 def write_shipped(cases_dir: str | Path) -> list[Path]:
-    """Write ``shipped_documents()`` below ``cases_dir``; returns the paths written."""
+    """Write ``shipped_documents()`` below ``cases_dir``; returns the paths written. ``python -m prmg_cli.presets
+    [DIR]`` does it for ``cases/`` (or DIR): how the shipped files are regenerated after a change here."""
     written = []
     for relative, doc in shipped_documents().items():
         path = Path(cases_dir) / relative
@@ -584,3 +588,10 @@ def write_shipped(cases_dir: str | Path) -> list[Path]:
         path.write_text(dump_yaml(doc), encoding="utf-8")
         written.append(path)
     return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    for written in write_shipped(sys.argv[1] if len(sys.argv) > 1 else "cases"):
+        print(f"wrote {written}")

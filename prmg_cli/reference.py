@@ -1,8 +1,9 @@
 """The goldens of InplacePartialRotaryMulGrad and of its forward InplacePartialRotaryMul, all four modes.
 
-Notation (``shared/docs/operator.md``): ``g = dy[..., start:end]`` of length ``L = end - start``,
-``c = cos``, ``s = sin`` (length ``L``, broadcast over B, S, N). Every mode pairs the slice's elements
-``(p, q)`` and writes the pair's two results to output positions ``(p', q')``::
+Notation (after the formulas of the operator's documentation in ops-transformer, named in ``ops/grad.py``):
+``g = dy[..., start:end]`` of length ``L = end - start``, ``c = cos``, ``s = sin`` (length ``L``, broadcast over
+B, S, N).
+Every mode pairs the slice's elements ``(p, q)`` and writes the pair's two results to output positions ``(p', q')``::
 
     dx[p'] = c[p]*g[p] + s[q]*g[q]
     dx[q'] = c[q]*g[q] - s[p]*g[p]

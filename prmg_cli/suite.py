@@ -62,8 +62,8 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
                 for text in (constraints.expectation_warning(case, modes), known_defect_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
-    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expect "
-               f"success, {errors} expect an error; {skipped} would be skipped on a target supporting "
+    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
+               f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
                f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
     return "\n".join(warnings + [summary])
 
@@ -409,7 +409,7 @@ class _Run:
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
         if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
                                                                                      self.request.output)):
-            write_stdout(outputs.labels.format_header(self.info) + "\n")
+            write_stdout(outputs.labels.format_header(self.info, judged=self.cases) + "\n")
         note = outputs.labels.modes_note(self.info)
         if note:
             sys.stderr.write(f"prmg: warning: {note[2:]}\n")

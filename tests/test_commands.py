@@ -141,7 +141,7 @@ def test_validate_counts_in_agreeing_words(tmp_path, capsys, monkeypatch, count,
     path = tmp_path / "c.yaml"
     path.write_text("".join(f"- {{name: c{i}, shape: [1, 1, 2, 16]}}\n" for i in range(count)))
     code, out, _ = run_in_process(capsys, monkeypatch, "validate", path)
-    assert code == 0 and out.startswith(f"{words} ({count} expect success, 0 expect an error;")
+    assert code == 0 and out.startswith(f"{words} ({count} expecting success, 0 expecting an error;")
 
 
 def test_the_readme_names_the_plugins_options_and_no_other():

@@ -331,21 +331,26 @@ def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
     golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     rounded = judge(case, inputs, Outcome(status=0, dy=golden)).metrics
     assert rounded["max_err_ratio"] > 0.99 and 0.49 < rounded["max_err_ulp"] <= 0.5 and rounded["beyond_rounding"] == 0
-    assert key_metric(rounded) == "0.50 ulp, beyond rounding 0%"
+    assert key_metric(rounded) == "0.50/0.50 ulp, beyond rounding 0%" and 0.5 < rounded["bound_ulp"] < 0.501
     truncated = run(lambda *a: faulty_kernel("truncate", *a), case, inputs)
     assert truncated.status == "failed" and truncated.metrics["beyond_rounding"] > 1
     assert 0.5 < truncated.metrics["max_err_ulp"] <= 1
     fp32 = make_case((2, 4, 2, 64), (0, 64), broadcast="1S1D")
     computed = run(correct_kernel, fp32, make_inputs(fp32, np.random.default_rng(8))).metrics
     assert computed["max_err_ulp"] > 0.5 and 0 < computed["beyond_rounding"] <= 1
+    assert computed["bound_ulp"] > computed["max_err_ulp"]          # float32's bound in ulps: many, not 0.5
 
 
 @pytest.mark.parametrize("metrics, shown", [
-    ({"max_err_ratio": 0.99996, "max_err_ulp": 0.49998, "beyond_rounding": 0.0}, "0.50 ulp, beyond rounding 0%"),
+    ({"max_err_ratio": 0.99996, "max_err_ulp": 0.49998, "bound_ulp": 0.50001, "beyond_rounding": 0.0},
+     "0.50/0.50 ulp, beyond rounding 0%"),
+    ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "bound_ulp": 97.2, "beyond_rounding": 0.4224},
+     "41/97 ulp, beyond rounding 42.2%"),
+    ({"max_err_ratio": 0.9, "max_err_ulp": 1.6e7, "bound_ulp": 1.61e7, "beyond_rounding": 0.9999991},
+     "1.6e+07/1.61e+07 ulp, beyond rounding 99.9999%"),
+    ({"max_err_ratio": None, "max_err_ulp": None, "bound_ulp": None, "beyond_rounding": None},
+     "inf/inf ulp, beyond rounding inf%"),
     ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "beyond_rounding": 0.4224}, "41 ulp, beyond rounding 42.2%"),
-    ({"max_err_ratio": 0.9, "max_err_ulp": 1.6e7, "beyond_rounding": 0.9999991},
-     "1.6e+07 ulp, beyond rounding 99.9999%"),
-    ({"max_err_ratio": None, "max_err_ulp": None, "beyond_rounding": None}, "inf ulp, beyond rounding inf%"),
     ({"max_err_ratio": 0.41}, "err/budget 0.41"),                  # recorded before the ulp metrics
 ])
 def test_default_key_metric_text(metrics, shown):

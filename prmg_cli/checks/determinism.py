@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import bits
+from ..results import plural
 from .base import Check, CheckContext, CheckOption, CheckResult
 
 MAX_REPEAT = 1000          # launches of one case: a bound, so that no --repeat spins for hours
@@ -32,7 +33,8 @@ def determinism(context: CheckContext) -> CheckResult:
     if mismatches:
         index = tuple(int(i) for i in np.unravel_index(worst_index, first.dy.shape))
         result.passed = False
-        result.message = (f"determinism: {launches} launches of the same inputs differ in {mismatches} elements "
+        result.message = (f"determinism: {launches} launches of the same inputs differ in "
+                          f"{plural(mismatches, 'element')} "
                           f"(first at {index})")
     return result
 

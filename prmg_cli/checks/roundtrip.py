@@ -12,6 +12,7 @@ import numpy as np
 
 from ..case import Case
 from ..inputs import Inputs, rope_angles
+from ..results import plural
 from ..standards import margin, over
 from .base import Check, CheckContext, CheckResult, as_operator, element_bound, forward_and_backward, launched, probe
 
@@ -65,7 +66,8 @@ def roundtrip(context: CheckContext) -> CheckResult:
         b, s, n, lane = (int(i) for i in np.unravel_index(worst, ratio.shape))
         result.passed = False
         result.message = (f"roundtrip: grad(forward(x)) is off x beyond float32 rounding at {bad.size} of "
-                          f"{ratio.size} elements (worst {value:.3g} x its bound, at (b, s, n, d)=({b}, {s}, {n}, "
+                          f"{plural(ratio.size, 'element')} (worst {value:.3g} x its bound, at (b, s, n, d)="
+                          f"({b}, {s}, {n}, "
                           f"{start + lane}))")
     return result
 

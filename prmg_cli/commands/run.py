@@ -47,8 +47,9 @@ OPTIONS = (
     *(Option(name, (f"--{name.replace('_', '-')}",), option.default, option.help, option.metavar, int, plugin=True)
       for name, (check, option) in CHECK_OPTIONS.items()),
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
-           "output, float64 golden, error map and meta.json (numpy alone reads them); a symlink inside DIR is "
-           "never followed.", "DIR", Path),
+           "output and meta.json, and its float64 golden and error map where it has a golden (not for golden: "
+           "false, an expected error or an empty slice); numpy alone reads them; a symlink inside DIR is never "
+           "followed.", "DIR", Path),
     Option("cluster", ("--cluster",), None, "Run on the NPUs of a Ray cluster, one worker per NPU: ADDRESS as "
            "ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to start one "
            "here with this host's devices. Needs pip install 'prmg[ray]'.", "ADDRESS"),
@@ -87,7 +88,7 @@ EPILOG = EXAMPLES + "\n" + _emulator_help()
 def main(request) -> int:
     """Run case files against the operator and judge every result.
 
-    The report's last line is the summary, e.g. `639 passed, 0 failed, 2 xfailed, 66 skipped`. Exit code 0
+    The report's last line is the summary, e.g. `663 passed, 0 failed, 2 xfailed, 66 skipped`. Exit code 0
     when nothing failed, 1 when a case failed, errored, xpassed or did not run, 2 for usage or case-file
     errors, 5 when no case is selected (or every case was skipped), 130/143 when interrupted or terminated
     (the partial report is printed and the results file keeps what finished).

@@ -1,4 +1,5 @@
-"""InplacePartialRotaryMulGrad: its entry points, constraints and golden (operator.md).
+"""InplacePartialRotaryMulGrad: its entry points, constraints and golden (ops-transformer's
+``posembedding/inplace_partial_rotary_mul_grad/docs/aclnnInplacePartialRotaryMulGrad.md``).
 
 Constraints, in the order the real stack checks them (the generated aclnn layer, nnopbase, then the 950
 tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``CheckAttr``, ``CheckShape``,

@@ -34,7 +34,7 @@ from .. import dtypes
 from ..coverage import run_line
 from ..errors import PrmgError
 from ..keymetric import key_margin
-from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible,
+from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, summary_counts, summary_line, visible,
                        visible_html as esc)        # esc: file-derived text for the page
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
@@ -78,9 +78,10 @@ def _h(text) -> str:
 
 
 def closeness(metrics: dict, margin: float) -> float:
-    """How close a passing case runs to its limit, for the page's "closest to their limit" list: under
-    ``default`` the share of its budget beyond the output's rounding that its error takes (``beyond_rounding``:
-    0 for a correctly rounded result, whose err/budget is near 1 all the same), else its key ``margin``."""
+    """How close a case runs to its limit (> 1 fails), as the page's margins histogram plots it and its "closest
+    to their limit" list ranks the passing cases: under ``default`` the share of its budget beyond the output's
+    rounding that its error takes (``beyond_rounding``: 0 for a correctly rounded result, whose err/budget is
+    near 1 all the same), else its key ``margin``."""
     beyond = metrics.get("beyond_rounding")
     return float(beyond) if isinstance(beyond, (int, float)) else margin
 
@@ -264,16 +265,16 @@ def _matrix(results: list[CaseResult], cell_of: dict[int, int]) -> str:
 def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
     parts = ['<section id="plots"><h2>How close to its limits the kernel runs</h2>']
     margins = [(key_margin(r.metrics), r) for r in results if r.metrics]
-    margins = [(value, r) for value, r in margins if value is not None]
+    margins = [(closeness(r.metrics, value), r) for value, r in margins if value is not None]
     if margins:
         image = plots.margin_histogram([(value, _group(r.status)) for value, r in margins])
         standards = sorted({visible(r.standard) for _, r in margins if r.standard})
-        parts.append(f'<figure><img class="plot" id="margins" alt="histogram of key margins" src="{image}">'
-                     f'<figcaption>key margin of {len(margins)} case{"s" * (len(margins) != 1)} '
-                     f'(standards: {_h(", ".join(standards) or "-")}); the kernel fails a case right of 1'
-                     f'</figcaption></figure>')
-        closest = sorted(((value, r) for value, r in margins if r.status == "passed"),
-                         key=lambda p: -closeness(p[1].metrics, p[0]))[:5]
+        parts.append(f'<figure><img class="plot" id="margins" alt="histogram of margins" src="{image}">'
+                     f'<figcaption>margin of {plural(len(margins), "case")} (standards: '
+                     f'{_h(", ".join(standards) or "-")}): under default the error beyond the output&rsquo;s '
+                     f'rounding over the budget beyond it (0 for a correctly rounded result: the first bin), '
+                     f'else error / limit; the kernel fails a case right of 1</figcaption></figure>')
+        closest = sorted(((value, r) for value, r in margins if r.status == "passed"), key=lambda p: -p[0])[:5]
         if closest:
             items = "".join(f'<li><code>{esc(r.name)}</code> {esc(r.key_metric or f"{value:.5g}")}</li>'
                             for value, r in closest)
@@ -290,7 +291,7 @@ def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
         note = "host emulator times: not the NPU's" if info.runner == "emulator" else ""
         image = plots.time_against_bytes(points, note)
         parts.append(f'<figure><img class="plot" id="timing" alt="kernel time against bytes moved" src="{image}">'
-                     f'<figcaption>kernel time of {len(points)} case{"s" * (len(points) != 1)} against bytes moved '
+                     f'<figcaption>kernel time of {plural(len(points), "case")} against bytes moved '
                      f'(2&middot;rows&middot;L&middot;itemsize(dy) + 2&middot;numel(cos)&middot;itemsize(cos)); '
                      f'dotted lines: equal bandwidth</figcaption></figure>')
     else:
@@ -391,8 +392,8 @@ def _cards(results: list[CaseResult], plots, max_heatmaps: int) -> tuple[str, in
         names = ", ".join(f'<a href="#case-{i}">{esc(results[i].name)}</a>' for i in members[:20])
         more = f" and {len(members) - 20} more" if len(members) > 20 else ""
         parts.append(f'<article class="card" data-status="not_run" style="border-left-color:'
-                     f'{_colours("not_run")[0]}"><h3>{_badge("not_run")} {len(members)} '
-                     f'case{"s" * (len(members) > 1)}</h3><p class="message">{esc(message)}</p>'
+                     f'{_colours("not_run")[0]}"><h3>{_badge("not_run")} '
+                     f'{plural(len(members), "case")}</h3><p class="message">{esc(message)}</p>'
                      f'<p class="note">{names}{more}</p></article>')
     return "\n".join(parts) + "</section>", len(drawn)
 
@@ -417,7 +418,7 @@ def _case_table(results: list[CaseResult], cell_of: dict[int, int]) -> str:
     head = "".join(f"<th>{_h(h)}</th>" for h in headings)
     return (f'<section id="cases"><h2>Every case ({len(results)})</h2><div class="filters">'
             f'<input id="search" type="search" placeholder="filter by name" aria-label="filter cases by name">'
-            f'<span id="shown">{len(results)} of {len(results)} cases shown</span>'
+            f'<span id="shown">{len(results)} of {plural(len(results), "case")} shown</span>'
             f'<button id="clear" hidden>show every case</button></div><div class="scroll">'
             f'<table class="cases"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'</div></section>')
@@ -542,7 +543,7 @@ _SCRIPT = """
       row.hidden = !show;
       if (show) { count += 1; }
     });
-    shown.textContent = count + ' of ' + rows.length + ' cases shown';
+    shown.textContent = count + ' of ' + rows.length + (rows.length === 1 ? ' case' : ' cases') + ' shown';
     clear.hidden = state.status === null && state.cell === null && !state.text;
     mark('[data-filter-status]', 'data-filter-status', state.status);
     mark('td[data-cell]', 'data-cell', state.cell);

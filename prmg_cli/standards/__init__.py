@@ -2,8 +2,8 @@
 each holding one ``base.Standard`` record; ``STANDARDS`` is the registry (adding a standard is one module and one
 line here). ``standard_of`` is the standard a case is judged by, ``check_standard`` checks a standard's name and a
 case's ``tolerance`` (once, where they are read: the case loader and ``--standard``); ``standard_parameters`` gives
-the parameters a case is judged with. The standards in use around Ascend are described in
-``shared/docs/precision.md``; ``default`` is derived from float32 rounding (its module says how).
+the parameters a case is judged with. The classic ones are the standards in use around Ascend (each module
+states its rule); ``default`` is derived from float32 rounding (its module says how).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..results import plural
 from .base import Judgement, SliceView, Standard, largest, margin, over
 
 def judge(view: SliceView) -> Judgement:
@@ -20,8 +21,8 @@ def judge(view: SliceView) -> Judgement:
         ratio = error / tolerance
     count = int(bad.sum())
     metrics = {"max_tol_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error)}
-    reason = (f"{count} of {bad.size} elements not within atol {p['atol']:g} + rtol {p['rtol']:g} * |expected| "
-              f"(max err/tol {metrics['max_tol_ratio']:.3g})")
+    reason = (f"{count} of {plural(bad.size, 'element')} not within atol {p['atol']:g} + rtol {p['rtol']:g} "
+              f"* |expected| (max err/tol {metrics['max_tol_ratio']:.3g})")
     return Judgement(count > 0, reason, metrics, bad, np.nan_to_num(ratio, nan=np.inf), expected,
                       tolerance, "tol")
 

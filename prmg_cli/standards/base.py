@@ -31,9 +31,9 @@ class Standard:
     """One precision standard: ``name``; ``defaults``, its parameters per dy dtype (``"*"``: every dtype; the
     parameters a case may set in ``tolerance`` are their keys); ``judge(SliceView) -> Judgement``;
     ``key_metric``, the metric that marks a verdict of it, and ``describe(metrics)``, that metric's text in a
-    table (e.g. ``0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare`` reports as a
-    precision drift; ``help``, its rule in one line; ``key_margin(metrics)``, how close the verdict came to
-    failing: error / limit (> 1 fails), None when it has no such ratio (the HTML report's margins)."""
+    table (e.g. ``0.50/0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare``
+    reports as a precision drift; ``help``, its rule in one line; ``key_margin(metrics)``, how close the verdict
+    came to failing: error / limit (> 1 fails), None when it has no such ratio (the HTML report's margins)."""
 
     name: str
     defaults: dict

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..results import plural
 from .base import Judgement, SliceView, Standard, largest, margin, number, over
 
 
@@ -36,7 +37,8 @@ def judge(view: SliceView) -> Judgement:
     share = float(wrong.mean()) if wrong.size else 0.0
     max_relative = largest(relative)
     over_cap = p["cap"] > 0 and max_relative > p["cap"]
-    reason = f"{int(wrong.sum())} of {wrong.size} elements ({share:.3g}) have relative error over {p['rel']:g}"
+    reason = (f"{int(wrong.sum())} of {plural(wrong.size, 'element')} ({share:.3g}) have relative error "
+              f"over {p['rel']:g}")
     if share <= p["share"]:
         reason = f"max relative error {max_relative:.3g} over the cap {p['cap']:g}"
     metrics = {"rel_err_share": share, "share_limit": p["share"], "max_rel_err": max_relative, "cap": p["cap"]}
