@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, prmg
 from prmg_cli.cases import Case, load_cases
-from prmg_cli.execute import memory_need, shard
+from prmg_cli.execute import Wedging, memory_need, shard
 
 MANY = """
 defaults: {dtype: float16, cos_shape: [1, 1, 1, 16], partial_slice: [8, 24]}
@@ -319,3 +319,16 @@ def test_a_record_names_its_inputs_generator_and_one_naming_none_reads_as_pcg64(
     assert parse_document([older.recorded_definition()], "t", Path("."))[0].generator == "pcg64"
     since_philox = CaseResult("v", "passed", definition=case_to_dict(case), generator="philox")
     assert since_philox.recorded_definition()["generator"] == "philox"
+
+
+def test_a_device_is_wedged_after_max_timeouts_in_a_row_only():
+    """The one wedge policy of the local and the cluster executors (``execute.Wedging``)."""
+    wedged = {}
+    policy = Wedging(2, wedged)
+    policy.timed_out(0)
+    policy.ended(0)                                   # a result in between: the count starts again
+    policy.timed_out(0)
+    policy.timed_out(("node", 1))
+    assert wedged == {}
+    policy.timed_out(0)
+    assert wedged == {0: "2 timeouts in a row: the device is considered wedged (--max-timeouts)"}
