@@ -111,7 +111,7 @@ _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
 __all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate",
-           "known_defect_warning", "unjudged", "select", "case_to_dict",
+           "known_defect_warning", "unjudged", "select", "case_to_dict", "case_record",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -286,18 +286,25 @@ def case_to_dict(case: Case) -> dict:
     return out
 
 
+def case_record(case: Case) -> dict:
+    """``case_to_dict(case)`` with its ``generator`` always written: the ``definition`` a result records (and
+    its fingerprint hashes), so a record names the generator of its inputs whatever the default is (a record
+    naming none is older than ``philox``: ``results.CaseResult.recorded_definition``)."""
+    return {**case_to_dict(case), "generator": case.generator}
+
+
 def fingerprint(case: Case) -> str:
     """A hash of what ``case`` is, to tell whether a recorded result still belongs to it.
 
     The sha256 (64 hex digits) of the canonical JSON (sorted keys, no spaces, ASCII) of
-    ``case_to_dict(case)`` with its ``generator`` always written (a record of inputs drawn by another
-    generator, or before the key existed, never matches) and every ``file:`` input's path replaced by
+    ``case_record(case)`` (its ``generator`` always written: a record of inputs drawn by another
+    generator, or before the key existed, never matches) with every ``file:`` input's path replaced by
     the sha256 of that file's bytes. So it changes with any key of the case (name, shapes, dtypes, seed,
     generator, inputs, expect, standard, tolerance, tags ...) and with the contents of its .npy files, and
     it is the same on every run and machine and wherever the case file lies (neither ``source`` nor any
     path is hashed). PrmgError naming the case and field when a ``file:`` input can no longer be read.
     """
-    definition = {**case_to_dict(case), "generator": case.generator}
+    definition = case_record(case)
     for tensor in TENSORS:
         spec = case.input_spec(tensor)
         if spec.kind == "file":

@@ -11,9 +11,9 @@ A class (``ops/regimes.py``) is covered by a case that really exercises it, deci
   RoPE table varies along S only), explicit values or a file that differ there;
 - the value kinds (ordinary and special) are read from the inputs themselves: the explicit
   ``values``/``bits``/``file`` data, the RoPE table, or the first ``SAMPLE`` elements of a drawn tensor, made
-  by the run's own draw through the case's generator (``inputs.drawn_prefix``), each rounded once to the
-  tensor's dtype (``dtype_bits``) and read as its bits (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``).
-  dy's elements are inside or outside the slice by their lane.
+  by the run's own draw through the case's generator (``inputs.drawn_prefix``, float64), each rounded once to
+  the tensor's dtype as the inputs round it (``dtype_bits``) and read as its bits (sign, exponent, fraction:
+  ``dtypes.FLOAT_FORMATS``). dy's elements are inside or outside the slice by their lane.
 
 A suite's coverage counts every case of it (a case its target would skip counts: the suite holds it); a
 run's (``run_line``, in the table and HTML reports) counts only the cases that ran.
@@ -53,25 +53,15 @@ RUN_LINE_LIMIT = 50_000                          # ran cases past which a report
 
 
 def dtype_bits(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float64 ``values`` rounded once to nearest even in ``dtype`` (float32, float16, bfloat16), as the run's
-    cast rounds them, as their bit patterns (uint64). NaN keeps its sign and its leading payload bits. bfloat16
-    is float32's top half: the values go to float32 rounded to odd (truncated, the last bit set when inexact,
-    so that the second rounding cannot land on a tie the first one made), then to the top half rounded to
-    nearest even (a NaN is quieted there, as ml_dtypes does)."""
+    """float64 ``values`` rounded once to nearest even in ``dtype`` (float32, float16, bfloat16) as their bit
+    patterns (uint64), exactly as the inputs round them (``dtypes.round_into``): float32 and float16 by numpy's
+    cast, which keeps a NaN's sign and leading payload bits; bfloat16 by ``dtypes.bfloat16_bits``, which gives
+    the quiet NaN with its sign (and needs no ml_dtypes)."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if dtype == "bfloat16":
+        return dtypes.bfloat16_bits(values).astype(np.uint64)
     with np.errstate(over="ignore", invalid="ignore"):
-        if dtype == "float16":
-            return values.astype(np.float16).view(np.uint16).astype(np.uint64)
-        rounded = values.astype(np.float32)
-        single = rounded.view(np.uint32).astype(np.uint64)
-        if dtype != "bfloat16":
-            return single
-        wide = rounded.astype(np.float64)
-        inexact = (wide != values) & ~np.isnan(values)
-    nan = (single & 0x7FFFFFFF) > 0x7F800000
-    odd = (single - (inexact & (np.abs(wide) > np.abs(values)))) | inexact
-    nearest = (odd + 0x7FFF + ((odd >> 16) & 1)) >> 16
-    return np.where(nan, (single >> 16) | 0x40, nearest)
+        return values.astype(np.dtype(dtype)).view(f"u{np.dtype(dtype).itemsize}").astype(np.uint64)
 
 
 @lru_cache(maxsize=None)
@@ -243,10 +233,12 @@ def _tests(op: str, phase: bool) -> tuple[tuple[int, Callable], ...]:
     return tuple((index, regime.test) for index, regime in enumerate(regimes(op)) if (regime.axis == PHASE) == phase)
 
 
-def classes_of(case_facts: Facts) -> list[int]:
+@lru_cache(maxsize=1 << 12)
+def classes_of(case_facts: Facts) -> tuple[int, ...]:
     """The indices into ``regimes(op)`` of the classes ``case_facts`` falls in (only the phase classes for a
-    case expecting an error, only the others for one expecting success)."""
-    return [index for index, test in _tests(case_facts.op, case_facts.expects_error) if test(case_facts)]
+    case expecting an error, only the others for one expecting success); remembered, as the cases of a suite
+    share a few facts (300 small cases of a run: 3)."""
+    return tuple(index for index, test in _tests(case_facts.op, case_facts.expects_error) if test(case_facts))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -332,7 +324,7 @@ def run_line(results: Sequence) -> str | None:
     for result in ran:
         source = result.source or "run"
         try:
-            cases += parse_document([result.definition], source, Path(source).parent)
+            cases += parse_document([result.recorded_definition()], source, Path(source).parent)
         except PrmgError:                              # a file: input gone since: the case is not counted
             continue
     return f"coverage: {summary(evaluate(cases))}" if cases else None

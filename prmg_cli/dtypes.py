@@ -1,7 +1,14 @@
-"""Dtype names <-> numpy dtypes (bfloat16 through ml_dtypes) <-> aclDataType codes.
+"""Dtype names <-> numpy dtypes (bfloat16 through ml_dtypes) <-> aclDataType codes, and rounding to them.
 
 The operator accepts float32, float16 and bfloat16 (``OPERATOR_DTYPES``). The other names exist only
 so that negative cases can build tensors of a dtype the operator must refuse.
+
+Every narrowing of float64 values to a tensor's dtype goes through ``round_into`` (or ``rounded``): one
+rounding to nearest, ties to even. numpy's casts do that for float32 and float16; for bfloat16 prmg rounds
+the float64 bits itself (``bfloat16_bits``) and never uses ml_dtypes' casts from float64, integers or
+Python floats, which before ml_dtypes 0.7 round through float32 (twice). ml_dtypes names the dtype and does
+bfloat16 arithmetic, widening and casts from float32 (``double_benchmark``'s same-precision computation), which
+agree bit for bit between its versions 0.6 and 0.7.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from functools import cache
 from typing import Callable
 
 import numpy as np
+
+from . import native
 
 
 @cache
@@ -150,6 +159,72 @@ def bits(array: np.ndarray) -> np.ndarray:
     """A view of ``array``'s raw bit patterns as unsigned integers of the same width (for bit-exact checks)."""
     array = np.ascontiguousarray(array)
     return array.view(np.dtype(f"u{array.dtype.itemsize}"))
+
+
+_BFLOAT16_MIN_NORMAL_BITS = 0x3810000000000000       # float64 bits of 2**-126, bfloat16's smallest normal
+_FLOAT64_INF_BITS = 0x7FF0000000000000
+_BFLOAT16_INF, _BFLOAT16_NAN = 0x7F80, 0x7FC0        # +Inf and the quiet NaN, the sign bit clear
+_REBIAS = (1023 - 127) << 7                          # float64 -> bfloat16 exponent bias, above 7 fraction bits
+
+
+def bfloat16_bits(values) -> np.ndarray:
+    """The bfloat16 bit patterns (uint16, ``values``' shape) of float64 ``values`` rounded once to nearest,
+    ties to even (float32 and float16 values are widened first, exactly). The rule, on the float64 bits
+    ``sign | magnitude``:
+
+    - ``|v| >= 2**-126`` (bfloat16 normal): drop the low 45 of the 52 fraction bits, adding ``2**44 - 1`` plus
+      the lowest kept bit first (round to nearest, ties to even; a carry moves into the exponent), and rebias
+      the exponent from 1023 to 127; ``|v| >= (2 - 2**-8) * 2**127`` and infinities give Inf;
+    - ``|v| < 2**-126`` (bfloat16 subnormal or zero, float64 subnormals too): ``|v| * 2**133`` (exact) rounded
+      to the nearest integer, ties to even (128 is the smallest normal, which the encoding gives as is);
+    - NaN: the quiet NaN ``0x7FC0`` with the sign kept (payloads are not kept, as ml_dtypes does);
+    - the sign bit is kept in every case (-0.0 gives 0x8000)."""
+    values = np.asarray(values, dtype=np.float64)
+    flat = np.ascontiguousarray(values).reshape(-1)
+    word = flat.view(np.uint64)
+    magnitude = word & np.uint64(0x7FFFFFFFFFFFFFFF)
+    rounded = magnitude + np.uint64((1 << 44) - 1)
+    rounded += (magnitude >> np.uint64(45)) & np.uint64(1)
+    rounded >>= np.uint64(45)
+    rounded -= np.uint64(_REBIAS)                    # wraps around for |v| < 2**-126: replaced below
+    np.minimum(rounded, np.uint64(_BFLOAT16_INF), out=rounded)
+    tiny = magnitude < np.uint64(_BFLOAT16_MIN_NORMAL_BITS)
+    if tiny.any():
+        rounded[tiny] = np.rint(np.abs(flat[tiny]) * 2.0 ** 133).astype(np.uint64)
+    nan = magnitude > np.uint64(_FLOAT64_INF_BITS)
+    if nan.any():
+        rounded[nan] = _BFLOAT16_NAN
+    rounded |= (word >> np.uint64(48)) & np.uint64(0x8000)
+    return rounded.astype(np.uint16).reshape(values.shape)
+
+
+def round_into(values, out: np.ndarray) -> np.ndarray:
+    """``out[...] = values`` rounded once to nearest, ties to even, in ``out``'s dtype (any shape and strides
+    that ``values`` broadcasts to): bfloat16 by ``bfloat16_bits`` (large arrays by the compiled helper's copy
+    of it, ``native.round_bfloat16``), reading ``values`` as float64 (integers beyond 2**53 round there first);
+    other dtypes by numpy's cast (float32 and float16: one correct rounding from float64; integer dtypes, for
+    negative cases: numpy's unsafe cast). Returns ``out``."""
+    if out.dtype.name != "bfloat16":                  # by name: a uint16 view needs no ml_dtypes
+        np.copyto(out, values, casting="unsafe")
+        return out
+    words = out.view(np.uint16)
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape == out.shape and values.size >= native.ROUNDING_MIN_ELEMENTS and native.available():
+        values = np.ascontiguousarray(values)
+        target = words if words.flags.c_contiguous else np.empty(words.shape, np.uint16)
+        if native.round_bfloat16(values, target):              # the same bits, in one compiled pass
+            if target is not words:
+                np.copyto(words, target)
+            return out
+    np.copyto(words, bfloat16_bits(values))
+    return out
+
+
+def rounded(values, dtype) -> np.ndarray:
+    """A new array of ``values`` (float64, any shape) rounded once to ``dtype`` (a numpy dtype; see
+    ``round_into``)."""
+    values = np.asarray(values)
+    return round_into(values, np.empty(values.shape, dtype))
 
 
 def storable(array: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 from . import constraints, dtypes
 from .case import Case
-from .cases import case_to_dict
+from .cases import case_record
 from .dtypes import lookup
 from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
@@ -74,7 +74,8 @@ def expect_label(case: Case) -> str:
 
 def case_result(case: Case, status: str, **fields) -> CaseResult:
     """A CaseResult for ``case`` carrying everything that reproduces it: op, dtypes, shapes, slice, mode,
-    seed and generator, expectation, and the case-file mapping (``definition``)."""
+    seed and generator, expectation, and the case-file mapping with its generator (``definition``,
+    ``cases.case_record``)."""
     return CaseResult(
         name=case.name, status=status, source=case.source, op=case.op, dtype=case.dtype,
         cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
@@ -82,7 +83,7 @@ def case_result(case: Case, status: str, **fields) -> CaseResult:
         partial_slice=list(case.partial_slice), seed=case.seed, generator=case.generator,
         expect=expect_label(case), known_defect=case.known_defect.describe() if case.known_defect else "",
         checks=list(case.checks), golden=case.golden, tags=list(case.tags),
-        definition=case_to_dict(case), **fields)
+        definition=case_record(case), **fields)
 
 
 def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:

@@ -44,7 +44,6 @@ TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
 STREAM_CHUNK = 1 << 16              # elements per Philox stream: part of the inputs' definition, never tuned
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
 THREADED_DRAWS = 1 << 20            # tensors from this size are split over native.HOST_THREADS threads
-NATIVE_ROUNDING = 1 << 12           # tensors from this size are rounded by the compiled helper
 _ARGUMENTS = np.random.Generator(np.random.Philox(0))     # numpy's argument checks of uniform / normal (size 0)
 RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
 _RECYCLED: dict = {}
@@ -153,7 +152,7 @@ def _make_tensor(case: Case, tensor: str, shape: tuple[int, ...], dtype: np.dtyp
         if not base > 0:
             raise fail(f"the base must be > 0, got {base}")
         angles = rope_angles(shape, case.rotary_mode, base, offset)
-        return _round(np.cos(angles) if tensor == "cos" else np.sin(angles), dtype)
+        return dtypes.rounded(np.cos(angles) if tensor == "cos" else np.sin(angles), dtype)
     raise fail(f"unknown input kind '{spec.kind}' (expected uniform, normal, values, file or rope)")
 
 
@@ -170,11 +169,6 @@ def _numbers(args: tuple, count: int, fail) -> tuple[float, ...]:
     return numbers
 
 
-def _round(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float64 ``values`` rounded once to ``dtype`` (non-float dtypes: cast, for negative cases)."""
-    return values.astype(dtype, casting="unsafe")
-
-
 def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float, float], shape: tuple[int, ...],
           dtype: np.dtype, chunk_elements: int) -> np.ndarray:
     """Draws of ``kind`` (uniform(lo, hi) or normal(mean, std)) from ``generator``'s stream of ``tensor``, in
@@ -187,12 +181,13 @@ def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float
     return out
 
 
-def drawn_prefix(case, tensor: str, count: int) -> np.ndarray:
+def drawn_prefix(case: Case, tensor: str, count: int) -> np.ndarray:
     """The float64 draws ``offset + scale * U`` (or ``Z``) of the first ``count`` elements (C order) of ``tensor`` of
     ``case``, a ``uniform`` or ``normal`` draw, before their one rounding: the same ``_draw`` of the case's
     generator as ``make_inputs`` (drawing fewer elements changes none of the first ones: a ``philox`` element
-    depends on its position only, ``pcg64``'s stream is read in order). Cast to the tensor's dtype they are its
-    first elements (``prmg coverage`` reads them so, with no bfloat16 array and its import)."""
+    depends on its position only, ``pcg64``'s stream is read in order). Rounded to the tensor's dtype
+    (``dtypes.rounded``) they are its first elements (``prmg coverage`` reads them so, with no bfloat16 array
+    and no ml_dtypes import)."""
     spec = case.input_spec(tensor)
     return _draw(case.generator, case.seed, tensor, spec.kind, tuple(float(a) for a in spec.args), (int(count),),
                  np.dtype(np.float64), CHUNK_ELEMENTS)
@@ -243,7 +238,7 @@ def _philox_uniform(key: tuple[int, int], begin: int, target: np.ndarray, scale:
         return
     draws = buffer[:target.size]
     if native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, "float64", draws):
-        np.copyto(target, draws, casting="unsafe")
+        dtypes.round_into(draws, target)
         return
     np.multiply(_philox_words(key, begin, target.size), 2.0 ** -32, out=draws)
     _round_into(draws, scale, offset, target)
@@ -301,13 +296,13 @@ def _fill(generator: np.random.Generator, method: str, flat: np.ndarray, scale: 
 
 def _round_into(draws: np.ndarray, scale: float, offset: float, target: np.ndarray) -> None:
     """``target[:] = offset + scale * draws``, each operation rounded on its own, the sum rounded once to
-    target's dtype: the compiled helper for large float32, bfloat16 or float64 targets, numpy otherwise (``draws`` is
-    overwritten)."""
-    name = dtypes.from_numpy(target.dtype).name if target.size >= NATIVE_ROUNDING else ""
+    target's dtype (``dtypes.round_into``): the compiled helper for large float32, bfloat16 or float64 targets, numpy
+    otherwise (``draws`` is overwritten)."""
+    name = dtypes.from_numpy(target.dtype).name if target.size >= native.ROUNDING_MIN_ELEMENTS else ""
     if not (name and native.affine_round(draws, scale, offset, name, target)):
         np.multiply(draws, scale, out=draws)
         np.add(draws, offset, out=draws)
-        np.copyto(target, draws, casting="unsafe")
+        dtypes.round_into(draws, target)
 
 
 _DRAWS = {"philox": _draw_philox, "pcg64": _draw_pcg64}
@@ -323,7 +318,7 @@ def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> 
         values = np.array(args, dtype=np.float64)
     except (TypeError, ValueError):
         raise fail("the values must all be numbers") from None
-    return _round(values.reshape(shape), dtype)
+    return dtypes.rounded(values.reshape(shape), dtype)
 
 
 def _from_bits(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> np.ndarray:
@@ -362,7 +357,7 @@ def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail, folder:
     array = array.reshape(shape)
     if dtype == dtypes.to_numpy("bfloat16") and array.dtype == np.uint16:
         return array.view(dtype).copy()
-    return array.astype(dtype, casting="unsafe")
+    return dtypes.rounded(array, dtype)
 
 
 def rope_angles(shape: tuple[int, ...], rotary_mode: int, base: float,

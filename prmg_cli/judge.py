@@ -39,7 +39,7 @@ import numpy as np
 
 from . import diagnosis, nonfinite, onepass
 from .case import Case, Expect
-from .dtypes import FLOAT_FORMATS, bits, from_numpy
+from .dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
 from .ops import OPERATORS
 from .onepass import ONE_PASS
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
@@ -395,8 +395,8 @@ def _non_finite_right(view: SliceView, standard: str, actual: np.ndarray, golden
     with np.errstate(over="ignore", invalid="ignore"):
         if standard == ONE_PASS:
             return nonfinite.allowed(actual, _possible_results(view))
-        rounded = golden.astype(view.x.dtype).astype(np.float64)
-        return (np.isnan(actual) & np.isnan(rounded)) | (np.isinf(rounded) & (actual == rounded))
+        narrowed = rounded(golden, view.x.dtype).astype(np.float64)
+        return (np.isnan(actual) & np.isnan(narrowed)) | (np.isinf(narrowed) & (actual == narrowed))
 
 
 def _possible_results(view: SliceView) -> np.ndarray:

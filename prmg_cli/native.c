@@ -300,9 +300,10 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     return 0;
 }
 
-/* bfloat16 bits of a float64 v, rounded to nearest even, for normal results, zero, infinities and overflow:
- * keep 8 significant bits of |v| (ties to even; a carry moves into the exponent), then narrow to float32 (exact,
- * or +inf past float32's range) and take its upper half. Wrong only for 0 < |v| < 2^-126 and NaN (see below). */
+/* bfloat16 bits of a float64 v, rounded to nearest even (dtypes.bfloat16_bits), for zero, normal results,
+ * infinities and overflow: keep 8 significant bits of |v| (ties to even; a carry moves into the exponent), then
+ * narrow to float32 (exact, or +inf past float32's range) and take its upper half. Wrong only for NaN and
+ * 0 < |v| < 2^-126, which bfloat16_unusual tells and bfloat16_of_unusual rounds. */
 static inline uint16_t bfloat16_of(double value)
 {
     uint64_t bits;
@@ -318,10 +319,49 @@ static inline uint16_t bfloat16_of(double value)
     return (uint16_t)((sign << 15) | (word >> 16));
 }
 
+/* Whether bfloat16_of is wrong for v: NaN, or 0 < |v| < 2^-126 (a bfloat16 subnormal, or a zero by rounding). */
+static inline uint64_t bfloat16_unusual(double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    const uint64_t magnitude = bits & ~(UINT64_C(1) << 63);
+    return (magnitude - 1 < UINT64_C(0x3810000000000000) - 1) | (magnitude > UINT64_C(0x7FF0000000000000));
+}
+
+/* bfloat16 bits of an unusual v: the quiet NaN 0x7FC0 with v's sign, or |v| * 2^133 (exact) rounded to the
+ * nearest integer, ties to even (the default rounding mode), with v's sign: multiples of 2^-133. */
+static inline uint16_t bfloat16_of_unusual(double value)
+{
+    const uint16_t sign = signbit(value) ? 0x8000 : 0;
+    if (isnan(value))
+        return sign | 0x7FC0;
+    return sign | (uint16_t)nearbyint(fabs(value) * 0x1p133);
+}
+
+/* o[i] = the bfloat16 bits of v_i = (affine ? offset + scale * x[i] : x[i]), rounded once to nearest even: a
+ * vectorised pass of bfloat16_of, then, only when some v_i was unusual, a pass that rounds those again. */
+static inline void bfloat16_round(const double *x, int64_t count, int affine, double scale, double offset,
+                                  uint16_t *o)
+{
+    uint64_t unusual = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const double value = affine ? offset + scale * x[i] : x[i];
+        unusual |= bfloat16_unusual(value);
+        o[i] = bfloat16_of(value);
+    }
+    if (!unusual)
+        return;
+    for (int64_t i = 0; i < count; i++) {
+        const double value = affine ? offset + scale * x[i] : x[i];
+        if (bfloat16_unusual(value))
+            o[i] = bfloat16_of_unusual(value);
+    }
+}
+
 /* out[i] = the dtype's rounding of offset + scale * draws[i] (float32 or bfloat16, to nearest even; float64:
- * the value itself); returns the number of NaN values met (then the caller redoes the chunk). */
-static inline int64_t affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
-                                   void *out)
+ * the value itself). */
+static inline void affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
+                                void *out)
 {
     if (type == F32) {
         float *o = out;
@@ -329,46 +369,27 @@ static inline int64_t affine_round(const double *draws, int64_t count, double sc
             const double product = scale * draws[i];
             o[i] = (float)(offset + product);
         }
-        return 0;
-    }
-    if (type == F64) {
+    } else if (type == F64) {
         double *o = out;
         for (int64_t i = 0; i < count; i++) {
             const double product = scale * draws[i];
             o[i] = offset + product;
         }
-        return 0;
+    } else {
+        bfloat16_round(draws, count, 1, scale, offset, out);
     }
-    uint16_t *o = out;
-    uint64_t unusual = 0;          /* some 0 < |v| < 2^-126 (bfloat16 subnormal) or NaN */
-    for (int64_t i = 0; i < count; i++) {
-        const double product = scale * draws[i];
-        const double value = offset + product;
-        uint64_t bits;
-        memcpy(&bits, &value, sizeof bits);
-        const uint64_t magnitude = bits & ~(UINT64_C(1) << 63);
-        unusual |= (magnitude - 1 < UINT64_C(0x3810000000000000) - 1) | (magnitude > UINT64_C(0x7FF0000000000000));
-        o[i] = bfloat16_of(value);
-    }
-    if (!unusual)
-        return 0;
-    int64_t nans = 0;
-    for (int64_t i = 0; i < count; i++) {
-        const double product = scale * draws[i];
-        const double value = offset + product, magnitude = fabs(value);
-        if (isnan(value)) {
-            nans++;
-        } else if (magnitude < 0x1p-126 && magnitude > 0) {   /* bfloat16 subnormal: multiples of 2^-133 */
-            o[i] = (uint16_t)((signbit(value) ? 0x8000 : 0) | (uint16_t)nearbyint(magnitude * 0x1p133));
-        }
-    }
-    return nans;
 }
 
-CLONES int64_t prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
-                                 void *out)
+CLONES void prmg_affine_round(const double *draws, int64_t count, double scale, double offset, int32_t type,
+                              void *out)
 {
-    return affine_round(draws, count, scale, offset, type, out);
+    affine_round(draws, count, scale, offset, type, out);
+}
+
+/* out[i] = the bfloat16 bits of values[i], rounded once to nearest even (dtypes.bfloat16_bits). */
+CLONES void prmg_round_bfloat16(const double *values, int64_t count, uint16_t *out)
+{
+    bfloat16_round(values, count, 0, 1.0, 0.0, out);
 }
 
 /* Philox4x64-10 (Random123, numpy's Philox): the block of four words at counter (c0, c1, 0, 0), key (k0, k1). */
@@ -412,17 +433,15 @@ static void philox_draws(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t
 }
 
 /* out[i] = the dtype's rounding of offset + scale * u (affine_round) for elements begin.. of the uniform
- * Philox stream keyed (k0, k1) (philox_draws); the number of NaN values met, as affine_round. */
-CLONES int64_t prmg_philox_uniform(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count,
-                                   double scale, double offset, int32_t type, void *out)
+ * Philox stream keyed (k0, k1) (philox_draws). */
+CLONES void prmg_philox_uniform(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count,
+                                double scale, double offset, int32_t type, void *out)
 {
     static _Thread_local double u[CHUNK];
     const int64_t size = type == F64 ? 8 : type == F32 ? 4 : 2;
-    int64_t nans = 0;
     for (int64_t done = 0; done < count; done += CHUNK) {
         const int64_t n = count - done < CHUNK ? count - done : CHUNK;
         philox_draws(k0, k1, stream_chunk, begin + done, n, u);
-        nans += affine_round(u, n, scale, offset, type, (char *)out + done * size);
+        affine_round(u, n, scale, offset, type, (char *)out + done * size);
     }
-    return nans;
 }

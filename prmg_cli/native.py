@@ -1,10 +1,11 @@
 """A small compiled helper for the per-element passes numpy cannot make cheap: judging a slice under the
-``default`` standard, rounding float64 draws to the tensor's dtype, and drawing uniform inputs from Philox.
+``default`` standard, rounding float64 values (and draws) to the tensor's dtype, and drawing uniform inputs from
+Philox.
 
 Each is an exact replica of numpy code that stays the reference (``onepass._SliceScan`` with
-``reference.SliceTerms`` and ``standards.default.default_budget_into``; ``inputs._fill``'s numpy path; numpy's
-``Philox`` bit generator with ``inputs._philox_words`` and ``inputs._fill``), written in C
-so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
+``reference.SliceTerms`` and ``standards.default.default_budget_into``; ``inputs._round_into``'s numpy path with
+``dtypes.bfloat16_bits``; numpy's ``Philox`` bit generator with ``inputs._philox_words`` and ``inputs._fill``),
+written in C so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
 at dy (4, 1024, 32, 128) bfloat16 the numpy block pass costs about 25 ns per slice element on the 2-vCPU
 host, this one a few (``prmg bench --host`` prints both). Compiled with ``-ffp-contract=off`` and no
 fast-math: every float64 operation rounds once, in the order the numpy code rounds, so the results agree
@@ -41,6 +42,7 @@ MIN_BLOCKS_PER_THREAD = 4
 FLAGS = ("-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared")
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 ROUNDED_CODES = {"float32": 0, "bfloat16": 2, "float64": 3}     # outputs of affine_round and philox_uniform
+ROUNDING_MIN_ELEMENTS = 1 << 12         # arrays from this size are rounded by the helper (smaller: numpy)
 SPECIAL_CAPACITY = 1 << 16              # non-finite elements listed per thread before the numpy path takes over
 
 
@@ -101,9 +103,11 @@ def library() -> ctypes.CDLL | None:
             loaded = ctypes.CDLL(str(target))
             loaded.prmg_judge_rows.restype = c_int32
             loaded.prmg_judge_rows.argtypes = [POINTER(JudgeArgs), c_int64, c_int64, POINTER(JudgeOut)]
-            loaded.prmg_affine_round.restype = c_int64
+            loaded.prmg_affine_round.restype = None
             loaded.prmg_affine_round.argtypes = [c_void_p, c_int64, c_double, c_double, c_int32, c_void_p]
-            loaded.prmg_philox_uniform.restype = c_int64
+            loaded.prmg_round_bfloat16.restype = None
+            loaded.prmg_round_bfloat16.argtypes = [c_void_p, c_int64, c_void_p]
+            loaded.prmg_philox_uniform.restype = None
             loaded.prmg_philox_uniform.argtypes = [c_uint64, c_uint64, c_int64, c_int64, c_int64, c_double,
                                                    c_double, c_int32, c_void_p]
             _LIBRARY = loaded
@@ -126,14 +130,25 @@ def half_table() -> np.ndarray:
 
 
 def affine_round(draws: np.ndarray, scale: float, offset: float, dtype_name: str, out: np.ndarray) -> bool:
-    """``out[:] = dtype(offset + scale * draws)`` (float64 arithmetic, one rounding each; float32, bfloat16 or
-    float64 ``out``, contiguous); False when the helper is missing, the dtype is another, or a NaN turned
-    up (the caller then does it with numpy)."""
+    """``out[:] = dtype(offset + scale * draws)`` (float64 arithmetic, one rounding each, bfloat16 as
+    ``dtypes.bfloat16_bits``; float32, bfloat16 or float64 ``out``, contiguous); False when the helper is missing
+    or the dtype is another (the caller then does it with numpy)."""
     lib = library()
     code = ROUNDED_CODES.get(dtype_name)
     if lib is None or code is None:
         return False
-    return lib.prmg_affine_round(draws.ctypes.data, draws.size, scale, offset, code, out.ctypes.data) == 0
+    lib.prmg_affine_round(draws.ctypes.data, draws.size, scale, offset, code, out.ctypes.data)
+    return True
+
+
+def round_bfloat16(values: np.ndarray, out: np.ndarray) -> bool:
+    """``out[:]`` = the bfloat16 bit patterns of the float64 ``values`` (``dtypes.bfloat16_bits``, the reference;
+    both contiguous, ``out`` 16-bit); False when the helper is missing."""
+    lib = library()
+    if lib is None:
+        return False
+    lib.prmg_round_bfloat16(values.ctypes.data, values.size, out.ctypes.data)
+    return True
 
 
 def philox_uniform(key: tuple[int, int], stream_chunk: int, begin: int, scale: float, offset: float,
@@ -141,14 +156,13 @@ def philox_uniform(key: tuple[int, int], stream_chunk: int, begin: int, scale: f
     """``out[:] = dtype(offset + scale * u)`` for the elements ``begin, begin + 1, ...`` of the uniform Philox
     stream keyed ``key`` (``inputs._philox_words`` says which 32 bits each one draws, ``u`` = those bits
     ``* 2**-32``; float64 arithmetic, one rounding each; float32, bfloat16 or float64 ``out``, contiguous);
-    False when the helper is missing, the dtype is another, or a NaN turned up (the caller then does it
-    with numpy)."""
+    False when the helper is missing or the dtype is another (the caller then does it with numpy)."""
     lib = library()
     code = ROUNDED_CODES.get(dtype_name)
     if lib is None or code is None:
         return False
-    return lib.prmg_philox_uniform(key[0], key[1], stream_chunk, begin, out.size, scale, offset, code,
-                                   out.ctypes.data) == 0
+    lib.prmg_philox_uniform(key[0], key[1], stream_chunk, begin, out.size, scale, offset, code, out.ctypes.data)
+    return True
 
 
 def threads_for(blocks: int, most: int | None = None) -> int:

@@ -15,7 +15,7 @@ float64 golden is non-finite (then no evaluation is finite); every other finite 
 error budget.
 
 **Proof that ``possible_results`` computes the three ``v`` exactly.** IEEE 754 arithmetic (numpy's float32
-and float64 operations on x86/ARM, ml_dtypes' bfloat16 casts) rounds each operation correctly to nearest,
+and float64 operations on x86/ARM, prmg's bfloat16 rounding) rounds each operation correctly to nearest,
 ties to even, and propagates NaN and infinities by fixed rules (``inf - inf = NaN``, ``inf * 0 = NaN``,
 ``x + inf = inf`` for finite ``x``). Then:
 
@@ -32,8 +32,8 @@ ties to even, and propagates NaN and infinities by fixed rules (``inf - inf = Na
    ``e != 0``: rounding is monotonic and float32 numbers and midpoints are float64 numbers, so only a tie
    in ``S`` can hide on which side of it ``P + q`` lies. There the sign of ``e`` decides: away from the
    tie's even choice when ``e`` points away from it. Non-finite operands give the IEEE result directly.
-4. Narrowing a float32 ``r`` to float16/bfloat16 is one correct rounding (numpy and ml_dtypes casts),
-   overflowing to +-Inf by the same rule.
+4. Narrowing a float32 ``r`` to float16/bfloat16 is one correct rounding (``dtypes.rounded``: numpy's cast,
+   prmg's bfloat16 rounding), overflowing to +-Inf by the same rule.
 
 So each ``v`` is computed exactly, and its class is the class a correct float32 kernel produces with that
 evaluation order. A kernel that returns +Inf where every evaluation gives -Inf or a finite number (a wrong
@@ -44,6 +44,8 @@ evaluation order overflows is right.
 from __future__ import annotations
 
 import numpy as np
+
+from .dtypes import rounded
 
 OVERFLOW_MIDPOINT = 2.0 ** 128 - 2.0 ** 103     # T: fl32(x) = +-Inf iff |x| >= T
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -89,7 +91,7 @@ def possible_results(c: np.ndarray, x: np.ndarray, s: np.ndarray, x_partner: np.
         first = kept32 + partner32                                   # E1, float32 arithmetic (point 2)
         second = _round_to_float32(*_two_sum(kept, partner32.astype(np.float64)))   # E2 (point 3)
         third = _round_to_float32(*_two_sum(kept32.astype(np.float64), partner))    # E3
-        return np.stack([r.astype(dtype).astype(np.float64) for r in (first, second, third)])
+        return np.stack([rounded(r, dtype).astype(np.float64) for r in (first, second, third)])
 
 
 def allowed(actual: np.ndarray, results: np.ndarray) -> np.ndarray:

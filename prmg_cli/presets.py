@@ -249,7 +249,7 @@ def _edge() -> dict:
 def _finite_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     """Deterministic values uniform in (-1, 1), rounded to ``dtype``, as float64 (for ``values:`` inputs)."""
     draws = np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
-    return draws.astype(dtypes.to_numpy(dtype)).astype(np.float64)
+    return dtypes.rounded(draws, dtypes.to_numpy(dtype)).astype(np.float64)
 
 
 def _special_values(dtype: str) -> dict[str, float]:

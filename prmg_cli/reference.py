@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .dtypes import round_into
 from .native import in_threads, threads_for
 
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
@@ -397,11 +398,11 @@ class _BlockEvaluator:
         np.multiply(z, a, out=z)
         if self.adjacent_out:
             np.copyto(z.imag, zb.imag)
-            np.copyto(g, z.view(np.float64), casting="unsafe")
+            round_into(z.view(np.float64), g)
         else:
             for pair, ks in self.pairs:
-                np.copyto(g[..., pair.first_out], z.real[..., ks], casting="unsafe")
-                np.copyto(g[..., pair.second_out], zb.imag[..., ks], casting="unsafe")
+                round_into(z.real[..., ks], g[..., pair.first_out])
+                round_into(zb.imag[..., ks], g[..., pair.second_out])
 
 
 def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,

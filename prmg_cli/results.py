@@ -25,7 +25,7 @@ import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
 
-from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES
+from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAMED_GENERATOR
 
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
@@ -90,8 +90,9 @@ class CaseResult:
 
     ``status`` is a key of ``STATUSES``; ``error_code`` the status the operator returned (None when it
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
-    ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping (with ``source``
-    it reproduces the case); ``fingerprint`` a hash of that definition and its input files;
+    ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping with its ``generator``
+    (``cases.case_record``; with ``source`` it reproduces the case: ``recorded_definition``); ``fingerprint``
+    a hash of that definition and its input files;
     ``judged_under`` a hash of the run's settings that the verdict depends on (``store.settings_key``);
     ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
     known: a toolkit without the emulator's hook, or a worker that crashed or timed out).
@@ -149,6 +150,15 @@ class CaseResult:
         """The CaseResult of a ``to_dict`` mapping; keys that are not fields are ignored."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+    def recorded_definition(self) -> dict:
+        """``definition`` with the generator of its inputs named (the inputs' version): its own ``generator``
+        key (every record prmg makes now), else the record's ``generator`` field (records whose definition left
+        the default out), else ``UNNAMED_GENERATOR`` (records from before either: pcg64's inputs); {} for a
+        record without a definition."""
+        if not self.definition or "generator" in self.definition:
+            return self.definition
+        return {**self.definition, "generator": self.generator or UNNAMED_GENERATOR}
 
     @property
     def info(self) -> StatusInfo:

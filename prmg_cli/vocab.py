@@ -37,6 +37,7 @@ PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the l
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 GENERATORS = ("philox", "pcg64")            # philox: the default; pcg64: the inputs of prmg before it
 DEFAULT_GENERATOR = GENERATORS[0]
+UNNAMED_GENERATOR = GENERATORS[1]           # what drew a result record that names no generator (older than philox)
 
 
 def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:

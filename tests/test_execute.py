@@ -301,6 +301,26 @@ def test_bad_timeout_and_unwritable_results_file_are_usage_errors(many, tmp_path
     assert result.returncode == 2 and "results file" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_record_names_its_inputs_generator_and_one_naming_none_reads_as_pcg64():
+    """The generator is the inputs' version: every record's definition names it (the default too), so a
+    definition replays the inputs it was made with; a record naming it nowhere is older than philox."""
+    from prmg_cli.cases import case_to_dict, fingerprint, parse_document
+    from prmg_cli.execute import case_result
+    from prmg_cli.results import CaseResult
+
+    case = Case(name="v", source="t", shape=(1, 1, 1, 4), cos_shape=(1, 1, 1, 4), sin_shape=(1, 1, 1, 4),
+                partial_slice=(0, 4))
+    record = CaseResult.from_dict(json.loads(json.dumps(case_result(case, "passed").to_dict())))
+    assert case.generator == "philox" and record.definition["generator"] == "philox"
+    replayed, = parse_document([record.recorded_definition()], "t", Path("."))
+    assert replayed.generator == "philox" and fingerprint(replayed) == fingerprint(case)
+    older = CaseResult("v", "passed", definition=case_to_dict(case))            # before the generator field
+    assert "generator" not in older.definition and older.recorded_definition()["generator"] == "pcg64"
+    assert parse_document([older.recorded_definition()], "t", Path("."))[0].generator == "pcg64"
+    since_philox = CaseResult("v", "passed", definition=case_to_dict(case), generator="philox")
+    assert since_philox.recorded_definition()["generator"] == "philox"
+
+
 def test_a_device_is_wedged_after_max_timeouts_in_a_row_only():
     """The one wedge policy of the local and the cluster executors (``execute.Wedging``)."""
     wedged = {}

@@ -1,4 +1,5 @@
-"""Seeded inputs: reproducible, chunk-size independent, every input kind, errors that name the field."""
+"""Seeded inputs: reproducible, chunk-size independent, every input kind, errors that name the field. Values are
+rounded to bfloat16 by ``dtypes.rounded`` (checked against exact arithmetic in test_dtypes.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from prmg_cli.cases import Case, InputSpec
+from prmg_cli.dtypes import rounded
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import THREADED_DRAWS, default_seed, drawn_prefix, make_inputs
 
@@ -67,8 +69,8 @@ def test_draws_are_float64_philox_streams_rounded_once_to_the_dtype():
              dy_input=InputSpec("uniform", (-3.0, 5.0)), sin_input=InputSpec("normal", (0.5, 2.0)))
     made = make_inputs(c)
     assert c.generator == "philox"
-    assert np.array_equal(bits(made.dy), bits(philox_recipe(1234, 0, "uniform", (-3.0, 5.0), made.dy.size)
-                                              .astype(BF16).reshape(made.dy.shape)))
+    assert np.array_equal(bits(made.dy), bits(rounded(philox_recipe(1234, 0, "uniform", (-3.0, 5.0), made.dy.size),
+                                                      BF16).reshape(made.dy.shape)))
     assert np.array_equal(made.cos, philox_recipe(1234, 1, "uniform", (-1.0, 1.0), 24).astype(np.float16)
                           .reshape(1, 3, 1, 8))
     assert np.array_equal(made.sin, philox_recipe(1234, 2, "normal", (0.5, 2.0), 24).astype(np.float32)
@@ -83,8 +85,8 @@ def test_draws_are_float64_pcg64_streams_rounded_once_to_the_dtype():
              dy_input=InputSpec("uniform", (-3.0, 5.0)), sin_input=InputSpec("normal", (0.5, 2.0)))
     made = make_inputs(c)
     generator = [np.random.Generator(np.random.PCG64(np.random.SeedSequence([1234, i]))) for i in range(3)]
-    assert np.array_equal(bits(made.dy), bits(generator[0].uniform(-3.0, 5.0, 2 * 3 * 4 * 16)
-                                              .astype(BF16).reshape(2, 3, 4, 16)))
+    assert np.array_equal(bits(made.dy), bits(rounded(generator[0].uniform(-3.0, 5.0, 2 * 3 * 4 * 16), BF16)
+                                              .reshape(2, 3, 4, 16)))
     assert np.array_equal(made.cos, generator[1].uniform(-1.0, 1.0, 24).astype(np.float16).reshape(1, 3, 1, 8))
     assert np.array_equal(made.sin, generator[2].normal(0.5, 2.0, 24).astype(np.float32).reshape(1, 3, 1, 8))
     assert made.dy.dtype == BF16 and made.cos.dtype == np.float16 and made.sin.dtype == np.float32
@@ -124,7 +126,7 @@ def test_values_fill_the_tensor_in_c_order_and_round_to_its_dtype():
     c = case(cos_dtype="bfloat16", sin_dtype="bfloat16", cos_input=InputSpec("values", values))
     cos = make_inputs(c).cos
     assert cos.dtype == BF16 and cos.shape == (1, 3, 1, 8)
-    assert np.array_equal(bits(cos), bits(np.array(values).astype(BF16).reshape(1, 3, 1, 8)))
+    assert np.array_equal(bits(cos), bits(rounded(np.array(values), BF16).reshape(1, 3, 1, 8)))
 
 
 @pytest.mark.parametrize("count", [23, 25, 1])

@@ -8,10 +8,10 @@
   the largest, whatever order the blocks run in), and beyond the output's rounding, each seen both zero and not),
   details, warnings and error map.
 - Inputs: ``make_inputs`` (compiled helper or numpy, threads, any chunk size) against the straightforward draws
-  of each generator, rounded with numpy/ml_dtypes casts: for ``philox`` the README's recipe written out plainly
+  of each generator, rounded by ``dtypes.rounded``: for ``philox`` the README's recipe written out plainly
   (``test_inputs.philox_recipe``), for ``pcg64`` ``Generator.uniform``/``normal`` of the whole tensor.
-- The pieces: the block budget, the bfloat16 widening, the compiled bfloat16 rounding, the compiled Philox
-  draws of any element range against numpy's ``Philox``.
+- The pieces: the block budget, the bfloat16 widening, the compiled rounding (= ``dtypes.bfloat16_bits``), the
+  compiled Philox draws of any element range against numpy's ``Philox``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 from kernels import FAULTS, correct_kernel, faulty_kernel
 from prmg_cli import inputs as inputs_module
 from prmg_cli import onepass
-from prmg_cli import native, reference
+from prmg_cli import dtypes, native, reference
 from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.standards import default as default_standard
 from prmg_cli.acl import Outcome
@@ -33,6 +33,7 @@ from prmg_cli.cases import Case, InputSpec
 from prmg_cli.dtypes import bits
 from prmg_cli.inputs import Inputs, make_inputs, tensor_generator
 from prmg_cli.judge import judge
+from test_dtypes import interesting_values
 from test_inputs import philox_recipe
 from test_judge import NUMPY, make_case, random_case
 from test_judge import make_inputs as model_inputs
@@ -238,36 +239,32 @@ def test_widening_equals_numpy_casts(dtype):
     assert np.array_equal(np.isnan(out), np.isnan(expected))
 
 
-def test_compiled_bfloat16_rounding_equals_ml_dtypes():
+def test_compiled_rounding_equals_the_numpy_rounding():
+    """``native.round_bfloat16`` and ``affine_round`` give ``dtypes.bfloat16_bits`` (itself checked against exact
+    arithmetic in test_dtypes.py) and numpy's float32 cast, on the interesting float64 patterns and random bits."""
     if not native.available():
         pytest.skip("the compiled helper cannot be built here")
     rng = np.random.default_rng(4)
-    edges = [0.0, -0.0, np.inf, -np.inf, 5e-324, 2.0 ** -126, 2.0 ** -133, 1.5 * 2.0 ** -133, 2.5 * 2.0 ** -133,
-             2.0 ** -134, (2 - 2.0 ** -8) * 2.0 ** 127, (2 - 2.0 ** -7) * 2.0 ** 127, 3.4e38, 3.5e38, 1e300,
-             1 + 2.0 ** -8, 1 + 2.0 ** -8 + 2.0 ** -30, 1 + 3 * 2.0 ** -8, 2.0 ** -126 - 2.0 ** -134]
     random_bits = rng.integers(0, 1 << 64, 1 << 18, dtype=np.uint64).view(np.float64)
-    with np.errstate(over="ignore"):
-        near = (rng.standard_normal(1 << 16) * 2.0 ** rng.integers(-140, 130, 1 << 16)).astype(np.float32)
-    ties = near.astype(np.float64) + np.ldexp(1.0, np.frexp(near.astype(np.float64))[1] - 9)   # bfloat16 midpoints
-    values = np.concatenate([np.array(edges), -np.array(edges), random_bits, near.astype(np.float64), ties])
-    values = values[~np.isnan(values)]
+    values = np.concatenate([interesting_values(), random_bits])
+    out = np.empty(values.size, np.uint16)
+    assert native.round_bfloat16(values, out)
+    assert np.array_equal(out, dtypes.bfloat16_bits(values))
     for scale, offset in ((1.0, 0.0), (2.0, -1.0), (1e-3, 3.7)):
-        out = np.empty(values.size, BF16)
-        assert native.affine_round(values, scale, offset, "bfloat16", out)
         with np.errstate(all="ignore"):
-            expected = np.add(np.multiply(values, scale), offset).astype(BF16)
-        assert np.array_equal(out.view(np.uint16), expected.view(np.uint16))
+            exact = np.add(np.multiply(values, scale), offset)
+        assert native.affine_round(values, scale, offset, "bfloat16", out)
+        assert np.array_equal(out, dtypes.bfloat16_bits(exact))
         out32 = np.empty(values.size, np.float32)
         assert native.affine_round(values, scale, offset, "float32", out32)
         with np.errstate(all="ignore"):
-            assert np.array_equal(out32.view(np.uint32),
-                                  np.add(np.multiply(values, scale), offset).astype(np.float32).view(np.uint32))
-    assert not native.affine_round(np.array([np.nan]), 1.0, 0.0, "bfloat16", np.empty(1, BF16))
+            assert np.array_equal(out32.view(np.uint32), exact.astype(np.float32).view(np.uint32))
 
 
 def straightforward_draw(case: Case, tensor: str) -> np.ndarray:
     """The inputs the plain way: the whole tensor in float64 (``philox``: the README's recipe; ``pcg64``:
-    ``Generator.uniform``/``normal``, as prmg drew them before), rounded by a numpy (ml_dtypes) cast."""
+    ``Generator.uniform``/``normal``, as prmg drew them before), rounded by ``dtypes.rounded`` (checked against
+    exact arithmetic in test_dtypes.py)."""
     spec = case.input_spec(tensor)
     shape = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}[tensor]
     dtype = np.dtype(NUMPY.get({"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}[tensor], "float64"))
@@ -278,7 +275,7 @@ def straightforward_draw(case: Case, tensor: str) -> np.ndarray:
     else:
         draws = getattr(tensor_generator(case.seed, tensor), spec.kind)(*params, count)
     with np.errstate(all="ignore"):
-        return draws.astype(dtype).reshape(shape)
+        return dtypes.rounded(draws, dtype).reshape(shape)
 
 
 @pytest.mark.parametrize("generator", ["philox", "pcg64"])
@@ -288,7 +285,7 @@ def test_draws_equal_the_straightforward_ones(monkeypatch, native_on, generator)
         monkeypatch.setenv("PRMG_NATIVE", "0")
     monkeypatch.setattr(inputs_module, "THREADED_DRAWS", 1000)
     monkeypatch.setattr(inputs_module, "CHUNK_ELEMENTS", 333)
-    monkeypatch.setattr(inputs_module, "NATIVE_ROUNDING", 0)
+    monkeypatch.setattr(native, "ROUNDING_MIN_ELEMENTS", 0)
     rng = np.random.default_rng(9)
     specs = [("uniform", (-1.0, 1.0)), ("uniform", (-3.7, 11.3)), ("uniform", (1e-40, 3e-38)),
              ("normal", (0.0, 1.0)), ("normal", (1e30, 1e38)), ("uniform", (3.38e38, 3.3895e38)),
@@ -320,7 +317,7 @@ def test_compiled_philox_draws_equal_numpys_philox_for_any_range(dtype):
         assert np.array_equal(words * 2.0 ** -32, recipe[begin:begin + count])
         out = np.empty(count, numpy_dtype)
         assert native.philox_uniform(key, chunk, begin, 4.0, -1.5, dtype, out)
-        expected = (-1.5 + 4.0 * (words * 2.0 ** -32)).astype(numpy_dtype)
+        expected = dtypes.rounded(-1.5 + 4.0 * (words * 2.0 ** -32), numpy_dtype)
         assert np.array_equal(bits(out), bits(expected)), (begin, count)
 
 

@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.reference import (inplace_partial_rotary_mul_grad, rotary_grad_magnitude, rotary_grad_slice,
                                 rotary_mul_forward)
 
@@ -237,8 +238,8 @@ def test_same_precision_computation_is_a_few_ulps_from_float64(dtype):
         low = rotary_grad_slice(dy, cos, sin, mode, partial_slice, compute_dtype=dtype)
         assert exact.dtype == np.float64 and low.dtype == dtype
         magnitude = rotary_grad_magnitude(dy, cos, sin, mode, partial_slice)
-        unit = float(np.finfo(dtype).eps) / 2
-        tiny = float(np.finfo(dtype).smallest_subnormal)
+        fmt = FLOAT_FORMATS[dtype.name]                # (numpy's finfo knows bfloat16 from ml_dtypes 0.7 on)
+        unit, tiny = fmt.unit_roundoff, fmt.smallest
         error = np.abs(low.astype(np.float64) - exact)
         # two product roundings and one sum rounding: at most about 3 units of the magnitude
         assert np.all(error <= 3.01 * unit * magnitude + 2 * tiny)
@@ -347,10 +348,13 @@ def test_copy_parts_cover_the_array_once(shape, parts):
 def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
     from prmg_cli import hostbench
 
-    rows = [{"dtype": "bfloat16", "status": ["passed"], **dict.fromkeys(hostbench.STAGE_KEYS, 1.0),
-             "host_ms": 90.0, "copy_ms": 9.0, "vs_copy": 10.0, "peak_mem_x_dy": 3.5},
-            {"dtype": "float32", "status": ["passed"], **dict.fromkeys(hostbench.STAGE_KEYS, 1.0),
-             "host_ms": 420.0, "copy_ms": 20.0, "vs_copy": 21.0, "peak_mem_x_dy": 9.0}]
+    def row(dtype, generator, stage_ms, host_ms, copy_ms, vs_copy, peak):
+        return {"dtype": dtype, "generator": generator, "status": ["passed"],
+                **dict.fromkeys(hostbench.STAGE_KEYS, stage_ms), "host_ms": host_ms, "copy_ms": copy_ms,
+                "vs_copy": vs_copy, "peak_mem_x_dy": peak}
+
+    rows = [row("bfloat16", "philox", 1.0, 90.0, 9.0, 10.0, 3.5), row("bfloat16", "pcg64", 2.0, 99.0, 9.0, 11.0, 3.5),
+            row("float32", "philox", 1.0, 420.0, 20.0, 21.0, 9.0)]
     text = hostbench.format_pipeline_bench(rows, {"runs": {"300": {"per_case_ms": 4.2, "wall_s": 1.26},
                                                           "3": {"per_case_ms": 400.0, "wall_s": 1.2}}})
     assert "pipeline bfloat16: 10.00 x copy <= 20.00: met" in text
@@ -360,6 +364,7 @@ def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
     assert "whole process, 300 small cases: 4.20 ms per case <= 5.00: met" in text
     assert "whole process, 3 small cases: 1.20 s <= 1.00: NOT met" in text
     assert all(stage in text for stage in ("inputs", "upload", "kernel", "download", "golden", "judge"))
+    assert "bfloat16  pcg64" in text and "11.00" not in text.split("targets:")[1]      # shown, not judged
 
 
 def test_the_pipeline_case_is_the_issues():

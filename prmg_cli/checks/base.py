@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from ..case import Case
-from ..dtypes import FLOAT_FORMATS, from_numpy
+from ..dtypes import FLOAT_FORMATS, from_numpy, rounded
 from ..inputs import Inputs, tensor_generator
 from ..ops import OPERATORS
 from ..standards import FTZ_FLOOR, U32, UNDERFLOW_FLOOR
@@ -128,7 +128,7 @@ def element_bound(op, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mode: int
 def probe(case: Case, tensor: str, shape, dtype, salt: int) -> np.ndarray:
     """A seeded uniform(-1, 1) probe tensor (the case's seed, ``salt`` apart from its own inputs)."""
     generator = tensor_generator(case.seed ^ (salt << 32), tensor)
-    return generator.uniform(-1.0, 1.0, shape).astype(dtype)
+    return rounded(generator.uniform(-1.0, 1.0, shape), dtype)
 
 
 def as_operator(case: Case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs]:

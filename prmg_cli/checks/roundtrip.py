@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..case import Case
+from ..dtypes import rounded
 from ..inputs import Inputs, rope_angles
 from ..results import plural
 from ..standards import margin, over
@@ -23,7 +24,7 @@ def _rope_inputs(case: Case, inputs: Inputs) -> Inputs:
         return inputs
     angles = rope_angles(tuple(case.cos_shape), case.rotary_mode, 10000.0)
     dtype = inputs.cos.dtype
-    return Inputs(inputs.dy, np.cos(angles).astype(dtype), np.sin(angles).astype(dtype))
+    return Inputs(inputs.dy, rounded(np.cos(angles), dtype), rounded(np.sin(angles), dtype))
 
 
 def roundtrip(context: CheckContext) -> CheckResult:

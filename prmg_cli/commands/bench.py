@@ -10,7 +10,7 @@ from .common import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
 OPTIONS = (
     Option("paths", (), None, "Case files or folders to time on the device.", "[PATH]...", list, argument=True),
     Option("host", ("--host",), False, "Time the host golden against dy.copy() and a naive version, side by side, "
-           "and whole prmg run processes.", kind=bool),
+           "whole prmg run processes, and a large case's pipeline with philox and with pcg64 inputs.", kind=bool),
     RUNNER, OP_LIB, SUPPORTED_MODES,
     Option("device", ("--device",), 0, "The device to time on.", "N", int),
     Option("warmup", ("--warmup",), 3, "Untimed launches before measuring.", "N", int),

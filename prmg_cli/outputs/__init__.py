@@ -1,17 +1,23 @@
 """The output formats: one entry per format in ``OUTPUTS``, each a function from a run's results to text.
 
 A new format is a new module with a ``render`` function and one entry here. ``prmg run`` and
-``prmg report`` take ``--report FORMAT[:FILE]`` (repeatable) and write each report where it says.
+``prmg report`` take ``--report FORMAT[:FILE]`` (repeatable) and write each report where it says. A format's
+module is imported when its report is written (a run writing a table never imports tabulate, csv or XML).
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import PrmgError
 from ..results import CaseResult, RunInfo
-from . import csvreport, html, jsonreport, junit, markdown, table
+
+
+def _module(name: str):
+    """The format module ``name`` of this package, imported on first use."""
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 @dataclass(frozen=True)
@@ -37,16 +43,18 @@ class Output:
 
 
 OUTPUTS: dict[str, Output] = {
-    "table": Output("a table for people (the default)", lambda results, info, options: table.render(
+    "table": Output("a table for people (the default)", lambda results, info, options: _module("table").render(
         results, info, verbose=options.verbose, wide=options.wide, max_details=options.max_details,
         header=options.header)),
-    "json": Output("JSON: summary and every case", lambda results, info, options: jsonreport.render(results, info)),
-    "junit": Output("JUnit XML for CI", lambda results, info, options: junit.render(results, info)),
-    "csv": Output("CSV: one row per case", lambda results, info, options: csvreport.render(results, info)),
-    "markdown": Output("Markdown: table and failures", lambda results, info, options: markdown.render(results, info)),
+    "json": Output("JSON: summary and every case",
+                   lambda results, info, options: _module("jsonreport").render(results, info)),
+    "junit": Output("JUnit XML for CI", lambda results, info, options: _module("junit").render(results, info)),
+    "csv": Output("CSV: one row per case", lambda results, info, options: _module("csvreport").render(results, info)),
+    "markdown": Output("Markdown: table and failures",
+                       lambda results, info, options: _module("markdown").render(results, info)),
     "html": Output("HTML: one self-contained page with a verdict matrix, error heatmaps and plots "
-                   "(needs prmg[html])", lambda results, info, options: html.render(results, info),
-                   require=html.require),
+                   "(needs prmg[html])", lambda results, info, options: _module("html").render(results, info),
+                   require=lambda: _module("html").require()),
 }
 REPORT_FORMATS = tuple(OUTPUTS)
 
