@@ -30,12 +30,13 @@ DEFAULT_SOC = "Ascend950PR"
 
 
 def bytes_moved(case: Case) -> int:
-    """``2*rows*L*itemsize(dy) + 2*numel(cos)*itemsize(cos)`` for one launch of ``case``."""
+    """``2*rows*L*itemsize(dy) + 2*numel(cos)*itemsize(cos)`` for one launch of ``case`` (a ``Case``, or a
+    ``CaseResult``, which names the same fields; cos's dtype is dy's when a record leaves it out)."""
     start, end = case.partial_slice
     rows = execute.element_count(case.shape[:-1])
     cos_items = execute.element_count(case.cos_shape)
     return (2 * rows * (end - start) * lookup(case.dtype).numpy.itemsize
-            + 2 * cos_items * lookup(case.cos_dtype).numpy.itemsize)
+            + 2 * cos_items * lookup(case.cos_dtype or case.dtype).numpy.itemsize)
 
 
 def time_case(session, case: Case, warmup: int, repeat: int) -> list[float]:

@@ -21,9 +21,11 @@ a directory, or a failed write (``/dev/full``, a full disk) is one PrmgError nam
 
 **Reading** (``read``). Only a regular file is read (a FIFO, ``/dev/zero`` or a directory is refused at
 once), line by line, no line longer than ``MAX_LINE_BYTES``, so no file can hang prmg or fill its memory.
-Every field of every record is type-checked against ``results.RECORD_FIELDS`` / ``RUN_FIELDS`` (nesting
-depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as
-``diagnosis.error_map`` makes them), so that nothing read can crash a report, compare or resume later. A
+Every field of every record is checked, type and value, against ``results.RECORD_FIELDS`` / ``RUN_FIELDS``
+(nesting depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as
+``diagnosis.error_map`` makes them, shapes, slices and seeds held to the case format's own rules
+(``fields.parse_dims``, ``parse_slice``, ``parse_seed``), times finite and within ``results.is_time``), so
+that nothing read can crash a report, compare or resume later. A
 *torn* line -- the start of a line prmg writes, cut by a crash: ASCII, beginning as a record does, valid
 JSON up to where it is cut -- is left out wherever it is (``--resume`` after a crash leaves one in the
 middle). Any other line (garbage, another JSON, another schema, a wrong field) is one PrmgError naming the
@@ -44,8 +46,9 @@ from pathlib import Path
 from . import files
 from .diagnosis import MAP_COLUMNS, MAP_ROWS
 from .errors import PrmgError
-from .fields import show
-from .results import READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult, RunInfo
+from .fields import Where, parse_dims, parse_seed, parse_slice, show
+from .results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
+                      RunInfo, is_time)
 
 RUN_SCHEMA = "prmg.run/1"
 MAX_LINE_BYTES = 64 * files.MiB        # a run record lists up to 200,000 case names
@@ -360,6 +363,29 @@ def _status(value) -> str:
     return "" if isinstance(value, str) and value in STATUSES else f"unknown status {show(value)}"
 
 
+def _case_rule(parse):
+    """A kind that holds a value to the case format's own rule (``parse``, a ``fields.parse_*`` of a value and a
+    ``Where``): a record states a case, so what no case file may hold (a negative dimension, a shape over
+    ``fields.MAX_ARRAY_ELEMENTS`` elements, a slice end beyond int64) no record may either."""
+    def checker(value) -> str:
+        try:
+            parse(value, Where(""))
+        except PrmgError as error:
+            return error.reason
+        return ""
+    return checker
+
+
+def _time(per_second: int, unit: str):
+    """A kind of time in ``unit``, ``per_second`` of them a second (``results.is_time``: finite, from 0 to
+    ``results.MAX_SECONDS`` seconds)."""
+    def checker(value) -> str:
+        why = _number(value)
+        return why or ("" if is_time(value, per_second) else
+                       f"expected a time from 0 to {MAX_SECONDS * per_second:g} {unit}, got {show(value)}")
+    return checker
+
+
 def _run_info(value) -> str:
     if not isinstance(value, dict):
         return f"expected a mapping, got {type(value).__name__}"
@@ -372,13 +398,17 @@ def _run_info(value) -> str:
 
 _KINDS = {
     "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"),
-    "texts?": _optional(_list_of(_text, "text")), "int": _int,
-    "int?": _optional(_int), "number": _number, "number?": _optional(_number), "numbers": _list_of(_number, "numbers"),
+    "texts?": _optional(_list_of(_text, "text")), "int": _int, "int?": _optional(_int),
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
-    "metrics": _mapping_of(_scalar_or_json, "metrics"), "timings": _mapping_of(_number, "milliseconds"),
-    "json": _json, "error_map": _error_map, "run_info": _run_info, "notes": _notes, "shard": _shard,
-    "settings": _settings,
+    "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
+    "run_info": _run_info, "notes": _notes, "shard": _shard, "settings": _settings,
+    "dims": _case_rule(lambda value, where: parse_dims(value, "shape", where, four=False)),
+    "slice": _case_rule(lambda value, where: value == [] or parse_slice(value, where)),    # []: not recorded
+    "seed?": _optional(_case_rule(parse_seed)),
+    "seconds": _time(1, "s"), "ms?": _optional(_time(MS_PER_SECOND, "ms")),
+    "ms list": _list_of(_time(MS_PER_SECOND, "ms"), "times"),
+    "timings": _mapping_of(_time(MS_PER_SECOND, "ms"), "times"),
 }
 
 

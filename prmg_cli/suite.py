@@ -26,7 +26,7 @@ from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals
 from .files import write_text
 from .outputs import listing
 from .progress import Progress
-from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
+from .results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import DEFAULT_STANDARD, check_standard
 from .vocab import mode_list, parse_modes
 from .writes import check_spares, check_writable, write_stdout
@@ -81,7 +81,7 @@ def check_timeout(timeout: float | None, option: str = "--timeout") -> float | N
     """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None)."""
     if timeout is None:
         return None
-    if not math.isfinite(timeout) or timeout < 0 or timeout > 10**9:
+    if not math.isfinite(timeout) or timeout < 0 or timeout > MAX_SECONDS:
         raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: no limit), got {timeout!r}")
     return timeout or None
 

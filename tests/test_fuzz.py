@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -41,7 +42,8 @@ from prmg_cli import gencase, merge, outputs, runs, store, suite
 from prmg_cli.commands import run
 from prmg_cli.cases import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
 from prmg_cli.errors import PrmgError
-from prmg_cli.results import RECORD_FIELDS, STATUSES, CaseResult
+from prmg_cli.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.results import MAX_SECONDS, MS_PER_SECOND, RECORD_FIELDS, STATUSES, CaseResult
 
 CASE_FILES = sorted((ROOT / "cases").rglob("*.yaml"))
 LINES = {path: path.read_text(encoding="utf-8").splitlines(keepends=True) for path in CASE_FILES}
@@ -287,6 +289,14 @@ NUMBER = INT | st.floats(allow_nan=True, allow_infinity=True)
 SCALAR = st.none() | st.booleans() | NUMBER | TEXT
 JSON = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
                     max_leaves=8)
+INT64 = st.integers(min_value=-2**63 + 1, max_value=2**63 - 1)     # fields.parse_slice: |v| <= INT64_MAX
+SEED = st.integers(min_value=0, max_value=2**64 - 1)
+DIMS = st.lists(st.integers(min_value=0, max_value=64), max_size=5) \
+    | st.lists(st.integers(min_value=0, max_value=MAX_ARRAY_ELEMENTS), max_size=2).filter(
+        lambda dims: math.prod(d for d in dims if d) <= MAX_ARRAY_ELEMENTS)
+SECONDS = st.floats(min_value=0, max_value=MAX_SECONDS) | st.integers(min_value=0, max_value=MAX_SECONDS)
+MS = st.floats(min_value=0, max_value=MAX_SECONDS * MS_PER_SECOND) \
+    | st.sampled_from([0, 1, MAX_SECONDS * MS_PER_SECOND])
 METRIC = SCALAR | st.lists(SCALAR, max_size=3) | st.dictionaries(TEXT, SCALAR, max_size=3)   # 2 levels at most
 
 
@@ -319,10 +329,12 @@ def shards(draw) -> str:
 
 # A valid value of every kind of field the store checks (``RECORD_FIELDS``, ``RUN_FIELDS``, ``RUN_INFO_FIELDS``).
 VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, "texts": st.lists(TEXT, max_size=3),
-         "texts?": _optional(st.lists(TEXT, max_size=3)), "int": INT, "int?": _optional(INT), "number": NUMBER,
-         "number?": _optional(NUMBER), "numbers": st.lists(NUMBER, max_size=5), "ints": st.lists(INT, max_size=5),
+         "texts?": _optional(st.lists(TEXT, max_size=3)), "int": INT, "int?": _optional(INT),
+         "ints": st.lists(INT, max_size=5),
          "ints?": _optional(st.lists(INT, max_size=4)), "names": st.lists(NAME, max_size=6), "bool": st.booleans(),
-         "metrics": st.dictionaries(TEXT, METRIC, max_size=4), "timings": st.dictionaries(TEXT, NUMBER, max_size=4),
+         "metrics": st.dictionaries(TEXT, METRIC, max_size=4), "timings": st.dictionaries(TEXT, MS, max_size=4),
+         "dims": DIMS, "slice": st.lists(INT64, min_size=2, max_size=2), "seed?": _optional(SEED), "seconds": SECONDS,
+         "ms?": _optional(MS), "ms list": st.lists(MS, max_size=5),
          "json": JSON, "error_map": st.just({}) | error_maps(), "notes": st.lists(st.tuples(TEXT, TEXT), max_size=2),
          "shard": shards(), "settings": st.dictionaries(TEXT, JSON, max_size=4)}
 VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind] for key, kind in store.RUN_INFO_FIELDS.items()})

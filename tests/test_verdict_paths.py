@@ -104,13 +104,18 @@ def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():
     assert all(result.passed and result.judged for result in checks.run_checks(tuple(checks.CHECKS), correct))
 
 
-def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_edge_cases():
+def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_edge_cases(tmp_path):
     """Over the shipped special values (NaN, Inf, overflow) and empty slices every check passes or says why it
-    is not defined: no false alarm on a correct kernel."""
+    is not defined: no false alarm on a correct kernel. Every record the run writes (expect-error cases with
+    reversed and negative slices among them) is read back by the results store's checks."""
+    from prmg_cli import store
+
+    results = tmp_path / "r.jsonl"
     out = prmg("run", "cases/special.yaml", "cases/edge.yaml", "cases/checks.yaml", "cases/cover.yaml", *EMU, "--check",
-               "adjoint,roundtrip,determinism,sample", "--report", "json")
+               "adjoint,roundtrip,determinism,sample", "--report", "json", "--results", results)
     document = json.loads(out.stdout)
     assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"] if c["status"] != "passed"]
+    assert sorted(r.name for r in store.read(results).results) == sorted(c["name"] for c in document["cases"])
     details = [d for c in document["cases"] for d in c["details"]]
     assert "adjoint skipped: the inputs hold NaN or infinities, so <F x, dy> is not a number" in details
     assert "roundtrip skipped: the call is a no-op here (an empty slice, tensor or table)" in details
