@@ -26,8 +26,9 @@ Every field of every record is checked, type and value, against ``results.RECORD
 ``diagnosis.error_map`` makes them, shapes, slices and seeds held to the case format's own rules
 (``fields.parse_dims``, ``parse_slice``, ``parse_seed``), times finite and within ``results.is_time``), so
 that nothing read can crash a report, compare or resume later. A
-*torn* line -- the start of a line prmg writes, cut by a crash: ASCII, beginning as a record does, valid
-JSON up to where it is cut -- is left out wherever it is (``--resume`` after a crash leaves one in the
+*torn* line -- a strict prefix of a line this prmg's encoder writes, cut by a crash (``_torn``: its schema,
+its fields in the encoder's order and spacing, each whole value of its kind, the last one cut short) -- is
+left out wherever it is (``--resume`` after a crash leaves one in the
 middle). Any other line (garbage, another JSON, another schema, a wrong field) is one PrmgError naming the
 file, the line and what is wrong.
 """
@@ -53,7 +54,6 @@ from .results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELD
 RUN_SCHEMA = "prmg.run/1"
 MAX_LINE_BYTES = 64 * files.MiB        # a run record lists up to 200,000 case names
 MAX_DEPTH = 32                         # nesting of any stored JSON value
-_LINE_START = '{"schema": "prmg.'      # how every line prmg writes begins
 _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 
@@ -163,17 +163,18 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
         return PrmgError(f"line {number}: {what}; not a results file (written by prmg run --results)?", file=source)
 
     try:
-        text = line.decode("utf-8").strip()
+        raw = line.decode("utf-8")
     except UnicodeDecodeError:
         raise refuse("not UTF-8 text") from None
+    text = raw.strip()
     if not text:
         return None
     try:
         data = json.loads(text)
     except RecursionError:
         raise refuse(f"nested deeper than {MAX_DEPTH} levels") from None
-    except json.JSONDecodeError as error:
-        if _torn(text, error):
+    except json.JSONDecodeError:
+        if _torn(raw.rstrip("\r\n")):
             return None                                       # a line cut short by a crash
         raise refuse("not a JSON record") from None
     except ValueError:                                        # an integer of more digits than Python reads
@@ -192,31 +193,78 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
                  f"of prmg?)")
 
 
-def _torn(text: str, error: json.JSONDecodeError) -> bool:
-    """Whether ``text``, which is not whole JSON (``error``), is a strict prefix of a line prmg writes: ASCII
-    (prmg writes JSON with ASCII escapes), beginning as every record line does, and valid JSON up to where it
-    ends. The parser read everything before ``error.pos``; what it stopped at must be the end of the text or
-    a token cut short there (``_CUT_TOKENS``): the start of a string, of an escape, of a literal, of a number."""
-    if not (text.isascii() and (text.startswith(_LINE_START) or _LINE_START.startswith(text))):
-        return False
-    cut = _CUT_TOKENS.get(error.msg)
-    return cut is not None and cut.fullmatch(text, error.pos) is not None and \
-        (error.msg != "Expecting ',' delimiter" or error.pos == len(text) or text[error.pos - 1].isdigit())
-
-
-# What the parser's error says it stopped at -> what may follow to the end of a line cut short: a string
-# cut anywhere (the parser checked its characters and escapes), a \uXXXX escape cut short, a literal cut
-# short (true, false, null, NaN, Infinity, -Infinity), a number cut after its '.', 'e' or 'e-' (its digits
-# read), or nothing at all (a line cut between two tokens).
+# The keys of each line ``encode`` writes, in its order: the schema, then the record's fields.
+_LINE_KEYS = {SCHEMA: tuple(CaseResult.__dataclass_fields__), RUN_SCHEMA: tuple(RunRecord.__dataclass_fields__)}
+_DECODER = json.JSONDecoder()
+# A string, whole (its closing quote in group 1) or cut short at the end of the text; the match never backtracks.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\\?\Z)', re.DOTALL)
+_SPACING = re.compile(r"(?:[^\s,:]|[,:] |[,:]\Z)*")     # json.dumps' whitespace: ", " and ": ", nothing else
 _LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
-_CUT_TOKENS = {
-    "Unterminated string starting at": re.compile(r'".*', re.DOTALL),
-    "Invalid \\uXXXX escape": re.compile(r"u[0-9a-fA-F]{0,4}"),
-    "Expecting value": re.compile("|".join(re.escape(word[:end]) for word in _LITERALS for end in range(len(word)))),
-    "Expecting ',' delimiter": re.compile(r"(?:\.|[eE][-+]?)?"),
-    "Expecting ':' delimiter": re.compile(""),
-    "Expecting property name enclosed in double quotes": re.compile(""),
-}
+
+
+def _torn(text: str) -> bool:
+    """Whether ``text`` (a line without its line end, not whole JSON) is a strict prefix of a line ``encode``
+    writes, so that a crash may have cut it there: ASCII (``encode`` escapes the rest); ``{"schema": "S"`` for
+    a schema S this prmg writes (``_LINE_KEYS``), or a prefix of that; then the fields of S in the encoder's
+    order, each ``, "key": value``, every whole value of the field's kind (``_KINDS``) and written as the
+    encoder writes it (``json.dumps``: its spacing, escapes and numbers); the last one may be cut anywhere in its
+    separator, key or value, and a value cut short must be the start of one (``_completes``: ``1.5.`` or
+    ``1e5.`` is none)."""
+    if not text.isascii():
+        return False
+    heads = {schema: f'{{"schema": "{schema}"' for schema in _LINE_KEYS}
+    schema = next((schema for schema, head in heads.items() if text.startswith(head)), None)
+    if schema is None:
+        return any(head.startswith(text) for head in heads.values())
+    at, kinds = len(heads[schema]), RECORD_FIELDS if schema == SCHEMA else RUN_FIELDS
+    for key in _LINE_KEYS[schema]:
+        lead = f', "{key}": '
+        if not text.startswith(lead, at):
+            return lead.startswith(text[at:])             # cut before, in or right after the key
+        at += len(lead)
+        try:
+            value, end = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):             # JSONDecodeError: a value cut short (or garbage)
+            return _completes(text[at:])
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (end < len(text) and text[end] != ",") or (end == len(text) and number):
+            return _completes(text[at:])                  # a number that may be cut (``1.``, ``1e-``), or garbage
+        if _KINDS[kinds[key]](value) or json.dumps(value) != text[at:end]:
+            return False
+        at = end
+    return at == len(text)
+
+
+def _completes(cut: str) -> bool:
+    """Whether ``cut`` may start a value as ``json.dumps`` writes it: whitespace only where it puts it (one space
+    after each ``,`` and ``:`` outside strings), and some ending makes it whole JSON, tried with the parser: the
+    end of its last token (a string's escape and quote, a literal's letters, a number's digit), then a value
+    where one is due (``0``, or ``: 0`` after a key, ``"": 0`` after an object's comma), then its brackets
+    closed."""
+    structure, quote, string = _STRING.sub(lambda match: "0" if match[1] else match[0], cut).partition('"')
+    if not _SPACING.fullmatch(structure + quote):
+        return False
+    closers = []
+    for bracket in re.findall(r"[][{}]", structure):
+        if bracket in "[{":
+            closers.append("]" if bracket == "[" else "}")
+        elif not closers or closers.pop() != bracket:
+            return False
+    if quote:                                            # ``string``: what the string cut short holds so far
+        escape = re.search(r"(\\*)(u[0-9a-fA-F]{0,3})?\Z", string)
+        odd = len(escape[1]) % 2
+        endings = [("0" * (5 - len(escape[2])) if escape[2] and odd else "n" if odd else "") + '"']
+    else:
+        token = re.search(r"[-+.\w]*\Z", structure)[0]
+        endings = ["", "0"] + [word[len(token):] for word in _LITERALS if token and word.startswith(token)]
+    for ending in endings:
+        for value in ("", "0", ": 0", '"": 0'):
+            try:
+                json.loads(cut + ending + value + "".join(reversed(closers)))
+                return True
+            except (ValueError, RecursionError):
+                pass
+    return False
 
 
 class _BadField(Exception):

@@ -207,6 +207,49 @@ def test_reading_tolerates_torn_lines_but_not_garbage(tmp_path):
             read(path)
 
 
+HEAD = '{"schema": "prmg.result/3", "name": "x", "status": "passed", "message": "", "error_code": '
+# Lines that are not a strict prefix of any line prmg writes: refused, not taken for a line a crash tore.
+NOT_TORN = {
+    "another schema": '{"schema": "prmg.evil/9", "name": "x"',
+    "a wrong type": '{"schema": "prmg.result/3", "name": "x", "status": [], "sh',
+    "an unknown key": '{"schema": "prmg.result/3", "name": "x", "zzz": 1',
+    "keys out of order": '{"schema": "prmg.result/3", "status": "passed", "name"',
+    "a space too many": '{"schema":  "prmg.result/3"',
+    "a space before the key": '{"schema": "prmg.result/3",  "name"',
+    "a space missing in a value": HEAD + 'null, "metrics": {"a":1',
+    "a comma without its space": HEAD + "[1,2",
+    "a number with two dots": HEAD + "1.5.",
+    "a dot after an exponent": HEAD + "1e5.",
+    "garbage after a value": HEAD + "1x",
+    "a bracket closed twice": HEAD + 'null, "metrics": {"a": [1]]',
+    "an escape JSON has not": '{"schema": "prmg.result/3", "name": "\\q',
+    "a control character": '{"schema": "prmg.result/3", "name": "a\x00',
+    "not ASCII": '{"schema": "prmg.result/3", "name": "\u00e9',
+    "a value after the last field": json.dumps(record("x").to_dict())[:-1] + ', "more": 1',
+}
+
+
+def test_only_a_strict_prefix_of_a_line_prmg_writes_is_a_torn_line(tmp_path):
+    from prmg_cli.store import RunRecord, _torn, encode
+
+    result = record("x", message='q"\\ \u00e9 \x01 \u2028', kernel_ms=1.5e-05, seed=2**64 - 1,
+                    metrics={"ratio": 2.5e+20, "nan": float("nan"), "inf": float("-inf"), "list": [1, None, True]})
+    run = RunRecord("id", "1/2", ["a", "b"], {"k": [1, {"z": None}]}, {"runner": "emulator", "devices": [0, 1]})
+    for line in (encode(result), encode(run)):
+        text = line.decode("ascii").rstrip("\n")
+        assert [end for end in range(1, len(text)) if not _torn(text[:end])] == []       # every strict prefix
+    path = tmp_path / "r.jsonl"
+    for why, line in NOT_TORN.items():
+        assert not _torn(line), why
+        path.write_text(json.dumps(record("x").to_dict()) + "\n" + line)
+        with pytest.raises(PrmgError, match="r.jsonl: line 2: not a JSON record"):
+            read(path)
+    for cut in (HEAD + "1.", HEAD + "-", HEAD + "1e-", HEAD + 'null, "metrics": {"a": -Infin',
+                HEAD + 'null, "metrics": {"a": 1, "b', '{"schema": "prmg.result/3", "name": "\\u00', '{"sch'):
+        path.write_text(json.dumps(record("x").to_dict()) + "\n" + cut + "\n" + json.dumps(record("y").to_dict()))
+        assert read(path).torn == 1 and len(read(path).results) == 2, cut
+
+
 def test_report_exit_codes_and_every_format(tmp_path, capsys):
     from prmg_cli.merge import report_files
 
