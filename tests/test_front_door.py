@@ -721,6 +721,25 @@ def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):
     assert load_cases([target])[0].input_spec("dy").args[0] == str(tmp_path / "dy.npy")
 
 
+def test_gen_case_never_writes_over_a_file_input_of_its_case(tmp_path):
+    """-o naming the case's own .npy input, a symlink to it or a hard link of it: refused as import-ttk refuses
+    its CSV (writes.check_spares), the input left whole, with or without --append."""
+    np.save(tmp_path / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
+    before = (tmp_path / "dy.npy").read_bytes()
+    (tmp_path / "symlink.npy").symlink_to(tmp_path / "dy.npy")
+    os.link(tmp_path / "dy.npy", tmp_path / "hardlink.npy")
+    for output in ("dy.npy", "symlink.npy", "hardlink.npy", "./dy.npy"):
+        with pytest.raises(PrmgError) as caught:
+            gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "name": "g", "output": str(tmp_path / output)})
+        assert str(caught.value) == f"{tmp_path / output}: cannot write the case file: it is the dy input of case 'g'"
+    with pytest.raises(PrmgError, match="dy.npy: "):
+        gencase_cli.generate(**{**FLAGS, "inputs": "all=file:dy.npy", "output": str(tmp_path / "dy.npy"),
+                                "append": True})
+    assert (tmp_path / "dy.npy").read_bytes() == before
+    result = prmg("gen-case", "--shape", "1,1,1,8", "--inputs", "dy=file:dy.npy", "-o", tmp_path / "symlink.npy")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and (tmp_path / "dy.npy").read_bytes() == before
+
+
 def test_import_ttk_reads_only_regular_files(tmp_path):
     os.mkfifo(tmp_path / "fifo.csv")
     with within(10), pytest.raises(PrmgError, match="is a FIFO"):
