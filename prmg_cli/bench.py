@@ -137,14 +137,15 @@ def bench_command(request) -> tuple[str, int]:
              and c.rotary_mode in modes]
     if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
         raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
+    from .runs import compare_bench, read_bench
+
+    baseline_rows = read_bench(baseline) if baseline else None          # refused before any case is timed
     settings = settings_for(run_request(paths=(), runner=request.runner, op_lib=request.op_lib,
                                         supported_modes=request.supported_modes))
     device_soc, rows = bench_cases(cases, settings, device, warmup, repeat, peak_gbps, soc, timeout)
     verdict, code = [], 0
     if baseline:
-        from .runs import compare_bench
-
-        verdict, code = compare_bench(baseline, rows, judged=settings.toolkit.kind == "aclnn")
+        verdict, code = compare_bench(baseline, baseline_rows, rows, judged=settings.toolkit.kind == "aclnn")
     if report_format == "json":
         return json.dumps({"runner": settings.toolkit.kind, "soc": device_soc, "version": __version__,
                            "cases": rows, "baseline": verdict}, indent=2), code

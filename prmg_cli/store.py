@@ -157,6 +157,32 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                 stored.results.append(record)
 
 
+def parse_json(text: str):
+    """``json.loads(text)``; ``json.JSONDecodeError`` for text that is not JSON, and ValueError saying why in words
+    for JSON the parser cannot hold: nesting past its stack (deeper than any ``MAX_DEPTH`` value, whatever the
+    depth: a RecursionError no more), a number of more digits than Python reads."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        raise ValueError("a number too long to read") from None
+
+
+def problem(data, kinds: dict, required=()) -> str:
+    """"" when the mapping ``data`` holds each field of ``kinds`` (field -> kind of ``_KINDS``) as its kind says,
+    those of ``required`` present; else ``field 'F': what is wrong``."""
+    if not isinstance(data, dict):
+        return f"expected a mapping, got {type(data).__name__}"
+    try:
+        _checked(data, kinds, required)
+    except _BadField as bad:
+        return f"field '{bad.field}': {bad.reason}"
+    return ""
+
+
 def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | None:
     """The record on one line (None for a blank or torn line); PrmgError naming the line for anything else."""
     def refuse(what: str) -> PrmgError:
@@ -170,15 +196,13 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
     if not text:
         return None
     try:
-        data = json.loads(text)
-    except RecursionError:
-        raise refuse(f"nested deeper than {MAX_DEPTH} levels") from None
+        data = parse_json(text)
     except json.JSONDecodeError:
         if _torn(raw.rstrip("\r\n")):
             return None                                       # a line cut short by a crash
         raise refuse("not a JSON record") from None
-    except ValueError:                                        # an integer of more digits than Python reads
-        raise refuse("a number too long to read") from None
+    except ValueError as error:
+        raise refuse(str(error)) from None
     if not isinstance(data, dict):
         raise refuse(f"expected a JSON record, got {show(data)}")
     schema = data.get("schema")

@@ -793,3 +793,27 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
     assert target.read_text() == CASE
     assert [p.name for p in tmp_path.iterdir()] == ["keep.yaml"]
 
+
+
+def test_bench_baseline_is_read_bounded_and_checked_before_any_case_is_timed(tmp_path, emulator):
+    """--baseline goes through files.read_regular and the results store's JSON parse: a FIFO, /dev/zero, a
+    100,000-deep list, a row of the wrong types are one line at once, before the cases are timed (the help's
+    --baseline example runs the good path: tests/test_readme.py)."""
+    from prmg_cli.bench import bench_command
+    from prmg_cli.commands.bench import Request
+
+    cases = write(tmp_path, "b.yaml", "- {name: b1, shape: [1, 1, 2, 8]}\n")
+    os.mkfifo(tmp_path / "fifo.json")
+    rows = {"deep.json": "[" * 100_000, "names.json": '{"cases": [{"name": ["b1"], "times_ms": [1]}]}',
+            "times.json": '{"cases": [{"name": "b1", "times_ms": [1, -2]}]}', "flat.json": '{"cases": 5}'}
+    for name, text in rows.items():
+        write(tmp_path, name, text)
+    for baseline, fragment in ((tmp_path / "fifo.json", "is a FIFO (named pipe), not a regular file"),
+                               (Path("/dev/zero"), "is a character device, not a regular file"),
+                               (tmp_path / "deep.json", "nested deeper than 32 levels"),
+                               (tmp_path / "names.json", "case 0: field 'name': expected text, got list"),
+                               (tmp_path / "times.json", "case 0: field 'times_ms': item 1: expected a time from 0"),
+                               (tmp_path / "flat.json", "no list of cases")):
+        with within(10), pytest.raises(PrmgError) as caught:
+            bench_command(Request(paths=(str(cases),), runner="emulator", baseline=str(baseline)))
+        assert str(caught.value).startswith(f"{baseline}: ") and fragment in str(caught.value), str(caught.value)
