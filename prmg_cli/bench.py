@@ -105,7 +105,8 @@ def bench_command(request) -> tuple[str, int]:
     import math
 
     from .commands.run import Request as run_request
-    from .suite import check_timeout, load_selected, run_info, settings_for, target_modes
+    from .checks.determinism import MAX_REPEAT
+    from .suite import check_bounds, check_timeout, load_selected, run_info, settings_for, target_modes
 
     paths, report_format, peak_gbps, soc = list(request.paths), request.report, request.peak_gbps, request.soc
     warmup, repeat, device, baseline = request.warmup, request.repeat, request.device, request.baseline
@@ -130,8 +131,8 @@ def bench_command(request) -> tuple[str, int]:
                 + format_pipeline_bench(large, small) + "\n\n" + format_judge_paths(judge_paths)), 0
     if not paths:
         raise PrmgError("give case files to time, or --host")
-    if warmup < 0 or repeat < 1:
-        raise PrmgError("--warmup must be >= 0 and --repeat >= 1")
+    check_bounds("--warmup", warmup, 0, MAX_REPEAT)
+    check_bounds("--repeat", repeat, 1, MAX_REPEAT)
     modes = target_modes(request.supported_modes)
     cases = [c for c in load_selected(paths, modes, request.keyword) if c.expect.success
              and c.rotary_mode in modes]

@@ -147,18 +147,20 @@ def parse_checks(text: str | None, golden: bool = True) -> tuple[str, ...]:
     return names
 
 
+def check_bounds(flag: str, value: int, minimum: int, maximum: int, note: str = "") -> int:
+    """``value`` of the integer option ``flag`` when it is from ``minimum`` to ``maximum``, else PrmgError saying
+    so (with ``note``, e.g. `` (determinism check)``)."""
+    if not minimum <= value <= maximum:
+        raise PrmgError(f"{flag} must be from {minimum} to {maximum}{note}, got {value}")
+    return value
+
+
 def check_options(request) -> dict:
     """The checks' options of ``request`` (``checks.OPTIONS``: ``--repeat`` ...) by name, each within its bounds."""
     from .checks import OPTIONS
 
-    values = {}
-    for name, (check, option) in OPTIONS.items():
-        value = getattr(request, name, option.default)
-        if not option.minimum <= value <= option.maximum:
-            raise PrmgError(f"--{name.replace('_', '-')} must be from {option.minimum} to {option.maximum} "
-                            f"({check.name} check), got {value}")
-        values[name] = value
-    return values
+    return {name: check_bounds(f"--{name.replace('_', '-')}", getattr(request, name, option.default), option.minimum,
+                               option.maximum, f" ({check.name} check)") for name, (check, option) in OPTIONS.items()}
 
 
 def check_judged(cases: Sequence[Case], checks: tuple, golden: bool) -> None:

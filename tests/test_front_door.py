@@ -817,3 +817,16 @@ def test_bench_baseline_is_read_bounded_and_checked_before_any_case_is_timed(tmp
         with within(10), pytest.raises(PrmgError) as caught:
             bench_command(Request(paths=(str(cases),), runner="emulator", baseline=str(baseline)))
         assert str(caught.value).startswith(f"{baseline}: ") and fragment in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("option, value", [("repeat", 10**9), ("repeat", 1001), ("repeat", 0), ("warmup", 10**9),
+                                           ("warmup", -1)])
+def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
+    from prmg_cli.bench import bench_command
+    from prmg_cli.checks.determinism import MAX_REPEAT
+    from prmg_cli.commands.bench import Request
+
+    low = 1 if option == "repeat" else 0
+    with within(10), pytest.raises(PrmgError) as caught:
+        bench_command(Request(paths=("cases/smoke.yaml",), runner="emulator", **{option: value}))
+    assert str(caught.value) == f"--{option} must be from {low} to {MAX_REPEAT}, got {value}"
