@@ -19,8 +19,9 @@ in a newline (its last line was torn), a newline is written first, so the torn l
 line and no finished record is lost. ``/dev/null`` and a pipe with a reader work; a FIFO without a reader,
 a directory, or a failed write (``/dev/full``, a full disk) is one PrmgError naming the path.
 
-**Reading** (``read``). Only a regular file is read (a FIFO, ``/dev/zero`` or a directory is refused at
-once), line by line, no line longer than ``MAX_LINE_BYTES``, so no file can hang prmg or fill its memory.
+**Reading** (``read``). Only a regular file of at most ``MAX_FILE_BYTES`` is read (a FIFO, ``/dev/zero``, a
+directory or a larger file is refused at once), line by line, no line longer than ``MAX_LINE_BYTES``, runs of
+blank lines skipped at the speed of their bytes (``_lines``), so no file can hang prmg or fill its memory.
 Every field of every record is checked, type and value, against ``results.RECORD_FIELDS`` / ``RUN_FIELDS``
 (nesting depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as
 ``diagnosis.error_map`` makes them, shapes, slices and seeds held to the case format's own rules
@@ -54,6 +55,10 @@ from .results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELD
 RUN_SCHEMA = "prmg.run/1"
 MAX_LINE_BYTES = 64 * files.MiB        # a run record lists up to 200,000 case names
 MAX_DEPTH = 32                         # nesting of any stored JSON value
+# The largest results file read: 200,000 cases of ~1.5 KB a record (a failed one with its error map: ~6 KB)
+# with room for resumes; reading one takes about 5 times its size in memory.
+MAX_FILE_BYTES = 512 * files.MiB
+_TORN = object()                       # what _parse makes of a torn line
 _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 
@@ -129,32 +134,70 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
     an empty ``Stored`` when the file does not exist and ``missing_ok``."""
     source = str(path)
     try:
-        fd = files.open_regular(path)
+        fd = files.open_regular(path, MAX_FILE_BYTES)
     except PrmgError as error:
         if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
             return Stored(source)
         raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
     stored = Stored(source)
-    with os.fdopen(fd, "rb") as stream:
-        number = 0
-        while True:
-            try:
-                line = stream.readline(MAX_LINE_BYTES + 1)
-            except OSError as error:
-                raise PrmgError(f"cannot read the results file: {files.os_reason(error)}", file=source) from None
-            if not line:
-                return stored
-            number += 1
-            if len(line) > MAX_LINE_BYTES:
-                raise PrmgError(f"line {number}: longer than {files.describe_size(MAX_LINE_BYTES)}; not a results "
-                                f"file (written by prmg run --results)?", file=source)
+    try:
+        for number, line in _lines(fd, source):
             record = _parse(line, number, source)
-            if record is None:
-                stored.torn += line.strip() != b""
+            if record is _TORN:
+                stored.torn += 1
             elif isinstance(record, RunRecord):
                 stored.runs.append(record)
-            else:
+            elif record is not None:
                 stored.results.append(record)
+    finally:
+        os.close(fd)
+    return stored
+
+
+_BLANK_LINES = re.compile(rb"[ \t\r\f\v\n]*\n")             # whole blank lines: whitespace up to a newline
+_CHUNK = files.MiB
+
+
+def _lines(fd: int, source: str):
+    """(number, line) for each line of the file ``fd`` that is not blank (numbered from 1, blank ones counted):
+    read in chunks of ``_CHUNK`` bytes, a run of blank lines skipped at once (one match, its newlines counted),
+    so that a file of blank lines costs what its bytes do; PrmgError naming ``source`` for a line longer than
+    ``MAX_LINE_BYTES`` or a file growing past ``MAX_FILE_BYTES`` as it is read."""
+    def refuse(what: str) -> PrmgError:
+        return PrmgError(f"{what}; not a results file (written by prmg run --results)?", file=source)
+
+    number, size, pending, held = 0, 0, [], 0          # pending: the pieces of a line not ended yet (held bytes)
+    while True:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except OSError as error:
+            raise PrmgError(f"cannot read the results file: {files.os_reason(error)}", file=source) from None
+        size += len(chunk)
+        if size > MAX_FILE_BYTES:
+            raise PrmgError(f"cannot read the results file: over the limit of {files.describe_size(MAX_FILE_BYTES)}",
+                            file=source)
+        at = 0
+        while at < len(chunk):
+            blank = None if pending else _BLANK_LINES.match(chunk, at)
+            if blank:
+                number += chunk.count(b"\n", at, blank.end())
+                at = blank.end()
+                continue
+            end = chunk.find(b"\n", at)
+            piece = chunk[at:] if end < 0 else chunk[at:end + 1]
+            pending.append(piece)
+            held += len(piece)
+            if held > MAX_LINE_BYTES:
+                raise refuse(f"line {number + 1}: longer than {files.describe_size(MAX_LINE_BYTES)}")
+            if end < 0:
+                break
+            number, at = number + 1, end + 1
+            yield number, b"".join(pending)
+            pending, held = [], 0
+        if not chunk:
+            if pending:
+                yield number + 1, b"".join(pending)
+            return
 
 
 def parse_json(text: str):
@@ -184,7 +227,8 @@ def problem(data, kinds: dict, required=()) -> str:
 
 
 def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | None:
-    """The record on one line (None for a blank or torn line); PrmgError naming the line for anything else."""
+    """The record on one line (None for a blank line, ``_TORN`` for a torn one); PrmgError naming the line for
+    anything else."""
     def refuse(what: str) -> PrmgError:
         return PrmgError(f"line {number}: {what}; not a results file (written by prmg run --results)?", file=source)
 
@@ -199,7 +243,7 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
         data = parse_json(text)
     except json.JSONDecodeError:
         if _torn(raw.rstrip("\r\n")):
-            return None                                       # a line cut short by a crash
+            return _TORN                                      # a line cut short by a crash
         raise refuse("not a JSON record") from None
     except ValueError as error:
         raise refuse(str(error)) from None

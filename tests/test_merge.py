@@ -435,3 +435,34 @@ def test_records_at_the_limits_of_the_case_format_are_reported_compared_and_resu
     report = json.loads((tmp_path / "resumed.json").read_text())
     assert report["summary"]["resumed"] == len(AT_THE_LIMITS)
     assert 'id="timing"' in (tmp_path / "resumed.html").read_text()
+
+
+def test_a_results_file_over_the_size_limit_is_refused_at_once_and_blank_lines_cost_only_their_bytes(tmp_path,
+                                                                                                        emulator):
+    """Sparse files (no disk, no time to make) just over store.MAX_FILE_BYTES and of 1 GB: one line at once for
+    report, compare and resume, nothing read. 20 million blank lines read in a blink (they took 14 s, one
+    readline each), counted into the line numbers."""
+    from prmg_cli.commands.run import Request
+    from prmg_cli.files import describe_size
+    from prmg_cli.merge import report_files
+    from prmg_cli.runs import compare_files
+    from prmg_cli.store import MAX_FILE_BYTES
+    from prmg_cli.suite import run_suite
+
+    path, cases = tmp_path / "r.jsonl", tmp_path / "cases.yaml"
+    cases.write_text(TINY_CASES)
+    for size in (MAX_FILE_BYTES + 1, 10**9):
+        with open(path, "wb") as sparse:
+            sparse.truncate(size)
+        for command in (lambda: report_files([str(path)]), lambda: compare_files(str(path), str(path)),
+                        lambda: run_suite(Request(paths=(str(cases),), runner="emulator", resume=str(path)))):
+            started = time.monotonic()
+            with pytest.raises(PrmgError) as caught:
+                command()
+            assert str(caught.value) == f"{path}: cannot read the results file: is {describe_size(size)}, over the " \
+                                        f"limit of {describe_size(MAX_FILE_BYTES)}" and time.monotonic() - started < 2
+    path.write_bytes(b"\n" * 20_000_000 + json.dumps(record("x").to_dict()).encode() + b"\n \r\n\t\ngarbage\n")
+    started = time.monotonic()
+    with pytest.raises(PrmgError, match="r.jsonl: line 20000004: not a JSON record"):
+        read(path)
+    assert time.monotonic() - started < 3
