@@ -272,7 +272,7 @@ def test_a_stop_while_the_command_line_loads_is_its_exit_code_quietly(signum, co
     """Ctrl-C or SIGTERM while typer is imported (before any command runs) ends prmg as one at any other moment:
     the entry point holds the stop signals before it imports typer, and takes a held one where it handles it (a
     KeyboardInterrupt traceback, or death by SIGTERM, before)."""
-    entry = re.search(r'^prmg = "([\w.:]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE)[1]  # 3.10: no tomllib
+    entry = re.search(r'^prmg = "([\w.:]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE)[1]
     result = subprocess.run([sys.executable, "-c", STOPPED_WHILE_LOADING, entry, str(int(signum))], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr, result.stdout) == (code, f"prmg: {said}\n", "")
