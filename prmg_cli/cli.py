@@ -4,9 +4,9 @@ Exit codes (``results.ExitCode``): 0 nothing failed; 1 a case failed, errored, x
 2 a usage or case-file error (one line naming file, case and field); 3 a bug in prmg; 5 no case
 selected, or every case skipped; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 
-Ctrl-C or SIGTERM is the same exit at any moment, the first tenth of a second included: this module imports
-nothing but ``errors`` (signal), and ``main`` holds (blocks) the stop signals before it imports typer and the commands, then
-lets a held one through where it handles it (130 or 143, one line, never a traceback).
+Ctrl-C or SIGTERM is the same exit at any moment, the first tenth of a second included: this module imports nothing
+but ``errors`` (signal), and ``main`` holds (blocks) the stop signals before it imports typer and the commands,
+then lets a held one through where it handles it (130 or 143, one line, never a traceback).
 """
 
 from __future__ import annotations

@@ -22,16 +22,14 @@ a directory, or a failed write (``/dev/full``, a full disk) is one PrmgError nam
 **Reading** (``read``). Only a regular file of at most ``MAX_FILE_BYTES`` is read (a FIFO, ``/dev/zero``, a
 directory or a larger file is refused at once), line by line, no line longer than ``MAX_LINE_BYTES``, runs of
 blank lines skipped at the speed of their bytes (``_lines``), so no file can hang prmg or fill its memory.
-Every field of every record is checked, type and value, against ``results.RECORD_FIELDS`` / ``RUN_FIELDS``
-(nesting depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as
-``diagnosis.error_map`` makes them, shapes, slices and seeds held to the case format's own rules
-(``fields.parse_dims``, ``parse_slice``, ``parse_seed``), times finite and within ``results.is_time``), so
-that nothing read can crash a report, compare or resume later. A
-*torn* line -- a strict prefix of a line this prmg's encoder writes, cut by a crash (``_torn``: its schema,
-its fields in the encoder's order and spacing, each whole value of its kind, the last one cut short) -- is
-left out wherever it is (``--resume`` after a crash leaves one in the
-middle). Any other line (garbage, another JSON, another schema, a wrong field) is one PrmgError naming the
-file, the line and what is wrong.
+Every field of every record is checked, type and value, against ``results.RECORD_FIELDS`` / ``RUN_FIELDS`` (nesting
+depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as ``diagnosis.error_map``
+makes them, shapes, slices and seeds held to the case format's own rules (``fields.parse_dims``, ``parse_slice``,
+``parse_seed``), times finite and within ``results.is_time``), so that nothing read can crash a report, compare or
+resume later. A *torn* line -- a strict prefix of a line this prmg's encoder writes, cut by a crash (``_torn``: its
+schema, its fields in the encoder's order and spacing, each whole value of its kind, the last one cut short) -- is
+left out wherever it is (``--resume`` after a crash leaves one in the middle). Any other line (garbage, another
+JSON, another schema, a wrong field) is one PrmgError naming the file, the line and what is wrong.
 """
 
 from __future__ import annotations
