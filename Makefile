@@ -22,7 +22,8 @@ run: install
 
 # The HTML report's test opens it in Debian's headless chromium (CI machines start without it, as root).
 browser:
-	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@command -v chromium >/dev/null || (echo 'make browser: no chromium found; installing it with apt-get (needs root)' && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 test: install browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup

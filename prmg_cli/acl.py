@@ -17,8 +17,10 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
   ``aclDestroyAclOpExecutor`` (a launch frees it), also when a refused first phase left one set (a
   pooled executor stays busy until then). A kernel fault is asynchronous: the launch returns 0 and the
   synchronization its status, after which the device is unusable in this process (``device_faulted``:
-  the worker must be replaced). ``ASCEND_OPP_PATH``, which nnopbase reads at call time, is set to
-  ``<toolkit root>/opp`` when unset, before ``aclInit``. On the host emulator, the faults that acted on
+  the worker must be replaced); so is it after a runtime or device status from the operator's own calls
+  (``status.is_refusal`` false: 507899 from the launch of a device a fault left unusable).
+  ``ASCEND_OPP_PATH``, which nnopbase reads at call time, is set to ``<toolkit root>/opp`` when unset,
+  before ``aclInit``. On the host emulator, the faults that acted on
   each launch are read from its test hook ``prmg_emu_applied_faults`` (a real toolkit has none).
 """
 
@@ -38,9 +40,9 @@ from . import dtypes
 from .case import Case
 from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
-from .ops import DEFAULT_OP, GRAD, OPERATORS
-from .results import MS_PER_SECOND, is_time
-from .status import describe
+from .ops import DEFAULT_OP, OPERATORS
+from .results import MS_PER_SECOND, is_time, plural
+from .status import describe, is_refusal
 from .toolkit import Toolkit, refuse_stub
 from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
 
@@ -90,8 +92,6 @@ class AclError(RuntimeError):
         return f"{text}: {self.message}" if self.message else text
 
 
-GET_WORKSPACE = GRAD.get_workspace
-LAUNCH = GRAD.launch
 SYNCHRONIZE = "aclrtSynchronizeStream"
 ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
@@ -354,11 +354,11 @@ def _describe_ranges(prefix: str, offsets: np.ndarray) -> list[str]:
         first, last = int(run[0]), int(run[-1])
         line = f"{prefix} at byte {first:+d}"
         if last != first:
-            line += f" ({last - first + 1} bytes, through {last:+d})"
+            line += f" ({plural(last - first + 1, 'byte')}, through {last:+d})"
         lines.append(line)
     if len(runs) > MAX_RANGES_LISTED:
         lines.append(f"{prefix} in {len(runs) - MAX_RANGES_LISTED} more ranges "
-                     f"({sum(run.size for run in runs)} bytes in all)")
+                     f"({plural(sum(run.size for run in runs), 'byte')} in all)")
     return lines
 
 
@@ -368,7 +368,7 @@ def _first_change(name: str, before: np.ndarray, after: np.ndarray, shape: tuple
     if changed.size == 0:
         return []
     index = tuple(int(i) for i in np.unravel_index(int(changed[0]), shape)) if shape else ()
-    return [f"{name} changed at {index}, first of {changed.size} elements"]
+    return [f"{name} changed at {index}, first of {plural(changed.size, 'element')}"]
 
 
 @dataclass(frozen=True)
@@ -440,7 +440,7 @@ def _shaped(values: np.ndarray, dtype_name: str, shape: tuple[int, ...], case: C
     """``values`` as a contiguous array of dtype ``dtype_name`` and shape ``shape``."""
     array = np.ascontiguousarray(values, dtype=dtypes.to_numpy(dtype_name))
     if array.size != int(np.prod(shape, dtype=np.int64)):
-        raise PrmgError(f"{tensor} has {array.size} values but shape {list(shape)} needs "
+        raise PrmgError(f"{tensor} has {plural(array.size, 'value')} but shape {list(shape)} needs "
                         f"{int(np.prod(shape, dtype=np.int64))}", file=case.source, case=case.name, field="inputs")
     return array.reshape(shape)
 
@@ -615,6 +615,8 @@ class AclSession:
                 violations += workspace.guard_violations(self)
             violations += cos_buffer.value_violations(cos_values.shape)
             violations += sin_buffer.value_violations(sin_values.shape)
+            if status != 0 and not is_refusal(status):      # the runtime or device failed, not the operator
+                self.device_faulted = True
             after = dy_buffer.values_after()
             dy_after = after.reshape(case.shape) if contiguous else _view(after, dy_layout).copy()
             if status == 0 and not contiguous:

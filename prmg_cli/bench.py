@@ -1,8 +1,6 @@
 """``prmg bench``: kernel timing with ACL events on the device, or the host-side benchmark.
 
-Bytes moved by one launch (the memory traffic the kernel cannot avoid):
-``2 * B*S*N*L * itemsize(dy)`` (the dy slice read and written) ``+ 2 * numel(cos) * itemsize(cos)``
-(cos and sin read once per distinct row). Achieved GB/s = bytes / median time.
+Achieved GB/s = the bytes one launch moves (``sizes.bytes_moved``) / the median time.
 """
 
 from __future__ import annotations
@@ -16,10 +14,10 @@ from tabulate import tabulate
 
 from . import __version__, execute
 from .case import Case
-from .dtypes import lookup
 from .errors import PrmgError
 from .outputs.labels import dtype_label, format_header, shape_label
 from .results import RunInfo
+from .sizes import bytes_moved
 
 # Peak memory bandwidth per device kind (GB/s); extend as devices appear, or pass --peak-gbps.
 PEAK_GBPS = {
@@ -27,16 +25,6 @@ PEAK_GBPS = {
     "Ascend950DT": 4000.0,
 }
 DEFAULT_SOC = "Ascend950PR"
-
-
-def bytes_moved(case: Case) -> int:
-    """``2*rows*L*itemsize(dy) + 2*numel(cos)*itemsize(cos)`` for one launch of ``case`` (a ``Case``, or a
-    ``CaseResult``, which names the same fields; cos's dtype is dy's when a record leaves it out)."""
-    start, end = case.partial_slice
-    rows = execute.element_count(case.shape[:-1])
-    cos_items = execute.element_count(case.cos_shape)
-    return (2 * rows * (end - start) * lookup(case.dtype).numpy.itemsize
-            + 2 * cos_items * lookup(case.cos_dtype or case.dtype).numpy.itemsize)
 
 
 def time_case(session, case: Case, warmup: int, repeat: int) -> list[float]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .status import describe
-from .vocab import DEFAULT_GENERATOR, DEFAULT_OP
+from .vocab import DEFAULT_GENERATOR, DEFAULT_OP, MODE_NAMES
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,37 @@ class Expect:
 class KnownDefect:
     """A defect the operator is known to have on a case (a strict xfail): ``reason``, and what the defect does
     -- the call returns ``status`` instead of what the case expects, or (``status`` None) it returns what is
-    expected but its result is wrong. Anything else going wrong is a failure like any other."""
+    expected but its result is wrong. Anything else going wrong is a failure like any other.
+
+    ``behaves_as`` (only with ``status`` 0) says what the operator computes once the defect made it accept the
+    call: the case's fields it then acts on, as ``(key, value)`` pairs (``()``: the case as written; e.g.
+    ``(("rotary_mode", 1),)`` for a mode read as another). The accepted call's result is judged against the
+    golden of the case with those fields (``judge``); None: not said, the result is not judged.
+    """
 
     reason: str
     status: int | None = None
+    behaves_as: tuple | None = None
 
     def describe(self) -> str:
-        """``reason (returns 0 SUCCESS)`` or ``reason (a wrong result)``."""
-        return f"{self.reason} ({'a wrong result' if self.status is None else 'returns ' + describe(self.status)})"
+        """``reason (returns 0 SUCCESS)``, ``reason (returns 0 SUCCESS, then behaves as rotary_mode interleave)`` or
+        ``reason (a wrong result)``."""
+        if self.status is None:
+            return f"{self.reason} (a wrong result)"
+        behaviour = f", then behaves as {self.behaviour()}" if self.behaves_as is not None else ""
+        return f"{self.reason} (returns {describe(self.status)}{behaviour})"
+
+    def behaviour(self) -> str:
+        """``behaves_as`` as text: ``rotary_mode interleave``, ``the case as written`` ("" when not said)."""
+        written = self.written_behaviour() or {}
+        return ", ".join(f"{key} {value}" for key, value in written.items()) or \
+            ("the case as written" if self.behaves_as is not None else "")
+
+    def written_behaviour(self) -> dict | None:
+        """``behaves_as`` as a case file writes it (a mode by its name); None when not said."""
+        if self.behaves_as is None:
+            return None
+        return {key: MODE_NAMES.get(value, value) if key == "rotary_mode" else value for key, value in self.behaves_as}
 
 
 @dataclass(frozen=True)

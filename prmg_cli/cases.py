@@ -1,4 +1,4 @@
-"""Case files: the ``Case`` value, YAML loading (safe loader only), defaults, sweeps and validation.
+"""Case files: YAML loading (safe loader only), defaults, sweeps and validation, into ``case.Case`` values.
 
 Every user mistake raises ``PrmgError`` naming the file, the case and the field.
 
@@ -110,7 +110,8 @@ MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file 
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
-__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate", "select", "case_to_dict",
+__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate",
+           "known_defect_warning", "unjudged", "select", "case_to_dict",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -159,6 +160,34 @@ def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) 
         error = _violation(case, supported_modes)
         if error is not None:
             raise error
+
+
+def known_defect_warning(case: Case) -> str | None:
+    """For a known defect that makes the operator accept the call (``status: SUCCESS``) without saying what it
+    then computes (``behaves_as``): that the accepted call's result goes unjudged; else None."""
+    defect = case.known_defect
+    if defect is None or defect.status != 0 or defect.behaves_as is not None:
+        return None
+    return ("known_defect: status SUCCESS without behaves_as: the result of the accepted call is never judged; say "
+            "what the operator then computes, e.g. behaves_as: {rotary_mode: interleave} ({} for the case as "
+            "written)")
+
+
+def unjudged(case: Case, checks: tuple = (), golden: bool = True) -> PrmgError | None:
+    """The PrmgError for a pass case that, without the golden (its ``golden: false``, or the run's ``--no-golden``
+    when ``golden`` is False), no check of correctness would judge: neither its ``checks`` nor the run's
+    (``--check``: ``checks``) name one of ``checks.ORACLES``, and it gives no ``correctness_unchecked`` reason;
+    else None. ``validate`` asks it of the file alone (no run checks), ``prmg run`` and the pytest plugin with
+    the run's (``suite.check_judged``)."""
+    names = tuple(dict.fromkeys(case.checks + checks))
+    if (not case.expect.success or (golden and case.golden) or case.correctness_unchecked
+            or any(CHECKS[name].oracle for name in names)):
+        return None
+    without = "golden: false" if not case.golden else "--no-golden"
+    return PrmgError(f"without the golden ({without}) this case is judged by {', '.join(names) or 'no check'}, which "
+                     f"judges nothing about correctness ({weak_checks_text(names)}): add one of {', '.join(ORACLES)} "
+                     f"to its checks or --check, or say why with correctness_unchecked: REASON",
+                     file=case.source, case=case.name, field="checks")
 
 
 def _violation(case: Case, supported_modes) -> PrmgError | None:
@@ -246,6 +275,8 @@ def case_to_dict(case: Case) -> dict:
         defect = case.known_defect
         out["known_defect"] = {"reason": defect.reason, **({"result": "wrong"} if defect.status is None else
                                                            {"status": STATUS_NAMES.get(defect.status, defect.status)})}
+        if defect.behaves_as is not None:
+            out["known_defect"]["behaves_as"] = defect.written_behaviour()
     if case.checks:
         out["checks"] = list(case.checks)
     if not case.golden:
@@ -444,7 +475,7 @@ class _Run:
             return
         self.first_seen[case.name] = case.source
         if self.supported_modes is not None:
-            error = _violation(case, self.supported_modes)
+            error = _violation(case, self.supported_modes) or unjudged(case)
             if error is not None:
                 self.fail(error)
         self.cases.append(case)
@@ -709,12 +740,6 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
     golden = parse_golden(raw.get("golden", True), where)
     unchecked = parse_reason(raw["correctness_unchecked"], "correctness_unchecked", where) \
         if "correctness_unchecked" in raw else None
-    if not golden and not checks:
-        raise where.error("golden", "golden: false judges a case by its checks alone; name some in checks")
-    if not golden and not unchecked and not any(CHECKS[name].oracle for name in checks):
-        raise where.error("checks", f"golden: false with checks {list(checks)} judges nothing about correctness "
-                          f"({weak_checks_text(checks)}): add one of {', '.join(ORACLES)}, or say why with "
-                          f"correctness_unchecked: REASON")
     if unchecked and golden:
         raise where.error("correctness_unchecked", "only a golden: false case can leave correctness unchecked")
     return Case(

@@ -480,7 +480,7 @@ class ClusterExecutor:
         self.target: dict = {}              # the first actor's CaseWorker.describe()
         self.wedged: dict[tuple, str] = {}          # NPU key -> why it gets no more cases
         self.lost: list[str] = []                   # "NPU label: why" of each actor gone for good
-        self._timeouts: dict[tuple, int] = {}       # NPU key -> timeouts in a row
+        self._wedging = execute.Wedging(settings.max_timeouts, self.wedged)
         self._suspects: set[int] = set()            # cases in flight on an actor that died with two: run alone
         self._holds: list = []                      # actors kept idle on wedged NPUs
         self._slots: list[_Slot] = []
@@ -647,7 +647,7 @@ class ClusterExecutor:
         try:
             payload, fit = ray.get(ref)
         except ray.exceptions.RayActorError as error:
-            self._timeouts[slot.key] = 0
+            self._wedging.ended(slot.key)
             gone = not self._node_alive(slot.info.get("node_id")) or "node has died" in str(error) \
                 or "node died" in str(error)
             ip = slot.info.get("ip", "?")
@@ -666,7 +666,7 @@ class ClusterExecutor:
             self._retire(slot, schedule, replace_it=True)
             return
         except ray.exceptions.RayError as error:      # e.g. Ray's memory monitor killed the worker
-            self._timeouts[slot.key] = 0
+            self._wedging.ended(slot.key)
             self._fail(schedule, index, case, f"worker crashed: {_ray_reason(error)}")
             self._retire(slot, schedule, replace_it=True)
             return
@@ -676,7 +676,7 @@ class ClusterExecutor:
             return
         if "internal" in payload:
             raise execute.InternalError(payload["internal"])
-        self._timeouts[slot.key] = 0
+        self._wedging.ended(slot.key)
         schedule.finish(index, CaseResult.from_dict(payload))
         if not fit:                                   # the session is unfit: a fresh actor takes over
             self._retire(slot, schedule, replace_it=True)
@@ -689,10 +689,7 @@ class ClusterExecutor:
             if slot.queue and slot.deadline is not None and now >= slot.deadline:
                 index, _ = slot.queue.popleft()
                 key = slot.key
-                self._timeouts[key] = self._timeouts.get(key, 0) + 1
-                if self._timeouts[key] >= self.settings.max_timeouts:
-                    self.wedged[key] = (f"{self._timeouts[key]} timeouts in a row: the device is considered "
-                                        f"wedged (--max-timeouts)")
+                self._wedging.timed_out(key)
                 self._fail(schedule, index, schedule.cases[index], f"timed out after {self.settings.timeout:g} s")
                 self._retire(slot, schedule, replace_it=key not in self.wedged,
                              why=self.wedged.get(key, ""))

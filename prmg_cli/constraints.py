@@ -8,39 +8,38 @@ case that expects an error always runs.
 
 from __future__ import annotations
 
+from .case import Case
 from .ops import OPERATORS, Violation
-from .vocab import PHASES
-
-DEFAULT_SUPPORTED_MODES = frozenset({1})   # today's kernel implements interleave only
+from .vocab import DEFAULT_SUPPORTED_MODES, PHASES
 
 __all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status", "expected_phase",
            "skip_reason", "expectation_warning"]
 
 
-def violation_details(case, supported_modes: set[int] | frozenset[int]) -> list[Violation]:
+def violation_details(case: Case, supported_modes: set[int] | frozenset[int]) -> list[Violation]:
     """Every constraint ``case`` breaks on a target supporting ``supported_modes``, in checking order."""
     return OPERATORS[case.op].rules(case, frozenset(supported_modes))
 
 
-def violations(case, supported_modes: set[int] | frozenset[int]) -> list[tuple[int, str]]:
+def violations(case: Case, supported_modes: set[int] | frozenset[int]) -> list[tuple[int, str]]:
     """Every constraint ``case`` breaks, as (status, message), in checking order."""
     return [(v.code, v.message) for v in violation_details(case, supported_modes)]
 
 
-def expected_status(case, supported_modes: set[int] | frozenset[int]) -> int:
+def expected_status(case: Case, supported_modes: set[int] | frozenset[int]) -> int:
     """The status the operator returns for ``case``: 0 when no constraint is broken, else the first one's."""
     found = violation_details(case, supported_modes)
     return found[0].code if found else 0
 
 
-def expected_phase(case, supported_modes: set[int] | frozenset[int]) -> str:
+def expected_phase(case: Case, supported_modes: set[int] | frozenset[int]) -> str:
     """The phase (a key of ``vocab.PHASES``) whose call returns ``expected_status``: ``launch`` for a rule nnopbase
     checks at the launch (a non-contiguous dy), else ``workspace``."""
     found = violation_details(case, supported_modes)
     return "launch" if found and found[0].at_launch else "workspace"
 
 
-def skip_reason(case, supported_modes: set[int] | frozenset[int]) -> str | None:
+def skip_reason(case: Case, supported_modes: set[int] | frozenset[int]) -> str | None:
     """Why a case is skipped on this target, or None when it runs: only an ``expect: pass`` case whose
     every broken rule is the target lacking its (valid) rotary mode is skipped."""
     if not case.expect.success:
@@ -49,7 +48,7 @@ def skip_reason(case, supported_modes: set[int] | frozenset[int]) -> str | None:
     return found[0].message if found and all(v.skippable for v in found) else None
 
 
-def expectation_warning(case, supported_modes: set[int] | frozenset[int]) -> str | None:
+def expectation_warning(case: Case, supported_modes: set[int] | frozenset[int]) -> str | None:
     """For a case expecting an error: why its expectation disagrees with the constraint model on this
     target (it predicts success, or another status), else None. Known-defect cases disagree on purpose."""
     from .status import describe

@@ -29,16 +29,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import constraints, dtypes, gencase, presets, status
+from . import constraints, dtypes, gencase, status
+from .case import Case
 from .cases import Expect
 from .coverage import classes_of, dtype_bits, facts
 from .errors import PrmgError
 from .ops import OPERATORS
 from .ops.grad import SUPPORTED_FORMATS
-from .ops.regimes import COUNTER_BITS, emulator_layout, regimes
+from .ops.regimes import COUNTER_BITS, core_rows, regimes
 from .vocab import BROADCASTS, MODE_NAMES
 
-ALL_MODES = frozenset(MODE_NAMES)
 # (D, start, end): slice placements for the D and slice classes
 SLICES = ((2, 0, 2), (24, 8, 24), (64, 16, 48), (40, 6, 12), (130, 2, 68), (128, 0, 64), (16, 5, 5), (256, 0, 256),
           (254, 2, 254), (258, 0, 256), (255, 1, 255), (257, 1, 257), (512, 256, 512), (510, 257, 509),
@@ -87,13 +87,12 @@ def _mix(op: str) -> list[dict]:
 
 def _counts(op: str) -> list[dict]:
     """One axis at a count class's value, the others 1 (module docstring)."""
-    cores, _ = emulator_layout()
     values = [1, 3] + [2 ** bits + delta for bits in COUNTER_BITS for delta in (-1, 0, 1)]
-    core_rows = [rounds * cores + delta for rounds in (1, 2) for delta in (-1, 0, 1)]
+    rows = list(core_rows())
     pairs = OPERATORS[op].dtype_pairs
     found = []
     for axis in range(3):
-        for number, value in enumerate(values + (core_rows if axis == 1 else [])):
+        for number, value in enumerate(values + (rows if axis == 1 else [])):
             for variant in range(2):
                 shape = [1, 1, 1]
                 shape[axis] = value
@@ -166,22 +165,22 @@ def _errors(op: str) -> list[dict]:
 
 def _named(op: str, options: dict) -> dict:
     """``options`` as a case mapping named ``cover.OP.<name or the derived one>``, tagged ``cover``."""
-    return presets.preset_case(f"cover.{op}", TAGS, **options)
+    return gencase.preset_case(f"cover.{op}", TAGS, **options)
 
 
-def _expectation(case) -> tuple[dict, tuple[str, ...]] | None:
+def _expectation(case: Case) -> tuple[dict, tuple[str, ...]] | None:
     """What a case breaking a constraint should expect: the status the constraint model gives on today's target,
     and the tags of a case only today's missing mode refuses (a target of every mode accepts it); None when
     today's target accepts it."""
     today = constraints.expected_status(case, constraints.DEFAULT_SUPPORTED_MODES)
     if not today:
         return None
-    missing_mode = not constraints.expected_status(case, ALL_MODES)
+    missing_mode = not constraints.expected_status(case, gencase.ALL_MODES)
     expect = {"error": status.STATUS_NAMES[today]}
     phase = constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES)
     if phase != Expect(today).phase:
         expect["phase"] = phase
-    return expect, presets.MODE_UNSUPPORTED_TAGS if missing_mode else ()
+    return expect, gencase.MODE_UNSUPPORTED_TAGS if missing_mode else ()
 
 
 def candidates() -> list[tuple[dict, object]]:
@@ -201,7 +200,7 @@ def candidates() -> list[tuple[dict, object]]:
     loaded = gencase.load_generated([{**case_map, "expect": {"error": "any"}} for case_map in passing + breaking])
     for number, (case_map, case) in enumerate(zip(passing + breaking, loaded)):
         if number < len(passing):
-            if not constraints.violations(case, ALL_MODES):
+            if not constraints.violations(case, gencase.ALL_MODES):
                 found.append((case_map, replace(case, expect=Expect())))
         elif (expected := _expectation(case)) is not None:
             expect, tags = expected
@@ -239,7 +238,7 @@ def cover_document() -> dict:
     first = greedy_cover([cover if today else frozenset() for cover, today in zip(covers, runs_today)], sizes)
     done = frozenset().union(*(covers[index] for index in first))
     chosen = sorted(first + greedy_cover([cover - done for cover in covers], sizes))
-    header = presets.header("cover", "the smallest suite the greedy set cover finds that covers every regime class "
+    header = gencase.header("cover", "the smallest suite the greedy set cover finds that covers every regime class "
                             "of both operators (prmg coverage lists them): small shapes except where a class needs "
                             "size, every special value as exact bits, each rule of the constraint model broken",
                             module="prmg_cli/cover.py")

@@ -9,11 +9,11 @@ A class (``ops/regimes.py``) is covered by a case that really exercises it, deci
 - ``cos/sin vary along B`` needs cos's and sin's B equal to dy's B > 1 *and* values that differ along B: a
   uniform or normal draw whose range the dtype can tell apart, a RoPE table with per-request offsets (a
   RoPE table varies along S only), explicit values or a file that differ there;
-- the special values are read from the inputs themselves: the explicit ``values``/``bits``/``file`` data,
-  the RoPE table, or the first ``SAMPLE`` elements of a drawn tensor, drawn exactly as ``inputs`` draws them
-  (``Generator.uniform``/``normal`` of the tensor's stream), each rounded to the tensor's dtype and read as
-  its bits (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``). dy's elements are inside or outside the
-  slice by their lane.
+- the value kinds (ordinary and special) are read from the inputs themselves: the explicit
+  ``values``/``bits``/``file`` data, the RoPE table, or the first ``SAMPLE`` elements of a drawn tensor, made
+  by the run's own draw through the case's generator (``inputs.drawn_prefix``), each rounded once to the
+  tensor's dtype (``dtype_bits``) and read as its bits (sign, exponent, fraction: ``dtypes.FLOAT_FORMATS``).
+  dy's elements are inside or outside the slice by their lane.
 
 A suite's coverage counts every case of it (a case its target would skip counts: the suite holds it); a
 run's (``run_line``, in the table and HTML reports) counts only the cases that ran.
@@ -31,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from . import constraints, dtypes, npyfile
+from .case import Case
 from .errors import PrmgError
-from .inputs import rope_angles, tensor_generator
+from .inputs import drawn_prefix, rope_angles
 from .ops import OPERATORS
 from .ops.grad import contiguous
 from .ops.regimes import PHASE, Facts, Regime, regimes
@@ -52,19 +53,25 @@ RUN_LINE_LIMIT = 50_000                          # ran cases past which a report
 
 
 def dtype_bits(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float64 ``values`` rounded to nearest even in ``dtype`` (float32, float16, bfloat16) as their bit patterns
-    (uint64). NaN keeps its sign and its leading payload bits; bfloat16 is float32's top half, rounded (a
-    NaN is quieted there, as ml_dtypes does)."""
+    """float64 ``values`` rounded once to nearest even in ``dtype`` (float32, float16, bfloat16), as the run's
+    cast rounds them, as their bit patterns (uint64). NaN keeps its sign and its leading payload bits. bfloat16
+    is float32's top half: the values go to float32 rounded to odd (truncated, the last bit set when inexact,
+    so that the second rounding cannot land on a tie the first one made), then to the top half rounded to
+    nearest even (a NaN is quieted there, as ml_dtypes does)."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     with np.errstate(over="ignore", invalid="ignore"):
         if dtype == "float16":
             return values.astype(np.float16).view(np.uint16).astype(np.uint64)
-        single = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    if dtype != "bfloat16":
-        return single
+        rounded = values.astype(np.float32)
+        single = rounded.view(np.uint32).astype(np.uint64)
+        if dtype != "bfloat16":
+            return single
+        wide = rounded.astype(np.float64)
+        inexact = (wide != values) & ~np.isnan(values)
     nan = (single & 0x7FFFFFFF) > 0x7F800000
-    rounded = (single + 0x7FFF + ((single >> 16) & 1)) >> 16
-    return np.where(nan, (single >> 16) | 0x40, rounded)
+    odd = (single - (inexact & (np.abs(wide) > np.abs(values)))) | inexact
+    nearest = (odd + 0x7FFF + ((odd >> 16) & 1)) >> 16
+    return np.where(nan, (single >> 16) | 0x40, nearest)
 
 
 @lru_cache(maxsize=None)
@@ -76,7 +83,9 @@ def _binades(dtype: str) -> tuple[float, float]:
 
 
 def value_kinds(bits: np.ndarray, dtype: str) -> set[str]:
-    """The special kinds (``regimes.VALUE_KINDS``) among the bit patterns ``bits`` of ``dtype``."""
+    """The kinds (``regimes.VALUE_KINDS``) among the bit patterns ``bits`` of ``dtype``: ``ordinary`` for a normal
+    number below the top binade (biased exponent from 1 to top - 2), the special kinds by exponent, fraction
+    and sign."""
     if not bits.size:
         return set()
     fmt = dtypes.FLOAT_FORMATS[dtype]
@@ -84,8 +93,9 @@ def value_kinds(bits: np.ndarray, dtype: str) -> set[str]:
     top = (1 << exponent_bits) - 1
     exponent = (bits >> fraction_bits) & top
     special = (exponent == 0) | (exponent >= top - 1)
+    found = {"ordinary"} if not special.all() else set()
     if not special.any():
-        return set()
+        return found
     bits, exponent = bits[special], exponent[special]
     sign = (bits >> (exponent_bits + fraction_bits)) & 1
     fraction = bits & ((1 << fraction_bits) - 1)
@@ -96,7 +106,7 @@ def value_kinds(bits: np.ndarray, dtype: str) -> set[str]:
              "+0": zero & (sign == 0), "-0": zero & (sign == 1), "NaN": nan, "-NaN": nan & (sign == 1),
              "NaN payload": nan & (fraction != 1 << (fraction_bits - 1)), "+Inf": inf & (sign == 0),
              "-Inf": inf & (sign == 1)}
-    return {kind for kind, mask in masks.items() if mask.any()}
+    return found | {kind for kind, mask in masks.items() if mask.any()}
 
 
 def _may_draw_special(low: float, high: float, count: int, dtype: str) -> bool:
@@ -118,15 +128,15 @@ def _may_draw_special(low: float, high: float, count: int, dtype: str) -> bool:
 _FIELDS = {"dy": ("shape", "dtype"), "cos": ("cos_shape", "cos_dtype"), "sin": ("sin_shape", "sin_dtype")}
 
 
-def _shape_of(case, tensor: str) -> tuple[int, ...]:
+def _shape_of(case: Case, tensor: str) -> tuple[int, ...]:
     return getattr(case, _FIELDS[tensor][0])
 
 
-def _dtype_of(case, tensor: str) -> str:
+def _dtype_of(case: Case, tensor: str) -> str:
     return getattr(case, _FIELDS[tensor][1])
 
 
-def _data_bits(case, tensor: str, limit: int | None) -> np.ndarray | None:
+def _data_bits(case: Case, tensor: str, limit: int | None) -> np.ndarray | None:
     """The bit patterns of the first ``limit`` elements (None: all) of ``tensor`` in C order, for the input
     kinds whose values are given or computed (``values``, ``bits``, ``file``, ``rope``); None for a draw."""
     spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
@@ -152,18 +162,17 @@ def _data_bits(case, tensor: str, limit: int | None) -> np.ndarray | None:
     return None
 
 
-def _sample_bits(case, tensor: str) -> np.ndarray:
-    """The bit patterns of the first ``SAMPLE`` elements of ``tensor`` (all of them when given explicitly)."""
+def _sample_bits(case: Case, tensor: str) -> np.ndarray | None:
+    """The bit patterns of the first ``SAMPLE`` elements of ``tensor`` (all of them when given explicitly); a
+    draw is made by ``inputs.drawn_prefix`` (the run's own draw). None for a uniform draw that cannot hold a
+    special value (``_may_draw_special``): every element is ordinary."""
     given = _data_bits(case, tensor, None if case.input_spec(tensor).kind in ("values", "bits") else SAMPLE)
     if given is not None:
         return given
     spec, count = case.input_spec(tensor), min(math.prod(_shape_of(case, tensor)), SAMPLE)
-    low, high = spec.args
-    if spec.kind == "uniform" and not _may_draw_special(low, high, count, _dtype_of(case, tensor)):
-        return np.zeros(0, np.uint64)
-    generator = tensor_generator(case.seed, tensor)
-    draws = generator.uniform(low, high, count) if spec.kind == "uniform" else generator.normal(low, high, count)
-    return dtype_bits(draws, _dtype_of(case, tensor))
+    if spec.kind == "uniform" and not _may_draw_special(*spec.args, count, _dtype_of(case, tensor)):
+        return None
+    return dtype_bits(drawn_prefix(case, tensor, count), _dtype_of(case, tensor))
 
 
 @lru_cache(maxsize=1024)
@@ -173,7 +182,7 @@ def _distinct(low: float, high: float, dtype: str) -> bool:
     return bool(low_bits != high_bits)
 
 
-def _varies(case, tensor: str, axis: int) -> bool:
+def _varies(case: Case, tensor: str, axis: int) -> bool:
     """Whether ``tensor``'s values differ along ``axis`` (0, 1, 2: B, S, N)."""
     spec, dtype, shape = case.input_spec(tensor), _dtype_of(case, tensor), _shape_of(case, tensor)
     if spec.kind in ("uniform", "normal"):
@@ -189,21 +198,26 @@ def _varies(case, tensor: str, axis: int) -> bool:
     return bool(np.any(data != data.take([0], axis=axis)))
 
 
-def _special_values(case) -> frozenset:
-    """The (place, kind) pairs of the special values in ``case``'s inputs (module docstring)."""
+def _special_values(case: Case, bits_of: Callable = _sample_bits) -> frozenset:
+    """The (place, kind) pairs of the value kinds in ``case``'s inputs (module docstring), ``bits_of(case,
+    tensor)`` giving a tensor's first elements as bits (None: all ordinary; ``_sample_bits``)."""
+    def kinds(bits: np.ndarray | None, dtype: str, count: int) -> set[str]:
+        return value_kinds(bits, dtype) if bits is not None else {"ordinary"} if count else set()
+
     found = set()
-    dy = _sample_bits(case, "dy")
-    if dy.size:
-        lanes = np.arange(dy.size) % max(case.shape[-1], 1)
-        inside = (lanes >= case.partial_slice[0]) & (lanes < case.partial_slice[1])
-        found |= {("dy_in", kind) for kind in value_kinds(dy[inside], case.dtype)}
-        found |= {("dy_out", kind) for kind in value_kinds(dy[~inside], case.dtype)}
+    dy = bits_of(case, "dy")
+    count = dy.size if dy is not None else min(math.prod(case.shape), SAMPLE)
+    lanes = np.arange(count) % max(case.shape[-1], 1)
+    inside = (lanes >= case.partial_slice[0]) & (lanes < case.partial_slice[1])
+    for place, mask in (("dy_in", inside), ("dy_out", ~inside)):
+        found |= {(place, kind) for kind in kinds(None if dy is None else dy[mask], case.dtype, int(mask.sum()))}
     for tensor in ("cos", "sin"):
-        found |= {("tables", kind) for kind in value_kinds(_sample_bits(case, tensor), _dtype_of(case, tensor))}
+        found |= {("tables", kind) for kind in kinds(bits_of(case, tensor), _dtype_of(case, tensor),
+                                                   math.prod(_shape_of(case, tensor)))}
     return frozenset(found)
 
 
-def facts(case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
+def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
     """What ``case`` exercises (``regimes.Facts``): for a negative case the first rule it breaks on a target of
     ``supported_modes`` and on one of every mode; for a pass case its shape, dtypes, slice and values."""
     if not case.expect.success:
@@ -332,22 +346,18 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
 
 
-def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
+def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) -> str:
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
-    cover it (``MISSING`` when none), one of them, and its reason, cut to the screen's width (``screen.width()``)
-    unless ``wide``;
+    cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
+    screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut);
     the summary line (every missing class named) last."""
-    from .outputs.screen import width
-
-    columns = width()
-
     lines = []
     for item in coverages:
         lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
                   f"({percent([item]):.1f}%)", ""]
         names = max(len(entry.regime.name) for entry in item.classes)
         examples = max(len(visible(entry.example or "-")) for entry in item.classes)
-        if not wide:
+        if columns is not None:
             examples = min(examples, EXAMPLE_WIDTH)
         axis = None
         for entry in item.classes:
@@ -356,9 +366,9 @@ def render_table(coverages: Sequence[OpCoverage], wide: bool = False) -> str:
                 lines.append(axis)
             example = visible(entry.example or "-")
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
-                    f"{example if wide else _fit(example, examples):<{examples}}  ")
+                    f"{example if columns is None else _fit(example, examples):<{examples}}  ")
             reason = entry.regime.reason
-            lines.append(line + (reason if wide else _fit(reason, max(columns - len(line), 20))))
+            lines.append(line + (reason if columns is None else _fit(reason, max(columns - len(line), 20))))
         lines.append("")
     lines.append(summary(coverages, shown=sum(len(item.missing) for item in coverages)))
     return "\n".join(lines) + "\n"
@@ -401,7 +411,7 @@ _STYLE = ("body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1d}ta
 
 def render_html(coverages: Sequence[OpCoverage]) -> str:
     """One self-contained page: the summary line, then per operator a table, missing classes in red."""
-    from .outputs.html import esc
+    from .results import visible_html as esc
 
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
@@ -420,7 +430,7 @@ def render_html(coverages: Sequence[OpCoverage]) -> str:
     return "\n".join(parts)
 
 
-def render(coverages: Sequence[OpCoverage], report: str, wide: bool = False) -> str:
+def render(coverages: Sequence[OpCoverage], report: str, columns: int | None = None) -> str:
     """The coverage report in format ``report`` (one of ``REPORT_FORMATS``)."""
     if report == "json":
         return json.dumps(to_dict(coverages), indent=2) + "\n"
@@ -428,11 +438,12 @@ def render(coverages: Sequence[OpCoverage], report: str, wide: bool = False) -> 
         return render_markdown(coverages)
     if report == "html":
         return render_html(coverages)
-    return render_table(coverages, wide)
+    return render_table(coverages, columns)
 
 
 def coverage_command(paths: Sequence[str], report: str = "table", output: str | None = None,
-                     fail_under: float | None = None, ops: Sequence[str] = (), wide: bool = False) -> tuple[str, int]:
+                     fail_under: float | None = None, ops: Sequence[str] = (), columns: int | None = None
+                     ) -> tuple[str, int]:
     """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
     exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
     from .cases import load_cases
@@ -447,7 +458,7 @@ def coverage_command(paths: Sequence[str], report: str = "table", output: str | 
         raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
     cases = [case for case in load_cases(paths) if not ops or case.op in ops]
     coverages = evaluate(cases)
-    text = render(coverages, report, wide)
+    text = render(coverages, report, columns)
     share = percent(coverages)
     code = ExitCode.FAILED if fail_under is not None and share < fail_under else ExitCode.OK
     if output is not None:

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .dtypes import bits
+from .results import plural
 
 WORST = 5                        # worst elements listed on failure
 PATTERN_MINIMUM = 10             # wrong elements needed before naming a lane pattern (chance 2^-10)
@@ -30,7 +31,7 @@ def outside_changes(before: np.ndarray, after: np.ndarray, start: int, end: int)
     columns = np.flatnonzero(changed.reshape(-1, depth).any(axis=0))
     rows = np.flatnonzero(changed.reshape(-1, depth).any(axis=1))
     summary = (f"outside the slice at d={ranges(columns)} "
-               f"({count} element{'s' * (count > 1)}, {rows_text(rows, before.shape[:3])})")
+               f"({plural(count, 'element')}, {rows_text(rows, before.shape[:3])})")
     lines = [f"outside the slice at {tuple(int(i) for i in index)}: was {number(before[index])}, "
              f"now {number(after[index])}" for index in zip(*np.nonzero(changed))][:WORST]
     return summary, lines, count, changed
@@ -118,7 +119,7 @@ def rows_text(rows: np.ndarray, rows_shape: tuple[int, ...]) -> str:
     if len(rows) == 1:
         return f"row {_row(rows[0], rows_shape)}"
     shown = ", ".join(_row(r, rows_shape) for r in rows[:3])
-    return f"rows {shown}{', ...' if len(rows) > 3 else ''} ({len(rows)} of {total} rows)"
+    return f"rows {shown}{', ...' if len(rows) > 3 else ''} ({len(rows)} of {plural(total, 'row')})"
 
 
 def ranges(values: np.ndarray) -> str:

@@ -18,6 +18,7 @@ from .errors import PrmgError
 from .execute import default_max_memory, memory_need
 from .inputs import make_inputs
 from .ops import OPERATORS
+from .results import plural
 
 
 def case_meta(case: Case) -> dict:
@@ -76,4 +77,4 @@ def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> st
             dump_case(case, folder, real_root)
     except OSError as exc:
         raise PrmgError(f"cannot write: {files.os_reason(exc)}", file=exc.filename or out) from None
-    return f"wrote {len(cases)} cases to {root}"
+    return f"wrote {plural(len(cases), 'case')} to {root}"

@@ -1,8 +1,10 @@
-"""The one error type for mistakes a user can make (bad case files, bad options), and how a stop signal
-(``STOP_SIGNALS``: Ctrl-C, SIGTERM) becomes an exception: ``Terminated``, raised by ``on_sigterm``."""
+"""The one error type for mistakes a user can make (bad case files, bad options), the closest word its messages
+suggest (``suggest``), and how a stop signal (``STOP_SIGNALS``: Ctrl-C, SIGTERM) becomes an exception:
+``Terminated``, raised by ``on_sigterm``."""
 
 from __future__ import annotations
 
+import difflib
 import signal
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
@@ -45,6 +47,14 @@ class PrmgError(Exception):
         if self.field:
             where.append(f"field '{self.field}'")
         return ": ".join(where + [self.reason])
+
+
+def suggest(word, choices) -> str:
+    """' (did you mean 'x'?)' for the closest of ``choices``, or ''."""
+    if not isinstance(word, str) or len(word) > 100:
+        return ""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class Terminated(KeyboardInterrupt):

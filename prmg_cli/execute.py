@@ -37,15 +37,17 @@ from .dtypes import lookup
 from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
-from .standards import DEFAULT_STANDARD
+from .standards import standard_of
 from .keymetric import key_metric
-from .results import CaseResult
-from .vocab import GUARD_BYTES, MODE_NAMES
+from .results import CaseResult, plural
+from .sizes import element_count
+from .vocab import DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
 
-WORKSPACE_BYTES = 16 << 20          # what the operator asks for (operator.md)
+WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 PR_SET_PDEATHSIG = 1
+MAX_TIMEOUTS = 3                    # --max-timeouts: timeouts in a row after which a device is wedged (Wedging)
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,12 @@ class RunSettings:
     """Everything a worker needs to turn a case into a result, fixed for the whole run."""
 
     toolkit: object                           # toolkit.Toolkit (None until suite.settings_for picks it)
-    supported_modes: frozenset = frozenset({1})
+    supported_modes: frozenset = DEFAULT_SUPPORTED_MODES
     standard: str | None = None               # --standard: overrides every case's standard and tolerance
     timeout: float | None = None              # seconds per case; None = no limit
     max_memory: int | None = None             # bytes; None = no limit
     strict: bool = False                      # --strict: a warning fails its case
-    max_timeouts: int = 3                     # timeouts in a row after which a device is wedged
+    max_timeouts: int = MAX_TIMEOUTS          # timeouts in a row after which a device is wedged
     checks: tuple = ()                        # --check: golden-free checks run on every pass case
     golden: bool = True                       # --no-golden: judge by the checks alone
     check_options: dict = field(default_factory=dict)    # the checks' options (--repeat ...): name -> value
@@ -85,19 +87,9 @@ def case_result(case: Case, status: str, **fields) -> CaseResult:
 
 
 def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
-    """The standard and tolerance a case is judged by: ``--standard`` (with that standard's own defaults,
-    the case's tolerance dropped), else the case's own, else ``default``."""
-    if settings.standard:
-        return settings.standard, {}
-    return case.standard or DEFAULT_STANDARD, dict(case.tolerance)
-
-
-def element_count(shape: Sequence[int]) -> int:
-    """The number of elements of a tensor of ``shape`` (negative dims count as 0)."""
-    count = 1
-    for dim in shape:
-        count *= max(int(dim), 0)
-    return count
+    """The standard and tolerance a case is judged by (``standards.standard_of``): under ``--standard`` that
+    standard's own defaults (the case's tolerance dropped), else the case's tolerance."""
+    return standard_of(case.standard, settings.standard), {} if settings.standard else dict(case.tolerance)
 
 
 def storage_elements(case: Case) -> int:
@@ -512,6 +504,28 @@ class _Worker:
         self.process.close()
 
 
+class Wedging:
+    """The wedge policy (``--max-timeouts``): a device whose last ``limit`` cases timed out one after the other is
+    wedged and gets no more cases (``wedged``: device -> why). Any other end of a case ends its run of timeouts.
+    Devices are any keys: ids of this host, a cluster's (node, NPU) keys."""
+
+    def __init__(self, limit: int, wedged: dict):
+        self.limit = limit
+        self.wedged = wedged
+        self._in_a_row: dict = {}
+
+    def ended(self, device) -> None:
+        """A case on ``device`` ended otherwise than by a timeout."""
+        self._in_a_row[device] = 0
+
+    def timed_out(self, device) -> None:
+        """A case on ``device`` timed out: at ``limit`` in a row the device is wedged."""
+        count = self._in_a_row[device] = self._in_a_row.get(device, 0) + 1
+        if count >= self.limit:
+            self.wedged[device] = (f"{plural(count, 'timeout')} in a row: the device is considered wedged "
+                                   f"(--max-timeouts)")
+
+
 def death_message(exitcode: int | None) -> str:
     """How a worker died, e.g. ``worker crashed: signal 11 (SIGSEGV)``."""
     if exitcode is not None and exitcode < 0:
@@ -541,8 +555,8 @@ class Executor:
         if settings.bfloat16:
             dtypes.bfloat16()                            # once here, inherited by every worker
         self._workers: list[_Worker] = []
-        self._timeouts = {device: 0 for device in self.devices}      # timeouts in a row, per device
         self.wedged: dict[int, str] = {}                                # device -> why it gets no more cases
+        self._wedging = Wedging(settings.max_timeouts, self.wedged)
         try:
             for device in self.devices:                  # all start together, then each must be ready
                 self._workers.append(_Worker(self._context, settings, device))
@@ -622,7 +636,7 @@ class Executor:
                 worker.process.join(5)                  # its pipe closed: the worker is exiting
                 break
             index = worker.index
-            self._timeouts[worker.device] = 0
+            self._wedging.ended(worker.device)
             if not fit:                                 # the worker is leaving (its session is unfit), and
                 worker.case = None                      # the cases queued after this one never start
                 schedule.finish(index, CaseResult.from_dict(payload))
@@ -636,13 +650,10 @@ class Executor:
         if not worker.process.is_alive():
             worker.process.join()
             message = death_message(worker.process.exitcode)
-            self._timeouts[worker.device] = 0
+            self._wedging.ended(worker.device)
         elif worker.deadline is not None and time.monotonic() >= worker.deadline:
             message = f"timed out after {self.settings.timeout:g} s"
-            self._timeouts[worker.device] += 1
-            if self._timeouts[worker.device] >= self.settings.max_timeouts:
-                self.wedged[worker.device] = (f"{self._timeouts[worker.device]} timeouts in a row: the device is "
-                                              f"considered wedged (--max-timeouts)")
+            self._wedging.timed_out(worker.device)
         else:
             return
         worker.case = None

@@ -10,7 +10,6 @@ is bounded (at most ``SHOW_LIMIT`` characters, whatever the value's size).
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import reprlib
@@ -18,11 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import dtypes, npyfile
-from .checks import CHECKS
-from .standards import DEFAULT_STANDARD, STANDARDS, check_standard
-from .errors import PrmgError
+from .checks import CHECKS, check_names
+from .standards import STANDARDS, check_standard, standard_of
+from .errors import PrmgError, suggest
+from .results import plural
 from .ops import OPERATORS
-from .status import STATUS_CODES
+from .status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
 from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
 
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
@@ -92,14 +92,6 @@ def label(text) -> str:
     if isinstance(text, str) and text.isprintable():
         return _shorten(text)
     return show(text)
-
-
-def suggest(word, choices) -> str:
-    """' (did you mean 'x'?)' for the closest of ``choices``, or ''."""
-    if not isinstance(word, str) or len(word) > 100:
-        return ""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class Where:
@@ -272,6 +264,7 @@ def parse_expect(value, where: Where) -> tuple[int | str | None, str | None]:
     if "error" not in value:
         raise where.error("expect", f"{usage}, got no error")
     code = parse_status(value["error"], where, "expect.error", usage)
+    _refusal_only(code, where, "expect.error", "an expected error")
     phase = value.get("phase")
     if phase is not None and not _word(phase, (*PHASES, "any")):
         raise where.error("expect.phase", f"unknown phase {show(phase)}{suggest(phase, PHASES)} (valid: "
@@ -296,6 +289,15 @@ def parse_status(code, where: Where, field: str, usage: str, *, success: bool = 
     return code
 
 
+def _refusal_only(code: int | str, where: Where, field: str, what: str) -> None:
+    """Refuse a status that is no operator's refusal (``status.is_refusal``): a runtime or device status says the
+    runtime or the device failed, and the judge never counts it as the operator's answer."""
+    if code != "any" and not is_refusal(code):
+        raise where.error(field, f"{describe(code)} is a runtime or device status, never an operator's refusal: "
+                          f"{what} is a status of the {', '.join(f'{family}xxx' for family in REFUSAL_FAMILIES)} "
+                          f"families")
+
+
 def parse_standard(value, where: Where) -> str:
     """A known standard's name (``standards.check_standard``)."""
     if not _word(value, STANDARDS):
@@ -309,7 +311,7 @@ def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[st
     number >= 0 (``standards.check_standard``)."""
     if not isinstance(value, dict):
         raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {kind(value)}")
-    standard = standard or DEFAULT_STANDARD
+    standard = standard_of(standard)
     accepted = STANDARDS[standard].params
     for key, number in value.items():
         if not _word(key, accepted):
@@ -343,26 +345,58 @@ def parse_op(value, where: Where) -> str:
     return value
 
 
-def parse_known_defect(value, where: Where) -> tuple[str, int | None]:
+def parse_known_defect(value, where: Where) -> tuple[str, int | None, tuple | None]:
     """The defect a case is known to meet: ``{reason: TEXT, status: CODE}`` (the defective operator returns
-    CODE, e.g. ``SUCCESS``, instead of what the case expects) or ``{reason: TEXT, result: wrong}`` (the call
-    returns what is expected, but its result is wrong). Returns (reason, CODE or None for a wrong result);
-    the reason is one line of printable text (500 characters at most)."""
-    usage = "expected {reason: TEXT, status: CODE} or {reason: TEXT, result: wrong}: the defect the case meets"
+    CODE, e.g. ``SUCCESS``, instead of what the case expects; with ``SUCCESS`` also ``behaves_as: {...}``, what
+    it then computes: ``parse_behaves_as``) or ``{reason: TEXT, result: wrong}`` (the call returns what is
+    expected, but its result is wrong). Returns (reason, CODE or None for a wrong result, ``behaves_as`` or
+    None); the reason is one line of printable text (500 characters at most)."""
+    usage = ("expected {reason: TEXT, status: CODE} (with SUCCESS also behaves_as: {...}) or {reason: TEXT, "
+             "result: wrong}: the defect the case meets")
     if not isinstance(value, dict):
         raise where.error("known_defect", f"{usage}, got {kind(value)}")
-    check_keys(value, ("reason", "status", "result"), where, "known_defect.")
+    check_keys(value, ("reason", "status", "behaves_as", "result"), where, "known_defect.")
     reason = parse_reason(value.get("reason"), "known_defect.reason", where)
     if ("status" in value) == ("result" in value):
         raise where.error("known_defect", f"{usage}: name exactly one of status and result")
     if "result" in value:
         if value["result"] != "wrong":
             raise where.error("known_defect.result", f"expected 'wrong', got {show(value['result'])}")
-        return reason, None
+        if "behaves_as" in value:
+            raise where.error("known_defect.behaves_as", "behaves_as says what an accepted call computes: it goes "
+                              "with status: SUCCESS, not with result: wrong")
+        return reason, None, None
     status = parse_status(value["status"], where, "known_defect.status", usage, success=True)
     if status == "any":
         raise where.error("known_defect.status", "name the status the defective operator returns, not 'any'")
-    return reason, status
+    if status != 0:
+        _refusal_only(status, where, "known_defect.status", "a known defect's status")
+        if "behaves_as" in value:
+            raise where.error("known_defect.behaves_as", f"a call refused with {describe(status)} computes "
+                              f"nothing: behaves_as goes with status: SUCCESS")
+    return reason, status, parse_behaves_as(value["behaves_as"], where) if "behaves_as" in value else None
+
+
+# The case keys a known defect's ``behaves_as`` may give, each with its parser (called as for an expect-pass case).
+BEHAVES_AS_KEYS = {"rotary_mode": lambda value, where: parse_mode(value, where, negative=False)}
+
+
+def parse_behaves_as(value, where: Where) -> tuple:
+    """What the operator computes once a known defect made it accept the call: a mapping of case keys
+    (``BEHAVES_AS_KEYS``) to the values it then acts on, e.g. ``{rotary_mode: interleave}`` for a mode read as
+    another; ``{}``: the case as written. Returns ``(key, value)`` pairs in the order of ``BEHAVES_AS_KEYS``."""
+    if not isinstance(value, dict):
+        raise where.error("known_defect.behaves_as", f"expected a mapping of the case keys the accepted call acts "
+                          f"on ({', '.join(BEHAVES_AS_KEYS)}; {{}} for the case as written), got {kind(value)}")
+    check_keys(value, tuple(BEHAVES_AS_KEYS), where, "known_defect.behaves_as.")
+    pairs = []
+    for key, parse in BEHAVES_AS_KEYS.items():
+        if key in value:
+            try:
+                pairs.append((key, parse(value[key], where)))
+            except PrmgError as error:
+                raise where.error(f"known_defect.behaves_as.{key}", error.reason) from None
+    return tuple(pairs)
 
 
 def parse_reason(value, key: str, where: Where) -> str:
@@ -373,18 +407,18 @@ def parse_reason(value, key: str, where: Where) -> str:
 
 
 def parse_checks(value, where: Where) -> tuple[str, ...]:
-    """Golden-free checks: a list of names of ``checks.CHECKS``, without repeats, in order."""
+    """Golden-free checks: a list of names of ``checks.CHECKS``, without repeats, in order (``checks.check_names``)."""
     if not isinstance(value, list):
         raise where.error("checks", f"expected a list of checks ({', '.join(CHECKS)}), got {kind(value)}")
-    for name in value:
-        if not _word(name, CHECKS):
-            raise where.error("checks", f"unknown check {show(name)}{suggest(name, CHECKS)} "
-                              f"(valid: {', '.join(CHECKS)})")
-    return tuple(dict.fromkeys(value))
+    try:
+        return check_names(value, show)
+    except PrmgError as error:
+        raise where.error("checks", error.reason) from None
 
 
 def parse_golden(value, where: Where) -> bool:
-    """``golden: false`` judges a case by its checks alone (it must then name some)."""
+    """``golden: false`` judges a case by its checks alone (with the run's ``--check``, one of them a check of
+    correctness: ``cases.unjudged``)."""
     if not isinstance(value, bool):
         raise where.error("golden", f"expected true or false, got {kind(value)}")
     return value
@@ -417,7 +451,8 @@ def parse_strides(value, shape: tuple[int, ...], where: Where) -> tuple[int, ...
     if not (isinstance(value, list) and all(is_int(v) and 0 <= v <= INT64_MAX for v in value)):
         raise where.error("dy_strides", f"expected a list of non-negative int64 integers, got {show(value)}")
     if len(value) != len(shape):
-        raise where.error("dy_strides", f"expected {len(shape)} strides (one per axis of shape), got {len(value)}")
+        raise where.error("dy_strides", f"expected {plural(len(shape), 'stride')} (one per axis of shape), "
+                                        f"got {len(value)}")
     return tuple(value)
 
 
@@ -463,7 +498,7 @@ def parse_input(value, tensor: str, shape: tuple[int, ...], dtype: str, where: W
     if input_kind in ("values", "bits"):
         flat = flatten_numbers(args, path, where, size, integers=input_kind == "bits")
         if len(flat) != size:
-            raise where.error(path, f"{len(flat)} values for a tensor of {size} elements")
+            raise where.error(path, f"{plural(len(flat), 'value')} for a tensor of {plural(size, 'element')}")
         if input_kind == "bits":
             width = dtypes.bit_width(dtype)
             wide = next((number for number in flat if not 0 <= number < 2**width), None)
@@ -493,7 +528,7 @@ def flatten_numbers(value, path: str, where: Where, size: int, integers: bool = 
                 raise where.error(path, f"expected {'integers' if integers else 'numbers'}, got {kind(item)} "
                                         f"at position {len(flat)}")
             if len(flat) == size:
-                raise where.error(path, f"more than {size} values for a tensor of {size} elements")
+                raise where.error(path, f"more than {plural(size, 'value')} for a tensor of {plural(size, 'element')}")
             flat.append(number)
         else:
             pending.pop()

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import PrmgError
+from .results import plural
 
 MiB = 1 << 20
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -65,7 +66,7 @@ def stat_path(path: str | os.PathLike) -> os.stat_result:
 
 def describe_size(size: int) -> str:
     """``size`` bytes in words: ``12 bytes``, ``3.5 MiB``."""
-    return f"{size} bytes" if size < MiB else f"{size / MiB:.1f} MiB"
+    return plural(size, "byte") if size < MiB else f"{size / MiB:.1f} MiB"
 
 
 def open_regular(path: str | os.PathLike, limit: int | None = None) -> int:

@@ -30,13 +30,14 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from prmg_cli import dtypes, native, npyfile
+from prmg_cli.case import Case
 from prmg_cli.errors import PrmgError
+from prmg_cli.results import plural
 from prmg_cli.vocab import GENERATORS
 
 TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
@@ -96,7 +97,7 @@ def philox_stream(key: tuple[int, int], chunk: int, block: int = 0) -> np.random
     return np.random.Philox(key=np.array(key, np.uint64), counter=np.array([block, chunk, 0, 0], np.uint64))
 
 
-def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
+def make_inputs(case: Case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     """dy, cos and sin of ``case`` as its ``dy_input``/``cos_input``/``sin_input`` describe them.
 
     Shapes that a negative case uses (not 4-D, zero-sized) are built as given. Mistakes in the specs
@@ -118,7 +119,7 @@ def make_inputs(case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     return Inputs(**made)
 
 
-def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
+def _make_tensor(case: Case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
                  chunk_elements: int) -> np.ndarray:
     spec = case.input_spec(tensor)
     field = f"inputs.{tensor}.{spec.kind}"
@@ -159,7 +160,7 @@ def _make_tensor(case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,
 def _numbers(args: tuple, count: int, fail) -> tuple[float, ...]:
     """``args`` as ``count`` finite floats."""
     if len(args) != count:
-        raise fail(f"expected {count} numbers, got {args!r}")
+        raise fail(f"expected {plural(count, 'number')}, got {args!r}")
     try:
         numbers = tuple(float(a) for a in args)
     except (TypeError, ValueError):
@@ -186,16 +187,20 @@ def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float
     return out
 
 
+def drawn_prefix(case, tensor: str, count: int) -> np.ndarray:
+    """The float64 draws ``offset + scale * U`` (or ``Z``) of the first ``count`` elements (C order) of ``tensor`` of
+    ``case``, a ``uniform`` or ``normal`` draw, before their one rounding: the same ``_draw`` of the case's
+    generator as ``make_inputs`` (drawing fewer elements changes none of the first ones: a ``philox`` element
+    depends on its position only, ``pcg64``'s stream is read in order). Cast to the tensor's dtype they are its
+    first elements (``prmg coverage`` reads them so, with no bfloat16 array and its import)."""
+    spec = case.input_spec(tensor)
+    return _draw(case.generator, case.seed, tensor, spec.kind, tuple(float(a) for a in spec.args), (int(count),),
+                 np.dtype(np.float64), CHUNK_ELEMENTS)
+
+
 def _in_threads(parts: list, fill) -> None:
     """``fill(part)`` for every part, the first on this thread, the others on threads of their own."""
-    if len(parts) == 1:
-        fill(parts[0])
-        return
-    with ThreadPoolExecutor(len(parts) - 1) as pool:
-        helpers = [pool.submit(fill, part) for part in parts[1:]]
-        fill(parts[0])
-        for helper in helpers:
-            helper.result()
+    native.in_threads([lambda part=part: fill(part) for part in parts])
 
 
 def _split(count: int, threads: int) -> list[tuple[int, int]]:
@@ -313,7 +318,7 @@ def _from_values(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> 
     """A flat C-order list of numbers, exactly as many as the tensor has elements."""
     size = int(np.prod(shape, dtype=np.int64))
     if len(args) != size:
-        raise fail(f"{len(args)} values given but the tensor {tuple(shape)} has {size} elements")
+        raise fail(f"{plural(len(args), 'value')} given but the tensor {tuple(shape)} has {plural(size, 'element')}")
     try:
         values = np.array(args, dtype=np.float64)
     except (TypeError, ValueError):
@@ -326,7 +331,8 @@ def _from_bits(args: tuple, shape: tuple[int, ...], dtype: np.dtype, fail) -> np
     tensor has elements: every value, NaN payloads and signs included, exactly as given."""
     size = int(np.prod(shape, dtype=np.int64))
     if len(args) != size:
-        raise fail(f"{len(args)} bit patterns given but the tensor {tuple(shape)} has {size} elements")
+        raise fail(f"{plural(len(args), 'bit pattern')} given but the tensor {tuple(shape)} has "
+                   f"{plural(size, 'element')}")
     width = np.dtype(dtype).itemsize
     try:
         patterns = np.array(args, dtype=np.uint64)
@@ -349,7 +355,7 @@ def _from_file(path: str, shape: tuple[int, ...], dtype: np.dtype, fail, folder:
     try:
         array = npyfile.load(path, size, folder)
     except npyfile.CountMismatch as error:
-        raise fail(f"{path} has shape {error.shape} ({error.count} elements), the tensor {tuple(shape)} "
+        raise fail(f"{path} has shape {error.shape} ({plural(error.count, 'element')}), the tensor {tuple(shape)} "
                    f"needs {size}") from None
     except npyfile.NpyError as error:
         raise fail(f"cannot read the .npy input: {error}") from None

@@ -2,15 +2,19 @@
 
 ``judge(case, inputs, outcome, standard, tolerance)`` checks, in this order:
 
-1. the status: success when the case expects it, else exactly the expected error (or any error for
-   ``error: any``) from the phase the case names, never a device fault (``status_mismatch``);
+1. the status: success when the case expects it, else exactly the expected error (or any refusal for
+   ``error: any``) from the phase the case names, never a device fault nor a runtime or device status
+   (``status_mismatch``);
 2. the in-place contract, whatever the status: after a refused call the in-place tensor must be
    bit-identical to its input (``outcome.dy_changed``, compared on the device storage itself); the guard
    zones of every buffer and of the workspace intact, cos and sin unchanged (``outcome.contract_violations``);
 3. after an expected success, outside the slice ``[start, end)`` the result is bit-identical to the input;
-4. inside the slice the case's standard decides (``standards.py``); non-finite elements are judged
+4. inside the slice the case's standard decides (``standards.STANDARDS``); non-finite elements are judged
    apart: under ``default`` by ``nonfinite.py`` (only what a float32 evaluation produces), under the
-   other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity).
+   other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity);
+5. a call that a known defect made the operator accept (``known_defect: {status: SUCCESS, behaves_as: ...}``)
+   is judged by points 3 and 4 as the case it then behaves as (``defect_behaviour``): a wrong result is a
+   failure beside the defect's status, so that the case is no xfail.
 
 Under ``default`` a large result is first judged in one pass over cache-sized chunks of rows
 (``onepass.fast_default``: the compiled ``native`` scan, else numpy blocks), which computes exactly what points 3
@@ -28,17 +32,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
 
 from . import diagnosis, nonfinite, onepass
+from .case import Case, Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy
 from .ops import OPERATORS
 from .onepass import ONE_PASS
-from .standards import DEFAULT_STANDARD, STANDARDS, Judgement, SliceView, check_standard, standard_parameters
-from .status import describe
+from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
+from .status import describe, is_refusal
 from .vocab import PHASES, WORKSPACE_POISON
 
 
@@ -78,19 +83,19 @@ PROBLEM_KINDS = {
 }
 
 
-def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Mapping[str, float] | None = None, *,
+def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: Mapping[str, float] | None = None, *,
           golden: bool = True, timings: dict | None = None) -> Verdict:
     """Judge one launch's ``outcome`` of ``case`` run on ``inputs`` (module docstring for the order).
 
-    ``standard`` and ``tolerance`` are the case's, already resolved by the caller; an unknown standard
-    or parameter raises ``PrmgError``. Without ``golden`` the slice is not compared with a golden (the
+    ``standard`` and ``tolerance`` are the case's, already resolved by the caller (``execute.judging``; None:
+    ``standards.standard_of``'s default) and already checked where they were read (the case loader, ``--standard``:
+    ``standards.check_standard``). Without ``golden`` the slice is not compared with a golden (the
     case's golden-free checks judge it; the contract checks still run). ``timings``, when given, gets
     ``"golden"``: the milliseconds spent computing the golden (see ``onepass.fast_default``).
     """
     timings = {} if timings is None else timings
     timings["golden"] = 0.0
-    tolerance = dict(tolerance or {})
-    check_standard(standard, tolerance, file=case.source, case=case.name)
+    standard, tolerance = standard_of(standard), dict(tolerance or {})
     expect = case.expect
     mismatch = status_mismatch(case, outcome)
     verdict = Verdict("passed", details=[f"failed call: {outcome.failed_call}"] if mismatch and outcome.failed_call
@@ -104,20 +109,51 @@ def judge(case, inputs, outcome, standard: str = DEFAULT_STANDARD, tolerance: Ma
     if expect.success and not mismatch:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
             _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
+    elif (behaving := defect_behaviour(case, outcome)) is not None:
+        _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
+                            timings)
     return verdict
 
 
-def judge_result(case, inputs, result: np.ndarray, standard: str = DEFAULT_STANDARD, tolerance=None) -> Verdict:
+def defect_behaviour(case: Case, outcome):
+    """The case whose golden judges a call that ``case``'s known defect made the operator accept: ``case``
+    expecting success, with the fields its ``known_defect.behaves_as`` names; None when the call was not
+    accepted (``outcome.status`` is not 0) or the defect names no behaviour."""
+    defect = case.known_defect
+    if defect is None or defect.behaves_as is None or defect.status != 0 or outcome.status != 0:
+        return None
+    return replace(case, expect=Expect(), known_defect=None, **dict(defect.behaves_as))
+
+
+def _judge_under_defect(behaving, defect, inputs, outcome, standard, tolerance, verdict: Verdict, golden: bool,
+                        timings: dict) -> None:
+    """Judge the result of a call a known defect made the operator accept as ``behaving``'s (``defect_behaviour``):
+    what is wrong with it is added to ``verdict`` with its kind, so that the defect is no longer the only thing
+    wrong (``execute.known_defect_status``) and the case fails."""
+    accepted = Verdict("passed")
+    with np.errstate(all="ignore"):
+        _judge_result(behaving, inputs, outcome.dy, standard, tolerance, accepted, golden, timings)
+    if accepted.kinds:
+        verdict.kinds |= accepted.kinds
+        verdict.fail(min(accepted.kinds), f"the call the known defect accepts is wrong as {defect.behaviour()} "
+                     f"(its behaves_as): {accepted.message}")
+    verdict.metrics.update(accepted.metrics)
+    verdict.details.extend(accepted.details)
+    verdict.warnings.extend(accepted.warnings)
+    verdict.error_map, verdict.arrays = accepted.error_map or verdict.error_map, accepted.arrays or verdict.arrays
+
+
+def judge_result(case: Case, inputs, result: np.ndarray, standard: str | None = None, tolerance=None) -> Verdict:
     """The verdict on ``result``, the in-place tensor after a successful launch of ``case`` on ``inputs``:
     outside the slice bit-identical, inside it by ``standard`` against the golden (what ``judge`` checks after
     the status and the device-side contract)."""
     verdict = Verdict("passed")
     with np.errstate(all="ignore"):
-        _judge_result(case, inputs, result, standard, dict(tolerance or {}), verdict)
+        _judge_result(case, inputs, result, standard_of(standard), dict(tolerance or {}), verdict)
     return verdict
 
 
-def launch_problems(case, inputs, outcome, outside: bool = True) -> list[str]:
+def launch_problems(case: Case, inputs, outcome, outside: bool = True) -> list[str]:
     """The in-place contract of one launch of ``case`` on ``inputs``: the in-place tensor unchanged after a
     refusal, what the runner saw on the device (guard zones, workspace, cos and sin:
     ``outcome.contract_violations``) and, with ``outside``, the tensor bit-identical outside ``[start, end)``
@@ -144,13 +180,15 @@ def _changed(before: np.ndarray, outcome) -> bool:
     return not np.array_equal(bits(before).ravel(), bits(after).ravel())
 
 
-def status_mismatch(case, outcome) -> str:
+def status_mismatch(case: Case, outcome) -> str:
     """Why ``outcome``'s status is not what ``case`` expects, or "" when it is.
 
-    Success is expected as status 0. An expected error must be returned by the operator itself, in the
-    phase the case names (``Expect.phase``: ``...GetWorkspaceSize`` or the launch, either for ``any``): a
-    device fault reported at ``aclrtSynchronizeStream`` means the kernel ran, and is never a refusal.
-    ``error: any`` takes any non-zero status, else exactly the expected one.
+    Success is expected as status 0. An expected error must be a refusal by the operator itself: returned by
+    one of its two calls, in the phase the case names (``Expect.phase``: ``...GetWorkspaceSize`` or the launch,
+    either for ``any``), and a status of the refusal families (``status.is_refusal``). A device fault reported
+    at ``aclrtSynchronizeStream`` means the kernel ran; a runtime or device status (507015, 507899, 100000...)
+    from the operator's own calls means the runtime or the device failed: neither is ever a refusal.
+    ``error: any`` takes any refusal, else exactly the expected status.
     """
     expect, status = case.expect, outcome.status
     if expect.success:
@@ -162,6 +200,9 @@ def status_mismatch(case, outcome) -> str:
     if phase is None:
         return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call or 'the runtime'}: a device "
                 f"fault after the kernel ran, not a refusal by the operator")
+    if not is_refusal(status):
+        return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call}: a runtime or device status, "
+                f"not a refusal by the operator")
     if expect.error != "any" and status != expect.error:
         return f"expected {wanted}, got {_got(outcome)}"
     if expect.phase not in ("any", phase):
@@ -170,7 +211,7 @@ def status_mismatch(case, outcome) -> str:
     return ""
 
 
-def phase_of(case, failed_call: str) -> str | None:
+def phase_of(case: Case, failed_call: str) -> str | None:
     """The phase (a key of ``vocab.PHASES``) whose call ``failed_call`` is for ``case``'s operator, or None when
     it is neither of the operator's two calls (e.g. ``aclrtSynchronizeStream``: a device fault)."""
     op = OPERATORS[case.op]
@@ -185,7 +226,7 @@ def _got(outcome) -> str:
     return got
 
 
-def _judge_result(case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
+def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
                   timings: dict | None = None) -> None:
     """The checks of a successful call: shape, outside the slice, inside the slice (none when the operator's
     call is a no-op: then nothing may change).
@@ -251,7 +292,7 @@ class _Evaluation:
         return self.judgement.failed or len(self.special_wrong) > 0
 
 
-def _evaluate(case, inputs, candidate: np.ndarray, golden: np.ndarray, standard, params, dtype) -> _Evaluation:
+def _evaluate(case: Case, inputs, candidate: np.ndarray, golden: np.ndarray, standard, params, dtype) -> _Evaluation:
     """Judge ``candidate`` (the whole in-place tensor) against the float64 ``golden`` slice by ``standard``."""
     start, end = (int(v) for v in case.partial_slice)
     actual = candidate[..., start:end].astype(np.float64)
@@ -274,7 +315,7 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _judge_slice(case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
+def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
                  timings: dict | None = None) -> None:
     """Judge the slice of ``result`` against the golden by ``standard`` (fills ``verdict``)."""
     dtype = from_numpy(inputs.dy.dtype).name
@@ -327,7 +368,7 @@ def _wrong_and_score(evaluation: _Evaluation) -> tuple[np.ndarray, np.ndarray]:
     return wrong, score
 
 
-def slice_arrays(case, inputs, result, standard: str, tolerance: Mapping[str, float] | None = None) -> dict:
+def slice_arrays(case: Case, inputs, result, standard: str, tolerance: Mapping[str, float] | None = None) -> dict:
     """``{"golden": the float64 golden of the slice, "score": per element error/limit}`` of a successful launch
     whose slice passed but whose case failed otherwise (a contract breach: a guard zone, cos changed), for
     ``--save-failures``; ``{}`` where the case has no golden (an expected error, an empty slice, a result of

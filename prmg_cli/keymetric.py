@@ -1,7 +1,8 @@
-"""The key metric of a result: the metric that marks it and its text in a table, from the standards' and the
-checks' registries (``Standard.key_metric``/``describe``, ``Check.metric``/``describe``), and the metrics whose
-rise ``prmg compare`` calls a precision drift (each standard's ``drift_metric`` and each oracle check's),
-read from the registries at each call, so that an entry added to one is seen.
+"""The key metric of a result: the metric that marks it, its text in a table and its margin, from the standards' and
+the checks' registries (``Standard.key_metric``/``describe``/``key_margin``, ``Check.metric``/``describe``/
+``key_margin``), and the metrics whose rise ``prmg compare`` calls a precision drift (each standard's
+``drift_metric`` and each oracle check's), read from the registries at each call, so that an entry added to one is
+seen.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 from .checks import CHECKS
 from .standards import STANDARDS
 
-def _shown():
-    """(metric, its text) of every standard, every check and the status: the first one present in a result's
-    metrics is its key metric."""
-    return (*((standard.key_metric, standard.describe) for standard in STANDARDS.values()),
-            *((check.metric, check.describe) for check in CHECKS.values()),
-            ("status", lambda metrics: f"status {metrics['status']}"))
+
+def _marks():
+    """(metric, its text, its margin) of every standard, every check and the status: the first one present in a
+    result's metrics is its key metric."""
+    return (*((standard.key_metric, standard.describe, standard.key_margin) for standard in STANDARDS.values()),
+            *((check.metric, check.describe, check.key_margin) for check in CHECKS.values()),
+            ("status", lambda metrics: f"status {metrics['status']}", lambda metrics: None))
 
 
 def drift_metrics() -> tuple[str, ...]:
@@ -25,11 +27,22 @@ def drift_metrics() -> tuple[str, ...]:
 
 def key_metric(metrics: dict) -> str:
     """A short text of the key number(s) of ``metrics`` and their limits for a table column, e.g.
-    ``0.50 ulp, beyond rounding 0%``, led by ``outside changed N`` when elements outside the slice changed."""
-    text = next((shown(metrics) for key, shown in _shown() if key in metrics), "")
+    ``0.50/0.50 ulp, beyond rounding 0%``, led by ``outside changed N`` when elements outside the slice changed."""
+    text = next((shown(metrics) for key, shown, _ in _marks() if key in metrics), "")
     if metrics.get("outside_changed"):
         text = f"outside changed {metrics['outside_changed']}" + (f", {text}" if text else "")
     return text
+
+
+def key_margin(metrics: dict) -> float | None:
+    """How close the result came to failing, error / limit (> 1 fails): the margin of the first standard or check
+    whose metric ``metrics`` holds and that has one (``key_margin``; not the exact standard's mismatch count);
+    None when none has, inf for an infinite ratio."""
+    for key, _, margin in _marks():
+        value = margin(metrics) if key in metrics else None
+        if value is not None:
+            return value
+    return None
 
 
 def drift_value(metrics: dict) -> tuple[str, float] | None:

@@ -15,9 +15,9 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   ``--cases``: the order the runs selected them in, then any other record in order of first appearance.
 - **Duplicates.** A case held by several files is named on stderr, one line per case, with each file's
   status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
-  a record with a verdict beating one without (skipped, not run), so that a failure is never hidden by the
-  order of the arguments; ties go to the later file. ``--duplicates last`` reports the record of the last
-  file given (a re-run that supersedes a shard).
+  a record that says something of the kernel beating one that does not (``StatusInfo.evidence``: skipped, not
+  run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
+  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, SoC, toolkit,
   start), the faults injected into any of them, the emulator notice when any record came from the emulator,
   and names each setting that differs between the runs (``suite.recorded_settings``) with the files.
@@ -28,7 +28,7 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -36,7 +36,7 @@ from . import __version__, outputs, store
 from .errors import PrmgError
 from .files import write_text
 from .outputs.labels import EMULATOR_NOTE
-from .standards import DEFAULT_STANDARD
+from .standards import standard_of
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .writes import check_spares, check_writable, write_stdout
 
@@ -58,9 +58,10 @@ class Merged:
 
 
 def _rank(record: CaseResult) -> tuple[bool, int]:
-    """How bad a record is among a case's records: a verdict first, then its severity."""
+    """How bad a record is among a case's records: one with evidence of what the kernel did first, then by its
+    severity."""
     info = STATUSES[record.status]
-    return info.verdict, info.severity
+    return info.evidence > 0, info.severity
 
 
 def _pick(held: list[tuple[str, CaseResult]], rule: str) -> tuple[str, CaseResult]:
@@ -133,10 +134,10 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         record = picked.get(case.name)
         if record is None:
             merged.missing += 1
-            record = case_result(case, "not_run", message=MISSING, standard=case.standard or DEFAULT_STANDARD)
+            record = case_result(case, "not_run", message=MISSING, standard=standard_of(case.standard))
         elif record.fingerprint and record.fingerprint != fingerprint_or_empty(case):
             merged.changed += 1
-            record = case_result(case, "not_run", message=CHANGED, standard=case.standard or DEFAULT_STANDARD)
+            record = case_result(case, "not_run", message=CHANGED, standard=standard_of(case.standard))
         merged.results.append(record)
     merged.left_out = [name for name in picked if name not in names]
     return merged
@@ -147,21 +148,30 @@ def recorded_runners(results: Sequence[CaseResult]) -> list[str]:
     return sorted({str(result.runner or "") for result in results} - {""})
 
 
-def _joined(values) -> str:
-    """The distinct non-empty ``values``, in order, joined with ``; ``."""
-    return "; ".join(dict.fromkeys(str(value) for value in values if value))
+def setting_text(value) -> str:
+    """A recorded setting as a case file would write it (YAML flow style): ``none``, ``allclose``, ``true``,
+    ``[sign]``, ``{faults: [sign], shape: ''}``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {setting_text(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(setting_text(item) for item in value) + "]"
+    return str(value) if value != "" else "''"
 
 
 def differing_settings(stores: Sequence[store.Stored]) -> list[str]:
-    """One line per setting (``suite.recorded_settings``) whose value differs between the runs of ``stores``:
-    ``standard: a.jsonl: None; b.jsonl: 'allclose'``."""
+    """One line per setting (``suite.recorded_settings``) whose value differs between the runs of ``stores``,
+    each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl: allclose``."""
     runs = [(stored.path, run) for stored in stores for run in stored.runs]
     keys = sorted({key for _, run in runs for key in run.settings})
     lines = []
     for key in keys:
         values = {}
         for path, run in runs:
-            values.setdefault(repr(run.settings.get(key)), []).append(visible(path))
+            values.setdefault(setting_text(run.settings.get(key)), []).append(visible(path))
         if len(values) > 1:
             lines.append(f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
                                                 for value, paths in values.items()))
@@ -171,34 +181,31 @@ def differing_settings(stores: Sequence[store.Stored]) -> list[str]:
 def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> RunInfo:
     """The description the reports' header gets: every run's provenance as its run record states it (the
     faults injected into any run, the emulator as soon as one run or record came from it, each run's shard,
-    host, SoC, toolkit and start) and each setting that differs between the runs."""
+    host, SoC, toolkit and start) and each setting that differs between the runs: the runs' own descriptions
+    joined (``RunInfo.joined``), with the runner, the target's modes, the standard, prmg's version and the notes
+    said here."""
     infos = [(stored.path, run, run.run_info) for stored in stores for run in stored.runs]
+    joined = RunInfo.joined([info for _, _, info in infos])
     runners = sorted(set(recorded_runners(results)) | {info.runner for _, _, info in infos})
     runner = "emulator" if "emulator" in runners else (runners[0] if runners else "unrecorded")
     paths = [stored.path for stored in stores]
-    location = _joined(info.location for _, _, info in infos) or ", ".join(paths)
+    location = joined.location or ", ".join(paths)
     if len(runners) > 1:
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
-                     f"{info.started or '?'} on {info.host or '?'}, SoC {info.soc or '?'}, toolkit "
+                     f"{info.started or '?'} on {info.host or '?'}, devices {_devices(info.devices)}, "
+                     f"SoC {info.soc or '?'}, toolkit "
                      f"{info.toolkit_version or '?'}" + (f", faults {', '.join(info.faults)}" if info.faults else ""))
              for path, run, info in infos]
     notes += [("settings differ", line) for line in differing_settings(stores)]
-    modes = {mode for _, _, info in infos for mode in info.supported_modes}
-    return RunInfo(runner=runner, location=location,
-                   op_library=_joined(info.op_library for _, _, info in infos),
-                   supported_modes=tuple(sorted(modes)), devices=(),
-                   standard=_joined(info.standard for _, _, info in infos) or "per case (as recorded)",
-                   version=__version__, soc=_joined(info.soc for _, _, info in infos),
-                   toolkit_version=_joined(info.toolkit_version for _, _, info in infos),
-                   driver_version=_joined(info.driver_version for _, _, info in infos),
-                   host=_joined(info.host for _, _, info in infos),
-                   started=_joined(info.started for _, _, info in infos),
-                   faults=tuple(dict.fromkeys(fault for _, _, info in infos for fault in info.faults)),
-                   fault_shape=_joined(info.fault_shape for _, _, info in infos),
-                   strict=any(info.strict for _, _, info in infos), notes=tuple(notes),
-                   checks=tuple(dict.fromkeys(check for _, _, info in infos for check in info.checks)),
-                   golden=all(info.golden for _, _, info in infos))
+    return replace(joined, runner=runner, location=location, supported_modes=tuple(sorted(joined.supported_modes)),
+                   standard=joined.standard or "per case (as recorded)", version=__version__,
+                   notes=tuple(notes))
+
+
+def _devices(devices) -> str:
+    """A run's device ids, ``0,1`` (``?`` when its record names none)."""
+    return ",".join(map(str, devices)) or "?"
 
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:

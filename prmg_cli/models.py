@@ -26,8 +26,7 @@ import textwrap
 from dataclasses import dataclass
 
 from . import dtypes
-from .gencase import document
-from .presets import header, preset_case, rope_inputs
+from .gencase import document, header, preset_case, rope_inputs
 
 PREFILL_TOKENS = 2048        # one prefill of 2048 tokens (batch 1)
 DECODE_BATCH = 64            # requests decoded together, one token each
@@ -73,9 +72,9 @@ MODELS = (
           sources=("https://huggingface.co/THUDM/glm-4-9b-chat/blame/731ca7fd937cff9f2ae5f01de85a0c8bf21df6fa/config.json "
                    "(num_attention_heads 32, multi_query_group_num 2, kv_channels 128, rope_ratio 500, "
                    "seq_length 131072)",
-                   "vllm-project/vllm vllm/model_executor/models/chatglm.py: getrope_inputs(head_dim, "
-                   "rotary_dim=head_dim // 2, base=10000 * rope_ratio, is_neox_style=False): the first half of "
-                   "a head, interleaved pairs")),
+                   "vllm-project/vllm vllm/model_executor/models/chatglm.py: get_rope(self.head_dim, "
+                   "rotary_dim=self.head_dim // 2, max_position=max_positions, base=10000 * rope_ratio, "
+                   "is_neox_style=False): the first half of a head, interleaved pairs")),
     Model("gptj_6b", heads=16, kv_heads=16, head_dim=256, rotary=(0, 64), mode="interleave", base=10000.0,
           context=2048, dtype="float16", table_dtype="float16",
           sources=("https://huggingface.co/EleutherAI/gpt-j-6b (model card: n_heads 16, d_head 256, RoPE "

@@ -30,9 +30,9 @@ typedef struct {
 } judge_args;
 
 typedef struct {
-    double max_ratio, max_error, max_ulps, max_beyond, golden_seconds;
+    double max_ratio, max_error, max_ulps, bound_ulps, max_beyond, golden_seconds;
     int32_t failed, input_fails, overflow, pad;
-    int64_t specials, input_specials;
+    int64_t specials, input_specials, ulps_at;     /* ulps_at: the slice index bound_ulps is at */
     int64_t *special_index, *input_special_index;
     double *special_value, *input_special_value;
 } judge_out;
@@ -112,6 +112,13 @@ static inline void rounding_margins(const judge_args *a, double error, double go
     *beyond = over / room;
 }
 
+/* The budget in ulps of dy's dtype at the golden (standards/default.py rounding_margins' bound_ulp). */
+static inline double bound_in_ulps(const judge_args *a, double gold, double budget)
+{
+    const double half = half_ulp(a, fabs(gold));
+    return budget / (half + half);
+}
+
 /* The exact, element by element judgement of one chunk (when the fast loop flagged something in it). */
 static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_t count, const double *input,
                        const double *golden, const double *magnitude, const double *actual)
@@ -138,8 +145,11 @@ static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_
                 out->max_ratio = ratio;
             if (error > out->max_error)
                 out->max_error = error;
-            if (ulps > out->max_ulps)
+            if (ulps > out->max_ulps) {             /* strictly: the first element of the largest */
                 out->max_ulps = ulps;
+                out->bound_ulps = bound_in_ulps(a, gold, budget);
+                out->ulps_at = base + i;
+            }
             if (beyond > out->max_beyond)
                 out->max_beyond = beyond;
         }
@@ -158,6 +168,23 @@ static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_
         }
     }
     return 0;
+}
+
+/* bound_ulps and ulps_at of the first of the count elements from slice index base whose error in ulps has the
+ * bits ulps_bits. */
+static void first_bound(const judge_args *a, judge_out *out, int64_t base, int64_t count, const double *golden,
+                        const double *magnitude, const double *actual, uint64_t ulps_bits)
+{
+    for (int64_t i = 0; i < count; i++) {
+        const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+        double ulps, beyond;
+        rounding_margins(a, fabs(actual[i] - gold), gold, budget, &ulps, &beyond);
+        if (bits_of(ulps) == ulps_bits) {
+            out->bound_ulps = bound_in_ulps(a, gold, budget);
+            out->ulps_at = base + i;
+            return;
+        }
+    }
 }
 
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
@@ -257,7 +284,10 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
         } else {
             max_ratio = chunk_ratio > max_ratio ? chunk_ratio : max_ratio;
             max_error = chunk_error > max_error ? chunk_error : max_error;
-            max_ulps = chunk_ulps > max_ulps ? chunk_ulps : max_ulps;
+            if (chunk_ulps > max_ulps) {            /* a new largest: its first element's bound */
+                max_ulps = chunk_ulps;
+                first_bound(a, out, base, count, golden, magnitude, actual, chunk_ulps);
+            }
             max_beyond = chunk_beyond > max_beyond ? chunk_beyond : max_beyond;
             if (input_over)
                 out->input_fails = 1;

@@ -2,7 +2,7 @@
 ``default`` standard, rounding float64 draws to the tensor's dtype, and drawing uniform inputs from Philox.
 
 Each is an exact replica of numpy code that stays the reference (``onepass._SliceScan`` with
-``reference.SliceTerms`` and ``standards.default_budget_into``; ``inputs._fill``'s numpy path; numpy's
+``reference.SliceTerms`` and ``standards.default.default_budget_into``; ``inputs._fill``'s numpy path; numpy's
 ``Philox`` bit generator with ``inputs._philox_words`` and ``inputs._fill``), written in C
 so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
 at dy (4, 1024, 32, 128) bfloat16 the numpy block pass costs about 25 ns per slice element on the 2-vCPU
@@ -23,8 +23,10 @@ import fcntl
 import hashlib
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from ctypes import POINTER, c_double, c_int32, c_int64, c_uint64, c_void_p
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -33,6 +35,8 @@ SOURCE = (Path(__file__).with_name("native.c")).read_text(encoding="utf-8")     
 # Threads the host passes and draws split over (a second one cut the golden's and the draws' time by about a
 # quarter on the 2-vCPU host when the other vCPU was free).
 HOST_THREADS = min(2, os.cpu_count() or 1)
+# The fewest blocks of a large input worth giving a thread (the block passes of reference and onepass).
+MIN_BLOCKS_PER_THREAD = 4
 # Every float64 operation rounds on its own (no contraction into fused multiply-adds, no fast-math).
 FLAGS = ("-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared")
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
@@ -52,10 +56,10 @@ class JudgeArgs(ctypes.Structure):
 
 
 class JudgeOut(ctypes.Structure):
-    _fields_ = [("max_ratio", c_double), ("max_error", c_double), ("max_ulps", c_double), ("max_beyond", c_double),
-                ("golden_seconds", c_double),
+    _fields_ = [("max_ratio", c_double), ("max_error", c_double), ("max_ulps", c_double), ("bound_ulps", c_double),
+                ("max_beyond", c_double), ("golden_seconds", c_double),
                 ("failed", c_int32), ("input_fails", c_int32), ("overflow", c_int32), ("pad", c_int32),
-                ("specials", c_int64), ("input_specials", c_int64),
+                ("specials", c_int64), ("input_specials", c_int64), ("ulps_at", c_int64),
                 ("special_index", c_void_p), ("input_special_index", c_void_p),
                 ("special_value", c_void_p), ("input_special_value", c_void_p)]
 
@@ -145,6 +149,25 @@ def philox_uniform(key: tuple[int, int], stream_chunk: int, begin: int, scale: f
         return False
     return lib.prmg_philox_uniform(key[0], key[1], stream_chunk, begin, out.size, scale, offset, code,
                                    out.ctypes.data) == 0
+
+
+def threads_for(blocks: int, most: int | None = None) -> int:
+    """How many threads share ``blocks`` blocks: ``most`` (default ``HOST_THREADS``), but at least
+    ``MIN_BLOCKS_PER_THREAD`` blocks each, and at least one thread."""
+    return max(1, min(HOST_THREADS if most is None else most, blocks // MIN_BLOCKS_PER_THREAD))
+
+
+def in_threads(tasks: Sequence[Callable[[], object]], pool: ThreadPoolExecutor | None = None) -> None:
+    """Call every one of ``tasks``: the first on this thread, the others on ``pool`` (threads of their own when
+    None); return when all are done, re-raising the first error."""
+    if len(tasks) > 1 and pool is None:
+        with ThreadPoolExecutor(len(tasks) - 1) as own:
+            in_threads(tasks, own)
+        return
+    helpers = [pool.submit(task) for task in tasks[1:]]
+    tasks[0]()
+    for helper in helpers:
+        helper.result()
 
 
 def lint() -> None:

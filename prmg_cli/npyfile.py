@@ -25,6 +25,7 @@ import numpy as np
 
 from . import files
 from .errors import PrmgError
+from .results import plural
 
 MAGIC = b"\x93NUMPY"
 MAX_HEADER_BYTES = 64 * 1024
@@ -194,9 +195,9 @@ def _check_header(header: Header, file_size: int, count: int, path: str) -> None
     if header.dtype.kind not in "biuf" or header.dtype.fields is not None:
         raise NpyError(f"{path} holds {header.dtype} data, not numbers")
     if header.count != count:
-        raise CountMismatch(f"{path} holds {header.count} elements {header.shape}; the tensor has {count}",
+        raise CountMismatch(f"{path} holds {plural(header.count, 'element')} {header.shape}; the tensor has {count}",
                             header.shape, header.count)
     expected = header.data_offset + header.count * header.dtype.itemsize
     if file_size != expected:
         how = "shorter" if file_size < expected else "longer"
-        raise NpyError(f"{path} is {file_size} bytes, {how} than the {expected} its header describes")
+        raise NpyError(f"{path} is {plural(file_size, 'byte')}, {how} than the {expected} its header describes")

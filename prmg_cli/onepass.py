@@ -11,21 +11,18 @@ import ctypes
 import functools
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import native, nonfinite, reference
+from .case import Case
 from .dtypes import FLOAT_FORMATS, Format, from_numpy
 from .ops import OPERATORS
 from .standards import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, standard_parameters
 from .standards.default import STANDARD as _DEFAULT, default_budget_into, rounding_margins
 
 ONE_PASS = _DEFAULT.name    # the standard a large result is judged by in one pass (``fast_default``)
-# Threads sharing the blocks of a large slice (numpy releases the GIL in its loops), and the fewest
-# blocks worth giving a thread.
-_MIN_BLOCKS_PER_WORKER = 4
 # Smaller tensors are judged by the whole-array checks directly (the one pass would save nothing there).
 FAST_MIN_ELEMENTS = 1 << 12
 
@@ -50,7 +47,7 @@ class _Shared:
 
 class _SliceScan:
     """One thread's part of ``fast_default``: per block of rows, the golden and magnitude
-    (``reference.TermsEvaluator``), the budget (``standards.default_budget_into``), the result's and the
+    (``reference.TermsEvaluator``), the budget (``standards.default.default_budget_into``), the result's and the
     input's errors against it (and the result's in ulps: ``rounding_margins``), and the bits outside the slice
     -- all in buffers that stay in cache."""
 
@@ -67,6 +64,8 @@ class _SliceScan:
         self.max_ratio = 0.0
         self.max_error = 0.0
         self.max_ulps = 0.0
+        self.bound_ulps = 0.0                           # bound_ulp at the first element of max_ulps,
+        self.ulps_at = 0                                # its flat index in the slice
         self.max_beyond = 0.0
         self.specials: list[np.ndarray] = []            # flat slice indices of non-finite elements
         self.special_values: list[np.ndarray] = []      # the result there
@@ -127,9 +126,12 @@ class _SliceScan:
             self.special_values.append(actual.reshape(-1)[local])
         self.max_ratio = max(self.max_ratio, largest)
         self.max_error = max(self.max_error, float(error.max()))
-        in_ulps, beyond = rounding_margins(error, golden, budget, self.fmt, self._real(self._HALF, shape), work,
-                                           special)
-        self.max_ulps, self.max_beyond = max(self.max_ulps, in_ulps), max(self.max_beyond, beyond)
+        in_ulps, beyond, bound, at = rounding_margins(error, golden, budget, self.fmt,
+                                                      self._real(self._HALF, shape), work, special, with_place=True)
+        at += first_row * terms.length                  # a block is a run of whole rows, in any order
+        if in_ulps > self.max_ulps or (in_ulps == self.max_ulps > 0 and at < self.ulps_at):
+            self.max_ulps, self.bound_ulps, self.ulps_at = in_ulps, bound, at
+        self.max_beyond = max(self.max_beyond, beyond)
         if not self.shared.input_fails:
             self._input_block(x, golden, budget, work, flags, first_row)
         return True
@@ -148,18 +150,6 @@ class _SliceScan:
             local = np.flatnonzero(special)
             self.input_specials.append(first_row * self.terms.length + local)
             self.input_values.append(x.reshape(-1)[local])
-
-
-def _run_scans(tasks: list) -> None:
-    """Call every one of ``tasks``, the first on this thread and the others on threads of their own."""
-    if len(tasks) == 1:
-        tasks[0]()
-        return
-    with ThreadPoolExecutor(len(tasks) - 1) as pool:
-        helpers = [pool.submit(task) for task in tasks[1:]]
-        tasks[0]()
-        for helper in helpers:
-            helper.result()
 
 
 # Slice elements from which the compiled scan is split over ``native.HOST_THREADS`` threads.
@@ -190,7 +180,9 @@ class _NativeScan:
         out = self.__dict__["out"]
         found = {"failed": lambda: bool(out.failed), "overflow": lambda: bool(out.overflow),
                  "max_ratio": lambda: out.max_ratio, "max_error": lambda: out.max_error,
-                 "max_ulps": lambda: out.max_ulps, "max_beyond": lambda: out.max_beyond,
+                 "max_ulps": lambda: out.max_ulps, "bound_ulps": lambda: out.bound_ulps,
+                 "ulps_at": lambda: out.ulps_at,
+                 "max_beyond": lambda: out.max_beyond,
                  "golden_seconds": lambda: out.golden_seconds,
                  "specials": lambda: [self.arrays[0][:out.specials]],
                  "special_values": lambda: [self.arrays[2][:out.specials]],
@@ -201,7 +193,7 @@ class _NativeScan:
         return found()
 
 
-def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
+def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
     """The compiled scans of ``fast_default``, run; None when the helper is missing or cannot take the
     case (the numpy scans then run), or listed more non-finite elements than it has room for."""
     lib = native.library()
@@ -228,7 +220,7 @@ def _native_scans(op, case, x, result, cos, sin, fmt: Format, scale: float, shar
     rows = x.size // x.shape[-1]
     workers = native.HOST_THREADS if rows * length >= _NATIVE_SPLIT else 1
     scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers)) for i in range(workers)]
-    _run_scans([scan.run for scan in scans])
+    native.in_threads([scan.run for scan in scans])
     del keep
     if any(scan.overflow for scan in scans):
         return None
@@ -261,16 +253,16 @@ def _outside_same(before: np.ndarray, after: np.ndarray, start: int, end: int) -
             and (tail == old.shape[-1] or np.array_equal(old[..., tail:], new[..., tail:])))
 
 
-def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
+def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
     """The ``default`` verdict on a result that passes, in one pass over blocks of rows; None when something
     is wrong, or the case is not one this pass judges (then the whole-array checks decide and explain).
 
     The pass computes, block by block and split over ``native.HOST_THREADS`` threads, exactly what the whole-array
     checks compute: the bits outside the slice, the float64 golden and magnitude, the budget
     (``default_budget_into``), ``|actual - golden|`` and ``|input - golden|`` against it, with the non-finite
-    elements set apart for ``nonfinite``, and the errors in ulps (``rounding_margins``) -- so its metrics are
-    theirs, bit for bit. It stops at the first wrong block. ``timings["golden"]`` gets the pass's share spent
-    widening the input and forming the golden.
+    elements set apart for ``nonfinite``, and the errors and bounds in ulps (``rounding_margins``) -- so its
+    metrics are theirs, bit for bit. It stops at the first wrong block. ``timings["golden"]`` gets the pass's
+    share spent widening the input and forming the golden.
     """
     op = OPERATORS[case.op]
     terms_of = op.slice_terms
@@ -296,10 +288,10 @@ def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> 
         shared = _Shared()
         terms = terms_of(x, cos, sin, case.rotary_mode, (start, end))
         blocks = terms.blocks
-        workers = max(1, min(native.HOST_THREADS, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+        workers = native.threads_for(len(blocks))
         shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
         scans = [_SliceScan(terms, result, FLOAT_FORMATS[dtype], scale, shared) for _ in shares]
-        _run_scans([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
+        native.in_threads([functools.partial(scan.run, share) for scan, share in zip(scans, shares)])
     busy = sum(scan.seconds for scan in scans)
     share = sum(scan.golden_seconds for scan in scans) / busy if busy else 0.0
     timings["golden"] = (time.perf_counter() - began) * 1e3 * share
@@ -312,12 +304,19 @@ def fast_default(case, inputs, result: np.ndarray, tolerance, timings: dict) -> 
                                                              "input_values")
     metrics = {"max_err_ratio": max(scan.max_ratio for scan in scans), "bad": 0,
                "max_abs_err": max(scan.max_error for scan in scans),
-               "max_err_ulp": max(scan.max_ulps for scan in scans),
+               "max_err_ulp": max(scan.max_ulps for scan in scans), "bound_ulp": _first_bound(scans),
                "beyond_rounding": max(scan.max_beyond for scan in scans)}
     return _Passed(metrics, vacuous)
 
 
-def _specials_right(op, inputs, case, scans, indices: str, values: str) -> bool:
+def _first_bound(scans) -> float:
+    """``bound_ulp`` of the whole slice: that of the first element (smallest slice index) of the largest error in
+    ulps among the scans' (0 when that is 0), as ``rounding_margins`` gives it on the whole slice."""
+    largest = max(scan.max_ulps for scan in scans)
+    return min((scan.ulps_at, scan.bound_ulps) for scan in scans if scan.max_ulps == largest)[1] if largest > 0 else 0.0
+
+
+def _specials_right(op, inputs, case: Case, scans, indices: str, values: str) -> bool:
     """Whether every non-finite element the scans set apart (attributes ``indices``, ``values``) is right
     by the ``nonfinite`` rule."""
     flat = [part for scan in scans for part in getattr(scan, indices)]

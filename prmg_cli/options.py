@@ -47,6 +47,13 @@ class Option:
         return Optional[self.kind] if self.default is None else self.kind
 
     @property
+    def field_type(self):
+        """The type of its request field (what ``value`` gives): ``tuple[str, ...]`` for a repeatable option, ``str``
+        for a path (the request holds text), else ``kind``; ``Optional`` when it may be unset."""
+        kind = tuple[str, ...] if self.kind is list else str if self.kind is Path else self.kind
+        return Optional[kind] if self.default is None else kind
+
+    @property
     def plugin_flag(self) -> str:
         """The pytest plugin's flag: ``--prmg-`` and the long flag's name (``--prmg-runner``)."""
         return "--prmg-" + next(flag for flag in self.flags if flag.startswith("--"))[2:]
@@ -78,9 +85,10 @@ def typer_signature(options: Sequence[Option]) -> inspect.Signature:
 
 
 def request_type(name: str, options: Sequence[Option], doc: str):
-    """A frozen dataclass with one field per option, its default the option's (a required one first, without)."""
-    fields = [(option.name, object) for option in options if option.required]
-    fields += [(option.name, object, dataclasses.field(default=option.default)) for option in options
+    """A frozen dataclass with one field per option, of the option's type (``Option.field_type``), its default the
+    option's (a required one first, without)."""
+    fields = [(option.name, option.field_type) for option in options if option.required]
+    fields += [(option.name, option.field_type, dataclasses.field(default=option.default)) for option in options
                if not option.required]
     made = dataclasses.make_dataclass(name, fields, frozen=True)
     made.__doc__ = doc

@@ -12,7 +12,7 @@ import shutil
 import sys
 import time
 
-from .results import CaseResult, visible
+from .results import CaseResult, plural, visible
 
 
 def eta_text(seconds: float) -> str:
@@ -58,8 +58,8 @@ class Progress:
                 self._draw(result, now)
             elif self.interval and now - self.last_line >= self.interval:
                 self.last_line = now
-                self.stream.write(f"prmg: {self.done}/{self.total} done ({self.failed} failed, {self.errors} "
-                                  f"error{'s' * (self.errors != 1)}), ETA {eta_text(self.eta(now))}\n")
+                self.stream.write(f"prmg: {self.done}/{self.total} done ({self.failed} failed, "
+                                  f"{plural(self.errors, 'error')}), ETA {eta_text(self.eta(now))}\n")
                 self.stream.flush()
         except OSError:
             self.terminal = False

@@ -4,21 +4,29 @@ Each case file under the ``--prmg`` paths is collected as a pytest file, each ca
 named after the case (node id ``path/to/file.yaml::case``), judged exactly as ``prmg run`` judges it
 (same worker processes, so a crashing kernel fails one item, not the session), whatever pytest options
 change outcomes: a known defect is an xfail (``--runxfail``: the failure it is), an xpass fails, and prmg's
-warnings reach pytest's warnings summary as ``PrmgWarning``. Under pytest-xdist each
-worker ``gwK`` runs on device ``K mod len(--prmg-devices)``. When ``--prmg`` is given without other
-paths on the command line, only the cases are collected.
+warnings reach pytest's warnings summary as ``PrmgWarning``. The session's exit status follows ``prmg run``'s
+rule (``results.exit_code``): a session whose every case was skipped judged nothing and exits 5 (1 under
+``--prmg-strict``). The header names the emulator faults ``PRMG_EMU_FAULT`` names; the end of the session says
+which cases they acted on. Under pytest-xdist each worker ``gwK`` runs on device ``K mod len(--prmg-devices)``
+(each item's result reaches the controlling process in its report's ``prmg_result`` property). When
+``--prmg`` is given without other paths on the command line, only the cases are collected.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
 
 import pytest
 
+from .case import Case
+
 _EXECUTOR = pytest.StashKey()
 _ROOTS = pytest.StashKey()
+_INFO = pytest.StashKey()          # the run's results.RunInfo (``_run_info``)
+_RESULT = "prmg_result"            # the user property carrying an item's result to the report
 
 
 def pytest_addoption(parser) -> None:
@@ -51,6 +59,7 @@ def pytest_configure(config) -> None:
     if missing:
         raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
     config.stash[_ROOTS] = [Path(path).resolve() for path in paths]
+    config.pluginmanager.register(PrmgSession(config), "prmg-session")
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         config.args.extend(paths)
     else:
@@ -72,10 +81,12 @@ class PrmgFile(pytest.File):
 
     def collect(self):
         from .cases import load_cases, validate
-        from .suite import target_modes
+        from .suite import check_judged, checked_settings
 
+        settings = checked_settings(run_request(self.config))
         cases = load_cases([self.path])
-        validate(cases, target_modes(run_request(self.config).supported_modes))
+        validate(cases, settings.supported_modes)
+        check_judged(cases, settings.checks, settings.golden)
         for case in cases:
             yield PrmgItem.from_parent(self, name=case.name, case=case)
 
@@ -99,14 +110,15 @@ class PrmgWarning(UserWarning):
 class PrmgItem(pytest.Item):
     """One case: run through this pytest process's worker and judged like ``prmg run``."""
 
-    def __init__(self, *, case, **kwargs):
+    def __init__(self, *, case: Case, **kwargs):
         super().__init__(**kwargs)
         self.case = case
         self.user_properties.append(("source", case.source))
 
     def runtest(self) -> None:
         result = _get_executor(self.config).run([self.case])[0]
-        self.user_properties.append(("prmg_status", result.status))
+        self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
+                                                          "shape": result.shape})))
         for text in result.warnings:             # -W error::prmg_cli.pytest_plugin.PrmgWarning fails them
             warnings.warn(PrmgWarning(f"prmg case {self.case.name}: {text}"))
         if result.status == "skipped":
@@ -125,6 +137,54 @@ class PrmgItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"prmg case {self.case.name}"
+
+
+class PrmgSession:
+    """The session's prmg results, gathered from the items' reports (also those of xdist workers): the exit
+    status by ``prmg run``'s rule, and the end line saying which cases the emulator faults acted on."""
+
+    def __init__(self, config):
+        self.config = config
+        self.results = []
+        self.exit = 0              # the exit status prmg's rule gave a session pytest ended green
+
+    def pytest_runtest_logreport(self, report) -> None:
+        recorded = dict(report.user_properties).get(_RESULT)
+        if report.when == "call" and recorded is not None:
+            from .results import CaseResult
+
+            values = json.loads(recorded)
+            self.results.append(CaseResult(name=report.nodeid.rsplit("::", 1)[-1], status=values["status"],
+                                           faults=values["faults"], shape=values["shape"]))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session) -> None:
+        """A session pytest ends green gets ``prmg run``'s exit code of its cases (``results.exit_code``): 5 when
+        every case was skipped, 1 under ``--prmg-strict``."""
+        from .results import ExitCode, exit_code
+
+        if self.results and session.exitstatus == ExitCode.OK:
+            session.exitstatus = self.exit = int(exit_code(self.results, run_request(self.config).strict))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        """The end lines (after pytest's own summary, whose hook runs after ``pytest_sessionfinish``)."""
+        from .outputs.labels import fault_lines
+
+        if self.results:
+            for line in fault_lines(_run_info(self.config), self.results):
+                terminalreporter.write_line(f"prmg {line}")
+        if self.exit and all(result.status == "skipped" for result in self.results):
+            terminalreporter.write_line(f"prmg: every case was skipped, nothing was judged: exit {self.exit} (as "
+                                        f"prmg run's; 1 under --prmg-strict)")
+
+
+def _run_info(config):
+    """The session's ``results.RunInfo`` (``suite.run_info``: runner, faults...), made once."""
+    if _INFO not in config.stash:
+        from .suite import run_info, settings_for
+
+        config.stash[_INFO] = run_info(settings_for(run_request(config)), ())
+    return config.stash[_INFO]
 
 
 def _get_executor(config):
@@ -158,10 +218,9 @@ def pytest_report_header(config) -> list[str]:
         return []
     from .errors import PrmgError
     from .outputs.labels import fault_field, runner_label
-    from .suite import run_info, settings_for
 
     try:
-        info = run_info(settings_for(run_request(config)), ())
+        info = _run_info(config)
     except PrmgError as error:
         return [f"prmg runner: {error}"]
     faults = fault_field(info)

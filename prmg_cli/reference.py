@@ -1,8 +1,9 @@
 """The goldens of InplacePartialRotaryMulGrad and of its forward InplacePartialRotaryMul, all four modes.
 
-Notation (``shared/docs/operator.md``): ``g = dy[..., start:end]`` of length ``L = end - start``,
-``c = cos``, ``s = sin`` (length ``L``, broadcast over B, S, N). Every mode pairs the slice's elements
-``(p, q)`` and writes the pair's two results to output positions ``(p', q')``::
+Notation (after the formulas of the operator's documentation in ops-transformer, named in ``ops/grad.py``):
+``g = dy[..., start:end]`` of length ``L = end - start``, ``c = cos``, ``s = sin`` (length ``L``, broadcast over
+B, S, N).
+Every mode pairs the slice's elements ``(p, q)`` and writes the pair's two results to output positions ``(p', q')``::
 
     dx[p'] = c[p]*g[p] + s[q]*g[q]
     dx[q'] = c[q]*g[q] - s[p]*g[p]
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .native import HOST_THREADS
+from .native import in_threads, threads_for
 
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
 
@@ -46,8 +47,6 @@ HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
 # (about 30 us a block) is small next to the work, small enough that each thread's four float64 work
 # buffers stay in cache (2^16..2^18 measured on the 2-vCPU EPYC VM: 2^18 best, by a little, with 2 threads).
 _BLOCK_ELEMENTS = 1 << 18
-# The fewest blocks of a large input worth giving a thread (native.HOST_THREADS share them).
-_MIN_BLOCKS_PER_WORKER = 4
 # x86-64 huge page size, and the allocation size from which numpy madvises huge pages
 _HUGE_PAGE = 2 << 20
 _HUGE_PAGE_ALLOCATION = 4 << 20
@@ -432,8 +431,8 @@ def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, 
     Evaluated near memory speed in two phases: the result is first a plain copy of ``x`` (one large copy
     per thread: as fast as ``x.copy()``, where copies of cache-sized blocks are not), then its slice is
     rewritten in cache-sized blocks of rows (see ``_BlockEvaluator``). Inputs of at least
-    ``_MIN_BLOCKS_PER_WORKER`` blocks per thread are split over ``workers`` threads (default
-    ``HOST_THREADS``: 2, or 1 on a single CPU) in both phases; numpy releases the GIL inside its loops. Every
+    ``native.MIN_BLOCKS_PER_THREAD`` blocks per thread are split over ``workers`` threads (default
+    ``native.HOST_THREADS``: 2, or 1 on a single CPU) in both phases; numpy releases the GIL inside its loops. Every
     block is computed the same way, so the result does not depend on the split.
     """
     start, end = _check(x, cos, sin, rotary_mode, partial_slice)
@@ -452,7 +451,7 @@ def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, 
         table_shape = cos.shape[:-1] + (length // 2,)
         whole_tables = (np.empty(table_shape, np.complex128), np.empty(table_shape, np.complex128))
         fill_tables(pairs, cos, sin, *whole_tables)
-    workers = max(1, min(HOST_THREADS if workers is None else workers, len(blocks) // _MIN_BLOCKS_PER_WORKER))
+    workers = threads_for(len(blocks), workers)
     shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
     evaluators = [_BlockEvaluator(cos, sin, out, start, end, pairs, block_rows, whole_tables, fill_tables)
                   for _ in shares]
@@ -476,10 +475,7 @@ def _leading_parts(shape: tuple[int, ...], parts: int) -> list[tuple[slice, ...]
 def _run_together(pool: ThreadPoolExecutor | None, tasks: list) -> None:
     """Call every one of ``tasks``: the first on this thread, the others on ``pool`` (None when there are
     no others); return when all are done, re-raising the first error."""
-    helpers = [pool.submit(task) for task in tasks[1:]]
-    tasks[0]()
-    for helper in helpers:
-        helper.result()
+    in_threads(tasks, pool)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -688,9 +684,6 @@ def forward_terms(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: 
     """The forward's ``SliceTerms`` (golden ``rotary_forward_slice``, magnitude ``rotary_forward_magnitude``)."""
     return SliceTerms(x, cos, sin, rotary_mode, partial_slice, forward_pair_blocks, _forward_tables_of,
                       block_elements)
-
-
-# The block-wise terms of each float64 golden slice function defined here (onepass.py looks them up).
 
 
 def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@ One ``CaseResult`` per case is what every other part exchanges: workers send it 
 results file holds one per line (each record tagged with ``SCHEMA``, so that other processes and later
 versions can read it), and every output format renders a list of them with the ``RunInfo`` of the run.
 
-Statuses (``STATUSES``: status -> (letter, word, ok)):
+Statuses (``STATUSES``: status -> ``StatusInfo``):
 
 | status | meaning | ok |
 |---|---|---|
@@ -20,8 +20,12 @@ Statuses (``STATUSES``: status -> (letter, word, ok)):
 from __future__ import annotations
 
 import enum
+import html
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Sequence
+
+from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES
 
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
@@ -41,27 +45,36 @@ def is_time(value, per_second: int = 1) -> bool:
 class StatusInfo:
     """How one status reads: a progress letter, the verdict word of tables, whether it is fine, how bad it is
     (``severity``: 0 is the best; reports list the worst first, a merge keeps the worst of a case's records),
-    whether it says what the kernel did (``verdict``: not for a case skipped or never run), and its JUnit
-    element (``junit``: ``failure``, ``error`` or ``skipped``; None for a pass) with the ``type`` it carries when
-    the operator returned no status."""
+    how much it says about what the kernel did (``evidence``), whether ``--resume`` keeps a record of it
+    (``kept_on_resume``: not an error -- a timeout or crash may not recur -- nor a case that never ran), its
+    colours in the HTML report (background, text), and its JUnit element (``junit``: ``failure``, ``error`` or
+    ``skipped``; None for a pass) with the ``type`` it carries when the operator returned no status.
+
+    ``evidence``: 2 a verdict on the kernel's result (passed, failed, error, xpassed); 1 a known defect seen
+    again (xfailed: the kernel still fails as its marker says, which hides whatever else it now does); 0 none
+    (skipped, not run). A case whose evidence drops has lost its verdict (``prmg compare`` counts it as a
+    regression: a pass that became a skip or an xfail hides what the kernel now does), and a merge prefers a
+    record with evidence to one without."""
 
     letter: str
     word: str
     ok: bool
     severity: int
+    evidence: int
+    kept_on_resume: bool
+    colours: tuple[str, str]
     junit: str | None
     junit_type: str | None = None
-    verdict: bool = True
 
 
 STATUSES: dict[str, StatusInfo] = {
-    "passed": StatusInfo(".", "PASS", True, 0, None),
-    "failed": StatusInfo("F", "FAIL", False, 5, "failure", "failure"),
-    "error": StatusInfo("E", "ERROR", False, 6, "error", "error"),
-    "skipped": StatusInfo("s", "SKIP", True, 1, "skipped", verdict=False),
-    "xfailed": StatusInfo("x", "XFAIL", True, 2, "skipped"),
-    "xpassed": StatusInfo("X", "XPASS", False, 4, "failure", "xpassed"),
-    "not_run": StatusInfo("-", "NOT RUN", False, 3, "error", "not_run", verdict=False),
+    "passed": StatusInfo(".", "PASS", True, 0, 2, True, ("#3b8f5a", "#ffffff"), None),
+    "failed": StatusInfo("F", "FAIL", False, 5, 2, True, ("#c8313a", "#ffffff"), "failure", "failure"),
+    "error": StatusInfo("E", "ERROR", False, 6, 2, False, ("#6a1b6e", "#ffffff"), "error", "error"),
+    "skipped": StatusInfo("s", "SKIP", True, 1, 0, True, ("#cfd5db", "#1d1d1d"), "skipped"),
+    "xfailed": StatusInfo("x", "XFAIL", True, 2, 1, True, ("#a9c8e0", "#1d1d1d"), "skipped"),
+    "xpassed": StatusInfo("X", "XPASS", False, 4, 2, True, ("#ef8a17", "#1d1d1d"), "failure", "xpassed"),
+    "not_run": StatusInfo("-", "NOT RUN", False, 3, 0, False, ("#59636e", "#ffffff"), "error", "not_run"),
 }
 WORST_FIRST = tuple(sorted(STATUSES, key=lambda status: -STATUSES[status].severity))
 # The order of the summary line after "N passed, N failed", with each count's noun when not the status.
@@ -89,7 +102,7 @@ class CaseResult:
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
     ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping (with ``source``
     it reproduces the case); ``fingerprint`` a hash of that definition and its input files;
-    ``judged_under`` a hash of the run's settings that the verdict depends on (``suite.settings_key``);
+    ``judged_under`` a hash of the run's settings that the verdict depends on (``store.settings_key``);
     ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
     known: a toolkit without the emulator's hook, or a worker that crashed or timed out).
     """
@@ -107,7 +120,7 @@ class CaseResult:
     duration_s: float = 0.0
     timings: dict = field(default_factory=dict)
     source: str = ""
-    op: str = "grad"
+    op: str = DEFAULT_OP
     dtype: str = ""
     cos_dtype: str = ""
     sin_dtype: str = ""
@@ -173,9 +186,9 @@ class RunInfo:
     runner: str                 # "aclnn" | "emulator"
     location: str               # toolkit root (or emulator build folder)
     op_library: str = ""        # the library the operators were resolved from
-    supported_modes: tuple = (1,)
+    supported_modes: tuple = tuple(sorted(DEFAULT_SUPPORTED_MODES))
     devices: tuple = (0,)
-    standard: str = "default"
+    standard: str = DEFAULT_STANDARD
     version: str = ""           # prmg's version
     soc: str = ""               # aclrtGetSocName()
     toolkit_version: str = ""   # as the toolkit's install files state it
@@ -195,6 +208,31 @@ class RunInfo:
     def to_dict(self) -> dict:
         """The run's description as plain values."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunInfo":
+        """The RunInfo of a ``to_dict`` mapping (a run record's ``info``): its lists tuples again, keys that are not
+        fields ignored, ``runner`` ``unrecorded`` and ``location`` "" when it has none."""
+        known = {key: tuple(tuple(item) if isinstance(item, list) else item for item in value)
+                 if isinstance(value, list) else value
+                 for key, value in data.items() if key in cls.__dataclass_fields__}
+        return cls(**{"runner": "unrecorded", "location": "", **known})
+
+    @classmethod
+    def joined(cls, infos: Sequence["RunInfo"]) -> "RunInfo":
+        """One description of the runs ``infos`` (``prmg report``), field by field: a text their distinct non-empty
+        values joined with ``; ``, a tuple their distinct items in order, a flag not its default when any run's is
+        not (``--strict`` in one run, ``--no-golden`` in one run), anything else (counts, codes) its default."""
+        values = {}
+        for spec in fields(cls):
+            seen = [getattr(info, spec.name) for info in infos]
+            if spec.default is MISSING or isinstance(spec.default, str):
+                values[spec.name] = "; ".join(dict.fromkeys(str(value) for value in seen if value))
+            elif isinstance(spec.default, tuple):
+                values[spec.name] = tuple(dict.fromkeys(item for value in seen for item in value or ()))
+            elif isinstance(spec.default, bool):
+                values[spec.name] = any(value != spec.default for value in seen) != spec.default
+        return cls(**values)
 
 
 def summary_counts(results: list[CaseResult]) -> dict:
@@ -273,3 +311,9 @@ def visible(text, *, keep_newlines: bool = False) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def visible_html(text) -> str:
+    """``visible(text)`` with markup escaped (quotes too), for an HTML page: nothing read from a file can add
+    markup to it."""
+    return html.escape(visible(text), quote=True)

@@ -1,11 +1,13 @@
 """``prmg compare A.jsonl B.jsonl``: what changed between two runs (two CANN versions, two kernel builds).
 
-For every case of either results file, in this order of importance:
+For every case of either results file, in this order of importance (``CATEGORIES``; ``ORDER`` says it in
+words for the help and the docs):
 
 - **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run);
-- **verdicts lost**: a case that now holds no verdict on the result (skipped, or xfailed) where it held one
-  (passed, failed ...; xfailed -> skipped too): a pass that became a skip hides whatever the kernel now does;
-- **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
+- **verdicts lost**: a case whose status now says less about the kernel (``results.StatusInfo.evidence``: a
+  verdict, then an xfail, then nothing) than it did, and is no new failure: passed or failed -> skipped or
+  xfailed, failed or error -> not_run, xfailed -> skipped; a pass that became a skip or an xfail hides whatever
+  the kernel now does;
 - **precision drift**: the standard's drift metric (``keymetric.drift_metrics``: ``beyond_rounding`` for
   ``default``, ...) rising from A to B by more than ``drift`` relative *and* ``floor`` absolute, in a case that
   passed in both;
@@ -13,9 +15,12 @@ For every case of either results file, in this order of importance:
   timings (``kernel_samples``, or bench rows' ``times_ms``) ``noise = 3 * (MAD_A + MAD_B) +
   time_floor * median_A``; a case with fewer than 3 timings in either run is not judged for time, nor
   are the emulator's host timings (they move by tens of percent between runs);
-- **only in A** (a verdict lost: counted as a regression) and **only in B** (new cases).
+- **only in A**: a verdict lost too, counted as a regression;
+- **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
+- **status changed**: any other change of status; **only in B**: new cases.
 
-A regression (new failure, verdict lost, drift, a case only in A) makes the exit code 1; otherwise 0.
+A regression (new failure, verdict lost, drift, a case only in A) makes the exit code 1; otherwise 0. The
+module imports nothing heavy at its top (``prmg --help`` reads ``ORDER`` through the compare command).
 """
 
 from __future__ import annotations
@@ -24,21 +29,21 @@ import json
 import statistics
 from dataclasses import dataclass, field
 
-from tabulate import tabulate
-
 from . import files
 from .errors import PrmgError
-from .keymetric import drift_value
 from .results import CaseResult, plural, visible
 
 CATEGORIES = ("new failure", "verdict lost", "precision drift", "time drift", "only in A", "fixed", "status changed",
               "only in B")
 REGRESSIONS = frozenset({"new failure", "verdict lost", "precision drift", "time drift", "only in A"})
+# Each category as a list of what compare reports names it, and the order in words.
+IN_WORDS = {"new failure": "new failures", "verdict lost": "verdicts lost", "precision drift": "precision drift",
+            "time drift": "kernel-time drift", "only in A": "cases only in A", "fixed": "fixes",
+            "status changed": "other status changes", "only in B": "cases only in B"}
+ORDER = ", ".join(IN_WORDS[category] for category in CATEGORIES)
 # A category's noun for many changes, where it is not the category itself (``results.plural``).
 PLURALS = {"new failure": "new failures", "verdict lost": "verdicts lost", "precision drift": "precision drifts",
            "time drift": "time drifts"}
-# Statuses that hold no verdict on the kernel's result: a case entering one of them lost the verdict it had.
-NO_VERDICT = ("skipped", "xfailed")
 
 
 @dataclass
@@ -97,6 +102,8 @@ def time_drift(before: list[float], after: list[float], floor: float) -> str:
 def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float = 0.25, floor: float = 0.05,
             time_floor: float = 0.05) -> Comparison:
     """The changes from run ``a`` to run ``b`` (module docstring), worst category first, then by name."""
+    from .keymetric import drift_value
+
     changes = []
     for name in sorted(set(a) | set(b)):
         if name not in b:
@@ -110,7 +117,7 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
             changes.append(Change("new failure", name, old.status, new.status, visible(new.message)))
         elif not old.info.ok and new.status == "passed":
             changes.append(Change("fixed", name, old.status, new.status))
-        elif new.status in NO_VERDICT and old.status not in (new.status, "skipped"):
+        elif new.info.evidence < old.info.evidence:
             changes.append(Change("verdict lost", name, old.status, new.status, visible(new.message)))
         elif old.status != new.status:
             changes.append(Change("status changed", name, old.status, new.status))
@@ -135,6 +142,8 @@ def _samples(result: CaseResult) -> list[float]:
 
 def render(comparison: Comparison, fmt: str = "table") -> str:
     """The comparison as a table (one row per change, then a summary line), JSON or Markdown."""
+    from tabulate import tabulate
+
     counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
     regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items() if n and c in REGRESSIONS)
     summary = (f"{plural(len(comparison.regressions), 'regression')} ({regressions or 'none'}); "

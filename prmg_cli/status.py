@@ -1,6 +1,11 @@
 """ACL / aclnn status codes and their names (from acl-abi.md; the kernel-fault codes 5070xx and 507899 from
 CANN's ``acl/error_codes/rt_error_codes.h``).
 
+Which statuses are an operator's refusal (``is_refusal``): aclnn's own families, 161xxx (parameter), 361xxx
+(runtime) and 561xxx (inner: tiling, kernel lookup...). The ACL runtime's and the device's statuses (100xxx,
+107xxx, 200xxx, 207xxx, 507xxx...) say the runtime or the device failed, never that the operator declined a
+call, so they never meet an expected error, whichever call returned them.
+
 A kernel fault is asynchronous: the launch returns 0 and the next ``aclrtSynchronizeStream`` returns its
 status (507015 / 507035 for an AI Core / vector core exception, 507016 / 507036 for a trap, 507014 /
 507034 for a timeout); the device is then unusable in that process (later calls fail, e.g. with 507899).
@@ -43,6 +48,16 @@ PARAM_NULLPTR = 161001
 PARAM_INVALID = 161002
 TILING_ERROR = 561002
 INNER = 561000
+
+
+# The thousands (``code // 1000``) of the aclnn status families an operator's refusal belongs to.
+REFUSAL_FAMILIES = (161, 361, 561)
+
+
+def is_refusal(code: int) -> bool:
+    """Whether ``code`` is an operator's refusal: ``code // 1000`` is one of ``REFUSAL_FAMILIES`` (module
+    docstring). Success, runtime and device statuses are not."""
+    return code > 0 and code // 1000 in REFUSAL_FAMILIES
 
 
 def status_name(code: int) -> str:

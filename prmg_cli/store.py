@@ -88,14 +88,8 @@ class RunRecord:
 
     @property
     def run_info(self) -> RunInfo:
-        """The run's ``RunInfo`` (its tuples restored)."""
-        info = dict(self.info)
-        for key in ("supported_modes", "devices", "faults", "accepted_modes", "notes", "checks"):
-            if info.get(key) is not None:
-                info[key] = tuple(tuple(item) if isinstance(item, list) else item for item in info[key])
-        info.setdefault("runner", "unrecorded")
-        info.setdefault("location", "")
-        return RunInfo(**{key: value for key, value in info.items() if key in RunInfo.__dataclass_fields__})
+        """The run's ``RunInfo`` (``RunInfo.from_dict``)."""
+        return RunInfo.from_dict(self.info)
 
 
 def settings_key(settings: dict) -> str:
@@ -610,7 +604,7 @@ def _ends_in_newline(fd: int) -> bool:
 # ---------------------------------------------------------------------------------------------------------
 # Trusting records again (--resume)
 
-UNTRUSTED = ("error", "not_run")      # statuses that are run again on resume
+UNTRUSTED = tuple(status for status, info in STATUSES.items() if not info.kept_on_resume)  # run again on resume
 
 
 def trusted(stored: Stored, fingerprints: dict[str, str], key: str) -> dict[str, CaseResult]:

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
 from .case import Case
-from .cases import check_files, fingerprint_or_empty, load_cases, select, validate
+from .cases import check_files, fingerprint_or_empty, known_defect_warning, load_cases, select, unjudged, validate
 from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals
 from .files import write_text
 from .outputs import listing
@@ -60,10 +60,10 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
     warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
-                if (text := constraints.expectation_warning(case, modes))]
+                for text in (constraints.expectation_warning(case, modes), known_defect_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
-    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expect "
-               f"success, {errors} expect an error; {skipped} would be skipped on a target supporting "
+    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
+               f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
                f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
     return "\n".join(warnings + [summary])
 
@@ -132,18 +132,16 @@ def _device_count(toolkit, option: str) -> int:
     return count
 
 
-def parse_checks(text: str | None, golden: bool = True) -> tuple[str, ...]:
-    """The checks of ``--check a,b`` (names of ``checks.CHECKS``); ``--no-golden`` needs some."""
-    from .checks import CHECKS, ORACLES
+def parse_checks(text: str | None) -> tuple[str, ...]:
+    """The checks of ``--check a,b`` (``checks.check_names``: a text without a name is no check). Whether each case
+    is then judged by a check of correctness (``--no-golden``) is ``check_judged``'s, once the cases are known."""
+    from .checks import check_names
 
-    names = tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
-    unknown = [name for name in names if name not in CHECKS]
-    if unknown or (text is not None and not names):
-        raise PrmgError(f"--check: unknown check {', '.join(map(repr, unknown)) or repr(text)} "
-                        f"(valid: {', '.join(CHECKS)}, comma-separated)")
-    if not golden and not names:
-        raise PrmgError(f"--no-golden judges cases by their checks alone: give --check (one of "
-                        f"{', '.join(ORACLES)} judges correctness)")
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    try:
+        names = check_names(parts or ([text] if text is not None else []))
+    except PrmgError as error:
+        raise PrmgError(f"--check: {error.reason} (comma-separated)") from None
     return names
 
 
@@ -163,26 +161,19 @@ def check_options(request) -> dict:
                                option.maximum, f" ({check.name} check)") for name, (check, option) in OPTIONS.items()}
 
 
-def check_judged(cases: Sequence[Case], checks: tuple, golden: bool) -> None:
-    """Refuse a run in which a pass case without the golden (``--no-golden`` or ``golden: false``) would be
-    judged by no check of correctness (only ``determinism``, say), unless the case says why with
-    ``correctness_unchecked``: PrmgError naming the first such case."""
-    from .checks import CHECKS, ORACLES, weak_checks_text
-
+def check_judged(cases: Sequence[Case], checks: tuple = (), golden: bool = True) -> None:
+    """Refuse a run in which a pass case without the golden would be judged by no check of correctness
+    (``cases.unjudged``, with the run's ``--check`` and ``--no-golden``): PrmgError naming the first such case."""
     for case in cases:
-        names = tuple(dict.fromkeys(case.checks + checks))
-        if (case.expect.success and not (golden and case.golden) and not case.correctness_unchecked
-                and not any(CHECKS[name].oracle for name in names)):
-            raise PrmgError(f"without the golden this case is judged by {', '.join(names) or 'no check'}, which "
-                            f"judges nothing about correctness ({weak_checks_text(names)}): add one of "
-                            f"{', '.join(ORACLES)} (--check), or give the case correctness_unchecked: REASON",
-                            file=case.source, case=case.name, field="checks")
+        error = unjudged(case, checks, golden)
+        if error is not None:
+            raise error
 
 
 def checked_settings(request):
     """The settings every worker shares (``execute.RunSettings``) of a ``prmg run`` request (``commands.run.Request``;
     the pytest plugin's and bench's too), each option checked once here: ``--standard``, ``--max-timeouts``,
-    ``--check`` with ``--no-golden``, the checks' own options, ``--timeout``, ``--supported-modes``. The toolkit is
+    ``--check``, the checks' own options, ``--timeout``, ``--supported-modes``. The toolkit is
     not chosen yet (``settings_for``)."""
     if request.standard is not None:
         try:
@@ -192,7 +183,7 @@ def checked_settings(request):
     if request.max_timeouts < 1:
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
     golden = not request.no_golden
-    checks, options = parse_checks(request.check, golden), check_options(request)
+    checks, options = parse_checks(request.check), check_options(request)
     save_failures = str(Path(request.save_failures).resolve()) if request.save_failures else None
     return execute.RunSettings(toolkit=None, supported_modes=target_modes(request.supported_modes),
                                standard=request.standard, timeout=check_timeout(request.timeout),
@@ -420,7 +411,7 @@ class _Run:
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
         if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
                                                                                      self.request.output)):
-            write_stdout(outputs.labels.format_header(self.info) + "\n")
+            write_stdout(outputs.labels.format_header(self.info, judged=self.cases) + "\n")
         note = outputs.labels.modes_note(self.info)
         if note:
             sys.stderr.write(f"prmg: warning: {note[2:]}\n")

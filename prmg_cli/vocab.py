@@ -10,6 +10,7 @@ reports) takes these words from here, so that none of them imports another to le
 - The bytes of the runner's in-place contract: guard zones and workspace poison.
 - The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``.
 - The generators that draw a case's seeded inputs (``inputs.py``), the default first.
+- The defaults of a case and a run: the operator, the standard, the rotary modes the target implements.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
 ACL_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
 DEFAULT_OP = "grad"         # the operator of a case that names none (ops.OPERATORS): the one under test
+DEFAULT_STANDARD = "default"        # what a case is judged by when neither it nor --standard names one (standards)
+DEFAULT_SUPPORTED_MODES = frozenset({ROTARY_MODES["interleave"]})   # without --supported-modes: today's kernel's
 # The runner's in-place contract: every device buffer sits between guard zones of GUARD_BYTES (its data 512-byte
 # aligned and rounded) filled with GUARD_FILL, and the workspace is filled with WORKSPACE_POISON before each
 # launch (0xFF bytes read as NaN in every float dtype).

@@ -260,7 +260,8 @@ def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),
-                                           (["--no-golden"], "--no-golden judges cases by their checks alone"),
+                                           (["--no-golden"], "without the golden (--no-golden) this case is "
+                                                             "judged by no check, which judges nothing"),
                                            (["--check", "determinism", "--repeat", "1"], "--repeat must be from 2"),
                                            (["--repeat", "1001"], "--repeat must be from 2 to 1000 (determinism "
                                                                   "check), got 1001"),

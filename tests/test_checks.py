@@ -136,3 +136,19 @@ def test_a_check_that_cannot_run_says_why():
     ctx, _, _ = context(case, ModelSession())
     result = adjoint(ctx)
     assert result.passed and "D = 41 is not a multiple of 2" in result.note
+
+
+def test_a_check_marked_first_runs_right_after_the_main_launch(monkeypatch):
+    """``Check.first`` orders the checks (determinism's repeats must follow the main launch directly), not a name."""
+    from prmg_cli import checks
+    from prmg_cli.checks import Check, CheckResult, run_checks
+
+    def toy(name, first):
+        return Check(name, "a toy check", lambda context: CheckResult(name), f"{name}_ratio", str, lambda m: None,
+                     applies=lambda context: "", first=first)
+
+    monkeypatch.setitem(checks.CHECKS, "later", toy("later", False))
+    monkeypatch.setitem(checks.CHECKS, "sooner", toy("sooner", True))
+    ran = run_checks(("later", "sooner"), CheckContext(case=None, inputs=None, outcome=None, launch=None))
+    assert [result.name for result in ran] == ["sooner", "later"]
+    assert checks.CHECKS["determinism"].first and not checks.CHECKS["adjoint"].first

@@ -43,6 +43,17 @@ def test_a_command_is_one_module_and_one_entry(capsys, monkeypatch):
     assert code == 2 and "Invalid value for '-n' / '--times'" in err
 
 
+def test_a_request_types_each_field_as_its_option():
+    """The request's fields carry the options' types: text for a path, a tuple of text for a repeatable option."""
+    import dataclasses
+    from typing import Optional
+
+    types_of = {field.name: field.type for field in dataclasses.fields(run.Request)}
+    assert (types_of["paths"], types_of["device"], types_of["timeout"], types_of["strict"]) == \
+        (tuple[str, ...], int, float, bool)
+    assert types_of["results"] == Optional[str] and types_of["standard"] == Optional[str]
+
+
 def test_the_top_level_help_gives_each_command_its_whole_first_sentence(capsys, monkeypatch):
     code, out, _ = run_in_process(capsys, monkeypatch, "--help")
     text = " ".join(out.split())
@@ -56,7 +67,7 @@ def test_the_top_level_help_gives_each_command_its_whole_first_sentence(capsys, 
 def toy_check_option(monkeypatch):
     """A toy check owning an option ``--toy-level`` (1 to 5, default 3); ``commands.run`` rebuilt to see it, and
     rebuilt again without it afterwards."""
-    toy = checks.Check("toy", "a toy check", lambda context: None, "toy_ratio", str,
+    toy = checks.Check("toy", "a toy check", lambda context: None, "toy_ratio", str, lambda m: None,
                        options={"toy_level": CheckOption(3, 1, 5, "L", "Levels of the toy check, 1 to 5.")})
     monkeypatch.setitem(checks.CHECKS, "toy", toy)
     monkeypatch.setitem(checks.OPTIONS, "toy_level", (toy, toy.options["toy_level"]))
@@ -91,13 +102,13 @@ def test_a_checks_option_is_a_run_flag_a_setting_and_a_plugin_flag(toy_check_opt
 
 
 def test_run_options_are_checked_once_when_the_settings_are_built():
-    """``settings_for`` is the one place a run's options become settings: --standard, --repeat, --check and
-    --no-golden, --timeout and --max-timeouts are refused there with the option's name."""
+    """``settings_for`` is the one place a run's options become settings: --standard, --repeat, --check,
+    --timeout and --max-timeouts are refused there with the option's name (--no-golden is held to the cases'
+    checks once they are known: ``suite.check_judged``)."""
     from prmg_cli.suite import settings_for
 
     for fields, message in [({"standard": "nope"}, "--standard: unknown standard"),
                             ({"repeat": 1}, "--repeat must be from 2 to 1000"),
-                            ({"no_golden": True}, "--no-golden judges cases by their checks alone"),
                             ({"check": "bogus"}, "--check: unknown check 'bogus'"),
                             ({"timeout": -1.0}, "--timeout must be a finite number"),
                             ({"max_timeouts": 0}, "--max-timeouts must be >= 1")]:
@@ -109,12 +120,28 @@ def test_run_options_are_checked_once_when_the_settings_are_built():
         (("adjoint", "determinism"), False, {"repeat": 4}, "exact")
 
 
+def test_check_names_are_checked_by_one_validator_from_the_flag_and_from_a_case_file():
+    """``--check`` and a case's ``checks`` go through ``checks.check_names``: the same words, the same suggestion."""
+    from pathlib import Path
+
+    from prmg_cli.cases import parse_document
+    from prmg_cli.suite import settings_for
+
+    said = "unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, roundtrip, determinism, sample)"
+    with pytest.raises(PrmgError) as flag:
+        settings_for(run.Request(paths=(), runner="emulator", check="roundtrip,ajoint"))
+    assert str(flag.value) == f"--check: {said} (comma-separated)"
+    with pytest.raises(PrmgError) as case_file:
+        parse_document([{"name": "c", "shape": [1, 1, 2, 16], "checks": ["roundtrip", "ajoint"]}], "c.yaml", Path("."))
+    assert str(case_file.value) == f"c.yaml: case 'c': field 'checks': {said}"
+
+
 @pytest.mark.parametrize("count, words", [(1, "1 case in 1 file is valid"), (2, "2 cases in 1 file are valid")])
 def test_validate_counts_in_agreeing_words(tmp_path, capsys, monkeypatch, count, words):
     path = tmp_path / "c.yaml"
     path.write_text("".join(f"- {{name: c{i}, shape: [1, 1, 2, 16]}}\n" for i in range(count)))
     code, out, _ = run_in_process(capsys, monkeypatch, "validate", path)
-    assert code == 0 and out.startswith(f"{words} ({count} expect success, 0 expect an error;")
+    assert code == 0 and out.startswith(f"{words} ({count} expecting success, 0 expecting an error;")
 
 
 def test_the_readme_names_the_plugins_options_and_no_other():

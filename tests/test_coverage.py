@@ -15,13 +15,14 @@ from prmg_cli import constraints, cover, coverage, gencase, models
 from prmg_cli import presets as presets_module
 from prmg_cli.cases import load_cases, parse_document
 from prmg_cli.errors import PrmgError
+from prmg_cli.inputs import make_inputs
 from prmg_cli.ops import OPERATORS
 from prmg_cli.ops.regimes import PHASE, regimes
 from prmg_cli.outputs import html as html_report
 from prmg_cli.outputs import table
 from prmg_cli.outputs.screen import wrap
 from prmg_cli.results import CaseResult, RunInfo, summary_line
-from prmg_cli.vocab import MODE_NAMES
+from prmg_cli.vocab import GENERATORS, MODE_NAMES
 
 COVER = ROOT / "cases" / "cover.yaml"
 
@@ -74,11 +75,37 @@ def test_special_values_count_where_they_are():
     found = covered(case(shape=[1, 1, 1, 16], partial_slice=[4, 12], dtype="float16", inputs={"dy": {"bits": dy}}))
     assert {"values: NaN payload, dy in slice", "values: NaN, dy in slice", "values: -0, dy outside"} <= found
     assert not {"values: NaN, dy outside", "values: -0, dy in slice", "values: -NaN, dy in slice"} & found
-    assert not any(key.startswith("values:") for key in covered(case(shape=[1, 1, 1, 16])))
+    plain = {key for key in covered(case(shape=[1, 1, 1, 16], partial_slice=[4, 12])) if key.startswith("values:")}
+    assert plain == {"values: ordinary, dy in slice", "values: ordinary, dy outside", "values: ordinary, cos/sin"}
+    assert "values: ordinary, dy outside" not in covered(case(shape=[1, 1, 1, 16]))        # the full slice
     huge = covered(case(shape=[2, 2, 2, 32], dtype="float16", inputs={"dy": {"uniform": [-65000, 65000]}}))
     assert "values: large, dy in slice" in huge
     tiny = covered(case(shape=[2, 2, 2, 32], inputs={"dy": {"uniform": [-1e-40, 1e-40]}}))
     assert "values: subnormal, dy in slice" in tiny and "values: large, dy in slice" not in tiny
+
+
+def _run_bits(one_case, tensor: str) -> np.ndarray:
+    """The first ``coverage.SAMPLE`` elements of the tensor ``make_inputs`` gives the run, as bits."""
+    array = getattr(make_inputs(one_case), tensor).reshape(-1)[:coverage.SAMPLE]
+    return array.view(f"u{array.itemsize}").astype(np.uint64)
+
+
+def test_drawn_values_are_read_from_the_runs_own_inputs_for_each_generator():
+    """The value classes of a drawn case are those of the tensors the run draws, through the case's generator:
+    the seeds are chosen so that philox and pcg64 put subnormals in different places (the classes a draw of
+    the other generator would give are wrong), and a 4096-element prefix of a larger normal draw counts."""
+    def values(one_case, bits_of=coverage._sample_bits) -> frozenset:
+        return coverage._special_values(one_case, bits_of)
+
+    rare = dict(shape=[1, 1, 1, 16], partial_slice=[4, 12], dtype="float16", inputs={"dy": {"uniform": [-1e-3, 1e-3]}})
+    differing = [seed for seed in range(40) if len({values(case(seed=seed, generator=generator, **rare), _run_bits)
+                                                    for generator in GENERATORS}) > 1]
+    assert differing
+    large = dict(shape=[2, 4, 4, 130], partial_slice=[2, 66], broadcast="1S1D", dtype="bfloat16", cos_dtype="float32",
+                 inputs={"dy": {"normal": [0, 1e-38]}, "cos": {"normal": [0, 1e-39]}, "sin": {"uniform": [-1, 1]}})
+    for generator in GENERATORS:
+        for one in (case(seed=differing[0], generator=generator, **rare), case(generator=generator, **large)):
+            assert values(one) == values(one, _run_bits), (generator, one.shape)
 
 
 def test_phase_classes_count_the_first_broken_rule_of_negative_cases_only():
@@ -113,7 +140,23 @@ def test_value_bits_and_kinds():
     assert coverage.dtype_bits(np.array([np.inf, 1e-45]), "float32").tolist() == [0x7F800000, 1]
     assert coverage.value_kinds(np.array([0x7FC0, 0xFFC1, 0x0001, 0x7F7F], np.uint64), "bfloat16") == \
         {"NaN", "-NaN", "NaN payload", "subnormal", "large"}
-    assert coverage.value_kinds(np.array([0x3C00], np.uint64), "float16") == set()
+    assert coverage.value_kinds(np.array([0x3C00], np.uint64), "float16") == {"ordinary"}
+    assert coverage.value_kinds(np.array([0x3C00, 0x8000], np.uint64), "float16") == {"ordinary", "-0"}
+
+
+def test_value_bits_round_once_as_the_runs_cast():
+    """bfloat16 bits of float64 values are rounded once, as ml_dtypes' cast (the run's) rounds them: 1 + 2**-8 +
+    2**-30 is just past a tie, which a rounding through float32 to nearest would make and then break to even."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(7)
+    near_ties = (1 + 2.0 ** -8 + rng.integers(-2 ** 20, 2 ** 20, 20_000) * 2.0 ** -52) * rng.choice([-1, 1], 20_000)
+    values = np.concatenate([near_ties, rng.normal(0, 1e-38, 20_000), rng.uniform(-3.5e38, 3.5e38, 1000),
+                             [1 + 2 ** -8 + 2 ** -30, 0.0, -0.0, np.inf, -np.inf, 1e-300, 1e300]])
+    with np.errstate(over="ignore"):
+        expected = values.astype(ml_dtypes.bfloat16).view(np.uint16)
+    assert coverage.dtype_bits(values, "bfloat16").tolist() == expected.tolist()
+    assert coverage.dtype_bits(np.array([1 + 2 ** -8 + 2 ** -30]), "bfloat16").tolist() == [0x3F81]
 
 
 def test_summary_line_and_missing_classes():
@@ -132,7 +175,7 @@ def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
 # ----- the command -----------------------------------------------------------------------------------
 
 def test_coverage_reports_in_process(tmp_path):
-    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10)
+    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)
     assert code == 0 and "grad (InplacePartialRotaryMulGrad):" in text and "MISSING" in text
     assert all(len(line) <= 100 for line in text.splitlines()[:-1])           # the table fits; the summary is one line
     assert text.splitlines()[-1].startswith("covers ") and "missing: grad mode: half" in text.splitlines()[-1]

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, prmg
 from prmg_cli.cases import Case, load_cases
-from prmg_cli.execute import memory_need, shard
+from prmg_cli.execute import Wedging, memory_need, shard
 
 MANY = """
 defaults: {dtype: float16, cos_shape: [1, 1, 1, 16], partial_slice: [8, 24]}
@@ -299,3 +299,16 @@ def test_bad_timeout_and_unwritable_results_file_are_usage_errors(many, tmp_path
     blocked.write_text("")
     result = prmg("run", many, "--runner", "emulator", "--results", blocked / "r.jsonl")
     assert result.returncode == 2 and "results file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_device_is_wedged_after_max_timeouts_in_a_row_only():
+    """The one wedge policy of the local and the cluster executors (``execute.Wedging``)."""
+    wedged = {}
+    policy = Wedging(2, wedged)
+    policy.timed_out(0)
+    policy.ended(0)                                   # a result in between: the count starts again
+    policy.timed_out(0)
+    policy.timed_out(("node", 1))
+    assert wedged == {}
+    policy.timed_out(0)
+    assert wedged == {0: "2 timeouts in a row: the device is considered wedged (--max-timeouts)"}

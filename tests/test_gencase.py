@@ -180,15 +180,16 @@ def test_perf_is_large_and_not_shipped(loaded, shipped):
 
 # ----- shipped files ---------------------------------------------------------------------------------
 
-def test_shipped_files_equal_their_generators():
-    documents = presets_module.shipped_documents()
-    for relative, doc in documents.items():
-        path = CASES / relative
-        assert path.is_file(), f"{relative} is not shipped; regenerate with presets_module.write_shipped('cases')"
-        assert path.read_text(encoding="utf-8") == gencase.dump_yaml(doc), \
-            f"cases/{relative} drifted from prmg_cli/presets.py; regenerate with presets_module.write_shipped('cases')"
+def test_shipped_files_equal_their_generators(tmp_path):
+    """What ``python -m prmg_cli.presets`` (``write_shipped``) writes is what ``cases/`` holds, byte for byte."""
+    written = presets_module.write_shipped(tmp_path)
+    for path in written:
+        relative = path.relative_to(tmp_path)
+        assert (CASES / relative).is_file(), f"{relative} is not shipped; regenerate with python -m prmg_cli.presets"
+        assert (CASES / relative).read_bytes() == path.read_bytes(), \
+            f"cases/{relative} drifted from prmg_cli/presets.py; regenerate with python -m prmg_cli.presets"
     shipped = {str(p.relative_to(CASES)) for p in CASES.rglob("*.yaml")}
-    assert shipped == set(documents) | {"ttk_upstream.yaml"}
+    assert shipped == {str(path.relative_to(tmp_path)) for path in written} | {"ttk_upstream.yaml"}
 
 
 def test_shipped_suite_loads_with_unique_names_and_validates(shipped):

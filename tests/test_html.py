@@ -282,15 +282,15 @@ def test_500_cases_with_400_failures_render_in_a_few_seconds():
 def test_closest_to_their_limit_ranks_by_the_error_beyond_the_output_rounding():
     """Correctly rounded bfloat16 results (err/budget near 1, nothing beyond the rounding) come last."""
     rounded = {"max_err_ratio": 0.99996, "bad": 0, "max_err_ulp": 0.4999, "beyond_rounding": 0.0}
-    results = [a_pass(f"bf16_{i}", metrics=rounded, key_metric="0.50 ulp, beyond rounding 0%") for i in range(5)]
+    results = [a_pass(f"bf16_{i}", metrics=rounded, key_metric="0.50/0.50 ulp, beyond rounding 0%") for i in range(5)]
     results += [a_pass("fp32", metrics={"max_err_ratio": 0.6, "bad": 0, "max_err_ulp": 41.0, "beyond_rounding": 0.45},
-                       key_metric="41 ulp, beyond rounding 45%"),
+                       key_metric="41/97 ulp, beyond rounding 45%"),
                 a_pass("thousandth", metrics={"rel_err_share": 3e-4, "share_limit": 1e-3, "max_rel_err": 0.01},
                        key_metric="wrong 0.0003/0.001, max rel 0.01", standard="double_thousandth")]
     page = html_report.render(results, EMULATOR)
     listed = re.findall(r"<li><code>([^<]*)</code>", page.split('<ol class="closest">')[1].split("</ol>")[0])
     assert listed == ["fp32", "thousandth", "bf16_0", "bf16_1", "bf16_2"]
-    assert "<li><code>fp32</code> 41 ulp, beyond rounding 45%</li>" in page
+    assert "<li><code>fp32</code> 41/97 ulp, beyond rounding 45%</li>" in page
 
 
 # --- what the page computes ---------------------------------------------------------------------------
@@ -306,6 +306,8 @@ def test_closest_to_their_limit_ranks_by_the_error_beyond_the_output_rounding():
     ({"max_tol_ratio": 0.25, "bad": 0}, 0.25),
     ({"mismatches": 0, "max_abs_err": 0.0}, None),
     ({"adjoint_ratio": 0.1}, 0.1),
+    ({"sample_ratio": 0.3, "sample_rows": 64}, 0.3),            # the page's own formulas had missed it
+    ({"mismatches": 0, "roundtrip_ratio": 0.2}, 0.2),           # exact has no margin: the check's is next
     ({"status": 161002}, None),
 ])
 def test_key_margin_of_every_standard(metrics, margin):
@@ -313,8 +315,48 @@ def test_key_margin_of_every_standard(metrics, margin):
     assert value == (pytest.approx(margin) if margin not in (None, float("inf")) else margin)
 
 
-def test_bytes_moved_matches_the_benchmark():
-    from prmg_cli.bench import bytes_moved
+def test_the_margins_plot_and_the_closest_list_read_beyond_rounding_under_default():
+    """A correctly rounded bfloat16 result (err/budget 0.9999, nothing beyond the rounding) sits in the
+    histogram's first bin and last in the "closest to their limit" list; another standard's cases keep their
+    error / limit."""
+    class Plots:                                    # the histogram's values, without drawing it
+        def margin_histogram(self, margins):
+            self.margins = margins
+            return "data:,"
+
+        def time_against_bytes(self, points, note):
+            return "data:,"
+
+    rounded = CaseResult(name="rounded", status="passed", standard="default", key_metric="0.50/0.50 ulp, beyond 0%",
+                         metrics={"max_err_ratio": 0.9999, "max_err_ulp": 0.5, "bound_ulp": 0.5,
+                                  "beyond_rounding": 0.0})
+    computed = CaseResult(name="computed", status="passed", standard="default", key_metric="3.1/9.0 ulp, 40%",
+                          metrics={"max_err_ratio": 0.6, "max_err_ulp": 3.1, "bound_ulp": 9.0, "beyond_rounding": 0.4})
+    loose = CaseResult(name="loose", status="passed", standard="allclose", metrics={"max_tol_ratio": 0.25})
+    plots = Plots()
+    page = html_report._plots([rounded, computed, loose], EMULATOR, plots)
+    assert sorted(value for value, _ in plots.margins) == [0.0, 0.25, 0.4]
+    assert re.findall(r"<code>(\w+)</code>", page) == ["computed", "loose", "rounded"]
+
+
+def test_a_new_standard_or_check_brings_its_margin(monkeypatch):
+    """The page reads each margin from the registries (``Standard.key_margin``, ``Check.key_margin``): an entry
+    added to one has its margin on the page without a line of the page changing."""
+    from prmg_cli import checks, standards
+    from prmg_cli.standards import Standard, over
+
+    toy = Standard("toy", {"*": {}}, None, "toy_err", str, "toy_err", "a toy", lambda m: over(m, "toy_err", 4.0))
+    monkeypatch.setitem(standards.STANDARDS, "toy", toy)
+    probe = checks.Check("probe", "a toy check", None, "probe_ratio", str, lambda m: over(m, "probe_ratio"))
+    monkeypatch.setitem(checks.CHECKS, "probe", probe)
+    assert html_report.key_margin({"toy_err": 2.0}) == 0.5
+    assert html_report.key_margin({"probe_ratio": 3.0}) == 3.0
+    assert html_report.key_margin({"toy_err": None}) == float("inf")
+
+
+def test_bytes_moved_of_a_record_is_its_cases():
+    """The page's bytes of a result record are what ``sizes.bytes_moved`` (bench's GB/s) gives for its case."""
+    from prmg_cli.sizes import bytes_moved
     from prmg_cli.cases import load_cases
     from prmg_cli.execute import case_result
 

@@ -11,7 +11,7 @@ import pytest
 
 from prmg_cli.cases import Case, InputSpec
 from prmg_cli.errors import PrmgError
-from prmg_cli.inputs import default_seed, make_inputs
+from prmg_cli.inputs import THREADED_DRAWS, default_seed, drawn_prefix, make_inputs
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -99,6 +99,18 @@ def test_chunked_generation_equals_one_shot(generator, kind, args, chunk):
     one_shot = make_inputs(c, chunk_elements=10 ** 9)
     chunked = make_inputs(c, chunk_elements=chunk)
     assert np.array_equal(bits(one_shot.dy), bits(chunked.dy))
+
+
+@pytest.mark.parametrize("generator", ["philox", "pcg64"])
+@pytest.mark.parametrize("kind,args", [("uniform", (-1.0, 1.0)), ("normal", (0.0, 1.0))])
+def test_a_drawn_prefix_is_the_first_elements_of_the_whole_tensor(generator, kind, args):
+    """``drawn_prefix`` (what ``prmg coverage`` reads), rounded to the dtype, is the run's tensor cut short, for a
+    tensor drawn over several threads and Philox chunks as well."""
+    c = case(shape=(1, 1, THREADED_DRAWS // 64 + 3, 64), dtype="float16", dy_input=InputSpec(kind, args),
+             generator=generator)
+    whole = bits(make_inputs(c).dy).reshape(-1)
+    for count in (1, 4096, 70_001):
+        assert np.array_equal(bits(drawn_prefix(c, "dy", count).astype(np.float16)), whole[:count]), count
 
 
 def test_normal_draws_have_the_requested_mean_and_spread():

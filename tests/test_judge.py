@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
-from prmg_cli.acl import GET_WORKSPACE, LAUNCH, Outcome
+from prmg_cli.acl import Outcome
 from prmg_cli.cases import Case, Expect
 from prmg_cli.judge import judge
+from prmg_cli.ops import GRAD
 from prmg_cli.keymetric import key_metric
 from prmg_cli.dtypes import FLOAT_FORMATS
-from prmg_cli.standards import STANDARDS, margin
+from prmg_cli.standards import STANDARDS, check_standard, margin
 from prmg_cli.status import STATUS_CODES
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import Inputs
@@ -330,21 +331,26 @@ def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
     golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     rounded = judge(case, inputs, Outcome(status=0, dy=golden)).metrics
     assert rounded["max_err_ratio"] > 0.99 and 0.49 < rounded["max_err_ulp"] <= 0.5 and rounded["beyond_rounding"] == 0
-    assert key_metric(rounded) == "0.50 ulp, beyond rounding 0%"
+    assert key_metric(rounded) == "0.50/0.50 ulp, beyond rounding 0%" and 0.5 < rounded["bound_ulp"] < 0.501
     truncated = run(lambda *a: faulty_kernel("truncate", *a), case, inputs)
     assert truncated.status == "failed" and truncated.metrics["beyond_rounding"] > 1
     assert 0.5 < truncated.metrics["max_err_ulp"] <= 1
     fp32 = make_case((2, 4, 2, 64), (0, 64), broadcast="1S1D")
     computed = run(correct_kernel, fp32, make_inputs(fp32, np.random.default_rng(8))).metrics
     assert computed["max_err_ulp"] > 0.5 and 0 < computed["beyond_rounding"] <= 1
+    assert computed["bound_ulp"] > computed["max_err_ulp"]          # float32's bound in ulps: many, not 0.5
 
 
 @pytest.mark.parametrize("metrics, shown", [
-    ({"max_err_ratio": 0.99996, "max_err_ulp": 0.49998, "beyond_rounding": 0.0}, "0.50 ulp, beyond rounding 0%"),
+    ({"max_err_ratio": 0.99996, "max_err_ulp": 0.49998, "bound_ulp": 0.50001, "beyond_rounding": 0.0},
+     "0.50/0.50 ulp, beyond rounding 0%"),
+    ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "bound_ulp": 97.2, "beyond_rounding": 0.4224},
+     "41/97 ulp, beyond rounding 42.2%"),
+    ({"max_err_ratio": 0.9, "max_err_ulp": 1.6e7, "bound_ulp": 1.61e7, "beyond_rounding": 0.9999991},
+     "1.6e+07/1.61e+07 ulp, beyond rounding 99.9999%"),
+    ({"max_err_ratio": None, "max_err_ulp": None, "bound_ulp": None, "beyond_rounding": None},
+     "inf/inf ulp, beyond rounding inf%"),
     ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "beyond_rounding": 0.4224}, "41 ulp, beyond rounding 42.2%"),
-    ({"max_err_ratio": 0.9, "max_err_ulp": 1.6e7, "beyond_rounding": 0.9999991},
-     "1.6e+07 ulp, beyond rounding 99.9999%"),
-    ({"max_err_ratio": None, "max_err_ulp": None, "beyond_rounding": None}, "inf ulp, beyond rounding inf%"),
     ({"max_err_ratio": 0.41}, "err/budget 0.41"),                  # recorded before the ulp metrics
 ])
 def test_default_key_metric_text(metrics, shown):
@@ -465,7 +471,7 @@ def test_status_must_match_the_expectation(expect, status, passes):
     case, inputs, result = correct_run()
     case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=expect)
     outcome = Outcome(status=status, dy=result if status == 0 else inputs.dy.copy(),
-                      error_message="tiling failed" if status else "", failed_call=GET_WORKSPACE if status else "")
+                      error_message="tiling failed" if status else "", failed_call=GRAD.get_workspace if status else "")
     verdict = judge(case, inputs, outcome)
     assert (verdict.status == "passed") == passes, verdict.message
 
@@ -475,7 +481,8 @@ def test_status_messages():
     error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
     verdict = judge(error_case, inputs, Outcome(status=0, dy=result))
     assert verdict.message == "expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS"
-    verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy(), failed_call=GET_WORKSPACE))
+    verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy(),
+                                          failed_call=GRAD.get_workspace))
     assert verdict.message == "expected success, got 561002 ACLNN_ERR_INNER_TILING_ERROR: D too large"
     assert key_metric(verdict.metrics) == "status 561002"
 
@@ -483,9 +490,10 @@ def test_status_messages():
 def test_dy_must_stay_untouched_after_an_expected_error():
     case, inputs, result = correct_run()
     error_case = make_case(case.shape, case.partial_slice, broadcast="1S1D", expect=561002)
-    verdict = judge(error_case, inputs, Outcome(status=561002, dy=result, failed_call=GET_WORKSPACE))
+    verdict = judge(error_case, inputs, Outcome(status=561002, dy=result, failed_call=GRAD.get_workspace))
     assert verdict.status == "failed" and verdict.message == "dy changed although the call failed"
-    assert judge(error_case, inputs, Outcome(status=561002, dy=inputs.dy.copy(), failed_call=GET_WORKSPACE)).status == "passed"
+    refused = Outcome(status=561002, dy=inputs.dy.copy(), failed_call=GRAD.get_workspace)
+    assert judge(error_case, inputs, refused).status == "passed"
 
 
 def test_empty_slice_only_checks_that_nothing_changed():
@@ -498,14 +506,13 @@ def test_empty_slice_only_checks_that_nothing_changed():
 
 
 def test_unknown_standard_or_parameter_is_a_user_error():
-    case, inputs, result = correct_run()
-    outcome = Outcome(status=0, dy=result)
+    """Checked once, where they are read (``check_standard``: the case loader and ``--standard``), not per case."""
     with pytest.raises(PrmgError, match="unknown standard 'strict'"):
-        judge(case, inputs, outcome, "strict")
+        check_standard("strict")
     with pytest.raises(PrmgError, match="has no parameter 'rtol'"):
-        judge(case, inputs, outcome, "default", {"rtol": 1e-3})
+        check_standard("default", {"rtol": 1e-3})
     with pytest.raises(PrmgError, match="finite number"):
-        judge(case, inputs, outcome, "allclose", {"rtol": -1})
+        check_standard("allclose", {"rtol": -1})
 
 
 def test_every_dtype_of_a_standard_sets_the_same_parameters():
@@ -513,28 +520,44 @@ def test_every_dtype_of_a_standard_sets_the_same_parameters():
         assert {tuple(params) for params in standard.defaults.values()} == {standard.params}, standard.name
 
 
-def test_a_standard_is_one_entry(monkeypatch):
-    """A toy standard in the registry is a standard everywhere: case files, --standard, the judge, the table."""
-    import numpy as np
+def test_a_standard_is_one_entry(monkeypatch, tmp_path, capsys):
+    """A toy standard in the registry is a standard everywhere: a case file names it and sets its parameter, the
+    loader refuses a parameter it lacks, ``--standard`` picks it, and a run judges by it and shows its key metric."""
+    import json
 
+    from prmg_cli import suite
+    from prmg_cli.commands import run
     from prmg_cli.standards import Judgement, Standard
 
     def judge_exactly_zero(view):
-        bad = view.actual != 0
+        bad = np.abs(view.actual) > view.params["slack"]
         return Judgement(bool(bad.any()), "not zero", {"nonzero": int(bad.sum())}, bad, bad * 1.0, view.golden)
 
     toy = Standard("zero", {"*": {"slack": 0.0}}, judge_exactly_zero, "nonzero", lambda m: f"nonzero {m['nonzero']}",
-                   "nonzero", "every element 0")
+                   "nonzero", "every element 0", lambda m: None)
     monkeypatch.setitem(STANDARDS, "zero", toy)
     case, inputs, result = correct_run()
-    verdict = judge(case, inputs, Outcome(status=0, dy=result), "zero", {"slack": 1.0})
-    assert verdict.status == "failed" and key_metric(verdict.metrics).startswith("nonzero ")
     zeros = inputs.dy.copy()
     zeros[..., case.partial_slice[0]:case.partial_slice[1]] = 0
     assert judge(case, inputs, Outcome(status=0, dy=zeros), "zero").metrics == {"nonzero": 0}
-    with pytest.raises(PrmgError, match="has no parameter 'rtol'"):
-        judge(case, inputs, Outcome(status=0, dy=zeros), "zero", {"rtol": 1.0})
-    assert np.isfinite(toy.defaults["*"]["slack"])
+
+    def ran(text, *options):
+        path = tmp_path / "zero.yaml"
+        path.write_text(text)
+        report = tmp_path / "r.json"
+        suite.run_suite(run.Request(paths=(str(path),), runner="emulator", report=(f"json:{report}", "table"),
+                                    wide=True, **dict(options)))
+        return json.loads(report.read_text())["cases"], capsys.readouterr().out
+
+    named = "- {name: z, shape: [1, 1, 2, 16], standard: zero, tolerance: {slack: 100.0}}\n"
+    cases, table = ran(named)
+    assert (cases[0]["status"], cases[0]["standard"], cases[0]["metrics"]) == ("passed", "zero", {"nonzero": 0})
+    assert "nonzero 0" in table                                   # the table's metric column: the toy's text
+    cases, _ = ran("- {name: z, shape: [1, 1, 2, 16]}\n", ("standard", "zero"))
+    assert (cases[0]["status"], cases[0]["standard"]) == ("failed", "zero") and cases[0]["metrics"]["nonzero"] > 0
+    with pytest.raises(PrmgError, match=r"zero.yaml: case 'z': field 'tolerance.rtol': standard 'zero' has no "
+                                        r"parameter 'rtol' \(valid: slack\)"):
+        ran(named.replace("slack", "rtol"))
 
 
 @pytest.mark.parametrize("standard", STANDARDS)
@@ -675,8 +698,9 @@ def test_a_refused_call_is_judged_on_the_storage_the_runner_compared():
     inputs = make_inputs(case, np.random.default_rng(2))
     view_differs = inputs.dy.copy()
     view_differs[0, 0, 0, 0] += 1                         # rows sharing storage read back differently
-    assert judge(case, inputs, Outcome(status=561000, dy=view_differs, dy_changed=False, failed_call=LAUNCH)).status == "passed"
-    verdict = judge(case, inputs, Outcome(status=561000, dy=inputs.dy.copy(), dy_changed=True, failed_call=LAUNCH))
+    unchanged = Outcome(status=561000, dy=view_differs, dy_changed=False, failed_call=GRAD.launch)
+    assert judge(case, inputs, unchanged).status == "passed"
+    verdict = judge(case, inputs, Outcome(status=561000, dy=inputs.dy.copy(), dy_changed=True, failed_call=GRAD.launch))
     assert verdict.status == "failed" and "dy changed although the call failed" in verdict.message
 
 

@@ -76,8 +76,8 @@ def test_shards_judged_under_different_settings_are_named(tmp_path):
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard", "allclose")
     result = prmg("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
     assert result.returncode == 0
-    assert (f"warning: the runs were judged under different settings: standard: {shards[0]}: None; {shards[1]}: "
-            "'allclose'") in result.stderr
+    assert (f"warning: the runs were judged under different settings: standard: {shards[0]}: none; {shards[1]}: "
+            "allclose\n") in result.stderr
     notes = dict(json.loads((tmp_path / "r.json").read_text())["summary"]["notes"])
     assert notes["settings differ"].startswith("standard: ")
 
@@ -109,16 +109,22 @@ def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
 def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     shards = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0], env={"PRMG_EMU_FAULT": "nan"})
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1])
+    prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--devices", "0,1",
+         "--standard", "allclose", env={"PRMG_EMU_DEVICES": "2"})
     result = prmg("report", *shards)
     header = " ".join(result.stdout.split("\n\n")[0].split())            # its long lines wrapped
     assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
-    assert "settings differ: faults: " in header
+    assert ", devices 0, SoC " in header and ", devices 0,1, SoC " in header and "devices: 0, 1 " in header
+    assert f"settings differ: faults: {shards[0]}: {{faults: [nan], shape: ''}}; {shards[1]}: {{}} " in header
     junit = tmp_path / "r.xml"
     prmg("report", *shards, "--report", f"junit:{junit}")
-    properties = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    pairs = [(p.get("name"), p.get("value")) for p in ET.parse(junit).getroot().iter("property")]
+    properties = dict(pairs)
     assert "nan" in properties.get("FAULTS INJECTED", "") and properties.get("soc") == "Ascend950PR_9589"
+    assert [value.split(":")[0] for name, value in pairs if name == "run"] == [str(shard) for shard in shards]
+    assert [value.split(":")[0] for name, value in pairs if name == "settings differ"] == ["faults", "standard"]
+    assert properties["devices"] == "0,1"
     shaped = tmp_path / "shaped.jsonl"
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shaped,
          env={"PRMG_EMU_FAULT": "nan", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
@@ -179,6 +185,8 @@ def test_duplicates_across_files_are_named_and_the_worst_verdict_is_kept():
     assert tie.results[0].message == "second"                # equal verdicts: the later file
     last = merge([a, b], rule="last")
     assert [r.status for r in last.results] == ["passed", "passed", "passed"]
+    held = merge([Stored("a.jsonl", [record("x", "xfailed")]), Stored("b.jsonl", [record("x", "not_run")])])
+    assert held.results[0].status == "xfailed"               # a record with evidence beats one without
     with pytest.raises(PrmgError, match="--duplicates"):
         merge([a], rule="best")
 
@@ -313,6 +321,20 @@ def test_the_header_says_what_the_records_say_ran_them():
     mixed = run_info([Stored("a"), Stored("b")], [ran("x", "aclnn"), ran("y", "emulator")])
     assert mixed.runner == "emulator" and "records from aclnn and emulator" in mixed.location
     assert "not an NPU" in _table_header([Stored("a", [ran("x", "emulator")])], [ran("x", "emulator")])
+
+
+def test_a_merged_header_joins_every_field_of_the_runs_descriptions():
+    """``RunInfo.joined`` reads the fields off ``RunInfo``: texts joined, tuples united, a flag set by any run."""
+    from prmg_cli.results import RunInfo
+
+    a = RunInfo("emulator", "/a", soc="950", faults=("sign",), checks=("adjoint",), toolkit_version="8.5")
+    b = RunInfo("emulator", "/b", soc="950", faults=("guard",), checks=("adjoint",), strict=True, golden=False)
+    joined = RunInfo.joined([a, b])
+    assert (joined.location, joined.soc, joined.toolkit_version) == ("/a; /b", "950", "8.5")
+    assert (joined.faults, joined.checks) == (("sign", "guard"), ("adjoint",))
+    assert (joined.strict, joined.golden) == (True, False)
+    assert RunInfo.joined([a, a]).golden and not RunInfo.joined([a, a]).strict
+    assert RunInfo.from_dict(b.to_dict()) == b and RunInfo.from_dict({}).runner == "unrecorded"
 
 
 def test_the_file_an_interrupted_run_and_its_resume_leave_is_read_by_report_and_compare(tmp_path):

@@ -125,7 +125,10 @@ def test_header_names_the_checks_that_ran_and_the_results_resume_took():
     no_golden = unwrapped(format_header(replace(info, golden=False, resumed=3)))
     assert "no golden (--no-golden): pass cases judged by their checks alone" in no_golden and "3 results" in no_golden
     assert "**checks**: adjoint, roundtrip on every pass case" in markdown.render(results, info)
-    assert json.loads(jsonreport.render(results, info))["summary"]["checks"] == ["adjoint", "roundtrip"]
+    summary = json.loads(jsonreport.render(results, info))["summary"]
+    assert summary["checks"] == ["adjoint", "roundtrip", "determinism", "sample"] and summary["golden"] is False
+    assert f"checks: {summary['checks_header']}" in header
+    assert "golden" not in json.loads(jsonreport.render([passed()], EMULATOR))["summary"].get("checks_header", "")
 
 
 @pytest.mark.parametrize("results", [[], [passed()], [failed()], [skipped()], [errored()], mixed()])
@@ -505,3 +508,26 @@ def test_text_reports_keep_control_characters_off_the_terminal():
 ])
 def test_visible_escapes_what_could_change_the_screen(text, shown):
     assert visible(text) == shown
+
+
+def test_a_count_of_one_meets_a_singular_noun(tmp_path):
+    """Wherever prmg puts a count before a noun (``results.plural``), one of it reads in the singular."""
+    from prmg_cli import acl, dump
+    from prmg_cli.outputs import html as html_report
+
+    one = tmp_path / "one.yaml"
+    one.write_text("- {name: one, shape: [1, 1, 1, 2]}\n")
+    assert dump.dump_cases([str(one)], str(tmp_path / "out")).startswith("wrote 1 case to ")
+    before = np.zeros(4, np.float32)
+    after = before.copy()
+    after[2] = 1.0
+    assert acl._first_change("dy", before, after, (1, 1, 1, 4)) == ["dy changed at (0, 0, 0, 2), first of 1 element"]
+    assert '<span id="shown">1 of 1 case shown</span>' in html_report.render([passed()], EMULATOR)
+    stopped = CaseResult(name="n", status="not_run", message="stopped")
+    assert "NOT RUN 1 case (n): stopped" in table.render([stopped], EMULATOR)
+    shown = table.render([failed(details=["first", "second"])], EMULATOR, verbose=True, max_details=1)
+    assert "... 1 more line (--max-details)" in shown
+    from prmg_cli.cases import parse_document
+
+    with pytest.raises(PrmgError, match="1 value for a tensor of 2 elements"):
+        parse_document([{"name": "v", "shape": [1, 1, 1, 2], "inputs": {"dy": {"values": [1.0]}}}], "t.yaml", tmp_path)

@@ -4,8 +4,9 @@
   ``reference.SliceTerms`` + ``standards.default_budget_into``) against the whole-array reference path
   (``onepass.fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
   from subnormal to near the dtype maximum, NaN/Inf in the data and faulty results: same status, message,
-  metrics (floats compared exactly: the budget ratio, and the error in ulps and beyond the output's rounding,
-  each seen both zero and not), details, warnings and error map.
+  metrics (floats compared exactly: the budget ratio, the error in ulps and its bound there (the first element of
+  the largest, whatever order the blocks run in), and beyond the output's rounding, each seen both zero and not),
+  details, warnings and error map.
 - Inputs: ``make_inputs`` (compiled helper or numpy, threads, any chunk size) against the straightforward draws
   of each generator, rounded with numpy/ml_dtypes casts: for ``philox`` the README's recipe written out plainly
   (``test_inputs.philox_recipe``), for ``pcg64`` ``Generator.uniform``/``normal`` of the whole tensor.
@@ -61,7 +62,7 @@ def fast_path(request, monkeypatch):
     else:
         monkeypatch.setattr(onepass, "_native_scans", lambda *args: None)
         monkeypatch.setattr(reference, "JUDGE_BLOCK_ELEMENTS", 96)        # many blocks, tails, both threads
-        monkeypatch.setattr(onepass, "_MIN_BLOCKS_PER_WORKER", 1)
+        monkeypatch.setattr(native, "MIN_BLOCKS_PER_THREAD", 1)
     return request.param
 
 
@@ -131,6 +132,9 @@ def test_fast_default_gives_the_reference_verdict_on_a_sweep(fast_path, chunk):
             kinds[(kind, slow.status)] = kinds.get((kind, slow.status), 0) + 1
             if slow.status == "passed" and not tolerance:       # the ulp metrics in both regimes were compared
                 beyond[slow.metrics["beyond_rounding"] > 0] += slow.metrics["max_err_ulp"] > 0
+                # the bound in ulps is that of the element of the largest error in ulps: a passing one holds it
+                assert slow.metrics["bound_ulp"] >= slow.metrics["max_err_ulp"], slow.metrics
+                assert (slow.metrics["bound_ulp"] > 0) == (slow.metrics["max_err_ulp"] > 0), slow.metrics
     assert kinds.get(("correct", "passed"), 0) > 10 and kinds.get(("fault", "failed"), 0) > 3
     assert min(beyond.values()) > 3, beyond
 

@@ -163,3 +163,50 @@ def test_the_shipped_suites_table_counts_each_files_cases():
     counts = {name: len(load_cases([ROOT / "cases" / name])) for name in shipped}
     assert {name: int(count) for name, count in rows} == counts
     assert f"`prmg run cases/` runs {sum(counts.values())} cases" in readme
+
+
+def test_compares_order_and_drift_metric_are_the_codes():
+    """Every place that lists what ``prmg compare`` reports lists it in ``runs.CATEGORIES``' order (``runs.ORDER``),
+    and says which metric drifts under ``default``."""
+    from prmg_cli import runs
+    from prmg_cli.commands import load
+    from prmg_cli.standards import STANDARDS
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    reports = " ".join((ROOT / "docs" / "reports.md").read_text().split())
+    compare = load("compare")
+    assert readme.count(runs.ORDER) == 2 and runs.ORDER in reports and runs.ORDER in compare.main.__doc__
+    drifting = STANDARDS["default"].drift_metric
+    assert f"`{drifting}` under `default`" in reports
+    assert f"{drifting} under default" in next(option.help for option in compare.OPTIONS if option.name == "drift")
+
+
+def test_the_names_the_docs_give_of_the_code_exist():
+    """A ``module.name`` the README or docs/ put in backticks is an attribute of that prmg module, and a path
+    they put in backticks is a file of the repository."""
+    import importlib
+
+    text = documentation()
+    package = ROOT / "prmg_cli"
+    missing = []
+    for module, name in sorted(set(re.findall(r"`([a-z_]+(?:\.[a-z_]+)*)\.([A-Za-z_]+)(?:\(\))?`", text))):
+        source = package / module.replace(".", "/")
+        if name in ("py", "c", "h", "md", "yaml", "json", "jsonl", "npy", "csv", "html", "xml", "txt") \
+                or not (source.with_suffix(".py").is_file() or (source / "__init__.py").is_file()) \
+                or (module, name) in {("inputs", tensor) for tensor in ("dy", "cos", "sin")}:     # case keys
+            continue
+        if not hasattr(importlib.import_module(f"prmg_cli.{module}"), name):
+            missing.append(f"{module}.{name}")
+    missing += [path for path in sorted(set(re.findall(r"`((?:prmg_cli|runners|tests|cases|docs)/[\w./-]+)`", text)))
+                if not (ROOT / path).exists()]
+    assert not missing, missing
+
+
+def test_the_browser_target_does_what_the_readme_says():
+    """``make browser`` says it is installing chromium before running the very apt-get command the README
+    quotes."""
+    makefile = (ROOT / "Makefile").read_text()
+    target = makefile[makefile.index("\nbrowser:"):makefile.index("\ntest:")]
+    command = re.search(r"(apt-get update -qq && .*chromium)\)", " ".join(target.replace("\\\n", " ").split())).group(1)
+    assert f"runs `{command}`" in " ".join((ROOT / "README.md").read_text().split())
+    assert "echo 'make browser: no chromium found; installing it with apt-get" in target

@@ -305,7 +305,7 @@ def test_host_bench_naive_baseline_computes_the_same_gradient():
 def test_many_blocks_split_over_threads_match_the_element_loop(monkeypatch, pattern):
     """Tiny blocks force many blocks, cached table expansions, tail blocks and the split over two
     threads; every mode must still give the element loop's bits."""
-    from prmg_cli import reference
+    from prmg_cli import native, reference
 
     monkeypatch.setattr(reference, "_BLOCK_ELEMENTS", 48)
     rng = np.random.default_rng(31)
@@ -314,7 +314,7 @@ def test_many_blocks_split_over_threads_match_the_element_loop(monkeypatch, patt
     cshape = table_shape(shape, pattern, 16)
     cos, sin = (rng.uniform(-1, 1, cshape).astype(np.float32) for _ in "cs")
     blocks = reference._block_indices(shape[:3], shape[-1], ())
-    assert len(blocks) >= 2 * reference._MIN_BLOCKS_PER_WORKER       # really split over both threads
+    assert len(blocks) >= 2 * native.MIN_BLOCKS_PER_THREAD         # really split over both threads
     for mode in MODES:
         dx = inplace_partial_rotary_mul_grad(dy, cos, sin, mode, partial_slice, workers=2)
         assert same_values(dx, loop_grad(dy, cos, sin, mode, partial_slice)), mode

@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, prmg
+from prmg_cli.commands import load as load_command
 
 SMALL = """
 defaults:
@@ -51,6 +53,29 @@ def test_table_run_is_green_and_ends_with_the_summary_line(small):
     assert lines[-1] == "4 passed, 0 failed, 1 skipped"
     assert "emulator" in result.stdout.splitlines()[0]
     assert "not an NPU" in result.stdout
+
+
+def test_every_report_says_which_checks_ran_the_streamed_table_too(tmp_path):
+    """The table streamed to stdout (its header printed before the first case), the JSON summary, Markdown and
+    JUnit all name --check's checks, the case files' checks: and the case judged without the golden."""
+    path = tmp_path / "checked.yaml"
+    path.write_text("defaults: {shape: [1, 2, 2, 16], cos_shape: [1, 2, 1, 8], partial_slice: [4, 12]}\n"
+                    "cases:\n  - {name: own, checks: [adjoint]}\n"
+                    "  - {name: goldless, checks: [roundtrip], golden: false}\n  - {name: plain}\n")
+    result = prmg("run", path, "--runner", "emulator", "--check", "determinism", "--report", "table", "--report",
+                  f"json:{tmp_path / 'run.json'}", "--report", f"markdown:{tmp_path / 'run.md'}", "--report",
+                  f"junit:{tmp_path / 'run.xml'}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = ("determinism on every pass case (--check); adjoint, roundtrip on 2 cases (their checks:); 1 case judged "
+            "without the golden (golden: false)")
+    header = " ".join(result.stdout.split("\nprmg: ")[0].split())
+    assert f"checks: {said}" in header
+    summary = json.loads((tmp_path / "run.json").read_text())["summary"]
+    assert (summary["checks"], summary["golden"], summary["checks_header"]) == (
+        ["determinism", "adjoint", "roundtrip"], False, said)
+    assert f"**checks**: {said}" in (tmp_path / "run.md").read_text()
+    properties = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "run.xml").iter("property")}
+    assert properties["checks"] == said
 
 
 def test_json_junit_csv_markdown_reports_parse(small, tmp_path):
@@ -228,6 +253,10 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
     # stays; every case keeps a text of its own: whole, or its head and end around "…"
     lines = (tmp_path / "table.txt").read_text().splitlines()
     assert max(map(len, lines)) <= 100 and lines[0].startswith("runner: emulator")
+    # run --help's example summary is this run's last line; docs/coverage.md's run coverage line is its own
+    assert f"e.g. `{lines[-1]}`" in " ".join(load_command("run").main.__doc__.split())
+    covered = next(line for line in lines if line.startswith("coverage: "))
+    assert f"`{covered[:covered.index('%') + 1]}: ...);" in (ROOT / "docs" / "coverage.md").read_text()
     heading = lines.index(next(line for line in lines if line.startswith("case ")))
     assert lines[heading].split()[:2] == ["case", "op"]
     rows = [line.split("  ")[0] for line in lines[heading + 2:heading + 2 + len(report["cases"])]]
@@ -236,9 +265,12 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
         head, _, tail = shown.partition("…")
         assert shown == case["name"] or (case["name"].startswith(head) and case["name"].endswith(tail)), shown
     assert sum("…" in shown for shown in rows) > 100
-    # a correctly rounded bfloat16 result: err/budget near 1, yet 0.5 ulp and nothing beyond the rounding
+    example = re.search(r"shortened in the middle \(`([^`]+)` in `prmg run cases/`", readme).group(1)
+    assert example in rows                               # the README's example of a shortened name is a real one
+    # a correctly rounded bfloat16 result: err/budget near 1, yet 0.5 ulp of a 0.5-ulp bound, nothing beyond rounding
     rounded = [c for c in report["cases"] if c["dtype"] == "bfloat16" and c["metrics"].get("max_err_ratio", 0) > 0.999]
-    assert rounded and all(c["key_metric"] == "0.50 ulp, beyond rounding 0%" for c in rounded[:5]), rounded[:5]
+    shown = [c["key_metric"] for c in rounded[:5]]
+    assert rounded and all(re.fullmatch(r"0\.50/0\.5\d ulp, beyond rounding 0%", text) for text in shown), shown
     result, report = run_json(ROOT / "cases", "--supported-modes", "0,1,2,3", "--exclude-tag", "mode-unsupported")
     assert result.returncode == 0 and report["summary"]["passed"] > 560 and report["summary"]["skipped"] == 0
     assert f"it gives {report['summary']['passed']} passed and {report['summary']['xfailed']} xfailed" in readme

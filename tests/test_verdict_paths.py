@@ -18,10 +18,11 @@ import pytest
 
 from conftest import prmg
 from prmg_cli import checks
-from prmg_cli.acl import GET_WORKSPACE, LAUNCH, SYNCHRONIZE, Outcome
+from prmg_cli.acl import SYNCHRONIZE, Outcome
 from prmg_cli.cases import Case, Expect, KnownDefect
 from prmg_cli.execute import known_defect_status
 from prmg_cli.judge import judge
+from prmg_cli.ops import GRAD
 from prmg_cli.results import CaseResult
 from prmg_cli.runs import compare
 
@@ -74,12 +75,12 @@ def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
     out = prmg("validate", path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.count("\n") == 1
-    assert f"{path}: case 'd': field 'checks': golden: false with checks ['determinism'] judges nothing about " \
-           "correctness" in out.stderr
+    assert f"{path}: case 'd': field 'checks': without the golden (golden: false) this case is judged by " \
+           "determinism, which judges nothing about correctness" in out.stderr
     plain = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16]}\n", "plain.yaml")
     out = prmg("run", plain, *EMU, "--no-golden", "--check", "determinism")
-    assert out.returncode == 2 and "case 'd': field 'checks': without the golden this case is judged by " \
-                                   "determinism" in out.stderr
+    assert out.returncode == 2 and "case 'd': field 'checks': without the golden (--no-golden) this case is " \
+                                   "judged by determinism" in out.stderr
     said = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16], golden: false, checks: [determinism],\n"
                            "   correctness_unchecked: only determinism fits at this size}\n", "said.yaml")
     code, cases, _, _ = run_json(said, *EMU)
@@ -88,6 +89,19 @@ def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
                                       + checks.CHECKS["determinism"].description + ")"]
     code, cases, _, _ = run_json(said, *EMU, "--strict")
     assert code == 1 and cases["d"]["status"] == "failed"
+
+
+def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path):
+    """Refused only where neither the case's checks: nor --check hold a check of correctness: --no-golden needs no
+    --check for a case with its own adjoint, and --check adjoint judges a golden: false determinism case."""
+    path = write(tmp_path, "- {name: own, shape: [1, 1, 2, 16], checks: [adjoint]}\n"
+                           "- {name: det, shape: [1, 1, 2, 16], golden: false, checks: [determinism]}\n")
+    sign = {"PRMG_EMU_FAULT": "sign"}
+    code, cases, _, _ = run_json(path, *EMU, "-k", "own", "--no-golden", env=sign)
+    assert code == 1 and cases["own"]["message"].startswith("adjoint: ")
+    code, cases, _, _ = run_json(path, *EMU, "--check", "adjoint", env=sign)
+    assert code == 1 and cases["det"]["status"] == "failed" and cases["det"]["message"].startswith("adjoint: ")
+    assert run_json(path, *EMU, "--check", "adjoint")[0] == 0
 
 
 def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():
@@ -111,30 +125,39 @@ def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_ed
     from prmg_cli import store
 
     results = tmp_path / "r.jsonl"
-    out = prmg("run", "cases/special.yaml", "cases/edge.yaml", "cases/checks.yaml", "cases/cover.yaml", *EMU, "--check",
+    files = ("special", "edge", "checks", "cover", "forward", "negative")           # the shipped files with skips
+    out = prmg("run", *(f"cases/{name}.yaml" for name in files), *EMU, "--check",
                "adjoint,roundtrip,determinism,sample", "--report", "json", "--results", results)
     document = json.loads(out.stdout)
-    assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"] if c["status"] != "passed"]
+    assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"]
+                                 if c["status"] not in ("passed", "skipped", "xfailed")]
     assert sorted(r.name for r in store.read(results).results) == sorted(c["name"] for c in document["cases"])
-    details = [d for c in document["cases"] for d in c["details"]]
-    assert "adjoint skipped: the inputs hold NaN or infinities, so <F x, dy> is not a number" in details
-    assert "roundtrip skipped: the call is a no-op here (an empty slice, tensor or table)" in details
+    details = {(c["source"], d) for c in document["cases"] for d in c["details"]}
+    for source in ("cases/special.yaml", "cases/forward.yaml"):
+        assert (source, "adjoint skipped: the inputs hold NaN or infinities, so <F x, dy> is not a number") in details
+    for source in ("cases/edge.yaml", "cases/forward.yaml", "cases/negative.yaml"):
+        assert (source, "roundtrip skipped: the call is a no-op here (an empty slice, tensor or table)") in details
 
 
-def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, emulator, monkeypatch):
+def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, emulator, monkeypatch, capsys):
     """A bug in a check is not a case error: the run stops (exit 3) with the worker's traceback. (Adding a check
     is one entry of ``checks.CHECKS``: here a toy entry that fails.)"""
+    from test_cli_commands import run_in_process
+
     from prmg_cli import execute, suite
     from prmg_cli.commands import run
 
     def broken(context):
         raise ZeroDivisionError("a bug in a check")
 
-    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str))
+    monkeypatch.setitem(checks.CHECKS, "toy", checks.Check("toy", "a toy check", broken, "toy_ratio", str,
+                                                        lambda m: None))
     path = write(tmp_path, "- {name: t, shape: [1, 1, 2, 16], checks: [adjoint]}\n")
     with pytest.raises(execute.InternalError, match="(?s)case 't':.*ZeroDivisionError: a bug in a check"):
         suite.run_suite(run.Request(paths=(str(path),), runner="emulator", check="toy", report=("json:" + str(
             tmp_path / "r.json"),)))
+    code, _, err = run_in_process(capsys, monkeypatch, "run", path, *EMU, "--check", "toy")      # the entry point
+    assert code == 3 and "Traceback (most recent call last)" in err and "ZeroDivisionError: a bug in a check" in err
 
 
 def test_every_launch_of_a_check_is_held_to_the_contract():
@@ -171,6 +194,68 @@ def test_a_known_defect_is_xfail_only_when_that_defect_is_what_went_wrong(fault,
     result = cases["neg.mode_2pow32_plus_1"]
     assert (result["status"], code) == (status, 0 if status == "xfailed" else 1)
     assert words in result["message"]
+
+
+@pytest.mark.parametrize("fault, status", [("", "xfailed"), ("sign", "failed"), ("noop", "failed")])
+def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulator, monkeypatch, fault, status):
+    """The shipped int32-mode defect: the operator accepts 2**32 + 1 and computes interleave; a wrong result
+    under the defect is a failure, not an xfail (in-process: the emulator reads PRMG_EMU_FAULT at each call)."""
+    from prmg_cli.acl import AclSession
+    from prmg_cli.cases import load_cases
+    from prmg_cli.execute import RunSettings, run_case
+
+    case = next(case for case in load_cases(["cases/negative.yaml"]) if case.name == "neg.mode_2pow32_plus_1")
+    assert case.known_defect.behaves_as == (("rotary_mode", 1),)
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    with AclSession(emulator, 0) as session:
+        result = run_case(session, case, RunSettings(toolkit=emulator))[0]
+    assert result.status == status, result.message
+    if fault:
+        assert "; the call the known defect accepts is wrong as rotary_mode interleave (its behaves_as): " \
+            in result.message and "(not the known defect: " in result.message
+
+
+def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_empty_slice():
+    from prmg_cli.inputs import make_inputs
+
+    case = Case("f", "t", (1, 1, 2, 2000), (1, 1, 1, 2), (1, 1, 1, 2), (0, 0), expect=Expect(561002),
+                known_defect=KnownDefect("early return", 0, ()))
+    inputs = make_inputs(case)
+    assert judge(case, inputs, Outcome(status=0, dy=inputs.dy.copy())).kinds == {"status"}
+    changed = inputs.dy.copy()
+    changed[0, 0, 0, 0] += 1
+    verdict = judge(case, inputs, Outcome(status=0, dy=changed))
+    assert verdict.kinds == {"status", "contract"}
+    assert "the call the known defect accepts is wrong as the case as written (its behaves_as): " in verdict.message
+    assert known_defect_status(case, CaseResult("f", "failed"), verdict.kinds, 0).status == "failed"
+
+
+@pytest.mark.parametrize("defect, field, words", [
+    ("{reason: x, result: wrong, behaves_as: {}}", "known_defect.behaves_as", "goes with status: SUCCESS, not"),
+    ("{reason: x, status: 161002, behaves_as: {}}", "known_defect.behaves_as", "a call refused with 161002"),
+    ("{reason: x, status: SUCCESS, behaves_as: {dtype: fp16}}", "known_defect.behaves_as.dtype", "unknown key"),
+    ("{reason: x, status: SUCCESS, behaves_as: {rotary_mode: 9}}", "known_defect.behaves_as.rotary_mode",
+     "unknown rotary_mode 9"),
+    ("{reason: x, status: SUCCESS, behaves_as: interleave}", "known_defect.behaves_as", "expected a mapping"),
+])
+def test_behaves_as_is_checked(tmp_path, defect, field, words):
+    from prmg_cli.cases import load_cases
+    from prmg_cli.errors import PrmgError
+
+    text = f"- {{name: k, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {{error: 561002}}, known_defect: {defect}}}\n"
+    with pytest.raises(PrmgError) as raised:
+        load_cases([write(tmp_path, text)])
+    assert raised.value.field == field and words in raised.value.reason
+
+
+def test_validate_warns_of_a_success_defect_that_names_no_behaviour(tmp_path):
+    from prmg_cli.suite import validate_paths
+
+    text = "- {name: k, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002}, known_defect: {reason: x, %s}}\n"
+    said = validate_paths([str(write(tmp_path, text % "status: SUCCESS"))], None)
+    assert "case 'k': known_defect: status SUCCESS without behaves_as: the result of the accepted call is never " \
+           "judged" in said
+    assert "warning" not in validate_paths([str(write(tmp_path, text % "status: SUCCESS, behaves_as: {}"))], None)
 
 
 def test_a_known_defect_that_hangs_is_an_error():
@@ -210,8 +295,75 @@ def test_a_device_fault_is_never_an_expected_refusal():
     inputs = make_inputs(case)
     faulted = judge(case, inputs, Outcome(status=507015, failed_call=SYNCHRONIZE))
     assert faulted.status == "failed" and "a device fault after the kernel ran, not a refusal" in faulted.message
-    assert judge(case, inputs, Outcome(status=561002, failed_call=GET_WORKSPACE, dy=inputs.dy.copy(),
+    assert judge(case, inputs, Outcome(status=561002, failed_call=GRAD.get_workspace, dy=inputs.dy.copy(),
                                        dy_changed=False)).status == "passed"
+
+
+@pytest.mark.parametrize("status, call", [(507015, GRAD.launch), (507899, GRAD.launch), (507899, GRAD.get_workspace),
+                                          (100000, GRAD.launch), (207018, GRAD.get_workspace)])
+@pytest.mark.parametrize("phase", ["any", "launch", "workspace"])
+def test_a_runtime_status_from_the_operators_own_calls_is_never_an_expected_refusal(status, call, phase):
+    from prmg_cli.inputs import make_inputs
+
+    case = Case("a", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect("any", phase))
+    inputs = make_inputs(case)
+    verdict = judge(case, inputs, Outcome(status=status, failed_call=call, dy=inputs.dy.copy(), dy_changed=False))
+    assert verdict.status == "failed" and verdict.kinds == {"status"}
+    assert f"from {call}: a runtime or device status, not a refusal by the operator" in verdict.message
+
+
+def test_a_refusal_is_a_status_of_the_aclnn_families():
+    from prmg_cli.status import STATUS_NAMES, is_refusal
+
+    assert [code for code in STATUS_NAMES if is_refusal(code)] == [161001, 161002, 361001, 561000, 561001, 561002,
+                                                                   561003, 561103, 561107, 561112]
+    assert not any(is_refusal(code) for code in (0, -561002, 100000, 107001, 207001, 507015, 507899, 1561002))
+
+
+def test_the_asynchronous_kernel_fault_statuses_have_their_names():
+    from prmg_cli.status import describe
+
+    assert [describe(code) for code in (507014, 507034, 507036)] == [
+        "507014 ACL_ERROR_RT_AICORE_TIMEOUT", "507034 ACL_ERROR_RT_VECTOR_CORE_TIMEOUT",
+        "507036 ACL_ERROR_RT_VECTOR_CORE_TRAP_EXCEPTION"]
+
+
+@pytest.mark.parametrize("call, status", [("launch", 507899), ("launch", 507015), ("get_workspace", 100000)])
+def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(emulator, monkeypatch, call, status):
+    """A stand-in for a broken runtime under the emulator's operator: the operator's own call returns a runtime
+    or device status (the launch of a device a kernel fault left unusable returns 507899 on a real stack). The
+    case fails, and the session is no longer fit to run another case."""
+    from prmg_cli import ops
+    from prmg_cli.acl import AclSession
+    from prmg_cli.execute import RunSettings, run_case
+
+    case = Case("e", "t", (1, 1, 2, 16), (1, 1, 2, 16), (1, 1, 2, 16), (0, 16), expect=Expect("any"))
+    with AclSession(emulator, 0) as session:
+        api = session._api
+
+        def failing(*args):
+            if call == "launch":
+                api.aclDestroyAclOpExecutor(args[2])            # the executor this launch would have consumed
+            return status
+
+        monkeypatch.setattr(api, getattr(ops.GRAD, call), failing)
+        result, fit = run_case(session, case, RunSettings(toolkit=emulator))
+    assert result.status == "failed" and result.error_code == status
+    assert "a runtime or device status, not a refusal by the operator" in result.message
+    assert not fit and session.device_faulted          # the worker is replaced: the device's state is unknown
+
+
+@pytest.mark.parametrize("field, text", [("expect.error", "expect: {error: 507015}"),
+                                         ("expect.error", "expect: {error: ACL_ERROR_RT_DRV_INTERNAL_ERROR}"),
+                                         ("known_defect.status", "known_defect: {reason: x, status: 507899}")])
+def test_a_case_cannot_expect_a_runtime_status(tmp_path, field, text):
+    from prmg_cli.cases import load_cases
+    from prmg_cli.errors import PrmgError
+
+    with pytest.raises(PrmgError) as raised:
+        load_cases([write(tmp_path, f"- {{name: r, shape: [1, 1, 2, 16], {text}}}\n")])
+    assert raised.value.field == field and "is a runtime or device status, never an operator's refusal: " \
+        in raised.value.reason and "161xxx, 361xxx, 561xxx families" in raised.value.reason
 
 
 def test_the_phase_of_an_expected_error_is_checked():
@@ -219,11 +371,11 @@ def test_the_phase_of_an_expected_error_is_checked():
 
     case = Case("p", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect(561000, "launch"))
     inputs = make_inputs(case)
-    early = judge(case, inputs, Outcome(status=561000, failed_call=GET_WORKSPACE, dy_changed=False))
+    early = judge(case, inputs, Outcome(status=561000, failed_call=GRAD.get_workspace, dy_changed=False))
     assert early.status == "failed" and early.kinds == {"status"}
     assert "expected 561000 ACLNN_ERR_INNER from the launch (the second phase), got it from ...GetWorkspaceSize" \
         in early.message
-    assert judge(case, inputs, Outcome(status=561000, failed_call=LAUNCH, dy_changed=False)).status == "passed"
+    assert judge(case, inputs, Outcome(status=561000, failed_call=GRAD.launch, dy_changed=False)).status == "passed"
 
 
 def test_the_shipped_non_contiguous_case_fails_when_the_first_phase_refuses(stand_in):
@@ -263,17 +415,53 @@ def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
     assert out.returncode == 5 and "(every case was skipped)" in out.stdout
 
 
+# --- resume ----------------------------------------------------------------------------------------------
+
+def test_resume_runs_again_after_the_operator_library_is_rebuilt_or_the_soc_changes(stand_in, tmp_path):
+    path, results = write(tmp_path, "- {name: r, shape: [1, 1, 2, 16]}\n"), tmp_path / "r.jsonl"
+
+    def resumed(env):
+        code, _, summary, stderr = run_json(path, "--runner", "aclnn", "--resume", results, env=env)
+        assert code == 0, stderr
+        return summary["resumed"], "1 recorded verdict of a case changed since or judged under other" in stderr
+
+    assert run_json(path, "--runner", "aclnn", "--results", results, env=stand_in)[0] == 0
+    assert resumed(stand_in) == (1, False)
+    library = os.path.join(stand_in["ASCEND_HOME_PATH"], "lib64", "libopapi_transformer.so")
+    with open(library, "rb") as built, open(library + ".new", "wb") as rebuilt:
+        rebuilt.write(built.read() + b"\0")               # another build, at the same path
+    os.replace(library + ".new", library)
+    assert resumed(stand_in) == (0, True)
+    assert resumed({**stand_in, "PRMG_EMU_SOC": "Ascend950DT_9591"}) == (0, True)
+
+
+@pytest.mark.parametrize("field", ["soc", "driver_version", "host", "toolkit_version", "op_library"])
+def test_the_resume_key_holds_where_the_run_happened(emulator, field):
+    from prmg_cli.execute import RunSettings
+    from prmg_cli.results import RunInfo
+    from prmg_cli.store import settings_key
+    from prmg_cli.suite import recorded_settings
+
+    settings, info = RunSettings(toolkit=emulator), RunInfo("emulator", str(emulator.root))
+    assert settings_key(recorded_settings(replace(info, **{field: "elsewhere"}), settings)) \
+        != settings_key(recorded_settings(info, settings))
+
+
 # --- compare, pytest -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("before, after, category", [
     ("passed", "skipped", "verdict lost"), ("passed", "xfailed", "verdict lost"),
     ("failed", "skipped", "verdict lost"), ("failed", "xfailed", "verdict lost"),
     ("xfailed", "skipped", "verdict lost"), ("failed", "passed", "fixed"), ("skipped", "passed", "status changed"),
+    ("failed", "not_run", "verdict lost"), ("error", "not_run", "verdict lost"), ("passed", "not_run", "new failure"),
+    ("not_run", "skipped", "status changed"), ("not_run", "xfailed", "status changed"),
 ])
 def test_compare_counts_a_lost_verdict_as_a_regression(before, after, category):
+    """A case whose status says less of the kernel than it did (``StatusInfo.evidence``) lost its verdict: a
+    failure that was not run this time is a regression, not a change (it was exit 0 before)."""
     comparison = compare({"c": CaseResult("c", before)}, {"c": CaseResult("c", after)})
     assert [change.category for change in comparison.changes] == [category]
-    assert bool(comparison.regressions) == (category == "verdict lost")
+    assert bool(comparison.regressions) == (category in ("verdict lost", "new failure"))
 
 
 PLUGIN_CASES = """
@@ -295,11 +483,33 @@ def test_pytest_plugin_matches_prmg_under_runxfail_and_surfaces_warnings(tmp_pat
     normal = pytest_run()
     assert normal.returncode == 0, normal.stdout
     assert "1 passed, 1 xfailed, 1 warning" in normal.stdout
+    assert "\nprmg FAULTS INJECTED: sign (PRMG_EMU_FAULT: acted on 2 of 2 cases: " in normal.stdout   # the end line
     assert "PrmgWarning: prmg case p_vacuous: vacuous: the unchanged input already passes" in normal.stdout
     runxfail = pytest_run("--runxfail")
     assert runxfail.returncode == 1 and "1 failed, 1 passed" in runxfail.stdout
     strict = pytest_run("-W", "error::prmg_cli.pytest_plugin.PrmgWarning")
     assert strict.returncode == 1 and "1 failed, 1 xfailed" in strict.stdout
+
+
+def test_pytest_plugin_exits_as_prmg_run_does(tmp_path):
+    """An all-skipped session judged nothing: 5, 1 under --prmg-strict, which also fails a warning case. (Without
+    pytest's hypothesis and xdist plugins, which cost a second of start-up.)"""
+
+    def session(path, *args, env=None):
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+                               "-p", "no:xdist", "--prmg", str(path), "--prmg-runner", "emulator", "-q", *args],
+                              cwd=tmp_path, env=dict(os.environ, **(env or {})), capture_output=True, text=True,
+                              timeout=300)
+
+    skipped = write(tmp_path, "- {name: s, shape: [1, 1, 1, 16], rotary_mode: quarter}\n", "skipped.yaml")
+    alone = session(skipped)
+    assert alone.returncode == 5, alone.stdout
+    assert "\nprmg: every case was skipped, nothing was judged: exit 5 (as prmg run's" in alone.stdout
+    assert session(skipped, "--prmg-strict").returncode == 1
+    weak = write(tmp_path, PLUGIN_CASES.split("\n", 2)[2] + "- {name: p_ok, shape: [1, 2, 2, 16]}\n")
+    strict = session(weak, "--prmg-strict")            # p_vacuous passes without it (the test above)
+    assert strict.returncode == 1 and "1 failed, 1 passed" in strict.stdout
+    assert "FAILED cases.yaml::p_vacuous - failed: --strict: vacuous" in strict.stdout
 
 
 def test_the_store_checks_every_field_of_its_records():
@@ -344,8 +554,10 @@ def test_an_expected_error_is_not_met_by_a_device_fault(tmp_path):
 
 
 def test_an_operator_is_one_entry(emulator, monkeypatch):
-    """A toy operator -- the grad's entry points under another name -- is an operator everywhere: case files,
-    the constraint model, the runner, the judge, the checks (its adjoint is the forward)."""
+    """A toy operator -- the grad's entry under another name -- is an operator everywhere: case files, the constraint
+    model, the runner, the judge, the checks (its adjoint is the forward). It reuses the grad's entry points, rules
+    and goldens (the emulator implements no third operator): this proves that every part looks an operator up by
+    its name in ``ops.OPERATORS``, not that a new golden or a new library symbol is wired in."""
     from prmg_cli import ops
     from prmg_cli.acl import AclSession
     from prmg_cli.cases import parse_document, validate

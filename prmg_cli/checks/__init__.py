@@ -19,7 +19,10 @@ fails the case like one on the main launch.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable, Sequence
 
+from ..case import Case
+from ..errors import PrmgError, suggest
 from ..ops import OPERATORS
 from . import adjoint, determinism, roundtrip, sample
 from .base import Check, CheckContext, CheckOption, CheckResult, element_bound, no_op
@@ -30,7 +33,19 @@ OPTIONS: dict[str, tuple[Check, CheckOption]] = {name: (check, option) for check
                                                  for name, option in check.options.items()}
 
 __all__ = ["CHECKS", "ORACLES", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult", "element_bound",
-           "run_checks", "fold_checks", "weak_checks_text"]
+           "check_names", "run_checks", "fold_checks", "weak_checks_text"]
+
+
+def check_names(names: Sequence, shown: Callable[[object], str] = repr) -> tuple[str, ...]:
+    """``names`` without repeats, in order, when each is a check of ``CHECKS``; else ``PrmgError`` (field
+    ``checks``) naming the first that is not, as ``shown`` renders it (a case file's value may be anything), and the
+    closest check: ``unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, ...)``. The one check of
+    check names: ``--check`` and a case's ``checks`` both use it."""
+    for name in names:
+        if not (isinstance(name, str) and name in CHECKS):
+            raise PrmgError(f"unknown check {shown(name)}{suggest(name, CHECKS)} (valid: {', '.join(CHECKS)})",
+                            field="checks")
+    return tuple(dict.fromkeys(names))
 
 
 def weak_checks_text(names) -> str:
@@ -40,14 +55,14 @@ def weak_checks_text(names) -> str:
 
 
 def run_checks(names, context: CheckContext) -> list[CheckResult]:
-    """Every check of ``names`` on ``context``; determinism first, so that its repeats follow the main
-    launch directly (nothing else runs on the device between the launches it compares). A check not defined
+    """Every check of ``names`` on ``context``; those marked ``first`` (determinism) first, so that their repeats
+    follow the main launch directly. A check not defined
     for the case is skipped with its reason; every launch a check makes is held to the in-place contract
     (``judge.launch_problems``), its breaches kept in the result's ``contract``."""
     from ..judge import launch_problems
 
     results = []
-    for name in sorted(names, key=lambda name: name != "determinism"):
+    for name in sorted(names, key=lambda name: not CHECKS[name].first):
         check = CHECKS[name]
         reason = check.applies(context)
         if reason:
@@ -55,7 +70,7 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
             continue
         breaches: list[str] = []
 
-        def launch(case, inputs, breaches=breaches):
+        def launch(case: Case, inputs, breaches=breaches):
             outcome = context.launch(case, inputs)
             breaches.extend(f"{name}: launch of {OPERATORS[case.op].title}: {problem}"
                             for problem in launch_problems(case, inputs, outcome))
@@ -67,7 +82,7 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
     return results
 
 
-def fold_checks(verdict, results: list[CheckResult], case, golden: bool):
+def fold_checks(verdict, results: list[CheckResult], case: Case, golden: bool):
     """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` folded in: their metrics and details, their
     launches' contract breaches and failures (each fails the case), a check that could not run as a warning and
     one not defined for the case as a detail. Without the ``golden``, a case with a slice that no oracle check

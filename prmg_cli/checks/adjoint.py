@@ -14,7 +14,8 @@ import numpy as np
 
 from ..dtypes import FLOAT_FORMATS, from_numpy
 from ..ops import OPERATORS
-from ..standards import margin
+from ..results import plural
+from ..standards import margin, over
 from .base import (U64, Check, CheckContext, CheckResult, as_operator, element_bound, forward_and_backward, launched,
                    no_op, probe, rows)
 
@@ -56,7 +57,7 @@ def adjoint(context: CheckContext) -> CheckResult:
         index = tuple(int(i) for i in np.unravel_index(worst, case.shape[:3]))
         result.passed = False
         result.message = (f"adjoint: <F x, dy> and <x, B dy> differ beyond float32 rounding in {bad.size} of "
-                          f"{ratio.size} rows (worst {value:.3g} x its bound, row (b, s, n)={index})")
+                          f"{plural(ratio.size, 'row')} (worst {value:.3g} x its bound, row (b, s, n)={index})")
         result.details = [f"adjoint: row {index}: <F x, dy> = {left[worst]:.9g}, <x, B dy> = {right[worst]:.9g}, "
                           f"bound {bound[worst]:.3g}"]
     return result
@@ -83,4 +84,5 @@ def _adjoint_applies(context: CheckContext) -> str:
 
 
 CHECK = Check("adjoint", "forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding",
-              adjoint, "adjoint_ratio", lambda m: f"adjoint {margin(m['adjoint_ratio'])}", applies=_adjoint_applies)
+              adjoint, "adjoint_ratio", lambda m: f"adjoint {margin(m['adjoint_ratio'])}",
+              lambda m: over(m, "adjoint_ratio"), applies=_adjoint_applies)

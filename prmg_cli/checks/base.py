@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..case import Case
 from ..dtypes import FLOAT_FORMATS, from_numpy
 from ..inputs import Inputs, tensor_generator
 from ..ops import OPERATORS
@@ -56,7 +57,7 @@ class CheckContext:
     any operator on the device (``launch(case, inputs) -> Outcome``), and the values of the checks' options
     (``Check.options``: name -> value)."""
 
-    case: object
+    case: Case
     inputs: Inputs
     outcome: object
     launch: Callable
@@ -82,18 +83,22 @@ class CheckOption:
 @dataclass(frozen=True)
 class Check:
     """One golden-free check: ``name``, a one-line ``description``, ``run(context) -> CheckResult``, its
-    ``metric`` in a result's metrics and that metric's text in a table (``describe(metrics)``), whether it is an
-    oracle (it can find a wrong result, not only an inconsistent one), ``applies(context) -> reason`` ("" when
-    the check is defined for the case, else why not) and the ``options`` it owns (``CheckOption`` by name)."""
+    ``metric`` in a result's metrics, that metric's text in a table (``describe(metrics)``) and its margin
+    (``key_margin(metrics)``: error / limit, > 1 fails; None for a count), whether it is an oracle (it can find a
+    wrong result, not only an inconsistent one), ``applies(context) -> reason`` ("" when the check is defined for
+    the case, else why not), the ``options`` it owns (``CheckOption`` by name) and whether it runs ``first``, right
+    after the main launch (determinism: nothing else runs on the device between the launches it compares)."""
 
     name: str
     description: str
     run: Callable[[CheckContext], CheckResult]
     metric: str
     describe: Callable[[dict], str]
+    key_margin: Callable[[dict], float | None]
     oracle: bool = True
     applies: Callable[[CheckContext], str] = lambda context: no_op(context.case)
     options: dict = field(default_factory=dict)
+    first: bool = False
 
 
 def forward_and_backward(op_name: str):
@@ -104,7 +109,7 @@ def forward_and_backward(op_name: str):
     return (op, other) if op.direction == "forward" else (other, op)
 
 
-def no_op(case) -> str:
+def no_op(case: Case) -> str:
     """Why a check of the slice is not defined for ``case``: its operator's call is a no-op (an empty slice,
     in-place tensor or table: ``OperatorSpec.no_op``), or ""."""
     return "the call is a no-op here (an empty slice, tensor or table)" if OPERATORS[case.op].no_op(case) else ""
@@ -120,13 +125,13 @@ def element_bound(op, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mode: int
     return bound
 
 
-def probe(case, tensor: str, shape, dtype, salt: int) -> np.ndarray:
+def probe(case: Case, tensor: str, shape, dtype, salt: int) -> np.ndarray:
     """A seeded uniform(-1, 1) probe tensor (the case's seed, ``salt`` apart from its own inputs)."""
     generator = tensor_generator(case.seed ^ (salt << 32), tensor)
     return generator.uniform(-1.0, 1.0, shape).astype(dtype)
 
 
-def as_operator(case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs]:
+def as_operator(case: Case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs]:
     """``case`` re-aimed at ``op`` with in-place tensor ``x`` (contiguous, as the probes are): cos/sin expanded
     to BSND and converted exactly to float32 where ``op`` refuses the case's layout or dtype pair (the same
     numbers, the same operator)."""
@@ -145,7 +150,7 @@ def as_operator(case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, Inputs
     return aimed, Inputs(x, cos, sin)
 
 
-def refusal(op, case) -> str:
+def refusal(op, case: Case) -> str:
     """Why ``op`` would refuse ``case`` (its first broken rule), or ""."""
     from ..constraints import violation_details
 
@@ -153,7 +158,7 @@ def refusal(op, case) -> str:
     return f"the {op.title} operator refuses it: {found[0].message}" if found else ""
 
 
-def launched(context: CheckContext, case, inputs: Inputs, what: str):
+def launched(context: CheckContext, case: Case, inputs: Inputs, what: str):
     """``inputs`` through ``case`` on the device; (outcome, "") or (None, why it could not run)."""
     refused = refusal(OPERATORS[case.op], case)
     if refused:

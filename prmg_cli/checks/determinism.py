@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import bits
+from ..results import plural
 from .base import Check, CheckContext, CheckOption, CheckResult
 
 MAX_REPEAT = 1000          # launches of one case: a bound, so that no --repeat spins for hours
@@ -32,13 +33,15 @@ def determinism(context: CheckContext) -> CheckResult:
     if mismatches:
         index = tuple(int(i) for i in np.unravel_index(worst_index, first.dy.shape))
         result.passed = False
-        result.message = (f"determinism: {launches} launches of the same inputs differ in {mismatches} elements "
+        result.message = (f"determinism: {launches} launches of the same inputs differ in "
+                          f"{plural(mismatches, 'element')} "
                           f"(first at {index})")
     return result
 
 
 CHECK = Check("determinism", "repeated launches give bit-identical outputs (not an oracle: says nothing of "
               "correctness)", determinism, "determinism_mismatches",
-              lambda m: f"repeat mismatches {m['determinism_mismatches']}", oracle=False, applies=lambda context: "",
+              lambda m: f"repeat mismatches {m['determinism_mismatches']}", lambda m: None, oracle=False,
+              applies=lambda context: "", first=True,
               options={"repeat": CheckOption(2, 2, MAX_REPEAT, "K", f"Launches of the determinism check, 2 to "
                                                                    f"{MAX_REPEAT}.")})

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..case import Case
 from ..inputs import Inputs, rope_angles
-from ..standards import margin
+from ..results import plural
+from ..standards import margin, over
 from .base import Check, CheckContext, CheckResult, as_operator, element_bound, forward_and_backward, launched, probe
 
 
-def _rope_inputs(case, inputs: Inputs) -> Inputs:
+def _rope_inputs(case: Case, inputs: Inputs) -> Inputs:
     """``inputs`` with RoPE cos/sin tables: the case's own when they are RoPE tables, else base 10000."""
     if case.cos_input.kind == "rope" and case.sin_input.kind == "rope":
         return inputs
@@ -64,10 +66,12 @@ def roundtrip(context: CheckContext) -> CheckResult:
         b, s, n, lane = (int(i) for i in np.unravel_index(worst, ratio.shape))
         result.passed = False
         result.message = (f"roundtrip: grad(forward(x)) is off x beyond float32 rounding at {bad.size} of "
-                          f"{ratio.size} elements (worst {value:.3g} x its bound, at (b, s, n, d)=({b}, {s}, {n}, "
+                          f"{plural(ratio.size, 'element')} (worst {value:.3g} x its bound, at (b, s, n, d)="
+                          f"({b}, {s}, {n}, "
                           f"{start + lane}))")
     return result
 
 
 CHECK = Check("roundtrip", "with a RoPE table, grad(forward(x)) returns x within float32 rounding", roundtrip,
-              "roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}")
+              "roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}",
+              lambda m: over(m, "roundtrip_ratio"))

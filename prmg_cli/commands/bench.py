@@ -1,4 +1,4 @@
-"""``prmg bench``: time the kernel on the device, or the host golden (``bench.bench_command``)."""
+"""``prmg bench``: time the kernel on the device, or with ``--host`` prmg's host side (``bench.bench_command``)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,11 @@ Examples:
 
 
 def main(request) -> int:
-    """Time the kernel with ACL events (min/median, bytes moved, GB/s, share of peak), or the host golden."""
+    """Time the kernel with ACL events (min/median, bytes moved, GB/s, share of peak), or with --host prmg's host side.
+
+    --host times the golden against dy.copy() and a naive version, each stage of a case's pipeline (inputs,
+    upload, kernel, download, golden, judge) and whole prmg run processes.
+    """
     from ..bench import bench_command
     from ..writes import write_stdout
 

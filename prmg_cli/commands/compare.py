@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..options import REQUIRED, Option, request_type
+from ..runs import ORDER
 
 OPTIONS = (
     Option("run_a", (), REQUIRED, "The results file of the first run (--results).", "A.jsonl", Path, argument=True),
     Option("run_b", (), REQUIRED, "The results file of the second run.", "B.jsonl", Path, argument=True),
     Option("report", ("--report",), "table", "table, json or markdown.", "FORMAT"),
-    Option("drift", ("--drift",), 0.25, "Precision drift: the key metric rising by more than this fraction (and "
-           "--floor) is a regression.", "FRACTION", float),
+    Option("drift", ("--drift",), 0.25, "Precision drift: the standard's drift metric (beyond_rounding under "
+           "default; each standard names its own) rising by more than this fraction (and --floor) is a "
+           "regression.", "FRACTION", float),
     Option("floor", ("--floor",), 0.05, "The absolute part of the drift limit.", "VALUE", float),
     Option("time_floor", ("--time-floor",), 0.05, "Kernel time: a rise beyond 3 x the measured spread plus this "
            "fraction of the median is a regression.", "FRACTION", float),
@@ -26,9 +28,7 @@ Example:
 
 
 def main(request) -> int:
-    """Compare two runs: new failures first, then precision drift, kernel-time drift beyond the measured
-    noise, cases only in one run, fixes. Exit 1 on any regression, 0 otherwise.
-    """
+    """Compare two runs."""
     import math
 
     from ..errors import PrmgError
@@ -43,3 +43,10 @@ def main(request) -> int:
                                floor=request.floor, time_floor=request.time_floor)
     write_stdout(text)
     return code
+
+
+main.__doc__ = f"""Compare two runs: {ORDER}, in that order.
+
+    Exit 1 on any regression (a new failure, a verdict lost, a precision or kernel-time drift, a case only in A),
+    0 otherwise.
+    """

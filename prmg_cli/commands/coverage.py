@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..ops import OPERATORS
 from ..options import Option, request_type
 from .common import PATHS, WIDE
 
@@ -14,7 +15,8 @@ OPTIONS = (
            "FILE", Path),
     Option("fail_under", ("--fail-under",), None, "Exit 1 when fewer than PERCENT of the classes are covered.",
            "PERCENT", float),
-    Option("op", ("--op",), (), "Only this operator's cases and classes (grad, forward; repeatable).", "NAME", list),
+    Option("op", ("--op",), (), f"Only this operator's cases and classes ({', '.join(OPERATORS)}; repeatable).",
+           "NAME", list),
     Option("wide", WIDE.flags, False, "Whole case names and reasons in the table.", kind=bool),
 )
 
@@ -37,9 +39,10 @@ def main(request) -> int:
     0, or 1 when --fail-under is not met, 2 for unreadable cases.
     """
     from ..coverage import coverage_command
+    from ..outputs.screen import width
     from ..writes import write_stdout
 
     text, code = coverage_command(list(request.paths), request.report, request.output, request.fail_under,
-                                  request.op, request.wide)
+                                  request.op, None if request.wide else width())
     write_stdout(text)
     return code

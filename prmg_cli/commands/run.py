@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..checks import OPTIONS as CHECK_OPTIONS
+from ..execute import MAX_TIMEOUTS
 from ..options import Option, request_type
 from ..standards import STANDARDS
 from .common import (EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS, VERBOSE,
@@ -26,8 +27,8 @@ OPTIONS = (
     Option("list_only", ("--list",), False, "Print the cases that would run, run nothing.", kind=bool),
     Option("timeout", ("--timeout",), 300.0, "Per case, a finite number >= 0; a case past it is an error and its "
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
-    Option("max_timeouts", ("--max-timeouts",), 3, "After K timeouts in a row a device is considered wedged; its "
-           "remaining cases are reported not_run.", "K", int),
+    Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "
+           "wedged; its remaining cases are reported not_run.", "K", int),
     Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
            Path),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
@@ -41,12 +42,14 @@ OPTIONS = (
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "
            "adjoint, roundtrip, sample, determinism.", "LIST", plugin=True),
     Option("no_golden", ("--no-golden",), False, "Judge cases by their checks alone (for shapes too large for a "
-           "host golden); needs --check with an oracle (adjoint, roundtrip or sample).", kind=bool, plugin=True),
+           "host golden); every pass case then needs a check of correctness (adjoint, roundtrip or sample), from "
+           "--check or its own checks:.", kind=bool, plugin=True),
     *(Option(name, (f"--{name.replace('_', '-')}",), option.default, option.help, option.metavar, int, plugin=True)
       for name, (check, option) in CHECK_OPTIONS.items()),
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
-           "output, float64 golden, error map and meta.json (numpy alone reads them); a symlink inside DIR is "
-           "never followed.", "DIR", Path),
+           "output and meta.json, and its float64 golden and error map where it has a golden (not for golden: "
+           "false, an expected error or an empty slice); numpy alone reads them; a symlink inside DIR is never "
+           "followed.", "DIR", Path),
     Option("cluster", ("--cluster",), None, "Run on the NPUs of a Ray cluster, one worker per NPU: ADDRESS as "
            "ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to start one "
            "here with this host's devices. Needs pip install 'prmg[ray]'.", "ADDRESS"),
@@ -85,7 +88,7 @@ EPILOG = EXAMPLES + "\n" + _emulator_help()
 def main(request) -> int:
     """Run case files against the operator and judge every result.
 
-    The report's last line is the summary, e.g. `639 passed, 0 failed, 2 xfailed, 66 skipped`. Exit code 0
+    The report's last line is the summary, e.g. `663 passed, 0 failed, 2 xfailed, 66 skipped`. Exit code 0
     when nothing failed, 1 when a case failed, errored, xpassed or did not run, 2 for usage or case-file
     errors, 5 when no case is selected (or every case was skipped), 130/143 when interrupted or terminated
     (the partial report is printed and the results file keeps what finished).

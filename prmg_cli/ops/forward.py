@@ -28,6 +28,7 @@ A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not
 from __future__ import annotations
 
 from .. import reference
+from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
 from ..status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
 from ..vocab import BROADCASTS, MODE_NAMES
@@ -58,7 +59,7 @@ RULE_REASONS = {
 }
 
 
-def _type_rules(case) -> list[Violation]:
+def _type_rules(case: Case) -> list[Violation]:
     """Rules 1 and 2: null pointers (161001), then the op definition's dtypes and format (161002)."""
     found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer") for tensor in case.null]
     if (case.dtype, case.cos_dtype) not in DTYPE_PAIRS:
@@ -74,14 +75,14 @@ def _type_rules(case) -> list[Violation]:
     return found
 
 
-def no_op(case) -> bool:
+def no_op(case: Case) -> bool:
     """Whether a successful call changes nothing: xRef has no elements (nnopbase runs no tiling or kernel), or
     the tiling's no-op (``JudgeSliceInfo``): an empty slice, or a cos whose last axis is 0."""
     start, end = case.partial_slice
     return end == start or empty(case.shape) or (len(case.cos_shape) == 4 and case.cos_shape[-1] == 0)
 
 
-def _tiling_rules(case) -> list[Violation]:
+def _tiling_rules(case: Case) -> list[Violation]:
     """Rule 4 after the mode: shapes, the slice (an empty one ends the checks), D, dims, layout (561002)."""
     found = []
 
@@ -126,7 +127,7 @@ def _tiling_rules(case) -> list[Violation]:
     return found
 
 
-def rules(case, supported_modes) -> list[Violation]:
+def rules(case: Case, supported_modes) -> list[Violation]:
     """Every constraint ``case`` breaks, in the forward's checking order (module docstring): an empty xRef
     ends the checks after the dtypes (nnopbase runs no tiling for an empty output)."""
     found = _type_rules(case)

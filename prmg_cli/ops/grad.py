@@ -1,4 +1,5 @@
-"""InplacePartialRotaryMulGrad: its entry points, constraints and golden (operator.md).
+"""InplacePartialRotaryMulGrad: its entry points, constraints and golden (ops-transformer's
+``posembedding/inplace_partial_rotary_mul_grad/docs/aclnnInplacePartialRotaryMulGrad.md``).
 
 Constraints, in the order the real stack checks them (the generated aclnn layer, nnopbase, then the 950
 tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``CheckAttr``, ``CheckShape``,
@@ -32,6 +33,7 @@ from __future__ import annotations
 import itertools
 
 from .. import reference
+from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
 from ..status import INNER, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
 from ..vocab import BROADCASTS, MODE_NAMES, mode_label, mode_list
@@ -70,7 +72,7 @@ def as_int32(value: int) -> int:
     return (int(value) + 2**31) % 2**32 - 2**31
 
 
-def pointer_and_type_rules(case, dtypes_allowed=OPERATOR_DTYPES) -> list[Violation]:
+def pointer_and_type_rules(case: Case, dtypes_allowed=OPERATOR_DTYPES) -> list[Violation]:
     """Rules 1 and 2: null pointers (161001), then dtypes, sin dtype == cos dtype, formats (161002)."""
     found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer") for tensor in case.null]
     for tensor, dtype in (("dy", case.dtype), ("cos", case.cos_dtype), ("sin", case.sin_dtype)):
@@ -86,7 +88,7 @@ def pointer_and_type_rules(case, dtypes_allowed=OPERATOR_DTYPES) -> list[Violati
     return found
 
 
-def contiguity_rules(case, code: int = INNER) -> list[Violation]:
+def contiguity_rules(case: Case, code: int = INNER) -> list[Violation]:
     """Rule 5: dy's strides not contiguous -> ``code`` at the launch (nnopbase refuses the input)."""
     if case.dy_strides is not None and not contiguous(case.shape, case.dy_strides):
         return [Violation(code, f"dy strides {list(case.dy_strides)} are not contiguous for shape "
@@ -94,7 +96,7 @@ def contiguity_rules(case, code: int = INNER) -> list[Violation]:
     return []
 
 
-def mode_rules(case, supported_modes, code: int = TILING_ERROR) -> list[Violation]:
+def mode_rules(case: Case, supported_modes, code: int = TILING_ERROR) -> list[Violation]:
     """Rule 4a: rotary_mode, read as int32, outside 0..3 or not implemented by the target -> ``code``; the latter is
     skippable (a pass case of such a mode is skipped on this target)."""
     mode = as_int32(case.rotary_mode)
@@ -119,14 +121,14 @@ def axis_3(shape) -> int | None:
     return shape[3] if len(shape) > 3 else None
 
 
-def no_op(case) -> bool:
+def no_op(case: Case) -> bool:
     """Whether a successful call changes nothing: dy has no elements (nnopbase runs no tiling or kernel), or
     the tiling's no-op (``CheckAttr``): an empty slice, or cos or sin without elements."""
     start, end = case.partial_slice
     return end == start or empty(case.shape) or empty(case.cos_shape) or empty(case.sin_shape)
 
 
-def shape_rules(case) -> list[Violation]:
+def shape_rules(case: Case) -> list[Violation]:
     """The slice and shape rules of rule 4 (b to f), each broken one -> 561002, in the tiling's order."""
     found = []
 
@@ -180,7 +182,7 @@ def shape_rules(case) -> list[Violation]:
     return found
 
 
-def rules(case, supported_modes) -> list[Violation]:
+def rules(case: Case, supported_modes) -> list[Violation]:
     """Every constraint ``case`` breaks, as Violations, in the real stack's checking order (module docstring):
     an empty dy ends the checks after the dtypes (nnopbase runs no tiling for an empty output)."""
     found = pointer_and_type_rules(case)

@@ -1,8 +1,8 @@
 """The regime classes of each operator: where a kernel's code changes behaviour, one class per regime.
 
 ``regimes(op)`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
-layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, special
-values, and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
+layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, values
+(ordinary and special), and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
 test on a case's ``Facts`` (``prmg_cli/coverage.py`` computes them and counts the cases of each class).
 
 Where the numbers come from:
@@ -13,8 +13,11 @@ Where the numbers come from:
   count is read at run time (the 950 tiling of InplacePartialRotaryMul takes ``GetCoreNumAiv()`` as its
   block dim and splits B*S, or S when cos's B is 1, over it; when that is at most half the cores it splits N
   too: ops-transformer ``posembedding/inplace_partial_rotary_mul/op_host/inplace_rope_regbase_tiling_ab.cpp``).
-  The docs searched do not state the 950's vector core count; the classes around the core count use the
-  emulator's.
+  The docs searched do not state the 950's vector core count; upstream's tiling unit test of the grad runs the
+  950 tiling with 64 (``k950CoreNum = 64``, the core count it hands the "Ascend950" platform: ops-transformer
+  ``posembedding/inplace_partial_rotary_mul_grad/tests/ut/op_host/test_inplace_partial_rotary_mul_grad_tiling.cpp``;
+  the grad's tiling too takes ``GetCoreNumAiv()``, ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35
+  .cpp``). The rows classes sit around 1, 2 and 3 full rounds of both counts, the emulator's and that one.
 - **32-byte alignment.** Data of the Vector unit in the Unified Buffer must be 32-byte aligned (Huawei,
   "Compute Units", https://support.huawei.com/enterprise/en/doc/EDOC1100164852/69d2b4ec/compute-units;
   Ascend C "General Restrictions": Unified Buffer 32-byte aligned), and the 950 tiling rounds the slice
@@ -40,12 +43,13 @@ from functools import cache
 from typing import Callable
 
 from .. import dtypes
+from ..results import plural
 from ..vocab import MODE_NAMES
 from . import OPERATORS
 from .grad import MAX_D, SUPPORTED_FORMATS
 
 PHASE = "phase"                   # the axis of the expected-error classes: only negative cases count there
-VALUE_KINDS = ("large", "subnormal", "+0", "-0", "NaN", "-NaN", "NaN payload", "+Inf", "-Inf")
+VALUE_KINDS = ("ordinary", "large", "subnormal", "+0", "-0", "NaN", "-NaN", "NaN payload", "+Inf", "-Inf")
 VALUE_PLACES = {"dy_in": "dy in slice", "dy_out": "dy outside", "tables": "cos/sin"}
 
 
@@ -58,7 +62,7 @@ class Facts:
     implementing every mode. A pass case has the rest: the dtypes, mode, cos/sin layout
     (``vocab.broadcast_pattern``, None when it follows none), format, whether dy is strided, dy's shape (B, S,
     N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
-    which cos and sin both vary (``varies``), and the special values its inputs hold as ``(place, kind)``
+    which cos and sin both vary (``varies``), and the value kinds its inputs hold as ``(place, kind)``
     pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``).
     """
 
@@ -112,6 +116,8 @@ class Regime:
 ALIGN_BYTES = 32            # the Unified Buffer's alignment (module docstring)
 VECTOR_LANES = 16           # lanes of a 32-byte block of a 16-bit dtype
 COUNTER_BITS = (8, 12, 16)  # repeat counts, copy block counts, uint16 strides (module docstring)
+TILING_TEST_CORES = 64      # the 950's vector cores in upstream's tiling unit test (module docstring)
+CORE_ROUNDS = (1, 2, 3)     # full rounds of the cores whose neighbours are rows classes
 
 
 @cache
@@ -194,22 +200,34 @@ def _count_classes(axis: str, count: Callable[[Facts], int], what: str) -> list[
     return found
 
 
-def _rows_axis() -> list[Regime]:
-    """dy's rows: the counter classes, and the split over the vector cores."""
+def core_counts() -> dict[int, str]:
+    """The vector core counts rows are split over, each with whose it is: the emulator's and the 950's of upstream's
+    tiling test (module docstring; one entry when they are equal)."""
     cores, _ = emulator_layout()
+    return {cores: "the emulator's", TILING_TEST_CORES: "the 950's in upstream's tiling test"}
+
+
+def core_rows() -> dict[int, str]:
+    """Rows around the core counts: ``rounds * cores`` and its two neighbours for each count and each of
+    ``CORE_ROUNDS``, each with the reason it is a class."""
+    found = {}
+    for cores, whose in core_counts().items():
+        for rounds in CORE_ROUNDS:
+            full, whole = rounds * cores, plural(rounds, "full round")
+            found.setdefault(full - 1, f"{full - 1} rows over {cores} cores ({whose}): one short of {whole}")
+            found.setdefault(full, f"{plural(rounds, 'row')} on each of {cores} cores ({whose}), no remainder")
+            found.setdefault(full + 1, f"one remainder row after {whole} of {cores} cores ({whose}): a core tail")
+    return found
+
+
+def _rows_axis() -> list[Regime]:
+    """dy's rows: the counter classes, and the split over the vector cores (``core_rows``)."""
     rows = _count_classes("rows", lambda f: f.rows, "row")
-    for rounds in (1, 2):
-        full = rounds * cores
-        rows += [
-            Regime("rows", f"{full - 1}", f"{full - 1} rows over {cores} cores: one core short of "
-                   f"{rounds} full round{'s' * (rounds > 1)}", lambda f, v=full - 1: f.rows == v),
-            Regime("rows", f"{full}", f"{rounds} row{'s' * (rounds > 1)} on each of the {cores} cores, no remainder",
-                   lambda f, v=full: f.rows == v),
-            Regime("rows", f"{full + 1}", f"one remainder row after {rounds} full round{'s' * (rounds > 1)} "
-                   f"of {cores} cores (a core tail)", lambda f, v=full + 1: f.rows == v),
-        ]
-    rows.append(Regime("rows", "B*S <= cores/2, N > 1", f"B*S at most {cores // 2}: the 950 tiling splits the "
-                       "heads over the cores too", lambda f: f.B * f.S <= cores // 2 and f.N > 1))
+    rows += [Regime("rows", f"{count}", reason, lambda f, v=count: f.rows == v)
+             for count, reason in core_rows().items()]
+    half = TILING_TEST_CORES // 2
+    rows.append(Regime("rows", f"B*S <= {half}, N > 1", f"B*S at most half the 950's {TILING_TEST_CORES} cores: its "
+                       "tiling splits the heads over the cores too", lambda f: f.B * f.S <= half and f.N > 1))
     return rows
 
 
@@ -277,6 +295,7 @@ def _varies_axis() -> list[Regime]:
 
 
 _VALUE_REASONS = {
+    "ordinary": "normal numbers below the top binade: the arithmetic every other value class departs from",
     "large": "the top binade of the dtype: c*x + s*x' overflows to Inf where the products add up",
     "subnormal": "below the dtype's normals: flush-to-zero or gradual underflow",
     "+0": "a zero: products and sums of zeros",

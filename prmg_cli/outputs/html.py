@@ -11,8 +11,8 @@ elements, and last a table of every case, which the counts and matrix cells filt
 
 Self-contained: styles and the small script are inline, pictures are PNG ``data:`` URIs, and a Content
 Security Policy forbids the page any other source, so it reads the same offline and as a CI artifact.
-Every piece of text that comes from a file goes through ``esc`` (``results.visible``, then
-``html.escape``); prmg's own labels (already visible) through ``html.escape`` alone.
+Every piece of text that comes from a file goes through ``esc`` (``results.visible_html``: ``results.visible``,
+then ``html.escape``); prmg's own labels (already visible) through ``html.escape`` alone.
 
 Plots come from matplotlib (``plots.py``), an optional dependency (``pip install 'prmg[html]'``):
 ``require`` says how to install it, and ``outputs.parse_targets`` calls it before a run starts.
@@ -33,7 +33,10 @@ import numpy as np
 from .. import dtypes
 from ..coverage import run_line
 from ..errors import PrmgError
-from ..results import STATUSES, WORST_FIRST, CaseResult, RunInfo, summary_counts, summary_line, visible
+from ..keymetric import key_margin
+from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, summary_counts, summary_line, visible,
+                       visible_html as esc)        # esc: file-derived text for the page
+from ..sizes import bytes_moved as launch_bytes
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
 from .table import cells
@@ -42,11 +45,7 @@ MAX_HEATMAPS = 100
 MIN_PLOTTED_MS = 1e-9           # kernel times below a picosecond (or not finite) are no times: left out of the plot
 INSTALL = "pip install 'prmg[html]'"
 
-# Worst first: the verdict a matrix cell shows is the first of these among its cases.
-# status -> (background, text colour)
-COLOURS = {"passed": ("#3b8f5a", "#ffffff"), "failed": ("#c8313a", "#ffffff"), "error": ("#6a1b6e", "#ffffff"),
-           "xpassed": ("#ef8a17", "#1d1d1d"), "xfailed": ("#a9c8e0", "#1d1d1d"),
-           "skipped": ("#cfd5db", "#1d1d1d"), "not_run": ("#59636e", "#ffffff")}
+UNKNOWN_COLOURS = ("#999999", "#ffffff")      # (background, text) of a status prmg does not know
 EXPLAINED = tuple(status for status, info in STATUSES.items() if not info.ok)     # the statuses that get a card
 
 # Problems of the device-side contract and of the untouched part of dy: shown as "the bytes".
@@ -71,11 +70,6 @@ def require() -> None:
                         field="--report")
 
 
-def esc(text) -> str:
-    """File-derived ``text`` for the page: control characters made visible, then markup escaped."""
-    return html.escape(visible(text), quote=True)
-
-
 def _h(text) -> str:
     """prmg's own (already visible) text for the page: markup escaped."""
     return html.escape(str(text), quote=True)
@@ -85,53 +79,19 @@ def _h(text) -> str:
 # What the page shows of a result
 
 
-def key_margin(metrics: dict) -> float | None:
-    """The case's key margin, error / limit (> 1 fails), from the metric that marks its standard or check
-    (the order of ``judge.key_metric``): ``max_err_ratio``; the worse of ``rel_err_share / share_limit``
-    and ``max_rel_err / cap``; the worse of ``MERE / T`` and ``MARE / 10T``; the worst of the double
-    benchmark's ratios over their limits; ``max_tol_ratio``; ``adjoint_ratio``; ``roundtrip_ratio``.
-    None when the metrics hold no ratio (e.g. the exact standard's mismatch count); inf for an infinite one."""
-    def value(key):
-        raw = metrics.get(key)
-        try:
-            return float("inf") if raw is None else float(raw)
-        except (TypeError, ValueError):
-            return float("inf")
-
-    def over(key, limit):
-        return value(key) / limit if limit else float("inf")
-
-    if "max_err_ratio" in metrics:
-        return value("max_err_ratio")
-    if "rel_err_share" in metrics:
-        parts = [over("rel_err_share", value("share_limit"))]
-        if metrics.get("cap"):
-            parts.append(over("max_rel_err", value("cap")))
-        return max(parts)
-    if "MERE" in metrics and "T" in metrics:
-        return max(over("MERE", value("T")), over("MARE", 10 * value("T")))
-    if "mare_ratio" in metrics:
-        return max(over(f"{name}_ratio", value(f"{name}_limit")) for name in ("mare", "mere", "rmse"))
-    for key in ("max_tol_ratio", "adjoint_ratio", "roundtrip_ratio"):
-        if key in metrics:
-            return value(key)
-    return None
-
-
 def closeness(metrics: dict, margin: float) -> float:
-    """How close a passing case runs to its limit, for the page's "closest to their limit" list: under
-    ``default`` the share of its budget beyond the output's rounding that its error takes (``beyond_rounding``:
-    0 for a correctly rounded result, whose err/budget is near 1 all the same), else its key ``margin``."""
+    """How close a case runs to its limit (> 1 fails), as the page's margins histogram plots it and its "closest
+    to their limit" list ranks the passing cases: under ``default`` the share of its budget beyond the output's
+    rounding that its error takes (``beyond_rounding``: 0 for a correctly rounded result, whose err/budget is
+    near 1 all the same), else its key ``margin``."""
     beyond = metrics.get("beyond_rounding")
     return float(beyond) if isinstance(beyond, (int, float)) else margin
 
 
 def bytes_moved(result: CaseResult) -> int | None:
-    """The bytes one launch of the result's case moves (``bench.bytes_moved``: Python integers, of any size);
+    """The bytes one launch of the result's case moves (``sizes.bytes_moved``: Python integers, of any size);
     None when its shapes, slice or dtypes describe no launch: a shape or cos shape missing, a dtype unknown, a
     slice that is not ``0 <= start <= end <= D`` (an expect-error case's)."""
-    from ..bench import bytes_moved as launch_bytes
-
     try:
         for name in (result.dtype, result.cos_dtype or result.dtype):
             dtypes.lookup(name)
@@ -181,8 +141,13 @@ def _problems(result: CaseResult) -> tuple[list[str], list[str]]:
 # Page sections
 
 
+def _colours(status: str) -> tuple[str, str]:
+    """(background, text colour) of ``status`` (``StatusInfo.colours``)."""
+    return STATUSES[status].colours if status in STATUSES else UNKNOWN_COLOURS
+
+
 def _badge(status: str, text: str | None = None) -> str:
-    background, colour = COLOURS.get(status, ("#999999", "#ffffff"))
+    background, colour = _colours(status)
     word = STATUSES[status].word if status in STATUSES else visible(status).upper()
     return (f'<span class="badge" style="background:{background};color:{colour}">'
             f'{_h(text if text is not None else word)}</span>')
@@ -206,7 +171,7 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
     parts.append(f'<details class="run"><summary>run</summary><dl>{fields}</dl></details></header>')
     chips = []
     for status in STATUSES:
-        background, colour = COLOURS[status]
+        background, colour = _colours(status)
         count = counts[status]
         chips.append(f'<button class="chip{" zero" if not count else ""}" data-filter-status="{status}" '
                      f'style="--c:{background};--t:{colour}" title="show the {status} cases">'
@@ -245,7 +210,7 @@ def _matrix_cell(results: list[CaseResult], members: list[int] | None, label: st
         return f'<td class="gap" title="{_h(label)}: no case">&middot;</td>'
     statuses = Counter(results[i].status for i in members)
     worst = next(status for status in WORST_FIRST if statuses.get(status))
-    background, colour = COLOURS[worst]
+    background, colour = _colours(worst)
     bad = sum(count for status, count in statuses.items() if not STATUSES[status].ok)
     text = f"{bad}/{len(members)}" if bad and bad < len(members) else str(len(members))
     tally = ", ".join(f"{statuses[status]} {status.replace('_', ' ')}" for status in WORST_FIRST if statuses.get(status))
@@ -301,16 +266,16 @@ def _matrix(results: list[CaseResult], cell_of: dict[int, int]) -> str:
 def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
     parts = ['<section id="plots"><h2>How close to its limits the kernel runs</h2>']
     margins = [(key_margin(r.metrics), r) for r in results if r.metrics]
-    margins = [(value, r) for value, r in margins if value is not None]
+    margins = [(closeness(r.metrics, value), r) for value, r in margins if value is not None]
     if margins:
         image = plots.margin_histogram([(value, _group(r.status)) for value, r in margins])
         standards = sorted({visible(r.standard) for _, r in margins if r.standard})
-        parts.append(f'<figure><img class="plot" id="margins" alt="histogram of key margins" src="{image}">'
-                     f'<figcaption>key margin of {len(margins)} case{"s" * (len(margins) != 1)} '
-                     f'(standards: {_h(", ".join(standards) or "-")}); the kernel fails a case right of 1'
-                     f'</figcaption></figure>')
-        closest = sorted(((value, r) for value, r in margins if r.status == "passed"),
-                         key=lambda p: -closeness(p[1].metrics, p[0]))[:5]
+        parts.append(f'<figure><img class="plot" id="margins" alt="histogram of margins" src="{image}">'
+                     f'<figcaption>margin of {plural(len(margins), "case")} (standards: '
+                     f'{_h(", ".join(standards) or "-")}): under default the error beyond the output&rsquo;s '
+                     f'rounding over the budget beyond it (0 for a correctly rounded result: the first bin), '
+                     f'else error / limit; the kernel fails a case right of 1</figcaption></figure>')
+        closest = sorted(((value, r) for value, r in margins if r.status == "passed"), key=lambda p: -p[0])[:5]
         if closest:
             items = "".join(f'<li><code>{esc(r.name)}</code> {esc(r.key_metric or f"{value:.5g}")}</li>'
                             for value, r in closest)
@@ -327,7 +292,7 @@ def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
         note = "host emulator times: not the NPU's" if info.runner == "emulator" else ""
         image = plots.time_against_bytes(points, note)
         parts.append(f'<figure><img class="plot" id="timing" alt="kernel time against bytes moved" src="{image}">'
-                     f'<figcaption>kernel time of {len(points)} case{"s" * (len(points) != 1)} against bytes moved '
+                     f'<figcaption>kernel time of {plural(len(points), "case")} against bytes moved '
                      f'(2&middot;rows&middot;L&middot;itemsize(dy) + 2&middot;numel(cos)&middot;itemsize(cos)); '
                      f'dotted lines: equal bandwidth</figcaption></figure>')
     else:
@@ -348,7 +313,7 @@ def _meta(result: CaseResult) -> str:
 
 def _card(index: int, result: CaseResult, heatmap: str | None, capped: bool) -> str:
     """One case that is not fine: verdict, name, the bytes, its sentences, heatmap and worst elements."""
-    background, _ = COLOURS.get(result.status, ("#999999", ""))
+    background, _ = _colours(result.status)
     contract, sentences = _problems(result)
     worst = _worst_rows(result.details)
     contract_details = [str(d) for d in result.details if _CONTRACT.search(str(d)) and str(d) not in contract]
@@ -428,8 +393,8 @@ def _cards(results: list[CaseResult], plots, max_heatmaps: int) -> tuple[str, in
         names = ", ".join(f'<a href="#case-{i}">{esc(results[i].name)}</a>' for i in members[:20])
         more = f" and {len(members) - 20} more" if len(members) > 20 else ""
         parts.append(f'<article class="card" data-status="not_run" style="border-left-color:'
-                     f'{COLOURS["not_run"][0]}"><h3>{_badge("not_run")} {len(members)} '
-                     f'case{"s" * (len(members) > 1)}</h3><p class="message">{esc(message)}</p>'
+                     f'{_colours("not_run")[0]}"><h3>{_badge("not_run")} '
+                     f'{plural(len(members), "case")}</h3><p class="message">{esc(message)}</p>'
                      f'<p class="note">{names}{more}</p></article>')
     return "\n".join(parts) + "</section>", len(drawn)
 
@@ -454,7 +419,7 @@ def _case_table(results: list[CaseResult], cell_of: dict[int, int]) -> str:
     head = "".join(f"<th>{_h(h)}</th>" for h in headings)
     return (f'<section id="cases"><h2>Every case ({len(results)})</h2><div class="filters">'
             f'<input id="search" type="search" placeholder="filter by name" aria-label="filter cases by name">'
-            f'<span id="shown">{len(results)} of {len(results)} cases shown</span>'
+            f'<span id="shown">{len(results)} of {plural(len(results), "case")} shown</span>'
             f'<button id="clear" hidden>show every case</button></div><div class="scroll">'
             f'<table class="cases"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'</div></section>')
@@ -579,7 +544,7 @@ _SCRIPT = """
       row.hidden = !show;
       if (show) { count += 1; }
     });
-    shown.textContent = count + ' of ' + rows.length + ' cases shown';
+    shown.textContent = count + ' of ' + rows.length + (rows.length === 1 ? ' case' : ' cases') + ' shown';
     clear.hidden = state.status === null && state.cell === null && !state.text;
     mark('[data-filter-status]', 'data-filter-status', state.status);
     mark('td[data-cell]', 'data-cell', state.cell);

@@ -4,8 +4,12 @@
 the exit code the run ends with, and the run's description (``RunInfo``: runner, toolkit and driver
 versions, SoC, host, start time, the emulator faults named and their shape); when faults were named,
 ``fault_cases`` maps each fault that acted to the cases it acted on and ``fault_header`` is the header's
-line about them (``labels.fault_field``). ``cases`` holds each result's fields, ``warnings``
-included. NaN and infinities are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+line about them (``labels.fault_field``). ``checks`` lists every golden-free check the run asked for
+(``--check``'s and the case files' ``checks:``), ``golden`` says whether every case was judged against the
+golden (false under ``--no-golden`` or when a case says ``golden: false``), and ``checks_header`` is the
+header's line about them (``labels.checks_field``), as every other format's header says it. ``cases`` holds
+each result's fields, ``warnings`` included. NaN and infinities are written as the strings ``"nan"``,
+``"inf"``, ``"-inf"``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 
 from ..results import CaseResult, RunInfo, exit_code, summary_counts, summary_line
 from ..vocab import mode_list, mode_name
-from .labels import fault_cases, fault_field
+from .labels import checks_field, checks_ran, fault_cases, fault_field
 
 
 def json_safe(value):
@@ -38,10 +42,13 @@ def summary(results: list[CaseResult], info: RunInfo) -> dict:
     """The ``summary`` object: status counts, ok, the summary line, the exit code and the run info."""
     counts = summary_counts(results)
     code = info.stopped_code if info.stopped_code is not None else exit_code(results, info.strict)
-    faults = fault_field(info, results)
+    faults, checks = fault_field(info, results), checks_field(info, results)
     injected = {"fault_cases": fault_cases(results), "fault_header": f"{faults[0]}: {faults[1]}"} if faults else {}
+    names, _, goldless = checks_ran(results)
+    ran = {"checks": list(dict.fromkeys([*info.checks, *names])), "golden": info.golden and not goldless,
+           **({"checks_header": checks[1]} if checks else {})}
     return {**counts, "ok": code == 0, "exit_code": int(code), "line": summary_line(results),
-            **info.to_dict(), **injected, "supported_mode_names": mode_list(info.supported_modes).split(", "),
+            **info.to_dict(), **injected, **ran, "supported_mode_names": mode_list(info.supported_modes).split(", "),
             "duration_s": sum(r.duration_s or 0.0 for r in results)}
 
 

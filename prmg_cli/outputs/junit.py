@@ -2,7 +2,8 @@
 
 A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed
 case a ``skipped`` child (pytest writes xfail the same way). The run's description is in the suite's
-``properties``. Every attribute and text passes through ``xml_text``, which keeps the document
+``properties``, one per header line (a name the header repeats, such as a merged report's ``run`` of each
+shard, repeated: JUnit allows it). Every attribute and text passes through ``xml_text``, which keeps the document
 well-formed whatever a file name or message holds (ElementTree escapes markup; ``xml_text`` makes the
 characters XML 1.0 cannot carry at all visible as escapes instead).
 """
@@ -75,10 +76,11 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
     suites = ET.Element("testsuites", name="prmg", **totals)
     suite = ET.SubElement(suites, "testsuite", name="prmg", **totals)
     properties = ET.SubElement(suite, "properties")
-    values = dict(header_fields(info, results))
-    values.update({"runner": info.runner, "location": info.location, "op_library": info.op_library,
-                   "devices": ",".join(str(d) for d in info.devices), "standard": info.standard})
-    for name, value in values.items():
+    raw = {"runner": info.runner, "location": info.location, "op_library": info.op_library,
+           "devices": ",".join(str(d) for d in info.devices), "standard": info.standard}
+    # every header line, a name repeated as often as the header has it (a merged report's "run" of each shard)
+    values = [(name, raw.pop(name, value)) for name, value in header_fields(info, results)] + list(raw.items())
+    for name, value in values:
         ET.SubElement(properties, "property", name=xml_text(name), value=xml_text(value))
     suite.extend(_testcase(r) for r in results)
     ET.indent(suites)

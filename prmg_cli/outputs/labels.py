@@ -18,8 +18,8 @@ TESTS_PRMG = "this run tests prmg, not the operator"
 MAX_CASES_NAMED = 5             # cases a fault line names before "and N more"
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
-           "verdict_word", "runner_label", "checks_field", "header_fields", "format_header", "fault_cases",
-           "fault_field", "fault_lines", "diagnosis_lines", "mode_name", "modes_note"]
+           "verdict_word", "runner_label", "checks_ran", "checks_field", "header_fields", "format_header",
+           "fault_cases", "fault_field", "fault_lines", "diagnosis_lines", "mode_name", "modes_note"]
 
 
 def short_dtype(name: str) -> str:
@@ -150,29 +150,37 @@ def fault_lines(info: RunInfo, results: list[CaseResult]) -> list[str]:
     return [f"{field[0]}: {field[1]}"] if field else []
 
 
-def checks_field(info: RunInfo, results: list[CaseResult] | None = None) -> tuple[str, str] | None:
+def checks_ran(judged) -> tuple[list[str], int, int]:
+    """(the checks the case files ask for, ``checks:``, in order of first use; how many of ``judged`` ask for
+    some; how many are judged without the golden, ``golden: false``) of ``judged``: the run's cases or
+    their results (both have ``checks`` and ``golden``), None when not known."""
+    own = [item for item in judged or () if item.checks]
+    return list(dict.fromkeys(name for item in own for name in item.checks)), len(own), \
+        sum(1 for item in judged or () if not item.golden)
+
+
+def checks_field(info: RunInfo, judged=None) -> tuple[str, str] | None:
     """The ("checks", value) line naming the golden-free checks the run added to every pass case (``--check``)
-    and, when ``results`` are given, those the case files asked for (``checks:``) with how many cases did, and
-    what was judged without the golden (``--no-golden``, ``golden: false``); None when there was none of it."""
+    and, when ``judged`` (the cases, or their results) are given, those the case files asked for (``checks:``)
+    with how many cases did, and what was judged without the golden (``--no-golden``, ``golden: false``); None
+    when there was none of it (``checks_ran``)."""
+    names, asking, goldless = checks_ran(judged)
     parts = [f"{', '.join(map(visible, info.checks))} on every pass case (--check)"] if info.checks else []
-    own = [result for result in results or () if result.checks]
-    if own:
-        names = ", ".join(visible(name) for name in dict.fromkeys(name for result in own for name in result.checks))
-        parts.append(f"{names} on {plural(len(own), 'case')} (their checks:)")
+    if asking:
+        parts.append(f"{', '.join(map(visible, names))} on {plural(asking, 'case')} (their checks:)")
     if not info.golden:
         parts.append("no golden (--no-golden): pass cases judged by their checks alone")
-    else:
-        goldless = sum(1 for result in results or () if not result.golden)
-        if goldless:
-            parts.append(f"{plural(goldless, 'case')} judged without the golden (golden: false)")
+    elif goldless:
+        parts.append(f"{plural(goldless, 'case')} judged without the golden (golden: false)")
     return ("checks", "; ".join(parts)) if parts else None
 
 
-def header_fields(info: RunInfo, results: list[CaseResult] | None = None) -> list[tuple[str, str]]:
+def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged=None) -> list[tuple[str, str]]:
     """The (label, value) lines above a report: runner, the emulator faults (``fault_field``: what acted
-    where, when ``results`` are given), target, devices, standard, the golden-free checks (``checks_field``),
-    then where and when it ran (SoC, toolkit and driver versions, host, start), the results ``--resume``
-    took, and prmg's version."""
+    where, when ``results`` are given), target, devices, standard, the golden-free checks (``checks_field`` of
+    ``judged``, by default ``results``: a header printed before the first case gives the cases), then where
+    and when it ran (SoC, toolkit and driver versions, host, start), the results ``--resume`` took, and prmg's
+    version."""
     fields = [("runner", runner_label(info))]
     faults = fault_field(info, results)
     if faults:
@@ -180,7 +188,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None) -> lis
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
                ("devices", ", ".join(str(device) for device in info.devices) or "-"),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
-    checks = checks_field(info, results)
+    checks = checks_field(info, results if judged is None else judged)
     if checks:
         fields.append(checks)
     for label, value in (("soc", info.soc), ("toolkit", info.toolkit_version), ("driver", info.driver_version),
@@ -209,12 +217,14 @@ def modes_note(info: RunInfo) -> str:
     return "".join(f"; {note}" for note in notes)
 
 
-def format_header(info: RunInfo, results: list[CaseResult] | None = None, width: int | None = None) -> str:
+def format_header(info: RunInfo, results: list[CaseResult] | None = None, width: int | None = None,
+                  judged=None) -> str:
     """The lines above a report (``header_fields``), each wrapped to ``width`` columns (default
     ``screen.width()``): an emulator run says plainly that its results do not come from an NPU, and the faults
     it named are said (where they acted, when ``results`` are given)."""
     width = width or screen_width()
-    return "\n".join(line for name, value in header_fields(info, results) for line in wrap(f"{name}: {value}", width))
+    return "\n".join(line for name, value in header_fields(info, results, judged)
+                     for line in wrap(f"{name}: {value}", width))
 
 
 def diagnosis_lines(result: CaseResult, indent: str = "    ", details: bool = True) -> list[str]:

@@ -3,6 +3,7 @@ count."""
 
 from __future__ import annotations
 
+from ..case import Case
 from ..results import plural, visible
 from ..status import status_name
 from ..vocab import broadcast_pattern, mode_name
@@ -10,7 +11,7 @@ from .labels import dtype_label, shape_label, slice_label
 from .table import fit
 
 
-def expect_label(case) -> str:
+def expect_label(case: Case) -> str:
     """What a case expects: ``pass``, ``any error`` or ``561002 ACLNN_ERR_...``, and ``known defect``."""
     error = case.expect.error
     text = "pass" if error is None else "any error" if error == "any" else f"{error} {status_name(error)}"

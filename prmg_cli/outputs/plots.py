@@ -9,7 +9,7 @@ values (no ``CaseResult``) and returns the URI of one PNG, to be inlined in an `
   yellow to dark red from it on (a cell of exactly 1 counts as over: the judge scores a wrong element at
   least 1 + 1e-9, which the map's 3 digits round to 1), the slice ``[start, end)`` between two black
   lines, cells outside it hatched (not judged) and magenta where they changed, the worst element crossed.
-- ``margin_histogram``: every case's key margin (error / limit, > 1 fails) on a log axis, split at 1.
+- ``margin_histogram``: every case's margin (> 1 fails: ``html.closeness``) on a log axis, split at 1.
 - ``time_against_bytes``: kernel time against bytes moved, log-log, with lines of equal bandwidth.
 
 Speed matters (a report may hold a hundred heatmaps): figures get fixed margins instead of a layout
@@ -297,7 +297,7 @@ def margin_histogram(margins: list[tuple[float, str]]) -> str:
         axes.xaxis.set_major_formatter(FuncFormatter(_decade))
         axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         axes.set_xlim(edges[0], edges[-1])
-        axes.set_xlabel("key margin: error / limit (log scale; right of 1 fails)")
+        axes.set_xlabel("margin: beyond rounding under default, else error / limit (log scale; right of 1 fails)")
         axes.set_ylabel("cases")
         axes.legend(frameon=False, fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3,
                     borderaxespad=0.2, handletextpad=0.4, columnspacing=1.0)

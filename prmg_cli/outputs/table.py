@@ -21,7 +21,7 @@ from collections import Counter
 
 from ..coverage import run_line
 from ..ops import DEFAULT_OP
-from ..results import CaseResult, RunInfo, summary_line, visible
+from ..results import CaseResult, RunInfo, plural, summary_line, visible
 from .labels import (diagnosis_lines, dtype_label, fault_lines, format_header, metric_label, ms_label,
                      shape_label, slice_label, verdict_word)
 from .screen import ELLIPSIS, width as screen_width, wrap
@@ -146,11 +146,11 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
         entry = diagnosis_lines(result, details=verbose)
         if max_details is not None and len(entry) > 1 + max_details:
             hidden = len(entry) - 1 - max_details
-            entry = entry[:1 + max_details] + [f"    ... {hidden} more line{'s' * (hidden > 1)} (--max-details)"]
+            entry = entry[:1 + max_details] + [f"    ... {plural(hidden, 'more line')} (--max-details)"]
         lines += entry
     for message, names in not_run.items():
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        lines.append(f"NOT RUN {len(names)} case{'s' * (len(names) > 1)} ({shown}): {visible(message)}")
+        lines.append(f"NOT RUN {plural(len(names), 'case')} ({shown}): {visible(message)}")
     return lines
 
 

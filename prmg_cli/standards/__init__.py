@@ -1,8 +1,9 @@
 """The precision standards: how the slice of a result is judged against the golden. One module per standard,
 each holding one ``base.Standard`` record; ``STANDARDS`` is the registry (adding a standard is one module and one
-line here). ``check_standard`` checks a standard's name and a case's ``tolerance``; ``standard_parameters`` gives
-the parameters a case is judged with. The standards in use around Ascend are described in
-``shared/docs/precision.md``; ``default`` is derived from float32 rounding (its module says how).
+line here). ``standard_of`` is the standard a case is judged by, ``check_standard`` checks a standard's name and a
+case's ``tolerance`` (once, where they are read: the case loader and ``--standard``); ``standard_parameters`` gives
+the parameters a case is judged with. The classic ones are the standards in use around Ascend (each module
+states its rule); ``default`` is derived from float32 rounding (its module says how).
 """
 
 from __future__ import annotations
@@ -11,15 +12,21 @@ import math
 from typing import Mapping
 
 from ..errors import PrmgError
+from ..vocab import DEFAULT_STANDARD
 from . import allclose, default, double_benchmark, double_thousandth, exact, single_bm
-from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin
+from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin, over
 
 STANDARDS: dict[str, Standard] = {module.STANDARD.name: module.STANDARD for module in (
     default, double_thousandth, single_bm, double_benchmark, allclose, exact)}
-DEFAULT_STANDARD = "default"           # what a case is judged by when neither it nor --standard names one
 
-__all__ = ["STANDARDS", "DEFAULT_STANDARD", "Standard", "SliceView", "Judgement", "check_standard",
-           "standard_parameters", "U32", "FTZ_FLOOR", "UNDERFLOW_FLOOR", "margin"]
+__all__ = ["STANDARDS", "DEFAULT_STANDARD", "Standard", "SliceView", "Judgement", "standard_of", "check_standard",
+           "standard_parameters", "U32", "FTZ_FLOOR", "UNDERFLOW_FLOOR", "margin", "over"]
+
+
+def standard_of(named: str | None, override: str | None = None) -> str:
+    """The standard of a case naming ``named`` (None: it names none): ``override`` (``--standard``), else ``named``,
+    else ``DEFAULT_STANDARD``."""
+    return override or named or DEFAULT_STANDARD
 
 
 def check_standard(standard: str, tolerance: Mapping[str, float] | None = None, *,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Judgement, SliceView, Standard, largest, margin
+from ..results import plural
+from .base import Judgement, SliceView, Standard, largest, margin, over
 
 def judge(view: SliceView) -> Judgement:
     """``allclose``: an element is wrong when ``|a - e| > atol + rtol*|e|``, ``e`` the golden rounded to dy's dtype
@@ -20,8 +21,8 @@ def judge(view: SliceView) -> Judgement:
         ratio = error / tolerance
     count = int(bad.sum())
     metrics = {"max_tol_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error)}
-    reason = (f"{count} of {bad.size} elements not within atol {p['atol']:g} + rtol {p['rtol']:g} * |expected| "
-              f"(max err/tol {metrics['max_tol_ratio']:.3g})")
+    reason = (f"{count} of {plural(bad.size, 'element')} not within atol {p['atol']:g} + rtol {p['rtol']:g} "
+              f"* |expected| (max err/tol {metrics['max_tol_ratio']:.3g})")
     return Judgement(count > 0, reason, metrics, bad, np.nan_to_num(ratio, nan=np.inf), expected,
                       tolerance, "tol")
 
@@ -30,4 +31,5 @@ STANDARD = Standard(
     name="allclose", defaults={"float16": {"rtol": 1e-3, "atol": 1e-5}, "bfloat16": {"rtol": 1.6e-2, "atol": 1e-5},
               "float32": {"rtol": 1.3e-6, "atol": 1e-5}}, judge=judge, key_metric="max_tol_ratio",
     describe=lambda m: f"err/tol {margin(m['max_tol_ratio'])}", drift_metric="max_tol_ratio",
-    help="|a-e| <= atol + rtol*|e| against the golden rounded to dy's dtype (torch's defaults)")
+    help="|a-e| <= atol + rtol*|e| against the golden rounded to dy's dtype (torch's defaults)",
+    key_margin=lambda m: over(m, "max_tol_ratio"))

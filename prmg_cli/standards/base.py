@@ -2,8 +2,8 @@
 record a standard is (``Standard``), and the float32 facts the ``default`` budget and the checks' bounds use.
 
 A standard is one module of this package holding one ``Standard`` record (its parameters with their default
-per dtype, its judge, the metric that marks it and its text in a table, the metric whose rise ``prmg compare``
-calls a precision drift, and a line of help), and one entry in ``standards.STANDARDS``.
+per dtype, its judge, the metric that marks it, that metric's text in a table and its margin, the metric whose rise
+``prmg compare`` calls a precision drift, and a line of help), and one entry in ``standards.STANDARDS``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ class Standard:
     """One precision standard: ``name``; ``defaults``, its parameters per dy dtype (``"*"``: every dtype; the
     parameters a case may set in ``tolerance`` are their keys); ``judge(SliceView) -> Judgement``;
     ``key_metric``, the metric that marks a verdict of it, and ``describe(metrics)``, that metric's text in a
-    table (e.g. ``0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare`` reports as a
-    precision drift; ``help``, its rule in one line."""
+    table (e.g. ``0.50/0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare``
+    reports as a precision drift; ``help``, its rule in one line; ``key_margin(metrics)``, how close the verdict
+    came to failing: error / limit (> 1 fails), None when it has no such ratio (the HTML report's margins)."""
 
     name: str
     defaults: dict
@@ -41,6 +42,7 @@ class Standard:
     describe: Callable
     drift_metric: str
     help: str
+    key_margin: Callable[[dict], float | None]
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -132,6 +134,20 @@ def ratio(device: float, reference_value: float, floor: float) -> float:
 def largest(values: np.ndarray) -> float:
     """The largest of ``values`` as a float, 0.0 for an empty array."""
     return float(values.max()) if values.size else 0.0
+
+
+def number(metrics: dict, key: str) -> float:
+    """``metrics[key]`` as a float; inf when it is missing, None (a ratio that was infinite) or not a number."""
+    raw = metrics.get(key)
+    try:
+        return float("inf") if raw is None else float(raw)
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def over(metrics: dict, key: str, limit: float = 1.0) -> float:
+    """``number(metrics, key) / limit``, a margin (> 1 fails); inf for a limit of 0."""
+    return number(metrics, key) / limit if limit else float("inf")
 
 
 def margin(value, limit: float = 1.0) -> str:

@@ -33,7 +33,7 @@ even for a bfloat16 dy; truncating to a float16/bfloat16 dy errs by more than ha
 of the elements. What it cannot see are errors within float32 rounding plus half an ulp of the output:
 such a kernel is as good as a correct one. Metrics: ``max_err_ratio`` (largest
 ``|actual - golden| / budget``; a correct kernel stays below 1), ``bad`` (elements over budget),
-``max_abs_err``, and two in the units a kernel developer reads (``rounding_margins``): ``max_err_ulp``,
+``max_abs_err``, and three in the units a kernel developer reads (``rounding_margins``): ``max_err_ulp``,
 the largest error in ulps of dy's dtype at the golden (``|actual - golden| / ulp_dy(|golden|)``: a correctly
 rounded result is within 0.5 ulp), and ``beyond_rounding``, the largest share of an element's budget beyond
 the output's rounding that its error beyond that rounding takes::
@@ -42,7 +42,10 @@ the output's rounding that its error beyond that rounding takes::
 
 0 when every element is correctly rounded (a correct bfloat16 or float16 kernel, whose ``max_err_ratio`` is
 near 1 all the same, as half an ulp is nearly all of its budget); above 1 exactly where an element is over
-budget (for ``budget_scale >= 1``). The table shows these two (``0.50 ulp, beyond rounding 0%``),
+budget (for ``budget_scale >= 1``). With the error in ulps goes its bound in the same unit, ``bound_ulp``:
+the budget in ulps, ``budget / ulp_dy(|golden|)``, of the element the largest error in ulps is at (the first
+in C order; 0 when every error is 0). The table shows these three (``0.50/0.51 ulp, beyond rounding 0%``:
+error/bound),
 ``prmg compare`` watches ``beyond_rounding`` for a precision drift, and the HTML report ranks the passing
 cases closest to their limit by it.
 """
@@ -52,7 +55,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import Format
-from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin
+from ..results import plural
+from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over
 
 
 def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: Format,
@@ -87,18 +91,24 @@ def _half_ulp_into(values: np.ndarray, fmt: Format, floor: bool = True) -> np.nd
 
 def rounding_margins(error: np.ndarray, golden: np.ndarray, budget: np.ndarray, fmt: Format,
                      half: np.ndarray | None = None, work: np.ndarray | None = None,
-                     left_out: np.ndarray | None = None) -> tuple[float, float]:
-    """``(max_err_ulp, beyond_rounding)`` (module docstring) of the elements with errors ``error`` against
-    ``golden`` and budgets ``budget`` (float64, one shape): the largest ``error / ulp_dy(|golden|)`` and the
-    largest ``max(error - ulp_dy(|golden|)/2, 0) / max(budget - ulp_dy(|golden|)/2, 2^-147)``; 0 for none.
-    ``half`` and ``work`` (that shape, optional) are work space; the elements of the mask ``left_out`` count 0.
-    The compiled pass (``native.c``) computes the same, operation for operation."""
+                     left_out: np.ndarray | None = None, with_place: bool = False) -> tuple:
+    """``(max_err_ulp, beyond_rounding, bound_ulp)`` (module docstring) of the elements with errors ``error``
+    against ``golden`` and budgets ``budget`` (float64, one shape): the largest ``error / ulp_dy(|golden|)``, the
+    largest ``max(error - ulp_dy(|golden|)/2, 0) / max(budget - ulp_dy(|golden|)/2, 2^-147)``, and
+    ``budget / ulp_dy(|golden|)`` at the first element of the largest error in ulps when that is above 0; 0 for
+    none; ``with_place`` adds that element's flat index (0 for none). ``half`` and ``work`` (that shape,
+    optional) are work space; the elements of the mask ``left_out`` count 0. The compiled pass (``native.c``)
+    computes the same, operation for operation."""
     half = _half_ulp_into(np.abs(golden, out=half), fmt)
     work = np.add(half, half, out=work)                                  # ulp_dy(|golden|)
     np.divide(error, work, out=work)
     if left_out is not None:
         work[left_out] = 0.0
     in_ulps = largest(work)
+    bound, worst = 0.0, 0
+    if in_ulps > 0:
+        worst = int(np.argmax(work))                                     # the first of the largest
+        bound = float(budget.flat[worst]) / (float(half.flat[worst]) + float(half.flat[worst]))
     np.subtract(error, half, out=work)
     np.maximum(work, 0.0, out=work)                                      # the error beyond the rounding
     np.subtract(budget, half, out=half)
@@ -106,7 +116,7 @@ def rounding_margins(error: np.ndarray, golden: np.ndarray, budget: np.ndarray, 
     np.divide(work, half, out=work)
     if left_out is not None:
         work[left_out] = 0.0
-    return in_ulps, largest(work)
+    return (in_ulps, largest(work), bound, worst) if with_place else (in_ulps, largest(work), bound)
 
 
 def default_budget_into(golden: np.ndarray, magnitude: np.ndarray, fmt: Format, scale: float, out: np.ndarray,
@@ -148,28 +158,36 @@ def judge(view: SliceView) -> Judgement:
     ratio = error / budget
     bad = error > budget
     count = int(bad.sum())
-    in_ulps, beyond = rounding_margins(error, view.golden, budget, view.format)
+    in_ulps, beyond, bound = rounding_margins(error, view.golden, budget, view.format)
     metrics = {"max_err_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error), "max_err_ulp": in_ulps,
-               "beyond_rounding": beyond}
-    reason = (f"{count} of {bad.size} elements over budget "
+               "bound_ulp": bound, "beyond_rounding": beyond}
+    reason = (f"{count} of {plural(bad.size, 'element')} over budget "
               f"(max err/budget {metrics['max_err_ratio']:.3g})")
     return Judgement(count > 0, reason, metrics, bad, ratio, view.golden, budget, "budget")
 
 
+def _ulps(value: float | None) -> str:
+    """A count of ulps for the table: two decimals below 10, whole ulps below 10^6, 3 significant digits above."""
+    return ("inf" if value is None else f"{value:.2f}" if value < 10 else f"{value:.0f}" if value < 1e6
+            else f"{value:.3g}")
+
+
 def describe(metrics: dict) -> str:
-    """The table's text of a verdict: the largest error in ulps of dy's dtype (two decimals below 10, whole ulps
-    below 10^6) and ``beyond_rounding`` in percent (100% is the limit): ``0.50 ulp, beyond rounding 0%`` for a
-    correctly rounded result; ``err/budget 0.41`` for a result recorded before these metrics existed."""
+    """The table's text of a verdict: the largest error in ulps of dy's dtype over its bound in ulps there
+    (``_ulps``), and ``beyond_rounding`` in percent (100% is the limit): ``0.50/0.51 ulp, beyond rounding 0%`` for
+    a correctly rounded result; without a bound (a result recorded before it existed) ``0.50 ulp, ...``, and
+    ``err/budget 0.41`` for one recorded before the ulp metrics."""
     if "beyond_rounding" not in metrics:
         return f"err/budget {margin(metrics['max_err_ratio'])}"
-    in_ulps, beyond = metrics["max_err_ulp"], metrics["beyond_rounding"]
-    ulps = ("inf" if in_ulps is None else f"{in_ulps:.2f}" if in_ulps < 10 else f"{in_ulps:.0f}" if in_ulps < 1e6
-            else f"{in_ulps:.3g}")
-    return f"{ulps} ulp, beyond rounding {margin(None if beyond is None else 100 * beyond, 100)}%"
+    bound = f"/{_ulps(metrics['bound_ulp'])}" if "bound_ulp" in metrics else ""
+    beyond = metrics["beyond_rounding"]
+    share = margin(None if beyond is None else 100 * beyond, 100)
+    return f"{_ulps(metrics['max_err_ulp'])}{bound} ulp, beyond rounding {share}%"
 
 
 STANDARD = Standard(
     name="default", defaults={"*": {"budget_scale": 1.0}}, judge=judge, key_metric="max_err_ratio",
     describe=describe, drift_metric="beyond_rounding",
     help="per-element error budget derived from float32 rounding; never fails a kernel that computes in fp32 "
-         "and rounds once (budget_scale multiplies every budget)")
+         "and rounds once (budget_scale multiplies every budget)",
+    key_margin=lambda m: over(m, "max_err_ratio"))

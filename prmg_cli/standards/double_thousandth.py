@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Judgement, SliceView, Standard, largest, margin
+from ..results import plural
+from .base import Judgement, SliceView, Standard, largest, margin, number, over
 
 
 def _describe(m: dict) -> str:
     text = f"wrong {margin(m['rel_err_share'], m['share_limit'])}/{m['share_limit']:g}"
     cap = f"/{m['cap']:g}" if m.get("cap") else ""
     return f"{text}, max rel {margin(m['max_rel_err'], m.get('cap') or 1.0)}{cap}"
+
+
+def _margin(m: dict) -> float:
+    """The worse of ``rel_err_share / share_limit`` and (with a cap) ``max_rel_err / cap``."""
+    parts = [over(m, "rel_err_share", number(m, "share_limit"))]
+    if m.get("cap"):
+        parts.append(over(m, "max_rel_err", number(m, "cap")))
+    return max(parts)
 
 def judge(view: SliceView) -> Judgement:
     """``double_thousandth``: an element is wrong when ``(|a - e| - atol) / |e| > rel``; the case fails when more
@@ -28,7 +37,8 @@ def judge(view: SliceView) -> Judgement:
     share = float(wrong.mean()) if wrong.size else 0.0
     max_relative = largest(relative)
     over_cap = p["cap"] > 0 and max_relative > p["cap"]
-    reason = f"{int(wrong.sum())} of {wrong.size} elements ({share:.3g}) have relative error over {p['rel']:g}"
+    reason = (f"{int(wrong.sum())} of {plural(wrong.size, 'element')} ({share:.3g}) have relative error "
+              f"over {p['rel']:g}")
     if share <= p["share"]:
         reason = f"max relative error {max_relative:.3g} over the cap {p['cap']:g}"
     metrics = {"rel_err_share": share, "share_limit": p["share"], "max_rel_err": max_relative, "cap": p["cap"]}
@@ -42,4 +52,5 @@ STANDARD = Standard(
         "float32": {"rel": 1e-4, "share": 1e-4, "cap": 0.01, "atol": 0.0},
     }, judge=judge, key_metric="rel_err_share",
     describe=_describe, drift_metric="rel_err_share",
-    help="the classic double threshold: wrong when |a-e| > atol + rel*|e|; fails when the share of wrong elements exceeds share, or any relative error exceeds cap (0: no cap)")
+    help="the classic double threshold: wrong when |a-e| > atol + rel*|e|; fails when the share of wrong elements exceeds share, or any relative error exceeds cap (0: no cap)",
+    key_margin=_margin)

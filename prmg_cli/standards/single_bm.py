@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import SMALL_VALUES, Judgement, SliceView, Standard, largest, margin, relative_errors
+from .base import SMALL_VALUES, Judgement, SliceView, Standard, largest, margin, number, over, relative_errors
 
 
 def _describe(m: dict) -> str:
@@ -40,4 +40,5 @@ STANDARD = Standard(
     name="single_bm", defaults={"float16": {"threshold": 2.0 ** -10}, "bfloat16": {"threshold": 2.0 ** -7},
               "float32": {"threshold": 2.0 ** -13}}, judge=judge, key_metric="MERE",
     describe=_describe, drift_metric="MARE",
-    help="MERE < T and MARE < 10*T against the float64 golden (T = 2^-10 fp16, 2^-7 bf16, 2^-13 fp32); small values by absolute error")
+    help="MERE < T and MARE < 10*T against the float64 golden (T = 2^-10 fp16, 2^-7 bf16, 2^-13 fp32); small values by absolute error",
+    key_margin=lambda m: max(over(m, "MERE", number(m, "T")), over(m, "MARE", 10 * number(m, "T"))))

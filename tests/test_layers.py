@@ -1,0 +1,172 @@
+"""The package's map, read from its source (``ast``, no import of the modules for the graph): the names its
+docstrings and comments point to exist, the import graph has no cycle, and the model floor needs no numpy."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "prmg_cli"
+
+
+def module_name(path: Path) -> str:
+    """``prmg_cli.outputs.html`` for ``prmg_cli/outputs/html.py``, ``prmg_cli.outputs`` for its ``__init__.py``."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+# --- names the comments point to ---------------------------------------------------------------------------
+
+# ``module.name`` (a double-backticked dotted name starting with a module of the package) and ``file.py``: the
+# docstrings' and comments' way of pointing to code (a message or value never holds double backticks).
+_DOTTED = re.compile(r"``([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?``")
+_FILE_SUFFIXES = ("py", "c", "md", "yaml", "h")
+# Words that are modules and also a case's keys or the usual name of a variable: ``case.dy_strides`` is a field of
+# a case, ``inputs.dy.values`` a key of a case file.
+_NOT_MODULES = ("case", "inputs")
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` (``store.settings_key``, ``results.StatusInfo.evidence``) names something that exists:
+    the longest module prefix imported, the rest looked up as attributes or dataclass fields; True for a name that
+    does not start with a module of the package (``Case.expect``: not checked)."""
+    parts = dotted.removeprefix("prmg_cli.").split(".")
+    if parts[0] in _NOT_MODULES:
+        return True
+    for count in range(len(parts), 0, -1):
+        if "prmg_cli." + ".".join(parts[:count]) in MODULES:
+            break
+    else:
+        return True
+    found = importlib.import_module("prmg_cli." + ".".join(parts[:count]))
+    for attribute in parts[count:]:
+        if not hasattr(found, attribute) and attribute not in getattr(found, "__dataclass_fields__", {}):
+            return False
+        found = getattr(found, attribute, None)
+    return True
+
+
+def test_every_module_name_a_docstring_or_comment_points_to_exists():
+    """``module.name`` and ``file.py`` in docstrings and comments name what is there (a rename leaves no pointer
+    to a name that no longer exists). One line at a time: a pointer is never split over two lines."""
+    files = {path.name for top in ("prmg_cli", "runners", "docs", "cases", "tests") for path in (ROOT / top).rglob("*")}
+    files |= {path.name for path in ROOT.iterdir()}
+    wrong = []
+    for path in MODULES.values():
+        for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for dotted in _DOTTED.findall(text):
+                if dotted.rsplit(".", 1)[-1] in _FILE_SUFFIXES:
+                    found = Path(dotted).name in files
+                else:
+                    found = _resolves(dotted)
+                if not found:
+                    wrong.append(f"{path.relative_to(ROOT)}:{line}: ``{dotted}``")
+    assert not wrong, "\n".join(wrong)
+
+
+# --- the import graph -------------------------------------------------------------------------------------
+
+# The model floor: the values every other floor speaks in (``Case``, statuses and records, vocabulary, errors,
+# status codes). It imports nothing above it, and no numpy: a report, a merge or a case listing can load it alone.
+MODEL_FLOOR = ("prmg_cli.case", "prmg_cli.results", "prmg_cli.vocab", "prmg_cli.errors", "prmg_cli.status")
+
+
+def _imports(name: str) -> tuple[set[str], set[str]]:
+    """(modules of the package, other top-level modules) that module ``name`` imports, at its top or inside its
+    functions. Importing ``a.b.c`` runs the packages ``a.b`` and ``a`` first: each counts as imported too, unless
+    it contains the importing module (a package's own ``__init__`` runs before its modules anyway)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    inside, outside = set(), set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if not target.startswith("prmg_cli"):
+                outside.add(target.split(".")[0])
+                continue
+            while target not in MODULES:
+                target = target.rpartition(".")[0]
+            parts = target.split(".")
+            for count in range(1, len(parts) + 1):
+                enclosing = ".".join(parts[:count])
+                if enclosing != name and not name.startswith(enclosing + "."):
+                    inside.add(enclosing)
+    return inside, outside
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def _cycles() -> list[list[str]]:
+    """The import cycles: every strongly connected set of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        for other in GRAPH[name][0]:
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            group = [stack.pop()]
+            while group[-1] != name:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for name in MODULES:
+        if name not in index:
+            visit(name)
+    return found
+
+
+def _floors() -> dict[str, int]:
+    """Each module's floor: 1 for one that imports no module of the package, else one above the highest it imports."""
+    floors: dict[str, int] = {}
+
+    def floor(name: str) -> int:
+        if name not in floors:
+            floors[name] = 1 + max((floor(other) for other in GRAPH[name][0]), default=0)
+        return floors[name]
+
+    for name in MODULES:
+        floor(name)
+    return floors
+
+
+def test_the_imports_have_no_cycle_and_the_model_floor_no_numpy():
+    """No module imports one that imports it back, even lazily (inside a function, or through a package's
+    ``__init__``), so the package stacks up in floors; the model floor imports nothing above it and no numpy."""
+    assert _cycles() == []
+    below = set(MODEL_FLOOR)
+    for name in MODEL_FLOOR:
+        above = GRAPH[name][0] - below - {"prmg_cli"}
+        assert not above, f"{name} imports {sorted(above)}, above the model floor"
+    for name in (*MODEL_FLOOR, "prmg_cli"):
+        assert not GRAPH[name][1] & {"numpy", "ml_dtypes"}, f"{name} imports numpy"
+    floors = _floors()
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
+    largest = max(sizes, key=sizes.get)
+    print(f"{len(MODULES)} modules on {max(floors.values())} floors; the model floor holds {len(MODEL_FLOOR)}, the "
+          f"largest module is {largest} ({sizes[largest]} lines)")
