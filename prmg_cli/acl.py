@@ -41,7 +41,7 @@ from .case import Case
 from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
 from .ops import DEFAULT_OP, OPERATORS
-from .results import plural
+from .results import MS_PER_SECOND, is_time, plural
 from .status import describe, is_refusal
 from .toolkit import Toolkit, refuse_stub
 from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
@@ -671,7 +671,8 @@ class AclSession:
         kernel_ms = None
         if timed and api.aclrtSynchronizeEvent(events[1]) == 0:
             elapsed = c_float()
-            if api.aclrtEventElapsedTime(ctypes.byref(elapsed), events[0], events[1]) == 0:
+            if api.aclrtEventElapsedTime(ctypes.byref(elapsed), events[0], events[1]) == 0 \
+                    and is_time(elapsed.value, MS_PER_SECOND):       # a negative or endless time is no time
                 kernel_ms = float(elapsed.value)
         return 0, "", "", kernel_ms
 

@@ -1,8 +1,6 @@
 """``prmg bench``: kernel timing with ACL events on the device, or the host-side benchmark.
 
-Bytes moved by one launch (the memory traffic the kernel cannot avoid):
-``2 * B*S*N*L * itemsize(dy)`` (the dy slice read and written) ``+ 2 * numel(cos) * itemsize(cos)``
-(cos and sin read once per distinct row). Achieved GB/s = bytes / median time.
+Achieved GB/s = the bytes one launch moves (``sizes.bytes_moved``) / the median time.
 """
 
 from __future__ import annotations
@@ -16,10 +14,10 @@ from tabulate import tabulate
 
 from . import __version__, execute
 from .case import Case
-from .dtypes import lookup
 from .errors import PrmgError
 from .outputs.labels import dtype_label, format_header, shape_label
 from .results import RunInfo
+from .sizes import bytes_moved
 
 # Peak memory bandwidth per device kind (GB/s); extend as devices appear, or pass --peak-gbps.
 PEAK_GBPS = {
@@ -27,15 +25,6 @@ PEAK_GBPS = {
     "Ascend950DT": 4000.0,
 }
 DEFAULT_SOC = "Ascend950PR"
-
-
-def bytes_moved(case: Case) -> int:
-    """``2*rows*L*itemsize(dy) + 2*numel(cos)*itemsize(cos)`` for one launch of ``case``."""
-    start, end = case.partial_slice
-    rows = execute.element_count(case.shape[:-1])
-    cos_items = execute.element_count(case.cos_shape)
-    return (2 * rows * (end - start) * lookup(case.dtype).numpy.itemsize
-            + 2 * cos_items * lookup(case.cos_dtype).numpy.itemsize)
 
 
 def time_case(session, case: Case, warmup: int, repeat: int) -> list[float]:
@@ -104,7 +93,8 @@ def bench_command(request) -> tuple[str, int]:
     import math
 
     from .commands.run import Request as run_request
-    from .suite import check_timeout, load_selected, run_info, settings_for, target_modes
+    from .checks.determinism import MAX_REPEAT
+    from .suite import check_bounds, check_timeout, load_selected, run_info, settings_for, target_modes
 
     paths, report_format, peak_gbps, soc = list(request.paths), request.report, request.peak_gbps, request.soc
     warmup, repeat, device, baseline = request.warmup, request.repeat, request.device, request.baseline
@@ -129,21 +119,22 @@ def bench_command(request) -> tuple[str, int]:
                 + format_pipeline_bench(large, small) + "\n\n" + format_judge_paths(judge_paths)), 0
     if not paths:
         raise PrmgError("give case files to time, or --host")
-    if warmup < 0 or repeat < 1:
-        raise PrmgError("--warmup must be >= 0 and --repeat >= 1")
+    check_bounds("--warmup", warmup, 0, MAX_REPEAT)
+    check_bounds("--repeat", repeat, 1, MAX_REPEAT)
     modes = target_modes(request.supported_modes)
     cases = [c for c in load_selected(paths, modes, request.keyword) if c.expect.success
              and c.rotary_mode in modes]
     if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
         raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
+    from .runs import compare_bench, read_bench
+
+    baseline_rows = read_bench(baseline) if baseline else None          # refused before any case is timed
     settings = settings_for(run_request(paths=(), runner=request.runner, op_lib=request.op_lib,
                                         supported_modes=request.supported_modes))
     device_soc, rows = bench_cases(cases, settings, device, warmup, repeat, peak_gbps, soc, timeout)
     verdict, code = [], 0
     if baseline:
-        from .runs import compare_bench
-
-        verdict, code = compare_bench(baseline, rows, judged=settings.toolkit.kind == "aclnn")
+        verdict, code = compare_bench(baseline, baseline_rows, rows, judged=settings.toolkit.kind == "aclnn")
     if report_format == "json":
         return json.dumps({"runner": settings.toolkit.kind, "soc": device_soc, "version": __version__,
                            "cases": rows, "baseline": verdict}, indent=2), code

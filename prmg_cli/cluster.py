@@ -71,7 +71,7 @@ RAY_MISSING = "--cluster needs Ray, which is not installed: pip install 'prmg[ra
 ACTOR_CPUS = 0.1              # an actor's CPU share: the NPU is what it holds
 PIPELINE = 2                  # cases queued on an actor: one running, the next one waiting there
 START_TIMEOUT = 120.0         # seconds an actor may take to be placed and to open its session
-CONNECT_TIMEOUT = 10.0        # seconds to reach ADDRESS's host before Ray's own (long) retries
+CONNECT_TIMEOUT = 10.0        # seconds to reach ADDRESS, and for it to answer, before Ray's own (long) retries
 WAIT_SLICE = 0.5              # ray.wait blocks in C++: wait in slices so that Ctrl-C and SIGTERM get through
 FORWARDED_PREFIXES = ("ASCEND_", "PRMG_EMU_")
 FORWARDED_NAMES = ("PRMG_EMULATOR_HOME",)
@@ -269,17 +269,40 @@ def _endpoint(address: str) -> tuple[str, int] | None:
     return match["host"], port
 
 
-def _check_reachable(address: str) -> None:
-    """PrmgError when ``address`` is not one ``ray.init`` takes (``_endpoint``), or when its host and port
-    refuse a TCP connection within ``CONNECT_TIMEOUT``: Ray itself would retry for many seconds, logging."""
+# What a gRPC client sends first (HTTP/2's connection preface and an empty SETTINGS frame), and the type of the
+# frame a gRPC server answers with (RFC 9113 3.4: a SETTINGS frame, 9 bytes of header first).
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+HTTP2_SETTINGS = 0x04
+
+
+def _check_reachable(address: str, environ: Mapping[str, str]) -> None:
+    """PrmgError, before Ray is imported, when ``address`` is not one ``ray.init`` takes (``_endpoint``), when
+    its host and port refuse a TCP connection within ``CONNECT_TIMEOUT``, or when what listens there does not
+    answer gRPC's greeting within it: a Ray cluster's GCS (``HOST:PORT``) and its Ray Client server
+    (``ray://``) both speak gRPC, HTTP/2 underneath, and answer ``HTTP2_PREFACE`` with a SETTINGS frame; a web
+    server or anything else does not (Ray itself would retry for half a minute or more, logging). Under
+    ``RAY_USE_TLS`` gRPC is wrapped in TLS: the TCP connection alone is checked."""
     endpoint = _endpoint(address)
     if endpoint is None:
         return
+    host, port = endpoint
     try:
-        socket.create_connection(endpoint, timeout=CONNECT_TIMEOUT).close()
+        with socket.create_connection(endpoint, timeout=CONNECT_TIMEOUT) as connection:
+            if environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+                return
+            connection.sendall(HTTP2_PREFACE)
+            answer = b""
+            while len(answer) < 9 and (chunk := connection.recv(9 - len(answer))):
+                answer += chunk
+    except socket.timeout:
+        answer = None
     except OSError as error:
         raise PrmgError(f"--cluster {address}: cannot reach the Ray cluster ({error.strerror or error})") \
             from None
+    if answer is None or len(answer) < 9 or answer[3] != HTTP2_SETTINGS:
+        said = f"no answer to gRPC's greeting within {CONNECT_TIMEOUT:g} s" if answer is None else \
+            "what listens there does not speak gRPC (HTTP/2)"
+        raise PrmgError(f"--cluster {address}: {visible(host)}:{port} is not a Ray cluster: {said}")
 
 
 @dataclass
@@ -331,7 +354,7 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
     from .toolkit import select_runner
 
     environ = os.environ if environ is None else environ
-    _check_reachable(address)
+    _check_reachable(address, environ)
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")      # no gRPC core log lines on stderr (set before its import)
     ray = import_ray()
     env = forwarded_env(environ)

@@ -40,6 +40,7 @@ from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import standard_of
 from .keymetric import key_metric
 from .results import CaseResult, plural
+from .sizes import element_count
 from .vocab import DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
@@ -90,14 +91,6 @@ def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
     """The standard and tolerance a case is judged by (``standards.standard_of``): under ``--standard`` that
     standard's own defaults (the case's tolerance dropped), else the case's tolerance."""
     return standard_of(case.standard, settings.standard), {} if settings.standard else dict(case.tolerance)
-
-
-def element_count(shape: Sequence[int]) -> int:
-    """The number of elements of a tensor of ``shape`` (negative dims count as 0)."""
-    count = 1
-    for dim in shape:
-        count *= max(int(dim), 0)
-    return count
 
 
 def storage_elements(case: Case) -> int:

@@ -30,6 +30,7 @@ from .ops import DEFAULT_OP, OPERATORS
 from .results import plural, visible
 from .vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern,
                     broadcast_shape)
+from .writes import check_spares
 
 DTYPE_PAIRS = OPERATORS[DEFAULT_OP].dtype_pairs      # (dy dtype, cos/sin dtype) the grad takes: the presets' pairs
 ALL_MODES = frozenset(MODE_NAMES)                     # a target implementing every rotary mode
@@ -508,7 +509,12 @@ def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
 
 def check_loads(text: str, path: str | Path) -> None:
     """Raise the loader's PrmgError (one line) unless the case file ``text`` loads as the file ``path``: its
-    ``file:`` inputs exist there, inside its folder. Called before a case file is written."""
+    ``file:`` inputs exist there, inside its folder; and PrmgError when ``path`` is one of those inputs (itself,
+    a symlink or a hard link to it: ``writes.check_spares``, as ``import-ttk`` spares its CSV), which writing
+    it would destroy. Called before a case file is written."""
     from .cases import parse_document
 
-    parse_document(yamlfile.parse_yaml(text, str(path)), str(path), Path(path).parent)
+    cases = parse_document(yamlfile.parse_yaml(text, str(path)), str(path), Path(path).parent)
+    inputs = {spec.args[0]: f"the {tensor} input of case '{case.name}'" for case in cases for tensor in TENSORS
+              if (spec := case.input_spec(tensor)).kind == "file"}
+    check_spares([str(path)], inputs, "case file")

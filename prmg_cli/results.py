@@ -29,6 +29,16 @@ from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAME
 
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
+# The longest time prmg takes as a limit (``--timeout``) or keeps in a record (a case's duration, its kernel and
+# stage times): 10**9 s, about 32 years. A stored time beyond it (or negative, or not finite) is no time prmg took.
+MAX_SECONDS = 10**9
+MS_PER_SECOND = 1000
+
+
+def is_time(value, per_second: int = 1) -> bool:
+    """Whether ``value`` is a time prmg may take or keep: a number (not a bool), finite, from 0 to ``MAX_SECONDS``
+    seconds, in units of which ``per_second`` make a second (``MS_PER_SECOND`` for milliseconds)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_SECONDS * per_second
 
 
 @dataclass(frozen=True)
@@ -169,10 +179,10 @@ class CaseResult:
 # What each field of a stored record must hold when read back (``store``): one kind per field of CaseResult.
 RECORD_FIELDS = {
     "name": "name", "status": "status", "message": "text", "error_code": "int?", "metrics": "metrics",
-    "details": "texts", "warnings": "texts", "kernel_ms": "number?", "kernel_samples": "numbers", "runner": "text",
-    "duration_s": "number", "timings": "timings", "source": "text", "op": "text", "dtype": "text",
-    "cos_dtype": "text", "sin_dtype": "text", "shape": "ints", "cos_shape": "ints", "sin_shape": "ints",
-    "rotary_mode": "text", "partial_slice": "ints", "seed": "int?", "expect": "text", "known_defect": "text",
+    "details": "texts", "warnings": "texts", "kernel_ms": "ms?", "kernel_samples": "ms list", "runner": "text",
+    "duration_s": "seconds", "timings": "timings", "source": "text", "op": "text", "dtype": "text",
+    "cos_dtype": "text", "sin_dtype": "text", "shape": "dims", "cos_shape": "dims", "sin_shape": "dims",
+    "rotary_mode": "text", "partial_slice": "slice", "seed": "seed?", "expect": "text", "known_defect": "text",
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
     "error_map": "error_map", "definition": "json", "fingerprint": "text", "judged_under": "text",
     "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text",

@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from . import files
 from .errors import PrmgError
 from .results import CaseResult, plural, visible
 
@@ -176,15 +176,45 @@ def compare_files(path_a: str, path_b: str, fmt: str = "table", **limits) -> tup
     return render(comparison, fmt), 1 if comparison.regressions else 0
 
 
-def compare_bench(baseline_path: str, rows: list[dict], time_floor: float = 0.05,
-                  judged: bool = True) -> tuple[list[str], int]:
-    """``prmg bench --baseline FILE``: lines saying which cases got slower than the baseline bench JSON
-    beyond its noise (``time_drift`` of their ``times_ms``), and 1 when any did -- unless not ``judged``
-    (host timings of the emulator, which move by tens of percent from run to run: shown, exit 0)."""
+MAX_BENCH_BYTES = 64 * files.MiB          # a bench JSON report: thousands of cases, each with its timings
+BENCH_ROW = {"name": "name", "times_ms": "ms list"}      # what --baseline reads of each case (store kinds)
+
+
+def read_bench(path: str) -> list[dict]:
+    """The case rows of the bench JSON report ``path`` (``prmg bench --report json``): a regular file of at most
+    ``MAX_BENCH_BYTES`` (``files.read_regular``), parsed as the results store parses (``store.parse_json``: no
+    nesting can crash it), each row naming its case and its ``times_ms`` (``BENCH_ROW``); PrmgError naming the
+    file and what is wrong."""
+    from . import store
+
+    def refuse(what: str) -> PrmgError:
+        return PrmgError(f"not a prmg bench JSON file: {what}", file=path)
+
+    data = files.read_regular(path, MAX_BENCH_BYTES)
     try:
-        baseline = {row["name"]: row for row in json.loads(Path(baseline_path).read_text(encoding="utf-8"))["cases"]}
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise PrmgError(f"not a prmg bench JSON file ({type(error).__name__})", file=baseline_path) from None
+        document = store.parse_json(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise refuse("not UTF-8 text") from None
+    except json.JSONDecodeError:
+        raise refuse("not JSON") from None
+    except ValueError as error:
+        raise refuse(str(error)) from None
+    rows = document.get("cases") if isinstance(document, dict) else None
+    if not isinstance(rows, list):
+        raise refuse("no list of cases")
+    for index, row in enumerate(rows):
+        why = store.problem(row, BENCH_ROW, required=("name",))
+        if why:
+            raise refuse(f"case {index}: {why}")
+    return rows
+
+
+def compare_bench(baseline_path: str, baseline_rows: list[dict], rows: list[dict], time_floor: float = 0.05,
+                  judged: bool = True) -> tuple[list[str], int]:
+    """``prmg bench --baseline FILE``: lines saying which cases got slower than the baseline bench JSON (its rows,
+    ``read_bench``) beyond its noise (``time_drift`` of their ``times_ms``), and 1 when any did -- unless not
+    ``judged`` (host timings of the emulator, which move by tens of percent from run to run: shown, exit 0)."""
+    baseline = {row["name"]: row for row in baseline_rows}
     lines = []
     for row in rows:
         old = baseline.get(row["name"])

@@ -19,15 +19,17 @@ in a newline (its last line was torn), a newline is written first, so the torn l
 line and no finished record is lost. ``/dev/null`` and a pipe with a reader work; a FIFO without a reader,
 a directory, or a failed write (``/dev/full``, a full disk) is one PrmgError naming the path.
 
-**Reading** (``read``). Only a regular file is read (a FIFO, ``/dev/zero`` or a directory is refused at
-once), line by line, no line longer than ``MAX_LINE_BYTES``, so no file can hang prmg or fill its memory.
-Every field of every record is type-checked against ``results.RECORD_FIELDS`` / ``RUN_FIELDS`` (nesting
-depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as
-``diagnosis.error_map`` makes them), so that nothing read can crash a report, compare or resume later. A
-*torn* line -- the start of a line prmg writes, cut by a crash: ASCII, beginning as a record does, valid
-JSON up to where it is cut -- is left out wherever it is (``--resume`` after a crash leaves one in the
-middle). Any other line (garbage, another JSON, another schema, a wrong field) is one PrmgError naming the
-file, the line and what is wrong.
+**Reading** (``read``). Only a regular file of at most ``MAX_FILE_BYTES`` is read (a FIFO, ``/dev/zero``, a
+directory or a larger file is refused at once), line by line, no line longer than ``MAX_LINE_BYTES``, runs of
+blank lines skipped at the speed of their bytes (``_lines``), so no file can hang prmg or fill its memory.
+Every field of every record is checked, type and value, against ``results.RECORD_FIELDS`` / ``RUN_FIELDS`` (nesting
+depth, integers within int64 and uint64, text that is valid Unicode, error maps shaped as ``diagnosis.error_map``
+makes them, shapes, slices and seeds held to the case format's own rules (``fields.parse_dims``, ``parse_slice``,
+``parse_seed``), times finite and within ``results.is_time``), so that nothing read can crash a report, compare or
+resume later. A *torn* line -- a strict prefix of a line this prmg's encoder writes, cut by a crash (``_torn``: its
+schema, its fields in the encoder's order and spacing, each whole value of its kind, the last one cut short) -- is
+left out wherever it is (``--resume`` after a crash leaves one in the middle). Any other line (garbage, another
+JSON, another schema, a wrong field) is one PrmgError naming the file, the line and what is wrong.
 """
 
 from __future__ import annotations
@@ -44,13 +46,17 @@ from pathlib import Path
 from . import files
 from .diagnosis import MAP_COLUMNS, MAP_ROWS
 from .errors import PrmgError
-from .fields import show
-from .results import READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult, RunInfo
+from .fields import Where, parse_dims, parse_seed, parse_slice, show
+from .results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
+                      RunInfo, is_time)
 
 RUN_SCHEMA = "prmg.run/1"
 MAX_LINE_BYTES = 64 * files.MiB        # a run record lists up to 200,000 case names
 MAX_DEPTH = 32                         # nesting of any stored JSON value
-_LINE_START = '{"schema": "prmg.'      # how every line prmg writes begins
+# The largest results file read: 200,000 cases of ~1.5 KB a record (a failed one with its error map: ~6 KB)
+# with room for resumes; reading one takes about 5 times its size in memory.
+MAX_FILE_BYTES = 512 * files.MiB
+_TORN = object()                       # what _parse makes of a torn line
 _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 
@@ -120,55 +126,119 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
     an empty ``Stored`` when the file does not exist and ``missing_ok``."""
     source = str(path)
     try:
-        fd = files.open_regular(path)
+        fd = files.open_regular(path, MAX_FILE_BYTES)
     except PrmgError as error:
         if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
             return Stored(source)
         raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
     stored = Stored(source)
-    with os.fdopen(fd, "rb") as stream:
-        number = 0
-        while True:
-            try:
-                line = stream.readline(MAX_LINE_BYTES + 1)
-            except OSError as error:
-                raise PrmgError(f"cannot read the results file: {files.os_reason(error)}", file=source) from None
-            if not line:
-                return stored
-            number += 1
-            if len(line) > MAX_LINE_BYTES:
-                raise PrmgError(f"line {number}: longer than {files.describe_size(MAX_LINE_BYTES)}; not a results "
-                                f"file (written by prmg run --results)?", file=source)
+    try:
+        for number, line in _lines(fd, source):
             record = _parse(line, number, source)
-            if record is None:
-                stored.torn += line.strip() != b""
+            if record is _TORN:
+                stored.torn += 1
             elif isinstance(record, RunRecord):
                 stored.runs.append(record)
-            else:
+            elif record is not None:
                 stored.results.append(record)
+    finally:
+        os.close(fd)
+    return stored
+
+
+_BLANK_LINES = re.compile(rb"[ \t\r\f\v\n]*\n")             # whole blank lines: whitespace up to a newline
+_CHUNK = files.MiB
+
+
+def _lines(fd: int, source: str):
+    """(number, line) for each line of the file ``fd`` that is not blank (numbered from 1, blank ones counted):
+    read in chunks of ``_CHUNK`` bytes, a run of blank lines skipped at once (one match, its newlines counted),
+    so that a file of blank lines costs what its bytes do; PrmgError naming ``source`` for a line longer than
+    ``MAX_LINE_BYTES`` or a file growing past ``MAX_FILE_BYTES`` as it is read."""
+    def refuse(what: str) -> PrmgError:
+        return PrmgError(f"{what}; not a results file (written by prmg run --results)?", file=source)
+
+    number, size, pending, held = 0, 0, [], 0          # pending: the pieces of a line not ended yet (held bytes)
+    while True:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except OSError as error:
+            raise PrmgError(f"cannot read the results file: {files.os_reason(error)}", file=source) from None
+        size += len(chunk)
+        if size > MAX_FILE_BYTES:
+            raise PrmgError(f"cannot read the results file: over the limit of {files.describe_size(MAX_FILE_BYTES)}",
+                            file=source)
+        at = 0
+        while at < len(chunk):
+            blank = None if pending else _BLANK_LINES.match(chunk, at)
+            if blank:
+                number += chunk.count(b"\n", at, blank.end())
+                at = blank.end()
+                continue
+            end = chunk.find(b"\n", at)
+            piece = chunk[at:] if end < 0 else chunk[at:end + 1]
+            pending.append(piece)
+            held += len(piece)
+            if held > MAX_LINE_BYTES:
+                raise refuse(f"line {number + 1}: longer than {files.describe_size(MAX_LINE_BYTES)}")
+            if end < 0:
+                break
+            number, at = number + 1, end + 1
+            yield number, b"".join(pending)
+            pending, held = [], 0
+        if not chunk:
+            if pending:
+                yield number + 1, b"".join(pending)
+            return
+
+
+def parse_json(text: str):
+    """``json.loads(text)``; ``json.JSONDecodeError`` for text that is not JSON, and ValueError saying why in words
+    for JSON the parser cannot hold: nesting past its stack (deeper than any ``MAX_DEPTH`` value, whatever the
+    depth: a RecursionError no more), a number of more digits than Python reads."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        raise ValueError("a number too long to read") from None
+
+
+def problem(data, kinds: dict, required=()) -> str:
+    """"" when the mapping ``data`` holds each field of ``kinds`` (field -> kind of ``_KINDS``) as its kind says,
+    those of ``required`` present; else ``field 'F': what is wrong``."""
+    if not isinstance(data, dict):
+        return f"expected a mapping, got {type(data).__name__}"
+    try:
+        _checked(data, kinds, required)
+    except _BadField as bad:
+        return f"field '{bad.field}': {bad.reason}"
+    return ""
 
 
 def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | None:
-    """The record on one line (None for a blank or torn line); PrmgError naming the line for anything else."""
+    """The record on one line (None for a blank line, ``_TORN`` for a torn one); PrmgError naming the line for
+    anything else."""
     def refuse(what: str) -> PrmgError:
         return PrmgError(f"line {number}: {what}; not a results file (written by prmg run --results)?", file=source)
 
     try:
-        text = line.decode("utf-8").strip()
+        raw = line.decode("utf-8")
     except UnicodeDecodeError:
         raise refuse("not UTF-8 text") from None
+    text = raw.strip()
     if not text:
         return None
     try:
-        data = json.loads(text)
-    except RecursionError:
-        raise refuse(f"nested deeper than {MAX_DEPTH} levels") from None
-    except json.JSONDecodeError as error:
-        if _torn(text, error):
-            return None                                       # a line cut short by a crash
+        data = parse_json(text)
+    except json.JSONDecodeError:
+        if _torn(raw.rstrip("\r\n")):
+            return _TORN                                      # a line cut short by a crash
         raise refuse("not a JSON record") from None
-    except ValueError:                                        # an integer of more digits than Python reads
-        raise refuse("a number too long to read") from None
+    except ValueError as error:
+        raise refuse(str(error)) from None
     if not isinstance(data, dict):
         raise refuse(f"expected a JSON record, got {show(data)}")
     schema = data.get("schema")
@@ -183,31 +253,78 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
                  f"of prmg?)")
 
 
-def _torn(text: str, error: json.JSONDecodeError) -> bool:
-    """Whether ``text``, which is not whole JSON (``error``), is a strict prefix of a line prmg writes: ASCII
-    (prmg writes JSON with ASCII escapes), beginning as every record line does, and valid JSON up to where it
-    ends. The parser read everything before ``error.pos``; what it stopped at must be the end of the text or
-    a token cut short there (``_CUT_TOKENS``): the start of a string, of an escape, of a literal, of a number."""
-    if not (text.isascii() and (text.startswith(_LINE_START) or _LINE_START.startswith(text))):
-        return False
-    cut = _CUT_TOKENS.get(error.msg)
-    return cut is not None and cut.fullmatch(text, error.pos) is not None and \
-        (error.msg != "Expecting ',' delimiter" or error.pos == len(text) or text[error.pos - 1].isdigit())
-
-
-# What the parser's error says it stopped at -> what may follow to the end of a line cut short: a string
-# cut anywhere (the parser checked its characters and escapes), a \uXXXX escape cut short, a literal cut
-# short (true, false, null, NaN, Infinity, -Infinity), a number cut after its '.', 'e' or 'e-' (its digits
-# read), or nothing at all (a line cut between two tokens).
+# The keys of each line ``encode`` writes, in its order: the schema, then the record's fields.
+_LINE_KEYS = {SCHEMA: tuple(CaseResult.__dataclass_fields__), RUN_SCHEMA: tuple(RunRecord.__dataclass_fields__)}
+_DECODER = json.JSONDecoder()
+# A string, whole (its closing quote in group 1) or cut short at the end of the text; the match never backtracks.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\\?\Z)', re.DOTALL)
+_SPACING = re.compile(r"(?:[^\s,:]|[,:] |[,:]\Z)*")     # json.dumps' whitespace: ", " and ": ", nothing else
 _LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
-_CUT_TOKENS = {
-    "Unterminated string starting at": re.compile(r'".*', re.DOTALL),
-    "Invalid \\uXXXX escape": re.compile(r"u[0-9a-fA-F]{0,4}"),
-    "Expecting value": re.compile("|".join(re.escape(word[:end]) for word in _LITERALS for end in range(len(word)))),
-    "Expecting ',' delimiter": re.compile(r"(?:\.|[eE][-+]?)?"),
-    "Expecting ':' delimiter": re.compile(""),
-    "Expecting property name enclosed in double quotes": re.compile(""),
-}
+
+
+def _torn(text: str) -> bool:
+    """Whether ``text`` (a line without its line end, not whole JSON) is a strict prefix of a line ``encode``
+    writes, so that a crash may have cut it there: ASCII (``encode`` escapes the rest); ``{"schema": "S"`` for
+    a schema S this prmg writes (``_LINE_KEYS``), or a prefix of that; then the fields of S in the encoder's
+    order, each ``, "key": value``, every whole value of the field's kind (``_KINDS``) and written as the
+    encoder writes it (``json.dumps``: its spacing, escapes and numbers); the last one may be cut anywhere in its
+    separator, key or value, and a value cut short must be the start of one (``_completes``: ``1.5.`` or
+    ``1e5.`` is none)."""
+    if not text.isascii():
+        return False
+    heads = {schema: f'{{"schema": "{schema}"' for schema in _LINE_KEYS}
+    schema = next((schema for schema, head in heads.items() if text.startswith(head)), None)
+    if schema is None:
+        return any(head.startswith(text) for head in heads.values())
+    at, kinds = len(heads[schema]), RECORD_FIELDS if schema == SCHEMA else RUN_FIELDS
+    for key in _LINE_KEYS[schema]:
+        lead = f', "{key}": '
+        if not text.startswith(lead, at):
+            return lead.startswith(text[at:])             # cut before, in or right after the key
+        at += len(lead)
+        try:
+            value, end = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):             # JSONDecodeError: a value cut short (or garbage)
+            return _completes(text[at:])
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (end < len(text) and text[end] != ",") or (end == len(text) and number):
+            return _completes(text[at:])                  # a number that may be cut (``1.``, ``1e-``), or garbage
+        if _KINDS[kinds[key]](value) or json.dumps(value) != text[at:end]:
+            return False
+        at = end
+    return at == len(text)
+
+
+def _completes(cut: str) -> bool:
+    """Whether ``cut`` may start a value as ``json.dumps`` writes it: whitespace only where it puts it (one space
+    after each ``,`` and ``:`` outside strings), and some ending makes it whole JSON, tried with the parser: the
+    end of its last token (a string's escape and quote, a literal's letters, a number's digit), then a value
+    where one is due (``0``, or ``: 0`` after a key, ``"": 0`` after an object's comma), then its brackets
+    closed."""
+    structure, quote, string = _STRING.sub(lambda match: "0" if match[1] else match[0], cut).partition('"')
+    if not _SPACING.fullmatch(structure + quote):
+        return False
+    closers = []
+    for bracket in re.findall(r"[][{}]", structure):
+        if bracket in "[{":
+            closers.append("]" if bracket == "[" else "}")
+        elif not closers or closers.pop() != bracket:
+            return False
+    if quote:                                            # ``string``: what the string cut short holds so far
+        escape = re.search(r"(\\*)(u[0-9a-fA-F]{0,3})?\Z", string)
+        odd = len(escape[1]) % 2
+        endings = [("0" * (5 - len(escape[2])) if escape[2] and odd else "n" if odd else "") + '"']
+    else:
+        token = re.search(r"[-+.\w]*\Z", structure)[0]
+        endings = ["", "0"] + [word[len(token):] for word in _LITERALS if token and word.startswith(token)]
+    for ending in endings:
+        for value in ("", "0", ": 0", '"": 0'):
+            try:
+                json.loads(cut + ending + value + "".join(reversed(closers)))
+                return True
+            except (ValueError, RecursionError):
+                pass
+    return False
 
 
 class _BadField(Exception):
@@ -354,6 +471,29 @@ def _status(value) -> str:
     return "" if isinstance(value, str) and value in STATUSES else f"unknown status {show(value)}"
 
 
+def _case_rule(parse):
+    """A kind that holds a value to the case format's own rule (``parse``, a ``fields.parse_*`` of a value and a
+    ``Where``): a record states a case, so what no case file may hold (a negative dimension, a shape over
+    ``fields.MAX_ARRAY_ELEMENTS`` elements, a slice end beyond int64) no record may either."""
+    def checker(value) -> str:
+        try:
+            parse(value, Where(""))
+        except PrmgError as error:
+            return error.reason
+        return ""
+    return checker
+
+
+def _time(per_second: int, unit: str):
+    """A kind of time in ``unit``, ``per_second`` of them a second (``results.is_time``: finite, from 0 to
+    ``results.MAX_SECONDS`` seconds)."""
+    def checker(value) -> str:
+        why = _number(value)
+        return why or ("" if is_time(value, per_second) else
+                       f"expected a time from 0 to {MAX_SECONDS * per_second:g} {unit}, got {show(value)}")
+    return checker
+
+
 def _run_info(value) -> str:
     if not isinstance(value, dict):
         return f"expected a mapping, got {type(value).__name__}"
@@ -366,13 +506,17 @@ def _run_info(value) -> str:
 
 _KINDS = {
     "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"),
-    "texts?": _optional(_list_of(_text, "text")), "int": _int,
-    "int?": _optional(_int), "number": _number, "number?": _optional(_number), "numbers": _list_of(_number, "numbers"),
+    "texts?": _optional(_list_of(_text, "text")), "int": _int, "int?": _optional(_int),
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
-    "metrics": _mapping_of(_scalar_or_json, "metrics"), "timings": _mapping_of(_number, "milliseconds"),
-    "json": _json, "error_map": _error_map, "run_info": _run_info, "notes": _notes, "shard": _shard,
-    "settings": _settings,
+    "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
+    "run_info": _run_info, "notes": _notes, "shard": _shard, "settings": _settings,
+    "dims": _case_rule(lambda value, where: parse_dims(value, "shape", where, four=False)),
+    "slice": _case_rule(lambda value, where: value == [] or parse_slice(value, where)),    # []: not recorded
+    "seed?": _optional(_case_rule(parse_seed)),
+    "seconds": _time(1, "s"), "ms?": _optional(_time(MS_PER_SECOND, "ms")),
+    "ms list": _list_of(_time(MS_PER_SECOND, "ms"), "times"),
+    "timings": _mapping_of(_time(MS_PER_SECOND, "ms"), "times"),
 }
 
 

@@ -26,7 +26,7 @@ from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals
 from .files import write_text
 from .outputs import listing
 from .progress import Progress
-from .results import CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
+from .results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import DEFAULT_STANDARD, check_standard
 from .vocab import mode_list, parse_modes
 from .writes import check_spares, check_writable, write_stdout
@@ -81,7 +81,7 @@ def check_timeout(timeout: float | None, option: str = "--timeout") -> float | N
     """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None)."""
     if timeout is None:
         return None
-    if not math.isfinite(timeout) or timeout < 0 or timeout > 10**9:
+    if not math.isfinite(timeout) or timeout < 0 or timeout > MAX_SECONDS:
         raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: no limit), got {timeout!r}")
     return timeout or None
 
@@ -145,18 +145,20 @@ def parse_checks(text: str | None) -> tuple[str, ...]:
     return names
 
 
+def check_bounds(flag: str, value: int, minimum: int, maximum: int, note: str = "") -> int:
+    """``value`` of the integer option ``flag`` when it is from ``minimum`` to ``maximum``, else PrmgError saying
+    so (with ``note``, e.g. `` (determinism check)``)."""
+    if not minimum <= value <= maximum:
+        raise PrmgError(f"{flag} must be from {minimum} to {maximum}{note}, got {value}")
+    return value
+
+
 def check_options(request) -> dict:
     """The checks' options of ``request`` (``checks.OPTIONS``: ``--repeat`` ...) by name, each within its bounds."""
     from .checks import OPTIONS
 
-    values = {}
-    for name, (check, option) in OPTIONS.items():
-        value = getattr(request, name, option.default)
-        if not option.minimum <= value <= option.maximum:
-            raise PrmgError(f"--{name.replace('_', '-')} must be from {option.minimum} to {option.maximum} "
-                            f"({check.name} check), got {value}")
-        values[name] = value
-    return values
+    return {name: check_bounds(f"--{name.replace('_', '-')}", getattr(request, name, option.default), option.minimum,
+                               option.maximum, f" ({check.name} check)") for name, (check, option) in OPTIONS.items()}
 
 
 def check_judged(cases: Sequence[Case], checks: tuple = (), golden: bool = True) -> None:

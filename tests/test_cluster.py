@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import select
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -286,6 +288,50 @@ def test_an_address_ray_cannot_take_is_refused_before_ray_is_asked(address):
     assert str(caught.value).startswith(f"--cluster {address!r}: expected auto, local, HOST:PORT or ray://HOST[:PORT]")
     assert [_endpoint(text) for text in ("auto", " local", "h:1", "ray://h", "ray://10.0.0.1:10002/", "[::1]:6379")] \
         == [None, None, ("h", 1), ("h", 10001), ("10.0.0.1", 10002), ("::1", 6379)]
+
+
+def _serve(listener: socket.socket, answer: bytes | None) -> None:
+    """Accept connections on ``listener`` in a thread: send ``answer`` to each, then close it (None: never answer,
+    never close)."""
+    def serve():
+        while True:
+            connection, _ = listener.accept()
+            if answer is not None:
+                connection.recv(64)
+                connection.sendall(answer)
+                connection.close()
+    threading.Thread(target=serve, daemon=True).start()
+
+
+def test_a_listener_that_is_not_ray_is_refused_in_one_line_before_ray_is_imported(suite, monkeypatch):
+    """A web server, or a listener that never answers, at the address: one line at once, before Ray is imported
+    (Ray had taken 31 s for ray://, and hung past 120 s logging for HOST:PORT). Ray's GCS and its Ray Client
+    server speak gRPC, HTTP/2 underneath: what answers HTTP/2's greeting with a SETTINGS frame passes."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from prmg_cli import cluster
+
+    web = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    silent, grpc = socket.create_server(("127.0.0.1", 0)), socket.create_server(("127.0.0.1", 0))
+    _serve(silent, None)
+    _serve(grpc, b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64")   # SETTINGS: 100 streams
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 0.5)
+    ports = {name: server.getsockname()[1]
+             for name, server in (("web", web.socket), ("silent", silent), ("grpc", grpc))}
+    not_grpc, no_answer = "what listens there does not speak gRPC (HTTP/2)", "no answer to gRPC's greeting within 0.5 s"
+    for address, why in ((f"127.0.0.1:{ports['web']}", not_grpc), (f"ray://127.0.0.1:{ports['web']}", not_grpc),
+                         (f"127.0.0.1:{ports['silent']}", no_answer)):
+        with pytest.raises(PrmgError) as caught:
+            cluster.connect(address, "emulator", None, frozenset({1}), environ={})
+        assert str(caught.value) == f"--cluster {address}: {address.split('//')[-1]} is not a Ray cluster: {why}"
+    cluster._check_reachable(f"ray://127.0.0.1:{ports['grpc']}", {})
+    cluster._check_reachable(f"127.0.0.1:{ports['silent']}", {"RAY_USE_TLS": "1"})     # TLS: the connection alone
+    started = time.monotonic()
+    result = prmg("run", suite, "--runner", "emulator", "--cluster", f"127.0.0.1:{ports['web']}")
+    assert result.returncode == 2 and time.monotonic() - started < 20
+    assert result.stderr.count("\n") == 1 and "is not a Ray cluster: what listens there does not speak gRPC" \
+        in result.stderr, result.stderr
 
 
 def test_an_empty_cluster_address_is_an_error_not_a_local_run(suite):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -242,6 +243,39 @@ def test_signals_a_parent_blocked_still_stop_a_run(tmp_path):
     process.send_signal(signal.SIGTERM)
     stderr = process.communicate(timeout=60)[1]
     assert process.returncode == 143 and "the run was terminated (SIGTERM): 1 case not run" in stderr, stderr
+
+
+# Runs the console script's entry point (pyproject's [project.scripts], argv[1]) as `prmg --version`, sending
+# itself signal argv[2] at the moment typer is first imported: a Ctrl-C in the first tenth of a second.
+STOPPED_WHILE_LOADING = """
+import importlib, os, sys
+
+entry, signum = sys.argv[1], int(sys.argv[2])
+
+class StopWhileLoading:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signum)
+        return None
+
+sys.meta_path.insert(0, StopWhileLoading())
+module, function = entry.split(":")
+sys.argv = ["prmg", "--version"]
+getattr(importlib.import_module(module), function)()
+"""
+
+
+@pytest.mark.parametrize("signum, code, said", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+def test_a_stop_while_the_command_line_loads_is_its_exit_code_quietly(signum, code, said):
+    """Ctrl-C or SIGTERM while typer is imported (before any command runs) ends prmg as one at any other moment:
+    the entry point holds the stop signals before it imports typer, and takes a held one where it handles it (a
+    KeyboardInterrupt traceback, or death by SIGTERM, before)."""
+    entry = re.search(r'^prmg = "([\w.:]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE)[1]
+    result = subprocess.run([sys.executable, "-c", STOPPED_WHILE_LOADING, entry, str(int(signum))], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr, result.stdout) == (code, f"prmg: {said}\n", "")
 
 
 def test_a_wedged_device_is_not_waited_on(tmp_path):

@@ -721,6 +721,25 @@ def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):
     assert load_cases([target])[0].input_spec("dy").args[0] == str(tmp_path / "dy.npy")
 
 
+def test_gen_case_never_writes_over_a_file_input_of_its_case(tmp_path):
+    """-o naming the case's own .npy input, a symlink to it or a hard link of it: refused as import-ttk refuses
+    its CSV (writes.check_spares), the input left whole, with or without --append."""
+    np.save(tmp_path / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
+    before = (tmp_path / "dy.npy").read_bytes()
+    (tmp_path / "symlink.npy").symlink_to(tmp_path / "dy.npy")
+    os.link(tmp_path / "dy.npy", tmp_path / "hardlink.npy")
+    for output in ("dy.npy", "symlink.npy", "hardlink.npy", "./dy.npy"):
+        with pytest.raises(PrmgError) as caught:
+            gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "name": "g", "output": str(tmp_path / output)})
+        assert str(caught.value) == f"{tmp_path / output}: cannot write the case file: it is the dy input of case 'g'"
+    with pytest.raises(PrmgError, match="dy.npy: "):
+        gencase_cli.generate(**{**FLAGS, "inputs": "all=file:dy.npy", "output": str(tmp_path / "dy.npy"),
+                                "append": True})
+    assert (tmp_path / "dy.npy").read_bytes() == before
+    result = prmg("gen-case", "--shape", "1,1,1,8", "--inputs", "dy=file:dy.npy", "-o", tmp_path / "symlink.npy")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and (tmp_path / "dy.npy").read_bytes() == before
+
+
 def test_import_ttk_reads_only_regular_files(tmp_path):
     os.mkfifo(tmp_path / "fifo.csv")
     with within(10), pytest.raises(PrmgError, match="is a FIFO"):
@@ -774,3 +793,40 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
     assert target.read_text() == CASE
     assert [p.name for p in tmp_path.iterdir()] == ["keep.yaml"]
 
+
+
+def test_bench_baseline_is_read_bounded_and_checked_before_any_case_is_timed(tmp_path, emulator):
+    """--baseline goes through files.read_regular and the results store's JSON parse: a FIFO, /dev/zero, a
+    100,000-deep list, a row of the wrong types are one line at once, before the cases are timed (the help's
+    --baseline example runs the good path: tests/test_readme.py)."""
+    from prmg_cli.bench import bench_command
+    from prmg_cli.commands.bench import Request
+
+    cases = write(tmp_path, "b.yaml", "- {name: b1, shape: [1, 1, 2, 8]}\n")
+    os.mkfifo(tmp_path / "fifo.json")
+    rows = {"deep.json": "[" * 100_000, "names.json": '{"cases": [{"name": ["b1"], "times_ms": [1]}]}',
+            "times.json": '{"cases": [{"name": "b1", "times_ms": [1, -2]}]}', "flat.json": '{"cases": 5}'}
+    for name, text in rows.items():
+        write(tmp_path, name, text)
+    for baseline, fragment in ((tmp_path / "fifo.json", "is a FIFO (named pipe), not a regular file"),
+                               (Path("/dev/zero"), "is a character device, not a regular file"),
+                               (tmp_path / "deep.json", "nested deeper than 32 levels"),
+                               (tmp_path / "names.json", "case 0: field 'name': expected text, got list"),
+                               (tmp_path / "times.json", "case 0: field 'times_ms': item 1: expected a time from 0"),
+                               (tmp_path / "flat.json", "no list of cases")):
+        with within(10), pytest.raises(PrmgError) as caught:
+            bench_command(Request(paths=(str(cases),), runner="emulator", baseline=str(baseline)))
+        assert str(caught.value).startswith(f"{baseline}: ") and fragment in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("option, value", [("repeat", 10**9), ("repeat", 1001), ("repeat", 0), ("warmup", 10**9),
+                                           ("warmup", -1)])
+def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
+    from prmg_cli.bench import bench_command
+    from prmg_cli.checks.determinism import MAX_REPEAT
+    from prmg_cli.commands.bench import Request
+
+    low = 1 if option == "repeat" else 0
+    with within(10), pytest.raises(PrmgError) as caught:
+        bench_command(Request(paths=("cases/smoke.yaml",), runner="emulator", **{option: value}))
+    assert str(caught.value) == f"--{option} must be from {low} to {MAX_REPEAT}, got {value}"

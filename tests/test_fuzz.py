@@ -21,7 +21,9 @@ import contextlib
 import dataclasses
 import io
 import json
+import math
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -31,17 +33,25 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from prmg_cli import gencase, merge, outputs, runs, store, suite
+from prmg_cli import diagnosis, dtypes, gencase, merge, outputs, runs, store, suite
+from prmg_cli.checks import CHECKS
+from prmg_cli.execute import STAGES
+from prmg_cli.ops import OPERATORS
+from prmg_cli.standards import STANDARDS
+from prmg_cli.vocab import BROADCASTS, GENERATORS, MODE_NAMES, broadcast_shape
 from prmg_cli.commands import run
+from prmg_cli.outputs import html
 from prmg_cli.cases import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
 from prmg_cli.errors import PrmgError
-from prmg_cli.results import RECORD_FIELDS, STATUSES, CaseResult
+from prmg_cli.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.results import MAX_SECONDS, MS_PER_SECOND, RECORD_FIELDS, STATUSES, CaseResult, RunInfo
 
 CASE_FILES = sorted((ROOT / "cases").rglob("*.yaml"))
 LINES = {path: path.read_text(encoding="utf-8").splitlines(keepends=True) for path in CASE_FILES}
@@ -258,20 +268,28 @@ def test_every_shipped_file_passes_the_properties_unmutated(seed_file):
 # ----------------------------------------------------------------------------------------------
 # Results files: prmg report, prmg compare and --resume over generated JSON lines
 #
-# A file is a few lines, each drawn as one of: a valid result record (a ``CaseResult`` of valid field
-# values, written as ``store.encode`` writes it), a valid run record (``store.RunRecord``), a mutated
-# record (a field given a wrong type, a lone surrogate, NaN or an infinity, a huge or over-long integer,
-# nesting deeper than allowed, a field removed or added, another schema), a torn line (a prefix of any of
-# those, cut anywhere), garbage (bytes no crash can leave: a NUL, invalid UTF-8, zeros, text after a whole
-# record, JSON that is not a record), a blank line, or a line over the reader's limit. The properties:
+# A file is a few lines (one file in twelve: a run record and 20 to 80 records), each drawn as one of: a
+# plausible result record (every field of ``RECORD_FIELDS`` as a run writes it: real dtypes, operators,
+# standards, statuses and modes, shapes with a broadcast pattern's cos shape, slices within D, kernel times,
+# samples and stage timings, a standard's or check's metrics, a failed case's details and an error map made by
+# ``diagnosis.error_map``), a plausible record given edge values (``EDGES``: negative and huge dimensions,
+# reversed and negative slices, times past the longest, NaN and infinities, huge integers: some readable, some
+# not), a record of any valid field values (``VALID``), a run record, a mutated record (a field given a wrong
+# type, a lone surrogate, NaN or an infinity, a huge or over-long integer, nesting deeper than allowed, a field
+# removed or added, another schema), a torn line (a prefix of any of those, cut anywhere), garbage (bytes no
+# crash can leave: a NUL, invalid UTF-8, zeros, text after a whole record, JSON that is not a record), a blank
+# line, or a line over the reader's limit (a long run record or message). The properties:
 #
 # - ``store.read`` returns the records or raises one ``PrmgError`` of one line naming the file; a file of
 #   valid, torn and blank lines only is read whole (every valid record, each torn line left out); a file
 #   with garbage or an over-long line is refused;
 # - whatever it returns, every command that uses it works: ``merge.report_files`` in every format of
-#   ``outputs.OUTPUTS`` (the JSON report strict JSON, the JUnit report well-formed XML), ``runs.compare_files``
-#   both ways in every format, and ``--resume``'s path (``store.trusted``, the reports of a run that took
-#   those records); only ``PrmgError`` may come out, always one line;
+#   ``outputs.OUTPUTS`` but HTML (the JSON report strict JSON, the JUnit report well-formed XML),
+#   ``runs.compare_files`` both ways in every format, and ``--resume``'s path (``store.trusted``, the reports
+#   of a run that took those records); only ``PrmgError`` may come out, always one line;
+# - the HTML report, which costs half a second a page (its plots), has its own test over fewer, larger files
+#   the reader takes whole (``readable_files``: plausible records, edge values the reader takes, records of any
+#   valid values): a whole page, with the margin histogram and the timing plot wherever a record calls for them;
 # - through the real command line: ``prmg report``, ``prmg compare`` and ``prmg run --resume`` exit 0, 1,
 #   2 or 5, never with a traceback, on 2 with one ``prmg: error:`` line naming the file.
 
@@ -287,6 +305,14 @@ NUMBER = INT | st.floats(allow_nan=True, allow_infinity=True)
 SCALAR = st.none() | st.booleans() | NUMBER | TEXT
 JSON = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
                     max_leaves=8)
+INT64 = st.integers(min_value=-2**63 + 1, max_value=2**63 - 1)     # fields.parse_slice: |v| <= INT64_MAX
+SEED = st.integers(min_value=0, max_value=2**64 - 1)
+DIMS = st.lists(st.integers(min_value=0, max_value=64), max_size=5) \
+    | st.lists(st.integers(min_value=0, max_value=MAX_ARRAY_ELEMENTS), max_size=2).filter(
+        lambda dims: math.prod(d for d in dims if d) <= MAX_ARRAY_ELEMENTS)
+SECONDS = st.floats(min_value=0, max_value=MAX_SECONDS) | st.integers(min_value=0, max_value=MAX_SECONDS)
+MS = st.floats(min_value=0, max_value=MAX_SECONDS * MS_PER_SECOND) \
+    | st.sampled_from([0, 1, MAX_SECONDS * MS_PER_SECOND])
 METRIC = SCALAR | st.lists(SCALAR, max_size=3) | st.dictionaries(TEXT, SCALAR, max_size=3)   # 2 levels at most
 
 
@@ -319,10 +345,12 @@ def shards(draw) -> str:
 
 # A valid value of every kind of field the store checks (``RECORD_FIELDS``, ``RUN_FIELDS``, ``RUN_INFO_FIELDS``).
 VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, "texts": st.lists(TEXT, max_size=3),
-         "texts?": _optional(st.lists(TEXT, max_size=3)), "int": INT, "int?": _optional(INT), "number": NUMBER,
-         "number?": _optional(NUMBER), "numbers": st.lists(NUMBER, max_size=5), "ints": st.lists(INT, max_size=5),
+         "texts?": _optional(st.lists(TEXT, max_size=3)), "int": INT, "int?": _optional(INT),
+         "ints": st.lists(INT, max_size=5),
          "ints?": _optional(st.lists(INT, max_size=4)), "names": st.lists(NAME, max_size=6), "bool": st.booleans(),
-         "metrics": st.dictionaries(TEXT, METRIC, max_size=4), "timings": st.dictionaries(TEXT, NUMBER, max_size=4),
+         "metrics": st.dictionaries(TEXT, METRIC, max_size=4), "timings": st.dictionaries(TEXT, MS, max_size=4),
+         "dims": DIMS, "slice": st.lists(INT64, min_size=2, max_size=2), "seed?": _optional(SEED), "seconds": SECONDS,
+         "ms?": _optional(MS), "ms list": st.lists(MS, max_size=5),
          "json": JSON, "error_map": st.just({}) | error_maps(), "notes": st.lists(st.tuples(TEXT, TEXT), max_size=2),
          "shard": shards(), "settings": st.dictionaries(TEXT, JSON, max_size=4)}
 VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind] for key, kind in store.RUN_INFO_FIELDS.items()})
@@ -332,6 +360,9 @@ RAW_HOSTILE = ['"\\ud800"', '"x\\udfff"', '["\\udc00"]', '{"\\ud83d": 1}', "NaN"
                str(store.INT_RANGE[1]), str(store.INT_RANGE[0] - 1), "[18446744073709551616]", "9" * 5000,
                "-" + "9" * 4400, "1" + "0" * 400, "[" * 40 + "]" * 40, "[" * 5000 + "]" * 5000,
                '{"a": ' * 40 + "1" + "}" * 40, "[]", "{}", '""', "null", "true", "0", "1.5", '"passed"']
+
+
+SEEDED = st.builds(random.Random, st.integers(min_value=0, max_value=2**32))     # a seeded random.Random
 
 
 @st.composite
@@ -348,9 +379,10 @@ def valid_runs(draw) -> store.RunRecord:
 
 @st.composite
 def mutated_lines(draw) -> bytes:
-    """A valid record with a few fields (or fields of its run info, error map, metrics) given hostile values,
-    removed or added, written as JSON (now and then with raw non-ASCII, a surrogate as invalid UTF-8)."""
-    data = draw(valid_results() | valid_runs()).to_dict()
+    """A valid record (of any valid values, or plausible) with a few fields (or fields of its run info, error
+    map, metrics) given hostile values, removed or added, written as JSON (now and then with raw non-ASCII, a
+    surrogate as invalid UTF-8)."""
+    data = draw(valid_results() | valid_runs() | SEEDED.map(plausible_result)).to_dict()
     raw: dict[str, str] = {}
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         container = data
@@ -374,6 +406,119 @@ def mutated_lines(draw) -> bytes:
     return text.encode("utf-8", errors="surrogatepass")
 
 
+# Records as runs write them: every field of the table its plausible value (real dtypes, operators, standards,
+# statuses and modes; shapes, cos shapes of a broadcast pattern, slices within D; kernel times, samples and stage
+# timings; the metrics of a standard or check; a failed case's details and its error map made by
+# diagnosis.error_map itself), drawn with a seeded random.Random so that a file of a hundred costs little.
+METRIC_SETS = (("max_err_ratio", "bad", "max_abs_err", "max_err_ulp", "beyond_rounding"),
+               ("rel_err_share", "share_limit", "cap", "max_rel_err"), ("MERE", "MARE", "T"),
+               ("mare_ratio", "mare_limit", "mere_ratio", "mere_limit", "rmse_ratio", "rmse_limit"),
+               ("max_tol_ratio",), ("adjoint_ratio",), ("roundtrip_ratio",), ("determinism_mismatches",),
+               ("status",), ())
+METRIC_VALUES = (0.0, 0.5, 1.0, 1.0 + 1e-9, 3.0, 1e3, 4e8, float("inf"), float("nan"), 0, 7, -1.0)
+
+
+def plausible_result(rng: random.Random, index: int = 0, maps: float = 0.8) -> CaseResult:
+    """A result record as a run writes one (above); a case that is not fine has an error map with probability
+    ``maps`` (heatmaps are what an HTML report spends its time on)."""
+    b, s, n, d = rng.choice((1, 2, 3)), rng.choice((1, 2, 4)), rng.choice((1, 2, 3)), rng.choice((2, 8, 16, 64, 128))
+    start = rng.randrange(d + 1)
+    end = rng.randrange(start, d + 1)
+    pattern = rng.choice(BROADCASTS)
+    cos_shape = list(broadcast_shape(pattern, (b, s, n, d), end - start))
+    status = rng.choice(list(STATUSES))
+    failed = not STATUSES[status].ok
+    error_map, details = {}, []
+    if failed and end > start and rng.random() < maps:
+        score = np.random.default_rng(rng.randrange(2**32)).lognormal(0, 3, (b, s, n, end - start))
+        error_map = {**diagnosis.error_map(score, start, d), "metric": "error/budget"}
+        details = ["localisation: errors only on odd lanes", f"worst at (b, s, n, d)=({rng.randrange(b)}, "
+                   f"{rng.randrange(s)}, {rng.randrange(n)}, {rng.randrange(start, end)}): expected 0.5, got -0.5, "
+                   f"error 1, budget 3.3e-08"]
+    metrics = {key: rng.choice(METRIC_VALUES) for key in rng.choice(METRIC_SETS)}
+    dtype, cos_dtype = rng.choice(dtypes.OPERATOR_DTYPES), rng.choice(dtypes.OPERATOR_DTYPES)
+    hexes = [f"{rng.getrandbits(256):064x}" for _ in range(3)]
+    return CaseResult(
+        name=f"p{index}.{rng.choice(('grad', 'fwd'))}_{dtype}_{pattern}_s{start}-{end}", status=status,
+        message=rng.choice(("", "192 of 384 elements over budget", "worker crashed: signal 11 (SIGSEGV)")),
+        error_code=rng.choice((None, 0, 161002, 561002)), metrics=metrics, details=details,
+        warnings=rng.choice(([], ["the golden equals the input"])),
+        kernel_ms=rng.choice((None, 0.0, 1e-10, rng.uniform(1e-4, 50), MAX_SECONDS * MS_PER_SECOND)),
+        kernel_samples=[rng.uniform(1e-3, 5) for _ in range(rng.randrange(6))],
+        runner=rng.choice(("aclnn", "emulator", "")), duration_s=rng.choice((0, rng.uniform(0, 30))),
+        timings={stage: round(rng.uniform(0, 20), 3) for stage in STAGES}, source="cases/smoke.yaml",
+        op=rng.choice(list(OPERATORS)), dtype=dtype, cos_dtype=cos_dtype, sin_dtype=cos_dtype, shape=[b, s, n, d],
+        cos_shape=cos_shape, sin_shape=cos_shape, rotary_mode=rng.choice(list(MODE_NAMES.values())),
+        partial_slice=[start, end], seed=rng.randrange(2**64), generator=rng.choice(GENERATORS),
+        expect=rng.choice(("pass", "pass", "ACLNN_ERR_PARAM_INVALID")), known_defect=rng.choice(("", "issue 7")),
+        standard=rng.choice(list(STANDARDS)), checks=rng.sample(list(CHECKS), rng.randrange(3)),
+        golden=rng.random() < 0.9, tags=["smoke"], key_metric=rng.choice(("", "err/budget 0.41")),
+        error_map=error_map, definition={"name": "c", "shape": [b, s, n, d], "partial_slice": [start, end]},
+        fingerprint=hexes[0], judged_under=hexes[1], run_id=hexes[2][:32], faults=rng.choice(([], None, ["sign"])))
+
+
+def plausible_run(rng: random.Random, names: list[str]) -> store.RunRecord:
+    """A run record as a run writes one: its selection ``names``, settings, provenance."""
+    count = rng.randrange(1, 5)
+    info = RunInfo(runner=rng.choice(("aclnn", "emulator")), location="/opt/cann", devices=tuple(range(count)),
+                   soc="Ascend950PR_9372", host="ci-7", started="2026-01-02T03:04:05+00:00",
+                   faults=rng.choice(((), ("sign",))), resumed=rng.randrange(3))
+    return store.RunRecord(f"{rng.getrandbits(128):032x}", rng.choice(("", f"1/{count}")), names,
+                           {"runner": info.runner, "standard": None, "repeat": 2}, info.to_dict())
+
+
+# Values at and past the limits of each kind of field (``store._KINDS``), for ``edge_lines``.
+NAN, INF = float("nan"), float("inf")
+EDGES = {
+    "dims": ([-1, 2], [0, MAX_ARRAY_ELEMENTS // 8, 1, 8], [MAX_ARRAY_ELEMENTS // 8, 1, 1, 9], [2**63],
+             [4611686018427387905, 3, 8], [], [0, 0, 0, 0], [1] * 9, [2**64]),
+    "slice": ([8, 0], [-2, 6], [0, 2**63], [0, 2**63 - 1], [-(2**63) + 1, 0], [5], [], [0, 1, 2]),
+    "ms?": (-1.0, -0.0, 0.0, 1e-12, MAX_SECONDS * MS_PER_SECOND, MAX_SECONDS * MS_PER_SECOND * 1.01, 1e308, NAN,
+            INF, None, "x", True),
+    "ms list": ([-1.0], [NAN], [1e308], [0.5] * 3, [], [True]),
+    "seconds": (-1, 0, MAX_SECONDS, MAX_SECONDS + 1, INF, NAN, "x"),
+    "timings": ({"kernel": -0.5}, {"kernel": INF}, {"": 0}, {"k" * 100: 1e12}),
+    "seed?": (-1, 0, 2**64 - 1, 2**64, None, 1.5),
+    "int?": (2**63, -(2**63), 2**64 - 1, 2**64, -(2**63) - 1, None),
+    "status": tuple(STATUSES) + ("sideways", None),
+    "metrics": ({"max_err_ratio": -INF}, {"max_err_ratio": 2**64 - 1}, {"MERE": 1.0, "T": 0}, {"MERE": NAN, "T": -1},
+                {"rel_err_share": 1, "share_limit": 0, "cap": 1e-300, "max_rel_err": 1e308}, {"": [[[[1]]]]}),
+    "texts": ([f"worst at (b, s, n, d)=({'9' * 30}, 0, 0, 0): expected 1, got 2, error 3"],
+              ["worst at (b, s, n, d)=(999, 999, 999, 999): expected nan, got inf, error inf, budget 0"]),
+}
+
+
+def edge_line(rng: random.Random, index: int) -> bytes:
+    """A plausible record with one to three fields given values at or past their limits (``EDGES``), among
+    them reversed and negative slices, shapes around numpy's largest array, times beyond the longest, NaN and
+    infinities: some valid, some not."""
+    data = plausible_result(rng, index).to_dict()
+    for key in rng.sample([key for key, kind in RECORD_FIELDS.items() if kind in EDGES], rng.randrange(1, 4)):
+        data[key] = rng.choice(EDGES[RECORD_FIELDS[key]])
+    return json.dumps(data).encode()
+
+
+@st.composite
+def many_lines(draw) -> list[tuple[str, bytes]]:
+    """A run record and 20 to 80 plausible records (few with error maps), now and then with edge values, torn or
+    blank lines among them, from one seed."""
+    rng = draw(SEEDED)
+    results = [plausible_result(rng, index, maps=0.1) for index in range(rng.randrange(20, 80))]
+    lines = [("run", store.encode(plausible_run(rng, [r.name for r in results])).rstrip(b"\n"))]
+    for index, result in enumerate(results):
+        roll = rng.random()
+        if roll < 0.03:
+            lines.append(("edge", edge_line(rng, index)))
+        elif roll < 0.05:
+            whole = store.encode(result).rstrip(b"\n")
+            lines.append(("torn", whole[:rng.randrange(1, len(whole))]))
+        else:
+            lines.append(("plausible", store.encode(result).rstrip(b"\n")))
+        if rng.random() < 0.02:
+            lines.append(("blank", b" " * rng.randrange(3)))
+    return lines
+
+
 GARBAGE = st.sampled_from([b"\x00" * 64, b"\x00", b"\xff\xfe", b"not json", b"[]", b"5", b'"text"', b"null",
                            b'{"schema": "prmg.result/3"}}', b'{"schema": "prmg.result/3", "name": "x"\x00',
                            b'{"schema": "prmg.result/9", "name": "x", "status": "passed"}', b"{}",
@@ -387,8 +532,12 @@ GARBAGE = st.sampled_from([b"\x00" * 64, b"\x00", b"\xff\xfe", b"not json", b"[]
 @st.composite
 def results_lines(draw) -> tuple[str, bytes]:
     """(kind, line without its newline): the kind says what the reader must make of it."""
-    kind = draw(st.sampled_from(["result", "result", "run", "mutated", "mutated", "torn", "garbage", "blank",
-                                 "huge"]))
+    kind = draw(st.sampled_from(["plausible", "plausible", "plausible", "edge", "edge", "result", "run", "mutated",
+                                 "mutated", "torn", "garbage", "blank", "huge"]))
+    if kind == "plausible":
+        return kind, store.encode(plausible_result(draw(SEEDED))).rstrip(b"\n")
+    if kind == "edge":
+        return kind, edge_line(draw(SEEDED), 0)
     if kind == "result":
         return kind, store.encode(draw(valid_results())).rstrip(b"\n")
     if kind == "run":
@@ -396,7 +545,8 @@ def results_lines(draw) -> tuple[str, bytes]:
     if kind == "mutated":
         return kind, draw(mutated_lines())
     if kind == "torn":
-        whole = store.encode(draw(valid_results() | valid_runs())).rstrip(b"\n")
+        record = draw(valid_results() | valid_runs() | SEEDED.map(plausible_result))
+        whole = store.encode(record).rstrip(b"\n")
         return kind, whole[:draw(st.integers(min_value=1, max_value=len(whole) - 1))]
     if kind == "garbage":
         line = draw(GARBAGE)
@@ -406,17 +556,20 @@ def results_lines(draw) -> tuple[str, bytes]:
         return kind, line
     if kind == "blank":
         return kind, draw(st.sampled_from([b"", b" ", b"\t", b"\r"]))
-    return kind, store.encode(CaseResult(name="huge", status="passed", message="m" * HUGE_LINE)).rstrip(b"\n")
+    rng = draw(SEEDED)                      # a line just over the reader's limit: a long run record or result
+    names = [f"case_{index:06d}" for index in range(LINE_LIMIT // 12)]
+    huge = rng.choice((plausible_run(rng, names), dataclasses.replace(plausible_result(rng), message="m" * LINE_LIMIT)))
+    return kind, store.encode(huge).rstrip(b"\n")
 
 
-HUGE_LINE = 20_000
 LINE_LIMIT = 16_000                 # store.MAX_LINE_BYTES in process: a huge line need not be 64 MiB
 
 
 @st.composite
 def results_files(draw, most: int = 5) -> tuple[list[str], bytes]:
     """(the kind of each line, the file's bytes): at most ``most`` lines."""
-    lines = draw(st.lists(results_lines(), max_size=most))
+    many = most > 3 and draw(st.integers(min_value=0, max_value=11)) == 0          # one file in 12: many records
+    lines = draw(many_lines() if many else st.lists(results_lines(), max_size=most))
     ending = draw(st.sampled_from([b"\n", b"\r\n"]))
     data = b"".join(line + ending for _, line in lines)
     if lines and lines[-1][0] == "torn" and draw(st.booleans()):
@@ -428,6 +581,9 @@ def _one_line(error: PrmgError, *paths: Path) -> None:
     message = str(error)
     assert "\n" not in message and "\r" not in message, message
     assert any(message.startswith(f"{path}: ") for path in paths) or not paths, message
+
+
+VALID_KINDS = {"result", "plausible", "run", "torn", "blank"}        # lines a results file prmg wrote may hold
 
 
 def check_results_file(kinds: list[str], data: bytes, other: bytes, folder: Path) -> None:
@@ -443,13 +599,13 @@ def check_results_file(kinds: list[str], data: bytes, other: bytes, folder: Path
             stored = store.read(path)
         except PrmgError as error:
             _one_line(error, path)
-            assert set(kinds) - {"result", "run", "torn", "blank"}, f"a valid file refused: {error}"
+            assert set(kinds) - VALID_KINDS, f"a valid file refused: {error}"
             stored = None
         if stored is not None:
             assert not {"garbage", "huge"} & set(kinds), "garbage or an over-long line taken"
-            if not set(kinds) - {"result", "run", "torn", "blank"}:
-                assert len(stored.results) == kinds.count("result") and len(stored.runs) == kinds.count("run")
-                assert stored.torn == kinds.count("torn")
+            if not set(kinds) - VALID_KINDS:
+                assert len(stored.results) == kinds.count("result") + kinds.count("plausible")
+                assert len(stored.runs) == kinds.count("run") and stored.torn == kinds.count("torn")
             _report_every_format(stored, path, folder)
             _resume(stored, folder)
         for a, b in ((path, second), (second, path), (path, path)):
@@ -469,8 +625,15 @@ def _no_constant(name: str):
     raise AssertionError(f"{name} in a JSON report")
 
 
-def _report_every_format(stored: store.Stored, path: Path, folder: Path) -> None:
-    targets = {fmt: folder / f"report.{fmt}" for fmt in outputs.OUTPUTS}
+# The formats the broad test writes; HTML has a test of its own (a page costs half a second whatever it holds).
+CHEAP_FORMATS = [fmt for fmt in outputs.OUTPUTS if fmt != "html"]
+
+
+def _report_every_format(stored: store.Stored, path: Path, folder: Path, formats=CHEAP_FORMATS) -> int:
+    """``prmg report`` of ``path`` in ``formats`` (its exit code): JSON strict, JUnit well-formed, and an HTML page
+    with the margin histogram when a record has a margin metric, the timing plot when one has a kernel time and
+    a launch's shapes (``html.key_margin``, ``html.bytes_moved``)."""
+    targets = {fmt: folder / f"report.{fmt}" for fmt in formats}
     try:
         code = merge.report_files([str(path)], reports=[f"{fmt}:{target}" for fmt, target in targets.items()],
                                   verbose=True)
@@ -478,14 +641,23 @@ def _report_every_format(stored: store.Stored, path: Path, folder: Path) -> None
         _one_line(error)
         raise AssertionError(f"a results file read whole is not reported: {error}") from None
     assert code in (0, 1, 5)
-    if code != 5:
+    if code != 5 and "json" in targets:
         json.loads(targets["json"].read_text(), parse_constant=_no_constant)
         ET.fromstring(targets["junit"].read_text())
+    if code != 5 and "html" in targets:
+        page, latest = targets["html"].read_text(), stored.latest().values()
+        assert page.rstrip().endswith("</html>")
+        if any(html.key_margin(r.metrics) is not None for r in latest if r.metrics):
+            assert 'id="margins"' in page
+        if any(html.bytes_moved(r) and r.kernel_ms is not None and html.MIN_PLOTTED_MS <= r.kernel_ms < math.inf
+               for r in latest):
+            assert 'id="timing"' in page
+    return code
 
 
 def _resume(stored: store.Stored, folder: Path) -> None:
     """What ``--resume`` does with the records: trust some (each fingerprint and settings key matching its
-    own) and report them with the run's other results in every format."""
+    own) and report them with the run's other results (``CHEAP_FORMATS``)."""
     latest = stored.latest()
     fingerprints = {name: result.fingerprint for name, result in latest.items()}
     key = next((result.judged_under for result in latest.values()), "")
@@ -494,7 +666,7 @@ def _resume(stored: store.Stored, folder: Path) -> None:
     results = list(latest.values())
     info = suite.RunInfo(runner="emulator", location="here", resumed=len(kept))
     request = run.Request(paths=(), verbose=True)
-    targets = [outputs.ReportTarget(fmt, str(folder / f"resumed.{fmt}")) for fmt in outputs.OUTPUTS]
+    targets = [outputs.ReportTarget(fmt, str(folder / f"resumed.{fmt}")) for fmt in CHEAP_FORMATS]
     suite._write_reports(targets, results, info, request)
     suite.exit_code(results)
 
@@ -504,6 +676,40 @@ def _resume(stored: store.Stored, folder: Path) -> None:
 def test_generated_results_files_are_read_reported_compared_and_resumed_or_refused_in_one_line(first, second):
     with tempfile.TemporaryDirectory() as folder:
         check_results_file(*first, second[1], Path(folder))
+
+
+@st.composite
+def readable_files(draw) -> tuple[int, bytes]:
+    """(how many result records, a results file the reader takes whole): a run record and 10 to 40 records of
+    every kind it reads -- plausible ones (some with error maps), ones given edge values, ones of any valid
+    value (hostile texts, error maps of huge extents) -- each line the reader refuses left out."""
+    rng = draw(SEEDED)
+    lines = [store.encode(plausible_run(rng, ["a", "b"]))]
+    for index in range(rng.randrange(10, 40)):
+        roll = rng.random()
+        line = edge_line(rng, index) if roll < 0.3 else store.encode(draw(valid_results())) if roll < 0.4 else \
+            store.encode(plausible_result(rng, index, maps=0.3))
+        try:
+            if store._parse(line, 1, "generated") is not None:
+                lines.append(line.rstrip(b"\n") + b"\n")
+        except PrmgError:
+            pass
+    return len(lines) - 1, b"".join(lines)
+
+
+@settings(EXAMPLES, max_examples=5)
+@given(readable_files())
+def test_generated_results_files_draw_their_html_report(readable):
+    """The HTML report of files the reader takes (the page's plots, heatmaps and cards of plausible records and
+    of records at their fields' limits), through ``prmg report``: a well-formed page with the plots its records
+    call for."""
+    count, data = readable
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.jsonl"
+        path.write_bytes(data)
+        stored = store.read(path)
+        assert len(stored.results) == count
+        _report_every_format(stored, path, Path(folder), formats=["html"])
 
 
 def _exits_cleanly(result: subprocess.CompletedProcess, *paths: Path) -> None:

@@ -354,8 +354,9 @@ def test_a_new_standard_or_check_brings_its_margin(monkeypatch):
     assert html_report.key_margin({"toy_err": None}) == float("inf")
 
 
-def test_bytes_moved_matches_the_benchmark():
-    from prmg_cli.bench import bytes_moved
+def test_bytes_moved_of_a_record_is_its_cases():
+    """The page's bytes of a result record are what ``sizes.bytes_moved`` (bench's GB/s) gives for its case."""
+    from prmg_cli.sizes import bytes_moved
     from prmg_cli.cases import load_cases
     from prmg_cli.execute import case_result
 

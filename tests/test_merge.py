@@ -17,7 +17,8 @@ from prmg_cli.errors import PrmgError
 from prmg_cli.merge import MISSING, merge
 from prmg_cli.store import Stored, read
 from prmg_cli.outputs import OUTPUTS
-from prmg_cli.results import CaseResult
+from prmg_cli.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.results import MAX_SECONDS, CaseResult
 
 SMOKE = ROOT / "cases" / "smoke.yaml"
 
@@ -207,10 +208,54 @@ def test_reading_tolerates_torn_lines_but_not_garbage(tmp_path):
     for last, why in ((whole[:40] + "\x00garbage", "not a JSON record"), (whole[:-1] + "]", "not a JSON record"),
                       ("\x00" * 64, "not a JSON record"), (whole.replace('"shape": [1', '"shape": [' + "9" * 5000),
                                                            "a number too long to read"),
-                      (whole.replace('"shape": [1', f'"shape": [{2**64}'), "field 'shape': item 0: an integer out of")):
+                      (whole.replace('"shape": [1', f'"shape": [{2**64}'),
+                       "field 'shape': dimension 0 .* does not fit")):
         path.write_text(whole + "\n" + last)             # only a strict prefix of a record is a torn line
         with pytest.raises(PrmgError, match=f"r.jsonl: line 2: {why}"):
             read(path)
+
+
+HEAD = '{"schema": "prmg.result/3", "name": "x", "status": "passed", "message": "", "error_code": '
+# Lines that are not a strict prefix of any line prmg writes: refused, not taken for a line a crash tore.
+NOT_TORN = {
+    "another schema": '{"schema": "prmg.evil/9", "name": "x"',
+    "a wrong type": '{"schema": "prmg.result/3", "name": "x", "status": [], "sh',
+    "an unknown key": '{"schema": "prmg.result/3", "name": "x", "zzz": 1',
+    "keys out of order": '{"schema": "prmg.result/3", "status": "passed", "name"',
+    "a space too many": '{"schema":  "prmg.result/3"',
+    "a space before the key": '{"schema": "prmg.result/3",  "name"',
+    "a space missing in a value": HEAD + 'null, "metrics": {"a":1',
+    "a comma without its space": HEAD + "[1,2",
+    "a number with two dots": HEAD + "1.5.",
+    "a dot after an exponent": HEAD + "1e5.",
+    "garbage after a value": HEAD + "1x",
+    "a bracket closed twice": HEAD + 'null, "metrics": {"a": [1]]',
+    "an escape JSON has not": '{"schema": "prmg.result/3", "name": "\\q',
+    "a control character": '{"schema": "prmg.result/3", "name": "a\x00',
+    "not ASCII": '{"schema": "prmg.result/3", "name": "\u00e9',
+    "a value after the last field": json.dumps(record("x").to_dict())[:-1] + ', "more": 1',
+}
+
+
+def test_only_a_strict_prefix_of_a_line_prmg_writes_is_a_torn_line(tmp_path):
+    from prmg_cli.store import RunRecord, _torn, encode
+
+    result = record("x", message='q"\\ \u00e9 \x01 \u2028', kernel_ms=1.5e-05, seed=2**64 - 1,
+                    metrics={"ratio": 2.5e+20, "nan": float("nan"), "inf": float("-inf"), "list": [1, None, True]})
+    run = RunRecord("id", "1/2", ["a", "b"], {"k": [1, {"z": None}]}, {"runner": "emulator", "devices": [0, 1]})
+    for line in (encode(result), encode(run)):
+        text = line.decode("ascii").rstrip("\n")
+        assert [end for end in range(1, len(text)) if not _torn(text[:end])] == []       # every strict prefix
+    path = tmp_path / "r.jsonl"
+    for why, line in NOT_TORN.items():
+        assert not _torn(line), why
+        path.write_text(json.dumps(record("x").to_dict()) + "\n" + line)
+        with pytest.raises(PrmgError, match="r.jsonl: line 2: not a JSON record"):
+            read(path)
+    for cut in (HEAD + "1.", HEAD + "-", HEAD + "1e-", HEAD + 'null, "metrics": {"a": -Infin',
+                HEAD + 'null, "metrics": {"a": 1, "b', '{"schema": "prmg.result/3", "name": "\\u00', '{"sch'):
+        path.write_text(json.dumps(record("x").to_dict()) + "\n" + cut + "\n" + json.dumps(record("y").to_dict()))
+        assert read(path).torn == 1 and len(read(path).results) == 2, cut
 
 
 def test_report_exit_codes_and_every_format(tmp_path, capsys):
@@ -323,3 +368,123 @@ def test_report_and_compare_of_a_fifo_or_dev_zero_end_at_once(tmp_path, command)
         result = prmg(command, *([path] * (2 if command == "compare" else 1)), timeout=30)
         assert result.returncode == 2 and time.monotonic() - started < 20, result.stderr
         assert result.stderr.count("\n") == 1 and f"{path}: cannot read the results file: " in result.stderr
+
+
+# Records issue 21 found crashing every report format, compare and resume (the field, its value as JSON text),
+# then values of the right type that no run writes: each refused by the one reader in one line naming the field.
+REFUSED = [
+    ("status", "[]", "unknown status []"), ("shape", "5", "expected a list of dimensions like"),
+    ("duration_s", '"x"', "expected a number, got str"), ("metrics", "[1]", "expected a mapping of metrics, got list"),
+    ("details", "5", "expected a list of text, got int"), ("judged_under", "[1]", "expected text, got list"),
+    ("kernel_ms", '"\\udc80"', "expected a number, got str"),
+    ("shape", "[-1, 2]", "dimension 0 is negative (-1)"),
+    ("shape", "[4611686018427387905, 3, 8]", "its non-zero dimensions multiply to 110680464442257309720, over"),
+    ("cos_shape", "[1, 1, 1, 9223372036854775808]", "dimension 3 (9223372036854775808) does not fit in int64"),
+    ("partial_slice", "[0, 9223372036854775808]", "start and end must fit in int64"),
+    ("partial_slice", "[8]", "expected [start, end] (two integers), got [8]"),
+    ("kernel_ms", "1e308", "expected a time from 0 to 1e+12 ms, got 1e+308"),
+    ("kernel_ms", "-1.0", "expected a time from 0 to 1e+12 ms, got -1.0"),
+    ("kernel_samples", "[0.5, NaN]", "item 1: expected a time from 0 to 1e+12 ms, got nan"),
+    ("duration_s", "Infinity", "expected a time from 0 to 1e+09 s, got inf"),
+    ("timings", '{"kernel": -0.5}', "'kernel': expected a time from 0 to 1e+12 ms, got -0.5"),
+    ("seed", "-1", "expected an integer 0 <= seed < 2**64, got the integer -1"),
+]
+TINY_CASES = "- {name: x, shape: [1, 1, 2, 8]}\n"
+
+
+@pytest.mark.parametrize("field, value, reason", REFUSED, ids=[f"{field}={value}" for field, value, _ in REFUSED])
+def test_a_record_no_run_writes_is_one_line_for_report_compare_and_resume(tmp_path, emulator, field, value, reason):
+    from prmg_cli.commands.run import Request
+    from prmg_cli.merge import report_files
+    from prmg_cli.runs import compare_files
+    from prmg_cli.suite import run_suite
+
+    path = tmp_path / "r.jsonl"
+    bad = json.dumps({**record("y").to_dict(), field: "\x00value"}).replace('"\\u0000value"', value)
+    path.write_text(json.dumps(record("x").to_dict()) + "\n" + bad + "\n")
+    before = path.read_bytes()
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(TINY_CASES)
+    reports = [f"{fmt}:{tmp_path / fmt}" for fmt in OUTPUTS]
+    for command in (lambda: report_files([str(path)], reports=reports), lambda: compare_files(str(path), str(path)),
+                    lambda: run_suite(Request(paths=(str(cases),), runner="emulator", resume=str(path),
+                                              report=tuple(reports)))):
+        with pytest.raises(PrmgError) as caught:
+            command()
+        assert str(caught.value).startswith(f"{path}: line 2: field '{field}': {reason}"), str(caught.value)
+        assert "\n" not in str(caught.value)
+    assert path.read_bytes() == before and not any((tmp_path / fmt).exists() for fmt in OUTPUTS)
+
+
+# Records of cases the case format holds, at its limits: an expect-error case's slice (reversed, negative), the
+# largest shapes, the longest and shortest times. Each is reported in every format, compared and resumed.
+AT_THE_LIMITS = {
+    "reversed_slice": {"partial_slice": [8, 0]},
+    "negative_start": {"partial_slice": [-2, 6]},
+    "largest_rows": {"shape": [MAX_ARRAY_ELEMENTS // 8, 1, 1, 8], "cos_shape": [MAX_ARRAY_ELEMENTS // 8, 1, 1, 8]},
+    "zero_next_to_huge": {"shape": [0, MAX_ARRAY_ELEMENTS // 8, 1, 8]},
+    "slowest": {"kernel_ms": MAX_SECONDS * 1000.0, "kernel_samples": [MAX_SECONDS * 1000.0] * 3,
+                "duration_s": MAX_SECONDS, "timings": {"kernel": MAX_SECONDS * 1000.0}},
+    "fastest": {"kernel_ms": 0.0, "kernel_samples": [0.0], "duration_s": 0, "timings": {"kernel": 0.0}},
+    "huge_seed": {"seed": 2**64 - 1},
+    "worst_index_no_tensor_has": {"details": [f"worst at (b, s, n, d)=({'9' * 5000}, 0, 0, 0): expected 1, got 2, "
+                                              f"error 3"]},
+}
+
+
+def test_records_at_the_limits_of_the_case_format_are_reported_compared_and_resumed(tmp_path, emulator):
+    from prmg_cli.commands.run import Request
+    from prmg_cli.merge import report_files
+    from prmg_cli.runs import compare_files
+    from prmg_cli.suite import run_suite
+
+    cases, path = tmp_path / "cases.yaml", tmp_path / "r.jsonl"
+    cases.write_text("".join(f"- {{name: {name}, shape: [1, 1, 2, 8]}}\n" for name in AT_THE_LIMITS))
+    assert run_suite(Request(paths=(str(cases),), runner="emulator", results=str(path))) == 0
+    lines = []
+    for line in path.read_text().splitlines():       # each case's record given its values, its verdict kept
+        data = json.loads(line)
+        lines.append(json.dumps({**data, **AT_THE_LIMITS.get(data.get("name"), {}), "status": "failed"}
+                                if data["schema"] == read(path).results[0].to_dict()["schema"] else data))
+    path.write_text("\n".join(lines) + "\n")
+    assert [r.partial_slice for r in read(path).results][:2] == [[8, 0], [-2, 6]]
+    reports = [f"{fmt}:{tmp_path / ('report.' + fmt)}" for fmt in OUTPUTS]
+    assert report_files([str(path)], reports=reports) == 1
+    assert 'id="timing"' in (tmp_path / "report.html").read_text()       # kernel time against bytes is drawn
+    assert compare_files(str(path), str(path))[1] == 0
+    resumed = [f"{fmt}:{tmp_path / ('resumed.' + fmt)}" for fmt in OUTPUTS]
+    assert run_suite(Request(paths=(str(cases),), runner="emulator", resume=str(path), report=tuple(resumed))) == 1
+    report = json.loads((tmp_path / "resumed.json").read_text())
+    assert report["summary"]["resumed"] == len(AT_THE_LIMITS)
+    assert 'id="timing"' in (tmp_path / "resumed.html").read_text()
+
+
+def test_a_results_file_over_the_size_limit_is_refused_at_once_and_blank_lines_cost_only_their_bytes(tmp_path,
+                                                                                                        emulator):
+    """Sparse files (no disk, no time to make) just over store.MAX_FILE_BYTES and of 1 GB: one line at once for
+    report, compare and resume, nothing read. 20 million blank lines read in a blink (they took 14 s, one
+    readline each), counted into the line numbers."""
+    from prmg_cli.commands.run import Request
+    from prmg_cli.files import describe_size
+    from prmg_cli.merge import report_files
+    from prmg_cli.runs import compare_files
+    from prmg_cli.store import MAX_FILE_BYTES
+    from prmg_cli.suite import run_suite
+
+    path, cases = tmp_path / "r.jsonl", tmp_path / "cases.yaml"
+    cases.write_text(TINY_CASES)
+    for size in (MAX_FILE_BYTES + 1, 10**9):
+        with open(path, "wb") as sparse:
+            sparse.truncate(size)
+        for command in (lambda: report_files([str(path)]), lambda: compare_files(str(path), str(path)),
+                        lambda: run_suite(Request(paths=(str(cases),), runner="emulator", resume=str(path)))):
+            started = time.monotonic()
+            with pytest.raises(PrmgError) as caught:
+                command()
+            assert str(caught.value) == f"{path}: cannot read the results file: is {describe_size(size)}, over the " \
+                                        f"limit of {describe_size(MAX_FILE_BYTES)}" and time.monotonic() - started < 2
+    path.write_bytes(b"\n" * 20_000_000 + json.dumps(record("x").to_dict()).encode() + b"\n \r\n\t\ngarbage\n")
+    started = time.monotonic()
+    with pytest.raises(PrmgError, match="r.jsonl: line 20000004: not a JSON record"):
+        read(path)
+    assert time.monotonic() - started < 3

@@ -120,7 +120,7 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
 
 def test_the_readmes_limits_are_the_codes():
     """Each limit the README and docs/cases.md state is the constant the code enforces."""
-    from prmg_cli import bench, cases, fields, files, yamlfile
+    from prmg_cli import bench, cases, fields, files, results, runs, store, yamlfile
     from prmg_cli.outputs import screen, table
     from prmg_cli.checks.determinism import MAX_REPEAT
 
@@ -131,7 +131,12 @@ def test_the_readmes_limits_are_the_codes():
               f"(2; at most {MAX_REPEAT})", f"fits {screen.WIDTH} columns", f"shortened to {table.MIN_NAME} characters",
               f"2^{(fields.MAX_ARRAY_ELEMENTS + 1).bit_length() - 1} elements",
               *(f"{soc} {peak:.0f} GB/s" for soc, peak in bench.PEAK_GBPS.items()),
-              f"{bench.DEFAULT_SOC} applies when no entry matches"]
+              f"{bench.DEFAULT_SOC} applies when no entry matches", f"(0 to {MAX_REPEAT})",
+              f"(1 to {MAX_REPEAT}, the bound of `prmg run --repeat`)",
+              f"of at most {runs.MAX_BENCH_BYTES // files.MiB} MiB",
+              f"from 0 to 10^{len(str(results.MAX_SECONDS)) - 1} s",
+              f"file of at most {store.MAX_FILE_BYTES // files.MiB} MiB",
+              f"no line over {store.MAX_LINE_BYTES // files.MiB} MiB"]
     missing = [claim for claim in claims if claim not in text]
     assert not missing, missing
 

@@ -118,15 +118,20 @@ def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():
     assert all(result.passed and result.judged for result in checks.run_checks(tuple(checks.CHECKS), correct))
 
 
-def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_edge_cases():
+def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_edge_cases(tmp_path):
     """Over the shipped special values (NaN, Inf, overflow) and empty slices every check passes or says why it
-    is not defined: no false alarm on a correct kernel."""
+    is not defined: no false alarm on a correct kernel. Every record the run writes (expect-error cases with
+    reversed and negative slices among them) is read back by the results store's checks."""
+    from prmg_cli import store
+
+    results = tmp_path / "r.jsonl"
     files = ("special", "edge", "checks", "cover", "forward", "negative")           # the shipped files with skips
     out = prmg("run", *(f"cases/{name}.yaml" for name in files), *EMU, "--check",
-               "adjoint,roundtrip,determinism,sample", "--report", "json")
+               "adjoint,roundtrip,determinism,sample", "--report", "json", "--results", results)
     document = json.loads(out.stdout)
     assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"]
                                  if c["status"] not in ("passed", "skipped", "xfailed")]
+    assert sorted(r.name for r in store.read(results).results) == sorted(c["name"] for c in document["cases"])
     details = {(c["source"], d) for c in document["cases"] for d in c["details"]}
     for source in ("cases/special.yaml", "cases/forward.yaml"):
         assert (source, "adjoint skipped: the inputs hold NaN or infinities, so <F x, dy> is not a number") in details

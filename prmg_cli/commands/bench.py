@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..checks.determinism import MAX_REPEAT
 from ..options import Option, request_type
 from .common import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
 
@@ -13,8 +14,8 @@ OPTIONS = (
            "whole prmg run processes, and a large case's pipeline with philox and with pcg64 inputs.", kind=bool),
     RUNNER, OP_LIB, SUPPORTED_MODES,
     Option("device", ("--device",), 0, "The device to time on.", "N", int),
-    Option("warmup", ("--warmup",), 3, "Untimed launches before measuring.", "N", int),
-    Option("repeat", ("--repeat",), 10, "Timed launches per case.", "N", int),
+    Option("warmup", ("--warmup",), 3, f"Untimed launches before measuring, 0 to {MAX_REPEAT}.", "N", int),
+    Option("repeat", ("--repeat",), 10, f"Timed launches per case, 1 to {MAX_REPEAT}.", "N", int),
     Option("peak_gbps", ("--peak-gbps",), None, "Peak memory bandwidth of the device (GB/s, > 0); default: the "
            "--soc entry.", "GBPS", float),
     Option("soc", ("--soc",), None, "Device kind for the peak bandwidth table (Ascend950PR 1600 GB/s, Ascend950DT "

@@ -36,6 +36,7 @@ from ..errors import PrmgError
 from ..keymetric import key_margin
 from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, summary_counts, summary_line, visible,
                        visible_html as esc)        # esc: file-derived text for the page
+from ..sizes import bytes_moved as launch_bytes
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
 from .table import cells
@@ -49,8 +50,9 @@ EXPLAINED = tuple(status for status, info in STATUSES.items() if not info.ok)   
 
 # Problems of the device-side contract and of the untouched part of dy: shown as "the bytes".
 _CONTRACT = re.compile(r"guard zone|\b(?:dy|x|cos|sin|workspace) changed\b|^outside the slice")
-_WORST = re.compile(r"^worst at \(b, s, n, d\)=\((\d+), (\d+), (\d+), (\d+)\): expected (\S+), got (\S+), "
-                    r"error (\S+)(?:, (\S+) (\S+))?$")
+# An index of more than 18 digits is no index of a tensor (int64): such a line is shown as text.
+_WORST = re.compile(r"^worst at \(b, s, n, d\)=\((\d{1,18}), (\d{1,18}), (\d{1,18}), (\d{1,18})\): "
+                    r"expected (\S+), got (\S+), error (\S+)(?:, (\S+) (\S+))?$")
 
 
 def available() -> bool:
@@ -87,19 +89,18 @@ def closeness(metrics: dict, margin: float) -> float:
 
 
 def bytes_moved(result: CaseResult) -> int | None:
-    """``2*rows*L*itemsize(dy) + 2*numel(cos)*itemsize(cos)`` (as ``bench.bytes_moved``) from the result's
-    shape, cos shape, slice and dtypes; None when one of them is missing or unknown."""
+    """The bytes one launch of the result's case moves (``sizes.bytes_moved``: Python integers, of any size);
+    None when its shapes, slice or dtypes describe no launch: a shape or cos shape missing, a dtype unknown, a
+    slice that is not ``0 <= start <= end <= D`` (an expect-error case's)."""
     try:
-        start, end = (int(v) for v in result.partial_slice)
-        rows = int(np.prod([int(v) for v in result.shape[:-1]], dtype=np.int64))
-        cos_items = int(np.prod([int(v) for v in result.cos_shape], dtype=np.int64))
-        dy_size = dtypes.lookup(result.dtype).numpy.itemsize
-        cos_size = dtypes.lookup(result.cos_dtype or result.dtype).numpy.itemsize
-    except (KeyError, TypeError, ValueError):
+        for name in (result.dtype, result.cos_dtype or result.dtype):
+            dtypes.lookup(name)
+    except KeyError:
         return None
-    if not result.shape or not result.cos_shape:
+    if not (result.shape and result.cos_shape and len(result.partial_slice) == 2):
         return None
-    return 2 * rows * (end - start) * dy_size + 2 * cos_items * cos_size
+    start, end = result.partial_slice
+    return launch_bytes(result) if 0 <= start <= end <= result.shape[-1] else None
 
 
 def _group(status: str) -> str:
