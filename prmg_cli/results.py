@@ -184,7 +184,7 @@ RECORD_FIELDS = {
     "cos_dtype": "text", "sin_dtype": "text", "shape": "dims", "cos_shape": "dims", "sin_shape": "dims",
     "rotary_mode": "text", "partial_slice": "slice", "seed": "seed?", "expect": "text", "known_defect": "text",
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
-    "error_map": "error_map", "definition": "json", "fingerprint": "text", "judged_under": "text",
+    "error_map": "error_map", "definition": "mapping", "fingerprint": "text", "judged_under": "text",
     "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text",
 }
 

@@ -62,7 +62,7 @@ _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
 
 
 # What each field of a run record must hold (``RunRecord``), and of its ``info`` (``results.RunInfo``).
-RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "names", "settings": "settings", "info": "run_info"}
+RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "names", "settings": "mapping", "info": "run_info"}
 RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
@@ -457,7 +457,8 @@ def _shard(value) -> str:
     return ""
 
 
-def _settings(value) -> str:
+def _json_mapping(value) -> str:
+    """A JSON object (a run's settings, a result's case definition)."""
     return _json(value) or ("" if isinstance(value, dict) else f"expected a mapping, got {type(value).__name__}")
 
 
@@ -510,7 +511,7 @@ _KINDS = {
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
     "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
-    "run_info": _run_info, "notes": _notes, "shard": _shard, "settings": _settings,
+    "run_info": _run_info, "notes": _notes, "shard": _shard, "mapping": _json_mapping,
     "dims": _case_rule(lambda value, where: parse_dims(value, "shape", where, four=False)),
     "slice": _case_rule(lambda value, where: value == [] or parse_slice(value, where)),    # []: not recorded
     "seed?": _optional(_case_rule(parse_seed)),

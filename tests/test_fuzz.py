@@ -352,7 +352,7 @@ VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, 
          "dims": DIMS, "slice": st.lists(INT64, min_size=2, max_size=2), "seed?": _optional(SEED), "seconds": SECONDS,
          "ms?": _optional(MS), "ms list": st.lists(MS, max_size=5),
          "json": JSON, "error_map": st.just({}) | error_maps(), "notes": st.lists(st.tuples(TEXT, TEXT), max_size=2),
-         "shard": shards(), "settings": st.dictionaries(TEXT, JSON, max_size=4)}
+         "shard": shards(), "mapping": st.dictionaries(TEXT, JSON, max_size=4)}
 VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind] for key, kind in store.RUN_INFO_FIELDS.items()})
 # Values no record may hold, as JSON text: any JSON value (most of the wrong type somewhere), text with a lone
 # surrogate, NaN and infinities, integers too long for Python's parser, nesting past the limit.

@@ -388,6 +388,7 @@ REFUSED = [
     ("duration_s", "Infinity", "expected a time from 0 to 1e+09 s, got inf"),
     ("timings", '{"kernel": -0.5}', "'kernel': expected a time from 0 to 1e+12 ms, got -0.5"),
     ("seed", "-1", "expected an integer 0 <= seed < 2**64, got the integer -1"),
+    ("definition", "[]", "expected a mapping, got list"), ("definition", "true", "expected a mapping, got bool"),
 ]
 TINY_CASES = "- {name: x, shape: [1, 1, 2, 8]}\n"
 
