@@ -525,6 +525,11 @@ _KINDS = {
 # Writing
 
 
+def _what(record: CaseResult | RunRecord) -> str:
+    """``the result of case 'NAME'`` or ``the run record``, for messages."""
+    return f"the result of case '{record.name}'" if isinstance(record, CaseResult) else "the run record"
+
+
 class Writer:
     """Records appended as JSON lines as they come (module docstring). Opened (for appending) when made, so
     that a path that cannot be written is a user error before anything runs."""
@@ -563,17 +568,21 @@ class Writer:
 
     def append(self, record: CaseResult | RunRecord) -> None:
         """Write ``record`` as one JSON line (one write) and sync it to disk; PrmgError naming the path when it
-        cannot be written (a full disk, ``/dev/full``, a closed pipe)."""
+        cannot be written (a full disk, ``/dev/full``, a closed pipe) or when a regular file would grow past
+        ``MAX_FILE_BYTES``, which ``read`` refuses (so that every file a run writes can be read back)."""
         if self._fd is None:
             raise PrmgError("cannot write the results file: it is closed", file=str(self.path))
         line = encode(record)
         try:
+            if self._regular and os.fstat(self._fd).st_size + len(line) > MAX_FILE_BYTES:
+                raise PrmgError(f"cannot write {_what(record)} to the results file: it would grow past the limit of "
+                                f"{files.describe_size(MAX_FILE_BYTES)} that prmg reads (give --results a new file)",
+                                file=str(self.path))
             files.write_all(self._fd, line)
             if self._regular:
                 os.fsync(self._fd)
         except OSError as error:
-            what = f"the result of case '{record.name}'" if isinstance(record, CaseResult) else "the run record"
-            raise self._error(f"cannot write {what} to the results file", error) from None
+            raise self._error(f"cannot write {_what(record)} to the results file", error) from None
 
     def close(self) -> None:
         """Close the file (again: nothing)."""

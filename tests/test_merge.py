@@ -489,3 +489,22 @@ def test_a_results_file_over_the_size_limit_is_refused_at_once_and_blank_lines_c
     with pytest.raises(PrmgError, match="r.jsonl: line 20000004: not a JSON record"):
         read(path)
     assert time.monotonic() - started < 3
+
+
+def test_a_run_never_writes_a_results_file_past_the_size_limit_it_reads(tmp_path):
+    """The writer refuses a record that would take a regular results file past store.MAX_FILE_BYTES: every file
+    a run writes stays readable by report, compare and --resume. The record just under the limit is written."""
+    from prmg_cli.store import MAX_FILE_BYTES, Writer, encode
+
+    path, line = tmp_path / "r.jsonl", encode(record("x"))
+    with open(path, "wb") as sparse:
+        sparse.truncate(MAX_FILE_BYTES - len(line) - 1)
+        sparse.seek(0, 2)
+        sparse.write(b"\n")
+    with Writer(path) as writer:
+        writer.append(record("x"))
+        assert path.stat().st_size == MAX_FILE_BYTES
+        with pytest.raises(PrmgError, match="cannot write the result of case 'y' to the results file: it would grow "
+                                            "past the limit of 512.0 MiB that prmg reads"):
+            writer.append(record("y"))
+    assert path.stat().st_size == MAX_FILE_BYTES
