@@ -19,8 +19,8 @@ import ml_dtypes
 import numpy as np
 from tabulate import tabulate
 
-from prmg_cli.reference import INTERLEAVE, inplace_partial_rotary_mul_grad
-from prmg_cli.vocab import DEFAULT_GENERATOR, UNNAMED_GENERATOR
+from prmg_cli.ops import GRAD
+from prmg_cli.vocab import DEFAULT_GENERATOR, INTERLEAVE, UNNAMED_GENERATOR
 
 SHAPE = (4, 1024, 32, 128)
 TABLE_SHAPE = (1, 1024, 1, 96)
@@ -71,9 +71,8 @@ def run_host_bench(repeat: int = 9) -> list[dict]:
     sin = rng.uniform(-1.0, 1.0, TABLE_SHAPE).astype(np.float32)
     contenders = {
         "dy.copy()": lambda: dy.copy(),
-        GOLDEN: lambda: inplace_partial_rotary_mul_grad(dy, cos, sin, INTERLEAVE, PARTIAL_SLICE),
-        "golden, 1 thread": lambda: inplace_partial_rotary_mul_grad(dy, cos, sin, INTERLEAVE, PARTIAL_SLICE,
-                                                                    workers=1),
+        GOLDEN: lambda: GRAD.golden(dy, cos, sin, INTERLEAVE, PARTIAL_SLICE),
+        "golden, 1 thread": lambda: GRAD.golden(dy, cos, sin, INTERLEAVE, PARTIAL_SLICE, workers=1),
         "naive gather": lambda: naive_interleave_grad(dy, cos, sin, PARTIAL_SLICE),
     }
     times = {name: [] for name in contenders}
@@ -364,8 +363,7 @@ def run_judge_paths_bench(repeat: int = 3, dtype: str = "bfloat16") -> list[dict
 
     case = pipeline_case(dtype)
     inputs = make_inputs(case)
-    outcome = Outcome(status=0, dy=inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1,
-                                                                   PIPELINE_SLICE))
+    outcome = Outcome(status=0, dy=GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, PIPELINE_SLICE))
     elements = inputs.dy.size // inputs.dy.shape[-1] * (PIPELINE_SLICE[1] - PIPELINE_SLICE[0])
     saved_native, saved_fast = onepass._native_scans, onepass.fast_default
     ways = {"dy.copy()": (saved_native, saved_fast, lambda: inputs.dy.copy()),

@@ -38,7 +38,7 @@ from prmg_cli import dtypes, native, npyfile
 from prmg_cli.case import Case
 from prmg_cli.errors import PrmgError
 from prmg_cli.results import plural
-from prmg_cli.vocab import GENERATORS
+from prmg_cli.vocab import GENERATORS, INTERLEAVE, QUARTER
 
 TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
 STREAM_CHUNK = 1 << 16              # elements per Philox stream: part of the inputs' definition, never tuned
@@ -62,7 +62,6 @@ def recycled_empty(key, shape: tuple[int, ...], dtype, pool: dict = _RECYCLED) -
         del pool[key]                          # in use, or another shape: let it go
     pool[key] = np.empty(shape, dtype)
     return pool[key]
-_HALF, _INTERLEAVE, _QUARTER, _INTERLEAVE_HALF = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -376,9 +375,9 @@ def rope_angles(shape: tuple[int, ...], rotary_mode: int, base: float,
     """
     length = shape[-1] if shape else 0
     lane = np.arange(length)
-    if rotary_mode == _INTERLEAVE:
+    if rotary_mode == INTERLEAVE:
         frequency_index, period = lane // 2, length
-    elif rotary_mode == _QUARTER:
+    elif rotary_mode == QUARTER:
         half = (length + 1) // 2
         frequency_index, period = (lane % max(half, 1)) % max((half + 1) // 2, 1), half
     else:

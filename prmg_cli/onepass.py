@@ -265,17 +265,16 @@ def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dic
     share spent widening the input and forming the golden.
     """
     op = OPERATORS[case.op]
-    terms_of = op.slice_terms
     x, cos, sin = inputs.dy, inputs.cos, inputs.sin
     try:
         dtype = from_numpy(x.dtype).name
     except KeyError:
         return None
-    if terms_of is None or dtype not in FLOAT_FORMATS or not (x.flags.c_contiguous and result.flags.c_contiguous):
+    if dtype not in FLOAT_FORMATS or not (x.flags.c_contiguous and result.flags.c_contiguous):
         return None
     start, end = (int(v) for v in case.partial_slice)
     try:
-        reference._check(x, cos, sin, case.rotary_mode, (start, end))
+        op.check(x, cos, sin, case.rotary_mode, (start, end))
     except ValueError:
         return None
     if x.size == 0:
@@ -286,7 +285,7 @@ def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dic
     scans = _native_scans(op, case, x, result, cos, sin, FLOAT_FORMATS[dtype], scale, shared)
     if scans is None:
         shared = _Shared()
-        terms = terms_of(x, cos, sin, case.rotary_mode, (start, end))
+        terms = op.slice_terms(x, cos, sin, case.rotary_mode, (start, end))
         blocks = terms.blocks
         workers = native.threads_for(len(blocks))
         shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]

@@ -1,29 +1,19 @@
-"""The goldens of InplacePartialRotaryMulGrad and of its forward InplacePartialRotaryMul, all four modes.
+"""The golden engine of the InplacePartialRotaryMul family: an operator's ``Rotation`` evaluated in float64.
 
-Notation (after the formulas of the operator's documentation in ops-transformer, named in ``ops/grad.py``):
-``g = dy[..., start:end]`` of length ``L = end - start``, ``c = cos``, ``s = sin`` (length ``L``, broadcast over
-B, S, N).
-Every mode pairs the slice's elements ``(p, q)`` and writes the pair's two results to output positions ``(p', q')``::
+An operator of the family (``ops/<op>.py``) rotates the slice ``x[..., start:end]`` of length ``L`` pair by pair:
+per rotary mode its ``Rotation.pairs`` lists families of pairs ``(p, q)``, read at ``(p, q)`` and written at
+``(p', q')`` (``PairBlock``), and each pair's two results are::
 
-    dx[p'] = c[p]*g[p] + s[q]*g[q]
-    dx[q'] = c[q]*g[q] - s[p]*g[p]
+    out[p'] = c[i]*x[p] + first_sign * s[j]*x[q]
+    out[q'] = c[i']*x[q] + second_sign * s[j']*x[p]
 
-  half (0):            p = k,      q = k + L/2,          p' = p,   q' = q       (k < L/2)
-  interleave (1):      p = 2k,     q = 2k + 1,           p' = p,   q' = q       (k < L/2)
-  quarter (2):         the half rule on each half of the slice
-  interleave-half (3): p = k,      q = k + L/2,          p' = 2k,  q' = 2k + 1  (k < L/2)
-
-The forward (``InplacePartialRotaryMul``, ``y = z*cos + R(z)*sin``) is the exact transpose: with x read
-at ``(p, q)`` and y written at ``(p', q')`` it uses the cos/sin of the *output* lane::
-
-    y[p'] = c[p']*x[p] - s[p']*x[q]
-    y[q'] = c[q']*x[q] + s[q']*x[p]
-
-  half, interleave, quarter: the grad's pairs;  interleave-half: p = 2k, q = 2k + 1, p' = k, q' = k + L/2
-  (x read interleaved, y written in half layout).
+where the cos/sin lanes are those of the elements multiplied, ``(i, j) = (p, q)`` and ``(i', j') = (q, p)``
+(``tables_at == "input"``, the grad), or the output lane's own, ``(i, j) = (p', p')`` and ``(i', j') = (q', q')``
+(``"output"``, the forward). ``c = cos``, ``s = sin`` have length ``L`` and broadcast over B, S and N.
 
 Outside the slice the result equals the input bit for bit. The goldens compute in float64 (products of
-float32, float16 or bfloat16 numbers are exact there), then round once to the tensor's dtype.
+float32, float16 or bfloat16 numbers are exact there), then round once to the tensor's dtype. Every function
+here takes the operator's rotation as its first argument; ``ops.spec.OperatorSpec`` binds it.
 """
 
 from __future__ import annotations
@@ -36,13 +26,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from .dtypes import round_into
 from .native import in_threads, threads_for
-
-HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = 0, 1, 2, 3
 
 # Row blocks of about this many elements of dy (whole rows): large enough that numpy's per-call cost
 # (about 30 us a block) is small next to the work, small enough that each thread's four float64 work
@@ -57,8 +46,8 @@ _HUGE_PAGE_ALLOCATION = 4 << 20
 class PairBlock:
     """One family of pairs along the slice axis, each field a ``slice`` of the slice-local last axis.
 
-    ``first``/``second`` select ``p``/``q`` in ``g, c, s``; ``first_out``/``second_out`` select
-    ``p'``/``q'`` in ``dx``.
+    ``first``/``second`` select ``p``/``q`` in ``x``; ``first_out``/``second_out`` select ``p'``/``q'`` in the
+    result.
     """
 
     first: slice
@@ -67,164 +56,139 @@ class PairBlock:
     second_out: slice
 
 
-def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
-    """The pairing of ``rotary_mode`` over a slice of ``length`` elements (see the module docstring)."""
-    half = length // 2
-    if rotary_mode == HALF:
-        return (PairBlock(slice(0, half), slice(half, length), slice(0, half), slice(half, length)),)
-    if rotary_mode == INTERLEAVE:
-        odd, even = slice(1, length, 2), slice(0, length, 2)
-        return (PairBlock(even, odd, even, odd),)
-    if rotary_mode == QUARTER:
-        quarter = length // 4
-        return tuple(PairBlock(slice(lo, lo + quarter), slice(lo + quarter, lo + 2 * quarter),
-                               slice(lo, lo + quarter), slice(lo + quarter, lo + 2 * quarter))
-                     for lo in (0, half))
-    if rotary_mode == INTERLEAVE_HALF:
-        return (PairBlock(slice(0, half), slice(half, length),
-                          slice(0, length, 2), slice(1, length, 2)),)
-    raise ValueError(f"rotary_mode must be 0..3, got {rotary_mode}")
+@dataclass(frozen=True)
+class Rotation:
+    """How an operator rotates its slice (module docstring): ``pairs(mode, L) -> (PairBlock, ...)`` (raising
+    ``ValueError`` for a mode it lacks), ``tables_at`` (``"input"`` or ``"output"``: whose lanes of cos and
+    sin each product takes) and the signs (+1 or -1) of the partner's term at ``p'`` and at ``q'``."""
+
+    pairs: Callable[[int, int], tuple[PairBlock, ...]]
+    tables_at: str
+    first_sign: int
+    second_sign: int
+
+    def lanes(self, block: PairBlock) -> tuple[slice, slice, slice, slice]:
+        """The lanes ``(i, j, i', j')`` of cos and sin in ``out[p'] = c[i]*x[p] + first_sign * s[j]*x[q]`` and
+        ``out[q'] = c[i']*x[q] + second_sign * s[j']*x[p]``."""
+        if self.tables_at == "input":
+            return block.first, block.second, block.second, block.first
+        return block.first_out, block.first_out, block.second_out, block.second_out
+
+    def fill_tables(self, pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        """Write the complex tables ``a[k] = c[i] - i*first_sign*s[j]`` and ``b[k] = c[i'] + i*second_sign*s[j']``
+        (float64) for the ``pairs`` (``(PairBlock, slice of k)``) of the cos/sin tables ``cos``, ``sin``: with
+        ``z = x[p] + i*x[q]``, ``Re(z*a) = out[p']`` and ``Im(z*b) = out[q']``."""
+        for pair, ks in pairs:
+            i, j, i2, j2 = self.lanes(pair)
+            np.copyto(a.real[..., ks], cos[..., i], casting="unsafe")
+            _signed(-self.first_sign, sin[..., j], a.imag[..., ks])
+            np.copyto(b.real[..., ks], cos[..., i2], casting="unsafe")
+            _signed(self.second_sign, sin[..., j2], b.imag[..., ks])
 
 
-def forward_pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
-    """The forward's pairing: the grad's, but interleave-half reads x interleaved (``p = 2k, q = 2k + 1``)
-    and writes y in half layout (``p' = k, q' = k + L/2``)."""
-    if rotary_mode == INTERLEAVE_HALF:
-        half = length // 2
-        return (PairBlock(slice(0, length, 2), slice(1, length, 2), slice(0, half), slice(half, length)),)
-    return pair_blocks(rotary_mode, length)
+def _signed(sign: int, values: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = sign * values`` in float64 (exact: a copy or a negation)."""
+    if sign > 0:
+        np.copyto(out, values, casting="unsafe")
+    else:
+        np.negative(values, out=out, dtype=np.float64, casting="unsafe")
+
+
+def _combine(sign: int):
+    """``np.add`` for +1, ``np.subtract`` for -1: ``a + sign*b`` rounded once."""
+    return np.add if sign > 0 else np.subtract
 
 
 LaneTerms = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def grad_lane_terms(rotary_mode: int, length: int) -> LaneTerms:
+def lane_terms(rotation: Rotation, rotary_mode: int, length: int) -> LaneTerms:
     """Per output lane ``j`` of the slice: ``(kept, partner, sign, cos_lane, sin_lane)`` with
-    ``dx[j] = c[cos_lane]*g[kept] + sign * s[sin_lane]*g[partner]`` -- ``dx[p'] = c[p]*g[p] + s[q]*g[q]``
-    (kept p, partner q, +) and ``dx[q'] = c[q]*g[q] - s[p]*g[p]`` (kept q, partner p, -): the grad takes
-    the kept lane's cos and the partner's sin."""
+    ``out[j] = c[cos_lane]*x[kept] + sign * s[sin_lane]*x[partner]`` -- at ``p'`` kept ``p``, partner ``q``,
+    ``first_sign``; at ``q'`` kept ``q``, partner ``p``, ``second_sign``; cos and sin of the kept and partner
+    lanes (``tables_at == "input"``) or of ``j`` itself (``"output"``)."""
     kept, partner, sign = (np.zeros(length, np.int64) for _ in range(3))
     lanes = np.arange(length)
-    for block in pair_blocks(rotary_mode, length) if length else ():
+    for block in rotation.pairs(rotary_mode, length) if length else ():
         first, second = lanes[block.first], lanes[block.second]
-        kept[block.first_out], partner[block.first_out], sign[block.first_out] = first, second, 1
-        kept[block.second_out], partner[block.second_out], sign[block.second_out] = second, first, -1
-    return kept, partner, sign, kept.copy(), partner.copy()
-
-
-def forward_lane_terms(rotary_mode: int, length: int) -> LaneTerms:
-    """Per output lane ``j``: ``(kept, partner, sign, cos_lane, sin_lane)`` with
-    ``y[j] = c[j]*x[kept] + sign * s[j]*x[partner]`` -- ``y[p'] = c[p']*x[p] - s[p']*x[q]`` and
-    ``y[q'] = c[q']*x[q] + s[q']*x[p]``: the forward takes the output lane's own cos and sin."""
-    kept, partner, sign = (np.zeros(length, np.int64) for _ in range(3))
-    lanes = np.arange(length)
-    for block in forward_pair_blocks(rotary_mode, length) if length else ():
-        first, second = lanes[block.first], lanes[block.second]
-        kept[block.first_out], partner[block.first_out], sign[block.first_out] = first, second, -1
-        kept[block.second_out], partner[block.second_out], sign[block.second_out] = second, first, 1
+        kept[block.first_out], partner[block.first_out], sign[block.first_out] = first, second, rotation.first_sign
+        kept[block.second_out], partner[block.second_out], sign[block.second_out] = second, first, rotation.second_sign
+    if rotation.tables_at == "input":
+        return kept, partner, sign, kept.copy(), partner.copy()
     return kept, partner, sign, lanes.copy(), lanes.copy()
 
 
-def _check(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+def check_arguments(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
            partial_slice) -> tuple[int, int]:
-    """Validate the arguments of the golden; returns ``(start, end)``."""
+    """Validate the arguments of a golden; returns ``(start, end)``."""
     start, end = (int(v) for v in partial_slice)
-    if dy.ndim != 4 or cos.ndim != 4 or sin.ndim != 4:
-        raise ValueError(f"dy, cos and sin must be 4-D, got {dy.shape}, {cos.shape}, {sin.shape}")
+    if x.ndim != 4 or cos.ndim != 4 or sin.ndim != 4:
+        raise ValueError(f"x, cos and sin must be 4-D, got {x.shape}, {cos.shape}, {sin.shape}")
     if cos.shape != sin.shape:
         raise ValueError(f"cos shape {cos.shape} != sin shape {sin.shape}")
-    if not 0 <= start <= end <= dy.shape[-1]:
-        raise ValueError(f"partial_slice [{start}, {end}) outside D = {dy.shape[-1]}")
+    if not 0 <= start <= end <= x.shape[-1]:
+        raise ValueError(f"partial_slice [{start}, {end}) outside D = {x.shape[-1]}")
     length = end - start
     if length == 0:
         return start, end
     if cos.shape[-1] != length:
         raise ValueError(f"cos last axis {cos.shape[-1]} != slice length {length}")
     for axis in range(3):
-        if cos.shape[axis] not in (1, dy.shape[axis]):
-            raise ValueError(f"cos axis {axis} = {cos.shape[axis]} is neither 1 nor {dy.shape[axis]}")
-    if length % (4 if rotary_mode == QUARTER else 2):
+        if cos.shape[axis] not in (1, x.shape[axis]):
+            raise ValueError(f"cos axis {axis} = {cos.shape[axis]} is neither 1 nor {x.shape[axis]}")
+    blocks = rotation.pairs(rotary_mode, length)
+    firsts, seconds = ([range(*getattr(block, part).indices(length)) for block in blocks] for part in ("first", "second"))
+    paired = sorted(index for lanes in firsts + seconds for index in lanes)
+    if paired != list(range(length)) or any(len(a) != len(b) for a, b in zip(firsts, seconds)):
         raise ValueError(f"slice length {length} does not split into the pairs of mode {rotary_mode}")
-    pair_blocks(rotary_mode, length)
     return start, end
 
 
-def rotary_grad_slice(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                      partial_slice, *, compute_dtype=np.float64) -> np.ndarray:
-    """``dx`` over the slice only, shape ``(B, S, N, L)``, computed entirely in ``compute_dtype``.
+def rotated_slice(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                  partial_slice, *, compute_dtype=np.float64) -> np.ndarray:
+    """The result over the slice only, shape ``(B, S, N, L)``, computed entirely in ``compute_dtype``.
 
-    ``g``, ``c`` and ``s`` are cast to ``compute_dtype``; each product ``c[p]*g[p]``, ``s[q]*g[q]`` and
-    the sum (difference) of the pair are rounded in it. With float64 this is the high-precision golden
-    before its final rounding; with dy's own dtype it is the same-precision CPU computation that the
-    double-benchmark standard compares the device against.
+    ``x``, ``c`` and ``s`` are cast to ``compute_dtype``; each product ``c[i]*x[p]``, ``s[j]*x[q]`` and the
+    sum (difference) of the pair are rounded in it (module docstring). With float64 this is the
+    high-precision golden before its final rounding; with the tensor's own dtype it is the same-precision
+    CPU computation that the double-benchmark standard compares the device against.
     """
-    start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
-    compute_dtype = np.dtype(compute_dtype)
-    length = end - start
-    g = dy[..., start:end].astype(compute_dtype)
-    c = cos.astype(compute_dtype)
-    s = sin.astype(compute_dtype)
-    dx = np.empty(dy.shape[:3] + (length,), compute_dtype)
-    for block in pair_blocks(rotary_mode, length) if length else ():
-        p, q = block.first, block.second
-        dx[..., block.first_out] = c[..., p] * g[..., p] + s[..., q] * g[..., q]
-        dx[..., block.second_out] = c[..., q] * g[..., q] - s[..., p] * g[..., p]
-    return dx
-
-
-def rotary_forward_slice(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                         partial_slice, *, compute_dtype=np.float64) -> np.ndarray:
-    """The forward's ``y`` over the slice only, ``(B, S, N, L)``, computed entirely in ``compute_dtype``:
-    ``y[p'] = c[p']*x[p] - s[p']*x[q]``, ``y[q'] = c[q']*x[q] + s[q']*x[p]`` (``forward_pair_blocks``)."""
-    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
+    start, end = check_arguments(rotation, x, cos, sin, rotary_mode, partial_slice)
     compute_dtype = np.dtype(compute_dtype)
     length = end - start
     z = x[..., start:end].astype(compute_dtype)
     c = cos.astype(compute_dtype)
     s = sin.astype(compute_dtype)
-    y = np.empty(x.shape[:3] + (length,), compute_dtype)
-    for block in forward_pair_blocks(rotary_mode, length) if length else ():
-        p, q, po, qo = block.first, block.second, block.first_out, block.second_out
-        y[..., po] = c[..., po] * z[..., p] - s[..., po] * z[..., q]
-        y[..., qo] = c[..., qo] * z[..., q] + s[..., qo] * z[..., p]
-    return y
+    out = np.empty(x.shape[:3] + (length,), compute_dtype)
+    first, second = _combine(rotation.first_sign), _combine(rotation.second_sign)
+    for block in rotation.pairs(rotary_mode, length) if length else ():
+        p, q = block.first, block.second
+        i, j, i2, j2 = rotation.lanes(block)
+        out[..., block.first_out] = first(c[..., i] * z[..., p], s[..., j] * z[..., q])
+        out[..., block.second_out] = second(c[..., i2] * z[..., q], s[..., j2] * z[..., p])
+    return out
 
 
-def rotary_forward_magnitude(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                             partial_slice) -> np.ndarray:
-    """Per output element of the forward's slice, ``|c[j]*x[kept]| + |s[j]*x[partner]|`` (float64)."""
-    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
+def rotated_magnitude(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                      partial_slice) -> np.ndarray:
+    """Per output element of the slice, the sum of its two products' magnitudes, float64 ``(B, S, N, L)``::
+
+        m[p'] = |c[i]*x[p]| + |s[j]*x[q]|,    m[q'] = |c[i']*x[q]| + |s[j']*x[p]|
+
+    e.g. the grad's interleave ``m[2k] = |c[2k]*g[2k]| + |s[2k+1]*g[2k+1]|``. Rounding errors of a correct
+    kernel scale with ``m``, not with ``|out|`` (the two products may cancel).
+    """
+    start, end = check_arguments(rotation, x, cos, sin, rotary_mode, partial_slice)
     length = end - start
     z = np.abs(x[..., start:end].astype(np.float64))
     c = np.abs(cos.astype(np.float64))
     s = np.abs(sin.astype(np.float64))
     magnitude = np.empty(x.shape[:3] + (length,), np.float64)
-    for block in forward_pair_blocks(rotary_mode, length) if length else ():
-        p, q, po, qo = block.first, block.second, block.first_out, block.second_out
-        magnitude[..., po] = c[..., po] * z[..., p] + s[..., po] * z[..., q]
-        magnitude[..., qo] = c[..., qo] * z[..., q] + s[..., qo] * z[..., p]
-    return magnitude
-
-
-def rotary_grad_magnitude(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                          partial_slice) -> np.ndarray:
-    """Per output element of the slice, the sum of its two products' magnitudes, float64 ``(B, S, N, L)``::
-
-        m[p'] = |c[p]*g[p]| + |s[q]*g[q]|,    m[q'] = |c[q]*g[q]| + |s[p]*g[p]|
-
-    e.g. interleave ``m[2k] = |c[2k]*g[2k]| + |s[2k+1]*g[2k+1]|``. Rounding errors of a correct kernel
-    scale with ``m``, not with ``|dx|`` (the two products may cancel).
-    """
-    start, end = _check(dy, cos, sin, rotary_mode, partial_slice)
-    length = end - start
-    g = np.abs(dy[..., start:end].astype(np.float64))
-    c = np.abs(cos.astype(np.float64))
-    s = np.abs(sin.astype(np.float64))
-    magnitude = np.empty(dy.shape[:3] + (length,), np.float64)
-    for block in pair_blocks(rotary_mode, length) if length else ():
+    for block in rotation.pairs(rotary_mode, length) if length else ():
         p, q = block.first, block.second
-        magnitude[..., block.first_out] = c[..., p] * g[..., p] + s[..., q] * g[..., q]
-        magnitude[..., block.second_out] = c[..., q] * g[..., q] + s[..., p] * g[..., p]
+        i, j, i2, j2 = rotation.lanes(block)
+        magnitude[..., block.first_out] = c[..., i] * z[..., p] + s[..., j] * z[..., q]
+        magnitude[..., block.second_out] = c[..., i2] * z[..., q] + s[..., j2] * z[..., p]
     return magnitude
 
 
@@ -265,29 +229,6 @@ def _block_indices(rows_shape: tuple[int, ...], row_elements: int,
     return blocks
 
 
-def _grad_tables(pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    """Write the grad's complex tables ``a[k] = c[p] - i*s[q]`` and ``b[k] = c[q] - i*s[p]`` (float64) for
-    the ``pairs`` (``(PairBlock, slice of k)``) of the cos/sin tables ``cos``, ``sin``."""
-    for pair, ks in pairs:
-        p, q = pair.first, pair.second
-        np.copyto(a.real[..., ks], cos[..., p], casting="unsafe")
-        np.negative(sin[..., q], out=a.imag[..., ks], dtype=np.float64, casting="unsafe")
-        np.copyto(b.real[..., ks], cos[..., q], casting="unsafe")
-        np.negative(sin[..., p], out=b.imag[..., ks], dtype=np.float64, casting="unsafe")
-
-
-def _forward_tables_of(pairs, cos: np.ndarray, sin: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    """Write the forward's complex tables ``a[k] = c[p'] + i*s[p']`` and ``b[k] = c[q'] + i*s[q']``: with
-    ``z = x[p] + i*x[q]``, ``Re(z*a) = c[p']*x[p] - s[p']*x[q] = y[p']`` and
-    ``Im(z*b) = c[q']*x[q] + s[q']*x[p] = y[q']``."""
-    for pair, ks in pairs:
-        po, qo = pair.first_out, pair.second_out
-        np.copyto(a.real[..., ks], cos[..., po], casting="unsafe")
-        np.copyto(a.imag[..., ks], sin[..., po], casting="unsafe")
-        np.copyto(b.real[..., ks], cos[..., qo], casting="unsafe")
-        np.copyto(b.imag[..., ks], sin[..., qo], casting="unsafe")
-
-
 def _numbered_pairs(pairs: tuple[PairBlock, ...], length: int) -> list[tuple[PairBlock, slice]]:
     """Each pair family with the slice of pair numbers ``k`` it covers (families numbered in order)."""
     numbered = []
@@ -315,17 +256,18 @@ def _huge_page_buffers(count: int, size: int) -> np.ndarray:
 
 
 class _BlockEvaluator:
-    """Evaluates ``dx`` block by block in reused float64 buffers (one evaluator per thread).
+    """Evaluates the slice of ``out`` block by block in reused float64 buffers (one evaluator per thread).
 
-    Pair ``k`` of a block becomes the complex number ``z[k] = g[p] + i*g[q]`` (for interleave this is
-    just g widened to float64 and viewed as complex128). With the tables ``a[k] = c[p] - i*s[q]`` and
-    ``b[k] = c[q] - i*s[p]``, the two results of the pair are parts of complex products::
+    Pair ``k`` of a block becomes the complex number ``z[k] = x[p] + i*x[q]`` (for interleave this is
+    just x widened to float64 and viewed as complex128). With the rotation's tables (``Rotation.fill_tables``)
+    ``a[k] = c[i] - i*first_sign*s[j]`` and ``b[k] = c[i'] + i*second_sign*s[j']``, the two results of the
+    pair are parts of complex products::
 
-        Re(z*a) = c[p]*g[p] + s[q]*g[q] = dx[p'],      Im(z*b) = c[q]*g[q] - s[p]*g[p] = dx[q']
+        Re(z*a) = c[i]*x[p] + first_sign*s[j]*x[q] = out[p'],   Im(z*b) = c[i']*x[q] + second_sign*s[j']*x[p] = out[q']
 
     Each is two products exact in float64 and one rounded sum, so this equals the plain formula bit for
-    bit, while numpy does both products and the sum in one pass. Per block of dx (already a copy of dy):
-    gather ``z`` from dx's slice, multiply by ``a`` and ``b``, then round ``Re(z*a)``, ``Im(z*b)`` back
+    bit, while numpy does both products and the sum in one pass. Per block of ``out`` (already a copy of x):
+    gather ``z`` from its slice, multiply by ``a`` and ``b``, then round ``Re(z*a)``, ``Im(z*b)`` back
     into it.
 
     ``whole_tables`` are ``a``, ``b`` for all of cos/sin when they are small (broadcast, built once and
@@ -333,8 +275,8 @@ class _BlockEvaluator:
     which they broadcast gets them expanded to its shape, reused by the next blocks.
     """
 
-    def __init__(self, cos, sin, dx, start: int, end: int, pairs, block_rows: int, whole_tables, fill_tables):
-        self.cos, self.sin, self.dx = cos, sin, dx
+    def __init__(self, cos, sin, out, start: int, end: int, pairs, block_rows: int, whole_tables, fill_tables):
+        self.cos, self.sin, self.out = cos, sin, out
         self.fill_tables = fill_tables
         self.start, self.end = start, end
         length = end - start
@@ -384,7 +326,7 @@ class _BlockEvaluator:
                 self._run_block(index)
 
     def _run_block(self, index: tuple[slice, ...]) -> None:
-        g = self.dx[index][..., self.start:self.end]
+        g = self.out[index][..., self.start:self.end]
         pair_shape = g.shape[:-1] + (g.shape[-1] // 2,)
         z, zb, a, b = self._work_views(pair_shape)
         a, b = self._tables(index, pair_shape, a, b)
@@ -405,29 +347,13 @@ class _BlockEvaluator:
                 round_into(zb.imag[..., ks], g[..., pair.second_out])
 
 
-def inplace_partial_rotary_mul_grad(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                                    partial_slice, *, workers: int | None = None) -> np.ndarray:
-    """The grad's result ``dx`` as a new array in dy's dtype; ``dy`` itself is not modified.
-
-    Over the slice ``dx[p'] = c[p]*g[p] + s[q]*g[q]``, ``dx[q'] = c[q]*g[q] - s[p]*g[p]`` (pairing per
-    mode in the module docstring), each product and the sum in float64 (products of float32/float16/
-    bfloat16 numbers are exact), rounded once to dy's dtype. Outside the slice ``dx`` is a bit-exact copy
-    of ``dy`` (NaN payloads included). An empty slice returns a copy of ``dy``. See ``_rotated`` for how.
-    """
-    return _rotated(dy, cos, sin, rotary_mode, partial_slice, pair_blocks, _grad_tables, workers)
-
-
-def inplace_partial_rotary_mul(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                               partial_slice, *, workers: int | None = None) -> np.ndarray:
-    """The forward's result ``y`` as a new array in x's dtype: over the slice ``y[p'] = c[p']*x[p] -
-    s[p']*x[q]``, ``y[q'] = c[q']*x[q] + s[q']*x[p]`` (``forward_pair_blocks``) in float64, rounded once;
-    outside the slice a bit-exact copy of ``x``. See ``_rotated`` for how."""
-    return _rotated(x, cos, sin, rotary_mode, partial_slice, forward_pair_blocks, _forward_tables_of, workers)
-
-
-def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice, blocks_of,
-             fill_tables, workers: int | None) -> np.ndarray:
-    """``x`` with its slice rotated by the pairs ``blocks_of(mode, L)`` and complex tables ``fill_tables``.
+def rotated(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice,
+            *, workers: int | None = None) -> np.ndarray:
+    """The result as a new array in x's dtype (``x`` itself is not modified): over the slice ``out[p'] =
+    c[i]*x[p] + first_sign * s[j]*x[q]``, ``out[q'] = c[i']*x[q] + second_sign * s[j']*x[p]`` (module
+    docstring), each product and the sum in float64 (products of float32/float16/bfloat16 numbers are exact),
+    rounded once to x's dtype; outside the slice a bit-exact copy of ``x`` (NaN payloads included). An empty
+    slice returns a copy of ``x``.
 
     Evaluated near memory speed in two phases: the result is first a plain copy of ``x`` (one large copy
     per thread: as fast as ``x.copy()``, where copies of cache-sized blocks are not), then its slice is
@@ -436,13 +362,13 @@ def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, 
     ``native.HOST_THREADS``: 2, or 1 on a single CPU) in both phases; numpy releases the GIL inside its loops. Every
     block is computed the same way, so the result does not depend on the split.
     """
-    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
+    start, end = check_arguments(rotation, x, cos, sin, rotary_mode, partial_slice)
     out = np.empty(x.shape, x.dtype)
     if start == end or out.size == 0:
         np.copyto(out, x)
         return out
     length = end - start
-    pairs = _numbered_pairs(blocks_of(rotary_mode, length), length)
+    pairs = _numbered_pairs(rotation.pairs(rotary_mode, length), length)
     broadcast_axes = tuple(axis for axis in range(3) if cos.shape[axis] == 1 and x.shape[axis] > 1)
     blocks = _block_indices(x.shape[:3], x.shape[-1], broadcast_axes)
     # the first block is the largest: later ones only differ by a shorter tail along the split axis
@@ -451,10 +377,10 @@ def _rotated(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, 
     if 16 * cos.size <= x.nbytes // 2:
         table_shape = cos.shape[:-1] + (length // 2,)
         whole_tables = (np.empty(table_shape, np.complex128), np.empty(table_shape, np.complex128))
-        fill_tables(pairs, cos, sin, *whole_tables)
+        rotation.fill_tables(pairs, cos, sin, *whole_tables)
     workers = threads_for(len(blocks), workers)
     shares = [blocks[len(blocks) * i // workers:len(blocks) * (i + 1) // workers] for i in range(workers)]
-    evaluators = [_BlockEvaluator(cos, sin, out, start, end, pairs, block_rows, whole_tables, fill_tables)
+    evaluators = [_BlockEvaluator(cos, sin, out, start, end, pairs, block_rows, whole_tables, rotation.fill_tables)
                   for _ in shares]
     copies = [functools.partial(np.copyto, out[part], x[part]) for part in _leading_parts(x.shape, workers)]
     runs = [functools.partial(evaluator.run, share) for evaluator, share in zip(evaluators, shares)]
@@ -528,9 +454,8 @@ def _magnitude_tables(a: np.ndarray, b: np.ndarray, ma: np.ndarray, mb: np.ndarr
 class SliceTerms:
     """The golden of an operator's slice and its magnitude, evaluated block by block in float64.
 
-    Per output element the golden is ``c*x + sign*s*x'`` (``rotary_grad_slice`` /
-    ``rotary_forward_slice``) and the magnitude ``|c*x| + |s*x'|`` (``rotary_grad_magnitude`` /
-    ``rotary_forward_magnitude``), bit for bit. With pairs ``z = x[p] + i*x[q]`` and the complex tables
+    Per output element the golden is ``c*x + sign*s*x'`` (``rotated_slice``) and the magnitude
+    ``|c*x| + |s*x'|`` (``rotated_magnitude``), bit for bit. With pairs ``z = x[p] + i*x[q]`` and the complex tables
     ``a``, ``b`` of the golden (``_BlockEvaluator``), the golden is ``Re(z*a)`` at ``p'`` and ``Im(z*b)`` at
     ``q'``. The magnitudes are parts of products too: with ``|z| = |x[p]| + i|x[q]|``,
     ``ma = |Re a| - i|Im a|`` and ``mb = |Re b| + i|Im b|``::
@@ -545,15 +470,15 @@ class SliceTerms:
     and the flat number of its first row. One ``TermsEvaluator`` per thread evaluates them.
     """
 
-    def __init__(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice,
-                 blocks_of, fill_tables, block_elements: int | None = None):
-        self.start, self.end = _check(x, cos, sin, rotary_mode, partial_slice)
+    def __init__(self, rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                 partial_slice, block_elements: int | None = None):
+        self.start, self.end = check_arguments(rotation, x, cos, sin, rotary_mode, partial_slice)
         self.length = self.end - self.start
         if self.length == 0 or x.size == 0:
             raise ValueError("an empty slice has no terms")
         self.x, self.cos, self.sin = x, cos, sin
-        self.fill_tables = fill_tables
-        self.pairs = _numbered_pairs(blocks_of(rotary_mode, self.length), self.length)
+        self.fill_tables = rotation.fill_tables
+        self.pairs = _numbered_pairs(rotation.pairs(rotary_mode, self.length), self.length)
         even, odd = slice(0, self.length, 2), slice(1, self.length, 2)
         single = self.pairs[0][0] if len(self.pairs) == 1 else None
         self.adjacent_in = single is not None and (single.first, single.second) == (even, odd)
@@ -571,7 +496,7 @@ class SliceTerms:
             table_shape = cos.shape[:-1] + (self.length // 2,)
             a, b, ma, mb = (np.empty(table_shape, np.complex128) for _ in range(4))
             with np.errstate(all="ignore"):
-                fill_tables(self.pairs, cos.astype(np.float64), sin.astype(np.float64), a, b)
+                rotation.fill_tables(self.pairs, cos.astype(np.float64), sin.astype(np.float64), a, b)
                 _magnitude_tables(a, b, ma, mb)
             self.whole_tables = (a, b, ma, mb)
 
@@ -672,62 +597,3 @@ class TermsEvaluator:
             np.copyto(out[..., pair.first_out], first.real[..., ks])
             np.copyto(out[..., pair.second_out], second.imag[..., ks])
         return out
-
-
-def grad_terms(dy: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice,
-               block_elements: int | None = None) -> SliceTerms:
-    """The grad's ``SliceTerms`` (golden ``rotary_grad_slice``, magnitude ``rotary_grad_magnitude``)."""
-    return SliceTerms(dy, cos, sin, rotary_mode, partial_slice, pair_blocks, _grad_tables, block_elements)
-
-
-def forward_terms(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice,
-                  block_elements: int | None = None) -> SliceTerms:
-    """The forward's ``SliceTerms`` (golden ``rotary_forward_slice``, magnitude ``rotary_forward_magnitude``)."""
-    return SliceTerms(x, cos, sin, rotary_mode, partial_slice, forward_pair_blocks, _forward_tables_of,
-                      block_elements)
-
-
-def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Index and sign tables of the forward's rotation, built independently of ``pair_blocks``.
-
-    Returns ``(layout, partner, sign)``: the forward reads ``z = x[layout]`` and rotates it as
-    ``R(z)[i] = sign[i] * z[partner[i]]``.
-    """
-    lane = np.arange(length)
-    layout = lane
-    if rotary_mode == INTERLEAVE_HALF:
-        layout = np.concatenate([lane[0::2], lane[1::2]])     # read x interleaved, write in half layout
-    if rotary_mode == INTERLEAVE:
-        partner = lane ^ 1                                     # x_rot[2k] = -x[2k+1], x_rot[2k+1] = x[2k]
-        sign = np.where(lane % 2 == 0, -1.0, 1.0)
-        return layout, partner, sign
-    if rotary_mode in (HALF, INTERLEAVE_HALF):
-        group = length                                         # cat(-x2, x1)
-    elif rotary_mode == QUARTER:
-        group = length // 2                                    # cat(-x2, x1, -x4, x3)
-    else:
-        raise ValueError(f"rotary_mode must be 0..3, got {rotary_mode}")
-    offset, within = lane - lane % group, lane % group
-    first_half = within < group // 2
-    partner = offset + np.where(first_half, within + group // 2, within - group // 2)
-    sign = np.where(first_half, -1.0, 1.0)
-    return layout, partner, sign
-
-
-def rotary_mul_forward(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
-                       partial_slice) -> np.ndarray:
-    """The forward partial rotary ``y = z*cos + R(z)*sin`` over the slice, float64, identity outside it.
-
-    ``z = x[..., start:end]`` read in the mode's layout and ``R`` the mode's rotation: half
-    ``cat(-z2, z1)``; quarter ``cat(-z2, z1, -z4, z3)``; interleave ``R(z)[2k] = -z[2k+1]``,
-    ``R(z)[2k+1] = z[2k]``; interleave-half reads ``z = cat(x[0::2], x[1::2])`` and rotates as half.
-    Written with gather tables, apart from the backward, so that adjoint tests compare two derivations.
-    """
-    start, end = _check(x, cos, sin, rotary_mode, partial_slice)
-    y = x.astype(np.float64)
-    if start == end:
-        return y
-    layout, partner, sign = _forward_tables(rotary_mode, end - start)
-    z = y[..., start:end][..., layout]
-    y[..., start:end] = z * cos.astype(np.float64) + sign * z[..., partner] * sin.astype(np.float64)
-    return y

@@ -21,6 +21,7 @@ from .errors import PrmgError
 
 ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
 MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
+HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = ROTARY_MODES.values()
 ACL_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
 DEFAULT_OP = "grad"         # the operator of a case that names none (ops.OPERATORS): the one under test

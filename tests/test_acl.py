@@ -17,7 +17,7 @@ from prmg_cli.acl import AclError, AclSession
 from prmg_cli.cases import Case, Expect
 from prmg_cli.dtypes import bits
 from prmg_cli.inputs import Inputs
-from prmg_cli.reference import inplace_partial_rotary_mul_grad
+from prmg_cli.ops import GRAD
 from prmg_cli.toolkit import OP_SYMBOL, emulator_toolkit
 
 NUMPY = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
@@ -63,7 +63,7 @@ def test_interleave_matches_the_golden(session, dtype, cos_dtype, tolerance):
     outcome = session.launch(case, inputs)
     assert (outcome.status, outcome.contract_violations) == (0, ())
     assert outcome.dy.dtype == inputs.dy.dtype and outcome.dy.shape == case.shape
-    expected = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    expected = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     got, want = outcome.dy.astype(np.float64), expected.astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
     outside = np.r_[0:7, 29:40]
@@ -191,7 +191,7 @@ def test_modes_switched_on_for_the_emulator(emulator_home, monkeypatch):
     with AclSession(emulator_toolkit(modes=[0, 1, 2, 3])) as widened:
         outcome = widened.launch(case, inputs)
     assert outcome.status == 0
-    expected = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 0, case.partial_slice)
+    expected = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 0, case.partial_slice)
     np.testing.assert_allclose(outcome.dy, expected, rtol=1e-6, atol=1e-6)
 
 
@@ -391,7 +391,7 @@ def test_binding_drives_an_independent_minimal_toolkit(tmp_path):
     assert report["probe"]["errors"] == []
     assert report["probe"]["symbols"][OP_SYMBOL] and report["probe"]["symbols"]["aclnnInplacePartialRotaryMulGrad"]
     arrays = np.load(tmp_path / "arrays.npz")
-    expected = inplace_partial_rotary_mul_grad(arrays["dy"], arrays["cos"], arrays["sin"], 1, (3, 11))
+    expected = GRAD.golden(arrays["dy"], arrays["cos"], arrays["sin"], 1, (3, 11))
     np.testing.assert_allclose(arrays["result"], expected, rtol=1e-6, atol=1e-6)
 
 

@@ -47,11 +47,11 @@ class ModelSession:
 
 
 def _fused_grad(inputs, case):
-    from prmg_cli.reference import rotary_grad_slice
+    from prmg_cli.ops import GRAD
 
     start, end = case.partial_slice
     out = inputs.dy.copy()
-    exact = rotary_grad_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
+    exact = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
     out[..., start:end] = exact.astype(np.float32).astype(inputs.dy.dtype)
     return out
 

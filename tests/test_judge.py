@@ -19,7 +19,7 @@ from prmg_cli.standards import STANDARDS, check_standard, margin
 from prmg_cli.status import STATUS_CODES
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import Inputs
-from prmg_cli.reference import inplace_partial_rotary_mul_grad, rotary_grad_slice
+from prmg_cli.ops import GRAD
 
 DTYPES = ("float32", "float16", "bfloat16")
 PAIRS = [(dy, table) for dy in DTYPES for table in DTYPES]
@@ -181,11 +181,11 @@ def test_default_accepts_non_finite_results_where_a_float32_product_overflows():
 @pytest.mark.parametrize("mode", [0, 1, 2, 3])
 def test_kernel_model_and_golden_agree(mode):
     from kernels import _rotate
-    from prmg_cli.reference import rotary_grad_slice
+    from prmg_cli.ops import GRAD
     case = make_case((2, 3, 2, 40), (8, 40), mode=mode, broadcast="1S1D")
     inputs = make_inputs(case, np.random.default_rng(mode))
     model = _rotate(inputs.dy, inputs.cos, inputs.sin, mode, (8, 40), compute=np.float64)
-    np.testing.assert_array_equal(model, rotary_grad_slice(inputs.dy, inputs.cos, inputs.sin, mode, (8, 40)))
+    np.testing.assert_array_equal(model, GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, mode, (8, 40)))
 
 
 # --- the default standard catches each fault, and says where --------------------------------------
@@ -260,7 +260,7 @@ def test_worst_elements_name_their_index_expected_actual_and_budget():
     result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (2, 6))
     result[0, 1, 0, 3] += 0.5
     verdict = judge(case, inputs, Outcome(status=0, dy=result))
-    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, (2, 6))[0, 1, 0, 3]
+    golden = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, (2, 6))[0, 1, 0, 3]
     worst = [line for line in verdict.details if line.startswith("worst at (b, s, n, d)=(0, 1, 0, 3)")]
     assert len(worst) == 1 and f"expected {float(golden):.6g}"[:15] in worst[0] and "budget" in worst[0]
     assert verdict.metrics["bad"] == 1
@@ -298,7 +298,7 @@ def test_each_standard_passes_a_correct_kernel_and_fails_a_wrong_one(standard, d
 
 def test_exact_needs_bit_identity_with_the_rounded_golden():
     case, inputs = benign("float16", np.random.default_rng(4))
-    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    golden = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     assert judge(case, inputs, Outcome(status=0, dy=golden), "exact").status == "passed"
     off = golden.copy()
     off.view(np.uint16)[1, 2, 0, 7] += 1                      # one ulp
@@ -306,7 +306,7 @@ def test_exact_needs_bit_identity_with_the_rounded_golden():
     assert verdict.status == "failed" and verdict.metrics["mismatches"] == 1
     # default allows the float32 computation's error plus half an ulp, not a whole ulp: one ulp off
     # fails wherever the golden is not within that computation error of a rounding midpoint
-    exact = rotary_grad_slice(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)[1, 2, 0, 7]
+    exact = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)[1, 2, 0, 7]
     spacing = abs(float(np.float16(exact)) - float(np.nextafter(np.float16(exact), np.float16(0))))
     if abs(abs(exact - float(golden[1, 2, 0, 7])) - spacing / 2) > spacing / 8:
         assert judge(case, inputs, Outcome(status=0, dy=off), "default").status == "failed"
@@ -328,7 +328,7 @@ def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
     what the budget allows beyond the rounding; truncating takes more than all of it."""
     case = make_case((2, 4, 2, 64), (0, 64), dtype=dtype, cos_dtype="float32", broadcast="1S1D")
     inputs = make_inputs(case, np.random.default_rng(8))
-    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    golden = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     rounded = judge(case, inputs, Outcome(status=0, dy=golden)).metrics
     assert rounded["max_err_ratio"] > 0.99 and 0.49 < rounded["max_err_ulp"] <= 0.5 and rounded["beyond_rounding"] == 0
     assert key_metric(rounded) == "0.50/0.50 ulp, beyond rounding 0%" and 0.5 < rounded["bound_ulp"] < 0.501
@@ -359,7 +359,7 @@ def test_default_key_metric_text(metrics, shown):
 
 def test_double_thousandth_counts_share_and_cap():
     case, inputs = benign("float32", np.random.default_rng(9))
-    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    golden = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     skewed = golden.copy()
     skewed.reshape(-1)[:2] *= 1 + 5e-4                         # 2 of 1024 wrong: share 2e-3 > 1e-4
     verdict = judge(case, inputs, Outcome(status=0, dy=skewed), "double_thousandth")
@@ -377,7 +377,7 @@ def test_double_thousandth_counts_share_and_cap():
 def test_single_bm_judges_small_values_by_absolute_error():
     case, inputs = benign("float32", np.random.default_rng(9))
     inputs.dy[0, 0, 0, :2] = 0                                 # golden 0 at d = 0 (pair 0, 1)
-    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    golden = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     assert judge(case, inputs, Outcome(status=0, dy=golden), "single_bm").status == "passed"
     nudged = golden.copy()
     nudged[0, 0, 0, 0] = 1e-9                                  # > 2^-30 absolute at a small value
@@ -425,7 +425,7 @@ def test_matching_nan_and_infinity_are_equal(standard):
     case, inputs = benign("float16", np.random.default_rng(3))
     inputs.dy[0, 0, 0, 0] = np.nan                             # golden NaN at d = 0 and 1
     inputs.dy[0, 1, 0, 2] = np.inf                             # golden +-inf or NaN at d = 2, 3
-    golden = inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    golden = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     assert judge(case, inputs, Outcome(status=0, dy=golden), standard).status == "passed", standard
     finite = golden.copy()
     finite[0, 0, 0, 0] = 1.0

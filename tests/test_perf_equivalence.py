@@ -33,6 +33,7 @@ from prmg_cli.cases import Case, InputSpec
 from prmg_cli.dtypes import bits
 from prmg_cli.inputs import Inputs, make_inputs, tensor_generator
 from prmg_cli.judge import judge
+from prmg_cli.ops import FORWARD, GRAD
 from test_dtypes import interesting_values
 from test_inputs import philox_recipe
 from test_judge import NUMPY, make_case, random_case
@@ -112,7 +113,7 @@ def sweep(seed: int):
             result = faulty_kernel(str(rng.choice(FAULTS)), inputs.dy, inputs.cos, inputs.sin, mode,
                                    case.partial_slice)
         elif kind == "golden":
-            result = reference.inplace_partial_rotary_mul_grad(inputs.dy, inputs.cos, inputs.sin, mode,
+            result = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, mode,
                                                                case.partial_slice)
         else:
             result = inputs.dy.copy()
@@ -148,7 +149,7 @@ def test_the_forward_operator_is_judged_alike(fast_path):
                                              broadcast=("BSND", "111D", "B11D", "B1ND")[seed % 4]), op="forward")
         inputs = model_inputs(case, rng, scale=float(rng.choice([1e-40, 1.0, 1e30])))
         with np.errstate(all="ignore"):
-            golden = reference.inplace_partial_rotary_mul(inputs.dy, inputs.cos, inputs.sin, mode, (4, 36))
+            golden = FORWARD.golden(inputs.dy, inputs.cos, inputs.sin, mode, (4, 36))
             wrong = golden.copy()
             wrong.reshape(-1)[rng.integers(golden.size)] = 7
             for result in (golden, wrong, inputs.dy.copy()):

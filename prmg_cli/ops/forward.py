@@ -1,7 +1,7 @@
 """InplacePartialRotaryMul, the forward: its entry points, constraints and golden.
 
 In place on the slice ``[start, end)`` of xRef's last axis: ``x = x*cos + rotate(x)*sin``, per pair
-``(i, j)`` of the mode ``y_i = c_i*x_i - s_i*x_j``, ``y_j = c_j*x_j + s_j*x_i`` (``reference``).
+of the mode ``y[p'] = c[p']*x[p] - s[p']*x[q]``, ``y[q'] = c[q']*x[q] + s[q']*x[p]`` (``pair_blocks``).
 
 The constraints mirror upstream's code (ops-transformer ``posembedding/inplace_partial_rotary_mul``:
 its aclnn layer only wraps the generated one, the op definition declares the dtypes, ND and
@@ -27,12 +27,13 @@ A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not
 
 from __future__ import annotations
 
-from .. import reference
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
+from ..reference import PairBlock, Rotation
 from ..status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
-from ..vocab import BROADCASTS, MODE_NAMES
+from ..vocab import BROADCASTS, INTERLEAVE_HALF, MODE_NAMES
 from .grad import MAX_D, SUPPORTED_FORMATS, as_int32, empty, mode_rules
+from .grad import pair_blocks as grad_pair_blocks
 from .grad import RULE_REASONS as GRAD_RULES
 from .spec import OperatorSpec, Violation
 
@@ -136,10 +137,26 @@ def rules(case: Case, supported_modes) -> list[Violation]:
     return [*found, *mode_rules(case, supported_modes), *_tiling_rules(case)]
 
 
+def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
+    """The forward's pairs, the exact transpose of the grad's: with x read at ``(p, q)`` and y written at
+    ``(p', q')``, each output lane takes its own cos and sin (``ROTATION``)::
+
+        y[p'] = c[p']*x[p] - s[p']*x[q]
+        y[q'] = c[q']*x[q] + s[q']*x[p]
+
+    half, interleave, quarter: the grad's pairs; interleave-half: ``p = 2k, q = 2k + 1, p' = k, q' = k + L/2``
+    (x read interleaved, y written in half layout)."""
+    if rotary_mode == INTERLEAVE_HALF:
+        half = length // 2
+        return (PairBlock(slice(0, length, 2), slice(1, length, 2), slice(0, half), slice(half, length)),)
+    return grad_pair_blocks(rotary_mode, length)
+
+
+# y[p'] = c[p']*x[p] - s[p']*x[q], y[q'] = c[q']*x[q] + s[q']*x[p]
+ROTATION = Rotation(pairs=pair_blocks, tables_at="output", first_sign=-1, second_sign=1)
+
 FORWARD = OperatorSpec(
     name="forward", title="InplacePartialRotaryMul",
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
     tensor="x", direction="forward", adjoint="grad", rules=rules, rule_reasons=RULE_REASONS,
-    no_op=no_op, golden=reference.inplace_partial_rotary_mul, golden_slice=reference.rotary_forward_slice,
-    magnitude=reference.rotary_forward_magnitude, lane_terms=reference.forward_lane_terms,
-    slice_terms=reference.forward_terms, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, auto_contiguous=True)
+    no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, auto_contiguous=True)

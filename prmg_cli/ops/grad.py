@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import itertools
 
-from .. import reference
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
+from ..reference import PairBlock, Rotation
 from ..status import INNER, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
-from ..vocab import BROADCASTS, MODE_NAMES, mode_label, mode_list
+from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, mode_label, mode_list
 from .spec import OperatorSpec, Violation
 
 SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
@@ -204,11 +204,42 @@ def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return True
 
 
+def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
+    """The grad's pairs ``(p, q)`` per mode, written at ``(p', q')`` (upstream's formulas of the grad)::
+
+        dx[p'] = c[p]*g[p] + s[q]*g[q]
+        dx[q'] = c[q]*g[q] - s[p]*g[p]
+
+      half (0):            p = k,      q = k + L/2,          p' = p,   q' = q       (k < L/2)
+      interleave (1):      p = 2k,     q = 2k + 1,           p' = p,   q' = q       (k < L/2)
+      quarter (2):         the half rule on each half of the slice
+      interleave-half (3): p = k,      q = k + L/2,          p' = 2k,  q' = 2k + 1  (k < L/2)
+
+    with ``g = dy[..., start:end]`` of length ``L`` and each product taking the cos/sin lane of the element it
+    multiplies (``ROTATION``)."""
+    half = length // 2
+    if rotary_mode == HALF:
+        return (PairBlock(slice(0, half), slice(half, length), slice(0, half), slice(half, length)),)
+    if rotary_mode == INTERLEAVE:
+        odd, even = slice(1, length, 2), slice(0, length, 2)
+        return (PairBlock(even, odd, even, odd),)
+    if rotary_mode == QUARTER:
+        quarter = length // 4
+        return tuple(PairBlock(slice(lo, lo + quarter), slice(lo + quarter, lo + 2 * quarter),
+                               slice(lo, lo + quarter), slice(lo + quarter, lo + 2 * quarter))
+                     for lo in (0, half))
+    if rotary_mode == INTERLEAVE_HALF:
+        return (PairBlock(slice(0, half), slice(half, length),
+                          slice(0, length, 2), slice(1, length, 2)),)
+    raise ValueError(f"rotary_mode must be 0..3, got {rotary_mode}")
+
+
+# dx[p'] = c[p]*g[p] + s[q]*g[q], dx[q'] = c[q]*g[q] - s[p]*g[p]
+ROTATION = Rotation(pairs=pair_blocks, tables_at="input", first_sign=1, second_sign=-1)
+
 GRAD = OperatorSpec(
     name="grad", title="InplacePartialRotaryMulGrad",
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
     tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
-    no_op=no_op, golden=reference.inplace_partial_rotary_mul_grad, golden_slice=reference.rotary_grad_slice,
-    magnitude=reference.rotary_grad_magnitude, lane_terms=reference.grad_lane_terms,
-    slice_terms=reference.grad_terms, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
+    no_op=no_op, rotation=ROTATION, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
     layouts=BROADCASTS, required=True)

@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
+import numpy as np
+
+from .. import reference
+from ..reference import Rotation
+
 
 class Violation(NamedTuple):
     """One broken constraint: the status it earns, a message, the case field to blame, the rule broken (a key
@@ -36,15 +41,10 @@ class OperatorSpec:
       (``coverage`` makes one class of each, so that a suite shows it hits every rule);
     - ``no_op(case) -> bool``: whether a call that succeeds changes nothing (an empty in-place tensor, which
       nnopbase runs no kernel for, or the tiling's no-op: an empty slice, or empty cos/sin);
-    - ``golden(x, cos, sin, mode, slice) -> array``: the expected in-place tensor, in its dtype;
-    - ``golden_slice(x, cos, sin, mode, slice, compute_dtype=float64)``: the slice computed in
-      ``compute_dtype`` (float64: the high-precision golden);
-    - ``magnitude(x, cos, sin, mode, slice)``: per output element, the sum of its two products'
-      magnitudes ``|c*x| + |s*x'|`` (float64), which the ``default`` budget scales with;
-    - ``slice_terms(x, cos, sin, mode, slice) -> reference.SliceTerms``: the block-by-block terms of the golden
-      that the judge's one-pass scan uses (None: no scan, the whole-array judge runs);
-    - ``lane_terms(mode, L) -> (kept, partner, sign, cos_lane, sin_lane)``: per output lane ``j`` of the
-      slice, ``out[j] = c[cos_lane]*x[kept] + sign * s[sin_lane]*x[partner]`` (indices into the slice);
+    - ``rotation``: its ``reference.Rotation`` (pairs per mode, cos/sin lanes, signs), from which the methods
+      derive its goldens: ``golden`` (the expected in-place tensor), ``golden_slice`` (the slice in a compute
+      dtype), ``magnitude`` (per output element ``|c*x| + |s*x'|``, which the ``default`` budget scales
+      with), ``slice_terms`` (the block-by-block terms the judge's one-pass scan uses) and ``lane_terms``;
     - ``dtype_pairs``: the (in-place dtype, cos/sin dtype) pairs it accepts; ``layouts``: the cos/sin
       broadcast patterns it accepts;
     - ``required``: a toolkit must export it (the operator under test; the others' cases error without them);
@@ -61,12 +61,38 @@ class OperatorSpec:
     rules: Callable
     rule_reasons: dict
     no_op: Callable
-    golden: Callable
-    golden_slice: Callable
-    magnitude: Callable
-    lane_terms: Callable
-    slice_terms: Callable | None
+    rotation: Rotation
     dtype_pairs: tuple
     layouts: tuple
     required: bool = False
     auto_contiguous: bool = False
+
+    def golden(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice, *,
+               workers: int | None = None) -> np.ndarray:
+        """The expected in-place tensor, a new array in x's dtype (``reference.rotated``)."""
+        return reference.rotated(self.rotation, x, cos, sin, rotary_mode, partial_slice, workers=workers)
+
+    def golden_slice(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice, *,
+                     compute_dtype=np.float64) -> np.ndarray:
+        """The slice computed in ``compute_dtype`` (float64: the high-precision golden; ``reference.rotated_slice``)."""
+        return reference.rotated_slice(self.rotation, x, cos, sin, rotary_mode, partial_slice,
+                                       compute_dtype=compute_dtype)
+
+    def magnitude(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+                  partial_slice) -> np.ndarray:
+        """Per output element of the slice ``|c*x| + |s*x'|`` in float64 (``reference.rotated_magnitude``)."""
+        return reference.rotated_magnitude(self.rotation, x, cos, sin, rotary_mode, partial_slice)
+
+    def slice_terms(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice,
+                    block_elements: int | None = None) -> reference.SliceTerms:
+        """The slice's golden and magnitude block by block (``reference.SliceTerms``)."""
+        return reference.SliceTerms(self.rotation, x, cos, sin, rotary_mode, partial_slice, block_elements)
+
+    def lane_terms(self, rotary_mode: int, length: int) -> reference.LaneTerms:
+        """Per output lane ``j``: ``(kept, partner, sign, cos_lane, sin_lane)`` with
+        ``out[j] = c[cos_lane]*x[kept] + sign * s[sin_lane]*x[partner]`` (``reference.lane_terms``)."""
+        return reference.lane_terms(self.rotation, rotary_mode, length)
+
+    def check(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice) -> tuple[int, int]:
+        """``(start, end)`` when the goldens are defined for these arguments, else ``ValueError``."""
+        return reference.check_arguments(self.rotation, x, cos, sin, rotary_mode, partial_slice)
