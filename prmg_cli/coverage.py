@@ -21,7 +21,6 @@ run's (``run_line``, in the table and HTML reports) counts only the cases that r
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,14 +36,12 @@ from .inputs import drawn_prefix, rope_angles
 from .ops import OPERATORS
 from .ops.grad import contiguous
 from .ops.regimes import PHASE, Facts, Regime, regimes
-from .results import ExitCode, visible
+from .results import STATUSES
 from .vocab import MODE_NAMES, broadcast_pattern
 
 SAMPLE = 4096                                    # elements of a drawn tensor read for its special values
-REPORT_FORMATS = ("table", "json", "markdown", "html")
-RAN = ("passed", "failed", "error", "xfailed", "xpassed")     # statuses of results whose case was launched
+RAN = tuple(status for status, info in STATUSES.items() if info.evidence)    # statuses of cases that were launched
 MISSING_SHOWN = 8                                # missing classes named on a one-line summary
-EXAMPLE_WIDTH = 24                               # characters of an example case name in the table
 RUN_LINE_LIMIT = 50_000                          # ran cases past which a report's coverage line is not computed
 
 
@@ -328,134 +325,3 @@ def run_line(results: Sequence) -> str | None:
         except PrmgError:                              # a file: input gone since: the case is not counted
             continue
     return f"coverage: {summary(evaluate(cases))}" if cases else None
-
-
-# ---------------------------------------------------------------------------------------------------
-# Reports
-
-
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
-
-
-def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) -> str:
-    """Per operator a header line, then per axis its name and one line per class: its name, how many cases
-    cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
-    screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut);
-    the summary line (every missing class named) last."""
-    lines = []
-    for item in coverages:
-        lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
-                  f"({percent([item]):.1f}%)", ""]
-        names = max(len(entry.regime.name) for entry in item.classes)
-        examples = max(len(visible(entry.example or "-")) for entry in item.classes)
-        if columns is not None:
-            examples = min(examples, EXAMPLE_WIDTH)
-        axis = None
-        for entry in item.classes:
-            if entry.regime.axis != axis:
-                axis = entry.regime.axis
-                lines.append(axis)
-            example = visible(entry.example or "-")
-            line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
-                    f"{example if columns is None else _fit(example, examples):<{examples}}  ")
-            reason = entry.regime.reason
-            lines.append(line + (reason if columns is None else _fit(reason, max(columns - len(line), 20))))
-        lines.append("")
-    lines.append(summary(coverages, shown=sum(len(item.missing) for item in coverages)))
-    return "\n".join(lines) + "\n"
-
-
-def to_dict(coverages: Sequence[OpCoverage]) -> dict:
-    """The coverage as plain values: totals, the missing classes, and every class of every operator."""
-    return {
-        "covered": sum(item.covered for item in coverages), "total": sum(item.total for item in coverages),
-        "percent": round(percent(coverages), 2),
-        "missing": [f"{item.op} {regime.key}" for item in coverages for regime in item.missing],
-        "operators": [{"op": item.op, "title": OPERATORS[item.op].title, "covered": item.covered,
-                       "total": item.total, "percent": round(percent([item]), 2),
-                       "classes": [{"axis": entry.regime.axis, "class": entry.regime.name,
-                                    "reason": entry.regime.reason, "cases": entry.count, "example": entry.example}
-                                   for entry in item.classes]} for item in coverages],
-    }
-
-
-def render_markdown(coverages: Sequence[OpCoverage]) -> str:
-    """A Markdown page: the summary line, then per operator a table of its classes."""
-    def cell(text) -> str:
-        return visible(text).replace("|", "\\|")
-
-    lines = ["# Coverage", "", summary(coverages, shown=0), ""]
-    for item in coverages:
-        lines += [f"## {item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes", "",
-                  "| axis | class | cases | example | reason |", "|---|---|---|---|---|"]
-        lines += [f"| {cell(entry.regime.axis)} | {cell(entry.regime.name)} | "
-                  f"{entry.count if entry.count else '**missing**'} | {cell(entry.example or '-')} | "
-                  f"{cell(entry.regime.reason)} |" for entry in item.classes]
-        lines.append("")
-    return "\n".join(lines)
-
-
-_STYLE = ("body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1d}table{border-collapse:collapse;"
-          "margin-bottom:28px}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}"
-          "tr.missing td{background:#fbe3e4;color:#8a1c23;font-weight:600}td.n{text-align:right}")
-
-
-def render_html(coverages: Sequence[OpCoverage]) -> str:
-    """One self-contained page: the summary line, then per operator a table, missing classes in red."""
-    from .results import visible_html as esc
-
-    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-             f"<title>prmg coverage</title><style>{_STYLE}</style></head><body><h1>prmg coverage</h1>",
-             f"<p id='coverage-line'>{esc(summary(coverages))}</p>"]
-    for item in coverages:
-        parts.append(f"<h2>{esc(item.op)} ({esc(OPERATORS[item.op].title)}): {item.covered} of {item.total} "
-                     f"classes</h2><table><tr><th>axis</th><th>class</th><th>cases</th><th>example</th>"
-                     f"<th>reason</th></tr>")
-        for entry in item.classes:
-            parts.append(f"<tr{'' if entry.count else ' class=missing'}><td>{esc(entry.regime.axis)}</td>"
-                         f"<td>{esc(entry.regime.name)}</td><td class=n>{entry.count or 'missing'}</td>"
-                         f"<td>{esc(entry.example or '-')}</td><td>{esc(entry.regime.reason)}</td></tr>")
-        parts.append("</table>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
-
-
-def render(coverages: Sequence[OpCoverage], report: str, columns: int | None = None) -> str:
-    """The coverage report in format ``report`` (one of ``REPORT_FORMATS``)."""
-    if report == "json":
-        return json.dumps(to_dict(coverages), indent=2) + "\n"
-    if report == "markdown":
-        return render_markdown(coverages)
-    if report == "html":
-        return render_html(coverages)
-    return render_table(coverages, columns)
-
-
-def coverage_command(paths: Sequence[str], report: str = "table", output: str | None = None,
-                     fail_under: float | None = None, ops: Sequence[str] = (), columns: int | None = None
-                     ) -> tuple[str, int]:
-    """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
-    exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
-    from .cases import load_cases
-    from .files import write_text
-
-    if report not in REPORT_FORMATS:
-        raise PrmgError(f"--report: unknown format {report!r} (valid: {', '.join(REPORT_FORMATS)})")
-    if fail_under is not None and not (math.isfinite(fail_under) and 0 <= fail_under <= 100):
-        raise PrmgError(f"--fail-under must be a percentage from 0 to 100, got {fail_under!r}")
-    unknown = [op for op in ops if op not in OPERATORS]
-    if unknown:
-        raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
-    cases = [case for case in load_cases(paths) if not ops or case.op in ops]
-    coverages = evaluate(cases)
-    text = render(coverages, report, columns)
-    share = percent(coverages)
-    code = ExitCode.FAILED if fail_under is not None and share < fail_under else ExitCode.OK
-    if output is not None:
-        write_text(output, text)
-        text = f"wrote {output}: {summary(coverages)}\n"
-    if code:
-        text += f"coverage {share:.1f}% is under --fail-under {fail_under:g}%\n"
-    return text, int(code)

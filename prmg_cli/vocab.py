@@ -24,6 +24,7 @@ MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = ROTARY_MODES.values()
 ACL_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
+COVERAGE_FORMATS = ("table", "json", "markdown", "html")     # the pages of `prmg coverage` (coverage_report)
 DEFAULT_OP = "grad"         # the operator of a case that names none (ops.OPERATORS): the one under test
 DEFAULT_STANDARD = "default"        # what a case is judged by when neither it nor --standard names one (standards)
 DEFAULT_SUPPORTED_MODES = frozenset({ROTARY_MODES["interleave"]})   # without --supported-modes: today's kernel's

@@ -14,6 +14,7 @@ from conftest import ROOT, prmg
 from prmg_cli import constraints, cover, coverage, gencase, models
 from prmg_cli import presets as presets_module
 from prmg_cli.cases import load_cases, parse_document
+from prmg_cli.commands.coverage import coverage_command
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import make_inputs
 from prmg_cli.ops import OPERATORS
@@ -178,11 +179,11 @@ def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
 # ----- the command -----------------------------------------------------------------------------------
 
 def test_coverage_reports_in_process(tmp_path):
-    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)
+    text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)
     assert code == 0 and "grad (InplacePartialRotaryMulGrad):" in text and "MISSING" in text
     assert all(len(line) <= 100 for line in text.splitlines()[:-1])           # the table fits; the summary is one line
     assert text.splitlines()[-1].startswith("covers ") and "missing: grad mode: half" in text.splitlines()[-1]
-    text, code = coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], "json", fail_under=90)
+    text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], "json", fail_under=90)
     assert code == 1 and "is under --fail-under 90%" in text
     report = json.loads(text[:text.rindex("}") + 1])
     assert report["total"] == len(regimes("grad")) and report["missing"][0] == "grad mode: half"
@@ -190,10 +191,10 @@ def test_coverage_reports_in_process(tmp_path):
     assert (first["axis"], first["class"], first["example"]) == ("dtypes", "fp32/fp32", "smoke.worked_example")
     assert first["cases"] > 1 and first["reason"].startswith("float32 data and tables")
     page = tmp_path / "coverage.html"
-    text, code = coverage.coverage_command([str(ROOT / "cases" / "forward.yaml")], "html", str(page), ops=("forward",))
+    text, code = coverage_command([str(ROOT / "cases" / "forward.yaml")], "html", str(page), ops=("forward",))
     assert code == 0 and text.startswith(f"wrote {page}: covers ")
     assert "<tr class=missing>" in page.read_text() and "Content-Security-Policy" in page.read_text()
-    markdown, _ = coverage.coverage_command([str(ROOT / "cases" / "forward.yaml")], "markdown")
+    markdown, _ = coverage_command([str(ROOT / "cases" / "forward.yaml")], "markdown")
     assert "| axis | class | cases | example | reason |" in markdown and "**missing**" in markdown
 
 
@@ -218,7 +219,7 @@ def test_coverage_of_the_shipped_cases_misses_nothing(tmp_path):
                                               (dict(ops=("backward",)), "--op: unknown operator 'backward'")])
 def test_coverage_refuses_bad_options(options, message):
     with pytest.raises(PrmgError, match=message):
-        coverage.coverage_command([str(ROOT / "cases" / "smoke.yaml")], **options)
+        coverage_command([str(ROOT / "cases" / "smoke.yaml")], **options)
 
 
 # ----- the cover preset ------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from prmg_cli.standards import STANDARDS, check_standard, margin
 from prmg_cli.status import STATUS_CODES
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import Inputs
-from prmg_cli.ops import GRAD
 
 DTYPES = ("float32", "float16", "bfloat16")
 PAIRS = [(dy, table) for dy in DTYPES for table in DTYPES]

@@ -1,16 +1,21 @@
-"""``prmg coverage``: which regime classes the cases cover (``coverage.coverage_command``)."""
+"""``prmg coverage``: which regime classes the cases cover (``coverage.evaluate``, pages by ``coverage_report``)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from pathlib import Path
 
+from ..errors import PrmgError
 from ..ops import OPERATORS
 from ..options import Option, request_type
+from ..results import ExitCode
+from ..vocab import COVERAGE_FORMATS
 from .common import PATHS, WIDE
 
 OPTIONS = (
     PATHS,
-    Option("report", ("--report",), "table", "table, json, markdown or html.", "FORMAT"),
+    Option("report", ("--report",), COVERAGE_FORMATS[0], f"{', '.join(COVERAGE_FORMATS)}.", "FORMAT"),
     Option("output", ("-o", "--output"), None, "Write the report to FILE (standard output gets its summary line).",
            "FILE", Path),
     Option("fail_under", ("--fail-under",), None, "Exit 1 when fewer than PERCENT of the classes are covered.",
@@ -38,7 +43,6 @@ def main(request) -> int:
     the constraint model...), with a one-line reason. Each is covered by N cases (one named) or MISSING. Exit
     0, or 1 when --fail-under is not met, 2 for unreadable cases.
     """
-    from ..coverage import coverage_command
     from ..outputs.screen import width
     from ..writes import write_stdout
 
@@ -46,3 +50,33 @@ def main(request) -> int:
                                   request.op, None if request.wide else width())
     write_stdout(text)
     return code
+
+
+def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], output: str | None = None,
+                     fail_under: float | None = None, ops: Sequence[str] = (), columns: int | None = None
+                     ) -> tuple[str, int]:
+    """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
+    exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
+    from ..cases import load_cases
+    from ..coverage import evaluate, percent, summary
+    from ..coverage_report import render
+    from ..files import write_text
+
+    if report not in COVERAGE_FORMATS:
+        raise PrmgError(f"--report: unknown format {report!r} (valid: {', '.join(COVERAGE_FORMATS)})")
+    if fail_under is not None and not (math.isfinite(fail_under) and 0 <= fail_under <= 100):
+        raise PrmgError(f"--fail-under must be a percentage from 0 to 100, got {fail_under!r}")
+    unknown = [op for op in ops if op not in OPERATORS]
+    if unknown:
+        raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
+    cases = [case for case in load_cases(paths) if not ops or case.op in ops]
+    coverages = evaluate(cases)
+    text = render(coverages, report, columns)
+    share = percent(coverages)
+    code = ExitCode.FAILED if fail_under is not None and share < fail_under else ExitCode.OK
+    if output is not None:
+        write_text(output, text)
+        text = f"wrote {output}: {summary(coverages)}\n"
+    if code:
+        text += f"coverage {share:.1f}% is under --fail-under {fail_under:g}%\n"
+    return text, int(code)
