@@ -137,7 +137,8 @@ def check_arguments(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.
         if cos.shape[axis] not in (1, x.shape[axis]):
             raise ValueError(f"cos axis {axis} = {cos.shape[axis]} is neither 1 nor {x.shape[axis]}")
     blocks = rotation.pairs(rotary_mode, length)
-    firsts, seconds = ([range(*getattr(block, part).indices(length)) for block in blocks] for part in ("first", "second"))
+    firsts = [range(*block.first.indices(length)) for block in blocks]
+    seconds = [range(*block.second.indices(length)) for block in blocks]
     paired = sorted(index for lanes in firsts + seconds for index in lanes)
     if paired != list(range(length)) or any(len(a) != len(b) for a, b in zip(firsts, seconds)):
         raise ValueError(f"slice length {length} does not split into the pairs of mode {rotary_mode}")

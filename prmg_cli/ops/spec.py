@@ -93,6 +93,7 @@ class OperatorSpec:
         ``out[j] = c[cos_lane]*x[kept] + sign * s[sin_lane]*x[partner]`` (``reference.lane_terms``)."""
         return reference.lane_terms(self.rotation, rotary_mode, length)
 
-    def check(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice) -> tuple[int, int]:
+    def check(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
+              partial_slice) -> tuple[int, int]:
         """``(start, end)`` when the goldens are defined for these arguments, else ``ValueError``."""
         return reference.check_arguments(self.rotation, x, cos, sin, rotary_mode, partial_slice)
