@@ -20,7 +20,7 @@ import numpy as np
 from tabulate import tabulate
 
 from prmg_cli.ops import GRAD
-from prmg_cli.vocab import DEFAULT_GENERATOR, INTERLEAVE, UNNAMED_GENERATOR
+from prmg_cli.vocab import DEFAULT_GENERATOR, GENERATORS, INTERLEAVE
 
 SHAPE = (4, 1024, 32, 128)
 TABLE_SHAPE = (1, 1024, 1, 96)
@@ -130,8 +130,8 @@ PIPELINE_SHAPE = (4, 1024, 32, 128)
 PIPELINE_TABLE_SHAPE = (1, 1024, 1, 96)
 PIPELINE_SLICE = (32, 128)
 PIPELINE_DTYPES = ("bfloat16", "float32")
-# the inputs' generators measured side by side: the default (judged against the targets) and the one before it
-PIPELINE_GENERATORS = (DEFAULT_GENERATOR, UNNAMED_GENERATOR)
+# the inputs' generators measured side by side: the default (judged against the targets) and the ones before it
+PIPELINE_GENERATORS = GENERATORS
 COPIES = 3                                  # dy.copy()s timed before each run: the fastest is that run's floor
 STAGE_KEYS = ("inputs", "upload", "kernel", "download", "golden", "judge")
 # upper bounds: host work per case (duration minus the kernel's event time) in dy.copy()s, its stretch,
@@ -348,7 +348,7 @@ def format_pipeline_bench(rows: list[dict], small: dict | None = None) -> str:
     notes = (f"host = duration_s - kernel event time; dy.copy() = the fastest of {COPIES} copies before each run "
              f"(the median over the runs); golden runs fused with the judge, its share measured per chunk; peak "
              f"mem = worker's peak RSS over its start-up RSS (emulator device memory included); the targets judge "
-             f"the {DEFAULT_GENERATOR} rows, {UNNAMED_GENERATOR} (the inputs before it) runs beside them")
+             f"the {DEFAULT_GENERATOR} rows, {' and '.join(GENERATORS[1:])} (the inputs before it) run beside them")
     return "\n".join([header, table, notes, "targets:", *pipeline_verdicts(rows, small)])
 
 

@@ -6,20 +6,24 @@ operation rounded on its own (never fused), so the bits do not depend on the mac
 case's ``generator`` (``vocab.GENERATORS``) says where ``U`` and ``Z`` come from; each tensor has its own
 stream, tensor index 0 for dy, 1 for cos, 2 for sin, so the same case gives the same bits on every machine:
 
-``philox`` (the default): the tensor's key is ``(case.seed, tensor index)``, and its elements (C order) form
-chunks of ``STREAM_CHUNK`` = 65536. Chunk ``j`` draws from numpy's ``Philox(key=key, counter=(0, j, 0, 0))``,
-whose block ``b`` of four 64-bit words is Philox4x64-10 at counter ``(b + 1, j, 0, 0)``. The element at
-position ``k`` of its chunk has ``U`` = the 32-bit half ``k % 2`` (the low half first) of 64-bit word
-``k // 2`` of that stream, times ``2**-32`` (``_philox_words``); ``Z`` is ``Generator(that Philox)
-.standard_normal`` of the chunk's elements, in order. Any element range can be made on its own, so a large
-tensor is split over threads with nothing to skip, and the compiled helper draws and rounds uniform
-elements in one pass (``native.philox_uniform``; the numpy path stays the reference, bit for bit).
+``philox4x32`` (the default): ``U`` of the element at C-order position ``e`` is word ``e % 4`` of block ``e // 4``
+of Philox4x32-10 (Random123's ``philox4x32``, 10 rounds; ``philox4x32_10``), times ``2**-32``: block ``m`` is the
+cipher of the counter ``(m mod 2**32, m // 2**32, tensor index, 0)`` under the key ``(seed mod 2**32, seed //
+2**32)``. ``Z`` is drawn as under ``philox``. Any element range can be made on its own, and the compiled helper
+runs the rounds of eight blocks side by side in vector registers (32-bit products), draws and rounds in one pass
+(``native.uniform``; the numpy path, ``_philox4x32_words``, stays the reference, bit for bit).
 
-``pcg64`` (how prmg drew inputs before; select it to reproduce older results): ``U`` and ``Z`` are the
-``random()`` and ``standard_normal()`` streams of ``PCG64(SeedSequence([case.seed, tensor index]))`` --
-exactly what numpy's ``Generator.uniform`` / ``normal`` compute. A large uniform tensor is split over two
-threads, the second starting its stream where the first one's part ends (``PCG64.advance``: one 64-bit
-output per float64 draw).
+``philox`` (the default before ``philox4x32``; select it to reproduce those results): the tensor's key is
+``(case.seed, tensor index)``, and its elements (C order) form chunks of ``STREAM_CHUNK`` = 65536. Chunk ``j`` draws
+from numpy's ``Philox(key=key, counter=(0, j, 0, 0))``, whose block ``b`` of four 64-bit words is Philox4x64-10 at
+counter ``(b + 1, j, 0, 0)``. The element at position ``k`` of its chunk has ``U`` = the 32-bit half ``k % 2`` (the
+low half first) of 64-bit word ``k // 2`` of that stream, times ``2**-32`` (``_philox_words``); ``Z`` is
+``Generator(that Philox).standard_normal`` of the chunk's elements, in order.
+
+``pcg64`` (how prmg drew inputs before ``philox``): ``U`` and ``Z`` are the ``random()`` and ``standard_normal()``
+streams of ``PCG64(SeedSequence([case.seed, tensor index]))`` -- exactly what numpy's ``Generator.uniform`` /
+``normal`` compute. A large uniform tensor is split over two threads, the second starting its stream where the
+first one's part ends (``PCG64.advance``: one 64-bit output per float64 draw).
 
 Large tensors are made in cache-sized chunks straight into the output, with the same result as making
 them at once.
@@ -44,6 +48,10 @@ TENSOR_INDEX = {"dy": 0, "cos": 1, "sin": 2}
 STREAM_CHUNK = 1 << 16              # elements per Philox stream: part of the inputs' definition, never tuned
 CHUNK_ELEMENTS = 1 << 16            # float64 draws per chunk: 512 KiB, in cache while they are rounded
 THREADED_DRAWS = 1 << 20            # tensors from this size are split over native.HOST_THREADS threads
+# Philox4x32-10 (Random123): the round multipliers and the key's Weyl increments, part of the inputs' definition
+PHILOX4X32_MULTIPLIERS = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+PHILOX4X32_WEYL = (0x9E3779B9, 0xBB67AE85)
+WORD = (1 << 32) - 1
 _ARGUMENTS = np.random.Generator(np.random.Philox(0))     # numpy's argument checks of uniform / normal (size 0)
 RECYCLE_MIN_BYTES = 1 << 22         # arrays from this size are recycled (``recycled_empty``)
 _RECYCLED: dict = {}
@@ -204,16 +212,18 @@ def _split(count: int, threads: int) -> list[tuple[int, int]]:
 
 
 def _draw_philox(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: float, offset: float,
-                 chunk_elements: int) -> None:
-    """``flat[:] = offset + scale * U`` (or ``* Z``), rounded once, from the ``philox`` streams of ``tensor``
-    (module docstring); uniform draws ``chunk_elements`` at a time, normal ones a stream chunk at a time."""
+                 chunk_elements: int, generator: str = "philox") -> None:
+    """``flat[:] = offset + scale * U`` (or ``* Z``), rounded once, from the ``philox`` streams of ``tensor`` (U from
+    ``generator``'s, ``philox`` or ``philox4x32``: module docstring); uniform draws ``chunk_elements`` at a time,
+    normal ones a stream chunk at a time."""
     key = philox_key(seed, tensor)
     threads = native.HOST_THREADS if flat.size >= THREADED_DRAWS else 1
     if kind == "uniform":
         def fill(part: tuple[int, int]) -> None:
             buffer = np.empty(min(chunk_elements, part[1] - part[0]))
             for begin in range(part[0], part[1], chunk_elements):
-                _philox_uniform(key, begin, flat[begin:min(begin + chunk_elements, part[1])], scale, offset, buffer)
+                _uniform(generator, key, begin, flat[begin:min(begin + chunk_elements, part[1])], scale, offset,
+                         buffer)
         _in_threads(_split(flat.size, threads), fill)
         return
 
@@ -227,19 +237,26 @@ def _draw_philox(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: flo
     _in_threads(_split(-(-flat.size // STREAM_CHUNK), threads), fill_normal)
 
 
-def _philox_uniform(key: tuple[int, int], begin: int, target: np.ndarray, scale: float, offset: float,
-                    buffer: np.ndarray) -> None:
-    """``target[:] = offset + scale * U`` for the elements from ``begin`` on, rounded once: the compiled helper
-    draws and rounds in one pass (float32 and bfloat16 straight into ``target``, other dtypes through a
-    float64 ``buffer``), else numpy (``_philox_words``, ``_round_into``)."""
+def _draw_philox4x32(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: float, offset: float,
+                     chunk_elements: int) -> None:
+    """``_draw_philox`` with ``U`` from Philox4x32-10 (``Z`` is ``philox``'s)."""
+    _draw_philox(seed, tensor, kind, flat, scale, offset, chunk_elements, "philox4x32")
+
+
+def _uniform(generator: str, key: tuple[int, int], begin: int, target: np.ndarray, scale: float, offset: float,
+             buffer: np.ndarray) -> None:
+    """``target[:] = offset + scale * U`` for the elements from ``begin`` on of ``generator``'s uniform stream keyed
+    ``key``, rounded once: the compiled helper draws and rounds in one pass (float32 and bfloat16 straight into
+    ``target``, other dtypes through a float64 ``buffer``), else numpy (``_WORDS``, ``_round_into``)."""
     name = dtypes.from_numpy(target.dtype).name
-    if name in native.ROUNDED_CODES and native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, name, target):
+    if name in native.ROUNDED_CODES and native.uniform(generator, key, STREAM_CHUNK, begin, scale, offset, name,
+                                                       target):
         return
     draws = buffer[:target.size]
-    if native.philox_uniform(key, STREAM_CHUNK, begin, scale, offset, "float64", draws):
+    if native.uniform(generator, key, STREAM_CHUNK, begin, scale, offset, "float64", draws):
         dtypes.round_into(draws, target)
         return
-    np.multiply(_philox_words(key, begin, target.size), 2.0 ** -32, out=draws)
+    np.multiply(_WORDS[generator](key, begin, target.size), 2.0 ** -32, out=draws)
     _round_into(draws, scale, offset, target)
 
 
@@ -260,6 +277,36 @@ def _philox_words(key: tuple[int, int], begin: int, count: int) -> np.ndarray:
         out[done:done + size] = halves[k - 8 * first:k - 8 * first + size]
         done += size
     return out
+
+
+def philox4x32_10(counters: np.ndarray, key: tuple[int, int]) -> np.ndarray:
+    """Philox4x32-10 (Random123's ``philox4x32``, 10 rounds) of each row ``(c0, c1, c2, c3)`` of ``counters``
+    (integers < 2**32) under the key ``(k0, k1)``: each round maps ``(v0, v1, v2, v3)`` to ``(hi(M1 v2) ^ v1 ^ k0,
+    lo(M1 v2), hi(M0 v0) ^ v3 ^ k1, lo(M0 v0))`` (``hi``/``lo``: the upper and lower 32 bits of the 64-bit
+    product; ``M0, M1 = PHILOX4X32_MULTIPLIERS``), then adds ``PHILOX4X32_WEYL`` to the key (mod 2**32). Returns
+    the blocks as uint32 rows of four words."""
+    v0, v1, v2, v3 = (np.asarray(counters, np.uint64)[:, i] for i in range(4))
+    k0, k1 = (int(word) & WORD for word in key)
+    m0, m1 = PHILOX4X32_MULTIPLIERS
+    for _ in range(10):
+        p0, p1 = m0 * v0, m1 * v2                          # exact: products of 32-bit values
+        v0, v1, v2, v3 = (p1 >> 32) ^ v1 ^ np.uint64(k0), p1 & WORD, (p0 >> 32) ^ v3 ^ np.uint64(k1), p0 & WORD
+        k0, k1 = (k0 + PHILOX4X32_WEYL[0]) & WORD, (k1 + PHILOX4X32_WEYL[1]) & WORD
+    return np.stack([v0, v1, v2, v3], axis=1).astype(np.uint32)
+
+
+def _philox4x32_words(key: tuple[int, int], begin: int, count: int) -> np.ndarray:
+    """The 32-bit draws (uint32) of the elements ``begin .. begin + count`` of the uniform ``philox4x32`` stream of
+    ``key = (seed, tensor index)``: element ``e`` takes word ``e % 4`` of the block at counter ``(m mod 2**32,
+    m // 2**32, tensor index, 0)``, ``m = e // 4``, under the key ``(seed mod 2**32, seed // 2**32)``."""
+    seed, index = int(key[0]), int(key[1])
+    blocks = np.arange(begin // 4, -(-(begin + count) // 4), dtype=np.uint64)
+    counters = np.stack([blocks & WORD, blocks >> 32, np.full_like(blocks, index), np.zeros_like(blocks)], axis=1)
+    words = philox4x32_10(counters, (seed & WORD, seed >> 32)).reshape(-1)
+    return words[begin % 4:begin % 4 + count]
+
+
+_WORDS = {"philox4x32": _philox4x32_words, "philox": _philox_words}     # the 32-bit uniform draws of each
 
 
 def _draw_pcg64(seed: int, tensor: str, kind: str, flat: np.ndarray, scale: float, offset: float,
@@ -304,7 +351,7 @@ def _round_into(draws: np.ndarray, scale: float, offset: float, target: np.ndarr
         dtypes.round_into(draws, target)
 
 
-_DRAWS = {"philox": _draw_philox, "pcg64": _draw_pcg64}
+_DRAWS = {"philox4x32": _draw_philox4x32, "philox": _draw_philox, "pcg64": _draw_pcg64}
 assert tuple(_DRAWS) == GENERATORS
 
 

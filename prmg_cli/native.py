@@ -1,10 +1,11 @@
 """A small compiled helper for the per-element passes numpy cannot make cheap: judging a slice under the
 ``default`` standard, rounding float64 values (and draws) to the tensor's dtype, and drawing uniform inputs from
-Philox.
+Philox4x32-10 and Philox4x64-10.
 
 Each is an exact replica of numpy code that stays the reference (``onepass._SliceScan`` with
 ``reference.SliceTerms`` and ``standards.default.default_budget_into``; ``inputs._round_into``'s numpy path with
-``dtypes.bfloat16_bits``; numpy's ``Philox`` bit generator with ``inputs._philox_words`` and ``inputs._fill``),
+``dtypes.bfloat16_bits``; numpy's ``Philox`` bit generator with ``inputs._philox_words``, and
+``inputs.philox4x32_10`` with ``inputs._philox4x32_words``, with ``inputs._round_into``),
 written in C so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
 at dy (4, 1024, 32, 128) bfloat16 the numpy block pass costs about 25 ns per slice element on the 2-vCPU
 host, this one a few (``prmg bench --host`` prints both). Compiled with ``-ffp-contract=off`` and no
@@ -41,7 +42,8 @@ MIN_BLOCKS_PER_THREAD = 4
 # Every float64 operation rounds on its own (no contraction into fused multiply-adds, no fast-math).
 FLAGS = ("-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared")
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
-ROUNDED_CODES = {"float32": 0, "bfloat16": 2, "float64": 3}     # outputs of affine_round and philox_uniform
+ROUNDED_CODES = {"float32": 0, "bfloat16": 2, "float64": 3}     # outputs of affine_round and uniform
+UNIFORM_GENERATORS = {"philox": 0, "philox4x32": 1}            # generators whose uniform draws ``uniform`` makes
 ROUNDING_MIN_ELEMENTS = 1 << 12         # arrays from this size are rounded by the helper (smaller: numpy)
 SPECIAL_CAPACITY = 1 << 16              # non-finite elements listed per thread before the numpy path takes over
 
@@ -107,9 +109,9 @@ def library() -> ctypes.CDLL | None:
             loaded.prmg_affine_round.argtypes = [c_void_p, c_int64, c_double, c_double, c_int32, c_void_p]
             loaded.prmg_round_bfloat16.restype = None
             loaded.prmg_round_bfloat16.argtypes = [c_void_p, c_int64, c_void_p]
-            loaded.prmg_philox_uniform.restype = None
-            loaded.prmg_philox_uniform.argtypes = [c_uint64, c_uint64, c_int64, c_int64, c_int64, c_double,
-                                                   c_double, c_int32, c_void_p]
+            loaded.prmg_uniform.restype = None
+            loaded.prmg_uniform.argtypes = [c_int32, c_uint64, c_uint64, c_int64, c_int64, c_int64, c_double,
+                                            c_double, c_int32, c_void_p]
             _LIBRARY = loaded
         except (OSError, subprocess.SubprocessError, ValueError):
             _LIBRARY = None
@@ -151,17 +153,19 @@ def round_bfloat16(values: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
-def philox_uniform(key: tuple[int, int], stream_chunk: int, begin: int, scale: float, offset: float,
-                   dtype_name: str, out: np.ndarray) -> bool:
-    """``out[:] = dtype(offset + scale * u)`` for the elements ``begin, begin + 1, ...`` of the uniform Philox
-    stream keyed ``key`` (``inputs._philox_words`` says which 32 bits each one draws, ``u`` = those bits
-    ``* 2**-32``; float64 arithmetic, one rounding each; float32, bfloat16 or float64 ``out``, contiguous);
-    False when the helper is missing or the dtype is another (the caller then does it with numpy)."""
+def uniform(generator: str, key: tuple[int, int], stream_chunk: int, begin: int, scale: float, offset: float,
+            dtype_name: str, out: np.ndarray) -> bool:
+    """``out[:] = dtype(offset + scale * u)`` for the elements ``begin, begin + 1, ...`` of the uniform stream keyed
+    ``key`` of ``generator`` (``UNIFORM_GENERATORS``; ``inputs._WORDS`` says which 32 bits each element draws,
+    ``u`` = those bits ``* 2**-32``; ``philox`` in stream chunks of ``stream_chunk``; float64 arithmetic, one
+    rounding each; float32, bfloat16 or float64 ``out``, contiguous); False when the helper is missing or the
+    dtype or generator is another (the caller then does it with numpy)."""
     lib = library()
     code = ROUNDED_CODES.get(dtype_name)
-    if lib is None or code is None:
+    if lib is None or code is None or generator not in UNIFORM_GENERATORS:
         return False
-    lib.prmg_philox_uniform(key[0], key[1], stream_chunk, begin, out.size, scale, offset, code, out.ctypes.data)
+    lib.prmg_uniform(UNIFORM_GENERATORS[generator], key[0], key[1], stream_chunk, begin, out.size, scale, offset,
+                     code, out.ctypes.data)
     return True
 
 

@@ -37,9 +37,10 @@ WORKSPACE_POISON = 0xFF
 # The two phases of an aclnn call, in which an operator may refuse a case (``expect: {error, phase}``).
 PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the launch (the second phase)"}
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
-GENERATORS = ("philox", "pcg64")            # philox: the default; pcg64: the inputs of prmg before it
+# The inputs' versions, newest first: philox4x32 (the default), philox (the default before it), pcg64 (before both)
+GENERATORS = ("philox4x32", "philox", "pcg64")
 DEFAULT_GENERATOR = GENERATORS[0]
-UNNAMED_GENERATOR = GENERATORS[1]           # what drew a result record that names no generator (older than philox)
+UNNAMED_GENERATOR = GENERATORS[-1]          # what drew a result record that names no generator (older than philox)
 
 
 def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:

@@ -323,7 +323,7 @@ CORPUS = {
     "bad_expect_code.yaml": ("expect.error", "expect_name", "did you mean 'ACLNN_ERR_INNER_TILING_ERROR'?"),
     "bad_tags.yaml": ("tags", "tag_string", "expected a list of words"),
     "bad_seed.yaml": ("seed", "bool_seed", "got a boolean"),
-    "bad_generator.yaml": ("generator", "typo_generator", "(did you mean 'philox'?) (valid: philox, pcg64)"),
+    "bad_generator.yaml": ("generator", "typo_generator", "(did you mean 'philox'?) (valid: philox4x32, philox, pcg64)"),
     "bad_slice.yaml": ("partial_slice", "one_number_slice", "expected [start, end]"),
     "broadcast_and_cos_shape.yaml": ("broadcast", "both", "not both"),
     "bad_broadcast.yaml": ("broadcast", "bad_pattern", "unknown broadcast pattern '1S1N'"),

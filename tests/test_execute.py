@@ -137,7 +137,7 @@ def test_resume_reruns_a_case_whose_definition_changed(many, tmp_path):
     records = [json.loads(line) for line in results.read_text().splitlines()]
     records = [record for record in records if "name" in record]
     assert sorted(record["name"] for record in records) == ["c0", "c1", "c2", "c2", "c3", "c3", "c4", "c5"]
-    assert [record["generator"] for record in records if record["name"] == "c3"] == ["philox", "pcg64"]
+    assert [record["generator"] for record in records if record["name"] == "c3"] == ["philox4x32", "pcg64"]
     assert {case["name"]: case["generator"] for case in report["cases"]}["c3"] == "pcg64"    # other inputs: run again
 
 
@@ -303,7 +303,8 @@ def test_bad_timeout_and_unwritable_results_file_are_usage_errors(many, tmp_path
 
 def test_a_record_names_its_inputs_generator_and_one_naming_none_reads_as_pcg64():
     """The generator is the inputs' version: every record's definition names it (the default too), so a
-    definition replays the inputs it was made with; a record naming it nowhere is older than philox."""
+    definition replays the inputs it was made with (one of the default before, philox, replays philox's); a record
+    naming it nowhere is older than philox."""
     from prmg_cli.cases import case_to_dict, fingerprint, parse_document
     from prmg_cli.execute import case_result
     from prmg_cli.results import CaseResult
@@ -311,14 +312,16 @@ def test_a_record_names_its_inputs_generator_and_one_naming_none_reads_as_pcg64(
     case = Case(name="v", source="t", shape=(1, 1, 1, 4), cos_shape=(1, 1, 1, 4), sin_shape=(1, 1, 1, 4),
                 partial_slice=(0, 4))
     record = CaseResult.from_dict(json.loads(json.dumps(case_result(case, "passed").to_dict())))
-    assert case.generator == "philox" and record.definition["generator"] == "philox"
+    assert case.generator == "philox4x32" and record.definition["generator"] == "philox4x32"
     replayed, = parse_document([record.recorded_definition()], "t", Path("."))
-    assert replayed.generator == "philox" and fingerprint(replayed) == fingerprint(case)
+    assert replayed.generator == "philox4x32" and fingerprint(replayed) == fingerprint(case)
     older = CaseResult("v", "passed", definition=case_to_dict(case))            # before the generator field
     assert "generator" not in older.definition and older.recorded_definition()["generator"] == "pcg64"
     assert parse_document([older.recorded_definition()], "t", Path("."))[0].generator == "pcg64"
     since_philox = CaseResult("v", "passed", definition=case_to_dict(case), generator="philox")
     assert since_philox.recorded_definition()["generator"] == "philox"
+    replayed, = parse_document([since_philox.recorded_definition()], "t", Path("."))
+    assert replayed.generator == "philox" and fingerprint(replayed) != fingerprint(case)
 
 
 def test_a_device_is_wedged_after_max_timeouts_in_a_row_only():

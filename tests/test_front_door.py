@@ -584,9 +584,15 @@ def test_fingerprint_is_stable_follows_the_definition_and_file_bytes_not_paths(t
     assert fingerprint(dataclasses.replace(case, generator="pcg64")) != prints[1]
     assert fingerprint(dataclasses.replace(case, source="/elsewhere/c.yaml")) == prints[1]
     (plain,) = load_cases([write(tmp_path, "p.yaml", "- {name: stable, shape: [2, 3, 4, 64], dtype: bf16}\n")])
+    (before,) = load_cases([write(tmp_path, "q.yaml", "- {name: stable, shape: [2, 3, 4, 64], dtype: bf16, "
+                                                      "generator: philox}\n")])
     # the same on every machine and run: a change here invalidates every results file in use (as the
-    # generator key did: records written before it came from pcg64 inputs and must not be trusted)
-    assert fingerprint(plain) == "216bea6bdfb99b190a0656d77c26af646cd21a915a0c47d1ff5fd1a3eac5d216"
+    # generator key did: records written before it came from pcg64 inputs and must not be trusted; and as the
+    # default philox4x32 did for cases naming no generator, whose records of philox's inputs are no longer theirs)
+    assert fingerprint(plain) == "44d8a773475e8d08fe1dff47fc479d0d6d1e00c73046a9a392d4ac035839b03a"
+    # the print of such a record before philox4x32 (the definition has always named its generator): a case that
+    # now says generator: philox resumes from it
+    assert fingerprint(before) == "216bea6bdfb99b190a0656d77c26af646cd21a915a0c47d1ff5fd1a3eac5d216"
 
 
 # ----------------------------------------------------------------------------------------------

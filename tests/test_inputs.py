@@ -10,10 +10,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from prmg_cli import inputs as inputs_module
 from prmg_cli.cases import Case, InputSpec
 from prmg_cli.dtypes import rounded
 from prmg_cli.errors import PrmgError
-from prmg_cli.inputs import THREADED_DRAWS, default_seed, drawn_prefix, make_inputs
+from prmg_cli.inputs import THREADED_DRAWS, default_seed, drawn_prefix, make_inputs, philox4x32_10
+from prmg_cli.vocab import GENERATORS
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -62,21 +64,78 @@ def philox_recipe(seed: int, index: int, kind: str, params, count: int) -> np.nd
     return np.concatenate(values) if values else np.zeros(0)
 
 
-def test_draws_are_float64_philox_streams_rounded_once_to_the_dtype():
-    """The documented recipe of the default generator, so any tool can regenerate the inputs (dy spans two
-    stream chunks)."""
+def philox4x32_block(counter: tuple[int, int, int, int], key: tuple[int, int]) -> tuple[int, int, int, int]:
+    """One Philox4x32-10 block, as Random123's philox4x32 writes it, in plain Python integers."""
+    v0, v1, v2, v3 = counter
+    k0, k1 = key
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * v0, 0xCD9E8D57 * v2
+        v0, v1, v2, v3 = (p1 >> 32) ^ v1 ^ k0, p1 & 0xFFFFFFFF, (p0 >> 32) ^ v3 ^ k1, p0 & 0xFFFFFFFF
+        k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    return v0, v1, v2, v3
+
+
+# Random123's known answers for philox4x32 with 10 rounds (its kat_vectors): counter, key, the block
+PHILOX4X32_KNOWN_ANSWERS = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF, 0xFFFFFFFF), (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+]
+
+
+def test_philox4x32_gives_random123s_known_answers():
+    for counter, key, block in PHILOX4X32_KNOWN_ANSWERS:
+        assert philox4x32_block(counter, key) == block
+        assert tuple(int(word) for word in philox4x32_10(np.array([counter]), key)[0]) == block
+
+
+def philox4x32_recipe(seed: int, index: int, kind: str, params, count: int) -> np.ndarray:
+    """The ``philox4x32`` inputs as the README writes them out, in float64: a uniform element e takes word e % 4 of
+    the Philox4x32-10 block at counter (m mod 2**32, m // 2**32, index, 0), m = e // 4, key (seed mod 2**32,
+    seed // 2**32), times 2**-32; normal draws are ``philox``'s."""
+    if kind == "normal":
+        return philox_recipe(seed, index, kind, params, count)
+    key = (seed & 0xFFFFFFFF, seed >> 32)
+    words = [philox4x32_block((e // 4 & 0xFFFFFFFF, e // 4 >> 32, index, 0), key)[e % 4] for e in range(count)]
+    return params[0] + (params[1] - params[0]) * (np.array(words, np.float64) * 2.0 ** -32)
+
+
+RECIPES = {"philox4x32": philox4x32_recipe, "philox": philox_recipe}
+
+
+@pytest.mark.parametrize("generator", list(RECIPES))
+def test_draws_are_float64_philox_streams_rounded_once_to_the_dtype(generator):
+    """The documented recipes of the default generator and the one before it, so any tool can regenerate the inputs
+    (dy spans two of philox's stream chunks)."""
     c = case(shape=(2, 3, 128, 128), dtype="bfloat16", cos_dtype="float16", sin_dtype="float32",
              dy_input=InputSpec("uniform", (-3.0, 5.0)), sin_input=InputSpec("normal", (0.5, 2.0)))
-    made = make_inputs(c)
-    assert c.generator == "philox"
-    assert np.array_equal(bits(made.dy), bits(rounded(philox_recipe(1234, 0, "uniform", (-3.0, 5.0), made.dy.size),
+    assert c.generator == GENERATORS[0] == "philox4x32"
+    c = replace(c, generator=generator)
+    made, recipe = make_inputs(c), RECIPES[generator]
+    assert np.array_equal(bits(made.dy), bits(rounded(recipe(1234, 0, "uniform", (-3.0, 5.0), made.dy.size),
                                                       BF16).reshape(made.dy.shape)))
-    assert np.array_equal(made.cos, philox_recipe(1234, 1, "uniform", (-1.0, 1.0), 24).astype(np.float16)
-                          .reshape(1, 3, 1, 8))
-    assert np.array_equal(made.sin, philox_recipe(1234, 2, "normal", (0.5, 2.0), 24).astype(np.float32)
-                          .reshape(1, 3, 1, 8))
+    assert np.array_equal(made.cos, recipe(1234, 1, "uniform", (-1.0, 1.0), 24).astype(np.float16).reshape(1, 3, 1, 8))
+    assert np.array_equal(made.sin, recipe(1234, 2, "normal", (0.5, 2.0), 24).astype(np.float32).reshape(1, 3, 1, 8))
     assert float(made.dy.astype(np.float64).min()) >= -3.0 and float(made.dy.astype(np.float64).max()) <= 5.0
-    assert not np.array_equal(bits(made.dy), bits(make_inputs(replace(c, generator="pcg64")).dy))
+    for other in GENERATORS:
+        if other != generator:
+            assert not np.array_equal(bits(made.dy), bits(make_inputs(replace(c, generator=other)).dy))
+
+
+@pytest.mark.parametrize("native_on", [True, False])
+def test_philox4x32_counters_carry_into_their_second_word_and_big_seeds_into_the_second_key_word(monkeypatch,
+                                                                                                  native_on):
+    """Elements across 2**34 (block 2**32) and a seed over 2**32: the compiled draws and numpy's equal the plain
+    recipe there, so the counter's and the key's upper words are really used."""
+    if not native_on:
+        monkeypatch.setenv("PRMG_NATIVE", "0")
+    seed, begin = 2**64 - 2**31 + 5, 4 * 2**32 - 13
+    made = np.empty(40)
+    inputs_module._uniform("philox4x32", (seed, 2), begin, made, 1.0, 0.0, np.empty(40))
+    key = (seed & 0xFFFFFFFF, seed >> 32)
+    words = [philox4x32_block((e // 4 & 0xFFFFFFFF, e // 4 >> 32, 2, 0), key)[e % 4] for e in range(begin, begin + 40)]
+    assert np.array_equal(made, np.array(words, np.float64) * 2.0 ** -32)
 
 
 def test_draws_are_float64_pcg64_streams_rounded_once_to_the_dtype():
@@ -93,7 +152,7 @@ def test_draws_are_float64_pcg64_streams_rounded_once_to_the_dtype():
     assert float(made.dy.astype(np.float64).min()) >= -3.0 and float(made.dy.astype(np.float64).max()) <= 5.0
 
 
-@pytest.mark.parametrize("generator", ["philox", "pcg64"])
+@pytest.mark.parametrize("generator", GENERATORS)
 @pytest.mark.parametrize("kind,args", [("uniform", (-1.0, 1.0)), ("normal", (0.0, 1.0))])
 @pytest.mark.parametrize("chunk", [1, 7, 1000, 1 << 20])
 def test_chunked_generation_equals_one_shot(generator, kind, args, chunk):
@@ -103,7 +162,7 @@ def test_chunked_generation_equals_one_shot(generator, kind, args, chunk):
     assert np.array_equal(bits(one_shot.dy), bits(chunked.dy))
 
 
-@pytest.mark.parametrize("generator", ["philox", "pcg64"])
+@pytest.mark.parametrize("generator", GENERATORS)
 @pytest.mark.parametrize("kind,args", [("uniform", (-1.0, 1.0)), ("normal", (0.0, 1.0))])
 def test_a_drawn_prefix_is_the_first_elements_of_the_whole_tensor(generator, kind, args):
     """``drawn_prefix`` (what ``prmg coverage`` reads), rounded to the dtype, is the run's tensor cut short, for a
@@ -265,7 +324,8 @@ def test_negative_case_shapes_and_dtypes_are_still_built():
 def test_integer_tensors_are_cast_from_the_draws():
     c = case(dtype="int32", dy_input=InputSpec("uniform", (-100.0, 100.0)))
     dy = make_inputs(c).dy
-    assert np.array_equal(dy.ravel(), philox_recipe(1234, 0, "uniform", (-100.0, 100.0), dy.size).astype(np.int32))
+    assert np.array_equal(dy.ravel(), philox4x32_recipe(1234, 0, "uniform", (-100.0, 100.0), dy.size)
+                          .astype(np.int32))
     dy = make_inputs(replace(c, generator="pcg64")).dy
     generator = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1234, 0])))
     assert np.array_equal(dy.ravel(), generator.uniform(-100.0, 100.0, dy.size).astype(np.int32))

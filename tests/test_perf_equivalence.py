@@ -8,10 +8,10 @@
   the largest, whatever order the blocks run in), and beyond the output's rounding, each seen both zero and not),
   details, warnings and error map.
 - Inputs: ``make_inputs`` (compiled helper or numpy, threads, any chunk size) against the straightforward draws
-  of each generator, rounded by ``dtypes.rounded``: for ``philox`` the README's recipe written out plainly
-  (``test_inputs.philox_recipe``), for ``pcg64`` ``Generator.uniform``/``normal`` of the whole tensor.
+  of each generator, rounded by ``dtypes.rounded``: for ``philox4x32`` and ``philox`` the README's recipes written
+  out plainly (``test_inputs.RECIPES``), for ``pcg64`` ``Generator.uniform``/``normal`` of the whole tensor.
 - The pieces: the block budget, the bfloat16 widening, the compiled rounding (= ``dtypes.bfloat16_bits``), the
-  compiled Philox draws of any element range against numpy's ``Philox``.
+  compiled Philox draws of any element range against numpy's ``Philox`` and the Philox4x32-10 recipe.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from prmg_cli.cases import Case, InputSpec
 from prmg_cli.dtypes import bits
 from prmg_cli.inputs import Inputs, make_inputs, tensor_generator
 from prmg_cli.judge import judge
+from prmg_cli.vocab import GENERATORS
 from prmg_cli.ops import FORWARD, GRAD
 from test_dtypes import interesting_values
-from test_inputs import philox_recipe
+from test_inputs import RECIPES
 from test_judge import NUMPY, make_case, random_case
 from test_judge import make_inputs as model_inputs
 
@@ -263,23 +264,23 @@ def test_compiled_rounding_equals_the_numpy_rounding():
 
 
 def straightforward_draw(case: Case, tensor: str) -> np.ndarray:
-    """The inputs the plain way: the whole tensor in float64 (``philox``: the README's recipe; ``pcg64``:
+    """The inputs the plain way: the whole tensor in float64 (``philox4x32``, ``philox``: the README's recipes; ``pcg64``:
     ``Generator.uniform``/``normal``, as prmg drew them before), rounded by ``dtypes.rounded`` (checked against
     exact arithmetic in test_dtypes.py)."""
     spec = case.input_spec(tensor)
     shape = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}[tensor]
     dtype = np.dtype(NUMPY.get({"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}[tensor], "float64"))
     params, count = (float(spec.args[0]), float(spec.args[1])), int(np.prod(shape))
-    if case.generator == "philox":
+    if case.generator in RECIPES:
         with np.errstate(all="ignore"):
-            draws = philox_recipe(case.seed, inputs_module.TENSOR_INDEX[tensor], spec.kind, params, count)
+            draws = RECIPES[case.generator](case.seed, inputs_module.TENSOR_INDEX[tensor], spec.kind, params, count)
     else:
         draws = getattr(tensor_generator(case.seed, tensor), spec.kind)(*params, count)
     with np.errstate(all="ignore"):
         return dtypes.rounded(draws, dtype).reshape(shape)
 
 
-@pytest.mark.parametrize("generator", ["philox", "pcg64"])
+@pytest.mark.parametrize("generator", GENERATORS)
 @pytest.mark.parametrize("native_on", [True, False])
 def test_draws_equal_the_straightforward_ones(monkeypatch, native_on, generator):
     if not native_on:
@@ -304,20 +305,25 @@ def test_draws_equal_the_straightforward_ones(monkeypatch, native_on, generator)
                 assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (dtype, kind, args)
 
 
+@pytest.mark.parametrize("generator", ["philox4x32", "philox"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
-def test_compiled_philox_draws_equal_numpys_philox_for_any_range(dtype):
+def test_compiled_philox_draws_equal_the_recipes_for_any_range(dtype, generator):
     """Element ranges starting and ending anywhere in a block, inside a stream chunk or across chunks, in
-    pieces or at once: the compiled draws and rounding equal numpy's Philox words, cast by numpy."""
+    pieces or at once: the compiled draws and rounding equal the numpy words (numpy's Philox; the vectorised
+    Philox4x32-10), cast by numpy, and those equal the recipe."""
     if not native.available():
         pytest.skip("the compiled helper cannot be built here")
     chunk, numpy_dtype = inputs_module.STREAM_CHUNK, np.dtype(BF16 if dtype == "bfloat16" else dtype)
     key = (2**64 - 3, 2)
-    recipe = philox_recipe(key[0], key[1], "uniform", (0.0, 1.0), 3 * chunk + 40)      # = U itself
-    for begin, count in ((0, 1), (7, 9), (1, 8), (chunk - 5, 13), (2 * chunk - 3, chunk + 7), (0, 3 * chunk + 40)):
-        words = inputs_module._philox_words(key, begin, count)
-        assert np.array_equal(words * 2.0 ** -32, recipe[begin:begin + count])
+    size = 3 * chunk + 40 if generator == "philox" else 300      # the plain Python recipe of philox4x32 is slow
+    recipe = RECIPES[generator](key[0], key[1], "uniform", (0.0, 1.0), size)      # = U itself
+    for begin, count in ((0, 1), (7, 9), (1, 8), (29, 35), (chunk - 5, 13), (2 * chunk - 3, chunk + 7),
+                         (0, 3 * chunk + 40)):
+        words = inputs_module._WORDS[generator](key, begin, count)
+        if begin + count <= size:
+            assert np.array_equal(words * 2.0 ** -32, recipe[begin:begin + count])
         out = np.empty(count, numpy_dtype)
-        assert native.philox_uniform(key, chunk, begin, 4.0, -1.5, dtype, out)
+        assert native.uniform(generator, key, chunk, begin, 4.0, -1.5, dtype, out)
         expected = dtypes.rounded(-1.5 + 4.0 * (words * 2.0 ** -32), numpy_dtype)
         assert np.array_equal(bits(out), bits(expected)), (begin, count)
 

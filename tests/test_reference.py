@@ -406,8 +406,9 @@ def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
                 **dict.fromkeys(hostbench.STAGE_KEYS, stage_ms), "host_ms": host_ms, "copy_ms": copy_ms,
                 "vs_copy": vs_copy, "peak_mem_x_dy": peak}
 
-    rows = [row("bfloat16", "philox", 1.0, 90.0, 9.0, 10.0, 3.5), row("bfloat16", "pcg64", 2.0, 99.0, 9.0, 11.0, 3.5),
-            row("float32", "philox", 1.0, 420.0, 20.0, 21.0, 9.0)]
+    rows = [row("bfloat16", "philox4x32", 1.0, 90.0, 9.0, 10.0, 3.5),
+            row("bfloat16", "philox", 2.0, 99.0, 9.0, 11.0, 3.5), row("bfloat16", "pcg64", 2.0, 99.0, 9.0, 12.0, 3.5),
+            row("float32", "philox4x32", 1.0, 420.0, 20.0, 21.0, 9.0)]
     text = hostbench.format_pipeline_bench(rows, {"runs": {"300": {"per_case_ms": 4.2, "wall_s": 1.26},
                                                           "3": {"per_case_ms": 400.0, "wall_s": 1.2}}})
     assert "pipeline bfloat16: 10.00 x copy <= 20.00: met" in text
@@ -417,7 +418,8 @@ def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
     assert "whole process, 300 small cases: 4.20 ms per case <= 5.00: met" in text
     assert "whole process, 3 small cases: 1.20 s <= 1.00: NOT met" in text
     assert all(stage in text for stage in ("inputs", "upload", "kernel", "download", "golden", "judge"))
-    assert "bfloat16  pcg64" in text and "11.00" not in text.split("targets:")[1]      # shown, not judged
+    assert "bfloat16  pcg64" in text and "bfloat16  philox " in text                  # shown, not judged:
+    assert "11.00" not in text.split("targets:")[1] and "12.00" not in text.split("targets:")[1]
 
 
 def test_the_pipeline_case_is_the_issues():
