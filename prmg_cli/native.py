@@ -26,7 +26,7 @@ import hashlib
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from ctypes import POINTER, c_double, c_int32, c_int64, c_uint64, c_void_p
+from ctypes import POINTER, c_double, c_int32, c_int64, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -112,6 +112,9 @@ def library() -> ctypes.CDLL | None:
             loaded.prmg_uniform.restype = None
             loaded.prmg_uniform.argtypes = [c_int32, c_uint64, c_uint64, c_int64, c_int64, c_int64, c_double,
                                             c_double, c_int32, c_void_p]
+            loaded.prmg_philox4x32_blocks.restype = c_int32
+            loaded.prmg_philox4x32_blocks.argtypes = [c_uint64, c_int64, c_uint32, c_uint32, c_uint32, c_int32,
+                                                      c_void_p]
             _LIBRARY = loaded
         except (OSError, subprocess.SubprocessError, ValueError):
             _LIBRARY = None
@@ -167,6 +170,22 @@ def uniform(generator: str, key: tuple[int, int], stream_chunk: int, begin: int,
     lib.prmg_uniform(UNIFORM_GENERATORS[generator], key[0], key[1], stream_chunk, begin, out.size, scale, offset,
                      code, out.ctypes.data)
     return True
+
+
+PHILOX4X32_PATHS = {"fastest": -1, "scalar": 0, "avx2": 1, "avx512": 2}    # the code paths of the helper's rounds
+
+
+def philox4x32_blocks(first: int, blocks: int, stream: int, key: tuple[int, int], path: str) -> np.ndarray | None:
+    """The Philox4x32-10 blocks ``first .. first + blocks - 1`` at counter ``(m mod 2**32, m // 2**32, stream, 0)``
+    under ``key`` (uint32 rows of four words, as ``inputs.philox4x32_10``), computed by the helper's code ``path``
+    (``PHILOX4X32_PATHS``: each vector width, or the one the draws use here); None when the helper or that path
+    is missing here. The tests hold every path to numpy's."""
+    lib = library()
+    words = np.zeros(4 * (-(-blocks // 16) * 16), np.uint32)        # the vector paths fill whole groups of 16
+    if lib is None or not lib.prmg_philox4x32_blocks(first, blocks, stream, key[0], key[1],
+                                                     PHILOX4X32_PATHS[path], words.ctypes.data):
+        return None
+    return words[:4 * blocks].reshape(blocks, 4)
 
 
 def threads_for(blocks: int, most: int | None = None) -> int:

@@ -328,6 +328,24 @@ def test_compiled_philox_draws_equal_the_recipes_for_any_range(dtype, generator)
         assert np.array_equal(bits(out), bits(expected)), (begin, count)
 
 
+@pytest.mark.parametrize("path", list(native.PHILOX4X32_PATHS))
+def test_every_code_path_of_the_compiled_philox4x32_rounds_equals_numpys(path):
+    """The scalar rounds (what a host without AVX2, an aarch64 one, runs), the AVX2 and the AVX-512 ones: the same
+    blocks as ``inputs.philox4x32_10``, in groups that do not fill a vector, across block 2**32 (the counter's
+    carry into its second word) and with a key of both words."""
+    if not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    for first, blocks, stream, key in ((0, 1, 0, (0, 0)), (5, 37, 2, (0xFFFFFFFF, 0x12345678)),
+                                       (2**32 - 19, 45, 1, (12, 2**32 - 1)), (2**40 + 3, 16, 7, (99, 1))):
+        got = native.philox4x32_blocks(first, blocks, stream, key, path)
+        if got is None:
+            pytest.skip(f"this CPU has no {path} path")
+        numbers = np.arange(first, first + blocks, dtype=np.uint64)
+        counters = np.stack([numbers & 0xFFFFFFFF, numbers >> 32, np.full_like(numbers, stream),
+                             np.zeros_like(numbers)], axis=1)
+        assert np.array_equal(got, inputs_module.philox4x32_10(counters, key)), (path, first, blocks)
+
+
 def test_draws_keep_numpys_argument_errors():
     case = Case(name="d", source="t", shape=(1, 1, 1, 4), cos_shape=(1, 1, 1, 4), sin_shape=(1, 1, 1, 4),
                 partial_slice=(0, 4), dy_input=InputSpec("uniform", (1.0, -1.0)))
