@@ -56,7 +56,8 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
+/* out[i] = the float64 value of element i of the count elements of dtype type at source (exact: a widening). */
+static inline void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
 {
     if (type == F32) {
         const float *s = source;
@@ -199,17 +200,155 @@ static void first_bound(const judge_args *a, judge_out *out, int64_t base, int64
     }
 }
 
+/* Where the kept and partner lanes of a row's output lanes are (lane_layout, found once per call):
+ * LANES_SWAP: kept[j] = j, partner[j] = j ^ 1 (interleave); LANES_RUNS: kept[j] = j, partner[j] = j + shift[r] on
+ * each run begin[r] <= j < begin[r + 1] (half: two runs, quarter: four); LANES_GATHER: any other (gathered). */
+enum { LANES_SWAP, LANES_RUNS, LANES_GATHER };
+#define MAX_RUNS 8
+typedef struct {
+    int kind;
+    int64_t runs, begin[MAX_RUNS + 1], shift[MAX_RUNS];
+} lane_layout;
+
+static lane_layout lane_layout_of(const judge_args *a)
+{
+    lane_layout layout = {.kind = LANES_GATHER};
+    const int64_t length = a->length;
+    int identity = 1, swap = length % 2 == 0;
+    for (int64_t j = 0; j < length; j++) {
+        identity &= a->kept[j] == j;
+        swap &= a->partner[j] == (j ^ 1);
+    }
+    if (!identity)
+        return layout;
+    if (swap) {
+        layout.kind = LANES_SWAP;
+        return layout;
+    }
+    for (int64_t j = 0; j < length; j++) {
+        const int64_t shift = a->partner[j] - j;
+        if (j == 0 || shift != layout.shift[layout.runs - 1]) {
+            if (layout.runs == MAX_RUNS)
+                return (lane_layout){.kind = LANES_GATHER};
+            layout.begin[layout.runs] = j;
+            layout.shift[layout.runs++] = shift;
+        }
+    }
+    layout.begin[layout.runs] = length;
+    layout.kind = LANES_RUNS;
+    return layout;
+}
+
+/* gold[j] = own + other and mag[j] = |own| + |other| of the count lanes, own = cos_kept[j] * kept[j] and
+ * other = sin_partner[j] * partner[j] (= sign * (s * x'), exactly): the golden and its magnitude
+ * (reference.SliceTerms). */
+static inline void golden_lanes(const double *restrict cos_kept, const double *restrict sin_partner,
+                                const double *kept, const double *partner, int64_t count, double *restrict gold,
+                                double *restrict mag)
+{
+    for (int64_t j = 0; j < count; j++) {
+        const double own = cos_kept[j] * kept[j], other = sin_partner[j] * partner[j];
+        gold[j] = own + other;
+        mag[j] = fabs(own) + fabs(other);
+    }
+}
+
+/* golden_lanes over a row of the slice whose widened input is g, with the kept and partner lanes of the layout:
+ * read in place (LANES_SWAP, LANES_RUNS), else gathered into the work rows kept_value and partner_value. */
+static inline void golden_row(const judge_args *a, const lane_layout *layout, const double *cos_kept,
+                              const double *sin_partner, const double *g, double *gold, double *mag,
+                              double *kept_value, double *partner_value)
+{
+    const int64_t length = a->length;
+    if (layout->kind == LANES_SWAP) {
+        for (int64_t j = 0; j < length; j += 2) {               /* the pair (j, j + 1), each the other's partner */
+            const double own = cos_kept[j] * g[j], other = sin_partner[j] * g[j + 1];
+            const double own_next = cos_kept[j + 1] * g[j + 1], other_next = sin_partner[j + 1] * g[j];
+            gold[j] = own + other;
+            mag[j] = fabs(own) + fabs(other);
+            gold[j + 1] = own_next + other_next;
+            mag[j + 1] = fabs(own_next) + fabs(other_next);
+        }
+    } else if (layout->kind == LANES_RUNS) {
+        for (int64_t r = 0; r < layout->runs; r++) {
+            const int64_t begin = layout->begin[r];
+            golden_lanes(cos_kept + begin, sin_partner + begin, g + begin, g + begin + layout->shift[r],
+                         layout->begin[r + 1] - begin, gold + begin, mag + begin);
+        }
+    } else {
+        for (int64_t j = 0; j < length; j++) {
+            kept_value[j] = g[a->kept[j]];
+            partner_value[j] = g[a->partner[j]];
+        }
+        golden_lanes(cos_kept, sin_partner, kept_value, partner_value, length, gold, mag);
+    }
+}
+
+/* What the fast loop found in a chunk: the bits of the largest ratio, error, error in ulps and beyond (finite
+ * non-negative doubles order like their bits; a NaN or a negative value has bits above those of 1.0 and of
+ * +inf), and with the input checked, the bits of its largest error and whether any is over budget. */
+typedef struct {
+    uint64_t ratio, error, ulps, beyond, input_error;
+    int64_t input_over;
+} chunk_scan;
+
+#define ONE_BITS UINT64_C(0x3FF0000000000000)        /* the bits of 1.0 */
+#define INFINITY_BITS UINT64_C(0x7FF0000000000000)   /* the bits of +inf */
+
+/* The fast loop over a chunk: no branches. A chunk whose largest ratio is below 1 has every error finite and
+ * within budget (error > budget gives a ratio of at least 1, division rounding monotonically; a non-finite error
+ * or a non-positive budget gives a NaN, infinite or negative ratio), so the maxima are its whole judgement. */
+static inline __attribute__((always_inline)) chunk_scan scan_chunk(const judge_args *a, int64_t count,
+                                                                   const double *golden, const double *magnitude,
+                                                                   const double *actual, const double *input,
+                                                                   const int with_input)
+{
+    chunk_scan found = {0, 0, 0, 0, 0, 0};
+    uint64_t input_error_bits = 0;
+    int64_t input_over = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+        const double error = fabs(actual[i] - gold);
+        double ulps, beyond;
+        rounding_margins(a, error, gold, budget, &ulps, &beyond);
+        const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
+        const uint64_t ulps_bits = bits_of(ulps), beyond_bits = bits_of(beyond);
+        found.ratio = ratio_bits > found.ratio ? ratio_bits : found.ratio;
+        found.error = error_bits > found.error ? error_bits : found.error;
+        found.ulps = ulps_bits > found.ulps ? ulps_bits : found.ulps;
+        found.beyond = beyond_bits > found.beyond ? beyond_bits : found.beyond;
+        if (with_input) {
+            const double input_error = fabs(input[i] - gold);
+            const uint64_t bits = bits_of(input_error);
+            input_error_bits = bits > input_error_bits ? bits : input_error_bits;
+            input_over |= input_error > budget;
+        }
+    }
+    found.input_error = input_error_bits;
+    found.input_over = input_over;
+    return found;
+}
+
+#define MAX_LANES 1024                  /* the longest slice judged here (a longer one: out->overflow, numpy) */
+
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
- * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow. */
+ * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow
+ * (as does a slice longer than MAX_LANES: the caller then judges with numpy). */
 CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
 {
     const int64_t length = a->length, x_size = item_size(a->x_type), c_size = item_size(a->cos_type);
-    const int64_t rows_per_chunk = length >= CHUNK ? 1 : CHUNK / length;
-    static _Thread_local double input[CHUNK], golden[CHUNK], magnitude[CHUNK], actual[CHUNK];
-    double cos_row[1024], sin_row[1024], cos_kept[1024], sin_partner[1024], kept_value[1024], partner_value[1024];
-    int64_t cached = -1, identity = 1;
-    for (int64_t j = 0; j < length; j++)
-        identity &= a->kept[j] == j;
+    if (length < 1 || length > MAX_LANES) {
+        out->overflow = 1;
+        return 0;
+    }
+    const int64_t rows_per_chunk = CHUNK / length;
+    static _Thread_local double buffers[4][CHUNK];  /* per thread: a chunk's input, golden, magnitude, actual */
+    double *const input = buffers[0], *const golden = buffers[1], *const magnitude = buffers[2];
+    double *const actual = buffers[3];
+    double cos_row[MAX_LANES], sin_row[MAX_LANES], cos_kept[MAX_LANES], sin_partner[MAX_LANES];
+    double kept_value[MAX_LANES], partner_value[MAX_LANES];
+    const lane_layout layout = lane_layout_of(a);
+    int64_t cached = -1;
     const char *x = a->x, *result = a->result;
     const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
     uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
@@ -241,46 +380,20 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
                 }
                 cached = table;
             }
-            double *g = input + k * length, *gold = golden + k * length, *mag = magnitude + k * length;
+            double *g = input + k * length;
             widen(x + row * row_bytes + head, a->x_type, length, g, a->half_table);
-            const double *kept = g;
-            if (!identity) {
-                for (int64_t j = 0; j < length; j++)
-                    kept_value[j] = g[a->kept[j]];
-                kept = kept_value;
-            }
-            for (int64_t j = 0; j < length; j++)
-                partner_value[j] = g[a->partner[j]];
-            for (int64_t j = 0; j < length; j++) {
-                const double own = cos_kept[j] * kept[j];
-                const double other = sin_partner[j] * partner_value[j];      /* = sign * (s * x'), exactly */
-                gold[j] = own + other;
-                mag[j] = fabs(own) + fabs(other);
-            }
+            golden_row(a, &layout, cos_kept, sin_partner, g, golden + k * length, magnitude + k * length,
+                       kept_value, partner_value);
         }
         out->golden_seconds += now() - began;
         for (int64_t k = 0; k < rows; k++)
             widen(result + (first + k) * row_bytes + head, a->x_type, length, actual + k * length, a->half_table);
         const int64_t count = rows * length, base = first * length;
-        /* the fast loop: no branches; non-negative finite doubles order like their bits */
-        int64_t unusual = 0, input_over = 0, input_unusual = 0;
-        uint64_t chunk_ratio = 0, chunk_error = 0, chunk_ulps = 0, chunk_beyond = 0;
-        for (int64_t i = 0; i < count; i++) {
-            const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
-            const double error = fabs(actual[i] - gold), input_error = fabs(input[i] - gold);
-            unusual |= (error > budget) | !(error <= 0x1.fffffffffffffp1023);
-            input_over |= input_error > budget;
-            input_unusual |= !(input_error <= 0x1.fffffffffffffp1023);
-            double ulps, beyond;
-            rounding_margins(a, error, gold, budget, &ulps, &beyond);
-            const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
-            const uint64_t ulps_bits = bits_of(ulps), beyond_bits = bits_of(beyond);
-            chunk_ratio = ratio_bits > chunk_ratio ? ratio_bits : chunk_ratio;
-            chunk_error = error_bits > chunk_error ? error_bits : chunk_error;
-            chunk_ulps = ulps_bits > chunk_ulps ? ulps_bits : chunk_ulps;
-            chunk_beyond = beyond_bits > chunk_beyond ? beyond_bits : chunk_beyond;
-        }
-        if (unusual || (input_unusual && !out->input_fails)) {
+        const int check_input = !out->input_fails;
+        const chunk_scan found = check_input ? scan_chunk(a, count, golden, magnitude, actual, input, 1)
+                                             : scan_chunk(a, count, golden, magnitude, actual, input, 0);
+        if (found.ratio >= ONE_BITS || (check_input && found.input_error >= INFINITY_BITS)) {
+            /* something non-finite, over budget or at its edge: judged element by element */
             memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
             memcpy(&out->max_error, &max_error, sizeof max_error);
             memcpy(&out->max_ulps, &max_ulps, sizeof max_ulps);
@@ -294,14 +407,14 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             max_ulps = bits_of(out->max_ulps);
             max_beyond = bits_of(out->max_beyond);
         } else {
-            max_ratio = chunk_ratio > max_ratio ? chunk_ratio : max_ratio;
-            max_error = chunk_error > max_error ? chunk_error : max_error;
-            if (chunk_ulps > max_ulps) {            /* a new largest: its first element's bound */
-                max_ulps = chunk_ulps;
-                first_bound(a, out, base, count, golden, magnitude, actual, chunk_ulps);
+            max_ratio = found.ratio > max_ratio ? found.ratio : max_ratio;
+            max_error = found.error > max_error ? found.error : max_error;
+            if (found.ulps > max_ulps) {            /* a new largest: its first element's bound */
+                max_ulps = found.ulps;
+                first_bound(a, out, base, count, golden, magnitude, actual, found.ulps);
             }
-            max_beyond = chunk_beyond > max_beyond ? chunk_beyond : max_beyond;
-            if (input_over)
+            max_beyond = found.beyond > max_beyond ? found.beyond : max_beyond;
+            if (check_input && found.input_over)
                 out->input_fails = 1;
         }
     }
