@@ -329,7 +329,25 @@ static inline __attribute__((always_inline)) chunk_scan scan_chunk(const judge_a
     return found;
 }
 
+/* Whether the count bytes at p and q are the same (a branch-free loop: the part of a row outside the slice is
+ * short, and a call of memcmp per row cost more than comparing it). */
+static inline int same_bytes(const char *p, const char *q, int64_t count)
+{
+    uint64_t differ = 0;
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        uint64_t u, v;
+        memcpy(&u, p + i, sizeof u);
+        memcpy(&v, q + i, sizeof v);
+        differ |= u ^ v;
+    }
+    for (; i < count; i++)
+        differ |= (uint64_t)(p[i] ^ q[i]);
+    return differ == 0;
+}
+
 #define MAX_LANES 1024                  /* the longest slice judged here (a longer one: out->overflow, numpy) */
+#define LINE 64                         /* bytes per cache line (prefetching) */
 
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
  * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow
@@ -349,6 +367,9 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     double kept_value[MAX_LANES], partner_value[MAX_LANES];
     const lane_layout layout = lane_layout_of(a);
     int64_t cached = -1;
+    /* the (b, s, n) of the next row to form the golden of, advanced row by row */
+    int64_t row_b = row_begin / (a->rows_s * a->rows_n), row_s = row_begin / a->rows_n % a->rows_s;
+    int64_t row_n = row_begin % a->rows_n;
     const char *x = a->x, *result = a->result;
     const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
     uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
@@ -357,9 +378,15 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
         if (*a->stop)
             break;
         const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
+        const int64_t ahead = row_end - first - rows < rows ? row_end - first - rows : rows;
         for (int64_t k = 0; k < rows; k++) {
             const char *before = x + (first + k) * row_bytes, *after = result + (first + k) * row_bytes;
-            if (memcmp(before, after, (size_t)head) || memcmp(before + tail, after + tail, (size_t)(row_bytes - tail))) {
+            if (k < ahead)                          /* the next chunk's row, on its way while this one is judged */
+                for (int64_t line = 0; line < row_bytes; line += LINE) {
+                    __builtin_prefetch(before + rows * row_bytes + line, 0, 0);
+                    __builtin_prefetch(after + rows * row_bytes + line, 0, 0);
+                }
+            if (!same_bytes(before, after, head) || !same_bytes(before + tail, after + tail, row_bytes - tail)) {
                 out->failed = 1;
                 *a->stop = 1;
                 return 0;
@@ -367,10 +394,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
         }
         double began = now();
         for (int64_t k = 0; k < rows; k++) {
-            const int64_t row = first + k;
-            const int64_t b = row / (a->rows_s * a->rows_n), s = (row / a->rows_n) % a->rows_s, n = row % a->rows_n;
-            const int64_t table = ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n
-                                  + (a->cos_n > 1 ? n : 0);
+            const int64_t table = ((a->cos_b > 1 ? row_b : 0) * a->cos_s + (a->cos_s > 1 ? row_s : 0)) * a->cos_n
+                                  + (a->cos_n > 1 ? row_n : 0);
             if (table != cached) {                  /* per output lane: c[cos_lane], sign * s[sin_lane] */
                 widen((const char *)a->cos + table * length * c_size, a->cos_type, length, cos_row, a->half_table);
                 widen((const char *)a->sin + table * length * c_size, a->cos_type, length, sin_row, a->half_table);
@@ -381,9 +406,16 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
                 cached = table;
             }
             double *g = input + k * length;
-            widen(x + row * row_bytes + head, a->x_type, length, g, a->half_table);
+            widen(x + (first + k) * row_bytes + head, a->x_type, length, g, a->half_table);
             golden_row(a, &layout, cos_kept, sin_partner, g, golden + k * length, magnitude + k * length,
                        kept_value, partner_value);
+            if (++row_n == a->rows_n) {
+                row_n = 0;
+                if (++row_s == a->rows_s) {
+                    row_s = 0;
+                    row_b++;
+                }
+            }
         }
         out->golden_seconds += now() - began;
         for (int64_t k = 0; k < rows; k++)
