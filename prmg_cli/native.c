@@ -378,22 +378,23 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
         if (*a->stop)
             break;
         const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
+        /* Each loop over the chunk's rows reads one of x and the result, row after row, and asks for the same row
+         * of the next chunk (a whole row: its outside is compared too) to be on its way meanwhile. */
         const int64_t ahead = row_end - first - rows < rows ? row_end - first - rows : rows;
-        for (int64_t k = 0; k < rows; k++) {
+        for (int64_t k = 0; k < rows; k++) {        /* the result: its outside, and its slice widened */
             const char *before = x + (first + k) * row_bytes, *after = result + (first + k) * row_bytes;
-            if (k < ahead)                          /* the next chunk's row, on its way while this one is judged */
-                for (int64_t line = 0; line < row_bytes; line += LINE) {
-                    __builtin_prefetch(before + rows * row_bytes + line, 0, 0);
+            if (k < ahead)
+                for (int64_t line = 0; line < row_bytes; line += LINE)
                     __builtin_prefetch(after + rows * row_bytes + line, 0, 0);
-                }
             if (!same_bytes(before, after, head) || !same_bytes(before + tail, after + tail, row_bytes - tail)) {
                 out->failed = 1;
                 *a->stop = 1;
                 return 0;
             }
+            widen(after + head, a->x_type, length, actual + k * length, a->half_table);
         }
         double began = now();
-        for (int64_t k = 0; k < rows; k++) {
+        for (int64_t k = 0; k < rows; k++) {        /* x: the golden */
             const int64_t table = ((a->cos_b > 1 ? row_b : 0) * a->cos_s + (a->cos_s > 1 ? row_s : 0)) * a->cos_n
                                   + (a->cos_n > 1 ? row_n : 0);
             if (table != cached) {                  /* per output lane: c[cos_lane], sign * s[sin_lane] */
@@ -405,6 +406,9 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
                 }
                 cached = table;
             }
+            if (k < ahead)
+                for (int64_t line = 0; line < row_bytes; line += LINE)
+                    __builtin_prefetch(x + (first + rows + k) * row_bytes + line, 0, 0);
             double *g = input + k * length;
             widen(x + (first + k) * row_bytes + head, a->x_type, length, g, a->half_table);
             golden_row(a, &layout, cos_kept, sin_partner, g, golden + k * length, magnitude + k * length,
@@ -418,8 +422,6 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             }
         }
         out->golden_seconds += now() - began;
-        for (int64_t k = 0; k < rows; k++)
-            widen(result + (first + k) * row_bytes + head, a->x_type, length, actual + k * length, a->half_table);
         const int64_t count = rows * length, base = first * length;
         const int check_input = !out->input_fails;
         const chunk_scan found = check_input ? scan_chunk(a, count, golden, magnitude, actual, input, 1)
