@@ -56,8 +56,12 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The judge's helpers on its hot path: inlined into each clone of prmg_judge_rows (a function it calls is compiled
+ * for the baseline instruction set only). */
+#define HOT static inline __attribute__((always_inline))
+
 /* out[i] = the float64 value of element i of the count elements of dtype type at source (exact: a widening). */
-static inline void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
+HOT void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
 {
     if (type == F32) {
         const float *s = source;
@@ -89,7 +93,7 @@ static inline uint64_t bits_of(double value)
 
 /* ulp_dy(x) / 2 of x >= 0: x with its significand bits cleared, times 2^-p, never below half the smallest
  * subnormal (standards/default.py _half_ulp_into) */
-static inline double half_ulp(const judge_args *a, double x)
+HOT double half_ulp(const judge_args *a, double x)
 {
     uint64_t bits = bits_of(x) & UINT64_C(0x7FF0000000000000);
     double half;
@@ -98,7 +102,7 @@ static inline double half_ulp(const judge_args *a, double x)
     return half < a->half_smallest ? a->half_smallest : half;
 }
 
-static inline double budget_of(const judge_args *a, double m, double gold)
+HOT double budget_of(const judge_args *a, double m, double gold)
 {
     const double e = m * a->computation;
     double budget = half_ulp(a, fabs(gold) + e) + e;
@@ -111,8 +115,8 @@ static inline double budget_of(const judge_args *a, double m, double gold)
 /* The error in ulps of dy's dtype at the golden, and the share of the budget beyond the output's rounding that
  * the error beyond it takes (standards/default.py rounding_margins, operation for operation). The ulp is a
  * normal power of two 2^k, so error * 2^-k (its exponent field 2046 - that of 2^k) is error / 2^k exactly. */
-static inline void rounding_margins(const judge_args *a, double error, double gold, double budget, double *ulps,
-                                    double *beyond)
+HOT void rounding_margins(const judge_args *a, double error, double gold, double budget, double *ulps,
+                          double *beyond)
 {
     const double half = half_ulp(a, fabs(gold));
     const uint64_t inverse_bits = UINT64_C(0x7FE0000000000000) - bits_of(half + half);
@@ -242,9 +246,8 @@ static lane_layout lane_layout_of(const judge_args *a)
 /* gold[j] = own + other and mag[j] = |own| + |other| of the count lanes, own = cos_kept[j] * kept[j] and
  * other = sin_partner[j] * partner[j] (= sign * (s * x'), exactly): the golden and its magnitude
  * (reference.SliceTerms). */
-static inline void golden_lanes(const double *restrict cos_kept, const double *restrict sin_partner,
-                                const double *kept, const double *partner, int64_t count, double *restrict gold,
-                                double *restrict mag)
+HOT void golden_lanes(const double *restrict cos_kept, const double *restrict sin_partner, const double *kept,
+                      const double *partner, int64_t count, double *restrict gold, double *restrict mag)
 {
     for (int64_t j = 0; j < count; j++) {
         const double own = cos_kept[j] * kept[j], other = sin_partner[j] * partner[j];
@@ -255,9 +258,9 @@ static inline void golden_lanes(const double *restrict cos_kept, const double *r
 
 /* golden_lanes over a row of the slice whose widened input is g, with the kept and partner lanes of the layout:
  * read in place (LANES_SWAP, LANES_RUNS), else gathered into the work rows kept_value and partner_value. */
-static inline void golden_row(const judge_args *a, const lane_layout *layout, const double *cos_kept,
-                              const double *sin_partner, const double *g, double *gold, double *mag,
-                              double *kept_value, double *partner_value)
+HOT void golden_row(const judge_args *a, const lane_layout *layout, const double *cos_kept,
+                    const double *sin_partner, const double *g, double *gold, double *mag, double *kept_value,
+                    double *partner_value)
 {
     const int64_t length = a->length;
     if (layout->kind == LANES_SWAP) {
@@ -284,9 +287,9 @@ static inline void golden_row(const judge_args *a, const lane_layout *layout, co
     }
 }
 
-/* What the fast loop found in a chunk: the bits of the largest ratio, error, error in ulps and beyond (finite
- * non-negative doubles order like their bits; a NaN or a negative value has bits above those of 1.0 and of
- * +inf), and with the input checked, the bits of its largest error and whether any is over budget. */
+/* What the fast loop found in a part of a chunk: the bits of the largest ratio, error, error in ulps and beyond
+ * (finite non-negative doubles order like their bits; a NaN or a negative value has bits above those of 1.0 and
+ * of +inf), and with the input checked, the bits of its largest error and whether any is over budget. */
 typedef struct {
     uint64_t ratio, error, ulps, beyond, input_error;
     int64_t input_over;
@@ -295,13 +298,12 @@ typedef struct {
 #define ONE_BITS UINT64_C(0x3FF0000000000000)        /* the bits of 1.0 */
 #define INFINITY_BITS UINT64_C(0x7FF0000000000000)   /* the bits of +inf */
 
-/* The fast loop over a chunk: no branches. A chunk whose largest ratio is below 1 has every error finite and
- * within budget (error > budget gives a ratio of at least 1, division rounding monotonically; a non-finite error
- * or a non-positive budget gives a NaN, infinite or negative ratio), so the maxima are its whole judgement. */
-static inline __attribute__((always_inline)) chunk_scan scan_chunk(const judge_args *a, int64_t count,
-                                                                   const double *golden, const double *magnitude,
-                                                                   const double *actual, const double *input,
-                                                                   const int with_input)
+/* The fast loop over the count elements of a part: no branches. A part whose largest ratio is below 1 has every
+ * error finite and within budget (error > budget gives a ratio of at least 1, division rounding monotonically; a
+ * non-finite error or a non-positive budget gives a NaN, infinite or negative ratio), so the maxima are its whole
+ * judgement -- and the input's, when with_input, unless its largest error is not finite. */
+HOT chunk_scan scan_part(const judge_args *a, int64_t count, const double *golden, const double *magnitude,
+                         const double *actual, const double *input, const int with_input)
 {
     chunk_scan found = {0, 0, 0, 0, 0, 0};
     uint64_t input_error_bits = 0;
@@ -331,7 +333,7 @@ static inline __attribute__((always_inline)) chunk_scan scan_chunk(const judge_a
 
 /* Whether the count bytes at p and q are the same (a branch-free loop: the part of a row outside the slice is
  * short, and a call of memcmp per row cost more than comparing it). */
-static inline int same_bytes(const char *p, const char *q, int64_t count)
+HOT int same_bytes(const char *p, const char *q, int64_t count)
 {
     uint64_t differ = 0;
     int64_t i = 0;
@@ -347,93 +349,194 @@ static inline int same_bytes(const char *p, const char *q, int64_t count)
 }
 
 #define MAX_LANES 1024                  /* the longest slice judged here (a longer one: out->overflow, numpy) */
-#define LINE 64                         /* bytes per cache line (prefetching) */
+/* A chunk (CHUNK slice elements: whole rows, at least one) is the unit of the judgement's state: its outside is
+ * compared before anything in it is judged, and its findings are applied, or it is judged element by element, as
+ * a whole (a failure leaves the state of the chunks before it). It is formed and scanned in parts of PART
+ * elements (whole rows, at least one), whose work rows (input, golden, magnitude, actual: 24 KiB) stay in L1
+ * between the loop that writes them and the one that reads them: parts of 4096 elements (in L2) cost float32
+ * ~40% more, 2048 ~25%; 512 to 1024 measured alike. A chunk that needs its elements again (judged element by
+ * element, or holding a new largest error in ulps) is formed again whole (rare). */
+#define PART 768
+#define AHEAD 16384                     /* bytes of x and of the result prefetched ahead of the row being read */
+#define LINE 64                         /* bytes per cache line */
+#define TIMED_EVERY 8                   /* the golden's loop is timed on one part in 8 (a clock read ~ 25 ns) */
+
+/* What judging rows of the slice keeps at hand: the arguments, the lane layout, the row geometry, and the cos/sin
+ * table row last used (table; -1 for none) as c[cos_lane] (cos_kept) and sign * s[sin_lane] (sin_partner). */
+typedef struct {
+    const judge_args *a;
+    lane_layout layout;
+    int64_t row_bytes, head, tail, table;
+    double cos_row[MAX_LANES], sin_row[MAX_LANES], cos_kept[MAX_LANES], sin_partner[MAX_LANES];
+    double kept_value[MAX_LANES], partner_value[MAX_LANES];
+} judge_rows;
+
+/* The cos/sin table row of the slice row (b, s, n) (1-sized axes of the table broadcast). */
+static inline int64_t table_of(const judge_args *a, int64_t b, int64_t s, int64_t n)
+{
+    return ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n + (a->cos_n > 1 ? n : 0);
+}
+
+/* Whether the result's row holds x's bits outside the slice. */
+HOT int outside_same(const judge_rows *r, int64_t row)
+{
+    const char *before = (const char *)r->a->x + row * r->row_bytes;
+    const char *after = (const char *)r->a->result + row * r->row_bytes;
+    return same_bytes(before, after, r->head)
+           && same_bytes(before + r->tail, after + r->tail, r->row_bytes - r->tail);
+}
+
+/* act = the result's row of the slice, widened. */
+HOT void form_actual(const judge_rows *r, int64_t row, double *act)
+{
+    const judge_args *a = r->a;
+    widen((const char *)a->result + row * r->row_bytes + r->head, a->x_type, a->length, act, a->half_table);
+}
+
+/* g = x's row of the slice, widened; gold and mag = its golden and magnitude (golden_row) with the cos/sin table
+ * row table (made the one at hand first when it is not). */
+HOT void form_golden(judge_rows *r, int64_t row, int64_t table, double *g, double *gold, double *mag)
+{
+    const judge_args *a = r->a;
+    const int64_t length = a->length, c_size = item_size(a->cos_type);
+    if (table != r->table) {
+        widen((const char *)a->cos + table * length * c_size, a->cos_type, length, r->cos_row, a->half_table);
+        widen((const char *)a->sin + table * length * c_size, a->cos_type, length, r->sin_row, a->half_table);
+        for (int64_t j = 0; j < length; j++) {
+            r->cos_kept[j] = r->cos_row[a->cos_lane[j]];
+            r->sin_partner[j] = a->sign[j] * r->sin_row[a->sin_lane[j]];
+        }
+        r->table = table;
+    }
+    widen((const char *)a->x + row * r->row_bytes + r->head, a->x_type, length, g, a->half_table);
+    golden_row(a, &r->layout, r->cos_kept, r->sin_partner, g, gold, mag, r->kept_value, r->partner_value);
+}
+
+/* Rows [first, first + rows) formed into the work rows input, golden, magnitude and actual (row k at k * length)
+ * -- what the parts of a chunk held, for judging it element by element. */
+static void form_chunk(judge_rows *r, int64_t first, int64_t rows, double *input, double *golden,
+                       double *magnitude, double *actual)
+{
+    const judge_args *a = r->a;
+    const int64_t length = a->length;
+    for (int64_t k = 0; k < rows; k++) {
+        const int64_t row = first + k;
+        const int64_t b = row / (a->rows_s * a->rows_n), s = row / a->rows_n % a->rows_s, n = row % a->rows_n;
+        form_actual(r, row, actual + k * length);
+        form_golden(r, row, table_of(a, b, s, n), input + k * length, golden + k * length, magnitude + k * length);
+    }
+}
+
+/* out->golden_seconds gets the golden's time over the parts formed: that measured on the timed ones, scaled. */
+static inline void add_golden_time(judge_out *out, double timed_seconds, int64_t timed, int64_t parts)
+{
+    if (timed)
+        out->golden_seconds += timed_seconds * (double)parts / (double)timed;
+}
 
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
  * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow
  * (as does a slice longer than MAX_LANES: the caller then judges with numpy). */
 CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
 {
-    const int64_t length = a->length, x_size = item_size(a->x_type), c_size = item_size(a->cos_type);
+    const int64_t length = a->length, x_size = item_size(a->x_type);
     if (length < 1 || length > MAX_LANES) {
         out->overflow = 1;
         return 0;
     }
-    const int64_t rows_per_chunk = CHUNK / length;
-    static _Thread_local double buffers[4][CHUNK];  /* per thread: a chunk's input, golden, magnitude, actual */
-    double *const input = buffers[0], *const golden = buffers[1], *const magnitude = buffers[2];
-    double *const actual = buffers[3];
-    double cos_row[MAX_LANES], sin_row[MAX_LANES], cos_kept[MAX_LANES], sin_partner[MAX_LANES];
-    double kept_value[MAX_LANES], partner_value[MAX_LANES];
-    const lane_layout layout = lane_layout_of(a);
-    int64_t cached = -1;
+    const int64_t rows_per_chunk = length >= CHUNK ? 1 : CHUNK / length;
+    const int64_t rows_per_part = length >= PART ? 1 : PART / length;
+    /* per thread: a part's work rows, and a whole chunk's when it is formed again (one lookup of the block) */
+    static _Thread_local double part_rows[4][PART > MAX_LANES ? PART : MAX_LANES], chunk_rows[4][CHUNK];
+    double *const input = part_rows[0], *const golden = part_rows[1], *const magnitude = part_rows[2];
+    double *const actual = part_rows[3];
+    double *const chunk_input = chunk_rows[0], *const chunk_golden = chunk_rows[1];
+    double *const chunk_magnitude = chunk_rows[2], *const chunk_actual = chunk_rows[3];
+    judge_rows r = {.a = a, .layout = lane_layout_of(a), .row_bytes = a->depth * x_size,
+                    .head = a->start * x_size, .tail = (a->start + length) * x_size, .table = -1};
+    const int64_t far = AHEAD / r.row_bytes > 1 ? AHEAD / r.row_bytes : 1;     /* rows to prefetch ahead */
+    const char *x = a->x, *result = a->result;
     /* the (b, s, n) of the next row to form the golden of, advanced row by row */
     int64_t row_b = row_begin / (a->rows_s * a->rows_n), row_s = row_begin / a->rows_n % a->rows_s;
     int64_t row_n = row_begin % a->rows_n;
-    const char *x = a->x, *result = a->result;
-    const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
     uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
     uint64_t max_ulps = bits_of(out->max_ulps), max_beyond = bits_of(out->max_beyond);
+    double timed_seconds = 0.0;
+    int64_t parts = 0, timed = 0;
     for (int64_t first = row_begin; first < row_end; first += rows_per_chunk) {
         if (*a->stop)
             break;
         const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
-        /* Each loop over the chunk's rows reads one of x and the result, row after row, and asks for the same row
-         * of the next chunk (a whole row: its outside is compared too) to be on its way meanwhile. */
-        const int64_t ahead = row_end - first - rows < rows ? row_end - first - rows : rows;
-        for (int64_t k = 0; k < rows; k++) {        /* the result: its outside, and its slice widened */
-            const char *before = x + (first + k) * row_bytes, *after = result + (first + k) * row_bytes;
-            if (k < ahead)
-                for (int64_t line = 0; line < row_bytes; line += LINE)
-                    __builtin_prefetch(after + rows * row_bytes + line, 0, 0);
-            if (!same_bytes(before, after, head) || !same_bytes(before + tail, after + tail, row_bytes - tail)) {
-                out->failed = 1;
-                *a->stop = 1;
-                return 0;
-            }
-            widen(after + head, a->x_type, length, actual + k * length, a->half_table);
-        }
-        double began = now();
-        for (int64_t k = 0; k < rows; k++) {        /* x: the golden */
-            const int64_t table = ((a->cos_b > 1 ? row_b : 0) * a->cos_s + (a->cos_s > 1 ? row_s : 0)) * a->cos_n
-                                  + (a->cos_n > 1 ? row_n : 0);
-            if (table != cached) {                  /* per output lane: c[cos_lane], sign * s[sin_lane] */
-                widen((const char *)a->cos + table * length * c_size, a->cos_type, length, cos_row, a->half_table);
-                widen((const char *)a->sin + table * length * c_size, a->cos_type, length, sin_row, a->half_table);
-                for (int64_t j = 0; j < length; j++) {
-                    cos_kept[j] = cos_row[a->cos_lane[j]];
-                    sin_partner[j] = a->sign[j] * sin_row[a->sin_lane[j]];
-                }
-                cached = table;
-            }
-            if (k < ahead)
-                for (int64_t line = 0; line < row_bytes; line += LINE)
-                    __builtin_prefetch(x + (first + rows + k) * row_bytes + line, 0, 0);
-            double *g = input + k * length;
-            widen(x + (first + k) * row_bytes + head, a->x_type, length, g, a->half_table);
-            golden_row(a, &layout, cos_kept, sin_partner, g, golden + k * length, magnitude + k * length,
-                       kept_value, partner_value);
-            if (++row_n == a->rows_n) {
-                row_n = 0;
-                if (++row_s == a->rows_s) {
-                    row_s = 0;
-                    row_b++;
-                }
-            }
-        }
-        out->golden_seconds += now() - began;
-        const int64_t count = rows * length, base = first * length;
         const int check_input = !out->input_fails;
-        const chunk_scan found = check_input ? scan_chunk(a, count, golden, magnitude, actual, input, 1)
-                                             : scan_chunk(a, count, golden, magnitude, actual, input, 0);
-        if (found.ratio >= ONE_BITS || (check_input && found.input_error >= INFINITY_BITS)) {
+        chunk_scan found = {0, 0, 0, 0, 0, 0};
+        int unusual = 0;                            /* then only the outside of the rest is compared */
+        for (int64_t done = 0; done < rows; done += rows_per_part) {
+            const int64_t part = rows - done < rows_per_part ? rows - done : rows_per_part;
+            /* Each loop over the part's rows reads one of x and the result, row after row, asking for its row far
+             * ahead to be on its way meanwhile (a whole row: its outside is compared too). */
+            for (int64_t k = 0; k < part; k++) {    /* the result: its outside, and its slice widened */
+                const int64_t row = first + done + k;
+                if (row + far < row_end)
+                    for (int64_t line = 0; line < r.row_bytes; line += LINE)
+                        __builtin_prefetch(result + (row + far) * r.row_bytes + line, 0, 0);
+                if (!outside_same(&r, row)) {
+                    out->failed = 1;
+                    *a->stop = 1;
+                    add_golden_time(out, timed_seconds, timed, parts);
+                    return 0;
+                }
+                if (!unusual)
+                    form_actual(&r, row, actual + k * length);
+            }
+            if (unusual)
+                continue;
+            const int timing = parts % TIMED_EVERY == 0;
+            const double began = timing ? now() : 0.0;
+            for (int64_t k = 0; k < part; k++) {    /* x: the golden */
+                const int64_t row = first + done + k;
+                if (row + far < row_end)
+                    for (int64_t line = 0; line < r.row_bytes; line += LINE)
+                        __builtin_prefetch(x + (row + far) * r.row_bytes + line, 0, 0);
+                form_golden(&r, row, table_of(a, row_b, row_s, row_n), input + k * length, golden + k * length,
+                            magnitude + k * length);
+                if (++row_n == a->rows_n) {
+                    row_n = 0;
+                    if (++row_s == a->rows_s) {
+                        row_s = 0;
+                        row_b++;
+                    }
+                }
+            }
+            if (timing) {
+                timed_seconds += now() - began;
+                timed++;
+            }
+            parts++;
+            const int64_t count = part * length;
+            const chunk_scan scan = check_input ? scan_part(a, count, golden, magnitude, actual, input, 1)
+                                                : scan_part(a, count, golden, magnitude, actual, input, 0);
+            unusual = scan.ratio >= ONE_BITS || (check_input && scan.input_error >= INFINITY_BITS);
+            found.ratio = scan.ratio > found.ratio ? scan.ratio : found.ratio;
+            found.error = scan.error > found.error ? scan.error : found.error;
+            found.ulps = scan.ulps > found.ulps ? scan.ulps : found.ulps;
+            found.beyond = scan.beyond > found.beyond ? scan.beyond : found.beyond;
+            found.input_over |= scan.input_over;
+        }
+        if (unusual) {                              /* its later parts were not formed: (b, s, n) of the next row */
+            const int64_t next = first + rows;
+            row_b = next / (a->rows_s * a->rows_n), row_s = next / a->rows_n % a->rows_s, row_n = next % a->rows_n;
+        }
+        const int64_t count = rows * length, base = first * length;
+        if (unusual) {
             /* something non-finite, over budget or at its edge: judged element by element */
+            form_chunk(&r, first, rows, chunk_input, chunk_golden, chunk_magnitude, chunk_actual);
             memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
             memcpy(&out->max_error, &max_error, sizeof max_error);
             memcpy(&out->max_ulps, &max_ulps, sizeof max_ulps);
             memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
-            if (exact_chunk(a, out, base, count, input, golden, magnitude, actual)) {
+            if (exact_chunk(a, out, base, count, chunk_input, chunk_golden, chunk_magnitude, chunk_actual)) {
                 *a->stop = 1;
+                add_golden_time(out, timed_seconds, timed, parts);
                 return 0;
             }
             max_ratio = bits_of(out->max_ratio);
@@ -445,7 +548,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             max_error = found.error > max_error ? found.error : max_error;
             if (found.ulps > max_ulps) {            /* a new largest: its first element's bound */
                 max_ulps = found.ulps;
-                first_bound(a, out, base, count, golden, magnitude, actual, found.ulps);
+                form_chunk(&r, first, rows, chunk_input, chunk_golden, chunk_magnitude, chunk_actual);
+                first_bound(a, out, base, count, chunk_golden, chunk_magnitude, chunk_actual, found.ulps);
             }
             max_beyond = found.beyond > max_beyond ? found.beyond : max_beyond;
             if (check_input && found.input_over)
@@ -456,6 +560,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     memcpy(&out->max_error, &max_error, sizeof max_error);
     memcpy(&out->max_ulps, &max_ulps, sizeof max_ulps);
     memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
+    add_golden_time(out, timed_seconds, timed, parts);
     return 0;
 }
 
