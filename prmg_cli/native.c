@@ -56,12 +56,8 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* The judge's helpers on its hot path: inlined into each clone of prmg_judge_rows (a function it calls is compiled
- * for the baseline instruction set only). */
-#define HOT static inline __attribute__((always_inline))
-
 /* out[i] = the float64 value of element i of the count elements of dtype type at source (exact: a widening). */
-HOT void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
+static INLINED void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
 {
     if (type == F32) {
         const float *s = source;
@@ -93,7 +89,7 @@ static inline uint64_t bits_of(double value)
 
 /* ulp_dy(x) / 2 of x >= 0: x with its significand bits cleared, times 2^-p, never below half the smallest
  * subnormal (standards/default.py _half_ulp_into) */
-HOT double half_ulp(const judge_args *a, double x)
+static INLINED double half_ulp(const judge_args *a, double x)
 {
     uint64_t bits = bits_of(x) & UINT64_C(0x7FF0000000000000);
     double half;
@@ -102,7 +98,7 @@ HOT double half_ulp(const judge_args *a, double x)
     return half < a->half_smallest ? a->half_smallest : half;
 }
 
-HOT double budget_of(const judge_args *a, double m, double gold)
+static INLINED double budget_of(const judge_args *a, double m, double gold)
 {
     const double e = m * a->computation;
     double budget = half_ulp(a, fabs(gold) + e) + e;
@@ -115,8 +111,8 @@ HOT double budget_of(const judge_args *a, double m, double gold)
 /* The error in ulps of dy's dtype at the golden, and the share of the budget beyond the output's rounding that
  * the error beyond it takes (standards/default.py rounding_margins, operation for operation). The ulp is a
  * normal power of two 2^k, so error * 2^-k (its exponent field 2046 - that of 2^k) is error / 2^k exactly. */
-HOT void rounding_margins(const judge_args *a, double error, double gold, double budget, double *ulps,
-                          double *beyond)
+static INLINED void rounding_margins(const judge_args *a, double error, double gold, double budget, double *ulps,
+                                     double *beyond)
 {
     const double half = half_ulp(a, fabs(gold));
     const uint64_t inverse_bits = UINT64_C(0x7FE0000000000000) - bits_of(half + half);
@@ -246,8 +242,9 @@ static lane_layout lane_layout_of(const judge_args *a)
 /* gold[j] = own + other and mag[j] = |own| + |other| of the count lanes, own = cos_kept[j] * kept[j] and
  * other = sin_partner[j] * partner[j] (= sign * (s * x'), exactly): the golden and its magnitude
  * (reference.SliceTerms). */
-HOT void golden_lanes(const double *restrict cos_kept, const double *restrict sin_partner, const double *kept,
-                      const double *partner, int64_t count, double *restrict gold, double *restrict mag)
+static INLINED void golden_lanes(const double *restrict cos_kept, const double *restrict sin_partner,
+                                 const double *kept, const double *partner, int64_t count, double *restrict gold,
+                                 double *restrict mag)
 {
     for (int64_t j = 0; j < count; j++) {
         const double own = cos_kept[j] * kept[j], other = sin_partner[j] * partner[j];
@@ -258,9 +255,9 @@ HOT void golden_lanes(const double *restrict cos_kept, const double *restrict si
 
 /* golden_lanes over a row of the slice whose widened input is g, with the kept and partner lanes of the layout:
  * read in place (LANES_SWAP, LANES_RUNS), else gathered into the work rows kept_value and partner_value. */
-HOT void golden_row(const judge_args *a, const lane_layout *layout, const double *cos_kept,
-                    const double *sin_partner, const double *g, double *gold, double *mag, double *kept_value,
-                    double *partner_value)
+static INLINED void golden_row(const judge_args *a, const lane_layout *layout, const double *cos_kept,
+                               const double *sin_partner, const double *g, double *gold, double *mag,
+                               double *kept_value, double *partner_value)
 {
     const int64_t length = a->length;
     if (layout->kind == LANES_SWAP) {
@@ -302,8 +299,9 @@ typedef struct {
  * error finite and within budget (error > budget gives a ratio of at least 1, division rounding monotonically; a
  * non-finite error or a non-positive budget gives a NaN, infinite or negative ratio), so the maxima are its whole
  * judgement -- and the input's, when with_input, unless its largest error is not finite. */
-HOT chunk_scan scan_part(const judge_args *a, int64_t count, const double *golden, const double *magnitude,
-                         const double *actual, const double *input, const int with_input)
+static INLINED chunk_scan scan_part(const judge_args *a, int64_t count, const double *golden,
+                                    const double *magnitude, const double *actual, const double *input,
+                                    const int with_input)
 {
     chunk_scan found = {0, 0, 0, 0, 0, 0};
     uint64_t input_error_bits = 0;
@@ -333,7 +331,7 @@ HOT chunk_scan scan_part(const judge_args *a, int64_t count, const double *golde
 
 /* Whether the count bytes at p and q are the same (a branch-free loop: the part of a row outside the slice is
  * short, and a call of memcmp per row cost more than comparing it). */
-HOT int same_bytes(const char *p, const char *q, int64_t count)
+static INLINED int same_bytes(const char *p, const char *q, int64_t count)
 {
     uint64_t differ = 0;
     int64_t i = 0;
@@ -378,7 +376,7 @@ static inline int64_t table_of(const judge_args *a, int64_t b, int64_t s, int64_
 }
 
 /* Whether the result's row holds x's bits outside the slice. */
-HOT int outside_same(const judge_rows *r, int64_t row)
+static INLINED int outside_same(const judge_rows *r, int64_t row)
 {
     const char *before = (const char *)r->a->x + row * r->row_bytes;
     const char *after = (const char *)r->a->result + row * r->row_bytes;
@@ -387,7 +385,7 @@ HOT int outside_same(const judge_rows *r, int64_t row)
 }
 
 /* act = the result's row of the slice, widened. */
-HOT void form_actual(const judge_rows *r, int64_t row, double *act)
+static INLINED void form_actual(const judge_rows *r, int64_t row, double *act)
 {
     const judge_args *a = r->a;
     widen((const char *)a->result + row * r->row_bytes + r->head, a->x_type, a->length, act, a->half_table);
@@ -395,7 +393,7 @@ HOT void form_actual(const judge_rows *r, int64_t row, double *act)
 
 /* g = x's row of the slice, widened; gold and mag = its golden and magnitude (golden_row) with the cos/sin table
  * row table (made the one at hand first when it is not). */
-HOT void form_golden(judge_rows *r, int64_t row, int64_t table, double *g, double *gold, double *mag)
+static INLINED void form_golden(judge_rows *r, int64_t row, int64_t table, double *g, double *gold, double *mag)
 {
     const judge_args *a = r->a;
     const int64_t length = a->length, c_size = item_size(a->cos_type);
