@@ -56,7 +56,8 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
+/* out[i] = the float64 value of element i of the count elements of dtype type at source (exact: a widening). */
+static INLINED void widen(const void *source, int32_t type, int64_t count, double *out, const float *half_table)
 {
     if (type == F32) {
         const float *s = source;
@@ -88,7 +89,7 @@ static inline uint64_t bits_of(double value)
 
 /* ulp_dy(x) / 2 of x >= 0: x with its significand bits cleared, times 2^-p, never below half the smallest
  * subnormal (standards/default.py _half_ulp_into) */
-static inline double half_ulp(const judge_args *a, double x)
+static INLINED double half_ulp(const judge_args *a, double x)
 {
     uint64_t bits = bits_of(x) & UINT64_C(0x7FF0000000000000);
     double half;
@@ -97,7 +98,7 @@ static inline double half_ulp(const judge_args *a, double x)
     return half < a->half_smallest ? a->half_smallest : half;
 }
 
-static inline double budget_of(const judge_args *a, double m, double gold)
+static INLINED double budget_of(const judge_args *a, double m, double gold)
 {
     const double e = m * a->computation;
     double budget = half_ulp(a, fabs(gold) + e) + e;
@@ -110,8 +111,8 @@ static inline double budget_of(const judge_args *a, double m, double gold)
 /* The error in ulps of dy's dtype at the golden, and the share of the budget beyond the output's rounding that
  * the error beyond it takes (standards/default.py rounding_margins, operation for operation). The ulp is a
  * normal power of two 2^k, so error * 2^-k (its exponent field 2046 - that of 2^k) is error / 2^k exactly. */
-static inline void rounding_margins(const judge_args *a, double error, double gold, double budget, double *ulps,
-                                    double *beyond)
+static INLINED void rounding_margins(const judge_args *a, double error, double gold, double budget, double *ulps,
+                                     double *beyond)
 {
     const double half = half_ulp(a, fabs(gold));
     const uint64_t inverse_bits = UINT64_C(0x7FE0000000000000) - bits_of(half + half);
@@ -199,94 +200,359 @@ static void first_bound(const judge_args *a, judge_out *out, int64_t base, int64
     }
 }
 
+/* Where the kept and partner lanes of a row's output lanes are (lane_layout, found once per call):
+ * LANES_SWAP: kept[j] = j, partner[j] = j ^ 1 (interleave); LANES_RUNS: kept[j] = j, partner[j] = j + shift[r] on
+ * each run begin[r] <= j < begin[r + 1] (half: two runs, quarter: four); LANES_GATHER: any other (gathered). */
+enum { LANES_SWAP, LANES_RUNS, LANES_GATHER };
+#define MAX_RUNS 8
+typedef struct {
+    int kind;
+    int64_t runs, begin[MAX_RUNS + 1], shift[MAX_RUNS];
+} lane_layout;
+
+static lane_layout lane_layout_of(const judge_args *a)
+{
+    lane_layout layout = {.kind = LANES_GATHER};
+    const int64_t length = a->length;
+    int identity = 1, swap = length % 2 == 0;
+    for (int64_t j = 0; j < length; j++) {
+        identity &= a->kept[j] == j;
+        swap &= a->partner[j] == (j ^ 1);
+    }
+    if (!identity)
+        return layout;
+    if (swap) {
+        layout.kind = LANES_SWAP;
+        return layout;
+    }
+    for (int64_t j = 0; j < length; j++) {
+        const int64_t shift = a->partner[j] - j;
+        if (j == 0 || shift != layout.shift[layout.runs - 1]) {
+            if (layout.runs == MAX_RUNS)
+                return (lane_layout){.kind = LANES_GATHER};
+            layout.begin[layout.runs] = j;
+            layout.shift[layout.runs++] = shift;
+        }
+    }
+    layout.begin[layout.runs] = length;
+    layout.kind = LANES_RUNS;
+    return layout;
+}
+
+/* gold[j] = own + other and mag[j] = |own| + |other| of the count lanes, own = cos_kept[j] * kept[j] and
+ * other = sin_partner[j] * partner[j] (= sign * (s * x'), exactly): the golden and its magnitude
+ * (reference.SliceTerms). */
+static INLINED void golden_lanes(const double *restrict cos_kept, const double *restrict sin_partner,
+                                 const double *kept, const double *partner, int64_t count, double *restrict gold,
+                                 double *restrict mag)
+{
+    for (int64_t j = 0; j < count; j++) {
+        const double own = cos_kept[j] * kept[j], other = sin_partner[j] * partner[j];
+        gold[j] = own + other;
+        mag[j] = fabs(own) + fabs(other);
+    }
+}
+
+/* golden_lanes over a row of the slice whose widened input is g, with the kept and partner lanes of the layout:
+ * read in place (LANES_SWAP, LANES_RUNS), else gathered into the work rows kept_value and partner_value. */
+static INLINED void golden_row(const judge_args *a, const lane_layout *layout, const double *cos_kept,
+                               const double *sin_partner, const double *g, double *gold, double *mag,
+                               double *kept_value, double *partner_value)
+{
+    const int64_t length = a->length;
+    if (layout->kind == LANES_SWAP) {
+        for (int64_t j = 0; j < length; j += 2) {               /* the pair (j, j + 1), each the other's partner */
+            const double own = cos_kept[j] * g[j], other = sin_partner[j] * g[j + 1];
+            const double own_next = cos_kept[j + 1] * g[j + 1], other_next = sin_partner[j + 1] * g[j];
+            gold[j] = own + other;
+            mag[j] = fabs(own) + fabs(other);
+            gold[j + 1] = own_next + other_next;
+            mag[j + 1] = fabs(own_next) + fabs(other_next);
+        }
+    } else if (layout->kind == LANES_RUNS) {
+        for (int64_t r = 0; r < layout->runs; r++) {
+            const int64_t begin = layout->begin[r];
+            golden_lanes(cos_kept + begin, sin_partner + begin, g + begin, g + begin + layout->shift[r],
+                         layout->begin[r + 1] - begin, gold + begin, mag + begin);
+        }
+    } else {
+        for (int64_t j = 0; j < length; j++) {
+            kept_value[j] = g[a->kept[j]];
+            partner_value[j] = g[a->partner[j]];
+        }
+        golden_lanes(cos_kept, sin_partner, kept_value, partner_value, length, gold, mag);
+    }
+}
+
+/* What the fast loop found in a part of a chunk: the bits of the largest ratio, error, error in ulps and beyond
+ * (finite non-negative doubles order like their bits; a NaN or a negative value has bits above those of 1.0 and
+ * of +inf), and with the input checked, the bits of its largest error and whether any is over budget. */
+typedef struct {
+    uint64_t ratio, error, ulps, beyond, input_error;
+    int64_t input_over;
+} chunk_scan;
+
+#define ONE_BITS UINT64_C(0x3FF0000000000000)        /* the bits of 1.0 */
+#define INFINITY_BITS UINT64_C(0x7FF0000000000000)   /* the bits of +inf */
+
+/* The fast loop over the count elements of a part: no branches. A part whose largest ratio is below 1 has every
+ * error finite and within budget (error > budget gives a ratio of at least 1, division rounding monotonically; a
+ * non-finite error or a non-positive budget gives a NaN, infinite or negative ratio), so the maxima are its whole
+ * judgement -- and the input's, when with_input, unless its largest error is not finite. */
+static INLINED chunk_scan scan_part(const judge_args *a, int64_t count, const double *golden,
+                                    const double *magnitude, const double *actual, const double *input,
+                                    const int with_input)
+{
+    chunk_scan found = {0, 0, 0, 0, 0, 0};
+    uint64_t input_error_bits = 0;
+    int64_t input_over = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
+        const double error = fabs(actual[i] - gold);
+        double ulps, beyond;
+        rounding_margins(a, error, gold, budget, &ulps, &beyond);
+        const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
+        const uint64_t ulps_bits = bits_of(ulps), beyond_bits = bits_of(beyond);
+        found.ratio = ratio_bits > found.ratio ? ratio_bits : found.ratio;
+        found.error = error_bits > found.error ? error_bits : found.error;
+        found.ulps = ulps_bits > found.ulps ? ulps_bits : found.ulps;
+        found.beyond = beyond_bits > found.beyond ? beyond_bits : found.beyond;
+        if (with_input) {
+            const double input_error = fabs(input[i] - gold);
+            const uint64_t bits = bits_of(input_error);
+            input_error_bits = bits > input_error_bits ? bits : input_error_bits;
+            input_over |= input_error > budget;
+        }
+    }
+    found.input_error = input_error_bits;
+    found.input_over = input_over;
+    return found;
+}
+
+/* Whether the count bytes at p and q are the same (a branch-free loop: the part of a row outside the slice is
+ * short, and a call of memcmp per row cost more than comparing it). */
+static INLINED int same_bytes(const char *p, const char *q, int64_t count)
+{
+    uint64_t differ = 0;
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        uint64_t u, v;
+        memcpy(&u, p + i, sizeof u);
+        memcpy(&v, q + i, sizeof v);
+        differ |= u ^ v;
+    }
+    for (; i < count; i++)
+        differ |= (uint64_t)(p[i] ^ q[i]);
+    return differ == 0;
+}
+
+#define MAX_LANES 1024                  /* the longest slice judged here (a longer one: out->overflow, numpy) */
+/* A chunk (CHUNK slice elements: whole rows, at least one) is the unit of the judgement's state: its outside is
+ * compared before anything in it is judged, and its findings are applied, or it is judged element by element, as
+ * a whole (a failure leaves the state of the chunks before it). It is formed and scanned in parts of PART
+ * elements (whole rows, at least one), whose work rows (input, golden, magnitude, actual: 24 KiB) stay in L1
+ * between the loop that writes them and the one that reads them: parts of 4096 elements (in L2) cost float32
+ * ~40% more, 2048 ~25%; 512 to 1024 measured alike. A chunk that needs its elements again (judged element by
+ * element, or holding a new largest error in ulps) is formed again whole (rare). */
+#define PART 768
+#define AHEAD 16384                     /* bytes of x and of the result prefetched ahead of the row being read */
+#define LINE 64                         /* bytes per cache line */
+
+/* What judging rows of the slice keeps at hand: the arguments, the lane layout, the row geometry, and the cos/sin
+ * table row last used (table; -1 for none) as c[cos_lane] (cos_kept) and sign * s[sin_lane] (sin_partner). */
+typedef struct {
+    const judge_args *a;
+    lane_layout layout;
+    int64_t row_bytes, head, tail, table;
+    double cos_row[MAX_LANES], sin_row[MAX_LANES], cos_kept[MAX_LANES], sin_partner[MAX_LANES];
+    double kept_value[MAX_LANES], partner_value[MAX_LANES];
+} judge_rows;
+
+/* The cos/sin table row of the slice row (b, s, n) (1-sized axes of the table broadcast). */
+static inline int64_t table_of(const judge_args *a, int64_t b, int64_t s, int64_t n)
+{
+    return ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n + (a->cos_n > 1 ? n : 0);
+}
+
+/* Whether the result's row holds x's bits outside the slice. */
+static INLINED int outside_same(const judge_rows *r, int64_t row)
+{
+    const char *before = (const char *)r->a->x + row * r->row_bytes;
+    const char *after = (const char *)r->a->result + row * r->row_bytes;
+    return same_bytes(before, after, r->head)
+           && same_bytes(before + r->tail, after + r->tail, r->row_bytes - r->tail);
+}
+
+/* act = the result's row of the slice, widened. */
+static INLINED void form_actual(const judge_rows *r, int64_t row, double *act)
+{
+    const judge_args *a = r->a;
+    widen((const char *)a->result + row * r->row_bytes + r->head, a->x_type, a->length, act, a->half_table);
+}
+
+/* g = x's row of the slice, widened; gold and mag = its golden and magnitude (golden_row) with the cos/sin table
+ * row table (made the one at hand first when it is not). */
+static INLINED void form_golden(judge_rows *r, int64_t row, int64_t table, double *g, double *gold, double *mag)
+{
+    const judge_args *a = r->a;
+    const int64_t length = a->length, c_size = item_size(a->cos_type);
+    if (table != r->table) {
+        widen((const char *)a->cos + table * length * c_size, a->cos_type, length, r->cos_row, a->half_table);
+        widen((const char *)a->sin + table * length * c_size, a->cos_type, length, r->sin_row, a->half_table);
+        for (int64_t j = 0; j < length; j++) {
+            r->cos_kept[j] = r->cos_row[a->cos_lane[j]];
+            r->sin_partner[j] = a->sign[j] * r->sin_row[a->sin_lane[j]];
+        }
+        r->table = table;
+    }
+    widen((const char *)a->x + row * r->row_bytes + r->head, a->x_type, length, g, a->half_table);
+    golden_row(a, &r->layout, r->cos_kept, r->sin_partner, g, gold, mag, r->kept_value, r->partner_value);
+}
+
+/* Rows [first, first + rows) formed into the work rows input, golden, magnitude and actual (row k at k * length)
+ * -- what the parts of a chunk held, for judging it element by element. */
+static void form_chunk(judge_rows *r, int64_t first, int64_t rows, double *input, double *golden,
+                       double *magnitude, double *actual)
+{
+    const judge_args *a = r->a;
+    const int64_t length = a->length;
+    for (int64_t k = 0; k < rows; k++) {
+        const int64_t row = first + k;
+        const int64_t b = row / (a->rows_s * a->rows_n), s = row / a->rows_n % a->rows_s, n = row % a->rows_n;
+        form_actual(r, row, actual + k * length);
+        form_golden(r, row, table_of(a, b, s, n), input + k * length, golden + k * length, magnitude + k * length);
+    }
+}
+
+/* A cheap clock for the golden's share of a call, read twice per part: the time-stamp counter where there is one
+ * (~9 ns a read here, against ~25 for clock_gettime, which cost 3-6% at one pair per part), else now() in ns. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <x86intrin.h>
+static inline uint64_t ticks(void) { return __rdtsc(); }
+#elif defined(__aarch64__) && defined(__GNUC__)
+static inline uint64_t ticks(void)
+{
+    uint64_t count;
+    __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(count));
+    return count;
+}
+#else
+static inline uint64_t ticks(void) { return (uint64_t)(now() * 1e9); }
+#endif
+
+/* The clocks at the start of a call, and the ticks its golden loops took so far. */
+typedef struct {
+    double seconds;
+    uint64_t ticks, golden;
+} golden_clock;
+
+/* out->golden_seconds gets the golden's ticks of the call, in seconds: the call's seconds per tick (clock_gettime
+ * against ticks over the whole call) times them -- never more than the call's own time. */
+static void add_golden_time(judge_out *out, const golden_clock *clock)
+{
+    const double seconds = now() - clock->seconds;
+    const uint64_t spent = ticks() - clock->ticks;
+    if (spent > 0 && clock->golden <= spent)
+        out->golden_seconds += seconds * (double)clock->golden / (double)spent;
+}
+
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
- * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow. */
+ * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow
+ * (as does a slice longer than MAX_LANES: the caller then judges with numpy). */
 CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
 {
-    const int64_t length = a->length, x_size = item_size(a->x_type), c_size = item_size(a->cos_type);
+    const int64_t length = a->length, x_size = item_size(a->x_type);
+    if (length < 1 || length > MAX_LANES) {
+        out->overflow = 1;
+        return 0;
+    }
     const int64_t rows_per_chunk = length >= CHUNK ? 1 : CHUNK / length;
-    static _Thread_local double input[CHUNK], golden[CHUNK], magnitude[CHUNK], actual[CHUNK];
-    double cos_row[1024], sin_row[1024], cos_kept[1024], sin_partner[1024], kept_value[1024], partner_value[1024];
-    int64_t cached = -1, identity = 1;
-    for (int64_t j = 0; j < length; j++)
-        identity &= a->kept[j] == j;
+    const int64_t rows_per_part = length >= PART ? 1 : PART / length;
+    /* per thread: a part's work rows, and a whole chunk's when it is formed again (one lookup of the block) */
+    static _Thread_local double part_rows[4][PART > MAX_LANES ? PART : MAX_LANES], chunk_rows[4][CHUNK];
+    double *const input = part_rows[0], *const golden = part_rows[1], *const magnitude = part_rows[2];
+    double *const actual = part_rows[3];
+    double *const chunk_input = chunk_rows[0], *const chunk_golden = chunk_rows[1];
+    double *const chunk_magnitude = chunk_rows[2], *const chunk_actual = chunk_rows[3];
+    judge_rows r = {.a = a, .layout = lane_layout_of(a), .row_bytes = a->depth * x_size,
+                    .head = a->start * x_size, .tail = (a->start + length) * x_size, .table = -1};
+    const int64_t far = AHEAD / r.row_bytes > 1 ? AHEAD / r.row_bytes : 1;     /* rows to prefetch ahead */
     const char *x = a->x, *result = a->result;
-    const int64_t row_bytes = a->depth * x_size, head = a->start * x_size, tail = (a->start + length) * x_size;
+    /* the (b, s, n) of the next row to form the golden of, advanced row by row */
+    int64_t row_b = row_begin / (a->rows_s * a->rows_n), row_s = row_begin / a->rows_n % a->rows_s;
+    int64_t row_n = row_begin % a->rows_n;
     uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
     uint64_t max_ulps = bits_of(out->max_ulps), max_beyond = bits_of(out->max_beyond);
+    golden_clock clock = {now(), ticks(), 0};
     for (int64_t first = row_begin; first < row_end; first += rows_per_chunk) {
         if (*a->stop)
             break;
         const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
-        for (int64_t k = 0; k < rows; k++) {
-            const char *before = x + (first + k) * row_bytes, *after = result + (first + k) * row_bytes;
-            if (memcmp(before, after, (size_t)head) || memcmp(before + tail, after + tail, (size_t)(row_bytes - tail))) {
-                out->failed = 1;
-                *a->stop = 1;
-                return 0;
-            }
-        }
-        double began = now();
-        for (int64_t k = 0; k < rows; k++) {
-            const int64_t row = first + k;
-            const int64_t b = row / (a->rows_s * a->rows_n), s = (row / a->rows_n) % a->rows_s, n = row % a->rows_n;
-            const int64_t table = ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n
-                                  + (a->cos_n > 1 ? n : 0);
-            if (table != cached) {                  /* per output lane: c[cos_lane], sign * s[sin_lane] */
-                widen((const char *)a->cos + table * length * c_size, a->cos_type, length, cos_row, a->half_table);
-                widen((const char *)a->sin + table * length * c_size, a->cos_type, length, sin_row, a->half_table);
-                for (int64_t j = 0; j < length; j++) {
-                    cos_kept[j] = cos_row[a->cos_lane[j]];
-                    sin_partner[j] = a->sign[j] * sin_row[a->sin_lane[j]];
+        const int check_input = !out->input_fails;
+        chunk_scan found = {0, 0, 0, 0, 0, 0};
+        int unusual = 0;                            /* then only the outside of the rest is compared */
+        for (int64_t done = 0; done < rows; done += rows_per_part) {
+            const int64_t part = rows - done < rows_per_part ? rows - done : rows_per_part;
+            /* Each loop over the part's rows reads one of x and the result, row after row, asking for its row far
+             * ahead to be on its way meanwhile (a whole row: its outside is compared too). */
+            for (int64_t k = 0; k < part; k++) {    /* the result: its outside, and its slice widened */
+                const int64_t row = first + done + k;
+                if (row + far < row_end)
+                    for (int64_t line = 0; line < r.row_bytes; line += LINE)
+                        __builtin_prefetch(result + (row + far) * r.row_bytes + line, 0, 0);
+                if (!outside_same(&r, row)) {
+                    out->failed = 1;
+                    *a->stop = 1;
+                    add_golden_time(out, &clock);
+                    return 0;
                 }
-                cached = table;
+                if (!unusual)
+                    form_actual(&r, row, actual + k * length);
             }
-            double *g = input + k * length, *gold = golden + k * length, *mag = magnitude + k * length;
-            widen(x + row * row_bytes + head, a->x_type, length, g, a->half_table);
-            const double *kept = g;
-            if (!identity) {
-                for (int64_t j = 0; j < length; j++)
-                    kept_value[j] = g[a->kept[j]];
-                kept = kept_value;
+            if (unusual)
+                continue;
+            const uint64_t began = ticks();
+            for (int64_t k = 0; k < part; k++) {    /* x: the golden */
+                const int64_t row = first + done + k;
+                if (row + far < row_end)
+                    for (int64_t line = 0; line < r.row_bytes; line += LINE)
+                        __builtin_prefetch(x + (row + far) * r.row_bytes + line, 0, 0);
+                form_golden(&r, row, table_of(a, row_b, row_s, row_n), input + k * length, golden + k * length,
+                            magnitude + k * length);
+                if (++row_n == a->rows_n) {
+                    row_n = 0;
+                    if (++row_s == a->rows_s) {
+                        row_s = 0;
+                        row_b++;
+                    }
+                }
             }
-            for (int64_t j = 0; j < length; j++)
-                partner_value[j] = g[a->partner[j]];
-            for (int64_t j = 0; j < length; j++) {
-                const double own = cos_kept[j] * kept[j];
-                const double other = sin_partner[j] * partner_value[j];      /* = sign * (s * x'), exactly */
-                gold[j] = own + other;
-                mag[j] = fabs(own) + fabs(other);
-            }
+            clock.golden += ticks() - began;
+            const int64_t count = part * length;
+            const chunk_scan scan = check_input ? scan_part(a, count, golden, magnitude, actual, input, 1)
+                                                : scan_part(a, count, golden, magnitude, actual, input, 0);
+            unusual = scan.ratio >= ONE_BITS || (check_input && scan.input_error >= INFINITY_BITS);
+            found.ratio = scan.ratio > found.ratio ? scan.ratio : found.ratio;
+            found.error = scan.error > found.error ? scan.error : found.error;
+            found.ulps = scan.ulps > found.ulps ? scan.ulps : found.ulps;
+            found.beyond = scan.beyond > found.beyond ? scan.beyond : found.beyond;
+            found.input_over |= scan.input_over;
         }
-        out->golden_seconds += now() - began;
-        for (int64_t k = 0; k < rows; k++)
-            widen(result + (first + k) * row_bytes + head, a->x_type, length, actual + k * length, a->half_table);
+        if (unusual) {                              /* its later parts were not formed: (b, s, n) of the next row */
+            const int64_t next = first + rows;
+            row_b = next / (a->rows_s * a->rows_n), row_s = next / a->rows_n % a->rows_s, row_n = next % a->rows_n;
+        }
         const int64_t count = rows * length, base = first * length;
-        /* the fast loop: no branches; non-negative finite doubles order like their bits */
-        int64_t unusual = 0, input_over = 0, input_unusual = 0;
-        uint64_t chunk_ratio = 0, chunk_error = 0, chunk_ulps = 0, chunk_beyond = 0;
-        for (int64_t i = 0; i < count; i++) {
-            const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
-            const double error = fabs(actual[i] - gold), input_error = fabs(input[i] - gold);
-            unusual |= (error > budget) | !(error <= 0x1.fffffffffffffp1023);
-            input_over |= input_error > budget;
-            input_unusual |= !(input_error <= 0x1.fffffffffffffp1023);
-            double ulps, beyond;
-            rounding_margins(a, error, gold, budget, &ulps, &beyond);
-            const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
-            const uint64_t ulps_bits = bits_of(ulps), beyond_bits = bits_of(beyond);
-            chunk_ratio = ratio_bits > chunk_ratio ? ratio_bits : chunk_ratio;
-            chunk_error = error_bits > chunk_error ? error_bits : chunk_error;
-            chunk_ulps = ulps_bits > chunk_ulps ? ulps_bits : chunk_ulps;
-            chunk_beyond = beyond_bits > chunk_beyond ? beyond_bits : chunk_beyond;
-        }
-        if (unusual || (input_unusual && !out->input_fails)) {
+        if (unusual) {
+            /* something non-finite, over budget or at its edge: judged element by element */
+            form_chunk(&r, first, rows, chunk_input, chunk_golden, chunk_magnitude, chunk_actual);
             memcpy(&out->max_ratio, &max_ratio, sizeof max_ratio);
             memcpy(&out->max_error, &max_error, sizeof max_error);
             memcpy(&out->max_ulps, &max_ulps, sizeof max_ulps);
             memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
-            if (exact_chunk(a, out, base, count, input, golden, magnitude, actual)) {
+            if (exact_chunk(a, out, base, count, chunk_input, chunk_golden, chunk_magnitude, chunk_actual)) {
                 *a->stop = 1;
+                add_golden_time(out, &clock);
                 return 0;
             }
             max_ratio = bits_of(out->max_ratio);
@@ -294,14 +560,15 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             max_ulps = bits_of(out->max_ulps);
             max_beyond = bits_of(out->max_beyond);
         } else {
-            max_ratio = chunk_ratio > max_ratio ? chunk_ratio : max_ratio;
-            max_error = chunk_error > max_error ? chunk_error : max_error;
-            if (chunk_ulps > max_ulps) {            /* a new largest: its first element's bound */
-                max_ulps = chunk_ulps;
-                first_bound(a, out, base, count, golden, magnitude, actual, chunk_ulps);
+            max_ratio = found.ratio > max_ratio ? found.ratio : max_ratio;
+            max_error = found.error > max_error ? found.error : max_error;
+            if (found.ulps > max_ulps) {            /* a new largest: its first element's bound */
+                max_ulps = found.ulps;
+                form_chunk(&r, first, rows, chunk_input, chunk_golden, chunk_magnitude, chunk_actual);
+                first_bound(a, out, base, count, chunk_golden, chunk_magnitude, chunk_actual, found.ulps);
             }
-            max_beyond = chunk_beyond > max_beyond ? chunk_beyond : max_beyond;
-            if (input_over)
+            max_beyond = found.beyond > max_beyond ? found.beyond : max_beyond;
+            if (check_input && found.input_over)
                 out->input_fails = 1;
         }
     }
@@ -309,6 +576,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     memcpy(&out->max_error, &max_error, sizeof max_error);
     memcpy(&out->max_ulps, &max_ulps, sizeof max_ulps);
     memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
+    add_golden_time(out, &clock);
     return 0;
 }
 

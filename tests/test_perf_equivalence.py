@@ -158,6 +158,65 @@ def test_the_forward_operator_is_judged_alike(fast_path):
                 same_verdict(judge(case, inputs, outcome), reference_judge(case, inputs, outcome))
 
 
+# Slice lengths per mode: one pair (or quarter block), an odd and an even number of them, a longer one.
+LAYOUT_LENGTHS = {0: (2, 6, 8, 30), 1: (2, 6, 8, 30), 2: (4, 12, 8, 40), 3: (2, 6, 8, 30)}
+
+
+def one_pass(case, inputs, result, native_on: bool):
+    """``onepass.fast_default`` through the compiled scan (two threads) or the numpy block scan: what it
+    proved (its metrics and whether the case is vacuous), or None when it found something wrong."""
+    saved = onepass._native_scans, onepass._NATIVE_SPLIT
+    if not native_on:
+        onepass._native_scans = lambda *args: None
+    onepass._NATIVE_SPLIT = 64
+    try:
+        with np.errstate(all="ignore"):
+            passed = onepass.fast_default(case, inputs, result, None, {})
+    finally:
+        onepass._native_scans, onepass._NATIVE_SPLIT = saved
+    return None if passed is None else (passed.metrics, passed.vacuous)
+
+
+@pytest.mark.parametrize("op", [GRAD, FORWARD], ids=lambda op: op.name)
+@pytest.mark.parametrize("mode", range(4))
+def test_every_lane_layout_is_judged_alike_across_chunks(op, mode):
+    """The compiled pass reads the kept and partner lanes in place for interleave (a swap of neighbours) and for
+    half/quarter (contiguous shifts), and gathers them otherwise (interleave-half); it forms a chunk (4096
+    elements) in parts and forms one again whole when something in it is unusual. Every mode of both operators,
+    slices of one, an odd and an even number of pairs, over several chunks: the golden, the golden one ulp off
+    here and there, with a NaN late in the slice, with a bit flipped outside it late, and (grad) a correct
+    kernel's result. The compiled pass proves what the numpy block pass proves (a wrong element in either would
+    otherwise only hand the case to the whole-array checks), and the verdicts are the whole-array ones."""
+    if not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    rng = np.random.default_rng(40 + mode)
+    proved = 0
+    for length in LAYOUT_LENGTHS[mode]:
+        rows = 5 * (4096 // length) + 7                     # five chunks and a ragged end, over both threads
+        shape = (1, -(-rows // 3), 3, length + 3)
+        case = dataclasses.replace(make_case(shape, (1, 1 + length), mode=mode, dtype="bfloat16",
+                                             cos_dtype="float32", broadcast="1S1D"), op=op.name)
+        inputs = model_inputs(case, rng)
+        golden = op.golden(inputs.dy, inputs.cos, inputs.sin, mode, case.partial_slice)
+        nudged, nan, outside = golden.copy(), golden.copy(), golden.copy()
+        lanes = nudged[..., 1:1 + length].reshape(-1)
+        lanes[::17] = np.nextafter(lanes[::17].astype(np.float32), np.float32(np.inf)).astype(BF16)
+        nudged[..., 1:1 + length] = lanes.reshape(nudged[..., 1:1 + length].shape)
+        nan[0, -1, 1, length // 2 + 1] = np.nan
+        outside.view(np.uint16)[0, -2, 2, -1] ^= 1
+        results = [golden, nudged, nan, outside]
+        if op is GRAD:
+            results.append(correct_kernel(inputs.dy, inputs.cos, inputs.sin, mode, case.partial_slice))
+        for result in results:
+            compiled = one_pass(case, inputs, result, native_on=True)
+            assert compiled == one_pass(case, inputs, result, native_on=False)
+            proved += compiled is not None
+            outcome = Outcome(status=0, dy=result)
+            with np.errstate(all="ignore"):
+                same_verdict(judge(case, inputs, outcome), reference_judge(case, inputs, outcome))
+    assert proved >= len(LAYOUT_LENGTHS[mode])                # the golden at least passed in one pass
+
+
 def test_every_non_finite_case_of_the_special_suite_is_judged_alike(fast_path):
     """All-NaN and all-Inf inputs (vacuous cases), NaN only in the result, overflow everywhere."""
     case = make_case((3, 4, 2, 24), (4, 20), dtype="bfloat16", cos_dtype="float32", broadcast="1S1D")
