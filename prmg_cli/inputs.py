@@ -10,8 +10,8 @@ stream, tensor index 0 for dy, 1 for cos, 2 for sin, so the same case gives the 
 of Philox4x32-10 (Random123's ``philox4x32``, 10 rounds; ``philox4x32_10``), times ``2**-32``: block ``m`` is the
 cipher of the counter ``(m mod 2**32, m // 2**32, tensor index, 0)`` under the key ``(seed mod 2**32, seed //
 2**32)``. ``Z`` is drawn as under ``philox``. Any element range can be made on its own, and the compiled helper
-runs the rounds of eight blocks side by side in vector registers (32-bit products), draws and rounds in one pass
-(``native.uniform``; the numpy path, ``_philox4x32_words``, stays the reference, bit for bit).
+runs the rounds of sixteen (AVX-512) or eight (AVX2) blocks side by side (32-bit products), draws and rounds in
+one pass (``native.uniform``; the numpy path, ``_philox4x32_words``, stays the reference, bit for bit).
 
 ``philox`` (the default before ``philox4x32``; select it to reproduce those results): the tensor's key is
 ``(case.seed, tensor index)``, and its elements (C order) form chunks of ``STREAM_CHUNK`` = 65536. Chunk ``j`` draws

@@ -692,7 +692,8 @@ static inline void philox4x64_10(uint64_t c0, uint64_t c1, uint64_t k0, uint64_t
 /* u[i] = 2^-32 * the 32-bit draw of element begin + i of the stream keyed (k0, k1) (inputs._philox_words):
  * element e is in chunk j = e / stream_chunk (a multiple of 8) at k = e % stream_chunk; its draw is half k % 2
  * (the low half first) of word (k / 2) % 4 of the block at counter (k / 8 + 1, j). */
-static INLINED void philox_draws(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count, double *u)
+static INLINED void philox_draws(uint64_t k0, uint64_t k1, int64_t stream_chunk, int64_t begin, int64_t count,
+                                 double *u)
 {
     uint64_t words[4];
     for (int64_t e = begin, end = begin + count; e < end;) {

@@ -323,9 +323,9 @@ def test_compiled_rounding_equals_the_numpy_rounding():
 
 
 def straightforward_draw(case: Case, tensor: str) -> np.ndarray:
-    """The inputs the plain way: the whole tensor in float64 (``philox4x32``, ``philox``: the README's recipes; ``pcg64``:
-    ``Generator.uniform``/``normal``, as prmg drew them before), rounded by ``dtypes.rounded`` (checked against
-    exact arithmetic in test_dtypes.py)."""
+    """The inputs the plain way: the whole tensor in float64 (``philox4x32``, ``philox``: the README's recipes;
+    ``pcg64``: ``Generator.uniform``/``normal``, as prmg drew them before), rounded by ``dtypes.rounded`` (checked
+    against exact arithmetic in test_dtypes.py)."""
     spec = case.input_spec(tensor)
     shape = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}[tensor]
     dtype = np.dtype(NUMPY.get({"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}[tensor], "float64"))

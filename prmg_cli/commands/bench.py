@@ -11,8 +11,8 @@ from .common import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
 OPTIONS = (
     Option("paths", (), None, "Case files or folders to time on the device.", "[PATH]...", list, argument=True),
     Option("host", ("--host",), False, "Time the host golden against dy.copy() and a naive version, side by side, "
-           "whole prmg run processes, and a large case's pipeline with the inputs of each generator (philox4x32, philox, "
-           "pcg64).", kind=bool),
+           "whole prmg run processes, and a large case's pipeline with the inputs of each generator "
+           "(philox4x32, philox, pcg64).", kind=bool),
     RUNNER, OP_LIB, SUPPORTED_MODES,
     Option("device", ("--device",), 0, "The device to time on.", "N", int),
     Option("warmup", ("--warmup",), 3, f"Untimed launches before measuring, 0 to {MAX_REPEAT}.", "N", int),
