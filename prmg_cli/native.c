@@ -374,6 +374,19 @@ static inline int64_t table_of(const judge_args *a, int64_t b, int64_t s, int64_
     return ((a->cos_b > 1 ? b : 0) * a->cos_s + (a->cos_s > 1 ? s : 0)) * a->cos_n + (a->cos_n > 1 ? n : 0);
 }
 
+/* (b, s, n) of the slice row `row` (rows in C order over x's B, S, N). */
+static inline void row_position(const judge_args *a, int64_t row, int64_t *b, int64_t *s, int64_t *n)
+{
+    *b = row / (a->rows_s * a->rows_n), *s = row / a->rows_n % a->rows_s, *n = row % a->rows_n;
+}
+
+/* Ask for the row_bytes bytes of row `row` of a tensor to be on their way to the cache. */
+static INLINED void prefetch_row(const char *tensor, int64_t row, int64_t row_bytes)
+{
+    for (int64_t line = 0; line < row_bytes; line += LINE)
+        __builtin_prefetch(tensor + row * row_bytes + line, 0, 0);
+}
+
 /* Whether the result's row holds x's bits outside the slice. */
 static INLINED int outside_same(const judge_rows *r, int64_t row)
 {
@@ -418,7 +431,8 @@ static void form_chunk(judge_rows *r, int64_t first, int64_t rows, double *input
     const int64_t length = a->length;
     for (int64_t k = 0; k < rows; k++) {
         const int64_t row = first + k;
-        const int64_t b = row / (a->rows_s * a->rows_n), s = row / a->rows_n % a->rows_s, n = row % a->rows_n;
+        int64_t b, s, n;
+        row_position(a, row, &b, &s, &n);
         form_actual(r, row, actual + k * length);
         form_golden(r, row, table_of(a, b, s, n), input + k * length, golden + k * length, magnitude + k * length);
     }
@@ -479,8 +493,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     const int64_t far = AHEAD / r.row_bytes > 1 ? AHEAD / r.row_bytes : 1;     /* rows to prefetch ahead */
     const char *x = a->x, *result = a->result;
     /* the (b, s, n) of the next row to form the golden of, advanced row by row */
-    int64_t row_b = row_begin / (a->rows_s * a->rows_n), row_s = row_begin / a->rows_n % a->rows_s;
-    int64_t row_n = row_begin % a->rows_n;
+    int64_t row_b, row_s, row_n;
+    row_position(a, row_begin, &row_b, &row_s, &row_n);
     uint64_t max_ratio = bits_of(out->max_ratio), max_error = bits_of(out->max_error);
     uint64_t max_ulps = bits_of(out->max_ulps), max_beyond = bits_of(out->max_beyond);
     golden_clock clock = {now(), ticks(), 0};
@@ -498,8 +512,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             for (int64_t k = 0; k < part; k++) {    /* the result: its outside, and its slice widened */
                 const int64_t row = first + done + k;
                 if (row + far < row_end)
-                    for (int64_t line = 0; line < r.row_bytes; line += LINE)
-                        __builtin_prefetch(result + (row + far) * r.row_bytes + line, 0, 0);
+                    prefetch_row(result, row + far, r.row_bytes);
                 if (!outside_same(&r, row)) {
                     out->failed = 1;
                     *a->stop = 1;
@@ -515,8 +528,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             for (int64_t k = 0; k < part; k++) {    /* x: the golden */
                 const int64_t row = first + done + k;
                 if (row + far < row_end)
-                    for (int64_t line = 0; line < r.row_bytes; line += LINE)
-                        __builtin_prefetch(x + (row + far) * r.row_bytes + line, 0, 0);
+                    prefetch_row(x, row + far, r.row_bytes);
                 form_golden(&r, row, table_of(a, row_b, row_s, row_n), input + k * length, golden + k * length,
                             magnitude + k * length);
                 if (++row_n == a->rows_n) {
@@ -538,10 +550,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             found.beyond = scan.beyond > found.beyond ? scan.beyond : found.beyond;
             found.input_over |= scan.input_over;
         }
-        if (unusual) {                              /* its later parts were not formed: (b, s, n) of the next row */
-            const int64_t next = first + rows;
-            row_b = next / (a->rows_s * a->rows_n), row_s = next / a->rows_n % a->rows_s, row_n = next % a->rows_n;
-        }
+        if (unusual)                                /* its later parts were not formed: (b, s, n) of the next row */
+            row_position(a, first + rows, &row_b, &row_s, &row_n);
         const int64_t count = rows * length, base = first * length;
         if (unusual) {
             /* something non-finite, over budget or at its edge: judged element by element */
