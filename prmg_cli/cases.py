@@ -111,7 +111,7 @@ _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
 __all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate",
-           "known_defect_warning", "unjudged", "select", "case_to_dict", "case_record",
+           "known_defect_warning", "unjudged", "select", "case_files", "case_to_dict", "case_record",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -130,6 +130,13 @@ def load_cases(paths: Sequence[str | Path]) -> list[Case]:
     run = _Run()
     run.read(_case_files(paths, run))
     return run.cases
+
+
+def case_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The case files every command reads for ``paths``, in order (``_case_files``: files as given, every
+    *.yaml/*.yml below a folder, dot-folders, ``build/`` and ``venv/`` included, symlinked folders not entered,
+    each file once); a path that cannot be read is left out (loading it reports why)."""
+    return list(_case_files(paths, _Run(report=lambda error: None)))
 
 
 def check_files(paths: Sequence[str | Path], supported_modes: set[int] | frozenset[int]) -> list[PrmgError]:

@@ -24,7 +24,7 @@ import pytest
 from .case import Case
 
 _EXECUTOR = pytest.StashKey()
-_ROOTS = pytest.StashKey()
+_ROOTS = pytest.StashKey()         # (the case files of the --prmg paths, the folders above them)
 _INFO = pytest.StashKey()          # the run's results.RunInfo (``_run_info``)
 _RESULT = "prmg_result"            # the user property carrying an item's result to the report
 
@@ -58,7 +58,10 @@ def pytest_configure(config) -> None:
     missing = [path for path in paths if not Path(path).exists()]
     if missing:
         raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
-    config.stash[_ROOTS] = [Path(path).resolve() for path in paths]
+    from .cases import case_files
+
+    selected = {Path(os.path.abspath(file)) for file in case_files(paths)}
+    config.stash[_ROOTS] = (selected, {folder for file in selected for folder in file.parents})
     config.pluginmanager.register(PrmgSession(config), "prmg-session")
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         config.args.extend(paths)
@@ -66,13 +69,22 @@ def pytest_configure(config) -> None:
         config.args[:] = list(paths)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config):
+    """Never ignore a case file ``prmg run`` reads for the --prmg paths, nor a folder holding one: pytest's own
+    rules (``norecursedirs``: ``build``, ``venv``, dot-folders; virtualenvs) would leave such files out."""
+    selected = config.stash.get(_ROOTS, None)
+    if selected and (collection_path in selected[0] or collection_path in selected[1]):
+        return False
+    return None
+
+
 def pytest_collect_file(file_path: Path, parent):
-    """A case file under one of the --prmg paths becomes a ``PrmgFile``."""
-    roots = parent.config.stash.get(_ROOTS, None)
-    if roots and file_path.suffix in (".yaml", ".yml"):
-        resolved = file_path.resolve()
-        if any(resolved == root or root in resolved.parents for root in roots):
-            return PrmgFile.from_parent(parent, path=file_path)
+    """A case file ``prmg run`` reads for the --prmg paths (``cases.case_files``: the same files, each once)
+    becomes a ``PrmgFile``."""
+    selected = parent.config.stash.get(_ROOTS, None)
+    if selected and file_path in selected[0]:
+        return PrmgFile.from_parent(parent, path=file_path)
     return None
 
 
