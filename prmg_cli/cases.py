@@ -280,7 +280,8 @@ def case_to_dict(case: Case) -> dict:
         out["op"] = case.op
     if case.known_defect:
         defect = case.known_defect
-        out["known_defect"] = {"reason": defect.reason, **({"result": "wrong"} if defect.status is None else
+        out["known_defect"] = {"reason": defect.reason, **({"result": "wrong", **dict(defect.bounds)}
+                                                           if defect.status is None else
                                                            {"status": STATUS_NAMES.get(defect.status, defect.status)})}
         if defect.behaves_as is not None:
             out["known_defect"]["behaves_as"] = defect.written_behaviour()

@@ -155,8 +155,8 @@ def precheck(case: Case, settings: RunSettings) -> CaseResult | None:
 def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), status: int | None = None) -> CaseResult:
     """A known-defect case's result as strict xfail: ``xfailed`` (the run stays green) only when what went wrong
     is the defect the case names -- the call returned the defect's status and nothing else was wrong (``kinds``
-    is exactly ``{"status"}`` and ``status`` the defect's), or, for a wrong result, only the slice's values or
-    golden-free checks failed. Anything else (a crash, a timeout, a guard zone or input damaged, another
+    is exactly ``{"status"}`` and ``status`` the defect's), or, for a wrong result, the slice's values failed within
+    the defect's bounds (``defects.beyond``), golden-free checks perhaps too. Anything else (a crash, a timeout, a guard zone or input damaged, another
     status) stays ``failed`` or ``error`` with a note; a pass is ``xpassed`` (the run fails, so that the marker
     gets removed)."""
     defect = case.known_defect
@@ -168,7 +168,7 @@ def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), statu
     if result.status not in ("failed", "error"):
         return result
     met = (kinds == {"status"} and status == defect.status) if defect.status is not None \
-        else bool(kinds) and kinds <= {"result", "check"}
+        else "result" in kinds and kinds <= {"result", "check"}
     if met and result.status == "failed":
         return replace(result, status="xfailed", message=f"known defect ({defect.describe()}): {result.message}")
     return replace(result, message=f"{result.message} (not the known defect: {defect.describe()})")

@@ -38,6 +38,7 @@ from typing import Mapping
 import numpy as np
 
 from . import diagnosis, nonfinite, onepass
+from .defects import beyond
 from .case import Case, Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
 from .ops import OPERATORS
@@ -80,6 +81,7 @@ PROBLEM_KINDS = {
     "result": "the slice is wrong by the case's standard",
     "check": "a golden-free check failed",
     "unjudged": "without the golden, no check of correctness judged the slice",
+    "defect_bound": "the slice is wrong beyond what the case's wrong-result known defect bounds",
 }
 
 
@@ -352,6 +354,10 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     reasons = ([f"{count} non-finite mismatch{'es' * (count > 1)}"] if count else []) \
         + ([judgement.reason] if judgement.failed else [])
     verdict.fail("result", "; ".join(reasons + where + (special_lines + worst)[:1]))
+    defect = case.known_defect
+    if defect is not None and defect.status is None:
+        for text in beyond(defect.bounds, result[..., start:end].astype(np.float64), golden, wrong, view.format):
+            verdict.fail("defect_bound", f"beyond the known defect: {text}")
     verdict.details.extend(special_lines + [f"localisation: {text}" for text in where] + worst)
     verdict.error_map = diagnosis.error_map(score, start, result.shape[-1], changed_outside)
     verdict.error_map["metric"] = judgement.limit_name and f"error/{judgement.limit_name}" or "score"

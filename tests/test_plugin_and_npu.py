@@ -124,7 +124,7 @@ def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):
 def test_plugin_known_defects_are_strict_xfails(tmp_path):
     cases = tmp_path / "defects.yaml"
     cases.write_text("- {name: d_xfail, shape: [1, 1, 2, 8], known_defect: {reason: \"the odd lanes' sign\","
-                     " result: wrong}}\n"
+                     " result: wrong, pattern: odd_lanes}}\n"
                      "- {name: d_xpass, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002},"
                      " known_defect: {reason: \"fixed since\", status: SUCCESS}}\n")
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg", str(cases),

@@ -258,18 +258,66 @@ def test_validate_warns_of_a_success_defect_that_names_no_behaviour(tmp_path):
     assert "warning" not in validate_paths([str(write(tmp_path, text % "status: SUCCESS, behaves_as: {}"))], None)
 
 
+BOUNDED = """
+- {name: sign_odd, shape: [1, 2, 3, 24], partial_slice: [2, 22],
+   known_defect: {reason: "second lanes add", result: wrong, pattern: odd_lanes}}
+- {name: rounding, shape: [1, 2, 3, 24], partial_slice: [2, 22], dtype: bfloat16,
+   known_defect: {reason: "bf16 rounding differs", result: wrong, max_error_ulp: 1}}
+- {name: few, shape: [1, 2, 3, 24], partial_slice: [2, 22], known_defect: {reason: "one row", result: wrong,
+   elements: 20, pattern: last_row}}
+"""
+
+
+@pytest.mark.parametrize("fault, xfailed", [
+    ("sign", {"sign_odd"}), ("truncate", {"rounding"}), ("skip_last_row", {"few"}),
+    ("noop", set()), ("nan", set()), ("neg_sin", set())])
+def test_a_wrong_result_defect_xfails_only_within_its_bounds(emulator, monkeypatch, tmp_path, fault, xfailed):
+    """A marker written for one wrongness (the second lanes' sign, bf16 rounding, the last row) xfails only that:
+    a kernel that does nothing, writes NaN or flips the sign of sin goes beyond every bound and fails."""
+    from prmg_cli.acl import AclSession
+    from prmg_cli.cases import load_cases
+    from prmg_cli.execute import RunSettings, run_case
+
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    with AclSession(emulator, 0) as session:
+        results = {case.name: run_case(session, case, RunSettings(toolkit=emulator))[0]
+                   for case in load_cases([write(tmp_path, BOUNDED)])}
+    assert {name for name, result in results.items() if result.status == "xfailed"} == xfailed
+    for name, result in results.items():         # a fault that leaves a case right: xpassed, which fails too
+        assert result.status in ("xfailed", "failed", "xpassed"), result.message
+        if result.status == "failed":
+            assert "beyond the known defect: " in result.message and "(not the known defect: " in result.message
+    assert fault in ("sign", "truncate", "skip_last_row") or all(r.status == "failed" for r in results.values())
+
+
+@pytest.mark.parametrize("defect, field, words", [
+    ("{reason: x, result: wrong}", "known_defect", "a wrong result must be bounded"),
+    ("{reason: x, result: wrong, max_error_ulp: -1}", "known_defect.max_error_ulp", "a finite number >= 0"),
+    ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer >= 0"),
+    ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern", "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
+    ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),
+])
+def test_a_wrong_result_defect_must_name_a_valid_bound(tmp_path, defect, field, words):
+    out = prmg("validate", write(tmp_path, f"- {{name: k, shape: [1, 1, 1, 4], known_defect: {defect}}}\n"))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"case 'k': field '{field}': " in out.stderr and words in out.stderr
+
+
 def test_a_known_defect_that_hangs_is_an_error():
     code, cases, _, _ = run_json(*DEFECT_CASE, *EMU, "--timeout", "2", env={"PRMG_EMU_FAULT": "hang"})
     assert code == 1 and cases["neg.mode_2pow32_plus_1"]["status"] == "error"
 
 
 def test_known_defect_status_rules():
-    wrong = Case("w", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), known_defect=KnownDefect("why"))
+    wrong = Case("w", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4),
+                 known_defect=KnownDefect("why", bounds=(("elements", 1),)))
     status = replace(wrong, known_defect=KnownDefect("why", 0), expect=Expect(561002))
     failed = CaseResult("w", "failed", message="m")
     assert known_defect_status(wrong, failed, {"result"}, 0).status == "xfailed"
     assert known_defect_status(wrong, failed, {"result", "check"}, 0).status == "xfailed"
     assert known_defect_status(wrong, failed, {"result", "contract"}, 0).status == "failed"
+    assert known_defect_status(wrong, failed, {"result", "defect_bound"}, 0).status == "failed"
+    assert known_defect_status(wrong, failed, {"check"}, 0).status == "failed"     # the golden saw nothing wrong
     assert known_defect_status(status, failed, {"status"}, 0).status == "xfailed"
     assert known_defect_status(status, failed, {"status"}, 161002).status == "failed"
     assert known_defect_status(status, CaseResult("w", "error", message="timed out"), set()).status == "error"
@@ -465,7 +513,7 @@ def test_compare_counts_a_lost_verdict_as_a_regression(before, after, category):
 
 
 PLUGIN_CASES = """
-- {name: p_defect, shape: [1, 2, 2, 32], known_defect: {reason: the sign is wrong, result: wrong}}
+- {name: p_defect, shape: [1, 2, 2, 32], known_defect: {reason: the sign is wrong, result: wrong, pattern: odd_lanes}}
 - {name: p_vacuous, shape: [1, 1, 1, 8], inputs: {cos: {values: [1, 1, 1, 1, 1, 1, 1, 1]},
                                                    sin: {values: [0, 0, 0, 0, 0, 0, 0, 0]}}}
 """
