@@ -89,7 +89,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from . import constraints, files, npyfile, yamlfile
-from .checks import CHECKS, ORACLES, weak_checks_text
+from .checks import ANCHORED, CHECKS, weak_checks_text
 from .errors import PrmgError
 from .case import Case, Expect, InputSpec, KnownDefect
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
@@ -182,17 +182,17 @@ def known_defect_warning(case: Case) -> str | None:
 
 def unjudged(case: Case, checks: tuple = (), golden: bool = True) -> PrmgError | None:
     """The PrmgError for a pass case that, without the golden (its ``golden: false``, or the run's ``--no-golden``
-    when ``golden`` is False), no check of correctness would judge: neither its ``checks`` nor the run's
-    (``--check``: ``checks``) name one of ``checks.ORACLES``, and it gives no ``correctness_unchecked`` reason;
+    when ``golden`` is False), no check anchored to the formula would judge: neither its ``checks`` nor the run's
+    (``--check``: ``checks``) name one of ``checks.ANCHORED``, and it gives no ``correctness_unchecked`` reason;
     else None. ``validate`` asks it of the file alone (no run checks), ``prmg run`` and the pytest plugin with
     the run's (``suite.check_judged``)."""
     names = tuple(dict.fromkeys(case.checks + checks))
     if (not case.expect.success or (golden and case.golden) or case.correctness_unchecked
-            or any(CHECKS[name].oracle for name in names)):
+            or any(CHECKS[name].anchored for name in names)):
         return None
     without = "golden: false" if not case.golden else "--no-golden"
-    return PrmgError(f"without the golden ({without}) this case is judged by {', '.join(names) or 'no check'}, which "
-                     f"judges nothing about correctness ({weak_checks_text(names)}): add one of {', '.join(ORACLES)} "
+    return PrmgError(f"without the golden ({without}) this case is judged by {', '.join(names) or 'no check'}, "
+                     f"none anchored to the formula ({weak_checks_text(names)}): add {', '.join(ANCHORED)} "
                      f"to its checks or --check, or say why with correctness_unchecked: REASON",
                      file=case.source, case=case.name, field="checks")
 

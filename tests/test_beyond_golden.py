@@ -261,7 +261,7 @@ def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
 
 @pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),
                                            (["--no-golden"], "without the golden (--no-golden) this case is "
-                                                             "judged by no check, which judges nothing"),
+                                                             "judged by no check, none anchored to the formula"),
                                            (["--check", "determinism", "--repeat", "1"], "--repeat must be from 2"),
                                            (["--repeat", "1001"], "--repeat must be from 2 to 1000 (determinism "
                                                                   "check), got 1001"),

@@ -49,6 +49,11 @@ static const struct {
     {"fwd_neg_sin", FAULT_FWD_NEG_SIN},
     {"fwd_write_past_end", FAULT_FWD_WRITE_PAST_END},
     {"fwd_gap_write", FAULT_FWD_GAP_WRITE},
+    {"nudge", FAULT_NUDGE},
+    {"fwd_nudge", FAULT_FWD_NUDGE},
+    {"round_up", FAULT_ROUND_UP},
+    {"cast_up", FAULT_CAST_UP},
+    {"core_last_row", FAULT_CORE_LAST_ROW},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
