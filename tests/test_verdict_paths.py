@@ -14,6 +14,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from conftest import prmg
@@ -65,7 +66,7 @@ def test_a_check_that_cannot_run_is_said_and_sample_judges(tmp_path, fault):
     """The forward refuses D = 33 (odd), so adjoint cannot run: a warning; sample, anchored to the formula, judges."""
     code, cases, _, _ = run_json(write(tmp_path, ODD_D), *EMU, env={"PRMG_EMU_FAULT": fault})
     assert (code, cases["odd_d"]["status"]) == ((1, "failed") if fault else (0, "passed"))
-    assert cases["odd_d"]["warnings"][0].startswith("adjoint not run: adjoint: the forward operator refuses it")
+    assert cases["odd_d"]["warnings"][0].startswith("adjoint not run: adjoint: the InplacePartialRotaryMul operator refuses")
 
 
 def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
@@ -120,6 +121,47 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
     code, cases, _, _ = run_json(path, *EMU, "--check", "sample", env=sign)
     assert code == 1 and cases["det"]["status"] == "failed" and cases["det"]["message"].startswith("sample: ")
     assert run_json(path, *EMU, "--check", "sample")[0] == 0
+
+
+def test_sample_draws_every_row_class_the_kernel_tiles_by():
+    """The first and last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of
+    (b, s) units), the tail rows past the last full share, one row for each index of each table axis."""
+    from prmg_cli.checks.sample import class_rows, sampled_rows
+    from prmg_cli.ops.regimes import core_counts
+
+    case = Case("r", "t", (3, 700, 5, 16), (3, 700, 1, 16), (3, 700, 1, 16), (0, 16))
+    rows, chosen = 3 * 700 * 5, set(class_rows(case, 1 << 20).tolist())
+    for cores in core_counts():
+        share, unit_share = rows // cores, 3 * 700 // cores
+        assert {k * share for k in range(cores)} | {(k + 1) * share - 1 for k in range(cores)} <= chosen
+        assert set(range(cores * share, rows)) <= chosen
+        assert {k * unit_share * 5 for k in range(cores)} | {((k + 1) * unit_share) * 5 - 1 for k in range(cores)} \
+            <= chosen
+    coordinates = np.unravel_index(sorted(chosen), (3, 700, 5))
+    assert set(coordinates[0]) == {0, 1, 2} and set(coordinates[1]) == set(range(700))
+    small = Case("s", "t", (2, 3, 4, 16), (1, 1, 1, 16), (1, 1, 1, 16), (0, 16))
+    assert sampled_rows(small, 1)[1] == 1.0 and len(sampled_rows(small, 1)[0]) == 24      # every row: sure
+
+
+def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(emulator, monkeypatch):
+    """The emulator's middle core skips the last row of its share (core_last_row): one wrong row among 3,200, of
+    which sample draws 1,024 (its budget shrunk for a small test) -- the class rows make it sure; the metric states
+    the chance for a wrong row elsewhere."""
+    from prmg_cli.acl import AclSession
+    from prmg_cli.checks import sample as sample_module
+    from prmg_cli.inputs import make_inputs
+
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 14)
+    monkeypatch.setenv("PRMG_EMU_FAULT", "core_last_row")
+    case = Case("one_row", "t", (1, 64, 50, 16), (1, 64, 1, 16), (1, 64, 1, 16), (0, 16))
+    inputs = make_inputs(case)
+    with AclSession(emulator, 0) as session:
+        outcome = session.launch(case, inputs)
+        found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, session.launch))[0]
+    assert judge(case, inputs, outcome).message.startswith("16 of 51200 elements over budget")
+    assert not found.passed and found.metrics["sample_rows"] == 1024
+    assert 0.1 < found.metrics["sample_detect"] < 0.3
+    assert "sample: the host reference disagrees on 1 of 1024 sampled rows ((b, s, n) = (0, " in found.message
 
 
 def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():

@@ -99,6 +99,39 @@ def sample(context: CheckContext) -> CheckResult:
     return checked
 
 
+# Without the golden (``--no-golden``, ``golden: false``) a kernel that does nothing, with a forward that does
+# nothing, passes adjoint, roundtrip and determinism (identity is deterministic, self-adjoint and its own inverse),
+# and one that nudges a single element passes them as well. A correct kernel may also leave a slice unchanged
+# (cos = 1 and sin tiny against the data), so this is a warning, not a failure.
+UNCHANGED_WARNING = ("unchanged: the slice came back bit for bit as it went in; without the golden the checks "
+                     "cannot tell this from a kernel that does nothing (judge with the golden, or --strict)")
+
+
+def unchanged_warning(case: Case, inputs: Inputs, result: np.ndarray) -> str:
+    """Without the golden: the warning for a slice the kernel left (nearly) as it was, else "". A kernel changes the
+    slice when it changes at least as many of its elements as the formula moves beyond their ``default`` budget in
+    the sampled rows alone (``sampled_rows``: there the unchanged input is judged by the host reference, as
+    ``sample`` judges the result) -- every one of those a correct kernel must change, so it never gets the warning
+    unless it changed nothing at all (``UNCHANGED_WARNING``)."""
+    from ..dtypes import bits
+    from ..judge import judge_result
+
+    start, end = (int(v) for v in case.partial_slice)
+    changed = int(np.count_nonzero(bits(result[..., start:end]) != bits(inputs.dy[..., start:end])))
+    if not changed:
+        return UNCHANGED_WARNING
+    rows, _ = sampled_rows(case, case.seed ^ 0x5A4D)
+    sub_case, sub_inputs = rows_case(case, inputs, rows)
+    unmoved = judge_result(sub_case, sub_inputs, sub_inputs.dy).metrics
+    must = (unmoved.get("bad") or 0) + (unmoved.get("non_finite") or 0)
+    if changed >= must:
+        return ""
+    return (f"unchanged: the kernel changed {changed} of {(end - start) * math.prod(case.shape[:3])} elements of the "
+            f"slice, fewer than the {must} the formula moves beyond their budget in the {len(rows)} sampled rows "
+            f"alone; without the golden the checks cannot tell this from a kernel that does (nearly) nothing (judge "
+            f"with the golden, or --strict)")
+
+
 def rows_case(case: Case, inputs: Inputs, rows: np.ndarray) -> tuple[Case, Inputs]:
     """``case`` and ``inputs`` cut to the (b, s, n) rows ``rows``, laid out as ``(len(rows), 1, 1, D)`` with the
     cos/sin row each uses."""
