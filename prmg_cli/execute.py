@@ -231,7 +231,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
             checked = time.perf_counter()
             context = CheckContext(case, inputs, outcome, launch, settings.check_options)
-            verdict = fold_checks(verdict, run_checks(names, context), case, golden)
+            verdict = fold_checks(verdict, run_checks(names, context), context, golden)
             timings["checks"] = (time.perf_counter() - checked) * 1e3
     except (AclError, *RUNNER_FAILURES) as exc:
         user = isinstance(exc, PrmgError)

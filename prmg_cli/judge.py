@@ -37,7 +37,7 @@ from typing import Mapping
 
 import numpy as np
 
-from . import diagnosis, nonfinite, onepass
+from . import balance, diagnosis, nonfinite, onepass
 from .defects import beyond
 from .case import Case, Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
@@ -252,6 +252,7 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             verdict.metrics.update(passed.metrics)
             if passed.vacuous:
                 verdict.warnings.append(_vacuous_warning(standard))
+            _balance_warning(verdict)
             return
         timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
@@ -264,12 +265,6 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
     if end > start and golden:
         _judge_slice(case, inputs, result, standard, tolerance, verdict, changed_outside, timings)
         return
-    if end > start:
-        from .checks.sample import unchanged_warning
-
-        warning = unchanged_warning(case, inputs, result)
-        if warning:
-            verdict.warnings.append(warning)
     if changed_outside is not None:
         verdict.error_map = diagnosis.error_map(np.zeros(result.shape[:-1] + (0,)), start, result.shape[-1],
                                                 changed_outside)
@@ -314,6 +309,14 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
+def _balance_warning(verdict: Verdict) -> None:
+    """A passing result whose errors lean one way beyond chance (``balance.case_warning``, from the ``default``
+    standard's counts) gets the warning."""
+    text = balance.case_warning(verdict.metrics)
+    if text:
+        verdict.warnings.append(text)
+
+
 def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
                  timings: dict | None = None) -> None:
     """Judge the slice of ``result`` against the golden by ``standard`` (fills ``verdict``)."""
@@ -341,6 +344,7 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     if not evaluation.failed:
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
             verdict.warnings.append(_vacuous_warning(standard))
+        _balance_warning(verdict)
         return
     wrong, score = _wrong_and_score(evaluation)
     candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)

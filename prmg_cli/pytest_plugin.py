@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from . import balance
 from .case import Case
 
 _EXECUTOR = pytest.StashKey()
@@ -130,7 +131,10 @@ class PrmgItem(pytest.Item):
     def runtest(self) -> None:
         result = _get_executor(self.config).run([self.case])[0]
         self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
-                                                          "shape": result.shape})))
+                                                          "shape": result.shape, "op": result.op,
+                                                          "dtype": result.dtype, "metrics": {
+                                                              key: result.metrics[key] for key in balance.METRICS
+                                                              if key in result.metrics}})))
         for text in result.warnings:             # -W error::prmg_cli.pytest_plugin.PrmgWarning fails them
             warnings.warn(PrmgWarning(f"prmg case {self.case.name}: {text}"))
         if result.status == "skipped":
@@ -167,7 +171,8 @@ class PrmgSession:
 
             values = json.loads(recorded)
             self.results.append(CaseResult(name=report.nodeid.rsplit("::", 1)[-1], status=values["status"],
-                                           faults=values["faults"], shape=values["shape"]))
+                                           faults=values["faults"], shape=values["shape"], op=values["op"],
+                                           dtype=values["dtype"], metrics=values["metrics"]))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session) -> None:
@@ -181,10 +186,13 @@ class PrmgSession:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """The end lines (after pytest's own summary, whose hook runs after ``pytest_sessionfinish``)."""
         from .outputs.labels import fault_lines
+        from .results import run_warnings
 
         if self.results:
             for line in fault_lines(_run_info(self.config), self.results):
                 terminalreporter.write_line(f"prmg {line}")
+            for warning in run_warnings(self.results):          # fails the session under --prmg-strict
+                terminalreporter.write_line(f"prmg warning: {warning}")
         if self.exit and all(result.status == "skipped" for result in self.results):
             terminalreporter.write_line(f"prmg: every case was skipped, nothing was judged: exit {self.exit} (as "
                                         f"prmg run's; 1 under --prmg-strict)")

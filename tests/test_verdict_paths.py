@@ -74,11 +74,11 @@ def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
     an error, whatever adjoint and determinism said (or a warning when the case says why)."""
     case = Case("g", "t", (1, 1, 2, 16), (1, 1, 1, 16), (1, 1, 1, 16), (0, 16), golden=False)
     results = [checks.CheckResult("adjoint"), checks.CheckResult("sample", note="the host is out of memory")]
-    verdict = checks.fold_checks(judge(case, *_unchanged(case), golden=False), results, case, golden=False)
+    verdict = checks.fold_checks(judge(case, *_unchanged(case), golden=False), results, _context(case), golden=False)
     assert verdict.status == "error" and verdict.message.startswith("not judged: without the golden no check "
                                                                     "anchored to the formula ran (sample not run: ")
     said = replace(case, correctness_unchecked="too large")
-    verdict = checks.fold_checks(judge(said, *_unchanged(said), golden=False), results, said, golden=False)
+    verdict = checks.fold_checks(judge(said, *_unchanged(said), golden=False), results, _context(said), golden=False)
     assert verdict.status == "passed" and verdict.warnings[-1].startswith("correctness not checked: too large")
 
 
@@ -87,6 +87,10 @@ def _unchanged(case):
 
     inputs = make_inputs(case)
     return inputs, Outcome(status=0, dy=inputs.dy.copy(), dy_changed=False)
+
+
+def _context(case):
+    return checks.CheckContext(case, *_unchanged(case), launch=None)
 
 
 def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
@@ -233,7 +237,7 @@ def test_every_launch_of_a_check_is_held_to_the_contract():
 
     case = make_case("grad")
     ctx, inputs, outcome = context(case, GuardBreaking())
-    verdict = checks.fold_checks(judge(case, inputs, outcome), checks.run_checks(("adjoint",), ctx), case, True)
+    verdict = checks.fold_checks(judge(case, inputs, outcome), checks.run_checks(("adjoint",), ctx), ctx, True)
     assert verdict.status == "failed" and verdict.kinds == {"contract"}
     assert verdict.message == ("adjoint: launch of InplacePartialRotaryMul: guard zone after x changed at byte +0")
 

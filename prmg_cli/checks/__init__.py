@@ -28,6 +28,7 @@ from ..errors import PrmgError, suggest
 from ..ops import OPERATORS
 from . import adjoint, determinism, roundtrip, sample
 from .base import Check, CheckContext, CheckOption, CheckResult, element_bound, no_op
+from .sample import unchanged_warning
 
 CHECKS: dict[str, Check] = {module.CHECK.name: module.CHECK for module in (adjoint, roundtrip, determinism, sample)}
 ORACLES = tuple(name for name, check in CHECKS.items() if check.oracle)
@@ -85,13 +86,19 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
     return results
 
 
-def fold_checks(verdict, results: list[CheckResult], case: Case, golden: bool):
-    """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` folded in: their metrics and details, their
-    launches' contract breaches and failures (each fails the case), a check that could not run as a warning and
-    one not defined for the case as a detail. Without the ``golden``, a case with a slice that no check anchored to
+def fold_checks(verdict, results: list[CheckResult], context: CheckContext, golden: bool):
+    """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` of ``context``'s launch folded in: their metrics
+    and details, their launches' contract breaches and failures (each fails the case), a check that could not run as
+    a warning and one not defined for the case as a detail; without the ``golden``, a slice the kernel left (nearly)
+    as it was as a warning (``sample.unchanged_warning``). Without the ``golden``, a case with a slice that no check anchored to
     the formula judged (none named, all skipped or unable to run) is an ``error`` -- nothing held its result to the
     formula: adjoint and roundtrip pass a grad and a forward wrong the same way -- unless it says why with
     ``correctness_unchecked`` (then a warning)."""
+    case = context.case
+    if not golden and not no_op(case):
+        unchanged = unchanged_warning(case, context.inputs, context.outcome.dy)
+        if unchanged:
+            verdict.warnings.append(unchanged)
     for result in results:
         verdict.metrics.update(result.metrics)
         verdict.details.extend(result.details)
