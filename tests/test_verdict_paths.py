@@ -66,7 +66,8 @@ def test_a_check_that_cannot_run_is_said_and_sample_judges(tmp_path, fault):
     """The forward refuses D = 33 (odd), so adjoint cannot run: a warning; sample, anchored to the formula, judges."""
     code, cases, _, _ = run_json(write(tmp_path, ODD_D), *EMU, env={"PRMG_EMU_FAULT": fault})
     assert (code, cases["odd_d"]["status"]) == ((1, "failed") if fault else (0, "passed"))
-    assert cases["odd_d"]["warnings"][0].startswith("adjoint not run: adjoint: the InplacePartialRotaryMul operator refuses")
+    assert cases["odd_d"]["warnings"][0].startswith("adjoint not run: adjoint: the InplacePartialRotaryMul operator "
+                                                    "refuses")
 
 
 def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
@@ -358,7 +359,8 @@ def test_a_wrong_result_defect_xfails_only_within_its_bounds(emulator, monkeypat
     ("{reason: x, result: wrong}", "known_defect", "a wrong result must be bounded"),
     ("{reason: x, result: wrong, max_error_ulp: -1}", "known_defect.max_error_ulp", "a finite number >= 0"),
     ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer >= 0"),
-    ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern", "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
+    ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern",
+     "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
     ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),
 ])
 def test_a_wrong_result_defect_must_name_a_valid_bound(tmp_path, defect, field, words):

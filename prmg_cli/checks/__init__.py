@@ -36,7 +36,8 @@ ANCHORED = tuple(name for name, check in CHECKS.items() if check.anchored)
 OPTIONS: dict[str, tuple[Check, CheckOption]] = {name: (check, option) for check in CHECKS.values()
                                                  for name, option in check.options.items()}
 
-__all__ = ["CHECKS", "ORACLES", "ANCHORED", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult", "element_bound",
+__all__ = ["CHECKS", "ORACLES", "ANCHORED", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult",
+           "element_bound",
            "check_names", "run_checks", "fold_checks", "weak_checks_text"]
 
 
@@ -90,8 +91,8 @@ def fold_checks(verdict, results: list[CheckResult], context: CheckContext, gold
     """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` of ``context``'s launch folded in: their metrics
     and details, their launches' contract breaches and failures (each fails the case), a check that could not run as
     a warning and one not defined for the case as a detail; without the ``golden``, a slice the kernel left (nearly)
-    as it was as a warning (``sample.unchanged_warning``). Without the ``golden``, a case with a slice that no check anchored to
-    the formula judged (none named, all skipped or unable to run) is an ``error`` -- nothing held its result to the
+    as it was as a warning (``sample.unchanged_warning``), and a case with a slice that no check anchored to the
+    formula judged (none named, all skipped or unable to run) an ``error`` -- nothing held its result to the
     formula: adjoint and roundtrip pass a grad and a forward wrong the same way -- unless it says why with
     ``correctness_unchecked`` (then a warning)."""
     case = context.case

@@ -63,8 +63,8 @@ enum {
 
 /* The faults each operator obeys. */
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
-                        | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) | FAULT_BIT(FAULT_FWD_GAP_WRITE) \
-                        | FAULT_BIT(FAULT_FWD_NUDGE))
+                        | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
+                        | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE))
 #define GRAD_FAULTS (~FORWARD_FAULTS)
 
 /* 1 when fault `index` is in the set `faults`. */
