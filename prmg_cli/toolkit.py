@@ -267,11 +267,18 @@ def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | No
 
 
 def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
-    """What suggests that a CANN toolkit is meant here: each variable of ``TOOLKIT_VARIABLES`` that is set, each
-    default root that exists (as ``NAME=value`` or the folder); [] when nothing does (the emulator may stand in)."""
-    named = [f"{name}={env[name]}" for name in TOOLKIT_VARIABLES if env.get(name)]
+    """What suggests that a CANN toolkit is meant here: each variable of ``TOOLKIT_VARIABLES`` that is set (but to a
+    folder of an emulator build, such as the ``opp`` a session of the emulator sets), each default root that exists
+    (as ``NAME=value`` or the folder); [] when nothing does (the emulator may stand in)."""
+    named = [f"{name}={env[name]}" for name in TOOLKIT_VARIABLES if env.get(name) and not _in_emulator(env[name])]
     return named + [path for origin, path in _root_candidates(env)
                     if origin == "default" and path and os.path.exists(path)]
+
+
+def _in_emulator(path: str) -> bool:
+    """Whether ``path`` is an emulator build's root or a folder right under it (its ``opp``)."""
+    folder = Path(path).expanduser()
+    return any((place / EMULATOR_MARKER).is_file() for place in (folder, folder.parent))
 
 
 def find_toolkit(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> Toolkit | None:

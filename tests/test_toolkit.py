@@ -259,6 +259,8 @@ def test_emulator_modes_and_auto_fallback(tmp_path):
     chosen = tk.select_runner("auto", None, env, modes=[0, 1, 2, 3])
     assert chosen.kind == "emulator" and chosen.env == (("PRMG_EMU_MODES", "0,1,2,3"),)
     assert tk.select_runner("emulator", None, env).root == chosen.root
+    # the opp folder an emulator session sets in ASCEND_OPP_PATH names no CANN toolkit
+    assert tk.toolkit_suggested({"ASCEND_OPP_PATH": str(chosen.root / "opp")}) == []
 
 
 def test_failed_build_shows_the_compiler_output(tmp_path, monkeypatch):
