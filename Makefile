@@ -37,7 +37,8 @@ lint: install
 # e.g. a CANN toolkit's compiler/include, or checkouts of github.com/hicann/ge and hicann/metadef (docs/runners.md).
 CXX ?= g++
 geir-syntax:
-	@test -n "$(GE_INCLUDE)" || { echo 'make geir-syntax: set GE_INCLUDE="DIR ..." to the folders holding ge/ge_api.h and graph/ (docs/runners.md)'; exit 2; }
+	@test -n "$(GE_INCLUDE)" || { echo 'make geir-syntax: set GE_INCLUDE="DIR ..." (folders holding ge/ge_api.h and' \
+	  'graph/; docs/runners.md)'; exit 2; }
 	$(CXX) -std=c++17 -fsyntax-only -Wall -Wextra -Werror $(addprefix -I,$(GE_INCLUDE)) runners/geir/prmg_geir.cpp
 
 bench: install

@@ -195,10 +195,11 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
     ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
     ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
-    from .toolkit import check_emulator_faults, select_runner
+    from .runners import select
+    from .toolkit import check_emulator_faults
 
     settings = settings or checked_settings(request)
-    toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, settings.supported_modes)
+    toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_faults(os.environ)
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
@@ -221,13 +222,14 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    toolkit_version=provenance.toolkit_version(toolkit.root),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,
-                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "")
+                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
+                   path=toolkit.calls, graph_library=toolkit.geir_build)
 
 
 def recorded_settings(info: RunInfo, settings) -> dict:
     """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
-    ``judged_under``): the runner, its toolkit (location, operator library, version, and a stamp of each of its
-    three libraries, so that a rebuild at the same path counts), the device's SoC, the driver, the host, the
+    ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
+    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the device's SoC, the driver, the host, the
     emulator's injected faults, the target's modes, ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
     ``--repeat`` and prmg's version. ``--resume`` trusts a record only when it was judged under the same
     settings, and ``prmg report`` names the settings that differ between shards."""
@@ -235,8 +237,10 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", "")} \
         if info.faults else {}
     libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
-                 for role in ("runtime", "nnopbase", "op")}
-    return dict(runner=info.runner, location=info.location, op_library=info.op_library, libraries=libraries,
+                 for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
+    path = {"path": info.path} if info.path != "aclnn" else {}          # aclnn runs keep their keys of before
+    return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
+                libraries=libraries,
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,

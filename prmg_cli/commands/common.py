@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..options import REQUIRED, Option
+from ..runners import runners_help
 
 PATHS = Option("paths", (), REQUIRED, "Case files or folders (every *.yaml / *.yml below a folder, sorted).",
                "PATH...", list, argument=True)
-RUNNER = Option("runner", ("--runner",), "auto", "auto (a CANN toolkit when one is found, else the emulator), "
-                "aclnn (a toolkit, never the emulator) or emulator.", "NAME", plugin=True)
+RUNNER = Option("runner", ("--runner",), "auto", runners_help(), "NAME", plugin=True)
 OP_LIB = Option("op_lib", ("--op-lib",), None, "Load the operators from this library instead of the documented "
                 "search order.", "PATH", plugin=True)
 SUPPORTED_MODES = Option(

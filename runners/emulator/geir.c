@@ -207,7 +207,8 @@ static uint32_t check_ir(const prmg_geir_call *call, const ir_def *ir, prmg_geir
     const char *attributes[2] = {call->mode_attr, call->slice_attr};
     for (int i = 0; i < 2; i++) {
         if (attributes[i] == NULL || (strcmp(attributes[i], MODE_ATTR) != 0 && strcmp(attributes[i], SLICE_ATTR) != 0))
-            return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD, "ge::Operator::GetAllIrAttrNamesAndTypes",
+            return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                          "ge::Operator::GetAllIrAttrNamesAndTypes",
                           "the IR of %s declares no attribute %s (it declares %s:VT_INT, %s:VT_LIST_INT): set by that "
                           "name, GE would add it as an unknown attribute and the operator would use its IR default",
                           ir->type, attributes[i] ? attributes[i] : "(null)", MODE_ATTR, SLICE_ATTR);
