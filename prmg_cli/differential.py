@@ -7,7 +7,8 @@ and ``combine`` makes the case's one result:
 1. the paths must agree -- both succeeded with the same in-place tensor, bit for bit (``dtypes.bits``: NaN payloads
    and signed zeros count), or both refused for the same kind of reason (``status.refusal_kind``); a path that has
    no form of the case (skipped) or could not judge it (an error) is not compared;
-2. the status is the worst of the paths' (``results.StatusInfo.severity``), ``failed`` when they disagree; the
+2. the status is the worst of the paths' (``results.StatusInfo.severity``; a path that skipped the case counts only
+   when every path did), ``failed`` when they disagree; the
    message says which path disagrees with the golden (the path whose own verdict failed, or, when both are within
    the standard, the values and the golden at the first difference);
 3. the result names its path (``aclnn+geir``) and each path's verdict (``CaseResult.paths``).
@@ -46,6 +47,12 @@ class PairSession:
             self.aclnn.close()
             raise
         self.paths = (("aclnn", self.aclnn), ("geir", self.geir))
+
+    def __enter__(self) -> "PairSession":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     @property
     def device_faulted(self) -> bool:
@@ -143,7 +150,8 @@ def combine(case: Case, inputs, runs) -> CaseResult:
     """The one result of ``case`` run through several paths on the same ``inputs`` (module docstring). ``runs``:
     ``(path, result, outcome)`` per path, the first the reference the others are compared with."""
     problems = [problem for run in runs[1:] if (problem := disagreement(case, inputs, runs[0], run))]
-    worst = max(runs, key=lambda run: STATUSES[run[1].status].severity)[1]
+    judged = [run for run in runs if run[1].status != "skipped"] or runs      # a path without the case: not counted
+    worst = max(judged, key=lambda run: STATUSES[run[1].status].severity)[1]
     unwell = [(path, result) for path, result, _ in runs if not result.info.ok or result.status == "xfailed"]
     if problems:
         status, message = "failed", "; ".join(problems)

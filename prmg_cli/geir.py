@@ -1,7 +1,7 @@
 """The ctypes binding to graph mode's library (``runners/geir/prmg_geir.h``: the GE shim, or the emulator's twin).
 
-One ``GeirSession`` per worker process: ``prmg_geir_initialize`` once (GEInitialize with the device id), then per
-case ``launch``, which hands the library the case's host tensors and its IR's names (``OperatorSpec.graph``) and
+One ``GeirSession`` per worker process: ``prmg_geir_initialize`` once per process and library (GEInitialize with the
+device id; ``prmg_geir_finalize`` when its last session closes), then per case ``launch``, which hands the library the case's host tensors and its IR's names (``OperatorSpec.graph``) and
 gets back GE's status, the phase and call that returned it, GE's message and the ref output:
 
   every host buffer sits between guard zones  [ guard 512 B | data | guard 512 B ]  (0xA5 bytes, as on the aclnn
@@ -65,6 +65,9 @@ PROTOTYPES = {
     "prmg_geir_run": (c_uint32, [POINTER(_Call), POINTER(_Report)]),
     "prmg_geir_finalize": (c_uint32, [POINTER(_Report)]),
 }
+
+
+_OPEN: dict = {}                    # library path -> sessions open on it in this process (GE is initialised once)
 
 
 class GeirError(PrmgError):
@@ -150,6 +153,7 @@ class GeirSession:
         self._applied = hook
         report = _Report()
         _check("prmg_geir_initialize", self._library.prmg_geir_initialize(device, ctypes.byref(report)), report)
+        _OPEN[toolkit.geir_lib] = _OPEN.get(toolkit.geir_lib, 0) + 1
         self._open = True
 
     def __enter__(self) -> "GeirSession":
@@ -159,11 +163,13 @@ class GeirSession:
         self.close()
 
     def close(self) -> None:
-        """``prmg_geir_finalize`` (idempotent)."""
+        """Close the session (idempotent): ``prmg_geir_finalize`` when it is the process's last on its library."""
         if getattr(self, "_open", False):
             self._open = False
-            report = _Report()
-            _check("prmg_geir_finalize", self._library.prmg_geir_finalize(ctypes.byref(report)), report)
+            _OPEN[self.toolkit.geir_lib] -= 1
+            if _OPEN[self.toolkit.geir_lib] == 0:
+                report = _Report()
+                _check("prmg_geir_finalize", self._library.prmg_geir_finalize(ctypes.byref(report)), report)
 
     def soc_name(self) -> str:
         """aclrtGetSocName() of the runtime GE initialised, "" when it cannot say."""
