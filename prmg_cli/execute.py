@@ -447,8 +447,9 @@ class Schedule:
         bisect.insort(self._waiting, index)
 
     def finish(self, index: int, result: CaseResult) -> None:
-        """Record case ``index``'s result, tell ``on_result``, and stop the run under fail-fast when it is
-        not ok."""
+        """Record case ``index``'s result (naming the run's call path when it does not: a case no path ran), tell
+        ``on_result``, and stop the run under fail-fast when it is not ok."""
+        result.path = result.path or getattr(self.settings.toolkit, "calls", "")
         self.results[index] = result
         if self._on_result:
             self._on_result(index, result)

@@ -274,7 +274,7 @@ def _select(request, modes: frozenset) -> tuple[list[Case], list[Case]]:
 def _not_run(cases: Sequence[Case], finished: dict, reason: str, settings) -> list[CaseResult]:
     """``not_run`` results for the cases without a result, each saying why the run did not reach it."""
     return [execute.case_result(case, "not_run", message=f"not run: {reason}",
-                                standard=execute.judging(case, settings)[0])
+                                standard=execute.judging(case, settings)[0], path=settings.toolkit.calls)
             for case in cases if case.name not in finished]
 
 
