@@ -200,7 +200,8 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     the toolkit cannot say or a launch did not come back). A runner failure (``acl.AclError``,
     ``RUNNER_FAILURES``) makes the case an ``error``; any other exception is a bug in prmg and propagates.
     A runner of several call paths (``session.paths``: ``runners.pair``) runs the case through each on the same
-    inputs, each judged as ``run_path`` judges a path alone, and ``differential.combine`` makes the one result.
+    inputs, each judged as ``run_path`` judges a path alone (its failures' artifacts in a folder of its own), and
+    ``differential.combine`` makes the one result.
     """
     from .inputs import make_inputs
 
@@ -220,9 +221,17 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         return result, fit
     from .differential import combine
 
-    runs = [(name, *run_path(path, case, settings, inputs, started, dict(timings))) for name, path in paths]
+    runs = [(name, *run_path(path, case, _within(settings, name), inputs, started, dict(timings)))
+            for name, path in paths]
     return (combine(case, inputs, [(name, result, outcome) for name, result, _, outcome in runs]),
             all(fit for _, _, fit, _ in runs))
+
+
+def _within(settings: RunSettings, path: str) -> RunSettings:
+    """``settings`` of one of several call paths: its failures' artifacts under ``--save-failures``/<path>."""
+    if not settings.save_failures:
+        return settings
+    return replace(settings, save_failures=os.path.join(settings.save_failures, path))
 
 
 def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
