@@ -46,7 +46,6 @@
 
 /* The ACL/aclnn functions the twin calls (acl-abi.md), exported by the emulator's other libraries. */
 int aclInit(const char *configPath);
-int aclFinalize(void);
 const char *aclGetRecentErrMsg(void);
 int aclrtSetDevice(int32_t deviceId);
 int aclrtResetDevice(int32_t deviceId);
@@ -96,7 +95,6 @@ static const int64_t DEFAULT_SLICE[2] = {0, 0};
 
 static int session_device = -1;
 static void *session_stream;
-static int owns_acl;                  /* the twin's aclInit initialised ACL: its finalize ends it */
 
 /* ---- reports ---- */
 
@@ -142,6 +140,8 @@ PRMG_GEIR_API uint32_t prmg_geir_abi_version(void)
     return PRMG_GEIR_ABI_VERSION;
 }
 
+/* ACL is initialised once for the process (a second aclInit, 100002, is fine) and never finalised here: the
+ * process's aclnn sessions share it (prmg's binding finalises what it initialised itself). */
 PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report *report)
 {
     clear(report);
@@ -153,21 +153,15 @@ PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report 
     int status = aclInit(NULL);
     if (status != ACL_SUCCESS && status != ACL_ERROR_REPEAT_INITIALIZE)
         return record(report, (uint32_t)status, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize", "%s", runtime_message());
-    owns_acl = status == ACL_SUCCESS;
     status = aclrtSetDevice(device_id);
     if (status == ACL_SUCCESS) {
         status = aclrtCreateStream(&session_stream);
         if (status != ACL_SUCCESS)
             aclrtResetDevice(device_id);
     }
-    if (status != ACL_SUCCESS) {
-        record(report, (uint32_t)status, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize", "ge.exec.deviceId %d: %s",
-               device_id, runtime_message());
-        if (owns_acl)
-            aclFinalize();
-        owns_acl = 0;
-        return report->status;
-    }
+    if (status != ACL_SUCCESS)
+        return record(report, (uint32_t)status, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize", "ge.exec.deviceId %d: %s",
+                      device_id, runtime_message());
     session_device = device_id;
     return GE_SUCCESS;
 }
@@ -181,9 +175,6 @@ PRMG_GEIR_API uint32_t prmg_geir_finalize(prmg_geir_report *report)
     aclrtResetDevice(session_device);
     session_stream = NULL;
     session_device = -1;
-    if (owns_acl)
-        aclFinalize();
-    owns_acl = 0;
     return GE_SUCCESS;
 }
 
