@@ -89,7 +89,7 @@ def _line(result: CaseResult) -> str:
 def _value(array: np.ndarray, index: tuple) -> str:
     """An element as a number and its bits: ``0.5 (0x3f000000)``."""
     bits = int(dtypes.bits(array)[index])
-    return f"{float(array[index].astype(np.float64)):.9g} (0x{bits:0{2 * array.dtype.itemsize}x})"
+    return f"{float(array[index]):.9g} (0x{bits:0{2 * array.dtype.itemsize}x})"
 
 
 def _golden_at(case: Case, inputs, index: tuple) -> str:

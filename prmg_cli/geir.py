@@ -116,8 +116,13 @@ class _HostBuffer:
         return not same_bytes(self.values.reshape(-1).view(np.uint8), self.data)
 
 
-def _tensor(buffer: _HostBuffer | None, values: np.ndarray, dtype_name: str, acl_format: int) -> _Tensor:
+def _tensor(buffer: _HostBuffer | None, values: np.ndarray, dtype_name: str, acl_format: int, case: Case,
+            role: str) -> _Tensor:
     """The call's description of one input (data NULL for an input left unlinked)."""
+    if values.ndim > MAX_DIMS:
+        raise PrmgError(f"{role} has {values.ndim} dims: graph mode's library takes at most {MAX_DIMS} "
+                        f"(prmg_geir.h)", file=case.source, case=case.name, field="shape" if role == "dy" else
+                        f"{role}_shape")
     tensor = _Tensor(buffer.address if buffer is not None else None, values.nbytes, dtypes.lookup(dtype_name).acl_code,
                      acl_format, values.ndim)
     tensor.dims[:values.ndim] = values.shape
@@ -209,7 +214,7 @@ class GeirSession:
         slice_values = (c_int64 * len(case.partial_slice))(*case.partial_slice)
         call = _Call(graph.op_type.encode(), (c_char_p * INPUTS)(*(name.encode() for name in graph.inputs)),
                      graph.output.encode(),
-                     (_Tensor * INPUTS)(*(_tensor(fed[role], values[role], dtype_names[role], acl_format)
+                     (_Tensor * INPUTS)(*(_tensor(fed[role], values[role], dtype_names[role], acl_format, case, role)
                                           for role in ("dy", "cos", "sin"))),
                      graph.mode_attr.encode(), case.rotary_mode, graph.slice_attr.encode(), slice_values,
                      len(case.partial_slice), output.address, output.data.size)
