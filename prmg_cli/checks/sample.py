@@ -25,7 +25,7 @@ import numpy as np
 
 from ..case import Case
 from ..inputs import Inputs
-from ..standards import margin, over
+from ..standards import over, within
 from .base import Check, CheckContext, CheckResult
 
 SAMPLE_ROWS = 64                # the fewest rows sampled (when the case has them)
@@ -149,4 +149,5 @@ def rows_case(case: Case, inputs: Inputs, rows: np.ndarray) -> tuple[Case, Input
 
 CHECK = Check("sample", "the host reference on sampled rows (every row class the kernel tiles by, then seeded "
               "draws), by the default standard", sample, "sample_ratio",
-              lambda m: f"sample {margin(m['sample_ratio'])}", lambda m: over(m, "sample_ratio"), anchored=True)
+              lambda m: within("sample err", m["sample_ratio"], "bound")[0], lambda m: over(m, "sample_ratio"),
+              anchored=True)
