@@ -49,6 +49,7 @@ static const struct {
     {"fwd_neg_sin", FAULT_FWD_NEG_SIN},
     {"fwd_write_past_end", FAULT_FWD_WRITE_PAST_END},
     {"fwd_gap_write", FAULT_FWD_GAP_WRITE},
+    {"clobber_row_end", FAULT_CLOBBER_ROW_END},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

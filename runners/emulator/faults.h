@@ -54,6 +54,7 @@ enum {
     FAULT_FWD_NEG_SIN,
     FAULT_FWD_WRITE_PAST_END,
     FAULT_FWD_GAP_WRITE,
+    FAULT_CLOBBER_ROW_END,
 };
 
 /* The faults each operator obeys. */
