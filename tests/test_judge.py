@@ -20,6 +20,8 @@ from prmg_cli.status import STATUS_CODES
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import Inputs
 
+pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
+
 DTYPES = ("float32", "float16", "bfloat16")
 PAIRS = [(dy, table) for dy in DTYPES for table in DTYPES]
 NUMPY = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),

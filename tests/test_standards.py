@@ -593,3 +593,51 @@ def test_compiled_and_numpy_passes_agree_bit_for_bit_through_the_subnormal_terms
                 numpy_pass = judge(case, inputs, outcome)
             same_verdict(compiled, slow)
             same_verdict(numpy_pass, slow)
+
+
+# --- outside the slice: every byte of a row, on every path ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_byte_outside_the_slice_is_compared(path, dtype):
+    """The sign bit (the last byte in memory) of the last element of a row, or of the first, flipped outside the
+    slice -- in the first, a middle and the last row -- fails on every path: the one pass compares the bytes
+    outside the slice itself, and once it passes a result nothing else looks at them."""
+    from kernels import correct_kernel
+
+    case = make_case((2, 3, 4, 40), (8, 32), dtype=dtype, broadcast="1S1D")
+    rng = np.random.default_rng(7)
+    inputs = Inputs(rounded(rng.uniform(-1, 1, case.shape), NUMPY[dtype]),
+                    *(rounded(rng.uniform(-1, 1, case.cos_shape), np.float32) for _ in "cs"))
+    good = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (8, 32))
+    assert judge(case, inputs, Outcome(status=0, dy=good)).status == "passed"
+    sign = 1 << (8 * good.itemsize - 1)
+    for where in ((0, 0, 0, 39), (1, 1, 2, 39), (1, 2, 3, 39), (0, 0, 0, 0), (1, 2, 3, 7), (1, 2, 3, 32)):
+        flipped = good.copy()
+        bits(flipped)[where] ^= sign
+        judged = judge(case, inputs, Outcome(status=0, dy=flipped))
+        assert judged.status == "failed" and "outside the slice" in judged.message, where
+
+
+@pytest.mark.parametrize("native_on", [True, False], ids=["compiled", "numpy"])
+def test_the_emulators_clobber_row_end_fails_a_case_the_one_pass_judges(emulator, monkeypatch, native_on):
+    """The emulator's clobber_row_end flips the sign bit of the last element of the last row, after the slice: on a
+    case large enough for the one pass, the compiled scan and the numpy blocks each fail it."""
+    import dataclasses
+
+    from prmg_cli.acl import AclSession
+    from prmg_cli.inputs import make_inputs
+
+    if native_on and not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    if not native_on:
+        monkeypatch.setattr(onepass, "_native_scans", lambda *args: None)
+    case = dataclasses.replace(make_case((2, 8, 4, 160), (16, 144), dtype="float16", broadcast="1S1D"), seed=5)
+    assert case.shape[0] * case.shape[1] * case.shape[2] * case.shape[3] >= onepass.FAST_MIN_ELEMENTS
+    inputs = make_inputs(case)
+    with AclSession(emulator, 0) as session:
+        assert judge(case, inputs, session.launch(case, inputs)).status == "passed"
+        monkeypatch.setenv("PRMG_EMU_FAULT", "clobber_row_end")
+        outcome = session.launch(case, inputs)
+    assert (bits(outcome.dy) != bits(inputs.dy)).reshape(-1, 160)[-1, 144:].tolist() == [False] * 15 + [True]
+    judged = judge(case, inputs, outcome)
+    assert judged.status == "failed" and "outside the slice at d=159" in judged.message, judged.message
