@@ -9,7 +9,7 @@ last line is ``mutants: K of N killed (E equivalent)``; the exit code is 0 when 
 killed, 1 otherwise (the survivors are listed above it, with their diffs), 2 when the list does not apply (an
 ``original`` not found exactly once) or the unmutated tree fails its own tests.
 
-Usage: ``python tests/mutate.py [--jobs N] [-k TEXT] [--list] [--keep]``. Mutants run ``--jobs`` at a time (2 by
+Usage: ``python tests/mutate.py [--jobs N] [-k TEXT[,TEXT...]] [--list] [--keep]``. Mutants run ``--jobs`` at a time (2 by
 default: one per core of the 2-core machine), each in its own copy; the scratch copies share one emulator build and
 one cache of compiled helpers (``PRMG_TEST_EMULATOR_HOME``), so a mutant of ``native.c`` compiles its library once.
 Python writes no bytecode in the copies (``PYTHONDONTWRITEBYTECODE``): a mutant restored within the second it was
@@ -145,7 +145,8 @@ def diff(mutant: Mutant) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at a time (default 2)")
-    parser.add_argument("-k", dest="keyword", default="", help="only the mutants whose id contains TEXT")
+    parser.add_argument("-k", dest="keyword", default="", help="only the mutants whose id contains TEXT (or one of a "
+                        "comma-separated list)")
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies")
     options = parser.parse_args(argv)
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if wrong:
         print("\n".join(f"mutate: {line}" for line in wrong))
         return 2
-    mutants = [mutant for mutant in mutants if options.keyword in mutant.id]
+    mutants = [mutant for mutant in mutants if any(word in mutant.id for word in options.keyword.split(","))]
     if options.list:
         for mutant in mutants:
             print(f"{mutant.id:48} {mutant.path}: {mutant.equivalent and 'equivalent: '}{mutant.reason}")

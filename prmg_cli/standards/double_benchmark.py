@@ -55,11 +55,11 @@ def ratio(device: float, reference_value: float, floor: float) -> float:
 
 def _figures(error: np.ndarray, golden: np.ndarray, large: np.ndarray, small: np.ndarray, atol: float) -> tuple:
     """(MARE, MERE, RMSE) over the ``large`` elements and the count of ``small`` elements with ``error > atol``."""
+    count = int((small & (error > atol)).sum())
     relative = relative_errors(error[large], golden[large])
     if relative.size == 0:
-        return 0.0, 0.0, 0.0, int((small & (error > atol)).sum())
-    return (largest(relative), float(relative.mean()), float(np.sqrt(np.mean(np.square(error[large])))),
-            int((small & (error > atol)).sum()))
+        return 0.0, 0.0, 0.0, count
+    return largest(relative), float(relative.mean()), float(np.sqrt(np.mean(np.square(error[large])))), count
 
 
 def judge(view: SliceView) -> Judgement:
