@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Judgement, SliceView, Standard, largest, margin, number, over, relative_errors
+from .base import Judgement, SliceView, Standard, against, joined, largest, number, over, relative_errors
 from .default import default_budget
 
 _RATIOS = (("MARE", "mare_ratio", "mare_limit"), ("MERE", "mere_ratio", "mere_limit"),
@@ -38,7 +38,9 @@ SMALL_VALUES = {"float16": (2.0 ** -11, 2.0 ** -16), "bfloat16": (2.0 ** -8, 2.0
 
 
 def _describe(m: dict) -> str:
-    return " ".join(f"{label} x{margin(m[key], m[limit])}/{m[limit]:g}" for label, key, limit in _RATIOS)
+    """``MARE/ref 1.2 ≤ 10, MERE/ref 0.9 ≤ 2, RMSE/ref 1.1 ≤ 2``: each figure over the same-precision reference's
+    against its limit, those over it first, with how far (``against``)."""
+    return joined(*(against(f"{label}/ref", m[key], number(m, limit)) for label, key, limit in _RATIOS))
 
 
 def _margin(m: dict) -> float:

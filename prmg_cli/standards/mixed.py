@@ -20,7 +20,7 @@ import numpy as np
 
 from ..dtypes import FLOAT_FORMATS
 from ..results import plural
-from .base import Judgement, SliceView, Standard, largest, margin, number, over
+from .base import Judgement, SliceView, Standard, against, joined, largest, number, over
 
 _CAPS = {"float16": 1e-1, "bfloat16": 1e0, "float32": 1e-2}       # TTK's "1e-X" of max_abs_error_limit
 _TOLERANCES = {"float16": (2.0 ** -9, 2.0 ** -9), "bfloat16": (2.0 ** -6, 2.0 ** -6),
@@ -56,10 +56,12 @@ def judge(view: SliceView) -> Judgement:
 
 
 def _describe(m: dict) -> str:
-    """``matched 99.6%/99%, err/cap 0.31``."""
-    required = number(m, "required_ratio")
-    return (f"matched {margin(100 * m['matched_ratio'], 100 * required)}%/{100 * required:g}%, "
-            f"err/cap {margin(m['cap_ratio'])}")
+    """``unmatched 0.4% ≤ 1%, max err 0.003 ≤ 0.01``: the share of elements beyond atol + rtol*|g| against the share
+    allowed (1 - required_matched_ratio), the largest error against the cap, the one over its limit first, with how
+    far (``against``)."""
+    allowed = 100 * (1 - number(m, "required_ratio"))
+    return joined(against("unmatched", 100 * (1 - number(m, "matched_ratio")), allowed, "%"),
+                  against("max err", m["max_abs_err"], number(m, "abs_err_limit")))
 
 
 def _margin(m: dict) -> float:

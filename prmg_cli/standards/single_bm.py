@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Judgement, SliceView, Standard, largest, margin, number, over, relative_errors
+from .base import Judgement, SliceView, Standard, against, joined, largest, number, over, relative_errors
 
 MARE_TIMES = 10                 # MARE < MARE_TIMES * T
 
 
 def _describe(m: dict) -> str:
-    limit = MARE_TIMES * m["T"]
-    return f"MERE {margin(m['MERE'], m['T'])}/{m['T']:.2g} MARE {margin(m['MARE'], limit)}/{limit:.2g}"
+    """``MERE 0.0001 ≤ 0.00098, MARE 0.002 ≤ 0.0098`` (relative errors against T and 10*T), the one over its limit
+    first, with how far (``against``)."""
+    limit = number(m, "T")
+    return joined(against("MERE", m["MERE"], limit), against("MARE", m["MARE"], MARE_TIMES * limit))
 
 
 def judge(view: SliceView) -> Judgement:
