@@ -43,7 +43,7 @@ from .inputs import Inputs, recycled_empty
 from .ops import DEFAULT_OP, OPERATORS
 from .results import MS_PER_SECOND, is_time, plural
 from .status import describe, is_refusal
-from .toolkit import Toolkit, refuse_stub
+from .toolkit import Toolkit, opp_path, refuse_stub
 from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
 
 
@@ -228,8 +228,7 @@ def _api(toolkit: Toolkit) -> _Api:
     """The loaded libraries of ``toolkit``, aclInit done (100002 "repeat initialise" counts as done);
     ``ASCEND_OPP_PATH`` set to ``<root>/opp`` first when it is unset (nnopbase reads it at call time)."""
     os.environ.update(dict(toolkit.env))
-    if not os.environ.get("ASCEND_OPP_PATH"):
-        os.environ["ASCEND_OPP_PATH"] = str(toolkit.root / "opp")
+    os.environ["ASCEND_OPP_PATH"] = str(opp_path(toolkit))
     key = (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib)
     if key not in _APIS:
         _APIS[key] = _Api(toolkit)

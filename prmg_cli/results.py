@@ -214,6 +214,10 @@ class RunInfo:
     fault_shape: str = ""       # PRMG_EMU_FAULT_SHAPE: the only dy shape the faults act on ("" for any)
     checks: tuple = ()          # --check: golden-free checks run on every pass case
     golden: bool = True         # False under --no-golden: cases judged by their checks alone
+    opp: str = ""               # the opp folder the operators' kernels and tiling come from (toolkit.opp_path)
+    opp_files: int = 0          # the operator's kernel and tiling files there (provenance.opp_stamp)
+    opp_fingerprint: str = ""   # their stamp on this host (size, mtime, inode)
+    opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""
