@@ -69,7 +69,8 @@ RUN_INFO_FIELDS = {
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
-    "golden": "bool", "opp": "text", "opp_files": "int", "opp_fingerprint": "text", "opp_portable": "text",
+    "golden": "bool", "path": "text", "graph_library": "text", "opp": "text", "opp_files": "int",
+    "opp_fingerprint": "text", "opp_portable": "text",
 }
 
 
