@@ -62,18 +62,18 @@ def test_every_report_says_which_checks_ran_the_streamed_table_too(tmp_path):
     path = tmp_path / "checked.yaml"
     path.write_text("defaults: {shape: [1, 2, 2, 16], cos_shape: [1, 2, 1, 8], partial_slice: [4, 12]}\n"
                     "cases:\n  - {name: own, checks: [adjoint]}\n"
-                    "  - {name: goldless, checks: [roundtrip], golden: false}\n  - {name: plain}\n")
+                    "  - {name: goldless, checks: [roundtrip, sample], golden: false}\n  - {name: plain}\n")
     result = prmg("run", path, "--runner", "emulator", "--check", "determinism", "--report", "table", "--report",
                   f"json:{tmp_path / 'run.json'}", "--report", f"markdown:{tmp_path / 'run.md'}", "--report",
                   f"junit:{tmp_path / 'run.xml'}")
     assert result.returncode == 0, result.stdout + result.stderr
-    said = ("determinism on every pass case (--check); adjoint, roundtrip on 2 cases (their checks:); 1 case judged "
-            "without the golden (golden: false)")
+    said = ("determinism on every pass case (--check); adjoint, roundtrip, sample on 2 cases (their checks:); 1 case "
+            "judged without the golden (golden: false)")
     header = " ".join(result.stdout.split("\nprmg: ")[0].split())
     assert f"checks: {said}" in header
     summary = json.loads((tmp_path / "run.json").read_text())["summary"]
     assert (summary["checks"], summary["golden"], summary["checks_header"]) == (
-        ["determinism", "adjoint", "roundtrip"], False, said)
+        ["determinism", "adjoint", "roundtrip", "sample"], False, said)
     assert f"**checks**: {said}" in (tmp_path / "run.md").read_text()
     properties = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "run.xml").iter("property")}
     assert properties["checks"] == said
