@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
-from . import constraints, dtypes
+from . import constraints, dtypes, provenance
 from .case import Case
 from .cases import case_record
 from .dtypes import lookup
@@ -38,10 +38,12 @@ from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import standard_of
+from .targets import Target
 from .keymetric import key_metric
 from .results import CaseResult, plural
-from .sizes import element_count
-from .vocab import DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
+from .sizes import element_count, storage_elements
+from .ops import OPERATORS
+from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
@@ -73,10 +75,10 @@ def expect_label(case: Case) -> str:
     return "pass" if case.expect.success else f"error {case.expect.error}"
 
 
-def case_result(case: Case, status: str, **fields) -> CaseResult:
+def case_result(case: Case, status: str, *, written: Case | None = None, **fields) -> CaseResult:
     """A CaseResult for ``case`` carrying everything that reproduces it: op, dtypes, shapes, slice, mode,
     seed and generator, expectation, and the case-file mapping with its generator (``definition``,
-    ``cases.case_record``)."""
+    ``cases.case_record``) of the case as written (``written``, when ``case`` is it as judged on another chip)."""
     return CaseResult(
         name=case.name, status=status, source=case.source, op=case.op, dtype=case.dtype,
         cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
@@ -84,22 +86,13 @@ def case_result(case: Case, status: str, **fields) -> CaseResult:
         partial_slice=list(case.partial_slice), seed=case.seed, generator=case.generator,
         expect=expect_label(case), known_defect=case.known_defect.describe() if case.known_defect else "",
         checks=list(case.checks), golden=case.golden, tags=list(case.tags),
-        definition=case_record(case), **fields)
+        definition=case_record(written or case), **fields)
 
 
 def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
     """The standard and tolerance a case is judged by (``standards.standard_of``): under ``--standard`` that
     standard's own defaults (the case's tolerance dropped), else the case's tolerance."""
     return standard_of(case.standard, settings.standard), {} if settings.standard else dict(case.tolerance)
-
-
-def storage_elements(case: Case) -> int:
-    """The elements dy's device storage holds: ``1 + sum((dim - 1) * stride)`` for strided dy, else its size."""
-    if case.dy_strides is None:
-        return element_count(case.shape)
-    if any(dim <= 0 for dim in case.shape):
-        return 0
-    return 1 + sum((dim - 1) * stride for dim, stride in zip(case.shape, case.dy_strides))
 
 
 def guarded(size: float) -> int:
@@ -116,7 +109,7 @@ def memory_need(case: Case) -> tuple[int, int]:
     storage, cos, sin and the 16 MiB workspace, each with its guard zones (``guarded``).
     """
     dy_items = element_count(case.shape)
-    cos_items = element_count(case.cos_shape) + element_count(case.sin_shape)
+    cos_items = storage_elements(case, "cos") + storage_elements(case, "sin")
     start, end = case.partial_slice
     width = max(end - start, 0)
     rows = dy_items // max(int(case.shape[-1]), 1) if case.shape else 0
@@ -174,6 +167,16 @@ def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), statu
     return replace(result, message=f"{result.message} (not the known defect: {defect.describe()})")
 
 
+def build_dependent(case: Case, result: CaseResult, kinds, target: Target) -> CaseResult:
+    """A case whose expectation holds for some upstream builds only (``case.builds``), run on a toolkit whose build
+    is unknown or not among them (``targets.Target.build``), that failed only by its status: ``xfailed``, saying
+    that the expectation depends on the toolkit build (targets module docstring); any other result as it is."""
+    if not case.builds or result.status != "failed" or set(kinds) != {"status"} or target.build in case.builds:
+        return result
+    return replace(result, status="xfailed", message=f"expectation depends on the toolkit build: it holds for builds "
+                   f"{', '.join(case.builds)}; this toolkit states {target.describe_build()}: {result.message}")
+
+
 def strict_status(result: CaseResult, settings: RunSettings) -> CaseResult:
     """Under ``--strict`` a passing result with warnings fails, its first warning as the message."""
     if settings.strict and result.status == "passed" and result.warnings:
@@ -190,8 +193,10 @@ class InternalError(Exception):
     """A bug in prmg met while running a case (in a worker): its traceback text, for exit code 3."""
 
 
-def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bool]:
-    """Make the inputs, launch the operator, judge the outcome: one case, in this process.
+def run_case(session, case: Case, settings: RunSettings, target: Target = Target()) -> tuple[CaseResult, bool]:
+    """Make the inputs, launch the operator, judge the outcome: one case, in this process, on ``target`` (its chip
+    and toolkit build: the case is judged as its chip's rules say, ``constraints.on_chip``, a status that only
+    another build gives is ``build_dependent``; an operator the chip lacks is an ``error`` naming it).
 
     Returns the result and whether the session is still fit for more cases (not after a runner
     failure or a device fault, in any of the case's launches: the worker is then replaced). Timings (ms)
@@ -203,6 +208,11 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     from .inputs import make_inputs
 
     standard, tolerance = judging(case, settings)
+    try:
+        constraints.check_chip([case], target.soc_name)
+    except PrmgError as error:
+        return case_result(case, "error", message=str(error), standard=standard), True
+    written, (case, chip_note) = case, constraints.on_chip(case, settings.supported_modes, target.soc)
     started = time.perf_counter()
     timings: dict[str, float] = {}
     acted: list = []                              # each launch's Outcome.faults
@@ -237,10 +247,11 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
         user = isinstance(exc, PrmgError)
         result = case_result(case, "error", message=str(exc) if user else f"{type(exc).__name__}: {exc}",
                              standard=standard, faults=faults_acted(acted) if user else None,
-                             duration_s=time.perf_counter() - started, timings=timings)
+                             duration_s=time.perf_counter() - started, timings=timings, written=written)
         return known_defect_status(case, result), user and not session.device_faulted
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
-                         key_metric=key_metric(verdict.metrics), details=list(verdict.details),
+                         key_metric=key_metric(verdict.metrics), details=[chip_note] * bool(chip_note) + verdict.details,
+                         written=written,
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
                          runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),
@@ -255,6 +266,9 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
                                     if golden and outcome.status == 0 else {})      # a contract breach
         result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
+    if chip_note and result.status == "failed":
+        result.message = f"{chip_note}; {result.message}"
+    result = build_dependent(case, result, kinds, target)
     return known_defect_status(case, result, kinds, outcome.status), not session.device_faulted
 
 
@@ -307,17 +321,20 @@ class CaseWorker:
         self.settings = settings
         self.device = device
         self.session = AclSession(settings.toolkit, device)
+        self.target = Target(self.session.soc_name(), provenance.toolkit_version(settings.toolkit.root))
         self.fit = True
 
     def describe(self) -> dict:
         """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say) and
-        ``accepted_modes`` (the rotary modes the grad's first phase accepts, ``AclSession.accepted_modes``;
-        None when the toolkit cannot be asked)."""
-        return {"soc": self.session.soc_name(), "accepted_modes": self.session.accepted_modes()}
+        ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
+        accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked)."""
+        chip = self.target.soc
+        probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
+        return {"soc": self.target.soc_name, "accepted_modes": self.session.accepted_modes(probed)}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
         """``run_case`` on this worker's session: the result and whether the session is still fit."""
-        result, self.fit = run_case(self.session, case, self.settings)
+        result, self.fit = run_case(self.session, case, self.settings, self.target)
         return result, self.fit
 
     def close(self) -> None:

@@ -48,6 +48,8 @@ PARAM_NULLPTR = 161001
 PARAM_INVALID = 161002
 TILING_ERROR = 561002
 INNER = 561000
+INNER_NULLPTR = 561103
+FIND_KERNEL = 561003
 
 
 # The thousands (``code // 1000``) of the aclnn status families an operator's refusal belongs to.
