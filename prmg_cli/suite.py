@@ -99,12 +99,11 @@ def probe_in_child(toolkit) -> dict:
 MAX_DEVICE_ID = 2**31 - 1
 
 
-def parse_devices(text: str, toolkit) -> tuple[int, ...]:
-    """``"0,1,3"`` or ``"all"`` -> device ids. ``all`` asks the runtime for its device count, and so does a
-    list naming any device but 0 (the default, which costs nothing): an id the runtime does not have is
-    refused before any worker starts."""
+def device_request(text: str) -> tuple[int, ...] | None:
+    """The device ids ``"0,1,3"`` names (None for ``"all"``), checked as a list without touching the toolkit:
+    PrmgError for a text that is no list of distinct int32 ids."""
     if text.strip() == "all":
-        return tuple(range(_device_count(toolkit, "--devices all")))
+        return None
     try:
         ids = tuple(int(part) for part in text.split(","))
     except ValueError:
@@ -112,6 +111,16 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
             from None
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
         raise PrmgError(f"--devices {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
+    return ids
+
+
+def parse_devices(text: str, toolkit) -> tuple[int, ...]:
+    """``"0,1,3"`` or ``"all"`` -> device ids (``device_request``). ``all`` asks the runtime for its device count,
+    and so does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not
+    have is refused before any worker starts."""
+    ids = device_request(text)
+    if ids is None:
+        return tuple(range(_device_count(toolkit, "--devices all")))
     if ids != (0,):
         count = _device_count(toolkit, "--devices")
         missing = [str(i) for i in ids if i >= count]
@@ -194,13 +203,16 @@ def checked_settings(request):
 def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
     """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
     ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
-    ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
-    from .toolkit import check_emulator_faults, select_runner
+    ``PRMG_EMU_FAULT`` is a usage error here, before any case runs; ``--runner auto`` running the emulator says so
+    on stderr in one line (``toolkit.EMULATOR_FALLBACK``)."""
+    from .toolkit import EMULATOR_FALLBACK, check_emulator_faults, select_runner, toolkit_suggested
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_faults(os.environ)
+        if request.runner == "auto" and not toolkit_suggested(os.environ):
+            sys.stderr.write(EMULATOR_FALLBACK + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
@@ -313,16 +325,25 @@ def run_suite(request) -> int:
     if request.save_failures:
         check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
     max_memory = parse_size(request.max_memory) if request.max_memory else None
-    cluster = _connect(request, modes) if request.cluster is not None else None
-    if max_memory is None:                              # half the RAM where the cases run
-        max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
-    settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
-    settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
-                                              for case in cases))
-    devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
+    if request.cluster is None:
+        device_request(device_list(request))
+    # every file is read or opened before anything touches the toolkit (a probe of a wedged device takes long)
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
-    run = _Run(cases, store.Writer(results_path) if results_path else None, request, run_info(settings, devices))
+    writer = store.Writer(results_path) if results_path else None
+    try:
+        cluster = _connect(request, modes) if request.cluster is not None else None
+        if max_memory is None:                              # half the RAM where the cases run
+            max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
+        settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
+        settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
+                                                  for case in cases))
+        devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    run = _Run(cases, writer, request, run_info(settings, devices))
     handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .errors import PrmgError
-from .files import write_all
+from .files import os_reason, write_all
 
 
 def check_writable(path: str, what: str = "report") -> None:
@@ -35,6 +35,7 @@ def check_writable(path: str, what: str = "report") -> None:
             raise PrmgError(f"cannot write the {what}: not a regular file (a pipe or socket)", file=path)
         if not os.access(target, os.W_OK):
             raise PrmgError(f"cannot write the {what}: permission denied", file=path)
+        _try_opening(path, what, create=False)
         return
     folder = target.parent
     while not folder.exists() and folder != folder.parent:
@@ -43,6 +44,25 @@ def check_writable(path: str, what: str = "report") -> None:
         raise PrmgError(f"cannot write the {what}: {folder} is not a folder", file=path)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PrmgError(f"cannot write the {what}: cannot create files in {folder} (permission denied)", file=path)
+    if folder == target.parent:
+        _try_opening(path, what, create=True)
+
+
+def _try_opening(path: str, what: str, create: bool) -> None:
+    """Open ``path`` for writing as the report will, and close it again, changing nothing: an existing file without
+    truncating it, a new one created and removed (``create``). What permissions cannot tell (root in ``/proc``, a
+    read-only mount) is then a PrmgError now, not after the run."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+        | ((os.O_CREAT | os.O_EXCL) if create else 0)
+    try:
+        os.close(os.open(path, flags, 0o666))
+    except OSError as error:
+        raise PrmgError(f"cannot write the {what}: {os_reason(error)}", file=path) from None
+    if create:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def check_spares(paths: "list[str]", protected: "dict[str, str]", what: str = "report") -> None:
