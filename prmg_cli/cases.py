@@ -793,8 +793,10 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
         format=parse_format(raw.get("format", "ND"), where),
         null=null,
         dy_strides=parse_strides(raw["dy_strides"], shape, where) if "dy_strides" in raw else None,
-        cos_strides=parse_strides(raw["cos_strides"], cos_shape, where, "cos_strides") if "cos_strides" in raw else None,
-        sin_strides=parse_strides(raw["sin_strides"], sin_shape, where, "sin_strides") if "sin_strides" in raw else None,
+        cos_strides=parse_strides(raw["cos_strides"], cos_shape, where, "cos_strides") if "cos_strides" in raw
+        else None,
+        sin_strides=parse_strides(raw["sin_strides"], sin_shape, where, "sin_strides") if "sin_strides" in raw
+        else None,
         offsets=tuple(parse_offset(raw.get(f"{tensor}_offset", 0), f"{tensor}_offset", where) for tensor in TENSORS),
         slice_list=slice_list,
         builds=parse_builds(raw["builds"], where) if "builds" in raw else (),

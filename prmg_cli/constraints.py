@@ -6,6 +6,10 @@ implements, its chip (``targets``: the forward's A2/A3 rules differ) and the ups
 a pass case whose (valid) mode the target lacks is skipped, and that is the only skip: a case that expects an
 error always runs. A case's expectation is written for the 950; ``on_chip`` says what it is on another chip,
 ``check_chip`` refuses a run of an operator its chip lacks.
+
+In graph mode (``runners/geir``) the same rules decide, in the same order; where GE refuses a case (the phase and
+GE's status) is each operator's ``OperatorSpec.graph`` (``graph_expectation``). A case whose status a rule without
+a graph-mode form decides (a strided tensor, a partialSlice list of no or one value) is skipped there.
 """
 
 from __future__ import annotations
@@ -16,12 +20,12 @@ from .case import Case, Expect
 from .ops import OPERATORS, Violation
 from .errors import PrmgError
 from .results import plural
-from .status import describe
-from .targets import BUILDS, LATEST_BUILD, REFERENCE_SOC, rules_soc, soc_family
+from .status import describe, graph_status
+from .targets import ASCEND, BUILDS, LATEST_BUILD, REFERENCE_SOC, rules_soc, soc_family
 from .vocab import DEFAULT_SUPPORTED_MODES, PHASES
 
 __all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status", "expected_phase",
-           "holding_builds", "skip_reason", "expectation_warning", "check_chip", "on_chip"]
+           "holding_builds", "skip_reason", "expectation_warning", "check_chip", "on_chip", "graph_case"]
 
 
 def violation_details(case: Case, supported_modes: set[int] | frozenset[int], soc: str | None = None,
@@ -93,11 +97,11 @@ def expectation_warning(case: Case, supported_modes: set[int] | frozenset[int]) 
 
 def check_chip(cases, soc_name: str) -> None:
     """PrmgError, one line naming the chip, when an operator of ``cases`` is not in the op definition of chip
-    ``soc_name`` (a run of them there must not pass); nothing when the chip is unknown ("": the runtime cannot
-    say)."""
-    if not soc_name:
-        return
+    ``soc_name`` (a run of them there must not pass): an Ascend chip of another family, or of none prmg knows;
+    nothing when the runtime names no Ascend chip ("": it cannot say; a runner without a device)."""
     family = soc_family(soc_name)
+    if family is None and not soc_name.startswith(ASCEND):
+        return
     counts: dict[str, int] = {}
     for case in cases:
         counts[case.op] = counts.get(case.op, 0) + 1
@@ -126,3 +130,26 @@ def on_chip(case: Case, supported_modes: set[int] | frozenset[int], soc: str | N
     return (replace(case, expect=expect, known_defect=None),
             f"on {soc} the operator's rules give {said} where the 950's give "
             f"{'success' if there == 0 else describe(there)}: judged by {soc}'s")
+
+
+def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case | str:
+    """``case`` as graph mode must answer it, or why it has none (a text).
+
+    A pass case stays one. A case expecting an error expects, in GE's terms, the refusal of the first rule it
+    breaks (``OperatorSpec.graph``: the phase and GE's status; ``error: any`` any refusal of a refusing phase),
+    or any refusal when the model predicts success (the known defects). A known defect's status becomes GE's
+    (``status.graph_status``). The case has no graph form when its first broken rule has none (a strided dy,
+    which GE's dense tensors cannot express)."""
+    defect = case.known_defect
+    if defect is not None and defect.status:
+        defect = replace(defect, status=graph_status(defect.status))
+    if case.expect.success:
+        return replace(case, known_defect=defect)
+    found = violation_details(case, supported_modes)
+    refusal = OPERATORS[case.op].graph.refusal(found[0].rule) if found else None
+    if found and refusal is None:
+        return (f"graph mode has no form of this case: its status comes from '{found[0].rule}' "
+                f"({OPERATORS[case.op].rule_reasons[found[0].rule]}), and GE's tensors are dense")
+    expect = Expect("any", "any") if refusal is None or case.expect.error == "any" else \
+        Expect(refusal.code, refusal.phase)
+    return replace(case, expect=expect, known_defect=defect)

@@ -661,8 +661,9 @@ def preset(name: str, tags: Sequence[str] = (), exclude_tags: Sequence[str] = ()
 
 
 def shipped_documents() -> dict[str, dict]:
-    """Every generated file shipped under ``cases/``: relative path -> document (``ttk_upstream.yaml``,
-    imported from the upstream CSV by ``prmg_cli.ttk``, is not among them; the models' long cases are made on
+    """Every generated file shipped under ``cases/``: relative path -> document (``ttk_upstream.yaml`` and
+    ``ttk_upstream_e2e.yaml``, imported from the upstream CSVs by ``prmg_cli.ttk``, are not among them; the models'
+    long cases are made on
     demand)."""
     from .models import LONG_TAG
 

@@ -1,7 +1,7 @@
-"""A case's sizes: the elements of a shape and of a tensor's storage, and the bytes one launch moves (the memory traffic the kernel cannot
-avoid): ``2 * B*S*N*L * itemsize(dy)`` (the dy slice read and written) ``+ 2 * numel(cos) * itemsize(cos)`` (cos
-and sin read once per distinct row). ``prmg bench`` divides it by the median time (GB/s); the HTML page plots
-kernel time against it. Python integers throughout: a record's shape of any size gives its exact count."""
+"""A case's sizes: the elements of a shape and of a tensor's storage, and the bytes one launch moves (the memory
+traffic the kernel cannot avoid): ``2 * B*S*N*L * itemsize(dy)`` (the dy slice read and written)
+``+ 2 * numel(cos) * itemsize(cos)`` (cos and sin read once per distinct row). ``prmg bench`` divides it by the
+median time (GB/s); the HTML page plots kernel time against it. Python integers throughout: a record's shape of any size gives its exact count."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def storage_elements(case: Case, tensor: str = "dy") -> int:
     if strides is None:
         reach = element_count(shape)
     else:
-        reach = 0 if any(dim <= 0 for dim in shape) else 1 + sum((dim - 1) * stride for dim, stride in zip(shape, strides))
+        reach = 0 if any(dim <= 0 for dim in shape) else \
+            1 + sum((dim - 1) * stride for dim, stride in zip(shape, strides))
     return case.offset_of(tensor) + reach
 
 

@@ -3,11 +3,11 @@ the operator library.
 
 **Chips.** ``aclrtGetSocName`` names the chip (``Ascend950PR_9589``, ``Ascend910B2``, ``Ascend910_9391`` ...);
 its op-definition family (``soc_family``) is the ``SOC_FAMILIES`` entry of the longest prefix of the name. An
-operator runs only on the families its op definition lists (``OperatorSpec.socs``, ``constraints.check_chip``; ops-transformer's
-``op_host/*_def.cpp`` ``AddConfig``): the grad on ascend950 and ascend960dt, the forward also on ascend350 and on
-the A2/A3 chips (ascend910b, ascend910_93), where its tiling has other rules (``ops/forward.py``). A case's
-``expect`` is written for the 950 (``REFERENCE_SOC``); on another chip whose rules predict another status for it,
-the chip's prediction is what the case is judged by (``on_target``).
+operator runs only on the families its op definition lists (``OperatorSpec.socs``, ``constraints.check_chip``;
+ops-transformer's ``op_host/*_def.cpp`` ``AddConfig``): the grad on ascend950 and ascend960dt, the forward also on
+ascend350 and on the A2/A3 chips (ascend910b, ascend910_93), where its tiling has other rules (``ops/forward.py``).
+A case's ``expect`` is written for the 950 (``REFERENCE_SOC``); on another chip whose rules predict another status
+for it, the chip's prediction is what the case is judged by (``constraints.on_chip``).
 
 **Builds.** ``BUILDS`` are the upstream commits that changed what an operator returns, oldest first. A case whose
 expectation holds only for some of them says so (``builds: [...]``); prmg reads the toolkit's stated version
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 SOC_FAMILIES = {"Ascend950": "ascend950", "Ascend960": "ascend960dt", "Ascend350": "ascend350",
                 "Ascend910B": "ascend910b", "Ascend910_93": "ascend910_93"}
 REFERENCE_SOC = "ascend950"           # the chip case files' expectations are written for
+ASCEND = "Ascend"                     # every Ascend chip's name starts so (another name: a runner without a chip)
 MEMBASE_SOCS = frozenset({"ascend910b", "ascend910_93"})     # A2, A3: the forward's membase tiling
 
 # The upstream builds (ops-transformer commits) whose operators return different statuses, oldest first.

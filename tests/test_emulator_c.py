@@ -1204,7 +1204,7 @@ def test_forward_makes_non_contiguous_inputs_contiguous(emu, env):
     sin_tensor = emu.tensor((1, 3, 1, 8), FLOAT32, sin_data)
     status, size, executor = emu.workspace_size(x_tensor, cos_tensor, sin_tensor, 1, (4, 12), op="forward")
     assert status == 0
-    assert size == WORKSPACE + 1024                # x's copy, 768 bytes rounded up to 512s; cos at offset 3 is contiguous
+    assert size == WORKSPACE + 1024             # x's copy, 768 bytes rounded up to 512s; cos at offset 3: contiguous
     assert emu.launch(emu.malloc(size), size - 1, executor, "forward") == PARAM_INVALID
     _, size, executor = emu.workspace_size(x_tensor, cos_tensor, sin_tensor, 1, (4, 12), op="forward")
     assert emu.launch(emu.malloc(size), size, executor, "forward") == 0

@@ -75,8 +75,9 @@ def test_slice_lists_on_each_chip(op):
     """NULL: the op definition's default {0, 0} (a no-op) everywhere; no value: nnopbase's 561103 first; one value:
     read past its end on the 950 (refused by the model), refused on A2/A3; three values: the first two on the 950,
     refused on A2/A3 (the forward's membase tiling: a list of 2 values only)."""
-    cases = {"null": case_of(op=op, null=["partial_slice"], partial_slice=None), "empty": case_of(op=op, partial_slice=[]),
-             "one": case_of(op=op, partial_slice=[4]), "three": case_of(op=op, partial_slice=[4, 12, 7])}
+    cases = {"null": case_of(op=op, null=["partial_slice"], partial_slice=None),
+             "empty": case_of(op=op, partial_slice=[]), "one": case_of(op=op, partial_slice=[4]),
+             "three": case_of(op=op, partial_slice=[4, 12, 7])}
     assert {name: expected_status(case, TODAY) for name, case in cases.items()} == \
         {"null": 0, "empty": 561103, "one": 561002, "three": 0}
     assert expected_status(dataclasses.replace(cases["empty"], dtype="int8"), TODAY) == 561103   # before the dtypes
@@ -212,7 +213,8 @@ def test_a_build_dependent_expectation_is_reported_as_such(emulator, emulated, m
     from prmg_cli import targets
     from prmg_cli.execute import RunSettings, run_case
 
-    case = next(case for case in load_cases([ROOT / "cases" / "negative.yaml"]) if case.name == "neg.empty_slice_past_D")
+    case = next(case for case in load_cases([ROOT / "cases" / "negative.yaml"])
+                if case.name == "neg.empty_slice_past_D")
     emulated(build="e9f0541c")                                        # the no-op before the range check
     settings = RunSettings(toolkit=emulator)
     with AclSession(emulator, 0) as session:

@@ -191,7 +191,8 @@ def test_shipped_files_equal_their_generators(tmp_path):
         assert (CASES / relative).read_bytes() == path.read_bytes(), \
             f"cases/{relative} drifted from prmg_cli/presets.py; regenerate with python -m prmg_cli.presets"
     shipped = {str(p.relative_to(CASES)) for p in CASES.rglob("*.yaml")}
-    assert shipped == {str(path.relative_to(tmp_path)) for path in written} | {"ttk_upstream.yaml"}
+    imported = {"ttk_upstream.yaml", "ttk_upstream_e2e.yaml"}                     # prmg import-ttk's
+    assert shipped == {str(path.relative_to(tmp_path)) for path in written} | imported
 
 
 def test_shipped_suite_loads_with_unique_names_and_validates(shipped):

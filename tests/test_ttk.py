@@ -183,7 +183,8 @@ def test_upstreams_e2e_list_imports_whole_and_ships(tmp_path):
 def test_an_e2e_row_it_cannot_map_is_named(tmp_path):
     header = "testcase_name,api_name,tensor_view_shapes,tensor_dtypes,attributes,inplace_input_indexes\n"
     shapes, dtypes = '"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))"', "\"('float32', 'float32', 'float32')\""
-    rows = [f"ok,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 'interleave'}}\",\"(0,)\"",
+    rows = [f"ok,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 'interleave'}}\","
+            "\"(0,)\"",
             f"fwd,x.ops.inplace_partial_rotary_mul,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",",
             f"other,x.ops.rope,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",",
             f"index,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",\"(1,)\"",
@@ -193,5 +194,6 @@ def test_an_e2e_row_it_cannot_map_is_named(tmp_path):
     doc, notes = ttk.import_ttk(path)
     assert [case["name"] for case in doc["cases"]] == ["ok", "fwd"] and doc["cases"][1]["op"] == "forward"
     assert notes[0].startswith("row 3 (other): api_name x.ops.rope is not one of inplace_partial_rotary_mul_backward")
-    assert notes[1] == "row 4 (index): inplace_input_indexes (1,) is not (0,): the in-place tensor is the first — skipped"
+    assert notes[1] == ("row 4 (index): inplace_input_indexes (1,) is not (0,): the in-place tensor is the first "
+                        "— skipped")
     assert notes[2].startswith("row 5 (mode): field 'rotary_mode': unknown rotary mode 'spiral'")

@@ -43,11 +43,11 @@ from ..reference import PairBlock, Rotation
 from ..status import PARAM_INVALID, TILING_ERROR
 from ..targets import MEMBASE_SOCS, REFERENCE_SOC
 from ..vocab import BROADCASTS, INTERLEAVE_HALF, MODE_NAMES, mode_label, mode_list
-from .grad import (CHIP_REASONS, MAX_D, SUPPORTED_FORMATS, as_int32, chip_rules, empty, mode_rules, null_rules,
-                   slice_list_rules)
+from .grad import (CHIP_REASONS, GRAPH_REFUSALS, GRAPH_TILING, MAX_D, SUPPORTED_FORMATS, as_int32, chip_rules, empty,
+                   mode_rules, null_rules, slice_list_rules)
 from .grad import pair_blocks as grad_pair_blocks
 from .grad import RULE_REASONS as GRAD_RULES
-from .spec import OperatorSpec, Violation
+from .spec import GraphIR, OperatorSpec, Violation
 
 SOCS = ("ascend910b", "ascend910_93", "ascend950", "ascend960dt", "ascend350")    # the op definition's chips
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
@@ -243,4 +243,5 @@ FORWARD = OperatorSpec(
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
     tensor="x", direction="forward", adjoint="grad", rules=rules, rule_reasons=RULE_REASONS,
     chip_rules={**CHIP_REASONS, **MEMBASE_REASONS},
-    no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, socs=SOCS, auto_contiguous=True)
+    no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, socs=SOCS, auto_contiguous=True,
+    graph=GraphIR("InplacePartialRotaryMul", ("x", "cos", "sin"), "x", GRAPH_REFUSALS, GRAPH_TILING))

@@ -48,10 +48,11 @@ import itertools
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
 from ..reference import PairBlock, Rotation
-from ..status import FIND_KERNEL, INNER, INNER_NULLPTR, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+from ..status import (FIND_KERNEL, GE_DATATYPE_INVALID, GE_FAILED, GE_FORMAT_INVALID, GE_PARAM_INVALID, INNER,
+                      INNER_NULLPTR, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR)
 from ..targets import BUILDS, LATEST_BUILD, REFERENCE_SOC
 from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, TENSORS, mode_label, mode_list
-from .spec import OperatorSpec, Violation
+from .spec import GraphIR, GraphRefusal, OperatorSpec, Violation
 
 SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
 MAX_D = 1024
@@ -84,6 +85,24 @@ RULE_REASONS = {
     "cos not contiguous": "a non-contiguous cos: nnopbase refuses it at the launch (561000), dy untouched",
     "sin not contiguous": "a non-contiguous sin: nnopbase refuses it at the launch (561000), dy untouched",
 }
+
+
+# Graph mode (runners/emulator/README.md, "Graph mode"): every refusal comes when the graph compiles -- GE's check of
+# its links (a required input left unlinked: prmg's null tensor), the op proto and kernel selection (dtypes,
+# formats), then the static shape's tiling (every other rule); a strided tensor has no graph form (GE's tensors are
+# dense), nor a partialSlice list of no or one value (graph mode sets the slice the case acts on).
+GRAPH_REFUSALS = {
+    "null pointer": GraphRefusal("compile", GE_PARAM_INVALID),
+    "dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
+    "sin dtype != cos dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
+    "format": GraphRefusal("compile", GE_FORMAT_INVALID),
+    "dy not contiguous": None,
+    "cos not contiguous": None,
+    "sin not contiguous": None,
+    "slice list empty": None,
+    "slice list of 1 value": None,
+}
+GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
 
 
 def as_int32(value: int) -> int:
@@ -312,4 +331,5 @@ GRAD = OperatorSpec(
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
     tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, rotation=ROTATION, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
-    layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, required=True)
+    layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, required=True,
+    graph=GraphIR("InplacePartialRotaryMulGrad", ("dy", "cos", "sin"), "dy", GRAPH_REFUSALS, GRAPH_TILING))

@@ -10,9 +10,9 @@
  * - a partialSlice of no value -> 561103 (nnopbase), NULL -> the op definition's default {0, 0}; a chip its op
  *   definition lacks (PRMG_EMU_SOC) -> 561003;
  * - on the A2/A3 chips the membase tiling (check_membase_tiling), else the 950 tiling
- *   (InplacePartialRopeRegBaseTilingClass::GetShapeAttrsInfo), whose every failure is 561002, in its order: mode, 4-D, cos shape == sin shape, slice range, empty slice (a no-op that
- *   skips every later check), slice length == cos D, length parity, D <= 1024, D parity, positive dims,
- *   cos/sin broadcast layout;
+ *   (InplacePartialRopeRegBaseTilingClass::GetShapeAttrsInfo), whose every failure is 561002, in its order:
+ *   mode, 4-D, cos shape == sin shape, slice range, empty slice (a no-op that skips every later check), slice
+ *   length == cos D, length parity, D <= 1024, D parity, positive dims, cos/sin broadcast layout;
  * - the op definition declares AutoContiguous on x, cos and sin: a non-contiguous tensor is copied into
  *   the workspace before the kernel and xRef copied back into its view after it, so the first phase
  *   asks for 16 MiB plus room for those copies;
