@@ -21,9 +21,9 @@ Example:
 
 
 def main(request) -> int:
-    """Convert a TTK case list (CSV) into prmg YAML cases: a kernel list (op_name, input_shapes, ...) or a
-    torch-path e2e list (api_name, tensor_view_shapes, a mode by name, an optional partial_slice: the torch
-    API's default [0, 0]).
+    """Convert a TTK case list (CSV) into prmg YAML cases: a kernel list (op_name, input_shapes) or a torch-path
+    e2e list (api_name, tensor_view_shapes, a mode by name, an optional partial_slice: the torch API's default
+    [0, 0]).
 
     Disabled rows are skipped with a note; rows that are not one of the two operators or cannot be mapped are
     reported by row number (on stderr). precision_tolerances/absolute_precision become a
