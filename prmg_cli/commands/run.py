@@ -82,7 +82,14 @@ def _emulator_help() -> str:
             f"(prmg doctor says what each does).")
 
 
-EPILOG = EXAMPLES + "\n" + _emulator_help()
+def _standards_help() -> str:
+    """Each standard's rule in one paragraph (``Standard.help``; docs/standards.md says which upstream rule each
+    reproduces)."""
+    return "\n\n".join(["Standards (--standard, a case's standard:; docs/standards.md):",
+                         *(f"{name}: {standard.help}" for name, standard in STANDARDS.items())])
+
+
+EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 
 
 def main(request) -> int:
