@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ..case import Case
+from ..case import CONTIGUOUS_STORAGE, Case
 from ..inputs import Inputs
 from ..standards import over, within
 from .base import Check, CheckContext, CheckResult
@@ -140,8 +140,8 @@ def rows_case(case: Case, inputs: Inputs, rows: np.ndarray) -> tuple[Case, Input
                                   case.cos_shape[:3])
     picked = (len(rows), 1, 1)
     sub_case = dataclasses.replace(case, shape=picked + (case.shape[-1],), cos_shape=picked + (case.cos_shape[-1],),
-                                   sin_shape=picked + (case.cos_shape[-1],), dy_strides=None, checks=(), golden=True,
-                                   known_defect=None, correctness_unchecked=None)
+                                   sin_shape=picked + (case.cos_shape[-1],), **CONTIGUOUS_STORAGE, checks=(),
+                                   golden=True, known_defect=None, correctness_unchecked=None)
     sub_inputs = Inputs(*(array.reshape(-1, array.shape[-1])[which].reshape(picked + (array.shape[-1],))
                           for array, which in ((inputs.dy, rows), (inputs.cos, tables), (inputs.sin, tables))))
     return sub_case, sub_inputs
