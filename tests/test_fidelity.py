@@ -148,6 +148,8 @@ def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
     rope = {"cos": {"rope": {"base": 10000}}, "sin": {"rope": {"base": 10000}}}
     cases = {"rope": case_of(inputs=rope), "drawn": case_of(),
              "said": case_of(inputs=rope, partners_alike="a real table on purpose")}
+    from prmg_cli.execute import RunSettings, run_case
+
     with AclSession(emulator, 0) as session:
         warnings = {}
         for name, case in cases.items():
@@ -155,7 +157,9 @@ def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
             verdict = judge(case, inputs, session.launch(case, inputs))
             assert verdict.status == "passed"
             warnings[name] = verdict.warnings
+        strict = run_case(session, cases["rope"], RunSettings(toolkit=emulator, strict=True))[0]
     assert warnings == {"rope": [PARTNERS_ALIKE_WARNING], "drawn": [], "said": []}
+    assert strict.status == "failed" and strict.message == f"--strict: {PARTNERS_ALIKE_WARNING}"
     assert [facts(case).partners_differ for case in cases.values()] == [False, True, False]
 
 
