@@ -24,8 +24,8 @@ explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the sam
 Each problem has a kind (``PROBLEM_KINDS``), so that a known defect can say which one it expects.
 A passing case whose input already passes (a kernel that does nothing would pass too, e.g. an all-NaN
 dy or cos = 1, sin = 0) gets a warning, and so does one whose sin is alike at both lanes of every pair (a
-RoPE table: a kernel swapping partners' sin passes it). A failure says what is wrong: the worst elements with their
-``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
+RoPE table: a kernel swapping partners' sin passes it). A failure says what is wrong: the worst elements with
+their ``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
 (``diagnosis.localise``), and a coarse error map for pictures.
 """
 
