@@ -790,3 +790,44 @@ def test_a_user_error_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
         cli.main()
     error = capsys.readouterr().err
     assert exited.value.code == 2 and error.startswith("prmg: error: ") and error.count("\n") == 1, error
+
+
+WEAK = """
+- {name: loose, shape: [1, 2, 4, 32], tolerance: {budget_scale: 1.0e9}}
+- {name: tiny_sin, shape: [1, 2, 4, 32], inputs: {sin: {uniform: [-1.0e-12, 1.0e-12]}}}
+- {name: classic_loose, shape: [1, 2, 4, 32], standard: allclose, tolerance: {atol: 10, rtol: 0}}
+- {name: big_tiny_sin, shape: [2, 64, 8, 64], inputs: {sin: {uniform: [-1.0e-12, 1.0e-12]}}}
+- {name: fine, shape: [1, 2, 4, 32]}
+- {name: big_fine, shape: [2, 64, 8, 64]}
+"""
+
+
+@pytest.mark.parametrize("fault", ["", "neg_sin"])
+def test_a_case_whose_tolerance_or_values_hide_the_sign_of_sin_is_weak(emulator, monkeypatch, tmp_path, fault):
+    """A kernel rotating the wrong way passes a case with a huge budget or allclose atol, or with sin tiny against
+    the data: validate and run say so (run: the vacuous warning where the unchanged input passes too, else the weak
+    one), --strict fails them; the ordinary cases get no warning and fail the flipped kernel."""
+    from prmg_cli.acl import AclSession
+    from prmg_cli.cases import load_cases
+    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.judge import SIGN_HIDDEN_WARNING
+    from prmg_cli.suite import validate_paths
+
+    path = write(tmp_path, WEAK)
+    said = validate_paths([str(path)], None)
+    assert [line.split("'")[1] for line in said.splitlines() if line.startswith("warning")] == \
+        ["loose", "tiny_sin", "classic_loose", "big_tiny_sin"]
+    assert f"case 'tiny_sin': {SIGN_HIDDEN_WARNING}" in said
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    with AclSession(emulator, 0) as session:
+        cases = load_cases([path])
+        results = {case.name: run_case(session, case, RunSettings(toolkit=emulator))[0] for case in cases}
+        strict = {case.name: run_case(session, case, RunSettings(toolkit=emulator, strict=True))[0].status
+                  for case in cases}
+    weak = {"loose", "tiny_sin", "classic_loose", "big_tiny_sin"}
+    assert {name for name, result in results.items() if result.status == "passed"} == \
+        (weak | {"fine", "big_fine"} if not fault else weak)
+    assert {name for name, result in results.items() if result.warnings} == weak
+    assert results["tiny_sin"].warnings == [SIGN_HIDDEN_WARNING] == results["big_tiny_sin"].warnings
+    assert results["loose"].warnings[0].startswith("vacuous: ")
+    assert all(strict[name] == "failed" for name in weak)
