@@ -525,19 +525,38 @@ def test_validate_warns_when_the_phase_disagrees_with_the_model(tmp_path):
 
 
 def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
-    """And the toolkit is asked which modes it implements: when it accepts more than the target claims, the run
-    says so (on stderr and in the header)."""
-    env = {**stand_in, "PRMG_EMU_MODES": "0,1,2,3"}
+    """The toolkit implements interleave only, as the target says: every case of future_modes is skipped."""
     args = ("cases/future_modes.yaml", "--exclude-tag", "mode-unsupported", "--runner", "aclnn")
-    code, cases, summary, stderr = run_json(*args, env=env)
+    code, cases, summary, _ = run_json(*args, env=stand_in)
     assert code == 5 and summary["exit_code"] == 5 and summary["skipped"] == len(cases)
-    assert "the toolkit accepts half, quarter, interleave-half too: their pass cases are skipped " \
-           "(--supported-modes 0,1,2,3 runs them)" in stderr
-    assert summary["accepted_modes"] == [0, 1, 2, 3]
-    code, _, summary, _ = run_json(*args, "--strict", env=env)
+    assert summary["accepted_modes"] == [1]
+    code, _, summary, _ = run_json(*args, "--strict", env=stand_in)
     assert code == 1 and summary["exit_code"] == 1
-    out = prmg("run", *args, env=env)
+    out = prmg("run", *args, env=stand_in)
     assert out.returncode == 5 and "(every case was skipped)" in out.stdout
+
+
+MODES = """
+- {name: half_ok, shape: [1, 2, 2, 32], rotary_mode: half}
+- {name: quarter_ok, shape: [1, 2, 2, 32], rotary_mode: quarter}
+- {name: too_wide, shape: [1, 1, 1, 2048], partial_slice: [0, 64], expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}
+"""
+
+
+@pytest.mark.parametrize("toolkit, status", [({"PRMG_EMU_MODES": "0,1,2,3"}, "passed"),
+                                             ({"PRMG_EMU_FAULT": "accept_mode"}, "failed")])
+def test_pass_cases_of_a_mode_the_toolkit_accepts_run_though_the_target_lacks_it(stand_in, tmp_path, toolkit, status):
+    """A toolkit whose first phase accepts half and quarter claims to implement them: their pass cases run (with
+    --strict too), and pass on one that does (every mode implemented) or fail on one that computes them wrongly
+    (accept_mode: interleave's formula), beside a negative case that passes; the run says why on stderr."""
+    code, cases, summary, stderr = run_json(write(tmp_path, MODES), "--runner", "aclnn", "--strict",
+                                            env={**stand_in, **toolkit})
+    assert (code, summary["skipped"]) == (0 if status == "passed" else 1, 0)
+    assert (cases["half_ok"]["status"], cases["quarter_ok"]["status"], cases["too_wide"]["status"]) == \
+        (status, status, "passed")
+    assert summary["accepted_modes"] == [0, 1, 2, 3]
+    assert "the toolkit accepts half, quarter, interleave-half too: their pass cases run, since its first phase " \
+           "says it implements them (--supported-modes 0,1,2,3 says so as well)" in stderr
 
 
 # --- resume ----------------------------------------------------------------------------------------------
