@@ -43,7 +43,7 @@ from .keymetric import key_metric
 from .results import CaseResult, plural
 from .sizes import element_count, storage_elements
 from .ops import OPERATORS
-from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
+from .vocab import DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
@@ -98,8 +98,8 @@ def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
 
 def guarded(size: float) -> int:
     """The device bytes a buffer of ``size`` bytes takes with its guard zones: ``GUARD_BYTES`` before, the data
-    rounded up to ``GUARD_BYTES``, ``GUARD_BYTES`` after (``acl``)."""
-    return (2 + -(-int(size) // GUARD_BYTES)) * GUARD_BYTES
+    rounded up to ``DATA_ALIGN``, ``GUARD_BYTES`` after (``acl``)."""
+    return 2 * GUARD_BYTES + -(-int(size) // DATA_ALIGN) * DATA_ALIGN
 
 
 def memory_need(case: Case) -> tuple[int, int]:

@@ -234,7 +234,7 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "clobber_row_end": "outside the slice",
     # issue 34: near no-ops, one-sided rounding (error balance, a warning --strict fails), one row of a core's share
     "nudge": "over budget", "fwd_nudge": "adjoint", "round_up": "--strict: biased: ", "cast_up": "over budget",
-    "core_last_row": "over budget",
+    "core_last_row": "over budget", "write_beyond_guard": "guard zone after dy changed at byte +576",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 STRICT_CATCH = {"round_up"}            # within every element's budget: only the error balance, a warning, sees it

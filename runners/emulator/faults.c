@@ -60,6 +60,7 @@ static const struct {
     {"round_up", FAULT_ROUND_UP},
     {"cast_up", FAULT_CAST_UP},
     {"core_last_row", FAULT_CORE_LAST_ROW},
+    {"write_beyond_guard", FAULT_WRITE_BEYOND_GUARD},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

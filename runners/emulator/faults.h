@@ -65,6 +65,7 @@ enum {
     FAULT_ROUND_UP,
     FAULT_CAST_UP,
     FAULT_CORE_LAST_ROW,
+    FAULT_WRITE_BEYOND_GUARD,
 };
 
 /* The faults each operator obeys. */
