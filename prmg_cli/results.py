@@ -12,7 +12,7 @@ Statuses (``STATUSES``: status -> ``StatusInfo``):
 | failed | a check did not hold | no |
 | error | the case could not be judged (crash, timeout, runner failure, memory limit) | no |
 | skipped | a pass case whose rotary mode the target does not implement | yes |
-| xfailed | a ``known_defect`` case that failed as its marker says | yes |
+| xfailed | a ``known_defect`` case that failed as its marker says, or a case whose expectation holds for other builds than the toolkit's (``builds``) refused or accepted against it | yes |
 | xpassed | a ``known_defect`` case that passed: remove the marker | no |
 | not_run | never started: the run stopped (``-x``, Ctrl-C, SIGTERM) or its device wedged | no |
 """
@@ -221,6 +221,11 @@ class RunInfo:
     golden: bool = True         # False under --no-golden: cases judged by their checks alone
     path: str = ""              # the call path(s) of --runner: aclnn, geir, aclnn+geir ("": an older run, aclnn)
     graph_library: str = ""     # graph mode's library and how it was made (toolkit.Toolkit.geir_build)
+    opp: str = ""               # the opp folder the operators' kernels and tiling come from (toolkit.opp_path)
+    opp_files: int = 0          # the operator's kernel and tiling files there (provenance.opp_stamp)
+    opp_fingerprint: str = ""   # their stamp on this host (size, mtime, inode)
+    opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
+    mixed: tuple = ()           # prmg report: each setting that differs between the runs merged, unallowed
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""
@@ -284,6 +289,15 @@ def summary_line(results: list[CaseResult]) -> str:
     if counts["total"] and counts["skipped"] == counts["total"]:
         line += " (every case was skipped)"
     return line
+
+
+def report_exit_code(results: list[CaseResult], info: RunInfo) -> ExitCode:
+    """The exit code a report of ``results`` states: the run's when it was stopped (``info.stopped_code``), ``FAILED``
+    when it merges runs judged under settings that differ (``info.mixed``: no one verdict), else ``exit_code``."""
+    if info.stopped_code is not None:
+        return ExitCode(info.stopped_code)
+    code = exit_code(results, info.strict)
+    return ExitCode.FAILED if info.mixed and code in (ExitCode.OK, ExitCode.NO_CASES) else code
 
 
 def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:

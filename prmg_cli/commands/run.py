@@ -32,8 +32,9 @@ OPTIONS = (
     Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
            Path),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
-           "file, unchanged since and judged under the same settings (toolkit, faults, --standard, ...); new "
-           "results are appended to it (or to --results).", "FILE", Path),
+           "file, unchanged since and judged under the same settings (toolkit, its libraries and the operator's kernel "
+           "and tiling files under the opp path, SoC, faults, --standard, ...); new results are appended to it (or "
+           "to --results).", "FILE", Path),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
            "SIZE (e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
@@ -95,7 +96,7 @@ EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 def main(request) -> int:
     """Run case files against the operator and judge every result.
 
-    The report's last line is the summary, e.g. `663 passed, 0 failed, 2 xfailed, 66 skipped`. Exit code 0
+    The report's last line is the summary, e.g. `712 passed, 0 failed, 2 xfailed, 66 skipped`. Exit code 0
     when nothing failed, 1 when a case failed, errored, xpassed or did not run, 2 for usage or case-file
     errors, 5 when no case is selected (or every case was skipped), 130/143 when interrupted or terminated
     (the partial report is printed and the results file keeps what finished).
