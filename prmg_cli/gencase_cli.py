@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from . import files, gencase, presets, ttk
 from .errors import PrmgError
-from .results import visible
+from .results import plural, visible
+from .vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES, mode_list, mode_name
 from .writes import check_spares
 
 
@@ -24,12 +27,16 @@ def _write(text: str, output: str | None) -> str:
 def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mode, seed, name, inputs,
              expect, standard, preset, output, append, tags=(), exclude_tags=(), notes: list | None = None) -> str:
     """``prmg gen-case``: a preset suite (its cases of ``tags``, without those of ``exclude_tags``) or one case
-    from flags; returns what to print. A case that cannot fail is refused and ``notes`` gets a warning for one
-    that cannot see a broadcast fault (``check_strength``)."""
+    from flags; returns what to print. A case that cannot fail is refused, and ``notes`` gets a warning for one
+    that cannot see a broadcast fault (``check_strength``) and, for a preset, how many of its cases today's
+    target skips (``skipped_today``)."""
     if preset is not None:
         if shape is not None or append:
             raise PrmgError("--preset writes a whole suite: it takes no --shape or --append")
-        return _write(gencase.dump_yaml(presets.preset(preset, tags, exclude_tags)), output)
+        doc = presets.preset(preset, tags, exclude_tags)
+        if notes is not None:
+            notes += skipped_today(doc["cases"])
+        return _write(gencase.dump_yaml(doc), output)
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
@@ -55,6 +62,20 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     return _write(text, output)
 
 
+def skipped_today(cases: list[dict]) -> list[str]:
+    """A note saying how many of the pass ``cases`` a target of today's modes (``DEFAULT_SUPPORTED_MODES``) skips,
+    per rotary mode; none when it skips none."""
+    modes = Counter(mode for mode in (case.get("rotary_mode", "interleave") for case in cases
+                                      if case.get("expect", "pass") == "pass")
+                    if ROTARY_MODES.get(mode, mode) not in DEFAULT_SUPPORTED_MODES)
+    if not modes:
+        return []
+    each = ", ".join(f"{mode_name(mode) or mode}: {count}" for mode, count in modes.items())
+    return [f"note: today's target ({mode_list(DEFAULT_SUPPORTED_MODES)} only) skips {sum(modes.values())} of "
+            f"{plural(len(cases), 'case')} here ({each}); --supported-modes 0,1,2,3 runs them (the emulator has "
+            f"every mode)"]
+
+
 def check_strength(case: dict, notes: list) -> None:
     """Refuse (PrmgError) a generated pass case that cannot fail (``vacuity.vacuous``); add to ``notes`` a
     warning naming each axis along which its cos/sin cannot show a broadcast fault (``vacuity.blind_axes``), with
@@ -74,7 +95,7 @@ def check_strength(case: dict, notes: list) -> None:
     for axis in blind:
         count = value.shape["BSN".index(axis)]
         hint = f"; give {per_request}" if axis == "B" and rope else ""
-        notes.append(f"case '{case['name']}': cos and sin are the same for every {axis.lower()} ({axis} = {count}): a "
+        notes.append(f"warning: case '{case['name']}': cos and sin are the same for every {axis.lower()} ({axis} = {count}): a "
                      f"kernel reading the first row for all of them (a broadcast fault) passes it{hint}")
 
 

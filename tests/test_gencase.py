@@ -363,7 +363,7 @@ def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broa
     notes = []
     gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:500000:4096,sin=rope:500000:4096", notes=notes,
                          **{**FLAGS, "broadcast": "B11D"})
-    assert len(notes) == 1 and "cos and sin are the same for every b (B = 8): a kernel reading the first row " \
+    assert len(notes) == 1 and "warning: case" in notes[0] and "cos and sin are the same for every b (B = 8): a kernel reading the first row " \
                                "for all of them (a broadcast fault) passes it" in notes[0]
     positions = ";".join(str(7 * b * b) for b in range(8))
     text = gencase_cli.generate(shape="8,1,4,16", inputs=f"cos=rope:500000:{positions},sin=rope:500000:{positions}",
@@ -373,6 +373,23 @@ def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broa
                                         r"the table's first axis \(B = 8\), got 2"):
         gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:1e4:0;1,sin=rope:1e4:0;1",
                              **{**FLAGS, "broadcast": "B11D"})
+
+
+def test_the_models_preset_says_each_models_mode_and_what_todays_target_skips():
+    from prmg_cli.models import MODELS
+    from prmg_cli.vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES
+
+    notes = []
+    text = gencase_cli.generate(shape=None, inputs=None, notes=notes, tags=(), exclude_tags=("long",),
+                                **{**FLAGS, "preset": "models"})
+    skipped = [model for model in MODELS if ROTARY_MODES[model.mode] not in DEFAULT_SUPPORTED_MODES]
+    for model in MODELS:
+        assert f"#   {model.name}: {model.mode}{' (skipped today)' * (model in skipped)}\n" in text
+    halves = sum(3 for model in skipped if model.mode == "half")
+    assert notes == [f"note: today's target (interleave only) skips {3 * len(skipped)} of {3 * len(MODELS)} cases "
+                     f"here (half: {halves}, interleave-half: {3 * len(skipped) - halves}); --supported-modes "
+                     f"0,1,2,3 runs them (the emulator has every mode)"]
+    assert {model.name for model in skipped} == {"llama3.1_8b", "qwen2.5_7b", "phi2", "deepseek_v3"}
 
 
 def test_the_broadcast_fault_the_warning_names_passes_the_warned_case_and_fails_the_per_request_one(tmp_path):

@@ -71,7 +71,7 @@ def main(request) -> int:
     notes: list[str] = []
     text = generate(**dataclasses.asdict(request), notes=notes)
     for note in notes:
-        sys.stderr.write(f"prmg: warning: {visible(note)}\n")
+        sys.stderr.write(f"prmg: {visible(note)}\n")
     if text:
         write_stdout(text)
     return 0
