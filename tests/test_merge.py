@@ -115,7 +115,7 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     header = " ".join(result.stdout.split("\n\n")[0].split())            # its long lines wrapped
     assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
-    assert ", devices 0, SoC " in header and ", devices 0,1, SoC " in header and "devices: 0, 1 " in header
+    assert ", device 0, SoC " in header and ", devices 0,1, SoC " in header and "devices: 0, 1 " in header
     assert f"settings differ: faults: {shards[0]}: {{faults: [nan], shape: ''}}; {shards[1]}: {{}} " in header
     junit = tmp_path / "r.xml"
     prmg("report", *shards, "--report", f"junit:{junit}")
