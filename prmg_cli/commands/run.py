@@ -32,8 +32,9 @@ OPTIONS = (
     Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
            Path),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
-           "file, unchanged since and judged under the same settings (toolkit, faults, --standard, ...); new "
-           "results are appended to it (or to --results).", "FILE", Path),
+           "file, unchanged since and judged under the same settings (toolkit, its libraries and the operator's kernel "
+           "and tiling files under the opp path, SoC, faults, --standard, ...); new results are appended to it (or "
+           "to --results).", "FILE", Path),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
            "SIZE (e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
@@ -82,7 +83,14 @@ def _emulator_help() -> str:
             f"(prmg doctor says what each does).")
 
 
-EPILOG = EXAMPLES + "\n" + _emulator_help()
+def _standards_help() -> str:
+    """Each standard's rule in one paragraph (``Standard.help``; docs/standards.md says which upstream rule each
+    reproduces)."""
+    return "\n\n".join(["Standards (--standard, a case's standard:; docs/standards.md):",
+                         *(f"{name}: {standard.help}" for name, standard in STANDARDS.items())])
+
+
+EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 
 
 def main(request) -> int:
