@@ -381,7 +381,8 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     count = len(special_wrong)
     reasons = ([f"{count} non-finite mismatch{'es' * (count > 1)}"] if count else []) \
         + ([judgement.reason] if judgement.failed else [])
-    verdict.fail("result", "; ".join(reasons + where + (special_lines + worst)[:1]))
+    poison = [line for line in special_lines if WORKSPACE_NOTE in line][:1]      # the one line says it, not -v only
+    verdict.fail("result", "; ".join(reasons + poison + where + (special_lines + worst)[:1]))
     verdict.details.extend(special_lines + [f"localisation: {text}" for text in where] + worst)
     verdict.error_map = diagnosis.error_map(score, start, result.shape[-1], changed_outside)
     verdict.error_map["metric"] = judgement.limit_name and f"error/{judgement.limit_name}" or "score"
@@ -435,6 +436,9 @@ def _possible_results(view: SliceView) -> np.ndarray:
                                 view.non_finite)
 
 
+WORKSPACE_NOTE = "the kernel read workspace it never wrote"
+
+
 def _special_lines(view: SliceView, result: np.ndarray, evaluation: _Evaluation) -> list[str]:
     """Lines for the wrong non-finite elements: the first few, and what a NaN where the golden is finite
     says about the workspace (it was filled with NaN bytes before the launch)."""
@@ -449,8 +453,8 @@ def _special_lines(view: SliceView, result: np.ndarray, evaluation: _Evaluation)
     if nan_for_finite.any():
         patterns = bits(np.ascontiguousarray(result[..., view.start:view.end])).reshape(-1)[wrong[nan_for_finite]]
         poisoned = int((patterns == np.iinfo(patterns.dtype).max).sum())          # every byte 0xFF
-        note = (f"{poisoned} of them hold the workspace poison (every byte 0x{WORKSPACE_POISON:02X}): the kernel "
-                f"read workspace it never wrote" if poisoned else
+        note = (f"{poisoned} of them hold the workspace poison (every byte 0x{WORKSPACE_POISON:02X}): "
+                f"{WORKSPACE_NOTE}" if poisoned else
                 f"the workspace was filled with NaN (bytes 0x{WORKSPACE_POISON:02X}) before the launch: NaN where "
                 f"the golden is finite is what reading workspace the kernel never wrote looks like")
         lines.append(f"{int(nan_for_finite.sum())} NaN where the golden is finite; {note}")
