@@ -25,6 +25,7 @@ import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
 
+from . import balance
 from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAMED_GENERATOR
 
 SCHEMA = "prmg.result/3"
@@ -225,6 +226,7 @@ class RunInfo:
     opp_files: int = 0          # the operator's kernel and tiling files there (provenance.opp_stamp)
     opp_fingerprint: str = ""   # their stamp on this host (size, mtime, inode)
     opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
+    mixed: tuple = ()           # prmg report: each setting that differs between the runs merged, unallowed
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""
@@ -258,15 +260,21 @@ class RunInfo:
 
 def summary_counts(results: list[CaseResult]) -> dict:
     """How many results have each status (every key of ``STATUSES``), ``total`` and ``warnings`` (the
-    results that carry a warning)."""
+    results that carry a warning, and the run's own: ``run_warnings``)."""
     counts = {status: 0 for status in STATUSES}
     for result in results:
         if result.status not in counts:
             raise ValueError(f"case {visible(result.name)!r}: unknown status {visible(result.status)!r}")
         counts[result.status] += 1
     counts["total"] = len(results)
-    counts["warnings"] = sum(1 for result in results if result.warnings)
+    counts["warnings"] = sum(1 for result in results if result.warnings) + len(run_warnings(results))
     return counts
+
+
+def run_warnings(results: Sequence[CaseResult]) -> list[str]:
+    """The warnings of the run as a whole, not of one case: the error balance of the small cases pooled
+    (``balance.pooled``). ``--strict`` fails the run on any (``exit_code``)."""
+    return balance.pooled(results)
 
 
 def plural(count: int, singular: str, many: str | None = None) -> str:
@@ -290,10 +298,20 @@ def summary_line(results: list[CaseResult]) -> str:
     return line
 
 
+def report_exit_code(results: list[CaseResult], info: RunInfo) -> ExitCode:
+    """The exit code a report of ``results`` states: the run's when it was stopped (``info.stopped_code``), ``FAILED``
+    when it merges runs judged under settings that differ (``info.mixed``: no one verdict), else ``exit_code``."""
+    if info.stopped_code is not None:
+        return ExitCode(info.stopped_code)
+    code = exit_code(results, info.strict)
+    return ExitCode.FAILED if info.mixed and code in (ExitCode.OK, ExitCode.NO_CASES) else code
+
+
 def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:
-    """``FAILED`` when any result is not ok (failed, error, xpassed, not_run); when every one was skipped, nothing
-    was judged: ``NO_CASES`` (``FAILED`` under ``--strict``); else ``OK``."""
-    if any(not result.info.ok for result in results):
+    """``FAILED`` when any result is not ok (failed, error, xpassed, not_run), or under ``--strict`` when the run
+    has a warning of its own (``run_warnings``); when every one was skipped, nothing was judged: ``NO_CASES``
+    (``FAILED`` under ``--strict``); else ``OK``."""
+    if any(not result.info.ok for result in results) or (strict and run_warnings(results)):
         return ExitCode.FAILED
     if results and all(result.status == "skipped" for result in results):
         return ExitCode.FAILED if strict else ExitCode.NO_CASES

@@ -1,7 +1,8 @@
 """The JSON report: ``{"summary": {...}, "cases": [...]}``, always valid JSON.
 
 ``summary`` holds the status counts (every status, ``total``, ``warnings``), ``ok``, the summary line,
-the exit code the run ends with, and the run's description (``RunInfo``: runner, toolkit and driver
+the exit code the run ends with, the run's own warnings (``run_warnings``: the pooled error balance of small
+cases), and the run's description (``RunInfo``: runner, toolkit and driver
 versions, SoC, host, start time, the emulator faults named and their shape); when faults were named,
 ``fault_cases`` maps each fault that acted to the cases it acted on and ``fault_header`` is the header's
 line about them (``labels.fault_field``). ``checks`` lists every golden-free check the run asked for
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..results import CaseResult, RunInfo, exit_code, summary_counts, summary_line
+from ..results import CaseResult, RunInfo, report_exit_code, run_warnings, summary_counts, summary_line
 from ..vocab import mode_list, mode_name
 from .labels import checks_field, checks_ran, fault_cases, fault_field
 
@@ -41,13 +42,14 @@ def json_safe(value):
 def summary(results: list[CaseResult], info: RunInfo) -> dict:
     """The ``summary`` object: status counts, ok, the summary line, the exit code and the run info."""
     counts = summary_counts(results)
-    code = info.stopped_code if info.stopped_code is not None else exit_code(results, info.strict)
+    code = report_exit_code(results, info)
     faults, checks = fault_field(info, results), checks_field(info, results)
     injected = {"fault_cases": fault_cases(results), "fault_header": f"{faults[0]}: {faults[1]}"} if faults else {}
     names, _, goldless = checks_ran(results)
     ran = {"checks": list(dict.fromkeys([*info.checks, *names])), "golden": info.golden and not goldless,
            **({"checks_header": checks[1]} if checks else {})}
     return {**counts, "ok": code == 0, "exit_code": int(code), "line": summary_line(results),
+            "run_warnings": run_warnings(results),
             **info.to_dict(), **injected, **ran, "supported_mode_names": mode_list(info.supported_modes).split(", "),
             "duration_s": sum(r.duration_s or 0.0 for r in results)}
 
