@@ -2,10 +2,10 @@
 
 For every fault the emulator can inject (but those that kill, wedge or drain the process: crash, hang, device_fault,
 leak_device_memory, whose verdicts the run-level tests cover), a few small cases that together visit every regime a
-fault needs are launched once with the fault on; each is judged by the golden, by the in-place contract of the main launch
-alone, and by each check alone (its own launches held to the contract too). The graph-mode faults (``geir_*``) act
-only in graph mode: they are launched through it (the emulator's twin of the GE shim), each case as graph mode must
-answer it. ``docs/checks.md`` states the result, and this test holds it to the measurement.
+fault needs are launched once with the fault on; each is judged by the golden, by the in-place contract of the main
+launch alone, and by each check alone (its own launches held to the contract too). The graph-mode faults
+(``geir_*``) act only in graph mode: they are launched through it (the emulator's twin of the GE shim), each case as
+graph mode must answer it. ``docs/checks.md`` states the result, and this test holds it to the measurement.
 """
 
 from __future__ import annotations
