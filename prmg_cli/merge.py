@@ -307,6 +307,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
 
         cases = load_cases([str(path) for path in case_paths])
     merged = merge(stores, cases, rule)
+    merged.results = _on_hosts(stores, merged.results)
     for line in merged.duplicates:
         sys.stderr.write(f"prmg: {line}\n")
     if merged.left_out:
@@ -341,7 +342,8 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(merged.results) + [summary_line(merged.results)]))
+        write_stdout("\n".join(failure_lines(merged.results) + outputs.labels.device_lines(merged.results)
+                                + [summary_line(merged.results)]))
     if merged.missing:
         sys.stderr.write(f"prmg: {plural(merged.missing, 'case')} of --cases in no results file: reported not_run\n")
     if merged.changed:
@@ -351,6 +353,16 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         sys.stderr.write(f"prmg: {plural(merged.unreported, 'case')} selected by the runs but in no results "
                          f"file (a shard missing, or a run stopped early): reported not_run\n")
     return report_exit_code(merged.results, info)
+
+
+def _on_hosts(stores: Sequence[store.Stored], results: list[CaseResult]) -> list[CaseResult]:
+    """``results``, each ``device`` prefixed by the host of its run (``ci-7/1``) when they come from runs on several
+    hosts: device 1 of one host is not device 1 of another, and failures by device must not add them up."""
+    hosts = {run.run_id: run.info.get("host") or "?" for stored in stores for run in stored.runs}
+    if len({hosts.get(result.run_id, "?") for result in results if result.device}) < 2:
+        return results
+    return [replace(result, device=f"{hosts.get(result.run_id, '?')}/{result.device}") if result.device else result
+            for result in results]
 
 
 def _check_allowed(allowed: Sequence[str], stores: Sequence[store.Stored]) -> None:

@@ -38,7 +38,7 @@ from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, run_w
                        visible, visible_html as esc)        # esc: file-derived text for the page
 from ..sizes import bytes_moved as launch_bytes
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
-from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
+from .labels import EMULATOR_NOTE, device_line, dtype_label, fault_field, header_fields, shape_label
 from .table import cells
 
 MAX_HEATMAPS = 100
@@ -165,6 +165,9 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
     faults = fault_field(info, results)
     if faults:
         parts.append(f'<div class="banner fault">{_h(faults[0])}: {_h(faults[1])}</div>')
+    concentrated = device_line(results)
+    if concentrated:
+        parts.append(f'<div class="banner fault" id="device-line">failures by device: {_h(concentrated)}</div>')
     if info.runner == "emulator":
         parts.append(f'<div class="banner emulator">{_h(EMULATOR_NOTE)}</div>')
     fields = "".join(f"<dt>{_h(name)}</dt><dd>{_h(value)}</dd>" for name, value in header_fields(info, results)
