@@ -577,6 +577,9 @@ static int odd_launch(void)
     return __atomic_add_fetch(&launches, 1, __ATOMIC_SEQ_CST) % 2 == 1;
 }
 
+/* What each launch of the leak_device_memory fault takes of the device for good: 256 MiB. */
+#define LEAKED_PER_LAUNCH ((size_t)256 << 20)
+
 /* The write_beyond_guard fault: the 4 bytes BEYOND_GUARD past the end of dy's data (64 bytes beyond a 512-byte guard
  * zone) get every bit inverted when they are inside a device allocation; outside every allocation the write is
  * dropped, as on a device where it lands in memory no one watches. */
@@ -599,6 +602,8 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
         raise(SIGSEGV);
     while (has_fault(faults, FAULT_HANG))
         pause();
+    if (has_fault(faults, FAULT_LEAK_DEVICE_MEMORY))
+        prmg_emu_leak_device_memory(LEAKED_PER_LAUNCH);
     if (has_fault(faults, FAULT_NOOP))
         return;
     kernel_tensor *dy = &job->operand[0].tensor, *cos = &job->operand[1].tensor, *sin = &job->operand[2].tensor;
