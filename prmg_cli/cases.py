@@ -98,7 +98,7 @@ from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_ke
                      parse_slice,
                      parse_standard, parse_strides, parse_tolerance, parse_words, show, suggest)
 from .status import STATUS_NAMES, describe
-from .vocab import BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MODE_NAMES, TENSORS, broadcast_shape
+from .vocab import BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, TENSORS, broadcast_shape
 from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
@@ -106,11 +106,10 @@ CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_sl
              "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden", "correctness_unchecked",
              "generator")
 FILE_KEYS = ("defaults", "cases")
-MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file counted before expansion
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
-__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate",
+__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "input_files", "check_files", "validate",
            "known_defect_warning", "unjudged", "select", "case_to_dict", "case_record",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
@@ -130,6 +129,18 @@ def load_cases(paths: Sequence[str | Path]) -> list[Case]:
     run = _Run()
     run.read(_case_files(paths, run))
     return run.cases
+
+
+def input_files(paths: Sequence[str | Path], cases: Sequence[Case]) -> dict[str, str]:
+    """Every file a command reading the cases of ``paths`` reads, -> what it is: each case file (folders expanded as
+    ``load_cases`` expands them) and each ``file:`` input of ``cases``. What ``writes.check_outputs`` spares."""
+    read = {str(file): "a case file" for file in _case_files(paths, _Run(report=lambda error: None))}
+    for case in cases:
+        for tensor in TENSORS:
+            spec = case.input_spec(tensor)
+            if spec.kind == "file":
+                read.setdefault(spec.args[0], f"the {tensor} input of case '{case.name}'")
+    return read
 
 
 def check_files(paths: Sequence[str | Path], supported_modes: set[int] | frozenset[int]) -> list[PrmgError]:

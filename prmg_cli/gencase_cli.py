@@ -5,18 +5,19 @@ from __future__ import annotations
 from . import files, gencase, presets, ttk
 from .errors import PrmgError
 from .results import visible
-from .writes import check_spares
+from .writes import Output, check_outputs
 
 
 # The options whose text gencase parses, by the case field its errors name.
 _SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice": "--slice"}
 
 
-def _write(text: str, output: str | None) -> str:
-    """``text`` itself without ``output``; else write it to the file ``output`` (atomically: a failed
-    write leaves an existing file whole) and return ``wrote FILE``."""
+def _write(text: str, output: str | None, what: str, inputs: dict[str, str]) -> str:
+    """``text`` itself without ``output``; else write it to the file ``output`` (``writes.check_outputs``: never one
+    of ``inputs``; atomically: a failed write leaves an existing file whole) and return ``wrote FILE``."""
     if output is None:
         return text
+    check_outputs([Output(output, what)], inputs)
     files.write_text(output, text)
     return f"wrote {output}\n"
 
@@ -28,7 +29,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     if preset is not None:
         if shape is not None or append:
             raise PrmgError("--preset writes a whole suite: it takes no --shape or --append")
-        return _write(gencase.dump_yaml(presets.preset(preset, tags, exclude_tags)), output)
+        return _write(gencase.dump_yaml(presets.preset(preset, tags, exclude_tags)), output, "case file", {})
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
@@ -48,15 +49,18 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
         gencase.append_cases(output, [case])
         return f"added case '{case['name']}' to {output}\n"
     text = gencase.dump_yaml({"cases": [case]})
-    if output is not None:
-        gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder
-    return _write(text, output)
+    if output is None:
+        return text
+    gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder, or -o one
+    files.write_text(output, text)
+    return f"wrote {output}\n"
 
 
 def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:
     """``prmg import-ttk``: (text to print, notes about skipped or unmapped rows, with any control
     character of the CSV shown escaped)."""
+    inputs = {csv_path: "the TTK list being imported"}
     if output is not None:
-        check_spares([output], {csv_path: "the TTK list being imported"}, "YAML file")
+        check_outputs([Output(output, "YAML file")], inputs)          # before the CSV is read
     document, notes = ttk.import_ttk(csv_path)
-    return _write(gencase.dump_yaml(document), output), [visible(note) for note in notes]
+    return _write(gencase.dump_yaml(document), output, "YAML file", inputs), [visible(note) for note in notes]

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Sequence
 
 from . import __version__, outputs, store
@@ -38,7 +37,7 @@ from .files import write_text
 from .outputs.labels import EMULATOR_NOTE
 from .standards import standard_of
 from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
-from .writes import check_spares, check_writable, write_stdout
+from .writes import Output, check_outputs, same_file, write_stdout
 
 DUPLICATE_RULES = ("worst", "last")
 MISSING = "not run: no results file holds it"
@@ -234,24 +233,21 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     targets = outputs.parse_targets(list(reports), output)
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
-    for target in targets:
-        if target.path:
-            check_writable(target.path)
-    protected = {str(path): "a results file to merge" for path in paths}
-    protected.update({str(path): "a case file" for path in case_paths if Path(path).is_file()})
-    check_spares([target.path for target in targets if target.path], protected)
-    stores, seen = [], set()
-    for path in map(str, paths):
-        if Path(path).resolve() in seen:
-            sys.stderr.write(f"prmg: {visible(path)} is given twice: read once\n")
-            continue
-        seen.add(Path(path).resolve())
-        stores.append(store.read(path))
     cases = None
+    inputs = {str(path): "a results file to merge" for path in paths}
     if case_paths:
-        from .cases import load_cases
+        from .cases import input_files, load_cases
 
         cases = load_cases([str(path) for path in case_paths])
+        inputs.update(input_files(case_paths, cases))
+    check_outputs([Output(target.path) for target in targets if target.path], inputs)
+    stores, seen = [], []
+    for path in map(str, paths):
+        if any(same_file(path, other) for other in seen):
+            sys.stderr.write(f"prmg: {visible(path)} is given twice: read once\n")
+            continue
+        seen.append(path)
+        stores.append(store.read(path))
     merged = merge(stores, cases, rule)
     for line in merged.duplicates:
         sys.stderr.write(f"prmg: {line}\n")
@@ -270,14 +266,13 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
     for target in targets:
+        pieces = outputs.render_pieces(target.format, merged.results, info, options)
         if target.format == "table":
-            text = header + "\n" + outputs.render("table", merged.results, info, options)
-        else:
-            text = outputs.render(target.format, merged.results, info, options)
+            pieces = [header + "\n", *pieces]
         if target.path is None:
-            write_stdout(text)
+            write_stdout("".join(pieces))
         else:
-            write_text(target.path, text)
+            write_text(target.path, pieces)
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 

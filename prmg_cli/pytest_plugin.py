@@ -55,10 +55,10 @@ def pytest_configure(config) -> None:
     paths = config.getoption("prmg")
     if not paths:
         return
-    missing = [path for path in paths if not Path(path).exists()]
+    missing = [path for path in paths if not os.path.exists(path)]
     if missing:
         raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
-    config.stash[_ROOTS] = [Path(path).resolve() for path in paths]
+    config.stash[_ROOTS] = [Path(os.path.realpath(path)) for path in paths]
     config.pluginmanager.register(PrmgSession(config), "prmg-session")
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         config.args.extend(paths)
@@ -70,7 +70,7 @@ def pytest_collect_file(file_path: Path, parent):
     """A case file under one of the --prmg paths becomes a ``PrmgFile``."""
     roots = parent.config.stash.get(_ROOTS, None)
     if roots and file_path.suffix in (".yaml", ".yml"):
-        resolved = file_path.resolve()
+        resolved = Path(os.path.realpath(file_path))
         if any(resolved == root or root in resolved.parents for root in roots):
             return PrmgFile.from_parent(parent, path=file_path)
     return None

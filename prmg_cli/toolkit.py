@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from . import files
 from .errors import PrmgError
 
 OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
@@ -64,7 +65,7 @@ class Toolkit:
 def is_stub_path(path: Path | str) -> bool:
     """True when ``path`` (as given or with links resolved) has a ``stub`` or ``devlib`` component."""
     given = Path(path)
-    for candidate in (given, given.resolve()):
+    for candidate in (given, Path(os.path.realpath(given))):     # never raises: a symlink loop stays as it is
         if any(part in STUB_COMPONENTS for part in candidate.parts):
             return True
     return False
@@ -147,7 +148,7 @@ def _root_candidates(env: Mapping[str, str]) -> list[tuple[str, str | None]]:
 
 def _runtime_in(root: Path) -> Path | None:
     for name in RUNTIME_NAMES:
-        if (root / "lib64" / name).is_file():
+        if os.path.isfile(root / "lib64" / name):
             return root / "lib64" / name
     return None
 
@@ -183,7 +184,7 @@ def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Pa
 
 def _library_rejection(path: Path) -> str | None:
     """Why ``path`` cannot serve as the operator library, or None when it can."""
-    if not path.exists():
+    if not os.path.exists(path):
         return "missing"
     if is_stub_path(path):
         return "refused: stub library"
@@ -202,11 +203,18 @@ def _find_op_lib(root: Path, env: Mapping[str, str], log: list[str]) -> tuple[st
     return None
 
 
+def op_lib_file(op_lib: str) -> Path:
+    """The file ``--op-lib`` names (``~`` expanded); PrmgError saying why when it is no regular file."""
+    path = Path(op_lib).expanduser()
+    if not os.path.isfile(path):
+        raise PrmgError(f"--op-lib {op_lib}: {files.not_a_file(path)}")
+    return path
+
+
 def _override_op_lib(op_lib: str) -> Path:
     path = Path(op_lib).expanduser()
     refuse_stub(path, "operator library")
-    if not path.is_file():
-        raise PrmgError(f"--op-lib {op_lib}: no such file")
+    op_lib_file(op_lib)
     if not exports_symbol(path, OP_SYMBOL):
         raise PrmgError(f"--op-lib {op_lib}: does not export {OP_SYMBOL}")
     return path
@@ -222,13 +230,13 @@ def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None,
             continue
         root = Path(value).expanduser()
         label = f"{origin}={value}" if origin != "default" else value
-        if not root.is_dir():
+        if not os.path.isdir(root):
             log.append(f"{label}: rejected: no such folder")
             continue
         runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
-        if runtime is None or not nnopbase.is_file():
+        if runtime is None or not os.path.isfile(nnopbase):
             missing = [name for name, ok in (("lib64/libascendcl.so (or libacl_rt.so)", runtime),
-                                             ("lib64/libnnopbase.so", nnopbase.is_file())) if not ok]
+                                             ("lib64/libnnopbase.so", os.path.isfile(nnopbase))) if not ok]
             log.append(f"{label}: rejected: {' and '.join(missing)} missing")
             continue
         if is_stub_path(runtime) or is_stub_path(nnopbase):
@@ -241,7 +249,7 @@ def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None,
         if found is None:
             log.append(f"{label}: rejected: no library exports {OP_SYMBOL}")
             continue
-        kind = "emulator" if (root / EMULATOR_MARKER).is_file() else "aclnn"
+        kind = "emulator" if os.path.isfile(root / EMULATOR_MARKER) else "aclnn"
         return Toolkit(kind, root, runtime, nnopbase, found[1], found[0]), log
     return None, log
 
@@ -307,8 +315,8 @@ def emulator_cache_base(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _emulator_complete(root: Path) -> bool:
-    return (root / EMULATOR_MARKER).is_file() and all((root / "lib64" / name).is_file()
-                                                       for name in EMULATOR_LIBS)
+    return os.path.isfile(root / EMULATOR_MARKER) and all(os.path.isfile(root / "lib64" / name)
+                                                          for name in EMULATOR_LIBS)
 
 
 def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
@@ -352,7 +360,8 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
         try:
             _build_emulator(sources, root, source_hash)
         except OSError as error:
-            raise PrmgError(f"cannot build the host emulator in {root}: {error} "
+            why = files.stat_problem(root.parent) or files.os_reason(error)      # a symlink loop: not "file exists"
+            raise PrmgError(f"cannot build the host emulator in {root}: {why} "
                             f"(set PRMG_EMULATOR_HOME to a writable folder)") from None
     lib64 = root / "lib64"
     return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / "libnnopbase.so",
@@ -412,6 +421,12 @@ def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
 RUNNERS = ("auto", "aclnn", "emulator")
 
 
+def check_runner(runner: str) -> None:
+    """PrmgError unless ``runner`` is one of ``RUNNERS``."""
+    if runner not in RUNNERS:
+        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+
+
 def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
                   modes: Iterable[int] | None = None) -> Toolkit:
     """The toolkit ``--runner`` asks for.
@@ -420,8 +435,7 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     toolkit or a PrmgError naming where it looked; emulator: the emulator (``modes`` switched on).
     """
     env = os.environ if env is None else env
-    if runner not in RUNNERS:
-        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+    check_runner(runner)
     if runner == "emulator":
         if op_lib:
             raise PrmgError("--op-lib applies to a CANN toolkit, not to --runner emulator")

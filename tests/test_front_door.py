@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli import gencase, gencase_cli, ttk
 from prmg_cli.cases import load_cases
 from prmg_cli.errors import PrmgError
@@ -458,7 +458,7 @@ def test_dump_never_writes_outside_out(tmp_path):
     (out / "c" / "dy.npy").symlink_to(tmp_path / "elsewhere" / "planted.npy")
     dump_refused([tmp_path / "c.yaml"], out, "is a symlink; not followed")
     assert list((tmp_path / "elsewhere").iterdir()) == []
-    dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: is not a folder")
+    dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: cannot write the dump: is not a folder")
 
 
 def test_dump_write_errors_are_one_line(tmp_path):
@@ -784,7 +784,7 @@ def test_gen_case_output_to_a_device_or_fifo_is_one_line(tmp_path):
     with pytest.raises(PrmgError, match="cannot write: no space left on device"):
         gencase_cli.generate(**{**FLAGS, "output": "/dev/full"})
     os.mkfifo(tmp_path / "fifo.yaml")
-    with within(10), pytest.raises(PrmgError, match="a pipe or device with no reader"):
+    with within(10), pytest.raises(PrmgError, match=r"the case file: is a FIFO \(named pipe\): give a file"):
         gencase_cli.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml")})
 
 
@@ -836,3 +836,104 @@ def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
     with within(10), pytest.raises(PrmgError) as caught:
         bench_command(Request(paths=("cases/smoke.yaml",), runner="emulator", **{option: value}))
     assert str(caught.value) == f"--{option} must be from {low} to {MAX_REPEAT}, got {value}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Round four (issue 36); every path option against every hostile path: tests/test_fuzz.py
+
+
+def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c",)) -> Path:
+    """A results file as a run writes it: a run record (``shard``) and a passed record per case."""
+    from prmg_cli import store
+
+    path = folder / name
+    with store.Writer(path) as writer:
+        writer.append(store.RunRecord("r1", shard, list(cases), {}, {}))
+        for case in cases:
+            writer.append(record(case))
+    return path
+
+
+@pytest.mark.parametrize("shard", ["²/3", "١/٣", "1_0/2_0", " 1/2", "+1/2"])
+def test_a_shard_in_other_digits_is_refused_by_every_reader_in_one_line(tmp_path, shard):
+    """int() and str.isdigit take superscripts, other scripts' digits, signs, spaces and underscores: a shard is
+    I/N in the digits 0-9 (report, compare and --resume read it; --shard, --devices and --supported-modes too)."""
+    text = results_file(tmp_path).read_text().replace('"shard": ""', json.dumps({"shard": shard})[1:-1], 1)
+    path = write(tmp_path, "odd.jsonl", text)
+    cases = write(tmp_path, "c.yaml", CASE)
+    for args in (["report", path], ["compare", path, path], ["run", cases, "--runner", "emulator", "--resume", path]):
+        line = one_error_line(prmg_here(*args), str(path), "line 1: field 'shard': expected '' or I/N")
+        assert "Traceback" not in line
+    for option, value in (("--shard", shard), ("--devices", "٠"), ("--supported-modes", "²")):
+        one_error_line(prmg_here("run", cases, "--runner", "emulator", option, value), option)
+
+
+def test_no_command_writes_over_its_input_however_it_is_named(tmp_path):
+    """The data loss of `prmg coverage X.yaml -o X.yaml` (exit 0, the case file replaced by its report): every
+    command refuses an output that is one of its inputs -- named as it is, through a symlink or a hard link, or a
+    file inside a folder given as input -- before it writes anything (writes.check_outputs)."""
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    case = write(folder, "x.yaml", CASE)
+    (tmp_path / "link.yaml").symlink_to(case)
+    os.link(case, tmp_path / "hard.yaml")
+    for given, output in ((case, case), (case, tmp_path / "link.yaml"), (case, tmp_path / "hard.yaml"),
+                          (folder, case), (folder, folder / "." / "x.yaml")):
+        one_error_line(prmg_here("coverage", given, "-o", output), str(output), "cannot write the report: it is a "
+                                                                               "case file")
+        one_error_line(prmg_here("run", given, "--runner", "emulator", "--report", f"json:{output}"), "a case file")
+    results = results_file(tmp_path)
+    one_error_line(prmg_here("report", results, "--cases", folder, "--report", f"csv:{case}"), "it is a case file")
+    one_error_line(prmg_here("report", results, "-o", results), "it is a results file to merge")
+    assert case.read_text() == CASE and results.read_text().count("\n") == 2
+
+
+def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
+    """--save-failures DIR and dump --out DIR write DIR/CASE/: refused when an input lies in such a folder, or when
+    DIR is a symlink, before any case runs."""
+    folder = tmp_path / "k"
+    folder.mkdir()
+    case = write(folder, "k.yaml", "- {name: k, shape: [1, 1, 1, 8]}\n")
+    one_error_line(prmg_here("dump", case, "--out", tmp_path), f"{tmp_path}/k would hold a case file")
+    one_error_line(prmg_here("run", case, "--runner", "emulator", "--save-failures", tmp_path),
+                   "cannot write the failure artifacts:", "would hold a case file")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "elsewhere")
+    for args in (["dump", case, "--out", tmp_path / "linked"],
+                 ["run", case, "--runner", "emulator", "--save-failures", tmp_path / "linked"]):
+        one_error_line(prmg_here(*args), "it is a symlink; not followed, not written")
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and case.read_text().startswith("- {name: k")
+
+
+def test_doctor_refuses_an_unknown_runner_and_an_op_lib_that_is_no_file(tmp_path):
+    one_error_line(prmg_here("doctor", "--runner", "bogus"), "--runner 'bogus': choose one of auto, aclnn, emulator")
+    one_error_line(prmg_here("doctor", "--op-lib", tmp_path), f"--op-lib {tmp_path}: is a directory")
+
+
+# Runs `prmg ARGS` (argv[2:]) through the console script's entry point, sending itself signal argv[1] twice: right
+# after `prmg run` has written its reports (when it drops the signals it held) and while the interpreter shuts down.
+STOPPED_AS_THE_RUN_ENDS = """
+import atexit, os, sys
+
+signum = int(sys.argv[1])
+from prmg_cli import suite
+
+dropped = suite.drop_held_signals
+suite.drop_held_signals = lambda: (dropped(), os.kill(os.getpid(), signum))
+atexit.register(lambda: os.kill(os.getpid(), signum))
+sys.argv = ["prmg", *sys.argv[2:]]
+from prmg_cli.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_as_the_run_ends_leaves_the_exit_code_its_reports_state(tmp_path, signum):
+    """Ctrl-C or SIGTERM once the reports are written (the JSON report says exit_code 0) or while the interpreter
+    shuts down: the process exits 0 as its reports say, never by the raw signal nor with a traceback."""
+    report = tmp_path / "r.json"
+    result = subprocess.run([sys.executable, "-c", STOPPED_AS_THE_RUN_ENDS, str(int(signum)), "run",
+                             str(write(tmp_path, "c.yaml", CASE)), "--runner", "emulator", "--report",
+                             f"json:{report}"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert json.loads(report.read_text())["summary"]["exit_code"] == 0

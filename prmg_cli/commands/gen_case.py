@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..options import Option, request_type
 from ..presets import PRESETS
 from ..vocab import BROADCASTS
@@ -31,7 +29,7 @@ OPTIONS = (
     Option("exclude_tags", EXCLUDE_TAGS.flags, (), "With --preset: leave out its cases with this tag (repeatable).",
            "WORD", list),
     Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise); a case that would not load from "
-           "FILE (a file: input outside its folder) is refused.", "FILE", Path),
+           "FILE (a file: input outside its folder) is refused.", "FILE"),
     Option("append", ("--append",), False, "Add the case to FILE's cases instead of overwriting it.", kind=bool),
 )
 

@@ -8,7 +8,7 @@ from ..options import REQUIRED, Option, request_type
 
 OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list.", "FILE.csv", Path, argument=True),
            Option("output", ("-o", "--output"), None, "YAML file to write (stdout otherwise; never the CSV itself).",
-                  "FILE", Path))
+                  "FILE"))
 
 Request = request_type("ImportTtkRequest", OPTIONS, "The options of ``prmg import-ttk``.")
 

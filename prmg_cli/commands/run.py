@@ -4,8 +4,6 @@ the checks' registry, where each check declares them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..checks import OPTIONS as CHECK_OPTIONS
 from ..execute import MAX_TIMEOUTS
 from ..options import Option, request_type
@@ -29,11 +27,10 @@ OPTIONS = (
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
     Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "
            "wedged; its remaining cases are reported not_run.", "K", int),
-    Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
-           Path),
+    Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE"),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
            "file, unchanged since and judged under the same settings (toolkit, faults, --standard, ...); new "
-           "results are appended to it (or to --results).", "FILE", Path),
+           "results are appended to it (or to --results, which then gets a copy of each result taken).", "FILE"),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
            "SIZE (e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
@@ -49,7 +46,7 @@ OPTIONS = (
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
            "output and meta.json, and its float64 golden and error map where it has a golden (not for golden: "
            "false, an expected error or an empty slice); numpy alone reads them; a symlink inside DIR is never "
-           "followed.", "DIR", Path),
+           "followed.", "DIR"),
     Option("cluster", ("--cluster",), None, "Run on the NPUs of a Ray cluster, one worker per NPU: ADDRESS as "
            "ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to start one "
            "here with this host's devices. Needs pip install 'prmg[ray]'.", "ADDRESS"),
