@@ -26,19 +26,18 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
              expect, standard, preset, output, append, tags=(), exclude_tags=()) -> str:
     """``prmg gen-case``: a preset suite (its cases of ``tags``, without those of ``exclude_tags``) or one case
     from flags; returns what to print."""
-    if preset is not None:
-        if shape is not None or append:
-            raise PrmgError("--preset writes a whole suite: it takes no --shape or --append")
+    if preset is not None:                      # no option of one case with it: refused by commands.gen_case
         return _write(gencase.dump_yaml(presets.preset(preset, tags, exclude_tags)), output, "case file", {})
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
         raise PrmgError("give --shape B,S,N,D (or --preset NAME)")
     try:
+        given = dict(dtype=dtype, mode=mode, expect=expect)           # None: case_from_options' default
         case = gencase.case_from_options(
-            shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, dtype=dtype,
-            cos_dtype=cos_dtype, mode=mode, seed=seed, name=name,
-            inputs=gencase.parse_inputs_option(inputs) if inputs else None, expect=expect, standard=standard)
+            shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, cos_dtype=cos_dtype,
+            seed=seed, name=name, inputs=gencase.parse_inputs_option(inputs) if inputs else None, standard=standard,
+            **{key: value for key, value in given.items() if value is not None})
     except PrmgError as exc:
         if exc.case is None and exc.field in _SHAPE_OPTIONS:     # a shape or slice text gencase cannot read
             raise PrmgError(f"{_SHAPE_OPTIONS[exc.field]}: {exc.reason}") from None

@@ -99,18 +99,27 @@ def probe_in_child(toolkit) -> dict:
 MAX_DEVICE_ID = 2**31 - 1
 
 
-def parse_devices(text: str, toolkit) -> tuple[int, ...]:
-    """``"0,1,3"`` or ``"all"`` -> device ids. ``all`` asks the runtime for its device count, and so does a
-    list naming any device but 0 (the default, which costs nothing): an id the runtime does not have is
-    refused before any worker starts."""
+def device_ids(text: str, option: str = "--devices") -> tuple[int, ...] | None:
+    """The ids of ``"0,1,3"`` (None for ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``;
+    PrmgError otherwise. Checked before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
     if text.strip() == "all":
-        return tuple(range(_device_count(toolkit, "--devices all")))
+        return None
     ids = tuple(decimal(part.strip()) for part in text.split(","))
     if None in ids:
-        raise PrmgError(f"--devices must be a comma-separated list of device ids (digits 0-9) or 'all', got "
+        raise PrmgError(f"{option} must be a comma-separated list of device ids (digits 0-9) or 'all', got "
                         f"{text!r}")
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
-        raise PrmgError(f"--devices {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
+        raise PrmgError(f"{option} {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
+    return ids
+
+
+def parse_devices(text: str, toolkit) -> tuple[int, ...]:
+    """``"0,1,3"`` or ``"all"`` -> device ids (``device_ids``). ``all`` asks the runtime for its device count, and so
+    does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not have is
+    refused before any worker starts."""
+    ids = device_ids(text)
+    if ids is None:
+        return tuple(range(_device_count(toolkit, "--devices all")))
     if ids != (0,):
         count = _device_count(toolkit, "--devices")
         missing = [str(i) for i in ids if i >= count]
@@ -193,13 +202,14 @@ def checked_settings(request):
 def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
     """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
     ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
-    ``PRMG_EMU_FAULT`` is a usage error here, before any case runs."""
-    from .toolkit import check_emulator_faults, select_runner
+    ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
+    any case runs (``toolkit.check_emulator_env``)."""
+    from .toolkit import check_emulator_env, select_runner
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
-        check_emulator_faults(os.environ)
+        check_emulator_env(os.environ)
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
@@ -306,6 +316,8 @@ def run_suite(request) -> int:
         raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
                         "local runs")
     check_timeout(request.progress_interval, "--progress-interval")
+    if request.cluster is None:
+        device_ids(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
     targets = outputs.parse_targets(list(request.report), request.output)
     modes = checked.supported_modes

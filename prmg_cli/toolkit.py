@@ -399,14 +399,32 @@ def emulator_variables() -> dict[str, str]:
             for name, read, meaning in _readme_table("Environment") if name.startswith("`PRMG_EMU_")}
 
 
-def check_emulator_faults(env: Mapping[str, str]) -> None:
-    """Raise PrmgError naming each unknown fault of ``PRMG_EMU_FAULT`` (a comma list), before any case runs."""
+def emulator_max_devices() -> int:
+    """The most physical devices the emulator has: its ``runtime.c``'s ``MAX_DEVICES``."""
+    text = (emulator_sources() / "runtime.c").read_text(encoding="utf-8")
+    return int(re.search(r"#define MAX_DEVICES (\d+)", text)[1])
+
+
+def check_emulator_env(env: Mapping[str, str]) -> None:
+    """Raise PrmgError, before any case runs, for what the emulator would refuse at every call, ignore or misread:
+    an unknown fault of ``PRMG_EMU_FAULT`` (a comma list; each named); a ``PRMG_EMU_FAULT_SHAPE`` that is not
+    ``B,S,N,D`` in the digits 0-9; a ``PRMG_EMU_DEVICES`` that is not a count from 0 to ``emulator_max_devices``
+    (the emulator reads ``2x`` as 1 and clamps more); a ``PRMG_EMU_MODES`` that is not a comma list of 0..3."""
     named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]
     known = emulator_fault_names()
     unknown = [name for name in named if name not in known]
     if unknown:
         raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))} "
                         f"(known: {', '.join(known)})")
+    shape, devices, modes = (env.get(name, "") for name in ("PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES",
+                                                              "PRMG_EMU_MODES"))
+    if shape and not re.fullmatch(r"[0-9]+(,[0-9]+){3}", shape):
+        raise PrmgError(f"PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got {shape!r}")
+    most = emulator_max_devices()
+    if devices and not (re.fullmatch(r"[0-9]{1,6}", devices) and int(devices) <= most):
+        raise PrmgError(f"PRMG_EMU_DEVICES must be a device count from 0 to {most}, got {devices!r}")
+    if modes and not re.fullmatch(r"[0-3](,[0-3])*", modes):
+        raise PrmgError(f"PRMG_EMU_MODES must be a comma list of the modes 0..3 (e.g. 0,1), got {modes!r}")
 
 
 def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
@@ -51,6 +52,8 @@ from prmg_cli.outputs import html
 from prmg_cli.cases import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
 from prmg_cli.errors import PrmgError
 from prmg_cli.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.inputs import make_inputs
+from prmg_cli.sizes import element_count
 from prmg_cli.results import MAX_SECONDS, MS_PER_SECOND, RECORD_FIELDS, STATUSES, CaseResult, RunInfo
 
 CASE_FILES = sorted((ROOT / "cases").rglob("*.yaml"))
@@ -67,7 +70,8 @@ SNIPPETS = [": ", ":", "- ", "-", "[", "]", "{", "}", ",", "&a ", "*a", "*nowher
             "!local ", "|", ">", "#", "'", '"', "%YAML 1.1\n", "---\n", "...\n", "<<: ", "? ", "@", "`", "\\",
             '"\\x1b[2J"', '"\\0"', '"\\q"', "{index:{dtype}}", "{index:0400000000d}", "{dtype.__class__}", "{dtype!r}",
             "{shape[0]}", "{}", "1e999", "-1", "0x" + "f" * 300, "9" * 5000, "2024-02-30", "12:30:00", ".", "..",
-            "null", "~", "[[1]]", "{a: 1}", "[]", "{}", ".nan", "-.inf", "yes", "on"]
+            "null", "~", "[[1]]", "{a: 1}", "[]", "{}", ".nan", "-.inf", "yes", "on", "1e308",
+            "-1.7976931348623157e308", "[-1e308, 1e308]", "[0, 1e308]"]
 KEYS = list(CASE_KEYS) + ["sweep", "defaults", "cases", "dtpye", "", "null", "<<"]
 SCALARS = (st.none() | st.booleans() | st.integers(min_value=-2**80, max_value=2**80)
            | st.floats(allow_nan=True, allow_infinity=True)
@@ -212,6 +216,10 @@ def check_in_process(name: str, data: bytes) -> None:
             if accepted:
                 for case in cases[:5]:
                     assert len(fingerprint(case)) == 64
+                for case in [case for case in cases if element_count(case.shape) <= 4096][:3]:
+                    with warnings.catch_warnings():              # its inputs are drawn, no overflow on the way
+                        warnings.simplefilter("error")
+                        make_inputs(case)
                 back = path.with_name("back.yaml")
                 back.write_text(gencase.dump_yaml({"cases": [case_to_dict(case) for case in cases[:20]]}))
                 again = load_cases([back])
@@ -296,7 +304,8 @@ def test_every_shipped_file_passes_the_properties_unmutated(seed_file):
 HOSTILE_TEXTS = ["<script>alert(1)</script>", "<b>bold</b>", "<img src=x onerror=alert(1)>", "| a | b |", "# h",
                  "```", "[x](javascript:alert(1))", "![i](http://example.com/i.png)", "*a* _b_ `c`", "\\|", "&amp;",
                  "\x1b[2J", "\u202e", "\x00", "line\nbreak", "emulator", "aclnn", "float16", "bfloat16", "interleave",
-                 "max_err_ratio", "adjoint_ratio", "not_run", "1/2", "0/0", "2/1", "a/b", "+1/+2"]
+                 "max_err_ratio", "adjoint_ratio", "not_run", "1/2", "0/0", "2/1", "a/b", "+1/+2", "²/3", "١/٣",
+                 "1_0/2_0"]
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(HOSTILE_TEXTS)
 NAME = TEXT.filter(bool)
 INT = st.integers(min_value=store.INT_RANGE[0], max_value=store.INT_RANGE[1] - 1) \
@@ -485,6 +494,9 @@ EDGES = {
     "status": tuple(STATUSES) + ("sideways", None),
     "metrics": ({"max_err_ratio": -INF}, {"max_err_ratio": 2**64 - 1}, {"MERE": 1.0, "T": 0}, {"MERE": NAN, "T": -1},
                 {"rel_err_share": 1, "share_limit": 0, "cap": 1e-300, "max_rel_err": 1e308}, {"": [[[[1]]]]}),
+    "definition": ({"name": "s_{index}", "shape": [1, 1, 1, 8], "sweep": {"seed": list(range(440)),    # 193,600 cases
+                                                                          "partial_slice": [[0, 8]] * 440}},
+                   {"name": "x", "sweep": {"seed": [1, 2]}}, {"sweep": {}}, {}, {"name": "x", "shape": [1, 1, 1, 8]}),
     "texts": ([f"worst at (b, s, n, d)=({'9' * 30}, 0, 0, 0): expected 1, got 2, error 3"],
               ["worst at (b, s, n, d)=(999, 999, 999, 999): expected nan, got inf, error inf, budget 0"]),
 }
@@ -859,3 +871,48 @@ def test_every_path_option_refuses_every_hostile_path_in_one_line_and_touches_no
                     made.unlink()
     finally:
         os.chdir(cwd)
+
+
+# ----------------------------------------------------------------------------------------------
+# Flags: every numeric option of every command given any number text (issue 36: --device 4294967296 wrapped to 0)
+#
+# Each command line reads a tiny case file and selects nothing to run (-k) where it can, so a value it takes ends
+# the command at once (exit 5, or the command's own small output). Property: exit 0, 1, 2 or 5; on 2 one
+# `prmg: error:` line naming the option; never a traceback.
+
+NUMBER_TEXTS = ("-1", "0", "1", "2147483648", "4294967296", "18446744073709551617", "1e308", "-1e308", "nan", "inf",
+                "0x10", "1_0", "²", "١", " 1", "")
+
+
+def _numeric_options() -> list[tuple[str, str]]:
+    """(command, flag) of every int or float option of every command (``commands.COMMANDS``)."""
+    from prmg_cli.commands import COMMANDS, load
+
+    return [(name, option.flags[0]) for name in COMMANDS for option in load(name).OPTIONS
+            if option.kind in (int, float) and option.flags]
+
+
+NUMBER_COMMANDS = {     # a command line of each command that ends at once once its options are taken
+    "run": ["run", "{case}", *EMULATOR, "-k", "nothing"], "bench": ["bench", "{case}", *EMULATOR, "-k", "nothing"],
+    "compare": ["compare", "{results}", "{results}"], "coverage": ["coverage", "{case}"],
+    "gen-case": ["gen-case", "--shape", "1,1,1,8"],
+}
+
+
+@pytest.mark.parametrize("command, flag", _numeric_options(), ids=[" ".join(pair) for pair in _numeric_options()])
+def test_every_numeric_flag_takes_any_number_text_in_one_line(command, flag, tmp_path):
+    case = tmp_path / "c.yaml"
+    case.write_text("- {name: c, shape: [1, 1, 1, 8]}\n")
+    results = tmp_path / "r.jsonl"
+    results.write_bytes(store.encode(store.RunRecord("r1", "", ["c"], {}, {}))
+                        + store.encode(CaseResult("c", "passed")))
+    base = [argument.format(case=case, results=results) for argument in NUMBER_COMMANDS[command]]
+    for text in NUMBER_TEXTS:
+        result = prmg_here(*base, flag, text)
+        assert result.returncode in (0, 1, 2, 5) and "Traceback" not in result.stderr, (flag, text, result.stderr)
+        if result.returncode == 2:
+            lines = result.stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("prmg: error: ") or "Usage:" in result.stderr, \
+                (flag, text, result.stderr)
+        if flag == "--device" and text in ("-1", "2147483648", "4294967296", "18446744073709551617"):
+            assert result.returncode == 2, (command, text, result.stderr)         # not wrapped to device 0

@@ -39,14 +39,19 @@ def main(request) -> int:
     A class is a regime where a kernel's code changes behaviour (a dtype pair, a layout, a count past 8, 12 or
     16 bits, the core split, 32-byte alignment, a special value inside or outside the slice, each rule of
     the constraint model...), with a one-line reason. Each is covered by N cases (one named) or MISSING. Exit
-    0, or 1 when --fail-under is not met, 2 for unreadable cases.
+    0, or 1 when --fail-under is not met, 2 for unreadable cases, 5 when no case is selected.
     """
+    import sys
+
     from ..outputs.screen import width
     from ..writes import write_stdout
 
     text, code = coverage_command(list(request.paths), request.report, request.output, request.fail_under,
                                   request.op, None if request.wide else width())
-    write_stdout(text)
+    if code == ExitCode.NO_CASES:
+        sys.stderr.write("prmg: no cases selected (check --op)\n")
+    else:
+        write_stdout(text)
     return code
 
 
@@ -72,6 +77,8 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
     if output is not None:
         check_outputs([Output(output)], input_files(paths, loaded))
     cases = [case for case in loaded if not ops or case.op in ops]
+    if not cases:
+        return "", int(ExitCode.NO_CASES)
     coverages = evaluate(cases)
     text = render(coverages, report, columns)
     share = percent(coverages)
