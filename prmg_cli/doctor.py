@@ -69,7 +69,7 @@ def emulator_lines(env) -> list[str]:
 def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
     that is none of ``toolkit.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
-    from .toolkit import check_runner, emulator_toolkit, explain_search, find_toolkit, op_lib_file
+    from .toolkit import check_runner, emulator_toolkit, explain_search, find_toolkit, op_lib_file, toolkit_suggested
 
     check_runner(runner)
     if op_lib:
@@ -106,12 +106,16 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
             lines.append(f"emulator: cannot build: {exc}")
             usable["emulator"] = False
         lines += emulator_lines(os.environ)
-    if runner == "auto":
-        pick = "aclnn" if usable.get("aclnn") else "emulator" if usable.get("emulator") else None
-        why = ("a CANN toolkit was found and its operator resolves" if pick == "aclnn" else
-               "no usable CANN toolkit was found" if pick == "emulator" else "nothing usable")
-        lines.append(f"runner auto would pick: {pick or 'nothing'} ({why})")
-        ok = pick is not None
+    if runner == "auto":                       # toolkit.select_runner's rule
+        suggested = toolkit_suggested(os.environ)
+        pick = "aclnn" if toolkit is not None else None if suggested else "emulator"
+        why = ("a CANN toolkit was found" + ("" if usable.get("aclnn") else ", but it is NOT usable")
+               if pick == "aclnn" else
+               f"a toolkit is meant here ({', '.join(suggested)}) but none can serve the operator: auto never runs "
+               f"the emulator in its place" if suggested else "nothing names or installs a CANN toolkit here")
+        shown = toolkit.kind if pick == "aclnn" else pick or "nothing"      # the emulator's folder, if named
+        lines.append(f"runner auto would pick: {shown} ({why})")
+        ok = bool(pick and usable.get(pick))
     else:
         ok = bool(usable.get(runner))
         lines.append(f"runner {runner}: {'usable' if ok else 'NOT usable'}")

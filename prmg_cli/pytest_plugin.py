@@ -26,6 +26,7 @@ from .case import Case
 _EXECUTOR = pytest.StashKey()
 _ROOTS = pytest.StashKey()
 _INFO = pytest.StashKey()          # the run's results.RunInfo (``_run_info``)
+_SETTINGS = pytest.StashKey()      # the run's execute.RunSettings (``_settings``)
 _RESULT = "prmg_result"            # the user property carrying an item's result to the report
 
 
@@ -178,12 +179,29 @@ class PrmgSession:
                                         f"prmg run's; 1 under --prmg-strict)")
 
 
+def _settings(config):
+    """The session's ``execute.RunSettings`` (``suite.settings_for``: the runner picked once, its stderr line said
+    once); a runner that cannot be had (a toolkit named but unable to serve the operator) ends the session with
+    ``prmg run``'s usage error and exit code."""
+    if _SETTINGS not in config.stash:
+        from .errors import PrmgError
+        from .execute import default_max_memory
+        from .results import ExitCode
+        from .suite import settings_for
+
+        try:
+            config.stash[_SETTINGS] = settings_for(run_request(config), max_memory=default_max_memory())
+        except PrmgError as error:
+            pytest.exit(f"prmg: error: {error}", returncode=int(ExitCode.USAGE))
+    return config.stash[_SETTINGS]
+
+
 def _run_info(config):
     """The session's ``results.RunInfo`` (``suite.run_info``: runner, faults...), made once."""
     if _INFO not in config.stash:
-        from .suite import run_info, settings_for
+        from .suite import run_info
 
-        config.stash[_INFO] = run_info(settings_for(run_request(config)), ())
+        config.stash[_INFO] = run_info(_settings(config), ())
     return config.stash[_INFO]
 
 
@@ -191,11 +209,11 @@ def _get_executor(config):
     """This pytest process's one worker (started on first use), on the device its xdist id picks:
     worker ``gwK`` runs on device ``K mod len(--prmg-devices)``."""
     if _EXECUTOR not in config.stash:
-        from .execute import Executor, default_max_memory
-        from .suite import device_list, parse_devices, settings_for
+        from .execute import Executor
+        from .suite import device_list, parse_devices
 
         request = run_request(config)
-        settings = settings_for(request, max_memory=default_max_memory())
+        settings = _settings(config)
         devices = parse_devices(device_list(request), settings.toolkit)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
@@ -216,12 +234,8 @@ def pytest_report_header(config) -> list[str]:
     faults injected, says so at its top as ``prmg run``'s report does."""
     if not config.getoption("prmg"):
         return []
-    from .errors import PrmgError
     from .outputs.labels import fault_field, runner_label
 
-    try:
-        info = _run_info(config)
-    except PrmgError as error:
-        return [f"prmg runner: {error}"]
+    info = _run_info(config)
     faults = fault_field(info)
     return [f"prmg runner: {runner_label(info)}"] + ([f"prmg {faults[0]}: {faults[1]}"] if faults else [])

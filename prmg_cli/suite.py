@@ -99,7 +99,7 @@ def probe_in_child(toolkit) -> dict:
 MAX_DEVICE_ID = 2**31 - 1
 
 
-def device_ids(text: str, option: str = "--devices") -> tuple[int, ...] | None:
+def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | None:
     """The ids of ``"0,1,3"`` (None for ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``;
     PrmgError otherwise. Checked before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
     if text.strip() == "all":
@@ -114,10 +114,10 @@ def device_ids(text: str, option: str = "--devices") -> tuple[int, ...] | None:
 
 
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
-    """``"0,1,3"`` or ``"all"`` -> device ids (``device_ids``). ``all`` asks the runtime for its device count, and so
-    does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not have is
-    refused before any worker starts."""
-    ids = device_ids(text)
+    """``"0,1,3"`` or ``"all"`` -> device ids (``device_request``). ``all`` asks the runtime for its device count,
+    and so does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not
+    have is refused before any worker starts."""
+    ids = device_request(text)
     if ids is None:
         return tuple(range(_device_count(toolkit, "--devices all")))
     if ids != (0,):
@@ -203,13 +203,16 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
     ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
     ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
-    any case runs (``toolkit.check_emulator_env``)."""
-    from .toolkit import check_emulator_env, select_runner
+    any case runs (``toolkit.check_emulator_env``); ``--runner auto`` running the emulator says so on stderr in one
+    line (``toolkit.EMULATOR_FALLBACK``)."""
+    from .toolkit import EMULATOR_FALLBACK, check_emulator_env, select_runner, toolkit_suggested
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_env(os.environ)
+        if request.runner == "auto" and not toolkit_suggested(os.environ):
+            sys.stderr.write(EMULATOR_FALLBACK + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
@@ -317,7 +320,7 @@ def run_suite(request) -> int:
                         "local runs")
     check_timeout(request.progress_interval, "--progress-interval")
     if request.cluster is None:
-        device_ids(device_list(request), "--devices" if request.devices is not None else "--device")
+        device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
     targets = outputs.parse_targets(list(request.report), request.output)
     modes = checked.supported_modes
@@ -331,16 +334,23 @@ def run_suite(request) -> int:
         return ExitCode.OK
     check_run_outputs(request, targets, cases)
     max_memory = parse_size(request.max_memory) if request.max_memory else None
-    stored = store.read(request.resume, missing_ok=True) if request.resume else None      # before the toolkit
-    cluster = _connect(request, modes) if request.cluster is not None else None
-    if max_memory is None:                              # half the RAM where the cases run
-        max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
-    settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
-    settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
-                                              for case in cases))
-    devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
+    # every file is read or opened before anything touches the toolkit (a probe of a wedged device takes long)
+    stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
-    run = _Run(cases, store.Writer(results_path) if results_path else None, request, run_info(settings, devices))
+    writer = store.Writer(results_path) if results_path else None
+    try:
+        cluster = _connect(request, modes) if request.cluster is not None else None
+        if max_memory is None:                              # half the RAM where the cases run
+            max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
+        settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
+        settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
+                                                  for case in cases))
+        devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    run = _Run(cases, writer, request, run_info(settings, devices))
     handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:

@@ -4,14 +4,19 @@ A toolkit is three shared libraries: the runtime (``lib64/libascendcl.so`` or ``
 library (``lib64/libnnopbase.so``) and an operator library that exports
 ``aclnnInplacePartialRotaryMulGrad[GetWorkspaceSize]``. Discovery follows ``acl-abi.md``:
 
-  root      = $ASCEND_HOME_PATH, else $ASCEND_TOOLKIT_HOME, else /usr/local/Ascend/ascend-toolkit/latest,
-              else /usr/local/Ascend/cann -- the first one holding the runtime and nnopbase.
+  root      = $ASCEND_HOME_PATH, else $ASCEND_TOOLKIT_HOME (a root a variable names is the one used: when it
+              cannot serve, the search stops there), else the first of /usr/local/Ascend/ascend-toolkit/latest,
+              /usr/local/Ascend/cann (and the same under $HOME) holding the runtime, nnopbase and the operator.
   op library = --op-lib PATH, else the first that exports the operator among
               each $ASCEND_CUSTOM_OPP_PATH entry + /op_api/lib/libcust_opapi.so,
               each load_priority vendor of $ASCEND_OPP_PATH/vendors/config.ini (default opp = root/opp),
               root/lib64/libopapi_transformer.so, root/lib64/libopapi.so.
 
 Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used.
+
+``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit: no variable of
+``TOOLKIT_VARIABLES`` is set and no default root exists; then it says so on stderr in one line. A toolkit that is
+named or found but cannot serve the operator is a usage error naming what is missing and where it looked.
 
 The emulator is built from the C sources shipped as package data (``prmg_cli.emulator_src``, mapped to
 ``runners/emulator/``) with gcc + make, once per source version, into a cache folder (``emulator-<source hash>``).
@@ -41,6 +46,10 @@ RUNTIME_NAMES = ("libascendcl.so", "libacl_rt.so")
 STUB_COMPONENTS = ("stub", "devlib")
 EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
 EMULATOR_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi_transformer.so")
+# The variables that name a toolkit (a set_env.sh sets them, or a user points at a build): any of them set means a
+# toolkit is meant, and ``--runner auto`` never runs the emulator instead.
+TOOLKIT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH",
+                     "ASCEND_AICPU_PATH")
 
 
 @dataclass(frozen=True)
@@ -230,28 +239,54 @@ def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None,
             continue
         root = Path(value).expanduser()
         label = f"{origin}={value}" if origin != "default" else value
-        if not os.path.isdir(root):
-            log.append(f"{label}: rejected: no such folder")
-            continue
-        runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
-        if runtime is None or not os.path.isfile(nnopbase):
-            missing = [name for name, ok in (("lib64/libascendcl.so (or libacl_rt.so)", runtime),
-                                             ("lib64/libnnopbase.so", os.path.isfile(nnopbase))) if not ok]
-            log.append(f"{label}: rejected: {' and '.join(missing)} missing")
-            continue
-        if is_stub_path(runtime) or is_stub_path(nnopbase):
-            log.append(f"{label}: rejected: refused stub libraries")
-            continue
-        log.append(f"{label}: runtime {runtime}, {nnopbase}")
-        if override:
-            log.append(f"  operator library {override} (--op-lib): ok")
-        found = ("--op-lib", override) if override else _find_op_lib(root, env, log)
-        if found is None:
-            log.append(f"{label}: rejected: no library exports {OP_SYMBOL}")
-            continue
-        kind = "emulator" if os.path.isfile(root / EMULATOR_MARKER) else "aclnn"
-        return Toolkit(kind, root, runtime, nnopbase, found[1], found[0]), log
+        toolkit = _serving(root, label, env, override, log)
+        if toolkit is not None:
+            return toolkit, log
+        if origin != "default":                 # a named root is the one meant: never another in its place
+            log.append(f"search stopped: {origin} names the toolkit (unset it to search the default locations)")
+            break
     return None, log
+
+
+def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | None, log: list[str]) -> Toolkit | None:
+    """The toolkit at ``root`` when it holds the runtime, nnopbase and (``override`` or the search's) operator
+    library, else None; a line per finding goes to ``log``."""
+    if not os.path.isdir(root):                      # os.path: never raises (a symlink loop, a name too long)
+        log.append(f"{label}: rejected: {files.stat_problem(root) or 'not a folder'}")
+        return None
+    runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
+    if runtime is None or not os.path.isfile(nnopbase):
+        missing = [name for name, ok in (("lib64/libascendcl.so (or libacl_rt.so)", runtime),
+                                         ("lib64/libnnopbase.so", os.path.isfile(nnopbase))) if not ok]
+        log.append(f"{label}: rejected: {' and '.join(missing)} missing")
+        return None
+    if is_stub_path(runtime) or is_stub_path(nnopbase):
+        log.append(f"{label}: rejected: refused stub libraries")
+        return None
+    log.append(f"{label}: runtime {runtime}, {nnopbase}")
+    if override:
+        log.append(f"  operator library {override} (--op-lib): ok")
+    found = ("--op-lib", override) if override else _find_op_lib(root, env, log)
+    if found is None:
+        log.append(f"{label}: rejected: no library exports {OP_SYMBOL}")
+        return None
+    kind = "emulator" if os.path.isfile(root / EMULATOR_MARKER) else "aclnn"
+    return Toolkit(kind, root, runtime, nnopbase, found[1], found[0])
+
+
+def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
+    """What suggests that a CANN toolkit is meant here: each variable of ``TOOLKIT_VARIABLES`` that is set (but to a
+    folder of an emulator build, such as the ``opp`` a session of the emulator sets), each default root that exists
+    (as ``NAME=value`` or the folder); [] when nothing does (the emulator may stand in)."""
+    named = [f"{name}={env[name]}" for name in TOOLKIT_VARIABLES if env.get(name) and not _in_emulator(env[name])]
+    return named + [path for origin, path in _root_candidates(env)
+                    if origin == "default" and path and os.path.exists(path)]
+
+
+def _in_emulator(path: str) -> bool:
+    """Whether ``path`` is an emulator build's root or a folder right under it (its ``opp``)."""
+    folder = Path(path).expanduser()
+    return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
 
 
 def find_toolkit(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> Toolkit | None:
@@ -339,7 +374,7 @@ def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
         if result.returncode != 0:
             tail = "\n".join(result.stdout.strip().splitlines()[-20:])
             raise PrmgError(f"building the host emulator failed (make exit {result.returncode}):\n{tail}")
-        missing = [name for name in EMULATOR_LIBS if not (target / "lib64" / name).is_file()]
+        missing = [name for name in EMULATOR_LIBS if not os.path.isfile(target / "lib64" / name)]
         if missing:
             raise PrmgError(f"building the host emulator produced no {', '.join(missing)} in {target}/lib64")
         marker = target / f"{EMULATOR_MARKER}.tmp"
@@ -449,8 +484,11 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
                   modes: Iterable[int] | None = None) -> Toolkit:
     """The toolkit ``--runner`` asks for.
 
-    auto: the installed toolkit when the search finds one, else the emulator; aclnn: the installed
-    toolkit or a PrmgError naming where it looked; emulator: the emulator (``modes`` switched on).
+    auto: the installed toolkit when the search finds one; else, when something suggests a toolkit
+    (``toolkit_suggested``: a variable names one, a default root exists) or ``--op-lib`` is given, a PrmgError
+    naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on stderr:
+    ``suite.settings_for``). aclnn: the installed toolkit or a PrmgError naming where it looked; emulator: the
+    emulator (``modes`` switched on).
     """
     env = os.environ if env is None else env
     check_runner(runner)
@@ -463,8 +501,18 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
         if toolkit.kind == "emulator" and modes is not None:
             toolkit = replace(toolkit, env=_modes_env(modes))
         return toolkit
+    looked = "; ".join(line.strip() for line in log)
+    suggested = toolkit_suggested(env)
     if runner == "aclnn" or op_lib:
-        looked = "; ".join(line.strip() for line in log)
         raise PrmgError(f"no CANN toolkit found (looked in {looked}); source the toolkit's set_env.sh "
                         f"or set ASCEND_HOME_PATH")
+    if suggested:
+        raise PrmgError(f"--runner auto: a CANN toolkit is meant here ({', '.join(suggested)}) but none can run the "
+                        f"operator (looked in {looked}); fix the toolkit (source its set_env.sh), or ask for the host "
+                        f"emulator with --runner emulator")
     return emulator_toolkit(modes, env)
+
+
+# The one stderr line of ``--runner auto`` running the emulator (nothing suggests a toolkit here).
+EMULATOR_FALLBACK = ("prmg: --runner auto: no CANN toolkit is named (no ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, ...) "
+                     "or installed: running the host emulator, not a kernel on an NPU (--runner aclnn refuses to)")

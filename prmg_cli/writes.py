@@ -49,8 +49,8 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str]) -> None:
     - it is not a symlink: the file a symlink names is never replaced or appended to through it (unless it is a
       character device: ``/dev/stdout`` on a terminal);
     - it can be written as what it is (``_check_writable``): a file (not a path ending in ``/``, a folder, a pipe
-      or a socket; a pipe only when appended to) or a folder; one we may write, or a new one in a folder that
-      exists or can be made."""
+      or a socket; a pipe only when appended to) or a folder; one we may write (opened and closed again, changing
+      nothing: ``_try_opening``), or a new one in a folder that exists or can be made."""
     for folder in (output for output in outputs if output.how == FOLDER):
         others = [(other.path, f"the {other.what} {other.path}") for other in outputs if other is not folder]
         for path, role in [*inputs.items(), *others]:
@@ -97,6 +97,8 @@ def _check_writable(output: Output) -> None:
             raise refuse(f"{parent} is not a folder")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise refuse(f"cannot create files in {parent} (permission denied)")
+        if not folder and parent == os.path.dirname(os.path.abspath(path)):
+            _try_opening(path, output, create=True)
         return
     mode = info.st_mode
     if folder != stat.S_ISDIR(mode):
@@ -106,6 +108,28 @@ def _check_writable(output: Output) -> None:
         raise refuse(f"is {files.kind_of(mode)}: give a file (or leave the option out for standard output)")
     if not os.access(path, os.W_OK | (os.X_OK if folder else 0)):
         raise refuse("permission denied")
+    if output.how == REPLACE:
+        _try_opening(path, output, create=False)
+    elif folder:
+        _try_opening(os.path.join(path, f".prmg-{os.getpid()}.probe"), output, create=True)
+
+
+def _try_opening(path: str, output: Output, create: bool) -> None:
+    """Open ``path`` (``output``'s file, or a file in its folder) for writing as it will be written, and close it
+    again, changing nothing: an existing file without truncating it, a new one created and removed (``create``). What
+    permissions cannot tell (root in ``/proc``, a read-only mount) is then a PrmgError naming ``output`` now, not
+    after the run."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+        | ((os.O_CREAT | os.O_EXCL) if create else 0)
+    try:
+        os.close(os.open(path, flags, 0o666))
+    except OSError as error:
+        raise PrmgError(f"cannot write the {output.what}: {files.os_reason(error)}", file=output.path) from None
+    if create:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _mode(path: str) -> int:

@@ -155,6 +155,32 @@ def test_unwritable_outputs_are_refused_before_the_first_case(tmp_path):
         assert not results.exists() or results.read_text() == ""
 
 
+def test_output_and_option_errors_come_before_anything_touches_the_toolkit(tmp_path):
+    """Issue 32: with a wedged device (a stand-in toolkit whose aclInit never returns) a results file that cannot
+    be written or read, a report the check of permissions passes but no open can (root in /proc), or a device list
+    that is no list each end at once with exit 2: none waits for the toolkit's probe (its timeout is 120 s)."""
+    from test_acl import STAND_IN
+
+    lib64 = tmp_path / "wedged" / "lib64"
+    lib64.mkdir(parents=True)
+    for library, source in STAND_IN.items():
+        if library == "libascendcl.so":
+            source = source.replace("int aclInit(const char *config) { (void)config; return 0; }",
+                                    "#include <unistd.h>\nint aclInit(const char *config) { (void)config; "
+                                    "for (;;) pause(); }")
+        (tmp_path / f"{library}.c").write_text(source)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib64 / library), str(tmp_path / f"{library}.c")],
+                       check=True)
+    cases, garbage = write(tmp_path, CASES), write(tmp_path, "not a results file\n", "garbage.jsonl")
+    for args, said in ((["--results", "/proc/nope.jsonl"], "cannot write the results file"),
+                       (["--resume", garbage], "not a results file"),
+                       (["--report", "json:/proc/nope.json"], "cannot write the report"),
+                       (["--devices", "all,x"], "--devices must be")):
+        result = prmg("run", cases, "--runner", "aclnn", "--devices", "all", *args, timeout=30,
+                      env={"ASCEND_HOME_PATH": str(tmp_path / "wedged")})
+        assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
+
+
 def test_a_report_never_overwrites_a_case_file_the_results_file_or_another_report(tmp_path):
     path = write(tmp_path, CASES)
     before = path.read_bytes()

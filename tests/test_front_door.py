@@ -729,7 +729,7 @@ def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):
 
 def test_gen_case_never_writes_over_a_file_input_of_its_case(tmp_path):
     """-o naming the case's own .npy input, a symlink to it or a hard link of it: refused as import-ttk refuses
-    its CSV (writes.check_spares), the input left whole, with or without --append."""
+    its CSV (writes.check_outputs), the input left whole, with or without --append."""
     np.save(tmp_path / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
     before = (tmp_path / "dy.npy").read_bytes()
     (tmp_path / "symlink.npy").symlink_to(tmp_path / "dy.npy")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +76,19 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "set_env.sh" in result.stderr
+
+
+def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
+    """Issue 32: smoke.sh asks for --runner aclnn in every prmg command it runs (auto would run the emulator where
+    no toolkit is named), and every CI example runs smoke.sh, or prmg run with --runner aclnn, on the NPU host."""
+    script = (ROOT / "runners/npu/smoke.sh").read_text()
+    commands = re.findall(r"^\$prmg (\w+)((?:.*\\\n)*.*)$", script, re.MULTILINE)
+    assert {name for name, _ in commands} == {"doctor", "run"}
+    assert all("--runner aclnn" in arguments for _, arguments in commands), commands
+    for example in sorted((ROOT / "runners/npu").glob("*.yml")):
+        text = example.read_text()
+        assert "runners/npu/smoke.sh" in text, example
+        assert all("--runner aclnn" in line for line in re.findall(r".*prmg run .*", text)), example
 
 
 def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import ROOT, prmg
 from prmg_cli.commands import load as load_command
+from prmg_cli.toolkit import EMULATOR_FALLBACK
 
 SMALL = """
 defaults:
@@ -155,11 +156,20 @@ def test_hang_is_a_timeout_error_and_the_run_goes_on(small):
     assert "timed out after 2 s" in report["cases"][0]["message"]
 
 
-def test_runner_aclnn_without_toolkit_is_a_usage_error(small):
+def test_runner_aclnn_without_toolkit_is_a_usage_error(small, tmp_path):
     result = prmg("run", small, "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
     assert result.returncode == 2
     assert result.stderr.startswith("prmg: error: no CANN toolkit found")
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    # --runner auto (the default) with a toolkit named but wrong: exit 2 too, never a green run of the emulator
+    junit = tmp_path / "j.xml"
+    result = prmg("run", small, "--strict", "--report", f"junit:{junit}", env={"ASCEND_HOME_PATH": "/opt/Ascend-typo"})
+    assert result.returncode == 2 and not junit.exists()
+    assert result.stderr.startswith("prmg: error: --runner auto: a CANN toolkit is meant here "
+                                    "(ASCEND_HOME_PATH=/opt/Ascend-typo)") and len(result.stderr.splitlines()) == 1
+    # nothing suggests a toolkit: the emulator runs, and stderr says so in one line
+    result = prmg("run", small, "-k", "fp32_mid")
+    assert result.returncode == 0 and result.stderr.splitlines() == [EMULATOR_FALLBACK]
 
 
 def test_toolkit_at_ascend_home_path_drives_the_same_binding(small, emulator):

@@ -145,11 +145,13 @@ def test_root_fallbacks_and_acl_rt_runtime(tmp_path, libs, monkeypatch):
     (broken / "lib64").mkdir(parents=True)
     place(libs["without_op"], broken / "lib64" / "libascendcl.so")          # no libnnopbase.so
     toolkit_home = make_root(tmp_path / "home", libs, runtime="libacl_rt.so", libopapi="with_op")
-    env = {"ASCEND_HOME_PATH": str(broken), "ASCEND_TOOLKIT_HOME": str(toolkit_home)}
-    found = tk.find_toolkit(env)
+    found = tk.find_toolkit({"ASCEND_TOOLKIT_HOME": str(toolkit_home)})
     assert found.root == toolkit_home
     assert found.runtime_lib == toolkit_home / "lib64" / "libacl_rt.so"
+    env = {"ASCEND_HOME_PATH": str(broken), "ASCEND_TOOLKIT_HOME": str(toolkit_home)}
+    assert tk.find_toolkit(env) is None                   # the root a variable names is the one meant, or none
     assert any("lib64/libnnopbase.so missing" in line for line in tk.explain_search(env))
+    assert "search stopped: ASCEND_HOME_PATH names the toolkit" in tk.explain_search(env)[-2]
 
     latest = make_root(tmp_path / "latest", libs, libopapi="with_op")
     monkeypatch.setattr(tk, "DEFAULT_ROOTS", (str(latest), str(tmp_path / "cann")))
@@ -207,6 +209,28 @@ def test_select_runner(tmp_path, libs):
         tk.select_runner("emulator", str(libs["with_op"]), {})
 
 
+def test_auto_never_runs_the_emulator_where_a_toolkit_is_named_or_installed(tmp_path, libs, monkeypatch):
+    """Issue 32: a toolkit named but wrong, or installed without the operator, ran the emulator (a correct kernel)
+    under --runner auto. Now each is a usage error naming what suggests the toolkit and what is missing where."""
+    def refused(env: dict, *reasons: str) -> None:
+        with pytest.raises(PrmgError) as caught:
+            tk.select_runner("auto", None, env)
+        assert str(caught.value).startswith("--runner auto: a CANN toolkit is meant here ("), caught.value
+        assert all(reason in str(caught.value) for reason in reasons), caught.value
+
+    refused({"ASCEND_HOME_PATH": "/opt/Ascend-typo"}, "ASCEND_HOME_PATH=/opt/Ascend-typo: rejected: no such folder",
+            "--runner emulator")
+    without = make_root(tmp_path / "cann", libs, libopapi="without_op")
+    refused({"ASCEND_HOME_PATH": str(without)}, f"libopapi.so (libopapi.so): does not export {tk.OP_SYMBOL}")
+    refused({"ASCEND_CUSTOM_OPP_PATH": str(tmp_path / "vendor")}, "ASCEND_CUSTOM_OPP_PATH=")    # any toolkit variable
+    good = make_root(tmp_path / "good", libs, libopapi="with_op")
+    refused({"ASCEND_HOME_PATH": str(tmp_path / "typo"), "ASCEND_TOOLKIT_HOME": str(good)}, "search stopped")
+    monkeypatch.setattr(tk, "DEFAULT_ROOTS", (str(without),))                  # installed, not named
+    refused({}, f"({without})", "does not export")
+    monkeypatch.setattr(tk, "DEFAULT_ROOTS", (str(tmp_path / "none"), str(good)))
+    assert tk.select_runner("auto", None, {}).root == good                     # the first default root that serves
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The emulator, built on first use
 
@@ -235,6 +259,8 @@ def test_emulator_modes_and_auto_fallback(tmp_path):
     chosen = tk.select_runner("auto", None, env, modes=[0, 1, 2, 3])
     assert chosen.kind == "emulator" and chosen.env == (("PRMG_EMU_MODES", "0,1,2,3"),)
     assert tk.select_runner("emulator", None, env).root == chosen.root
+    # the opp folder an emulator session sets in ASCEND_OPP_PATH names no CANN toolkit
+    assert tk.toolkit_suggested({"ASCEND_OPP_PATH": str(chosen.root / "opp")}) == []
 
 
 def test_failed_build_shows_the_compiler_output(tmp_path, monkeypatch):

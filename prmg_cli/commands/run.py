@@ -74,7 +74,7 @@ def _emulator_help() -> str:
     """The emulator's variables and fault names, read from its sources (``prmg doctor`` says what each does)."""
     from ..toolkit import emulator_fault_names, emulator_variables
 
-    return (f"The emulator (no toolkit found, or --runner emulator) reads {', '.join(emulator_variables())}. "
+    return (f"The emulator (--runner emulator, or auto where nothing names or installs a toolkit) reads {', '.join(emulator_variables())}. "
             f"PRMG_EMU_FAULT=NAME[,NAME...] injects faults, to test prmg itself: {', '.join(emulator_fault_names())} "
             f"(prmg doctor says what each does).")
 

@@ -115,4 +115,4 @@ def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
     elif len(bare) > 1:
         raise PrmgError("only one report can go to standard output; give the others a file "
                         "(--report FORMAT:FILE)")
-    return targets          # two reports to one file: refused by writes.check_spares, with the run's files
+    return targets          # two reports to one file: refused by writes.check_outputs, with the run's files
