@@ -252,7 +252,8 @@ def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | No
     """The toolkit at ``root`` when it holds the runtime, nnopbase and (``override`` or the search's) operator
     library, else None; a line per finding goes to ``log``."""
     if not os.path.isdir(root):                      # os.path: never raises (a symlink loop, a name too long)
-        log.append(f"{label}: rejected: {files.stat_problem(root) or 'not a folder'}")
+        why = files.stat_problem(root) or "not a folder"
+        log.append(f"{label}: rejected: {'no such folder' if why == 'no such file' else why}")
         return None
     runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
     if runtime is None or not os.path.isfile(nnopbase):
