@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser run test lint emulator bench clean
+.PHONY: install browser run test lint emulator bench clean geir-syntax
 
 install: $(STAMP)
 
@@ -32,6 +32,14 @@ lint: install
 	$(BIN)/python -m compileall -q prmg_cli tests
 	$(MAKE) -C runners/emulator lint
 	$(BIN)/python -m prmg_cli.native --lint
+
+# The graph-mode shim (runners/geir/) against GE's public headers, syntax only: GE_INCLUDE names the folders to -I,
+# e.g. a CANN toolkit's compiler/include, or checkouts of github.com/hicann/ge and hicann/metadef (docs/runners.md).
+CXX ?= g++
+geir-syntax:
+	@test -n "$(GE_INCLUDE)" || { echo 'make geir-syntax: set GE_INCLUDE="DIR ..." (folders holding ge/ge_api.h and' \
+	  'graph/; docs/runners.md)'; exit 2; }
+	$(CXX) -std=c++17 -fsyntax-only -Wall -Wextra -Werror $(addprefix -I,$(GE_INCLUDE)) runners/geir/prmg_geir.cpp
 
 bench: install
 	$(BIN)/prmg bench --host

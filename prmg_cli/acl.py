@@ -61,6 +61,9 @@ class Outcome:
     timings: milliseconds of "upload", "kernel" (launch to synchronize, wall time), "download".
     faults: the emulator faults that acted on the call (``prmg_emu_applied_faults``), None when the toolkit
       cannot say (a real one).
+    path: the call path that produced it: "aclnn", or "geir" (graph mode: GE's statuses, and ``phase`` the
+      ``vocab.GRAPH_PHASES`` key of the step that returned ``status``; for aclnn the judge reads the phase from
+      ``failed_call``).
     """
 
     status: int
@@ -73,6 +76,8 @@ class Outcome:
     dy_changed: bool | None = None
     timings: dict = field(default_factory=dict)
     faults: tuple[str, ...] | None = None
+    path: str = "aclnn"
+    phase: str = ""
 
 
 class AclError(RuntimeError):
@@ -224,12 +229,18 @@ _APIS: dict[tuple[Path, Path, Path], _Api] = {}
 _INITIALISED: dict[Path, _Api] = {}     # runtime library -> api whose aclInit succeeded in this process
 
 
-def _api(toolkit: Toolkit) -> _Api:
-    """The loaded libraries of ``toolkit``, aclInit done (100002 "repeat initialise" counts as done);
-    ``ASCEND_OPP_PATH`` set to ``<root>/opp`` first when it is unset (nnopbase reads it at call time)."""
+def prepare_environment(toolkit: Toolkit) -> None:
+    """Apply the toolkit's ``env`` (the emulator's modes) and set ``ASCEND_OPP_PATH`` to ``<root>/opp`` when it is unset
+    (nnopbase and GE read it at call time), before any of the toolkit's libraries is loaded."""
     os.environ.update(dict(toolkit.env))
     if not os.environ.get("ASCEND_OPP_PATH"):
         os.environ["ASCEND_OPP_PATH"] = str(toolkit.root / "opp")
+
+
+def _api(toolkit: Toolkit) -> _Api:
+    """The loaded libraries of ``toolkit``, aclInit done (100002 "repeat initialise" counts as done), after
+    ``prepare_environment``."""
+    prepare_environment(toolkit)
     key = (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib)
     if key not in _APIS:
         _APIS[key] = _Api(toolkit)
@@ -454,6 +465,8 @@ def _int64_array(values) -> ctypes.Array:
 
 class AclSession:
     """One device, stream and workspace of one toolkit, for one worker process. Use as a context manager."""
+
+    path = "aclnn"                  # the call path its results name (``runners``)
 
     def __init__(self, toolkit: Toolkit, device: int = 0):
         self.toolkit = toolkit

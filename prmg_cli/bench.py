@@ -138,6 +138,9 @@ def bench_command(request) -> tuple[str, int]:
     baseline_rows = read_bench(baseline) if baseline else None          # refused before any case is timed
     settings = settings_for(run_request(paths=(), runner=request.runner, op_lib=request.op_lib,
                                         supported_modes=request.supported_modes))
+    if settings.toolkit.calls != "aclnn":
+        raise PrmgError(f"--runner {request.runner}: prmg bench times the aclnn launch between ACL events; graph "
+                        f"mode gives no kernel time of its own (use auto, aclnn or emulator)")
     device_soc, rows = bench_cases(cases, settings, device, warmup, repeat, peak_gbps, soc, timeout)
     verdict, code = [], 0
     if baseline:

@@ -9,7 +9,7 @@ Ray actor that holds one ``NPU`` resource (Ray sets ``ASCEND_RT_VISIBLE_DEVICES`
 actor opens its device 0) instead of a forked process.
 
 - **Starting.** ``connect`` makes one actor per ``NPU`` of the cluster's live nodes; each finds its node's
-  toolkit (``toolkit.select_runner`` with the run's ``--runner``, ``--op-lib`` and ``--supported-modes``,
+  toolkit (``runners.select`` with the run's ``--runner``, ``--op-lib`` and ``--supported-modes``,
   building its own emulator there when the run uses the emulator), and the first to answer gives the
   run's header its toolkit. The executor then sends each actor the run's settings (pickled) to open its
   session. An actor whose node gives another kind of toolkit than the first (``--runner auto`` finding
@@ -139,7 +139,7 @@ def _why(exc: Exception) -> str:
 class NpuWorker:
     """A Ray actor holding one NPU: the same worker as a local device worker (``execute.CaseWorker``).
 
-    Made, it finds its node's toolkit (``select_runner`` with the run's choice); ``start(settings)`` opens
+    Made, it finds its node's toolkit (``runners.select`` with the run's choice); ``start(settings)`` opens
     its session. It never raises (``ready`` and ``start`` say what went wrong), and once its session is
     unfit it refuses cases (``run`` returns None) until the driver replaces it.
     """
@@ -147,7 +147,7 @@ class NpuWorker:
     def __init__(self, choice: RunnerChoice, settings: execute.RunSettings | None = None):
         import ray
 
-        from .toolkit import select_runner
+        from .runners import select
 
         self.worker: execute.CaseWorker | None = None
         self.toolkit = None
@@ -159,8 +159,7 @@ class NpuWorker:
         try:
             _drop_unforwarded(choice.forwarded)
             self.device, self.info["npu"] = _assigned_device(ray)
-            self.toolkit = self.info["toolkit"] = select_runner(choice.runner, choice.op_lib, os.environ,
-                                                                choice.modes)
+            self.toolkit = self.info["toolkit"] = select(choice.runner, choice.op_lib, os.environ, choice.modes)
         except Exception as exc:
             self.info["error"] = _why(exc)
         if settings is not None:
@@ -352,7 +351,7 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
     ``ray://HOST:10001``), or start one here for ``local`` with this host's device count as its ``NPU``
     resources; make one worker actor per NPU and take the run's toolkit from the first to answer.
     PrmgError when Ray is missing, the cluster cannot be reached or has no NPU, or no toolkit is found."""
-    from .toolkit import select_runner
+    from .runners import select
 
     environ = os.environ if environ is None else environ
     _check_reachable(address, environ)
@@ -364,7 +363,7 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
     if address.strip() == "local":
         from .acl import probe
 
-        report = execute.call_in_child(probe, select_runner(runner, op_lib, environ, modes), timeout=120)
+        report = execute.call_in_child(probe, select(runner, op_lib, environ, modes), timeout=120)
         count = report.get("device_count") or 0
         if count < 1:
             raise PrmgError(f"--cluster local: {'; '.join(report.get('errors', [])) or 'this host has no device'}")

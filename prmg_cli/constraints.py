@@ -4,16 +4,23 @@ The rules of each operator are listed in its module (``ops/grad.py``) in the ord
 them, so the first broken rule gives the case's status. A target is described by the rotary modes it
 implements; a pass case whose (valid) mode the target lacks is skipped, and that is the only skip: a
 case that expects an error always runs.
+
+In graph mode (``runners/geir``) the same rules decide, in the same order; where GE refuses a case (the phase and
+GE's status) is each operator's ``OperatorSpec.graph`` (``graph_expectation``). A case whose status a rule without
+a graph-mode form decides (a strided dy) is skipped there.
 """
 
 from __future__ import annotations
 
-from .case import Case
+from dataclasses import replace
+
+from .case import Case, Expect
 from .ops import OPERATORS, Violation
+from .status import graph_status
 from .vocab import DEFAULT_SUPPORTED_MODES, PHASES
 
 __all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status", "expected_phase",
-           "skip_reason", "expectation_warning"]
+           "skip_reason", "expectation_warning", "graph_case"]
 
 
 def violation_details(case: Case, supported_modes: set[int] | frozenset[int]) -> list[Violation]:
@@ -68,3 +75,26 @@ def expectation_warning(case: Case, supported_modes: set[int] | frozenset[int]) 
         return (f"expects its error from {PHASES[case.expect.phase]}, but the constraint model predicts "
                 f"{PHASES[phase]} returns it (write phase: {phase})")
     return None
+
+
+def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case | str:
+    """``case`` as graph mode must answer it, or why it has none (a text).
+
+    A pass case stays one. A case expecting an error expects, in GE's terms, the refusal of the first rule it
+    breaks (``OperatorSpec.graph``: the phase and GE's status; ``error: any`` any refusal of a refusing phase),
+    or any refusal when the model predicts success (the known defects). A known defect's status becomes GE's
+    (``status.graph_status``). The case has no graph form when its first broken rule has none (a strided dy,
+    which GE's dense tensors cannot express)."""
+    defect = case.known_defect
+    if defect is not None and defect.status:
+        defect = replace(defect, status=graph_status(defect.status))
+    if case.expect.success:
+        return replace(case, known_defect=defect)
+    found = violation_details(case, supported_modes)
+    refusal = OPERATORS[case.op].graph.refusal(found[0].rule) if found else None
+    if found and refusal is None:
+        return (f"graph mode has no form of this case: its status comes from '{found[0].rule}' "
+                f"({OPERATORS[case.op].rule_reasons[found[0].rule]}), and GE's tensors are dense")
+    expect = Expect("any", "any") if refusal is None or case.expect.error == "any" else \
+        Expect(refusal.code, refusal.phase)
+    return replace(case, expect=expect, known_defect=defect)

@@ -1,4 +1,5 @@
-"""``prmg doctor``: what was found and where, and which runner ``auto`` would pick and why."""
+"""``prmg doctor``: what was found and where, which runner ``auto`` would pick and why, and whether graph mode
+(``--runner geir``, ``aclnn+geir``) is available and why not."""
 
 from __future__ import annotations
 
@@ -66,10 +67,45 @@ def emulator_lines(env) -> list[str]:
     return lines
 
 
+def graph_mode_lines(toolkit, runner: str, op_lib: str | None) -> tuple[list[str], bool]:
+    """Whether graph mode is available: on the toolkit found (what its shim build takes, ``runners.shim.plan``) or,
+    without one, the emulator's twin; for ``--runner geir`` and ``aclnn+geir`` its library is made (the shim built
+    on first use) and a session opened on device 0 in a child. Returns the lines and whether that session opened
+    (True for another runner)."""
+    from .execute import call_in_child
+    from .geir import probe
+    from .runners import select
+    from .runners.shim import plan
+
+    from .toolkit import toolkit_suggested
+
+    lines = ["graph mode (--runner geir, aclnn+geir):"]
+    if toolkit is None and toolkit_suggested(os.environ):
+        lines.append("  a toolkit is named here but none was found: graph mode, as auto, does not run the emulator")
+    elif toolkit is None or toolkit.kind == "emulator":
+        lines.append("  on the emulator: its twin of the GE shim (runners/emulator/geir.c)")
+    else:
+        try:
+            lines.append(f"  available on the toolkit at {toolkit.root}: {plan(toolkit.root, os.environ).describe()}")
+        except PrmgError as exc:
+            return lines + [f"  NOT available: {exc}"], runner not in ("geir", "aclnn+geir")
+    if runner not in ("geir", "aclnn+geir"):
+        return lines, True
+    try:
+        chosen = select(runner, op_lib, os.environ)
+        info = call_in_child(probe, chosen, timeout=300)
+    except PrmgError as exc:
+        return lines + [f"  runner {runner}: {exc}"], False
+    lines.append(f"  runner {runner}: {info['library']} ({info['build']})")
+    lines += [f"  error: {error}" for error in info["errors"]]
+    return lines, not info["errors"]
+
+
 def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
-    that is none of ``toolkit.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
-    from .toolkit import check_runner, emulator_toolkit, explain_search, find_toolkit, op_lib_file, toolkit_suggested
+    that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
+    from .runners import check_runner
+    from .toolkit import emulator_toolkit, explain_search, find_toolkit, op_lib_file, toolkit_suggested
 
     check_runner(runner)
     if op_lib:
@@ -106,6 +142,10 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
             lines.append(f"emulator: cannot build: {exc}")
             usable["emulator"] = False
         lines += emulator_lines(os.environ)
+    graph, graph_usable = graph_mode_lines(toolkit, runner, op_lib)
+    lines += graph
+    if runner in ("geir", "aclnn+geir"):
+        usable[runner] = graph_usable and (usable["aclnn"] if toolkit is not None else True)
     if runner == "auto":                       # toolkit.select_runner's rule
         suggested = toolkit_suggested(os.environ)
         pick = "aclnn" if toolkit is not None else None if suggested else "emulator"

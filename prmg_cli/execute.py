@@ -75,14 +75,15 @@ def expect_label(case: Case) -> str:
 
 def case_result(case: Case, status: str, **fields) -> CaseResult:
     """A CaseResult for ``case`` carrying everything that reproduces it: op, dtypes, shapes, slice, mode,
-    seed and generator, expectation, and the case-file mapping with its generator (``definition``,
-    ``cases.case_record``)."""
+    seed and generator, expectation (``fields`` may say it as a call path must answer it), and the case-file mapping
+    with its generator (``definition``, ``cases.case_record``)."""
+    fields.setdefault("expect", expect_label(case))
     return CaseResult(
         name=case.name, status=status, source=case.source, op=case.op, dtype=case.dtype,
         cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
         sin_shape=list(case.sin_shape), rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
         partial_slice=list(case.partial_slice), seed=case.seed, generator=case.generator,
-        expect=expect_label(case), known_defect=case.known_defect.describe() if case.known_defect else "",
+        known_defect=case.known_defect.describe() if case.known_defect else "",
         checks=list(case.checks), golden=case.golden, tags=list(case.tags),
         definition=case_record(case), **fields)
 
@@ -198,25 +199,67 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     per stage are in the result; so are the emulator faults that acted on any of its launches (None when
     the toolkit cannot say or a launch did not come back). A runner failure (``acl.AclError``,
     ``RUNNER_FAILURES``) makes the case an ``error``; any other exception is a bug in prmg and propagates.
+    A runner of several call paths (``session.paths``: ``runners.pair``) runs the case through each on the same
+    inputs, each judged as ``run_path`` judges a path alone (its failures' artifacts in a folder of its own), and
+    ``differential.combine`` makes the one result.
     """
-    from .acl import AclError
     from .inputs import make_inputs
 
-    standard, tolerance = judging(case, settings)
     started = time.perf_counter()
-    timings: dict[str, float] = {}
+    try:
+        inputs = make_inputs(case)
+    except RUNNER_FAILURES as exc:
+        user = isinstance(exc, PrmgError)
+        result = case_result(case, "error", message=str(exc) if user else f"{type(exc).__name__}: {exc}",
+                             standard=judging(case, settings)[0], faults=[] if user else None,
+                             duration_s=time.perf_counter() - started, path=getattr(session, "path", ""))
+        return known_defect_status(case, result), user and not session.device_faulted
+    timings = {"inputs": (time.perf_counter() - started) * 1e3}
+    paths = getattr(session, "paths", None)
+    if not paths:
+        result, fit, _ = run_path(session, case, settings, inputs, started, timings)
+        return result, fit
+    from .differential import combine
+
+    runs = [(name, *run_path(path, case, _within(settings, name), inputs, started, dict(timings)))
+            for name, path in paths]
+    return (combine(case, inputs, [(name, result, outcome) for name, result, _, outcome in runs]),
+            all(fit for _, _, fit, _ in runs))
+
+
+def _within(settings: RunSettings, path: str) -> RunSettings:
+    """``settings`` of one of several call paths: its failures' artifacts under ``--save-failures``/<path>."""
+    if not settings.save_failures:
+        return settings
+    return replace(settings, save_failures=os.path.join(settings.save_failures, path))
+
+
+def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
+             timings: dict) -> tuple[CaseResult, bool, object]:
+    """One call path's launch of ``case`` on ``inputs`` (made at ``started``, ``timings`` so far), judged:
+    (the result, whether the session is still fit, the ``acl.Outcome`` or None when there is none).
+
+    The case is judged as the path must answer it (``session.judged_case``: graph mode's expectation, say); when
+    that is a text, the path has no form of the case, which is skipped here with that reason. The result records
+    the case as written and the path (``session.path``)."""
+    from .acl import AclError
+
+    standard, tolerance = judging(case, settings)
+    path = getattr(session, "path", "")
+    judged = session.judged_case(case, settings.supported_modes) if hasattr(session, "judged_case") else case
+    if isinstance(judged, str):
+        return case_result(case, "skipped", message=judged, standard=standard, path=path,
+                           duration_s=time.perf_counter() - started), True, None
     acted: list = []                              # each launch's Outcome.faults
 
     try:
-        inputs = make_inputs(case)
-        timings["inputs"] = (time.perf_counter() - started) * 1e3
-        outcome = session.launch(case, inputs)
+        outcome = session.launch(judged, inputs)
         acted.append(outcome.faults)
         timings.update(outcome.timings)
-        judged = time.perf_counter()
+        began = time.perf_counter()
         golden = case.golden and settings.golden
-        verdict = judge(case, inputs, outcome, standard, tolerance, golden=golden, timings=timings)
-        timings["judge"] = (time.perf_counter() - judged) * 1e3 - timings["golden"]    # golden split out
+        verdict = judge(judged, inputs, outcome, standard, tolerance, golden=golden, timings=timings)
+        timings["judge"] = (time.perf_counter() - began) * 1e3 - timings["golden"]    # golden split out
         names = tuple(dict.fromkeys(case.checks + settings.checks))
         samples = [outcome.kernel_ms] if outcome.kernel_ms is not None else []
 
@@ -224,27 +267,28 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
             """A launch for a check; the kernel times of the case's own repeats are kept."""
             repeated = session.launch(launched_case, launched_inputs)
             acted.append(repeated.faults)
-            if launched_case is case and repeated.kernel_ms is not None:
+            if launched_case is judged and repeated.kernel_ms is not None:
                 samples.append(repeated.kernel_ms)
             return repeated
 
         if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
             checked = time.perf_counter()
-            context = CheckContext(case, inputs, outcome, launch, settings.check_options)
-            verdict = fold_checks(verdict, run_checks(names, context), case, golden)
+            context = CheckContext(judged, inputs, outcome, launch, settings.check_options)
+            verdict = fold_checks(verdict, run_checks(names, context), judged, golden)
             timings["checks"] = (time.perf_counter() - checked) * 1e3
     except (AclError, *RUNNER_FAILURES) as exc:
         user = isinstance(exc, PrmgError)
         result = case_result(case, "error", message=str(exc) if user else f"{type(exc).__name__}: {exc}",
                              standard=standard, faults=faults_acted(acted) if user else None,
-                             duration_s=time.perf_counter() - started, timings=timings)
-        return known_defect_status(case, result), user and not session.device_faulted
+                             duration_s=time.perf_counter() - started, timings=timings, path=path,
+                             expect=expect_label(judged))
+        return known_defect_status(judged, result), user and not session.device_faulted, None
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
                          key_metric=key_metric(verdict.metrics), details=list(verdict.details),
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
                          runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),
-                         duration_s=time.perf_counter() - started,
+                         duration_s=time.perf_counter() - started, path=path, expect=expect_label(judged),
                          timings={key: round(value, 3) for key, value in {**dict.fromkeys(STAGES, 0.0),
                                                                           **timings}.items()})
     result = strict_status(result, settings)
@@ -255,7 +299,7 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
                                     if golden and outcome.status == 0 else {})      # a contract breach
         result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
-    return known_defect_status(case, result, kinds, outcome.status), not session.device_faulted
+    return known_defect_status(judged, result, kinds, outcome.status), not session.device_faulted, outcome
 
 
 def faults_acted(launches: list) -> list[str] | None:
@@ -290,7 +334,8 @@ def die_with_parent() -> None:
 
 class CaseWorker:
     """The worker loop's state and step, wherever the worker lives (a forked process here, a Ray actor in
-    ``cluster.py``): one ``AclSession`` on one device, and each case through ``run_case``.
+    ``cluster.py``): one session of the run's runner on one device (``runners.open_session``: an ``AclSession``,
+    a ``GeirSession``, or both), and each case through ``run_case``.
 
     ``fit`` turns False after a case that left the session unfit (a runner failure, a device fault); the
     owner then replaces the worker instead of sending it more cases.
@@ -298,7 +343,7 @@ class CaseWorker:
 
     def __init__(self, settings: RunSettings, device: int):
         from . import native
-        from .acl import AclSession
+        from .runners import open_session
 
         faulthandler.disable()                         # a crash is reported as the case's result
         native.available()          # build (first use: seconds of gcc) now, not inside the first case's --timeout
@@ -306,7 +351,7 @@ class CaseWorker:
             dtypes.bfloat16()       # 1-2 s of import, likewise (a no-op when inherited from the parent)
         self.settings = settings
         self.device = device
-        self.session = AclSession(settings.toolkit, device)
+        self.session = open_session(settings.toolkit, device)
         self.fit = True
 
     def describe(self) -> dict:
@@ -411,8 +456,9 @@ class Schedule:
         bisect.insort(self._waiting, index)
 
     def finish(self, index: int, result: CaseResult) -> None:
-        """Record case ``index``'s result, tell ``on_result``, and stop the run under fail-fast when it is
-        not ok."""
+        """Record case ``index``'s result (naming the run's call path when it does not: a case no path ran), tell
+        ``on_result``, and stop the run under fail-fast when it is not ok."""
+        result.path = result.path or getattr(self.settings.toolkit, "calls", "")
         self.results[index] = result
         if self._on_result:
             self._on_result(index, result)

@@ -44,7 +44,7 @@ from .ops import OPERATORS
 from .onepass import ONE_PASS
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
 from .status import describe, is_refusal
-from .vocab import PHASES, WORKSPACE_POISON
+from .vocab import GRAPH_PHASES, GRAPH_REFUSING, PHASES, WORKSPACE_POISON
 
 
 @dataclass
@@ -188,7 +188,9 @@ def status_mismatch(case: Case, outcome) -> str:
     either for ``any``), and a status of the refusal families (``status.is_refusal``). A device fault reported
     at ``aclrtSynchronizeStream`` means the kernel ran; a runtime or device status (507015, 507899, 100000...)
     from the operator's own calls means the runtime or the device failed: neither is ever a refusal.
-    ``error: any`` takes any refusal, else exactly the expected status.
+    ``error: any`` takes any refusal, else exactly the expected status. In graph mode (``outcome.path`` "geir",
+    the case as ``constraints.graph_case`` makes it) a refusal is any status of a refusing phase
+    (``vocab.GRAPH_REFUSING``: GE declined the graph), never one from GE's initialisation or the run.
     """
     expect, status = case.expect, outcome.status
     if expect.success:
@@ -196,17 +198,23 @@ def status_mismatch(case: Case, outcome) -> str:
     wanted = "an error" if expect.error == "any" else describe(expect.error)
     if status == 0:
         return f"expected {wanted}, got {_got(outcome)}"
-    phase = phase_of(case, outcome.failed_call)
-    if phase is None:
-        return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call or 'the runtime'}: a device "
-                f"fault after the kernel ran, not a refusal by the operator")
-    if not is_refusal(status):
-        return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call}: a runtime or device status, "
-                f"not a refusal by the operator")
+    if outcome.path == "geir":
+        phase, phases = outcome.phase, GRAPH_PHASES
+        if phase not in GRAPH_REFUSING:
+            return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call} "
+                    f"({phases.get(phase, 'no phase')}): GE or the device failed, not a refusal of the graph")
+    else:
+        phase, phases = phase_of(case, outcome.failed_call), PHASES
+        if phase is None:
+            return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call or 'the runtime'}: a device "
+                    f"fault after the kernel ran, not a refusal by the operator")
+        if not is_refusal(status):
+            return (f"expected {wanted}, got {_got(outcome)} from {outcome.failed_call}: a runtime or device "
+                    f"status, not a refusal by the operator")
     if expect.error != "any" and status != expect.error:
         return f"expected {wanted}, got {_got(outcome)}"
     if expect.phase not in ("any", phase):
-        return (f"expected {wanted} from {PHASES[expect.phase]}, got it from {PHASES[phase]} "
+        return (f"expected {wanted} from {phases[expect.phase]}, got it from {phases[phase]} "
                 f"({outcome.failed_call})")
     return ""
 

@@ -105,7 +105,10 @@ class CaseResult:
     a hash of that definition and its input files;
     ``judged_under`` a hash of the run's settings that the verdict depends on (``store.settings_key``);
     ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
-    known: a toolkit without the emulator's hook, or a worker that crashed or timed out).
+    known: a toolkit without the emulator's hook, or a worker that crashed or timed out);
+    ``path`` the call path that produced it (``aclnn``, ``geir`` for graph mode, ``aclnn+geir`` for both held against
+    each other, "" in records older than graph mode: aclnn), and ``paths`` each path's verdict in a line when it
+    ran through several.
     """
 
     name: str
@@ -146,6 +149,8 @@ class CaseResult:
     artifacts: str = ""             # --save-failures: the folder holding this failed case's arrays
     run_id: str = ""                # the run that made the record (the results file's run record)
     faults: list | None = field(default_factory=list)   # emulator faults that acted on its launches
+    path: str = ""                  # the call path(s): "aclnn", "geir", "aclnn+geir" ("": an older record, aclnn)
+    paths: dict = field(default_factory=dict)           # path -> its verdict in a line (several paths)
 
     def to_dict(self) -> dict:
         """The result as a new mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``.
@@ -185,7 +190,7 @@ RECORD_FIELDS = {
     "rotary_mode": "text", "partial_slice": "slice", "seed": "seed?", "expect": "text", "known_defect": "text",
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
     "error_map": "error_map", "definition": "definition", "fingerprint": "text", "judged_under": "text",
-    "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text",
+    "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text", "path": "text", "paths": "mapping",
 }
 
 
@@ -214,6 +219,8 @@ class RunInfo:
     fault_shape: str = ""       # PRMG_EMU_FAULT_SHAPE: the only dy shape the faults act on ("" for any)
     checks: tuple = ()          # --check: golden-free checks run on every pass case
     golden: bool = True         # False under --no-golden: cases judged by their checks alone
+    path: str = ""              # the call path(s) of --runner: aclnn, geir, aclnn+geir ("": an older run, aclnn)
+    graph_library: str = ""     # graph mode's library and how it was made (toolkit.Toolkit.geir_build)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

@@ -1,5 +1,6 @@
 """ACL / aclnn status codes and their names (from acl-abi.md; the kernel-fault codes 5070xx and 507899 from
-CANN's ``acl/error_codes/rt_error_codes.h``).
+CANN's ``acl/error_codes/rt_error_codes.h``), and GE's (graph mode: ``ge/ge_error_codes.h``,
+``graph/error_codes.h`` and ``ge/ge_api_error_codes.h`` of GE's public headers).
 
 Which statuses are an operator's refusal (``is_refusal``): aclnn's own families, 161xxx (parameter), 361xxx
 (runtime) and 561xxx (inner: tiling, kernel lookup...). The ACL runtime's and the device's statuses (100xxx,
@@ -41,6 +42,17 @@ STATUS_NAMES: dict[int, str] = {
     561103: "ACLNN_ERR_INNER_NULLPTR",
     561107: "ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND",
     561112: "ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND",
+    # GE (graph mode); 145xxx parameters, 245xxx memory, 545xxx internal, graphStatus 50331xxx
+    145000: "ACL_ERROR_GE_PARAM_INVALID",
+    145001: "ACL_ERROR_GE_EXEC_NOT_INIT",
+    145020: "ACL_ERROR_GE_FORMAT_INVALID",
+    145021: "ACL_ERROR_GE_SHAPE_INVALID",
+    145022: "ACL_ERROR_GE_DATATYPE_INVALID",
+    245000: "ACL_ERROR_GE_MEMORY_ALLOCATION",
+    545000: "ACL_ERROR_GE_INTERNAL_ERROR",
+    50331649: "GRAPH_PARAM_INVALID",
+    50331646: "GRAPH_INVALID_IR_DEF",
+    0xFFFFFFFF: "ge::FAILED",
 }
 STATUS_CODES: dict[str, int] = {name: code for code, name in STATUS_NAMES.items()}
 
@@ -48,6 +60,32 @@ PARAM_NULLPTR = 161001
 PARAM_INVALID = 161002
 TILING_ERROR = 561002
 INNER = 561000
+GE_PARAM_INVALID = 145000
+GE_FORMAT_INVALID = 145020
+GE_DATATYPE_INVALID = 145022
+GE_FAILED = 0xFFFFFFFF
+GRAPH_INVALID_IR_DEF = 50331646
+
+
+# What a refusal is about, on either call path: two refusals of one case agree when their kinds do (``aclnn+geir``).
+REFUSAL_KINDS = {PARAM_NULLPTR: "a null input", GE_PARAM_INVALID: "a null input",
+                 PARAM_INVALID: "the operator's definition", GE_DATATYPE_INVALID: "the operator's definition",
+                 GE_FORMAT_INVALID: "the operator's definition", TILING_ERROR: "the tiling", GE_FAILED: "the tiling",
+                 INNER: "the launch"}
+
+
+def refusal_kind(code: int) -> str:
+    """What the refusal ``code`` is about (``REFUSAL_KINDS``), else the status itself."""
+    return REFUSAL_KINDS.get(code, describe(code))
+
+
+def graph_status(code: int) -> int:
+    """GE's status of the aclnn refusal ``code``: the first GE code of its kind (``REFUSAL_KINDS``), else
+    ``GE_FAILED`` (0 stays 0)."""
+    if code == 0:
+        return 0
+    kind = REFUSAL_KINDS.get(code)
+    return next((other for other, its in REFUSAL_KINDS.items() if its == kind and not is_refusal(other)), GE_FAILED)
 
 
 # The thousands (``code // 1000``) of the aclnn status families an operator's refusal belongs to.

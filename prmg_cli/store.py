@@ -74,7 +74,7 @@ RUN_INFO_FIELDS = {
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
-    "golden": "bool",
+    "golden": "bool", "path": "text", "graph_library": "text",
 }
 
 

@@ -203,15 +203,16 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
     ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
     ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
-    any case runs (``toolkit.check_emulator_env``); ``--runner auto`` running the emulator says so on stderr in one
-    line (``toolkit.EMULATOR_FALLBACK``)."""
-    from .toolkit import EMULATOR_FALLBACK, check_emulator_env, select_runner, toolkit_suggested
+    any case runs (``toolkit.check_emulator_env``); a runner that picks the emulator without being asked to
+    (``--runner auto``, ``geir``...) says so on stderr in one line (``toolkit.EMULATOR_FALLBACK``)."""
+    from .runners import select
+    from .toolkit import EMULATOR_FALLBACK, check_emulator_env, toolkit_suggested
 
     settings = settings or checked_settings(request)
-    toolkit = toolkit or select_runner(request.runner, request.op_lib, os.environ, settings.supported_modes)
+    toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_env(os.environ)
-        if request.runner == "auto" and not toolkit_suggested(os.environ):
+        if request.runner != "emulator" and not toolkit_suggested(os.environ):
             sys.stderr.write(EMULATOR_FALLBACK + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
@@ -233,13 +234,14 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    toolkit_version=provenance.toolkit_version(toolkit.root),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,
-                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "")
+                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
+                   path=toolkit.calls, graph_library=toolkit.geir_build)
 
 
 def recorded_settings(info: RunInfo, settings) -> dict:
     """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
-    ``judged_under``): the runner, its toolkit (location, operator library, version, and a stamp of each of its
-    three libraries, so that a rebuild at the same path counts), the device's SoC, the driver, the host, the
+    ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
+    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the device's SoC, the driver, the host, the
     emulator's injected faults, the target's modes, ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
     ``--repeat`` and prmg's version. ``--resume`` trusts a record only when it was judged under the same
     settings, and ``prmg report`` names the settings that differ between shards."""
@@ -247,8 +249,10 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", "")} \
         if info.faults else {}
     libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
-                 for role in ("runtime", "nnopbase", "op")}
-    return dict(runner=info.runner, location=info.location, op_library=info.op_library, libraries=libraries,
+                 for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
+    path = {"path": info.path} if info.path != "aclnn" else {}          # aclnn runs keep their keys of before
+    return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
+                libraries=libraries,
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
@@ -263,8 +267,9 @@ def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
     results = request.results or request.resume
     outputs = [Output(target.path) for target in targets if target.path]
     outputs += [Output(results, "results file", APPEND)] if results else []
-    if request.save_failures:
-        outputs.append(Output(request.save_failures, "failure artifacts", FOLDER, tuple(case.name for case in cases)))
+    if request.save_failures:                 # DIR/CASE/, or DIR/PATH/CASE/ for a runner of several paths (aclnn+geir)
+        names = (*(case.name for case in cases), *(request.runner.split("+") if "+" in request.runner else ()))
+        outputs.append(Output(request.save_failures, "failure artifacts", FOLDER, names))
     inputs = input_files(request.paths, cases)
     if request.resume and not same_file(request.resume, results):
         inputs[request.resume] = "the results file --resume reads"
@@ -298,7 +303,7 @@ def _select(request, modes: frozenset) -> tuple[list[Case], list[Case]]:
 def _not_run(cases: Sequence[Case], finished: dict, reason: str, settings) -> list[CaseResult]:
     """``not_run`` results for the cases without a result, each saying why the run did not reach it."""
     return [execute.case_result(case, "not_run", message=f"not run: {reason}",
-                                standard=execute.judging(case, settings)[0])
+                                standard=execute.judging(case, settings)[0], path=settings.toolkit.calls)
             for case in cases if case.name not in finished]
 
 

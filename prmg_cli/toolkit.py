@@ -19,7 +19,8 @@ Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for l
 named or found but cannot serve the operator is a usage error naming what is missing and where it looked.
 
 The emulator is built from the C sources shipped as package data (``prmg_cli.emulator_src``, mapped to
-``runners/emulator/``) with gcc + make, once per source version, into a cache folder (``emulator-<source hash>``).
+``runners/emulator/``, and the graph-mode shim's ABI header, ``prmg_cli.geir_src`` = ``runners/geir/``) with gcc +
+make, once per source version, into a cache folder (``emulator-<source hash>``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ HOME_ROOTS = ("Ascend/ascend-toolkit/latest", "Ascend/cann")     # non-root inst
 RUNTIME_NAMES = ("libascendcl.so", "libacl_rt.so")
 STUB_COMPONENTS = ("stub", "devlib")
 EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
-EMULATOR_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi_transformer.so")
+EMULATOR_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi_transformer.so", "libprmg_geir.so")
 # The variables that name a toolkit (a set_env.sh sets them, or a user points at a build): any of them set means a
 # toolkit is meant, and ``--runner auto`` never runs the emulator instead.
 TOOLKIT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH",
@@ -60,6 +61,10 @@ class Toolkit:
     op_lib_source: which rule of the search found ``op_lib``, e.g. "ASCEND_CUSTOM_OPP_PATH",
       "vendors/config.ini load_priority (vendor customize)", "libopapi_transformer.so", "--op-lib".
     env: environment settings a session applies before loading the libraries (the emulator's modes).
+    calls: the runner (a key of ``runners.RUNNERS``) whose session runs the cases on these libraries: "aclnn"
+      (the aclnn API), "geir" (graph mode), "aclnn+geir" (both, held against each other).
+    geir_lib: graph mode's library (``runners/geir/prmg_geir.h``: the shim built for this toolkit, or the
+      emulator's twin), None when the runner does not use graph mode; geir_build: how it was made.
     """
 
     kind: str
@@ -69,6 +74,9 @@ class Toolkit:
     op_lib: Path
     op_lib_source: str
     env: tuple[tuple[str, str], ...] = ()
+    calls: str = "aclnn"
+    geir_lib: Path | None = None
+    geir_build: str = ""
 
 
 def is_stub_path(path: Path | str) -> bool:
@@ -312,19 +320,30 @@ def explain_search(env: Mapping[str, str] | None = None, op_lib: str | None = No
 # ---------------------------------------------------------------------------------------------------------
 # The emulator: built on first use from the shipped C sources
 
-SOURCE_SUFFIXES = (".c", ".h")
+SOURCE_SUFFIXES = (".c", ".h", ".cpp")
 SOURCE_NAMES = ("Makefile",)
+
+
+def _shipped(package: str, checkout: str, marker: str, what: str) -> Path:
+    """The folder of shipped sources: package data ``package``, or ``runners/<checkout>`` in a checkout; PrmgError
+    when ``marker`` is not in it."""
+    try:
+        folder = Path(str(importlib.resources.files(package)))
+    except ModuleNotFoundError:
+        folder = Path(__file__).resolve().parent.parent / "runners" / checkout
+    if not (folder / marker).is_file():
+        raise PrmgError(f"{what} are missing (no {marker} in {folder}); reinstall prmg")
+    return folder
 
 
 def emulator_sources() -> Path:
     """The folder holding the emulator's C sources (package data, or ``runners/emulator`` in a checkout)."""
-    try:
-        folder = Path(str(importlib.resources.files("prmg_cli.emulator_src")))
-    except ModuleNotFoundError:
-        folder = Path(__file__).resolve().parent.parent / "runners" / "emulator"
-    if not (folder / "Makefile").is_file():
-        raise PrmgError(f"the emulator's sources are missing (no Makefile in {folder}); reinstall prmg")
-    return folder
+    return _shipped("prmg_cli.emulator_src", "emulator", "Makefile", "the emulator's sources")
+
+
+def geir_sources() -> Path:
+    """The folder holding the graph-mode shim and its C ABI header (package data, or ``runners/geir``)."""
+    return _shipped("prmg_cli.geir_src", "geir", "prmg_geir.h", "the graph-mode shim's sources")
 
 
 def _source_files(folder: Path) -> list[Path]:
@@ -332,12 +351,14 @@ def _source_files(folder: Path) -> list[Path]:
                   and (path.suffix in SOURCE_SUFFIXES or path.name in SOURCE_NAMES))
 
 
-def sources_hash(folder: Path) -> str:
-    """A short sha256 over the relative names and contents of the emulator's sources."""
+def sources_hash(*folders: Path) -> str:
+    """A short sha256 over the relative names and contents of the sources in ``folders`` (the emulator's, and the
+    graph-mode header its twin compiles against)."""
     digest = hashlib.sha256()
-    for path in _source_files(folder):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for folder in folders:
+        for path in _source_files(folder):
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
@@ -356,7 +377,8 @@ def _emulator_complete(root: Path) -> bool:
 
 
 def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
-    """``make -C sources OUT=target`` under an exclusive lock; the marker file is written last.
+    """``make -C sources OUT=target GEIR=<geir_sources()>`` under an exclusive lock; the marker file is written
+    last.
 
     Concurrent builders wait for each other, and the second finds the work done.
     """
@@ -366,7 +388,8 @@ def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
         if _emulator_complete(target):
             return
         try:
-            result = subprocess.run(["make", "-C", str(sources), f"OUT={target}"], stdin=subprocess.DEVNULL,
+            result = subprocess.run(["make", "-C", str(sources), f"OUT={target}", f"GEIR={geir_sources()}"],
+                                    stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
         except FileNotFoundError:
             raise PrmgError("building the host emulator needs make and gcc, and make was not found") from None
@@ -390,7 +413,7 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
     default (interleave only) or whatever PRMG_EMU_MODES the process already has.
     """
     sources = emulator_sources()
-    source_hash = sources_hash(sources)
+    source_hash = sources_hash(sources, geir_sources())
     root = emulator_cache_base(env) / f"emulator-{source_hash}"
     if not _emulator_complete(root):
         try:
@@ -475,12 +498,6 @@ def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
 RUNNERS = ("auto", "aclnn", "emulator")
 
 
-def check_runner(runner: str) -> None:
-    """PrmgError unless ``runner`` is one of ``RUNNERS``."""
-    if runner not in RUNNERS:
-        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
-
-
 def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
                   modes: Iterable[int] | None = None) -> Toolkit:
     """The toolkit ``--runner`` asks for.
@@ -492,7 +509,8 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     emulator (``modes`` switched on).
     """
     env = os.environ if env is None else env
-    check_runner(runner)
+    if runner not in RUNNERS:
+        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
     if runner == "emulator":
         if op_lib:
             raise PrmgError("--op-lib applies to a CANN toolkit, not to --runner emulator")

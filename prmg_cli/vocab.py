@@ -8,7 +8,8 @@ reports) takes these words from here, so that none of them imports another to le
   the tensor, each ``1`` makes it 1; the last axis is the slice length ``L``.
 - aclFormat codes, and the tensor roles ``dy``/``cos``/``sin`` as case files name them.
 - The bytes of the runner's in-place contract: guard zones and workspace poison.
-- The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``.
+- The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``; in graph
+  mode, the phases of GE's graph (``init``, ``build``, ``compile``, ``run``), of which build and compile refuse.
 - The generators that draw a case's seeded inputs (``inputs.py``), the default first.
 - The defaults of a case and a run: the operator, the standard, the rotary modes the target implements.
 """
@@ -37,6 +38,12 @@ GUARD_FILL = 0xA5
 WORKSPACE_POISON = 0xFF
 # The two phases of an aclnn call, in which an operator may refuse a case (``expect: {error, phase}``).
 PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the launch (the second phase)"}
+# Graph mode's phases (``runners/geir/prmg_geir.h``'s PRMG_GEIR_PHASE_*, numbered 1..4 in this order); a refusal is
+# a status of GRAPH_REFUSING (GE declined the graph), never of init or run (GE or the device failed).
+GRAPH_PHASES = {"init": "GE's initialisation", "build": "building the graph from the operator's IR",
+                "compile": "compiling the graph (Session::AddGraph, CompileGraph)",
+                "run": "running the graph (Session::RunGraph)"}
+GRAPH_REFUSING = ("build", "compile")
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 # The inputs' versions, newest first: philox4x32 (the default), philox (the default before it), pcg64 (before both)
 GENERATORS = ("philox4x32", "philox", "pcg64")

@@ -146,9 +146,9 @@ def suite(tmp_path) -> Path:
     return path
 
 
-def run_json(*args, env=None, timeout=180):
+def run_json(*args, env=None, timeout=180, runner="emulator"):
     """``prmg run ... --runner emulator --report json``: (completed process, report)."""
-    result = prmg("run", *args, "--runner", "emulator", "--report", "json", env={**RAY_ENV, **(env or {})},
+    result = prmg("run", *args, "--runner", runner, "--report", "json", env={**RAY_ENV, **(env or {})},
                   timeout=timeout)
     assert "Traceback" not in result.stderr, result.stderr
     return result, json.loads(result.stdout)             # stdout is the report alone: no Ray text in it
@@ -175,6 +175,16 @@ def test_a_cluster_run_resumes_and_reports_what_a_serial_run_does_in_case_order(
     assert len(spread["summary"]["devices"]) == 2 and spread["summary"]["runner"] == "emulator"
     names = [record["name"] for line in results.read_text().splitlines() if "name" in (record := json.loads(line))]
     assert sorted(names) == sorted(NAMES)                                  # c1 was not run again
+
+
+def test_both_call_paths_run_on_the_cluster_and_a_graph_bug_is_named(cluster, suite):
+    """--runner aclnn+geir on the cluster's actors: every case through both paths (graph mode by the emulator's
+    twin on each node), agreeing; with graph mode's slice dropped the cases it changes fail naming graph mode."""
+    result, report = run_json(suite, "--cluster", cluster.address, runner="aclnn+geir")
+    assert result.returncode == 0 and {case["path"] for case in report["cases"]} == {"aclnn+geir"}, result.stderr
+    result, report = run_json(suite, "--cluster", cluster.address, "-k", "c1", runner="aclnn+geir",
+                              env={"PRMG_EMU_FAULT": "geir_slice_dropped"})
+    assert result.returncode == 1 and "geir (graph mode) disagrees with the golden" in report["cases"][0]["message"]
 
 
 def test_a_crash_costs_its_case_only_and_the_actor_is_replaced(cluster, suite):

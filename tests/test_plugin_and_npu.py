@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -50,7 +51,8 @@ def test_plugin_failures_carry_the_diagnosis(tmp_path):
 
 
 def test_plugin_supported_modes_and_xdist(tmp_path):
-    result = pytest_run(tmp_path, "-q", "-n", "2", "--prmg-supported-modes", "0,1,2,3")
+    """... through both call paths (the aclnn API and graph mode, held against each other: issue 35)."""
+    result = pytest_run(tmp_path, "-q", "-n", "2", "--prmg-supported-modes", "0,1,2,3", "--prmg-runner", "aclnn+geir")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout
 
@@ -67,11 +69,27 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     root = ET.parse(reports / "prmg-smoke.xml").getroot()
     assert int(root.find("testsuite").get("tests")) > 10
     assert (reports / "prmg-smoke.jsonl").exists()
+    graph = ET.parse(reports / "prmg-smoke-graph.xml").getroot()              # graph mode: the emulator's twin
+    assert graph.find("testsuite").get("tests") == root.find("testsuite").get("tests")
+    assert "--runner aclnn+geir" in result.stdout and "SKIPPED" not in result.stdout
+    records = [json.loads(line) for line in (reports / "prmg-smoke-graph.jsonl").read_text().splitlines()]
+    assert {record["path"] for record in records if "status" in record} == {"aclnn+geir"}
     env["PRMG_EMU_FAULT"] = "sign"
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     env.pop("PRMG_EMU_FAULT")
+    toolkit = tmp_path / "cann"                                        # a toolkit without GE: graph mode skipped
+    shutil.copytree(emulator.root, toolkit, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
+    (toolkit / "set_env.sh").write_text((toolkit / "set_env.sh").read_text().replace(str(emulator.root), str(toolkit)))
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(env, ASCEND_SET_ENV=str(toolkit / "set_env.sh"), PRMG_CASES=str(cases)),
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"== graph mode: SKIPPED (graph mode is not available on the toolkit at {toolkit}: it needs GE's " \
+        f"headers" in result.stdout
     env["ASCEND_SET_ENV"] = str(tmp_path / "missing.sh")
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
@@ -111,7 +129,8 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     cases = tmp_path / "c.yaml"
     cases.write_text("- {name: installed, shape: [1, 1, 2, 16], cos_shape: [1, 1, 1, 16], partial_slice: [0, 16]}\n")
     env = dict(os.environ, PYTHONPATH=str(target), PRMG_EMULATOR_HOME=str(tmp_path / "emu"))
-    result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "run", str(cases)], cwd=tmp_path, env=env,
+    result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "run", str(cases), "--runner", "aclnn+geir"],
+                            cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed"

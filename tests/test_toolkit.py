@@ -241,7 +241,7 @@ def test_emulator_is_built_once_even_by_concurrent_callers(tmp_path):
     assert len(set(built)) == 1
     emulator = built[0]
     assert emulator.kind == "emulator"
-    assert emulator.root == tmp_path / "cache" / f"emulator-{tk.sources_hash(tk.emulator_sources())}"
+    assert emulator.root == tmp_path / "cache" / f"emulator-{tk.sources_hash(tk.emulator_sources(), tk.geir_sources())}"
     for library in (emulator.runtime_lib, emulator.nnopbase_lib, emulator.op_lib):
         assert library.is_file() and library.parent == emulator.root / "lib64"
     assert tk.exports_symbol(emulator.op_lib, tk.OP_SYMBOL)

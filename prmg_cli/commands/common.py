@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from ..options import REQUIRED, Option
+from ..runners import runners_help
 
 PATHS = Option("paths", (), REQUIRED, "Case files or folders (every *.yaml / *.yml below a folder, sorted).",
                "PATH...", list, argument=True)
-RUNNER = Option("runner", ("--runner",), "auto", "auto (a CANN toolkit when one is found; the emulator only when no "
-                "ASCEND_* variable names a toolkit and none is installed, said on stderr; a toolkit named or installed "
-                "that cannot serve the operator is exit 2), aclnn (a toolkit, never the emulator: what an NPU gate "
-                "runs) or emulator.", "NAME", plugin=True)
+RUNNER = Option("runner", ("--runner",), "auto", runners_help(), "NAME", plugin=True)
 OP_LIB = Option("op_lib", ("--op-lib",), None, "Load the operators from this library instead of the documented "
                 "search order.", "PATH", plugin=True)
 SUPPORTED_MODES = Option(

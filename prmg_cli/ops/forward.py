@@ -32,10 +32,10 @@ from ..dtypes import OPERATOR_DTYPES
 from ..reference import PairBlock, Rotation
 from ..status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
 from ..vocab import BROADCASTS, INTERLEAVE_HALF, MODE_NAMES
-from .grad import MAX_D, SUPPORTED_FORMATS, as_int32, empty, mode_rules
+from .grad import GRAPH_REFUSALS, GRAPH_TILING, MAX_D, SUPPORTED_FORMATS, as_int32, empty, mode_rules
 from .grad import pair_blocks as grad_pair_blocks
 from .grad import RULE_REASONS as GRAD_RULES
-from .spec import OperatorSpec, Violation
+from .spec import GraphIR, OperatorSpec, Violation
 
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
                ("bfloat16", "float32"))
@@ -159,4 +159,5 @@ FORWARD = OperatorSpec(
     name="forward", title="InplacePartialRotaryMul",
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
     tensor="x", direction="forward", adjoint="grad", rules=rules, rule_reasons=RULE_REASONS,
-    no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, auto_contiguous=True)
+    no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, auto_contiguous=True,
+    graph=GraphIR("InplacePartialRotaryMul", ("x", "cos", "sin"), "x", GRAPH_REFUSALS, GRAPH_TILING))

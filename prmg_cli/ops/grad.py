@@ -35,9 +35,10 @@ import itertools
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
 from ..reference import PairBlock, Rotation
-from ..status import INNER, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+from ..status import (GE_DATATYPE_INVALID, GE_FAILED, GE_FORMAT_INVALID, GE_PARAM_INVALID, INNER, PARAM_INVALID,
+                      PARAM_NULLPTR, TILING_ERROR)
 from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, mode_label, mode_list
-from .spec import OperatorSpec, Violation
+from .spec import GraphIR, GraphRefusal, OperatorSpec, Violation
 
 SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
 MAX_D = 1024
@@ -65,6 +66,19 @@ RULE_REASONS = {
     "cos B, S or N": "a cos/sin axis neither 1 nor dy's: no layout template (JudgeLayoutByShape)",
     "dy not contiguous": "a non-contiguous dy: nnopbase refuses it at the launch (561000), dy untouched",
 }
+
+
+# Graph mode (runners/emulator/README.md, "Graph mode"): every refusal comes when the graph compiles -- GE's check of
+# its links (a required input left unlinked: prmg's null tensor), the op proto and kernel selection (dtypes,
+# formats), then the static shape's tiling (every other rule); a strided dy has no graph form (GE's tensors are dense).
+GRAPH_REFUSALS = {
+    "null pointer": GraphRefusal("compile", GE_PARAM_INVALID),
+    "dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
+    "sin dtype != cos dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
+    "format": GraphRefusal("compile", GE_FORMAT_INVALID),
+    "dy not contiguous": None,
+}
+GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
 
 
 def as_int32(value: int) -> int:
@@ -242,4 +256,5 @@ GRAD = OperatorSpec(
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
     tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, rotation=ROTATION, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
-    layouts=BROADCASTS, required=True)
+    layouts=BROADCASTS, required=True,
+    graph=GraphIR("InplacePartialRotaryMulGrad", ("dy", "cos", "sin"), "dy", GRAPH_REFUSALS, GRAPH_TILING))

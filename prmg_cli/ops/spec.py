@@ -1,9 +1,10 @@
-"""The shape of an operator entry (``OperatorSpec``) and of a broken constraint (``Violation``)."""
+"""The shape of an operator entry (``OperatorSpec``), of a broken constraint (``Violation``) and of an operator in
+graph mode (``GraphIR``, ``GraphRefusal``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -23,6 +24,36 @@ class Violation(NamedTuple):
     rule: str
     skippable: bool = False
     at_launch: bool = False
+
+
+class GraphRefusal(NamedTuple):
+    """Where graph mode refuses a case breaking a rule: the phase (``vocab.GRAPH_REFUSING``) and GE's status."""
+
+    phase: str
+    code: int
+
+
+@dataclass(frozen=True)
+class GraphIR:
+    """An operator in graph mode, as its IR (upstream's ``op_graph/<op>_proto.h``) names it: the IR type, its three
+    inputs and its ref output, and the attributes prmg sets by name (the IR declares ``rotary_mode`` Int, default 0,
+    and ``partial_slice`` ListInt, default {0, 0}).
+
+    ``refusals``: rule (of ``OperatorSpec.rule_reasons``) -> where GE refuses a case whose first broken rule it is,
+    or None when the rule has no graph-mode form (a strided dy: GE's tensors are dense); a rule not listed is the
+    tiling's, refused with ``tiling`` (the static shape's tiling runs when the graph compiles)."""
+
+    op_type: str
+    inputs: tuple[str, str, str]
+    output: str
+    refusals: Mapping[str, GraphRefusal | None] = field(default_factory=dict)
+    tiling: GraphRefusal | None = None
+    mode_attr: str = "rotary_mode"
+    slice_attr: str = "partial_slice"
+
+    def refusal(self, rule: str) -> GraphRefusal | None:
+        """Where GE refuses a case whose first broken rule is ``rule`` (None: the rule has no graph-mode form)."""
+        return self.refusals[rule] if rule in self.refusals else self.tiling
 
 
 @dataclass(frozen=True)
@@ -48,7 +79,8 @@ class OperatorSpec:
     - ``dtype_pairs``: the (in-place dtype, cos/sin dtype) pairs it accepts; ``layouts``: the cos/sin
       broadcast patterns it accepts;
     - ``required``: a toolkit must export it (the operator under test; the others' cases error without them);
-      ``auto_contiguous``: it takes non-contiguous tensors (its generated layer copies them).
+      ``auto_contiguous``: it takes non-contiguous tensors (its generated layer copies them);
+    - ``graph``: the operator in graph mode (``GraphIR``: its IR's names, where GE refuses each rule).
     """
 
     name: str
@@ -66,6 +98,7 @@ class OperatorSpec:
     layouts: tuple
     required: bool = False
     auto_contiguous: bool = False
+    graph: GraphIR | None = None
 
     def golden(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int, partial_slice, *,
                workers: int | None = None) -> np.ndarray:

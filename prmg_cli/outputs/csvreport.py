@@ -16,7 +16,7 @@ from ..vocab import mode_name
 from .jsonreport import json_safe
 
 COLUMNS = ("name", "status", "error_code", "op", "dtype", "cos_dtype", "shape", "cos_shape", "rotary_mode",
-           "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics")
+           "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics", "path")
 
 
 def _row(result: CaseResult) -> dict:
@@ -31,7 +31,8 @@ def _row(result: CaseResult) -> dict:
             "kernel_ms": "" if result.kernel_ms is None else json_safe(result.kernel_ms),
             "duration_s": json_safe(result.duration_s), "message": visible(result.message),
             "warnings": "; ".join(visible(w) for w in result.warnings),
-            "metrics": json.dumps(json_safe(result.metrics), separators=(",", ":"), allow_nan=False)}
+            "metrics": json.dumps(json_safe(result.metrics), separators=(",", ":"), allow_nan=False),
+            "path": result.path}
 
 
 def render(results: list[CaseResult], info: RunInfo) -> str:

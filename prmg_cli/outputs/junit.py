@@ -39,12 +39,14 @@ def _classname(result: CaseResult) -> str:
 
 
 def _body(result: CaseResult) -> str:
-    """The text of a failure element: diagnosis lines, warnings, the status, the metrics as JSON."""
+    """The text of a failure element: diagnosis lines, warnings, the status, the metrics as JSON, the call path."""
     lines = [str(d) for d in result.details] + [f"warning: {w}" for w in result.warnings]
     if result.error_code is not None:
         lines.append(f"status: {result.error_code} {status_name(result.error_code)}")
     if result.metrics:
         lines.append("metrics: " + json.dumps(json_safe(result.metrics), allow_nan=False))
+    if result.path:
+        lines.append(f"path: {result.path}")
     return "\n".join(lines)
 
 

@@ -85,13 +85,24 @@ def verdict_word(result: CaseResult) -> str:
     return info.word if info else visible(result.status).upper()
 
 
+# How a run called the operator when not through aclnn alone (``RunInfo.path``).
+CALLS = {"geir": "graph mode (GE IR)", "aclnn+geir": "aclnn and graph mode (GE IR) on the same inputs, compared "
+                                                   "byte for byte"}
+
+
 def runner_label(info: RunInfo) -> str:
-    """What ran the cases: the emulator and its build folder, or the toolkit and the operator library."""
+    """What ran the cases: the emulator and its build folder, or the toolkit and the operator library; then how
+    the operator was called when not through aclnn alone, and graph mode's library."""
     if info.runner == "emulator":
-        return f"emulator (host build at {visible(info.location)}); {EMULATOR_NOTE}"
-    label = f"{visible(info.runner)} toolkit at {visible(info.location)}"
-    if info.op_library:
-        label += f"; operator from {visible(info.op_library)}"
+        label = f"emulator (host build at {visible(info.location)}); {EMULATOR_NOTE}"
+    else:
+        label = f"{visible(info.runner)} toolkit at {visible(info.location)}"
+        if info.op_library:
+            label += f"; operator from {visible(info.op_library)}"
+    if info.path not in ("", "aclnn"):
+        label += f"; called through {CALLS.get(info.path, visible(info.path))}"
+        if info.graph_library:
+            label += f", graph mode by {visible(info.graph_library)}"
     return label
 
 

@@ -49,6 +49,9 @@ static const struct {
     {"fwd_neg_sin", FAULT_FWD_NEG_SIN},
     {"fwd_write_past_end", FAULT_FWD_WRITE_PAST_END},
     {"fwd_gap_write", FAULT_FWD_GAP_WRITE},
+    {"geir_slice_dropped", FAULT_GEIR_SLICE_DROPPED},
+    {"geir_mode_dropped", FAULT_GEIR_MODE_DROPPED},
+    {"geir_input_written", FAULT_GEIR_INPUT_WRITTEN},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
@@ -123,6 +126,21 @@ void begin_fault_record(void)
 void record_faults(uint64_t faults)
 {
     applied |= faults;
+}
+
+int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, uint64_t *faults)
+{
+    return active_faults(dims, dim_count, GEIR_FAULTS, faults);
+}
+
+void prmg_emu_begin_fault_record(void)
+{
+    begin_fault_record();
+}
+
+void prmg_emu_record_faults(uint64_t faults)
+{
+    record_faults(faults);
 }
 
 const char *prmg_emu_applied_faults(void)

@@ -54,12 +54,18 @@ enum {
     FAULT_FWD_NEG_SIN,
     FAULT_FWD_WRITE_PAST_END,
     FAULT_FWD_GAP_WRITE,
+    FAULT_GEIR_SLICE_DROPPED,
+    FAULT_GEIR_MODE_DROPPED,
+    FAULT_GEIR_INPUT_WRITTEN,
 };
 
 /* The faults each operator obeys. */
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) | FAULT_BIT(FAULT_FWD_GAP_WRITE))
-#define GRAD_FAULTS (~FORWARD_FAULTS)
+/* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
+#define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
+                     | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN))
+#define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS))
 
 /* 1 when fault `index` is in the set `faults`. */
 static inline int has_fault(uint64_t faults, int index)
@@ -81,6 +87,13 @@ void record_faults(uint64_t faults);
 /* Test hook: the names of the faults that acted on the calling thread's last GetWorkspaceSize and the
  * launch after it, comma-separated in the catalogue's order ("" when none). */
 const char *prmg_emu_applied_faults(void) __attribute__((visibility("default")));
+
+/* For the graph-mode twin (geir.c, its own library, linked to this one): active_faults of GEIR_FAULTS,
+ * begin_fault_record and record_faults, exported. */
+int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, uint64_t *faults)
+    __attribute__((visibility("default")));
+void prmg_emu_begin_fault_record(void) __attribute__((visibility("default")));
+void prmg_emu_record_faults(uint64_t faults) __attribute__((visibility("default")));
 
 /* The rotary modes the emulated kernels implement, from PRMG_EMU_MODES (a comma list of 0..3,
  * default "1"): 0 and *mode_mask set (bit m for mode m), or -1 with an error message. */

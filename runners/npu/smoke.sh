@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # prmg smoke test on an Ascend NPU host: activate the CANN toolkit, check it with `prmg doctor`, run the
 # smoke suite on the real operator (--runner aclnn: never the emulator), write JUnit XML and JSON lines.
+# Then the graph-mode pass: the same cases through the aclnn API and GE's graph mode on the same inputs
+# (--runner aclnn+geir, prmg's GE shim built for the toolkit), or one line saying why it is skipped.
 # Exits non-zero on any failure.
 #
 # Environment:
@@ -40,3 +42,17 @@ $prmg doctor --runner aclnn
 echo "== prmg run ${cases[*]} --runner aclnn"
 $prmg run "${cases[@]}" --runner aclnn --report junit -o "$reports/prmg-smoke.xml" \
     --results "$reports/prmg-smoke.jsonl" "$@"
+
+echo "== graph mode: prmg doctor --runner aclnn+geir"
+graph="$($prmg doctor --runner aclnn+geir 2>&1)" && usable=yes || usable=no
+why="$(printf '%s\n' "$graph" | sed -n 's/^  NOT available: //p' | head -n 1)"
+if [ "$usable" = yes ]; then
+    echo "== prmg run ${cases[*]} --runner aclnn+geir"
+    $prmg run "${cases[@]}" --runner aclnn+geir --report junit -o "$reports/prmg-smoke-graph.xml" \
+        --results "$reports/prmg-smoke-graph.jsonl" "$@"
+elif [ -n "$why" ]; then                # the toolkit lacks what the GE shim needs: nothing to test here
+    echo "== graph mode: SKIPPED ($why)"
+else                                    # graph mode should work here and does not: a failure
+    printf '%s\n' "$graph" | sed -n '/^graph mode/,$p' >&2
+    exit 1
+fi

@@ -1,0 +1,434 @@
+/*
+ * libprmg_geir.so of the host emulator: the twin of prmg's graph-mode shim (runners/geir/prmg_geir.h), GE's
+ * graph mode played over the emulator's own stack, so that prmg's graph-mode runner runs everywhere.
+ *
+ * What GE would do with one case's graph, in its order, with GE's status codes:
+ *   build    the operator's IR (as upstream's op_graph proto header registers it): an unknown op type, or an
+ *            attribute or input name the IR does not declare -> GRAPH_INVALID_IR_DEF;
+ *   compile  a required input left unlinked -> ACL_ERROR_GE_PARAM_INVALID; an input dtype outside the IR's
+ *            TensorType, sin's dtype != cos's, a dtype pair the op definition lacks ->
+ *            ACL_ERROR_GE_DATATYPE_INVALID; a format outside the ND class -> ACL_ERROR_GE_FORMAT_INVALID;
+ *            InferShape (the ref output has dy's shape and dtype); then the tiling of the static shape,
+ *            which is the emulator's own first phase (aclnn...GetWorkspaceSize): its refusal -> ge::FAILED
+ *            with the tiling's message;
+ *   run      the inputs copied to device memory, the emulator's own kernel launched (the same kernel as the
+ *            aclnn path), the stream synchronized (a kernel fault's status as it is), the ref output copied
+ *            back into the caller's buffer; the caller's host inputs are never written.
+ * An attribute the graph does not set takes the IR's default (rotary_mode 0, partial_slice {0, 0}).
+ *
+ * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
+ * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
+ * 0), geir_input_written (the ref output is also written back into the caller's host dy). They are recorded
+ * with the kernel's faults (prmg_emu_applied_faults) after the first phase starts the record.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "emu.h"
+#include "faults.h"
+#include "prmg_geir.h"
+
+/* GE's status codes (ge/ge_error_codes.h, graph/error_codes.h, ge_api_error_codes.h). */
+#define GE_SUCCESS 0u
+#define GE_FAILED 0xFFFFFFFFu
+#define GRAPH_INVALID_IR_DEF 50331646u
+#define ACL_ERROR_GE_PARAM_INVALID 145000u
+#define ACL_ERROR_GE_EXEC_NOT_INIT 145001u
+#define ACL_ERROR_GE_FORMAT_INVALID 145020u
+#define ACL_ERROR_GE_DATATYPE_INVALID 145022u
+#define ACL_ERROR_GE_MEMORY_ALLOCATION 245000u
+
+#define MEMCPY_HOST_TO_DEVICE 1
+#define MEMCPY_DEVICE_TO_HOST 2
+
+/* The ACL/aclnn functions the twin calls (acl-abi.md), exported by the emulator's other libraries. */
+int aclInit(const char *configPath);
+const char *aclGetRecentErrMsg(void);
+int aclrtSetDevice(int32_t deviceId);
+int aclrtResetDevice(int32_t deviceId);
+int aclrtCreateStream(void **stream);
+int aclrtDestroyStream(void *stream);
+int aclrtSynchronizeStream(void *stream);
+int aclrtMalloc(void **devPtr, size_t size, int policy);
+int aclrtFree(void *devPtr);
+int aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, int kind);
+aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, int32_t dataType, const int64_t *stride,
+                           int64_t offset, int32_t format, const int64_t *storageDims, uint64_t storageDimsNum,
+                           void *tensorData);
+int32_t aclDestroyTensor(const aclTensor *tensor);
+aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
+int32_t aclDestroyIntArray(const aclIntArray *array);
+int32_t aclDestroyAclOpExecutor(aclOpExecutor *executor);
+typedef int32_t (*first_phase)(aclTensor *, const aclTensor *, const aclTensor *, int64_t, const aclIntArray *,
+                               uint64_t *, aclOpExecutor **);
+typedef int32_t (*second_phase)(void *, uint64_t, aclOpExecutor *, void *);
+int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *, const aclTensor *, const aclTensor *, int64_t,
+                                                          const aclIntArray *, uint64_t *, aclOpExecutor **);
+int32_t aclnnInplacePartialRotaryMulGrad(void *, uint64_t, aclOpExecutor *, void *);
+int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *, const aclTensor *, const aclTensor *, int64_t,
+                                                     const aclIntArray *, uint64_t *, aclOpExecutor **);
+int32_t aclnnInplacePartialRotaryMul(void *, uint64_t, aclOpExecutor *, void *);
+
+/* The IRs the twin knows: upstream's REG_OP of both operators (inputs, ref output, attributes and their
+ * defaults) and the emulator's two phases that run them. */
+typedef struct {
+    const char *type;
+    const char *inputs[PRMG_GEIR_INPUTS];
+    const char *output;
+    first_phase prepare;
+    second_phase launch;
+} ir_def;
+
+static const ir_def IRS[] = {
+    {"InplacePartialRotaryMulGrad", {"dy", "cos", "sin"}, "dy", aclnnInplacePartialRotaryMulGradGetWorkspaceSize,
+     aclnnInplacePartialRotaryMulGrad},
+    {"InplacePartialRotaryMul", {"x", "cos", "sin"}, "x", aclnnInplacePartialRotaryMulGetWorkspaceSize,
+     aclnnInplacePartialRotaryMul},
+};
+static const char *const MODE_ATTR = "rotary_mode";        /* .ATTR(rotary_mode, Int, 0) */
+static const char *const SLICE_ATTR = "partial_slice";     /* .ATTR(partial_slice, ListInt, {0, 0}) */
+static const int64_t DEFAULT_MODE = 0;
+static const int64_t DEFAULT_SLICE[2] = {0, 0};
+
+static int session_device = -1;
+static void *session_stream;
+
+/* ---- reports ---- */
+
+static void clear(prmg_geir_report *report)
+{
+    memset(report, 0, sizeof *report);
+}
+
+static uint32_t record(prmg_geir_report *report, uint32_t status, int32_t phase, const char *call,
+                       const char *format, ...) __attribute__((format(printf, 5, 6)));
+
+static uint32_t record(prmg_geir_report *report, uint32_t status, int32_t phase, const char *call,
+                       const char *format, ...)
+{
+    report->status = status;
+    report->phase = phase;
+    snprintf(report->call, sizeof report->call, "%s", call);
+    va_list args;
+    va_start(args, format);
+    vsnprintf(report->message, sizeof report->message, format, args);
+    va_end(args);
+    return status;
+}
+
+/* The runtime's message of the last failure, "" when none. */
+static const char *runtime_message(void)
+{
+    const char *message = aclGetRecentErrMsg();
+    return message != NULL ? message : "";
+}
+
+static double milliseconds_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) * 1e3 + (double)(now.tv_nsec - start->tv_nsec) / 1e6;
+}
+
+/* ---- session ---- */
+
+PRMG_GEIR_API uint32_t prmg_geir_abi_version(void)
+{
+    return PRMG_GEIR_ABI_VERSION;
+}
+
+/* ACL is initialised once for the process (a second aclInit, 100002, is fine) and never finalised here: the
+ * process's aclnn sessions share it (prmg's binding finalises what it initialised itself). */
+PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report *report)
+{
+    clear(report);
+    if (session_device >= 0)
+        return device_id == session_device ? GE_SUCCESS
+                                           : record(report, ACL_ERROR_GE_PARAM_INVALID, PRMG_GEIR_PHASE_INIT,
+                                                    "ge::GEInitialize", "GE is initialised for device %d in this "
+                                                    "process, not %d", session_device, device_id);
+    int status = aclInit(NULL);
+    if (status != ACL_SUCCESS && status != ACL_ERROR_REPEAT_INITIALIZE)
+        return record(report, (uint32_t)status, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize", "%s", runtime_message());
+    status = aclrtSetDevice(device_id);
+    if (status == ACL_SUCCESS) {
+        status = aclrtCreateStream(&session_stream);
+        if (status != ACL_SUCCESS)
+            aclrtResetDevice(device_id);
+    }
+    if (status != ACL_SUCCESS)
+        return record(report, (uint32_t)status, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize", "ge.exec.deviceId %d: %s",
+                      device_id, runtime_message());
+    session_device = device_id;
+    return GE_SUCCESS;
+}
+
+PRMG_GEIR_API uint32_t prmg_geir_finalize(prmg_geir_report *report)
+{
+    clear(report);
+    if (session_device < 0)
+        return GE_SUCCESS;
+    aclrtDestroyStream(session_stream);
+    aclrtResetDevice(session_device);
+    session_stream = NULL;
+    session_device = -1;
+    return GE_SUCCESS;
+}
+
+/* ---- build: the IR ---- */
+
+static const ir_def *find_ir(const char *type)
+{
+    for (size_t i = 0; i < sizeof IRS / sizeof IRS[0]; i++)
+        if (type != NULL && strcmp(IRS[i].type, type) == 0)
+            return &IRS[i];
+    return NULL;
+}
+
+/* GRAPH_INVALID_IR_DEF unless the IR of `call` exists and declares every name the call uses. */
+static uint32_t check_ir(const prmg_geir_call *call, const ir_def *ir, prmg_geir_report *report)
+{
+    if (ir == NULL)
+        return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::IsExistOp",
+                      "no IR is registered for op type %s (its op_proto library is not under $ASCEND_OPP_PATH)",
+                      call->op_type ? call->op_type : "(null)");
+    const char *attributes[2] = {call->mode_attr, call->slice_attr};
+    for (int i = 0; i < 2; i++) {
+        if (attributes[i] == NULL || (strcmp(attributes[i], MODE_ATTR) != 0 && strcmp(attributes[i], SLICE_ATTR) != 0))
+            return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                          "ge::Operator::GetAllIrAttrNamesAndTypes",
+                          "the IR of %s declares no attribute %s (it declares %s:VT_INT, %s:VT_LIST_INT): set by that "
+                          "name, GE would add it as an unknown attribute and the operator would use its IR default",
+                          ir->type, attributes[i] ? attributes[i] : "(null)", MODE_ATTR, SLICE_ATTR);
+    }
+    for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
+        if (call->input_names[t] == NULL || strcmp(call->input_names[t], ir->inputs[t]) != 0)
+            return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD, "ge::Operator::SetInput",
+                          "input %d of %s is %s in its IR, not %s", t, ir->type, ir->inputs[t],
+                          call->input_names[t] ? call->input_names[t] : "(null)");
+    }
+    if (call->output_name == NULL || strcmp(call->output_name, ir->output) != 0)
+        return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD, "ge::Graph::SetOutputs",
+                      "the output of %s is %s in its IR, not %s", ir->type, ir->output,
+                      call->output_name ? call->output_name : "(null)");
+    return GE_SUCCESS;
+}
+
+/* ---- compile: graph checks, op proto, InferShape, the tiling ---- */
+
+static int ir_dtype(int32_t data_type)
+{
+    return data_type == ACL_FLOAT || data_type == ACL_FLOAT16 || data_type == ACL_BF16;
+}
+
+static int nd_class(int32_t format)
+{
+    return format == ACL_FORMAT_NCHW || format == ACL_FORMAT_NHWC || format == ACL_FORMAT_ND;
+}
+
+/* What one graph holds on the device: its three tensors, the slice, the executor of its first phase and the
+ * workspace; released by release(). */
+typedef struct {
+    void *device[PRMG_GEIR_INPUTS];
+    aclTensor *tensor[PRMG_GEIR_INPUTS];
+    aclIntArray *slice;
+    aclOpExecutor *executor;
+    void *workspace;
+    uint64_t workspace_size;
+    int tiled;                       /* the tiling ran with the graph's attributes */
+} graph_state;
+
+static void release(graph_state *state)
+{
+    if (state->executor != NULL)
+        aclDestroyAclOpExecutor(state->executor);
+    for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
+        if (state->tensor[t] != NULL)
+            aclDestroyTensor(state->tensor[t]);
+        if (state->device[t] != NULL)
+            aclrtFree(state->device[t]);
+    }
+    if (state->slice != NULL)
+        aclDestroyIntArray(state->slice);
+    if (state->workspace != NULL)
+        aclrtFree(state->workspace);
+    memset(state, 0, sizeof *state);
+}
+
+/* Device memory and a descriptor (C-contiguous, `format`) for each input of `call`. */
+static uint32_t describe_inputs(const prmg_geir_call *call, int32_t format, graph_state *state,
+                                prmg_geir_report *report)
+{
+    for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
+        const prmg_geir_tensor *input = &call->inputs[t];
+        if (input->dim_count > PRMG_GEIR_MAX_DIMS)
+            return record(report, ACL_ERROR_GE_PARAM_INVALID, PRMG_GEIR_PHASE_COMPILE, "ge::Session::CompileGraph",
+                          "%s has %u dims", call->input_names[t], input->dim_count);
+        int64_t strides[PRMG_GEIR_MAX_DIMS], step = 1;
+        for (uint32_t axis = input->dim_count; axis-- > 0;) {
+            strides[axis] = step;
+            step *= input->dims[axis] > 0 ? input->dims[axis] : 1;
+        }
+        size_t bytes = input->bytes > 0 ? (size_t)input->bytes : 1;
+        int status = aclrtMalloc(&state->device[t], bytes, 0);
+        if (status != ACL_SUCCESS) {
+            state->device[t] = NULL;
+            return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_COMPILE, "ge::Session::CompileGraph",
+                          "%s: %s", call->input_names[t], runtime_message());
+        }
+        state->tensor[t] = aclCreateTensor(input->dims, input->dim_count, input->data_type, strides, 0, format,
+                                           input->dims, input->dim_count, state->device[t]);
+        if (state->tensor[t] == NULL)
+            return record(report, GE_FAILED, PRMG_GEIR_PHASE_COMPILE, "ge::Session::CompileGraph", "%s: %s",
+                          call->input_names[t], runtime_message());
+    }
+    return GE_SUCCESS;
+}
+
+/* The first phase of the case with the inputs described in `format`: its status (the executor, when one was
+ * taken, kept in the state). */
+static int32_t prepare(const ir_def *ir, int64_t mode, graph_state *state)
+{
+    return ir->prepare(state->tensor[0], state->tensor[1], state->tensor[2], mode, state->slice,
+                       &state->workspace_size, &state->executor);
+}
+
+/* The op definition's dtype pairs, as the kernel selection of a graph whose format is outside the ND class
+ * still checks them first: 1 when the first phase, with the inputs described as ND, refuses the dtypes. */
+static int dtypes_refused_as_nd(const prmg_geir_call *call, const ir_def *ir, int64_t mode)
+{
+    graph_state probe = {0};
+    int refused = 0;
+    probe.slice = aclCreateIntArray(DEFAULT_SLICE, 2);
+    if (describe_inputs(call, ACL_FORMAT_ND, &probe, &(prmg_geir_report){0}) == GE_SUCCESS)
+        refused = prepare(ir, mode, &probe) == ACLNN_ERR_PARAM_INVALID;
+    release(&probe);
+    return refused;
+}
+
+/* The checks of compiling the graph of `call`, in GE's order, then its tiling (the first phase, whose executor
+ * stays in the state). */
+static uint32_t compile(const prmg_geir_call *call, const ir_def *ir, int64_t mode, const int64_t *slice,
+                        uint64_t slice_count, graph_state *state, prmg_geir_report *report)
+{
+    const char *step = "ge::Session::CompileGraph";
+    for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
+        if (call->inputs[t].data == NULL)
+            return record(report, ACL_ERROR_GE_PARAM_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
+                          "[Verify][Graph] input %s of node prmg_case (%s) is not linked: it is a required input",
+                          ir->inputs[t], ir->type);
+    }
+    for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
+        if (!ir_dtype(call->inputs[t].data_type))
+            return record(report, ACL_ERROR_GE_DATATYPE_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
+                          "[Verify][OpProto] input %s of %s has dtype %d, outside its TensorType (DT_FLOAT 0, "
+                          "DT_FLOAT16 1, DT_BF16 27)", ir->inputs[t], ir->type, call->inputs[t].data_type);
+    }
+    if (call->inputs[2].data_type != call->inputs[1].data_type)
+        return record(report, ACL_ERROR_GE_DATATYPE_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
+                      "[Select][Kernel] %s: sin dtype %d differs from cos dtype %d: no kernel of the op definition "
+                      "matches", ir->type, call->inputs[2].data_type, call->inputs[1].data_type);
+    int32_t format = call->inputs[0].format;
+    if (!nd_class(format) && dtypes_refused_as_nd(call, ir, mode))
+        return record(report, ACL_ERROR_GE_DATATYPE_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
+                      "[Select][Kernel] %s: no kernel of the op definition takes dtypes (%d, %d)", ir->type,
+                      call->inputs[0].data_type, call->inputs[1].data_type);
+    if (!nd_class(format))
+        return record(report, ACL_ERROR_GE_FORMAT_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
+                      "[Select][Kernel] %s: format %d is outside the op definition's ND (NCHW 0, NHWC 1, ND 2 are "
+                      "taken as ND)", ir->type, format);
+    state->slice = aclCreateIntArray(slice, slice_count);
+    uint32_t status = describe_inputs(call, format, state, report);
+    if (status != GE_SUCCESS)
+        return status;
+    int32_t tiling = prepare(ir, mode, state);
+    state->tiled = 1;
+    if (tiling == ACLNN_ERR_PARAM_INVALID)
+        return record(report, ACL_ERROR_GE_DATATYPE_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
+                      "[Select][Kernel] %s: no kernel of the op definition takes these inputs: %s", ir->type,
+                      runtime_message());
+    if (tiling != ACL_SUCCESS)
+        return record(report, GE_FAILED, PRMG_GEIR_PHASE_COMPILE, step, "[Tiling] %s failed (%d): %s", ir->type,
+                      tiling, runtime_message());
+    return GE_SUCCESS;
+}
+
+/* ---- run ---- */
+
+static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const ir_def *ir, uint64_t faults,
+                          prmg_geir_report *report)
+{
+    const char *step = "ge::Session::RunGraph";
+    for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
+        if (call->inputs[t].bytes > 0
+            && aclrtMemcpy(state->device[t], call->inputs[t].bytes, call->inputs[t].data, call->inputs[t].bytes,
+                           MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS)
+            return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_RUN, step, "feeding %s: %s",
+                          ir->inputs[t], runtime_message());
+    }
+    if (state->workspace_size > 0 && aclrtMalloc(&state->workspace, state->workspace_size, 0) != ACL_SUCCESS) {
+        state->workspace = NULL;
+        return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_RUN, step, "workspace: %s",
+                      runtime_message());
+    }
+    aclOpExecutor *executor = state->executor;
+    state->executor = NULL;                                  /* a launch consumes it */
+    int status = ir->launch(state->workspace, state->workspace_size, executor, session_stream);
+    if (status == ACL_SUCCESS)
+        status = aclrtSynchronizeStream(session_stream);
+    if (status != ACL_SUCCESS)
+        return record(report, (uint32_t)status, PRMG_GEIR_PHASE_RUN, step, "%s: %s", ir->type, runtime_message());
+    /* InferShape: the ref output is dy with dy's shape and dtype */
+    const prmg_geir_tensor *dy = &call->inputs[0];
+    report->output_data_type = dy->data_type;
+    report->output_dim_count = dy->dim_count;
+    memcpy(report->output_dims, dy->dims, dy->dim_count * sizeof dy->dims[0]);
+    report->output_bytes = dy->bytes;
+    uint64_t copied = dy->bytes < call->output_capacity ? dy->bytes : call->output_capacity;
+    if (copied > 0 && aclrtMemcpy(call->output, copied, state->device[0], copied, MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS)
+        return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_RUN, step, "fetching %s: %s",
+                      ir->output, runtime_message());
+    if (has_fault(faults, FAULT_GEIR_INPUT_WRITTEN) && copied > 0) {
+        memcpy((void *)dy->data, call->output, copied);
+        prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN));
+    }
+    return GE_SUCCESS;
+}
+
+PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_report *report)
+{
+    clear(report);
+    if (session_device < 0)
+        return record(report, ACL_ERROR_GE_EXEC_NOT_INIT, PRMG_GEIR_PHASE_INIT, "prmg_geir_run",
+                      "prmg_geir_initialize was not called (or failed) in this process");
+    prmg_emu_begin_fault_record();
+    const ir_def *ir = find_ir(call->op_type);
+    uint32_t status = check_ir(call, ir, report);
+    if (status != GE_SUCCESS)
+        return status;
+    uint64_t faults = 0;
+    if (prmg_emu_geir_faults(call->inputs[0].dims, call->inputs[0].dim_count, &faults) != 0)
+        return record(report, GE_FAILED, PRMG_GEIR_PHASE_BUILD, "prmg_geir_run", "%s", runtime_message());
+    /* an attribute the graph lost takes its IR default */
+    int64_t mode = has_fault(faults, FAULT_GEIR_MODE_DROPPED) ? DEFAULT_MODE : call->rotary_mode;
+    const int drop_slice = has_fault(faults, FAULT_GEIR_SLICE_DROPPED);
+    const int64_t *slice = drop_slice ? DEFAULT_SLICE : call->partial_slice;
+    uint64_t slice_count = drop_slice ? 2 : call->slice_count;
+    graph_state state = {0};
+    struct timespec began;
+    clock_gettime(CLOCK_MONOTONIC, &began);
+    status = compile(call, ir, mode, slice, slice_count, &state, report);
+    report->compile_ms = milliseconds_since(&began);
+    if (state.tiled)            /* recorded after the first phase started the kernel's record */
+        prmg_emu_record_faults(faults & (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED)));
+    if (status == GE_SUCCESS) {
+        clock_gettime(CLOCK_MONOTONIC, &began);
+        status = run_graph(call, &state, ir, faults, report);
+        report->run_ms = milliseconds_since(&began);
+    }
+    release(&state);
+    return status;
+}

@@ -1,0 +1,284 @@
+/*
+ * prmg's graph-mode shim (prmg_geir.h) over GE's public C++ API: ge/ge_api.h and the graph headers of a CANN
+ * toolkit. prmg compiles it on first use with the host's C++ compiler (prmg_cli/runners/geir.py says how); the
+ * syntax alone is checked against GE's published headers by `make geir-syntax GE_INCLUDE="..."`.
+ *
+ * Per process: GEInitialize (device id, graph run mode, precision mode keeping every dtype as given) and one
+ * ge::Session. Per case: a graph of one Data node per linked input (host placement, index in feed order) and
+ * the operator made from its IR by type name, inputs linked and attributes set by the IR's names (after
+ * checking that the IR declares them: an attribute GE does not know would be added silently and the IR's
+ * default used), the operator's ref output as the graph's output; AddGraph, CompileGraph, RunGraph on host
+ * tensors, RemoveGraph. A failing step reports GE's status, the step's phase and GEGetErrorMsgV2().
+ */
+#include "prmg_geir.h"
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ge/ge_api.h"
+#include "ge/ge_error_codes.h"
+#include "graph/graph.h"
+#include "graph/operator.h"
+#include "graph/operator_factory.h"
+#include "graph/tensor.h"
+#include "graph/types.h"
+
+namespace {
+
+std::mutex g_lock;                          // GE's session is shared by the calls of one process
+std::unique_ptr<ge::Session> g_session;
+int32_t g_device = -1;
+uint32_t g_next_graph = 1;
+
+using Clock = std::chrono::steady_clock;
+
+double milliseconds_since(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void clear(prmg_geir_report *report)
+{
+    std::memset(report, 0, sizeof *report);
+}
+
+// Records status from `call` in `phase` with a printf-style message; returns status.
+uint32_t record(prmg_geir_report *report, uint32_t status, int32_t phase, const char *call, const char *format, ...)
+    __attribute__((format(printf, 5, 6)));
+
+uint32_t record(prmg_geir_report *report, uint32_t status, int32_t phase, const char *call, const char *format, ...)
+{
+    report->status = status;
+    report->phase = phase;
+    std::snprintf(report->call, sizeof report->call, "%s", call);
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(report->message, sizeof report->message, format, args);
+    va_end(args);
+    return status;
+}
+
+// GE's own account of the last failure (GEGetErrorMsgV2), "" when it has none.
+std::string ge_message()
+{
+    ge::AscendString text = ge::GEGetErrorMsgV2();
+    return text.GetString() != nullptr ? std::string(text.GetString()) : std::string();
+}
+
+// Records a GE call's failure: its status, and GE's message.
+uint32_t failed(prmg_geir_report *report, uint32_t status, int32_t phase, const char *call)
+{
+    std::string message = ge_message();
+    return record(report, status, phase, call, "%s", message.empty() ? "(GE gave no message)" : message.c_str());
+}
+
+// "name:type, ..." of an IR's attributes, for a refusal's message.
+std::string attribute_list(const std::map<ge::AscendString, ge::AscendString> &attributes)
+{
+    std::string text;
+    for (const auto &attribute : attributes) {
+        text += text.empty() ? "" : ", ";
+        text += std::string(attribute.first.GetString()) + ":" + attribute.second.GetString();
+    }
+    return text.empty() ? "none" : text;
+}
+
+// The operator of `call` made from its IR, every attribute prmg sets checked against the IR; the status.
+uint32_t make_operator(const prmg_geir_call &call, ge::Operator &op, prmg_geir_report *report)
+{
+    if (!ge::OperatorFactory::IsExistOp(call.op_type))
+        return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::IsExistOp",
+                      "no IR is registered for op type %s (its op_proto library is not under $ASCEND_OPP_PATH)",
+                      call.op_type);
+    op = ge::OperatorFactory::CreateOperator("prmg_case", call.op_type);
+    if (op.IsEmpty())
+        return failed(report, ge::GRAPH_FAILED, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::CreateOperator");
+    std::map<ge::AscendString, ge::AscendString> attributes;
+    uint32_t status = op.GetAllIrAttrNamesAndTypes(attributes);
+    if (status != ge::GRAPH_SUCCESS)
+        return failed(report, status, PRMG_GEIR_PHASE_BUILD, "ge::Operator::GetAllIrAttrNamesAndTypes");
+    for (const char *name : {call.mode_attr, call.slice_attr}) {
+        if (attributes.find(ge::AscendString(name)) == attributes.end())
+            return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                          "ge::Operator::GetAllIrAttrNamesAndTypes",
+                          "the IR of %s declares no attribute %s (it declares %s): set by that name, GE would add it "
+                          "as an unknown attribute and the operator would use its IR default", call.op_type, name,
+                          attribute_list(attributes).c_str());
+    }
+    return ge::GRAPH_SUCCESS;
+}
+
+// The graph of one case: a Data node per linked input, the operator, its ref output as the graph's output;
+// `feeds` gets the host tensors in the Data nodes' index order. Returns the status.
+uint32_t build(const prmg_geir_call &call, ge::Graph &graph, std::vector<ge::Tensor> &feeds,
+               prmg_geir_report *report)
+{
+    ge::Operator op;
+    uint32_t status = make_operator(call, op, report);
+    if (status != ge::GRAPH_SUCCESS)
+        return status;
+    std::vector<ge::Operator> data_nodes;
+    for (int index = 0; index < PRMG_GEIR_INPUTS; ++index) {
+        const prmg_geir_tensor &input = call.inputs[index];
+        if (input.data == nullptr)
+            continue;                       // left unlinked: GE's checks of the graph refuse a required input so
+        std::vector<int64_t> dims(input.dims, input.dims + input.dim_count);
+        ge::TensorDesc desc(ge::Shape(dims), static_cast<ge::Format>(input.format),
+                            static_cast<ge::DataType>(input.data_type));
+        desc.SetPlacement(ge::kPlacementHost);
+        std::string name = std::string("prmg_") + call.input_names[index];
+        ge::Operator data = ge::OperatorFactory::CreateOperator(name.c_str(), "Data");
+        if (data.IsEmpty())
+            return failed(report, ge::GRAPH_FAILED, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::CreateOperator");
+        data.SetAttr("index", static_cast<int64_t>(data_nodes.size()));
+        data.UpdateInputDesc("x", desc);
+        data.UpdateOutputDesc("y", desc);
+        op.SetInput(call.input_names[index], data);
+        status = op.UpdateInputDesc(call.input_names[index], desc);
+        if (status != ge::GRAPH_SUCCESS)
+            return failed(report, status, PRMG_GEIR_PHASE_BUILD, "ge::Operator::UpdateInputDesc");
+        data_nodes.push_back(data);
+        feeds.emplace_back(desc, static_cast<const uint8_t *>(input.data), static_cast<size_t>(input.bytes));
+    }
+    op.SetAttr(call.mode_attr, static_cast<int64_t>(call.rotary_mode));
+    op.SetAttr(call.slice_attr, std::vector<int64_t>(call.partial_slice, call.partial_slice + call.slice_count));
+    std::vector<std::pair<ge::Operator, ge::AscendString>> outputs{{op, ge::AscendString(call.output_name)}};
+    graph.SetInputs(data_nodes).SetOutputs(outputs);
+    return ge::GRAPH_SUCCESS;
+}
+
+// Copies GE's output tensor into the caller's buffer (at most its capacity) and describes it in the report.
+void take_output(const prmg_geir_call &call, const ge::Tensor &output, prmg_geir_report *report)
+{
+    ge::TensorDesc desc = output.GetTensorDesc();
+    std::vector<int64_t> dims = desc.GetShape().GetDims();
+    report->output_data_type = static_cast<int32_t>(desc.GetDataType());
+    report->output_dim_count = static_cast<uint32_t>(dims.size());
+    for (size_t axis = 0; axis < dims.size() && axis < PRMG_GEIR_MAX_DIMS; ++axis)
+        report->output_dims[axis] = dims[axis];
+    report->output_bytes = output.GetSize();
+    size_t copied = output.GetSize() < call.output_capacity ? output.GetSize() : call.output_capacity;
+    if (copied > 0 && output.GetData() != nullptr && call.output != nullptr)
+        std::memcpy(call.output, output.GetData(), copied);
+}
+
+// One case on the process's session (g_lock held). Returns the status.
+uint32_t run_case(const prmg_geir_call &call, prmg_geir_report *report)
+{
+    ge::Graph graph("prmg_case");
+    std::vector<ge::Tensor> feeds;
+    uint32_t status = build(call, graph, feeds, report);
+    if (status != ge::GRAPH_SUCCESS)
+        return status;
+    const uint32_t graph_id = g_next_graph++;
+    const std::map<ge::AscendString, ge::AscendString> graph_options;
+    Clock::time_point began = Clock::now();
+    status = g_session->AddGraph(graph_id, graph, graph_options);
+    if (status != ge::SUCCESS)
+        return failed(report, status, PRMG_GEIR_PHASE_COMPILE, "ge::Session::AddGraph");
+    status = g_session->CompileGraph(graph_id);
+    report->compile_ms = milliseconds_since(began);
+    if (status != ge::SUCCESS) {
+        failed(report, status, PRMG_GEIR_PHASE_COMPILE, "ge::Session::CompileGraph");
+        g_session->RemoveGraph(graph_id);
+        return status;
+    }
+    std::vector<ge::Tensor> outputs;
+    began = Clock::now();
+    status = g_session->RunGraph(graph_id, feeds, outputs);
+    report->run_ms = milliseconds_since(began);
+    if (status != ge::SUCCESS) {
+        failed(report, status, PRMG_GEIR_PHASE_RUN, "ge::Session::RunGraph");
+    } else if (outputs.size() != 1) {
+        record(report, ge::FAILED, PRMG_GEIR_PHASE_RUN, "ge::Session::RunGraph",
+               "the graph has one output (%s's %s), RunGraph returned %zu", call.op_type, call.output_name,
+               outputs.size());
+    } else {
+        take_output(call, outputs[0], report);
+    }
+    uint32_t removed = g_session->RemoveGraph(graph_id);
+    if (report->status == ge::SUCCESS && removed != ge::SUCCESS)
+        failed(report, removed, PRMG_GEIR_PHASE_RUN, "ge::Session::RemoveGraph");
+    return report->status;
+}
+
+}  // namespace
+
+extern "C" {
+
+PRMG_GEIR_API uint32_t prmg_geir_abi_version(void)
+{
+    return PRMG_GEIR_ABI_VERSION;
+}
+
+PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report *report)
+{
+    clear(report);
+    std::lock_guard<std::mutex> hold(g_lock);
+    if (g_session != nullptr)
+        return device_id == g_device ? ge::SUCCESS
+                                     : record(report, ACL_ERROR_GE_PARAM_INVALID, PRMG_GEIR_PHASE_INIT, "GEInitialize",
+                                              "GE is initialised for device %d in this process, not %d", g_device,
+                                              device_id);
+    try {
+        const std::string device = std::to_string(device_id);
+        const std::map<ge::AscendString, ge::AscendString> options = {
+            {ge::AscendString(ge::OPTION_EXEC_DEVICE_ID), ge::AscendString(device.c_str())},
+            {ge::AscendString(ge::OPTION_GRAPH_RUN_MODE), ge::AscendString("1")},
+            // the kernel the aclnn path runs: no dtype of the case is changed by a precision policy
+            {ge::AscendString(ge::PRECISION_MODE.c_str()), ge::AscendString("must_keep_origin_dtype")},
+        };
+        uint32_t status = ge::GEInitialize(options);
+        if (status != ge::SUCCESS)
+            return failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize");
+        const std::map<ge::AscendString, ge::AscendString> session_options;
+        g_session.reset(new ge::Session(session_options));
+        g_device = device_id;
+        return ge::SUCCESS;
+    } catch (const std::exception &error) {
+        return record(report, ge::FAILED, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize", "C++ exception: %s",
+                      error.what());
+    }
+}
+
+PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_report *report)
+{
+    clear(report);
+    std::lock_guard<std::mutex> hold(g_lock);
+    if (g_session == nullptr)
+        return record(report, ACL_ERROR_GE_EXEC_NOT_INIT, PRMG_GEIR_PHASE_INIT, "prmg_geir_run",
+                      "prmg_geir_initialize was not called (or failed) in this process");
+    try {
+        return run_case(*call, report);
+    } catch (const std::bad_alloc &) {
+        return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_BUILD, "operator new",
+                      "out of host memory");
+    } catch (const std::exception &error) {
+        return record(report, ge::FAILED, PRMG_GEIR_PHASE_BUILD, "prmg_geir_run", "C++ exception: %s",
+                      error.what());
+    }
+}
+
+PRMG_GEIR_API uint32_t prmg_geir_finalize(prmg_geir_report *report)
+{
+    clear(report);
+    std::lock_guard<std::mutex> hold(g_lock);
+    if (g_session == nullptr)
+        return ge::SUCCESS;
+    g_session.reset();
+    g_device = -1;
+    uint32_t status = ge::GEFinalize();
+    return status == ge::SUCCESS ? status : failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::GEFinalize");
+}
+
+}  // extern "C"

@@ -1,0 +1,238 @@
+"""Graph mode (issue 35): the runner table, the GE shim's build and syntax, the emulator's twin of its C ABI, the
+geir and aclnn+geir runners, the constraint model's graph expectations, and the differential."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from kernels import correct_kernel
+from prmg_cli import execute, runners
+from prmg_cli.acl import Outcome
+from prmg_cli.cases import load_cases, parse_document
+from prmg_cli.constraints import graph_case
+from prmg_cli.differential import PairSession, combine, disagreement
+from prmg_cli.errors import PrmgError
+from prmg_cli.geir import GeirSession
+from prmg_cli.inputs import make_inputs
+from prmg_cli.ops import OPERATORS
+from prmg_cli.runners import shim
+from prmg_cli.runners.geir import with_graph_mode
+from prmg_cli.status import GE_DATATYPE_INVALID, GE_FAILED, GE_PARAM_INVALID, GRAPH_INVALID_IR_DEF
+from test_cli_commands import run_in_process
+
+SMALL = """
+- {name: fp32, shape: [1, 2, 2, 16], broadcast: 1S1D, partial_slice: [2, 14]}
+- {name: bf16, shape: [1, 1, 2, 8], partial_slice: [0, 8], dtype: bfloat16, cos_dtype: float32}
+- {name: null_sin, shape: [1, 1, 2, 8], partial_slice: [0, 8], null: [sin], expect: {error: ACLNN_ERR_PARAM_NULLPTR}}
+"""
+
+
+@pytest.fixture(scope="module")
+def graph(emulator):
+    """The emulator with graph mode's library (its twin), run by the geir runner."""
+    return with_graph_mode(emulator, os.environ, "geir")
+
+
+def small_cases(tmp_path) -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+# --- the runner table -------------------------------------------------------------------------------------
+
+class HostSession:
+    """A toy runner's session: the numpy model of a correct kernel (tests/kernels.py), no device at all."""
+
+    path = "host"
+    device_faulted = False
+
+    def __init__(self, toolkit, device):
+        self.toolkit = toolkit
+
+    def launch(self, case, inputs):
+        result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+        return Outcome(0, dy=result, dy_changed=False, faults=())
+
+    def soc_name(self):
+        return "numpy"
+
+    def accepted_modes(self):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_a_runner_is_one_module_and_one_entry(tmp_path, emulator, capsys, monkeypatch):
+    """A toy runner (``HostSession``, standing for its module) and one entry of ``runners.RUNNERS``: ``prmg run
+    --runner host`` finds it, its workers open its session and every result names its path."""
+    toy = runners.Runner("host", "numpy on the host", lambda op_lib, env, modes: replace(emulator, calls="host"),
+                         HostSession)
+    monkeypatch.setitem(runners.RUNNERS, "host", toy)
+    path = small_cases(tmp_path)
+    code, out, _ = run_in_process(capsys, monkeypatch, "run", path, "-k", "fp32", "--runner", "host",
+                                  "--report", "json")
+    report = json.loads(out)
+    assert code == 0 and [(c["name"], c["status"], c["path"]) for c in report["cases"]] == [("fp32", "passed", "host")]
+    code, _, err = run_in_process(capsys, monkeypatch, "run", path, "--runner", "hots")
+    assert code == 2 and err.strip() == ("prmg: error: --runner 'hots': choose one of auto, aclnn, emulator, geir, "
+                                         "aclnn+geir, host")
+
+
+# --- the shim ------------------------------------------------------------------------------------------------
+
+def ge_include_folders() -> list[Path]:
+    """GE's public headers on this machine: ``$PRMG_GE_INCLUDE``'s folders, else an installed toolkit's."""
+    from prmg_cli.toolkit import find_toolkit
+
+    toolkit = find_toolkit({k: v for k, v in os.environ.items() if k != "PRMG_EMULATOR_HOME"})
+    folders = shim.include_folders(toolkit.root if toolkit and toolkit.kind == "aclnn" else None, os.environ)
+    return [folder for folder in folders if folder.is_dir()]
+
+
+def test_the_shim_compiles_against_ges_public_headers():
+    """``g++ -std=c++17 -fsyntax-only`` of runners/geir/prmg_geir.cpp, as prmg builds it, against GE's headers
+    (hicann/ge and hicann/metadef, or a CANN toolkit's): skipped where none are on the machine."""
+    folders = ge_include_folders()
+    if not any((folder / "ge" / "ge_api.h").is_file() for folder in folders):
+        pytest.skip("GE's public headers are not on this machine (CI cannot reach GitHub): set PRMG_GE_INCLUDE to "
+                    "the include folders of hicann/ge and hicann/metadef (docs/runners.md), or install a CANN toolkit; "
+                    "`make geir-syntax GE_INCLUDE=...` runs the same check")
+    compiler = shim.find_compiler(os.environ)
+    command = shim.Plan(compiler, "", tuple(folders)).command(None, syntax_only=True)
+    result = subprocess.run(command + ["-Werror"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+
+
+def fake_toolkit(root: Path, headers: bool = True) -> Path:
+    """A CANN-shaped folder with GE's file names (empty files: nothing is loaded or linked for real)."""
+    for name in ("lib64/libascendcl.so", "lib64/libnnopbase.so", "compiler/lib64/libge_runner.so",
+                 "compiler/lib64/libgraph.so", "compiler/lib64/stub/libgraph_base.so"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"")
+    if headers:
+        (root / "compiler/include/ge").mkdir(parents=True)
+        (root / "compiler/include/ge/ge_api.h").write_text("")
+    return root
+
+
+def test_the_shim_is_built_once_saying_which_compiler_headers_and_libraries(tmp_path):
+    """On a toolkit the shim is compiled on first use (here by a stand-in compiler that records its command line)
+    into the cache, with the toolkit's headers and libraries (never a stub), and said so; then reused."""
+    root = fake_toolkit(tmp_path / "cann")
+    compiler = tmp_path / "fake-g++"
+    compiler.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "fake-g++ 1.0"; exit 0; }\n'
+                        f'echo "$@" >> {tmp_path}/calls\n'
+                        'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n')
+    compiler.chmod(0o755)
+    env = {"CXX": str(compiler), "PRMG_EMULATOR_HOME": str(tmp_path / "cache"), "PATH": os.environ["PATH"]}
+    library, how = shim.build_shim(root, env)
+    again, _ = shim.build_shim(root, env)
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert again == library and library.is_file() and len(calls) == 1
+    assert f"-I{root}/compiler/include" in calls[0] and f"{root}/compiler/lib64/libge_runner.so" in calls[0]
+    assert "stub" not in calls[0] and "-std=c++17" in calls[0] and f"-Wl,-rpath,{root}/compiler/lib64" in calls[0]
+    assert how.startswith(f"runners/geir/prmg_geir.cpp compiled by {compiler} (fake-g++ 1.0) with headers from")
+    assert (library.parent / "BUILD").read_text().startswith(how)
+
+
+def test_without_ges_headers_graph_mode_is_refused_in_one_line_and_doctor_says_why(tmp_path, emulator, capsys,
+                                                                                     monkeypatch):
+    """A toolkit without GE (here the emulator's libraries, unmarked: a toolkit prmg did not build): ``--runner
+    geir`` is exit 2 in one line saying what graph mode needs, and ``prmg doctor`` says graph mode is not available
+    and why."""
+    root = tmp_path / "cann"
+    shutil.copytree(emulator.root, root, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(root))
+    code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", "geir")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"prmg: error: graph mode is not available on the toolkit at {root}: it needs GE's headers "
+                          f"(no ge/ge_api.h in {root}/include, {root}/compiler/include")
+    code, out, _ = run_in_process(capsys, monkeypatch, "doctor", "--runner", "geir")
+    assert code == 1 and "graph mode (--runner geir, aclnn+geir):\n  NOT available: graph mode is not available" in out
+    code, out, _ = run_in_process(capsys, monkeypatch, "doctor")
+    assert code == 0 and "NOT available" in out                     # auto is usable: graph mode is said, not needed
+    monkeypatch.delenv("ASCEND_HOME_PATH")
+    code, _, err = run_in_process(capsys, monkeypatch, "bench", small_cases(tmp_path), "--runner", "geir")
+    assert code == 2 and "prmg bench times the aclnn launch" in err  # graph mode has no kernel time of its own
+
+
+# --- the twin and the runners -------------------------------------------------------------------------------
+
+def test_the_twin_refuses_an_ir_it_does_not_declare_in_the_build_phase(graph):
+    """The forward's IR once named its mode attribute ``mode``: set by that name, GE would add an unknown attribute and
+    run the IR's default; the shim (and the twin) refuse it while building the graph."""
+    case = parse_document([{"name": "f", "op": "forward", "shape": [1, 1, 2, 8]}], "f.yaml", ROOT)[0]
+    old = replace(OPERATORS["forward"].graph, mode_attr="mode")
+    with GeirSession(graph, 0) as session:
+        ok = session.launch(case, make_inputs(case))
+        specs = dict(OPERATORS)
+        try:
+            OPERATORS["forward"] = replace(OPERATORS["forward"], graph=old)
+            refused = session.launch(case, make_inputs(case))
+        finally:
+            OPERATORS.update(specs)
+    assert ok.status == 0 and ok.path == "geir" and not ok.contract_violations
+    assert (refused.status, refused.phase, refused.failed_call) == \
+        (GRAPH_INVALID_IR_DEF, "build", "ge::Operator::GetAllIrAttrNamesAndTypes")
+    assert "declares no attribute mode" in refused.error_message
+
+
+def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph):
+    """Every shipped negative case through graph mode (the twin) as the constraint model says GE answers it (its
+    phase and GE's code), and through both paths, which must agree; the strided dy has no graph form."""
+    cases = load_cases([ROOT / "cases" / "negative.yaml"])
+    settings = execute.RunSettings(toolkit=graph)
+    pair = replace(graph, calls="aclnn+geir")
+    with GeirSession(graph, 0) as alone, PairSession(pair, 0) as both:
+        for case in cases:
+            expected = graph_case(case, settings.supported_modes)
+            single, _ = execute.run_case(alone, case, settings)
+            combined, _ = execute.run_case(both, case, replace(settings, toolkit=pair))
+            assert single.status in ("passed", "xfailed", "skipped"), (case.name, single.message)
+            assert combined.status in ("passed", "xfailed"), (case.name, combined.message)
+            assert single.path == "geir" and combined.path == "aclnn+geir" and set(combined.paths) == {"aclnn", "geir"}
+            if isinstance(expected, str):
+                assert single.status == "skipped" and "GE's tensors are dense" in single.message
+            elif not case.known_defect and not case.expect.success:
+                assert expected.expect.phase == "compile" and single.error_code == expected.expect.error
+    codes = {graph_case(case, settings.supported_modes).expect.error for case in cases
+             if not isinstance(graph_case(case, settings.supported_modes), str)}
+    assert {GE_PARAM_INVALID, GE_DATATYPE_INVALID, GE_FAILED} <= codes
+
+
+def outcome(status=0, dy=None, **fields):
+    return Outcome(status, "call" if status else "", "why" if status else "", dy, **fields)
+
+
+def test_the_differential_fails_any_byte_and_any_refusal_of_another_kind():
+    case = parse_document([{"name": "c", "shape": [1, 1, 1, 4], "partial_slice": [0, 4]}], "c.yaml", ROOT)[0]
+    inputs = make_inputs(case)
+    result = execute.case_result(case, "passed", standard="default")
+    same = np.arange(4, dtype=np.float32).reshape(1, 1, 1, 4)
+    other = same.copy()
+    other[0, 0, 0, 3] = np.nextafter(other[0, 0, 0, 3], np.float32(9))
+    first = ("aclnn", result, outcome(dy=same))
+    assert disagreement(case, inputs, first, ("geir", result, outcome(dy=same.copy()))) == ""
+    text = disagreement(case, inputs, first, ("geir", result, outcome(dy=other)))
+    assert text.startswith("aclnn and geir results differ in 1 element of 4 (first at (0, 0, 0, 3): aclnn 3 "
+                           "(0x40400000), geir 3.00000024 (0x40400001)") and "both are within the default" in text
+    refusals = [("aclnn", result, outcome(161002)), ("geir", result, outcome(GE_FAILED, path="geir"))]
+    text = disagreement(case, inputs, *refusals)
+    assert text == ("aclnn and geir refused the case for different reasons: aclnn 161002 ACLNN_ERR_PARAM_INVALID "
+                    "(the operator's definition), geir 4294967295 ge::FAILED (the tiling)")
+    failed = combine(case, inputs, refusals)
+    assert failed.status == "failed" and failed.path == "aclnn+geir" and failed.message == text
+    skipped = execute.case_result(case, "skipped", message="no graph form")
+    kept = combine(case, inputs, [first, ("geir", skipped, None)])
+    assert kept.status == "passed" and kept.paths == {"aclnn": "passed", "geir": "skipped: no graph form"}
