@@ -41,7 +41,8 @@ from .vocab import MODE_NAMES, broadcast_pattern
 
 SAMPLE = 4096                                    # elements of a drawn tensor read for its special values
 RAN = tuple(status for status, info in STATUSES.items() if info.evidence)    # statuses of cases that were launched
-MISSING_SHOWN = 8                                # missing classes named on a one-line summary
+MISSING_SHOWN = 8                                # at most this many missing classes are named on a one-line summary
+RUN_HINT = "prmg coverage lists them"                 # where a run's coverage line sends for the missing classes
 RUN_LINE_LIMIT = 50_000                          # ran cases past which a report's coverage line is not computed
 
 
@@ -290,28 +291,28 @@ def percent(coverages: Sequence[OpCoverage]) -> float:
     return 100.0 * sum(item.covered for item in coverages) / total if total else 100.0
 
 
-def summary(coverages: Sequence[OpCoverage], shown: int = MISSING_SHOWN) -> str:
-    """One line: ``covers 97 of 102 classes (95.1%; grad 60 of 62, forward 37 of 40); missing: grad B: 65537,
-    ... and 3 more`` (``shown`` missing classes named)."""
+def summary(coverages: Sequence[OpCoverage], shown: int = MISSING_SHOWN, where: str = "") -> str:
+    """One line: ``covers 97 of 102 classes (95.1%: grad 60 of 62, forward 37 of 40)``, then the missing classes
+    named when at most ``shown`` (``; missing: grad B: 65537, forward mode: half``), else counted, with ``where``
+    names them (``; 162 missing (prmg coverage lists them)``)."""
     if not coverages:
         return "covers no class (no case)"
     covered, total = sum(item.covered for item in coverages), sum(item.total for item in coverages)
     parts = ", ".join(f"{item.op} {item.covered} of {item.total}" for item in coverages)
     line = f"covers {covered} of {total} classes ({percent(coverages):.1f}%: {parts})"
     missing = [f"{item.op} {regime.key}" for item in coverages for regime in item.missing]
-    if missing and shown:
-        line += "; missing: " + ", ".join(missing[:shown])
-        if len(missing) > shown:
-            line += f" and {len(missing) - shown} more"
+    if missing and len(missing) <= shown:
+        line += "; missing: " + ", ".join(missing)
     elif missing:
-        line += f"; {len(missing)} missing"
+        line += f"; {len(missing)} missing" + (f" ({where})" if where else "")
     return line
 
 
 def run_line(results: Sequence) -> str | None:
-    """``coverage: ...`` (``summary``) of the cases of ``results`` that ran (statuses ``RAN``) and carry their
-    definition; None when none does. Past ``RUN_LINE_LIMIT`` cases made from the definitions (about 1 ms each; a
-    stored definition states one case: ``store``) the line says to run ``prmg coverage`` instead."""
+    """``coverage: ...`` (``summary``, pointing to ``prmg coverage`` for more than ``MISSING_SHOWN`` missing
+    classes) of the cases of ``results`` that ran (statuses ``RAN``) and carry their definition; None when none
+    does. Past ``RUN_LINE_LIMIT`` cases made from the definitions (about 1 ms each; a stored definition states one
+    case: ``store``) the line says to run ``prmg coverage`` instead."""
     from .cases import parse_document
 
     ran = [result for result in results if result.status in RAN and result.definition]
@@ -326,4 +327,4 @@ def run_line(results: Sequence) -> str | None:
             cases += parse_document([result.recorded_definition()], source, Path(source).parent)
         except PrmgError:                              # a file: input gone since: the case is not counted
             continue
-    return f"coverage: {summary(evaluate(cases))}" if cases else None
+    return f"coverage: {summary(evaluate(cases), where=RUN_HINT)}" if cases else None

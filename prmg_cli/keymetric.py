@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .checks import CHECKS
 from .standards import STANDARDS
+from .status import describe as status_text
 
 
 def _marks():
@@ -16,7 +17,7 @@ def _marks():
     result's metrics is its key metric."""
     return (*((standard.key_metric, standard.describe, standard.key_margin) for standard in STANDARDS.values()),
             *((check.metric, check.describe, check.key_margin) for check in CHECKS.values()),
-            ("status", lambda metrics: f"status {metrics['status']}", lambda metrics: None))
+            ("status", lambda metrics: status_text(metrics["status"]), lambda metrics: None))
 
 
 def drift_metrics() -> tuple[str, ...]:
@@ -26,11 +27,14 @@ def drift_metrics() -> tuple[str, ...]:
 
 
 def key_metric(metrics: dict) -> str:
-    """A short text of the key number(s) of ``metrics`` and their limits for a table column, e.g.
-    ``0.50/0.50 ulp, beyond rounding 0%``, led by ``outside changed N`` when elements outside the slice changed."""
+    """A short text of the key number(s) of ``metrics`` against their limits, in their units, for a table column,
+    e.g. ``err 0.50 ulp ≤ bound 0.50 ulp, 0% beyond rounding`` or ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``,
+    led by ``N changed outside the slice`` when elements outside the slice changed and by ``N non-finite wrong``
+    when non-finite elements were wrong. What precedes the first ``, `` is what a narrow table keeps."""
     text = next((shown(metrics) for key, shown, _ in _marks() if key in metrics), "")
-    if metrics.get("outside_changed"):
-        text = f"outside changed {metrics['outside_changed']}" + (f", {text}" if text else "")
+    for key, words in (("non_finite", "non-finite wrong"), ("outside_changed", "changed outside the slice")):
+        if metrics.get(key):
+            text = f"{metrics[key]} {words}" + (f", {text}" if text else "")
     return text
 
 

@@ -59,15 +59,34 @@ class Change:
 
 @dataclass
 class Comparison:
-    """Every change, worst first, and how many cases each run held."""
+    """Every change, worst first, how many cases each run held, and the emulator faults that acted on each run's
+    cases (fault -> case names, ``outputs.labels.fault_cases``)."""
 
     changes: list = field(default_factory=list)
     cases_a: int = 0
     cases_b: int = 0
+    faults_a: dict = field(default_factory=dict)
+    faults_b: dict = field(default_factory=dict)
 
     @property
     def regressions(self) -> list:
         return [change for change in self.changes if change.category in REGRESSIONS]
+
+    def fault_lines(self) -> list[str]:
+        """One line per run whose cases emulator faults acted on: ``run B had emulator faults injected ...``."""
+        lines = []
+        for run, faults in (("A", self.faults_a), ("B", self.faults_b)):
+            if faults:
+                acted = "; ".join(f"{visible(fault)} on {plural(len(cases), 'case')} ({_first(cases)})"
+                                  for fault, cases in faults.items())
+                lines.append(f"run {run} had emulator faults injected (PRMG_EMU_FAULT): {acted}: its changes on those "
+                             f"cases test prmg, not the operator")
+        return lines
+
+
+def _first(names: list[str], count: int = 3) -> str:
+    """The first ``count`` of ``names``, then ``and N more``."""
+    return ", ".join(map(visible, names[:count])) + (f" and {len(names) - count} more" if len(names) > count else "")
 
 
 def read_run(path: str) -> dict[str, CaseResult]:
@@ -103,6 +122,7 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
             time_floor: float = 0.05) -> Comparison:
     """The changes from run ``a`` to run ``b`` (module docstring), worst category first, then by name."""
     from .keymetric import drift_value
+    from .outputs.labels import fault_cases
 
     changes = []
     for name in sorted(set(a) | set(b)):
@@ -131,7 +151,7 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
             if moved:
                 changes.append(Change("time drift", name, detail=moved))
     changes.sort(key=lambda change: (CATEGORIES.index(change.category), change.name))
-    return Comparison(changes, len(a), len(b))
+    return Comparison(changes, len(a), len(b), fault_cases(list(a.values())), fault_cases(list(b.values())))
 
 
 def _samples(result: CaseResult) -> list[float]:
@@ -140,32 +160,41 @@ def _samples(result: CaseResult) -> list[float]:
     return samples or ([result.kernel_ms] if result.kernel_ms is not None else [])
 
 
-def render(comparison: Comparison, fmt: str = "table") -> str:
-    """The comparison as a table (one row per change, then a summary line), JSON or Markdown."""
-    from tabulate import tabulate
-
+def render(comparison: Comparison, fmt: str = "table", width: int | None = None) -> str:
+    """The comparison as a table fitted to ``width`` columns (``outputs.table.fit``: the change and the case first;
+    the detail, then the case names, give way), one line per run with injected faults, then a summary line; JSON
+    or Markdown."""
     counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
     regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items() if n and c in REGRESSIONS)
     summary = (f"{plural(len(comparison.regressions), 'regression')} ({regressions or 'none'}); "
                f"{counts['fixed']} fixed; {plural(comparison.cases_a, 'case')} in A, {comparison.cases_b} in B")
+    faults = comparison.fault_lines()
     if fmt == "json":
         return json.dumps({"summary": {"regressions": len(comparison.regressions), **counts, "line": summary,
-                                       "cases_a": comparison.cases_a, "cases_b": comparison.cases_b},
+                                       "cases_a": comparison.cases_a, "cases_b": comparison.cases_b,
+                                       "faults_a": comparison.faults_a, "faults_b": comparison.faults_b,
+                                       "fault_lines": faults},
                            "changes": [change.__dict__ for change in comparison.changes]}, indent=2)
-    rows = [[change.category, visible(change.name), change.before, change.after,
-             change.detail if fmt != "table" or len(change.detail) <= 60 else change.detail[:59] + "…"]
-            for change in comparison.changes]
-    headers = ("change", "case", "A", "B", "detail")
+    rows = [{"change": change.category, "case": visible(change.name), "A": change.before or "-",
+             "B": change.after or "-", "detail": visible(change.detail) or "-"} for change in comparison.changes]
     if fmt == "markdown":
+        from tabulate import tabulate
+
         from .outputs.markdown import md_escape
 
-        rows = [[md_escape(str(cell)) for cell in row] for row in rows]
-        table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True) if rows else "no changes"
-        return f"# prmg compare\n\n{table}\n\n{summary}"
+        cells = [[md_escape(text) for text in row.values()] for row in rows]
+        table = tabulate(cells, headers=list(rows[0]), tablefmt="github", disable_numparse=True) if rows \
+            else "no changes"
+        return "\n\n".join(["# prmg compare", *map(md_escape, faults), table, summary])
     if fmt != "table":
         raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
-    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True) if rows else "no changes"
-    return f"{table}\n\n{summary}"
+    from .outputs.screen import width as screen_width, wrap
+    from .outputs.table import SHORTEN, SQUEEZE, fit
+
+    width = width or screen_width()
+    table = fit(rows, order=(SQUEEZE, SHORTEN), width=width) if rows else ["no changes"]
+    return "\n".join([*(part for line in faults for part in wrap(line, width)), *([""] if faults else []), *table,
+                      "", summary])
 
 
 def compare_files(path_a: str, path_b: str, fmt: str = "table", **limits) -> tuple[str, int]:

@@ -19,6 +19,7 @@ def emulator_home(tmp_path_factory) -> Path:
     os.environ["PRMG_EMULATOR_HOME"] = home
     for name in [k for k in os.environ if k.startswith(("ASCEND_", "PRMG_EMU_"))]:
         del os.environ[name]                   # tests choose their runner explicitly
+    os.environ.pop("COLUMNS", None)            # pytest-xdist's workers get COLUMNS=80: tests choose their width
     return Path(home)
 
 

@@ -5,6 +5,7 @@ table, and the one-line coverage of a run's reports."""
 from __future__ import annotations
 
 import json
+import re
 import math
 
 import numpy as np
@@ -166,9 +167,13 @@ def test_value_bits_round_once_as_the_runs_inputs():
 def test_summary_line_and_missing_classes():
     result = coverage.evaluate([case(shape=[1, 1, 1, 2])])
     assert [item.op for item in result] == ["grad"]
-    line = coverage.summary(result, shown=2)
-    assert line.startswith(f"covers {result[0].covered} of {len(regimes('grad'))} classes")
-    assert "missing: grad dtypes: fp32/fp16, grad dtypes: fp32/bf16 and" in line
+    line = coverage.summary(result, shown=2, where="where")
+    total = len(regimes("grad"))
+    missing = total - result[0].covered
+    assert line == (f"covers {result[0].covered} of {total} classes ({100 * result[0].covered / total:.1f}%: grad "
+                    f"{result[0].covered} of {total}); {missing} missing (where)")   # more than shown: counted
+    few = coverage.summary(coverage.evaluate([case(shape=[1, 1, 1, 2])]), shown=missing)
+    assert few.endswith("; missing: " + ", ".join(f"grad {regime.key}" for regime in result[0].missing))
 
 
 def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
@@ -181,8 +186,9 @@ def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
 def test_coverage_reports_in_process(tmp_path):
     text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)
     assert code == 0 and "grad (InplacePartialRotaryMulGrad):" in text and "MISSING" in text
-    assert all(len(line) <= 100 for line in text.splitlines()[:-1])           # the table fits; the summary is one line
-    assert text.splitlines()[-1].startswith("covers ") and "missing: grad mode: half" in text.splitlines()[-1]
+    assert all(len(line) <= 100 for line in text.splitlines())           # the table fits, the missing are counted
+    assert re.fullmatch(r"covers \d+ of \d+ classes \(.*\); \d+ missing \(marked MISSING above\)",
+                        text.splitlines()[-1]) and "  half      " in text and " MISSING " in text
     text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], "json", fail_under=90)
     assert code == 1 and "is under --fail-under 90%" in text
     report = json.loads(text[:text.rindex("}") + 1])
@@ -284,7 +290,7 @@ def test_table_and_html_show_the_coverage_of_what_ran():
     results = [CaseResult(c.name, status, definition=case_to_dict(c), source=str(ROOT / "test.yaml"))
                for c, status in ((ran[0], "passed"), (ran[1], "failed"), (skipped, "skipped"))]
     line = coverage.run_line(results)
-    assert line == "coverage: " + coverage.summary(coverage.evaluate(ran))
+    assert line == "coverage: " + coverage.summary(coverage.evaluate(ran), where="prmg coverage lists them")
     text = table.render(results, RunInfo(runner="emulator", location="/x"))
     assert text.endswith("\n\n" + "\n".join(wrap(line, 100)) + "\n\n" + summary_line(results))   # wrapped to 100
     page = html_report.render(results, RunInfo(runner="emulator", location="/x"))

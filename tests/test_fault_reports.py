@@ -53,7 +53,7 @@ def test_a_fault_shape_matching_no_case_does_not_claim_an_injection(tmp_path):
     assert (f"FAULTS NAMED: sign (PRMG_EMU_FAULT_SHAPE=9,9,9,9): {TESTS_PRMG}; the end of the report says which "
             f"cases they acted on") in " ".join(result.stdout.split())         # wrapped to 100 columns
     named = next(i for i, line in enumerate(lines) if line.startswith("FAULTS NAMED:"))
-    assert named < next(i for i, line in enumerate(lines) if line.startswith("case "))   # before the first case
+    assert named < next(i for i, line in enumerate(lines) if line.startswith("verdict "))   # before the first case
     assert lines[-2:] == ["FAULTS NAMED BUT NEVER INJECTED: sign (PRMG_EMU_FAULT_SHAPE=9,9,9,9 matched no case)",
                           "4 passed, 0 failed"]
     assert "FAULTS INJECTED" not in result.stdout

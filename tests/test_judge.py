@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import ml_dtypes
 import numpy as np
@@ -14,6 +15,7 @@ from prmg_cli.cases import Case, Expect
 from prmg_cli.judge import judge
 from prmg_cli.ops import GRAD
 from prmg_cli.keymetric import key_metric
+from prmg_cli.outputs.table import essentials
 from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.standards import STANDARDS, check_standard, margin
 from prmg_cli.status import STATUS_CODES
@@ -330,10 +332,13 @@ def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
     golden = GRAD.golden(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
     rounded = judge(case, inputs, Outcome(status=0, dy=golden)).metrics
     assert rounded["max_err_ratio"] > 0.99 and 0.49 < rounded["max_err_ulp"] <= 0.5 and rounded["beyond_rounding"] == 0
-    assert key_metric(rounded) == "0.50/0.50 ulp, beyond rounding 0%" and 0.5 < rounded["bound_ulp"] < 0.501
+    assert key_metric(rounded) == "err 0.50 ulp ≤ bound 0.50 ulp, 0% beyond rounding"
+    assert 0.5 < rounded["bound_ulp"] < 0.501
     truncated = run(lambda *a: faulty_kernel("truncate", *a), case, inputs)
     assert truncated.status == "failed" and truncated.metrics["beyond_rounding"] > 1
     assert 0.5 < truncated.metrics["max_err_ulp"] <= 1
+    assert re.fullmatch(r"err (0\.\d\d|1\.00) ulp > bound 0\.5\d ulp \(x1\.\d+\)", key_metric(truncated.metrics))
+    assert f"over budget: {key_metric(truncated.metrics)}" in truncated.message
     fp32 = make_case((2, 4, 2, 64), (0, 64), broadcast="1S1D")
     computed = run(correct_kernel, fp32, make_inputs(fp32, np.random.default_rng(8))).metrics
     assert computed["max_err_ulp"] > 0.5 and 0 < computed["beyond_rounding"] <= 1
@@ -342,15 +347,23 @@ def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
 
 @pytest.mark.parametrize("metrics, shown", [
     ({"max_err_ratio": 0.99996, "max_err_ulp": 0.49998, "bound_ulp": 0.50001, "beyond_rounding": 0.0},
-     "0.50/0.50 ulp, beyond rounding 0%"),
+     "err 0.50 ulp ≤ bound 0.50 ulp, 0% beyond rounding"),
     ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "bound_ulp": 97.2, "beyond_rounding": 0.4224},
-     "41/97 ulp, beyond rounding 42.2%"),
+     "err 41 ulp ≤ bound 97 ulp, 42.2% beyond rounding"),
     ({"max_err_ratio": 0.9, "max_err_ulp": 1.6e7, "bound_ulp": 1.61e7, "beyond_rounding": 0.9999991},
-     "1.6e+07/1.61e+07 ulp, beyond rounding 99.9999%"),
+     "err 1.6e7 ulp ≤ bound 1.61e7 ulp, 99.9999% beyond rounding"),
+    # a failure: error against bound and how far over (the largest error/budget of any element)
+    ({"max_err_ratio": 3.452e6, "max_err_ulp": 1.26e7, "bound_ulp": 3.65, "beyond_rounding": 3.99e6},
+     "err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)"),
+    ({"max_err_ratio": 1.00002, "max_err_ulp": 0.75, "bound_ulp": 0.74999, "beyond_rounding": 1.00003},
+     "err 0.75 ulp > bound 0.75 ulp (x1.00002)"),
+    # the largest error in ulps within its bound, another element over its own
+    ({"max_err_ratio": 2.1, "max_err_ulp": 41.07, "bound_ulp": 97.2, "beyond_rounding": 2.2},
+     "err > bound (x2.1), largest err 41 ulp (bound 97 there)"),
     ({"max_err_ratio": None, "max_err_ulp": None, "bound_ulp": None, "beyond_rounding": None},
-     "inf/inf ulp, beyond rounding inf%"),
-    ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "beyond_rounding": 0.4224}, "41 ulp, beyond rounding 42.2%"),
-    ({"max_err_ratio": 0.41}, "err/budget 0.41"),                  # recorded before the ulp metrics
+     "err inf ulp > bound inf ulp (xinf)"),
+    ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "beyond_rounding": 0.4224}, "err 41 ulp, 42.2% beyond rounding"),
+    ({"max_err_ratio": 0.41}, "err ≤ budget (x0.41)"),                  # recorded before the ulp metrics
 ])
 def test_default_key_metric_text(metrics, shown):
     assert key_metric(metrics) == shown
@@ -446,7 +459,8 @@ def test_outside_the_slice_must_be_bit_identical():
     assert verdict.status == "failed"
     assert "outside the slice at d=3 (4 elements, rows (0, 1, 0), (0, 1, 1), (1, 1, 0), ... (4 of 12 rows))" \
         in verdict.message
-    assert verdict.metrics["outside_changed"] == 4 and key_metric(verdict.metrics).startswith("outside changed 4")
+    assert verdict.metrics["outside_changed"] == 4
+    assert key_metric(verdict.metrics).startswith("4 changed outside the slice, ")
     case, inputs, result = correct_run("float16")
     result[0, 0, 0, 47] = -0.0 if inputs.dy[0, 0, 0, 47] == 0 else 0.0   # even a zero's sign counts
     assert judge(case, inputs, Outcome(status=0, dy=result)).status == "failed"
@@ -483,7 +497,7 @@ def test_status_messages():
     verdict = judge(case, inputs, Outcome(status=561002, error_message="D too large", dy=inputs.dy.copy(),
                                           failed_call=GRAD.get_workspace))
     assert verdict.message == "expected success, got 561002 ACLNN_ERR_INNER_TILING_ERROR: D too large"
-    assert key_metric(verdict.metrics) == "status 561002"
+    assert key_metric(verdict.metrics) == "561002 ACLNN_ERR_INNER_TILING_ERROR"    # the status's name beside its code
 
 
 def test_dy_must_stay_untouched_after_an_expected_error():
@@ -567,7 +581,8 @@ def test_metrics_are_plain_json_and_key_metric_is_short(standard):
         verdict = judge(case, inputs, Outcome(status=0, dy=dy), standard)
         json.dumps(verdict.metrics, allow_nan=False)
         assert all(type(v) in (int, float, type(None)) for v in verdict.metrics.values())
-        assert 0 < len(key_metric(verdict.metrics)) < 60
+        shown = key_metric(verdict.metrics)
+        assert 0 < len(essentials(shown)) <= 45 and len(shown) < 100, shown    # the first part fits an 80-column table
 
 
 def test_ulp_of_each_format():
@@ -710,9 +725,29 @@ def test_margin_never_rounds_onto_the_limit(value, limit, shown):
     assert margin(value, limit) == shown
 
 
-def test_key_metrics_show_their_thresholds():
-    assert key_metric({"max_err_ratio": 0.99997}) == "err/budget 0.99997"
-    shown = key_metric({"rel_err_share": 0.0004, "share_limit": 0.001, "max_rel_err": 0.05, "cap": 0.1})
-    assert shown == "wrong 0.0004/0.001, max rel 0.05/0.1"
-    shown = key_metric({"MERE": 1e-4, "MARE": 2e-3, "T": 2.0 ** -10})
-    assert shown == "MERE 0.0001/0.00098 MARE 0.002/0.0098"
+@pytest.mark.parametrize("metrics, shown", [
+    ({"max_err_ratio": 0.99997}, "err ≤ budget (x0.99997)"),
+    ({"rel_err_share": 0.0004, "share_limit": 0.001, "max_rel_err": 0.05, "cap": 0.1},
+     "wrong 0.04% ≤ 0.1%, max rel err 0.05 ≤ 0.1"),
+    ({"rel_err_share": 0.032, "share_limit": 0.001, "max_rel_err": 0.05, "cap": 0.1},
+     "wrong 3.2% > 0.1% (x32), max rel err 0.05 ≤ 0.1"),
+    ({"rel_err_share": 0.0, "share_limit": 0.001, "max_rel_err": 0.5, "cap": 0.1},      # the broken limit first
+     "max rel err 0.5 > 0.1 (x5), wrong 0% ≤ 0.1%"),
+    ({"rel_err_share": 0.0, "share_limit": 0.001, "max_rel_err": 0.5, "cap": 0}, "wrong 0% ≤ 0.1%, max rel err 0.5"),
+    ({"MERE": 1e-4, "MARE": 2e-3, "T": 2.0 ** -10}, "MERE 0.0001 ≤ 0.000977, MARE 0.002 ≤ 0.00977"),
+    ({"mare_ratio": 1.2, "mere_ratio": 0.9, "rmse_ratio": 3.0, "mare_limit": 10, "mere_limit": 2, "rmse_limit": 2},
+     "RMSE/ref 3 > 2 (x1.5), MARE/ref 1.2 ≤ 10, MERE/ref 0.9 ≤ 2"),
+    ({"max_tol_ratio": 3.2}, "err > tol (x3.2)"),
+    ({"mismatches": 0}, "bit-exact"), ({"mismatches": 3}, "3 elements not bit-exact"),
+    ({"adjoint_ratio": 0.168}, "adjoint err ≤ bound (x0.168)"),
+    ({"roundtrip_ratio": None}, "roundtrip err > bound (xinf)"),
+    ({"sample_ratio": 0.9, "sample_rows": 3}, "sample err ≤ bound (x0.9)"),
+    ({"determinism_mismatches": 0}, "repeats bit-identical"),
+    ({"determinism_mismatches": 12}, "repeats differ in 12 elements"),
+    ({"status": 161001}, "161001 ACLNN_ERR_PARAM_NULLPTR"),
+    ({"max_err_ratio": 2, "max_err_ulp": 3, "bound_ulp": 1, "beyond_rounding": 2, "outside_changed": 3,
+      "non_finite": 2}, "3 changed outside the slice, 2 non-finite wrong, err 3.00 ulp > bound 1.00 ulp (x2)"),
+])
+def test_key_metrics_show_error_against_limit_in_units(metrics, shown):
+    """Every standard's and check's key metric says its unit, a value against its limit and, over it, how far."""
+    assert key_metric(metrics) == shown

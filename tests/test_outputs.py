@@ -6,6 +6,7 @@ import csv
 import html
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -15,7 +16,7 @@ from conftest import ROOT
 from prmg_cli import bench, outputs
 from prmg_cli.cases import Case, Expect
 from prmg_cli.errors import PrmgError
-from prmg_cli.outputs import csvreport, jsonreport, junit, listing, markdown, table
+from prmg_cli.outputs import csvreport, jsonreport, junit, listing, markdown, names, table
 from prmg_cli.outputs.labels import format_header
 from prmg_cli.progress import Progress
 from prmg_cli.results import CaseResult, RunInfo, summary_counts, summary_line, visible
@@ -141,17 +142,17 @@ def test_last_line_of_table_is_exactly_the_summary(results, verbose):
 
 def test_table_row_cells_and_shared_columns():
     text = table.render([passed(), failed()], EMULATOR, verbose=True, wide=True)
-    row = next(line for line in text.splitlines() if line.startswith("ok_case"))
+    row = next(line for line in text.splitlines() if line.startswith("PASS     ok_case"))
     for cell in ("fp16/fp32", "2x4x8x128", "1S1D", "interleave", "[7, 71)", "default",
                  "max_err_ratio=0.25 bad_share=0", "PASS", "0.012 ms"):
         assert cell in row
     assert "third" not in row                            # only the first two metrics
-    bad_row = next(line for line in text.splitlines() if line.startswith("bad_case"))
-    assert "err/budget 4.1" in bad_row and "FAIL" in bad_row
+    bad_row = next(line for line in text.splitlines() if line.startswith("FAIL     bad_case"))
+    assert bad_row.rstrip().endswith("err/budget 4.1")   # the metric last
     assert "bf16/" not in bad_row                        # same dtype for cos: one label
-    assert bad_row.rstrip().endswith("-")               # no kernel time
+    assert " - " in bad_row                              # no kernel time
     one_mode = unwrapped(table.render([passed("a"), passed("b")], EMULATOR))
-    assert "all cases: op grad, dtypes fp16/fp32, shape 2x4x8x128, cos 1S1D, mode interleave, slice [7, 71), " \
+    assert "all cases: op grad, mode interleave, dtypes fp16/fp32, shape 2x4x8x128, cos 1S1D, slice [7, 71), " \
            "standard default" in one_mode
 
 
@@ -161,50 +162,141 @@ def test_table_fits_100_columns_and_wide_keeps_everything():
             for mode, standard in ((0, "default"), (3, "double_thousandth"))] + [failed()]
     lines = table.render(long, EMULATOR).splitlines()
     body = lines[lines.index("") + 1:]
-    assert max(len(line) for line in body if not line.startswith("FAIL")) <= 100
+    assert max(len(line) for line in body if not line.startswith("FAIL ")) <= 100
     assert any("…" in line for line in body) and "ilv-half" in "\n".join(body)
     wide = table.render(long, EMULATOR, wide=True)
     assert long[0].name in wide and "kernel time" in wide and "double_thousandth" in wide
 
 
-@pytest.mark.parametrize("columns", [24, 30, 40])
-def test_shortened_names_of_the_shipped_cases_stay_unique_and_recognisable(columns):
+@pytest.mark.parametrize("columns", [30, 34, 40])
+def test_shortened_names_of_the_shipped_cases_stay_unique_and_keep_their_modes(columns):
+    """Every shipped name shortened to ``columns`` (the room an 80- to 140-column table leaves): unique, whole words
+    of the name in its order, its first word; a rotary mode or dtype that tells it from another name is never
+    cut (it is among the words that tell it apart)."""
     from prmg_cli.cases import load_cases
 
-    names = [case.name for case in load_cases([ROOT / "cases"])]
-    shown, complete = table.short_names(names, columns)
-    assert len(set(shown.values())) == len(set(names)) > 500          # never two names to one text
+    shipped = [case.name for case in load_cases([ROOT / "cases"])]
+    shown, complete = names.short_names(shipped, columns, (names.MODE_WORDS, names.DTYPE_WORDS))
+    assert complete and len(set(shown.values())) == len(set(shipped)) > 500          # never two names to one text
+    parts = {name: re.split(r"[._]", name) for name in shipped}
     for name, text in shown.items():
-        if text != name:
-            head, tail = text.split("…")
-            assert len(text) == columns and name.startswith(head) and name.endswith(tail) and len(head) >= 4
-    assert complete == all(len(text) <= columns for text in shown.values())
-    assert complete or columns < 30                  # the run table's room (above MIN_NAME) suffices
+        assert len(text) <= columns and (text == name or "…" in text)
+        if text == name:
+            continue
+        head, _, tail = text.partition("…")
+        if "…" in tail or not name.startswith(head) or not name.endswith(tail) or head == parts[name][0]:
+            words = [word for word in re.split(r"[._…]", text) if word]         # whole words, in order
+            assert (text.startswith("…") or words[0] == parts[name][0]) and _in_order(words, parts[name]), (name, text)
+        else:             # too long for the words that tell it apart: cut in the middle
+            words = [word for word in parts[name] if word in text]
+        for other in shipped:     # a name differing from another only in a mode or dtype word keeps that word
+            if other != name and len(parts[other]) == len(parts[name]):
+                differ = [i for i, (a, b) in enumerate(zip(parts[name], parts[other])) if a != b]
+                if len(differ) == 1 and parts[name][differ[0]] in names.MODE_WORDS | names.DTYPE_WORDS:
+                    assert parts[name][differ[0]] in words, (name, text, other)
 
 
-def test_names_that_differ_only_at_the_start_are_told_apart():
-    names = ["cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
+def _in_order(words: list[str], parts: list[str]) -> bool:
+    """Whether ``words`` are some of ``parts``, in their order."""
+    remaining = iter(parts)
+    return all(word in remaining for word in words)
+
+
+def test_shortened_names_keep_the_mode_and_dtype_their_column_no_longer_shows():
+    given = ["cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
              "cover.forward.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
-             "cover.grad.interleave_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x"]
-    shown, complete = table.short_names(names, 30)
-    assert complete and shown == {names[0]: "cover.g…32_255x1x1x4_B11D_s0-4",
-                                  names[1]: "cover.f…32_255x1x1x4_B11D_s0-4",
-                                  names[2]: "cover.…p32_256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
+             "cover.grad.half_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x"]
+    shown, complete = names.short_names(given, 30)
+    assert complete and shown == {given[0]: "cover.grad…255x1x1x4_B11D_s0-4", given[1]: "cover.forward…B11D_s0-4",
+                                  given[2]: "cover…half…256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
+    shown, complete = names.short_names(given, 40, (names.MODE_WORDS, names.DTYPE_WORDS))
+    assert complete and shown == {given[0]: "cover.grad.interleave_fp16_fp32…s0-4",
+                                  given[1]: "cover.forward.interleave_fp16_fp32…s0-4",
+                                  given[2]: "cover…half_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
 
 
 def test_the_op_column_stays_when_operators_mix_and_the_terminal_width_is_used(monkeypatch):
     results = [passed(f"full.bcast.interleave_fp32_bf16_2x3x4x16_BSND_s0-16_{op}", op=op, rotary_mode=mode)
                for op in ("grad", "forward") for mode in (1, 3)]
     lines = table.render(results, EMULATOR).splitlines()
-    heading = next(line for line in lines if line.startswith("case "))
-    assert heading.split()[:2] == ["case", "op"] and all(len(line) <= 100 for line in lines)
+    heading = next(line for line in lines if line.startswith("verdict "))
+    assert heading.split()[:3] == ["verdict", "case", "op"] and all(len(line) <= 100 for line in lines)
     assert "all cases: op" not in "\n".join(lines)
     assert "all cases: op grad" in table.render(results[:2], EMULATOR)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     monkeypatch.setenv("COLUMNS", "150")                  # shutil.get_terminal_size reads it first
     wide_terminal = table.render(results, EMULATOR).splitlines()
     assert 100 < max(map(len, wide_terminal)) <= 150                       # whole names: no "…"
-    assert all(any(line.startswith(f"{r.name}  ") for line in wide_terminal) for r in results)
+    assert all(any(line.startswith(f"PASS     {r.name}  ") for line in wide_terminal) for r in results)
+
+
+def on_terminal(args: list, columns: int, cwd) -> str:
+    """What ``prmg ARGS`` prints on a pseudo-terminal ``columns`` wide (without ``COLUMNS``), lines joined by
+    ``\\n``; its standard error (progress) goes to a pipe."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {name: value for name, value in os.environ.items() if name != "COLUMNS"}
+    child = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", *map(str, args)], stdin=subprocess.DEVNULL,
+                             stdout=slave, stderr=subprocess.PIPE, cwd=cwd, env=env)
+    os.close(slave)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:                  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(master)
+    child.communicate(timeout=120)
+    return output.decode().replace("\r\n", "\n")
+
+
+@pytest.fixture(scope="module")
+def fault_results(tmp_path_factory):
+    """A results file of cases/smoke.yaml and future_modes.yaml run with the emulator's ``sign`` fault injected."""
+    from conftest import prmg
+
+    folder = tmp_path_factory.mktemp("compare")
+    prmg("run", ROOT / "cases" / "smoke.yaml", ROOT / "cases" / "future_modes.yaml", "--results", folder / "b.jsonl",
+         env={"PRMG_EMU_FAULT": "sign"})
+    return folder / "b.jsonl"
+
+
+@pytest.mark.parametrize("columns", [80, 100, 140])
+def test_run_and_compare_fit_a_terminal_of_80_100_and_140_columns(columns, fault_results, tmp_path):
+    """On a terminal as narrow as 80 columns, and as wide as 140, every line of ``prmg run``'s table (and its
+    header, grouped and coverage lines) and of ``prmg compare``'s fits it, the verdict and the case first;
+    skips are said per reason, and compare says which run had injected faults."""
+    run = on_terminal(["run", ROOT / "cases" / "smoke.yaml", ROOT / "cases" / "future_modes.yaml", "--results",
+                       tmp_path / "a.jsonl"], columns, tmp_path)
+    lines = run.splitlines()
+    assert lines[-1].endswith(" passed, 0 failed, 48 skipped") and max(map(len, lines)) <= columns, run
+    heading = next(index for index, line in enumerate(lines) if line.startswith("verdict "))
+    assert lines[heading].split()[:2] == ["verdict", "case"] and lines[heading].split()[-1] == "metric"
+    rows = lines[heading + 2:lines.index("", heading)]
+    assert len(rows) == 82 and all(row.split()[0] in ("PASS", "SKIP") for row in rows)
+    assert ("SKIP 48 cases: rotary_mode half, quarter, interleave-half not supported by the target (supported: "
+            "interleave)") in " ".join(run.split())
+    assert ("mode" in lines[heading].split()) == (columns > 80) and ("…" in run) == (columns < 140)
+    skipped = [row.split()[1] for row in rows if row.startswith("SKIP")]      # the mode that skips them is shown
+    assert all(re.search(r"(^|[._…])(half|quarter|interleave-half)([._…]|$)", name) for name in skipped) \
+        or "mode" in lines[heading].split(), skipped
+    compared = on_terminal(["compare", tmp_path / "a.jsonl", fault_results], columns, tmp_path)
+    lines = compared.splitlines()
+    assert max(map(len, lines)) <= columns and re.match(r"(\d+) regressions \(\1 new failures\)", lines[-1]), compared
+    assert "run B had emulator faults injected (PRMG_EMU_FAULT): sign on 30 cases" in " ".join(compared.split())
+    heading = next(line for line in lines if line.startswith("change "))
+    assert heading.split() == ["change", "case", "A", "B", "detail"]
 
 
 def test_failures_are_one_line_each_unless_verbose():

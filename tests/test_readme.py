@@ -120,7 +120,7 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
 
 def test_the_readmes_limits_are_the_codes():
     """Each limit the README and docs/cases.md state is the constant the code enforces."""
-    from prmg_cli import bench, cases, fields, files, results, runs, store, yamlfile
+    from prmg_cli import bench, cases, coverage, fields, files, results, runs, store, yamlfile
     from prmg_cli.outputs import screen, table
     from prmg_cli.checks.determinism import MAX_REPEAT
 
@@ -128,7 +128,10 @@ def test_the_readmes_limits_are_the_codes():
     claims = [f"at most {yamlfile.MAX_FILE_BYTES // files.MiB} MiB", f"at most {yamlfile.MAX_EXPANDED_NODES:,} nodes",
               f"nest at most {yamlfile.MAX_DEPTH} levels", f"at most {yamlfile.MAX_LIST_VALUES:,} values in one list",
               f"at most {cases.MAX_RUN_CASES:,} cases", f"at most {fields.MAX_NAME_LENGTH} characters",
-              f"(2; at most {MAX_REPEAT})", f"fits {screen.WIDTH} columns", f"shortened to {table.MIN_NAME} characters",
+              f"(2; at most {MAX_REPEAT})", f"never under {screen.MIN_WIDTH} columns",
+              f"or {screen.WIDTH} columns when standard output is not a terminal",
+              f"not under {table.MIN_NAME} characters", f"naming at most {coverage.MISSING_SHOWN} missing classes",
+              _fit_order_in_words(),
               f"2^{(fields.MAX_ARRAY_ELEMENTS + 1).bit_length() - 1} elements",
               *(f"{soc} {peak:.0f} GB/s" for soc, peak in bench.PEAK_GBPS.items()),
               f"{bench.DEFAULT_SOC} applies when no entry matches", f"(0 to {MAX_REPEAT})",
@@ -139,6 +142,19 @@ def test_the_readmes_limits_are_the_codes():
               f"no line over {store.MAX_LINE_BYTES // files.MiB} MiB"]
     missing = [claim for claim in claims if claim not in text]
     assert not missing, missing
+
+
+def _fit_order_in_words() -> str:
+    """``table.FIT_ORDER`` as the README says it: what gives way before the names are shortened, then after."""
+    from prmg_cli.outputs import table
+
+    words = {"kernel time": "the kernel time", "standard": "the standard", "cos": "the cos layout",
+             "slice": "the slice", "shape": "the shape", table.ESSENTIALS: "the metric's detail after its first comma"}
+    cut = table.FIT_ORDER.index(table.SHORTEN)
+    after = [step for step in table.FIT_ORDER[cut + 1:]]
+    return (f"{', '.join(words[step] for step in table.FIT_ORDER[:cut])}; then long names are shortened to the room "
+            f"left, not under {table.MIN_NAME} characters while the {', '.join(after[:-1])} and {after[-1]} columns "
+            f"can still go")
 
 
 def test_the_readmes_module_table_names_every_module_that_exists():

@@ -15,7 +15,7 @@ import numpy as np
 from ..dtypes import FLOAT_FORMATS, from_numpy
 from ..ops import OPERATORS
 from ..results import plural
-from ..standards import margin, over
+from ..standards import over, within
 from .base import (U64, Check, CheckContext, CheckResult, as_operator, element_bound, forward_and_backward, launched,
                    no_op, probe, rows)
 
@@ -84,5 +84,5 @@ def _adjoint_applies(context: CheckContext) -> str:
 
 
 CHECK = Check("adjoint", "forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding",
-              adjoint, "adjoint_ratio", lambda m: f"adjoint {margin(m['adjoint_ratio'])}",
+              adjoint, "adjoint_ratio", lambda m: within("adjoint err", m["adjoint_ratio"], "bound")[0],
               lambda m: over(m, "adjoint_ratio"), applies=_adjoint_applies)

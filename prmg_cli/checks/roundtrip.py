@@ -14,7 +14,7 @@ from ..case import Case
 from ..dtypes import rounded
 from ..inputs import Inputs, rope_angles
 from ..results import plural
-from ..standards import margin, over
+from ..standards import over, within
 from .base import Check, CheckContext, CheckResult, as_operator, element_bound, forward_and_backward, launched, probe
 
 
@@ -74,5 +74,5 @@ def roundtrip(context: CheckContext) -> CheckResult:
 
 
 CHECK = Check("roundtrip", "with a RoPE table, grad(forward(x)) returns x within float32 rounding", roundtrip,
-              "roundtrip_ratio", lambda m: f"roundtrip {margin(m['roundtrip_ratio'])}",
+              "roundtrip_ratio", lambda m: within("roundtrip err", m["roundtrip_ratio"], "bound")[0],
               lambda m: over(m, "roundtrip_ratio"))

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from ..inputs import Inputs
-from ..standards import margin, over
+from ..standards import over, within
 from .base import Check, CheckContext, CheckResult
 
 SAMPLE_ROWS = 64
@@ -61,4 +61,5 @@ def sample(context: CheckContext) -> CheckResult:
 
 
 CHECK = Check("sample", f"the host reference on up to {SAMPLE_ROWS} sampled rows, by the default standard", sample,
-              "sample_ratio", lambda m: f"sample {margin(m['sample_ratio'])}", lambda m: over(m, "sample_ratio"))
+              "sample_ratio", lambda m: within("sample err", m["sample_ratio"], "bound")[0],
+              lambda m: over(m, "sample_ratio"))

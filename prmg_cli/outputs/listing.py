@@ -8,7 +8,8 @@ from ..results import plural, visible
 from ..status import status_name
 from ..vocab import broadcast_pattern, mode_name
 from .labels import dtype_label, shape_label, slice_label
-from .table import fit
+from .names import DTYPE_WORDS, MODE_WORDS
+from .table import SHORTEN, fit
 
 
 def expect_label(case: Case) -> str:
@@ -27,5 +28,6 @@ def render(cases: list) -> str:
              "expect": expect_label(case), "tags": visible(",".join(case.tags) or "-"),
              "file": visible(case.source)} for case in cases]
     lines = fit(rows, shared_candidates=("op", "mode", "file", "dtypes", "shape", "cos", "slice"),
-                drop_order=("file", "cos", "tags", "mode", "shape", "slice", "dtypes"))
+                order=("file", "cos", "tags", SHORTEN, "shape", "slice", "dtypes", "mode"),
+                protect={"mode": MODE_WORDS, "dtypes": DTYPE_WORDS})
     return "\n".join(lines + ["", plural(len(cases), "case")])

@@ -16,8 +16,6 @@ from ..results import CaseResult, RunInfo, summary_line, visible
 from .labels import diagnosis_lines, header_fields
 from .table import cells
 
-_HEADINGS = ("case", "op", "dtypes", "shape", "cos", "mode", "slice", "standard", "metric", "verdict",
-             "kernel time")
 # What Markdown acts on in a line: backslash escapes, code, emphasis, links and images, a heading's closing
 # #s, strikethrough, table cell borders; and an underscore that is not between two letters or digits.
 _ACTIVE = re.compile(r"[\\`*\[\]#!|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
@@ -33,8 +31,8 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
     """The Markdown document of the run (module docstring)."""
     lines = ["# prmg report", ""]
     lines += [f"- **{md_escape(name)}**: {md_escape(value)}" for name, value in header_fields(info, results)]
-    rows = [[md_escape(cells(r)[h]) for h in _HEADINGS] for r in results]
-    lines += ["", tabulate(rows, headers=_HEADINGS, tablefmt="github", disable_numparse=True)]
+    rows = [{heading: md_escape(text) for heading, text in cells(result).items()} for result in results]
+    lines += ["", tabulate(rows, headers="keys", tablefmt="github", disable_numparse=True)]
     explained = [r for r in results if not r.info.ok or r.warnings]
     if explained:
         lines += ["", "## Failures and warnings"]

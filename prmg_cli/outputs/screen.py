@@ -1,30 +1,36 @@
 """How wide the text prmg prints for people may be, and how a line too long for it is made to fit.
 
-Text reports fit ``WIDTH`` columns, or the terminal's width when standard output is a terminal wider than
-that (``width()``). A ``label: value`` line too long for it is wrapped at spaces, its later lines indented
-under the value (``wrap``); a text that must stay on one line is cut at a space with an ellipsis
-(``shorten``). A word longer than a line (a long path) is never broken: it alone may pass the width.
+Text reports fit the terminal's width when standard output is a terminal, or ``COLUMNS`` when that variable
+holds a number, else ``WIDTH`` columns (a pipe, a file, CI), never fewer than ``MIN_WIDTH`` (``width()``). A
+``label: value`` line too long for it is wrapped at spaces, its later lines indented under the value (``wrap``);
+a text that must stay on one line is cut at a space with an ellipsis (``shorten``). A word longer than a line (a
+long path) is never broken: it alone may pass the width.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import textwrap
 
 WIDTH = 100
+MIN_WIDTH = 80                      # the narrowest text reports fit; a narrower terminal wraps their lines
 ELLIPSIS = "…"
 _MAX_LABEL_INDENT = 24      # a longer label's value continues 4 columns in
 
 
 def width() -> int:
-    """``WIDTH``, or the terminal's columns (``shutil.get_terminal_size``) when standard output is a terminal
-    wider than that."""
+    """The columns text reports fit, at least ``MIN_WIDTH``: ``COLUMNS`` when it holds a number (as
+    ``shutil.get_terminal_size`` reads it), else the terminal's columns when standard output is a terminal, else
+    ``WIDTH``."""
     try:
         terminal = sys.stdout.isatty()
     except (AttributeError, ValueError):          # replaced or closed stdout
         terminal = False
-    return max(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns) if terminal else WIDTH
+    told = os.environ.get("COLUMNS", "").strip()
+    columns = shutil.get_terminal_size((WIDTH, 24)).columns if terminal or told.isdigit() and int(told) else WIDTH
+    return max(MIN_WIDTH, columns)
 
 
 def wrap(line: str, columns: int) -> list[str]:

@@ -14,13 +14,13 @@ from typing import Mapping
 from ..errors import PrmgError
 from ..vocab import DEFAULT_STANDARD
 from . import allclose, default, double_benchmark, double_thousandth, exact, single_bm
-from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin, over
+from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin, over, within
 
 STANDARDS: dict[str, Standard] = {module.STANDARD.name: module.STANDARD for module in (
     default, double_thousandth, single_bm, double_benchmark, allclose, exact)}
 
 __all__ = ["STANDARDS", "DEFAULT_STANDARD", "Standard", "SliceView", "Judgement", "standard_of", "check_standard",
-           "standard_parameters", "U32", "FTZ_FLOOR", "UNDERFLOW_FLOOR", "margin", "over"]
+           "standard_parameters", "U32", "FTZ_FLOOR", "UNDERFLOW_FLOOR", "margin", "over", "within"]
 
 
 def standard_of(named: str | None, override: str | None = None) -> str:

@@ -161,3 +161,42 @@ def margin(value, limit: float = 1.0) -> str:
             break
         text = f"{value:.{digits}g}"
     return text
+
+
+def short_number(text: str) -> str:
+    """A number's text with its exponent written short: ``1.26e+07`` -> ``1.26e7``, ``3e-05`` -> ``3e-5``."""
+    mantissa, _, exponent = text.partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else text
+
+
+def times(ratio) -> str:
+    """How many times its limit a value is, ``x3.45e6`` (``margin`` against 1: never ``x1`` for a value over it);
+    ``xinf`` for None (an infinite ratio)."""
+    return "x" + short_number(margin(ratio, 1.0))
+
+
+def against(label: str, value, limit, unit: str = "", *, limit_label: str = "", ratio=None,
+            shown: Callable = None) -> tuple[str, bool]:
+    """(text, over) of a value against its limit: ``label value unit <= limit_label limit unit`` within it,
+    ``label value unit > limit_label limit unit (xR)`` beyond it, R = ``ratio`` (default value / limit; None:
+    infinite) -- e.g. ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``. ``shown`` writes the numbers (default
+    ``margin`` against the limit, exponents short)."""
+    if ratio is None and value is not None and limit is not None:
+        ratio = value / limit if limit else (0.0 if value == 0 else None)
+    beyond = ratio is None or ratio > 1
+    write = shown or (lambda number: short_number(margin(number, limit if limit is not None else 1.0)))
+    text = f"{label} {write(value)}{unit} {'>' if beyond else '≤'} {limit_label}{write(limit)}{unit}"
+    return (f"{text} ({times(ratio)})" if beyond else text), beyond
+
+
+def within(label: str, ratio, limit_label: str) -> tuple[str, bool]:
+    """(text, over) of an error given only as its ratio to a limit: ``adjoint err <= bound (x0.17)`` within it,
+    ``adjoint err > bound (x5.2)`` beyond it (None: infinite)."""
+    beyond = ratio is None or ratio > 1
+    return f"{label} {'>' if beyond else '≤'} {limit_label} ({times(ratio)})", beyond
+
+
+def joined(*terms: tuple[str, bool]) -> str:
+    """The texts of ``terms`` (``against``/``within``), those beyond their limit first, joined by ``, ``: a table
+    too narrow for the whole text keeps what precedes the first ``, `` (``outputs.table``)."""
+    return ", ".join(text for text, _ in sorted(terms, key=lambda term: not term[1]))

@@ -44,8 +44,9 @@ the output's rounding that its error beyond that rounding takes::
 near 1 all the same, as half an ulp is nearly all of its budget); above 1 exactly where an element is over
 budget (for ``budget_scale >= 1``). With the error in ulps goes its bound in the same unit, ``bound_ulp``:
 the budget in ulps, ``budget / ulp_dy(|golden|)``, of the element the largest error in ulps is at (the first
-in C order; 0 when every error is 0). The table shows these three (``0.50/0.51 ulp, beyond rounding 0%``:
-error/bound),
+in C order; 0 when every error is 0). The table shows these three
+(``err 0.50 ulp ≤ bound 0.51 ulp, 0% beyond rounding``; a failure as ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``,
+with ``max_err_ratio``),
 ``prmg compare`` watches ``beyond_rounding`` for a precision drift, and the HTML report ranks the passing
 cases closest to their limit by it.
 """
@@ -56,7 +57,8 @@ import numpy as np
 
 from ..dtypes import Format
 from ..results import plural
-from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over
+from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over,
+                   short_number, times, within)
 
 
 def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: Format,
@@ -161,28 +163,37 @@ def judge(view: SliceView) -> Judgement:
     in_ulps, beyond, bound = rounding_margins(error, view.golden, budget, view.format)
     metrics = {"max_err_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error), "max_err_ulp": in_ulps,
                "bound_ulp": bound, "beyond_rounding": beyond}
-    reason = (f"{count} of {plural(bad.size, 'element')} over budget "
-              f"(max err/budget {metrics['max_err_ratio']:.3g})")
+    reason = f"{count} of {plural(bad.size, 'element')} over budget: {describe(metrics)}"
     return Judgement(count > 0, reason, metrics, bad, ratio, view.golden, budget, "budget")
 
 
 def _ulps(value: float | None) -> str:
-    """A count of ulps for the table: two decimals below 10, whole ulps below 10^6, 3 significant digits above."""
+    """A count of ulps for the table: two decimals below 10, whole ulps below 10^6, 3 significant digits above
+    (``1.26e7``); ``inf`` for None."""
     return ("inf" if value is None else f"{value:.2f}" if value < 10 else f"{value:.0f}" if value < 1e6
-            else f"{value:.3g}")
+            else short_number(f"{value:.3g}"))
 
 
 def describe(metrics: dict) -> str:
-    """The table's text of a verdict: the largest error in ulps of dy's dtype over its bound in ulps there
-    (``_ulps``), and ``beyond_rounding`` in percent (100% is the limit): ``0.50/0.51 ulp, beyond rounding 0%`` for
-    a correctly rounded result; without a bound (a result recorded before it existed) ``0.50 ulp, ...``, and
-    ``err/budget 0.41`` for one recorded before the ulp metrics."""
+    """The table's text of a verdict: the largest error in ulps of dy's dtype against its bound in ulps there
+    (``_ulps``). Within the bound, how much of the budget beyond the output's rounding is used
+    (``beyond_rounding`` in percent): ``err 0.50 ulp ≤ bound 0.51 ulp, 0% beyond rounding`` for a correctly
+    rounded result. Over it, how far, ``max_err_ratio``, the largest error/budget of any element:
+    ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``; when the largest error in ulps is within its bound (another
+    element is over its own), ``err > bound (x2.1), largest err 41 ulp (bound 97 there)``. A result recorded
+    before the bound in ulps existed shows ``err 0.50 ulp, ...``; one recorded before the ulp metrics
+    ``err ≤ budget (x0.41)``."""
+    ratio = metrics["max_err_ratio"]
     if "beyond_rounding" not in metrics:
-        return f"err/budget {margin(metrics['max_err_ratio'])}"
-    bound = f"/{_ulps(metrics['bound_ulp'])}" if "bound_ulp" in metrics else ""
-    beyond = metrics["beyond_rounding"]
-    share = margin(None if beyond is None else 100 * beyond, 100)
-    return f"{_ulps(metrics['max_err_ulp'])}{bound} ulp, beyond rounding {share}%"
+        return within("err", ratio, "budget")[0]
+    error, bound, known = metrics["max_err_ulp"], metrics.get("bound_ulp"), "bound_ulp" in metrics
+    if ratio is not None and ratio <= 1:
+        beyond = metrics["beyond_rounding"]
+        share = short_number(margin(None if beyond is None else 100 * beyond, 100))
+        return f"err {_ulps(error)} ulp{f' ≤ bound {_ulps(bound)} ulp' * known}, {share}% beyond rounding"
+    if known and (error is None or (bound is not None and error > bound)):
+        return f"err {_ulps(error)} ulp > bound {_ulps(bound)} ulp ({times(ratio)})"
+    return f"err > bound ({times(ratio)}), largest err {_ulps(error)} ulp{f' (bound {_ulps(bound)} there)' * known}"
 
 
 STANDARD = Standard(

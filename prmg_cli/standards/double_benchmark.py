@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import SMALL_VALUES, Judgement, SliceView, Standard, largest, margin, number, over, ratio, relative_errors
+from .base import (SMALL_VALUES, Judgement, SliceView, Standard, against, joined, largest, number, over, ratio,
+                   relative_errors)
 
 
 _RATIOS = (("MARE", "mare_ratio", "mare_limit"), ("MERE", "mere_ratio", "mere_limit"),
@@ -14,7 +15,9 @@ _RATIOS = (("MARE", "mare_ratio", "mare_limit"), ("MERE", "mere_ratio", "mere_li
 
 
 def _describe(m: dict) -> str:
-    return " ".join(f"{label} x{margin(m[key], m[limit])}/{m[limit]:g}" for label, key, limit in _RATIOS)
+    """``MARE/ref 1.2 ≤ 10, MERE/ref 0.9 ≤ 2, RMSE/ref 1.1 ≤ 2``: each figure over the same-precision reference's
+    against its limit, those over it first, with how far (``against``)."""
+    return joined(*(against(f"{label}/ref", m[key], number(m, limit)) for label, key, limit in _RATIOS))
 
 
 def _margin(m: dict) -> float:

@@ -8,13 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..results import plural
-from .base import Judgement, SliceView, Standard, largest, margin, number, over
+from .base import Judgement, SliceView, Standard, against, joined, largest, margin, number, over
 
 
 def _describe(m: dict) -> str:
-    text = f"wrong {margin(m['rel_err_share'], m['share_limit'])}/{m['share_limit']:g}"
-    cap = f"/{m['cap']:g}" if m.get("cap") else ""
-    return f"{text}, max rel {margin(m['max_rel_err'], m.get('cap') or 1.0)}{cap}"
+    """``wrong 0.04% ≤ 0.1%, max rel err 0.05 ≤ 0.1``: the share of wrong elements against ``share`` (in percent),
+    the largest relative error against ``cap`` (without a cap: its value alone), the one over its limit first, with
+    how far (``against``)."""
+    share = against("wrong", 100 * number(m, "rel_err_share"), 100 * number(m, "share_limit"), "%")
+    if not m.get("cap"):
+        return joined(share, (f"max rel err {margin(m['max_rel_err'])}", False))
+    return joined(share, against("max rel err", m["max_rel_err"], number(m, "cap")))
 
 
 def _margin(m: dict) -> float:

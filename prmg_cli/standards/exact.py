@@ -26,5 +26,6 @@ def judge(view: SliceView) -> Judgement:
 
 STANDARD = Standard(
     name="exact", defaults={"*": {}}, judge=judge, key_metric="mismatches",
-    describe=lambda m: f"mismatches {m['mismatches']}", drift_metric="mismatches",
+    describe=lambda m: f"{plural(m['mismatches'], 'element')} not bit-exact" if m["mismatches"] else "bit-exact",
+    drift_metric="mismatches",
     help="bit-identical to the golden rounded to dy's dtype", key_margin=lambda m: None)    # a count: no ratio

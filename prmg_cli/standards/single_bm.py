@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import SMALL_VALUES, Judgement, SliceView, Standard, largest, margin, number, over, relative_errors
+from .base import (SMALL_VALUES, Judgement, SliceView, Standard, against, joined, largest, number, over,
+                   relative_errors)
 
 
 def _describe(m: dict) -> str:
-    return f"MERE {margin(m['MERE'], m['T'])}/{m['T']:.2g} MARE {margin(m['MARE'], 10 * m['T'])}/{10 * m['T']:.2g}"
+    """``MERE 0.0001 ≤ 0.00098, MARE 0.002 ≤ 0.0098`` (relative errors against T and 10*T), the one over its limit
+    first, with how far (``against``)."""
+    limit = number(m, "T")
+    return joined(against("MERE", m["MERE"], limit), against("MARE", m["MARE"], 10 * limit))
 
 def judge(view: SliceView) -> Judgement:
     """``single_bm``: ``MERE`` (mean) and ``MARE`` (max) of ``|a - g| / (|g| + 1e-7)`` over the non-small values
