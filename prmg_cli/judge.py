@@ -227,8 +227,9 @@ def phase_of(case: Case, failed_call: str) -> str | None:
 
 
 def _got(outcome) -> str:
-    """The status ``outcome`` got, with the operator's message after a failed call."""
-    got = describe(outcome.status)
+    """The status ``outcome`` got (in graph mode with its phase), with the operator's message after a failed call."""
+    got = describe(outcome.status) + (f" in the {outcome.phase} phase" if outcome.path == "geir" and outcome.phase
+                                      else "")
     if outcome.status != 0 and outcome.error_message:
         got += f": {outcome.error_message}"
     return got
