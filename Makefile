@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser run test lint emulator bench clean geir-syntax
+.PHONY: install browser run test test-verdict mutate lint emulator bench clean geir-syntax
 
 install: $(STAMP)
 
@@ -27,6 +27,16 @@ browser:
 
 test: install browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+# The tests that pin verdicts and exit codes (marked `verdict`), in under 30 s: what `make mutate` runs first.
+VERDICT_FILES = $(shell grep -l "mark.verdict" tests/test_*.py)
+test-verdict: install
+	$(BIN)/python -m pytest -q -n 2 -m verdict $(VERDICT_FILES)
+
+# Each mutant of tests/mutants.yaml applied alone in a scratch copy and the tests run against it (docs/developing.md);
+# CPU-heavy and not part of `make test`.
+mutate: install
+	$(BIN)/python tests/mutate.py
 
 lint: install
 	$(BIN)/python -m compileall -q prmg_cli tests

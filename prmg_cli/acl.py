@@ -43,7 +43,7 @@ from .inputs import Inputs, recycled_empty
 from .ops import DEFAULT_OP, OPERATORS
 from .results import MS_PER_SECOND, is_time, plural
 from .status import describe, is_refusal
-from .toolkit import Toolkit, refuse_stub
+from .toolkit import Toolkit, opp_path, refuse_stub
 from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
 
 
@@ -233,8 +233,7 @@ def prepare_environment(toolkit: Toolkit) -> None:
     """Apply the toolkit's ``env`` (the emulator's modes) and set ``ASCEND_OPP_PATH`` to ``<root>/opp`` when it is unset
     (nnopbase and GE read it at call time), before any of the toolkit's libraries is loaded."""
     os.environ.update(dict(toolkit.env))
-    if not os.environ.get("ASCEND_OPP_PATH"):
-        os.environ["ASCEND_OPP_PATH"] = str(toolkit.root / "opp")
+    os.environ["ASCEND_OPP_PATH"] = str(opp_path(toolkit))
 
 
 def _api(toolkit: Toolkit) -> _Api:

@@ -29,7 +29,7 @@ written twice in one mapping are refused (``yamlfile``). Mistakes are reported a
 | ``generator`` | what draws the seeded inputs: ``philox4x32``, or ``philox`` and ``pcg64``, the generators of prmg before it (``philox4x32``; ``inputs.py``) |
 | ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{bits: [...]}`` (the same, as integer bit patterns of the tensor's dtype: NaN payloads and signs), ``{file: x.npy}`` (relative to the case file and inside its folder; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode, positions from ``offset`` along S (a list of one offset per B index: per-request positions) (``uniform: [-1, 1]``) |
 | ``expect`` | ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or ``any`` (``pass``) |
-| ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact`` (the run's) |
+| ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact mixed`` (the run's) |
 | ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), finite numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
 | ``tags`` | list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects) |
 | ``format`` | negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``) |

@@ -49,6 +49,13 @@ def key_margin(metrics: dict) -> float | None:
     return None
 
 
+def margins(metrics: dict) -> list[tuple[str, float]]:
+    """(metric, margin) of every standard and check whose metric ``metrics`` holds and that has a margin
+    (``key_margin``: error / limit, > 1 fails), in the registries' order."""
+    found = [(key, margin(metrics)) for key, _, margin in _marks() if key in metrics]
+    return [(key, value) for key, value in found if value is not None]
+
+
 def drift_value(metrics: dict) -> tuple[str, float] | None:
     """(metric, value) of the first of ``drift_metrics()`` that ``metrics`` holds as a number, or None."""
     for key in drift_metrics():

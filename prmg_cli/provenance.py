@@ -1,5 +1,6 @@
 """Where and when a run happened: host, start time, the toolkit's and the driver's versions as their
-install files state them, and a stamp of each library that tells a rebuild at the same path.
+install files state them, a stamp of each library that tells a rebuild at the same path, and a fingerprint of the
+operator's kernel and tiling files under the opp path (``opp_stamp``).
 
 A CANN toolkit states its version in ``<root>/version.cfg`` (``toolkit_installed_version=[...]`` or
 ``Version=...`` lines) and in ``<root>/<arch>-linux/ascend_toolkit_install.info`` (``version=8.0.RC2``);
@@ -10,10 +11,12 @@ reported; a missing or unreadable file is simply not there (never an error).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import re
 import socket
 from pathlib import Path
+from typing import Iterable
 
 DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
 _VERSION_LINE = re.compile(r"^\s*(?:version|Version|toolkit_installed_version|runtime_running_version)\s*=\s*"
@@ -54,6 +57,71 @@ def library_stamp(path) -> list:
     except (OSError, ValueError):
         return ["missing"]
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+
+
+# Where, under an opp folder (the built-in one, each vendor's, each ASCEND_CUSTOM_OPP_PATH entry), the toolkit finds
+# an operator's kernel binaries (``<soc>/<op>/...`` and ``config/<soc>/<op>.json``: only the entries whose name names
+# the operator are stamped) and the libraries of its tiling, host code and aclnn layer (every shared library).
+KERNEL_FOLDER = ("op_impl", "ai_core", "tbe", "kernel")
+LIBRARY_FOLDERS = (("op_impl", "ai_core", "tbe", "op_tiling"), ("op_impl", "ai_core", "tbe", "op_host"),
+                   ("op_api", "lib"))
+MAX_STAMPED_FILES = 20000          # more files than that are counted but not stamped (the fingerprint says so)
+
+
+def _opp_bases(opp: Path, custom: str) -> list[Path]:
+    """The folders a toolkit loads operators from: each ``ASCEND_CUSTOM_OPP_PATH`` entry, each vendor under
+    ``opp/vendors``, ``opp/built-in`` (which exist)."""
+    bases = [Path(entry) for entry in custom.split(":") if entry] + _folders(opp / "vendors") + [opp / "built-in"]
+    return [base for base in bases if base.is_dir()]
+
+
+def _files_under(folder: Path) -> Iterable[Path]:
+    """Every file below ``folder`` (links to files included, folder links not followed), in no set order."""
+    for top, folders, names in os.walk(folder):
+        folders.sort()
+        for name in sorted(names):
+            yield Path(top) / name
+
+
+def _folders(folder: Path) -> list[Path]:
+    """The folders right under ``folder``, sorted ([] when it is none)."""
+    return sorted(path for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else []
+
+
+def _operator_files(opp: Path, custom: str, titles: Iterable[str]) -> Iterable[Path]:
+    """The files of ``opp_stamp``: below each base, the entries of ``kernel/<soc>/`` and ``kernel/config/<soc>/``
+    naming an operator of ``titles`` (a name that, lower-cased without ``_``, holds one of them lower-cased:
+    ``inplace_partial_rotary_mul_grad``) and every shared library of the tiling, host and aclnn folders."""
+    keys = tuple(title.lower() for title in titles)
+    for base in _opp_bases(opp, custom):
+        kernel = base.joinpath(*KERNEL_FOLDER)
+        for soc in _folders(kernel) + _folders(kernel / "config"):
+            for entry in sorted(soc.iterdir()):
+                if any(key in entry.name.lower().replace("_", "") for key in keys):
+                    yield from _files_under(entry) if entry.is_dir() else (entry,)
+        for parts in LIBRARY_FOLDERS:
+            yield from (path for path in _files_under(base.joinpath(*parts)) if ".so" in path.name)
+
+
+def opp_stamp(opp: Path, custom: str, titles: Iterable[str]) -> dict:
+    """What tells the kernel and tiling the toolkit would load for the operators ``titles`` from the opp folder
+    ``opp`` (and the ``ASCEND_CUSTOM_OPP_PATH`` entries ``custom``) from others, without reading a file: ``files``,
+    how many there are (``_operator_files``), ``fingerprint``, the first 16 hex digits of the sha256 of each one's
+    (path, size, mtime_ns, inode) in order (a rebuild or reinstall here changes it), and ``portable``, the same of
+    (path below ``opp``, size, mtime_ns): equal on two hosts that installed the same package."""
+    local, portable, count, opp = hashlib.sha256(), hashlib.sha256(), 0, Path(opp)
+    for path in _operator_files(opp, custom, titles):
+        count += 1
+        if count > MAX_STAMPED_FILES:
+            continue
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        inside = os.path.relpath(path, opp) if path.is_relative_to(opp) else str(path)
+        local.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode(errors="replace"))
+        portable.update(f"{inside}\0{info.st_size}\0{info.st_mtime_ns}\n".encode(errors="replace"))
+    return {"files": count, "fingerprint": local.hexdigest()[:16], "portable": portable.hexdigest()[:16]}
 
 
 def host_name() -> str:

@@ -221,6 +221,10 @@ class RunInfo:
     golden: bool = True         # False under --no-golden: cases judged by their checks alone
     path: str = ""              # the call path(s) of --runner: aclnn, geir, aclnn+geir ("": an older run, aclnn)
     graph_library: str = ""     # graph mode's library and how it was made (toolkit.Toolkit.geir_build)
+    opp: str = ""               # the opp folder the operators' kernels and tiling come from (toolkit.opp_path)
+    opp_files: int = 0          # the operator's kernel and tiling files there (provenance.opp_stamp)
+    opp_fingerprint: str = ""   # their stamp on this host (size, mtime, inode)
+    opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

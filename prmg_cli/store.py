@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import files
+from .consistency import contradiction
 from .diagnosis import MAP_COLUMNS, MAP_ROWS
 from .errors import PrmgError
 from .fields import Where, parse_dims, parse_seed, parse_slice, show
@@ -74,7 +75,8 @@ RUN_INFO_FIELDS = {
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
-    "golden": "bool", "path": "text", "graph_library": "text",
+    "golden": "bool", "path": "text", "graph_library": "text", "opp": "text", "opp_files": "int",
+    "opp_fingerprint": "text", "opp_portable": "text",
 }
 
 
@@ -211,15 +213,31 @@ def _lines(fd: int, source: str):
             return
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object naming one key twice (``{"status": "failed", "status": "passed"}``): which value counts
+    depends on the reader, so no reader of prmg takes either."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    """The object of ``pairs`` (``json``'s ``object_pairs_hook``); _DuplicateKey when a key comes twice."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise _DuplicateKey(f"the key {show(twice)} appears twice in one object")
+    return data
+
+
 def parse_json(text: str):
     """``json.loads(text)``; ``json.JSONDecodeError`` for text that is not JSON, and ValueError saying why in words
-    for JSON the parser cannot hold: nesting past its stack (deeper than any ``MAX_DEPTH`` value, whatever the
-    depth: a RecursionError no more), a number of more digits than Python reads."""
+    for JSON the parser cannot hold or no reader should believe: nesting past its stack (deeper than any
+    ``MAX_DEPTH`` value, whatever the depth: a RecursionError no more), a number of more digits than Python reads,
+    a key given twice in one object (``_unique_keys``)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, _DuplicateKey):
         raise
     except ValueError:
         raise ValueError("a number too long to read") from None
@@ -263,7 +281,7 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
     schema = data.get("schema")
     try:
         if schema in READABLE_SCHEMAS:
-            return CaseResult(**_shared(_checked(data, RECORD_FIELDS)))
+            return _believed(CaseResult(**_shared(_checked(data, RECORD_FIELDS))), number, source)
         if schema == RUN_SCHEMA:
             return RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()))))
     except _BadField as bad:
@@ -284,6 +302,16 @@ def _shared(value):
     if isinstance(value, list):
         return [_shared(item) for item in value]
     return sys.intern(value) if isinstance(value, str) and len(value) <= SHARED_TEXT else value
+
+
+def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
+    """``record`` (line ``number`` of ``source``) when it agrees with itself (``consistency.contradiction``), else a
+    PrmgError naming the line, its case and what contradicts its status."""
+    why = contradiction(record)
+    if why:
+        raise PrmgError(f"line {number}: case {show(record.name)}: {why}: a record that contradicts itself is not "
+                        f"believed (edited by hand?)", file=source)
+    return record
 
 
 # The keys of each line ``encode`` writes, in its order: the schema, then the record's fields.

@@ -224,10 +224,18 @@ def device_list(request) -> str:
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     """The run's description for the reports' header (runner, target, provenance, injected faults)."""
+    from .ops import OPERATORS
+    from .toolkit import opp_path
+
     toolkit = settings.toolkit
     faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
         if toolkit.kind == "emulator" else ()
-    return RunInfo(runner=toolkit.kind, location=str(toolkit.root), op_library=str(toolkit.op_lib or ""),
+    opp = opp_path(toolkit)
+    stamp = provenance.opp_stamp(opp, os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""),
+                                 [spec.title for spec in OPERATORS.values()])
+    return RunInfo(opp=str(opp), opp_files=stamp["files"], opp_fingerprint=stamp["fingerprint"],
+                   opp_portable=stamp["portable"], runner=toolkit.kind, location=str(toolkit.root),
+                   op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
                    standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
@@ -241,18 +249,22 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
 def recorded_settings(info: RunInfo, settings) -> dict:
     """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
     ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
-    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the device's SoC, the driver, the host, the
-    emulator's injected faults, the target's modes, ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
-    ``--repeat`` and prmg's version. ``--resume`` trusts a record only when it was judged under the same
-    settings, and ``prmg report`` names the settings that differ between shards."""
+    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
+    stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
+    the device's SoC, the driver, the host, the emulator's injected faults, the target's modes, ``--standard``,
+    ``--strict``, ``--check``, ``--no-golden``, ``--repeat`` and prmg's version. ``--resume`` trusts a record only
+    when it was judged under the same settings, and ``prmg report`` names the settings that differ between
+    shards."""
     toolkit = settings.toolkit
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", "")} \
         if info.faults else {}
     libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
                  for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
     path = {"path": info.path} if info.path != "aclnn" else {}          # aclnn runs keep their keys of before
+    opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
+           "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
     return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
-                libraries=libraries,
+                libraries=libraries, opp=opp,
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
@@ -287,8 +299,9 @@ def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dic
     again = len(verdicts) - len(kept)
     sys.stderr.write(f"prmg: --resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
                      f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
-                                 f"other settings (runner, toolkit or its libraries, SoC, host, faults, modes, "
-                                 f"--standard, --strict, checks) run again" if again else "") + "\n")
+                                 f"other settings (runner, toolkit or its libraries, the operator's kernel and "
+                                 f"tiling files, SoC, driver, host, faults, modes, --standard, --strict, checks) "
+                                 f"run again" if again else "") + "\n")
     return kept
 
 

@@ -298,6 +298,13 @@ def _in_emulator(path: str) -> bool:
     return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
 
 
+def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
+    """The opp folder nnopbase reads the operators' kernels and tiling from: ``$ASCEND_OPP_PATH``, else
+    ``<root>/opp`` (which the runner sets before ``aclInit`` when the variable is unset: ``acl``)."""
+    env = os.environ if env is None else env
+    return Path(env.get("ASCEND_OPP_PATH") or toolkit.root / "opp")
+
+
 def find_toolkit(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> Toolkit | None:
     """The installed toolkit (root and operator library by the documented precedence), or None.
 

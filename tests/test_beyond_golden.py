@@ -63,6 +63,7 @@ def test_compare_of_equal_runs_is_clean(tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("no changes")
 
 
+@pytest.mark.verdict
 def test_precision_drift_of_a_correctly_rounded_kind_is_seen_beyond_the_rounding():
     """A bfloat16 result's err/budget stays near 1 whatever the kernel does within budget; what it takes beyond
     the output's rounding (``beyond_rounding``, the default standard's drift metric) is what moves."""
@@ -72,6 +73,7 @@ def test_precision_drift_of_a_correctly_rounded_kind_is_seen_beyond_the_rounding
     assert not runs.compare({"x": result("x", ratio=0.0)}, {"x": result("x", ratio=0.04)}).changes
 
 
+@pytest.mark.verdict
 def test_compare_summary_counts_in_plural_words():
     before = {name: result(name) for name in ("x", "y", "z")}
     after = {"x": result("x", "failed"), "y": result("y", "failed"), "z": result("z", "skipped")}

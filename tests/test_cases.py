@@ -200,7 +200,7 @@ def test_default_seeds_are_stable_and_follow_the_name(tmp_path):
 @pytest.mark.parametrize("document,field,fragment", [
     ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "double_thousand"}], "standard",
      "unknown standard 'double_thousand' (valid: default, double_thousandth, single_bm, double_benchmark, "
-     "allclose, exact) (did you mean 'double_thousandth'?)"),
+     "allclose, exact, mixed) (did you mean 'double_thousandth'?)"),
     ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "allclose", "tolerance": {"rtl": 1e-3}}], "tolerance.rtl",
      "standard 'allclose' has no parameter 'rtl' (valid: rtol, atol) (did you mean 'rtol'?)"),
     ([{"name": "a", "shape": [1, 1, 1, 8], "tolerance": {"budget_scal": 2}}], "tolerance.budget_scal",
@@ -211,7 +211,9 @@ def test_default_seeds_are_stable_and_follow_the_name(tmp_path):
      "defaults.tolerance.rtol", "rtol must be a finite number >= 0, got -1"),
     ([{"name": "a", "shape": [1, 1, 1, 8], "standard": ["allclose"]}], "standard",
      "unknown standard ['allclose'] (valid: default, double_thousandth, single_bm, double_benchmark, allclose, "
-     "exact)"),
+     "exact, mixed)"),
+    ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "double_benchmark", "tolerance": {"level": 3}}],
+     "tolerance.level", "level must be one of 0, 1, 2, got 3"),
 ])
 def test_standard_and_tolerance_are_checked_as_the_judge_checks_them(tmp_path, document, field, fragment):
     path = tmp_path / "s.yaml"

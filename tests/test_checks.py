@@ -18,6 +18,8 @@ from prmg_cli.inputs import make_inputs
 from prmg_cli.judge import judge
 from prmg_cli.vocab import broadcast_shape
 
+pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
+
 DTYPES = ("float32", "float16", "bfloat16")
 
 

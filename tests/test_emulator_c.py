@@ -761,7 +761,7 @@ def fault_case():
 
 @pytest.mark.parametrize("fault", ["sign", "own_sin", "half_pairing", "shift_slice", "ignore_broadcast",
                                    "skip_last_row", "clobber_passthrough", "write_past_end", "modify_cos",
-                                   "bf16_compute", "noop", "nan", "accept_mode"])
+                                   "bf16_compute", "noop", "nan", "accept_mode", "clobber_row_end"])
 def test_each_fault_changes_behaviour(emu, env, fault):
     dy, cos, sin = fault_case()
     expected = golden(dy, cos, sin, 1, 2, 10)

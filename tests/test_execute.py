@@ -156,6 +156,62 @@ def test_resume_never_trusts_a_verdict_judged_under_other_settings(many, tmp_pat
     assert len(results.read_text().splitlines()) == 4 + 3 * 6                 # a run record per run
 
 
+def kernel_tree(opp: Path) -> dict[str, Path]:
+    """A toolkit's opp folder as CANN lays it out: the grad's kernel binary and config, another operator's kernel, and
+    the tiling library, built in and in a vendor's package; each file's text its version."""
+    tbe = ("op_impl", "ai_core", "tbe")
+    files = {"kernel": opp.joinpath("built-in", *tbe, "kernel", "ascend950", "inplace_partial_rotary_mul_grad", "k.o"),
+             "config": opp.joinpath("built-in", *tbe, "kernel", "config", "ascend950",
+                                    "inplace_partial_rotary_mul_grad.json"),
+             "other": opp.joinpath("built-in", *tbe, "kernel", "ascend950", "add", "add.o"),
+             "tiling": opp.joinpath("built-in", *tbe, "op_tiling", "lib", "linux", "x86_64", "liboptiling.so"),
+             "vendor": opp.joinpath("vendors", "customize", *tbe, "op_host", "libcust_opmaster_rt2.0.so"),
+             "custom": opp.parent.joinpath("mine", *tbe, "kernel", "ascend950", "InplacePartialRotaryMul", "f.o"),
+             "readme": opp.joinpath("built-in", "README")}
+    for path in files.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("1")
+    return files
+
+
+def test_the_opp_stamp_changes_with_the_operators_kernel_and_tiling_files_only(tmp_path):
+    """Issue 32: what --resume keys on includes every file the toolkit loads for the operator under the opp path,
+    in built-in, vendors and ASCEND_CUSTOM_OPP_PATH, and nothing else there."""
+    from prmg_cli.provenance import opp_stamp
+
+    opp = tmp_path / "opp"
+    files = kernel_tree(opp)
+    custom, titles = str(tmp_path / "mine"), ("InplacePartialRotaryMulGrad", "InplacePartialRotaryMul")
+    first = opp_stamp(opp, custom, titles)
+    assert first["files"] == 5 and opp_stamp(opp, "", titles)["files"] == 4
+    for name, path in files.items():
+        path.write_text("22")
+        changed = opp_stamp(opp, custom, titles)
+        assert (changed["fingerprint"] != first["fingerprint"]) == (name not in ("other", "readme")), name
+        assert (changed["portable"] != first["portable"]) == (name not in ("other", "readme")), name
+        first = changed
+
+
+def test_resume_reruns_a_case_whose_kernel_binary_changed(many, tmp_path):
+    """Issue 32: a rebuilt kernel binary under ASCEND_OPP_PATH (the op library unchanged) is another kernel: the
+    verdicts recorded before it run again; a file of another operator changes nothing."""
+    results, opp = tmp_path / "r.jsonl", tmp_path / "opp"
+    files = kernel_tree(opp)
+    env = {"ASCEND_OPP_PATH": str(opp)}
+    assert run_json(many, "-k", "c1", "--results", results, env=env)[0].returncode == 0
+    files["other"].write_text("another build of another operator")
+    result, report = run_json(many, "-k", "c1", "--resume", results, env=env)
+    assert "prmg: --resume: 1 result of" in result.stderr and report["summary"]["resumed"] == 1
+    assert report["summary"]["opp"] == str(opp) and report["summary"]["opp_files"] == 4
+    files["kernel"].write_text("a rebuilt kernel")
+    result, report = run_json(many, "-k", "c1", "--resume", results, env=env)
+    assert "prmg: --resume: 0 results of" in result.stderr and "the operator's kernel and tiling files" in result.stderr
+    assert report["summary"]["resumed"] == 0 and report["cases"][0]["status"] == "passed"
+    recorded = [json.loads(line)["settings"]["opp"] for line in results.read_text().splitlines()
+                if '"prmg.run/1"' in line]
+    assert [entry["path"] for entry in recorded] == [str(opp)] * 3 and recorded[1] != recorded[2]
+
+
 def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
     report = tmp_path / "r.json"
     result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)

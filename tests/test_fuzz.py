@@ -43,6 +43,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, prmg_here
 from prmg_cli import diagnosis, dtypes, gencase, merge, outputs, runs, store, suite
 from prmg_cli.checks import CHECKS
+from prmg_cli.consistency import contradiction
 from prmg_cli.execute import STAGES
 from prmg_cli.ops import OPERATORS
 from prmg_cli.standards import STANDARDS
@@ -376,11 +377,17 @@ RAW_HOSTILE = ['"\\ud800"', '"x\\udfff"', '["\\udc00"]', '{"\\ud83d": 1}', "NaN"
 SEEDED = st.builds(random.Random, st.integers(min_value=0, max_value=2**32))     # a seeded random.Random
 
 
+def believable(result: CaseResult) -> CaseResult:
+    """``result``, its status made ``failed`` when the rest of it contradicts it (``consistency.contradiction``: a
+    record no run writes, which the reader refuses)."""
+    return dataclasses.replace(result, status="failed") if contradiction(result) else result
+
+
 @st.composite
 def valid_results(draw) -> CaseResult:
     fields = {key: draw(VALID[kind]) for key, kind in RECORD_FIELDS.items()
               if key in ("name", "status") or not draw(st.integers(min_value=0, max_value=3))}
-    return CaseResult(**fields)
+    return believable(CaseResult(**fields))
 
 
 @st.composite
@@ -449,7 +456,7 @@ def plausible_result(rng: random.Random, index: int = 0, maps: float = 0.8) -> C
     metrics = {key: rng.choice(METRIC_VALUES) for key in rng.choice(METRIC_SETS)}
     dtype, cos_dtype = rng.choice(dtypes.OPERATOR_DTYPES), rng.choice(dtypes.OPERATOR_DTYPES)
     hexes = [f"{rng.getrandbits(256):064x}" for _ in range(3)]
-    return CaseResult(
+    return believable(CaseResult(
         name=f"p{index}.{rng.choice(('grad', 'fwd'))}_{dtype}_{pattern}_s{start}-{end}", status=status,
         message=rng.choice(("", "192 of 384 elements over budget", "worker crashed: signal 11 (SIGSEGV)")),
         error_code=rng.choice((None, 0, 161002, 561002)), metrics=metrics, details=details,
@@ -465,7 +472,7 @@ def plausible_result(rng: random.Random, index: int = 0, maps: float = 0.8) -> C
         standard=rng.choice(list(STANDARDS)), checks=rng.sample(list(CHECKS), rng.randrange(3)),
         golden=rng.random() < 0.9, tags=["smoke"], key_metric=rng.choice(("", "err/budget 0.41")),
         error_map=error_map, definition={"name": "c", "shape": [b, s, n, d], "partial_slice": [start, end]},
-        fingerprint=hexes[0], judged_under=hexes[1], run_id=hexes[2][:32], faults=rng.choice(([], None, ["sign"])))
+        fingerprint=hexes[0], judged_under=hexes[1], run_id=hexes[2][:32], faults=rng.choice(([], None, ["sign"]))))
 
 
 def plausible_run(rng: random.Random, names: list[str]) -> store.RunRecord:

@@ -7,6 +7,7 @@ import os
 import re
 import time
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -415,6 +416,60 @@ def test_a_record_no_run_writes_is_one_line_for_report_compare_and_resume(tmp_pa
         assert str(caught.value).startswith(f"{path}: line 2: field '{field}': {reason}"), str(caught.value)
         assert "\n" not in str(caught.value)
     assert path.read_bytes() == before and not any((tmp_path / fmt).exists() for fmt in OUTPUTS)
+
+
+# Records that contradict themselves (issue 32): a field edited alone, and what the reader says of it.
+CONTRADICTING = [
+    ({"metrics": {"max_err_ratio": 3.5, "bad": 1}},
+     "status passed, but its max_err_ratio is over its limit (margin 3.5 > 1)"),
+    ({"error_code": 561002}, "status passed, but the operator returned 561002"),
+    ({"expect": "error 561002", "error_code": 0}, "status passed expecting error 561002, but the operator returned no "
+                                                  "error"),
+    ({"metrics": {"outside_changed": 3}}, "status passed, but outside_changed is 3"),
+    ({"standard": "exact", "metrics": {"mismatches": 2}}, "status passed under exact, but 2 elements mismatch"),
+    ({"status": "skipped", "metrics": {"max_err_ratio": 0.5}}, "status skipped (never launched) but it holds metrics"),
+    ({"status": "not_run", "error_code": 0}, "status not_run (never launched) but it holds an operator status"),
+    ({"status": "xfailed"}, "status xfailed but the case names no known defect"),
+]
+
+
+@pytest.mark.parametrize("edit, reason", CONTRADICTING, ids=[reason.split(",")[0].split(" (")[0] + str(i)
+                                                             for i, (_, reason) in enumerate(CONTRADICTING)])
+def test_a_record_that_contradicts_itself_is_refused_naming_its_line(tmp_path, edit, reason):
+    path = write(tmp_path / "r.jsonl", record("x", error_code=0, metrics={"max_err_ratio": 0.5}),
+                 replace(record("y", error_code=0), **edit))
+    with pytest.raises(PrmgError) as caught:
+        read(path)
+    assert str(caught.value) == f"{path}: line 2: case 'y': {reason}: a record that contradicts itself is not " \
+                                "believed (edited by hand?)"
+
+
+def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compare_or_resume(tmp_path, emulator,
+                                                                                           monkeypatch):
+    """Issue 32: a failed record hand-edited to passed, or carrying both (``"status": "failed", "status": "passed"``
+    reads as passed to Python's json), made report, compare and --resume green. Now each is exit 2 naming the line."""
+    from prmg_cli.commands.run import Request
+    from prmg_cli.merge import report_files
+    from prmg_cli.runs import compare_files
+    from prmg_cli.suite import run_suite
+
+    cases, path = tmp_path / "cases.yaml", tmp_path / "r.jsonl"
+    cases.write_text(TINY_CASES)
+    monkeypatch.setenv("PRMG_EMU_FAULT", "sign")
+    request = Request(paths=(str(cases),), runner="emulator", results=str(path), report=("json:/dev/null",))
+    assert run_suite(request) == 1
+    monkeypatch.delenv("PRMG_EMU_FAULT")
+    failed = path.read_text()
+    assert failed.count('"status": "failed"') == 1
+    for edited, reason in ((failed.replace('"status": "failed"', '"status": "passed"'), "status passed, but its "),
+                           (failed.replace('"status": "failed"', '"status": "failed", "status": "passed"'),
+                            "the key 'status' appears twice in one object")):
+        path.write_text(edited)
+        for command in (lambda: report_files([str(path)]), lambda: compare_files(str(path), str(path)),
+                        lambda: run_suite(Request(paths=(str(cases),), runner="emulator", resume=str(path)))):
+            with pytest.raises(PrmgError) as caught:
+                command()
+            assert str(caught.value).startswith(f"{path}: line 2: ") and reason in str(caught.value), caught.value
 
 
 # Records of cases the case format holds, at its limits: an expect-error case's slice (reversed, negative), the

@@ -40,6 +40,8 @@ from test_inputs import RECIPES
 from test_judge import NUMPY, make_case, random_case
 from test_judge import make_inputs as model_inputs
 
+pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 PATHS = ("native", "numpy")
 

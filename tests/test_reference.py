@@ -14,6 +14,8 @@ from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.ops import GRAD
 from test_dtypes import exact_bfloat16
 
+pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = (np.dtype(np.float32), np.dtype(np.float16), BF16)
 MODES = (0, 1, 2, 3)

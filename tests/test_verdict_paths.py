@@ -104,6 +104,7 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
     assert run_json(path, *EMU, "--check", "adjoint")[0] == 0
 
 
+@pytest.mark.verdict
 def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():
     """Both operators negate sin: adjoint, roundtrip and determinism accept the pair; sample does not."""
     from test_checks import ModelSession, context, make_case
@@ -160,6 +161,7 @@ def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, em
     assert code == 3 and "Traceback (most recent call last)" in err and "ZeroDivisionError: a bug in a check" in err
 
 
+@pytest.mark.verdict
 def test_every_launch_of_a_check_is_held_to_the_contract():
     """A forward that writes past its tensor only when a check launches it: the case fails on that launch."""
     from test_checks import ModelSession, context, make_case
@@ -196,6 +198,7 @@ def test_a_known_defect_is_xfail_only_when_that_defect_is_what_went_wrong(fault,
     assert words in result["message"]
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("fault, status", [("", "xfailed"), ("sign", "failed"), ("noop", "failed")])
 def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulator, monkeypatch, fault, status):
     """The shipped int32-mode defect: the operator accepts 2**32 + 1 and computes interleave; a wrong result
@@ -215,6 +218,7 @@ def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulato
             in result.message and "(not the known defect: " in result.message
 
 
+@pytest.mark.verdict
 def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_empty_slice():
     from prmg_cli.inputs import make_inputs
 
@@ -263,6 +267,7 @@ def test_a_known_defect_that_hangs_is_an_error():
     assert code == 1 and cases["neg.mode_2pow32_plus_1"]["status"] == "error"
 
 
+@pytest.mark.verdict
 def test_known_defect_status_rules():
     wrong = Case("w", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), known_defect=KnownDefect("why"))
     status = replace(wrong, known_defect=KnownDefect("why", 0), expect=Expect(561002))
@@ -288,6 +293,7 @@ def test_a_known_defect_must_name_its_defect_on_each_case(tmp_path, text, field,
     assert f"field '{field}'" in out.stderr and words in out.stderr
 
 
+@pytest.mark.verdict
 def test_a_device_fault_is_never_an_expected_refusal():
     case = Case("a", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect("any"))
     from prmg_cli.inputs import make_inputs
@@ -299,6 +305,7 @@ def test_a_device_fault_is_never_an_expected_refusal():
                                        dy_changed=False)).status == "passed"
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("status, call", [(507015, GRAD.launch), (507899, GRAD.launch), (507899, GRAD.get_workspace),
                                           (100000, GRAD.launch), (207018, GRAD.get_workspace)])
 @pytest.mark.parametrize("phase", ["any", "launch", "workspace"])
@@ -312,6 +319,7 @@ def test_a_runtime_status_from_the_operators_own_calls_is_never_an_expected_refu
     assert f"from {call}: a runtime or device status, not a refusal by the operator" in verdict.message
 
 
+@pytest.mark.verdict
 def test_a_refusal_is_a_status_of_the_aclnn_families():
     from prmg_cli.status import STATUS_NAMES, is_refusal
 
@@ -320,6 +328,7 @@ def test_a_refusal_is_a_status_of_the_aclnn_families():
     assert not any(is_refusal(code) for code in (0, -561002, 100000, 107001, 207001, 507015, 507899, 1561002))
 
 
+@pytest.mark.verdict
 def test_the_asynchronous_kernel_fault_statuses_have_their_names():
     from prmg_cli.status import describe
 
@@ -328,6 +337,7 @@ def test_the_asynchronous_kernel_fault_statuses_have_their_names():
         "507036 ACL_ERROR_RT_VECTOR_CORE_TRAP_EXCEPTION"]
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("call, status", [("launch", 507899), ("launch", 507015), ("get_workspace", 100000)])
 def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(emulator, monkeypatch, call, status):
     """A stand-in for a broken runtime under the emulator's operator: the operator's own call returns a runtime
@@ -366,6 +376,7 @@ def test_a_case_cannot_expect_a_runtime_status(tmp_path, field, text):
         in raised.value.reason and "161xxx, 361xxx, 561xxx families" in raised.value.reason
 
 
+@pytest.mark.verdict
 def test_the_phase_of_an_expected_error_is_checked():
     from prmg_cli.inputs import make_inputs
 
@@ -449,6 +460,7 @@ def test_the_resume_key_holds_where_the_run_happened(emulator, field):
 
 # --- compare, pytest -------------------------------------------------------------------------------------
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("before, after, category", [
     ("passed", "skipped", "verdict lost"), ("passed", "xfailed", "verdict lost"),
     ("failed", "skipped", "verdict lost"), ("failed", "xfailed", "verdict lost"),
@@ -563,6 +575,7 @@ def _interleave_pairs(rotary_mode: int, length: int):
     return (PairBlock(even, odd, even, odd),)
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("second_sign,status", [(-1, "passed"), (1, "failed")])
 def test_an_operator_is_one_entry(emulator, monkeypatch, second_sign, status):
     """A toy operator -- one entry in ``ops.OPERATORS`` with a ``Rotation`` of its own -- is an operator everywhere:
@@ -595,6 +608,7 @@ def test_an_operator_is_one_entry(emulator, monkeypatch, second_sign, status):
             results[0].message and "sample: the host reference disagrees on 4 of 4 sampled rows" in results[0].message
 
 
+@pytest.mark.verdict
 def test_a_toy_operator_s_adjoint_checks_run_against_its_partner(emulator, monkeypatch):
     """The toy grad's golden-free checks launch its adjoint partner (the forward) and pass on a correct pair."""
     from prmg_cli import ops
@@ -609,3 +623,52 @@ def test_a_toy_operator_s_adjoint_checks_run_against_its_partner(emulator, monke
     with AclSession(emulator, 0) as session:
         result = run_case(session, cases[0], RunSettings(toolkit=emulator))[0]
     assert (result.op, result.status) == ("toy", "passed") and result.metrics["adjoint_ratio"] < 1
+
+
+# --- exit codes, --strict, --resume: the rules behind a run's verdict ---------------------------------------
+
+@pytest.mark.verdict
+def test_exit_code_rules():
+    """1 when any case failed, errored, xpassed or did not run; when every case was skipped nothing was judged: 5
+    (1 under --strict); else 0."""
+    from prmg_cli.results import ExitCode, exit_code
+
+    judged = [CaseResult("a", "passed"), CaseResult("b", "xfailed"), CaseResult("c", "skipped")]
+    assert exit_code(judged) == ExitCode.OK
+    for status in ("failed", "error", "xpassed", "not_run"):
+        assert exit_code(judged + [CaseResult("d", status)]) == ExitCode.FAILED, status
+    skipped = [CaseResult("a", "skipped"), CaseResult("b", "skipped")]
+    assert exit_code(skipped) == ExitCode.NO_CASES and exit_code(skipped, strict=True) == ExitCode.FAILED
+
+
+@pytest.mark.verdict
+def test_strict_fails_a_passing_case_with_a_warning():
+    from prmg_cli.execute import RunSettings, strict_status
+
+    warned = CaseResult("a", "passed", warnings=["vacuous: ..."])
+    assert strict_status(warned, RunSettings(None, strict=True)).status == "failed"
+    assert strict_status(warned, RunSettings(None)).status == "passed"
+    assert strict_status(CaseResult("a", "passed"), RunSettings(None, strict=True)).status == "passed"
+
+
+@pytest.mark.verdict
+def test_resume_trusts_only_verdicts_of_the_same_case_under_the_same_settings():
+    from prmg_cli.store import Stored, trusted
+
+    record = replace(CaseResult("a", "passed"), fingerprint="f", judged_under="k")
+    assert trusted(Stored("r.jsonl", results=[record]), {"a": "f"}, "k") == {"a": record}
+    assert trusted(Stored("r.jsonl", results=[record]), {"a": "f"}, "other settings") == {}
+    assert trusted(Stored("r.jsonl", results=[record]), {"a": "changed case"}, "k") == {}
+    assert trusted(Stored("r.jsonl", results=[replace(record, status="error")]), {"a": "f"}, "k") == {}
+
+
+@pytest.mark.verdict
+def test_a_user_error_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    from prmg_cli import cli
+
+    monkeypatch.setattr(sys, "argv", ["prmg", "validate", str(write(tmp_path, "- {name: a, shape: [1, 1, 1, 8], "
+                                                                           "standard: nope}\n"))])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    error = capsys.readouterr().err
+    assert exited.value.code == 2 and error.startswith("prmg: error: ") and error.count("\n") == 1, error

@@ -29,8 +29,9 @@ OPTIONS = (
            "wedged; its remaining cases are reported not_run.", "K", int),
     Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE"),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
-           "file, unchanged since and judged under the same settings (toolkit, faults, --standard, ...); new "
-           "results are appended to it (or to --results, which then gets a copy of each result taken).", "FILE"),
+           "file, unchanged since and judged under the same settings (toolkit, its libraries and the operator's kernel "
+           "and tiling files under the opp path, SoC, faults, --standard, ...); new results are appended to it (or "
+           "to --results, which then gets a copy of each result taken).", "FILE"),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
            "SIZE (e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
@@ -79,7 +80,14 @@ def _emulator_help() -> str:
             f"(prmg doctor says what each does).")
 
 
-EPILOG = EXAMPLES + "\n" + _emulator_help()
+def _standards_help() -> str:
+    """Each standard's rule in one paragraph (``Standard.help``; docs/standards.md says which upstream rule each
+    reproduces)."""
+    return "\n\n".join(["Standards (--standard, a case's standard:; docs/standards.md):",
+                         *(f"{name}: {standard.help}" for name, standard in STANDARDS.items())])
+
+
+EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 
 
 def main(request) -> int:

@@ -190,8 +190,8 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     """The (label, value) lines above a report: runner, the emulator faults (``fault_field``: what acted
     where, when ``results`` are given), target, devices, standard, the golden-free checks (``checks_field`` of
     ``judged``, by default ``results``: a header printed before the first case gives the cases), then where
-    and when it ran (SoC, toolkit and driver versions, host, start), the results ``--resume`` took, and prmg's
-    version."""
+    and when it ran (SoC, toolkit and driver versions, host, start), the opp folder with the fingerprint of the
+    operator's kernel and tiling files there, the results ``--resume`` took, and prmg's version."""
     fields = [("runner", runner_label(info))]
     faults = fault_field(info, results)
     if faults:
@@ -206,6 +206,11 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
                          ("host", info.host), ("started", info.started)):
         if value:
             fields.append((label, visible(value)))
+    if info.opp:
+        stamped = (f"{plural(info.opp_files, 'file')} of the operator's kernels and tiling, fingerprint "
+                   f"{visible(info.opp_fingerprint) or '?'}") if info.opp_files else \
+            "no file of the operator's kernels or tiling"
+        fields.append(("opp", f"{visible(info.opp)} ({stamped})"))
     if info.resumed:
         fields.append(("resumed", f"{plural(info.resumed, 'result')} taken from the --resume file, not run again"))
     fields += [(visible(label), visible(text)) for label, text in info.notes]

@@ -31,5 +31,6 @@ STANDARD = Standard(
     name="allclose", defaults={"float16": {"rtol": 1e-3, "atol": 1e-5}, "bfloat16": {"rtol": 1.6e-2, "atol": 1e-5},
               "float32": {"rtol": 1.3e-6, "atol": 1e-5}}, judge=judge, key_metric="max_tol_ratio",
     describe=lambda m: within("err", m["max_tol_ratio"], "tol")[0], drift_metric="max_tol_ratio",
-    help="|a-e| <= atol + rtol*|e| against the golden rounded to dy's dtype (torch's defaults)",
+    help="torch.testing.assert_close: |a-e| <= atol + rtol*|e| against the golden rounded to dy's dtype (torch's "
+         "defaults)",
     key_margin=lambda m: over(m, "max_tol_ratio"))

@@ -8,7 +8,7 @@ per dtype, its judge, the metric that marks it, that metric's text in a table an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -19,11 +19,6 @@ U32 = 2.0 ** -24                 # float32 unit roundoff
 FTZ_FLOOR = 4 * 2.0 ** -126      # a float32 kernel flushing subnormal inputs, products or sums to zero
 UNDERFLOW_FLOOR = 2.0 ** -147    # gradual underflow: half of 2^-149 in each of three float32 operations
 _RELATIVE_EPS = 1e-7             # denominator guard of MERE/MARE: |a - g| / (|g| + 1e-7)
-# Small-value rule (single_bm, double_benchmark): where |golden| < threshold an element is judged by
-# its absolute error, wrong above the limit. dtype: (threshold, absolute error limit).
-SMALL_VALUES: dict[str, tuple[float, float]] = {
-    "float16": (2.0 ** -11, 2.0 ** -16), "bfloat16": (2.0 ** -8, 2.0 ** -16), "float32": (2.0 ** -14, 2.0 ** -30),
-}
 
 
 @dataclass(frozen=True)
@@ -33,7 +28,9 @@ class Standard:
     ``key_metric``, the metric that marks a verdict of it, and ``describe(metrics)``, that metric's text in a
     table (e.g. ``0.50/0.50 ulp, beyond rounding 0%``); ``drift_metric``, the metric whose rise ``prmg compare``
     reports as a precision drift; ``help``, its rule in one line; ``key_margin(metrics)``, how close the verdict
-    came to failing: error / limit (> 1 fails), None when it has no such ratio (the HTML report's margins)."""
+    came to failing: error / limit (> 1 fails), None when it has no such ratio (the HTML report's margins);
+    ``presets``, parameters that name a preset of others (``{"level": {1: {"mare_ratio": 5.0, ...}}}``): a case's
+    ``tolerance`` naming one gets the preset's values for the parameters it does not set itself."""
 
     name: str
     defaults: dict
@@ -43,6 +40,7 @@ class Standard:
     drift_metric: str
     help: str
     key_margin: Callable[[dict], float | None]
+    presets: dict = field(default_factory=dict)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -117,18 +115,9 @@ class Judgement:
     limit_name: str = ""
 
 
-def relative_errors(error: np.ndarray, golden: np.ndarray, small: np.ndarray) -> np.ndarray:
-    """``|a - g| / (|g| + 1e-7)``, 0 on the small values (judged by absolute error instead)."""
-    relative = error / (np.abs(golden) + _RELATIVE_EPS)
-    relative[small] = 0
-    return relative
-
-
-def ratio(device: float, reference_value: float, floor: float) -> float:
-    """``device / reference`` for the double benchmark; a reference of 0 counts as ``floor`` (1 when both are 0)."""
-    if reference_value > 0:
-        return device / reference_value
-    return 1.0 if device == 0 else device / floor
+def relative_errors(error: np.ndarray, golden: np.ndarray) -> np.ndarray:
+    """``|a - g| / (|g| + 1e-7)`` of the absolute errors ``error`` against ``golden``."""
+    return error / (np.abs(golden) + _RELATIVE_EPS)
 
 
 def largest(values: np.ndarray) -> float:

@@ -56,5 +56,6 @@ STANDARD = Standard(
         "float32": {"rel": 1e-4, "share": 1e-4, "cap": 0.01, "atol": 0.0},
     }, judge=judge, key_metric="rel_err_share",
     describe=_describe, drift_metric="rel_err_share",
-    help="the classic double threshold: wrong when |a-e| > atol + rel*|e|; fails when the share of wrong elements exceeds share, or any relative error exceeds cap (0: no cap)",
+    help="CANN's classic UT/ST double threshold: wrong when |a-e| > atol + rel*|e|; fails when the share of wrong "
+         "elements exceeds share, or any relative error exceeds cap (0: no cap)",
     key_margin=_margin)

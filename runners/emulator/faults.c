@@ -52,6 +52,7 @@ static const struct {
     {"geir_slice_dropped", FAULT_GEIR_SLICE_DROPPED},
     {"geir_mode_dropped", FAULT_GEIR_MODE_DROPPED},
     {"geir_input_written", FAULT_GEIR_INPUT_WRITTEN},
+    {"clobber_row_end", FAULT_CLOBBER_ROW_END},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

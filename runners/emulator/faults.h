@@ -57,6 +57,7 @@ enum {
     FAULT_GEIR_SLICE_DROPPED,
     FAULT_GEIR_MODE_DROPPED,
     FAULT_GEIR_INPUT_WRITTEN,
+    FAULT_CLOBBER_ROW_END,
 };
 
 /* The faults each operator obeys. */

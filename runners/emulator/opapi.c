@@ -460,7 +460,7 @@ void invert_element(kernel_tensor *tensor, int64_t index)
         ((uint16_t *)tensor->host)[index] = (uint16_t)~((uint16_t *)tensor->host)[index];
 }
 
-/* The faults that act after the kernel: clobber_passthrough, nan, write_past_end, modify_cos. */
+/* The faults that act after the kernel: clobber_passthrough, clobber_row_end, nan, write_past_end, modify_cos. */
 static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
 {
     kernel_tensor *dy = &job->operand[0].tensor;
@@ -470,6 +470,16 @@ static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
         if (outside >= 0)
             store_element(dy->data_type, dy->host, outside,
                           load_element(dy->data_type, dy->host, outside) != 0.0f ? 0.0f : 1.0f);
+    }
+    if (has_fault(faults, FAULT_CLOBBER_ROW_END)) {     /* the sign bit only: the element's last byte */
+        const int64_t last = job->end < d ? d - 1 : job->start - 1;
+        if (last >= 0) {
+            const int64_t index = (element_count(dy) / d - 1) * d + last;
+            if (element_size(dy->data_type) == 4)
+                ((uint32_t *)dy->host)[index] ^= UINT32_C(0x80000000);
+            else
+                ((uint16_t *)dy->host)[index] ^= UINT16_C(0x8000);
+        }
     }
     if (has_fault(faults, FAULT_NAN) && job->end > job->start)
         store_element(dy->data_type, dy->host, job->start, __builtin_nanf(""));

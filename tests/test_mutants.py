@@ -1,0 +1,36 @@
+"""``make mutate``'s list (tests/mutants.yaml) still applies to the code: each mutant's original text occurs exactly
+once in its file, so that moving or rewriting code cannot silently retire a mutant; the list covers every file of
+its table, holds at least 40 mutants, and says why for each. (Running the mutants is ``make mutate``'s, not
+``make test``'s.)"""
+
+from __future__ import annotations
+
+from mutate import LIST, load, problems, verdict_files
+from conftest import ROOT
+
+
+def test_every_mutant_still_applies_to_the_code():
+    assert problems(load()) == []
+
+
+def test_the_list_covers_every_file_it_names_and_says_why():
+    import yaml
+
+    document = yaml.safe_load(LIST.read_text())
+    mutants = load()
+    assert document["version"] >= 1 and len(mutants) >= 40
+    assert {entry["file"] for entry in document["mutants"]} == set(document["files"])
+    assert all(mutant.reason.strip() for mutant in mutants)
+    assert sum(1 for mutant in mutants if mutant.equivalent) < len(mutants) // 5
+    assert {"tests/test_standards.py", "tests/test_check_bounds.py", "tests/test_judge.py"} <= set(verdict_files(ROOT))
+
+
+def test_a_mutant_whose_original_moved_is_named(tmp_path):
+    """A list whose original is gone (or doubled) from its file names the mutant, the file and the count."""
+    (tmp_path / "code.py").write_text("a = 1\nb = 2\nb = 2\n")
+    from mutate import Mutant
+
+    found = problems([Mutant("gone", "code.py", "c = 3", "c = 4", "r"), Mutant("twice", "code.py", "b = 2", "b = 3", "r"),
+                      Mutant("fine", "code.py", "a = 1", "a = 2", "r")], tmp_path)
+    assert found == ["gone: its original occurs 0 times in code.py (once expected)",
+                     "twice: its original occurs 2 times in code.py (once expected)"]
