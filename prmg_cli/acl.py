@@ -5,15 +5,19 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
 ``ops.OPERATORS``:
 
   the in-place tensor is uploaded inside a larger buffer  [ guard 512 B | data | guard >= 512 B ]
-  (0xA5 bytes, data 512-aligned), cos and sin in buffers of their own, guarded the same way (the data
+  (0xA5 bytes, data 512-aligned), cos and sin in buffers of their own, guarded the same way; a tensor the case
+  views at a storage offset or through strides (``_layout``) is uploaded as its whole storage, the elements
+  before the offset and between its rows holding guard bytes, and ``aclCreateTensor`` gets its offset and
+  strides (the data
   straight from the caller's array, or through a pinned host buffer when the toolkit has
   ``aclrtMallocHost``; large device buffers and pinned buffers are kept for the next launch of the same
   size);
   ``...GetWorkspaceSize``; the workspace, guarded the same way, is filled with 0xFF bytes (NaN in every
   float dtype, as PyTorch's fill-uninitialized-memory mode does) before every launch; launch between two
   timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
-  included), any change of cos or sin, and any change of the in-place tensor's storage after a refused
-  call is a breach of the in-place contract. An executor obtained but never launched is released with
+  included), any change of cos's or sin's storage, any change of the in-place tensor's storage outside its
+  view (before its offset, between its rows), and any change of it after a refused call is a breach of the
+  in-place contract. An executor obtained but never launched is released with
   ``aclDestroyAclOpExecutor`` (a launch frees it), also when a refused first phase left one set (a
   pooled executor stays busy until then). A kernel fault is asynchronous: the launch returns 0 and the
   synchronization its status, after which the device is unusable in this process (``device_faulted``:
@@ -42,9 +46,10 @@ from .errors import PrmgError
 from .inputs import Inputs, recycled_empty
 from .ops import DEFAULT_OP, OPERATORS
 from .results import MS_PER_SECOND, is_time, plural
+from .sizes import storage_elements
 from .status import describe, is_refusal
 from .toolkit import Toolkit, opp_path, refuse_stub
-from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, WORKSPACE_POISON
+from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
 
 
 @dataclass
@@ -330,11 +335,13 @@ class _GuardedBuffer:
                                  np.flatnonzero(before != GUARD_FILL) - GUARD_BYTES)
                 + _describe_ranges(f"guard zone after {self.name} changed", np.flatnonzero(after != GUARD_FILL)))
 
-    def value_violations(self, shape: tuple[int, ...]) -> list[str]:
-        """``name changed at (b, s, n, d), first of K elements`` when any value's bits changed."""
+    def value_violations(self, layout: "_Layout") -> list[str]:
+        """``name changed at (b, s, n, d), first of K elements`` when a value of the view ``layout`` changed, and
+        ``_outside_view``'s line when storage around it did."""
         if same_bytes(self.values, self.after):
             return []
-        return _first_change(self.name, self.values, self.after, shape)
+        return (_first_change(self.name, _from_storage(self.values, layout), _from_storage(self.after, layout),
+                              layout.view_dims) + _outside_view(self.name, self.values, self.after, layout))
 
 
 _memcmp = None
@@ -383,12 +390,18 @@ def _first_change(name: str, before: np.ndarray, after: np.ndarray, shape: tuple
 
 @dataclass(frozen=True)
 class _Layout:
-    """How one tensor is described to aclCreateTensor (element strides; storage in elements)."""
+    """How one tensor is described to aclCreateTensor (element strides and storage offset; storage in elements)."""
 
     view_dims: tuple[int, ...]
     strides: tuple[int, ...]
     storage_dims: tuple[int, ...]
     storage_elements: int
+    offset: int = 0
+
+    @property
+    def plain(self) -> bool:
+        """Whether the storage is exactly the view's C-order elements (no offset, no gaps): uploaded as is."""
+        return self.offset == 0 and self.storage_dims == self.view_dims
 
 
 def _contiguous_layout(shape: tuple[int, ...]) -> _Layout:
@@ -401,22 +414,26 @@ def _contiguous_layout(shape: tuple[int, ...]) -> _Layout:
     return _Layout(tuple(shape), tuple(reversed(strides)), tuple(shape), int(np.prod(shape, dtype=np.int64)))
 
 
-def _strided_layout(case: Case) -> _Layout:
-    """dy viewed through ``case.dy_strides`` over a 1-D storage of exactly the elements it reaches."""
-    shape, strides = tuple(case.shape), tuple(case.dy_strides)
+def _layout(case: Case, tensor: str) -> _Layout:
+    """``tensor``'s view as ``case`` describes it (``case.strides_of``, ``case.offset_of``): the plain contiguous
+    layout, or a 1-D storage of ``sizes.storage_elements`` elements whose view starts ``offset`` elements in."""
+    shape, strides, offset = tuple(case.shape_of(tensor)), case.strides_of(tensor), case.offset_of(tensor)
+    plain = _contiguous_layout(shape)
+    if strides is None and offset == 0:
+        return plain
+    strides = plain.strides if strides is None else tuple(strides)
     if len(strides) != len(shape) or any(stride < 0 for stride in strides):
-        raise PrmgError(f"dy_strides {list(strides)} must be {len(shape)} non-negative element strides",
-                        file=case.source, case=case.name, field="dy_strides")
-    if any(dim <= 0 for dim in shape):
-        needed = 0
-    else:
-        needed = 1 + sum((dim - 1) * stride for dim, stride in zip(shape, strides))
-    return _Layout(shape, strides, (needed,), needed)
+        raise PrmgError(f"{tensor}_strides {list(strides)} must be {len(shape)} non-negative element strides",
+                        file=case.source, case=case.name, field=f"{tensor}_strides")
+    elements = storage_elements(case, tensor)
+    return _Layout(shape, strides, (elements,), elements, offset)
 
 
 def _to_storage(values: np.ndarray, layout: _Layout) -> np.ndarray:
-    """The storage elements holding ``values`` at the positions ``layout`` maps them to; the gaps between
-    them hold guard bytes (``GUARD_FILL``)."""
+    """The storage elements holding ``values`` at the positions ``layout`` maps them to; the elements before its
+    offset and the gaps between them hold guard bytes (``GUARD_FILL``)."""
+    if layout.plain:
+        return values.reshape(-1)
     storage = np.empty(layout.storage_elements, dtype=values.dtype)
     storage.view(np.uint8)[...] = GUARD_FILL
     if values.size:
@@ -424,25 +441,35 @@ def _to_storage(values: np.ndarray, layout: _Layout) -> np.ndarray:
     return storage
 
 
-def _gap_violations(name: str, before: np.ndarray, after: np.ndarray, layout: _Layout) -> list[str]:
-    """``dy storage changed outside its view at element k, first of N`` when a storage element that the view
-    ``layout`` does not reach (a gap between its rows) changed."""
+def _from_storage(storage: np.ndarray, layout: _Layout) -> np.ndarray:
+    """The view's values read from ``storage`` (a new C-contiguous array of the view's shape)."""
+    return storage.reshape(layout.view_dims) if layout.plain else _view(storage, layout).copy()
+
+
+def _outside_view(name: str, before: np.ndarray, after: np.ndarray, layout: _Layout) -> list[str]:
+    """``dy storage changed before its offset (3 elements) at element 1, first of 2`` / ``dy storage changed outside
+    its view (strides [...]) at element k, first of N``: storage elements that the view ``layout`` does not reach
+    (before its offset, between its rows) and that changed."""
+    if layout.plain:
+        return []
     covered = np.zeros(layout.storage_elements, bool)
     if covered.size and 0 not in layout.view_dims:
         _view(covered, layout)[...] = True
     changed = np.flatnonzero(~covered & (dtypes.bits(before) != dtypes.bits(after)))
     if changed.size == 0:
         return []
-    return [f"{name} storage changed outside its view (strides {list(layout.strides)}) at element "
-            f"{int(changed[0])}, first of {changed.size}"]
+    first = int(changed[0])
+    where = (f"before its offset ({plural(layout.offset, 'element')})" if first < layout.offset
+             else f"outside its view (strides {list(layout.strides)})")
+    return [f"{name} storage changed {where} at element {first}, first of {changed.size}"]
 
 
 def _view(storage: np.ndarray, layout: _Layout) -> np.ndarray:
-    """``storage`` seen through ``layout`` (view dims and element strides)."""
+    """``storage`` seen through ``layout`` (view dims and element strides, from its offset)."""
     if storage.size == 0 or 0 in layout.view_dims:
         return np.zeros(layout.view_dims, dtype=storage.dtype)
     itemsize = storage.dtype.itemsize
-    return np.lib.stride_tricks.as_strided(storage, shape=layout.view_dims,
+    return np.lib.stride_tricks.as_strided(storage[layout.offset:], shape=layout.view_dims,
                                            strides=tuple(stride * itemsize for stride in layout.strides))
 
 
@@ -568,34 +595,33 @@ class AclSession:
         if get_workspace is None or run is None:
             raise PrmgError(f"{self.toolkit.op_lib} does not export {op.get_workspace} and {op.launch} "
                             f"(the {op.title} operator)", file=case.source, case=case.name, field="op")
-        dy_values = _shaped(inputs.dy, case.dtype, case.shape, case, "dy")
-        contiguous = case.dy_strides is None
-        dy_layout = _contiguous_layout(case.shape) if contiguous else _strided_layout(case)
-        dy_storage = dy_values.reshape(-1) if contiguous else _to_storage(dy_values, dy_layout)
-        cos_values = _shaped(inputs.cos, case.cos_dtype, case.cos_shape, case, "cos")
-        sin_values = _shaped(inputs.sin, case.sin_dtype, case.sin_shape, case, "sin")
+        values = {"dy": _shaped(inputs.dy, case.dtype, case.shape, case, "dy"),
+                  "cos": _shaped(inputs.cos, case.cos_dtype, case.cos_shape, case, "cos"),
+                  "sin": _shaped(inputs.sin, case.sin_dtype, case.sin_shape, case, "sin")}
+        layouts = {tensor: _layout(case, tensor) for tensor in TENSORS}
+        storages = {tensor: _to_storage(values[tensor], layouts[tensor]) for tensor in TENSORS}
+        dy_layout, dy_storage = layouts["dy"], storages["dy"]
+        dtype_names = {"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}
         acl_format = ACL_FORMATS[case.format]
         timings: dict[str, float] = {}
 
         with _Scope() as scope:
             began = time.perf_counter()
-            dy_buffer = self._upload(scope, op.tensor, dy_storage)
-            cos_buffer = self._upload(scope, "cos", cos_values)
-            sin_buffer = self._upload(scope, "sin", sin_values)
+            buffers = {tensor: self._upload(scope, op.tensor if tensor == "dy" else tensor, storages[tensor])
+                       for tensor in TENSORS}
+            dy_buffer, cos_buffer, sin_buffer = buffers.values()
             timings["upload"] = (time.perf_counter() - began) * 1e3
-            tensors = {
-                "dy": self._tensor(scope, dy_layout, case.dtype, acl_format, dy_buffer),
-                "cos": self._tensor(scope, _contiguous_layout(cos_values.shape), case.cos_dtype, acl_format,
-                                    cos_buffer),
-                "sin": self._tensor(scope, _contiguous_layout(sin_values.shape), case.sin_dtype, acl_format,
-                                    sin_buffer),
-            }
+            tensors = {tensor: self._tensor(scope, layouts[tensor], dtype_names[tensor], acl_format, buffers[tensor])
+                       for tensor in TENSORS}
             for name in case.null:
                 tensors[name] = None
-            partial_slice = api.aclCreateIntArray(_int64_array(case.partial_slice), len(case.partial_slice))
-            if not partial_slice:
-                raise AclError("aclCreateIntArray", None, api.recent_error())
-            scope.on_exit(api.aclDestroyIntArray, partial_slice)
+            slice_values = case.slice_argument()
+            partial_slice = None
+            if slice_values is not None:
+                partial_slice = api.aclCreateIntArray(_int64_array(slice_values), len(slice_values))
+                if not partial_slice:
+                    raise AclError("aclCreateIntArray", None, api.recent_error())
+                scope.on_exit(api.aclDestroyIntArray, partial_slice)
 
             workspace_size, executor = c_uint64(0), c_void_p()
             status = get_workspace(tensors["dy"], tensors["cos"], tensors["sin"], case.rotary_mode, partial_slice,
@@ -619,20 +645,19 @@ class AclSession:
                                faults=faults)
 
             began = time.perf_counter()
-            buffers = (dy_buffer, cos_buffer, sin_buffer)
-            for buffer in buffers:
+            for buffer in buffers.values():
                 self._download(buffer)
-            violations = [line for buffer in buffers for line in buffer.guard_violations()]
+            violations = [line for buffer in buffers.values() for line in buffer.guard_violations()]
             if workspace is not None:
                 violations += workspace.guard_violations(self)
-            violations += cos_buffer.value_violations(cos_values.shape)
-            violations += sin_buffer.value_violations(sin_values.shape)
+            violations += cos_buffer.value_violations(layouts["cos"])
+            violations += sin_buffer.value_violations(layouts["sin"])
             if status != 0 and not is_refusal(status):      # the runtime or device failed, not the operator
                 self.device_faulted = True
             after = dy_buffer.values_after()
-            dy_after = after.reshape(case.shape) if contiguous else _view(after, dy_layout).copy()
-            if status == 0 and not contiguous:
-                violations += _gap_violations(dy_buffer.name, dy_storage, after, dy_layout)
+            dy_after = _from_storage(after, dy_layout)
+            if status == 0:
+                violations += _outside_view(dy_buffer.name, dy_storage, after, dy_layout)
             # after a refused call the storage must be untouched; after a success the judge compares the result
             changed = None if status == 0 else not same_bytes(after, dy_storage)
             timings["download"] = (time.perf_counter() - began) * 1e3
@@ -811,7 +836,7 @@ class AclSession:
                 buffer: _GuardedBuffer) -> int:
         tensor = self._api.aclCreateTensor(
             _int64_array(layout.view_dims), len(layout.view_dims), dtypes.lookup(dtype_name).acl_code,
-            _int64_array(layout.strides), 0, acl_format, _int64_array(layout.storage_dims),
+            _int64_array(layout.strides), layout.offset, acl_format, _int64_array(layout.storage_dims),
             len(layout.storage_dims), buffer.data_address)
         if not tensor:
             raise AclError("aclCreateTensor", None, self._api.recent_error())

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .status import describe
-from .vocab import DEFAULT_GENERATOR, DEFAULT_OP, MODE_NAMES
+from .vocab import DEFAULT_GENERATOR, DEFAULT_OP, MODE_NAMES, SLICE, TENSORS
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,15 @@ class Case:
     tags: tuple[str, ...] = ()
     # Extensions for negative cases (tensors the operator must refuse):
     format: str = "ND"                  # aclFormat of all three tensors (key of vocab.ACL_FORMATS)
-    null: tuple[str, ...] = ()          # tensors passed as NULL pointers: subset of TENSORS
+    null: tuple[str, ...] = ()          # arguments passed as NULL pointers: subset of NULLABLE (tensors, the slice)
     dy_strides: tuple[int, ...] | None = None   # element strides of dy (None = contiguous)
+    cos_strides: tuple[int, ...] | None = None  # element strides of cos (None = contiguous)
+    sin_strides: tuple[int, ...] | None = None  # element strides of sin (None = contiguous)
+    offsets: tuple[int, int, int] = (0, 0, 0)   # storage offsets (elements) of dy, cos, sin: views at an offset
+    slice_list: tuple[int, ...] | None = None   # the list passed as partialSlice when it is not partial_slice
+    builds: tuple[str, ...] = ()        # the upstream builds its expectation holds for (targets.BUILDS; (): every one)
+    note: str | None = None             # one line: what the case pins
+    partners_alike: str | None = None   # why its sin is alike at both lanes of every pair on purpose (no warning)
     op: str = DEFAULT_OP                # the operator (a key of ops.OPERATORS)
     known_defect: KnownDefect | None = None     # the defect the operator is known to meet (strict xfail)
     checks: tuple[str, ...] = ()        # golden-free checks to run as well (a subset of checks.CHECKS)
@@ -119,3 +126,26 @@ class Case:
     def input_spec(self, tensor: str) -> InputSpec:
         """How the values of ``tensor`` (``dy``, ``cos`` or ``sin``) are made."""
         return {"dy": self.dy_input, "cos": self.cos_input, "sin": self.sin_input}[tensor]
+
+    def strides_of(self, tensor: str) -> tuple[int, ...] | None:
+        """The element strides ``tensor`` (``dy``, ``cos`` or ``sin``) is viewed through; None: contiguous."""
+        return {"dy": self.dy_strides, "cos": self.cos_strides, "sin": self.sin_strides}[tensor]
+
+    def offset_of(self, tensor: str) -> int:
+        """The storage offset (elements) of ``tensor``'s view: ``aclCreateTensor``'s ``offset``."""
+        return self.offsets[TENSORS.index(tensor)]
+
+    def shape_of(self, tensor: str) -> tuple[int, ...]:
+        """The view shape of ``tensor`` (``dy``, ``cos`` or ``sin``)."""
+        return {"dy": self.shape, "cos": self.cos_shape, "sin": self.sin_shape}[tensor]
+
+    def slice_argument(self) -> tuple[int, ...] | None:
+        """What is passed as ``partialSlice``: None for a NULL pointer (``null: [partial_slice]``), else the list
+        written (``slice_list``: any length), else ``partial_slice``'s two values."""
+        if SLICE in self.null:
+            return None
+        return self.slice_list if self.slice_list is not None else tuple(self.partial_slice)
+
+
+# What a check's own launches reset: every tensor contiguous, at offset 0 (the probes' layout).
+CONTIGUOUS_STORAGE = {"dy_strides": None, "cos_strides": None, "sin_strides": None, "offsets": (0, 0, 0)}

@@ -21,7 +21,7 @@ written twice in one mapping are refused (``yamlfile``). Mistakes are reported a
 | ``broadcast`` | cos/sin pattern against dy: ``BSND 111D 1S1D 1SND B1ND BS1D 11ND B11D``; the cos shape takes B, S, N from dy where the pattern has a letter, 1 where it has ``1``, and ``L = end - start`` as its last axis |
 | ``cos_shape`` | cos's shape, instead of ``broadcast`` (not both). Neither given: ``[1, 1, 1, L]`` (``[1, 1, 1, 1]`` when the slice is empty) |
 | ``sin_shape`` | sin's shape (``cos_shape``; set it only to write a negative case) |
-| ``partial_slice`` | ``[start, end]``, the half-open slice of the last axis (``[0, D]``) |
+| ``partial_slice`` | ``[start, end]``, the half-open slice of the last axis (``[0, D]``); a list of another length (0 to 16 values) is passed as written (the 950's tiling acts on its first two values); ``null: [partial_slice]`` passes a NULL ``partialSlice`` (the op definition's default ``{0, 0}``) |
 | ``rotary_mode`` | ``half``/``interleave``/``quarter``/``interleave-half`` or 0..3 (``interleave``) |
 | ``dtype`` | dy's dtype: ``float32``, ``float16``, ``bfloat16`` or an alias ``fp32 fp16 bf16 half float`` (``float32``) |
 | ``cos_dtype`` / ``sin_dtype`` | cos's dtype (``dtype``); sin's dtype (``cos_dtype``) |
@@ -33,8 +33,12 @@ written twice in one mapping are refused (``yamlfile``). Mistakes are reported a
 | ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), finite numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
 | ``tags`` | list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects) |
 | ``format`` | negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``) |
-| ``null`` | negative cases: tensors passed as NULL pointers, e.g. ``null: [cos]`` (the key YAML reads as null is this key) |
-| ``dy_strides`` | negative cases: dy's element strides, one per axis (contiguous) |
+| ``null`` | arguments passed as NULL pointers, e.g. ``null: [cos]`` (a tensor: negative cases) or ``null: [partial_slice]`` (the key YAML reads as null is this key) |
+| ``dy_strides`` / ``cos_strides`` / ``sin_strides`` | a tensor's element strides, one per axis (contiguous): the grad refuses a non-contiguous tensor at the launch, the forward takes it (AutoContiguous) |
+| ``dy_offset`` / ``cos_offset`` / ``sin_offset`` | a tensor's storage offset in elements (0): the view starts that far into its storage (torch's ``x[1:]``), passed as ``aclCreateTensor``'s ``offset``; the storage before it must come back untouched |
+| ``builds`` | the upstream builds the case's expectation holds for (every build): ``base e9f0541c 2b888cdb`` (``targets.BUILDS``); on a toolkit of another or unknown build a failed expectation is reported as depending on the build |
+| ``note`` | one line: what the case pins (the behaviour, build or document it matches), shown with its result |
+| ``partners_alike`` | one line: why the case's sin is alike at both lanes of every pair on purpose (a real RoPE table); without it such a case passes with a warning (``partners alike``: a kernel swapping partners' sin passes it), which ``--strict`` fails |
 
 A case with ``expect: pass`` must satisfy every constraint of the operator (``prmg validate`` says which
 one it breaks, e.g. ``D = 2048 exceeds 1024``), except that a rotary mode the target does not support
@@ -94,17 +98,19 @@ from .errors import PrmgError
 from .case import Case, Expect, InputSpec, KnownDefect
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_golden, parse_inputs,
-                     parse_generator, parse_known_defect, parse_mode, parse_null, parse_op, parse_reason, parse_seed,
-                     parse_slice,
-                     parse_standard, parse_strides, parse_tolerance, parse_words, show, suggest)
+                     parse_builds, parse_generator, parse_known_defect, parse_mode, parse_null, parse_offset, parse_op,
+                     parse_reason, parse_seed, parse_slice_list, parse_standard, parse_strides, parse_tolerance,
+                     parse_words, show, suggest)
 from .status import STATUS_NAMES, describe
-from .vocab import BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, TENSORS, broadcast_shape
+from .vocab import (BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
+                    broadcast_shape)
 from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
              "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden", "correctness_unchecked",
-             "generator")
+             "generator", "cos_strides", "sin_strides", "dy_offset", "cos_offset", "sin_offset", "builds", "note",
+             "partners_alike")
 FILE_KEYS = ("defaults", "cases")
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
@@ -245,7 +251,9 @@ def case_to_dict(case: Case) -> dict:
             out["cos_shape"] = list(case.cos_shape)
     if case.sin_shape != case.cos_shape:
         out["sin_shape"] = list(case.sin_shape)
-    if case.partial_slice != (0, case.shape[-1] if case.shape else 0):
+    if case.slice_list is not None:
+        out["partial_slice"] = list(case.slice_list)
+    elif case.partial_slice != (0, case.shape[-1] if case.shape else 0) and SLICE not in case.null:
         out["partial_slice"] = [start, end]
     if case.rotary_mode != 1:
         out["rotary_mode"] = MODE_NAMES.get(case.rotary_mode, case.rotary_mode)
@@ -278,8 +286,11 @@ def case_to_dict(case: Case) -> dict:
         out["format"] = case.format
     if case.null:
         out["null"] = list(case.null)
-    if case.dy_strides is not None:
-        out["dy_strides"] = list(case.dy_strides)
+    for tensor in TENSORS:
+        if case.strides_of(tensor) is not None:
+            out[f"{tensor}_strides"] = list(case.strides_of(tensor))
+        if case.offset_of(tensor):
+            out[f"{tensor}_offset"] = case.offset_of(tensor)
     if case.op != DEFAULT_OP:
         out["op"] = case.op
     if case.known_defect:
@@ -294,6 +305,12 @@ def case_to_dict(case: Case) -> dict:
         out["golden"] = False
     if case.correctness_unchecked:
         out["correctness_unchecked"] = case.correctness_unchecked
+    if case.builds:
+        out["builds"] = list(case.builds)
+    if case.note:
+        out["note"] = case.note
+    if case.partners_alike:
+        out["partners_alike"] = case.partners_alike
     return out
 
 
@@ -735,7 +752,12 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
         raise where.error("shape", "missing required key 'shape' (dy's [B, S, N, D])")
     shape = parse_dims(raw["shape"], "shape", where, four=not negative)
     dim = shape[-1] if shape else 0
-    partial_slice = parse_slice(raw["partial_slice"], where) if "partial_slice" in raw else (0, dim)
+    null = parse_null(raw.get("null", []), where)
+    if SLICE in null and "partial_slice" in raw:
+        raise where.error("partial_slice", "null: [partial_slice] passes a NULL partialSlice, which holds no values: "
+                                           "drop one of them")
+    partial_slice, slice_list = parse_slice_list(raw["partial_slice"], where) if "partial_slice" in raw else \
+        ((0, 0) if SLICE in null else (0, dim), None)
     length = partial_slice[1] - partial_slice[0]
     if "broadcast" in raw:
         if "cos_shape" in raw:
@@ -781,8 +803,18 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
         tolerance=parse_tolerance(raw.get("tolerance", {}), standard, where),
         tags=parse_words(raw.get("tags", []), "tags", where),
         format=parse_format(raw.get("format", "ND"), where),
-        null=parse_null(raw.get("null", []), where),
+        null=null,
         dy_strides=parse_strides(raw["dy_strides"], shape, where) if "dy_strides" in raw else None,
+        cos_strides=parse_strides(raw["cos_strides"], cos_shape, where, "cos_strides") if "cos_strides" in raw
+        else None,
+        sin_strides=parse_strides(raw["sin_strides"], sin_shape, where, "sin_strides") if "sin_strides" in raw
+        else None,
+        offsets=tuple(parse_offset(raw.get(f"{tensor}_offset", 0), f"{tensor}_offset", where) for tensor in TENSORS),
+        slice_list=slice_list,
+        builds=parse_builds(raw["builds"], where) if "builds" in raw else (),
+        note=parse_reason(raw["note"], "note", where) if "note" in raw else None,
+        partners_alike=parse_reason(raw["partners_alike"], "partners_alike", where) if "partners_alike" in raw
+        else None,
         op=parse_op(raw.get("op", DEFAULT_OP), where),
         known_defect=KnownDefect(*parse_known_defect(raw["known_defect"], where)) if "known_defect" in raw else None,
         checks=checks,

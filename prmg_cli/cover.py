@@ -11,7 +11,8 @@ Candidates (``candidates``) are generated per operator, deterministically:
 - **specials**: a (1, 2, 2, 16) case per dtype pair whose dy (inside and outside the slice) and cos/sin hold
   every special value as exact bit patterns (``bits``: signed NaNs, payloads, signalling NaNs, -0.0,
   subnormals, the top binade, Inf);
-- **strided**: dy's rows padded (kept where the operator makes its input contiguous);
+- **storage**: each tensor at a storage offset, a NULL and a 3-value partialSlice; dy's rows and the tables'
+  positions padded (kept where the operator makes its inputs contiguous);
 - **errors**: a valid base case with one constraint broken at a time, expecting the status the constraint
   model gives on today's target (a case that only today's missing mode makes fail is tagged as such).
 
@@ -67,6 +68,10 @@ BROKEN = {
     "D_odd": dict(shape=(2, 2, 2, 15)),
     "bad_broadcast_B": dict(cos_shape=(3, 1, 1, 8)),
     "dy_not_contiguous": dict(shape=(1, 1, 4, 8), partial_slice=(0, 8), broadcast="111D", dy_strides=(32, 32, 1, 4)),
+    "cos_not_contiguous": dict(cos_strides=(32, 16, 16, 1)),
+    "sin_not_contiguous": dict(sin_strides=(16, 8, 8, 2)),
+    "slice_list_empty": dict(partial_slice=()),
+    "slice_list_of_1": dict(partial_slice=(4,)),
 }
 TAGS = ("cover",)
 
@@ -145,10 +150,17 @@ def _specials(op: str) -> list[dict]:
     return found
 
 
-def _strided(op: str) -> list[dict]:
-    """dy's rows padded to 16 elements (not contiguous): valid for an operator that makes its input contiguous."""
-    return [dict(op=op, name="rows_padded", shape=(1, 2, 4, 8), broadcast="111D", partial_slice=(0, 8),
-                 dy_strides=(128, 64, 16, 1))]
+def _storage(op: str) -> list[dict]:
+    """Each tensor at a storage offset, a NULL and a 3-value partialSlice (valid for every operator); dy's rows and
+    cos's positions padded (not contiguous: valid for an operator that makes its inputs contiguous)."""
+    return [dict(op=op, name="views_at_offsets", shape=(2, 3, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
+                 dy_offset=5, cos_offset=3, sin_offset=1),
+            dict(op=op, name="slice_null", shape=(1, 2, 2, 8), null=("partial_slice",)),
+            dict(op=op, name="slice_of_3", shape=(1, 2, 2, 8), partial_slice=(2, 6, 8)),
+            dict(op=op, name="rows_padded", shape=(1, 2, 4, 8), broadcast="111D", partial_slice=(0, 8),
+                 dy_strides=(128, 64, 16, 1)),
+            dict(op=op, name="tables_padded", shape=(1, 2, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
+                 cos_strides=(8, 8, 8, 1), sin_strides=(16, 8, 4, 1))]
 
 
 def _errors(op: str) -> list[dict]:
@@ -185,11 +197,11 @@ def _expectation(case: Case) -> tuple[dict, tuple[str, ...]] | None:
 
 def candidates() -> list[tuple[dict, object]]:
     """Every candidate of every operator as (case mapping, loaded Case), in order, names unique: the valid cases
-    of the mix, counts, specials and strided families, and the error cases expecting what the constraint model
+    of the mix, counts, specials and storage families, and the error cases expecting what the constraint model
     says."""
     passing, breaking, names = [], [], set()
     for op in OPERATORS:
-        for family, options_list in ((passing, (*_mix(op), *_counts(op), *_specials(op), *_strided(op))),
+        for family, options_list in ((passing, (*_mix(op), *_counts(op), *_specials(op), *_storage(op))),
                                      (breaking, _errors(op))):
             for options in options_list:
                 case_map = _named(op, options)

@@ -37,7 +37,8 @@ from .ops import OPERATORS
 from .ops.grad import contiguous
 from .ops.regimes import PHASE, Facts, Regime, regimes
 from .results import STATUSES
-from .vocab import MODE_NAMES, broadcast_pattern
+from .reference import partners_alike
+from .vocab import MODE_NAMES, TENSORS, broadcast_pattern
 
 SAMPLE = 4096                                    # elements of a drawn tensor read for its special values
 RAN = tuple(status for status, info in STATUSES.items() if info.evidence)    # statuses of cases that were launched
@@ -205,6 +206,21 @@ def _special_values(case: Case, bits_of: Callable = _sample_bits) -> frozenset:
     return frozenset(found)
 
 
+def _partners_differ(case: Case) -> bool:
+    """Whether ``case``'s sin tells a pair's two lanes apart (``reference.sin_partners``): a draw whose range the
+    dtype can tell apart, explicit values or a file that differ there; never a RoPE table (alike at both lanes)."""
+    spec, start, end = case.sin_input, *case.partial_slice
+    if end <= start or spec.kind == "rope":
+        return False
+    if spec.kind in ("uniform", "normal"):
+        low, high = spec.args
+        return _distinct(*((low, high) if spec.kind == "uniform" else (low - high, low + high)), case.sin_dtype)
+    data = _data_bits(case, "sin", None)
+    if data is None or data.size != math.prod(case.sin_shape):
+        return False
+    return not partners_alike(OPERATORS[case.op].rotation, data.reshape(case.sin_shape), case.rotary_mode)
+
+
 def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
     """What ``case`` exercises (``regimes.Facts``): for a negative case the first rule it breaks on a target of
     ``supported_modes`` and on one of every mode; for a pass case its shape, dtypes, slice and values."""
@@ -213,10 +229,16 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
                  if (found := constraints.violation_details(case, modes))]
         return Facts(op=case.op, expects_error=True, first_rules=tuple(dict.fromkeys(rules)))
     batch, positions, heads, depth = case.shape
+    strided = {tensor: case.strides_of(tensor) is not None
+               and not contiguous(case.shape_of(tensor), case.strides_of(tensor)) for tensor in TENSORS}
+    written = case.slice_argument()
     return Facts(
         op=case.op, dtype=case.dtype, cos_dtype=case.cos_dtype, mode=case.rotary_mode,
         layout=broadcast_pattern(case.shape, case.cos_shape), format=case.format,
-        strided=case.dy_strides is not None and not contiguous(case.shape, case.dy_strides),
+        strided=strided["dy"], strided_tables=strided["cos"] or strided["sin"],
+        offsets=frozenset(tensor for tensor in TENSORS if case.offset_of(tensor)),
+        slice_list="null" if written is None else "longer" if len(written) > 2 else "pair",
+        partners_differ=_partners_differ(case),
         B=batch, S=positions, N=heads, D=depth, cos_rows=math.prod(case.cos_shape[:3]),
         start=case.partial_slice[0], end=case.partial_slice[1], itemsize=dtypes.bit_width(case.dtype) // 8,
         varies=frozenset(axis for index, axis in enumerate("BSN")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
-from . import constraints, dtypes
+from . import constraints, dtypes, provenance
 from .case import Case
 from .cases import case_record
 from .dtypes import lookup
@@ -38,10 +38,12 @@ from .errors import STOP_SIGNALS, PrmgError
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import standard_of
+from .targets import Target
 from .keymetric import key_metric
 from .results import CaseResult, plural
-from .sizes import element_count
-from .vocab import DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
+from .sizes import element_count, storage_elements
+from .ops import OPERATORS
+from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
@@ -94,15 +96,6 @@ def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
     return standard_of(case.standard, settings.standard), {} if settings.standard else dict(case.tolerance)
 
 
-def storage_elements(case: Case) -> int:
-    """The elements dy's device storage holds: ``1 + sum((dim - 1) * stride)`` for strided dy, else its size."""
-    if case.dy_strides is None:
-        return element_count(case.shape)
-    if any(dim <= 0 for dim in case.shape):
-        return 0
-    return 1 + sum((dim - 1) * stride for dim, stride in zip(case.shape, case.dy_strides))
-
-
 def guarded(size: float) -> int:
     """The device bytes a buffer of ``size`` bytes takes with its guard zones: ``GUARD_BYTES`` before, the data
     rounded up to ``GUARD_BYTES``, ``GUARD_BYTES`` after (``acl``)."""
@@ -117,7 +110,7 @@ def memory_need(case: Case) -> tuple[int, int]:
     storage, cos, sin and the 16 MiB workspace, each with its guard zones (``guarded``).
     """
     dy_items = element_count(case.shape)
-    cos_items = element_count(case.cos_shape) + element_count(case.sin_shape)
+    cos_items = storage_elements(case, "cos") + storage_elements(case, "sin")
     start, end = case.partial_slice
     width = max(end - start, 0)
     rows = dy_items // max(int(case.shape[-1]), 1) if case.shape else 0
@@ -175,6 +168,16 @@ def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), statu
     return replace(result, message=f"{result.message} (not the known defect: {defect.describe()})")
 
 
+def build_dependent(case: Case, result: CaseResult, kinds, target: Target) -> CaseResult:
+    """A case whose expectation holds for some upstream builds only (``case.builds``), run on a toolkit whose build
+    is unknown or not among them (``targets.Target.build``), that failed only by its status: ``xfailed``, saying
+    that the expectation depends on the toolkit build (targets module docstring); any other result as it is."""
+    if not case.builds or result.status != "failed" or set(kinds) != {"status"} or target.build in case.builds:
+        return result
+    return replace(result, status="xfailed", message=f"expectation depends on the toolkit build: it holds for builds "
+                   f"{', '.join(case.builds)}; this toolkit states {target.describe_build()}: {result.message}")
+
+
 def strict_status(result: CaseResult, settings: RunSettings) -> CaseResult:
     """Under ``--strict`` a passing result with warnings fails, its first warning as the message."""
     if settings.strict and result.status == "passed" and result.warnings:
@@ -191,8 +194,10 @@ class InternalError(Exception):
     """A bug in prmg met while running a case (in a worker): its traceback text, for exit code 3."""
 
 
-def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bool]:
-    """Make the inputs, launch the operator, judge the outcome: one case, in this process.
+def run_case(session, case: Case, settings: RunSettings, target: Target = Target()) -> tuple[CaseResult, bool]:
+    """Make the inputs, launch the operator, judge the outcome: one case, in this process, on ``target`` (its chip
+    and toolkit build: the case is judged as its chip's rules say, ``constraints.on_chip``, a status that only
+    another build gives is ``build_dependent``; an operator the chip lacks is an ``error`` naming it).
 
     Returns the result and whether the session is still fit for more cases (not after a runner
     failure or a device fault, in any of the case's launches: the worker is then replaced). Timings (ms)
@@ -207,6 +212,10 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
 
     started = time.perf_counter()
     try:
+        constraints.check_chip([case], target.soc_name)
+    except PrmgError as error:
+        return case_result(case, "error", message=str(error), standard=judging(case, settings)[0]), True
+    try:
         inputs = make_inputs(case)
     except RUNNER_FAILURES as exc:
         user = isinstance(exc, PrmgError)
@@ -217,11 +226,11 @@ def run_case(session, case: Case, settings: RunSettings) -> tuple[CaseResult, bo
     timings = {"inputs": (time.perf_counter() - started) * 1e3}
     paths = getattr(session, "paths", None)
     if not paths:
-        result, fit, _ = run_path(session, case, settings, inputs, started, timings)
+        result, fit, _ = run_path(session, case, settings, inputs, started, timings, target)
         return result, fit
     from .differential import combine
 
-    runs = [(name, *run_path(path, case, _within(settings, name), inputs, started, dict(timings)))
+    runs = [(name, *run_path(path, case, _within(settings, name), inputs, started, dict(timings), target))
             for name, path in paths]
     return (combine(case, inputs, [(name, result, outcome) for name, result, _, outcome in runs]),
             all(fit for _, _, fit, _ in runs))
@@ -234,19 +243,21 @@ def _within(settings: RunSettings, path: str) -> RunSettings:
     return replace(settings, save_failures=os.path.join(settings.save_failures, path))
 
 
-def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
-             timings: dict) -> tuple[CaseResult, bool, object]:
+def run_path(session, case: Case, settings: RunSettings, inputs, started: float, timings: dict,
+             target: Target = Target()) -> tuple[CaseResult, bool, object]:
     """One call path's launch of ``case`` on ``inputs`` (made at ``started``, ``timings`` so far), judged:
     (the result, whether the session is still fit, the ``acl.Outcome`` or None when there is none).
 
-    The case is judged as the path must answer it (``session.judged_case``: graph mode's expectation, say); when
-    that is a text, the path has no form of the case, which is skipped here with that reason. The result records
-    the case as written and the path (``session.path``)."""
+    The case is judged as its chip's rules say (``constraints.on_chip``, a note in its details) and as the path
+    must answer it (``session.judged_case``: graph mode's expectation, say); when that is a text, the path has no
+    form of the case, which is skipped here with that reason. A status that only another build than ``target``'s
+    gives is ``build_dependent``. The result records the case as written and the path (``session.path``)."""
     from .acl import AclError
 
     standard, tolerance = judging(case, settings)
     path = getattr(session, "path", "")
-    judged = session.judged_case(case, settings.supported_modes) if hasattr(session, "judged_case") else case
+    judged, chip_note = constraints.on_chip(case, settings.supported_modes, target.soc)
+    judged = session.judged_case(judged, settings.supported_modes) if hasattr(session, "judged_case") else judged
     if isinstance(judged, str):
         return case_result(case, "skipped", message=judged, standard=standard, path=path,
                            duration_s=time.perf_counter() - started), True, None
@@ -284,7 +295,8 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
                              expect=expect_label(judged))
         return known_defect_status(judged, result), user and not session.device_faulted, None
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
-                         key_metric=key_metric(verdict.metrics), details=list(verdict.details),
+                         key_metric=key_metric(verdict.metrics),
+                         details=[chip_note] * bool(chip_note) + verdict.details,
                          warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
                          runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),
@@ -299,6 +311,9 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
                                     if golden and outcome.status == 0 else {})      # a contract breach
         result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
+    if chip_note and result.status == "failed":
+        result.message = f"{chip_note}; {result.message}"
+    result = build_dependent(case, result, kinds, target)
     return known_defect_status(judged, result, kinds, outcome.status), not session.device_faulted, outcome
 
 
@@ -352,17 +367,21 @@ class CaseWorker:
         self.settings = settings
         self.device = device
         self.session = open_session(settings.toolkit, device)
+        self.target = Target(self.session.soc_name(), provenance.toolkit_version(settings.toolkit.root))
         self.fit = True
 
     def describe(self) -> dict:
         """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say) and
-        ``accepted_modes`` (the rotary modes the grad's first phase accepts, ``AclSession.accepted_modes``;
-        None when the toolkit cannot be asked)."""
-        return {"soc": self.session.soc_name(), "accepted_modes": self.session.accepted_modes()}
+        ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
+        accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked)."""
+        chip = self.target.soc
+        probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
+        accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)
+        return {"soc": self.target.soc_name, "accepted_modes": accepted}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
         """``run_case`` on this worker's session: the result and whether the session is still fit."""
-        result, self.fit = run_case(self.session, case, self.settings)
+        result, self.fit = run_case(self.session, case, self.settings, self.target)
         return result, self.fit
 
     def close(self) -> None:

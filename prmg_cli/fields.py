@@ -25,7 +25,7 @@ from .errors import PrmgError, suggest
 from .results import plural
 from .ops import OPERATORS
 from .status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
-from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, PHASES, ROTARY_MODES, TENSORS
+from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, NULLABLE, PHASES, ROTARY_MODES, TENSORS
 
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
@@ -41,6 +41,8 @@ SHOW_LIMIT = 60
 # A case name or tag: letters, digits, '_', '.', '-', and not only dots ('.' and '..' name folders).
 NAME_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]+")
 MAX_NAME_LENGTH = 200
+MAX_SLICE_VALUES = 16             # values of a partial_slice list of another length than 2
+MAX_OFFSET = 2**32                # a view's storage offset, in elements
 
 # ----------------------------------------------------------------------------------------------
 # Messages
@@ -191,6 +193,20 @@ def parse_slice(value, where: Where) -> tuple[int, int]:
     if any(abs(v) > INT64_MAX for v in value):
         raise where.error("partial_slice", "start and end must fit in int64")
     return value[0], value[1]
+
+
+def parse_slice_list(value, where: Where) -> tuple[tuple[int, int], tuple[int, ...] | None]:
+    """``partial_slice`` as a case file writes it: ``[start, end]`` -> ((start, end), None); a list of another
+    length (at most ``MAX_SLICE_VALUES`` int64 integers), passed to the operator as written, -> (the slice the
+    950's tiling acts on: its first two values, (0, 0) for a shorter list, which no stack defines; the list)."""
+    if isinstance(value, list) and len(value) == 2:
+        return parse_slice(value, where), None
+    if not (isinstance(value, list) and len(value) <= MAX_SLICE_VALUES and all(is_int(v) for v in value)):
+        raise where.error("partial_slice", f"expected [start, end] (two integers; a list of 0 to {MAX_SLICE_VALUES} "
+                          f"integers to pass another length), got {show(value)}")
+    if any(abs(v) > INT64_MAX for v in value):
+        raise where.error("partial_slice", "its values must fit in int64")
+    return (value[0], value[1]) if len(value) > 2 else (0, 0), tuple(value)
 
 
 def parse_broadcast(value, shape: tuple[int, ...], where: Where) -> str:
@@ -442,23 +458,47 @@ def parse_format(value, where: Where) -> str:
 
 
 def parse_null(value, where: Where) -> tuple[str, ...]:
-    """The tensors to pass as NULL pointers, in the order dy, cos, sin."""
+    """The arguments to pass as NULL pointers (tensors, ``partial_slice``), in the operator's order."""
     if not isinstance(value, list):
-        raise where.error("null", f"expected a list of tensor names ({', '.join(TENSORS)}), got {kind(value)}")
-    for tensor in value:
-        if not _word(tensor, TENSORS):
-            raise where.error("null", f"unknown tensor {show(tensor)} (valid: {', '.join(TENSORS)})")
-    return tuple(tensor for tensor in TENSORS if tensor in value)
+        raise where.error("null", f"expected a list of argument names ({', '.join(NULLABLE)}), got {kind(value)}")
+    for name in value:
+        if not _word(name, NULLABLE):
+            raise where.error("null", f"unknown argument {show(name)} (valid: {', '.join(NULLABLE)})")
+    return tuple(name for name in NULLABLE if name in value)
 
 
-def parse_strides(value, shape: tuple[int, ...], where: Where) -> tuple[int, ...]:
-    """dy's element strides: one non-negative int64 per axis of ``shape``."""
+def parse_strides(value, shape: tuple[int, ...], where: Where, key: str = "dy_strides") -> tuple[int, ...]:
+    """A tensor's element strides (``key``: ``dy_strides``, ``cos_strides``, ``sin_strides``): one non-negative
+    int64 per axis of its ``shape``."""
     if not (isinstance(value, list) and all(is_int(v) and 0 <= v <= INT64_MAX for v in value)):
-        raise where.error("dy_strides", f"expected a list of non-negative int64 integers, got {show(value)}")
+        raise where.error(key, f"expected a list of non-negative int64 integers, got {show(value)}")
     if len(value) != len(shape):
-        raise where.error("dy_strides", f"expected {plural(len(shape), 'stride')} (one per axis of shape), "
-                                        f"got {len(value)}")
+        raise where.error(key, f"expected {plural(len(shape), 'stride')} (one per axis of its shape), "
+                               f"got {len(value)}")
     return tuple(value)
+
+
+def parse_offset(value, key: str, where: Where) -> int:
+    """A tensor's storage offset in elements (``key``: ``dy_offset``, ``cos_offset``, ``sin_offset``): an integer
+    0 <= offset <= ``MAX_OFFSET`` (the elements before the view are real storage prmg allocates and watches)."""
+    if not (is_int(value) and 0 <= value <= MAX_OFFSET):
+        raise where.error(key, f"expected an integer 0 <= offset <= {MAX_OFFSET} (elements of storage before the "
+                               f"view), got {kind(value)}")
+    return value
+
+
+def parse_builds(value, where: Where) -> tuple[str, ...]:
+    """The upstream builds a case's expectation holds for: a non-empty list of names of ``targets.BUILDS``, in
+    that table's order."""
+    from .targets import BUILDS
+
+    if not (isinstance(value, list) and value):
+        raise where.error("builds", f"expected a list of builds ({', '.join(BUILDS)}), got {kind(value)}")
+    for name in value:
+        if not _word(name, BUILDS):
+            raise where.error("builds", f"unknown build {show(name)}{suggest(name, BUILDS)} "
+                                        f"(valid: {', '.join(BUILDS)})")
+    return tuple(name for name in BUILDS if name in value)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -29,19 +29,25 @@ from .cases import INPUT_KINDS, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
 from .ops import DEFAULT_OP, OPERATORS
 from .results import plural, visible
-from .vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, TENSORS, broadcast_pattern,
-                    broadcast_shape)
+from .vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, SLICE, TENSORS,
+                    broadcast_pattern, broadcast_shape)
 from .writes import Output, check_outputs
 
 DTYPE_PAIRS = OPERATORS[DEFAULT_OP].dtype_pairs      # (dy dtype, cos/sin dtype) the grad takes: the presets' pairs
 ALL_MODES = frozenset(MODE_NAMES)                     # a target implementing every rotary mode
+# Case keys a generated case takes as written (``case_from_options``'s ``storage``).
+STORAGE_KEYS = ("cos_strides", "sin_strides", "dy_offset", "cos_offset", "sin_offset", "builds", "note",
+                "partners_alike")
+# Why the presets' RoPE-table cases are alike at both lanes of every pair (``partners_alike``): on purpose.
+ROPE_PARTNERS = ("a real RoPE table, alike at both lanes of every pair by design; cases/ catches a partner swap with "
+                 "tables drawn independently (users.yaml, edge.independent_tables)")
 
 
 # ---------------------------------------------------------------------------------------------------
 # One case from options
 # ---------------------------------------------------------------------------------------------------
 
-def _ints(value, field: str, count: int | None = None) -> list[int]:
+def ints(value, field: str, count: int | None = None) -> list[int]:
     """``value`` (a sequence of ints or the text ``"2,16,4,128"``) as a list of ints."""
     if isinstance(value, str):
         parts = [part for part in re.split(r"[,x\s]+", value.strip()) if part]
@@ -229,13 +235,14 @@ def default_name(case: Mapping) -> str:
     parts.append(broadcast_label(case["shape"], case["cos_shape"]))
     if "sin_shape" in case:
         parts.append("sin" + "x".join(str(size) for size in case["sin_shape"]))
-    start, end = case["partial_slice"]
-    parts.append(f"s{start}-{end}")
+    parts.append("s" + "-".join(str(value) for value in case["partial_slice"]) if "partial_slice" in case
+                 else "s-null")
     if case.get("format", "ND") != "ND":
         parts.append(case["format"])
     parts.extend("null-" + tensor for tensor in case.get("null", ()))
-    if case.get("dy_strides"):
-        parts.append("strided")
+    parts.extend(f"{tensor}-strided" if tensor != "dy" else "strided" for tensor in TENSORS
+                 if case.get(f"{tensor}_strides"))
+    parts.extend(f"{tensor}-at{case[f'{tensor}_offset']}" for tensor in TENSORS if case.get(f"{tensor}_offset"))
     return sanitise_name("_".join(parts), "-")
 
 
@@ -248,7 +255,7 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
                       cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
                       standard=None, tolerance=None, tags=(), sin_shape=None, sin_dtype=None,
                       format=None, null=(), dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(),
-                      golden=True) -> dict:
+                      golden=True, **storage) -> dict:
     """One case mapping from options; refuses (PrmgError) a case the operator would reject unless it
     expects an error, and an error expectation the operator can never return for it.
 
@@ -256,13 +263,15 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
     ``[1, 1, 1, L]`` (``L = max(end - start, 1)``), so a case file that sets neither means the same; ``partial_slice``
     ``[0, cos D]`` when ``cos_shape`` is given, else ``[0, D]``; ``cos_dtype = dtype``. ``inputs`` is a
     mapping or the ``--inputs`` text. ``sin_shape``, ``sin_dtype``, ``format``, ``null`` and
-    ``dy_strides`` exist to describe negative cases.
+    ``dy_strides`` exist to describe negative cases; ``storage`` holds the keys of ``STORAGE_KEYS`` (strides and
+    offsets of cos/sin and dy, the builds, a note), written as given. A ``partial_slice`` of another length than 2
+    is written as given (the slice is then its first two values, or empty).
     """
     case = _case_dict(shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice,
                       dtype=dtype, cos_dtype=cos_dtype, mode=mode, seed=seed, name=name, inputs=inputs,
                       expect=expect, standard=standard, tolerance=tolerance, tags=tags, sin_shape=sin_shape,
                       sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides, known_defect=known_defect,
-                      op=op, checks=checks, golden=golden)
+                      op=op, checks=checks, golden=golden, **storage)
     refuse_invalid([case])
     return case
 
@@ -270,15 +279,20 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
 def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
                mode="interleave", seed=None, name=None, inputs=None, expect="pass", standard=None,
                tolerance=None, tags=(), sin_shape=None, sin_dtype=None, format=None, null=(),
-               dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(), golden=True) -> dict:
+               dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(), golden=True, **storage) -> dict:
     """The case mapping of ``case_from_options``, before the operator's constraints are checked."""
-    shape = _ints(shape, "shape")
+    shape = ints(shape, "shape")
+    unknown = sorted(set(storage) - set(STORAGE_KEYS))
+    if unknown:
+        raise PrmgError(f"unknown option {unknown[0]!r} (valid: {', '.join(STORAGE_KEYS)})", field=unknown[0])
     if cos_shape is not None and broadcast is not None:
         raise PrmgError("give either a cos shape or a broadcast pattern, not both", field="cos_shape")
-    if partial_slice is None:
-        end = _ints(cos_shape, "cos_shape")[-1] if cos_shape is not None else (shape[-1] if shape else 0)
+    null_slice = SLICE in null
+    if partial_slice is None and not null_slice:
+        end = ints(cos_shape, "cos_shape")[-1] if cos_shape is not None else (shape[-1] if shape else 0)
         partial_slice = [0, end]
-    partial_slice = _ints(partial_slice, "partial_slice", 2)
+    written = None if null_slice else ints(partial_slice, "partial_slice")
+    partial_slice = written[:2] if written is not None and len(written) >= 2 else [0, 0]
     if cos_shape is None and broadcast is None:         # the loader's default: [1, 1, 1, L]
         cos_shape = [1, 1, 1, max(partial_slice[1] - partial_slice[0], 1)]
     elif cos_shape is None:
@@ -290,10 +304,11 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
                             field="broadcast")
         cos_shape = broadcast_shape(broadcast, shape, partial_slice[1] - partial_slice[0])
     dtype = _dtype_name(dtype, "dtype")
-    case: dict = {"name": None, "shape": shape, "cos_shape": _ints(cos_shape, "cos_shape")}
+    case: dict = {"name": None, "shape": shape, "cos_shape": ints(cos_shape, "cos_shape")}
     if sin_shape is not None:
-        case["sin_shape"] = _ints(sin_shape, "sin_shape")
-    case["partial_slice"] = partial_slice
+        case["sin_shape"] = ints(sin_shape, "sin_shape")
+    if written is not None:
+        case["partial_slice"] = written
     case["rotary_mode"] = _mode_value(mode)
     case["dtype"] = dtype
     case["cos_dtype"] = _dtype_name(cos_dtype, "cos_dtype") if cos_dtype is not None else dtype
@@ -314,7 +329,9 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
     if null:
         case["null"] = list(null)
     if dy_strides is not None:
-        case["dy_strides"] = _ints(dy_strides, "dy_strides")
+        case["dy_strides"] = ints(dy_strides, "dy_strides")
+    case.update({key: list(value) if isinstance(value, (list, tuple)) else value for key, value in storage.items()
+                 if value is not None})
     if tags:
         case["tags"] = list(tags)
     if known_defect:
@@ -372,7 +389,10 @@ MODE_UNSUPPORTED_TAGS = ("today", "mode-unsupported")   # a negative case of a m
 
 def preset_case(prefix: str, tags: Sequence[str], name: str | None = None, **options) -> dict:
     """The case mapping of ``case_from_options`` (unchecked: ``preset`` checks whole documents) named
-    ``prefix.<name or the derived name>``, with ``tags``."""
+    ``prefix.<name or the derived name>``, with ``tags``; a RoPE sin says why it is alike at both lanes of every
+    pair (``partners_alike``: ``ROPE_PARTNERS``)."""
+    if "rope" in ((_inputs_value(options.get("inputs")) or {}).get("sin") or {}):
+        options.setdefault("partners_alike", ROPE_PARTNERS)
     case = _case_dict(tags=tags, name=f"{prefix}.{name}" if name else None, **options)
     if name is None:
         case["name"] = f"{prefix}.{case['name']}"

@@ -33,6 +33,8 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     if shape is None:
         raise PrmgError("give --shape B,S,N,D (or --preset NAME)")
     try:
+        if partial_slice is not None:
+            gencase.ints(partial_slice, "partial_slice", 2)             # the flag takes [start, end]
         given = dict(dtype=dtype, mode=mode, expect=expect)           # None: case_from_options' default
         case = gencase.case_from_options(
             shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, cos_dtype=cos_dtype,

@@ -23,7 +23,8 @@ explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the sam
 
 Each problem has a kind (``PROBLEM_KINDS``), so that a known defect can say which one it expects.
 A passing case whose input already passes (a kernel that does nothing would pass too, e.g. an all-NaN
-dy or cos = 1, sin = 0) gets a warning. A failure says what is wrong: the worst elements with their
+dy or cos = 1, sin = 0) gets a warning, and so does one whose sin is alike at both lanes of every pair (a
+RoPE table: a kernel swapping partners' sin passes it). A failure says what is wrong: the worst elements with their
 ``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
 (``diagnosis.localise``), and a coarse error map for pictures.
 """
@@ -42,6 +43,7 @@ from .case import Case, Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
 from .ops import OPERATORS
 from .onepass import ONE_PASS
+from .reference import partners_alike
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
 from .status import describe, is_refusal
 from .vocab import GRAPH_PHASES, GRAPH_REFUSING, PHASES, WORKSPACE_POISON
@@ -109,6 +111,8 @@ def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: M
     if expect.success and not mismatch:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
             _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
+        if verdict.status == "passed" and not verdict.warnings and partners_alike_warned(case, inputs):
+            verdict.warnings.append(PARTNERS_ALIKE_WARNING)
     elif (behaving := defect_behaviour(case, outcome)) is not None:
         _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
                             timings)
@@ -276,6 +280,23 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
     if changed_outside is not None:
         verdict.error_map = diagnosis.error_map(np.zeros(result.shape[:-1] + (0,)), start, result.shape[-1],
                                                 changed_outside)
+
+
+# A backward whose partner's sin was wrong passed its tests because both sin lanes of each pair were equal (a RoPE
+# table): such a case cannot catch it, so it says so (``--strict`` fails it).
+PARTNERS_ALIKE_WARNING = ("partners alike: sin is the same at both lanes of every pair (a RoPE table in this mode's "
+                          "layout), so a kernel taking each element's own sin where its partner's belongs passes; "
+                          "judge such a kernel with tables that differ between partners (uniform draws), or say why "
+                          "this case needs them alike (partners_alike: REASON)")
+
+
+def partners_alike_warned(case: Case, inputs) -> bool:
+    """Whether ``case`` (a call that computes) runs on a sin alike at both lanes of every pair
+    (``reference.partners_alike``), a partner swap then invisible, without saying why (``partners_alike``)."""
+    op = OPERATORS[case.op]
+    start, end = case.partial_slice
+    return (not case.partners_alike and not op.no_op(case) and end - start >= 2
+            and partners_alike(op.rotation, np.asarray(inputs.sin), case.rotary_mode))
 
 
 # Without the golden (``--no-golden``, ``golden: false``) a kernel that does nothing, with a forward that does

@@ -14,7 +14,7 @@ from . import dtypes
 from .errors import PrmgError
 from .gencase import (DTYPE_PAIRS, MODE_UNSUPPORTED_TAGS, case_from_options, document, dump_yaml, header,
                       preset_case, refuse_invalid, rope_inputs, short_dtype)
-from .vocab import BROADCASTS, TENSORS, broadcast_shape
+from .vocab import BROADCASTS, DEFAULT_SUPPORTED_MODES, ROTARY_MODES, TENSORS, broadcast_shape
 
 FUTURE_MODES = ("half", "quarter", "interleave-half")
 
@@ -50,11 +50,19 @@ WORKED_EXAMPLE = dict(shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 4), partial_slice=
                               "cos": {"values": [0.5, 0.6, 0.7, 0.8]},
                               "sin": {"values": [0.1, 0.2, 0.3, 0.4]}})
 
-# Pairs (dx[2k], dx[2k+1]) where c[2k]*g[2k] and s[2k+1]*g[2k+1] nearly cancel: dy in [1, 1 + 1e-4],
-# c[2k] = 0.75 = -s[2k+1]. The result is ~1e-4 of its terms, so fp32 computed in bf16 (dy rounded to
-# 1.0) is far off, while pair entries still differ (c[2k+1] = 0.5, s[2k] = -0.5).
-CANCELLATION = dict(inputs={"dy": {"uniform": [1.0, 1.0001]},
-                            "cos": {"values": [0.75, 0.5] * 8}, "sin": {"values": [-0.5, -0.75] * 8}})
+def cancellation(mode: str = "interleave") -> dict:
+    """Inputs of a slice of 16 lanes whose pairs (p, q) of ``mode`` nearly cancel in the grad: dy in [1, 1 + 1e-4],
+    c[p] = 0.75 = -s[q], so ``dx[p] = c[p]*g[p] + s[q]*g[q]`` is ~1e-4 of its terms and fp32 computed in bf16 (dy
+    rounded to 1.0) is far off, while a pair's entries still differ (c[q] = 0.5, s[p] = -0.5)."""
+    from .ops import GRAD
+
+    cos, sin = [0.0] * 16, [0.0] * 16
+    for block in GRAD.rotation.pairs(ROTARY_MODES[mode], 16):
+        for lane in range(16)[block.first]:
+            cos[lane], sin[lane] = 0.75, -0.5
+        for lane in range(16)[block.second]:
+            cos[lane], sin[lane] = 0.5, -0.75
+    return dict(inputs={"dy": {"uniform": [1.0, 1.0001]}, "cos": {"values": cos}, "sin": {"values": sin}})
 
 
 def _smoke() -> dict:
@@ -79,7 +87,7 @@ def _smoke() -> dict:
     cases.append(case(shape=(2, 2, 2, 8), broadcast="BSND", partial_slice=(5, 7)))         # L = 2
     cases.append(case(shape=(1, 2, 2, 1024), broadcast="1S1D", partial_slice=(0, 1024)))  # D = 1024
     cases.append(case("fp32_cancellation", shape=(2, 2, 2, 32), cos_shape=(1, 1, 1, 16), partial_slice=(8, 24),
-                      **CANCELLATION))
+                      **cancellation()))
     cases.append(case("rope_bf16", shape=(1, 16, 2, 64), broadcast="1S1D", dtype="bfloat16",
                       inputs="cos=rope:10000,sin=rope:10000"))
     cases.append(case("rope_glm_fp16", shape=(2, 8, 2, 128), broadcast="1S1D", partial_slice=(0, 64),
@@ -233,17 +241,62 @@ def _edge() -> dict:
              inputs={"dy": {"uniform": [-1.0, 1.0]}, "cos": {"uniform": [-1.0, 1.0]},
                      "sin": {"uniform": [-1.0, 1.0]}}),
         case("fp32_cancellation", shape=(2, 3, 2, 16), cos_shape=(1, 1, 1, 16), partial_slice=(0, 16),
-             **CANCELLATION),
+             **cancellation()),
         case("mixed_bf16_fp32", shape=(2, 3, 2, 64), broadcast="B1ND", partial_slice=(9, 57), dtype="bfloat16",
              cos_dtype="float32"),
         case("mixed_bf16_fp16", shape=(2, 3, 2, 64), broadcast="BS1D", partial_slice=(9, 57), dtype="bfloat16",
              cos_dtype="float16"),
         case("mixed_fp16_bf16_rope", shape=(1, 32, 2, 64), broadcast="1S1D", dtype="float16",
              cos_dtype="bfloat16", inputs=rope_inputs(10000, 4096)),
+        case("dy_at_offset_fp16", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(2, 14), dtype="float16",
+             dy_offset=7),
+        case("tables_at_offsets_bf16_fp32", shape=(2, 3, 2, 16), broadcast="BS1D", partial_slice=(4, 12),
+             dtype="bfloat16", cos_dtype="float32", cos_offset=3, sin_offset=11),
+        case("views_at_offsets_fp32", shape=(1, 4, 2, 32), broadcast="BSND", partial_slice=(0, 32), dy_offset=256,
+             cos_offset=64, sin_offset=1),
     ]
     return document(cases, header=header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
                                                  "subnormal magnitudes, RoPE tables at long positions, "
-                                                 "mixed dtypes"))
+                                                 "mixed dtypes, views at storage offsets"))
+
+
+def _users() -> dict:
+    """The ``users`` preset: the classes of failure public reports on RoPE kernels name, small: head_dim 192 in
+    bfloat16, partial rotary (rotary dim < head dim) at model geometries, the half/interleave pairing mixed up,
+    in place on a view at a storage offset, and tables whose partners differ (a partner-sin bug passed a test
+    whose sin halves were equal)."""
+    tags = ("users",)
+    case = lambda name, **options: preset_case("users", tags, name, **options)  # noqa: E731
+    uniform = {"cos": {"uniform": [-1.0, 1.0]}, "sin": {"uniform": [-1.0, 1.0]}}
+    cases = [
+        case("hd192_bf16", shape=(2, 16, 4, 192), broadcast="1S1D", dtype="bfloat16", inputs=uniform,
+             note="head_dim 192 in bfloat16 (not a power of two: 6 tiles of 32 lanes, 384-byte rows)"),
+        case("hd192_rope_tail_bf16", shape=(1, 32, 4, 192), broadcast="1S1D", partial_slice=(128, 192),
+             dtype="bfloat16", inputs=rope_inputs(10000, 0),
+             note="head_dim 192 with RoPE on its last 64 lanes (DeepSeek's qk_rope_head_dim), bfloat16"),
+        case("hd192_forward_bf16", op="forward", shape=(2, 16, 4, 192), broadcast="1S1D", dtype="bfloat16",
+             inputs=uniform, note="the forward at head_dim 192 in bfloat16"),
+        case("partial_rotary_glm_bf16_fp32", shape=(1, 64, 2, 128), broadcast="1S1D", partial_slice=(0, 64),
+             dtype="bfloat16", cos_dtype="float32", inputs=uniform,
+             note="partial rotary at GLM-4's geometry: the first 64 of 128 lanes, the rest passed through"),
+        case("partial_rotary_phi_fp16_fp32", shape=(1, 32, 4, 80), broadcast="1S1D", partial_slice=(0, 32),
+             dtype="float16", cos_dtype="float32", inputs=uniform,
+             note="partial rotary at Phi-2's geometry: 32 of 80 lanes (partial_rotary_factor 0.4)"),
+        case("pairing_mixup_rope_bf16", shape=(1, 32, 2, 128), broadcast="1S1D", dtype="bfloat16",
+             inputs=rope_inputs(10000, 0),
+             note="interleave pairs (2k, 2k+1) on a real RoPE table: a kernel pairing (k, k + L/2) (the half "
+                  "mode's) fails it"),
+        case("inplace_offset_view_bf16", shape=(1, 63, 4, 128), broadcast="1S1D", dtype="bfloat16", inputs=uniform,
+             dy_offset=4 * 128, note="in place on x[1:] of a token-major buffer (torch's view at a storage offset, "
+                                     "as vllm-ascend passes it): the kernel must start at the view"),
+        case("inplace_offset_view_decode_fp16", shape=(8, 1, 8, 128), broadcast="B11D", dtype="float16",
+             inputs=rope_inputs(10000, [3, 700, 1500, 2047, 9, 64, 512, 1023]), dy_offset=8 * 128, cos_offset=128,
+             sin_offset=128, note="decode in place on views at storage offsets: dy and its per-request tables"),
+    ]
+    return document(cases, header=header("users", "the failure classes of public reports on RoPE kernels: "
+                                                  "head_dim 192 in bfloat16, partial rotary at model geometries, "
+                                                  "the pairing mixed up, in place on views at storage offsets, "
+                                                  "tables whose partners differ"))
 
 
 def _finite_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -349,7 +402,10 @@ def _negative() -> dict:
         case("quarter_length_6", mode="quarter", partial_slice=(4, 10), expect=tiling),
         case("bad_broadcast_B", cos_shape=(3, 1, 1, 8), expect=tiling),
         case("empty_slice_ok", cos_shape=(1, 1, 1, 2), partial_slice=(7, 7)),
+        case("cos_not_contiguous", cos_strides=(32, 16, 16, 1), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"}),
+        case("sin_not_contiguous", sin_strides=(16, 8, 8, 2), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"}),
     ]
+    cases += slice_list_cases(case)
     # the order of upstream's checks: an empty dy skips the tiling (nnopbase), an empty slice or cos skips
     # its L, D, positive-dims and layout rules, but never the slice range, 4-D, cos == sin or cos D <= D
     cases += [
@@ -365,10 +421,46 @@ def _negative() -> dict:
              partial_slice=(7, 7), expect=tiling),
         case("empty_slice_cos_3d", ("check-order",), cos_shape=(1, 1, 2), partial_slice=(7, 7), expect=tiling),
     ]
+    cases = [with_builds(item) for item in cases]
     return document(cases, header=header("negative", "each constraint of the operator's documentation (upstream's "
                                                      "aclnnInplacePartialRotaryMulGrad.md) broken once, "
                                                      "with the status the operator returns, and the order "
                                                      "of its checks"))
+
+
+SLICE_NULL_NOTE = ("a NULL partialSlice: the generated aclnn layer passes the op definition's default {0, 0}, an "
+                   "empty slice: nothing changes (upstream's code, op definitions of 5871dd99)")
+FORWARD_SLICE_NULL_NOTE = ("; the forward's docs say a NULL slice rotates the whole D: a build that follows its docs, "
+                           "not this code, fails this case")
+
+
+def slice_list_cases(case, forward: bool = False) -> list[dict]:
+    """The partialSlice lists other callers pass, made by ``case(name, extra_tags, **options)``: NULL (the op
+    definition's default, a no-op; for the ``forward`` its docs say otherwise), 3 values (the first two used), no
+    value (nnopbase's 561103) and one value (read past its end: undefined upstream, any error expected)."""
+    tags = ("slice-list",)
+    return [
+        case("slice_null_ok", tags, null=("partial_slice",),
+             note=SLICE_NULL_NOTE + (FORWARD_SLICE_NULL_NOTE if forward else "")),
+        case("slice_of_3_ok", tags, partial_slice=(4, 12, 99),
+             note="a partialSlice of 3 values: the tiling reads values[0] and values[1] unchecked"),
+        case("slice_list_empty", tags, partial_slice=(), expect="ACLNN_ERR_INNER_NULLPTR",
+             note="a partialSlice of no value: nnopbase refuses the NULL data of an empty aclIntArray"),
+        case("slice_of_1", tags, partial_slice=(4,), expect="error",
+             note="undefined upstream: the tiling reads values[1] past a one-value list's end; a correct stack "
+                  "refuses it (the A2/A3 tiling and the emulator: 561002)"),
+    ]
+
+
+def with_builds(case_map: dict) -> dict:
+    """``case_map`` with ``builds``: the upstream builds on which the constraint model predicts its expectation on
+    today's target (``constraints.holding_builds``), written only when that is some builds but not every one."""
+    from .constraints import holding_builds
+    from .gencase import load_generated
+    from .targets import BUILDS
+
+    holding = holding_builds(load_generated([case_map])[0], DEFAULT_SUPPORTED_MODES)
+    return {**case_map, "builds": list(holding)} if 0 < len(holding) < len(BUILDS) else case_map
 
 
 def _perf() -> dict:
@@ -423,6 +515,10 @@ def _forward() -> dict:
                           inputs=_special_inputs(x, table, shape, cos_shape, index % 2 == 1, 100 + index)))
     cases.append(case("x_not_contiguous_works", shape=(1, 2, 4, 8), partial_slice=(0, 8), broadcast="111D",
                       dy_strides=(128, 64, 16, 1)))               # rows padded to 16: AutoContiguous copies them
+    cases.append(case("tables_not_contiguous_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
+                      cos_strides=(48, 16, 16, 1), sin_strides=(24, 8, 8, 1), dtype="bfloat16", cos_dtype="float32"))
+    cases.append(case("views_at_offsets", shape=(2, 3, 2, 16), broadcast="B1ND", partial_slice=(2, 14),
+                      dy_offset=32, cos_offset=5, sin_offset=3, dtype="float16"))
     invalid, nullptr, tiling = "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_INNER_TILING_ERROR"
     base = dict(shape=(2, 2, 2, 16), broadcast="B1ND", partial_slice=(4, 12))
     negative = lambda name, extra=(), **options: case(name, tags + ("negative",) + tuple(extra),  # noqa: E731
@@ -442,6 +538,7 @@ def _forward() -> dict:
         negative("bad_broadcast_B", cos_shape=(3, 1, 1, 8), broadcast=None, expect=tiling),
         negative("empty_slice_ok", cos_shape=(1, 1, 1, 2), broadcast=None, partial_slice=(7, 7)),
         negative("x_empty_ok", shape=(2, 0, 2, 16), cos_shape=(1, 1, 1, 8), broadcast=None, partial_slice=(12, 20)),
+        *slice_list_cases(lambda name, extra=(), **options: negative(name, extra, **options), forward=True),
         negative("D_2000_empty_slice", shape=(1, 1, 2, 2000), cos_shape=(1, 1, 1, 2), broadcast=None,
                  partial_slice=(0, 0), expect=tiling,
                  known_defect={"reason": "the 950 tiling returns early for an empty slice, before its D <= 1024 rule",
@@ -497,7 +594,7 @@ def _future_modes() -> dict:
                         partial_slice=(0, 64), mode=mode, dtype="float16", cos_dtype="float32", inputs=rope_inputs()),
             preset_case(prefix, tags, "D1024_fp32", shape=(1, 2, 2, 1024), broadcast="11ND", mode=mode),
             preset_case(prefix, tags, "cancellation_fp32", shape=(2, 2, 2, 32), cos_shape=(1, 1, 1, 16),
-                        partial_slice=(8, 24), mode=mode, **CANCELLATION),
+                        partial_slice=(8, 24), mode=mode, **cancellation(mode)),
         ]
     return document(cases, header=header("future_modes", "modes half, quarter and interleave-half; skipped "
                                                          "on today's target, run with --supported-modes 0,1,2,3"))
@@ -530,7 +627,7 @@ def _models() -> dict:
 
 
 _PRESET_MAKERS = {"smoke": _smoke, "full": _full, "edge": _edge, "negative": _negative, "special": _special,
-                  "forward": _forward, "checks": _checks, "perf": _perf,
+                  "forward": _forward, "users": _users, "checks": _checks, "perf": _perf,
                   "future_modes": _future_modes, "cover": _cover, "models": _models}
 PRESETS = tuple(_PRESET_MAKERS)
 
@@ -564,15 +661,16 @@ def preset(name: str, tags: Sequence[str] = (), exclude_tags: Sequence[str] = ()
 
 
 def shipped_documents() -> dict[str, dict]:
-    """Every generated file shipped under ``cases/``: relative path -> document (``ttk_upstream.yaml``,
-    imported from the upstream CSV by ``prmg_cli.ttk``, is not among them; the models' long cases are made on
+    """Every generated file shipped under ``cases/``: relative path -> document (``ttk_upstream.yaml`` and
+    ``ttk_upstream_e2e.yaml``, imported from the upstream CSVs by ``prmg_cli.ttk``, are not among them; the models'
+    long cases are made on
     demand)."""
     from .models import LONG_TAG
 
     files = {"smoke.yaml": preset("smoke")}
     files.update({f"full/{part}.yaml": _checked(_full_part(part)) for part in FULL_PARTS})
     files.update({"edge.yaml": preset("edge"), "negative.yaml": preset("negative"), "special.yaml": preset("special"),
-                  "forward.yaml": preset("forward"), "checks.yaml": preset("checks"),
+                  "forward.yaml": preset("forward"), "checks.yaml": preset("checks"), "users.yaml": preset("users"),
                   "future_modes.yaml": preset("future_modes"), "worked_example.yaml": _worked_example(),
                   "cover.yaml": preset("cover"), "models.yaml": preset("models", exclude_tags=(LONG_TAG,))})
     return files

@@ -86,6 +86,29 @@ class Rotation:
             _signed(self.second_sign, sin[..., j2], b.imag[..., ks])
 
 
+def sin_partners(rotation: Rotation, rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair of the slice, the sin lanes ``j`` and ``j'`` its two results take (``Rotation.lanes``). A kernel that
+    swaps them (each element its own sin where its partner's belongs, or the reverse) computes exactly the same
+    result wherever ``s[j] == s[j']``: on tables alike at every pair, such a bug is invisible."""
+    lanes = np.arange(length)
+    first, second = [], []
+    for block in rotation.pairs(rotary_mode, length) if length else ():
+        _, j, _, j2 = rotation.lanes(block)
+        first.append(lanes[j])
+        second.append(lanes[j2])
+    return (np.concatenate(first), np.concatenate(second)) if first else (lanes[:0], lanes[:0])
+
+
+def partners_alike(rotation: Rotation, sin: np.ndarray, rotary_mode: int) -> bool:
+    """Whether ``sin`` (..., L) holds the same bits at both sin lanes of every pair (``sin_partners``) in every row:
+    a partner swap is then invisible."""
+    first, second = sin_partners(rotation, rotary_mode, sin.shape[-1])
+    if not first.size:
+        return False
+    as_bits = sin.view(f"u{sin.dtype.itemsize}")
+    return bool(np.array_equal(as_bits[..., first], as_bits[..., second]))
+
+
 def _signed(sign: int, values: np.ndarray, out: np.ndarray) -> None:
     """``out[...] = sign * values`` in float64 (exact: a copy or a negation)."""
     if sign > 0:

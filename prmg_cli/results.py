@@ -12,7 +12,7 @@ Statuses (``STATUSES``: status -> ``StatusInfo``):
 | failed | a check did not hold | no |
 | error | the case could not be judged (crash, timeout, runner failure, memory limit) | no |
 | skipped | a pass case whose rotary mode the target does not implement | yes |
-| xfailed | a ``known_defect`` case that failed as its marker says | yes |
+| xfailed | a ``known_defect`` case that failed as its marker says, or a case whose expectation holds for other builds than the toolkit's (``builds``) refused or accepted against it | yes |
 | xpassed | a ``known_defect`` case that passed: remove the marker | no |
 | not_run | never started: the run stopped (``-x``, Ctrl-C, SIGTERM) or its device wedged | no |
 """

@@ -1,7 +1,7 @@
-"""A case's sizes: the elements of a shape, and the bytes one launch moves (the memory traffic the kernel cannot
-avoid): ``2 * B*S*N*L * itemsize(dy)`` (the dy slice read and written) ``+ 2 * numel(cos) * itemsize(cos)`` (cos
-and sin read once per distinct row). ``prmg bench`` divides it by the median time (GB/s); the HTML page plots
-kernel time against it. Python integers throughout: a record's shape of any size gives its exact count."""
+"""A case's sizes: the elements of a shape and of a tensor's storage, and the bytes one launch moves (the memory
+traffic the kernel cannot avoid): ``2 * B*S*N*L * itemsize(dy)`` (the dy slice read and written)
+``+ 2 * numel(cos) * itemsize(cos)`` (cos and sin read once per distinct row). ``prmg bench`` divides it by the
+median time (GB/s); the HTML page plots kernel time against it. Python integers throughout: a record's shape of any size gives its exact count."""
 
 from __future__ import annotations
 
@@ -17,6 +17,18 @@ def element_count(shape: Sequence[int]) -> int:
     for dim in shape:
         count *= max(int(dim), 0)
     return count
+
+
+def storage_elements(case: Case, tensor: str = "dy") -> int:
+    """The elements ``tensor``'s storage holds (``case.shape_of``, ``strides_of``, ``offset_of``): its offset, plus
+    its size for a contiguous view, or ``1 + sum((dim - 1) * stride)`` for a strided one (0 for an empty view)."""
+    shape, strides = case.shape_of(tensor), case.strides_of(tensor)
+    if strides is None:
+        reach = element_count(shape)
+    else:
+        reach = 0 if any(dim <= 0 for dim in shape) else \
+            1 + sum((dim - 1) * stride for dim, stride in zip(shape, strides))
+    return case.offset_of(tensor) + reach
 
 
 def bytes_moved(case: Case) -> int:

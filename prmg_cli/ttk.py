@@ -1,21 +1,24 @@
-"""Import of TTK operator test lists (CSV) as prmg cases.
+"""Import of TTK operator test lists (CSV) as prmg cases: upstream's kernel lists and its torch-path (e2e) lists.
 
 A TTK list has one row per case; its fields are Python literals inside CSV quoting, read here with
-``ast.literal_eval`` only (never ``eval``). Per row:
+``ast.literal_eval`` only (never ``eval``). Which kind a list is comes from its header (``LIST_KINDS``). Per row:
 
-| TTK column | prmg key |
-|---|---|
-| ``testcase_name`` | ``name`` (characters outside letters, digits, ``_ . -`` become ``_``) |
-| ``input_shapes`` (dy, cos, sin) | ``shape``, ``cos_shape`` (``sin_shape`` when it differs) |
-| ``input_dtypes`` (dy, cos, sin) | ``dtype``, ``cos_dtype`` (``sin_dtype`` when it differs) |
-| ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}`` | ``rotary_mode``, ``partial_slice`` |
-| ``input_data_ranges`` ((lo, hi) per input) | ``inputs: {dy: {uniform: [lo, hi]}, ...}`` |
-| ``precision_tolerances`` ((rel, share) per output), ``absolute_precision`` (atol) | ``standard: double_thousandth``, ``tolerance: {rel, share, atol, cap: 0}`` (the TTK rule has no per-element cap) |
-| ``remark`` | a YAML comment above the case |
+| kernel list column | e2e list column | prmg key |
+|---|---|---|
+| ``testcase_name`` | ``testcase_name`` | ``name`` (characters outside letters, digits, ``_ . -`` become ``_``) |
+| ``op_name`` (``OP_NAMES``) | ``api_name``, its last dotted part (``API_NAMES``) | ``op`` |
+| ``input_shapes`` (dy, cos, sin) | ``tensor_view_shapes`` | ``shape``, ``cos_shape`` (``sin_shape`` when it differs) |
+| ``input_dtypes`` (dy, cos, sin) | ``tensor_dtypes`` | ``dtype``, ``cos_dtype`` (``sin_dtype`` when it differs) |
+| ``input_formats`` | ``tensor_formats`` | only ND (empty: ND) |
+| ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}`` | the same, the mode a number or a name (``'interleave'``), ``partial_slice`` optional | ``rotary_mode``, ``partial_slice`` (absent: the torch API's default ``[0, 0]``, a no-op) |
+| ``input_data_ranges`` ((lo, hi) per input) | | ``inputs: {dy: {uniform: [lo, hi]}, ...}`` |
+| ``precision_tolerances`` ((rel, share) per output), ``absolute_precision`` (atol) | | ``standard: double_thousandth``, ``tolerance: {rel, share, atol, cap: 0}`` (the TTK rule has no per-element cap) |
+| | ``inplace_input_indexes`` | must be ``(0,)``: the in-place tensor is the first |
+| ``remark`` | | a YAML comment above the case |
 
-Every imported case gets the tag ``ttk`` and ``expect: pass``. Rows are numbered from 1 over the data
-rows (the header line is not counted, so row N is line N + 1 of a file without quoted line breaks).
-A disabled row, a row of another operator and a row that cannot be mapped (bad literal, wrong arity,
+Every imported case gets the tag ``ttk`` (and ``e2e`` from an e2e list) and ``expect: pass``. Rows are numbered
+from 1 over the data rows (the header line is not counted, so row N is line N + 1 of a file without quoted line
+breaks). A disabled row, a row of another operator and a row that cannot be mapped (bad literal, wrong arity,
 a format other than ND, a case the operator would refuse) is left out with a note naming its row. A
 name that is empty, only dots or too long becomes ``ttk_rowN``. A list with no importable row is an
 error, not an empty file. Only a regular file of at most 16 MiB is read.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import ast
 import csv
 import io
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import files, gencase
@@ -33,10 +37,35 @@ from .cases import MAX_NAME_LENGTH, NAME_PATTERN, sanitise_name
 from .errors import PrmgError
 from .fields import show
 
-OP_NAME = "inplace_partial_rotary_mul_grad"
-REQUIRED_COLUMNS = ("testcase_name", "op_name", "input_shapes", "input_dtypes", "attributes")
+OP_NAMES = {"inplace_partial_rotary_mul_grad": "grad", "inplace_partial_rotary_mul": "forward"}     # kernel lists
+API_NAMES = {"inplace_partial_rotary_mul_backward": "grad", "inplace_partial_rotary_mul": "forward"}   # e2e lists
 _MAX_FIELD = 100_000
 MAX_CSV_BYTES = 16 * files.MiB
+
+
+@dataclass(frozen=True)
+class ListKind:
+    """One kind of TTK list: its required columns, the column naming the operator and the names it may hold
+    (read as their last dotted part), the columns of the three tensors' shapes, dtypes and formats, the tag its
+    cases get besides ``ttk``, and whether its rows carry data ranges and tolerances."""
+
+    name: str
+    required: tuple[str, ...]
+    op_column: str
+    op_names: dict
+    shapes: str
+    dtypes: str
+    formats: str
+    tags: tuple[str, ...]
+    thresholds: bool
+
+
+LIST_KINDS = (
+    ListKind("kernel", ("testcase_name", "op_name", "input_shapes", "input_dtypes", "attributes"), "op_name",
+             OP_NAMES, "input_shapes", "input_dtypes", "input_formats", ("ttk",), True),
+    ListKind("e2e", ("testcase_name", "api_name", "tensor_view_shapes", "tensor_dtypes", "attributes"), "api_name",
+             API_NAMES, "tensor_view_shapes", "tensor_dtypes", "tensor_formats", ("ttk", "e2e"), False),
+)
 
 
 class _Unmappable(Exception):
@@ -120,38 +149,51 @@ def _tolerance(row: dict) -> dict | None:
     return tolerance
 
 
-def _case(row: dict, name: str) -> dict:
-    """The case mapping of one enabled row of this operator."""
-    shape, cos_shape, sin_shape = _triple(_literal(row, "input_shapes"), "input_shapes", _shape)
-    dtype, cos_dtype, sin_dtype = _triple(_literal(row, "input_dtypes"), "input_dtypes", _dtype)
-    formats = _literal(row, "input_formats", ("ND",))
-    if not isinstance(formats, (tuple, list)) or any(fmt != "ND" for fmt in formats):
-        raise _Unmappable(f"input_formats {formats!r:.80} is not ND")
+def _attributes(row: dict, kind: ListKind) -> tuple[object, object]:
+    """(rotary_mode, partial_slice) of the row's ``attributes``: both required in a kernel list; in an e2e list
+    ``partial_slice`` may be absent, the torch API's default ``[0, 0]`` (its docs: ``None`` is handled as
+    ``[0, 0]``)."""
     attributes = _literal(row, "attributes", {})
-    if not isinstance(attributes, dict) or "rotary_mode" not in attributes or "partial_slice" not in attributes:
-        raise _Unmappable(f"attributes must give rotary_mode and partial_slice, got {attributes!r:.80}")
+    needed = ("rotary_mode", "partial_slice") if kind.thresholds else ("rotary_mode",)
+    if not isinstance(attributes, dict) or any(key not in attributes for key in needed):
+        raise _Unmappable(f"attributes must give {' and '.join(needed)}, got {attributes!r:.80}")
     unknown = sorted(set(attributes) - {"rotary_mode", "partial_slice"})
     if unknown:
         raise _Unmappable(f"unknown attributes {unknown}")
-    ranges = _literal(row, "input_data_ranges")
+    return attributes["rotary_mode"], attributes.get("partial_slice", [0, 0])
+
+
+def _case(row: dict, name: str, kind: ListKind, op: str) -> dict:
+    """The case mapping of one enabled row of operator ``op`` in a list of ``kind``."""
+    shape, cos_shape, sin_shape = _triple(_literal(row, kind.shapes), kind.shapes, _shape)
+    dtype, cos_dtype, sin_dtype = _triple(_literal(row, kind.dtypes), kind.dtypes, _dtype)
+    formats = _literal(row, kind.formats, ("ND",))
+    if not isinstance(formats, (tuple, list)) or any(fmt != "ND" for fmt in formats):
+        raise _Unmappable(f"{kind.formats} {formats!r:.80} is not ND")
+    inplace = _literal(row, "inplace_input_indexes", (0,))
+    if tuple(inplace) != (0,) if isinstance(inplace, (tuple, list)) else True:
+        raise _Unmappable(f"inplace_input_indexes {inplace!r:.80} is not (0,): the in-place tensor is the first")
+    mode, piece = _attributes(row, kind)
+    ranges = _literal(row, "input_data_ranges") if kind.thresholds else None
     inputs = None
     if ranges is not None:
         inputs = dict(zip(("dy", "cos", "sin"),
                           ({"uniform": r} for r in _triple(ranges, "input_data_ranges", _range))))
-    tolerance = _tolerance(row)
+    tolerance = _tolerance(row) if kind.thresholds else None
     try:
         return gencase.case_from_options(
             name=name, shape=shape, cos_shape=cos_shape, sin_shape=sin_shape if sin_shape != cos_shape else None,
-            partial_slice=attributes["partial_slice"], mode=attributes["rotary_mode"], dtype=dtype,
+            partial_slice=piece, mode=mode, dtype=dtype, op=op,
             cos_dtype=cos_dtype, sin_dtype=sin_dtype if sin_dtype != cos_dtype else None, inputs=inputs,
-            standard="double_thousandth" if tolerance else None, tolerance=tolerance, tags=("ttk",))
+            standard="double_thousandth" if tolerance else None, tolerance=tolerance, tags=kind.tags)
     except PrmgError as exc:
         where = f"field '{exc.field}': " if exc.field else ""
         raise _Unmappable(f"{where}{exc.reason}") from None
 
 
-def _read_rows(csv_path: str | Path) -> list[dict]:
-    """The data rows of the CSV as mappings; PrmgError when the file is unreadable or not a TTK list.
+def _read_rows(csv_path: str | Path) -> tuple[list[dict], ListKind]:
+    """The data rows of the CSV as mappings and the kind of list its header says; PrmgError when the file is
+    unreadable or not a TTK list.
 
     Only a regular file of at most MAX_CSV_BYTES is read (``files.read_regular``)."""
     path = str(csv_path)
@@ -168,15 +210,17 @@ def _read_rows(csv_path: str | Path) -> list[dict]:
     except csv.Error as exc:
         raise PrmgError(f"not a readable CSV file: {str(exc).splitlines()[0] if str(exc) else 'bad CSV'}",
                         file=path) from None
-    missing = [column for column in REQUIRED_COLUMNS if column not in header]
-    if missing:
-        raise PrmgError(f"not a TTK case list: missing column(s) {', '.join(missing)}", file=path)
-    return rows
+    kind = next((kind for kind in LIST_KINDS if all(column in header for column in kind.required)), None)
+    if kind is None:
+        missing = [column for column in LIST_KINDS[0].required if column not in header]
+        others = "; an e2e list: " + ", ".join(LIST_KINDS[1].required)
+        raise PrmgError(f"not a TTK case list: missing column(s) {', '.join(missing)}{others}", file=path)
+    return rows, kind
 
 
 def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
     """The case document of a TTK list and one note per row left out (or renamed), by row number."""
-    rows = _read_rows(csv_path)
+    rows, kind = _read_rows(csv_path)
     cases, notes, comments, names = [], [], {}, set()
     for number, row in enumerate(rows, start=1):
         raw_name = (row.get("testcase_name") or "").strip()
@@ -184,9 +228,11 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
         if None in row or any(value is None for value in row.values()):
             notes.append(f"{label}: its number of fields differs from the header's — skipped")
             continue
-        op_name = (row.get("op_name") or "").strip()
-        if op_name != OP_NAME:
-            notes.append(f"{label}: op_name {show(op_name, quote=False) or '(empty)'} is not {OP_NAME} — skipped")
+        op_name = (row.get(kind.op_column) or "").strip()
+        op = kind.op_names.get(op_name.rsplit(".", 1)[-1])
+        if op is None:
+            notes.append(f"{label}: {kind.op_column} {show(op_name, quote=False) or '(empty)'} is not one of "
+                         f"{', '.join(kind.op_names)} — skipped")
             continue
         try:
             if not _enabled(row):
@@ -197,7 +243,7 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
                 name = f"ttk_row{number}"
             if name in names:
                 name = f"{name}_row{number}"
-            case = _case(row, name)
+            case = _case(row, name, kind, op)
         except _Unmappable as exc:
             notes.append(f"{label}: {exc} — skipped")
             continue
@@ -211,8 +257,10 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
         first = f"; {notes[0]}" if notes else ""
         raise PrmgError(f"no row could be imported ({len(rows)} data row(s){first})", file=str(csv_path))
     source = Path(csv_path).name
-    header = [f"Imported by `prmg import-ttk {source}` from the TTK list {source}:",
+    header = [f"Imported by `prmg import-ttk {source}` from the TTK {kind.name} list {source}:",
               f"{len(cases)} case(s) from {len(rows)} data row(s) (rows counted from 1 after the header line).",
-              "precision_tolerances/absolute_precision -> standard double_thousandth, cap 0 (TTK has no cap)."]
+              "precision_tolerances/absolute_precision -> standard double_thousandth, cap 0 (TTK has no cap)."
+              if kind.thresholds else "no thresholds in the list: each case is judged by prmg's default standard; "
+              "no partial_slice: the torch API's default [0, 0]."]
     header += [f"left out: {note}" for note in notes]
     return gencase.document(cases, header=header, comments=comments), notes

@@ -33,6 +33,10 @@ CASES = """
 - {name: fwd_tiles, op: forward, shape: [2, 3, 4, 64], broadcast: 1S1D, partial_slice: [8, 56]}
 - {name: fwd_strided, op: forward, shape: [1, 2, 4, 8], cos_shape: [1, 1, 1, 8], dy_strides: [128, 64, 16, 1]}
 - {name: grad_half_mode_today, shape: [1, 1, 2, 8], rotary_mode: half, expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}
+- {name: grad_offsets, shape: [1, 2, 2, 8], broadcast: 1S1D, partial_slice: [2, 6], dy_offset: 5, cos_offset: 2,
+   sin_offset: 3}
+- {name: grad_strided_cos, shape: [1, 2, 2, 8], cos_shape: [1, 2, 1, 8], cos_strides: [32, 16, 16, 1],
+   expect: {error: ACLNN_ERR_INNER, phase: launch}}
 """
 PROCESS_FAULTS = ("crash", "hang", "device_fault")      # they end or poison the process: run-level tests
 PAIRS = ("neg_sin,fwd_neg_sin",)                         # a grad and a forward wrong in the same way

@@ -100,7 +100,8 @@ def test_gen_case_from_flags_runs_green(tmp_path):
     assert result.returncode == 0, result.stderr
     result = prmg("run", out, "--runner", "emulator")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.rstrip().splitlines()[-1] == "2 passed, 0 failed"
+    assert result.stdout.rstrip().splitlines()[-1] == "2 passed, 0 failed, 1 warning"     # a RoPE table: partners alike
+    assert "partners alike: sin is the same at both lanes of every pair" in result.stdout
 
 
 def test_gen_case_refuses_a_broken_constraint_unless_an_error_is_expected():
@@ -167,7 +168,8 @@ def test_doctor_lists_every_emulator_fault_and_variable_from_the_emulators_readm
     assert listed == list(names)
     assert not any("(not described)" in line for line in lines) and all(len(line) <= 100 for line in lines)
     variables = [line.split(":")[0].strip() for line in lines if line.startswith("  PRMG_EMU_")]
-    assert variables == ["PRMG_EMU_DEVICES", "PRMG_EMU_SOC", "PRMG_EMU_MODES", "PRMG_EMU_FAULT", "PRMG_EMU_FAULT_SHAPE"]
+    assert variables == ["PRMG_EMU_DEVICES", "PRMG_EMU_SOC", "PRMG_EMU_BUILD", "PRMG_EMU_MODES", "PRMG_EMU_FAULT",
+                         "PRMG_EMU_FAULT_SHAPE"]
     assert "Now PRMG_EMU_FAULT=sign." in " ".join(" ".join(lines).split())
 
 

@@ -1013,19 +1013,42 @@ def test_rotary_mode_is_read_as_int32(emu, env, op):
     assert emu.run(dy, cos, sin, -(2**32) + 1, (2, 10), op=op)[0] == 0              # low 32 bits: 1 again
 
 
-@pytest.mark.parametrize("tensor,strides,offset", [
-    ("dy", [64, 1, 32, 2], 0),            # every other element, S and N swapped
-    ("dy", [7, 32, 8, 1], 0),             # a gap next to a length-1 axis
-    ("dy", None, 16),                      # contiguous strides, non-zero offset
-    ("cos", [16, 1, 16, 2], 0),
-    ("sin", None, 8),
+@pytest.mark.parametrize("op", ["grad", "forward"])
+@pytest.mark.parametrize("fault", ["", "ignore_offset"])
+def test_a_view_at_a_storage_offset_is_contiguous_and_read_there(emu, env, op, fault):
+    """opbase's IsContiguous ignores the offset and GetData() applies it once: dy 16 elements and sin 8 into their
+    storage run as ordinary contiguous inputs, the storage before them untouched; under the grad's
+    ignore_offset fault the kernel works from each storage's start."""
+    env.setenv("PRMG_EMU_FAULT", fault)
+    dy, cos, sin = random_case((1, 2, 2, 8), (1, 2, 1, 8), seed=77)
+    offsets = {"dy": 16, "cos": 0, "sin": 8}
+    arrays = {"dy": dy, "cos": cos, "sin": sin}
+    storage = {name: np.concatenate([np.full(offsets[name], -3.5, np.float32), arrays[name].ravel()])
+               for name in arrays}
+    data = {name: emu.to_device(storage[name])[1] for name in arrays}
+    tensors = [emu.tensor(arrays[name].shape, FLOAT32, data[name], None, offsets[name]) for name in arrays]
+    status, size, executor = emu.workspace_size(*tensors, 1, (0, 8), op=op)
+    assert status == 0 and emu.launch(emu.malloc(size), size, executor, op=op) == 0
+    out = emu.from_device(data["dy"], storage["dy"])
+    expected = (golden if op == "grad" else forward_golden)(dy, cos, sin, 1, 0, 8)
+    if fault and op == "grad":
+        assert not np.array_equal(out[16:], expected.ravel()) and (out[:16] != -3.5).any()
+    else:
+        np.testing.assert_array_equal(bits(out[16:]), bits(expected.ravel()))
+        assert (out[:16] == -3.5).all()
+
+
+@pytest.mark.parametrize("tensor,strides", [
+    ("dy", [64, 1, 32, 2]),               # every other element, S and N swapped
+    ("dy", [7, 32, 8, 1]),                # a gap next to a length-1 axis
+    ("cos", [16, 1, 16, 2]),
+    ("sin", [16, 16, 8, 2]),
 ])
-def test_grad_refuses_a_non_contiguous_tensor_at_the_launch(emu, env, tensor, strides, offset):
+def test_grad_refuses_a_non_contiguous_tensor_at_the_launch(emu, env, tensor, strides):
     shapes = {"dy": (1, 2, 2, 8), "cos": (1, 2, 1, 8), "sin": (1, 2, 1, 8)}
     storage = {name: np.arange(256, dtype=np.float32) / 7 for name in shapes}
     data = {name: emu.to_device(storage[name])[1] for name in shapes}
-    tensors = {name: emu.tensor(shapes[name], FLOAT32, data[name],
-                                strides if name == tensor else None, offset if name == tensor else 0)
+    tensors = {name: emu.tensor(shapes[name], FLOAT32, data[name], strides if name == tensor else None)
                for name in shapes}
     live = emu.prmg_emu_live_executors()
     status, size, executor = emu.workspace_size(tensors["dy"], tensors["cos"], tensors["sin"], 1, (0, 8))
@@ -1126,9 +1149,9 @@ def forward_rows():
         ("cos S neither 1 nor x's", good, ((1, 3, 1, 8), FLOAT32), ((1, 3, 1, 8), FLOAT32), 1, (0, 8), TILING),
         ("cos B neither 1 nor x's", ((2, 2, 2, 16), FLOAT32), ((3, 1, 1, 8), FLOAT32), ((3, 1, 1, 8), FLOAT32), 1,
          (0, 8), TILING),
-        ("NULL slice is the whole D", ((1, 2, 2, 8), FLOAT32), table, table, 1, None, 0),
-        ("NULL slice, cos D != D", good, table, table, 1, None, TILING),
-        ("empty slice array is the whole D", ((1, 2, 2, 8), FLOAT32), table, table, 1, (), 0),
+        ("NULL slice is the default {0, 0}", ((1, 2, 2, 8), FLOAT32), table, table, 1, None, 0),
+        ("NULL slice, a no-op whatever cos D", good, table, table, 1, None, 0),
+        ("empty slice array: nnopbase's NULL data", ((1, 2, 2, 8), FLOAT32), table, table, 1, (), 561103),
         ("slice of 3 values uses the first two", good, table, table, 1, (0, 8, 99), 0),
         ("slice of 1 value", good, table, table, 1, (8,), TILING),
         ("valid bf16 x, fp32 cos", ((1, 2, 2, 16), BF16), table, table, 1, (8, 16), 0),
@@ -1168,7 +1191,8 @@ def test_forward_empty_slice_changes_nothing(emu, env):
 
 
 def test_forward_makes_non_contiguous_inputs_contiguous(emu, env):
-    """AutoContiguous: strided xRef and cos are copied into the workspace, xRef copied back into its view."""
+    """AutoContiguous: a strided xRef is copied into the workspace and back into its view; cos, contiguous at a
+    storage offset, is read in place (the offset applied once)."""
     rng = np.random.default_rng(70)
     storage = rng.uniform(-1, 1, (2, 3, 2, 32)).astype(np.float32)        # x = storage[..., 1::2]
     cos_storage = rng.uniform(-1, 1, 3 + 3 * 8).astype(np.float32)       # cos = (1, 3, 1, 8) at offset 3
@@ -1180,7 +1204,7 @@ def test_forward_makes_non_contiguous_inputs_contiguous(emu, env):
     sin_tensor = emu.tensor((1, 3, 1, 8), FLOAT32, sin_data)
     status, size, executor = emu.workspace_size(x_tensor, cos_tensor, sin_tensor, 1, (4, 12), op="forward")
     assert status == 0
-    assert size == WORKSPACE + 1024 + 512          # copies rounded up to 512 bytes: x 768 -> 1024, cos 96 -> 512
+    assert size == WORKSPACE + 1024             # x's copy, 768 bytes rounded up to 512s; cos at offset 3: contiguous
     assert emu.launch(emu.malloc(size), size - 1, executor, "forward") == PARAM_INVALID
     _, size, executor = emu.workspace_size(x_tensor, cos_tensor, sin_tensor, 1, (4, 12), op="forward")
     assert emu.launch(emu.malloc(size), size, executor, "forward") == 0

@@ -317,12 +317,12 @@ def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypat
     log = tmp_path / "ran.txt"
     real_run_case = execute.run_case
 
-    def logged(session, case, settings):
+    def logged(session, case, settings, target):
         if case.name == "x1":
             time.sleep(0.5)                           # x0's result is read and x2 sent meanwhile
         with open(log, "a") as ran:
             ran.write(f"{case.name} {os.getpid()}\n")
-        result, fit = real_run_case(session, case, settings)
+        result, fit = real_run_case(session, case, settings, target)
         return result, fit and case.name != "x1"
     monkeypatch.setattr(execute, "run_case", logged)
     with execute.Executor(_settings(), (0,)) as executor:

@@ -131,7 +131,7 @@ def test_a_value_its_tag_cannot_read_is_one_line_at_its_line(tmp_path, line, mes
     ("format: [1]", "format", "unknown format [1]"),
     ("format: {a: 1}", "format", "unknown format {'a': 1}"),
     ("broadcast: {a: 1}", "broadcast", "unknown broadcast pattern {'a': 1}"),
-    ("null: [[x]]\n  expect: {error: any}", "null", "unknown tensor ['x']"),
+    ("null: [[x]]\n  expect: {error: any}", "null", "unknown argument ['x']"),
     ("rotary_mode: [1]", "rotary_mode", "expected a mode name or number"),
     ("op: {a: 1}", "op", "unknown op {'a': 1}"),
     ("checks: [[adjoint]]", "checks", "unknown check ['adjoint']"),

@@ -118,7 +118,7 @@ def test_bad_rows_are_reported_by_number_and_good_ones_kept(tmp_path):
     assert cases[2].standard is None and cases[2].tolerance == ()
     expected = {
         2: "is_enabled False — skipped",
-        3: "op_name rotary_mul is not inplace_partial_rotary_mul_grad",
+        3: "op_name rotary_mul is not one of inplace_partial_rotary_mul_grad",
         4: "cannot parse input_shapes",
         5: "expected 3 entries",
         6: "is not ND",
@@ -159,3 +159,41 @@ def test_a_file_that_is_not_a_ttk_list_is_an_error(tmp_path):
         ttk.import_ttk(path)
     with pytest.raises(PrmgError, match="cannot read"):
         ttk.import_ttk(tmp_path / "absent.csv")
+
+
+E2E = ROOT / "tests" / "data" / "ttk_e2e_inplace_partial_rotary_mul_backward.csv"            # upstream copy
+SHIPPED_E2E = ROOT / "cases" / "ttk_upstream_e2e.yaml"
+
+
+def test_upstreams_e2e_list_imports_whole_and_ships(tmp_path):
+    """The torch-path list (api_name, tensor_view_shapes, a mode by name, no partial_slice on its last row, B = 0
+    and S = 0 rows): 15 valid cases tagged e2e, judged by prmg's default standard; the shipped file is a fresh
+    import."""
+    doc, notes = ttk.import_ttk(E2E)
+    assert notes == [] and SHIPPED_E2E.read_text(encoding="utf-8") == gencase.dump_yaml(doc)
+    cases = {case.name: case for case in load(tmp_path, doc)}
+    validate(list(cases.values()), frozenset({1}))
+    assert len(cases) == 15 and all(c.tags == ("ttk", "e2e") and c.rotary_mode == 1 and c.standard is None
+                                    for c in cases.values())
+    assert cases["e2e_iprmb_noop_default_slice"].partial_slice == (0, 0)
+    assert cases["e2e_iprmb_noop_B0"].shape == (0, 2, 4, 128) and cases["e2e_iprmb_noop_S0"].shape == (2, 0, 4, 64)
+    assert cases["e2e_iprmb_fp16_cos_fp32"].cos_dtype == "float32"
+
+
+def test_an_e2e_row_it_cannot_map_is_named(tmp_path):
+    header = "testcase_name,api_name,tensor_view_shapes,tensor_dtypes,attributes,inplace_input_indexes\n"
+    shapes, dtypes = '"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))"', "\"('float32', 'float32', 'float32')\""
+    rows = [f"ok,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 'interleave'}}\","
+            "\"(0,)\"",
+            f"fwd,x.ops.inplace_partial_rotary_mul,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",",
+            f"other,x.ops.rope,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",",
+            f"index,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",\"(1,)\"",
+            f"mode,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 'spiral'}}\","]
+    path = tmp_path / "e2e.csv"
+    path.write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
+    doc, notes = ttk.import_ttk(path)
+    assert [case["name"] for case in doc["cases"]] == ["ok", "fwd"] and doc["cases"][1]["op"] == "forward"
+    assert notes[0].startswith("row 3 (other): api_name x.ops.rope is not one of inplace_partial_rotary_mul_backward")
+    assert notes[1] == ("row 4 (index): inplace_input_indexes (1,) is not (0,): the in-place tensor is the first "
+                        "— skipped")
+    assert notes[2].startswith("row 5 (mode): field 'rotary_mode': unknown rotary mode 'spiral'")

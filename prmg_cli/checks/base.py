@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..case import Case
+from ..case import CONTIGUOUS_STORAGE, Case
 from ..dtypes import FLOAT_FORMATS, from_numpy, rounded
 from ..inputs import Inputs, tensor_generator
 from ..ops import OPERATORS
@@ -145,7 +145,7 @@ def as_operator(case: Case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, 
         cos_dtype = "float32"
         cos, sin = cos.astype(np.float32), sin.astype(np.float32)
     aimed = dataclasses.replace(case, op=op.name, cos_shape=shape, sin_shape=shape, cos_dtype=cos_dtype,
-                                sin_dtype=cos_dtype, dy_strides=None, checks=(), golden=True, known_defect=None,
+                                sin_dtype=cos_dtype, **CONTIGUOUS_STORAGE, checks=(), golden=True, known_defect=None,
                                 correctness_unchecked=None)
     return aimed, Inputs(x, cos, sin)
 

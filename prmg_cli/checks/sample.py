@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 
+from ..case import CONTIGUOUS_STORAGE
 from ..inputs import Inputs
 from ..standards import over, within
 from .base import Check, CheckContext, CheckResult
@@ -42,7 +43,7 @@ def sample(context: CheckContext) -> CheckResult:
                                   case.cos_shape[:3])
     picked = (len(rows), 1, 1)
     sub_case = dataclasses.replace(case, shape=picked + (depth,), cos_shape=picked + (length,),
-                                   sin_shape=picked + (length,), dy_strides=None, checks=(), golden=True,
+                                   sin_shape=picked + (length,), **CONTIGUOUS_STORAGE, checks=(), golden=True,
                                    known_defect=None, correctness_unchecked=None)
     sub_inputs = Inputs(*(array.reshape(-1, array.shape[-1])[which].reshape(picked + (array.shape[-1],))
                           for array, which in ((inputs.dy, rows), (inputs.cos, tables), (inputs.sin, tables))))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from ..options import REQUIRED, Option, request_type
 
-OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list.", "FILE.csv", Path, argument=True),
+OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list: a kernel list or a torch-path (e2e) list.",
+                  "FILE.csv", Path, argument=True),
            Option("output", ("-o", "--output"), None, "YAML file to write (stdout otherwise; never the CSV itself).",
                   "FILE"))
 
@@ -15,13 +16,16 @@ Request = request_type("ImportTtkRequest", OPTIONS, "The options of ``prmg impor
 EPILOG = """\b
 Example:
   prmg import-ttk tests/data/ttk_kernel_inplace_partial_rotary_mul_grad.csv -o cases/ttk_upstream.yaml
+  prmg import-ttk tests/data/ttk_e2e_inplace_partial_rotary_mul_backward.csv -o cases/ttk_upstream_e2e.yaml
 """
 
 
 def main(request) -> int:
-    """Convert a TTK case list (CSV) into prmg YAML cases.
+    """Convert a TTK case list (CSV) into prmg YAML cases: a kernel list (op_name, input_shapes) or a torch-path
+    e2e list (api_name, tensor_view_shapes, a mode by name, an optional partial_slice: the torch API's default
+    [0, 0]).
 
-    Disabled rows are skipped with a note; rows that are not this operator or cannot be mapped are
+    Disabled rows are skipped with a note; rows that are not one of the two operators or cannot be mapped are
     reported by row number (on stderr). precision_tolerances/absolute_precision become a
     double_thousandth standard with the same thresholds.
     """

@@ -22,7 +22,17 @@ details. In checking order, the first broken rule gives the status:
    1024; D odd (quarter: not a multiple of 4); a dim <= 0; a cos/sin B, S or N neither 1 nor xRef's
    (every broadcast layout is accepted).
 
-A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not an error.
+A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not an error. The slice list
+is the grad's (``ops/grad.py`` rules 2 and 5b): a NULL ``partialSlice`` is the op definition's default ``{0, 0}``
+(a no-op: the docs' "NULL rotates the whole D" is not what the code does), a list of no value is nnopbase's
+561103, a longer one acts as its first two values, a list of one value is read past its end (undefined).
+
+On the A2/A3 chips (ascend910b, ascend910_93: ``targets.MEMBASE_SOCS``) the op definition's membase tiling
+(``inplace_partial_rotary_mul_tiling.cpp`` ``CheckInput``) decides instead, each failure 561002, in its order:
+x, cos, sin 4-D and cos shape == sin shape; rotary_mode read as **int64** and not implemented (2**32 + 1 is
+refused); a slice list of a length other than 2; an empty slice returns here (before any range check: a no-op);
+L < 0; D > 1024; D odd; L odd; start < 0; end > D; L != cos D; cos B != x's B; cos N != 1; cos S neither 1 nor
+x's (no layout of ``InitSplitTilingData`` takes it).
 """
 
 from __future__ import annotations
@@ -30,13 +40,16 @@ from __future__ import annotations
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
 from ..reference import PairBlock, Rotation
-from ..status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
-from ..vocab import BROADCASTS, INTERLEAVE_HALF, MODE_NAMES
-from .grad import GRAPH_REFUSALS, GRAPH_TILING, MAX_D, SUPPORTED_FORMATS, as_int32, empty, mode_rules
+from ..status import PARAM_INVALID, TILING_ERROR
+from ..targets import MEMBASE_SOCS, REFERENCE_SOC
+from ..vocab import BROADCASTS, INTERLEAVE_HALF, MODE_NAMES, mode_label, mode_list
+from .grad import (CHIP_REASONS, GRAPH_REFUSALS, GRAPH_TILING, MAX_D, SUPPORTED_FORMATS, as_int32, chip_rules, empty,
+                   mode_rules, null_rules, slice_list_rules)
 from .grad import pair_blocks as grad_pair_blocks
 from .grad import RULE_REASONS as GRAD_RULES
 from .spec import GraphIR, OperatorSpec, Violation
 
+SOCS = ("ascend910b", "ascend910_93", "ascend950", "ascend960dt", "ascend350")    # the op definition's chips
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
                ("bfloat16", "float32"))
 
@@ -44,8 +57,9 @@ DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfl
 # Every rule ``rules`` may break, in the forward's checking order, and why the stack refuses a case breaking it
 # (the grad's words where the rule is the grad's).
 RULE_REASONS = {
-    **{name: GRAD_RULES[name] for name in ("null pointer", "dtype", "sin dtype != cos dtype", "format",
-                                           "mode not 0..3", "mode not implemented")},
+    **{name: GRAD_RULES[name] for name in ("null pointer", "slice list empty", "dtype", "sin dtype != cos dtype",
+                                           "format", "mode not 0..3", "mode not implemented",
+                                           "slice list of 1 value")},
     "not 4-D": "a tensor of another rank (CheckParam, before the slice)",
     "cos shape != sin shape": "cos and sin of different shapes (CheckParam, before the slice)",
     "slice outside [0, D]": "JudgeSliceInfo's one range check: start < 0, end > D or start > end",
@@ -58,11 +72,26 @@ RULE_REASONS = {
     "dim <= 0": "a dimension <= 0 (CheckShapeAllPositive)",
     "cos B, S or N": "a cos/sin axis neither 1 nor x's: no layout template (JudgeLayoutByShape)",
 }
+# The membase tiling's rules on the A2/A3 chips (module docstring), in its order.
+MEMBASE_REASONS = {
+    "A2/A3: mode not 1": "A2/A3: rotary_mode, read as int64, not an implemented mode (2**32 + 1 is refused)",
+    "A2/A3: slice list not 2": "A2/A3: a partialSlice list of a length other than 2",
+    "A2/A3: L < 0": "A2/A3: a slice end before its start",
+    "A2/A3: D > 1024": "A2/A3: D past the tiling's limit",
+    "A2/A3: D odd": "A2/A3: an odd D",
+    "A2/A3: L odd": "A2/A3: an odd slice length",
+    "A2/A3: slice outside [0, D]": "A2/A3: start < 0 or end > D (checked after the empty-slice no-op)",
+    "A2/A3: L != cos D": "A2/A3: a slice length other than cos's last axis",
+    "A2/A3: cos B != B": "A2/A3: cos's B other than x's B",
+    "A2/A3: cos N != 1": "A2/A3: cos's N other than 1",
+    "A2/A3: cos S": "A2/A3: cos's S neither 1 nor x's S (no layout of InitSplitTilingData)",
+}
 
 
 def _type_rules(case: Case) -> list[Violation]:
-    """Rules 1 and 2: null pointers (161001), then the op definition's dtypes and format (161002)."""
-    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer") for tensor in case.null]
+    """Rules 1 and 2: null pointers (161001) and an empty slice list (561103), then the op definition's dtypes and
+    format (161002)."""
+    found = null_rules(case)
     if (case.dtype, case.cos_dtype) not in DTYPE_PAIRS:
         field = "dtype" if case.dtype not in OPERATOR_DTYPES else "cos_dtype"
         found.append(Violation(PARAM_INVALID, f"dtype pair (x {case.dtype}, cos {case.cos_dtype}) is not one of "
@@ -128,13 +157,67 @@ def _tiling_rules(case: Case) -> list[Violation]:
     return found
 
 
-def rules(case: Case, supported_modes) -> list[Violation]:
-    """Every constraint ``case`` breaks, in the forward's checking order (module docstring): an empty xRef
-    ends the checks after the dtypes (nnopbase runs no tiling for an empty output)."""
+def _membase_rules(case: Case, supported_modes) -> list[Violation]:
+    """The A2/A3 membase tiling's rules (module docstring), each broken one -> 561002, in its order."""
+    found = []
+
+    def broken(rule: str, message: str, field: str, skippable: bool = False) -> None:
+        found.append(Violation(TILING_ERROR, f"on A2/A3, {message}", field, rule, skippable))
+
+    shapes = {"x": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
+    for tensor, (shape, field) in shapes.items():
+        if len(shape) != 4:
+            broken("not 4-D", f"{tensor} is {len(shape)}-D, not 4-D", field)
+    if case.cos_shape != case.sin_shape:
+        broken("cos shape != sin shape", f"cos shape {list(case.cos_shape)} differs from sin shape "
+               f"{list(case.sin_shape)}", "sin_shape")
+    if found:
+        return found
+    if case.rotary_mode not in supported_modes:
+        broken("A2/A3: mode not 1", f"rotary_mode {mode_label(case.rotary_mode)} (read as int64) is not one the "
+               f"kernel implements ({mode_list(supported_modes)})", "rotary_mode", case.rotary_mode in MODE_NAMES)
+        return found
+    values = case.slice_argument()
+    if values is not None and len(values) != 2:
+        broken("A2/A3: slice list not 2", f"partial_slice holds {len(values)} values, not 2", "partial_slice")
+        return found
+    start, end = case.partial_slice
+    depth, length = case.shape[-1], end - start
+    if length == 0:
+        return found                                            # an empty slice: a no-op before any other rule
+    rules = (("A2/A3: L < 0", length < 0, f"slice [{start}, {end}) ends before it starts", "partial_slice"),
+             ("A2/A3: D > 1024", depth > MAX_D, f"D = {depth} exceeds {MAX_D}", "shape"),
+             ("A2/A3: D odd", depth % 2, f"D = {depth} is odd", "shape"),
+             ("A2/A3: L odd", length % 2, f"slice length L = {length} is odd", "partial_slice"),
+             ("A2/A3: slice outside [0, D]", start < 0 or end < 0 or end > depth,
+              f"slice [{start}, {end}) is not inside [0, D = {depth}]", "partial_slice"),
+             ("A2/A3: L != cos D", length != case.cos_shape[-1],
+              f"slice length L = {length} differs from cos's last axis {case.cos_shape[-1]}", "cos_shape"),
+             ("A2/A3: cos B != B", case.cos_shape[0] != case.shape[0],
+              f"cos's B = {case.cos_shape[0]} is not x's B = {case.shape[0]}", "cos_shape"),
+             ("A2/A3: cos N != 1", case.cos_shape[2] != 1, f"cos's N = {case.cos_shape[2]} is not 1", "cos_shape"),
+             ("A2/A3: cos S", case.cos_shape[1] not in (1, case.shape[1]),
+              f"cos's S = {case.cos_shape[1]} is neither 1 nor x's S = {case.shape[1]}", "cos_shape"))
+    for rule, breaks, message, field in rules:
+        if breaks:
+            broken(rule, message, field)
+            return found                                         # each check returns on its failure
+    return found
+
+
+def rules(case: Case, supported_modes, soc: str = REFERENCE_SOC, build: str | None = None) -> list[Violation]:
+    """Every constraint ``case`` breaks, in the forward's checking order on chip family ``soc`` (module
+    docstring; its rules have no build history): an empty xRef ends the checks after the dtypes (nnopbase runs
+    no tiling for an empty output)."""
+    missing = chip_rules(soc, SOCS, "InplacePartialRotaryMul")
+    if missing:
+        return [*null_rules(case), *missing]
     found = _type_rules(case)
     if empty(case.shape):
         return found
-    return [*found, *mode_rules(case, supported_modes), *_tiling_rules(case)]
+    if soc in MEMBASE_SOCS:
+        return [*found, *_membase_rules(case, supported_modes)]
+    return [*found, *mode_rules(case, supported_modes), *slice_list_rules(case), *_tiling_rules(case)]
 
 
 def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
@@ -159,5 +242,6 @@ FORWARD = OperatorSpec(
     name="forward", title="InplacePartialRotaryMul",
     get_workspace="aclnnInplacePartialRotaryMulGetWorkspaceSize", launch="aclnnInplacePartialRotaryMul",
     tensor="x", direction="forward", adjoint="grad", rules=rules, rule_reasons=RULE_REASONS,
-    no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, auto_contiguous=True,
+    chip_rules={**CHIP_REASONS, **MEMBASE_REASONS},
+    no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, socs=SOCS, auto_contiguous=True,
     graph=GraphIR("InplacePartialRotaryMul", ("x", "cos", "sin"), "x", GRAPH_REFUSALS, GRAPH_TILING))

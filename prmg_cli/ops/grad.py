@@ -6,26 +6,39 @@ tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``Che
 ``CheckShapeAllPositive``, ``JudgeLayoutByShape``); the first broken rule gives a case's status:
 
 1. dy, cos or sin is a null pointer -> 161001 ACLNN_ERR_PARAM_NULLPTR
-2. a dtype outside {float32, float16, bfloat16}; sin dtype != cos dtype; a format other than ND,
+2. a ``partialSlice`` list of no value -> 561103 ACLNN_ERR_INNER_NULLPTR: the generated layer hands it to
+   nnopbase's ``NnopbaseAddIntArrayAttr``, whose ``NnopbaseExecutorAddAttr`` refuses the NULL data of an
+   empty ``aclIntArray``. A NULL ``partialSlice`` is not an error: the generated layer passes the op
+   definition's default ``{0, 0}`` (an empty slice). On a chip the op definition lacks (``SOCS``), nnopbase
+   then finds no kernel: 561003 ACLNN_ERR_INNER_FIND_KERNEL_ERROR, and nothing else is checked.
+3. a dtype outside {float32, float16, bfloat16}; sin dtype != cos dtype; a format other than ND,
    NCHW, NHWC -> 161002 ACLNN_ERR_PARAM_INVALID
-3. dy has no elements (a dim of 0): nnopbase skips the tiling and the kernel; success (0-byte workspace),
+4. dy has no elements (a dim of 0): nnopbase skips the tiling and the kernel; success (0-byte workspace),
    whatever else the case breaks.
-4. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling), in this order:
+5. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling), in this order:
    a. rotary_mode, read as int32 (the tiling reads the int64 attribute's low 32 bits: 2**32 + 1 is read
       as 1), outside 0..3 or not implemented by the target;
-   b. start < 0, start > end, end > D (checked even for an empty slice);
-   c. then the slice is empty (L = 0) or cos or sin has no elements: a no-op, which skips d and f;
-   d. L != cos D; D > 1024; L odd (modes 0, 1, 3) or not a multiple of 4 (mode 2);
-   e. a tensor not 4-D; cos shape != sin shape; cos D > dy D (checked for a no-op too);
-   f. a dim <= 0; a cos B, S or N that is neither 1 nor dy's.
-5. a non-contiguous tensor -> ``...GetWorkspaceSize`` succeeds and the **launch** returns 561000
+   b. the slice list: the tiling reads ``GetData()[0]`` and ``[1]`` without looking at its length, so a
+      longer list acts as its first two values and a list of one value is read past its end (undefined;
+      the model and the emulator refuse it);
+   c. start < 0, start > end, end > D (checked even for an empty slice);
+   d. then the slice is empty (L = 0) or cos or sin has no elements: a no-op, which skips e and g;
+   e. L != cos D; D > 1024; L odd (modes 0, 1, 3) or not a multiple of 4 (mode 2);
+   f. a tensor not 4-D; cos shape != sin shape; cos D > dy D (checked for a no-op too);
+   g. a dim <= 0; a cos B, S or N that is neither 1 nor dy's.
+6. a non-contiguous dy, cos or sin -> ``...GetWorkspaceSize`` succeeds and the **launch** returns 561000
    ACLNN_ERR_INNER: the op declares neither AutoContiguous nor IgnoreContiguous, so nnopbase refuses
-   the recorded non-contiguous input before the kernel runs (dy untouched).
+   the recorded non-contiguous input before the kernel runs (dy untouched). A contiguous view at a storage
+   offset is contiguous (opbase's ``IsContiguous`` reads view shape and strides only).
 
 Here ``D`` is dy's axis 3 (the tiling's ``GetDim(3)``: dy's last axis when dy is 4-D; a dy of fewer axes
 has none, so every slice is out of range), ``[start, end)`` the partial slice and ``L = end - start``.
 Strides are contiguous when every axis of length > 1 has the C-order stride (axes of length 1 may have
 any, and an empty tensor any strides), as CANN's ``op::IsContiguous`` decides.
+
+Builds (``targets.BUILDS``): rules c and d are 2b888cdb's order; e9f0541c made the no-op (d) and checked it
+before the slice range (c); before e9f0541c there was no no-op. The op definition lists the ascend950 and
+ascend960dt chips only (``SOCS``).
 """
 
 from __future__ import annotations
@@ -35,23 +48,27 @@ import itertools
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
 from ..reference import PairBlock, Rotation
-from ..status import (GE_DATATYPE_INVALID, GE_FAILED, GE_FORMAT_INVALID, GE_PARAM_INVALID, INNER, PARAM_INVALID,
-                      PARAM_NULLPTR, TILING_ERROR)
-from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, mode_label, mode_list
+from ..status import (FIND_KERNEL, GE_DATATYPE_INVALID, GE_FAILED, GE_FORMAT_INVALID, GE_PARAM_INVALID, INNER,
+                      INNER_NULLPTR, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR)
+from ..targets import BUILDS, LATEST_BUILD, REFERENCE_SOC
+from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, TENSORS, mode_label, mode_list
 from .spec import GraphIR, GraphRefusal, OperatorSpec, Violation
 
 SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
 MAX_D = 1024
+SOCS = ("ascend950", "ascend960dt")          # the op definition's AddConfig chips
 
 
 # Every rule ``rules`` may break, in the stack's checking order, and why the stack refuses a case breaking it.
 RULE_REASONS = {
     "null pointer": "a null tensor: 161001 before anything else is read",
+    "slice list empty": "a partialSlice of no value: nnopbase refuses the empty aclIntArray's NULL data (561103)",
     "dtype": "a dtype the op definition lacks: nnopbase's 161002",
     "sin dtype != cos dtype": "sin's dtype differs from cos's: 161002",
     "format": "a format outside the ND class: 161002",
     "mode not 0..3": "rotary_mode, read as int32, outside 0..3: the tiling refuses it",
     "mode not implemented": "a valid mode the kernel lacks (interleave only today): the tiling refuses it",
+    "slice list of 1 value": "a partialSlice of one value: the tiling reads a second one past its end (undefined)",
     "start < 0": "a negative start: the tiling's slice range, checked even for an empty slice",
     "start > end": "a start after the end: the slice range",
     "end > D": "an end past D (or a dy with no axis 3): the slice range",
@@ -65,18 +82,25 @@ RULE_REASONS = {
     "dim <= 0": "a dimension <= 0 (CheckShapeAllPositive)",
     "cos B, S or N": "a cos/sin axis neither 1 nor dy's: no layout template (JudgeLayoutByShape)",
     "dy not contiguous": "a non-contiguous dy: nnopbase refuses it at the launch (561000), dy untouched",
+    "cos not contiguous": "a non-contiguous cos: nnopbase refuses it at the launch (561000), dy untouched",
+    "sin not contiguous": "a non-contiguous sin: nnopbase refuses it at the launch (561000), dy untouched",
 }
 
 
 # Graph mode (runners/emulator/README.md, "Graph mode"): every refusal comes when the graph compiles -- GE's check of
 # its links (a required input left unlinked: prmg's null tensor), the op proto and kernel selection (dtypes,
-# formats), then the static shape's tiling (every other rule); a strided dy has no graph form (GE's tensors are dense).
+# formats), then the static shape's tiling (every other rule); a strided tensor has no graph form (GE's tensors are
+# dense), nor a partialSlice list of no or one value (graph mode sets the slice the case acts on).
 GRAPH_REFUSALS = {
     "null pointer": GraphRefusal("compile", GE_PARAM_INVALID),
     "dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
     "sin dtype != cos dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
     "format": GraphRefusal("compile", GE_FORMAT_INVALID),
     "dy not contiguous": None,
+    "cos not contiguous": None,
+    "sin not contiguous": None,
+    "slice list empty": None,
+    "slice list of 1 value": None,
 }
 GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
 
@@ -86,9 +110,45 @@ def as_int32(value: int) -> int:
     return (int(value) + 2**31) % 2**32 - 2**31
 
 
+def null_rules(case: Case) -> list[Violation]:
+    """Rules 1 and 2: null tensors (161001), then a ``partialSlice`` list of no value (561103)."""
+    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer")
+             for tensor in case.null if tensor in TENSORS]
+    if case.slice_argument() == ():
+        found.append(Violation(INNER_NULLPTR, "partial_slice is a list of no value: the empty aclIntArray's data is "
+                               "NULL, which nnopbase refuses when the generated layer adds the attribute",
+                               "partial_slice", "slice list empty"))
+    return found
+
+
+def slice_list_rules(case: Case, code: int = TILING_ERROR) -> list[Violation]:
+    """Rule 5b: a ``partialSlice`` list of one value, whose second value the 950's tiling reads past its end
+    (undefined behaviour upstream; the model and the emulator say ``code``)."""
+    values = case.slice_argument()
+    if values is not None and len(values) == 1:
+        return [Violation(code, f"partial_slice {list(values)} holds one value: upstream's tiling reads values[0] and "
+                          f"values[1] unchecked, so its second value is read past the list's end (undefined; a "
+                          f"correct stack refuses it)", "partial_slice", "slice list of 1 value")]
+    return []
+
+
+def chip_rules(soc: str, socs: tuple[str, ...], title: str) -> list[Violation]:
+    """nnopbase's kernel lookup: a chip family ``soc`` its op definition (``socs``) lacks -> 561003
+    ACLNN_ERR_INNER_FIND_KERNEL_ERROR (``NnopbaseGetSupportInfo``), before the dtypes are matched."""
+    if soc in socs:
+        return []
+    return [Violation(FIND_KERNEL, f"{title}'s op definition has no config for {soc} (it lists {', '.join(socs)})",
+                      "op", "chip not in the op definition")]
+
+
+# Rules only another chip meets (``OperatorSpec.chip_rules``).
+CHIP_REASONS = {"chip not in the op definition": "a chip the op definition lacks: nnopbase finds no kernel (561003)"}
+
+
 def pointer_and_type_rules(case: Case, dtypes_allowed=OPERATOR_DTYPES) -> list[Violation]:
-    """Rules 1 and 2: null pointers (161001), then dtypes, sin dtype == cos dtype, formats (161002)."""
-    found = [Violation(PARAM_NULLPTR, f"{tensor} is a null pointer", "null", "null pointer") for tensor in case.null]
+    """Rules 1 to 3: null pointers (161001), an empty slice list (561103), then dtypes, sin dtype == cos dtype,
+    formats (161002)."""
+    found = null_rules(case)
     for tensor, dtype in (("dy", case.dtype), ("cos", case.cos_dtype), ("sin", case.sin_dtype)):
         if dtype not in dtypes_allowed:
             found.append(Violation(PARAM_INVALID, f"{tensor} dtype {dtype} is not one of "
@@ -103,11 +163,16 @@ def pointer_and_type_rules(case: Case, dtypes_allowed=OPERATOR_DTYPES) -> list[V
 
 
 def contiguity_rules(case: Case, code: int = INNER) -> list[Violation]:
-    """Rule 5: dy's strides not contiguous -> ``code`` at the launch (nnopbase refuses the input)."""
-    if case.dy_strides is not None and not contiguous(case.shape, case.dy_strides):
-        return [Violation(code, f"dy strides {list(case.dy_strides)} are not contiguous for shape "
-                          f"{list(case.shape)} (refused at launch)", "dy_strides", "dy not contiguous", at_launch=True)]
-    return []
+    """Rule 6: dy's, cos's or sin's strides not contiguous -> ``code`` at the launch (nnopbase refuses the input;
+    a storage offset does not make a view non-contiguous)."""
+    found = []
+    for tensor in TENSORS:
+        strides, shape = case.strides_of(tensor), case.shape_of(tensor)
+        if strides is not None and not contiguous(shape, strides):
+            found.append(Violation(code, f"{tensor} strides {list(strides)} are not contiguous for shape {list(shape)} "
+                                   f"(refused at launch)", f"{tensor}_strides", f"{tensor} not contiguous",
+                                   at_launch=True))
+    return found
 
 
 def mode_rules(case: Case, supported_modes, code: int = TILING_ERROR) -> list[Violation]:
@@ -135,15 +200,17 @@ def axis_3(shape) -> int | None:
     return shape[3] if len(shape) > 3 else None
 
 
-def no_op(case: Case) -> bool:
+def no_op(case: Case, build: str = LATEST_BUILD) -> bool:
     """Whether a successful call changes nothing: dy has no elements (nnopbase runs no tiling or kernel), or
-    the tiling's no-op (``CheckAttr``): an empty slice, or cos or sin without elements."""
+    the tiling's no-op (``CheckAttr``, from build e9f0541c): an empty slice, or cos or sin without elements."""
     start, end = case.partial_slice
-    return end == start or empty(case.shape) or empty(case.cos_shape) or empty(case.sin_shape)
+    tiling_no_op = build != "base" and (end == start or empty(case.cos_shape) or empty(case.sin_shape))
+    return tiling_no_op or empty(case.shape)
 
 
-def shape_rules(case: Case) -> list[Violation]:
-    """The slice and shape rules of rule 4 (b to f), each broken one -> 561002, in the tiling's order."""
+def shape_rules(case: Case, build: str = LATEST_BUILD) -> list[Violation]:
+    """The slice and shape rules of rule 5 (c to g), each broken one -> 561002, in the tiling's order of
+    ``build`` (module docstring: e9f0541c's no-op skips the slice range too)."""
     found = []
 
     def broken(rule: str, message: str, field: str) -> None:
@@ -154,16 +221,17 @@ def shape_rules(case: Case) -> list[Violation]:
     start, end = case.partial_slice
     length = end - start
     dy_d, cos_d = axis_3(case.shape), axis_3(case.cos_shape)
-    if start < 0:
-        broken("start < 0", f"slice start {start} is negative", "partial_slice")
-    if start > end:
-        broken("start > end", f"slice start {start} is after its end {end}", "partial_slice")
-    if dy_d is None:
-        broken("end > D", f"dy is {len(case.shape)}-D: it has no axis 3 for the tiling's D, so every slice is out "
-               f"of range", "partial_slice")
-    elif end > dy_d:
-        broken("end > D", f"slice end {end} exceeds D = {dy_d}", "partial_slice")
-    nothing_to_do = no_op(case)
+    nothing_to_do = no_op(case, build)
+    if not (nothing_to_do and build == "e9f0541c"):            # e9f0541c's no-op came before the range check
+        if start < 0:
+            broken("start < 0", f"slice start {start} is negative", "partial_slice")
+        if start > end:
+            broken("start > end", f"slice start {start} is after its end {end}", "partial_slice")
+        if dy_d is None:
+            broken("end > D", f"dy is {len(case.shape)}-D: it has no axis 3 for the tiling's D, so every slice is "
+                   f"out of range", "partial_slice")
+        elif end > dy_d:
+            broken("end > D", f"slice end {end} exceeds D = {dy_d}", "partial_slice")
     if not nothing_to_do:
         if cos_d is not None and length != cos_d:
             broken("L != cos D", f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
@@ -196,13 +264,20 @@ def shape_rules(case: Case) -> list[Violation]:
     return found
 
 
-def rules(case: Case, supported_modes) -> list[Violation]:
-    """Every constraint ``case`` breaks, as Violations, in the real stack's checking order (module docstring):
-    an empty dy ends the checks after the dtypes (nnopbase runs no tiling for an empty output)."""
+def rules(case: Case, supported_modes, soc: str = REFERENCE_SOC, build: str = LATEST_BUILD) -> list[Violation]:
+    """Every constraint ``case`` breaks, as Violations, in the real stack's checking order (module docstring) of
+    ``build`` (a key of ``targets.BUILDS``): an empty dy ends the checks after the dtypes (nnopbase runs no
+    tiling for an empty output). The grad's rules are the same on every chip of its op definition (``soc``)."""
+    if build not in BUILDS:
+        raise ValueError(f"unknown build {build!r}")
+    missing = chip_rules(soc, SOCS, "InplacePartialRotaryMulGrad")
+    if missing:
+        return [*null_rules(case), *missing]
     found = pointer_and_type_rules(case)
     if empty(case.shape):
         return found
-    return [*found, *mode_rules(case, supported_modes), *shape_rules(case), *contiguity_rules(case)]
+    return [*found, *mode_rules(case, supported_modes), *slice_list_rules(case), *shape_rules(case, build),
+            *contiguity_rules(case)]
 
 
 def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -256,5 +331,5 @@ GRAD = OperatorSpec(
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
     tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, rotation=ROTATION, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
-    layouts=BROADCASTS, required=True,
+    layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, required=True,
     graph=GraphIR("InplacePartialRotaryMulGrad", ("dy", "cos", "sin"), "dy", GRAPH_REFUSALS, GRAPH_TILING))

@@ -44,7 +44,7 @@ from typing import Callable
 
 from .. import dtypes
 from ..results import plural
-from ..vocab import MODE_NAMES
+from ..vocab import MODE_NAMES, TENSORS
 from . import OPERATORS
 from .grad import MAX_D, SUPPORTED_FORMATS
 
@@ -62,8 +62,9 @@ class Facts:
     implementing every mode. A pass case has the rest: the dtypes, mode, cos/sin layout
     (``vocab.broadcast_pattern``, None when it follows none), format, whether dy is strided, dy's shape (B, S,
     N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
-    which cos and sin both vary (``varies``), and the value kinds its inputs hold as ``(place, kind)``
-    pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``).
+    which cos and sin both vary (``varies``), the value kinds its inputs hold as ``(place, kind)``
+    pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``), the tensors at a storage
+    offset, whether cos or sin is strided, what its partialSlice is, and whether its sin tells partners apart.
     """
 
     op: str
@@ -85,6 +86,10 @@ class Facts:
     itemsize: int = 4
     varies: frozenset = frozenset()
     values: frozenset = frozenset()
+    offsets: frozenset = frozenset()      # the tensors (dy, cos, sin) viewed at a non-zero storage offset
+    strided_tables: bool = False          # cos or sin not contiguous
+    slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
+    partners_differ: bool = False         # sin differs between the two lanes of some pair (reference.sin_partners)
     rows: int = field(init=False)         # dy's rows, B*S*N
     length: int = field(init=False)       # the slice length L = end - start
 
@@ -326,12 +331,32 @@ def _phase_axis(op: str) -> list[Regime]:
 
 
 def _storage_axis(op: str) -> list[Regime]:
-    """An operator that takes a non-contiguous x (``auto_contiguous``: its layer copies it) has a class of it; the
-    others refuse one (a phase class)."""
-    if not OPERATORS[op].auto_contiguous:
-        return []
-    return [Regime("storage", "x not contiguous", "AutoContiguous: the generated layer copies x into the "
-                   "workspace, runs the kernel and copies it back", lambda f: f.strided)]
+    """Each tensor viewed at a storage offset (every operator takes one: it is contiguous); an operator that takes a
+    non-contiguous x or cos/sin (``auto_contiguous``: its layer copies them) has a class of each; the others
+    refuse one (phase classes)."""
+    found = [Regime("storage", f"{tensor} at an offset", f"a contiguous {tensor} view at a storage offset (torch's "
+                    f"x[1:], vllm's in-place views): the kernel must work from the view's first element, not the "
+                    f"storage's", lambda f, tensor=tensor: tensor in f.offsets) for tensor in TENSORS]
+    if OPERATORS[op].auto_contiguous:
+        found += [Regime("storage", "x not contiguous", "AutoContiguous: the generated layer copies x into the "
+                         "workspace, runs the kernel and copies it back", lambda f: f.strided),
+                  Regime("storage", "cos/sin not contiguous", "AutoContiguous: the generated layer copies the tables "
+                         "into the workspace before the kernel reads them", lambda f: f.strided_tables)]
+    return found
+
+
+def _slice_list_axis() -> list[Regime]:
+    """The partialSlice argument as other callers pass it (``ops/grad.py`` rules 2 and 5b)."""
+    return [Regime("slice list", "NULL", "a NULL partialSlice: the generated layer passes the op definition's default "
+                   "{0, 0}, an empty slice (nothing may change)", lambda f: f.slice_list == "null"),
+            Regime("slice list", "3+ values", "a longer list: the tiling reads its first two values unchecked",
+                   lambda f: f.slice_list == "longer")]
+
+
+def _partners_axis() -> list[Regime]:
+    return [Regime("partners", "sin differs within pairs", "sin differs between the two lanes of a pair: a kernel "
+                   "taking each element's own sin where its partner's belongs is caught only then (a RoPE table is "
+                   "alike at both lanes)", lambda f: f.partners_differ)]
 
 
 @cache
@@ -342,5 +367,5 @@ def regimes(op: str) -> tuple[Regime, ...]:
             *_count_classes("B", lambda f: f.B, "batch"), *_count_classes("S", lambda f: f.S, "position"),
             *_count_classes("N", lambda f: f.N, "head"), *_rows_axis(),
             *_count_classes("cos rows", lambda f: f.cos_rows, "cos/sin row"), *_d_axis(), *_slice_axis(),
-            *_varies_axis(), *_values_axis(), *_phase_axis(op))
+            *_slice_list_axis(), *_varies_axis(), *_partners_axis(), *_values_axis(), *_phase_axis(op))
 

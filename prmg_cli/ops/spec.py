@@ -67,9 +67,12 @@ class OperatorSpec:
       files call it ``dy`` for every operator);
     - ``direction`` (``forward`` or ``backward``) and ``adjoint``, the name of the operator it is the exact
       transpose of (the golden-free checks launch it);
-    - ``rules(case, supported_modes) -> [Violation]``: its constraints, in the real stack's checking order;
-    - ``rule_reasons``: every rule a Violation of ``rules`` may name, in checking order, with a one-line reason
-      (``coverage`` makes one class of each, so that a suite shows it hits every rule);
+    - ``rules(case, supported_modes, soc, build) -> [Violation]``: its constraints, in the real stack's checking
+      order on op-definition chip family ``soc`` (``targets``) for upstream build ``build`` (``targets.BUILDS``);
+    - ``rule_reasons``: every rule a Violation of ``rules`` may name on the reference chip, in checking order, with
+      a one-line reason (``coverage`` makes one class of each, so that a suite shows it hits every rule);
+      ``chip_rules``: those only another chip's tiling has (the forward's A2/A3 rules);
+    - ``socs``: the chip families its op definition lists (``constraints.check_chip``);
     - ``no_op(case) -> bool``: whether a call that succeeds changes nothing (an empty in-place tensor, which
       nnopbase runs no kernel for, or the tiling's no-op: an empty slice, or empty cos/sin);
     - ``rotation``: its ``reference.Rotation`` (pairs per mode, cos/sin lanes, signs), from which the methods
@@ -96,6 +99,8 @@ class OperatorSpec:
     rotation: Rotation
     dtype_pairs: tuple
     layouts: tuple
+    socs: tuple
+    chip_rules: dict = field(default_factory=dict)
     required: bool = False
     auto_contiguous: bool = False
     graph: GraphIR | None = None

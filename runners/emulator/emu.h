@@ -28,6 +28,8 @@ enum {
     ACLNN_ERR_PARAM_INVALID = 161002,
     ACLNN_ERR_INNER = 561000,
     ACLNN_ERR_INNER_TILING_ERROR = 561002,
+    ACLNN_ERR_INNER_FIND_KERNEL_ERROR = 561003,
+    ACLNN_ERR_INNER_NULLPTR = 561103,
     ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND = 561107,
 };
 
@@ -38,6 +40,9 @@ enum { ACL_FLOAT = 0, ACL_FLOAT16 = 1, ACL_BF16 = 27 };
 enum { ACL_FORMAT_NCHW = 0, ACL_FORMAT_NHWC = 1, ACL_FORMAT_ND = 2 };
 
 #define EMU_MAX_DIMS 32
+
+/* The chip aclrtGetSocName reports, and the operators follow, when PRMG_EMU_SOC is unset. */
+#define DEFAULT_SOC_NAME "Ascend950PR_9589"
 
 /* An aclTensor: every field passed to aclCreateTensor, arrays copied. */
 typedef struct aclTensor {

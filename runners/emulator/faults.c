@@ -1,5 +1,5 @@
-/* Reading PRMG_EMU_FAULT, PRMG_EMU_FAULT_SHAPE and PRMG_EMU_MODES, and recording which faults acted
- * (see faults.h). */
+/* Reading PRMG_EMU_FAULT, PRMG_EMU_FAULT_SHAPE, PRMG_EMU_MODES, PRMG_EMU_SOC and PRMG_EMU_BUILD, and
+ * recording which faults acted (see faults.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +53,8 @@ static const struct {
     {"geir_mode_dropped", FAULT_GEIR_MODE_DROPPED},
     {"geir_input_written", FAULT_GEIR_INPUT_WRITTEN},
     {"clobber_row_end", FAULT_CLOBBER_ROW_END},
+    {"ignore_offset", FAULT_IGNORE_OFFSET},
+    {"contiguous_tables", FAULT_CONTIGUOUS_TABLES},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
@@ -177,4 +179,32 @@ int supported_modes(unsigned *mode_mask)
     }
     *mode_mask = mask;
     return 0;
+}
+
+soc_kind emulated_soc(const char **name)
+{
+    static const struct {
+        const char *prefix;
+        soc_kind kind;
+    } KINDS[] = {{"Ascend950", SOC_950}, {"Ascend960", SOC_960}, {"Ascend350", SOC_350},
+                 {"Ascend910B", SOC_MEMBASE}, {"Ascend910_93", SOC_MEMBASE}};
+    const char *chosen = getenv("PRMG_EMU_SOC");
+    *name = chosen != NULL && *chosen != '\0' ? chosen : DEFAULT_SOC_NAME;
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (strncmp(*name, KINDS[i].prefix, strlen(KINDS[i].prefix)) == 0)
+            return KINDS[i].kind;
+    return SOC_OTHER;
+}
+
+int emulated_build(void)
+{
+    static const char *const BUILDS[] = {"base", "e9f0541c", "2b888cdb"};
+    const char *text = getenv("PRMG_EMU_BUILD");
+    if (text == NULL || *text == '\0')
+        return 2;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, BUILDS[i]) == 0)
+            return i;
+    prmg_emu_set_error("emulator: PRMG_EMU_BUILD must be base, e9f0541c or 2b888cdb, got '%s'", text);
+    return -1;
 }

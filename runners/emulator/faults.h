@@ -58,6 +58,8 @@ enum {
     FAULT_GEIR_MODE_DROPPED,
     FAULT_GEIR_INPUT_WRITTEN,
     FAULT_CLOBBER_ROW_END,
+    FAULT_IGNORE_OFFSET,
+    FAULT_CONTIGUOUS_TABLES,
 };
 
 /* The faults each operator obeys. */
@@ -99,5 +101,16 @@ void prmg_emu_record_faults(uint64_t faults) __attribute__((visibility("default"
 /* The rotary modes the emulated kernels implement, from PRMG_EMU_MODES (a comma list of 0..3,
  * default "1"): 0 and *mode_mask set (bit m for mode m), or -1 with an error message. */
 int supported_modes(unsigned *mode_mask);
+
+/* The chip the operators run on, from PRMG_EMU_SOC (default DEFAULT_SOC_NAME), by its name's prefix:
+ * the 950 family's regbase tiling (Ascend950, Ascend960, Ascend350), the A2/A3 membase tiling (Ascend910B,
+ * Ascend910_93), or another chip. *name is the chip's name. */
+typedef enum { SOC_950, SOC_960, SOC_350, SOC_MEMBASE, SOC_OTHER } soc_kind;
+soc_kind emulated_soc(const char **name);
+
+/* The upstream build whose behaviour the grad follows, from PRMG_EMU_BUILD: 0 "base" (no no-op), 1
+ * "e9f0541c" (the no-op before the slice-range check), 2 "2b888cdb" (the default: the range first); -1
+ * with an error message for any other text. */
+int emulated_build(void);
 
 #endif

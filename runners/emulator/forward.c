@@ -7,10 +7,12 @@
  *   here on leaves it in *executor, busy until aclDestroyAclOpExecutor), the workspace size pointer ->
  *   161001 and nnopbase's dtype and format match against the op definition -> 161002;
  * - an empty xRef (a dim of 0) makes nnopbase skip the tiling and the kernel: success, 0-byte workspace;
- * - then the 950 tiling (InplacePartialRopeRegBaseTilingClass::GetShapeAttrsInfo), whose every failure
- *   is 561002, in its order: mode, 4-D, cos shape == sin shape, slice range, empty slice (a no-op that
- *   skips every later check), slice length == cos D, length parity, D <= 1024, D parity, positive dims,
- *   cos/sin broadcast layout;
+ * - a partialSlice of no value -> 561103 (nnopbase), NULL -> the op definition's default {0, 0}; a chip its op
+ *   definition lacks (PRMG_EMU_SOC) -> 561003;
+ * - on the A2/A3 chips the membase tiling (check_membase_tiling), else the 950 tiling
+ *   (InplacePartialRopeRegBaseTilingClass::GetShapeAttrsInfo), whose every failure is 561002, in its order:
+ *   mode, 4-D, cos shape == sin shape, slice range, empty slice (a no-op that skips every later check), slice
+ *   length == cos D, length parity, D <= 1024, D parity, positive dims, cos/sin broadcast layout;
  * - the op definition declares AutoContiguous on x, cos and sin: a non-contiguous tensor is copied into
  *   the workspace before the kernel and xRef copied back into its view after it, so the first phase
  *   asks for 16 MiB plus room for those copies;
@@ -37,8 +39,8 @@ static int is_forward_dtype_pair(int32_t x_type, int32_t cos_type)
 }
 
 /* 161002 checks of the generated layer: live descriptors, dtypes of the op definition (sin dtype ==
- * cos dtype), ND-class formats, a live partialSlice array when one is given. */
-static int check_parameters(const aclTensor *const tensors[3], const aclIntArray *partialSlice)
+ * cos dtype), ND-class formats. */
+static int check_parameters(const aclTensor *const tensors[3])
 {
     for (int t = 0; t < 3; t++) {
         if (tensors[t]->magic != EMU_TENSOR_MAGIC) {
@@ -68,10 +70,6 @@ static int check_parameters(const aclTensor *const tensors[3], const aclIntArray
             return ACLNN_ERR_PARAM_INVALID;
         }
     }
-    if (partialSlice != NULL && partialSlice->magic != EMU_INT_ARRAY_MAGIC) {
-        prmg_emu_set_error(OP ": partialSlice is not a live aclIntArray");
-        return ACLNN_ERR_PARAM_INVALID;
-    }
     return ACL_SUCCESS;
 }
 
@@ -96,26 +94,6 @@ static int check_mode(int64_t mode, int *pairing_mode, int32_t *mode32)
 static int check_shapes(const aclTensor *const tensors[3])
 {
     return check_4d_cos_like_sin(OP, TENSOR_NAMES, tensors);
-}
-
-/* The slice the tiling reads: NULL or an empty array -> [0, D); otherwise values[0], values[1] (upstream
- * reads the first two of any longer array unchecked; a 1-value array it reads past, which the emulator
- * refuses with 561002). */
-static int read_slice(const aclIntArray *partialSlice, int64_t d, int64_t *start, int64_t *end)
-{
-    if (partialSlice == NULL || partialSlice->size == 0) {
-        *start = 0;
-        *end = d;
-        return ACL_SUCCESS;
-    }
-    if (partialSlice->size == 1) {
-        prmg_emu_set_error(OP ": partialSlice holds 1 value; upstream's tiling reads a second one past its end "
-                           "(the emulator refuses it)");
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    *start = partialSlice->values[0];
-    *end = partialSlice->values[1];
-    return ACL_SUCCESS;
 }
 
 /* The tiling's JudgeSliceInfo (561002): 0 <= start, 0 <= end <= D, start <= end; then *no_op when the
@@ -191,7 +169,7 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
     if (status == ACL_SUCCESS)
         status = check_shapes(tensors);
     if (status == ACL_SUCCESS)
-        status = read_slice(partialSlice, tensors[0]->view_dims[3], start, end);
+        status = read_slice(OP, partialSlice, start, end);
     if (status == ACL_SUCCESS)
         status = check_slice(tensors[0], tensors[1], mode32, *start, *end, &no_op);
     if (status == ACL_SUCCESS && !no_op)
@@ -199,6 +177,57 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
     if (status == ACL_SUCCESS && no_op)
         *end = *start;
     return status;
+}
+
+/* The A2/A3 membase tiling (inplace_partial_rotary_mul_tiling.cpp CheckInput), each failure 561002, in its
+ * order: x, cos, sin 4-D and cos shape == sin shape; rotary_mode read as int64 and implemented; a slice list
+ * of two values (NULL: the default {0, 0}); an empty slice is a no-op before any other rule; L >= 0, D <= 1024,
+ * D even, L even, 0 <= start, 0 <= end <= D, L == cos D, cos B == x's B, cos N == 1, cos S 1 or x's S.
+ * *pairing_mode, *start and *end (end = start for a no-op). */
+static int check_membase_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, const aclIntArray *partialSlice,
+                                int *pairing_mode, int64_t *start, int64_t *end)
+{
+    int status = check_shapes(tensors);
+    if (status != ACL_SUCCESS)
+        return status;
+    unsigned modes;
+    if (supported_modes(&modes) != 0)
+        return ACLNN_ERR_INNER;
+    if (rotaryMode < 0 || rotaryMode > 3 || !((modes >> rotaryMode) & 1u)) {
+        prmg_emu_set_error(OP ": on A2/A3, rotary_mode %lld (read as int64) is not supported by this kernel",
+                           (long long)rotaryMode);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *pairing_mode = (int)rotaryMode;
+    if (partialSlice != NULL && partialSlice->size != 2) {
+        prmg_emu_set_error(OP ": on A2/A3, slice_attr must have exactly 2 elements, got %llu",
+                           (unsigned long long)partialSlice->size);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    *start = partialSlice == NULL ? 0 : partialSlice->values[0];
+    *end = partialSlice == NULL ? 0 : partialSlice->values[1];
+    const int64_t d = tensors[0]->view_dims[3], length = *end - *start;
+    const int64_t *x = tensors[0]->view_dims, *cos = tensors[1]->view_dims;
+    if (length == 0)
+        return ACL_SUCCESS;
+    const struct {
+        int broken;
+        const char *what;
+    } RULES[] = {{length < 0, "the slice ends before it starts"}, {d > MAX_D, "D exceeds 1024"},
+                 {d % 2 != 0, "D is odd"}, {length % 2 != 0, "the slice length is odd"},
+                 {*start < 0 || *end < 0 || *end > d, "the slice is not inside [0, D]"},
+                 {length != cos[3], "the slice length differs from cos's last dim"},
+                 {cos[0] != x[0], "cos's B is not x's B"}, {cos[2] != 1, "cos's N is not 1"},
+                 {cos[1] != 1 && cos[1] != x[1], "cos's S is neither 1 nor x's S"}};
+    for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
+        if (RULES[i].broken) {
+            prmg_emu_set_error(OP ": on A2/A3, %s (slice [%lld, %lld), x D = %lld, cos [%lld, %lld, %lld, %lld])",
+                               RULES[i].what, (long long)*start, (long long)*end, (long long)d, (long long)cos[0],
+                               (long long)cos[1], (long long)cos[2], (long long)cos[3]);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    }
+    return ACL_SUCCESS;
 }
 
 /* Bytes of a contiguous copy of tensor, rounded up to STAGING_GRANULE; 0 for a contiguous tensor. */
@@ -222,7 +251,11 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
     aclOpExecutor *job;
     int status = begin_call(OP, OP_FORWARD, TENSOR_NAMES, tensors, workspaceSize, executorOut, &job);
     if (status == ACL_SUCCESS)
-        status = check_parameters(tensors, partialSlice);
+        status = check_slice_array(OP, partialSlice);
+    if (status == ACL_SUCCESS)
+        status = check_chip(OP, OP_FORWARD);
+    if (status == ACL_SUCCESS)
+        status = check_parameters(tensors);
     if (status != ACL_SUCCESS)
         return status;
     if (output_is_empty(xRef)) {
@@ -234,7 +267,12 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
         return ACLNN_ERR_INNER;
     int pairing_mode = 1;
     int64_t start = 0, end = 0;
-    status = check_tiling(tensors, rotaryMode, partialSlice, &pairing_mode, &start, &end);
+    const char *chip;
+    if (emulated_soc(&chip) == SOC_MEMBASE) {
+        status = check_membase_tiling(tensors, rotaryMode, partialSlice, &pairing_mode, &start, &end);
+    } else {
+        status = check_tiling(tensors, rotaryMode, partialSlice, &pairing_mode, &start, &end);
+    }
     if (status != ACL_SUCCESS)
         return status;
     uint64_t size = KERNEL_WORKSPACE_SIZE, staging[3];
@@ -249,11 +287,11 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
     return ACL_SUCCESS;
 }
 
-/* The storage a strided view reaches: *lowest, the element offset (from the data address) of its
- * lowest element, and the count of elements from there to its highest, inclusive. */
+/* The storage a strided view reaches: *lowest, the element offset (from the view's address, its storage
+ * offset applied) of its lowest element, and the count of elements from there to its highest, inclusive. */
 static void view_span(const op_operand *operand, int64_t *lowest, int64_t *count)
 {
-    int64_t low = operand->offset, high = operand->offset;
+    int64_t low = 0, high = 0;
     for (int axis = 0; axis < 4; axis++) {
         int64_t reach = (operand->tensor.dims[axis] - 1) * operand->strides[axis];
         if (reach < 0)
@@ -277,7 +315,7 @@ static void copy_view(const op_operand *operand, unsigned char *view, int64_t lo
         for (int64_t i1 = 0; i1 < tensor->dims[1]; i1++)
             for (int64_t i2 = 0; i2 < tensor->dims[2]; i2++)
                 for (int64_t i3 = 0; i3 < tensor->dims[3]; i3++, linear++) {
-                    int64_t element = operand->offset + i0 * operand->strides[0] + i1 * operand->strides[1]
+                    int64_t element = i0 * operand->strides[0] + i1 * operand->strides[1]
                                       + i2 * operand->strides[2] + i3 * operand->strides[3] - lowest;
                     unsigned char *at = view + element * (int64_t)size, *copy = staged + linear * (int64_t)size;
                     memcpy(to_staged ? copy : at, to_staged ? at : copy, size);
@@ -323,8 +361,7 @@ static void zero_gaps(const op_operand *operand, unsigned char *view, int64_t lo
         for (int64_t i1 = 0; i1 < dims[1]; i1++)
             for (int64_t i2 = 0; i2 < dims[2]; i2++)
                 for (int64_t i3 = 0; i3 < dims[3]; i3++)
-                    reached[operand->offset + i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + i3 * strides[3]
-                            - lowest] = 1;
+                    reached[i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + i3 * strides[3] - lowest] = 1;
     for (int64_t element = 0; element < count; element++)
         if (!reached[element])
             memset(view + element * (int64_t)size, 0, size);

@@ -44,11 +44,9 @@ int is_operator_format(int32_t format)
 }
 
 /* As CANN's op::IsContiguous, which skips length-1 axes (their stride never moves to another element)
- * and accepts empty views. */
+ * and accepts empty views; it reads view shape and strides only: a view at a storage offset is contiguous. */
 int is_contiguous(const aclTensor *tensor)
 {
-    if (tensor->offset != 0)
-        return 0;
     if (output_is_empty(tensor))
         return 1;
     int64_t expected = 1;
@@ -101,10 +99,12 @@ int read_rotary_mode(const char *op, int64_t mode, int32_t *mode32, int *impleme
     return ACL_SUCCESS;
 }
 
-/* The operand record of tensor: its 4-D view (missing axes 1), strides, offset and contiguity. */
+/* The operand record of tensor: its 4-D view (missing axes 1), strides, offset and contiguity. The kernel's
+ * address is the data address plus the offset in bytes, applied once (opbase's aclTensor::GetData()). */
 static op_operand describe(const aclTensor *tensor)
 {
-    op_operand described = {{{1, 1, 1, 1}, tensor->data_type, tensor->data}, {0, 0, 0, 0}, tensor->offset,
+    unsigned char *view = (unsigned char *)tensor->data + tensor->offset * (int64_t)element_size(tensor->data_type);
+    op_operand described = {{{1, 1, 1, 1}, tensor->data_type, view}, {0, 0, 0, 0}, tensor->offset,
                             is_contiguous(tensor), 0};
     for (uint64_t axis = 0; axis < 4 && axis < tensor->view_dim_count; axis++) {
         described.tensor.dims[axis] = tensor->view_dims[axis];
@@ -145,6 +145,33 @@ int begin_call(const char *op, op_kind kind, const char *const names[3], const a
         return ACLNN_ERR_PARAM_NULLPTR;
     }
     return ACL_SUCCESS;
+}
+
+int check_slice_array(const char *op, const aclIntArray *partialSlice)
+{
+    if (partialSlice != NULL && partialSlice->magic != EMU_INT_ARRAY_MAGIC) {
+        prmg_emu_set_error("%s: partialSlice is not a live aclIntArray", op);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (partialSlice != NULL && partialSlice->size == 0) {
+        prmg_emu_set_error("%s: partialSlice holds no value: nnopbase refuses the NULL data of an empty aclIntArray "
+                           "when the generated layer adds the attribute", op);
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    return ACL_SUCCESS;
+}
+
+int check_chip(const char *op, op_kind kind)
+{
+    const char *name;
+    soc_kind chip = emulated_soc(&name);
+    int listed = kind == OP_GRAD ? chip == SOC_950 || chip == SOC_960 : chip != SOC_OTHER;
+    if (listed)
+        return ACL_SUCCESS;
+    prmg_emu_set_error("%s: no kernel for SoC %s: the op definition lists %s", op, name,
+                       kind == OP_GRAD ? "ascend950, ascend960dt" :
+                                         "ascend910b, ascend910_93, ascend950, ascend960dt, ascend350");
+    return ACLNN_ERR_INNER_FIND_KERNEL_ERROR;
 }
 
 void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pairing_mode, int64_t start,
@@ -219,8 +246,8 @@ int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t 
 /* ---- aclnnInplacePartialRotaryMulGrad ---- */
 
 /* 161002 checks (the op definition, matched by nnopbase): live descriptors, dtypes, sin dtype == cos
- * dtype, formats, a live partialSlice array (not strides). */
-static int check_parameters(const aclTensor *const tensors[3], const aclIntArray *partialSlice)
+ * dtype, formats (not strides). */
+static int check_parameters(const aclTensor *const tensors[3])
 {
     for (int t = 0; t < 3; t++) {
         const aclTensor *tensor = tensors[t];
@@ -246,10 +273,6 @@ static int check_parameters(const aclTensor *const tensors[3], const aclIntArray
             return ACLNN_ERR_PARAM_INVALID;
         }
     }
-    if (partialSlice != NULL && partialSlice->magic != EMU_INT_ARRAY_MAGIC) {
-        prmg_emu_set_error(OP ": partialSlice is not a live aclIntArray");
-        return ACLNN_ERR_PARAM_INVALID;
-    }
     return ACL_SUCCESS;
 }
 
@@ -273,18 +296,16 @@ static int check_mode(int64_t mode, uint64_t faults, int *pairing_mode, int32_t 
     return ACL_SUCCESS;
 }
 
-/* CheckAttr's slice: NULL is the op definition's default {0, 0}; otherwise values[0] and values[1] with
- * no size check (a longer array's first two are used; a shorter one upstream reads past its end, which
- * the emulator refuses with 561002). */
-static int read_slice(const aclIntArray *partialSlice, int64_t *start, int64_t *end)
+int read_slice(const char *op, const aclIntArray *partialSlice, int64_t *start, int64_t *end)
 {
     if (partialSlice == NULL) {
         *start = *end = 0;
         return ACL_SUCCESS;
     }
     if (partialSlice->size < 2) {
-        prmg_emu_set_error(OP ": partialSlice holds %llu value(s); upstream's tiling reads values[0] and values[1] "
-                           "past its end (the emulator refuses it)", (unsigned long long)partialSlice->size);
+        prmg_emu_set_error("%s: partialSlice holds %llu value(s); upstream's tiling reads values[0] and values[1] "
+                           "past its end (undefined; the emulator refuses it)", op,
+                           (unsigned long long)partialSlice->size);
         return ACLNN_ERR_INNER_TILING_ERROR;
     }
     *start = partialSlice->values[0];
@@ -307,12 +328,18 @@ static int64_t size_of(const aclTensor *tensor)
     return size;
 }
 
-/* The rest of CheckAttr (561002): 0 <= start <= end <= D (D = dy's axis 3), checked even for an empty
- * slice; then *no_op when the slice or any tensor is empty (CheckAttr returns there); else L == cos D,
- * D <= 1024, L a multiple of 2 (4 in quarter mode). */
-static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t start, int64_t end, int *no_op)
+/* The rest of CheckAttr (561002) as `build` (emulated_build) has it: 0 <= start <= end <= D (D = dy's axis 3),
+ * checked even for an empty slice (2b888cdb); then *no_op when the slice or any tensor is empty (CheckAttr
+ * returns there; e9f0541c checks this first, "base" has no no-op); else L == cos D, D <= 1024, L a multiple of
+ * 2 (4 in quarter mode). */
+static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t start, int64_t end, int build,
+                      int *no_op)
 {
     const int64_t d = dim_of(tensors[0], 3), cos_d = dim_of(tensors[1], 3), length = end - start;
+    *no_op = build > 0 && (length == 0 || size_of(tensors[0]) == 0 || size_of(tensors[1]) == 0
+                           || size_of(tensors[2]) == 0);
+    if (*no_op && build == 1)
+        return ACL_SUCCESS;
     if (start < 0 || start > end || end > d) {
         if (d == INVALID_DIM)
             prmg_emu_set_error(OP ": partialSlice [%lld, %lld) is out of range: dy has %llu dims, no axis 3 to "
@@ -323,7 +350,6 @@ static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t s
                                (long long)start, (long long)end, (long long)d);
         return ACLNN_ERR_INNER_TILING_ERROR;
     }
-    *no_op = length == 0 || size_of(tensors[0]) == 0 || size_of(tensors[1]) == 0 || size_of(tensors[2]) == 0;
     if (*no_op)
         return ACL_SUCCESS;
     if (length != cos_d) {
@@ -408,11 +434,14 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
 {
     int32_t mode32 = 0;
     int no_op = 0;
+    int build = emulated_build();
+    if (build < 0)
+        return ACLNN_ERR_INNER;
     int status = check_mode(rotaryMode, faults, pairing_mode, &mode32);
     if (status == ACL_SUCCESS)
-        status = read_slice(partialSlice, start, end);
+        status = read_slice(OP, partialSlice, start, end);
     if (status == ACL_SUCCESS)
-        status = check_attr(tensors, mode32, *start, *end, &no_op);
+        status = check_attr(tensors, mode32, *start, *end, build, &no_op);
     if (status == ACL_SUCCESS)
         status = check_shape(tensors);
     if (status == ACL_SUCCESS && !no_op)
@@ -431,7 +460,11 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
     aclOpExecutor *job;
     int status = begin_call(OP, OP_GRAD, TENSOR_NAMES, tensors, workspaceSize, executorOut, &job);
     if (status == ACL_SUCCESS)
-        status = check_parameters(tensors, partialSlice);
+        status = check_slice_array(OP, partialSlice);
+    if (status == ACL_SUCCESS)
+        status = check_chip(OP, OP_GRAD);
+    if (status == ACL_SUCCESS)
+        status = check_parameters(tensors);
     if (status != ACL_SUCCESS)
         return status;
     if (output_is_empty(dyRef)) {
@@ -490,12 +523,13 @@ static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
 }
 
 /* 561000 with a message naming the first non-contiguous tensor of job: nnopbase refuses it at the
- * launch, before the kernel runs (the grad declares neither AutoContiguous nor IgnoreContiguous). */
-static int refuse_non_contiguous(const aclOpExecutor *job)
+ * launch, before the kernel runs (the grad declares neither AutoContiguous nor IgnoreContiguous). The
+ * contiguous_tables fault lets a non-contiguous cos or sin through (the kernel then reads it as contiguous). */
+static int refuse_non_contiguous(const aclOpExecutor *job, uint64_t faults)
 {
     for (int t = 0; t < 3; t++) {
         const op_operand *operand = &job->operand[t];
-        if (operand->contiguous)
+        if (operand->contiguous || (t > 0 && has_fault(faults, FAULT_CONTIGUOUS_TABLES)))
             continue;
         prmg_emu_set_error(OP ": %s is not contiguous (offset %lld, strides [%lld, %lld, %lld, %lld]); nnopbase "
                            "refuses a non-contiguous input of an operator that declares neither AutoContiguous nor "
@@ -555,6 +589,10 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
     if (has_fault(faults, FAULT_NOOP))
         return;
     kernel_tensor *dy = &job->operand[0].tensor, *cos = &job->operand[1].tensor, *sin = &job->operand[2].tensor;
+    if (has_fault(faults, FAULT_IGNORE_OFFSET))                     /* the storage's start, not the view's */
+        for (int t = 0; t < 3; t++)
+            job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
+                                          - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
     if (!map_tensor(OP, dy, "dy", dy_elements) || !map_tensor(OP, cos, "cos", element_count(cos))
         || !map_tensor(OP, sin, "sin", element_count(sin)))
@@ -587,7 +625,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t works
         && active_faults(job->operand[0].tensor.dims, 4, GRAD_FAULTS, &faults) != 0)
         status = ACLNN_ERR_INNER;
     if (status == ACL_SUCCESS)
-        status = refuse_non_contiguous(job);
+        status = refuse_non_contiguous(job, faults);
     if (status == ACL_SUCCESS && !job->empty_output)
         launch(job, faults, workspace, workspace_host);
     free(job);

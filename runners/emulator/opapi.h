@@ -13,8 +13,9 @@
 
 typedef enum { OP_GRAD, OP_FORWARD } op_kind;
 
-/* A tensor as the first phase recorded it: the kernel's view (dims, dtype; host holds the device
- * address until the launch maps it), its element strides and offset, whether it is contiguous, and
+/* A tensor as the first phase recorded it: the kernel's view (dims, dtype; host holds the device address of
+ * the view, the offset applied, until the launch maps it), its element strides and offset, whether it is
+ * contiguous, and
  * (forward) the byte offset in the workspace of its contiguous copy, 0 when it needs none. */
 typedef struct {
     kernel_tensor tensor;
@@ -46,8 +47,8 @@ int is_operator_dtype(int32_t data_type);
 /* 1 for the formats nnopbase treats as ND: NCHW 0, NHWC 1, ND 2. */
 int is_operator_format(int32_t format);
 
-/* 1 when offset is 0 and stride[i] = prod(view_dims[i+1:]) for every axis of length > 1; an empty
- * tensor (a dim of 0) is contiguous with any strides (CANN's op::IsContiguous). */
+/* 1 when stride[i] = prod(view_dims[i+1:]) for every axis of length > 1, whatever the storage offset; an
+ * empty tensor (a dim of 0) is contiguous with any strides (CANN's op::IsContiguous). */
 int is_contiguous(const aclTensor *tensor);
 
 /* ACL_SUCCESS when $ASCEND_OPP_PATH names an existing directory (nnopbase reads it at every call),
@@ -70,6 +71,21 @@ int begin_call(const char *op, op_kind kind, const char *const names[3], const a
 /* 1 when the tensor has a dim of 0 (nnopbase's aclTensor::IsEmpty): an empty in-place output makes
  * nnopbase skip the tiling (no checks) and the kernel, with a 0-byte workspace. */
 int output_is_empty(const aclTensor *tensor);
+
+/* The generated layer's attribute step, shared by both GetWorkspaceSize calls: a partialSlice that is no live
+ * aclIntArray -> 161002; one of no value -> 561103 (nnopbase refuses the NULL data of an empty aclIntArray);
+ * NULL is fine (the op definition's default {0, 0}). */
+int check_slice_array(const char *op, const aclIntArray *partialSlice);
+
+/* nnopbase's kernel lookup for the chip (PRMG_EMU_SOC, faults.h emulated_soc): 561003 with a message when
+ * `kind`'s op definition lists no config for it (the grad: ascend950 and ascend960dt; the forward: those,
+ * ascend350 and the A2/A3 chips). */
+int check_chip(const char *op, op_kind kind);
+
+/* The 950 tiling's slice read: NULL is the op definition's default {0, 0}; otherwise values[0] and values[1]
+ * with no size check (a longer array's first two are used; a shorter one upstream reads past its end,
+ * which the emulator refuses with 561002). */
+int read_slice(const char *op, const aclIntArray *partialSlice, int64_t *start, int64_t *end);
 
 /* The tiling's CheckShape common to both operators: x (dy or xRef), cos, sin 4-D (named by `names`
  * in the message) and cos shape == sin shape; ACLNN_ERR_INNER_TILING_ERROR (561002) otherwise. */

@@ -1,0 +1,241 @@
+"""The inputs the real stack takes and real callers pass (issue 33): views at a storage offset, strided cos/sin,
+partialSlice lists of other lengths, the chips and builds expectations depend on, and tables whose pairs hide a
+partner swap. The case format, the constraint model and the runner's storage layout, in process; the emulator
+runs them in ``test_emulator_c.py`` and the shipped suite catches its faults in ``test_run_e2e.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from prmg_cli import acl
+from prmg_cli.acl import AclSession
+from prmg_cli.case import CONTIGUOUS_STORAGE
+from prmg_cli.cases import Case, Expect, case_to_dict, load_cases, parse_document
+from prmg_cli.constraints import expected_phase, expected_status, holding_builds, violation_details
+from prmg_cli.coverage import facts
+from prmg_cli.errors import PrmgError
+from prmg_cli.inputs import make_inputs
+from prmg_cli.judge import PARTNERS_ALIKE_WARNING, judge
+
+TODAY = frozenset({1})
+BASE = {"shape": [2, 3, 2, 16], "broadcast": "1S1D", "partial_slice": [4, 12]}
+
+
+def case_of(**keys) -> Case:
+    """One case read from a mapping, as from a case file (a key given None is left out)."""
+    mapping = {key: value for key, value in {"name": "c", **BASE, **keys}.items() if value is not None}
+    return parse_document([mapping], "t.yaml", ROOT)[0]
+
+
+def test_the_new_keys_load_and_write_back_the_same_case():
+    written = {"dy_offset": 5, "cos_offset": 3, "sin_offset": 1, "cos_strides": [48, 16, 16, 1],
+               "sin_strides": [24, 8, 8, 1], "builds": ["2b888cdb", "e9f0541c"], "note": "pins a thing",
+               "partners_alike": "on purpose", "op": "forward"}
+    case = case_of(**written)
+    assert case.offsets == (5, 3, 1) and case.offset_of("cos") == 3 and case.strides_of("sin") == (24, 8, 8, 1)
+    assert case.builds == ("e9f0541c", "2b888cdb")                       # in the table's order
+    for variant in (case, case_of(partial_slice=[4, 12, 99]), case_of(null=["partial_slice"], partial_slice=None),
+                    case_of(partial_slice=[]), case_of(partial_slice=[4])):
+        again = parse_document([case_to_dict(variant)], "t.yaml", ROOT)[0]
+        assert dataclasses.replace(again, source="t.yaml") == dataclasses.replace(variant, source="t.yaml")
+
+
+def test_slice_lists_are_passed_as_written_and_act_as_the_tiling_reads_them():
+    longer, empty, one = case_of(partial_slice=[4, 12, 99]), case_of(partial_slice=[]), case_of(partial_slice=[4])
+    null = parse_document([{"name": "n", "shape": [2, 3, 2, 16], "null": ["partial_slice"]}], "t.yaml", ROOT)[0]
+    assert (longer.partial_slice, longer.slice_argument()) == ((4, 12), (4, 12, 99))
+    assert (null.partial_slice, null.slice_argument()) == ((0, 0), None)
+    assert (empty.slice_argument(), one.slice_argument()) == ((), (4,))
+    assert case_of().slice_argument() == (4, 12)
+
+
+@pytest.mark.parametrize("keys, field, fragment", [
+    ({"dy_offset": -1}, "dy_offset", "expected an integer 0 <= offset"),
+    ({"cos_offset": 2**40}, "cos_offset", "expected an integer 0 <= offset"),
+    ({"cos_strides": [1, 2]}, "cos_strides", "expected 4 strides (one per axis of its shape)"),
+    ({"sin_strides": "x"}, "sin_strides", "expected a list of non-negative int64 integers"),
+    ({"partial_slice": list(range(17))}, "partial_slice", "a list of 0 to 16 integers"),
+    ({"null": ["partial_slice"]}, "partial_slice", "holds no values: drop one of them"),
+    ({"builds": ["abc"]}, "builds", "unknown build 'abc'"),
+    ({"builds": []}, "builds", "expected a list of builds"),
+    ({"note": "two\nlines"}, "note", "one-line reason"),
+])
+def test_a_bad_value_of_a_new_key_is_one_line_naming_the_field(keys, field, fragment):
+    with pytest.raises(PrmgError) as caught:
+        case_of(**keys)
+    assert caught.value.field == field and fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("op", ["grad", "forward"])
+def test_slice_lists_on_each_chip(op):
+    """NULL: the op definition's default {0, 0} (a no-op) everywhere; no value: nnopbase's 561103 first; one value:
+    read past its end on the 950 (refused by the model), refused on A2/A3; three values: the first two on the 950,
+    refused on A2/A3 (the forward's membase tiling: a list of 2 values only)."""
+    cases = {"null": case_of(op=op, null=["partial_slice"], partial_slice=None),
+             "empty": case_of(op=op, partial_slice=[]), "one": case_of(op=op, partial_slice=[4]),
+             "three": case_of(op=op, partial_slice=[4, 12, 7])}
+    assert {name: expected_status(case, TODAY) for name, case in cases.items()} == \
+        {"null": 0, "empty": 561103, "one": 561002, "three": 0}
+    assert expected_status(dataclasses.replace(cases["empty"], dtype="int8"), TODAY) == 561103   # before the dtypes
+    if op == "forward":
+        assert {name: expected_status(case, TODAY, "ascend910b") for name, case in cases.items()} == \
+            {"null": 0, "empty": 561103, "one": 561002, "three": 561002}
+
+
+def test_strided_tables_are_refused_at_the_grads_launch_and_taken_by_the_forward():
+    for tensor in ("cos", "sin"):
+        strided = case_of(**{f"{tensor}_strides": [48, 16, 16, 1]})
+        assert (expected_status(strided, TODAY), expected_phase(strided, TODAY)) == (561000, "launch")
+        assert violation_details(strided, TODAY)[0].rule == f"{tensor} not contiguous"
+        assert expected_status(dataclasses.replace(strided, op="forward"), TODAY) == 0
+    at_offset = case_of(dy_offset=7, cos_offset=3, sin_offset=1)        # contiguous views: ordinary inputs
+    assert expected_status(at_offset, TODAY) == 0
+    assert facts(at_offset).offsets == {"dy", "cos", "sin"}
+
+
+def test_the_forward_on_a2_a3_follows_its_membase_tiling():
+    rules = lambda case: [v.rule for v in violation_details(case, TODAY, "ascend910_93")]  # noqa: E731
+    assert rules(case_of(op="forward", broadcast="B11D")) == []
+    assert rules(case_of(op="forward")) == ["A2/A3: cos B != B"]                      # 1S1D: cos B 1, x's B 2
+    assert rules(case_of(op="forward", broadcast="BSND")) == ["A2/A3: cos N != 1"]
+    assert rules(case_of(op="forward", broadcast="B11D", rotary_mode=2**32 + 1, expect={"error": "any"})) == \
+        ["A2/A3: mode not 1"]                                                           # read as int64: refused
+    assert expected_status(case_of(op="forward", rotary_mode=2**32 + 1, expect={"error": "any"}), TODAY) == 0
+    past_d = case_of(op="forward", partial_slice=[20, 20], cos_shape=[2, 1, 1, 2], broadcast=None,
+                     expect={"error": "any"})
+    assert (expected_status(past_d, TODAY), expected_status(past_d, TODAY, "ascend910b")) == (561002, 0)
+
+
+def test_builds_follow_the_grads_no_op_history():
+    past_d = case_of(partial_slice=[20, 20], broadcast=None, cos_shape=[1, 1, 1, 2], expect={"error": 561002})
+    cos_empty = case_of(broadcast=None, cos_shape=[0, 1, 1, 8])
+    assert [expected_status(past_d, TODAY, build=b) for b in ("base", "e9f0541c", "2b888cdb")] == [561002, 0, 561002]
+    assert holding_builds(past_d, TODAY) == ("base", "2b888cdb")
+    assert holding_builds(cos_empty, TODAY) == ("e9f0541c", "2b888cdb")
+    shipped = {case.name: case.builds for case in load_cases([ROOT / "cases" / "negative.yaml"])}
+    assert shipped["neg.empty_slice_past_D"] == ("base", "2b888cdb")
+    assert shipped["neg.empty_slice_D_2048_ok"] == shipped["neg.cos_empty_ok"] == ("e9f0541c", "2b888cdb")
+
+
+def test_the_runner_lays_a_view_at_its_offset_and_watches_the_storage_before_it():
+    case = case_of(dy_offset=5, cos_offset=3, sin_strides=[48, 16, 8, 1])
+    dy = acl._layout(case, "dy")
+    assert (dy.offset, dy.storage_elements, dy.plain) == (5, 5 + 192, False)
+    assert acl._layout(case, "sin").storage_elements == 1 + 2 * 16 + 7 and not acl._layout(case, "cos").plain
+    values = np.arange(192, dtype=np.float32).reshape(2, 3, 2, 16)
+    storage = acl._to_storage(values, dy)
+    assert (storage[:5].view(np.uint32) == 0xA5A5A5A5).all() and (storage[5:] == values.ravel()).all()
+    assert np.array_equal(acl._from_storage(storage, dy), values)
+    after = storage.copy()
+    after[2] = 0
+    assert acl._outside_view("dy", storage, after, dy) == \
+        ["dy storage changed before its offset (5 elements) at element 2, first of 1"]
+    assert acl._outside_view("dy", storage, storage, dy) == []
+
+
+def test_a_check_launches_every_tensor_contiguous_at_offset_0():
+    case = dataclasses.replace(case_of(dy_offset=5, cos_strides=[48, 16, 16, 1]), **CONTIGUOUS_STORAGE)
+    assert all(acl._layout(case, tensor).plain for tensor in ("dy", "cos", "sin"))
+
+
+def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
+    """Sin alike at both lanes of every pair (a RoPE table, or explicit values alike) passes with the warning, which
+    --strict fails; tables that differ between partners, or a case that says why it needs them alike, do not."""
+    rope = {"cos": {"rope": {"base": 10000}}, "sin": {"rope": {"base": 10000}}}
+    cases = {"rope": case_of(inputs=rope), "drawn": case_of(),
+             "said": case_of(inputs=rope, partners_alike="a real table on purpose")}
+    with AclSession(emulator, 0) as session:
+        warnings = {}
+        for name, case in cases.items():
+            inputs = make_inputs(case)
+            verdict = judge(case, inputs, session.launch(case, inputs))
+            assert verdict.status == "passed"
+            warnings[name] = verdict.warnings
+    assert warnings == {"rope": [PARTNERS_ALIKE_WARNING], "drawn": [], "said": []}
+    assert [facts(case).partners_differ for case in cases.values()] == [False, True, False]
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    """Set the chip and the build the emulator plays (it reads them at every call) for one test."""
+    def play(soc: str = "", build: str = "") -> None:
+        monkeypatch.setenv("PRMG_EMU_SOC", soc)
+        monkeypatch.setenv("PRMG_EMU_BUILD", build)
+    return play
+
+
+@pytest.mark.parametrize("soc, build", [("Ascend950PR_9589", "2b888cdb"), ("Ascend910B2", "2b888cdb"),
+                                        ("Ascend910_9391", ""), ("Ascend950DT_9591", "e9f0541c"),
+                                        ("Ascend960DT_0001", "base")])
+def test_the_emulator_and_the_model_agree_on_every_chip_and_build(emulator, emulated, soc, build):
+    """Every shipped negative case and forward case, and the slice lists, launched on the emulator playing ``soc``
+    and ``build``: the first phase returns what the constraint model predicts there (561003 for an operator the
+    chip lacks)."""
+    from prmg_cli.targets import soc_family
+
+    emulated(soc, build)
+    cases = load_cases([ROOT / "cases" / "negative.yaml", ROOT / "cases" / "forward.yaml"])
+    with AclSession(emulator, 0) as session:
+        for case in cases:
+            predicted = expected_status(case, TODAY, soc_family(soc), build or None)
+            outcome = session.launch(case, make_inputs(case))
+            assert outcome.status == predicted, (case.name, outcome.error_message)
+
+
+def test_a_case_is_judged_by_its_chips_rules_and_an_operator_the_chip_lacks_is_an_error(emulator, emulated):
+    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.targets import Target
+
+    settings = RunSettings(toolkit=emulator)
+    forward, grad = case_of(op="forward"), case_of()                 # 1S1D: cos B 1 where x's is 2
+    emulated("Ascend910_9391")
+    with AclSession(emulator, 0) as session:
+        a3 = Target("Ascend910_9391")
+        result, fit = run_case(session, forward, settings, a3)
+        assert (result.status, result.expect, fit) == ("passed", "error 561002", True)
+        assert result.details[0].startswith("on ascend910_93 the operator's rules give 561002")
+        assert "expect" not in result.definition                      # the case as written: expect pass
+        result, _ = run_case(session, grad, settings, a3)
+        assert result.status == "error" and "the device is an Ascend910_9391 (ascend910_93)" in result.message
+        emulated("Ascend950PR_9589")                                  # the chip claimed is not the one played
+        result, _ = run_case(session, forward, settings, a3)
+        assert result.status == "failed" and result.message.startswith("on ascend910_93 the operator's rules")
+
+
+def test_a_build_dependent_expectation_is_reported_as_such(emulator, emulated, monkeypatch):
+    """On a toolkit of unknown build (every real one today), a case refused or accepted as another build does is
+    xfailed, saying that its expectation depends on the build; once the version maps to a build the case holds
+    for (a ``targets.RELEASES`` entry), the same is a plain failure."""
+    from prmg_cli import targets
+    from prmg_cli.execute import RunSettings, run_case
+
+    case = next(case for case in load_cases([ROOT / "cases" / "negative.yaml"])
+                if case.name == "neg.empty_slice_past_D")
+    emulated(build="e9f0541c")                                        # the no-op before the range check
+    settings = RunSettings(toolkit=emulator)
+    with AclSession(emulator, 0) as session:
+        unknown = targets.Target("Ascend950PR_9589", "8.5.0-emulator")
+        result, _ = run_case(session, case, settings, unknown)
+        assert result.status == "xfailed" and result.message.startswith(
+            "expectation depends on the toolkit build: it holds for builds base, 2b888cdb; this toolkit states "
+            "version 8.5.0-emulator (build unknown): expected 561002")
+        monkeypatch.setitem(targets.RELEASES, "8.5.0-emulator", "2b888cdb")
+        result, _ = run_case(session, case, settings, unknown)
+        assert result.status == "failed" and result.message.startswith("expected 561002")
+        emulated()                                                     # the build the case holds for
+        assert run_case(session, case, settings, unknown)[0].status == "passed"
+
+
+def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():
+    from conftest import prmg
+
+    result = prmg("run", str(ROOT / "cases" / "worked_example.yaml"), "--runner", "emulator",
+                  env={"PRMG_EMU_SOC": "Ascend910B2"})
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("prmg: error: the device is an Ascend910B2 (ascend910b): InplacePartialRotaryMulGrad's "
+                             "op definition lists ascend950, ascend960dt only, so its 1 case cannot run here (run them "
+                             "on one of those chips, or select other operators' cases)\n")
