@@ -217,7 +217,7 @@ def check_in_process(name: str, data: bytes) -> None:
             if accepted:
                 for case in cases[:5]:
                     assert len(fingerprint(case)) == 64
-                for case in [case for case in cases if element_count(case.shape) <= 4096][:3]:
+                for case in [case for case in cases if element_count(case.shape) <= 1024][:1]:
                     with warnings.catch_warnings():              # its inputs are drawn, no overflow on the way
                         warnings.simplefilter("error")
                         make_inputs(case)
