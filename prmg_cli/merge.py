@@ -18,11 +18,20 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   a record that says something of the kernel beating one that does not (``StatusInfo.evidence``: skipped, not
   run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
   ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
-- **Provenance.** The report's header carries every run's provenance (file, shard, host, SoC, toolkit,
-  start), the faults injected into any of them, the emulator notice when any record came from the emulator,
-  and names each setting that differs between the runs (``suite.recorded_settings``) with the files.
-- **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included),
-  2 for unreadable files and usage errors, 5 when there is nothing to report or every case was skipped.
+- **Provenance.** The report's header carries every run's provenance (file, shard, host, runner, SoC, toolkit,
+  operator library, the fingerprint of the operator's kernel and tiling files, start), the faults injected into
+  any of them, the emulator notice when any record came from the emulator, and names each setting that differs
+  between the runs (``suite.recorded_settings``) with the files.
+- **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports:
+  ``contributing``) were judged under the same settings: a setting that differs between them (another standard,
+  ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named on stderr with
+  the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's ``exit_code`` 1),
+  unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``: the host, the
+  toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing the same
+  package have them (``_like``: size and mtime).
+- **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
+  judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
+  or every case was skipped.
 """
 
 from __future__ import annotations
@@ -36,7 +45,8 @@ from .errors import PrmgError
 from .files import write_text
 from .outputs.labels import EMULATOR_NOTE
 from .standards import standard_of
-from .results import STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
+from .results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
+                      visible)
 from .writes import Output, check_outputs, same_file, write_stdout
 
 DUPLICATE_RULES = ("worst", "last")
@@ -161,28 +171,67 @@ def setting_text(value) -> str:
     return str(value) if value != "" else "''"
 
 
-def differing_settings(stores: Sequence[store.Stored]) -> list[str]:
-    """One line per setting (``suite.recorded_settings``) whose value differs between the runs of ``stores``,
-    each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl: allclose``."""
-    runs = [(stored.path, run) for stored in stores for run in stored.runs]
+# Settings the runs of one report may differ in and still be alike: where each ran (shards run on several hosts) and
+# the toolkit's folder there.
+WHERE = ("host", "location")
+
+
+def _like(key: str, value):
+    """``value`` of the recorded setting ``key`` as two hosts that installed the same package have it: the stamps of
+    the libraries (``provenance.library_stamp``) as size and mtime, those of the operator's kernel and tiling files
+    (``provenance.opp_stamp``) as their count and portable fingerprint, any other setting as it is."""
+    if key == "libraries" and isinstance(value, dict):
+        return {role: stamp[:2] if isinstance(stamp, list) else stamp for role, stamp in value.items()}
+    if key == "opp" and isinstance(value, dict):
+        return {"files": value.get("files"), "portable": value.get("portable")}
+    return value
+
+
+def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> list[tuple[str, store.RunRecord]]:
+    """(file, run record) of each run whose records ``results`` report (by ``run_id``; every run of a file whose
+    reported records name none, as older prmg wrote them): a run every record of which a later one replaced says
+    nothing of the report."""
+    reported = {result.run_id for result in results}
+    return [(stored.path, run) for stored in stores for run in stored.runs
+            if run.run_id in reported or ("" in reported and any(not r.run_id for r in stored.results))]
+
+
+def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
+    """(setting, line) for each setting (``suite.recorded_settings``) whose value (``_like``) differs between the
+    ``runs`` (file, run record), each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl:
+    allclose``."""
     keys = sorted({key for _, run in runs for key in run.settings})
     lines = []
     for key in keys:
         values = {}
         for path, run in runs:
-            values.setdefault(setting_text(run.settings.get(key)), []).append(visible(path))
+            values.setdefault(setting_text(_like(key, run.settings.get(key))), []).append(visible(path))
         if len(values) > 1:
-            lines.append(f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
-                                                for value, paths in values.items()))
+            lines.append((key, f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
+                                                       for value, paths in values.items())))
     return lines
 
 
-def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> RunInfo:
+def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult],
+                   allowed: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(the settings that differ between the runs ``results`` come from and make the merge unlike, those that differ
+    and are ``allowed`` or may: ``WHERE``), each (setting, line) as ``differing_settings`` gives it; for files of a
+    prmg that wrote no run records, the runners their records name (``runner``)."""
+    lines = differing_settings(contributing(stores, results))
+    runners = recorded_runners(results)
+    if not any(stored.runs for stored in stores) and len(runners) > 1:
+        lines.append(("runner", f"runner: records from {' and '.join(map(visible, runners))}"))
+    mixed = [(key, line) for key, line in lines if key not in WHERE and key not in allowed]
+    return mixed, [(key, line) for key, line in lines if (key, line) not in mixed]
+
+
+def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allowed: Sequence[str] = ()) -> RunInfo:
     """The description the reports' header gets: every run's provenance as its run record states it (the
     faults injected into any run, the emulator as soon as one run or record came from it, each run's shard,
-    host, SoC, toolkit and start) and each setting that differs between the runs: the runs' own descriptions
-    joined (``RunInfo.joined``), with the runner, the target's modes, the standard, prmg's version and the notes
-    said here."""
+    host, runner, SoC, toolkit, operator library, kernel files and start), each setting that differs between the
+    runs, and those that make them unlike (``mixed``, unless ``allowed``: ``mixed_settings``): the runs' own
+    descriptions joined (``RunInfo.joined``), with the runner, the target's modes, the standard, prmg's version and
+    the notes said here."""
     infos = [(stored.path, run, run.run_info) for stored in stores for run in stored.runs]
     joined = RunInfo.joined([info for _, _, info in infos])
     runners = sorted(set(recorded_runners(results)) | {info.runner for _, _, info in infos})
@@ -193,13 +242,16 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> R
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
                      f"{info.started or '?'} on {info.host or '?'}, devices {_devices(info.devices)}, "
-                     f"SoC {info.soc or '?'}, toolkit "
-                     f"{info.toolkit_version or '?'}" + (f", faults {', '.join(info.faults)}" if info.faults else ""))
+                     f"runner {info.runner}, standard {info.standard or '?'}{' (--strict)' if info.strict else ''}, "
+                     f"SoC {info.soc or '?'}, toolkit {info.toolkit_version or '?'}, operator library "
+                     f"{info.op_library or '?'}, kernel files {info.opp_portable or '?'}"
+                     + (f", faults {', '.join(info.faults)}" if info.faults else ""))
              for path, run, info in infos]
-    notes += [("settings differ", line) for line in differing_settings(stores)]
+    mixed, alike = mixed_settings(stores, results, allowed)
+    notes += [("settings differ", line) for _, line in sorted(mixed + alike)]
     return replace(joined, runner=runner, location=location, supported_modes=tuple(sorted(joined.supported_modes)),
                    standard=joined.standard or "per case (as recorded)", version=__version__,
-                   notes=tuple(notes))
+                   notes=tuple(notes), mixed=tuple(line for _, line in mixed))
 
 
 def _devices(devices) -> str:
@@ -228,8 +280,9 @@ def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult])
 
 def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: Sequence[str] = (),
                  output: str | None = None, rule: str = "worst", verbose: bool = False,
-                 wide: bool = False) -> int:
-    """``prmg report``: write every report asked for and return the exit code (module docstring)."""
+                 wide: bool = False, allow_mixed: Sequence[str] = ()) -> int:
+    """``prmg report``: write every report asked for and return the exit code (module docstring); ``allow_mixed``
+    the settings (``--allow-mixed``) that may differ between the runs merged."""
     targets = outputs.parse_targets(list(reports), output)
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
@@ -248,6 +301,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
             continue
         seen.append(path)
         stores.append(store.read(path))
+    _check_allowed(allow_mixed, stores)
     merged = merge(stores, cases, rule)
     for line in merged.duplicates:
         sys.stderr.write(f"prmg: {line}\n")
@@ -260,9 +314,15 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         sys.stderr.write("prmg: nothing to report: the results files hold no result"
                          + (" and --cases no case\n" if case_paths else "\n"))
         return ExitCode.NO_CASES
-    for line in differing_settings(stores):
-        sys.stderr.write(f"prmg: warning: the runs were judged under different settings: {line}\n")
-    info = run_info(stores, merged.results)
+    mixed, alike = mixed_settings(stores, merged.results, allow_mixed)
+    for key, line in alike:
+        if key not in WHERE:
+            sys.stderr.write(f"prmg: warning: the runs were judged under different settings (--allow-mixed {key}): "
+                             f"{line}\n")
+    for key, line in mixed:
+        sys.stderr.write(f"prmg: the runs were judged under different settings, which no one verdict covers: {line} "
+                         f"(--allow-mixed {key} if that is intended)\n")
+    info = run_info(stores, merged.results, allow_mixed)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
     for target in targets:
@@ -285,4 +345,13 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if merged.unreported:
         sys.stderr.write(f"prmg: {plural(merged.unreported, 'case')} selected by the runs but in no results "
                          f"file (a shard missing, or a run stopped early): reported not_run\n")
-    return exit_code(merged.results)
+    return report_exit_code(merged.results, info)
+
+
+def _check_allowed(allowed: Sequence[str], stores: Sequence[store.Stored]) -> None:
+    """PrmgError for an ``--allow-mixed`` name that is no setting the runs of ``stores`` record (nor ``runner``)."""
+    known = {"runner", *(key for stored in stores for run in stored.runs for key in run.settings)}
+    unknown = [name for name in allowed if name not in known]
+    if unknown:
+        raise PrmgError(f"--allow-mixed {visible(unknown[0])}: no run of these files records such a setting "
+                        f"(they record: {', '.join(sorted(known))})")

@@ -225,6 +225,7 @@ class RunInfo:
     opp_files: int = 0          # the operator's kernel and tiling files there (provenance.opp_stamp)
     opp_fingerprint: str = ""   # their stamp on this host (size, mtime, inode)
     opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
+    mixed: tuple = ()           # prmg report: each setting that differs between the runs merged, unallowed
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""
@@ -288,6 +289,15 @@ def summary_line(results: list[CaseResult]) -> str:
     if counts["total"] and counts["skipped"] == counts["total"]:
         line += " (every case was skipped)"
     return line
+
+
+def report_exit_code(results: list[CaseResult], info: RunInfo) -> ExitCode:
+    """The exit code a report of ``results`` states: the run's when it was stopped (``info.stopped_code``), ``FAILED``
+    when it merges runs judged under settings that differ (``info.mixed``: no one verdict), else ``exit_code``."""
+    if info.stopped_code is not None:
+        return ExitCode(info.stopped_code)
+    code = exit_code(results, info.strict)
+    return ExitCode.FAILED if info.mixed and code in (ExitCode.OK, ExitCode.NO_CASES) else code
 
 
 def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:

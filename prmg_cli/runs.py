@@ -3,7 +3,13 @@
 For every case of either results file, in this order of importance (``CATEGORIES``; ``ORDER`` says it in
 words for the help and the docs):
 
-- **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run);
+- **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run); and a case
+  only in B that is not ok there (a failure is a failure, whether A knew the case or not);
+- **not comparable**: a case whose definition changed from A to B (its ``fingerprint``: inputs, shapes, slice,
+  tolerance...) or that was judged under other settings (``judging``: its standard, ``--standard``, ``--strict``,
+  the checks and their options, ``--no-golden``): B's verdict says nothing of the kernel against A's. A regression,
+  unless ``allow_changed`` (``--allow-changed``) says the change is intended; then the case is also compared as
+  any other;
 - **verdicts lost**: a case whose status now says less about the kernel (``results.StatusInfo.evidence``: a
   verdict, then an xfail, then nothing) than it did, and is no new failure: passed or failed -> skipped or
   xfailed, failed or error -> not_run, xfailed -> skipped; a pass that became a skip or an xfail hides whatever
@@ -13,13 +19,16 @@ words for the help and the docs):
   passed in both;
 - **kernel-time drift**: the median kernel time rising by more than the measured noise: with repeated
   timings (``kernel_samples``, or bench rows' ``times_ms``) ``noise = 3 * (MAD_A + MAD_B) +
-  time_floor * median_A``; a case with fewer than 3 timings in either run is not judged for time, nor
-  are the emulator's host timings (they move by tens of percent between runs);
+  time_floor * median_A``; with fewer than 3 timings in either run (an ordinary run times each case once) only a
+  rise past a wide bound: B's median over ``SINGLE_RATIO`` (3) times A's *and* ``SINGLE_FLOOR_MS`` (1 ms) above it
+  (a slow path of 25 ms against 0.05 ms); the emulator's host timings are not judged (they move by tens of percent
+  between runs);
 - **only in A**: a verdict lost too, counted as a regression;
 - **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
 - **status changed**: any other change of status; **only in B**: new cases.
 
-A regression (new failure, verdict lost, drift, a case only in A) makes the exit code 1; otherwise 0. The
+A regression (new failure, not comparable, verdict lost, drift, a case only in A) makes the exit code 1;
+otherwise 0. The
 module imports nothing heavy at its top (``prmg --help`` reads ``ORDER`` through the compare command).
 """
 
@@ -33,17 +42,23 @@ from . import files
 from .errors import PrmgError
 from .results import CaseResult, plural, visible
 
-CATEGORIES = ("new failure", "verdict lost", "precision drift", "time drift", "only in A", "fixed", "status changed",
-              "only in B")
-REGRESSIONS = frozenset({"new failure", "verdict lost", "precision drift", "time drift", "only in A"})
+CATEGORIES = ("new failure", "not comparable", "verdict lost", "precision drift", "time drift", "only in A", "fixed",
+              "status changed", "only in B")
+REGRESSIONS = frozenset({"new failure", "not comparable", "verdict lost", "precision drift", "time drift", "only in A"})
 # Each category as a list of what compare reports names it, and the order in words.
-IN_WORDS = {"new failure": "new failures", "verdict lost": "verdicts lost", "precision drift": "precision drift",
-            "time drift": "kernel-time drift", "only in A": "cases only in A", "fixed": "fixes",
-            "status changed": "other status changes", "only in B": "cases only in B"}
+IN_WORDS = {"new failure": "new failures", "not comparable": "cases not comparable",
+            "verdict lost": "verdicts lost", "precision drift": "precision drift", "time drift": "kernel-time drift",
+            "only in A": "cases only in A", "fixed": "fixes", "status changed": "other status changes",
+            "only in B": "cases only in B"}
 ORDER = ", ".join(IN_WORDS[category] for category in CATEGORIES)
 # A category's noun for many changes, where it is not the category itself (``results.plural``).
-PLURALS = {"new failure": "new failures", "verdict lost": "verdicts lost", "precision drift": "precision drifts",
-           "time drift": "time drifts"}
+PLURALS = {"new failure": "new failures", "not comparable": "not comparable", "verdict lost": "verdicts lost",
+           "precision drift": "precision drifts", "time drift": "time drifts"}
+# Fewer than 3 kernel timings of a case in either run (one per case in an ordinary run): a rise is a drift only past
+# both bounds, B's median over SINGLE_RATIO times A's and SINGLE_FLOOR_MS above it; one timing moves by tens of
+# percent, a slow path by orders of magnitude.
+SINGLE_RATIO = 3.0
+SINGLE_FLOOR_MS = 1.0
 
 
 @dataclass
@@ -67,10 +82,16 @@ class Comparison:
     cases_b: int = 0
     faults_a: dict = field(default_factory=dict)
     faults_b: dict = field(default_factory=dict)
+    allow_changed: bool = False          # --allow-changed: a case not comparable is no regression
+
+    def regressive(self, category: str) -> bool:
+        """Whether a change of ``category`` is a regression (``REGRESSIONS``; not comparable unless
+        ``allow_changed``)."""
+        return category in REGRESSIONS and not (self.allow_changed and category == "not comparable")
 
     @property
     def regressions(self) -> list:
-        return [change for change in self.changes if change.category in REGRESSIONS]
+        return [change for change in self.changes if self.regressive(change.category)]
 
     def fault_lines(self) -> list[str]:
         """One line per run whose cases emulator faults acted on: ``run B had emulator faults injected ...``."""
@@ -89,15 +110,55 @@ def _first(names: list[str], count: int = 3) -> str:
     return ", ".join(map(visible, names[:count])) + (f" and {len(names) - count} more" if len(names) > count else "")
 
 
-def read_run(path: str) -> dict[str, CaseResult]:
-    """Every case's last record in the results file ``path`` (``store.read``), by name; PrmgError when it holds
-    no result record (nothing to compare)."""
+@dataclass
+class Run:
+    """One results file as compare reads it: each case's last record, and what each was judged under (``judging``)."""
+
+    records: dict
+    judged: dict
+
+
+def read_run(path: str) -> Run:
+    """Every case's last record in the results file ``path`` (``store.read``), by name, with what it was judged under
+    (``judging`` with its run record's settings); PrmgError when it holds no result record (nothing to compare)."""
     from .store import read
 
-    records = read(path).latest()
+    stored = read(path)
+    records = stored.latest()
     if not records:
         raise PrmgError("holds no result record: nothing to compare", file=path)
-    return records
+    settings = {run.run_id: run.settings for run in stored.runs}
+    return Run(records, {name: judging(record, settings.get(record.run_id)) for name, record in records.items()})
+
+
+def judging(record: CaseResult, settings: dict | None = None) -> dict:
+    """What ``record``'s verdict was judged under besides its case and its kernel: its standard and, from its run's
+    settings (``suite.recorded_settings``; left out without a run record), ``--standard`` (which drops the case's
+    tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``."""
+    flags = (("--standard", "standard", None), ("--strict", "strict", False), ("--check", "checks", []),
+             ("check options", "check_options", {}), ("--no-golden", "golden", True))
+    known = {} if settings is None else {flag: settings.get(key, default) for flag, key, default in flags}
+    return {"standard": record.standard or None, **known}
+
+
+def incomparable(old: CaseResult, new: CaseResult, judged_old: dict, judged_new: dict) -> str:
+    """"" when B's record of a case can be held against A's, else why not: its definition changed (the fingerprints
+    differ: the keys of ``definition`` that changed are named) or it was judged under other settings (each that
+    both runs state and that differs; ``judging``)."""
+    if old.fingerprint and new.fingerprint and old.fingerprint != new.fingerprint:
+        keys = sorted(key for key in {*old.definition, *new.definition}
+                      if old.definition.get(key) != new.definition.get(key))
+        return f"its definition changed ({', '.join(map(visible, keys)) or 'its input files'})"
+    differ = [f"{key} {_shown(judged_old[key])} -> {_shown(judged_new[key])}" for key in judged_old
+              if key in judged_new and judged_old[key] != judged_new[key]]
+    return f"judged under other settings: {'; '.join(differ)}" if differ else ""
+
+
+def _shown(value) -> str:
+    """A judging setting as text: ``none``, ``true``, ``[adjoint]``, ``allclose``."""
+    from .merge import setting_text
+
+    return visible(setting_text(value))
 
 
 def _mad(values: list[float]) -> float:
@@ -107,10 +168,17 @@ def _mad(values: list[float]) -> float:
 
 
 def time_drift(before: list[float], after: list[float], floor: float) -> str:
-    """"" when the median did not rise beyond the noise, else a sentence with the numbers (module docstring)."""
-    if len(before) < 3 or len(after) < 3:
+    """"" when the median did not rise beyond the noise, else a sentence with the numbers (module docstring); with
+    fewer than 3 timings on either side, only a rise past ``SINGLE_RATIO`` times and ``SINGLE_FLOOR_MS``."""
+    if not before or not after:
         return ""
     median_a, median_b = statistics.median(before), statistics.median(after)
+    if len(before) < 3 or len(after) < 3:
+        if median_b <= SINGLE_RATIO * median_a or median_b - median_a <= SINGLE_FLOOR_MS:
+            return ""
+        times = f"{median_b / median_a:.3g}x, " if median_a > 0 else ""
+        return (f"kernel time {median_a:.4g} -> {median_b:.4g} ms ({times}past {SINGLE_RATIO:g}x and "
+                f"{SINGLE_FLOOR_MS:g} ms: with {len(before)} and {len(after)} timings only such a rise is judged)")
     noise = 3 * (_mad(before) + _mad(after)) + floor * median_a
     if median_b - median_a <= noise:
         return ""
@@ -119,8 +187,9 @@ def time_drift(before: list[float], after: list[float], floor: float) -> str:
 
 
 def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float = 0.25, floor: float = 0.05,
-            time_floor: float = 0.05) -> Comparison:
-    """The changes from run ``a`` to run ``b`` (module docstring), worst category first, then by name."""
+            time_floor: float = 0.05, judged: tuple[dict, dict] = ({}, {}), allow_changed: bool = False) -> Comparison:
+    """The changes from run ``a`` to run ``b`` (module docstring), worst category first, then by name; ``judged``
+    what each run's records were judged under (``judging``; a record missing there, by its record alone)."""
     from .keymetric import drift_value
     from .outputs.labels import fault_cases
 
@@ -130,9 +199,16 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
             changes.append(Change("only in A", name, a[name].status))
             continue
         if name not in a:
-            changes.append(Change("only in B", name, after=b[name].status))
+            new = b[name]
+            changes.append(Change("only in B", name, after=new.status) if new.info.ok else
+                           Change("new failure", name, "", new.status, f"only in B: {visible(new.message)}"))
             continue
         old, new = a[name], b[name]
+        why = incomparable(old, new, judged[0].get(name) or judging(old), judged[1].get(name) or judging(new))
+        if why:
+            changes.append(Change("not comparable", name, old.status, new.status, why))
+            if not allow_changed:
+                continue
         if old.info.ok and not new.info.ok:
             changes.append(Change("new failure", name, old.status, new.status, visible(new.message)))
         elif not old.info.ok and new.status == "passed":
@@ -151,7 +227,8 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
             if moved:
                 changes.append(Change("time drift", name, detail=moved))
     changes.sort(key=lambda change: (CATEGORIES.index(change.category), change.name))
-    return Comparison(changes, len(a), len(b), fault_cases(list(a.values())), fault_cases(list(b.values())))
+    return Comparison(changes, len(a), len(b), fault_cases(list(a.values())), fault_cases(list(b.values())),
+                      allow_changed)
 
 
 def _samples(result: CaseResult) -> list[float]:
@@ -165,7 +242,8 @@ def render(comparison: Comparison, fmt: str = "table", width: int | None = None)
     the detail, then the case names, give way), one line per run with injected faults, then a summary line; JSON
     or Markdown."""
     counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
-    regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items() if n and c in REGRESSIONS)
+    regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items()
+                            if n and comparison.regressive(c))
     summary = (f"{plural(len(comparison.regressions), 'regression')} ({regressions or 'none'}); "
                f"{counts['fixed']} fixed; {plural(comparison.cases_a, 'case')} in A, {comparison.cases_b} in B")
     faults = comparison.fault_lines()
@@ -198,10 +276,12 @@ def render(comparison: Comparison, fmt: str = "table", width: int | None = None)
 
 
 def compare_files(path_a: str, path_b: str, fmt: str = "table", **limits) -> tuple[str, int]:
-    """``prmg compare``: the report and the exit code (1 on any regression)."""
+    """``prmg compare``: the report and the exit code (1 on any regression); ``limits``: ``compare``'s drift, floor,
+    time_floor and allow_changed."""
     if fmt not in ("table", "json", "markdown"):
         raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
-    comparison = compare(read_run(path_a), read_run(path_b), **limits)
+    run_a, run_b = read_run(path_a), read_run(path_b)
+    comparison = compare(run_a.records, run_b.records, judged=(run_a.judged, run_b.judged), **limits)
     return render(comparison, fmt), 1 if comparison.regressions else 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +34,10 @@ def results_file(tmp_path: Path, name: str, records: list[CaseResult]) -> Path:
 
 
 def result(name, status="passed", ratio=0.4, samples=(), **extra) -> CaseResult:
-    """A result judged by ``default`` whose share of the budget beyond the output's rounding is ``ratio``."""
-    return CaseResult(name=name, status=status, metrics={"max_err_ratio": 0.99996, "beyond_rounding": ratio},
-                      kernel_samples=list(samples), **extra)
+    """A result judged by ``default`` whose share of the budget beyond the output's rounding is ``ratio`` (or with
+    the ``metrics`` given)."""
+    extra.setdefault("metrics", {"max_err_ratio": 0.99996, "beyond_rounding": ratio})
+    return CaseResult(name=name, status=status, kernel_samples=list(samples), **extra)
 
 
 # --- prmg compare ---------------------------------------------------------------------------------------
@@ -84,10 +86,82 @@ def test_compare_summary_counts_in_plural_words():
 
 
 def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
-    assert runs.time_drift([1.0, 1.0], [5.0, 5.0], 0.05) == ""           # two timings: not judged
+    assert runs.time_drift([1.0, 1.0], [2.5, 2.5], 0.05) == ""           # two timings: not judged below 3x
     assert runs.time_drift([1.0, 1.02, 0.98], [1.05, 1.03, 1.07], 0.05) == ""
     assert "median kernel time 1 -> 1.5 ms" in runs.time_drift([1.0, 1.02, 0.98], [1.5, 1.52, 1.48], 0.05)
     assert runs.time_drift([1.0, 1.5, 0.5], [1.6, 2.0, 1.2], 0.05) == ""   # a noisy baseline hides it
+
+
+def test_one_timing_per_case_shows_a_slow_path_past_a_wide_bound():
+    """Issue 32: an ordinary run times each case once, and a slow path of 25 ms against 0.05 ms (500x) passed
+    unreported as "not judged for time". With fewer than 3 timings a rise past 3x *and* 1 ms is a drift."""
+    assert "kernel time 0.05 -> 25 ms (500x, past 3x and 1 ms" in runs.time_drift([0.05], [25.0], 0.05)
+    assert runs.time_drift([0.2], [1.0], 0.05) == ""                       # 5x, but 0.8 ms: noise of one timing
+    assert runs.time_drift([2.0], [5.9], 0.05) == ""                       # 3.9 ms more, but under 3x
+    slow = runs.compare({"x": result("x", kernel_ms=0.05, runner="aclnn")},
+                        {"x": result("x", kernel_ms=25.0, runner="aclnn")})
+    assert [change.category for change in slow.regressions] == ["time drift"]
+    assert not runs.compare({"x": result("x", kernel_ms=0.05, runner="emulator")},
+                            {"x": result("x", kernel_ms=25.0, runner="emulator")}).changes    # host timings
+
+
+def judged_file(path: Path, settings: dict, *records: CaseResult) -> Path:
+    """A results file of one run judged under ``settings`` (its run record's) holding ``records``."""
+    from prmg_cli import store
+
+    run = store.RunRecord("r" * 32, "", [record.name for record in records], settings, {})
+    path.write_bytes(b"".join(store.encode(item) for item in (run, *(replace(r, run_id="r" * 32) for r in records))))
+    return path
+
+
+def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_first_run(tmp_path):
+    """Issue 32: 0 regressions, exit 0 when B weakened a case, was judged under a looser standard, or failed a case A
+    never ran. Now the first two are not comparable (a regression unless --allow-changed) and the third a new
+    failure."""
+    over = {"max_err_ratio": 3.0, "beyond_rounding": 2.0}
+    a = judged_file(tmp_path / "a.jsonl", {"standard": None, "strict": False},
+                    result("weakened", fingerprint="f1", definition={"inputs": {}}),
+                    result("loosened", "failed", standard="default", fingerprint="f2", metrics=over),
+                    result("same", standard="default", fingerprint="f3"))
+    b = judged_file(tmp_path / "b.jsonl", {"standard": "allclose", "strict": False},
+                    result("weakened", standard="allclose", fingerprint="f1b",
+                           definition={"inputs": {"sin": {"uniform": [0, 0]}}}),
+                    result("loosened", standard="allclose", fingerprint="f2", metrics={"max_tol_ratio": 0.5}),
+                    result("only_b", "failed", standard="allclose", metrics={"max_tol_ratio": 9.0}))
+    text, code = runs.compare_files(str(a), str(b), "json")
+    changes = {change["name"]: change for change in json.loads(text)["changes"]}
+    assert code == 1 and {name: change["category"] for name, change in changes.items()} == {
+        "weakened": "not comparable", "loosened": "not comparable", "only_b": "new failure", "same": "only in A"}
+    assert changes["weakened"]["detail"] == "its definition changed (inputs)"
+    assert changes["loosened"]["detail"] == ("judged under other settings: standard default -> allclose; --standard "
+                                             "none -> allclose")
+    text, code = runs.compare_files(str(a), str(b), "json", allow_changed=True)
+    document = json.loads(text)
+    assert [(c["category"], c["name"]) for c in document["changes"]][:4] == [
+        ("new failure", "only_b"), ("not comparable", "loosened"), ("not comparable", "weakened"),
+        ("only in A", "same")]
+    assert document["summary"]["regressions"] == 2 and ("fixed", "loosened") in [
+        (c["category"], c["name"]) for c in document["changes"]]
+
+
+def test_a_weakened_case_is_not_comparable_end_to_end(tmp_path, emulator, monkeypatch):
+    """The issue's own example through real runs: a sign-wrong kernel fails the case in A; B sets sin to 0, where no
+    sign can be wrong, and passes. That was a fix, exit 0; now the case is not comparable."""
+    from prmg_cli.commands.run import Request
+    from prmg_cli.suite import run_suite
+
+    case = "- {name: w, shape: [1, 2, 2, 16], partial_slice: [0, 16]}\n"
+    weakened = case.replace("}\n", ", inputs: {sin: {uniform: [0, 0]}}}\n")
+    monkeypatch.setenv("PRMG_EMU_FAULT", "sign")
+    for name, text in (("a", case), ("b", weakened)):
+        (tmp_path / f"{name}.yaml").write_text(text)
+        run_suite(Request(paths=(str(tmp_path / f"{name}.yaml"),), runner="emulator",
+                          results=str(tmp_path / f"{name}.jsonl"), report=("json:/dev/null",)))
+    text, code = runs.compare_files(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "json")
+    (change,) = json.loads(text)["changes"]
+    assert code == 1 and (change["category"], change["before"], change["after"]) == ("not comparable", "failed",
+                                                                                      "passed")
+    assert change["detail"] == "its definition changed (inputs)"
 
 
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):

@@ -155,29 +155,35 @@ def test_unwritable_outputs_are_refused_before_the_first_case(tmp_path):
         assert not results.exists() or results.read_text() == ""
 
 
+def stand_in(root: Path, wedged: bool = False) -> Path:
+    """``root`` made a minimal toolkit of test_acl's stand-in libraries (float32, interleave, 2 devices); ``wedged``:
+    its aclInit never returns, as on a device that no longer answers."""
+    from test_acl import STAND_IN
+
+    lib64 = root / "lib64"
+    lib64.mkdir(parents=True)
+    for library, source in STAND_IN.items():
+        if wedged and library == "libascendcl.so":
+            source = source.replace("int aclInit(const char *config) { (void)config; return 0; }",
+                                    "#include <unistd.h>\nint aclInit(const char *config) { (void)config; "
+                                    "for (;;) pause(); }")
+        (root / f"{library}.c").write_text(source)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib64 / library), str(root / f"{library}.c")], check=True)
+    return root
+
+
 def test_output_and_option_errors_come_before_anything_touches_the_toolkit(tmp_path):
     """Issue 32: with a wedged device (a stand-in toolkit whose aclInit never returns) a results file that cannot
     be written or read, a report the check of permissions passes but no open can (root in /proc), or a device list
     that is no list each end at once with exit 2: none waits for the toolkit's probe (its timeout is 120 s)."""
-    from test_acl import STAND_IN
-
-    lib64 = tmp_path / "wedged" / "lib64"
-    lib64.mkdir(parents=True)
-    for library, source in STAND_IN.items():
-        if library == "libascendcl.so":
-            source = source.replace("int aclInit(const char *config) { (void)config; return 0; }",
-                                    "#include <unistd.h>\nint aclInit(const char *config) { (void)config; "
-                                    "for (;;) pause(); }")
-        (tmp_path / f"{library}.c").write_text(source)
-        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib64 / library), str(tmp_path / f"{library}.c")],
-                       check=True)
+    wedged = stand_in(tmp_path / "wedged", wedged=True)
     cases, garbage = write(tmp_path, CASES), write(tmp_path, "not a results file\n", "garbage.jsonl")
     for args, said in ((["--results", "/proc/nope.jsonl"], "cannot write the results file"),
                        (["--resume", garbage], "not a results file"),
                        (["--report", "json:/proc/nope.json"], "cannot write the report"),
                        (["--devices", "all,x"], "--devices must be")):
         result = prmg("run", cases, "--runner", "aclnn", "--devices", "all", *args, timeout=30,
-                      env={"ASCEND_HOME_PATH": str(tmp_path / "wedged")})
+                      env={"ASCEND_HOME_PATH": str(wedged)})
         assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
 
 

@@ -71,16 +71,49 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     assert result.stderr == ""                                        # no duplicates, nothing missing
 
 
-def test_shards_judged_under_different_settings_are_named(tmp_path):
+def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowed(tmp_path):
+    """Issue 32: shards judged under different standards merged into one green report (a warning on stderr). Now
+    the merge names the setting and the files and exits 1, its JSON says so, unless --allow-mixed says it is
+    intended."""
     shards = [tmp_path / "strict.jsonl", tmp_path / "loose.jsonl"]
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0])
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard", "allclose")
     result = prmg("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
-    assert result.returncode == 0
-    assert (f"warning: the runs were judged under different settings: standard: {shards[0]}: none; {shards[1]}: "
-            "allclose\n") in result.stderr
-    notes = dict(json.loads((tmp_path / "r.json").read_text())["summary"]["notes"])
-    assert notes["settings differ"].startswith("standard: ")
+    differ = f"standard: {shards[0]}: none; {shards[1]}: allclose"
+    assert result.returncode == 1 and (f"prmg: the runs were judged under different settings, which no one verdict "
+                                       f"covers: {differ} (--allow-mixed standard if that is intended)\n"
+                                       ) in result.stderr
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    assert (summary["exit_code"], summary["ok"], summary["mixed"]) == (1, False, [differ])
+    assert dict(summary["notes"])["settings differ"] == differ
+    result = prmg("report", *shards, "--allow-mixed", "standard", "--report", "json", "-o", tmp_path / "r.json")
+    assert result.returncode == 0 and f"warning: the runs were judged under different settings (--allow-mixed " \
+                                      f"standard): {differ}\n" in result.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["summary"]["exit_code"] == 0
+    result = prmg("report", *shards, "--allow-mixed", "standrad")
+    assert result.returncode == 2 and "--allow-mixed standrad: no run of these files records such a setting" in \
+        result.stderr
+
+
+def test_an_emulator_shard_and_a_toolkit_shard_are_no_one_report(tmp_path):
+    """Issue 32: one shard run on the emulator (a correct kernel) and one on a toolkit merged green. The runner, its
+    libraries and toolkit are named; the merge exits 1 until every one is allowed."""
+    from test_fail_safe import stand_in
+
+    cases = tmp_path / "c.yaml"
+    cases.write_text("".join(f"- {{name: c{index}, shape: [1, 2, 1, 8], partial_slice: [0, 8]}}\n"
+                             for index in range(4)))
+    shards = [tmp_path / "emulator.jsonl", tmp_path / "toolkit.jsonl"]
+    assert prmg("run", cases, "--runner", "emulator", "--shard", "1/2", "--results", shards[0]).returncode == 0
+    toolkit = prmg("run", cases, "--runner", "aclnn", "--shard", "2/2", "--results", shards[1],
+                   env={"ASCEND_HOME_PATH": str(stand_in(tmp_path / "standin"))})
+    assert toolkit.returncode == 0, toolkit.stderr
+    result = prmg("report", *shards)
+    named = re.findall(r"no one verdict covers: (\w+): ", result.stderr)
+    assert result.returncode == 1 and {"runner", "libraries", "op_library", "toolkit_version"} <= set(named)
+    assert "MIXED SETTINGS: " in " ".join(result.stdout.split())
+    allowed = [argument for key in named for argument in ("--allow-mixed", key)]
+    assert prmg("report", *shards, *allowed).returncode == 0
 
 
 def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
@@ -116,8 +149,11 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     header = " ".join(result.stdout.split("\n\n")[0].split())            # its long lines wrapped
     assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
-    assert ", devices 0, SoC " in header and ", devices 0,1, SoC " in header and "devices: 0, 1 " in header
+    assert ", devices 0, runner emulator, standard per case (default: default), SoC " in header
+    assert ", devices 0,1, runner emulator, standard allclose, SoC " in header and "devices: 0, 1 " in header
+    assert ", operator library /" in header and ", kernel files e3b0c44298fc1c14" in header
     assert f"settings differ: faults: {shards[0]}: {{faults: [nan], shape: ''}}; {shards[1]}: {{}} " in header
+    assert result.returncode == 1 and "MIXED SETTINGS: faults: " in header
     junit = tmp_path / "r.xml"
     prmg("report", *shards, "--report", f"junit:{junit}")
     pairs = [(p.get("name"), p.get("value")) for p in ET.parse(junit).getroot().iter("property")]

@@ -16,7 +16,11 @@ OPTIONS = (
            "regression.", "FRACTION", float),
     Option("floor", ("--floor",), 0.05, "The absolute part of the drift limit.", "VALUE", float),
     Option("time_floor", ("--time-floor",), 0.05, "Kernel time: a rise beyond 3 x the measured spread plus this "
-           "fraction of the median is a regression.", "FRACTION", float),
+           "fraction of the median is a regression (with fewer than 3 timings per case, only a rise past 3x and "
+           "1 ms).", "FRACTION", float),
+    Option("allow_changed", ("--allow-changed",), False, "A case whose definition (fingerprint) or judging settings "
+           "(standard, --standard, --strict, checks, --no-golden) differ between A and B is not comparable, a "
+           "regression: with this flag it is listed, not counted, and compared as any other.", kind=bool),
 )
 
 Request = request_type("CompareRequest", OPTIONS, "The options of ``prmg compare``.")
@@ -40,13 +44,14 @@ def main(request) -> int:
         if option.kind is float and not (math.isfinite(value) and value >= 0):
             raise PrmgError(f"{option.flags[0]} must be a finite number >= 0, got {value!r}")
     text, code = compare_files(request.run_a, request.run_b, request.report, drift=request.drift,
-                               floor=request.floor, time_floor=request.time_floor)
+                               floor=request.floor, time_floor=request.time_floor,
+                               allow_changed=request.allow_changed)
     write_stdout(text)
     return code
 
 
 main.__doc__ = f"""Compare two runs: {ORDER}, in that order.
 
-    Exit 1 on any regression (a new failure, a verdict lost, a precision or kernel-time drift, a case only in A),
-    0 otherwise.
+    Exit 1 on any regression (a new failure, a case not comparable, a verdict lost, a precision or kernel-time drift,
+    a case only in A), 0 otherwise.
     """

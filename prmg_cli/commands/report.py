@@ -16,6 +16,10 @@ OPTIONS = (
     OUTPUT,
     Option("duplicates", ("--duplicates",), "worst", f"A case in several files: worst (the worst verdict, a verdict "
            f"beating none: {' > '.join(WORST_FIRST)}) or last (the last file's record).", "RULE"),
+    Option("allow_mixed", ("--allow-mixed",), (), "A setting (repeatable: standard, strict, runner, toolkit_version, "
+           "soc, op_library, libraries, opp, faults, ...) that may differ between the runs merged; any other that "
+           "differs is named and makes the exit code 1 (the host and the toolkit's folder may always differ).",
+           "SETTING", list),
     VERBOSE, WIDE,
 )
 
@@ -36,11 +40,12 @@ def main(request) -> int:
     Each case held by several files is named on stderr. Each run's record names the cases it selected
     and its shard, so a case of a shard no file holds, or of a run stopped before it, is not_run: a report
     of some shards only is never green. The header carries every run's provenance and names the settings
-    that differ between them. Exit codes as prmg run: 0 when every case is ok, 1 when one failed, errored,
-    xpassed or was not run (also: a --cases case no file holds), 2 for unreadable files, 5 when there is
-    nothing to report.
+    that differ between them; runs judged under settings that differ (standard, strictness, runner, toolkit, SoC,
+    operator library or kernel files...) are no one verdict: exit 1 unless --allow-mixed names each. Exit codes
+    as for a run: 0 when every case is ok, 1 when one failed, errored, xpassed or was not run (also: a --cases case
+    no file holds, mixed settings), 2 for unreadable files, 5 when there is nothing to report.
     """
     from ..merge import report_files
 
     return report_files(list(request.results), list(request.cases), request.report, request.output,
-                        request.duplicates, request.verbose, request.wide)
+                        request.duplicates, request.verbose, request.wide, list(request.allow_mixed))

@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Iterator
 
-from ..results import CaseResult, RunInfo, exit_code, summary_counts, summary_line
+from ..results import CaseResult, RunInfo, report_exit_code, summary_counts, summary_line
 from ..vocab import mode_list, mode_name
 from .labels import checks_field, checks_ran, fault_cases, fault_field
 
@@ -42,7 +42,7 @@ def json_safe(value):
 def summary(results: list[CaseResult], info: RunInfo) -> dict:
     """The ``summary`` object: status counts, ok, the summary line, the exit code and the run info."""
     counts = summary_counts(results)
-    code = info.stopped_code if info.stopped_code is not None else exit_code(results, info.strict)
+    code = report_exit_code(results, info)
     faults, checks = fault_field(info, results), checks_field(info, results)
     injected = {"fault_cases": fault_cases(results), "fault_header": f"{faults[0]}: {faults[1]}"} if faults else {}
     names, _, goldless = checks_ran(results)

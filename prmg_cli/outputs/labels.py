@@ -187,12 +187,16 @@ def checks_field(info: RunInfo, judged=None) -> tuple[str, str] | None:
 
 
 def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged=None) -> list[tuple[str, str]]:
-    """The (label, value) lines above a report: runner, the emulator faults (``fault_field``: what acted
-    where, when ``results`` are given), target, devices, standard, the golden-free checks (``checks_field`` of
-    ``judged``, by default ``results``: a header printed before the first case gives the cases), then where
-    and when it ran (SoC, toolkit and driver versions, host, start), the opp folder with the fingerprint of the
+    """The (label, value) lines above a report: runner, the settings a merge mixes (``RunInfo.mixed``), the emulator
+    faults (``fault_field``: what acted where, when ``results`` are given), target, devices, standard, the
+    golden-free checks (``checks_field`` of ``judged``, by default ``results``: a header printed before the first
+    case gives the cases), then where and when it ran (SoC, toolkit and driver versions, host, start), the opp folder with the fingerprint of the
     operator's kernel and tiling files there, the results ``--resume`` took, and prmg's version."""
     fields = [("runner", runner_label(info))]
+    if info.mixed:
+        fields.append(("MIXED SETTINGS", f"{'; '.join(map(visible, info.mixed))}: the runs merged were judged under "
+                                         f"settings that differ, so no one verdict covers them (exit 1; "
+                                         f"--allow-mixed SETTING if that is intended)"))
     faults = fault_field(info, results)
     if faults:
         fields.append(faults)
