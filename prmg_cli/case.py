@@ -50,7 +50,8 @@ class Expect:
 class KnownDefect:
     """A defect the operator is known to have on a case (a strict xfail): ``reason``, and what the defect does
     -- the call returns ``status`` instead of what the case expects, or (``status`` None) it returns what is
-    expected but its result is wrong. Anything else going wrong is a failure like any other.
+    expected but its result is wrong within ``bounds`` (``defects.py``). Anything else going wrong is a failure
+    like any other.
 
     ``behaves_as`` (only with ``status`` 0) says what the operator computes once the defect made it accept the
     call: the case's fields it then acts on, as ``(key, value)`` pairs (``()``: the case as written; e.g.
@@ -61,12 +62,15 @@ class KnownDefect:
     reason: str
     status: int | None = None
     behaves_as: tuple | None = None
+    bounds: tuple = ()                  # a wrong result's bounds: (key, value) pairs of ``defects.BOUNDS``' keys
 
     def describe(self) -> str:
         """``reason (returns 0 SUCCESS)``, ``reason (returns 0 SUCCESS, then behaves as rotary_mode interleave)`` or
-        ``reason (a wrong result)``."""
+        ``reason (a wrong result within max_error_ulp 2, pattern odd_lanes)``."""
         if self.status is None:
-            return f"{self.reason} (a wrong result)"
+            within = ", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
+                               for key, value in self.bounds)
+            return f"{self.reason} (a wrong result{' within ' + within if within else ''})"
         behaviour = f", then behaves as {self.behaviour()}" if self.behaves_as is not None else ""
         return f"{self.reason} (returns {describe(self.status)}{behaviour})"
 

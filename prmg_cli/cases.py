@@ -93,7 +93,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from . import constraints, files, npyfile, yamlfile
-from .checks import CHECKS, ORACLES, weak_checks_text
+from .checks import ANCHORED, CHECKS, weak_checks_text
 from .errors import PrmgError
 from .case import Case, Expect, InputSpec, KnownDefect
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
@@ -116,7 +116,7 @@ _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
 __all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "input_files", "check_files", "validate",
-           "known_defect_warning", "unjudged", "select", "case_to_dict", "case_record",
+           "known_defect_warning", "unjudged", "select", "case_files", "case_to_dict", "case_record",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -137,10 +137,17 @@ def load_cases(paths: Sequence[str | Path]) -> list[Case]:
     return run.cases
 
 
+def case_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The case files every command reads for ``paths``, in order (``_case_files``: files as given, every
+    *.yaml/*.yml below a folder, dot-folders, ``build/`` and ``venv/`` included, symlinked folders not entered,
+    each file once); a path that cannot be read is left out (loading it reports why)."""
+    return list(_case_files(paths, _Run(report=lambda error: None)))
+
+
 def input_files(paths: Sequence[str | Path], cases: Sequence[Case]) -> dict[str, str]:
-    """Every file a command reading the cases of ``paths`` reads, -> what it is: each case file (folders expanded as
-    ``load_cases`` expands them) and each ``file:`` input of ``cases``. What ``writes.check_outputs`` spares."""
-    read = {str(file): "a case file" for file in _case_files(paths, _Run(report=lambda error: None))}
+    """Every file a command reading the cases of ``paths`` reads, -> what it is: each case file (``case_files``) and
+    each ``file:`` input of ``cases``. What ``writes.check_outputs`` spares."""
+    read = {str(file): "a case file" for file in case_files(paths)}
     for case in cases:
         for tensor in TENSORS:
             spec = case.input_spec(tensor)
@@ -192,17 +199,17 @@ def known_defect_warning(case: Case) -> str | None:
 
 def unjudged(case: Case, checks: tuple = (), golden: bool = True) -> PrmgError | None:
     """The PrmgError for a pass case that, without the golden (its ``golden: false``, or the run's ``--no-golden``
-    when ``golden`` is False), no check of correctness would judge: neither its ``checks`` nor the run's
-    (``--check``: ``checks``) name one of ``checks.ORACLES``, and it gives no ``correctness_unchecked`` reason;
+    when ``golden`` is False), no check anchored to the formula would judge: neither its ``checks`` nor the run's
+    (``--check``: ``checks``) name one of ``checks.ANCHORED``, and it gives no ``correctness_unchecked`` reason;
     else None. ``validate`` asks it of the file alone (no run checks), ``prmg run`` and the pytest plugin with
     the run's (``suite.check_judged``)."""
     names = tuple(dict.fromkeys(case.checks + checks))
     if (not case.expect.success or (golden and case.golden) or case.correctness_unchecked
-            or any(CHECKS[name].oracle for name in names)):
+            or any(CHECKS[name].anchored for name in names)):
         return None
     without = "golden: false" if not case.golden else "--no-golden"
-    return PrmgError(f"without the golden ({without}) this case is judged by {', '.join(names) or 'no check'}, which "
-                     f"judges nothing about correctness ({weak_checks_text(names)}): add one of {', '.join(ORACLES)} "
+    return PrmgError(f"without the golden ({without}) this case is judged by {', '.join(names) or 'no check'}, "
+                     f"none anchored to the formula ({weak_checks_text(names)}): add {', '.join(ANCHORED)} "
                      f"to its checks or --check, or say why with correctness_unchecked: REASON",
                      file=case.source, case=case.name, field="checks")
 
@@ -295,7 +302,8 @@ def case_to_dict(case: Case) -> dict:
         out["op"] = case.op
     if case.known_defect:
         defect = case.known_defect
-        out["known_defect"] = {"reason": defect.reason, **({"result": "wrong"} if defect.status is None else
+        out["known_defect"] = {"reason": defect.reason, **({"result": "wrong", **dict(defect.bounds)}
+                                                           if defect.status is None else
                                                            {"status": STATUS_NAMES.get(defect.status, defect.status)})}
         if defect.behaves_as is not None:
             out["known_defect"]["behaves_as"] = defect.written_behaviour()

@@ -216,7 +216,10 @@ def candidates() -> list[tuple[dict, object]]:
                 found.append((case_map, replace(case, expect=Expect())))
         elif (expected := _expectation(case)) is not None:
             expect, tags = expected
-            found.append(({**case_map, "expect": expect, "tags": [*case_map["tags"], *tags]}, case))
+            pinned = Expect(constraints.expected_status(case, constraints.DEFAULT_SUPPORTED_MODES),
+                            constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES))
+            found.append(({**case_map, "expect": expect, "tags": [*case_map["tags"], *tags]},
+                          replace(case, expect=pinned)))
     return sorted(found, key=lambda pair: list(OPERATORS).index(pair[1].op))
 
 

@@ -149,10 +149,10 @@ def precheck(case: Case, settings: RunSettings) -> CaseResult | None:
 def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), status: int | None = None) -> CaseResult:
     """A known-defect case's result as strict xfail: ``xfailed`` (the run stays green) only when what went wrong
     is the defect the case names -- the call returned the defect's status and nothing else was wrong (``kinds``
-    is exactly ``{"status"}`` and ``status`` the defect's), or, for a wrong result, only the slice's values or
-    golden-free checks failed. Anything else (a crash, a timeout, a guard zone or input damaged, another
-    status) stays ``failed`` or ``error`` with a note; a pass is ``xpassed`` (the run fails, so that the marker
-    gets removed)."""
+    is exactly ``{"status"}`` and ``status`` the defect's), or, for a wrong result, the slice's values failed within
+    the defect's bounds (``defects.beyond``), golden-free checks perhaps too. Anything else (a crash, a timeout, a
+    guard zone or input damaged, another status) stays ``failed`` or ``error`` with a note; a pass is ``xpassed``
+    (the run fails, so that the marker gets removed)."""
     defect = case.known_defect
     if not defect:
         return result
@@ -162,7 +162,7 @@ def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), statu
     if result.status not in ("failed", "error"):
         return result
     met = (kinds == {"status"} and status == defect.status) if defect.status is not None \
-        else bool(kinds) and kinds <= {"result", "check"}
+        else "result" in kinds and kinds <= {"result", "check"}
     if met and result.status == "failed":
         return replace(result, status="xfailed", message=f"known defect ({defect.describe()}): {result.message}")
     return replace(result, message=f"{result.message} (not the known defect: {defect.describe()})")
@@ -285,7 +285,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
         if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
             checked = time.perf_counter()
             context = CheckContext(judged, inputs, outcome, launch, settings.check_options)
-            verdict = fold_checks(verdict, run_checks(names, context), judged, golden)
+            verdict = fold_checks(verdict, run_checks(names, context), context, golden)
             timings["checks"] = (time.perf_counter() - checked) * 1e3
     except (AclError, *RUNNER_FAILURES) as exc:
         user = isinstance(exc, PrmgError)

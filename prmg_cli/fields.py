@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import dtypes, npyfile
 from .checks import CHECKS, check_names
+from .defects import BOUNDS, PATTERNS
 from .standards import STANDARDS, check_standard, standard_of
 from .errors import PrmgError, suggest
 from .results import plural
@@ -366,27 +367,35 @@ def parse_op(value, where: Where) -> str:
     return value
 
 
-def parse_known_defect(value, where: Where) -> tuple[str, int | None, tuple | None]:
+def parse_known_defect(value, where: Where) -> tuple[str, int | None, tuple | None, tuple]:
     """The defect a case is known to meet: ``{reason: TEXT, status: CODE}`` (the defective operator returns
     CODE, e.g. ``SUCCESS``, instead of what the case expects; with ``SUCCESS`` also ``behaves_as: {...}``, what
-    it then computes: ``parse_behaves_as``) or ``{reason: TEXT, result: wrong}`` (the call returns what is
-    expected, but its result is wrong). Returns (reason, CODE or None for a wrong result, ``behaves_as`` or
-    None); the reason is one line of printable text (500 characters at most)."""
+    it then computes: ``parse_behaves_as``) or ``{reason: TEXT, result: wrong, BOUND: VALUE...}`` (the call returns
+    what is expected, but its result is wrong within the bounds it names, at least one of ``defects.BOUNDS``).
+    Returns (reason, CODE or None for a wrong result, ``behaves_as`` or None, the bounds as ``(key, value)`` pairs
+    in ``BOUNDS`` order); the reason is one line of printable text (500 characters at most)."""
     usage = ("expected {reason: TEXT, status: CODE} (with SUCCESS also behaves_as: {...}) or {reason: TEXT, "
-             "result: wrong}: the defect the case meets")
+             f"result: wrong, and a bound: {', '.join(BOUNDS)}}}: the defect the case meets")
     if not isinstance(value, dict):
         raise where.error("known_defect", f"{usage}, got {kind(value)}")
-    check_keys(value, ("reason", "status", "behaves_as", "result"), where, "known_defect.")
+    check_keys(value, ("reason", "status", "behaves_as", "result", *BOUNDS), where, "known_defect.")
     reason = parse_reason(value.get("reason"), "known_defect.reason", where)
     if ("status" in value) == ("result" in value):
         raise where.error("known_defect", f"{usage}: name exactly one of status and result")
+    bounds = tuple((key, _defect_bound(key, value[key], where)) for key in BOUNDS if key in value)
     if "result" in value:
         if value["result"] != "wrong":
             raise where.error("known_defect.result", f"expected 'wrong', got {show(value['result'])}")
         if "behaves_as" in value:
             raise where.error("known_defect.behaves_as", "behaves_as says what an accepted call computes: it goes "
                               "with status: SUCCESS, not with result: wrong")
-        return reason, None, None
+        if not bounds:
+            raise where.error("known_defect", f"a wrong result must be bounded, or the marker hides any wrongness "
+                              f"(a kernel that does nothing, NaN, a flipped sign): name at least one of "
+                              f"{', '.join(f'{key} ({text})' for key, text in BOUNDS.items())}")
+        return reason, None, None, bounds
+    if bounds:
+        raise where.error(f"known_defect.{bounds[0][0]}", "a bound goes with result: wrong, not with status")
     status = parse_status(value["status"], where, "known_defect.status", usage, success=True)
     if status == "any":
         raise where.error("known_defect.status", "name the status the defective operator returns, not 'any'")
@@ -395,7 +404,25 @@ def parse_known_defect(value, where: Where) -> tuple[str, int | None, tuple | No
         if "behaves_as" in value:
             raise where.error("known_defect.behaves_as", f"a call refused with {describe(status)} computes "
                               f"nothing: behaves_as goes with status: SUCCESS")
-    return reason, status, parse_behaves_as(value["behaves_as"], where) if "behaves_as" in value else None
+    return reason, status, parse_behaves_as(value["behaves_as"], where) if "behaves_as" in value else None, ()
+
+
+def _defect_bound(key: str, value, where: Where):
+    """A wrong-result defect's bound ``key`` (``defects.BOUNDS``) checked: a float, an int or a pattern's name."""
+    field = f"known_defect.{key}"
+    if key == "max_error_ulp":
+        number = as_float(value) if is_number(value) else None
+        if number is None or not math.isfinite(number) or number < 0:
+            raise where.error(field, f"expected {BOUNDS[key]}, got {kind(value)}")
+        return number
+    if key == "elements":
+        if not is_int(value) or not 0 <= value <= INT64_MAX:
+            raise where.error(field, f"expected {BOUNDS[key]}, got {kind(value)}")
+        return value
+    if not _word(value, PATTERNS):
+        raise where.error(field, f"unknown pattern {show(value)}{suggest(value, PATTERNS)} (valid: "
+                          f"{', '.join(PATTERNS)})")
+    return value
 
 
 # The case keys a known defect's ``behaves_as`` may give, each with its parser (called as for an expect-pass case).

@@ -35,8 +35,8 @@ from .writes import Output, check_outputs
 
 DTYPE_PAIRS = OPERATORS[DEFAULT_OP].dtype_pairs      # (dy dtype, cos/sin dtype) the grad takes: the presets' pairs
 ALL_MODES = frozenset(MODE_NAMES)                     # a target implementing every rotary mode
-# Case keys a generated case takes as written (``case_from_options``'s ``storage``).
-STORAGE_KEYS = ("cos_strides", "sin_strides", "dy_offset", "cos_offset", "sin_offset", "builds", "note",
+# Case keys a generated case takes as written (``case_from_options``'s ``written_keys``).
+WRITTEN_KEYS = ("cos_strides", "sin_strides", "dy_offset", "cos_offset", "sin_offset", "builds", "note",
                 "partners_alike")
 # Why the presets' RoPE-table cases are alike at both lanes of every pair (``partners_alike``): on purpose.
 ROPE_PARTNERS = ("a real RoPE table, alike at both lanes of every pair by design; cases/ catches a partner swap with "
@@ -255,7 +255,7 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
                       cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
                       standard=None, tolerance=None, tags=(), sin_shape=None, sin_dtype=None,
                       format=None, null=(), dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(),
-                      golden=True, **storage) -> dict:
+                      golden=True, **written_keys) -> dict:
     """One case mapping from options; refuses (PrmgError) a case the operator would reject unless it
     expects an error, and an error expectation the operator can never return for it.
 
@@ -263,15 +263,15 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
     ``[1, 1, 1, L]`` (``L = max(end - start, 1)``), so a case file that sets neither means the same; ``partial_slice``
     ``[0, cos D]`` when ``cos_shape`` is given, else ``[0, D]``; ``cos_dtype = dtype``. ``inputs`` is a
     mapping or the ``--inputs`` text. ``sin_shape``, ``sin_dtype``, ``format``, ``null`` and
-    ``dy_strides`` exist to describe negative cases; ``storage`` holds the keys of ``STORAGE_KEYS`` (strides and
-    offsets of cos/sin and dy, the builds, a note), written as given. A ``partial_slice`` of another length than 2
-    is written as given (the slice is then its first two values, or empty).
+    ``dy_strides`` exist to describe negative cases; ``written_keys`` holds keys of ``WRITTEN_KEYS`` (strides and
+    offsets of cos/sin and dy, the builds, a note, partners_alike), written as given. A ``partial_slice`` of
+    another length than 2 is written as given (the slice is then its first two values, or empty).
     """
     case = _case_dict(shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice,
                       dtype=dtype, cos_dtype=cos_dtype, mode=mode, seed=seed, name=name, inputs=inputs,
                       expect=expect, standard=standard, tolerance=tolerance, tags=tags, sin_shape=sin_shape,
                       sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides, known_defect=known_defect,
-                      op=op, checks=checks, golden=golden, **storage)
+                      op=op, checks=checks, golden=golden, **written_keys)
     refuse_invalid([case])
     return case
 
@@ -279,12 +279,12 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
 def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
                mode="interleave", seed=None, name=None, inputs=None, expect="pass", standard=None,
                tolerance=None, tags=(), sin_shape=None, sin_dtype=None, format=None, null=(),
-               dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(), golden=True, **storage) -> dict:
+               dy_strides=None, known_defect=None, op=DEFAULT_OP, checks=(), golden=True, **written_keys) -> dict:
     """The case mapping of ``case_from_options``, before the operator's constraints are checked."""
     shape = ints(shape, "shape")
-    unknown = sorted(set(storage) - set(STORAGE_KEYS))
+    unknown = sorted(set(written_keys) - set(WRITTEN_KEYS))
     if unknown:
-        raise PrmgError(f"unknown option {unknown[0]!r} (valid: {', '.join(STORAGE_KEYS)})", field=unknown[0])
+        raise PrmgError(f"unknown option {unknown[0]!r} (valid: {', '.join(WRITTEN_KEYS)})", field=unknown[0])
     if cos_shape is not None and broadcast is not None:
         raise PrmgError("give either a cos shape or a broadcast pattern, not both", field="cos_shape")
     null_slice = SLICE in null
@@ -330,8 +330,8 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
         case["null"] = list(null)
     if dy_strides is not None:
         case["dy_strides"] = ints(dy_strides, "dy_strides")
-    case.update({key: list(value) if isinstance(value, (list, tuple)) else value for key, value in storage.items()
-                 if value is not None})
+    case.update({key: list(value) if isinstance(value, (list, tuple)) else value
+                 for key, value in written_keys.items() if value is not None})
     if tags:
         case["tags"] = list(tags)
     if known_defect:

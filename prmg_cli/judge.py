@@ -24,8 +24,8 @@ explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the sam
 Each problem has a kind (``PROBLEM_KINDS``), so that a known defect can say which one it expects.
 A passing case whose input already passes (a kernel that does nothing would pass too, e.g. an all-NaN
 dy or cos = 1, sin = 0) gets a warning, and so does one whose sin is alike at both lanes of every pair (a
-RoPE table: a kernel swapping partners' sin passes it). A failure says what is wrong: the worst elements with their
-``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
+RoPE table: a kernel swapping partners' sin passes it). A failure says what is wrong: the worst elements with
+their ``(b, s, n, d)`` index, expected and actual values and errors, where the wrong elements are
 (``diagnosis.localise``), and a coarse error map for pictures.
 """
 
@@ -38,7 +38,8 @@ from typing import Mapping
 
 import numpy as np
 
-from . import diagnosis, nonfinite, onepass
+from . import balance, diagnosis, nonfinite, onepass
+from .defects import beyond
 from .case import Case, Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
 from .ops import OPERATORS
@@ -82,6 +83,7 @@ PROBLEM_KINDS = {
     "result": "the slice is wrong by the case's standard",
     "check": "a golden-free check failed",
     "unjudged": "without the golden, no check of correctness judged the slice",
+    "defect_bound": "the slice is wrong beyond what the case's wrong-result known defect bounds",
 }
 
 
@@ -263,6 +265,7 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             verdict.metrics.update(passed.metrics)
             if passed.vacuous:
                 verdict.warnings.append(_vacuous_warning(standard))
+            _balance_warning(verdict)
             return
         timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
@@ -275,8 +278,6 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
     if end > start and golden:
         _judge_slice(case, inputs, result, standard, tolerance, verdict, changed_outside, timings)
         return
-    if end > start and np.array_equal(bits(result[..., start:end]), bits(inputs.dy[..., start:end])):
-        verdict.warnings.append(UNCHANGED_WARNING)
     if changed_outside is not None:
         verdict.error_map = diagnosis.error_map(np.zeros(result.shape[:-1] + (0,)), start, result.shape[-1],
                                                 changed_outside)
@@ -297,13 +298,6 @@ def partners_alike_warned(case: Case, inputs) -> bool:
     start, end = case.partial_slice
     return (not case.partners_alike and not op.no_op(case) and end - start >= 2
             and partners_alike(op.rotation, np.asarray(inputs.sin), case.rotary_mode))
-
-
-# Without the golden (``--no-golden``, ``golden: false``) a kernel that does nothing, with a forward that does
-# nothing, passes every check (identity is deterministic, self-adjoint and its own inverse). A correct kernel
-# may also leave a slice unchanged (cos = 1 and sin tiny against the data), so this is a warning, not a failure.
-UNCHANGED_WARNING = ("unchanged: the slice came back bit for bit as it went in; without the golden the checks "
-                     "cannot tell this from a kernel that does nothing (judge with the golden, or --strict)")
 
 
 @dataclass
@@ -345,6 +339,14 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
+def _balance_warning(verdict: Verdict) -> None:
+    """A passing result whose errors lean one way beyond chance (``balance.case_warning``, from the ``default``
+    standard's counts) gets the warning."""
+    text = balance.case_warning(verdict.metrics)
+    if text:
+        verdict.warnings.append(text)
+
+
 def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdict, changed_outside,
                  timings: dict | None = None) -> None:
     """Judge the slice of ``result`` against the golden by ``standard`` (fills ``verdict``)."""
@@ -372,6 +374,7 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     if not evaluation.failed:
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
             verdict.warnings.append(_vacuous_warning(standard))
+        _balance_warning(verdict)
         return
     wrong, score = _wrong_and_score(evaluation)
     candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)
@@ -382,6 +385,10 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     reasons = ([f"{count} non-finite mismatch{'es' * (count > 1)}"] if count else []) \
         + ([judgement.reason] if judgement.failed else [])
     verdict.fail("result", "; ".join(reasons + where + (special_lines + worst)[:1]))
+    defect = case.known_defect
+    if defect is not None and defect.status is None:
+        for text in beyond(defect.bounds, result[..., start:end].astype(np.float64), golden, wrong, view.format):
+            verdict.fail("defect_bound", f"beyond the known defect: {text}")
     verdict.details.extend(special_lines + [f"localisation: {text}" for text in where] + worst)
     verdict.error_map = diagnosis.error_map(score, start, result.shape[-1], changed_outside)
     verdict.error_map["metric"] = judgement.limit_name and f"error/{judgement.limit_name}" or "score"

@@ -56,7 +56,8 @@ class JudgeArgs(ctypes.Structure):
                 ("kept", c_void_p), ("partner", c_void_p), ("cos_lane", c_void_p), ("sin_lane", c_void_p),
                 ("sign", c_void_p), ("computation", c_double), ("half_ulp_scale", c_double),
                 ("half_smallest", c_double), ("scale", c_double), ("ftz_floor", c_double),
-                ("underflow_floor", c_double), ("capacity", c_int64), ("stop", POINTER(c_int32))]
+                ("underflow_floor", c_double), ("capacity", c_int64), ("stop", POINTER(c_int32)),
+                ("balance_threshold", c_double)]
 
 
 class JudgeOut(ctypes.Structure):
@@ -65,7 +66,8 @@ class JudgeOut(ctypes.Structure):
                 ("failed", c_int32), ("input_fails", c_int32), ("overflow", c_int32), ("pad", c_int32),
                 ("specials", c_int64), ("input_specials", c_int64), ("ulps_at", c_int64),
                 ("special_index", c_void_p), ("input_special_index", c_void_p),
-                ("special_value", c_void_p), ("input_special_value", c_void_p)]
+                ("special_value", c_void_p), ("input_special_value", c_void_p),
+                ("balance_up", c_int64), ("balance_down", c_int64)]
 
 
 _LIBRARY: ctypes.CDLL | None = None

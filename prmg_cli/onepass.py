@@ -20,7 +20,8 @@ from .case import Case
 from .dtypes import FLOAT_FORMATS, Format, from_numpy
 from .ops import OPERATORS
 from .standards import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, standard_parameters
-from .standards.default import STANDARD as _DEFAULT, default_budget_into, rounding_margins
+from .standards.default import STANDARD as _DEFAULT, balance_counts, balance_threshold, default_budget_into, \
+    rounding_margins
 
 ONE_PASS = _DEFAULT.name    # the standard a large result is judged by in one pass (``fast_default``)
 # Smaller tensors are judged by the whole-array checks directly (the one pass would save nothing there).
@@ -67,6 +68,8 @@ class _SliceScan:
         self.bound_ulps = 0.0                           # bound_ulp at the first element of max_ulps,
         self.ulps_at = 0                                # its flat index in the slice
         self.max_beyond = 0.0
+        self.balance_up = self.balance_down = 0         # the error balance's counts (``balance_counts``)
+        self.threshold = balance_threshold(fmt)
         self.specials: list[np.ndarray] = []            # flat slice indices of non-finite elements
         self.special_values: list[np.ndarray] = []      # the result there
         self.input_specials: list[np.ndarray] = []      # the same for the unchanged input
@@ -124,6 +127,9 @@ class _SliceScan:
             local = np.flatnonzero(special)
             self.specials.append(first_row * length + local)
             self.special_values.append(actual.reshape(-1)[local])
+        up, down = balance_counts(actual, golden, self.threshold, special)
+        self.balance_up += up
+        self.balance_down += down
         self.max_ratio = max(self.max_ratio, largest)
         self.max_error = max(self.max_error, float(error.max()))
         in_ulps, beyond, bound, at = rounding_margins(error, golden, budget, self.fmt,
@@ -182,6 +188,7 @@ class _NativeScan:
                  "max_ratio": lambda: out.max_ratio, "max_error": lambda: out.max_error,
                  "max_ulps": lambda: out.max_ulps, "bound_ulps": lambda: out.bound_ulps,
                  "ulps_at": lambda: out.ulps_at,
+                 "balance_up": lambda: out.balance_up, "balance_down": lambda: out.balance_down,
                  "max_beyond": lambda: out.max_beyond,
                  "golden_seconds": lambda: out.golden_seconds,
                  "specials": lambda: [self.arrays[0][:out.specials]],
@@ -216,7 +223,8 @@ def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float
         kept=kept.ctypes.data, partner=partner.ctypes.data, cos_lane=cos_lane.ctypes.data,
         sin_lane=sin_lane.ctypes.data, sign=sign.ctypes.data, computation=2 * U32 + U32 * U32,
         half_ulp_scale=2.0 ** -fmt.precision, half_smallest=fmt.smallest / 2, scale=scale, ftz_floor=FTZ_FLOOR,
-        underflow_floor=UNDERFLOW_FLOOR, capacity=native.SPECIAL_CAPACITY, stop=ctypes.pointer(stop))
+        underflow_floor=UNDERFLOW_FLOOR, capacity=native.SPECIAL_CAPACITY, stop=ctypes.pointer(stop),
+        balance_threshold=balance_threshold(fmt))
     rows = x.size // x.shape[-1]
     workers = native.HOST_THREADS if rows * length >= _NATIVE_SPLIT else 1
     scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers)) for i in range(workers)]
@@ -304,7 +312,9 @@ def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dic
     metrics = {"max_err_ratio": max(scan.max_ratio for scan in scans), "bad": 0,
                "max_abs_err": max(scan.max_error for scan in scans),
                "max_err_ulp": max(scan.max_ulps for scan in scans), "bound_ulp": _first_bound(scans),
-               "beyond_rounding": max(scan.max_beyond for scan in scans)}
+               "beyond_rounding": max(scan.max_beyond for scan in scans),
+               "balance_up": sum(scan.balance_up for scan in scans),
+               "balance_down": sum(scan.balance_down for scan in scans)}
     return _Passed(metrics, vacuous)
 
 

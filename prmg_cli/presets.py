@@ -551,7 +551,7 @@ def _forward() -> dict:
 def _checks() -> dict:
     """The ``checks`` preset: the golden-free checks on the device (adjoint, roundtrip, determinism) over
     both operators, every dtype, the layouts both accept and more, and a large case judged by its checks
-    alone (``golden: false``)."""
+    alone (``golden: false``, with sample, the check anchored to the formula)."""
     tags = ("checks",)
     every = ("adjoint", "roundtrip", "determinism")
     case = lambda name, **options: preset_case("checks", tags, name, **options)  # noqa: E731
@@ -565,7 +565,7 @@ def _checks() -> dict:
         case("grad_mixed_bf16_fp16", shape=(1, 16, 4, 128), broadcast="BS1D", dtype="bfloat16", cos_dtype="float16",
              checks=("adjoint", "determinism")),
         case("grad_large_checks_only", shape=(1, 64, 8, 128), broadcast="1S1D", partial_slice=(32, 128),
-             dtype="bfloat16", checks=every, golden=False, inputs=rope_inputs()),
+             dtype="bfloat16", checks=(*every, "sample"), golden=False, inputs=rope_inputs()),
     ]
     return document(cases, header=header("checks", "golden-free checks on the device: adjoint, roundtrip and "
                                                    "determinism over both operators, and a case judged by its "

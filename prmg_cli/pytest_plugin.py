@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from . import balance
 from .case import Case
 
 _EXECUTOR = pytest.StashKey()
-_ROOTS = pytest.StashKey()
+_ROOTS = pytest.StashKey()         # (the case files of the --prmg paths, the folders above them)
 _INFO = pytest.StashKey()          # the run's results.RunInfo (``_run_info``)
 _SETTINGS = pytest.StashKey()      # the run's execute.RunSettings (``_settings``)
 _RESULT = "prmg_result"            # the user property carrying an item's result to the report
@@ -59,7 +60,10 @@ def pytest_configure(config) -> None:
     missing = [path for path in paths if not os.path.exists(path)]
     if missing:
         raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
-    config.stash[_ROOTS] = [Path(os.path.realpath(path)) for path in paths]
+    from .cases import case_files
+
+    selected = {Path(os.path.abspath(file)) for file in case_files(paths)}
+    config.stash[_ROOTS] = (selected, {folder for file in selected for folder in file.parents})
     config.pluginmanager.register(PrmgSession(config), "prmg-session")
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         config.args.extend(paths)
@@ -67,13 +71,22 @@ def pytest_configure(config) -> None:
         config.args[:] = list(paths)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config):
+    """Never ignore a case file ``prmg run`` reads for the --prmg paths, nor a folder holding one: pytest's own
+    rules (``norecursedirs``: ``build``, ``venv``, dot-folders; virtualenvs) would leave such files out."""
+    selected = config.stash.get(_ROOTS, None)
+    if selected and (collection_path in selected[0] or collection_path in selected[1]):
+        return False
+    return None
+
+
 def pytest_collect_file(file_path: Path, parent):
-    """A case file under one of the --prmg paths becomes a ``PrmgFile``."""
-    roots = parent.config.stash.get(_ROOTS, None)
-    if roots and file_path.suffix in (".yaml", ".yml"):
-        resolved = Path(os.path.realpath(file_path))
-        if any(resolved == root or root in resolved.parents for root in roots):
-            return PrmgFile.from_parent(parent, path=file_path)
+    """A case file ``prmg run`` reads for the --prmg paths (``cases.case_files``: the same files, each once)
+    becomes a ``PrmgFile``."""
+    selected = parent.config.stash.get(_ROOTS, None)
+    if selected and file_path in selected[0]:
+        return PrmgFile.from_parent(parent, path=file_path)
     return None
 
 
@@ -119,7 +132,10 @@ class PrmgItem(pytest.Item):
     def runtest(self) -> None:
         result = _get_executor(self.config).run([self.case])[0]
         self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
-                                                          "shape": result.shape})))
+                                                          "shape": result.shape, "op": result.op,
+                                                          "dtype": result.dtype, "metrics": {
+                                                              key: result.metrics[key] for key in balance.METRICS
+                                                              if key in result.metrics}})))
         for text in result.warnings:             # -W error::prmg_cli.pytest_plugin.PrmgWarning fails them
             warnings.warn(PrmgWarning(f"prmg case {self.case.name}: {text}"))
         if result.status == "skipped":
@@ -156,7 +172,8 @@ class PrmgSession:
 
             values = json.loads(recorded)
             self.results.append(CaseResult(name=report.nodeid.rsplit("::", 1)[-1], status=values["status"],
-                                           faults=values["faults"], shape=values["shape"]))
+                                           faults=values["faults"], shape=values["shape"], op=values["op"],
+                                           dtype=values["dtype"], metrics=values["metrics"]))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session) -> None:
@@ -170,10 +187,13 @@ class PrmgSession:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """The end lines (after pytest's own summary, whose hook runs after ``pytest_sessionfinish``)."""
         from .outputs.labels import fault_lines
+        from .results import run_warnings
 
         if self.results:
             for line in fault_lines(_run_info(self.config), self.results):
                 terminalreporter.write_line(f"prmg {line}")
+            for warning in run_warnings(self.results):          # fails the session under --prmg-strict
+                terminalreporter.write_line(f"prmg warning: {warning}")
         if self.exit and all(result.status == "skipped" for result in self.results):
             terminalreporter.write_line(f"prmg: every case was skipped, nothing was judged: exit {self.exit} (as "
                                         f"prmg run's; 1 under --prmg-strict)")

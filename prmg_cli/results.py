@@ -25,6 +25,7 @@ import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
 
+from . import balance
 from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAMED_GENERATOR
 
 SCHEMA = "prmg.result/3"
@@ -259,15 +260,21 @@ class RunInfo:
 
 def summary_counts(results: list[CaseResult]) -> dict:
     """How many results have each status (every key of ``STATUSES``), ``total`` and ``warnings`` (the
-    results that carry a warning)."""
+    results that carry a warning, and the run's own: ``run_warnings``)."""
     counts = {status: 0 for status in STATUSES}
     for result in results:
         if result.status not in counts:
             raise ValueError(f"case {visible(result.name)!r}: unknown status {visible(result.status)!r}")
         counts[result.status] += 1
     counts["total"] = len(results)
-    counts["warnings"] = sum(1 for result in results if result.warnings)
+    counts["warnings"] = sum(1 for result in results if result.warnings) + len(run_warnings(results))
     return counts
+
+
+def run_warnings(results: Sequence[CaseResult]) -> list[str]:
+    """The warnings of the run as a whole, not of one case: the error balance of the small cases pooled
+    (``balance.pooled``). ``--strict`` fails the run on any (``exit_code``)."""
+    return balance.pooled(results)
 
 
 def plural(count: int, singular: str, many: str | None = None) -> str:
@@ -301,9 +308,10 @@ def report_exit_code(results: list[CaseResult], info: RunInfo) -> ExitCode:
 
 
 def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:
-    """``FAILED`` when any result is not ok (failed, error, xpassed, not_run); when every one was skipped, nothing
-    was judged: ``NO_CASES`` (``FAILED`` under ``--strict``); else ``OK``."""
-    if any(not result.info.ok for result in results):
+    """``FAILED`` when any result is not ok (failed, error, xpassed, not_run), or under ``--strict`` when the run
+    has a warning of its own (``run_warnings``); when every one was skipped, nothing was judged: ``NO_CASES``
+    (``FAILED`` under ``--strict``); else ``OK``."""
+    if any(not result.info.ok for result in results) or (strict and run_warnings(results)):
         return ExitCode.FAILED
     if results and all(result.status == "skipped" for result in results):
         return ExitCode.FAILED if strict else ExitCode.NO_CASES

@@ -1,7 +1,8 @@
 """A case's sizes: the elements of a shape and of a tensor's storage, and the bytes one launch moves (the memory
 traffic the kernel cannot avoid): ``2 * B*S*N*L * itemsize(dy)`` (the dy slice read and written)
 ``+ 2 * numel(cos) * itemsize(cos)`` (cos and sin read once per distinct row). ``prmg bench`` divides it by the
-median time (GB/s); the HTML page plots kernel time against it. Python integers throughout: a record's shape of any size gives its exact count."""
+median time (GB/s); the HTML page plots kernel time against it. Python integers throughout: a record's shape of
+any size gives its exact count."""
 
 from __future__ import annotations
 

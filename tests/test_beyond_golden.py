@@ -316,19 +316,42 @@ def test_determinism_holds_on_a_deterministic_kernel(tmp_path):
         assert case["metrics"]["determinism_mismatches"] == 0 and len(case["kernel_samples"]) == 3
 
 
-def test_without_the_golden_a_kernel_pair_that_does_nothing_is_named_and_strict_fails_it(tmp_path):
-    """Identity passes every golden-free check (deterministic, self-adjoint, its own inverse): the untouched
-    slice must be said, and --strict must fail it; a correct kernel gets no such warning."""
-    args = ("run", write(tmp_path), "--runner", "emulator", "--no-golden", "--check", "adjoint,roundtrip,determinism",
-            "--report", "json")
-    nothing = {"PRMG_EMU_FAULT": "noop,fwd_noop"}
-    lenient = json.loads(prmg(*args, env=nothing).stdout)
-    assert lenient["summary"]["passed"] == 3 and lenient["summary"]["warnings"] == 3
-    assert all(case["warnings"][0].startswith("unchanged: the slice came back bit for bit") for case in lenient["cases"])
-    strict = prmg(*args, "--strict", env=nothing)
-    assert strict.returncode == 1 and json.loads(strict.stdout)["summary"]["failed"] == 3
+@pytest.mark.parametrize("faults", ["noop,fwd_noop", "nudge,fwd_nudge"])
+def test_without_the_golden_a_pair_that_does_nearly_nothing_is_red_and_named(tmp_path, faults):
+    """Identity passes adjoint, roundtrip and determinism (deterministic, self-adjoint, its own inverse), and so does a
+    pair that nudges one element by an ulp: sample, which a golden-free verdict needs, fails both, and the slice left
+    (nearly) as it was is said -- changed means changed as much as the formula changes the sampled rows alone; a
+    correct pair gets no such warning."""
+    args = ("run", write(tmp_path), "--runner", "emulator", "--no-golden", "--check",
+            "adjoint,roundtrip,determinism,sample", "--report", "json")
+    out = prmg(*args, env={"PRMG_EMU_FAULT": faults})
+    document = json.loads(out.stdout)
+    assert out.returncode == 1 and document["summary"]["failed"] == 3
+    said = "unchanged: the slice came back bit for bit" if "noop" in faults else "unchanged: the kernel changed 1 of "
+    for case in document["cases"]:
+        assert "sample: the host reference disagrees" in case["message"], case["message"]
+        assert case["warnings"][0].startswith(said), case["warnings"]
     correct = json.loads(prmg(*args).stdout)
     assert correct["summary"]["passed"] == 3 and correct["summary"]["warnings"] == 0
+
+
+def test_a_slice_changed_less_than_the_formula_changes_the_sampled_rows_is_unchanged():
+    """The rule alone: one element moved is no change where the formula moves hundreds in the sampled rows; a result
+    that changes what the formula changes is one."""
+    from prmg_cli.checks.sample import unchanged_warning
+    from prmg_cli.inputs import make_inputs
+    from test_checks import make_case
+    from kernels import correct_kernel
+
+    case = make_case(shape=(2, 3, 4, 40))
+    inputs = make_inputs(case)
+    nudged = inputs.dy.copy()
+    nudged.view(np.uint32)[0, 0, 0, 4] += 1
+    assert unchanged_warning(case, inputs, nudged).startswith("unchanged: the kernel changed 1 of 768 elements of "
+                                                              "the slice, fewer than the ")
+    assert unchanged_warning(case, inputs, inputs.dy.copy()).startswith("unchanged: the slice came back bit for bit")
+    right = correct_kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+    assert unchanged_warning(case, inputs, right) == ""
 
 
 def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
@@ -340,7 +363,7 @@ def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
 
 @pytest.mark.parametrize("args, message", [(["--check", "nope"], "unknown check 'nope'"),
                                            (["--no-golden"], "without the golden (--no-golden) this case is "
-                                                             "judged by no check, which judges nothing"),
+                                                             "judged by no check, none anchored to the formula"),
                                            (["--check", "determinism", "--repeat", "1"], "--repeat must be from 2"),
                                            (["--repeat", "1001"], "--repeat must be from 2 to 1000 (determinism "
                                                                   "check), got 1001"),

@@ -2,10 +2,11 @@
 
 For every fault the emulator can inject (but those that kill or wedge the process: crash, hang, device_fault,
 whose verdicts the run-level tests cover), a few small cases that together visit every regime a fault needs are
-launched once with the fault on; each is judged by the golden, by the in-place contract of the main launch
-alone, and by each check alone (its own launches held to the contract too). The graph-mode faults (``geir_*``) act
-only in graph mode: they are launched through it (the emulator's twin of the GE shim), each case as graph mode must
-answer it. ``docs/checks.md`` states the result, and this test holds it to the measurement.
+launched once with the fault on; each is judged by the golden, by the error balance of a result the golden passes,
+by the in-place contract of the main launch alone, and by each check alone (its own launches held to the contract
+too). The graph-mode faults (``geir_*``) act only in graph mode: they are launched through it (the emulator's twin
+of the GE shim), each case as graph mode must answer it. ``docs/checks.md`` states the result, and this test holds
+it to the measurement.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT
+from prmg_cli import balance
 from prmg_cli.acl import AclSession
 from prmg_cli.cases import parse_document
 from prmg_cli.geir import GeirSession
@@ -40,7 +42,7 @@ CASES = """
 """
 PROCESS_FAULTS = ("crash", "hang", "device_fault")      # they end or poison the process: run-level tests
 PAIRS = ("neg_sin,fwd_neg_sin",)                         # a grad and a forward wrong in the same way
-JUDGES = ("golden", "contract", *CHECKS)
+JUDGES = ("golden", "balance", "contract", *CHECKS)
 TABLE = ROOT / "docs" / "checks.md"
 
 
@@ -53,8 +55,11 @@ def catches(session, fault: str) -> set[str]:
             continue
         inputs = make_inputs(case)
         outcome = session.launch(case, inputs)
-        if judge(case, inputs, outcome).status != "passed":
+        verdict = judge(case, inputs, outcome)
+        if verdict.status != "passed":
             found.add("golden")
+        if balance.case_warning(verdict.metrics):         # alone, whatever the budget says: a warning --strict fails
+            found.add("balance")
         if judge(case, inputs, outcome, golden=False).kinds & {"contract", "status"}:
             found.add("contract")
         if case.expect.success and outcome.status == 0 and outcome.dy is not None:     # as run_case runs them
@@ -67,7 +72,7 @@ def catches(session, fault: str) -> set[str]:
 def documented() -> dict[str, set[str]]:
     """The table of ``docs/checks.md``: fault -> the judges that catch it."""
     text = TABLE.read_text()
-    block = text[text.index("| fault | golden | contract |"):]
+    block = text[text.index("| fault | golden | balance | contract |"):]
     rows = {}
     for line in block.splitlines()[2:]:
         if not line.startswith("| `"):

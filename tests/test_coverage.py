@@ -111,13 +111,35 @@ def test_drawn_values_are_read_from_the_runs_own_inputs_for_each_generator():
 
 
 def test_phase_classes_count_the_first_broken_rule_of_negative_cases_only():
-    assert covered(case(shape=[1, 1, 2, 2048], expect={"error": "any"})) == {"phase: D > 1024"}
+    assert covered(case(shape=[1, 1, 2, 2048], expect={"error": "ACLNN_ERR_INNER_TILING_ERROR"})) == \
+        {"phase: D > 1024"}
     quarter = covered(case(shape=[2, 2, 2, 16], partial_slice=[4, 10], rotary_mode="quarter",
                            cos_shape=[1, 1, 1, 6], expect={"error": "ACLNN_ERR_INNER_TILING_ERROR"}))
     assert quarter == {"phase: mode not implemented", "phase: L not a multiple of 4"}  # today / every mode
     assert not any(key.startswith(PHASE) for key in covered(case(shape=[1, 1, 2, 16])))
     assert covered(case(shape=[2, 4, 16], cos_shape=[1, 1, 1, 8], partial_slice=[4, 12], op="forward",
-                        expect={"error": "any"})) == {"phase: not 4-D"}
+                        expect={"error": 561002})) == {"phase: not 4-D"}
+
+
+@pytest.mark.parametrize("expect", [{"error": "any"}, {"error": "ACLNN_ERR_INNER_TILING_ERROR", "phase": "any"},
+                                    {"error": "ACLNN_ERR_INNER_TILING_ERROR", "phase": "launch"},
+                                    {"error": "ACLNN_ERR_PARAM_INVALID"}])
+def test_a_phase_class_is_covered_only_by_an_expectation_pinning_its_code_and_phase(expect):
+    """Any refusal in either phase meets ``error: any``: D > 1024 refused as end > D, or at the launch, passes it, so
+    it covers no rule; nor does another code or phase."""
+    assert covered(case(shape=[1, 1, 2, 2048], expect=expect)) == set()
+    assert covered(case(shape=[1, 1, 2, 16], partial_slice=[0, 32], cos_shape=[1, 1, 1, 32], expect=expect)) == set()
+
+
+def test_known_defect_cases_and_xfailed_results_cover_nothing():
+    from prmg_cli.cases import case_to_dict
+
+    marked = case(shape=[1, 1, 2, 16], known_defect={"reason": "r", "result": "wrong", "max_error_ulp": 2})
+    assert coverage.evaluate([marked])[0].covered == 0
+    plain = case(shape=[1, 1, 2, 16])
+    results = [CaseResult("c", status, definition=case_to_dict(plain), source=str(ROOT / "test.yaml"))
+               for status in ("xfailed",)]
+    assert coverage.run_line(results) is None
 
 
 def test_every_rule_is_a_phase_class_and_the_suites_break_each():

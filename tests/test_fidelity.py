@@ -148,6 +148,8 @@ def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
     rope = {"cos": {"rope": {"base": 10000}}, "sin": {"rope": {"base": 10000}}}
     cases = {"rope": case_of(inputs=rope), "drawn": case_of(),
              "said": case_of(inputs=rope, partners_alike="a real table on purpose")}
+    from prmg_cli.execute import RunSettings, run_case
+
     with AclSession(emulator, 0) as session:
         warnings = {}
         for name, case in cases.items():
@@ -155,7 +157,9 @@ def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
             verdict = judge(case, inputs, session.launch(case, inputs))
             assert verdict.status == "passed"
             warnings[name] = verdict.warnings
+        strict = run_case(session, cases["rope"], RunSettings(toolkit=emulator, strict=True))[0]
     assert warnings == {"rope": [PARTNERS_ALIKE_WARNING], "drawn": [], "said": []}
+    assert strict.status == "failed" and strict.message == f"--strict: {PARTNERS_ALIKE_WARNING}"
     assert [facts(case).partners_differ for case in cases.values()] == [False, True, False]
 
 
@@ -239,3 +243,22 @@ def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():
     assert result.stderr == ("prmg: error: the device is an Ascend910B2 (ascend910b): InplacePartialRotaryMulGrad's "
                              "op definition lists ascend950, ascend960dt only, so its 1 case cannot run here (run them "
                              "on one of those chips, or select other operators' cases)\n")
+
+
+@pytest.mark.parametrize("fault, caught", [
+    ("own_sin", {"hd192_bf16", "partial_rotary_glm_bf16_fp32", "partial_rotary_phi_fp16_fp32",
+                 "inplace_offset_view_bf16"}),                # the tables that differ between partners, and only they
+    ("ignore_offset", {"inplace_offset_view_bf16", "inplace_offset_view_decode_fp16"}),
+])
+def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypatch, fault, caught):
+    """A grad using each element's own sin passes every RoPE-table case of users.yaml (a partner swap hides there:
+    the bug of the report) and fails each case whose tables differ between partners; a kernel ignoring the
+    storage offset fails the in-place cases on offset views."""
+    from prmg_cli.execute import RunSettings, run_case
+
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    settings = RunSettings(toolkit=emulator)
+    with AclSession(emulator, 0) as session:
+        failed = {case.name.split(".", 1)[1] for case in load_cases([ROOT / "cases" / "users.yaml"])
+                  if run_case(session, case, settings)[0].status == "failed"}
+    assert failed == caught

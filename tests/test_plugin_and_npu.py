@@ -157,7 +157,7 @@ def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):
 def test_plugin_known_defects_are_strict_xfails(tmp_path):
     cases = tmp_path / "defects.yaml"
     cases.write_text("- {name: d_xfail, shape: [1, 1, 2, 8], known_defect: {reason: \"the odd lanes' sign\","
-                     " result: wrong}}\n"
+                     " result: wrong, pattern: odd_lanes}}\n"
                      "- {name: d_xpass, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002},"
                      " known_defect: {reason: \"fixed since\", status: SUCCESS}}\n")
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg", str(cases),
@@ -166,3 +166,31 @@ def test_plugin_known_defects_are_strict_xfails(tmp_path):
     assert result.returncode == 1, result.stdout
     assert "1 failed" in result.stdout and "1 xfailed" in result.stdout
     assert "[XPASS(strict)]" in result.stdout
+
+
+def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
+    """Case files under build/, venv/ (a virtualenv) and dot-folders are cases ``prmg run`` runs, so pytest runs them
+    too (a failing one there fails the session); a symlinked folder, which ``prmg run`` does not enter, and a second
+    path to a file already read, are not collected twice."""
+    from prmg_cli.cases import case_files, load_cases
+
+    suite = tmp_path / "suite"
+    wrong = "- {name: %s, shape: [1, 1, 1, 8], expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}\n"     # succeeds: fails
+    for folder in ("build", "venv", ".hidden", "dist/.deep"):
+        (suite / folder).mkdir(parents=True)
+        (suite / folder / "c.yaml").write_text(wrong % folder.replace("/", "_").replace(".", "dot"))
+    (suite / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (suite / "ok.yml").write_text("- {name: fine, shape: [1, 1, 1, 8]}\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "x.yaml").write_text(wrong % "through_a_symlink")
+    (suite / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (suite / "again.yaml").hardlink_to(suite / "ok.yml")
+    ran = sorted(case.name for case in load_cases(case_files([suite])))
+    assert ran == ["build", "dist_dotdeep", "dothidden", "fine", "venv"]
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "--prmg",
+                             str(suite), "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "4 failed, 1 passed" in result.stdout, result.stdout
+    assert sorted(line.rsplit("::", 1)[1].split()[0] for line in result.stdout.splitlines()
+                  if line.startswith(("PASSED", "FAILED"))) == ran

@@ -5,7 +5,9 @@ A case asks for them with ``checks: [adjoint, roundtrip, determinism]`` (or ``pr
 ``golden: false`` judges a case by its checks (and the in-place contract) alone, for shapes too large
 for a host golden and as an oracle independent of the golden's reading of the docs. Each check launches
 what it needs on the device, reports its own metric (``<name>_ratio`` or ``<name>_mismatches``, <= 1 or 0
-when it holds) and a message when it fails.
+when it holds) and a message when it fails. Only a check ``anchored`` to the formula (``sample``: the host
+reference on sampled rows) can judge a case without the golden: adjoint and roundtrip compare the device's
+kernels with each other, so a grad and a forward wrong in the same way pass both.
 
 Each check's module states what it checks and the bound it uses (``base`` the element bound they share).
 
@@ -26,13 +28,16 @@ from ..errors import PrmgError, suggest
 from ..ops import OPERATORS
 from . import adjoint, determinism, roundtrip, sample
 from .base import Check, CheckContext, CheckOption, CheckResult, element_bound, no_op
+from .sample import unchanged_warning
 
 CHECKS: dict[str, Check] = {module.CHECK.name: module.CHECK for module in (adjoint, roundtrip, determinism, sample)}
 ORACLES = tuple(name for name, check in CHECKS.items() if check.oracle)
+ANCHORED = tuple(name for name, check in CHECKS.items() if check.anchored)
 OPTIONS: dict[str, tuple[Check, CheckOption]] = {name: (check, option) for check in CHECKS.values()
                                                  for name, option in check.options.items()}
 
-__all__ = ["CHECKS", "ORACLES", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult", "element_bound",
+__all__ = ["CHECKS", "ORACLES", "ANCHORED", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult",
+           "element_bound",
            "check_names", "run_checks", "fold_checks", "weak_checks_text"]
 
 
@@ -49,8 +54,8 @@ def check_names(names: Sequence, shown: Callable[[object], str] = repr) -> tuple
 
 
 def weak_checks_text(names) -> str:
-    """Why ``names`` judge nothing about correctness: ``determinism proves only ...`` for each non-oracle."""
-    return "; ".join(f"{name}: {CHECKS[name].description}" for name in names if not CHECKS[name].oracle) \
+    """Why ``names`` do not anchor a result to the formula: ``determinism: ...`` for each check not ``anchored``."""
+    return "; ".join(f"{name}: {CHECKS[name].description}" for name in names if not CHECKS[name].anchored) \
         or "no check named"
 
 
@@ -82,12 +87,19 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
     return results
 
 
-def fold_checks(verdict, results: list[CheckResult], case: Case, golden: bool):
-    """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` folded in: their metrics and details, their
-    launches' contract breaches and failures (each fails the case), a check that could not run as a warning and
-    one not defined for the case as a detail. Without the ``golden``, a case with a slice that no oracle check
-    judged (all skipped or unable to run) is an ``error`` -- nothing judged its result -- unless it says why
-    with ``correctness_unchecked`` (then a warning)."""
+def fold_checks(verdict, results: list[CheckResult], context: CheckContext, golden: bool):
+    """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` of ``context``'s launch folded in: their metrics
+    and details, their launches' contract breaches and failures (each fails the case), a check that could not run as
+    a warning and one not defined for the case as a detail; without the ``golden``, a slice the kernel left (nearly)
+    as it was as a warning (``sample.unchanged_warning``), and a case with a slice that no check anchored to the
+    formula judged (none named, all skipped or unable to run) an ``error`` -- nothing held its result to the
+    formula: adjoint and roundtrip pass a grad and a forward wrong the same way -- unless it says why with
+    ``correctness_unchecked`` (then a warning)."""
+    case = context.case
+    if not golden and not no_op(case):
+        unchanged = unchanged_warning(case, context.inputs, context.outcome.dy)
+        if unchanged:
+            verdict.warnings.append(unchanged)
     for result in results:
         verdict.metrics.update(result.metrics)
         verdict.details.extend(result.details)
@@ -99,14 +111,14 @@ def fold_checks(verdict, results: list[CheckResult], case: Case, golden: bool):
             verdict.warnings.append(f"{result.name} not run: {result.note}")
         elif not result.passed:
             verdict.fail("check", result.message)
-    if golden or no_op(case) or any(result.judged and CHECKS[result.name].oracle for result in results):
+    if golden or no_op(case) or any(result.judged and CHECKS[result.name].anchored for result in results):
         return verdict
     why = "; ".join(f"{r.name} {'skipped' if r.skipped else 'not run'}: {r.skipped or r.note}"
                     for r in results if not r.judged) or weak_checks_text([r.name for r in results])
     if case.correctness_unchecked:
         verdict.warnings.append(f"correctness not checked: {case.correctness_unchecked} ({why})")
         return verdict
-    verdict.fail("unjudged", f"not judged: without the golden no check of correctness ran ({why})")
+    verdict.fail("unjudged", f"not judged: without the golden no check anchored to the formula ran ({why})")
     if verdict.kinds == {"unjudged"}:
         verdict.status = "error"
     return verdict

@@ -83,6 +83,7 @@ def _adjoint_applies(context: CheckContext) -> str:
     return ""
 
 
-CHECK = Check("adjoint", "forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding",
+CHECK = Check("adjoint", "forward and grad on the device agree: <F x, dy> = <x, B dy> within float32 rounding (not "
+              "anchored to the formula: a grad and a forward wrong the same way agree)",
               adjoint, "adjoint_ratio", lambda m: within("adjoint err", m["adjoint_ratio"], "bound")[0],
               lambda m: over(m, "adjoint_ratio"), applies=_adjoint_applies)

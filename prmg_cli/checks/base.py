@@ -85,7 +85,9 @@ class Check:
     """One golden-free check: ``name``, a one-line ``description``, ``run(context) -> CheckResult``, its
     ``metric`` in a result's metrics, that metric's text in a table (``describe(metrics)``) and its margin
     (``key_margin(metrics)``: error / limit, > 1 fails; None for a count), whether it is an oracle (it can find a
-    wrong result, not only an inconsistent one), ``applies(context) -> reason`` ("" when the check is defined for
+    wrong result: its metric's rise is a precision drift), whether it is ``anchored`` to the formula (it compares
+    the result with the operator's formula on the host, not only the device's kernels with each other: without the
+    golden a case needs one), ``applies(context) -> reason`` ("" when the check is defined for
     the case, else why not), the ``options`` it owns (``CheckOption`` by name) and whether it runs ``first``, right
     after the main launch (determinism: nothing else runs on the device between the launches it compares)."""
 
@@ -96,6 +98,7 @@ class Check:
     describe: Callable[[dict], str]
     key_margin: Callable[[dict], float | None]
     oracle: bool = True
+    anchored: bool = False
     applies: Callable[[CheckContext], str] = lambda context: no_op(context.case)
     options: dict = field(default_factory=dict)
     first: bool = False

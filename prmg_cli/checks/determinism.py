@@ -1,7 +1,8 @@
 """The ``determinism`` check. ``--repeat K`` launches (default 2) of the same inputs give bit-identical outputs and
 the same status; a kernel that differs by one ulp between launches fails even where each launch is
 within tolerance. It says nothing about correctness (a kernel that does nothing is deterministic), so it is
-not an *oracle*: a ``golden: false`` case needs an oracle check (``ORACLES``), or ``correctness_unchecked``.
+not an *oracle*: a ``golden: false`` case needs a check anchored to the formula (``ANCHORED``), or
+``correctness_unchecked``.
 """
 
 from __future__ import annotations

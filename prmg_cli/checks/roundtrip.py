@@ -73,6 +73,7 @@ def roundtrip(context: CheckContext) -> CheckResult:
     return result
 
 
-CHECK = Check("roundtrip", "with a RoPE table, grad(forward(x)) returns x within float32 rounding", roundtrip,
+CHECK = Check("roundtrip", "with a RoPE table, grad(forward(x)) returns x within float32 rounding (not anchored to "
+              "the formula: a grad and a forward wrong the same way undo each other)", roundtrip,
               "roundtrip_ratio", lambda m: within("roundtrip err", m["roundtrip_ratio"], "bound")[0],
               lambda m: over(m, "roundtrip_ratio"))

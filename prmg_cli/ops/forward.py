@@ -112,22 +112,31 @@ def no_op(case: Case) -> bool:
     return end == start or empty(case.shape) or (len(case.cos_shape) == 4 and case.cos_shape[-1] == 0)
 
 
+def _shapes(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Each tensor's shape and the case field that holds it."""
+    return {"x": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
+
+
+def _rank_rules(case: Case, prefix: str = "") -> list[Violation]:
+    """Both tilings' first rules (561002): x, cos and sin 4-D; cos shape == sin shape (messages after ``prefix``)."""
+    found = [Violation(TILING_ERROR, f"{prefix}{tensor} is {len(shape)}-D, not 4-D", field, "not 4-D")
+             for tensor, (shape, field) in _shapes(case).items() if len(shape) != 4]
+    if case.cos_shape != case.sin_shape:
+        found.append(Violation(TILING_ERROR, f"{prefix}cos shape {list(case.cos_shape)} differs from sin shape "
+                               f"{list(case.sin_shape)}", "sin_shape", "cos shape != sin shape"))
+    return found
+
+
 def _tiling_rules(case: Case) -> list[Violation]:
     """Rule 4 after the mode: shapes, the slice (an empty one ends the checks), D, dims, layout (561002)."""
-    found = []
+    found = _rank_rules(case)
+    if found:
+        return found
 
     def broken(rule: str, message: str, field: str) -> None:
         found.append(Violation(TILING_ERROR, message, field, rule))
 
-    shapes = {"x": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
-    for tensor, (shape, field) in shapes.items():
-        if len(shape) != 4:
-            broken("not 4-D", f"{tensor} is {len(shape)}-D, not 4-D", field)
-    if case.cos_shape != case.sin_shape:
-        broken("cos shape != sin shape", f"cos shape {list(case.cos_shape)} differs from sin shape "
-               f"{list(case.sin_shape)}", "sin_shape")
-    if found:
-        return found
+    shapes = _shapes(case)
     start, end = case.partial_slice
     depth, length, cos_d = case.shape[-1], end - start, case.cos_shape[-1]
     if start < 0 or end > depth or start > end:
@@ -159,20 +168,13 @@ def _tiling_rules(case: Case) -> list[Violation]:
 
 def _membase_rules(case: Case, supported_modes) -> list[Violation]:
     """The A2/A3 membase tiling's rules (module docstring), each broken one -> 561002, in its order."""
-    found = []
+    found = _rank_rules(case, "on A2/A3, ")
+    if found:
+        return found
 
     def broken(rule: str, message: str, field: str, skippable: bool = False) -> None:
         found.append(Violation(TILING_ERROR, f"on A2/A3, {message}", field, rule, skippable))
 
-    shapes = {"x": (case.shape, "shape"), "cos": (case.cos_shape, "cos_shape"), "sin": (case.sin_shape, "sin_shape")}
-    for tensor, (shape, field) in shapes.items():
-        if len(shape) != 4:
-            broken("not 4-D", f"{tensor} is {len(shape)}-D, not 4-D", field)
-    if case.cos_shape != case.sin_shape:
-        broken("cos shape != sin shape", f"cos shape {list(case.cos_shape)} differs from sin shape "
-               f"{list(case.sin_shape)}", "sin_shape")
-    if found:
-        return found
     if case.rotary_mode not in supported_modes:
         broken("A2/A3: mode not 1", f"rotary_mode {mode_label(case.rotary_mode)} (read as int64) is not one the "
                f"kernel implements ({mode_list(supported_modes)})", "rotary_mode", case.rotary_mode in MODE_NAMES)

@@ -34,8 +34,8 @@ from .. import dtypes
 from ..coverage import run_line
 from ..errors import PrmgError
 from ..keymetric import key_margin
-from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, summary_counts, summary_line, visible,
-                       visible_html as esc)        # esc: file-derived text for the page
+from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, run_warnings, summary_counts, summary_line,
+                       visible, visible_html as esc)        # esc: file-derived text for the page
 from ..sizes import bytes_moved as launch_bytes
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
@@ -161,6 +161,7 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
     coverage = run_line(results)
     if coverage:
         parts.append(f'<p class="coverage" id="coverage-line">{esc(coverage)}</p>')
+    parts += [f'<p class="coverage run-warning">warning: {esc(warning)}</p>' for warning in run_warnings(results)]
     faults = fault_field(info, results)
     if faults:
         parts.append(f'<div class="banner fault">{_h(faults[0])}: {_h(faults[1])}</div>')

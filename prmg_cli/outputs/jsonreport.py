@@ -1,7 +1,8 @@
 """The JSON report: ``{"summary": {...}, "cases": [...]}``, always valid JSON.
 
 ``summary`` holds the status counts (every status, ``total``, ``warnings``), ``ok``, the summary line,
-the exit code the run ends with, and the run's description (``RunInfo``: runner, toolkit and driver
+the exit code the run ends with, the run's own warnings (``run_warnings``: the pooled error balance of small
+cases), and the run's description (``RunInfo``: runner, toolkit and driver
 versions, SoC, host, start time, the emulator faults named and their shape); when faults were named,
 ``fault_cases`` maps each fault that acted to the cases it acted on and ``fault_header`` is the header's
 line about them (``labels.fault_field``). ``checks`` lists every golden-free check the run asked for
@@ -18,7 +19,7 @@ import json
 import math
 from collections.abc import Iterator
 
-from ..results import CaseResult, RunInfo, report_exit_code, summary_counts, summary_line
+from ..results import CaseResult, RunInfo, report_exit_code, run_warnings, summary_counts, summary_line
 from ..vocab import mode_list, mode_name
 from .labels import checks_field, checks_ran, fault_cases, fault_field
 
@@ -49,6 +50,7 @@ def summary(results: list[CaseResult], info: RunInfo) -> dict:
     ran = {"checks": list(dict.fromkeys([*info.checks, *names])), "golden": info.golden and not goldless,
            **({"checks_header": checks[1]} if checks else {})}
     return {**counts, "ok": code == 0, "exit_code": int(code), "line": summary_line(results),
+            "run_warnings": run_warnings(results),
             **info.to_dict(), **injected, **ran, "supported_mode_names": mode_list(info.supported_modes).split(", "),
             "duration_s": sum(r.duration_s or 0.0 for r in results)}
 

@@ -12,7 +12,7 @@ import re
 
 from tabulate import tabulate
 
-from ..results import CaseResult, RunInfo, summary_line, visible
+from ..results import CaseResult, RunInfo, run_warnings, summary_line, visible
 from .labels import diagnosis_lines, header_fields
 from .table import cells
 
@@ -39,5 +39,6 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
         for result in explained:
             lines += ["", f"### {md_escape(result.status.upper())} {md_escape(visible(result.name))}", "",
                       "```", *[line.replace("```", "'''") for line in diagnosis_lines(result)], "```"]
+    lines += [f"\n**warning**: {md_escape(warning)}" for warning in run_warnings(results)]
     lines += ["", summary_line(results)]
     return "\n".join(lines)

@@ -152,8 +152,29 @@ def default_budget_into(golden: np.ndarray, magnitude: np.ndarray, fmt: Format, 
 _NO_SUBNORMAL_TERMS = 2.0 ** -69
 
 
+def balance_threshold(fmt: Format) -> float:
+    """The smallest ``|golden|`` whose element error balance counts (``balance.py``): where ``ulp_dy(|golden|)`` is at
+    least ``2^24 * 4 * 2^-126 = 2^-100``, i.e. half of it at least ``2^-101`` -- ``|golden| >= 2^(p - 101)``, or every
+    element when the dtype's smallest half ulp is already that large (float16)."""
+    return 0.0 if fmt.smallest / 2 >= _BALANCE_HALF_ULP else 2.0 ** (fmt.precision - 101)
+
+
+_BALANCE_HALF_ULP = 2.0 ** -101
+
+
+def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, left_out=None) -> tuple[int, int]:
+    """(elements above the golden, below it) among those with ``|golden| >= threshold`` (``balance_threshold``), the
+    mask ``left_out`` (non-finite ones) left out: the error balance's counts (``balance.py``)."""
+    with np.errstate(invalid="ignore"):
+        counted = np.abs(golden) >= threshold
+        if left_out is not None:
+            counted &= ~left_out
+        return int(np.count_nonzero(counted & (actual > golden))), int(np.count_nonzero(counted & (actual < golden)))
+
+
 def judge(view: SliceView) -> Judgement:
-    """The ``default`` standard: an element is wrong when ``|actual - golden| > budget`` (``default_budget``)."""
+    """The ``default`` standard: an element is wrong when ``|actual - golden| > budget`` (``default_budget``); the error
+    balance's counts (``balance_counts``) come with the metrics."""
     budget = default_budget(np.abs(view.golden), view.magnitude(), view.format,
                             view.params["budget_scale"])
     error = np.abs(view.actual - view.golden)
@@ -161,8 +182,9 @@ def judge(view: SliceView) -> Judgement:
     bad = error > budget
     count = int(bad.sum())
     in_ulps, beyond, bound = rounding_margins(error, view.golden, budget, view.format)
+    up, down = balance_counts(view.actual, view.golden, balance_threshold(view.format))
     metrics = {"max_err_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error), "max_err_ulp": in_ulps,
-               "bound_ulp": bound, "beyond_rounding": beyond}
+               "bound_ulp": bound, "beyond_rounding": beyond, "balance_up": up, "balance_down": down}
     reason = f"{count} of {plural(bad.size, 'element')} over budget: {describe(metrics)}"
     return Judgement(count > 0, reason, metrics, bad, ratio, view.golden, budget, "budget")
 

@@ -55,6 +55,11 @@ static const struct {
     {"clobber_row_end", FAULT_CLOBBER_ROW_END},
     {"ignore_offset", FAULT_IGNORE_OFFSET},
     {"contiguous_tables", FAULT_CONTIGUOUS_TABLES},
+    {"nudge", FAULT_NUDGE},
+    {"fwd_nudge", FAULT_FWD_NUDGE},
+    {"round_up", FAULT_ROUND_UP},
+    {"cast_up", FAULT_CAST_UP},
+    {"core_last_row", FAULT_CORE_LAST_ROW},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -83,6 +83,24 @@ static void store_toward_zero(int32_t data_type, void *data, int64_t index, floa
     ((uint16_t *)data)[index] = nearest;
 }
 
+/* The smallest float32 >= value: value (the exact sum of two products of float32 numbers, rounded once in float64)
+ * rounded toward +inf (the round_up fault). */
+static float up(double value)
+{
+    float nearest = (float)value;
+    return (double)nearest < value ? nextafterf(nearest, INFINITY) : nearest;
+}
+
+/* The cast_up fault's store: value converted to fp16/bf16 toward +inf instead of to nearest even. */
+static void store_upward(int32_t data_type, void *data, int64_t index, float value)
+{
+    uint16_t nearest = data_type == ACL_BF16 ? float_to_bf16(value) : float_to_fp16(value);
+    float widened = data_type == ACL_BF16 ? bf16_to_float(nearest) : fp16_to_float(nearest);
+    if (value == value && widened < value)
+        nearest = (nearest & 0x8000) ? (nearest == 0x8000 ? 0 : nearest - 1) : nearest + 1;
+    ((uint16_t *)data)[index] = nearest;
+}
+
 /* For lane j of a slice of length L: the kept element *kept, the partner *partner, and whether the
  * lane is the first of its pair (1) or the second (0), in the grad's layout (dy read as it is laid
  * out, dx written in the mode's layout).
@@ -168,6 +186,10 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
     const float cos_value = c[table_index(l.cos_index, shift)], sin_value = s[table_index(l.sin_index, shift)];
     float kept_term = cos_value * x[l.kept];
     float partner_term = sin_value * x[l.partner];
+    if (has_fault(job->faults, FAULT_ROUND_UP)) {            /* the exact value rounded toward +inf */
+        const double partner = (double)sin_value * x[l.partner];
+        return up((double)cos_value * x[l.kept] + (l.plus ? partner : -partner));
+    }
     if (in_bf16) {
         kept_term = round_to_bf16(kept_term);
         partner_term = round_to_bf16(partner_term);
@@ -192,6 +214,8 @@ static void store_result(const kernel_tensor *x, uint64_t faults, int64_t positi
         value = 0.0f;
     if (has_fault(faults, FAULT_TRUNCATE) && x->data_type != ACL_FLOAT)
         store_toward_zero(x->data_type, x->host, position, value);
+    else if (has_fault(faults, FAULT_CAST_UP) && x->data_type != ACL_FLOAT)
+        store_upward(x->data_type, x->host, position, value);
     else
         store_element(x->data_type, x->host, position, value);
 }
@@ -321,10 +345,25 @@ static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const ker
                      const kernel_job *job, int64_t rows, int core)
 {
     const int64_t share = rows / EMU_CORES, remainder = rows % EMU_CORES;
+    /* core_last_row: the middle core's loop stops one row short */
+    const int64_t last = core == EMU_CORES / 2 && has_fault(job->faults, FAULT_CORE_LAST_ROW)
+                         ? (core < remainder ? EMU_CORES * share + core : (core + 1) * share - 1) : -1;
     for (int64_t row = core * share; row < (core + 1) * share; row++)
-        process_row(x, cos, sin, job, rows, row);
-    if (core < remainder && !(has_fault(job->faults, FAULT_CORE_TAIL) && rows >= EMU_CORES))
+        if (row != last)
+            process_row(x, cos, sin, job, rows, row);
+    if (core < remainder && !(has_fault(job->faults, FAULT_CORE_TAIL) && rows >= EMU_CORES)
+        && EMU_CORES * share + core != last)
         process_row(x, cos, sin, job, rows, EMU_CORES * share + core);
+}
+
+/* The nudge and fwd_nudge faults: nothing computed, the slice's first element of the first row one step up in its
+ * bit pattern (one ulp away from zero for a positive number). */
+static void nudge(const kernel_tensor *x, const kernel_job *job)
+{
+    if (element_size(x->data_type) == 4)
+        ((uint32_t *)x->host)[job->start] += 1;
+    else
+        ((uint16_t *)x->host)[job->start] += 1;
 }
 
 void rotary_kernel(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
@@ -333,6 +372,10 @@ void rotary_kernel(const kernel_tensor *x, const kernel_tensor *cos, const kerne
     const int64_t rows = x->dims[0] * x->dims[1] * x->dims[2], length = job->end - job->start;
     if (length <= 0 || length > MAX_SLICE)
         return;
+    if (has_fault(job->faults, FAULT_NUDGE) || has_fault(job->faults, FAULT_FWD_NUDGE)) {
+        nudge(x, job);
+        return;
+    }
     for (int core = 0; core < EMU_CORES; core++)
         run_core(x, cos, sin, job, rows, core);
 }

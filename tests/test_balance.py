@@ -1,0 +1,93 @@
+"""Error balance (``prmg_cli/balance.py``): a result whose errors lean one way beyond chance is a warning that --strict
+fails, per case or pooled over a run's small cases; a correct kernel never gets it (the shipped suite in every mode:
+``test_run_e2e``), a kernel rounding toward +inf in float32 or casting to float16/bfloat16 toward +inf does."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from prmg_cli import balance
+from prmg_cli.acl import AclSession
+from prmg_cli.cases import load_cases
+from prmg_cli.execute import RunSettings, run_case
+from prmg_cli.results import CaseResult, ExitCode, exit_code, run_warnings, summary_line
+
+
+def test_the_sign_test_and_its_false_alarm_rate():
+    assert balance.ALONE == 30 and 2 * math.exp(-balance.ALONE / 2) < balance.FALSE_ALARM <= 2 * math.exp(-29 / 2)
+    assert balance.chance(0, 0) == 1.0 and balance.chance(50, 50) == 1.0
+    assert balance.chance(30, 0) < 1e-6 < balance.chance(29, 0)
+    assert balance.case_warning({"balance_up": 29, "balance_down": 0}) == ""              # too few to tell alone
+    said = balance.case_warning({"balance_up": 5000, "balance_down": 4400})
+    assert said == ("biased: 5000 of 9400 errors above the golden, 4400 below (bias +0.06); rounding to nearest splits "
+                    "them evenly, and a split this one-sided has a chance <= 9.7e-09 (sign test, limit 1e-06)")
+    assert balance.case_warning({"balance_up": 5000, "balance_down": 4500}) == ""        # chance 4e-6: no alarm
+    assert "chance <= 1e-21714 (" in balance.case_warning({"balance_up": 10**5, "balance_down": 0})
+    assert balance.case_warning({"balance_up": True, "balance_down": 0}) == ""           # not a count
+
+
+def small(name: str, up: int, down: int, status: str = "passed", dtype: str = "float32") -> CaseResult:
+    return CaseResult(name, status, op="grad", dtype=dtype, metrics={"balance_up": up, "balance_down": down})
+
+
+def test_small_cases_are_pooled_per_operator_and_dtype():
+    results = [small(f"c{i}", 8, 0) for i in range(4)] + [small("b", 8, 0, dtype="bfloat16"), small("big", 900, 0),
+                                                          small("f", 8, 0, "failed")]
+    assert run_warnings(results) == [balance.pooled(results)[0]]
+    assert run_warnings(results)[0].startswith("biased (pooled over the 4 small grad float32 cases): 32 of 32 errors")
+    assert exit_code(results, strict=False) == ExitCode.FAILED          # the failed one
+    passing = results[:-1]
+    assert exit_code(passing) == ExitCode.OK and exit_code(passing, strict=True) == ExitCode.FAILED
+    assert summary_line(passing).endswith("1 warning")
+    assert run_warnings([small(f"c{i}", 4, 4) for i in range(10)]) == []
+
+
+CASES = """
+- {name: whole_fp32, shape: [1, 4, 8, 64], partial_slice: [0, 64]}
+- {name: onepass_fp32, shape: [2, 16, 8, 64], partial_slice: [0, 64]}
+- {name: cast_bf16, shape: [1, 4, 8, 64], partial_slice: [0, 64], dtype: bfloat16, tolerance: {budget_scale: 2.5}}
+- {name: cast_fp16, shape: [2, 16, 8, 64], partial_slice: [0, 64], dtype: float16, tolerance: {budget_scale: 2.5}}
+- {name: tiny_fp32, shape: [1, 1, 1, 8], partial_slice: [2, 8]}
+- {name: tiny_fp32_b, shape: [1, 1, 2, 8], partial_slice: [0, 8]}
+- {name: tiny_fp32_c, shape: [1, 1, 1, 16], partial_slice: [0, 16]}
+"""
+
+
+@pytest.mark.parametrize("fault, biased", [("", set()), ("round_up", {"whole_fp32", "onepass_fp32"}),
+                                           ("cast_up", {"cast_bf16", "cast_fp16"})])
+def test_rounding_toward_plus_infinity_is_biased(emulator, monkeypatch, tmp_path, fault, biased):
+    """Each element within its budget (the half dtypes' widened 2.5 times, so that only the balance can see the
+    cast), yet every error up: a warning on both judging paths (whole array, one pass), --strict fails it; the small
+    float32 cases, too few alone, are biased pooled."""
+    (tmp_path / "c.yaml").write_text(CASES)
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    settings = RunSettings(toolkit=emulator)
+    with AclSession(emulator, 0) as session:
+        results = [run_case(session, case, settings)[0] for case in load_cases([tmp_path / "c.yaml"])]
+        strict = [run_case(session, case, RunSettings(toolkit=emulator, strict=True))[0]
+                  for case in load_cases([tmp_path / "c.yaml"]) if case.name in biased]
+    assert all(result.status == "passed" for result in results), [r.message for r in results]
+    assert {result.name for result in results if result.warnings} == biased
+    for result in results:
+        if result.name in biased:
+            assert result.warnings[0].startswith(f"biased: {result.metrics['balance_up']} of ") and \
+                result.metrics["balance_down"] == 0
+    assert all(result.status == "failed" and result.message.startswith("--strict: biased: ") for result in strict)
+    pooled = run_warnings(results)
+    assert pooled == ([] if fault != "round_up" else [pooled[0]])
+    assert not pooled or pooled[0].startswith("biased (pooled over the 3 small grad float32 cases): ")
+
+
+def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
+    cases = tmp_path / "c.yaml"
+    cases.write_text("\n".join(line for line in CASES.splitlines() if "tiny" in line) + "\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg", str(cases),
+                             "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="round_up"))
+    assert result.returncode == 1 and "3 passed" in result.stdout, result.stdout
+    assert "prmg warning: biased (pooled over the 3 small grad float32 cases): " in result.stdout
