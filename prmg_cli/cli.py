@@ -21,6 +21,10 @@ import sys
 from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, on_stop, outcome_final, raised_stop
 
 
+OUT_OF_MEMORY = ("out of memory: the command needs more memory than this process may use (a results file of too many "
+                 "cases, or cases too large for this machine?)")
+
+
 def _error_line(text: str, *, keep_newlines: bool = False) -> None:
     """``text`` on stderr (control characters escaped: one line unless ``keep_newlines``), ignoring a
     stderr that cannot be written."""
@@ -58,18 +62,15 @@ def main(*, restore: bool = False) -> None:
         if raised_stop():                          # typer took it (while parsing): exit 130 without a word
             said, code = stopped_codes[raised_stop()]
             _error_line(f"prmg: {said}")
-    except PrmgError as exc:
-        for line in exc.lines():
+    except (PrmgError, MemoryError) as exc:        # out of memory: what it held is freed as it unwinds; one line
+        error = exc if isinstance(exc, PrmgError) else PrmgError(OUT_OF_MEMORY)
+        for line in error.lines():
             _error_line(f"prmg: error: {line}")
         code = ExitCode.USAGE
     except (Stopped, KeyboardInterrupt) as stopped:
         terminated = isinstance(getattr(stopped, "stop", stopped), Terminated)
         said, code = stopped_codes[signal.SIGTERM if terminated else signal.SIGINT]
         _error_line(f"prmg: {said}")
-    except MemoryError:                            # what it held is freed as the error unwinds: say so in one line
-        _error_line("prmg: error: out of memory: the command needs more memory than this process may use (a results "
-                    "file of too many cases, or cases too large for this machine?)")
-        code = ExitCode.USAGE
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
