@@ -107,6 +107,7 @@ ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
 ACL_EVENT_TIME_LINE = 0x8
+ACL_HBM_MEM = 1                      # aclrtMemAttr: the device's memory, huge and normal pages together
 ACL_ERROR_REPEAT_INITIALIZE = 100002
 MAX_RANGES_LISTED = 4
 # Transfers of at least this many bytes go through pinned host buffers (when the toolkit has them), and
@@ -134,6 +135,7 @@ RUNTIME_PROTOTYPES = {
     "aclrtGetSocName": (c_char_p, []),
     "aclrtMallocHost": (c_int, [POINTER(c_void_p), c_size_t]),
     "aclrtFreeHost": (c_int, [c_void_p]),
+    "aclrtGetMemInfo": (c_int, [c_int, POINTER(c_size_t), POINTER(c_size_t)]),
 }
 EVENT_PROTOTYPES = {
     "aclrtCreateEvent": (c_int, [POINTER(c_void_p)]),
@@ -165,7 +167,7 @@ EMULATOR_HOOKS = {APPLIED_FAULTS: (c_char_p, [])}
 # unlaunched executor (older toolkits), no pinned host buffers, no other operator than the grad, no record of
 # injected faults (every real toolkit).
 OPTIONAL = frozenset({"aclGetRecentErrMsg", "aclrtGetSocName", "aclDestroyAclOpExecutor", "aclrtMallocHost",
-                      "aclrtFreeHost", APPLIED_FAULTS, *EVENT_PROTOTYPES,
+                      "aclrtFreeHost", "aclrtGetMemInfo", APPLIED_FAULTS, *EVENT_PROTOTYPES,
                       *(name for spec in OPERATORS.values() if not spec.required for name in (spec.get_workspace,
                                                                                                 spec.launch))})
 
@@ -191,6 +193,11 @@ class _Api:
                 setattr(self, name, _declare(library, path, name, restype, argtypes, name not in OPTIONAL))
         self.has_events = all(getattr(self, name) is not None for name in EVENT_PROTOTYPES
                               if name != "aclrtCreateEventWithFlag")
+        if self.aclGetRecentErrMsg is not None:     # a message is only ever the call's own that set it
+            for prototypes in (RUNTIME_PROTOTYPES, EVENT_PROTOTYPES, NNOPBASE_PROTOTYPES, OP_PROTOTYPES):
+                for name in prototypes:
+                    if name != "aclGetRecentErrMsg" and getattr(self, name) is not None:
+                        setattr(self, name, _drained(self.aclGetRecentErrMsg, getattr(self, name)))
 
     def recent_error(self) -> str:
         """aclGetRecentErrMsg(), or "" when there is none."""
@@ -208,6 +215,18 @@ class _Api:
         """Raise AclError when a runtime call returned a non-zero aclError."""
         if status != 0:
             raise AclError(function, status, self.recent_error())
+
+
+def _drained(drain, function):
+    """``function`` called right after ``drain`` (``aclGetRecentErrMsg``, which takes the message it returns): a
+    message an earlier call set and nobody read (a refused probe, a call whose failure needs no text) is dropped
+    before each call, so that the message read after a failure is that call's own, or none."""
+    def call(*args):
+        drain()
+        return function(*args)
+
+    call.__name__ = function.__name__
+    return call
 
 
 def _load(path: Path, mode: int) -> ctypes.CDLL:
@@ -541,6 +560,24 @@ class AclSession:
     def device_count(self) -> int:
         """aclrtGetDeviceCount()."""
         return _device_count(self._api)
+
+    def memory_mark(self) -> tuple[int, int] | None:
+        """(free bytes of the device's memory, ``aclrtGetMemInfo(ACL_HBM_MEM)``; the bytes prmg itself keeps on the
+        device between launches: the workspace and the kept buffers) now, or None when the runtime cannot say."""
+        api = self._api
+        free, total = c_size_t(), c_size_t()
+        if api.aclrtGetMemInfo is None or api.aclrtGetMemInfo(ACL_HBM_MEM, ctypes.byref(free), ctypes.byref(total)):
+            return None
+        held = sum(size for _, size in self._kept.values())
+        return int(free.value), held + (self._workspace.size + 2 * GUARD_BYTES if self._workspace else 0)
+
+    def memory_lost(self, mark: tuple[int, int] | None) -> int | None:
+        """The device bytes gone since ``mark`` (``memory_mark``) beyond what prmg's own buffers took:
+        ``(free then - free now) - (held now - held then)``; None when either mark is not known."""
+        now = self.memory_mark()
+        if mark is None or now is None:
+            return None
+        return (mark[0] - now[0]) - (now[1] - mark[1])
 
     def soc_name(self) -> str:
         """aclrtGetSocName() (e.g. ``Ascend950PR``), "" when the runtime cannot say."""

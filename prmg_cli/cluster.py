@@ -174,7 +174,8 @@ class NpuWorker:
         """Open the session with ``settings`` (their toolkit replaced by this node's); ``ready``'s answer."""
         if self.worker is None and not self.info["error"]:
             try:
-                self.worker = execute.CaseWorker(replace(settings, toolkit=self.toolkit), self.device)
+                self.worker = execute.CaseWorker(replace(settings, toolkit=self.toolkit), self.device,
+                                                 f"{self.info['ip']}/NPU{self.info['npu']}")
                 self.info.update(self.worker.describe())
             except Exception as exc:
                 self.info["error"] = _why(exc)

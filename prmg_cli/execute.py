@@ -46,6 +46,9 @@ from .ops import OPERATORS
 from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
+# Device memory a case may leave taken beyond prmg's own buffers (a runtime's caches, a kernel binary loaded once)
+# before its result carries a warning (``leak_warning``): a kernel leaking on every launch passes it at once.
+LEAK_BOUND = 64 << 20
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 PR_SET_PDEATHSIG = 1
@@ -262,6 +265,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
         return case_result(case, "skipped", message=judged, standard=standard, path=path,
                            duration_s=time.perf_counter() - started), True, None
     acted: list = []                              # each launch's Outcome.faults
+    memory = session.memory_mark() if hasattr(session, "memory_mark") else None
 
     try:
         outcome = session.launch(judged, inputs)
@@ -294,10 +298,12 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
                              duration_s=time.perf_counter() - started, timings=timings, path=path,
                              expect=expect_label(judged))
         return known_defect_status(judged, result), user and not session.device_faulted, None
+    leaked = leak_warning(session.memory_lost(memory), len(acted)) if memory is not None else ""
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
                          key_metric=key_metric(verdict.metrics),
                          details=[chip_note] * bool(chip_note) + verdict.details,
-                         warnings=list(verdict.warnings), error_map=verdict.error_map, error_code=outcome.status,
+                         warnings=list(verdict.warnings) + [leaked] * bool(leaked), error_map=verdict.error_map,
+                         error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
                          runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),
                          duration_s=time.perf_counter() - started, path=path, expect=expect_label(judged),
@@ -309,12 +315,23 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
 
         arrays = verdict.arrays or (judge_slice_arrays(case, inputs, outcome.dy, standard, tolerance)
                                     if golden and outcome.status == 0 else {})      # a contract breach
-        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, arrays)
+        result.artifacts = save_failure(settings.save_failures, case, result, inputs, outcome.dy, arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
     if chip_note and result.status == "failed":
         result.message = f"{chip_note}; {result.message}"
     result = build_dependent(case, result, kinds, target)
     return known_defect_status(judged, result, kinds, outcome.status), not session.device_faulted, outcome
+
+
+def leak_warning(lost: int | None, launches: int) -> str:
+    """A warning when ``lost`` device bytes (``AclSession.memory_lost``) over the case's ``launches`` exceed
+    ``LEAK_BOUND``, naming the bytes per launch ("" otherwise); ``--strict`` fails it, as any warning."""
+    if lost is None or lost <= LEAK_BOUND:
+        return ""
+    mib = 1 << 20
+    return (f"device memory: {lost / mib:.0f} MiB fewer free after the case than before it, beyond prmg's own buffers: "
+            f"{lost / max(launches, 1) / mib:.0f} MiB per launch over {plural(launches, 'launch', 'launches')} "
+            f"(a case may leave {LEAK_BOUND // mib} MiB): the kernel or the runtime leaks device memory")
 
 
 def faults_acted(launches: list) -> list[str] | None:
@@ -356,7 +373,7 @@ class CaseWorker:
     owner then replaces the worker instead of sending it more cases.
     """
 
-    def __init__(self, settings: RunSettings, device: int):
+    def __init__(self, settings: RunSettings, device: int, label: str | None = None):
         from . import native
         from .runners import open_session
 
@@ -366,6 +383,7 @@ class CaseWorker:
             dtypes.bfloat16()       # 1-2 s of import, likewise (a no-op when inherited from the parent)
         self.settings = settings
         self.device = device
+        self.label = str(device) if label is None else label      # what each result's ``device`` says
         self.session = open_session(settings.toolkit, device)
         self.target = Target(self.session.soc_name(), provenance.toolkit_version(settings.toolkit.root))
         self.fit = True
@@ -380,8 +398,10 @@ class CaseWorker:
         return {"soc": self.target.soc_name, "accepted_modes": accepted}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
-        """``run_case`` on this worker's session: the result and whether the session is still fit."""
+        """``run_case`` on this worker's session: the result (naming the device: ``label``) and whether the session is
+        still fit."""
         result, self.fit = run_case(self.session, case, self.settings, self.target)
+        result.device = self.label
         return result, self.fit
 
     def close(self) -> None:
@@ -724,7 +744,7 @@ class Executor:
             return
         worker.case = None
         result = case_result(case, "error", message=message, standard=judging(case, self.settings)[0],
-                             faults=None)               # the worker could not say which faults acted
+                             faults=None, device=str(worker.device))   # the worker could not say which faults acted
         schedule.finish(index, known_defect_status(case, result))
         self._replace(worker, schedule)
 

@@ -241,7 +241,7 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
     if len(runners) > 1:
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
-                     f"{info.started or '?'} on {info.host or '?'}, devices {_devices(info.devices)}, "
+                     f"{info.started or '?'} on {info.host or '?'}, {_devices(info.devices)}, "
                      f"runner {info.runner}, standard {info.standard or '?'}{' (--strict)' if info.strict else ''}, "
                      f"SoC {info.soc or '?'}, toolkit {info.toolkit_version or '?'}, operator library "
                      f"{info.op_library or '?'}, kernel files {info.opp_portable or '?'}"
@@ -255,8 +255,8 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
 
 
 def _devices(devices) -> str:
-    """A run's device ids, ``0,1`` (``?`` when its record names none)."""
-    return ",".join(map(str, devices)) or "?"
+    """A run's device ids, ``device 0`` or ``devices 0,1`` (``devices ?`` when its record names none)."""
+    return f"device {devices[0]}" if len(devices) == 1 else f"devices {','.join(map(str, devices)) or '?'}"
 
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:
@@ -303,6 +303,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         stores.append(store.read(path))
     _check_allowed(allow_mixed, stores)
     merged = merge(stores, cases, rule)
+    merged.results = _on_hosts(stores, merged.results)
     for line in merged.duplicates:
         sys.stderr.write(f"prmg: {line}\n")
     if merged.left_out:
@@ -336,7 +337,8 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(merged.results) + [summary_line(merged.results)]))
+        write_stdout("\n".join(failure_lines(merged.results) + outputs.labels.device_lines(merged.results)
+                                + [summary_line(merged.results)]))
     if merged.missing:
         sys.stderr.write(f"prmg: {plural(merged.missing, 'case')} of --cases in no results file: reported not_run\n")
     if merged.changed:
@@ -346,6 +348,16 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         sys.stderr.write(f"prmg: {plural(merged.unreported, 'case')} selected by the runs but in no results "
                          f"file (a shard missing, or a run stopped early): reported not_run\n")
     return report_exit_code(merged.results, info)
+
+
+def _on_hosts(stores: Sequence[store.Stored], results: list[CaseResult]) -> list[CaseResult]:
+    """``results``, each ``device`` prefixed by the host of its run (``ci-7/1``) when they come from runs on several
+    hosts: device 1 of one host is not device 1 of another, and failures by device must not add them up."""
+    hosts = {run.run_id: run.info.get("host") or "?" for stored in stores for run in stored.runs}
+    if len({hosts.get(result.run_id, "?") for result in results if result.device}) < 2:
+        return results
+    return [replace(result, device=f"{hosts.get(result.run_id, '?')}/{result.device}") if result.device else result
+            for result in results]
 
 
 def _check_allowed(allowed: Sequence[str], stores: Sequence[store.Stored]) -> None:

@@ -152,6 +152,7 @@ class CaseResult:
     faults: list | None = field(default_factory=list)   # emulator faults that acted on its launches
     path: str = ""                  # the call path(s): "aclnn", "geir", "aclnn+geir" ("": an older record, aclnn)
     paths: dict = field(default_factory=dict)           # path -> its verdict in a line (several paths)
+    device: str = ""                # the device that ran it: its id, or a cluster's "IP/NPU<k>" ("": none, not known)
 
     def to_dict(self) -> dict:
         """The result as a new mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``.
@@ -192,6 +193,7 @@ RECORD_FIELDS = {
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
     "error_map": "error_map", "definition": "definition", "fingerprint": "text", "judged_under": "text",
     "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text", "path": "text", "paths": "mapping",
+    "device": "text",
 }
 
 

@@ -256,7 +256,8 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     when it was judged under the same settings, and ``prmg report`` names the settings that differ between
     shards."""
     toolkit = settings.toolkit
-    faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", "")} \
+    faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
+              **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
         if info.faults else {}
     libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
                  for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
@@ -529,4 +530,4 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request) -
         from .outputs.table import failure_lines
 
         write_stdout("\n".join(failure_lines(results, verbose=False) + outputs.labels.fault_lines(info, results)
-                                + [summary_line(results)]))
+                                + outputs.labels.device_lines(results) + [summary_line(results)]))

@@ -1,12 +1,12 @@
 """What each golden-free check catches alone, measured on the emulator's faults, and the README's table of it.
 
-For every fault the emulator can inject (but those that kill or wedge the process: crash, hang, device_fault,
-whose verdicts the run-level tests cover), a few small cases that together visit every regime a fault needs are
-launched once with the fault on; each is judged by the golden, by the error balance of a result the golden passes,
-by the in-place contract of the main launch alone, and by each check alone (its own launches held to the contract
-too). The graph-mode faults (``geir_*``) act only in graph mode: they are launched through it (the emulator's twin
-of the GE shim), each case as graph mode must answer it. ``docs/checks.md`` states the result, and this test holds
-it to the measurement.
+For every fault the emulator can inject (but those that kill, wedge or drain the process: crash, hang, device_fault,
+leak_device_memory, whose verdicts the run-level tests cover), a few small cases that together visit every regime a
+fault needs are launched once with the fault on; each is judged by the golden, by the error balance of a result the
+golden passes, by the in-place contract of the main launch alone, and by each check alone (its own launches held to
+the contract too). The graph-mode faults (``geir_*``) act only in graph mode: they are launched through it (the
+emulator's twin of the GE shim), each case as graph mode must answer it. ``docs/checks.md`` states the result, and
+this test holds it to the measurement.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ CASES = """
 - {name: grad_strided_cos, shape: [1, 2, 2, 8], cos_shape: [1, 2, 1, 8], cos_strides: [32, 16, 16, 1],
    expect: {error: ACLNN_ERR_INNER, phase: launch}}
 """
-PROCESS_FAULTS = ("crash", "hang", "device_fault")      # they end or poison the process: run-level tests
+# They end or poison the process (leak_device_memory: its device memory, until aclFinalize): run-level tests.
+PROCESS_FAULTS = ("crash", "hang", "device_fault", "leak_device_memory")
 PAIRS = ("neg_sin,fwd_neg_sin",)                         # a grad and a forward wrong in the same way
 JUDGES = ("golden", "balance", "contract", *CHECKS)
 TABLE = ROOT / "docs" / "checks.md"

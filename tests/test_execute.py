@@ -212,6 +212,27 @@ def test_resume_reruns_a_case_whose_kernel_binary_changed(many, tmp_path):
     assert [entry["path"] for entry in recorded] == [str(opp)] * 3 and recorded[1] != recorded[2]
 
 
+def test_a_kernel_leaking_device_memory_is_named_and_its_allocation_failure_carries_no_stale_message(tmp_path):
+    """Issue 32: a kernel leaking 256 MiB of device memory on every launch showed only as later ACL_ERROR_BAD_ALLOC
+    errors carrying the message of an unrelated earlier call (here: the worker's probe of the rotary modes, whose
+    refusals nobody reads). Free device memory is read around each case: the leak is a warning naming the bytes
+    per launch (--strict fails it), and every call starts with aclGetRecentErrMsg emptied."""
+    path = tmp_path / "leak.yaml"
+    path.write_text("".join(f"- {{name: c{n}, shape: [1, 2, {n}, 8], partial_slice: [0, 8]}}\n" for n in (1, 2, 3)))
+    env = {"PRMG_EMU_FAULT": "leak_device_memory", "PRMG_EMU_DEVICE_MEMORY": "500M"}
+    for strict in ((), ("--strict",)):
+        result, report = run_json(path, *strict, env=env)
+        first, _, third = report["cases"]
+        assert first["status"] == ("failed" if strict else "passed") and first["warnings"] == [
+            "device memory: 256 MiB fewer free after the case than before it, beyond prmg's own buffers: 256 MiB per "
+            "launch over 1 launch (a case may leave 64 MiB): the kernel or the runtime leaks device memory"]
+        assert (third["status"], third["message"]) == ("error", "AclError: aclrtMalloc failed: 200000 "
+                                                                 "ACL_ERROR_BAD_ALLOC")
+        assert result.returncode == 1
+    result, report = run_json(path)                              # a kernel that does not leak: no warning
+    assert result.returncode == 0 and not any(case["warnings"] for case in report["cases"])
+
+
 def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
     report = tmp_path / "r.json"
     result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)

@@ -332,6 +332,48 @@ def test_mode_given_as_int_code_is_named():
 
 # --- JSON --------------------------------------------------------------------------------------------
 
+def on_devices(failing: dict[str, int], cases: dict[str, int]) -> list[CaseResult]:
+    """Results of ``cases[device]`` cases on each device, ``failing[device]`` of them failed."""
+    return [failed(f"{device}.{index}", device=device) if index < failing.get(device, 0) else
+            passed(f"{device}.{index}", device=device) for device, count in cases.items() for index in range(count)]
+
+
+def test_failures_that_concentrate_on_one_device_are_named_in_every_report():
+    """Issue 32: a chip that computes wrong showed only as a list of failures; every report now says where they
+    concentrate (the chance of so many there by luck under 1 in 1000), and says nothing where they spread."""
+    from prmg_cli.outputs.labels import device_line, failures_by_device
+    from prmg_cli.outputs import html
+
+    chip = on_devices({"1": 17}, {"0": 17, "1": 17})
+    line = "17 failures, all on device 1 of 2: suspect the chip"
+    assert device_line(chip) == line
+    assert failures_by_device(chip) == {"0": {"cases": 17, "failures": 0}, "1": {"cases": 17, "failures": 17}}
+    assert table.render(chip, TOOLKIT, width=100).splitlines()[-3:] == [f"failures by device: {line}", "",
+                                                                        "17 passed, 17 failed"]
+    summary = json.loads(jsonreport.render(chip, TOOLKIT))["summary"]
+    assert summary["device_line"] == line and summary["failures_by_device"]["1"]["failures"] == 17
+    properties = {p.get("name"): p.get("value") for p in ET.fromstring(junit.render(chip, TOOLKIT)).iter("property")}
+    assert properties["failures by device"] == line
+    assert f"**failures by device**: {line}" in markdown.render(chip, TOOLKIT)
+    if html.available():
+        assert f'id="device-line">failures by device: {line}</div>' in html.render(chip, TOOLKIT)
+    part = on_devices({"2": 15, "0": 1}, {"0": 20, "1": 20, "2": 20})
+    assert device_line(part) == "15 of 16 failures on device 2 of 3, which ran 20 of 60 cases: suspect the chip"
+    for spread in (on_devices({"0": 5, "1": 4}, {"0": 17, "1": 17}), on_devices({"1": 2}, {"0": 32, "1": 2}),
+                   on_devices({"0": 9}, {"0": 9})):                        # as the cases go, too few, one device
+        assert device_line(spread) == "" and "failures by device" not in table.render(spread, TOOLKIT)
+
+
+def test_a_merge_of_shards_from_several_hosts_keeps_their_devices_apart():
+    from prmg_cli.merge import _on_hosts
+    from prmg_cli.store import RunRecord, Stored
+
+    runs = [RunRecord(f"r{host}", "", [], {}, {"host": host}) for host in ("a", "b")]
+    results = [passed(f"{host}{device}", run_id=f"r{host}", device=device) for host in "ab" for device in "01"]
+    assert [r.device for r in _on_hosts([Stored("x", runs=runs)], results)] == ["a/0", "a/1", "b/0", "b/1"]
+    assert [r.device for r in _on_hosts([Stored("x", runs=runs[:1])], results[:2])] == ["0", "1"]
+
+
 def test_json_summary_and_cases():
     document = json.loads(jsonreport.render(mixed(), TOOLKIT))
     summary = document["summary"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json
 import os
 import re
 import shutil
@@ -74,11 +75,19 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     assert "--runner aclnn+geir" in result.stdout and "SKIPPED" not in result.stdout
     records = [json.loads(line) for line in (reports / "prmg-smoke-graph.jsonl").read_text().splitlines()]
     assert {record["path"] for record in records if "status" in record} == {"aclnn+geir"}
-    env["PRMG_EMU_FAULT"] = "sign"
+    # a host of two chips, the second computing wrong (sin negated): smoke.sh runs every device, so it fails, and
+    # every failure names device 1 (it ran device 0 alone, and passed, before issue 32)
+    env.update(PRMG_EMU_DEVICES="2", PRMG_EMU_FAULT="neg_sin", PRMG_EMU_FAULT_DEVICE="1")
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
-    assert result.returncode == 1
-    env.pop("PRMG_EMU_FAULT")
+    assert result.returncode == 1 and "--runner aclnn --devices all" in result.stdout
+    records = [json.loads(line) for line in (reports / "prmg-smoke.jsonl").read_text().splitlines()]
+    run = max(index for index, record in enumerate(records) if record["schema"] == "prmg.run/1")  # appended to
+    assert records[run]["info"]["devices"] == [0, 1]
+    failed = {record["device"] for record in records[run + 1:] if record["status"] == "failed"}
+    assert failed == {"1"} and {record["device"] for record in records[run + 1:]} == {"0", "1"}
+    for name in ("PRMG_EMU_DEVICES", "PRMG_EMU_FAULT", "PRMG_EMU_FAULT_DEVICE"):
+        env.pop(name)
     toolkit = tmp_path / "cann"                                        # a toolkit without GE: graph mode skipped
     shutil.copytree(emulator.root, toolkit, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
     (toolkit / "set_env.sh").write_text((toolkit / "set_env.sh").read_text().replace(str(emulator.root), str(toolkit)))

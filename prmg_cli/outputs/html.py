@@ -38,7 +38,7 @@ from ..results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, run_w
                        visible, visible_html as esc)        # esc: file-derived text for the page
 from ..sizes import bytes_moved as launch_bytes
 from ..vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
-from .labels import EMULATOR_NOTE, dtype_label, fault_field, header_fields, shape_label
+from .labels import EMULATOR_NOTE, device_line, dtype_label, fault_field, header_fields, shape_label
 from .table import cells
 
 MAX_HEATMAPS = 100
@@ -165,6 +165,9 @@ def _header(results: list[CaseResult], info: RunInfo) -> str:
     faults = fault_field(info, results)
     if faults:
         parts.append(f'<div class="banner fault">{_h(faults[0])}: {_h(faults[1])}</div>')
+    concentrated = device_line(results)
+    if concentrated:
+        parts.append(f'<div class="banner fault" id="device-line">failures by device: {_h(concentrated)}</div>')
     if info.runner == "emulator":
         parts.append(f'<div class="banner emulator">{_h(EMULATOR_NOTE)}</div>')
     fields = "".join(f"<dt>{_h(name)}</dt><dd>{_h(value)}</dd>" for name, value in header_fields(info, results)
@@ -272,8 +275,10 @@ def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
         image = plots.margin_histogram([(value, _group(r.status)) for value, r in margins])
         standards = sorted({visible(r.standard) for _, r in margins if r.standard})
         parts.append(f'<figure><img class="plot" id="margins" alt="histogram of margins" src="{image}">'
-                     f'<figcaption>margin of {plural(len(margins), "case")} (standards: '
-                     f'{_h(", ".join(standards) or "-")}): under default the error beyond the output&rsquo;s '
+                     f'<figcaption>margin of {len(margins)} of the run&rsquo;s {plural(len(results), "case")} '
+                     f'(the others have none to plot: an expected error, a skip, a count such as exact&rsquo;s '
+                     f'mismatches; so the legend counts fewer than the summary); standards: '
+                     f'{_h(", ".join(standards) or "-")}; under default the error beyond the output&rsquo;s '
                      f'rounding over the budget beyond it (0 for a correctly rounded result: the first bin), '
                      f'else error / limit; the kernel fails a case right of 1</figcaption></figure>')
         closest = sorted(((value, r) for value, r in margins if r.status == "passed"), key=lambda p: -p[0])[:5]

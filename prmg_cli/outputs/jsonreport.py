@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from ..results import CaseResult, RunInfo, report_exit_code, run_warnings, summary_counts, summary_line
 from ..vocab import mode_list, mode_name
-from .labels import checks_field, checks_ran, fault_cases, fault_field
+from .labels import checks_field, checks_ran, device_line, failures_by_device, fault_cases, fault_field
 
 
 def json_safe(value):
@@ -49,7 +49,8 @@ def summary(results: list[CaseResult], info: RunInfo) -> dict:
     names, _, goldless = checks_ran(results)
     ran = {"checks": list(dict.fromkeys([*info.checks, *names])), "golden": info.golden and not goldless,
            **({"checks_header": checks[1]} if checks else {})}
-    return {**counts, "ok": code == 0, "exit_code": int(code), "line": summary_line(results),
+    devices = {"failures_by_device": failures_by_device(results), "device_line": device_line(results)}
+    return {**counts, "ok": code == 0, "exit_code": int(code), "line": summary_line(results), **devices,
             "run_warnings": run_warnings(results),
             **info.to_dict(), **injected, **ran, "supported_mode_names": mode_list(info.supported_modes).split(", "),
             "duration_s": sum(r.duration_s or 0.0 for r in results)}

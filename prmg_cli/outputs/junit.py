@@ -18,7 +18,7 @@ from pathlib import Path
 from ..results import STATUSES, CaseResult, RunInfo, summary_counts, visible
 from ..status import status_name
 from .jsonreport import json_safe
-from .labels import header_fields
+from .labels import device_line, header_fields
 
 # Characters XML 1.0 cannot carry at all (not even escaped): C0 controls but \t \n \r, lone
 # surrogates, U+FFFE and U+FFFF.
@@ -82,6 +82,8 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
            "devices": ",".join(str(d) for d in info.devices), "standard": info.standard}
     # every header line, a name repeated as often as the header has it (a merged report's "run" of each shard)
     values = [(name, raw.pop(name, value)) for name, value in header_fields(info, results)] + list(raw.items())
+    concentrated = device_line(results)
+    values += [("failures by device", concentrated)] if concentrated else []
     for name, value in values:
         ET.SubElement(properties, "property", name=xml_text(name), value=xml_text(value))
     suite.extend(_testcase(r) for r in results)

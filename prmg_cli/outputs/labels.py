@@ -19,7 +19,8 @@ MAX_CASES_NAMED = 5             # cases a fault line names before "and N more"
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
            "verdict_word", "runner_label", "checks_ran", "checks_field", "header_fields", "format_header",
-           "fault_cases", "fault_field", "fault_lines", "diagnosis_lines", "mode_name", "modes_note"]
+           "fault_cases", "fault_field", "fault_lines", "diagnosis_lines", "mode_name", "modes_note",
+           "failures_by_device", "device_line", "device_lines"]
 
 
 def short_dtype(name: str) -> str:
@@ -201,7 +202,8 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     if faults:
         fields.append(faults)
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
-               ("devices", ", ".join(str(device) for device in info.devices) or "-"),
+               ("device" if len(info.devices) == 1 else "devices",      # "devices: 0" reads as none
+                ", ".join(str(device) for device in info.devices) or "-"),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
     checks = checks_field(info, results if judged is None else judged)
     if checks:
@@ -245,6 +247,61 @@ def format_header(info: RunInfo, results: list[CaseResult] | None = None, width:
     width = width or screen_width()
     return "\n".join(line for name, value in header_fields(info, results, judged)
                      for line in wrap(f"{name}: {value}", width))
+
+
+# A device "concentrates" a run's failures when so many of them landing there by chance has a probability below
+# CHANCE (the Chernoff bound of ``device_line``, over every device); no fewer than MIN_FAILURES are ever read so.
+CHANCE = 1e-3
+MIN_FAILURES = 2
+
+
+def failures_by_device(results: list[CaseResult]) -> dict[str, dict[str, int]]:
+    """Each device that ran a case (``CaseResult.device``) -> ``{"cases": ..., "failures": ...}`` (failures: failed,
+    errored or xpassed), in order of the device labels."""
+    counts: dict[str, dict[str, int]] = {}
+    for result in results:
+        if result.device:
+            entry = counts.setdefault(result.device, {"cases": 0, "failures": 0})
+            entry["cases"] += 1
+            entry["failures"] += result.status in ("failed", "error", "xpassed")
+    return dict(sorted(counts.items(), key=lambda item: (len(item[0]), item[0])))
+
+
+def _chance(failures: int, total: int, share: float) -> float:
+    """An upper bound on the chance that ``failures`` or more of ``total`` failures land on a device that ran ``share``
+    of the cases, each failure independently: ``exp(-total * KL(failures/total || share))`` (Chernoff), 1 when
+    ``failures/total <= share``; ``KL(q || p) = q ln(q/p) + (1-q) ln((1-q)/(1-p))``."""
+    q = failures / total
+    if q <= share:
+        return 1.0
+    divergence = q * math.log(q / share) + ((1 - q) * math.log((1 - q) / (1 - share)) if q < 1 else 0.0)
+    return math.exp(-total * divergence)
+
+
+def device_line(results: list[CaseResult]) -> str:
+    """``17 failures, all on device 1 of 2: suspect the chip`` (or ``15 of 17 failures on device 1 of 2, which ran 17
+    of 34 cases``) for each device of a run of several on which the failures concentrate: at least ``MIN_FAILURES``
+    of them there, and the chance of that many there by luck (``_chance``, times the number of devices) below
+    ``CHANCE``; "" when none does (one device, or failures spread as the cases are)."""
+    counts = failures_by_device(results)
+    total = sum(entry["failures"] for entry in counts.values())
+    cases = sum(entry["cases"] for entry in counts.values())
+    if len(counts) < 2 or total < MIN_FAILURES:
+        return ""
+    parts = []
+    for device, entry in counts.items():
+        here = entry["failures"]
+        if here >= MIN_FAILURES and len(counts) * _chance(here, total, entry["cases"] / cases) < CHANCE:
+            where = f"device {visible(device)} of {len(counts)}"
+            parts.append(f"{total} failures, all on {where}" if here == total else
+                         f"{here} of {total} failures on {where}, which ran {entry['cases']} of {cases} cases")
+    return "; ".join(parts) + ": suspect the chip" if parts else ""
+
+
+def device_lines(results: list[CaseResult]) -> list[str]:
+    """``failures by device: ...`` (``device_line``) as the one line the end of a report gets, [] when none."""
+    line = device_line(results)
+    return [f"failures by device: {line}"] if line else []
 
 
 def diagnosis_lines(result: CaseResult, indent: str = "    ", details: bool = True) -> list[str]:

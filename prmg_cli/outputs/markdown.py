@@ -13,7 +13,7 @@ import re
 from tabulate import tabulate
 
 from ..results import CaseResult, RunInfo, run_warnings, summary_line, visible
-from .labels import diagnosis_lines, header_fields
+from .labels import device_line, diagnosis_lines, header_fields
 from .table import cells
 
 # What Markdown acts on in a line: backslash escapes, code, emphasis, links and images, a heading's closing
@@ -40,5 +40,7 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
             lines += ["", f"### {md_escape(result.status.upper())} {md_escape(visible(result.name))}", "",
                       "```", *[line.replace("```", "'''") for line in diagnosis_lines(result)], "```"]
     lines += [f"\n**warning**: {md_escape(warning)}" for warning in run_warnings(results)]
-    lines += ["", summary_line(results)]
+    concentrated = device_line(results)
+    lines += (["", f"**failures by device**: {md_escape(concentrated)}"] if concentrated else []) + \
+        ["", summary_line(results)]
     return "\n".join(lines)

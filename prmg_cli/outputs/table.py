@@ -21,8 +21,8 @@ from __future__ import annotations
 from ..coverage import run_line
 from ..ops import DEFAULT_OP
 from ..results import CaseResult, RunInfo, plural, run_warnings, summary_line, visible
-from .labels import (diagnosis_lines, dtype_label, fault_lines, format_header, metric_label, ms_label,
-                     shape_label, slice_label, verdict_word)
+from .labels import (device_lines, diagnosis_lines, dtype_label, fault_lines, format_header, metric_label,
+                     ms_label, shape_label, slice_label, verdict_word)
 from .names import DTYPE_WORDS, MODE_WORDS, short_names
 from .screen import shorten, width as screen_width, wrap
 from ..vocab import ROTARY_MODES, broadcast_pattern, mode_label, mode_name
@@ -215,6 +215,8 @@ def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, w
         lines += [""] + wrap(coverage, width)
     for warning in run_warnings(results):
         lines += [""] + wrap(f"warning: {warning}", width)
+    for line in device_lines(results):
+        lines += [""] + wrap(line, width)
     ends = [] if header else [part for line in fault_lines(info, results) for part in wrap(line, width)]
     lines += [""] + ends + [summary_line(results)]
     return "\n".join(lines)

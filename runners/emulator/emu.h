@@ -21,6 +21,7 @@ enum {
     ACL_ERROR_REPEAT_FINALIZE = 100037,
     ACL_ERROR_RT_INVALID_DEVICEID = 107001,
     ACL_ERROR_RT_CONTEXT_NULL = 107002,
+    ACL_ERROR_BAD_ALLOC = 200000,
     ACL_ERROR_RT_MEMORY_ALLOCATION = 207001,
     ACL_ERROR_RT_AICORE_EXCEPTION = 507015,
     ACL_ERROR_RT_DRV_INTERNAL_ERROR = 507899,
@@ -70,6 +71,13 @@ typedef struct aclOpExecutor aclOpExecutor;
 
 #define EMU_TENSOR_MAGIC 0x54656e73u
 #define EMU_INT_ARRAY_MAGIC 0x496e7441u
+
+/* The calling thread's device, else the process's last set one; -1 when none (no message is recorded). */
+EMU_API int prmg_emu_current_device(void);
+
+/* Counts `bytes` of device memory as taken for good (the leak_device_memory fault): aclrtGetMemInfo reports them
+ * used, and aclrtMalloc refuses what no longer fits (PRMG_EMU_DEVICE_MEMORY). */
+EMU_API void prmg_emu_leak_device_memory(size_t bytes);
 
 /* Records `printf`-style text as the calling thread's recent error message (aclGetRecentErrMsg). */
 EMU_API void prmg_emu_set_error(const char *format, ...) __attribute__((format(printf, 1, 2)));

@@ -60,6 +60,7 @@ static const struct {
     {"round_up", FAULT_ROUND_UP},
     {"cast_up", FAULT_CAST_UP},
     {"core_last_row", FAULT_CORE_LAST_ROW},
+    {"leak_device_memory", FAULT_LEAK_DEVICE_MEMORY},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
@@ -98,6 +99,22 @@ static int shape_selected(const int64_t *dims, uint64_t dim_count)
     return 1;
 }
 
+/* 1 when PRMG_EMU_FAULT_DEVICE is unset or names the calling thread's device, 0 when it names another, -1 (and a
+ * message) when it is no device id: the faults act on one chip of several, as a bad chip would compute. */
+static int device_selected(void)
+{
+    const char *text = getenv("PRMG_EMU_FAULT_DEVICE");
+    if (text == NULL || *text == '\0')
+        return 1;
+    char *end;
+    long wanted = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || wanted < 0) {
+        prmg_emu_set_error("emulator: PRMG_EMU_FAULT_DEVICE must be a device id, got '%s'", text);
+        return -1;
+    }
+    return prmg_emu_current_device() == wanted;
+}
+
 int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uint64_t *faults)
 {
     *faults = 0;
@@ -115,10 +132,10 @@ int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uin
         named |= flag;
         item += length + (item[length] == ',');
     }
-    int selected = shape_selected(dims, dim_count);
-    if (selected < 0)
+    int selected = shape_selected(dims, dim_count), on_device = device_selected();
+    if (selected < 0 || on_device < 0)
         return -1;
-    if (selected)
+    if (selected && on_device)
         *faults = named & op_mask;
     return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * Fault injection for prmg's own tests: PRMG_EMU_FAULT names one fault (or a comma list), optionally
  * restricted by PRMG_EMU_FAULT_SHAPE=B,S,N,D to launches whose dy (xRef for the forward) has exactly
- * that shape. Both are read at every GetWorkspaceSize and launch. Grad faults act on the grad, the
+ * that shape and by PRMG_EMU_FAULT_DEVICE=N to launches on device N (a bad chip of several). They are read at
+ * every GetWorkspaceSize and launch. Grad faults act on the grad, the
  * fwd_* faults on the forward. See README.md for what each fault does.
  *
  * Which faults acted is recorded per thread, from each GetWorkspaceSize (which starts the record) to
@@ -65,6 +66,7 @@ enum {
     FAULT_ROUND_UP,
     FAULT_CAST_UP,
     FAULT_CORE_LAST_ROW,
+    FAULT_LEAK_DEVICE_MEMORY,
 };
 
 /* The faults each operator obeys. */
@@ -82,9 +84,9 @@ static inline int has_fault(uint64_t faults, int index)
     return (faults & FAULT_BIT(index)) != 0;
 }
 
-/* The faults of `op_mask` active for a tensor of shape dims[0..dim_count): 0 and *faults set, or -1
- * with an error message when PRMG_EMU_FAULT names an unknown fault (of either operator) or
- * PRMG_EMU_FAULT_SHAPE is malformed. */
+/* The faults of `op_mask` active for a tensor of shape dims[0..dim_count) on the calling thread's device: 0 and
+ * *faults set, or -1 with an error message when PRMG_EMU_FAULT names an unknown fault (of either operator) or
+ * PRMG_EMU_FAULT_SHAPE or PRMG_EMU_FAULT_DEVICE is malformed. */
 int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uint64_t *faults);
 
 /* Starts the calling thread's record of the faults that acted (at every GetWorkspaceSize). */

@@ -577,6 +577,9 @@ static int odd_launch(void)
     return __atomic_add_fetch(&launches, 1, __ATOMIC_SEQ_CST) % 2 == 1;
 }
 
+/* What each launch of the leak_device_memory fault takes of the device for good: 256 MiB. */
+#define LEAKED_PER_LAUNCH ((size_t)256 << 20)
+
 /* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
  * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
 static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
@@ -586,6 +589,8 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
         raise(SIGSEGV);
     while (has_fault(faults, FAULT_HANG))
         pause();
+    if (has_fault(faults, FAULT_LEAK_DEVICE_MEMORY))
+        prmg_emu_leak_device_memory(LEAKED_PER_LAUNCH);
     if (has_fault(faults, FAULT_NOOP))
         return;
     kernel_tensor *dy = &job->operand[0].tensor, *cos = &job->operand[1].tensor, *sin = &job->operand[2].tensor;

@@ -216,14 +216,20 @@ static int require_init(const char *function)
     return ACL_ERROR_UNINITIALIZE;
 }
 
-/* The calling thread's device, else the process's last set device; -1 (and a message) when none. */
-static int current_device(const char *function)
+EMU_API int prmg_emu_current_device(void)
 {
     pthread_mutex_lock(&state_lock);
     int device = thread_device;
     if (device < 0 || device_users[device] == 0)
         device = process_device;
     pthread_mutex_unlock(&state_lock);
+    return device;
+}
+
+/* The calling thread's device, else the process's last set device; -1 (and a message) when none. */
+static int current_device(const char *function)
+{
+    int device = prmg_emu_current_device();
     if (device < 0)
         prmg_emu_set_error("%s: no device context (call aclrtSetDevice first)", function);
     return device;
@@ -390,6 +396,32 @@ static pthread_mutex_t memory_lock = PTHREAD_MUTEX_INITIALIZER;
 static allocation *allocations;
 static size_t allocation_count;
 static size_t allocation_capacity;
+static size_t allocated_bytes;            /* the sizes of the live allocations */
+static size_t leaked_bytes;               /* taken for good by the leak_device_memory fault */
+
+#define DEFAULT_DEVICE_MEMORY ((size_t)64 << 30)
+
+/* The device's memory in bytes: PRMG_EMU_DEVICE_MEMORY (a byte count, or with a K, M or G suffix), default 64 GiB
+ * (what an Ascend 950 chip's HBM holds, in round numbers); anything else is the default. */
+static size_t device_memory(void)
+{
+    const char *text = getenv("PRMG_EMU_DEVICE_MEMORY");
+    if (text == NULL || *text == '\0')
+        return DEFAULT_DEVICE_MEMORY;
+    char *end;
+    unsigned long long count = strtoull(text, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (end == text || (shift && *++end != '\0') || *end != '\0' || count > (SIZE_MAX >> shift))
+        return DEFAULT_DEVICE_MEMORY;
+    return (size_t)count << shift;
+}
+
+EMU_API void prmg_emu_leak_device_memory(size_t bytes)
+{
+    pthread_mutex_lock(&memory_lock);
+    leaked_bytes += bytes;
+    pthread_mutex_unlock(&memory_lock);
+}
 
 /* Index of the allocation holding address, or -1. Caller holds memory_lock. */
 static long find_allocation(uintptr_t address)
@@ -472,6 +504,8 @@ static void release_all_memory(void)
     for (size_t i = 0; i < allocation_count; i++)
         unmap_allocation(&allocations[i]);
     allocation_count = 0;
+    allocated_bytes = 0;
+    leaked_bytes = 0;                     /* the process's device context is gone, its leaks with it */
     pthread_mutex_unlock(&memory_lock);
 }
 
@@ -498,6 +532,13 @@ EMU_API int aclrtMalloc(void **devPtr, size_t size, int policy)
     allocation created = {0, 0, 0, NULL, 0, 0, 0};
     created.size = (size + DEVICE_GRANULE - 1) / DEVICE_GRANULE * DEVICE_GRANULE;
     created.mapped = (size + page - 1) / page * page;
+    size_t capacity = device_memory();
+    pthread_mutex_lock(&memory_lock);
+    size_t used = allocated_bytes + leaked_bytes;
+    int fits = used <= capacity && created.size <= capacity - used;
+    pthread_mutex_unlock(&memory_lock);
+    if (!fits)                /* as the runtime of an NPU host did: its reason goes to the log, not to the message */
+        return ACL_ERROR_BAD_ALLOC;
     void *device = mmap(NULL, created.mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     void *host = mmap(NULL, created.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (device == MAP_FAILED || host == MAP_FAILED) {
@@ -524,6 +565,7 @@ EMU_API int aclrtMalloc(void **devPtr, size_t size, int policy)
         allocation_capacity = capacity;
     }
     allocations[allocation_count++] = created;
+    allocated_bytes += created.size;
     pthread_mutex_unlock(&memory_lock);
     *devPtr = device;
     return ACL_SUCCESS;
@@ -540,6 +582,7 @@ EMU_API int aclrtFree(void *devPtr)
     if (index >= 0 && allocations[index].device == (uintptr_t)devPtr) {
         victim = allocations[index];
         allocations[index] = allocations[--allocation_count];
+        allocated_bytes -= victim.size;
     }
     pthread_mutex_unlock(&memory_lock);
     if (victim.host == NULL) {
@@ -547,6 +590,35 @@ EMU_API int aclrtFree(void *devPtr)
         return ACL_ERROR_INVALID_PARAM;
     }
     unmap_allocation(&victim);
+    return ACL_SUCCESS;
+}
+
+enum { ACL_DDR_MEM, ACL_HBM_MEM, ACL_DDR_MEM_HUGE, ACL_DDR_MEM_NORMAL, ACL_HBM_MEM_HUGE, ACL_HBM_MEM_NORMAL };
+
+/* The current device's memory of kind `attr`: HBM (huge and normal pages together) is PRMG_EMU_DEVICE_MEMORY, of
+ * which the live allocations and the leaked bytes are used; the emulated chip has no DDR (0 and 0). */
+EMU_API int aclrtGetMemInfo(int attr, size_t *free_bytes, size_t *total_bytes)
+{
+    int status = require_init("aclrtGetMemInfo");
+    if (status != ACL_SUCCESS)
+        return status;
+    if (free_bytes == NULL || total_bytes == NULL || attr < ACL_DDR_MEM || attr > ACL_HBM_MEM_NORMAL) {
+        prmg_emu_set_error("aclrtGetMemInfo: %s", free_bytes == NULL || total_bytes == NULL
+                           ? "free or total is NULL" : "attr is no memory kind of the device");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (current_device("aclrtGetMemInfo") < 0)
+        return ACL_ERROR_RT_CONTEXT_NULL;
+    status = prmg_emu_device_usable("aclrtGetMemInfo");
+    if (status != ACL_SUCCESS)
+        return status;
+    int hbm = attr == ACL_HBM_MEM || attr == ACL_HBM_MEM_HUGE || attr == ACL_HBM_MEM_NORMAL;
+    size_t total = hbm ? device_memory() : 0;
+    pthread_mutex_lock(&memory_lock);
+    size_t used = allocated_bytes + leaked_bytes;
+    pthread_mutex_unlock(&memory_lock);
+    *total_bytes = total;
+    *free_bytes = used < total ? total - used : 0;
     return ACL_SUCCESS;
 }
 

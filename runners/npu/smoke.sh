@@ -11,7 +11,9 @@
 #   PRMG_CASES        case files or folders to run, separated by spaces (default: cases/smoke.yaml of
 #                     this script's repository)
 #   PRMG_REPORT_DIR   where reports go (default: ./reports)
-# Extra arguments are passed to `prmg run` (e.g. --devices all, --supported-modes 0,1,2,3).
+#   PRMG_DEVICES      the devices to run on (default: all, every device the runtime reports: a chip that
+#                     computes wrong is seen wherever it sits, and the reports group failures by device)
+# Extra arguments are passed to `prmg run` (e.g. --supported-modes 0,1,2,3, --timeout 120).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,21 +37,22 @@ set -u
 prmg="${PRMG:-prmg}"
 read -r -a cases <<< "${PRMG_CASES:-$root/cases/smoke.yaml}"
 reports="${PRMG_REPORT_DIR:-reports}"
+devices="${PRMG_DEVICES:-all}"
 mkdir -p "$reports"
 
 echo "== prmg doctor (toolkit from $set_env)"
 $prmg doctor --runner aclnn
-echo "== prmg run ${cases[*]} --runner aclnn"
-$prmg run "${cases[@]}" --runner aclnn --report junit -o "$reports/prmg-smoke.xml" \
+echo "== prmg run ${cases[*]} --runner aclnn --devices $devices"
+$prmg run "${cases[@]}" --runner aclnn --devices "$devices" --report junit -o "$reports/prmg-smoke.xml" \
     --results "$reports/prmg-smoke.jsonl" "$@"
 
 echo "== graph mode: prmg doctor --runner aclnn+geir"
 graph="$($prmg doctor --runner aclnn+geir 2>&1)" && usable=yes || usable=no
 why="$(printf '%s\n' "$graph" | sed -n 's/^  NOT available: //p' | head -n 1)"
 if [ "$usable" = yes ]; then
-    echo "== prmg run ${cases[*]} --runner aclnn+geir"
-    $prmg run "${cases[@]}" --runner aclnn+geir --report junit -o "$reports/prmg-smoke-graph.xml" \
-        --results "$reports/prmg-smoke-graph.jsonl" "$@"
+    echo "== prmg run ${cases[*]} --runner aclnn+geir --devices $devices"
+    $prmg run "${cases[@]}" --runner aclnn+geir --devices "$devices" --report junit \
+        -o "$reports/prmg-smoke-graph.xml" --results "$reports/prmg-smoke-graph.jsonl" "$@"
 elif [ -n "$why" ]; then                # the toolkit lacks what the GE shim needs: nothing to test here
     echo "== graph mode: SKIPPED ($why)"
 else                                    # graph mode should work here and does not: a failure
