@@ -316,7 +316,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
 
         arrays = verdict.arrays or (judge_slice_arrays(case, inputs, outcome.dy, standard, tolerance)
                                     if golden and outcome.status == 0 else {})      # a contract breach
-        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, arrays)
+        result.artifacts = save_failure(settings.save_failures, case, result, inputs, outcome.dy, arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
     if chip_note and result.status == "failed":
         result.message = f"{chip_note}; {result.message}"
