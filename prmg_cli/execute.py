@@ -35,6 +35,7 @@ from .case import Case
 from .cases import case_record
 from .dtypes import lookup
 from .errors import STOP_SIGNALS, PrmgError
+from .files import MiB
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import standard_of
@@ -43,12 +44,12 @@ from .keymetric import key_metric
 from .results import CaseResult, plural
 from .sizes import element_count, storage_elements
 from .ops import OPERATORS
-from .vocab import DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
+from .vocab import DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # Device memory a case may leave taken beyond prmg's own buffers (a runtime's caches, a kernel binary loaded once)
 # before its result carries a warning (``leak_warning``): a kernel leaking on every launch passes it at once.
-LEAK_BOUND = 64 << 20
+LEAK_BOUND = 64 * MiB
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 PR_SET_PDEATHSIG = 1
@@ -330,10 +331,9 @@ def leak_warning(lost: int | None, launches: int) -> str:
     ``LEAK_BOUND``, naming the bytes per launch ("" otherwise); ``--strict`` fails it, as any warning."""
     if lost is None or lost <= LEAK_BOUND:
         return ""
-    mib = 1 << 20
-    return (f"device memory: {lost / mib:.0f} MiB fewer free after the case than before it, beyond prmg's own buffers: "
-            f"{lost / max(launches, 1) / mib:.0f} MiB per launch over {plural(launches, 'launch', 'launches')} "
-            f"(a case may leave {LEAK_BOUND // mib} MiB): the kernel or the runtime leaks device memory")
+    return (f"device memory: {lost / MiB:.0f} MiB fewer free after the case than before it, beyond prmg's own buffers: "
+            f"{lost / max(launches, 1) / MiB:.0f} MiB per launch over {plural(launches, 'launch', 'launches')} "
+            f"(a case may leave {LEAK_BOUND // MiB} MiB): the kernel or the runtime leaks device memory")
 
 
 def faults_acted(launches: list) -> list[str] | None:
@@ -816,11 +816,8 @@ def shard_of(name: str, count: int) -> int:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``"I/N"`` -> (I, N) with 1 <= I <= N; PrmgError otherwise."""
-    try:
-        index, count = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise PrmgError(f"--shard must look like I/N (e.g. 2/8), got {text!r}") from None
-    if not 1 <= index <= count:
-        raise PrmgError(f"--shard {text}: need 1 <= I <= N")
-    return index, count
+    """``"I/N"`` -> (I, N) with 1 <= I <= N (``vocab.shard_numbers``); PrmgError otherwise."""
+    numbers = shard_numbers(text)
+    if numbers is None:
+        raise PrmgError(f"--shard must be I/N in the digits 0-9 with 1 <= I <= N (e.g. 2/8), got {text!r}")
+    return numbers
