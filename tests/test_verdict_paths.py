@@ -306,8 +306,14 @@ def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_
     ("{reason: x, status: SUCCESS, behaves_as: {rotary_mode: 9}}", "known_defect.behaves_as.rotary_mode",
      "unknown rotary_mode 9"),
     ("{reason: x, status: SUCCESS, behaves_as: interleave}", "known_defect.behaves_as", "expected a mapping"),
+    ("{reason: x, result: wrong}", "known_defect", "a wrong result must be bounded"),
+    ("{reason: x, result: wrong, max_error_ulp: -1}", "known_defect.max_error_ulp", "a finite number >= 0"),
+    ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer >= 0"),
+    ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern",
+     "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
+    ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),
 ])
-def test_behaves_as_is_checked(tmp_path, defect, field, words):
+def test_behaves_as_and_a_wrong_results_bounds_are_checked(tmp_path, defect, field, words):
     from prmg_cli.cases import load_cases
     from prmg_cli.errors import PrmgError
 
@@ -357,20 +363,6 @@ def test_a_wrong_result_defect_xfails_only_within_its_bounds(emulator, monkeypat
         if result.status == "failed":
             assert "beyond the known defect: " in result.message and "(not the known defect: " in result.message
     assert fault in ("sign", "truncate", "skip_last_row") or all(r.status == "failed" for r in results.values())
-
-
-@pytest.mark.parametrize("defect, field, words", [
-    ("{reason: x, result: wrong}", "known_defect", "a wrong result must be bounded"),
-    ("{reason: x, result: wrong, max_error_ulp: -1}", "known_defect.max_error_ulp", "a finite number >= 0"),
-    ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer >= 0"),
-    ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern",
-     "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
-    ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),
-])
-def test_a_wrong_result_defect_must_name_a_valid_bound(tmp_path, defect, field, words):
-    out = prmg("validate", write(tmp_path, f"- {{name: k, shape: [1, 1, 1, 4], known_defect: {defect}}}\n"))
-    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
-    assert f"case 'k': field '{field}': " in out.stderr and words in out.stderr
 
 
 def test_a_known_defect_that_hangs_is_an_error():
