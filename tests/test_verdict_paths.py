@@ -128,6 +128,7 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
     assert run_json(path, *EMU, "--check", "sample")[0] == 0
 
 
+@pytest.mark.verdict
 def test_sample_draws_every_row_class_the_kernel_tiles_by():
     """The first and last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of
     (b, s) units), the tail rows past the last full share, one row for each index of each table axis."""
