@@ -21,9 +21,11 @@ run: install
 	$(BIN)/prmg run cases/
 
 # The HTML report's test opens it in Debian's headless chromium (CI machines start without it, as root).
+# apt's and dpkg's lines go to a temporary file, printed only when the install fails.
 browser:
-	@command -v chromium >/dev/null || (echo 'make browser: no chromium found; installing it with apt-get (needs root)' && \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@command -v chromium >/dev/null || { echo 'make browser: no chromium found; installing it with apt-get (needs root)'; \
+		log=$$(mktemp); if (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		>$$log 2>&1; then rm -f $$log; echo 'make browser: chromium installed'; else cat $$log; rm -f $$log; exit 1; fi; }
 
 test: install browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup

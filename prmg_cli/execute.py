@@ -35,6 +35,7 @@ from .case import Case
 from .cases import case_record
 from .dtypes import lookup
 from .errors import STOP_SIGNALS, PrmgError
+from .files import MiB
 from .checks import CheckContext, fold_checks, run_checks
 from .judge import judge, slice_arrays as judge_slice_arrays
 from .standards import standard_of
@@ -48,7 +49,7 @@ from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # Device memory a case may leave taken beyond prmg's own buffers (a runtime's caches, a kernel binary loaded once)
 # before its result carries a warning (``leak_warning``): a kernel leaking on every launch passes it at once.
-LEAK_BOUND = 64 << 20
+LEAK_BOUND = 64 * MiB
 # the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
 STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
 PR_SET_PDEATHSIG = 1
@@ -315,7 +316,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
 
         arrays = verdict.arrays or (judge_slice_arrays(case, inputs, outcome.dy, standard, tolerance)
                                     if golden and outcome.status == 0 else {})      # a contract breach
-        result.artifacts = save_failure(settings.save_failures, result, inputs, outcome.dy, arrays)
+        result.artifacts = save_failure(settings.save_failures, case, result, inputs, outcome.dy, arrays)
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
     if chip_note and result.status == "failed":
         result.message = f"{chip_note}; {result.message}"
@@ -328,10 +329,9 @@ def leak_warning(lost: int | None, launches: int) -> str:
     ``LEAK_BOUND``, naming the bytes per launch ("" otherwise); ``--strict`` fails it, as any warning."""
     if lost is None or lost <= LEAK_BOUND:
         return ""
-    mib = 1 << 20
-    return (f"device memory: {lost / mib:.0f} MiB fewer free after the case than before it, beyond prmg's own buffers: "
-            f"{lost / max(launches, 1) / mib:.0f} MiB per launch over {plural(launches, 'launch', 'launches')} "
-            f"(a case may leave {LEAK_BOUND // mib} MiB): the kernel or the runtime leaks device memory")
+    return (f"device memory: {lost / MiB:.0f} MiB fewer free after the case than before it, beyond prmg's own buffers: "
+            f"{lost / max(launches, 1) / MiB:.0f} MiB per launch over {plural(launches, 'launch', 'launches')} "
+            f"(a case may leave {LEAK_BOUND // MiB} MiB): the kernel or the runtime leaks device memory")
 
 
 def faults_acted(launches: list) -> list[str] | None:

@@ -183,9 +183,12 @@ def _input_spec(tensor: str, text: str) -> dict:
         if tensor == "dy":
             raise PrmgError("rope tables are for cos and sin only", field=field)
         if len(args) > 2:
-            raise PrmgError("rope takes BASE[:OFFSET], e.g. cos=rope:10000", field=field)
-        numbers = [_number(arg, field) for arg in args]
-        return {"rope": {"base": numbers[0] if numbers else 10000, "offset": numbers[1] if len(numbers) > 1 else 0}}
+            raise PrmgError("rope takes BASE[:OFFSET or P1;P2;...], e.g. cos=rope:10000 or cos=rope:500000:0;37;4096",
+                            field=field)
+        base = _number(args[0], field) if args else 10000
+        offset = [_number(part.strip(), field) for part in args[1].split(";")] if len(args) > 1 and ";" in args[1] \
+            else _number(args[1], field) if len(args) > 1 else 0
+        return {"rope": {"base": base, "offset": offset}}
     raise PrmgError(f"unknown input kind {kind!r}; use one of {', '.join(INPUT_KINDS)}", field=field)
 
 
@@ -194,7 +197,8 @@ def parse_inputs_option(text: str) -> dict:
 
     ``TENSOR=KIND[:ARG...]`` settings separated by commas; TENSOR is dy, cos, sin or all; KIND is
     ``uniform:LO:HI``, ``normal:MEAN:STD``, ``values:V1;V2;...``, ``bits:P1;P2;...`` (bit patterns, e.g.
-    ``0x7e01``), ``file:PATH.npy`` or ``rope:BASE[:OFFSET]``.
+    ``0x7e01``), ``file:PATH.npy`` or ``rope:BASE[:OFFSET]`` (positions from OFFSET along S), with per-request
+    positions ``rope:BASE:P1;P2;...`` (one per index of the table's B axis).
     Example: ``dy=uniform:-1:1,cos=rope:10000,sin=rope:10000``.
     """
     inputs: dict = {}

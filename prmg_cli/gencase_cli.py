@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from . import files, gencase, presets, ttk
 from .errors import PrmgError
-from .results import visible
+from .results import plural, visible
+from .vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES, mode_list, mode_name
 from .writes import check_spares
 
 
@@ -22,13 +25,18 @@ def _write(text: str, output: str | None) -> str:
 
 
 def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mode, seed, name, inputs,
-             expect, standard, preset, output, append, tags=(), exclude_tags=()) -> str:
+             expect, standard, preset, output, append, tags=(), exclude_tags=(), notes: list | None = None) -> str:
     """``prmg gen-case``: a preset suite (its cases of ``tags``, without those of ``exclude_tags``) or one case
-    from flags; returns what to print."""
+    from flags; returns what to print. A case that cannot fail is refused, and ``notes`` gets a warning for one
+    that cannot see a broadcast fault (``check_strength``) and, for a preset, how many of its cases today's
+    target skips (``skipped_today``)."""
     if preset is not None:
         if shape is not None or append:
             raise PrmgError("--preset writes a whole suite: it takes no --shape or --append")
-        return _write(gencase.dump_yaml(presets.preset(preset, tags, exclude_tags)), output)
+        doc = presets.preset(preset, tags, exclude_tags)
+        if notes is not None:
+            notes += skipped_today(doc["cases"])
+        return _write(gencase.dump_yaml(doc), output)
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
@@ -44,6 +52,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
         if exc.case is None and exc.field in _SHAPE_OPTIONS:     # a shape or slice text gencase cannot read
             raise PrmgError(f"{_SHAPE_OPTIONS[exc.field]}: {exc.reason}") from None
         raise
+    check_strength(case, notes if notes is not None else [])
     if append:
         if output is None:
             raise PrmgError("--append needs -o FILE")
@@ -53,6 +62,43 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     if output is not None:
         gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder
     return _write(text, output)
+
+
+def skipped_today(cases: list[dict]) -> list[str]:
+    """A note saying how many of the pass ``cases`` a target of today's modes (``DEFAULT_SUPPORTED_MODES``) skips,
+    per rotary mode; none when it skips none."""
+    modes = Counter(mode for mode in (case.get("rotary_mode", "interleave") for case in cases
+                                      if case.get("expect", "pass") == "pass")
+                    if ROTARY_MODES.get(mode, mode) not in DEFAULT_SUPPORTED_MODES)
+    if not modes:
+        return []
+    each = ", ".join(f"{mode_name(mode) or mode}: {count}" for mode, count in modes.items())
+    return [f"note: today's target ({mode_list(DEFAULT_SUPPORTED_MODES)} only) skips {sum(modes.values())} of "
+            f"{plural(len(cases), 'case')} here ({each}); --supported-modes 0,1,2,3 runs them (the emulator has "
+            f"every mode)"]
+
+
+def check_strength(case: dict, notes: list) -> None:
+    """Refuse (PrmgError) a generated pass case that cannot fail (``vacuity.vacuous``); add to ``notes`` a
+    warning naming each axis along which its cos/sin cannot show a broadcast fault (``vacuity.blind_axes``), with
+    how to give each request its own position. A case with ``file:`` inputs (read once written) is not looked at."""
+    from .vacuity import weak_spots
+
+    if any("file" in spec for spec in case.get("inputs", {}).values()):
+        return
+    value = gencase.load_generated([case])[0]
+    cannot, blind = weak_spots(value)
+    rope = any("rope" in case.get("inputs", {}).get(tensor, {}) for tensor in ("cos", "sin"))
+    per_request = (f"one position per request: --broadcast B11D --inputs cos=rope:BASE:P1;P2;...;P{value.shape[0]},"
+                   f"sin=rope:BASE:P1;...;P{value.shape[0]}")
+    if cannot:
+        hint = f"; give positions past 0 (cos=rope:BASE:OFFSET) or {per_request}" if rope else ""
+        raise PrmgError(f"this case cannot fail: {cannot}{hint}", case=case["name"], field="inputs")
+    for axis in blind:
+        count = value.shape["BSN".index(axis)]
+        hint = f"; give {per_request}" if axis == "B" and rope else ""
+        notes.append(f"warning: case '{case['name']}': cos and sin are the same for every {axis.lower()} ({axis} = {count}): a "
+                     f"kernel reading the first row for all of them (a broadcast fault) passes it{hint}")
 
 
 def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:

@@ -384,7 +384,8 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     count = len(special_wrong)
     reasons = ([f"{count} non-finite mismatch{'es' * (count > 1)}"] if count else []) \
         + ([judgement.reason] if judgement.failed else [])
-    verdict.fail("result", "; ".join(reasons + where + (special_lines + worst)[:1]))
+    poison = [line for line in special_lines if WORKSPACE_NOTE in line][:1]      # the one line says it, not -v only
+    verdict.fail("result", "; ".join(reasons + poison + where + (special_lines + worst)[:1]))
     defect = case.known_defect
     if defect is not None and defect.status is None:
         for text in beyond(defect.bounds, result[..., start:end].astype(np.float64), golden, wrong, view.format):
@@ -442,6 +443,9 @@ def _possible_results(view: SliceView) -> np.ndarray:
                                 view.non_finite)
 
 
+WORKSPACE_NOTE = "the kernel read workspace it never wrote"
+
+
 def _special_lines(view: SliceView, result: np.ndarray, evaluation: _Evaluation) -> list[str]:
     """Lines for the wrong non-finite elements: the first few, and what a NaN where the golden is finite
     says about the workspace (it was filled with NaN bytes before the launch)."""
@@ -456,8 +460,8 @@ def _special_lines(view: SliceView, result: np.ndarray, evaluation: _Evaluation)
     if nan_for_finite.any():
         patterns = bits(np.ascontiguousarray(result[..., view.start:view.end])).reshape(-1)[wrong[nan_for_finite]]
         poisoned = int((patterns == np.iinfo(patterns.dtype).max).sum())          # every byte 0xFF
-        note = (f"{poisoned} of them hold the workspace poison (every byte 0x{WORKSPACE_POISON:02X}): the kernel "
-                f"read workspace it never wrote" if poisoned else
+        note = (f"{poisoned} of them hold the workspace poison (every byte 0x{WORKSPACE_POISON:02X}): "
+                f"{WORKSPACE_NOTE}" if poisoned else
                 f"the workspace was filled with NaN (bytes 0x{WORKSPACE_POISON:02X}) before the launch: NaN where "
                 f"the golden is finite is what reading workspace the kernel never wrote looks like")
         lines.append(f"{int(nan_for_finite.sum())} NaN where the golden is finite; {note}")

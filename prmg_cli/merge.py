@@ -242,7 +242,7 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
     if len(runners) > 1:
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
-                     f"{info.started or '?'} on {info.host or '?'}, devices {_devices(info.devices)}, "
+                     f"{info.started or '?'} on {info.host or '?'}, {_devices(info.devices)}, "
                      f"runner {info.runner}, standard {info.standard or '?'}{' (--strict)' if info.strict else ''}, "
                      f"SoC {info.soc or '?'}, toolkit {info.toolkit_version or '?'}, operator library "
                      f"{info.op_library or '?'}, kernel files {info.opp_portable or '?'}"
@@ -256,8 +256,8 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
 
 
 def _devices(devices) -> str:
-    """A run's device ids, ``0,1`` (``?`` when its record names none)."""
-    return ",".join(map(str, devices)) or "?"
+    """A run's device ids, ``device 0`` or ``devices 0,1`` (``devices ?`` when its record names none)."""
+    return f"device {devices[0]}" if len(devices) == 1 else f"devices {','.join(map(str, devices)) or '?'}"
 
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:

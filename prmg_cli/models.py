@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from . import dtypes
 from .gencase import document, header, preset_case, rope_inputs
+from .vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES, mode_list
 
 PREFILL_TOKENS = 2048        # one prefill of 2048 tokens (batch 1)
 DECODE_BATCH = 64            # requests decoded together, one token each
@@ -130,15 +131,26 @@ def _cases(model: Model) -> list[tuple[dict, str]]:
     return made
 
 
+def mode_lines(supported=DEFAULT_SUPPORTED_MODES) -> list[str]:
+    """Per model its rotary mode and whether a target implementing the modes ``supported`` (today's kernel:
+    interleave only) runs its cases or skips them."""
+    return [f"  {model.name}: {model.mode}" + ("" if ROTARY_MODES[model.mode] in supported else " (skipped today)")
+            for model in MODELS]
+
+
 def models_document() -> dict:
-    """The ``models`` preset: ``_cases`` of every model of ``MODELS``, each with a comment naming its sources."""
+    """The ``models`` preset: ``_cases`` of every model of ``MODELS``, each with a comment naming its sources,
+    and in its header each model's rotary mode (``mode_lines``)."""
     cases, comments = [], {}
     for model in MODELS:
         for number, (case, what) in enumerate(_cases(model)):
             cases.append(case)
             text = what + ("" if number else "; from: " + "; ".join(model.sources))
             comments[case["name"]] = textwrap.fill(text, 110, break_long_words=False, break_on_hyphens=False)
-    return document(cases, comments=comments, header=header(
+    return document(cases, comments=comments, header=[*header(
         "models", f"real models' RoPE shapes (prmg_cli/models.py, each number with its source): prefill of "
         f"{PREFILL_TOKENS} tokens, decode of {DECODE_BATCH} requests with per-request positions, and (tag "
-        f"long) {LONG_TOKENS} tokens as rows for models with a 128k context", module="prmg_cli/models.py"))
+        f"long) {LONG_TOKENS} tokens as rows for models with a 128k context", module="prmg_cli/models.py"),
+        f"Rotary mode per model: today's target implements {mode_list(DEFAULT_SUPPORTED_MODES)} only and skips the "
+        f"cases of the others", "(--supported-modes 0,1,2,3 runs them; the emulator has every mode):",
+        *mode_lines()])

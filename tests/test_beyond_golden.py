@@ -234,12 +234,21 @@ def test_save_failures_writes_everything_numpy_reads(tmp_path):
     assert folder == out_dir / "b_bf16" and not (out_dir / "a_fp32").exists()
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["files"]["actual.npy"] == "bfloat16" and meta["files"]["golden.npy"] == "float64"
+    assert meta["files"]["expected.npy"] == "bfloat16" and meta["schema"] == "prmg.artifacts/1"
     actual = np.load(folder / "actual.npy").view(ml_dtypes.bfloat16)
     golden, score = np.load(folder / "golden.npy"), np.load(folder / "score.npy")
     assert actual.shape == (2, 1, 2, 16) and golden.shape == score.shape == (2, 1, 2, 16)
     assert (score > 1).any() and (score[..., 0::2] <= 1).all()       # the sign fault: odd lanes only
     dy = np.load(folder / "dy.npy").view(ml_dtypes.bfloat16)
-    assert dy.shape == actual.shape and meta["definition"]["name"] == "b_bf16"
+    assert dy.shape == actual.shape and meta["case"]["definition"]["name"] == meta["result"]["name"] == "b_bf16"
+    dumped = tmp_path / "dumped"                      # prmg dump writes the same files, the same meta.json
+    assert prmg("dump", write(tmp_path), "--out", dumped, "-k", "b_bf16").returncode == 0
+    again = json.loads((dumped / "b_bf16" / "meta.json").read_text())
+    assert again["case"] == meta["case"] and again["result"] is None and set(again) == set(meta)
+    assert {name: kind for name, kind in meta["files"].items() if name not in ("actual.npy", "score.npy")} \
+        == again["files"]
+    for name in ("dy.npy", "cos.npy", "sin.npy", "golden.npy", "expected.npy"):
+        assert np.array_equal(np.load(folder / name), np.load(dumped / "b_bf16" / name)), name
 
 
 def readme_artifact_snippet() -> str:
@@ -258,7 +267,8 @@ def readme_artifact_snippet() -> str:
 def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(tmp_path, capsys):
     """A contract breach with a right slice (the emulator's ``modify_cos``: cos changed after the computation)
     still saves the golden and the score (each element within its limit); a case without a golden
-    (``golden: false``) saves none, and the README's snippet reads both folders without an error."""
+    (``golden: false``) saves none, and the README's snippet reads both folders, and a ``prmg dump`` folder of
+    each, without an error."""
     cases = write(tmp_path, CASES.splitlines()[1] + "\n- {name: d_checks, shape: [1, 2, 1, 16], golden: false, "
                                                     "checks: [sample]}\n")
     out_dir = tmp_path / "failures"
@@ -267,10 +277,12 @@ def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(t
     assert result.returncode == 1 and "0 passed, 2 failed" in result.stdout, result.stdout + result.stderr
     bytes_only, no_golden = out_dir / "a_fp32", out_dir / "d_checks"
     golden, score = np.load(bytes_only / "golden.npy"), np.load(bytes_only / "score.npy")
-    assert golden.shape == score.shape == (1, 2, 2, 16) and (score <= 1).all()
+    assert golden.shape == score.shape == (1, 2, 2, 32) and (score <= 1).all()
     assert not (no_golden / "golden.npy").exists() and (no_golden / "actual.npy").exists()
+    dumped = tmp_path / "dumped"
+    assert prmg("dump", cases, "--out", dumped).returncode == 0
     snippet = readme_artifact_snippet()
-    for folder in (bytes_only, no_golden):
+    for folder in (bytes_only, no_golden, dumped / "a_fp32", dumped / "d_checks"):
         exec(snippet, {"FOLDER": str(folder)})
     printed = capsys.readouterr().out
     assert printed.count("failed") == 2 and "cos changed" in printed

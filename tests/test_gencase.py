@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -330,6 +331,8 @@ def test_parse_inputs_option():
     assert gencase.parse_inputs_option("dy=uniform:-1:1,cos=rope:10000,sin=rope:500000:4096") == {
         "dy": {"uniform": [-1, 1]}, "cos": {"rope": {"base": 10000, "offset": 0}},
         "sin": {"rope": {"base": 500000, "offset": 4096}}}
+    assert gencase.parse_inputs_option("cos=rope:500000:0;37; 4095") == {     # per-request positions
+        "cos": {"rope": {"base": 500000, "offset": [0, 37, 4095]}}}
     assert gencase.parse_inputs_option("all=normal:0:1e-3") == {
         tensor: {"normal": [0, 0.001]} for tensor in ("dy", "cos", "sin")}
     assert gencase.parse_inputs_option("dy=values:1;2.5;-3, sin=file:tables/s.npy") == {
@@ -346,6 +349,69 @@ def test_parse_inputs_option():
 def test_parse_inputs_option_rejects_junk(text, message):
     with pytest.raises(PrmgError, match=message):
         gencase.parse_inputs_option(text)
+
+
+FLAGS = dict(cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None, mode="half",
+             seed=None, name=None, expect="pass", standard=None, preset=None, output=None, append=False)
+
+
+def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broadcast_faults():
+    """A decode case at S = 1 with tables at position 0 (cos = 1, sin = 0) is refused, one line with the fix; a
+    B11D table with one position for every request gets a warning (a broadcast fault would pass it); one position
+    per request is written without a word, and a list that is not one per request is refused."""
+    with pytest.raises(PrmgError) as caught:
+        gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:500000,sin=rope:500000", **FLAGS)
+    assert "field 'inputs': this case cannot fail: its unchanged input already passes (cos = 1 and sin = 0 " \
+           "everywhere)" in str(caught.value) and "cos=rope:BASE:P1;P2;...;P8" in str(caught.value)
+    notes = []
+    gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:500000:4096,sin=rope:500000:4096", notes=notes,
+                         **{**FLAGS, "broadcast": "B11D"})
+    assert len(notes) == 1 and "warning: case" in notes[0] and "cos and sin are the same for every b (B = 8): a kernel reading the first row " \
+                               "for all of them (a broadcast fault) passes it" in notes[0]
+    positions = ";".join(str(7 * b * b) for b in range(8))
+    text = gencase_cli.generate(shape="8,1,4,16", inputs=f"cos=rope:500000:{positions},sin=rope:500000:{positions}",
+                                notes=notes, **{**FLAGS, "broadcast": "B11D"})
+    assert len(notes) == 1 and "offset: [0, 7, 28, 63, 112, 175, 252, 343]" in text
+    with pytest.raises(PrmgError, match=r"field 'inputs.cos.rope.offset': a list of offsets has one per index of "
+                                        r"the table's first axis \(B = 8\), got 2"):
+        gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:1e4:0;1,sin=rope:1e4:0;1",
+                             **{**FLAGS, "broadcast": "B11D"})
+
+
+def test_the_models_preset_says_each_models_mode_and_what_todays_target_skips():
+    from prmg_cli.models import MODELS
+    from prmg_cli.vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES
+
+    notes = []
+    text = gencase_cli.generate(shape=None, inputs=None, notes=notes, tags=(), exclude_tags=("long",),
+                                **{**FLAGS, "preset": "models"})
+    skipped = [model for model in MODELS if ROTARY_MODES[model.mode] not in DEFAULT_SUPPORTED_MODES]
+    for model in MODELS:
+        assert f"#   {model.name}: {model.mode}{' (skipped today)' * (model in skipped)}\n" in text
+    halves = sum(3 for model in skipped if model.mode == "half")
+    assert notes == [f"note: today's target (interleave only) skips {3 * len(skipped)} of {3 * len(MODELS)} cases "
+                     f"here (half: {halves}, interleave-half: {3 * len(skipped) - halves}); --supported-modes "
+                     f"0,1,2,3 runs them (the emulator has every mode)"]
+    assert {model.name for model in skipped} == {"llama3.1_8b", "qwen2.5_7b", "phi2", "deepseek_v3"}
+
+
+def test_the_broadcast_fault_the_warning_names_passes_the_warned_case_and_fails_the_per_request_one(tmp_path):
+    """What the warning says, through the emulator: its broadcast_b fault passes the decode case whose requests share
+    a position and fails the one whose requests each have their own (and gen-case warns on stderr, exit 0)."""
+    from conftest import prmg
+
+    shared = prmg("gen-case", "--shape", "4,1,2,16", "--broadcast", "B11D", "--mode", "half", "--name", "shared",
+                  "--inputs", "cos=rope:500000:4096,sin=rope:500000:4096", "-o", tmp_path / "cases.yaml")
+    assert shared.returncode == 0 and shared.stderr.startswith("prmg: warning: case 'shared': cos and sin are the "
+                                                               "same for every b (B = 4)"), shared.stderr
+    own = prmg("gen-case", "--shape", "4,1,2,16", "--broadcast", "B11D", "--mode", "half", "--name", "own", "--inputs",
+               "cos=rope:500000:0;37;4095;9000,sin=rope:500000:0;37;4095;9000", "-o", tmp_path / "cases.yaml",
+               "--append")
+    assert own.returncode == 0 and own.stderr == ""
+    run = prmg("run", tmp_path / "cases.yaml", "--supported-modes", "0,1", "--report", "json",
+               env={"PRMG_EMU_FAULT": "broadcast_b"})
+    statuses = {case["name"]: case["status"] for case in json.loads(run.stdout)["cases"]}
+    assert statuses == {"shared": "passed", "own": "failed"}, run.stdout[-500:]
 
 
 # ----- YAML ------------------------------------------------------------------------------------------

@@ -149,7 +149,7 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     header = " ".join(result.stdout.split("\n\n")[0].split())            # its long lines wrapped
     assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
-    assert ", devices 0, runner emulator, standard per case (default: default), SoC " in header
+    assert ", device 0, runner emulator, standard per case (default: default), SoC " in header
     assert ", devices 0,1, runner emulator, standard allclose, SoC " in header and "devices: 0, 1 " in header
     assert ", operator library /" in header and ", kernel files e3b0c44298fc1c14" in header
     assert f"settings differ: faults: {shards[0]}: {{faults: [nan], shape: ''}}; {shards[1]}: {{}} " in header

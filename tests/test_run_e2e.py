@@ -195,7 +195,7 @@ def test_validate_and_dump(small, tmp_path):
     out = tmp_path / "dump"
     result = prmg("dump", small, "--out", out)
     assert result.returncode == 0, result.stderr
-    meta = json.loads((out / "bf16_mixed" / "meta.json").read_text())
+    meta = json.loads((out / "bf16_mixed" / "meta.json").read_text())["case"]
     assert meta["dtype"] == "bfloat16" and meta["cos_dtype"] == "float32"
     import numpy as np
     dy = np.load(out / "bf16_mixed" / "dy.npy")

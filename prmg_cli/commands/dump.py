@@ -20,8 +20,9 @@ Example:
 def main(request) -> int:
     """Write each case's inputs and golden as .npy files for other tools.
 
-    DIR/CASE/ gets dy.npy, cos.npy, sin.npy, golden.npy (the expected result in dy's dtype; absent for
-    cases that expect an error) and meta.json (dtypes, shapes, mode, slice, seed). bfloat16 arrays are
+    DIR/CASE/ gets dy.npy, cos.npy, sin.npy, golden.npy (the exact result, float64) and expected.npy (it
+    rounded to dy's dtype; both absent for cases that expect an error), and meta.json (the case: dtypes,
+    shapes, mode, slice, seed; each file's dtype): the layout of prmg run --save-failures. bfloat16 arrays are
     stored as their 16-bit patterns (uint16) and meta.json names the dtype.
     """
     from ..dump import dump_cases

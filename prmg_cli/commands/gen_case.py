@@ -17,11 +17,14 @@ OPTIONS = (
     Option("partial_slice", ("--slice",), None, "[start, end) of the last axis (default 0,D).", "START,END"),
     Option("dtype", ("--dtype",), "float32", "dy's dtype: float32, float16, bfloat16.", "DTYPE"),
     Option("cos_dtype", ("--cos-dtype",), None, "cos/sin dtype (default: --dtype).", "DTYPE"),
-    Option("mode", ("--mode",), "interleave", "half, interleave, quarter, interleave-half or 0..3.", "MODE"),
+    Option("mode", ("--mode",), "interleave", "half, interleave, quarter, interleave-half or 0..3 (interleave: "
+           "GLM, GPT-J; Llama, Qwen, Phi use half, DeepSeek interleave-half: the models preset names each).",
+           "MODE"),
     Option("seed", ("--seed",), None, "Input seed (default: derived from the name).", "N", int),
     Option("name", ("--name",), None, "Case name (default: derived from the options).", "NAME"),
     Option("inputs", ("--inputs",), None, "TENSOR=KIND[:ARGS] items separated by commas, e.g. "
-           "dy=uniform:-1:1,cos=rope:10000,sin=rope:10000 or dy=normal:0:2.", "SPEC"),
+           "dy=uniform:-1:1,cos=rope:10000,sin=rope:10000 or dy=normal:0:2; rope:BASE:OFFSET starts the positions "
+           "at OFFSET, rope:BASE:P1;P2;... gives each request (B index of the table) its own.", "SPEC"),
     Option("expect", ("--expect",), "pass", "pass, error, or a status code/name.", "WHAT"),
     Option("standard", ("--standard",), None, "Precision standard for the case.", "NAME"),
     Option("preset", ("--preset",), None, f"Write a whole suite: {', '.join(PRESETS)} (cover: every regime "
@@ -41,7 +44,8 @@ EPILOG = """\b
 Examples:
   prmg gen-case --shape 2,16,4,128 --broadcast 1S1D --slice 32,96 --dtype bfloat16 --cos-dtype float32
   prmg gen-case --shape 1,1,1,2048 --slice 0,64 --expect ACLNN_ERR_INNER_TILING_ERROR -o neg.yaml --append
-  prmg gen-case --shape 1,2,2,64 --inputs dy=uniform:-1:1,cos=rope:10000,sin=rope:10000
+  prmg gen-case --shape 1,16,8,128 --broadcast 1S1D --mode half --inputs cos=rope:500000,sin=rope:500000
+  prmg gen-case --shape 4,1,32,128 --broadcast B11D --mode half --inputs "cos=rope:500000:0;37;4095;130000,sin=rope:500000:0;37;4095;130000"
   prmg gen-case --preset smoke -o cases/smoke.yaml
   prmg gen-case --preset cover -o cases/cover.yaml
   prmg gen-case --preset models --tag long -o models-long.yaml
@@ -51,14 +55,23 @@ Examples:
 def main(request) -> int:
     """Generate a case from flags, or a whole suite with --preset. Output is deterministic.
 
-    Invalid combinations are refused with the constraint they break, unless --expect asks for an error.
+    Invalid combinations are refused with the constraint they break, unless --expect asks for an error. A case
+    that cannot fail (its unchanged input already passes: cos = 1 and sin = 0 at position 0) is refused, and a
+    case whose cos/sin are the same along a broadcast axis (a decode table with one position for every request)
+    gets a warning on stderr: a broadcast fault would pass it. Give per-request positions with
+    cos=rope:BASE:P1;P2;... (one per B index of the table).
     """
     import dataclasses
+    import sys
 
     from ..gencase_cli import generate
+    from ..results import visible
     from ..writes import write_stdout
 
-    text = generate(**dataclasses.asdict(request))
+    notes: list[str] = []
+    text = generate(**dataclasses.asdict(request), notes=notes)
+    for note in notes:
+        sys.stderr.write(f"prmg: {visible(note)}\n")
     if text:
         write_stdout(text)
     return 0

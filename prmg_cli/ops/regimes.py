@@ -144,9 +144,10 @@ def _dtype_axis(spec) -> list[Regime]:
     found = []
     for dy, cos in spec.dtype_pairs:
         label = f"{dtypes.lookup(dy).short}/{dtypes.lookup(cos).short}"
+        widths = dtypes.bit_width(cos) - dtypes.bit_width(dy)
         reason = (f"{dy} data and tables: the same-precision kernel" if dy == cos else
                   f"{dy} data with {cos} tables: a mixed-precision path, tables "
-                  f"{'wider' if dtypes.bit_width(cos) > dtypes.bit_width(dy) else 'as wide as'} the data")
+                  f"{'wider than' if widths > 0 else 'narrower than' if widths < 0 else 'as wide as'} the data")
         found.append(Regime("dtypes", label, reason, lambda f, pair=(dy, cos): (f.dtype, f.cos_dtype) == pair))
     return found
 

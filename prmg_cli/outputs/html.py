@@ -275,8 +275,10 @@ def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
         image = plots.margin_histogram([(value, _group(r.status)) for value, r in margins])
         standards = sorted({visible(r.standard) for _, r in margins if r.standard})
         parts.append(f'<figure><img class="plot" id="margins" alt="histogram of margins" src="{image}">'
-                     f'<figcaption>margin of {plural(len(margins), "case")} (standards: '
-                     f'{_h(", ".join(standards) or "-")}): under default the error beyond the output&rsquo;s '
+                     f'<figcaption>margin of {len(margins)} of the run&rsquo;s {plural(len(results), "case")} '
+                     f'(the others have none to plot: an expected error, a skip, a count such as exact&rsquo;s '
+                     f'mismatches; so the legend counts fewer than the summary); standards: '
+                     f'{_h(", ".join(standards) or "-")}; under default the error beyond the output&rsquo;s '
                      f'rounding over the budget beyond it (0 for a correctly rounded result: the first bin), '
                      f'else error / limit; the kernel fails a case right of 1</figcaption></figure>')
         closest = sorted(((value, r) for value, r in margins if r.status == "passed"), key=lambda p: -p[0])[:5]

@@ -202,7 +202,8 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     if faults:
         fields.append(faults)
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
-               ("devices", ", ".join(str(device) for device in info.devices) or "-"),
+               ("device" if len(info.devices) == 1 else "devices",      # "devices: 0" reads as none
+                ", ".join(str(device) for device in info.devices) or "-"),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
     checks = checks_field(info, results if judged is None else judged)
     if checks:

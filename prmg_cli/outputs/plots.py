@@ -274,7 +274,8 @@ _GROUPS = (("ok", "passed", OK_COLOUR),
 
 def margin_histogram(margins: list[tuple[float, str]]) -> str:
     """The PNG histogram of ``margins`` ((value, group) with group ``ok``, ``bad`` or ``other``), stacked by
-    group: log bins of a quarter decade with 1 a bin edge, the axis from at most 0.1 to at least 10 (the
+    group, each counted in the legend as plotted (a case with no margin is not: the counts may be below the
+    run's); log bins of a quarter decade with 1 a bin edge, the axis from at most 0.1 to at least 10 (the
     limit always in sight), values below 1e-4 in the first bin and above 1e8 (or inf) in the last."""
     low, high = -4.0, 8.0
     values = np.array([value for value, _ in margins], dtype=float)
@@ -289,7 +290,7 @@ def margin_histogram(margins: list[tuple[float, str]]) -> str:
                   for key, label, colour in _GROUPS]
         stacks = [entry for entry in stacks if len(entry[0])]
         axes.hist([entry[0] for entry in stacks], bins=edges, stacked=True, color=[e[2] for e in stacks],
-                  label=[f"{e[1]} ({len(e[0])})" for e in stacks], edgecolor="#ffffff", linewidth=0.5)
+                  label=[f"{e[1]} ({len(e[0])} plotted)" for e in stacks], edgecolor="#ffffff", linewidth=0.5)
         axes.axvline(0, color="#111111", linewidth=1.4)
         axes.text(0, 1.0, " limit", transform=axes.get_xaxis_transform(), va="top", ha="left", fontsize=8,
                   fontweight="bold")

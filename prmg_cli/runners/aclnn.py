@@ -5,7 +5,8 @@ from __future__ import annotations
 
 
 def resolve_auto(op_lib, env, modes):
-    """A CANN toolkit when the search finds one, else the emulator (``toolkit.select_runner``)."""
+    """A CANN toolkit when the search finds one, else the emulator where nothing names or installs one, else a usage
+    error (``toolkit.select_runner``)."""
     from ..toolkit import select_runner
 
     return select_runner("auto", op_lib, env, modes)
