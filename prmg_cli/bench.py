@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import sys
 from typing import Sequence
 
 from tabulate import tabulate
@@ -16,7 +17,7 @@ from . import __version__, execute
 from .case import Case
 from .errors import PrmgError
 from .outputs.labels import dtype_label, format_header, shape_label
-from .results import RunInfo
+from .results import ExitCode, RunInfo
 from .sizes import bytes_moved
 
 # Peak memory bandwidth per device kind (GB/s); extend as devices appear, or pass --peak-gbps.
@@ -94,7 +95,8 @@ def bench_command(request) -> tuple[str, int]:
 
     from .commands.run import Request as run_request
     from .checks.determinism import MAX_REPEAT
-    from .suite import check_bounds, check_timeout, load_selected, run_info, settings_for, target_modes
+    from .suite import (MAX_DEVICE_ID, check_bounds, check_timeout, load_selected, run_info, settings_for,
+                        target_modes)
 
     paths, report_format, peak_gbps, soc = list(request.paths), request.report, request.peak_gbps, request.soc
     warmup, repeat, device, baseline = request.warmup, request.repeat, request.device, request.baseline
@@ -121,9 +123,14 @@ def bench_command(request) -> tuple[str, int]:
         raise PrmgError("give case files to time, or --host")
     check_bounds("--warmup", warmup, 0, MAX_REPEAT)
     check_bounds("--repeat", repeat, 1, MAX_REPEAT)
+    check_bounds("--device", device, 0, MAX_DEVICE_ID)
     modes = target_modes(request.supported_modes)
     cases = [c for c in load_selected(paths, modes, request.keyword) if c.expect.success
              and c.rotary_mode in modes]
+    if not cases:
+        sys.stderr.write("prmg: no cases selected to time (check -k; cases that expect an error or a mode the target "
+                         "lacks are not timed)\n")
+        return "", ExitCode.NO_CASES
     if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
         raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
     from .runs import compare_bench, read_bench

@@ -102,7 +102,8 @@ from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_ke
                      parse_reason, parse_seed, parse_slice_list, parse_standard, parse_strides, parse_tolerance,
                      parse_words, show, suggest)
 from .status import STATUS_NAMES, describe
-from .vocab import BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MODE_NAMES, SLICE, TENSORS, broadcast_shape
+from .vocab import (BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
+                    broadcast_shape)
 from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
@@ -111,11 +112,10 @@ CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_sl
              "generator", "cos_strides", "sin_strides", "dy_offset", "cos_offset", "sin_offset", "builds", "note",
              "partners_alike")
 FILE_KEYS = ("defaults", "cases")
-MAX_RUN_CASES = 200_000           # cases in one run, every entry of every file counted before expansion
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
-__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "check_files", "validate",
+__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "input_files", "check_files", "validate",
            "known_defect_warning", "unjudged", "select", "case_files", "case_to_dict", "case_record",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
@@ -142,6 +142,18 @@ def case_files(paths: Sequence[str | Path]) -> list[Path]:
     *.yaml/*.yml below a folder, dot-folders, ``build/`` and ``venv/`` included, symlinked folders not entered,
     each file once); a path that cannot be read is left out (loading it reports why)."""
     return list(_case_files(paths, _Run(report=lambda error: None)))
+
+
+def input_files(paths: Sequence[str | Path], cases: Sequence[Case]) -> dict[str, str]:
+    """Every file a command reading the cases of ``paths`` reads, -> what it is: each case file (``case_files``) and
+    each ``file:`` input of ``cases``. What ``writes.check_outputs`` spares."""
+    read = {str(file): "a case file" for file in case_files(paths)}
+    for case in cases:
+        for tensor in TENSORS:
+            spec = case.input_spec(tensor)
+            if spec.kind == "file":
+                read.setdefault(spec.args[0], f"the {tensor} input of case '{case.name}'")
+    return read
 
 
 def check_files(paths: Sequence[str | Path], supported_modes: set[int] | frozenset[int]) -> list[PrmgError]:

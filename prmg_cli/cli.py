@@ -6,7 +6,10 @@ selected, or every case skipped; 130 interrupted (Ctrl-C); 143 terminated (SIGTE
 
 Ctrl-C or SIGTERM is the same exit at any moment, the first tenth of a second included: this module imports nothing
 but ``errors`` (signal), and ``main`` holds (blocks) the stop signals before it imports typer and the commands,
-then lets a held one through where it handles it (130 or 143, one line, never a traceback).
+then lets a held one through where it handles it (130 or 143, one line, never a traceback). Once the command is over
+(or, for ``prmg run``, once its reports state its exit code: ``errors.outcome_final``) a signal changes nothing: the
+stop signals stay held until the process has exited, so none can kill it with the raw signal while the interpreter
+shuts down.
 """
 
 from __future__ import annotations
@@ -15,7 +18,11 @@ import os
 import signal
 import sys
 
-from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, on_sigterm
+from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, on_stop, outcome_final, raised_stop
+
+
+OUT_OF_MEMORY = ("out of memory: the command needs more memory than this process may use (a results file of too many "
+                 "cases, or cases too large for this machine?)")
 
 
 def _error_line(text: str, *, keep_newlines: bool = False) -> None:
@@ -30,32 +37,40 @@ def _error_line(text: str, *, keep_newlines: bool = False) -> None:
         pass
 
 
-def main() -> None:
+def main(*, restore: bool = False) -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback; a bug in
     prmg is exit code 3 with its traceback. Ctrl-C and SIGTERM stop any command (130, 143; ``prmg run``
     handles them itself), from the start (module docstring) and unblocked even when the parent blocked them;
-    once the command is over a signal changes nothing, and this process's signal handling is left as it was
-    found."""
+    once the command is over a signal changes nothing: held until the process exits, or, with ``restore`` (prmg
+    called inside another Python program), dropped, this process's signal handling then left as it was found."""
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)     # held while the command line loads
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is not signal.SIG_IGN:                                # SIGTERM stops any command as Ctrl-C does
-        signal.signal(signal.SIGTERM, on_sigterm)
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    for signum, handler in previous.items():                      # SIGTERM stops any command as Ctrl-C does
+        if handler is not signal.SIG_IGN:                         # ignored (a background job's Ctrl-C): kept so
+            signal.signal(signum, on_stop)
+    outcome_final(False)
     import typer
 
     from .app import Stopped, app
     from .results import ExitCode
 
+    stopped_codes = {signal.SIGINT: ("interrupted", ExitCode.INTERRUPTED),
+                     signal.SIGTERM: ("terminated", ExitCode.TERMINATED)}
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)     # a stop held so far comes out here
         code = app(standalone_mode=False)
-    except PrmgError as exc:
-        for line in exc.lines():
+        if raised_stop():                          # typer took it (while parsing): exit 130 without a word
+            said, code = stopped_codes[raised_stop()]
+            _error_line(f"prmg: {said}")
+    except (PrmgError, MemoryError) as exc:        # out of memory: what it held is freed as it unwinds; one line
+        error = exc if isinstance(exc, PrmgError) else PrmgError(OUT_OF_MEMORY)
+        for line in error.lines():
             _error_line(f"prmg: error: {line}")
         code = ExitCode.USAGE
     except (Stopped, KeyboardInterrupt) as stopped:
         terminated = isinstance(getattr(stopped, "stop", stopped), Terminated)
-        _error_line("prmg: terminated" if terminated else "prmg: interrupted")
-        code = ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
+        said, code = stopped_codes[signal.SIGTERM if terminated else signal.SIGINT]
+        _error_line(f"prmg: {said}")
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
@@ -79,9 +94,11 @@ def main() -> None:
     except OSError as error:                       # e.g. stdout is /dev/full or a closed pipe
         _error_line(f"prmg: error: cannot write to standard output: {error.strerror or error}")
         os._exit(ExitCode.USAGE)                   # the interpreter's own flush at exit would fail again
-    drop_held_signals()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)   # as it was (for a caller here)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    if restore:                                    # as it was found (for a caller in this process)
+        drop_held_signals()
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     sys.exit(int(code) if isinstance(code, int) else 0)
 
 

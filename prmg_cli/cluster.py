@@ -66,6 +66,7 @@ from . import __version__, execute
 from .case import Case
 from .errors import PrmgError
 from .results import CaseResult, visible
+from .vocab import decimal
 
 RAY_MISSING = "--cluster needs Ray, which is not installed: pip install 'prmg[ray]'"
 ACTOR_CPUS = 0.1              # an actor's CPU share: the NPU is what it holds
@@ -128,7 +129,7 @@ def _assigned_device(ray) -> tuple[int, str]:
     if visible_ids is not None:
         listed = [part.strip() for part in visible_ids.split(",")]
         return (listed.index(npu) if npu in listed else 0), npu
-    return (int(npu) if npu.isdigit() else 0), npu
+    return (decimal(npu) or 0), npu
 
 
 def _why(exc: Exception) -> str:

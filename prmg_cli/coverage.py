@@ -347,7 +347,8 @@ def summary(coverages: Sequence[OpCoverage], shown: int = MISSING_SHOWN, where: 
 def run_line(results: Sequence) -> str | None:
     """``coverage: ...`` (``summary``, pointing to ``prmg coverage`` for more than ``MISSING_SHOWN`` missing
     classes) of the cases of ``results`` that ran (statuses ``RAN``) and carry their definition; None when none
-    does. Past ``RUN_LINE_LIMIT`` such cases (about 1 ms each) the line says to run ``prmg coverage`` instead."""
+    does. Past ``RUN_LINE_LIMIT`` cases made from the definitions (about 1 ms each; a stored definition states one
+    case: ``store``) the line says to run ``prmg coverage`` instead."""
     from .cases import parse_document
 
     ran = [result for result in results if result.status in RAN and result.definition]
@@ -355,6 +356,8 @@ def run_line(results: Sequence) -> str | None:
         return f"coverage: not computed for {len(ran)} cases (over {RUN_LINE_LIMIT}); run prmg coverage PATH..."
     cases = []
     for result in ran:
+        if len(cases) > RUN_LINE_LIMIT:                # counted in cases too, whatever a definition makes
+            return f"coverage: not computed for over {RUN_LINE_LIMIT} cases; run prmg coverage PATH..."
         source = result.source or "run"
         try:
             cases += parse_document([result.recorded_definition()], source, Path(source).parent)

@@ -41,7 +41,7 @@ def opp_path_line(toolkit) -> str:
         state = "a folder" if os.path.isdir(value) else "NOT a folder: operator calls will fail (561107)"
         return f"  ASCEND_OPP_PATH={value} ({state})"
     opp = toolkit.root / "opp"
-    state = "a folder" if opp.is_dir() else "NOT a folder: operator calls will fail (561107)"
+    state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
     return f"  ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
 
 
@@ -102,8 +102,14 @@ def graph_mode_lines(toolkit, runner: str, op_lib: str | None) -> tuple[list[str
 
 
 def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
-    """The doctor's report and whether the runner asked for (default auto) is usable."""
-    from .toolkit import emulator_toolkit, explain_search, find_toolkit, toolkit_suggested
+    """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
+    that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
+    from .runners import check_runner
+    from .toolkit import emulator_toolkit, explain_search, find_toolkit, op_lib_file, toolkit_suggested
+
+    check_runner(runner)
+    if op_lib:
+        op_lib_file(op_lib)
 
     lines = [f"driver version: {provenance.driver_version() or '(no ' + str(provenance.DRIVER_INFO) + ')'}",
              "ASCEND_* variables:"]

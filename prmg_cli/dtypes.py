@@ -205,7 +205,8 @@ def round_into(values, out: np.ndarray) -> np.ndarray:
     other dtypes by numpy's cast (float32 and float16: one correct rounding from float64; integer dtypes, for
     negative cases: numpy's unsafe cast). Returns ``out``."""
     if out.dtype.name != "bfloat16":                  # by name: a uint16 view needs no ml_dtypes
-        np.copyto(out, values, casting="unsafe")
+        with np.errstate(over="ignore"):              # beyond the dtype's range: +-inf, its rounding, no warning
+            np.copyto(out, values, casting="unsafe")
         return out
     words = out.view(np.uint16)
     values = np.asarray(values, dtype=np.float64)

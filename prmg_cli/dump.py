@@ -12,12 +12,13 @@ import numpy as np
 from . import files
 from .artifacts import whole, write_folder
 from .case import Case
-from .cases import NAME_PATTERN, load_cases, select
+from .cases import NAME_PATTERN, input_files, load_cases, select
 from .errors import PrmgError
 from .execute import default_max_memory, memory_need
 from .inputs import make_inputs
 from .ops import OPERATORS
 from .results import plural
+from .writes import FOLDER, Output, check_outputs
 
 
 def dump_case(case: Case, folder: Path, root: Path) -> None:
@@ -40,11 +41,11 @@ def dump_case(case: Case, folder: Path, root: Path) -> None:
 def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> str:
     """``prmg dump``: writes every selected case under ``out`` (nothing outside it); returns a one-line
     summary. Any write failure (a full disk, an unwritable or non-folder ``out``) is one PrmgError."""
-    cases = select(load_cases(paths), keyword, ())
+    loaded = load_cases(paths)
+    cases = select(loaded, keyword, ())
+    check_outputs([Output(out, "dump", FOLDER, tuple(case.name for case in cases))], input_files(paths, loaded))
     root = Path(out)
     try:
-        if root.exists() and not root.is_dir():
-            raise PrmgError("is not a folder", file=out)
         root.mkdir(parents=True, exist_ok=True)
         real_root = Path(os.path.realpath(root))
         for case in cases:

@@ -1,6 +1,6 @@
 """The one error type for mistakes a user can make (bad case files, bad options), the closest word its messages
 suggest (``suggest``), and how a stop signal (``STOP_SIGNALS``: Ctrl-C, SIGTERM) becomes an exception:
-``Terminated``, raised by ``on_sigterm``."""
+``Terminated``, raised by ``on_stop``."""
 
 from __future__ import annotations
 
@@ -58,12 +58,36 @@ def suggest(word, choices) -> str:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread (``on_sigterm``) so that it stops prmg as Ctrl-C does (exit 143)."""
+    """SIGTERM, raised in the main thread (``on_stop``) so that it stops prmg as Ctrl-C does (exit 143)."""
 
 
-def on_sigterm(signum, frame) -> None:
-    """The SIGTERM handler: raise ``Terminated``."""
-    raise Terminated()
+class _Stops:
+    """What ``on_stop`` has done and may do: the stop signal it raised last (0: none), and whether the command's
+    outcome is final (``outcome_final``), when it raises nothing."""
+
+    raised = 0
+    final = False
+
+
+def on_stop(signum, frame) -> None:
+    """The entry point's handler of Ctrl-C and SIGTERM: raise ``KeyboardInterrupt`` or ``Terminated`` (and remember
+    which: ``raised_stop``), or nothing once the command's outcome is final (``outcome_final``)."""
+    if not _Stops.final:
+        _Stops.raised = signum
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def outcome_final(final: bool = True) -> None:
+    """Say that the command's outcome is final (``prmg run`` wrote its reports, which state its exit code): from
+    now on ``on_stop`` drops a stop signal, so the process exits with that code. ``final=False`` starts over."""
+    _Stops.final = final
+    if not final:
+        _Stops.raised = 0
+
+
+def raised_stop() -> int:
+    """The stop signal ``on_stop`` raised last (0: none since ``outcome_final(False)``)."""
+    return _Stops.raised
 
 
 def drop_held_signals() -> None:

@@ -44,7 +44,7 @@ from .keymetric import key_metric
 from .results import CaseResult, plural
 from .sizes import element_count, storage_elements
 from .ops import OPERATORS
-from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES
+from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # Device memory a case may leave taken beyond prmg's own buffers (a runtime's caches, a kernel binary loaded once)
@@ -813,11 +813,8 @@ def shard_of(name: str, count: int) -> int:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``"I/N"`` -> (I, N) with 1 <= I <= N; PrmgError otherwise."""
-    try:
-        index, count = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise PrmgError(f"--shard must look like I/N (e.g. 2/8), got {text!r}") from None
-    if not 1 <= index <= count:
-        raise PrmgError(f"--shard {text}: need 1 <= I <= N")
-    return index, count
+    """``"I/N"`` -> (I, N) with 1 <= I <= N (``vocab.shard_numbers``); PrmgError otherwise."""
+    numbers = shard_numbers(text)
+    if numbers is None:
+        raise PrmgError(f"--shard must be I/N in the digits 0-9 with 1 <= I <= N (e.g. 2/8), got {text!r}")
+    return numbers

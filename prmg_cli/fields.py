@@ -11,7 +11,9 @@ is bounded (at most ``SHOW_LIMIT`` characters, whatever the value's size).
 from __future__ import annotations
 
 import math
+import os
 import re
+import sys
 import reprlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +31,9 @@ from .vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, NULLABLE, PH
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
 DEFAULT_ROPE_BASE = 10000.0
+# No standard normal draw Z of a generator (numpy's ziggurat, its tail -log(U) of a 53-bit U) is 40 or more from 0, so
+# a normal's draws mean + std * Z are finite in float64 when |mean| + 40 * std is.
+NORMAL_Z_LIMIT = 40
 INT64_MAX = 2**63 - 1
 # The most elements an array of float64 (the golden's dtype) may count, the product of a shape's non-zero
 # dimensions: numpy refuses a larger one ("array is too big"), even when another dimension is 0.
@@ -561,6 +566,12 @@ def parse_input(value, tensor: str, shape: tuple[int, ...], dtype: str, where: W
             raise where.error(path, f"lo {show(args[0])} is greater than hi {show(args[1])}")
         if input_kind == "normal" and high < 0:
             raise where.error(path, f"std {show(args[1])} is negative")
+        if input_kind == "uniform" and not math.isfinite(high - low):
+            raise where.error(path, f"hi - lo overflows float64 (draws are lo + (hi - lo) * U): keep the range "
+                                    f"within {sys.float_info.max:.4g}")
+        if input_kind == "normal" and not math.isfinite(abs(low) + NORMAL_Z_LIMIT * high):
+            raise where.error(path, f"draws mean + std * Z (|Z| < {NORMAL_Z_LIMIT}) could overflow float64: keep "
+                                    f"|mean| + {NORMAL_Z_LIMIT} * std within {sys.float_info.max:.4g}")
         return input_kind, (low, high)
     if input_kind in ("values", "bits"):
         flat = flatten_numbers(args, path, where, size, integers=input_kind == "bits")
@@ -609,7 +620,7 @@ def check_npy(value, size: int, path: str, where: Where, folder: Path) -> tuple[
         raise where.error(path, f"expected a .npy file path, got {kind(value)}")
     if "\0" in value:
         raise where.error(path, f"{show(value)} is not a usable path (it holds a NUL character)")
-    root = str(Path(folder).resolve())
+    root = os.path.realpath(folder)
     try:
         file = npyfile.resolve(value, root)
         npyfile.check(file, size, root)

@@ -17,6 +17,7 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import PrmgError
@@ -62,6 +63,25 @@ def stat_path(path: str | os.PathLike) -> os.stat_result:
         raise PrmgError("not a valid path (it holds a NUL character)", file=str(path)) from None
     except OSError as error:
         raise PrmgError(os_reason(error), file=str(path)) from None
+
+
+def stat_problem(path: str | os.PathLike) -> str:
+    """Why ``os.stat(path)`` fails, in words (``no such file``, a symlink loop, a path too long); "" when it works."""
+    try:
+        stat_path(path)
+    except PrmgError as error:
+        return error.reason
+    return ""
+
+
+def not_a_file(path: str | os.PathLike) -> str:
+    """Why ``path`` is not a regular file, in words: what ``stat`` says (``stat_problem``) or what it is (``is a
+    directory, not a regular file``); "" when it is one."""
+    try:
+        info = stat_path(path)
+    except PrmgError as error:
+        return error.reason
+    return "" if stat.S_ISREG(info.st_mode) else f"is {kind_of(info.st_mode)}, not a regular file"
 
 
 def describe_size(size: int) -> str:
@@ -162,14 +182,20 @@ def create_within(path: Path, root: Path):
     return os.fdopen(fd, "wb")
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path``; PrmgError naming the path when it cannot be written.
+def write_text(path: str | os.PathLike, text: str | Iterable[str]) -> None:
+    """Write ``text`` (UTF-8; a text, or its pieces, written one at a time) to ``path``; PrmgError naming the path
+    when it cannot be written.
 
     A regular (or missing) file is replaced atomically, keeping its permission bits: the old file stays
     whole if the disk fills up. A device or FIFO is written in place (a FIFO without a reader is an
     error, not a hang).
     """
-    data = text.encode("utf-8")
+    write_bytes(path, (piece.encode("utf-8") for piece in ([text] if isinstance(text, str) else text)))
+
+
+def write_bytes(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or their pieces) to ``path`` as ``write_text`` writes text."""
+    data = [data] if isinstance(data, bytes) else data
     target = Path(os.path.realpath(path))
     try:
         info = os.stat(target)
@@ -190,23 +216,25 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         raise PrmgError(f"cannot write: {os_reason(error)}", file=str(path)) from None
 
 
-def _write_in_place(target: Path, data: bytes) -> None:
+def _write_in_place(target: Path, data: Iterable[bytes]) -> None:
     """``data`` written to the device or FIFO ``target`` (never blocking on a FIFO without a reader)."""
     fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         set_blocking(fd)
-        write_all(fd, data)
+        for piece in data:
+            write_all(fd, piece)
     finally:
         os.close(fd)
 
 
-def _replace(target: Path, data: bytes, mode: int | None) -> None:
+def _replace(target: Path, data: Iterable[bytes], mode: int | None) -> None:
     """``data`` written to a temporary file next to ``target``, synced, then renamed over it."""
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         try:
             os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
-            write_all(fd, data)
+            for piece in data:
+                write_all(fd, piece)
             os.fsync(fd)
         finally:
             os.close(fd)

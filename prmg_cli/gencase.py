@@ -15,6 +15,7 @@ and ``"comments"`` (``{case name: text}``, written above that case).
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import textwrap
@@ -30,7 +31,7 @@ from .ops import DEFAULT_OP, OPERATORS
 from .results import plural, visible
 from .vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, SLICE, TENSORS,
                     broadcast_pattern, broadcast_shape)
-from .writes import check_spares
+from .writes import Output, check_outputs
 
 DTYPE_PAIRS = OPERATORS[DEFAULT_OP].dtype_pairs      # (dy dtype, cos/sin dtype) the grad takes: the presets' pairs
 ALL_MODES = frozenset(MODE_NAMES)                     # a target implementing every rotary mode
@@ -500,45 +501,86 @@ def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
     """Add ``new_cases`` to the case file ``path`` (created when missing); refuse a name already used,
     and a file that is not a valid case file (one line: what the loader says about it).
 
-    The file is read like any case file (``yamlfile.read_yaml``: bounded, regular files only) and
-    written back with ``dump_yaml`` (its comments other than those ``dump_yaml`` writes are not kept)
-    atomically, so a failed write leaves it as it was."""
+    The file is read like any case file (``yamlfile.read_yaml``: bounded, regular files only) and the new cases
+    are added to it as text (``_appended``): every byte already there stays as it was, comments included. The
+    result is written atomically, so a failed write leaves the file as it was."""
     from .cases import parse_document
 
-    path = Path(path)
-    doc: dict = {"cases": []}
-    if os.path.lexists(path):
-        loaded = yamlfile.read_yaml(path)
-        if isinstance(loaded, list):
-            doc = {"cases": loaded}
-        elif isinstance(loaded, dict) and isinstance(loaded.get("cases"), list):
-            doc = dict(loaded)
-        elif loaded is not None:
-            raise PrmgError("not a case file: expected {defaults, cases} or a list of cases", file=str(path))
-        try:
-            names = {case.name for case in parse_document(doc, str(path), path.parent)}
-        except PrmgError as exc:
-            raise PrmgError(f"cannot append to a file that does not load: {exc}") from None
+    given, path = str(path), Path(path)
+    check_outputs([Output(given, "case file")], {})              # not through a symlink, not a folder or a FIFO
+    if not os.path.lexists(path):
+        text = dump_yaml({"cases": list(new_cases)})
+        check_loads(text, given)
+        files.write_text(path, text)
+        return
+    data = files.read_regular(path, yamlfile.MAX_FILE_BYTES)
+    loaded = yamlfile.parse_yaml(yamlfile.decode(data, given), given)
+    if isinstance(loaded, list):
+        doc = {"cases": loaded}
+    elif isinstance(loaded, dict) and isinstance(loaded.get("cases"), list):
+        doc = dict(loaded)
+    elif loaded is None:
+        doc = {"cases": []}
     else:
-        names = set()
+        raise PrmgError("not a case file: expected {defaults, cases} or a list of cases", file=given)
+    try:
+        names = {case.name for case in parse_document(doc, given, path.parent)}
+    except PrmgError as exc:
+        raise PrmgError(f"cannot append to a file that does not load: {exc}") from None
     for case in new_cases:
         if case["name"] in names:
-            raise PrmgError("a case of this name is already in the file", file=str(path), case=case["name"])
+            raise PrmgError("a case of this name is already in the file", file=given, case=case["name"])
         names.add(case["name"])
-    doc["cases"] = list(doc["cases"]) + list(new_cases)
-    text = dump_yaml(doc)
-    check_loads(text, path)
-    files.write_text(path, text)
+    data = _appended(data, new_cases, given)
+    text = yamlfile.decode(data, given)
+    added = yamlfile.parse_yaml(_yaml([_inline_values(case) for case in new_cases]), given)     # as YAML reads them
+    expected = [*doc["cases"], *added] if loaded is None or isinstance(loaded, list) else \
+        {**loaded, "cases": [*loaded["cases"], *added]}
+    try:
+        same = yamlfile.parse_yaml(text, given) == expected
+    except PrmgError:
+        same = False
+    if not same:
+        raise PrmgError("cannot add the case to this file's layout as text (the file is left as it was); add it "
+                        "by hand, or write a new file with -o", file=given)
+    check_loads(text, given)
+    files.write_bytes(path, data)
+
+
+def _appended(data: bytes, new_cases: Sequence[dict], source: str) -> bytes:
+    """The bytes of the case file ``data`` with ``new_cases`` added as text after its last case, every other byte
+    kept: into its block list of cases at that list's indentation, into a flow list (``cases: [...]``) before its
+    closing bracket, or, when the file holds no document (comments only), as a list after what it holds; line
+    ends as the file's (CRLF when it uses them)."""
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    text = yamlfile.decode(data, source)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if isinstance(node, yaml.MappingNode):
+        node = next(value for key, value in node.value if key.value == "cases")
+    if node is not None and node.flow_style:                  # [a, b]: before the closing bracket
+        at = node.end_mark.index - 1
+        flow = ", ".join(yaml.dump(_inline_values(case), Dumper=_Dumper, sort_keys=False, default_flow_style=True,
+                                   width=float("inf"), allow_unicode=True).strip() for case in new_cases)
+        insert = (", " if node.value else "") + flow
+    else:                                                     # a block list (or none): lines at its indentation
+        at = len(text) if node is None or node.end_mark.index == len(text) else \
+            node.end_mark.index - node.end_mark.column              # the start of the line after the list
+        indent = " " * (0 if node is None else node.start_mark.column)
+        lines = "".join(_yaml([_inline_values(case)]) for case in new_cases).splitlines()
+        insert = "".join(f"{indent}{line}{newline}" for line in lines)
+        if at and not text[:at].endswith(("\n", "\r")):
+            insert = newline + insert
+    offset = bom + len(text[:at].encode("utf-8"))
+    return data[:offset] + insert.encode("utf-8") + data[offset:]
 
 
 def check_loads(text: str, path: str | Path) -> None:
     """Raise the loader's PrmgError (one line) unless the case file ``text`` loads as the file ``path``: its
-    ``file:`` inputs exist there, inside its folder; and PrmgError when ``path`` is one of those inputs (itself,
-    a symlink or a hard link to it: ``writes.check_spares``, as ``import-ttk`` spares its CSV), which writing
-    it would destroy. Called before a case file is written."""
-    from .cases import parse_document
+    ``file:`` inputs exist there, inside its folder; and PrmgError when ``path`` may not be written
+    (``writes.check_outputs``: a symlink, or one of those inputs, which writing it would destroy, as ``import-ttk``
+    spares its CSV). Called before a case file is written."""
+    from .cases import input_files, parse_document
 
     cases = parse_document(yamlfile.parse_yaml(text, str(path)), str(path), Path(path).parent)
-    inputs = {spec.args[0]: f"the {tensor} input of case '{case.name}'" for case in cases for tensor in TENSORS
-              if (spec := case.input_spec(tensor)).kind == "file"}
-    check_spares([str(path)], inputs, "case file")
+    check_outputs([Output(str(path), "case file")], input_files([], cases))

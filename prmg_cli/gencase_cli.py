@@ -8,18 +8,19 @@ from . import files, gencase, presets, ttk
 from .errors import PrmgError
 from .results import plural, visible
 from .vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES, mode_list, mode_name
-from .writes import check_spares
+from .writes import Output, check_outputs
 
 
 # The options whose text gencase parses, by the case field its errors name.
 _SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice": "--slice"}
 
 
-def _write(text: str, output: str | None) -> str:
-    """``text`` itself without ``output``; else write it to the file ``output`` (atomically: a failed
-    write leaves an existing file whole) and return ``wrote FILE``."""
+def _write(text: str, output: str | None, what: str, inputs: dict[str, str]) -> str:
+    """``text`` itself without ``output``; else write it to the file ``output`` (``writes.check_outputs``: never one
+    of ``inputs``; atomically: a failed write leaves an existing file whole) and return ``wrote FILE``."""
     if output is None:
         return text
+    check_outputs([Output(output, what)], inputs)
     files.write_text(output, text)
     return f"wrote {output}\n"
 
@@ -30,13 +31,11 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     from flags; returns what to print. A case that cannot fail is refused, and ``notes`` gets a warning for one
     that cannot see a broadcast fault (``check_strength``) and, for a preset, how many of its cases today's
     target skips (``skipped_today``)."""
-    if preset is not None:
-        if shape is not None or append:
-            raise PrmgError("--preset writes a whole suite: it takes no --shape or --append")
+    if preset is not None:                      # no option of one case with it: refused by commands.gen_case
         doc = presets.preset(preset, tags, exclude_tags)
         if notes is not None:
             notes += skipped_today(doc["cases"])
-        return _write(gencase.dump_yaml(doc), output)
+        return _write(gencase.dump_yaml(doc), output, "case file", {})
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
@@ -44,10 +43,11 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     try:
         if partial_slice is not None:
             gencase.ints(partial_slice, "partial_slice", 2)             # the flag takes [start, end]
+        given = dict(dtype=dtype, mode=mode, expect=expect)           # None: case_from_options' default
         case = gencase.case_from_options(
-            shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, dtype=dtype,
-            cos_dtype=cos_dtype, mode=mode, seed=seed, name=name,
-            inputs=gencase.parse_inputs_option(inputs) if inputs else None, expect=expect, standard=standard)
+            shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, cos_dtype=cos_dtype,
+            seed=seed, name=name, inputs=gencase.parse_inputs_option(inputs) if inputs else None, standard=standard,
+            **{key: value for key, value in given.items() if value is not None})
     except PrmgError as exc:
         if exc.case is None and exc.field in _SHAPE_OPTIONS:     # a shape or slice text gencase cannot read
             raise PrmgError(f"{_SHAPE_OPTIONS[exc.field]}: {exc.reason}") from None
@@ -59,9 +59,11 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
         gencase.append_cases(output, [case])
         return f"added case '{case['name']}' to {output}\n"
     text = gencase.dump_yaml({"cases": [case]})
-    if output is not None:
-        gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder
-    return _write(text, output)
+    if output is None:
+        return text
+    gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder, or -o one
+    files.write_text(output, text)
+    return f"wrote {output}\n"
 
 
 def skipped_today(cases: list[dict]) -> list[str]:
@@ -104,7 +106,8 @@ def check_strength(case: dict, notes: list) -> None:
 def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:
     """``prmg import-ttk``: (text to print, notes about skipped or unmapped rows, with any control
     character of the CSV shown escaped)."""
+    inputs = {csv_path: "the TTK list being imported"}
     if output is not None:
-        check_spares([output], {csv_path: "the TTK list being imported"}, "YAML file")
+        check_outputs([Output(output, "YAML file")], inputs)          # before the CSV is read
     document, notes = ttk.import_ttk(csv_path)
-    return _write(gencase.dump_yaml(document), output), [visible(note) for note in notes]
+    return _write(gencase.dump_yaml(document), output, "YAML file", inputs), [visible(note) for note in notes]

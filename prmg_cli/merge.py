@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Sequence
 
 from . import __version__, outputs, store
@@ -48,7 +47,7 @@ from .outputs.labels import EMULATOR_NOTE
 from .standards import standard_of
 from .results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
                       visible)
-from .writes import check_spares, check_writable, write_stdout
+from .writes import Output, check_outputs, same_file, write_stdout
 
 DUPLICATE_RULES = ("worst", "last")
 MISSING = "not run: no results file holds it"
@@ -287,25 +286,22 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     targets = outputs.parse_targets(list(reports), output)
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
-    for target in targets:
-        if target.path:
-            check_writable(target.path)
-    protected = {str(path): "a results file to merge" for path in paths}
-    protected.update({str(path): "a case file" for path in case_paths if Path(path).is_file()})
-    check_spares([target.path for target in targets if target.path], protected)
-    stores, seen = [], set()
-    for path in map(str, paths):
-        if Path(path).resolve() in seen:
-            sys.stderr.write(f"prmg: {visible(path)} is given twice: read once\n")
-            continue
-        seen.add(Path(path).resolve())
-        stores.append(store.read(path))
-    _check_allowed(allow_mixed, stores)
     cases = None
+    inputs = {str(path): "a results file to merge" for path in paths}
     if case_paths:
-        from .cases import load_cases
+        from .cases import input_files, load_cases
 
         cases = load_cases([str(path) for path in case_paths])
+        inputs.update(input_files(case_paths, cases))
+    check_outputs([Output(target.path) for target in targets if target.path], inputs)
+    stores, seen = [], []
+    for path in map(str, paths):
+        if any(same_file(path, other) for other in seen):
+            sys.stderr.write(f"prmg: {visible(path)} is given twice: read once\n")
+            continue
+        seen.append(path)
+        stores.append(store.read(path))
+    _check_allowed(allow_mixed, stores)
     merged = merge(stores, cases, rule)
     merged.results = _on_hosts(stores, merged.results)
     for line in merged.duplicates:
@@ -331,14 +327,13 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
     for target in targets:
+        pieces = outputs.render_pieces(target.format, merged.results, info, options)
         if target.format == "table":
-            text = header + "\n" + outputs.render("table", merged.results, info, options)
-        else:
-            text = outputs.render(target.format, merged.results, info, options)
+            pieces = [header + "\n", *pieces]
         if target.path is None:
-            write_stdout(text)
+            write_stdout("".join(pieces))
         else:
-            write_text(target.path, text)
+            write_text(target.path, pieces)
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 

@@ -27,7 +27,7 @@ _MAX_BYTES = 64 << 10
 def _read_version(path: Path) -> str:
     """The first ``version=...`` value of a small text file, or ""."""
     try:
-        if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+        if not os.path.isfile(path) or path.stat().st_size > _MAX_BYTES:
             return ""
         match = _VERSION_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:

@@ -57,7 +57,7 @@ def pytest_configure(config) -> None:
     paths = config.getoption("prmg")
     if not paths:
         return
-    missing = [path for path in paths if not Path(path).exists()]
+    missing = [path for path in paths if not os.path.exists(path)]
     if missing:
         raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
     from .cases import case_files

@@ -95,7 +95,7 @@ class ExitCode(enum.IntEnum):
     TERMINATED = 143        # SIGTERM, handled like Ctrl-C
 
 
-@dataclass
+@dataclass(slots=True)          # no __dict__ per record: a results file of 200,000 records is read in far less memory
 class CaseResult:
     """The record of one case, as reports and the results file (JSON lines) hold it.
 
@@ -191,7 +191,7 @@ RECORD_FIELDS = {
     "cos_dtype": "text", "sin_dtype": "text", "shape": "dims", "cos_shape": "dims", "sin_shape": "dims",
     "rotary_mode": "text", "partial_slice": "slice", "seed": "seed?", "expect": "text", "known_defect": "text",
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
-    "error_map": "error_map", "definition": "mapping", "fingerprint": "text", "judged_under": "text",
+    "error_map": "error_map", "definition": "definition", "fingerprint": "text", "judged_under": "text",
     "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text", "path": "text", "paths": "mapping",
     "device": "text",
 }

@@ -40,6 +40,7 @@ import json
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,20 +51,25 @@ from .errors import PrmgError
 from .fields import Where, parse_dims, parse_seed, parse_slice, show
 from .results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
                       RunInfo, is_time)
+from .vocab import MAX_RUN_CASES, shard_numbers
 
 RUN_SCHEMA = "prmg.run/1"
-MAX_LINE_BYTES = 64 * files.MiB        # a run record lists up to 200,000 case names
+MAX_LINE_BYTES = 64 * files.MiB        # a run record lists up to MAX_RUN_CASES (200,000) case names
 MAX_DEPTH = 32                         # nesting of any stored JSON value
 # The largest results file read: 200,000 cases of ~1.5 KB a record (a failed one with its error map: ~6 KB)
-# with room for resumes; reading one takes about 5 times its size in memory.
+# with room for resumes. Reading one takes about twice its size in memory (``_shared``, and only the newest record
+# of each case is kept); a file that needs far more (many tiny records) is bounded by the counts below.
 MAX_FILE_BYTES = 512 * files.MiB
+MAX_FILE_CASES = 2 * MAX_RUN_CASES     # cases one results file may hold results of (a run holds MAX_RUN_CASES)
+MAX_FILE_SELECTED = 10 * MAX_RUN_CASES  # case names its run records (one a run or resume) may list together
 _TORN = object()                       # what _parse makes of a torn line
 _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 
 
 # What each field of a run record must hold (``RunRecord``), and of its ``info`` (``results.RunInfo``).
-RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "names", "settings": "mapping", "info": "run_info"}
+RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "selection", "settings": "mapping",
+              "info": "run_info"}
 RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
@@ -101,13 +107,15 @@ def settings_key(settings: dict) -> str:
 
 @dataclass
 class Stored:
-    """What one results file holds: its result records and run records in file order, and how many torn
-    lines were left out."""
+    """What one results file holds: its result records (``read`` keeps the newest of each case, in the order of
+    those: what ``latest`` gives), its run records in file order, how many result records it held (``records``,
+    superseded ones included) and how many torn lines were left out."""
 
     path: str
     results: list = field(default_factory=list)
     runs: list = field(default_factory=list)
     torn: int = 0
+    records: int = 0
 
     def latest(self) -> dict[str, CaseResult]:
         """The last result recorded per case name (a file is appended to: the last is the newest), in the
@@ -133,18 +141,29 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
         if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
             return Stored(source)
         raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
-    stored = Stored(source)
+    stored, newest, selected = Stored(source), {}, 0
     try:
         for number, line in _lines(fd, source):
             record = _parse(line, number, source)
             if record is _TORN:
                 stored.torn += 1
             elif isinstance(record, RunRecord):
+                selected += len(record.selection)
+                if selected > MAX_FILE_SELECTED:
+                    raise PrmgError(f"line {number}: its run records name more than {MAX_FILE_SELECTED} cases "
+                                    f"together; not a results file prmg wrote?", file=source)
                 stored.runs.append(record)
             elif record is not None:
-                stored.results.append(record)
+                stored.records += 1
+                newest.pop(record.name, None)               # an older record of the case: superseded, freed
+                newest[record.name] = record
+                if len(newest) > MAX_FILE_CASES:
+                    raise PrmgError(f"line {number}: results of more than {MAX_FILE_CASES} cases in one file; "
+                                    f"give prmg report the results of each suite (or shard) as a file of its own",
+                                    file=source)
     finally:
         os.close(fd)
+    stored.results = list(newest.values())
     return stored
 
 
@@ -262,13 +281,27 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
     schema = data.get("schema")
     try:
         if schema in READABLE_SCHEMAS:
-            return _believed(CaseResult(**_checked(data, RECORD_FIELDS)), number, source)
+            return _believed(CaseResult(**_shared(_checked(data, RECORD_FIELDS))), number, source)
         if schema == RUN_SCHEMA:
-            return RunRecord(**_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values())))
+            return RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()))))
     except _BadField as bad:
         raise refuse(f"field '{bad.field}': {bad.reason}") from None
     raise refuse(f"a record of schema {show(schema)}, not {SCHEMA} or {RUN_SCHEMA} (written by another version "
                  f"of prmg?)")
+
+
+SHARED_TEXT = 64                       # texts up to this long are held once however many records hold them
+
+
+def _shared(value):
+    """``value`` with each mapping key and each text of at most ``SHARED_TEXT`` characters interned (``sys.intern``):
+    records repeat the same keys (their metrics, timings and case definitions) and words (statuses, dtypes, their
+    run's id and settings key), which a file of many records then holds once."""
+    if isinstance(value, dict):
+        return {sys.intern(key): _shared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shared(item) for item in value]
+    return sys.intern(value) if isinstance(value, str) and len(value) <= SHARED_TEXT else value
 
 
 def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
@@ -476,18 +509,32 @@ def _error_map(value) -> str:
 
 
 def _shard(value) -> str:
-    """"" (every case) or ``I/N`` with 1 <= I <= N."""
+    """"" (every case) or ``I/N`` with 1 <= I <= N in ASCII digits (``vocab.shard_numbers``)."""
     if value == "":
         return ""
-    parts = value.split("/") if isinstance(value, str) else ()
-    if len(parts) != 2 or not all(part.isdigit() for part in parts) or not 1 <= int(parts[0]) <= int(parts[1]):
+    if not isinstance(value, str) or shard_numbers(value) is None:
         return f"expected '' or I/N with 1 <= I <= N, got {show(value)}"
     return ""
 
 
 def _json_mapping(value) -> str:
-    """A JSON object (a run's settings, a result's case definition)."""
+    """A JSON object (a run's settings)."""
     return _json(value) or ("" if isinstance(value, dict) else f"expected a mapping, got {type(value).__name__}")
+
+
+def _definition(value) -> str:
+    """A result's case definition: a JSON object stating one case, as ``cases.case_record`` writes it (no ``sweep``:
+    what a record states is never expanded into more cases when it is read again, e.g. for a report's coverage
+    line)."""
+    return _json_mapping(value) or ("a case definition holds no sweep (a record states one case)"
+                                    if "sweep" in value else "")
+
+
+def _selection(value) -> str:
+    """The names of the cases a run selected: at most ``vocab.MAX_RUN_CASES``, as a run holds."""
+    if isinstance(value, list) and len(value) > MAX_RUN_CASES:
+        return f"{len(value)} case names, more than the {MAX_RUN_CASES} a run may hold"
+    return _KINDS["names"](value)
 
 
 def _notes(value) -> str:
@@ -539,7 +586,8 @@ _KINDS = {
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
     "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
-    "run_info": _run_info, "notes": _notes, "shard": _shard, "mapping": _json_mapping,
+    "run_info": _run_info, "notes": _notes, "shard": _shard, "mapping": _json_mapping, "definition": _definition,
+    "selection": _selection,
     "dims": _case_rule(lambda value, where: parse_dims(value, "shape", where, four=False)),
     "slice": _case_rule(lambda value, where: value == [] or parse_slice(value, where)),    # []: not recorded
     "seed?": _optional(_case_rule(parse_seed)),

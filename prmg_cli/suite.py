@@ -16,20 +16,20 @@ import signal
 import sys
 import uuid
 from dataclasses import replace
-from pathlib import Path
 from typing import Sequence
 
 from . import __version__, constraints, execute, outputs, provenance
 from .case import Case
-from .cases import check_files, fingerprint_or_empty, known_defect_warning, load_cases, select, unjudged, validate
-from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals
+from .cases import (check_files, fingerprint_or_empty, input_files, known_defect_warning, load_cases, select, unjudged,
+                    validate)
+from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final
 from .files import write_text
 from .outputs import listing
 from .progress import Progress
 from .results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from .standards import DEFAULT_STANDARD, check_standard
-from .vocab import mode_list, parse_modes
-from .writes import check_spares, check_writable, write_stdout
+from .vocab import decimal, mode_list, parse_modes
+from .writes import same_file, write_stdout
 
 
 def target_modes(text: str | None) -> frozenset:
@@ -99,18 +99,17 @@ def probe_in_child(toolkit) -> dict:
 MAX_DEVICE_ID = 2**31 - 1
 
 
-def device_request(text: str) -> tuple[int, ...] | None:
-    """The device ids ``"0,1,3"`` names (None for ``"all"``), checked as a list without touching the toolkit:
-    PrmgError for a text that is no list of distinct int32 ids."""
+def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | None:
+    """The ids of ``"0,1,3"`` (None for ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``;
+    PrmgError otherwise. Checked before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
     if text.strip() == "all":
         return None
-    try:
-        ids = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise PrmgError(f"--devices must be a comma-separated list of device ids or 'all', got {text!r}") \
-            from None
+    ids = tuple(decimal(part.strip()) for part in text.split(","))
+    if None in ids:
+        raise PrmgError(f"{option} must be a comma-separated list of device ids (digits 0-9) or 'all', got "
+                        f"{text!r}")
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
-        raise PrmgError(f"--devices {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
+        raise PrmgError(f"{option} {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
     return ids
 
 
@@ -193,7 +192,7 @@ def checked_settings(request):
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
     golden = not request.no_golden
     checks, options = parse_checks(request.check), check_options(request)
-    save_failures = str(Path(request.save_failures).resolve()) if request.save_failures else None
+    save_failures = os.path.realpath(request.save_failures) if request.save_failures else None
     return execute.RunSettings(toolkit=None, supported_modes=target_modes(request.supported_modes),
                                standard=request.standard, timeout=check_timeout(request.timeout),
                                strict=request.strict, max_timeouts=request.max_timeouts, checks=checks,
@@ -203,15 +202,16 @@ def checked_settings(request):
 def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
     """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
     ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
-    ``PRMG_EMU_FAULT`` is a usage error here, before any case runs; a runner that picks the emulator without being
-    asked to (``--runner auto``, ``geir``...) says so on stderr in one line (``toolkit.EMULATOR_FALLBACK``)."""
+    ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
+    any case runs (``toolkit.check_emulator_env``); a runner that picks the emulator without being asked to
+    (``--runner auto``, ``geir``...) says so on stderr in one line (``toolkit.EMULATOR_FALLBACK``)."""
     from .runners import select
-    from .toolkit import EMULATOR_FALLBACK, check_emulator_faults, toolkit_suggested
+    from .toolkit import EMULATOR_FALLBACK, check_emulator_env, toolkit_suggested
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
-        check_emulator_faults(os.environ)
+        check_emulator_env(os.environ)
         if request.runner != "emulator" and not toolkit_suggested(os.environ):
             sys.stderr.write(EMULATOR_FALLBACK + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
@@ -272,6 +272,23 @@ def recorded_settings(info: RunInfo, settings) -> dict:
                 check_options=settings.check_options, version=info.version)
 
 
+def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
+    """``writes.check_outputs`` of a run: its reports, its results file (``--results``, else ``--resume``) and
+    ``--save-failures``, sparing its case files, their ``file:`` inputs and a ``--resume`` file it only reads."""
+    from .writes import APPEND, FOLDER, Output, check_outputs
+
+    results = request.results or request.resume
+    outputs = [Output(target.path) for target in targets if target.path]
+    outputs += [Output(results, "results file", APPEND)] if results else []
+    if request.save_failures:                 # DIR/CASE/, or DIR/PATH/CASE/ for a runner of several paths (aclnn+geir)
+        names = (*(case.name for case in cases), *(request.runner.split("+") if "+" in request.runner else ()))
+        outputs.append(Output(request.save_failures, "failure artifacts", FOLDER, names))
+    inputs = input_files(request.paths, cases)
+    if request.resume and not same_file(request.resume, results):
+        inputs[request.resume] = "the results file --resume reads"
+    check_outputs(outputs, inputs)
+
+
 def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
     """``--resume``: the records of ``stored`` to keep (``store.trusted``), saying on stderr how many are taken
     and how many run again because their case changed or they were judged under other settings."""
@@ -321,6 +338,8 @@ def run_suite(request) -> int:
         raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
                         "local runs")
     check_timeout(request.progress_interval, "--progress-interval")
+    if request.cluster is None:
+        device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
     targets = outputs.parse_targets(list(request.report), request.output)
     modes = checked.supported_modes
@@ -332,19 +351,8 @@ def run_suite(request) -> int:
     if request.list_only:
         write_stdout(listing.render(cases))
         return ExitCode.OK
-    for target in targets:
-        if target.path:
-            check_writable(target.path)
-    protected = {case.source: "a case file of this run" for case in cases if case.source}
-    for path in {request.results, request.resume} - {None}:
-        check_spares([path], protected, "results file")
-    protected.update({path: "the results file" for path in (request.results, request.resume) if path})
-    check_spares([target.path for target in targets if target.path], protected)
-    if request.save_failures:
-        check_writable(str(Path(request.save_failures) / "meta.json"), "failure artifacts")
+    check_run_outputs(request, targets, cases)
     max_memory = parse_size(request.max_memory) if request.max_memory else None
-    if request.cluster is None:
-        device_request(device_list(request))
     # every file is read or opened before anything touches the toolkit (a probe of a wedged device takes long)
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
@@ -395,6 +403,7 @@ def run_suite(request) -> int:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
             drop_held_signals()
+            outcome_final()                     # and by the entry point's handler until the process exits
     if run.stopped:
         sys.stderr.write(f"prmg: {run.stopped}: {plural(len(missing), 'case')} not run\n")
     return run.code or exit_code(ordered, request.strict)
@@ -437,7 +446,8 @@ class _Run:
 
     def start(self, stored, settings: dict, selection: Sequence[Case]) -> None:
         """Once the workers are up (the SoC known): the settings key, the results ``--resume`` takes, the run
-        record, the header of a table on standard output, and the cases left to run."""
+        record (and, when ``--results`` names another file than ``--resume``, a copy of each result taken, so that
+        file holds the whole run), the header of a table on standard output, and the cases left to run."""
         from . import store
 
         self.key = store.settings_key(settings)
@@ -447,6 +457,10 @@ class _Run:
             self.finished = _resumed(stored, self.cases, self.fingerprints, self.key)
         self.info.resumed = len(self.finished)
         self._record(settings, selection)
+        if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
+            for case in self.cases:                   # --resume A --results B: B holds the whole run
+                if case.name in self.finished:
+                    self._append(self.finished[case.name])
         self.todo = [case for case in self.cases if case.name not in self.finished]
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
         if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
@@ -511,7 +525,7 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request) -
         if target.path is None:             # a table on stdout: its header was printed before the first case
             write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
         else:
-            write_text(target.path, outputs.render(target.format, results, info, options))
+            write_text(target.path, outputs.render_pieces(target.format, results, info, options))
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 

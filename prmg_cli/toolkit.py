@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from . import files
 from .errors import PrmgError
 
 OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
@@ -81,7 +82,7 @@ class Toolkit:
 def is_stub_path(path: Path | str) -> bool:
     """True when ``path`` (as given or with links resolved) has a ``stub`` or ``devlib`` component."""
     given = Path(path)
-    for candidate in (given, given.resolve()):
+    for candidate in (given, Path(os.path.realpath(given))):     # never raises: a symlink loop stays as it is
         if any(part in STUB_COMPONENTS for part in candidate.parts):
             return True
     return False
@@ -164,7 +165,7 @@ def _root_candidates(env: Mapping[str, str]) -> list[tuple[str, str | None]]:
 
 def _runtime_in(root: Path) -> Path | None:
     for name in RUNTIME_NAMES:
-        if (root / "lib64" / name).is_file():
+        if os.path.isfile(root / "lib64" / name):
             return root / "lib64" / name
     return None
 
@@ -200,7 +201,7 @@ def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Pa
 
 def _library_rejection(path: Path) -> str | None:
     """Why ``path`` cannot serve as the operator library, or None when it can."""
-    if not path.exists():
+    if not os.path.exists(path):
         return "missing"
     if is_stub_path(path):
         return "refused: stub library"
@@ -219,11 +220,18 @@ def _find_op_lib(root: Path, env: Mapping[str, str], log: list[str]) -> tuple[st
     return None
 
 
+def op_lib_file(op_lib: str) -> Path:
+    """The file ``--op-lib`` names (``~`` expanded); PrmgError saying why when it is no regular file."""
+    path = Path(op_lib).expanduser()
+    if not os.path.isfile(path):
+        raise PrmgError(f"--op-lib {op_lib}: {files.not_a_file(path)}")
+    return path
+
+
 def _override_op_lib(op_lib: str) -> Path:
     path = Path(op_lib).expanduser()
     refuse_stub(path, "operator library")
-    if not path.is_file():
-        raise PrmgError(f"--op-lib {op_lib}: no such file")
+    op_lib_file(op_lib)
     if not exports_symbol(path, OP_SYMBOL):
         raise PrmgError(f"--op-lib {op_lib}: does not export {OP_SYMBOL}")
     return path
@@ -251,13 +259,14 @@ def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None,
 def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | None, log: list[str]) -> Toolkit | None:
     """The toolkit at ``root`` when it holds the runtime, nnopbase and (``override`` or the search's) operator
     library, else None; a line per finding goes to ``log``."""
-    if not root.is_dir():
-        log.append(f"{label}: rejected: no such folder")
+    if not os.path.isdir(root):                      # os.path: never raises (a symlink loop, a name too long)
+        why = files.stat_problem(root) or "not a folder"
+        log.append(f"{label}: rejected: {'no such folder' if why == 'no such file' else why}")
         return None
     runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
-    if runtime is None or not nnopbase.is_file():
+    if runtime is None or not os.path.isfile(nnopbase):
         missing = [name for name, ok in (("lib64/libascendcl.so (or libacl_rt.so)", runtime),
-                                         ("lib64/libnnopbase.so", nnopbase.is_file())) if not ok]
+                                         ("lib64/libnnopbase.so", os.path.isfile(nnopbase))) if not ok]
         log.append(f"{label}: rejected: {' and '.join(missing)} missing")
         return None
     if is_stub_path(runtime) or is_stub_path(nnopbase):
@@ -270,7 +279,7 @@ def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | No
     if found is None:
         log.append(f"{label}: rejected: no library exports {OP_SYMBOL}")
         return None
-    kind = "emulator" if (root / EMULATOR_MARKER).is_file() else "aclnn"
+    kind = "emulator" if os.path.isfile(root / EMULATOR_MARKER) else "aclnn"
     return Toolkit(kind, root, runtime, nnopbase, found[1], found[0])
 
 
@@ -286,7 +295,7 @@ def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
 def _in_emulator(path: str) -> bool:
     """Whether ``path`` is an emulator build's root or a folder right under it (its ``opp``)."""
     folder = Path(path).expanduser()
-    return any((place / EMULATOR_MARKER).is_file() for place in (folder, folder.parent))
+    return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
 
 
 def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
@@ -370,8 +379,8 @@ def emulator_cache_base(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _emulator_complete(root: Path) -> bool:
-    return (root / EMULATOR_MARKER).is_file() and all((root / "lib64" / name).is_file()
-                                                       for name in EMULATOR_LIBS)
+    return os.path.isfile(root / EMULATOR_MARKER) and all(os.path.isfile(root / "lib64" / name)
+                                                          for name in EMULATOR_LIBS)
 
 
 def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
@@ -396,7 +405,7 @@ def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
         if result.returncode != 0:
             tail = "\n".join(result.stdout.strip().splitlines()[-20:])
             raise PrmgError(f"building the host emulator failed (make exit {result.returncode}):\n{tail}")
-        missing = [name for name in EMULATOR_LIBS if not (target / "lib64" / name).is_file()]
+        missing = [name for name in EMULATOR_LIBS if not os.path.isfile(target / "lib64" / name)]
         if missing:
             raise PrmgError(f"building the host emulator produced no {', '.join(missing)} in {target}/lib64")
         marker = target / f"{EMULATOR_MARKER}.tmp"
@@ -417,7 +426,8 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
         try:
             _build_emulator(sources, root, source_hash)
         except OSError as error:
-            raise PrmgError(f"cannot build the host emulator in {root}: {error} "
+            why = files.stat_problem(root.parent) or files.os_reason(error)      # a symlink loop: not "file exists"
+            raise PrmgError(f"cannot build the host emulator in {root}: {why} "
                             f"(set PRMG_EMULATOR_HOME to a writable folder)") from None
     lib64 = root / "lib64"
     return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / "libnnopbase.so",
@@ -455,14 +465,40 @@ def emulator_variables() -> dict[str, str]:
             for name, read, meaning in _readme_table("Environment") if name.startswith("`PRMG_EMU_")}
 
 
-def check_emulator_faults(env: Mapping[str, str]) -> None:
-    """Raise PrmgError naming each unknown fault of ``PRMG_EMU_FAULT`` (a comma list), before any case runs."""
+def emulator_max_devices() -> int:
+    """The most physical devices the emulator has: its ``runtime.c``'s ``MAX_DEVICES``."""
+    text = (emulator_sources() / "runtime.c").read_text(encoding="utf-8")
+    return int(re.search(r"#define MAX_DEVICES (\d+)", text)[1])
+
+
+def check_emulator_env(env: Mapping[str, str]) -> None:
+    """Raise PrmgError, before any case runs, for what the emulator would refuse at every call, ignore or misread:
+    an unknown fault of ``PRMG_EMU_FAULT`` (a comma list; each named); a ``PRMG_EMU_FAULT_SHAPE`` that is not
+    ``B,S,N,D`` in the digits 0-9; a ``PRMG_EMU_DEVICES`` that is not a count from 0 to ``emulator_max_devices``
+    (the emulator reads ``2x`` as 1 and clamps more); a ``PRMG_EMU_MODES`` that is not a comma list of 0..3; a
+    ``PRMG_EMU_FAULT_DEVICE`` that is no device id; a ``PRMG_EMU_DEVICE_MEMORY`` that is no byte count (with a K, M or
+    G suffix), which the emulator would take as its default."""
     named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]
     known = emulator_fault_names()
     unknown = [name for name in named if name not in known]
     if unknown:
         raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))} "
                         f"(known: {', '.join(known)})")
+    shape, devices, modes, device, memory = (env.get(name, "") for name in (
+        "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_DEVICE_MEMORY"))
+    if shape and not re.fullmatch(r"[0-9]+(,[0-9]+){3}", shape):
+        raise PrmgError(f"PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got {shape!r}")
+    most = emulator_max_devices()
+    if devices and not (re.fullmatch(r"[0-9]{1,6}", devices) and int(devices) <= most):
+        raise PrmgError(f"PRMG_EMU_DEVICES must be a device count from 0 to {most}, got {devices!r}")
+    if modes and not re.fullmatch(r"[0-3](,[0-3])*", modes):
+        raise PrmgError(f"PRMG_EMU_MODES must be a comma list of the modes 0..3 (e.g. 0,1), got {modes!r}")
+    if device and not re.fullmatch(r"[0-9]{1,9}", device):
+        raise PrmgError(f"PRMG_EMU_FAULT_DEVICE must be a device id (digits 0-9), got {device!r}")
+    size = re.fullmatch(r"([0-9]{1,20})([KMG]?)", memory)
+    if memory and not (size and int(size[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[size[2]] < 2**64):
+        raise PrmgError(f"PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), "
+                        f"got {memory!r}")
 
 
 def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:

@@ -16,6 +16,7 @@ reports) takes these words from here, so that none of them imports another to le
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from .errors import PrmgError
@@ -50,6 +51,7 @@ BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 GENERATORS = ("philox4x32", "philox", "pcg64")
 DEFAULT_GENERATOR = GENERATORS[0]
 UNNAMED_GENERATOR = GENERATORS[-1]          # what drew a result record that names no generator (older than philox)
+MAX_RUN_CASES = 200_000     # cases in one run (every entry of every file counted before expansion; a run record's)
 
 
 def broadcast_shape(pattern: str, shape: Sequence[int], length: int) -> tuple[int, ...]:
@@ -83,9 +85,30 @@ def mode_label(mode: int) -> str:
 def mode_name(mode) -> str:
     """The name of a rotary mode given as its name or its int code (``1`` -> ``interleave``);
     ``""`` when unknown."""
-    if isinstance(mode, int) or (isinstance(mode, str) and mode.lstrip("-").isdigit()):
-        return MODE_NAMES.get(int(mode), str(mode))
+    if isinstance(mode, int):
+        return MODE_NAMES.get(mode, str(mode))
+    code = decimal(mode.removeprefix("-")) if isinstance(mode, str) else None
+    if code is not None:
+        return MODE_NAMES.get(-code if mode.startswith("-") else code, mode)
     return "" if mode is None else str(mode)
+
+
+_DECIMAL = re.compile(r"[0-9]+")
+_SHARD = re.compile(r"([0-9]+)/([0-9]+)")
+
+
+def decimal(text: str) -> int | None:
+    """The integer ``text`` writes in ASCII digits (``0``-``9`` only), None for any other text: ``int()`` and
+    ``str.isdigit`` also take ``²``, Arabic-Indic digits, signs, spaces and ``1_000``."""
+    return int(text) if _DECIMAL.fullmatch(text) else None
+
+
+def shard_numbers(text: str) -> tuple[int, int] | None:
+    """(I, N) of a shard ``I/N`` written in ASCII digits with 1 <= I <= N, None for any other text."""
+    match = _SHARD.fullmatch(text)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        return None
+    return int(match[1]), int(match[2])
 
 
 def parse_modes(text: str, option: str = "--supported-modes") -> frozenset[int]:
@@ -95,8 +118,8 @@ def parse_modes(text: str, option: str = "--supported-modes") -> frozenset[int]:
         item = item.strip()
         if item in ROTARY_MODES:
             modes.add(ROTARY_MODES[item])
-        elif item.isdigit() and int(item) in MODE_NAMES:
-            modes.add(int(item))
+        elif decimal(item) in MODE_NAMES:
+            modes.add(decimal(item))
         else:
             raise PrmgError(f"{option}: unknown mode {item!r} in {text!r} "
                             f"(valid: 0..3 or {', '.join(ROTARY_MODES)}, comma-separated)")

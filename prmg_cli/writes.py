@@ -1,9 +1,11 @@
 """Writing report files and standard output so that no write can end in a traceback or lose a verdict.
 
-``check_writable`` runs before the first case, so an unwritable ``-o`` is exit 2 at once, not after
-hours (the reports themselves are written with ``files.write_text``); ``write_stdout`` turns every OSError
-(``/dev/full``) into one ``PrmgError``, but a pipe closed by its reader (``| head``) ends standard output
-quietly.
+``check_outputs`` is every command's one rule for what it writes: run before anything is written (and before the
+toolkit is probed), it refuses an output that is a symlink, that cannot be written, or that is one of the command's
+inputs or another of its outputs, so an unwritable ``-o`` is exit 2 at once, not after hours, and no output ever
+destroys what the command reads (the reports themselves are written with ``files.write_text``); ``write_stdout``
+turns every OSError (``/dev/full``) into one ``PrmgError``, but a pipe closed by its reader (``| head``) ends
+standard output quietly.
 """
 
 from __future__ import annotations
@@ -11,53 +13,118 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from . import files
 from .errors import PrmgError
-from .files import os_reason, write_all
+from .files import write_all
 
 
-def check_writable(path: str, what: str = "report") -> None:
-    """Raise PrmgError unless ``path`` can be written as a file: an existing regular file or character
-    device (``/dev/null``) we may write, or a new file in a folder that exists (or can be made) and that
-    we may write in. A folder, a pipe or a socket is refused."""
-    target = Path(path)
+# How an output is written: a file replaced whole (``files.write_text``), a file appended to (``store.Writer``), or
+# a folder written into, one subfolder per case (``--save-failures``, ``prmg dump --out``).
+REPLACE, APPEND, FOLDER = "replace", "append", "folder"
+
+
+@dataclass(frozen=True)
+class Output:
+    """A file or folder a command writes: its ``path`` as given, ``what`` it is in messages (``report``, ``results
+    file``, ``case file``...), ``how`` it is written (``REPLACE``, ``APPEND``, ``FOLDER``) and, for a folder, the
+    subfolders it may write (``names``: the cases')."""
+
+    path: str
+    what: str = "report"
+    how: str = REPLACE
+    names: tuple = ()
+
+
+def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str]) -> None:
+    """The one rule of every command for what it writes, applied before it writes anything (and before the
+    toolkit is probed): PrmgError naming the output (``cannot write the WHAT: why``) unless
+
+    - it is none of ``inputs`` (path -> what it is: ``a case file``, ``the dy input of case 'c'``, ``a results file
+      to merge``), which writing it would destroy, and no other output: files compared as what they resolve to
+      (symlinks, ``./``, hard links: ``_identity``), devices such as ``/dev/null`` named any number of times; and
+      none of them lies in a subfolder that a ``FOLDER`` output writes (``_subfolder``);
+    - it is not a symlink: the file a symlink names is never replaced or appended to through it (unless it is a
+      character device: ``/dev/stdout`` on a terminal);
+    - it can be written as what it is (``_check_writable``): a file (not a path ending in ``/``, a folder, a pipe
+      or a socket; a pipe only when appended to) or a folder; one we may write (opened and closed again, changing
+      nothing: ``_try_opening``), or a new one in a folder that exists or can be made."""
+    for folder in (output for output in outputs if output.how == FOLDER):
+        others = [(other.path, f"the {other.what} {other.path}") for other in outputs if other is not folder]
+        for path, role in [*inputs.items(), *others]:
+            name = _subfolder(path, folder)
+            if name is not None:
+                raise PrmgError(f"cannot write the {folder.what}: {os.path.join(folder.path, name)} would hold "
+                                f"{role}", file=folder.path)
+    seen: dict[tuple, str] = {}
+    for path, role in inputs.items():
+        seen.setdefault(_identity(path), role)
+    for output in outputs:
+        key = _identity(output.path) if output.how != FOLDER else None
+        if key is None:
+            continue
+        if key in seen:
+            raise PrmgError(f"cannot write the {output.what}: it is {seen[key]}", file=output.path)
+        seen[key] = f"another {output.what}" if output.how == REPLACE else f"the {output.what}"
+    for output in outputs:
+        _check_writable(output)
+
+
+def _check_writable(output: Output) -> None:
+    """PrmgError naming ``output`` unless it can be written as ``check_outputs`` says."""
+    path, folder = output.path, output.how == FOLDER
+
+    def refuse(why: str) -> PrmgError:
+        return PrmgError(f"cannot write the {output.what}: {why}", file=path)
+
+    if os.path.islink(path) and not stat.S_ISCHR(_mode(path)):
+        raise refuse("it is a symlink; not followed, not written (name the file or folder itself)")
+    if not folder and path.endswith(("/", os.sep)):
+        raise refuse("the path ends in '/', so it names a folder, not a file")
     try:
-        info = target.stat()
+        info = os.stat(path)
     except FileNotFoundError:
         info = None
-    except OSError as error:
-        raise PrmgError(f"cannot write the {what}: {error.strerror}", file=path) from None
-    if info is not None:
-        if stat.S_ISDIR(info.st_mode):
-            raise PrmgError(f"cannot write the {what}: is a directory", file=path)
-        if not (stat.S_ISREG(info.st_mode) or stat.S_ISCHR(info.st_mode)):
-            raise PrmgError(f"cannot write the {what}: not a regular file (a pipe or socket)", file=path)
-        if not os.access(target, os.W_OK):
-            raise PrmgError(f"cannot write the {what}: permission denied", file=path)
-        _try_opening(path, what, create=False)
+    except (OSError, ValueError) as error:
+        raise refuse(files.os_reason(error) if isinstance(error, OSError) else "not a valid path") from None
+    if info is None:
+        parent = os.path.dirname(os.path.abspath(path))
+        while not os.path.lexists(parent) and parent != os.path.dirname(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):
+            raise refuse(f"{parent} is not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise refuse(f"cannot create files in {parent} (permission denied)")
+        if not folder and parent == os.path.dirname(os.path.abspath(path)):
+            _try_opening(path, output, create=True)
         return
-    folder = target.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise PrmgError(f"cannot write the {what}: {folder} is not a folder", file=path)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PrmgError(f"cannot write the {what}: cannot create files in {folder} (permission denied)", file=path)
-    if folder == target.parent:
-        _try_opening(path, what, create=True)
+    mode = info.st_mode
+    if folder != stat.S_ISDIR(mode):
+        raise refuse("is not a folder" if folder else "is a directory")
+    if not folder and not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)
+                           or (stat.S_ISFIFO(mode) and output.how == APPEND)):
+        raise refuse(f"is {files.kind_of(mode)}: give a file (or leave the option out for standard output)")
+    if not os.access(path, os.W_OK | (os.X_OK if folder else 0)):
+        raise refuse("permission denied")
+    if output.how == REPLACE:
+        _try_opening(path, output, create=False)
+    elif folder:
+        _try_opening(os.path.join(path, f".prmg-{os.getpid()}.probe"), output, create=True)
 
 
-def _try_opening(path: str, what: str, create: bool) -> None:
-    """Open ``path`` for writing as the report will, and close it again, changing nothing: an existing file without
-    truncating it, a new one created and removed (``create``). What permissions cannot tell (root in ``/proc``, a
-    read-only mount) is then a PrmgError now, not after the run."""
+def _try_opening(path: str, output: Output, create: bool) -> None:
+    """Open ``path`` (``output``'s file, or a file in its folder) for writing as it will be written, and close it
+    again, changing nothing: an existing file without truncating it, a new one created and removed (``create``). What
+    permissions cannot tell (root in ``/proc``, a read-only mount) is then a PrmgError naming ``output`` now, not
+    after the run."""
     flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
         | ((os.O_CREAT | os.O_EXCL) if create else 0)
     try:
         os.close(os.open(path, flags, 0o666))
     except OSError as error:
-        raise PrmgError(f"cannot write the {what}: {os_reason(error)}", file=path) from None
+        raise PrmgError(f"cannot write the {output.what}: {files.os_reason(error)}", file=output.path) from None
     if create:
         try:
             os.unlink(path)
@@ -65,29 +132,35 @@ def _try_opening(path: str, what: str, create: bool) -> None:
             pass
 
 
-def check_spares(paths: "list[str]", protected: "dict[str, str]", what: str = "report") -> None:
-    """Raise PrmgError when a file of ``paths`` (the reports to write) is one of ``protected`` (path ->
-    what it is: "a case file", "the results file") or another of ``paths``: writing it would destroy
-    what the run reads or writes. Files are compared as what they resolve to (symlinks, ``./``, hard
-    links); devices such as ``/dev/null`` may be named any number of times."""
-    seen: dict[tuple, str] = {}
+def _mode(path: str) -> int:
+    """``st_mode`` of what ``path`` resolves to, 0 when it resolves to nothing (a dangling link, a loop)."""
+    try:
+        return os.stat(path).st_mode
+    except (OSError, ValueError):
+        return 0
 
-    def identity(path: str) -> tuple:
-        try:
-            info = os.stat(path)
-        except OSError:
-            return ("path", os.path.realpath(path))
-        return ("device",) if stat.S_ISCHR(info.st_mode) else ("inode", info.st_dev, info.st_ino)
 
-    for path, role in protected.items():
-        seen.setdefault(identity(path), role)
-    for path in paths:
-        key = identity(path)
-        if key == ("device",):
-            continue
-        if key in seen:
-            raise PrmgError(f"cannot write the {what}: it is {seen[key]}", file=path)
-        seen[key] = f"another {what}"
+def _identity(path: str) -> tuple | None:
+    """What ``path`` is, to compare files however they are named: (device, inode) of an existing file, its
+    resolved path when missing, None for a character device (``/dev/null`` may be named any number of times)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return ("path", os.path.realpath(path))
+    return None if stat.S_ISCHR(info.st_mode) else ("inode", info.st_dev, info.st_ino)
+
+
+def same_file(first: str, second: str) -> bool:
+    """Whether the paths ``first`` and ``second`` name one file (``_identity``: symlinks, ``./``, hard links)."""
+    return _identity(first) == _identity(second) is not None
+
+
+def _subfolder(path: str, folder: Output) -> str | None:
+    """The subfolder of the ``FOLDER`` output ``folder`` (one of its ``names``) that holds ``path`` once both are
+    resolved, None when none does."""
+    relative = os.path.relpath(os.path.realpath(path), os.path.realpath(folder.path))
+    first = relative.split(os.sep, 1)[0]
+    return first if first in folder.names else None
 
 
 def write_stdout(text: str) -> None:

@@ -53,6 +53,23 @@ def prmg(*args: str, env: dict | None = None, timeout: float = 300, cwd: str | P
                           text=True, env=full_env, timeout=timeout, cwd=cwd or ROOT, input=input_text)
 
 
+def prmg_here(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`prmg ARGS` through the real entry point (``cli.main``) in this process (no interpreter to start: fast for many
+    command lines), with ``env`` set meanwhile and its output captured; ``cli.main(restore=True)`` leaves this
+    process's signal handling as it found it."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from prmg_cli import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(sys, "argv", ["prmg", *map(str, args)]), mock.patch.dict(os.environ, env or {}), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stopped:
+        cli.main(restore=True)
+    return subprocess.CompletedProcess(["prmg", *map(str, args)], stopped.value.code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture
 def run_prmg():
     return prmg

@@ -297,14 +297,17 @@ def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):
     (out_dir / "b_bf16").symlink_to(elsewhere)
     (out_dir / "c_fp16").mkdir()
     (out_dir / "c_fp16" / "dy.npy").symlink_to(elsewhere / "planted.npy")
-    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report", "json",
-                  env={"PRMG_EMU_FAULT": "sign"})
-    cases = {c["name"]: c for c in json.loads(result.stdout)["cases"]}
+    report = tmp_path / "r.json"
+    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report",
+                  f"json:{report}", env={"PRMG_EMU_FAULT": "sign"})
+    cases = {c["name"]: c for c in json.loads(report.read_text())["cases"]}
     assert list(elsewhere.iterdir()) == [] and result.returncode == 1
     assert cases["b_bf16"]["artifacts"] == f"could not write artifacts: {out_dir / 'b_bf16'}: is a symlink; not " \
                                            f"followed, not written"
     assert cases["c_fp16"]["artifacts"].endswith("dy.npy: is a symlink; not followed, not written")
     assert cases["a_fp32"]["artifacts"] == str(out_dir / "a_fp32")
+    said = [line.strip() for line in result.stdout.splitlines() if "--save-failures:" in line]   # the table's too
+    assert said == [f"--save-failures: {cases[name]['artifacts']}" for name in ("a_fp32", "b_bf16", "c_fp16")]
 
 
 def test_an_unwritable_artifact_folder_is_refused_before_the_run(tmp_path):

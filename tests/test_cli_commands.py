@@ -22,9 +22,9 @@ def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["prmg", *map(str, args)])
     handler, mask = signal.getsignal(signal.SIGTERM), signal.pthread_sigmask(signal.SIG_BLOCK, [])
     with pytest.raises(SystemExit) as stopped:
-        cli.main()
+        cli.main(restore=True)
     captured = capsys.readouterr()
-    # main leaves this process's signals as it found them (their mask is inherited by every later child)
+    # main(restore=True) leaves this process's signals as it found them (their mask is inherited by every later child)
     assert signal.getsignal(signal.SIGTERM) == handler and signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
     return stopped.value.code, captured.out, captured.err
 

@@ -379,7 +379,7 @@ def test_sigterm_during_a_ray_wait_stays_a_termination():
     import signal
 
     from prmg_cli.cluster import _wait
-    from prmg_cli.errors import Terminated, on_sigterm
+    from prmg_cli.errors import Terminated, on_stop
 
     class RayLike:
         def wait(self, refs, num_returns, timeout):
@@ -389,11 +389,11 @@ def test_sigterm_during_a_ray_wait_stays_a_termination():
                 raise KeyboardInterrupt from None
             return refs, []
 
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    previous = signal.signal(signal.SIGTERM, on_stop)
     try:
         with pytest.raises(Terminated):
             _wait(RayLike(), ["ref"], 0.1)
-        assert signal.getsignal(signal.SIGTERM) is on_sigterm
+        assert signal.getsignal(signal.SIGTERM) is on_stop
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         with pytest.raises(KeyboardInterrupt) as caught:
             _wait(RayLike(), ["ref"], 0.1)

@@ -192,8 +192,8 @@ def test_a_report_never_overwrites_a_case_file_the_results_file_or_another_repor
     before = path.read_bytes()
     results = tmp_path / "r.jsonl"
     (tmp_path / "link.yaml").symlink_to(path)
-    for reports, fragment in (([f"json:{tmp_path}/./{path.name}"], "a case file of this run"),
-                              ([f"junit:{tmp_path / 'link.yaml'}"], "a case file of this run"),
+    for reports, fragment in (([f"json:{tmp_path}/./{path.name}"], "it is a case file"),
+                              ([f"junit:{tmp_path / 'link.yaml'}"], "it is a case file"),
                               ([f"json:{results}"], "the results file"),
                               ([f"json:{tmp_path}/a.json", f"csv:{tmp_path}/./a.json"], "another report")):
         args = [arg for report in reports for arg in ("--report", report)]

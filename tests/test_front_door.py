@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli import gencase, gencase_cli, ttk
 from prmg_cli.cases import load_cases
 from prmg_cli.errors import PrmgError
@@ -458,7 +458,7 @@ def test_dump_never_writes_outside_out(tmp_path):
     (out / "c" / "dy.npy").symlink_to(tmp_path / "elsewhere" / "planted.npy")
     dump_refused([tmp_path / "c.yaml"], out, "is a symlink; not followed")
     assert list((tmp_path / "elsewhere").iterdir()) == []
-    dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: is not a folder")
+    dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: cannot write the dump: is not a folder")
 
 
 def test_dump_write_errors_are_one_line(tmp_path):
@@ -729,7 +729,7 @@ def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):
 
 def test_gen_case_never_writes_over_a_file_input_of_its_case(tmp_path):
     """-o naming the case's own .npy input, a symlink to it or a hard link of it: refused as import-ttk refuses
-    its CSV (writes.check_spares), the input left whole, with or without --append."""
+    its CSV (writes.check_outputs), the input left whole, with or without --append."""
     np.save(tmp_path / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
     before = (tmp_path / "dy.npy").read_bytes()
     (tmp_path / "symlink.npy").symlink_to(tmp_path / "dy.npy")
@@ -784,7 +784,7 @@ def test_gen_case_output_to_a_device_or_fifo_is_one_line(tmp_path):
     with pytest.raises(PrmgError, match="cannot write: no space left on device"):
         gencase_cli.generate(**{**FLAGS, "output": "/dev/full"})
     os.mkfifo(tmp_path / "fifo.yaml")
-    with within(10), pytest.raises(PrmgError, match="a pipe or device with no reader"):
+    with within(10), pytest.raises(PrmgError, match=r"the case file: is a FIFO \(named pipe\): give a file"):
         gencase_cli.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml")})
 
 
@@ -836,3 +836,278 @@ def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
     with within(10), pytest.raises(PrmgError) as caught:
         bench_command(Request(paths=("cases/smoke.yaml",), runner="emulator", **{option: value}))
     assert str(caught.value) == f"--{option} must be from {low} to {MAX_REPEAT}, got {value}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Round four (issue 36); every path option against every hostile path: tests/test_fuzz.py
+
+
+def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c",)) -> Path:
+    """A results file as a run writes it: a run record (``shard``) and a passed record per case."""
+    from prmg_cli import store
+
+    path = folder / name
+    with store.Writer(path) as writer:
+        writer.append(store.RunRecord("r1", shard, list(cases), {}, {}))
+        for case in cases:
+            writer.append(record(case))
+    return path
+
+
+@pytest.mark.parametrize("shard", ["²/3", "١/٣", "1_0/2_0", " 1/2", "+1/2"])
+def test_a_shard_in_other_digits_is_refused_by_every_reader_in_one_line(tmp_path, shard):
+    """int() and str.isdigit take superscripts, other scripts' digits, signs, spaces and underscores: a shard is
+    I/N in the digits 0-9 (report, compare and --resume read it; --shard, --devices and --supported-modes too)."""
+    text = results_file(tmp_path).read_text().replace('"shard": ""', json.dumps({"shard": shard})[1:-1], 1)
+    path = write(tmp_path, "odd.jsonl", text)
+    cases = write(tmp_path, "c.yaml", CASE)
+    for args in (["report", path], ["compare", path, path], ["run", cases, "--runner", "emulator", "--resume", path]):
+        line = one_error_line(prmg_here(*args), str(path), "line 1: field 'shard': expected '' or I/N")
+        assert "Traceback" not in line
+    for option, value in (("--shard", shard), ("--devices", "٠"), ("--supported-modes", "²")):
+        one_error_line(prmg_here("run", cases, "--runner", "emulator", option, value), option)
+
+
+def test_no_command_writes_over_its_input_however_it_is_named(tmp_path):
+    """The data loss of `prmg coverage X.yaml -o X.yaml` (exit 0, the case file replaced by its report): every
+    command refuses an output that is one of its inputs -- named as it is, through a symlink or a hard link, or a
+    file inside a folder given as input -- before it writes anything (writes.check_outputs)."""
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    case = write(folder, "x.yaml", CASE)
+    (tmp_path / "link.yaml").symlink_to(case)
+    os.link(case, tmp_path / "hard.yaml")
+    for given, output in ((case, case), (case, tmp_path / "link.yaml"), (case, tmp_path / "hard.yaml"),
+                          (folder, case), (folder, folder / "." / "x.yaml")):
+        one_error_line(prmg_here("coverage", given, "-o", output), str(output), "cannot write the report: it is a "
+                                                                               "case file")
+        one_error_line(prmg_here("run", given, "--runner", "emulator", "--report", f"json:{output}"), "a case file")
+    results = results_file(tmp_path)
+    one_error_line(prmg_here("report", results, "--cases", folder, "--report", f"csv:{case}"), "it is a case file")
+    one_error_line(prmg_here("report", results, "-o", results), "it is a results file to merge")
+    assert case.read_text() == CASE and results.read_text().count("\n") == 2
+
+
+def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
+    """--save-failures DIR and dump --out DIR write DIR/CASE/: refused when an input lies in such a folder, or when
+    DIR is a symlink, before any case runs."""
+    folder = tmp_path / "k"
+    folder.mkdir()
+    case = write(folder, "k.yaml", "- {name: k, shape: [1, 1, 1, 8]}\n")
+    one_error_line(prmg_here("dump", case, "--out", tmp_path), f"{tmp_path}/k would hold a case file")
+    one_error_line(prmg_here("run", case, "--runner", "emulator", "--save-failures", tmp_path),
+                   "cannot write the failure artifacts:", "would hold a case file")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "elsewhere")
+    for args in (["dump", case, "--out", tmp_path / "linked"],
+                 ["run", case, "--runner", "emulator", "--save-failures", tmp_path / "linked"]):
+        one_error_line(prmg_here(*args), "it is a symlink; not followed, not written")
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and case.read_text().startswith("- {name: k")
+
+
+def test_doctor_refuses_an_unknown_runner_and_an_op_lib_that_is_no_file(tmp_path):
+    one_error_line(prmg_here("doctor", "--runner", "bogus"), "--runner 'bogus': choose one of auto, aclnn, emulator")
+    one_error_line(prmg_here("doctor", "--op-lib", tmp_path), f"--op-lib {tmp_path}: is a directory")
+
+
+# Runs `prmg ARGS` (argv[2:]) through the console script's entry point, sending itself signal argv[1] twice: right
+# after `prmg run` has written its reports (when it drops the signals it held) and while the interpreter shuts down.
+STOPPED_AS_THE_RUN_ENDS = """
+import atexit, os, sys
+
+signum = int(sys.argv[1])
+from prmg_cli import suite
+
+dropped = suite.drop_held_signals
+suite.drop_held_signals = lambda: (dropped(), os.kill(os.getpid(), signum))
+atexit.register(lambda: os.kill(os.getpid(), signum))
+sys.argv = ["prmg", *sys.argv[2:]]
+from prmg_cli.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_as_the_run_ends_leaves_the_exit_code_its_reports_state(tmp_path, signum):
+    """Ctrl-C or SIGTERM once the reports are written (the JSON report says exit_code 0) or while the interpreter
+    shuts down: the process exits 0 as its reports say, never by the raw signal nor with a traceback."""
+    report = tmp_path / "r.json"
+    result = subprocess.run([sys.executable, "-c", STOPPED_AS_THE_RUN_ENDS, str(int(signum)), "run",
+                             str(write(tmp_path, "c.yaml", CASE)), "--runner", "emulator", "--report",
+                             f"json:{report}"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert json.loads(report.read_text())["summary"]["exit_code"] == 0
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("uniform: [-1e308, 1e308]", "inputs.dy.uniform': hi - lo overflows float64"),
+    ("uniform: [-1.7976931348623157e308, 0]", None),           # at float64's edge: drawn (-inf in float32)
+    ("normal: [0, 1e308]", "inputs.dy.normal': draws mean + std * Z (|Z| < 40) could overflow float64"),
+    ("normal: [1.7e308, 1e306]", "could overflow float64"),
+])
+def test_a_range_whose_draws_overflow_float64_is_refused_where_the_case_is_read(tmp_path, spec, fragment):
+    """validate and gen-case took uniform: [-1e308, 1e308] and run, dump and bench then failed on hi - lo; a range
+    is checked where the case is read, so every command refuses it in one line (or draws it, finite)."""
+    path = write(tmp_path, "c.yaml", CASE + f"  inputs: {{dy: {{{spec}}}}}\n")
+    if fragment is None:
+        import warnings
+
+        from prmg_cli.inputs import make_inputs
+
+        (case,) = load_cases([path])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert not np.isnan(make_inputs(case).dy).any()
+        return
+    refused([path], fragment)
+    option = "dy=" + spec.replace(": [", ":").replace(", ", ":").rstrip("]")           # uniform: [a, b] -> uniform:a:b
+    for args in (["validate", path], ["dump", path, "--out", tmp_path / "out"], ["bench", path, "--runner", "emulator"],
+                 ["gen-case", "--shape", "1,1,1,8", "--inputs", option]):
+        one_error_line(prmg_here(*args), "could overflow float64" if "normal" in spec else "overflows float64")
+
+
+def test_draws_beyond_a_dtype_round_to_infinity_without_numpy_warnings(tmp_path):
+    """normal: [0, 1e306] for float32 (or a float16 range past 65504): the draws beyond the dtype's range round to
+    +-inf, its IEEE rounding, and numpy prints no overflow warning on the way."""
+    import warnings
+
+    from prmg_cli.inputs import make_inputs
+
+    path = write(tmp_path, "c.yaml", "- {name: n, shape: [1, 1, 1, 64], inputs: {dy: {normal: [0, 1e306]}}}\n"
+                                     "- {name: h, shape: [1, 1, 1, 64], dtype: float16, inputs: {dy: {uniform: "
+                                     "[-1e6, 1e6]}}}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for case in load_cases([path]):
+            dy = make_inputs(case).dy
+            assert np.isinf(dy).any() and not np.isnan(dy).any()
+
+
+def test_a_stored_definition_is_one_case_and_a_run_record_names_at_most_a_run_of_cases(tmp_path):
+    """A definition holding a sweep was expanded again for a report's coverage line (193,600 cases a record, 150 s
+    for a 36 KB file); a run record naming 1,000,000 cases took 7.8 GB to report. Both are refused where the file
+    is read, in one line naming the line and the field."""
+    from prmg_cli.vocab import MAX_RUN_CASES
+
+    lines = results_file(tmp_path).read_text().splitlines()
+    record = json.loads(lines[1])
+    record["definition"] = {"name": "s_{index}", "shape": [1, 1, 1, 8], "sweep": {"seed": list(range(440)),
+                                                                                  "partial_slice": [[0, 8]] * 440}}
+    swept = write(tmp_path, "swept.jsonl", f"{lines[0]}\n{json.dumps(record)}\n")
+    run = json.loads(lines[0])
+    run["selection"] = [f"c{index}" for index in range(MAX_RUN_CASES + 1)]
+    named = write(tmp_path, "named.jsonl", json.dumps(run) + "\n")
+    with within(20):
+        one_error_line(prmg_here("report", swept), "line 2: field 'definition': a case definition holds no sweep")
+        one_error_line(prmg_here("report", named, "--report", "json"),
+                       f"line 1: field 'selection': {MAX_RUN_CASES + 1} case names, more than the {MAX_RUN_CASES}")
+
+
+def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
+    """Only the newest record of a case is kept, keys and short texts once for all records: a file of records as a
+    run writes them (each case twice) takes little more than its bytes to read; a file of more cases than
+    MAX_FILE_CASES (or of run records naming more than MAX_FILE_SELECTED) is refused as it is read; and running out of
+    memory anyway (under a ulimit) is one line, not a traceback."""
+    import tracemalloc
+
+    from prmg_cli import store
+
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(store.encode(store.RunRecord("r1", "", [f"c{index}" for index in range(1500)], {}, {})) + b"".join(
+        store.encode(dataclasses.replace(record(f"c{index % 1500}"), metrics={"max_err_ratio": 0.5, "bad": 0},
+                                         definition={"name": f"c{index % 1500}", "shape": [1, 1, 1, 8]},
+                                         timings={"inputs": 0.5, "kernel": 0.1}, judged_under="k" * 64))
+        for index in range(3000)))
+    tracemalloc.start()
+    try:
+        stored = store.read(path)
+        used = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert (stored.records, len(stored.results)) == (3000, 1500)
+    assert used < 1.3 * path.stat().st_size, (used, path.stat().st_size)       # 3 without sharing nor superseding
+    monkeypatch.setattr(store, "MAX_FILE_CASES", 1000)
+    with pytest.raises(PrmgError, match="line 1002: results of more than 1000 cases in one file"):
+        store.read(path)
+    monkeypatch.setattr(store, "MAX_FILE_SELECTED", 1000)
+    with pytest.raises(PrmgError, match="line 1: its run records name more than 1000 cases together"):
+        store.read(path)
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(store, "read", exhausted)
+    one_error_line(prmg_here("report", path), "out of memory")
+
+
+def test_resume_into_another_results_file_writes_the_whole_run_there(tmp_path):
+    """run --resume A --results B reported the verdicts taken from A but wrote only a run record to B, so `prmg report
+    B` showed them not run: B gets a copy of each result taken, and holds the whole run."""
+    cases = write(tmp_path, "ab.yaml", "- {name: a, shape: [1, 1, 1, 8]}\n- {name: b, shape: [1, 1, 2, 8]}\n")
+    first, whole = tmp_path / "A.jsonl", tmp_path / "B.jsonl"
+    assert prmg_here("run", cases, "--runner", "emulator", "--results", first, "-k", "a").returncode == 0
+    before = first.read_bytes()
+    resumed = prmg_here("run", cases, "--runner", "emulator", "--resume", first, "--results", whole)
+    assert resumed.returncode == 0 and "1 result of" in resumed.stderr and first.read_bytes() == before
+    report = prmg_here("report", whole, "--report", "json")
+    assert report.returncode == 0
+    assert [(case["name"], case["status"]) for case in json.loads(report.stdout)["cases"]] == [("a", "passed"),
+                                                                                               ("b", "passed")]
+
+
+def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
+    """gen-case -o FILE --append rewrote the whole file, dropping the user's comments: the new case is added as text
+    (into a block list at its indentation, into a flow list before its bracket, after comments only), the file's line
+    ends kept; a layout it cannot add to as text is refused, the file left as it was."""
+    files = {"block.yaml": "# my suite\ndefaults: {dtype: float32}   # keep\ncases:\n  # first\n  - name: a\n"
+                           "    shape: [1, 1, 1, 8]   # note\n\n# trailing\n",
+             "flow.yaml": "cases: [{name: a, shape: [1, 1, 1, 8]}]  # flow\ndefaults: {seed: 3}\n",
+             "crlf.yaml": "- name: a\r\n  shape: [1, 1, 1, 8]",
+             "comments.yaml": "# nothing yet\n",
+             "middle.yaml": "cases:\n- name: a\n  shape: [1, 1, 1, 8]\ndefaults:\n  seed: 5\n"}
+    for name, text in files.items():
+        path = write(tmp_path, name, text)
+        result = prmg_here("gen-case", "--shape", "1,1,1,16", "--name", "new", "-o", path, "--append")
+        assert result.returncode == 0, result.stderr
+        before, after = text.encode(), path.read_bytes()
+        head = next((at for at, (old, new) in enumerate(zip(before, after)) if old != new), len(before))
+        tail = len(before) - head
+        assert after[:head] + after[len(after) - tail:] == before, name        # one insertion, every byte kept
+        assert [case.name for case in load_cases([path])][-1] == "new"
+        inserted = after[head:len(after) - tail].decode()
+        assert "new" in inserted and ("\r\n" in inserted) == ("\r\n" in text), (name, inserted)
+    trailing = write(tmp_path, "trailing.yaml", "cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n")
+    one_error_line(prmg_here("gen-case", "--shape", "1,1,1,16", "-o", trailing, "--append"),
+                   "cannot add the case to this file's layout as text")
+    assert trailing.read_text() == "cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n"
+
+
+@pytest.mark.parametrize("args, code, fragment", [
+    (["bench", "{case}", "--runner", "emulator", "--device", "4294967296"], 2, "--device must be from 0 to 2147483647"),
+    (["bench", "{case}", "--runner", "emulator", "-k", "nomatch"], 5, "prmg: no cases selected to time"),
+    (["coverage", "{case}", "--op", "forward", "--fail-under", "50"], 5, "prmg: no cases selected (check --op)"),
+    (["gen-case", "--preset", "smoke", "--name", "x", "--seed", "3", "--dtype", "float32"], 2,
+     "--preset writes a whole suite: it takes no --dtype, --seed, --name"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE=1,1,1"], 2,
+     "PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got '1,1,1'"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE= 1,1,1,8"], 2, "PRMG_EMU_FAULT_SHAPE"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICES=2x"], 2,
+     "PRMG_EMU_DEVICES must be a device count from 0 to 64, got '2x'"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICES=65"], 2, "PRMG_EMU_DEVICES"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_MODES=1,2 "], 2,
+     "PRMG_EMU_MODES must be a comma list of the modes 0..3 (e.g. 0,1), got '1,2 '"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_DEVICE=-1"], 2, "PRMG_EMU_FAULT_DEVICE"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICE_MEMORY=64GB"], 2,
+     "PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), got '64GB'"),
+])
+def test_smaller_flag_and_variable_checks(tmp_path, args, code, fragment):
+    """Issue 36's smaller list: each of these once wrapped, exited 0, or was ignored or misread."""
+    case = write(tmp_path, "c.yaml", CASE)
+    args = [arg.format(case=case) for arg in args]
+    env = dict(arg.split("=", 1) for arg in args[args.index("--env") + 1:]) if "--env" in args else {}
+    args = args[:args.index("--env")] if "--env" in args else args
+    result = prmg_here(*args, env=env)
+    if code == 2:
+        one_error_line(result, fragment)
+    else:
+        assert result.returncode == code and result.stderr.startswith(fragment) and "Traceback" not in result.stderr

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
@@ -39,7 +40,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
+from conftest import ROOT, prmg_here
 from prmg_cli import diagnosis, dtypes, gencase, merge, outputs, runs, store, suite
 from prmg_cli.checks import CHECKS
 from prmg_cli.consistency import contradiction
@@ -52,6 +53,8 @@ from prmg_cli.outputs import html
 from prmg_cli.cases import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
 from prmg_cli.errors import PrmgError
 from prmg_cli.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.inputs import make_inputs
+from prmg_cli.sizes import element_count
 from prmg_cli.results import MAX_SECONDS, MS_PER_SECOND, RECORD_FIELDS, STATUSES, CaseResult, RunInfo
 
 CASE_FILES = sorted((ROOT / "cases").rglob("*.yaml"))
@@ -68,7 +71,8 @@ SNIPPETS = [": ", ":", "- ", "-", "[", "]", "{", "}", ",", "&a ", "*a", "*nowher
             "!local ", "|", ">", "#", "'", '"', "%YAML 1.1\n", "---\n", "...\n", "<<: ", "? ", "@", "`", "\\",
             '"\\x1b[2J"', '"\\0"', '"\\q"', "{index:{dtype}}", "{index:0400000000d}", "{dtype.__class__}", "{dtype!r}",
             "{shape[0]}", "{}", "1e999", "-1", "0x" + "f" * 300, "9" * 5000, "2024-02-30", "12:30:00", ".", "..",
-            "null", "~", "[[1]]", "{a: 1}", "[]", "{}", ".nan", "-.inf", "yes", "on"]
+            "null", "~", "[[1]]", "{a: 1}", "[]", "{}", ".nan", "-.inf", "yes", "on", "1e308",
+            "-1.7976931348623157e308", "[-1e308, 1e308]", "[0, 1e308]"]
 KEYS = list(CASE_KEYS) + ["sweep", "defaults", "cases", "dtpye", "", "null", "<<"]
 SCALARS = (st.none() | st.booleans() | st.integers(min_value=-2**80, max_value=2**80)
            | st.floats(allow_nan=True, allow_infinity=True)
@@ -213,6 +217,10 @@ def check_in_process(name: str, data: bytes) -> None:
             if accepted:
                 for case in cases[:5]:
                     assert len(fingerprint(case)) == 64
+                for case in [case for case in cases if element_count(case.shape) <= 1024][:1]:
+                    with warnings.catch_warnings():              # its inputs are drawn, no overflow on the way
+                        warnings.simplefilter("error")
+                        make_inputs(case)
                 back = path.with_name("back.yaml")
                 back.write_text(gencase.dump_yaml({"cases": [case_to_dict(case) for case in cases[:20]]}))
                 again = load_cases([back])
@@ -297,7 +305,8 @@ def test_every_shipped_file_passes_the_properties_unmutated(seed_file):
 HOSTILE_TEXTS = ["<script>alert(1)</script>", "<b>bold</b>", "<img src=x onerror=alert(1)>", "| a | b |", "# h",
                  "```", "[x](javascript:alert(1))", "![i](http://example.com/i.png)", "*a* _b_ `c`", "\\|", "&amp;",
                  "\x1b[2J", "\u202e", "\x00", "line\nbreak", "emulator", "aclnn", "float16", "bfloat16", "interleave",
-                 "max_err_ratio", "adjoint_ratio", "not_run", "1/2", "0/0", "2/1", "a/b", "+1/+2"]
+                 "max_err_ratio", "adjoint_ratio", "not_run", "1/2", "0/0", "2/1", "a/b", "+1/+2", "²/3", "١/٣",
+                 "1_0/2_0"]
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(HOSTILE_TEXTS)
 NAME = TEXT.filter(bool)
 INT = st.integers(min_value=store.INT_RANGE[0], max_value=store.INT_RANGE[1] - 1) \
@@ -348,12 +357,14 @@ def shards(draw) -> str:
 VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, "texts": st.lists(TEXT, max_size=3),
          "texts?": _optional(st.lists(TEXT, max_size=3)), "int": INT, "int?": _optional(INT),
          "ints": st.lists(INT, max_size=5),
-         "ints?": _optional(st.lists(INT, max_size=4)), "names": st.lists(NAME, max_size=6), "bool": st.booleans(),
+         "ints?": _optional(st.lists(INT, max_size=4)), "names": st.lists(NAME, max_size=6),
+         "selection": st.lists(NAME, max_size=6), "bool": st.booleans(),
          "metrics": st.dictionaries(TEXT, METRIC, max_size=4), "timings": st.dictionaries(TEXT, MS, max_size=4),
          "dims": DIMS, "slice": st.lists(INT64, min_size=2, max_size=2), "seed?": _optional(SEED), "seconds": SECONDS,
          "ms?": _optional(MS), "ms list": st.lists(MS, max_size=5),
          "json": JSON, "error_map": st.just({}) | error_maps(), "notes": st.lists(st.tuples(TEXT, TEXT), max_size=2),
-         "shard": shards(), "mapping": st.dictionaries(TEXT, JSON, max_size=4)}
+         "shard": shards(), "mapping": st.dictionaries(TEXT, JSON, max_size=4),
+         "definition": st.dictionaries(TEXT.filter(lambda key: key != "sweep"), JSON, max_size=4)}
 VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind] for key, kind in store.RUN_INFO_FIELDS.items()})
 # Values no record may hold, as JSON text: any JSON value (most of the wrong type somewhere), text with a lone
 # surrogate, NaN and infinities, integers too long for Python's parser, nesting past the limit.
@@ -490,6 +501,9 @@ EDGES = {
     "status": tuple(STATUSES) + ("sideways", None),
     "metrics": ({"max_err_ratio": -INF}, {"max_err_ratio": 2**64 - 1}, {"MERE": 1.0, "T": 0}, {"MERE": NAN, "T": -1},
                 {"rel_err_share": 1, "share_limit": 0, "cap": 1e-300, "max_rel_err": 1e308}, {"": [[[[1]]]]}),
+    "definition": ({"name": "s_{index}", "shape": [1, 1, 1, 8], "sweep": {"seed": list(range(440)),    # 193,600 cases
+                                                                          "partial_slice": [[0, 8]] * 440}},
+                   {"name": "x", "sweep": {"seed": [1, 2]}}, {"sweep": {}}, {}, {"name": "x", "shape": [1, 1, 1, 8]}),
     "texts": ([f"worst at (b, s, n, d)=({'9' * 30}, 0, 0, 0): expected 1, got 2, error 3"],
               ["worst at (b, s, n, d)=(999, 999, 999, 999): expected nan, got inf, error inf, budget 0"]),
 }
@@ -611,7 +625,9 @@ def check_results_file(kinds: list[str], data: bytes, other: bytes, folder: Path
         if stored is not None:
             assert not {"garbage", "huge"} & set(kinds), "garbage or an over-long line taken"
             if not set(kinds) - VALID_KINDS:
-                assert len(stored.results) == kinds.count("result") + kinds.count("plausible")
+                assert stored.records == kinds.count("result") + kinds.count("plausible")
+                assert [r.name for r in stored.results] == list(dict.fromkeys(
+                    r.name for r in stored.results))                  # the newest of each case, once
                 assert len(stored.runs) == kinds.count("run") and stored.torn == kinds.count("torn")
             _report_every_format(stored, path, folder)
             _resume(stored, folder)
@@ -715,7 +731,7 @@ def test_generated_results_files_draw_their_html_report(readable):
         path = Path(folder) / "run.jsonl"
         path.write_bytes(data)
         stored = store.read(path)
-        assert len(stored.results) == count
+        assert stored.records == count
         _report_every_format(stored, path, Path(folder), formats=["html"])
 
 
@@ -744,3 +760,166 @@ def test_generated_results_files_through_the_command_line(first, second):
                                     capture_output=True, text=True, timeout=120, preexec_fn=_limit_memory,
                                     errors="replace")
             _exits_cleanly(result, *paths)
+
+
+# ----------------------------------------------------------------------------------------------
+# Paths: every path a command takes -- its arguments, its options, its report files, the toolkit's variables --
+# given each kind of hostile path (issue 36)
+#
+# A symlink loop, a name over 255 bytes (last or inside), a dangling symlink, a FIFO, a folder, a path ending in
+# '/'; for a path the command writes also a symlink to a file it must not touch and the command's own input,
+# named directly, through a symlink or through a hard link. Each slot below is a command line with ``{P}`` where
+# the hostile path goes (or a variable it goes in), the input its ``input`` kinds name, and whether it writes a
+# folder. Properties: exit 2 with one ``prmg: error:`` line, no traceback, within seconds; every input and the
+# victim file as they were, byte for byte, and nothing made where a symlink points.
+
+HOSTILE_PATHS = ("loop", "long", "long_inside", "dangling", "fifo", "folder", "slash")
+HOSTILE_OUTPUTS = HOSTILE_PATHS + ("victim_link", "input", "input_link", "input_hardlink")
+EMULATOR = ("--runner", "emulator")
+PATH_SLOTS = {      # id: (arguments, the input its `input` kinds name (None: it reads the path), how it writes)
+    "run PATH": (["run", "{P}", *EMULATOR], None, None),
+    "run --op-lib": (["run", "{case}", "--runner", "aclnn", "--op-lib", "{P}"], None, None),
+    "run --report FMT:FILE": (["run", "{case}", *EMULATOR, "--report", "json:{P}"], "case", "file"),
+    "run -o": (["run", "{case}", *EMULATOR, "--report", "junit", "-o", "{P}"], "npy", "file"),
+    "run --results": (["run", "{case}", *EMULATOR, "--results", "{P}"], "case", "file"),
+    "run --resume": (["run", "{case}", *EMULATOR, "--resume", "{P}"], "npy", "file"),
+    "run --save-failures": (["run", "{case}", *EMULATOR, "--save-failures", "{P}"], "case", "folder"),
+    "validate PATH": (["validate", "{P}"], None, None),
+    "report RESULTS": (["report", "{P}"], None, None),
+    "report --cases": (["report", "{results}", "--cases", "{P}"], None, None),
+    "report -o": (["report", "{results}", "--report", "json", "-o", "{P}"], "results", "file"),
+    "report --report FMT:FILE": (["report", "{results}", "--cases", "{case}", "--report", "csv:{P}"], "case", "file"),
+    "compare B": (["compare", "{results}", "{P}"], None, None),
+    "coverage PATH": (["coverage", "{P}"], None, None),
+    "coverage -o": (["coverage", "{case}", "-o", "{P}"], "case", "file"),
+    "gen-case -o": (["gen-case", "--shape", "1,1,1,8", "--inputs", "dy=file:dy.npy", "-o", "{P}"], "npy", "file"),
+    "gen-case -o --append": (["gen-case", "--shape", "1,1,1,8", "--inputs", "dy=file:dy.npy", "-o", "{P}", "--append"],
+                             "npy", "file"),
+    "import-ttk CSV": (["import-ttk", "{P}"], None, None),
+    "import-ttk -o": (["import-ttk", "{csv}", "-o", "{P}"], "csv", "file"),
+    "dump PATH": (["dump", "{P}", "--out", "{out}"], None, None),
+    "dump --out": (["dump", "{case}", "--out", "{P}"], "case", "folder"),
+    "bench --baseline": (["bench", "{case}", *EMULATOR, "--baseline", "{P}"], None, None),
+    "doctor --op-lib": (["doctor", "--runner", "aclnn", "--op-lib", "{P}"], None, None),
+    "ASCEND_HOME_PATH": (["run", "{case}", "--runner", "aclnn"], None, "ASCEND_HOME_PATH"),
+    "PRMG_EMULATOR_HOME": (["run", "{case}", *EMULATOR], None, "PRMG_EMULATOR_HOME"),
+}
+
+
+def _hostile(kind: str, folder: Path, inputs: dict[str, Path]) -> str:
+    """A path of ``kind`` (``HOSTILE_OUTPUTS``) made in ``folder``; ``inputs``: the command's own input files."""
+    made = folder / f"hostile_{kind}"
+    if kind == "loop":
+        made.symlink_to(folder / "hostile_loop_back")
+        (folder / "hostile_loop_back").symlink_to(made)
+    elif kind == "long":
+        return str(folder / ("n" * 300))
+    elif kind == "long_inside":
+        return str(folder / ("n" * 300) / "x")
+    elif kind == "dangling":
+        made.symlink_to(folder / "nowhere" / "made_through_a_link")
+    elif kind == "fifo":
+        os.mkfifo(made)
+    elif kind == "folder":
+        made.mkdir()
+    elif kind == "slash":
+        return f"{folder / 'missing'}/"
+    elif kind == "victim_link":
+        made.symlink_to(folder / "victim.txt")
+    elif kind == "input_link":
+        made.symlink_to(inputs["input"])
+    elif kind == "input_hardlink":
+        os.link(inputs["input"], made)
+    else:                                                   # the input itself, as a relative path with ./
+        return os.path.join(os.path.relpath(inputs["input"].parent), ".", inputs["input"].name)
+    return str(made)
+
+
+@pytest.mark.parametrize("slot", PATH_SLOTS)
+def test_every_path_option_refuses_every_hostile_path_in_one_line_and_touches_nothing(slot, tmp_path):
+    arguments, input_name, writes = PATH_SLOTS[slot]
+    folder = tmp_path / "w"
+    folder.mkdir()
+    np.save(folder / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
+    files = {"case": folder / "c.yaml", "npy": folder / "dy.npy", "results": folder / "r.jsonl",
+             "csv": folder / "ttk.csv", "victim": folder / "victim.txt"}
+    files["case"].write_text("- {name: c, shape: [1, 1, 1, 8], inputs: {dy: {file: dy.npy}}}\n")
+    files["csv"].write_bytes((ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv").read_bytes())
+    files["victim"].write_text("the user's file\n")
+    with store.Writer(files["results"]) as writer:
+        writer.append(store.RunRecord("r1", "", ["c"], {}, {}))
+        writer.append(CaseResult(name="c", status="passed"))
+    before = {name: path.read_bytes() for name, path in files.items()}
+    kinds = HOSTILE_PATHS if writes != "file" and writes != "folder" else HOSTILE_OUTPUTS
+    if writes == "folder":
+        kinds = tuple(kind for kind in kinds if kind not in ("folder", "slash"))   # a folder output may be those
+    if writes in ("ASCEND_HOME_PATH", "PRMG_EMULATOR_HOME"):
+        kinds = ("loop", "long", "long_inside", "dangling", "fifo") + (("folder", "slash") if writes[0] == "A" else ())
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for kind in kinds:
+            path = _hostile(kind, folder, {"input": files.get(input_name or "case")})
+            values = {"P": path, **{name: str(file) for name, file in files.items()}, "out": str(tmp_path / "out")}
+            args = [argument.format(**values) for argument in arguments]
+            env = {writes: path} if writes and writes.isupper() else {}
+            started = time.monotonic()
+            result = prmg_here(*args, env=env)
+            assert time.monotonic() - started < TIME_LIMIT_S, (kind, args)
+            lines = result.stderr.splitlines()
+            assert result.returncode == 2 and "Traceback" not in result.stderr, (kind, args, result.stderr)
+            assert len(lines) == 1 and lines[0].startswith("prmg: error: "), (kind, args, result.stderr)
+            assert {name: file.read_bytes() for name, file in files.items()} == before, (kind, args)
+            assert not (folder / "nowhere").exists() and not (tmp_path / "out").exists(), (kind, args)
+            for made in folder.glob("hostile_*"):
+                if made.is_symlink() or made.is_fifo() or os.path.isdir(made):
+                    made.unlink() if not os.path.isdir(made) or made.is_symlink() else made.rmdir()
+                else:
+                    made.unlink()
+    finally:
+        os.chdir(cwd)
+
+
+# ----------------------------------------------------------------------------------------------
+# Flags: every numeric option of every command given any number text (issue 36: --device 4294967296 wrapped to 0)
+#
+# Each command line reads a tiny case file and selects nothing to run (-k) where it can, so a value it takes ends
+# the command at once (exit 5, or the command's own small output). Property: exit 0, 1, 2 or 5; on 2 one
+# `prmg: error:` line naming the option; never a traceback.
+
+NUMBER_TEXTS = ("-1", "0", "1", "2147483648", "4294967296", "18446744073709551617", "1e308", "-1e308", "nan", "inf",
+                "0x10", "1_0", "²", "١", " 1", "")
+
+
+def _numeric_options() -> list[tuple[str, str]]:
+    """(command, flag) of every int or float option of every command (``commands.COMMANDS``)."""
+    from prmg_cli.commands import COMMANDS, load
+
+    return [(name, option.flags[0]) for name in COMMANDS for option in load(name).OPTIONS
+            if option.kind in (int, float) and option.flags]
+
+
+NUMBER_COMMANDS = {     # a command line of each command that ends at once once its options are taken
+    "run": ["run", "{case}", *EMULATOR, "-k", "nothing"], "bench": ["bench", "{case}", *EMULATOR, "-k", "nothing"],
+    "compare": ["compare", "{results}", "{results}"], "coverage": ["coverage", "{case}"],
+    "gen-case": ["gen-case", "--shape", "1,1,1,8"],
+}
+
+
+@pytest.mark.parametrize("command, flag", _numeric_options(), ids=[" ".join(pair) for pair in _numeric_options()])
+def test_every_numeric_flag_takes_any_number_text_in_one_line(command, flag, tmp_path):
+    case = tmp_path / "c.yaml"
+    case.write_text("- {name: c, shape: [1, 1, 1, 8]}\n")
+    results = tmp_path / "r.jsonl"
+    results.write_bytes(store.encode(store.RunRecord("r1", "", ["c"], {}, {}))
+                        + store.encode(CaseResult("c", "passed")))
+    base = [argument.format(case=case, results=results) for argument in NUMBER_COMMANDS[command]]
+    for text in NUMBER_TEXTS:
+        result = prmg_here(*base, flag, text)
+        assert result.returncode in (0, 1, 2, 5) and "Traceback" not in result.stderr, (flag, text, result.stderr)
+        if result.returncode == 2:
+            lines = result.stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("prmg: error: ") or "Usage:" in result.stderr, \
+                (flag, text, result.stderr)
+        if flag == "--device" and text in ("-1", "2147483648", "4294967296", "18446744073709551617"):
+            assert result.returncode == 2, (command, text, result.stderr)         # not wrapped to device 0

@@ -535,13 +535,14 @@ def test_bad_report_targets(specs, output, message):
 
 
 def test_two_reports_to_one_file_are_refused_devices_excepted(tmp_path):
-    from prmg_cli.writes import check_spares
+    from prmg_cli.writes import APPEND, Output, check_outputs
 
     with pytest.raises(PrmgError, match="it is another report"):
-        check_spares([str(tmp_path / "a"), f"{tmp_path}/./a"], {})
+        check_outputs([Output(str(tmp_path / "a")), Output(f"{tmp_path}/./a")], {})
     with pytest.raises(PrmgError, match="it is the results file"):
-        check_spares([str(tmp_path / "r")], {str(tmp_path / "r"): "the results file"})
-    check_spares(["/dev/null", "/dev/null", str(tmp_path / "b")], {str(tmp_path / "a"): "a case file"})
+        check_outputs([Output(str(tmp_path / "r"), "results file", APPEND), Output(f"{tmp_path}/r")], {})
+    check_outputs([Output("/dev/null"), Output("/dev/null"), Output(str(tmp_path / "b"))],
+                  {str(tmp_path / "a"): "a case file"})
 
 
 # --- prmg run --list ---------------------------------------------------------------------------------

@@ -135,9 +135,9 @@ def test_a_non_root_install_under_home_is_found(tmp_path, libs):
 
 def test_unknown_emulator_faults_are_named():
     assert {"sign", "noop", "crash", "hang"} <= set(tk.emulator_fault_names())
-    tk.check_emulator_faults({"PRMG_EMU_FAULT": "sign,noop"})
+    tk.check_emulator_env({"PRMG_EMU_FAULT": "sign,noop"})
     with pytest.raises(PrmgError, match="unknown emulator fault 'sing'"):
-        tk.check_emulator_faults({"PRMG_EMU_FAULT": "sing"})
+        tk.check_emulator_env({"PRMG_EMU_FAULT": "sing"})
 
 
 def test_root_fallbacks_and_acl_rt_runtime(tmp_path, libs, monkeypatch):

@@ -42,11 +42,13 @@ def main(request) -> int:
     """Time the kernel with ACL events (min/median, bytes moved, GB/s, share of peak), or with --host prmg's host side.
 
     --host times the golden against dy.copy() and a naive version, each stage of a case's pipeline (inputs,
-    upload, kernel, download, golden, judge) and whole prmg run processes.
+    upload, kernel, download, golden, judge) and whole prmg run processes. Exit 1 when --baseline shows a slowdown,
+    5 when no case is selected to time.
     """
     from ..bench import bench_command
     from ..writes import write_stdout
 
     text, code = bench_command(request)
-    write_stdout(text)
+    if text:
+        write_stdout(text)
     return code

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..options import REQUIRED, Option
 from ..runners import runners_help
 
@@ -21,8 +19,7 @@ KEYWORD = Option("keyword", ("-k",), None, "Only cases whose name contains SUBST
 TAGS = Option("tags", ("--tag",), (), "Only cases with this tag (repeatable: any of them).", "WORD", list)
 EXCLUDE_TAGS = Option("exclude_tags", ("--exclude-tag",), (), "Leave out cases with this tag (repeatable).", "WORD",
                       list)
-OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one.", "FILE",
-                Path)
+OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one.", "FILE")
 REPORTS = Option("report", ("--report",), (), "table, json, junit, csv, markdown or html (pip install "
                  "'prmg[html]'), to FILE or standard output; repeatable, e.g. --report junit:smoke.xml --report "
                  "html:run.html.", "FORMAT[:FILE]", list)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
-
 from ..errors import PrmgError
 from ..ops import OPERATORS
 from ..options import Option, request_type
@@ -17,7 +15,7 @@ OPTIONS = (
     PATHS,
     Option("report", ("--report",), COVERAGE_FORMATS[0], f"{', '.join(COVERAGE_FORMATS)}.", "FORMAT"),
     Option("output", ("-o", "--output"), None, "Write the report to FILE (standard output gets its summary line).",
-           "FILE", Path),
+           "FILE"),
     Option("fail_under", ("--fail-under",), None, "Exit 1 when fewer than PERCENT of the classes are covered.",
            "PERCENT", float),
     Option("op", ("--op",), (), f"Only this operator's cases and classes ({', '.join(OPERATORS)}; repeatable).",
@@ -41,14 +39,19 @@ def main(request) -> int:
     A class is a regime where a kernel's code changes behaviour (a dtype pair, a layout, a count past 8, 12 or
     16 bits, the core split, 32-byte alignment, a special value inside or outside the slice, each rule of
     the constraint model...), with a one-line reason. Each is covered by N cases (one named) or MISSING. Exit
-    0, or 1 when --fail-under is not met, 2 for unreadable cases.
+    0, or 1 when --fail-under is not met, 2 for unreadable cases, 5 when no case is selected.
     """
+    import sys
+
     from ..outputs.screen import width
     from ..writes import write_stdout
 
     text, code = coverage_command(list(request.paths), request.report, request.output, request.fail_under,
                                   request.op, None if request.wide else width())
-    write_stdout(text)
+    if code == ExitCode.NO_CASES:
+        sys.stderr.write("prmg: no cases selected (check --op)\n")
+    else:
+        write_stdout(text)
     return code
 
 
@@ -57,10 +60,11 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
                      ) -> tuple[str, int]:
     """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
     exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
-    from ..cases import load_cases
+    from ..cases import input_files, load_cases
     from ..coverage import evaluate, percent, summary
     from ..coverage_report import render
     from ..files import write_text
+    from ..writes import Output, check_outputs
 
     if report not in COVERAGE_FORMATS:
         raise PrmgError(f"--report: unknown format {report!r} (valid: {', '.join(COVERAGE_FORMATS)})")
@@ -69,7 +73,12 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
     unknown = [op for op in ops if op not in OPERATORS]
     if unknown:
         raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
-    cases = [case for case in load_cases(paths) if not ops or case.op in ops]
+    loaded = load_cases(paths)
+    if output is not None:
+        check_outputs([Output(output)], input_files(paths, loaded))
+    cases = [case for case in loaded if not ops or case.op in ops]
+    if not cases:
+        return "", int(ExitCode.NO_CASES)
     coverages = evaluate(cases)
     text = render(coverages, report, columns)
     share = percent(coverages)

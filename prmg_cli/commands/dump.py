@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..options import REQUIRED, Option, request_type
 from .common import KEYWORD, PATHS
 
-OPTIONS = (PATHS, Option("out", ("--out",), REQUIRED, "Folder to write DIR/CASE/ into.", "DIR", Path), KEYWORD)
+OPTIONS = (PATHS, Option("out", ("--out",), REQUIRED, "Folder to write DIR/CASE/ into.", "DIR"), KEYWORD)
 
 Request = request_type("DumpRequest", OPTIONS, "The options of ``prmg dump``.")
 

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..options import Option, request_type
 from ..presets import PRESETS
 from ..vocab import BROADCASTS
 from .common import EXCLUDE_TAGS, TAGS
 
-OPTIONS = (
+CASE_OPTIONS = (        # the options of one case (``--preset`` takes none of them)
     Option("shape", ("--shape",), None, "dy's shape.", "B,S,N,D"),
     Option("cos_shape", ("--cos-shape",), None, "cos/sin shape.", "B,S,N,L"),
     Option("broadcast", ("--broadcast",), None, f"Instead of --cos-shape: {', '.join(BROADCASTS)} (default: cos "
            f"shape [1, 1, 1, L], as in a case file).", "PATTERN"),
     Option("partial_slice", ("--slice",), None, "[start, end) of the last axis (default 0,D).", "START,END"),
-    Option("dtype", ("--dtype",), "float32", "dy's dtype: float32, float16, bfloat16.", "DTYPE"),
+    Option("dtype", ("--dtype",), None, "dy's dtype: float32 (the default), float16, bfloat16.", "DTYPE"),
     Option("cos_dtype", ("--cos-dtype",), None, "cos/sin dtype (default: --dtype).", "DTYPE"),
-    Option("mode", ("--mode",), "interleave", "half, interleave, quarter, interleave-half or 0..3 (interleave: "
+    Option("mode", ("--mode",), None, "half, interleave (the default), quarter, interleave-half or 0..3 (interleave: "
            "GLM, GPT-J; Llama, Qwen, Phi use half, DeepSeek interleave-half: the models preset names each).",
            "MODE"),
     Option("seed", ("--seed",), None, "Input seed (default: derived from the name).", "N", int),
@@ -25,8 +23,13 @@ OPTIONS = (
     Option("inputs", ("--inputs",), None, "TENSOR=KIND[:ARGS] items separated by commas, e.g. "
            "dy=uniform:-1:1,cos=rope:10000,sin=rope:10000 or dy=normal:0:2; rope:BASE:OFFSET starts the positions "
            "at OFFSET, rope:BASE:P1;P2;... gives each request (B index of the table) its own.", "SPEC"),
-    Option("expect", ("--expect",), "pass", "pass, error, or a status code/name.", "WHAT"),
+    Option("expect", ("--expect",), None, "pass (the default), error, or a status code/name.", "WHAT"),
     Option("standard", ("--standard",), None, "Precision standard for the case.", "NAME"),
+)
+APPEND = Option("append", ("--append",), False, "Add the case to FILE's text, keeping everything in it (comments "
+                "too).", kind=bool)
+OPTIONS = (
+    *CASE_OPTIONS,
     Option("preset", ("--preset",), None, f"Write a whole suite: {', '.join(PRESETS)} (cover: every regime "
            f"class of prmg coverage; models: real models' shapes).", "NAME"),
     Option("tags", TAGS.flags, (), "With --preset: only its cases with this tag (repeatable: any of them).", "WORD",
@@ -34,8 +37,8 @@ OPTIONS = (
     Option("exclude_tags", EXCLUDE_TAGS.flags, (), "With --preset: leave out its cases with this tag (repeatable).",
            "WORD", list),
     Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise); a case that would not load from "
-           "FILE (a file: input outside its folder) is refused.", "FILE", Path),
-    Option("append", ("--append",), False, "Add the case to FILE's cases instead of overwriting it.", kind=bool),
+           "FILE (a file: input outside its folder) is refused.", "FILE"),
+    APPEND,
 )
 
 Request = request_type("GenCaseRequest", OPTIONS, "The options of ``prmg gen-case``.")
@@ -64,10 +67,15 @@ def main(request) -> int:
     import dataclasses
     import sys
 
+    from ..errors import PrmgError
     from ..gencase_cli import generate
     from ..results import visible
     from ..writes import write_stdout
 
+    given = [option.flags[0] for option in (*CASE_OPTIONS, APPEND)
+             if getattr(request, option.name) not in (None, False)]
+    if request.preset is not None and given:
+        raise PrmgError(f"--preset writes a whole suite: it takes no {', '.join(given)}")
     notes: list[str] = []
     text = generate(**dataclasses.asdict(request), notes=notes)
     for note in notes:

@@ -4,8 +4,6 @@ the checks' registry, where each check declares them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..checks import OPTIONS as CHECK_OPTIONS
 from ..execute import MAX_TIMEOUTS
 from ..options import Option, request_type
@@ -29,12 +27,11 @@ OPTIONS = (
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
     Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "
            "wedged; its remaining cases are reported not_run.", "K", int),
-    Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
-           Path),
+    Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE"),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
            "file, unchanged since and judged under the same settings (toolkit, its libraries and the operator's kernel "
            "and tiling files under the opp path, SoC, faults, --standard, ...); new results are appended to it (or "
-           "to --results).", "FILE", Path),
+           "to --results, which then gets a copy of each result taken).", "FILE"),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
            "SIZE (e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
@@ -50,7 +47,7 @@ OPTIONS = (
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
            "output and meta.json, and its golden, expected result and error map where it has a golden (not for "
            "golden: false or an expected error), in prmg dump's layout; numpy alone reads them; a symlink inside "
-           "DIR is never followed.", "DIR", Path),
+           "DIR is never followed.", "DIR"),
     Option("cluster", ("--cluster",), None, "Run on the NPUs of a Ray cluster, one worker per NPU: ADDRESS as "
            "ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to start one "
            "here with this host's devices. Needs pip install 'prmg[ray]'.", "ADDRESS"),

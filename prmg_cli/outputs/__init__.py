@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..errors import PrmgError
 from ..results import CaseResult, RunInfo
@@ -35,11 +35,14 @@ class RenderOptions:
 class Output:
     """One report format: what it is for, its writer (results, run info, options) -> text, and
     ``require``, a cheap check that the format can be written here (raises ``PrmgError``, e.g. for a
-    missing optional dependency), called when the report targets are parsed, before any case runs."""
+    missing optional dependency), called when the report targets are parsed, before any case runs; and
+    ``pieces``, when given, the same text in pieces (a report of many cases written to a file a piece at a time:
+    ``render_pieces``)."""
 
     description: str
     write: Callable[[list[CaseResult], RunInfo, RenderOptions], str]
     require: Callable[[], None] | None = None
+    pieces: Callable[[list[CaseResult], RunInfo, RenderOptions], Iterable[str]] | None = None
 
 
 OUTPUTS: dict[str, Output] = {
@@ -47,7 +50,8 @@ OUTPUTS: dict[str, Output] = {
         results, info, verbose=options.verbose, wide=options.wide, max_details=options.max_details,
         header=options.header)),
     "json": Output("JSON: summary and every case",
-                   lambda results, info, options: _module("jsonreport").render(results, info)),
+                   lambda results, info, options: _module("jsonreport").render(results, info),
+                   pieces=lambda results, info, options: _module("jsonreport").pieces(results, info)),
     "junit": Output("JUnit XML for CI", lambda results, info, options: _module("junit").render(results, info)),
     "csv": Output("CSV: one row per case", lambda results, info, options: _module("csvreport").render(results, info)),
     "markdown": Output("Markdown: table and failures",
@@ -64,6 +68,15 @@ def render(fmt: str, results: list[CaseResult], info: RunInfo, options: RenderOp
     if fmt not in OUTPUTS:
         raise PrmgError(f"unknown report format {fmt!r}; choose one of {', '.join(OUTPUTS)}", field="--report")
     return OUTPUTS[fmt].write(results, info, options)
+
+
+def render_pieces(fmt: str, results: list[CaseResult], info: RunInfo,
+                  options: RenderOptions = RenderOptions()) -> Iterable[str]:
+    """The report ``render`` makes, in the pieces of its format's ``pieces`` when it has them (else whole): what a
+    report file is written from (``files.write_text``)."""
+    if fmt in OUTPUTS and OUTPUTS[fmt].pieces is not None:
+        return OUTPUTS[fmt].pieces(results, info, options)
+    return [render(fmt, results, info, options)]
 
 
 @dataclass(frozen=True)
@@ -102,4 +115,4 @@ def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
     elif len(bare) > 1:
         raise PrmgError("only one report can go to standard output; give the others a file "
                         "(--report FORMAT:FILE)")
-    return targets          # two reports to one file: refused by writes.check_spares, with the run's files
+    return targets          # two reports to one file: refused by writes.check_outputs, with the run's files

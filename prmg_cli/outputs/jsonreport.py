@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 
 from ..results import CaseResult, RunInfo, report_exit_code, run_warnings, summary_counts, summary_line
 from ..vocab import mode_list, mode_name
@@ -64,5 +65,16 @@ def case_record(result: CaseResult) -> dict:
 
 def render(results: list[CaseResult], info: RunInfo) -> str:
     """The JSON document of the run (module docstring)."""
-    document = {"summary": summary(results, info), "cases": [case_record(r) for r in results]}
-    return json.dumps(json_safe(document), indent=2, allow_nan=False)
+    return "".join(pieces(results, info))
+
+
+def pieces(results: list[CaseResult], info: RunInfo) -> Iterator[str]:
+    """The text of ``render`` in pieces, one case at a time: what ``json.dumps(document, indent=2)`` writes, but
+    never more than one case's text at once (a report of 200,000 cases is written in the memory of one)."""
+    def dumped(value, depth: int) -> str:
+        return json.dumps(json_safe(value), indent=2, allow_nan=False).replace("\n", "\n" + "  " * depth)
+
+    yield '{\n  "summary": ' + dumped(summary(results, info), 1) + ',\n  "cases": ['
+    for index, result in enumerate(results):
+        yield ("," if index else "") + "\n    " + dumped(case_record(result), 2)
+    yield "\n  ]\n}" if results else "]\n}"

@@ -305,10 +305,11 @@ def device_lines(results: list[CaseResult]) -> list[str]:
 
 
 def diagnosis_lines(result: CaseResult, indent: str = "    ", details: bool = True) -> list[str]:
-    """The lines explaining one result: ``FAIL name: message``, its warnings, then (``details``) its
-    diagnosis lines that do not repeat the message, indented."""
+    """The lines explaining one result: ``FAIL name: message``, its warnings, where ``--save-failures`` saved its
+    arrays (or why it could not), then (``details``) its diagnosis lines that do not repeat the message, indented."""
     lines = [f"{verdict_word(result)} {visible(result.name)}: {visible(result.message)}".rstrip()]
     lines += [f"{indent}warning: {visible(warning)}" for warning in result.warnings]
+    lines += [f"{indent}--save-failures: {visible(result.artifacts)}"] if result.artifacts else []
     if details:
         lines += [indent + visible(detail) for detail in result.details if str(detail) not in result.message]
     return lines

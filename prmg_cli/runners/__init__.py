@@ -60,9 +60,14 @@ def select(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None
            modes: Iterable[int] | None = None):
     """The libraries ``--runner`` asks for (``Runner.resolve``); PrmgError for an unknown runner, or naming what
     the runner could not find."""
+    check_runner(runner)
+    return RUNNERS[runner].resolve(op_lib, os.environ if env is None else env, modes)
+
+
+def check_runner(runner: str) -> None:
+    """PrmgError unless ``runner`` is one of ``RUNNERS``."""
     if runner not in RUNNERS:
         raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
-    return RUNNERS[runner].resolve(op_lib, os.environ if env is None else env, modes)
 
 
 def open_session(toolkit, device: int):

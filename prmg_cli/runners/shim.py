@@ -46,7 +46,7 @@ def _toolkit_folders(root: Path, leaf: str) -> list[Path]:
 def include_folders(root: Path | None, env: Mapping[str, str]) -> list[Path]:
     """The header folders of a build: ``$PRMG_GE_INCLUDE``'s, then the toolkit's that exist (module docstring)."""
     given = [Path(part) for part in env.get("PRMG_GE_INCLUDE", "").split(os.pathsep) if part]
-    found = [folder for folder in _toolkit_folders(root, "include") if folder.is_dir()] if root else []
+    found = [folder for folder in _toolkit_folders(root, "include") if os.path.isdir(folder)] if root else []
     return list(dict.fromkeys(given + found))
 
 
@@ -57,7 +57,7 @@ def _libraries(root: Path) -> tuple[list[Path], list[str]]:
     found, missing = [], []
     for name in NEEDED + OPTIONAL:
         paths = [folder / f"lib{name}.so" for folder in _toolkit_folders(root, "lib64")]
-        path = next((path for path in paths if path.is_file() and not is_stub_path(path)), None)
+        path = next((path for path in paths if os.path.isfile(path) and not is_stub_path(path)), None)
         if path is not None:
             found.append(path)
         elif name in NEEDED:
@@ -69,7 +69,7 @@ def find_compiler(env: Mapping[str, str]) -> str | None:
     """``$CXX`` (as a path or a command on PATH), else the first of ``COMPILERS`` on PATH; None when none is."""
     named = env.get("CXX", "").strip()
     if named:
-        return shutil.which(named, path=env.get("PATH")) or (named if Path(named).is_file() else None)
+        return shutil.which(named, path=env.get("PATH")) or (named if os.path.isfile(named) else None)
     return next((found for name in COMPILERS if (found := shutil.which(name, path=env.get("PATH")))), None)
 
 
@@ -117,7 +117,7 @@ def plan(root: Path, env: Mapping[str, str]) -> Plan:
     libraries, missing = _libraries(root)
     compiler = find_compiler(env)
     lacks = []
-    if not any((folder / "ge" / "ge_api.h").is_file() for folder in includes):
+    if not any(os.path.isfile(folder / "ge" / "ge_api.h") for folder in includes):     # os.path: never raises
         looked = [*includes] or _toolkit_folders(root, "include")
         lacks.append(f"GE's headers (no ge/ge_api.h in {', '.join(map(str, looked))})")
     if missing:
