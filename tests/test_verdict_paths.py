@@ -782,12 +782,8 @@ def test_resume_trusts_only_verdicts_of_the_same_case_under_the_same_settings():
 
 
 @pytest.mark.verdict
-def test_a_user_error_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
-    from prmg_cli import cli
+def test_a_user_error_exits_2_with_one_line(tmp_path):
+    from conftest import prmg_here
 
-    monkeypatch.setattr(sys, "argv", ["prmg", "validate", str(write(tmp_path, "- {name: a, shape: [1, 1, 1, 8], "
-                                                                           "standard: nope}\n"))])
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    error = capsys.readouterr().err
-    assert exited.value.code == 2 and error.startswith("prmg: error: ") and error.count("\n") == 1, error
+    done = prmg_here("validate", write(tmp_path, "- {name: a, shape: [1, 1, 1, 8], standard: nope}\n"))
+    assert done.returncode == 2 and done.stderr.startswith("prmg: error: ") and done.stderr.count("\n") == 1, done
