@@ -4,9 +4,9 @@ Only the functions of ``acl-abi.md`` are called, each with its exact prototype. 
 worker process holds a device, a stream and a workspace; ``launch`` runs one case of any operator of
 ``ops.OPERATORS``:
 
-  the in-place tensor is uploaded inside a larger buffer  [ guard 512 B | data | guard >= 512 B ]
-  (0xA5 bytes, data 512-aligned), cos and sin in buffers of their own, guarded the same way; a tensor the case
-  views at a storage offset or through strides (``_layout``) is uploaded as its whole storage, the elements
+  the in-place tensor is uploaded inside a larger buffer  [ guard 32 KiB | data | guard >= 32 KiB ]
+  (0xA5 bytes, data 512-aligned and rounded: ``vocab.GUARD_BYTES``, ``vocab.DATA_ALIGN``), cos and sin in
+  buffers of their own, guarded the same way; a tensor the case views at a storage offset or through strides (``_layout``) is uploaded as its whole storage, the elements
   before the offset and between its rows holding guard bytes, and ``aclCreateTensor`` gets its offset and
   strides (the data
   straight from the caller's array, or through a pinned host buffer when the toolkit has
@@ -49,7 +49,7 @@ from .results import MS_PER_SECOND, is_time, plural
 from .sizes import storage_elements
 from .status import describe, is_refusal
 from .toolkit import Toolkit, opp_path, refuse_stub
-from .vocab import ACL_FORMATS, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
+from .vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
 
 
 @dataclass
@@ -114,7 +114,8 @@ MAX_RANGES_LISTED = 4
 # device buffers of at least this size are kept for the next launch needing the same size.
 PINNED_MIN_BYTES = 1 << 20
 KEEP_DEVICE_MIN_BYTES = 1 << 20
-_GUARD_PATTERN = np.full(2 * GUARD_BYTES, GUARD_FILL, np.uint8)      # the most guard bytes one zone has
+_GUARD_PATTERN = np.full(GUARD_BYTES + DATA_ALIGN, GUARD_FILL, np.uint8)      # the most guard bytes one zone has
+_GUARD_WORD = np.uint64(int.from_bytes(bytes([GUARD_FILL]) * 8, "little"))   # eight guard bytes
 
 _INT64_PTR = POINTER(c_int64)
 # name: (restype, argtypes) -- acl-abi.md; aclError is int, aclnnStatus int32_t, enums 32-bit ints.
@@ -350,6 +351,8 @@ class _GuardedBuffer:
     def guard_violations(self) -> list[str]:
         """Changed guard bytes as ranges, offsets relative to the data's first / one-past-last byte."""
         before, after = self.guards
+        if _intact(before) and _intact(after):
+            return []
         return (_describe_ranges(f"guard zone before {self.name} changed",
                                  np.flatnonzero(before != GUARD_FILL) - GUARD_BYTES)
                 + _describe_ranges(f"guard zone after {self.name} changed", np.flatnonzero(after != GUARD_FILL)))
@@ -377,6 +380,12 @@ def same_bytes(first: np.ndarray, second: np.ndarray) -> bool:
     if not (first.flags.c_contiguous and second.flags.c_contiguous):
         return bool(np.array_equal(dtypes.bits(first).ravel(), dtypes.bits(second).ravel()))
     return first.nbytes == 0 or _memcmp(first.ctypes.data, second.ctypes.data, first.nbytes) == 0
+
+
+def _intact(zone: np.ndarray) -> bool:
+    """Whether every byte of the guard zone ``zone`` (uint8) holds ``GUARD_FILL``, compared in 8-byte words."""
+    words = zone.size // 8
+    return bool((zone[:words * 8].view(np.uint64) == _GUARD_WORD).all() and (zone[words * 8:] == GUARD_FILL).all())
 
 
 def _describe_ranges(prefix: str, offsets: np.ndarray) -> list[str]:
@@ -796,14 +805,15 @@ class AclSession:
         self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(destination, size, source, size, kind))
 
     def _upload(self, scope: _Scope, name: str, values: np.ndarray) -> _GuardedBuffer:
-        """Allocate [512 B guard | values, 512-rounded | >= 512 B guard] and copy it to the device: through
-        a pinned host image when the toolkit has pinned memory and the values are large, else the guards
-        from a constant pattern and the values straight from their array (three copies, no image)."""
+        """Allocate [guard | values, 512-rounded | >= guard] and copy it to the device in one copy of a host image:
+        pinned (kept for the next launch) when the toolkit has pinned memory and the values are large, else a plain
+        array; without pinned memory, a large buffer's guards come from a constant pattern and its values straight
+        from their array (three copies, no image of their size)."""
         values = np.ascontiguousarray(values).reshape(-1)
         data = values.view(np.uint8)
-        total = GUARD_BYTES + _round_up(data.size, GUARD_BYTES) + GUARD_BYTES
+        total = GUARD_BYTES + _round_up(data.size, DATA_ALIGN) + GUARD_BYTES
         base = self._device_buffer(scope, name, total)
-        staging = self._pinned_image(name, total) if data.size >= PINNED_MIN_BYTES else None
+        staging = self._pinned_image(name, total) if data.size >= PINNED_MIN_BYTES else np.empty(total, np.uint8)
         end = GUARD_BYTES + data.size
         if staging is not None:
             staging[:GUARD_BYTES] = GUARD_FILL
@@ -883,8 +893,8 @@ class AclSession:
 
 @dataclass
 class _Workspace:
-    """A session's workspace, kept across launches: one allocation [512 B guard | ``size`` bytes | 512 B
-    guard]. Before each launch the ``used`` bytes the operator asked for are set to 0xFF (poison) and the
+    """A session's workspace, kept across launches: one allocation [guard | ``size`` bytes | guard] (``GUARD_BYTES``
+    each). Before each launch the ``used`` bytes the operator asked for are set to 0xFF (poison) and the
     rest of the allocation holds the guard pattern 0xA5, so a write past ``used`` is seen."""
 
     base: int
@@ -898,7 +908,7 @@ class _Workspace:
     @classmethod
     def allocate(cls, session: AclSession, size: int) -> "_Workspace":
         """A new workspace of ``size`` bytes (rounded up to 512) with its guard zones written."""
-        size = _round_up(size, GUARD_BYTES)
+        size = _round_up(size, DATA_ALIGN)
         workspace = cls(session._malloc(None, size + 2 * GUARD_BYTES), size)
         session._api.check("aclrtMemset", session._api.aclrtMemset(workspace.base, size + 2 * GUARD_BYTES,
                                                                    GUARD_FILL, size + 2 * GUARD_BYTES))
@@ -925,7 +935,7 @@ class _Workspace:
         for label, address, length in self._guards():
             host = np.empty(length, np.uint8)
             session._copy(host.ctypes.data, address, length, ACL_MEMCPY_DEVICE_TO_HOST)
-            changed = np.flatnonzero(host != GUARD_FILL)
+            changed = np.zeros(0, np.int64) if _intact(host) else np.flatnonzero(host != GUARD_FILL)
             if changed.size:
                 lines += _describe_ranges(f"guard zone {label} workspace changed",
                                           changed - GUARD_BYTES if label == "before" else changed)

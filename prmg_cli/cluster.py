@@ -593,7 +593,7 @@ class ClusterExecutor:
         ``fail_fast`` no case starts after the first failure, error or xpass; when no worker is left
         (every NPU wedged, lost or unplaceable), the cases still waiting are ``not_run`` with the reasons.
         """
-        schedule = execute.Schedule(cases, self.settings, on_result, fail_fast)
+        schedule = execute.Schedule(cases, self.settings, on_result, fail_fast, self.target.get("accepted_modes"))
         depth = 1 if fail_fast else PIPELINE
         while True:
             now = time.monotonic()

@@ -3,7 +3,8 @@
 The rules of each operator are listed in its module (``ops/grad.py``) in the order the real stack checks
 them, so the first broken rule gives the case's status. A target is described by the rotary modes it
 implements, its chip (``targets``: the forward's A2/A3 rules differ) and the upstream build of its operators;
-a pass case whose (valid) mode the target lacks is skipped, and that is the only skip: a case that expects an
+a pass case whose (valid) mode the target lacks is skipped (unless the toolkit accepts it: ``execute.precheck``),
+and that is the only skip: a case that expects an
 error always runs. A case's expectation is written for the 950; ``on_chip`` says what it is on another chip,
 ``check_chip`` refuses a run of an operator its chip lacks.
 

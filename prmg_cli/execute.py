@@ -44,7 +44,7 @@ from .keymetric import key_metric
 from .results import CaseResult, plural
 from .sizes import element_count, storage_elements
 from .ops import OPERATORS
-from .vocab import DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
+from .vocab import DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # Device memory a case may leave taken beyond prmg's own buffers (a runtime's caches, a kernel binary loaded once)
@@ -102,8 +102,8 @@ def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
 
 def guarded(size: float) -> int:
     """The device bytes a buffer of ``size`` bytes takes with its guard zones: ``GUARD_BYTES`` before, the data
-    rounded up to ``GUARD_BYTES``, ``GUARD_BYTES`` after (``acl``)."""
-    return (2 + -(-int(size) // GUARD_BYTES)) * GUARD_BYTES
+    rounded up to ``DATA_ALIGN``, ``GUARD_BYTES`` after (``acl``)."""
+    return 2 * GUARD_BYTES + -(-int(size) // DATA_ALIGN) * DATA_ALIGN
 
 
 def memory_need(case: Case) -> tuple[int, int]:
@@ -134,11 +134,13 @@ def default_max_memory() -> int:
         return 8 << 30
 
 
-def precheck(case: Case, settings: RunSettings) -> CaseResult | None:
-    """The result of a case that must not run (a pass case of a mode the target lacks, a case over the
-    memory limit), else None."""
+def precheck(case: Case, settings: RunSettings, accepted: Sequence[int] | None = None) -> CaseResult | None:
+    """The result of a case that must not run (a pass case of a mode the target lacks and the toolkit does not accept
+    either, a case over the memory limit), else None. ``accepted``: the modes the toolkit's first phase accepts
+    (``AclSession.accepted_modes``; None when it cannot be asked): a toolkit that accepts a mode claims to implement
+    it, so the pass cases of that mode run and are judged, whatever ``--supported-modes`` says."""
     standard, _ = judging(case, settings)
-    reason = constraints.skip_reason(case, settings.supported_modes)
+    reason = constraints.skip_reason(case, settings.supported_modes | frozenset(accepted or ()))
     if reason:
         return case_result(case, "skipped", message=reason, standard=standard)
     if settings.max_memory is not None:
@@ -461,7 +463,8 @@ class Schedule:
     """
 
     def __init__(self, cases: Sequence[Case], settings: RunSettings,
-                 on_result: Callable[[int, CaseResult], None] | None = None, fail_fast: bool = False):
+                 on_result: Callable[[int, CaseResult], None] | None = None, fail_fast: bool = False,
+                 accepted: Sequence[int] | None = None):
         self.cases = cases
         self.settings = settings
         self.results: list[CaseResult | None] = [None] * len(cases)
@@ -470,7 +473,7 @@ class Schedule:
         self._fail_fast = fail_fast
         self._waiting: list[int] = []                  # case indices, in case order
         for index, case in enumerate(cases):
-            early = precheck(case, settings)
+            early = precheck(case, settings, accepted)
             if early is None:
                 self._waiting.append(index)
             else:
@@ -691,7 +694,7 @@ class Executor:
         ``fail_fast`` no case starts after the first failure, error or xpass. When every device is
         wedged, the cases still waiting get ``not_run`` results naming the wedged devices.
         """
-        schedule = Schedule(cases, self.settings, on_result, fail_fast)
+        schedule = Schedule(cases, self.settings, on_result, fail_fast, self.target.get("accepted_modes"))
         while True:
             for load in range(1 + (0 if fail_fast else self.QUEUED)):        # every worker one case first
                 for worker in self._workers:

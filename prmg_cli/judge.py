@@ -40,8 +40,9 @@ import numpy as np
 
 from . import balance, diagnosis, nonfinite, onepass
 from .defects import beyond
-from .case import Case, Expect
+from .case import CONTIGUOUS_STORAGE, Case, Expect
 from .dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
+from .inputs import Inputs
 from .ops import OPERATORS
 from .onepass import ONE_PASS
 from .reference import partners_alike
@@ -115,6 +116,9 @@ def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: M
             _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
         if verdict.status == "passed" and not verdict.warnings and partners_alike_warned(case, inputs):
             verdict.warnings.append(PARTNERS_ALIKE_WARNING)
+        if verdict.status == "passed" and not verdict.warnings and sign_hidden(case, inputs, *(
+                (standard, tolerance) if golden and case.golden else (ONE_PASS, {}))):
+            verdict.warnings.append(SIGN_HIDDEN_WARNING)
     elif (behaving := defect_behaviour(case, outcome)) is not None:
         _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
                             timings)
@@ -289,6 +293,54 @@ PARTNERS_ALIKE_WARNING = ("partners alike: sin is the same at both lanes of ever
                           "layout), so a kernel taking each element's own sin where its partner's belongs passes; "
                           "judge such a kernel with tables that differ between partners (uniform draws), or say why "
                           "this case needs them alike (partners_alike: REASON)")
+
+
+# A case whose own tolerance or values hide the sign of sin (a huge budget_scale or atol, sin tiny against the data)
+# passes a kernel that rotates the wrong way: it says so (``--strict`` fails it).
+SIGN_HIDDEN_WARNING = ("weak: a kernel with the sign of sin flipped (rotating the wrong way) passes this case: its "
+                       "tolerance or its values hide the sign; give it a tighter tolerance or values where sin matters")
+
+
+def sign_hidden(case: Case, inputs, standard: str, tolerance: Mapping[str, float] | None = None) -> bool:
+    """Whether a kernel flipping the sign of sin passes ``case`` on ``inputs`` by ``standard`` and ``tolerance``: the
+    result ``flipped_result`` judged by ``judge_result``, first on the rows of about ``onepass.FAST_MIN_ELEMENTS``
+    slice elements at the start (which decide for an ordinary case: the flip fails there), then, only when it passes
+    them, on the whole tensor. False for a call that computes nothing (an empty slice)."""
+    if OPERATORS[case.op].no_op(case):
+        return False
+    rows = math.prod(case.shape[:3])
+    first = min(rows, max(1, onepass.FAST_MIN_ELEMENTS // max(case.cos_shape[-1], 1)))
+    for count in dict.fromkeys((first, rows)):
+        cut, cut_inputs = (case, inputs) if count == rows else rows_case(case, inputs, np.arange(count))
+        if judge_result(cut, cut_inputs, flipped_result(cut, cut_inputs), standard, tolerance).status != "passed":
+            return False
+    return True
+
+
+def flipped_result(case: Case, inputs) -> np.ndarray:
+    """What a kernel that flips the sign of sin returns: ``inputs.dy`` with the golden of ``-sin`` in the slice, rounded
+    once to dy's dtype."""
+    start, end = (int(v) for v in case.partial_slice)
+    result = inputs.dy.copy()
+    with np.errstate(all="ignore"):
+        flipped = OPERATORS[case.op].golden_slice(inputs.dy, inputs.cos, -inputs.sin, case.rotary_mode, (start, end))
+        result[..., start:end] = rounded(flipped, inputs.dy.dtype)
+    return result
+
+
+def rows_case(case: Case, inputs: Inputs, rows: np.ndarray) -> tuple[Case, Inputs]:
+    """``case`` and ``inputs`` cut to the (b, s, n) rows ``rows``, laid out as ``(len(rows), 1, 1, D)`` with the
+    cos/sin row each uses (contiguous storage, judged against the golden)."""
+    index = np.unravel_index(rows, case.shape[:3])
+    tables = np.ravel_multi_index(tuple(np.where(np.array(case.cos_shape[:3])[:, None] == 1, 0, index)),
+                                  case.cos_shape[:3])
+    picked = (len(rows), 1, 1)
+    sub_case = replace(case, shape=picked + (case.shape[-1],), cos_shape=picked + (case.cos_shape[-1],),
+                       sin_shape=picked + (case.cos_shape[-1],), **CONTIGUOUS_STORAGE, checks=(), golden=True,
+                       known_defect=None, correctness_unchecked=None)
+    sub_inputs = Inputs(*(array.reshape(-1, array.shape[-1])[which].reshape(picked + (array.shape[-1],))
+                          for array, which in ((inputs.dy, rows), (inputs.cos, tables), (inputs.sin, tables))))
+    return sub_case, sub_inputs
 
 
 def partners_alike_warned(case: Case, inputs) -> bool:

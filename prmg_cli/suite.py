@@ -27,7 +27,7 @@ from .files import write_text
 from .outputs import listing
 from .progress import Progress
 from .results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
-from .standards import DEFAULT_STANDARD, check_standard
+from .standards import DEFAULT_STANDARD, check_standard, standard_of
 from .vocab import decimal, mode_list, parse_modes
 from .writes import same_file, write_stdout
 
@@ -60,12 +60,32 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
     warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
-                for text in (constraints.expectation_warning(case, modes), known_defect_warning(case)) if text]
+                for text in (constraints.expectation_warning(case, modes), known_defect_warning(case),
+                             weak_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
                f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
                f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
     return "\n".join(warnings + [summary])
+
+
+# The largest dy ``prmg validate`` makes inputs for to see whether a case is weak (``weak_warning``; 16 MiB of float32):
+# ``prmg run`` sees it in every case.
+VALIDATE_ELEMENTS = 1 << 22
+
+
+def weak_warning(case: Case) -> str | None:
+    """``judge.SIGN_HIDDEN_WARNING`` for a pass case (of at most ``VALIDATE_ELEMENTS`` elements) whose tolerance or
+    values hide the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden), else
+    None."""
+    from .inputs import make_inputs
+    from .judge import SIGN_HIDDEN_WARNING, sign_hidden
+
+    if not case.expect.success or case.known_defect or math.prod(case.shape) > VALIDATE_ELEMENTS:
+        return None
+    judged = (case.standard, case.tolerance) if case.golden else (None, ())
+    return SIGN_HIDDEN_WARNING if sign_hidden(case, make_inputs(case), standard_of(judged[0]), dict(judged[1])) \
+        else None
 
 
 def parse_size(text: str) -> int:

@@ -32,10 +32,12 @@ COVERAGE_FORMATS = ("table", "json", "markdown", "html")     # the pages of `prm
 DEFAULT_OP = "grad"         # the operator of a case that names none (ops.OPERATORS): the one under test
 DEFAULT_STANDARD = "default"        # what a case is judged by when neither it nor --standard names one (standards)
 DEFAULT_SUPPORTED_MODES = frozenset({ROTARY_MODES["interleave"]})   # without --supported-modes: today's kernel's
-# The runner's in-place contract: every device buffer sits between guard zones of GUARD_BYTES (its data 512-byte
-# aligned and rounded) filled with GUARD_FILL, and the workspace is filled with WORKSPACE_POISON before each
-# launch (0xFF bytes read as NaN in every float dtype).
-GUARD_BYTES = 512
+# The runner's in-place contract: every device buffer sits between guard zones of GUARD_BYTES (its data DATA_ALIGN-
+# byte aligned and rounded) filled with GUARD_FILL, and the workspace is filled with WORKSPACE_POISON before each
+# launch (0xFF bytes read as NaN in every float dtype). 32 KiB a side: a near overrun (a write a few cache lines or
+# a row past a buffer) lands in a zone prmg watches, not in memory no one does.
+GUARD_BYTES = 32 << 10
+DATA_ALIGN = 512
 GUARD_FILL = 0xA5
 WORKSPACE_POISON = 0xFF
 # The two phases of an aclnn call, in which an operator may refuse a case (``expect: {error, phase}``).

@@ -154,6 +154,19 @@ def test_write_past_end_is_caught_by_the_guard_zone(session, monkeypatch):
     assert outcome.contract_violations[0].startswith("guard zone after dy changed at byte +0")
 
 
+@pytest.mark.parametrize("shape", [(1, 2, 2, 64), (1, 1, 3, 1000)])
+def test_a_write_beyond_a_512_byte_guard_lands_in_one_of_32_kib(session, monkeypatch, shape):
+    """The kernel writes 576 bytes past dy (64 beyond the 512-byte zones of before): inside the zone after dy, every
+    side of every buffer 32 KiB, whatever the data's size (a 512 multiple or not)."""
+    assert acl.GUARD_BYTES >= 32 << 10
+    monkeypatch.setenv("PRMG_EMU_FAULT", "write_beyond_guard")
+    case = make_case(shape, (1, 1, 1, shape[-1]), (0, shape[-1]))
+    outcome = session.launch(case, random_inputs(case))
+    assert outcome.contract_violations == ("guard zone after dy changed at byte +576 (4 bytes, through +579)",)
+    monkeypatch.delenv("PRMG_EMU_FAULT")
+    assert session.launch(case, random_inputs(case)).contract_violations == ()
+
+
 def test_modified_cos_is_caught(session, monkeypatch):
     monkeypatch.setenv("PRMG_EMU_FAULT", "modify_cos")
     case = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))

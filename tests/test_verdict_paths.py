@@ -526,19 +526,38 @@ def test_validate_warns_when_the_phase_disagrees_with_the_model(tmp_path):
 
 
 def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
-    """And the toolkit is asked which modes it implements: when it accepts more than the target claims, the run
-    says so (on stderr and in the header)."""
-    env = {**stand_in, "PRMG_EMU_MODES": "0,1,2,3"}
+    """The toolkit implements interleave only, as the target says: every case of future_modes is skipped."""
     args = ("cases/future_modes.yaml", "--exclude-tag", "mode-unsupported", "--runner", "aclnn")
-    code, cases, summary, stderr = run_json(*args, env=env)
+    code, cases, summary, _ = run_json(*args, env=stand_in)
     assert code == 5 and summary["exit_code"] == 5 and summary["skipped"] == len(cases)
-    assert "the toolkit accepts half, quarter, interleave-half too: their pass cases are skipped " \
-           "(--supported-modes 0,1,2,3 runs them)" in stderr
-    assert summary["accepted_modes"] == [0, 1, 2, 3]
-    code, _, summary, _ = run_json(*args, "--strict", env=env)
+    assert summary["accepted_modes"] == [1]
+    code, _, summary, _ = run_json(*args, "--strict", env=stand_in)
     assert code == 1 and summary["exit_code"] == 1
-    out = prmg("run", *args, env=env)
+    out = prmg("run", *args, env=stand_in)
     assert out.returncode == 5 and "(every case was skipped)" in out.stdout
+
+
+MODES = """
+- {name: half_ok, shape: [1, 2, 2, 32], rotary_mode: half}
+- {name: quarter_ok, shape: [1, 2, 2, 32], rotary_mode: quarter}
+- {name: too_wide, shape: [1, 1, 1, 2048], partial_slice: [0, 64], expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}
+"""
+
+
+@pytest.mark.parametrize("toolkit, status", [({"PRMG_EMU_MODES": "0,1,2,3"}, "passed"),
+                                             ({"PRMG_EMU_FAULT": "accept_mode"}, "failed")])
+def test_pass_cases_of_a_mode_the_toolkit_accepts_run_though_the_target_lacks_it(stand_in, tmp_path, toolkit, status):
+    """A toolkit whose first phase accepts half and quarter claims to implement them: their pass cases run (with
+    --strict too), and pass on one that does (every mode implemented) or fail on one that computes them wrongly
+    (accept_mode: interleave's formula), beside a negative case that passes; the run says why on stderr."""
+    code, cases, summary, stderr = run_json(write(tmp_path, MODES), "--runner", "aclnn", "--strict",
+                                            env={**stand_in, **toolkit})
+    assert (code, summary["skipped"]) == (0 if status == "passed" else 1, 0)
+    assert (cases["half_ok"]["status"], cases["quarter_ok"]["status"], cases["too_wide"]["status"]) == \
+        (status, status, "passed")
+    assert summary["accepted_modes"] == [0, 1, 2, 3]
+    assert "the toolkit accepts half, quarter, interleave-half too: their pass cases run, since its first phase " \
+           "says it implements them (--supported-modes 0,1,2,3 says so as well)" in stderr
 
 
 # --- resume ----------------------------------------------------------------------------------------------
@@ -787,3 +806,44 @@ def test_a_user_error_exits_2_with_one_line(tmp_path):
 
     done = prmg_here("validate", write(tmp_path, "- {name: a, shape: [1, 1, 1, 8], standard: nope}\n"))
     assert done.returncode == 2 and done.stderr.startswith("prmg: error: ") and done.stderr.count("\n") == 1, done
+
+
+WEAK = """
+- {name: loose, shape: [1, 2, 4, 32], tolerance: {budget_scale: 1.0e9}}
+- {name: tiny_sin, shape: [1, 2, 4, 32], inputs: {sin: {uniform: [-1.0e-12, 1.0e-12]}}}
+- {name: classic_loose, shape: [1, 2, 4, 32], standard: allclose, tolerance: {atol: 10, rtol: 0}}
+- {name: big_tiny_sin, shape: [2, 64, 8, 64], inputs: {sin: {uniform: [-1.0e-12, 1.0e-12]}}}
+- {name: fine, shape: [1, 2, 4, 32]}
+- {name: big_fine, shape: [2, 64, 8, 64]}
+"""
+
+
+@pytest.mark.parametrize("fault", ["", "neg_sin"])
+def test_a_case_whose_tolerance_or_values_hide_the_sign_of_sin_is_weak(emulator, monkeypatch, tmp_path, fault):
+    """A kernel rotating the wrong way passes a case with a huge budget or allclose atol, or with sin tiny against
+    the data: validate and run say so (run: the vacuous warning where the unchanged input passes too, else the weak
+    one), --strict fails them; the ordinary cases get no warning and fail the flipped kernel."""
+    from prmg_cli.acl import AclSession
+    from prmg_cli.cases import load_cases
+    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.judge import SIGN_HIDDEN_WARNING
+    from prmg_cli.suite import validate_paths
+
+    path = write(tmp_path, WEAK)
+    said = validate_paths([str(path)], None)
+    assert [line.split("'")[1] for line in said.splitlines() if line.startswith("warning")] == \
+        ["loose", "tiny_sin", "classic_loose", "big_tiny_sin"]
+    assert f"case 'tiny_sin': {SIGN_HIDDEN_WARNING}" in said
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    with AclSession(emulator, 0) as session:
+        cases = load_cases([path])
+        results = {case.name: run_case(session, case, RunSettings(toolkit=emulator))[0] for case in cases}
+        strict = {case.name: run_case(session, case, RunSettings(toolkit=emulator, strict=True))[0].status
+                  for case in cases}
+    weak = {"loose", "tiny_sin", "classic_loose", "big_tiny_sin"}
+    assert {name for name, result in results.items() if result.status == "passed"} == \
+        (weak | {"fine", "big_fine"} if not fault else weak)
+    assert {name for name, result in results.items() if result.warnings} == weak
+    assert results["tiny_sin"].warnings == [SIGN_HIDDEN_WARNING] == results["big_tiny_sin"].warnings
+    assert results["loose"].warnings[0].startswith("vacuous: ")
+    assert all(strict[name] == "failed" for name in weak)

@@ -18,13 +18,13 @@ broadcast), at most three quarters of ``n``, then ``m`` seeded draws among the `
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
-from ..case import CONTIGUOUS_STORAGE, Case
+from ..case import Case
 from ..inputs import Inputs
+from ..judge import judge_result, rows_case
 from ..standards import over, within
 from .base import Check, CheckContext, CheckResult
 
@@ -78,8 +78,6 @@ def sampled_rows(case: Case, seed: int) -> tuple[np.ndarray, float]:
 
 def sample(context: CheckContext) -> CheckResult:
     """The sample check (module docstring): the ``default`` standard on sampled rows of the result."""
-    from ..judge import judge_result
-
     case, inputs, result = context.case, context.inputs, context.outcome.dy
     depth = case.shape[-1]
     rows, detect = sampled_rows(case, case.seed ^ 0x5A4D)
@@ -114,7 +112,6 @@ def unchanged_warning(case: Case, inputs: Inputs, result: np.ndarray) -> str:
     ``sample`` judges the result) -- every one of those a correct kernel must change, so it never gets the warning
     unless it changed nothing at all (``UNCHANGED_WARNING``)."""
     from ..dtypes import bits
-    from ..judge import judge_result
 
     start, end = (int(v) for v in case.partial_slice)
     changed = int(np.count_nonzero(bits(result[..., start:end]) != bits(inputs.dy[..., start:end])))
@@ -130,21 +127,6 @@ def unchanged_warning(case: Case, inputs: Inputs, result: np.ndarray) -> str:
             f"slice, fewer than the {must} the formula moves beyond their budget in the {len(rows)} sampled rows "
             f"alone; without the golden the checks cannot tell this from a kernel that does (nearly) nothing (judge "
             f"with the golden, or --strict)")
-
-
-def rows_case(case: Case, inputs: Inputs, rows: np.ndarray) -> tuple[Case, Inputs]:
-    """``case`` and ``inputs`` cut to the (b, s, n) rows ``rows``, laid out as ``(len(rows), 1, 1, D)`` with the
-    cos/sin row each uses."""
-    index = np.unravel_index(rows, case.shape[:3])
-    tables = np.ravel_multi_index(tuple(np.where(np.array(case.cos_shape[:3])[:, None] == 1, 0, index)),
-                                  case.cos_shape[:3])
-    picked = (len(rows), 1, 1)
-    sub_case = dataclasses.replace(case, shape=picked + (case.shape[-1],), cos_shape=picked + (case.cos_shape[-1],),
-                                   sin_shape=picked + (case.cos_shape[-1],), **CONTIGUOUS_STORAGE, checks=(),
-                                   golden=True, known_defect=None, correctness_unchecked=None)
-    sub_inputs = Inputs(*(array.reshape(-1, array.shape[-1])[which].reshape(picked + (array.shape[-1],))
-                          for array, which in ((inputs.dy, rows), (inputs.cos, tables), (inputs.sin, tables))))
-    return sub_case, sub_inputs
 
 
 CHECK = Check("sample", "the host reference on sampled rows (every row class the kernel tiles by, then seeded "

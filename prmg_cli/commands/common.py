@@ -13,8 +13,9 @@ OP_LIB = Option("op_lib", ("--op-lib",), None, "Load the operators from this lib
 SUPPORTED_MODES = Option(
     "supported_modes", ("--supported-modes",), None,
     "Rotary modes the target implements, e.g. 0,1,2,3 or half,interleave (default: interleave, like today's "
-    "kernel). Pass cases of other modes are skipped with a reason; cases that expect an error always run. The "
-    "emulator implements the modes named here.", "LIST", plugin=True)
+    "kernel). Pass cases of other modes are skipped with a reason, unless the toolkit's first phase accepts the mode "
+    "(then they run and are judged); cases that expect an error always run. The emulator implements the modes named "
+    "here.", "LIST", plugin=True)
 KEYWORD = Option("keyword", ("-k",), None, "Only cases whose name contains SUBSTRING.", "SUBSTRING")
 TAGS = Option("tags", ("--tag",), (), "Only cases with this tag (repeatable: any of them).", "WORD", list)
 EXCLUDE_TAGS = Option("exclude_tags", ("--exclude-tag",), (), "Leave out cases with this tag (repeatable).", "WORD",

@@ -232,8 +232,9 @@ def modes_note(info: RunInfo) -> str:
     accepted, target = set(info.accepted_modes), set(info.supported_modes)
     notes = []
     if accepted - target:
-        notes.append(f"the toolkit accepts {mode_list(accepted - target)} too: their pass cases are skipped "
-                     f"(--supported-modes {','.join(map(str, sorted(accepted | target)))} runs them)")
+        notes.append(f"the toolkit accepts {mode_list(accepted - target)} too: their pass cases run, since its first "
+                     f"phase says it implements them (--supported-modes {','.join(map(str, sorted(accepted | target)))} "
+                     f"says so as well)")
     if target - accepted:
         notes.append(f"the toolkit refuses {mode_list(target - accepted)}: their pass cases will fail")
     return "".join(f"; {note}" for note in notes)

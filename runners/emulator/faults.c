@@ -61,6 +61,7 @@ static const struct {
     {"cast_up", FAULT_CAST_UP},
     {"core_last_row", FAULT_CORE_LAST_ROW},
     {"leak_device_memory", FAULT_LEAK_DEVICE_MEMORY},
+    {"write_beyond_guard", FAULT_WRITE_BEYOND_GUARD},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

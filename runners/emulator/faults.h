@@ -67,6 +67,7 @@ enum {
     FAULT_CAST_UP,
     FAULT_CORE_LAST_ROW,
     FAULT_LEAK_DEVICE_MEMORY,
+    FAULT_WRITE_BEYOND_GUARD,
 };
 
 /* The faults each operator obeys. */

@@ -580,6 +580,19 @@ static int odd_launch(void)
 /* What each launch of the leak_device_memory fault takes of the device for good: 256 MiB. */
 #define LEAKED_PER_LAUNCH ((size_t)256 << 20)
 
+/* The write_beyond_guard fault: the 4 bytes BEYOND_GUARD past the end of dy's data (64 bytes beyond a 512-byte guard
+ * zone) get every bit inverted when they are inside a device allocation; outside every allocation the write is
+ * dropped, as on a device where it lands in memory no one watches. */
+#define BEYOND_GUARD 576
+static void write_beyond_guard(unsigned char *dy_end)
+{
+    unsigned char *past;
+    if (prmg_emu_device_range(dy_end + BEYOND_GUARD, 4, (void **)&past) != 0)
+        return;
+    for (int i = 0; i < 4; i++)
+        past[i] = (unsigned char)~past[i];
+}
+
 /* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
  * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
 static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
@@ -599,6 +612,7 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
             job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
                                           - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
+    unsigned char *const dy_device = dy->host;
     if (!map_tensor(OP, dy, "dy", dy_elements) || !map_tensor(OP, cos, "cos", element_count(cos))
         || !map_tensor(OP, sin, "sin", element_count(sin)))
         return;
@@ -613,6 +627,8 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
                        has_fault(faults, FAULT_NONDETERMINISTIC) && odd_launch()};
     rotary_kernel(dy, cos, sin, &work);
     apply_output_faults(job, faults);
+    if (has_fault(faults, FAULT_WRITE_BEYOND_GUARD))
+        write_beyond_guard(dy_device + element_count(dy) * element_size(dy->data_type));
 }
 
 EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
