@@ -18,6 +18,7 @@ from prmg_cli.execute import RunSettings, run_case
 from prmg_cli.results import CaseResult, ExitCode, exit_code, run_warnings, summary_line
 
 
+@pytest.mark.verdict
 def test_the_sign_test_and_its_false_alarm_rate():
     assert balance.ALONE == 30 and 2 * math.exp(-balance.ALONE / 2) < balance.FALSE_ALARM <= 2 * math.exp(-29 / 2)
     assert balance.chance(0, 0) == 1.0 and balance.chance(50, 50) == 1.0
@@ -35,6 +36,7 @@ def small(name: str, up: int, down: int, status: str = "passed", dtype: str = "f
     return CaseResult(name, status, op="grad", dtype=dtype, metrics={"balance_up": up, "balance_down": down})
 
 
+@pytest.mark.verdict
 def test_small_cases_are_pooled_per_operator_and_dtype():
     results = [small(f"c{i}", 8, 0) for i in range(4)] + [small("b", 8, 0, dtype="bfloat16"), small("big", 900, 0),
                                                           small("f", 8, 0, "failed")]

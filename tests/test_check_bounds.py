@@ -194,3 +194,45 @@ def test_determinism_allows_no_bit_of_difference(dtype):
 
     result = determinism(CheckContext(case, inputs, first, sometimes_flipped, {"repeat": 3}))
     assert not result.passed and result.metrics["determinism_mismatches"] == 1
+
+
+# --- without the golden: 'unchanged' (issue 34) ------------------------------------------------------------------------
+
+def test_unchanged_means_fewer_changed_elements_than_the_formula_moves_in_the_sampled_rows():
+    """Four rows, all sampled, two at RoPE position 0 (cos 1, sin 0): the formula moves ``must`` elements of the input
+    beyond their default budget; a result changing exactly ``must`` elements is a change, one changing ``must - 1``
+    is unchanged (a warning)."""
+    from prmg_cli.checks.sample import unchanged_warning
+    from test_standards import budget as default_budget
+
+    case = check_case("grad", 1, "float32", shape=(1, 2, 2, 16), piece=(0, 16), broadcast="BSND", rope=True, seed=9)
+    inputs = make_inputs(case)
+    grad = OPERATORS["grad"]
+    golden = grad.golden_slice(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16)).reshape(-1)
+    magnitude = grad.magnitude(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16)).reshape(-1)
+    moved = [abs(x - g) > default_budget(g, m, "float32")
+             for x, g, m in zip(inputs.dy.astype(np.float64).reshape(-1), golden, magnitude)]
+    must = sum(moved)
+    assert 1 < must < len(moved)
+    for changed, warned in ((must, False), (must - 1, True)):
+        result = inputs.dy.copy()
+        bits(result).reshape(-1)[:changed] ^= 1
+        assert bool(unchanged_warning(case, inputs, result)) == warned, changed
+
+
+# --- a wrong-result known defect's bounds (issue 34) -------------------------------------------------------------------
+
+def test_a_wrong_result_defect_holds_up_to_each_bound():
+    """Two wrong elements, 2 ulps and 1 ulp off, on odd lanes of rows 0 and 1 of two: max_error_ulp 2 and elements 2
+    hold (a bound is an allowed maximum), anything less does not; odd_lanes holds, even_lanes and last_row do not."""
+    from prmg_cli.defects import beyond
+
+    fmt = FLOAT_FORMATS["float32"]
+    golden = np.ones((1, 1, 2, 4))
+    actual = golden.copy()
+    actual[0, 0, 0, 1], actual[0, 0, 1, 3] = 1 + 2 * 2.0 ** -23, 1 + 2.0 ** -23
+    wrong = actual != golden
+    for bound, holds in ((("max_error_ulp", 2.0), True), (("max_error_ulp", math.nextafter(2.0, 0)), False),
+                         (("elements", 2), True), (("elements", 1), False), (("pattern", "odd_lanes"), True),
+                         (("pattern", "even_lanes"), False), (("pattern", "last_row"), False)):
+        assert (beyond([bound], actual, golden, wrong, fmt) == []) == holds, bound

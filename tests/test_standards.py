@@ -640,3 +640,80 @@ def test_the_emulators_clobber_row_end_fails_a_case_the_one_pass_judges(emulator
     assert (bits(outcome.dy) != bits(inputs.dy)).reshape(-1, 160)[-1, 144:].tolist() == [False] * 15 + [True]
     judged = judge(case, inputs, outcome)
     assert judged.status == "failed" and "outside the slice at d=159" in judged.message, judged.message
+
+
+# --- default: the error balance's counts (issue 34) on every path ------------------------------------------------------
+
+def balance_floor(dtype: str) -> float:
+    """The smallest |golden| whose error the balance counts, found from its rule: where the dtype's ulp is at least
+    2^24 times the budget's flush-to-zero term 4 * 2^-126, i.e. 2^-100 (0: everywhere, when even the ulp at 0 is)."""
+    fmt = FLOAT_FORMATS[dtype]
+    if fmt.smallest >= 2.0 ** -100:
+        return 0.0
+    exponent = fmt.min_exponent
+    while 2.0 ** (exponent - fmt.precision + 1) < 2.0 ** -100:
+        exponent += 1
+    return 2.0 ** exponent
+
+
+@pytest.mark.parametrize("specials", [False, True], ids=["plain", "with-specials"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials):
+    """Errors above and below the golden counted where |golden| >= the floor (an error at exactly the floor counts,
+    one just below does not), an exact element neither way, a right NaN or infinity never (with them the compiled
+    pass judges the chunk element by element): the same counts on every path."""
+    floor = balance_floor(dtype)
+    base = floor or 2.0 ** -20
+    tiny = float(FLOAT_FORMATS[dtype].smallest)
+    #         at the floor, up   just below it        exact         above 4 base, down   g = 0, up   g = 0, exact
+    dy = [base, base, 2 * base, 4 * base, 0.0, 0.0]
+    cos = [1.0, 1 - 2.0 ** -24, 1.0, 1 + 2.0 ** -23, 1.0, 1.0]          # the float32 numbers either side of 1
+    actual = [up(base, dtype), base, 2 * base, 4 * base, tiny, 0.0]
+    if specials:                               # NaN for NaN; an overflow to +inf that float32 gives too
+        big = float(rounded([0.9 * largest(dtype)], NUMPY[dtype]).astype(np.float64)[0])
+        dy, cos, actual = dy + [np.nan, np.nan, big, 0.0], cos + [1.0, 1.0, 2.0, 1.0], actual + [np.nan] * 2 + [np.inf, 0]
+    golden, actual_values = np.asarray(dy) * np.asarray(cos), np.asarray(actual)
+    counted = (np.abs(golden) >= floor) & np.isfinite(golden) & np.isfinite(actual_values)
+    expected = {"balance_up": int((counted & (actual_values > golden)).sum()),
+                "balance_down": int((counted & (actual_values < golden)).sum())}
+    assert expected == ({"balance_up": 1, "balance_down": 1} if floor else {"balance_up": 3, "balance_down": 1})
+    case, inputs = row(dtype, dy, cos=cos)
+    with np.errstate(all="ignore"):
+        judged = verdict(case, inputs, actual, "default", {"budget_scale": 3.0})
+        assert judged.status == "passed"
+        assert path == "whole" or proved(case, inputs, actual, {"budget_scale": 3.0})
+    assert {key: judged.metrics[key] for key in expected} == expected
+
+
+def test_error_balance_warns_of_errors_all_one_way_on_every_path(path):
+    """A float32 result rounded toward +inf: every element within budget, every inexact one above the golden."""
+    case = make_case((1, 1, 2, 64), (0, 64), dtype="float32", broadcast="BSND")
+    rng = np.random.default_rng(12)
+    inputs = Inputs(rounded(rng.uniform(-1, 1, case.shape), np.float32),
+                    *(rounded(rng.uniform(-1, 1, case.cos_shape), np.float32) for _ in "cs"))
+    golden = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, 1, (0, 64))
+    upward = golden.astype(np.float32)
+    low = upward.astype(np.float64) < golden
+    upward[low] = np.nextafter(upward[low], np.float32(np.inf))
+    judged = judge(case, inputs, Outcome(status=0, dy=upward))
+    assert judged.status == "passed" and judged.metrics["balance_down"] == 0 and judged.metrics["balance_up"] > 100
+    assert any(warning.startswith("biased: ") for warning in judged.warnings), judged.warnings
+    nearest = judge(case, inputs, Outcome(status=0, dy=golden.astype(np.float32)))
+    assert nearest.status == "passed" and not nearest.warnings
+
+
+def test_error_balance_sign_test_edges():
+    """n = 10000 counted errors: a lead of 540 is beyond chance (2 exp(-540^2 / 20000) < 1e-6), 538 is not; a case
+    of 29 counted errors is pooled with the run's other small cases, one of 30 is tested alone."""
+    from prmg_cli import balance
+    from prmg_cli.results import CaseResult
+
+    assert 2 * math.exp(-540 ** 2 / 20000) < 1e-6 < 2 * math.exp(-538 ** 2 / 20000)
+    assert balance.case_warning({"balance_up": 5270, "balance_down": 4730}).startswith("biased: 5270 of 10000 ")
+    assert balance.case_warning({"balance_up": 5269, "balance_down": 4731}) == ""
+    assert balance.case_warning({"balance_up": 30, "balance_down": 0}) and not balance.case_warning(
+        {"balance_up": 29, "balance_down": 0})
+    small = lambda name, up: CaseResult(name, "passed", op="grad", dtype="float32",
+                                        metrics={"balance_up": up, "balance_down": 0})
+    assert balance.pooled([small("a", 29), small("b", 29)])[0].startswith("biased (pooled over the 2 small ")
+    assert balance.pooled([small("a", 29), small("b", 30)]) == []     # b is no small case: a alone is too few

@@ -128,6 +128,7 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
     assert run_json(path, *EMU, "--check", "sample")[0] == 0
 
 
+@pytest.mark.verdict
 def test_sample_draws_every_row_class_the_kernel_tiles_by():
     """The first and last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of
     (b, s) units), the tail rows past the last full share, one row for each index of each table axis."""
@@ -792,15 +793,11 @@ def test_resume_trusts_only_verdicts_of_the_same_case_under_the_same_settings():
 
 
 @pytest.mark.verdict
-def test_a_user_error_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
-    from prmg_cli import cli
+def test_a_user_error_exits_2_with_one_line(tmp_path):
+    from conftest import prmg_here
 
-    monkeypatch.setattr(sys, "argv", ["prmg", "validate", str(write(tmp_path, "- {name: a, shape: [1, 1, 1, 8], "
-                                                                           "standard: nope}\n"))])
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    error = capsys.readouterr().err
-    assert exited.value.code == 2 and error.startswith("prmg: error: ") and error.count("\n") == 1, error
+    done = prmg_here("validate", write(tmp_path, "- {name: a, shape: [1, 1, 1, 8], standard: nope}\n"))
+    assert done.returncode == 2 and done.stderr.startswith("prmg: error: ") and done.stderr.count("\n") == 1, done
 
 
 WEAK = """
