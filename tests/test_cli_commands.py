@@ -276,4 +276,5 @@ def test_the_readme_example_case_file_runs_green(tmp_path):
     today = prmg("run", path, "--runner", "emulator")
     assert today.returncode == 5 and "SKIP 2 cases: rotary_mode half not supported by the target (supported: " \
                                      "interleave)" in today.stdout
-    assert "`SKIP 2 cases: rotary_mode half not supported by the target (supported: interleave)`" in " ".join(readme.split())
+    assert "`SKIP 2 cases: rotary_mode half not supported by the target (supported: interleave)`" \
+        in " ".join(readme.split())

@@ -76,7 +76,8 @@ def fit(rows: list[dict[str, str]], *, wide: bool = False, shared_candidates: tu
     ``shared_candidates``) a column with one value in every row are named on an ``all cases:`` line instead
     (wrapped to the width); then the steps of ``order`` are taken one by one until the table fits: a heading
     drops its column, ``ESSENTIALS`` cuts the metric to ``essentials``, ``SQUEEZE`` cuts the texts of the last
-    column (``screen.shorten``) to the room whole names leave, not below ``MIN_SQUEEZED``, ``SHORTEN`` starts shortening case names
+    column (``screen.shorten``) to the room whole names leave, not below ``MIN_SQUEEZED``, ``SHORTEN`` starts
+    shortening case names
     (``short_names``) to the room the other columns leave, never below ``MIN_NAME`` while a step remains
     (``SMALLEST_NAME`` after the last), keeping the words ``protect`` gives for a column that a step dropped
     (heading -> words, the most important first). ``wide`` keeps everything."""
