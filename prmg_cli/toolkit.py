@@ -475,15 +475,17 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     """Raise PrmgError, before any case runs, for what the emulator would refuse at every call, ignore or misread:
     an unknown fault of ``PRMG_EMU_FAULT`` (a comma list; each named); a ``PRMG_EMU_FAULT_SHAPE`` that is not
     ``B,S,N,D`` in the digits 0-9; a ``PRMG_EMU_DEVICES`` that is not a count from 0 to ``emulator_max_devices``
-    (the emulator reads ``2x`` as 1 and clamps more); a ``PRMG_EMU_MODES`` that is not a comma list of 0..3."""
+    (the emulator reads ``2x`` as 1 and clamps more); a ``PRMG_EMU_MODES`` that is not a comma list of 0..3; a
+    ``PRMG_EMU_FAULT_DEVICE`` that is no device id; a ``PRMG_EMU_DEVICE_MEMORY`` that is no byte count (with a K, M or
+    G suffix), which the emulator would take as its default."""
     named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]
     known = emulator_fault_names()
     unknown = [name for name in named if name not in known]
     if unknown:
         raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))} "
                         f"(known: {', '.join(known)})")
-    shape, devices, modes = (env.get(name, "") for name in ("PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES",
-                                                              "PRMG_EMU_MODES"))
+    shape, devices, modes, device, memory = (env.get(name, "") for name in (
+        "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_DEVICE_MEMORY"))
     if shape and not re.fullmatch(r"[0-9]+(,[0-9]+){3}", shape):
         raise PrmgError(f"PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got {shape!r}")
     most = emulator_max_devices()
@@ -491,6 +493,12 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
         raise PrmgError(f"PRMG_EMU_DEVICES must be a device count from 0 to {most}, got {devices!r}")
     if modes and not re.fullmatch(r"[0-3](,[0-3])*", modes):
         raise PrmgError(f"PRMG_EMU_MODES must be a comma list of the modes 0..3 (e.g. 0,1), got {modes!r}")
+    if device and not re.fullmatch(r"[0-9]{1,9}", device):
+        raise PrmgError(f"PRMG_EMU_FAULT_DEVICE must be a device id (digits 0-9), got {device!r}")
+    size = re.fullmatch(r"([0-9]{1,20})([KMG]?)", memory)
+    if memory and not (size and int(size[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[size[2]] < 2**64):
+        raise PrmgError(f"PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), "
+                        f"got {memory!r}")
 
 
 def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:

@@ -1096,6 +1096,9 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICES=65"], 2, "PRMG_EMU_DEVICES"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_MODES=1,2 "], 2,
      "PRMG_EMU_MODES must be a comma list of the modes 0..3 (e.g. 0,1), got '1,2 '"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_DEVICE=-1"], 2, "PRMG_EMU_FAULT_DEVICE"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICE_MEMORY=64GB"], 2,
+     "PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), got '64GB'"),
 ])
 def test_smaller_flag_and_variable_checks(tmp_path, args, code, fragment):
     """Issue 36's smaller list: each of these once wrapped, exited 0, or was ignored or misread."""
