@@ -99,8 +99,8 @@ def check_strength(case: dict, notes: list) -> None:
     for axis in blind:
         count = value.shape["BSN".index(axis)]
         hint = f"; give {per_request}" if axis == "B" and rope else ""
-        notes.append(f"warning: case '{case['name']}': cos and sin are the same for every {axis.lower()} ({axis} = {count}): a "
-                     f"kernel reading the first row for all of them (a broadcast fault) passes it{hint}")
+        notes.append(f"warning: case '{case['name']}': cos and sin are the same for every {axis.lower()} ({axis} = "
+                     f"{count}): a kernel reading the first row for all of them (a broadcast fault) passes it{hint}")
 
 
 def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:

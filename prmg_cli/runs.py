@@ -95,19 +95,16 @@ class Comparison:
 
     def fault_lines(self) -> list[str]:
         """One line per run whose cases emulator faults acted on: ``run B had emulator faults injected ...``."""
+        from .outputs.labels import first_names
+
         lines = []
         for run, faults in (("A", self.faults_a), ("B", self.faults_b)):
             if faults:
-                acted = "; ".join(f"{visible(fault)} on {plural(len(cases), 'case')} ({_first(cases)})"
+                acted = "; ".join(f"{visible(fault)} on {plural(len(cases), 'case')} ({first_names(cases, 3)})"
                                   for fault, cases in faults.items())
                 lines.append(f"run {run} had emulator faults injected (PRMG_EMU_FAULT): {acted}: its changes on those "
                              f"cases test prmg, not the operator")
         return lines
-
-
-def _first(names: list[str], count: int = 3) -> str:
-    """The first ``count`` of ``names``, then ``and N more``."""
-    return ", ".join(map(visible, names[:count])) + (f" and {len(names) - count} more" if len(names) > count else "")
 
 
 @dataclass

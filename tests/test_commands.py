@@ -144,13 +144,16 @@ def test_validate_counts_in_agreeing_words(tmp_path, capsys, monkeypatch, count,
     assert code == 0 and out.startswith(f"{words} ({count} expecting success, 0 expecting an error;")
 
 
-def test_the_readme_names_the_plugins_options_and_no_other():
-    """The pytest plugin's options are ``prmg run``'s marked ``plugin``: README's plugin section names each."""
+def test_the_docs_name_the_plugins_options_and_no_other():
+    """The pytest plugin's options are ``prmg run``'s marked ``plugin``: the plugin's section (docs/runners.md)
+    names each, and the README no other."""
     import re
 
     from conftest import ROOT
 
-    named = set(re.findall(r"--prmg-[a-z-]+[a-z]", (ROOT / "README.md").read_text()))
+    runners = (ROOT / "docs" / "runners.md").read_text()
+    section = runners[runners.index("## The pytest plugin"):runners.index("## NPU hosts")]
+    named = set(re.findall(r"--prmg-[a-z-]+[a-z]", section + (ROOT / "README.md").read_text()))
     assert named == {option.plugin_flag for option in run.OPTIONS if option.plugin}
 
 

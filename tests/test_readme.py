@@ -81,10 +81,24 @@ def command_groups() -> dict[str, list[str]]:
     return groups
 
 
+def readme_files() -> dict[str, str]:
+    """The README's ``yaml`` blocks that name their file on their first line (``# my_llama.yaml: ...``), by name:
+    its commands read them."""
+    files = {}
+    for block in (ROOT / "README.md").read_text().split("```yaml\n")[1:]:
+        text = block.split("```", 1)[0]
+        named = re.match(r"# ([\w.-]+\.yaml)\b", text)
+        if named:
+            files[named.group(1)] = text
+    return files
+
+
 @pytest.fixture
 def scratch(tmp_path) -> Path:
     shutil.copytree(ROOT / "cases", tmp_path / "cases")
     shutil.copytree(ROOT / "tests" / "data", tmp_path / "tests" / "data")
+    for name, text in readme_files().items():
+        (tmp_path / name).write_text(text)
     return tmp_path
 
 
@@ -107,6 +121,39 @@ def test_readme_and_help_examples_run_green(scratch, group):
         if result.returncode != 0 or "Traceback" in result.stderr:
             failures.append(f"{command}: exit {result.returncode}\n{result.stdout[-800:]}{result.stderr[-800:]}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_readmes_console_blocks_show_what_their_command_prints(scratch):
+    """Each ``console`` block of the README (``$ COMMAND``, then lines it prints; ``...`` stands for lines left out,
+    a line ending in `` ...`` for its rest) shows what the command prints: its fault-injection example fails as
+    shown."""
+    blocks = [block.split("```", 1)[0] for block in (ROOT / "README.md").read_text().split("```console\n")[1:]]
+    assert blocks
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    for block in blocks:
+        command, *shown = block.strip().splitlines()
+        assert command.startswith("$ ")
+        result = subprocess.run(["bash", "-c", command[2:]], cwd=scratch, env=env, capture_output=True, text=True,
+                                timeout=300)
+        printed = " ".join(result.stdout.split())
+        assert "Traceback" not in result.stderr and result.returncode in (0, 1), result.stderr
+        for line in shown:
+            if line != "...":
+                assert " ".join(line.removesuffix(" ...").split()) in printed, (line, result.stdout[-1500:])
+
+
+def test_the_readmes_model_modes_are_the_model_table():
+    """The README's table of model families: each model of ``models.MODELS`` with its rotary mode, and whether a
+    target of today's modes runs or skips its cases."""
+    from prmg_cli.models import MODELS
+    from prmg_cli.vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES
+
+    rows = re.findall(r"^\| (.+?) \| `([\w-]+)` \| (skips its cases|skips their cases|runs them) \|$",
+                      (ROOT / "README.md").read_text(), flags=re.M)
+    named = {model: (mode, verdict.split()[0]) for families, mode, verdict in rows
+             for model in re.findall(r"\(`([\w.]+)`\)", families)}
+    assert named == {model.name: (model.mode, "runs" if ROTARY_MODES[model.mode] in DEFAULT_SUPPORTED_MODES
+                                  else "skips") for model in MODELS}
 
 
 def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():

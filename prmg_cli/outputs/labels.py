@@ -116,10 +116,14 @@ def fault_cases(results: list[CaseResult]) -> dict[str, list[str]]:
     return cases
 
 
+def first_names(names: list[str], count: int = MAX_CASES_NAMED) -> str:
+    """The first ``count`` of ``names`` (made visible), then ``and N more``."""
+    return ", ".join(map(visible, names[:count])) + (f" and {len(names) - count} more" if len(names) > count else "")
+
+
 def _names(results: list[CaseResult]) -> str:
-    """The first ``MAX_CASES_NAMED`` case names, then ``and N more``."""
-    names = ", ".join(visible(result.name) for result in results[:MAX_CASES_NAMED])
-    return names + (f" and {len(results) - MAX_CASES_NAMED} more" if len(results) > MAX_CASES_NAMED else "")
+    """The first ``MAX_CASES_NAMED`` names of ``results``, then ``and N more``."""
+    return first_names([result.name for result in results])
 
 
 def fault_field(info: RunInfo, results: list[CaseResult] | None = None) -> tuple[str, str] | None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from ..coverage import run_line
 from ..ops import DEFAULT_OP
 from ..results import CaseResult, RunInfo, plural, run_warnings, summary_line, visible
-from .labels import (device_lines, diagnosis_lines, dtype_label, fault_lines, format_header, metric_label,
-                     ms_label, shape_label, slice_label, verdict_word)
+from .labels import (device_lines, diagnosis_lines, dtype_label, fault_lines, first_names, format_header,
+                     metric_label, ms_label, shape_label, slice_label, verdict_word)
 from .names import DTYPE_WORDS, MODE_WORDS, short_names
 from .screen import shorten, width as screen_width, wrap
 from ..vocab import ROTARY_MODES, broadcast_pattern, mode_label, mode_name
@@ -76,7 +76,8 @@ def fit(rows: list[dict[str, str]], *, wide: bool = False, shared_candidates: tu
     ``shared_candidates``) a column with one value in every row are named on an ``all cases:`` line instead
     (wrapped to the width); then the steps of ``order`` are taken one by one until the table fits: a heading
     drops its column, ``ESSENTIALS`` cuts the metric to ``essentials``, ``SQUEEZE`` cuts the texts of the last
-    column (``screen.shorten``) to the room whole names leave, not below ``MIN_SQUEEZED``, ``SHORTEN`` starts shortening case names
+    column (``screen.shorten``) to the room whole names leave, not below ``MIN_SQUEEZED``, ``SHORTEN`` starts
+    shortening case names
     (``short_names``) to the room the other columns leave, never below ``MIN_NAME`` while a step remains
     (``SMALLEST_NAME`` after the last), keeping the words ``protect`` gives for a column that a step dropped
     (heading -> words, the most important first). ``wide`` keeps everything."""
@@ -152,11 +153,6 @@ def _skip_reason(result: CaseResult) -> str:
     return result.message.replace(mode_label(code), _MODE) if code is not None else result.message
 
 
-def _named(names: list[str], count: int = 3) -> str:
-    """The first ``count`` of ``names``, then ``and N more``."""
-    return ", ".join(names[:count]) + (f" and {len(names) - count} more" if len(names) > count else "")
-
-
 def grouped_lines(results: list[CaseResult]) -> list[str]:
     """One line per reason for the cases skipped, xfailed or not run (without ``-v``, which gives each its own):
     ``SKIP 66 cases: rotary_mode half, quarter, interleave-half not supported by the target (...)``,
@@ -172,7 +168,7 @@ def grouped_lines(results: list[CaseResult]) -> list[str]:
     for (status, reason), members in groups.items():
         modes = dict.fromkeys(mode_name(member.rotary_mode) for member in members)
         said = visible(reason.replace(_MODE, ", ".join(modes)))
-        named = "" if status == "skipped" else f" ({_named([visible(member.name) for member in members])})"
+        named = "" if status == "skipped" else f" ({first_names([member.name for member in members], 3)})"
         lines.append(f"{verdict_word(members[0])} {plural(len(members), 'case')}{named}: {said}")
     return lines
 
