@@ -45,7 +45,7 @@ mutate: install
 lint: install
 	$(BIN)/python -m compileall -q prmg_cli tests
 	$(MAKE) -C runners/emulator lint
-	$(BIN)/python -m prmg_cli.native --lint
+	$(BIN)/python -c 'from prmg_cli import native; native.lint()'
 
 # The graph-mode shim (runners/geir/) against GE's public headers, syntax only: GE_INCLUDE names the folders to -I,
 # e.g. a CANN toolkit's compiler/include, or checkouts of github.com/hicann/ge and hicann/metadef (docs/runners.md).

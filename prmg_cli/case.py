@@ -1,11 +1,13 @@
 """The ``Case`` value -- one fully resolved test case -- and the values it holds: how a tensor's inputs are made,
 what the operator must return, the defect it is known to meet. The model floor: plain values, no numpy, read
-by every layer above (the loader ``cases`` makes them).
+by every layer above (the loader ``cases.loader`` makes them). And a case's sizes: the elements of a shape
+(``element_count``) and of a tensor's storage (``storage_elements``), Python integers of any size.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from .status import describe
 from .vocab import DEFAULT_GENERATOR, DEFAULT_OP, MODE_NAMES, SLICE, TENSORS
@@ -102,7 +104,7 @@ class Case:
     cos_dtype: str = "float32"
     sin_dtype: str = "float32"
     seed: int = 0
-    generator: str = DEFAULT_GENERATOR  # what draws the seeded inputs (vocab.GENERATORS, inputs.py)
+    generator: str = DEFAULT_GENERATOR  # what draws the seeded inputs (vocab.GENERATORS, inputs/seeded.py)
     dy_input: InputSpec = InputSpec()
     cos_input: InputSpec = InputSpec()
     sin_input: InputSpec = InputSpec()
@@ -153,3 +155,23 @@ class Case:
 
 # What a check's own launches reset: every tensor contiguous, at offset 0 (the probes' layout).
 CONTIGUOUS_STORAGE = {"dy_strides": None, "cos_strides": None, "sin_strides": None, "offsets": (0, 0, 0)}
+
+
+def element_count(shape: Sequence[int]) -> int:
+    """The number of elements of a tensor of ``shape`` (negative dims count as 0)."""
+    count = 1
+    for dim in shape:
+        count *= max(int(dim), 0)
+    return count
+
+
+def storage_elements(case: Case, tensor: str = "dy") -> int:
+    """The elements ``tensor``'s storage holds (``case.shape_of``, ``strides_of``, ``offset_of``): its offset, plus
+    its size for a contiguous view, or ``1 + sum((dim - 1) * stride)`` for a strided one (0 for an empty view)."""
+    shape, strides = case.shape_of(tensor), case.strides_of(tensor)
+    if strides is None:
+        reach = element_count(shape)
+    else:
+        reach = 0 if any(dim <= 0 for dim in shape) else \
+            1 + sum((dim - 1) * stride for dim, stride in zip(shape, strides))
+    return case.offset_of(tensor) + reach

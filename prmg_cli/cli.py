@@ -51,7 +51,7 @@ def main(*, restore: bool = False) -> None:
     outcome_final(False)
     import typer
 
-    from .app import Stopped, app
+    from .commands.app import Stopped, app
     from .results import ExitCode
 
     stopped_codes = {signal.SIGINT: ("interrupted", ExitCode.INTERRUPTED),

@@ -9,15 +9,19 @@ the check and the open cannot block either. Messages say what is wrong with the 
 Writers replace a regular file atomically (a temporary file in the same folder, then a rename), so a
 full disk never leaves half a file where a good one was; a device or a pipe is written in place
 without blocking on a pipe that has no reader.
+
+And prmg's own files: the C sources it ships (``emulator_sources``, ``geir_sources``: package data, or ``runners/``
+in a checkout) and the cache it builds them into (``emulator_cache_base``).
 """
 
 from __future__ import annotations
 
 import errno
+import importlib.resources
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .errors import PrmgError
@@ -265,3 +269,37 @@ def write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# prmg's own files: the shipped C sources and the cache they are built into
+
+def _shipped(package: str, checkout: str, marker: str, what: str) -> Path:
+    """The folder of shipped sources: package data ``package``, or ``runners/<checkout>`` in a checkout; PrmgError
+    when ``marker`` is not in it."""
+    try:
+        folder = Path(str(importlib.resources.files(package)))
+    except ModuleNotFoundError:
+        folder = Path(__file__).resolve().parent.parent / "runners" / checkout
+    if not (folder / marker).is_file():
+        raise PrmgError(f"{what} are missing (no {marker} in {folder}); reinstall prmg")
+    return folder
+
+
+def emulator_sources() -> Path:
+    """The folder holding the emulator's C sources (package data, or ``runners/emulator`` in a checkout)."""
+    return _shipped("prmg_cli.emulator_src", "emulator", "Makefile", "the emulator's sources")
+
+
+def geir_sources() -> Path:
+    """The folder holding the graph-mode shim and its C ABI header (package data, or ``runners/geir``)."""
+    return _shipped("prmg_cli.geir_src", "geir", "prmg_geir.h", "the graph-mode shim's sources")
+
+
+def emulator_cache_base(env: Mapping[str, str] | None = None) -> Path:
+    """Where built emulators live: $PRMG_EMULATOR_HOME, else $XDG_CACHE_HOME/prmg, else ~/.cache/prmg."""
+    env = os.environ if env is None else env
+    if env.get("PRMG_EMULATOR_HOME"):
+        return Path(env["PRMG_EMULATOR_HOME"]).expanduser()
+    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "prmg"

@@ -35,7 +35,7 @@ def pytest_addoption(parser) -> None:
     """``--prmg PATH`` and ``prmg run``'s options marked ``plugin`` (``commands.run.OPTIONS``) as ``--prmg-*``, with
     the same defaults and help."""
     from .commands.run import OPTIONS
-    from .options import add_plugin_options
+    from .commands.options import add_plugin_options
 
     group = parser.getgroup("prmg", "prmg: InplacePartialRotaryMulGrad cases as tests")
     group.addoption("--prmg", action="append", default=[], metavar="PATH",
@@ -47,7 +47,7 @@ def run_request(config):
     """The ``prmg run`` request of this session's ``--prmg-*`` options (``--prmg-devices``: the devices the xdist
     workers are spread over)."""
     from .commands.run import OPTIONS, Request
-    from .options import plugin_values
+    from .commands.options import plugin_values
 
     return Request(paths=tuple(config.getoption("prmg")), **plugin_values(config, OPTIONS))
 
@@ -60,7 +60,7 @@ def pytest_configure(config) -> None:
     missing = [path for path in paths if not os.path.exists(path)]
     if missing:
         raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
-    from .cases import case_files
+    from .cases.loader import case_files
 
     selected = {Path(os.path.abspath(file)) for file in case_files(paths)}
     config.stash[_ROOTS] = (selected, {folder for file in selected for folder in file.parents})
@@ -82,7 +82,7 @@ def pytest_ignore_collect(collection_path: Path, config):
 
 
 def pytest_collect_file(file_path: Path, parent):
-    """A case file ``prmg run`` reads for the --prmg paths (``cases.case_files``: the same files, each once)
+    """A case file ``prmg run`` reads for the --prmg paths (``loader.case_files``: the same files, each once)
     becomes a ``PrmgFile``."""
     selected = parent.config.stash.get(_ROOTS, None)
     if selected and file_path in selected[0]:
@@ -94,8 +94,8 @@ class PrmgFile(pytest.File):
     """One case file: its cases, loaded and validated as ``prmg run`` does."""
 
     def collect(self):
-        from .cases import load_cases, validate
-        from .suite import check_judged, checked_settings
+        from .cases.loader import load_cases, validate
+        from .commands.suite import check_judged, checked_settings
 
         settings = checked_settings(run_request(self.config))
         cases = load_cases([self.path])
@@ -186,7 +186,7 @@ class PrmgSession:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """The end lines (after pytest's own summary, whose hook runs after ``pytest_sessionfinish``)."""
-        from .outputs.labels import fault_lines
+        from .reports.outputs.labels import fault_lines
         from .results import run_warnings
 
         if self.results:
@@ -205,9 +205,9 @@ def _settings(config):
     ``prmg run``'s usage error and exit code."""
     if _SETTINGS not in config.stash:
         from .errors import PrmgError
-        from .execute import default_max_memory
+        from .device.execute import default_max_memory
         from .results import ExitCode
-        from .suite import settings_for
+        from .commands.suite import settings_for
 
         try:
             config.stash[_SETTINGS] = settings_for(run_request(config), max_memory=default_max_memory())
@@ -219,7 +219,7 @@ def _settings(config):
 def _run_info(config):
     """The session's ``results.RunInfo`` (``suite.run_info``: runner, faults...), made once."""
     if _INFO not in config.stash:
-        from .suite import run_info
+        from .commands.suite import run_info
 
         config.stash[_INFO] = run_info(_settings(config), ())
     return config.stash[_INFO]
@@ -229,8 +229,8 @@ def _get_executor(config):
     """This pytest process's one worker (started on first use), on the device its xdist id picks:
     worker ``gwK`` runs on device ``K mod len(--prmg-devices)``."""
     if _EXECUTOR not in config.stash:
-        from .execute import Executor
-        from .suite import device_list, parse_devices
+        from .device.execute import Executor
+        from .commands.suite import device_list, parse_devices
 
         request = run_request(config)
         settings = _settings(config)
@@ -254,7 +254,7 @@ def pytest_report_header(config) -> list[str]:
     faults injected, says so at its top as ``prmg run``'s report does."""
     if not config.getoption("prmg"):
         return []
-    from .outputs.labels import fault_field, runner_label
+    from .reports.outputs.labels import fault_field, runner_label
 
     info = _run_info(config)
     faults = fault_field(info)

@@ -1,4 +1,5 @@
-"""Result records, their statuses, the run's description, exit codes, and safe display of file text.
+"""Result records, their statuses, the run's description, exit codes, and safe display of file text and values
+(``visible``, ``json_safe``).
 
 One ``CaseResult`` per case is what every other part exchanges: workers send it to the parent, the
 results file holds one per line (each record tagged with ``SCHEMA``, so that other processes and later
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import html
+import math
 import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
@@ -102,7 +104,7 @@ class CaseResult:
     ``status`` is a key of ``STATUSES``; ``error_code`` the status the operator returned (None when it
     was not called); ``warnings`` what makes a passing case weak (e.g. its golden equals its input);
     ``timings`` milliseconds per stage; ``definition`` the case as a case-file mapping with its ``generator``
-    (``cases.case_record``; with ``source`` it reproduces the case: ``recorded_definition``); ``fingerprint``
+    (``loader.case_record``; with ``source`` it reproduces the case: ``recorded_definition``); ``fingerprint``
     a hash of that definition and its input files;
     ``judged_under`` a hash of the run's settings that the verdict depends on (``store.settings_key``);
     ``faults`` the emulator faults that acted on its launches (``[]`` for none or no launch, None when not
@@ -277,6 +279,22 @@ def run_warnings(results: Sequence[CaseResult]) -> list[str]:
     """The warnings of the run as a whole, not of one case: the error balance of the small cases pooled
     (``balance.pooled``). ``--strict`` fails the run on any (``exit_code``)."""
     return balance.pooled(results)
+
+
+def json_safe(value):
+    """``value`` with only JSON-representable parts: numpy scalars and arrays become Python values,
+    tuples become lists, and non-finite floats become the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):      # numpy scalar or array
+        return json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
 
 
 def plural(count: int, singular: str, many: str | None = None) -> str:

@@ -10,7 +10,7 @@ reports) takes these words from here, so that none of them imports another to le
 - The bytes of the runner's in-place contract: guard zones and workspace poison.
 - The phases of a call that may refuse a case: ``workspace`` (``...GetWorkspaceSize``) and ``launch``; in graph
   mode, the phases of GE's graph (``init``, ``build``, ``compile``, ``run``), of which build and compile refuse.
-- The generators that draw a case's seeded inputs (``inputs.py``), the default first.
+- The generators that draw a case's seeded inputs (``seeded.py``), the default first.
 - The defaults of a case and a run: the operator, the standard, the rotary modes the target implements.
 """
 
@@ -28,7 +28,7 @@ ACL_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRA
 TENSORS = ("dy", "cos", "sin")
 SLICE = "partial_slice"     # the attribute a case may pass as a NULL aclIntArray (``null: [partial_slice]``)
 NULLABLE = (*TENSORS, SLICE)        # what ``null`` may name, in the order of the operator's arguments
-COVERAGE_FORMATS = ("table", "json", "markdown", "html")     # the pages of `prmg coverage` (coverage_report)
+COVERAGE_FORMATS = ("table", "json", "markdown", "html")     # the pages of `prmg coverage` (coverage_pages)
 DEFAULT_OP = "grad"         # the operator of a case that names none (ops.OPERATORS): the one under test
 DEFAULT_STANDARD = "default"        # what a case is judged by when neither it nor --standard names one (standards)
 DEFAULT_SUPPORTED_MODES = frozenset({ROTARY_MODES["interleave"]})   # without --supported-modes: today's kernel's

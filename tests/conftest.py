@@ -39,7 +39,7 @@ def toolkit_environment_restored():
 @pytest.fixture(scope="session")
 def emulator(emulator_home):
     """The built emulator toolkit (kind "emulator")."""
-    from prmg_cli.toolkit import emulator_toolkit
+    from prmg_cli.device.toolkit import emulator_toolkit
 
     return emulator_toolkit()
 

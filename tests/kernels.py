@@ -1,6 +1,6 @@
 """A numpy model of the device kernel: a correct one and faulty variants, for testing the comparator.
 
-The model is written independently of ``prmg_cli.reference`` (its own lane map), so tests comparing
+The model is written independently of ``prmg_cli.ops.reference`` (its own lane map), so tests comparing
 the two are meaningful. Notation of ``shared/docs/operator.md``: ``g = dy[..., start:end]``, slice
 lane ``j`` (0-based at ``start``) gets::
 
@@ -148,7 +148,7 @@ def forward_lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np
     """``(layout, partner, sign)`` of the forward ``y = z*c + R(z)*s`` with ``z = x[layout]`` and
     ``R(z)[j] = sign[j] * z[partner[j]]``: half ``cat(-z2, z1)``, quarter the half rule on each half,
     interleave ``R(z)[2k] = -z[2k+1]``, ``R(z)[2k+1] = z[2k]``, interleave-half: z read as
-    ``cat(x[0::2], x[1::2])``, then the half rule (written independently of prmg_cli.reference)."""
+    ``cat(x[0::2], x[1::2])``, then the half rule (written independently of prmg_cli.ops.reference)."""
     lanes = np.arange(length)
     layout = np.concatenate([lanes[0::2], lanes[1::2]]) if mode == 3 else lanes
     if mode == 1:

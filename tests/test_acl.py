@@ -12,13 +12,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from prmg_cli import acl
-from prmg_cli.acl import AclError, AclSession
-from prmg_cli.cases import Case, Expect
+from prmg_cli.cases.loader import Case, Expect
+from prmg_cli.device import acl
+from prmg_cli.device.acl import AclError, AclSession
+from prmg_cli.device.toolkit import OP_SYMBOL, emulator_toolkit
 from prmg_cli.dtypes import bits
-from prmg_cli.inputs import Inputs
+from prmg_cli.inputs.seeded import Inputs
 from prmg_cli.ops import GRAD
-from prmg_cli.toolkit import OP_SYMBOL, emulator_toolkit
 
 NUMPY = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
@@ -127,7 +127,7 @@ def test_rows_sharing_storage_are_compared_on_the_storage(session):
     inputs = random_inputs(case)
     outcome = session.launch(case, inputs)
     assert outcome.status == 561000 and outcome.dy_changed is False
-    from prmg_cli.judge import judge
+    from prmg_cli.judging.judge import judge
     assert judge(case, inputs, outcome).status == "passed"
 
 
@@ -359,10 +359,10 @@ int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t size, void *e
 STAND_IN_SCRIPT = r"""
 import json, sys
 import numpy as np
-from prmg_cli.acl import AclSession, probe
-from prmg_cli.cases import Case
-from prmg_cli.inputs import Inputs
-from prmg_cli.toolkit import find_toolkit
+from prmg_cli.device.acl import AclSession, probe
+from prmg_cli.case import Case
+from prmg_cli.inputs.seeded import Inputs
+from prmg_cli.device.toolkit import find_toolkit
 
 toolkit = find_toolkit()
 rng = np.random.default_rng(1)

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from prmg_cli import balance
-from prmg_cli.acl import AclSession
-from prmg_cli.cases import load_cases
-from prmg_cli.execute import RunSettings, run_case
+from prmg_cli.cases.loader import load_cases
+from prmg_cli.device.acl import AclSession
+from prmg_cli.device.execute import RunSettings, run_case
 from prmg_cli.results import CaseResult, ExitCode, exit_code, run_warnings, summary_line
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import prmg
-from prmg_cli import provenance, runs
+from prmg_cli.device import provenance
+from prmg_cli.reports import compare
 from prmg_cli.results import CaseResult
 
 CASES = """
@@ -69,45 +70,45 @@ def test_compare_of_equal_runs_is_clean(tmp_path):
 def test_precision_drift_of_a_correctly_rounded_kind_is_seen_beyond_the_rounding():
     """A bfloat16 result's err/budget stays near 1 whatever the kernel does within budget; what it takes beyond
     the output's rounding (``beyond_rounding``, the default standard's drift metric) is what moves."""
-    drifted = runs.compare({"x": result("x", ratio=0.0)}, {"x": result("x", ratio=0.3)})
+    drifted = compare.compare({"x": result("x", ratio=0.0)}, {"x": result("x", ratio=0.3)})
     assert [(c.category, c.before, c.after) for c in drifted.changes] == [("precision drift", "0", "0.3")]
     assert "beyond_rounding rose" in drifted.changes[0].detail
-    assert not runs.compare({"x": result("x", ratio=0.0)}, {"x": result("x", ratio=0.04)}).changes
+    assert not compare.compare({"x": result("x", ratio=0.0)}, {"x": result("x", ratio=0.04)}).changes
 
 
 @pytest.mark.verdict
 def test_compare_summary_counts_in_plural_words():
     before = {name: result(name) for name in ("x", "y", "z")}
     after = {"x": result("x", "failed"), "y": result("y", "failed"), "z": result("z", "skipped")}
-    summary = runs.render(runs.compare(before, after)).splitlines()[-1]
+    summary = compare.render(compare.compare(before, after)).splitlines()[-1]
     assert summary == "3 regressions (2 new failures, 1 verdict lost); 0 fixed; 3 cases in A, 3 in B"
-    one = runs.render(runs.compare({"x": result("x")}, {"x": result("x", "failed")})).splitlines()[-1]
+    one = compare.render(compare.compare({"x": result("x")}, {"x": result("x", "failed")})).splitlines()[-1]
     assert one == "1 regression (1 new failure); 0 fixed; 1 case in A, 1 in B"
 
 
 def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
-    assert runs.time_drift([1.0, 1.0], [2.5, 2.5], 0.05) == ""           # two timings: not judged below 3x
-    assert runs.time_drift([1.0, 1.02, 0.98], [1.05, 1.03, 1.07], 0.05) == ""
-    assert "median kernel time 1 -> 1.5 ms" in runs.time_drift([1.0, 1.02, 0.98], [1.5, 1.52, 1.48], 0.05)
-    assert runs.time_drift([1.0, 1.5, 0.5], [1.6, 2.0, 1.2], 0.05) == ""   # a noisy baseline hides it
+    assert compare.time_drift([1.0, 1.0], [2.5, 2.5], 0.05) == ""           # two timings: not judged below 3x
+    assert compare.time_drift([1.0, 1.02, 0.98], [1.05, 1.03, 1.07], 0.05) == ""
+    assert "median kernel time 1 -> 1.5 ms" in compare.time_drift([1.0, 1.02, 0.98], [1.5, 1.52, 1.48], 0.05)
+    assert compare.time_drift([1.0, 1.5, 0.5], [1.6, 2.0, 1.2], 0.05) == ""   # a noisy baseline hides it
 
 
 def test_one_timing_per_case_shows_a_slow_path_past_a_wide_bound():
     """Issue 32: an ordinary run times each case once, and a slow path of 25 ms against 0.05 ms (500x) passed
     unreported as "not judged for time". With fewer than 3 timings a rise past 3x *and* 1 ms is a drift."""
-    assert "kernel time 0.05 -> 25 ms (500x, past 3x and 1 ms" in runs.time_drift([0.05], [25.0], 0.05)
-    assert runs.time_drift([0.2], [1.0], 0.05) == ""                       # 5x, but 0.8 ms: noise of one timing
-    assert runs.time_drift([2.0], [5.9], 0.05) == ""                       # 3.9 ms more, but under 3x
-    slow = runs.compare({"x": result("x", kernel_ms=0.05, runner="aclnn")},
+    assert "kernel time 0.05 -> 25 ms (500x, past 3x and 1 ms" in compare.time_drift([0.05], [25.0], 0.05)
+    assert compare.time_drift([0.2], [1.0], 0.05) == ""                       # 5x, but 0.8 ms: noise of one timing
+    assert compare.time_drift([2.0], [5.9], 0.05) == ""                       # 3.9 ms more, but under 3x
+    slow = compare.compare({"x": result("x", kernel_ms=0.05, runner="aclnn")},
                         {"x": result("x", kernel_ms=25.0, runner="aclnn")})
     assert [change.category for change in slow.regressions] == ["time drift"]
-    assert not runs.compare({"x": result("x", kernel_ms=0.05, runner="emulator")},
+    assert not compare.compare({"x": result("x", kernel_ms=0.05, runner="emulator")},
                             {"x": result("x", kernel_ms=25.0, runner="emulator")}).changes    # host timings
 
 
 def judged_file(path: Path, settings: dict, *records: CaseResult) -> Path:
     """A results file of one run judged under ``settings`` (its run record's) holding ``records``."""
-    from prmg_cli import store
+    from prmg_cli.reports import store
 
     run = store.RunRecord("r" * 32, "", [record.name for record in records], settings, {})
     path.write_bytes(b"".join(store.encode(item) for item in (run, *(replace(r, run_id="r" * 32) for r in records))))
@@ -128,14 +129,14 @@ def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_fir
                            definition={"inputs": {"sin": {"uniform": [0, 0]}}}),
                     result("loosened", standard="allclose", fingerprint="f2", metrics={"max_tol_ratio": 0.5}),
                     result("only_b", "failed", standard="allclose", metrics={"max_tol_ratio": 9.0}))
-    text, code = runs.compare_files(str(a), str(b), "json")
+    text, code = compare.compare_files(str(a), str(b), "json")
     changes = {change["name"]: change for change in json.loads(text)["changes"]}
     assert code == 1 and {name: change["category"] for name, change in changes.items()} == {
         "weakened": "not comparable", "loosened": "not comparable", "only_b": "new failure", "same": "only in A"}
     assert changes["weakened"]["detail"] == "its definition changed (inputs)"
     assert changes["loosened"]["detail"] == ("judged under other settings: standard default -> allclose; --standard "
                                              "none -> allclose")
-    text, code = runs.compare_files(str(a), str(b), "json", allow_changed=True)
+    text, code = compare.compare_files(str(a), str(b), "json", allow_changed=True)
     document = json.loads(text)
     assert [(c["category"], c["name"]) for c in document["changes"]][:4] == [
         ("new failure", "only_b"), ("not comparable", "loosened"), ("not comparable", "weakened"),
@@ -148,7 +149,7 @@ def test_a_weakened_case_is_not_comparable_end_to_end(tmp_path, emulator, monkey
     """The issue's own example through real runs: a sign-wrong kernel fails the case in A; B sets sin to 0, where no
     sign can be wrong, and passes. That was a fix, exit 0; now the case is not comparable."""
     from prmg_cli.commands.run import Request
-    from prmg_cli.suite import run_suite
+    from prmg_cli.commands.suite import run_suite
 
     case = "- {name: w, shape: [1, 2, 2, 16], partial_slice: [0, 16]}\n"
     weakened = case.replace("}\n", ", inputs: {sin: {uniform: [0, 0]}}}\n")
@@ -157,7 +158,7 @@ def test_a_weakened_case_is_not_comparable_end_to_end(tmp_path, emulator, monkey
         (tmp_path / f"{name}.yaml").write_text(text)
         run_suite(Request(paths=(str(tmp_path / f"{name}.yaml"),), runner="emulator",
                           results=str(tmp_path / f"{name}.jsonl"), report=("json:/dev/null",)))
-    text, code = runs.compare_files(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "json")
+    text, code = compare.compare_files(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "json")
     (change,) = json.loads(text)["changes"]
     assert code == 1 and (change["category"], change["before"], change["after"]) == ("not comparable", "failed",
                                                                                       "passed")
@@ -350,8 +351,8 @@ def test_without_the_golden_a_pair_that_does_nearly_nothing_is_red_and_named(tmp
 def test_a_slice_changed_less_than_the_formula_changes_the_sampled_rows_is_unchanged():
     """The rule alone: one element moved is no change where the formula moves hundreds in the sampled rows; a result
     that changes what the formula changes is one."""
-    from prmg_cli.checks.sample import unchanged_warning
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.judging.checks.sample import unchanged_warning
+    from prmg_cli.inputs.seeded import make_inputs
     from test_checks import make_case
     from kernels import correct_kernel
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from prmg_cli.cases import (NAME_PATTERN, Case, Expect, InputSpec, case_to_dict, load_cases,
-                            sanitise_name, select, validate)
+from prmg_cli.cases.loader import (NAME_PATTERN, Case, Expect, InputSpec, case_to_dict, load_cases, sanitise_name,
+                                   select, validate)
 from prmg_cli.errors import PrmgError
 
 DATA = Path(__file__).parent / "data"

@@ -11,14 +11,14 @@ import math
 import numpy as np
 import pytest
 
-from prmg_cli.acl import Outcome
-from prmg_cli.checks import CheckContext
-from prmg_cli.checks.adjoint import adjoint
-from prmg_cli.checks.determinism import determinism
-from prmg_cli.checks.roundtrip import roundtrip
-from prmg_cli.checks.sample import sample
+from prmg_cli.device.acl import Outcome
 from prmg_cli.dtypes import FLOAT_FORMATS, bits
-from prmg_cli.inputs import make_inputs
+from prmg_cli.inputs.seeded import make_inputs
+from prmg_cli.judging.checks import CheckContext
+from prmg_cli.judging.checks.adjoint import adjoint
+from prmg_cli.judging.checks.determinism import determinism
+from prmg_cli.judging.checks.roundtrip import roundtrip
+from prmg_cli.judging.checks.sample import sample
 from prmg_cli.ops import OPERATORS
 from test_checks import ModelSession
 from test_checks import make_case as check_case
@@ -202,7 +202,7 @@ def test_unchanged_means_fewer_changed_elements_than_the_formula_moves_in_the_sa
     """Four rows, all sampled, two at RoPE position 0 (cos 1, sin 0): the formula moves ``must`` elements of the input
     beyond their default budget; a result changing exactly ``must`` elements is a change, one changing ``must - 1``
     is unchanged (a warning)."""
-    from prmg_cli.checks.sample import unchanged_warning
+    from prmg_cli.judging.checks.sample import unchanged_warning
     from test_standards import budget as default_budget
 
     case = check_case("grad", 1, "float32", shape=(1, 2, 2, 16), piece=(0, 16), broadcast="BSND", rope=True, seed=9)
@@ -225,7 +225,7 @@ def test_unchanged_means_fewer_changed_elements_than_the_formula_moves_in_the_sa
 def test_a_wrong_result_defect_holds_up_to_each_bound():
     """Two wrong elements, 2 ulps and 1 ulp off, on odd lanes of rows 0 and 1 of two: max_error_ulp 2 and elements 2
     hold (a bound is an allowed maximum), anything less does not; odd_lanes holds, even_lanes and last_row do not."""
-    from prmg_cli.defects import beyond
+    from prmg_cli.judging.defects import beyond
 
     fmt = FLOAT_FORMATS["float32"]
     golden = np.ones((1, 1, 2, 4))

@@ -15,14 +15,14 @@ import pytest
 
 from conftest import ROOT
 from prmg_cli import balance
-from prmg_cli.acl import AclSession
-from prmg_cli.cases import parse_document
-from prmg_cli.geir import GeirSession
-from prmg_cli.runners.geir import with_graph_mode
-from prmg_cli.checks import CHECKS, CheckContext, run_checks
-from prmg_cli.inputs import make_inputs
-from prmg_cli.judge import judge
-from prmg_cli.toolkit import emulator_fault_names
+from prmg_cli.cases.loader import parse_document
+from prmg_cli.device.acl import AclSession
+from prmg_cli.device.geir import GeirSession
+from prmg_cli.device.runners.geir import with_graph_mode
+from prmg_cli.device.toolkit import emulator_fault_names
+from prmg_cli.inputs.seeded import make_inputs
+from prmg_cli.judging.checks import CHECKS, CheckContext, run_checks
+from prmg_cli.judging.judge import judge
 
 CASES = """
 - {name: grad_tiles, shape: [2, 3, 41, 134], broadcast: 1S1D, partial_slice: [7, 107]}

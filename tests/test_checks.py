@@ -1,4 +1,4 @@
-"""The golden-free checks (prmg_cli/checks.py) against numpy kernel models of both operators: they never
+"""The golden-free checks (prmg_cli/judging/checks.py) against numpy kernel models of both operators: they never
 fail correct kernels (plain or fused multiply-add), and each catches the faults only it can see."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from kernels import correct_kernel, faulty_kernel, forward_kernel
-from prmg_cli.acl import Outcome
-from prmg_cli.cases import Case, InputSpec
-from prmg_cli.checks import CheckContext
-from prmg_cli.checks.adjoint import adjoint
-from prmg_cli.checks.determinism import determinism
-from prmg_cli.checks.roundtrip import roundtrip
-from prmg_cli.inputs import make_inputs
-from prmg_cli.judge import judge
+from prmg_cli.cases.loader import Case, InputSpec
+from prmg_cli.device.acl import Outcome
+from prmg_cli.inputs.seeded import make_inputs
+from prmg_cli.judging.checks import CheckContext
+from prmg_cli.judging.checks.adjoint import adjoint
+from prmg_cli.judging.checks.determinism import determinism
+from prmg_cli.judging.checks.roundtrip import roundtrip
+from prmg_cli.judging.judge import judge
 from prmg_cli.vocab import broadcast_shape
 
 pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
@@ -142,8 +142,8 @@ def test_a_check_that_cannot_run_says_why():
 
 def test_a_check_marked_first_runs_right_after_the_main_launch(monkeypatch):
     """``Check.first`` orders the checks (determinism's repeats must follow the main launch directly), not a name."""
-    from prmg_cli import checks
-    from prmg_cli.checks import Check, CheckResult, run_checks
+    from prmg_cli.judging import checks
+    from prmg_cli.judging.checks import Check, CheckResult, run_checks
 
     def toy(name, first):
         return Check(name, "a toy check", lambda context: CheckResult(name), f"{name}_ratio", str, lambda m: None,

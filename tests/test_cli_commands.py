@@ -40,8 +40,8 @@ def test_every_broken_file_is_one_line_naming_the_file_and_exit_2(path, capsys, 
 
 
 def test_validate_names_every_broken_file_and_case_in_one_pass(capsys, monkeypatch, tmp_path):
-    from prmg_cli.cases import check_files
-    from prmg_cli.constraints import DEFAULT_SUPPORTED_MODES
+    from prmg_cli.cases.loader import check_files
+    from prmg_cli.ops.constraints import DEFAULT_SUPPORTED_MODES
 
     two = tmp_path / "two.yaml"
     two.write_text("- {name: ok, shape: [1, 1, 1, 8]}\n- {name: bad_dtype, shape: [1, 1, 1, 8], dtype: fp8}\n"
@@ -158,11 +158,12 @@ def test_doctor_says_what_it_found(emulator):
 
 
 def test_doctor_lists_every_emulator_fault_and_variable_from_the_emulators_readme():
-    from prmg_cli import doctor, toolkit
+    from prmg_cli.commands import doctor_findings
+    from prmg_cli.device import toolkit
 
     names = toolkit.emulator_fault_names()                       # faults.c's table
     assert set(toolkit.emulator_fault_effects()) == set(names)   # the README describes each, and no other
-    lines = doctor.emulator_lines({"PRMG_EMU_FAULT": "sign"})
+    lines = doctor_findings.emulator_lines({"PRMG_EMU_FAULT": "sign"})
     listed = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")
               and ":" not in line.split()[0]]
     assert listed == list(names)
@@ -192,15 +193,15 @@ def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):
 def test_the_whole_process_bench_times_real_prmg_runs_and_judges_the_targets(monkeypatch):
     """``prmg bench --host``'s small-case measure runs ``prmg run`` processes on its generated files (here of
     2 and 1 cases, once after a warm-up; the verdicts are test_reference's)."""
-    from prmg_cli import hostbench
+    from prmg_cli.commands import bench_host
 
-    monkeypatch.setattr(hostbench, "SMALL_RUNS", (2, 1))
-    found = hostbench.run_whole_process_bench(repeat=1, counts=hostbench.SMALL_RUNS, imports=False)
+    monkeypatch.setattr(bench_host, "SMALL_RUNS", (2, 1))
+    found = bench_host.run_whole_process_bench(repeat=1, counts=bench_host.SMALL_RUNS, imports=False)
     runs = found["runs"]
     assert [run["exit_codes"] for run in runs.values()] == [[0], [0]]
     assert 0 < runs["1"]["wall_s"] and runs["2"]["per_case_ms"] == pytest.approx(runs["2"]["wall_s"] / 2 * 1e3)
-    assert "   2 cases:" in hostbench.format_whole_process_bench(found)
-    assert hostbench.pipeline_verdicts([], found)[0].startswith("whole process, 2 small cases: ")
+    assert "   2 cases:" in bench_host.format_whole_process_bench(found)
+    assert bench_host.pipeline_verdicts([], found)[0].startswith("whole process, 2 small cases: ")
 
 
 def test_dump_golden_matches_an_independent_float64_computation(tmp_path):

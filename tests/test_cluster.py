@@ -291,7 +291,7 @@ def test_cluster_usage_errors_are_one_line(suite):
 
 @pytest.mark.parametrize("address", ["", " ", "ray://", "ray:///", "host", "host:99999", "http://host:1"])
 def test_an_address_ray_cannot_take_is_refused_before_ray_is_asked(address):
-    from prmg_cli.cluster import _endpoint
+    from prmg_cli.device.cluster import _endpoint
 
     with pytest.raises(PrmgError) as caught:
         _endpoint(address)
@@ -319,7 +319,7 @@ def test_a_listener_that_is_not_ray_is_refused_in_one_line_before_ray_is_importe
     server speak gRPC, HTTP/2 underneath: what answers HTTP/2's greeting with a SETTINGS frame passes."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from prmg_cli import cluster
+    from prmg_cli.device import cluster
 
     web = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     threading.Thread(target=web.serve_forever, daemon=True).start()
@@ -351,7 +351,7 @@ def test_an_empty_cluster_address_is_an_error_not_a_local_run(suite):
 
 
 def test_the_actors_get_the_toolkit_choice_from_the_driver_only():
-    from prmg_cli.cluster import forwarded_env
+    from prmg_cli.device.cluster import forwarded_env
 
     env = {"ASCEND_HOME_PATH": "/opt/cann", "ASCEND_RT_VISIBLE_DEVICES": "3", "PRMG_EMU_FAULT": "crash",
            "PRMG_EMULATOR_HOME": "/cache", "LD_LIBRARY_PATH": "/lib", "HOME": "/root", "PRMG_CLUSTER_ENV": "LD_LIBRARY_PATH"}
@@ -362,8 +362,8 @@ def test_the_actors_get_the_toolkit_choice_from_the_driver_only():
 
 
 def test_a_case_given_back_returns_to_its_place_in_case_order():
-    from prmg_cli.cases import Case
-    from prmg_cli.execute import RunSettings, Schedule
+    from prmg_cli.cases.loader import Case
+    from prmg_cli.device.execute import RunSettings, Schedule
 
     cases = [Case(name=f"x{i}", source="t", shape=(1, 1, 2, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
                   partial_slice=(0, 8)) for i in range(4)]
@@ -378,7 +378,7 @@ def test_sigterm_during_a_ray_wait_stays_a_termination():
     executor's wait gives back suite's Terminated, so that SIGTERM is reported as such (exit 143)."""
     import signal
 
-    from prmg_cli.cluster import _wait
+    from prmg_cli.device.cluster import _wait
     from prmg_cli.errors import Terminated, on_stop
 
     class RayLike:

@@ -10,11 +10,12 @@ import types
 
 import pytest
 
-from prmg_cli import checks, commands
-from prmg_cli.checks import CheckOption
+from prmg_cli import commands
 from prmg_cli.commands import run
+from prmg_cli.commands.options import Option, add_plugin_options, request_type
 from prmg_cli.errors import PrmgError
-from prmg_cli.options import Option, add_plugin_options, request_type
+from prmg_cli.judging import checks
+from prmg_cli.judging.checks import CheckOption
 from test_cli_commands import run_in_process
 
 
@@ -79,7 +80,7 @@ def toy_check_option(monkeypatch):
 def test_a_checks_option_is_a_run_flag_a_setting_and_a_plugin_flag(toy_check_option, capsys, monkeypatch):
     """The check declares its option once: ``prmg run --toy-level``, the request's default, its bounds when the
     settings are built, and ``--prmg-toy-level`` of the pytest plugin all come from that declaration."""
-    from prmg_cli.suite import settings_for
+    from prmg_cli.commands.suite import settings_for
 
     module = toy_check_option
     assert module.Request(paths=()).toy_level == 3
@@ -105,7 +106,7 @@ def test_run_options_are_checked_once_when_the_settings_are_built():
     """``settings_for`` is the one place a run's options become settings: --standard, --repeat, --check,
     --timeout and --max-timeouts are refused there with the option's name (--no-golden is held to the cases'
     checks once they are known: ``suite.check_judged``)."""
-    from prmg_cli.suite import settings_for
+    from prmg_cli.commands.suite import settings_for
 
     for fields, message in [({"standard": "nope"}, "--standard: unknown standard"),
                             ({"repeat": 1}, "--repeat must be from 2 to 1000"),
@@ -124,8 +125,8 @@ def test_check_names_are_checked_by_one_validator_from_the_flag_and_from_a_case_
     """``--check`` and a case's ``checks`` go through ``checks.check_names``: the same words, the same suggestion."""
     from pathlib import Path
 
-    from prmg_cli.cases import parse_document
-    from prmg_cli.suite import settings_for
+    from prmg_cli.cases.loader import parse_document
+    from prmg_cli.commands.suite import settings_for
 
     said = "unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, roundtrip, determinism, sample)"
     with pytest.raises(PrmgError) as flag:
@@ -160,7 +161,7 @@ def test_the_docs_name_the_plugins_options_and_no_other():
 def test_run_help_names_every_emulator_fault_and_variable(capsys, monkeypatch):
     """Fault injection is findable from ``prmg run --help`` (and ``prmg doctor``): the names come from the
     emulator's own sources."""
-    from prmg_cli.toolkit import emulator_fault_names, emulator_variables
+    from prmg_cli.device.toolkit import emulator_fault_names, emulator_variables
 
     code, out, _ = run_in_process(capsys, monkeypatch, "run", "--help")
     text = " ".join(out.split())

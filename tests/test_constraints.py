@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from prmg_cli.cases import Case, Expect, KnownDefect
-from prmg_cli.vocab import parse_modes
-from prmg_cli.constraints import (DEFAULT_SUPPORTED_MODES, expectation_warning, expected_status,
-                                  skip_reason, violation_details, violations)
+from prmg_cli.cases.loader import Case, Expect, KnownDefect
 from prmg_cli.errors import PrmgError
+from prmg_cli.ops.constraints import (DEFAULT_SUPPORTED_MODES, expectation_warning, expected_status, skip_reason,
+                                      violation_details, violations)
+from prmg_cli.vocab import parse_modes
 
 NULLPTR, INVALID, TILING, INNER = 161001, 161002, 561002, 561000
 TODAY = frozenset({1})

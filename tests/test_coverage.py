@@ -12,17 +12,15 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, prmg
-from prmg_cli import constraints, cover, coverage, gencase, models
-from prmg_cli import presets as presets_module
-from prmg_cli.cases import load_cases, parse_document
+from prmg_cli.cases import cover_preset, coverage, gencase, models_preset, presets as presets_module
+from prmg_cli.cases.loader import load_cases, parse_document
 from prmg_cli.commands.coverage import coverage_command
 from prmg_cli.errors import PrmgError
-from prmg_cli.inputs import make_inputs
-from prmg_cli.ops import OPERATORS
+from prmg_cli.inputs.seeded import make_inputs
+from prmg_cli.ops import OPERATORS, constraints
 from prmg_cli.ops.regimes import PHASE, regimes
-from prmg_cli.outputs import html as html_report
-from prmg_cli.outputs import table
-from prmg_cli.outputs.screen import wrap
+from prmg_cli.reports.outputs import html as html_report, table
+from prmg_cli.reports.outputs.screen import wrap
 from prmg_cli.results import CaseResult, RunInfo, summary_line
 from prmg_cli.vocab import GENERATORS, MODE_NAMES
 
@@ -132,7 +130,7 @@ def test_a_phase_class_is_covered_only_by_an_expectation_pinning_its_code_and_ph
 
 
 def test_known_defect_cases_and_xfailed_results_cover_nothing():
-    from prmg_cli.cases import case_to_dict
+    from prmg_cli.cases.loader import case_to_dict
 
     marked = case(shape=[1, 1, 2, 16], known_defect={"reason": "r", "result": "wrong", "max_error_ulp": 2})
     assert coverage.evaluate([marked])[0].covered == 0
@@ -148,7 +146,7 @@ def test_every_rule_is_a_phase_class_and_the_suites_break_each():
     from prmg_cli.ops.regimes import UNREACHABLE_RULES
 
     negatives = [c for c in load_cases([ROOT / "cases"]) if not c.expect.success]
-    negatives += [c for _, c in cover.candidates() if not c.expect.success]
+    negatives += [c for _, c in cover_preset.candidates() if not c.expect.success]
     for one in negatives:
         for violation in constraints.violation_details(one, frozenset({1})) + \
                 constraints.violation_details(one, frozenset(MODE_NAMES)):
@@ -200,7 +198,7 @@ def test_summary_line_and_missing_classes():
 
 def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
     covers = [frozenset({1, 2}), frozenset({1, 2, 3}), frozenset({4}), frozenset({4}), frozenset({3})]
-    assert cover.greedy_cover(covers, [1, 1, 5, 2, 1]) == [1, 3]
+    assert cover_preset.greedy_cover(covers, [1, 1, 5, 2, 1]) == [1, 3]
 
 
 # ----- the command -----------------------------------------------------------------------------------
@@ -277,13 +275,13 @@ def test_cover_suite_catches_the_layout_faults(fault):
 # ----- the models table and preset -------------------------------------------------------------------
 
 def test_models_table_is_consistent_and_sourced():
-    for model in models.MODELS:
+    for model in models_preset.MODELS:
         start, end = model.rotary
         assert 0 <= start < end <= model.head_dim and (end - start) % (4 if model.mode == "quarter" else 2) == 0
         assert model.heads % model.kv_heads == 0 and model.mode in MODE_NAMES.values()
         assert any(source.startswith("https://") for source in model.sources), model.name
-        positions = models.decode_positions(model)
-        assert len(set(positions)) == len(positions) == models.DECODE_BATCH and max(positions) < model.context
+        positions = models_preset.decode_positions(model)
+        assert len(set(positions)) == len(positions) == models_preset.DECODE_BATCH and max(positions) < model.context
 
 
 def test_models_preset_decode_long_and_shipping():
@@ -292,9 +290,10 @@ def test_models_preset_decode_long_and_shipping():
     assert decode and all(c.shape[1] == 1 and c.cos_shape[0] == c.shape[0] > 1 for c in decode)
     assert all("cos/sin vary: along B" in covered(c) for c in decode)
     long = [c for c in every if "long" in c.tags]
-    assert long and all(c.shape[1] == models.LONG_TOKENS > 65536 and models.LONG_TAG in c.tags for c in long)
-    assert [m.name for m in models.MODELS if m.context >= models.LONG_TOKENS] == \
-        [m.name for m in models.MODELS for c in long if c.name.startswith(f"models.{m.name}.")]
+    assert long and all(c.shape[1] == models_preset.LONG_TOKENS > 65536 and models_preset.LONG_TAG in c.tags
+                        for c in long)
+    assert [m.name for m in models_preset.MODELS if m.context >= models_preset.LONG_TOKENS] == \
+        [m.name for m in models_preset.MODELS for c in long if c.name.startswith(f"models.{m.name}.")]
     shipped = load_cases([ROOT / "cases" / "models.yaml"])
     assert shipped and not any("long" in c.tags for c in shipped)
     only_long = presets_module.preset("models", tags=("long",))
@@ -305,7 +304,7 @@ def test_models_preset_decode_long_and_shipping():
 # ----- the run's coverage in its reports -------------------------------------------------------------
 
 def test_table_and_html_show_the_coverage_of_what_ran():
-    from prmg_cli.cases import case_to_dict
+    from prmg_cli.cases.loader import case_to_dict
 
     ran = [case(shape=[1, 1, 1, 2]), case(name="d", shape=[1, 4, 1, 8], broadcast="1S1D")]
     skipped = case(name="s", shape=[2, 1, 1, 4], rotary_mode="half")
@@ -322,7 +321,7 @@ def test_table_and_html_show_the_coverage_of_what_ran():
 
 def test_a_huge_run_is_pointed_to_the_command(monkeypatch):
     monkeypatch.setattr(coverage, "RUN_LINE_LIMIT", 1)
-    from prmg_cli.cases import case_to_dict
+    from prmg_cli.cases.loader import case_to_dict
 
     results = [CaseResult(name, "passed", definition=case_to_dict(case(name=name, shape=[1, 1, 1, 2])))
                for name in "ab"]

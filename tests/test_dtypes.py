@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from prmg_cli import dtypes, native
+from prmg_cli.cases.loader import Case, InputSpec
+from prmg_cli.inputs.seeded import make_inputs
 from prmg_cli.ops import GRAD
-from prmg_cli.cases import Case, InputSpec
-from prmg_cli.inputs import make_inputs
 
 BF16 = dtypes.to_numpy("bfloat16")
 # 1 + 2^-8 + 2^-30 lies above the tie of 1 and 1 + 2^-7, but rounds to that tie in float32 (ties to even: 1)

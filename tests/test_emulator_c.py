@@ -5,7 +5,7 @@ runtime's faithfulness (init, devices, SoC name, device and pinned host memory, 
 granularity, events, executors), both operators' statuses (one per constraints row of operator.md for the
 grad, of upstream's code for the forward), their float32 arithmetic and RNE rounding against numpy /
 ml_dtypes, and that every fault name changes behaviour as described.
-The small ctypes helper here is deliberately independent of ``prmg_cli/acl.py``.
+The small ctypes helper here is deliberately independent of ``prmg_cli/device/acl.py``.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, prmg
-from prmg_cli.cases import Case, load_cases
-from prmg_cli.execute import Wedging, memory_need, shard
+from prmg_cli.cases.loader import Case, load_cases
+from prmg_cli.device.execute import Wedging, memory_need, shard
 
 MANY = """
 defaults: {dtype: float16, cos_shape: [1, 1, 1, 16], partial_slice: [8, 24]}
@@ -177,7 +177,7 @@ def kernel_tree(opp: Path) -> dict[str, Path]:
 def test_the_opp_stamp_changes_with_the_operators_kernel_and_tiling_files_only(tmp_path):
     """Issue 32: what --resume keys on includes every file the toolkit loads for the operator under the opp path,
     in built-in, vendors and ASCEND_CUSTOM_OPP_PATH, and nothing else there."""
-    from prmg_cli.provenance import opp_stamp
+    from prmg_cli.device.provenance import opp_stamp
 
     opp = tmp_path / "opp"
     files = kernel_tree(opp)
@@ -291,7 +291,7 @@ def test_a_one_tebibyte_case_is_refused_fast(tmp_path):
 
 def _settings():
     from prmg_cli.commands.run import Request
-    from prmg_cli.suite import settings_for
+    from prmg_cli.commands.suite import settings_for
     return settings_for(Request(paths=(), runner="emulator", timeout=30.0))
 
 
@@ -301,9 +301,9 @@ def _cases(count):
 
 
 def test_a_worker_that_dies_while_starting_is_a_clear_error(monkeypatch):
-    from prmg_cli import acl
+    from prmg_cli.device import acl
     from prmg_cli.errors import PrmgError
-    from prmg_cli.execute import Executor
+    from prmg_cli.device.execute import Executor
 
     def crash(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGSEGV)
@@ -313,8 +313,8 @@ def test_a_worker_that_dies_while_starting_is_a_clear_error(monkeypatch):
 
 
 def test_a_worker_whose_runner_failed_is_replaced_and_the_run_goes_on(monkeypatch):
-    from prmg_cli import acl
-    from prmg_cli.execute import Executor
+    from prmg_cli.device import acl
+    from prmg_cli.device.execute import Executor
 
     def failing_launch(self, case, inputs):
         raise acl.AclError("aclrtMalloc", 207001, "device out of memory")
@@ -331,7 +331,7 @@ def test_a_worker_whose_runner_failed_is_replaced_and_the_run_goes_on(monkeypatc
 def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypatch, tmp_path):
     """A worker gets the next case while it runs one: x2 is sent while x1 runs (slowly); the worker leaves
     after x1 (its session unfit) without starting x2, which goes back and runs once, on the fresh worker."""
-    from prmg_cli import execute
+    from prmg_cli.device import execute
 
     log = tmp_path / "ran.txt"
     real_run_case = execute.run_case
@@ -354,7 +354,7 @@ def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypat
 
 def test_call_in_child_reports_crashes_and_timeouts():
     from prmg_cli.errors import PrmgError
-    from prmg_cli.execute import call_in_child
+    from prmg_cli.device.execute import call_in_child
 
     assert call_in_child(sum, [1, 2, 3]) == 6
     with pytest.raises(PrmgError, match="signal 11"):
@@ -380,8 +380,8 @@ def test_a_record_names_its_inputs_generator_and_one_naming_none_reads_as_pcg64(
     """The generator is the inputs' version: every record's definition names it (the default too), so a
     definition replays the inputs it was made with (one of the default before, philox, replays philox's); a record
     naming it nowhere is older than philox."""
-    from prmg_cli.cases import case_to_dict, fingerprint, parse_document
-    from prmg_cli.execute import case_result
+    from prmg_cli.cases.loader import case_to_dict, fingerprint, parse_document
+    from prmg_cli.device.execute import case_result
     from prmg_cli.results import CaseResult
 
     case = Case(name="v", source="t", shape=(1, 1, 1, 4), cos_shape=(1, 1, 1, 4), sin_shape=(1, 1, 1, 4),

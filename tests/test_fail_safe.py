@@ -126,8 +126,8 @@ def test_a_run_that_selects_nothing_exits_5(tmp_path, selection):
 
 
 def test_an_empty_shard_exits_5(tmp_path):
-    from prmg_cli.cases import load_cases
-    from prmg_cli.execute import shard
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.execute import shard
 
     path = write(tmp_path, "- {name: only, shape: [1, 1, 2, 8]}\n")
     holding = next(i for i in range(1, 9) if shard(load_cases([path]), i, 8))
@@ -415,7 +415,7 @@ def test_no_worker_outlives_a_killed_run(tmp_path):
 def _stopped_run(path: Path, results: Path, signum: int, when, env: dict, *args: str) -> tuple[int, str, dict, dict]:
     """Start ``prmg run PATH --results RESULTS --report json``, send ``signum`` once ``when(process)`` is true,
     and return (exit code, stderr, {case: status} of the JSON report, {case: status} of the results file)."""
-    from prmg_cli import store
+    from prmg_cli.reports import store
 
     process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
                                 "--report", "json", "--results", str(results), *args], stdout=subprocess.PIPE,

@@ -7,7 +7,7 @@ import json
 
 from conftest import prmg
 
-from prmg_cli.outputs.labels import fault_field, format_header
+from prmg_cli.reports.outputs.labels import fault_field, format_header
 from prmg_cli.results import CaseResult, RunInfo
 
 CASES = """

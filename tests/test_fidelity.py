@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from prmg_cli import acl
-from prmg_cli.acl import AclSession
 from prmg_cli.case import CONTIGUOUS_STORAGE
-from prmg_cli.cases import Case, Expect, case_to_dict, load_cases, parse_document
-from prmg_cli.constraints import expected_phase, expected_status, holding_builds, violation_details
-from prmg_cli.coverage import facts
+from prmg_cli.cases.coverage import facts
+from prmg_cli.cases.loader import Case, Expect, case_to_dict, load_cases, parse_document
+from prmg_cli.device import acl
+from prmg_cli.device.acl import AclSession
 from prmg_cli.errors import PrmgError
-from prmg_cli.inputs import make_inputs
-from prmg_cli.judge import PARTNERS_ALIKE_WARNING, judge
+from prmg_cli.inputs.seeded import make_inputs
+from prmg_cli.judging.judge import PARTNERS_ALIKE_WARNING, judge
+from prmg_cli.ops.constraints import expected_phase, expected_status, holding_builds, violation_details
 
 TODAY = frozenset({1})
 BASE = {"shape": [2, 3, 2, 16], "broadcast": "1S1D", "partial_slice": [4, 12]}
@@ -148,7 +148,7 @@ def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
     rope = {"cos": {"rope": {"base": 10000}}, "sin": {"rope": {"base": 10000}}}
     cases = {"rope": case_of(inputs=rope), "drawn": case_of(),
              "said": case_of(inputs=rope, partners_alike="a real table on purpose")}
-    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.device.execute import RunSettings, run_case
 
     with AclSession(emulator, 0) as session:
         warnings = {}
@@ -179,7 +179,7 @@ def test_the_emulator_and_the_model_agree_on_every_chip_and_build(emulator, emul
     """Every shipped negative case and forward case, and the slice lists, launched on the emulator playing ``soc``
     and ``build``: the first phase returns what the constraint model predicts there (561003 for an operator the
     chip lacks)."""
-    from prmg_cli.targets import soc_family
+    from prmg_cli.ops.targets import soc_family
 
     emulated(soc, build)
     cases = load_cases([ROOT / "cases" / "negative.yaml", ROOT / "cases" / "forward.yaml"])
@@ -191,8 +191,8 @@ def test_the_emulator_and_the_model_agree_on_every_chip_and_build(emulator, emul
 
 
 def test_a_case_is_judged_by_its_chips_rules_and_an_operator_the_chip_lacks_is_an_error(emulator, emulated):
-    from prmg_cli.execute import RunSettings, run_case
-    from prmg_cli.targets import Target
+    from prmg_cli.device.execute import RunSettings, run_case
+    from prmg_cli.ops.targets import Target
 
     settings = RunSettings(toolkit=emulator)
     forward, grad = case_of(op="forward"), case_of()                 # 1S1D: cos B 1 where x's is 2
@@ -214,8 +214,8 @@ def test_a_build_dependent_expectation_is_reported_as_such(emulator, emulated, m
     """On a toolkit of unknown build (every real one today), a case refused or accepted as another build does is
     xfailed, saying that its expectation depends on the build; once the version maps to a build the case holds
     for (a ``targets.RELEASES`` entry), the same is a plain failure."""
-    from prmg_cli import targets
-    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.ops import targets
+    from prmg_cli.device.execute import RunSettings, run_case
 
     case = next(case for case in load_cases([ROOT / "cases" / "negative.yaml"])
                 if case.name == "neg.empty_slice_past_D")
@@ -254,7 +254,7 @@ def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypa
     """A grad using each element's own sin passes every RoPE-table case of users.yaml (a partner swap hides there:
     the bug of the report) and fails each case whose tables differ between partners; a kernel ignoring the
     storage offset fails the in-place cases on offset views."""
-    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.device.execute import RunSettings, run_case
 
     monkeypatch.setenv("PRMG_EMU_FAULT", fault)
     settings = RunSettings(toolkit=emulator)

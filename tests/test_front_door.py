@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, prmg, prmg_here
-from prmg_cli import gencase, gencase_cli, ttk
-from prmg_cli.cases import load_cases
+from prmg_cli.cases import gencase, ttk
+from prmg_cli.cases.loader import load_cases
+from prmg_cli.commands import case_writer
 from prmg_cli.errors import PrmgError
 from prmg_cli.results import SCHEMA, CaseResult
 
@@ -220,7 +221,7 @@ def test_a_name_is_at_most_200_characters_and_never_only_dots(tmp_path):
 
 
 def test_the_run_cap_counts_every_entry_of_every_file_before_expanding(tmp_path):
-    from prmg_cli.cases import MAX_RUN_CASES
+    from prmg_cli.cases.loader import MAX_RUN_CASES
 
     assert MAX_RUN_CASES == 200_000
     forty = list(range(40))
@@ -238,12 +239,12 @@ def test_the_run_cap_counts_every_entry_of_every_file_before_expanding(tmp_path)
 def test_a_million_cases_over_several_files_are_refused_before_any_is_made(tmp_path, monkeypatch):
     """Five files of 200,000 cases each: every file is read and counted first, so the second one is refused
     without making a case of the first (which fits alone); validate (check_files) likewise."""
-    from prmg_cli import cases
+    from prmg_cli.cases import loader
 
     def made(*args):
         raise AssertionError("a case was made before the run's size was known")
 
-    monkeypatch.setattr(cases._Run, "expand", made)
+    monkeypatch.setattr(loader._Run, "expand", made)
     forty = list(range(40))
     sweep = f"  sweep: {{seed: {forty}, rotary_mode: [1, 1, 1, 1, 1], dtype: [fp32, fp32, fp32, fp32, fp32], " \
             f"standard: {['default'] * 200}}}\n"                               # 40 x 5 x 5 x 200 = 200,000
@@ -252,7 +253,7 @@ def test_a_million_cases_over_several_files_are_refused_before_any_is_made(tmp_p
     refused(paths, "the sweep makes 200000 cases; with the 200000 before it the run would hold more than 200000",
             field="sweep", case="f1_{index}")
     with within(10):
-        errors = cases.check_files(paths, frozenset({1}))
+        errors = loader.check_files(paths, frozenset({1}))
     assert [error.case for error in errors] == ["f1_{index}"]
 
 
@@ -274,7 +275,7 @@ def test_a_case_file_over_16_mib_is_refused_before_it_is_read(tmp_path):
 
 
 def test_a_values_list_over_the_limit_is_refused_while_composing(tmp_path, monkeypatch):
-    from prmg_cli import yamlfile
+    from prmg_cli.cases import yamlfile
 
     monkeypatch.setattr(yamlfile, "MAX_LIST_VALUES", 1000)
     monkeypatch.setattr(yamlfile.SafeConstructor, "construct_document",
@@ -288,7 +289,7 @@ def test_a_values_list_over_the_limit_is_refused_while_composing(tmp_path, monke
 
 
 def test_the_alias_limit_applies_while_composing(tmp_path, monkeypatch):
-    from prmg_cli import yamlfile
+    from prmg_cli.cases import yamlfile
 
     monkeypatch.setattr(yamlfile, "MAX_EXPANDED_NODES", 5000)
     bomb = ("- name: bomb\n  shape: [1, 1, 1, 8]\n  tags: &a [&b [&c [&d [x, x, x, x, x, x, x, x, x, x], *d, *d, *d, "
@@ -397,7 +398,7 @@ def test_npy_headers_are_checked_from_a_bounded_read(tmp_path, content, fragment
 
 
 def test_file_inputs_are_checked_again_when_the_run_reads_them(tmp_path):
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     np.save(tmp_path / "t.npy", np.arange(4, dtype=np.float32))
     (case,) = load_cases([npy_case(tmp_path, "t.npy")])
@@ -420,7 +421,7 @@ def test_file_inputs_are_checked_again_when_the_run_reads_them(tmp_path):
 
 
 def test_fortran_order_npy_files_are_read_in_c_order_of_their_shape(tmp_path):
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     array = np.asfortranarray(np.arange(8, dtype=np.float64).reshape(2, 4))
     np.save(tmp_path / "f.npy", array)
@@ -435,7 +436,7 @@ def test_fortran_order_npy_files_are_read_in_c_order_of_their_shape(tmp_path):
 
 def dump_refused(paths, out, fragment: str) -> None:
     """``prmg dump`` (in process) refuses with one line holding ``fragment``."""
-    from prmg_cli.dump import dump_cases
+    from prmg_cli.commands.dump_arrays import dump_cases
 
     with pytest.raises(PrmgError) as caught:
         dump_cases([str(p) for p in paths], str(out))
@@ -480,7 +481,7 @@ def record(name: str, status: str = "passed", fingerprint: str = "") -> CaseResu
 
 
 def test_results_file_on_devices_pipes_and_folders():
-    from prmg_cli.store import Writer as ResultsFile
+    from prmg_cli.reports.store import Writer as ResultsFile
 
     results = ResultsFile("/dev/full")
     with pytest.raises(PrmgError, match="cannot write the result of case 'a' to the results file: no space left") \
@@ -495,7 +496,7 @@ def test_results_file_on_devices_pipes_and_folders():
 
 
 def test_results_file_on_a_fifo_without_reader_does_not_hang(tmp_path):
-    from prmg_cli.store import Writer as ResultsFile
+    from prmg_cli.reports.store import Writer as ResultsFile
 
     os.mkfifo(tmp_path / "fifo")
     with within(10), pytest.raises(PrmgError, match="a FIFO with no reader"):
@@ -510,7 +511,7 @@ def test_results_file_on_a_fifo_without_reader_does_not_hang(tmp_path):
 
 
 def test_a_torn_last_line_is_dropped_and_the_next_record_starts_on_its_own_line(tmp_path):
-    from prmg_cli.store import Writer, read
+    from prmg_cli.reports.store import Writer, read
 
     path = tmp_path / "r.jsonl"
     full = json.dumps(record("a").to_dict())
@@ -531,7 +532,7 @@ def test_a_torn_last_line_is_dropped_and_the_next_record_starts_on_its_own_line(
      + b'", "name": "b", "status": "exploded"}\n', "line 2: field 'status': unknown status 'exploded'"),
 ])
 def test_a_resume_file_that_is_not_a_results_file_is_one_line_naming_the_line(tmp_path, content, fragment):
-    from prmg_cli.store import read
+    from prmg_cli.reports.store import read
 
     path = write(tmp_path, "r.jsonl", content)
     with pytest.raises(PrmgError) as caught:
@@ -543,8 +544,8 @@ def test_a_resume_file_that_is_not_a_results_file_is_one_line_naming_the_line(tm
 
 
 def test_resume_trusts_only_finished_unchanged_cases(tmp_path):
-    from prmg_cli.cases import fingerprint
-    from prmg_cli.store import read, trusted
+    from prmg_cli.cases.loader import fingerprint
+    from prmg_cli.reports.store import read, trusted
 
     cases = load_cases([write(tmp_path, "c.yaml", "".join(f"- {{name: {n}, shape: [1, 1, 1, 8]}}\n"
                                                           for n in "abcdefg"))])
@@ -566,7 +567,7 @@ def test_resume_trusts_only_finished_unchanged_cases(tmp_path):
 
 
 def test_fingerprint_is_stable_follows_the_definition_and_file_bytes_not_paths(tmp_path):
-    from prmg_cli.cases import fingerprint
+    from prmg_cli.cases.loader import fingerprint
 
     text = "- name: f\n  shape: [1, 1, 1, 4]\n  inputs: {dy: {file: t.npy}}\n"
     prints = []
@@ -600,7 +601,7 @@ def test_fingerprint_is_stable_follows_the_definition_and_file_bytes_not_paths(t
 
 
 def test_check_files_reports_every_broken_case_once(tmp_path):
-    from prmg_cli.cases import check_files
+    from prmg_cli.cases.loader import check_files
 
     one = write(tmp_path, "one.yaml", """\
 - {name: good, shape: [1, 1, 1, 8]}
@@ -650,7 +651,7 @@ def test_check_files_reports_every_broken_case_once(tmp_path):
      "'!!python/object/apply:os.system'"),
 ])
 def test_yaml_syntax_errors_are_one_line_in_plain_words_with_either_parser(tmp_path, text, message):
-    from prmg_cli import yamlfile
+    from prmg_cli.cases import yamlfile
 
     for parser in yamlfile.LOADERS:                  # libyaml's and PyYAML's own: the same words
         with pytest.raises(PrmgError) as caught:
@@ -695,7 +696,7 @@ def test_import_ttk_with_no_importable_row_is_an_error(tmp_path):
                                         "other_op is not"):
         ttk.import_ttk(csv_path)
     with pytest.raises(PrmgError, match="no row could be imported"):
-        gencase_cli.import_ttk_file(str(csv_path), str(tmp_path / "out.yaml"))
+        case_writer.import_ttk_file(str(csv_path), str(tmp_path / "out.yaml"))
     assert not (tmp_path / "out.yaml").exists()
 
 
@@ -709,7 +710,7 @@ def test_import_ttk_never_writes_over_its_own_input(tmp_path):
     os.link(csv_path, tmp_path / "hardlink.csv")
     for output in (csv_path, tmp_path / "symlink.csv", tmp_path / "hardlink.csv", tmp_path / "." / "ttk.csv"):
         with pytest.raises(PrmgError) as caught:
-            gencase_cli.import_ttk_file(str(csv_path), str(output))
+            case_writer.import_ttk_file(str(csv_path), str(output))
         assert str(caught.value) == f"{output}: cannot write the YAML file: it is the TTK list being imported"
     assert csv_path.read_bytes() == before
     result = prmg("import-ttk", csv_path, "-o", tmp_path / "hardlink.csv")
@@ -719,11 +720,11 @@ def test_import_ttk_never_writes_over_its_own_input(tmp_path):
 def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):
     target = tmp_path / "g.yaml"
     with pytest.raises(PrmgError) as caught:
-        gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:/etc/passwd", "output": str(target)})
+        case_writer.generate(**{**FLAGS, "inputs": "dy=file:/etc/passwd", "output": str(target)})
     assert "field 'inputs.dy.file': /etc/passwd is outside the case file's folder" in str(caught.value)
     assert str(caught.value).startswith(f"{target}: ") and "\n" not in str(caught.value) and not target.exists()
     np.save(tmp_path / "dy.npy", np.ones((1, 1, 1, 8), np.float32))
-    gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "output": str(target)})     # there: it loads
+    case_writer.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "output": str(target)})     # there: it loads
     assert load_cases([target])[0].input_spec("dy").args[0] == str(tmp_path / "dy.npy")
 
 
@@ -736,10 +737,10 @@ def test_gen_case_never_writes_over_a_file_input_of_its_case(tmp_path):
     os.link(tmp_path / "dy.npy", tmp_path / "hardlink.npy")
     for output in ("dy.npy", "symlink.npy", "hardlink.npy", "./dy.npy"):
         with pytest.raises(PrmgError) as caught:
-            gencase_cli.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "name": "g", "output": str(tmp_path / output)})
+            case_writer.generate(**{**FLAGS, "inputs": "dy=file:dy.npy", "name": "g", "output": str(tmp_path / output)})
         assert str(caught.value) == f"{tmp_path / output}: cannot write the case file: it is the dy input of case 'g'"
     with pytest.raises(PrmgError, match="dy.npy: "):
-        gencase_cli.generate(**{**FLAGS, "inputs": "all=file:dy.npy", "output": str(tmp_path / "dy.npy"),
+        case_writer.generate(**{**FLAGS, "inputs": "all=file:dy.npy", "output": str(tmp_path / "dy.npy"),
                                 "append": True})
     assert (tmp_path / "dy.npy").read_bytes() == before
     result = prmg("gen-case", "--shape", "1,1,1,8", "--inputs", "dy=file:dy.npy", "-o", tmp_path / "symlink.npy")
@@ -759,22 +760,22 @@ FLAGS = dict(shape="1,1,1,8", cos_shape=None, broadcast=None, partial_slice=None
 
 def test_gen_case_empty_cos_shape_and_append_to_a_non_case_file_are_one_line(tmp_path):
     with pytest.raises(PrmgError) as caught:
-        gencase_cli.generate(**{**FLAGS, "cos_shape": ""})
+        case_writer.generate(**{**FLAGS, "cos_shape": ""})
     assert str(caught.value) == "--cos-shape: expected integers, got ''"
     for content in (b"\x00\x01binary", b"[1, 2, 3]\n", b"name: [unclosed\n", b"- {name: a, shape: [1]}\n",
                     (json.dumps(record("a").to_dict()) + "\n").encode()):
         target = write(tmp_path, "not_cases.yaml", content)
         with pytest.raises(PrmgError) as caught:
-            gencase_cli.generate(**{**FLAGS, "output": str(target), "append": True})
+            case_writer.generate(**{**FLAGS, "output": str(target), "append": True})
         assert "\n" not in str(caught.value) and str(target) in str(caught.value)
         assert target.read_bytes() == content                           # left as it was
     os.mkfifo(tmp_path / "fifo.yaml")
     with within(10), pytest.raises(PrmgError, match="is a FIFO"):
-        gencase_cli.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml"), "append": True})
+        case_writer.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml"), "append": True})
 
 
 def test_gen_case_defaults_agree_with_the_loader(tmp_path):
-    generated = gencase_cli.generate(**{**FLAGS, "shape": "2,16,4,128", "partial_slice": "32,96", "name": "g"})
+    generated = case_writer.generate(**{**FLAGS, "shape": "2,16,4,128", "partial_slice": "32,96", "name": "g"})
     (from_flags,) = load_cases([write(tmp_path, "g.yaml", generated)])
     (by_hand,) = load_cases([write(tmp_path, "h.yaml", "- {name: g, shape: [2, 16, 4, 128], partial_slice: [32, 96]}\n")])
     assert from_flags.cos_shape == by_hand.cos_shape == (1, 1, 1, 64)
@@ -782,10 +783,10 @@ def test_gen_case_defaults_agree_with_the_loader(tmp_path):
 
 def test_gen_case_output_to_a_device_or_fifo_is_one_line(tmp_path):
     with pytest.raises(PrmgError, match="cannot write: no space left on device"):
-        gencase_cli.generate(**{**FLAGS, "output": "/dev/full"})
+        case_writer.generate(**{**FLAGS, "output": "/dev/full"})
     os.mkfifo(tmp_path / "fifo.yaml")
     with within(10), pytest.raises(PrmgError, match=r"the case file: is a FIFO \(named pipe\): give a file"):
-        gencase_cli.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml")})
+        case_writer.generate(**{**FLAGS, "output": str(tmp_path / "fifo.yaml")})
 
 
 def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
@@ -805,7 +806,7 @@ def test_bench_baseline_is_read_bounded_and_checked_before_any_case_is_timed(tmp
     """--baseline goes through files.read_regular and the results store's JSON parse: a FIFO, /dev/zero, a
     100,000-deep list, a row of the wrong types are one line at once, before the cases are timed (the help's
     --baseline example runs the good path: tests/test_readme.py)."""
-    from prmg_cli.bench import bench_command
+    from prmg_cli.commands.bench_kernel import bench_command
     from prmg_cli.commands.bench import Request
 
     cases = write(tmp_path, "b.yaml", "- {name: b1, shape: [1, 1, 2, 8]}\n")
@@ -828,8 +829,8 @@ def test_bench_baseline_is_read_bounded_and_checked_before_any_case_is_timed(tmp
 @pytest.mark.parametrize("option, value", [("repeat", 10**9), ("repeat", 1001), ("repeat", 0), ("warmup", 10**9),
                                            ("warmup", -1)])
 def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
-    from prmg_cli.bench import bench_command
-    from prmg_cli.checks.determinism import MAX_REPEAT
+    from prmg_cli.commands.bench_kernel import bench_command
+    from prmg_cli.judging.checks.determinism import MAX_REPEAT
     from prmg_cli.commands.bench import Request
 
     low = 1 if option == "repeat" else 0
@@ -844,7 +845,7 @@ def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
 
 def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c",)) -> Path:
     """A results file as a run writes it: a run record (``shard``) and a passed record per case."""
-    from prmg_cli import store
+    from prmg_cli.reports import store
 
     path = folder / name
     with store.Writer(path) as writer:
@@ -916,7 +917,7 @@ STOPPED_AS_THE_RUN_ENDS = """
 import atexit, os, sys
 
 signum = int(sys.argv[1])
-from prmg_cli import suite
+from prmg_cli.commands import suite
 
 dropped = suite.drop_held_signals
 suite.drop_held_signals = lambda: (dropped(), os.kill(os.getpid(), signum))
@@ -952,7 +953,7 @@ def test_a_range_whose_draws_overflow_float64_is_refused_where_the_case_is_read(
     if fragment is None:
         import warnings
 
-        from prmg_cli.inputs import make_inputs
+        from prmg_cli.inputs.seeded import make_inputs
 
         (case,) = load_cases([path])
         with warnings.catch_warnings():
@@ -971,7 +972,7 @@ def test_draws_beyond_a_dtype_round_to_infinity_without_numpy_warnings(tmp_path)
     +-inf, its IEEE rounding, and numpy prints no overflow warning on the way."""
     import warnings
 
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     path = write(tmp_path, "c.yaml", "- {name: n, shape: [1, 1, 1, 64], inputs: {dy: {normal: [0, 1e306]}}}\n"
                                      "- {name: h, shape: [1, 1, 1, 64], dtype: float16, inputs: {dy: {uniform: "
@@ -1010,7 +1011,7 @@ def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
     memory anyway (under a ulimit) is one line, not a traceback."""
     import tracemalloc
 
-    from prmg_cli import store
+    from prmg_cli.reports import store
 
     path = tmp_path / "many.jsonl"
     path.write_bytes(store.encode(store.RunRecord("r1", "", [f"c{index}" for index in range(1500)], {}, {})) + b"".join(

@@ -41,21 +41,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, prmg_here
-from prmg_cli import diagnosis, dtypes, gencase, merge, outputs, runs, store, suite
-from prmg_cli.checks import CHECKS
-from prmg_cli.consistency import contradiction
-from prmg_cli.execute import STAGES
-from prmg_cli.ops import OPERATORS
-from prmg_cli.standards import STANDARDS
-from prmg_cli.vocab import BROADCASTS, GENERATORS, MODE_NAMES, broadcast_shape
-from prmg_cli.commands import run
-from prmg_cli.outputs import html
-from prmg_cli.cases import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
+from prmg_cli import dtypes
+from prmg_cli.case import element_count
+from prmg_cli.cases import gencase
+from prmg_cli.cases.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.cases.loader import CASE_KEYS, case_to_dict, check_files, fingerprint, load_cases, validate
+from prmg_cli.commands import run, suite
+from prmg_cli.device.execute import STAGES
 from prmg_cli.errors import PrmgError
-from prmg_cli.fields import MAX_ARRAY_ELEMENTS
-from prmg_cli.inputs import make_inputs
-from prmg_cli.sizes import element_count
+from prmg_cli.inputs.seeded import make_inputs
+from prmg_cli.judging import diagnosis
+from prmg_cli.judging.checks import CHECKS
+from prmg_cli.judging.standards import STANDARDS
+from prmg_cli.ops import OPERATORS
+from prmg_cli.reports import compare, merge, outputs, store
+from prmg_cli.reports.consistency import contradiction
+from prmg_cli.reports.outputs import html
 from prmg_cli.results import MAX_SECONDS, MS_PER_SECOND, RECORD_FIELDS, STATUSES, CaseResult, RunInfo
+from prmg_cli.vocab import BROADCASTS, GENERATORS, MODE_NAMES, broadcast_shape
 
 CASE_FILES = sorted((ROOT / "cases").rglob("*.yaml"))
 LINES = {path: path.read_text(encoding="utf-8").splitlines(keepends=True) for path in CASE_FILES}
@@ -294,7 +297,7 @@ def test_every_shipped_file_passes_the_properties_unmutated(seed_file):
 #   with garbage or an over-long line is refused;
 # - whatever it returns, every command that uses it works: ``merge.report_files`` in every format of
 #   ``outputs.OUTPUTS`` but HTML (the JSON report strict JSON, the JUnit report well-formed XML),
-#   ``runs.compare_files`` both ways in every format, and ``--resume``'s path (``store.trusted``, the reports
+#   ``compare.compare_files`` both ways in every format, and ``--resume``'s path (``store.trusted``, the reports
 #   of a run that took those records); only ``PrmgError`` may come out, always one line;
 # - the HTML report, which costs half a second a page (its plots), has its own test over fewer, larger files
 #   the reader takes whole (``readable_files``: plausible records, edge values the reader takes, records of any
@@ -634,7 +637,7 @@ def check_results_file(kinds: list[str], data: bytes, other: bytes, folder: Path
         for a, b in ((path, second), (second, path), (path, path)):
             for fmt in ("table", "json", "markdown"):
                 try:
-                    text, code = runs.compare_files(str(a), str(b), fmt)
+                    text, code = compare.compare_files(str(a), str(b), fmt)
                 except PrmgError as error:
                     _one_line(error, a, b)
                     continue

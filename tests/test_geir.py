@@ -15,17 +15,17 @@ import pytest
 
 from conftest import ROOT
 from kernels import correct_kernel
-from prmg_cli import execute, runners
-from prmg_cli.acl import Outcome
-from prmg_cli.cases import load_cases, parse_document
-from prmg_cli.constraints import graph_case
-from prmg_cli.differential import PairSession, combine, disagreement
+from prmg_cli.cases.loader import load_cases, parse_document
+from prmg_cli.device import execute, runners
+from prmg_cli.device.acl import Outcome
+from prmg_cli.device.differential import PairSession, combine, disagreement
+from prmg_cli.device.geir import GeirSession
+from prmg_cli.device.runners import shim
+from prmg_cli.device.runners.geir import with_graph_mode
 from prmg_cli.errors import PrmgError
-from prmg_cli.geir import GeirSession
-from prmg_cli.inputs import make_inputs
+from prmg_cli.inputs.seeded import make_inputs
 from prmg_cli.ops import OPERATORS
-from prmg_cli.runners import shim
-from prmg_cli.runners.geir import with_graph_mode
+from prmg_cli.ops.constraints import graph_case
 from prmg_cli.status import GE_DATATYPE_INVALID, GE_FAILED, GE_PARAM_INVALID, GRAPH_INVALID_IR_DEF
 from test_cli_commands import run_in_process
 
@@ -93,7 +93,7 @@ def test_a_runner_is_one_module_and_one_entry(tmp_path, emulator, capsys, monkey
 
 def ge_include_folders() -> list[Path]:
     """GE's public headers on this machine: ``$PRMG_GE_INCLUDE``'s folders, else an installed toolkit's."""
-    from prmg_cli.toolkit import find_toolkit
+    from prmg_cli.device.toolkit import find_toolkit
 
     toolkit = find_toolkit({k: v for k, v in os.environ.items() if k != "PRMG_EMULATOR_HOME"})
     folders = shim.include_folders(toolkit.root if toolkit and toolkit.kind == "aclnn" else None, os.environ)

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from prmg_cli import constraints, gencase, gencase_cli
-from prmg_cli import presets as presets_module
-from prmg_cli.cases import load_cases, validate
+from prmg_cli.cases import gencase, presets as presets_module
+from prmg_cli.cases.loader import load_cases, validate
+from prmg_cli.commands import case_writer
 from prmg_cli.errors import PrmgError
+from prmg_cli.ops import constraints
 from prmg_cli.status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,13 +185,15 @@ def test_perf_is_large_and_not_shipped(loaded, shipped):
 # ----- shipped files ---------------------------------------------------------------------------------
 
 def test_shipped_files_equal_their_generators(tmp_path):
-    """What ``python -m prmg_cli.presets`` (``write_shipped``) writes is what ``cases/`` holds, byte for byte."""
+    """What ``python -m prmg_cli.cases.presets`` (``write_shipped``) writes is what ``cases/`` holds, byte for byte."""
     written = presets_module.write_shipped(tmp_path)
     for path in written:
         relative = path.relative_to(tmp_path)
-        assert (CASES / relative).is_file(), f"{relative} is not shipped; regenerate with python -m prmg_cli.presets"
+        assert (CASES / relative).is_file(), (f"{relative} is not shipped; regenerate with "
+                                                 "python -m prmg_cli.cases.presets")
         assert (CASES / relative).read_bytes() == path.read_bytes(), \
-            f"cases/{relative} drifted from prmg_cli/presets.py; regenerate with python -m prmg_cli.presets"
+            f"cases/{relative} drifted from prmg_cli/cases/presets.py; regenerate with python -m " \
+            "prmg_cli.cases.presets"
     shipped = {str(p.relative_to(CASES)) for p in CASES.rglob("*.yaml")}
     imported = {"ttk_upstream.yaml", "ttk_upstream_e2e.yaml"}                     # prmg import-ttk's
     assert shipped == {str(path.relative_to(tmp_path)) for path in written} | imported
@@ -315,14 +318,14 @@ def test_gen_case_names_the_option_whose_text_is_bad(options, message):
                  cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
                  standard=None, preset=None, output=None, append=False)
     with pytest.raises(PrmgError) as caught:
-        gencase_cli.generate(**{**flags, **options})
+        case_writer.generate(**{**flags, **options})
     assert str(caught.value) == message
 
 
 def test_gen_case_reads_shape_and_slice_text():
     flags = dict(cos_shape=None, broadcast="1S1D", dtype="float32", cos_dtype=None, mode="interleave", seed=None,
                  name="t", inputs=None, expect="pass", standard=None, preset=None, output=None, append=False)
-    case, = yaml.safe_load(gencase_cli.generate(shape="2x16x4x128", partial_slice="32, 96", **flags))["cases"]
+    case, = yaml.safe_load(case_writer.generate(shape="2x16x4x128", partial_slice="32, 96", **flags))["cases"]
     assert case["shape"] == [2, 16, 4, 128] and case["partial_slice"] == [32, 96]
     assert case["cos_shape"] == [1, 16, 1, 64]
 
@@ -360,31 +363,31 @@ def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broa
     B11D table with one position for every request gets a warning (a broadcast fault would pass it); one position
     per request is written without a word, and a list that is not one per request is refused."""
     with pytest.raises(PrmgError) as caught:
-        gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:500000,sin=rope:500000", **FLAGS)
+        case_writer.generate(shape="8,1,4,16", inputs="cos=rope:500000,sin=rope:500000", **FLAGS)
     assert "field 'inputs': this case cannot fail: its unchanged input already passes (cos = 1 and sin = 0 " \
            "everywhere)" in str(caught.value) and "cos=rope:BASE:P1;P2;...;P8" in str(caught.value)
     notes = []
-    gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:500000:4096,sin=rope:500000:4096", notes=notes,
+    case_writer.generate(shape="8,1,4,16", inputs="cos=rope:500000:4096,sin=rope:500000:4096", notes=notes,
                          **{**FLAGS, "broadcast": "B11D"})
     assert len(notes) == 1 and "warning: case" in notes[0]
     assert "cos and sin are the same for every b (B = 8): a kernel reading the first row " \
            "for all of them (a broadcast fault) passes it" in notes[0]
     positions = ";".join(str(7 * b * b) for b in range(8))
-    text = gencase_cli.generate(shape="8,1,4,16", inputs=f"cos=rope:500000:{positions},sin=rope:500000:{positions}",
+    text = case_writer.generate(shape="8,1,4,16", inputs=f"cos=rope:500000:{positions},sin=rope:500000:{positions}",
                                 notes=notes, **{**FLAGS, "broadcast": "B11D"})
     assert len(notes) == 1 and "offset: [0, 7, 28, 63, 112, 175, 252, 343]" in text
     with pytest.raises(PrmgError, match=r"field 'inputs.cos.rope.offset': a list of offsets has one per index of "
                                         r"the table's first axis \(B = 8\), got 2"):
-        gencase_cli.generate(shape="8,1,4,16", inputs="cos=rope:1e4:0;1,sin=rope:1e4:0;1",
+        case_writer.generate(shape="8,1,4,16", inputs="cos=rope:1e4:0;1,sin=rope:1e4:0;1",
                              **{**FLAGS, "broadcast": "B11D"})
 
 
 def test_the_models_preset_says_each_models_mode_and_what_todays_target_skips():
-    from prmg_cli.models import MODELS
+    from prmg_cli.cases.models_preset import MODELS
     from prmg_cli.vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES
 
     notes = []
-    text = gencase_cli.generate(shape=None, inputs=None, notes=notes, tags=(), exclude_tags=("long",),
+    text = case_writer.generate(shape=None, inputs=None, notes=notes, tags=(), exclude_tags=("long",),
                                 **{**FLAGS, "preset": "models"})
     skipped = [model for model in MODELS if ROTARY_MODES[model.mode] not in DEFAULT_SUPPORTED_MODES]
     for model in MODELS:
@@ -449,7 +452,7 @@ def test_append_cases_adds_and_refuses_duplicates(tmp_path):
 
 
 def test_preset_tags_choose_its_cases(tmp_path):
-    only_long = gencase_cli.generate(shape=None, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
+    only_long = case_writer.generate(shape=None, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
                                      cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None,
                                      expect="pass", standard=None, preset="models", output=None, append=False,
                                      tags=("long",))
@@ -462,7 +465,7 @@ def test_preset_tags_choose_its_cases(tmp_path):
     with pytest.raises(PrmgError, match="no case of preset 'smoke' is left"):
         presets_module.preset("smoke", tags=("nothing-has-this",))
     with pytest.raises(PrmgError, match="--tag and --exclude-tag choose cases of a --preset"):
-        gencase_cli.generate(shape="1,1,1,2", cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
+        case_writer.generate(shape="1,1,1,2", cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
                              cos_dtype=None, mode="interleave", seed=None, name=None, inputs=None, expect="pass",
                              standard=None, preset=None, output=None, append=False, tags=("long",))
 

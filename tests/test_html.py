@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, prmg
-from prmg_cli import diagnosis, outputs
 from prmg_cli.errors import PrmgError
-from prmg_cli.outputs import html as html_report
+from prmg_cli.judging import diagnosis
+from prmg_cli.reports import outputs
+from prmg_cli.reports.outputs import html as html_report
 from prmg_cli.results import CaseResult, RunInfo, visible
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -342,8 +343,8 @@ def test_the_margins_plot_and_the_closest_list_read_beyond_rounding_under_defaul
 def test_a_new_standard_or_check_brings_its_margin(monkeypatch):
     """The page reads each margin from the registries (``Standard.key_margin``, ``Check.key_margin``): an entry
     added to one has its margin on the page without a line of the page changing."""
-    from prmg_cli import checks, standards
-    from prmg_cli.standards import Standard, over
+    from prmg_cli.judging import checks, standards
+    from prmg_cli.judging.standards import Standard, over
 
     toy = Standard("toy", {"*": {}}, None, "toy_err", str, "toy_err", "a toy", lambda m: over(m, "toy_err", 4.0))
     monkeypatch.setitem(standards.STANDARDS, "toy", toy)
@@ -355,10 +356,10 @@ def test_a_new_standard_or_check_brings_its_margin(monkeypatch):
 
 
 def test_bytes_moved_of_a_record_is_its_cases():
-    """The page's bytes of a result record are what ``sizes.bytes_moved`` (bench's GB/s) gives for its case."""
-    from prmg_cli.sizes import bytes_moved
-    from prmg_cli.cases import load_cases
-    from prmg_cli.execute import case_result
+    """The page's bytes of a result record are what ``labels.bytes_moved`` (bench's GB/s) gives for its case."""
+    from prmg_cli.reports.outputs.labels import bytes_moved
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.execute import case_result
 
     cases = [case for case in load_cases([ROOT / "cases" / "smoke.yaml"]) if case.expect.error is None]
     assert cases

@@ -10,11 +10,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from prmg_cli import inputs as inputs_module
-from prmg_cli.cases import Case, InputSpec
+from prmg_cli.cases.loader import Case, InputSpec
 from prmg_cli.dtypes import rounded
 from prmg_cli.errors import PrmgError
-from prmg_cli.inputs import THREADED_DRAWS, default_seed, drawn_prefix, make_inputs, philox4x32_10
+from prmg_cli.inputs import seeded as inputs_module
+from prmg_cli.inputs.seeded import THREADED_DRAWS, default_seed, drawn_prefix, make_inputs, philox4x32_10
 from prmg_cli.vocab import GENERATORS
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -338,7 +338,7 @@ def test_unknown_dtype_names_the_field():
 
 
 def test_large_arrays_are_recycled_only_when_nothing_holds_them():
-    from prmg_cli.inputs import recycled_empty
+    from prmg_cli.inputs.seeded import recycled_empty
 
     pool, shape = {}, (1 << 20,)
     first = recycled_empty("k", shape, np.float32, pool)

@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
-from prmg_cli.acl import Outcome
-from prmg_cli.cases import Case, Expect
-from prmg_cli.judge import judge
-from prmg_cli.ops import GRAD
-from prmg_cli.keymetric import key_metric
-from prmg_cli.outputs.table import essentials
+from prmg_cli.cases.loader import Case, Expect
+from prmg_cli.device.acl import Outcome
 from prmg_cli.dtypes import FLOAT_FORMATS
-from prmg_cli.standards import STANDARDS, check_standard, margin
-from prmg_cli.status import STATUS_CODES
 from prmg_cli.errors import PrmgError
-from prmg_cli.inputs import Inputs
+from prmg_cli.inputs.seeded import Inputs
+from prmg_cli.judging.judge import judge
+from prmg_cli.judging.standards import STANDARDS, check_standard, margin
+from prmg_cli.judging.verdict_metrics import key_metric
+from prmg_cli.ops import GRAD
+from prmg_cli.reports.outputs.table import essentials
+from prmg_cli.status import STATUS_CODES
 
 pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
 
@@ -543,9 +543,9 @@ def test_a_standard_is_one_entry(monkeypatch, tmp_path, capsys):
     loader refuses a parameter it lacks, ``--standard`` picks it, and a run judges by it and shows its key metric."""
     import json
 
-    from prmg_cli import suite
+    from prmg_cli.commands import suite
     from prmg_cli.commands import run
-    from prmg_cli.standards import Judgement, Standard
+    from prmg_cli.judging.standards import Judgement, Standard
 
     def judge_exactly_zero(view):
         bad = np.abs(view.actual) > view.params["slack"]
@@ -638,7 +638,7 @@ def test_a_fused_multiply_add_overflow_is_accepted_where_only_fusion_overflows()
     """c*g = 24929 * 673*2^103 = 2^127 + 2^103 is a float32 tie that rounds to 2^127 (even); plus
     p2 = 2^127 - 2^104, E1 = fl32(2^127 + p2) is float32's maximum, while the fused E2 = fl32(c*g + p2)
     = fl32(2^128 - 2^103) overflows (a tie rounding to 2^128). +inf is right, NaN is not."""
-    from prmg_cli import nonfinite
+    from prmg_cli.judging import nonfinite
     g, p2 = 673 * 2.0 ** 103, 2.0 ** 127 - 2.0 ** 104
     case, inputs = _values_case([g, p2], [24929.0, 0.0], [0.0, 1.0])
     results = nonfinite.possible_results(np.array([24929.0]), np.array([g]), np.array([1.0]), np.array([p2]),
@@ -653,7 +653,7 @@ def test_a_fused_multiply_add_overflow_is_accepted_where_only_fusion_overflows()
 
 def test_round_to_float32_is_exact_at_ties():
     """TwoSum + the tie rule give fl32 of the exact sum even where float64 rounds onto a float32 midpoint."""
-    from prmg_cli import nonfinite
+    from prmg_cli.judging import nonfinite
     one = 1.0
     midpoint = one + 2.0 ** -24                              # halfway between 1 and nextafter32(1)
     s, e = nonfinite._two_sum(np.array([midpoint]), np.array([2.0 ** -80]))

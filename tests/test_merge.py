@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, prmg
-from prmg_cli.cases import Case
+from prmg_cli.cases.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.cases.loader import Case
 from prmg_cli.errors import PrmgError
-from prmg_cli.merge import MISSING, merge
-from prmg_cli.store import Stored, read
-from prmg_cli.outputs import OUTPUTS
-from prmg_cli.fields import MAX_ARRAY_ELEMENTS
+from prmg_cli.reports.merge import MISSING, merge
+from prmg_cli.reports.outputs import OUTPUTS
+from prmg_cli.reports.store import Stored, read
 from prmg_cli.results import MAX_SECONDS, CaseResult
 
 SMOKE = ROOT / "cases" / "smoke.yaml"
@@ -170,8 +170,8 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
 
 
 def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():
-    from prmg_cli.cases import fingerprint
-    from prmg_cli.merge import CHANGED
+    from prmg_cli.cases.loader import fingerprint
+    from prmg_cli.reports.merge import CHANGED
 
     today = [case("same"), case("edited"), case("unprinted")]
     records = [record("same", fingerprint=fingerprint(today[0])), record("edited", fingerprint="0" * 64),
@@ -275,7 +275,7 @@ NOT_TORN = {
 
 
 def test_only_a_strict_prefix_of_a_line_prmg_writes_is_a_torn_line(tmp_path):
-    from prmg_cli.store import RunRecord, _torn, encode
+    from prmg_cli.reports.store import RunRecord, _torn, encode
 
     result = record("x", message='q"\\ \u00e9 \x01 \u2028', kernel_ms=1.5e-05, seed=2**64 - 1,
                     metrics={"ratio": 2.5e+20, "nan": float("nan"), "inf": float("-inf"), "list": [1, None, True]})
@@ -296,7 +296,7 @@ def test_only_a_strict_prefix_of_a_line_prmg_writes_is_a_torn_line(tmp_path):
 
 
 def test_report_exit_codes_and_every_format(tmp_path, capsys):
-    from prmg_cli.merge import report_files
+    from prmg_cli.reports.merge import report_files
 
     failing = write(tmp_path / "f.jsonl", record("x"), record("y", "failed", message="wrong sign"))
     for fmt in OUTPUTS:
@@ -348,7 +348,7 @@ def test_the_sharded_ci_example_merges_every_shard_with_prmg_report():
 
 def test_the_header_says_what_the_records_say_ran_them():
     """Results files of a prmg that wrote no run records: the runner as the records say."""
-    from prmg_cli.merge import _table_header, run_info
+    from prmg_cli.reports.merge import _table_header, run_info
 
     def ran(name, runner):
         return record(name, runner=runner)
@@ -433,9 +433,9 @@ TINY_CASES = "- {name: x, shape: [1, 1, 2, 8]}\n"
 @pytest.mark.parametrize("field, value, reason", REFUSED, ids=[f"{field}={value}" for field, value, _ in REFUSED])
 def test_a_record_no_run_writes_is_one_line_for_report_compare_and_resume(tmp_path, emulator, field, value, reason):
     from prmg_cli.commands.run import Request
-    from prmg_cli.merge import report_files
-    from prmg_cli.runs import compare_files
-    from prmg_cli.suite import run_suite
+    from prmg_cli.reports.merge import report_files
+    from prmg_cli.reports.compare import compare_files
+    from prmg_cli.commands.suite import run_suite
 
     path = tmp_path / "r.jsonl"
     bad = json.dumps({**record("y").to_dict(), field: "\x00value"}).replace('"\\u0000value"', value)
@@ -485,9 +485,9 @@ def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compar
     """Issue 32: a failed record hand-edited to passed, or carrying both (``"status": "failed", "status": "passed"``
     reads as passed to Python's json), made report, compare and --resume green. Now each is exit 2 naming the line."""
     from prmg_cli.commands.run import Request
-    from prmg_cli.merge import report_files
-    from prmg_cli.runs import compare_files
-    from prmg_cli.suite import run_suite
+    from prmg_cli.reports.merge import report_files
+    from prmg_cli.reports.compare import compare_files
+    from prmg_cli.commands.suite import run_suite
 
     cases, path = tmp_path / "cases.yaml", tmp_path / "r.jsonl"
     cases.write_text(TINY_CASES)
@@ -526,9 +526,9 @@ AT_THE_LIMITS = {
 
 def test_records_at_the_limits_of_the_case_format_are_reported_compared_and_resumed(tmp_path, emulator):
     from prmg_cli.commands.run import Request
-    from prmg_cli.merge import report_files
-    from prmg_cli.runs import compare_files
-    from prmg_cli.suite import run_suite
+    from prmg_cli.reports.merge import report_files
+    from prmg_cli.reports.compare import compare_files
+    from prmg_cli.commands.suite import run_suite
 
     cases, path = tmp_path / "cases.yaml", tmp_path / "r.jsonl"
     cases.write_text("".join(f"- {{name: {name}, shape: [1, 1, 2, 8]}}\n" for name in AT_THE_LIMITS))
@@ -558,10 +558,10 @@ def test_a_results_file_over_the_size_limit_is_refused_at_once_and_blank_lines_c
     readline each), counted into the line numbers."""
     from prmg_cli.commands.run import Request
     from prmg_cli.files import describe_size
-    from prmg_cli.merge import report_files
-    from prmg_cli.runs import compare_files
-    from prmg_cli.store import MAX_FILE_BYTES
-    from prmg_cli.suite import run_suite
+    from prmg_cli.reports.merge import report_files
+    from prmg_cli.reports.compare import compare_files
+    from prmg_cli.reports.store import MAX_FILE_BYTES
+    from prmg_cli.commands.suite import run_suite
 
     path, cases = tmp_path / "r.jsonl", tmp_path / "cases.yaml"
     cases.write_text(TINY_CASES)
@@ -585,7 +585,7 @@ def test_a_results_file_over_the_size_limit_is_refused_at_once_and_blank_lines_c
 def test_a_run_never_writes_a_results_file_past_the_size_limit_it_reads(tmp_path):
     """The writer refuses a record that would take a regular results file past store.MAX_FILE_BYTES: every file
     a run writes stays readable by report, compare and --resume. The record just under the limit is written."""
-    from prmg_cli.store import MAX_FILE_BYTES, Writer, encode
+    from prmg_cli.reports.store import MAX_FILE_BYTES, Writer, encode
 
     path, line = tmp_path / "r.jsonl", encode(record("x"))
     with open(path, "wb") as sparse:

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from prmg_cli import bench, outputs
-from prmg_cli.cases import Case, Expect
+from prmg_cli.cases.loader import Case, Expect
+from prmg_cli.commands import bench_kernel
 from prmg_cli.errors import PrmgError
-from prmg_cli.outputs import csvreport, jsonreport, junit, listing, markdown, names, table
-from prmg_cli.outputs.labels import format_header
-from prmg_cli.progress import Progress
+from prmg_cli.reports import outputs
+from prmg_cli.reports.outputs import csvreport, jsonreport, junit, listing, markdown, names, table
+from prmg_cli.reports.outputs.labels import format_header
+from prmg_cli.reports.progress import Progress
 from prmg_cli.results import CaseResult, RunInfo, summary_counts, summary_line, visible
 
 EMULATOR = RunInfo(runner="emulator", location="/root/.cache/prmg/emulator-ab12", supported_modes=(1,))
@@ -173,7 +174,7 @@ def test_shortened_names_of_the_shipped_cases_stay_unique_and_keep_their_modes(c
     """Every shipped name shortened to ``columns`` (the room an 80- to 140-column table leaves): unique, whole words
     of the name in its order, its first word; a rotary mode or dtype that tells it from another name is never
     cut (it is among the words that tell it apart)."""
-    from prmg_cli.cases import load_cases
+    from prmg_cli.cases.loader import load_cases
 
     shipped = [case.name for case in load_cases([ROOT / "cases"])]
     shown, complete = names.short_names(shipped, columns, (names.MODE_WORDS, names.DTYPE_WORDS))
@@ -341,8 +342,8 @@ def on_devices(failing: dict[str, int], cases: dict[str, int]) -> list[CaseResul
 def test_failures_that_concentrate_on_one_device_are_named_in_every_report():
     """Issue 32: a chip that computes wrong showed only as a list of failures; every report now says where they
     concentrate (the chance of so many there by luck under 1 in 1000), and says nothing where they spread."""
-    from prmg_cli.outputs.labels import device_line, failures_by_device
-    from prmg_cli.outputs import html
+    from prmg_cli.reports.outputs.labels import device_line, failures_by_device
+    from prmg_cli.reports.outputs import html
 
     chip = on_devices({"1": 17}, {"0": 17, "1": 17})
     line = "17 failures, all on device 1 of 2: suspect the chip"
@@ -365,8 +366,8 @@ def test_failures_that_concentrate_on_one_device_are_named_in_every_report():
 
 
 def test_a_merge_of_shards_from_several_hosts_keeps_their_devices_apart():
-    from prmg_cli.merge import _on_hosts
-    from prmg_cli.store import RunRecord, Stored
+    from prmg_cli.reports.merge import _on_hosts
+    from prmg_cli.reports.store import RunRecord, Stored
 
     runs = [RunRecord(f"r{host}", "", [], {}, {"host": host}) for host in ("a", "b")]
     results = [passed(f"{host}{device}", run_id=f"r{host}", device=device) for host in "ab" for device in "01"]
@@ -483,7 +484,7 @@ def test_markdown_shows_text_from_results_files_as_text(text):
     tables) as the very text, in cells, the header list and headings: no HTML, link, image or emphasis."""
     import markdown_it
 
-    from prmg_cli.runs import Change, Comparison, render as render_comparison
+    from prmg_cli.reports.compare import Change, Comparison, render as render_comparison
 
     result = failed(name=text, dtype=text, cos_dtype=text, rotary_mode=text, standard=text, message=text,
                     key_metric=text, details=[text])
@@ -579,7 +580,7 @@ BENCH_ROWS = [
 
 
 def test_bench_table_labels_emulator_timings():
-    text = bench.format_bench(BENCH_ROWS, EMULATOR)
+    text = bench_kernel.format_bench(BENCH_ROWS, EMULATOR)
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("case"))
     for column in ("shape", "dtypes", "min ms", "median ms", "bytes moved (MB)", "GB/s", "% of peak"):
@@ -589,7 +590,7 @@ def test_bench_table_labels_emulator_timings():
     tiny = next(line for line in lines if line.startswith("tiny")).split()
     assert tiny[2] == "fp32" and tiny[-1] == "-"
     assert "host timings (emulator), not NPU" in lines
-    assert "host timings" not in bench.format_bench(BENCH_ROWS, TOOLKIT)
+    assert "host timings" not in bench_kernel.format_bench(BENCH_ROWS, TOOLKIT)
 
 
 # --- progress ----------------------------------------------------------------------------------------
@@ -647,12 +648,13 @@ def test_visible_escapes_what_could_change_the_screen(text, shown):
 
 def test_a_count_of_one_meets_a_singular_noun(tmp_path):
     """Wherever prmg puts a count before a noun (``results.plural``), one of it reads in the singular."""
-    from prmg_cli import acl, dump
-    from prmg_cli.outputs import html as html_report
+    from prmg_cli.device import acl
+    from prmg_cli.commands import dump_arrays
+    from prmg_cli.reports.outputs import html as html_report
 
     one = tmp_path / "one.yaml"
     one.write_text("- {name: one, shape: [1, 1, 1, 2]}\n")
-    assert dump.dump_cases([str(one)], str(tmp_path / "out")).startswith("wrote 1 case to ")
+    assert dump_arrays.dump_cases([str(one)], str(tmp_path / "out")).startswith("wrote 1 case to ")
     before = np.zeros(4, np.float32)
     after = before.copy()
     after[2] = 1.0
@@ -662,7 +664,7 @@ def test_a_count_of_one_meets_a_singular_noun(tmp_path):
     assert "NOT RUN 1 case (n): stopped" in table.render([stopped], EMULATOR)
     shown = table.render([failed(details=["first", "second"])], EMULATOR, verbose=True, max_details=1)
     assert "... 1 more line (--max-details)" in shown
-    from prmg_cli.cases import parse_document
+    from prmg_cli.cases.loader import parse_document
 
     with pytest.raises(PrmgError, match="1 value for a tensor of 2 elements"):
         parse_document([{"name": "v", "shape": [1, 1, 1, 2], "inputs": {"dy": {"values": [1.0]}}}], "t.yaml", tmp_path)

@@ -2,7 +2,7 @@
 
 - Judging under ``default``: the one-pass judgement (compiled ``native`` scan, and the numpy block scan
   ``reference.SliceTerms`` + ``standards.default_budget_into``) against the whole-array reference path
-  (``onepass.fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
+  (``default_pass.fast_default`` switched off), on a seeded sweep over modes, dtype pairs, broadcasts, scales
   from subnormal to near the dtype maximum, NaN/Inf in the data and faulty results: same status, message,
   metrics (floats compared exactly: the budget ratio, the error in ulps and its bound there (the first element of
   the largest, whatever order the blocks run in), and beyond the output's rounding, each seen both zero and not),
@@ -23,18 +23,17 @@ import numpy as np
 import pytest
 
 from kernels import FAULTS, correct_kernel, faulty_kernel
-from prmg_cli import inputs as inputs_module
-from prmg_cli import onepass
-from prmg_cli import dtypes, native, reference
-from prmg_cli.dtypes import FLOAT_FORMATS
-from prmg_cli.standards import default as default_standard
-from prmg_cli.acl import Outcome
-from prmg_cli.cases import Case, InputSpec
-from prmg_cli.dtypes import bits
-from prmg_cli.inputs import Inputs, make_inputs, tensor_generator
-from prmg_cli.judge import judge
+from prmg_cli import dtypes, native
+from prmg_cli.cases.loader import Case, InputSpec
+from prmg_cli.device.acl import Outcome
+from prmg_cli.dtypes import FLOAT_FORMATS, bits
+from prmg_cli.inputs import seeded as inputs_module
+from prmg_cli.inputs.seeded import Inputs, make_inputs, tensor_generator
+from prmg_cli.judging import default_pass
+from prmg_cli.judging.judge import judge
+from prmg_cli.judging.standards import default as default_standard
+from prmg_cli.ops import FORWARD, GRAD, reference
 from prmg_cli.vocab import GENERATORS
-from prmg_cli.ops import FORWARD, GRAD
 from test_dtypes import interesting_values
 from test_inputs import RECIPES
 from test_judge import NUMPY, make_case, random_case
@@ -48,24 +47,24 @@ PATHS = ("native", "numpy")
 
 def reference_judge(case, inputs, outcome, standard="default", tolerance=None):
     """The whole-array judgement: what ``judge`` did before the one-pass path existed."""
-    saved = onepass.fast_default
-    onepass.fast_default = lambda *args: None
+    saved = default_pass.fast_default
+    default_pass.fast_default = lambda *args: None
     try:
         return judge(case, inputs, outcome, standard, tolerance)
     finally:
-        onepass.fast_default = saved
+        default_pass.fast_default = saved
 
 
 @pytest.fixture(params=PATHS)
 def fast_path(request, monkeypatch):
     """Run a test through the compiled scan, or through the numpy block scan (small blocks, two threads)."""
-    monkeypatch.setattr(onepass, "FAST_MIN_ELEMENTS", 0)              # small cases too
+    monkeypatch.setattr(default_pass, "FAST_MIN_ELEMENTS", 0)              # small cases too
     if request.param == "native":
         if not native.available():
             pytest.skip("the compiled helper cannot be built here")
-        monkeypatch.setattr(onepass, "_NATIVE_SPLIT", 64)            # split rows over the threads
+        monkeypatch.setattr(default_pass, "_NATIVE_SPLIT", 64)            # split rows over the threads
     else:
-        monkeypatch.setattr(onepass, "_native_scans", lambda *args: None)
+        monkeypatch.setattr(default_pass, "_native_scans", lambda *args: None)
         monkeypatch.setattr(reference, "JUDGE_BLOCK_ELEMENTS", 96)        # many blocks, tails, both threads
         monkeypatch.setattr(native, "MIN_BLOCKS_PER_THREAD", 1)
     return request.param
@@ -165,17 +164,17 @@ LAYOUT_LENGTHS = {0: (2, 6, 8, 30), 1: (2, 6, 8, 30), 2: (4, 12, 8, 40), 3: (2, 
 
 
 def one_pass(case, inputs, result, native_on: bool):
-    """``onepass.fast_default`` through the compiled scan (two threads) or the numpy block scan: what it
+    """``default_pass.fast_default`` through the compiled scan (two threads) or the numpy block scan: what it
     proved (its metrics and whether the case is vacuous), or None when it found something wrong."""
-    saved = onepass._native_scans, onepass._NATIVE_SPLIT
+    saved = default_pass._native_scans, default_pass._NATIVE_SPLIT
     if not native_on:
-        onepass._native_scans = lambda *args: None
-    onepass._NATIVE_SPLIT = 64
+        default_pass._native_scans = lambda *args: None
+    default_pass._NATIVE_SPLIT = 64
     try:
         with np.errstate(all="ignore"):
-            passed = onepass.fast_default(case, inputs, result, None, {})
+            passed = default_pass.fast_default(case, inputs, result, None, {})
     finally:
-        onepass._native_scans, onepass._NATIVE_SPLIT = saved
+        default_pass._native_scans, default_pass._NATIVE_SPLIT = saved
     return None if passed is None else (passed.metrics, passed.vacuous)
 
 
@@ -244,14 +243,14 @@ def test_more_non_finite_elements_than_the_compiled_scan_lists_fall_back(monkeyp
     if not native.available():
         pytest.skip("the compiled helper cannot be built here")
     monkeypatch.setattr(native, "SPECIAL_CAPACITY", 3)
-    monkeypatch.setattr(onepass, "FAST_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(default_pass, "FAST_MIN_ELEMENTS", 0)
     case = make_case((2, 4, 2, 16), (0, 16), dtype="float32", broadcast="111D")
     inputs = model_inputs(case, np.random.default_rng(1))
     inputs = Inputs(np.where(np.arange(inputs.dy.size).reshape(case.shape) % 3 == 0, np.nan, inputs.dy)
                     .astype(np.float32), inputs.cos, inputs.sin)
     outcome = Outcome(status=0, dy=correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16)))
     calls = []
-    monkeypatch.setattr(onepass, "_SliceScan", lambda *args, _real=onepass._SliceScan: calls.append(1)
+    monkeypatch.setattr(default_pass, "_SliceScan", lambda *args, _real=default_pass._SliceScan: calls.append(1)
                         or _real(*args))
     same_verdict(judge(case, inputs, outcome), reference_judge(case, inputs, outcome))
     assert calls                                           # the numpy scan took over

@@ -132,7 +132,8 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
                               "--target", str(target), str(tree)],
                              capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr
-    assert (target / "prmg_cli" / "emulator_src" / "kernel.c").exists() and (target / "prmg_cli" / "native.c").exists()
+    assert (target / "prmg_cli" / "emulator_src" / "kernel.c").exists()
+    assert (target / "prmg_cli" / "native" / "native.c").exists()
     packages = {str(path.parent.relative_to(ROOT)).replace("/", ".") for path in (ROOT / "prmg_cli").rglob("__init__.py")}
     assert all((target / package.replace(".", "/") / "__init__.py").exists() for package in packages), packages
     cases = tmp_path / "c.yaml"
@@ -144,9 +145,9 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed"
     assert str(tmp_path / "emu") in result.stdout
-    faults = subprocess.run([sys.executable, "-c", "from prmg_cli import toolkit; print(sorted(toolkit.emulator_fault_"
-                             "effects()) == sorted(toolkit.emulator_fault_names()))"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=60)
+    faults = subprocess.run([sys.executable, "-c", "from prmg_cli.device import toolkit; print(sorted(toolkit."
+                             "emulator_fault_effects()) == sorted(toolkit.emulator_fault_names()))"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert faults.stdout == "True\n", faults.stderr                 # the README doctor reads is installed
 
 
@@ -181,7 +182,7 @@ def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
     """Case files under build/, venv/ (a virtualenv) and dot-folders are cases ``prmg run`` runs, so pytest runs them
     too (a failing one there fails the session); a symlinked folder, which ``prmg run`` does not enter, and a second
     path to a file already read, are not collected twice."""
-    from prmg_cli.cases import case_files, load_cases
+    from prmg_cli.cases.loader import case_files, load_cases
 
     suite = tmp_path / "suite"
     wrong = "- {name: %s, shape: [1, 1, 1, 8], expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}\n"     # succeeds: fails

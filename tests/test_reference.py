@@ -344,7 +344,7 @@ def test_invalid_arguments_raise_value_error(bad):
 
 def test_host_bench_naive_baseline_computes_the_same_gradient():
     """The benchmark's naive contender is a fair baseline: same result up to its float32 rounding."""
-    from prmg_cli.hostbench import naive_interleave_grad
+    from prmg_cli.commands.bench_host import naive_interleave_grad
 
     rng = np.random.default_rng(29)
     dy = rng.uniform(-1, 1, (2, 6, 3, 20)).astype(np.float32)
@@ -361,7 +361,8 @@ def test_host_bench_naive_baseline_computes_the_same_gradient():
 def test_many_blocks_split_over_threads_match_the_element_loop(monkeypatch, pattern):
     """Tiny blocks force many blocks, cached table expansions, tail blocks and the split over two
     threads; every mode must still give the element loop's bits."""
-    from prmg_cli import native, reference
+    from prmg_cli import native
+    from prmg_cli.ops import reference
 
     monkeypatch.setattr(reference, "_BLOCK_ELEMENTS", 48)
     rng = np.random.default_rng(31)
@@ -377,7 +378,7 @@ def test_many_blocks_split_over_threads_match_the_element_loop(monkeypatch, patt
 
 
 def test_large_work_buffers_lie_in_whole_huge_pages_and_do_not_overlap():
-    from prmg_cli import reference
+    from prmg_cli.ops import reference
 
     size = reference._HUGE_PAGE_ALLOCATION // 8 // 3          # four rows of this: above the threshold
     buffers = reference._huge_page_buffers(4, size)
@@ -390,7 +391,7 @@ def test_large_work_buffers_lie_in_whole_huge_pages_and_do_not_overlap():
 @pytest.mark.parametrize("shape, parts", [((3, 7, 5, 20), 2), ((1, 7, 5, 20), 2), ((1, 1, 1, 6), 2),
                                           ((4, 2, 2, 2), 1), ((2, 5, 1, 4), 3)])
 def test_copy_parts_cover_the_array_once(shape, parts):
-    from prmg_cli import reference
+    from prmg_cli.ops import reference
 
     hits = np.zeros(shape, np.int64)
     indices = reference._leading_parts(shape, parts)
@@ -401,17 +402,17 @@ def test_copy_parts_cover_the_array_once(shape, parts):
 
 
 def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
-    from prmg_cli import hostbench
+    from prmg_cli.commands import bench_host
 
     def row(dtype, generator, stage_ms, host_ms, copy_ms, vs_copy, peak):
         return {"dtype": dtype, "generator": generator, "status": ["passed"],
-                **dict.fromkeys(hostbench.STAGE_KEYS, stage_ms), "host_ms": host_ms, "copy_ms": copy_ms,
+                **dict.fromkeys(bench_host.STAGE_KEYS, stage_ms), "host_ms": host_ms, "copy_ms": copy_ms,
                 "vs_copy": vs_copy, "peak_mem_x_dy": peak}
 
     rows = [row("bfloat16", "philox4x32", 1.0, 90.0, 9.0, 10.0, 3.5),
             row("bfloat16", "philox", 2.0, 99.0, 9.0, 11.0, 3.5), row("bfloat16", "pcg64", 2.0, 99.0, 9.0, 12.0, 3.5),
             row("float32", "philox4x32", 1.0, 420.0, 20.0, 21.0, 9.0)]
-    text = hostbench.format_pipeline_bench(rows, {"runs": {"300": {"per_case_ms": 4.2, "wall_s": 1.26},
+    text = bench_host.format_pipeline_bench(rows, {"runs": {"300": {"per_case_ms": 4.2, "wall_s": 1.26},
                                                           "3": {"per_case_ms": 400.0, "wall_s": 1.2}}})
     assert "pipeline bfloat16: 10.00 x copy <= 20.00: met" in text
     assert "pipeline bfloat16: 10.00 x copy (stretch) <= 10.00: met" in text
@@ -425,9 +426,9 @@ def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
 
 
 def test_the_pipeline_case_is_the_issues():
-    from prmg_cli import hostbench
+    from prmg_cli.commands import bench_host
 
-    case = hostbench.pipeline_case("bfloat16")
+    case = bench_host.pipeline_case("bfloat16")
     assert (case.shape, case.cos_shape, case.partial_slice, case.rotary_mode) == \
         ((4, 1024, 32, 128), (1, 1024, 1, 96), (32, 128), 1)
     assert case.cos_dtype == case.sin_dtype == "bfloat16" and case.standard is None
@@ -436,7 +437,7 @@ def test_the_pipeline_case_is_the_issues():
 def _mirrored_pairs(rotary_mode: int, length: int):
     """A toy operator's pairing, unlike either operator's: lane k pairs with L-1-k, and the pair's results are
     written crosswise (p' = q, q' = p)."""
-    from prmg_cli.reference import PairBlock
+    from prmg_cli.ops.reference import PairBlock
 
     if rotary_mode != 1:
         raise ValueError("the toy has one mode")
@@ -453,7 +454,7 @@ def test_a_new_operators_rotation_is_all_its_goldens_need(dtype, monkeypatch):
     the mirrored pairing (written here, apart from the engine)."""
     from dataclasses import replace
 
-    from prmg_cli import reference
+    from prmg_cli.ops import reference
 
     rotation = reference.Rotation(pairs=_mirrored_pairs, tables_at="output", first_sign=1, second_sign=-1)
     toy = replace(GRAD, name="toy", rotation=rotation)

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT, prmg
 from prmg_cli.commands import load as load_command
-from prmg_cli.toolkit import EMULATOR_FALLBACK
+from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
 SMALL = """
 defaults:
@@ -246,7 +246,7 @@ STRICT_CATCH = {"round_up"}            # within every element's budget: only the
 
 
 def test_every_emulator_fault_has_a_shipped_catch():
-    from prmg_cli.toolkit import emulator_fault_names
+    from prmg_cli.device.toolkit import emulator_fault_names
 
     assert set(emulator_fault_names()) == set(SHIPPED_FAULTS)
     assert f"every fault the emulator can inject — {len(SHIPPED_FAULTS)} of them" in (ROOT / "README.md").read_text()

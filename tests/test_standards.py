@@ -17,14 +17,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from prmg_cli import native, onepass
-from prmg_cli.acl import Outcome
+from prmg_cli import native
+from prmg_cli.device.acl import Outcome
 from prmg_cli.dtypes import FLOAT_FORMATS, bits, rounded
-from prmg_cli.inputs import Inputs
-from prmg_cli.judge import judge
+from prmg_cli.inputs.seeded import Inputs
+from prmg_cli.judging import default_pass
+from prmg_cli.judging.judge import judge
+from prmg_cli.judging.standards import STANDARDS, default as default_standard, standard_parameters
 from prmg_cli.ops import GRAD
-from prmg_cli.standards import STANDARDS, standard_parameters
-from prmg_cli.standards import default as default_standard
 from test_judge import NUMPY, make_case
 
 pytestmark = pytest.mark.verdict
@@ -491,11 +491,11 @@ def path(request, monkeypatch):
     """Judge through the whole-array checks (small cases take them), or first through the one pass: numpy blocks
     or the compiled scan."""
     if request.param != "whole":
-        monkeypatch.setattr(onepass, "FAST_MIN_ELEMENTS", 0)
+        monkeypatch.setattr(default_pass, "FAST_MIN_ELEMENTS", 0)
         if request.param == "native" and not native.available():
             pytest.skip("the compiled helper cannot be built here")
         if request.param == "numpy":
-            monkeypatch.setattr(onepass, "_native_scans", lambda *args: None)
+            monkeypatch.setattr(default_pass, "_native_scans", lambda *args: None)
     return request.param
 
 
@@ -514,7 +514,7 @@ def proved(case, inputs, actual, tolerance=None) -> bool:
     """Whether the one pass proved the result right on its own (the whole-array checks then never run)."""
     result = exact(np.broadcast_to(np.asarray(actual, np.float64), (case.shape[-1],)), case.dtype).reshape(case.shape)
     with np.errstate(all="ignore"):
-        return onepass.fast_default(case, inputs, result, tolerance, {}) is not None
+        return default_pass.fast_default(case, inputs, result, tolerance, {}) is not None
 
 
 def test_default_passes_an_error_equal_to_its_budget(path):
@@ -572,7 +572,7 @@ def test_compiled_and_numpy_passes_agree_bit_for_bit_through_the_subnormal_terms
     from kernels import correct_kernel
     from test_perf_equivalence import reference_judge, same_verdict
 
-    monkeypatch.setattr(onepass, "FAST_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(default_pass, "FAST_MIN_ELEMENTS", 0)
     rng = np.random.default_rng(11)
     case = make_case((1, 2, 2, 16), (0, 16), dtype=dtype, cos_dtype="float32")
     for exponent in range(-90, -39, 2):
@@ -588,7 +588,7 @@ def test_compiled_and_numpy_passes_agree_bit_for_bit_through_the_subnormal_terms
             slow = reference_judge(case, inputs, outcome)
             compiled = judge(case, inputs, outcome)
             with monkeypatch.context() as numpy_only:
-                numpy_only.setattr(onepass, "_native_scans", lambda *args: None)
+                numpy_only.setattr(default_pass, "_native_scans", lambda *args: None)
                 numpy_pass = judge(case, inputs, outcome)
             same_verdict(compiled, slow)
             same_verdict(numpy_pass, slow)
@@ -623,15 +623,15 @@ def test_the_emulators_clobber_row_end_fails_a_case_the_one_pass_judges(emulator
     case large enough for the one pass, the compiled scan and the numpy blocks each fail it."""
     import dataclasses
 
-    from prmg_cli.acl import AclSession
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.inputs.seeded import make_inputs
 
     if native_on and not native.available():
         pytest.skip("the compiled helper cannot be built here")
     if not native_on:
-        monkeypatch.setattr(onepass, "_native_scans", lambda *args: None)
+        monkeypatch.setattr(default_pass, "_native_scans", lambda *args: None)
     case = dataclasses.replace(make_case((2, 8, 4, 160), (16, 144), dtype="float16", broadcast="1S1D"), seed=5)
-    assert case.shape[0] * case.shape[1] * case.shape[2] * case.shape[3] >= onepass.FAST_MIN_ELEMENTS
+    assert case.shape[0] * case.shape[1] * case.shape[2] * case.shape[3] >= default_pass.FAST_MIN_ELEMENTS
     inputs = make_inputs(case)
     with AclSession(emulator, 0) as session:
         assert judge(case, inputs, session.launch(case, inputs)).status == "passed"

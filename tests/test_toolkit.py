@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prmg_cli import toolkit as tk
+from prmg_cli.device import toolkit as tk
 from prmg_cli.errors import PrmgError
 
 OP_SOURCE = """

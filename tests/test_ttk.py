@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from prmg_cli import gencase, ttk
-from prmg_cli.cases import load_cases, validate
+from prmg_cli.cases import gencase, ttk
+from prmg_cli.cases.loader import load_cases, validate
 from prmg_cli.errors import PrmgError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 from conftest import prmg
-from prmg_cli import checks
-from prmg_cli.acl import SYNCHRONIZE, Outcome
-from prmg_cli.cases import Case, Expect, KnownDefect
-from prmg_cli.execute import known_defect_status
-from prmg_cli.judge import judge
+from prmg_cli.cases.loader import Case, Expect, KnownDefect
+from prmg_cli.device.acl import SYNCHRONIZE, Outcome
+from prmg_cli.device.execute import known_defect_status
+from prmg_cli.judging import checks
+from prmg_cli.judging.judge import judge
 from prmg_cli.ops import GRAD
+from prmg_cli.reports.compare import compare
 from prmg_cli.results import CaseResult
-from prmg_cli.runs import compare
 
 EMU = ("--runner", "emulator")
 
@@ -84,7 +84,7 @@ def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
 
 
 def _unchanged(case):
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     inputs = make_inputs(case)
     return inputs, Outcome(status=0, dy=inputs.dy.copy(), dy_changed=False)
@@ -132,7 +132,7 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
 def test_sample_draws_every_row_class_the_kernel_tiles_by():
     """The first and last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of
     (b, s) units), the tail rows past the last full share, one row for each index of each table axis."""
-    from prmg_cli.checks.sample import class_rows, sampled_rows
+    from prmg_cli.judging.checks.sample import class_rows, sampled_rows
     from prmg_cli.ops.regimes import core_counts
 
     case = Case("r", "t", (3, 700, 5, 16), (3, 700, 1, 16), (3, 700, 1, 16), (0, 16))
@@ -153,9 +153,9 @@ def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(em
     """The emulator's middle core skips the last row of its share (core_last_row): one wrong row among 3,200, of
     which sample draws 1,024 (its budget shrunk for a small test) -- the class rows make it sure; the metric states
     the chance for a wrong row elsewhere."""
-    from prmg_cli.acl import AclSession
-    from prmg_cli.checks import sample as sample_module
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.judging.checks import sample as sample_module
+    from prmg_cli.inputs.seeded import make_inputs
 
     monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 14)
     monkeypatch.setenv("PRMG_EMU_FAULT", "core_last_row")
@@ -189,7 +189,7 @@ def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_ed
     """Over the shipped special values (NaN, Inf, overflow) and empty slices every check passes or says why it
     is not defined: no false alarm on a correct kernel. Every record the run writes (expect-error cases with
     reversed and negative slices among them) is read back by the results store's checks."""
-    from prmg_cli import store
+    from prmg_cli.reports import store
 
     results = tmp_path / "r.jsonl"
     files = ("special", "edge", "checks", "cover", "forward", "negative")           # the shipped files with skips
@@ -211,7 +211,8 @@ def test_an_internal_error_in_a_check_ends_the_run_with_exit_code_3(tmp_path, em
     is one entry of ``checks.CHECKS``: here a toy entry that fails.)"""
     from test_cli_commands import run_in_process
 
-    from prmg_cli import execute, suite
+    from prmg_cli.device import execute
+    from prmg_cli.commands import suite
     from prmg_cli.commands import run
 
     def broken(context):
@@ -269,9 +270,9 @@ def test_a_known_defect_is_xfail_only_when_that_defect_is_what_went_wrong(fault,
 def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulator, monkeypatch, fault, status):
     """The shipped int32-mode defect: the operator accepts 2**32 + 1 and computes interleave; a wrong result
     under the defect is a failure, not an xfail (in-process: the emulator reads PRMG_EMU_FAULT at each call)."""
-    from prmg_cli.acl import AclSession
-    from prmg_cli.cases import load_cases
-    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.execute import RunSettings, run_case
 
     case = next(case for case in load_cases(["cases/negative.yaml"]) if case.name == "neg.mode_2pow32_plus_1")
     assert case.known_defect.behaves_as == (("rotary_mode", 1),)
@@ -286,7 +287,7 @@ def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulato
 
 @pytest.mark.verdict
 def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_empty_slice():
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     case = Case("f", "t", (1, 1, 2, 2000), (1, 1, 1, 2), (1, 1, 1, 2), (0, 0), expect=Expect(561002),
                 known_defect=KnownDefect("early return", 0, ()))
@@ -315,7 +316,7 @@ def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_
     ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),
 ])
 def test_behaves_as_and_a_wrong_results_bounds_are_checked(tmp_path, defect, field, words):
-    from prmg_cli.cases import load_cases
+    from prmg_cli.cases.loader import load_cases
     from prmg_cli.errors import PrmgError
 
     text = f"- {{name: k, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {{error: 561002}}, known_defect: {defect}}}\n"
@@ -325,7 +326,7 @@ def test_behaves_as_and_a_wrong_results_bounds_are_checked(tmp_path, defect, fie
 
 
 def test_validate_warns_of_a_success_defect_that_names_no_behaviour(tmp_path):
-    from prmg_cli.suite import validate_paths
+    from prmg_cli.commands.suite import validate_paths
 
     text = "- {name: k, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002}, known_defect: {reason: x, %s}}\n"
     said = validate_paths([str(write(tmp_path, text % "status: SUCCESS"))], None)
@@ -350,9 +351,9 @@ BOUNDED = """
 def test_a_wrong_result_defect_xfails_only_within_its_bounds(emulator, monkeypatch, tmp_path, fault, xfailed):
     """A marker written for one wrongness (the second lanes' sign, bf16 rounding, the last row) xfails only that:
     a kernel that does nothing, writes NaN or flips the sign of sin goes beyond every bound and fails."""
-    from prmg_cli.acl import AclSession
-    from prmg_cli.cases import load_cases
-    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.execute import RunSettings, run_case
 
     monkeypatch.setenv("PRMG_EMU_FAULT", fault)
     with AclSession(emulator, 0) as session:
@@ -403,7 +404,7 @@ def test_a_known_defect_must_name_its_defect_on_each_case(tmp_path, text, field,
 @pytest.mark.verdict
 def test_a_device_fault_is_never_an_expected_refusal():
     case = Case("a", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect("any"))
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     inputs = make_inputs(case)
     faulted = judge(case, inputs, Outcome(status=507015, failed_call=SYNCHRONIZE))
@@ -417,7 +418,7 @@ def test_a_device_fault_is_never_an_expected_refusal():
                                           (100000, GRAD.launch), (207018, GRAD.get_workspace)])
 @pytest.mark.parametrize("phase", ["any", "launch", "workspace"])
 def test_a_runtime_status_from_the_operators_own_calls_is_never_an_expected_refusal(status, call, phase):
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     case = Case("a", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect("any", phase))
     inputs = make_inputs(case)
@@ -451,8 +452,8 @@ def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(e
     or device status (the launch of a device a kernel fault left unusable returns 507899 on a real stack). The
     case fails, and the session is no longer fit to run another case."""
     from prmg_cli import ops
-    from prmg_cli.acl import AclSession
-    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.device.execute import RunSettings, run_case
 
     case = Case("e", "t", (1, 1, 2, 16), (1, 1, 2, 16), (1, 1, 2, 16), (0, 16), expect=Expect("any"))
     with AclSession(emulator, 0) as session:
@@ -474,7 +475,7 @@ def test_a_runtime_that_fails_the_operators_call_never_meets_an_expected_error(e
                                          ("expect.error", "expect: {error: ACL_ERROR_RT_DRV_INTERNAL_ERROR}"),
                                          ("known_defect.status", "known_defect: {reason: x, status: 507899}")])
 def test_a_case_cannot_expect_a_runtime_status(tmp_path, field, text):
-    from prmg_cli.cases import load_cases
+    from prmg_cli.cases.loader import load_cases
     from prmg_cli.errors import PrmgError
 
     with pytest.raises(PrmgError) as raised:
@@ -485,7 +486,7 @@ def test_a_case_cannot_expect_a_runtime_status(tmp_path, field, text):
 
 @pytest.mark.verdict
 def test_the_phase_of_an_expected_error_is_checked():
-    from prmg_cli.inputs import make_inputs
+    from prmg_cli.inputs.seeded import make_inputs
 
     case = Case("p", "t", (1, 1, 1, 4), (1, 1, 1, 4), (1, 1, 1, 4), (0, 4), expect=Expect(561000, "launch"))
     inputs = make_inputs(case)
@@ -574,10 +575,10 @@ def test_resume_runs_again_after_the_operator_library_is_rebuilt_or_the_soc_chan
 
 @pytest.mark.parametrize("field", ["soc", "driver_version", "host", "toolkit_version", "op_library"])
 def test_the_resume_key_holds_where_the_run_happened(emulator, field):
-    from prmg_cli.execute import RunSettings
+    from prmg_cli.device.execute import RunSettings
     from prmg_cli.results import RunInfo
-    from prmg_cli.store import settings_key
-    from prmg_cli.suite import recorded_settings
+    from prmg_cli.reports.store import settings_key
+    from prmg_cli.commands.suite import recorded_settings
 
     settings, info = RunSettings(toolkit=emulator), RunInfo("emulator", str(emulator.root))
     assert settings_key(recorded_settings(replace(info, **{field: "elsewhere"}), settings)) \
@@ -652,7 +653,7 @@ def test_pytest_plugin_exits_as_prmg_run_does(tmp_path):
 
 def test_the_store_checks_every_field_of_its_records():
     """One kind per field: a field added to a record is type-checked when read back, or this fails."""
-    from prmg_cli import store
+    from prmg_cli.reports import store
     from prmg_cli.results import RECORD_FIELDS, RunInfo
 
     assert set(RECORD_FIELDS) == set(CaseResult.__dataclass_fields__)
@@ -697,7 +698,7 @@ def test_an_expected_error_is_not_met_by_a_device_fault(tmp_path):
 
 def _interleave_pairs(rotary_mode: int, length: int):
     """A toy operator's own pairing, written here: interleave only (2k with 2k + 1, written in place)."""
-    from prmg_cli.reference import PairBlock
+    from prmg_cli.ops.reference import PairBlock
 
     if rotary_mode != 1:
         raise ValueError("the toy has one mode")
@@ -715,10 +716,10 @@ def test_an_operator_is_one_entry(emulator, monkeypatch, second_sign, status):
     the same with ``+`` fails -- the golden, the judge's one-pass scan and the sample check all come from the
     entry."""
     from prmg_cli import ops
-    from prmg_cli.acl import AclSession
-    from prmg_cli.cases import parse_document, validate
-    from prmg_cli.execute import RunSettings, run_case
-    from prmg_cli.reference import Rotation
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.cases.loader import parse_document, validate
+    from prmg_cli.device.execute import RunSettings, run_case
+    from prmg_cli.ops.reference import Rotation
 
     rotation = Rotation(pairs=_interleave_pairs, tables_at="input", first_sign=1, second_sign=second_sign)
     monkeypatch.setitem(ops.OPERATORS, "toy", replace(ops.GRAD, name="toy", title="ToyGrad", required=False,
@@ -742,9 +743,9 @@ def test_an_operator_is_one_entry(emulator, monkeypatch, second_sign, status):
 def test_a_toy_operator_s_adjoint_checks_run_against_its_partner(emulator, monkeypatch):
     """The toy grad's golden-free checks launch its adjoint partner (the forward) and pass on a correct pair."""
     from prmg_cli import ops
-    from prmg_cli.acl import AclSession
-    from prmg_cli.cases import parse_document, validate
-    from prmg_cli.execute import RunSettings, run_case
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.cases.loader import parse_document, validate
+    from prmg_cli.device.execute import RunSettings, run_case
 
     monkeypatch.setitem(ops.OPERATORS, "toy", replace(ops.GRAD, name="toy", title="ToyGrad", required=False))
     cases = parse_document([{"name": "t", "op": "toy", "shape": [1, 2, 2, 16], "broadcast": "1S1D",
@@ -773,7 +774,7 @@ def test_exit_code_rules():
 
 @pytest.mark.verdict
 def test_strict_fails_a_passing_case_with_a_warning():
-    from prmg_cli.execute import RunSettings, strict_status
+    from prmg_cli.device.execute import RunSettings, strict_status
 
     warned = CaseResult("a", "passed", warnings=["vacuous: ..."])
     assert strict_status(warned, RunSettings(None, strict=True)).status == "failed"
@@ -783,7 +784,7 @@ def test_strict_fails_a_passing_case_with_a_warning():
 
 @pytest.mark.verdict
 def test_resume_trusts_only_verdicts_of_the_same_case_under_the_same_settings():
-    from prmg_cli.store import Stored, trusted
+    from prmg_cli.reports.store import Stored, trusted
 
     record = replace(CaseResult("a", "passed"), fingerprint="f", judged_under="k")
     assert trusted(Stored("r.jsonl", results=[record]), {"a": "f"}, "k") == {"a": record}
@@ -815,11 +816,11 @@ def test_a_case_whose_tolerance_or_values_hide_the_sign_of_sin_is_weak(emulator,
     """A kernel rotating the wrong way passes a case with a huge budget or allclose atol, or with sin tiny against
     the data: validate and run say so (run: the vacuous warning where the unchanged input passes too, else the weak
     one), --strict fails them; the ordinary cases get no warning and fail the flipped kernel."""
-    from prmg_cli.acl import AclSession
-    from prmg_cli.cases import load_cases
-    from prmg_cli.execute import RunSettings, run_case
-    from prmg_cli.judge import SIGN_HIDDEN_WARNING
-    from prmg_cli.suite import validate_paths
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.execute import RunSettings, run_case
+    from prmg_cli.judging.judge import SIGN_HIDDEN_WARNING
+    from prmg_cli.commands.suite import validate_paths
 
     path = write(tmp_path, WEAK)
     said = validate_paths([str(path)], None)

@@ -1,4 +1,7 @@
-"""prmg's commands, one module each, named like the command (``gen-case`` in ``gen_case.py``).
+"""Stage 7, commands: a command line in, an exit code out. prmg's commands, one module each, named like the command
+(``gen-case`` in ``gen_case.py``), and what runs them: ``app`` (the Typer application), ``options`` (options declared
+once), ``suite`` (``run`` and ``validate``), ``bench_kernel`` and ``bench_host`` (``bench``), ``doctor_findings``,
+``dump_arrays``, ``case_writer`` (``gen-case``, ``import-ttk``), ``coverage_pages`` (``coverage``).
 
 A command module holds everything of its command: ``OPTIONS`` (``options.Option`` records: flags, defaults,
 help), ``Request`` (the typed value they make, built by ``options.request_type``), ``main(request) -> exit

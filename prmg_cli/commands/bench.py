@@ -1,12 +1,13 @@
-"""``prmg bench``: time the kernel on the device, or with ``--host`` prmg's host side (``bench.bench_command``)."""
+"""``prmg bench``: time the kernel on the device, or with ``--host`` prmg's host side
+(``bench_kernel.bench_command``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..checks.determinism import MAX_REPEAT
-from ..options import Option, request_type
+from ..judging.checks.determinism import MAX_REPEAT
 from .common import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
+from .options import Option, request_type
 
 OPTIONS = (
     Option("paths", (), None, "Case files or folders to time on the device.", "[PATH]...", list, argument=True),
@@ -45,7 +46,7 @@ def main(request) -> int:
     upload, kernel, download, golden, judge) and whole prmg run processes. Exit 1 when --baseline shows a slowdown,
     5 when no case is selected to time.
     """
-    from ..bench import bench_command
+    from .bench_kernel import bench_command
     from ..writes import write_stdout
 
     text, code = bench_command(request)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..options import REQUIRED, Option
-from ..runners import runners_help
+from ..device.runners import runners_help
+from .options import REQUIRED, Option
 
 PATHS = Option("paths", (), REQUIRED, "Case files or folders (every *.yaml / *.yml below a folder, sorted).",
                "PATH...", list, argument=True)

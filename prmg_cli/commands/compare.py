@@ -1,11 +1,11 @@
-"""``prmg compare``: two runs' results side by side (``runs.compare_files``)."""
+"""``prmg compare``: two runs' results side by side (``compare.compare_files``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..options import REQUIRED, Option, request_type
-from ..runs import ORDER
+from ..reports.compare import ORDER
+from .options import REQUIRED, Option, request_type
 
 OPTIONS = (
     Option("run_a", (), REQUIRED, "The results file of the first run (--results).", "A.jsonl", Path, argument=True),
@@ -36,7 +36,7 @@ def main(request) -> int:
     import math
 
     from ..errors import PrmgError
-    from ..runs import compare_files
+    from ..reports.compare import compare_files
     from ..writes import write_stdout
 
     for option in OPTIONS:

@@ -1,4 +1,4 @@
-"""``prmg coverage``: which regime classes the cases cover (``coverage.evaluate``, pages by ``coverage_report``)."""
+"""``prmg coverage``: which regime classes the cases cover (``coverage.evaluate``, pages by ``coverage_pages``)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 from collections.abc import Sequence
 from ..errors import PrmgError
 from ..ops import OPERATORS
-from ..options import Option, request_type
 from ..results import ExitCode
 from ..vocab import COVERAGE_FORMATS
 from .common import PATHS, WIDE
+from .options import Option, request_type
 
 OPTIONS = (
     PATHS,
@@ -43,7 +43,7 @@ def main(request) -> int:
     """
     import sys
 
-    from ..outputs.screen import width
+    from ..reports.outputs.screen import width
     from ..writes import write_stdout
 
     text, code = coverage_command(list(request.paths), request.report, request.output, request.fail_under,
@@ -60,9 +60,9 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
                      ) -> tuple[str, int]:
     """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
     exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
-    from ..cases import input_files, load_cases
-    from ..coverage import evaluate, percent, summary
-    from ..coverage_report import render
+    from ..cases.loader import input_files, load_cases
+    from ..cases.coverage import evaluate, percent, summary
+    from .coverage_pages import render
     from ..files import write_text
     from ..writes import Output, check_outputs
 

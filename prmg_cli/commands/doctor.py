@@ -1,9 +1,9 @@
-"""``prmg doctor``: what was found and where (``doctor.diagnose``)."""
+"""``prmg doctor``: what was found and where (``doctor_findings.diagnose``)."""
 
 from __future__ import annotations
 
-from ..options import request_type
 from .common import OP_LIB, RUNNER
+from .options import request_type
 
 OPTIONS = (RUNNER, OP_LIB)
 
@@ -21,7 +21,7 @@ def main(request) -> int:
 
     Exit 0 when a runner is usable, 1 otherwise.
     """
-    from ..doctor import diagnose
+    from .doctor_findings import diagnose
     from ..writes import write_stdout
 
     text, usable = diagnose(request.runner, request.op_lib)

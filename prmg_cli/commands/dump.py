@@ -1,9 +1,9 @@
-"""``prmg dump``: write cases' inputs and goldens as .npy files (``dump.dump_cases``)."""
+"""``prmg dump``: write cases' inputs and goldens as .npy files (``dump_arrays.dump_cases``)."""
 
 from __future__ import annotations
 
-from ..options import REQUIRED, Option, request_type
 from .common import KEYWORD, PATHS
+from .options import REQUIRED, Option, request_type
 
 OPTIONS = (PATHS, Option("out", ("--out",), REQUIRED, "Folder to write DIR/CASE/ into.", "DIR"), KEYWORD)
 
@@ -23,7 +23,7 @@ def main(request) -> int:
     shapes, mode, slice, seed; each file's dtype): the layout of prmg run --save-failures. bfloat16 arrays are
     stored as their 16-bit patterns (uint16) and meta.json names the dtype.
     """
-    from ..dump import dump_cases
+    from .dump_arrays import dump_cases
     from ..writes import write_stdout
 
     write_stdout(dump_cases(list(request.paths), request.out, request.keyword))

@@ -1,11 +1,11 @@
-"""``prmg gen-case``: one case from flags, or a preset suite (``gencase_cli.generate``)."""
+"""``prmg gen-case``: one case from flags, or a preset suite (``case_writer.generate``)."""
 
 from __future__ import annotations
 
-from ..options import Option, request_type
-from ..presets import PRESETS
+from ..cases.presets import PRESETS
 from ..vocab import BROADCASTS
 from .common import EXCLUDE_TAGS, TAGS
+from .options import Option, request_type
 
 CASE_OPTIONS = (        # the options of one case (``--preset`` takes none of them)
     Option("shape", ("--shape",), None, "dy's shape.", "B,S,N,D"),
@@ -68,7 +68,7 @@ def main(request) -> int:
     import sys
 
     from ..errors import PrmgError
-    from ..gencase_cli import generate
+    from .case_writer import generate
     from ..results import visible
     from ..writes import write_stdout
 

@@ -1,10 +1,10 @@
-"""``prmg import-ttk``: a TTK case list (CSV) as prmg cases (``gencase_cli.import_ttk_file``)."""
+"""``prmg import-ttk``: a TTK case list (CSV) as prmg cases (``case_writer.import_ttk_file``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..options import REQUIRED, Option, request_type
+from .options import REQUIRED, Option, request_type
 
 OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list: a kernel list or a torch-path (e2e) list.",
                   "FILE.csv", Path, argument=True),
@@ -31,7 +31,7 @@ def main(request) -> int:
     """
     import sys
 
-    from ..gencase_cli import import_ttk_file
+    from .case_writer import import_ttk_file
     from ..results import visible
     from ..writes import write_stdout
 

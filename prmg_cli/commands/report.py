@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..options import REQUIRED, Option, request_type
 from ..results import WORST_FIRST
 from .common import OUTPUT, REPORTS, VERBOSE, WIDE
+from .options import REQUIRED, Option, request_type
 
 OPTIONS = (
     Option("results", (), REQUIRED, "Results files of prmg run --results (shards of one suite, or an earlier run).",
@@ -45,7 +45,7 @@ def main(request) -> int:
     as for a run: 0 when every case is ok, 1 when one failed, errored, xpassed or was not run (also: a --cases case
     no file holds, mixed settings), 2 for unreadable files, 5 when there is nothing to report.
     """
-    from ..merge import report_files
+    from ..reports.merge import report_files
 
     return report_files(list(request.results), list(request.cases), request.report, request.output,
                         request.duplicates, request.verbose, request.wide, list(request.allow_mixed))

@@ -4,12 +4,11 @@ the checks' registry, where each check declares them."""
 
 from __future__ import annotations
 
-from ..checks import OPTIONS as CHECK_OPTIONS
-from ..execute import MAX_TIMEOUTS
-from ..options import Option, request_type
-from ..standards import STANDARDS
-from .common import (EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS, VERBOSE,
-                     WIDE)
+from ..device.execute import MAX_TIMEOUTS
+from ..judging.checks import OPTIONS as CHECK_OPTIONS
+from ..judging.standards import STANDARDS
+from .common import EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS, VERBOSE, WIDE
+from .options import Option, request_type
 
 OPTIONS = (
     PATHS, RUNNER, OP_LIB, SUPPORTED_MODES,
@@ -73,7 +72,7 @@ Examples:
 
 def _emulator_help() -> str:
     """The emulator's variables and fault names, read from its sources (``prmg doctor`` says what each does)."""
-    from ..toolkit import emulator_fault_names, emulator_variables
+    from ..device.toolkit import emulator_fault_names, emulator_variables
 
     return (f"The emulator (--runner emulator, or auto where nothing names or installs a toolkit) reads {', '.join(emulator_variables())}. "
             f"PRMG_EMU_FAULT=NAME[,NAME...] injects faults, to test prmg itself: {', '.join(emulator_fault_names())} "
@@ -98,6 +97,6 @@ def main(request) -> int:
     errors, 5 when no case is selected (or every case was skipped), 130/143 when interrupted or terminated
     (the partial report is printed and the results file keeps what finished).
     """
-    from ..suite import run_suite
+    from .suite import run_suite
 
     return run_suite(request)

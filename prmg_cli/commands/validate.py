@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..options import Option, request_type
 from .common import PATHS, SUPPORTED_MODES
+from .options import Option, request_type
 
 OPTIONS = (PATHS, Option("supported_modes", SUPPORTED_MODES.flags, None, "Rotary modes the target implements "
                          "(default: interleave): cases of other modes are reported as the ones a run would skip.",
@@ -23,7 +23,7 @@ def main(request) -> int:
     Prints a warning per case whose expected error the constraint model disagrees with, then a summary;
     exit 0 when every file is valid, 2 otherwise (one line per broken case, naming file, case, field).
     """
-    from ..suite import validate_paths
+    from .suite import validate_paths
     from ..writes import write_stdout
 
     write_stdout(validate_paths(list(request.paths), request.supported_modes))

@@ -39,15 +39,14 @@ from __future__ import annotations
 
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
-from ..reference import PairBlock, Rotation
 from ..status import PARAM_INVALID, TILING_ERROR
-from ..targets import MEMBASE_SOCS, REFERENCE_SOC
 from ..vocab import BROADCASTS, INTERLEAVE_HALF, MODE_NAMES, mode_label, mode_list
-from .grad import (CHIP_REASONS, GRAPH_REFUSALS, GRAPH_TILING, MAX_D, SUPPORTED_FORMATS, as_int32, chip_rules, empty,
-                   mode_rules, null_rules, slice_list_rules)
-from .grad import pair_blocks as grad_pair_blocks
-from .grad import RULE_REASONS as GRAD_RULES
+from .grad import (CHIP_REASONS, GRAPH_REFUSALS, GRAPH_TILING, MAX_D, RULE_REASONS as GRAD_RULES, SUPPORTED_FORMATS,
+                   as_int32, chip_rules, empty, mode_rules, null_rules, pair_blocks as grad_pair_blocks,
+                   slice_list_rules)
+from .reference import PairBlock, Rotation
 from .spec import GraphIR, OperatorSpec, Violation
+from .targets import MEMBASE_SOCS, REFERENCE_SOC
 
 SOCS = ("ascend910b", "ascend910_93", "ascend950", "ascend960dt", "ascend350")    # the op definition's chips
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),

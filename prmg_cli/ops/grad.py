@@ -47,12 +47,12 @@ import itertools
 
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
-from ..reference import PairBlock, Rotation
 from ..status import (FIND_KERNEL, GE_DATATYPE_INVALID, GE_FAILED, GE_FORMAT_INVALID, GE_PARAM_INVALID, INNER,
                       INNER_NULLPTR, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR)
-from ..targets import BUILDS, LATEST_BUILD, REFERENCE_SOC
 from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, TENSORS, mode_label, mode_list
+from .reference import PairBlock, Rotation
 from .spec import GraphIR, GraphRefusal, OperatorSpec, Violation
+from .targets import BUILDS, LATEST_BUILD, REFERENCE_SOC
 
 SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
 MAX_D = 1024

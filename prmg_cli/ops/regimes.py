@@ -3,7 +3,7 @@
 ``regimes(op)`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
 layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, values
 (ordinary and special), and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
-test on a case's ``Facts`` (``prmg_cli/coverage.py`` computes them and counts the cases of each class).
+test on a case's ``Facts`` (``prmg_cli/cases/coverage.py`` computes them and counts the cases of each class).
 
 Where the numbers come from:
 
@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Callable
 
+from . import OPERATORS
 from .. import dtypes
 from ..results import plural
 from ..vocab import MODE_NAMES, TENSORS
-from . import OPERATORS
 from .grad import MAX_D, SUPPORTED_FORMATS
 
 PHASE = "phase"                   # the axis of the expected-error classes: only negative cases count there
@@ -129,7 +129,7 @@ CORE_ROUNDS = (1, 2, 3)     # full rounds of the cores whose neighbours are rows
 def emulator_layout() -> tuple[int, int]:
     """(vector cores, tile lanes) of the emulator's kernel layout: ``EMU_CORES`` and ``EMU_TILE`` of
     ``runners/emulator/kernel.h``."""
-    from ..toolkit import emulator_sources
+    from ..files import emulator_sources
 
     text = (emulator_sources() / "kernel.h").read_text(encoding="utf-8")
     return tuple(int(re.search(rf"#define {name} (\d+)", text).group(1)) for name in ("EMU_CORES", "EMU_TILE"))

@@ -8,8 +8,8 @@ from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from .. import reference
-from ..reference import Rotation
+from . import reference
+from .reference import Rotation
 
 
 class Violation(NamedTuple):

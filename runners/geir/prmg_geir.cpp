@@ -1,6 +1,6 @@
 /*
  * prmg's graph-mode shim (prmg_geir.h) over GE's public C++ API: ge/ge_api.h and the graph headers of a CANN
- * toolkit. prmg compiles it on first use with the host's C++ compiler (prmg_cli/runners/geir.py says how); the
+ * toolkit. prmg compiles it on first use with the host's C++ compiler (prmg_cli/device/runners/geir.py says how); the
  * syntax alone is checked against GE's published headers by `make geir-syntax GE_INCLUDE="..."`.
  *
  * Per process: GEInitialize (device id, graph run mode, precision mode keeping every dtype as given) and one

@@ -1,0 +1,267 @@
+"""Import of TTK operator test lists (CSV) as prmg cases: upstream's kernel lists and its torch-path (e2e) lists.
+
+A TTK list has one row per case; its fields are Python literals inside CSV quoting, read here with
+``ast.literal_eval`` only (never ``eval``). Which kind a list is comes from its header (``LIST_KINDS``). Per row:
+
+| kernel list column | e2e list column | prmg key |
+|---|---|---|
+| ``testcase_name`` | ``testcase_name`` | ``name`` (characters outside letters, digits, ``_ . -`` become ``_``) |
+| ``op_name`` (``OP_NAMES``) | ``api_name``, its last dotted part (``API_NAMES``) | ``op`` |
+| ``input_shapes`` (dy, cos, sin) | ``tensor_view_shapes`` | ``shape``, ``cos_shape`` (``sin_shape`` when it differs) |
+| ``input_dtypes`` (dy, cos, sin) | ``tensor_dtypes`` | ``dtype``, ``cos_dtype`` (``sin_dtype`` when it differs) |
+| ``input_formats`` | ``tensor_formats`` | only ND (empty: ND) |
+| ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}`` | the same, the mode a number or a name (``'interleave'``), ``partial_slice`` optional | ``rotary_mode``, ``partial_slice`` (absent: the torch API's default ``[0, 0]``, a no-op) |
+| ``input_data_ranges`` ((lo, hi) per input) | | ``inputs: {dy: {uniform: [lo, hi]}, ...}`` |
+| ``precision_tolerances`` ((rel, share) per output), ``absolute_precision`` (atol) | | ``standard: double_thousandth``, ``tolerance: {rel, share, atol, cap: 0}`` (the TTK rule has no per-element cap) |
+| | ``inplace_input_indexes`` | must be ``(0,)``: the in-place tensor is the first |
+| ``remark`` | | a YAML comment above the case |
+
+Every imported case gets the tag ``ttk`` (and ``e2e`` from an e2e list) and ``expect: pass``. Rows are numbered
+from 1 over the data rows (the header line is not counted, so row N is line N + 1 of a file without quoted line
+breaks). A disabled row, a row of another operator and a row that cannot be mapped (bad literal, wrong arity,
+a format other than ND, a case the operator would refuse) is left out with a note naming its row. A
+name that is empty, only dots or too long becomes ``ttk_rowN``. A list with no importable row is an
+error, not an empty file. Only a regular file of at most 16 MiB is read.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import gencase
+from .. import files
+from ..errors import PrmgError
+from .fields import show
+from .loader import MAX_NAME_LENGTH, NAME_PATTERN, sanitise_name
+
+OP_NAMES = {"inplace_partial_rotary_mul_grad": "grad", "inplace_partial_rotary_mul": "forward"}     # kernel lists
+API_NAMES = {"inplace_partial_rotary_mul_backward": "grad", "inplace_partial_rotary_mul": "forward"}   # e2e lists
+_MAX_FIELD = 100_000
+MAX_CSV_BYTES = 16 * files.MiB
+
+
+@dataclass(frozen=True)
+class ListKind:
+    """One kind of TTK list: its required columns, the column naming the operator and the names it may hold
+    (read as their last dotted part), the columns of the three tensors' shapes, dtypes and formats, the tag its
+    cases get besides ``ttk``, and whether its rows carry data ranges and tolerances."""
+
+    name: str
+    required: tuple[str, ...]
+    op_column: str
+    op_names: dict
+    shapes: str
+    dtypes: str
+    formats: str
+    tags: tuple[str, ...]
+    thresholds: bool
+
+
+LIST_KINDS = (
+    ListKind("kernel", ("testcase_name", "op_name", "input_shapes", "input_dtypes", "attributes"), "op_name",
+             OP_NAMES, "input_shapes", "input_dtypes", "input_formats", ("ttk",), True),
+    ListKind("e2e", ("testcase_name", "api_name", "tensor_view_shapes", "tensor_dtypes", "attributes"), "api_name",
+             API_NAMES, "tensor_view_shapes", "tensor_dtypes", "tensor_formats", ("ttk", "e2e"), False),
+)
+
+
+class _Unmappable(Exception):
+    """A row that cannot become a case; the message says why."""
+
+
+def _literal(row: dict, column: str, default=None):
+    """The Python literal in ``row[column]`` (``default`` when the field is empty or missing)."""
+    text = (row.get(column) or "").strip()
+    if not text:
+        return default
+    if len(text) > _MAX_FIELD:
+        raise _Unmappable(f"{column} is longer than {_MAX_FIELD} characters")
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise _Unmappable(f"cannot parse {column}: {text[:80]!r}") from None
+
+
+def _triple(value, column: str, parse) -> list:
+    """Three entries (dy, cos, sin) of ``column``, each converted by ``parse``."""
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        raise _Unmappable(f"cannot parse {column}: expected 3 entries (dy, cos, sin), got {value!r:.80}")
+    try:
+        return [parse(entry) for entry in value]
+    except (TypeError, ValueError):
+        raise _Unmappable(f"cannot parse {column}: {value!r:.80}") from None
+
+
+def _shape(entry) -> list[int]:
+    """One shape entry as a list of ints (ValueError otherwise)."""
+    if not isinstance(entry, (tuple, list)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in entry):
+        raise ValueError(entry)
+    return list(entry)
+
+
+def _dtype(entry) -> str:
+    """One dtype entry, a string (ValueError otherwise)."""
+    if not isinstance(entry, str):
+        raise ValueError(entry)
+    return entry
+
+
+def _range(entry) -> list[float]:
+    """One ``(lo, hi)`` data range as a list of two numbers (ValueError otherwise)."""
+    if not isinstance(entry, (tuple, list)) or len(entry) != 2 or \
+            not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in entry):
+        raise ValueError(entry)
+    return [entry[0], entry[1]]
+
+
+def _enabled(row: dict) -> bool:
+    """The row's ``is_enabled`` (True when empty; the text true, 1 or yes counts as True)."""
+    value = _literal(row, "is_enabled", True)
+    if isinstance(value, str):
+        value = value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _tolerance(row: dict) -> dict | None:
+    """``{rel, share, atol, cap: 0}`` from precision_tolerances ((rel, share) per output) and
+    absolute_precision; None when the row gives no thresholds."""
+    tolerances = _literal(row, "precision_tolerances")
+    atol = _literal(row, "absolute_precision")
+    if tolerances is None and atol is None:
+        return None
+    tolerance: dict = {}
+    if tolerances is not None:
+        nested = isinstance(tolerances, (tuple, list)) and tolerances and isinstance(tolerances[0], (tuple, list))
+        pairs = tolerances if nested else [tolerances]
+        if len(pairs) != 1 or not isinstance(pairs[0], (tuple, list)) or len(pairs[0]) != 2:
+            raise _Unmappable(f"cannot parse precision_tolerances: expected ((rel, share),) for the one "
+                              f"output, got {tolerances!r:.80}")
+        rel, share = pairs[0]
+        tolerance.update(rel=rel, share=share)
+    if atol is not None:
+        tolerance["atol"] = atol
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in tolerance.values()):
+        raise _Unmappable(f"tolerances must be numbers >= 0, got {tolerance}")
+    tolerance["cap"] = 0
+    return tolerance
+
+
+def _attributes(row: dict, kind: ListKind) -> tuple[object, object]:
+    """(rotary_mode, partial_slice) of the row's ``attributes``: both required in a kernel list; in an e2e list
+    ``partial_slice`` may be absent, the torch API's default ``[0, 0]`` (its docs: ``None`` is handled as
+    ``[0, 0]``)."""
+    attributes = _literal(row, "attributes", {})
+    needed = ("rotary_mode", "partial_slice") if kind.thresholds else ("rotary_mode",)
+    if not isinstance(attributes, dict) or any(key not in attributes for key in needed):
+        raise _Unmappable(f"attributes must give {' and '.join(needed)}, got {attributes!r:.80}")
+    unknown = sorted(set(attributes) - {"rotary_mode", "partial_slice"})
+    if unknown:
+        raise _Unmappable(f"unknown attributes {unknown}")
+    return attributes["rotary_mode"], attributes.get("partial_slice", [0, 0])
+
+
+def _case(row: dict, name: str, kind: ListKind, op: str) -> dict:
+    """The case mapping of one enabled row of operator ``op`` in a list of ``kind``."""
+    shape, cos_shape, sin_shape = _triple(_literal(row, kind.shapes), kind.shapes, _shape)
+    dtype, cos_dtype, sin_dtype = _triple(_literal(row, kind.dtypes), kind.dtypes, _dtype)
+    formats = _literal(row, kind.formats, ("ND",))
+    if not isinstance(formats, (tuple, list)) or any(fmt != "ND" for fmt in formats):
+        raise _Unmappable(f"{kind.formats} {formats!r:.80} is not ND")
+    inplace = _literal(row, "inplace_input_indexes", (0,))
+    if tuple(inplace) != (0,) if isinstance(inplace, (tuple, list)) else True:
+        raise _Unmappable(f"inplace_input_indexes {inplace!r:.80} is not (0,): the in-place tensor is the first")
+    mode, piece = _attributes(row, kind)
+    ranges = _literal(row, "input_data_ranges") if kind.thresholds else None
+    inputs = None
+    if ranges is not None:
+        inputs = dict(zip(("dy", "cos", "sin"),
+                          ({"uniform": r} for r in _triple(ranges, "input_data_ranges", _range))))
+    tolerance = _tolerance(row) if kind.thresholds else None
+    try:
+        return gencase.case_from_options(
+            name=name, shape=shape, cos_shape=cos_shape, sin_shape=sin_shape if sin_shape != cos_shape else None,
+            partial_slice=piece, mode=mode, dtype=dtype, op=op,
+            cos_dtype=cos_dtype, sin_dtype=sin_dtype if sin_dtype != cos_dtype else None, inputs=inputs,
+            standard="double_thousandth" if tolerance else None, tolerance=tolerance, tags=kind.tags)
+    except PrmgError as exc:
+        where = f"field '{exc.field}': " if exc.field else ""
+        raise _Unmappable(f"{where}{exc.reason}") from None
+
+
+def _read_rows(csv_path: str | Path) -> tuple[list[dict], ListKind]:
+    """The data rows of the CSV as mappings and the kind of list its header says; PrmgError when the file is
+    unreadable or not a TTK list.
+
+    Only a regular file of at most MAX_CSV_BYTES is read (``files.read_regular``)."""
+    path = str(csv_path)
+    try:
+        text = files.read_regular(path, MAX_CSV_BYTES).decode("utf-8-sig")
+    except PrmgError as exc:
+        raise PrmgError(f"cannot read: {exc.reason}", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise PrmgError(f"not a readable CSV file: not UTF-8 text (at byte {exc.start})", file=path) from None
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = list(reader)
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise PrmgError(f"not a readable CSV file: {str(exc).splitlines()[0] if str(exc) else 'bad CSV'}",
+                        file=path) from None
+    kind = next((kind for kind in LIST_KINDS if all(column in header for column in kind.required)), None)
+    if kind is None:
+        missing = [column for column in LIST_KINDS[0].required if column not in header]
+        others = "; an e2e list: " + ", ".join(LIST_KINDS[1].required)
+        raise PrmgError(f"not a TTK case list: missing column(s) {', '.join(missing)}{others}", file=path)
+    return rows, kind
+
+
+def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
+    """The case document of a TTK list and one note per row left out (or renamed), by row number."""
+    rows, kind = _read_rows(csv_path)
+    cases, notes, comments, names = [], [], {}, set()
+    for number, row in enumerate(rows, start=1):
+        raw_name = (row.get("testcase_name") or "").strip()
+        label = f"row {number} ({show(raw_name, quote=False)})" if raw_name else f"row {number}"
+        if None in row or any(value is None for value in row.values()):
+            notes.append(f"{label}: its number of fields differs from the header's — skipped")
+            continue
+        op_name = (row.get(kind.op_column) or "").strip()
+        op = kind.op_names.get(op_name.rsplit(".", 1)[-1])
+        if op is None:
+            notes.append(f"{label}: {kind.op_column} {show(op_name, quote=False) or '(empty)'} is not one of "
+                         f"{', '.join(kind.op_names)} — skipped")
+            continue
+        try:
+            if not _enabled(row):
+                notes.append(f"{label}: is_enabled False — skipped")
+                continue
+            name = sanitise_name(raw_name)
+            if not NAME_PATTERN.fullmatch(name) or len(name) > MAX_NAME_LENGTH - 12:
+                name = f"ttk_row{number}"
+            if name in names:
+                name = f"{name}_row{number}"
+            case = _case(row, name, kind, op)
+        except _Unmappable as exc:
+            notes.append(f"{label}: {exc} — skipped")
+            continue
+        if name != raw_name:
+            notes.append(f"{label}: named '{name}'")
+        names.add(name)
+        cases.append(case)
+        remark = (row.get("remark") or "").strip()
+        comments[name] = f"TTK row {number}" + (f": {remark}" if remark else "")
+    if not cases:
+        first = f"; {notes[0]}" if notes else ""
+        raise PrmgError(f"no row could be imported ({len(rows)} data row(s){first})", file=str(csv_path))
+    source = Path(csv_path).name
+    header = [f"Imported by `prmg import-ttk {source}` from the TTK {kind.name} list {source}:",
+              f"{len(cases)} case(s) from {len(rows)} data row(s) (rows counted from 1 after the header line).",
+              "precision_tolerances/absolute_precision -> standard double_thousandth, cap 0 (TTK has no cap)."
+              if kind.thresholds else "no thresholds in the list: each case is judged by prmg's default standard; "
+              "no partial_slice: the torch API's default [0, 0]."]
+    header += [f"left out: {note}" for note in notes]
+    return gencase.document(cases, header=header, comments=comments), notes

@@ -1,0 +1,98 @@
+"""The ``prmg`` command line as a Typer application: one click command per module of ``commands/``, built only when
+asked for (``_Group``), each calling its module's ``main`` with the request its options make. ``cli.main`` runs it
+(and imports it only once it holds the stop signals: this module loads typer, the slow part of starting)."""
+
+from __future__ import annotations
+
+import typer
+import typer.core
+
+from . import COMMANDS, load
+from .. import __version__
+from .options import request_values, typer_signature
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose usage line names its arguments plainly (``PATH...``, ``FILE.csv``)."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        """``[OPTIONS]`` then each argument's metavar (or name), ``...`` when it takes several."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = param.metavar or param.name.upper()
+                pieces.append(name if name.endswith("...") or param.nargs == 1 else f"{name}...")
+        return pieces
+
+
+class Stopped(BaseException):
+    """Ctrl-C or SIGTERM (``stop``: the ``KeyboardInterrupt`` or ``errors.Terminated``) inside a command, carried
+    past typer, which would turn it into a silent exit 130."""
+
+    def __init__(self, stop: KeyboardInterrupt):
+        super().__init__(stop)
+        self.stop = stop
+
+
+class _Group(typer.core.TyperGroup):
+    """prmg's commands (``commands.COMMANDS``), each built from its module only when asked for: a command imports
+    its own module, not the others'. A Ctrl-C or SIGTERM inside one comes out of the app as ``Stopped``."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        return _build(name) if name in COMMANDS else None
+
+    def format_commands(self, ctx, formatter) -> None:
+        """Each command with the first sentence of its help, whole (click would cut it at 45 columns)."""
+        rows = []
+        for name in COMMANDS:
+            paragraph = " ".join(load(name).main.__doc__.strip().split("\n\n")[0].split())
+            rows.append((name, paragraph.split(". ")[0].rstrip(".") + "."))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as stop:
+            raise Stopped(stop) from None
+
+
+def _build(name: str):
+    """The click command of ``name``: its module's ``OPTIONS`` as parameters, ``main``'s docstring as its help,
+    calling ``main(Request(...))`` and exiting with the code it returns."""
+    module = load(name)
+
+    def command(**given) -> None:
+        raise typer.Exit(module.main(module.Request(**request_values(module.OPTIONS, given))) or 0)
+
+    command.__signature__ = typer_signature(module.OPTIONS)
+    command.__annotations__ = {option.name: option.annotation for option in module.OPTIONS}
+    command.__doc__ = module.main.__doc__
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    one.command(name, cls=_Command, epilog=module.EPILOG)(command)
+    return typer.main.get_command(one)
+
+
+app = typer.Typer(
+    name="prmg",
+    cls=_Group,
+    help="Prove that Ascend 950's InplacePartialRotaryMulGrad (and its forward, InplacePartialRotaryMul) is right: "
+         "YAML cases, a numpy golden for all four rotary modes, the operator called through ctypes-loaded aclnn "
+         "libraries (or the host emulator when no toolkit is installed), dtype-aware precision standards and "
+         "reports.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+
+
+@app.callback(invoke_without_command=True)
+def _main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    if version:
+        typer.echo(f"prmg {__version__}")
+        raise typer.Exit(0)

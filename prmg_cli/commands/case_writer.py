@@ -1,0 +1,114 @@
+"""Glue for ``prmg gen-case`` and ``prmg import-ttk``: option text -> gencase/ttk calls -> YAML text or file."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .. import files
+from ..cases import gencase, presets, ttk
+from ..errors import PrmgError
+from ..results import plural, visible
+from ..vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES, mode_list, mode_name
+from ..writes import Output, check_outputs
+
+
+# The options whose text gencase parses, by the case field its errors name.
+_SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice": "--slice"}
+
+
+def _write(text: str, output: str | None, what: str, inputs: dict[str, str]) -> str:
+    """``text`` itself without ``output``; else write it to the file ``output`` (``writes.check_outputs``: never one
+    of ``inputs``; atomically: a failed write leaves an existing file whole) and return ``wrote FILE``."""
+    if output is None:
+        return text
+    check_outputs([Output(output, what)], inputs)
+    files.write_text(output, text)
+    return f"wrote {output}\n"
+
+
+def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mode, seed, name, inputs,
+             expect, standard, preset, output, append, tags=(), exclude_tags=(), notes: list | None = None) -> str:
+    """``prmg gen-case``: a preset suite (its cases of ``tags``, without those of ``exclude_tags``) or one case
+    from flags; returns what to print. A case that cannot fail is refused, and ``notes`` gets a warning for one
+    that cannot see a broadcast fault (``check_strength``) and, for a preset, how many of its cases today's
+    target skips (``skipped_today``)."""
+    if preset is not None:                      # no option of one case with it: refused by commands.gen_case
+        doc = presets.preset(preset, tags, exclude_tags)
+        if notes is not None:
+            notes += skipped_today(doc["cases"])
+        return _write(gencase.dump_yaml(doc), output, "case file", {})
+    if tags or exclude_tags:
+        raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
+    if shape is None:
+        raise PrmgError("give --shape B,S,N,D (or --preset NAME)")
+    try:
+        if partial_slice is not None:
+            gencase.ints(partial_slice, "partial_slice", 2)             # the flag takes [start, end]
+        given = dict(dtype=dtype, mode=mode, expect=expect)           # None: case_from_options' default
+        case = gencase.case_from_options(
+            shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, cos_dtype=cos_dtype,
+            seed=seed, name=name, inputs=gencase.parse_inputs_option(inputs) if inputs else None, standard=standard,
+            **{key: value for key, value in given.items() if value is not None})
+    except PrmgError as exc:
+        if exc.case is None and exc.field in _SHAPE_OPTIONS:     # a shape or slice text gencase cannot read
+            raise PrmgError(f"{_SHAPE_OPTIONS[exc.field]}: {exc.reason}") from None
+        raise
+    check_strength(case, notes if notes is not None else [])
+    if append:
+        if output is None:
+            raise PrmgError("--append needs -o FILE")
+        gencase.append_cases(output, [case])
+        return f"added case '{case['name']}' to {output}\n"
+    text = gencase.dump_yaml({"cases": [case]})
+    if output is None:
+        return text
+    gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder, or -o one
+    files.write_text(output, text)
+    return f"wrote {output}\n"
+
+
+def skipped_today(cases: list[dict]) -> list[str]:
+    """A note saying how many of the pass ``cases`` a target of today's modes (``DEFAULT_SUPPORTED_MODES``) skips,
+    per rotary mode; none when it skips none."""
+    modes = Counter(mode for mode in (case.get("rotary_mode", "interleave") for case in cases
+                                      if case.get("expect", "pass") == "pass")
+                    if ROTARY_MODES.get(mode, mode) not in DEFAULT_SUPPORTED_MODES)
+    if not modes:
+        return []
+    each = ", ".join(f"{mode_name(mode) or mode}: {count}" for mode, count in modes.items())
+    return [f"note: today's target ({mode_list(DEFAULT_SUPPORTED_MODES)} only) skips {sum(modes.values())} of "
+            f"{plural(len(cases), 'case')} here ({each}); --supported-modes 0,1,2,3 runs them (the emulator has "
+            f"every mode)"]
+
+
+def check_strength(case: dict, notes: list) -> None:
+    """Refuse (PrmgError) a generated pass case that cannot fail (``vacuity.vacuous``); add to ``notes`` a
+    warning naming each axis along which its cos/sin cannot show a broadcast fault (``vacuity.blind_axes``), with
+    how to give each request its own position. A case with ``file:`` inputs (read once written) is not looked at."""
+    from ..cases.vacuity import weak_spots
+
+    if any("file" in spec for spec in case.get("inputs", {}).values()):
+        return
+    value = gencase.load_generated([case])[0]
+    cannot, blind = weak_spots(value)
+    rope = any("rope" in case.get("inputs", {}).get(tensor, {}) for tensor in ("cos", "sin"))
+    per_request = (f"one position per request: --broadcast B11D --inputs cos=rope:BASE:P1;P2;...;P{value.shape[0]},"
+                   f"sin=rope:BASE:P1;...;P{value.shape[0]}")
+    if cannot:
+        hint = f"; give positions past 0 (cos=rope:BASE:OFFSET) or {per_request}" if rope else ""
+        raise PrmgError(f"this case cannot fail: {cannot}{hint}", case=case["name"], field="inputs")
+    for axis in blind:
+        count = value.shape["BSN".index(axis)]
+        hint = f"; give {per_request}" if axis == "B" and rope else ""
+        notes.append(f"warning: case '{case['name']}': cos and sin are the same for every {axis.lower()} ({axis} = "
+                     f"{count}): a kernel reading the first row for all of them (a broadcast fault) passes it{hint}")
+
+
+def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:
+    """``prmg import-ttk``: (text to print, notes about skipped or unmapped rows, with any control
+    character of the CSV shown escaped)."""
+    inputs = {csv_path: "the TTK list being imported"}
+    if output is not None:
+        check_outputs([Output(output, "YAML file")], inputs)          # before the CSV is read
+    document, notes = ttk.import_ttk(csv_path)
+    return _write(gencase.dump_yaml(document), output, "YAML file", inputs), [visible(note) for note in notes]

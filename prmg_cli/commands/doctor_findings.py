@@ -1,0 +1,162 @@
+"""``prmg doctor``: what was found and where, which runner ``auto`` would pick and why, and whether graph mode
+(``--runner geir``, ``aclnn+geir``) is available and why not."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..device import provenance
+from ..errors import PrmgError
+from ..ops import OPERATORS
+
+# the entry points a toolkit must export: those of the operators under test (``OperatorSpec.required``)
+REQUIRED = tuple(name for spec in OPERATORS.values() if spec.required for name in (spec.get_workspace, spec.launch))
+
+
+def _probe_lines(toolkit) -> tuple[list[str], bool]:
+    from .suite import probe_in_child
+
+    info = probe_in_child(toolkit)
+    lines = [f"  loaded: {path}" for path in info.get("loaded", [])]
+    lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
+              + ("" if found or name in REQUIRED else " (optional: its cases error)")
+              for name, found in info.get("symbols", {}).items()]
+    lines.append(f"  devices: {info.get('device_count')}")
+    lines.append(f"  soc: {info.get('soc') or '(aclrtGetSocName gives nothing)'}")
+    lines.append(f"  toolkit version: {provenance.toolkit_version(toolkit.root) or '(no version file found)'}")
+    errors = info.get("errors", []) + ([info["error"]] if "error" in info else [])
+    lines += [f"  error: {error}" for error in errors]
+    symbols = info.get("symbols", {})
+    required = [symbols.get(name, False) for name in REQUIRED]
+    usable = not errors and all(required) and (info.get("device_count") or 0) > 0
+    return lines, usable
+
+
+def opp_path_line(toolkit) -> str:
+    """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and
+    whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``."""
+    value = os.environ.get("ASCEND_OPP_PATH")
+    if value:
+        state = "a folder" if os.path.isdir(value) else "NOT a folder: operator calls will fail (561107)"
+        return f"  ASCEND_OPP_PATH={value} ({state})"
+    opp = toolkit.root / "opp"
+    state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
+    return f"  ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
+
+
+def emulator_lines(env) -> list[str]:
+    """The emulator's ``PRMG_EMU_*`` variables (wrapped, with the value ``env`` gives each) and its faults, one
+    line each, in ``faults.c``'s order: what they do, in the words of the emulator's README."""
+    from ..reports.outputs.screen import shorten, width, wrap
+    from ..device.toolkit import emulator_fault_effects, emulator_fault_names, emulator_variables
+
+    columns = width()
+    lines = ["emulator variables (runners/emulator/README.md, Environment):"]
+    for name, meaning in emulator_variables().items():
+        value = f" Now {name}={env[name]}." if name in env else ""
+        lines += ["  " + line for line in wrap(f"{name}: {meaning}.{value}", columns - 2)]
+    effects = emulator_fault_effects()
+    names = emulator_fault_names()
+    column = max(map(len, names)) + 2
+    lines += wrap("emulator faults, to test prmg itself (PRMG_EMU_FAULT=NAME[,NAME...]; runners/emulator/README.md, "
+                  "Faults, says each in full):", columns)
+    for name in names:
+        first_sentence = re.split(r"\.\s+(?=[A-Z])", effects.get(name, "(not described)"))[0]
+        lines.append(f"  {name:<{column}}{shorten(first_sentence, columns - column - 2)}")
+    return lines
+
+
+def graph_mode_lines(toolkit, runner: str, op_lib: str | None) -> tuple[list[str], bool]:
+    """Whether graph mode is available: on the toolkit found (what its shim build takes, ``runners.shim.plan``) or,
+    without one, the emulator's twin; for ``--runner geir`` and ``aclnn+geir`` its library is made (the shim built
+    on first use) and a session opened on device 0 in a child. Returns the lines and whether that session opened
+    (True for another runner)."""
+    from ..device.execute import call_in_child
+    from ..device.geir import probe
+    from ..device.runners import select
+    from ..device.runners.shim import plan
+
+    from ..device.toolkit import toolkit_suggested
+
+    lines = ["graph mode (--runner geir, aclnn+geir):"]
+    if toolkit is None and toolkit_suggested(os.environ):
+        lines.append("  a toolkit is named here but none was found: graph mode, as auto, does not run the emulator")
+    elif toolkit is None or toolkit.kind == "emulator":
+        lines.append("  on the emulator: its twin of the GE shim (runners/emulator/geir.c)")
+    else:
+        try:
+            lines.append(f"  available on the toolkit at {toolkit.root}: {plan(toolkit.root, os.environ).describe()}")
+        except PrmgError as exc:
+            return lines + [f"  NOT available: {exc}"], runner not in ("geir", "aclnn+geir")
+    if runner not in ("geir", "aclnn+geir"):
+        return lines, True
+    try:
+        chosen = select(runner, op_lib, os.environ)
+        info = call_in_child(probe, chosen, timeout=300)
+    except PrmgError as exc:
+        return lines + [f"  runner {runner}: {exc}"], False
+    lines.append(f"  runner {runner}: {info['library']} ({info['build']})")
+    lines += [f"  error: {error}" for error in info["errors"]]
+    return lines, not info["errors"]
+
+
+def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
+    """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
+    that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
+    from ..device.runners import check_runner
+    from ..device.toolkit import emulator_toolkit, explain_search, find_toolkit, op_lib_file, toolkit_suggested
+
+    check_runner(runner)
+    if op_lib:
+        op_lib_file(op_lib)
+
+    lines = [f"driver version: {provenance.driver_version() or '(no ' + str(provenance.DRIVER_INFO) + ')'}",
+             "ASCEND_* variables:"]
+    ascend = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASCEND_"))
+    lines += [f"  {k}={v}" for k, v in ascend] or ["  (none set)"]
+    lines.append("CANN toolkit search:")
+    lines += [f"  {line}" for line in explain_search(os.environ, op_lib)]
+    try:
+        toolkit = find_toolkit(os.environ, op_lib)
+    except PrmgError as exc:
+        lines.append(f"  refused: {exc}")
+        toolkit = None
+    usable = {}
+    if toolkit is not None:
+        lines += [f"toolkit: {toolkit.root}", f"  runtime: {toolkit.runtime_lib}",
+                  f"  nnopbase: {toolkit.nnopbase_lib}",
+                  f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})", opp_path_line(toolkit)]
+        probe, usable["aclnn"] = _probe_lines(toolkit)
+        lines += probe
+    else:
+        lines.append("toolkit: none found")
+        usable["aclnn"] = False
+    if runner in ("auto", "emulator"):
+        try:
+            emulator = emulator_toolkit()
+            lines += [f"emulator: host build at {emulator.root}", opp_path_line(emulator)]
+            probe, usable["emulator"] = _probe_lines(emulator)
+            lines += probe
+        except PrmgError as exc:
+            lines.append(f"emulator: cannot build: {exc}")
+            usable["emulator"] = False
+        lines += emulator_lines(os.environ)
+    graph, graph_usable = graph_mode_lines(toolkit, runner, op_lib)
+    lines += graph
+    if runner in ("geir", "aclnn+geir"):
+        usable[runner] = graph_usable and (usable["aclnn"] if toolkit is not None else True)
+    if runner == "auto":                       # toolkit.select_runner's rule
+        suggested = toolkit_suggested(os.environ)
+        pick = "aclnn" if toolkit is not None else None if suggested else "emulator"
+        why = ("a CANN toolkit was found" + ("" if usable.get("aclnn") else ", but it is NOT usable")
+               if pick == "aclnn" else
+               f"a toolkit is meant here ({', '.join(suggested)}) but none can serve the operator: auto never runs "
+               f"the emulator in its place" if suggested else "nothing names or installs a CANN toolkit here")
+        shown = toolkit.kind if pick == "aclnn" else pick or "nothing"      # the emulator's folder, if named
+        lines.append(f"runner auto would pick: {shown} ({why})")
+        ok = bool(pick and usable.get(pick))
+    else:
+        ok = bool(usable.get(runner))
+        lines.append(f"runner {runner}: {'usable' if ok else 'NOT usable'}")
+    return "\n".join(lines), ok

@@ -1,0 +1,60 @@
+"""``prmg dump``: each case's inputs and golden as .npy files plus meta.json, for any other tool, in the layout
+``--save-failures`` writes too (``artifacts``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .. import files
+from ..case import Case
+from ..cases.loader import NAME_PATTERN, input_files, load_cases, select
+from ..device.artifacts import whole, write_folder
+from ..device.execute import default_max_memory, memory_need
+from ..errors import PrmgError
+from ..inputs.seeded import make_inputs
+from ..ops import OPERATORS
+from ..results import plural
+from ..writes import FOLDER, Output, check_outputs
+
+
+def dump_case(case: Case, folder: Path, root: Path) -> None:
+    """Write ``folder``/dy.npy, cos.npy, sin.npy, golden.npy and expected.npy (a case expecting success) and
+    meta.json: the layout ``--save-failures`` writes too (``artifacts``), nothing outside ``root``."""
+    host, _ = memory_need(case)
+    if host > default_max_memory():
+        raise PrmgError(f"needs about {host / 2**30:.1f} GiB of memory, more than half of this machine's; "
+                        f"not dumped", file=case.source, case=case.name, field="shape")
+    inputs = make_inputs(case)
+    arrays = {"dy": inputs.dy, "cos": inputs.cos, "sin": inputs.sin}
+    op = OPERATORS[case.op]
+    if case.expect.success:               # a no-op call leaves the input as it is
+        golden = np.asarray(inputs.dy[..., slice(*case.partial_slice)], np.float64) if op.no_op(case) else \
+            op.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+        arrays.update(whole(case, inputs.dy, golden))
+    write_folder(folder, root, case, arrays)
+
+
+def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> str:
+    """``prmg dump``: writes every selected case under ``out`` (nothing outside it); returns a one-line
+    summary. Any write failure (a full disk, an unwritable or non-folder ``out``) is one PrmgError."""
+    loaded = load_cases(paths)
+    cases = select(loaded, keyword, ())
+    check_outputs([Output(out, "dump", FOLDER, tuple(case.name for case in cases))], input_files(paths, loaded))
+    root = Path(out)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        real_root = Path(os.path.realpath(root))
+        for case in cases:
+            folder = root / case.name
+            if not NAME_PATTERN.fullmatch(case.name) or not files.inside(folder, real_root) \
+                    or Path(os.path.realpath(folder)) == real_root:
+                raise PrmgError(f"the name would write outside {out}; not dumped", file=case.source,
+                                case=case.name, field="name")
+            dump_case(case, folder, real_root)
+    except OSError as exc:
+        raise PrmgError(f"cannot write: {files.os_reason(exc)}", file=exc.filename or out) from None
+    return f"wrote {plural(len(cases), 'case')} to {root}"

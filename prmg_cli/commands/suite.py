@@ -1,0 +1,556 @@
+"""Running a suite, for ``prmg run`` and ``prmg validate`` (their options: ``commands/run.py``, ``validate.py``): load
+and select cases, build the settings once (``settings_for``), pick the runner, execute, report.
+
+A run fails safe: an unwritable report or results file is refused before the first case; a selection
+of no case exits 5; a run stopped by ``-x``, Ctrl-C, SIGTERM or wedged devices lists every case it did
+not run as ``not_run``; emulator faults are named in every report's header, which says which cases they
+acted on (the table printed before the first case says it at its end).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import sys
+import uuid
+from dataclasses import replace
+from typing import Sequence
+
+from .. import __version__
+from ..case import Case
+from ..cases.loader import (check_files, fingerprint_or_empty, input_files, known_defect_warning, load_cases, select,
+                            unjudged, validate)
+from ..device import execute, provenance
+from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final
+from ..files import write_text
+from ..judging.standards import DEFAULT_STANDARD, check_standard, standard_of
+from ..ops import constraints
+from ..reports import outputs
+from ..reports.outputs import listing
+from ..reports.progress import Progress
+from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
+from ..vocab import decimal, mode_list, parse_modes
+from ..writes import same_file, write_stdout
+
+
+def target_modes(text: str | None) -> frozenset:
+    """The rotary modes the target supports: ``--supported-modes`` or today's kernel (interleave)."""
+    return parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
+
+
+def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None, tags: Sequence[str] = (),
+                  exclude_tags: Sequence[str] = ()) -> list[Case]:
+    """Load and validate every case under ``paths``, then keep those matching ``-k`` and ``--tag`` and
+    carrying none of ``--exclude-tag``."""
+    cases = load_cases(paths)
+    validate(cases, modes)
+    excluded = set(exclude_tags)
+    return [case for case in select(cases, keyword, tags) if not excluded.intersection(case.tags)]
+
+
+def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
+    """``prmg validate``: the summary of valid files and a warning line per case whose expectation the
+    constraint model disagrees with; raises every mistake in ``paths`` (``loader.check_files``) as one
+    PrmgError carrying the others, printed one line each."""
+    modes = target_modes(supported_modes)
+    mistakes = check_files(paths, modes)
+    if mistakes:
+        raise PrmgError.all_of(mistakes)
+    cases = load_selected(paths, modes)
+    files = len({case.source for case in cases})
+    errors = sum(1 for case in cases if not case.expect.success)
+    skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
+    warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
+                for text in (constraints.expectation_warning(case, modes), known_defect_warning(case),
+                             weak_warning(case)) if text]
+    verb = "is" if len(cases) == 1 else "are"
+    summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
+               f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
+               f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
+    return "\n".join(warnings + [summary])
+
+
+# The largest dy ``prmg validate`` makes inputs for to see whether a case is weak (``weak_warning``; 16 MiB of float32):
+# ``prmg run`` sees it in every case.
+VALIDATE_ELEMENTS = 1 << 22
+
+
+def weak_warning(case: Case) -> str | None:
+    """``judge.SIGN_HIDDEN_WARNING`` for a pass case (of at most ``VALIDATE_ELEMENTS`` elements) whose tolerance or
+    values hide the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden), else
+    None."""
+    from ..inputs.seeded import make_inputs
+    from ..judging.judge import SIGN_HIDDEN_WARNING, sign_hidden
+
+    if not case.expect.success or case.known_defect or math.prod(case.shape) > VALIDATE_ELEMENTS:
+        return None
+    judged = (case.standard, case.tolerance) if case.golden else (None, ())
+    return SIGN_HIDDEN_WARNING if sign_hidden(case, make_inputs(case), standard_of(judged[0]), dict(judged[1])) \
+        else None
+
+
+def parse_size(text: str) -> int:
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count -> bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    if not match:
+        raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
+    return int(float(match.group(1)) * scale)
+
+
+def check_timeout(timeout: float | None, option: str = "--timeout") -> float | None:
+    """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None)."""
+    if timeout is None:
+        return None
+    if not math.isfinite(timeout) or timeout < 0 or timeout > MAX_SECONDS:
+        raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: no limit), got {timeout!r}")
+    return timeout or None
+
+
+def probe_in_child(toolkit) -> dict:
+    """``acl.probe(toolkit)`` in a short-lived child, so this process never loads the libraries."""
+    from ..device.acl import probe
+
+    try:
+        return execute.call_in_child(probe, toolkit, timeout=120)
+    except PrmgError as exc:
+        return {"errors": [str(exc)]}
+
+
+MAX_DEVICE_ID = 2**31 - 1
+
+
+def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | None:
+    """The ids of ``"0,1,3"`` (None for ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``;
+    PrmgError otherwise. Checked before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
+    if text.strip() == "all":
+        return None
+    ids = tuple(decimal(part.strip()) for part in text.split(","))
+    if None in ids:
+        raise PrmgError(f"{option} must be a comma-separated list of device ids (digits 0-9) or 'all', got "
+                        f"{text!r}")
+    if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
+        raise PrmgError(f"{option} {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
+    return ids
+
+
+def parse_devices(text: str, toolkit) -> tuple[int, ...]:
+    """``"0,1,3"`` or ``"all"`` -> device ids (``device_request``). ``all`` asks the runtime for its device count,
+    and so does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not
+    have is refused before any worker starts."""
+    ids = device_request(text)
+    if ids is None:
+        return tuple(range(_device_count(toolkit, "--devices all")))
+    if ids != (0,):
+        count = _device_count(toolkit, "--devices")
+        missing = [str(i) for i in ids if i >= count]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise PrmgError(f"--devices: the runtime has {plural(count, 'device')} (ids 0 to {count - 1}); "
+                            f"no device {shown}")
+    return ids
+
+
+def _device_count(toolkit, option: str) -> int:
+    """How many devices the runtime has (``probe_in_child``); PrmgError naming ``option`` when none."""
+    info = probe_in_child(toolkit)
+    count = info.get("device_count") or 0
+    if count < 1:
+        why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
+        raise PrmgError(f"{option}: {why}")
+    return count
+
+
+def parse_checks(text: str | None) -> tuple[str, ...]:
+    """The checks of ``--check a,b`` (``checks.check_names``: a text without a name is no check). Whether each case
+    is then judged by a check of correctness (``--no-golden``) is ``check_judged``'s, once the cases are known."""
+    from ..judging.checks import check_names
+
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    try:
+        names = check_names(parts or ([text] if text is not None else []))
+    except PrmgError as error:
+        raise PrmgError(f"--check: {error.reason} (comma-separated)") from None
+    return names
+
+
+def check_bounds(flag: str, value: int, minimum: int, maximum: int, note: str = "") -> int:
+    """``value`` of the integer option ``flag`` when it is from ``minimum`` to ``maximum``, else PrmgError saying
+    so (with ``note``, e.g. `` (determinism check)``)."""
+    if not minimum <= value <= maximum:
+        raise PrmgError(f"{flag} must be from {minimum} to {maximum}{note}, got {value}")
+    return value
+
+
+def check_options(request) -> dict:
+    """The checks' options of ``request`` (``checks.OPTIONS``: ``--repeat`` ...) by name, each within its bounds."""
+    from ..judging.checks import OPTIONS
+
+    return {name: check_bounds(f"--{name.replace('_', '-')}", getattr(request, name, option.default), option.minimum,
+                               option.maximum, f" ({check.name} check)") for name, (check, option) in OPTIONS.items()}
+
+
+def check_judged(cases: Sequence[Case], checks: tuple = (), golden: bool = True) -> None:
+    """Refuse a run in which a pass case without the golden would be judged by no check of correctness
+    (``loader.unjudged``, with the run's ``--check`` and ``--no-golden``): PrmgError naming the first such case."""
+    for case in cases:
+        error = unjudged(case, checks, golden)
+        if error is not None:
+            raise error
+
+
+def checked_settings(request):
+    """The settings every worker shares (``execute.RunSettings``) of a ``prmg run`` request (``commands.run.Request``;
+    the pytest plugin's and bench's too), each option checked once here: ``--standard``, ``--max-timeouts``,
+    ``--check``, the checks' own options, ``--timeout``, ``--supported-modes``. The toolkit is
+    not chosen yet (``settings_for``)."""
+    if request.standard is not None:
+        try:
+            check_standard(request.standard)
+        except PrmgError as exc:
+            raise PrmgError(f"--standard: {exc.reason}") from None
+    if request.max_timeouts < 1:
+        raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
+    golden = not request.no_golden
+    checks, options = parse_checks(request.check), check_options(request)
+    save_failures = os.path.realpath(request.save_failures) if request.save_failures else None
+    return execute.RunSettings(toolkit=None, supported_modes=target_modes(request.supported_modes),
+                               standard=request.standard, timeout=check_timeout(request.timeout),
+                               strict=request.strict, max_timeouts=request.max_timeouts, checks=checks,
+                               golden=golden, check_options=options, save_failures=save_failures)
+
+
+def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
+    """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
+    ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
+    ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
+    any case runs (``toolkit.check_emulator_env``); a runner that picks the emulator without being asked to
+    (``--runner auto``, ``geir``...) says so on stderr in one line (``toolkit.EMULATOR_FALLBACK``)."""
+    from ..device.runners import select
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, toolkit_suggested
+
+    settings = settings or checked_settings(request)
+    toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
+    if toolkit.kind == "emulator":
+        check_emulator_env(os.environ)
+        if request.runner != "emulator" and not toolkit_suggested(os.environ):
+            sys.stderr.write(EMULATOR_FALLBACK + "\n")
+    return replace(settings, toolkit=toolkit, max_memory=max_memory)
+
+
+def device_list(request) -> str:
+    """The devices a request names: ``--devices``, else ``--device``."""
+    return request.devices if request.devices is not None else str(request.device)
+
+
+def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
+    """The run's description for the reports' header (runner, target, provenance, injected faults)."""
+    from ..ops import OPERATORS
+    from ..device.toolkit import opp_path
+
+    toolkit = settings.toolkit
+    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
+        if toolkit.kind == "emulator" else ()
+    opp = opp_path(toolkit)
+    stamp = provenance.opp_stamp(opp, os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""),
+                                 [spec.title for spec in OPERATORS.values()])
+    return RunInfo(opp=str(opp), opp_files=stamp["files"], opp_fingerprint=stamp["fingerprint"],
+                   opp_portable=stamp["portable"], runner=toolkit.kind, location=str(toolkit.root),
+                   op_library=str(toolkit.op_lib or ""),
+                   supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
+                   checks=tuple(settings.checks), golden=settings.golden,
+                   standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
+                   toolkit_version=provenance.toolkit_version(toolkit.root),
+                   driver_version=provenance.driver_version(), host=provenance.host_name(),
+                   started=provenance.now(), faults=faults, strict=settings.strict,
+                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
+                   path=toolkit.calls, graph_library=toolkit.geir_build)
+
+
+def recorded_settings(info: RunInfo, settings) -> dict:
+    """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
+    ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
+    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
+    stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
+    the device's SoC, the driver, the host, the emulator's injected faults, the target's modes, ``--standard``,
+    ``--strict``, ``--check``, ``--no-golden``, ``--repeat`` and prmg's version. ``--resume`` trusts a record only
+    when it was judged under the same settings, and ``prmg report`` names the settings that differ between
+    shards."""
+    toolkit = settings.toolkit
+    faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
+              **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
+        if info.faults else {}
+    libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
+                 for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
+    path = {"path": info.path} if info.path != "aclnn" else {}          # aclnn runs keep their keys of before
+    opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
+           "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
+    return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
+                libraries=libraries, opp=opp,
+                toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
+                host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
+                strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
+                check_options=settings.check_options, version=info.version)
+
+
+def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
+    """``writes.check_outputs`` of a run: its reports, its results file (``--results``, else ``--resume``) and
+    ``--save-failures``, sparing its case files, their ``file:`` inputs and a ``--resume`` file it only reads."""
+    from ..writes import APPEND, FOLDER, Output, check_outputs
+
+    results = request.results or request.resume
+    outputs = [Output(target.path) for target in targets if target.path]
+    outputs += [Output(results, "results file", APPEND)] if results else []
+    if request.save_failures:                 # DIR/CASE/, or DIR/PATH/CASE/ for a runner of several paths (aclnn+geir)
+        names = (*(case.name for case in cases), *(request.runner.split("+") if "+" in request.runner else ()))
+        outputs.append(Output(request.save_failures, "failure artifacts", FOLDER, names))
+    inputs = input_files(request.paths, cases)
+    if request.resume and not same_file(request.resume, results):
+        inputs[request.resume] = "the results file --resume reads"
+    check_outputs(outputs, inputs)
+
+
+def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
+    """``--resume``: the records of ``stored`` to keep (``store.trusted``), saying on stderr how many are taken
+    and how many run again because their case changed or they were judged under other settings."""
+    from ..reports.store import UNTRUSTED, trusted
+
+    kept = trusted(stored, fingerprints, key)
+    verdicts = {name: result for name, result in stored.latest().items()
+                if name in fingerprints and result.status not in UNTRUSTED}
+    again = len(verdicts) - len(kept)
+    sys.stderr.write(f"prmg: --resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
+                     f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
+                                 f"other settings (runner, toolkit or its libraries, the operator's kernel and "
+                                 f"tiling files, SoC, driver, host, faults, modes, --standard, --strict, checks) "
+                                 f"run again" if again else "") + "\n")
+    return kept
+
+
+def _select(request, modes: frozenset) -> tuple[list[Case], list[Case]]:
+    """(the selected cases before sharding, the cases of the run): loaded, validated, selected, sharded."""
+    selection = load_selected(request.paths, modes, request.keyword, request.tags, request.exclude_tags)
+    if request.shard is None:
+        return selection, selection
+    return selection, execute.shard(selection, *execute.parse_shard(request.shard))
+
+
+def _not_run(cases: Sequence[Case], finished: dict, reason: str, settings) -> list[CaseResult]:
+    """``not_run`` results for the cases without a result, each saying why the run did not reach it."""
+    return [execute.case_result(case, "not_run", message=f"not run: {reason}",
+                                standard=execute.judging(case, settings)[0], path=settings.toolkit.calls)
+            for case in cases if case.name not in finished]
+
+
+def _connect(request, modes: frozenset):
+    """The Ray cluster of ``--cluster`` (``cluster.connect``), its toolkit found on one of its nodes."""
+    from ..device import cluster
+
+    return cluster.connect(request.cluster, request.runner, request.op_lib, modes)
+
+
+def run_suite(request) -> int:
+    """``prmg run``: returns the exit code (``results.ExitCode``)."""
+    from ..reports import store
+
+    if request.max_details is not None and request.max_details < 0:
+        raise PrmgError(f"--max-details must be >= 0, got {request.max_details}")
+    if request.cluster is not None and (request.devices is not None or request.device != 0):
+        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
+                        "local runs")
+    check_timeout(request.progress_interval, "--progress-interval")
+    if request.cluster is None:
+        device_request(device_list(request), "--devices" if request.devices is not None else "--device")
+    checked = checked_settings(request)
+    targets = outputs.parse_targets(list(request.report), request.output)
+    modes = checked.supported_modes
+    selection, cases = _select(request, modes)
+    check_judged(cases, checked.checks, checked.golden)
+    if not cases:
+        sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
+        return ExitCode.NO_CASES
+    if request.list_only:
+        write_stdout(listing.render(cases))
+        return ExitCode.OK
+    check_run_outputs(request, targets, cases)
+    max_memory = parse_size(request.max_memory) if request.max_memory else None
+    # every file is read or opened before anything touches the toolkit (a probe of a wedged device takes long)
+    stored = store.read(request.resume, missing_ok=True) if request.resume else None
+    results_path = request.results or request.resume
+    writer = store.Writer(results_path) if results_path else None
+    try:
+        cluster = _connect(request, modes) if request.cluster is not None else None
+        if max_memory is None:                              # half the RAM where the cases run
+            max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
+        settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
+        settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
+                                                  for case in cases))
+        devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    run = _Run(cases, writer, request, run_info(settings, devices))
+    handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
+                if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
+    try:
+        try:
+            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
+                info = run.info
+                info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
+                constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
+                run.start(stored, recorded_settings(info, settings), selection)
+                if run.todo:
+                    executor.run(run.todo, run.on_result, request.fail_fast)
+            if request.fail_fast and len(run.finished) < len(cases):
+                run.stopped = "the run stopped at the first failure (--fail-fast)"
+        except PrmgError as error:
+            if not run.unrecorded:
+                raise
+            run.stop(f"the run stopped: {visible(str(error))}", ExitCode.USAGE)
+            run.writer.close()
+            run.writer = None
+        except KeyboardInterrupt as stop:
+            run.stop(*_STOPPED[signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT])
+        finally:
+            run.ending = True
+            run.progress.close()
+        if run.late and not run.stopped:        # after the last case, before the reports: the run was stopped
+            run.stop(*_STOPPED[run.late])
+        ordered, missing = run.finish(settings, selection)
+        _write_reports(targets, ordered, run.info, request)
+    finally:
+        with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+            drop_held_signals()
+            outcome_final()                     # and by the entry point's handler until the process exits
+    if run.stopped:
+        sys.stderr.write(f"prmg: {run.stopped}: {plural(len(missing), 'case')} not run\n")
+    return run.code or exit_code(ordered, request.strict)
+
+
+# Why a run stopped by a signal stopped, and its exit code, by signal.
+_STOPPED = {signal.SIGTERM: ("the run was terminated (SIGTERM)", ExitCode.TERMINATED),
+            signal.SIGINT: ("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)}
+
+
+class _Run:
+    """One run's bookkeeping: the results finished (resumed or run), the results file and its run record, the
+    progress line, and why and how the run stopped early (``stopped``, ``code``)."""
+
+    def __init__(self, cases: Sequence[Case], writer, request, info: RunInfo):
+        self.cases, self.writer, self.request, self.info = cases, writer, request, info
+        self.finished: dict[str, CaseResult] = {}
+        self.todo: list[Case] = []
+        self.fingerprints: dict[str, str] = {}
+        self.key = ""
+        self.run_id = uuid.uuid4().hex
+        self.recorded = False                     # the run record is in the results file
+        self.progress = Progress(0, interval=request.progress_interval or 0)
+        self.stopped, self.code = "", ExitCode.OK
+        self.unrecorded: list[PrmgError] = []     # the results file failed: the run stops, reports still go out
+        self.ending = False                       # the cases are over (or stopped): a signal now is recorded
+        self.late = 0                             # the first stop signal recorded while ending
+
+    def on_signal(self, signum, frame) -> None:
+        """The run's SIGINT and SIGTERM handler. While cases run, the first one stops the run: it raises
+        ``KeyboardInterrupt`` or ``Terminated`` in the main thread (never while a result is being recorded:
+        ``execute.signals_held``). After that, or once the cases are over, a signal is recorded in ``late``:
+        the run ends whole, its reports and results file say the same, and the process exits with the code
+        the reports state (a signal that arrives before they are written makes it the signal's code)."""
+        if self.ending:
+            self.late = self.late or signum
+            return
+        self.ending = True
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    def start(self, stored, settings: dict, selection: Sequence[Case]) -> None:
+        """Once the workers are up (the SoC known): the settings key, the results ``--resume`` takes, the run
+        record (and, when ``--results`` names another file than ``--resume``, a copy of each result taken, so that
+        file holds the whole run), the header of a table on standard output, and the cases left to run."""
+        from ..reports import store
+
+        self.key = store.settings_key(settings)
+        if self.writer is not None or stored is not None:
+            self.fingerprints = {case.name: fingerprint_or_empty(case) for case in self.cases}
+        if stored is not None:
+            self.finished = _resumed(stored, self.cases, self.fingerprints, self.key)
+        self.info.resumed = len(self.finished)
+        self._record(settings, selection)
+        if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
+            for case in self.cases:                   # --resume A --results B: B holds the whole run
+                if case.name in self.finished:
+                    self._append(self.finished[case.name])
+        self.todo = [case for case in self.cases if case.name not in self.finished]
+        self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
+        if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
+                                                                                     self.request.output)):
+            write_stdout(outputs.labels.format_header(self.info, judged=self.cases) + "\n")
+        note = outputs.labels.modes_note(self.info)
+        if note:
+            sys.stderr.write(f"prmg: warning: {note[2:]}\n")
+
+    def _record(self, settings: dict, selection: Sequence[Case]) -> None:
+        """Write the run record (``store.RunRecord``) unless it is written."""
+        from ..reports.store import RunRecord
+
+        if self.writer is not None and not self.recorded:
+            self.recorded = True
+            self._append(RunRecord(self.run_id, self.request.shard or "", [case.name for case in selection],
+                                   settings, self.info.to_dict()))
+
+    def _append(self, record) -> None:
+        """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""
+        try:
+            self.writer.append(record)
+        except PrmgError as error:
+            self.unrecorded.append(error)
+            raise
+
+    def on_result(self, index: int, result: CaseResult) -> None:
+        """Record one finished case: in the results file and among the finished, both or neither (signals are
+        held meanwhile), then on the progress line."""
+        result.fingerprint = self.fingerprints.get(result.name, "")
+        result.judged_under, result.run_id = self.key, self.run_id
+        with execute.signals_held():
+            if self.writer is not None:
+                self._append(result)
+            self.finished[result.name] = result
+        self.progress.update(result)
+
+    def stop(self, why: str, code: int) -> None:
+        self.stopped, self.code = why, code
+        self.info.stopped_code = int(code)
+
+    def finish(self, settings, selection) -> tuple[list[CaseResult], list[CaseResult]]:
+        """The results in case order, the cases never reached as ``not_run`` (also written to the results file,
+        after the run record when the run stopped before writing it)."""
+        missing = _not_run(self.cases, self.finished, self.stopped or "no result was recorded", settings)
+        if self.writer is not None:
+            self._record(recorded_settings(self.info, settings), selection)
+            for result in missing:
+                result.run_id = self.run_id
+                self.writer.append(result)
+            self.writer.close()
+        position = {case.name: index for index, case in enumerate(self.cases)}
+        ordered = sorted([*self.finished.values(), *missing], key=lambda result: position[result.name])
+        return ordered, missing
+
+
+def _write_reports(targets, results: list[CaseResult], info: RunInfo, request) -> None:
+    """Every report of ``targets``; when none goes to standard output, the failures and the summary line
+    are printed there, so the console still tells what happened."""
+    options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details)
+    for target in targets:
+        if target.path is None:             # a table on stdout: its header was printed before the first case
+            write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
+        else:
+            write_text(target.path, outputs.render_pieces(target.format, results, info, options))
+    if all(target.path is not None for target in targets):
+        from ..reports.outputs.table import failure_lines
+
+        write_stdout("\n".join(failure_lines(results, verbose=False) + outputs.labels.fault_lines(info, results)
+                                + outputs.labels.device_lines(results) + [summary_line(results)]))

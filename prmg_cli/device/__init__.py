@@ -1,0 +1,9 @@
+"""Stage 5, device: cases in, ``results.CaseResult`` records out: each case's inputs launched on a device, judged
+in the worker that ran it.
+
+``toolkit`` finds the libraries (a CANN toolkit, or the host emulator built from ``runners/emulator``); ``acl`` is
+the ctypes binding of aclnn and ``geir`` of graph mode; ``runners/`` the runners ``--runner`` picks (one module and
+one ``RUNNERS`` entry each), ``differential`` holds two call paths against each other; ``execute`` runs cases in
+worker processes (crash isolation, timeouts, devices, shards) and ``cluster`` on Ray actors; ``provenance`` says
+where and when a run happened; ``artifacts`` is the one layout of a case's arrays on disk.
+"""

@@ -1,0 +1,823 @@
+"""Running many cases: worker processes that outlive cases, crash isolation, timeouts, wedged devices.
+
+One worker process per device holds the loaded libraries and one ``AclSession``; the parent sends it
+cases and gets ``CaseResult`` records back (``run_case`` is the whole per-case pipeline). A worker that
+dies (segfault, abort) or overruns the timeout costs only the case it was running: that case is
+reported as ``error`` and a fresh worker takes the next one. After ``max_timeouts`` timeouts in a row a
+device is considered wedged and gets no more cases; when no device is left, the cases still waiting are
+reported ``not_run`` with the reason. A worker dies with its parent (``PR_SET_PDEATHSIG``, and it checks
+its parent between cases), so no worker outlives a killed run.
+
+The parent streams results to ``on_result`` as they finish; ``Executor.run`` returns them in case order.
+What a worker does (``CaseWorker``) and the run's bookkeeping (``Schedule``: case order, prechecks,
+fail-fast, ``not_run``) are shared with the Ray executor (``cluster.py``); only where the worker lives
+differs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import ctypes
+import faulthandler
+import hashlib
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait
+from typing import Callable, Sequence
+
+from . import provenance
+from .. import dtypes
+from ..case import Case, element_count, storage_elements
+from ..cases.loader import case_record
+from ..dtypes import lookup
+from ..errors import STOP_SIGNALS, PrmgError
+from ..files import MiB
+from ..judging.checks import CheckContext, fold_checks, run_checks
+from ..judging.judge import judge, slice_arrays as judge_slice_arrays
+from ..judging.standards import standard_of
+from ..judging.verdict_metrics import key_metric
+from ..ops import OPERATORS, constraints
+from ..ops.targets import Target
+from ..results import CaseResult, plural
+from ..vocab import DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
+
+WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
+# Device memory a case may leave taken beyond prmg's own buffers (a runtime's caches, a kernel binary loaded once)
+# before its result carries a warning (``leak_warning``): a kernel leaking on every launch passes it at once.
+LEAK_BOUND = 64 * MiB
+# the per-stage milliseconds every result's ``timings`` holds (0 for a stage a case did not reach)
+STAGES = ("inputs", "upload", "kernel", "download", "golden", "judge")
+PR_SET_PDEATHSIG = 1
+MAX_TIMEOUTS = 3                    # --max-timeouts: timeouts in a row after which a device is wedged (Wedging)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a worker needs to turn a case into a result, fixed for the whole run."""
+
+    toolkit: object                           # toolkit.Toolkit (None until suite.settings_for picks it)
+    supported_modes: frozenset = DEFAULT_SUPPORTED_MODES
+    standard: str | None = None               # --standard: overrides every case's standard and tolerance
+    timeout: float | None = None              # seconds per case; None = no limit
+    max_memory: int | None = None             # bytes; None = no limit
+    strict: bool = False                      # --strict: a warning fails its case
+    max_timeouts: int = MAX_TIMEOUTS          # timeouts in a row after which a device is wedged
+    checks: tuple = ()                        # --check: golden-free checks run on every pass case
+    golden: bool = True                       # --no-golden: judge by the checks alone
+    check_options: dict = field(default_factory=dict)    # the checks' options (--repeat ...): name -> value
+    save_failures: str | None = None          # --save-failures DIR: artifacts of every failed case
+    bfloat16: bool = True                     # a case uses bfloat16: workers load ml_dtypes before any case
+
+
+def expect_label(case: Case) -> str:
+    """A case's expectation as text: ``pass``, ``error any`` or ``error 561002``."""
+    return "pass" if case.expect.success else f"error {case.expect.error}"
+
+
+def case_result(case: Case, status: str, **fields) -> CaseResult:
+    """A CaseResult for ``case`` carrying everything that reproduces it: op, dtypes, shapes, slice, mode,
+    seed and generator, expectation (``fields`` may say it as a call path must answer it), and the case-file mapping
+    with its generator (``definition``, ``loader.case_record``)."""
+    fields.setdefault("expect", expect_label(case))
+    return CaseResult(
+        name=case.name, status=status, source=case.source, op=case.op, dtype=case.dtype,
+        cos_dtype=case.cos_dtype, sin_dtype=case.sin_dtype, shape=list(case.shape), cos_shape=list(case.cos_shape),
+        sin_shape=list(case.sin_shape), rotary_mode=MODE_NAMES.get(case.rotary_mode, str(case.rotary_mode)),
+        partial_slice=list(case.partial_slice), seed=case.seed, generator=case.generator,
+        known_defect=case.known_defect.describe() if case.known_defect else "",
+        checks=list(case.checks), golden=case.golden, tags=list(case.tags),
+        definition=case_record(case), **fields)
+
+
+def judging(case: Case, settings: RunSettings) -> tuple[str, dict]:
+    """The standard and tolerance a case is judged by (``standards.standard_of``): under ``--standard`` that
+    standard's own defaults (the case's tolerance dropped), else the case's tolerance."""
+    return standard_of(case.standard, settings.standard), {} if settings.standard else dict(case.tolerance)
+
+
+def guarded(size: float) -> int:
+    """The device bytes a buffer of ``size`` bytes takes with its guard zones: ``GUARD_BYTES`` before, the data
+    rounded up to ``DATA_ALIGN``, ``GUARD_BYTES`` after (``acl``)."""
+    return 2 * GUARD_BYTES + -(-int(size) // DATA_ALIGN) * DATA_ALIGN
+
+
+def memory_need(case: Case) -> tuple[int, int]:
+    """Estimated (host, device) bytes for ``case``.
+
+    host: the inputs, dy's storage (strides included) uploaded and read back, the golden in dy's dtype,
+    and ~6 float64 arrays over the slice (golden, magnitude, actual, error, budget, mask); device: dy's
+    storage, cos, sin and the 16 MiB workspace, each with its guard zones (``guarded``).
+    """
+    dy_items = element_count(case.shape)
+    cos_items = storage_elements(case, "cos") + storage_elements(case, "sin")
+    start, end = case.partial_slice
+    width = max(end - start, 0)
+    rows = dy_items // max(int(case.shape[-1]), 1) if case.shape else 0
+    itemsize = lookup(case.dtype).numpy.itemsize
+    dy_bytes, storage_bytes = dy_items * itemsize, storage_elements(case) * itemsize
+    cos_bytes = cos_items * lookup(case.cos_dtype).numpy.itemsize
+    host = 2 * dy_bytes + 2 * storage_bytes + cos_bytes + 6 * 8 * rows * width
+    device = sum(guarded(size) for size in (storage_bytes, cos_bytes / 2, cos_bytes / 2, WORKSPACE_BYTES))
+    return host, device
+
+
+def default_max_memory() -> int:
+    """Half of this machine's physical memory: the default ``--max-memory``."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def precheck(case: Case, settings: RunSettings, accepted: Sequence[int] | None = None) -> CaseResult | None:
+    """The result of a case that must not run (a pass case of a mode the target lacks and the toolkit does not accept
+    either, a case over the memory limit), else None. ``accepted``: the modes the toolkit's first phase accepts
+    (``AclSession.accepted_modes``; None when it cannot be asked): a toolkit that accepts a mode claims to implement
+    it, so the pass cases of that mode run and are judged, whatever ``--supported-modes`` says."""
+    standard, _ = judging(case, settings)
+    reason = constraints.skip_reason(case, settings.supported_modes | frozenset(accepted or ()))
+    if reason:
+        return case_result(case, "skipped", message=reason, standard=standard)
+    if settings.max_memory is not None:
+        host, device = memory_need(case)
+        if max(host, device) > settings.max_memory:
+            return case_result(case, "error", standard=standard, message=(
+                f"needs about {host / 2**30:.2f} GiB of host and {device / 2**30:.2f} GiB of device "
+                f"memory, over --max-memory {settings.max_memory / 2**30:.2f} GiB; not attempted"))
+    return None
+
+
+def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), status: int | None = None) -> CaseResult:
+    """A known-defect case's result as strict xfail: ``xfailed`` (the run stays green) only when what went wrong
+    is the defect the case names -- the call returned the defect's status and nothing else was wrong (``kinds``
+    is exactly ``{"status"}`` and ``status`` the defect's), or, for a wrong result, the slice's values failed within
+    the defect's bounds (``defects.beyond``), golden-free checks perhaps too. Anything else (a crash, a timeout, a
+    guard zone or input damaged, another status) stays ``failed`` or ``error`` with a note; a pass is ``xpassed``
+    (the run fails, so that the marker gets removed)."""
+    defect = case.known_defect
+    if not defect:
+        return result
+    if result.status == "passed":
+        return replace(result, status="xpassed", message=f"passed although marked as a known defect "
+                       f"({defect.describe()}): the defect is gone; remove known_defect from the case")
+    if result.status not in ("failed", "error"):
+        return result
+    met = (kinds == {"status"} and status == defect.status) if defect.status is not None \
+        else "result" in kinds and kinds <= {"result", "check"}
+    if met and result.status == "failed":
+        return replace(result, status="xfailed", message=f"known defect ({defect.describe()}): {result.message}")
+    return replace(result, message=f"{result.message} (not the known defect: {defect.describe()})")
+
+
+def build_dependent(case: Case, result: CaseResult, kinds, target: Target) -> CaseResult:
+    """A case whose expectation holds for some upstream builds only (``case.builds``), run on a toolkit whose build
+    is unknown or not among them (``targets.Target.build``), that failed only by its status: ``xfailed``, saying
+    that the expectation depends on the toolkit build (targets module docstring); any other result as it is."""
+    if not case.builds or result.status != "failed" or set(kinds) != {"status"} or target.build in case.builds:
+        return result
+    return replace(result, status="xfailed", message=f"expectation depends on the toolkit build: it holds for builds "
+                   f"{', '.join(case.builds)}; this toolkit states {target.describe_build()}: {result.message}")
+
+
+def strict_status(result: CaseResult, settings: RunSettings) -> CaseResult:
+    """Under ``--strict`` a passing result with warnings fails, its first warning as the message."""
+    if settings.strict and result.status == "passed" and result.warnings:
+        return replace(result, status="failed", message=f"--strict: {result.warnings[0]}")
+    return result
+
+
+# What may go wrong with the runner or the machine while a case runs: the case is an ``error``, the run goes on.
+# Any other exception is a bug in prmg: it ends the run with exit code 3 and its traceback (``InternalError``).
+RUNNER_FAILURES = (PrmgError, OSError, MemoryError)
+
+
+class InternalError(Exception):
+    """A bug in prmg met while running a case (in a worker): its traceback text, for exit code 3."""
+
+
+def run_case(session, case: Case, settings: RunSettings, target: Target = Target()) -> tuple[CaseResult, bool]:
+    """Make the inputs, launch the operator, judge the outcome: one case, in this process, on ``target`` (its chip
+    and toolkit build: the case is judged as its chip's rules say, ``constraints.on_chip``, a status that only
+    another build gives is ``build_dependent``; an operator the chip lacks is an ``error`` naming it).
+
+    Returns the result and whether the session is still fit for more cases (not after a runner
+    failure or a device fault, in any of the case's launches: the worker is then replaced). Timings (ms)
+    per stage are in the result; so are the emulator faults that acted on any of its launches (None when
+    the toolkit cannot say or a launch did not come back). A runner failure (``acl.AclError``,
+    ``RUNNER_FAILURES``) makes the case an ``error``; any other exception is a bug in prmg and propagates.
+    A runner of several call paths (``session.paths``: ``runners.pair``) runs the case through each on the same
+    inputs, each judged as ``run_path`` judges a path alone (its failures' artifacts in a folder of its own), and
+    ``differential.combine`` makes the one result.
+    """
+    from ..inputs.seeded import make_inputs
+
+    started = time.perf_counter()
+    try:
+        constraints.check_chip([case], target.soc_name)
+    except PrmgError as error:
+        return case_result(case, "error", message=str(error), standard=judging(case, settings)[0]), True
+    try:
+        inputs = make_inputs(case)
+    except RUNNER_FAILURES as exc:
+        user = isinstance(exc, PrmgError)
+        result = case_result(case, "error", message=str(exc) if user else f"{type(exc).__name__}: {exc}",
+                             standard=judging(case, settings)[0], faults=[] if user else None,
+                             duration_s=time.perf_counter() - started, path=getattr(session, "path", ""))
+        return known_defect_status(case, result), user and not session.device_faulted
+    timings = {"inputs": (time.perf_counter() - started) * 1e3}
+    paths = getattr(session, "paths", None)
+    if not paths:
+        result, fit, _ = run_path(session, case, settings, inputs, started, timings, target)
+        return result, fit
+    from .differential import combine
+
+    runs = [(name, *run_path(path, case, _within(settings, name), inputs, started, dict(timings), target))
+            for name, path in paths]
+    return (combine(case, inputs, [(name, result, outcome) for name, result, _, outcome in runs]),
+            all(fit for _, _, fit, _ in runs))
+
+
+def _within(settings: RunSettings, path: str) -> RunSettings:
+    """``settings`` of one of several call paths: its failures' artifacts under ``--save-failures``/<path>."""
+    if not settings.save_failures:
+        return settings
+    return replace(settings, save_failures=os.path.join(settings.save_failures, path))
+
+
+def run_path(session, case: Case, settings: RunSettings, inputs, started: float, timings: dict,
+             target: Target = Target()) -> tuple[CaseResult, bool, object]:
+    """One call path's launch of ``case`` on ``inputs`` (made at ``started``, ``timings`` so far), judged:
+    (the result, whether the session is still fit, the ``acl.Outcome`` or None when there is none).
+
+    The case is judged as its chip's rules say (``constraints.on_chip``, a note in its details) and as the path
+    must answer it (``session.judged_case``: graph mode's expectation, say); when that is a text, the path has no
+    form of the case, which is skipped here with that reason. A status that only another build than ``target``'s
+    gives is ``build_dependent``. The result records the case as written and the path (``session.path``)."""
+    from .acl import AclError
+
+    standard, tolerance = judging(case, settings)
+    path = getattr(session, "path", "")
+    judged, chip_note = constraints.on_chip(case, settings.supported_modes, target.soc)
+    judged = session.judged_case(judged, settings.supported_modes) if hasattr(session, "judged_case") else judged
+    if isinstance(judged, str):
+        return case_result(case, "skipped", message=judged, standard=standard, path=path,
+                           duration_s=time.perf_counter() - started), True, None
+    acted: list = []                              # each launch's Outcome.faults
+    memory = session.memory_mark() if hasattr(session, "memory_mark") else None
+
+    try:
+        outcome = session.launch(judged, inputs)
+        acted.append(outcome.faults)
+        timings.update(outcome.timings)
+        began = time.perf_counter()
+        golden = case.golden and settings.golden
+        verdict = judge(judged, inputs, outcome, standard, tolerance, golden=golden, timings=timings)
+        timings["judge"] = (time.perf_counter() - began) * 1e3 - timings["golden"]    # golden split out
+        names = tuple(dict.fromkeys(case.checks + settings.checks))
+        samples = [outcome.kernel_ms] if outcome.kernel_ms is not None else []
+
+        def launch(launched_case, launched_inputs):
+            """A launch for a check; the kernel times of the case's own repeats are kept."""
+            repeated = session.launch(launched_case, launched_inputs)
+            acted.append(repeated.faults)
+            if launched_case is judged and repeated.kernel_ms is not None:
+                samples.append(repeated.kernel_ms)
+            return repeated
+
+        if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
+            checked = time.perf_counter()
+            context = CheckContext(judged, inputs, outcome, launch, settings.check_options)
+            verdict = fold_checks(verdict, run_checks(names, context), context, golden)
+            timings["checks"] = (time.perf_counter() - checked) * 1e3
+    except (AclError, *RUNNER_FAILURES) as exc:
+        user = isinstance(exc, PrmgError)
+        result = case_result(case, "error", message=str(exc) if user else f"{type(exc).__name__}: {exc}",
+                             standard=standard, faults=faults_acted(acted) if user else None,
+                             duration_s=time.perf_counter() - started, timings=timings, path=path,
+                             expect=expect_label(judged))
+        return known_defect_status(judged, result), user and not session.device_faulted, None
+    leaked = leak_warning(session.memory_lost(memory), len(acted)) if memory is not None else ""
+    result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
+                         key_metric=key_metric(verdict.metrics),
+                         details=[chip_note] * bool(chip_note) + verdict.details,
+                         warnings=list(verdict.warnings) + [leaked] * bool(leaked), error_map=verdict.error_map,
+                         error_code=outcome.status,
+                         standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
+                         runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),
+                         duration_s=time.perf_counter() - started, path=path, expect=expect_label(judged),
+                         timings={key: round(value, 3) for key, value in {**dict.fromkeys(STAGES, 0.0),
+                                                                          **timings}.items()})
+    result = strict_status(result, settings)
+    if result.status == "failed" and settings.save_failures:
+        from .artifacts import save_failure
+
+        arrays = verdict.arrays or (judge_slice_arrays(case, inputs, outcome.dy, standard, tolerance)
+                                    if golden and outcome.status == 0 else {})      # a contract breach
+        result.artifacts = save_failure(settings.save_failures, case, result, inputs, outcome.dy, arrays)
+    kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
+    if chip_note and result.status == "failed":
+        result.message = f"{chip_note}; {result.message}"
+    result = build_dependent(case, result, kinds, target)
+    return known_defect_status(judged, result, kinds, outcome.status), not session.device_faulted, outcome
+
+
+def leak_warning(lost: int | None, launches: int) -> str:
+    """A warning when ``lost`` device bytes (``AclSession.memory_lost``) over the case's ``launches`` exceed
+    ``LEAK_BOUND``, naming the bytes per launch ("" otherwise); ``--strict`` fails it, as any warning."""
+    if lost is None or lost <= LEAK_BOUND:
+        return ""
+    return (f"device memory: {lost / MiB:.0f} MiB fewer free after the case than before it, beyond prmg's own buffers: "
+            f"{lost / max(launches, 1) / MiB:.0f} MiB per launch over {plural(launches, 'launch', 'launches')} "
+            f"(a case may leave {LEAK_BOUND // MiB} MiB): the kernel or the runtime leaks device memory")
+
+
+def faults_acted(launches: list) -> list[str] | None:
+    """The emulator faults that acted on any of a case's launches (each an ``Outcome.faults``), in order of
+    first appearance; None when some launch cannot say (a toolkit without the hook)."""
+    if any(faults is None for faults in launches):
+        return None
+    return list(dict.fromkeys(name for faults in launches for name in faults))
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Hold Ctrl-C and SIGTERM for the block (``pthread_sigmask``): one that arrives meanwhile is delivered when
+    the block ends, so that what the block does (fork a worker, record a result in the results file and in the
+    report) is done whole or not at all."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and die now
+    if the parent is already gone; elsewhere this does nothing and the parent checks are the fallback."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class CaseWorker:
+    """The worker loop's state and step, wherever the worker lives (a forked process here, a Ray actor in
+    ``cluster.py``): one session of the run's runner on one device (``runners.open_session``: an ``AclSession``,
+    a ``GeirSession``, or both), and each case through ``run_case``.
+
+    ``fit`` turns False after a case that left the session unfit (a runner failure, a device fault); the
+    owner then replaces the worker instead of sending it more cases.
+    """
+
+    def __init__(self, settings: RunSettings, device: int, label: str | None = None):
+        from .. import native
+        from .runners import open_session
+
+        faulthandler.disable()                         # a crash is reported as the case's result
+        native.available()          # build (first use: seconds of gcc) now, not inside the first case's --timeout
+        if settings.bfloat16:
+            dtypes.bfloat16()       # 1-2 s of import, likewise (a no-op when inherited from the parent)
+        self.settings = settings
+        self.device = device
+        self.label = str(device) if label is None else label      # what each result's ``device`` says
+        self.session = open_session(settings.toolkit, device)
+        self.target = Target(self.session.soc_name(), provenance.toolkit_version(settings.toolkit.root))
+        self.fit = True
+
+    def describe(self) -> dict:
+        """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say) and
+        ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
+        accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked)."""
+        chip = self.target.soc
+        probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
+        accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)
+        return {"soc": self.target.soc_name, "accepted_modes": accepted}
+
+    def run(self, case: Case) -> tuple[CaseResult, bool]:
+        """``run_case`` on this worker's session: the result (naming the device: ``label``) and whether the session is
+        still fit."""
+        result, self.fit = run_case(self.session, case, self.settings, self.target)
+        result.device = self.label
+        return result, self.fit
+
+    def close(self) -> None:
+        """Close the session and finalise ACL, best effort (the device may have faulted)."""
+        from .acl import finalize_all
+
+        try:
+            self.session.close()
+            finalize_all()
+        except Exception:
+            pass
+
+
+def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
+    """A worker's life: open a session on ``device``, then run each case the parent sends, until told
+    to stop, until its session is no longer fit (it then exits and the parent starts a fresh one), or
+    until its parent is gone."""
+    die_with_parent()
+    if os.getppid() != parent:
+        os._exit(0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C and SIGTERM
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
+    try:
+        worker = CaseWorker(settings, device)
+    except Exception as exc:
+        conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}", False))
+        return
+    conn.send(("ready", worker.describe(), True))
+    try:
+        while worker.fit:
+            while not conn.poll(1.0):
+                if os.getppid() != parent:             # orphaned: nobody will read the result
+                    os._exit(0)
+            case = conn.recv()
+            if case is None:
+                break
+            try:
+                result, fit = worker.run(case)
+            except Exception:                          # a bug in prmg: the parent ends the run (exit code 3)
+                conn.send(("internal", f"case '{case.name}':\n{traceback.format_exc()}", False))
+                break
+            conn.send(("result", result.to_dict(), fit))
+    except (EOFError, OSError):
+        pass                                           # the parent closed the pipe: leave quietly
+    finally:
+        worker.close()
+
+
+class Schedule:
+    """One run's bookkeeping, the same for every executor (local workers here, Ray actors in ``cluster.py``).
+
+    Results are kept in case order; the cases waiting are handed out in case order (a case given back,
+    because the worker it was queued on went away before starting it, goes back to its place); cases that
+    need no worker (``precheck``) are finished at once; with ``fail_fast`` nothing more is handed out after
+    the first result that is not ok; ``not_run`` ends the cases still waiting when no worker is left.
+    """
+
+    def __init__(self, cases: Sequence[Case], settings: RunSettings,
+                 on_result: Callable[[int, CaseResult], None] | None = None, fail_fast: bool = False,
+                 accepted: Sequence[int] | None = None):
+        self.cases = cases
+        self.settings = settings
+        self.results: list[CaseResult | None] = [None] * len(cases)
+        self.stopped = False
+        self._on_result = on_result
+        self._fail_fast = fail_fast
+        self._waiting: list[int] = []                  # case indices, in case order
+        for index, case in enumerate(cases):
+            early = precheck(case, settings, accepted)
+            if early is None:
+                self._waiting.append(index)
+            else:
+                self.finish(index, early)
+
+    @property
+    def waiting(self) -> bool:
+        """True while a case waits for a worker and the run has not stopped."""
+        return bool(self._waiting) and not self.stopped
+
+    @property
+    def next(self) -> int | None:
+        """The index of the case ``take`` would give, None when none waits."""
+        return self._waiting[0] if self._waiting else None
+
+    def take(self) -> int:
+        """The index of the next case to start (call only while ``waiting``)."""
+        return self._waiting.pop(0)
+
+    def give_back(self, index: int) -> None:
+        """Put case ``index`` (taken, never started) back at its place among the waiting ones."""
+        bisect.insort(self._waiting, index)
+
+    def finish(self, index: int, result: CaseResult) -> None:
+        """Record case ``index``'s result (naming the run's call path when it does not: a case no path ran), tell
+        ``on_result``, and stop the run under fail-fast when it is not ok."""
+        result.path = result.path or getattr(self.settings.toolkit, "calls", "")
+        self.results[index] = result
+        if self._on_result:
+            self._on_result(index, result)
+        if self._fail_fast and not result.info.ok:
+            self.stopped = True
+
+    def not_run(self, reason: str) -> None:
+        """Finish every case still waiting as ``not_run`` (``not run: <reason>``)."""
+        waiting, self._waiting = self._waiting, []
+        for index in waiting:
+            case = self.cases[index]
+            self.finish(index, case_result(case, "not_run", message=f"not run: {reason}",
+                                           standard=judging(case, self.settings)[0]))
+
+
+class _Worker:
+    """One worker process pinned to one device, the case it is running, and the cases sent after it."""
+
+    def __init__(self, context, settings: RunSettings, device: int):
+        self.device = device
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child, settings, device, os.getpid()),
+                                       daemon=True)
+        with signals_held():                          # Ctrl-C or SIGTERM now reaches the parent after the fork
+            self.process.start()
+        child.close()
+        self.case: Case | None = None
+        self.index = -1
+        self.deadline: float | None = None
+        self.queued: list[tuple[int, Case]] = []      # (index, case) sent after ``case``, not started yet
+        self.released = False
+        self.target: dict = {}                      # CaseWorker.describe() of the device
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Wait for the worker's session to open; PrmgError (worker reaped) when it could not."""
+        try:
+            kind, message, _ = self.conn.recv() if self.conn.poll(timeout) else ("init-failed", "start timed out", 0)
+        except (EOFError, OSError):
+            self.process.join(5)
+            kind, message = "init-failed", f"device {self.device}: {death_message(self.process.exitcode)}"
+        if kind != "ready":
+            self.kill()
+            raise PrmgError(f"cannot open the runner: {message}")
+        self.target = message
+
+    @property
+    def load(self) -> int:
+        """The cases sent to the worker and not finished: the running one and those queued after it."""
+        return (self.case is not None) + len(self.queued)
+
+    def start(self, index: int, case: Case, timeout: float | None) -> None:
+        """Send ``case`` (number ``index`` of the run) to the worker. An idle worker starts it now, and its
+        deadline starts now; else it is queued and starts when the cases before it have finished."""
+        self.conn.send(case)
+        if self.case is None:
+            self.index, self.case = index, case
+            self.deadline = time.monotonic() + timeout if timeout else None
+        else:
+            self.queued.append((index, case))
+
+    def finished(self, timeout: float | None) -> None:
+        """The running case has finished: the first queued case runs now (its deadline starts when its
+        predecessor's result is read, a little after the worker started it)."""
+        self.case, self.index, self.deadline = None, -1, None
+        if self.queued:
+            self.index, self.case = self.queued.pop(0)
+            self.deadline = time.monotonic() + timeout if timeout else None
+
+    def stop(self) -> None:
+        """Ask the worker to finish, kill it when it does not within 2 s, and release it."""
+        if self.released:
+            return
+        if self.process.is_alive() and self.case is None:
+            try:
+                self.conn.send(None)
+            except (OSError, ValueError):
+                pass
+            self.process.join(2)
+        self.kill()
+
+    def kill(self) -> None:
+        """End the worker at once (if it still runs) and release its pipe and process handle."""
+        if self.released:
+            return
+        self.released = True
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+        self.process.close()
+
+
+class Wedging:
+    """The wedge policy (``--max-timeouts``): a device whose last ``limit`` cases timed out one after the other is
+    wedged and gets no more cases (``wedged``: device -> why). Any other end of a case ends its run of timeouts.
+    Devices are any keys: ids of this host, a cluster's (node, NPU) keys."""
+
+    def __init__(self, limit: int, wedged: dict):
+        self.limit = limit
+        self.wedged = wedged
+        self._in_a_row: dict = {}
+
+    def ended(self, device) -> None:
+        """A case on ``device`` ended otherwise than by a timeout."""
+        self._in_a_row[device] = 0
+
+    def timed_out(self, device) -> None:
+        """A case on ``device`` timed out: at ``limit`` in a row the device is wedged."""
+        count = self._in_a_row[device] = self._in_a_row.get(device, 0) + 1
+        if count >= self.limit:
+            self.wedged[device] = (f"{plural(count, 'timeout')} in a row: the device is considered wedged "
+                                   f"(--max-timeouts)")
+
+
+def death_message(exitcode: int | None) -> str:
+    """How a worker died, e.g. ``worker crashed: signal 11 (SIGSEGV)``."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "unknown"
+        return f"worker crashed: signal {-exitcode} ({name})"
+    return f"worker crashed: exit code {exitcode}"
+
+
+class Executor:
+    """A pool of worker processes, one per device, that runs cases and keeps going after crashes.
+
+    Each worker has the next case in its pipe while it runs one (``QUEUED``), so that it never waits for
+    this process to read a result and send more: a case a worker could not start (it crashed, hung or
+    left) goes back to the schedule. Under fail-fast a worker gets one case at a time, so that nothing
+    starts after the first failure.
+    """
+
+    QUEUED = 1                                         # cases sent to a worker beyond the one it runs
+
+    def __init__(self, settings: RunSettings, devices: Sequence[int] = (0,)):
+        self.settings = settings
+        self.devices = tuple(devices)
+        self._context = multiprocessing.get_context("fork")
+        if settings.bfloat16:
+            dtypes.bfloat16()                            # once here, inherited by every worker
+        self._workers: list[_Worker] = []
+        self.wedged: dict[int, str] = {}                                # device -> why it gets no more cases
+        self._wedging = Wedging(settings.max_timeouts, self.wedged)
+        try:
+            for device in self.devices:                  # all start together, then each must be ready
+                self._workers.append(_Worker(self._context, settings, device))
+            for worker in self._workers:
+                worker.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        self.target = self._workers[0].target if self._workers else {}      # CaseWorker.describe()
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for worker in self._workers:
+            worker.stop()
+        self._workers = []
+
+    def _replace(self, worker: _Worker, schedule: Schedule) -> None:
+        """Release ``worker`` (its queued cases back to ``schedule``) and, unless its device is wedged, put a
+        fresh, ready one in its place."""
+        for index, _ in worker.queued:
+            schedule.give_back(index)
+        worker.queued = []
+        worker.kill()
+        if worker.device in self.wedged:
+            self._workers.remove(worker)
+            return
+        fresh = _Worker(self._context, self.settings, worker.device)
+        self._workers[self._workers.index(worker)] = fresh
+        fresh.wait_ready()
+
+    def running(self) -> list[tuple[int, Case]]:
+        """The (index, case) pairs the workers are running now."""
+        return [(worker.index, worker.case) for worker in self._workers if worker.case is not None]
+
+    def run(self, cases: Sequence[Case], on_result: Callable[[int, CaseResult], None] | None = None,
+            fail_fast: bool = False) -> list[CaseResult | None]:
+        """Run ``cases``; return their results in case order (None for cases never started).
+
+        ``on_result(index, result)`` is called as each case finishes, in finishing order. With
+        ``fail_fast`` no case starts after the first failure, error or xpass. When every device is
+        wedged, the cases still waiting get ``not_run`` results naming the wedged devices.
+        """
+        schedule = Schedule(cases, self.settings, on_result, fail_fast, self.target.get("accepted_modes"))
+        while True:
+            for load in range(1 + (0 if fail_fast else self.QUEUED)):        # every worker one case first
+                for worker in self._workers:
+                    if worker.load <= load and schedule.waiting:
+                        index = schedule.take()
+                        worker.start(index, cases[index], self.settings.timeout)
+            busy = [w for w in self._workers if w.case is not None]
+            if not busy:
+                if schedule.waiting and not self._workers:
+                    schedule.not_run("; ".join(f"device {d}: {why}" for d, why in sorted(self.wedged.items())))
+                return schedule.results
+            deadlines = [w.deadline for w in busy if w.deadline is not None]
+            wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+            wait([w.conn for w in busy] + [w.process.sentinel for w in busy], wait_for)
+            for worker in busy:
+                self._collect(worker, schedule)
+
+    def _collect(self, worker: _Worker, schedule: Schedule) -> None:
+        """Take the worker's results if it has some; else report its crash or timeout and replace it."""
+        while worker.case is not None and worker.conn.poll():
+            try:
+                kind, payload, fit = worker.conn.recv()
+            except (EOFError, OSError):
+                kind, payload, fit = "died", None, False
+            if kind == "internal":
+                raise InternalError(payload)
+            if kind != "result":
+                worker.process.join(5)                  # its pipe closed: the worker is exiting
+                break
+            index = worker.index
+            self._wedging.ended(worker.device)
+            if not fit:                                 # the worker is leaving (its session is unfit), and
+                worker.case = None                      # the cases queued after this one never start
+                schedule.finish(index, CaseResult.from_dict(payload))
+                self._replace(worker, schedule)
+                return
+            worker.finished(self.settings.timeout)
+            schedule.finish(index, CaseResult.from_dict(payload))
+        case, index = worker.case, worker.index
+        if case is None:
+            return
+        if not worker.process.is_alive():
+            worker.process.join()
+            message = death_message(worker.process.exitcode)
+            self._wedging.ended(worker.device)
+        elif worker.deadline is not None and time.monotonic() >= worker.deadline:
+            message = f"timed out after {self.settings.timeout:g} s"
+            self._wedging.timed_out(worker.device)
+        else:
+            return
+        worker.case = None
+        result = case_result(case, "error", message=message, standard=judging(case, self.settings)[0],
+                             faults=None, device=str(worker.device))   # the worker could not say which faults acted
+        schedule.finish(index, known_defect_status(case, result))
+        self._replace(worker, schedule)
+
+
+def _child_main(conn, function, args) -> None:
+    from .acl import finalize_all
+
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
+    faulthandler.disable()
+    try:
+        conn.send(("ok", function(*args)))
+    except Exception as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}" if not isinstance(exc, PrmgError) else str(exc)))
+    finally:
+        try:
+            finalize_all()
+        except Exception:
+            pass
+
+
+def call_in_child(function: Callable, *args, timeout: float | None = None):
+    """``function(*args)`` in a forked child, so this process never loads the ACL libraries.
+
+    Returns its value; raises PrmgError when it raised, crashed or overran ``timeout`` seconds.
+    """
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+    process = context.Process(target=_child_main, args=(child, function, args), daemon=True)
+    with signals_held():                          # Ctrl-C or SIGTERM now reaches this process after the fork
+        process.start()
+    child.close()
+    try:
+        if not wait([parent, process.sentinel], timeout):
+            raise PrmgError(f"{function.__name__} timed out after {timeout:g} s")
+        try:
+            kind, value = parent.recv()
+        except (EOFError, OSError):
+            process.join(5)
+            raise PrmgError(f"{function.__name__}: {death_message(process.exitcode)}") from None
+        if kind != "ok":
+            raise PrmgError(value)
+        return value
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        parent.close()
+        process.close()
+
+
+def shard(cases: Sequence[Case], index: int, count: int) -> list[Case]:
+    """The deterministic part ``index`` (1-based) of ``count`` of ``cases``, chosen by name hash.
+
+    A case belongs to shard ``1 + sha256(name) mod count``, so shards stay stable as cases are added
+    or removed elsewhere, and the union of all shards is every case exactly once.
+    """
+    return [case for case in cases if shard_of(case.name, count) == index]
+
+
+def shard_of(name: str, count: int) -> int:
+    """The shard (1-based, of ``count``) holding the case called ``name``: ``1 + sha256(name) mod count``."""
+    return 1 + int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") % count
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` -> (I, N) with 1 <= I <= N (``vocab.shard_numbers``); PrmgError otherwise."""
+    numbers = shard_numbers(text)
+    if numbers is None:
+        raise PrmgError(f"--shard must be I/N in the digits 0-9 with 1 <= I <= N (e.g. 2/8), got {text!r}")
+    return numbers

@@ -1,0 +1,521 @@
+"""Where the libraries come from: CANN toolkit discovery, the operator library search, and the host emulator.
+
+A toolkit is three shared libraries: the runtime (``lib64/libascendcl.so`` or ``libacl_rt.so``), the tensor
+library (``lib64/libnnopbase.so``) and an operator library that exports
+``aclnnInplacePartialRotaryMulGrad[GetWorkspaceSize]``. Discovery follows ``acl-abi.md``:
+
+  root      = $ASCEND_HOME_PATH, else $ASCEND_TOOLKIT_HOME (a root a variable names is the one used: when it
+              cannot serve, the search stops there), else the first of /usr/local/Ascend/ascend-toolkit/latest,
+              /usr/local/Ascend/cann (and the same under $HOME) holding the runtime, nnopbase and the operator.
+  op library = --op-lib PATH, else the first that exports the operator among
+              each $ASCEND_CUSTOM_OPP_PATH entry + /op_api/lib/libcust_opapi.so,
+              each load_priority vendor of $ASCEND_OPP_PATH/vendors/config.ini (default opp = root/opp),
+              root/lib64/libopapi_transformer.so, root/lib64/libopapi.so.
+
+Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used.
+
+``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit: no variable of
+``TOOLKIT_VARIABLES`` is set and no default root exists; then it says so on stderr in one line. A toolkit that is
+named or found but cannot serve the operator is a usage error naming what is missing and where it looked.
+
+The emulator is built from the C sources shipped as package data (``prmg_cli.emulator_src``, mapped to
+``runners/emulator/``, and the graph-mode shim's ABI header, ``prmg_cli.geir_src`` = ``runners/geir/``) with gcc +
+make, once per source version, into a cache folder (``emulator-<source hash>``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import mmap
+import os
+import re
+import struct
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .. import files
+from ..errors import PrmgError
+from ..files import emulator_cache_base, emulator_sources, geir_sources
+
+OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
+DEFAULT_ROOTS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
+HOME_ROOTS = ("Ascend/ascend-toolkit/latest", "Ascend/cann")     # non-root installs, under $HOME
+RUNTIME_NAMES = ("libascendcl.so", "libacl_rt.so")
+STUB_COMPONENTS = ("stub", "devlib")
+EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
+EMULATOR_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi_transformer.so", "libprmg_geir.so")
+# The variables that name a toolkit (a set_env.sh sets them, or a user points at a build): any of them set means a
+# toolkit is meant, and ``--runner auto`` never runs the emulator instead.
+TOOLKIT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH",
+                     "ASCEND_AICPU_PATH")
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    """The libraries one runner loads.
+
+    kind: "aclnn" (a toolkit we did not build) or "emulator" (built by prmg from runners/emulator).
+    op_lib_source: which rule of the search found ``op_lib``, e.g. "ASCEND_CUSTOM_OPP_PATH",
+      "vendors/config.ini load_priority (vendor customize)", "libopapi_transformer.so", "--op-lib".
+    env: environment settings a session applies before loading the libraries (the emulator's modes).
+    calls: the runner (a key of ``runners.RUNNERS``) whose session runs the cases on these libraries: "aclnn"
+      (the aclnn API), "geir" (graph mode), "aclnn+geir" (both, held against each other).
+    geir_lib: graph mode's library (``runners/geir/prmg_geir.h``: the shim built for this toolkit, or the
+      emulator's twin), None when the runner does not use graph mode; geir_build: how it was made.
+    """
+
+    kind: str
+    root: Path
+    runtime_lib: Path
+    nnopbase_lib: Path
+    op_lib: Path
+    op_lib_source: str
+    env: tuple[tuple[str, str], ...] = ()
+    calls: str = "aclnn"
+    geir_lib: Path | None = None
+    geir_build: str = ""
+
+
+def is_stub_path(path: Path | str) -> bool:
+    """True when ``path`` (as given or with links resolved) has a ``stub`` or ``devlib`` component."""
+    given = Path(path)
+    for candidate in (given, Path(os.path.realpath(given))):     # never raises: a symlink loop stays as it is
+        if any(part in STUB_COMPONENTS for part in candidate.parts):
+            return True
+    return False
+
+
+def refuse_stub(path: Path | str, what: str = "library") -> None:
+    """Raise PrmgError when ``path`` is a stub library (they only exist for linking and crash when called)."""
+    if is_stub_path(path):
+        raise PrmgError(f"refusing to load the stub {what} {path}: stub/devlib libraries exist only for "
+                        f"linking; point at the toolkit's lib64 (source its set_env.sh)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ELF: does a shared library define a symbol? (read .dynsym without loading the library)
+
+def exports_symbol(path: Path | str, name: str) -> bool:
+    """True when the ELF shared library at ``path`` defines the global/weak dynamic symbol ``name``.
+
+    Reads the section headers, finds SHT_DYNSYM and its string table, and looks for a symbol whose name
+    is ``name`` and whose section index is not SHN_UNDEF. Nothing is loaded or executed.
+    """
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as image:
+            return _elf_defines(image, name.encode())
+    except (OSError, ValueError, struct.error):
+        return False
+
+
+def _elf_defines(image: mmap.mmap, name: bytes) -> bool:
+    if image[:4] != b"\x7fELF":
+        return False
+    is_64 = image[4] == 2
+    endian = "<" if image[5] == 1 else ">"
+    if is_64:
+        shoff, = struct.unpack_from(endian + "Q", image, 0x28)
+        shentsize, shnum = struct.unpack_from(endian + "HH", image, 0x3A)
+        section_format, symbol_size = endian + "IIQQQQIIQQ", 24
+    else:
+        shoff, = struct.unpack_from(endian + "I", image, 0x20)
+        shentsize, shnum = struct.unpack_from(endian + "HH", image, 0x2E)
+        section_format, symbol_size = endian + "IIIIIIIIII", 16
+    sections = [struct.unpack_from(section_format, image, shoff + index * shentsize) for index in range(shnum)]
+    for section in sections:
+        sh_type, sh_offset, sh_size, sh_link = section[1], section[4], section[5], section[6]
+        if sh_type != 11:                                   # SHT_DYNSYM
+            continue
+        strtab_offset, strtab_size = sections[sh_link][4], sections[sh_link][5]
+        strtab = image[strtab_offset:strtab_offset + strtab_size]
+        name_offsets = set()
+        start = strtab.find(name + b"\0")
+        while start >= 0:                                   # suffix-merged strings may share a tail
+            name_offsets.add(start)
+            start = strtab.find(name + b"\0", start + 1)
+        if not name_offsets:
+            return False
+        for offset in range(sh_offset, sh_offset + sh_size, symbol_size):
+            st_name, = struct.unpack_from(endian + "I", image, offset)
+            if st_name not in name_offsets:
+                continue
+            if is_64:
+                st_info, _, st_shndx = struct.unpack_from(endian + "BBH", image, offset + 4)
+            else:
+                st_info, _, st_shndx = struct.unpack_from(endian + "BBH", image, offset + 12)
+            if st_shndx != 0 and (st_info >> 4) in (1, 2):  # defined, STB_GLOBAL or STB_WEAK
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Discovery
+
+def _root_candidates(env: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """(where the candidate comes from, path or None when that variable is unset), in precedence order."""
+    home = env.get("HOME")
+    return [("ASCEND_HOME_PATH", env.get("ASCEND_HOME_PATH") or None),
+            ("ASCEND_TOOLKIT_HOME", env.get("ASCEND_TOOLKIT_HOME") or None),
+            *[("default", path) for path in DEFAULT_ROOTS],
+            *[("default", str(Path(home) / path)) for path in HOME_ROOTS if home]]
+
+
+def _runtime_in(root: Path) -> Path | None:
+    for name in RUNTIME_NAMES:
+        if os.path.isfile(root / "lib64" / name):
+            return root / "lib64" / name
+    return None
+
+
+def _config_vendors(opp: Path) -> list[str]:
+    """The vendor names of ``load_priority=a,b,c`` in ``opp/vendors/config.ini``, in order (``#`` starts
+    a comment, on its own line or after the value)."""
+    try:
+        text = (opp / "vendors" / "config.ini").read_text(errors="replace")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        key, sep, value = line.split("#", 1)[0].partition("=")
+        if sep and key.strip() == "load_priority":
+            return [vendor.strip() for vendor in value.split(",") if vendor.strip()]
+    return []
+
+
+def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Path]]:
+    """(rule, path) for every place the operator may live, in the documented precedence."""
+    candidates = []
+    for entry in (env.get("ASCEND_CUSTOM_OPP_PATH") or "").split(":"):
+        if entry:
+            candidates.append(("ASCEND_CUSTOM_OPP_PATH", Path(entry) / "op_api" / "lib" / "libcust_opapi.so"))
+    opp = Path(env.get("ASCEND_OPP_PATH") or root / "opp")
+    for vendor in _config_vendors(opp):
+        candidates.append((f"vendors/config.ini load_priority (vendor {vendor})",
+                           opp / "vendors" / vendor / "op_api" / "lib" / "libcust_opapi.so"))
+    candidates.append(("libopapi_transformer.so", root / "lib64" / "libopapi_transformer.so"))
+    candidates.append(("libopapi.so", root / "lib64" / "libopapi.so"))
+    return candidates
+
+
+def _library_rejection(path: Path) -> str | None:
+    """Why ``path`` cannot serve as the operator library, or None when it can."""
+    if not os.path.exists(path):
+        return "missing"
+    if is_stub_path(path):
+        return "refused: stub library"
+    if not exports_symbol(path, OP_SYMBOL):
+        return f"does not export {OP_SYMBOL}"
+    return None
+
+
+def _find_op_lib(root: Path, env: Mapping[str, str], log: list[str]) -> tuple[str, Path] | None:
+    for rule, path in _op_lib_candidates(root, env):
+        reason = _library_rejection(path)
+        if reason is None:
+            log.append(f"  operator library {path} ({rule}): ok")
+            return rule, path
+        log.append(f"  operator library {path} ({rule}): {reason}")
+    return None
+
+
+def op_lib_file(op_lib: str) -> Path:
+    """The file ``--op-lib`` names (``~`` expanded); PrmgError saying why when it is no regular file."""
+    path = Path(op_lib).expanduser()
+    if not os.path.isfile(path):
+        raise PrmgError(f"--op-lib {op_lib}: {files.not_a_file(path)}")
+    return path
+
+
+def _override_op_lib(op_lib: str) -> Path:
+    path = Path(op_lib).expanduser()
+    refuse_stub(path, "operator library")
+    op_lib_file(op_lib)
+    if not exports_symbol(path, OP_SYMBOL):
+        raise PrmgError(f"--op-lib {op_lib}: does not export {OP_SYMBOL}")
+    return path
+
+
+def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None, list[str]]:
+    """The toolkit the documented search finds (or None), and a line per place looked at."""
+    log: list[str] = []
+    override = _override_op_lib(op_lib) if op_lib else None
+    for origin, value in _root_candidates(env):
+        if value is None:
+            log.append(f"{origin}: not set")
+            continue
+        root = Path(value).expanduser()
+        label = f"{origin}={value}" if origin != "default" else value
+        toolkit = _serving(root, label, env, override, log)
+        if toolkit is not None:
+            return toolkit, log
+        if origin != "default":                 # a named root is the one meant: never another in its place
+            log.append(f"search stopped: {origin} names the toolkit (unset it to search the default locations)")
+            break
+    return None, log
+
+
+def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | None, log: list[str]) -> Toolkit | None:
+    """The toolkit at ``root`` when it holds the runtime, nnopbase and (``override`` or the search's) operator
+    library, else None; a line per finding goes to ``log``."""
+    if not os.path.isdir(root):                      # os.path: never raises (a symlink loop, a name too long)
+        why = files.stat_problem(root) or "not a folder"
+        log.append(f"{label}: rejected: {'no such folder' if why == 'no such file' else why}")
+        return None
+    runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
+    if runtime is None or not os.path.isfile(nnopbase):
+        missing = [name for name, ok in (("lib64/libascendcl.so (or libacl_rt.so)", runtime),
+                                         ("lib64/libnnopbase.so", os.path.isfile(nnopbase))) if not ok]
+        log.append(f"{label}: rejected: {' and '.join(missing)} missing")
+        return None
+    if is_stub_path(runtime) or is_stub_path(nnopbase):
+        log.append(f"{label}: rejected: refused stub libraries")
+        return None
+    log.append(f"{label}: runtime {runtime}, {nnopbase}")
+    if override:
+        log.append(f"  operator library {override} (--op-lib): ok")
+    found = ("--op-lib", override) if override else _find_op_lib(root, env, log)
+    if found is None:
+        log.append(f"{label}: rejected: no library exports {OP_SYMBOL}")
+        return None
+    kind = "emulator" if os.path.isfile(root / EMULATOR_MARKER) else "aclnn"
+    return Toolkit(kind, root, runtime, nnopbase, found[1], found[0])
+
+
+def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
+    """What suggests that a CANN toolkit is meant here: each variable of ``TOOLKIT_VARIABLES`` that is set (but to a
+    folder of an emulator build, such as the ``opp`` a session of the emulator sets), each default root that exists
+    (as ``NAME=value`` or the folder); [] when nothing does (the emulator may stand in)."""
+    named = [f"{name}={env[name]}" for name in TOOLKIT_VARIABLES if env.get(name) and not _in_emulator(env[name])]
+    return named + [path for origin, path in _root_candidates(env)
+                    if origin == "default" and path and os.path.exists(path)]
+
+
+def _in_emulator(path: str) -> bool:
+    """Whether ``path`` is an emulator build's root or a folder right under it (its ``opp``)."""
+    folder = Path(path).expanduser()
+    return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
+
+
+def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
+    """The opp folder nnopbase reads the operators' kernels and tiling from: ``$ASCEND_OPP_PATH``, else
+    ``<root>/opp`` (which the runner sets before ``aclInit`` when the variable is unset: ``acl``)."""
+    env = os.environ if env is None else env
+    return Path(env.get("ASCEND_OPP_PATH") or toolkit.root / "opp")
+
+
+def find_toolkit(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> Toolkit | None:
+    """The installed toolkit (root and operator library by the documented precedence), or None.
+
+    Raises PrmgError when ``op_lib`` is given but is missing, a stub, or lacks the operator.
+    """
+    return _search(os.environ if env is None else env, op_lib)[0]
+
+
+def explain_search(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> list[str]:
+    """One line per place the search looked at and what it found there (for ``prmg doctor``)."""
+    try:
+        toolkit, log = _search(os.environ if env is None else env, op_lib)
+    except PrmgError as error:
+        return [str(error)]
+    if toolkit is None:
+        log.append("no CANN toolkit found")
+    return log
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The emulator: built on first use from the shipped C sources
+
+SOURCE_SUFFIXES = (".c", ".h", ".cpp")
+SOURCE_NAMES = ("Makefile",)
+
+
+def _source_files(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file()
+                  and (path.suffix in SOURCE_SUFFIXES or path.name in SOURCE_NAMES))
+
+
+def sources_hash(*folders: Path) -> str:
+    """A short sha256 over the relative names and contents of the sources in ``folders`` (the emulator's, and the
+    graph-mode header its twin compiles against)."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in _source_files(folder):
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _emulator_complete(root: Path) -> bool:
+    return os.path.isfile(root / EMULATOR_MARKER) and all(os.path.isfile(root / "lib64" / name)
+                                                          for name in EMULATOR_LIBS)
+
+
+def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
+    """``make -C sources OUT=target GEIR=<geir_sources()>`` under an exclusive lock; the marker file is written
+    last.
+
+    Concurrent builders wait for each other, and the second finds the work done.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _emulator_complete(target):
+            return
+        try:
+            result = subprocess.run(["make", "-C", str(sources), f"OUT={target}", f"GEIR={geir_sources()}"],
+                                    stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+        except FileNotFoundError:
+            raise PrmgError("building the host emulator needs make and gcc, and make was not found") from None
+        except subprocess.TimeoutExpired:
+            raise PrmgError("building the host emulator took longer than 10 minutes") from None
+        if result.returncode != 0:
+            tail = "\n".join(result.stdout.strip().splitlines()[-20:])
+            raise PrmgError(f"building the host emulator failed (make exit {result.returncode}):\n{tail}")
+        missing = [name for name in EMULATOR_LIBS if not os.path.isfile(target / "lib64" / name)]
+        if missing:
+            raise PrmgError(f"building the host emulator produced no {', '.join(missing)} in {target}/lib64")
+        marker = target / f"{EMULATOR_MARKER}.tmp"
+        marker.write_text(source_hash + "\n")
+        os.replace(marker, target / EMULATOR_MARKER)
+
+
+def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] | None = None) -> Toolkit:
+    """The host emulator, built first when this version of its sources has not been built yet.
+
+    modes: rotary modes to switch on (sets PRMG_EMU_MODES for the sessions); None keeps the emulator's
+    default (interleave only) or whatever PRMG_EMU_MODES the process already has.
+    """
+    sources = emulator_sources()
+    source_hash = sources_hash(sources, geir_sources())
+    root = emulator_cache_base(env) / f"emulator-{source_hash}"
+    if not _emulator_complete(root):
+        try:
+            _build_emulator(sources, root, source_hash)
+        except OSError as error:
+            why = files.stat_problem(root.parent) or files.os_reason(error)      # a symlink loop: not "file exists"
+            raise PrmgError(f"cannot build the host emulator in {root}: {why} "
+                            f"(set PRMG_EMULATOR_HOME to a writable folder)") from None
+    lib64 = root / "lib64"
+    return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / "libnnopbase.so",
+                   lib64 / "libopapi_transformer.so", "libopapi_transformer.so", _modes_env(modes))
+
+
+def emulator_fault_names() -> tuple[str, ...]:
+    """The fault names the emulator knows: the ``{"name", FAULT_...}`` entries of its ``faults.c`` table."""
+    text = (emulator_sources() / "faults.c").read_text(encoding="utf-8")
+    return tuple(re.findall(r'\{"([a-z0-9_]+)",\s*FAULT_[A-Z0-9_]+\}', text))
+
+
+def _readme_table(section: str) -> list[list[str]]:
+    """The body rows (cells stripped) of the first table under ``## section`` of the emulator's README, the one
+    home of what its faults and variables do."""
+    text = (emulator_sources() / "README.md").read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for line in body.splitlines() if line.startswith("| ")]
+    return rows[1:]                                   # after the header row
+
+
+def emulator_fault_effects() -> dict[str, str]:
+    """Each fault the emulator's README describes -> its effect (the README's words, without markup)."""
+    effects = {}
+    for names, effect in _readme_table("Faults (for prmg's own tests)"):
+        for name in re.findall(r"`([a-z0-9_]+)`", names):
+            effects[name] = effect.replace("`", "")
+    return effects
+
+
+def emulator_variables() -> dict[str, str]:
+    """Each ``PRMG_EMU_*`` variable of the emulator's README -> what it does and when the emulator reads it."""
+    return {name.strip("`"): f"{meaning.replace('`', '')} (read: {read.replace('`', '')})"
+            for name, read, meaning in _readme_table("Environment") if name.startswith("`PRMG_EMU_")}
+
+
+def emulator_max_devices() -> int:
+    """The most physical devices the emulator has: its ``runtime.c``'s ``MAX_DEVICES``."""
+    text = (emulator_sources() / "runtime.c").read_text(encoding="utf-8")
+    return int(re.search(r"#define MAX_DEVICES (\d+)", text)[1])
+
+
+def check_emulator_env(env: Mapping[str, str]) -> None:
+    """Raise PrmgError, before any case runs, for what the emulator would refuse at every call, ignore or misread:
+    an unknown fault of ``PRMG_EMU_FAULT`` (a comma list; each named); a ``PRMG_EMU_FAULT_SHAPE`` that is not
+    ``B,S,N,D`` in the digits 0-9; a ``PRMG_EMU_DEVICES`` that is not a count from 0 to ``emulator_max_devices``
+    (the emulator reads ``2x`` as 1 and clamps more); a ``PRMG_EMU_MODES`` that is not a comma list of 0..3; a
+    ``PRMG_EMU_FAULT_DEVICE`` that is no device id; a ``PRMG_EMU_DEVICE_MEMORY`` that is no byte count (with a K, M or
+    G suffix), which the emulator would take as its default."""
+    named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]
+    known = emulator_fault_names()
+    unknown = [name for name in named if name not in known]
+    if unknown:
+        raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))} "
+                        f"(known: {', '.join(known)})")
+    shape, devices, modes, device, memory = (env.get(name, "") for name in (
+        "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_DEVICE_MEMORY"))
+    if shape and not re.fullmatch(r"[0-9]+(,[0-9]+){3}", shape):
+        raise PrmgError(f"PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got {shape!r}")
+    most = emulator_max_devices()
+    if devices and not (re.fullmatch(r"[0-9]{1,6}", devices) and int(devices) <= most):
+        raise PrmgError(f"PRMG_EMU_DEVICES must be a device count from 0 to {most}, got {devices!r}")
+    if modes and not re.fullmatch(r"[0-3](,[0-3])*", modes):
+        raise PrmgError(f"PRMG_EMU_MODES must be a comma list of the modes 0..3 (e.g. 0,1), got {modes!r}")
+    if device and not re.fullmatch(r"[0-9]{1,9}", device):
+        raise PrmgError(f"PRMG_EMU_FAULT_DEVICE must be a device id (digits 0-9), got {device!r}")
+    size = re.fullmatch(r"([0-9]{1,20})([KMG]?)", memory)
+    if memory and not (size and int(size[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[size[2]] < 2**64):
+        raise PrmgError(f"PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), "
+                        f"got {memory!r}")
+
+
+def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
+    if modes is None:
+        return ()
+    return (("PRMG_EMU_MODES", ",".join(str(int(mode)) for mode in sorted(set(modes)))),)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Runner selection
+
+RUNNERS = ("auto", "aclnn", "emulator")
+
+
+def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
+                  modes: Iterable[int] | None = None) -> Toolkit:
+    """The toolkit ``--runner`` asks for.
+
+    auto: the installed toolkit when the search finds one; else, when something suggests a toolkit
+    (``toolkit_suggested``: a variable names one, a default root exists) or ``--op-lib`` is given, a PrmgError
+    naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on stderr:
+    ``suite.settings_for``). aclnn: the installed toolkit or a PrmgError naming where it looked; emulator: the
+    emulator (``modes`` switched on).
+    """
+    env = os.environ if env is None else env
+    if runner not in RUNNERS:
+        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+    if runner == "emulator":
+        if op_lib:
+            raise PrmgError("--op-lib applies to a CANN toolkit, not to --runner emulator")
+        return emulator_toolkit(modes, env)
+    toolkit, log = _search(env, op_lib)
+    if toolkit is not None:
+        if toolkit.kind == "emulator" and modes is not None:
+            toolkit = replace(toolkit, env=_modes_env(modes))
+        return toolkit
+    looked = "; ".join(line.strip() for line in log)
+    suggested = toolkit_suggested(env)
+    if runner == "aclnn" or op_lib:
+        raise PrmgError(f"no CANN toolkit found (looked in {looked}); source the toolkit's set_env.sh "
+                        f"or set ASCEND_HOME_PATH")
+    if suggested:
+        raise PrmgError(f"--runner auto: a CANN toolkit is meant here ({', '.join(suggested)}) but none can run the "
+                        f"operator (looked in {looked}); fix the toolkit (source its set_env.sh), or ask for the host "
+                        f"emulator with --runner emulator")
+    return emulator_toolkit(modes, env)
+
+
+# The one stderr line of ``--runner auto`` running the emulator (nothing suggests a toolkit here).
+EMULATOR_FALLBACK = ("prmg: --runner auto: no CANN toolkit is named (no ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, ...) "
+                     "or installed: running the host emulator, not a kernel on an NPU (--runner aclnn refuses to)")

@@ -1,0 +1,135 @@
+"""The ``sample`` check: the host reference on sampled (b, s, n) rows of the result, judged by the ``default`` standard
+exactly as the golden judges the whole tensor. It is the check anchored to the formula: unlike adjoint and roundtrip it
+does not accept a grad and a forward that are wrong in the same way (both negating sin).
+
+**Which rows** (``sampled_rows``). Up to ``n = min(R, max(SAMPLE_ROWS, SAMPLE_ELEMENTS // L))`` of the ``R = B*S*N``
+rows (a slice of ``L`` lanes): every row when they fit (``SAMPLE_ELEMENTS`` lanes, about as many as a 4 MiB float32
+tensor: a few tens of milliseconds of host reference), else first the rows of every class the kernel tiles by
+(``class_rows``: the first, middle and last row; the rows on either side of 2^8, 2^12 and 2^16, where 8-, 12- and
+16-bit counters wrap; for each core count rows are split over, the emulator's and the 950's of upstream's tiling test
+(``regimes.core_counts``), the first and last row of each core's share, of rows and of (b, s) units of N rows, and
+every row of the tail past the last full share; one row for each index along each axis of B, S, N that cos/sin do not
+broadcast), at most three quarters of ``n``, then ``m`` seeded draws among the ``R'`` rows left.
+
+**What it can miss.** Every wrong row of a class above is seen. Of ``k`` wrong rows placed at random among the
+``R'`` others, the check sees at least one with probability ``1 - C(R' - m, k) / C(R', k)`` (at least
+``1 - (1 - m/R')^k``); the metric ``sample_detect`` is that probability for ``k = 1`` (1.0 when every row is sampled).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...case import Case
+from ...inputs.seeded import Inputs
+from ..judge import judge_result, rows_case
+from ..standards import over, within
+from .base import Check, CheckContext, CheckResult
+
+SAMPLE_ROWS = 64                # the fewest rows sampled (when the case has them)
+SAMPLE_ELEMENTS = 1 << 20       # the slice lanes sampled at most, beyond the class rows' three quarters
+WRAPS = (8, 12, 16)             # counter widths: rows 2^w - 1 and 2^w
+
+
+def class_rows(case: Case, limit: int) -> np.ndarray:
+    """The rows of every class the kernel tiles by (module docstring), in order of priority, without repeats; along
+    a table axis longer than ``limit``, ``limit`` indices spread evenly over it."""
+    from ...ops.regimes import core_counts
+
+    batch, positions, heads = (int(v) for v in case.shape[:3])
+    rows = batch * positions * heads
+    found = [0, rows - 1, rows // 2] + [row for bits in WRAPS for row in ((1 << bits) - 1, 1 << bits) if row < rows]
+    for cores in core_counts():
+        for unit, count in ((1, rows), (heads, batch * positions)):    # rows, and (b, s) units of N rows
+            share = count // cores
+            if share:
+                firsts = np.arange(cores) * share
+                found += [*(firsts * unit), *((firsts + share) * unit - 1)]
+            found += list(np.arange(cores * share, count) * unit)
+    for axis, size in enumerate((batch, positions, heads)):
+        if size > 1 and case.cos_shape[axis] > 1:                      # a table axis: each index once
+            index = np.unique(np.linspace(0, size - 1, min(size, limit)).astype(np.int64))
+            coordinates = [index * 7919 % extent if other != axis else index
+                           for other, extent in enumerate((batch, positions, heads))]
+            found += list(np.ravel_multi_index(coordinates, (batch, positions, heads)))
+    return np.array(list(dict.fromkeys(int(row) for row in found)), dtype=np.int64)
+
+
+def sampled_rows(case: Case, seed: int) -> tuple[np.ndarray, float]:
+    """(the sampled row indices, sorted; the probability that one wrong row placed at random outside the class rows
+    is among them) of ``case`` (module docstring)."""
+    rows = math.prod(case.shape[:3])
+    count = min(rows, max(SAMPLE_ROWS, SAMPLE_ELEMENTS // max(case.cos_shape[-1], 1)))
+    if count >= rows:
+        return np.arange(rows), 1.0
+    chosen = class_rows(case, count)[:count - count // 4]
+    left, draws = rows - len(chosen), count - len(chosen)
+    generator = np.random.Generator(np.random.PCG64(seed))
+    if 4 * count >= rows:                                   # dense: draw from the rows left
+        drawn = generator.choice(np.setdiff1d(np.arange(rows), chosen), draws, replace=False)
+        return np.sort(np.concatenate([chosen, drawn])), draws / left
+    taken = set(chosen.tolist())
+    while len(taken) < count:
+        taken.update(int(row) for row in generator.integers(0, rows, count - len(taken)))
+    return np.array(sorted(taken)), draws / left
+
+
+def sample(context: CheckContext) -> CheckResult:
+    """The sample check (module docstring): the ``default`` standard on sampled rows of the result."""
+    case, inputs, result = context.case, context.inputs, context.outcome.dy
+    depth = case.shape[-1]
+    rows, detect = sampled_rows(case, case.seed ^ 0x5A4D)
+    sub_case, sub_inputs = rows_case(case, inputs, rows)
+    verdict = judge_result(sub_case, sub_inputs, result.reshape(-1, depth)[rows].reshape(sub_case.shape))
+    ratio = verdict.metrics.get("max_err_ratio")
+    checked = CheckResult("sample", metrics={"sample_ratio": ratio, "sample_rows": len(rows),
+                                             "sample_detect": detect})
+    if verdict.status != "passed":
+        score = verdict.arrays.get("score")
+        wrong = rows[np.flatnonzero((score > 1).reshape(len(rows), -1).any(axis=1))] if score is not None else rows[:0]
+        where = ", ".join(str(tuple(int(i) for i in np.unravel_index(row, case.shape[:3]))) for row in wrong[:3])
+        checked.passed = False
+        checked.message = (f"sample: the host reference disagrees on {len(wrong) or 'some'} of {len(rows)} sampled "
+                           f"rows" + (f" ((b, s, n) = {where}{', ...' if len(wrong) > 3 else ''})" if where else "")
+                           + f": {verdict.message}")
+    return checked
+
+
+# Without the golden (``--no-golden``, ``golden: false``) a kernel that does nothing, with a forward that does
+# nothing, passes adjoint, roundtrip and determinism (identity is deterministic, self-adjoint and its own inverse),
+# and one that nudges a single element passes them as well. A correct kernel may also leave a slice unchanged
+# (cos = 1 and sin tiny against the data), so this is a warning, not a failure.
+UNCHANGED_WARNING = ("unchanged: the slice came back bit for bit as it went in; without the golden the checks "
+                     "cannot tell this from a kernel that does nothing (judge with the golden, or --strict)")
+
+
+def unchanged_warning(case: Case, inputs: Inputs, result: np.ndarray) -> str:
+    """Without the golden: the warning for a slice the kernel left (nearly) as it was, else "". A kernel changes the
+    slice when it changes at least as many of its elements as the formula moves beyond their ``default`` budget in
+    the sampled rows alone (``sampled_rows``: there the unchanged input is judged by the host reference, as
+    ``sample`` judges the result) -- every one of those a correct kernel must change, so it never gets the warning
+    unless it changed nothing at all (``UNCHANGED_WARNING``)."""
+    from ...dtypes import bits
+
+    start, end = (int(v) for v in case.partial_slice)
+    changed = int(np.count_nonzero(bits(result[..., start:end]) != bits(inputs.dy[..., start:end])))
+    if not changed:
+        return UNCHANGED_WARNING
+    rows, _ = sampled_rows(case, case.seed ^ 0x5A4D)
+    sub_case, sub_inputs = rows_case(case, inputs, rows)
+    unmoved = judge_result(sub_case, sub_inputs, sub_inputs.dy).metrics
+    must = (unmoved.get("bad") or 0) + (unmoved.get("non_finite") or 0)
+    if changed >= must:
+        return ""
+    return (f"unchanged: the kernel changed {changed} of {(end - start) * math.prod(case.shape[:3])} elements of the "
+            f"slice, fewer than the {must} the formula moves beyond their budget in the {len(rows)} sampled rows "
+            f"alone; without the golden the checks cannot tell this from a kernel that does (nearly) nothing (judge "
+            f"with the golden, or --strict)")
+
+
+CHECK = Check("sample", "the host reference on sampled rows (every row class the kernel tiles by, then seeded "
+              "draws), by the default standard", sample, "sample_ratio",
+              lambda m: within("sample err", m["sample_ratio"], "bound")[0], lambda m: over(m, "sample_ratio"),
+              anchored=True)

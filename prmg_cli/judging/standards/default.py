@@ -1,0 +1,226 @@
+"""The ``default`` standard: an error budget per element.
+
+Each output element is ``dx = c*g ± s'*g'`` (the forward: ``y = c*x ∓ s*x'``), two products that may cancel. A kernel that computes in
+float32 rounds three times (both products and their sum), each time by at most ``u = 2^-24`` of the
+value rounded, so before its final rounding it is within ``E = (2u + u^2)*m`` of the exact result,
+where ``m = |c*g| + |s'*g'|`` is the sum of the products' magnitudes -- not ``|dx|``, which
+cancellation can make arbitrarily small. The final round-to-nearest to dy's dtype moves that value by
+at most half the dtype's spacing at it, and it lies within ``|golden| + E`` of zero. Hence, per
+element::
+
+    budget = budget_scale * (E + ulp_dy(|golden| + E) / 2) + min(4 * 2^-126, m) + 2^-147
+
+where ``golden`` is the float64 result (products of float32/float16/bfloat16 numbers are exact in
+float64, the sum is rounded once at 2^-53) and ``ulp_dy(x)`` the spacing of dy's dtype at ``x``
+(``2^(floor(log2 x) - p + 1)``, never below the dtype's smallest subnormal). The bound is tight: a
+conversion that truncates instead of rounding to nearest errs by up to a whole ulp and is caught. The
+two last terms are for float32's subnormal range, where the relative bound ``u`` does not hold:
+gradual underflow errs by at most half of 2^-149 in each of the three operations (< 2^-147
+together), and a kernel that flushes subnormal inputs, products, sums or bfloat16 outputs to zero errs
+by less than ``4 * 2^-126`` (for ``|c|, |s| <= 1``) and never by more than about ``m`` (a flush
+replaces a value by 0, and every value involved is at most ``m``) -- so flushing is allowed, yet a
+kernel that does nothing still fails on subnormal data. An element is wrong when
+``|actual - golden| > budget``. A non-finite element is right only where a float32 evaluation of that
+element (products then sum, or either fused multiply-add) produces it, with the same sign, NaN only where
+such an evaluation gives NaN (``nonfinite.py`` states the rule and its proof).
+This passes a correct float32 kernel on any data -- tiny, subnormal, huge, near the dtype's maximum,
+cancelling -- by construction rather than by tuning. It still catches bugs: a wrong sign, partner,
+lane, row or table entry moves an element by the order of ``m``, about 2^23 times the computational
+part of the budget; computing in bfloat16 (or rounding a float32 cos/sin to a narrower dy dtype first)
+errs by about ``2^-9*m`` per rounding, far over the budget wherever the two products cancel enough
+that the output's ulp is small against ``m`` -- which ordinary data gives in a good share of elements,
+even for a bfloat16 dy; truncating to a float16/bfloat16 dy errs by more than half an ulp in about half
+of the elements. What it cannot see are errors within float32 rounding plus half an ulp of the output:
+such a kernel is as good as a correct one. Metrics: ``max_err_ratio`` (largest
+``|actual - golden| / budget``; a correct kernel stays below 1), ``bad`` (elements over budget),
+``max_abs_err``, and three in the units a kernel developer reads (``rounding_margins``): ``max_err_ulp``,
+the largest error in ulps of dy's dtype at the golden (``|actual - golden| / ulp_dy(|golden|)``: a correctly
+rounded result is within 0.5 ulp), and ``beyond_rounding``, the largest share of an element's budget beyond
+the output's rounding that its error beyond that rounding takes::
+
+    beyond_rounding = max((|actual - golden| - ulp_dy(|golden|)/2)+ / max(budget - ulp_dy(|golden|)/2, 2^-147))
+
+0 when every element is correctly rounded (a correct bfloat16 or float16 kernel, whose ``max_err_ratio`` is
+near 1 all the same, as half an ulp is nearly all of its budget); above 1 exactly where an element is over
+budget (for ``budget_scale >= 1``). With the error in ulps goes its bound in the same unit, ``bound_ulp``:
+the budget in ulps, ``budget / ulp_dy(|golden|)``, of the element the largest error in ulps is at (the first
+in C order; 0 when every error is 0). The table shows these three
+(``err 0.50 ulp ≤ bound 0.51 ulp, 0% beyond rounding``; a failure as ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``,
+with ``max_err_ratio``),
+``prmg compare`` watches ``beyond_rounding`` for a precision drift, and the HTML report ranks the passing
+cases closest to their limit by it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import Format
+from ...results import plural
+from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over, short_number,
+                   times, within)
+
+
+def default_budget(golden_magnitude: np.ndarray, magnitude: np.ndarray, fmt: Format,
+                   scale: float = 1.0) -> np.ndarray:
+    """``budget = scale * (E + ulp_dy(|golden| + E) / 2) + min(4 * 2^-126, m) + 2^-147`` with
+    ``E = (2u + u^2) * m``, ``u = 2^-24`` (module docstring)."""
+    computation = magnitude * (2 * U32 + U32 * U32)
+    budget = 0.5 * fmt.ulp(golden_magnitude + computation)
+    budget += computation
+    budget *= scale
+    budget += np.minimum(magnitude, FTZ_FLOOR)
+    budget += UNDERFLOW_FLOOR
+    return budget
+
+
+_EXPONENT_BITS = np.uint64(0x7FF0000000000000)      # a float64's exponent field
+
+
+def _half_ulp_into(values: np.ndarray, fmt: Format, floor: bool = True) -> np.ndarray:
+    """``ulp_dy(x) / 2 = 2^(max(floor(log2 x), emin) - p)`` of each ``x >= 0`` in ``values`` (float64, contiguous),
+    in place: the power of two ``2^floor(log2 x)`` is ``x`` with its significand bits cleared (0 for a float64
+    subnormal or zero), scaled by ``2^-p`` (exact), never below ``2^(emin - p)``, half the smallest subnormal --
+    what ``Format.ulp`` gives through ``frexp``, for every finite ``x >= 0``. Without ``floor`` that last step
+    is skipped (the caller knows every ``x >= 2^emin``)."""
+    power = values.view(np.uint64)
+    np.bitwise_and(power, _EXPONENT_BITS, out=power)                  # 2^floor(log2 x)
+    np.multiply(values, 2.0 ** -fmt.precision, out=values)
+    if floor:
+        np.maximum(values, fmt.smallest / 2, out=values)
+    return values
+
+
+def rounding_margins(error: np.ndarray, golden: np.ndarray, budget: np.ndarray, fmt: Format,
+                     half: np.ndarray | None = None, work: np.ndarray | None = None,
+                     left_out: np.ndarray | None = None, with_place: bool = False) -> tuple:
+    """``(max_err_ulp, beyond_rounding, bound_ulp)`` (module docstring) of the elements with errors ``error``
+    against ``golden`` and budgets ``budget`` (float64, one shape): the largest ``error / ulp_dy(|golden|)``, the
+    largest ``max(error - ulp_dy(|golden|)/2, 0) / max(budget - ulp_dy(|golden|)/2, 2^-147)``, and
+    ``budget / ulp_dy(|golden|)`` at the first element of the largest error in ulps when that is above 0; 0 for
+    none; ``with_place`` adds that element's flat index (0 for none). ``half`` and ``work`` (that shape,
+    optional) are work space; the elements of the mask ``left_out`` count 0. The compiled pass (``native.c``)
+    computes the same, operation for operation."""
+    half = _half_ulp_into(np.abs(golden, out=half), fmt)
+    work = np.add(half, half, out=work)                                  # ulp_dy(|golden|)
+    np.divide(error, work, out=work)
+    if left_out is not None:
+        work[left_out] = 0.0
+    in_ulps = largest(work)
+    bound, worst = 0.0, 0
+    if in_ulps > 0:
+        worst = int(np.argmax(work))                                     # the first of the largest
+        bound = float(budget.flat[worst]) / (float(half.flat[worst]) + float(half.flat[worst]))
+    np.subtract(error, half, out=work)
+    np.maximum(work, 0.0, out=work)                                      # the error beyond the rounding
+    np.subtract(budget, half, out=half)
+    np.maximum(half, UNDERFLOW_FLOOR, out=half)                          # the budget beyond it
+    np.divide(work, half, out=work)
+    if left_out is not None:
+        work[left_out] = 0.0
+    return (in_ulps, largest(work), bound, worst) if with_place else (in_ulps, largest(work), bound)
+
+
+def default_budget_into(golden: np.ndarray, magnitude: np.ndarray, fmt: Format, scale: float, out: np.ndarray,
+                        scratch: np.ndarray) -> np.ndarray:
+    """``default_budget(|golden|, magnitude, fmt, scale)`` bit for bit, written into ``out`` (float64, the
+    shape of ``golden``) with ``scratch`` (the same) as work space, for judging block by block.
+
+    Half of ``ulp_dy(x)`` is computed as ``_half_ulp_into`` does. Two steps are skipped where they provably
+    change no bit: the floor ``2^(emin - p)`` when every ``x >= 2^emin``, and the two subnormal terms when every
+    ``v = scale*(E + ulp/2) >= 2^-69`` (then both terms are below half an ulp of ``v``: ``v + t = v``).
+    Elements whose golden or magnitude is not finite get a meaningless budget (the judge sets such
+    elements apart, as ``SliceView`` neutralises them).
+    """
+    np.multiply(magnitude, 2 * U32 + U32 * U32, out=scratch)          # E
+    np.abs(golden, out=out)
+    np.add(out, scratch, out=out)                                     # x = |golden| + E
+    smallest_x = float(out.min()) if out.size else 0.0                # NaN when some x is NaN: no skips
+    _half_ulp_into(out, fmt, floor=not smallest_x >= 2.0 ** fmt.min_exponent)    # ulp_dy(x) / 2
+    np.add(out, scratch, out=out)
+    if scale != 1.0:
+        np.multiply(out, scale, out=out)
+    # v >= scale * 2^floor(log2 x) * 2^-p > scale * x * 2^(-p-1)
+    if not scale * smallest_x * 2.0 ** (-fmt.precision - 1) >= _NO_SUBNORMAL_TERMS:
+        np.minimum(magnitude, FTZ_FLOOR, out=scratch)
+        np.add(out, scratch, out=out)
+        np.add(out, UNDERFLOW_FLOOR, out=out)
+    return out
+
+
+# From 2^-69 up, half an ulp (>= 2^-122) exceeds FTZ_FLOOR and UNDERFLOW_FLOOR: adding them changes nothing.
+_NO_SUBNORMAL_TERMS = 2.0 ** -69
+
+
+def balance_threshold(fmt: Format) -> float:
+    """The smallest ``|golden|`` whose element error balance counts (``balance.py``): where ``ulp_dy(|golden|)`` is at
+    least ``2^24 * 4 * 2^-126 = 2^-100``, i.e. half of it at least ``2^-101`` -- ``|golden| >= 2^(p - 101)``, or every
+    element when the dtype's smallest half ulp is already that large (float16)."""
+    return 0.0 if fmt.smallest / 2 >= _BALANCE_HALF_ULP else 2.0 ** (fmt.precision - 101)
+
+
+_BALANCE_HALF_ULP = 2.0 ** -101
+
+
+def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, left_out=None) -> tuple[int, int]:
+    """(elements above the golden, below it) among those with ``|golden| >= threshold`` (``balance_threshold``), the
+    mask ``left_out`` (non-finite ones) left out: the error balance's counts (``balance.py``)."""
+    with np.errstate(invalid="ignore"):
+        counted = np.abs(golden) >= threshold
+        if left_out is not None:
+            counted &= ~left_out
+        return int(np.count_nonzero(counted & (actual > golden))), int(np.count_nonzero(counted & (actual < golden)))
+
+
+def judge(view: SliceView) -> Judgement:
+    """The ``default`` standard: an element is wrong when ``|actual - golden| > budget`` (``default_budget``); the error
+    balance's counts (``balance_counts``) come with the metrics."""
+    budget = default_budget(np.abs(view.golden), view.magnitude(), view.format,
+                            view.params["budget_scale"])
+    error = np.abs(view.actual - view.golden)
+    ratio = error / budget
+    bad = error > budget
+    count = int(bad.sum())
+    in_ulps, beyond, bound = rounding_margins(error, view.golden, budget, view.format)
+    up, down = balance_counts(view.actual, view.golden, balance_threshold(view.format))
+    metrics = {"max_err_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error), "max_err_ulp": in_ulps,
+               "bound_ulp": bound, "beyond_rounding": beyond, "balance_up": up, "balance_down": down}
+    reason = f"{count} of {plural(bad.size, 'element')} over budget: {describe(metrics)}"
+    return Judgement(count > 0, reason, metrics, bad, ratio, view.golden, budget, "budget")
+
+
+def _ulps(value: float | None) -> str:
+    """A count of ulps for the table: two decimals below 10, whole ulps below 10^6, 3 significant digits above
+    (``1.26e7``); ``inf`` for None."""
+    return ("inf" if value is None else f"{value:.2f}" if value < 10 else f"{value:.0f}" if value < 1e6
+            else short_number(f"{value:.3g}"))
+
+
+def describe(metrics: dict) -> str:
+    """The table's text of a verdict: the largest error in ulps of dy's dtype against its bound in ulps there
+    (``_ulps``). Within the bound, how much of the budget beyond the output's rounding is used
+    (``beyond_rounding`` in percent): ``err 0.50 ulp ≤ bound 0.51 ulp, 0% beyond rounding`` for a correctly
+    rounded result. Over it, how far, ``max_err_ratio``, the largest error/budget of any element:
+    ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``; when the largest error in ulps is within its bound (another
+    element is over its own), ``err > bound (x2.1), largest err 41 ulp (bound 97 there)``. A result recorded
+    before the bound in ulps existed shows ``err 0.50 ulp, ...``; one recorded before the ulp metrics
+    ``err ≤ budget (x0.41)``."""
+    ratio = metrics["max_err_ratio"]
+    if "beyond_rounding" not in metrics:
+        return within("err", ratio, "budget")[0]
+    error, bound, known = metrics["max_err_ulp"], metrics.get("bound_ulp"), "bound_ulp" in metrics
+    if ratio is not None and ratio <= 1:
+        beyond = metrics["beyond_rounding"]
+        share = short_number(margin(None if beyond is None else 100 * beyond, 100))
+        return f"err {_ulps(error)} ulp{f' ≤ bound {_ulps(bound)} ulp' * known}, {share}% beyond rounding"
+    if known and (error is None or (bound is not None and error > bound)):
+        return f"err {_ulps(error)} ulp > bound {_ulps(bound)} ulp ({times(ratio)})"
+    return f"err > bound ({times(ratio)}), largest err {_ulps(error)} ulp{f' (bound {_ulps(bound)} there)' * known}"
+
+
+STANDARD = Standard(
+    name="default", defaults={"*": {"budget_scale": 1.0}}, judge=judge, key_metric="max_err_ratio",
+    describe=describe, drift_metric="beyond_rounding",
+    help="per-element error budget derived from float32 rounding; never fails a kernel that computes in fp32 "
+         "and rounds once (budget_scale multiplies every budget)",
+    key_margin=lambda m: over(m, "max_err_ratio"))

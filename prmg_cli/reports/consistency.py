@@ -1,0 +1,50 @@
+"""Whether a result record agrees with itself: a record is believed only when its status is one its own metrics,
+operator status, expectation and known defect allow (``contradiction``). ``store.read`` refuses any other, naming
+its line, so that a status edited alone (a hand-edited ``failed`` -> ``passed``) never reaches a report, a compare
+or a resume.
+
+A results file is not signed: this catches a record that contradicts itself, not one forged whole (every field
+edited to agree); docs/scale.md says what a results file does and does not protect against.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..results import CaseResult
+
+
+def contradiction(record: CaseResult) -> str:
+    """"" when nothing in ``record`` contradicts its status, else why, in words. The rules:
+
+    - ``skipped`` and ``not_run``: the case never launched, so it holds no metric and no operator status;
+    - ``passed``, expecting a pass: the operator returned 0 (or nothing recorded), no element outside the slice
+      changed, every standard's and check's margin is at most 1 (``verdict_metrics.margins``: error / limit, > 1 fails),
+      and under ``exact`` no element mismatched;
+    - ``passed``, expecting an error: the operator returned a status other than 0;
+    - ``xfailed`` and ``xpassed``: the case names a known defect.
+    """
+    from ..judging.verdict_metrics import margins
+
+    status, metrics = record.status, record.metrics
+    if status in ("skipped", "not_run"):
+        if metrics or record.error_code is not None:
+            return f"status {status} (never launched) but it holds {'metrics' if metrics else 'an operator status'}"
+        return ""
+    if status in ("xfailed", "xpassed") and not record.known_defect:
+        return f"status {status} but the case names no known defect"
+    if status != "passed":
+        return ""
+    if record.expect != "pass":
+        return "" if record.error_code not in (None, 0) else \
+            f"status passed expecting {record.expect}, but the operator returned no error"
+    if record.error_code not in (None, 0):
+        return f"status passed, but the operator returned {record.error_code}"
+    if metrics.get("outside_changed"):
+        return f"status passed, but outside_changed is {metrics['outside_changed']}"
+    over = [(key, value) for key, value in margins(metrics) if not (math.isnan(value) or value <= 1)]
+    if over:
+        return f"status passed, but its {over[0][0]} is over its limit (margin {over[0][1]:.3g} > 1)"
+    if record.standard == "exact" and metrics.get("mismatches"):
+        return f"status passed under exact, but {metrics['mismatches']} elements mismatch"
+    return ""

@@ -1,0 +1,370 @@
+"""``prmg report RESULTS.jsonl...``: one report from one or more results files (shards run on several
+hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
+
+- **Reading.** Each file is read by ``store.read`` (the one reader: bounded, every record type-checked, torn
+  lines left out). Within one file the last record of a case wins: results files are appended to, so it is
+  the newest.
+- **What should be there.** Every run record names the cases its run was asked to run, before sharding,
+  and its shard ``I/N``. So a case that some run selected and no file reports is ``not_run``: either its
+  shard is in no file given (``not run: shard I/N is in no results file given``) or its run recorded no
+  result for it (killed before it got there). Such a report is never green.
+- **Order.** With ``--cases PATH``: the cases' order, as ``prmg run`` reports them; a case that no file
+  holds is ``not_run`` (``not run: no results file holds it``), and records of cases that are not among
+  them are left out (one line on stderr names them); a case whose ``fingerprint`` differs from its record's
+  (edited since it ran) is ``not_run`` too, so a stale verdict never stands for today's case. Without
+  ``--cases``: the order the runs selected them in, then any other record in order of first appearance.
+- **Duplicates.** A case held by several files is named on stderr, one line per case, with each file's
+  status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
+  a record that says something of the kernel beating one that does not (``StatusInfo.evidence``: skipped, not
+  run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
+  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
+- **Provenance.** The report's header carries every run's provenance (file, shard, host, runner, SoC, toolkit,
+  operator library, the fingerprint of the operator's kernel and tiling files, start), the faults injected into
+  any of them, the emulator notice when any record came from the emulator, and names each setting that differs
+  between the runs (``suite.recorded_settings``) with the files.
+- **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports:
+  ``contributing``) were judged under the same settings: a setting that differs between them (another standard,
+  ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named on stderr with
+  the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's ``exit_code`` 1),
+  unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``: the host, the
+  toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing the same
+  package have them (``_like``: size and mtime).
+- **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
+  judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
+  or every case was skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+from . import outputs, store
+from .. import __version__
+from ..errors import PrmgError
+from ..files import write_text
+from ..judging.standards import standard_of
+from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
+                       visible)
+from ..writes import Output, check_outputs, same_file, write_stdout
+from .outputs.labels import EMULATOR_NOTE
+
+DUPLICATE_RULES = ("worst", "last")
+MISSING = "not run: no results file holds it"
+CHANGED = "not run: the case changed since its record was made (its fingerprint differs)"
+
+
+@dataclass
+class Merged:
+    """The merged results in report order, and what the merge has to say about them."""
+
+    results: list = field(default_factory=list)
+    duplicates: list = field(default_factory=list)    # one line per case held by several files
+    left_out: list = field(default_factory=list)      # names of records not among --cases
+    missing: int = 0                                  # --cases cases no file holds
+    changed: int = 0                                  # --cases cases changed since their record was made
+    unreported: int = 0                               # cases a run selected that no file reports
+
+
+def _rank(record: CaseResult) -> tuple[bool, int]:
+    """How bad a record is among a case's records: one with evidence of what the kernel did first, then by its
+    severity."""
+    info = STATUSES[record.status]
+    return info.evidence > 0, info.severity
+
+
+def _pick(held: list[tuple[str, CaseResult]], rule: str) -> tuple[str, CaseResult]:
+    """The (file, record) to report among one case's records from several files."""
+    if rule == "last":
+        return held[-1]
+    return max(enumerate(held), key=lambda item: (_rank(item[1][1]), item[0]))[1]
+
+
+def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
+    """The cases the runs of ``stores`` selected, in selection order, each with why it would be missing: its
+    shard is in no file given, or the run of its shard recorded no result for it."""
+    from ..device.execute import parse_shard, shard_of
+
+    def stopped(path: str, run: store.RunRecord) -> str:
+        return (f"not run: the run of {visible(path)} ({run.shard or 'every case'}, started "
+                f"{run.info.get('started') or '?'}) selected it but recorded no result (stopped or killed before it?)")
+
+    runs = [(stored.path, run) for stored in stores for run in stored.runs]
+    by_shard = {parse_shard(run.shard): (path, run) for path, run in runs if run.shard}
+    expected: dict[str, str] = {}
+    for path, run in runs:
+        count = parse_shard(run.shard)[1] if run.shard else 0
+        for name in run.selection:
+            if name in expected:
+                continue
+            if not count:
+                expected[name] = stopped(path, run)
+                continue
+            index = shard_of(name, count)
+            owner = by_shard.get((index, count))
+            expected[name] = stopped(*owner) if owner else f"not run: shard {index}/{count} is in no results file given"
+    return expected
+
+
+def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: str = "worst") -> Merged:
+    """Merge the records of ``stores`` (in argument order): per file the last record of a case, across files
+    by ``rule``; in the order of ``cases`` when given (those no file holds become ``not_run``), else in the
+    order the runs selected them, the cases they selected and no file reports ``not_run`` (module docstring)."""
+    if rule not in DUPLICATE_RULES:
+        raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
+    held: dict[str, list[tuple[str, CaseResult]]] = {}
+    for stored in stores:
+        for name, record in stored.latest().items():
+            held.setdefault(name, []).append((stored.path, record))
+    merged = Merged()
+    picked = {}
+    for name, entries in held.items():
+        source, record = _pick(entries, rule)
+        picked[name] = record
+        if len(entries) > 1:
+            listing = ", ".join(f"{visible(path)} ({entry.status})" for path, entry in entries)
+            merged.duplicates.append(f"duplicate: case '{visible(name)}' is in {listing}; reporting "
+                                     f"{record.status} from {visible(source)} (--duplicates {rule})")
+    if cases is None:
+        expected = _expected(stores)
+        for name, why in expected.items():
+            if name not in picked:
+                merged.unreported += 1
+                picked[name] = CaseResult(name=name, status="not_run", message=why)
+        order = {name: index for index, name in enumerate(expected)}
+        merged.results = sorted(picked.values(), key=lambda record: order.get(record.name, len(order)))
+        return merged
+    from ..cases.loader import fingerprint_or_empty
+    from ..device.execute import case_result
+
+    names = set()
+    for case in cases:
+        names.add(case.name)
+        record = picked.get(case.name)
+        if record is None:
+            merged.missing += 1
+            record = case_result(case, "not_run", message=MISSING, standard=standard_of(case.standard))
+        elif record.fingerprint and record.fingerprint != fingerprint_or_empty(case):
+            merged.changed += 1
+            record = case_result(case, "not_run", message=CHANGED, standard=standard_of(case.standard))
+        merged.results.append(record)
+    merged.left_out = [name for name in picked if name not in names]
+    return merged
+
+
+def recorded_runners(results: Sequence[CaseResult]) -> list[str]:
+    """The runners the records name (``aclnn``, ``emulator``; records of older prmg versions name none)."""
+    return sorted({str(result.runner or "") for result in results} - {""})
+
+
+def setting_text(value) -> str:
+    """A recorded setting as a case file would write it (YAML flow style): ``none``, ``allclose``, ``true``,
+    ``[sign]``, ``{faults: [sign], shape: ''}``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {setting_text(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(setting_text(item) for item in value) + "]"
+    return str(value) if value != "" else "''"
+
+
+# Settings the runs of one report may differ in and still be alike: where each ran (shards run on several hosts) and
+# the toolkit's folder there.
+WHERE = ("host", "location")
+
+
+def _like(key: str, value):
+    """``value`` of the recorded setting ``key`` as two hosts that installed the same package have it: the stamps of
+    the libraries (``provenance.library_stamp``) as size and mtime, those of the operator's kernel and tiling files
+    (``provenance.opp_stamp``) as their count and portable fingerprint, any other setting as it is."""
+    if key == "libraries" and isinstance(value, dict):
+        return {role: stamp[:2] if isinstance(stamp, list) else stamp for role, stamp in value.items()}
+    if key == "opp" and isinstance(value, dict):
+        return {"files": value.get("files"), "portable": value.get("portable")}
+    return value
+
+
+def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> list[tuple[str, store.RunRecord]]:
+    """(file, run record) of each run whose records ``results`` report (by ``run_id``; every run of a file whose
+    reported records name none, as older prmg wrote them): a run every record of which a later one replaced says
+    nothing of the report."""
+    reported = {result.run_id for result in results}
+    return [(stored.path, run) for stored in stores for run in stored.runs
+            if run.run_id in reported or ("" in reported and any(not r.run_id for r in stored.results))]
+
+
+def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
+    """(setting, line) for each setting (``suite.recorded_settings``) whose value (``_like``) differs between the
+    ``runs`` (file, run record), each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl:
+    allclose``."""
+    keys = sorted({key for _, run in runs for key in run.settings})
+    lines = []
+    for key in keys:
+        values = {}
+        for path, run in runs:
+            values.setdefault(setting_text(_like(key, run.settings.get(key))), []).append(visible(path))
+        if len(values) > 1:
+            lines.append((key, f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
+                                                       for value, paths in values.items())))
+    return lines
+
+
+def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult],
+                   allowed: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(the settings that differ between the runs ``results`` come from and make the merge unlike, those that differ
+    and are ``allowed`` or may: ``WHERE``), each (setting, line) as ``differing_settings`` gives it; for files of a
+    prmg that wrote no run records, the runners their records name (``runner``)."""
+    lines = differing_settings(contributing(stores, results))
+    runners = recorded_runners(results)
+    if not any(stored.runs for stored in stores) and len(runners) > 1:
+        lines.append(("runner", f"runner: records from {' and '.join(map(visible, runners))}"))
+    mixed = [(key, line) for key, line in lines if key not in WHERE and key not in allowed]
+    return mixed, [(key, line) for key, line in lines if (key, line) not in mixed]
+
+
+def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allowed: Sequence[str] = ()) -> RunInfo:
+    """The description the reports' header gets: every run's provenance as its run record states it (the
+    faults injected into any run, the emulator as soon as one run or record came from it, each run's shard,
+    host, runner, SoC, toolkit, operator library, kernel files and start), each setting that differs between the
+    runs, and those that make them unlike (``mixed``, unless ``allowed``: ``mixed_settings``): the runs' own
+    descriptions joined (``RunInfo.joined``), with the runner, the target's modes, the standard, prmg's version and
+    the notes said here."""
+    infos = [(stored.path, run, run.run_info) for stored in stores for run in stored.runs]
+    joined = RunInfo.joined([info for _, _, info in infos])
+    runners = sorted(set(recorded_runners(results)) | {info.runner for _, _, info in infos})
+    runner = "emulator" if "emulator" in runners else (runners[0] if runners else "unrecorded")
+    paths = [stored.path for stored in stores]
+    location = joined.location or ", ".join(paths)
+    if len(runners) > 1:
+        location += f" (records from {' and '.join(runners)})"
+    notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
+                     f"{info.started or '?'} on {info.host or '?'}, {_devices(info.devices)}, "
+                     f"runner {info.runner}, standard {info.standard or '?'}{' (--strict)' if info.strict else ''}, "
+                     f"SoC {info.soc or '?'}, toolkit {info.toolkit_version or '?'}, operator library "
+                     f"{info.op_library or '?'}, kernel files {info.opp_portable or '?'}"
+                     + (f", faults {', '.join(info.faults)}" if info.faults else ""))
+             for path, run, info in infos]
+    mixed, alike = mixed_settings(stores, results, allowed)
+    notes += [("settings differ", line) for _, line in sorted(mixed + alike)]
+    return replace(joined, runner=runner, location=location, supported_modes=tuple(sorted(joined.supported_modes)),
+                   standard=joined.standard or "per case (as recorded)", version=__version__,
+                   notes=tuple(notes), mixed=tuple(line for _, line in mixed))
+
+
+def _devices(devices) -> str:
+    """A run's device ids, ``device 0`` or ``devices 0,1`` (``devices ?`` when its record names none)."""
+    return f"device {devices[0]}" if len(devices) == 1 else f"devices {','.join(map(str, devices)) or '?'}"
+
+
+def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:
+    """The first line of the table: which files were merged; for results files of a prmg that wrote no run
+    records, what the records say ran them."""
+    listing = ", ".join(f"{visible(stored.path)} ({plural(len(stored.latest()), 'result')})" for stored in stores)
+    lines = [f"merged: {plural(len(stores), 'results file')}: {listing}"]
+    if not any(stored.runs for stored in stores):
+        runners = recorded_runners(results)
+        if not runners:
+            lines.append("runner: not recorded in these results files (each run's own report names its toolkit "
+                         "and devices)")
+        else:
+            runner = " and ".join(visible(name) for name in runners) + " (as the records say)"
+            if "emulator" in runners:
+                runner += f"; {EMULATOR_NOTE}" if runners == ["emulator"] else \
+                    "; some results come from the host emulator"
+            lines.append(f"runner: {runner}")
+    return "\n".join(lines)
+
+
+def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: Sequence[str] = (),
+                 output: str | None = None, rule: str = "worst", verbose: bool = False,
+                 wide: bool = False, allow_mixed: Sequence[str] = ()) -> int:
+    """``prmg report``: write every report asked for and return the exit code (module docstring); ``allow_mixed``
+    the settings (``--allow-mixed``) that may differ between the runs merged."""
+    targets = outputs.parse_targets(list(reports), output)
+    if rule not in DUPLICATE_RULES:
+        raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
+    cases = None
+    inputs = {str(path): "a results file to merge" for path in paths}
+    if case_paths:
+        from ..cases.loader import input_files, load_cases
+
+        cases = load_cases([str(path) for path in case_paths])
+        inputs.update(input_files(case_paths, cases))
+    check_outputs([Output(target.path) for target in targets if target.path], inputs)
+    stores, seen = [], []
+    for path in map(str, paths):
+        if any(same_file(path, other) for other in seen):
+            sys.stderr.write(f"prmg: {visible(path)} is given twice: read once\n")
+            continue
+        seen.append(path)
+        stores.append(store.read(path))
+    _check_allowed(allow_mixed, stores)
+    merged = merge(stores, cases, rule)
+    merged.results = _on_hosts(stores, merged.results)
+    for line in merged.duplicates:
+        sys.stderr.write(f"prmg: {line}\n")
+    if merged.left_out:
+        shown = ", ".join(visible(name) for name in merged.left_out[:5])
+        more = f" and {len(merged.left_out) - 5} more" if len(merged.left_out) > 5 else ""
+        sys.stderr.write(f"prmg: {plural(len(merged.left_out), 'result')} of cases not in --cases left out: "
+                         f"{shown}{more}\n")
+    if not merged.results:
+        sys.stderr.write("prmg: nothing to report: the results files hold no result"
+                         + (" and --cases no case\n" if case_paths else "\n"))
+        return ExitCode.NO_CASES
+    mixed, alike = mixed_settings(stores, merged.results, allow_mixed)
+    for key, line in alike:
+        if key not in WHERE:
+            sys.stderr.write(f"prmg: warning: the runs were judged under different settings (--allow-mixed {key}): "
+                             f"{line}\n")
+    for key, line in mixed:
+        sys.stderr.write(f"prmg: the runs were judged under different settings, which no one verdict covers: {line} "
+                         f"(--allow-mixed {key} if that is intended)\n")
+    info = run_info(stores, merged.results, allow_mixed)
+    options = outputs.RenderOptions(verbose=verbose, wide=wide)
+    header = _table_header(stores, merged.results)
+    for target in targets:
+        pieces = outputs.render_pieces(target.format, merged.results, info, options)
+        if target.format == "table":
+            pieces = [header + "\n", *pieces]
+        if target.path is None:
+            write_stdout("".join(pieces))
+        else:
+            write_text(target.path, pieces)
+    if all(target.path is not None for target in targets):
+        from .outputs.table import failure_lines
+
+        write_stdout("\n".join(failure_lines(merged.results) + outputs.labels.device_lines(merged.results)
+                                + [summary_line(merged.results)]))
+    if merged.missing:
+        sys.stderr.write(f"prmg: {plural(merged.missing, 'case')} of --cases in no results file: reported not_run\n")
+    if merged.changed:
+        sys.stderr.write(f"prmg: {plural(merged.changed, 'case')} of --cases changed since their records were "
+                         "made: reported not_run\n")
+    if merged.unreported:
+        sys.stderr.write(f"prmg: {plural(merged.unreported, 'case')} selected by the runs but in no results "
+                         f"file (a shard missing, or a run stopped early): reported not_run\n")
+    return report_exit_code(merged.results, info)
+
+
+def _on_hosts(stores: Sequence[store.Stored], results: list[CaseResult]) -> list[CaseResult]:
+    """``results``, each ``device`` prefixed by the host of its run (``ci-7/1``) when they come from runs on several
+    hosts: device 1 of one host is not device 1 of another, and failures by device must not add them up."""
+    hosts = {run.run_id: run.info.get("host") or "?" for stored in stores for run in stored.runs}
+    if len({hosts.get(result.run_id, "?") for result in results if result.device}) < 2:
+        return results
+    return [replace(result, device=f"{hosts.get(result.run_id, '?')}/{result.device}") if result.device else result
+            for result in results]
+
+
+def _check_allowed(allowed: Sequence[str], stores: Sequence[store.Stored]) -> None:
+    """PrmgError for an ``--allow-mixed`` name that is no setting the runs of ``stores`` record (nor ``runner``)."""
+    known = {"runner", *(key for stored in stores for run in stored.runs for key in run.settings)}
+    unknown = [name for name in allowed if name not in known]
+    if unknown:
+        raise PrmgError(f"--allow-mixed {visible(unknown[0])}: no run of these files records such a setting "
+                        f"(they record: {', '.join(sorted(known))})")

@@ -1,0 +1,118 @@
+"""The output formats: one entry per format in ``OUTPUTS``, each a function from a run's results to text.
+
+A new format is a new module with a ``render`` function and one entry here. ``prmg run`` and
+``prmg report`` take ``--report FORMAT[:FILE]`` (repeatable) and write each report where it says. A format's
+module is imported when its report is written (a run writing a table never imports tabulate, csv or XML).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ...errors import PrmgError
+from ...results import CaseResult, RunInfo
+
+
+def _module(name: str):
+    """The format module ``name`` of this package, imported on first use."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How a report is laid out: ``verbose`` adds diagnosis lines, ``wide`` keeps every table column,
+    ``max_details`` caps diagnosis lines per case, ``header`` prints the run's header on top."""
+
+    verbose: bool = False
+    wide: bool = False
+    max_details: int | None = None
+    header: bool = True
+
+
+@dataclass(frozen=True)
+class Output:
+    """One report format: what it is for, its writer (results, run info, options) -> text, and
+    ``require``, a cheap check that the format can be written here (raises ``PrmgError``, e.g. for a
+    missing optional dependency), called when the report targets are parsed, before any case runs; and
+    ``pieces``, when given, the same text in pieces (a report of many cases written to a file a piece at a time:
+    ``render_pieces``)."""
+
+    description: str
+    write: Callable[[list[CaseResult], RunInfo, RenderOptions], str]
+    require: Callable[[], None] | None = None
+    pieces: Callable[[list[CaseResult], RunInfo, RenderOptions], Iterable[str]] | None = None
+
+
+OUTPUTS: dict[str, Output] = {
+    "table": Output("a table for people (the default)", lambda results, info, options: _module("table").render(
+        results, info, verbose=options.verbose, wide=options.wide, max_details=options.max_details,
+        header=options.header)),
+    "json": Output("JSON: summary and every case",
+                   lambda results, info, options: _module("jsonreport").render(results, info),
+                   pieces=lambda results, info, options: _module("jsonreport").pieces(results, info)),
+    "junit": Output("JUnit XML for CI", lambda results, info, options: _module("junit").render(results, info)),
+    "csv": Output("CSV: one row per case", lambda results, info, options: _module("csvreport").render(results, info)),
+    "markdown": Output("Markdown: table and failures",
+                       lambda results, info, options: _module("markdown").render(results, info)),
+    "html": Output("HTML: one self-contained page with a verdict matrix, error heatmaps and plots "
+                   "(needs prmg[html])", lambda results, info, options: _module("html").render(results, info),
+                   require=lambda: _module("html").require()),
+}
+REPORT_FORMATS = tuple(OUTPUTS)
+
+
+def render(fmt: str, results: list[CaseResult], info: RunInfo, options: RenderOptions = RenderOptions()) -> str:
+    """The report of ``results`` in format ``fmt`` (a key of ``OUTPUTS``)."""
+    if fmt not in OUTPUTS:
+        raise PrmgError(f"unknown report format {fmt!r}; choose one of {', '.join(OUTPUTS)}", field="--report")
+    return OUTPUTS[fmt].write(results, info, options)
+
+
+def render_pieces(fmt: str, results: list[CaseResult], info: RunInfo,
+                  options: RenderOptions = RenderOptions()) -> Iterable[str]:
+    """The report ``render`` makes, in the pieces of its format's ``pieces`` when it has them (else whole): what a
+    report file is written from (``files.write_text``)."""
+    if fmt in OUTPUTS and OUTPUTS[fmt].pieces is not None:
+        return OUTPUTS[fmt].pieces(results, info, options)
+    return [render(fmt, results, info, options)]
+
+
+@dataclass(frozen=True)
+class ReportTarget:
+    """One report of a run: its format and its file (None: standard output)."""
+
+    format: str
+    path: str | None = None
+
+
+def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
+    """The reports ``--report FORMAT[:FILE]`` (repeatable) and ``-o FILE`` ask for.
+
+    ``-o FILE`` is the file of the one report given without a file (``--report json -o r.json``); no
+    ``--report`` means a table. At most one report may go to standard output, and no two to one file.
+    A format that cannot be written here (its ``require`` raises) is refused now, before the run.
+    """
+    specs = list(specs) or ["table"]
+    targets = []
+    for spec in specs:
+        fmt, sep, path = str(spec).partition(":")
+        if fmt not in OUTPUTS:
+            raise PrmgError(f"--report {spec!r}: unknown format {fmt!r} (valid: {', '.join(OUTPUTS)}, "
+                            f"optionally FORMAT:FILE)")
+        if sep and not path:
+            raise PrmgError(f"--report {spec!r}: no file after ':'")
+        if OUTPUTS[fmt].require:
+            OUTPUTS[fmt].require()
+        targets.append(ReportTarget(fmt, path or None))
+    bare = [i for i, target in enumerate(targets) if target.path is None]
+    if output is not None:
+        if len(bare) != 1:
+            raise PrmgError("-o FILE names the file of the one --report given without a file; "
+                            f"{len(bare)} are without one (use --report FORMAT:FILE)")
+        targets[bare[0]] = ReportTarget(targets[bare[0]].format, output)
+    elif len(bare) > 1:
+        raise PrmgError("only one report can go to standard output; give the others a file "
+                        "(--report FORMAT:FILE)")
+    return targets          # two reports to one file: refused by writes.check_outputs, with the run's files

@@ -1,0 +1,43 @@
+"""The CSV report: one header row, then one row per case (``COLUMNS``).
+
+Shapes are written ``2x4x8x128``, the slice ``start:end``, metrics as compact JSON. Cells that start
+with ``= + - @`` are left as they are (CSV has no escaping for spreadsheets); control characters are
+shown as escapes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ...results import CaseResult, RunInfo, json_safe, visible
+from ...vocab import mode_name
+
+COLUMNS = ("name", "status", "error_code", "op", "dtype", "cos_dtype", "shape", "cos_shape", "rotary_mode",
+           "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics", "path")
+
+
+def _row(result: CaseResult) -> dict:
+    """One result as a CSV row."""
+    return {"name": visible(result.name), "status": result.status,
+            "error_code": "" if result.error_code is None else result.error_code, "op": result.op,
+            "dtype": result.dtype, "cos_dtype": result.cos_dtype,
+            "shape": "x".join(map(str, result.shape)), "cos_shape": "x".join(map(str, result.cos_shape)),
+            "rotary_mode": mode_name(result.rotary_mode),
+            "partial_slice": ":".join(map(str, result.partial_slice)),
+            "standard": result.standard,
+            "kernel_ms": "" if result.kernel_ms is None else json_safe(result.kernel_ms),
+            "duration_s": json_safe(result.duration_s), "message": visible(result.message),
+            "warnings": "; ".join(visible(w) for w in result.warnings),
+            "metrics": json.dumps(json_safe(result.metrics), separators=(",", ":"), allow_nan=False),
+            "path": result.path}
+
+
+def render(results: list[CaseResult], info: RunInfo) -> str:
+    """The CSV document (``info`` is unused: the rows hold cases only)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(_row(r) for r in results)
+    return out.getvalue()

@@ -1,0 +1,90 @@
+"""JUnit XML as Jenkins, GitLab and GitHub read it: one ``testsuite`` named prmg, one ``testcase`` per case.
+
+A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed
+case a ``skipped`` child (pytest writes xfail the same way). The run's description is in the suite's
+``properties``, one per header line (a name the header repeats, such as a merged report's ``run`` of each
+shard, repeated: JUnit allows it). Every attribute and text passes through ``xml_text``, which keeps the document
+well-formed whatever a file name or message holds (ElementTree escapes markup; ``xml_text`` makes the
+characters XML 1.0 cannot carry at all visible as escapes instead).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ...results import STATUSES, CaseResult, RunInfo, json_safe, summary_counts, visible
+from ...status import status_name
+from .labels import device_line, header_fields
+
+# Characters XML 1.0 cannot carry at all (not even escaped): C0 controls but \t \n \r, lone
+# surrogates, U+FFFE and U+FFFF.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text) -> str:
+    """``text`` safe for an XML 1.0 attribute or element: the characters XML cannot carry shown as
+    escapes (``results.visible``), everything else as it is (ElementTree escapes ``<&"``)."""
+    text = str(text)
+    return _XML_ILLEGAL.sub(lambda match: visible(match.group()), text)
+
+
+def _classname(result: CaseResult) -> str:
+    """JUnit classname of a result: ``prmg.<case file stem>``."""
+    stem = Path(result.source).stem if result.source else ""
+    return f"prmg.{xml_text(stem) or 'cases'}"
+
+
+def _body(result: CaseResult) -> str:
+    """The text of a failure element: diagnosis lines, warnings, the status, the metrics as JSON, the call path."""
+    lines = [str(d) for d in result.details] + [f"warning: {w}" for w in result.warnings]
+    if result.error_code is not None:
+        lines.append(f"status: {result.error_code} {status_name(result.error_code)}")
+    if result.metrics:
+        lines.append("metrics: " + json.dumps(json_safe(result.metrics), allow_nan=False))
+    if result.path:
+        lines.append(f"path: {result.path}")
+    return "\n".join(lines)
+
+
+def _testcase(result: CaseResult) -> ET.Element:
+    """The ``<testcase>`` element of one result."""
+    case = ET.Element("testcase", classname=_classname(result), name=xml_text(result.name),
+                      time=f"{result.duration_s or 0.0:.3f}")
+    tag, kind = result.info.junit, result.info.junit_type
+    if tag:
+        message = result.message if result.status != "xfailed" else f"xfailed: {result.known_defect}"
+        outcome = ET.SubElement(case, tag, message=xml_text(message))
+        if tag != "skipped":
+            outcome.set("type", status_name(result.error_code) if result.error_code and kind in ("failure", "error")
+                        else kind)
+            outcome.text = xml_text(_body(result))
+    elif result.metrics or result.warnings:
+        ET.SubElement(case, "system-out").text = xml_text(_body(result))
+    return case
+
+
+def render(results: list[CaseResult], info: RunInfo) -> str:
+    """The JUnit document of the run (module docstring)."""
+    counts = summary_counts(results)
+    kinds = {tag: sum(counts[status] for status, info in STATUSES.items() if info.junit == tag)
+             for tag in ("failure", "error", "skipped")}
+    totals = {"tests": str(counts["total"]), "failures": str(kinds["failure"]), "errors": str(kinds["error"]),
+              "skipped": str(kinds["skipped"]),
+              "time": f"{sum(r.duration_s or 0.0 for r in results):.3f}"}
+    suites = ET.Element("testsuites", name="prmg", **totals)
+    suite = ET.SubElement(suites, "testsuite", name="prmg", **totals)
+    properties = ET.SubElement(suite, "properties")
+    raw = {"runner": info.runner, "location": info.location, "op_library": info.op_library,
+           "devices": ",".join(str(d) for d in info.devices), "standard": info.standard}
+    # every header line, a name repeated as often as the header has it (a merged report's "run" of each shard)
+    values = [(name, raw.pop(name, value)) for name, value in header_fields(info, results)] + list(raw.items())
+    concentrated = device_line(results)
+    values += [("failures by device", concentrated)] if concentrated else []
+    for name, value in values:
+        ET.SubElement(properties, "property", name=xml_text(name), value=xml_text(value))
+    suite.extend(_testcase(r) for r in results)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
