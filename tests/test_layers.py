@@ -1,11 +1,13 @@
 """The package's map, read from its source (``ast``, no import of the modules for the graph): the names its
-docstrings and comments point to exist, the import graph has no cycle, and the model floor needs no numpy."""
+docstrings and comments point to exist, the import graph has no cycle, the model floor needs no numpy, and the stages
+(docs/developing.md) stack up: no module imports one of a higher stage, and the top level stays small."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,7 +15,8 @@ PACKAGE = ROOT / "prmg_cli"
 
 
 def module_name(path: Path) -> str:
-    """``prmg_cli.outputs.html`` for ``prmg_cli/outputs/html.py``, ``prmg_cli.outputs`` for its ``__init__.py``."""
+    """``prmg_cli.reports.outputs.html`` for ``prmg_cli/reports/outputs/html.py``, ``prmg_cli.reports.outputs`` for
+    its ``__init__.py``."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -32,24 +35,36 @@ _FILE_SUFFIXES = ("py", "c", "md", "yaml", "h")
 _NOT_MODULES = ("case", "inputs")
 
 
+def named_modules(dotted: str) -> list[str]:
+    """The modules of the package a short dotted name can mean: ``judge`` -> ``prmg_cli.judging.judge``,
+    ``outputs.html`` -> ``prmg_cli.reports.outputs.html`` (every module whose name ends with it; a pointer names a
+    module by its last parts, as its neighbours do)."""
+    dotted = dotted.removeprefix("prmg_cli.")
+    return [name for name in MODULES if name == f"prmg_cli.{dotted}" or name.endswith(f".{dotted}")]
+
+
 def _resolves(dotted: str) -> bool:
     """Whether ``dotted`` (``store.settings_key``, ``results.StatusInfo.evidence``) names something that exists:
-    the longest module prefix imported, the rest looked up as attributes or dataclass fields; True for a name that
-    does not start with a module of the package (``Case.expect``: not checked)."""
+    the longest module prefix imported (in any package: ``named_modules``), the rest looked up as attributes or
+    dataclass fields, in any of the modules that prefix can mean; True for a name that does not start with a module
+    of the package (``Case.expect``: not checked)."""
     parts = dotted.removeprefix("prmg_cli.").split(".")
-    if parts[0] in _NOT_MODULES:
+    if parts[0] in _NOT_MODULES or parts[0] in sys.stdlib_module_names:       # ``html.escape``: the standard library's
         return True
     for count in range(len(parts), 0, -1):
-        if "prmg_cli." + ".".join(parts[:count]) in MODULES:
+        if named_modules(".".join(parts[:count])):
             break
     else:
         return True
-    found = importlib.import_module("prmg_cli." + ".".join(parts[:count]))
-    for attribute in parts[count:]:
-        if not hasattr(found, attribute) and attribute not in getattr(found, "__dataclass_fields__", {}):
-            return False
-        found = getattr(found, attribute, None)
-    return True
+    for module in named_modules(".".join(parts[:count])):
+        found = importlib.import_module(module)
+        for attribute in parts[count:]:
+            if not hasattr(found, attribute) and attribute not in getattr(found, "__dataclass_fields__", {}):
+                break
+            found = getattr(found, attribute, None)
+        else:
+            return True
+    return False
 
 
 def test_every_module_name_a_docstring_or_comment_points_to_exists():
@@ -172,3 +187,47 @@ def test_the_imports_have_no_cycle_and_the_model_floor_no_numpy():
     largest = max(sizes, key=sizes.get)
     print(f"{len(MODULES)} modules on {max(floors.values())} floors; the model floor holds {len(MODEL_FLOOR)}, the "
           f"largest module is {largest} ({sizes[largest]} lines)")
+
+
+# --- the stages ---------------------------------------------------------------------------------------------
+
+# The stage packages, lowest first (docs/developing.md draws them): a module may import its own stage, a lower one
+# and the shared ground (the top-level modules and ``native/``, the compiled helper ``dtypes`` rounds through), never
+# a higher stage. The entry points import anything; the ground imports only the ground.
+STAGES = ("ops", "inputs", "judging", "cases", "device", "reports", "commands")
+GROUND_PACKAGES = ("native",)
+ENTRY_POINTS = ("prmg_cli.cli", "prmg_cli.pytest_plugin")
+MAX_TOP_MODULES = 12        # top-level modules besides __init__.py: the shared ground and the entry points
+
+
+def stage(name: str) -> int:
+    """0 for the shared ground, 1.. for the stages in ``STAGES``' order, above them all for an entry point."""
+    if name in ENTRY_POINTS:
+        return len(STAGES) + 1
+    parts = name.split(".")
+    return STAGES.index(parts[1]) + 1 if len(parts) > 1 and parts[1] in STAGES else 0
+
+
+def upward_imports(graph: dict[str, tuple[set[str], set[str]]]) -> list[str]:
+    """Every import of ``graph`` (``GRAPH``'s shape) from a module to one of a higher stage."""
+    return sorted(f"{name} (stage {stage(name)}) imports {other} (stage {stage(other)})"
+                  for name, (inside, _) in graph.items() for other in inside if stage(other) > stage(name))
+
+
+def test_no_module_imports_a_higher_stage_and_the_top_level_stays_small():
+    """The stages stack up (``upward_imports`` finds none, lazy imports included), every package at the top is a
+    stage or ground, and the top level holds at most ``MAX_TOP_MODULES`` modules: a new module goes into its
+    stage's package."""
+    assert upward_imports(GRAPH) == []
+    packages = {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()}
+    assert packages == set(STAGES) | set(GROUND_PACKAGES), sorted(packages ^ (set(STAGES) | set(GROUND_PACKAGES)))
+    top = sorted(path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+    assert len(top) <= MAX_TOP_MODULES, top
+
+
+def test_an_upward_import_is_found():
+    """The check above fails when a lower stage imports a higher one, or the ground imports a stage: the operators
+    importing the results store, lazily or not, and ``dtypes`` importing the judge."""
+    for low, high in (("prmg_cli.ops.spec", "prmg_cli.reports.store"), ("prmg_cli.dtypes", "prmg_cli.judging.judge")):
+        graph = {**GRAPH, low: (GRAPH[low][0] | {high}, GRAPH[low][1])}
+        assert upward_imports(graph) == [f"{low} (stage {stage(low)}) imports {high} (stage {stage(high)})"]
