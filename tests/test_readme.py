@@ -143,9 +143,9 @@ def test_the_readmes_console_blocks_show_what_their_command_prints(scratch):
 
 
 def test_the_readmes_model_modes_are_the_model_table():
-    """The README's table of model families: each model of ``models.MODELS`` with its rotary mode, and whether a
+    """The README's table of model families: each model of ``models_preset.MODELS`` with its rotary mode, and whether a
     target of today's modes runs or skips its cases."""
-    from prmg_cli.models import MODELS
+    from prmg_cli.cases.models_preset import MODELS
     from prmg_cli.vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES
 
     rows = re.findall(r"^\| (.+?) \| `([\w-]+)` \| (skips its cases|skips their cases|runs them) \|$",
@@ -167,23 +167,26 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
 
 def test_the_readmes_limits_are_the_codes():
     """Each limit the README and docs/cases.md state is the constant the code enforces."""
-    from prmg_cli import bench, cases, coverage, fields, files, results, runs, store, yamlfile
-    from prmg_cli.outputs import screen, table
-    from prmg_cli.checks.determinism import MAX_REPEAT
+    from prmg_cli.commands import bench_kernel
+    from prmg_cli.cases import loader, coverage, fields, yamlfile
+    from prmg_cli import files, results
+    from prmg_cli.reports import compare, store
+    from prmg_cli.reports.outputs import screen, table
+    from prmg_cli.judging.checks.determinism import MAX_REPEAT
 
     text = " ".join(documentation().split())
     claims = [f"at most {yamlfile.MAX_FILE_BYTES // files.MiB} MiB", f"at most {yamlfile.MAX_EXPANDED_NODES:,} nodes",
               f"nest at most {yamlfile.MAX_DEPTH} levels", f"at most {yamlfile.MAX_LIST_VALUES:,} values in one list",
-              f"at most {cases.MAX_RUN_CASES:,} cases", f"at most {fields.MAX_NAME_LENGTH} characters",
+              f"at most {loader.MAX_RUN_CASES:,} cases", f"at most {fields.MAX_NAME_LENGTH} characters",
               f"(2; at most {MAX_REPEAT})", f"never under {screen.MIN_WIDTH} columns",
               f"or {screen.WIDTH} columns when standard output is not a terminal",
               f"not under {table.MIN_NAME} characters", f"naming at most {coverage.MISSING_SHOWN} missing classes",
               _fit_order_in_words(),
               f"2^{(fields.MAX_ARRAY_ELEMENTS + 1).bit_length() - 1} elements",
-              *(f"{soc} {peak:.0f} GB/s" for soc, peak in bench.PEAK_GBPS.items()),
-              f"{bench.DEFAULT_SOC} applies when no entry matches", f"(0 to {MAX_REPEAT})",
+              *(f"{soc} {peak:.0f} GB/s" for soc, peak in bench_kernel.PEAK_GBPS.items()),
+              f"{bench_kernel.DEFAULT_SOC} applies when no entry matches", f"(0 to {MAX_REPEAT})",
               f"(1 to {MAX_REPEAT}, the bound of `prmg run --repeat`)",
-              f"of at most {runs.MAX_BENCH_BYTES // files.MiB} MiB",
+              f"of at most {compare.MAX_BENCH_BYTES // files.MiB} MiB",
               f"from 0 to 10^{len(str(results.MAX_SECONDS)) - 1} s",
               f"file of at most {store.MAX_FILE_BYTES // files.MiB} MiB",
               f"no line over {store.MAX_LINE_BYTES // files.MiB} MiB"]
@@ -193,7 +196,7 @@ def test_the_readmes_limits_are_the_codes():
 
 def _fit_order_in_words() -> str:
     """``table.FIT_ORDER`` as the README says it: what gives way before the names are shortened, then after."""
-    from prmg_cli.outputs import table
+    from prmg_cli.reports.outputs import table
 
     words = {"kernel time": "the kernel time", "standard": "the standard", "cos": "the cos layout",
              "slice": "the slice", "shape": "the shape", table.ESSENTIALS: "the metric's detail after its first comma"}
@@ -205,19 +208,24 @@ def _fit_order_in_words() -> str:
 
 
 def test_the_readmes_module_table_names_every_module_that_exists():
-    """docs/developing.md's table of modules: every module of prmg_cli/ is in it, and everything in it exists."""
+    """docs/developing.md's table of modules: every module of prmg_cli/ (a top-level module, a package at the top, a
+    module of a stage's package, or a package inside one) is in it, by its path in prmg_cli/, and everything in it
+    exists."""
     page = (ROOT / "docs" / "developing.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("| `")]
     named = {name for row in rows for name in re.findall(r"`([\w/]+(?:\.py|/))`", row.split("|")[1])}
     package = ROOT / "prmg_cli"
+    tops = [path for path in package.iterdir() if (path / "__init__.py").is_file()]
     modules = {path.name for path in package.glob("*.py") if path.name != "__init__.py"} | \
-        {f"{path.name}/" for path in package.iterdir() if (path / "__init__.py").is_file()}
+        {f"{path.name}/" for path in tops if not any(path.glob("*/__init__.py")) and len(list(path.glob("*.py"))) == 1} | \
+        {f"{top.name}/{path.name}" for top in tops for path in top.glob("*.py") if path.name != "__init__.py"} | \
+        {f"{top.name}/{path.name}/" for top in tops for path in top.iterdir() if (path / "__init__.py").is_file()}
     assert modules <= named, sorted(modules - named)
     assert all((package / name).exists() for name in named), sorted(n for n in named if not (package / n).exists())
 
 
 def test_the_shipped_suites_table_counts_each_files_cases():
-    from prmg_cli.cases import load_cases
+    from prmg_cli.cases.loader import load_cases
 
     readme = (ROOT / "README.md").read_text()
     rows = re.findall(r"^\| `([\w/.]+\.yaml)` \| (\d+) \|", readme, flags=re.M)
@@ -229,39 +237,41 @@ def test_the_shipped_suites_table_counts_each_files_cases():
 
 
 def test_compares_order_and_drift_metric_are_the_codes():
-    """Every place that lists what ``prmg compare`` reports lists it in ``runs.CATEGORIES``' order (``runs.ORDER``),
-    and says which metric drifts under ``default``."""
-    from prmg_cli import runs
+    """Every place that lists what ``prmg compare`` reports lists it in ``compare.CATEGORIES``' order
+    (``compare.ORDER``), and says which metric drifts under ``default``."""
+    from prmg_cli.reports import compare
     from prmg_cli.commands import load
-    from prmg_cli.standards import STANDARDS
+    from prmg_cli.judging.standards import STANDARDS
 
     readme = " ".join((ROOT / "README.md").read_text().split())
     reports = " ".join((ROOT / "docs" / "reports.md").read_text().split())
-    compare = load("compare")
-    assert readme.count(runs.ORDER) == 2 and runs.ORDER in reports and runs.ORDER in compare.main.__doc__
+    command = load("compare")
+    assert readme.count(compare.ORDER) == 2 and compare.ORDER in reports and compare.ORDER in command.main.__doc__
     drifting = STANDARDS["default"].drift_metric
     assert f"`{drifting}` under `default`" in reports
-    assert f"{drifting} under default" in next(option.help for option in compare.OPTIONS if option.name == "drift")
+    assert f"{drifting} under default" in next(option.help for option in command.OPTIONS if option.name == "drift")
 
 
 def test_the_names_the_docs_give_of_the_code_exist():
-    """A ``module.name`` the README or docs/ put in backticks is an attribute of that prmg module, and a path
-    they put in backticks is a file of the repository."""
+    """A ``module.name`` the README or docs/ put in backticks is an attribute of that prmg module (named by its last
+    parts, in whichever stage's package: ``judge.judge``, ``outputs.OUTPUTS``; of one of them when two modules share
+    a name), and a path they put in backticks is a file of the repository (or of prmg_cli/)."""
     import importlib
 
     text = documentation()
     package = ROOT / "prmg_cli"
+    dotted = {".".join(path.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
+              for path in package.rglob("*.py")}
     missing = []
     for module, name in sorted(set(re.findall(r"`([a-z_]+(?:\.[a-z_]+)*)\.([A-Za-z_]+)(?:\(\))?`", text))):
-        source = package / module.replace(".", "/")
-        if name in ("py", "c", "h", "md", "yaml", "json", "jsonl", "npy", "csv", "html", "xml", "txt") \
-                or not (source.with_suffix(".py").is_file() or (source / "__init__.py").is_file()) \
+        found = [other for other in dotted if other == module or other.endswith(f".{module}")]
+        if name in ("py", "c", "h", "md", "yaml", "json", "jsonl", "npy", "csv", "html", "xml", "txt") or not found \
                 or (module, name) in {("inputs", tensor) for tensor in ("dy", "cos", "sin")}:     # case keys
             continue
-        if not hasattr(importlib.import_module(f"prmg_cli.{module}"), name):
+        if not any(hasattr(importlib.import_module(f"prmg_cli.{other}"), name) for other in found):
             missing.append(f"{module}.{name}")
     missing += [path for path in sorted(set(re.findall(r"`((?:prmg_cli|runners|tests|cases|docs)/[\w./-]+)`", text)))
-                if not (ROOT / path).exists()]
+                if not (ROOT / path).exists() and not (ROOT / "prmg_cli" / path).exists()]     # cases/: both
     assert not missing, missing
 
 
