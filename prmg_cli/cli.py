@@ -18,7 +18,8 @@ import os
 import signal
 import sys
 
-from .errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, on_stop, outcome_final, raised_stop
+from .errors import (STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, keep_lost_stops, on_stop, outcome_final,
+                     raised_stop)
 
 
 OUT_OF_MEMORY = ("out of memory: the command needs more memory than this process may use (a results file of too many "
@@ -49,6 +50,7 @@ def main(*, restore: bool = False) -> None:
         if handler is not signal.SIG_IGN:                         # ignored (a background job's Ctrl-C): kept so
             signal.signal(signum, on_stop)
     outcome_final(False)
+    unraisable_hook, sys.unraisablehook = sys.unraisablehook, keep_lost_stops
     import typer
 
     from .commands.app import Stopped, app
@@ -99,6 +101,7 @@ def main(*, restore: bool = False) -> None:
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        sys.unraisablehook = unraisable_hook
     sys.exit(int(code) if isinstance(code, int) else 0)
 
 

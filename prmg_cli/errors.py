@@ -1,11 +1,13 @@
 """The one error type for mistakes a user can make (bad case files, bad options), the closest word its messages
 suggest (``suggest``), and how a stop signal (``STOP_SIGNALS``: Ctrl-C, SIGTERM) becomes an exception:
-``Terminated``, raised by ``on_stop``."""
+``Terminated``, raised by ``on_stop``, and what becomes of one raised where Python ignores exceptions
+(``keep_lost_stops``)."""
 
 from __future__ import annotations
 
 import difflib
 import signal
+import sys
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
@@ -67,6 +69,7 @@ class _Stops:
 
     raised = 0
     final = False
+    lost = 0
 
 
 def on_stop(signum, frame) -> None:
@@ -94,3 +97,20 @@ def drop_held_signals() -> None:
     """Discard the stop signals that arrived while they were held (blocked): they are never delivered."""
     while signal.sigtimedwait(STOP_SIGNALS, 0) is not None:
         pass
+
+
+def keep_lost_stops(unraisable) -> None:
+    """``sys.unraisablehook`` while prmg runs: a stop a signal handler raised inside a finalizer (a ``__del__``,
+    where Python ignores exceptions and would print a traceback) is kept quietly for ``take_lost_stop``; anything
+    else goes to Python's own hook."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _Stops.lost = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def take_lost_stop() -> int:
+    """The stop signal whose exception a finalizer swallowed since the last call (0: none), so that the command
+    can stop at its next safe point."""
+    lost, _Stops.lost = _Stops.lost, 0
+    return lost

@@ -231,6 +231,15 @@ def test_a_kernel_leaking_device_memory_is_named_and_its_allocation_failure_carr
         assert result.returncode == 1        # a kernel that does not leak warns of nothing: test_run_e2e's green run
 
 
+def test_a_device_too_small_to_probe_is_one_line_not_a_workers_traceback(many):
+    """A device whose memory cannot hold the worker's first allocation (the probe of the rotary modes, made before
+    any case) refused the run with the child's traceback on stderr above the error line: the probe belongs to the
+    session's opening, whose failure is one line."""
+    result = prmg("run", many, "--runner", "emulator", env={"PRMG_EMU_DEVICE_MEMORY": "1024"})
+    assert result.returncode == 2 and result.stderr == (
+        "prmg: error: cannot open the runner: device 0: AclError: aclrtMalloc failed: 200000 ACL_ERROR_BAD_ALLOC\n")
+
+
 def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
     report = tmp_path / "r.json"
     result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)

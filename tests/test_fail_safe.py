@@ -447,6 +447,23 @@ def test_a_signal_while_64_workers_are_forked_ends_the_run(tmp_path, signum, cod
     assert set(reported.values()) <= {"not_run", "passed"}
 
 
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_whose_stop_lands_in_a_finalizer_still_stops_the_run(tmp_path, signum, code):
+    """A stop signal can arrive while the main thread runs a finalizer (a pipe's ``__del__``, seen under load with 64
+    workers), where Python ignores the handler's exception and prints "Exception ignored" with a traceback: the stop
+    was lost and the run went on to exit 0. Here an object's ``__del__`` raises the signal as the run starts."""
+    path = write(tmp_path, CASES)
+    script = (f"import signal, sys\nfrom prmg_cli import cli\nfrom prmg_cli.commands import suite\n"
+              f"class Finalized:\n    def __del__(self):\n        signal.raise_signal({int(signum)})\n"
+              f"start = suite._Run.start\n"
+              f"def start_then_finalize(*args):\n    start(*args)\n    Finalized()\n"
+              f"suite._Run.start = start_then_finalize\n"
+              f"sys.argv = ['prmg', 'run', {str(path)!r}, '--runner', 'emulator', '--report', 'json']\ncli.main()\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == code and json.loads(result.stdout)["summary"]["exit_code"] == code, result.stderr
+    assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
 def test_the_report_and_the_results_file_agree_under_sigterm_at_any_moment(tmp_path):
     """SIGTERM at random moments of a run (a fixed seed: the same moments every time), while cases run or
     while the JSON report (over a pipe's 64 KiB) is written to a pipe nobody reads yet: whatever finished,

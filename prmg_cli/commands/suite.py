@@ -23,7 +23,7 @@ from ..case import Case
 from ..cases.loader import (check_files, fingerprint_or_empty, input_files, known_defect_warning, load_cases, select,
                             unjudged, validate)
 from ..device import execute, provenance
-from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final
+from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
 from ..files import write_text
 from ..judging.standards import DEFAULT_STANDARD, check_standard, standard_of
 from ..ops import constraints
@@ -417,8 +417,9 @@ def run_suite(request) -> int:
         finally:
             run.ending = True
             run.progress.close()
-        if run.late and not run.stopped:        # after the last case, before the reports: the run was stopped
-            run.stop(*_STOPPED[run.late])
+        late = run.late or take_lost_stop()     # a stop raised in a finalizer is lost: it stops the run here
+        if late and not run.stopped:            # after the last case, before the reports: the run was stopped
+            run.stop(*_STOPPED[late])
         ordered, missing = run.finish(settings, selection)
         _write_reports(targets, ordered, run.info, request)
     finally:
@@ -513,6 +514,9 @@ class _Run:
     def on_result(self, index: int, result: CaseResult) -> None:
         """Record one finished case: in the results file and among the finished, both or neither (signals are
         held meanwhile), then on the progress line."""
+        lost = take_lost_stop()                  # raised inside a finalizer, which swallowed it: raise it again here
+        if lost:
+            raise Terminated() if lost == signal.SIGTERM else KeyboardInterrupt()
         result.fingerprint = self.fingerprints.get(result.name, "")
         result.judged_under, result.run_id = self.key, self.run_id
         with execute.signals_held():

@@ -427,12 +427,16 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C and SIGTERM
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
+    worker = None
     try:
         worker = CaseWorker(settings, device)
+        found = worker.describe()                      # probes the device: it may fail as the session's opening
     except Exception as exc:
+        if worker is not None:
+            worker.close()
         conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}", False))
         return
-    conn.send(("ready", worker.describe(), True))
+    conn.send(("ready", found, True))
     try:
         while worker.fit:
             while not conn.poll(1.0):
