@@ -226,16 +226,17 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     """``checked_settings(request)`` (or ``settings``, already checked) with the toolkit picked (real or emulator;
     ``toolkit`` when already chosen, e.g. by a cluster's node) and ``max_memory``. An unknown emulator fault in
     ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
-    any case runs (``toolkit.check_emulator_env``); a runner that picks the emulator without being asked to
-    (``--runner auto``, ``geir``...) says so on stderr in one line (``toolkit.EMULATOR_FALLBACK``)."""
+    any case runs (``toolkit.check_emulator_env``); a runner that falls back to the emulator without being asked
+    to (``--runner auto``, ``geir``...: no toolkit found) says so on stderr in one line
+    (``toolkit.EMULATOR_FALLBACK``), not one that found an emulator build where a toolkit is named."""
     from ..device.runners import select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, toolkit_suggested
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_env(os.environ)
-        if request.runner != "emulator" and not toolkit_suggested(os.environ):
+        if request.runner != "emulator" and find_toolkit(os.environ) is None:
             sys.stderr.write(EMULATOR_FALLBACK + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 

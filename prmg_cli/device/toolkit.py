@@ -516,6 +516,6 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     return emulator_toolkit(modes, env)
 
 
-# The one stderr line of ``--runner auto`` running the emulator (nothing suggests a toolkit here).
-EMULATOR_FALLBACK = ("prmg: --runner auto: no CANN toolkit is named (no ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, ...) "
-                     "or installed: running the host emulator, not a kernel on an NPU (--runner aclnn refuses to)")
+# The one stderr line of a runner falling back to the emulator (no toolkit found, nothing suggests one), within 80
+# columns as it is printed on every such run (``--runner aclnn`` refuses to fall back: docs/runners.md).
+EMULATOR_FALLBACK = "prmg: no CANN toolkit named or installed: running the host emulator, not an NPU"
