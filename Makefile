@@ -8,10 +8,12 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
+# compileall: an editable install gets no .pyc (PYTHONDONTWRITEBYTECODE=1 stops Python writing them). No comment
+# on a recipe line: make echoes it, past 80 columns, on a newcomer's first `make run`.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[test]'
-	$(BIN)/python -m compileall -q prmg_cli    # an editable install gets no .pyc; PYTHONDONTWRITEBYTECODE=1 stops Python writing them
+	$(BIN)/python -m compileall -q prmg_cli
 	touch $(STAMP)
 
 emulator:

@@ -395,4 +395,4 @@ def format_judge_paths(rows: list[dict]) -> str:
                      floatfmt=".2f")
     by_name = {row["name"]: row for row in rows}
     gain = by_name["judge, numpy block pass"]["median_ms"] / by_name["judge, compiled pass"]["median_ms"]
-    return f"{table}\ncompiled pass: {gain:.1f} x faster than the numpy block pass (used when > 2 x: native.py)"
+    return f"{table}\ncompiled pass: {gain:.1f} x faster than the numpy block pass (used when > 2 x: native/)"

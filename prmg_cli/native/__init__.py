@@ -5,7 +5,7 @@ Philox4x32-10 and Philox4x64-10.
 Each is an exact replica of numpy code that stays the reference (``default_pass._SliceScan`` with
 ``reference.SliceTerms`` and ``standards.default.default_budget_into``; ``seeded._round_into``'s numpy path with
 ``dtypes.bfloat16_bits``; numpy's ``Philox`` bit generator with ``seeded._philox_words``, and
-``inputs.philox4x32_10`` with ``inputs._philox4x32_words``, with ``seeded._round_into``),
+``seeded.philox4x32_10`` with ``seeded._philox4x32_words``, with ``seeded._round_into``),
 written in C so that one pass over cache-sized chunks does what takes numpy some thirty passes over the same data:
 at dy (4, 1024, 32, 128) bfloat16 the numpy block pass costs about 25 ns per slice element on the 2-vCPU
 host, this one a few (``prmg bench --host`` prints both). Compiled with ``-ffp-contract=off`` and no
@@ -179,7 +179,7 @@ PHILOX4X32_PATHS = {"fastest": -1, "scalar": 0, "avx2": 1, "avx512": 2}    # the
 
 def philox4x32_blocks(first: int, blocks: int, stream: int, key: tuple[int, int], path: str) -> np.ndarray | None:
     """The Philox4x32-10 blocks ``first .. first + blocks - 1`` at counter ``(m mod 2**32, m // 2**32, stream, 0)``
-    under ``key`` (uint32 rows of four words, as ``inputs.philox4x32_10``), computed by the helper's code ``path``
+    under ``key`` (uint32 rows of four words, as ``seeded.philox4x32_10``), computed by the helper's code ``path``
     (``PHILOX4X32_PATHS``: each vector width, or the one the draws use here); None when the helper or that path
     is missing here. The tests hold every path to numpy's."""
     lib = library()
