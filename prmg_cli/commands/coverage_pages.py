@@ -8,9 +8,11 @@ from collections.abc import Sequence
 
 from ..cases.coverage import OpCoverage, percent, summary
 from ..ops import OPERATORS
+from ..reports.outputs.screen import wrap
 from ..results import visible, visible_html as esc
 
 EXAMPLE_WIDTH = 24                               # characters of an example case name in the table
+MIN_EXAMPLE, MIN_REASON = 12, 20                 # ... and the fewest of it and of a class's reason
 
 
 def _fit(text: str, width: int) -> str:
@@ -20,16 +22,16 @@ def _fit(text: str, width: int) -> str:
 def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) -> str:
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
     cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
-    screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut);
-    the summary line (counting the missing classes) last."""
+    screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut; the example gives way
+    before the reason); the summary line (counting the missing classes, wrapped to ``columns``) last."""
     lines = []
     for item in coverages:
         lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
                   f"({percent([item]):.1f}%)", ""]
         names = max(len(entry.regime.name) for entry in item.classes)
         examples = max(len(visible(entry.example or "-")) for entry in item.classes)
-        if columns is not None:
-            examples = min(examples, EXAMPLE_WIDTH)
+        if columns is not None:               # the example gives way first, so that a reason keeps MIN_REASON
+            examples = max(min(examples, EXAMPLE_WIDTH, columns - names - 15 - MIN_REASON), MIN_EXAMPLE)
         axis = None
         for entry in item.classes:
             if entry.regime.axis != axis:
@@ -39,9 +41,10 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
                     f"{example if columns is None else _fit(example, examples):<{examples}}  ")
             reason = entry.regime.reason
-            lines.append(line + (reason if columns is None else _fit(reason, max(columns - len(line), 20))))
+            lines.append(line + (reason if columns is None else _fit(reason, max(columns - len(line), MIN_REASON))))
         lines.append("")
-    lines.append(summary(coverages, shown=0, where="marked MISSING above"))
+    last = summary(coverages, shown=0, where="marked MISSING above")
+    lines += [last] if columns is None else wrap(last, columns)
     return "\n".join(lines) + "\n"
 
 

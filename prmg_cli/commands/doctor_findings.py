@@ -33,16 +33,20 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
     return lines, usable
 
 
-def opp_path_line(toolkit) -> str:
+def opp_path_lines(toolkit) -> list[str]:
     """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and
-    whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``."""
+    whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``; wrapped to the width."""
+    from ..reports.outputs.screen import width, wrap
+
     value = os.environ.get("ASCEND_OPP_PATH")
     if value:
         state = "a folder" if os.path.isdir(value) else "NOT a folder: operator calls will fail (561107)"
-        return f"  ASCEND_OPP_PATH={value} ({state})"
-    opp = toolkit.root / "opp"
-    state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
-    return f"  ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
+        text = f"ASCEND_OPP_PATH={value} ({state})"
+    else:
+        opp = toolkit.root / "opp"
+        state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
+        text = f"ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
+    return ["  " + line for line in wrap(text, width() - 2)]
 
 
 def emulator_lines(env) -> list[str]:
@@ -126,7 +130,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     if toolkit is not None:
         lines += [f"toolkit: {toolkit.root}", f"  runtime: {toolkit.runtime_lib}",
                   f"  nnopbase: {toolkit.nnopbase_lib}",
-                  f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})", opp_path_line(toolkit)]
+                  f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})", *opp_path_lines(toolkit)]
         probe, usable["aclnn"] = _probe_lines(toolkit)
         lines += probe
     else:
@@ -135,7 +139,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     if runner in ("auto", "emulator"):
         try:
             emulator = emulator_toolkit()
-            lines += [f"emulator: host build at {emulator.root}", opp_path_line(emulator)]
+            lines += [f"emulator: host build at {emulator.root}", *opp_path_lines(emulator)]
             probe, usable["emulator"] = _probe_lines(emulator)
             lines += probe
         except PrmgError as exc:

@@ -29,6 +29,7 @@ from ..judging.standards import DEFAULT_STANDARD, check_standard, standard_of
 from ..ops import constraints
 from ..reports import outputs
 from ..reports.outputs import listing
+from ..reports.outputs.screen import width, wrap
 from ..reports.progress import Progress
 from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
 from ..vocab import decimal, mode_list, parse_modes
@@ -51,9 +52,9 @@ def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = 
 
 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
-    """``prmg validate``: the summary of valid files and a warning line per case whose expectation the
-    constraint model disagrees with; raises every mistake in ``paths`` (``loader.check_files``) as one
-    PrmgError carrying the others, printed one line each."""
+    """``prmg validate``: the summary of valid files (wrapped to the screen's width) and a warning line per case
+    whose expectation the constraint model disagrees with; raises every mistake in ``paths``
+    (``loader.check_files``) as one PrmgError carrying the others, printed one line each."""
     modes = target_modes(supported_modes)
     mistakes = check_files(paths, modes)
     if mistakes:
@@ -69,7 +70,7 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
                f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
                f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
-    return "\n".join(warnings + [summary])
+    return "\n".join(warnings + wrap(summary, width()))
 
 
 # The largest dy ``prmg validate`` makes inputs for to see whether a case is weak (``weak_warning``; 16 MiB of float32):
