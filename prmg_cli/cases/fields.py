@@ -162,6 +162,15 @@ def _word(value, choices) -> bool:
     return isinstance(value, str) and value in choices
 
 
+def _choice(value, choices, where: Where, field: str, what: str) -> str:
+    """``value`` when it is one of ``choices``, else ``field``'s error: ``unknown WHAT 'value'``, the closest choice
+    and every valid one."""
+    if not _word(value, choices):
+        raise where.error(field, f"unknown {what} {show(value)}{suggest(value, choices)} "
+                          f"(valid: {', '.join(choices)})")
+    return value
+
+
 # ----------------------------------------------------------------------------------------------
 # Shapes, modes, dtypes
 
@@ -213,9 +222,7 @@ def parse_slice_list(value, where: Where) -> tuple[tuple[int, int], tuple[int, .
 
 def parse_broadcast(value, shape: tuple[int, ...], where: Where) -> str:
     """A broadcast pattern of ``BROADCASTS``, for a 4-D ``shape``."""
-    if not _word(value, BROADCASTS):
-        raise where.error("broadcast", f"unknown broadcast pattern {show(value)}{suggest(value, BROADCASTS)} "
-                          f"(valid: {', '.join(BROADCASTS)})")
+    _choice(value, BROADCASTS, where, "broadcast", "broadcast pattern")
     if len(shape) != 4:
         raise where.error("broadcast", "a broadcast pattern needs a 4-D shape; give cos_shape instead")
     return value
@@ -263,10 +270,7 @@ def parse_seed(value, where: Where) -> int:
 
 def parse_generator(value, where: Where) -> str:
     """The generator of the case's seeded inputs, one of ``GENERATORS``."""
-    if not _word(value, GENERATORS):
-        raise where.error("generator", f"unknown generator {show(value)}{suggest(value, GENERATORS)} "
-                          f"(valid: {', '.join(GENERATORS)})")
-    return value
+    return _choice(value, GENERATORS, where, "generator", "generator")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,10 +366,7 @@ def parse_words(value, key: str, where: Where) -> tuple[str, ...]:
 
 def parse_op(value, where: Where) -> str:
     """An operator's name, a key of ``ops.OPERATORS``."""
-    if not _word(value, OPERATORS):
-        raise where.error("op", f"unknown op {show(value)}{suggest(value, OPERATORS)} "
-                          f"(valid: {', '.join(OPERATORS)})")
-    return value
+    return _choice(value, OPERATORS, where, "op", "op")
 
 
 def parse_known_defect(value, where: Where) -> tuple[str, int | None, tuple | None, tuple]:
@@ -479,10 +480,7 @@ def parse_golden(value, where: Where) -> bool:
 
 def parse_format(value, where: Where) -> str:
     """An aclFormat name, a key of ``ACL_FORMATS``."""
-    if not _word(value, ACL_FORMATS):
-        raise where.error("format", f"unknown format {show(value)}{suggest(value, ACL_FORMATS)} "
-                          f"(valid: {', '.join(ACL_FORMATS)})")
-    return value
+    return _choice(value, ACL_FORMATS, where, "format", "format")
 
 
 def parse_null(value, where: Where) -> tuple[str, ...]:
@@ -523,9 +521,7 @@ def parse_builds(value, where: Where) -> tuple[str, ...]:
     if not (isinstance(value, list) and value):
         raise where.error("builds", f"expected a list of builds ({', '.join(BUILDS)}), got {kind(value)}")
     for name in value:
-        if not _word(name, BUILDS):
-            raise where.error("builds", f"unknown build {show(name)}{suggest(name, BUILDS)} "
-                                        f"(valid: {', '.join(BUILDS)})")
+        _choice(name, BUILDS, where, "builds", "build")
     return tuple(name for name in BUILDS if name in value)
 
 
