@@ -112,6 +112,7 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
     commands = re.findall(r"^\$prmg (\w+)((?:.*\\\n)*.*)$", script, re.MULTILINE)
     assert {name for name, _ in commands} == {"doctor", "run"}
     assert all("--runner aclnn" in arguments for _, arguments in commands), commands
+    assert all("--strict" in arguments for name, arguments in commands if name == "run"), commands  # the gate's rule
     for example in sorted((ROOT / "runners/npu").glob("*.yml")):
         text = example.read_text()
         assert "runners/npu/smoke.sh" in text, example

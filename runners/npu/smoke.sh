@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # prmg smoke test on an Ascend NPU host: activate the CANN toolkit, check it with `prmg doctor`, run the
-# smoke suite on the real operator (--runner aclnn: never the emulator), write JUnit XML and JSON lines.
+# smoke suite on the real operator (--runner aclnn: never the emulator) under --strict (a warning fails its
+# case: docs/runners.md, "What a gate on NPU hosts runs"), write JUnit XML and JSON lines.
 # Then the graph-mode pass: the same cases through the aclnn API and GE's graph mode on the same inputs
 # (--runner aclnn+geir, prmg's GE shim built for the toolkit), or one line saying why it is skipped.
 # Exits non-zero on any failure.
@@ -42,16 +43,16 @@ mkdir -p "$reports"
 
 echo "== prmg doctor (toolkit from $set_env)"
 $prmg doctor --runner aclnn
-echo "== prmg run ${cases[*]} --runner aclnn --devices $devices"
-$prmg run "${cases[@]}" --runner aclnn --devices "$devices" --report junit -o "$reports/prmg-smoke.xml" \
+echo "== prmg run ${cases[*]} --runner aclnn --devices $devices --strict"
+$prmg run "${cases[@]}" --runner aclnn --devices "$devices" --strict --report junit -o "$reports/prmg-smoke.xml" \
     --results "$reports/prmg-smoke.jsonl" "$@"
 
 echo "== graph mode: prmg doctor --runner aclnn+geir"
 graph="$($prmg doctor --runner aclnn+geir 2>&1)" && usable=yes || usable=no
 why="$(printf '%s\n' "$graph" | sed -n 's/^  NOT available: //p' | head -n 1)"
 if [ "$usable" = yes ]; then
-    echo "== prmg run ${cases[*]} --runner aclnn+geir --devices $devices"
-    $prmg run "${cases[@]}" --runner aclnn+geir --devices "$devices" --report junit \
+    echo "== prmg run ${cases[*]} --runner aclnn+geir --devices $devices --strict"
+    $prmg run "${cases[@]}" --runner aclnn+geir --devices "$devices" --strict --report junit \
         -o "$reports/prmg-smoke-graph.xml" --results "$reports/prmg-smoke-graph.jsonl" "$@"
 elif [ -n "$why" ]; then                # the toolkit lacks what the GE shim needs: nothing to test here
     echo "== graph mode: SKIPPED ($why)"
