@@ -391,7 +391,7 @@ def test_compiled_philox_draws_equal_the_recipes_for_any_range(dtype, generator)
 @pytest.mark.parametrize("path", list(native.PHILOX4X32_PATHS))
 def test_every_code_path_of_the_compiled_philox4x32_rounds_equals_numpys(path):
     """The scalar rounds (what a host without AVX2, an aarch64 one, runs), the AVX2 and the AVX-512 ones: the same
-    blocks as ``inputs.philox4x32_10``, in groups that do not fill a vector, across block 2**32 (the counter's
+    blocks as ``seeded.philox4x32_10``, in groups that do not fill a vector, across block 2**32 (the counter's
     carry into its second word) and with a key of both words."""
     if not native.available():
         pytest.skip("the compiled helper cannot be built here")

@@ -529,7 +529,7 @@ class AclSession:
         self._workspace: _Workspace | None = None
         self._kept: dict[str, tuple[int, int]] = {}            # role -> (device base, bytes), between launches
         self._pinned: dict[str, tuple[int, np.ndarray]] = {}   # role -> (host address, its bytes)
-        self._readback: dict = {}                               # recycled read-back arrays (inputs.recycled_empty)
+        self._readback: dict = {}                               # recycled read-back arrays (seeded.recycled_empty)
         self.device_faulted = False         # a kernel faulted: the device is unusable in this process
         self._api.check("aclrtSetDevice", self._api.aclrtSetDevice(device))
         stream = c_void_p()
