@@ -13,6 +13,7 @@ from ..results import visible, visible_html as esc
 
 EXAMPLE_WIDTH = 24                               # characters of an example case name in the table
 MIN_EXAMPLE, MIN_REASON = 12, 20                 # ... and the fewest of it and of a class's reason
+_ROW_FIXED = 15                                  # a row's indent, count column and gaps
 
 
 def _fit(text: str, width: int) -> str:
@@ -31,7 +32,7 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
         names = max(len(entry.regime.name) for entry in item.classes)
         examples = max(len(visible(entry.example or "-")) for entry in item.classes)
         if columns is not None:               # the example gives way first, so that a reason keeps MIN_REASON
-            examples = max(min(examples, EXAMPLE_WIDTH, columns - names - 15 - MIN_REASON), MIN_EXAMPLE)
+            examples = max(min(examples, EXAMPLE_WIDTH, columns - names - _ROW_FIXED - MIN_REASON), MIN_EXAMPLE)
         axis = None
         for entry in item.classes:
             if entry.regime.axis != axis:
