@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, prmg_here
 from kernels import correct_kernel
 from prmg_cli.cases.loader import load_cases, parse_document
 from prmg_cli.device import execute, runners
@@ -209,6 +209,36 @@ def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph
     codes = {graph_case(case, settings.supported_modes).expect.error for case in cases
              if not isinstance(graph_case(case, settings.supported_modes), str)}
     assert {GE_PARAM_INVALID, GE_DATATYPE_INVALID, GE_FAILED} <= codes
+
+
+def test_graph_mode_reads_device_memory_around_each_case_and_strict_fails_a_leak(tmp_path):
+    """Issue 32's device-memory check in graph mode (one rule, ``execute.leak_warning``, fed by both sessions): a
+    kernel leaking 256 MiB per launch (the emulator's leak_device_memory, acting through the twin's launch) is a
+    warning of every case under --runner geir, named by its path under aclnn+geir, and --strict fails it; a correct
+    run warns of nothing (GE's cache of the graphs' tensors is counted as held, not lost)."""
+    path = tmp_path / "two.yaml"
+    path.write_text("".join(f"- {{name: c{n}, shape: [1, 2, {n}, 8], partial_slice: [0, 8]}}\n" for n in (1, 2)))
+    leak = ("device memory: 256 MiB fewer free after the case than before it, beyond prmg's own buffers: 256 MiB per "
+            "launch over 1 launch (a case may leave 64 MiB): the kernel or the runtime leaks device memory")
+    env = {"PRMG_EMU_FAULT": "leak_device_memory", "PRMG_EMU_DEVICE_MEMORY": "2G"}
+
+    def run(runner, *options, fault=env):
+        result = prmg_here("run", path, "--runner", runner, "--report", "json", *options, env=fault)
+        return result.returncode, json.loads(result.stdout)["cases"]
+
+    code, cases = run("geir")
+    assert code == 0 and [(case["status"], case["warnings"]) for case in cases] == [("passed", [leak])] * 2
+    code, cases = run("geir", "--strict")
+    assert code == 1 and [case["message"] for case in cases] == [f"--strict: {leak}"] * 2
+    code, cases = run("aclnn+geir", "--strict")
+    assert code == 1 and {case["status"] for case in cases} == {"failed"}
+    assert cases[0]["warnings"] == [f"aclnn: {leak}", f"geir: {leak}"]
+    for runner in ("geir", "aclnn+geir"):
+        code, cases = run(runner, "--strict", fault={"PRMG_EMU_DEVICE_MEMORY": "2G"})
+        assert code == 0 and [case["warnings"] for case in cases] == [[], []]
+    mib = 2 ** 20                 # GE's cache grown to fit a graph (held 0 -> 300 MiB) is no leak, the rest is
+    assert execute.leak_warning((4096 * mib, 0), (3796 * mib, 300 * mib), 1) == ""
+    assert "100 MiB per launch" in execute.leak_warning((4096 * mib, 0), (3696 * mib, 300 * mib), 1)
 
 
 def outcome(status=0, dy=None, **fields):

@@ -516,6 +516,15 @@ def _int64_array(values) -> ctypes.Array:
 # ---------------------------------------------------------------------------------------------------------
 # The session
 
+def free_device_memory(get_mem_info) -> int | None:
+    """The free bytes of the calling thread's device, ``get_mem_info(ACL_HBM_MEM, &free, &total)`` (the runtime's
+    ``aclrtGetMemInfo``, bound as ``RUNTIME_PROTOTYPES`` declares it); None when it is missing or refuses."""
+    free, total = c_size_t(), c_size_t()
+    if get_mem_info is None or get_mem_info(ACL_HBM_MEM, ctypes.byref(free), ctypes.byref(total)):
+        return None
+    return int(free.value)
+
+
 class AclSession:
     """One device, stream and workspace of one toolkit, for one worker process. Use as a context manager."""
 
@@ -570,22 +579,13 @@ class AclSession:
         return _device_count(self._api)
 
     def memory_mark(self) -> tuple[int, int] | None:
-        """(free bytes of the device's memory, ``aclrtGetMemInfo(ACL_HBM_MEM)``; the bytes prmg itself keeps on the
-        device between launches: the workspace and the kept buffers) now, or None when the runtime cannot say."""
-        api = self._api
-        free, total = c_size_t(), c_size_t()
-        if api.aclrtGetMemInfo is None or api.aclrtGetMemInfo(ACL_HBM_MEM, ctypes.byref(free), ctypes.byref(total)):
+        """(free bytes of the device's memory, ``free_device_memory``; the bytes prmg itself keeps on the device
+        between launches: the workspace and the kept buffers) now, or None when the runtime cannot say."""
+        free = free_device_memory(self._api.aclrtGetMemInfo)
+        if free is None:
             return None
         held = sum(size for _, size in self._kept.values())
-        return int(free.value), held + (self._workspace.size + 2 * GUARD_BYTES if self._workspace else 0)
-
-    def memory_lost(self, mark: tuple[int, int] | None) -> int | None:
-        """The device bytes gone since ``mark`` (``memory_mark``) beyond what prmg's own buffers took:
-        ``(free then - free now) - (held now - held then)``; None when either mark is not known."""
-        now = self.memory_mark()
-        if mark is None or now is None:
-            return None
-        return (mark[0] - now[0]) - (now[1] - mark[1])
+        return free, held + (self._workspace.size + 2 * GUARD_BYTES if self._workspace else 0)
 
     def soc_name(self) -> str:
         """aclrtGetSocName() (e.g. ``Ascend950PR``), "" when the runtime cannot say."""

@@ -11,7 +11,8 @@ and ``combine`` makes the case's one result:
    when every path did), ``failed`` when they disagree; the
    message says which path disagrees with the golden (the path whose own verdict failed, or, when both are within
    the standard, the values and the golden at the first difference);
-3. the result names its path (``aclnn+geir``) and each path's verdict (``CaseResult.paths``).
+3. the result names its path (``aclnn+geir``) and each path's verdict (``CaseResult.paths``); its warnings are every
+   path's, each named by its path (``geir: device memory: ...``).
 """
 
 from __future__ import annotations
@@ -165,6 +166,7 @@ def combine(case: Case, inputs, runs) -> CaseResult:
                    paths={path: _line(result) for path, result, _ in runs},
                    details=[f"{path}: {_line(result)}" for path, result, _ in runs if result is not worst]
                    + list(worst.details),
+                   warnings=[f"{path}: {warning}" for path, result, _ in runs for warning in result.warnings],
                    faults=None if any(found is None for found in faults)
                    else list(dict.fromkeys(name for found in faults for name in found)),
                    duration_s=max(result.duration_s for _, result, _ in runs))

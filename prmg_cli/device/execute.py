@@ -301,7 +301,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
                              duration_s=time.perf_counter() - started, timings=timings, path=path,
                              expect=expect_label(judged))
         return known_defect_status(judged, result), user and not session.device_faulted, None
-    leaked = leak_warning(session.memory_lost(memory), len(acted)) if memory is not None else ""
+    leaked = leak_warning(memory, session.memory_mark(), len(acted)) if memory is not None else ""
     result = case_result(case, verdict.status, message=verdict.message, metrics=verdict.metrics,
                          key_metric=key_metric(verdict.metrics),
                          details=[chip_note] * bool(chip_note) + verdict.details,
@@ -326,10 +326,15 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
     return known_defect_status(judged, result, kinds, outcome.status), not session.device_faulted, outcome
 
 
-def leak_warning(lost: int | None, launches: int) -> str:
-    """A warning when ``lost`` device bytes (``AclSession.memory_lost``) over the case's ``launches`` exceed
-    ``LEAK_BOUND``, naming the bytes per launch ("" otherwise); ``--strict`` fails it, as any warning."""
-    if lost is None or lost <= LEAK_BOUND:
+def leak_warning(before: tuple[int, int] | None, after: tuple[int, int] | None, launches: int) -> str:
+    """A warning when the device bytes lost between two ``memory_mark``s of a session, (free, held by the session's
+    own buffers or caches) before and after a case, ``lost = (free before - free after) - (held after - held
+    before)``, exceed ``LEAK_BOUND``, naming ``lost / launches`` per launch ("" otherwise, or when either mark is
+    None); ``--strict`` fails it, as any warning. Every session's marks (aclnn's, graph mode's) come here."""
+    if before is None or after is None:
+        return ""
+    lost = (before[0] - after[0]) - (after[1] - before[1])
+    if lost <= LEAK_BOUND:
         return ""
     return (f"device memory: {lost / MiB:.0f} MiB fewer free after the case than before it, beyond prmg's own buffers: "
             f"{lost / max(launches, 1) / MiB:.0f} MiB per launch over {plural(launches, 'launch', 'launches')} "

@@ -14,6 +14,10 @@ gets back GE's status, the phase and call that returned it, GE's message and the
 The library's statuses are GE's (``status.STATUS_NAMES``), refusals those of the build and compile phases
 (``vocab.GRAPH_REFUSING``); a failure of the run phase means GE or the device failed: the session is then unfit.
 On the emulator, the faults that acted are its test hook's (``prmg_emu_applied_faults``, through the twin's links).
+
+Device memory is read around each case as on the aclnn path (``memory_mark``, judged by ``execute.leak_warning``):
+free bytes through the runtime GE initialised (``aclrtGetMemInfo``), and as held the device memory GE may keep
+cached between graphs (its caching allocator): ``GE_CACHE_FACTOR`` times the largest graph's tensors so far.
 """
 
 from __future__ import annotations
@@ -32,13 +36,17 @@ from ..ops import OPERATORS
 from ..ops.constraints import graph_case
 from ..status import describe
 from ..vocab import ACL_FORMATS, GRAPH_PHASES, GUARD_BYTES, GUARD_FILL
-from .acl import APPLIED_FAULTS, Outcome, _describe_ranges, _first_change, _load, prepare_environment, same_bytes
+from .acl import (APPLIED_FAULTS, RUNTIME_PROTOTYPES, Outcome, _describe_ranges, _first_change, _load,
+                  free_device_memory, prepare_environment, same_bytes)
 from .toolkit import Toolkit, refuse_stub
 
 ABI_VERSION = 1                      # PRMG_GEIR_ABI_VERSION
 MAX_DIMS = 8                         # PRMG_GEIR_MAX_DIMS
 INPUTS = 3
 PHASES = ("", *GRAPH_PHASES)         # PRMG_GEIR_PHASE_*: 0 none, 1 init, 2 build, 3 compile, 4 run
+# What GE may keep cached of a graph's device memory after RemoveGraph, per byte of its tensors (inputs and ref
+# output): its caching allocator reuses blocks across graphs and rounds each up to a bin, at most doubling it.
+GE_CACHE_FACTOR = 2
 
 
 class _Tensor(ctypes.Structure):
@@ -156,6 +164,8 @@ class GeirSession:
         if hook is not None:
             hook.restype, hook.argtypes = c_char_p, []
         self._applied = hook
+        self._mem_info = self._runtime("aclrtGetMemInfo")
+        self._cached = 0                  # the device bytes GE may keep cached (module docstring)
         report = _Report()
         _check("prmg_geir_initialize", self._library.prmg_geir_initialize(device, ctypes.byref(report)), report)
         _OPEN[toolkit.geir_lib] = _OPEN.get(toolkit.geir_lib, 0) + 1
@@ -176,15 +186,27 @@ class GeirSession:
                 report = _Report()
                 _check("prmg_geir_finalize", self._library.prmg_geir_finalize(ctypes.byref(report)), report)
 
+    def _runtime(self, name: str):
+        """The runtime's function ``name`` as ``RUNTIME_PROTOTYPES`` declares it, None when it lacks it."""
+        try:
+            function = getattr(ctypes.CDLL(str(self.toolkit.runtime_lib)), name)
+        except (OSError, AttributeError):
+            return None
+        function.restype, function.argtypes = RUNTIME_PROTOTYPES[name]
+        return function
+
     def soc_name(self) -> str:
         """aclrtGetSocName() of the runtime GE initialised, "" when it cannot say."""
-        try:
-            function = ctypes.CDLL(str(self.toolkit.runtime_lib)).aclrtGetSocName
-        except (OSError, AttributeError):
-            return ""
-        function.restype, function.argtypes = c_char_p, []
-        name = function()
+        function = self._runtime("aclrtGetSocName")
+        name = function() if function is not None else None
         return name.decode(errors="replace") if name else ""
+
+    def memory_mark(self) -> tuple[int, int] | None:
+        """(free bytes of the device's memory, ``free_device_memory`` through the runtime GE initialised; the bytes
+        GE may keep cached, ``GE_CACHE_FACTOR`` times the largest graph's tensors so far) now, or None when the
+        runtime cannot say."""
+        free = free_device_memory(self._mem_info)
+        return None if free is None else (free, self._cached)
 
     def accepted_modes(self, op_name: str | None = None) -> None:
         """None: graph mode is not asked which modes it takes (a graph compile per mode)."""
@@ -219,6 +241,8 @@ class GeirSession:
                      graph.mode_attr.encode(), case.rotary_mode, graph.slice_attr.encode(), slice_values,
                      len(case.partial_slice), output.address, output.data.size)
         report = _Report()
+        tensors = sum(buffer.data.size for buffer in (*fed.values(), output) if buffer is not None)
+        self._cached = max(self._cached, GE_CACHE_FACTOR * tensors)
         timings = {"upload": (time.perf_counter() - began) * 1e3}
         status = self._library.prmg_geir_run(ctypes.byref(call), ctypes.byref(report))
         faults = self._faults()

@@ -20,6 +20,8 @@
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
  * 0), geir_input_written (the ref output is also written back into the caller's host dy). They are recorded
  * with the kernel's faults (prmg_emu_applied_faults) after the first phase starts the record.
+ * The kernel's own faults act as on the aclnn path: leak_device_memory takes its bytes of the runtime's device
+ * memory, which aclrtGetMemInfo reports to prmg's graph-mode session as to its aclnn one.
  */
 #include <stdarg.h>
 #include <stdio.h>
