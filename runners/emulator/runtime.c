@@ -226,13 +226,15 @@ EMU_API int prmg_emu_current_device(void)
     return device;
 }
 
-/* The calling thread's device, else the process's last set device; -1 (and a message) when none. */
-static int current_device(const char *function)
+/* ACL_SUCCESS when the calling thread has a device (prmg_emu_current_device) and it is usable
+ * (prmg_emu_device_usable); else the status, with a message naming function. */
+static int device_ready(const char *function)
 {
-    int device = prmg_emu_current_device();
-    if (device < 0)
+    if (prmg_emu_current_device() < 0) {
         prmg_emu_set_error("%s: no device context (call aclrtSetDevice first)", function);
-    return device;
+        return ACL_ERROR_RT_CONTEXT_NULL;
+    }
+    return prmg_emu_device_usable(function);
 }
 
 EMU_API int aclrtGetDeviceCount(uint32_t *count)
@@ -332,10 +334,7 @@ EMU_API int aclrtCreateStream(void **stream)
         prmg_emu_set_error("aclrtCreateStream: stream is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
-    int device = current_device("aclrtCreateStream");
-    if (device < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
-    status = prmg_emu_device_usable("aclrtCreateStream");
+    status = device_ready("aclrtCreateStream");
     if (status != ACL_SUCCESS)
         return status;
     emu_stream *created = calloc(1, sizeof *created);
@@ -344,7 +343,7 @@ EMU_API int aclrtCreateStream(void **stream)
         prmg_emu_set_error("aclrtCreateStream: out of host memory");
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
-    created->device = device;
+    created->device = prmg_emu_current_device();
     *stream = created;
     return ACL_SUCCESS;
 }
@@ -519,9 +518,7 @@ EMU_API int aclrtMalloc(void **devPtr, size_t size, int policy)
         prmg_emu_set_error("aclrtMalloc: %s", devPtr == NULL ? "devPtr is NULL" : "size is 0");
         return ACL_ERROR_INVALID_PARAM;
     }
-    if (current_device("aclrtMalloc") < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
-    status = prmg_emu_device_usable("aclrtMalloc");
+    status = device_ready("aclrtMalloc");
     if (status != ACL_SUCCESS)
         return status;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -607,9 +604,7 @@ EMU_API int aclrtGetMemInfo(int attr, size_t *free_bytes, size_t *total_bytes)
                            ? "free or total is NULL" : "attr is no memory kind of the device");
         return ACL_ERROR_INVALID_PARAM;
     }
-    if (current_device("aclrtGetMemInfo") < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
-    status = prmg_emu_device_usable("aclrtGetMemInfo");
+    status = device_ready("aclrtGetMemInfo");
     if (status != ACL_SUCCESS)
         return status;
     int hbm = attr == ACL_HBM_MEM || attr == ACL_HBM_MEM_HUGE || attr == ACL_HBM_MEM_NORMAL;
@@ -835,9 +830,7 @@ static int create_event(const char *function, void **event, int timeline)
         prmg_emu_set_error("%s: event is NULL", function);
         return ACL_ERROR_INVALID_PARAM;
     }
-    if (current_device(function) < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
-    status = prmg_emu_device_usable(function);
+    status = device_ready(function);
     if (status != ACL_SUCCESS)
         return status;
     emu_event *created = calloc(1, sizeof *created);
