@@ -304,18 +304,21 @@ SIGN_HIDDEN_WARNING = ("weak: a kernel with the sign of sin flipped (rotating th
 
 def sign_hidden(case: Case, inputs, standard: str, tolerance: Mapping[str, float] | None = None) -> bool:
     """Whether a kernel flipping the sign of sin passes ``case`` on ``inputs`` by ``standard`` and ``tolerance``: the
-    result ``flipped_result`` judged by ``judge_result``, first on the rows of about ``default_pass.FAST_MIN_ELEMENTS``
-    slice elements at the start (which decide for an ordinary case: the flip fails there), then, only when it passes
-    them, on the whole tensor. False for a call that computes nothing (an empty slice)."""
+    result ``flipped_result`` judged by the standard alone (``_slice_evaluation``; outside the slice it is the input) on
+    the rows of about ``default_pass.FAST_MIN_ELEMENTS`` slice elements at the start (which decide for an ordinary
+    case: the flip fails there), then, only when it passes them, by ``judge_result`` on the whole tensor. False for a
+    call that computes nothing (an empty slice)."""
     if OPERATORS[case.op].no_op(case):
         return False
+    standard = standard_of(standard)
     rows = math.prod(case.shape[:3])
     first = min(rows, max(1, default_pass.FAST_MIN_ELEMENTS // max(case.cos_shape[-1], 1)))
-    for count in dict.fromkeys((first, rows)):
-        cut, cut_inputs = (case, inputs) if count == rows else rows_case(case, inputs, np.arange(count))
-        if judge_result(cut, cut_inputs, flipped_result(cut, cut_inputs), standard, tolerance).status != "passed":
-            return False
-    return True
+    cut, cut_inputs = (case, inputs) if first == rows else rows_case(case, inputs, np.arange(first))
+    judged = _slice_evaluation(cut, cut_inputs, flipped_result(cut, cut_inputs), standard, tolerance)
+    if judged is None or judged[0].failed:        # the verdict alone: a failure's diagnosis would be thrown away
+        return False
+    return first == rows or judge_result(case, inputs, flipped_result(case, inputs), standard,
+                                         tolerance).status == "passed"
 
 
 def flipped_result(case: Case, inputs) -> np.ndarray:
@@ -464,19 +467,32 @@ def slice_arrays(case: Case, inputs, result, standard: str, tolerance: Mapping[s
     whose slice passed but whose case failed otherwise (a contract breach: a guard zone, cos changed), for
     ``--save-failures``; ``{}`` where the case has no golden (an expected error, an empty slice, a result of
     the wrong shape, inputs with no golden)."""
-    op, dtype = OPERATORS[case.op], from_numpy(inputs.dy.dtype).name
-    if (not case.expect.success or op.no_op(case) or result is None or result.shape != inputs.dy.shape
-            or result.dtype != inputs.dy.dtype or dtype not in FLOAT_FORMATS):
+    if (not case.expect.success or OPERATORS[case.op].no_op(case) or result is None or result.shape != inputs.dy.shape
+            or result.dtype != inputs.dy.dtype):
         return {}
+    judged = _slice_evaluation(case, inputs, result, standard, tolerance)
+    if judged is None:
+        return {}
+    evaluation, golden = judged
+    with np.errstate(all="ignore"):
+        return {"golden": golden, "score": _wrong_and_score(evaluation)[1]}
+
+
+def _slice_evaluation(case: Case, inputs, result, standard: str,
+                      tolerance: Mapping[str, float] | None) -> tuple[_Evaluation, np.ndarray] | None:
+    """(``_evaluate`` of ``result``'s slice by ``standard``, the float64 golden of the slice), without explaining a
+    failure; None where there is no golden (a dtype other than the float formats, inputs with no golden)."""
+    op, dtype = OPERATORS[case.op], from_numpy(inputs.dy.dtype).name
+    if dtype not in FLOAT_FORMATS:
+        return None
     start, end = (int(v) for v in case.partial_slice)
     with np.errstate(all="ignore"):
         try:
             golden = op.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end))
         except ValueError:
-            return {}
-        evaluation = _evaluate(case, inputs, result, golden, standard,
-                               standard_parameters(standard, dtype, dict(tolerance or {})), dtype)
-        return {"golden": golden, "score": _wrong_and_score(evaluation)[1]}
+            return None
+        return _evaluate(case, inputs, result, golden, standard,
+                         standard_parameters(standard, dtype, dict(tolerance or {})), dtype), golden
 
 
 def _non_finite_right(view: SliceView, standard: str, actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
