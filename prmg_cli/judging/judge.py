@@ -173,7 +173,8 @@ def launch_problems(case: Case, inputs, outcome, outside: bool = True) -> list[s
     if outcome.status != 0 and _changed(inputs.dy, outcome):
         problems.append(f"{OPERATORS[case.op].tensor} changed although the call failed")
     problems.extend(outcome.contract_violations)
-    if outcome.status == 0 and outside and outcome.dy is not None and outcome.dy.shape == inputs.dy.shape and outcome.dy.dtype == inputs.dy.dtype:
+    if (outcome.status == 0 and outside and outcome.dy is not None and outcome.dy.shape == inputs.dy.shape
+            and outcome.dy.dtype == inputs.dy.dtype):
         outside = diagnosis.outside_changes(inputs.dy, outcome.dy, *(int(v) for v in case.partial_slice))
         if outside:
             problems.append(outside[0])
