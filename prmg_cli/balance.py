@@ -17,6 +17,15 @@ as the one seen has a chance of at most ``p = 2 * exp(-(up - down)^2 / (2n))``. 
 ``2 * exp(-n/2) >= 1e-6`` for n < 30); such cases of a run are pooled per operator and dy dtype (``pooled``), each
 pool tested at the same rate: a run-level warning, which ``--strict`` fails too.
 
+**Repeated computations count once.** The rule's chance holds for independent errors, and an element computed again
+(a table broadcast along B or N over rows of equal dy, a constant dy) errs again the same way: a correct kernel on
+dy of ones with a ``111D`` table repeats each row's 64 errors in every row, and its raw counts lean far beyond
+chance. So where the raw counts decide (they lean beyond chance, or are too few to stand alone and pool), the judge
+counts each distinct ``(golden, result)`` pair once (``DISTINCT``, ``standards.default.distinct_balance_counts``)
+and the rule reads those counts: a kernel rounding every error up leans in the distinct pairs too, a correct one no
+longer does. (A large result whose raw counts do not lean is not recounted: the rule cannot warn of it, so its
+false-alarm rate is still at most the distinct counts'.)
+
 **What it cannot see:** a bias of a few errors in a case (under ``ALONE``), one that only a few cases of a run share
 with many unbiased ones, or one hidden where the budget is mostly the computation's (float32 cancellation) and the
 errors' signs are those of the products' roundings; results judged by the other standards are not counted.
@@ -28,7 +37,9 @@ import math
 from typing import Sequence
 
 FALSE_ALARM = 1e-6          # the chance of a warning on an unbiased result, per case (and per pool)
-METRICS = ("balance_up", "balance_down")
+METRICS = ("balance_up", "balance_down")                      # every counted error
+DISTINCT = ("balance_distinct_up", "balance_distinct_down")    # each distinct (golden, result) pair once
+KEYS = METRICS + DISTINCT
 # The fewest counted errors whose split can be biased at FALSE_ALARM: 2 * exp(-n / 2) < FALSE_ALARM.
 ALONE = math.floor(2 * math.log(2 / FALSE_ALARM)) + 1
 
@@ -40,8 +51,11 @@ def chance(up: int, down: int) -> float:
     return min(1.0, 2 * math.exp(-(up - down) ** 2 / (2 * count))) if count else 1.0
 
 
-def _counts(metrics: dict) -> tuple[int, int] | None:
-    up, down = (metrics.get(key) for key in METRICS)
+def _counts(metrics: dict, keys: tuple[str, str] | None = None) -> tuple[int, int] | None:
+    """The counts the rule reads: the distinct pairs' when the judge recounted them (``DISTINCT``), else ``METRICS``;
+    None when they are not two counts."""
+    keys = keys or (DISTINCT if DISTINCT[0] in metrics else METRICS)
+    up, down = (metrics.get(key) for key in keys)
     valid = all(isinstance(value, int) and not isinstance(value, bool) and value >= 0 for value in (up, down))
     return (up, down) if valid else None
 
@@ -53,6 +67,13 @@ def _text(up: int, down: int, where: str = "") -> str:
     return (f"biased{where}: {up} of {count} errors above the golden, {down} below (bias {(up - down) / count:+.2f}); "
             f"rounding to nearest splits them evenly, and a split this one-sided has a chance <= {odds} (sign test, "
             f"limit {FALSE_ALARM:g})")
+
+
+def needs_distinct(metrics: dict) -> bool:
+    """Whether the raw counts (``METRICS``) decide: they lean beyond chance, or are too few to stand alone (the run
+    pools them); the judge then recounts the distinct pairs (``DISTINCT``)."""
+    counts = _counts(metrics, METRICS)
+    return counts is not None and sum(counts) > 0 and (sum(counts) < ALONE or chance(*counts) < FALSE_ALARM)
 
 
 def case_warning(metrics: dict) -> str:

@@ -54,18 +54,23 @@ CASES = """
 - {name: onepass_fp32, shape: [2, 16, 8, 64], partial_slice: [0, 64]}
 - {name: cast_bf16, shape: [1, 4, 8, 64], partial_slice: [0, 64], dtype: bfloat16, tolerance: {budget_scale: 2.5}}
 - {name: cast_fp16, shape: [2, 16, 8, 64], partial_slice: [0, 64], dtype: float16, tolerance: {budget_scale: 2.5}}
+- {name: const_dy, shape: [1, 1, 64, 64], partial_slice: [0, 64], inputs: {dy: {uniform: [1, 1]}}}
+- {name: bf16_const, shape: [4, 2, 64, 64], partial_slice: [0, 64], dtype: bfloat16, tolerance: {budget_scale: 2.5},
+   inputs: {dy: {uniform: [0.3, 0.3]}}}
 - {name: tiny_fp32, shape: [1, 1, 1, 8], partial_slice: [2, 8]}
 - {name: tiny_fp32_b, shape: [1, 1, 2, 8], partial_slice: [0, 8]}
 - {name: tiny_fp32_c, shape: [1, 1, 1, 16], partial_slice: [0, 16]}
 """
 
 
-@pytest.mark.parametrize("fault, biased", [("", set()), ("round_up", {"whole_fp32", "onepass_fp32"}),
-                                           ("cast_up", {"cast_bf16", "cast_fp16"})])
+@pytest.mark.parametrize("fault, biased", [("", set()), ("round_up", {"whole_fp32", "onepass_fp32", "const_dy"}),
+                                           ("cast_up", {"cast_bf16", "cast_fp16", "bf16_const"})])
 def test_rounding_toward_plus_infinity_is_biased(emulator, monkeypatch, tmp_path, fault, biased):
     """Each element within its budget (the half dtypes' widened 2.5 times, so that only the balance can see the
     cast), yet every error up: a warning on both judging paths (whole array, one pass), --strict fails it; the small
-    float32 cases, too few alone, are biased pooled."""
+    float32 cases, too few alone, are biased pooled. A correct kernel repeating each computation along N (a constant
+    dy and a 111D table: const_dy, bf16_const, whose raw counts lean 640 to 1280 and 18432 to 13824) is not: the
+    rule reads the distinct (golden, result) pairs."""
     (tmp_path / "c.yaml").write_text(CASES)
     monkeypatch.setenv("PRMG_EMU_FAULT", fault)
     settings = RunSettings(toolkit=emulator)
@@ -77,8 +82,8 @@ def test_rounding_toward_plus_infinity_is_biased(emulator, monkeypatch, tmp_path
     assert {result.name for result in results if result.warnings} == biased
     for result in results:
         if result.name in biased:
-            assert result.warnings[0].startswith(f"biased: {result.metrics['balance_up']} of ") and \
-                result.metrics["balance_down"] == 0
+            assert result.warnings[0].startswith(f"biased: {result.metrics['balance_distinct_up']} of ") and \
+                result.metrics["balance_down"] == result.metrics["balance_distinct_down"] == 0
     assert all(result.status == "failed" and result.message.startswith("--strict: biased: ") for result in strict)
     pooled = run_warnings(results)
     assert pooled == ([] if fault != "round_up" else [pooled[0]])

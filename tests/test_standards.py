@@ -685,20 +685,36 @@ def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials
     assert {key: judged.metrics[key] for key in expected} == expected
 
 
-def test_error_balance_warns_of_errors_all_one_way_on_every_path(path):
-    """A float32 result rounded toward +inf: every element within budget, every inexact one above the golden."""
-    case = make_case((1, 1, 2, 64), (0, 64), dtype="float32", broadcast="BSND")
+def directed(golden: np.ndarray, dtype: str, toward: float) -> np.ndarray:
+    """``golden`` rounded to ``dtype`` toward ``toward`` (+inf or -inf): of the nearest value and its two neighbours,
+    the closest on that side of the golden."""
+    nearest = rounded(golden, NUMPY[dtype])
+    pattern = bits(nearest)
+    candidates = np.stack([nearest.astype(np.float64)] + [(pattern + pattern.dtype.type(1)).view(NUMPY[dtype]).astype(
+        np.float64), (pattern - pattern.dtype.type(1)).view(NUMPY[dtype]).astype(np.float64)])
+    with np.errstate(invalid="ignore"):
+        wrong_side = np.isnan(candidates) | (np.sign(toward) * (candidates - golden) < 0)
+    distance = np.where(wrong_side, np.inf, np.abs(candidates - golden))
+    return np.take_along_axis(candidates, distance.argmin(axis=0)[None], axis=0)[0].astype(NUMPY[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("toward", [np.inf, -np.inf], ids=["up", "down"])
+def test_error_balance_warns_of_errors_all_one_way_on_every_path(path, dtype, toward):
+    """A result rounded (float32) or cast (float16, bfloat16: a budget widened 2.5 times, so that only the balance
+    can see it) toward +inf or toward -inf: every element within budget, every inexact one on one side of the golden.
+    Rounded to nearest, it gets no warning."""
+    case = make_case((1, 1, 2, 64), (0, 64), dtype=dtype, broadcast="BSND")
     rng = np.random.default_rng(12)
-    inputs = Inputs(rounded(rng.uniform(-1, 1, case.shape), np.float32),
+    inputs = Inputs(rounded(rng.uniform(-1, 1, case.shape), NUMPY[dtype]),
                     *(rounded(rng.uniform(-1, 1, case.cos_shape), np.float32) for _ in "cs"))
     golden = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, 1, (0, 64))
-    upward = golden.astype(np.float32)
-    low = upward.astype(np.float64) < golden
-    upward[low] = np.nextafter(upward[low], np.float32(np.inf))
-    judged = judge(case, inputs, Outcome(status=0, dy=upward))
-    assert judged.status == "passed" and judged.metrics["balance_down"] == 0 and judged.metrics["balance_up"] > 100
+    tolerance = None if dtype == "float32" else {"budget_scale": 2.5}
+    judged = judge(case, inputs, Outcome(status=0, dy=directed(golden, dtype, toward)), tolerance=tolerance)
+    away, toward_key = ("balance_down", "balance_up") if toward > 0 else ("balance_up", "balance_down")
+    assert judged.status == "passed" and judged.metrics[away] == 0 and judged.metrics[toward_key] > 100
     assert any(warning.startswith("biased: ") for warning in judged.warnings), judged.warnings
-    nearest = judge(case, inputs, Outcome(status=0, dy=golden.astype(np.float32)))
+    nearest = judge(case, inputs, Outcome(status=0, dy=rounded(golden, NUMPY[dtype])), tolerance=tolerance)
     assert nearest.status == "passed" and not nearest.warnings
 
 

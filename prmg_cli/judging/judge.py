@@ -50,6 +50,7 @@ from ..vocab import GRAPH_PHASES, GRAPH_REFUSING, PHASES, WORKSPACE_POISON
 from .default_pass import ONE_PASS
 from .defects import beyond
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
+from .standards.default import balance_threshold, distinct_balance_counts
 
 
 @dataclass
@@ -271,7 +272,10 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             verdict.metrics.update(passed.metrics)
             if passed.vacuous:
                 verdict.warnings.append(_vacuous_warning(standard))
-            _balance_warning(verdict)
+            _balance_warning(verdict, lambda: distinct_balance_counts(
+                result[..., start:end].astype(np.float64),
+                OPERATORS[case.op].golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end)),
+                balance_threshold(FLOAT_FORMATS[from_numpy(result.dtype).name])))
             return
         timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
@@ -396,9 +400,12 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _balance_warning(verdict: Verdict) -> None:
+def _balance_warning(verdict: Verdict, distinct) -> None:
     """A passing result whose errors lean one way beyond chance (``balance.case_warning``, from the ``default``
-    standard's counts) gets the warning."""
+    standard's counts) gets the warning; where the raw counts decide (``balance.needs_distinct``), ``distinct()``
+    recounts the distinct (golden, result) pairs first (``balance.DISTINCT``)."""
+    if balance.needs_distinct(verdict.metrics):
+        verdict.metrics.update(zip(balance.DISTINCT, distinct()))
     text = balance.case_warning(verdict.metrics)
     if text:
         verdict.warnings.append(text)
@@ -431,7 +438,8 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     if not evaluation.failed:
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
             verdict.warnings.append(_vacuous_warning(standard))
-        _balance_warning(verdict)
+        _balance_warning(verdict, lambda: distinct_balance_counts(view.actual, view.golden,
+                                                                  balance_threshold(view.format)))
         return
     wrong, score = _wrong_and_score(evaluation)
     candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)

@@ -172,6 +172,18 @@ def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, lef
         return int(np.count_nonzero(counted & (actual > golden))), int(np.count_nonzero(counted & (actual < golden)))
 
 
+def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float) -> tuple[int, int]:
+    """(distinct ``(golden, actual)`` pairs above the golden, below it) among the finite elements ``balance_counts``
+    counts: a computation repeated along a broadcast axis or over repeated inputs (the same golden, the same result)
+    counts once, so that the sign test's trials are independent errors (``balance.py``)."""
+    with np.errstate(invalid="ignore"):
+        counted = (np.abs(golden) >= threshold) & (actual != golden) & np.isfinite(actual) & np.isfinite(golden)
+    pairs = golden[counted].astype(np.complex128)
+    pairs.imag = actual[counted]
+    pairs = np.unique(pairs)
+    return int(np.count_nonzero(pairs.imag > pairs.real)), int(np.count_nonzero(pairs.imag < pairs.real))
+
+
 def judge(view: SliceView) -> Judgement:
     """The ``default`` standard: an element is wrong when ``|actual - golden| > budget`` (``default_budget``); the error
     balance's counts (``balance_counts``) come with the metrics."""
