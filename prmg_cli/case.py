@@ -82,6 +82,16 @@ class KnownDefect:
         return ", ".join(f"{key} {value}" for key, value in written.items()) or \
             ("the case as written" if self.behaves_as is not None else "")
 
+    def unjudged(self) -> str:
+        """For a defect that makes the operator accept the call (``status`` 0) without saying what it then computes
+        (``behaves_as``): the warning that the accepted call's result goes unjudged (``prmg validate`` gives it, and
+        ``run`` on each call the defect made the operator accept, which ``--strict`` fails); else ""."""
+        if self.status != 0 or self.behaves_as is not None:
+            return ""
+        return ("known_defect: status SUCCESS without behaves_as: the result of the accepted call is never judged; "
+                "say what the operator then computes, e.g. behaves_as: {rotary_mode: interleave} ({} for the case as "
+                "written)")
+
     def written_behaviour(self) -> dict | None:
         """``behaves_as`` as a case file writes it (a mode by its name); None when not said."""
         if self.behaves_as is None:

@@ -286,6 +286,25 @@ def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulato
 
 
 @pytest.mark.verdict
+def test_a_success_defect_naming_no_behaviour_is_a_warning_strict_fails(emulator, monkeypatch, tmp_path):
+    """A defect "accepts half" without behaves_as leaves the accepted call's result unjudged: a kernel flipping
+    the sign there would be an xfail. Each such call is a warning, and --strict fails the case."""
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.execute import RunSettings, run_case
+
+    text = ("- {name: k, shape: [1, 1, 2, 16], rotary_mode: half, expect: {error: 561002}, "
+            "known_defect: {reason: accepts half, status: SUCCESS}}\n")
+    case = load_cases([write(tmp_path, text)])[0]
+    monkeypatch.setenv("PRMG_EMU_FAULT", "accept_mode,sign")
+    with AclSession(emulator, 0) as session:
+        lenient, strict = (run_case(session, case, RunSettings(toolkit=emulator, strict=strict))[0]
+                           for strict in (False, True))
+    assert lenient.status == "xfailed" and lenient.warnings == [case.known_defect.unjudged()]
+    assert strict.status == "failed" and strict.message == f"--strict: {case.known_defect.unjudged()}"
+
+
+@pytest.mark.verdict
 def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_empty_slice():
     from prmg_cli.inputs.seeded import make_inputs
 

@@ -119,7 +119,7 @@ _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
 __all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "input_files", "check_files", "validate",
-           "known_defect_warning", "unjudged", "select", "case_files", "case_to_dict", "case_record",
+           "unjudged", "select", "case_files", "case_to_dict", "case_record",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -187,17 +187,6 @@ def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) 
         error = _violation(case, supported_modes)
         if error is not None:
             raise error
-
-
-def known_defect_warning(case: Case) -> str | None:
-    """For a known defect that makes the operator accept the call (``status: SUCCESS``) without saying what it
-    then computes (``behaves_as``): that the accepted call's result goes unjudged; else None."""
-    defect = case.known_defect
-    if defect is None or defect.status != 0 or defect.behaves_as is not None:
-        return None
-    return ("known_defect: status SUCCESS without behaves_as: the result of the accepted call is never judged; say "
-            "what the operator then computes, e.g. behaves_as: {rotary_mode: interleave} ({} for the case as "
-            "written)")
 
 
 def unjudged(case: Case, checks: tuple = (), golden: bool = True) -> PrmgError | None:

@@ -185,8 +185,8 @@ def build_dependent(case: Case, result: CaseResult, kinds, target: Target) -> Ca
 
 
 def strict_status(result: CaseResult, settings: RunSettings) -> CaseResult:
-    """Under ``--strict`` a passing result with warnings fails, its first warning as the message."""
-    if settings.strict and result.status == "passed" and result.warnings:
+    """Under ``--strict`` a passing (or known-defect) result with warnings fails, its first warning as the message."""
+    if settings.strict and result.status in ("passed", "xfailed") and result.warnings:
         return replace(result, status="failed", message=f"--strict: {result.warnings[0]}")
     return result
 
@@ -323,7 +323,8 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
     if chip_note and result.status == "failed":
         result.message = f"{chip_note}; {result.message}"
     result = build_dependent(case, result, kinds, target)
-    return known_defect_status(judged, result, kinds, outcome.status), not session.device_faulted, outcome
+    return (strict_status(known_defect_status(judged, result, kinds, outcome.status), settings),
+            not session.device_faulted, outcome)
 
 
 def leak_warning(before: tuple[int, int] | None, after: tuple[int, int] | None, launches: int) -> str:

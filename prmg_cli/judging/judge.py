@@ -14,7 +14,8 @@
    other standards equal to the golden rounded to the tensor's dtype (NaN for NaN, the same infinity);
 5. a call that a known defect made the operator accept (``known_defect: {status: SUCCESS, behaves_as: ...}``)
    is judged by points 3 and 4 as the case it then behaves as (``defect_behaviour``): a wrong result is a
-   failure beside the defect's status, so that the case is no xfail.
+   failure beside the defect's status, so that the case is no xfail; one that says nothing of what the operator
+   then computes leaves the result unjudged, a warning (``KnownDefect.unjudged``) that ``--strict`` fails.
 
 Under ``default`` a large result is first judged in one pass over cache-sized chunks of rows
 (``default_pass.fast_default``: the compiled ``native`` scan, else numpy blocks), which computes exactly what points 3
@@ -124,6 +125,8 @@ def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: M
     elif (behaving := defect_behaviour(case, outcome)) is not None:
         _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
                             timings)
+    elif case.known_defect and outcome.status == 0 and case.known_defect.unjudged():
+        verdict.warnings.append(case.known_defect.unjudged())
     return verdict
 
 
