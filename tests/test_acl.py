@@ -167,6 +167,21 @@ def test_a_write_beyond_a_512_byte_guard_lands_in_one_of_32_kib(session, monkeyp
     assert session.launch(case, random_inputs(case)).contract_violations == ()
 
 
+@pytest.mark.parametrize("tensor", ["dy", "cos", "sin", "workspace"])
+def test_a_near_overrun_of_any_buffer_lands_in_its_guard_zone(session, monkeypatch, tensor):
+    """The kernel writes 64 bytes, 4 KiB or 30 KiB past the end of a buffer's data (the workspace's: the size it
+    asked for), or as far before its start: each lands in a guard zone, which says where."""
+    monkeypatch.setenv("PRMG_EMU_FAULT", "write_beyond_guard")
+    case = make_case((1, 2, 2, 64), (1, 1, 1, 64), (0, 64))
+    inputs = random_inputs(case)
+    for distance in (64, 4 << 10, 30 << 10, -64, -(4 << 10), -(30 << 10)):
+        monkeypatch.setenv("PRMG_EMU_BEYOND_GUARD", f"{tensor}:{distance}")
+        violations = session.launch(case, inputs).contract_violations
+        side = "after" if distance >= 0 else "before"
+        assert len(violations) == 1 and violations[0].startswith(
+            f"guard zone {side} {tensor} changed at byte {distance:+d} (4 bytes, through {distance + 3:+d})"), violations
+
+
 def test_modified_cos_is_caught(session, monkeypatch):
     monkeypatch.setenv("PRMG_EMU_FAULT", "modify_cos")
     case = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))

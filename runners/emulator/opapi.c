@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -580,14 +581,32 @@ static int odd_launch(void)
 /* What each launch of the leak_device_memory fault takes of the device for good: 256 MiB. */
 #define LEAKED_PER_LAUNCH ((size_t)256 << 20)
 
-/* The write_beyond_guard fault: the 4 bytes BEYOND_GUARD past the end of dy's data (64 bytes beyond a 512-byte guard
- * zone) get every bit inverted when they are inside a device allocation; outside every allocation the write is
- * dropped, as on a device where it lands in memory no one watches. */
-#define BEYOND_GUARD 576
-static void write_beyond_guard(unsigned char *dy_end)
+/* The write_beyond_guard fault: 4 bytes get every bit inverted when they are inside a device allocation; outside
+ * every allocation the write is dropped, as on a device where it lands in memory no one watches. Where:
+ * PRMG_EMU_BEYOND_GUARD=TENSOR:BYTES, TENSOR one of dy, cos, sin, workspace, BYTES >= 0 past the end of its data (the
+ * workspace's: the KERNEL_WORKSPACE_SIZE bytes asked for), < 0 before its first byte; unset, dy:576 (64 bytes beyond
+ * a 512-byte guard zone). Another text raises an AI core exception naming it. `starts` and `ends` are the device
+ * addresses of dy's, cos's, sin's and the workspace's first byte and of the byte past their last. */
+static void write_beyond_guard(unsigned char *const starts[4], unsigned char *const ends[4])
 {
+    static const char *const NAMES[4] = {"dy", "cos", "sin", "workspace"};
+    const char *text = getenv("PRMG_EMU_BEYOND_GUARD");
+    text = text && *text ? text : "dy:576";
+    const char *colon = strchr(text, ':');
+    char *rest = NULL;
+    long long bytes = colon ? strtoll(colon + 1, &rest, 10) : 0;
+    int which = -1;
+    for (int t = 0; colon && t < 4; t++)
+        if ((size_t)(colon - text) == strlen(NAMES[t]) && strncmp(text, NAMES[t], strlen(NAMES[t])) == 0)
+            which = t;
+    if (which < 0 || rest == colon + 1 || *rest != '\0') {
+        prmg_emu_raise_fault(ACL_ERROR_RT_AICORE_EXCEPTION, OP ": PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES (TENSOR "
+                             "dy, cos, sin or workspace), got '%s'", text);
+        return;
+    }
     unsigned char *past;
-    if (prmg_emu_device_range(dy_end + BEYOND_GUARD, 4, (void **)&past) != 0)
+    unsigned char *target = bytes >= 0 ? ends[which] + bytes : starts[which] + bytes;
+    if (prmg_emu_device_range(target, 4, (void **)&past) != 0)
         return;
     for (int i = 0; i < 4; i++)
         past[i] = (unsigned char)~past[i];
@@ -612,7 +631,11 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
             job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
                                           - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
-    unsigned char *const dy_device = dy->host;
+    unsigned char *const starts[4] = {dy->host, cos->host, sin->host, workspace};
+    unsigned char *const ends[4] = {starts[0] + element_count(dy) * element_size(dy->data_type),
+                                    starts[1] + element_count(cos) * element_size(cos->data_type),
+                                    starts[2] + element_count(sin) * element_size(sin->data_type),
+                                    workspace ? starts[3] + KERNEL_WORKSPACE_SIZE : NULL};
     if (!map_tensor(OP, dy, "dy", dy_elements) || !map_tensor(OP, cos, "cos", element_count(cos))
         || !map_tensor(OP, sin, "sin", element_count(sin)))
         return;
@@ -628,7 +651,7 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
     rotary_kernel(dy, cos, sin, &work);
     apply_output_faults(job, faults);
     if (has_fault(faults, FAULT_WRITE_BEYOND_GUARD))
-        write_beyond_guard(dy_device + element_count(dy) * element_size(dy->data_type));
+        write_beyond_guard(starts, ends);
 }
 
 EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
