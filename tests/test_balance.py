@@ -90,6 +90,21 @@ def test_rounding_toward_plus_infinity_is_biased(emulator, monkeypatch, tmp_path
     assert not pooled or pooled[0].startswith("biased (pooled over the 3 small grad float32 cases): ")
 
 
+@pytest.mark.parametrize("fault", ["", "round_up"])
+def test_without_the_golden_sample_says_the_bias_of_its_rows(emulator, monkeypatch, tmp_path, fault):
+    """--no-golden --check sample: the sampled rows' error balance is a warning (--strict fails it), as the golden's
+    would be; a correct kernel gets none."""
+    (tmp_path / "c.yaml").write_text(CASES)
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+    settings = RunSettings(toolkit=emulator, checks=("sample",), golden=False, strict=True)
+    with AclSession(emulator, 0) as session:
+        results = {case.name: run_case(session, case, settings)[0] for case in load_cases([tmp_path / "c.yaml"])
+                   if case.name in ("whole_fp32", "const_dy", "bf16_const")}
+    failed = {name for name, result in results.items() if result.status == "failed"}
+    assert failed == ({"whole_fp32", "const_dy"} if fault else set()), {n: r.message for n, r in results.items()}
+    assert all(results[name].message.startswith("--strict: sample: biased: ") for name in failed)
+
+
 def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
     cases = tmp_path / "c.yaml"
     cases.write_text("\n".join(line for line in CASES.splitlines() if "tiny" in line) + "\n")

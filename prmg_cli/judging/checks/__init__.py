@@ -90,8 +90,8 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
 def fold_checks(verdict, results: list[CheckResult], context: CheckContext, golden: bool):
     """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` of ``context``'s launch folded in: their metrics
     and details, their launches' contract breaches and failures (each fails the case), a check that could not run as
-    a warning and one not defined for the case as a detail; without the ``golden``, a slice the kernel left (nearly)
-    as it was as a warning (``sample.unchanged_warning``), and a case with a slice that no check anchored to the
+    a warning and one not defined for the case as a detail; without the ``golden``, the checks' warnings (sample's
+    error balance) and a slice the kernel left (nearly) as it was as a warning (``sample.unchanged_warning``), and a case with a slice that no check anchored to the
     formula judged (none named, all skipped or unable to run) an ``error`` -- nothing held its result to the
     formula: adjoint and roundtrip pass a grad and a forward wrong the same way -- unless it says why with
     ``correctness_unchecked`` (then a warning)."""
@@ -111,6 +111,8 @@ def fold_checks(verdict, results: list[CheckResult], context: CheckContext, gold
             verdict.warnings.append(f"{result.name} not run: {result.note}")
         elif not result.passed:
             verdict.fail("check", result.message)
+        if not golden:
+            verdict.warnings.extend(result.warnings)
     if golden or no_op(case) or any(result.judged and CHECKS[result.name].anchored for result in results):
         return verdict
     why = "; ".join(f"{r.name} {'skipped' if r.skipped else 'not run'}: {r.skipped or r.note}"

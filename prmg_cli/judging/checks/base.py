@@ -34,7 +34,9 @@ U64 = 2.0 ** -53
 class CheckResult:
     """What one check found: whether it holds, its metrics, why not, details; ``note`` when it could not
     run (e.g. the forward refuses the case's D), reported as a warning; ``skipped`` why it is not defined for
-    the case (``Check.applies``); ``contract`` the in-place contract breaches of its launches."""
+    the case (``Check.applies``); ``contract`` the in-place contract breaches of its launches; ``warnings`` what it
+    saw that is no failure but that ``--strict`` fails, said only when the golden does not judge the case (the
+    golden's judgement says it of the whole result)."""
 
     name: str
     passed: bool = True
@@ -44,6 +46,7 @@ class CheckResult:
     note: str = ""
     skipped: str = ""
     contract: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
 
     @property
     def judged(self) -> bool:

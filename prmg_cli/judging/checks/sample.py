@@ -14,6 +14,11 @@ broadcast), at most three quarters of ``n``, then ``m`` seeded draws among the `
 **What it can miss.** Every wrong row of a class above is seen. Of ``k`` wrong rows placed at random among the
 ``R'`` others, the check sees at least one with probability ``1 - C(R' - m, k) / C(R', k)`` (at least
 ``1 - (1 - m/R')^k``); the metric ``sample_detect`` is that probability for ``k = 1`` (1.0 when every row is sampled).
+
+**Error balance.** The sampled rows' ``default`` judgement counts its errors above and below the golden like the
+golden's (``balance.py``): a passing sample whose errors lean one way beyond chance is a warning, said when no golden
+judges the case (``--no-golden``, ``golden: false``), which ``--strict`` fails; a kernel rounding toward +inf is then
+not green without the golden either. Its counts are not pooled over the run's small cases.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import math
 
 import numpy as np
 
+from ... import balance
 from ...case import Case
 from ...inputs.seeded import Inputs
 from ..judge import judge_result, rows_case
@@ -86,6 +92,9 @@ def sample(context: CheckContext) -> CheckResult:
     ratio = verdict.metrics.get("max_err_ratio")
     checked = CheckResult("sample", metrics={"sample_ratio": ratio, "sample_rows": len(rows),
                                              "sample_detect": detect})
+    biased = balance.case_warning(verdict.metrics)
+    if verdict.status == "passed" and biased:
+        checked.warnings.append(f"sample: {biased}")
     if verdict.status != "passed":
         score = verdict.arrays.get("score")
         wrong = rows[np.flatnonzero((score > 1).reshape(len(rows), -1).any(axis=1))] if score is not None else rows[:0]
