@@ -60,9 +60,19 @@ def pytest_configure(config) -> None:
     missing = [path for path in paths if not os.path.exists(path)]
     if missing:
         raise pytest.UsageError(f"--prmg: no such file or folder: {', '.join(missing)}")
-    from .cases.loader import case_files
+    from .cases.loader import case_files, load_cases
+    from .errors import PrmgError
 
-    selected = {Path(os.path.abspath(file)) for file in case_files(paths)}
+    problems: list[PrmgError] = []
+    selected = {Path(os.path.abspath(file)) for file in case_files(paths, problems.append)}
+    for file in sorted(selected):            # one prmg run refuses, which pytest would pass by (a dangling symlink)
+        if not file.is_file():
+            try:
+                load_cases([file])
+            except PrmgError as error:
+                problems.append(error)
+    if problems:
+        raise pytest.UsageError("\n".join(f"--prmg: {problem}" for problem in problems))
     config.stash[_ROOTS] = (selected, {folder for file in selected for folder in file.parents})
     config.pluginmanager.register(PrmgSession(config), "prmg-session")
     if config.args_source == pytest.Config.ArgsSource.ARGS:

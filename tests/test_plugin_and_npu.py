@@ -10,6 +10,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from conftest import ROOT
 from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
@@ -184,6 +186,7 @@ def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
     too (a failing one there fails the session); a symlinked folder, which ``prmg run`` does not enter, and a second
     path to a file already read, are not collected twice."""
     from prmg_cli.cases.loader import case_files, load_cases
+    from prmg_cli.errors import PrmgError
 
     suite = tmp_path / "suite"
     wrong = "- {name: %s, shape: [1, 1, 1, 8], expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}\n"     # succeeds: fails
@@ -205,3 +208,10 @@ def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
     assert "4 failed, 1 passed" in result.stdout, result.stdout
     assert sorted(line.rsplit("::", 1)[1].split()[0] for line in result.stdout.splitlines()
                   if line.startswith(("PASSED", "FAILED"))) == ran
+    # a dangling symlink, which pytest's walk passes by: prmg run refuses the path, and so does the plugin
+    (suite / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    with pytest.raises(PrmgError, match="no such file"):
+        load_cases(case_files([suite]))
+    refused = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--collect-only",
+                              "--prmg", str(suite)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 4 and f"--prmg: {suite / 'gone.yaml'}: no such file" in refused.stderr, refused.stderr

@@ -140,11 +140,12 @@ def load_cases(paths: Sequence[str | Path]) -> list[Case]:
     return run.cases
 
 
-def case_files(paths: Sequence[str | Path]) -> list[Path]:
+def case_files(paths: Sequence[str | Path], report=None) -> list[Path]:
     """The case files every command reads for ``paths``, in order (``_case_files``: files as given, every
     *.yaml/*.yml below a folder, dot-folders, ``build/`` and ``venv/`` included, symlinked folders not entered,
-    each file once); a path that cannot be read is left out (loading it reports why)."""
-    return list(_case_files(paths, _Run(report=lambda error: None)))
+    each file once); a path that cannot be read or listed is left out, or a file kept (loading it reports why), and
+    ``report`` (when given) gets the PrmgError of each path left out."""
+    return list(_case_files(paths, _Run(report=report or (lambda error: None))))
 
 
 def input_files(paths: Sequence[str | Path], cases: Sequence[Case]) -> dict[str, str]:
