@@ -129,6 +129,25 @@ def test_a_phase_class_is_covered_only_by_an_expectation_pinning_its_code_and_ph
     assert covered(case(shape=[1, 1, 2, 16], partial_slice=[0, 32], cos_shape=[1, 1, 1, 32], expect=expect)) == set()
 
 
+def test_every_phase_class_the_suite_covers_needs_its_rules_code_and_phase():
+    """Each phase class a shipped negative case covers (every rule's class, test below) is lost when its expectation
+    loosens to any code or any phase (or another phase): only the pinned refusal shows that rule was checked."""
+    from dataclasses import replace
+    from prmg_cli.case import Expect
+
+    found = {}
+    for one in (c for c in load_cases([ROOT / "cases"]) if not c.expect.success):
+        for key in covered(one):
+            if key.startswith(f"{PHASE}: "):
+                found.setdefault((one.op, key), one)
+    assert len(found) >= 40
+    for (op, key), one in found.items():
+        other = "launch" if one.expect.phase == "workspace" else "workspace"
+        for loose in (Expect("any", "any"), Expect("any", one.expect.phase), Expect(one.expect.error, "any"),
+                      Expect(one.expect.error, other)):
+            assert key not in covered(replace(one, expect=loose)), (one.name, key, loose)
+
+
 def test_known_defect_cases_and_xfailed_results_cover_nothing():
     from prmg_cli.cases.loader import case_to_dict
 
