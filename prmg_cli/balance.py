@@ -77,7 +77,8 @@ def needs_distinct(metrics: dict) -> bool:
 
 
 def case_warning(metrics: dict) -> str:
-    """The warning of a result whose counted errors (``METRICS``) lean one way beyond chance, else ""."""
+    """The warning of a result whose counted errors (``DISTINCT`` when recounted, else ``METRICS``) lean one way
+    beyond chance, else ""."""
     counts = _counts(metrics)
     if counts is None or sum(counts) < ALONE or chance(*counts) >= FALSE_ALARM:
         return ""

@@ -178,8 +178,8 @@ def test_a_near_overrun_of_any_buffer_lands_in_its_guard_zone(session, monkeypat
         monkeypatch.setenv("PRMG_EMU_BEYOND_GUARD", f"{tensor}:{distance}")
         violations = session.launch(case, inputs).contract_violations
         side = "after" if distance >= 0 else "before"
-        assert len(violations) == 1 and violations[0].startswith(
-            f"guard zone {side} {tensor} changed at byte {distance:+d} (4 bytes, through {distance + 3:+d})"), violations
+        said = f"guard zone {side} {tensor} changed at byte {distance:+d} (4 bytes, through {distance + 3:+d})"
+        assert len(violations) == 1 and violations[0].startswith(said), violations
 
 
 def test_modified_cos_is_caught(session, monkeypatch):

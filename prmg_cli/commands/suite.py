@@ -20,8 +20,7 @@ from typing import Sequence
 
 from .. import __version__
 from ..case import Case
-from ..cases.loader import (check_files, fingerprint_or_empty, input_files, load_cases, select,
-                            unjudged, validate)
+from ..cases.loader import check_files, fingerprint_or_empty, input_files, load_cases, select, unjudged, validate
 from ..device import execute, provenance
 from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
 from ..files import write_text
@@ -64,8 +63,8 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
     warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
-                for text in (constraints.expectation_warning(case, modes), case.known_defect and case.known_defect.unjudged(),
-                             weak_warning(case)) if text]
+                for text in (constraints.expectation_warning(case, modes),
+                             case.known_defect and case.known_defect.unjudged(), weak_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
                f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "

@@ -91,10 +91,10 @@ def fold_checks(verdict, results: list[CheckResult], context: CheckContext, gold
     """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` of ``context``'s launch folded in: their metrics
     and details, their launches' contract breaches and failures (each fails the case), a check that could not run as
     a warning and one not defined for the case as a detail; without the ``golden``, the checks' warnings (sample's
-    error balance) and a slice the kernel left (nearly) as it was as a warning (``sample.unchanged_warning``), and a case with a slice that no check anchored to the
-    formula judged (none named, all skipped or unable to run) an ``error`` -- nothing held its result to the
-    formula: adjoint and roundtrip pass a grad and a forward wrong the same way -- unless it says why with
-    ``correctness_unchecked`` (then a warning)."""
+    error balance) and a slice the kernel left (nearly) as it was as a warning (``sample.unchanged_warning``), and a
+    case with a slice that no check anchored to the formula judged (none named, all skipped or unable to run) an
+    ``error`` -- nothing held its result to the formula: adjoint and roundtrip pass a grad and a forward wrong the
+    same way -- unless it says why with ``correctness_unchecked`` (then a warning)."""
     case = context.case
     if not golden and not no_op(case):
         unchanged = unchanged_warning(case, context.inputs, context.outcome.dy)
