@@ -121,6 +121,23 @@ def test_builds_follow_the_grads_no_op_history():
     assert shipped["neg.empty_slice_D_2048_ok"] == shipped["neg.cos_empty_ok"] == ("e9f0541c", "2b888cdb")
 
 
+def test_every_shipped_case_names_the_builds_its_expectation_holds_for():
+    """Not only the negative suite: an empty slice anywhere (smoke, edge, cover, upstream's e2e list) passes only
+    since e9f0541c, so every shipped case whose expectation the model holds for some builds only names them (a
+    plain failure on an older toolkit otherwise), and a generated or imported case gets them by itself."""
+    from prmg_cli.cases.gencase import case_from_options
+    from prmg_cli.ops.targets import BUILDS
+
+    shipped = load_cases([ROOT / "cases"])
+    wrong = [f"{case.name}: builds {list(case.builds)}, the model holds {list(holding)}" for case in shipped
+             for holding in [holding_builds(case, TODAY)] if holding and (case.builds or tuple(BUILDS)) != holding]
+    assert not wrong
+    named = {case.name for case in shipped if case.builds}
+    assert {"smoke.empty_slice", "edge.empty_slice_at_D", "e2e_iprmb_noop_default_slice"} <= named
+    assert case_from_options(shape=[1, 1, 2, 8], partial_slice=[4, 4])["builds"] == ["e9f0541c", "2b888cdb"]
+    assert "builds" not in case_from_options(shape=[1, 1, 2, 8], partial_slice=[4, 8])
+
+
 def test_the_runner_lays_a_view_at_its_offset_and_watches_the_storage_before_it():
     case = case_of(dy_offset=5, cos_offset=3, sin_strides=[48, 16, 8, 1])
     dy = acl._layout(case, "dy")
