@@ -58,6 +58,8 @@ def test_slice_lists_are_passed_as_written_and_act_as_the_tiling_reads_them():
     ({"cos_offset": 2**40}, "cos_offset", "expected an integer 0 <= offset"),
     ({"cos_strides": [1, 2]}, "cos_strides", "expected 4 strides (one per axis of its shape)"),
     ({"sin_strides": "x"}, "sin_strides", "expected a list of non-negative int64 integers"),
+    ({"cos_strides": [24, 4, 8, 1]}, "cos_strides", "put two elements of the [1, 3, 1, 8] view on one storage"),
+    ({"dy_strides": [96, 32, 16, 2]}, "dy_strides", "put two elements of the [2, 3, 2, 16] view on one storage"),
     ({"partial_slice": list(range(17))}, "partial_slice", "a list of 0 to 16 integers"),
     ({"null": ["partial_slice"]}, "partial_slice", "holds no values: drop one of them"),
     ({"builds": ["abc"]}, "builds", "unknown build 'abc'"),
@@ -68,6 +70,16 @@ def test_a_bad_value_of_a_new_key_is_one_line_naming_the_field(keys, field, frag
     with pytest.raises(PrmgError) as caught:
         case_of(**keys)
     assert caught.value.field == field and fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_strides_keep_the_elements_apart_or_are_refused():
+    """An overlap is found however the axes are ordered; an interleaving that keeps them apart is taken."""
+    from prmg_cli.cases.fields import overlapping
+
+    assert not overlapping((3, 2), (2, 3)) and overlapping((3, 2), (2, 2))      # offsets 0 3 2 5 4 7; 0 2 2 4 4 6
+    assert overlapping((4,), (0,)) and not overlapping((1, 4), (0, 1)) and not overlapping((0, 4), (0, 0))
+    assert not overlapping((1, 1, 4, 8), (32, 32, 1, 4)) and overlapping((1, 2, 1, 8), (16, 8, 8, 2))
+    assert case_of(op="forward", sin_strides=[48, 16, 16, 2]).strides_of("sin") == (48, 16, 16, 2)
 
 
 @pytest.mark.parametrize("op", ["grad", "forward"])
