@@ -17,7 +17,8 @@ import ml_dtypes
 import numpy as np
 
 FAULTS = ("sign", "own_sin", "half_pairing", "shift_slice", "ignore_broadcast", "skip_last_row",
-          "skip_tail", "clobber_passthrough", "bf16_compute", "noop", "nan", "cos_cast", "truncate", "negate_sin")
+          "skip_tail", "clobber_passthrough", "bf16_compute", "noop", "nan", "cos_cast", "truncate", "negate_sin",
+          "swap_tables")
 
 
 def lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,7 +97,8 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
     noop: nothing written; nan: one element (middle row, middle lane) becomes NaN; cos_cast: cos/sin
     rounded to dy's dtype before the fp32 computation; truncate: the fp32 result converted to a
     float16/bfloat16 dy toward zero instead of to nearest; negate_sin: sin negated (the transpose of a forward
-    with the same fault, so adjoint and roundtrip accept the pair).
+    with the same fault, so adjoint and roundtrip accept the pair); swap_tables: cos read as sin and sin as cos
+    (likewise).
     """
     start, end = partial_slice = tuple(partial_slice)
     if name == "sign":
@@ -117,6 +119,8 @@ def faulty_kernel(name, dy, cos, sin, mode, partial_slice):
         return _kernel(dy, first(cos), first(sin), mode, partial_slice)
     if name == "negate_sin":
         return _kernel(dy, cos, -sin, mode, partial_slice)
+    if name == "swap_tables":
+        return _kernel(dy, sin, cos, mode, partial_slice)
     if name == "bf16_compute":
         return _kernel(dy, cos, sin, mode, partial_slice, compute=ml_dtypes.bfloat16)
     if name == "cos_cast":
@@ -162,13 +166,16 @@ def forward_lane_map(mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np
 def forward_kernel(x, cos, sin, mode, partial_slice, *, fault=None, fused=False):
     """The forward as a float32 kernel computes it (a new array): ``y = c*z + sign*s*z[partner]`` on the
     slice, rounded to x's dtype. Faults: ``sign`` (the + lanes subtract), ``partner_sin`` (the partner's
-    sin, as the grad uses), ``negate_sin``; ``fused``: each sum fused with its first product, as an FMA kernel does
+    sin, as the grad uses), ``negate_sin``, ``swap_tables`` (cos read as sin and sin as cos), ``half_pairing`` (the
+    lanes of mode 0, half, whatever the mode, as the grad's fault of that name); ``fused``: each sum fused with its first product, as an FMA kernel does
     (computed in float64, rounded once to float32)."""
     start, end = partial_slice
     out = x.copy()
     if end == start:
         return out
-    layout, partner, sign = forward_lane_map(mode, end - start)
+    if fault == "swap_tables":
+        cos, sin = sin, cos
+    layout, partner, sign = forward_lane_map(0 if fault == "half_pairing" else mode, end - start)
     if fault == "sign":
         sign = -np.ones_like(sign)
     z = x[..., start:end].astype(np.float32)[..., layout]

@@ -210,6 +210,7 @@ LOCALISED = {
     "cos_cast": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
     "truncate": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
     "negate_sin": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
+    "swap_tables": (1, (2, 3, 2, 40), (8, 40), "1S1D", "elements over budget"),
 }
 
 

@@ -171,15 +171,19 @@ def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(em
 
 
 @pytest.mark.verdict
-def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way():
-    """Both operators negate sin: adjoint, roundtrip and determinism accept the pair; sample does not."""
+@pytest.mark.parametrize("fault, consistent", [("negate_sin", ("adjoint", "roundtrip", "determinism")),
+                                               ("swap_tables", ("adjoint", "roundtrip", "determinism")),
+                                               ("half_pairing", ("adjoint", "determinism"))])
+def test_sample_catches_a_grad_and_forward_wrong_in_the_same_way(fault, consistent):
+    """Both operators negate sin, read cos as sin and sin as cos, or pair the lanes of another mode: each pair is
+    consistent (adjoint and determinism, with a RoPE table roundtrip too, accept it); sample does not."""
     from test_checks import ModelSession, context, make_case
 
     case = make_case("grad", rope=True)
-    session = ModelSession(grad_fault="negate_sin", forward_fault="negate_sin")
+    session = ModelSession(grad_fault=fault, forward_fault=fault)
     ctx, _, _ = context(case, session)
     found = {result.name: result for result in checks.run_checks(tuple(checks.CHECKS), ctx)}
-    assert all(found[name].passed for name in ("adjoint", "roundtrip", "determinism")), found
+    assert all(found[name].passed for name in consistent), found
     assert not found["sample"].passed and found["sample"].message.startswith("sample: the host reference disagrees")
     correct, _, _ = context(case, ModelSession())
     assert all(result.passed and result.judged for result in checks.run_checks(tuple(checks.CHECKS), correct))
