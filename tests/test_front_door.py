@@ -1100,6 +1100,9 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_DEVICE=-1"], 2, "PRMG_EMU_FAULT_DEVICE"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICE_MEMORY=64GB"], 2,
      "PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), got '64GB'"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BEYOND_GUARD=x:64"], 2,
+     "PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES, TENSOR dy, cos, sin or workspace (e.g. cos:4096, or dy:-64 before "
+     "dy), got 'x:64'"),
 ])
 def test_smaller_flag_and_variable_checks(tmp_path, args, code, fragment):
     """Issue 36's smaller list: each of these once wrapped, exited 0, or was ignored or misread."""

@@ -446,7 +446,8 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     ``B,S,N,D`` in the digits 0-9; a ``PRMG_EMU_DEVICES`` that is not a count from 0 to ``emulator_max_devices``
     (the emulator reads ``2x`` as 1 and clamps more); a ``PRMG_EMU_MODES`` that is not a comma list of 0..3; a
     ``PRMG_EMU_FAULT_DEVICE`` that is no device id; a ``PRMG_EMU_DEVICE_MEMORY`` that is no byte count (with a K, M or
-    G suffix), which the emulator would take as its default."""
+    G suffix), which the emulator would take as its default; a ``PRMG_EMU_BEYOND_GUARD`` that is not ``TENSOR:BYTES``,
+    which the emulator's ``write_beyond_guard`` would meet with a device fault."""
     named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]
     known = emulator_fault_names()
     unknown = [name for name in named if name not in known]
@@ -468,6 +469,10 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     if memory and not (size and int(size[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[size[2]] < 2**64):
         raise PrmgError(f"PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), "
                         f"got {memory!r}")
+    beyond = env.get("PRMG_EMU_BEYOND_GUARD", "")
+    if beyond and not re.fullmatch(r"(dy|cos|sin|workspace):-?[0-9]{1,18}", beyond):
+        raise PrmgError(f"PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES, TENSOR dy, cos, sin or workspace (e.g. "
+                        f"cos:4096, or dy:-64 before dy), got {beyond!r}")
 
 
 def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
