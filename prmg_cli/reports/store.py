@@ -154,6 +154,7 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                                     f"together; not a results file prmg wrote?", file=source)
                 stored.runs.append(record)
             elif record is not None:
+                _strictly_judged(record, stored.runs, number, source)
                 stored.records += 1
                 newest.pop(record.name, None)               # an older record of the case: superseded, freed
                 newest[record.name] = record
@@ -312,6 +313,16 @@ def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
         raise PrmgError(f"line {number}: case {show(record.name)}: {why}: a record that contradicts itself is not "
                         f"believed (edited by hand?)", file=source)
     return record
+
+
+def _strictly_judged(record: CaseResult, runs: list, number: int, source: str) -> None:
+    """PrmgError naming the line when ``record`` passed with a warning in a ``--strict`` run (one of ``runs``, the run
+    records read so far), which fails every such case (``execute.strict_status``): its status was edited."""
+    if record.status == "passed" and record.warnings and any(run.run_id == record.run_id and run.settings.get("strict")
+                                                              for run in runs):
+        raise PrmgError(f"line {number}: case {show(record.name)}: status passed with a warning in a --strict run, "
+                        f"which fails it: a record that contradicts itself is not believed (edited by hand?)",
+                        file=source)
 
 
 # The keys of each line ``encode`` writes, in its order: the schema, then the record's fields.
