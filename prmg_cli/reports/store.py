@@ -310,8 +310,7 @@ def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
     PrmgError naming the line, its case and what contradicts its status."""
     why = contradiction(record)
     if why:
-        raise PrmgError(f"line {number}: case {show(record.name)}: {why}: a record that contradicts itself is not "
-                        f"believed (edited by hand?)", file=source)
+        raise _disbelieved(record, number, source, why)
     return record
 
 
@@ -320,9 +319,13 @@ def _strictly_judged(record: CaseResult, runs: list, number: int, source: str) -
     records read so far), which fails every such case (``execute.strict_status``): its status was edited."""
     if record.status == "passed" and record.warnings and any(run.run_id == record.run_id and run.settings.get("strict")
                                                               for run in runs):
-        raise PrmgError(f"line {number}: case {show(record.name)}: status passed with a warning in a --strict run, "
-                        f"which fails it: a record that contradicts itself is not believed (edited by hand?)",
-                        file=source)
+        raise _disbelieved(record, number, source, "status passed with a warning in a --strict run, which fails it")
+
+
+def _disbelieved(record: CaseResult, number: int, source: str, why: str) -> PrmgError:
+    """The error refusing ``record`` (line ``number`` of ``source``), which contradicts itself as ``why`` says."""
+    return PrmgError(f"line {number}: case {show(record.name)}: {why}: a record that contradicts itself is not "
+                     f"believed (edited by hand?)", file=source)
 
 
 # The keys of each line ``encode`` writes, in its order: the schema, then the record's fields.
