@@ -1015,8 +1015,9 @@ def test_a_stored_definition_is_one_case_and_a_run_record_names_at_most_a_run_of
 def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
     """Only the newest record of a case is kept, keys and short texts once for all records: a file of records as a
     run writes them (each case twice) takes little more than its bytes to read; a file of more cases than
-    MAX_FILE_CASES (or of run records naming more than MAX_FILE_SELECTED) is refused as it is read; and running out of
-    memory anyway (under a ulimit) is one line, not a traceback."""
+    MAX_FILE_CASES (or of run records naming more than MAX_FILE_SELECTED, or selecting more than MAX_FILE_CASES
+    different cases: 2,000,000 not_run records ran out of 2 GiB) is refused as it is read; the not_run records share
+    one text a run; and running out of memory anyway (under a ulimit) is one line, not a traceback."""
     import tracemalloc
 
     from prmg_cli.reports import store
@@ -1035,9 +1036,17 @@ def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
         tracemalloc.stop()
     assert (stored.records, len(stored.results)) == (3000, 1500)
     assert used < 1.3 * path.stat().st_size, (used, path.stat().st_size)       # 3 without sharing nor superseding
+    from prmg_cli.reports import merge
+
+    missing = [r for r in merge.merge([store.read(write(tmp_path, "sel.jsonl", path.read_text().splitlines()[0]))]
+                                      ).results]
+    assert len(missing) == 1500 and len({id(r.message) for r in missing}) == 1     # one text a run, not a case
     monkeypatch.setattr(store, "MAX_FILE_CASES", 1000)
-    with pytest.raises(PrmgError, match="line 1002: results of more than 1000 cases in one file"):
-        store.read(path)
+    with pytest.raises(PrmgError, match="line 1: its run records select more than 1000 different cases"):
+        store.read(path)                # each would be reported (not_run if no record): bounded as the records are
+    results_only = write(tmp_path, "results_only.jsonl", "\n".join(path.read_text().splitlines()[1:]) + "\n")
+    with pytest.raises(PrmgError, match="line 1001: results of more than 1000 cases in one file"):
+        store.read(results_only)
     monkeypatch.setattr(store, "MAX_FILE_SELECTED", 1000)
     with pytest.raises(PrmgError, match="line 1: its run records name more than 1000 cases together"):
         store.read(path)

@@ -62,6 +62,8 @@ MAX_DEPTH = 32                         # nesting of any stored JSON value
 MAX_FILE_BYTES = 512 * files.MiB
 MAX_FILE_CASES = 2 * MAX_RUN_CASES     # cases one results file may hold results of (a run holds MAX_RUN_CASES)
 MAX_FILE_SELECTED = 10 * MAX_RUN_CASES  # case names its run records (one a run or resume) may list together
+# A report lists each case its run records select (those no record reports not_run, ~5 KB each in a JSON report):
+# the distinct names they select are bounded as the cases a file holds results of are.
 _TORN = object()                       # what _parse makes of a torn line
 _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
@@ -141,7 +143,7 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
         if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
             return Stored(source)
         raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
-    stored, newest, selected = Stored(source), {}, 0
+    stored, newest, selected, distinct = Stored(source), {}, 0, set()
     try:
         for number, line in _lines(fd, source):
             record = _parse(line, number, source)
@@ -152,6 +154,11 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                 if selected > MAX_FILE_SELECTED:
                     raise PrmgError(f"line {number}: its run records name more than {MAX_FILE_SELECTED} cases "
                                     f"together; not a results file prmg wrote?", file=source)
+                distinct.update(record.selection)
+                if len(distinct) > MAX_FILE_CASES:
+                    raise PrmgError(f"line {number}: its run records select more than {MAX_FILE_CASES} different "
+                                    f"cases; give prmg report the results of each suite (or shard) as a file of its "
+                                    f"own", file=source)
                 stored.runs.append(record)
             elif record is not None:
                 stored.records += 1
