@@ -1109,6 +1109,8 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE=1,1,1"], 2,
      "PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got '1,1,1'"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE= 1,1,1,8"], 2, "PRMG_EMU_FAULT_SHAPE"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE=99999999999999999999,1,1,8"], 2,
+     "PRMG_EMU_FAULT_SHAPE"),                                   # strtoll reads INT64_MAX: a shape no case has
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICES=2x"], 2,
      "PRMG_EMU_DEVICES must be a device count from 0 to 64, got '2x'"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICES=65"], 2, "PRMG_EMU_DEVICES"),
