@@ -102,7 +102,8 @@ def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
             index = shard_of(name, count) if count else 0
             if index not in whys:
                 owner = by_shard.get((index, count)) if count else (path, run)
-                whys[index] = stopped(*owner) if owner else f"not run: shard {index}/{count} is in no results file given"
+                whys[index] = (stopped(*owner) if owner
+                               else f"not run: shard {index}/{count} is in no results file given")
             expected[name] = whys[index]
     return expected
 
