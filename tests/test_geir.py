@@ -245,6 +245,7 @@ def outcome(status=0, dy=None, **fields):
     return Outcome(status, "call" if status else "", "why" if status else "", dy, **fields)
 
 
+@pytest.mark.verdict
 def test_the_differential_fails_any_byte_and_any_refusal_of_another_kind():
     case = parse_document([{"name": "c", "shape": [1, 1, 1, 4], "partial_slice": [0, 4]}], "c.yaml", ROOT)[0]
     inputs = make_inputs(case)
