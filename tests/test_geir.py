@@ -241,6 +241,17 @@ def test_graph_mode_reads_device_memory_around_each_case_and_strict_fails_a_leak
     assert "100 MiB per launch" in execute.leak_warning((4096 * mib, 0), (3696 * mib, 300 * mib), 1)
 
 
+@pytest.mark.verdict
+def test_the_leak_rule_lets_a_case_leave_exactly_its_bound():
+    """``execute.leak_warning``: device memory lost beyond prmg's own buffers warns (so --strict fails it) past
+    ``LEAK_BOUND``, not at it; GE's or prmg's own growth (held) is not lost."""
+    bound = execute.LEAK_BOUND
+    assert execute.leak_warning((10 * bound, 0), (9 * bound, 0), 1) == ""
+    assert "per launch" in execute.leak_warning((10 * bound, 0), (9 * bound - 1, 0), 1)
+    assert execute.leak_warning((10 * bound, 0), (8 * bound, bound), 2) == ""
+    assert execute.leak_warning(None, (0, 0), 1) == execute.leak_warning((0, 0), None, 1) == ""
+
+
 def outcome(status=0, dy=None, **fields):
     return Outcome(status, "call" if status else "", "why" if status else "", dy, **fields)
 
