@@ -1058,6 +1058,35 @@ def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
     one_error_line(prmg_here("report", path), "out of memory")
 
 
+def test_failed_records_with_their_error_maps_are_read_in_bounded_memory(tmp_path):
+    """A failed case's error map holds up to 32 x 64 scores, 14 KB of text that lists of floats made 65 KB: a 500 MB
+    file of such records (under the 512 MiB the reader takes) ran out of 2 GiB. The scores are held as arrays
+    (``results.ScoreRows``): the file is read in under twice its size, and written back as it was read."""
+    import tracemalloc
+
+    from prmg_cli.judging import diagnosis
+    from prmg_cli.reports import store
+    from prmg_cli.results import ScoreRows
+
+    score = np.random.default_rng(1).lognormal(0, 3, (2, 16, 1, 64))
+    error_map = {**diagnosis.error_map(score, 0, 64), "metric": "error/budget"}
+    error_map["values"][0][0] = None
+    path = tmp_path / "maps.jsonl"
+    path.write_bytes(b"".join(store.encode(dataclasses.replace(record(f"c{index}"), status="failed", message="m",
+                                                               error_map=error_map)) for index in range(200)))
+    tracemalloc.start()
+    try:
+        stored = store.read(path)
+        used = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert used < 2 * path.stat().st_size, (used, path.stat().st_size)         # 4.6 with lists of floats
+    first = stored.results[0]
+    assert isinstance(first.error_map["values"], ScoreRows) and first.error_map == error_map
+    assert store.encode(first) == store.encode(dataclasses.replace(record("c0"), status="failed", message="m",
+                                                                   error_map=error_map))
+
+
 def test_resume_into_another_results_file_writes_the_whole_run_there(tmp_path):
     """run --resume A --results B reported the verdicts taken from A but wrote only a run record to B, so `prmg report
     B` showed them not run: B gets a copy of each result taken, and holds the whole run."""
@@ -1094,10 +1123,11 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
         assert [case.name for case in load_cases([path])][-1] == "new"
         inserted = after[head:len(after) - tail].decode()
         assert "new" in inserted and ("\r\n" in inserted) == ("\r\n" in text), (name, inserted)
-    trailing = write(tmp_path, "trailing.yaml", "cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n")
-    one_error_line(prmg_here("gen-case", "--shape", "1,1,1,16", "-o", trailing, "--append"),
-                   "cannot add the case to this file's layout as text")
-    assert trailing.read_text() == "cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n"
+    for layout in ("cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n", "null\n...\n", "~\n"):    # a document of null: exit 3
+        trailing = write(tmp_path, "trailing.yaml", layout)
+        one_error_line(prmg_here("gen-case", "--shape", "1,1,1,16", "-o", trailing, "--append"),
+                       "cannot add the case to this file's layout as text")
+        assert trailing.read_text() == layout
 
 
 @pytest.mark.parametrize("args, code, fragment", [

@@ -228,12 +228,26 @@ def check_in_process(name: str, data: bytes) -> None:
                 back.write_text(gencase.dump_yaml({"cases": [case_to_dict(case) for case in cases[:20]]}))
                 again = load_cases([back])
                 assert again == [dataclasses.replace(case, source=str(back)) for case in cases[:20]]
+            _append_to(path.with_name(f"appended{path.suffix}"), data)
             elapsed = time.monotonic() - started
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
         assert elapsed < TIME_LIMIT_S, f"{elapsed:.1f} s"
         assert peak < MEMORY_LIMIT_BYTES, f"{peak / 2**20:.0f} MiB"
+
+
+def _append_to(path: Path, data: bytes) -> None:
+    """gen-case --append onto a file of ``data``: the case added (the file then loads with it) or one line, the file
+    left as it was (a document of `null` alone was an AttributeError: exit 3)."""
+    path.write_bytes(data)
+    try:
+        gencase.append_cases(path, [{"name": "appended_by_the_fuzz", "shape": [1, 1, 1, 8]}])
+    except PrmgError as error:
+        assert "\n" not in str(error) and str(path) in str(error), str(error)
+        assert path.read_bytes() == data
+        return
+    assert "appended_by_the_fuzz" in {case.name for case in load_cases([path])}
 
 
 @EXAMPLES

@@ -49,7 +49,7 @@ from ..cases.fields import Where, parse_dims, parse_seed, parse_slice, show
 from ..errors import PrmgError
 from ..judging.diagnosis import MAP_COLUMNS, MAP_ROWS
 from ..results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
-                       RunInfo, is_time)
+                       RunInfo, ScoreRows, is_time)
 from ..vocab import MAX_RUN_CASES, shard_numbers
 from .consistency import contradiction
 
@@ -288,7 +288,7 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
     schema = data.get("schema")
     try:
         if schema in READABLE_SCHEMAS:
-            return _believed(CaseResult(**_shared(_checked(data, RECORD_FIELDS))), number, source)
+            return _believed(CaseResult(**_compact(_shared(_checked(data, RECORD_FIELDS)))), number, source)
         if schema == RUN_SCHEMA:
             return RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()))))
     except _BadField as bad:
@@ -309,6 +309,14 @@ def _shared(value):
     if isinstance(value, list):
         return [_shared(item) for item in value]
     return sys.intern(value) if isinstance(value, str) and len(value) <= SHARED_TEXT else value
+
+
+def _compact(fields: dict) -> dict:
+    """``fields`` with the error map's scores held as ``results.ScoreRows`` (a quarter of their lists' memory)."""
+    error_map = fields.get("error_map")
+    if error_map and error_map.get("values"):
+        fields["error_map"] = {**error_map, "values": ScoreRows.of(error_map["values"])}
+    return fields
 
 
 def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
@@ -685,7 +693,11 @@ class Writer:
 
 def encode(record: CaseResult | RunRecord) -> bytes:
     """The line ``record`` is stored as: its JSON (ASCII: anything else escaped), then a newline."""
-    return (json.dumps(record.to_dict(), default=str) + "\n").encode("ascii")
+    data = record.to_dict()
+    scores = data.get("error_map", {}).get("values") if isinstance(record, CaseResult) else None
+    if isinstance(scores, ScoreRows):
+        data["error_map"] = {**data["error_map"], "values": scores.lists()}
+    return (json.dumps(data, default=str) + "\n").encode("ascii")
 
 
 def _ends_in_newline(fd: int) -> bool:
