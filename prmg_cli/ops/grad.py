@@ -335,5 +335,5 @@ GRAD = OperatorSpec(
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
     tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, rotation=ROTATION, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
-    layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, required=True,
+    layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, builds=tuple(BUILDS), required=True,
     graph=GraphIR("InplacePartialRotaryMulGrad", ("dy", "cos", "sin"), "dy", GRAPH_REFUSALS, GRAPH_TILING))
