@@ -92,6 +92,20 @@ def test_a_suite_without_chip_or_build_sensitive_cases_shows_their_classes_missi
     assert {"chip: A2/A3: L < 0", "chip: A2/A3: cos S", "build: another status on base"} <= missing
 
 
+def test_a_rule_upstream_leaves_undefined_is_covered_by_any_error_and_pinned_by_none():
+    """A partialSlice of one value is read past its end upstream: the shipped cases expect any error and say why,
+    which covers its phase class; any error covers no defined rule."""
+    from prmg_cli.cases.coverage import facts
+
+    one = case_of(partial_slice=[4], expect={"error": "any"})
+    assert violation_details(one, TODAY)[0].undefined and facts(one).first_rules == ("slice list of 1 value",)
+    assert facts(case_of(partial_slice=[-2, 6], expect={"error": "any"})).first_rules == ()
+    files = [ROOT / "cases" / name for name in ("negative.yaml", "forward.yaml", "cover.yaml")]
+    shipped = [case for case in load_cases(files) if case.slice_argument() is not None
+               and len(case.slice_argument()) == 1 and not case.expect.success]
+    assert len(shipped) >= 4 and all(case.expect.error == "any" and "undefined" in case.note for case in shipped)
+
+
 def test_strides_keep_the_elements_apart_or_are_refused():
     """An overlap is found however the axes are ordered; an interleaving that keeps them apart is taken."""
     from prmg_cli.cases.fields import overlapping
