@@ -45,7 +45,7 @@ from ..ops import OPERATORS, constraints
 from ..ops.grad import contiguous
 from ..ops.reference import partners_alike
 from ..ops.regimes import BUILD, CHIP, PHASE, Facts, Regime, regimes
-from ..ops.targets import MEMBASE_SOCS
+from ..ops.targets import LATEST_BUILD, MEMBASE_SOCS
 from ..results import STATUSES
 from ..vocab import MODE_NAMES, TENSORS, broadcast_pattern
 
@@ -259,15 +259,15 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
 
 
 def _elsewhere(case: Case, supported_modes) -> dict:
-    """``Facts``' ``chip_rules``, the rules ``case`` breaks first on the A2/A3 chips its operator runs on, those of
-    their own (``OperatorSpec.chip_rules``), and ``builds_differ``, the builds of ``OperatorSpec.builds`` on which
-    it earns another status than on the latest."""
+    """``Facts``' ``chip_rules``, the rule ``case`` breaks first on the A2/A3 chips (one tiling for both) when its
+    operator runs there and the rule is theirs alone (``OperatorSpec.chip_rules``), and ``builds_differ``, the builds
+    of ``OperatorSpec.builds`` on which it earns another status than on the latest."""
     spec = OPERATORS[case.op]
-    chips = [found[0].rule for soc in sorted(MEMBASE_SOCS.intersection(spec.socs))
+    chips = [found[0].rule for soc in sorted(MEMBASE_SOCS.intersection(spec.socs))[:1]
              if (found := constraints.violation_details(case, supported_modes, soc)) and found[0].rule in spec.chip_rules]
-    latest = constraints.expected_status(case, supported_modes)
-    return {"chip_rules": tuple(dict.fromkeys(chips)), "builds_differ": frozenset(
-        build for build in spec.builds if constraints.expected_status(case, supported_modes, build=build) != latest)}
+    statuses = {build: constraints.expected_status(case, supported_modes, build=build) for build in spec.builds}
+    return {"chip_rules": tuple(chips), "builds_differ": frozenset(
+        build for build, code in statuses.items() if code != statuses[LATEST_BUILD])}
 
 
 def pins(expect, violation) -> bool:
