@@ -264,7 +264,8 @@ def _elsewhere(case: Case, supported_modes) -> dict:
     of ``OperatorSpec.builds`` on which it earns another status than on the latest."""
     spec = OPERATORS[case.op]
     chips = [found[0].rule for soc in sorted(MEMBASE_SOCS.intersection(spec.socs))[:1]
-             if (found := constraints.violation_details(case, supported_modes, soc)) and found[0].rule in spec.chip_rules]
+             if (found := constraints.violation_details(case, supported_modes, soc))
+             and found[0].rule in spec.chip_rules]
     statuses = {build: constraints.expected_status(case, supported_modes, build=build) for build in spec.builds}
     return {"chip_rules": tuple(chips), "builds_differ": frozenset(
         build for build, code in statuses.items() if code != statuses[LATEST_BUILD])}

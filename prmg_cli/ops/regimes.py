@@ -2,8 +2,9 @@
 
 ``regimes(op)`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
 layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, values
-(ordinary and special), the expected-error phase, and what a case is on another chip or upstream build), each a list of ``Regime`` classes with a one-line reason and a
-test on a case's ``Facts`` (``prmg_cli/cases/coverage.py`` computes them and counts the cases of each class).
+(ordinary and special), the expected-error phase, and what a case is on another chip or upstream build), each a
+list of ``Regime`` classes with a one-line reason and a test on a case's ``Facts`` (``prmg_cli/cases/coverage.py``
+computes them and counts the cases of each class).
 
 Where the numbers come from:
 
@@ -370,8 +371,9 @@ def _chip_axis(op: str) -> list[Regime]:
     """Each rule only another chip's tiling has (``OperatorSpec.chip_rules``: the forward's A2/A3 membase rules): the
     cases breaking it first there, which a run on that chip judges by its rules (``constraints.on_chip``). A chip
     the op definition lacks is a run's target (the run stops), not a case's class."""
-    return [Regime(CHIP, name, f"{reason}: a run on that chip judges the case by it", lambda f, name=name:
-                   name in f.chip_rules) for name, reason in OPERATORS[op].chip_rules.items() if name not in CHIP_REASONS]
+    return [Regime(CHIP, name, f"{reason}: a run on that chip judges the case by it",
+                   lambda f, name=name: name in f.chip_rules)
+            for name, reason in OPERATORS[op].chip_rules.items() if name not in CHIP_REASONS]
 
 
 def _build_axis(op: str) -> list[Regime]:
