@@ -309,14 +309,18 @@ def test_the_differential_fails_any_byte_and_any_refusal_of_another_kind():
     case = parse_document([{"name": "c", "shape": [1, 1, 1, 4], "partial_slice": [0, 4]}], "c.yaml", ROOT)[0]
     inputs = make_inputs(case)
     result = execute.case_result(case, "passed", standard="default")
-    same = np.arange(4, dtype=np.float32).reshape(1, 1, 1, 4)
+    same = OPERATORS["grad"].golden(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
     other = same.copy()
     other[0, 0, 0, 3] = np.nextafter(other[0, 0, 0, 3], np.float32(9))
     first = ("aclnn", result, outcome(dy=same))
     assert disagreement(case, inputs, first, ("geir", result, outcome(dy=same.copy()))) == ""
     text = disagreement(case, inputs, first, ("geir", result, outcome(dy=other)))
-    assert text.startswith("aclnn and geir results differ in 1 element of 4 (first at (0, 0, 0, 3): aclnn 3 "
-                           "(0x40400000), geir 3.00000024 (0x40400001)") and "both are within the default" in text
+    bits = [f"{float(v[0, 0, 0, 3]):.9g} (0x{int(v.view(np.uint32)[0, 0, 0, 3]):08x})" for v in (same, other)]
+    assert text == (f"aclnn and geir results differ in 1 element of 4 (first at (0, 0, 0, 3): aclnn {bits[0]}, geir "
+                    f"{bits[1]}, the golden {bits[0]}); both are within the default standard of the golden; aclnn "
+                    f"is nearer the golden at 1 of them, geir at 0")     # within the standard, one is still nearer
+    swapped = disagreement(case, inputs, ("aclnn", result, outcome(dy=other)), ("geir", result, outcome(dy=same)))
+    assert swapped.endswith("; geir is nearer the golden at 1 of them, aclnn at 0")
     refusals = [("aclnn", result, outcome(161002)), ("geir", result, outcome(GE_FAILED, path="geir"))]
     text = disagreement(case, inputs, *refusals)
     assert text == ("aclnn and geir refused the case for different reasons: aclnn 161002 ACLNN_ERR_PARAM_INVALID "
