@@ -330,3 +330,18 @@ def test_the_differential_fails_any_byte_and_any_refusal_of_another_kind():
     skipped = execute.case_result(case, "skipped", message="no graph form")
     kept = combine(case, inputs, [first, ("geir", skipped, None)])
     assert kept.status == "passed" and kept.paths == {"aclnn": "passed", "geir": "skipped: no graph form"}
+
+
+def test_the_graph_output_must_have_dys_shape_dtype_and_size():
+    """The ref output's contract on the host (InferShape: dy's shape, dtype and size), whatever GE returned."""
+    from prmg_cli.device.geir import _HostBuffer, _Report
+
+    case = parse_document([{"name": "c", "shape": [1, 1, 2, 4], "partial_slice": [0, 4]}], "c.yaml", ROOT)[0]
+    output = _HostBuffer("graph output dy", None, 32)
+    report = _Report(output_bytes=32, output_data_type=0, output_dim_count=4)
+    report.output_dims[:4] = (1, 1, 2, 4)
+    assert GeirSession._output_problems(case, report, output) == []
+    report.output_dims[:4], report.output_data_type, report.output_bytes = (1, 2, 1, 4), 1, 16
+    assert GeirSession._output_problems(case, report, output) == [
+        "graph output dy has shape [1, 2, 1, 4] and dtype 1, not dy's [1, 1, 2, 4] and 0 (InferShape)",
+        "graph output dy is 16 bytes, not dy's 32"]

@@ -62,6 +62,7 @@ static const struct {
     {"core_last_row", FAULT_CORE_LAST_ROW},
     {"leak_device_memory", FAULT_LEAK_DEVICE_MEMORY},
     {"write_beyond_guard", FAULT_WRITE_BEYOND_GUARD},
+    {"geir_output_overrun", FAULT_GEIR_OUTPUT_OVERRUN},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

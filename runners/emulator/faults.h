@@ -68,6 +68,7 @@ enum {
     FAULT_CORE_LAST_ROW,
     FAULT_LEAK_DEVICE_MEMORY,
     FAULT_WRITE_BEYOND_GUARD,
+    FAULT_GEIR_OUTPUT_OVERRUN,
 };
 
 /* The faults each operator obeys. */
@@ -76,7 +77,7 @@ enum {
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE))
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
-                     | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN))
+                     | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN))
 #define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS))
 
 /* 1 when fault `index` is in the set `faults`. */
