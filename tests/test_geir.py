@@ -345,3 +345,19 @@ def test_the_graph_output_must_have_dys_shape_dtype_and_size():
     assert GeirSession._output_problems(case, report, output) == [
         "graph output dy has shape [1, 2, 1, 4] and dtype 1, not dy's [1, 1, 2, 4] and 0 (InferShape)",
         "graph output dy is 16 bytes, not dy's 32"]
+
+
+def test_the_kernels_own_bugs_are_judged_on_graph_modes_host_tensors(graph, monkeypatch):
+    """The twin launches the aclnn path's kernel: its write outside the slice is seen in the ref output graph mode
+    hands back (the outside-slice contract on the host tensors), and a correct kernel passes."""
+    from prmg_cli.judging.judge import judge
+
+    case = parse_document([{"name": "c", "shape": [1, 2, 2, 16], "partial_slice": [2, 14]}], "c.yaml", ROOT)[0]
+    inputs = make_inputs(case)
+    with GeirSession(graph, 0) as session:
+        assert judge(case, inputs, session.launch(case, inputs)).status == "passed"
+        monkeypatch.setenv("PRMG_EMU_FAULT", "clobber_passthrough")
+        outcome = session.launch(case, inputs)
+    verdict = judge(case, inputs, outcome)
+    assert outcome.path == "geir" and outcome.faults == ("clobber_passthrough",)
+    assert verdict.status == "failed" and verdict.message.startswith("outside the slice at d=")
