@@ -361,3 +361,20 @@ def test_the_kernels_own_bugs_are_judged_on_graph_modes_host_tensors(graph, monk
     verdict = judge(case, inputs, outcome)
     assert outcome.path == "geir" and outcome.faults == ("clobber_passthrough",)
     assert verdict.status == "failed" and verdict.message.startswith("outside the slice at d=")
+
+
+def test_done_when_smoke_and_every_shipped_case_through_graph_mode(tmp_path):
+    """Issue 35's "Done when", as written: cases/smoke.yaml green through --runner geir and aclnn+geir, every case of
+    cases/ green through aclnn+geir (each path judged alone, then both compared), and with graph mode's slice dropped
+    smoke.yaml's aclnn+geir run exits 1 naming graph mode, --save-failures keeping its failures under geir/ only."""
+    smoke = ROOT / "cases" / "smoke.yaml"
+    for path, runner in ((smoke, "geir"), (smoke, "aclnn+geir"), (ROOT / "cases", "aclnn+geir")):
+        result = prmg_here("run", path, "--runner", runner, "--report", "json")
+        summary = json.loads(result.stdout)["summary"]
+        assert result.returncode == 0 and summary["passed"] + summary["skipped"] + summary["xfailed"] == \
+            summary["total"] and summary["passed"] >= 34, (runner, path, summary)
+    saved = tmp_path / "failures"
+    result = prmg_here("run", smoke, "--runner", "aclnn+geir", "--save-failures", saved,
+                       env={"PRMG_EMU_FAULT": "geir_slice_dropped"})
+    assert result.returncode == 1 and "; geir (graph mode) disagrees with the golden: " in result.stdout
+    assert (saved / "geir" / "smoke.worked_example" / "actual.npy").is_file() and not (saved / "aclnn").exists()
