@@ -15,7 +15,7 @@ from ...results import CaseResult, RunInfo, json_safe, visible
 from ...vocab import mode_name
 
 COLUMNS = ("name", "status", "error_code", "op", "dtype", "cos_dtype", "shape", "cos_shape", "rotary_mode",
-           "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics", "path")
+           "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics", "path", "device")
 
 
 def _row(result: CaseResult) -> dict:
@@ -31,7 +31,7 @@ def _row(result: CaseResult) -> dict:
             "duration_s": json_safe(result.duration_s), "message": visible(result.message),
             "warnings": "; ".join(visible(w) for w in result.warnings),
             "metrics": json.dumps(json_safe(result.metrics), separators=(",", ":"), allow_nan=False),
-            "path": result.path}
+            "path": result.path, "device": result.device}
 
 
 def render(results: list[CaseResult], info: RunInfo) -> str:
