@@ -170,7 +170,8 @@ def test_doctor_lists_every_emulator_fault_and_variable_from_the_emulators_readm
     assert not any("(not described)" in line for line in lines) and all(len(line) <= 100 for line in lines)
     variables = [line.split(":")[0].strip() for line in lines if line.startswith("  PRMG_EMU_")]
     assert variables == ["PRMG_EMU_DEVICES", "PRMG_EMU_SOC", "PRMG_EMU_BUILD", "PRMG_EMU_MODES", "PRMG_EMU_FAULT",
-                         "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_DEVICE_MEMORY"]
+                         "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_BEYOND_GUARD", "PRMG_EMU_FAULT_DEVICE",
+                         "PRMG_EMU_DEVICE_MEMORY"]
     assert "Now PRMG_EMU_FAULT=sign." in " ".join(" ".join(lines).split())
 
 

@@ -130,17 +130,18 @@ def test_a_phase_class_is_covered_only_by_an_expectation_pinning_its_code_and_ph
 
 
 def test_every_phase_class_the_suite_covers_needs_its_rules_code_and_phase():
-    """Each phase class a shipped negative case covers (every rule's class, test below) is lost when its expectation
-    loosens to any code or any phase (or another phase): only the pinned refusal shows that rule was checked."""
+    """Each phase class a shipped negative case pinning a refusal covers (every rule's class, test below) is lost when
+    its expectation loosens to any code or any phase (or another phase): only the pinned refusal shows that rule was
+    checked. (A rule whose input is undefined upstream, a one-value slice list, is covered by ``error: any``.)"""
     from dataclasses import replace
     from prmg_cli.case import Expect
 
     found = {}
-    for one in (c for c in load_cases([ROOT / "cases"]) if not c.expect.success):
+    for one in (c for c in load_cases([ROOT / "cases"]) if not c.expect.success and c.expect.error != "any"):
         for key in covered(one):
             if key.startswith(f"{PHASE}: "):
                 found.setdefault((one.op, key), one)
-    assert len(found) >= 40
+    assert len(found) >= 38
     for (op, key), one in found.items():
         other = "launch" if one.expect.phase == "workspace" else "workspace"
         for loose in (Expect("any", "any"), Expect("any", one.expect.phase), Expect(one.expect.error, "any"),
