@@ -390,6 +390,7 @@ def test_json_summary_and_cases():
         assert key in first
     assert first["shape"] == [2, 4, 8, 128] and first["partial_slice"] == [7, 71]
     assert document["cases"][3]["status"] == "error" and document["cases"][3]["error_code"] == 507015
+    assert document["cases"][3]["error_name"] == "ACL_ERROR_RT_AICORE_EXCEPTION"          # the code's name beside it
 
 
 def _reject_constant(token):
@@ -455,6 +456,7 @@ def test_csv_rows_and_fields():
     assert float(first["kernel_ms"]) == pytest.approx(0.0123)
     assert json.loads(first["metrics"]) == {"max_err_ratio": 0.25, "bad_share": 0.0, "third": 7}
     assert rows[3]["error_code"] == "507015" and rows[0]["error_code"] == ""
+    assert rows[3]["error_name"] == "ACL_ERROR_RT_AICORE_EXCEPTION" and rows[0]["error_name"] == ""
     assert rows[-1]["message"] == visible(message)
     assert json.loads(rows[-1]["metrics"], parse_constant=_reject_constant) == {"x": "nan"}
 
@@ -591,6 +593,12 @@ def test_bench_table_labels_emulator_timings():
     assert tiny[2] == "fp32" and tiny[-1] == "-"
     assert "host timings (emulator), not NPU" in lines
     assert "host timings" not in bench_kernel.format_bench(BENCH_ROWS, TOOLKIT)
+    long_name = {**BENCH_ROWS[0], "name": "cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4"}
+    for width in (80, 100):          # fitted (bench_kernel.BENCH_FIT_ORDER): the case first, the median kept
+        lines = bench_kernel.format_bench([*BENCH_ROWS, long_name], EMULATOR, width=width).splitlines()
+        heading = next(line for line in lines if line.startswith("case"))
+        assert max(map(len, lines)) <= width and "median ms" in heading and "fp16/fp32" in lines[-3], lines
+        assert heading.index("median ms") + len("median ms") == lines[-3].index("1.500") + len("1.500")  # right
 
 
 # --- progress ----------------------------------------------------------------------------------------

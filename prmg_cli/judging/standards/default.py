@@ -204,11 +204,15 @@ def describe(metrics: dict) -> str:
     ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``; when the largest error in ulps is within its bound (another
     element is over its own), ``err > bound (x2.1), largest err 41 ulp (bound 97 there)``. A result recorded
     before the bound in ulps existed shows ``err 0.50 ulp, ...``; one recorded before the ulp metrics
-    ``err ≤ budget (x0.41)``."""
+    ``err ≤ budget (x0.41)``. Nothing (``""``) when no finite element was compared (every element of the slice
+    non-finite: a bound of 0 ulp, as every element's budget is positive), rather than ``err 0.00 ulp ≤ bound
+    0.00 ulp``."""
     ratio = metrics["max_err_ratio"]
     if "beyond_rounding" not in metrics:
         return within("err", ratio, "budget")[0]
     error, bound, known = metrics["max_err_ulp"], metrics.get("bound_ulp"), "bound_ulp" in metrics
+    if known and bound == 0 and not metrics.get("bad"):
+        return ""
     if ratio is not None and ratio <= 1:
         beyond = metrics["beyond_rounding"]
         share = short_number(margin(None if beyond is None else 100 * beyond, 100))
