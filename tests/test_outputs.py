@@ -8,6 +8,7 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -428,7 +429,10 @@ def test_junit_counts_and_outcome_elements():
     assert suite.find("testcase[@name='e1']").get("classname") == "prmg.cases"   # no source file
     assert float(suite.find("testcase[@name='p1']").get("time")) == 0.5
     properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
-    assert properties["runner"] == "aclnn" and properties["location"] == TOOLKIT.location
+    assert properties["runner"] == "aclnn" and properties["location"] == TOOLKIT.location and "path" not in properties
+    graph = replace(TOOLKIT, path="aclnn+geir")         # the raw runner says nothing of graph mode: path does
+    properties = {p.get("name"): p.get("value") for p in ET.fromstring(junit.render(mixed(), graph)).iter("property")}
+    assert properties["runner"] == "aclnn" and properties["path"] == "aclnn+geir"
 
 
 def test_junit_escapes_markup_and_strips_control_characters():

@@ -9,7 +9,7 @@ error always runs. A case's expectation is written for the 950; ``on_chip`` says
 ``check_chip`` refuses a run of an operator its chip lacks.
 
 In graph mode (``runners/geir``) the same rules decide, in the same order; where GE refuses a case (the phase and
-GE's status) is each operator's ``OperatorSpec.graph`` (``graph_expectation``). A case whose status a rule without
+GE's status) is each operator's ``OperatorSpec.graph`` (``graph_case``). A case whose status a rule without
 a graph-mode form decides (a strided tensor, a partialSlice list of no or one value) is skipped there.
 """
 
@@ -139,8 +139,9 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case |
     A pass case stays one. A case expecting an error expects, in GE's terms, the refusal of the first rule it
     breaks (``OperatorSpec.graph``: the phase and GE's status; ``error: any`` any refusal of a refusing phase),
     or any refusal when the model predicts success (the known defects). A known defect's status becomes GE's
-    (``status.graph_status``). The case has no graph form when its first broken rule has none (a strided dy,
-    which GE's dense tensors cannot express)."""
+    (``status.graph_status``). The case has no graph form when its first broken rule has none, and the text says
+    why (``GraphIR.refusals``: a strided dy, which GE's dense tensors cannot express; a slice list of no or one
+    value, which the tiling reads past its end)."""
     defect = case.known_defect
     if defect is not None and defect.status:
         defect = replace(defect, status=graph_status(defect.status))
@@ -148,9 +149,9 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case |
         return replace(case, known_defect=defect)
     found = violation_details(case, supported_modes)
     refusal = OPERATORS[case.op].graph.refusal(found[0].rule) if found else None
-    if found and refusal is None:
+    if isinstance(refusal, str):
         return (f"graph mode has no form of this case: its status comes from '{found[0].rule}' "
-                f"({OPERATORS[case.op].rule_reasons[found[0].rule]}), and GE's tensors are dense")
+                f"({OPERATORS[case.op].rule_reasons[found[0].rule]}), and {refusal}")
     expect = Expect("any", "any") if refusal is None or case.expect.error == "any" else \
         Expect(refusal.code, refusal.phase)
     return replace(case, expect=expect, known_defect=defect)

@@ -89,18 +89,22 @@ RULE_REASONS = {
 
 # Graph mode (runners/emulator/README.md, "Graph mode"): every refusal comes when the graph compiles -- GE's check of
 # its links (a required input left unlinked: prmg's null tensor), the op proto and kernel selection (dtypes,
-# formats), then the static shape's tiling (every other rule); a strided tensor has no graph form (GE's tensors are
-# dense), nor a partialSlice list of no or one value (graph mode sets the slice the case acts on).
+# formats), then the static shape's tiling (every other rule). A rule whose graph form has no answer to expect maps
+# to why: a strided tensor (GE's tensors are dense), a partialSlice list of no or one value (in a graph the list is
+# the partial_slice attribute, which no nnopbase sees, and the tiling reads two values of it: undefined).
+DENSE = "GE's tensors are dense: a graph has no strided tensor"
+SHORT_SLICE = ("in a graph the list is the partial_slice attribute, which no nnopbase check sees: the tiling reads "
+               "two values past the end of a list of {} (undefined)")
 GRAPH_REFUSALS = {
     "null pointer": GraphRefusal("compile", GE_PARAM_INVALID),
     "dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
     "sin dtype != cos dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
     "format": GraphRefusal("compile", GE_FORMAT_INVALID),
-    "dy not contiguous": None,
-    "cos not contiguous": None,
-    "sin not contiguous": None,
-    "slice list empty": None,
-    "slice list of 1 value": None,
+    "dy not contiguous": DENSE,
+    "cos not contiguous": DENSE,
+    "sin not contiguous": DENSE,
+    "slice list empty": SHORT_SLICE.format("none"),
+    "slice list of 1 value": SHORT_SLICE.format("one"),
 }
 GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
 

@@ -40,19 +40,20 @@ class GraphIR:
     and ``partial_slice`` ListInt, default {0, 0}).
 
     ``refusals``: rule (of ``OperatorSpec.rule_reasons``) -> where GE refuses a case whose first broken rule it is,
-    or None when the rule has no graph-mode form (a strided dy: GE's tensors are dense); a rule not listed is the
-    tiling's, refused with ``tiling`` (the static shape's tiling runs when the graph compiles)."""
+    or, when graph mode has no answer to expect for it, why (a strided dy: GE's tensors are dense); a rule not listed
+    is the tiling's, refused with ``tiling`` (the static shape's tiling runs when the graph compiles)."""
 
     op_type: str
     inputs: tuple[str, str, str]
     output: str
-    refusals: Mapping[str, GraphRefusal | None] = field(default_factory=dict)
+    refusals: Mapping[str, GraphRefusal | str] = field(default_factory=dict)
     tiling: GraphRefusal | None = None
     mode_attr: str = "rotary_mode"
     slice_attr: str = "partial_slice"
 
-    def refusal(self, rule: str) -> GraphRefusal | None:
-        """Where GE refuses a case whose first broken rule is ``rule`` (None: the rule has no graph-mode form)."""
+    def refusal(self, rule: str) -> GraphRefusal | str | None:
+        """Where GE refuses a case whose first broken rule is ``rule``, or why graph mode has no answer to expect
+        (a text); None when neither the rule nor the tiling is listed."""
         return self.refusals[rule] if rule in self.refusals else self.tiling
 
 

@@ -3,9 +3,10 @@
 A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed
 case a ``skipped`` child (pytest writes xfail the same way). The run's description is in the suite's
 ``properties``, one per header line (a name the header repeats, such as a merged report's ``run`` of each
-shard, repeated: JUnit allows it). Every attribute and text passes through ``xml_text``, which keeps the document
-well-formed whatever a file name or message holds (ElementTree escapes markup; ``xml_text`` makes the
-characters XML 1.0 cannot carry at all visible as escapes instead).
+shard, repeated: JUnit allows it), and ``path``, how the run called the operator (``RunInfo.path``: geir,
+aclnn+geir), which the raw ``runner`` property does not say. Every attribute and text passes through
+``xml_text``, which keeps the document well-formed whatever a file name or message holds (ElementTree escapes
+markup; ``xml_text`` makes the characters XML 1.0 cannot carry at all visible as escapes instead).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
     suite = ET.SubElement(suites, "testsuite", name="prmg", **totals)
     properties = ET.SubElement(suite, "properties")
     raw = {"runner": info.runner, "location": info.location, "op_library": info.op_library,
-           "devices": ",".join(str(d) for d in info.devices), "standard": info.standard}
+           "devices": ",".join(str(d) for d in info.devices), "standard": info.standard,
+           **({"path": info.path} if info.path else {})}
     # every header line, a name repeated as often as the header has it (a merged report's "run" of each shard)
     values = [(name, raw.pop(name, value)) for name, value in header_fields(info, results)] + list(raw.items())
     concentrated = device_line(results)

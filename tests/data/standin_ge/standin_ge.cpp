@@ -1,0 +1,184 @@
+/*
+ * The stand-in GE of standin_ge.h (tests/test_geir.py): one IR, InplacePartialRotaryMulGrad (inputs dy, cos, sin;
+ * attributes rotary_mode Int and partial_slice ListInt; its ref output dy), and the Data operator. A graph compiles
+ * when every input of the operator is linked (else ACL_ERROR_GE_PARAM_INVALID) and it is float32 interleave with a
+ * slice of two values (else FAILED); running it computes the interleave gradient on the host from the feeds, each
+ * found through its Data node's index. Enough for prmg to build, load and judge its real shim here; not GE.
+ */
+#include "standin_ge.h"
+
+#include <cstring>
+
+namespace ge {
+
+struct OperatorState {
+    std::string type;
+    std::map<std::string, Operator> inputs;
+    std::map<std::string, TensorDesc> input_descs;
+    std::map<std::string, int64_t> ints;
+    std::map<std::string, std::vector<int64_t>> lists;
+};
+
+namespace {
+std::string g_error;
+const char *const GRAD = "InplacePartialRotaryMulGrad";
+const char *const INPUTS[] = {"dy", "cos", "sin"};
+
+Status fail(Status status, const std::string &message)
+{
+    g_error = "stand-in GE: " + message;
+    return status;
+}
+}  // namespace
+
+AscendString::AscendString(const char *text) : text_(text != nullptr ? text : "") {}
+const char *AscendString::GetString() const { return text_.c_str(); }
+bool AscendString::operator<(const AscendString &other) const { return text_ < other.text_; }
+
+Shape::Shape(const std::vector<int64_t> &dims) : dims_(dims) {}
+std::vector<int64_t> Shape::GetDims() const { return dims_; }
+
+TensorDesc::TensorDesc(Shape shape, Format format, DataType data_type)
+    : shape_(shape), format_(format), data_type_(data_type) {}
+Shape TensorDesc::GetShape() const { return shape_; }
+DataType TensorDesc::GetDataType() const { return data_type_; }
+void TensorDesc::SetPlacement(Placement placement) { placement_ = placement; }
+
+Tensor::Tensor(const TensorDesc &desc, const uint8_t *data, size_t size) : desc_(desc), bytes_(data, data + size) {}
+TensorDesc Tensor::GetTensorDesc() const { return desc_; }
+const uint8_t *Tensor::GetData() const { return bytes_.data(); }
+size_t Tensor::GetSize() const { return bytes_.size(); }
+
+Operator::Operator(std::shared_ptr<OperatorState> state) : state_(std::move(state)) {}
+bool Operator::IsEmpty() const { return state_ == nullptr; }
+std::shared_ptr<OperatorState> Operator::state() const { return state_; }
+
+Operator &Operator::SetInput(const char *dst_name, const Operator &src_oprt)
+{
+    state_->inputs[dst_name] = src_oprt;
+    return *this;
+}
+
+graphStatus Operator::UpdateInputDesc(const char *name, const TensorDesc &tensor_desc)
+{
+    state_->input_descs[name] = tensor_desc;
+    return GRAPH_SUCCESS;
+}
+
+graphStatus Operator::UpdateOutputDesc(const char *, const TensorDesc &) { return GRAPH_SUCCESS; }
+
+Operator &Operator::SetAttr(const char *name, int64_t attr_value)
+{
+    state_->ints[name] = attr_value;
+    return *this;
+}
+
+Operator &Operator::SetAttr(const char *name, const std::vector<int64_t> &attr_value)
+{
+    state_->lists[name] = attr_value;
+    return *this;
+}
+
+graphStatus Operator::GetAllIrAttrNamesAndTypes(std::map<AscendString, AscendString> &attr_name_types) const
+{
+    attr_name_types.clear();
+    if (state_->type == GRAD) {
+        attr_name_types[AscendString("rotary_mode")] = AscendString("VT_INT");
+        attr_name_types[AscendString("partial_slice")] = AscendString("VT_LIST_INT");
+    }
+    return GRAPH_SUCCESS;
+}
+
+Operator OperatorFactory::CreateOperator(const char *const, const char *const operator_type)
+{
+    if (!IsExistOp(operator_type))
+        return Operator();
+    auto state = std::make_shared<OperatorState>();
+    state->type = operator_type;
+    return Operator(state);
+}
+
+bool OperatorFactory::IsExistOp(const char *const operator_type)
+{
+    return std::strcmp(operator_type, GRAD) == 0 || std::strcmp(operator_type, "Data") == 0;
+}
+
+Graph::Graph(const char *) {}
+Graph &Graph::SetInputs(const std::vector<Operator> &) { return *this; }
+Graph &Graph::SetOutputs(const std::vector<std::pair<Operator, AscendString>> &outputs)
+{
+    outputs_ = outputs;
+    return *this;
+}
+std::vector<std::pair<Operator, AscendString>> Graph::outputs() const { return outputs_; }
+
+Session::Session(const std::map<AscendString, AscendString> &) {}
+
+Status Session::AddGraph(uint32_t graph_id, const Graph &graph, const std::map<AscendString, AscendString> &)
+{
+    graphs_.emplace(graph_id, graph);
+    return SUCCESS;
+}
+
+Status Session::CompileGraph(uint32_t graph_id)
+{
+    const OperatorState &op = *graphs_.at(graph_id).outputs().at(0).first.state();
+    for (const char *name : INPUTS) {
+        if (op.inputs.count(name) == 0)
+            return fail(ACL_ERROR_GE_PARAM_INVALID, std::string("input ") + name + " of the operator is not linked");
+        if (op.input_descs.at(name).GetDataType() != DT_FLOAT)
+            return fail(FAILED, "this stand-in computes float32 only");
+    }
+    if (op.ints.count("rotary_mode") == 0 || op.ints.at("rotary_mode") != 1)
+        return fail(FAILED, "this stand-in computes interleave (rotary_mode 1) only");
+    if (op.lists.count("partial_slice") == 0 || op.lists.at("partial_slice").size() != 2)
+        return fail(FAILED, "partial_slice is not a list of two values");
+    return SUCCESS;
+}
+
+Status Session::RunGraph(uint32_t graph_id, const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs)
+{
+    const OperatorState &op = *graphs_.at(graph_id).outputs().at(0).first.state();
+    const Tensor *fed[3];
+    for (int t = 0; t < 3; ++t)
+        fed[t] = &inputs.at(static_cast<size_t>(op.inputs.at(INPUTS[t]).state()->ints.at("index")));
+    std::vector<int64_t> dims = fed[0]->GetTensorDesc().GetShape().GetDims();
+    std::vector<int64_t> table = fed[1]->GetTensorDesc().GetShape().GetDims();
+    std::vector<float> dx(fed[0]->GetSize() / sizeof(float));
+    std::memcpy(dx.data(), fed[0]->GetData(), fed[0]->GetSize());
+    const float *g = reinterpret_cast<const float *>(fed[0]->GetData());
+    const float *c = reinterpret_cast<const float *>(fed[1]->GetData());
+    const float *s = reinterpret_cast<const float *>(fed[2]->GetData());
+    const int64_t start = op.lists.at("partial_slice")[0], length = op.lists.at("partial_slice")[1] - start;
+    for (int64_t b = 0; b < dims[0]; ++b)
+        for (int64_t q = 0; q < dims[1]; ++q)
+            for (int64_t n = 0; n < dims[2]; ++n) {
+                int64_t row = ((b * dims[1] + q) * dims[2] + n) * dims[3] + start;
+                int64_t at = (((table[0] == 1 ? 0 : b) * table[1] + (table[1] == 1 ? 0 : q)) * table[2]
+                              + (table[2] == 1 ? 0 : n)) * length;
+                for (int64_t k = 0; k + 1 < length; k += 2) {
+                    dx[row + k] = c[at + k] * g[row + k] + s[at + k + 1] * g[row + k + 1];
+                    dx[row + k + 1] = c[at + k + 1] * g[row + k + 1] - s[at + k] * g[row + k];
+                }
+            }
+    outputs.assign(1, Tensor(fed[0]->GetTensorDesc(), reinterpret_cast<const uint8_t *>(dx.data()),
+                             dx.size() * sizeof(float)));
+    return SUCCESS;
+}
+
+Status Session::RemoveGraph(uint32_t graph_id)
+{
+    graphs_.erase(graph_id);
+    return SUCCESS;
+}
+
+Status GEInitialize(const std::map<AscendString, AscendString> &options)
+{
+    return options.count(AscendString(OPTION_EXEC_DEVICE_ID)) ? SUCCESS : fail(FAILED, "no ge.exec.deviceId");
+}
+
+Status GEFinalize() { return SUCCESS; }
+
+AscendString GEGetErrorMsgV2() { return AscendString(g_error.c_str()); }
+
+}  // namespace ge
