@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from . import balance
+from . import error_balance
 from .case import Case
 
 _EXECUTOR = pytest.StashKey()
@@ -134,7 +134,7 @@ class PrmgItem(pytest.Item):
         self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
                                                           "shape": result.shape, "op": result.op,
                                                           "dtype": result.dtype, "metrics": {
-                                                              key: result.metrics[key] for key in balance.METRICS
+                                                              key: result.metrics[key] for key in error_balance.METRICS
                                                               if key in result.metrics}})))
         for text in result.warnings:             # -W error::prmg_cli.pytest_plugin.PrmgWarning fails them
             warnings.warn(PrmgWarning(f"prmg case {self.case.name}: {text}"))

@@ -93,7 +93,7 @@ def test_every_module_name_a_docstring_or_comment_points_to_exists():
 # status codes, the error balance rule of a run). It imports nothing above it, and no numpy: a report, a merge or a
 # case listing can load it alone.
 MODEL_FLOOR = ("prmg_cli.case", "prmg_cli.results", "prmg_cli.vocab", "prmg_cli.errors", "prmg_cli.status",
-               "prmg_cli.balance")
+               "prmg_cli.error_balance")
 
 
 def _imports(name: str, source: str | None = None) -> tuple[set[str], set[str]]:

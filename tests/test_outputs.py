@@ -18,7 +18,7 @@ from prmg_cli.cases.loader import Case, Expect
 from prmg_cli.commands import bench_kernel
 from prmg_cli.errors import PrmgError
 from prmg_cli.reports import outputs
-from prmg_cli.reports.outputs import csvreport, jsonreport, junit, listing, markdown, names, table
+from prmg_cli.reports.outputs import csvreport, jsonreport, junit, listing, markdown, short_names, table
 from prmg_cli.reports.outputs.labels import format_header
 from prmg_cli.reports.progress import Progress
 from prmg_cli.results import CaseResult, RunInfo, summary_counts, summary_line, visible
@@ -178,7 +178,7 @@ def test_shortened_names_of_the_shipped_cases_stay_unique_and_keep_their_modes(c
     from prmg_cli.cases.loader import load_cases
 
     shipped = [case.name for case in load_cases([ROOT / "cases"])]
-    shown, complete = names.short_names(shipped, columns, (names.MODE_WORDS, names.DTYPE_WORDS))
+    shown, complete = short_names.short_names(shipped, columns, (short_names.MODE_WORDS, short_names.DTYPE_WORDS))
     assert complete and len(set(shown.values())) == len(set(shipped)) > 500          # never two names to one text
     parts = {name: re.split(r"[._]", name) for name in shipped}
     for name, text in shown.items():
@@ -194,7 +194,7 @@ def test_shortened_names_of_the_shipped_cases_stay_unique_and_keep_their_modes(c
         for other in shipped:     # a name differing from another only in a mode or dtype word keeps that word
             if other != name and len(parts[other]) == len(parts[name]):
                 differ = [i for i, (a, b) in enumerate(zip(parts[name], parts[other])) if a != b]
-                if len(differ) == 1 and parts[name][differ[0]] in names.MODE_WORDS | names.DTYPE_WORDS:
+                if len(differ) == 1 and parts[name][differ[0]] in short_names.MODE_WORDS | short_names.DTYPE_WORDS:
                     assert parts[name][differ[0]] in words, (name, text, other)
 
 
@@ -208,10 +208,10 @@ def test_shortened_names_keep_the_mode_and_dtype_their_column_no_longer_shows():
     given = ["cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
              "cover.forward.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
              "cover.grad.half_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x"]
-    shown, complete = names.short_names(given, 30)
+    shown, complete = short_names.short_names(given, 30)
     assert complete and shown == {given[0]: "cover.grad…255x1x1x4_B11D_s0-4", given[1]: "cover.forward…B11D_s0-4",
                                   given[2]: "cover…half…256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
-    shown, complete = names.short_names(given, 40, (names.MODE_WORDS, names.DTYPE_WORDS))
+    shown, complete = short_names.short_names(given, 40, (short_names.MODE_WORDS, short_names.DTYPE_WORDS))
     assert complete and shown == {given[0]: "cover.grad.interleave_fp16_fp32…s0-4",
                                   given[1]: "cover.forward.interleave_fp16_fp32…s0-4",
                                   given[2]: "cover…half_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}

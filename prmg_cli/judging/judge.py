@@ -39,7 +39,7 @@ from typing import Mapping
 import numpy as np
 
 from . import default_pass, diagnosis, nonfinite
-from .. import balance
+from .. import error_balance
 from ..case import CONTIGUOUS_STORAGE, Case, Expect
 from ..dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
 from ..inputs.seeded import Inputs
@@ -397,9 +397,9 @@ def _vacuous_warning(standard: str) -> str:
 
 
 def _balance_warning(verdict: Verdict) -> None:
-    """A passing result whose errors lean one way beyond chance (``balance.case_warning``, from the ``default``
+    """A passing result whose errors lean one way beyond chance (``error_balance.case_warning``, from the ``default``
     standard's counts) gets the warning."""
-    text = balance.case_warning(verdict.metrics)
+    text = error_balance.case_warning(verdict.metrics)
     if text:
         verdict.warnings.append(text)
 

@@ -153,9 +153,10 @@ _NO_SUBNORMAL_TERMS = 2.0 ** -69
 
 
 def balance_threshold(fmt: Format) -> float:
-    """The smallest ``|golden|`` whose element error balance counts (``balance.py``): where ``ulp_dy(|golden|)`` is at
-    least ``2^24 * 4 * 2^-126 = 2^-100``, i.e. half of it at least ``2^-101`` -- ``|golden| >= 2^(p - 101)``, or every
-    element when the dtype's smallest half ulp is already that large (float16)."""
+    """The smallest ``|golden|`` whose element error balance counts (``error_balance.py``): where
+    ``ulp_dy(|golden|)`` is at least ``2^24 * 4 * 2^-126 = 2^-100``, i.e. half of it at least ``2^-101`` --
+    ``|golden| >= 2^(p - 101)``, or every element when the dtype's smallest half ulp is already that large
+    (float16)."""
     return 0.0 if fmt.smallest / 2 >= _BALANCE_HALF_ULP else 2.0 ** (fmt.precision - 101)
 
 
@@ -164,7 +165,7 @@ _BALANCE_HALF_ULP = 2.0 ** -101
 
 def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, left_out=None) -> tuple[int, int]:
     """(elements above the golden, below it) among those with ``|golden| >= threshold`` (``balance_threshold``), the
-    mask ``left_out`` (non-finite ones) left out: the error balance's counts (``balance.py``)."""
+    mask ``left_out`` (non-finite ones) left out: the error balance's counts (``error_balance.py``)."""
     with np.errstate(invalid="ignore"):
         counted = np.abs(golden) >= threshold
         if left_out is not None:
