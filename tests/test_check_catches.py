@@ -39,6 +39,10 @@ CASES = """
    sin_offset: 3}
 - {name: grad_strided_cos, shape: [1, 2, 2, 8], cos_shape: [1, 2, 1, 8], cos_strides: [32, 16, 16, 1],
    expect: {error: ACLNN_ERR_INNER, phase: launch}}
+- {name: fwd_offsets, op: forward, shape: [1, 2, 2, 8], broadcast: 1S1D, partial_slice: [2, 6], dy_offset: 5,
+   cos_offset: 2, sin_offset: 3}
+- {name: fwd_strided_tables, op: forward, shape: [1, 2, 2, 8], cos_shape: [1, 2, 1, 8], cos_strides: [32, 16, 16, 1],
+   sin_strides: [32, 16, 16, 2]}
 """
 # They end or poison the process (leak_device_memory: its device memory, until aclFinalize): run-level tests.
 PROCESS_FAULTS = ("crash", "hang", "device_fault", "leak_device_memory")

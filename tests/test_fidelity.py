@@ -58,6 +58,8 @@ def test_slice_lists_are_passed_as_written_and_act_as_the_tiling_reads_them():
     ({"cos_offset": 2**40}, "cos_offset", "expected an integer 0 <= offset"),
     ({"cos_strides": [1, 2]}, "cos_strides", "expected 4 strides (one per axis of its shape)"),
     ({"sin_strides": "x"}, "sin_strides", "expected a list of non-negative int64 integers"),
+    ({"cos_strides": [24, 4, 8, 1]}, "cos_strides", "put two elements of the [1, 3, 1, 8] view on one storage"),
+    ({"dy_strides": [96, 32, 16, 2]}, "dy_strides", "put two elements of the [2, 3, 2, 16] view on one storage"),
     ({"partial_slice": list(range(17))}, "partial_slice", "a list of 0 to 16 integers"),
     ({"null": ["partial_slice"]}, "partial_slice", "holds no values: drop one of them"),
     ({"builds": ["abc"]}, "builds", "unknown build 'abc'"),
@@ -68,6 +70,16 @@ def test_a_bad_value_of_a_new_key_is_one_line_naming_the_field(keys, field, frag
     with pytest.raises(PrmgError) as caught:
         case_of(**keys)
     assert caught.value.field == field and fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_strides_keep_the_elements_apart_or_are_refused():
+    """An overlap is found however the axes are ordered; an interleaving that keeps them apart is taken."""
+    from prmg_cli.cases.fields import overlapping
+
+    assert not overlapping((3, 2), (2, 3)) and overlapping((3, 2), (2, 2))      # offsets 0 3 2 5 4 7; 0 2 2 4 4 6
+    assert overlapping((4,), (0,)) and not overlapping((1, 4), (0, 1)) and not overlapping((0, 4), (0, 0))
+    assert not overlapping((1, 1, 4, 8), (32, 32, 1, 4)) and overlapping((1, 2, 1, 8), (16, 8, 8, 2))
+    assert case_of(op="forward", sin_strides=[48, 16, 16, 2]).strides_of("sin") == (48, 16, 16, 2)
 
 
 @pytest.mark.parametrize("op", ["grad", "forward"])
@@ -119,6 +131,23 @@ def test_builds_follow_the_grads_no_op_history():
     shipped = {case.name: case.builds for case in load_cases([ROOT / "cases" / "negative.yaml"])}
     assert shipped["neg.empty_slice_past_D"] == ("base", "2b888cdb")
     assert shipped["neg.empty_slice_D_2048_ok"] == shipped["neg.cos_empty_ok"] == ("e9f0541c", "2b888cdb")
+
+
+def test_every_shipped_case_names_the_builds_its_expectation_holds_for():
+    """Not only the negative suite: an empty slice anywhere (smoke, edge, cover, upstream's e2e list) passes only
+    since e9f0541c, so every shipped case whose expectation the model holds for some builds only names them (a
+    plain failure on an older toolkit otherwise), and a generated or imported case gets them by itself."""
+    from prmg_cli.cases.gencase import case_from_options
+    from prmg_cli.ops.targets import BUILDS
+
+    shipped = load_cases([ROOT / "cases"])
+    wrong = [f"{case.name}: builds {list(case.builds)}, the model holds {list(holding)}" for case in shipped
+             for holding in [holding_builds(case, TODAY)] if holding and (case.builds or tuple(BUILDS)) != holding]
+    assert not wrong
+    named = {case.name for case in shipped if case.builds}
+    assert {"smoke.empty_slice", "edge.empty_slice_at_D", "e2e_iprmb_noop_default_slice"} <= named
+    assert case_from_options(shape=[1, 1, 2, 8], partial_slice=[4, 4])["builds"] == ["e9f0541c", "2b888cdb"]
+    assert "builds" not in case_from_options(shape=[1, 1, 2, 8], partial_slice=[4, 8])
 
 
 def test_the_runner_lays_a_view_at_its_offset_and_watches_the_storage_before_it():

@@ -225,6 +225,7 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "fwd_write_past_end": "guard zone after x changed", "fwd_gap_write": "x storage changed outside its view",
     # issue 33: views at a storage offset, strided cos/sin
     "ignore_offset": "dy storage changed before its offset", "contiguous_tables": "expected 561000 ACLNN_ERR_INNER",
+    "fwd_ignore_offset": "x storage changed before its offset", "fwd_contiguous_tables": "over budget",
     # issue 20: a kernel fault is asynchronous, reported by the synchronization after the launch
     "device_fault": "507015 ACL_ERROR_RT_AICORE_EXCEPTION",
     # issue 35: graph mode's own bugs, seen by --runner aclnn+geir (GRAPH_FAULTS)

@@ -495,13 +495,40 @@ def parse_null(value, where: Where) -> tuple[str, ...]:
 
 def parse_strides(value, shape: tuple[int, ...], where: Where, key: str = "dy_strides") -> tuple[int, ...]:
     """A tensor's element strides (``key``: ``dy_strides``, ``cos_strides``, ``sin_strides``): one non-negative
-    int64 per axis of its ``shape``."""
+    int64 per axis of its ``shape``, no two elements of the view on one storage element (``overlapping``)."""
     if not (isinstance(value, list) and all(is_int(v) and 0 <= v <= INT64_MAX for v in value)):
         raise where.error(key, f"expected a list of non-negative int64 integers, got {show(value)}")
     if len(value) != len(shape):
         raise where.error(key, f"expected {plural(len(shape), 'stride')} (one per axis of its shape), "
                                f"got {len(value)}")
+    if overlapping(shape, value):
+        raise where.error(key, f"strides {value} put two elements of the {list(shape)} view on one storage element: "
+                               f"prmg draws a value per element, which such storage cannot hold (a stride-0 "
+                               f"broadcast or overlapping rows); give strides that keep the elements apart")
     return tuple(value)
+
+
+def overlapping(shape, strides) -> bool:
+    """Whether two elements of a view of ``shape`` and element ``strides`` share a storage element (an empty view:
+    no). Axes of one element aside and sorted by stride, the view is apart when each stride steps past all the
+    axes below it reach, ``stride_k >= 1 + sum_{j<k} (dim_j - 1) * stride_j``; one that is not is checked element by
+    element (an interleaving of axes can still keep them apart)."""
+    axes = sorted((stride, dim) for dim, stride in zip(shape, strides) if dim > 1)
+    if any(dim <= 0 for dim in shape) or not axes:
+        return False
+    reach = 0
+    for stride, dim in axes:
+        if stride <= reach:
+            break
+        reach += (dim - 1) * stride
+    else:
+        return False
+    if axes[0][0] == 0:
+        return True
+    seen = {0}
+    for stride, dim in axes:
+        seen = {at + step * stride for at in seen for step in range(dim)}
+    return len(seen) < math.prod(dim for _, dim in axes)
 
 
 def parse_offset(value, key: str, where: Where) -> int:

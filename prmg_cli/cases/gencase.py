@@ -28,6 +28,7 @@ from . import yamlfile
 from .. import dtypes, files, status
 from ..errors import PrmgError
 from ..ops import DEFAULT_OP, OPERATORS, constraints
+from ..ops.targets import BUILDS
 from ..results import plural, visible
 from ..vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, SLICE, TENSORS, broadcast_pattern,
                      broadcast_shape)
@@ -278,7 +279,7 @@ def case_from_options(*, shape, cos_shape=None, broadcast=None, partial_slice=No
                       sin_dtype=sin_dtype, format=format, null=null, dy_strides=dy_strides, known_defect=known_defect,
                       op=op, checks=checks, golden=golden, **written_keys)
     refuse_invalid([case])
-    return case
+    return with_builds([case])[0]
 
 
 def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32", cos_dtype=None,
@@ -383,6 +384,16 @@ def refuse_invalid(cases: Sequence[dict]) -> None:
                 said = " or ".join(status.describe(got) for got in sorted(returns))
                 raise PrmgError(f"expects {status.describe(code)} but the operator returns {said}",
                                 case=case["name"], field="expect")
+
+
+def with_builds(cases: Sequence[dict]) -> list[dict]:
+    """``cases``, each that does not name its builds given ``builds``: the upstream builds (``targets.BUILDS``) on
+    which the constraint model predicts its expectation on today's target (``constraints.holding_builds``), when
+    that is some builds but not every one (an empty slice: a no-op since e9f0541c), so that a toolkit of another
+    or an unknown build reports the case as depending on the build rather than as a plain failure."""
+    return [{**case, "builds": list(holding)} if "builds" not in case and 0 < len(holding) < len(BUILDS) else case
+            for case, value in zip(cases, load_generated(cases))
+            for holding in [constraints.holding_builds(value, DEFAULT_SUPPORTED_MODES)]]
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -62,6 +62,8 @@ static const struct {
     {"core_last_row", FAULT_CORE_LAST_ROW},
     {"leak_device_memory", FAULT_LEAK_DEVICE_MEMORY},
     {"write_beyond_guard", FAULT_WRITE_BEYOND_GUARD},
+    {"fwd_ignore_offset", FAULT_FWD_IGNORE_OFFSET},
+    {"fwd_contiguous_tables", FAULT_FWD_CONTIGUOUS_TABLES},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -371,12 +371,18 @@ static void zero_gaps(const op_operand *operand, unsigned char *view, int64_t lo
 /* Runs one consumed executor, `faults` in force (recorded as acting): stage the inputs, run the forward
  * kernel, copy xRef back into its view when it was staged. fwd_noop and an empty slice touch nothing; a
  * kernel fault is raised asynchronously and stops the kernel. fwd_write_past_end inverts the element just past
- * a contiguous x; fwd_gap_write zeroes the gaps of a staged x's storage (zero_gaps). */
+ * a contiguous x; fwd_gap_write zeroes the gaps of a staged x's storage (zero_gaps); fwd_ignore_offset works from
+ * each storage's start (ignore_offsets); fwd_contiguous_tables maps a non-contiguous cos and sin in place, read
+ * as contiguous (AutoContiguous skipped for them). */
 static void launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace_host)
 {
     record_faults(faults);
     if (has_fault(faults, FAULT_FWD_NOOP) || job->end == job->start)
         return;
+    if (has_fault(faults, FAULT_FWD_IGNORE_OFFSET))
+        ignore_offsets(job);
+    if (has_fault(faults, FAULT_FWD_CONTIGUOUS_TABLES))
+        job->operand[1].contiguous = job->operand[2].contiguous = 1;
     unsigned char *views[3] = {NULL, NULL, NULL};
     int64_t lowest[3] = {0, 0, 0};
     const int past_end = has_fault(faults, FAULT_FWD_WRITE_PAST_END) && job->operand[0].contiguous;

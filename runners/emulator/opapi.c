@@ -593,6 +593,13 @@ static void write_beyond_guard(unsigned char *dy_end)
         past[i] = (unsigned char)~past[i];
 }
 
+void ignore_offsets(aclOpExecutor *job)
+{
+    for (int t = 0; t < 3; t++)
+        job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
+                                      - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
+}
+
 /* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
  * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
 static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
@@ -607,10 +614,8 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
     if (has_fault(faults, FAULT_NOOP))
         return;
     kernel_tensor *dy = &job->operand[0].tensor, *cos = &job->operand[1].tensor, *sin = &job->operand[2].tensor;
-    if (has_fault(faults, FAULT_IGNORE_OFFSET))                     /* the storage's start, not the view's */
-        for (int t = 0; t < 3; t++)
-            job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
-                                          - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
+    if (has_fault(faults, FAULT_IGNORE_OFFSET))
+        ignore_offsets(job);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
     unsigned char *const dy_device = dy->host;
     if (!map_tensor(OP, dy, "dy", dy_elements) || !map_tensor(OP, cos, "cos", element_count(cos))
