@@ -133,7 +133,8 @@ class PrmgItem(pytest.Item):
         result = _get_executor(self.config).run([self.case])[0]
         self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
                                                           "shape": result.shape, "op": result.op,
-                                                          "dtype": result.dtype, "metrics": {
+                                                          "dtype": result.dtype, "device": result.device,
+                                                          "metrics": {
                                                               key: result.metrics[key] for key in error_balance.METRICS
                                                               if key in result.metrics}})))
         for text in result.warnings:             # -W error::prmg_cli.pytest_plugin.PrmgWarning fails them
@@ -158,7 +159,8 @@ class PrmgItem(pytest.Item):
 
 class PrmgSession:
     """The session's prmg results, gathered from the items' reports (also those of xdist workers): the exit
-    status by ``prmg run``'s rule, and the end line saying which cases the emulator faults acted on."""
+    status by ``prmg run``'s rule, and the end lines saying which cases the emulator faults acted on and on which
+    device failures concentrate (``labels.device_line``: xdist workers on several devices)."""
 
     def __init__(self, config):
         self.config = config
@@ -173,7 +175,8 @@ class PrmgSession:
             values = json.loads(recorded)
             self.results.append(CaseResult(name=report.nodeid.rsplit("::", 1)[-1], status=values["status"],
                                            faults=values["faults"], shape=values["shape"], op=values["op"],
-                                           dtype=values["dtype"], metrics=values["metrics"]))
+                                           dtype=values["dtype"], device=values["device"],
+                                           metrics=values["metrics"]))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session) -> None:
@@ -186,11 +189,11 @@ class PrmgSession:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """The end lines (after pytest's own summary, whose hook runs after ``pytest_sessionfinish``)."""
-        from .reports.outputs.labels import fault_lines
+        from .reports.outputs.labels import device_lines, fault_lines
         from .results import run_warnings
 
         if self.results:
-            for line in fault_lines(_run_info(self.config), self.results):
+            for line in fault_lines(_run_info(self.config), self.results) + device_lines(self.results):
                 terminalreporter.write_line(f"prmg {line}")
             for warning in run_warnings(self.results):          # fails the session under --prmg-strict
                 terminalreporter.write_line(f"prmg warning: {warning}")

@@ -99,6 +99,8 @@ def _check_writable(output: Output) -> None:
             raise refuse(f"cannot create files in {parent} (permission denied)")
         if not folder and parent == os.path.dirname(os.path.abspath(path)):
             _try_opening(path, output, create=True)
+        else:                                   # a folder made first: the output's own, or the one a file goes in
+            _try_making(os.path.join(parent, f".prmg-{os.getpid()}.probe"), output)
         return
     mode = info.st_mode
     if folder != stat.S_ISDIR(mode):
@@ -130,6 +132,20 @@ def _try_opening(path: str, output: Output, create: bool) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+def _try_making(folder: str, output: Output) -> None:
+    """Make the folder ``folder`` in the first existing folder of ``output``'s path and remove it again, changing
+    nothing: what permissions cannot tell (root in ``/proc``, a read-only mount) is a PrmgError naming ``output`` now,
+    not after the run (``_try_opening``, for the folders prmg makes on the way)."""
+    try:
+        os.mkdir(folder)
+    except OSError as error:
+        raise PrmgError(f"cannot write the {output.what}: {files.os_reason(error)}", file=output.path) from None
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def _mode(path: str) -> int:

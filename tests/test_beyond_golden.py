@@ -149,6 +149,17 @@ def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_fir
         (c["category"], c["name"]) for c in document["changes"]]
 
 
+@pytest.mark.verdict
+def test_a_verdict_of_the_emulator_is_not_comparable_with_one_of_a_toolkit():
+    """Issue 32 (audit): A on the NPU, B on the host emulator (a correct kernel) was 0 regressions, exit 0, though
+    B's kernel never ran; now the case is not comparable either way, while two toolkits' runs compare."""
+    for before, after in (("aclnn", "emulator"), ("emulator", "aclnn")):
+        moved = compare.compare({"x": result("x", runner=before)}, {"x": result("x", runner=after)})
+        assert [(change.category, change.detail) for change in moved.regressions] == [(
+            "not comparable", f"the host emulator gave one verdict, a toolkit the other (runner {before} -> {after})")]
+    assert not compare.compare({"x": result("x", runner="aclnn")}, {"x": result("x", runner="aclnn")}).changes
+
+
 def test_a_weakened_case_is_not_comparable_end_to_end(tmp_path, emulator, monkeypatch):
     """The issue's own example through real runs: a sign-wrong kernel fails the case in A; B sets sin to 0, where no
     sign can be wrong, and passes. That was a fix, exit 0; now the case is not comparable."""

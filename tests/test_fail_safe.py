@@ -181,6 +181,8 @@ def test_output_and_option_errors_come_before_anything_touches_the_toolkit(tmp_p
     for args, said in ((["--results", "/proc/nope.jsonl"], "cannot write the results file"),
                        (["--resume", garbage], "not a results file"),
                        (["--report", "json:/proc/nope.json"], "cannot write the report"),
+                       (["--report", "json:/proc/new/r.json"], "cannot write the report"),      # a folder made first
+                       (["--save-failures", "/proc/nope"], "cannot write the failure artifacts"),
                        (["--devices", "all,x"], "--devices must be")):
         result = prmg("run", cases, "--runner", "aclnn", "--devices", "all", *args, timeout=30,
                       env={"ASCEND_HOME_PATH": str(wedged)})

@@ -458,6 +458,7 @@ def test_a_record_no_run_writes_is_one_line_for_report_compare_and_resume(tmp_pa
 CONTRADICTING = [
     ({"metrics": {"max_err_ratio": 3.5, "bad": 1}},
      "status passed, but its max_err_ratio is over its limit (margin 3.5 > 1)"),
+    ({"metrics": {"max_err_ratio": 0.5, "bad": 4}}, "status passed, but 4 elements are over their limit (bad)"),
     ({"error_code": 561002}, "status passed, but the operator returned 561002"),
     ({"expect": "error 561002", "error_code": 0}, "status passed expecting error 561002, but the operator returned no "
                                                   "error"),
@@ -478,6 +479,25 @@ def test_a_record_that_contradicts_itself_is_refused_naming_its_line(tmp_path, e
         read(path)
     assert str(caught.value) == f"{path}: line 2: case 'y': {reason}: a record that contradicts itself is not " \
                                 "believed (edited by hand?)"
+
+
+def test_a_pass_with_a_warning_is_not_believed_of_a_strict_run(tmp_path):
+    """Issue 32 (audit): --strict fails a case whose result warns (a vacuous case, a device memory leak), so a passed
+    record carrying a warning contradicts its --strict run: an edited status its metrics alone could not show."""
+    from prmg_cli.reports import store
+
+    warned = replace(record("x", metrics={"max_err_ratio": 0.5}), run_id="r" * 32, warnings=["device memory: ..."])
+    for strict in (False, True):
+        run = store.RunRecord("r" * 32, "", ["x"], {"strict": strict}, {})
+        path = tmp_path / f"{strict}.jsonl"
+        path.write_bytes(store.encode(run) + store.encode(warned))
+        if not strict:
+            assert read(path).results == [warned]
+            continue
+        with pytest.raises(PrmgError) as caught:
+            read(path)
+        assert str(caught.value) == f"{path}: line 2: case 'x': status passed with a warning in a --strict run, " \
+                                    "which fails it: a record that contradicts itself is not believed (edited by hand?)"
 
 
 def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compare_or_resume(tmp_path, emulator,

@@ -356,6 +356,8 @@ def test_failures_that_concentrate_on_one_device_are_named_in_every_report():
     assert summary["device_line"] == line and summary["failures_by_device"]["1"]["failures"] == 17
     properties = {p.get("name"): p.get("value") for p in ET.fromstring(junit.render(chip, TOOLKIT)).iter("property")}
     assert properties["failures by device"] == line
+    failures = [element.text for element in ET.fromstring(junit.render(chip, TOOLKIT)).iter("failure")]
+    assert len(failures) == 17 and all(text.endswith("\ndevice: 1") for text in failures)   # on each failing test
     assert f"**failures by device**: {line}" in markdown.render(chip, TOOLKIT)
     if html.available():
         assert f'id="device-line">failures by device: {line}</div>' in html.render(chip, TOOLKIT)

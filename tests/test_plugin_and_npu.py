@@ -58,6 +58,26 @@ def test_plugin_supported_modes_and_xdist(tmp_path):
     assert "4 passed" in result.stdout
 
 
+def test_plugin_session_names_the_device_failures_concentrate_on(monkeypatch):
+    """Issue 32 (audit): under xdist on several devices (``--prmg-devices 0,1``) a chip computing wrong showed only as
+    a list of failed items; the session's end names the device, as every report of prmg run does."""
+    from types import SimpleNamespace
+
+    from prmg_cli import pytest_plugin
+    from prmg_cli.results import RunInfo
+
+    monkeypatch.setattr(pytest_plugin, "_run_info", lambda config: RunInfo(runner="aclnn", location="here"))
+    session, lines = pytest_plugin.PrmgSession(None), []
+    for index in range(24):
+        device = str(index % 2)
+        values = {"status": "failed" if device == "1" else "passed", "faults": [], "shape": [1, 1, 1, 8],
+                  "op": "grad", "dtype": "float32", "device": device, "metrics": {}}
+        session.pytest_runtest_logreport(SimpleNamespace(when="call", nodeid=f"c.yaml::c{index}", user_properties=[
+            (pytest_plugin._RESULT, json.dumps(values))]))
+    session.pytest_terminal_summary(SimpleNamespace(write_line=lines.append))
+    assert lines == ["prmg failures by device: 12 failures, all on device 1 of 2: suspect the chip"]
+
+
 def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     """smoke.sh sources set_env.sh of a toolkit (here the emulator's folder) and never falls back."""
     reports = tmp_path / "reports"

@@ -14,9 +14,10 @@ library (``lib64/libnnopbase.so``) and an operator library that exports
 
 Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used.
 
-``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit: no variable of
-``TOOLKIT_VARIABLES`` is set and no default root exists; then it says so on stderr in one line. A toolkit that is
-named or found but cannot serve the operator is a usage error naming what is missing and where it looked.
+``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit
+(``toolkit_suggested``: no ``ASCEND_*`` variable names one, no default root or install base exists); then it says so
+on stderr in one line. A toolkit that is named or found but cannot serve the operator is a usage error naming what
+is missing and where it looked.
 
 The emulator is built from the C sources shipped as package data (``prmg_cli.emulator_src``, mapped to
 ``runners/emulator/``, and the graph-mode shim's ABI header, ``prmg_cli.geir_src`` = ``runners/geir/``) with gcc +
@@ -51,6 +52,10 @@ EMULATOR_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi_transformer.so", 
 # toolkit is meant, and ``--runner auto`` never runs the emulator instead.
 TOOLKIT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH",
                      "ASCEND_AICPU_PATH")
+# Where CANN installs (the driver's /usr/local/Ascend/driver, a toolkit, nnae...) and its non-root form under $HOME:
+# either existing says an NPU host, where a toolkit is meant even when no default root holds one.
+INSTALL_BASES = ("/usr/local/Ascend",)
+HOME_BASE = "Ascend"
 
 
 @dataclass(frozen=True)
@@ -284,12 +289,19 @@ def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | No
 
 
 def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
-    """What suggests that a CANN toolkit is meant here: each variable of ``TOOLKIT_VARIABLES`` that is set (but to a
-    folder of an emulator build, such as the ``opp`` a session of the emulator sets), each default root that exists
-    (as ``NAME=value`` or the folder); [] when nothing does (the emulator may stand in)."""
-    named = [f"{name}={env[name]}" for name in TOOLKIT_VARIABLES if env.get(name) and not _in_emulator(env[name])]
-    return named + [path for origin, path in _root_candidates(env)
-                    if origin == "default" and path and os.path.exists(path)]
+    """What suggests that a CANN toolkit is meant here, as ``NAME=value`` or the folder: each variable of
+    ``TOOLKIT_VARIABLES`` that is set (even empty: ``ASCEND_HOME_PATH=$TYPO``), each other ``ASCEND_*`` variable
+    holding a path (``ASCEND_HOME=/usr/local/Ascend``; not ``ASCEND_RT_VISIBLE_DEVICES=0``), but none naming a
+    folder of an emulator build (the ``opp`` a session of the emulator sets); each default root and install base
+    (``INSTALL_BASES``, ``$HOME/Ascend``) that exists. [] when nothing does (the emulator may stand in)."""
+    others = sorted(name for name in env if name.startswith("ASCEND_") and name not in TOOLKIT_VARIABLES
+                    and "/" in env[name])
+    named = [f"{name}={env[name]}" for name in (*TOOLKIT_VARIABLES, *others)
+             if name in env and not (env[name] and _in_emulator(env[name]))]
+    home = env.get("HOME")
+    places = [path for origin, path in _root_candidates(env) if origin == "default" and path] + \
+        [*INSTALL_BASES, *([str(Path(home) / HOME_BASE)] if home else [])]
+    return named + [path for path in places if os.path.exists(path)]
 
 
 def _in_emulator(path: str) -> bool:

@@ -7,7 +7,8 @@ words for the help and the docs):
   only in B that is not ok there (a failure is a failure, whether A knew the case or not);
 - **not comparable**: a case whose definition changed from A to B (its ``fingerprint``: inputs, shapes, slice,
   tolerance...) or that was judged under other settings (``judging``: its standard, ``--standard``, ``--strict``,
-  the checks and their options, ``--no-golden``): B's verdict says nothing of the kernel against A's. A regression,
+  the checks and their options, ``--no-golden``), or by the host emulator in one run and a toolkit in the other:
+  B's verdict says nothing of the kernel against A's. A regression,
   unless ``allow_changed`` (``--allow-changed``) says the change is intended; then the case is also compared as
   any other;
 - **verdicts lost**: a case whose status now says less about the kernel (``results.StatusInfo.evidence``: a
@@ -140,12 +141,15 @@ def judging(record: CaseResult, settings: dict | None = None) -> dict:
 
 def incomparable(old: CaseResult, new: CaseResult, judged_old: dict, judged_new: dict) -> str:
     """"" when B's record of a case can be held against A's, else why not: its definition changed (the fingerprints
-    differ: the keys of ``definition`` that changed are named) or it was judged under other settings (each that
-    both runs state and that differs; ``judging``)."""
+    differ: the keys of ``definition`` that changed are named), the host emulator judged it in one run and a toolkit
+    in the other (the emulator is a correct kernel: its green says nothing of the NPU's), or it was judged under
+    other settings (each that both runs state and that differs; ``judging``)."""
     if old.fingerprint and new.fingerprint and old.fingerprint != new.fingerprint:
         keys = sorted(key for key in {*old.definition, *new.definition}
                       if old.definition.get(key) != new.definition.get(key))
         return f"its definition changed ({', '.join(map(visible, keys)) or 'its input files'})"
+    if old.runner and new.runner and old.runner != new.runner and "emulator" in (old.runner, new.runner):
+        return f"the host emulator gave one verdict, a toolkit the other (runner {old.runner} -> {new.runner})"
     differ = [f"{key} {_shown(judged_old[key])} -> {_shown(judged_new[key])}" for key in judged_old
               if key in judged_new and judged_old[key] != judged_new[key]]
     return f"judged under other settings: {'; '.join(differ)}" if differ else ""

@@ -3,6 +3,9 @@ operator status, expectation and known defect allow (``contradiction``). ``store
 its line, so that a status edited alone (a hand-edited ``failed`` -> ``passed``) never reaches a report, a compare
 or a resume.
 
+``store.read`` also holds a record against its run's settings: a ``passed`` record carrying a warning from a
+``--strict`` run, which fails every such case (``execute.strict_status``), is refused too.
+
 A results file is not signed: this catches a record that contradicts itself, not one forged whole (every field
 edited to agree); docs/scale.md says what a results file does and does not protect against.
 """
@@ -20,7 +23,8 @@ def contradiction(record: CaseResult) -> str:
     - ``skipped`` and ``not_run``: the case never launched, so it holds no metric and no operator status;
     - ``passed``, expecting a pass: the operator returned 0 (or nothing recorded), no element outside the slice
       changed, every standard's and check's margin is at most 1 (``verdict_metrics.margins``: error / limit, > 1 fails),
-      and under ``exact`` no element mismatched;
+      no element is over its limit (``bad``: a standard that counts them fails on any) and under ``exact`` no
+      element mismatched;
     - ``passed``, expecting an error: the operator returned a status other than 0;
     - ``xfailed`` and ``xpassed``: the case names a known defect.
     """
@@ -45,6 +49,8 @@ def contradiction(record: CaseResult) -> str:
     over = [(key, value) for key, value in margins(metrics) if not (math.isnan(value) or value <= 1)]
     if over:
         return f"status passed, but its {over[0][0]} is over its limit (margin {over[0][1]:.3g} > 1)"
+    if metrics.get("bad"):
+        return f"status passed, but {metrics['bad']} elements are over their limit (bad)"
     if record.standard == "exact" and metrics.get("mismatches"):
         return f"status passed under exact, but {metrics['mismatches']} elements mismatch"
     return ""

@@ -154,6 +154,7 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                                     f"together; not a results file prmg wrote?", file=source)
                 stored.runs.append(record)
             elif record is not None:
+                _strictly_judged(record, stored.runs, number, source)
                 stored.records += 1
                 newest.pop(record.name, None)               # an older record of the case: superseded, freed
                 newest[record.name] = record
@@ -309,9 +310,22 @@ def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
     PrmgError naming the line, its case and what contradicts its status."""
     why = contradiction(record)
     if why:
-        raise PrmgError(f"line {number}: case {show(record.name)}: {why}: a record that contradicts itself is not "
-                        f"believed (edited by hand?)", file=source)
+        raise _disbelieved(record, number, source, why)
     return record
+
+
+def _strictly_judged(record: CaseResult, runs: list, number: int, source: str) -> None:
+    """PrmgError naming the line when ``record`` passed with a warning in a ``--strict`` run (one of ``runs``, the run
+    records read so far), which fails every such case (``execute.strict_status``): its status was edited."""
+    if record.status == "passed" and record.warnings and any(run.run_id == record.run_id and run.settings.get("strict")
+                                                              for run in runs):
+        raise _disbelieved(record, number, source, "status passed with a warning in a --strict run, which fails it")
+
+
+def _disbelieved(record: CaseResult, number: int, source: str, why: str) -> PrmgError:
+    """The error refusing ``record`` (line ``number`` of ``source``), which contradicts itself as ``why`` says."""
+    return PrmgError(f"line {number}: case {show(record.name)}: {why}: a record that contradicts itself is not "
+                     f"believed (edited by hand?)", file=source)
 
 
 # The keys of each line ``encode`` writes, in its order: the schema, then the record's fields.

@@ -39,7 +39,8 @@ def _classname(result: CaseResult) -> str:
 
 
 def _body(result: CaseResult) -> str:
-    """The text of a failure element: diagnosis lines, warnings, the status, the metrics as JSON, the call path."""
+    """The text of a failure element: diagnosis lines, warnings, the status, the metrics as JSON, the call path, the
+    device (a CI page lists failing tests, not the suite's properties: one chip computing wrong shows on each)."""
     lines = [str(d) for d in result.details] + [f"warning: {w}" for w in result.warnings]
     if result.error_code is not None:
         lines.append(f"status: {result.error_code} {status_name(result.error_code)}")
@@ -47,6 +48,8 @@ def _body(result: CaseResult) -> str:
         lines.append("metrics: " + json.dumps(json_safe(result.metrics), allow_nan=False))
     if result.path:
         lines.append(f"path: {result.path}")
+    if result.device:
+        lines.append(f"device: {result.device}")
     return "\n".join(lines)
 
 
