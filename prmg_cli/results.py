@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import html
 import math
+from array import array
 import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
@@ -281,11 +282,36 @@ def run_warnings(results: Sequence[CaseResult]) -> list[str]:
     return error_balance.pooled(results)
 
 
+class ScoreRows(tuple):
+    """An error map's grid of scores as a results file is read: one ``array('d')`` a row, NaN where the score is None
+    (JSON null; no stored score is NaN, the reader refuses NaN). 2,048 scores take 16 KB, not the 65 KB of float
+    objects in lists: a file of failed cases with their maps is then read in about twice its size, as others are.
+    Equal to the lists it holds; ``lists()`` gives them back (``json_safe``, ``store.encode``)."""
+
+    __slots__ = ()
+    __hash__ = None
+
+    @classmethod
+    def of(cls, rows) -> "ScoreRows":
+        return cls(array("d", (math.nan if score is None else score for score in row)) for row in rows)
+
+    def lists(self) -> list[list]:
+        return [[None if score != score else score for score in row] for row in self]
+
+    def __eq__(self, other) -> bool:
+        return self.lists() == (other.lists() if isinstance(other, ScoreRows) else other)
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+
 def json_safe(value):
     """``value`` with only JSON-representable parts: numpy scalars and arrays become Python values,
     tuples become lists, and non-finite floats become the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, ScoreRows):
+        return value.lists()
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     if hasattr(value, "tolist") and hasattr(value, "dtype"):      # numpy scalar or array

@@ -96,17 +96,23 @@ def mode_name(mode) -> str:
 
 
 _DECIMAL = re.compile(r"[0-9]+")
-_SHARD = re.compile(r"([0-9]+)/([0-9]+)")
+_SHARD = re.compile(r"([0-9]{1,19})/([0-9]{1,19})")      # N < 10**19: a shard count past any run's cases
+MOST_DIGITS = 30            # a decimal of more digits reads as 10**30, past every range prmg checks
 
 
 def decimal(text: str) -> int | None:
     """The integer ``text`` writes in ASCII digits (``0``-``9`` only), None for any other text: ``int()`` and
-    ``str.isdigit`` also take ``²``, Arabic-Indic digits, signs, spaces and ``1_000``."""
-    return int(text) if _DECIMAL.fullmatch(text) else None
+    ``str.isdigit`` also take ``²``, Arabic-Indic digits, signs, spaces and ``1_000``. A number of more than
+    ``MOST_DIGITS`` significant digits is ``10**MOST_DIGITS`` (``int()`` refuses text of over 4,300 digits)."""
+    if not _DECIMAL.fullmatch(text):
+        return None
+    digits = text.lstrip("0")
+    return int(digits or "0") if len(digits) <= MOST_DIGITS else 10 ** MOST_DIGITS
 
 
 def shard_numbers(text: str) -> tuple[int, int] | None:
-    """(I, N) of a shard ``I/N`` written in ASCII digits with 1 <= I <= N, None for any other text."""
+    """(I, N) of a shard ``I/N`` written in ASCII digits (at most 19 each) with 1 <= I <= N, None for any other
+    text."""
     match = _SHARD.fullmatch(text)
     if not match or not 1 <= int(match[1]) <= int(match[2]):
         return None

@@ -1,13 +1,15 @@
 """``make mutate``: the mutation check prmg runs on its own verdict code.
 
 Each mutant of ``tests/mutants.yaml`` (an exact replacement in one file, with the wrong verdict it would cause) is
-applied on its own, in a scratch copy of the tree, and the tests are run against it: first the ``verdict``-marked
+applied on its own, in a scratch copy of the tree, and the tests are run against it: first the test that killed it
+last time (its ``killed_by``, when listed: seconds, where the subset takes half a minute), then the ``verdict``-marked
 subset (``make test-verdict``), stopping at the first failure, then -- when that subset passed -- the files the
-mutant names. A mutant some test fails on is killed; one that a run times out on is killed too (it hangs the tool).
-A mutant listed ``equivalent`` (it changes no verdict, metric or exit code; its entry says why) is not run. The
-last line is ``mutants: K of N killed (E equivalent)``; the exit code is 0 when every mutant not equivalent was
-killed, 1 otherwise (the survivors are listed above it, with their diffs), 2 when the list does not apply (an
-``original`` not found exactly once) or the unmutated tree fails its own tests.
+mutant names (pytest collecting none of them is a stale list, not a kill). A mutant some test fails on is killed;
+one that a run times out on is killed too (it hangs the tool). A mutant listed ``equivalent`` (it changes no
+verdict, metric or exit code; its entry says why) is not run. The last line is ``mutants: K of N killed (E
+equivalent)``; the exit code is 0 when every mutant not equivalent was killed, 1 otherwise (the survivors are
+listed above it, with their diffs), 2 when the list does not apply (an ``original`` not found exactly once, a test
+it names not defined) or the unmutated tree fails its own tests.
 
 Usage: ``python tests/mutate.py [--jobs N] [-k TEXT[,TEXT...]] [--list] [--keep]``. Mutants run ``--jobs`` at a time (2 by
 default: one per core of the 2-core machine), each in its own copy; the scratch copies share one emulator build and
@@ -47,6 +49,7 @@ class Mutant:
     reason: str
     tests: tuple[str, ...] = ()
     equivalent: str = ""
+    killed_by: str = ""      # the test that killed it when the list was last run: run first
 
 
 def load(listing: Path = LIST) -> list[Mutant]:
@@ -54,7 +57,8 @@ def load(listing: Path = LIST) -> list[Mutant]:
     document = yaml.safe_load(listing.read_text(encoding="utf-8"))
     files = document["files"]
     return [Mutant(entry["id"], files[entry["file"]], entry["original"], entry["mutant"], entry["reason"],
-                   tuple(entry.get("tests", ())), entry.get("equivalent", "")) for entry in document["mutants"]]
+                   tuple(entry.get("tests", ())), entry.get("equivalent", ""), entry.get("killed_by", ""))
+            for entry in document["mutants"]]
 
 
 def problems(mutants: list[Mutant], root: Path = ROOT) -> list[str]:
@@ -74,9 +78,12 @@ def problems(mutants: list[Mutant], root: Path = ROOT) -> list[str]:
             found.append(f"{mutant.id}: its original occurs {count} times in {mutant.path} (once expected)")
         if mutant.original == mutant.mutant:
             found.append(f"{mutant.id}: the mutant equals its original")
-        for test in mutant.tests:
-            if not (root / test.split("::")[0]).is_file():
+        for test in (*mutant.tests, *filter(None, [mutant.killed_by])):
+            file, _, name = test.partition("::")
+            if not (root / file).is_file():
                 found.append(f"{mutant.id}: no test file {test}")
+            elif name and f"def {name.split('[')[0]}(" not in (root / file).read_text(encoding="utf-8"):
+                found.append(f"{mutant.id}: no test {test}")           # renamed: pytest would run nothing
     return found
 
 
@@ -106,7 +113,7 @@ def copy_tree(target: Path) -> None:
 
 
 def pytest(tree: Path, args: list[str], env: dict, timeout: float) -> tuple[str, str]:
-    """Run pytest in ``tree``: ("passed" | "failed" | "timed out", the first failing test or "")."""
+    """Run pytest in ``tree``: ("passed" | "failed" | "timed out" | "no tests", the first failing test or "")."""
     try:
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args], cwd=tree,
                               env=env, capture_output=True, text=True, timeout=timeout)
@@ -114,6 +121,8 @@ def pytest(tree: Path, args: list[str], env: dict, timeout: float) -> tuple[str,
         return "timed out", ""
     if done.returncode == 0:
         return "passed", ""
+    if done.returncode == 5:                # pytest collected no test: a stale name, not a kill
+        return "no tests", ""
     first = next((line.split(" - ")[0] for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))),
                  done.stdout.strip().splitlines()[-1] if done.stdout.strip() else f"exit code {done.returncode}")
     return "failed", first
@@ -125,11 +134,17 @@ def judge_mutant(mutant: Mutant, tree: Path, env: dict) -> tuple[str, str]:
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace(mutant.original, mutant.mutant, 1), encoding="utf-8")
     try:
+        if mutant.killed_by:                # seconds where the whole subset takes half a minute
+            outcome, first = pytest(tree, [mutant.killed_by], env, SUBSET_TIMEOUT)
+            if outcome in ("failed", "timed out"):
+                return "killed", f"{outcome}: {first}" if first else outcome
         outcome, first = pytest(tree, ["-m", "verdict", *verdict_files(tree)], env, SUBSET_TIMEOUT)
         if outcome != "passed":
             return "killed", f"verdict subset {outcome}: {first}" if first else f"verdict subset {outcome}"
         if mutant.tests:
             outcome, first = pytest(tree, list(mutant.tests), env, TESTS_TIMEOUT)
+            if outcome == "no tests":
+                return "survived", "its tests name no test"
             if outcome != "passed":
                 return "killed", f"{outcome}: {first}" if first else outcome
         return "survived", "no test failed"

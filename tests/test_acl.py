@@ -176,6 +176,27 @@ def test_modified_cos_is_caught(session, monkeypatch):
     assert not any("sin" in line or "guard" in line for line in outcome.contract_violations)
 
 
+@pytest.mark.verdict
+def test_every_byte_of_both_guard_zones_is_compared():
+    """A changed byte anywhere in the guard zone before the data or after it -- its first, its last, one in the
+    middle -- is a contract breach named by its zone and offset; intact zones are none."""
+    from prmg_cli.vocab import GUARD_BYTES, GUARD_FILL
+
+    def zone():
+        return np.full(GUARD_BYTES, GUARD_FILL, np.uint8)
+
+    buffer = acl._GuardedBuffer("dy", 0, np.zeros(4, np.float32), 16 + 2 * GUARD_BYTES, guards=(zone(), zone()))
+    assert buffer.guard_violations() == []
+    for side, offset, said in ((0, 0, f"before dy changed at byte -{GUARD_BYTES}"), (0, GUARD_BYTES - 1,
+                               "before dy changed at byte -1"), (1, 0, "after dy changed at byte +0"),
+                               (1, GUARD_BYTES // 2 + 3, f"after dy changed at byte +{GUARD_BYTES // 2 + 3}"),
+                               (1, GUARD_BYTES - 1, f"after dy changed at byte +{GUARD_BYTES - 1}")):
+        guards = [zone(), zone()]
+        guards[side][offset] ^= 0x80
+        buffer.guards = tuple(guards)
+        assert buffer.guard_violations() == [f"guard zone {said}"], (side, offset)
+
+
 def test_guard_ranges_are_summarised():
     lines = acl._describe_ranges("guard zone before dy changed", np.array([-4, -3, -2, -1]))
     assert lines == ["guard zone before dy changed at byte -4 (4 bytes, through -1)"]

@@ -90,6 +90,7 @@ def test_compare_summary_counts_in_plural_words():
     assert max(map(len, lines)) <= 80 and lines[-2].startswith("4 regressions (2 new failures, 1 verdict lost, ")
 
 
+@pytest.mark.verdict
 def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
     assert compare.time_drift([1.0, 1.0], [2.5, 2.5], 0.05) == ""           # two timings: not judged below 3x
     assert compare.time_drift([1.0, 1.02, 0.98], [1.05, 1.03, 1.07], 0.05) == ""
@@ -97,11 +98,13 @@ def test_kernel_time_drift_needs_repeated_timings_beyond_noise():
     assert compare.time_drift([1.0, 1.5, 0.5], [1.6, 2.0, 1.2], 0.05) == ""   # a noisy baseline hides it
 
 
+@pytest.mark.verdict
 def test_one_timing_per_case_shows_a_slow_path_past_a_wide_bound():
     """Issue 32: an ordinary run times each case once, and a slow path of 25 ms against 0.05 ms (500x) passed
     unreported as "not judged for time". With fewer than 3 timings a rise past 3x *and* 1 ms is a drift."""
     assert "kernel time 0.05 -> 25 ms (500x, past 3x and 1 ms" in compare.time_drift([0.05], [25.0], 0.05)
     assert compare.time_drift([0.2], [1.0], 0.05) == ""                       # 5x, but 0.8 ms: noise of one timing
+    assert "kernel time 0.5 -> 2 ms (4x" in compare.time_drift([0.5], [2.0], 0.05)   # past both: 4x and 1.5 ms
     assert compare.time_drift([2.0], [5.9], 0.05) == ""                       # 3.9 ms more, but under 3x
     slow = compare.compare({"x": result("x", kernel_ms=0.05, runner="aclnn")},
                         {"x": result("x", kernel_ms=25.0, runner="aclnn")})
@@ -119,6 +122,7 @@ def judged_file(path: Path, settings: dict, *records: CaseResult) -> Path:
     return path
 
 
+@pytest.mark.verdict
 def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_first_run(tmp_path):
     """Issue 32: 0 regressions, exit 0 when B weakened a case, was judged under a looser standard, or failed a case A
     never ran. Now the first two are not comparable (a regression unless --allow-changed) and the third a new

@@ -179,12 +179,16 @@ def test_a_cluster_run_resumes_and_reports_what_a_serial_run_does_in_case_order(
 
 def test_both_call_paths_run_on_the_cluster_and_a_graph_bug_is_named(cluster, suite):
     """--runner aclnn+geir on the cluster's actors: every case through both paths (graph mode by the emulator's
-    twin on each node), agreeing; with graph mode's slice dropped the cases it changes fail naming graph mode."""
+    twin on each node), agreeing; with graph mode's slice dropped the cases it changes fail naming graph mode, and
+    so does --runner geir alone."""
     result, report = run_json(suite, "--cluster", cluster.address, runner="aclnn+geir")
     assert result.returncode == 0 and {case["path"] for case in report["cases"]} == {"aclnn+geir"}, result.stderr
-    result, report = run_json(suite, "--cluster", cluster.address, "-k", "c1", runner="aclnn+geir",
-                              env={"PRMG_EMU_FAULT": "geir_slice_dropped"})
+    dropped = {"PRMG_EMU_FAULT": "geir_slice_dropped"}
+    result, report = run_json(suite, "--cluster", cluster.address, "-k", "c1", runner="aclnn+geir", env=dropped)
     assert result.returncode == 1 and "geir (graph mode) disagrees with the golden" in report["cases"][0]["message"]
+    result, report = run_json(suite, "--cluster", cluster.address, "-k", "c1", runner="geir", env=dropped)
+    assert result.returncode == 1 and [(case["path"], case["faults"]) for case in report["cases"]] == \
+        [("geir", ["geir_slice_dropped"])] and "over budget" in report["cases"][0]["message"]
 
 
 def test_a_crash_costs_its_case_only_and_the_actor_is_replaced(cluster, suite):

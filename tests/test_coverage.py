@@ -5,8 +5,8 @@ table, and the one-line coverage of a run's reports."""
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 
 import numpy as np
 import pytest
@@ -202,6 +202,16 @@ def test_greedy_cover_takes_the_largest_gain_then_the_smallest_case():
 
 
 # ----- the command -----------------------------------------------------------------------------------
+
+@pytest.mark.verdict
+def test_fail_under_is_met_by_a_share_equal_to_it(tmp_path):
+    """--fail-under P exits 1 only when the covered share is below P: a suite covering exactly P% passes it."""
+    path = str(ROOT / "cases" / "smoke.yaml")
+    share = coverage.percent(coverage.evaluate(load_cases([path])))
+    assert 0 < share < 100
+    assert coverage_command([path], fail_under=share)[1] == 0
+    assert coverage_command([path], fail_under=math.nextafter(share, 100))[1] == 1
+
 
 def test_coverage_reports_in_process(tmp_path):
     text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)

@@ -72,6 +72,40 @@ def test_a_bad_value_of_a_new_key_is_one_line_naming_the_field(keys, field, frag
     assert caught.value.field == field and fragment in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_a_suite_without_chip_or_build_sensitive_cases_shows_their_classes_missing():
+    """The forward's A2/A3 rules and the grad's builds are classes: a forward case whose cos N is x's covers
+    'chip: A2/A3: cos N != 1' (an A2/A3 run refuses it), an empty slice 'build: another status on base', an empty
+    slice past D 'build: another status on e9f0541c'; a suite of plain cases lacks them, which its coverage shows."""
+    from prmg_cli.cases.coverage import evaluate
+
+    def covered(cases) -> set[str]:
+        return {item.regime.key for report in evaluate(cases) for item in report.classes if item.count
+                and item.regime.axis in ("chip", "build")}
+
+    plain = [case_of(), case_of(op="forward", broadcast="B11D")]
+    assert covered(plain) == set()
+    sensitive = [case_of(op="forward", broadcast="BSND"), case_of(partial_slice=[4, 4]),
+                 case_of(partial_slice=[20, 20], expect={"error": 561002})]
+    assert covered(sensitive) == {"chip: A2/A3: cos N != 1", "build: another status on base",
+                                  "build: another status on e9f0541c"}
+    missing = {item.regime.key for report in evaluate(plain) for item in report.classes if not item.count}
+    assert {"chip: A2/A3: L < 0", "chip: A2/A3: cos S", "build: another status on base"} <= missing
+
+
+def test_a_rule_upstream_leaves_undefined_is_covered_by_any_error_and_pinned_by_none():
+    """A partialSlice of one value is read past its end upstream: the shipped cases expect any error and say why,
+    which covers its phase class; any error covers no defined rule."""
+    from prmg_cli.cases.coverage import facts
+
+    one = case_of(partial_slice=[4], expect={"error": "any"})
+    assert violation_details(one, TODAY)[0].undefined and facts(one).first_rules == ("slice list of 1 value",)
+    assert facts(case_of(partial_slice=[-2, 6], expect={"error": "any"})).first_rules == ()
+    files = [ROOT / "cases" / name for name in ("negative.yaml", "forward.yaml", "cover.yaml")]
+    shipped = [case for case in load_cases(files) if case.slice_argument() is not None
+               and len(case.slice_argument()) == 1 and not case.expect.success]
+    assert len(shipped) >= 4 and all(case.expect.error == "any" and "undefined" in case.note for case in shipped)
+
+
 def test_strides_keep_the_elements_apart_or_are_refused():
     """An overlap is found however the axes are ordered; an interleaving that keeps them apart is taken."""
     from prmg_cli.cases.fields import overlapping

@@ -855,17 +855,22 @@ def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c
     return path
 
 
-@pytest.mark.parametrize("shard", ["²/3", "١/٣", "1_0/2_0", " 1/2", "+1/2"])
+HUGE = "9" * 5000           # int() refuses text of over 4,300 digits (ValueError)
+
+
+@pytest.mark.parametrize("shard", ["²/3", "١/٣", "1_0/2_0", " 1/2", "+1/2", f"1/{HUGE}"], ids=lambda s: s[:8])
 def test_a_shard_in_other_digits_is_refused_by_every_reader_in_one_line(tmp_path, shard):
-    """int() and str.isdigit take superscripts, other scripts' digits, signs, spaces and underscores: a shard is
-    I/N in the digits 0-9 (report, compare and --resume read it; --shard, --devices and --supported-modes too)."""
+    """int() and str.isdigit take superscripts, other scripts' digits, signs, spaces and underscores, and int()
+    raises on 5,000 digits: a shard is I/N in at most 19 of the digits 0-9 (report, compare and --resume read it;
+    --shard, --devices and --supported-modes too)."""
     text = results_file(tmp_path).read_text().replace('"shard": ""', json.dumps({"shard": shard})[1:-1], 1)
     path = write(tmp_path, "odd.jsonl", text)
     cases = write(tmp_path, "c.yaml", CASE)
     for args in (["report", path], ["compare", path, path], ["run", cases, "--runner", "emulator", "--resume", path]):
         line = one_error_line(prmg_here(*args), str(path), "line 1: field 'shard': expected '' or I/N")
         assert "Traceback" not in line
-    for option, value in (("--shard", shard), ("--devices", "٠"), ("--supported-modes", "²")):
+    for option, value in (("--shard", shard), ("--devices", "٠"), ("--supported-modes", "²"), ("--devices", HUGE),
+                          ("--supported-modes", HUGE)):
         one_error_line(prmg_here("run", cases, "--runner", "emulator", option, value), option)
 
 
@@ -969,7 +974,8 @@ def test_a_range_whose_draws_overflow_float64_is_refused_where_the_case_is_read(
 
 def test_draws_beyond_a_dtype_round_to_infinity_without_numpy_warnings(tmp_path):
     """normal: [0, 1e306] for float32 (or a float16 range past 65504): the draws beyond the dtype's range round to
-    +-inf, its IEEE rounding, and numpy prints no overflow warning on the way."""
+    +-inf, its IEEE rounding, and numpy prints no overflow warning on the way, nor when prmg dump makes their golden
+    (inf - inf is NaN there, as in the judge)."""
     import warnings
 
     from prmg_cli.inputs.seeded import make_inputs
@@ -982,6 +988,8 @@ def test_draws_beyond_a_dtype_round_to_infinity_without_numpy_warnings(tmp_path)
         for case in load_cases([path]):
             dy = make_inputs(case).dy
             assert np.isinf(dy).any() and not np.isnan(dy).any()
+        result = prmg_here("dump", path, "--out", tmp_path / "out")
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
 
 
 def test_a_stored_definition_is_one_case_and_a_run_record_names_at_most_a_run_of_cases(tmp_path):
@@ -1007,8 +1015,9 @@ def test_a_stored_definition_is_one_case_and_a_run_record_names_at_most_a_run_of
 def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
     """Only the newest record of a case is kept, keys and short texts once for all records: a file of records as a
     run writes them (each case twice) takes little more than its bytes to read; a file of more cases than
-    MAX_FILE_CASES (or of run records naming more than MAX_FILE_SELECTED) is refused as it is read; and running out of
-    memory anyway (under a ulimit) is one line, not a traceback."""
+    MAX_FILE_CASES (or of run records naming more than MAX_FILE_SELECTED, or selecting more than MAX_FILE_CASES
+    different cases: 2,000,000 not_run records ran out of 2 GiB) is refused as it is read; the not_run records share
+    one text a run; and running out of memory anyway (under a ulimit) is one line, not a traceback."""
     import tracemalloc
 
     from prmg_cli.reports import store
@@ -1027,9 +1036,17 @@ def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
         tracemalloc.stop()
     assert (stored.records, len(stored.results)) == (3000, 1500)
     assert used < 1.3 * path.stat().st_size, (used, path.stat().st_size)       # 3 without sharing nor superseding
+    from prmg_cli.reports import merge
+
+    missing = [r for r in merge.merge([store.read(write(tmp_path, "sel.jsonl", path.read_text().splitlines()[0]))]
+                                      ).results]
+    assert len(missing) == 1500 and len({id(r.message) for r in missing}) == 1     # one text a run, not a case
     monkeypatch.setattr(store, "MAX_FILE_CASES", 1000)
-    with pytest.raises(PrmgError, match="line 1002: results of more than 1000 cases in one file"):
-        store.read(path)
+    with pytest.raises(PrmgError, match="line 1: its run records select more than 1000 different cases"):
+        store.read(path)                # each would be reported (not_run if no record): bounded as the records are
+    results_only = write(tmp_path, "results_only.jsonl", "\n".join(path.read_text().splitlines()[1:]) + "\n")
+    with pytest.raises(PrmgError, match="line 1001: results of more than 1000 cases in one file"):
+        store.read(results_only)
     monkeypatch.setattr(store, "MAX_FILE_SELECTED", 1000)
     with pytest.raises(PrmgError, match="line 1: its run records name more than 1000 cases together"):
         store.read(path)
@@ -1039,6 +1056,35 @@ def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
 
     monkeypatch.setattr(store, "read", exhausted)
     one_error_line(prmg_here("report", path), "out of memory")
+
+
+def test_failed_records_with_their_error_maps_are_read_in_bounded_memory(tmp_path):
+    """A failed case's error map holds up to 32 x 64 scores, 14 KB of text that lists of floats made 65 KB: a 500 MB
+    file of such records (under the 512 MiB the reader takes) ran out of 2 GiB. The scores are held as arrays
+    (``results.ScoreRows``): the file is read in under twice its size, and written back as it was read."""
+    import tracemalloc
+
+    from prmg_cli.judging import diagnosis
+    from prmg_cli.reports import store
+    from prmg_cli.results import ScoreRows
+
+    score = np.random.default_rng(1).lognormal(0, 3, (2, 16, 1, 64))
+    error_map = {**diagnosis.error_map(score, 0, 64), "metric": "error/budget"}
+    error_map["values"][0][0] = None
+    path = tmp_path / "maps.jsonl"
+    path.write_bytes(b"".join(store.encode(dataclasses.replace(record(f"c{index}"), status="failed", message="m",
+                                                               error_map=error_map)) for index in range(200)))
+    tracemalloc.start()
+    try:
+        stored = store.read(path)
+        used = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert used < 2 * path.stat().st_size, (used, path.stat().st_size)         # 4.6 with lists of floats
+    first = stored.results[0]
+    assert isinstance(first.error_map["values"], ScoreRows) and first.error_map == error_map
+    assert store.encode(first) == store.encode(dataclasses.replace(record("c0"), status="failed", message="m",
+                                                                   error_map=error_map))
 
 
 def test_resume_into_another_results_file_writes_the_whole_run_there(tmp_path):
@@ -1077,10 +1123,11 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
         assert [case.name for case in load_cases([path])][-1] == "new"
         inserted = after[head:len(after) - tail].decode()
         assert "new" in inserted and ("\r\n" in inserted) == ("\r\n" in text), (name, inserted)
-    trailing = write(tmp_path, "trailing.yaml", "cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n")
-    one_error_line(prmg_here("gen-case", "--shape", "1,1,1,16", "-o", trailing, "--append"),
-                   "cannot add the case to this file's layout as text")
-    assert trailing.read_text() == "cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n"
+    for layout in ("cases: [{name: a, shape: [1, 1, 1, 8]}, ]\n", "null\n...\n", "~\n"):    # a document of null: exit 3
+        trailing = write(tmp_path, "trailing.yaml", layout)
+        one_error_line(prmg_here("gen-case", "--shape", "1,1,1,16", "-o", trailing, "--append"),
+                       "cannot add the case to this file's layout as text")
+        assert trailing.read_text() == layout
 
 
 @pytest.mark.parametrize("args, code, fragment", [
@@ -1092,6 +1139,8 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE=1,1,1"], 2,
      "PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got '1,1,1'"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE= 1,1,1,8"], 2, "PRMG_EMU_FAULT_SHAPE"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_FAULT_SHAPE=99999999999999999999,1,1,8"], 2,
+     "PRMG_EMU_FAULT_SHAPE"),                                   # strtoll reads INT64_MAX: a shape no case has
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICES=2x"], 2,
      "PRMG_EMU_DEVICES must be a device count from 0 to 64, got '2x'"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_DEVICES=65"], 2, "PRMG_EMU_DEVICES"),

@@ -228,12 +228,26 @@ def check_in_process(name: str, data: bytes) -> None:
                 back.write_text(gencase.dump_yaml({"cases": [case_to_dict(case) for case in cases[:20]]}))
                 again = load_cases([back])
                 assert again == [dataclasses.replace(case, source=str(back)) for case in cases[:20]]
+            _append_to(path.with_name(f"appended{path.suffix}"), data)
             elapsed = time.monotonic() - started
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
         assert elapsed < TIME_LIMIT_S, f"{elapsed:.1f} s"
         assert peak < MEMORY_LIMIT_BYTES, f"{peak / 2**20:.0f} MiB"
+
+
+def _append_to(path: Path, data: bytes) -> None:
+    """gen-case --append onto a file of ``data``: the case added (the file then loads with it) or one line, the file
+    left as it was (a document of `null` alone was an AttributeError: exit 3)."""
+    path.write_bytes(data)
+    try:
+        gencase.append_cases(path, [{"name": "appended_by_the_fuzz", "shape": [1, 1, 1, 8]}])
+    except PrmgError as error:
+        assert "\n" not in str(error) and str(path) in str(error), str(error)
+        assert path.read_bytes() == data
+        return
+    assert "appended_by_the_fuzz" in {case.name for case in load_cases([path])}
 
 
 @EXAMPLES
@@ -883,6 +897,19 @@ def test_every_path_option_refuses_every_hostile_path_in_one_line_and_touches_no
         os.chdir(cwd)
 
 
+@pytest.mark.parametrize("variable", ["ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH"])
+def test_the_opp_variables_given_a_hostile_path_are_stamped_never_a_crash(variable, tmp_path):
+    """The opp folders the run's provenance stamps (``provenance.opp_stamp``) given a symlink loop, a name over 255
+    bytes (``Path.is_dir`` raises ENAMETOOLONG: exit 3 before), a dangling link or a FIFO: the run goes on, as the
+    toolkit would (the emulator refuses a missing opp folder as nnopbase does: exit 1 and its warning)."""
+    case = tmp_path / "c.yaml"
+    case.write_text("- {name: c, shape: [1, 1, 1, 8]}\n")
+    for kind in ("loop", "long", "long_inside", "dangling", "fifo"):
+        result = prmg_here("run", case, *EMULATOR, env={variable: _hostile(kind, tmp_path, {})})
+        assert result.returncode in (0, 1) and "Traceback" not in result.stderr, (kind, result.stderr)
+        assert all(line.startswith("prmg: ") for line in result.stderr.splitlines()), (kind, result.stderr)
+
+
 # ----------------------------------------------------------------------------------------------
 # Flags: every numeric option of every command given any number text (issue 36: --device 4294967296 wrapped to 0)
 #
@@ -891,7 +918,7 @@ def test_every_path_option_refuses_every_hostile_path_in_one_line_and_touches_no
 # `prmg: error:` line naming the option; never a traceback.
 
 NUMBER_TEXTS = ("-1", "0", "1", "2147483648", "4294967296", "18446744073709551617", "1e308", "-1e308", "nan", "inf",
-                "0x10", "1_0", "²", "١", " 1", "")
+                "0x10", "1_0", "²", "١", " 1", "", "9" * 5000)
 
 
 def _numeric_options() -> list[tuple[str, str]]:

@@ -763,3 +763,24 @@ def test_key_metrics_show_error_against_limit_in_units(metrics, shown):
     """Every standard's and check's key metric says its unit, a value against its limit and, over it, how far; a
     failure shows the metric that failed."""
     assert key_metric(metrics) == shown
+
+
+def test_sign_hidden_asks_the_whole_tensor_when_the_first_rows_hide_the_sign():
+    """The weak-case check (``judge.sign_hidden``) asks whether a kernel flipping the sign of sin passes: on the rows
+    of about ``FAST_MIN_ELEMENTS`` slice elements at the start, then, only when it passes them, on the whole tensor.
+    sin tiny in every row: weak; tiny in those first rows only: not weak (the other rows show the sign); ordinary
+    tables: not weak."""
+    from prmg_cli.judging import default_pass
+    from prmg_cli.judging.judge import sign_hidden
+
+    case = make_case((1, 128, 2, 64), (0, 64))
+    first = default_pass.FAST_MIN_ELEMENTS // 64
+    assert 0 < first < 256
+    rng = np.random.default_rng(3)
+    dy, cos = (rng.uniform(0.5, 1, shape).astype(np.float32) for shape in (case.shape, case.cos_shape))
+    sin = rng.uniform(-1, 1, case.cos_shape).astype(np.float32)        # no product of dy and cos near 0
+    head_only = sin.copy()
+    head_only.reshape(-1, 64)[:first] *= np.float32(1e-12)
+    assert sign_hidden(case, Inputs(dy, cos, sin * np.float32(1e-12)), "default")
+    assert not sign_hidden(case, Inputs(dy, cos, head_only), "default")
+    assert not sign_hidden(case, Inputs(dy, cos, sin), "default")

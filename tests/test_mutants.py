@@ -26,11 +26,17 @@ def test_the_list_covers_every_file_it_names_and_says_why():
 
 
 def test_a_mutant_whose_original_moved_is_named(tmp_path):
-    """A list whose original is gone (or doubled) from its file names the mutant, the file and the count."""
+    """A list whose original is gone (or doubled) from its file names the mutant, the file and the count; a test it
+    names that is no longer defined (pytest would run nothing, which once counted as a kill) is named too."""
     (tmp_path / "code.py").write_text("a = 1\nb = 2\nb = 2\n")
     from mutate import Mutant
 
+    (tmp_path / "test_x.py").write_text("def test_here():\n    pass\n")
     found = problems([Mutant("gone", "code.py", "c = 3", "c = 4", "r"), Mutant("twice", "code.py", "b = 2", "b = 3", "r"),
-                      Mutant("fine", "code.py", "a = 1", "a = 2", "r")], tmp_path)
+                      Mutant("fine", "code.py", "a = 1", "a = 2", "r", ("test_x.py::test_here[a-b]",),
+                             killed_by="test_x.py::test_here"),
+                      Mutant("renamed", "code.py", "a = 1", "a = 3", "r", ("test_x.py::test_gone",)),
+                      Mutant("stale", "code.py", "a = 1", "a = 4", "r", killed_by="test_x.py::test_old")], tmp_path)
     assert found == ["gone: its original occurs 0 times in code.py (once expected)",
-                     "twice: its original occurs 2 times in code.py (once expected)"]
+                     "twice: its original occurs 2 times in code.py (once expected)",
+                     "renamed: no test test_x.py::test_gone", "stale: no test test_x.py::test_old"]

@@ -368,6 +368,18 @@ def test_failures_that_concentrate_on_one_device_are_named_in_every_report():
         assert device_line(spread) == "" and "failures by device" not in table.render(spread, TOOLKIT)
 
 
+def test_the_device_line_blames_a_chip_exactly_past_its_stated_chance():
+    """All of n failures on device 1 of 2 that ran half the cases: the chance by luck is 2^-n (the Chernoff bound
+    is exact at q = 1), times the 2 devices tried, so 10 failures (2 * 2^-10 = 0.00195) stay unblamed and 11 (0.00098)
+    pass under 1 in 1000; a lone failure is never read as a chip's, however few cases its device ran."""
+    from prmg_cli.reports.outputs.labels import device_line
+
+    assert device_line(on_devices({"1": 10}, {"0": 10, "1": 10})) == ""
+    assert device_line(on_devices({"1": 11}, {"0": 11, "1": 11})) == ("11 failures, all on device 1 of 2: suspect "
+                                                                     "the chip")
+    assert device_line(on_devices({"1": 1}, {"0": 5000, "1": 1})) == ""     # 2 * 1/5001 < 1e-3, yet one failure
+
+
 def test_a_merge_of_shards_from_several_hosts_keeps_their_devices_apart():
     from prmg_cli.reports.merge import _on_hosts
     from prmg_cli.reports.store import RunRecord, Stored

@@ -175,8 +175,9 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
 def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):
     result = pytest_run(tmp_path, "--collect-only", "-q")
     assert "cases.yaml::p_ok_fp32" in result.stdout and "4 tests collected" in result.stdout
-    result = pytest_run(tmp_path, "-q", "-k", "bf16")
+    result = pytest_run(tmp_path, "-k", "bf16", "--prmg-runner", "geir")          # graph mode alone (issue 35)
     assert result.returncode == 0 and "1 passed, 3 deselected" in result.stdout
+    assert "; called through graph mode (GE IR), graph mode by the emulator's twin" in result.stdout
     (tmp_path / "cases.yaml").write_text("- {name: bad, shape: [1, 1, 1, 8], seed: -1}\n")
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg",
                              str(tmp_path / "cases.yaml"), "--prmg-runner", "emulator", "-q"], cwd=tmp_path,

@@ -218,7 +218,7 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "workspace_overrun": "guard zone after workspace changed", "workspace_uninit_read": "workspace",
     "core_tail": "over budget", "tile_tail": "over budget", "unaligned_start": "over budget",
     "row_pad": "over budget", "broadcast_b": "over budget",
-    "broadcast_s": "errors in every row except row",     # the rows of s = 0 are right (a cover.yaml case is first)
+    "broadcast_s": "cos rows (b=0, s=0)",       # the rows of s = 0 are right (a cover.yaml case is first)
     "broadcast_n": "over budget", "mixed_cast": "over budget", "row_index_u16": "over budget",
     "nondeterministic": "determinism: 2 launches of the same inputs differ", "fwd_sign": "adjoint",
     "fwd_partner_sin": "over budget", "fwd_noop": "adjoint", "neg_sin": "over budget", "fwd_neg_sin": "over budget",
@@ -232,6 +232,7 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "geir_slice_dropped": "geir (graph mode) disagrees with the golden",
     "geir_mode_dropped": "geir refused the case (4294967295 ge::FAILED",
     "geir_input_written": "geir: graph input dy changed at",
+    "geir_output_overrun": "geir: guard zone after graph output dy changed at byte +0",
     # issue 39: the last element outside the slice (its sign bit: the row's last byte), which the one pass compares
     "clobber_row_end": "outside the slice",
     # issue 34: near no-ops, one-sided rounding (error balance, a warning --strict fails), one row of a core's share

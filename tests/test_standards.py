@@ -20,6 +20,7 @@ import pytest
 from prmg_cli import native
 from prmg_cli.device.acl import Outcome
 from prmg_cli.dtypes import FLOAT_FORMATS, bits, rounded
+from prmg_cli.errors import PrmgError
 from prmg_cli.inputs.seeded import Inputs
 from prmg_cli.judging import default_pass
 from prmg_cli.judging.judge import judge
@@ -334,6 +335,24 @@ def test_double_benchmark_defaults_and_levels_are_ttks(dtype):
         assert tuple(params[key] for key in LIMITS) == limits
     params = standard_parameters("double_benchmark", dtype, {"level": 2, "mere_ratio": 3.0})
     assert tuple(params[key] for key in LIMITS) == (2.0, 3.0, 1.2)        # a limit set beside a level wins
+
+
+def test_double_benchmark_takes_ttks_level_names_in_a_case_file():
+    """A case may name a level as TTK's spec does (``level: L2``): the same preset as ``level: 2``; a name TTK does
+    not have is one line naming the field and the levels."""
+    from prmg_cli.cases.loader import parse_document
+    from conftest import ROOT
+
+    def tolerance(level):
+        mapping = {"name": "c", "shape": [1, 1, 1, 4], "standard": "double_benchmark", "tolerance": {"level": level}}
+        return dict(parse_document([mapping], "t.yaml", ROOT)[0].tolerance)
+
+    assert tolerance("L2") == tolerance(2) == {"level": 2.0}
+    assert tuple(standard_parameters("double_benchmark", "float16", tolerance("L0"))[key] for key in LIMITS) == \
+        (10.0, 2.0, 2.0)
+    with pytest.raises(PrmgError) as caught:
+        tolerance("L3")
+    assert caught.value.field == "tolerance.level" and "one of 0 (L0), 1 (L1), 2 (L2), got 'L3'" in str(caught.value)
 
 
 def ttk_ratio(device: float, reference: float, floor: float) -> float:

@@ -67,7 +67,8 @@ BROKEN = {
     "quarter_length_6": dict(mode="quarter", partial_slice=(4, 10)),
     "quarter_D_18": dict(mode="quarter", shape=(2, 2, 2, 18)),
     "D_odd": dict(shape=(2, 2, 2, 15)),
-    "bad_broadcast_B": dict(cos_shape=(3, 1, 1, 8)),
+    "bad_broadcast_B": dict(cos_shape=(3, 1, 1, 8)), "bad_broadcast_S": dict(cos_shape=(2, 3, 1, 8)),
+    "empty_slice_past_D": dict(cos_shape=(1, 1, 1, 2), partial_slice=(20, 20)),
     "dy_not_contiguous": dict(shape=(1, 1, 4, 8), partial_slice=(0, 8), broadcast="111D", dy_strides=(32, 32, 1, 4)),
     "cos_not_contiguous": dict(cos_strides=(32, 16, 16, 1)),
     "sin_not_contiguous": dict(sin_strides=(32, 16, 16, 2)),
@@ -181,19 +182,24 @@ def _named(op: str, options: dict) -> dict:
     return gencase.preset_case(f"cover.{op}", TAGS, **options)
 
 
-def _expectation(case: Case) -> tuple[dict, tuple[str, ...]] | None:
-    """What a case breaking a constraint should expect: the status the constraint model gives on today's target,
-    and the tags of a case only today's missing mode refuses (a target of every mode accepts it); None when
-    today's target accepts it."""
-    today = constraints.expected_status(case, constraints.DEFAULT_SUPPORTED_MODES)
-    if not today:
+def _expectation(case: Case) -> tuple[dict, tuple[str, ...], dict] | None:
+    """What a case breaking a constraint should expect: the status the constraint model gives on today's target
+    (any error, with a note saying why, where upstream leaves the outcome undefined: ``Violation.undefined``), the
+    tags of a case only today's missing mode refuses (a target of every mode accepts it), and the keys to add;
+    None when today's target accepts it."""
+    found = constraints.violation_details(case, constraints.DEFAULT_SUPPORTED_MODES)
+    if not found:
         return None
+    today = found[0].code
     missing_mode = not constraints.expected_status(case, gencase.ALL_MODES)
+    tags = gencase.MODE_UNSUPPORTED_TAGS if missing_mode else ()
+    if found[0].undefined:
+        return {"error": "any"}, tags, {"note": found[0].message}
     expect = {"error": status.STATUS_NAMES[today]}
     phase = constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES)
     if phase != Expect(today).phase:
         expect["phase"] = phase
-    return expect, gencase.MODE_UNSUPPORTED_TAGS if missing_mode else ()
+    return expect, tags, {}
 
 
 def candidates() -> list[tuple[dict, object]]:
@@ -216,10 +222,10 @@ def candidates() -> list[tuple[dict, object]]:
             if not constraints.violations(case, gencase.ALL_MODES):
                 found.append((case_map, replace(case, expect=Expect())))
         elif (expected := _expectation(case)) is not None:
-            expect, tags = expected
+            expect, tags, keys = expected
             pinned = Expect(constraints.expected_status(case, constraints.DEFAULT_SUPPORTED_MODES),
                             constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES))
-            found.append(({**case_map, "expect": expect, "tags": [*case_map["tags"], *tags]},
+            found.append(({**case_map, "expect": expect, **keys, "tags": [*case_map["tags"], *tags]},
                           replace(case, expect=pinned)))
     return sorted(found, key=lambda pair: list(OPERATORS).index(pair[1].op))
 

@@ -7,7 +7,10 @@ A class (``ops/regimes.py``) is covered by a case that really exercises it, deci
   the kernel); only a case expecting an error counts for the phase classes, each by the first rule it breaks
   on today's target (``constraints.DEFAULT_SUPPORTED_MODES``) or on a target implementing every mode, and only
   when its expectation pins that rule's refusal, code and phase (``pins``: ``error: any`` or ``phase: any``
-  passes whatever refuses it, so it covers no rule);
+  passes whatever refuses it, so it covers no rule, but a rule whose outcome upstream leaves undefined, which
+  nothing more can pin: ``Violation.undefined``); any case counts for the chip and build classes: the rule it
+  breaks first on a chip with rules of its own (the forward's A2/A3 tiling), the builds on which it earns another
+  status than on the latest (``_elsewhere``);
 - a case with a ``known_defect`` covers nothing (an xfail: the operator is known to miss there), nor does a run's
   xfailed result;
 - ``cos/sin vary along B`` needs cos's and sin's B equal to dy's B > 1 *and* values that differ along B: a
@@ -41,7 +44,8 @@ from ..inputs.seeded import drawn_prefix, rope_angles
 from ..ops import OPERATORS, constraints
 from ..ops.grad import contiguous
 from ..ops.reference import partners_alike
-from ..ops.regimes import PHASE, Facts, Regime, regimes
+from ..ops.regimes import BUILD, CHIP, PHASE, Facts, Regime, regimes
+from ..ops.targets import LATEST_BUILD, MEMBASE_SOCS
 from ..results import STATUSES
 from ..vocab import MODE_NAMES, TENSORS, broadcast_pattern
 
@@ -230,10 +234,11 @@ def _partners_differ(case: Case) -> bool:
 def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
     """What ``case`` exercises (``regimes.Facts``): for a negative case the first rule it breaks on a target of
     ``supported_modes`` and on one of every mode; for a pass case its shape, dtypes, slice and values."""
+    elsewhere = _elsewhere(case, supported_modes)
     if not case.expect.success:
         rules = [found[0].rule for modes in (supported_modes, frozenset(MODE_NAMES))
                  if (found := constraints.violation_details(case, modes)) and pins(case.expect, found[0])]
-        return Facts(op=case.op, expects_error=True, first_rules=tuple(dict.fromkeys(rules)))
+        return Facts(op=case.op, expects_error=True, first_rules=tuple(dict.fromkeys(rules)), **elsewhere)
     batch, positions, heads, depth = case.shape
     strided = {tensor: case.strides_of(tensor) is not None
                and not contiguous(case.shape_of(tensor), case.strides_of(tensor)) for tensor in TENSORS}
@@ -250,20 +255,36 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
         varies=frozenset(axis for index, axis in enumerate("BSN")
                          if case.cos_shape[index] == case.shape[index] > 1
                          and all(_varies(case, tensor, index) for tensor in ("cos", "sin"))),
-        values=_special_values(case))
+        values=_special_values(case), **elsewhere)
+
+
+def _elsewhere(case: Case, supported_modes) -> dict:
+    """``Facts``' ``chip_rules``, the rule ``case`` breaks first on the A2/A3 chips (one tiling for both) when its
+    operator runs there and the rule is theirs alone (``OperatorSpec.chip_rules``), and ``builds_differ``, the builds
+    of ``OperatorSpec.builds`` on which it earns another status than on the latest."""
+    spec = OPERATORS[case.op]
+    chips = [found[0].rule for soc in sorted(MEMBASE_SOCS.intersection(spec.socs))[:1]
+             if (found := constraints.violation_details(case, supported_modes, soc))
+             and found[0].rule in spec.chip_rules]
+    statuses = {build: constraints.expected_status(case, supported_modes, build=build) for build in spec.builds}
+    return {"chip_rules": tuple(chips), "builds_differ": frozenset(
+        build for build, code in statuses.items() if code != statuses[LATEST_BUILD])}
 
 
 def pins(expect, violation) -> bool:
     """Whether the expectation ``expect`` pins ``violation``'s refusal: its code (not ``any``) and its phase (not
-    ``any``), so that the case fails when the operator refuses it for another rule or in another phase."""
+    ``any``), so that the case fails when the operator refuses it for another rule or in another phase; any error
+    pins a rule whose outcome upstream leaves undefined (``Violation.undefined``: nothing more can be expected)."""
     phase = "launch" if violation.at_launch else "workspace"
-    return expect.error == violation.code and expect.phase == phase
+    return violation.undefined or (expect.error == violation.code and expect.phase == phase)
 
 
 @lru_cache(maxsize=None)
 def _tests(op: str, phase: bool) -> tuple[tuple[int, Callable], ...]:
-    """(index, test) of the classes of ``op`` on the phase axis (``phase``) or on the others."""
-    return tuple((index, regime.test) for index, regime in enumerate(regimes(op)) if (regime.axis == PHASE) == phase)
+    """(index, test) of the classes of ``op`` on the phase axis (``phase``) or on the others; those of another chip
+    or build on both."""
+    return tuple((index, regime.test) for index, regime in enumerate(regimes(op))
+                 if (regime.axis == PHASE) == phase or regime.axis in (CHIP, BUILD))
 
 
 @lru_cache(maxsize=1 << 12)

@@ -335,16 +335,23 @@ def parse_standard(value, where: Where) -> str:
 
 def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[str, float], ...]:
     """The standard's parameters (``default`` when the case names none), sorted by key; each a finite
-    number >= 0 (``standards.check_standard``)."""
+    number >= 0 (``standards.check_standard``); a preset (``Standard.presets``: ``double_benchmark``'s ``level``)
+    also by TTK's name of it, ``L<k>`` for preset ``k``."""
     if not isinstance(value, dict):
         raise where.error("tolerance", f"expected a mapping of the standard's parameters, got {kind(value)}")
     standard = standard_of(standard)
     accepted = STANDARDS[standard].params
+    presets = STANDARDS[standard].presets
+    value = {key: int(number[1:]) if isinstance(number, str) and key in presets and re.fullmatch(r"L\d", number)
+             and int(number[1:]) in presets[key] else number for key, number in value.items()}
     for key, number in value.items():
         if not _word(key, accepted):
             takes = f"valid: {', '.join(accepted)}" if accepted else "it takes none"
             raise where.error(f"tolerance.{label(key)}", f"standard '{standard}' has no parameter {show(key)} "
                               f"({takes}){suggest(key, accepted)}")
+        if key in presets and not is_finite(number):
+            names = ", ".join(f"{k} (L{k})" for k in presets[key])
+            raise where.error(f"tolerance.{key}", f"{key} must be one of {names}, got {show(number)}")
         if not is_finite(number) or number < 0:
             raise where.error(f"tolerance.{key}", f"{key} must be a finite number >= 0, got {show(number)}")
     try:

@@ -554,10 +554,13 @@ def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
     except PrmgError:
         same = False
     if not same:
-        raise PrmgError("cannot add the case to this file's layout as text (the file is left as it was); add it "
-                        "by hand, or write a new file with -o", file=given)
+        raise PrmgError(NOT_AS_TEXT, file=given)
     check_loads(text, given)
     files.write_bytes(path, data)
+
+
+NOT_AS_TEXT = ("cannot add the case to this file's layout as text (the file is left as it was); add it by hand, or "
+               "write a new file with -o")
 
 
 def _appended(data: bytes, new_cases: Sequence[dict], source: str) -> bytes:
@@ -571,6 +574,8 @@ def _appended(data: bytes, new_cases: Sequence[dict], source: str) -> bytes:
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     if isinstance(node, yaml.MappingNode):
         node = next(value for key, value in node.value if key.value == "cases")
+    if isinstance(node, yaml.ScalarNode):                     # a document of `null` alone: no list to add to
+        raise PrmgError(NOT_AS_TEXT, file=source)
     if node is not None and node.flow_style:                  # [a, b]: before the closing bracket
         at = node.end_mark.index - 1
         flow = ", ".join(yaml.dump(_inline_values(case), Dumper=_Dumper, sort_keys=False, default_flow_style=True,

@@ -10,7 +10,8 @@ and ``combine`` makes the case's one result:
 2. the status is the worst of the paths' (``results.StatusInfo.severity``; a path that skipped the case counts only
    when every path did), ``failed`` when they disagree; the
    message says which path disagrees with the golden (the path whose own verdict failed, or, when both are within
-   the standard, the values and the golden at the first difference);
+   the standard, the values and the golden at the first difference and which path is nearer the golden at how
+   many of the differing elements);
 3. the result names its path (``aclnn+geir``) and each path's verdict (``CaseResult.paths``); its warnings are every
    path's, each named by its path (``geir: device memory: ...``).
 """
@@ -93,13 +94,24 @@ def _value(array: np.ndarray, index: tuple) -> str:
     return f"{float(array[index]):.9g} (0x{bits:0{2 * array.dtype.itemsize}x})"
 
 
-def _golden_at(case: Case, inputs, index: tuple) -> str:
-    """The golden in dy's dtype at ``index``, "" when it cannot be computed (a case the golden rejects)."""
+def _golden(case: Case, inputs) -> np.ndarray | None:
+    """The golden in dy's dtype, None when it cannot be computed (a case the golden rejects)."""
     try:
-        golden = OPERATORS[case.op].golden(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+        return OPERATORS[case.op].golden(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
     except (ValueError, TypeError, IndexError):
+        return None
+
+
+def _nearer(golden: np.ndarray | None, runs: tuple, differing: np.ndarray) -> str:
+    """Which path is nearer the golden where two results differ (``runs``: (path, values) twice): each path counts
+    the differing elements where |value - golden| is smaller than the other's; "" without a golden."""
+    if golden is None:
         return ""
-    return f", the golden {_value(golden, index)}"
+    exact = golden.astype(np.float64).ravel()[differing]
+    errors = [np.abs(values.astype(np.float64).ravel()[differing] - exact) for _, values in runs]
+    counts = [int(np.count_nonzero(errors[0] < errors[1])), int(np.count_nonzero(errors[1] < errors[0]))]
+    (first, near), (second, far) = sorted(zip((path for path, _ in runs), counts), key=lambda pair: -pair[1])
+    return f"; {first} is nearer the golden at {near} of them, {second} at {far}"
 
 
 def _byte_difference(case: Case, inputs, first, other) -> str:
@@ -113,6 +125,7 @@ def _byte_difference(case: Case, inputs, first, other) -> str:
     if differing.size == 0:
         return ""
     index = tuple(int(i) for i in np.unravel_index(int(differing[0]), a.shape))
+    golden = _golden(case, inputs)
     wrong = [(path, verdict) for path, verdict in ((name, result), (other_name, other_result))
              if verdict.status != "passed"]
     if len(wrong) == 1:
@@ -120,10 +133,11 @@ def _byte_difference(case: Case, inputs, first, other) -> str:
     elif wrong:
         blame = "both disagree with the golden: " + "; ".join(f"{path}: {verdict.message}" for path, verdict in wrong)
     else:
-        blame = f"both are within the {result.standard} standard of the golden"
+        blame = (f"both are within the {result.standard} standard of the golden"
+                 + _nearer(golden, ((name, a), (other_name, b)), differing))
+    at = f", the golden {_value(golden, index)}" if golden is not None else ""
     return (f"{name} and {other_name} results differ in {plural(differing.size, 'element')} of {a.size} (first at "
-            f"{index}: {name} {_value(a, index)}, {other_name} {_value(b, index)}{_golden_at(case, inputs, index)}); "
-            f"{blame}")
+            f"{index}: {name} {_value(a, index)}, {other_name} {_value(b, index)}{at}); {blame}")
 
 
 def disagreement(case: Case, inputs, first, other) -> str:

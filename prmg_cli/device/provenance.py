@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import socket
+import stat
 from pathlib import Path
 from typing import Iterable
 
@@ -72,7 +73,16 @@ def _opp_bases(opp: Path, custom: str) -> list[Path]:
     """The folders a toolkit loads operators from: each ``ASCEND_CUSTOM_OPP_PATH`` entry, each vendor under
     ``opp/vendors``, ``opp/built-in`` (which exist)."""
     bases = [Path(entry) for entry in custom.split(":") if entry] + _folders(opp / "vendors") + [opp / "built-in"]
-    return [base for base in bases if base.is_dir()]
+    return [base for base in bases if _is_folder(base)]
+
+
+def _is_folder(path: Path) -> bool:
+    """True when ``path`` is a folder (through links); False for anything that cannot be looked at: a name over
+    255 bytes or a link loop too (``Path.is_dir`` raises on those). The stamp is a fingerprint, not a check."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _files_under(folder: Path) -> Iterable[Path]:
@@ -84,8 +94,16 @@ def _files_under(folder: Path) -> Iterable[Path]:
 
 
 def _folders(folder: Path) -> list[Path]:
-    """The folders right under ``folder``, sorted ([] when it is none)."""
-    return sorted(path for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else []
+    """The folders right under ``folder``, sorted ([] when it is none, or cannot be listed)."""
+    return sorted(path for path in _entries(folder) if _is_folder(path))
+
+
+def _entries(folder: Path) -> list[Path]:
+    """What ``folder`` holds, sorted ([] when it cannot be listed)."""
+    try:
+        return sorted(folder.iterdir())
+    except (OSError, ValueError):
+        return []
 
 
 def _operator_files(opp: Path, custom: str, titles: Iterable[str]) -> Iterable[Path]:
@@ -96,9 +114,9 @@ def _operator_files(opp: Path, custom: str, titles: Iterable[str]) -> Iterable[P
     for base in _opp_bases(opp, custom):
         kernel = base.joinpath(*KERNEL_FOLDER)
         for soc in _folders(kernel) + _folders(kernel / "config"):
-            for entry in sorted(soc.iterdir()):
+            for entry in _entries(soc):
                 if any(key in entry.name.lower().replace("_", "") for key in keys):
-                    yield from _files_under(entry) if entry.is_dir() else (entry,)
+                    yield from _files_under(entry) if _is_folder(entry) else (entry,)
         for parts in LIBRARY_FOLDERS:
             yield from (path for path in _files_under(base.joinpath(*parts)) if ".so" in path.name)
 

@@ -132,7 +132,7 @@ def slice_list_rules(case: Case, code: int = TILING_ERROR) -> list[Violation]:
     if values is not None and len(values) == 1:
         return [Violation(code, f"partial_slice {list(values)} holds one value: upstream's tiling reads values[0] and "
                           f"values[1] unchecked, so its second value is read past the list's end (undefined; a "
-                          f"correct stack refuses it)", "partial_slice", "slice list of 1 value")]
+                          f"correct stack refuses it)", "partial_slice", "slice list of 1 value", undefined=True)]
     return []
 
 
@@ -335,5 +335,5 @@ GRAD = OperatorSpec(
     get_workspace="aclnnInplacePartialRotaryMulGradGetWorkspaceSize", launch="aclnnInplacePartialRotaryMulGrad",
     tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, rotation=ROTATION, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
-    layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, required=True,
+    layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, builds=tuple(BUILDS), required=True,
     graph=GraphIR("InplacePartialRotaryMulGrad", ("dy", "cos", "sin"), "dy", GRAPH_REFUSALS, GRAPH_TILING))

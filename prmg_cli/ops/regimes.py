@@ -2,8 +2,9 @@
 
 ``regimes(op)`` is the table ``prmg coverage`` reports against: axes (dtype pair, rotary mode, cos/sin
 layout, format, each count of the shape, D, the slice, cos/sin varying along each broadcast axis, values
-(ordinary and special), and the expected-error phase), each a list of ``Regime`` classes with a one-line reason and a
-test on a case's ``Facts`` (``prmg_cli/cases/coverage.py`` computes them and counts the cases of each class).
+(ordinary and special), the expected-error phase, and what a case is on another chip or upstream build), each a
+list of ``Regime`` classes with a one-line reason and a test on a case's ``Facts`` (``prmg_cli/cases/coverage.py``
+computes them and counts the cases of each class).
 
 Where the numbers come from:
 
@@ -46,9 +47,11 @@ from . import OPERATORS
 from .. import dtypes
 from ..results import plural
 from ..vocab import MODE_NAMES, TENSORS
-from .grad import MAX_D, SUPPORTED_FORMATS
+from .grad import CHIP_REASONS, MAX_D, SUPPORTED_FORMATS
+from .targets import BUILDS, LATEST_BUILD
 
 PHASE = "phase"                   # the axis of the expected-error classes: only negative cases count there
+CHIP, BUILD = "chip", "build"     # what a case is on another chip, on another build: every case counts there
 VALUE_KINDS = ("ordinary", "large", "subnormal", "+0", "-0", "NaN", "-NaN", "NaN payload", "+Inf", "-Inf")
 VALUE_PLACES = {"dy_in": "dy in slice", "dy_out": "dy outside", "tables": "cos/sin"}
 
@@ -65,6 +68,8 @@ class Facts:
     which cos and sin both vary (``varies``), the value kinds its inputs hold as ``(place, kind)``
     pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``), the tensors at a storage
     offset, whether cos or sin is strided, what its partialSlice is, and whether its sin tells partners apart.
+    Every case has ``chip_rules`` (the rule it breaks first on a chip with rules of its own: the forward's A2/A3
+    tiling) and ``builds_differ`` (the upstream builds on which it earns another status than on the latest).
     """
 
     op: str
@@ -90,6 +95,8 @@ class Facts:
     strided_tables: bool = False          # cos or sin not contiguous
     slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
     partners_differ: bool = False         # sin differs between the two lanes of some pair (reference.sin_partners)
+    chip_rules: tuple[str, ...] = ()      # the rules broken first on the chips with rules of their own
+    builds_differ: frozenset = frozenset()  # the builds giving another status than the latest (targets.BUILDS)
     rows: int = field(init=False)         # dy's rows, B*S*N
     length: int = field(init=False)       # the slice length L = end - start
 
@@ -360,6 +367,24 @@ def _partners_axis() -> list[Regime]:
                    "alike at both lanes)", lambda f: f.partners_differ)]
 
 
+def _chip_axis(op: str) -> list[Regime]:
+    """Each rule only another chip's tiling has (``OperatorSpec.chip_rules``: the forward's A2/A3 membase rules): the
+    cases breaking it first there, which a run on that chip judges by its rules (``constraints.on_chip``). A chip
+    the op definition lacks is a run's target (the run stops), not a case's class."""
+    return [Regime(CHIP, name, f"{reason}: a run on that chip judges the case by it",
+                   lambda f, name=name: name in f.chip_rules)
+            for name, reason in OPERATORS[op].chip_rules.items() if name not in CHIP_REASONS]
+
+
+def _build_axis(op: str) -> list[Regime]:
+    """Each upstream build before the latest that the operator's rules tell apart (``OperatorSpec.builds``): the
+    cases earning another status there, which a toolkit of that (or an unknown) build reports as depending on the
+    build (``targets``)."""
+    return [Regime(BUILD, f"another status on {build}", f"{BUILDS[build]}: the case's status there differs from "
+                   f"{LATEST_BUILD}'s (an empty slice, or its range checked first)", lambda f, build=build:
+                   build in f.builds_differ) for build in OPERATORS[op].builds if build != LATEST_BUILD]
+
+
 @cache
 def regimes(op: str) -> tuple[Regime, ...]:
     """Every class of operator ``op`` (a key of ``OPERATORS``), axis by axis."""
@@ -368,5 +393,6 @@ def regimes(op: str) -> tuple[Regime, ...]:
             *_count_classes("B", lambda f: f.B, "batch"), *_count_classes("S", lambda f: f.S, "position"),
             *_count_classes("N", lambda f: f.N, "head"), *_rows_axis(),
             *_count_classes("cos rows", lambda f: f.cos_rows, "cos/sin row"), *_d_axis(), *_slice_axis(),
-            *_slice_list_axis(), *_varies_axis(), *_partners_axis(), *_values_axis(), *_phase_axis(op))
+            *_slice_list_axis(), *_varies_axis(), *_partners_axis(), *_values_axis(), *_phase_axis(op),
+            *_chip_axis(op), *_build_axis(op))
 

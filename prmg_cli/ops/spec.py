@@ -15,8 +15,9 @@ from .reference import Rotation
 class Violation(NamedTuple):
     """One broken constraint: the status it earns, a message, the case field to blame, the rule broken (a key
     of its operator's ``OperatorSpec.rule_reasons``), whether it is only the target's missing support for a
-    valid mode (a pass case to skip, not a bad case), and whether the status comes from the launch rather than
-    from ``...GetWorkspaceSize``."""
+    valid mode (a pass case to skip, not a bad case), whether the status comes from the launch rather than
+    from ``...GetWorkspaceSize``, and whether upstream's code leaves the outcome undefined (``code`` is what a
+    correct stack gives; a case can expect only some error: ``error: any``)."""
 
     code: int
     message: str
@@ -24,6 +25,7 @@ class Violation(NamedTuple):
     rule: str
     skippable: bool = False
     at_launch: bool = False
+    undefined: bool = False
 
 
 class GraphRefusal(NamedTuple):
@@ -72,7 +74,9 @@ class OperatorSpec:
       order on op-definition chip family ``soc`` (``targets``) for upstream build ``build`` (``targets.BUILDS``);
     - ``rule_reasons``: every rule a Violation of ``rules`` may name on the reference chip, in checking order, with
       a one-line reason (``coverage`` makes one class of each, so that a suite shows it hits every rule);
-      ``chip_rules``: those only another chip's tiling has (the forward's A2/A3 rules);
+      ``chip_rules``: those only another chip's tiling has (the forward's A2/A3 rules); ``builds``: the upstream
+      builds (``targets.BUILDS``, oldest first) its rules tell apart (the grad's empty-slice history; none: its
+      rules have no build history);
     - ``socs``: the chip families its op definition lists (``constraints.check_chip``);
     - ``no_op(case) -> bool``: whether a call that succeeds changes nothing (an empty in-place tensor, which
       nnopbase runs no kernel for, or the tiling's no-op: an empty slice, or empty cos/sin);
@@ -102,6 +106,7 @@ class OperatorSpec:
     layouts: tuple
     socs: tuple
     chip_rules: dict = field(default_factory=dict)
+    builds: tuple = ()
     required: bool = False
     auto_contiguous: bool = False
     graph: GraphIR | None = None

@@ -95,15 +95,16 @@ def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
     expected: dict[str, str] = {}
     for path, run in runs:
         count = parse_shard(run.shard)[1] if run.shard else 0
+        whys: dict[int, str] = {}           # one text per shard, shared by its cases (200,000 a run)
         for name in run.selection:
             if name in expected:
                 continue
-            if not count:
-                expected[name] = stopped(path, run)
-                continue
-            index = shard_of(name, count)
-            owner = by_shard.get((index, count))
-            expected[name] = stopped(*owner) if owner else f"not run: shard {index}/{count} is in no results file given"
+            index = shard_of(name, count) if count else 0
+            if index not in whys:
+                owner = by_shard.get((index, count)) if count else (path, run)
+                whys[index] = (stopped(*owner) if owner
+                               else f"not run: shard {index}/{count} is in no results file given")
+            expected[name] = whys[index]
     return expected
 
 

@@ -49,7 +49,7 @@ from ..cases.fields import Where, parse_dims, parse_seed, parse_slice, show
 from ..errors import PrmgError
 from ..judging.diagnosis import MAP_COLUMNS, MAP_ROWS
 from ..results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
-                       RunInfo, is_time)
+                       RunInfo, ScoreRows, is_time)
 from ..vocab import MAX_RUN_CASES, shard_numbers
 from .consistency import contradiction
 
@@ -62,6 +62,8 @@ MAX_DEPTH = 32                         # nesting of any stored JSON value
 MAX_FILE_BYTES = 512 * files.MiB
 MAX_FILE_CASES = 2 * MAX_RUN_CASES     # cases one results file may hold results of (a run holds MAX_RUN_CASES)
 MAX_FILE_SELECTED = 10 * MAX_RUN_CASES  # case names its run records (one a run or resume) may list together
+# A report lists each case its run records select (those no record reports not_run, ~5 KB each in a JSON report):
+# the distinct names they select are bounded as the cases a file holds results of are.
 _TORN = object()                       # what _parse makes of a torn line
 _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
@@ -141,7 +143,7 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
         if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
             return Stored(source)
         raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
-    stored, newest, selected = Stored(source), {}, 0
+    stored, newest, selected, distinct = Stored(source), {}, 0, set()
     try:
         for number, line in _lines(fd, source):
             record = _parse(line, number, source)
@@ -152,6 +154,11 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                 if selected > MAX_FILE_SELECTED:
                     raise PrmgError(f"line {number}: its run records name more than {MAX_FILE_SELECTED} cases "
                                     f"together; not a results file prmg wrote?", file=source)
+                distinct.update(record.selection)
+                if len(distinct) > MAX_FILE_CASES:
+                    raise PrmgError(f"line {number}: its run records select more than {MAX_FILE_CASES} different "
+                                    f"cases; give prmg report the results of each suite (or shard) as a file of its "
+                                    f"own", file=source)
                 stored.runs.append(record)
             elif record is not None:
                 _strictly_judged(record, stored.runs, number, source)
@@ -282,7 +289,7 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
     schema = data.get("schema")
     try:
         if schema in READABLE_SCHEMAS:
-            return _believed(CaseResult(**_shared(_checked(data, RECORD_FIELDS))), number, source)
+            return _believed(CaseResult(**_compact(_shared(_checked(data, RECORD_FIELDS)))), number, source)
         if schema == RUN_SCHEMA:
             return RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()))))
     except _BadField as bad:
@@ -303,6 +310,14 @@ def _shared(value):
     if isinstance(value, list):
         return [_shared(item) for item in value]
     return sys.intern(value) if isinstance(value, str) and len(value) <= SHARED_TEXT else value
+
+
+def _compact(fields: dict) -> dict:
+    """``fields`` with the error map's scores held as ``results.ScoreRows`` (a quarter of their lists' memory)."""
+    error_map = fields.get("error_map")
+    if error_map and error_map.get("values"):
+        fields["error_map"] = {**error_map, "values": ScoreRows.of(error_map["values"])}
+    return fields
 
 
 def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
@@ -692,7 +707,11 @@ class Writer:
 
 def encode(record: CaseResult | RunRecord) -> bytes:
     """The line ``record`` is stored as: its JSON (ASCII: anything else escaped), then a newline."""
-    return (json.dumps(record.to_dict(), default=str) + "\n").encode("ascii")
+    data = record.to_dict()
+    scores = data.get("error_map", {}).get("values") if isinstance(record, CaseResult) else None
+    if isinstance(scores, ScoreRows):
+        data["error_map"] = {**data["error_map"], "values": scores.lists()}
+    return (json.dumps(data, default=str) + "\n").encode("ascii")
 
 
 def _ends_in_newline(fd: int) -> bool:

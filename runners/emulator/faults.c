@@ -64,6 +64,7 @@ static const struct {
     {"write_beyond_guard", FAULT_WRITE_BEYOND_GUARD},
     {"fwd_ignore_offset", FAULT_FWD_IGNORE_OFFSET},
     {"fwd_contiguous_tables", FAULT_FWD_CONTIGUOUS_TABLES},
+    {"geir_output_overrun", FAULT_GEIR_OUTPUT_OVERRUN},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -70,6 +70,7 @@ enum {
     FAULT_WRITE_BEYOND_GUARD,
     FAULT_FWD_IGNORE_OFFSET,
     FAULT_FWD_CONTIGUOUS_TABLES,
+    FAULT_GEIR_OUTPUT_OVERRUN,
 };
 
 /* The faults each operator obeys. */
@@ -79,7 +80,7 @@ enum {
                         | FAULT_BIT(FAULT_FWD_IGNORE_OFFSET) | FAULT_BIT(FAULT_FWD_CONTIGUOUS_TABLES))
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
-                     | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN))
+                     | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN))
 #define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS))
 
 /* 1 when fault `index` is in the set `faults`. */

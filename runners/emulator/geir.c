@@ -18,7 +18,8 @@
  *
  * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
- * 0), geir_input_written (the ref output is also written back into the caller's host dy). They are recorded
+ * 0), geir_input_written (the ref output is also written back into the caller's host dy), geir_output_overrun (the
+ * ref output's copy into the caller's buffer runs 32 bytes past its end). They are recorded
  * with the kernel's faults (prmg_emu_applied_faults) after the first phase starts the record.
  * The kernel's own faults act as on the aclnn path: leak_device_memory takes its bytes of the runtime's device
  * memory, which aclrtGetMemInfo reports to prmg's graph-mode session as to its aclnn one.
@@ -42,6 +43,9 @@
 #define ACL_ERROR_GE_FORMAT_INVALID 145020u
 #define ACL_ERROR_GE_DATATYPE_INVALID 145022u
 #define ACL_ERROR_GE_MEMORY_ALLOCATION 245000u
+
+/* geir_output_overrun: the bytes written past the caller's output buffer (a copy sized by a 32-byte device block) */
+#define OVERRUN_BYTES 32
 
 #define MEMCPY_HOST_TO_DEVICE 1
 #define MEMCPY_DEVICE_TO_HOST 2
@@ -396,6 +400,10 @@ static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const 
     if (has_fault(faults, FAULT_GEIR_INPUT_WRITTEN) && copied > 0) {
         memcpy((void *)dy->data, call->output, copied);
         prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN));
+    }
+    if (has_fault(faults, FAULT_GEIR_OUTPUT_OVERRUN) && call->output != NULL) {
+        memset((char *)call->output + copied, 0, OVERRUN_BYTES);      /* prmg's buffer has a guard zone there */
+        prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN));
     }
     return GE_SUCCESS;
 }
