@@ -209,14 +209,22 @@ def _settings(config):
     if _SETTINGS not in config.stash:
         from .errors import PrmgError
         from .device.execute import default_max_memory
-        from .results import ExitCode
-        from .commands.suite import settings_for
+        from .commands.suite import device_list, device_request, settings_for
 
         try:
-            config.stash[_SETTINGS] = settings_for(run_request(config), max_memory=default_max_memory())
+            request = run_request(config)
+            device_request(device_list(request), "--prmg-devices")     # before anything touches the toolkit
+            config.stash[_SETTINGS] = settings_for(request, max_memory=default_max_memory())
         except PrmgError as error:
-            pytest.exit(f"prmg: error: {error}", returncode=int(ExitCode.USAGE))
+            _usage_error(error)
     return config.stash[_SETTINGS]
+
+
+def _usage_error(error) -> None:
+    """End the session with ``prmg run``'s one line and exit code for a usage error."""
+    from .results import ExitCode
+
+    pytest.exit(f"prmg: error: {error}", returncode=int(ExitCode.USAGE))
 
 
 def _run_info(config):
@@ -234,10 +242,14 @@ def _get_executor(config):
     if _EXECUTOR not in config.stash:
         from .device.execute import Executor
         from .commands.suite import device_list, parse_devices
+        from .errors import PrmgError
 
         request = run_request(config)
         settings = _settings(config)
-        devices = parse_devices(device_list(request), settings.toolkit)
+        try:
+            devices = parse_devices(device_list(request), settings.toolkit)
+        except PrmgError as error:                    # an id the runtime lacks: one line, not a failure per item
+            _usage_error(error)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
         config.stash[_EXECUTOR] = Executor(settings, (devices[index % len(devices)],))

@@ -36,6 +36,17 @@ def toolkit_environment_restored():
     os.environ.update(before)
 
 
+@pytest.fixture(autouse=True)
+def stop_signals_raise_again():
+    """Each test leaves stop signals raising: an in-process prmg run ends by making its outcome final
+    (``errors.outcome_final``), after which ``errors.on_stop`` raises nothing until the entry point starts over, so a
+    later test of the same worker relying on ``on_stop`` (test_cluster's SIGTERM during a Ray wait) failed by order."""
+    yield
+    from prmg_cli.errors import outcome_final
+
+    outcome_final(False)
+
+
 @pytest.fixture(scope="session")
 def emulator(emulator_home):
     """The built emulator toolkit (kind "emulator")."""

@@ -359,6 +359,8 @@ def test_failures_that_concentrate_on_one_device_are_named_in_every_report():
     failures = [element.text for element in ET.fromstring(junit.render(chip, TOOLKIT)).iter("failure")]
     assert len(failures) == 17 and all(text.endswith("\ndevice: 1") for text in failures)   # on each failing test
     assert f"**failures by device**: {line}" in markdown.render(chip, TOOLKIT)
+    rows = list(csv.DictReader(io.StringIO(csvreport.render(chip, TOOLKIT))))
+    assert {row["device"] for row in rows if row["status"] == "failed"} == {"1"}
     if html.available():
         assert f'id="device-line">failures by device: {line}</div>' in html.render(chip, TOOLKIT)
     part = on_devices({"2": 15, "0": 1}, {"0": 20, "1": 20, "2": 20})

@@ -58,6 +58,15 @@ def test_plugin_supported_modes_and_xdist(tmp_path):
     assert "4 passed" in result.stdout
 
 
+def test_plugin_device_lists_are_usage_errors_not_a_failure_per_item(tmp_path):
+    """A malformed --prmg-devices (checked before the toolkit, as prmg run's --devices) or an id the runtime lacks
+    failed every item with PrmgError's text, exit 1; now the session ends in prmg run's one line, exit 2."""
+    for devices, said in (("0,x", "--prmg-devices must be a comma-separated list"), ("7", "no device 7")):
+        result = pytest_run(tmp_path, "--prmg-devices", devices)
+        assert result.returncode == 2 and "prmg: error: " in result.stdout + result.stderr, result.stdout
+        assert said in result.stdout + result.stderr and "failed" not in result.stdout, result.stdout
+
+
 def test_plugin_session_names_the_device_failures_concentrate_on(monkeypatch):
     """Issue 32 (audit): under xdist on several devices (``--prmg-devices 0,1``) a chip computing wrong showed only as
     a list of failed items; the session's end names the device, as every report of prmg run does."""

@@ -17,7 +17,7 @@ from ...vocab import mode_name
 
 COLUMNS = ("name", "status", "error_code", "error_name", "op", "dtype", "cos_dtype", "shape", "cos_shape",
            "rotary_mode", "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics",
-           "path")
+           "path", "device")
 
 
 def _row(result: CaseResult) -> dict:
@@ -34,7 +34,7 @@ def _row(result: CaseResult) -> dict:
             "duration_s": json_safe(result.duration_s), "message": visible(result.message),
             "warnings": "; ".join(visible(w) for w in result.warnings),
             "metrics": json.dumps(json_safe(result.metrics), separators=(",", ":"), allow_nan=False),
-            "path": result.path}
+            "path": result.path, "device": result.device}
 
 
 def render(results: list[CaseResult], info: RunInfo) -> str:
