@@ -98,6 +98,7 @@ def main(*, restore: bool = False) -> None:
         os._exit(ExitCode.USAGE)                   # the interpreter's own flush at exit would fail again
     if restore:                                    # as it was found (for a caller in this process)
         drop_held_signals()
+        outcome_final(False)                       # the caller's stop handler raises again after a final outcome
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from . import balance
+from . import error_balance
 from .case import Case
 
 _EXECUTOR = pytest.StashKey()
@@ -145,7 +145,7 @@ class PrmgItem(pytest.Item):
                                                           "shape": result.shape, "op": result.op,
                                                           "dtype": result.dtype, "device": result.device,
                                                           "metrics": {
-                                                              key: result.metrics[key] for key in balance.KEYS
+                                                              key: result.metrics[key] for key in error_balance.KEYS
                                                               if key in result.metrics}})))
         for text in result.warnings:             # -W error::prmg_cli.pytest_plugin.PrmgWarning fails them
             warnings.warn(PrmgWarning(f"prmg case {self.case.name}: {text}"))

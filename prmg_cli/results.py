@@ -28,7 +28,7 @@ import unicodedata
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
 
-from . import balance
+from . import error_balance
 from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAMED_GENERATOR
 
 SCHEMA = "prmg.result/3"
@@ -278,8 +278,8 @@ def summary_counts(results: list[CaseResult]) -> dict:
 
 def run_warnings(results: Sequence[CaseResult]) -> list[str]:
     """The warnings of the run as a whole, not of one case: the error balance of the small cases pooled
-    (``balance.pooled``). ``--strict`` fails the run on any (``exit_code``)."""
-    return balance.pooled(results)
+    (``error_balance.pooled``). ``--strict`` fails the run on any (``exit_code``)."""
+    return error_balance.pooled(results)
 
 
 class ScoreRows(tuple):

@@ -84,6 +84,10 @@ def test_compare_summary_counts_in_plural_words():
     assert summary == "3 regressions (2 new failures, 1 verdict lost); 0 fixed; 3 cases in A, 3 in B"
     one = compare.render(compare.compare({"x": result("x")}, {"x": result("x", "failed")})).splitlines()[-1]
     assert one == "1 regression (1 new failure); 0 fixed; 1 case in A, 1 in B"
+    many = compare.compare({name: result(name) for name in "xyz"},
+                           {"x": result("x", "failed"), "y": result("y", "skipped"), "w": result("w", "failed")})
+    lines = compare.render(many, width=80).splitlines()       # a summary longer than the screen is wrapped
+    assert max(map(len, lines)) <= 80 and lines[-2].startswith("4 regressions (2 new failures, 1 verdict lost, ")
 
 
 @pytest.mark.verdict

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT
-from prmg_cli import balance
+from prmg_cli import error_balance
 from prmg_cli.cases.loader import parse_document
 from prmg_cli.device.acl import AclSession
 from prmg_cli.device.geir import GeirSession
@@ -63,7 +63,7 @@ def catches(session, fault: str) -> set[str]:
         verdict = judge(case, inputs, outcome)
         if verdict.status != "passed":
             found.add("golden")
-        if balance.case_warning(verdict.metrics):         # alone, whatever the budget says: a warning --strict fails
+        if error_balance.case_warning(verdict.metrics):    # alone, whatever the budget says: a warning --strict fails
             found.add("balance")
         if judge(case, inputs, outcome, golden=False).kinds & {"contract", "status"}:
             found.add("contract")

@@ -29,6 +29,19 @@ def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     return stopped.value.code, captured.out, captured.err
 
 
+def test_an_in_process_run_leaves_the_stop_handler_raising(capsys, monkeypatch):
+    """After a ``prmg run`` in this process, whose outcome became final (its reports written: from then on a stop
+    signal changes nothing), ``cli.main(restore=True)`` leaves ``on_stop`` raising again for its caller: before,
+    a later test of the same process that relied on it (test_cluster's SIGTERM during a Ray wait) failed."""
+    from prmg_cli.errors import Terminated, on_stop
+
+    code, out, _ = run_in_process(capsys, monkeypatch, "run", ROOT / "cases" / "worked_example.yaml", "--runner",
+                                  "emulator")
+    assert code == 0 and out.rstrip().endswith("1 passed, 0 failed"), out
+    with pytest.raises(Terminated):
+        on_stop(signal.SIGTERM, None)
+
+
 @pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
 def test_every_broken_file_is_one_line_naming_the_file_and_exit_2(path, capsys, monkeypatch):
     code, out, err = run_in_process(capsys, monkeypatch, "validate", path)

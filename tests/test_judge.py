@@ -753,9 +753,16 @@ def test_margin_never_rounds_onto_the_limit(value, limit, shown):
     ({"status": 161001}, "161001 ACLNN_ERR_PARAM_NULLPTR"),
     ({"max_err_ratio": 2, "max_err_ulp": 3, "bound_ulp": 1, "beyond_rounding": 2, "outside_changed": 3,
       "non_finite": 2}, "3 changed outside the slice, 2 non-finite wrong, err 3.00 ulp > bound 1.00 ulp (x2)"),
+    # what failed comes first: a check over its limit before the golden's passing error, a non-finite slice alone
+    ({"max_err_ratio": 0.2, "max_err_ulp": 8, "bound_ulp": 39, "beyond_rounding": 0.4, "adjoint_ratio": 0.1,
+      "determinism_mismatches": 40}, "repeats differ in 40 elements"),
+    ({"adjoint_ratio": 0.1, "sample_ratio": 7.0, "sample_rows": 3}, "sample err > bound (x7)"),
+    ({"max_err_ratio": 0.0, "bad": 0, "max_err_ulp": 0.0, "bound_ulp": 0.0, "beyond_rounding": 0.0,
+      "non_finite": 4096}, "4096 non-finite wrong"),
 ])
 def test_key_metrics_show_error_against_limit_in_units(metrics, shown):
-    """Every standard's and check's key metric says its unit, a value against its limit and, over it, how far."""
+    """Every standard's and check's key metric says its unit, a value against its limit and, over it, how far; a
+    failure shows the metric that failed."""
     assert key_metric(metrics) == shown
 
 

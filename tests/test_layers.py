@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "prmg_cli"
 
@@ -91,17 +93,19 @@ def test_every_module_name_a_docstring_or_comment_points_to_exists():
 # status codes, the error balance rule of a run). It imports nothing above it, and no numpy: a report, a merge or a
 # case listing can load it alone.
 MODEL_FLOOR = ("prmg_cli.case", "prmg_cli.results", "prmg_cli.vocab", "prmg_cli.errors", "prmg_cli.status",
-               "prmg_cli.balance")
+               "prmg_cli.error_balance")
 
 
-def _imports(name: str) -> tuple[set[str], set[str]]:
-    """(modules of the package, other top-level modules) that module ``name`` imports, at its top or inside its
-    functions. Importing ``a.b.c`` runs the packages ``a.b`` and ``a`` first: each counts as imported too, unless
-    it contains the importing module (a package's own ``__init__`` runs before its modules anyway)."""
+def _imports(name: str, source: str | None = None) -> tuple[set[str], set[str]]:
+    """(modules of the package, other top-level modules) that module ``name`` (its text ``source``, by default its
+    file's) imports, at its top or inside its functions. Importing ``a.b.c`` runs the packages ``a.b`` and ``a``
+    first: each counts as imported too, unless it contains the importing module (a package's own ``__init__`` runs
+    before its modules anyway)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     inside, outside = set(), set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    source = path.read_text(encoding="utf-8") if source is None else source
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -225,9 +229,17 @@ def test_no_module_imports_a_higher_stage_and_the_top_level_stays_small():
     assert len(top) <= MAX_TOP_MODULES, top
 
 
-def test_an_upward_import_is_found():
-    """The check above fails when a lower stage imports a higher one, or the ground imports a stage: the operators
-    importing the results store, lazily or not, and ``dtypes`` importing the judge."""
-    for low, high in (("prmg_cli.ops.spec", "prmg_cli.reports.store"), ("prmg_cli.dtypes", "prmg_cli.judging.judge")):
-        graph = {**GRAPH, low: (GRAPH[low][0] | {high}, GRAPH[low][1])}
-        assert upward_imports(graph) == [f"{low} (stage {stage(low)}) imports {high} (stage {stage(high)})"]
+@pytest.mark.parametrize("low, added, high", [
+    ("prmg_cli.ops.spec", "\n\ndef later():\n    from ..reports import store\n", "prmg_cli.reports.store"),  # lazy
+    ("prmg_cli.ops.spec", "\nimport prmg_cli.reports.store\n", "prmg_cli.reports.store"),
+    ("prmg_cli.dtypes", "\nfrom .judging.judge import judge\n", "prmg_cli.judging.judge"),            # the ground
+    ("prmg_cli.cases.loader", "\n\ndef later():\n    from ..commands import suite\n", "prmg_cli.commands.suite"),
+], ids=["lazy", "at the top", "from the ground", "lazy, cases to commands"])
+def test_an_upward_import_is_found(low, added, high):
+    """The check above fails when a module's own text gains an import from a lower stage to a higher one, or from
+    the ground to a stage, at its top or lazily inside a function (the module's source read as the check reads it,
+    with the import added)."""
+    source = MODULES[low].read_text(encoding="utf-8") + added
+    graph = {**GRAPH, low: _imports(low, source)}
+    assert f"{low} (stage {stage(low)}) imports {high} (stage {stage(high)})" in upward_imports(graph)
+    assert upward_imports({**GRAPH, low: _imports(low)}) == []

@@ -18,7 +18,7 @@ from prmg_cli.cases.loader import Case, Expect
 from prmg_cli.commands import bench_kernel
 from prmg_cli.errors import PrmgError
 from prmg_cli.reports import outputs
-from prmg_cli.reports.outputs import csvreport, jsonreport, junit, listing, markdown, names, table
+from prmg_cli.reports.outputs import csvreport, jsonreport, junit, listing, markdown, short_names, table
 from prmg_cli.reports.outputs.labels import format_header
 from prmg_cli.reports.progress import Progress
 from prmg_cli.results import CaseResult, RunInfo, summary_counts, summary_line, visible
@@ -178,7 +178,7 @@ def test_shortened_names_of_the_shipped_cases_stay_unique_and_keep_their_modes(c
     from prmg_cli.cases.loader import load_cases
 
     shipped = [case.name for case in load_cases([ROOT / "cases"])]
-    shown, complete = names.short_names(shipped, columns, (names.MODE_WORDS, names.DTYPE_WORDS))
+    shown, complete = short_names.short_names(shipped, columns, (short_names.MODE_WORDS, short_names.DTYPE_WORDS))
     assert complete and len(set(shown.values())) == len(set(shipped)) > 500          # never two names to one text
     parts = {name: re.split(r"[._]", name) for name in shipped}
     for name, text in shown.items():
@@ -194,7 +194,7 @@ def test_shortened_names_of_the_shipped_cases_stay_unique_and_keep_their_modes(c
         for other in shipped:     # a name differing from another only in a mode or dtype word keeps that word
             if other != name and len(parts[other]) == len(parts[name]):
                 differ = [i for i, (a, b) in enumerate(zip(parts[name], parts[other])) if a != b]
-                if len(differ) == 1 and parts[name][differ[0]] in names.MODE_WORDS | names.DTYPE_WORDS:
+                if len(differ) == 1 and parts[name][differ[0]] in short_names.MODE_WORDS | short_names.DTYPE_WORDS:
                     assert parts[name][differ[0]] in words, (name, text, other)
 
 
@@ -208,10 +208,10 @@ def test_shortened_names_keep_the_mode_and_dtype_their_column_no_longer_shows():
     given = ["cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
              "cover.forward.interleave_fp16_fp32_255x1x1x4_B11D_s0-4",
              "cover.grad.half_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x"]
-    shown, complete = names.short_names(given, 30)
+    shown, complete = short_names.short_names(given, 30)
     assert complete and shown == {given[0]: "cover.grad…255x1x1x4_B11D_s0-4", given[1]: "cover.forward…B11D_s0-4",
                                   given[2]: "cover…half…256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
-    shown, complete = names.short_names(given, 40, (names.MODE_WORDS, names.DTYPE_WORDS))
+    shown, complete = short_names.short_names(given, 40, (short_names.MODE_WORDS, short_names.DTYPE_WORDS))
     assert complete and shown == {given[0]: "cover.grad.interleave_fp16_fp32…s0-4",
                                   given[1]: "cover.forward.interleave_fp16_fp32…s0-4",
                                   given[2]: "cover…half_fp16_fp32_256x1x1x4_B11D_s0-4", "cover.x": "cover.x"}
@@ -407,6 +407,7 @@ def test_json_summary_and_cases():
         assert key in first
     assert first["shape"] == [2, 4, 8, 128] and first["partial_slice"] == [7, 71]
     assert document["cases"][3]["status"] == "error" and document["cases"][3]["error_code"] == 507015
+    assert document["cases"][3]["error_name"] == "ACL_ERROR_RT_AICORE_EXCEPTION"          # the code's name beside it
 
 
 def _reject_constant(token):
@@ -475,6 +476,7 @@ def test_csv_rows_and_fields():
     assert float(first["kernel_ms"]) == pytest.approx(0.0123)
     assert json.loads(first["metrics"]) == {"max_err_ratio": 0.25, "bad_share": 0.0, "third": 7}
     assert rows[3]["error_code"] == "507015" and rows[0]["error_code"] == ""
+    assert rows[3]["error_name"] == "ACL_ERROR_RT_AICORE_EXCEPTION" and rows[0]["error_name"] == ""
     assert rows[-1]["message"] == visible(message)
     assert json.loads(rows[-1]["metrics"], parse_constant=_reject_constant) == {"x": "nan"}
 
@@ -611,6 +613,12 @@ def test_bench_table_labels_emulator_timings():
     assert tiny[2] == "fp32" and tiny[-1] == "-"
     assert "host timings (emulator), not NPU" in lines
     assert "host timings" not in bench_kernel.format_bench(BENCH_ROWS, TOOLKIT)
+    long_name = {**BENCH_ROWS[0], "name": "cover.grad.interleave_fp16_fp32_255x1x1x4_B11D_s0-4"}
+    for width in (80, 100):          # fitted (bench_kernel.BENCH_FIT_ORDER): the case first, the median kept
+        lines = bench_kernel.format_bench([*BENCH_ROWS, long_name], EMULATOR, width=width).splitlines()
+        heading = next(line for line in lines if line.startswith("case"))
+        assert max(map(len, lines)) <= width and "median ms" in heading and "fp16/fp32" in lines[-3], lines
+        assert heading.index("median ms") + len("median ms") == lines[-3].index("1.500") + len("1.500")  # right
 
 
 # --- progress ----------------------------------------------------------------------------------------

@@ -740,15 +740,15 @@ def test_error_balance_warns_of_errors_all_one_way_on_every_path(path, dtype, to
 def test_error_balance_sign_test_edges():
     """n = 10000 counted errors: a lead of 540 is beyond chance (2 exp(-540^2 / 20000) < 1e-6), 538 is not; a case
     of 29 counted errors is pooled with the run's other small cases, one of 30 is tested alone."""
-    from prmg_cli import balance
+    from prmg_cli import error_balance
     from prmg_cli.results import CaseResult
 
     assert 2 * math.exp(-540 ** 2 / 20000) < 1e-6 < 2 * math.exp(-538 ** 2 / 20000)
-    assert balance.case_warning({"balance_up": 5270, "balance_down": 4730}).startswith("biased: 5270 of 10000 ")
-    assert balance.case_warning({"balance_up": 5269, "balance_down": 4731}) == ""
-    assert balance.case_warning({"balance_up": 30, "balance_down": 0}) and not balance.case_warning(
+    assert error_balance.case_warning({"balance_up": 5270, "balance_down": 4730}).startswith("biased: 5270 of 10000 ")
+    assert error_balance.case_warning({"balance_up": 5269, "balance_down": 4731}) == ""
+    assert error_balance.case_warning({"balance_up": 30, "balance_down": 0}) and not error_balance.case_warning(
         {"balance_up": 29, "balance_down": 0})
     small = lambda name, up: CaseResult(name, "passed", op="grad", dtype="float32",
                                         metrics={"balance_up": up, "balance_down": 0})
-    assert balance.pooled([small("a", 29), small("b", 29)])[0].startswith("biased (pooled over the 2 small ")
-    assert balance.pooled([small("a", 29), small("b", 30)]) == []     # b is no small case: a alone is too few
+    assert error_balance.pooled([small("a", 29), small("b", 29)])[0].startswith("biased (pooled over the 2 small ")
+    assert error_balance.pooled([small("a", 29), small("b", 30)]) == []     # b is no small case: a alone is too few

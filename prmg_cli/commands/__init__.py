@@ -6,7 +6,7 @@ once), ``suite`` (``run`` and ``validate``), ``bench_kernel`` and ``bench_host``
 A command module holds everything of its command: ``OPTIONS`` (``options.Option`` records: flags, defaults,
 help), ``Request`` (the typed value they make, built by ``options.request_type``), ``main(request) -> exit
 code`` (its docstring is the command's ``--help``) and ``EPILOG`` (examples). Options several commands share
-live in ``common``. Its top level imports nothing heavy, so that the command line starts fast: ``cli`` builds
+live in ``shared_options``. Its top level imports nothing heavy, so that the command line starts fast: ``cli`` builds
 only the command it runs. Adding a command is one module and one entry in ``COMMANDS``.
 """
 

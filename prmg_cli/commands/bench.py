@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..judging.checks.determinism import MAX_REPEAT
-from .common import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
+from .shared_options import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
 from .options import Option, request_type
 
 OPTIONS = (

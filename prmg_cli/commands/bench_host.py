@@ -20,6 +20,7 @@ import numpy as np
 from tabulate import tabulate
 
 from prmg_cli.ops import GRAD
+from prmg_cli.reports.outputs.screen import width, wrap
 from prmg_cli.vocab import DEFAULT_GENERATOR, GENERATORS, INTERLEAVE
 
 SHAPE = (4, 1024, 32, 128)
@@ -111,16 +112,22 @@ def target_verdicts(rows: list[dict]) -> list[str]:
             f"{'met' if golden[key] <= bound else 'NOT met'}" for key, bound in TARGETS.items()]
 
 
+def _prose(*lines: str) -> str:
+    """Lines of text (not a table's) wrapped to the screen's width (``screen.wrap``)."""
+    columns = width()
+    return "\n".join(part for line in lines for part in wrap(line, columns))
+
+
 def format_host_bench(rows: list[dict]) -> str:
     """The rows as a table under a header naming the shape and the machine, then the targets' verdicts."""
-    header = (f"host golden benchmark: float32 dy {SHAPE}, slice {list(PARTIAL_SLICE)}, cos/sin {TABLE_SHAPE}\n"
-              f"machine: {machine_info()}")
+    header = _prose(f"host golden benchmark: float32 dy {SHAPE}, slice {list(PARTIAL_SLICE)}, cos/sin {TABLE_SHAPE}",
+                    f"machine: {machine_info()}")
     table = tabulate([[r["name"], r["median_ms"], r["min_ms"], r["vs_copy"], r["vs_naive"], r["peak_mem_x_dy"]]
                       for r in rows],
                      headers=["", "median ms", "min ms", "x copy", "x naive", "peak mem x dy"],
                      floatfmt=".2f")
-    verdicts = "\n".join(target_verdicts(rows))
-    return (f"{header}\n{table}\ntargets (ratios of medians; peak mem includes the 1 x dy output):\n{verdicts}")
+    verdicts = _prose("targets (ratios of medians; peak mem includes the 1 x dy output):", *target_verdicts(rows))
+    return f"{header}\n{table}\n{verdicts}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -333,7 +340,7 @@ def format_whole_process_bench(small: dict) -> str:
     if "ml_dtypes_import_s" in small:
         lines.append(f"  a process importing ml_dtypes (which bfloat16 needs) takes "
                      f"{small['ml_dtypes_import_s']:.2f} s longer than one importing numpy alone")
-    return "\n".join(lines)
+    return _prose(*lines)
 
 
 def format_pipeline_bench(rows: list[dict], small: dict | None = None) -> str:
@@ -349,7 +356,7 @@ def format_pipeline_bench(rows: list[dict], small: dict | None = None) -> str:
              f"(the median over the runs); golden runs fused with the judge, its share measured per chunk; peak "
              f"mem = worker's peak RSS over its start-up RSS (emulator device memory included); the targets judge "
              f"the {DEFAULT_GENERATOR} rows, {' and '.join(GENERATORS[1:])} (the inputs before it) run beside them")
-    return "\n".join([header, table, notes, "targets:", *pipeline_verdicts(rows, small)])
+    return "\n".join([_prose(header), table, _prose(notes, "targets:", *pipeline_verdicts(rows, small))])
 
 
 def run_judge_paths_bench(repeat: int = 3, dtype: str = "bfloat16") -> list[dict]:
@@ -395,4 +402,5 @@ def format_judge_paths(rows: list[dict]) -> str:
                      floatfmt=".2f")
     by_name = {row["name"]: row for row in rows}
     gain = by_name["judge, numpy block pass"]["median_ms"] / by_name["judge, compiled pass"]["median_ms"]
-    return f"{table}\ncompiled pass: {gain:.1f} x faster than the numpy block pass (used when > 2 x: native/)"
+    return f"{table}\n" + _prose(f"compiled pass: {gain:.1f} x faster than the numpy block pass (used when > 2 x: "
+                                  f"native/)")

@@ -11,13 +11,12 @@ import statistics
 import sys
 from typing import Sequence
 
-from tabulate import tabulate
-
 from .. import __version__
 from ..case import Case
 from ..device import execute
 from ..errors import PrmgError
 from ..reports.outputs.labels import bytes_moved, dtype_label, format_header, shape_label
+from ..reports.outputs.table import SHORTEN, fit
 from ..results import ExitCode, RunInfo
 
 # Peak memory bandwidth per device kind (GB/s); extend as devices appear, or pass --peak-gbps.
@@ -160,20 +159,26 @@ def _fixed(value, digits: int, scale: float = 1.0) -> str:
     return f"{value * scale:.{digits}f}"
 
 
-def format_bench(rows: list[dict], info: RunInfo) -> str:
+# What the bench table gives up, in this order, until it fits the width (``table.fit``): columns by heading, then
+# the case names are shortened.
+BENCH_FIT_ORDER = ("% of peak", "bytes moved (MB)", "shape", "min ms", SHORTEN, "dtypes")
+
+
+def format_bench(rows: list[dict], info: RunInfo, width: int | None = None) -> str:
     """The ``prmg bench`` table: per case min and median kernel time, bytes moved (MB = 1e6 bytes),
-    achieved GB/s and ``peak_share`` (a fraction of the device's peak bandwidth) as a percentage.
+    achieved GB/s and ``peak_share`` (a fraction of the device's peak bandwidth) as a percentage, the numbers
+    right-aligned, fitted to ``width`` columns (default ``screen.width()``) by ``BENCH_FIT_ORDER``.
     Emulator runs are labelled as host timings."""
-    table_rows = [[row["name"], shape_label(row.get("shape")),
-                   dtype_label(row.get("dtype", ""), row.get("cos_dtype", "")),
-                   _fixed(row.get("min_ms"), 3), _fixed(row.get("median_ms"), 3),
-                   _fixed(row.get("bytes"), 2, 1e-6), _fixed(row.get("gbps"), 2),
-                   _fixed(row.get("peak_share"), 1, 100.0)] for row in rows]
-    table = tabulate(table_rows, headers=("case", "shape", "dtypes", "min ms", "median ms",
-                                          "bytes moved (MB)", "GB/s", "% of peak"),
-                     tablefmt="simple", disable_numparse=True, colalign=("left", "left", "left")
-                     + ("right",) * 5)
-    lines = [format_header(info), "", table]
+    cells = [{"case": row["name"], "shape": shape_label(row.get("shape")),
+              "dtypes": dtype_label(row.get("dtype", ""), row.get("cos_dtype", "")),
+              "min ms": _fixed(row.get("min_ms"), 3), "median ms": _fixed(row.get("median_ms"), 3),
+              "bytes moved (MB)": _fixed(row.get("bytes"), 2, 1e-6), "GB/s": _fixed(row.get("gbps"), 2),
+              "% of peak": _fixed(row.get("peak_share"), 1, 100.0)} for row in rows]
+    numbers = ("min ms", "median ms", "bytes moved (MB)", "GB/s", "% of peak")
+    sizes = {heading: max([len(heading)] + [len(row[heading]) for row in cells]) for heading in numbers}
+    cells = [{**row, **{heading: row[heading].rjust(sizes[heading]) for heading in numbers}} for row in cells]
+    table = "\n".join(fit(cells, order=BENCH_FIT_ORDER, width=width))
+    lines = [format_header(info, width=width), "", table]
     if info.runner == "emulator":
         lines += ["", BENCH_EMULATOR_NOTE]
     return "\n".join(lines)

@@ -8,7 +8,7 @@ from ..errors import PrmgError
 from ..ops import OPERATORS
 from ..results import ExitCode
 from ..vocab import COVERAGE_FORMATS
-from .common import PATHS, WIDE
+from .shared_options import PATHS, WIDE
 from .options import Option, request_type
 
 OPTIONS = (

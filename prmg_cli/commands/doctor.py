@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import OP_LIB, RUNNER
+from .shared_options import OP_LIB, RUNNER
 from .options import request_type
 
 OPTIONS = (RUNNER, OP_LIB)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import KEYWORD, PATHS
+from .shared_options import KEYWORD, PATHS
 from .options import REQUIRED, Option, request_type
 
 OPTIONS = (PATHS, Option("out", ("--out",), REQUIRED, "Folder to write DIR/CASE/ into.", "DIR"), KEYWORD)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..cases.presets import PRESETS
 from ..vocab import BROADCASTS
-from .common import EXCLUDE_TAGS, TAGS
+from .shared_options import EXCLUDE_TAGS, TAGS
 from .options import Option, request_type
 
 CASE_OPTIONS = (        # the options of one case (``--preset`` takes none of them)

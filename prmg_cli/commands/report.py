@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..results import WORST_FIRST
-from .common import OUTPUT, REPORTS, VERBOSE, WIDE
+from .shared_options import OUTPUT, REPORTS, VERBOSE, WIDE
 from .options import REQUIRED, Option, request_type
 
 OPTIONS = (

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ..device.execute import MAX_TIMEOUTS
 from ..judging.checks import OPTIONS as CHECK_OPTIONS
 from ..judging.standards import STANDARDS
-from .common import EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS, VERBOSE, WIDE
+from .shared_options import (EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS,
+                             VERBOSE, WIDE)
 from .options import Option, request_type
 
 OPTIONS = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import PATHS, SUPPORTED_MODES
+from .shared_options import PATHS, SUPPORTED_MODES
 from .options import Option, request_type
 
 OPTIONS = (PATHS, Option("supported_modes", SUPPORTED_MODES.flags, None, "Rotary modes the target implements "

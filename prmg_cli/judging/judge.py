@@ -40,7 +40,7 @@ from typing import Mapping
 import numpy as np
 
 from . import default_pass, diagnosis, nonfinite
-from .. import balance
+from .. import error_balance
 from ..case import CONTIGUOUS_STORAGE, Case, Expect
 from ..dtypes import FLOAT_FORMATS, bits, from_numpy, rounded
 from ..inputs.seeded import Inputs
@@ -404,12 +404,12 @@ def _vacuous_warning(standard: str) -> str:
 
 
 def _balance_warning(verdict: Verdict, distinct) -> None:
-    """A passing result whose errors lean one way beyond chance (``balance.case_warning``, from the ``default``
-    standard's counts) gets the warning; where the raw counts decide (``balance.needs_distinct``), ``distinct()``
-    recounts the distinct (golden, result) pairs first (``balance.DISTINCT``)."""
-    if balance.needs_distinct(verdict.metrics):
-        verdict.metrics.update(zip(balance.DISTINCT, distinct()))
-    text = balance.case_warning(verdict.metrics)
+    """A passing result whose errors lean one way beyond chance (``error_balance.case_warning``, from the ``default``
+    standard's counts) gets the warning; where the raw counts decide (``error_balance.needs_distinct``), ``distinct()``
+    recounts the distinct (golden, result) pairs first (``error_balance.DISTINCT``)."""
+    if error_balance.needs_distinct(verdict.metrics):
+        verdict.metrics.update(zip(error_balance.DISTINCT, distinct()))
+    text = error_balance.case_warning(verdict.metrics)
     if text:
         verdict.warnings.append(text)
 

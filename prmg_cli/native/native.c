@@ -48,7 +48,7 @@ typedef struct {
     int64_t specials, input_specials, ulps_at;     /* ulps_at: the slice index bound_ulps is at */
     int64_t *special_index, *input_special_index;
     double *special_value, *input_special_value;
-    int64_t balance_up, balance_down;              /* counted elements above and below the golden (balance.py) */
+    int64_t balance_up, balance_down;       /* counted elements above and below the golden (error_balance.py) */
 } judge_out;
 
 static double now(void)

@@ -240,8 +240,8 @@ def _samples(result: CaseResult) -> list[float]:
 
 def render(comparison: Comparison, fmt: str = "table", width: int | None = None) -> str:
     """The comparison as a table fitted to ``width`` columns (``outputs.table.fit``: the change and the case first;
-    the detail, then the case names, give way), one line per run with injected faults, then a summary line; JSON
-    or Markdown."""
+    the detail, then the case names, give way), one line per run with injected faults, then the summary (both
+    wrapped to the width); JSON or Markdown."""
     counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
     regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items()
                             if n and comparison.regressive(c))
@@ -273,7 +273,7 @@ def render(comparison: Comparison, fmt: str = "table", width: int | None = None)
     width = width or screen_width()
     table = fit(rows, order=(SQUEEZE, SHORTEN), width=width) if rows else ["no changes"]
     return "\n".join([*(part for line in faults for part in wrap(line, width)), *([""] if faults else []), *table,
-                      "", summary])
+                      "", *wrap(summary, width)])
 
 
 def compare_files(path_a: str, path_b: str, fmt: str = "table", **limits) -> tuple[str, int]:

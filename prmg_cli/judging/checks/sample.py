@@ -16,9 +16,9 @@ broadcast), at most three quarters of ``n``, then ``m`` seeded draws among the `
 ``1 - (1 - m/R')^k``); the metric ``sample_detect`` is that probability for ``k = 1`` (1.0 when every row is sampled).
 
 **Error balance.** The sampled rows' ``default`` judgement counts its errors above and below the golden like the
-golden's (``balance.py``): a passing sample whose errors lean one way beyond chance is a warning, said when no golden
-judges the case (``--no-golden``, ``golden: false``), which ``--strict`` fails; a kernel rounding toward +inf is then
-not green without the golden either. Its counts are not pooled over the run's small cases.
+golden's (``error_balance.py``): a passing sample whose errors lean one way beyond chance is a warning, said when no
+golden judges the case (``--no-golden``, ``golden: false``), which ``--strict`` fails; a kernel rounding toward +inf
+is then not green without the golden either. Its counts are not pooled over the run's small cases.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ... import balance
+from ... import error_balance
 from ...case import Case
 from ...inputs.seeded import Inputs
 from ..judge import judge_result, rows_case
@@ -92,7 +92,7 @@ def sample(context: CheckContext) -> CheckResult:
     ratio = verdict.metrics.get("max_err_ratio")
     checked = CheckResult("sample", metrics={"sample_ratio": ratio, "sample_rows": len(rows),
                                              "sample_detect": detect})
-    biased = balance.case_warning(verdict.metrics)
+    biased = error_balance.case_warning(verdict.metrics)
     if verdict.status == "passed" and biased:
         checked.warnings.append(f"sample: {biased}")
     if verdict.status != "passed":

@@ -153,9 +153,10 @@ _NO_SUBNORMAL_TERMS = 2.0 ** -69
 
 
 def balance_threshold(fmt: Format) -> float:
-    """The smallest ``|golden|`` whose element error balance counts (``balance.py``): where ``ulp_dy(|golden|)`` is at
-    least ``2^24 * 4 * 2^-126 = 2^-100``, i.e. half of it at least ``2^-101`` -- ``|golden| >= 2^(p - 101)``, or every
-    element when the dtype's smallest half ulp is already that large (float16)."""
+    """The smallest ``|golden|`` whose element error balance counts (``error_balance.py``): where
+    ``ulp_dy(|golden|)`` is at least ``2^24 * 4 * 2^-126 = 2^-100``, i.e. half of it at least ``2^-101`` --
+    ``|golden| >= 2^(p - 101)``, or every element when the dtype's smallest half ulp is already that large
+    (float16)."""
     return 0.0 if fmt.smallest / 2 >= _BALANCE_HALF_ULP else 2.0 ** (fmt.precision - 101)
 
 
@@ -164,7 +165,7 @@ _BALANCE_HALF_ULP = 2.0 ** -101
 
 def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, left_out=None) -> tuple[int, int]:
     """(elements above the golden, below it) among those with ``|golden| >= threshold`` (``balance_threshold``), the
-    mask ``left_out`` (non-finite ones) left out: the error balance's counts (``balance.py``)."""
+    mask ``left_out`` (non-finite ones) left out: the error balance's counts (``error_balance.py``)."""
     with np.errstate(invalid="ignore"):
         counted = np.abs(golden) >= threshold
         if left_out is not None:
@@ -175,7 +176,7 @@ def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, lef
 def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float) -> tuple[int, int]:
     """(distinct ``(golden, actual)`` pairs above the golden, below it) among the finite elements ``balance_counts``
     counts: a computation repeated along a broadcast axis or over repeated inputs (the same golden, the same result)
-    counts once, so that the sign test's trials are independent errors (``balance.py``)."""
+    counts once, so that the sign test's trials are independent errors (``error_balance.py``)."""
     with np.errstate(invalid="ignore"):
         counted = (np.abs(golden) >= threshold) & (actual != golden) & np.isfinite(actual) & np.isfinite(golden)
     pairs = golden[counted].astype(np.complex128)
@@ -216,11 +217,15 @@ def describe(metrics: dict) -> str:
     ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``; when the largest error in ulps is within its bound (another
     element is over its own), ``err > bound (x2.1), largest err 41 ulp (bound 97 there)``. A result recorded
     before the bound in ulps existed shows ``err 0.50 ulp, ...``; one recorded before the ulp metrics
-    ``err ≤ budget (x0.41)``."""
+    ``err ≤ budget (x0.41)``. Nothing (``""``) when no finite element was compared (every element of the slice
+    non-finite: a bound of 0 ulp, as every element's budget is positive), rather than ``err 0.00 ulp ≤ bound
+    0.00 ulp``."""
     ratio = metrics["max_err_ratio"]
     if "beyond_rounding" not in metrics:
         return within("err", ratio, "budget")[0]
     error, bound, known = metrics["max_err_ulp"], metrics.get("bound_ulp"), "bound_ulp" in metrics
+    if known and bound == 0 and not metrics.get("bad"):
+        return ""
     if ratio is not None and ratio <= 1:
         beyond = metrics["beyond_rounding"]
         share = short_number(margin(None if beyond is None else 100 * beyond, 100))

@@ -1,4 +1,4 @@
-"""The CSV report: one header row, then one row per case (``COLUMNS``).
+"""The CSV report: one header row, then one row per case (``COLUMNS``), the status code with its name beside it.
 
 Shapes are written ``2x4x8x128``, the slice ``start:end``, metrics as compact JSON. Cells that start
 with ``= + - @`` are left as they are (CSV has no escaping for spreadsheets); control characters are
@@ -12,16 +12,19 @@ import io
 import json
 
 from ...results import CaseResult, RunInfo, json_safe, visible
+from ...status import status_name
 from ...vocab import mode_name
 
-COLUMNS = ("name", "status", "error_code", "op", "dtype", "cos_dtype", "shape", "cos_shape", "rotary_mode",
-           "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics", "path", "device")
+COLUMNS = ("name", "status", "error_code", "error_name", "op", "dtype", "cos_dtype", "shape", "cos_shape",
+           "rotary_mode", "partial_slice", "standard", "kernel_ms", "duration_s", "message", "warnings", "metrics",
+           "path", "device")
 
 
 def _row(result: CaseResult) -> dict:
     """One result as a CSV row."""
     return {"name": visible(result.name), "status": result.status,
-            "error_code": "" if result.error_code is None else result.error_code, "op": result.op,
+            "error_code": "" if result.error_code is None else result.error_code,
+            "error_name": "" if result.error_code is None else status_name(result.error_code), "op": result.op,
             "dtype": result.dtype, "cos_dtype": result.cos_dtype,
             "shape": "x".join(map(str, result.shape)), "cos_shape": "x".join(map(str, result.cos_shape)),
             "rotary_mode": mode_name(result.rotary_mode),

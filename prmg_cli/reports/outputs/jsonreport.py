@@ -9,8 +9,8 @@ line about them (``labels.fault_field``). ``checks`` lists every golden-free che
 (``--check``'s and the case files' ``checks:``), ``golden`` says whether every case was judged against the
 golden (false under ``--no-golden`` or when a case says ``golden: false``), and ``checks_header`` is the
 header's line about them (``labels.checks_field``), as every other format's header says it. ``cases`` holds
-each result's fields, ``warnings`` included. NaN and infinities are written as the strings ``"nan"``,
-``"inf"``, ``"-inf"``.
+each result's fields, ``warnings`` included, and beside ``error_code`` its name (``error_name``). NaN and
+infinities are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from ...results import (CaseResult, RunInfo, json_safe, report_exit_code, run_warnings, summary_counts,
                         summary_line)
+from ...status import status_name
 from ...vocab import mode_list, mode_name
 from .labels import checks_field, checks_ran, device_line, failures_by_device, fault_cases, fault_field
 
@@ -41,10 +42,15 @@ def summary(results: list[CaseResult], info: RunInfo) -> dict:
 
 
 def case_record(result: CaseResult) -> dict:
-    """One result for the JSON report: its fields, rotary mode by name."""
+    """One result for the JSON report: its fields, rotary mode by name, the status code's name beside the code
+    (``error_name``)."""
     record = result.to_dict()
     record["rotary_mode"] = mode_name(result.rotary_mode)
-    return record
+    if result.error_code is None:
+        return record
+    items = list(record.items())
+    at = list(record).index("error_code") + 1
+    return dict([*items[:at], ("error_name", status_name(result.error_code)), *items[at:]])
 
 
 def render(results: list[CaseResult], info: RunInfo) -> str:

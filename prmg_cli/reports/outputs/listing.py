@@ -8,7 +8,7 @@ from ...results import plural, visible
 from ...status import status_name
 from ...vocab import broadcast_pattern, mode_name
 from .labels import dtype_label, shape_label, slice_label
-from .names import DTYPE_WORDS, MODE_WORDS
+from .short_names import DTYPE_WORDS, MODE_WORDS
 from .table import SHORTEN, fit
 
 

@@ -11,7 +11,7 @@ stays on one line.
 
 To fit the width (``fit``) the table takes the steps of ``FIT_ORDER`` one by one: it drops the kernel time, the
 standard, the cos layout, the slice and the shape, cuts the metric to its essentials, then shortens case names
-(``names.short_names``: whole words, those that tell a name from the others and its mode and dtype words first)
+(``short_names.short_names``: whole words, those that tell a name from the others and its mode and dtype words first)
 and drops the op, the dtypes and the mode only while the names would be shorter than ``MIN_NAME``. ``wide``
 keeps every column and whole names.
 """
@@ -24,8 +24,8 @@ from ...results import CaseResult, RunInfo, plural, run_warnings, summary_line, 
 from ...vocab import ROTARY_MODES, broadcast_pattern, mode_label, mode_name
 from .labels import (device_lines, diagnosis_lines, dtype_label, fault_lines, first_names, format_header, metric_label,
                      ms_label, shape_label, slice_label, verdict_word)
-from .names import DTYPE_WORDS, MODE_WORDS, short_names
 from .screen import shorten, width as screen_width, wrap
+from .short_names import DTYPE_WORDS, MODE_WORDS, short_names
 
 MIN_NAME = 30
 SHORTEN = "shorten names"            # a step of a table's fitting order: shorten case names (``short_names``)

@@ -1,6 +1,6 @@
-"""Error balance (``prmg_cli/balance.py``): a result whose errors lean one way beyond chance is a warning that --strict
-fails, per case or pooled over a run's small cases; a correct kernel never gets it (the shipped suite in every mode:
-``test_run_e2e``), a kernel rounding toward +inf in float32 or casting to float16/bfloat16 toward +inf does."""
+"""Error balance (``prmg_cli/error_balance.py``): a result whose errors lean one way beyond chance is a warning that
+--strict fails, per case or pooled over a run's small cases; a correct kernel never gets it (the shipped suite in every
+mode: ``test_run_e2e``), a kernel rounding toward +inf in float32 or casting to float16/bfloat16 toward +inf does."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from prmg_cli import balance
+from prmg_cli import error_balance
 from prmg_cli.cases.loader import load_cases
 from prmg_cli.device.acl import AclSession
 from prmg_cli.device.execute import RunSettings, run_case
@@ -20,16 +20,17 @@ from prmg_cli.results import CaseResult, ExitCode, exit_code, run_warnings, summ
 
 @pytest.mark.verdict
 def test_the_sign_test_and_its_false_alarm_rate():
-    assert balance.ALONE == 30 and 2 * math.exp(-balance.ALONE / 2) < balance.FALSE_ALARM <= 2 * math.exp(-29 / 2)
-    assert balance.chance(0, 0) == 1.0 and balance.chance(50, 50) == 1.0
-    assert balance.chance(30, 0) < 1e-6 < balance.chance(29, 0)
-    assert balance.case_warning({"balance_up": 29, "balance_down": 0}) == ""              # too few to tell alone
-    said = balance.case_warning({"balance_up": 5000, "balance_down": 4400})
+    assert error_balance.ALONE == 30
+    assert 2 * math.exp(-error_balance.ALONE / 2) < error_balance.FALSE_ALARM <= 2 * math.exp(-29 / 2)
+    assert error_balance.chance(0, 0) == 1.0 and error_balance.chance(50, 50) == 1.0
+    assert error_balance.chance(30, 0) < 1e-6 < error_balance.chance(29, 0)
+    assert error_balance.case_warning({"balance_up": 29, "balance_down": 0}) == ""              # too few to tell alone
+    said = error_balance.case_warning({"balance_up": 5000, "balance_down": 4400})
     assert said == ("biased: 5000 of 9400 errors above the golden, 4400 below (bias +0.06); rounding to nearest splits "
                     "them evenly, and a split this one-sided has a chance <= 9.7e-09 (sign test, limit 1e-06)")
-    assert balance.case_warning({"balance_up": 5000, "balance_down": 4500}) == ""        # chance 4e-6: no alarm
-    assert "chance <= 1e-21714 (" in balance.case_warning({"balance_up": 10**5, "balance_down": 0})
-    assert balance.case_warning({"balance_up": True, "balance_down": 0}) == ""           # not a count
+    assert error_balance.case_warning({"balance_up": 5000, "balance_down": 4500}) == ""        # chance 4e-6: no alarm
+    assert "chance <= 1e-21714 (" in error_balance.case_warning({"balance_up": 10**5, "balance_down": 0})
+    assert error_balance.case_warning({"balance_up": True, "balance_down": 0}) == ""           # not a count
 
 
 def small(name: str, up: int, down: int, status: str = "passed", dtype: str = "float32") -> CaseResult:
@@ -40,7 +41,7 @@ def small(name: str, up: int, down: int, status: str = "passed", dtype: str = "f
 def test_small_cases_are_pooled_per_operator_and_dtype():
     results = [small(f"c{i}", 8, 0) for i in range(4)] + [small("b", 8, 0, dtype="bfloat16"), small("big", 900, 0),
                                                           small("f", 8, 0, "failed")]
-    assert run_warnings(results) == [balance.pooled(results)[0]]
+    assert run_warnings(results) == [error_balance.pooled(results)[0]]
     assert run_warnings(results)[0].startswith("biased (pooled over the 4 small grad float32 cases): 32 of 32 errors")
     assert exit_code(results, strict=False) == ExitCode.FAILED          # the failed one
     passing = results[:-1]
