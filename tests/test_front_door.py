@@ -66,6 +66,20 @@ def write(folder: Path, name: str, text: str | bytes) -> Path:
     return path
 
 
+def read_traced(path: Path):
+    """``store.read(path)`` and the memory it held when it returned (tracemalloc's current size)."""
+    import tracemalloc
+
+    from prmg_cli.reports import store
+
+    tracemalloc.start()
+    try:
+        stored = store.read(path)
+        return stored, tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
 def one_error_line(result: subprocess.CompletedProcess, *fragments: str) -> str:
     """The one stderr line of a ``prmg`` run that exited 2, checked for ``fragments``."""
     assert result.returncode == 2, result.stderr
@@ -1018,8 +1032,6 @@ def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
     MAX_FILE_CASES (or of run records naming more than MAX_FILE_SELECTED, or selecting more than MAX_FILE_CASES
     different cases: 2,000,000 not_run records ran out of 2 GiB) is refused as it is read; the not_run records share
     one text a run; and running out of memory anyway (under a ulimit) is one line, not a traceback."""
-    import tracemalloc
-
     from prmg_cli.reports import store
 
     path = tmp_path / "many.jsonl"
@@ -1028,12 +1040,7 @@ def test_a_results_file_is_read_in_bounded_memory(tmp_path, monkeypatch):
                                          definition={"name": f"c{index % 1500}", "shape": [1, 1, 1, 8]},
                                          timings={"inputs": 0.5, "kernel": 0.1}, judged_under="k" * 64))
         for index in range(3000)))
-    tracemalloc.start()
-    try:
-        stored = store.read(path)
-        used = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    stored, used = read_traced(path)
     assert (stored.records, len(stored.results)) == (3000, 1500)
     assert used < 1.3 * path.stat().st_size, (used, path.stat().st_size)       # 3 without sharing nor superseding
     from prmg_cli.reports import merge
@@ -1062,8 +1069,6 @@ def test_failed_records_with_their_error_maps_are_read_in_bounded_memory(tmp_pat
     """A failed case's error map holds up to 32 x 64 scores, 14 KB of text that lists of floats made 65 KB: a 500 MB
     file of such records (under the 512 MiB the reader takes) ran out of 2 GiB. The scores are held as arrays
     (``results.ScoreRows``): the file is read in under twice its size, and written back as it was read."""
-    import tracemalloc
-
     from prmg_cli.judging import diagnosis
     from prmg_cli.reports import store
     from prmg_cli.results import ScoreRows
@@ -1074,12 +1079,7 @@ def test_failed_records_with_their_error_maps_are_read_in_bounded_memory(tmp_pat
     path = tmp_path / "maps.jsonl"
     path.write_bytes(b"".join(store.encode(dataclasses.replace(record(f"c{index}"), status="failed", message="m",
                                                                error_map=error_map)) for index in range(200)))
-    tracemalloc.start()
-    try:
-        stored = store.read(path)
-        used = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    stored, used = read_traced(path)
     assert used < 2 * path.stat().st_size, (used, path.stat().st_size)         # 4.6 with lists of floats
     first = stored.results[0]
     assert isinstance(first.error_map["values"], ScoreRows) and first.error_map == error_map
