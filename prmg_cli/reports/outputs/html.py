@@ -557,24 +557,19 @@ _SCRIPT = """
     mark('td[data-cell]', 'data-cell', state.cell);
   }
   function reveal() { document.getElementById('cases').scrollIntoView(); }
-  document.querySelectorAll('[data-filter-status]').forEach(function (chip) {
-    chip.addEventListener('click', function () {
-      var value = chip.getAttribute('data-filter-status');
-      state.status = state.status === value ? null : value;
-      state.cell = null;
-      apply();
-      if (state.status !== null) { reveal(); }
+  function toggles(selector, attribute, key, other) {   // a click sets state[key] (or clears it), and clears other
+    document.querySelectorAll(selector).forEach(function (element) {
+      element.addEventListener('click', function () {
+        var value = element.getAttribute(attribute);
+        state[key] = state[key] === value ? null : value;
+        state[other] = null;
+        apply();
+        if (state[key] !== null) { reveal(); }
+      });
     });
-  });
-  document.querySelectorAll('td[data-cell]').forEach(function (cell) {
-    cell.addEventListener('click', function () {
-      var value = cell.getAttribute('data-cell');
-      state.cell = state.cell === value ? null : value;
-      state.status = null;
-      apply();
-      if (state.cell !== null) { reveal(); }
-    });
-  });
+  }
+  toggles('[data-filter-status]', 'data-filter-status', 'status', 'cell');
+  toggles('td[data-cell]', 'data-cell', 'cell', 'status');
   search.addEventListener('input', function () { state.text = search.value.toLowerCase(); apply(); });
   clear.addEventListener('click', function () {
     state = {status: null, cell: null, text: ''};
