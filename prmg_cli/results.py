@@ -23,8 +23,8 @@ from __future__ import annotations
 import enum
 import html
 import math
-from array import array
 import unicodedata
+from array import array
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
 

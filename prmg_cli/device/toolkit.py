@@ -40,6 +40,7 @@ from typing import Iterable, Mapping
 from .. import files
 from ..errors import PrmgError
 from ..files import emulator_cache_base, emulator_sources, geir_sources
+from ..vocab import TENSORS
 
 OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
 DEFAULT_ROOTS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
@@ -483,9 +484,10 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
         raise PrmgError(f"PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), "
                         f"got {memory!r}")
     beyond = env.get("PRMG_EMU_BEYOND_GUARD", "")
-    if beyond and not re.fullmatch(r"(dy|cos|sin|workspace):-?[0-9]{1,18}", beyond):
-        raise PrmgError(f"PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES, TENSOR dy, cos, sin or workspace (e.g. "
-                        f"cos:4096, or dy:-64 before dy), got {beyond!r}")
+    guarded = (*TENSORS, "workspace")
+    if beyond and not re.fullmatch(rf"({'|'.join(guarded)}):-?[0-9]{{1,18}}", beyond):
+        raise PrmgError(f"PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES, TENSOR {', '.join(guarded[:-1])} or "
+                        f"{guarded[-1]} (e.g. cos:4096, or dy:-64 before dy), got {beyond!r}")
 
 
 def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:

@@ -125,8 +125,8 @@ def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: M
     elif (behaving := defect_behaviour(case, outcome)) is not None:
         _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
                             timings)
-    elif case.known_defect and outcome.status == 0 and case.known_defect.unjudged():
-        verdict.warnings.append(case.known_defect.unjudged())
+    elif case.known_defect and outcome.status == 0 and (unjudged := case.known_defect.unjudged()):
+        verdict.warnings.append(unjudged)
     return verdict
 
 

@@ -612,6 +612,12 @@ static void write_beyond_guard(unsigned char *const starts[4], unsigned char *co
         past[i] = (unsigned char)~past[i];
 }
 
+/* The device address of the byte past `tensor`'s data, before map_tensor moves it to the host. */
+static unsigned char *data_end(const kernel_tensor *tensor)
+{
+    return (unsigned char *)tensor->host + element_count(tensor) * element_size(tensor->data_type);
+}
+
 void ignore_offsets(aclOpExecutor *job)
 {
     for (int t = 0; t < 3; t++)
@@ -637,9 +643,7 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
         ignore_offsets(job);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
     unsigned char *const starts[4] = {dy->host, cos->host, sin->host, workspace};
-    unsigned char *const ends[4] = {starts[0] + element_count(dy) * element_size(dy->data_type),
-                                    starts[1] + element_count(cos) * element_size(cos->data_type),
-                                    starts[2] + element_count(sin) * element_size(sin->data_type),
+    unsigned char *const ends[4] = {data_end(dy), data_end(cos), data_end(sin),
                                     workspace ? starts[3] + KERNEL_WORKSPACE_SIZE : NULL};
     if (!map_tensor(OP, dy, "dy", dy_elements) || !map_tensor(OP, cos, "cos", element_count(cos))
         || !map_tensor(OP, sin, "sin", element_count(sin)))
