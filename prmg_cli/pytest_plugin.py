@@ -8,6 +8,7 @@ warnings reach pytest's warnings summary as ``PrmgWarning``. The session's exit 
 rule (``results.exit_code``): a session whose every case was skipped judged nothing and exits 5 (1 under
 ``--prmg-strict``). The header names the emulator faults ``PRMG_EMU_FAULT`` names; the end of the session says
 which cases they acted on. Under pytest-xdist each worker ``gwK`` runs on device ``K mod len(--prmg-devices)``
+(with ``--prmg-each-device``, every item on each device)
 (each item's result reaches the controlling process in its report's ``prmg_result`` property). When
 ``--prmg`` is given without other paths on the command line, only the cases are collected.
 """
@@ -247,8 +248,9 @@ def _run_info(config):
 
 
 def _get_executor(config):
-    """This pytest process's one worker (started on first use), on the device its xdist id picks:
-    worker ``gwK`` runs on device ``K mod len(--prmg-devices)``."""
+    """This pytest process's one worker (started on first use), on the device its xdist id picks: worker ``gwK`` runs
+    on device ``K mod len(--prmg-devices)``, and fewer pytest processes than devices is a usage error (a device no item
+    runs on); under ``--prmg-each-device`` one worker per device, each item running on all of them."""
     if _EXECUTOR not in config.stash:
         from .device.execute import Executor
         from .commands.suite import device_list, parse_devices
@@ -262,7 +264,16 @@ def _get_executor(config):
             _usage_error(error)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-        config.stash[_EXECUTOR] = Executor(settings, (devices[index % len(devices)],))
+        processes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        idle = () if settings.each_device else devices[processes:]        # devices no item would ever run on
+        if idle:
+            _usage_error(PrmgError(f"--prmg-devices {device_list(request)}: {len(devices)} devices, but {processes} "
+                                   f"pytest {'process runs' if processes == 1 else 'processes run'} the items, one "
+                                   f"device each: {'device' if len(idle) == 1 else 'devices'} "
+                                   f"{', '.join(map(str, idle))} would run no case (add -n {len(devices)}, or "
+                                   f"--prmg-each-device to run every item on each device)"))
+        config.stash[_EXECUTOR] = Executor(settings, devices if settings.each_device else
+                                           (devices[index % len(devices)],))
     return config.stash[_EXECUTOR]
 
 

@@ -156,6 +156,7 @@ class CaseResult:
     path: str = ""                  # the call path(s): "aclnn", "geir", "aclnn+geir" ("": an older record, aclnn)
     paths: dict = field(default_factory=dict)           # path -> its verdict in a line (several paths)
     device: str = ""                # the device that ran it: its id, or a cluster's "IP/NPU<k>" ("": none, not known)
+    device_statuses: dict = field(default_factory=dict)  # --each-device: each device that ran it -> its status there
 
     def to_dict(self) -> dict:
         """The result as a new mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``.
@@ -196,7 +197,7 @@ RECORD_FIELDS = {
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
     "error_map": "error_map", "definition": "definition", "fingerprint": "text", "judged_under": "text",
     "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text", "path": "text", "paths": "mapping",
-    "device": "text",
+    "device": "text", "device_statuses": "mapping",
 }
 
 
@@ -232,6 +233,7 @@ class RunInfo:
     opp_fingerprint: str = ""   # their stamp on this host (size, mtime, inode)
     opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
     mixed: tuple = ()           # prmg report: each setting that differs between the runs merged, unallowed
+    each_device: bool = False   # --each-device: every case ran on every device of ``devices``
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

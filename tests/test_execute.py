@@ -419,3 +419,47 @@ def test_a_device_is_wedged_after_max_timeouts_in_a_row_only():
     assert wedged == {}
     policy.timed_out(0)
     assert wedged == {0: "2 timeouts in a row: the device is considered wedged (--max-timeouts)"}
+
+
+@pytest.mark.verdict
+def test_each_device_runs_every_case_on_every_device_and_keeps_the_worst():
+    """--each-device (``execute.EachDevice``): each device has every case in its lane; a case's record is told once
+    every device gave its own, the worst (a chip failing one case of many fails it, whichever device took it before), naming
+    where each status came from; a dropped (wedged) device ends its lane as not_run, never handing its cases to
+    another device; reports count each device of a record (``failures_by_device``)."""
+    from prmg_cli.device.execute import EachDevice, RunSettings
+    from prmg_cli.reports.outputs.labels import device_line, failures_by_device
+    from prmg_cli.results import CaseResult
+
+    cases = [Case(name=f"c{k}", source="t", shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                  partial_slice=(0, 8)) for k in range(3)]
+    told = []
+    schedule = EachDevice(cases, RunSettings(toolkit=None), (0, 1, 2), lambda index, result: told.append(result))
+    assert all(schedule.waiting_for(device) for device in (0, 1, 2)) and not schedule.waiting_for(3)
+    for device in (0, 1, 2):
+        assert schedule.take(device) == 0
+    schedule.give_back(0, 2)                            # a worker that went away: back in its own lane only
+    assert schedule.take(2) == 0 and schedule.take(1) == 1
+    for device, status in ((0, "passed"), (1, "failed"), (2, "passed")):
+        schedule.finish(0, CaseResult("c0", status, message="m" if status == "failed" else "", device=str(device)),
+                        device)
+        assert len(told) == (device == 2)
+    first = told[0]
+    assert first.status == "failed" and first.device == "1"
+    assert first.device_statuses == {"0": "passed", "1": "failed", "2": "passed"}
+    assert first.message == "m [failed on device 1; passed on devices 0, 2]"
+    schedule.drop(2, "3 timeouts in a row")             # wedged: c1 and c2 are not run there, not moved
+    assert not schedule.waiting_for(2) and schedule.take(0) == 1 and schedule.take(0) == 2
+    for index in (1, 2):
+        for device in (0, 1):
+            schedule.finish(index, CaseResult(f"c{index}", "passed", device=str(device)), device)
+    assert [result.status for result in schedule.results] == ["failed", "not_run", "not_run"]
+    assert schedule.results[1].device == "2" and "device 2: 3 timeouts in a row" in schedule.results[1].message
+    counts = failures_by_device(schedule.results)
+    assert counts == {"0": {"cases": 3, "failures": 0}, "1": {"cases": 3, "failures": 1},
+                      "2": {"cases": 3, "failures": 0}}
+    same = EachDevice(cases[:1], RunSettings(toolkit=None), (0, 1))
+    for device in (0, 1):
+        same.finish(0, CaseResult("c0", "failed", message="m", device=str(device)), device)
+    assert same.results[0].device == "0,1" and same.results[0].message == "m"   # a kernel bug: no chip to suspect
+    assert device_line([same.results[0]] * 5) == ""

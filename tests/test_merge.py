@@ -467,6 +467,9 @@ CONTRADICTING = [
     ({"status": "skipped", "metrics": {"max_err_ratio": 0.5}}, "status skipped (never launched) but it holds metrics"),
     ({"status": "not_run", "error_code": 0}, "status not_run (never launched) but it holds an operator status"),
     ({"status": "xfailed"}, "status xfailed but the case names no known defect"),
+    ({"device_statuses": {"0": "passed", "1": "failed"}},
+     "status passed, but its devices' statuses are passed, failed"),
+    ({"device_statuses": {"0": "passed", "1": "fine"}}, "status passed, but its devices' statuses are passed, fine"),
 ]
 
 

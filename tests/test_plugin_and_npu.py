@@ -69,6 +69,18 @@ def test_plugin_device_lists_are_usage_errors_not_a_failure_per_item(tmp_path):
         assert said in result.stdout + result.stderr and "failed" not in result.stdout, result.stdout
 
 
+def test_plugin_runs_each_item_on_every_device_it_names(tmp_path):
+    """--prmg-devices 0,1 without xdist ran every item on device 0 alone, green with device 1 computing wrong: fewer
+    pytest processes than devices is now a usage error, and --prmg-each-device runs every item on each device."""
+    env = {"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "neg_sin", "PRMG_EMU_FAULT_DEVICE": "1"}
+    result = pytest_run(tmp_path, "--prmg-devices", "0,1", env=env)
+    assert result.returncode == 2 and "device 1 would run no case (add -n 2, or --prmg-each-device" in \
+        result.stdout + result.stderr and "passed" not in result.stdout, result.stdout + result.stderr
+    result = pytest_run(tmp_path, "--prmg-devices", "0,1", "--prmg-each-device", "-q", "-k", "fp32", env=env)
+    assert result.returncode == 1 and "1 failed" in result.stdout, result.stdout + result.stderr
+    assert "[failed on device 1; passed on device 0]" in result.stdout
+
+
 def test_plugin_session_names_the_device_failures_concentrate_on(monkeypatch):
     """Issue 32 (audit): under xdist on several devices (``--prmg-devices 0,1``) a chip computing wrong showed only as
     a list of failed items; the session's end names the device, as every report of prmg run does."""
@@ -106,18 +118,22 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     assert "--runner aclnn+geir" in result.stdout and "SKIPPED" not in result.stdout
     records = [json.loads(line) for line in (reports / "prmg-smoke-graph.jsonl").read_text().splitlines()]
     assert {record["path"] for record in records if "status" in record} == {"aclnn+geir"}
-    # a host of two chips, the second computing wrong (sin negated): smoke.sh runs every device, so it fails, and
-    # every failure names device 1 (it ran device 0 alone, and passed, before issue 32)
-    env.update(PRMG_EMU_DEVICES="2", PRMG_EMU_FAULT="neg_sin", PRMG_EMU_FAULT_DEVICE="1")
+    # a host of two chips, the second computing wrong (sin negated) for one case of the suite only, the worked example,
+    # which device 0 takes first when the devices share the cases (a green gate before --each-device): smoke.sh runs
+    # every case on every device the runtime reports, so it fails, naming device 1 and the device where it passed
+    env.update(PRMG_EMU_DEVICES="2", PRMG_EMU_FAULT="neg_sin", PRMG_EMU_FAULT_DEVICE="1",
+               PRMG_EMU_FAULT_SHAPE="1,1,1,8")
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
-    assert result.returncode == 1 and "--runner aclnn --devices all" in result.stdout
+    assert result.returncode == 1 and "--runner aclnn --devices all --each-device" in result.stdout
+    assert "[failed on device 1; passed on device 0]" in result.stdout
     records = [json.loads(line) for line in (reports / "prmg-smoke.jsonl").read_text().splitlines()]
     run = max(index for index, record in enumerate(records) if record["schema"] == "prmg.run/1")  # appended to
-    assert records[run]["info"]["devices"] == [0, 1]
-    failed = {record["device"] for record in records[run + 1:] if record["status"] == "failed"}
-    assert failed == {"1"} and {record["device"] for record in records[run + 1:]} == {"0", "1"}
-    for name in ("PRMG_EMU_DEVICES", "PRMG_EMU_FAULT", "PRMG_EMU_FAULT_DEVICE"):
+    assert records[run]["info"]["devices"] == [0, 1] and records[run]["info"]["each_device"]
+    failed = [record for record in records[run + 1:] if record["status"] != "passed"]
+    assert [(record["name"], record["device"]) for record in failed] == [("smoke.worked_example", "1")]
+    assert {record["device"] for record in records[run + 1:]} == {"1", "0,1"}
+    for name in ("PRMG_EMU_DEVICES", "PRMG_EMU_FAULT", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_FAULT_SHAPE"):
         env.pop(name)
     toolkit = tmp_path / "cann"                                        # a toolkit without GE: graph mode skipped
     shutil.copytree(emulator.root, toolkit, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))

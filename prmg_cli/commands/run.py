@@ -17,6 +17,9 @@ OPTIONS = (
     Option("devices", ("--devices",), None, "One worker per device: 0,1,2,3 or 'all' (ids the runtime does not "
            "have are refused first). Results are identical to a serial run and reported in case order.", "LIST",
            plugin=True),
+    Option("each_device", ("--each-device",), False, "Run every case on each device of --devices instead of sharing "
+           "the cases among them: a chip failing only some cases fails them wherever it sits. A case's result is its "
+           "worst device's, naming where each status came from.", kind=bool, plugin=True),
     Option("standard", ("--standard",), None, f"Judge every case by this standard ({', '.join(STANDARDS)}) with "
            f"its default parameters, overriding the case files' standards and tolerances.", "NAME", plugin=True),
     REPORTS, OUTPUT, KEYWORD, TAGS, EXCLUDE_TAGS,
@@ -68,6 +71,7 @@ Examples:
   prmg run cases/ --supported-modes 0,1,2,3 --exclude-tag mode-unsupported
   prmg run cases/smoke.yaml --check adjoint,determinism --repeat 5
   prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results shard2.jsonl
+  prmg run cases/smoke.yaml --runner aclnn --devices all --each-device --strict
 """
 
 

@@ -219,7 +219,8 @@ def checked_settings(request):
     return execute.RunSettings(toolkit=None, supported_modes=target_modes(request.supported_modes),
                                standard=request.standard, timeout=check_timeout(request.timeout),
                                strict=request.strict, max_timeouts=request.max_timeouts, checks=checks,
-                               golden=golden, check_options=options, save_failures=save_failures)
+                               golden=golden, check_options=options, save_failures=save_failures,
+                               each_device=getattr(request, "each_device", False))
 
 
 def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
@@ -267,7 +268,7 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,
                    fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
-                   path=toolkit.calls, graph_library=toolkit.geir_build)
+                   path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device)
 
 
 def recorded_settings(info: RunInfo, settings) -> dict:
@@ -285,7 +286,8 @@ def recorded_settings(info: RunInfo, settings) -> dict:
         if info.faults else {}
     libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
                  for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
-    path = {"path": info.path} if info.path != "aclnn" else {}          # aclnn runs keep their keys of before
+    path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
+            **({"each_device": True} if settings.each_device else {})}  # and runs without --each-device theirs
     opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
            "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
     return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
@@ -358,9 +360,9 @@ def run_suite(request) -> int:
 
     if request.max_details is not None and request.max_details < 0:
         raise PrmgError(f"--max-details must be >= 0, got {request.max_details}")
-    if request.cluster is not None and (request.devices is not None or request.device != 0):
-        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
-                        "local runs")
+    if request.cluster is not None and (request.devices is not None or request.device != 0 or request.each_device):
+        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device, --devices and --each-device are "
+                        "for local runs")
     check_timeout(request.progress_interval, "--progress-interval")
     if request.cluster is None:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")

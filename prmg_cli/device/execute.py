@@ -43,7 +43,7 @@ from ..judging.standards import standard_of
 from ..judging.verdict_metrics import key_metric
 from ..ops import OPERATORS, constraints
 from ..ops.targets import Target
-from ..results import CaseResult, plural
+from ..results import STATUSES, CaseResult, plural
 from ..vocab import DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
@@ -72,6 +72,7 @@ class RunSettings:
     check_options: dict = field(default_factory=dict)    # the checks' options (--repeat ...): name -> value
     save_failures: str | None = None          # --save-failures DIR: artifacts of every failed case
     bfloat16: bool = True                     # a case uses bfloat16: workers load ml_dtypes before any case
+    each_device: bool = False                 # --each-device: every case runs on every device (``EachDevice``)
 
 
 def expect_label(case: Case) -> str:
@@ -494,20 +495,27 @@ class Schedule:
         """True while a case waits for a worker and the run has not stopped."""
         return bool(self._waiting) and not self.stopped
 
+    def waiting_for(self, device) -> bool:
+        """True while a case waits for the worker of ``device`` (any worker takes any case here)."""
+        return self.waiting
+
     @property
     def next(self) -> int | None:
         """The index of the case ``take`` would give, None when none waits."""
         return self._waiting[0] if self._waiting else None
 
-    def take(self) -> int:
-        """The index of the next case to start (call only while ``waiting``)."""
+    def take(self, device=None) -> int:
+        """The index of the next case to start on ``device`` (call only while ``waiting_for`` it)."""
         return self._waiting.pop(0)
 
-    def give_back(self, index: int) -> None:
-        """Put case ``index`` (taken, never started) back at its place among the waiting ones."""
+    def give_back(self, index: int, device=None) -> None:
+        """Put case ``index`` (taken, never started on ``device``) back at its place among the waiting ones."""
         bisect.insort(self._waiting, index)
 
-    def finish(self, index: int, result: CaseResult) -> None:
+    def drop(self, device, why: str) -> None:
+        """``device`` gets no more cases (wedged): here the other devices take them."""
+
+    def finish(self, index: int, result: CaseResult, device=None) -> None:
         """Record case ``index``'s result (naming the run's call path when it does not: a case no path ran), tell
         ``on_result``, and stop the run under fail-fast when it is not ok."""
         result.path = result.path or getattr(self.settings.toolkit, "calls", "")
@@ -521,9 +529,83 @@ class Schedule:
         """Finish every case still waiting as ``not_run`` (``not run: <reason>``)."""
         waiting, self._waiting = self._waiting, []
         for index in waiting:
-            case = self.cases[index]
-            self.finish(index, case_result(case, "not_run", message=f"not run: {reason}",
-                                           standard=judging(case, self.settings)[0]))
+            self.finish(index, self.never_ran(index, reason))
+
+    def never_ran(self, index: int, reason: str, device: str = "") -> CaseResult:
+        """The ``not_run`` result of case ``index`` (``not run: <reason>``)."""
+        case = self.cases[index]
+        return case_result(case, "not_run", message=f"not run: {reason}", standard=judging(case, self.settings)[0],
+                           device=device)
+
+
+class EachDevice(Schedule):
+    """``--each-device``: every case runs on every device of ``devices`` (a lane of waiting cases each, in case order),
+    so that a chip failing only some cases fails them wherever the cases would have gone; a case's result is told
+    once every device has given its own, as one record (``combined``). A device that is dropped (wedged) finishes
+    its lane as ``not_run``: no other device takes its cases, as they ran there already."""
+
+    def __init__(self, cases: Sequence[Case], settings: RunSettings, devices: Sequence,
+                 on_result: Callable[[int, CaseResult], None] | None = None, fail_fast: bool = False,
+                 accepted: Sequence[int] | None = None):
+        super().__init__(cases, settings, on_result, fail_fast, accepted)
+        self._lanes = {device: list(self._waiting) for device in devices}
+        self._waiting = []
+        self._parts: dict[int, dict] = {}
+
+    @property
+    def waiting(self) -> bool:
+        return any(self._lanes.values()) and not self.stopped
+
+    @property
+    def next(self) -> int | None:
+        return min((lane[0] for lane in self._lanes.values() if lane), default=None)
+
+    def waiting_for(self, device) -> bool:
+        return bool(self._lanes.get(device)) and not self.stopped
+
+    def take(self, device=None) -> int:
+        return self._lanes[device].pop(0)
+
+    def give_back(self, index: int, device=None) -> None:
+        bisect.insort(self._lanes[device], index)
+
+    def drop(self, device, why: str) -> None:
+        waiting, self._lanes[device] = self._lanes[device], []
+        for index in waiting:
+            self.finish(index, self.never_ran(index, f"device {device}: {why}", str(device)), device)
+
+    def not_run(self, reason: str) -> None:
+        for device in self._lanes:
+            self.drop(device, reason)
+
+    def finish(self, index: int, result: CaseResult, device=None) -> None:
+        if device is None:                          # a precheck's result: no device runs the case
+            return super().finish(index, result)
+        parts = self._parts.setdefault(index, {})
+        parts[device] = result
+        if len(parts) == len(self._lanes):
+            super().finish(index, combined([parts[device] for device in self._lanes]))
+            del self._parts[index]
+
+
+def combined(results: Sequence[CaseResult]) -> CaseResult:
+    """One record of a case that ran on several devices (``EachDevice``; ``results`` in the devices' order): the worst
+    one (``StatusInfo.severity``; the first of equals), with ``device_statuses`` mapping each device to its status,
+    ``device`` naming the devices of that status (``1,3``), and, when the devices differ, its message saying where
+    each status came from (``failed on device 3; passed on 0, 1, 2``)."""
+    worst = max(results, key=lambda result: result.info.severity)
+    statuses = {result.device: result.status for result in results}
+    by_status: dict[str, list[str]] = {}
+    for device, status in statuses.items():
+        by_status.setdefault(status, []).append(device)
+    worst.device = ",".join(by_status[worst.status])
+    worst.device_statuses = statuses
+    if len(by_status) > 1:
+        ordered = sorted(by_status.items(), key=lambda item: -STATUSES[item[0]].severity)
+        where = "; ".join(f"{status} on {'device' if len(devices) == 1 else 'devices'} {', '.join(devices)}"
+                          for status, devices in ordered)
+        worst.message = f"{worst.message} [{where}]" if worst.message else f"[{where}]"
+    return worst
 
 
 class _Worker:
@@ -682,11 +764,12 @@ class Executor:
         """Release ``worker`` (its queued cases back to ``schedule``) and, unless its device is wedged, put a
         fresh, ready one in its place."""
         for index, _ in worker.queued:
-            schedule.give_back(index)
+            schedule.give_back(index, worker.device)
         worker.queued = []
         worker.kill()
         if worker.device in self.wedged:
             self._workers.remove(worker)
+            schedule.drop(worker.device, self.wedged[worker.device])
             return
         fresh = _Worker(self._context, self.settings, worker.device)
         self._workers[self._workers.index(worker)] = fresh
@@ -704,12 +787,14 @@ class Executor:
         ``fail_fast`` no case starts after the first failure, error or xpass. When every device is
         wedged, the cases still waiting get ``not_run`` results naming the wedged devices.
         """
-        schedule = Schedule(cases, self.settings, on_result, fail_fast, self.target.get("accepted_modes"))
+        accepted = self.target.get("accepted_modes")
+        schedule = EachDevice(cases, self.settings, self.devices, on_result, fail_fast, accepted) \
+            if self.settings.each_device else Schedule(cases, self.settings, on_result, fail_fast, accepted)
         while True:
             for load in range(1 + (0 if fail_fast else self.QUEUED)):        # every worker one case first
                 for worker in self._workers:
-                    if worker.load <= load and schedule.waiting:
-                        index = schedule.take()
+                    if worker.load <= load and schedule.waiting_for(worker.device):
+                        index = schedule.take(worker.device)
                         worker.start(index, cases[index], self.settings.timeout)
             busy = [w for w in self._workers if w.case is not None]
             if not busy:
@@ -738,11 +823,11 @@ class Executor:
             self._wedging.ended(worker.device)
             if not fit:                                 # the worker is leaving (its session is unfit), and
                 worker.case = None                      # the cases queued after this one never start
-                schedule.finish(index, CaseResult.from_dict(payload))
+                schedule.finish(index, CaseResult.from_dict(payload), worker.device)
                 self._replace(worker, schedule)
                 return
             worker.finished(self.settings.timeout)
-            schedule.finish(index, CaseResult.from_dict(payload))
+            schedule.finish(index, CaseResult.from_dict(payload), worker.device)
         case, index = worker.case, worker.index
         if case is None:
             return
@@ -758,7 +843,7 @@ class Executor:
         worker.case = None
         result = case_result(case, "error", message=message, standard=judging(case, self.settings)[0],
                              faults=None, device=str(worker.device))   # the worker could not say which faults acted
-        schedule.finish(index, known_defect_status(case, result))
+        schedule.finish(index, known_defect_status(case, result), worker.device)
         self._replace(worker, schedule)
 
 

@@ -26,11 +26,18 @@ def contradiction(record: CaseResult) -> str:
       no element is over its limit (``bad``: a standard that counts them fails on any) and under ``exact`` no
       element mismatched;
     - ``passed``, expecting an error: the operator returned a status other than 0;
-    - ``xfailed`` and ``xpassed``: the case names a known defect.
+    - ``xfailed`` and ``xpassed``: the case names a known defect;
+    - a record of several devices (``device_statuses``, ``--each-device``) holds each device's status, and its own is
+      the worst of them (a ``failed`` device edited to ``passed`` alone, or the record's status alone).
     """
     from ..judging.verdict_metrics import margins
+    from ..results import STATUSES
 
     status, metrics = record.status, record.metrics
+    seen = record.device_statuses
+    if seen and not (all(value in STATUSES for value in seen.values())
+                     and max(STATUSES[value].severity for value in seen.values()) == record.info.severity):
+        return f"status {status}, but its devices' statuses are {', '.join(map(str, seen.values()))}"
     if status in ("skipped", "not_run"):
         if metrics or record.error_code is not None:
             return f"status {status} (never launched) but it holds {'metrics' if metrics else 'an operator status'}"

@@ -14,6 +14,9 @@
 #   PRMG_REPORT_DIR   where reports go (default: ./reports)
 #   PRMG_DEVICES      the devices to run on (default: all, every device the runtime reports: a chip that
 #                     computes wrong is seen wherever it sits, and the reports group failures by device)
+#   PRMG_EACH_DEVICE  yes (default): every case runs on each of those devices (--each-device), so that a chip
+#                     failing only some cases fails them; no: the cases are shared among the devices (faster for
+#                     a large suite, but a chip is then tested by the cases that happened to go to it)
 # Extra arguments are passed to `prmg run` (e.g. --supported-modes 0,1,2,3, --timeout 120).
 set -euo pipefail
 
@@ -39,20 +42,25 @@ prmg="${PRMG:-prmg}"
 read -r -a cases <<< "${PRMG_CASES:-$root/cases/smoke.yaml}"
 reports="${PRMG_REPORT_DIR:-reports}"
 devices="${PRMG_DEVICES:-all}"
+case "${PRMG_EACH_DEVICE:-yes}" in
+    yes) each=(--each-device) ;;
+    no) each=() ;;
+    *) echo "smoke.sh: PRMG_EACH_DEVICE must be yes or no, got '$PRMG_EACH_DEVICE'" >&2; exit 2 ;;
+esac
 mkdir -p "$reports"
 
 echo "== prmg doctor (toolkit from $set_env)"
 $prmg doctor --runner aclnn
-echo "== prmg run ${cases[*]} --runner aclnn --devices $devices --strict"
-$prmg run "${cases[@]}" --runner aclnn --devices "$devices" --strict --report junit -o "$reports/prmg-smoke.xml" \
-    --results "$reports/prmg-smoke.jsonl" "$@"
+echo "== prmg run ${cases[*]} --runner aclnn --devices $devices ${each[*]} --strict"
+$prmg run "${cases[@]}" --runner aclnn --devices "$devices" ${each[@]+"${each[@]}"} --strict --report junit \
+    -o "$reports/prmg-smoke.xml" --results "$reports/prmg-smoke.jsonl" "$@"
 
 echo "== graph mode: prmg doctor --runner aclnn+geir"
 graph="$($prmg doctor --runner aclnn+geir 2>&1)" && usable=yes || usable=no
 why="$(printf '%s\n' "$graph" | sed -n 's/^  NOT available: //p' | head -n 1)"
 if [ "$usable" = yes ]; then
-    echo "== prmg run ${cases[*]} --runner aclnn+geir --devices $devices --strict"
-    $prmg run "${cases[@]}" --runner aclnn+geir --devices "$devices" --strict --report junit \
+    echo "== prmg run ${cases[*]} --runner aclnn+geir --devices $devices ${each[*]} --strict"
+    $prmg run "${cases[@]}" --runner aclnn+geir --devices "$devices" ${each[@]+"${each[@]}"} --strict --report junit \
         -o "$reports/prmg-smoke-graph.xml" --results "$reports/prmg-smoke-graph.jsonl" "$@"
 elif [ -n "$why" ]; then                # the toolkit lacks what the GE shim needs: nothing to test here
     echo "== graph mode: SKIPPED ($why)"

@@ -208,7 +208,8 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
         fields.append(faults)
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
                ("device" if len(info.devices) == 1 else "devices",      # "devices: 0" reads as none
-                ", ".join(str(device) for device in info.devices) or "-"),
+                (", ".join(str(device) for device in info.devices) or "-")
+                + (" (--each-device: every case on each)" if info.each_device and len(info.devices) > 1 else "")),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
     checks = checks_field(info, results if judged is None else judged)
     if checks:
@@ -262,14 +263,15 @@ MIN_FAILURES = 2
 
 
 def failures_by_device(results: list[CaseResult]) -> dict[str, dict[str, int]]:
-    """Each device that ran a case (``CaseResult.device``) -> ``{"cases": ..., "failures": ...}`` (failures: failed,
-    errored or xpassed), in order of the device labels."""
+    """Each device that ran a case (``CaseResult.device``, or each of its ``device_statuses`` under ``--each-device``)
+    -> ``{"cases": ..., "failures": ...}`` (failures: failed, errored or xpassed), in order of the device labels."""
     counts: dict[str, dict[str, int]] = {}
     for result in results:
-        if result.device:
-            entry = counts.setdefault(result.device, {"cases": 0, "failures": 0})
-            entry["cases"] += 1
-            entry["failures"] += result.status in ("failed", "error", "xpassed")
+        for device, status in (result.device_statuses or {result.device: result.status}).items():
+            if device:
+                entry = counts.setdefault(device, {"cases": 0, "failures": 0})
+                entry["cases"] += 1
+                entry["failures"] += status in ("failed", "error", "xpassed")
     return dict(sorted(counts.items(), key=lambda item: (len(item[0]), item[0])))
 
 
