@@ -262,9 +262,9 @@ def _get_executor(config):
             devices = parse_devices(device_list(request), settings.toolkit)
         except PrmgError as error:                    # an id the runtime lacks: one line, not a failure per item
             _usage_error(error)
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        xdist = getattr(config, "workerinput", {})        # an xdist worker's (its environment's may be inherited)
+        worker, processes = str(xdist.get("workerid", "gw0")), int(xdist.get("workercount", 1))
         index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-        processes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
         idle = () if settings.each_device else devices[processes:]        # devices no item would ever run on
         if idle:
             _usage_error(PrmgError(f"--prmg-devices {device_list(request)}: {len(devices)} devices, but {processes} "

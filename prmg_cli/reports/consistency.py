@@ -35,7 +35,7 @@ def contradiction(record: CaseResult) -> str:
 
     status, metrics = record.status, record.metrics
     seen = record.device_statuses
-    if seen and not (all(value in STATUSES for value in seen.values())
+    if seen and not (all(isinstance(value, str) and value in STATUSES for value in seen.values())
                      and max(STATUSES[value].severity for value in seen.values()) == record.info.severity):
         return f"status {status}, but its devices' statuses are {', '.join(map(str, seen.values()))}"
     if status in ("skipped", "not_run"):
