@@ -232,8 +232,10 @@ class RunInfo:
     opp_files: int = 0          # the operator's kernel and tiling files there (provenance.opp_stamp)
     opp_fingerprint: str = ""   # their stamp on this host (size, mtime, inode)
     opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
+    opp_kernels: tuple = ()     # where the operator's kernel binaries are, the first taken (provenance.kernel_places)
     mixed: tuple = ()           # prmg report: each setting that differs between the runs merged, unallowed
     each_device: bool = False   # --each-device: every case ran on every device of ``devices``
+    visible_devices: str = ""   # ASCEND_RT_VISIBLE_DEVICES: the host's chips the runtime showed (its ids count them)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

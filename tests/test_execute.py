@@ -212,6 +212,33 @@ def test_resume_reruns_a_case_whose_kernel_binary_changed(many, tmp_path):
     assert [entry["path"] for entry in recorded] == [str(opp)] * 3 and recorded[1] != recorded[2]
 
 
+def test_the_header_says_where_the_operators_kernels_come_from(many, tmp_path):
+    """A stale vendor package (vendors/customize, in load_priority) holding the operator's kernel is taken before the
+    built-in build under test, and every header said only the opp folder and a fingerprint. ``kernel_places`` lists
+    where the kernels are in the toolkit's order (ASCEND_CUSTOM_OPP_PATH, load_priority's vendors, built-in); so do
+    the header and the JSON summary."""
+    from prmg_cli.device.provenance import kernel_places
+    from prmg_cli.reports.outputs.labels import header_fields
+    from prmg_cli.results import RunInfo
+
+    opp, custom = tmp_path / "opp", str(tmp_path / "mine")
+    titles = ("InplacePartialRotaryMulGrad", "InplacePartialRotaryMul")
+    kernel_tree(opp)
+    assert kernel_places(opp, "", titles) == ["built-in"] and kernel_places(opp, custom, titles) == [custom, "built-in"]
+    stale = opp.joinpath("vendors", "customize", "op_impl", "ai_core", "tbe", "kernel", "ascend950",
+                         "inplace_partial_rotary_mul_grad", "k.o")
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an older build")
+    assert kernel_places(opp, "", titles) == ["built-in"]              # a vendor load_priority does not name: unused
+    (opp / "vendors" / "config.ini").write_text("load_priority=customize\n")
+    assert kernel_places(opp, "", titles) == ["vendors/customize", "built-in"]
+    result, report = run_json(many, "-k", "c1", env={"ASCEND_OPP_PATH": str(opp)})
+    assert result.returncode == 0 and report["summary"]["opp_kernels"] == ["vendors/customize", "built-in"]
+    info = RunInfo(runner="aclnn", location="/t", opp=str(opp), opp_files=5, opp_kernels=("vendors/customize",
+                                                                                           "built-in"))
+    assert dict(header_fields(info))["opp"].endswith("; kernels from vendors/customize, before built-in)")
+
+
 def test_a_kernel_leaking_device_memory_is_named_and_its_allocation_failure_carries_no_stale_message(tmp_path):
     """Issue 32: a kernel leaking 256 MiB of device memory on every launch showed only as later ACL_ERROR_BAD_ALLOC
     errors carrying the message of an unrelated earlier call (here: the worker's probe of the rotary modes, whose
@@ -463,3 +490,19 @@ def test_each_device_runs_every_case_on_every_device_and_keeps_the_worst():
         same.finish(0, CaseResult("c0", "failed", message="m", device=str(device)), device)
     assert same.results[0].device == "0,1" and same.results[0].message == "m"   # a kernel bug: no chip to suspect
     assert device_line([same.results[0]] * 5) == ""
+
+
+def test_the_header_says_when_the_runtime_was_shown_only_some_chips(many):
+    """ASCEND_RT_VISIBLE_DEVICES left in a CI runner's environment narrows --devices all to the chips it names, with
+    the runtime's ids from 0: the header said 'devices: 0' of a host of 2 chips, as of a host of one."""
+    from prmg_cli.reports.outputs.labels import header_fields
+    from prmg_cli.results import RunInfo
+
+    result, report = run_json(many, "-k", "c1", "--devices", "all",
+                              env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": "1"})
+    assert result.returncode == 0 and report["summary"]["devices"] == [0]
+    assert report["summary"]["visible_devices"] == "1"
+    fields = dict(header_fields(RunInfo(runner="aclnn", location="/t", devices=(0, 1), visible_devices="2,5",
+                                        each_device=True)))
+    assert fields["devices"] == \
+        "0, 1 of the chips ASCEND_RT_VISIBLE_DEVICES=2,5 shows (--each-device: every case on each)"

@@ -291,3 +291,33 @@ def test_unwritable_cache_is_a_clear_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(PrmgError, match="cannot build the host emulator in .*PRMG_EMULATOR_HOME"):
         tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(blocker / "cache")})
+
+
+def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_path, emulator):
+    """LD_LIBRARY_PATH naming another toolkit's lib64 first gives the toolkit's runtime that toolkit's dependencies
+    (the dynamic linker looks there before a library's RUNPATH): the run was green, every header naming the toolkit
+    of ASCEND_HOME_PATH. A stand-in toolkit whose runtime needs libprmg_dep.so (no RUNPATH: its set_env.sh's
+    LD_LIBRARY_PATH finds it, as a CANN toolkit's) runs with its own LD_LIBRARY_PATH, and is refused with another
+    toolkit's first: exit 2, naming the library loaded and the toolkit's own."""
+    from conftest import ROOT, prmg
+
+    kits = {name: tmp_path / name for name in "AB"}
+    for value, kit in enumerate(kits.values()):
+        shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
+        (tmp_path / "dep.c").write_text(f"int prmg_dep(void) {{ return {value}; }}\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libprmg_dep.so", "-o", kit / "lib64/libprmg_dep.so",
+                        tmp_path / "dep.c"], check=True)
+    a, b = kits["A"], kits["B"]
+    subprocess.run(["gcc", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-pthread", "-shared",
+                    "-Wl,-soname,libascendcl.so", "-o", a / "lib64/libascendcl.so", ROOT / "runners/emulator/runtime.c",
+                    "-Wl,--no-as-needed", f"-L{a}/lib64", "-lprmg_dep"], check=True)
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = ("run", cases, "--runner", "aclnn")
+    own = prmg(*run, env={"ASCEND_HOME_PATH": str(a), "LD_LIBRARY_PATH": f"{a}/lib64"})
+    assert own.returncode == 0, own.stdout + own.stderr
+    mixed = prmg(*run, env={"ASCEND_HOME_PATH": str(a), "LD_LIBRARY_PATH": f"{b}/lib64:{a}/lib64"})
+    assert mixed.returncode == 2 and "Traceback" not in mixed.stderr, mixed.stdout + mixed.stderr
+    assert f"the toolkit at {a} is mixed with another one: {b}/lib64/libprmg_dep.so in place of " \
+           f"{a}/lib64/libprmg_dep.so (LD_LIBRARY_PATH={b}/lib64:{a}/lib64 finds" in mixed.stderr, mixed.stderr
+    assert tk.foreign_libraries(a, str(tmp_path / "no-maps"), {"LD_LIBRARY_PATH": f"{b}/lib64"}) == []   # no /proc

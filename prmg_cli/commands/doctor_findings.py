@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from ..device import provenance
 from ..errors import PrmgError
@@ -36,6 +37,7 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
 def opp_path_lines(toolkit) -> list[str]:
     """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and
     whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``; wrapped to the width."""
+    from ..reports.outputs.labels import kernels_text
     from ..reports.outputs.screen import width, wrap
 
     value = os.environ.get("ASCEND_OPP_PATH")
@@ -46,6 +48,9 @@ def opp_path_lines(toolkit) -> list[str]:
         opp = toolkit.root / "opp"
         state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
         text = f"ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
+    places = provenance.kernel_places(Path(value or toolkit.root / "opp"), os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""),
+                                      [spec.title for spec in OPERATORS.values()])
+    text += f"; the operator's {kernels_text(places)}" if places else ""
     return ["  " + line for line in wrap(text, width() - 2)]
 
 

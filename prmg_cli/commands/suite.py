@@ -255,10 +255,11 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     toolkit = settings.toolkit
     faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
         if toolkit.kind == "emulator" else ()
-    opp = opp_path(toolkit)
-    stamp = provenance.opp_stamp(opp, os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""),
-                                 [spec.title for spec in OPERATORS.values()])
+    opp, custom, titles = opp_path(toolkit), os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), \
+        [spec.title for spec in OPERATORS.values()]
+    stamp = provenance.opp_stamp(opp, custom, titles)
     return RunInfo(opp=str(opp), opp_files=stamp["files"], opp_fingerprint=stamp["fingerprint"],
+                   opp_kernels=tuple(provenance.kernel_places(opp, custom, titles)),
                    opp_portable=stamp["portable"], runner=toolkit.kind, location=str(toolkit.root),
                    op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
@@ -268,7 +269,8 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,
                    fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
-                   path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device)
+                   path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device,
+                   visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""))
 
 
 def recorded_settings(info: RunInfo, settings) -> dict:
@@ -361,8 +363,8 @@ def run_suite(request) -> int:
     if request.max_details is not None and request.max_details < 0:
         raise PrmgError(f"--max-details must be >= 0, got {request.max_details}")
     if request.cluster is not None and (request.devices is not None or request.device != 0 or request.each_device):
-        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device, --devices and --each-device are "
-                        "for local runs")
+        raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for local "
+                        "runs, as is --each-device")
     check_timeout(request.progress_interval, "--progress-interval")
     if request.cluster is None:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")

@@ -48,7 +48,7 @@ from ..ops import DEFAULT_OP, OPERATORS
 from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
-from .toolkit import Toolkit, opp_path, refuse_stub
+from .toolkit import Toolkit, opp_path, refuse_foreign, refuse_stub
 
 
 @dataclass
@@ -184,6 +184,7 @@ class _Api:
         runtime = _load(toolkit.runtime_lib, ctypes.RTLD_GLOBAL)
         nnopbase = _load(toolkit.nnopbase_lib, ctypes.RTLD_GLOBAL)
         op = _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
+        refuse_foreign(toolkit.root)            # LD_LIBRARY_PATH gave them another toolkit's dependencies
         for library, path, prototypes in ((runtime, toolkit.runtime_lib, RUNTIME_PROTOTYPES),
                                           (runtime, toolkit.runtime_lib, EVENT_PROTOTYPES),
                                           (nnopbase, toolkit.nnopbase_lib, NNOPBASE_PROTOTYPES),

@@ -106,17 +106,21 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
+def _kernel_entries(base: Path, keys: tuple[str, ...]) -> Iterable[Path]:
+    """The entries of ``base``'s ``kernel/<soc>/`` and ``kernel/config/<soc>/`` naming an operator of ``keys`` (a name
+    that, lower-cased without ``_``, holds one of them: ``inplace_partial_rotary_mul_grad``)."""
+    kernel = base.joinpath(*KERNEL_FOLDER)
+    for soc in _folders(kernel) + _folders(kernel / "config"):
+        yield from (entry for entry in _entries(soc) if any(key in entry.name.lower().replace("_", "") for key in keys))
+
+
 def _operator_files(opp: Path, custom: str, titles: Iterable[str]) -> Iterable[Path]:
-    """The files of ``opp_stamp``: below each base, the entries of ``kernel/<soc>/`` and ``kernel/config/<soc>/``
-    naming an operator of ``titles`` (a name that, lower-cased without ``_``, holds one of them lower-cased:
-    ``inplace_partial_rotary_mul_grad``) and every shared library of the tiling, host and aclnn folders."""
+    """The files of ``opp_stamp``: below each base, those of the kernel entries naming an operator of ``titles``
+    (``_kernel_entries``) and every shared library of the tiling, host and aclnn folders."""
     keys = tuple(title.lower() for title in titles)
     for base in _opp_bases(opp, custom):
-        kernel = base.joinpath(*KERNEL_FOLDER)
-        for soc in _folders(kernel) + _folders(kernel / "config"):
-            for entry in _entries(soc):
-                if any(key in entry.name.lower().replace("_", "") for key in keys):
-                    yield from _files_under(entry) if _is_folder(entry) else (entry,)
+        for entry in _kernel_entries(base, keys):
+            yield from _files_under(entry) if _is_folder(entry) else (entry,)
         for parts in LIBRARY_FOLDERS:
             yield from (path for path in _files_under(base.joinpath(*parts)) if ".so" in path.name)
 
@@ -140,6 +144,20 @@ def opp_stamp(opp: Path, custom: str, titles: Iterable[str]) -> dict:
         local.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode(errors="replace"))
         portable.update(f"{inside}\0{info.st_size}\0{info.st_mtime_ns}\n".encode(errors="replace"))
     return {"files": count, "fingerprint": local.hexdigest()[:16], "portable": portable.hexdigest()[:16]}
+
+
+def kernel_places(opp: Path, custom: str, titles: Iterable[str]) -> list[str]:
+    """Where the kernel binaries of the operators ``titles`` are (``_kernel_entries``), in the order the toolkit takes
+    them, the first holding one winning: each ``ASCEND_CUSTOM_OPP_PATH`` entry (its path), each vendor of
+    ``load_priority`` in ``opp/vendors/config.ini`` (``vendors/NAME``), ``built-in``. A stale vendor package left
+    installed thus shows as the kernels' source above the build under test."""
+    from .toolkit import config_vendors
+
+    keys = tuple(title.lower() for title in titles)
+    places = [(entry, Path(entry)) for entry in custom.split(":") if entry]
+    places += [(f"vendors/{vendor}", Path(opp) / "vendors" / vendor) for vendor in config_vendors(Path(opp))]
+    places.append(("built-in", Path(opp) / "built-in"))
+    return [label for label, base in places if _is_folder(base) and next(_kernel_entries(base, keys), None)]
 
 
 def host_name() -> str:

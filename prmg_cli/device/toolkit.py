@@ -12,7 +12,8 @@ library (``lib64/libnnopbase.so``) and an operator library that exports
               each load_priority vendor of $ASCEND_OPP_PATH/vendors/config.ini (default opp = root/opp),
               root/lib64/libopapi_transformer.so, root/lib64/libopapi.so.
 
-Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used.
+Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used, and a
+process that got a library from another toolkit's folder on ``LD_LIBRARY_PATH`` is refused (``foreign_libraries``).
 
 ``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit
 (``toolkit_suggested``: no ``ASCEND_*`` variable names one, no default root or install base exists); then it says so
@@ -176,7 +177,7 @@ def _runtime_in(root: Path) -> Path | None:
     return None
 
 
-def _config_vendors(opp: Path) -> list[str]:
+def config_vendors(opp: Path) -> list[str]:
     """The vendor names of ``load_priority=a,b,c`` in ``opp/vendors/config.ini``, in order (``#`` starts
     a comment, on its own line or after the value)."""
     try:
@@ -197,7 +198,7 @@ def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Pa
         if entry:
             candidates.append(("ASCEND_CUSTOM_OPP_PATH", Path(entry) / "op_api" / "lib" / "libcust_opapi.so"))
     opp = Path(env.get("ASCEND_OPP_PATH") or root / "opp")
-    for vendor in _config_vendors(opp):
+    for vendor in config_vendors(opp):
         candidates.append((f"vendors/config.ini load_priority (vendor {vendor})",
                            opp / "vendors" / vendor / "op_api" / "lib" / "libcust_opapi.so"))
     candidates.append(("libopapi_transformer.so", root / "lib64" / "libopapi_transformer.so"))
@@ -309,6 +310,49 @@ def _in_emulator(path: str) -> bool:
     """Whether ``path`` is an emulator build's root or a folder right under it (its ``opp``)."""
     folder = Path(path).expanduser()
     return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
+
+
+def foreign_libraries(root: Path, maps: str = "/proc/self/maps", env: Mapping[str, str] | None = None
+                      ) -> list[tuple[str, str]]:
+    """(the file loaded, the toolkit's own file of that name) for each shared library this process has mapped from a
+    folder of ``LD_LIBRARY_PATH`` that is another CANN toolkit's (it holds a runtime, ``RUNTIME_NAMES``, or
+    ``libnnopbase.so``) where the toolkit at ``root`` has a file of the same name in ``lib64``: the dynamic linker
+    resolves a library's dependencies through ``LD_LIBRARY_PATH`` before the library's RUNPATH, so a path left
+    pointing at another toolkit mixes the two while every report names ``root``. [] where ``maps`` cannot be read
+    (not Linux)."""
+    env = os.environ if env is None else env
+    searched = {os.path.realpath(entry) for entry in env.get("LD_LIBRARY_PATH", "").split(":") if entry}
+    try:
+        text = Path(maps).read_text(errors="replace") if searched else ""
+    except OSError:
+        return []
+    own_folder = os.path.realpath(root / "lib64")
+    mapped = {fields[5] for fields in (line.split(None, 5) for line in text.splitlines())
+              if len(fields) == 6 and fields[5].startswith("/") and ".so" in os.path.basename(fields[5])}
+    found = []
+    for path in sorted(mapped):
+        folder, name = os.path.split(path)
+        own = root / "lib64" / name
+        if os.path.realpath(folder) in searched - {own_folder} and os.path.isfile(own) and _holds_runtime(folder) \
+                and os.path.realpath(own) != os.path.realpath(path):
+            found.append((path, str(own)))
+    return found
+
+
+def _holds_runtime(folder: str) -> bool:
+    """Whether ``folder`` holds a CANN runtime or nnopbase (it is a toolkit's ``lib64``)."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in (*RUNTIME_NAMES, "libnnopbase.so"))
+
+
+def refuse_foreign(root: Path) -> None:
+    """Raise PrmgError naming each library ``foreign_libraries`` finds in this process: a run would test another
+    toolkit's code under ``root``'s name."""
+    foreign = foreign_libraries(root)
+    if foreign:
+        loaded = "; ".join(f"{path} in place of {own}" for path, own in foreign)
+        raise PrmgError(f"the toolkit at {root} is mixed with another one: {loaded} (LD_LIBRARY_PATH="
+                        f"{os.environ.get('LD_LIBRARY_PATH', '')} finds another toolkit's libraries first); source "
+                        f"the toolkit's own set_env.sh, or take the other toolkit out of LD_LIBRARY_PATH")
 
 
 def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:

@@ -79,6 +79,7 @@ RUN_INFO_FIELDS = {
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
     "golden": "bool", "path": "text", "graph_library": "text", "opp": "text", "opp_files": "int",
     "opp_fingerprint": "text", "opp_portable": "text", "mixed": "texts", "each_device": "bool",
+    "opp_kernels": "texts", "visible_devices": "text",
 }
 
 

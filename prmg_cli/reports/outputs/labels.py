@@ -192,6 +192,13 @@ def checks_field(info: RunInfo, judged=None) -> tuple[str, str] | None:
     return ("checks", "; ".join(parts)) if parts else None
 
 
+def kernels_text(places) -> str:
+    """Where the operator's kernels come from (``provenance.kernel_places``): ``kernels from built-in``, or ``kernels
+    from vendors/customize, before built-in`` when several places hold them (the first is taken)."""
+    first, *rest = map(visible, places)
+    return f"kernels from {first}" + (f", before {', '.join(rest)}" if rest else "")
+
+
 def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged=None) -> list[tuple[str, str]]:
     """The (label, value) lines above a report: runner, the settings a merge mixes (``RunInfo.mixed``), the emulator
     faults (``fault_field``: what acted where, when ``results`` are given), target, devices, standard, the
@@ -209,6 +216,8 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
                ("device" if len(info.devices) == 1 else "devices",      # "devices: 0" reads as none
                 (", ".join(str(device) for device in info.devices) or "-")
+                + (f" of the chips ASCEND_RT_VISIBLE_DEVICES={visible(info.visible_devices)} shows"
+                   if info.visible_devices else "")
                 + (" (--each-device: every case on each)" if info.each_device and len(info.devices) > 1 else "")),
                ("standard", visible(info.standard) + (" (--strict: warnings fail)" if info.strict else ""))]
     checks = checks_field(info, results if judged is None else judged)
@@ -222,6 +231,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
         stamped = (f"{plural(info.opp_files, 'file')} of the operator's kernels and tiling, fingerprint "
                    f"{visible(info.opp_fingerprint) or '?'}") if info.opp_files else \
             "no file of the operator's kernels or tiling"
+        stamped += f"; {kernels_text(info.opp_kernels)}" if info.opp_kernels else ""
         fields.append(("opp", f"{visible(info.opp)} ({stamped})"))
     if info.resumed:
         fields.append(("resumed", f"{plural(info.resumed, 'result')} taken from the --resume file, not run again"))
