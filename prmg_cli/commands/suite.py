@@ -398,7 +398,7 @@ def run_suite(request) -> int:
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
         try:
-            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
+            with cluster.executor(settings) if cluster else execute.Executor(settings, devices, cases) as executor:
                 info = run.info
                 info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
