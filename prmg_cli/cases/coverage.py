@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -261,7 +261,14 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
 def _elsewhere(case: Case, supported_modes) -> dict:
     """``Facts``' ``chip_rules``, the rule ``case`` breaks first on the A2/A3 chips (one tiling for both) when its
     operator runs there and the rule is theirs alone (``OperatorSpec.chip_rules``), and ``builds_differ``, the builds
-    of ``OperatorSpec.builds`` on which it earns another status than on the latest."""
+    of ``OperatorSpec.builds`` on which it earns another status than on the latest: found once for all the cases
+    that differ only in what no rule reads (their name, file, seed, tags and note)."""
+    return _ruled_elsewhere(replace(case, name="", source="", seed=0, tags=(), note=None), supported_modes)
+
+
+@lru_cache(maxsize=1 << 10)
+def _ruled_elsewhere(case: Case, supported_modes) -> dict:
+    """``_elsewhere`` of ``case``."""
     spec = OPERATORS[case.op]
     chips = [found[0].rule for soc in sorted(MEMBASE_SOCS.intersection(spec.socs))[:1]
              if (found := constraints.violation_details(case, supported_modes, soc))
