@@ -40,8 +40,13 @@ def test_a_command_is_one_module_and_one_entry(capsys, monkeypatch):
     assert code == 0 and "toy" in out and "Say a word, then exit 3." in out
     code, out, _ = run_in_process(capsys, monkeypatch, "toy", "--help")
     assert code == 0 and "--word WORD" in out and "prmg toy --word yo" in out
-    code, _, err = run_in_process(capsys, monkeypatch, "toy", "-n", "x")
-    assert code == 2 and "Invalid value for '-n' / '--times'" in err
+    # a mistake click finds is prmg's one line too, naming the command (also when click's own message does not)
+    for args, said in [(("-n", "x"), "Invalid value for '-n' / '--times': 'x' is not a valid int"),
+                       (("--times",), "Option '--times' requires an argument"), (("--bogus",), "No such option: --bogus")]:
+        code, _, err = run_in_process(capsys, monkeypatch, "toy", *args)
+        assert (code, err) == (2, f"prmg: error: prmg toy: {said} (see prmg toy -h)\n"), err
+    code, _, err = run_in_process(capsys, monkeypatch)
+    assert code == 2 and err.startswith("Usage: ") and "Commands:" in err      # a bare prmg: its help, as before
 
 
 def test_a_request_types_each_field_as_its_option():
