@@ -69,6 +69,17 @@ def test_the_top_level_help_gives_each_command_its_whole_first_sentence(capsys, 
         assert f" {name} " in text
 
 
+@pytest.mark.parametrize("columns, limit", [(80, 80), (200, 100)])
+def test_every_help_fits_the_terminal_down_to_80_columns(capsys, monkeypatch, columns, limit):
+    """Every ``--help`` fits an 80-column terminal, its examples too (a long one continues on the next line after a
+    backslash: tests/test_readme.py runs each as the shell reads it), and no more than 100 columns of a wider one."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for name in ["", *commands.COMMANDS]:
+        code, out, _ = run_in_process(capsys, monkeypatch, *name.split(), "--help")
+        wide = [line for line in out.splitlines() if len(line) > limit]
+        assert code == 0 and not wide, (name, wide)
+
+
 @pytest.fixture
 def toy_check_option(monkeypatch):
     """A toy check owning an option ``--toy-level`` (1 to 5, default 3); ``commands.run`` rebuilt to see it, and

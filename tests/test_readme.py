@@ -32,9 +32,14 @@ def _shell_blocks(text: str) -> list[str]:
             continue
         if inside:
             lines.append(stripped)
+    return _joined(lines)
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """``lines`` (stripped) with each one ending in a backslash joined to the next, as the shell reads them."""
     joined, pending = [], ""
     for line in lines:
-        pending += line[:-1] + " " if line.endswith("\\") else line
+        pending += line[:-1].rstrip() + " " if line.endswith("\\") else line
         if not line.endswith("\\"):
             joined.append(pending)
             pending = ""
@@ -47,14 +52,14 @@ def documentation() -> str:
 
 
 def _help_examples() -> list[str]:
-    """The ``prmg ...`` example lines of every command's ``--help``."""
+    """The ``prmg ...`` example commands of every command's ``--help`` (continuation lines joined)."""
     from prmg_cli.commands import COMMANDS, load
 
     commands = []
     for name in COMMANDS:
         module = load(name)
         text = (module.main.__doc__ or "") + module.EPILOG
-        commands += [line.strip() for line in text.splitlines() if line.strip().startswith("prmg ")]
+        commands += [line for line in _joined([line.strip() for line in text.splitlines()]) if line.startswith("prmg ")]
     return commands
 
 
