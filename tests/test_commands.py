@@ -42,7 +42,8 @@ def test_a_command_is_one_module_and_one_entry(capsys, monkeypatch):
     assert code == 0 and "--word WORD" in out and "prmg toy --word yo" in out
     # a mistake click finds is prmg's one line too, naming the command (also when click's own message does not)
     for args, said in [(("-n", "x"), "Invalid value for '-n' / '--times': 'x' is not a valid int"),
-                       (("--times",), "Option '--times' requires an argument"), (("--bogus",), "No such option: --bogus")]:
+                       (("--times",), "Option '--times' requires an argument"),
+                       (("--bogus",), "No such option: --bogus")]:
         code, _, err = run_in_process(capsys, monkeypatch, "toy", *args)
         assert (code, err) == (2, f"prmg: error: prmg toy: {said} (see prmg toy -h)\n"), err
     code, _, err = run_in_process(capsys, monkeypatch)

@@ -44,7 +44,7 @@ def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> st
     """``prmg dump``: writes every selected case under ``out`` (nothing outside it); returns a one-line
     summary. Any write failure (a full disk, an unwritable or non-folder ``out``) is one PrmgError."""
     loaded = load_cases(paths)
-    validate(loaded, frozenset(ROTARY_MODES.values()))   # a pass case breaking a rule has no golden: refused as run does
+    validate(loaded, frozenset(ROTARY_MODES.values()))    # a pass case breaking a rule has no golden: as run refuses
     cases = select(loaded, keyword, ())
     check_outputs([Output(out, "dump", FOLDER, tuple(case.name for case in cases))], input_files(paths, loaded))
     root = Path(out)
