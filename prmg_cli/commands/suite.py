@@ -78,17 +78,20 @@ VALIDATE_ELEMENTS = 1 << 22
 
 
 def weak_warning(case: Case) -> str | None:
-    """``judge.SIGN_HIDDEN_WARNING`` for a pass case (of at most ``VALIDATE_ELEMENTS`` elements) whose tolerance or
-    values hide the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden), else
-    None."""
+    """For a pass case (of at most ``VALIDATE_ELEMENTS`` elements) the warning its run would give of its inputs:
+    ``judge.PARTNERS_ALIKE_WARNING`` when its sin is alike at both lanes of every pair without a word why
+    (``judge.partners_alike_warned``: a RoPE table), ``judge.SIGN_HIDDEN_WARNING`` when its tolerance or values hide
+    the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden); else None."""
     from ..inputs.seeded import make_inputs
-    from ..judging.judge import SIGN_HIDDEN_WARNING, sign_hidden
+    from ..judging.judge import PARTNERS_ALIKE_WARNING, SIGN_HIDDEN_WARNING, partners_alike_warned, sign_hidden
 
     if not case.expect.success or case.known_defect or math.prod(case.shape) > VALIDATE_ELEMENTS:
         return None
+    inputs = make_inputs(case)
+    if partners_alike_warned(case, inputs):
+        return PARTNERS_ALIKE_WARNING
     judged = (case.standard, case.tolerance) if case.golden else (None, ())
-    return SIGN_HIDDEN_WARNING if sign_hidden(case, make_inputs(case), standard_of(judged[0]), dict(judged[1])) \
-        else None
+    return SIGN_HIDDEN_WARNING if sign_hidden(case, inputs, standard_of(judged[0]), dict(judged[1])) else None
 
 
 def parse_size(text: str) -> int:
