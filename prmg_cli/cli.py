@@ -96,7 +96,7 @@ def main(*, restore: bool = False) -> None:
             code = exc.exit_code
         elif callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
             _error_line(usage_error_line(exc))
-            code = ExitCode.USAGE
+            code = int(ExitCode.USAGE)
         else:
             import traceback
 
