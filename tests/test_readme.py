@@ -294,3 +294,17 @@ def test_the_browser_target_does_what_the_readme_says():
     command = re.search(r"(apt-get update -qq && .*chromium)\)", " ".join(target.replace("\\\n", " ").split())).group(1)
     assert f"runs `{command}`" in " ".join((ROOT / "README.md").read_text().split())
     assert "echo 'make browser: no chromium found; installing it with apt-get" in target
+
+
+def test_the_fault_shape_example_is_a_shape_of_the_smoke_suite():
+    """docs/runners.md's example of a fault narrowed by PRMG_EMU_FAULT_SHAPE acts on as many cases of
+    cases/smoke.yaml as it says: its pass cases of that shape (it named a shape the suite no longer had, so the
+    run said FAULTS NAMED BUT NEVER INJECTED)."""
+    from prmg_cli.cases.loader import load_cases
+
+    said = re.search(r"FAULTS INJECTED: sign \(PRMG_EMU_FAULT_SHAPE=([\d,]+): acted on (\d+) of (\d+) cases: \.\.\.\)` "
+                     r"for `cases/smoke.yaml`", (ROOT / "docs" / "runners.md").read_text())
+    cases = load_cases([ROOT / "cases" / "smoke.yaml"])
+    shape = tuple(int(size) for size in said.group(1).split(","))
+    assert len(cases) == int(said.group(3))
+    assert sum(case.shape == shape and case.expect.success for case in cases) == int(said.group(2))
