@@ -91,6 +91,15 @@ def test_dump_refuses_a_pass_case_breaking_a_rule_as_run_does(capsys, monkeypatc
     assert run_in_process(capsys, monkeypatch, "dump", path, "--out", tmp_path / "out")[0] == 0
 
 
+def test_a_bad_progress_interval_says_what_0_means_for_it(capsys, monkeypatch, tmp_path):
+    """0 turns the progress lines off: the refusal says so (it said '0: no limit', --timeout's words)."""
+    path = tmp_path / "c.yaml"
+    path.write_text("- {name: c, shape: [1, 1, 1, 8]}\n")
+    code, _, err = run_in_process(capsys, monkeypatch, "run", path, "--progress-interval", "-1")
+    assert (code, err) == (2, "prmg: error: --progress-interval must be a finite number of seconds >= 0 "
+                              "(0: no progress lines), got -1.0\n")
+
+
 def test_python_tags_are_never_executed(capsys, monkeypatch, tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.yaml"

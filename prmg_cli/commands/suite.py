@@ -103,12 +103,12 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * scale)
 
 
-def check_timeout(timeout: float | None, option: str = "--timeout") -> float | None:
-    """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None)."""
+def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = "no limit") -> float | None:
+    """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None; ``zero`` says what 0 means)."""
     if timeout is None:
         return None
     if not math.isfinite(timeout) or timeout < 0 or timeout > MAX_SECONDS:
-        raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: no limit), got {timeout!r}")
+        raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: {zero}), got {timeout!r}")
     return timeout or None
 
 
@@ -364,7 +364,7 @@ def run_suite(request) -> int:
     if request.cluster is not None and (request.devices is not None or request.device != 0):
         raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
                         "local runs")
-    check_timeout(request.progress_interval, "--progress-interval")
+    check_timeout(request.progress_interval, "--progress-interval", "no progress lines")
     if request.cluster is None:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
