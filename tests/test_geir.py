@@ -415,6 +415,20 @@ def test_the_kernels_own_bugs_are_judged_on_graph_modes_host_tensors(graph, monk
     assert verdict.status == "failed" and verdict.message.startswith("outside the slice at d=")
 
 
+def test_an_aclnn_only_bug_is_named_as_the_aclnn_paths(tmp_path):
+    """The mirror of the dropped slice: a bug only the aclnn path has (the kernel ignoring the storage offsets of
+    views, which graph mode's dense host tensors never have: the emulator's ignore_offset) fails the case under
+    aclnn+geir naming the aclnn path as the one that disagrees with the golden, graph mode's verdict passed."""
+    path = tmp_path / "offsets.yaml"
+    path.write_text("- {name: views, shape: [1, 1, 2, 8], partial_slice: [2, 6], dy_offset: 5, cos_offset: 3}\n")
+    result = prmg_here("run", path, "--runner", "aclnn+geir", "--report", "json",
+                       env={"PRMG_EMU_FAULT": "ignore_offset"})
+    case = json.loads(result.stdout)["cases"][0]
+    assert result.returncode == 1 and case["status"] == "failed" and case["paths"]["geir"] == "passed"
+    assert "; aclnn disagrees with the golden: " in case["message"] and "geir (graph mode) disagrees" not in \
+        case["message"] and case["paths"]["aclnn"].startswith("failed")
+
+
 def test_done_when_smoke_and_every_shipped_case_through_graph_mode(tmp_path):
     """Issue 35's "Done when", as written: cases/smoke.yaml green through --runner geir and aclnn+geir, every case of
     cases/ green through aclnn+geir (each path judged alone, then both compared), and with graph mode's slice dropped
