@@ -790,7 +790,8 @@ def test_sign_hidden_asks_the_whole_tensor_when_the_first_rows_hide_the_sign():
 
 def test_the_judge_holds_a_wrong_result_defect_to_its_bounds():
     """A known defect ``{result: wrong, elements: 1}``: the judge finds one wrong element within the bound (only the
-    result is wrong: an xfail), two beyond it (``defect_bound``: a failure), as ``defects.beyond`` says of each bound."""
+    result is wrong: an xfail), two beyond it (``defect_bound``: a failure), as ``defects.beyond`` says of each
+    bound."""
     from dataclasses import replace
 
     from prmg_cli.cases.loader import KnownDefect
