@@ -210,10 +210,10 @@ def test_a_kernel_writing_only_before_the_offset_breaks_the_contract(emulator, m
 
     monkeypatch.setenv("PRMG_EMU_BEYOND_GUARD", "dy:-4")
     settings = RunSettings(toolkit=emulator)
+    runs = [(5, "write_beyond_guard", "dy storage changed before its offset (5 elements) at element 4, first of 1"),
+            (0, "write_beyond_guard", "guard zone before dy changed at byte -4"), (5, "", "")]
     with AclSession(emulator, 0) as session:
-        for offset, fault, said in ((5, "write_beyond_guard", "dy storage changed before its offset (5 elements) at "
-                                     "element 4, first of 1"), (0, "write_beyond_guard", "guard zone before dy changed "
-                                                                "at byte -4"), (5, "", "")):
+        for offset, fault, said in runs:
             monkeypatch.setenv("PRMG_EMU_FAULT", fault)
             result = run_case(session, case_of(dy_offset=offset), settings)[0]
             assert (result.status, said in result.message) == ("failed" if fault else "passed", True), result.message
@@ -338,13 +338,12 @@ def test_only_a_status_failure_on_a_build_the_case_does_not_hold_for_is_build_de
     an xfail saying so; one by its status and anything else (a contract breach), or on a build the case names, stays
     a failure."""
     from prmg_cli.device.execute import build_dependent
+    from prmg_cli.ops import targets
     from prmg_cli.ops.targets import Target
     from prmg_cli.results import CaseResult
 
     case = dataclasses.replace(case_of(), builds=("base", "2b888cdb"))
     failed = CaseResult("c", "failed", message="expected 561002")
-    from prmg_cli.ops import targets
-
     monkeypatch.setitem(targets.RELEASES, "9.0.0", "2b888cdb")
     unknown, named = Target("Ascend950PR_9589", "8.5.0-emulator"), Target("Ascend950PR_9589", "9.0.0")
     assert build_dependent(case, failed, {"status"}, unknown).status == "xfailed"
