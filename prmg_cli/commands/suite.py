@@ -398,7 +398,7 @@ def run_suite(request) -> int:
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
         try:
-            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
+            with cluster.executor(settings) if cluster else execute.Executor(settings, devices, cases) as executor:
                 info = run.info
                 info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
@@ -422,7 +422,7 @@ def run_suite(request) -> int:
         if late and not run.stopped:            # after the last case, before the reports: the run was stopped
             run.stop(*_STOPPED[late])
         ordered, missing = run.finish(settings, selection)
-        _write_reports(targets, ordered, run.info, request)
+        _write_reports(targets, ordered, run.info, request, cases)
     finally:
         with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
             for signum, handler in handlers.items():
@@ -545,10 +545,11 @@ class _Run:
         return ordered, missing
 
 
-def _write_reports(targets, results: list[CaseResult], info: RunInfo, request) -> None:
-    """Every report of ``targets``; when none goes to standard output, the failures and the summary line
-    are printed there, so the console still tells what happened."""
-    options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details)
+def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, cases: Sequence[Case] = ()) -> None:
+    """Every report of ``targets`` (of ``cases``, the run's); when none goes to standard output, the failures and the
+    summary line are printed there, so the console still tells what happened."""
+    options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details,
+                                    cases=tuple(cases))
     for target in targets:
         if target.path is None:             # a table on stdout: its header was printed before the first case
             write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
