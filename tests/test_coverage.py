@@ -240,6 +240,7 @@ def test_fail_under_is_met_by_a_share_equal_to_it(tmp_path):
 def test_coverage_reports_in_process(tmp_path):
     text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)
     assert code == 0 and "grad (InplacePartialRotaryMulGrad):" in text and "MISSING" in text
+    assert f"\n{text.splitlines()[0]}\n" in (ROOT / "docs" / "coverage.md").read_text()     # its example is this one's
     assert all(len(line) <= 100 for line in text.splitlines())           # the table fits, the missing are counted
     assert re.fullmatch(r"covers \d+ of \d+ classes \(.*\); \d+ missing \(marked MISSING above\)",
                         text.splitlines()[-1]) and "  half      " in text and " MISSING " in text
