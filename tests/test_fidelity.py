@@ -336,3 +336,14 @@ def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypa
         failed = {case.name.split(".", 1)[1] for case in load_cases([ROOT / "cases" / "users.yaml"])
                   if run_case(session, case, settings)[0].status == "failed"}
     assert failed == caught
+
+
+def test_graph_mode_says_what_each_tiling_makes_of_an_empty_slice_list():
+    """No nnopbase check sees a graph's partial_slice attribute: the grad's tiling reads two values past the end of
+    an empty list (undefined), the forward's 950 tiling (GetShapeAttrsInfo) reads it as [0, D) (ops-transformer
+    ef151814): each skip says so."""
+    from prmg_cli.ops.constraints import graph_case
+
+    grad, forward = (graph_case(case_of(op=op, partial_slice=[], expect={"error": 561103}), TODAY)
+                     for op in ("grad", "forward"))
+    assert "past the end of a list of none" in grad and "[0, D)" in forward and "past the end" not in forward
