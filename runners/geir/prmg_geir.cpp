@@ -6,8 +6,9 @@
  * Per process: GEInitialize (device id, graph run mode, precision mode keeping every dtype as given) and one
  * ge::Session. Per case: a graph of one Data node per linked input (host placement, index in feed order) and
  * the operator made from its IR by type name, inputs linked and attributes set by the IR's names (after
- * checking that the IR declares them: an attribute GE does not know would be added silently and the IR's
- * default used), the operator's ref output as the graph's output; AddGraph, CompileGraph, RunGraph on host
+ * checking that the IR declares them, with the types prmg sets: an attribute GE does not know would be added
+ * silently and the IR's default used; one of another type would replace the IR's; a partial_slice of NULL is left
+ * unset, to its IR default), the operator's ref output as the graph's output; AddGraph, CompileGraph, RunGraph on host
  * tensors, RemoveGraph. A failing step reports GE's status, the step's phase and GEGetErrorMsgV2().
  */
 #include "prmg_geir.h"
@@ -107,13 +108,24 @@ uint32_t make_operator(const prmg_geir_call &call, ge::Operator &op, prmg_geir_r
     uint32_t status = op.GetAllIrAttrNamesAndTypes(attributes);
     if (status != ge::GRAPH_SUCCESS)
         return failed(report, status, PRMG_GEIR_PHASE_BUILD, "ge::Operator::GetAllIrAttrNamesAndTypes");
-    for (const char *name : {call.mode_attr, call.slice_attr}) {
-        if (attributes.find(ge::AscendString(name)) == attributes.end())
+    // what prmg sets each attribute as (SetAttr with int64_t, with std::vector<int64_t>), in GE's type names
+    const std::pair<const char *, const char *> wanted[] = {{call.mode_attr, "VT_INT"},
+                                                            {call.slice_attr, "VT_LIST_INT"}};
+    for (const auto &attribute : wanted) {
+        const auto found = attributes.find(ge::AscendString(attribute.first));
+        if (found == attributes.end())
             return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
                           "ge::Operator::GetAllIrAttrNamesAndTypes",
                           "the IR of %s declares no attribute %s (it declares %s): set by that name, GE would add it "
-                          "as an unknown attribute and the operator would use its IR default", call.op_type, name,
-                          attribute_list(attributes).c_str());
+                          "as an unknown attribute and the operator would use its IR default", call.op_type,
+                          attribute.first, attribute_list(attributes).c_str());
+        const char *declared = found->second.GetString() != nullptr ? found->second.GetString() : "";
+        if (std::strcmp(declared, attribute.second) != 0)
+            return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                          "ge::Operator::GetAllIrAttrNamesAndTypes",
+                          "the IR of %s declares attribute %s as %s, not %s: set as %s, it would replace the IR's "
+                          "value with one of another type, which the tiling reads as its declared type",
+                          call.op_type, attribute.first, declared, attribute.second, attribute.second);
     }
     return ge::GRAPH_SUCCESS;
 }
@@ -151,7 +163,8 @@ uint32_t build(const prmg_geir_call &call, ge::Graph &graph, std::vector<ge::Ten
         feeds.emplace_back(desc, static_cast<const uint8_t *>(input.data), static_cast<size_t>(input.bytes));
     }
     op.SetAttr(call.mode_attr, static_cast<int64_t>(call.rotary_mode));
-    op.SetAttr(call.slice_attr, std::vector<int64_t>(call.partial_slice, call.partial_slice + call.slice_count));
+    if (call.partial_slice != nullptr)     // else left unset: the IR's default applies (prmg_geir.h)
+        op.SetAttr(call.slice_attr, std::vector<int64_t>(call.partial_slice, call.partial_slice + call.slice_count));
     std::vector<std::pair<ge::Operator, ge::AscendString>> outputs{{op, ge::AscendString(call.output_name)}};
     graph.SetInputs(data_nodes).SetOutputs(outputs);
     return ge::GRAPH_SUCCESS;
