@@ -25,7 +25,8 @@ details. In checking order, the first broken rule gives the status:
 A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not an error. The slice list
 is the grad's (``ops/grad.py`` rules 2 and 5b): a NULL ``partialSlice`` is the op definition's default ``{0, 0}``
 (a no-op: the docs' "NULL rotates the whole D" is not what the code does), a list of no value is nnopbase's
-561103 (in a graph, where no nnopbase sees it, the 950 tiling reads it as ``[0, D)``), a longer one acts as its first two values, a list of one value is read past its end (undefined).
+561103 (in a graph, where no nnopbase sees it, the 950 tiling reads it as ``[0, D)``), a longer one acts as its
+first two values, a list of one value is read past its end (undefined).
 
 On the A2/A3 chips (ascend910b, ascend910_93: ``targets.MEMBASE_SOCS``) the op definition's membase tiling
 (``inplace_partial_rotary_mul_tiling.cpp`` ``CheckInput``) decides instead, each failure 561002, in its order:
