@@ -130,7 +130,23 @@ uint32_t make_operator(const prmg_geir_call &call, ge::Operator &op, prmg_geir_r
     return ge::GRAPH_SUCCESS;
 }
 
-// The graph of one case: a Data node per linked input, the operator, its ref output as the graph's output;
+// Describes input or output `name` of `op` (of IR type `type`): GE refuses a name its IR does not declare
+// (UpdateInputDesc, UpdateOutputDesc), which is GRAPH_INVALID_IR_DEF in the build phase. Returns the status.
+uint32_t update_desc(ge::Operator &op, const char *type, bool input, const char *name, const ge::TensorDesc &desc,
+                     prmg_geir_report *report)
+{
+    const uint32_t status = input ? op.UpdateInputDesc(name, desc) : op.UpdateOutputDesc(name, desc);
+    if (status == ge::GRAPH_SUCCESS)
+        return status;
+    const std::string message = ge_message();
+    return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                  input ? "ge::Operator::UpdateInputDesc" : "ge::Operator::UpdateOutputDesc",
+                  "the IR of %s declares no %s %s (GE's status %u: %s)", type, input ? "input" : "output", name,
+                  status, message.empty() ? "no message" : message.c_str());
+}
+
+// The graph of one case: a Data node per linked input, the operator, its ref output as the graph's output (described
+// as dy, as InferShape will: upstream's example does so too);
 // `feeds` gets the host tensors in the Data nodes' index order. Returns the status.
 uint32_t build(const prmg_geir_call &call, ge::Graph &graph, std::vector<ge::Tensor> &feeds,
                prmg_geir_report *report)
@@ -153,12 +169,16 @@ uint32_t build(const prmg_geir_call &call, ge::Graph &graph, std::vector<ge::Ten
         if (data.IsEmpty())
             return failed(report, ge::GRAPH_FAILED, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::CreateOperator");
         data.SetAttr("index", static_cast<int64_t>(data_nodes.size()));
-        data.UpdateInputDesc("x", desc);
-        data.UpdateOutputDesc("y", desc);
-        op.SetInput(call.input_names[index], data);
-        status = op.UpdateInputDesc(call.input_names[index], desc);
+        status = update_desc(data, "Data", true, "x", desc, report);
+        if (status == ge::GRAPH_SUCCESS)
+            status = update_desc(data, "Data", false, "y", desc, report);
+        if (status == ge::GRAPH_SUCCESS)
+            status = update_desc(op, call.op_type, true, call.input_names[index], desc, report);
+        if (status == ge::GRAPH_SUCCESS && index == 0)          // the ref output: dy's description
+            status = update_desc(op, call.op_type, false, call.output_name, desc, report);
         if (status != ge::GRAPH_SUCCESS)
-            return failed(report, status, PRMG_GEIR_PHASE_BUILD, "ge::Operator::UpdateInputDesc");
+            return status;
+        op.SetInput(call.input_names[index], data);
         data_nodes.push_back(data);
         feeds.emplace_back(desc, static_cast<const uint8_t *>(input.data), static_cast<size_t>(input.bytes));
     }

@@ -1,7 +1,8 @@
 /*
  * The stand-in GE of standin_ge.h (tests/test_geir.py): one IR, InplacePartialRotaryMulGrad (inputs dy, cos, sin;
  * attributes rotary_mode Int and partial_slice ListInt, which an operator made from the IR holds at their defaults
- * 0 and {0, 0} until set, as GE's do; its ref output dy), and the Data operator. $STANDIN_GE_MODE_TYPE, when set,
+ * 0 and {0, 0} until set, as GE's do; its ref output dy), and the Data operator (input x, output y); describing an
+ * input or output its IR lacks fails, as in GE. $STANDIN_GE_MODE_TYPE, when set,
  * is the type the IR declares rotary_mode as (GE's names: VT_INT, VT_STRING, ...), for a test of an IR whose
  * attribute has another type. A graph compiles when every input of the operator is linked (else
  * ACL_ERROR_GE_PARAM_INVALID) and it is float32 interleave with a slice list of at least two values, the two its
@@ -32,6 +33,16 @@ Status fail(Status status, const std::string &message)
 {
     g_error = "stand-in GE: " + message;
     return status;
+}
+
+// Whether the IR of `type` declares input (else output) `name`, which GE's UpdateInputDesc and UpdateOutputDesc
+// refuse otherwise.
+bool declares(const std::string &type, bool input, const char *name)
+{
+    if (type == GRAD)
+        return std::strcmp(name, "dy") == 0
+               || (input && (std::strcmp(name, "cos") == 0 || std::strcmp(name, "sin") == 0));
+    return std::strcmp(name, input ? "x" : "y") == 0;        // Data
 }
 }  // namespace
 
@@ -65,11 +76,17 @@ Operator &Operator::SetInput(const char *dst_name, const Operator &src_oprt)
 
 graphStatus Operator::UpdateInputDesc(const char *name, const TensorDesc &tensor_desc)
 {
+    if (!declares(state_->type, true, name))
+        return fail(GRAPH_FAILED, state_->type + " has no input " + name);
     state_->input_descs[name] = tensor_desc;
     return GRAPH_SUCCESS;
 }
 
-graphStatus Operator::UpdateOutputDesc(const char *, const TensorDesc &) { return GRAPH_SUCCESS; }
+graphStatus Operator::UpdateOutputDesc(const char *name, const TensorDesc &)
+{
+    return declares(state_->type, false, name) ? GRAPH_SUCCESS
+                                               : fail(GRAPH_FAILED, state_->type + " has no output " + name);
+}
 
 Operator &Operator::SetAttr(const char *name, int64_t attr_value)
 {
