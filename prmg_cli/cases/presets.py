@@ -255,6 +255,14 @@ def _edge() -> dict:
         case("views_at_offsets_fp32", shape=(1, 4, 2, 32), broadcast="BSND", partial_slice=(0, 32), dy_offset=256,
              cos_offset=64, sin_offset=1),
     ]
+    # Calls alike in every tensor but one attribute, run one after the other: a tiling or executor cache keyed by
+    # the tensors alone runs the later ones with the first one's slice or mode (the emulator's tiling_cache).
+    sibling = "the same shapes and dtypes as the other edge.same_shapes_* cases, another {}: a cache of tilings " \
+              "keyed without it runs this call with another case's"
+    cases += [case(f"same_shapes_slice_at_{start}", shape=(1, 3, 2, 32), broadcast="1S1D",
+                   partial_slice=(start, start + 8), note=sibling.format("slice start")) for start in (0, 8, 24)]
+    cases += [case(f"same_shapes_mode_{mode.replace('-', '_')}", shape=(1, 3, 2, 32), broadcast="1S1D",
+                   partial_slice=(8, 24), mode=mode, note=sibling.format("rotary_mode")) for mode in ROTARY_MODES]
     return document(cases, header=header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
                                                  "subnormal magnitudes, RoPE tables at long positions, "
                                                  "mixed dtypes, views at storage offsets"))
@@ -561,7 +569,10 @@ def _checks() -> dict:
 
 
 def _future_modes() -> dict:
-    """The ``future_modes`` preset: modes half, quarter and interleave-half, skipped on today's target."""
+    """The ``future_modes`` preset: modes half, quarter and interleave-half, skipped on today's target; each dtype
+    pair of both operators in each mode (a kernel is built per dtype and mode: one build wrong alone must fail)."""
+    from ..ops import FORWARD
+
     cases = []
     for m, mode in enumerate(FUTURE_MODES):
         prefix, tags = f"future.{mode}", ("future", mode)
@@ -575,6 +586,10 @@ def _future_modes() -> dict:
             dy = dtypes.OPERATOR_DTYPES[k]
             cases.append(preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCASTS[(k + 5) % 8],
                                      partial_slice=piece, mode=mode, dtype=dy))
+        for j, (x, table) in enumerate(FORWARD.dtype_pairs):          # the forward: each dtype pair in this mode
+            cases.append(preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m + 3) % 8],
+                                     partial_slice=pieces[(j + m + 1) % 4], mode=mode, dtype=x, cos_dtype=table,
+                                     op="forward"))
         cases += [
             preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,
                         dtype="bfloat16", inputs=rope_inputs()),
