@@ -38,10 +38,10 @@ OPTIONS = (
     Option("strict", ("--strict",), False, "Warnings (e.g. a vacuous case whose input already passes) fail their "
            "cases.", kind=bool, plugin=True),
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "
-           "adjoint, roundtrip, sample, determinism.", "LIST", plugin=True),
+           "adjoint, roundtrip, sample, determinism, or all of them.", "LIST", plugin=True),
     Option("no_golden", ("--no-golden",), False, "Judge cases by their checks alone (for shapes too large for a "
-           "host golden); every pass case then needs a check of correctness (adjoint, roundtrip or sample), from "
-           "--check or its own checks:.", kind=bool, plugin=True),
+           "host golden); every pass case then needs sample, the check anchored to the formula, from --check or "
+           "its own checks: (or correctness_unchecked: saying why).", kind=bool, plugin=True),
     *(Option(name, (f"--{name.replace('_', '-')}",), option.default, option.help, option.metavar, int, plugin=True)
       for name, (check, option) in CHECK_OPTIONS.items()),
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
