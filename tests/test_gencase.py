@@ -228,6 +228,10 @@ def test_shipped_suite_has_what_each_emulator_fault_needs(shipped):
     for op in OPERATORS:                                # fwd_fp16_interleave_half: a kernel built per dtype and mode
         assert {(c.dtype, c.rotary_mode) for c in passing if c.op == op} >= {
             (dtype, mode) for dtype in FLOATS for mode in ROTARY_MODES.values()}, op
+    for op, mode in itertools.product(OPERATORS, (0, 2, 3)):  # halves (quarters) of an odd length past one pair
+        part = 4 if mode == 2 else 2
+        assert any(c.op == op and c.rotary_mode == mode and (c.partial_slice[1] - c.partial_slice[0]) // part % 2
+                   and c.partial_slice[1] - c.partial_slice[0] > part for c in passing), (op, mode)
     alike = {}                                          # tiling_cache: calls alike but for the slice start or the mode
     for c in passing:
         alike.setdefault((c.op, c.shape, c.cos_shape, c.dtype, c.cos_dtype), []).append(c)

@@ -586,10 +586,11 @@ def _future_modes() -> dict:
             dy = dtypes.OPERATOR_DTYPES[k]
             cases.append(preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCASTS[(k + 5) % 8],
                                      partial_slice=piece, mode=mode, dtype=dy))
-        for j, (x, table) in enumerate(FORWARD.dtype_pairs):          # the forward: each dtype pair in this mode
+        for j, (x, table) in enumerate(FORWARD.dtype_pairs):          # the forward: each dtype pair in this mode,
+            last = j == len(FORWARD.dtype_pairs) - 1                    # the last with halves (quarters) of odd length
             cases.append(preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m + 3) % 8],
-                                     partial_slice=pieces[(j + m + 1) % 4], mode=mode, dtype=x, cos_dtype=table,
-                                     op="forward"))
+                                     partial_slice=odd_lengths[0] if last else pieces[(j + m + 1) % 4], mode=mode,
+                                     dtype=x, cos_dtype=table, op="forward"))
         cases += [
             preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,
                         dtype="bfloat16", inputs=rope_inputs()),

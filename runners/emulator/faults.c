@@ -67,6 +67,7 @@ static const struct {
     {"geir_output_overrun", FAULT_GEIR_OUTPUT_OVERRUN},
     {"tiling_cache", FAULT_TILING_CACHE},
     {"fwd_fp16_interleave_half", FAULT_FWD_FP16_INTERLEAVE_HALF},
+    {"fwd_odd_half", FAULT_FWD_ODD_HALF},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

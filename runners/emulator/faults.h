@@ -73,6 +73,7 @@ enum {
     FAULT_GEIR_OUTPUT_OVERRUN,
     FAULT_TILING_CACHE,
     FAULT_FWD_FP16_INTERLEAVE_HALF,
+    FAULT_FWD_ODD_HALF,
 };
 
 /* The faults each operator obeys. */
@@ -80,7 +81,7 @@ enum {
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \
                         | FAULT_BIT(FAULT_FWD_IGNORE_OFFSET) | FAULT_BIT(FAULT_FWD_CONTIGUOUS_TABLES) \
-                        | FAULT_BIT(FAULT_FWD_FP16_INTERLEAVE_HALF))
+                        | FAULT_BIT(FAULT_FWD_FP16_INTERLEAVE_HALF) | FAULT_BIT(FAULT_FWD_ODD_HALF))
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
                      | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN))
