@@ -38,6 +38,16 @@ def _error_line(text: str, *, keep_newlines: bool = False) -> None:
         pass
 
 
+def usage_error_line(error) -> str:
+    """A command-line mistake click found (an unknown option, a value of the wrong type, a missing argument) as
+    prmg's one line, ``prmg: error: prmg run: Invalid value for '--device': 'abc' is not a valid int (see prmg run
+    -h)``, instead of click's usage block of four lines, none of them ``prmg: error:``."""
+    from .commands import COMMANDS
+
+    command = " ".join(["prmg"] + [word for word in sys.argv[1:2] if word in COMMANDS])   # (click's may lack it)
+    return f"prmg: error: {command}: {error.format_message().rstrip('.')} (see {command} -h)"
+
+
 def main(*, restore: bool = False) -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback; a bug in
     prmg is exit code 3 with its traceback. Ctrl-C and SIGTERM stop any command (130, 143; ``prmg run``
@@ -77,13 +87,16 @@ def main(*, restore: bool = False) -> None:
         code = exc.exit_code
     except typer.Abort:
         code = ExitCode.INTERRUPTED
-    except Exception as exc:  # usage errors (click's, vendored or not, under typer) show themselves
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
+    except Exception as exc:  # usage errors (click's, vendored or not, under typer): one line, exit 2
+        if type(exc).__name__ == "NoArgsIsHelpError":         # bare ``prmg``: the help, on stderr, exit 2
             try:
                 exc.show()
             except OSError:
                 pass
             code = exc.exit_code
+        elif callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
+            _error_line(usage_error_line(exc))
+            code = int(ExitCode.USAGE)
         else:
             import traceback
 

@@ -138,13 +138,20 @@ def to_numpy(name: str) -> np.dtype:
 
 
 def from_numpy(dtype: np.dtype) -> DType:
-    """The DType whose numpy dtype is ``dtype``."""
+    """The DType whose numpy dtype is ``dtype`` (remembered per numpy dtype: ``dtype.name`` is slow)."""
     dtype = np.dtype(dtype)
+    found = _BY_NUMPY.get(dtype)
+    if found is not None:
+        return found
     name = dtype.name
     for entry in _TABLE:
         if entry.name == name and entry.numpy == dtype:             # by name first: bfloat16 stays unloaded
+            _BY_NUMPY[dtype] = entry
             return entry
     raise KeyError(str(dtype))
+
+
+_BY_NUMPY: dict[np.dtype, DType] = {}
 
 
 def bit_width(name: str) -> int:

@@ -385,7 +385,7 @@ def visible(text, *, keep_newlines: bool = False) -> str:
     file can clear a screen, forge a line or hide text. ``keep_newlines`` leaves ``\\n`` as it is (for
     multi-line blocks whose lines are all prmg's)."""
     text = str(text)
-    if text.isascii() and text.isprintable() and "\\" not in text:
+    if text.isprintable() and "\\" not in text:      # no character of a hidden category (all are Other or Separator)
         return text
     out = []
     for char in text:

@@ -77,6 +77,29 @@ def test_broken_files_through_run_and_dump_too(capsys, monkeypatch, tmp_path):
         assert code == 2 and err.startswith("prmg: error: ") and BROKEN[0].name in err
 
 
+def test_dump_refuses_a_pass_case_breaking_a_rule_as_run_does(capsys, monkeypatch, tmp_path):
+    """A pass case whose slice or cos breaks the operator's rules has no golden: dump refused it only by a traceback
+    from the golden (exit 3), where run and validate give one line naming the field. A mode the target lacks is no
+    reason to refuse: dump serves any target."""
+    for key, field in [("partial_slice: [0, 9]", "partial_slice"), ("cos_shape: [1, 2, 1, 4]", "cos_shape")]:
+        path = tmp_path / "c.yaml"
+        path.write_text(f"- name: c\n  shape: [1, 2, 2, 8]\n  {key}\n")
+        code, _, err = run_in_process(capsys, monkeypatch, "dump", path, "--out", tmp_path / "out")
+        assert code == 2 and err.startswith(f"prmg: error: {path}: case 'c': field '{field}': expect: pass"), err
+        assert len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
+    path.write_text("- {name: c, shape: [1, 2, 2, 8], rotary_mode: half}\n")
+    assert run_in_process(capsys, monkeypatch, "dump", path, "--out", tmp_path / "out")[0] == 0
+
+
+def test_a_bad_progress_interval_says_what_0_means_for_it(capsys, monkeypatch, tmp_path):
+    """0 turns the progress lines off: the refusal says so (it said '0: no limit', --timeout's words)."""
+    path = tmp_path / "c.yaml"
+    path.write_text("- {name: c, shape: [1, 1, 1, 8]}\n")
+    code, _, err = run_in_process(capsys, monkeypatch, "run", path, "--progress-interval", "-1")
+    assert (code, err) == (2, "prmg: error: --progress-interval must be a finite number of seconds >= 0 "
+                              "(0: no progress lines), got -1.0\n")
+
+
 def test_python_tags_are_never_executed(capsys, monkeypatch, tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.yaml"

@@ -40,8 +40,14 @@ def test_a_command_is_one_module_and_one_entry(capsys, monkeypatch):
     assert code == 0 and "toy" in out and "Say a word, then exit 3." in out
     code, out, _ = run_in_process(capsys, monkeypatch, "toy", "--help")
     assert code == 0 and "--word WORD" in out and "prmg toy --word yo" in out
-    code, _, err = run_in_process(capsys, monkeypatch, "toy", "-n", "x")
-    assert code == 2 and "Invalid value for '-n' / '--times'" in err
+    # a mistake click finds is prmg's one line too, naming the command (also when click's own message does not)
+    for args, said in [(("-n", "x"), "Invalid value for '-n' / '--times': 'x' is not a valid int"),
+                       (("--times",), "Option '--times' requires an argument"),
+                       (("--bogus",), "No such option: --bogus")]:
+        code, _, err = run_in_process(capsys, monkeypatch, "toy", *args)
+        assert (code, err) == (2, f"prmg: error: prmg toy: {said} (see prmg toy -h)\n"), err
+    code, _, err = run_in_process(capsys, monkeypatch)
+    assert code == 2 and err.startswith("Usage: ") and "Commands:" in err      # a bare prmg: its help, as before
 
 
 def test_a_request_types_each_field_as_its_option():
@@ -62,6 +68,17 @@ def test_the_top_level_help_gives_each_command_its_whole_first_sentence(capsys, 
     assert "validate Check case files: syntax, keys, types, values and the operators' documented constraints." in text
     for name in commands.COMMANDS:
         assert f" {name} " in text
+
+
+@pytest.mark.parametrize("columns, limit", [(80, 80), (200, 100)])
+def test_every_help_fits_the_terminal_down_to_80_columns(capsys, monkeypatch, columns, limit):
+    """Every ``--help`` fits an 80-column terminal, its examples too (a long one continues on the next line after a
+    backslash: tests/test_readme.py runs each as the shell reads it), and no more than 100 columns of a wider one."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for name in ["", *commands.COMMANDS]:
+        code, out, _ = run_in_process(capsys, monkeypatch, *name.split(), "--help")
+        wide = [line for line in out.splitlines() if len(line) > limit]
+        assert code == 0 and not wide, (name, wide)
 
 
 @pytest.fixture

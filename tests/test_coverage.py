@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from conftest import ROOT, prmg
-from prmg_cli.cases import cover_preset, coverage, gencase, models_preset, presets as presets_module
+from prmg_cli.cases import cover_preset, coverage, gencase, loader, models_preset, presets as presets_module
 from prmg_cli.cases.loader import load_cases, parse_document
 from prmg_cli.commands.coverage import coverage_command
 from prmg_cli.errors import PrmgError
@@ -236,6 +237,7 @@ def test_fail_under_is_met_by_a_share_equal_to_it(tmp_path):
 def test_coverage_reports_in_process(tmp_path):
     text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], fail_under=10, columns=100)
     assert code == 0 and "grad (InplacePartialRotaryMulGrad):" in text and "MISSING" in text
+    assert f"\n{text.splitlines()[0]}\n" in (ROOT / "docs" / "coverage.md").read_text()     # its example is this one's
     assert all(len(line) <= 100 for line in text.splitlines())           # the table fits, the missing are counted
     assert re.fullmatch(r"covers \d+ of \d+ classes \(.*\); \d+ missing \(marked MISSING above\)",
                         text.splitlines()[-1]) and "  half      " in text and " MISSING " in text
@@ -333,20 +335,31 @@ def test_models_preset_decode_long_and_shipping():
 
 # ----- the run's coverage in its reports -------------------------------------------------------------
 
-def test_table_and_html_show_the_coverage_of_what_ran():
+def test_table_and_html_show_the_coverage_of_what_ran(monkeypatch):
     from prmg_cli.cases.loader import case_to_dict
 
+    info = RunInfo(runner="emulator", location="/x")
     ran = [case(shape=[1, 1, 1, 2]), case(name="d", shape=[1, 4, 1, 8], broadcast="1S1D")]
     skipped = case(name="s", shape=[2, 1, 1, 4], rotary_mode="half")
     results = [CaseResult(c.name, status, definition=case_to_dict(c), source=str(ROOT / "test.yaml"))
                for c, status in ((ran[0], "passed"), (ran[1], "failed"), (skipped, "skipped"))]
     line = coverage.run_line(results)
     assert line == "coverage: " + coverage.summary(coverage.evaluate(ran), where="prmg coverage lists them")
-    text = table.render(results, RunInfo(runner="emulator", location="/x"))
+    text = table.render(results, info)
     assert text.endswith("\n\n" + "\n".join(wrap(line, 100)) + "\n\n" + summary_line(results))   # wrapped to 100
-    page = html_report.render(results, RunInfo(runner="emulator", location="/x"))
+    page = html_report.render(results, info)
     assert 'id="coverage-line">coverage: covers ' in page
     assert coverage.run_line([CaseResult("x", "passed")]) is None               # a record without its definition
+    for known in ([*ran, skipped], ran[1:]):     # a run's own cases are taken as they are, others made again
+        sources = [replace(c, source=str(ROOT / "test.yaml")) for c in known]
+        assert coverage.run_line(results, sources) == line
+        assert table.render(results, info, cases=sources) == text
+        assert html_report.render(results, info, cases=sources) == page
+    made = []
+    real_parse = loader.parse_document
+    monkeypatch.setattr(loader, "parse_document", lambda *args: made.append(args[0]) or real_parse(*args))
+    coverage.run_line(results, [replace(ran[1], source=str(ROOT / "test.yaml"))])
+    assert [document[0]["name"] for document in made] == [ran[0].name]
 
 
 def test_a_huge_run_is_pointed_to_the_command(monkeypatch):

@@ -339,25 +339,29 @@ def test_a_worker_whose_runner_failed_is_replaced_and_the_run_goes_on(monkeypatc
 
 def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypatch, tmp_path):
     """A worker gets the next case while it runs one: x2 is sent while x1 runs (slowly); the worker leaves
-    after x1 (its session unfit) without starting x2, which goes back and runs once, on the fresh worker."""
+    after x1 (its session unfit) without starting x2, which goes back and runs once, on the fresh worker. The
+    cases the workers were forked with (``known``: x0 to x2) reach them as the very objects they hold (sent by
+    position), the fresh worker's too; x3 is pickled."""
     from prmg_cli.device import execute
 
     log = tmp_path / "ran.txt"
     real_run_case = execute.run_case
+    cases = _cases(4)
 
     def logged(session, case, settings, target):
         if case.name == "x1":
             time.sleep(0.5)                           # x0's result is read and x2 sent meanwhile
         with open(log, "a") as ran:
-            ran.write(f"{case.name} {os.getpid()}\n")
+            ran.write(f"{case.name} {os.getpid()} {any(case is known for known in cases)}\n")
         result, fit = real_run_case(session, case, settings, target)
         return result, fit and case.name != "x1"
     monkeypatch.setattr(execute, "run_case", logged)
-    with execute.Executor(_settings(), (0,)) as executor:
-        results = executor.run(_cases(4))
+    with execute.Executor(_settings(), (0,), cases[:3]) as executor:
+        results = executor.run(cases)
     assert [r.status for r in results] == ["passed"] * 4
     ran = [line.split() for line in log.read_text().splitlines()]
-    assert [name for name, _ in ran] == ["x0", "x1", "x2", "x3"]
+    assert [(name, held) for name, _, held in ran] == [("x0", "True"), ("x1", "True"), ("x2", "True"),
+                                                        ("x3", "False")]
     assert ran[0][1] == ran[1][1] != ran[2][1] == ran[3][1]
 
 

@@ -168,14 +168,16 @@ def standin_toolkit(root: Path, emulator) -> Path:
     return root
 
 
-def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp_path, emulator):
+def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp_path, emulator, monkeypatch):
     """On a host with a toolkit (GE here a stand-in built in the test), ``prmg doctor`` says graph mode is available
     and how the shim would be built; the first ``prmg run --runner geir`` compiles runners/geir/prmg_geir.cpp with the
     host's C++ compiler against the toolkit's headers and libraries, loads it and judges its results (the
     operator's output, a refusal with GE's code from the compile phase), its report naming compiler, headers and
-    libraries; the next run reuses the build."""
+    libraries; the next run reuses the build. An IR declaring rotary_mode with another type than the int64 prmg
+    sets, or no output of the name prmg gives, is refused while building the graph, saying so."""
     if shutil.which("g++") is None:
         pytest.skip("no g++ on this host to build the stand-in GE and the shim with")
+    monkeypatch.delenv("PRMG_GE_INCLUDE", raising=False)    # GE's real headers, set for the syntax test, come first
     root = standin_toolkit(tmp_path / "cann", emulator)
     compiler = tmp_path / "cxx"                                  # the host's g++, each compile counted
     compiler.write_text(f'#!/bin/sh\n[ "$1" = --version ] || echo "$@" >> {tmp_path}/calls\n'
@@ -196,6 +198,17 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
         assert report["summary"]["graph_library"].startswith(how) and \
             f"with headers from {root}/compiler/include and linked with {root}/compiler/lib64/libge_runner.so, " \
             f"{root}/compiler/lib64/libgraph.so" in report["summary"]["graph_library"]
+
+    def refused_in_the_build(text, **variables):
+        result = prmg_here("run", cases, "--runner", "geir", "--report", "json", env={**env, **variables})
+        fp32 = json.loads(result.stdout)["cases"][0]
+        assert result.returncode == 1 and (fp32["status"], fp32["error_code"]) == ("failed", GRAPH_INVALID_IR_DEF)
+        assert f"the IR of InplacePartialRotaryMulGrad declares {text}" in fp32["message"], fp32["message"]
+
+    refused_in_the_build("attribute rotary_mode as VT_STRING, not VT_INT", STANDIN_GE_MODE_TYPE="VT_STRING")
+    grad = OPERATORS["grad"]
+    monkeypatch.setitem(OPERATORS, "grad", replace(grad, graph=replace(grad.graph, output="y")))
+    refused_in_the_build("no output y")
     built = [note for note in emulator_cache_base().glob(f"geir-*/{shim.BUILD_NOTE}") if str(root) in note.read_text()]
     assert len(built) == 1 and built[0].read_text().startswith(how) and (built[0].parent / shim.LIBRARY).is_file()
     assert len((tmp_path / "calls").read_text().splitlines()) == 1       # compiled once, on first use
@@ -243,6 +256,38 @@ def test_the_twin_refuses_an_ir_it_does_not_declare_in_the_build_phase(graph):
     assert (refused.status, refused.phase, refused.failed_call) == \
         (GRAPH_INVALID_IR_DEF, "build", "ge::Operator::GetAllIrAttrNamesAndTypes")
     assert "declares no attribute mode" in refused.error_message
+
+
+class SliceRecorder:
+    """Graph mode's library, recording the partial_slice each call hands it (None: a NULL pointer)."""
+
+    def __init__(self, library):
+        self.library, self.slices = library, []
+
+    def __getattr__(self, name):
+        return getattr(self.library, name)
+
+    def prmg_geir_run(self, call, report):
+        fields = call._obj
+        self.slices.append(list(fields.partial_slice[:fields.slice_count]) if fields.partial_slice else None)
+        return self.library.prmg_geir_run(call, report)
+
+
+def test_the_graph_gets_the_slice_list_as_written_and_a_null_one_leaves_the_attribute_unset(graph):
+    """The partial_slice attribute is the list the aclnn path passes as partialSlice: three values as three, and a
+    null partialSlice leaves the attribute unset, so that the IR's default {0, 0} applies (as the generated aclnn
+    layer applies the op definition's), which the twin does; both paths agree on each."""
+    cases = parse_document([
+        {"name": "three", "shape": [2, 2, 2, 16], "cos_shape": [1, 2, 1, 8], "partial_slice": [4, 12, 99]},
+        {"name": "null", "shape": [2, 2, 2, 16], "cos_shape": [1, 2, 1, 1], "null": ["partial_slice"]},
+        {"name": "two", "shape": [1, 1, 2, 8], "partial_slice": [2, 6]}], "s.yaml", ROOT)
+    settings = execute.RunSettings(toolkit=replace(graph, calls="aclnn+geir"))
+    with PairSession(settings.toolkit, 0) as both:
+        both.geir._library = recorder = SliceRecorder(both.geir._library)
+        results = [execute.run_case(both, case, settings)[0] for case in cases]
+    assert recorder.slices == [[4, 12, 99], None, [2, 6]]
+    agreed = ("passed", {"aclnn": "passed", "geir": "passed"})
+    assert [(result.status, result.paths) for result in results] == [agreed] * 3
 
 
 def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph):
@@ -373,6 +418,20 @@ def test_the_kernels_own_bugs_are_judged_on_graph_modes_host_tensors(graph, monk
     verdict = judge(case, inputs, outcome)
     assert outcome.path == "geir" and outcome.faults == ("clobber_passthrough",)
     assert verdict.status == "failed" and verdict.message.startswith("outside the slice at d=")
+
+
+def test_an_aclnn_only_bug_is_named_as_the_aclnn_paths(tmp_path):
+    """The mirror of the dropped slice: a bug only the aclnn path has (the kernel ignoring the storage offsets of
+    views, which graph mode's dense host tensors never have: the emulator's ignore_offset) fails the case under
+    aclnn+geir naming the aclnn path as the one that disagrees with the golden, graph mode's verdict passed."""
+    path = tmp_path / "offsets.yaml"
+    path.write_text("- {name: views, shape: [1, 1, 2, 8], partial_slice: [2, 6], dy_offset: 5, cos_offset: 3}\n")
+    result = prmg_here("run", path, "--runner", "aclnn+geir", "--report", "json",
+                       env={"PRMG_EMU_FAULT": "ignore_offset"})
+    case = json.loads(result.stdout)["cases"][0]
+    assert result.returncode == 1 and case["status"] == "failed" and case["paths"]["geir"] == "passed"
+    assert "; aclnn disagrees with the golden: " in case["message"] and "geir (graph mode) disagrees" not in \
+        case["message"] and case["paths"]["aclnn"].startswith("failed")
 
 
 def test_done_when_smoke_and_every_shipped_case_through_graph_mode(tmp_path):

@@ -769,14 +769,13 @@ def test_key_metrics_show_error_against_limit_in_units(metrics, shown):
 
 def test_sign_hidden_asks_the_whole_tensor_when_the_first_rows_hide_the_sign():
     """The weak-case check (``judge.sign_hidden``) asks whether a kernel flipping the sign of sin passes: on the rows
-    of about ``FAST_MIN_ELEMENTS`` slice elements at the start, then, only when it passes them, on the whole tensor.
+    of about ``SIGN_ROWS_ELEMENTS`` slice elements at the start, then, only when it passes them, on the whole tensor.
     sin tiny in every row: weak; tiny in those first rows only: not weak (the other rows show the sign); ordinary
     tables: not weak."""
-    from prmg_cli.judging import default_pass
-    from prmg_cli.judging.judge import sign_hidden
+    from prmg_cli.judging.judge import SIGN_ROWS_ELEMENTS, sign_hidden
 
     case = make_case((1, 128, 2, 64), (0, 64))
-    first = default_pass.FAST_MIN_ELEMENTS // 64
+    first = SIGN_ROWS_ELEMENTS // 64
     assert 0 < first < 256
     rng = np.random.default_rng(3)
     dy, cos = (rng.uniform(0.5, 1, shape).astype(np.float32) for shape in (case.shape, case.cos_shape))

@@ -243,3 +243,19 @@ def test_an_upward_import_is_found(low, added, high):
     graph = {**GRAPH, low: _imports(low, source)}
     assert f"{low} (stage {stage(low)}) imports {high} (stage {stage(high)})" in upward_imports(graph)
     assert upward_imports({**GRAPH, low: _imports(low)}) == []
+
+
+def test_each_stage_says_what_it_takes_and_gives_and_the_map_draws_the_stages_in_order():
+    """Issue 38's map, literally: each stage's ``__init__.py`` opens with ``Stage N, NAME: ... in ... out`` (N its
+    place in ``STAGES``), and docs/developing.md's drawing and the package's own docstring list the stages in that
+    order."""
+    drawing = (ROOT / "docs" / "developing.md").read_text().split("```\n")[1]
+    drawn = re.findall(r"^(\d) (\w+)/ ", drawing, flags=re.M)
+    assert [(int(number), name) for number, name in drawn] == sorted(
+        ((index, name) for index, name in enumerate(STAGES, 1)), reverse=True), drawn
+    for index, name in enumerate(STAGES, 1):
+        text = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text())) or ""
+        first = text.split("\n\n")[0]
+        assert first.startswith(f"Stage {index}, ") and " in" in first and " out" in first, (name, first)
+    top = " ".join((ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())) or "").split())
+    assert ", ".join(f"``{name}`` ({index})" for index, name in enumerate(STAGES, 1)) in top    # the package's own

@@ -674,6 +674,19 @@ def test_visible_escapes_what_could_change_the_screen(text, shown):
     assert visible(text) == shown
 
 
+def test_visible_escapes_by_category_in_non_ascii_text_too():
+    """Every code point of the BMP after a printable non-ASCII one (the table's ``≤``) is escaped exactly when it is a
+    named escape or of a hidden category (printable text takes a shortcut that must agree)."""
+    import unicodedata
+
+    from prmg_cli.results import _HIDDEN_CATEGORIES, _NAMED_ESCAPES, _escape
+
+    for code in range(0x10000):
+        char = chr(code)
+        hidden = char in _NAMED_ESCAPES or unicodedata.category(char) in _HIDDEN_CATEGORIES
+        assert visible("\u2264" + char) == "\u2264" + (_escape(char) if hidden else char), hex(code)
+
+
 def test_a_count_of_one_meets_a_singular_noun(tmp_path):
     """Wherever prmg puts a count before a noun (``results.plural``), one of it reads in the singular."""
     from prmg_cli.device import acl

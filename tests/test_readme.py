@@ -32,9 +32,14 @@ def _shell_blocks(text: str) -> list[str]:
             continue
         if inside:
             lines.append(stripped)
+    return _joined(lines)
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """``lines`` (stripped) with each one ending in a backslash joined to the next, as the shell reads them."""
     joined, pending = [], ""
     for line in lines:
-        pending += line[:-1] + " " if line.endswith("\\") else line
+        pending += line[:-1].rstrip() + " " if line.endswith("\\") else line
         if not line.endswith("\\"):
             joined.append(pending)
             pending = ""
@@ -47,14 +52,14 @@ def documentation() -> str:
 
 
 def _help_examples() -> list[str]:
-    """The ``prmg ...`` example lines of every command's ``--help``."""
+    """The ``prmg ...`` example commands of every command's ``--help`` (continuation lines joined)."""
     from prmg_cli.commands import COMMANDS, load
 
     commands = []
     for name in COMMANDS:
         module = load(name)
         text = (module.main.__doc__ or "") + module.EPILOG
-        commands += [line.strip() for line in text.splitlines() if line.strip().startswith("prmg ")]
+        commands += [line for line in _joined([line.strip() for line in text.splitlines()]) if line.startswith("prmg ")]
     return commands
 
 
@@ -289,3 +294,17 @@ def test_the_browser_target_does_what_the_readme_says():
     command = re.search(r"(apt-get update -qq && .*chromium)\)", " ".join(target.replace("\\\n", " ").split())).group(1)
     assert f"runs `{command}`" in " ".join((ROOT / "README.md").read_text().split())
     assert "echo 'make browser: no chromium found; installing it with apt-get" in target
+
+
+def test_the_fault_shape_example_is_a_shape_of_the_smoke_suite():
+    """docs/runners.md's example of a fault narrowed by PRMG_EMU_FAULT_SHAPE acts on as many cases of
+    cases/smoke.yaml as it says: its pass cases of that shape (it named a shape the suite no longer had, so the
+    run said FAULTS NAMED BUT NEVER INJECTED)."""
+    from prmg_cli.cases.loader import load_cases
+
+    said = re.search(r"FAULTS INJECTED: sign \(PRMG_EMU_FAULT_SHAPE=([\d,]+): acted on (\d+) of (\d+) cases: \.\.\.\)` "
+                     r"for `cases/smoke.yaml`", (ROOT / "docs" / "runners.md").read_text())
+    cases = load_cases([ROOT / "cases" / "smoke.yaml"])
+    shape = tuple(int(size) for size in said.group(1).split(","))
+    assert len(cases) == int(said.group(3))
+    assert sum(case.shape == shape and case.expect.success for case in cases) == int(said.group(2))

@@ -834,6 +834,21 @@ WEAK = """
 """
 
 
+def test_validate_warns_of_partners_alike_as_the_run_will(tmp_path):
+    """A RoPE table without ``partners_alike: REASON`` passes its run with the partners-alike warning: validate says
+    so first (it said nothing, and a newcomer's case written from the README's example without that line was valid
+    without a word, then warned twice in its run); with the reason, or uniform tables, no warning."""
+    from prmg_cli.commands.suite import validate_paths
+    from prmg_cli.judging.judge import PARTNERS_ALIKE_WARNING
+
+    rope = "inputs: {cos: {rope: {base: 10000, offset: 5}}, sin: {rope: {base: 10000, offset: 5}}}"
+    path = write(tmp_path, f"- {{name: rope, shape: [1, 3, 2, 16], broadcast: 1S1D, {rope}}}\n"
+                           f"- {{name: said, shape: [1, 3, 2, 16], broadcast: 1S1D, {rope}, partners_alike: RoPE}}\n"
+                           "- {name: drawn, shape: [1, 3, 2, 16]}\n")
+    warnings = [line for line in validate_paths([str(path)], None).splitlines() if line.startswith("warning")]
+    assert warnings == [f"warning: {path}: case 'rope': {PARTNERS_ALIKE_WARNING}"]
+
+
 @pytest.mark.parametrize("fault", ["", "neg_sin"])
 def test_a_case_whose_tolerance_or_values_hide_the_sign_of_sin_is_weak(emulator, monkeypatch, tmp_path, fault):
     """A kernel rotating the wrong way passes a case with a huge budget or allclose atol, or with sin tiny against

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -261,7 +261,14 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
 def _elsewhere(case: Case, supported_modes) -> dict:
     """``Facts``' ``chip_rules``, the rule ``case`` breaks first on the A2/A3 chips (one tiling for both) when its
     operator runs there and the rule is theirs alone (``OperatorSpec.chip_rules``), and ``builds_differ``, the builds
-    of ``OperatorSpec.builds`` on which it earns another status than on the latest."""
+    of ``OperatorSpec.builds`` on which it earns another status than on the latest: found once for all the cases
+    that differ only in what no rule reads (their name, file, seed, tags and note)."""
+    return _ruled_elsewhere(replace(case, name="", source="", seed=0, tags=(), note=None), supported_modes)
+
+
+@lru_cache(maxsize=1 << 10)
+def _ruled_elsewhere(case: Case, supported_modes) -> dict:
+    """``_elsewhere`` of ``case``."""
     spec = OPERATORS[case.op]
     chips = [found[0].rule for soc in sorted(MEMBASE_SOCS.intersection(spec.socs))[:1]
              if (found := constraints.violation_details(case, supported_modes, soc))
@@ -366,21 +373,26 @@ def summary(coverages: Sequence[OpCoverage], shown: int = MISSING_SHOWN, where: 
     return line
 
 
-def run_line(results: Sequence) -> str | None:
+def run_line(results: Sequence, known: Sequence = ()) -> str | None:
     """``coverage: ...`` (``summary``, pointing to ``prmg coverage`` for more than ``MISSING_SHOWN`` missing
     classes) of the cases of ``results`` that ran (statuses ``RAN``) and carry their definition; None when none
-    does. Past ``RUN_LINE_LIMIT`` cases made from the definitions (about 1 ms each; a stored definition states one
-    case: ``store``) the line says to run ``prmg coverage`` instead."""
+    does. A result's case is the one of ``known`` (the run's own cases) of its name and file, else made from its
+    definition. Past ``RUN_LINE_LIMIT`` cases made from the definitions (about 1 ms each; a stored definition states
+    one case: ``store``) the line says to run ``prmg coverage`` instead."""
     from .loader import parse_document
 
     ran = [result for result in results if result.status in RAN and result.definition]
     if len(ran) > RUN_LINE_LIMIT:
         return f"coverage: not computed for {len(ran)} cases (over {RUN_LINE_LIMIT}); run prmg coverage PATH..."
+    at_hand = {(case.name, case.source): case for case in known}
     cases = []
     for result in ran:
         if len(cases) > RUN_LINE_LIMIT:                # counted in cases too, whatever a definition makes
             return f"coverage: not computed for over {RUN_LINE_LIMIT} cases; run prmg coverage PATH..."
         source = result.source or "run"
+        if (result.name, result.source) in at_hand:
+            cases.append(at_hand[result.name, result.source])
+            continue
         try:
             cases += parse_document([result.recorded_definition()], source, Path(source).parent)
         except PrmgError:                              # a file: input gone since: the case is not counted

@@ -92,8 +92,10 @@ def check_strength(case: dict, notes: list) -> None:
     value = gencase.load_generated([case])[0]
     cannot, blind = weak_spots(value)
     rope = any("rope" in case.get("inputs", {}).get(tensor, {}) for tensor in ("cos", "sin"))
-    per_request = (f"one position per request: --broadcast B11D --inputs cos=rope:BASE:P1;P2;...;P{value.shape[0]},"
-                   f"sin=rope:BASE:P1;...;P{value.shape[0]}")
+    batch = value.shape[0]
+    positions = ";".join(f"P{index}" for index in range(1, batch + 1)) if batch <= 3 else f"P1;P2;...;P{batch}"
+    per_request = (f"one position per request: --broadcast B11D --inputs cos=rope:BASE:{positions},"
+                   f"sin=rope:BASE:{positions}")
     if cannot:
         hint = f"; give positions past 0 (cos=rope:BASE:OFFSET) or {per_request}" if rope else ""
         raise PrmgError(f"this case cannot fail: {cannot}{hint}", case=case["name"], field="inputs")

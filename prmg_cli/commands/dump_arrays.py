@@ -11,13 +11,14 @@ import numpy as np
 
 from .. import files
 from ..case import Case
-from ..cases.loader import NAME_PATTERN, input_files, load_cases, select
+from ..cases.loader import NAME_PATTERN, input_files, load_cases, select, validate
 from ..device.artifacts import whole, write_folder
 from ..device.execute import default_max_memory, memory_need
 from ..errors import PrmgError
 from ..inputs.seeded import make_inputs
 from ..ops import OPERATORS
 from ..results import plural
+from ..vocab import ROTARY_MODES
 from ..writes import FOLDER, Output, check_outputs
 
 
@@ -43,6 +44,7 @@ def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> st
     """``prmg dump``: writes every selected case under ``out`` (nothing outside it); returns a one-line
     summary. Any write failure (a full disk, an unwritable or non-folder ``out``) is one PrmgError."""
     loaded = load_cases(paths)
+    validate(loaded, frozenset(ROTARY_MODES.values()))    # a pass case breaking a rule has no golden: as run refuses
     cases = select(loaded, keyword, ())
     check_outputs([Output(out, "dump", FOLDER, tuple(case.name for case in cases))], input_files(paths, loaded))
     root = Path(out)

@@ -45,10 +45,14 @@ Request = request_type("GenCaseRequest", OPTIONS, "The options of ``prmg gen-cas
 
 EPILOG = """\b
 Examples:
-  prmg gen-case --shape 2,16,4,128 --broadcast 1S1D --slice 32,96 --dtype bfloat16 --cos-dtype float32
-  prmg gen-case --shape 1,1,1,2048 --slice 0,64 --expect ACLNN_ERR_INNER_TILING_ERROR -o neg.yaml --append
-  prmg gen-case --shape 1,16,8,128 --broadcast 1S1D --mode half --inputs cos=rope:500000,sin=rope:500000
-  prmg gen-case --shape 2,1,32,128 --broadcast B11D --mode half --inputs "cos=rope:5e5:37;4095,sin=rope:5e5:37;4095"
+  prmg gen-case --shape 2,16,4,128 --broadcast 1S1D --slice 32,96 \\
+      --dtype bfloat16 --cos-dtype float32
+  prmg gen-case --shape 1,1,1,2048 --slice 0,64 \\
+      --expect ACLNN_ERR_INNER_TILING_ERROR -o neg.yaml --append
+  prmg gen-case --shape 1,16,8,128 --broadcast 1S1D --mode half \\
+      --inputs cos=rope:500000,sin=rope:500000
+  prmg gen-case --shape 2,1,32,128 --broadcast B11D --mode half \\
+      --inputs "cos=rope:5e5:37;4095,sin=rope:5e5:37;4095"
   prmg gen-case --preset smoke -o cases/smoke.yaml
   prmg gen-case --preset cover -o cases/cover.yaml
   prmg gen-case --preset models --tag long -o models-long.yaml

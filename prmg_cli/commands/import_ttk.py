@@ -14,9 +14,11 @@ OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list: a kernel 
 Request = request_type("ImportTtkRequest", OPTIONS, "The options of ``prmg import-ttk``.")
 
 EPILOG = """\b
-Example:
-  prmg import-ttk tests/data/ttk_kernel_inplace_partial_rotary_mul_grad.csv -o cases/ttk_upstream.yaml
-  prmg import-ttk tests/data/ttk_e2e_inplace_partial_rotary_mul_backward.csv -o cases/ttk_upstream_e2e.yaml
+Examples:
+  prmg import-ttk tests/data/ttk_kernel_inplace_partial_rotary_mul_grad.csv \\
+      -o cases/ttk_upstream.yaml
+  prmg import-ttk tests/data/ttk_e2e_inplace_partial_rotary_mul_backward.csv \\
+      -o cases/ttk_upstream_e2e.yaml
 """
 
 

@@ -29,7 +29,8 @@ EPILOG = """\b
 Examples (two shards, say on two hosts, then one report):
   prmg run cases/smoke.yaml --shard 1/2 --results smoke-1.jsonl
   prmg run cases/smoke.yaml --shard 2/2 --results smoke-2.jsonl
-  prmg report smoke-1.jsonl smoke-2.jsonl --cases cases/smoke.yaml --report junit:smoke.xml --report markdown:smoke.md
+  prmg report smoke-1.jsonl smoke-2.jsonl --cases cases/smoke.yaml \\
+      --report junit:smoke.xml --report markdown:smoke.md
   prmg report smoke-1.jsonl smoke-2.jsonl --report json -o smoke.json
 """
 

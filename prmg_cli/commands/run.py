@@ -63,7 +63,8 @@ Request = request_type("RunRequest", OPTIONS, "The options of ``prmg run`` as pl
 EXAMPLES = """\b
 Examples:
   prmg run cases/
-  prmg run cases/smoke.yaml --runner aclnn --report junit:smoke.xml --report json:smoke.json
+  prmg run cases/smoke.yaml --runner aclnn \\
+      --report junit:smoke.xml --report json:smoke.json
   prmg run cases/ -k bf16 --tag broadcast --standard allclose
   prmg run cases/ --supported-modes 0,1,2,3 --exclude-tag mode-unsupported
   prmg run cases/smoke.yaml --check adjoint,determinism --repeat 5

@@ -78,17 +78,20 @@ VALIDATE_ELEMENTS = 1 << 22
 
 
 def weak_warning(case: Case) -> str | None:
-    """``judge.SIGN_HIDDEN_WARNING`` for a pass case (of at most ``VALIDATE_ELEMENTS`` elements) whose tolerance or
-    values hide the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden), else
-    None."""
+    """For a pass case (of at most ``VALIDATE_ELEMENTS`` elements) the warning its run would give of its inputs:
+    ``judge.PARTNERS_ALIKE_WARNING`` when its sin is alike at both lanes of every pair without a word why
+    (``judge.partners_alike_warned``: a RoPE table), ``judge.SIGN_HIDDEN_WARNING`` when its tolerance or values hide
+    the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden); else None."""
     from ..inputs.seeded import make_inputs
-    from ..judging.judge import SIGN_HIDDEN_WARNING, sign_hidden
+    from ..judging.judge import PARTNERS_ALIKE_WARNING, SIGN_HIDDEN_WARNING, partners_alike_warned, sign_hidden
 
     if not case.expect.success or case.known_defect or math.prod(case.shape) > VALIDATE_ELEMENTS:
         return None
+    inputs = make_inputs(case)
+    if partners_alike_warned(case, inputs):
+        return PARTNERS_ALIKE_WARNING
     judged = (case.standard, case.tolerance) if case.golden else (None, ())
-    return SIGN_HIDDEN_WARNING if sign_hidden(case, make_inputs(case), standard_of(judged[0]), dict(judged[1])) \
-        else None
+    return SIGN_HIDDEN_WARNING if sign_hidden(case, inputs, standard_of(judged[0]), dict(judged[1])) else None
 
 
 def parse_size(text: str) -> int:
@@ -100,12 +103,12 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * scale)
 
 
-def check_timeout(timeout: float | None, option: str = "--timeout") -> float | None:
-    """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None)."""
+def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = "no limit") -> float | None:
+    """``timeout`` seconds as a limit: a finite number >= 0 (0: none, returned as None; ``zero`` says what 0 means)."""
     if timeout is None:
         return None
     if not math.isfinite(timeout) or timeout < 0 or timeout > MAX_SECONDS:
-        raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: no limit), got {timeout!r}")
+        raise PrmgError(f"{option} must be a finite number of seconds >= 0 (0: {zero}), got {timeout!r}")
     return timeout or None
 
 
@@ -361,7 +364,7 @@ def run_suite(request) -> int:
     if request.cluster is not None and (request.devices is not None or request.device != 0):
         raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for "
                         "local runs")
-    check_timeout(request.progress_interval, "--progress-interval")
+    check_timeout(request.progress_interval, "--progress-interval", "no progress lines")
     if request.cluster is None:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
@@ -398,7 +401,7 @@ def run_suite(request) -> int:
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
         try:
-            with cluster.executor(settings) if cluster else execute.Executor(settings, devices) as executor:
+            with cluster.executor(settings) if cluster else execute.Executor(settings, devices, cases) as executor:
                 info = run.info
                 info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
@@ -422,7 +425,7 @@ def run_suite(request) -> int:
         if late and not run.stopped:            # after the last case, before the reports: the run was stopped
             run.stop(*_STOPPED[late])
         ordered, missing = run.finish(settings, selection)
-        _write_reports(targets, ordered, run.info, request)
+        _write_reports(targets, ordered, run.info, request, cases)
     finally:
         with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
             for signum, handler in handlers.items():
@@ -545,10 +548,11 @@ class _Run:
         return ordered, missing
 
 
-def _write_reports(targets, results: list[CaseResult], info: RunInfo, request) -> None:
-    """Every report of ``targets``; when none goes to standard output, the failures and the summary line
-    are printed there, so the console still tells what happened."""
-    options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details)
+def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, cases: Sequence[Case] = ()) -> None:
+    """Every report of ``targets`` (of ``cases``, the run's); when none goes to standard output, the failures and the
+    summary line are printed there, so the console still tells what happened."""
+    options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details,
+                                    cases=tuple(cases))
     for target in targets:
         if target.path is None:             # a table on stdout: its header was printed before the first case
             write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))

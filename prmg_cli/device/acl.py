@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import math
 import os
 import time
 from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
@@ -438,7 +439,7 @@ def _contiguous_layout(shape: tuple[int, ...]) -> _Layout:
     for dim in reversed(shape):
         strides.append(step)
         step *= dim
-    return _Layout(tuple(shape), tuple(reversed(strides)), tuple(shape), int(np.prod(shape, dtype=np.int64)))
+    return _Layout(tuple(shape), tuple(reversed(strides)), tuple(shape), math.prod(shape))
 
 
 def _layout(case: Case, tensor: str) -> _Layout:
@@ -503,9 +504,9 @@ def _view(storage: np.ndarray, layout: _Layout) -> np.ndarray:
 def _shaped(values: np.ndarray, dtype_name: str, shape: tuple[int, ...], case: Case, tensor: str) -> np.ndarray:
     """``values`` as a contiguous array of dtype ``dtype_name`` and shape ``shape``."""
     array = np.ascontiguousarray(values, dtype=dtypes.to_numpy(dtype_name))
-    if array.size != int(np.prod(shape, dtype=np.int64)):
+    if array.size != math.prod(shape):
         raise PrmgError(f"{tensor} has {plural(array.size, 'value')} but shape {list(shape)} needs "
-                        f"{int(np.prod(shape, dtype=np.int64))}", file=case.source, case=case.name, field="inputs")
+                        f"{math.prod(shape)}", file=case.source, case=case.name, field="inputs")
     return array.reshape(shape)
 
 

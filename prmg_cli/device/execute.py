@@ -423,10 +423,10 @@ class CaseWorker:
             pass
 
 
-def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
-    """A worker's life: open a session on ``device``, then run each case the parent sends, until told
-    to stop, until its session is no longer fit (it then exits and the parent starts a fresh one), or
-    until its parent is gone."""
+def _worker_main(conn, settings: RunSettings, device: int, parent: int, known: Sequence[Case] = ()) -> None:
+    """A worker's life: open a session on ``device``, then run each case the parent sends (a case, or its
+    position in ``known``, the cases the worker was forked with), until told to stop, until its session is no
+    longer fit (it then exits and the parent starts a fresh one), or until its parent is gone."""
     die_with_parent()
     if os.getppid() != parent:
         os._exit(0)
@@ -451,6 +451,8 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int) -> None:
             case = conn.recv()
             if case is None:
                 break
+            if isinstance(case, int):
+                case = known[case]
             try:
                 result, fit = worker.run(case)
             except Exception:                          # a bug in prmg: the parent ends the run (exit code 3)
@@ -529,11 +531,12 @@ class Schedule:
 class _Worker:
     """One worker process pinned to one device, the case it is running, and the cases sent after it."""
 
-    def __init__(self, context, settings: RunSettings, device: int):
+    def __init__(self, context, settings: RunSettings, device: int, known: Sequence[Case] = ()):
         self.device = device
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, settings, device, os.getpid()),
+        self.process = context.Process(target=_worker_main, args=(child, settings, device, os.getpid(), known),
                                        daemon=True)
+        self._positions = {id(case): position for position, case in enumerate(known)}
         with signals_held():                          # Ctrl-C or SIGTERM now reaches the parent after the fork
             self.process.start()
         child.close()
@@ -563,8 +566,9 @@ class _Worker:
 
     def start(self, index: int, case: Case, timeout: float | None) -> None:
         """Send ``case`` (number ``index`` of the run) to the worker. An idle worker starts it now, and its
-        deadline starts now; else it is queued and starts when the cases before it have finished."""
-        self.conn.send(case)
+        deadline starts now; else it is queued and starts when the cases before it have finished. A case the
+        worker was forked with goes as its position (no pickling on either side)."""
+        self.conn.send(self._positions.get(id(case), case))
         if self.case is None:
             self.index, self.case = index, case
             self.deadline = time.monotonic() + timeout if timeout else None
@@ -642,14 +646,16 @@ class Executor:
     Each worker has the next case in its pipe while it runs one (``QUEUED``), so that it never waits for
     this process to read a result and send more: a case a worker could not start (it crashed, hung or
     left) goes back to the schedule. Under fail-fast a worker gets one case at a time, so that nothing
-    starts after the first failure.
+    starts after the first failure. ``known``, the cases ``run`` will be given (a run's), are forked with every
+    worker, which then gets each of them as its position (a small run pickled each case twice otherwise).
     """
 
     QUEUED = 1                                         # cases sent to a worker beyond the one it runs
 
-    def __init__(self, settings: RunSettings, devices: Sequence[int] = (0,)):
+    def __init__(self, settings: RunSettings, devices: Sequence[int] = (0,), known: Sequence[Case] = ()):
         self.settings = settings
         self.devices = tuple(devices)
+        self._known = tuple(known)                       # forked with every worker, then sent by position
         self._context = multiprocessing.get_context("fork")
         if settings.bfloat16:
             dtypes.bfloat16()                            # once here, inherited by every worker
@@ -658,7 +664,7 @@ class Executor:
         self._wedging = Wedging(settings.max_timeouts, self.wedged)
         try:
             for device in self.devices:                  # all start together, then each must be ready
-                self._workers.append(_Worker(self._context, settings, device))
+                self._workers.append(_Worker(self._context, settings, device, self._known))
             for worker in self._workers:
                 worker.wait_ready()
         except BaseException:
@@ -688,7 +694,7 @@ class Executor:
         if worker.device in self.wedged:
             self._workers.remove(worker)
             return
-        fresh = _Worker(self._context, self.settings, worker.device)
+        fresh = _Worker(self._context, self.settings, worker.device, self._known)
         self._workers[self._workers.index(worker)] = fresh
         fresh.wait_ready()
 

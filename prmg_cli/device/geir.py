@@ -1,15 +1,18 @@
 """The ctypes binding to graph mode's library (``runners/geir/prmg_geir.h``: the GE shim, or the emulator's twin).
 
 One ``GeirSession`` per worker process: ``prmg_geir_initialize`` once per process and library (GEInitialize with the
-device id; ``prmg_geir_finalize`` when its last session closes), then per case ``launch``, which hands the library the case's host tensors and its IR's names (``OperatorSpec.graph``) and
-gets back GE's status, the phase and call that returned it, GE's message and the ref output:
+device id; ``prmg_geir_finalize`` when its last session closes), then per case ``launch``, which hands the library
+the case's host tensors and its IR's names (``OperatorSpec.graph``) and gets back GE's status, the phase and call
+that returned it, GE's message and the ref output:
 
   every host buffer sits between guard zones  [ guard 512 B | data | guard 512 B ]  (0xA5 bytes, as on the aclnn
   path's device): dy, cos and sin as fed to the graph, and the buffer the ref output is copied into. Any guard byte
   that changed, any change of an input (dy included: in graph mode the ref output is a tensor of its own, and the
   caller's dy must be left alone), an output of another size, shape or dtype than dy's (InferShape) is a breach of
   the contract. A null tensor of the case is an input left unlinked. A strided dy is fed dense: GE's tensors have
-  no strides (``constraints.graph_case`` skips the cases whose status the strides decide).
+  no strides (``constraints.graph_case`` skips the cases whose status the strides decide). The partial_slice
+  attribute is the list the case passes as partialSlice (``Case.slice_argument``: any length), and a null one is
+  left unset, so that the IR's default applies, as the generated aclnn layer applies the op definition's.
 
 The library's statuses are GE's (``status.STATUS_NAMES``), refusals those of the build and compile phases
 (``vocab.GRAPH_REFUSING``); a failure of the run phase means GE or the device failed: the session is then unfit.
@@ -40,7 +43,7 @@ from .acl import (APPLIED_FAULTS, RUNTIME_PROTOTYPES, Outcome, _describe_ranges,
                   free_device_memory, prepare_environment, same_bytes)
 from .toolkit import Toolkit, refuse_stub
 
-ABI_VERSION = 1                      # PRMG_GEIR_ABI_VERSION
+ABI_VERSION = 2                      # PRMG_GEIR_ABI_VERSION
 MAX_DIMS = 8                         # PRMG_GEIR_MAX_DIMS
 INPUTS = 3
 PHASES = ("", *GRAPH_PHASES)         # PRMG_GEIR_PHASE_*: 0 none, 1 init, 2 build, 3 compile, 4 run
@@ -233,13 +236,14 @@ class GeirSession:
         output = _HostBuffer(f"graph output {graph.output}", None, values["dy"].nbytes)
         dtype_names = {"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}
         acl_format = ACL_FORMATS[case.format]
-        slice_values = (c_int64 * len(case.partial_slice))(*case.partial_slice)
+        written = case.slice_argument()                # None: the attribute left unset (the IR's default)
+        slice_values = None if written is None else (c_int64 * len(written))(*written)
         call = _Call(graph.op_type.encode(), (c_char_p * INPUTS)(*(name.encode() for name in graph.inputs)),
                      graph.output.encode(),
                      (_Tensor * INPUTS)(*(_tensor(fed[role], values[role], dtype_names[role], acl_format, case, role)
                                           for role in ("dy", "cos", "sin"))),
                      graph.mode_attr.encode(), case.rotary_mode, graph.slice_attr.encode(), slice_values,
-                     len(case.partial_slice), output.address, output.data.size)
+                     len(written or ()), output.address, output.data.size)
         report = _Report()
         tensors = sum(buffer.data.size for buffer in (*fed.values(), output) if buffer is not None)
         self._cached = max(self._cached, GE_CACHE_FACTOR * tensors)

@@ -24,9 +24,16 @@ from .standards import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, standard_parameters
 from .standards.default import (STANDARD as _DEFAULT, balance_counts, balance_threshold, default_budget_into,
                                 rounding_margins)
 
-ONE_PASS = _DEFAULT.name    # the standard a large result is judged by in one pass (``fast_default``)
-# Smaller tensors are judged by the whole-array checks directly (the one pass would save nothing there).
+ONE_PASS = _DEFAULT.name    # the standard a result is judged by in one pass first (``fast_default``)
+# Without the compiled helper, smaller tensors are judged by the whole-array checks directly (numpy's block pass
+# saves nothing there); the compiled pass judges every size (a 256-element case in less time than numpy's checks).
 FAST_MIN_ELEMENTS = 1 << 12
+
+
+def one_pass_first(elements: int) -> bool:
+    """Whether a result of ``elements`` elements is judged by ``fast_default`` first: from ``FAST_MIN_ELEMENTS`` on,
+    and at any size when the compiled helper is there (``native.available``)."""
+    return elements >= FAST_MIN_ELEMENTS or native.available()
 
 
 @dataclass
@@ -167,8 +174,7 @@ class _NativeScan:
     """One thread's part of the compiled ``fast_default`` (``native.SOURCE``, ``prmg_judge_rows``): the same
     judgement as ``_SliceScan``'s over a range of rows, with the same findings as attributes."""
 
-    def __init__(self, lib, args, shared_stop, rows: tuple[int, int]):
-        capacity = native.SPECIAL_CAPACITY
+    def __init__(self, lib, args, shared_stop, rows: tuple[int, int], capacity: int = native.SPECIAL_CAPACITY):
         self.lib, self.args, self.rows, self.shared_stop = lib, args, rows, shared_stop
         self.arrays = [np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity),
                        np.empty(capacity)]
@@ -179,26 +185,18 @@ class _NativeScan:
         self.seconds = 0.0
 
     def run(self) -> None:
+        """The compiled scan of the rows, then its findings (``JudgeOut``) as ``_SliceScan``'s attributes."""
         began = time.perf_counter()
-        self.lib.prmg_judge_rows(ctypes.byref(self.args), self.rows[0], self.rows[1], ctypes.byref(self.out))
+        out = self.out
+        self.lib.prmg_judge_rows(ctypes.byref(self.args), self.rows[0], self.rows[1], ctypes.byref(out))
+        self.failed, self.overflow, self.input_fails = bool(out.failed), bool(out.overflow), bool(out.input_fails)
+        self.max_ratio, self.max_error, self.max_beyond = out.max_ratio, out.max_error, out.max_beyond
+        self.max_ulps, self.bound_ulps, self.ulps_at = out.max_ulps, out.bound_ulps, out.ulps_at
+        self.balance_up, self.balance_down, self.golden_seconds = out.balance_up, out.balance_down, out.golden_seconds
+        self.specials, self.special_values = [self.arrays[0][:out.specials]], [self.arrays[2][:out.specials]]
+        self.input_specials = [self.arrays[1][:out.input_specials]]
+        self.input_values = [self.arrays[3][:out.input_specials]]
         self.seconds = time.perf_counter() - began
-
-    def __getattr__(self, name):
-        out = self.__dict__["out"]
-        found = {"failed": lambda: bool(out.failed), "overflow": lambda: bool(out.overflow),
-                 "max_ratio": lambda: out.max_ratio, "max_error": lambda: out.max_error,
-                 "max_ulps": lambda: out.max_ulps, "bound_ulps": lambda: out.bound_ulps,
-                 "ulps_at": lambda: out.ulps_at,
-                 "balance_up": lambda: out.balance_up, "balance_down": lambda: out.balance_down,
-                 "max_beyond": lambda: out.max_beyond,
-                 "golden_seconds": lambda: out.golden_seconds,
-                 "specials": lambda: [self.arrays[0][:out.specials]],
-                 "special_values": lambda: [self.arrays[2][:out.specials]],
-                 "input_specials": lambda: [self.arrays[1][:out.input_specials]],
-                 "input_values": lambda: [self.arrays[3][:out.input_specials]]}.get(name)
-        if found is None:
-            raise AttributeError(name)
-        return found()
 
 
 def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
@@ -228,13 +226,15 @@ def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float
         balance_threshold=balance_threshold(fmt))
     rows = x.size // x.shape[-1]
     workers = native.HOST_THREADS if rows * length >= _NATIVE_SPLIT else 1
-    scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers)) for i in range(workers)]
+    capacity = min(native.SPECIAL_CAPACITY, rows * length)     # a small slice cannot list more (no overflow)
+    scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers), capacity)
+             for i in range(workers)]
     native.in_threads([scan.run for scan in scans])
     del keep
     if any(scan.overflow for scan in scans):
         return None
     shared.stop = bool(stop.value) or any(scan.failed for scan in scans)
-    shared.input_fails = any(bool(scan.out.input_fails) for scan in scans)
+    shared.input_fails = any(scan.input_fails for scan in scans)
     return scans
 
 
@@ -273,21 +273,42 @@ def fast_default(case: Case, inputs, result: np.ndarray, tolerance, timings: dic
     metrics are theirs, bit for bit. It stops at the first wrong block. ``timings["golden"]`` gets the pass's
     share spent widening the input and forming the golden.
     """
-    op = OPERATORS[case.op]
-    x, cos, sin = inputs.dy, inputs.cos, inputs.sin
+    if not _takes(case, inputs, result):
+        return None
+    return _one_pass(case, inputs, result, tolerance, timings)
+
+
+def passes(case: Case, inputs, result: np.ndarray, tolerance) -> bool | None:
+    """Whether ``result`` passes the ``default`` standard (the whole-array checks' verdict, found by the one pass:
+    ``fast_default``); None when the pass does not take such a case (the whole-array checks must say)."""
+    if not _takes(case, inputs, result):
+        return None
+    return _one_pass(case, inputs, result, tolerance, {}) is not None
+
+
+def _takes(case: Case, inputs, result: np.ndarray) -> bool:
+    """Whether the one pass judges ``result`` of ``case`` on ``inputs``: a float dtype, the input and the result
+    C-contiguous, arguments the operator's golden takes, and some elements."""
+    x = inputs.dy
     try:
         dtype = from_numpy(x.dtype).name
     except KeyError:
-        return None
+        return False
     if dtype not in FLOAT_FORMATS or not (x.flags.c_contiguous and result.flags.c_contiguous):
-        return None
-    start, end = (int(v) for v in case.partial_slice)
+        return False
     try:
-        op.check(x, cos, sin, case.rotary_mode, (start, end))
+        OPERATORS[case.op].check(x, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
     except ValueError:
-        return None
-    if x.size == 0:
-        return None
+        return False
+    return x.size > 0
+
+
+def _one_pass(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) -> _Passed | None:
+    """``fast_default`` of a case it takes (``_takes``)."""
+    op = OPERATORS[case.op]
+    x, cos, sin = inputs.dy, inputs.cos, inputs.sin
+    dtype = from_numpy(x.dtype).name
+    start, end = (int(v) for v in case.partial_slice)
     began = time.perf_counter()
     shared = _Shared()
     scale = standard_parameters(ONE_PASS, dtype, tolerance)["budget_scale"]
@@ -330,7 +351,7 @@ def _specials_right(op, inputs, case: Case, scans, indices: str, values: str) ->
     """Whether every non-finite element the scans set apart (attributes ``indices``, ``values``) is right
     by the ``nonfinite`` rule."""
     flat = [part for scan in scans for part in getattr(scan, indices)]
-    if not flat:
+    if not any(part.size for part in flat):
         return True
     flat, actual = np.concatenate(flat), np.concatenate([part for scan in scans for part in getattr(scan, values)])
     start, end = (int(v) for v in case.partial_slice)

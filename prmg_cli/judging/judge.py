@@ -269,7 +269,7 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
                      f"{inputs.dy.dtype} {inputs.dy.shape}")
         return
     start, end = (0, 0) if OPERATORS[case.op].no_op(case) else (int(v) for v in case.partial_slice)
-    if end > start and golden and standard == ONE_PASS and result.size >= default_pass.FAST_MIN_ELEMENTS:
+    if end > start and golden and standard == ONE_PASS and default_pass.one_pass_first(result.size):
         passed = default_pass.fast_default(case, inputs, result, tolerance, timings)
         if passed is not None:
             verdict.metrics.update(passed.metrics)
@@ -310,20 +310,29 @@ SIGN_HIDDEN_WARNING = ("weak: a kernel with the sign of sin flipped (rotating th
                        "tolerance or its values hide the sign; give it a tighter tolerance or values where sin matters")
 
 
+# The weak-case check judges the flip on the rows of about this many slice elements at the start first.
+SIGN_ROWS_ELEMENTS = 1 << 12
+
+
 def sign_hidden(case: Case, inputs, standard: str, tolerance: Mapping[str, float] | None = None) -> bool:
     """Whether a kernel flipping the sign of sin passes ``case`` on ``inputs`` by ``standard`` and ``tolerance``: the
-    result ``flipped_result`` judged by the standard alone (``_slice_evaluation``; outside the slice it is the input) on
-    the rows of about ``default_pass.FAST_MIN_ELEMENTS`` slice elements at the start (which decide for an ordinary
-    case: the flip fails there), then, only when it passes them, by ``judge_result`` on the whole tensor. False for a
-    call that computes nothing (an empty slice)."""
+    result ``flipped_result`` judged by the standard alone (``_slice_evaluation``, or the one pass's verdict under
+    ``default``: ``default_pass.passes``; outside the slice it is the input) on the rows of about
+    ``SIGN_ROWS_ELEMENTS`` slice elements at the start (which decide for an ordinary case: the flip fails there),
+    then, only when it passes them, by ``judge_result`` on the whole tensor. False for a call that computes nothing
+    (an empty slice)."""
     if OPERATORS[case.op].no_op(case):
         return False
     standard = standard_of(standard)
     rows = math.prod(case.shape[:3])
-    first = min(rows, max(1, default_pass.FAST_MIN_ELEMENTS // max(case.cos_shape[-1], 1)))
+    first = min(rows, max(1, SIGN_ROWS_ELEMENTS // max(case.cos_shape[-1], 1)))
     cut, cut_inputs = (case, inputs) if first == rows else rows_case(case, inputs, np.arange(first))
-    judged = _slice_evaluation(cut, cut_inputs, flipped_result(cut, cut_inputs), standard, tolerance)
-    if judged is None or judged[0].failed:        # the verdict alone: a failure's diagnosis would be thrown away
+    flipped = flipped_result(cut, cut_inputs)
+    passed = default_pass.passes(cut, cut_inputs, flipped, tolerance) if standard == ONE_PASS else None
+    if passed is None:
+        judged = _slice_evaluation(cut, cut_inputs, flipped, standard, tolerance)
+        passed = judged is not None and not judged[0].failed    # the verdict alone: no diagnosis of a failure
+    if not passed:
         return False
     return first == rows or judge_result(case, inputs, flipped_result(case, inputs), standard,
                                          tolerance).status == "passed"

@@ -86,6 +86,7 @@ class Rotation:
             _signed(self.second_sign, sin[..., j2], b.imag[..., ks])
 
 
+@functools.lru_cache(maxsize=64)
 def sin_partners(rotation: Rotation, rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray]:
     """Per pair of the slice, the sin lanes ``j`` and ``j'`` its two results take (``Rotation.lanes``). A kernel that
     swaps them (each element its own sin where its partner's belongs, or the reverse) computes exactly the same
@@ -96,7 +97,14 @@ def sin_partners(rotation: Rotation, rotary_mode: int, length: int) -> tuple[np.
         _, j, _, j2 = rotation.lanes(block)
         first.append(lanes[j])
         second.append(lanes[j2])
-    return (np.concatenate(first), np.concatenate(second)) if first else (lanes[:0], lanes[:0])
+    return _read_only(*((np.concatenate(first), np.concatenate(second)) if first else (lanes[:0], lanes[:0])))
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``arrays``, each made read-only: what a cache hands every caller."""
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
 
 
 def partners_alike(rotation: Rotation, sin: np.ndarray, rotary_mode: int) -> bool:
@@ -125,11 +133,13 @@ def _combine(sign: int):
 LaneTerms = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+@functools.lru_cache(maxsize=64)
 def lane_terms(rotation: Rotation, rotary_mode: int, length: int) -> LaneTerms:
     """Per output lane ``j`` of the slice: ``(kept, partner, sign, cos_lane, sin_lane)`` with
     ``out[j] = c[cos_lane]*x[kept] + sign * s[sin_lane]*x[partner]`` -- at ``p'`` kept ``p``, partner ``q``,
     ``first_sign``; at ``q'`` kept ``q``, partner ``p``, ``second_sign``; cos and sin of the kept and partner
-    lanes (``tables_at == "input"``) or of ``j`` itself (``"output"``)."""
+    lanes (``tables_at == "input"``) or of ``j`` itself (``"output"``). Read-only arrays, made once per rotation,
+    mode and length."""
     kept, partner, sign = (np.zeros(length, np.int64) for _ in range(3))
     lanes = np.arange(length)
     for block in rotation.pairs(rotary_mode, length) if length else ():
@@ -137,8 +147,8 @@ def lane_terms(rotation: Rotation, rotary_mode: int, length: int) -> LaneTerms:
         kept[block.first_out], partner[block.first_out], sign[block.first_out] = first, second, rotation.first_sign
         kept[block.second_out], partner[block.second_out], sign[block.second_out] = second, first, rotation.second_sign
     if rotation.tables_at == "input":
-        return kept, partner, sign, kept.copy(), partner.copy()
-    return kept, partner, sign, lanes.copy(), lanes.copy()
+        return _read_only(kept, partner, sign, kept.copy(), partner.copy())
+    return _read_only(kept, partner, sign, lanes.copy(), lanes.copy())
 
 
 def check_arguments(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,
@@ -159,13 +169,19 @@ def check_arguments(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.
     for axis in range(3):
         if cos.shape[axis] not in (1, x.shape[axis]):
             raise ValueError(f"cos axis {axis} = {cos.shape[axis]} is neither 1 nor {x.shape[axis]}")
+    if not _splits_into_pairs(rotation, rotary_mode, length):
+        raise ValueError(f"slice length {length} does not split into the pairs of mode {rotary_mode}")
+    return start, end
+
+
+@functools.lru_cache(maxsize=64)
+def _splits_into_pairs(rotation: Rotation, rotary_mode: int, length: int) -> bool:
+    """Whether the pairs of ``rotary_mode`` cover each lane of a slice of ``length`` once, as equal halves."""
     blocks = rotation.pairs(rotary_mode, length)
     firsts = [range(*block.first.indices(length)) for block in blocks]
     seconds = [range(*block.second.indices(length)) for block in blocks]
     paired = sorted(index for lanes in firsts + seconds for index in lanes)
-    if paired != list(range(length)) or any(len(a) != len(b) for a, b in zip(firsts, seconds)):
-        raise ValueError(f"slice length {length} does not split into the pairs of mode {rotary_mode}")
-    return start, end
+    return paired == list(range(length)) and all(len(a) == len(b) for a, b in zip(firsts, seconds))
 
 
 def rotated_slice(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rotary_mode: int,

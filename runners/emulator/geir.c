@@ -14,7 +14,8 @@
  *   run      the inputs copied to device memory, the emulator's own kernel launched (the same kernel as the
  *            aclnn path), the stream synchronized (a kernel fault's status as it is), the ref output copied
  *            back into the caller's buffer; the caller's host inputs are never written.
- * An attribute the graph does not set takes the IR's default (rotary_mode 0, partial_slice {0, 0}).
+ * An attribute the graph does not set takes the IR's default (rotary_mode 0, partial_slice {0, 0}): a partial_slice
+ * of NULL (prmg's null partialSlice) is left unset; a list of any other length is the attribute as written.
  *
  * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
@@ -422,9 +423,9 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
     uint64_t faults = 0;
     if (prmg_emu_geir_faults(call->inputs[0].dims, call->inputs[0].dim_count, &faults) != 0)
         return record(report, GE_FAILED, PRMG_GEIR_PHASE_BUILD, "prmg_geir_run", "%s", runtime_message());
-    /* an attribute the graph lost takes its IR default */
+    /* an attribute the graph left unset (partial_slice NULL) or lost takes its IR default */
     int64_t mode = has_fault(faults, FAULT_GEIR_MODE_DROPPED) ? DEFAULT_MODE : call->rotary_mode;
-    const int drop_slice = has_fault(faults, FAULT_GEIR_SLICE_DROPPED);
+    const int drop_slice = call->partial_slice == NULL || has_fault(faults, FAULT_GEIR_SLICE_DROPPED);
     const int64_t *slice = drop_slice ? DEFAULT_SLICE : call->partial_slice;
     uint64_t slice_count = drop_slice ? 2 : call->slice_count;
     graph_state state = {0};

@@ -6,8 +6,9 @@
  * Per process: GEInitialize (device id, graph run mode, precision mode keeping every dtype as given) and one
  * ge::Session. Per case: a graph of one Data node per linked input (host placement, index in feed order) and
  * the operator made from its IR by type name, inputs linked and attributes set by the IR's names (after
- * checking that the IR declares them: an attribute GE does not know would be added silently and the IR's
- * default used), the operator's ref output as the graph's output; AddGraph, CompileGraph, RunGraph on host
+ * checking that the IR declares them, with the types prmg sets: an attribute GE does not know would be added
+ * silently and the IR's default used; one of another type would replace the IR's; a partial_slice of NULL is left
+ * unset, to its IR default), the operator's ref output as the graph's output; AddGraph, CompileGraph, RunGraph on host
  * tensors, RemoveGraph. A failing step reports GE's status, the step's phase and GEGetErrorMsgV2().
  */
 #include "prmg_geir.h"
@@ -107,18 +108,45 @@ uint32_t make_operator(const prmg_geir_call &call, ge::Operator &op, prmg_geir_r
     uint32_t status = op.GetAllIrAttrNamesAndTypes(attributes);
     if (status != ge::GRAPH_SUCCESS)
         return failed(report, status, PRMG_GEIR_PHASE_BUILD, "ge::Operator::GetAllIrAttrNamesAndTypes");
-    for (const char *name : {call.mode_attr, call.slice_attr}) {
-        if (attributes.find(ge::AscendString(name)) == attributes.end())
+    // what prmg sets each attribute as (SetAttr with int64_t, with std::vector<int64_t>), in GE's type names
+    const std::pair<const char *, const char *> wanted[] = {{call.mode_attr, "VT_INT"},
+                                                            {call.slice_attr, "VT_LIST_INT"}};
+    for (const auto &attribute : wanted) {
+        const auto found = attributes.find(ge::AscendString(attribute.first));
+        if (found == attributes.end())
             return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
                           "ge::Operator::GetAllIrAttrNamesAndTypes",
                           "the IR of %s declares no attribute %s (it declares %s): set by that name, GE would add it "
-                          "as an unknown attribute and the operator would use its IR default", call.op_type, name,
-                          attribute_list(attributes).c_str());
+                          "as an unknown attribute and the operator would use its IR default", call.op_type,
+                          attribute.first, attribute_list(attributes).c_str());
+        const char *declared = found->second.GetString() != nullptr ? found->second.GetString() : "";
+        if (std::strcmp(declared, attribute.second) != 0)
+            return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                          "ge::Operator::GetAllIrAttrNamesAndTypes",
+                          "the IR of %s declares attribute %s as %s, not %s: set as %s, it would replace the IR's "
+                          "value with one of another type, which the tiling reads as its declared type",
+                          call.op_type, attribute.first, declared, attribute.second, attribute.second);
     }
     return ge::GRAPH_SUCCESS;
 }
 
-// The graph of one case: a Data node per linked input, the operator, its ref output as the graph's output;
+// Describes input or output `name` of `op` (of IR type `type`): GE refuses a name its IR does not declare
+// (UpdateInputDesc, UpdateOutputDesc), which is GRAPH_INVALID_IR_DEF in the build phase. Returns the status.
+uint32_t update_desc(ge::Operator &op, const char *type, bool input, const char *name, const ge::TensorDesc &desc,
+                     prmg_geir_report *report)
+{
+    const uint32_t status = input ? op.UpdateInputDesc(name, desc) : op.UpdateOutputDesc(name, desc);
+    if (status == ge::GRAPH_SUCCESS)
+        return status;
+    const std::string message = ge_message();
+    return record(report, ge::GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                  input ? "ge::Operator::UpdateInputDesc" : "ge::Operator::UpdateOutputDesc",
+                  "the IR of %s declares no %s %s (GE's status %u: %s)", type, input ? "input" : "output", name,
+                  status, message.empty() ? "no message" : message.c_str());
+}
+
+// The graph of one case: a Data node per linked input, the operator, its ref output as the graph's output (described
+// as dy, as InferShape will: upstream's example does so too);
 // `feeds` gets the host tensors in the Data nodes' index order. Returns the status.
 uint32_t build(const prmg_geir_call &call, ge::Graph &graph, std::vector<ge::Tensor> &feeds,
                prmg_geir_report *report)
@@ -141,17 +169,22 @@ uint32_t build(const prmg_geir_call &call, ge::Graph &graph, std::vector<ge::Ten
         if (data.IsEmpty())
             return failed(report, ge::GRAPH_FAILED, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::CreateOperator");
         data.SetAttr("index", static_cast<int64_t>(data_nodes.size()));
-        data.UpdateInputDesc("x", desc);
-        data.UpdateOutputDesc("y", desc);
-        op.SetInput(call.input_names[index], data);
-        status = op.UpdateInputDesc(call.input_names[index], desc);
+        status = update_desc(data, "Data", true, "x", desc, report);
+        if (status == ge::GRAPH_SUCCESS)
+            status = update_desc(data, "Data", false, "y", desc, report);
+        if (status == ge::GRAPH_SUCCESS)
+            status = update_desc(op, call.op_type, true, call.input_names[index], desc, report);
+        if (status == ge::GRAPH_SUCCESS && index == 0)          // the ref output: dy's description
+            status = update_desc(op, call.op_type, false, call.output_name, desc, report);
         if (status != ge::GRAPH_SUCCESS)
-            return failed(report, status, PRMG_GEIR_PHASE_BUILD, "ge::Operator::UpdateInputDesc");
+            return status;
+        op.SetInput(call.input_names[index], data);
         data_nodes.push_back(data);
         feeds.emplace_back(desc, static_cast<const uint8_t *>(input.data), static_cast<size_t>(input.bytes));
     }
     op.SetAttr(call.mode_attr, static_cast<int64_t>(call.rotary_mode));
-    op.SetAttr(call.slice_attr, std::vector<int64_t>(call.partial_slice, call.partial_slice + call.slice_count));
+    if (call.partial_slice != nullptr)     // else left unset: the IR's default applies (prmg_geir.h)
+        op.SetAttr(call.slice_attr, std::vector<int64_t>(call.partial_slice, call.partial_slice + call.slice_count));
     std::vector<std::pair<ge::Operator, ge::AscendString>> outputs{{op, ge::AscendString(call.output_name)}};
     graph.SetInputs(data_nodes).SetOutputs(outputs);
     return ge::GRAPH_SUCCESS;

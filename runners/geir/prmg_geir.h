@@ -25,7 +25,7 @@ extern "C" {
 #define PRMG_GEIR_API __attribute__((visibility("default")))
 
 /* prmg refuses a library of another version of this ABI. */
-#define PRMG_GEIR_ABI_VERSION 1
+#define PRMG_GEIR_ABI_VERSION 2
 #define PRMG_GEIR_MAX_DIMS 8
 #define PRMG_GEIR_INPUTS 3
 #define PRMG_GEIR_CALL_SIZE 64
@@ -51,8 +51,10 @@ typedef struct {
 } prmg_geir_tensor;
 
 /* One case. The names are the IR's: op_type "InplacePartialRotaryMulGrad", inputs "dy", "cos", "sin", the ref
- * output "dy", attributes "rotary_mode" (Int) and "partial_slice" (ListInt). The ref output's bytes go to
- * output (at most output_capacity of them). */
+ * output "dy", attributes "rotary_mode" (Int: VT_INT) and "partial_slice" (ListInt: VT_LIST_INT), each checked
+ * against the IR's declared type. partial_slice holds slice_count values as the case writes them (any number);
+ * NULL leaves the attribute unset, so that the IR's default ({0, 0}) applies (prmg's null partialSlice). The ref
+ * output's bytes go to output (at most output_capacity of them). */
 typedef struct {
     const char *op_type;
     const char *input_names[PRMG_GEIR_INPUTS];

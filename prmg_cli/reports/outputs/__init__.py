@@ -23,12 +23,15 @@ def _module(name: str):
 @dataclass(frozen=True)
 class RenderOptions:
     """How a report is laid out: ``verbose`` adds diagnosis lines, ``wide`` keeps every table column,
-    ``max_details`` caps diagnosis lines per case, ``header`` prints the run's header on top."""
+    ``max_details`` caps diagnosis lines per case, ``header`` prints the run's header on top; ``cases``, the
+    results' cases when they are at hand (a run's own), which the coverage line then takes as they are rather than
+    making them again from the results' definitions (``coverage.run_line``)."""
 
     verbose: bool = False
     wide: bool = False
     max_details: int | None = None
     header: bool = True
+    cases: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Output:
 OUTPUTS: dict[str, Output] = {
     "table": Output("a table for people (the default)", lambda results, info, options: _module("table").render(
         results, info, verbose=options.verbose, wide=options.wide, max_details=options.max_details,
-        header=options.header)),
+        header=options.header, cases=options.cases)),
     "json": Output("JSON: summary and every case",
                    lambda results, info, options: _module("jsonreport").render(results, info),
                    pieces=lambda results, info, options: _module("jsonreport").pieces(results, info)),
@@ -57,7 +60,8 @@ OUTPUTS: dict[str, Output] = {
     "markdown": Output("Markdown: table and failures",
                        lambda results, info, options: _module("markdown").render(results, info)),
     "html": Output("HTML: one self-contained page with a verdict matrix, error heatmaps and plots "
-                   "(needs prmg[html])", lambda results, info, options: _module("html").render(results, info),
+                   "(needs prmg[html])",
+                   lambda results, info, options: _module("html").render(results, info, cases=options.cases),
                    require=lambda: _module("html").require()),
 }
 REPORT_FORMATS = tuple(OUTPUTS)

@@ -154,12 +154,12 @@ def _badge(status: str, text: str | None = None) -> str:
             f'{_h(text if text is not None else word)}</span>')
 
 
-def _header(results: list[CaseResult], info: RunInfo) -> str:
+def _header(results: list[CaseResult], info: RunInfo, cases=()) -> str:
     counts = summary_counts(results)
     ok = not any(not r.info.ok for r in results)
     parts = [f'<header><h1>prmg report</h1><p class="line {"ok" if ok else "bad"}" id="summary-line">'
              f'{_h(summary_line(results))}</p>']
-    coverage = run_line(results)
+    coverage = run_line(results, cases)
     if coverage:
         parts.append(f'<p class="coverage" id="coverage-line">{esc(coverage)}</p>')
     parts += [f'<p class="coverage run-warning">warning: {esc(warning)}</p>' for warning in run_warnings(results)]
@@ -432,7 +432,7 @@ def _case_table(results: list[CaseResult], cell_of: dict[int, int]) -> str:
             f'</div></section>')
 
 
-def render(results: list[CaseResult], info: RunInfo, *, max_heatmaps: int = MAX_HEATMAPS) -> str:
+def render(results: list[CaseResult], info: RunInfo, *, max_heatmaps: int = MAX_HEATMAPS, cases=()) -> str:
     """The HTML page of the run (module docstring)."""
     require()
     try:
@@ -440,7 +440,7 @@ def render(results: list[CaseResult], info: RunInfo, *, max_heatmaps: int = MAX_
     except ImportError as error:      # found but broken
         raise PrmgError(f"the html report needs a working matplotlib ({error}): {INSTALL}", field="--report")
     cell_of: dict[int, int] = {}
-    body = [_header(results, info), _matrix(results, cell_of), _plots(results, info, plots)]
+    body = [_header(results, info, cases), _matrix(results, cell_of), _plots(results, info, plots)]
     cards, _ = _cards(results, plots, max_heatmaps)
     body += [cards, _case_table(results, cell_of)]
     title = _h(f"prmg report: {summary_line(results)}")

@@ -196,7 +196,7 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
 
 
 def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, wide: bool = False,
-           max_details: int | None = None, header: bool = True, width: int | None = None) -> str:
+           max_details: int | None = None, header: bool = True, width: int | None = None, cases=()) -> str:
     """Header (when ``header``), the table, the failures, a blank line and the summary line last, in ``width``
     columns (default ``screen.width()``). Without the header (printed before the first case, when only the
     faults' names were known) the line saying where the emulator's faults acted comes before the summary line."""
@@ -206,7 +206,7 @@ def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, w
     failures = failure_lines(results, verbose=verbose, max_details=max_details, width=width)
     if failures:
         lines += [""] + failures
-    coverage = run_line(results)
+    coverage = run_line(results, cases)
     if coverage:
         lines += [""] + wrap(coverage, width)
     for warning in run_warnings(results):

@@ -1,12 +1,17 @@
 /*
  * The stand-in GE of standin_ge.h (tests/test_geir.py): one IR, InplacePartialRotaryMulGrad (inputs dy, cos, sin;
- * attributes rotary_mode Int and partial_slice ListInt; its ref output dy), and the Data operator. A graph compiles
- * when every input of the operator is linked (else ACL_ERROR_GE_PARAM_INVALID) and it is float32 interleave with a
- * slice of two values (else FAILED); running it computes the interleave gradient on the host from the feeds, each
- * found through its Data node's index. Enough for prmg to build, load and judge its real shim here; not GE.
+ * attributes rotary_mode Int and partial_slice ListInt, which an operator made from the IR holds at their defaults
+ * 0 and {0, 0} until set, as GE's do; its ref output dy), and the Data operator (input x, output y); describing an
+ * input or output its IR lacks fails, as in GE. $STANDIN_GE_MODE_TYPE, when set,
+ * is the type the IR declares rotary_mode as (GE's names: VT_INT, VT_STRING, ...), for a test of an IR whose
+ * attribute has another type. A graph compiles when every input of the operator is linked (else
+ * ACL_ERROR_GE_PARAM_INVALID) and it is float32 interleave with a slice list of at least two values, the two its
+ * tiling reads (else FAILED); running it computes the interleave gradient on the host from the feeds, each found
+ * through its Data node's index. Enough for prmg to build, load and judge its real shim here; not GE.
  */
 #include "standin_ge.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace ge {
@@ -28,6 +33,16 @@ Status fail(Status status, const std::string &message)
 {
     g_error = "stand-in GE: " + message;
     return status;
+}
+
+// Whether the IR of `type` declares input (else output) `name`, which GE's UpdateInputDesc and UpdateOutputDesc
+// refuse otherwise.
+bool declares(const std::string &type, bool input, const char *name)
+{
+    if (type == GRAD)
+        return std::strcmp(name, "dy") == 0
+               || (input && (std::strcmp(name, "cos") == 0 || std::strcmp(name, "sin") == 0));
+    return std::strcmp(name, input ? "x" : "y") == 0;        // Data
 }
 }  // namespace
 
@@ -61,11 +76,17 @@ Operator &Operator::SetInput(const char *dst_name, const Operator &src_oprt)
 
 graphStatus Operator::UpdateInputDesc(const char *name, const TensorDesc &tensor_desc)
 {
+    if (!declares(state_->type, true, name))
+        return fail(GRAPH_FAILED, state_->type + " has no input " + name);
     state_->input_descs[name] = tensor_desc;
     return GRAPH_SUCCESS;
 }
 
-graphStatus Operator::UpdateOutputDesc(const char *, const TensorDesc &) { return GRAPH_SUCCESS; }
+graphStatus Operator::UpdateOutputDesc(const char *name, const TensorDesc &)
+{
+    return declares(state_->type, false, name) ? GRAPH_SUCCESS
+                                               : fail(GRAPH_FAILED, state_->type + " has no output " + name);
+}
 
 Operator &Operator::SetAttr(const char *name, int64_t attr_value)
 {
@@ -83,7 +104,8 @@ graphStatus Operator::GetAllIrAttrNamesAndTypes(std::map<AscendString, AscendStr
 {
     attr_name_types.clear();
     if (state_->type == GRAD) {
-        attr_name_types[AscendString("rotary_mode")] = AscendString("VT_INT");
+        const char *mode_type = std::getenv("STANDIN_GE_MODE_TYPE");
+        attr_name_types[AscendString("rotary_mode")] = AscendString(mode_type != nullptr ? mode_type : "VT_INT");
         attr_name_types[AscendString("partial_slice")] = AscendString("VT_LIST_INT");
     }
     return GRAPH_SUCCESS;
@@ -95,6 +117,10 @@ Operator OperatorFactory::CreateOperator(const char *const, const char *const op
         return Operator();
     auto state = std::make_shared<OperatorState>();
     state->type = operator_type;
+    if (state->type == GRAD) {              // the IR's defaults, which a graph that sets no value keeps
+        state->ints["rotary_mode"] = 0;
+        state->lists["partial_slice"] = {0, 0};
+    }
     return Operator(state);
 }
 
@@ -129,10 +155,10 @@ Status Session::CompileGraph(uint32_t graph_id)
         if (op.input_descs.at(name).GetDataType() != DT_FLOAT)
             return fail(FAILED, "this stand-in computes float32 only");
     }
-    if (op.ints.count("rotary_mode") == 0 || op.ints.at("rotary_mode") != 1)
+    if (op.ints.at("rotary_mode") != 1)
         return fail(FAILED, "this stand-in computes interleave (rotary_mode 1) only");
-    if (op.lists.count("partial_slice") == 0 || op.lists.at("partial_slice").size() != 2)
-        return fail(FAILED, "partial_slice is not a list of two values");
+    if (op.lists.at("partial_slice").size() < 2)
+        return fail(FAILED, "partial_slice holds fewer than the two values the tiling reads");
     return SUCCESS;
 }
 
