@@ -205,7 +205,7 @@ def run_all(mutants: list[Mutant], trees: list[Path], env: dict, began: float) -
     lock = threading.Lock()
 
     def work(tree: Path) -> None:
-        while True:
+        while not stopping.is_set():
             try:
                 mutant = pending.get_nowait()
             except queue.Empty:
@@ -217,11 +217,20 @@ def run_all(mutants: list[Mutant], trees: list[Path], env: dict, began: float) -
                 print(f"[{len(results):3}/{total}] {verdict:8} {mutant.id} ({how}, "
                       f"{results[mutant.id][2]:.0f} s)", flush=True)
 
-    workers = [threading.Thread(target=work, args=(tree,)) for tree in trees]
+    # Daemon workers that take no new mutant once stopping: an interrupt (Ctrl-C) ends the run at once, instead of
+    # the workers going on through the queue in the scratch copies main() then removes.
+    stopping = threading.Event()
+    workers = [threading.Thread(target=work, args=(tree,), daemon=True) for tree in trees]
     for worker in workers:
         worker.start()
-    for worker in workers:
-        worker.join()
+    try:
+        for worker in workers:
+            while worker.is_alive():
+                worker.join(0.5)
+    except KeyboardInterrupt:
+        stopping.set()
+        print(f"mutate: interrupted after {len(results)} of {total} mutants", flush=True)
+        raise
     equivalent = [mutant for mutant in mutants if mutant.equivalent]
     for mutant in equivalent:
         print(f"equivalent {mutant.id}: {' '.join(mutant.equivalent.split())}")

@@ -182,6 +182,7 @@ def test_a_near_overrun_of_any_buffer_lands_in_its_guard_zone(session, monkeypat
         assert len(violations) == 1 and violations[0].startswith(said), violations
 
 
+@pytest.mark.verdict
 def test_modified_cos_is_caught(session, monkeypatch):
     monkeypatch.setenv("PRMG_EMU_FAULT", "modify_cos")
     case = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))
@@ -510,3 +511,18 @@ def test_a_refused_call_compares_the_storage_and_a_success_leaves_it_to_the_judg
 def test_timings_name_the_transfer_stages(session):
     case = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))
     assert set(session.launch(case, random_inputs(case)).timings) == {"upload", "kernel", "download"}
+
+
+@pytest.mark.verdict
+def test_a_beyond_guard_place_the_emulator_cannot_read_is_refused_before_any_case():
+    """PRMG_EMU_BEYOND_GUARD=TENSOR:BYTES (BYTES negative: before the tensor): a text the emulator would meet with a
+    device fault at the first launch -- an unknown tensor, no distance, a distance strtoll cannot read whole -- is a
+    user error before any case runs (exit 2); each tensor and the workspace, either side, are taken."""
+    from prmg_cli.device.toolkit import check_emulator_env
+    from prmg_cli.errors import PrmgError
+
+    for place in ("dy:576", "cos:0", "sin:-64", "workspace:30720", "dy:-999999999999999999"):
+        check_emulator_env({"PRMG_EMU_BEYOND_GUARD": place})
+    for place in ("x:64", "dy:", "dy", "dy:1e3", "dy:+4", "dy:" + "9" * 19, "dy:64 "):
+        with pytest.raises(PrmgError, match="PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES"):
+            check_emulator_env({"PRMG_EMU_BEYOND_GUARD": place})

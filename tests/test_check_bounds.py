@@ -236,3 +236,41 @@ def test_a_wrong_result_defect_holds_up_to_each_bound():
                          (("elements", 2), True), (("elements", 1), False), (("pattern", "odd_lanes"), True),
                          (("pattern", "even_lanes"), False), (("pattern", "last_row"), False)):
         assert (beyond([bound], actual, golden, wrong, fmt) == []) == holds, bound
+
+
+def test_unchanged_counts_the_elements_the_formula_moves_to_or_from_infinity():
+    """An infinite dy element where cos is 0: the formula gives NaN there and -inf at its partner, elements that are
+    non-finite mismatches of the unchanged input, not over budget; they count among those a kernel must change, so
+    changing every other moved element is still (nearly) unchanged."""
+    from prmg_cli.cases.loader import Case
+    from prmg_cli.inputs.seeded import Inputs
+    from prmg_cli.judging.checks.sample import unchanged_warning
+    from prmg_cli.judging.judge import judge_result
+
+    case = Case("n", "t", (1, 1, 2, 8), (1, 1, 2, 8), (1, 1, 2, 8), (0, 8))
+    rng = np.random.default_rng(3)
+    dy, cos, sin = (rng.uniform(-1, 1, case.shape).astype(np.float32) for _ in range(3))
+    dy[0, 0, 0, 0], cos[0, 0, 0, 0] = np.inf, 0
+    inputs = Inputs(dy=dy, cos=cos, sin=sin)
+    unmoved = judge_result(case, inputs, dy.copy()).metrics
+    assert (unmoved["bad"], unmoved["non_finite"]) == (14, 2)
+    for changed, warned in ((16, False), (15, True)):
+        result = dy.copy()
+        bits(result).reshape(-1)[:changed] ^= 1
+        assert bool(unchanged_warning(case, inputs, result)) == warned, changed
+
+
+def test_a_slice_returned_bit_for_bit_is_unchanged_even_where_the_formula_moves_nothing():
+    """cos 1 and sin 0: the formula moves no element beyond its budget, so only a result changing nothing at all is
+    unchanged (the warning); one changed bit is a change."""
+    from prmg_cli.cases.loader import Case
+    from prmg_cli.inputs.seeded import Inputs
+    from prmg_cli.judging.checks.sample import UNCHANGED_WARNING, unchanged_warning
+
+    case = Case("p0", "t", (1, 1, 1, 8), (1, 1, 1, 8), (1, 1, 1, 8), (0, 8))
+    dy = np.random.default_rng(5).uniform(-1, 1, case.shape).astype(np.float32)
+    inputs = Inputs(dy=dy, cos=np.ones(case.cos_shape, np.float32), sin=np.zeros(case.cos_shape, np.float32))
+    assert unchanged_warning(case, inputs, dy.copy()) == UNCHANGED_WARNING
+    nudged = dy.copy()
+    bits(nudged)[0, 0, 0, 3] ^= 1
+    assert unchanged_warning(case, inputs, nudged) == ""

@@ -97,6 +97,7 @@ def test_mode_unsupported_by_target_gives_561002_and_a_skip(mode):
     assert expected_status(case, ALL_MODES) == 0 and skip_reason(case, ALL_MODES) is None
 
 
+@pytest.mark.verdict
 def test_skip_reason_wording_and_when_it_applies():
     half = make(rotary_mode=0)
     assert skip_reason(half, TODAY) == "rotary_mode half (0) not supported by the target (supported: interleave)"

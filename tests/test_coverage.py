@@ -120,9 +120,11 @@ def test_phase_classes_count_the_first_broken_rule_of_negative_cases_only():
                         expect={"error": 561002})) == {"phase: not 4-D"}
 
 
-@pytest.mark.parametrize("expect", [{"error": "any"}, {"error": "ACLNN_ERR_INNER_TILING_ERROR", "phase": "any"},
+@pytest.mark.parametrize("expect", [{"error": "any"}, {"error": "any", "phase": "workspace"},
+                                    {"error": "ACLNN_ERR_INNER_TILING_ERROR", "phase": "any"},
                                     {"error": "ACLNN_ERR_INNER_TILING_ERROR", "phase": "launch"},
                                     {"error": "ACLNN_ERR_PARAM_INVALID"}])
+@pytest.mark.verdict
 def test_a_phase_class_is_covered_only_by_an_expectation_pinning_its_code_and_phase(expect):
     """Any refusal in either phase meets ``error: any``: D > 1024 refused as end > D, or at the launch, passes it, so
     it covers no rule; nor does another code or phase."""
@@ -150,6 +152,7 @@ def test_every_phase_class_the_suite_covers_needs_its_rules_code_and_phase():
             assert key not in covered(replace(one, expect=loose)), (one.name, key, loose)
 
 
+@pytest.mark.verdict
 def test_known_defect_cases_and_xfailed_results_cover_nothing():
     from prmg_cli.cases.loader import case_to_dict
 

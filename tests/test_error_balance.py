@@ -114,3 +114,29 @@ def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
                             text=True, timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="round_up"))
     assert result.returncode == 1 and "3 passed" in result.stdout, result.stdout
     assert "prmg warning: biased (pooled over the 3 small grad float32 cases): " in result.stdout
+
+
+@pytest.mark.verdict
+def test_each_distinct_golden_and_result_pair_counts_once():
+    """An error repeated (a broadcast table over equal dy rows) is one trial of the sign test: three copies of one
+    error up and one more up count 2 up; two copies of one error down count 1; an exact element, one whose golden is
+    below the balance's floor and a non-finite one count neither way."""
+    import numpy as np
+
+    from prmg_cli.judging.standards.default import distinct_balance_counts
+
+    up, down = 1 + 2.0 ** -20, 2 - 2.0 ** -20
+    golden = np.array([1, 1, 1, 1, 2, 2, 3, 2.0 ** -90, 5, 6])
+    actual = np.array([up, up, up, 1 + 2.0 ** -19, down, down, 3, 2.0 ** -89, np.inf, np.nan])
+    assert distinct_balance_counts(actual, golden, 2.0 ** -77) == (2, 1)
+
+
+@pytest.mark.verdict
+def test_the_distinct_pairs_are_recounted_where_the_raw_counts_decide():
+    """Raw counts that lean beyond chance, or too few to be tested alone (pooled by the run: 29 counted errors, even
+    split evenly), are recounted as distinct pairs; ALONE or more that split evenly, or none, are not."""
+    counts = lambda up, down: {"balance_up": up, "balance_down": down}
+    assert error_balance.needs_distinct(counts(3, 0)) and error_balance.needs_distinct(counts(15, 14))
+    assert error_balance.needs_distinct(counts(600, 400))
+    assert not error_balance.needs_distinct(counts(15, 15)) and not error_balance.needs_distinct(counts(0, 0))
+    assert not error_balance.needs_distinct(counts(500, 500))

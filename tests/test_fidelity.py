@@ -92,6 +92,7 @@ def test_a_suite_without_chip_or_build_sensitive_cases_shows_their_classes_missi
     assert {"chip: A2/A3: L < 0", "chip: A2/A3: cos S", "build: another status on base"} <= missing
 
 
+@pytest.mark.verdict
 def test_a_rule_upstream_leaves_undefined_is_covered_by_any_error_and_pinned_by_none():
     """A partialSlice of one value is read past its end upstream: the shipped cases expect any error and say why,
     which covers its phase class; any error covers no defined rule."""
@@ -200,6 +201,24 @@ def test_the_runner_lays_a_view_at_its_offset_and_watches_the_storage_before_it(
     assert acl._outside_view("dy", storage, storage, dy) == []
 
 
+@pytest.mark.verdict
+def test_a_kernel_writing_only_before_the_offset_breaks_the_contract(emulator, monkeypatch):
+    """A kernel computing the view right that also writes the 4 bytes before it (the storage's element 4 of the 5
+    before dy's offset: write_beyond_guard at dy:-4) fails by the contract alone; the same write with the view at
+    offset 0 lands in the guard zone, and a correct kernel passes."""
+    from prmg_cli.device.execute import RunSettings, run_case
+
+    monkeypatch.setenv("PRMG_EMU_BEYOND_GUARD", "dy:-4")
+    settings = RunSettings(toolkit=emulator)
+    runs = [(5, "write_beyond_guard", "dy storage changed before its offset (5 elements) at element 4, first of 1"),
+            (0, "write_beyond_guard", "guard zone before dy changed at byte -4"), (5, "", "")]
+    with AclSession(emulator, 0) as session:
+        for offset, fault, said in runs:
+            monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+            result = run_case(session, case_of(dy_offset=offset), settings)[0]
+            assert (result.status, said in result.message) == ("failed" if fault else "passed", True), result.message
+
+
 def test_a_check_launches_every_tensor_contiguous_at_offset_0():
     case = dataclasses.replace(case_of(dy_offset=5, cos_strides=[48, 16, 16, 1]), **CONTIGUOUS_STORAGE)
     assert all(acl._layout(case, tensor).plain for tensor in ("dy", "cos", "sin"))
@@ -253,6 +272,7 @@ def test_the_emulator_and_the_model_agree_on_every_chip_and_build(emulator, emul
             assert outcome.status == predicted, (case.name, outcome.error_message)
 
 
+@pytest.mark.verdict
 def test_a_case_is_judged_by_its_chips_rules_and_an_operator_the_chip_lacks_is_an_error(emulator, emulated):
     from prmg_cli.device.execute import RunSettings, run_case
     from prmg_cli.ops.targets import Target
@@ -295,6 +315,41 @@ def test_a_build_dependent_expectation_is_reported_as_such(emulator, emulated, m
         assert result.status == "failed" and result.message.startswith("expected 561002")
         emulated()                                                     # the build the case holds for
         assert run_case(session, case, settings, unknown)[0].status == "passed"
+
+
+@pytest.mark.verdict
+def test_a_chip_whose_rules_differ_judges_the_case_without_the_950s_known_defect():
+    """On an A3 the forward's 1S1D case is refused (561002) where the 950 runs it: the A3 judges it by its own rules,
+    and a known defect of the 950's tiling no longer turns its failure into an xfail; on the 950 the case is as
+    written."""
+    from prmg_cli.cases.loader import KnownDefect
+    from prmg_cli.ops.constraints import on_chip
+
+    case = dataclasses.replace(case_of(op="forward"), known_defect=KnownDefect("950 tiling", bounds=(("elements", 1),)))
+    judged, note = on_chip(case, TODAY, "ascend910_93")
+    assert (judged.expect, judged.known_defect) == (Expect(561002, "workspace"), None)
+    assert note.startswith("on ascend910_93 the operator's rules give 561002")
+    assert on_chip(case, TODAY, "ascend950") == (case, "")
+
+
+@pytest.mark.verdict
+def test_only_a_status_failure_on_a_build_the_case_does_not_hold_for_is_build_dependent(monkeypatch):
+    """A case whose expectation holds for some builds: on a toolkit of unknown build, a failure by its status alone is
+    an xfail saying so; one by its status and anything else (a contract breach), or on a build the case names, stays
+    a failure."""
+    from prmg_cli.device.execute import build_dependent
+    from prmg_cli.ops import targets
+    from prmg_cli.ops.targets import Target
+    from prmg_cli.results import CaseResult
+
+    case = dataclasses.replace(case_of(), builds=("base", "2b888cdb"))
+    failed = CaseResult("c", "failed", message="expected 561002")
+    monkeypatch.setitem(targets.RELEASES, "9.0.0", "2b888cdb")
+    unknown, named = Target("Ascend950PR_9589", "8.5.0-emulator"), Target("Ascend950PR_9589", "9.0.0")
+    assert build_dependent(case, failed, {"status"}, unknown).status == "xfailed"
+    assert build_dependent(case, failed, {"status", "contract"}, unknown).status == "failed"
+    assert build_dependent(case, failed, {"status"}, named).status == "failed"
+    assert build_dependent(dataclasses.replace(case, builds=()), failed, {"status"}, unknown).status == "failed"
 
 
 def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():

@@ -785,3 +785,24 @@ def test_sign_hidden_asks_the_whole_tensor_when_the_first_rows_hide_the_sign():
     assert sign_hidden(case, Inputs(dy, cos, sin * np.float32(1e-12)), "default")
     assert not sign_hidden(case, Inputs(dy, cos, head_only), "default")
     assert not sign_hidden(case, Inputs(dy, cos, sin), "default")
+
+
+def test_the_judge_holds_a_wrong_result_defect_to_its_bounds():
+    """A known defect ``{result: wrong, elements: 1}``: the judge finds one wrong element within the bound (only the
+    result is wrong: an xfail), two beyond it (``defect_bound``: a failure), as ``defects.beyond`` says of each
+    bound."""
+    from dataclasses import replace
+
+    from prmg_cli.cases.loader import KnownDefect
+    from prmg_cli.device.execute import known_defect_status
+    from prmg_cli.results import CaseResult
+
+    case = replace(make_case((1, 1, 2, 8), (0, 8)), known_defect=KnownDefect("one lane", bounds=(("elements", 1),)))
+    inputs = make_inputs(case, np.random.default_rng(7))
+    for wrong, kinds, status in ((1, {"result"}, "xfailed"), (2, {"result", "defect_bound"}, "failed")):
+        result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+        result[0, 0, :wrong, 3] = -2 * result[0, 0, :wrong, 3] - 1
+        verdict = judge(case, inputs, Outcome(status=0, dy=result))
+        assert verdict.kinds == kinds, verdict.message
+        judged = known_defect_status(case, CaseResult("t", verdict.status, message=verdict.message), verdict.kinds, 0)
+        assert judged.status == status, judged.message

@@ -169,6 +169,7 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     assert "FAULTS NAMED BUT NEVER INJECTED: nan (PRMG_EMU_FAULT_SHAPE=9,9,9,9 matched no case)" in result.stdout
 
 
+@pytest.mark.verdict
 def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():
     from prmg_cli.cases.loader import fingerprint
     from prmg_cli.reports.merge import CHANGED
@@ -210,6 +211,7 @@ def test_within_a_file_the_newest_record_of_a_case_wins():
     assert merged.duplicates == []
 
 
+@pytest.mark.verdict
 def test_duplicates_across_files_are_named_and_the_worst_verdict_is_kept():
     a = Stored("a.jsonl", [record("x", "failed", message="bad"), record("y", "not_run"), record("z", "skipped")])
     b = Stored("b.jsonl", [record("x", "passed"), record("y", "passed"), record("z", "passed", message="later")])
@@ -458,6 +460,7 @@ def test_a_record_no_run_writes_is_one_line_for_report_compare_and_resume(tmp_pa
 CONTRADICTING = [
     ({"metrics": {"max_err_ratio": 3.5, "bad": 1}},
      "status passed, but its max_err_ratio is over its limit (margin 3.5 > 1)"),
+    ({"metrics": {"max_err_ratio": 1.000001}}, "status passed, but its max_err_ratio is over its limit (margin 1 > 1)"),
     ({"metrics": {"max_err_ratio": 0.5, "bad": 4}}, "status passed, but 4 elements are over their limit (bad)"),
     ({"error_code": 561002}, "status passed, but the operator returned 561002"),
     ({"expect": "error 561002", "error_code": 0}, "status passed expecting error 561002, but the operator returned no "
@@ -470,10 +473,11 @@ CONTRADICTING = [
 ]
 
 
+@pytest.mark.verdict
 @pytest.mark.parametrize("edit, reason", CONTRADICTING, ids=[reason.split(",")[0].split(" (")[0] + str(i)
                                                              for i, (_, reason) in enumerate(CONTRADICTING)])
 def test_a_record_that_contradicts_itself_is_refused_naming_its_line(tmp_path, edit, reason):
-    path = write(tmp_path / "r.jsonl", record("x", error_code=0, metrics={"max_err_ratio": 0.5}),
+    path = write(tmp_path / "r.jsonl", record("x", error_code=0, metrics={"max_err_ratio": 1.0}),   # at its limit
                  replace(record("y", error_code=0), **edit))
     with pytest.raises(PrmgError) as caught:
         read(path)
@@ -481,6 +485,7 @@ def test_a_record_that_contradicts_itself_is_refused_naming_its_line(tmp_path, e
                                 "believed (edited by hand?)"
 
 
+@pytest.mark.verdict
 def test_a_pass_with_a_warning_is_not_believed_of_a_strict_run(tmp_path):
     """Issue 32 (audit): --strict fails a case whose result warns (a vacuous case, a device memory leak), so a passed
     record carrying a warning contradicts its --strict run: an edited status its metrics alone could not show."""
@@ -619,3 +624,31 @@ def test_a_run_never_writes_a_results_file_past_the_size_limit_it_reads(tmp_path
                                             "past the limit of 512.0 MiB that prmg reads"):
             writer.append(record("y"))
     assert path.stat().st_size == MAX_FILE_BYTES
+
+
+@pytest.mark.verdict
+def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_process():
+    """The like-with-like rule at its edges, in process: where the runs ran (host, the toolkit's folder) and the inode
+    of the same library on two hosts never make a merge mixed; another standard does (exit 1) unless allowed; a run
+    every record of which a later run replaced says nothing of the report."""
+    from prmg_cli.reports.merge import mixed_settings, run_info
+    from prmg_cli.reports.store import RunRecord
+    from prmg_cli.results import ExitCode, report_exit_code
+
+    def run(run_id: str, inode: int, standard=None) -> RunRecord:
+        return RunRecord(run_id, "", ["x", "y"], {"standard": standard, "host": run_id, "location": f"/opt/{run_id}",
+                                                  "libraries": {"aclnn": [4096, 1.5, inode]}}, {})
+
+    def verdict(stores, allowed=()):
+        results = merge(stores).results
+        mixed, alike = mixed_settings(stores, results, allowed)
+        return [key for key, _ in mixed], [key for key, _ in alike], report_exit_code(results, run_info(stores, results,
+                                                                                                          allowed))
+
+    x, y = replace(record("x"), run_id="a"), replace(record("y"), run_id="b")
+    replaced = [replace(y, run_id="c"), y]                              # run c's record of y, then run b's
+    alike = [Stored("a.jsonl", [x], [run("a", 1)]), Stored("b.jsonl", replaced, [run("c", 3, "allclose"), run("b", 2)])]
+    assert verdict(alike) == ([], ["host", "location"], ExitCode.OK)
+    unlike = [alike[0], Stored("b.jsonl", [y], [run("b", 2, "allclose")])]
+    assert verdict(unlike) == (["standard"], ["host", "location"], ExitCode.FAILED)
+    assert verdict(unlike, ("standard",)) == ([], ["host", "location", "standard"], ExitCode.OK)

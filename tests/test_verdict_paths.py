@@ -130,8 +130,9 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
 
 @pytest.mark.verdict
 def test_sample_draws_every_row_class_the_kernel_tiles_by():
-    """The first and last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of
-    (b, s) units), the tail rows past the last full share, one row for each index of each table axis."""
+    """The first, last and middle rows first, the rows either side of a 2^8, 2^12 and 2^16 counter wrap, the first and
+    last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of (b, s) units), the
+    tail rows past the last full share, one row for each index of each table axis."""
     from prmg_cli.judging.checks.sample import class_rows, sampled_rows
     from prmg_cli.ops.regimes import core_counts
 
@@ -143,6 +144,8 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
         assert set(range(cores * share, rows)) <= chosen
         assert {k * unit_share * 5 for k in range(cores)} | {((k + 1) * unit_share) * 5 - 1 for k in range(cores)} \
             <= chosen
+    assert list(class_rows(case, 1 << 20)[:3]) == [0, rows - 1, rows // 2]        # first: where truncation spares
+    assert {255, 256, 4095, 4096} <= chosen                  # both sides of each counter wrap below the row count
     coordinates = np.unravel_index(sorted(chosen), (3, 700, 5))
     assert set(coordinates[0]) == {0, 1, 2} and set(coordinates[1]) == set(range(700))
     small = Case("s", "t", (2, 3, 4, 16), (1, 1, 1, 16), (1, 1, 1, 16), (0, 16))
@@ -562,6 +565,7 @@ MODES = """
 
 @pytest.mark.parametrize("toolkit, status", [({"PRMG_EMU_MODES": "0,1,2,3"}, "passed"),
                                              ({"PRMG_EMU_FAULT": "accept_mode"}, "failed")])
+@pytest.mark.verdict
 def test_pass_cases_of_a_mode_the_toolkit_accepts_run_though_the_target_lacks_it(stand_in, tmp_path, toolkit, status):
     """A toolkit whose first phase accepts half and quarter claims to implement them: their pass cases run (with
     --strict too), and pass on one that does (every mode implemented) or fail on one that computes them wrongly
