@@ -225,7 +225,7 @@ def test_shipped_suite_has_what_each_emulator_fault_needs(shipped):
     assert unsupported and all(c.expect.error == TILING_ERROR for c in unsupported)
     assert any("smoke" in c.tags for c in unsupported)                                 # ... in NPU CI too
     passing = [c for c in shipped if c.expect.success]
-    for op in OPERATORS:                                # fwd_fp16_interleave_half: a kernel built per dtype and mode
+    for op in OPERATORS:                                # fwd_fp16_ilv_half: a kernel built per dtype and mode
         assert {(c.dtype, c.rotary_mode) for c in passing if c.op == op} >= {
             (dtype, mode) for dtype in FLOATS for mode in ROTARY_MODES.values()}, op
     for op, mode in itertools.product(OPERATORS, (0, 2, 3)):  # halves (quarters) of an odd length past one pair

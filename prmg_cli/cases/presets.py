@@ -495,6 +495,13 @@ def _forward() -> dict:
         for position, layout in enumerate(FORWARD.layouts[index % 2::2]):
             cases.append(case(shape=(2, 3, 2, 64), broadcast=layout, partial_slice=placements[(index + position) % 4],
                               dtype=x, cos_dtype=table))
+    for m, mode in enumerate(FUTURE_MODES):        # each dtype pair in each future mode (a kernel is built per dtype
+        odd = (7, 19) if mode == "quarter" else (5, 35)     # and mode), the last with halves (quarters) of odd length
+        pieces = ((0, 64), (0, 32), (9, 45), (24, 64))
+        for j, (x, table) in enumerate(FORWARD.dtype_pairs):
+            piece = odd if j == len(FORWARD.dtype_pairs) - 1 else pieces[(j + m + 1) % 4]
+            cases.append(case(tags=tags + ("future", mode), shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m + 3) % 8],
+                              partial_slice=piece, mode=mode, dtype=x, cos_dtype=table))
     cases += [
         case("rope_bf16", shape=(1, 32, 2, 128), broadcast="BSND", dtype="bfloat16", inputs=rope_inputs()),
         case("rope_partial_fp16_fp32", shape=(2, 16, 4, 128), broadcast="BSND", partial_slice=(0, 64),
@@ -569,10 +576,7 @@ def _checks() -> dict:
 
 
 def _future_modes() -> dict:
-    """The ``future_modes`` preset: modes half, quarter and interleave-half, skipped on today's target; each dtype
-    pair of both operators in each mode (a kernel is built per dtype and mode: one build wrong alone must fail)."""
-    from ..ops import FORWARD
-
+    """The ``future_modes`` preset: modes half, quarter and interleave-half, skipped on today's target."""
     cases = []
     for m, mode in enumerate(FUTURE_MODES):
         prefix, tags = f"future.{mode}", ("future", mode)
@@ -586,11 +590,6 @@ def _future_modes() -> dict:
             dy = dtypes.OPERATOR_DTYPES[k]
             cases.append(preset_case(prefix, tags, shape=(1, 2, 3, 64), broadcast=BROADCASTS[(k + 5) % 8],
                                      partial_slice=piece, mode=mode, dtype=dy))
-        for j, (x, table) in enumerate(FORWARD.dtype_pairs):          # the forward: each dtype pair in this mode,
-            last = j == len(FORWARD.dtype_pairs) - 1                    # the last with halves (quarters) of odd length
-            cases.append(preset_case(prefix, tags, shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m + 3) % 8],
-                                     partial_slice=odd_lengths[0] if last else pieces[(j + m + 1) % 4], mode=mode,
-                                     dtype=x, cos_dtype=table, op="forward"))
         cases += [
             preset_case(prefix, tags, "rope_bf16", shape=(1, 64, 2, 128), broadcast="1S1D", mode=mode,
                         dtype="bfloat16", inputs=rope_inputs()),

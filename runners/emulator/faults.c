@@ -66,7 +66,7 @@ static const struct {
     {"fwd_contiguous_tables", FAULT_FWD_CONTIGUOUS_TABLES},
     {"geir_output_overrun", FAULT_GEIR_OUTPUT_OVERRUN},
     {"tiling_cache", FAULT_TILING_CACHE},
-    {"fwd_fp16_interleave_half", FAULT_FWD_FP16_INTERLEAVE_HALF},
+    {"fwd_fp16_ilv_half", FAULT_FWD_FP16_ILV_HALF},
     {"fwd_odd_half", FAULT_FWD_ODD_HALF},
 };
 
