@@ -74,8 +74,9 @@ def test_a_bad_value_of_a_new_key_is_one_line_naming_the_field(keys, field, frag
 
 def test_a_suite_without_chip_or_build_sensitive_cases_shows_their_classes_missing():
     """The forward's A2/A3 rules and the grad's builds are classes: a forward case whose cos N is x's covers
-    'chip: A2/A3: cos N != 1' (an A2/A3 run refuses it), an empty slice 'build: another status on base', an empty
-    slice past D 'build: another status on e9f0541c'; a suite of plain cases lacks them, which its coverage shows."""
+    'chip: A2/A3: cos N != 1' (an A2/A3 run refuses it), an empty cos 'build: another status on base', an empty
+    slice past D 'build: another status on e9f0541c'; a suite of plain cases lacks them, which its coverage shows.
+    A plain empty slice is no class of build: it succeeds on every build (base's kernel takes its empty key)."""
     from prmg_cli.cases.coverage import evaluate
 
     def covered(cases) -> set[str]:
@@ -84,7 +85,8 @@ def test_a_suite_without_chip_or_build_sensitive_cases_shows_their_classes_missi
 
     plain = [case_of(), case_of(op="forward", broadcast="B11D")]
     assert covered(plain) == set()
-    sensitive = [case_of(op="forward", broadcast="BSND"), case_of(partial_slice=[4, 4]),
+    assert covered([case_of(partial_slice=[4, 4])]) == set()
+    sensitive = [case_of(op="forward", broadcast="BSND"), case_of(broadcast=None, cos_shape=[0, 1, 1, 8]),
                  case_of(partial_slice=[20, 20], expect={"error": 561002})]
     assert covered(sensitive) == {"chip: A2/A3: cos N != 1", "build: another status on base",
                                   "build: another status on e9f0541c"}
@@ -158,9 +160,18 @@ def test_the_forward_on_a2_a3_follows_its_membase_tiling():
 
 
 def test_builds_follow_the_grads_no_op_history():
+    """Base (4007a71b, read in upstream's tiling): an empty slice skips only the slice-length rules (L == cos D, L
+    even), meets the rest, then succeeds; e9f0541c returns before the range and the later rules; 2b888cdb checks
+    the range first."""
     past_d = case_of(partial_slice=[20, 20], broadcast=None, cos_shape=[1, 1, 1, 2], expect={"error": 561002})
     cos_empty = case_of(broadcast=None, cos_shape=[0, 1, 1, 8])
-    assert [expected_status(past_d, TODAY, build=b) for b in ("base", "e9f0541c", "2b888cdb")] == [561002, 0, 561002]
+    builds = ("base", "e9f0541c", "2b888cdb")
+    assert [expected_status(past_d, TODAY, build=b) for b in builds] == [561002, 0, 561002]
+    assert [expected_status(case_of(partial_slice=[4, 4]), TODAY, build=b) for b in builds] == [0, 0, 0]
+    wide = case_of(shape=[1, 1, 2, 2048], partial_slice=[0, 0], broadcast=None, cos_shape=[1, 1, 1, 2])
+    bad_layout = case_of(shape=[2, 2, 2, 16], partial_slice=[7, 7], broadcast=None, cos_shape=[3, 1, 1, 2])
+    for later_rule in (wide, bad_layout):                            # D <= 1024 and the layout: base checks both
+        assert [expected_status(later_rule, TODAY, build=b) for b in builds] == [561002, 0, 0]
     assert holding_builds(past_d, TODAY) == ("base", "2b888cdb")
     assert holding_builds(cos_empty, TODAY) == ("e9f0541c", "2b888cdb")
     shipped = {case.name: case.builds for case in load_cases([ROOT / "cases" / "negative.yaml"])}
@@ -169,9 +180,9 @@ def test_builds_follow_the_grads_no_op_history():
 
 
 def test_every_shipped_case_names_the_builds_its_expectation_holds_for():
-    """Not only the negative suite: an empty slice anywhere (smoke, edge, cover, upstream's e2e list) passes only
-    since e9f0541c, so every shipped case whose expectation the model holds for some builds only names them (a
-    plain failure on an older toolkit otherwise), and a generated or imported case gets them by itself."""
+    """Every shipped case whose expectation the model holds for some builds only names them (a plain failure on an
+    older toolkit otherwise), and no other case does: an empty slice that meets every other rule succeeds on every
+    build (base's kernel takes its empty tiling key), an empty cos or a slice past D does not."""
     from prmg_cli.cases.gencase import case_from_options
     from prmg_cli.ops.targets import BUILDS
 
@@ -180,8 +191,8 @@ def test_every_shipped_case_names_the_builds_its_expectation_holds_for():
              for holding in [holding_builds(case, TODAY)] if holding and (case.builds or tuple(BUILDS)) != holding]
     assert not wrong
     named = {case.name for case in shipped if case.builds}
-    assert {"smoke.empty_slice", "edge.empty_slice_at_D", "e2e_iprmb_noop_default_slice"} <= named
-    assert case_from_options(shape=[1, 1, 2, 8], partial_slice=[4, 4])["builds"] == ["e9f0541c", "2b888cdb"]
+    assert {"neg.cos_empty_ok", "neg.empty_slice_past_D", "neg.empty_slice_D_2048_ok"} <= named
+    assert not {"smoke.empty_slice", "edge.empty_slice_at_D", "e2e_iprmb_noop_default_slice"} & named
     assert "builds" not in case_from_options(shape=[1, 1, 2, 8], partial_slice=[4, 8])
 
 
@@ -380,3 +391,14 @@ def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypa
         failed = {case.name.split(".", 1)[1] for case in load_cases([ROOT / "cases" / "users.yaml"])
                   if run_case(session, case, settings)[0].status == "failed"}
     assert failed == caught
+
+
+def test_graph_mode_says_what_each_tiling_makes_of_an_empty_slice_list():
+    """No nnopbase check sees a graph's partial_slice attribute: the grad's tiling reads two values past the end of
+    an empty list (undefined), the forward's 950 tiling (GetShapeAttrsInfo) reads it as [0, D) (ops-transformer
+    ef151814): each skip says so."""
+    from prmg_cli.ops.constraints import graph_case
+
+    grad, forward = (graph_case(case_of(op=op, partial_slice=[], expect={"error": 561103}), TODAY)
+                     for op in ("grad", "forward"))
+    assert "past the end of a list of none" in grad and "[0, D)" in forward and "past the end" not in forward

@@ -197,3 +197,15 @@ def test_an_e2e_row_it_cannot_map_is_named(tmp_path):
     assert notes[1] == ("row 4 (index): inplace_input_indexes (1,) is not (0,): the in-place tensor is the first "
                         "— skipped")
     assert notes[2].startswith("row 5 (mode): field 'rotary_mode': unknown rotary mode 'spiral'")
+
+
+def test_lists_with_crlf_line_ends_import_the_same():
+    """Upstream keeps its e2e list with CRLF line ends (ops-transformer 2b888cdb: 16 characters more than the
+    copy's 16 lines): either list imported from CRLF text gives the same cases."""
+    import tempfile
+
+    for source in (UPSTREAM, E2E):
+        with tempfile.TemporaryDirectory() as folder:
+            crlf = Path(folder) / source.name
+            crlf.write_bytes(source.read_bytes().replace(b"\n", b"\r\n"))
+            assert ttk.import_ttk(crlf)[0]["cases"] == ttk.import_ttk(source)[0]["cases"]

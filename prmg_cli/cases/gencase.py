@@ -389,7 +389,7 @@ def refuse_invalid(cases: Sequence[dict]) -> None:
 def with_builds(cases: Sequence[dict]) -> list[dict]:
     """``cases``, each that does not name its builds given ``builds``: the upstream builds (``targets.BUILDS``) on
     which the constraint model predicts its expectation on today's target (``constraints.holding_builds``), when
-    that is some builds but not every one (an empty slice: a no-op since e9f0541c), so that a toolkit of another
+    that is some builds but not every one (an empty cos: a no-op since e9f0541c), so that a toolkit of another
     or an unknown build reports the case as depending on the build rather than as a plain failure."""
     return [{**case, "builds": list(holding)} if "builds" not in case and 0 < len(holding) < len(BUILDS) else case
             for case, value in zip(cases, load_generated(cases))

@@ -25,7 +25,8 @@ details. In checking order, the first broken rule gives the status:
 A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not an error. The slice list
 is the grad's (``ops/grad.py`` rules 2 and 5b): a NULL ``partialSlice`` is the op definition's default ``{0, 0}``
 (a no-op: the docs' "NULL rotates the whole D" is not what the code does), a list of no value is nnopbase's
-561103, a longer one acts as its first two values, a list of one value is read past its end (undefined).
+561103 (in a graph, where no nnopbase sees it, the 950 tiling reads it as ``[0, D)``), a longer one acts as its
+first two values, a list of one value is read past its end (undefined).
 
 On the A2/A3 chips (ascend910b, ascend910_93: ``targets.MEMBASE_SOCS``) the op definition's membase tiling
 (``inplace_partial_rotary_mul_tiling.cpp`` ``CheckInput``) decides instead, each failure 561002, in its order:
@@ -49,6 +50,11 @@ from .spec import GraphIR, OperatorSpec, Violation
 from .targets import MEMBASE_SOCS, REFERENCE_SOC
 
 SOCS = ("ascend910b", "ascend910_93", "ascend950", "ascend960dt", "ascend350")    # the op definition's chips
+# Graph mode as the grad's, but for a list of no value: the 950 tiling (GetShapeAttrsInfo) reads a partial_slice of
+# size 0 as [0, D), where the grad's reads two values past its end.
+FORWARD_GRAPH_REFUSALS = {**GRAPH_REFUSALS, "slice list empty": (
+    "in a graph the list is the partial_slice attribute, which no nnopbase check sees, and the 950 tiling reads a list "
+    "of none as [0, D): the whole last axis rotated, not the refusal an aclnn call gets")}
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
                ("bfloat16", "float32"))
 
@@ -245,4 +251,5 @@ FORWARD = OperatorSpec(
     tensor="x", direction="forward", adjoint="grad", rules=rules, rule_reasons=RULE_REASONS,
     chip_rules={**CHIP_REASONS, **MEMBASE_REASONS},
     no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, socs=SOCS, auto_contiguous=True,
-    graph=GraphIR("InplacePartialRotaryMul", ("x", "cos", "sin"), "x", GRAPH_REFUSALS, GRAPH_TILING))
+    graph=GraphIR("InplacePartialRotaryMul", ("x", "cos", "sin"), "x", FORWARD_GRAPH_REFUSALS,
+                  GRAPH_TILING))

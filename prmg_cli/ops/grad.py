@@ -37,8 +37,10 @@ Strides are contiguous when every axis of length > 1 has the C-order stride (axe
 any, and an empty tensor any strides), as CANN's ``op::IsContiguous`` decides.
 
 Builds (``targets.BUILDS``): rules c and d are 2b888cdb's order; e9f0541c made the no-op (d) and checked it
-before the slice range (c); before e9f0541c there was no no-op. The op definition lists the ascend950 and
-ascend960dt chips only (``SOCS``).
+before the slice range (c). Before e9f0541c (``base``: 4007a71b, the operator's first commit) nothing returns
+early: an empty slice skips only the two slice-length rules of e (both guarded by L != 0), meets every other rule,
+including D <= 1024 and g, and then succeeds without work (the kernel's empty tiling key); cos or sin without
+elements breaks g. The op definition lists the ascend950 and ascend960dt chips only (``SOCS``).
 """
 
 from __future__ import annotations
@@ -205,11 +207,19 @@ def axis_3(shape) -> int | None:
 
 
 def no_op(case: Case, build: str = LATEST_BUILD) -> bool:
-    """Whether a successful call changes nothing: dy has no elements (nnopbase runs no tiling or kernel), or
-    the tiling's no-op (``CheckAttr``, from build e9f0541c): an empty slice, or cos or sin without elements."""
+    """Whether a successful call changes nothing: dy has no elements (nnopbase runs no tiling or kernel), an empty
+    slice (every build: the kernel's TILING_KEY_EMPTY), or, from build e9f0541c, cos or sin without elements (the
+    tiling's no-op in ``CheckAttr``)."""
     start, end = case.partial_slice
-    tiling_no_op = build != "base" and (end == start or empty(case.cos_shape) or empty(case.sin_shape))
-    return tiling_no_op or empty(case.shape)
+    empty_tables = build != "base" and (empty(case.cos_shape) or empty(case.sin_shape))
+    return end == start or empty_tables or empty(case.shape)
+
+
+def skips_checks(case: Case, build: str = LATEST_BUILD) -> bool:
+    """Whether the tiling returns before rules e and g (a no-op of ``CheckAttr``, from build e9f0541c). The base
+    build has no such return: its empty slice skips only the slice-length rules (``L == cos D``, L even, both
+    guarded by ``L != 0``), meets every other rule, and only then takes the kernel's empty tiling key."""
+    return build != "base" and no_op(case, build)
 
 
 def shape_rules(case: Case, build: str = LATEST_BUILD) -> list[Violation]:
@@ -225,7 +235,7 @@ def shape_rules(case: Case, build: str = LATEST_BUILD) -> list[Violation]:
     start, end = case.partial_slice
     length = end - start
     dy_d, cos_d = axis_3(case.shape), axis_3(case.cos_shape)
-    nothing_to_do = no_op(case, build)
+    nothing_to_do = skips_checks(case, build)
     if not (nothing_to_do and build == "e9f0541c"):            # e9f0541c's no-op came before the range check
         if start < 0:
             broken("start < 0", f"slice start {start} is negative", "partial_slice")
@@ -237,7 +247,7 @@ def shape_rules(case: Case, build: str = LATEST_BUILD) -> list[Violation]:
         elif end > dy_d:
             broken("end > D", f"slice end {end} exceeds D = {dy_d}", "partial_slice")
     if not nothing_to_do:
-        if cos_d is not None and length != cos_d:
+        if cos_d is not None and length and length != cos_d:        # L = 0 skips it on every build
             broken("L != cos D", f"slice length L = {length} differs from cos's last axis {cos_d}", "cos_shape")
         if dy_d is not None and dy_d > MAX_D:
             broken("D > 1024", f"D = {dy_d} exceeds {MAX_D}", "shape")

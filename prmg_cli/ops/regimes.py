@@ -382,8 +382,9 @@ def _build_axis(op: str) -> list[Regime]:
     cases earning another status there, which a toolkit of that (or an unknown) build reports as depending on the
     build (``targets``)."""
     return [Regime(BUILD, f"another status on {build}", f"{BUILDS[build]}: the case's status there differs from "
-                   f"{LATEST_BUILD}'s (an empty slice, or its range checked first)", lambda f, build=build:
-                   build in f.builds_differ) for build in OPERATORS[op].builds if build != LATEST_BUILD]
+                   f"{LATEST_BUILD}'s (an empty cos, a rule base checks for an empty slice, or the range first)",
+                   lambda f, build=build: build in f.builds_differ)
+            for build in OPERATORS[op].builds if build != LATEST_BUILD]
 
 
 @cache

@@ -31,7 +31,8 @@ MEMBASE_SOCS = frozenset({"ascend910b", "ascend910_93"})     # A2, A3: the forwa
 
 # The upstream builds (ops-transformer commits) whose operators return different statuses, oldest first.
 BUILDS = {
-    "base": "before e9f0541c: no no-op; an empty slice or cos/sin meets the slice-length and shape rules (561002)",
+    "base": "before e9f0541c (4007a71b): no early no-op; an empty slice skips only the slice-length rules, meets "
+            "every other one, then does nothing; an empty cos/sin breaks the dims > 0 rule (561002)",
     "e9f0541c": "the grad's empty slice or empty dy/cos/sin is a no-op, returned before the slice-range check",
     "2b888cdb": "the grad checks the slice range before that no-op: an empty slice outside [0, D] is refused",
 }

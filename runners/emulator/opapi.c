@@ -331,8 +331,9 @@ static int64_t size_of(const aclTensor *tensor)
 
 /* The rest of CheckAttr (561002) as `build` (emulated_build) has it: 0 <= start <= end <= D (D = dy's axis 3),
  * checked even for an empty slice (2b888cdb); then *no_op when the slice or any tensor is empty (CheckAttr
- * returns there; e9f0541c checks this first, "base" has no no-op); else L == cos D, D <= 1024, L a multiple of
- * 2 (4 in quarter mode). */
+ * returns there, skipping the later checks; e9f0541c checks this first); else L == cos D, D <= 1024, L a multiple
+ * of 2 (4 in quarter mode). "base" returns nowhere early: an empty slice skips only L == cos D and the multiple
+ * (both guarded by L != 0) and meets every other check before the kernel's empty tiling key does nothing. */
 static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t start, int64_t end, int build,
                       int *no_op)
 {
@@ -353,7 +354,7 @@ static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t s
     }
     if (*no_op)
         return ACL_SUCCESS;
-    if (length != cos_d) {
+    if (length != 0 && length != cos_d) {
         prmg_emu_set_error(OP ": slice length %lld != cos last dim %lld", (long long)length, (long long)cos_d);
         return ACLNN_ERR_INNER_TILING_ERROR;
     }
