@@ -37,6 +37,7 @@ CASES = """
 - {name: grad_half_mode_today, shape: [1, 1, 2, 8], rotary_mode: half, expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}
 - {name: grad_offsets, shape: [1, 2, 2, 8], broadcast: 1S1D, partial_slice: [2, 6], dy_offset: 5, cos_offset: 2,
    sin_offset: 3}
+- {name: grad_moved, shape: [1, 2, 2, 8], broadcast: 1S1D, partial_slice: [4, 8]}
 - {name: grad_strided_cos, shape: [1, 2, 2, 8], cos_shape: [1, 2, 1, 8], cos_strides: [32, 16, 16, 1],
    expect: {error: ACLNN_ERR_INNER, phase: launch}}
 - {name: fwd_offsets, op: forward, shape: [1, 2, 2, 8], broadcast: 1S1D, partial_slice: [2, 6], dy_offset: 5,

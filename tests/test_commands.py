@@ -145,13 +145,18 @@ def test_check_names_are_checked_by_one_validator_from_the_flag_and_from_a_case_
     from prmg_cli.cases.loader import parse_document
     from prmg_cli.commands.suite import settings_for
 
-    said = "unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, roundtrip, determinism, sample)"
+    said = "unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, roundtrip, determinism, sample, or all)"
     with pytest.raises(PrmgError) as flag:
         settings_for(run.Request(paths=(), runner="emulator", check="roundtrip,ajoint"))
     assert str(flag.value) == f"--check: {said} (comma-separated)"
     with pytest.raises(PrmgError) as case_file:
         parse_document([{"name": "c", "shape": [1, 1, 2, 16], "checks": ["roundtrip", "ajoint"]}], "c.yaml", Path("."))
     assert str(case_file.value) == f"c.yaml: case 'c': field 'checks': {said}"
+    from prmg_cli.judging.checks import CHECKS                 # all: every check, once, from either place
+    assert settings_for(run.Request(paths=(), runner="emulator", check="sample,all")).checks == ("sample", *(
+        name for name in CHECKS if name != "sample"))
+    case, = parse_document([{"name": "c", "shape": [1, 1, 2, 16], "checks": ["all"]}], "c.yaml", Path("."))
+    assert case.checks == tuple(CHECKS)
 
 
 @pytest.mark.parametrize("count, words", [(1, "1 case in 1 file is valid"), (2, "2 cases in 1 file are valid")])

@@ -13,8 +13,9 @@ from prmg_cli.cases import gencase, presets as presets_module
 from prmg_cli.cases.loader import load_cases, validate
 from prmg_cli.commands import case_writer
 from prmg_cli.errors import PrmgError
-from prmg_cli.ops import constraints
+from prmg_cli.ops import OPERATORS, constraints
 from prmg_cli.status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+from prmg_cli.vocab import ROTARY_MODES
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "cases"
@@ -204,7 +205,7 @@ def test_shipped_suite_loads_with_unique_names_and_validates(shipped):
     for modes in (TODAY, EVERY_MODE):
         validate(cases, modes)
     assert len(cases) == len({case.name for case in cases})
-    assert 300 <= len(cases) <= 800
+    assert 300 <= len(cases) <= 850
     worked = [case for case in cases if case.name == "worked_example"]
     assert len(worked) == 1 and worked[0].partial_slice == (2, 6)
 
@@ -223,6 +224,20 @@ def test_shipped_suite_has_what_each_emulator_fault_needs(shipped):
     unsupported = [c for c in shipped if "mode-unsupported" in c.tags]                 # accept_mode
     assert unsupported and all(c.expect.error == TILING_ERROR for c in unsupported)
     assert any("smoke" in c.tags for c in unsupported)                                 # ... in NPU CI too
+    passing = [c for c in shipped if c.expect.success]
+    for op in OPERATORS:                                # fwd_fp16_ilv_half: a kernel built per dtype and mode
+        assert {(c.dtype, c.rotary_mode) for c in passing if c.op == op} >= {
+            (dtype, mode) for dtype in FLOATS for mode in ROTARY_MODES.values()}, op
+    for op, mode in itertools.product(OPERATORS, (0, 2, 3)):  # halves (quarters) of an odd length past one pair
+        part = 4 if mode == 2 else 2
+        assert any(c.op == op and c.rotary_mode == mode and (c.partial_slice[1] - c.partial_slice[0]) // part % 2
+                   and c.partial_slice[1] - c.partial_slice[0] > part for c in passing), (op, mode)
+    alike = {}                                          # tiling_cache: calls alike but for the slice start or the mode
+    for c in passing:
+        alike.setdefault((c.op, c.shape, c.cos_shape, c.dtype, c.cos_dtype), []).append(c)
+    assert any(len({c.partial_slice for c in group if c.rotary_mode == 1}) > 1 for group in alike.values())
+    assert any(len({c.rotary_mode for c in group if c.partial_slice == group[0].partial_slice}) == len(ROTARY_MODES)
+               for group in alike.values())
 
 
 # ----- one case from options -------------------------------------------------------------------------

@@ -255,6 +255,14 @@ def _edge() -> dict:
         case("views_at_offsets_fp32", shape=(1, 4, 2, 32), broadcast="BSND", partial_slice=(0, 32), dy_offset=256,
              cos_offset=64, sin_offset=1),
     ]
+    # Calls alike in every tensor but one attribute, run one after the other: a tiling or executor cache keyed by
+    # the tensors alone runs the later ones with the first one's slice or mode (the emulator's tiling_cache).
+    sibling = "the same shapes and dtypes as the other edge.same_shapes_* cases, another {}: a cache of tilings " \
+              "keyed without it runs this call with another case's"
+    cases += [case(f"same_shapes_slice_at_{start}", shape=(1, 3, 2, 32), broadcast="1S1D",
+                   partial_slice=(start, start + 8), note=sibling.format("slice start")) for start in (0, 8, 24)]
+    cases += [case(f"same_shapes_mode_{mode.replace('-', '_')}", shape=(1, 3, 2, 32), broadcast="1S1D",
+                   partial_slice=(8, 24), mode=mode, note=sibling.format("rotary_mode")) for mode in ROTARY_MODES]
     return document(cases, header=header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
                                                  "subnormal magnitudes, RoPE tables at long positions, "
                                                  "mixed dtypes, views at storage offsets"))
@@ -487,6 +495,13 @@ def _forward() -> dict:
         for position, layout in enumerate(FORWARD.layouts[index % 2::2]):
             cases.append(case(shape=(2, 3, 2, 64), broadcast=layout, partial_slice=placements[(index + position) % 4],
                               dtype=x, cos_dtype=table))
+    for m, mode in enumerate(FUTURE_MODES):        # each dtype pair in each future mode (a kernel is built per dtype
+        odd = (7, 19) if mode == "quarter" else (5, 35)     # and mode), the last with halves (quarters) of odd length
+        pieces = ((0, 64), (0, 32), (9, 45), (24, 64))
+        for j, (x, table) in enumerate(FORWARD.dtype_pairs):
+            piece = odd if j == len(FORWARD.dtype_pairs) - 1 else pieces[(j + m + 1) % 4]
+            cases.append(case(tags=tags + ("future", mode), shape=(2, 3, 4, 64), broadcast=BROADCASTS[(j + m + 3) % 8],
+                              partial_slice=piece, mode=mode, dtype=x, cos_dtype=table))
     cases += [
         case("rope_bf16", shape=(1, 32, 2, 128), broadcast="BSND", dtype="bfloat16", inputs=rope_inputs()),
         case("rope_partial_fp16_fp32", shape=(2, 16, 4, 128), broadcast="BSND", partial_slice=(0, 64),

@@ -41,10 +41,10 @@ OPTIONS = (
     Option("strict", ("--strict",), False, "Warnings (e.g. a vacuous case whose input already passes) fail their "
            "cases.", kind=bool, plugin=True),
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "
-           "adjoint, roundtrip, sample, determinism.", "LIST", plugin=True),
+           "adjoint, roundtrip, sample, determinism, or all of them.", "LIST", plugin=True),
     Option("no_golden", ("--no-golden",), False, "Judge cases by their checks alone (for shapes too large for a "
-           "host golden); every pass case then needs a check of correctness (adjoint, roundtrip or sample), from "
-           "--check or its own checks:.", kind=bool, plugin=True),
+           "host golden); every pass case then needs sample, the check anchored to the formula, from --check or "
+           "its own checks: (or correctness_unchecked: saying why).", kind=bool, plugin=True),
     *(Option(name, (f"--{name.replace('_', '-')}",), option.default, option.help, option.metavar, int, plugin=True)
       for name, (check, option) in CHECK_OPTIONS.items()),
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
@@ -98,7 +98,7 @@ EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 def main(request) -> int:
     """Run case files against the operator and judge every result.
 
-    The report's last line is the summary, e.g. `714 passed, 0 failed, 2 xfailed, 66 skipped`. Exit code 0
+    The report's last line is the summary, e.g. `718 passed, 0 failed, 2 xfailed, 84 skipped`. Exit code 0
     when nothing failed, 1 when a case failed, errored, xpassed or did not run, 2 for usage or case-file
     errors, 5 when no case is selected (or every case was skipped), 130/143 when interrupted or terminated
     (the partial report is printed and the results file keeps what finished).

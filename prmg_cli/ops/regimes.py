@@ -312,7 +312,8 @@ _VALUE_REASONS = {
     "large": "the top binade of the dtype: c*x + s*x' overflows to Inf where the products add up",
     "subnormal": "below the dtype's normals: flush-to-zero or gradual underflow",
     "+0": "a zero: products and sums of zeros",
-    "-0": "a negative zero: it must keep its sign (x + 0.0 turns -0.0 into +0.0)",
+    "-0": "a negative zero: outside the slice it must keep its sign (x + 0.0 turns -0.0 into +0.0); inside, "
+          "+0 and -0 compare equal (c*g - s*g' and -(s*g' - c*g), both right, give zeros of either sign)",
     "NaN": "a NaN: it must reach every result it touches",
     "-NaN": "a NaN with its sign bit set",
     "NaN payload": "a NaN whose payload is not the default (or a signalling one): rounding by bit tricks "

@@ -65,6 +65,9 @@ static const struct {
     {"fwd_ignore_offset", FAULT_FWD_IGNORE_OFFSET},
     {"fwd_contiguous_tables", FAULT_FWD_CONTIGUOUS_TABLES},
     {"geir_output_overrun", FAULT_GEIR_OUTPUT_OVERRUN},
+    {"tiling_cache", FAULT_TILING_CACHE},
+    {"fwd_fp16_ilv_half", FAULT_FWD_FP16_ILV_HALF},
+    {"fwd_odd_half", FAULT_FWD_ODD_HALF},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -373,7 +373,8 @@ static void zero_gaps(const op_operand *operand, unsigned char *view, int64_t lo
  * kernel fault is raised asynchronously and stops the kernel. fwd_write_past_end inverts the element just past
  * a contiguous x; fwd_gap_write zeroes the gaps of a staged x's storage (zero_gaps); fwd_ignore_offset works from
  * each storage's start (ignore_offsets); fwd_contiguous_tables maps a non-contiguous cos and sin in place, read
- * as contiguous (AutoContiguous skipped for them). */
+ * as contiguous (AutoContiguous skipped for them); fwd_fp16_ilv_half computes a float16 x of mode 3 with mode
+ * 1's pairing. */
 static void launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace_host)
 {
     record_faults(faults);
@@ -389,7 +390,10 @@ static void launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace
     for (int t = 0; t < 3; t++)
         if (!stage_in(job, t, workspace_host, &views[t], &lowest[t], t == 0 && past_end))
             return;
-    kernel_job work = {1, job->pairing_mode, job->start, job->end, faults, (const float *)workspace_host, 0};
+    /* fwd_fp16_ilv_half: the float16 build of interleave-half writes y in interleave's layout */
+    const int pairing = has_fault(faults, FAULT_FWD_FP16_ILV_HALF) && job->pairing_mode == 3
+                        && job->operand[0].tensor.data_type == ACL_FLOAT16 ? 1 : job->pairing_mode;
+    kernel_job work = {1, pairing, job->start, job->end, faults, (const float *)workspace_host, 0};
     rotary_kernel(&job->operand[0].tensor, &job->operand[1].tensor, &job->operand[2].tensor, &work);
     if (past_end)
         invert_element(&job->operand[0].tensor, element_count(&job->operand[0].tensor));

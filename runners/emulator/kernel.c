@@ -299,7 +299,8 @@ static void rewrite_passthrough(const kernel_tensor *x, const kernel_job *job, i
 /* One row: load the slice and its cos/sin row, then compute and store it tile by tile.
  * Faults: row_index_u16 (the row addressed as row % 65536), row_pad, skip_last_row, unaligned_start
  * (lanes 0 and 1 left when start is not 32-byte aligned), tile_tail (the last partial tile of an
- * L > EMU_TILE slice uses the previous tile's cos/sin), passthrough_add_zero. */
+ * L > EMU_TILE slice uses the previous tile's cos/sin), fwd_odd_half (the last lane of each half left when L/2 is odd
+ * and > 1, in modes 0 and 3), passthrough_add_zero. */
 static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                         const kernel_job *job, int64_t rows, int64_t row)
 {
@@ -323,11 +324,15 @@ static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const 
     const int skip_first_pair = has_fault(faults, FAULT_UNALIGNED_START)
                                 && job->start * element_size(x->data_type) % BLOCK_BYTES != 0;
     const int tail_bug = has_fault(faults, FAULT_TILE_TAIL) && length > EMU_TILE && length % EMU_TILE != 0;
+    /* fwd_odd_half: half and interleave-half step through each half two lanes at a time, dropping an odd last one */
+    const int64_t half = length / 2;
+    const int odd_half = has_fault(faults, FAULT_FWD_ODD_HALF) && (job->pairing_mode == 0 || job->pairing_mode == 3)
+                         && half % 2 == 1 && half > 1;
     for (int64_t tile_start = 0; tile_start < length; tile_start += EMU_TILE) {
         const int64_t tile_end = tile_start + EMU_TILE < length ? tile_start + EMU_TILE : length;
         const int64_t shift = tail_bug && tile_end == length ? EMU_TILE : 0;
         for (int64_t j = tile_start; j < tile_end; j++) {
-            if (skip_first_pair && j < 2)
+            if ((skip_first_pair && j < 2) || (odd_half && (j == half - 1 || j == length - 1)))
                 continue;
             lane l = job->forward ? forward_lane(job->pairing_mode, j, length, faults)
                                   : grad_lane(job->pairing_mode, j, length, faults);

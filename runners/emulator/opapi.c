@@ -429,6 +429,43 @@ static int check_positive_and_layout(const aclTensor *const tensors[3])
     return ACL_SUCCESS;
 }
 
+/* The tiling_cache fault: a cache of the tilings of this thread's earlier calls, keyed by the tensors' shapes and
+ * dtypes alone: a call that matches one (a non-empty slice of the same length) runs with that call's pairing mode and
+ * slice instead of its own rotary_mode and partialSlice. */
+static void cached_tiling(const aclTensor *const tensors[3], int *pairing_mode, int64_t *start, int64_t *end)
+{
+    enum { ENTRIES = 64 };
+    static __thread struct {
+        int64_t dims[8];
+        int32_t types[2];
+        int pairing_mode;
+        int64_t start, end;
+    } cache[ENTRIES];
+    static __thread int used;
+    if (*end == *start)
+        return;
+    int64_t dims[8];
+    for (int axis = 0; axis < 4; axis++) {
+        dims[axis] = tensors[0]->view_dims[axis];
+        dims[4 + axis] = tensors[1]->view_dims[axis];
+    }
+    for (int i = 0; i < used; i++)
+        if (memcmp(cache[i].dims, dims, sizeof dims) == 0 && cache[i].types[0] == tensors[0]->data_type
+            && cache[i].types[1] == tensors[1]->data_type) {
+            *pairing_mode = cache[i].pairing_mode;
+            *start = cache[i].start;
+            *end = cache[i].end;
+            return;
+        }
+    int slot = used < ENTRIES ? used++ : used % ENTRIES;
+    memcpy(cache[slot].dims, dims, sizeof dims);
+    cache[slot].types[0] = tensors[0]->data_type;
+    cache[slot].types[1] = tensors[1]->data_type;
+    cache[slot].pairing_mode = *pairing_mode;
+    cache[slot].start = *start;
+    cache[slot].end = *end;
+}
+
 /* The whole tiling in upstream's order (CheckAttr, CheckShape, CheckShapeAllPositive,
  * JudgeLayoutByShape); *pairing_mode, *start and *end (end = start for a no-op). */
 static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, const aclIntArray *partialSlice,
@@ -481,6 +518,8 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
     status = check_tiling(tensors, rotaryMode, partialSlice, faults, &pairing_mode, &start, &end);
     if (status != ACL_SUCCESS)
         return status;
+    if (has_fault(faults, FAULT_TILING_CACHE))
+        cached_tiling(tensors, &pairing_mode, &start, &end);
     fill_executor(job, tensors, pairing_mode, start, end, KERNEL_WORKSPACE_SIZE);
     *workspaceSize = KERNEL_WORKSPACE_SIZE;
     return ACL_SUCCESS;

@@ -31,26 +31,28 @@ from .base import Check, CheckContext, CheckOption, CheckResult, element_bound, 
 from .sample import unchanged_warning
 
 CHECKS: dict[str, Check] = {module.CHECK.name: module.CHECK for module in (adjoint, roundtrip, determinism, sample)}
+ALL = "all"                             # the name of every check at once (--check all)
 ORACLES = tuple(name for name, check in CHECKS.items() if check.oracle)
 ANCHORED = tuple(name for name, check in CHECKS.items() if check.anchored)
 OPTIONS: dict[str, tuple[Check, CheckOption]] = {name: (check, option) for check in CHECKS.values()
                                                  for name, option in check.options.items()}
 
-__all__ = ["CHECKS", "ORACLES", "ANCHORED", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult",
+__all__ = ["CHECKS", "ALL", "ORACLES", "ANCHORED", "OPTIONS", "Check", "CheckContext", "CheckOption", "CheckResult",
            "element_bound",
            "check_names", "run_checks", "fold_checks", "weak_checks_text"]
 
 
 def check_names(names: Sequence, shown: Callable[[object], str] = repr) -> tuple[str, ...]:
-    """``names`` without repeats, in order, when each is a check of ``CHECKS``; else ``PrmgError`` (field
-    ``checks``) naming the first that is not, as ``shown`` renders it (a case file's value may be anything), and the
-    closest check: ``unknown check 'ajoint' (did you mean 'adjoint'?) (valid: adjoint, ...)``. The one check of
-    check names: ``--check`` and a case's ``checks`` both use it."""
+    """``names`` without repeats, in order, when each is a check of ``CHECKS`` or ``ALL`` (every check, in
+    ``CHECKS``' order); else ``PrmgError`` (field ``checks``) naming the first that is not, as ``shown`` renders it
+    (a case file's value may be anything), and the closest check: ``unknown check 'ajoint' (did you mean
+    'adjoint'?) (valid: adjoint, ..., or all)``. The one check of check names: ``--check`` and a case's ``checks``
+    both use it."""
     for name in names:
-        if not (isinstance(name, str) and name in CHECKS):
-            raise PrmgError(f"unknown check {shown(name)}{suggest(name, CHECKS)} (valid: {', '.join(CHECKS)})",
-                            field="checks")
-    return tuple(dict.fromkeys(names))
+        if not (isinstance(name, str) and (name in CHECKS or name == ALL)):
+            raise PrmgError(f"unknown check {shown(name)}{suggest(name, [*CHECKS, ALL])} (valid: "
+                            f"{', '.join(CHECKS)}, or {ALL})", field="checks")
+    return tuple(dict.fromkeys(check for name in names for check in (CHECKS if name == ALL else (name,))))
 
 
 def weak_checks_text(names) -> str:
