@@ -397,8 +397,9 @@ SEEDED = st.builds(random.Random, st.integers(min_value=0, max_value=2**32))    
 
 def believable(result: CaseResult) -> CaseResult:
     """``result``, its status made ``failed`` when the rest of it contradicts it (``consistency.contradiction``: a
-    record no run writes, which the reader refuses)."""
-    return dataclasses.replace(result, status="failed") if contradiction(result) else result
+    record no run writes, which the reader refuses) and its devices' statuses dropped (a --each-device record's status
+    is its devices' worst)."""
+    return dataclasses.replace(result, status="failed", device_statuses={}) if contradiction(result) else result
 
 
 @st.composite

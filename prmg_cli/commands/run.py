@@ -72,7 +72,7 @@ Examples:
   prmg run cases/ --supported-modes 0,1,2,3 --exclude-tag mode-unsupported
   prmg run cases/smoke.yaml --check adjoint,determinism --repeat 5
   prmg run cases/ --devices 0,1,2,3 --shard 2/8 --results shard2.jsonl
-  prmg run cases/smoke.yaml --runner aclnn --devices all --each-device --strict
+  prmg run cases/smoke.yaml --runner aclnn --devices all --each-device
 """
 
 
