@@ -315,7 +315,7 @@ def json_safe(value):
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, ScoreRows):
-        return value.lists()
+        return json_safe(value.lists())
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     if hasattr(value, "tolist") and hasattr(value, "dtype"):      # numpy scalar or array

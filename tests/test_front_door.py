@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import shutil
 import signal
@@ -1085,6 +1086,23 @@ def test_failed_records_with_their_error_maps_are_read_in_bounded_memory(tmp_pat
     assert isinstance(first.error_map["values"], ScoreRows) and first.error_map == error_map
     assert store.encode(first) == store.encode(dataclasses.replace(record("c0"), status="failed", message="m",
                                                                    error_map=error_map))
+
+
+def test_an_infinite_score_of_a_stored_error_map_is_reported_in_json(tmp_path):
+    """A stored error map may hold an infinite score (a result of inf against a finite golden): read back as
+    ``ScoreRows``, it reached the JSON report's writer as a float it refuses (ValueError, exit 3); it is written as
+    the other non-finite values are, ``"inf"``."""
+    from prmg_cli.judging import diagnosis
+    from prmg_cli.reports import store
+
+    error_map = {**diagnosis.error_map(np.ones((1, 2, 1, 8)), 0, 8), "metric": "error/budget"}
+    error_map["values"][0][0] = math.inf
+    path = tmp_path / "inf.jsonl"
+    path.write_bytes(store.encode(dataclasses.replace(record("c0"), status="failed", message="m",
+                                                      error_map=error_map)))
+    report = prmg_here("report", path, "--report", f"json:{tmp_path / 'r.json'}")
+    assert report.returncode == 1, report.stderr
+    assert '"inf"' in (tmp_path / "r.json").read_text()
 
 
 def test_resume_into_another_results_file_writes_the_whole_run_there(tmp_path):
