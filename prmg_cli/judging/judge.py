@@ -275,7 +275,7 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             verdict.metrics.update(passed.metrics)
             if passed.vacuous:
                 verdict.warnings.append(_vacuous_warning(standard))
-            _balance_warning(verdict, lambda: distinct_balance_counts(
+            _balance_warning(verdict, result[..., start:end].size, lambda: distinct_balance_counts(
                 result[..., start:end].astype(np.float64),
                 OPERATORS[case.op].golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end)),
                 FLOAT_FORMATS[from_numpy(result.dtype).name]))
@@ -412,11 +412,12 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _balance_warning(verdict: Verdict, distinct) -> None:
-    """A passing result whose errors lean one way beyond chance (``error_balance.case_warning``, from the ``default``
-    standard's counts) gets the warning; where the raw counts decide (``error_balance.needs_distinct``), ``distinct()``
-    recounts the distinct (golden, result) pairs first (``error_balance.DISTINCT``)."""
-    if error_balance.needs_distinct(verdict.metrics):
+def _balance_warning(verdict: Verdict, elements: int, distinct) -> None:
+    """A passing result of ``elements`` slice elements whose errors lean one way beyond chance
+    (``error_balance.case_warning``, from the ``default`` standard's counts) gets the warning; where
+    ``error_balance.needs_distinct`` says so, ``distinct()`` recounts the distinct (golden, result) pairs first
+    (``error_balance.DISTINCT``)."""
+    if error_balance.needs_distinct(verdict.metrics, elements):
         verdict.metrics.update(zip(error_balance.DISTINCT, distinct()))
     text = error_balance.case_warning(verdict.metrics)
     if text:
@@ -450,7 +451,8 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     if not evaluation.failed:
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
             verdict.warnings.append(_vacuous_warning(standard))
-        _balance_warning(verdict, lambda: distinct_balance_counts(view.actual, view.golden, view.format))
+        _balance_warning(verdict, view.actual.size, lambda: distinct_balance_counts(view.actual, view.golden,
+                                                                                  view.format))
         return
     wrong, score = _wrong_and_score(evaluation)
     candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)
