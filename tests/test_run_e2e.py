@@ -245,9 +245,11 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "write_beyond_guard": "guard zone after dy changed at byte +576",
     # issue 34, third look: calls alike but for an attribute (edge.same_shapes_*), one dtype's build of one mode
     "tiling_cache": "outside the slice", "fwd_fp16_ilv_half": "over budget", "fwd_odd_half": "over budget",
+    # a fourth look: a cast rounding ties away from zero (edge.ties_*: results halfway between two values)
+    "cast_away": "--strict: biased: ",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
-STRICT_CATCH = {"round_up"}            # within every element's budget: only the error balance, a warning, sees it
+STRICT_CATCH = {"round_up", "cast_away"}    # within every element's budget: only the error balance, a warning, sees it
 # they act in a mode today's target lacks: run with every mode implemented, as the README's all-modes run
 ALL_MODES_CATCH = {"fwd_fp16_ilv_half", "fwd_odd_half"}
 

@@ -5,6 +5,7 @@ Presets are deterministic: the same command writes the same bytes, and a test ch
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -63,6 +64,16 @@ def cancellation(mode: str = "interleave") -> dict:
         for lane in range(16)[block.second]:
             cos[lane], sin[lane] = 0.5, -0.75
     return dict(inputs={"dy": {"uniform": [1.0, 1.0001]}, "cos": {"values": cos}, "sin": {"values": sin}})
+
+
+def ties_inputs(dtype: str, shape: tuple[int, ...]) -> dict:
+    """``values`` inputs whose results often lie exactly halfway between two values of ``dtype``: dy seeded integers
+    where the dtype's spacing is 1 ([128, 256) in bfloat16, [1024, 2048) in float16), cos 1 and sin 1/2 and 3/2 by
+    lane (partners differ), so ``dy*c +- dy'*s`` is a whole or half integer, and half integers there are ties."""
+    low = 128 if dtype == "bfloat16" else 1024
+    dy = low + np.random.default_rng(7).integers(0, low, math.prod(shape))
+    return {"dy": {"values": dy.tolist()}, "cos": {"values": [1.0] * shape[-1]},
+            "sin": {"values": [0.5, 1.5] * (shape[-1] // 2)}}
 
 
 def _smoke() -> dict:
@@ -263,6 +274,11 @@ def _edge() -> dict:
                    partial_slice=(start, start + 8), note=sibling.format("slice start")) for start in (0, 8, 24)]
     cases += [case(f"same_shapes_mode_{mode.replace('-', '_')}", shape=(1, 3, 2, 32), broadcast="1S1D",
                    partial_slice=(8, 24), mode=mode, note=sibling.format("rotary_mode")) for mode in ROTARY_MODES]
+    cases += [case(f"ties_{op}_{short_dtype(dtype)}", op=op, shape=(1, 4, 8, 32), cos_shape=(1, 1, 1, 32),
+                   dtype=dtype, inputs=ties_inputs(dtype, (1, 4, 8, 32)),
+                   note="integers and halves: a quarter of the results lie halfway between two values of the dtype, "
+                        "where a kernel casting ties away from zero (CAST_ROUND for CAST_RINT) leans the error balance")
+              for op in ("grad", "forward") for dtype in ("bfloat16", "float16")]
     return document(cases, header=header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
                                                  "subnormal magnitudes, RoPE tables at long positions, "
                                                  "mixed dtypes, views at storage offsets"))

@@ -68,6 +68,7 @@ static const struct {
     {"tiling_cache", FAULT_TILING_CACHE},
     {"fwd_fp16_ilv_half", FAULT_FWD_FP16_ILV_HALF},
     {"fwd_odd_half", FAULT_FWD_ODD_HALF},
+    {"cast_away", FAULT_CAST_AWAY},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

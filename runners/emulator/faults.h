@@ -74,18 +74,20 @@ enum {
     FAULT_TILING_CACHE,
     FAULT_FWD_FP16_ILV_HALF,
     FAULT_FWD_ODD_HALF,
+    FAULT_CAST_AWAY,
 };
 
-/* The faults each operator obeys. */
+/* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call. */
+#define SHARED_FAULTS (FAULT_BIT(FAULT_CAST_AWAY))
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \
                         | FAULT_BIT(FAULT_FWD_IGNORE_OFFSET) | FAULT_BIT(FAULT_FWD_CONTIGUOUS_TABLES) \
-                        | FAULT_BIT(FAULT_FWD_FP16_ILV_HALF) | FAULT_BIT(FAULT_FWD_ODD_HALF))
+                        | FAULT_BIT(FAULT_FWD_FP16_ILV_HALF) | FAULT_BIT(FAULT_FWD_ODD_HALF) | SHARED_FAULTS)
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
                      | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN))
-#define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS))
+#define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS) | SHARED_FAULTS)
 
 /* 1 when fault `index` is in the set `faults`. */
 static inline int has_fault(uint64_t faults, int index)

@@ -101,6 +101,21 @@ static void store_upward(int32_t data_type, void *data, int64_t index, float val
     ((uint16_t *)data)[index] = nearest;
 }
 
+/* The cast_away fault's store: value converted to fp16/bf16 to nearest, ties away from zero (a CAST_ROUND where
+ * upstream's kernels cast with CAST_RINT, ties to even): it differs from the right store only where value lies
+ * exactly halfway between two values of the dtype. */
+static void store_ties_away(int32_t data_type, void *data, int64_t index, float value)
+{
+    uint16_t nearest = data_type == ACL_BF16 ? float_to_bf16(value) : float_to_fp16(value);
+    const uint16_t away = (uint16_t)(nearest + 1);          /* one step away from zero in sign-magnitude */
+    const double widened = data_type == ACL_BF16 ? bf16_to_float(nearest) : fp16_to_float(nearest);
+    const double beyond = data_type == ACL_BF16 ? bf16_to_float(away) : fp16_to_float(away);
+    if (isfinite(value) && isfinite(beyond) && fabs(widened) < fabs((double)value)
+        && fabs((double)value) - fabs(widened) == fabs(beyond) - fabs((double)value))
+        nearest = away;
+    ((uint16_t *)data)[index] = nearest;
+}
+
 /* For lane j of a slice of length L: the kept element *kept, the partner *partner, and whether the
  * lane is the first of its pair (1) or the second (0), in the grad's layout (dy read as it is laid
  * out, dx written in the mode's layout).
@@ -207,7 +222,8 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
 }
 
 /* Stores a lane's result as element `position` of x: rounded to nearest even, toward zero with the
- * truncate fault (half dtypes), a NaN stored as +0.0 with the squash_nan fault. */
+ * truncate fault (half dtypes), up with cast_up, ties away from zero with cast_away, a NaN stored as +0.0 with the
+ * squash_nan fault. */
 static void store_result(const kernel_tensor *x, uint64_t faults, int64_t position, float value)
 {
     if (has_fault(faults, FAULT_SQUASH_NAN) && isnan(value))
@@ -216,6 +232,8 @@ static void store_result(const kernel_tensor *x, uint64_t faults, int64_t positi
         store_toward_zero(x->data_type, x->host, position, value);
     else if (has_fault(faults, FAULT_CAST_UP) && x->data_type != ACL_FLOAT)
         store_upward(x->data_type, x->host, position, value);
+    else if (has_fault(faults, FAULT_CAST_AWAY) && x->data_type != ACL_FLOAT)
+        store_ties_away(x->data_type, x->host, position, value);
     else
         store_element(x->data_type, x->host, position, value);
 }
