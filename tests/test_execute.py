@@ -496,6 +496,21 @@ def test_each_device_runs_every_case_on_every_device_and_keeps_the_worst():
     assert device_line([same.results[0]] * 5) == ""
 
 
+def test_each_device_resume_runs_again_on_chips_the_record_never_ran_on(many, tmp_path):
+    """--each-device --resume from a run on fewer chips (an earlier job with PRMG_DEVICES=0): the records, judged on
+    device 0 alone, were taken for a run of devices 0 and 1, so device 1 (computing wrong) never ran and the gate was
+    green. Under --each-device the devices (and ASCEND_RT_VISIBLE_DEVICES) are part of what a verdict was judged
+    under: the case runs again (and ``prmg report`` names shards run on other chips, as any setting that differs)."""
+    results, env = tmp_path / "r.jsonl", {"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}
+    assert run_json(many, "-k", "c1", "--devices", "0", "--each-device", "--results", results, env=env)[0].returncode \
+        == 0
+    result, report = run_json(many, "-k", "c1", "--devices", "0,1", "--each-device", "--resume", results, env=env)
+    assert result.returncode == 1 and report["summary"]["resumed"] == 0, result.stderr
+    assert report["cases"][0]["device_statuses"] == {"0": "passed", "1": "failed"}
+    runs = [json.loads(line)["settings"] for line in results.read_text().splitlines() if '"prmg.run/1"' in line]
+    assert [(run["devices"], run["visible_devices"]) for run in runs] == [([0], ""), ([0, 1], "")]
+
+
 def test_the_header_says_when_the_runtime_was_shown_only_some_chips(many):
     """ASCEND_RT_VISIBLE_DEVICES left in a CI runner's environment narrows --devices all to the chips it names, with
     the runtime's ids from 0: the header said 'devices: 0' of a host of 2 chips, as of a host of one."""
