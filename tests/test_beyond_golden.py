@@ -153,6 +153,22 @@ def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_fir
         (c["category"], c["name"]) for c in document["changes"]]
 
 
+def test_a_case_run_on_every_chip_is_not_comparable_with_one_run_on_one(tmp_path):
+    """Issue 32 (fourth look): A ran every case on each of 8 chips (--each-device), B shared them (each case on one
+    chip): B's pass says nothing of 7 chips, yet was 0 regressions; now not comparable, and so is another set of
+    chips. The same chips compare."""
+    every = {"standard": None, "each_device": True, "devices": list(range(8)), "visible_devices": ""}
+    files = {name: judged_file(tmp_path / f"{name}.jsonl", settings, result("x", standard="default"))
+             for name, settings in (("every", every), ("shared", {"standard": None}),
+                                    ("two", {**every, "devices": [0, 1]}), ("again", every))}
+    for before, after, detail in (("every", "shared", "[0, 1, 2, 3, 4, 5, 6, 7] -> none"),
+                                  ("every", "two", "[0, 1, 2, 3, 4, 5, 6, 7] -> [0, 1]")):
+        text, code = compare.compare_files(str(files[before]), str(files[after]), "json")
+        assert code == 1 and [(c["category"], c["detail"]) for c in json.loads(text)["changes"]] == [
+            ("not comparable", f"judged under other settings: --each-device's devices {detail}")]
+    assert compare.compare_files(str(files["every"]), str(files["again"]), "json")[1] == 0
+
+
 @pytest.mark.verdict
 def test_a_verdict_of_the_emulator_is_not_comparable_with_one_of_a_toolkit():
     """Issue 32 (audit): A on the NPU, B on the host emulator (a correct kernel) was 0 regressions, exit 0, though

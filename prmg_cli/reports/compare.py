@@ -7,7 +7,7 @@ words for the help and the docs):
   only in B that is not ok there (a failure is a failure, whether A knew the case or not);
 - **not comparable**: a case whose definition changed from A to B (its ``fingerprint``: inputs, shapes, slice,
   tolerance...) or that was judged under other settings (``judging``: its standard, ``--standard``, ``--strict``,
-  the checks and their options, ``--no-golden``), or by the host emulator in one run and a toolkit in the other:
+  the checks and their options, ``--no-golden``, ``--each-device`` and its devices), or by the host emulator in one run and a toolkit in the other:
   B's verdict says nothing of the kernel against A's. A regression,
   unless ``allow_changed`` (``--allow-changed``) says the change is intended; then the case is also compared as
   any other;
@@ -132,9 +132,11 @@ def read_run(path: str) -> Run:
 def judging(record: CaseResult, settings: dict | None = None) -> dict:
     """What ``record``'s verdict was judged under besides its case and its kernel: its standard and, from its run's
     settings (``suite.recorded_settings``; left out without a run record), ``--standard`` (which drops the case's
-    tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``."""
+    tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``, and the devices every case ran on
+    under ``--each-device`` (``none`` for a run sharing its cases among its chips, each tested on one)."""
     flags = (("--standard", "standard", None), ("--strict", "strict", False), ("--check", "checks", []),
-             ("check options", "check_options", {}), ("--no-golden", "golden", True))
+             ("check options", "check_options", {}), ("--no-golden", "golden", True),
+             ("--each-device's devices", "devices", None))
     known = {} if settings is None else {flag: settings.get(key, default) for flag, key, default in flags}
     return {"standard": record.standard or None, **known}
 
