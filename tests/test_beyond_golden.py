@@ -153,20 +153,28 @@ def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_fir
         (c["category"], c["name"]) for c in document["changes"]]
 
 
-def test_a_case_run_on_every_chip_is_not_comparable_with_one_run_on_one(tmp_path):
-    """Issue 32 (fourth look): A ran every case on each of 8 chips (--each-device), B shared them (each case on one
-    chip): B's pass says nothing of 7 chips, yet was 0 regressions; now not comparable, and so is another set of
-    chips. The same chips compare."""
-    every = {"standard": None, "each_device": True, "devices": list(range(8)), "visible_devices": ""}
-    files = {name: judged_file(tmp_path / f"{name}.jsonl", settings, result("x", standard="default"))
-             for name, settings in (("every", every), ("shared", {"standard": None}),
-                                    ("two", {**every, "devices": [0, 1]}), ("again", every))}
-    for before, after, detail in (("every", "shared", "[0, 1, 2, 3, 4, 5, 6, 7] -> none"),
-                                  ("every", "two", "[0, 1, 2, 3, 4, 5, 6, 7] -> [0, 1]")):
-        text, code = compare.compare_files(str(files[before]), str(files[after]), "json")
-        assert code == 1 and [(c["category"], c["detail"]) for c in json.loads(text)["changes"]] == [
-            ("not comparable", f"judged under other settings: --each-device's devices {detail}")]
-    assert compare.compare_files(str(files["every"]), str(files["again"]), "json")[1] == 0
+@pytest.mark.verdict
+def test_a_verdict_of_every_chip_is_not_comparable_with_one_of_fewer_chips(tmp_path):
+    """Issue 32 (session 5): A ran with --each-device (chip 3 failed), B on one chip or on fewer chips: B's pass
+    was a fix, exit 0, though it never ran on chip 3. Now it is not comparable, naming the flag or the chips, while
+    two --each-device runs over the same chips compare."""
+    every = {"0": "passed", "1": "passed", "2": "passed", "3": "failed"}
+    a = judged_file(tmp_path / "a.jsonl", {"each_device": True},
+                    result("x", "failed", device="3", device_statuses=every, metrics={"max_err_ratio": 3.0}))
+    shared = judged_file(tmp_path / "shared.jsonl", {}, result("x", device="0"))
+    fewer = judged_file(tmp_path / "fewer.jsonl", {"each_device": True},
+                        result("x", device="0,1", device_statuses={"0": "passed", "1": "passed"}))
+    same = judged_file(tmp_path / "same.jsonl", {"each_device": True},
+                       result("x", device="0,1,2,3", device_statuses=dict.fromkeys(every, "passed")))
+    details = {}
+    for b in (shared, fewer, same):
+        text, code = compare.compare_files(str(a), str(b), "json")
+        (change,) = json.loads(text)["changes"]
+        details[b.stem] = (code, change["category"], change["detail"])
+    assert details == {
+        "shared": (1, "not comparable", "judged under other settings: --each-device true -> false"),
+        "fewer": (1, "not comparable", "judged under other settings: chips [0, 1, 2, 3] -> [0, 1]"),
+        "same": (0, "fixed", "")}
 
 
 @pytest.mark.verdict
