@@ -235,12 +235,15 @@ def test_a_check_launches_every_tensor_contiguous_at_offset_0():
     assert all(acl._layout(case, tensor).plain for tensor in ("dy", "cos", "sin"))
 
 
+@pytest.mark.verdict
 def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
     """Sin alike at both lanes of every pair (a RoPE table, or explicit values alike) passes with the warning, which
-    --strict fails; tables that differ between partners, or a case that says why it needs them alike, do not."""
+    --strict fails, down to a slice of one pair; tables that differ between partners, or a case that says why it
+    needs them alike, do not."""
     rope = {"cos": {"rope": {"base": 10000}}, "sin": {"rope": {"base": 10000}}}
     cases = {"rope": case_of(inputs=rope), "drawn": case_of(),
-             "said": case_of(inputs=rope, partners_alike="a real table on purpose")}
+             "said": case_of(inputs=rope, partners_alike="a real table on purpose"),
+             "one_pair": case_of(inputs=rope, partial_slice=[4, 6])}
     from prmg_cli.device.execute import RunSettings, run_case
 
     with AclSession(emulator, 0) as session:
@@ -251,9 +254,9 @@ def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
             assert verdict.status == "passed"
             warnings[name] = verdict.warnings
         strict = run_case(session, cases["rope"], RunSettings(toolkit=emulator, strict=True))[0]
-    assert warnings == {"rope": [PARTNERS_ALIKE_WARNING], "drawn": [], "said": []}
+    assert warnings == {"rope": [PARTNERS_ALIKE_WARNING], "drawn": [], "said": [], "one_pair": [PARTNERS_ALIKE_WARNING]}
     assert strict.status == "failed" and strict.message == f"--strict: {PARTNERS_ALIKE_WARNING}"
-    assert [facts(case).partners_differ for case in cases.values()] == [False, True, False]
+    assert [facts(case).partners_differ for case in cases.values()] == [False, True, False, False]
 
 
 @pytest.fixture

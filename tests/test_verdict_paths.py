@@ -70,6 +70,7 @@ def test_a_check_that_cannot_run_is_said_and_sample_judges(tmp_path, fault):
                                                     "refuses")
 
 
+@pytest.mark.verdict
 def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
     """When every check anchored to the formula skipped or could not run, nothing held the result to the formula:
     an error, whatever adjoint and determinism said (or a warning when the case says why)."""
@@ -81,6 +82,22 @@ def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
     said = replace(case, correctness_unchecked="too large")
     verdict = checks.fold_checks(judge(said, *_unchanged(said), golden=False), results, _context(said), golden=False)
     assert verdict.status == "passed" and verdict.warnings[-1].startswith("correctness not checked: too large")
+
+
+@pytest.mark.verdict
+def test_only_a_check_anchored_to_the_formula_lets_a_case_go_without_the_golden():
+    """``loader.unjudged``, what validate and run ask of a pass case judged without the golden: refused when its
+    checks and the run's hold no anchored one (determinism, adjoint), unless it says why (correctness_unchecked);
+    accepted with sample from either side, or with the golden."""
+    from prmg_cli.cases.loader import unjudged
+
+    case = Case("g", "t", (1, 1, 2, 16), (1, 1, 1, 16), (1, 1, 1, 16), (0, 16), golden=False,
+                checks=("determinism", "adjoint"))
+    assert "none anchored to the formula" in str(unjudged(case))
+    assert "(--no-golden)" in str(unjudged(replace(case, golden=True), ("roundtrip",), golden=False))
+    assert unjudged(replace(case, correctness_unchecked="too large")) is None
+    assert unjudged(case, ("sample",)) is None and unjudged(replace(case, checks=("sample",))) is None
+    assert unjudged(replace(case, golden=True)) is None
 
 
 def _unchanged(case):
@@ -838,6 +855,7 @@ WEAK = """
 """
 
 
+@pytest.mark.verdict
 def test_validate_warns_of_partners_alike_as_the_run_will(tmp_path):
     """A RoPE table without ``partners_alike: REASON`` passes its run with the partners-alike warning: validate says
     so first (it said nothing, and a newcomer's case written from the README's example without that line was valid
