@@ -260,7 +260,11 @@ uint32_t run_case(const prmg_geir_call &call, prmg_geir_report *report)
         record(report, ge::FAILED, phase, phase == PRMG_GEIR_PHASE_RUN ? "ge::Session::RunGraph"
                : "ge::Session::CompileGraph", "C++ exception: not a std::exception");
     }
-    const uint32_t removed = g_session->RemoveGraph(graph_id);
+    uint32_t removed = ge::FAILED;
+    try {
+        removed = g_session->RemoveGraph(graph_id);
+    } catch (...) {                         // counted as failing: reported unless the case failed first
+    }
     if (report->status == ge::SUCCESS && removed != ge::SUCCESS)
         failed(report, removed, PRMG_GEIR_PHASE_RUN, "ge::Session::RemoveGraph");
     return report->status;
