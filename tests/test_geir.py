@@ -221,7 +221,8 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
 # One process's life of GE through the real shim (the stand-in's $STANDIN_GE_FAIL picks the failing step): printed as
 # JSON, [what each step returned, $STANDIN_GE_LOG's lines so far].
 LIFE = """
-import json, os, sys
+import atexit, json, os, sys
+atexit.register(lambda: open(os.environ["STANDIN_GE_LOG"], "a").write("python exit" + chr(10)))   # runs last
 from prmg_cli.cases.loader import parse_document
 from prmg_cli.device.geir import GeirError, GeirSession
 from prmg_cli.device.runners.geir import with_graph_mode
@@ -297,7 +298,7 @@ def test_the_shim_ends_ge_on_every_failure_path_and_at_exit(tmp_path, emulator, 
     assert steps[11] == ["GEInitialize", "Session", "AddGraph 4", "RemoveGraph 4", *ends]
     assert steps[12] == "prmg_geir_initialize failed: 145000 ACL_ERROR_GE_PARAM_INVALID: GE is initialised for " \
                         "device 0 in this process, not 1" and steps[13] == ["GEInitialize", "Session"]
-    assert log.read_text().splitlines() == ends            # at exit: the session, then GE
+    assert log.read_text().splitlines() == [*ends, "python exit"]     # at exit, by prmg: the session, then GE
     log.write_text("")
     library, _ = shim.build_shim(root, env)
     result = subprocess.run([sys.executable, "-c", UNFINISHED, str(library)], env=env, capture_output=True, text=True,
