@@ -19,6 +19,8 @@
  * handed to the next allocation of the same mapped size, zeroed, so that it reads as a fresh mapping does: a fresh
  * one page-faults on every page its first copy touches (a small case's three 64.5 KiB buffers, guard zones
  * included, spent ~0.2 ms of the 1 ms a case took in faults). The device address is always a new PROT_NONE one.
+ * Shadow mappings of 2 MiB and more ask for transparent huge pages (the 16 MiB workspace's first memset took
+ * 8-16 ms in 4096 page faults, 2 ms in huge pages).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -404,6 +406,7 @@ static size_t allocated_bytes;            /* the sizes of the live allocations *
 static size_t leaked_bytes;               /* taken for good by the leak_device_memory fault */
 
 #define SPARE_MAX_BYTES ((size_t)1 << 20)
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
 #define SPARE_COUNT 16
 typedef struct {
     unsigned char *host;
@@ -597,8 +600,11 @@ EMU_API int aclrtMalloc(void **devPtr, size_t size, int policy)
         return ACL_ERROR_BAD_ALLOC;
     void *device = mmap(NULL, created.mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     void *host = spare_shadow_of(created.mapped);
-    if (host == NULL)
+    if (host == NULL) {
         host = mmap(NULL, created.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (host != MAP_FAILED && created.mapped >= HUGE_PAGE_BYTES)
+            madvise(host, created.mapped, MADV_HUGEPAGE);      /* advice: ignored where THP is off */
+    }
     if (device == MAP_FAILED || host == MAP_FAILED) {
         if (device != MAP_FAILED)
             munmap(device, created.mapped);
