@@ -360,8 +360,8 @@ def _connect(request, modes: frozenset):
 
 
 def _coverage_ahead(targets, cases: Sequence[Case]):
-    """The work of the coverage line of the reports of ``targets`` that print one (table, html), for the run's idle
-    moments (``coverage.prepare_classes``); None when no report prints one."""
+    """The work of the coverage line of the reports of ``targets`` that print one (``Output.coverage``), for the run's
+    idle moments (``coverage.prepare_classes``); None when no report prints one."""
     from ..cases import coverage
 
     if not any(outputs.OUTPUTS[target.format].coverage for target in targets) or len(cases) > coverage.RUN_LINE_LIMIT:

@@ -801,7 +801,7 @@ class Executor:
         ``fail_fast`` no case starts after the first failure, error or xpass. When every device is
         wedged, the cases still waiting get ``not_run`` results naming the wedged devices. ``idle``, work for
         this process while the workers run (each step short: ``idle_step``), takes a step whenever no result
-        is waiting to be read.
+        is waiting to be read and no case is past its deadline.
         """
         accepted = self.target.get("accepted_modes")
         schedule = EachDevice(cases, self.settings, self.devices, on_result, fail_fast, accepted) \
@@ -818,9 +818,10 @@ class Executor:
                     schedule.not_run("; ".join(f"device {d}: {why}" for d, why in sorted(self.wedged.items())))
                 return schedule.results
             deadlines = [w.deadline for w in busy if w.deadline is not None]
-            wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-            while idle is not None and not any(w.conn.poll() for w in busy):
+            while idle is not None and not any(w.conn.poll() for w in busy) \
+                    and not (deadlines and time.monotonic() >= min(deadlines)):
                 idle = idle_step(idle)
+            wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy], wait_for)
             for worker in busy:
                 self._collect(worker, schedule)
