@@ -100,8 +100,8 @@ from ..inputs import npyfile
 from ..judging.checks import ANCHORED, CHECKS, weak_checks_text
 from ..ops import constraints
 from ..status import STATUS_NAMES, describe
-from ..vocab import (BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
-                     broadcast_shape)
+from ..vocab import (DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
+                     broadcast_pattern, broadcast_shape)
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_builds, parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_generator,
                      parse_golden, parse_inputs, parse_known_defect, parse_mode, parse_null, parse_offset, parse_op,
@@ -237,15 +237,15 @@ def select(cases: Sequence[Case], keyword: str | None = None, tags: Sequence[str
 def case_to_dict(case: Case) -> dict:
     """``case`` as a mapping of plain values that ``load_cases`` reads back into the same Case.
 
-    Keys equal to their defaults are left out; a cos shape that one broadcast pattern derives is
-    written as ``broadcast``. A ``file:`` input is written as its absolute path.
+    Keys equal to their defaults are left out; a cos shape that a broadcast pattern derives is
+    written as ``broadcast``, the pattern the table shows (``vocab.broadcast_pattern``: an axis of size 1 in dy
+    and cos reads as ``1``, so a decode table [4, 1, 1, D] of dy [4, 1, 8, D] is ``B11D``, not ``BS1D``). A ``file:`` input is written as its absolute path.
     """
     out: dict = {"name": case.name, "shape": list(case.shape)}
     start, end = case.partial_slice
     if case.cos_shape != _default_cos_shape(end - start):
-        pattern = next((p for p in BROADCASTS if len(case.shape) == 4
-                        and broadcast_shape(p, case.shape, end - start) == case.cos_shape), None)
-        if pattern:
+        pattern = broadcast_pattern(case.shape, case.cos_shape)
+        if pattern and broadcast_shape(pattern, case.shape, end - start) == case.cos_shape:
             out["broadcast"] = pattern
         else:
             out["cos_shape"] = list(case.cos_shape)
