@@ -1170,6 +1170,10 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BEYOND_GUARD=x:64"], 2,
      "PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES, TENSOR dy, cos, sin or workspace (e.g. cos:4096, or dy:-64 before "
      "dy), got 'x:64'"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BUILD=latest"], 2,        # 561000 at every call:
+     "PRMG_EMU_BUILD must be base, e9f0541c or 2b888cdb (the upstream build the emulator follows), got 'latest'"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_SOC=" + "A" * 128], 2,    # cut: the header had none
+     "PRMG_EMU_SOC must be a chip's name of at most 127 printable ASCII characters"),
 ])
 def test_smaller_flag_and_variable_checks(tmp_path, args, code, fragment):
     """Issue 36's smaller list: each of these once wrapped, exited 0, or was ignored or misread."""
