@@ -338,6 +338,22 @@ def test_case_files_that_are_not_regular_files_are_refused_without_reading(tmp_p
         refused([path], str(path), fragment)
 
 
+def test_a_folder_too_big_to_hold_case_files_is_refused_once_counted(tmp_path, monkeypatch):
+    """``prmg run /`` walked the whole disk (46 s under load) before its first word; a folder with more files and
+    folders below it than ``MAX_FOLDER_ENTRIES`` is one line naming it, before the folders below it that cannot be
+    listed, and a folder within the bound is read as before."""
+    from prmg_cli.cases import loader
+
+    monkeypatch.setattr(loader, "MAX_FOLDER_ENTRIES", 6)
+    for folder in [*(tmp_path / "big" / f"d{index}" for index in range(4)), tmp_path / "small"]:
+        folder.mkdir(parents=True)
+        write(folder, "c.yaml", CASE)
+    for command in ("run", "validate"):
+        one_error_line(prmg_here(command, tmp_path / "big", *(["-k", "nothing"] if command == "run" else [])),
+                       f"{tmp_path / 'big'}: more than 6 files and folders below it", "Name the case files")
+    assert prmg_here("validate", tmp_path / "small").returncode == 0
+
+
 def test_a_fifo_named_on_the_command_line_does_not_hang(tmp_path):
     fifo = tmp_path / "fifo.yaml"
     os.mkfifo(fifo)

@@ -521,6 +521,10 @@ class _Run:
 # Files
 
 
+# The most files and folders below a folder given as a path of case files (cases/ holds about 20).
+MAX_FOLDER_ENTRIES = 100_000
+
+
 def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
     """The case files named by ``paths``, in order: files as given, folders expanded (every
     *.yaml/*.yml below, sorted by path, symlinked folders not followed); each file once. A path that
@@ -540,6 +544,8 @@ def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
             continue
         if stat.S_ISDIR(info.st_mode):
             found = _folder_files(path, run)
+            if found is None:
+                continue
             if not found:
                 run.fail(PrmgError("no *.yaml or *.yml files in this folder", file=str(path)))
                 continue
@@ -557,15 +563,24 @@ def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
                 yield file
 
 
-def _folder_files(folder: Path, run: _Run) -> list[Path]:
-    """Every *.yaml / *.yml below ``folder``, sorted by path (symlinked folders are not entered)."""
-    def unreadable(error: OSError) -> None:
-        run.fail(PrmgError(f"cannot list this folder: {files.os_reason(error)}", file=str(error.filename)))
-
-    found = []
-    for root, folders, names in os.walk(folder, onerror=unreadable):
+def _folder_files(folder: Path, run: _Run) -> list[Path] | None:
+    """Every *.yaml / *.yml below ``folder``, sorted by path (symlinked folders are not entered); None, reported to
+    ``run``, for a folder holding more than ``MAX_FOLDER_ENTRIES`` files and folders below it (a mistyped path such
+    as ``/`` or ``~``: walking it all took 46 s before its first word), instead of the folders below it that
+    cannot be listed, which are reported once the walk ends."""
+    unreadable: list[OSError] = []
+    found, entries = [], 0
+    for root, folders, names in os.walk(folder, onerror=unreadable.append):
         folders.sort()
+        entries += len(folders) + len(names)
+        if entries > MAX_FOLDER_ENTRIES:
+            run.fail(PrmgError(f"more than {MAX_FOLDER_ENTRIES:,} files and folders below it (still counting in "
+                               f"{root}): not a folder of case files? Name the case files, or the folder that holds "
+                               f"them", file=str(folder)))
+            return None
         found.extend(Path(root) / name for name in names if name.endswith((".yaml", ".yml")))
+    for error in unreadable:
+        run.fail(PrmgError(f"cannot list this folder: {files.os_reason(error)}", file=str(error.filename)))
     return sorted(found)
 
 
