@@ -1186,6 +1186,10 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BEYOND_GUARD=x:64"], 2,
      "PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES, TENSOR dy, cos, sin or workspace (e.g. cos:4096, or dy:-64 before "
      "dy), got 'x:64'"),
+    (["run", "{case}", "--runner", "emulator", "--supported-modes", ""], 2,         # an unset variable: not today's
+     "--supported-modes: unknown mode '' in ''"),
+    (["dump", "{case}", "--out", "{case}.out", "-k", "nothing"], 5, "prmg: no cases selected (check -k)"),
+    (["bench", "{case}", "--runner", "geir"], 2, "--runner geir: prmg bench times the aclnn launch"),  # no note first
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BUILD=latest"], 2,        # 561000 at every call:
      "PRMG_EMU_BUILD must be base, e9f0541c or 2b888cdb (the upstream build the emulator follows), got 'latest'"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_SOC=" + "A" * 128], 2,    # cut: the header had none

@@ -36,8 +36,9 @@ from ..writes import same_file, write_stdout
 
 
 def target_modes(text: str | None) -> frozenset:
-    """The rotary modes the target supports: ``--supported-modes`` or today's kernel (interleave)."""
-    return parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
+    """The rotary modes the target supports: ``--supported-modes`` (an empty one is refused: an unset variable, not
+    today's kernel) or today's kernel (interleave)."""
+    return parse_modes(text) if text is not None else constraints.DEFAULT_SUPPORTED_MODES
 
 
 def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None, tags: Sequence[str] = (),
