@@ -154,6 +154,30 @@ def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_fir
 
 
 @pytest.mark.verdict
+def test_a_verdict_of_every_chip_is_not_comparable_with_one_of_fewer_chips(tmp_path):
+    """Issue 32 (session 5): A ran with --each-device (chip 3 failed), B on one chip or on fewer chips: B's pass
+    was a fix, exit 0, though it never ran on chip 3. Now it is not comparable, naming the flag or the chips, while
+    two --each-device runs over the same chips compare."""
+    every = {"0": "passed", "1": "passed", "2": "passed", "3": "failed"}
+    a = judged_file(tmp_path / "a.jsonl", {"each_device": True},
+                    result("x", "failed", device="3", device_statuses=every, metrics={"max_err_ratio": 3.0}))
+    shared = judged_file(tmp_path / "shared.jsonl", {}, result("x", device="0"))
+    fewer = judged_file(tmp_path / "fewer.jsonl", {"each_device": True},
+                        result("x", device="0,1", device_statuses={"0": "passed", "1": "passed"}))
+    same = judged_file(tmp_path / "same.jsonl", {"each_device": True},
+                       result("x", device="0,1,2,3", device_statuses=dict.fromkeys(every, "passed")))
+    details = {}
+    for b in (shared, fewer, same):
+        text, code = compare.compare_files(str(a), str(b), "json")
+        (change,) = json.loads(text)["changes"]
+        details[b.stem] = (code, change["category"], change["detail"])
+    assert details == {
+        "shared": (1, "not comparable", "judged under other settings: --each-device true -> false"),
+        "fewer": (1, "not comparable", "judged under other settings: chips [0, 1, 2, 3] -> [0, 1]"),
+        "same": (0, "fixed", "")}
+
+
+@pytest.mark.verdict
 def test_a_verdict_of_the_emulator_is_not_comparable_with_one_of_a_toolkit():
     """Issue 32 (audit): A on the NPU, B on the host emulator (a correct kernel) was 0 regressions, exit 0, though
     B's kernel never ran; now the case is not comparable either way, while two toolkits' runs compare."""
