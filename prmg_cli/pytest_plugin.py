@@ -145,6 +145,7 @@ class PrmgItem(pytest.Item):
         self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
                                                           "shape": result.shape, "op": result.op,
                                                           "dtype": result.dtype, "device": result.device,
+                                                          "runner": result.runner,
                                                           "metrics": {
                                                               key: result.metrics[key] for key in error_balance.KEYS
                                                               if key in result.metrics}})))
@@ -295,3 +296,25 @@ def pytest_report_header(config) -> list[str]:
     info = _run_info(config)
     faults = fault_field(info)
     return [f"prmg runner: {runner_label(info)}"] + ([f"prmg {faults[0]}: {faults[1]}"] if faults else [])
+
+
+def pytest_sessionstart(session) -> None:
+    """Under ``--prmg --junitxml``, what ran the cases as the suite's ``prmg runner`` property (and ``prmg faults``),
+    and, for the host emulator, the suite named as ``prmg run``'s JUnit names it (``junit.EMULATED``) unless
+    ``junit_suite_name`` names it: a pytest JUnit of an emulator session said nothing of the emulator."""
+    from _pytest.junitxml import xml_key
+
+    from .reports.outputs.junit import EMULATED
+    from .reports.outputs.labels import fault_field, runner_label
+
+    config = session.config
+    xml = config.stash.get(xml_key, None)
+    if xml is None or not config.getoption("prmg"):
+        return
+    info = _run_info(config)
+    xml.add_global_property("prmg runner", runner_label(info))
+    faults = fault_field(info)
+    if faults:
+        xml.add_global_property(f"prmg {faults[0]}", faults[1])
+    if info.runner == "emulator" and xml.suite_name == "pytest":
+        xml.suite_name = EMULATED

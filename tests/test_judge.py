@@ -481,6 +481,27 @@ def test_outside_the_slice_must_be_bit_identical():
     assert judge(case, inputs, Outcome(status=0, dy=result)).status == "failed"
 
 
+@pytest.mark.verdict
+@pytest.mark.parametrize("standard", ["default", "double_thousandth", "exact"])
+def test_a_zero_of_either_sign_is_right_inside_the_slice(standard):
+    """dy of zeros (every other one -0) with cos = 1 and sin = 0: upstream's grad (Mul, Muls by -1 on one half's sin
+    product, Add; docs/standards.md) gives a zero whose sign depends on its evaluation order, so inside the slice a
+    result with every zero's sign flipped passes every standard but ``exact``, which compares bits; outside, the same
+    flip fails."""
+    case = make_case((1, 1, 2, 16), (4, 12), dtype="bfloat16", broadcast="111D")
+    inputs = make_inputs(case, np.random.default_rng(0))
+    inputs.dy[...] = np.where(np.arange(16) % 2 == 0, -0.0, 0.0).astype(inputs.dy.dtype)
+    inputs.cos[...], inputs.sin[...] = 1.0, 0.0
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    flipped = result.copy()
+    flipped[..., 4:12] = -flipped[..., 4:12]
+    assert np.signbit(flipped[..., 4:12]).tolist() != np.signbit(result[..., 4:12]).tolist()
+    assert judge(case, inputs, Outcome(status=0, dy=flipped), standard).status == \
+        ("failed" if standard == "exact" else "passed")
+    flipped[..., 3] = -flipped[..., 3]
+    assert judge(case, inputs, Outcome(status=0, dy=flipped), standard).status == "failed"
+
+
 def test_contract_violations_fail_and_are_listed():
     case, inputs, result = correct_run()
     outcome = Outcome(status=0, dy=result,

@@ -42,6 +42,12 @@ def test_plugin_collects_cases_as_items_with_verdicts(tmp_path):
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     names = sorted(case.get("name") for case in suite.iter("testcase"))
     assert names == ["p_neg", "p_ok_bf16", "p_ok_fp32", "p_skip"]
+    # the JUnit file says the emulator ran them (it said nothing of it): suite name, property, each case's record
+    assert suite.get("name") == "prmg (host emulator, not an NPU)"
+    assert suite.find("properties/property[@name='prmg runner']").get("value").startswith("emulator (host build at ")
+    assert {case.get("name"): json.loads(case.find("properties/property[@name='prmg_result']").get("value"))["runner"]
+            for case in suite.iter("testcase")} == {"p_neg": "emulator", "p_ok_bf16": "emulator",
+                                                    "p_ok_fp32": "emulator", "p_skip": ""}   # p_skip never ran
 
 
 def test_plugin_failures_carry_the_diagnosis(tmp_path):

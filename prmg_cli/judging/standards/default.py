@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dtypes import Format
+from ...dtypes import DTYPES, FLOAT_FORMATS, Format, rounded
 from ...results import plural
 from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over, short_number,
                    times, within)
@@ -173,16 +173,23 @@ def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, lef
         return int(np.count_nonzero(counted & (actual > golden))), int(np.count_nonzero(counted & (actual < golden)))
 
 
-def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float) -> tuple[int, int]:
-    """(distinct ``(golden, actual)`` pairs above the golden, below it) among the finite elements ``balance_counts``
-    counts: a computation repeated along a broadcast axis or over repeated inputs (the same golden, the same result)
-    counts once, so that the sign test's trials are independent errors (``error_balance.py``)."""
+def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[int, int]:
+    """(distinct ``(golden, actual)`` pairs above the golden's correct rounding ``RN(golden)`` to ``fmt``, below it)
+    among the finite elements ``balance_counts`` counts (``balance_threshold(fmt)``) whose result is not
+    ``RN(golden)``: a computation repeated along a broadcast axis or over repeated inputs (the same golden, the same
+    result) counts once, so that the sign test's trials are independent errors; and an error that rounding to nearest
+    makes (the side of ``RN(golden)``, which inputs of few bits, such as odd integers halved, lean one way on a
+    correct kernel) is no trial: only where the kernel departs from it, and a kernel rounding to nearest departs only
+    by its own computation's noise, either way (``error_balance.py``)."""
     with np.errstate(invalid="ignore"):
-        counted = (np.abs(golden) >= threshold) & (actual != golden) & np.isfinite(actual) & np.isfinite(golden)
+        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
+            & np.isfinite(golden)
     pairs = golden[counted].astype(np.complex128)
     pairs.imag = actual[counted]
     pairs = np.unique(pairs)
-    return int(np.count_nonzero(pairs.imag > pairs.real)), int(np.count_nonzero(pairs.imag < pairs.real))
+    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
+    nearest = rounded(pairs.real, DTYPES[name].numpy).astype(np.float64)
+    return int(np.count_nonzero(pairs.imag > nearest)), int(np.count_nonzero(pairs.imag < nearest))
 
 
 def judge(view: SliceView) -> Judgement:
