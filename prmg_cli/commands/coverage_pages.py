@@ -24,8 +24,8 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
     cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
     screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut; the example gives way
-    before the reason); the summary line (counting the missing classes, wrapped to ``columns``; saying when a
-    reason was cut, as the whole reasons are what a newcomer reads) last."""
+    before the reason); a line saying so when a reason was cut (the whole reasons are what a newcomer reads); the
+    summary line (counting the missing classes, wrapped to ``columns``) last."""
     lines, cut = [], False
     for item in coverages:
         lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
@@ -47,7 +47,8 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
             cut = cut or reason != entry.regime.reason
             lines.append(line + reason)
         lines.append("")
-    last = summary(coverages, shown=0, where="marked MISSING above") + "; reasons cut: --wide shows them" * cut
+    last = summary(coverages, shown=0, where="marked MISSING above")
+    lines += ["reasons cut to the width: --wide shows them whole"] * cut
     lines += [last] if columns is None else wrap(last, columns)
     return "\n".join(lines) + "\n"
 
