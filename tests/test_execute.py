@@ -170,6 +170,18 @@ def test_resume_of_an_each_device_run_trusts_a_verdict_only_on_the_same_chips(ma
     assert report["summary"]["resumed"] == 6
 
 
+def test_resume_runs_again_a_verdict_of_another_emulated_build(many, tmp_path):
+    """PRMG_EMU_BUILD=base makes the same emulator library return the base build's statuses, yet its verdicts were
+    taken by a resume on the latest build (and merged with its shards as alike): the build is in the emulator's
+    stated version, so headers name it and --resume runs such cases again."""
+    results = tmp_path / "r.jsonl"
+    result, report = run_json(many, "-k", "c1", "--results", results, env={"PRMG_EMU_BUILD": "base"})
+    assert result.returncode == 0 and report["summary"]["toolkit_version"].endswith(" (PRMG_EMU_BUILD=base)")
+    result, report = run_json(many, "-k", "c1", "--resume", results)
+    assert result.returncode == 0 and report["summary"]["resumed"] == 0, result.stderr
+    assert "(PRMG_EMU_BUILD" not in report["summary"]["toolkit_version"]
+
+
 def kernel_tree(opp: Path) -> dict[str, Path]:
     """A toolkit's opp folder as CANN lays it out: the grad's kernel binary and config, another operator's kernel, and
     the tiling library, built in and in a vendor's package; each file's text its version."""

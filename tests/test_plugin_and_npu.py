@@ -176,6 +176,13 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
         text = example.read_text()
         assert "runners/npu/smoke.sh" in text, example
         assert all("--runner aclnn" in line for line in re.findall(r".*prmg run .*", text)), example
+    # the sharded example's merge, the job to gate on, reads the aclnn results only: it was green while a shard's
+    # graph-mode pass failed; its last step fails when any shard job did
+    import yaml
+
+    report = yaml.safe_load((ROOT / "runners/npu/github-actions-shards.yml").read_text())["jobs"]["report"]
+    last = report["steps"][-1]
+    assert last["if"] == "always() && needs.shard.result != 'success'" and "exit 1" in last["run"]
 
 
 def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):

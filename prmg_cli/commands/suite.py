@@ -269,12 +269,20 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
                    standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
-                   toolkit_version=provenance.toolkit_version(toolkit.root),
+                   toolkit_version=_toolkit_version(toolkit),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,
                    fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
                    path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device,
                    visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""))
+
+
+def _toolkit_version(toolkit) -> str:
+    """The toolkit's stated version (``provenance.toolkit_version``); for the emulator, with the upstream build it
+    plays when ``PRMG_EMU_BUILD`` names one (``8.5.0-emulator (PRMG_EMU_BUILD=base)``): the same library then
+    returns other statuses, and the version is what headers, ``--resume`` and ``prmg report`` tell runs apart by."""
+    version, build = provenance.toolkit_version(toolkit.root), os.environ.get("PRMG_EMU_BUILD", "")
+    return f"{version} (PRMG_EMU_BUILD={build})" if build and toolkit.kind == "emulator" else version
 
 
 def recorded_settings(info: RunInfo, settings) -> dict:
