@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -107,8 +108,12 @@ class PrmgFile(pytest.File):
     def collect(self):
         from .cases.loader import load_cases, validate
         from .commands.suite import check_judged, checked_settings
+        from .errors import PrmgError
 
-        settings = checked_settings(run_request(self.config))
+        try:
+            settings = checked_settings(run_request(self.config))
+        except PrmgError as error:                    # an option's mistake: the session's one line, not per file
+            _usage_error(error)
         cases = load_cases([self.path])
         validate(cases, settings.supported_modes)
         check_judged(cases, settings.checks, settings.golden)
@@ -145,6 +150,7 @@ class PrmgItem(pytest.Item):
         self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
                                                           "shape": result.shape, "op": result.op,
                                                           "dtype": result.dtype, "device": result.device,
+                                                          "runner": result.runner,
                                                           "metrics": {
                                                               key: result.metrics[key] for key in error_balance.KEYS
                                                               if key in result.metrics}})))
@@ -232,10 +238,23 @@ def _settings(config):
 
 
 def _usage_error(error) -> None:
-    """End the session with ``prmg run``'s one line and exit code for a usage error."""
+    """End the session with ``prmg run``'s one line and exit code for a usage error, naming the plugin's flags
+    (``plugin_words``)."""
     from .results import ExitCode
 
-    pytest.exit(f"prmg: error: {error}", returncode=int(ExitCode.USAGE))
+    pytest.exit(f"prmg: error: {plugin_words(str(error))}", returncode=int(ExitCode.USAGE))
+
+
+def plugin_words(text: str) -> str:
+    """``text`` with each ``prmg run`` flag the plugin takes written as the plugin's (``--runner`` ->
+    ``--prmg-runner``): the shared checks name ``prmg run``'s flags, which a pytest command line does not have."""
+    from .commands.run import OPTIONS
+
+    for option in OPTIONS:
+        if option.plugin:
+            flag = option.plugin_flag.replace("--prmg-", "--", 1)
+            text = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", option.plugin_flag, text)
+    return text
 
 
 def _run_info(config):
@@ -295,3 +314,25 @@ def pytest_report_header(config) -> list[str]:
     info = _run_info(config)
     faults = fault_field(info)
     return [f"prmg runner: {runner_label(info)}"] + ([f"prmg {faults[0]}: {faults[1]}"] if faults else [])
+
+
+def pytest_sessionstart(session) -> None:
+    """Under ``--prmg --junitxml``, what ran the cases as the suite's ``prmg runner`` property (and ``prmg faults``),
+    and, for the host emulator, the suite named as ``prmg run``'s JUnit names it (``junit.EMULATED``) unless
+    ``junit_suite_name`` names it: a pytest JUnit of an emulator session said nothing of the emulator."""
+    from _pytest.junitxml import xml_key
+
+    from .reports.outputs.junit import EMULATED
+    from .reports.outputs.labels import fault_field, runner_label
+
+    config = session.config
+    xml = config.stash.get(xml_key, None)
+    if xml is None or not config.getoption("prmg"):
+        return
+    info = _run_info(config)
+    xml.add_global_property("prmg runner", runner_label(info))
+    faults = fault_field(info)
+    if faults:
+        xml.add_global_property(f"prmg {faults[0]}", faults[1])
+    if info.runner == "emulator" and xml.suite_name == "pytest":
+        xml.suite_name = EMULATED

@@ -154,6 +154,30 @@ def test_compare_refuses_to_hold_a_changed_case_or_other_judging_against_the_fir
 
 
 @pytest.mark.verdict
+def test_a_verdict_of_every_chip_is_not_comparable_with_one_of_fewer_chips(tmp_path):
+    """Issue 32 (session 5): A ran with --each-device (chip 3 failed), B on one chip or on fewer chips: B's pass
+    was a fix, exit 0, though it never ran on chip 3. Now it is not comparable, naming the flag or the chips, while
+    two --each-device runs over the same chips compare."""
+    every = {"0": "passed", "1": "passed", "2": "passed", "3": "failed"}
+    a = judged_file(tmp_path / "a.jsonl", {"each_device": True},
+                    result("x", "failed", device="3", device_statuses=every, metrics={"max_err_ratio": 3.0}))
+    shared = judged_file(tmp_path / "shared.jsonl", {}, result("x", device="0"))
+    fewer = judged_file(tmp_path / "fewer.jsonl", {"each_device": True},
+                        result("x", device="0,1", device_statuses={"0": "passed", "1": "passed"}))
+    same = judged_file(tmp_path / "same.jsonl", {"each_device": True},
+                       result("x", device="0,1,2,3", device_statuses=dict.fromkeys(every, "passed")))
+    details = {}
+    for b in (shared, fewer, same):
+        text, code = compare.compare_files(str(a), str(b), "json")
+        (change,) = json.loads(text)["changes"]
+        details[b.stem] = (code, change["category"], change["detail"])
+    assert details == {
+        "shared": (1, "not comparable", "judged under other settings: --each-device true -> false"),
+        "fewer": (1, "not comparable", "judged under other settings: chips [0, 1, 2, 3] -> [0, 1]"),
+        "same": (0, "fixed", "")}
+
+
+@pytest.mark.verdict
 def test_a_verdict_of_the_emulator_is_not_comparable_with_one_of_a_toolkit():
     """Issue 32 (audit): A on the NPU, B on the host emulator (a correct kernel) was 0 regressions, exit 0, though
     B's kernel never ran; now the case is not comparable either way, while two toolkits' runs compare."""
@@ -306,6 +330,20 @@ def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(t
         exec(snippet, {"FOLDER": str(folder)})
     printed = capsys.readouterr().out
     assert printed.count("failed") == 2 and "cos changed" in printed
+
+
+def test_save_failures_of_each_device_keeps_each_chips_arrays_apart(tmp_path):
+    """Issue 32 (fourth look): under --each-device every device's worker wrote a failed case into the one folder
+    DIR/CASE/ (two failing chips' arrays mixed, and no word of which chip computed them); each device now has its
+    own, DIR/device-N/CASE/, and the record's artifacts are those of the device whose status it keeps."""
+    out_dir = tmp_path / "failures"
+    result = prmg("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "0,1", "--each-device",
+                  "--save-failures", out_dir, "--report", "json",
+                  env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"})
+    (case,) = json.loads(result.stdout)["cases"]
+    assert result.returncode == 1 and case["status"] == "failed" and case["device"] == "1", result.stderr
+    assert Path(case["artifacts"]) == out_dir / "device-1" / "a_fp32" and (out_dir / "device-1" / "a_fp32").is_dir()
+    assert sorted(path.name for path in out_dir.iterdir()) == ["device-1"]      # device 0 passed: nothing saved
 
 
 def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):

@@ -257,6 +257,8 @@ def test_coverage_reports_in_process(tmp_path):
     assert all(len(line) <= 100 for line in text.splitlines())           # the table fits, the missing are counted
     assert re.fullmatch(r"covers \d+ of \d+ classes \(.*\); \d+ missing \(marked MISSING above\)",
                         text.splitlines()[-1]) and "  half      " in text and " MISSING " in text
+    assert text.splitlines()[-2] == "reasons cut to the width: --wide shows them whole"
+    assert "reasons cut" not in coverage_command([str(ROOT / "cases" / "smoke.yaml")])[0]      # --wide: whole
     text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], "json", fail_under=90)
     assert code == 1 and "is under --fail-under 90%" in text
     report = json.loads(text[:text.rindex("}") + 1])

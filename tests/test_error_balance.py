@@ -64,15 +64,24 @@ CASES = """
 """
 
 
-@pytest.mark.parametrize("fault, biased", [("", set()), ("round_up", {"whole_fp32", "onepass_fp32", "const_dy"}),
-                                           ("cast_up", {"cast_bf16", "cast_fp16", "bf16_const"})])
+ODD_HALVES = "".join(                   # odd integers of float16's unit-ulp range, cos 1, sin 1/2 and 1/4 by lane
+    f"- {{name: odd_halves_{op}, op: {op}, shape: [1, 4, 4, 32], dtype: float16, cos_shape: [1, 1, 1, 32], inputs: "
+    f"{{dy: {{values: {[1025 + 2 * (37 * i % 512) for i in range(512)]}}}, cos: {{values: {[1] * 32}}}, "
+    f"sin: {{values: {[0.5, 0.25] * 16}}}}}}}\n" for op in ("grad", "forward"))
+
+
+@pytest.mark.parametrize("fault, biased", [("", set()), ("round_up", {"whole_fp32", "onepass_fp32"}),
+                                           ("cast_up", {"cast_bf16", "cast_fp16"})])
 def test_rounding_toward_plus_infinity_is_biased(emulator, monkeypatch, tmp_path, fault, biased):
     """Each element within its budget (the half dtypes' widened 2.5 times, so that only the balance can see the
     cast), yet every error up: a warning on both judging paths (whole array, one pass), --strict fails it; the small
     float32 cases, too few alone, are biased pooled. A correct kernel repeating each computation along N (a constant
     dy and a 111D table: const_dy, bf16_const, whose raw counts lean 640 to 1280 and 18432 to 13824) is not: the
-    rule reads the distinct (golden, result) pairs."""
-    (tmp_path / "c.yaml").write_text(CASES)
+    rule reads the distinct (golden, result) pairs; nor is one on inputs of few bits (odd_halves_*: odd integers
+    times 1/2 and 1/4, whose correctly rounded errors lean 203 to 72), as the rule reads the departures from the
+    golden's correct rounding. round_up's const_dy and cast_up's bf16_const depart at 20 and 27 distinct pairs, too few
+    alone (raw, 1920 to 0 and 32256 to 0, most of them the correct rounding's own): const_dy joins the float32 pool."""
+    (tmp_path / "c.yaml").write_text(CASES + ("" if fault else ODD_HALVES))     # a correct kernel on them
     monkeypatch.setenv("PRMG_EMU_FAULT", fault)
     settings = RunSettings(toolkit=emulator)
     with AclSession(emulator, 0) as session:
@@ -88,13 +97,14 @@ def test_rounding_toward_plus_infinity_is_biased(emulator, monkeypatch, tmp_path
     assert all(result.status == "failed" and result.message.startswith("--strict: biased: ") for result in strict)
     pooled = run_warnings(results)
     assert pooled == ([] if fault != "round_up" else [pooled[0]])
-    assert not pooled or pooled[0].startswith("biased (pooled over the 3 small grad float32 cases): ")
+    assert not pooled or pooled[0].startswith("biased (pooled over the 4 small grad float32 cases): ")
 
 
 @pytest.mark.parametrize("fault", ["", "round_up"])
 def test_without_the_golden_sample_says_the_bias_of_its_rows(emulator, monkeypatch, tmp_path, fault):
     """--no-golden --check sample: the sampled rows' error balance is a warning (--strict fails it), as the golden's
-    would be; a correct kernel gets none."""
+    would be; a correct kernel gets none. const_dy's 20 departures are too few alone (a check's counts are not
+    pooled)."""
     (tmp_path / "c.yaml").write_text(CASES)
     monkeypatch.setenv("PRMG_EMU_FAULT", fault)
     settings = RunSettings(toolkit=emulator, checks=("sample",), golden=False, strict=True)
@@ -102,18 +112,18 @@ def test_without_the_golden_sample_says_the_bias_of_its_rows(emulator, monkeypat
         results = {case.name: run_case(session, case, settings)[0] for case in load_cases([tmp_path / "c.yaml"])
                    if case.name in ("whole_fp32", "const_dy", "bf16_const")}
     failed = {name for name, result in results.items() if result.status == "failed"}
-    assert failed == ({"whole_fp32", "const_dy"} if fault else set()), {n: r.message for n, r in results.items()}
+    assert failed == ({"whole_fp32"} if fault else set()), {n: r.message for n, r in results.items()}
     assert all(results[name].message.startswith("--strict: sample: biased: ") for name in failed)
 
 
 def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
     cases = tmp_path / "c.yaml"
-    cases.write_text("\n".join(line for line in CASES.splitlines() if "tiny" in line) + "\n")
+    cases.write_text("\n".join(line for line in CASES.splitlines() if "tiny" in line or "const_dy" in line) + "\n")
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg", str(cases),
                              "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="round_up"))
-    assert result.returncode == 1 and "3 passed" in result.stdout, result.stdout
-    assert "prmg warning: biased (pooled over the 3 small grad float32 cases): " in result.stdout
+    assert result.returncode == 1 and "4 passed" in result.stdout, result.stdout
+    assert "prmg warning: biased (pooled over the 4 small grad float32 cases): " in result.stdout
 
 
 @pytest.mark.verdict
@@ -123,12 +133,13 @@ def test_each_distinct_golden_and_result_pair_counts_once():
     below the balance's floor and a non-finite one count neither way."""
     import numpy as np
 
+    from prmg_cli.dtypes import FLOAT_FORMATS
     from prmg_cli.judging.standards.default import distinct_balance_counts
 
     up, down = 1 + 2.0 ** -20, 2 - 2.0 ** -20
     golden = np.array([1, 1, 1, 1, 2, 2, 3, 2.0 ** -90, 5, 6])
     actual = np.array([up, up, up, 1 + 2.0 ** -19, down, down, 3, 2.0 ** -89, np.inf, np.nan])
-    assert distinct_balance_counts(actual, golden, 2.0 ** -77) == (2, 1)
+    assert distinct_balance_counts(actual, golden, FLOAT_FORMATS["float32"]) == (2, 1)
 
 
 @pytest.mark.verdict

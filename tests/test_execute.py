@@ -156,6 +156,32 @@ def test_resume_never_trusts_a_verdict_judged_under_other_settings(many, tmp_pat
     assert len(results.read_text().splitlines()) == 4 + 3 * 6                 # a run record per run
 
 
+def test_resume_of_an_each_device_run_trusts_a_verdict_only_on_the_same_chips(many, tmp_path):
+    """Issue 32 (session 5): every case of a --each-device run on chips 0 and 1 was taken by a --resume on chips
+    0 to 3 ("6 passed", exit 0), though chips 2 and 3 never ran a case. The chips are now among the settings a
+    verdict was judged under: another set runs every case again; the same set resumes."""
+    results, chips = tmp_path / "r.jsonl", dict(os.environ, PRMG_EMU_DEVICES="4")
+    assert run_json(many, "--devices", "0,1", "--each-device", "--results", results, env=chips)[0].returncode == 0
+    result, report = run_json(many, "--devices", "0,1,2,3", "--each-device", "--resume", results, env=chips)
+    assert result.returncode == 0 and report["summary"]["resumed"] == 0
+    assert "6 recorded verdicts of a case changed since or judged under other settings" in result.stderr
+    assert {case["device"] for case in report["cases"]} == {"0,1,2,3"}
+    result, report = run_json(many, "--devices", "0,1,2,3", "--each-device", "--resume", results, env=chips)
+    assert report["summary"]["resumed"] == 6
+
+
+def test_resume_runs_again_a_verdict_of_another_emulated_build(many, tmp_path):
+    """PRMG_EMU_BUILD=base makes the same emulator library return the base build's statuses, yet its verdicts were
+    taken by a resume on the latest build (and merged with its shards as alike): the build is in the emulator's
+    stated version, so headers name it and --resume runs such cases again."""
+    results = tmp_path / "r.jsonl"
+    result, report = run_json(many, "-k", "c1", "--results", results, env={"PRMG_EMU_BUILD": "base"})
+    assert result.returncode == 0 and report["summary"]["toolkit_version"].endswith(" (PRMG_EMU_BUILD=base)")
+    result, report = run_json(many, "-k", "c1", "--resume", results)
+    assert result.returncode == 0 and report["summary"]["resumed"] == 0, result.stderr
+    assert "(PRMG_EMU_BUILD" not in report["summary"]["toolkit_version"]
+
+
 def kernel_tree(opp: Path) -> dict[str, Path]:
     """A toolkit's opp folder as CANN lays it out: the grad's kernel binary and config, another operator's kernel, and
     the tiling library, built in and in a vendor's package; each file's text its version."""

@@ -366,6 +366,14 @@ def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
      "err > bound (x2.1), largest err 41 ulp (bound 97 there)"),
     ({"max_err_ratio": None, "max_err_ulp": None, "bound_ulp": None, "beyond_rounding": None},
      "err inf ulp > bound inf ulp (xinf)"),
+    # at a golden within its own bound of 0 an ulp of it is no unit (a sign fault's golden of 0 in bfloat16 read
+    # 'err 1.11e40 ulp > bound 1.34e33 ulp'): the ratio alone, below 2^24 ulp the ulps as before
+    ({"max_err_ratio": 8.38e6, "max_err_ulp": 1.11e40, "bound_ulp": 1.34e33, "beyond_rounding": 1e7},
+     "err > bound (x8.38e6), largest err at golden ≈ 0"),
+    ({"max_err_ratio": 0.41, "max_err_ulp": 3e7, "bound_ulp": 2.0 ** 24, "beyond_rounding": 0.0},
+     "err ≤ bound (x0.41), 0% beyond rounding, largest err at golden ≈ 0"),
+    ({"max_err_ratio": 0.41, "max_err_ulp": 1e7, "bound_ulp": 2.0 ** 24 - 1, "beyond_rounding": 0.0},
+     "err 1e7 ulp ≤ bound 1.68e7 ulp, 0% beyond rounding"),
     ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "beyond_rounding": 0.4224}, "err 41 ulp, 42.2% beyond rounding"),
     ({"max_err_ratio": 0.41}, "err ≤ budget (x0.41)"),                  # recorded before the ulp metrics
 ])
@@ -471,6 +479,27 @@ def test_outside_the_slice_must_be_bit_identical():
     case, inputs, result = correct_run("float16")
     result[0, 0, 0, 47] = -0.0 if inputs.dy[0, 0, 0, 47] == 0 else 0.0   # even a zero's sign counts
     assert judge(case, inputs, Outcome(status=0, dy=result)).status == "failed"
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("standard", ["default", "double_thousandth", "exact"])
+def test_a_zero_of_either_sign_is_right_inside_the_slice(standard):
+    """dy of zeros (every other one -0) with cos = 1 and sin = 0: upstream's grad (Mul, Muls by -1 on one half's sin
+    product, Add; docs/standards.md) gives a zero whose sign depends on its evaluation order, so inside the slice a
+    result with every zero's sign flipped passes every standard but ``exact``, which compares bits; outside, the same
+    flip fails."""
+    case = make_case((1, 1, 2, 16), (4, 12), dtype="bfloat16", broadcast="111D")
+    inputs = make_inputs(case, np.random.default_rng(0))
+    inputs.dy[...] = np.where(np.arange(16) % 2 == 0, -0.0, 0.0).astype(inputs.dy.dtype)
+    inputs.cos[...], inputs.sin[...] = 1.0, 0.0
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, case.partial_slice)
+    flipped = result.copy()
+    flipped[..., 4:12] = -flipped[..., 4:12]
+    assert np.signbit(flipped[..., 4:12]).tolist() != np.signbit(result[..., 4:12]).tolist()
+    assert judge(case, inputs, Outcome(status=0, dy=flipped), standard).status == \
+        ("failed" if standard == "exact" else "passed")
+    flipped[..., 3] = -flipped[..., 3]
+    assert judge(case, inputs, Outcome(status=0, dy=flipped), standard).status == "failed"
 
 
 def test_contract_violations_fail_and_are_listed():

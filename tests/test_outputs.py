@@ -481,6 +481,19 @@ def test_csv_rows_and_fields():
     assert json.loads(rows[-1]["metrics"], parse_constant=_reject_constant) == {"x": "nan"}
 
 
+def test_csv_and_junit_say_what_ran_the_cases_where_a_ci_page_or_a_script_looks():
+    """Issue 32 (fourth look): a CSV of the host emulator's run had no word of the emulator (no header lines), and a
+    JUnit suite said so only in its properties, which CI pages do not show: the CSV names each row's runner (its
+    record's, else the run's) and a JUnit suite of any emulator result is named so."""
+    rows = list(csv.DictReader(io.StringIO(csvreport.render([passed("a"), passed("b", runner="aclnn")], EMULATOR))))
+    assert [row["runner"] for row in rows] == ["emulator", "aclnn"]
+    names = {info.runner: ET.fromstring(junit.render([passed("a")], info)).find("testsuite").get("name")
+             for info in (EMULATOR, TOOLKIT)}
+    assert names == {"emulator": "prmg (host emulator, not an NPU)", "aclnn": "prmg"}
+    merged = ET.fromstring(junit.render([passed("a", runner="emulator")], TOOLKIT))
+    assert merged.get("name") == merged.find("testsuite").get("name") == junit.EMULATED
+
+
 # --- Markdown ----------------------------------------------------------------------------------------
 
 def test_markdown_has_heading_table_failures_and_summary_last():

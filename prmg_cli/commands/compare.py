@@ -19,8 +19,9 @@ OPTIONS = (
            "fraction of the median is a regression (with fewer than 3 timings per case, only a rise past 3x and "
            "1 ms).", "FRACTION", float),
     Option("allow_changed", ("--allow-changed",), False, "A case whose definition (fingerprint) or judging settings "
-           "(standard, --standard, --strict, checks, --no-golden) differ between A and B is not comparable, a "
-           "regression: with this flag it is listed, not counted, and compared as any other.", kind=bool),
+           "(standard, --standard, --strict, checks, --no-golden, --each-device and its chips) differ between A "
+           "and B is not comparable, a regression: with this flag it is listed, not counted, and compared as any "
+           "other.", kind=bool),
 )
 
 Request = request_type("CompareRequest", OPTIONS, "The options of ``prmg compare``.")

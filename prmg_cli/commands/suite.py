@@ -36,8 +36,9 @@ from ..writes import same_file, write_stdout
 
 
 def target_modes(text: str | None) -> frozenset:
-    """The rotary modes the target supports: ``--supported-modes`` or today's kernel (interleave)."""
-    return parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
+    """The rotary modes the target supports: ``--supported-modes`` (an empty one is refused: an unset variable, not
+    today's kernel) or today's kernel (interleave)."""
+    return parse_modes(text) if text is not None else constraints.DEFAULT_SUPPORTED_MODES
 
 
 def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None, tags: Sequence[str] = (),
@@ -268,7 +269,7 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
                    standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
-                   toolkit_version=provenance.toolkit_version(toolkit.root),
+                   toolkit_version=_toolkit_version(toolkit),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,
                    fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
@@ -276,15 +277,24 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""))
 
 
+def _toolkit_version(toolkit) -> str:
+    """The toolkit's stated version (``provenance.toolkit_version``); for the emulator, with the upstream build it
+    plays when ``PRMG_EMU_BUILD`` names one (``8.5.0-emulator (PRMG_EMU_BUILD=base)``): the same library then
+    returns other statuses, and the version is what headers, ``--resume`` and ``prmg report`` tell runs apart by."""
+    version, build = provenance.toolkit_version(toolkit.root), os.environ.get("PRMG_EMU_BUILD", "")
+    return f"{version} (PRMG_EMU_BUILD={build})" if build and toolkit.kind == "emulator" else version
+
+
 def recorded_settings(info: RunInfo, settings) -> dict:
     """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
     ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
     of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
     stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
-    the device's SoC, the driver, the host, the emulator's injected faults, the target's modes, ``--standard``,
-    ``--strict``, ``--check``, ``--no-golden``, ``--repeat`` and prmg's version. ``--resume`` trusts a record only
-    when it was judged under the same settings, and ``prmg report`` names the settings that differ between
-    shards."""
+    the device's SoC, the driver, the host, the emulator's injected faults, the target's modes, under
+    ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a verdict of every chip holds for
+    those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``, ``--repeat`` and prmg's version.
+    ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
+    settings that differ between shards."""
     toolkit = settings.toolkit
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
               **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
@@ -292,7 +302,8 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
                  for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
     path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
-            **({"each_device": True} if settings.each_device else {})}  # and runs without --each-device theirs
+            **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
+               if settings.each_device else {})}                        # and runs without --each-device theirs
     opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
            "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
     return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
@@ -332,8 +343,8 @@ def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dic
     sys.stderr.write(f"prmg: --resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
                      f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
                                  f"other settings (runner, toolkit or its libraries, the operator's kernel and "
-                                 f"tiling files, SoC, driver, host, faults, modes, --standard, --strict, checks) "
-                                 f"run again" if again else "") + "\n")
+                                 f"tiling files, SoC, driver, host, faults, modes, chips, --standard, --strict, "
+                                 f"checks) run again" if again else "") + "\n")
     return kept
 
 

@@ -379,7 +379,8 @@ class CaseWorker:
     a ``GeirSession``, or both), and each case through ``run_case``.
 
     ``fit`` turns False after a case that left the session unfit (a runner failure, a device fault); the
-    owner then replaces the worker instead of sending it more cases.
+    owner then replaces the worker instead of sending it more cases. Under ``--each-device`` each worker keeps its
+    failures' artifacts in ``--save-failures``/device-N (every device runs every case: one folder would mix chips).
     """
 
     def __init__(self, settings: RunSettings, device: int, label: str | None = None):
@@ -390,6 +391,8 @@ class CaseWorker:
         native.available()          # build (first use: seconds of gcc) now, not inside the first case's --timeout
         if settings.bfloat16:
             dtypes.bfloat16()       # 1-2 s of import, likewise (a no-op when inherited from the parent)
+        if settings.each_device and settings.save_failures:     # every device runs every case: a folder each
+            settings = replace(settings, save_failures=os.path.join(settings.save_failures, f"device-{device}"))
         self.settings = settings
         self.device = device
         self.label = str(device) if label is None else label      # what each result's ``device`` says

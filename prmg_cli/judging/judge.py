@@ -51,7 +51,7 @@ from ..vocab import GRAPH_PHASES, GRAPH_REFUSING, PHASES, WORKSPACE_POISON
 from .default_pass import ONE_PASS
 from .defects import beyond
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
-from .standards.default import balance_threshold, distinct_balance_counts
+from .standards.default import distinct_balance_counts
 
 
 @dataclass
@@ -278,7 +278,7 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             _balance_warning(verdict, lambda: distinct_balance_counts(
                 result[..., start:end].astype(np.float64),
                 OPERATORS[case.op].golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end)),
-                balance_threshold(FLOAT_FORMATS[from_numpy(result.dtype).name])))
+                FLOAT_FORMATS[from_numpy(result.dtype).name]))
             return
         timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
@@ -450,8 +450,7 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
     if not evaluation.failed:
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
             verdict.warnings.append(_vacuous_warning(standard))
-        _balance_warning(verdict, lambda: distinct_balance_counts(view.actual, view.golden,
-                                                                  balance_threshold(view.format)))
+        _balance_warning(verdict, lambda: distinct_balance_counts(view.actual, view.golden, view.format))
         return
     wrong, score = _wrong_and_score(evaluation)
     candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)

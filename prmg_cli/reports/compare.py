@@ -7,10 +7,9 @@ words for the help and the docs):
   only in B that is not ok there (a failure is a failure, whether A knew the case or not);
 - **not comparable**: a case whose definition changed from A to B (its ``fingerprint``: inputs, shapes, slice,
   tolerance...) or that was judged under other settings (``judging``: its standard, ``--standard``, ``--strict``,
-  the checks and their options, ``--no-golden``), or by the host emulator in one run and a toolkit in the other:
-  B's verdict says nothing of the kernel against A's. A regression,
-  unless ``allow_changed`` (``--allow-changed``) says the change is intended; then the case is also compared as
-  any other;
+  the checks and their options, ``--no-golden``, ``--each-device`` and its chips), or by the host emulator in one
+  run and a toolkit in the other: B's verdict says nothing of the kernel against A's. A regression, unless
+  ``allow_changed`` (``--allow-changed``) says the change is intended; then the case is also compared as any other;
 - **verdicts lost**: a case whose status now says less about the kernel (``results.StatusInfo.evidence``: a
   verdict, then an xfail, then nothing) than it did, and is no new failure: passed or failed -> skipped or
   xfailed, failed or error -> not_run, xfailed -> skipped; a pass that became a skip or an xfail hides whatever
@@ -132,11 +131,15 @@ def read_run(path: str) -> Run:
 def judging(record: CaseResult, settings: dict | None = None) -> dict:
     """What ``record``'s verdict was judged under besides its case and its kernel: its standard and, from its run's
     settings (``suite.recorded_settings``; left out without a run record), ``--standard`` (which drops the case's
-    tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``."""
+    tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``, ``--each-device`` (a verdict of
+    every chip against one of a single chip: a pass on one says nothing of the others), and the chips an
+    ``--each-device`` record holds (``device_statuses``: a pass on chips 0-3 against one on chips 0-7)."""
     flags = (("--standard", "standard", None), ("--strict", "strict", False), ("--check", "checks", []),
-             ("check options", "check_options", {}), ("--no-golden", "golden", True))
+             ("check options", "check_options", {}), ("--no-golden", "golden", True),
+             ("--each-device", "each_device", False))
     known = {} if settings is None else {flag: settings.get(key, default) for flag, key, default in flags}
-    return {"standard": record.standard or None, **known}
+    chips = {"chips": sorted(record.device_statuses, key=str)} if record.device_statuses else {}
+    return {"standard": record.standard or None, **known, **chips}
 
 
 def incomparable(old: CaseResult, new: CaseResult, judged_old: dict, judged_new: dict) -> str:

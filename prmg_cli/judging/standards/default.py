@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dtypes import Format
+from ...dtypes import DTYPES, FLOAT_FORMATS, Format, rounded
 from ...results import plural
 from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over, short_number,
                    times, within)
@@ -173,16 +173,23 @@ def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, lef
         return int(np.count_nonzero(counted & (actual > golden))), int(np.count_nonzero(counted & (actual < golden)))
 
 
-def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float) -> tuple[int, int]:
-    """(distinct ``(golden, actual)`` pairs above the golden, below it) among the finite elements ``balance_counts``
-    counts: a computation repeated along a broadcast axis or over repeated inputs (the same golden, the same result)
-    counts once, so that the sign test's trials are independent errors (``error_balance.py``)."""
+def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[int, int]:
+    """(distinct ``(golden, actual)`` pairs above the golden's correct rounding ``RN(golden)`` to ``fmt``, below it)
+    among the finite elements ``balance_counts`` counts (``balance_threshold(fmt)``) whose result is not
+    ``RN(golden)``: a computation repeated along a broadcast axis or over repeated inputs (the same golden, the same
+    result) counts once, so that the sign test's trials are independent errors; and an error that rounding to nearest
+    makes (the side of ``RN(golden)``, which inputs of few bits, such as odd integers halved, lean one way on a
+    correct kernel) is no trial: only where the kernel departs from it, and a kernel rounding to nearest departs only
+    by its own computation's noise, either way (``error_balance.py``)."""
     with np.errstate(invalid="ignore"):
-        counted = (np.abs(golden) >= threshold) & (actual != golden) & np.isfinite(actual) & np.isfinite(golden)
+        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
+            & np.isfinite(golden)
     pairs = golden[counted].astype(np.complex128)
     pairs.imag = actual[counted]
     pairs = np.unique(pairs)
-    return int(np.count_nonzero(pairs.imag > pairs.real)), int(np.count_nonzero(pairs.imag < pairs.real))
+    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
+    nearest = rounded(pairs.real, DTYPES[name].numpy).astype(np.float64)
+    return int(np.count_nonzero(pairs.imag > nearest)), int(np.count_nonzero(pairs.imag < nearest))
 
 
 def judge(view: SliceView) -> Judgement:
@@ -209,6 +216,12 @@ def _ulps(value: float | None) -> str:
             else short_number(f"{value:.3g}"))
 
 
+# The bound in ulps of the golden at and above which the golden is within its own budget of 0 for every dtype
+# (``budget >= 2^24 ulp_dy(|golden|) >= |golden|``, float32's 24-bit significand the widest): an ulp of such a
+# golden is no unit (a golden of 0 made ``err 1.11e40 ulp > bound 1.34e33 ulp``), so the text gives the ratio alone.
+NEAR_ZERO_BOUND_ULP = 2.0 ** 24
+
+
 def describe(metrics: dict) -> str:
     """The table's text of a verdict: the largest error in ulps of dy's dtype against its bound in ulps there
     (``_ulps``). Within the bound, how much of the budget beyond the output's rounding is used
@@ -217,19 +230,26 @@ def describe(metrics: dict) -> str:
     ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``; when the largest error in ulps is within its bound (another
     element is over its own), ``err > bound (x2.1), largest err 41 ulp (bound 97 there)``. A result recorded
     before the bound in ulps existed shows ``err 0.50 ulp, ...``; one recorded before the ulp metrics
-    ``err ≤ budget (x0.41)``. Nothing (``""``) when no finite element was compared (every element of the slice
-    non-finite: a bound of 0 ulp, as every element's budget is positive), rather than ``err 0.00 ulp ≤ bound
-    0.00 ulp``."""
+    ``err ≤ budget (x0.41)``. Where the largest error in ulps is at a golden within its own budget of 0 (its bound
+    at least ``NEAR_ZERO_BOUND_ULP``: cancellation, or a golden of exactly 0), the ulps are left out:
+    ``err > bound (x8.38e6), largest err at golden ≈ 0`` (the failure line's worst element gives the values).
+    Nothing (``""``) when no finite element was compared (every element of the slice non-finite: a bound of 0 ulp,
+    as every element's budget is positive), rather than ``err 0.00 ulp ≤ bound 0.00 ulp``."""
     ratio = metrics["max_err_ratio"]
     if "beyond_rounding" not in metrics:
         return within("err", ratio, "budget")[0]
     error, bound, known = metrics["max_err_ulp"], metrics.get("bound_ulp"), "bound_ulp" in metrics
     if known and bound == 0 and not metrics.get("bad"):
         return ""
+    near_zero = ", largest err at golden ≈ 0" if bound is not None and bound >= NEAR_ZERO_BOUND_ULP else ""
     if ratio is not None and ratio <= 1:
         beyond = metrics["beyond_rounding"]
         share = short_number(margin(None if beyond is None else 100 * beyond, 100))
+        if near_zero:
+            return f"{within('err', ratio, 'bound')[0]}, {share}% beyond rounding{near_zero}"
         return f"err {_ulps(error)} ulp{f' ≤ bound {_ulps(bound)} ulp' * known}, {share}% beyond rounding"
+    if near_zero:
+        return f"{within('err', ratio, 'bound')[0]}{near_zero}"
     if known and (error is None or (bound is not None and error > bound)):
         return f"err {_ulps(error)} ulp > bound {_ulps(bound)} ulp ({times(ratio)})"
     return f"err > bound ({times(ratio)}), largest err {_ulps(error)} ulp{f' (bound {_ulps(bound)} there)' * known}"

@@ -1,5 +1,8 @@
 """JUnit XML as Jenkins, GitLab and GitHub read it: one ``testsuite`` named prmg, one ``testcase`` per case.
 
+A run on the host emulator (or a merged report any of whose results came from it) names its suite ``EMULATED``,
+``prmg (host emulator, not an NPU)``: a CI page shows a green suite's name and counts, not its properties.
+
 A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed
 case a ``skipped`` child (pytest writes xfail the same way). The run's description is in the suite's
 ``properties``, one per header line (a name the header repeats, such as a merged report's ``run`` of each
@@ -22,6 +25,7 @@ from .labels import device_line, header_fields
 
 # Characters XML 1.0 cannot carry at all (not even escaped): C0 controls but \t \n \r, lone
 # surrogates, U+FFFE and U+FFFF.
+EMULATED = "prmg (host emulator, not an NPU)"   # the suite's name when results come from the emulator
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -78,8 +82,9 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
     totals = {"tests": str(counts["total"]), "failures": str(kinds["failure"]), "errors": str(kinds["error"]),
               "skipped": str(kinds["skipped"]),
               "time": f"{sum(r.duration_s or 0.0 for r in results):.3f}"}
-    suites = ET.Element("testsuites", name="prmg", **totals)
-    suite = ET.SubElement(suites, "testsuite", name="prmg", **totals)
+    name = EMULATED if info.runner == "emulator" or any(r.runner == "emulator" for r in results) else "prmg"
+    suites = ET.Element("testsuites", name=name, **totals)
+    suite = ET.SubElement(suites, "testsuite", name=name, **totals)
     properties = ET.SubElement(suite, "properties")
     raw = {"runner": info.runner, "location": info.location, "op_library": info.op_library,
            "devices": ",".join(str(d) for d in info.devices), "standard": info.standard,
