@@ -332,6 +332,20 @@ def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(t
     assert printed.count("failed") == 2 and "cos changed" in printed
 
 
+def test_save_failures_of_each_device_keeps_each_chips_arrays_apart(tmp_path):
+    """Issue 32 (fourth look): under --each-device every device's worker wrote a failed case into the one folder
+    DIR/CASE/ (two failing chips' arrays mixed, and no word of which chip computed them); each device now has its
+    own, DIR/device-N/CASE/, and the record's artifacts are those of the device whose status it keeps."""
+    out_dir = tmp_path / "failures"
+    result = prmg("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "0,1", "--each-device",
+                  "--save-failures", out_dir, "--report", "json",
+                  env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"})
+    (case,) = json.loads(result.stdout)["cases"]
+    assert result.returncode == 1 and case["status"] == "failed" and case["device"] == "1", result.stderr
+    assert Path(case["artifacts"]) == out_dir / "device-1" / "a_fp32" and (out_dir / "device-1" / "a_fp32").is_dir()
+    assert sorted(path.name for path in out_dir.iterdir()) == ["device-1"]      # device 0 passed: nothing saved
+
+
 def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):
     """A symlink planted at DIR/CASE, or at a file inside it, is not followed: nothing is written outside
     DIR, and the case's result says why its arrays are missing (the run goes on)."""

@@ -170,6 +170,18 @@ def test_resume_of_an_each_device_run_trusts_a_verdict_only_on_the_same_chips(ma
     assert report["summary"]["resumed"] == 6
 
 
+def test_resume_runs_again_a_verdict_of_another_emulated_build(many, tmp_path):
+    """PRMG_EMU_BUILD=base makes the same emulator library return the base build's statuses, yet its verdicts were
+    taken by a resume on the latest build (and merged with its shards as alike): the build is in the emulator's
+    stated version, so headers name it and --resume runs such cases again."""
+    results = tmp_path / "r.jsonl"
+    result, report = run_json(many, "-k", "c1", "--results", results, env={"PRMG_EMU_BUILD": "base"})
+    assert result.returncode == 0 and report["summary"]["toolkit_version"].endswith(" (PRMG_EMU_BUILD=base)")
+    result, report = run_json(many, "-k", "c1", "--resume", results)
+    assert result.returncode == 0 and report["summary"]["resumed"] == 0, result.stderr
+    assert "(PRMG_EMU_BUILD" not in report["summary"]["toolkit_version"]
+
+
 def kernel_tree(opp: Path) -> dict[str, Path]:
     """A toolkit's opp folder as CANN lays it out: the grad's kernel binary and config, another operator's kernel, and
     the tiling library, built in and in a vendor's package; each file's text its version."""
@@ -397,9 +409,10 @@ def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypat
         result, fit = real_run_case(session, case, settings, target)
         return result, fit and case.name != "x1"
     monkeypatch.setattr(execute, "run_case", logged)
+    steps = []
     with execute.Executor(_settings(), (0,), cases[:3]) as executor:
-        results = executor.run(cases)
-    assert [r.status for r in results] == ["passed"] * 4
+        results = executor.run(cases, idle=(steps.append(step) for step in range(5)))     # done while x1 sleeps
+    assert [r.status for r in results] == ["passed"] * 4 and steps == list(range(5))
     ran = [line.split() for line in log.read_text().splitlines()]
     assert [(name, held) for name, _, held in ran] == [("x0", "True"), ("x1", "True"), ("x2", "True"),
                                                         ("x3", "False")]

@@ -44,6 +44,16 @@ def test_the_new_keys_load_and_write_back_the_same_case():
         assert dataclasses.replace(again, source="t.yaml") == dataclasses.replace(variant, source="t.yaml")
 
 
+def test_a_stored_definition_names_the_layout_the_table_shows():
+    """A decode table [4, 1, 1, D] of dy [4, 1, 8, D] is both B11D and BS1D (S = 1): the definition a results file
+    keeps says B11D, as the table and the case file do (it said BS1D, the first pattern deriving the shape)."""
+    for written, stored in (("B11D", "B11D"), ("BS1D", "B11D"), ("1S1D", None), ("BSND", "B1ND")):
+        case = case_of(shape=[4, 1, 8, 16], broadcast=written, partial_slice=None)
+        assert case_to_dict(case).get("broadcast") == stored, written         # 1S1D: the default cos shape
+        again = parse_document([case_to_dict(case)], "t.yaml", ROOT)[0]
+        assert again.cos_shape == case.cos_shape
+
+
 def test_slice_lists_are_passed_as_written_and_act_as_the_tiling_reads_them():
     longer, empty, one = case_of(partial_slice=[4, 12, 99]), case_of(partial_slice=[]), case_of(partial_slice=[4])
     null = parse_document([{"name": "n", "shape": [2, 3, 2, 16], "null": ["partial_slice"]}], "t.yaml", ROOT)[0]

@@ -50,7 +50,7 @@ OPTIONS = (
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
            "output and meta.json, and its golden, expected result and error map where it has a golden (not for "
            "golden: false or an expected error), in prmg dump's layout; numpy alone reads them; a symlink inside "
-           "DIR is never followed.", "DIR"),
+           "DIR is never followed. Under --each-device, DIR/device-N/CASE/ for each device.", "DIR"),
     Option("cluster", ("--cluster",), None, "Run on the NPUs of a Ray cluster, one worker per NPU: ADDRESS as "
            "ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to start one "
            "here with this host's devices. Needs pip install 'prmg[ray]'.", "ADDRESS"),

@@ -36,8 +36,9 @@ from ..writes import same_file, write_stdout
 
 
 def target_modes(text: str | None) -> frozenset:
-    """The rotary modes the target supports: ``--supported-modes`` or today's kernel (interleave)."""
-    return parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
+    """The rotary modes the target supports: ``--supported-modes`` (an empty one is refused: an unset variable, not
+    today's kernel) or today's kernel (interleave)."""
+    return parse_modes(text) if text is not None else constraints.DEFAULT_SUPPORTED_MODES
 
 
 def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None, tags: Sequence[str] = (),
@@ -268,12 +269,20 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
                    standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
-                   toolkit_version=provenance.toolkit_version(toolkit.root),
+                   toolkit_version=_toolkit_version(toolkit),
                    driver_version=provenance.driver_version(), host=provenance.host_name(),
                    started=provenance.now(), faults=faults, strict=settings.strict,
                    fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
                    path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device,
                    visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""))
+
+
+def _toolkit_version(toolkit) -> str:
+    """The toolkit's stated version (``provenance.toolkit_version``); for the emulator, with the upstream build it
+    plays when ``PRMG_EMU_BUILD`` names one (``8.5.0-emulator (PRMG_EMU_BUILD=base)``): the same library then
+    returns other statuses, and the version is what headers, ``--resume`` and ``prmg report`` tell runs apart by."""
+    version, build = provenance.toolkit_version(toolkit.root), os.environ.get("PRMG_EMU_BUILD", "")
+    return f"{version} (PRMG_EMU_BUILD={build})" if build and toolkit.kind == "emulator" else version
 
 
 def recorded_settings(info: RunInfo, settings) -> dict:
@@ -361,6 +370,16 @@ def _connect(request, modes: frozenset):
     return cluster.connect(request.cluster, request.runner, request.op_lib, modes)
 
 
+def _coverage_ahead(targets, cases: Sequence[Case]):
+    """The work of the coverage line of the reports of ``targets`` that print one (``Output.coverage``), for the run's
+    idle moments (``coverage.prepare_classes``); None when no report prints one."""
+    from ..cases import coverage
+
+    if not any(outputs.OUTPUTS[target.format].coverage for target in targets) or len(cases) > coverage.RUN_LINE_LIMIT:
+        return None
+    return coverage.prepare_classes(cases)
+
+
 def run_suite(request) -> int:
     """``prmg run``: returns the exit code (``results.ExitCode``)."""
     from ..reports import store
@@ -413,7 +432,7 @@ def run_suite(request) -> int:
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
                 run.start(stored, recorded_settings(info, settings), selection)
                 if run.todo:
-                    executor.run(run.todo, run.on_result, request.fail_fast)
+                    executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))
             if request.fail_fast and len(run.finished) < len(cases):
                 run.stopped = "the run stopped at the first failure (--fail-fast)"
         except PrmgError as error:
