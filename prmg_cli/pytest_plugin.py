@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -107,8 +108,12 @@ class PrmgFile(pytest.File):
     def collect(self):
         from .cases.loader import load_cases, validate
         from .commands.suite import check_judged, checked_settings
+        from .errors import PrmgError
 
-        settings = checked_settings(run_request(self.config))
+        try:
+            settings = checked_settings(run_request(self.config))
+        except PrmgError as error:                    # an option's mistake: the session's one line, not per file
+            _usage_error(error)
         cases = load_cases([self.path])
         validate(cases, settings.supported_modes)
         check_judged(cases, settings.checks, settings.golden)
@@ -233,10 +238,23 @@ def _settings(config):
 
 
 def _usage_error(error) -> None:
-    """End the session with ``prmg run``'s one line and exit code for a usage error."""
+    """End the session with ``prmg run``'s one line and exit code for a usage error, naming the plugin's flags
+    (``plugin_words``)."""
     from .results import ExitCode
 
-    pytest.exit(f"prmg: error: {error}", returncode=int(ExitCode.USAGE))
+    pytest.exit(f"prmg: error: {plugin_words(str(error))}", returncode=int(ExitCode.USAGE))
+
+
+def plugin_words(text: str) -> str:
+    """``text`` with each ``prmg run`` flag the plugin takes written as the plugin's (``--runner`` ->
+    ``--prmg-runner``): the shared checks name ``prmg run``'s flags, which a pytest command line does not have."""
+    from .commands.run import OPTIONS
+
+    for option in OPTIONS:
+        if option.plugin:
+            flag = option.plugin_flag.replace("--prmg-", "--", 1)
+            text = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", option.plugin_flag, text)
+    return text
 
 
 def _run_info(config):

@@ -164,6 +164,19 @@ def test_known_defect_cases_and_xfailed_results_cover_nothing():
     assert coverage.run_line(results) is None
 
 
+def test_classes_prepared_during_a_run_are_those_the_line_counts(monkeypatch):
+    """``prepare_classes`` finds each case's classes ahead (a run's idle moments); ``evaluate`` then takes them for
+    those very case objects, and finds them itself for any other (an equal copy, a case prepared for no run)."""
+    cases = [case(shape=[1, 1, 2, 16]), case(shape=[2, 3, 2, 32], dtype="bfloat16"),
+             case(shape=[1, 1, 2, 16], known_defect={"reason": "r", "result": "wrong", "max_error_ulp": 2})]
+    expected = coverage.summary(coverage.evaluate(cases))
+    assert list(coverage.prepare_classes(cases)) == [None] * 3
+    monkeypatch.setattr(coverage, "facts", lambda *args: pytest.fail("facts found again"))
+    assert coverage.summary(coverage.evaluate(cases)) == expected
+    with pytest.raises(pytest.fail.Exception, match="facts found again"):
+        coverage.evaluate([replace(cases[0])])
+
+
 def test_every_rule_is_a_phase_class_and_the_suites_break_each():
     """Each rule a Violation names is in its operator's table (one home: ``OperatorSpec.rule_reasons``), and the
     shipped suites break every reachable one of them first."""
@@ -244,6 +257,8 @@ def test_coverage_reports_in_process(tmp_path):
     assert all(len(line) <= 100 for line in text.splitlines())           # the table fits, the missing are counted
     assert re.fullmatch(r"covers \d+ of \d+ classes \(.*\); \d+ missing \(marked MISSING above\)",
                         text.splitlines()[-1]) and "  half      " in text and " MISSING " in text
+    assert text.splitlines()[-2] == "reasons cut to the width: --wide shows them whole"
+    assert "reasons cut" not in coverage_command([str(ROOT / "cases" / "smoke.yaml")])[0]      # --wide: whole
     text, code = coverage_command([str(ROOT / "cases" / "smoke.yaml")], "json", fail_under=90)
     assert code == 1 and "is under --fail-under 90%" in text
     report = json.loads(text[:text.rindex("}") + 1])

@@ -430,6 +430,21 @@ def test_allocations_are_512_byte_granular(emu):
     assert emu.aclrtMalloc(ctypes.byref(P()), 0, 0) == INVALID_PARAM
 
 
+def test_an_allocation_reads_as_zeros_though_a_freed_one_of_its_size_left_bytes(emu):
+    """A small freed allocation's bytes are kept for the next allocation of its size (no page faults), zeroed:
+    it reads as a fresh mapping does, and its address is device memory a host dereference faults on."""
+    size = (32 << 10) * 2 + 512                               # a small tensor's buffer with its guard zones
+    written = np.full(size, 0x5A, np.uint8)
+    for _ in range(2):
+        first = emu.malloc(size)
+        assert emu.aclrtMemcpy(first, size, written.ctypes.data, size, H2D) == 0
+        assert emu.aclrtFree(first) == 0
+        again = emu.malloc(size)
+        assert not emu.from_device(again, np.empty(size, np.uint8)).any()
+        assert in_child(lambda: ctypes.string_at(again, 4).hex()) == (signal.SIGSEGV, None)
+        assert emu.aclrtFree(again) == 0
+
+
 def test_memcpy_kind_and_size_checks(emu):
     host = np.arange(256, dtype=np.uint8)
     back = np.zeros(256, dtype=np.uint8)

@@ -409,9 +409,10 @@ def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypat
         result, fit = real_run_case(session, case, settings, target)
         return result, fit and case.name != "x1"
     monkeypatch.setattr(execute, "run_case", logged)
+    steps = []
     with execute.Executor(_settings(), (0,), cases[:3]) as executor:
-        results = executor.run(cases)
-    assert [r.status for r in results] == ["passed"] * 4
+        results = executor.run(cases, idle=(steps.append(step) for step in range(5)))     # done while x1 sleeps
+    assert [r.status for r in results] == ["passed"] * 4 and steps == list(range(5))
     ran = [line.split() for line in log.read_text().splitlines()]
     assert [(name, held) for name, _, held in ran] == [("x0", "True"), ("x1", "True"), ("x2", "True"),
                                                         ("x3", "False")]

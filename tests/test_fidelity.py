@@ -44,6 +44,16 @@ def test_the_new_keys_load_and_write_back_the_same_case():
         assert dataclasses.replace(again, source="t.yaml") == dataclasses.replace(variant, source="t.yaml")
 
 
+def test_a_stored_definition_names_the_layout_the_table_shows():
+    """A decode table [4, 1, 1, D] of dy [4, 1, 8, D] is both B11D and BS1D (S = 1): the definition a results file
+    keeps says B11D, as the table and the case file do (it said BS1D, the first pattern deriving the shape)."""
+    for written, stored in (("B11D", "B11D"), ("BS1D", "B11D"), ("1S1D", None), ("BSND", "B1ND")):
+        case = case_of(shape=[4, 1, 8, 16], broadcast=written, partial_slice=None)
+        assert case_to_dict(case).get("broadcast") == stored, written         # 1S1D: the default cos shape
+        again = parse_document([case_to_dict(case)], "t.yaml", ROOT)[0]
+        assert again.cos_shape == case.cos_shape
+
+
 def test_slice_lists_are_passed_as_written_and_act_as_the_tiling_reads_them():
     longer, empty, one = case_of(partial_slice=[4, 12, 99]), case_of(partial_slice=[]), case_of(partial_slice=[4])
     null = parse_document([{"name": "n", "shape": [2, 3, 2, 16], "null": ["partial_slice"]}], "t.yaml", ROOT)[0]
@@ -235,12 +245,15 @@ def test_a_check_launches_every_tensor_contiguous_at_offset_0():
     assert all(acl._layout(case, tensor).plain for tensor in ("dy", "cos", "sin"))
 
 
+@pytest.mark.verdict
 def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
     """Sin alike at both lanes of every pair (a RoPE table, or explicit values alike) passes with the warning, which
-    --strict fails; tables that differ between partners, or a case that says why it needs them alike, do not."""
+    --strict fails, down to a slice of one pair; tables that differ between partners, or a case that says why it
+    needs them alike, do not."""
     rope = {"cos": {"rope": {"base": 10000}}, "sin": {"rope": {"base": 10000}}}
     cases = {"rope": case_of(inputs=rope), "drawn": case_of(),
-             "said": case_of(inputs=rope, partners_alike="a real table on purpose")}
+             "said": case_of(inputs=rope, partners_alike="a real table on purpose"),
+             "one_pair": case_of(inputs=rope, partial_slice=[4, 6])}
     from prmg_cli.device.execute import RunSettings, run_case
 
     with AclSession(emulator, 0) as session:
@@ -251,9 +264,9 @@ def test_a_partner_swap_hidden_by_the_tables_is_a_warning(emulator):
             assert verdict.status == "passed"
             warnings[name] = verdict.warnings
         strict = run_case(session, cases["rope"], RunSettings(toolkit=emulator, strict=True))[0]
-    assert warnings == {"rope": [PARTNERS_ALIKE_WARNING], "drawn": [], "said": []}
+    assert warnings == {"rope": [PARTNERS_ALIKE_WARNING], "drawn": [], "said": [], "one_pair": [PARTNERS_ALIKE_WARNING]}
     assert strict.status == "failed" and strict.message == f"--strict: {PARTNERS_ALIKE_WARNING}"
-    assert [facts(case).partners_differ for case in cases.values()] == [False, True, False]
+    assert [facts(case).partners_differ for case in cases.values()] == [False, True, False, False]
 
 
 @pytest.fixture

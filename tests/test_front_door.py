@@ -338,6 +338,22 @@ def test_case_files_that_are_not_regular_files_are_refused_without_reading(tmp_p
         refused([path], str(path), fragment)
 
 
+def test_a_folder_too_big_to_hold_case_files_is_refused_once_counted(tmp_path, monkeypatch):
+    """``prmg run /`` walked the whole disk (46 s under load) before its first word; a folder with more files and
+    folders below it than ``MAX_FOLDER_ENTRIES`` is one line naming it, before the folders below it that cannot be
+    listed, and a folder within the bound is read as before."""
+    from prmg_cli.cases import loader
+
+    monkeypatch.setattr(loader, "MAX_FOLDER_ENTRIES", 6)
+    for folder in [*(tmp_path / "big" / f"d{index}" for index in range(4)), tmp_path / "small"]:
+        folder.mkdir(parents=True)
+        write(folder, "c.yaml", CASE)
+    for command in ("run", "validate"):
+        one_error_line(prmg_here(command, tmp_path / "big", *(["-k", "nothing"] if command == "run" else [])),
+                       f"{tmp_path / 'big'}: more than 6 files and folders below it", "Name the case files")
+    assert prmg_here("validate", tmp_path / "small").returncode == 0
+
+
 def test_a_fifo_named_on_the_command_line_does_not_hang(tmp_path):
     fifo = tmp_path / "fifo.yaml"
     os.mkfifo(fifo)
@@ -1170,6 +1186,14 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BEYOND_GUARD=x:64"], 2,
      "PRMG_EMU_BEYOND_GUARD must be TENSOR:BYTES, TENSOR dy, cos, sin or workspace (e.g. cos:4096, or dy:-64 before "
      "dy), got 'x:64'"),
+    (["run", "{case}", "--runner", "emulator", "--supported-modes", ""], 2,         # an unset variable: not today's
+     "--supported-modes: unknown mode '' in ''"),
+    (["dump", "{case}", "--out", "{case}.out", "-k", "nothing"], 5, "prmg: no cases selected (check -k)"),
+    (["bench", "{case}", "--runner", "geir"], 2, "--runner geir: prmg bench times the aclnn launch"),  # no note first
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BUILD=latest"], 2,        # 561000 at every call:
+     "PRMG_EMU_BUILD must be base, e9f0541c or 2b888cdb (the upstream build the emulator follows), got 'latest'"),
+    (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_SOC=" + "A" * 128], 2,    # cut: the header had none
+     "PRMG_EMU_SOC must be a chip's name of at most 127 printable ASCII characters"),
 ])
 def test_smaller_flag_and_variable_checks(tmp_path, args, code, fragment):
     """Issue 36's smaller list: each of these once wrapped, exited 0, or was ignored or misread."""

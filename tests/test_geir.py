@@ -3,11 +3,13 @@ geir and aclnn+geir runners, the constraint model's graph expectations, and the 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from prmg_cli.cases.loader import load_cases, parse_document
 from prmg_cli.device import execute, runners
 from prmg_cli.device.acl import Outcome
 from prmg_cli.device.differential import PairSession, combine, disagreement
-from prmg_cli.device.geir import GeirSession
+from prmg_cli.device.geir import GeirError, GeirSession
 from prmg_cli.device.runners import shim
 from prmg_cli.device.runners.geir import with_graph_mode
 from prmg_cli.errors import PrmgError
@@ -28,7 +30,7 @@ from prmg_cli.files import emulator_cache_base
 from prmg_cli.inputs.seeded import make_inputs
 from prmg_cli.ops import OPERATORS
 from prmg_cli.ops.constraints import graph_case
-from prmg_cli.status import GE_DATATYPE_INVALID, GE_FAILED, GE_PARAM_INVALID, GRAPH_INVALID_IR_DEF
+from prmg_cli.status import GE_DATATYPE_INVALID, GE_EXEC_NOT_INIT, GE_FAILED, GE_PARAM_INVALID, GRAPH_INVALID_IR_DEF
 from test_cli_commands import run_in_process
 
 SMALL = """
@@ -216,6 +218,96 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
     built[0].parent.with_name(f"{built[0].parent.name}.lock").unlink()
 
 
+# One process's life of GE through the real shim (the stand-in's $STANDIN_GE_FAIL picks the failing step): printed as
+# JSON, [what each step returned, $STANDIN_GE_LOG's lines so far].
+LIFE = """
+import atexit, json, os, sys
+atexit.register(lambda: open(os.environ["STANDIN_GE_LOG"], "a").write("python exit" + chr(10)))   # runs last
+from prmg_cli.cases.loader import parse_document
+from prmg_cli.device.geir import GeirError, GeirSession
+from prmg_cli.device.runners.geir import with_graph_mode
+from prmg_cli.device.toolkit import find_toolkit
+from prmg_cli.inputs.seeded import make_inputs
+
+toolkit = with_graph_mode(find_toolkit(os.environ), os.environ, "geir")
+case = parse_document([{"name": "fp32", "shape": [1, 2, 2, 16], "broadcast": "1S1D", "partial_slice": [2, 14]}],
+                      "c.yaml", ".")[0]
+log = os.environ["STANDIN_GE_LOG"]
+steps = []
+
+def step(fail, what):
+    os.environ["STANDIN_GE_FAIL"] = fail
+    try:
+        steps.append(what())
+    except GeirError as error:
+        steps.append(str(error))
+    steps.append(open(log).read().split(chr(10))[:-1])
+    open(log, "w").close()
+
+def one_case(fail):
+    with GeirSession(toolkit, 0) as session:
+        os.environ["STANDIN_GE_FAIL"] = fail
+        outcome = session.launch(case, make_inputs(case))
+        return [outcome.status, outcome.phase, outcome.failed_call, outcome.error_message]
+
+for fail in ("initialize", "session", "", "add", "compile", "run"):
+    step(fail, lambda: one_case(fail))
+kept = GeirSession(toolkit, 0)          # left open: prmg ends GE at exit (geir._finalize_open)
+step("", lambda: GeirSession(toolkit, 1))
+print(json.dumps(steps))
+sys.stdout.flush()
+"""
+# A caller of the shim that never finalises (not prmg): the shim's own exit handler ends GE.
+UNFINISHED = """
+import ctypes, sys
+from prmg_cli.device.geir import _Report
+assert ctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL).prmg_geir_initialize(0, ctypes.byref(_Report())) == 0
+"""
+
+
+def test_the_shim_ends_ge_on_every_failure_path_and_at_exit(tmp_path, emulator, monkeypatch):
+    """The real shim's life of GE in one process, on a stand-in GE failing each step in turn: a GEInitialize that
+    fails (having started GE's core, as GE's does when its session manager fails) or a session whose constructor
+    throws is reported in the init phase and GE finalised, so that the next session of the process starts afresh;
+    AddGraph failing, CompileGraph throwing (reported in the compile phase, not as a crash of the process) and RunGraph
+    failing leave no graph behind; each closed session is destroyed before GEFinalize; a process that exits with GE
+    still initialised finalises it (the session first: prmg at interpreter exit, the shim's own exit handler for a
+    caller that never finalises); another device in the same process is refused."""
+    if shutil.which("g++") is None:
+        pytest.skip("no g++ on this host to build the stand-in GE and the shim with")
+    monkeypatch.delenv("PRMG_GE_INCLUDE", raising=False)
+    root = standin_toolkit(tmp_path / "cann", emulator)
+    log = tmp_path / "ge.log"
+    log.write_text("")
+    env = {**os.environ, "ASCEND_HOME_PATH": str(root), "STANDIN_GE_LOG": str(log), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", LIFE], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = json.loads(result.stdout.splitlines()[-1])
+    ends = ["~Session", "GEFinalize"]
+    assert steps[0] == "prmg_geir_initialize failed: 4294967295 ge::FAILED: stand-in GE: the session manager failed " \
+                       "to start" and steps[1] == ["GEInitialize", "GEFinalize"]
+    assert steps[2] == "prmg_geir_initialize failed: 4294967295 ge::FAILED: C++ exception: stand-in GE: the session " \
+                       "could not be made" and steps[3] == ["GEInitialize", "GEFinalize"]
+    assert steps[4] == [0, "", "", ""] and steps[5] == ["GEInitialize", "Session", "AddGraph 1", "RemoveGraph 1", *ends]
+    assert steps[6][:3] == [GE_FAILED, "compile", "ge::Session::AddGraph"] and "AddGraph failed" in steps[6][3]
+    assert steps[7] == ["GEInitialize", "Session", *ends]
+    assert steps[8] == [GE_FAILED, "compile", "ge::Session::CompileGraph",
+                        "C++ exception: stand-in GE: CompileGraph threw"]
+    assert steps[9] == ["GEInitialize", "Session", "AddGraph 3", "RemoveGraph 3", *ends]
+    assert steps[10][:3] == [GE_FAILED, "run", "ge::Session::RunGraph"]
+    assert steps[11] == ["GEInitialize", "Session", "AddGraph 4", "RemoveGraph 4", *ends]
+    assert steps[12] == "prmg_geir_initialize failed: 145000 ACL_ERROR_GE_PARAM_INVALID: GE is initialised for " \
+                        "device 0 in this process, not 1" and steps[13] == ["GEInitialize", "Session"]
+    assert log.read_text().splitlines() == [*ends, "python exit"]     # at exit, by prmg: the session, then GE
+    log.write_text("")
+    library, _ = shim.build_shim(root, env)
+    result = subprocess.run([sys.executable, "-c", UNFINISHED, str(library)], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0 and log.read_text().splitlines() == ["GEInitialize", "Session", *ends], result.stderr
+    shutil.rmtree(library.parent)                                      # a build for this test's toolkit only
+    library.parent.with_name(f"{library.parent.name}.lock").unlink()
+
+
 def test_without_ges_headers_graph_mode_is_refused_in_one_line_and_doctor_says_why(tmp_path, emulator, capsys,
                                                                                      monkeypatch):
     """A toolkit without GE (here the emulator's libraries, unmarked: a toolkit prmg did not build): ``--runner
@@ -238,6 +330,31 @@ def test_without_ges_headers_graph_mode_is_refused_in_one_line_and_doctor_says_w
 
 
 # --- the twin and the runners -------------------------------------------------------------------------------
+
+def test_the_twin_lives_as_the_shim_in_one_process(graph):
+    """The emulator's twin gives GE the shim's life: a device the runtime refuses fails the init phase leaving nothing
+    held (device 0 then opens), another device than the open session's is refused, a closed session leaves the
+    device as it found it and the process opens a fresh one that runs a case, a run with none open is
+    ACL_ERROR_GE_EXEC_NOT_INIT in the init phase, and finalising twice does nothing."""
+    from prmg_cli.device.geir import PHASES, _Call, _Report
+
+    current = ctypes.CDLL(str(graph.runtime_lib)).prmg_emu_current_device
+    before = current()                  # -1 in a fresh process; another test's aclnn session may have set one
+    with pytest.raises(GeirError, match=r"prmg_geir_initialize failed: \d+ \w+: ge.exec.deviceId 99: aclrtSetDevice: "
+                                        r"invalid device id 99"):
+        GeirSession(graph, 99)
+    case = parse_document([{"name": "c", "shape": [1, 1, 2, 16], "partial_slice": [0, 16]}], "c.yaml", ROOT)[0]
+    for _ in range(2):
+        with GeirSession(graph, 0) as session:
+            assert current() == 0
+            with pytest.raises(GeirError, match="GE is initialised for device 0 in this process, not 1"):
+                GeirSession(graph, 1)
+            assert session.launch(case, make_inputs(case)).status == 0
+        assert current() == before
+    report = _Report()
+    assert session._library.prmg_geir_run(ctypes.byref(_Call()), ctypes.byref(report)) == GE_EXEC_NOT_INIT
+    assert PHASES[report.phase] == "init" and session._library.prmg_geir_finalize(ctypes.byref(report)) == 0
+
 
 def test_the_twin_refuses_an_ir_it_does_not_declare_in_the_build_phase(graph):
     """The forward's IR once named its mode attribute ``mode``: set by that name, GE would add an unknown attribute and

@@ -397,6 +397,12 @@ def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broa
     text = case_writer.generate(shape="8,1,4,16", inputs=f"cos=rope:500000:{positions},sin=rope:500000:{positions}",
                                 notes=notes, **{**FLAGS, "broadcast": "B11D"})
     assert len(notes) == 1 and "offset: [0, 7, 28, 63, 112, 175, 252, 343]" in text
+    # a RoPE sin says why it is alike at both lanes of every pair, as the presets' do: the run gave the README's
+    # own gen-case line a 'partners alike' warning, which --strict fails
+    from prmg_cli.commands.suite import weak_warning
+
+    (value,) = gencase.load_generated(yaml.safe_load(text)["cases"])
+    assert value.partners_alike == gencase.ROPE_PARTNERS and weak_warning(value) is None
     with pytest.raises(PrmgError, match=r"field 'inputs.cos.rope.offset': a list of offsets has one per index of "
                                         r"the table's first axis \(B = 8\), got 2"):
         case_writer.generate(shape="8,1,4,16", inputs="cos=rope:1e4:0;1,sin=rope:1e4:0;1",

@@ -390,3 +390,25 @@ def test_without_matplotlib_html_is_a_usage_error_before_the_run(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'prmg[html]'" in lines[0], result.stderr
     assert not page.exists()
+
+
+def test_a_cell_at_or_just_under_its_limit_is_drawn_within_it():
+    """A correct bfloat16 result's errors take nearly all of their budget (half an ulp): cells of 0.9997 were stored
+    as 1.0 and drawn in the first colour over the limit, so a Llama prefill's right half of the slice looked wrong;
+    0.9997 stays below 1, and a cell at 1 (within: only error > budget is wrong) is blue, 1.5 yellow."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from prmg_cli.reports.outputs.plots import Heatmaps
+
+    colours = {}
+    for value in (0.9997, 1.0, 1.5):
+        error_map = {**diagnosis.error_map(np.full((1, 4, 2, 8), value), 0, 8), "metric": "error/budget"}
+        assert error_map["values"][0][0] == value
+        png = base64.b64decode(Heatmaps().draw(error_map).split(",", 1)[1])
+        pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        colours[value] = pixels[pixels.shape[0] // 2, pixels.shape[1] // 2].astype(int)
+    assert all(colours[value][2] > colours[value][0] for value in (0.9997, 1.0))        # blue: within
+    assert colours[1.5][0] > colours[1.5][2]                                           # yellow: over

@@ -366,6 +366,14 @@ def test_default_reads_in_ulps_and_beyond_the_output_rounding(dtype):
      "err > bound (x2.1), largest err 41 ulp (bound 97 there)"),
     ({"max_err_ratio": None, "max_err_ulp": None, "bound_ulp": None, "beyond_rounding": None},
      "err inf ulp > bound inf ulp (xinf)"),
+    # at a golden within its own bound of 0 an ulp of it is no unit (a sign fault's golden of 0 in bfloat16 read
+    # 'err 1.11e40 ulp > bound 1.34e33 ulp'): the ratio alone, below 2^24 ulp the ulps as before
+    ({"max_err_ratio": 8.38e6, "max_err_ulp": 1.11e40, "bound_ulp": 1.34e33, "beyond_rounding": 1e7},
+     "err > bound (x8.38e6), largest err at golden ≈ 0"),
+    ({"max_err_ratio": 0.41, "max_err_ulp": 3e7, "bound_ulp": 2.0 ** 24, "beyond_rounding": 0.0},
+     "err ≤ bound (x0.41), 0% beyond rounding, largest err at golden ≈ 0"),
+    ({"max_err_ratio": 0.41, "max_err_ulp": 1e7, "bound_ulp": 2.0 ** 24 - 1, "beyond_rounding": 0.0},
+     "err 1e7 ulp ≤ bound 1.68e7 ulp, 0% beyond rounding"),
     ({"max_err_ratio": 0.6, "max_err_ulp": 41.07, "beyond_rounding": 0.4224}, "err 41 ulp, 42.2% beyond rounding"),
     ({"max_err_ratio": 0.41}, "err ≤ budget (x0.41)"),                  # recorded before the ulp metrics
 ])

@@ -73,6 +73,12 @@ def test_plugin_device_lists_are_usage_errors_not_a_failure_per_item(tmp_path):
         result = pytest_run(tmp_path, "--prmg-devices", devices)
         assert result.returncode == 2 and "prmg: error: " in result.stdout + result.stderr, result.stdout
         assert said in result.stdout + result.stderr and "failed" not in result.stdout, result.stdout
+    # the flags the checks shared with prmg run name are the plugin's; a bad mode list ends the session in that
+    # line too (it was a collection error per file naming --supported-modes, a runner's named --runner)
+    for option, value, said in (("--prmg-supported-modes", "9", "prmg: error: --prmg-supported-modes: unknown mode"),
+                                ("--prmg-runner", "bogus", "prmg: error: --prmg-runner 'bogus': choose one of")):
+        result = pytest_run(tmp_path, option, value)
+        assert result.returncode == 2 and said in result.stdout + result.stderr, result.stdout + result.stderr
 
 
 def test_plugin_runs_each_item_on_every_device_it_names(tmp_path):

@@ -293,6 +293,27 @@ def test_unwritable_cache_is_a_clear_error(tmp_path):
         tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(blocker / "cache")})
 
 
+@pytest.mark.verdict
+def test_a_library_mapped_from_another_toolkits_lib64_is_foreign(tmp_path, monkeypatch):
+    """``foreign_libraries`` on a process's maps (a file here): a library mapped from a folder of LD_LIBRARY_PATH that
+    holds a runtime, where the toolkit's lib64 has a file of that name, is foreign; the toolkit's own, or one from a
+    folder holding no runtime, is not. ``refuse_foreign`` refuses a process with any (exit 2), naming it."""
+    a, b, plain = (tmp_path / name / "lib64" for name in ("a", "b", "plain"))
+    for folder in (a, b, plain):
+        folder.mkdir(parents=True)
+        (folder / "libdep.so").write_text("")
+    for folder in (a, b):
+        (folder / tk.RUNTIME_NAMES[0]).write_text("")
+    maps = tmp_path / "maps"
+    maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {folder}/libdep.so\n" for folder in (b, plain)))
+    env = {"LD_LIBRARY_PATH": f"{b}:{plain}:{a}"}
+    assert tk.foreign_libraries(a.parent, str(maps), env) == [(f"{b}/libdep.so", f"{a}/libdep.so")]
+    assert tk.foreign_libraries(a.parent, str(maps), {"LD_LIBRARY_PATH": f"{plain}:{a}"}) == []
+    monkeypatch.setattr(tk, "foreign_libraries", lambda root: [(f"{b}/libdep.so", f"{a}/libdep.so")])
+    with pytest.raises(PrmgError, match=f"the toolkit at {a.parent} is mixed with another one: {b}/libdep.so in "):
+        tk.refuse_foreign(a.parent)
+
+
 def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_path, emulator):
     """LD_LIBRARY_PATH naming another toolkit's lib64 first gives the toolkit's runtime that toolkit's dependencies
     (the dynamic linker looks there before a library's RUNPATH): the run was green, every header naming the toolkit

@@ -70,6 +70,7 @@ def test_a_check_that_cannot_run_is_said_and_sample_judges(tmp_path, fault):
                                                     "refuses")
 
 
+@pytest.mark.verdict
 def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
     """When every check anchored to the formula skipped or could not run, nothing held the result to the formula:
     an error, whatever adjoint and determinism said (or a warning when the case says why)."""
@@ -81,6 +82,22 @@ def test_a_case_no_anchored_check_judged_is_an_error_not_a_pass():
     said = replace(case, correctness_unchecked="too large")
     verdict = checks.fold_checks(judge(said, *_unchanged(said), golden=False), results, _context(said), golden=False)
     assert verdict.status == "passed" and verdict.warnings[-1].startswith("correctness not checked: too large")
+
+
+@pytest.mark.verdict
+def test_only_a_check_anchored_to_the_formula_lets_a_case_go_without_the_golden():
+    """``loader.unjudged``, what validate and run ask of a pass case judged without the golden: refused when its
+    checks and the run's hold no anchored one (determinism, adjoint), unless it says why (correctness_unchecked);
+    accepted with sample from either side, or with the golden."""
+    from prmg_cli.cases.loader import unjudged
+
+    case = Case("g", "t", (1, 1, 2, 16), (1, 1, 1, 16), (1, 1, 1, 16), (0, 16), golden=False,
+                checks=("determinism", "adjoint"))
+    assert "none anchored to the formula" in str(unjudged(case))
+    assert "(--no-golden)" in str(unjudged(replace(case, golden=True), ("roundtrip",), golden=False))
+    assert unjudged(replace(case, correctness_unchecked="too large")) is None
+    assert unjudged(case, ("sample",)) is None and unjudged(replace(case, checks=("sample",))) is None
+    assert unjudged(replace(case, golden=True)) is None
 
 
 def _unchanged(case):
@@ -612,6 +629,22 @@ def test_the_resume_key_holds_where_the_run_happened(emulator, field):
         != settings_key(recorded_settings(info, settings))
 
 
+@pytest.mark.verdict
+def test_a_run_on_each_device_is_judged_under_other_settings_than_one_sharing_them(emulator):
+    """--each-device (every case on every device) is in the settings a verdict was judged under: --resume of such a
+    run trusts no record of a run that shared the devices (each case had run on one chip only), and ``prmg report``
+    sees the two as mixed; a run without it keeps the keys of before."""
+    from prmg_cli.commands.suite import recorded_settings
+    from prmg_cli.device.execute import RunSettings
+    from prmg_cli.reports.store import settings_key
+    from prmg_cli.results import RunInfo
+
+    shared, info = RunSettings(toolkit=emulator), RunInfo("emulator", str(emulator.root))
+    each = replace(shared, each_device=True)
+    assert recorded_settings(info, each)["each_device"] is True and "each_device" not in recorded_settings(info, shared)
+    assert settings_key(recorded_settings(info, each)) != settings_key(recorded_settings(info, shared))
+
+
 # --- compare, pytest -------------------------------------------------------------------------------------
 
 @pytest.mark.verdict
@@ -838,6 +871,7 @@ WEAK = """
 """
 
 
+@pytest.mark.verdict
 def test_validate_warns_of_partners_alike_as_the_run_will(tmp_path):
     """A RoPE table without ``partners_alike: REASON`` passes its run with the partners-alike warning: validate says
     so first (it said nothing, and a newcomer's case written from the README's example without that line was valid

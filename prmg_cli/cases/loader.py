@@ -100,8 +100,8 @@ from ..inputs import npyfile
 from ..judging.checks import ANCHORED, CHECKS, weak_checks_text
 from ..ops import constraints
 from ..status import STATUS_NAMES, describe
-from ..vocab import (BROADCASTS, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
-                     broadcast_shape)
+from ..vocab import (DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
+                     broadcast_pattern, broadcast_shape)
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_builds, parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_generator,
                      parse_golden, parse_inputs, parse_known_defect, parse_mode, parse_null, parse_offset, parse_op,
@@ -237,15 +237,15 @@ def select(cases: Sequence[Case], keyword: str | None = None, tags: Sequence[str
 def case_to_dict(case: Case) -> dict:
     """``case`` as a mapping of plain values that ``load_cases`` reads back into the same Case.
 
-    Keys equal to their defaults are left out; a cos shape that one broadcast pattern derives is
-    written as ``broadcast``. A ``file:`` input is written as its absolute path.
+    Keys equal to their defaults are left out; a cos shape that a broadcast pattern derives is
+    written as ``broadcast``, the pattern the table shows (``vocab.broadcast_pattern``: an axis of size 1 in dy
+    and cos reads as ``1``, so a decode table [4, 1, 1, D] of dy [4, 1, 8, D] is ``B11D``, not ``BS1D``). A ``file:`` input is written as its absolute path.
     """
     out: dict = {"name": case.name, "shape": list(case.shape)}
     start, end = case.partial_slice
     if case.cos_shape != _default_cos_shape(end - start):
-        pattern = next((p for p in BROADCASTS if len(case.shape) == 4
-                        and broadcast_shape(p, case.shape, end - start) == case.cos_shape), None)
-        if pattern:
+        pattern = broadcast_pattern(case.shape, case.cos_shape)
+        if pattern and broadcast_shape(pattern, case.shape, end - start) == case.cos_shape:
             out["broadcast"] = pattern
         else:
             out["cos_shape"] = list(case.cos_shape)
@@ -521,6 +521,10 @@ class _Run:
 # Files
 
 
+# The most files and folders below a folder given as a path of case files (cases/ holds about 20).
+MAX_FOLDER_ENTRIES = 100_000
+
+
 def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
     """The case files named by ``paths``, in order: files as given, folders expanded (every
     *.yaml/*.yml below, sorted by path, symlinked folders not followed); each file once. A path that
@@ -540,6 +544,8 @@ def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
             continue
         if stat.S_ISDIR(info.st_mode):
             found = _folder_files(path, run)
+            if found is None:
+                continue
             if not found:
                 run.fail(PrmgError("no *.yaml or *.yml files in this folder", file=str(path)))
                 continue
@@ -557,15 +563,24 @@ def _case_files(paths: Sequence[str | Path], run: _Run) -> Iterator[Path]:
                 yield file
 
 
-def _folder_files(folder: Path, run: _Run) -> list[Path]:
-    """Every *.yaml / *.yml below ``folder``, sorted by path (symlinked folders are not entered)."""
-    def unreadable(error: OSError) -> None:
-        run.fail(PrmgError(f"cannot list this folder: {files.os_reason(error)}", file=str(error.filename)))
-
-    found = []
-    for root, folders, names in os.walk(folder, onerror=unreadable):
+def _folder_files(folder: Path, run: _Run) -> list[Path] | None:
+    """Every *.yaml / *.yml below ``folder``, sorted by path (symlinked folders are not entered); None, reported to
+    ``run``, for a folder holding more than ``MAX_FOLDER_ENTRIES`` files and folders below it (a mistyped path such
+    as ``/`` or ``~``: walking it all took 46 s before its first word), instead of the folders below it that
+    cannot be listed, which are reported once the walk ends."""
+    unreadable: list[OSError] = []
+    found, entries = [], 0
+    for root, folders, names in os.walk(folder, onerror=unreadable.append):
         folders.sort()
+        entries += len(folders) + len(names)
+        if entries > MAX_FOLDER_ENTRIES:
+            run.fail(PrmgError(f"more than {MAX_FOLDER_ENTRIES:,} files and folders below it (still counting in "
+                               f"{root}): not a folder of case files? Name the case files, or the folder that holds "
+                               f"them", file=str(folder)))
+            return None
         found.extend(Path(root) / name for name in names if name.endswith((".yaml", ".yml")))
+    for error in unreadable:
+        run.fail(PrmgError(f"cannot list this folder: {files.os_reason(error)}", file=str(error.filename)))
     return sorted(found)
 
 

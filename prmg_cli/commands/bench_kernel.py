@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import sys
 from typing import Sequence
@@ -131,14 +132,16 @@ def bench_command(request) -> tuple[str, int]:
         return "", ExitCode.NO_CASES
     if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
         raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
+    from ..device.runners import select
     from ..reports.compare import compare_bench, read_bench
 
     baseline_rows = read_bench(baseline) if baseline else None          # refused before any case is timed
-    settings = settings_for(run_request(paths=(), runner=request.runner, op_lib=request.op_lib,
-                                        supported_modes=request.supported_modes))
-    if settings.toolkit.calls != "aclnn":
+    toolkit = select(request.runner, request.op_lib, os.environ, modes)
+    if toolkit.calls != "aclnn":                    # before settings_for's note of an emulator fallback
         raise PrmgError(f"--runner {request.runner}: prmg bench times the aclnn launch between ACL events; graph "
                         f"mode gives no kernel time of its own (use auto, aclnn or emulator)")
+    settings = settings_for(run_request(paths=(), runner=request.runner, op_lib=request.op_lib,
+                                        supported_modes=request.supported_modes), toolkit=toolkit)
     device_soc, rows = bench_cases(cases, settings, device, warmup, repeat, peak_gbps, soc, timeout)
     verdict, code = [], 0
     if baseline:

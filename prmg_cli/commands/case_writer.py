@@ -29,7 +29,8 @@ def _write(text: str, output: str | None, what: str, inputs: dict[str, str]) -> 
 def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mode, seed, name, inputs,
              expect, standard, preset, output, append, tags=(), exclude_tags=(), notes: list | None = None) -> str:
     """``prmg gen-case``: a preset suite (its cases of ``tags``, without those of ``exclude_tags``) or one case
-    from flags; returns what to print. A case that cannot fail is refused, and ``notes`` gets a warning for one
+    from flags; returns what to print. A RoPE sin is written with why it is alike at both lanes of every pair
+    (``partners_alike``: ``gencase.ROPE_PARTNERS``, as the presets write it). A case that cannot fail is refused, and ``notes`` gets a warning for one
     that cannot see a broadcast fault (``check_strength``) and, for a preset, how many of its cases today's
     target skips (``skipped_today``)."""
     if preset is not None:                      # no option of one case with it: refused by commands.gen_case
@@ -45,9 +46,12 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
         if partial_slice is not None:
             gencase.ints(partial_slice, "partial_slice", 2)             # the flag takes [start, end]
         given = dict(dtype=dtype, mode=mode, expect=expect)           # None: case_from_options' default
+        parsed = gencase.parse_inputs_option(inputs) if inputs else None
+        if "rope" in ((parsed or {}).get("sin") or {}):              # as the presets say why, or the run warns
+            given["partners_alike"] = gencase.ROPE_PARTNERS
         case = gencase.case_from_options(
             shape=shape, cos_shape=cos_shape, broadcast=broadcast, partial_slice=partial_slice, cos_dtype=cos_dtype,
-            seed=seed, name=name, inputs=gencase.parse_inputs_option(inputs) if inputs else None, standard=standard,
+            seed=seed, name=name, inputs=parsed, standard=standard,
             **{key: value for key, value in given.items() if value is not None})
     except PrmgError as exc:
         if exc.case is None and exc.field in _SHAPE_OPTIONS:     # a shape or slice text gencase cannot read

@@ -24,8 +24,9 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
     cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
     screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut; the example gives way
-    before the reason); the summary line (counting the missing classes, wrapped to ``columns``) last."""
-    lines = []
+    before the reason); a line saying so when a reason was cut (the whole reasons are what a newcomer reads); the
+    summary line (counting the missing classes, wrapped to ``columns``) last."""
+    lines, cut = [], False
     for item in coverages:
         lines += [f"{item.op} ({OPERATORS[item.op].title}): {item.covered} of {item.total} classes covered "
                   f"({percent([item]):.1f}%)", ""]
@@ -41,10 +42,13 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
             example = visible(entry.example or "-")
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
                     f"{example if columns is None else _fit(example, examples):<{examples}}  ")
-            reason = entry.regime.reason
-            lines.append(line + (reason if columns is None else _fit(reason, max(columns - len(line), MIN_REASON))))
+            reason = entry.regime.reason if columns is None else _fit(entry.regime.reason,
+                                                                       max(columns - len(line), MIN_REASON))
+            cut = cut or reason != entry.regime.reason
+            lines.append(line + reason)
         lines.append("")
     last = summary(coverages, shown=0, where="marked MISSING above")
+    lines += ["reasons cut to the width: --wide shows them whole"] * cut
     lines += [last] if columns is None else wrap(last, columns)
     return "\n".join(lines) + "\n"
 

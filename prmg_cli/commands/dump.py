@@ -21,10 +21,17 @@ def main(request) -> int:
     DIR/CASE/ gets dy.npy, cos.npy, sin.npy, golden.npy (the exact result, float64) and expected.npy (it
     rounded to dy's dtype; both absent for cases that expect an error), and meta.json (the case: dtypes,
     shapes, mode, slice, seed; each file's dtype): the layout of prmg run --save-failures. bfloat16 arrays are
-    stored as their 16-bit patterns (uint16) and meta.json names the dtype.
+    stored as their 16-bit patterns (uint16) and meta.json names the dtype. Exit 5 when -k selects no case.
     """
+    import sys
+
     from .dump_arrays import dump_cases
+    from ..results import ExitCode
     from ..writes import write_stdout
 
-    write_stdout(dump_cases(list(request.paths), request.out, request.keyword))
+    summary = dump_cases(list(request.paths), request.out, request.keyword)
+    if not summary:                                 # as prmg run: exit 5, not 'wrote 0 cases'
+        sys.stderr.write("prmg: no cases selected (check -k)\n")
+        return int(ExitCode.NO_CASES)
+    write_stdout(summary)
     return 0

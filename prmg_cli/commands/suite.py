@@ -36,8 +36,9 @@ from ..writes import same_file, write_stdout
 
 
 def target_modes(text: str | None) -> frozenset:
-    """The rotary modes the target supports: ``--supported-modes`` or today's kernel (interleave)."""
-    return parse_modes(text) if text else constraints.DEFAULT_SUPPORTED_MODES
+    """The rotary modes the target supports: ``--supported-modes`` (an empty one is refused: an unset variable, not
+    today's kernel) or today's kernel (interleave)."""
+    return parse_modes(text) if text is not None else constraints.DEFAULT_SUPPORTED_MODES
 
 
 def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = None, tags: Sequence[str] = (),
@@ -369,6 +370,16 @@ def _connect(request, modes: frozenset):
     return cluster.connect(request.cluster, request.runner, request.op_lib, modes)
 
 
+def _coverage_ahead(targets, cases: Sequence[Case]):
+    """The work of the coverage line of the reports of ``targets`` that print one (``Output.coverage``), for the run's
+    idle moments (``coverage.prepare_classes``); None when no report prints one."""
+    from ..cases import coverage
+
+    if not any(outputs.OUTPUTS[target.format].coverage for target in targets) or len(cases) > coverage.RUN_LINE_LIMIT:
+        return None
+    return coverage.prepare_classes(cases)
+
+
 def run_suite(request) -> int:
     """``prmg run``: returns the exit code (``results.ExitCode``)."""
     from ..reports import store
@@ -421,7 +432,7 @@ def run_suite(request) -> int:
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
                 run.start(stored, recorded_settings(info, settings), selection)
                 if run.todo:
-                    executor.run(run.todo, run.on_result, request.fail_fast)
+                    executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))
             if request.fail_fast and len(run.finished) < len(cases):
                 run.stopped = "the run stopped at the first failure (--fail-fast)"
         except PrmgError as error:

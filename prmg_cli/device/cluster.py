@@ -60,7 +60,7 @@ import traceback
 import warnings
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from . import execute
 from .. import __version__
@@ -587,12 +587,13 @@ class ClusterExecutor:
     # -- running --------------------------------------------------------------------------------------
 
     def run(self, cases: Sequence[Case], on_result: Callable[[int, CaseResult], None] | None = None,
-            fail_fast: bool = False) -> list[CaseResult | None]:
+            fail_fast: bool = False, idle: Iterator | None = None) -> list[CaseResult | None]:
         """Run ``cases`` on the cluster; their results in case order (None for cases never started).
 
         As ``execute.Executor.run``: ``on_result(index, result)`` as each case finishes; with
         ``fail_fast`` no case starts after the first failure, error or xpass; when no worker is left
-        (every NPU wedged, lost or unplaceable), the cases still waiting are ``not_run`` with the reasons.
+        (every NPU wedged, lost or unplaceable), the cases still waiting are ``not_run`` with the reasons;
+        ``idle`` takes a step (``execute.idle_step``) before each wait.
         """
         schedule = execute.Schedule(cases, self.settings, on_result, fail_fast, self.target.get("accepted_modes"))
         depth = 1 if fail_fast else PIPELINE
@@ -616,6 +617,7 @@ class ClusterExecutor:
             limits = [slot.deadline for slot in busy if slot.deadline is not None]
             limits += [slot.created + START_TIMEOUT for slot in starting]
             timeout = max(0.0, min(limits) - time.monotonic()) if limits else WAIT_SLICE
+            idle = execute.idle_step(idle)
             done = _wait(self.ray, list(refs), min(timeout, WAIT_SLICE))
             for ref in done:
                 slot = refs[ref]

@@ -28,7 +28,7 @@ import time
 import traceback
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from . import provenance
 from .. import dtypes
@@ -725,6 +725,14 @@ def death_message(exitcode: int | None) -> str:
     return f"worker crashed: exit code {exitcode}"
 
 
+_DONE = object()
+
+
+def idle_step(idle: Iterator | None) -> Iterator | None:
+    """One step of ``idle``, work an executor does while its workers run (``Executor.run``); None once it is done."""
+    return idle if idle is not None and next(idle, _DONE) is not _DONE else None
+
+
 class Executor:
     """A pool of worker processes, one per device, that runs cases and keeps going after crashes.
 
@@ -789,12 +797,14 @@ class Executor:
         return [(worker.index, worker.case) for worker in self._workers if worker.case is not None]
 
     def run(self, cases: Sequence[Case], on_result: Callable[[int, CaseResult], None] | None = None,
-            fail_fast: bool = False) -> list[CaseResult | None]:
+            fail_fast: bool = False, idle: Iterator | None = None) -> list[CaseResult | None]:
         """Run ``cases``; return their results in case order (None for cases never started).
 
         ``on_result(index, result)`` is called as each case finishes, in finishing order. With
         ``fail_fast`` no case starts after the first failure, error or xpass. When every device is
-        wedged, the cases still waiting get ``not_run`` results naming the wedged devices.
+        wedged, the cases still waiting get ``not_run`` results naming the wedged devices. ``idle``, work for
+        this process while the workers run (each step short: ``idle_step``), takes a step whenever no result
+        is waiting to be read and no case is past its deadline.
         """
         accepted = self.target.get("accepted_modes")
         schedule = EachDevice(cases, self.settings, self.devices, on_result, fail_fast, accepted) \
@@ -811,6 +821,9 @@ class Executor:
                     schedule.not_run("; ".join(f"device {d}: {why}" for d, why in sorted(self.wedged.items())))
                 return schedule.results
             deadlines = [w.deadline for w in busy if w.deadline is not None]
+            while idle is not None and not any(w.conn.poll() for w in busy) \
+                    and not (deadlines and time.monotonic() >= min(deadlines)):
+                idle = idle_step(idle)
             wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy], wait_for)
             for worker in busy:

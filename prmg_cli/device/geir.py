@@ -25,6 +25,7 @@ cached between graphs (its caching allocator): ``GE_CACHE_FACTOR`` times the lar
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import time
 from ctypes import POINTER, c_char, c_char_p, c_double, c_int32, c_int64, c_uint32, c_uint64, c_void_p
@@ -79,6 +80,18 @@ PROTOTYPES = {
 
 
 _OPEN: dict = {}                    # library path -> sessions open on it in this process (GE is initialised once)
+_LIBRARIES: dict = {}               # library path -> its ctypes handle, for ``_finalize_open``
+
+
+@atexit.register
+def _finalize_open() -> None:
+    """At interpreter exit, ``prmg_geir_finalize`` on each library a session of this process left open: registered
+    after ``acl.finalize_all`` (imported first), so run before it, GE ended before the runtime it started on. (The
+    shim also ends GE in its own exit handler, for a caller that is not prmg, but after every Python one.)"""
+    for path, count in list(_OPEN.items()):
+        if count > 0:
+            _OPEN[path] = 0
+            _LIBRARIES[path].prmg_geir_finalize(ctypes.byref(_Report()))
 
 
 class GeirError(PrmgError):
@@ -172,6 +185,7 @@ class GeirSession:
         report = _Report()
         _check("prmg_geir_initialize", self._library.prmg_geir_initialize(device, ctypes.byref(report)), report)
         _OPEN[toolkit.geir_lib] = _OPEN.get(toolkit.geir_lib, 0) + 1
+        _LIBRARIES[toolkit.geir_lib] = self._library
         self._open = True
 
     def __enter__(self) -> "GeirSession":

@@ -41,6 +41,7 @@ from typing import Iterable, Mapping
 from .. import files
 from ..errors import PrmgError
 from ..files import emulator_cache_base, emulator_sources, geir_sources
+from ..ops.targets import BUILDS, LATEST_BUILD
 from ..vocab import TENSORS
 
 OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
@@ -491,10 +492,20 @@ def emulator_variables() -> dict[str, str]:
             for name, read, meaning in _readme_table("Environment") if name.startswith("`PRMG_EMU_")}
 
 
+def _runtime_constant(name: str) -> int:
+    """The number the emulator's ``runtime.c`` defines as ``name``."""
+    text = (emulator_sources() / "runtime.c").read_text(encoding="utf-8")
+    return int(re.search(rf"#define {name} (\d+)", text)[1])
+
+
 def emulator_max_devices() -> int:
     """The most physical devices the emulator has: its ``runtime.c``'s ``MAX_DEVICES``."""
-    text = (emulator_sources() / "runtime.c").read_text(encoding="utf-8")
-    return int(re.search(r"#define MAX_DEVICES (\d+)", text)[1])
+    return _runtime_constant("MAX_DEVICES")
+
+
+def emulator_soc_name_size() -> int:
+    """The bytes of the emulator's SoC name buffer, its final NUL included: its ``runtime.c``'s ``SOC_NAME_SIZE``."""
+    return _runtime_constant("SOC_NAME_SIZE")
 
 
 def check_emulator_env(env: Mapping[str, str]) -> None:
@@ -505,7 +516,9 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     ``PRMG_EMU_MODES`` that is not a comma list of 0..3; a ``PRMG_EMU_FAULT_DEVICE`` that is no device id; a
     ``PRMG_EMU_DEVICE_MEMORY`` that is no byte count (with a K, M or G suffix), which the emulator would take as its
     default; a ``PRMG_EMU_BEYOND_GUARD`` that is not ``TENSOR:BYTES``, which the emulator's ``write_beyond_guard``
-    would meet with a device fault."""
+    would meet with a device fault; a ``PRMG_EMU_BUILD`` that names no build of ``targets.BUILDS`` (the emulator
+    refuses every call with 561000, which read as the toolkit refusing the cases' mode); a ``PRMG_EMU_SOC`` that is
+    not printable ASCII within the emulator's ``SOC_NAME_SIZE`` (it cuts a longer name and the header named none)."""
     named = [name for name in env.get("PRMG_EMU_FAULT", "").split(",") if name]
     known = emulator_fault_names()
     unknown = [name for name in named if name not in known]
@@ -527,6 +540,13 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     if memory and not (size and int(size[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[size[2]] < 2**64):
         raise PrmgError(f"PRMG_EMU_DEVICE_MEMORY must be a byte count, or one with a K, M or G suffix (e.g. 64G), "
                         f"got {memory!r}")
+    build, soc = env.get("PRMG_EMU_BUILD", ""), env.get("PRMG_EMU_SOC", "")
+    if build and build not in BUILDS:
+        raise PrmgError(f"PRMG_EMU_BUILD must be {', '.join(list(BUILDS)[:-1])} or {LATEST_BUILD} (the upstream "
+                        f"build the emulator follows), got {build!r}")
+    if soc and not (soc.isascii() and soc.isprintable() and len(soc) < emulator_soc_name_size()):
+        raise PrmgError(f"PRMG_EMU_SOC must be a chip's name of at most {emulator_soc_name_size() - 1} printable "
+                        f"ASCII characters (e.g. Ascend950PR_9589), got {soc[:80]!r}")
     beyond = env.get("PRMG_EMU_BEYOND_GUARD", "")
     guarded = (*TENSORS, "workspace")
     if beyond and not re.fullmatch(rf"({'|'.join(guarded)}):-?[0-9]{{1,18}}", beyond):

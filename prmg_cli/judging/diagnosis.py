@@ -136,9 +136,10 @@ def number(value) -> str:
 
 
 def _cell(value: float) -> float:
-    """``value`` to 3 significant digits, more where 3 would move it across the limit 1 (0.9997 stays below)."""
+    """``value`` to 3 significant digits, more where 3 would move it across the limit 1 or onto it (0.9997 stays
+    below: as 1.0 a correct bfloat16 result's half-ulp errors, nearly all of their budget, were drawn as over it)."""
     shown = float(f"{value:.3g}")
-    return shown if (shown > 1) == (value > 1) else float(f"{value:.9g}")
+    return shown if (shown > 1) == (value > 1) and (shown >= 1) == (value >= 1) else float(f"{value:.9g}")
 
 
 def error_map(score: np.ndarray, start: int, depth: int, changed_outside: np.ndarray | None = None) -> dict:

@@ -148,7 +148,9 @@ PRMG_GEIR_API uint32_t prmg_geir_abi_version(void)
 }
 
 /* ACL is initialised once for the process (a second aclInit, 100002, is fine) and never finalised here: the
- * process's aclnn sessions share it (prmg's binding finalises what it initialised itself). */
+ * process's aclnn sessions share it (prmg's binding finalises what it initialised itself). The shim's life
+ * otherwise: a device the runtime refuses, or a stream (GE's session) that cannot be made, leaves the device reset,
+ * so a later call starts afresh; no exit handler, as the emulated device ends with the process. */
 PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report *report)
 {
     clear(report);

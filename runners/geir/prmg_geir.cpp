@@ -10,16 +10,18 @@
  * silently and the IR's default used; one of another type would replace the IR's; a partial_slice of NULL is left
  * unset, to its IR default), the operator's ref output as the graph's output; AddGraph, CompileGraph, RunGraph on host
  * tensors, RemoveGraph. A failing step reports GE's status, the step's phase and GEGetErrorMsgV2().
+ * GE is ended on every path (docs/runners.md): GEFinalize after a failed start, every added graph removed, the session
+ * destroyed before GEFinalize, and GE finalised at process exit when the caller did not.
  */
 #include "prmg_geir.h"
 
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -36,8 +38,12 @@
 
 namespace {
 
-std::mutex g_lock;                          // GE's session is shared by the calls of one process
-std::unique_ptr<ge::Session> g_session;
+// The process's GE (g_lock held by every reader and writer). g_session is a plain pointer, deleted only by end_ge():
+// a static std::unique_ptr would delete it during static destruction at exit, after GE's own statics may be gone.
+std::mutex g_lock;
+ge::Session *g_session = nullptr;
+bool g_ge_started = false;                  // GEInitialize was called (even failing) and GEFinalize was not since
+bool g_exit_hook = false;                   // finalize_at_exit is registered
 int32_t g_device = -1;
 uint32_t g_next_graph = 1;
 
@@ -205,7 +211,32 @@ void take_output(const prmg_geir_call &call, const ge::Tensor &output, prmg_geir
         std::memcpy(call.output, output.GetData(), copied);
 }
 
-// One case on the process's session (g_lock held). Returns the status.
+// Compiles and runs graph_id (added to the session) on `feeds` and takes its output; `phase` follows the step, so
+// that an exception is reported in the phase it was thrown in. Returns the status.
+uint32_t compile_and_run(const prmg_geir_call &call, uint32_t graph_id, const std::vector<ge::Tensor> &feeds,
+                         Clock::time_point began, int32_t &phase, prmg_geir_report *report)
+{
+    uint32_t status = g_session->CompileGraph(graph_id);
+    report->compile_ms = milliseconds_since(began);
+    if (status != ge::SUCCESS)
+        return failed(report, status, PRMG_GEIR_PHASE_COMPILE, "ge::Session::CompileGraph");
+    phase = PRMG_GEIR_PHASE_RUN;
+    std::vector<ge::Tensor> outputs;
+    began = Clock::now();
+    status = g_session->RunGraph(graph_id, feeds, outputs);
+    report->run_ms = milliseconds_since(began);
+    if (status != ge::SUCCESS)
+        return failed(report, status, PRMG_GEIR_PHASE_RUN, "ge::Session::RunGraph");
+    if (outputs.size() != 1)
+        return record(report, ge::FAILED, PRMG_GEIR_PHASE_RUN, "ge::Session::RunGraph",
+                      "the graph has one output (%s's %s), RunGraph returned %zu", call.op_type, call.output_name,
+                      outputs.size());
+    take_output(call, outputs[0], report);
+    return ge::SUCCESS;
+}
+
+// One case on the process's session (g_lock held): its graph built and added, compiled and run, then removed on
+// every path once added (a failure or an exception of CompileGraph or RunGraph included). Returns the status.
 uint32_t run_case(const prmg_geir_call &call, prmg_geir_report *report)
 {
     ge::Graph graph("prmg_case");
@@ -215,34 +246,68 @@ uint32_t run_case(const prmg_geir_call &call, prmg_geir_report *report)
         return status;
     const uint32_t graph_id = g_next_graph++;
     const std::map<ge::AscendString, ge::AscendString> graph_options;
-    Clock::time_point began = Clock::now();
+    const Clock::time_point began = Clock::now();
     status = g_session->AddGraph(graph_id, graph, graph_options);
     if (status != ge::SUCCESS)
         return failed(report, status, PRMG_GEIR_PHASE_COMPILE, "ge::Session::AddGraph");
-    status = g_session->CompileGraph(graph_id);
-    report->compile_ms = milliseconds_since(began);
-    if (status != ge::SUCCESS) {
-        failed(report, status, PRMG_GEIR_PHASE_COMPILE, "ge::Session::CompileGraph");
-        g_session->RemoveGraph(graph_id);
-        return status;
+    int32_t phase = PRMG_GEIR_PHASE_COMPILE;
+    try {
+        compile_and_run(call, graph_id, feeds, began, phase, report);
+    } catch (const std::exception &error) {
+        record(report, ge::FAILED, phase, phase == PRMG_GEIR_PHASE_RUN ? "ge::Session::RunGraph"
+               : "ge::Session::CompileGraph", "C++ exception: %s", error.what());
+    } catch (...) {
+        record(report, ge::FAILED, phase, phase == PRMG_GEIR_PHASE_RUN ? "ge::Session::RunGraph"
+               : "ge::Session::CompileGraph", "C++ exception: not a std::exception");
     }
-    std::vector<ge::Tensor> outputs;
-    began = Clock::now();
-    status = g_session->RunGraph(graph_id, feeds, outputs);
-    report->run_ms = milliseconds_since(began);
-    if (status != ge::SUCCESS) {
-        failed(report, status, PRMG_GEIR_PHASE_RUN, "ge::Session::RunGraph");
-    } else if (outputs.size() != 1) {
-        record(report, ge::FAILED, PRMG_GEIR_PHASE_RUN, "ge::Session::RunGraph",
-               "the graph has one output (%s's %s), RunGraph returned %zu", call.op_type, call.output_name,
-               outputs.size());
-    } else {
-        take_output(call, outputs[0], report);
+    uint32_t removed = ge::FAILED;
+    try {
+        removed = g_session->RemoveGraph(graph_id);
+    } catch (...) {                         // counted as failing: reported unless the case failed first
     }
-    uint32_t removed = g_session->RemoveGraph(graph_id);
     if (report->status == ge::SUCCESS && removed != ge::SUCCESS)
         failed(report, removed, PRMG_GEIR_PHASE_RUN, "ge::Session::RemoveGraph");
     return report->status;
+}
+
+// Ends what prmg_geir_initialize started (g_lock held): the session, then GE. A failing GEInitialize may have left GE
+// initialised (GE's core started, its session manager then failing), so GEFinalize follows any GEInitialize (GE
+// makes it a no-op when GE is not initialised). Returns GEFinalize's status (SUCCESS when GE was never started).
+uint32_t end_ge()
+{
+    ge::Session *session = g_session;
+    g_session = nullptr;
+    g_device = -1;
+    try {
+        delete session;                         // ~Session destroys GE's session: before GEFinalize
+    } catch (...) {
+    }
+    if (!g_ge_started)
+        return ge::SUCCESS;
+    g_ge_started = false;
+    return ge::GEFinalize();
+}
+
+// A process that exits with GE still initialised (its caller never reached prmg_geir_finalize) finalises it here,
+// registered after GE's libraries were loaded and so run before their static objects are destroyed.
+void finalize_at_exit()
+{
+    std::lock_guard<std::mutex> hold(g_lock);
+    try {
+        end_ge();
+    } catch (...) {
+    }
+}
+
+// Records an exception thrown while starting GE and ends what was started; the status.
+uint32_t init_thrown(prmg_geir_report *report, uint32_t status, const char *call, const char *what)
+{
+    record(report, status, PRMG_GEIR_PHASE_INIT, call, "C++ exception: %s", what);
+    try {
+        end_ge();
+    } catch (...) {
+    }
+    return status;
 }
 
 }  // namespace
@@ -258,9 +323,10 @@ PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report 
 {
     clear(report);
     std::lock_guard<std::mutex> hold(g_lock);
+    const char *step = "ge::GEInitialize";
     if (g_session != nullptr)
         return device_id == g_device ? ge::SUCCESS
-                                     : record(report, ACL_ERROR_GE_PARAM_INVALID, PRMG_GEIR_PHASE_INIT, "GEInitialize",
+                                     : record(report, ACL_ERROR_GE_PARAM_INVALID, PRMG_GEIR_PHASE_INIT, step,
                                               "GE is initialised for device %d in this process, not %d", g_device,
                                               device_id);
     try {
@@ -271,16 +337,26 @@ PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report 
             // the kernel the aclnn path runs: no dtype of the case is changed by a precision policy
             {ge::AscendString(ge::PRECISION_MODE.c_str()), ge::AscendString("must_keep_origin_dtype")},
         };
+        if (!g_exit_hook)
+            g_exit_hook = std::atexit(finalize_at_exit) == 0;
+        g_ge_started = true;
         uint32_t status = ge::GEInitialize(options);
-        if (status != ge::SUCCESS)
-            return failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize");
+        if (status != ge::SUCCESS) {
+            failed(report, status, PRMG_GEIR_PHASE_INIT, step);     // GE's message, read before GEFinalize
+            end_ge();
+            return status;
+        }
+        step = "ge::Session::Session";
         const std::map<ge::AscendString, ge::AscendString> session_options;
-        g_session.reset(new ge::Session(session_options));
+        g_session = new ge::Session(session_options);
         g_device = device_id;
         return ge::SUCCESS;
+    } catch (const std::bad_alloc &) {
+        return init_thrown(report, ACL_ERROR_GE_MEMORY_ALLOCATION, step, "out of host memory");
     } catch (const std::exception &error) {
-        return record(report, ge::FAILED, PRMG_GEIR_PHASE_INIT, "ge::GEInitialize", "C++ exception: %s",
-                      error.what());
+        return init_thrown(report, ge::FAILED, step, error.what());
+    } catch (...) {
+        return init_thrown(report, ge::FAILED, step, "not a std::exception");
     }
 }
 
@@ -299,6 +375,9 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
     } catch (const std::exception &error) {
         return record(report, ge::FAILED, PRMG_GEIR_PHASE_BUILD, "prmg_geir_run", "C++ exception: %s",
                       error.what());
+    } catch (...) {                         // no exception may cross the C ABI: it would terminate the process
+        return record(report, ge::FAILED, PRMG_GEIR_PHASE_BUILD, "prmg_geir_run", "C++ exception: not a "
+                      "std::exception");
     }
 }
 
@@ -306,12 +385,12 @@ PRMG_GEIR_API uint32_t prmg_geir_finalize(prmg_geir_report *report)
 {
     clear(report);
     std::lock_guard<std::mutex> hold(g_lock);
-    if (g_session == nullptr)
-        return ge::SUCCESS;
-    g_session.reset();
-    g_device = -1;
-    uint32_t status = ge::GEFinalize();
-    return status == ge::SUCCESS ? status : failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::GEFinalize");
+    try {
+        uint32_t status = end_ge();
+        return status == ge::SUCCESS ? status : failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::GEFinalize");
+    } catch (...) {
+        return record(report, ge::FAILED, PRMG_GEIR_PHASE_INIT, "ge::GEFinalize", "C++ exception");
+    }
 }
 
 }  // extern "C"

@@ -89,7 +89,9 @@ typedef struct {
 PRMG_GEIR_API uint32_t prmg_geir_abi_version(void);
 
 /* GEInitialize with the device id and one session, once per process (a second call with the same device is a
- * no-op; another device is refused). Returns the status, also in *report. */
+ * no-op; another device is refused). A failure leaves nothing started (GEFinalize follows a failed GEInitialize or
+ * session), so a later call starts afresh. GE still initialised at process exit is finalised then. Returns the
+ * status, also in *report. */
 PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report *report);
 
 /* Builds, compiles and runs one case's graph, then removes it. Returns the status, also in *report. */

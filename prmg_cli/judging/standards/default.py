@@ -217,6 +217,12 @@ def _ulps(value: float | None) -> str:
             else short_number(f"{value:.3g}"))
 
 
+# The bound in ulps of the golden at and above which the golden is within its own budget of 0 for every dtype
+# (``budget >= 2^24 ulp_dy(|golden|) >= |golden|``, float32's 24-bit significand the widest): an ulp of such a
+# golden is no unit (a golden of 0 made ``err 1.11e40 ulp > bound 1.34e33 ulp``), so the text gives the ratio alone.
+NEAR_ZERO_BOUND_ULP = 2.0 ** 24
+
+
 def describe(metrics: dict) -> str:
     """The table's text of a verdict: the largest error in ulps of dy's dtype against its bound in ulps there
     (``_ulps``). Within the bound, how much of the budget beyond the output's rounding is used
@@ -225,19 +231,26 @@ def describe(metrics: dict) -> str:
     ``err 1.26e7 ulp > bound 3.65 ulp (x3.45e6)``; when the largest error in ulps is within its bound (another
     element is over its own), ``err > bound (x2.1), largest err 41 ulp (bound 97 there)``. A result recorded
     before the bound in ulps existed shows ``err 0.50 ulp, ...``; one recorded before the ulp metrics
-    ``err ≤ budget (x0.41)``. Nothing (``""``) when no finite element was compared (every element of the slice
-    non-finite: a bound of 0 ulp, as every element's budget is positive), rather than ``err 0.00 ulp ≤ bound
-    0.00 ulp``."""
+    ``err ≤ budget (x0.41)``. Where the largest error in ulps is at a golden within its own budget of 0 (its bound
+    at least ``NEAR_ZERO_BOUND_ULP``: cancellation, or a golden of exactly 0), the ulps are left out:
+    ``err > bound (x8.38e6), largest err at golden ≈ 0`` (the failure line's worst element gives the values).
+    Nothing (``""``) when no finite element was compared (every element of the slice non-finite: a bound of 0 ulp,
+    as every element's budget is positive), rather than ``err 0.00 ulp ≤ bound 0.00 ulp``."""
     ratio = metrics["max_err_ratio"]
     if "beyond_rounding" not in metrics:
         return within("err", ratio, "budget")[0]
     error, bound, known = metrics["max_err_ulp"], metrics.get("bound_ulp"), "bound_ulp" in metrics
     if known and bound == 0 and not metrics.get("bad"):
         return ""
+    near_zero = ", largest err at golden ≈ 0" if bound is not None and bound >= NEAR_ZERO_BOUND_ULP else ""
     if ratio is not None and ratio <= 1:
         beyond = metrics["beyond_rounding"]
         share = short_number(margin(None if beyond is None else 100 * beyond, 100))
+        if near_zero:
+            return f"{within('err', ratio, 'bound')[0]}, {share}% beyond rounding{near_zero}"
         return f"err {_ulps(error)} ulp{f' ≤ bound {_ulps(bound)} ulp' * known}, {share}% beyond rounding"
+    if near_zero:
+        return f"{within('err', ratio, 'bound')[0]}{near_zero}"
     if known and (error is None or (bound is not None and error > bound)):
         return f"err {_ulps(error)} ulp > bound {_ulps(bound)} ulp ({times(ratio)})"
     return f"err > bound ({times(ratio)}), largest err {_ulps(error)} ulp{f' (bound {_ulps(bound)} there)' * known}"

@@ -40,18 +40,20 @@ class Output:
     ``require``, a cheap check that the format can be written here (raises ``PrmgError``, e.g. for a
     missing optional dependency), called when the report targets are parsed, before any case runs; and
     ``pieces``, when given, the same text in pieces (a report of many cases written to a file a piece at a time:
-    ``render_pieces``)."""
+    ``render_pieces``); ``coverage``, whether it carries the run's coverage line (``coverage.run_line``, whose work a
+    run then does while its cases run)."""
 
     description: str
     write: Callable[[list[CaseResult], RunInfo, RenderOptions], str]
     require: Callable[[], None] | None = None
     pieces: Callable[[list[CaseResult], RunInfo, RenderOptions], Iterable[str]] | None = None
+    coverage: bool = False
 
 
 OUTPUTS: dict[str, Output] = {
     "table": Output("a table for people (the default)", lambda results, info, options: _module("table").render(
         results, info, verbose=options.verbose, wide=options.wide, max_details=options.max_details,
-        header=options.header, cases=options.cases)),
+        header=options.header, cases=options.cases), coverage=True),
     "json": Output("JSON: summary and every case",
                    lambda results, info, options: _module("jsonreport").render(results, info),
                    pieces=lambda results, info, options: _module("jsonreport").pieces(results, info)),
@@ -62,7 +64,7 @@ OUTPUTS: dict[str, Output] = {
     "html": Output("HTML: one self-contained page with a verdict matrix, error heatmaps and plots "
                    "(needs prmg[html])",
                    lambda results, info, options: _module("html").render(results, info, cases=options.cases),
-                   require=lambda: _module("html").require()),
+                   require=lambda: _module("html").require(), coverage=True),
 }
 REPORT_FORMATS = tuple(OUTPUTS)
 

@@ -201,6 +201,7 @@ class Heatmaps:
         changed = (values >= CHANGED) & outside[None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             scores = np.log10(np.clip(np.where(changed, np.nan, values), 10.0 ** FLOOR, None))
+        scores[values == 1] = -1e-9                 # at the limit is within it: blue, not the first colour over it
         bins = values.shape[0]
         frame = self._frame(bins)
         axes = frame.axes

@@ -8,11 +8,22 @@
  * ACL_ERROR_GE_PARAM_INVALID) and it is float32 interleave with a slice list of at least two values, the two its
  * tiling reads (else FAILED); running it computes the interleave gradient on the host from the feeds, each found
  * through its Data node's index. Enough for prmg to build, load and judge its real shim here; not GE.
+ *
+ * Its life follows GE's (hicann/ge api/session/client): GEInitialize of an initialised GE is SUCCESS, GEFinalize of
+ * one not initialised is SUCCESS and does nothing, a session's calls fail once GE is finalised. $STANDIN_GE_FAIL
+ * names one step to fail, for the shim's tests of each failure path: "initialize" (GEInitialize returns FAILED having
+ * started GE's core, as GE's does when its session manager fails after GEInitializeV2), "session" (the Session's
+ * constructor throws), "add" (AddGraph returns FAILED), "compile" (CompileGraph throws) or "run" (RunGraph returns
+ * FAILED). $STANDIN_GE_LOG, when set, is a file each call of GE's life is appended to, one line each: GEInitialize,
+ * GEFinalize (only when it ends an initialised GE), Session, ~Session (with "after GEFinalize" when GE was no longer
+ * initialised), AddGraph ID, RemoveGraph ID.
  */
 #include "standin_ge.h"
 
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 namespace ge {
 
@@ -29,10 +40,31 @@ std::string g_error;
 const char *const GRAD = "InplacePartialRotaryMulGrad";
 const char *const INPUTS[] = {"dy", "cos", "sin"};
 
+bool g_initialised = false;
+
 Status fail(Status status, const std::string &message)
 {
     g_error = "stand-in GE: " + message;
     return status;
+}
+
+// Whether $STANDIN_GE_FAIL names `step`.
+bool failing(const char *step)
+{
+    const char *which = std::getenv("STANDIN_GE_FAIL");
+    return which != nullptr && std::strcmp(which, step) == 0;
+}
+
+// Appends `line` to $STANDIN_GE_LOG (when set).
+void log(const std::string &line)
+{
+    const char *path = std::getenv("STANDIN_GE_LOG");
+    if (path == nullptr)
+        return;
+    if (FILE *file = std::fopen(path, "a")) {
+        std::fprintf(file, "%s\n", line.c_str());
+        std::fclose(file);
+    }
 }
 
 // Whether the IR of `type` declares input (else output) `name`, which GE's UpdateInputDesc and UpdateOutputDesc
@@ -138,16 +170,30 @@ Graph &Graph::SetOutputs(const std::vector<std::pair<Operator, AscendString>> &o
 }
 std::vector<std::pair<Operator, AscendString>> Graph::outputs() const { return outputs_; }
 
-Session::Session(const std::map<AscendString, AscendString> &) {}
+Session::Session(const std::map<AscendString, AscendString> &)
+{
+    if (failing("session"))
+        throw std::runtime_error("stand-in GE: the session could not be made");
+    log("Session");
+}
+
+Session::~Session() { log(g_initialised ? "~Session" : "~Session after GEFinalize"); }
 
 Status Session::AddGraph(uint32_t graph_id, const Graph &graph, const std::map<AscendString, AscendString> &)
 {
+    if (!g_initialised)
+        return fail(FAILED, "AddGraph: GE is not initialised");
+    if (failing("add"))
+        return fail(FAILED, "AddGraph failed");
     graphs_.emplace(graph_id, graph);
+    log("AddGraph " + std::to_string(graph_id));
     return SUCCESS;
 }
 
 Status Session::CompileGraph(uint32_t graph_id)
 {
+    if (failing("compile"))
+        throw std::runtime_error("stand-in GE: CompileGraph threw");
     const OperatorState &op = *graphs_.at(graph_id).outputs().at(0).first.state();
     for (const char *name : INPUTS) {
         if (op.inputs.count(name) == 0)
@@ -164,6 +210,8 @@ Status Session::CompileGraph(uint32_t graph_id)
 
 Status Session::RunGraph(uint32_t graph_id, const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs)
 {
+    if (failing("run"))
+        return fail(FAILED, "RunGraph failed");
     const OperatorState &op = *graphs_.at(graph_id).outputs().at(0).first.state();
     const Tensor *fed[3];
     for (int t = 0; t < 3; ++t)
@@ -194,16 +242,29 @@ Status Session::RunGraph(uint32_t graph_id, const std::vector<Tensor> &inputs, s
 
 Status Session::RemoveGraph(uint32_t graph_id)
 {
-    graphs_.erase(graph_id);
+    if (graphs_.erase(graph_id) == 0)
+        return fail(FAILED, "RemoveGraph: no graph " + std::to_string(graph_id));
+    log("RemoveGraph " + std::to_string(graph_id));
     return SUCCESS;
 }
 
 Status GEInitialize(const std::map<AscendString, AscendString> &options)
 {
-    return options.count(AscendString(OPTION_EXEC_DEVICE_ID)) ? SUCCESS : fail(FAILED, "no ge.exec.deviceId");
+    if (!options.count(AscendString(OPTION_EXEC_DEVICE_ID)))
+        return fail(FAILED, "no ge.exec.deviceId");
+    if (!g_initialised)
+        log("GEInitialize");
+    g_initialised = true;
+    return failing("initialize") ? fail(FAILED, "the session manager failed to start") : SUCCESS;
 }
 
-Status GEFinalize() { return SUCCESS; }
+Status GEFinalize()
+{
+    if (g_initialised)
+        log("GEFinalize");
+    g_initialised = false;
+    return SUCCESS;
+}
 
 AscendString GEGetErrorMsgV2() { return AscendString(g_error.c_str()); }
 

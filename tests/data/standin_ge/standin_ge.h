@@ -120,6 +120,7 @@ private:
 class Session {
 public:
     explicit Session(const std::map<AscendString, AscendString> &options);
+    ~Session();
     Status AddGraph(uint32_t graph_id, const Graph &graph, const std::map<AscendString, AscendString> &options);
     Status CompileGraph(uint32_t graph_id);
     Status RunGraph(uint32_t graph_id, const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs);
