@@ -35,8 +35,8 @@ computation's noise (float32 products; a half-precision result near a tie), eith
 +inf departs upward wherever ``RN`` rounds down, about half of its errors. The price: a case has about half as many
 trials (``round_up`` red on 139 cases of ``cases/``, 150 before; a constant dy's 20 departures pool). And the raw
 counts are no screen for departures (a cast rounding ties away from zero turned a correct float16 kernel's 0 up, 275
-down into 98 up, 177 down, within chance, its 98 departures all up): a result of up to ``RECOUNTED`` slice elements is always recounted, a
-larger one where its raw counts lean.
+down into 98 up, 177 down, within chance, its 98 departures all up): a result of up to ``RECOUNTED`` slice
+elements is always recounted, a larger one where its raw counts lean.
 
 **What it cannot see:** a bias of a few errors in a case (under ``ALONE``), one that only a few cases of a run share
 with many unbiased ones, or one hidden where the budget is mostly the computation's (float32 cancellation) and the

@@ -239,7 +239,8 @@ def case_to_dict(case: Case) -> dict:
 
     Keys equal to their defaults are left out; a cos shape that a broadcast pattern derives is
     written as ``broadcast``, the pattern the table shows (``vocab.broadcast_pattern``: an axis of size 1 in dy
-    and cos reads as ``1``, so a decode table [4, 1, 1, D] of dy [4, 1, 8, D] is ``B11D``, not ``BS1D``). A ``file:`` input is written as its absolute path.
+    and cos reads as ``1``, so a decode table [4, 1, 1, D] of dy [4, 1, 8, D] is ``B11D``, not ``BS1D``). A
+    ``file:`` input is written as its absolute path.
     """
     out: dict = {"name": case.name, "shape": list(case.shape)}
     start, end = case.partial_slice

@@ -30,9 +30,9 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
              expect, standard, preset, output, append, tags=(), exclude_tags=(), notes: list | None = None) -> str:
     """``prmg gen-case``: a preset suite (its cases of ``tags``, without those of ``exclude_tags``) or one case
     from flags; returns what to print. A RoPE sin is written with why it is alike at both lanes of every pair
-    (``partners_alike``: ``gencase.ROPE_PARTNERS``, as the presets write it). A case that cannot fail is refused, and ``notes`` gets a warning for one
-    that cannot see a broadcast fault (``check_strength``) and, for a preset, how many of its cases today's
-    target skips (``skipped_today``)."""
+    (``partners_alike``: ``gencase.ROPE_PARTNERS``, as the presets write it). A case that cannot fail is refused,
+    and ``notes`` gets a warning for one that cannot see a broadcast fault (``check_strength``) and, for a preset,
+    how many of its cases today's target skips (``skipped_today``)."""
     if preset is not None:                      # no option of one case with it: refused by commands.gen_case
         doc = presets.preset(preset, tags, exclude_tags)
         if notes is not None:

@@ -42,7 +42,8 @@ def dump_case(case: Case, folder: Path, root: Path) -> None:
 
 def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> str:
     """``prmg dump``: writes every selected case under ``out`` (nothing outside it); returns a one-line
-    summary, or "" when ``keyword`` selects no case (nothing made). Any write failure (a full disk, an unwritable or non-folder ``out``) is one PrmgError."""
+    summary, or "" when ``keyword`` selects no case (nothing made). Any write failure (a full disk, an unwritable
+    or non-folder ``out``) is one PrmgError."""
     loaded = load_cases(paths)
     validate(loaded, frozenset(ROTARY_MODES.values()))    # a pass case breaking a rule has no golden: as run refuses
     cases = select(loaded, keyword, ())
