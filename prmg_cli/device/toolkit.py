@@ -48,9 +48,10 @@ OP_SYMBOL = "aclnnInplacePartialRotaryMulGradGetWorkspaceSize"
 DEFAULT_ROOTS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
 HOME_ROOTS = ("Ascend/ascend-toolkit/latest", "Ascend/cann")     # non-root installs, under $HOME
 RUNTIME_NAMES = ("libascendcl.so", "libacl_rt.so")
+NNOPBASE_NAME = "libnnopbase.so"           # in a toolkit's lib64
 STUB_COMPONENTS = ("stub", "devlib")
 EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
-EMULATOR_LIBS = ("libascendcl.so", "libnnopbase.so", "libopapi_transformer.so", "libprmg_geir.so")
+EMULATOR_LIBS = ("libascendcl.so", NNOPBASE_NAME, "libopapi_transformer.so", "libprmg_geir.so")
 # The variables that name a toolkit (a set_env.sh sets them, or a user points at a build): any of them set means a
 # toolkit is meant, and ``--runner auto`` never runs the emulator instead.
 TOOLKIT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH",
@@ -271,10 +272,10 @@ def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | No
         why = files.stat_problem(root) or "not a folder"
         log.append(f"{label}: rejected: {'no such folder' if why == 'no such file' else why}")
         return None
-    runtime, nnopbase = _runtime_in(root), root / "lib64" / "libnnopbase.so"
+    runtime, nnopbase = _runtime_in(root), root / "lib64" / NNOPBASE_NAME
     if runtime is None or not os.path.isfile(nnopbase):
         missing = [name for name, ok in (("lib64/libascendcl.so (or libacl_rt.so)", runtime),
-                                         ("lib64/libnnopbase.so", os.path.isfile(nnopbase))) if not ok]
+                                         (f"lib64/{NNOPBASE_NAME}", os.path.isfile(nnopbase))) if not ok]
         log.append(f"{label}: rejected: {' and '.join(missing)} missing")
         return None
     if is_stub_path(runtime) or is_stub_path(nnopbase):
@@ -342,7 +343,7 @@ def foreign_libraries(root: Path, maps: str = "/proc/self/maps", env: Mapping[st
 
 def _holds_runtime(folder: str) -> bool:
     """Whether ``folder`` holds a CANN runtime or nnopbase (it is a toolkit's ``lib64``)."""
-    return any(os.path.isfile(os.path.join(folder, name)) for name in (*RUNTIME_NAMES, "libnnopbase.so"))
+    return any(os.path.isfile(os.path.join(folder, name)) for name in (*RUNTIME_NAMES, NNOPBASE_NAME))
 
 
 def refuse_foreign(root: Path) -> None:
@@ -457,7 +458,7 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
             raise PrmgError(f"cannot build the host emulator in {root}: {why} "
                             f"(set PRMG_EMULATOR_HOME to a writable folder)") from None
     lib64 = root / "lib64"
-    return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / "libnnopbase.so",
+    return Toolkit("emulator", root, lib64 / "libascendcl.so", lib64 / NNOPBASE_NAME,
                    lib64 / "libopapi_transformer.so", "libopapi_transformer.so", _modes_env(modes))
 
 
