@@ -156,8 +156,31 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
                             env=dict(env, ASCEND_SET_ENV=str(toolkit / "set_env.sh"), PRMG_CASES=str(cases)),
                             timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"== graph mode: SKIPPED (graph mode is not available on the toolkit at {toolkit}: it needs GE's " \
-        f"headers" in result.stdout
+    why = f"graph mode is not available on the toolkit at {toolkit}: it needs GE's headers"
+    assert f"== graph mode: SKIPPED ({why}" in result.stdout
+
+    def graph_junit():
+        """The graph-mode JUnit file's one test: (its kind, its message)."""
+        suite = ET.parse(reports / "prmg-smoke-graph.xml").getroot().find("testsuite")
+        (outcome,) = suite.find("testcase")
+        assert suite.get("tests") == "1" and suite.get(outcome.tag if outcome.tag == "skipped" else "errors") == "1"
+        return outcome.tag, outcome.get("message")
+
+    # the skip is one skipped test in the graph-mode JUnit file, in place of the first run's green graph results
+    assert graph_junit()[0] == "skipped" and graph_junit()[1].startswith(why)
+    # a host set up for graph mode asks for it (PRMG_GRAPH_MODE=yes): without GE or a compiler the gate fails, exit 2,
+    # instead of skipping (it was exit 0 with a SKIPPED line on a host whose GE had gone); PRMG_GRAPH_MODE=no skips it
+    for mode, code, said in (("yes", 2, "smoke.sh: graph mode is asked for (PRMG_GRAPH_MODE=yes) but not available: "
+                              f"{why}"), ("no", 0, "== graph mode: SKIPPED (PRMG_GRAPH_MODE=no)"),
+                             ("maybe", 2, "smoke.sh: PRMG_GRAPH_MODE must be auto, yes or no, got 'maybe'")):
+        result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], cwd=ROOT, capture_output=True, text=True,
+                                env=dict(env, ASCEND_SET_ENV=str(toolkit / "set_env.sh"), PRMG_CASES=str(cases),
+                                         PRMG_GRAPH_MODE=mode), timeout=300)
+        assert result.returncode == code and said in result.stdout + result.stderr, result.stdout + result.stderr
+        assert ("prmg doctor --runner aclnn+geir" in result.stdout) == (mode == "yes")
+        if mode == "yes":
+            assert graph_junit()[0] == "error" and graph_junit()[1].startswith(f"not available: {why}")
+    assert graph_junit() == ("skipped", "PRMG_GRAPH_MODE=no")
     env["ASCEND_SET_ENV"] = str(tmp_path / "missing.sh")
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
@@ -176,6 +199,8 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
         text = example.read_text()
         assert "runners/npu/smoke.sh" in text, example
         assert all("--runner aclnn" in line for line in re.findall(r".*prmg run .*", text)), example
+        if "smoke.sh" in text and "prmg-smoke.xml" in text.replace("prmg-smoke*.xml", ""):
+            raise AssertionError(f"{example} publishes the aclnn pass's JUnit alone, not the graph-mode pass's")
     # the sharded example's merge, the job to gate on, reads the aclnn results only: it was green while a shard's
     # graph-mode pass failed; its last step fails when any shard job did
     import yaml

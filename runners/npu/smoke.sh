@@ -3,8 +3,11 @@
 # smoke suite on the real operator (--runner aclnn: never the emulator) under --strict (a warning fails its
 # case: docs/runners.md, "What a gate on NPU hosts runs"), write JUnit XML and JSON lines.
 # Then the graph-mode pass: the same cases through the aclnn API and GE's graph mode on the same inputs
-# (--runner aclnn+geir, prmg's GE shim built for the toolkit), or one line saying why it is skipped.
-# Exits non-zero on any failure.
+# (--runner aclnn+geir, prmg's GE shim built for the toolkit), or one line saying why it is skipped; its JUnit file
+# is written either way (a pass that does not run as one skipped or error test), so that no earlier run's
+# graph-mode results are left in its place.
+# Exits non-zero on any failure: 1 when a case fails, 2 when the run cannot start (no toolkit; graph mode asked
+# for and not available).
 #
 # Environment:
 #   ASCEND_SET_ENV    the toolkit's set_env.sh (default: the standard locations, newest layout first)
@@ -17,6 +20,10 @@
 #   PRMG_EACH_DEVICE  yes (default): every case runs on each of those devices (--each-device), so that a chip
 #                     failing only some cases fails them; no: the cases are shared among the devices (faster for
 #                     a large suite, but a chip is then tested by the cases that happened to go to it)
+#   PRMG_GRAPH_MODE   auto (default): the graph-mode pass runs where graph mode is available (the toolkit has GE's
+#                     headers and libraries, a C++ compiler is on PATH), else it is skipped with a line saying why;
+#                     yes: it must run, exit 2 where it cannot (a host set up for graph mode that lost its compiler
+#                     or GE fails the gate instead of skipping); no: it is not run
 # Extra arguments are passed to `prmg run` (e.g. --supported-modes 0,1,2,3, --timeout 120).
 set -euo pipefail
 
@@ -47,14 +54,41 @@ case "${PRMG_EACH_DEVICE:-yes}" in
     no) each=() ;;
     *) echo "smoke.sh: PRMG_EACH_DEVICE must be yes or no, got '$PRMG_EACH_DEVICE'" >&2; exit 2 ;;
 esac
+graph_mode="${PRMG_GRAPH_MODE:-auto}"
+case "$graph_mode" in
+    auto|yes|no) ;;
+    *) echo "smoke.sh: PRMG_GRAPH_MODE must be auto, yes or no, got '$graph_mode'" >&2; exit 2 ;;
+esac
 mkdir -p "$reports"
 
+# The graph-mode pass's JUnit file when it does not run: one test, skipped or (it should have run) an error, saying why.
+graph_junit() {
+    local kind="$1" why counts='skipped="1" errors="0"'
+    why="$(printf '%s' "$2" | sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/"/\&quot;/g')"
+    [ "$kind" = skipped ] || counts='skipped="0" errors="1"'
+    cat > "$reports/prmg-smoke-graph.xml" <<XML
+<?xml version="1.0" encoding="utf-8"?>
+<testsuites tests="1" failures="0" $counts>
+  <testsuite name="prmg graph mode" tests="1" failures="0" $counts>
+    <testcase classname="prmg.smoke" name="graph mode (--runner aclnn+geir)"><$kind message="$why"/></testcase>
+  </testsuite>
+</testsuites>
+XML
+}
+
+rm -f "$reports/prmg-smoke-graph.xml"      # an earlier run's: this run's graph-mode pass writes its own, or none when
+                                           # the aclnn pass fails first
 echo "== prmg doctor (toolkit from $set_env)"
 $prmg doctor --runner aclnn
 echo "== prmg run ${cases[*]} --runner aclnn --devices $devices ${each[*]} --strict"
 $prmg run "${cases[@]}" --runner aclnn --devices "$devices" ${each[@]+"${each[@]}"} --strict --report junit \
     -o "$reports/prmg-smoke.xml" --results "$reports/prmg-smoke.jsonl" "$@"
 
+if [ "$graph_mode" = no ]; then
+    echo "== graph mode: SKIPPED (PRMG_GRAPH_MODE=no)"
+    graph_junit skipped "PRMG_GRAPH_MODE=no"
+    exit 0
+fi
 echo "== graph mode: prmg doctor --runner aclnn+geir"
 graph="$($prmg doctor --runner aclnn+geir 2>&1)" && usable=yes || usable=no
 why="$(printf '%s\n' "$graph" | sed -n 's/^  NOT available: //p' | head -n 1)"
@@ -62,9 +96,16 @@ if [ "$usable" = yes ]; then
     echo "== prmg run ${cases[*]} --runner aclnn+geir --devices $devices ${each[*]} --strict"
     $prmg run "${cases[@]}" --runner aclnn+geir --devices "$devices" ${each[@]+"${each[@]}"} --strict --report junit \
         -o "$reports/prmg-smoke-graph.xml" --results "$reports/prmg-smoke-graph.jsonl" "$@"
-elif [ -n "$why" ]; then                # the toolkit lacks what the GE shim needs: nothing to test here
+elif [ -n "$why" ] && [ "$graph_mode" = auto ]; then    # the toolkit lacks what the GE shim needs: nothing to test
     echo "== graph mode: SKIPPED ($why)"
+    graph_junit skipped "$why"
+elif [ -n "$why" ]; then                # PRMG_GRAPH_MODE=yes: graph mode must run on this host, and cannot
+    echo "smoke.sh: graph mode is asked for (PRMG_GRAPH_MODE=yes) but not available: $why" >&2
+    graph_junit error "not available: $why"
+    exit 2
 else                                    # graph mode should work here and does not: a failure
-    printf '%s\n' "$graph" | sed -n '/^graph mode/,$p' >&2
+    failure="$(printf '%s\n' "$graph" | sed -n '/^graph mode/,$p')"
+    printf '%s\n' "$failure" >&2
+    graph_junit error "$failure"
     exit 1
 fi
