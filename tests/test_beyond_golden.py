@@ -335,7 +335,8 @@ def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(t
 def test_save_failures_of_each_device_keeps_each_chips_arrays_apart(tmp_path):
     """Issue 32 (fourth look): under --each-device every device's worker wrote a failed case into the one folder
     DIR/CASE/ (two failing chips' arrays mixed, and no word of which chip computed them); each device now has its
-    own, DIR/device-N/CASE/, and the record's artifacts are those of the device whose status it keeps."""
+    own, DIR/device-N/CASE/, and the record's artifacts are those of the device whose status it keeps. (Fifth look:
+    meta.json's record names its device, under --each-device and in a shared run.)"""
     out_dir = tmp_path / "failures"
     result = prmg("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "0,1", "--each-device",
                   "--save-failures", out_dir, "--report", "json",
@@ -344,6 +345,12 @@ def test_save_failures_of_each_device_keeps_each_chips_arrays_apart(tmp_path):
     assert result.returncode == 1 and case["status"] == "failed" and case["device"] == "1", result.stderr
     assert Path(case["artifacts"]) == out_dir / "device-1" / "a_fp32" and (out_dir / "device-1" / "a_fp32").is_dir()
     assert sorted(path.name for path in out_dir.iterdir()) == ["device-1"]      # device 0 passed: nothing saved
+    # meta.json's record names the chip that computed the arrays (its device was "", in a shared run too)
+    assert json.loads((out_dir / "device-1" / "a_fp32" / "meta.json").read_text())["result"]["device"] == "1"
+    result = prmg("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "1",
+                  "--save-failures", tmp_path / "shared", env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign"})
+    assert result.returncode == 1, result.stderr
+    assert json.loads((tmp_path / "shared" / "a_fp32" / "meta.json").read_text())["result"]["device"] == "1"
 
 
 def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):

@@ -13,8 +13,8 @@
 
 and ``meta.json``, one schema (``SCHEMA``): ``case`` (``case_meta``: name, source, op, seed, generator, dtypes,
 shapes, rotary mode, slice, expectation and the case's ``definition``), ``files`` (each ``.npy`` written -> the
-dtype of its array) and ``result`` (a failure's result record: status, message, metrics, details...; null for a
-dump).
+dtype of its array) and ``result`` (a failure's result record: status, message, metrics, details, its device...;
+null for a dump).
 """
 
 from __future__ import annotations

@@ -73,6 +73,7 @@ class RunSettings:
     save_failures: str | None = None          # --save-failures DIR: artifacts of every failed case
     bfloat16: bool = True                     # a case uses bfloat16: workers load ml_dtypes before any case
     each_device: bool = False                 # --each-device: every case runs on every device (``EachDevice``)
+    device: str = ""                          # the worker's device, as its results name it (``CaseWorker.label``)
 
 
 def expect_label(case: Case) -> str:
@@ -317,6 +318,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
     if result.status == "failed" and settings.save_failures:
         from .artifacts import save_failure
 
+        result.device = settings.device                     # meta.json names the chip that computed it
         arrays = verdict.arrays or (judge_slice_arrays(case, inputs, outcome.dy, standard, tolerance)
                                     if golden and outcome.status == 0 else {})      # a contract breach
         result.artifacts = save_failure(settings.save_failures, case, result, inputs, outcome.dy, arrays)
@@ -391,11 +393,11 @@ class CaseWorker:
         native.available()          # build (first use: seconds of gcc) now, not inside the first case's --timeout
         if settings.bfloat16:
             dtypes.bfloat16()       # 1-2 s of import, likewise (a no-op when inherited from the parent)
-        if settings.each_device and settings.save_failures:     # every device runs every case: a folder each
-            settings = replace(settings, save_failures=os.path.join(settings.save_failures, f"device-{device}"))
-        self.settings = settings
         self.device = device
         self.label = str(device) if label is None else label      # what each result's ``device`` says
+        if settings.each_device and settings.save_failures:     # every device runs every case: a folder each
+            settings = replace(settings, save_failures=os.path.join(settings.save_failures, f"device-{device}"))
+        self.settings = replace(settings, device=self.label)
         self.session = open_session(settings.toolkit, device)
         self.target = Target(self.session.soc_name(), provenance.toolkit_version(settings.toolkit.root))
         self.fit = True
