@@ -218,6 +218,35 @@ def test_the_opp_stamp_changes_with_the_operators_kernel_and_tiling_files_only(t
         first = changed
 
 
+def test_the_opp_stamp_changes_with_a_binary_written_over_in_place_and_with_the_vendors_order(tmp_path):
+    """Issue 32 (fifth look): a kernel binary written over in place (its inode kept) with its size and time kept (``cp
+    -p`` of a reproducible build, ``touch -r``) left the stamp as it was, and so did another order of the vendors in
+    ``vendors/config.ini``, which changes whose kernel the toolkit takes: --resume took the verdicts of the kernel
+    before. The stamp holds each file's ctime (which nothing but the kernel sets) and the vendors' order."""
+    from prmg_cli.device.provenance import KERNEL_FOLDER, opp_stamp
+
+    opp, titles = tmp_path / "opp", ("InplacePartialRotaryMulGrad",)
+    kernel = kernel_tree(opp)["kernel"]
+    before, first = kernel.stat(), opp_stamp(opp, "", titles)
+    while kernel.stat().st_ctime_ns == before.st_ctime_ns:         # the clock of ctime may tick coarsely
+        with open(kernel, "r+b") as handle:
+            handle.write(b"2")                                        # another binary of the same size, same inode
+        os.utime(kernel, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = kernel.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    second = opp_stamp(opp, "", titles)
+    assert second["fingerprint"] != first["fingerprint"] and second["portable"] == first["portable"]
+    vendor = opp.joinpath("vendors", "b", *KERNEL_FOLDER, "ascend950", "inplace_partial_rotary_mul_grad", "k.o")
+    vendor.parent.mkdir(parents=True)
+    vendor.write_text("vendor b's build")
+    stamps = []
+    for order in ("customize,b", "b,customize"):          # the same files, another vendor's kernel taken
+        (opp / "vendors" / "config.ini").write_text(f"load_priority={order}\n")
+        stamps.append(opp_stamp(opp, "", titles))
+    assert stamps[0]["files"] == stamps[1]["files"] == second["files"] + 1
+    assert stamps[0]["fingerprint"] != stamps[1]["fingerprint"] and stamps[0]["portable"] != stamps[1]["portable"]
+
+
 def test_resume_reruns_a_case_whose_kernel_binary_changed(many, tmp_path):
     """Issue 32: a rebuilt kernel binary under ASCEND_OPP_PATH (the op library unchanged) is another kernel: the
     verdicts recorded before it run again; a file of another operator changes nothing."""

@@ -128,10 +128,20 @@ def _operator_files(opp: Path, custom: str, titles: Iterable[str]) -> Iterable[P
 def opp_stamp(opp: Path, custom: str, titles: Iterable[str]) -> dict:
     """What tells the kernel and tiling the toolkit would load for the operators ``titles`` from the opp folder
     ``opp`` (and the ``ASCEND_CUSTOM_OPP_PATH`` entries ``custom``) from others, without reading a file: ``files``,
-    how many there are (``_operator_files``), ``fingerprint``, the first 16 hex digits of the sha256 of each one's
-    (path, size, mtime_ns, inode) in order (a rebuild or reinstall here changes it), and ``portable``, the same of
-    (path below ``opp``, size, mtime_ns): equal on two hosts that installed the same package."""
+    how many there are (``_operator_files``), ``fingerprint``, the first 16 hex digits of the sha256 of the vendors'
+    order (``load_priority`` of ``opp/vendors/config.ini``: the first vendor holding a kernel is taken) and of each
+    file's (path, size, mtime_ns, ctime_ns, inode) in order (a rebuild or reinstall here changes it, and so does a
+    binary written over in place with its size and time kept: ``touch`` cannot set ctime), and ``portable``, the same
+    of the order and each file's (path below ``opp``, size, mtime_ns): equal on two hosts that installed the same
+    packages."""
+    from .toolkit import config_vendors
+
     local, portable, count, opp = hashlib.sha256(), hashlib.sha256(), 0, Path(opp)
+    vendors = config_vendors(opp)
+    if vendors:
+        order = f"load_priority\0{','.join(vendors)}\n".encode(errors="replace")
+        local.update(order)
+        portable.update(order)
     for path in _operator_files(opp, custom, titles):
         count += 1
         if count > MAX_STAMPED_FILES:
@@ -141,7 +151,8 @@ def opp_stamp(opp: Path, custom: str, titles: Iterable[str]) -> dict:
         except OSError:
             continue
         inside = os.path.relpath(path, opp) if path.is_relative_to(opp) else str(path)
-        local.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode(errors="replace"))
+        local.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_ino}\n"
+                     .encode(errors="replace"))
         portable.update(f"{inside}\0{info.st_size}\0{info.st_mtime_ns}\n".encode(errors="replace"))
     return {"files": count, "fingerprint": local.hexdigest()[:16], "portable": portable.hexdigest()[:16]}
 
