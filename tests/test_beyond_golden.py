@@ -178,6 +178,24 @@ def test_a_verdict_of_every_chip_is_not_comparable_with_one_of_fewer_chips(tmp_p
 
 
 @pytest.mark.verdict
+def test_a_pass_on_another_chip_is_no_fix_and_a_failure_names_both_chips():
+    """Issue 32 (fifth look): runs sharing the cases among the chips put a case on whichever chip was free. A failed
+    on chip 1 (computing wrong) and B passed on chip 0: compare called it fixed, though B never ran it on chip 1.
+    It is a status change naming both chips; a new failure on another chip than A's pass names both too; a fix on
+    the same chip stays a fix."""
+    failed = result("x", "failed", device="1", metrics={"max_err_ratio": 3.0})
+    changes = compare.compare({"x": failed}, {"x": result("x", device="0")}).changes
+    assert [(change.category, change.detail) for change in changes] == [
+        ("status changed", "failed on device 1 in A, passed on device 0 in B: another chip, not a fix")]
+    failed.message = "64 of 64 elements over budget"
+    changes = compare.compare({"x": result("x", device="0")}, {"x": failed}).regressions
+    assert [(change.category, change.detail) for change in changes] == [
+        ("new failure", "passed on device 0 in A, failed on device 1 in B: 64 of 64 elements over budget")]
+    assert [change.category for change in compare.compare({"x": failed}, {"x": result("x", device="1")}).changes] \
+        == ["fixed"]
+
+
+@pytest.mark.verdict
 def test_a_verdict_of_the_emulator_is_not_comparable_with_one_of_a_toolkit():
     """Issue 32 (audit): A on the NPU, B on the host emulator (a correct kernel) was 0 regressions, exit 0, though
     B's kernel never ran; now the case is not comparable either way, while two toolkits' runs compare."""

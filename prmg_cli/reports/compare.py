@@ -24,8 +24,11 @@ words for the help and the docs):
   (a slow path of 25 ms against 0.05 ms); the emulator's host timings are not judged (they move by tens of percent
   between runs);
 - **only in A**: a verdict lost too, counted as a regression;
-- **fixes**: not ok in A, passed in B (a failure that became a skip or an xfail is a verdict lost, not a fix);
+- **fixes**: not ok in A, passed in B on the same device (a failure that became a skip or an xfail is a verdict
+  lost, not a fix); a pass on another device than A's failure, in runs sharing the cases among the chips, says
+  nothing of the chip that failed: a status change naming both devices (``other_chip``);
 - **status changed**: any other change of status; **only in B**: new cases.
+A new failure on another device than A's pass names both too (a chip that computes wrong, not the kernel, may be why).
 
 A regression (new failure, not comparable, verdict lost, drift, a case only in A) makes the exit code 1;
 otherwise 0. The
@@ -158,6 +161,15 @@ def incomparable(old: CaseResult, new: CaseResult, judged_old: dict, judged_new:
     return f"judged under other settings: {'; '.join(differ)}" if differ else ""
 
 
+def other_chip(old: CaseResult, new: CaseResult) -> str:
+    """"" when both records name the same device (or either names none, or a record of ``--each-device`` holds each
+    chip's status: its chips are among its judging settings), else where each ran: ``failed on device 1 in A, passed
+    on device 0 in B``."""
+    if not old.device or not new.device or old.device == new.device or old.device_statuses or new.device_statuses:
+        return ""
+    return f"{old.status} on device {visible(old.device)} in A, {new.status} on device {visible(new.device)} in B"
+
+
 def _shown(value) -> str:
     """A judging setting as text: ``none``, ``true``, ``[adjoint]``, ``allclose``."""
     from .merge import setting_text
@@ -213,10 +225,14 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
             changes.append(Change("not comparable", name, old.status, new.status, why))
             if not allow_changed:
                 continue
+        chips = other_chip(old, new)
         if old.info.ok and not new.info.ok:
-            changes.append(Change("new failure", name, old.status, new.status, visible(new.message)))
+            changes.append(Change("new failure", name, old.status, new.status,
+                                  f"{chips}: {visible(new.message)}" if chips else visible(new.message)))
         elif not old.info.ok and new.status == "passed":
-            changes.append(Change("fixed", name, old.status, new.status))
+            changes.append(Change("status changed", name, old.status, new.status,
+                                  f"{chips}: another chip, not a fix") if chips else
+                           Change("fixed", name, old.status, new.status))
         elif new.info.evidence < old.info.evidence:
             changes.append(Change("verdict lost", name, old.status, new.status, visible(new.message)))
         elif old.status != new.status:
