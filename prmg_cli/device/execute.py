@@ -24,6 +24,7 @@ import hashlib
 import multiprocessing
 import os
 import signal
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -781,18 +782,26 @@ class Executor:
 
     def _replace(self, worker: _Worker, schedule: Schedule) -> None:
         """Release ``worker`` (its queued cases back to ``schedule``) and, unless its device is wedged, put a
-        fresh, ready one in its place."""
+        fresh, ready one in its place. A device whose fresh worker cannot open the runner (the chip went down with
+        the case that crashed its worker, say) is wedged too, saying so on stderr: the other devices go on (its
+        cases are theirs, or under ``--each-device`` its lane is ``not_run`` naming it) and the reports are written,
+        as the cluster's executor does with an actor that cannot start."""
         for index, _ in worker.queued:
             schedule.give_back(index, worker.device)
         worker.queued = []
         worker.kill()
-        if worker.device in self.wedged:
-            self._workers.remove(worker)
-            schedule.drop(worker.device, self.wedged[worker.device])
-            return
-        fresh = _Worker(self._context, self.settings, worker.device, self._known)
-        self._workers[self._workers.index(worker)] = fresh
-        fresh.wait_ready()
+        if worker.device not in self.wedged:
+            fresh = _Worker(self._context, self.settings, worker.device, self._known)
+            self._workers[self._workers.index(worker)] = worker = fresh
+            try:
+                fresh.wait_ready()
+                return
+            except PrmgError as error:
+                sys.stderr.write(f"prmg: device {worker.device}: a fresh worker {error.reason}: it gets no more "
+                                 f"cases\n")
+                self.wedged[worker.device] = f"a fresh worker {error.reason}"
+        self._workers.remove(worker)
+        schedule.drop(worker.device, self.wedged[worker.device])
 
     def running(self) -> list[tuple[int, Case]]:
         """The (index, case) pairs the workers are running now."""
