@@ -269,36 +269,50 @@ def _run_info(config):
 def _get_executor(config):
     """This pytest process's one worker (started on first use), on the device its xdist id picks: worker ``gwK`` runs
     on device ``K mod len(--prmg-devices)``, and fewer pytest processes than devices is a usage error (a device no item
-    runs on); under ``--prmg-each-device`` one worker per device, each item running on all of them."""
-    if _EXECUTOR not in config.stash:
-        from .device.execute import Executor
-        from .commands.suite import device_list, parse_devices
-        from .errors import PrmgError
+    runs on); under ``--prmg-each-device`` one worker per device, each item running on all of them. A device list the
+    runtime lacks, or a device that cannot be opened, ends the session as ``prmg run`` ends (its one line, exit 2);
+    in an xdist worker, where ending the session loses the line (xdist says only that the worker crashed), each of
+    its items fails with that line instead, the devices tried once."""
+    from .errors import PrmgError
 
-        request = run_request(config)
-        settings = _settings(config)
+    if _EXECUTOR not in config.stash:
         try:
-            devices = parse_devices(device_list(request), settings.toolkit)
-        except PrmgError as error:                    # an id the runtime lacks: one line, not a failure per item
-            _usage_error(error)
-        xdist = getattr(config, "workerinput", {})        # an xdist worker's (its environment's may be inherited)
-        worker, processes = str(xdist.get("workerid", "gw0")), int(xdist.get("workercount", 1))
-        index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-        idle = () if settings.each_device else devices[processes:]        # devices no item would ever run on
-        if idle:
-            _usage_error(PrmgError(f"--prmg-devices {device_list(request)}: {len(devices)} devices, but {processes} "
-                                   f"pytest {'process runs' if processes == 1 else 'processes run'} the items, one "
-                                   f"device each: {'device' if len(idle) == 1 else 'devices'} "
-                                   f"{', '.join(map(str, idle))} would run no case (add -n {len(devices)}, or "
-                                   f"--prmg-each-device to run every item on each device)"))
-        config.stash[_EXECUTOR] = Executor(settings, devices if settings.each_device else
-                                           (devices[index % len(devices)],))
-    return config.stash[_EXECUTOR]
+            config.stash[_EXECUTOR] = _start_executor(config)
+        except PrmgError as error:
+            if not hasattr(config, "workerinput"):
+                _usage_error(error)
+            config.stash[_EXECUTOR] = error
+    executor = config.stash[_EXECUTOR]
+    if isinstance(executor, PrmgError):
+        raise PrmgCaseFailure(f"prmg: error: {plugin_words(str(executor))}")
+    return executor
+
+
+def _start_executor(config):
+    """``_get_executor``'s executor, started; PrmgError when it cannot be."""
+    from .device.execute import Executor
+    from .commands.suite import device_list, parse_devices
+    from .errors import PrmgError
+
+    request = run_request(config)
+    settings = _settings(config)
+    devices = parse_devices(device_list(request), settings.toolkit)
+    xdist = getattr(config, "workerinput", {})        # an xdist worker's (its environment's may be inherited)
+    worker, processes = str(xdist.get("workerid", "gw0")), int(xdist.get("workercount", 1))
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    idle = () if settings.each_device else devices[processes:]        # devices no item would ever run on
+    if idle:
+        raise PrmgError(f"--prmg-devices {device_list(request)}: {len(devices)} devices, but {processes} "
+                        f"pytest {'process runs' if processes == 1 else 'processes run'} the items, one "
+                        f"device each: {'device' if len(idle) == 1 else 'devices'} "
+                        f"{', '.join(map(str, idle))} would run no case (add -n {len(devices)}, or "
+                        f"--prmg-each-device to run every item on each device)")
+    return Executor(settings, devices if settings.each_device else (devices[index % len(devices)],))
 
 
 def pytest_unconfigure(config) -> None:
     executor = config.stash.get(_EXECUTOR, None)
-    if executor is not None:
+    if executor is not None and hasattr(executor, "close"):         # not the error it could not start with
         executor.close()
 
 

@@ -79,6 +79,15 @@ def test_plugin_device_lists_are_usage_errors_not_a_failure_per_item(tmp_path):
                                 ("--prmg-runner", "bogus", "prmg: error: --prmg-runner 'bogus': choose one of")):
         result = pytest_run(tmp_path, option, value)
         assert result.returncode == 2 and said in result.stdout + result.stderr, result.stdout + result.stderr
+    # a device that cannot be opened (issue 32, fifth look): each item started the workers again and failed with a
+    # traceback; now the session ends in prmg run's line, exit 2, and under xdist (where ending the session from a
+    # worker loses the line: 'worker crashed') each item fails with that line, the device tried once per worker
+    said = "prmg: error: cannot open the runner: device 0: AclError: aclrtMalloc failed: 200000 ACL_ERROR_BAD_ALLOC"
+    for xdist in ((), ("-n", "2")):
+        result = pytest_run(tmp_path, "-k", "p_ok", *xdist, env={"PRMG_EMU_DEVICE_MEMORY": "1024"})
+        assert result.returncode == (1 if xdist else 2) and said in result.stdout + result.stderr, result.stdout
+        assert "Traceback" not in result.stdout and "crashed" not in result.stdout, result.stdout
+        assert ("2 failed" in result.stdout) == bool(xdist), result.stdout
 
 
 def test_plugin_runs_each_item_on_every_device_it_names(tmp_path):
