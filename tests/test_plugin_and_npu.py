@@ -182,7 +182,8 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     # the skip is one skipped test in the graph-mode JUnit file, in place of the first run's green graph results
     assert graph_junit()[0] == "skipped" and graph_junit()[1].startswith(why)
     # a host set up for graph mode asks for it (PRMG_GRAPH_MODE=yes): without GE or a compiler the gate fails, exit 2,
-    # instead of skipping (it was exit 0 with a SKIPPED line on a host whose GE had gone); PRMG_GRAPH_MODE=no skips it
+    # before anything runs, instead of skipping (it was exit 0 with a SKIPPED line on a host whose GE had gone);
+    # PRMG_GRAPH_MODE=no skips it
     for mode, code, said in (("yes", 2, "smoke.sh: graph mode is asked for (PRMG_GRAPH_MODE=yes) but not available: "
                               f"{why}"), ("no", 0, "== graph mode: SKIPPED (PRMG_GRAPH_MODE=no)"),
                              ("maybe", 2, "smoke.sh: PRMG_GRAPH_MODE must be auto, yes or no, got 'maybe'")):
@@ -191,6 +192,7 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
                                          PRMG_GRAPH_MODE=mode), timeout=300)
         assert result.returncode == code and said in result.stdout + result.stderr, result.stdout + result.stderr
         assert ("prmg doctor --runner aclnn+geir" in result.stdout) == (mode == "yes")
+        assert ("== prmg run" in result.stdout) == (mode == "no")        # yes: refused before the aclnn pass
         if mode == "yes":
             assert graph_junit()[0] == "error" and graph_junit()[1].startswith(f"not available: {why}")
     assert graph_junit() == ("skipped", "PRMG_GRAPH_MODE=no")

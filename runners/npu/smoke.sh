@@ -80,6 +80,16 @@ rm -f "$reports/prmg-smoke-graph.xml"      # an earlier run's: this run's graph-
                                            # the aclnn pass fails first
 echo "== prmg doctor (toolkit from $set_env)"
 $prmg doctor --runner aclnn
+if [ "$graph_mode" != no ]; then        # asked before the aclnn pass: a host that must run graph mode and cannot
+    echo "== graph mode: prmg doctor --runner aclnn+geir"            # fails before anything runs
+    graph="$($prmg doctor --runner aclnn+geir 2>&1)" && usable=yes || usable=no
+    why="$(printf '%s\n' "$graph" | sed -n 's/^  NOT available: //p' | head -n 1)"
+    if [ "$usable" = no ] && [ -n "$why" ] && [ "$graph_mode" = yes ]; then
+        echo "smoke.sh: graph mode is asked for (PRMG_GRAPH_MODE=yes) but not available: $why" >&2
+        graph_junit error "not available: $why"
+        exit 2
+    fi
+fi
 echo "== prmg run ${cases[*]} --runner aclnn --devices $devices ${each[*]} --strict"
 $prmg run "${cases[@]}" --runner aclnn --devices "$devices" ${each[@]+"${each[@]}"} --strict --report junit \
     -o "$reports/prmg-smoke.xml" --results "$reports/prmg-smoke.jsonl" "$@"
@@ -87,22 +97,13 @@ $prmg run "${cases[@]}" --runner aclnn --devices "$devices" ${each[@]+"${each[@]
 if [ "$graph_mode" = no ]; then
     echo "== graph mode: SKIPPED (PRMG_GRAPH_MODE=no)"
     graph_junit skipped "PRMG_GRAPH_MODE=no"
-    exit 0
-fi
-echo "== graph mode: prmg doctor --runner aclnn+geir"
-graph="$($prmg doctor --runner aclnn+geir 2>&1)" && usable=yes || usable=no
-why="$(printf '%s\n' "$graph" | sed -n 's/^  NOT available: //p' | head -n 1)"
-if [ "$usable" = yes ]; then
+elif [ "$usable" = yes ]; then
     echo "== prmg run ${cases[*]} --runner aclnn+geir --devices $devices ${each[*]} --strict"
     $prmg run "${cases[@]}" --runner aclnn+geir --devices "$devices" ${each[@]+"${each[@]}"} --strict --report junit \
         -o "$reports/prmg-smoke-graph.xml" --results "$reports/prmg-smoke-graph.jsonl" "$@"
-elif [ -n "$why" ] && [ "$graph_mode" = auto ]; then    # the toolkit lacks what the GE shim needs: nothing to test
+elif [ -n "$why" ]; then                # the toolkit lacks what the GE shim needs (PRMG_GRAPH_MODE=auto): skipped
     echo "== graph mode: SKIPPED ($why)"
     graph_junit skipped "$why"
-elif [ -n "$why" ]; then                # PRMG_GRAPH_MODE=yes: graph mode must run on this host, and cannot
-    echo "smoke.sh: graph mode is asked for (PRMG_GRAPH_MODE=yes) but not available: $why" >&2
-    graph_junit error "not available: $why"
-    exit 2
 else                                    # graph mode should work here and does not: a failure
     failure="$(printf '%s\n' "$graph" | sed -n '/^graph mode/,$p')"
     printf '%s\n' "$failure" >&2
