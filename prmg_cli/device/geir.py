@@ -15,7 +15,9 @@ that returned it, GE's message and the ref output:
   left unset, so that the IR's default applies, as the generated aclnn layer applies the op definition's.
 
 The library's statuses are GE's (``status.STATUS_NAMES``), refusals those of the build and compile phases
-(``vocab.GRAPH_REFUSING``); a failure of the run phase means GE or the device failed: the session is then unfit.
+(``vocab.GRAPH_REFUSING``); a failure of the init phase (GE, its session, or AddGraph, which says FAILED whatever
+went wrong, a session GE could not make included) or of the run phase means GE or the device failed: the session
+is then unfit.
 On the emulator, the faults that acted are its test hook's (``prmg_emu_applied_faults``, through the twin's links).
 
 Device memory is read around each case as on the aclnn path (``memory_mark``, judged by ``execute.leak_warning``):
@@ -279,8 +281,8 @@ class GeirSession:
             violations += self._output_problems(case, report, output)
             if report.output_bytes == output.data.size:
                 result = output.data.view(values["dy"].dtype).reshape(case.shape).copy()
-        elif phase == "run":
-            self.device_faulted = True            # GE or the device failed while running: the process is unfit
+        elif phase in ("init", "run"):        # GE, its session or the device failed: the process is unfit
+            self.device_faulted = True
         timings["download"] = (time.perf_counter() - began) * 1e3
         return Outcome(status, _text(report.call) if status else "", _text(report.message) if status else "",
                        result if status == 0 else (dy_input.after().copy() if dy_input is not None else None),

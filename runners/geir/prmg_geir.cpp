@@ -248,8 +248,8 @@ uint32_t run_case(const prmg_geir_call &call, prmg_geir_report *report)
     const std::map<ge::AscendString, ge::AscendString> graph_options;
     const Clock::time_point began = Clock::now();
     status = g_session->AddGraph(graph_id, graph, graph_options);
-    if (status != ge::SUCCESS)
-        return failed(report, status, PRMG_GEIR_PHASE_COMPILE, "ge::Session::AddGraph");
+    if (status != ge::SUCCESS)              // FAILED whatever went wrong, a session GE could not make included (its
+        return failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::Session::AddGraph");  // constructor says nothing)
     int32_t phase = PRMG_GEIR_PHASE_COMPILE;
     try {
         compile_and_run(call, graph_id, feeds, began, phase, report);

@@ -31,7 +31,9 @@ extern "C" {
 #define PRMG_GEIR_CALL_SIZE 64
 #define PRMG_GEIR_MESSAGE_SIZE 4096
 
-/* Which step returned a status (prmg_geir_report.phase). */
+/* Which step returned a status (prmg_geir_report.phase): INIT GE's start, its session, and the session taking the graph
+ * (AddGraph says FAILED whatever went wrong: no refusal of the graph), BUILD the graph made from the IR, COMPILE
+ * CompileGraph, RUN RunGraph. */
 enum {
     PRMG_GEIR_PHASE_NONE = 0,
     PRMG_GEIR_PHASE_INIT = 1,
