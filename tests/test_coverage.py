@@ -69,6 +69,15 @@ def test_cos_varies_along_b_only_with_full_b_and_values_that_differ_there():
     assert "cos/sin vary: along S" in rope_s and "cos/sin vary: along N" not in rope_s
 
 
+def test_a_second_ub_pass_needs_more_rows_per_core_than_a_pass_holds_and_tables_varying_along_them():
+    """A 4-lane float32 slice: a pass holds 992 rows (the emulator's ub_pass_rows), so 64 * 993 rows give each of 64
+    cores a second pass; with one cos/sin row for all (111D) nothing differs between passes."""
+    second = "rows: a second UB pass"
+    assert second in covered(case(shape=[1, 64 * 993, 1, 4], broadcast="1S1D"))
+    assert second not in covered(case(shape=[1, 64 * 992 + 63, 1, 4], broadcast="1S1D"))
+    assert second not in covered(case(shape=[1, 64 * 993, 1, 4], broadcast="111D"))
+
+
 def test_special_values_count_where_they_are():
     nan_payload, negative_zero = 0x7E01, 0x8000                       # float16 bit patterns
     dy = [0x3C00] * 16                                                 # 1.0
@@ -313,7 +322,7 @@ def test_cover_preset_covers_every_class_with_small_cases():
 
 
 @pytest.mark.parametrize("fault", ["row_index_u16", "core_tail", "tile_tail", "unaligned_start", "row_pad",
-                                   "broadcast_b", "broadcast_s", "broadcast_n"])
+                                   "broadcast_b", "broadcast_s", "broadcast_n", "ub_stale_tables"])
 def test_cover_suite_catches_the_layout_faults(fault):
     result = prmg("run", COVER, "--runner", "emulator", "--fail-fast", "--report", "json", "-k", "cover.grad.",
                   env={"PRMG_EMU_FAULT": fault})                     # grad faults: the forward's cases cannot fail

@@ -247,6 +247,8 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "tiling_cache": "outside the slice", "fwd_fp16_ilv_half": "over budget", "fwd_odd_half": "over budget",
     # a fourth look: a cast rounding ties away from zero (edge.ties_*: results halfway between two values)
     "cast_away": "--strict: biased: ",
+    # a fifth look: the UB loop (a core's rows in passes of what its unified buffer holds), tables of the first pass
+    "ub_stale_tables": "over budget",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 STRICT_CATCH = {"round_up", "cast_away"}    # within every element's budget: only the error balance, a warning, sees it
