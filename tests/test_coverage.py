@@ -389,6 +389,25 @@ def test_table_and_html_show_the_coverage_of_what_ran(monkeypatch):
     assert [document[0]["name"] for document in made] == [ran[0].name]
 
 
+def test_graph_mode_alone_covers_no_storage_class():
+    """Graph mode feeds every tensor dense (GE's tensors have no offset or strides): views at offsets and strided
+    tables that graph mode alone ran cover no storage class of the run's coverage line (they covered four); run
+    through aclnn, or both paths, they do."""
+    from prmg_cli.cases.loader import case_to_dict
+
+    views = case(op="forward", shape=[1, 2, 2, 8], broadcast="1S1D", dy_offset=5, cos_offset=2, sin_offset=2,
+                 cos_strides=[32, 16, 16, 1])
+    assert {key for key in covered(views) if key.startswith("storage: ")} == {
+        "storage: dy at an offset", "storage: cos at an offset", "storage: sin at an offset",
+        "storage: cos/sin not contiguous"}
+
+    def classes(path: str) -> int:
+        result = CaseResult(views.name, "passed", definition=case_to_dict(views), source="t.yaml", path=path)
+        return int(re.search(r"covers (\d+) of", coverage.run_line([result])).group(1))
+
+    assert classes("aclnn") == classes("aclnn+geir") == classes("geir") + 4
+
+
 def test_a_huge_run_is_pointed_to_the_command(monkeypatch):
     monkeypatch.setattr(coverage, "RUN_LINE_LIMIT", 1)
     from prmg_cli.cases.loader import case_to_dict
