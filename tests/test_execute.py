@@ -294,11 +294,15 @@ def test_a_device_too_small_to_probe_is_one_line_not_a_workers_traceback(many):
 
 
 def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
+    """... in exit 2's one ``prmg: error:`` line, the table on standard output keeping its header (which names the
+    runner: it was lost with the run record that could not be written)."""
     report = tmp_path / "r.json"
-    result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)
+    result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", f"json:{report}",
+                  "--report", "table")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
-    assert "/dev/full" in line and "no space left" in line and "6 cases not run" in line
+    assert line.startswith("prmg: error: the run stopped: /dev/full: ") and "no space left" in line
+    assert line.endswith("6 cases not run") and result.stdout.startswith("runner: emulator (host build at ")
     statuses = [case["status"] for case in json.loads(report.read_text())["cases"]]
     assert statuses == ["not_run"] * 6                           # the run record could not be written
 

@@ -309,7 +309,11 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
     assert summary["passed"] > 500 and summary["xfailed"] == 2 and summary["warnings"] == 0
     readme = " ".join((ROOT / "README.md").read_text().split())      # the counts the README states are these
     assert (f"today's target gives {summary['passed']} passed, {summary['xfailed']} xfailed (the two known defects) "
-            f"and {summary['skipped']} skipped") in readme
+            f"and {summary['skipped']} skipped") in readme and f"`prmg run cases/` runs {len(report['cases'])} cases" \
+        in readme
+    # the README's example of the skip line is this run's (it said 66 cases after cases/ grew to 84 skipped)
+    skipped = re.search(r"\nSKIP (\d+ cases: .*(\n +.*)*)", (tmp_path / "table.txt").read_text()).group(1)
+    assert f"(`SKIP {' '.join(skipped.split())}`;" in readme
     # the table, header and coverage lines included, fits 100 columns; the operators mix, so the op column
     # stays; every case keeps a text of its own: whole, or its head and end around "…"
     lines = (tmp_path / "table.txt").read_text().splitlines()
