@@ -572,42 +572,58 @@ def test_the_header_says_when_the_runtime_was_shown_only_some_chips(many):
         "0, 1 of the chips ASCEND_RT_VISIBLE_DEVICES=2,5 shows (--each-device: every case on each)"
 
 
-def test_a_chip_that_cannot_be_opened_again_after_a_fault_is_dropped_and_the_run_goes_on(emulator, monkeypatch,
-                                                                                         capsys):
-    """Issue 32 (fifth look): device 1 faults on a case and then cannot be opened again (the chip went down; here its
-    fresh worker's start is refused, standing for aclrtSetDevice failing). The run ended at once, exit 2, with no
-    report of the cases the other chip ran; now the device is dropped, saying so: shared cases go to the other
-    devices, and under --each-device its lane is not_run naming it, so the run is red and every report is written."""
-    from prmg_cli.device import execute
-    from prmg_cli.errors import PrmgError
+# Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on
+# a chip gone down): the executor's results, shared and --each-device, as JSON. In a process of its own: the emulator
+# reads PRMG_EMU_DEVICES at aclInit, which an earlier test of this process (inherited by the workers) has made.
+CHIP_DOWN = """
+import json, sys
+from prmg_cli.case import Case
+from prmg_cli.device import execute
+from prmg_cli.device.toolkit import emulator_toolkit
+from prmg_cli.errors import PrmgError
 
-    for name, value in (("PRMG_EMU_DEVICES", "2"), ("PRMG_EMU_FAULT", "device_fault"), ("PRMG_EMU_FAULT_DEVICE", "1")):
-        monkeypatch.setenv(name, value)
-    opened, ready = [], execute._Worker.wait_ready
+opened, ready = [], execute._Worker.wait_ready
 
-    def wait_ready(worker, timeout=120.0):
-        opened.append(worker.device)
-        if worker.device == 1 and opened.count(1) > 1:
-            worker.kill()
-            raise PrmgError("cannot open the runner: device 1: AclError: aclrtSetDevice failed: 507033")
-        ready(worker, timeout)
+def wait_ready(worker, timeout=120.0):
+    opened.append(worker.device)
+    if worker.device == 1 and opened.count(1) > 1:
+        worker.kill()
+        raise PrmgError("cannot open the runner: device 1: AclError: aclrtSetDevice failed: 507033")
+    ready(worker, timeout)
 
-    monkeypatch.setattr(execute._Worker, "wait_ready", wait_ready)
-    cases = [Case(name=f"c{k}", source="t", shape=(1, 1, 2, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
-                  partial_slice=(0, 8)) for k in range(4)]
-    gone = "device 1: a fresh worker cannot open the runner: device 1: AclError: aclrtSetDevice failed: 507033"
-    for each in (False, True):
-        opened.clear()
-        settings = execute.RunSettings(toolkit=emulator, each_device=each, bfloat16=False)
-        with execute.Executor(settings, (0, 1), cases) as executor:
-            results = executor.run(cases)
-        assert executor.wedged == {1: gone[len("device 1: "):]} and gone in capsys.readouterr().err
-        statuses = [(result.status, result.device) for result in results]
-        if each:                           # every case on both chips: device 1's first one faulted, the rest not run
-            assert statuses == [("failed", "1"), ("not_run", "1"), ("not_run", "1"), ("not_run", "1")]
-            assert results[1].message == f"not run: {gone} [not_run on device 1; passed on device 0]"
-        else:                              # shared: device 1's case failed, device 0 takes the rest
-            assert sorted(statuses) == [("failed", "1"), ("passed", "0"), ("passed", "0"), ("passed", "0")]
+execute._Worker.wait_ready = wait_ready
+cases = [Case(name=f"c{k}", source="t", shape=(1, 1, 2, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+              partial_slice=(0, 8)) for k in range(4)]
+runs = []
+for each in (False, True):
+    opened.clear()
+    settings = execute.RunSettings(toolkit=emulator_toolkit(), each_device=each, bfloat16=False)
+    with execute.Executor(settings, (0, 1), cases) as executor:
+        results = executor.run(cases)
+    runs.append([executor.wedged, [(result.status, result.device, result.message) for result in results]])
+print(json.dumps(runs))
+"""
+
+
+def test_a_chip_that_cannot_be_opened_again_after_a_fault_is_dropped_and_the_run_goes_on(emulator):
+    """Issue 32 (fifth look): device 1 faults on a case and then cannot be opened again (the chip went down). The run
+    ended at once, exit 2, with no report of the cases the other chip ran; now the device is dropped, saying so:
+    shared cases go to the other devices, and under --each-device its lane is not_run naming it, so the run is red
+    and every report is written."""
+    env = {**os.environ, "PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "device_fault", "PRMG_EMU_FAULT_DEVICE": "1",
+           "PYTHONPATH": str(ROOT)}           # the emulator fixture built it where PRMG_EMULATOR_HOME says
+    result = subprocess.run([sys.executable, "-c", CHIP_DOWN], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    gone = "a fresh worker cannot open the runner: device 1: AclError: aclrtSetDevice failed: 507033"
+    assert result.stderr.count(f"prmg: device 1: {gone}: it gets no more cases") == 2, result.stderr
+    (shared_wedged, shared), (each_wedged, each) = json.loads(result.stdout.splitlines()[-1])
+    assert shared_wedged == each_wedged == {"1": gone}
+    # shared: device 1's case failed (the fault), device 0 took the rest
+    assert sorted(status[:2] for status in shared) == [["failed", "1"], ["passed", "0"], ["passed", "0"],
+                                                       ["passed", "0"]]
+    # every case on both chips: device 1's first one faulted, the rest not run there, naming why
+    assert [status[:2] for status in each] == [["failed", "1"], ["not_run", "1"], ["not_run", "1"], ["not_run", "1"]]
+    assert each[1][2] == f"not run: device 1: {gone} [not_run on device 1; passed on device 0]"
 
 
 def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
