@@ -113,6 +113,8 @@ def test_missing_path_and_unknown_command_are_usage_errors(capsys, monkeypatch):
     assert code == 2 and "nonexistent" in err
     code, _, err = run_in_process(capsys, monkeypatch, "frobnicate")
     assert code == 2
+    code, _, err = run_in_process(capsys, monkeypatch, "valdate", "cases/")      # a typo gets the nearest command
+    assert code == 2 and err == "prmg: error: prmg: No such command 'valdate' (did you mean 'validate'?) (see prmg -h)\n"
 
 
 def test_an_empty_path_is_refused_by_every_option_naming_files(capsys, monkeypatch, tmp_path):
