@@ -172,8 +172,18 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert f"](docs/{page.name})" in readme, page.name
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
-            assert (page.parent / target).is_file(), f"{page.name}: {target}"
+        for target, anchor in re.findall(r"\]\(([^)#:]*\.md|)(?:#([^)]*))?\)", page.read_text()):
+            linked = (page.parent / target) if target else page
+            assert linked.is_file(), f"{page.name}: {target}"
+            # a page names itself by an anchor of its own (a link to its own top read 'see this page')
+            assert linked.resolve() != page.resolve() or not target, f"{page.name} links to itself"
+            assert not anchor or anchor in _anchors(linked), f"{page.name}: {target}#{anchor}"
+
+
+def _anchors(page) -> set[str]:
+    """The anchors GitHub gives the headings of ``page``: lower case, punctuation but '-' dropped, spaces as '-'."""
+    return {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            for line in page.read_text().splitlines() if line.startswith("#")}
 
 
 def test_the_readmes_limits_are_the_codes():
