@@ -722,3 +722,34 @@ def test_a_count_of_one_meets_a_singular_noun(tmp_path):
 
     with pytest.raises(PrmgError, match="1 value for a tensor of 2 elements"):
         parse_document([{"name": "v", "shape": [1, 1, 1, 2], "inputs": {"dy": {"values": [1.0]}}}], "t.yaml", tmp_path)
+
+
+def test_a_report_format_is_one_module_and_one_outputs_entry(tmp_path, monkeypatch, capsys):
+    """A new report format is a writer and one ``outputs.OUTPUTS`` entry (docs/developing.md): a toy one is then a
+    format of prmg run's and prmg report's --report, named in both --help texts (they listed the formats a second
+    time), and written where --report says."""
+    import importlib
+
+    from prmg_cli.commands import report, run, shared_options
+    from test_cli_commands import run_in_process
+
+    toy = outputs.Output("toy: a line per case", lambda results, info, options: "".join(
+        f"{result.name} {result.status}\n" for result in results))
+    monkeypatch.setitem(outputs.OUTPUTS, "toy", toy)
+    try:
+        for module in (shared_options, run, report):
+            importlib.reload(module)
+        for command, listed in (("run", "markdown, html or toy (html: pip"), ("report", "markdown, html, toy, to")):
+            code, out, _ = run_in_process(capsys, monkeypatch, command, "--help")
+            assert code == 0 and listed in " ".join(out.split()), command
+        (tmp_path / "c.yaml").write_text("- {name: c, shape: [1, 1, 1, 8]}\n")
+        results, written = tmp_path / "r.jsonl", tmp_path / "toy.txt"
+        code, _, err = run_in_process(capsys, monkeypatch, "run", tmp_path / "c.yaml", "--runner", "emulator",
+                                      "--report", f"toy:{written}", "--results", results)
+        assert code == 0 and written.read_text() == "c passed\n", err
+        code, out, _ = run_in_process(capsys, monkeypatch, "report", results, "--report", "toy")
+        assert code == 0 and out.startswith("c passed\n")
+    finally:
+        monkeypatch.undo()
+        for module in (shared_options, run, report):
+            importlib.reload(module)
