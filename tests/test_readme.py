@@ -210,6 +210,10 @@ def test_the_readmes_limits_are_the_codes():
               f"of at most {compare.MAX_BENCH_BYTES // files.MiB} MiB",
               f"from 0 to 10^{len(str(results.MAX_SECONDS)) - 1} s",
               f"file of at most {store.MAX_FILE_BYTES // files.MiB} MiB",
+              f"at most {store.MAX_FILE_CASES:,} cases a file, run records naming at most {loader.MAX_RUN_CASES:,} "
+              f"cases each and {store.MAX_FILE_SELECTED:,} together",
+              f"more than {loader.MAX_FOLDER_ENTRIES:,} files and folders",
+              f"(at most {fields.MAX_SLICE_VALUES} values)", f"(0; at most 2^{fields.MAX_OFFSET.bit_length() - 1})",
               f"no line over {store.MAX_LINE_BYTES // files.MiB} MiB"]
     missing = [claim for claim in claims if claim not in text]
     assert not missing, missing
