@@ -556,6 +556,7 @@ def test_render_dispatches_every_format():
     (["junit:smoke.xml", "json:smoke.json"], None, [("junit", "smoke.xml"), ("json", "smoke.json")]),
     (["table", "junit:s.xml"], None, [("table", None), ("junit", "s.xml")]),
     (["junit:s.xml", "json"], "r.json", [("junit", "s.xml"), ("json", "r.json")]),
+    ([], "run.txt", [("table", "run.txt")]), (["json"], "r.html", [("json", "r.html")]),   # a format asked for
 ])
 def test_report_targets(specs, output, expected):
     assert [(t.format, t.path) for t in outputs.parse_targets(specs, output)] == expected
@@ -564,6 +565,9 @@ def test_report_targets(specs, output, expected):
 @pytest.mark.parametrize("specs, output, message", [
     (["yaml"], None, "unknown format"), (["json:"], None, "no file"),
     (["json", "csv"], None, "only one report"), (["json:a"], "b", "-o FILE names"),
+    # -o alone naming another format's file got a table (the table's text in run.html)
+    ([], "run.html", r"-o run.html: without --report a table goes there, not the html its name says; give --report "
+                     r"html -o run.html \(or --report html:run.html\)"), ([], "out/R.JSON", "not the json"),
 ])
 def test_bad_report_targets(specs, output, message):
     with pytest.raises(PrmgError, match=message):
