@@ -259,6 +259,14 @@ def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):
     assert rows[0]["median_ms"] > 0 and rows[0]["peak_share"] == pytest.approx(rows[0]["gbps"] / 100)
 
 
+def test_bench_host_refuses_the_options_of_timing_cases(capsys, monkeypatch):
+    """``prmg bench --host cases.yaml --repeat 3`` timed prmg's own workloads and dropped the file and the flags
+    without a word (as --preset with one case's options, issue 36): refused in one line naming them."""
+    code, _, err = run_in_process(capsys, monkeypatch, "bench", "--host", "cases/smoke.yaml", "--repeat", "3", "-k", "x")
+    assert code == 2 and err == "prmg: error: --host times prmg's own host workloads: it takes no case files, " \
+                                "--repeat, -k\n"
+
+
 def test_the_whole_process_bench_times_real_prmg_runs_and_judges_the_targets(monkeypatch):
     """``prmg bench --host``'s small-case measure runs ``prmg run`` processes on its generated files (here of
     2 and 1 cases, once after a warm-up; the verdicts are test_reference's)."""
