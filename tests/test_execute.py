@@ -541,3 +541,28 @@ def test_the_header_says_when_the_runtime_was_shown_only_some_chips(many):
                                         each_device=True)))
     assert fields["devices"] == \
         "0, 1 of the chips ASCEND_RT_VISIBLE_DEVICES=2,5 shows (--each-device: every case on each)"
+
+
+def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
+    """Three cases alike but for the slice, and one other: three devices taking one case each in turn (as the
+    executor's first round does) leave two siblings on the first device; a device whose worker goes away gives its
+    held sibling back, and ``not_run`` ends held siblings too."""
+    from prmg_cli.device.execute import RunSettings, Schedule
+
+    def one(name, start, shape=(1, 2, 2, 16)):
+        return Case(name=name, source="t", shape=shape, cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                    partial_slice=(start, start + 8))
+
+    cases = [one("a", 0), one("b", 8), one("other", 0, (1, 3, 2, 16)), one("c", 4), one("a_again", 0)]
+    schedule = Schedule(cases, RunSettings(toolkit=None))
+    assert [schedule.take(device) for device in (0, 1, 2)] == [0, 2, 3]      # 1, b, is held for device 0
+    assert not schedule.waiting_for(1) and schedule.waiting_for(0) and schedule.upcoming(0) == 1
+    assert schedule.take(0) == 1
+    schedule = Schedule(cases, RunSettings(toolkit=None))
+    assert schedule.take(0) == 0 and schedule.upcoming(0) == 1
+    schedule.give_back(0, 0)                                              # device 0's worker went away
+    assert 0 not in schedule._held and [schedule.take(1), schedule.take(1)] == [0, 1]
+    schedule.drop(1, "wedged")
+    assert schedule.take(2) == 2 and schedule.take(2) == 3 and schedule.upcoming(2) == 4
+    schedule.not_run("no worker")
+    assert not schedule.waiting and schedule.results[4].status == "not_run"

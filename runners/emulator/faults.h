@@ -75,6 +75,7 @@ enum {
     FAULT_FWD_FP16_ILV_HALF,
     FAULT_FWD_ODD_HALF,
     FAULT_CAST_AWAY,
+    FAULT_UB_STALE_TABLES,
 };
 
 /* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call. */
