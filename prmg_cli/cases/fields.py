@@ -35,7 +35,6 @@ DEFAULT_ROPE_BASE = 10000.0
 # No standard normal draw Z of a generator (numpy's ziggurat, its tail -log(U) of a 53-bit U) is 40 or more from 0, so
 # a normal's draws mean + std * Z are finite in float64 when |mean| + 40 * std is.
 NORMAL_Z_LIMIT = 40
-NORMAL_INF_Z = 6                  # a normal draw past this many stds from its mean: about 2e-9 of them
 INT64_MAX = 2**63 - 1
 # The most elements an array of float64 (the golden's dtype) may count, the product of a shape's non-zero
 # dimensions: numpy refuses a larger one ("array is too big"), even when another dimension is 0.
@@ -602,11 +601,9 @@ def parse_input(value, tensor: str, shape: tuple[int, ...], dtype: str, where: W
             raise where.error(path, f"hi - lo overflows float64 (draws are lo + (hi - lo) * U): keep the range "
                                     f"within {sys.float_info.max:.4g}")
         overflow = dtypes.FLOAT_FORMATS[dtype].overflow if dtype in dtypes.FLOAT_FORMATS else math.inf
-        reach = max(abs(low), abs(high)) if input_kind == "uniform" else abs(low) + NORMAL_INF_Z * high
-        if reach >= overflow:                   # a case of infinities, not of the numbers asked for
-            keep = "lo and hi" if input_kind == "uniform" else f"|mean| + {NORMAL_INF_Z} * std"
+        if input_kind == "uniform" and max(abs(low), abs(high)) >= overflow:    # a case of infinities, not draws
             raise where.error(path, f"draws of magnitude {overflow:.6g} or more round to infinity in {dtype}: keep "
-                                    f"{keep} within it (infinities are given by values or bits)")
+                                    f"lo and hi within it (infinities are given by values or bits)")
         if input_kind == "normal" and not math.isfinite(abs(low) + NORMAL_Z_LIMIT * high):
             raise where.error(path, f"draws mean + std * Z (|Z| < {NORMAL_Z_LIMIT}) could overflow float64: keep "
                                     f"|mean| + {NORMAL_Z_LIMIT} * std within {sys.float_info.max:.4g}")
