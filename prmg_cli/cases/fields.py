@@ -600,10 +600,6 @@ def parse_input(value, tensor: str, shape: tuple[int, ...], dtype: str, where: W
         if input_kind == "uniform" and not math.isfinite(high - low):
             raise where.error(path, f"hi - lo overflows float64 (draws are lo + (hi - lo) * U): keep the range "
                                     f"within {sys.float_info.max:.4g}")
-        overflow = dtypes.FLOAT_FORMATS[dtype].overflow if dtype in dtypes.FLOAT_FORMATS else math.inf
-        if input_kind == "uniform" and max(abs(low), abs(high)) >= overflow:    # a case of infinities, not draws
-            raise where.error(path, f"draws of magnitude {overflow:.6g} or more round to infinity in {dtype}: keep "
-                                    f"lo and hi within it (infinities are given by values or bits)")
         if input_kind == "normal" and not math.isfinite(abs(low) + NORMAL_Z_LIMIT * high):
             raise where.error(path, f"draws mean + std * Z (|Z| < {NORMAL_Z_LIMIT}) could overflow float64: keep "
                                     f"|mean| + {NORMAL_Z_LIMIT} * std within {sys.float_info.max:.4g}")
