@@ -199,6 +199,19 @@ class _NativeScan:
         self.seconds = time.perf_counter() - began
 
 
+@functools.lru_cache(maxsize=64)
+def _native_terms(rotation: reference.Rotation, rotary_mode: int, length: int) -> tuple[tuple, dict]:
+    """``reference.lane_terms`` as the compiled scan takes them (int64; ``sign`` float64) with ``native.half_table()``,
+    and their addresses as ``JudgeArgs`` fields: made once per rotation, mode and length, as the terms are (reading an
+    array's address costs 1.6-3.6 us: six of them a small case's two scans paid again and again). The arrays are
+    kept here, so the addresses stay valid."""
+    kept, partner, sign, cos_lane, sin_lane = (np.ascontiguousarray(term, np.int64)
+                                               for term in reference.lane_terms(rotation, rotary_mode, length))
+    arrays = {"kept": kept, "partner": partner, "sign": np.ascontiguousarray(sign, np.float64), "cos_lane": cos_lane,
+              "sin_lane": sin_lane, "half_table": native.half_table()}
+    return tuple(arrays.values()), {name: array.ctypes.data for name, array in arrays.items()}
+
+
 def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
     """The compiled scans of ``fast_default``, run; None when the helper is missing or cannot take the
     case (the numpy scans then run), or listed more non-finite elements than it has room for."""
@@ -210,17 +223,13 @@ def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float
     start, end = (int(v) for v in case.partial_slice)
     length = end - start
     cos, sin = np.ascontiguousarray(cos), np.ascontiguousarray(sin)
-    kept, partner, sign, cos_lane, sin_lane = (np.ascontiguousarray(term, np.int64)
-                                               for term in op.lane_terms(case.rotary_mode, length))
-    sign = np.ascontiguousarray(sign, np.float64)
     stop = ctypes.c_int32(0)
-    keep = (x, result, cos, sin, kept, partner, sign, cos_lane, sin_lane, native.half_table())
+    keep = (x, result, cos, sin)
     args = native.JudgeArgs(
         x=x.ctypes.data, result=result.ctypes.data, cos=cos.ctypes.data, sin=sin.ctypes.data, x_type=x_type,
-        cos_type=cos_type, half_table=keep[-1].ctypes.data, rows_s=x.shape[1], rows_n=x.shape[2],
-        depth=x.shape[3], start=start, length=length, cos_b=cos.shape[0], cos_s=cos.shape[1], cos_n=cos.shape[2],
-        kept=kept.ctypes.data, partner=partner.ctypes.data, cos_lane=cos_lane.ctypes.data,
-        sin_lane=sin_lane.ctypes.data, sign=sign.ctypes.data, computation=2 * U32 + U32 * U32,
+        cos_type=cos_type, rows_s=x.shape[1], rows_n=x.shape[2], depth=x.shape[3], start=start, length=length,
+        cos_b=cos.shape[0], cos_s=cos.shape[1], cos_n=cos.shape[2],
+        **_native_terms(op.rotation, case.rotary_mode, length)[1], computation=2 * U32 + U32 * U32,
         half_ulp_scale=2.0 ** -fmt.precision, half_smallest=fmt.smallest / 2, scale=scale, ftz_floor=FTZ_FLOOR,
         underflow_floor=UNDERFLOW_FLOOR, capacity=native.SPECIAL_CAPACITY, stop=ctypes.pointer(stop),
         balance_threshold=balance_threshold(fmt))
