@@ -142,6 +142,21 @@ def test_each_distinct_golden_and_result_pair_counts_once():
     assert distinct_balance_counts(actual, golden, FLOAT_FORMATS["float32"]) == (2, 1)
 
 
+def test_the_distinct_pairs_are_np_unique_s_without_its_import_of_numpy_ma():
+    """The recount's distinct pairs (``default._distinct``: a sort and a comparison of neighbours) are np.unique's, the
+    same values in the same order, -0.0 and 0.0 alike in either part, an empty array included."""
+    import numpy as np
+
+    from prmg_cli.judging.standards.default import _distinct
+
+    rng = np.random.default_rng(5)
+    parts = np.array([0.0, -0.0, 1.0, -1.0, 2.0 ** -30, 3.5])
+    for size in (0, 1, 2, 7, 200):
+        values = rng.choice(parts, size) + 1j * rng.choice(parts, size)
+        found, expected = _distinct(values), np.unique(values)
+        assert found.shape == expected.shape and np.array_equal(found, expected)
+
+
 @pytest.mark.verdict
 def test_the_distinct_pairs_are_recounted_where_the_raw_counts_decide():
     """Raw counts that lean beyond chance, or too few to be tested alone (pooled by the run: 29 counted errors, even
