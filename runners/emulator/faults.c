@@ -69,6 +69,10 @@ static const struct {
     {"fwd_fp16_ilv_half", FAULT_FWD_FP16_ILV_HALF},
     {"fwd_odd_half", FAULT_FWD_ODD_HALF},
     {"cast_away", FAULT_CAST_AWAY},
+    {"round_zero", FAULT_ROUND_ZERO},
+    {"zero_sin_skip", FAULT_ZERO_SIN_SKIP},
+    {"core_stale_table", FAULT_CORE_STALE_TABLE},
+    {"store_block", FAULT_STORE_BLOCK},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
