@@ -680,9 +680,9 @@ def balance_floor(dtype: str) -> float:
 @pytest.mark.parametrize("specials", [False, True], ids=["plain", "with-specials"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials):
-    """Errors above and below the golden counted where |golden| >= the floor (an error at exactly the floor counts,
-    one just below does not), an exact element neither way, a right NaN or infinity never (with them the compiled
-    pass judges the chunk element by element): the same counts on every path."""
+    """Errors above and below the golden, and toward zero or not, counted where |golden| >= the floor (an error at
+    exactly the floor counts, one just below does not), an exact element neither way, a right NaN or infinity never
+    (with them the compiled pass judges the chunk element by element): the same counts on every path."""
     floor = balance_floor(dtype)
     base = floor or 2.0 ** -20
     tiny = float(FLOAT_FORMATS[dtype].smallest)
@@ -696,8 +696,10 @@ def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials
     golden, actual_values = np.asarray(dy) * np.asarray(cos), np.asarray(actual)
     counted = (np.abs(golden) >= floor) & np.isfinite(golden) & np.isfinite(actual_values)
     expected = {"balance_up": int((counted & (actual_values > golden)).sum()),
-                "balance_down": int((counted & (actual_values < golden)).sum())}
-    assert expected == ({"balance_up": 1, "balance_down": 1} if floor else {"balance_up": 3, "balance_down": 1})
+                "balance_down": int((counted & (actual_values < golden)).sum()),
+                "balance_toward": int((counted & (np.abs(actual_values) < np.abs(golden))).sum())}
+    expected["balance_away"] = expected["balance_up"] + expected["balance_down"] - expected["balance_toward"]
+    assert list(expected.values()) == ([1, 1, 1, 1] if floor else [3, 1, 1, 3])       # up, down, toward, away
     case, inputs = row(dtype, dy, cos=cos)
     with np.errstate(all="ignore"):
         judged = verdict(case, inputs, actual, "default", {"budget_scale": 3.0})
