@@ -14,6 +14,7 @@ shuts down.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -116,6 +117,8 @@ def main(*, restore: bool = False) -> None:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         sys.unraisablehook = unraisable_hook
+    else:           # the process ends: its ~30k objects tracked by the garbage collector (modules, classes) are
+        gc.freeze()  # left to the exit, not collected and freed one by one (about a tenth of a small run's CPU)
     sys.exit(int(code) if isinstance(code, int) else 0)
 
 

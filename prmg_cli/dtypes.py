@@ -215,6 +215,8 @@ def round_into(values, out: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):              # beyond the dtype's range: +-inf, its rounding, no warning
             np.copyto(out, values, casting="unsafe")
         return out
+    if not out.size:
+        return out
     words = out.view(np.uint16)
     values = np.asarray(values, dtype=np.float64)
     if values.shape == out.shape and values.size >= native.ROUNDING_MIN_ELEMENTS and native.available():

@@ -5,7 +5,6 @@ suggest (``suggest``), and how a stop signal (``STOP_SIGNALS``: Ctrl-C, SIGTERM)
 
 from __future__ import annotations
 
-import difflib
 import signal
 import sys
 
@@ -55,6 +54,8 @@ def suggest(word, choices) -> str:
     """' (did you mean 'x'?)' for the closest of ``choices``, or ''."""
     if not isinstance(word, str) or len(word) > 100:
         return ""
+    import difflib                               # here: a run that makes no mistake never loads it
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 

@@ -120,12 +120,16 @@ class PrmgFile(pytest.File):
         for case in cases:
             yield PrmgItem.from_parent(self, name=case.name, case=case)
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo):
+        """A case file's mistake as its one line; a usage error found while collecting (an option the session's
+        settings refuse: ``_usage_error``) ends the session as it would anywhere else."""
         from .errors import PrmgError
 
+        if isinstance(excinfo.value, pytest.exit.Exception):
+            raise excinfo.value
         if isinstance(excinfo.value, PrmgError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
 
 class PrmgCaseFailure(Exception):

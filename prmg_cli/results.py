@@ -21,7 +21,6 @@ Statuses (``STATUSES``: status -> ``StatusInfo``):
 from __future__ import annotations
 
 import enum
-import html
 import math
 import unicodedata
 from array import array
@@ -405,4 +404,6 @@ def visible(text, *, keep_newlines: bool = False) -> str:
 def visible_html(text) -> str:
     """``visible(text)`` with markup escaped (quotes too), for an HTML page: nothing read from a file can add
     markup to it."""
+    import html                                  # here: only the HTML pages need it
+
     return html.escape(visible(text), quote=True)

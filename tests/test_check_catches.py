@@ -29,7 +29,7 @@ CASES = """
 - {name: grad_axes, shape: [2, 3, 4, 64], broadcast: BSND, partial_slice: [0, 64], dtype: bfloat16,
    cos_dtype: float32}
 - {name: grad_half, shape: [2, 3, 4, 64], broadcast: BSND, partial_slice: [0, 64], dtype: float16}
-- {name: grad_rows, shape: [1, 65537, 1, 4], partial_slice: [0, 4], broadcast: 1S1D}
+- {name: grad_rows, shape: [1, 65537, 1, 4], broadcast: 1S1D, partial_slice: [0, 4]}
 - {name: grad_specials, shape: [1, 1, 2, 8], partial_slice: [2, 6],
    inputs: {dy: {values: [-0.0, -0.0, .nan, 1.0, 2.0, 3.0, -0.0, -0.0, -0.0, -0.0, 1.0, .nan, 3.0, 4.0, -0.0, -0.0]},
             sin: {values: [0.0, 0.6, -0.3, 0.8]}}}

@@ -115,6 +115,34 @@ def test_missing_path_and_unknown_command_are_usage_errors(capsys, monkeypatch):
     assert code == 2
 
 
+def test_an_empty_path_is_refused_by_every_option_naming_files(capsys, monkeypatch, tmp_path):
+    """An empty path (``--results "$OUT"`` with OUT unset) was read as the current folder (``prmg run ''`` ran every
+    case file there, ``dump --out ''`` wrote into it, ``-o ''`` said 'is a directory') or as not given
+    (``--results ''``, ``--save-failures ''``: no results, no artifacts, exit 0). Each option of each command that
+    names files or folders (its metavar says so) refuses it in one line, before anything runs."""
+    from prmg_cli.commands import COMMANDS, load
+
+    monkeypatch.chdir(tmp_path)
+    checked = 0
+    for command in COMMANDS:
+        options = load(command).OPTIONS
+        for option in options:
+            named = option.metavar and any(word in option.metavar for word in ("PATH", "FILE", "DIR", ".jsonl"))
+            assert bool(named) == option.path or option.metavar == "FORMAT[:FILE]", (command, option.name)
+            if not option.path:
+                continue
+            args = [command]
+            for other in options:                # the other required ones given, so the empty one is what is wrong
+                if other.required and other is not option:
+                    args += ["x"] if other.argument else [other.flags[-1], "x"]
+            args += [""] if option.argument else [option.flags[-1], ""]
+            code, out, err = run_in_process(capsys, monkeypatch, *args)
+            assert code == 2 and err.splitlines()[-1].endswith("an empty path (an unset shell variable?), which "
+                                                                  "would read as the current folder or as not given")
+            checked += 1
+    assert checked == 23 and list(tmp_path.iterdir()) == []
+
+
 def test_help_texts_have_examples(capsys, monkeypatch):
     for command in ("run", "validate", "dump", "gen-case", "import-ttk", "doctor", "bench"):
         code, out, _ = run_in_process(capsys, monkeypatch, command, "--help")

@@ -69,6 +69,15 @@ def test_cos_varies_along_b_only_with_full_b_and_values_that_differ_there():
     assert "cos/sin vary: along S" in rope_s and "cos/sin vary: along N" not in rope_s
 
 
+def test_a_second_ub_pass_needs_more_rows_per_core_than_a_pass_holds_and_tables_varying_along_them():
+    """A 4-lane float32 slice: a pass holds 992 rows (the emulator's ub_pass_rows), so 64 * 993 rows give each of 64
+    cores a second pass; with one cos/sin row for all (111D) nothing differs between passes."""
+    second = "rows: a second UB pass"
+    assert second in covered(case(shape=[1, 64 * 993, 1, 4], broadcast="1S1D"))
+    assert second not in covered(case(shape=[1, 64 * 992 + 63, 1, 4], broadcast="1S1D"))
+    assert second not in covered(case(shape=[1, 64 * 993, 1, 4], broadcast="111D"))
+
+
 def test_special_values_count_where_they_are():
     nan_payload, negative_zero = 0x7E01, 0x8000                       # float16 bit patterns
     dy = [0x3C00] * 16                                                 # 1.0
@@ -313,7 +322,7 @@ def test_cover_preset_covers_every_class_with_small_cases():
 
 
 @pytest.mark.parametrize("fault", ["row_index_u16", "core_tail", "tile_tail", "unaligned_start", "row_pad",
-                                   "broadcast_b", "broadcast_s", "broadcast_n"])
+                                   "broadcast_b", "broadcast_s", "broadcast_n", "ub_stale_tables"])
 def test_cover_suite_catches_the_layout_faults(fault):
     result = prmg("run", COVER, "--runner", "emulator", "--fail-fast", "--report", "json", "-k", "cover.grad.",
                   env={"PRMG_EMU_FAULT": fault})                     # grad faults: the forward's cases cannot fail
@@ -378,6 +387,25 @@ def test_table_and_html_show_the_coverage_of_what_ran(monkeypatch):
     monkeypatch.setattr(loader, "parse_document", lambda *args: made.append(args[0]) or real_parse(*args))
     coverage.run_line(results, [replace(ran[1], source=str(ROOT / "test.yaml"))])
     assert [document[0]["name"] for document in made] == [ran[0].name]
+
+
+def test_graph_mode_alone_covers_no_storage_class():
+    """Graph mode feeds every tensor dense (GE's tensors have no offset or strides): views at offsets and strided
+    tables that graph mode alone ran cover no storage class of the run's coverage line (they covered four); run
+    through aclnn, or both paths, they do."""
+    from prmg_cli.cases.loader import case_to_dict
+
+    views = case(op="forward", shape=[1, 2, 2, 8], broadcast="1S1D", dy_offset=5, cos_offset=2, sin_offset=2,
+                 cos_strides=[32, 16, 16, 1])
+    assert {key for key in covered(views) if key.startswith("storage: ")} == {
+        "storage: dy at an offset", "storage: cos at an offset", "storage: sin at an offset",
+        "storage: cos/sin not contiguous"}
+
+    def classes(path: str) -> int:
+        result = CaseResult(views.name, "passed", definition=case_to_dict(views), source="t.yaml", path=path)
+        return int(re.search(r"covers (\d+) of", coverage.run_line([result])).group(1))
+
+    assert classes("aclnn") == classes("aclnn+geir") == classes("geir") + 4
 
 
 def test_a_huge_run_is_pointed_to_the_command(monkeypatch):

@@ -1438,3 +1438,16 @@ def test_unknown_fault_name_is_refused_by_both_ops(emu, env):
     for op in OPS:
         assert emu.run(x, cos, sin, 1, (2, 10), op=op)[0] == INNER
         assert "no_such_fault" in emu.message()
+
+
+@pytest.mark.parametrize("rows,wrong", [(280, ()), (320, (7,)), (40 * 15, (7, 8, 9, 10, 11, 12, 13, 14))])
+def test_ub_stale_tables_is_wrong_only_on_a_cores_later_ub_passes(emu, env, rows, wrong):
+    """A 1024-lane float32 slice: one UB pass holds 7 rows (README's ub_pass_rows). 280 rows give each of the 40
+    cores 7, one pass: the fault changes nothing; 320 rows give 8, and a core's 8th row (its second pass) takes the
+    tables of its first row; 600 rows give 15: rows 7-14 (the second and third passes) take the first pass's tables."""
+    dy, cos, sin = random_case((1, rows, 1, 1024), (1, rows, 1, 1024), seed=97)
+    clean, faulty = run_with_fault(emu, env, "ub_stale_tables", dy, cos, sin, 1, (0, 1024))
+    np.testing.assert_array_equal(bits(clean), bits(golden(dy, cos, sin, 1, 0, 1024)))
+    differs = np.nonzero((bits(faulty) != bits(clean)).reshape(rows, -1).any(axis=1))[0]
+    share = rows // 40
+    assert sorted(set(differs % share)) == list(wrong) and len(differs) == 40 * len(wrong)

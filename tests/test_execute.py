@@ -294,11 +294,15 @@ def test_a_device_too_small_to_probe_is_one_line_not_a_workers_traceback(many):
 
 
 def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, tmp_path):
+    """... in exit 2's one ``prmg: error:`` line, the table on standard output keeping its header (which names the
+    runner: it was lost with the run record that could not be written)."""
     report = tmp_path / "r.json"
-    result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", "json", "-o", report)
+    result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", f"json:{report}",
+                  "--report", "table")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
-    assert "/dev/full" in line and "no space left" in line and "6 cases not run" in line
+    assert line.startswith("prmg: error: the run stopped: /dev/full: ") and "no space left" in line
+    assert line.endswith("6 cases not run") and result.stdout.startswith("runner: emulator (host build at ")
     statuses = [case["status"] for case in json.loads(report.read_text())["cases"]]
     assert statuses == ["not_run"] * 6                           # the run record could not be written
 
@@ -537,3 +541,28 @@ def test_the_header_says_when_the_runtime_was_shown_only_some_chips(many):
                                         each_device=True)))
     assert fields["devices"] == \
         "0, 1 of the chips ASCEND_RT_VISIBLE_DEVICES=2,5 shows (--each-device: every case on each)"
+
+
+def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
+    """Three cases alike but for the slice, and one other: three devices taking one case each in turn (as the
+    executor's first round does) leave two siblings on the first device; a device whose worker goes away gives its
+    held sibling back, and ``not_run`` ends held siblings too."""
+    from prmg_cli.device.execute import RunSettings, Schedule
+
+    def one(name, start, shape=(1, 2, 2, 16)):
+        return Case(name=name, source="t", shape=shape, cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                    partial_slice=(start, start + 8))
+
+    cases = [one("a", 0), one("b", 8), one("other", 0, (1, 3, 2, 16)), one("c", 4), one("a_again", 0)]
+    schedule = Schedule(cases, RunSettings(toolkit=None))
+    assert [schedule.take(device) for device in (0, 1, 2)] == [0, 2, 3]      # 1, b, is held for device 0
+    assert not schedule.waiting_for(1) and schedule.waiting_for(0) and schedule.upcoming(0) == 1
+    assert schedule.take(0) == 1
+    schedule = Schedule(cases, RunSettings(toolkit=None))
+    assert schedule.take(0) == 0 and schedule.upcoming(0) == 1
+    schedule.give_back(0, 0)                                              # device 0's worker went away
+    assert 0 not in schedule._held and [schedule.take(1), schedule.take(1)] == [0, 1]
+    schedule.drop(1, "wedged")
+    assert schedule.take(2) == 2 and schedule.take(2) == 3 and schedule.upcoming(2) == 4
+    schedule.not_run("no worker")
+    assert not schedule.waiting and schedule.results[4].status == "not_run"

@@ -163,7 +163,9 @@ def test_a_value_its_tag_cannot_read_is_one_line_at_its_line(tmp_path, line, mes
     ("inputs: {dy: {bits: [1, 2, 3, 4, 5, 6, 7, 4294967296]}}", "inputs.dy.bits", "does not fit float32's 32 bits"),
     ("inputs: {dy: {bits: [1, 2, 3, 4, 5, 6, 7, 1.0]}}", "inputs.dy.bits", "expected integers, got the number 1.0"),
     ("inputs: {cos: {rope: {offset: [1, 2]}}}", "inputs.cos.rope.offset", "one per index of the table's first axis"),
-    ("inputs: {cos: {rope: {offset: [-1]}}}", "inputs.cos.rope.offset", "expected integers >= 0"),
+    ("inputs: {cos: {rope: {offset: [-1]}}}", "inputs.cos.rope.offset", "expected integers 0 <= offset <= 2**63 - 1"),
+    ("inputs: {cos: {rope: {offset: 9223372036854775808}}}", "inputs.cos.rope.offset",   # >= 0, but past the limit
+     "expected an integer 0 <= offset <= 2**63 - 1 or a list of them, got the integer 9223372036854775808"),
     ("shape: [1, 1, 1, !!int 0x" + "f" * 3000 + "]", "shape", "an integer of 12000 bits"),
 ])
 def test_a_list_or_mapping_or_giant_number_where_a_word_or_number_belongs(tmp_path, line, field, fragment):

@@ -355,6 +355,8 @@ def test_parse_inputs_option():
         tensor: {"normal": [0, 0.001]} for tensor in ("dy", "cos", "sin")}
     assert gencase.parse_inputs_option("dy=values:1;2.5;-3, sin=file:tables/s.npy") == {
         "dy": {"values": [1, 2.5, -3]}, "sin": {"file": "tables/s.npy"}}
+    # an integer is read exactly (through a float, the refusal of an offset past 2**63 - 1 named another number)
+    assert gencase.parse_inputs_option("cos=rope:1:99999999999999999999")["cos"]["rope"]["offset"] == 10**20 - 1
 
 
 @pytest.mark.parametrize("text, message", [

@@ -76,9 +76,13 @@ def test_plugin_device_lists_are_usage_errors_not_a_failure_per_item(tmp_path):
     # the flags the checks shared with prmg run name are the plugin's; a bad mode list ends the session in that
     # line too (it was a collection error per file naming --supported-modes, a runner's named --runner)
     for option, value, said in (("--prmg-supported-modes", "9", "prmg: error: --prmg-supported-modes: unknown mode"),
-                                ("--prmg-runner", "bogus", "prmg: error: --prmg-runner 'bogus': choose one of")):
+                                ("--prmg-runner", "bogus", "prmg: error: --prmg-runner 'bogus': choose one of"),
+                                # checked while collecting: pytest's collector took the session's end for a crash
+                                ("--prmg-timeout", "-1", "prmg: error: --prmg-timeout must be a finite number"),
+                                ("--prmg-op-lib", "", "prmg: error: --prmg-op-lib: an empty path")):
         result = pytest_run(tmp_path, option, value)
         assert result.returncode == 2 and said in result.stdout + result.stderr, result.stdout + result.stderr
+        assert "INTERNALERROR" not in result.stdout + result.stderr
 
 
 def test_plugin_runs_each_item_on_every_device_it_names(tmp_path):

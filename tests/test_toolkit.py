@@ -139,6 +139,12 @@ def test_unknown_emulator_faults_are_named():
     tk.check_emulator_env({"PRMG_EMU_FAULT": "sign,noop"})
     with pytest.raises(PrmgError, match="unknown emulator fault 'sing'"):
         tk.check_emulator_env({"PRMG_EMU_FAULT": "sing"})
+    # an empty name between commas, which the emulator refuses at every call (every case failed with 561000, and the
+    # mode probe's refusal read as 'the toolkit refuses interleave'), is refused here; it ignores a last comma
+    tk.check_emulator_env({"PRMG_EMU_FAULT": "sign,"})
+    for faults in (",", ",sign", "sign,,noop"):
+        with pytest.raises(PrmgError, match="unknown emulator fault ''"):
+            tk.check_emulator_env({"PRMG_EMU_FAULT": faults})
 
 
 def test_root_fallbacks_and_acl_rt_runtime(tmp_path, libs, monkeypatch):

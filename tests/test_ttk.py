@@ -209,3 +209,33 @@ def test_lists_with_crlf_line_ends_import_the_same():
             crlf = Path(folder) / source.name
             crlf.write_bytes(source.read_bytes().replace(b"\n", b"\r\n"))
             assert ttk.import_ttk(crlf)[0]["cases"] == ttk.import_ttk(source)[0]["cases"]
+
+
+def test_a_row_asking_what_no_mapped_column_gives_is_left_out_naming_the_column(tmp_path):
+    """Columns prmg maps no key from are read too: a row holding there only what the case does anyway imports; one
+    asking for more (input or golden binaries, another output, another chip) is left out naming the column, where it
+    was imported without it (its inputs or golden silently replaced by prmg's own)."""
+    same = dict(output_shapes="((2, 3, 4, 32),)", output_dtypes="('float32',)", output_formats="('ND',)",
+                input_ori_shapes="((2, 3, 4, 32), (1, 3, 1, 16), (1, 3, 1, 16))", output_inplace_indexes="(0,)",
+                output_shape_unknown_indexes="()", manual_input_binaries="()", soc_series="('ascend910b', 'ascend950')")
+    asking = {"output_shapes": "((2, 3, 4, 16),)", "output_dtypes": "('float16',)", "input_ori_formats": "('NZ',)",
+              "output_inplace_indexes": "(1,)", "output_shape_unknown_indexes": "(0,)",
+              "manual_input_binaries": "('dy.bin', 'cos.bin', 'sin.bin')", "manual_golden_binaries": "('dx.bin',)",
+              "soc_series": "ascend910b"}
+    rows = [row(testcase_name="same", **same)] + [row(testcase_name=column, **{column: value})
+                                                  for column, value in asking.items()]
+    doc, notes = ttk.import_ttk(write_csv(tmp_path, rows))
+    assert [case["name"] for case in doc["cases"]] == ["same"] and len(notes) == len(asking)
+    for number, (note, column) in enumerate(zip(notes, asking), start=2):
+        assert note.startswith(f"row {number} ({column}): {column} ") and note.endswith("— skipped"), note
+    assert "inputs read from binary files" in notes[5] and "does not name ascend950" in notes[7]
+    e2e = tmp_path / "e2e.csv"
+    e2e.write_text("testcase_name,api_name,tensor_view_shapes,tensor_dtypes,attributes,golden_api\n"
+                   "g,x.ops.inplace_partial_rotary_mul_backward,\"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))\","
+                   "\"('float32', 'float32', 'float32')\",\"{'rotary_mode': 1}\",my.golden\n"
+                   "ok,x.ops.inplace_partial_rotary_mul_backward,\"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))\","
+                   "\"('float32', 'float32', 'float32')\",\"{'rotary_mode': 1}\",\n", encoding="utf-8")
+    doc, notes = ttk.import_ttk(e2e)
+    assert [case["name"] for case in doc["cases"]] == ["ok"]
+    assert notes == ["row 1 (g): golden_api 'my.golden' asks for a golden API of its own, which prmg's own golden "
+                     "would replace — skipped"]

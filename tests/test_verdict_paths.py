@@ -353,7 +353,7 @@ def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_
     ("{reason: x, status: SUCCESS, behaves_as: interleave}", "known_defect.behaves_as", "expected a mapping"),
     ("{reason: x, result: wrong}", "known_defect", "a wrong result must be bounded"),
     ("{reason: x, result: wrong, max_error_ulp: -1}", "known_defect.max_error_ulp", "a finite number >= 0"),
-    ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer >= 0"),
+    ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer 0 <= elements <= 2**63 - 1"),
     ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern",
      "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
     ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),

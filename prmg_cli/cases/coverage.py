@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import dtypes
-from ..case import Case
+from ..case import CONTIGUOUS_STORAGE, Case
 from ..errors import PrmgError
 from ..inputs import npyfile
 from ..inputs.seeded import drawn_prefix, rope_angles
@@ -400,8 +400,10 @@ def run_line(results: Sequence, known: Sequence = ()) -> str | None:
     """``coverage: ...`` (``summary``, pointing to ``prmg coverage`` for more than ``MISSING_SHOWN`` missing
     classes) of the cases of ``results`` that ran (statuses ``RAN``) and carry their definition; None when none
     does. A result's case is the one of ``known`` (the run's own cases) of its name and file, else made from its
-    definition. Past ``RUN_LINE_LIMIT`` cases made from the definitions (about 1 ms each; a stored definition states
-    one case: ``store``) the line says to run ``prmg coverage`` instead."""
+    definition. A case graph mode alone ran (path ``geir``) counts as its tensors were fed, dense: at no storage
+    offset, with no strides (GE's tensors have neither), so a graph-mode run covers no storage class. Past
+    ``RUN_LINE_LIMIT`` cases made from the definitions (about 1 ms each; a stored definition states one case:
+    ``store``) the line says to run ``prmg coverage`` instead."""
     from .loader import parse_document
 
     ran = [result for result in results if result.status in RAN and result.definition]
@@ -414,10 +416,11 @@ def run_line(results: Sequence, known: Sequence = ()) -> str | None:
             return f"coverage: not computed for over {RUN_LINE_LIMIT} cases; run prmg coverage PATH..."
         source = result.source or "run"
         if (result.name, result.source) in at_hand:
-            cases.append(at_hand[result.name, result.source])
-            continue
-        try:
-            cases += parse_document([result.recorded_definition()], source, Path(source).parent)
-        except PrmgError:                              # a file: input gone since: the case is not counted
-            continue
+            made = [at_hand[result.name, result.source]]
+        else:
+            try:
+                made = parse_document([result.recorded_definition()], source, Path(source).parent)
+            except PrmgError:                          # a file: input gone since: the case is not counted
+                continue
+        cases += [replace(case, **CONTIGUOUS_STORAGE) for case in made] if result.path == "geir" else made
     return f"coverage: {summary(evaluate(cases), where=RUN_HINT)}" if cases else None

@@ -675,8 +675,9 @@ def parse_rope(value, path: str, where: Where, rows: int = 1) -> tuple[float, in
             raise where.error(f"{path}.offset", f"a list of offsets has one per index of the table's first axis "
                                                 f"(B = {rows}), got {len(offset)}")
         if not all(is_int(item) and 0 <= item <= INT64_MAX for item in offset):
-            raise where.error(f"{path}.offset", f"expected integers >= 0, got {show(offset)}")
+            raise where.error(f"{path}.offset", f"expected integers 0 <= offset <= 2**63 - 1, got {show(offset)}")
         return float(base), tuple(offset)
     if not (is_int(offset) and 0 <= offset <= INT64_MAX):
-        raise where.error(f"{path}.offset", f"expected an integer >= 0 or a list of them, got {kind(offset)}")
+        raise where.error(f"{path}.offset", f"expected an integer 0 <= offset <= 2**63 - 1 or a list of them, got "
+                                            f"{kind(offset)}")
     return float(base), offset

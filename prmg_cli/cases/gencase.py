@@ -143,12 +143,16 @@ def _expected_code(expect_value) -> int | None:
 
 
 def _number(text: str, field: str) -> float:
-    """``text`` as a number: an int when written as one, else a float."""
+    """``text`` as a number: an int when written as one (exactly: a float would round one past 2**53), else a
+    float."""
     try:
-        value = float(text)
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
     except ValueError:
         raise PrmgError(f"{text!r} is not a number", field=field) from None
-    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
 def _bit_pattern(text: str, field: str) -> int:

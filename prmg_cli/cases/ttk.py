@@ -16,6 +16,11 @@ A TTK list has one row per case; its fields are Python literals inside CSV quoti
 | | ``inplace_input_indexes`` | must be ``(0,)``: the in-place tensor is the first |
 | ``remark`` | | a YAML comment above the case |
 
+The columns prmg maps no key from (``UNMAPPED``) must hold what the case does anyway: empty (or ``()``), or what the
+mapped columns already say (output shapes, dtypes and ori shapes dy's, formats ND, the in-place output 0, a
+``soc_series`` naming the 950, the case files' chip); a row giving anything else there (input or golden binaries,
+a golden API of its own, another chip) is left out naming the column, never imported without it.
+
 Every imported case gets the tag ``ttk`` (and ``e2e`` from an e2e list) and ``expect: pass``. Rows are numbered
 from 1 over the data rows (the header line is not counted, so row N is line N + 1 of a file without quoted line
 breaks). A disabled row, a row of another operator and a row that cannot be mapped (bad literal, wrong arity,
@@ -29,11 +34,13 @@ from __future__ import annotations
 import ast
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import gencase
 from .. import files
+from ..ops.targets import REFERENCE_SOC
 from ..errors import PrmgError
 from .fields import show
 from .loader import MAX_NAME_LENGTH, NAME_PATTERN, sanitise_name
@@ -164,10 +171,70 @@ def _attributes(row: dict, kind: ListKind) -> tuple[object, object]:
     return attributes["rotary_mode"], attributes.get("partial_slice", [0, 0])
 
 
+def _soc_series(text: str) -> bool:
+    """Whether a ``soc_series`` (free text, e.g. ``ascend950`` or ``('ascend910b', 'ascend950')``) holds the chip case
+    files are written for (``targets.REFERENCE_SOC``), or nothing."""
+    words = {word.lower() for word in re.findall(r"[A-Za-z0-9_]+", text)}
+    return not words or REFERENCE_SOC in words
+
+
+def _empty(value, shapes, dtypes) -> bool:
+    return value in (None, (), [], "")
+
+
+def _nd(value, shapes, dtypes) -> bool:
+    return _empty(value, shapes, dtypes) or isinstance(value, (tuple, list)) and all(entry == "ND" for entry in value)
+
+
+def _listed(value) -> list | None:
+    return [list(entry) if isinstance(entry, (tuple, list)) else entry for entry in value] \
+        if isinstance(value, (tuple, list)) else None
+
+
+# The columns no prmg key comes from, with what a row may hold there: what the case does anyway. (column, test of its
+# literal against the row's (dy, cos, sin) shapes and dtypes, what a row holding anything else asks of the case.)
+UNMAPPED = {
+    "kernel": (
+        ("output_shapes", lambda v, s, d: _empty(v, s, d) or _listed(v) == [s[0]], "an output shape other than dy's"),
+        ("output_dtypes", lambda v, s, d: _empty(v, s, d) or _listed(v) == [d[0]], "an output dtype other than dy's"),
+        ("output_formats", _nd, "an output format other than ND"),
+        ("input_ori_shapes", lambda v, s, d: _empty(v, s, d) or _listed(v) == s, "original shapes other than the "
+         "inputs'"),
+        ("output_ori_shapes", lambda v, s, d: _empty(v, s, d) or _listed(v) == [s[0]], "an original output shape "
+         "other than dy's"),
+        ("input_ori_formats", _nd, "original formats other than ND"),
+        ("output_ori_formats", _nd, "an original output format other than ND"),
+        ("output_inplace_indexes", lambda v, s, d: _empty(v, s, d) or _listed(v) == [0], "an in-place output other "
+         "than dy"),
+        ("output_shape_unknown_indexes", _empty, "outputs of unknown shape"),
+        ("manual_input_binaries", _empty, "inputs read from binary files, which prmg's seeded inputs would replace"),
+        ("manual_golden_binaries", _empty, "a golden read from binary files, which prmg's own golden would replace"),
+    ),
+    "e2e": (
+        ("output_tensor_indexes", lambda v, s, d: _empty(v, s, d) or _listed(v) == [0], "outputs other than dy"),
+        ("golden_api", None, "a golden API of its own, which prmg's own golden would replace"),
+    ),
+}
+
+
+def _unmapped(row: dict, kind: ListKind, shapes: list, dtypes: list) -> None:
+    """Refuse (``_Unmappable``) a row whose unmapped columns (``UNMAPPED``, ``soc_series``) ask what the case would not
+    do."""
+    for column, holds, asks in UNMAPPED[kind.name]:
+        text = (row.get(column) or "").strip()
+        if text and (holds is None or not holds(_literal(row, column), shapes, dtypes)):
+            raise _Unmappable(f"{column} {text!r:.80} asks for {asks}")
+    series = (row.get("soc_series") or "").strip()
+    if not _soc_series(series):
+        raise _Unmappable(f"soc_series {series!r:.80} does not name {REFERENCE_SOC}, the chip case files are "
+                          "written for (a run reads its own chip)")
+
+
 def _case(row: dict, name: str, kind: ListKind, op: str) -> dict:
     """The case mapping of one enabled row of operator ``op`` in a list of ``kind``."""
     shape, cos_shape, sin_shape = _triple(_literal(row, kind.shapes), kind.shapes, _shape)
     dtype, cos_dtype, sin_dtype = _triple(_literal(row, kind.dtypes), kind.dtypes, _dtype)
+    _unmapped(row, kind, [shape, cos_shape, sin_shape], [dtype, cos_dtype, sin_dtype])
     formats = _literal(row, kind.formats, ("ND",))
     if not isinstance(formats, (tuple, list)) or any(fmt != "ND" for fmt in formats):
         raise _Unmappable(f"{kind.formats} {formats!r:.80} is not ND")

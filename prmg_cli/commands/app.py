@@ -13,7 +13,34 @@ from .options import request_values, typer_signature
 
 
 class _Command(typer.core.TyperCommand):
-    """A command whose usage line names its arguments plainly (``PATH...``, ``FILE.csv``)."""
+    """A command whose usage line names its arguments plainly (``PATH...``, ``FILE.csv``), and whose help's example
+    commands fit the width as its text does."""
+
+    def get_help(self, ctx) -> str:
+        """click's help, each example command wider than the help's width (a line of ``prmg ...`` or one continuing
+        it) broken before a word -- not between a flag and its value where another place fits -- and continued on
+        the next line after a backslash, as the examples written on two lines are (the shell reads the same command);
+        a word wider than the line stays whole."""
+        width, lines = ctx.make_formatter().width, []
+        for line in super().get_help(ctx).splitlines():
+            continued = bool(lines) and lines[-1].endswith(" \\")
+            if len(line) <= width or not (continued or line.lstrip().startswith("prmg ")):
+                lines.append(line)
+                continue
+            indent = len(line) - len(line.lstrip(" "))
+            more = indent if continued else indent + 4
+            tail = line.endswith(" \\")
+            words = line.strip().removesuffix(" \\").split(" ")
+            while words:
+                room, count = width - indent, len(words)
+                while count > 1 and len(" ".join(words[:count])) + (2 if count < len(words) or tail else 0) > room:
+                    count -= 1
+                while 1 < count < len(words) and words[count - 1].startswith("-"):      # a flag and its value
+                    count -= 1
+                end = " \\" if count < len(words) or tail else ""
+                lines.append(" " * indent + " ".join(words[:count]) + end)
+                words, indent = words[count:], more
+        return "\n".join(lines)
 
     def collect_usage_pieces(self, ctx) -> list[str]:
         """``[OPTIONS]`` then each argument's metavar (or name), ``...`` when it takes several."""

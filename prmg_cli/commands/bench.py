@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from ..judging.checks.determinism import MAX_REPEAT
 from .shared_options import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
 from .options import Option, request_type
 
 OPTIONS = (
-    Option("paths", (), None, "Case files or folders to time on the device.", "[PATH]...", list, argument=True),
+    Option("paths", (), None, "Case files or folders to time on the device.", "[PATH]...", list, argument=True,
+           path=True),
     Option("host", ("--host",), False, "Time the host golden against dy.copy() and a naive version, side by side, "
            "whole prmg run processes, and a large case's pipeline with the inputs of each generator "
            "(philox4x32, philox, pcg64).", kind=bool),
@@ -23,7 +23,7 @@ OPTIONS = (
     Option("soc", ("--soc",), None, "Device kind for the peak bandwidth table (Ascend950PR 1600 GB/s, Ascend950DT "
            "4000 GB/s; default: what aclrtGetSocName says).", "NAME"),
     Option("baseline", ("--baseline",), None, "A bench JSON report to compare with: exit 1 when a case got slower "
-           "beyond its noise.", "FILE", Path),
+           "beyond its noise.", "FILE", path=True),
     Option("timeout", ("--timeout",), 600.0, "Limit for the whole measurement (0 = none).", "SECONDS", float),
     KEYWORD,
     Option("report", ("--report",), "table", "table or json.", "FORMAT"),

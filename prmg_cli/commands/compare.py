@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from ..reports.compare import ORDER
 from .options import REQUIRED, Option, request_type
 
 OPTIONS = (
-    Option("run_a", (), REQUIRED, "The results file of the first run (--results).", "A.jsonl", Path, argument=True),
-    Option("run_b", (), REQUIRED, "The results file of the second run.", "B.jsonl", Path, argument=True),
+    Option("run_a", (), REQUIRED, "The results file of the first run (--results).", "A.jsonl", argument=True,
+           path=True),
+    Option("run_b", (), REQUIRED, "The results file of the second run.", "B.jsonl", argument=True, path=True),
     Option("report", ("--report",), "table", "table, json or markdown.", "FORMAT"),
     Option("drift", ("--drift",), 0.25, "Precision drift: the standard's drift metric (beyond_rounding under "
            "default; each standard names its own) rising by more than this fraction (and --floor) is a "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .shared_options import KEYWORD, PATHS
 from .options import REQUIRED, Option, request_type
 
-OPTIONS = (PATHS, Option("out", ("--out",), REQUIRED, "Folder to write DIR/CASE/ into.", "DIR"), KEYWORD)
+OPTIONS = (PATHS, Option("out", ("--out",), REQUIRED, "Folder to write DIR/CASE/ into.", "DIR", path=True), KEYWORD)
 
 Request = request_type("DumpRequest", OPTIONS, "The options of ``prmg dump``.")
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from .options import REQUIRED, Option, request_type
 
 OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list: a kernel list or a torch-path (e2e) list.",
-                  "FILE.csv", Path, argument=True),
+                  "FILE.csv", argument=True, path=True),
            Option("output", ("-o", "--output"), None, "YAML file to write (stdout otherwise; never the CSV itself).",
-                  "FILE"))
+                  "FILE", path=True))
 
 Request = request_type("ImportTtkRequest", OPTIONS, "The options of ``prmg import-ttk``.")
 

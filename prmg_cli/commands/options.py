@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from dataclasses import dataclass
-from pathlib import Path
 from typing import List, Optional, Sequence
+
+from ..errors import PrmgError
 
 
 REQUIRED = ...            # the default of an option or argument the command line must give
@@ -22,8 +23,10 @@ class Option:
     """One option (or, with ``argument``, the positional arguments) of a command: the request field ``name``,
     its ``flags`` (``("-o", "--output")``), its ``default`` (None: not given; ``()`` for a repeatable one;
     ``REQUIRED``), its
-    ``help``, ``metavar`` and ``kind`` (``str``, ``int``, ``float``, ``bool``, ``Path`` or ``list``: repeatable
-    text), and whether the pytest plugin offers it too (``plugin``: as ``--prmg-`` + its long flag)."""
+    ``help``, ``metavar`` and ``kind`` (``str``, ``int``, ``float``, ``bool`` or ``list``: repeatable text), whether
+    the pytest plugin offers it too (``plugin``: as ``--prmg-`` + its long flag), and whether it names files or
+    folders (``path``: an empty one, what an unset shell variable gives, is refused rather than read as the current
+    folder or as not given)."""
 
     name: str
     flags: tuple
@@ -33,6 +36,7 @@ class Option:
     kind: type = str
     plugin: bool = False
     argument: bool = False
+    path: bool = False
 
     @property
     def required(self) -> bool:
@@ -41,16 +45,17 @@ class Option:
 
     @property
     def annotation(self):
-        """The type Typer reads: ``List[str]`` for a repeatable option, ``Optional[...]`` when it may be unset."""
+        """The type Typer reads: ``List[str]`` for a repeatable option, ``Optional[...]`` when it may be unset (a path
+        as text: click's ``Path`` reads '' as '.')."""
         if self.kind is list:
-            return List[Path] if self.argument else List[str]
+            return List[str]
         return Optional[self.kind] if self.default is None else self.kind
 
     @property
     def field_type(self):
-        """The type of its request field (what ``value`` gives): ``tuple[str, ...]`` for a repeatable option, ``str``
-        for a path (the request holds text), else ``kind``; ``Optional`` when it may be unset."""
-        kind = tuple[str, ...] if self.kind is list else str if self.kind is Path else self.kind
+        """The type of its request field (what ``value`` gives): ``tuple[str, ...]`` for a repeatable option, else
+        ``kind``; ``Optional`` when it may be unset."""
+        kind = tuple[str, ...] if self.kind is list else self.kind
         return Optional[kind] if self.default is None else kind
 
     @property
@@ -71,12 +76,14 @@ class Option:
                                  annotation=self.annotation)
 
     def value(self, given):
-        """The request's value of what the command line gave: a tuple for a repeatable option, text for a path."""
-        if self.kind is list:
-            return tuple(str(item) for item in (given or ()))
-        if isinstance(given, Path):
-            return str(given)
-        return given
+        """The request's value of what the command line gave (a tuple for a repeatable option); PrmgError for an
+        empty path."""
+        value = tuple(str(item) for item in (given or ())) if self.kind is list else given
+        if self.path and "" in (value if self.kind is list else (value,)):
+            name = "/".join(self.flags) or f"argument {self.metavar}"
+            raise PrmgError(f"{name}: an empty path (an unset shell variable?), which would read as the current "
+                            f"folder or as not given")
+        return value
 
 
 def typer_signature(options: Sequence[Option]) -> inspect.Signature:

@@ -8,9 +8,10 @@ from .options import REQUIRED, Option, request_type
 
 OPTIONS = (
     Option("results", (), REQUIRED, "Results files of prmg run --results (shards of one suite, or an earlier run).",
-           "RESULTS.jsonl...", list, argument=True),
+           "RESULTS.jsonl...", list, argument=True, path=True),
     Option("cases", ("--cases",), (), "The suite's case files or folders (repeatable): report in their order, and "
-           "list the cases no file holds, or edited since their record was made, as not_run (exit 1).", "PATH", list),
+           "list the cases no file holds, or edited since their record was made, as not_run (exit 1).", "PATH", list,
+           path=True),
     Option("report", REPORTS.flags, (), "As prmg run's: table, json, junit, csv, markdown..., to FILE or standard "
            "output; repeatable.", REPORTS.metavar, list),
     OUTPUT,

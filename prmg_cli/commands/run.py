@@ -30,11 +30,12 @@ OPTIONS = (
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
     Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "
            "wedged; its remaining cases are reported not_run.", "K", int),
-    Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE"),
+    Option("results", ("--results",), None, "Append each result to this JSON-lines file as it finishes.", "FILE",
+           path=True),
     Option("resume", ("--resume",), None, "Skip cases already recorded (passed, failed, skipped) in this results "
            "file, unchanged since and judged under the same settings (toolkit, its libraries and the operator's kernel "
            "and tiling files under the opp path, SoC, faults, --standard, ...); new results are appended to it (or "
-           "to --results, which then gets a copy of each result taken).", "FILE"),
+           "to --results, which then gets a copy of each result taken).", "FILE", path=True),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
            "SIZE (e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
@@ -50,7 +51,8 @@ OPTIONS = (
     Option("save_failures", ("--save-failures",), None, "For each failed case write DIR/CASE/ with its inputs, "
            "output and meta.json, and its golden, expected result and error map where it has a golden (not for "
            "golden: false or an expected error), in prmg dump's layout; numpy alone reads them; a symlink inside "
-           "DIR is never followed. Under --each-device, DIR/device-N/CASE/ for each device.", "DIR"),
+           "DIR is never followed. Under --each-device, DIR/device-N/CASE/ for each device.", "DIR",
+           path=True),
     Option("cluster", ("--cluster",), None, "Run on the NPUs of a Ray cluster, one worker per NPU: ADDRESS as "
            "ray.init takes it (auto, HOST:PORT, ray://HOST[:PORT], port 10001 by default), or local to start one "
            "here with this host's devices. Needs pip install 'prmg[ray]'.", "ADDRESS"),

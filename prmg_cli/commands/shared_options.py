@@ -6,10 +6,10 @@ from ..device.runners import runners_help
 from .options import REQUIRED, Option
 
 PATHS = Option("paths", (), REQUIRED, "Case files or folders (every *.yaml / *.yml below a folder, sorted).",
-               "PATH...", list, argument=True)
+               "PATH...", list, argument=True, path=True)
 RUNNER = Option("runner", ("--runner",), "auto", runners_help(), "NAME", plugin=True)
 OP_LIB = Option("op_lib", ("--op-lib",), None, "Load the operators from this library instead of the documented "
-                "search order.", "PATH", plugin=True)
+                "search order.", "PATH", plugin=True, path=True)
 SUPPORTED_MODES = Option(
     "supported_modes", ("--supported-modes",), None,
     "Rotary modes the target implements, e.g. 0,1,2,3 or half,interleave (default: interleave, like today's "
@@ -20,7 +20,8 @@ KEYWORD = Option("keyword", ("-k",), None, "Only cases whose name contains SUBST
 TAGS = Option("tags", ("--tag",), (), "Only cases with this tag (repeatable: any of them).", "WORD", list)
 EXCLUDE_TAGS = Option("exclude_tags", ("--exclude-tag",), (), "Leave out cases with this tag (repeatable).", "WORD",
                       list)
-OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one.", "FILE")
+OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one.", "FILE",
+                path=True)
 REPORTS = Option("report", ("--report",), (), "table, json, junit, csv, markdown or html (pip install "
                  "'prmg[html]'), to FILE or standard output; repeatable, e.g. --report junit:smoke.xml --report "
                  "html:run.html.", "FORMAT[:FILE]", list)

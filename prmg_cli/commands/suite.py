@@ -457,8 +457,9 @@ def run_suite(request) -> int:
                 signal.signal(signum, handler)
             drop_held_signals()
             outcome_final()                     # and by the entry point's handler until the process exits
-    if run.stopped:
-        sys.stderr.write(f"prmg: {run.stopped}: {plural(len(missing), 'case')} not run\n")
+    if run.stopped:                             # a results file failing is an error (exit 2), a signal is not
+        error = "error: " if run.code == ExitCode.USAGE else ""
+        sys.stderr.write(f"prmg: {error}{run.stopped}: {plural(len(missing), 'case')} not run\n")
     return run.code or exit_code(ordered, request.strict)
 
 
@@ -509,6 +510,12 @@ class _Run:
         if stored is not None:
             self.finished = _resumed(stored, self.cases, self.fingerprints, self.key)
         self.info.resumed = len(self.finished)
+        if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
+                                                                                     self.request.output)):
+            write_stdout(outputs.labels.format_header(self.info, judged=self.cases) + "\n")   # a results file
+        note = outputs.labels.modes_note(self.info)                          # failing now still has it above
+        if note:
+            sys.stderr.write(f"prmg: warning: {note[2:]}\n")
         self._record(settings, selection)
         if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
             for case in self.cases:                   # --resume A --results B: B holds the whole run
@@ -516,12 +523,6 @@ class _Run:
                     self._append(self.finished[case.name])
         self.todo = [case for case in self.cases if case.name not in self.finished]
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
-        if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
-                                                                                     self.request.output)):
-            write_stdout(outputs.labels.format_header(self.info, judged=self.cases) + "\n")
-        note = outputs.labels.modes_note(self.info)
-        if note:
-            sys.stderr.write(f"prmg: warning: {note[2:]}\n")
 
     def _record(self, settings: dict, selection: Sequence[Case]) -> None:
         """Write the run record (``store.RunRecord``) unless it is written."""

@@ -561,7 +561,8 @@ class ClusterExecutor:
         place (``replace_it``) or record ``why`` it is gone."""
         self._kill(slot.actor)
         for index, _ in slot.queue:
-            schedule.give_back(index)
+            schedule.give_back(index, id(slot))
+        schedule.release(id(slot))
         slot.queue.clear()
         position = self._slots.index(slot)
         if replace_it:
@@ -601,9 +602,9 @@ class ClusterExecutor:
             now = time.monotonic()
             for level in range(1, depth + 1):             # breadth first: every idle actor gets a case first
                 for slot in self._slots:
-                    if slot.ready_ref is None and len(slot.queue) < level and schedule.waiting \
-                            and not (slot.queue and self._suspects & {slot.queue[0][0], schedule.next}):
-                        self._submit(slot, schedule.take(), cases, now)
+                    if slot.ready_ref is None and len(slot.queue) < level and schedule.waiting_for(id(slot)) \
+                            and not (slot.queue and self._suspects & {slot.queue[0][0], schedule.upcoming(id(slot))}):
+                        self._submit(slot, schedule.take(id(slot)), cases, now)
             busy = [slot for slot in self._slots if slot.queue]
             starting = [slot for slot in self._slots if slot.ready_ref is not None]
             if not busy:
@@ -657,7 +658,7 @@ class ClusterExecutor:
             ip = slot.info.get("ip", "?")
             if not gone and slot.queue:                 # which of the cases in flight crashed it is not known
                 self._suspects.update([index, *(queued for queued, _ in slot.queue)])
-                schedule.give_back(index)
+                schedule.give_back(index, id(slot))
                 self._retire(slot, schedule, replace_it=True)
                 return
             message = (f"worker lost: node {ip} left the cluster while running this case" if gone else
@@ -675,7 +676,7 @@ class ClusterExecutor:
             self._retire(slot, schedule, replace_it=True)
             return
         if payload is None:                           # refused: the session was unfit; it never ran
-            schedule.give_back(index)
+            schedule.give_back(index, id(slot))
             self._retire(slot, schedule, replace_it=True)
             return
         if "internal" in payload:

@@ -469,6 +469,17 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int, known: S
         worker.close()
 
 
+def tiling_key(case: Case) -> tuple:
+    """What a cache of tilings or executors keyed by the tensors alone sees of ``case``: its operator and its tensors'
+    shapes and dtypes, not its ``rotary_mode`` or ``partialSlice`` (the emulator's ``tiling_cache`` fault)."""
+    return case.op, case.shape, case.cos_shape, case.sin_shape, case.dtype, case.cos_dtype, case.sin_dtype
+
+
+def tiling_attributes(case: Case) -> tuple:
+    """What such a cache misses of ``case``: its rotary_mode and the partialSlice it passes."""
+    return case.rotary_mode, case.slice_argument()
+
+
 class Schedule:
     """One run's bookkeeping, the same for every executor (local workers here, Ray actors in ``cluster.py``).
 
@@ -476,6 +487,12 @@ class Schedule:
     because the worker it was queued on went away before starting it, goes back to its place); cases that
     need no worker (``precheck``) are finished at once; with ``fail_fast`` nothing more is handed out after
     the first result that is not ok; ``not_run`` ends the cases still waiting when no worker is left.
+
+    Siblings stay together: a device taking a case that has siblings waiting (cases of its ``tiling_key`` with other
+    ``tiling_attributes``) gets the first of them as its next case, held for it alone, so that a cache keyed without
+    the attributes meets two calls it confuses in one process however many workers share the run (with the cases
+    handed out in order, three siblings went to three workers and such a bug passed). A device whose worker goes
+    away (``give_back``, ``drop``, ``release``) gives its held sibling back.
     """
 
     def __init__(self, cases: Sequence[Case], settings: RunSettings,
@@ -494,31 +511,69 @@ class Schedule:
                 self._waiting.append(index)
             else:
                 self.finish(index, early)
+        self._held: dict = {}                          # device -> the sibling it takes next
+        self._siblings: dict[tuple, dict[tuple, list[int]]] = {}   # key -> attributes -> waiting indices
+        for index in self._waiting:
+            self._siblings.setdefault(tiling_key(cases[index]), {}).setdefault(
+                tiling_attributes(cases[index]), []).append(index)
+        self._siblings = {key: kinds for key, kinds in self._siblings.items() if len(kinds) > 1}
 
     @property
     def waiting(self) -> bool:
         """True while a case waits for a worker and the run has not stopped."""
-        return bool(self._waiting) and not self.stopped
+        return bool(self._waiting or self._held) and not self.stopped
 
     def waiting_for(self, device) -> bool:
-        """True while a case waits for the worker of ``device`` (any worker takes any case here)."""
-        return self.waiting
+        """True while a case waits for the worker of ``device``: any case but another device's held sibling."""
+        return bool(self._waiting or device in self._held) and not self.stopped
 
     @property
     def next(self) -> int | None:
-        """The index of the case ``take`` would give, None when none waits."""
+        """The index of the case ``take`` would give a device holding no sibling, None when none waits."""
         return self._waiting[0] if self._waiting else None
 
+    def upcoming(self, device) -> int | None:
+        """The index of the case ``take(device)`` would give, None when none waits for it."""
+        return self._held[device] if device in self._held else self.next
+
     def take(self, device=None) -> int:
-        """The index of the next case to start on ``device`` (call only while ``waiting_for`` it)."""
-        return self._waiting.pop(0)
+        """The index of the next case to start on ``device`` (call only while ``waiting_for`` it): its held sibling,
+        else the first waiting case, holding that case's first waiting sibling for ``device``."""
+        if device in self._held:
+            return self._held.pop(device)
+        index = self._waiting.pop(0)
+        kinds = self._siblings.get(tiling_key(self.cases[index]))
+        if kinds:
+            own = tiling_attributes(self.cases[index])
+            kinds[own].remove(index)
+            heads = [indices[0] for attributes, indices in kinds.items() if attributes != own and indices]
+            if heads:
+                sibling = min(heads)
+                kinds[tiling_attributes(self.cases[sibling])].remove(sibling)
+                del self._waiting[bisect.bisect_left(self._waiting, sibling)]
+                self._held[device] = sibling
+        return index
 
     def give_back(self, index: int, device=None) -> None:
-        """Put case ``index`` (taken, never started on ``device``) back at its place among the waiting ones."""
+        """Put case ``index`` (taken, never started on ``device``) back at its place among the waiting ones, and the
+        sibling ``device`` holds."""
+        self._return(index)
+        self.release(device)
+
+    def _return(self, index: int) -> None:
         bisect.insort(self._waiting, index)
+        kinds = self._siblings.get(tiling_key(self.cases[index]))
+        if kinds is not None:
+            bisect.insort(kinds[tiling_attributes(self.cases[index])], index)
+
+    def release(self, device) -> None:
+        """``device`` gives back the sibling it holds (its worker went away)."""
+        if device in self._held:
+            self._return(self._held.pop(device))
 
     def drop(self, device, why: str) -> None:
-        """``device`` gets no more cases (wedged): here the other devices take them."""
+        """``device`` gets no more cases (wedged): here the other devices take them, its held sibling too."""
+        self.release(device)
 
     def finish(self, index: int, result: CaseResult, device=None) -> None:
         """Record case ``index``'s result (naming the run's call path when it does not: a case no path ran), tell
@@ -531,8 +586,9 @@ class Schedule:
             self.stopped = True
 
     def not_run(self, reason: str) -> None:
-        """Finish every case still waiting as ``not_run`` (``not run: <reason>``)."""
-        waiting, self._waiting = self._waiting, []
+        """Finish every case still waiting (held siblings too) as ``not_run`` (``not run: <reason>``)."""
+        waiting = sorted([*self._waiting, *self._held.values()])
+        self._waiting, self._held, self._siblings = [], {}, {}
         for index in waiting:
             self.finish(index, self.never_ran(index, reason))
 
@@ -554,7 +610,7 @@ class EachDevice(Schedule):
                  accepted: Sequence[int] | None = None):
         super().__init__(cases, settings, on_result, fail_fast, accepted)
         self._lanes = {device: list(self._waiting) for device in devices}
-        self._waiting = []
+        self._waiting, self._siblings = [], {}       # every device runs every case, siblings one after the other
         self._parts: dict[int, dict] = {}
 
     @property
@@ -782,6 +838,7 @@ class Executor:
         fresh, ready one in its place."""
         for index, _ in worker.queued:
             schedule.give_back(index, worker.device)
+        schedule.release(worker.device)             # a fresh worker does not share the process that took its sibling
         worker.queued = []
         worker.kill()
         if worker.device in self.wedged:

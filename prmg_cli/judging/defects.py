@@ -41,7 +41,7 @@ PATTERNS = {
     "last_row": ("in the last (b, s, n) row", _last_row),
 }
 # The bounds a wrong-result defect may name, each with what its value must be.
-BOUNDS = {"max_error_ulp": "a finite number >= 0", "elements": "an integer >= 0",
+BOUNDS = {"max_error_ulp": "a finite number >= 0", "elements": "an integer 0 <= elements <= 2**63 - 1",
           "pattern": f"one of {', '.join(PATTERNS)}"}
 
 

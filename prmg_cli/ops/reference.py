@@ -24,14 +24,16 @@ import itertools
 import math
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..dtypes import round_into
 from ..native import in_threads, threads_for
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 # Row blocks of about this many elements of dy (whole rows): large enough that numpy's per-call cost
 # (about 30 us a block) is small next to the work, small enough that each thread's four float64 work
@@ -424,6 +426,8 @@ def rotated(rotation: Rotation, x: np.ndarray, cos: np.ndarray, sin: np.ndarray,
                   for _ in shares]
     copies = [functools.partial(np.copyto, out[part], x[part]) for part in _leading_parts(x.shape, workers)]
     runs = [functools.partial(evaluator.run, share) for evaluator, share in zip(evaluators, shares)]
+    from concurrent.futures import ThreadPoolExecutor      # here: a small run never starts threads
+
     with ThreadPoolExecutor(workers - 1) if workers > 1 else contextlib.nullcontext() as pool:
         _run_together(pool, copies)
         _run_together(pool, runs)

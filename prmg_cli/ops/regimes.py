@@ -133,13 +133,25 @@ CORE_ROUNDS = (1, 2, 3)     # full rounds of the cores whose neighbours are rows
 
 
 @cache
-def emulator_layout() -> tuple[int, int]:
-    """(vector cores, tile lanes) of the emulator's kernel layout: ``EMU_CORES`` and ``EMU_TILE`` of
-    ``runners/emulator/kernel.h``."""
+def emulator_layout() -> tuple[int, int, int]:
+    """(vector cores, tile lanes, unified buffer bytes) of the emulator's kernel layout: ``EMU_CORES``, ``EMU_TILE``
+    and ``EMU_UB_BYTES`` of ``runners/emulator/kernel.h``."""
     from ..files import emulator_sources
 
     text = (emulator_sources() / "kernel.h").read_text(encoding="utf-8")
-    return tuple(int(re.search(rf"#define {name} (\d+)", text).group(1)) for name in ("EMU_CORES", "EMU_TILE"))
+    return tuple(int(re.search(rf"#define {name} (\d+)", text).group(1))
+                 for name in ("EMU_CORES", "EMU_TILE", "EMU_UB_BYTES"))
+
+
+def ub_pass_rows(f: Facts) -> int:
+    """The rows one UB pass of a core holds for case ``f``'s slice: upstream's BAB tiling's budget (a quarter of the
+    unified buffer for each of dy in, dx out and their double buffers) with one cos/sin row per dy row,
+    ``floor(floor32(UB / 4) / dy_row / (1 + table_rows))``, ``dy_row`` the slice's bytes rounded up to 32,
+    ``table_rows = max(1, ceil(cos_row / dy_row))``; at least 1 (the emulator's ``ub_pass_rows``)."""
+    _, _, ub = emulator_layout()
+    dy_row = -(-f.length * f.itemsize // ALIGN_BYTES) * ALIGN_BYTES
+    cos_row = -(-f.length * dtypes.lookup(f.cos_dtype).numpy.itemsize // ALIGN_BYTES) * ALIGN_BYTES
+    return max(1, ub // 4 // ALIGN_BYTES * ALIGN_BYTES // dy_row // (1 + max(1, -(-cos_row // dy_row))))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -216,7 +228,7 @@ def _count_classes(axis: str, count: Callable[[Facts], int], what: str) -> list[
 def core_counts() -> dict[int, str]:
     """The vector core counts rows are split over, each with whose it is: the emulator's and the 950's of upstream's
     tiling test (module docstring; one entry when they are equal)."""
-    cores, _ = emulator_layout()
+    cores, _, _ = emulator_layout()
     return {cores: "the emulator's", TILING_TEST_CORES: "the 950's in upstream's tiling test"}
 
 
@@ -241,6 +253,11 @@ def _rows_axis() -> list[Regime]:
     half = TILING_TEST_CORES // 2
     rows.append(Regime("rows", f"B*S <= {half}, N > 1", f"B*S at most half the 950's {TILING_TEST_CORES} cores: its "
                        "tiling splits the heads over the cores too", lambda f: f.B * f.S <= half and f.N > 1))
+    most = max(core_counts())
+    rows.append(Regime("rows", "a second UB pass", f"more rows on each of {most} cores than one pass of its unified "
+                       "buffer holds (ub_pass_rows), cos/sin varying along them: what a core's second and later "
+                       "passes load and address", lambda f: f.length > 0 and bool(f.varies)
+                       and f.rows // most > ub_pass_rows(f)))
     return rows
 
 
@@ -262,7 +279,7 @@ def _d_axis() -> list[Regime]:
 
 
 def _slice_axis() -> list[Regime]:
-    _, tile = emulator_layout()
+    _, tile, _ = emulator_layout()
     some = lambda test: lambda f: f.length > 0 and test(f)  # noqa: E731 (classes of a non-empty slice)
     return [
         Regime("slice", "empty", "L = 0: the tiling returns before the kernel; dy must come back untouched",

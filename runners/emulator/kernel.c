@@ -12,8 +12,9 @@
  *
  * The work is laid out like the device's: the rows (b, s, n) are split over EMU_CORES vector cores
  * (floor(rows / EMU_CORES) consecutive rows each, then the remaining rows one each to the first
- * cores), and a core loads a row's whole slice, then computes and stores it in tiles of EMU_TILE
- * lanes (in place: every lane reads the row as it was before the launch).
+ * cores); a core takes its rows in UB passes of ub_pass_rows rows (what its unified buffer holds:
+ * the slices and their cos/sin rows), and a pass loads each row's whole slice, then computes and
+ * stores it in tiles of EMU_TILE lanes (in place: every lane reads the row as it was before the launch).
  */
 #include "kernel.h"
 
@@ -328,14 +329,15 @@ static void rewrite_passthrough(const kernel_tensor *x, const kernel_job *job, i
     }
 }
 
-/* One row: load the slice and its cos/sin row, then compute and store it tile by tile.
+/* One row: load the slice and the cos/sin row of row `tables` (the row itself but under ub_stale_tables and
+ * core_stale_table), then compute and store it tile by tile.
  * Faults: row_index_u16 (the row addressed as row % 65536), row_pad, skip_last_row, unaligned_start
  * (lanes 0 and 1 left when start is not 32-byte aligned), tile_tail (the last partial tile of an
  * L > EMU_TILE slice uses the previous tile's cos/sin), fwd_odd_half (the last lane of each half left when L/2 is odd
  * and > 1, in modes 0 and 3), passthrough_add_zero, round_zero (a half dtype's lanes j % 4 == 3 stored toward zero),
- * core_stale_table, store_block (zeros from the slice's end to the next 32-byte boundary of x). */
+ * store_block (zeros from the slice's end to the next 32-byte boundary of x). */
 static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
-                        const kernel_job *job, int64_t rows, int64_t row)
+                        const kernel_job *job, int64_t rows, int64_t row, int64_t tables)
 {
     const uint64_t faults = job->faults;
     const int64_t seq = x->dims[1], heads = x->dims[2], d = x->dims[3], length = job->end - job->start;
@@ -345,11 +347,7 @@ static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const 
     const int64_t base = row_base(x, faults, addressed);
     if (base < 0)
         return;
-    /* core_stale_table: the last core's last row computed with the cos/sin of its row before (a double-buffered
-     * table load skipping the last prefetch) */
-    const int64_t share = rows / EMU_CORES;
-    const int64_t source = has_fault(faults, FAULT_CORE_STALE_TABLE) && share >= 2 && row == EMU_CORES * share - 1
-                           ? addressed - 1 : addressed;
+    const int64_t source = has_fault(faults, FAULT_ROW_INDEX_U16) ? (int64_t)(uint16_t)tables : tables;
     const int64_t table = table_row(x, cos, faults, source / (seq * heads), source / heads % seq, source % heads);
     float g[MAX_SLICE], c[MAX_SLICE], s[MAX_SLICE];
     for (int64_t j = 0; j < length; j++) {
@@ -388,22 +386,43 @@ static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const 
         rewrite_passthrough(x, job, base);
 }
 
+int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length)
+{
+    const int64_t dy_row = (length * element_size(x_type) + BLOCK_BYTES - 1) / BLOCK_BYTES * BLOCK_BYTES;
+    const int64_t cos_row = (length * element_size(cos_type) + BLOCK_BYTES - 1) / BLOCK_BYTES * BLOCK_BYTES;
+    const int64_t table_rows = cos_row > dy_row ? (cos_row + dy_row - 1) / dy_row : 1;
+    const int64_t rows = EMU_UB_BYTES / 4 / BLOCK_BYTES * BLOCK_BYTES / dy_row / (1 + table_rows);
+    return rows > 0 ? rows : 1;
+}
+
 /* The rows vector core `core` processes, in order: [core * share, (core + 1) * share) with
- * share = floor(rows / EMU_CORES), then row EMU_CORES * share + core when core < rows % EMU_CORES.
- * core_tail: when rows >= EMU_CORES, that remainder row is never processed. */
+ * share = floor(rows / EMU_CORES), then row EMU_CORES * share + core when core < rows % EMU_CORES;
+ * taken in UB passes of ub_pass_rows rows.
+ * core_tail: when rows >= EMU_CORES, that remainder row is never processed. core_last_row: the middle core's
+ * last row is left. ub_stale_tables: the second and later passes keep the first pass's cos/sin rows (row k of a
+ * pass uses the tables of the core's row k), as a kernel loading its tables outside its UB loop. core_stale_table: the
+ * last core's last row (when it has 2 or more) uses the tables of its row before. */
 static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                      const kernel_job *job, int64_t rows, int core)
 {
     const int64_t share = rows / EMU_CORES, remainder = rows % EMU_CORES;
+    const int64_t extra = core < remainder && !(has_fault(job->faults, FAULT_CORE_TAIL) && rows >= EMU_CORES);
     /* core_last_row: the middle core's loop stops one row short */
     const int64_t last = core == EMU_CORES / 2 && has_fault(job->faults, FAULT_CORE_LAST_ROW)
                          ? (core < remainder ? EMU_CORES * share + core : (core + 1) * share - 1) : -1;
-    for (int64_t row = core * share; row < (core + 1) * share; row++)
+    const int64_t pass = ub_pass_rows(x->data_type, cos->data_type, job->end - job->start);
+    const int stale = has_fault(job->faults, FAULT_UB_STALE_TABLES);
+    for (int64_t k = 0; k < share + extra; k++) {          /* the core's k-th row, in pass k / pass */
+        const int64_t row = k < share ? core * share + k : EMU_CORES * share + core;
+        const int64_t first = stale ? k % pass : k;        /* the core's row whose tables the pass holds */
+        /* core_stale_table: the last core's last row on the tables of its row before (a double-buffered table load
+         * skipping the last prefetch) */
+        const int64_t tables = core == EMU_CORES - 1 && k == share - 1 && share >= 2
+                               && has_fault(job->faults, FAULT_CORE_STALE_TABLE) ? row - 1
+                               : first < share ? core * share + first : row;
         if (row != last)
-            process_row(x, cos, sin, job, rows, row);
-    if (core < remainder && !(has_fault(job->faults, FAULT_CORE_TAIL) && rows >= EMU_CORES)
-        && EMU_CORES * share + core != last)
-        process_row(x, cos, sin, job, rows, EMU_CORES * share + core);
+            process_row(x, cos, sin, job, rows, row, tables);
+    }
 }
 
 /* The nudge and fwd_nudge faults: nothing computed, the slice's first element of the first row one step up in its

@@ -7,6 +7,8 @@
 /* Vector cores the rows are split over, and the lanes of a row's slice processed together. */
 #define EMU_CORES 40
 #define EMU_TILE 64
+/* A vector core's unified buffer on the 950 (253952 bytes: upstream's tiling tests give the 950 248 KiB). */
+#define EMU_UB_BYTES 253952
 
 /* The kernel workspace every GetWorkspaceSize asks for (16 MiB, as upstream's tiling). */
 #define KERNEL_WORKSPACE_SIZE ((uint64_t)16 << 20)
@@ -44,6 +46,11 @@ float load_element(int32_t data_type, const void *data, int64_t index);
 
 /* Stores value rounded (RNE) to data_type as element `index`. */
 void store_element(int32_t data_type, void *data, int64_t index, float value);
+
+/* The rows one UB pass of a core holds for a slice of `length` lanes of x's dtype with cos/sin of cos_type: upstream's
+ * BAB tiling's budget with one cos/sin row per dy row, rows = floor(floor32(UB / 4) / dy_row / (1 + table_rows)),
+ * dy_row the slice's bytes rounded up to 32, table_rows = max(1, ceil(cos_row / dy_row)); at least 1. */
+int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length);
 
 /* Bytes per element of data_type (4 for float32, 2 for float16 and bfloat16). */
 int element_size(int32_t data_type);
