@@ -566,3 +566,15 @@ def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
     assert schedule.take(2) == 2 and schedule.take(2) == 3 and schedule.upcoming(2) == 4
     schedule.not_run("no worker")
     assert not schedule.waiting and schedule.results[4].status == "not_run"
+
+
+def test_the_shard_counts_that_keep_two_slice_siblings_together_are_those_docs_checks_names():
+    """docs/checks.md: a --shard run catches tiling_cache only when its shard holds two of the edge.same_shapes_slice_*
+    siblings; shards go by name hash, which keeps two of the three together for 2, 3, 4, 8 and 11 shards only of 2 to
+    16 (it said every count from 2 to 16 did)."""
+    from prmg_cli.device.execute import shard_of
+
+    names = [case.name for case in load_cases([ROOT / "cases" / "edge.yaml"]) if "same_shapes_slice" in case.name]
+    together = [count for count in range(2, 17) if len({shard_of(name, count) for name in names}) < len(names)]
+    assert len(names) == 3 and together == [2, 3, 4, 8, 11]
+    assert "2, 3, 4, 8 and 11 shards" in " ".join((ROOT / "docs" / "checks.md").read_text().split())

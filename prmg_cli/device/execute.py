@@ -480,6 +480,42 @@ def tiling_attributes(case: Case) -> tuple:
     return case.rotary_mode, case.slice_argument()
 
 
+class _Siblings:
+    """The waiting cases of one ``tiling_key`` that has several ``tiling_attributes``: per attributes their indices in
+    case order, and the first index of each (``heads``, in order), so that the first waiting sibling of another kind
+    than a case's is one of the first two heads, whatever the number of kinds."""
+
+    def __init__(self, kinds: dict[int, tuple]):
+        self._kind = kinds                             # case index -> its tiling_attributes (the run's, shared)
+        self._kinds: dict[tuple, list[int]] = {}
+        self._heads: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def add(self, index: int) -> None:
+        """Case ``index`` is waiting (again)."""
+        indices = self._kinds.setdefault(self._kind[index], [])
+        if indices and index < indices[0]:
+            self._heads.remove(indices[0])
+        if not indices or index < indices[0]:
+            bisect.insort(self._heads, index)
+        bisect.insort(indices, index)
+
+    def remove(self, index: int) -> None:
+        """Case ``index`` is no longer waiting (taken or held)."""
+        indices = self._kinds[self._kind[index]]
+        if indices[0] == index:
+            self._heads.remove(index)
+            if len(indices) > 1:
+                bisect.insort(self._heads, indices[1])
+        indices.remove(index)
+
+    def other_than(self, index: int) -> int | None:
+        """The first waiting case of another kind than case ``index``'s, None when none waits."""
+        return next((head for head in self._heads[:2] if self._kind[head] != self._kind[index]), None)
+
+
 class Schedule:
     """One run's bookkeeping, the same for every executor (local workers here, Ray actors in ``cluster.py``).
 
@@ -512,11 +548,13 @@ class Schedule:
             else:
                 self.finish(index, early)
         self._held: dict = {}                          # device -> the sibling it takes next
-        self._siblings: dict[tuple, dict[tuple, list[int]]] = {}   # key -> attributes -> waiting indices
-        for index in self._waiting:
-            self._siblings.setdefault(tiling_key(cases[index]), {}).setdefault(
-                tiling_attributes(cases[index]), []).append(index)
-        self._siblings = {key: kinds for key, kinds in self._siblings.items() if len(kinds) > 1}
+        kinds = {index: tiling_attributes(cases[index]) for index in self._waiting}
+        groups = {index: tiling_key(cases[index]) for index in self._waiting}
+        by_key: dict[tuple, _Siblings] = {}
+        for index, key in groups.items():
+            by_key.setdefault(key, _Siblings(kinds)).add(index)
+        self._siblings = {index: by_key[key] for index, key in groups.items()   # case index -> its key's cases,
+                          if len(by_key[key]) > 1}                               # when they are of several kinds
 
     @property
     def waiting(self) -> bool:
@@ -542,14 +580,12 @@ class Schedule:
         if device in self._held:
             return self._held.pop(device)
         index = self._waiting.pop(0)
-        kinds = self._siblings.get(tiling_key(self.cases[index]))
-        if kinds:
-            own = tiling_attributes(self.cases[index])
-            kinds[own].remove(index)
-            heads = [indices[0] for attributes, indices in kinds.items() if attributes != own and indices]
-            if heads:
-                sibling = min(heads)
-                kinds[tiling_attributes(self.cases[sibling])].remove(sibling)
+        group = self._siblings.get(index)
+        if group:
+            group.remove(index)
+            sibling = group.other_than(index)
+            if sibling is not None:
+                group.remove(sibling)
                 del self._waiting[bisect.bisect_left(self._waiting, sibling)]
                 self._held[device] = sibling
         return index
@@ -562,9 +598,9 @@ class Schedule:
 
     def _return(self, index: int) -> None:
         bisect.insort(self._waiting, index)
-        kinds = self._siblings.get(tiling_key(self.cases[index]))
-        if kinds is not None:
-            bisect.insort(kinds[tiling_attributes(self.cases[index])], index)
+        group = self._siblings.get(index)
+        if group is not None:
+            group.add(index)
 
     def release(self, device) -> None:
         """``device`` gives back the sibling it holds (its worker went away)."""

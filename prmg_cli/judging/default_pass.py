@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import nonfinite
-from .. import native
+from .. import error_balance, native
 from ..case import Case
 from ..dtypes import FLOAT_FORMATS, Format, from_numpy
 from ..ops import OPERATORS, reference
@@ -76,7 +76,7 @@ class _SliceScan:
         self.bound_ulps = 0.0                           # bound_ulp at the first element of max_ulps,
         self.ulps_at = 0                                # its flat index in the slice
         self.max_beyond = 0.0
-        self.balance_up = self.balance_down = 0         # the error balance's counts (``balance_counts``)
+        self.balance = [0, 0, 0, 0]                     # the error balance's counts (``balance_counts``)
         self.threshold = balance_threshold(fmt)
         self.specials: list[np.ndarray] = []            # flat slice indices of non-finite elements
         self.special_values: list[np.ndarray] = []      # the result there
@@ -135,9 +135,8 @@ class _SliceScan:
             local = np.flatnonzero(special)
             self.specials.append(first_row * length + local)
             self.special_values.append(actual.reshape(-1)[local])
-        up, down = balance_counts(actual, golden, self.threshold, special)
-        self.balance_up += up
-        self.balance_down += down
+        for side, count in enumerate(balance_counts(actual, golden, self.threshold, special)):
+            self.balance[side] += count
         self.max_ratio = max(self.max_ratio, largest)
         self.max_error = max(self.max_error, float(error.max()))
         in_ulps, beyond, bound, at = rounding_margins(error, golden, budget, self.fmt,
@@ -192,7 +191,9 @@ class _NativeScan:
         self.failed, self.overflow, self.input_fails = bool(out.failed), bool(out.overflow), bool(out.input_fails)
         self.max_ratio, self.max_error, self.max_beyond = out.max_ratio, out.max_error, out.max_beyond
         self.max_ulps, self.bound_ulps, self.ulps_at = out.max_ulps, out.bound_ulps, out.ulps_at
-        self.balance_up, self.balance_down, self.golden_seconds = out.balance_up, out.balance_down, out.golden_seconds
+        self.balance = [out.balance_up, out.balance_down, out.balance_toward,
+                        out.balance_up + out.balance_down - out.balance_toward]
+        self.golden_seconds = out.golden_seconds
         self.specials, self.special_values = [self.arrays[0][:out.specials]], [self.arrays[2][:out.specials]]
         self.input_specials = [self.arrays[1][:out.input_specials]]
         self.input_values = [self.arrays[3][:out.input_specials]]
@@ -344,8 +345,7 @@ def _one_pass(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) 
                "max_abs_err": max(scan.max_error for scan in scans),
                "max_err_ulp": max(scan.max_ulps for scan in scans), "bound_ulp": _first_bound(scans),
                "beyond_rounding": max(scan.max_beyond for scan in scans),
-               "balance_up": sum(scan.balance_up for scan in scans),
-               "balance_down": sum(scan.balance_down for scan in scans)}
+               **{key: sum(scan.balance[side] for scan in scans) for side, key in enumerate(error_balance.METRICS)}}
     return _Passed(metrics, vacuous)
 
 
