@@ -322,3 +322,17 @@ def test_the_fault_shape_example_is_a_shape_of_the_smoke_suite():
     shape = tuple(int(size) for size in said.group(1).split(","))
     assert len(cases) == int(said.group(3))
     assert sum(case.shape == shape and case.expect.success for case in cases) == int(said.group(2))
+
+
+def test_the_make_test_command_keeps_an_xdist_group_on_one_worker(tmp_path):
+    """``make test``'s ``--dist loadgroup`` sends every test marked ``xdist_group`` to one worker, as
+    tests/test_cluster.py relies on to share one Ray cluster (pytest 9.2 with pytest-xdist 3.8 scattered them)."""
+    command = re.search(r"\$\(BIN\)/python -m pytest (.*)", (ROOT / "Makefile").read_text()).group(1).split()
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pytest\npytestmark = pytest.mark.xdist_group('g')\n"
+        "@pytest.mark.parametrize('i', range(4))\ndef test_w(i):\n"
+        "    open(f'w{i}', 'w').write(os.environ['PYTEST_XDIST_WORKER'])\n")
+    (tmp_path / "test_other.py").write_text("def test_a(): pass\ndef test_b(): pass\n")
+    subprocess.run([sys.executable, "-m", "pytest", *command, "-p", "no:cacheprovider", "-p", "no:prmg"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    assert len({(tmp_path / f"w{i}").read_text() for i in range(4)}) == 1
