@@ -39,6 +39,21 @@ def _error_line(text: str, *, keep_newlines: bool = False) -> None:
         pass
 
 
+def _printable_streams(errors: tuple | None = None) -> tuple:
+    """Make standard output and error write what their encoding lacks as escapes (``backslashreplace``): under
+    ``PYTHONIOENCODING=ascii`` (or latin-1) a table's ``≤`` or ``…`` was a UnicodeEncodeError, exit 3 with a
+    traceback. Returns the error handlers they had; given them back (``errors``), puts them back."""
+    streams = (sys.stdout, sys.stderr)
+    before = tuple(getattr(stream, "errors", None) for stream in streams)
+    for stream, handler in zip(streams, errors or ("backslashreplace",) * 2):
+        if handler is not None and callable(getattr(stream, "reconfigure", None)):
+            try:
+                stream.reconfigure(errors=handler)
+            except (OSError, ValueError):
+                pass
+    return before
+
+
 def usage_error_line(error) -> str:
     """A command-line mistake click found (an unknown option, a value of the wrong type, a missing argument) as
     prmg's one line, ``prmg: error: prmg run: Invalid value for '--device': 'abc' is not a valid int (see prmg run
@@ -62,6 +77,7 @@ def main(*, restore: bool = False) -> None:
             signal.signal(signum, on_stop)
     outcome_final(False)
     unraisable_hook, sys.unraisablehook = sys.unraisablehook, keep_lost_stops
+    stream_errors = _printable_streams()
     import typer
 
     from .commands.app import Stopped, app
@@ -117,6 +133,7 @@ def main(*, restore: bool = False) -> None:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         sys.unraisablehook = unraisable_hook
+        _printable_streams(stream_errors)
     else:           # the process ends: its ~30k objects tracked by the garbage collector (modules, classes) are
         gc.freeze()  # left to the exit, not collected and freed one by one (about a tenth of a small run's CPU)
     sys.exit(int(code) if isinstance(code, int) else 0)

@@ -17,6 +17,14 @@ as the one seen has a chance of at most ``p = 2 * exp(-(up - down)^2 / (2n))``. 
 ``2 * exp(-n/2) >= 1e-6`` for n < 30); such cases of a run are pooled per operator and dy dtype (``pooled``), each
 pool tested at the same rate: a run-level warning, which ``--strict`` fails too.
 
+**Two sign tests.** The counts are taken twice: above and below the golden, and toward zero (``|result| <
+|golden|``: ``toward``) and the rest (``away``: away from zero, or the golden's magnitude with the other sign).
+Rounding toward zero errs below a positive golden and above a negative one, so on data of both signs its ``up`` and
+``down`` split evenly, and only the second pair leans (the emulator's ``round_zero``, one lane in four rounded toward
+zero in float32, passed every float32 case of ``cases/`` under ``--strict`` with the first test alone). Each pair is
+held to the rule above at ``FALSE_ALARM``: an unbiased result gets a warning from either with a chance of at most
+``2 * FALSE_ALARM`` (union bound), per case and per pool.
+
 **Repeated computations count once.** The rule's chance holds for independent errors, and an element computed again
 (a table broadcast along B or N over rows of equal dy, a constant dy) errs again the same way: a correct kernel on
 dy of ones with a ``111D`` table repeats each row's 64 errors in every row, and its raw counts lean far beyond
@@ -29,16 +37,18 @@ false-alarm rate is still at most the distinct counts'.)
 **The trials are departures from the correct rounding.** Rounding to nearest errs up or down by chance only on
 inputs of many bits: on inputs of few (odd integers times 1/2 and 1/4, as a hand-written test has them) the side of
 the golden's correct rounding ``RN(golden)`` follows the inputs' pattern, and a correct float16 kernel leaned 203 to
-72, a warning ``--strict`` failed. So the recount takes a side relative to ``RN(golden)``, not the golden, and counts
+72, a warning ``--strict`` failed. So the recount takes a side (and a magnitude) relative to ``RN(golden)``, not the
+golden, and counts
 only the pairs whose result is not ``RN(golden)``: a kernel rounding to nearest departs from it only by its own
 computation's noise (float32 products; a half-precision result near a tie), either way, while one rounding toward
 +inf departs upward wherever ``RN`` rounds down, about half of its errors. The price: a case has about half as many
-trials (``round_up`` red on 139 cases of ``cases/``, 150 before; a constant dy's 20 departures pool). And the raw
+trials (``round_up`` red on 141 cases of ``cases/``, 150 before; a constant dy's 20 departures pool). And the raw
 counts are no screen for departures (a cast rounding ties away from zero turned a correct float16 kernel's 0 up, 275
 down into 98 up, 177 down, within chance, its 98 departures all up): a result of up to ``RECOUNTED`` slice
 elements is always recounted, a larger one where its raw counts lean.
 
-**What it cannot see:** a bias of a few errors in a case (under ``ALONE``), one that only a few cases of a run share
+**What it cannot see:** errors whose signs and magnitudes both split evenly (rounded up on half of the data, down on
+the other half), a bias of a few errors in a case (under ``ALONE``), one that only a few cases of a run share
 with many unbiased ones, or one hidden where the budget is mostly the computation's (float32 cancellation) and the
 errors' signs are those of the products' roundings; results judged by the other standards are not counted.
 """
@@ -48,9 +58,11 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-FALSE_ALARM = 1e-6          # the chance of a warning on an unbiased result, per case (and per pool)
-METRICS = ("balance_up", "balance_down")                      # every counted error
-DISTINCT = ("balance_distinct_up", "balance_distinct_down")    # each distinct (golden, result) pair once
+FALSE_ALARM = 1e-6          # the chance of a warning from one of the two tests on an unbiased result, per case (pool)
+# The two tests, each of a pair of counts: errors above and below the golden, and errors toward zero and away from it
+SIGNED, MAGNITUDE = ("up", "down"), ("toward", "away")
+METRICS = tuple(f"balance_{side}" for side in SIGNED + MAGNITUDE)                 # every counted error
+DISTINCT = tuple(f"balance_distinct_{side}" for side in SIGNED + MAGNITUDE)       # each distinct pair once
 KEYS = METRICS + DISTINCT
 # Results of up to this many slice elements are recounted whatever their raw counts: those are no screen for the
 # departures from the correct rounding (module docstring); beyond it the raw counts screen, for speed.
@@ -66,40 +78,52 @@ def chance(up: int, down: int) -> float:
     return min(1.0, 2 * math.exp(-(up - down) ** 2 / (2 * count))) if count else 1.0
 
 
-def _counts(metrics: dict, keys: tuple[str, str] | None = None) -> tuple[int, int] | None:
-    """The counts the rule reads: the distinct pairs' when the judge recounted them (``DISTINCT``), else ``METRICS``;
-    None when they are not two counts."""
+def _counts(metrics: dict, keys: tuple[str, ...] | None = None) -> list[tuple[int, int] | None]:
+    """The two pairs of counts the rule reads, (up, down) and (toward, away): the distinct pairs' when the judge
+    recounted them (``DISTINCT``), else ``METRICS``; a pair is None when it is not two counts (a record written before
+    the magnitude test has no ``toward`` and ``away``)."""
     keys = keys or (DISTINCT if DISTINCT[0] in metrics else METRICS)
-    up, down = (metrics.get(key) for key in keys)
-    valid = all(isinstance(value, int) and not isinstance(value, bool) and value >= 0 for value in (up, down))
-    return (up, down) if valid else None
+    pairs = []
+    for first in (0, 2):
+        pair = tuple(metrics.get(key) for key in keys[first:first + 2])
+        valid = all(isinstance(value, int) and not isinstance(value, bool) and value >= 0 for value in pair)
+        pairs.append(pair if valid else None)
+    return pairs
 
 
-def _text(up: int, down: int, where: str = "") -> str:
-    count = up + down
-    exponent = (math.log(2) - (up - down) ** 2 / (2 * count)) / math.log(10)       # log10 of chance(up, down)
-    odds = f"{chance(up, down):.1e}" if exponent > -300 else f"1e{math.ceil(exponent)}"
-    return (f"biased{where}: {up} of {count} errors above the golden, {down} below (bias {(up - down) / count:+.2f}); "
-            f"rounding to nearest splits them evenly, and a split this one-sided has a chance <= {odds} (sign test, "
-            f"limit {FALSE_ALARM:g})")
+def _text(pair: tuple[int, int], magnitude: bool, where: str = "") -> str:
+    first, second = pair
+    count = first + second
+    exponent = (math.log(2) - (first - second) ** 2 / (2 * count)) / math.log(10)     # log10 of chance(*pair)
+    odds = f"{chance(first, second):.1e}" if exponent > -300 else f"1e{math.ceil(exponent)}"
+    sides = ("toward zero", "away from zero") if magnitude else ("above the golden", "below")
+    return (f"biased{where}: {first} of {count} errors {sides[0]}, {second} {sides[1]} (bias "
+            f"{(first - second) / count:+.2f}); rounding to nearest splits them evenly, and a split this one-sided "
+            f"has a chance <= {odds} (sign test, limit {FALSE_ALARM:g})")
+
+
+def _leaning(pairs: list[tuple[int, int] | None]) -> list[int]:
+    """The indices (0 signed, 1 magnitude) of the pairs that lean one way beyond chance."""
+    return [i for i, pair in enumerate(pairs) if pair is not None and chance(*pair) < FALSE_ALARM]
 
 
 def needs_distinct(metrics: dict, elements: int) -> bool:
     """Whether the judge recounts the distinct pairs (``DISTINCT``) of a result of ``elements`` slice elements: always
-    up to ``RECOUNTED`` of them, else where the raw counts (``METRICS``) decide: they lean beyond chance, or are too
-    few to stand alone (the run pools them)."""
-    counts = _counts(metrics, METRICS)
-    return counts is not None and sum(counts) > 0 and (
-        elements <= RECOUNTED or sum(counts) < ALONE or chance(*counts) < FALSE_ALARM)
+    up to ``RECOUNTED`` of them, else where the raw counts (``METRICS``) decide: either pair leans beyond chance, or
+    they are too few to stand alone (the run pools them)."""
+    pairs = _counts(metrics, METRICS)
+    return pairs[0] is not None and sum(pairs[0]) > 0 and (
+        elements <= RECOUNTED or sum(pairs[0]) < ALONE or bool(_leaning(pairs)))
 
 
 def case_warning(metrics: dict) -> str:
-    """The warning of a result whose counted errors (``DISTINCT`` when recounted, else ``METRICS``) lean one way
-    beyond chance, else ""."""
-    counts = _counts(metrics)
-    if counts is None or sum(counts) < ALONE or chance(*counts) >= FALSE_ALARM:
+    """The warning of a result whose counted errors (``DISTINCT`` when recounted, else ``METRICS``) lean one way beyond
+    chance, above or below the golden, or toward or away from zero; else "" (the signed test's text first)."""
+    pairs = _counts(metrics)
+    if pairs[0] is None or sum(pairs[0]) < ALONE:
         return ""
-    return _text(*counts)
+    leaning = _leaning(pairs)
+    return _text(pairs[leaning[0]], leaning[0] == 1) if leaning else ""
 
 
 def pooled(results: Sequence) -> list[str]:
@@ -108,10 +132,17 @@ def pooled(results: Sequence) -> list[str]:
     rule), in order of first appearance."""
     pools: dict[tuple, list[int]] = {}
     for result in results:
-        counts = _counts(result.metrics) if result.status == "passed" else None
-        if counts is not None and sum(counts) < ALONE:
-            pool = pools.setdefault((result.op, result.dtype), [0, 0, 0])
-            pool[0], pool[1], pool[2] = pool[0] + counts[0], pool[1] + counts[1], pool[2] + 1
-    return [_text(up, down, f" (pooled over the {cases} small {op} {dtype} cases)")
-            for (op, dtype), (up, down, cases) in pools.items()
-            if cases > 1 and up + down >= ALONE and chance(up, down) < FALSE_ALARM]
+        pairs = _counts(result.metrics) if result.status == "passed" else [None, None]
+        if pairs[0] is not None and sum(pairs[0]) < ALONE:
+            pool = pools.setdefault((result.op, result.dtype), [0, 0, 0, 0, 0])
+            for i, count in enumerate(pairs[0] + (pairs[1] or (0, 0))):
+                pool[i] += count
+            pool[4] += 1
+    found = []
+    for (op, dtype), (*counts, cases) in pools.items():
+        pairs = [tuple(counts[:2]), tuple(counts[2:])]
+        leaning = _leaning(pairs) if cases > 1 and sum(pairs[0]) >= ALONE else []
+        if leaning:
+            where = f" (pooled over the {cases} small {op} {dtype} cases)"
+            found.append(_text(pairs[leaning[0]], leaning[0] == 1, where))
+    return found

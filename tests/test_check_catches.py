@@ -31,7 +31,8 @@ CASES = """
 - {name: grad_half, shape: [2, 3, 4, 64], broadcast: BSND, partial_slice: [0, 64], dtype: float16}
 - {name: grad_rows, shape: [1, 65537, 1, 4], broadcast: 1S1D, partial_slice: [0, 4]}
 - {name: grad_specials, shape: [1, 1, 2, 8], partial_slice: [2, 6],
-   inputs: {dy: {values: [-0.0, -0.0, .nan, 1.0, 2.0, 3.0, -0.0, -0.0, -0.0, -0.0, 1.0, .nan, 3.0, 4.0, -0.0, -0.0]}}}
+   inputs: {dy: {values: [-0.0, -0.0, .nan, 1.0, 2.0, 3.0, -0.0, -0.0, -0.0, -0.0, 1.0, .nan, 3.0, 4.0, -0.0, -0.0]},
+            sin: {values: [0.0, 0.6, -0.3, 0.8]}}}
 - {name: fwd_tiles, op: forward, shape: [2, 3, 4, 64], broadcast: 1S1D, partial_slice: [8, 56]}
 - {name: fwd_strided, op: forward, shape: [1, 2, 4, 8], cos_shape: [1, 1, 1, 8], dy_strides: [128, 64, 16, 1]}
 - {name: grad_half_mode_today, shape: [1, 1, 2, 8], rotary_mode: half, expect: {error: ACLNN_ERR_INNER_TILING_ERROR}}

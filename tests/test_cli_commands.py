@@ -113,6 +113,9 @@ def test_missing_path_and_unknown_command_are_usage_errors(capsys, monkeypatch):
     assert code == 2 and "nonexistent" in err
     code, _, err = run_in_process(capsys, monkeypatch, "frobnicate")
     assert code == 2
+    code, _, err = run_in_process(capsys, monkeypatch, "valdate", "cases/")      # a typo gets the nearest command
+    assert code == 2 and err == ("prmg: error: prmg: No such command 'valdate' (did you mean 'validate'?) "
+                                 "(see prmg -h)\n")
 
 
 def test_an_empty_path_is_refused_by_every_option_naming_files(capsys, monkeypatch, tmp_path):
@@ -255,6 +258,15 @@ def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):
     assert [row["name"] for row in rows] == ["b1"]
     assert rows[0]["bytes"] == 2 * (2 * 64 * 4 * 64 * 4) + 2 * 64 * 64 * 4
     assert rows[0]["median_ms"] > 0 and rows[0]["peak_share"] == pytest.approx(rows[0]["gbps"] / 100)
+
+
+def test_bench_host_refuses_the_options_of_timing_cases(capsys, monkeypatch):
+    """``prmg bench --host cases.yaml --repeat 3`` timed prmg's own workloads and dropped the file and the flags
+    without a word (as --preset with one case's options, issue 36): refused in one line naming them."""
+    code, _, err = run_in_process(capsys, monkeypatch, "bench", "--host", "cases/smoke.yaml", "--repeat", "3",
+                                  "-k", "x")
+    assert code == 2 and err == "prmg: error: --host times prmg's own host workloads: it takes no case files, " \
+                                "--repeat, -k\n"
 
 
 def test_the_whole_process_bench_times_real_prmg_runs_and_judges_the_targets(monkeypatch):

@@ -140,6 +140,7 @@ def test_a_checks_option_is_a_run_flag_a_setting_and_a_plugin_flag(toy_check_opt
     monkeypatch.setitem(sys.modules, "prmg_cli.commands.run", module)
     code, out, _ = run_in_process(capsys, monkeypatch, "run", "--help")
     assert code == 0 and "--toy-level L" in out and "Levels of the toy check, 1 to 5." in out
+    assert "sample, toy, or all of them" in " ".join(out.split())      # --check's list is the registry's
 
 
 def test_run_options_are_checked_once_when_the_settings_are_built():

@@ -33,6 +33,38 @@ def test_the_sign_test_and_its_false_alarm_rate():
     assert error_balance.case_warning({"balance_up": True, "balance_down": 0}) == ""           # not a count
 
 
+@pytest.mark.verdict
+def test_the_magnitude_test_has_the_signed_tests_edges():
+    """Errors toward zero and away from it are a second sign test at the same rate, with the same edges (n = 10000: a
+    lead of 540 warns, 538 does not; 30 alone, 29 pooled), whatever the signed counts; a record without them (written
+    before the test) is read by the signed test alone; the signed test's text comes first when both lean."""
+    even = {"balance_up": 5000, "balance_down": 5000}
+    said = error_balance.case_warning({**even, "balance_toward": 5270, "balance_away": 4730})
+    assert said.startswith("biased: 5270 of 10000 errors toward zero, 4730 away from zero (bias +0.05); ")
+    assert error_balance.case_warning({**even, "balance_toward": 4730, "balance_away": 5270}).startswith(
+        "biased: 4730 of 10000 errors toward zero, 5270 away from zero (bias -0.05)")
+    assert error_balance.case_warning({**even, "balance_toward": 5269, "balance_away": 4731}) == ""
+    assert error_balance.case_warning(even) == ""
+    assert error_balance.case_warning({"balance_up": 30, "balance_down": 30, "balance_toward": 30,
+                                       "balance_away": 0}).startswith("biased: 30 of 30 errors toward zero")
+    assert error_balance.case_warning({"balance_up": 15, "balance_down": 14, "balance_toward": 29,
+                                       "balance_away": 0}) == ""                         # too few alone: pooled
+    assert error_balance.case_warning({"balance_up": 9000, "balance_down": 1000, "balance_toward": 0,
+                                       "balance_away": 10000}).startswith("biased: 9000 of 10000 errors above")
+    # the distinct recount, when there is one, is what the rule reads, for both tests
+    assert error_balance.case_warning({**even, "balance_toward": 9000, "balance_away": 1000, "balance_distinct_up": 50,
+                                       "balance_distinct_down": 50, "balance_distinct_toward": 50,
+                                       "balance_distinct_away": 50}) == ""
+    big = error_balance.RECOUNTED + 1
+    assert error_balance.needs_distinct({**even, "balance_toward": 5270, "balance_away": 4730}, big)
+    assert not error_balance.needs_distinct({**even, "balance_toward": 5269, "balance_away": 4731}, big)
+    pool = [CaseResult(f"c{i}", "passed", op="grad", dtype="float32", metrics={
+        "balance_up": 4, "balance_down": 4, "balance_toward": 8, "balance_away": 0}) for i in range(4)]
+    assert run_warnings(pool) == ["biased (pooled over the 4 small grad float32 cases): 32 of 32 errors toward zero, 0 "
+                                  "away from zero (bias +1.00); rounding to nearest splits them evenly, and a split "
+                                  "this one-sided has a chance <= 2.3e-07 (sign test, limit 1e-06)"]
+
+
 def small(name: str, up: int, down: int, status: str = "passed", dtype: str = "float32") -> CaseResult:
     return CaseResult(name, status, op="grad", dtype=dtype, metrics={"balance_up": up, "balance_down": down})
 
@@ -100,6 +132,26 @@ def test_rounding_toward_plus_infinity_is_biased(emulator, monkeypatch, tmp_path
     assert not pooled or pooled[0].startswith("biased (pooled over the 4 small grad float32 cases): ")
 
 
+def test_rounding_toward_zero_on_one_lane_in_four_is_biased_at_every_dtype(emulator, monkeypatch, tmp_path):
+    """round_zero: one lane in four rounded (float32) or cast (float16, bfloat16: budgets widened 2.5 times) toward
+    zero, every element within its budget. Its errors above and below the golden split evenly (the data's signs are
+    even), so the signed test is blind to it; their magnitudes lean toward zero: a warning, at every dtype, and
+    --strict fails it. It passed every shipped float32 case under --strict before the magnitude test."""
+    (tmp_path / "c.yaml").write_text(CASES)
+    monkeypatch.setenv("PRMG_EMU_FAULT", "round_zero")
+    wanted = ("whole_fp32", "onepass_fp32", "cast_bf16", "cast_fp16")
+    with AclSession(emulator, 0) as session:
+        results = [run_case(session, case, RunSettings(toolkit=emulator, strict=True))[0]
+                   for case in load_cases([tmp_path / "c.yaml"]) if case.name in wanted]
+    for result in results:
+        toward, away = (result.metrics[f"balance_distinct_{side}"] for side in ("toward", "away"))
+        assert result.status == "failed" and result.message.startswith(f"--strict: biased: {toward} of "), \
+            result.message
+        assert "errors toward zero" in result.message and toward > away
+        assert error_balance.chance(*(result.metrics[f"balance_distinct_{side}"] for side in ("up", "down"))) > 1e-6
+    assert len(results) == 4
+
+
 @pytest.mark.parametrize("fault", ["", "round_up"])
 def test_without_the_golden_sample_says_the_bias_of_its_rows(emulator, monkeypatch, tmp_path, fault):
     """--no-golden --check sample: the sampled rows' error balance is a warning (--strict fails it), as the golden's
@@ -139,7 +191,23 @@ def test_each_distinct_golden_and_result_pair_counts_once():
     up, down = 1 + 2.0 ** -20, 2 - 2.0 ** -20
     golden = np.array([1, 1, 1, 1, 2, 2, 3, 2.0 ** -90, 5, 6])
     actual = np.array([up, up, up, 1 + 2.0 ** -19, down, down, 3, 2.0 ** -89, np.inf, np.nan])
-    assert distinct_balance_counts(actual, golden, FLOAT_FORMATS["float32"]) == (2, 1)
+    # up, down; toward zero, away from it
+    assert distinct_balance_counts(actual, golden, FLOAT_FORMATS["float32"]) == (2, 1, 1, 2)
+
+
+def test_the_distinct_pairs_are_np_unique_s_without_its_import_of_numpy_ma():
+    """The recount's distinct pairs (``default._distinct``: a sort and a comparison of neighbours) are np.unique's, the
+    same values in the same order, -0.0 and 0.0 alike in either part, an empty array included."""
+    import numpy as np
+
+    from prmg_cli.judging.standards.default import _distinct
+
+    rng = np.random.default_rng(5)
+    parts = np.array([0.0, -0.0, 1.0, -1.0, 2.0 ** -30, 3.5])
+    for size in (0, 1, 2, 7, 200):
+        values = rng.choice(parts, size) + 1j * rng.choice(parts, size)
+        found, expected = _distinct(values), np.unique(values)
+        assert found.shape == expected.shape and np.array_equal(found, expected)
 
 
 @pytest.mark.verdict

@@ -359,6 +359,21 @@ def test_stdout_on_dev_full_is_one_line_not_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and "cannot write to standard output" in result.stderr
 
 
+def test_a_case_file_named_in_no_encoding_on_an_ascii_terminal(tmp_path):
+    """A case file whose name is not UTF-8 made a results file prmg refused to read back (its records' source held a
+    lone surrogate: report, compare and --resume exit 2); an ASCII-only standard output (PYTHONIOENCODING=ascii)
+    made the table's '≤' a UnicodeEncodeError, exit 3 with a traceback. Both now go through, escaped."""
+    import os
+
+    path, results = write(tmp_path, CASES, os.fsdecode(b"\xff.yaml")), tmp_path / "r.jsonl"
+    result = prmg("run", path, "--runner", "emulator", "--results", results, env={"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "\\u2264 bound" in result.stdout and "3 passed" in result.stdout
+    merged = prmg("report", results, "--report", "json")
+    assert merged.returncode == 0, merged.stderr
+    assert {case["source"] for case in json.loads(merged.stdout)["cases"]} == {str(tmp_path / "\\udcff.yaml")}
+
+
 def test_a_closed_stdout_pipe_ends_quietly_and_the_run_finishes(tmp_path):
     """``prmg run ... | head -1``: the reader goes after the first line; the run goes on, writes its results
     file and its other reports, says nothing of the pipe and exits with its verdict."""

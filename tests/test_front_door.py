@@ -505,6 +505,44 @@ def test_dump_write_errors_are_one_line(tmp_path):
     one_error_line(result, "cannot write: the file is too large")
 
 
+def test_a_case_whose_arrays_could_not_all_be_written_leaves_no_folder(tmp_path, monkeypatch):
+    """A full disk in the middle of a case's arrays left DIR/CASE/ with some .npy files and no meta.json, under
+    prmg dump (exit 2) and --save-failures (the run goes on): a folder a loader reads as that case's arrays. The
+    files written are removed again (an old meta.json too, which would describe them), the cases written before
+    stay whole and the error counts them."""
+    import errno
+
+    from prmg_cli.commands.dump_arrays import dump_cases
+    from prmg_cli.device import artifacts
+
+    case_file = write(tmp_path, "c.yaml", CASE + "- {name: d, shape: [1, 1, 1, 8]}\n")
+    from prmg_cli.inputs.seeded import make_inputs
+
+    saves, real_save, full_at = [], np.save, [7]      # c's five arrays (and meta.json), then d's second
+
+    def disk_fills(handle, array, **options):
+        saves.append(array)
+        if len(saves) == full_at[0]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_save(handle, array, **options)
+
+    monkeypatch.setattr(artifacts.np, "save", disk_fills)
+    out = tmp_path / "out"
+    (out / "d").mkdir(parents=True)
+    (out / "d" / "meta.json").write_text("{}")                     # an earlier dump's
+    with pytest.raises(PrmgError, match=r"out/d: cannot write: no space left on device \(1 of 2 cases written "
+                                        r"whole\)$"):
+        dump_cases([str(case_file)], str(out))
+    assert sorted(path.name for path in out.iterdir()) == ["c", "d"] and list((out / "d").iterdir()) == []
+    assert len(list((out / "c").iterdir())) == 6
+    saves.clear()
+    full_at[0] = 2
+    (out / "d").rmdir()
+    case = load_cases([case_file])[1]
+    said = artifacts.save_failure(str(out), case, CaseResult(name="d", status="failed"), make_inputs(case), None, {})
+    assert said == f"could not write artifacts under {out}: no space left on device" and not (out / "d").exists()
+
+
 # ----------------------------------------------------------------------------------------------
 # The results file
 

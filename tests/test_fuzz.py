@@ -786,13 +786,14 @@ def test_generated_results_files_through_the_command_line(first, second):
 # given each kind of hostile path (issue 36)
 #
 # A symlink loop, a name over 255 bytes (last or inside), a dangling symlink, a FIFO, a folder, a path ending in
-# '/'; for a path the command writes also a symlink to a file it must not touch and the command's own input,
-# named directly, through a symlink or through a hard link. Each slot below is a command line with ``{P}`` where
+# '/', an empty path (an unset variable: it read as the current folder, or as not given); for a path the command
+# writes also a symlink to a file it must not touch and the command's own input, named directly, through a symlink
+# or through a hard link. Each slot below is a command line with ``{P}`` where
 # the hostile path goes (or a variable it goes in), the input its ``input`` kinds name, and whether it writes a
 # folder. Properties: exit 2 with one ``prmg: error:`` line, no traceback, within seconds; every input and the
 # victim file as they were, byte for byte, and nothing made where a symlink points.
 
-HOSTILE_PATHS = ("loop", "long", "long_inside", "dangling", "fifo", "folder", "slash")
+HOSTILE_PATHS = ("loop", "long", "long_inside", "dangling", "fifo", "folder", "slash", "empty")
 HOSTILE_OUTPUTS = HOSTILE_PATHS + ("victim_link", "input", "input_link", "input_hardlink")
 EMULATOR = ("--runner", "emulator")
 PATH_SLOTS = {      # id: (arguments, the input its `input` kinds name (None: it reads the path), how it writes)
@@ -843,6 +844,8 @@ def _hostile(kind: str, folder: Path, inputs: dict[str, Path]) -> str:
         made.mkdir()
     elif kind == "slash":
         return f"{folder / 'missing'}/"
+    elif kind == "empty":
+        return ""
     elif kind == "victim_link":
         made.symlink_to(folder / "victim.txt")
     elif kind == "input_link":

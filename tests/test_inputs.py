@@ -350,3 +350,16 @@ def test_large_arrays_are_recycled_only_when_nothing_holds_them():
     del view
     assert recycled_empty("k", (1 << 21,), np.float32, pool).shape == (1 << 21,)  # another shape: replaced
     assert recycled_empty("k", (10,), np.float32, pool).shape == (10,) and "k" in pool   # small: not pooled
+
+
+def test_numpys_argument_check_of_a_draw_is_made_once_and_its_error_every_time():
+    """A draw's arguments go through numpy's own checks (a draw of size 0), remembered per kind and arguments; an error
+    is not remembered: the same wrong arguments fail again."""
+    from prmg_cli.inputs.seeded import _check_arguments
+
+    _check_arguments.cache_clear()
+    for _ in range(2):
+        with pytest.raises(ValueError, match="scale"):
+            _check_arguments("normal", 0.0, -1.0)
+        _check_arguments("uniform", -1.0, 1.0)
+    assert _check_arguments.cache_info().hits == 1

@@ -473,6 +473,8 @@ CONTRADICTING = [
     ({"device_statuses": {"0": "passed", "1": "failed"}},
      "status passed, but its devices' statuses are passed, failed"),
     ({"device_statuses": {"0": "passed", "1": "fine"}}, "status passed, but its devices' statuses are passed, fine"),
+    ({"device": "0,1", "device_statuses": {"x": "passed", "y": "passed"}},     # compare reads them as the chips
+     "device '0,1', but its devices' statuses give passed on x, y"),
 ]
 
 

@@ -556,6 +556,7 @@ def test_render_dispatches_every_format():
     (["junit:smoke.xml", "json:smoke.json"], None, [("junit", "smoke.xml"), ("json", "smoke.json")]),
     (["table", "junit:s.xml"], None, [("table", None), ("junit", "s.xml")]),
     (["junit:s.xml", "json"], "r.json", [("junit", "s.xml"), ("json", "r.json")]),
+    ([], "run.txt", [("table", "run.txt")]), (["json"], "r.html", [("json", "r.html")]),   # a format asked for
 ])
 def test_report_targets(specs, output, expected):
     assert [(t.format, t.path) for t in outputs.parse_targets(specs, output)] == expected
@@ -564,6 +565,9 @@ def test_report_targets(specs, output, expected):
 @pytest.mark.parametrize("specs, output, message", [
     (["yaml"], None, "unknown format"), (["json:"], None, "no file"),
     (["json", "csv"], None, "only one report"), (["json:a"], "b", "-o FILE names"),
+    # -o alone naming another format's file got a table (the table's text in run.html)
+    ([], "run.html", r"-o run.html: without --report a table goes there, not the html its name says; give --report "
+                     r"html -o run.html \(or --report html:run.html\)"), ([], "out/R.JSON", "not the json"),
 ])
 def test_bad_report_targets(specs, output, message):
     with pytest.raises(PrmgError, match=message):
@@ -722,3 +726,34 @@ def test_a_count_of_one_meets_a_singular_noun(tmp_path):
 
     with pytest.raises(PrmgError, match="1 value for a tensor of 2 elements"):
         parse_document([{"name": "v", "shape": [1, 1, 1, 2], "inputs": {"dy": {"values": [1.0]}}}], "t.yaml", tmp_path)
+
+
+def test_a_report_format_is_one_module_and_one_outputs_entry(tmp_path, monkeypatch, capsys):
+    """A new report format is a writer and one ``outputs.OUTPUTS`` entry (docs/developing.md): a toy one is then a
+    format of prmg run's and prmg report's --report, named in both --help texts (they listed the formats a second
+    time), and written where --report says."""
+    import importlib
+
+    from prmg_cli.commands import report, run, shared_options
+    from test_cli_commands import run_in_process
+
+    toy = outputs.Output("toy: a line per case", lambda results, info, options: "".join(
+        f"{result.name} {result.status}\n" for result in results))
+    monkeypatch.setitem(outputs.OUTPUTS, "toy", toy)
+    try:
+        for module in (shared_options, run, report):
+            importlib.reload(module)
+        for command, listed in (("run", "markdown, html or toy (html: pip"), ("report", "markdown, html, toy, to")):
+            code, out, _ = run_in_process(capsys, monkeypatch, command, "--help")
+            assert code == 0 and listed in " ".join(out.split()), command
+        (tmp_path / "c.yaml").write_text("- {name: c, shape: [1, 1, 1, 8]}\n")
+        results, written = tmp_path / "r.jsonl", tmp_path / "toy.txt"
+        code, _, err = run_in_process(capsys, monkeypatch, "run", tmp_path / "c.yaml", "--runner", "emulator",
+                                      "--report", f"toy:{written}", "--results", results)
+        assert code == 0 and written.read_text() == "c passed\n", err
+        code, out, _ = run_in_process(capsys, monkeypatch, "report", results, "--report", "toy")
+        assert code == 0 and out.startswith("c passed\n")
+    finally:
+        monkeypatch.undo()
+        for module in (shared_options, run, report):
+            importlib.reload(module)

@@ -172,8 +172,18 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert f"](docs/{page.name})" in readme, page.name
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
-            assert (page.parent / target).is_file(), f"{page.name}: {target}"
+        for target, anchor in re.findall(r"\]\(([^)#:]*\.md|)(?:#([^)]*))?\)", page.read_text()):
+            linked = (page.parent / target) if target else page
+            assert linked.is_file(), f"{page.name}: {target}"
+            # a page names itself by an anchor of its own (a link to its own top read 'see this page')
+            assert linked.resolve() != page.resolve() or not target, f"{page.name} links to itself"
+            assert not anchor or anchor in _anchors(linked), f"{page.name}: {target}#{anchor}"
+
+
+def _anchors(page) -> set[str]:
+    """The anchors GitHub gives the headings of ``page``: lower case, punctuation but '-' dropped, spaces as '-'."""
+    return {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            for line in page.read_text().splitlines() if line.startswith("#")}
 
 
 def test_the_readmes_limits_are_the_codes():
@@ -200,6 +210,10 @@ def test_the_readmes_limits_are_the_codes():
               f"of at most {compare.MAX_BENCH_BYTES // files.MiB} MiB",
               f"from 0 to 10^{len(str(results.MAX_SECONDS)) - 1} s",
               f"file of at most {store.MAX_FILE_BYTES // files.MiB} MiB",
+              f"at most {store.MAX_FILE_CASES:,} cases a file, run records naming at most {loader.MAX_RUN_CASES:,} "
+              f"cases each and {store.MAX_FILE_SELECTED:,} together",
+              f"more than {loader.MAX_FOLDER_ENTRIES:,} files and folders",
+              f"(at most {fields.MAX_SLICE_VALUES} values)", f"(0; at most 2^{fields.MAX_OFFSET.bit_length() - 1})",
               f"no line over {store.MAX_LINE_BYTES // files.MiB} MiB"]
     missing = [claim for claim in claims if claim not in text]
     assert not missing, missing
@@ -308,3 +322,17 @@ def test_the_fault_shape_example_is_a_shape_of_the_smoke_suite():
     shape = tuple(int(size) for size in said.group(1).split(","))
     assert len(cases) == int(said.group(3))
     assert sum(case.shape == shape and case.expect.success for case in cases) == int(said.group(2))
+
+
+def test_the_make_test_command_keeps_an_xdist_group_on_one_worker(tmp_path):
+    """``make test``'s ``--dist loadgroup`` sends every test marked ``xdist_group`` to one worker, as
+    tests/test_cluster.py relies on to share one Ray cluster (pytest 9.2 with pytest-xdist 3.8 scattered them)."""
+    command = re.search(r"\$\(BIN\)/python -m pytest (.*)", (ROOT / "Makefile").read_text()).group(1).split()
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pytest\npytestmark = pytest.mark.xdist_group('g')\n"
+        "@pytest.mark.parametrize('i', range(4))\ndef test_w(i):\n"
+        "    open(f'w{i}', 'w').write(os.environ['PYTEST_XDIST_WORKER'])\n")
+    (tmp_path / "test_other.py").write_text("def test_a(): pass\ndef test_b(): pass\n")
+    subprocess.run([sys.executable, "-m", "pytest", *command, "-p", "no:cacheprovider", "-p", "no:prmg"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    assert len({(tmp_path / f"w{i}").read_text() for i in range(4)}) == 1

@@ -680,9 +680,9 @@ def balance_floor(dtype: str) -> float:
 @pytest.mark.parametrize("specials", [False, True], ids=["plain", "with-specials"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials):
-    """Errors above and below the golden counted where |golden| >= the floor (an error at exactly the floor counts,
-    one just below does not), an exact element neither way, a right NaN or infinity never (with them the compiled
-    pass judges the chunk element by element): the same counts on every path."""
+    """Errors above and below the golden, and toward zero or not, counted where |golden| >= the floor (an error at
+    exactly the floor counts, one just below does not), an exact element neither way, a right NaN or infinity never
+    (with them the compiled pass judges the chunk element by element): the same counts on every path."""
     floor = balance_floor(dtype)
     base = floor or 2.0 ** -20
     tiny = float(FLOAT_FORMATS[dtype].smallest)
@@ -696,8 +696,10 @@ def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials
     golden, actual_values = np.asarray(dy) * np.asarray(cos), np.asarray(actual)
     counted = (np.abs(golden) >= floor) & np.isfinite(golden) & np.isfinite(actual_values)
     expected = {"balance_up": int((counted & (actual_values > golden)).sum()),
-                "balance_down": int((counted & (actual_values < golden)).sum())}
-    assert expected == ({"balance_up": 1, "balance_down": 1} if floor else {"balance_up": 3, "balance_down": 1})
+                "balance_down": int((counted & (actual_values < golden)).sum()),
+                "balance_toward": int((counted & (np.abs(actual_values) < np.abs(golden))).sum())}
+    expected["balance_away"] = expected["balance_up"] + expected["balance_down"] - expected["balance_toward"]
+    assert list(expected.values()) == ([1, 1, 1, 1] if floor else [3, 1, 1, 3])       # up, down, toward, away
     case, inputs = row(dtype, dy, cos=cos)
     with np.errstate(all="ignore"):
         judged = verdict(case, inputs, actual, "default", {"budget_scale": 3.0})
@@ -707,24 +709,26 @@ def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials
 
 
 def directed(golden: np.ndarray, dtype: str, toward: float) -> np.ndarray:
-    """``golden`` rounded to ``dtype`` toward ``toward`` (+inf or -inf): of the nearest value and its two neighbours,
-    the closest on that side of the golden."""
+    """``golden`` rounded to ``dtype`` toward ``toward`` (+inf, -inf or 0): of the nearest value and its two
+    neighbours, the closest on that side of the golden."""
     nearest = rounded(golden, NUMPY[dtype])
     pattern = bits(nearest)
     candidates = np.stack([nearest.astype(np.float64)] + [(pattern + pattern.dtype.type(1)).view(NUMPY[dtype]).astype(
         np.float64), (pattern - pattern.dtype.type(1)).view(NUMPY[dtype]).astype(np.float64)])
     with np.errstate(invalid="ignore"):
-        wrong_side = np.isnan(candidates) | (np.sign(toward) * (candidates - golden) < 0)
+        beyond = np.abs(candidates) > np.abs(golden) if toward == 0 else np.sign(toward) * (candidates - golden) < 0
+        wrong_side = np.isnan(candidates) | beyond
     distance = np.where(wrong_side, np.inf, np.abs(candidates - golden))
     return np.take_along_axis(candidates, distance.argmin(axis=0)[None], axis=0)[0].astype(NUMPY[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("toward", [np.inf, -np.inf], ids=["up", "down"])
+@pytest.mark.parametrize("toward", [np.inf, -np.inf, 0.0], ids=["up", "down", "zero"])
 def test_error_balance_warns_of_errors_all_one_way_on_every_path(path, dtype, toward):
     """A result rounded (float32) or cast (float16, bfloat16: a budget widened 2.5 times, so that only the balance
-    can see it) toward +inf or toward -inf: every element within budget, every inexact one on one side of the golden.
-    Rounded to nearest, it gets no warning."""
+    can see it) toward +inf, toward -inf or toward zero: every element within budget, every inexact one on one side
+    of the golden (toward zero: above it where it is negative, below where positive, an even split the magnitude
+    test sees). Rounded to nearest, it gets no warning."""
     case = make_case((1, 1, 2, 64), (0, 64), dtype=dtype, broadcast="BSND")
     rng = np.random.default_rng(12)
     inputs = Inputs(rounded(rng.uniform(-1, 1, case.shape), NUMPY[dtype]),
@@ -732,9 +736,11 @@ def test_error_balance_warns_of_errors_all_one_way_on_every_path(path, dtype, to
     golden = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, 1, (0, 64))
     tolerance = None if dtype == "float32" else {"budget_scale": 2.5}
     judged = judge(case, inputs, Outcome(status=0, dy=directed(golden, dtype, toward)), tolerance=tolerance)
-    away, toward_key = ("balance_down", "balance_up") if toward > 0 else ("balance_up", "balance_down")
+    away, toward_key = (("balance_away", "balance_toward") if toward == 0 else ("balance_down", "balance_up")
+                        if toward > 0 else ("balance_up", "balance_down"))
     assert judged.status == "passed" and judged.metrics[away] == 0 and judged.metrics[toward_key] > 100
-    assert any(warning.startswith("biased: ") for warning in judged.warnings), judged.warnings
+    assert any(warning.startswith("biased: ") and ("toward zero" in warning) == (toward == 0)
+               for warning in judged.warnings), judged.warnings
     nearest = judge(case, inputs, Outcome(status=0, dy=rounded(golden, NUMPY[dtype])), tolerance=tolerance)
     assert nearest.status == "passed" and not nearest.warnings
 

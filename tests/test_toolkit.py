@@ -230,7 +230,8 @@ def test_auto_never_runs_the_emulator_where_a_toolkit_is_named_or_installed(tmp_
     without = make_root(tmp_path / "cann", libs, libopapi="without_op")
     refused({"ASCEND_HOME_PATH": str(without)}, f"libopapi.so (libopapi.so): does not export {tk.OP_SYMBOL}")
     refused({"ASCEND_CUSTOM_OPP_PATH": str(tmp_path / "vendor")}, "ASCEND_CUSTOM_OPP_PATH=")    # any toolkit variable
-    refused({"ASCEND_HOME_PATH": ""}, "(ASCEND_HOME_PATH=)")           # export ASCEND_HOME_PATH=$TYPO: set, empty
+    refused({"ASCEND_HOME_PATH": ""}, "(ASCEND_HOME_PATH=)",           # export ASCEND_HOME_PATH=$TYPO: set, empty
+            "looked in ASCEND_HOME_PATH: set but empty;")                # (it said 'not set' beside 'meant here')
     refused({"ASCEND_HOME": "/usr/local/Ascend"}, "(ASCEND_HOME=/usr/local/Ascend)")  # any ASCEND_* holding a path
     assert tk.toolkit_suggested({"ASCEND_RT_VISIBLE_DEVICES": "0", "ASCEND_GLOBAL_LOG_LEVEL": "3"}) == []
     monkeypatch.setattr(tk, "INSTALL_BASES", (str(tmp_path),))         # /usr/local/Ascend: a driver, no toolkit

@@ -343,8 +343,10 @@ def _special_inputs(dy_dtype: str, cos_dtype: str, shape: tuple[int, ...], cos_s
 
     Outside the slice every row holds -0.0, NaN, +-Inf, +-subnormal, +-max and 0 (all must come back bit
     for bit). With ``in_tables`` False the slice holds them too: row 0 a NaN, row 1 +-Inf, row 2 -0.0 and
-    subnormals, row 3 +-max (sums that overflow or cancel); else cos/sin hold NaN, -0.0, +Inf (times a 0
-    of dy in row 2: NaN), a subnormal and cos's max, and the slice ordinary values."""
+    subnormals, row 3 +-max (sums that overflow or cancel), and the sin of row 1's inf and its partner is 0
+    (NaN either way the pair is rotated: a kernel skipping a zero sin's product makes a number); else cos/sin
+    hold NaN, -0.0, +Inf (times a 0 of dy in row 2: NaN), a subnormal and cos's max, and the slice ordinary
+    values."""
     nan, inf = float("nan"), float("inf")
     dy_special, table_special = _special_values(dy_dtype), _special_values(cos_dtype)
     big, tiny = dy_special["max"], dy_special["sub"]
@@ -357,6 +359,7 @@ def _special_inputs(dy_dtype: str, cos_dtype: str, shape: tuple[int, ...], cos_s
     if not in_tables:
         dy[0, 0, 0, 4] = nan
         dy[0, 0, 1, 6], dy[0, 0, 1, 10] = inf, -inf
+        sin[0, 0, min(1, cos_shape[2] - 1), 2:4] = 0.0   # at row 1's inf: 0 * inf is NaN (a skipped product is not)
         dy[0, 1, 0, 4:8] = [-0.0, -0.0, tiny, -tiny]
         dy[0, 1, 1, 4:12] = [big, big, -big, big, 1.0, -1.0, big, -big]
     else:

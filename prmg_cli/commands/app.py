@@ -9,6 +9,7 @@ import typer.core
 
 from . import COMMANDS, load
 from .. import __version__
+from ..errors import suggest
 from .options import request_values, typer_signature
 
 
@@ -70,6 +71,12 @@ class _Group(typer.core.TyperGroup):
 
     def get_command(self, ctx, name: str):
         return _build(name) if name in COMMANDS else None
+
+    def resolve_command(self, ctx, args):
+        """The command ``args`` names; a usage error suggesting the nearest command for a misspelt one."""
+        if args and args[0] not in COMMANDS and not args[0].startswith("-"):
+            ctx.fail(f"No such command {args[0]!r}{suggest(args[0], COMMANDS)}.")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx, formatter) -> None:
         """Each command with the first sentence of its help, whole (click would cut it at 45 columns)."""

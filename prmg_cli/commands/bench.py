@@ -47,8 +47,13 @@ def main(request) -> int:
     5 when no case is selected to time.
     """
     from .bench_kernel import bench_command
+    from ..errors import PrmgError
     from ..writes import write_stdout
 
+    given = ["case files" if option.argument else option.flags[0] for option in OPTIONS if option.name not in
+             ("host", "report") and getattr(request, option.name) not in (None, (), option.default)]
+    if request.host and given:              # it ignored them: --host ... cases.yaml timed no case of the file
+        raise PrmgError(f"--host times prmg's own host workloads: it takes no {', '.join(given)}")
     text, code = bench_command(request)
     if text:
         write_stdout(text)

@@ -50,17 +50,20 @@ def dump_cases(paths: Sequence[str], out: str, keyword: str | None = None) -> st
     if not cases:
         return ""
     check_outputs([Output(out, "dump", FOLDER, tuple(case.name for case in cases))], input_files(paths, loaded))
-    root = Path(out)
+    root = where = Path(out)
+    done = 0
     try:
         root.mkdir(parents=True, exist_ok=True)
         real_root = Path(os.path.realpath(root))
         for case in cases:
-            folder = root / case.name
+            folder = where = root / case.name
             if not NAME_PATTERN.fullmatch(case.name) or not files.inside(folder, real_root) \
                     or Path(os.path.realpath(folder)) == real_root:
                 raise PrmgError(f"the name would write outside {out}; not dumped", file=case.source,
                                 case=case.name, field="name")
-            dump_case(case, folder, real_root)
+            dump_case(case, folder, real_root)         # a case it could not write whole leaves no folder
+            done += 1
     except OSError as exc:
-        raise PrmgError(f"cannot write: {files.os_reason(exc)}", file=exc.filename or out) from None
+        kept = f" ({done} of {plural(len(cases), 'case')} written whole)" if done else ""
+        raise PrmgError(f"cannot write: {files.os_reason(exc)}{kept}", file=exc.filename or str(where)) from None
     return f"wrote {plural(len(cases), 'case')} to {root}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..reports.outputs import OUTPUTS
 from ..results import WORST_FIRST
 from .shared_options import OUTPUT, REPORTS, VERBOSE, WIDE
 from .options import REQUIRED, Option, request_type
@@ -12,8 +13,8 @@ OPTIONS = (
     Option("cases", ("--cases",), (), "The suite's case files or folders (repeatable): report in their order, and "
            "list the cases no file holds, or edited since their record was made, as not_run (exit 1).", "PATH", list,
            path=True),
-    Option("report", REPORTS.flags, (), "As prmg run's: table, json, junit, csv, markdown..., to FILE or standard "
-           "output; repeatable.", REPORTS.metavar, list),
+    Option("report", REPORTS.flags, (), f"As prmg run's: {', '.join(OUTPUTS)}, to FILE or standard output; "
+           f"repeatable.", REPORTS.metavar, list),
     OUTPUT,
     Option("duplicates", ("--duplicates",), "worst", f"A case in several files: worst (the worst verdict, a verdict "
            f"beating none: {' > '.join(WORST_FIRST)}) or last (the last file's record).", "RULE"),

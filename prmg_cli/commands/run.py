@@ -5,7 +5,7 @@ the checks' registry, where each check declares them."""
 from __future__ import annotations
 
 from ..device.execute import MAX_TIMEOUTS
-from ..judging.checks import OPTIONS as CHECK_OPTIONS
+from ..judging.checks import CHECKS, OPTIONS as CHECK_OPTIONS
 from ..judging.standards import STANDARDS
 from .shared_options import (EXCLUDE_TAGS, KEYWORD, OP_LIB, OUTPUT, PATHS, REPORTS, RUNNER, SUPPORTED_MODES, TAGS,
                              VERBOSE, WIDE)
@@ -42,7 +42,7 @@ OPTIONS = (
     Option("strict", ("--strict",), False, "Warnings (e.g. a vacuous case whose input already passes) fail their "
            "cases.", kind=bool, plugin=True),
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "
-           "adjoint, roundtrip, sample, determinism, or all of them.", "LIST", plugin=True),
+           f"{', '.join(CHECKS)}, or all of them.", "LIST", plugin=True),
     Option("no_golden", ("--no-golden",), False, "Judge cases by their checks alone (for shapes too large for a "
            "host golden); every pass case then needs sample, the check anchored to the formula, from --check or "
            "its own checks: (or correctness_unchecked: saying why).", kind=bool, plugin=True),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..device.runners import runners_help
+from ..reports.outputs import OUTPUTS
 from .options import REQUIRED, Option
 
 PATHS = Option("paths", (), REQUIRED, "Case files or folders (every *.yaml / *.yml below a folder, sorted).",
@@ -22,9 +23,9 @@ EXCLUDE_TAGS = Option("exclude_tags", ("--exclude-tag",), (), "Leave out cases w
                       list)
 OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one.", "FILE",
                 path=True)
-REPORTS = Option("report", ("--report",), (), "table, json, junit, csv, markdown or html (pip install "
-                 "'prmg[html]'), to FILE or standard output; repeatable, e.g. --report junit:smoke.xml --report "
-                 "html:run.html.", "FORMAT[:FILE]", list)
+REPORTS = Option("report", ("--report",), (), f"{', '.join(list(OUTPUTS)[:-1])} or {list(OUTPUTS)[-1]} (html: pip "
+                 f"install 'prmg[html]'), to FILE or standard output; repeatable, e.g. --report junit:smoke.xml "
+                 f"--report html:run.html.", "FORMAT[:FILE]", list)
 VERBOSE = Option("verbose", ("-v", "--verbose"), False, "Also print diagnosis lines and skip reasons.", kind=bool)
 WIDE = Option("wide", ("--wide",), False, "Show every table column and whole case names.", kind=bool)
 

@@ -19,6 +19,7 @@ null for a dump).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -68,17 +69,32 @@ def whole(case: Case, x: np.ndarray, golden_slice: np.ndarray, score: np.ndarray
 def write_folder(target: Path, root: Path, case: Case, arrays: dict, result=None) -> None:
     """Write ``arrays`` (name -> array) as ``target``/NAME.npy and ``target``/meta.json (module docstring),
     nothing outside ``root``: a symlink that sits at ``target`` or inside it is never followed
-    (``files.make_folder_within``, ``files.create_within``). ``result``: a failure's CaseResult."""
+    (``files.make_folder_within``, ``files.create_within``). ``result``: a failure's CaseResult. When a write fails
+    (a full disk), the files this call opened are removed again, and a meta.json an earlier write left (it would
+    describe arrays now gone), and ``target`` when this call made it: a folder of some arrays read as a case's."""
+    made = not os.path.lexists(target)
     files.make_folder_within(target, root)
-    written = {}
-    for name, array in arrays.items():
-        with files.create_within(target / f"{name}.npy", root) as handle:
-            np.save(handle, storable(np.asarray(array)), allow_pickle=False)
-        written[f"{name}.npy"] = from_numpy(np.asarray(array).dtype).name
-    meta = {"schema": SCHEMA, "case": case_meta(case), "files": written,
-            "result": result.to_dict() if result is not None else None}
-    with files.create_within(target / "meta.json", root) as handle:
-        handle.write((json.dumps(json_safe(meta), indent=2, allow_nan=False) + "\n").encode("utf-8"))
+    opened: list[Path] = []
+    try:
+        written = {}
+        for name, array in arrays.items():
+            with files.create_within(target / f"{name}.npy", root) as handle:
+                opened.append(target / f"{name}.npy")
+                np.save(handle, storable(np.asarray(array)), allow_pickle=False)
+            written[f"{name}.npy"] = from_numpy(np.asarray(array).dtype).name
+        meta = {"schema": SCHEMA, "case": case_meta(case), "files": written,
+                "result": result.to_dict() if result is not None else None}
+        with files.create_within(target / "meta.json", root) as handle:
+            handle.write((json.dumps(json_safe(meta), indent=2, allow_nan=False) + "\n").encode("utf-8"))
+    except BaseException:
+        stale = target / "meta.json"
+        for path in opened + ([stale] if not stale.is_symlink() else []):     # a symlink stays, never followed
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if made:
+            with contextlib.suppress(OSError):
+                target.rmdir()
+        raise
 
 
 def save_failure(folder: str, case: Case, result, inputs, actual, arrays: dict) -> str:

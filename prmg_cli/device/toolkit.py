@@ -251,8 +251,8 @@ def _search(env: Mapping[str, str], op_lib: str | None) -> tuple[Toolkit | None,
     log: list[str] = []
     override = _override_op_lib(op_lib) if op_lib else None
     for origin, value in _root_candidates(env):
-        if value is None:
-            log.append(f"{origin}: not set")
+        if value is None:                  # set but empty names no folder, yet suggests a toolkit (toolkit_suggested)
+            log.append(f"{origin}: {'set but empty' if env.get(origin) == '' else 'not set'}")
             continue
         root = Path(value).expanduser()
         label = f"{origin}={value}" if origin != "default" else value

@@ -31,6 +31,7 @@ them at once.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import sys
@@ -177,12 +178,19 @@ def _numbers(args: tuple, count: int, fail) -> tuple[float, ...]:
     return numbers
 
 
+@functools.lru_cache(maxsize=256)
+def _check_arguments(kind: str, first: float, second: float) -> None:
+    """numpy's own argument checks and errors of a draw of ``kind`` (uniform(first, second) or normal(first, second)):
+    a draw of size 0, 4 us, made once per arguments (an error is not kept: it is raised again each time)."""
+    getattr(_ARGUMENTS, kind)(first, second, 0)
+
+
 def _draw(generator: str, seed: int, tensor: str, kind: str, params: tuple[float, float], shape: tuple[int, ...],
           dtype: np.dtype, chunk_elements: int) -> np.ndarray:
     """Draws of ``kind`` (uniform(lo, hi) or normal(mean, std)) from ``generator``'s stream of ``tensor``, in
     float64, rounded into a new array of ``dtype`` (``recycled_empty`` of ``tensor``) ``chunk_elements`` at a
     time (which does not change them)."""
-    getattr(_ARGUMENTS, kind)(params[0], params[1], 0)      # numpy's own argument checks and errors
+    _check_arguments(kind, params[0], params[1])
     scale, offset = (params[1] - params[0], params[0]) if kind == "uniform" else (params[1], params[0])
     out = recycled_empty(("draw", tensor), shape, dtype)
     _DRAWS[generator](seed, tensor, kind, out.reshape(-1), scale, offset, max(1, int(chunk_elements)))

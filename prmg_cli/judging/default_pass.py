@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import nonfinite
-from .. import native
+from .. import error_balance, native
 from ..case import Case
 from ..dtypes import FLOAT_FORMATS, Format, from_numpy
 from ..ops import OPERATORS, reference
@@ -76,7 +76,7 @@ class _SliceScan:
         self.bound_ulps = 0.0                           # bound_ulp at the first element of max_ulps,
         self.ulps_at = 0                                # its flat index in the slice
         self.max_beyond = 0.0
-        self.balance_up = self.balance_down = 0         # the error balance's counts (``balance_counts``)
+        self.balance = [0, 0, 0, 0]                     # the error balance's counts (``balance_counts``)
         self.threshold = balance_threshold(fmt)
         self.specials: list[np.ndarray] = []            # flat slice indices of non-finite elements
         self.special_values: list[np.ndarray] = []      # the result there
@@ -135,9 +135,8 @@ class _SliceScan:
             local = np.flatnonzero(special)
             self.specials.append(first_row * length + local)
             self.special_values.append(actual.reshape(-1)[local])
-        up, down = balance_counts(actual, golden, self.threshold, special)
-        self.balance_up += up
-        self.balance_down += down
+        for side, count in enumerate(balance_counts(actual, golden, self.threshold, special)):
+            self.balance[side] += count
         self.max_ratio = max(self.max_ratio, largest)
         self.max_error = max(self.max_error, float(error.max()))
         in_ulps, beyond, bound, at = rounding_margins(error, golden, budget, self.fmt,
@@ -192,11 +191,26 @@ class _NativeScan:
         self.failed, self.overflow, self.input_fails = bool(out.failed), bool(out.overflow), bool(out.input_fails)
         self.max_ratio, self.max_error, self.max_beyond = out.max_ratio, out.max_error, out.max_beyond
         self.max_ulps, self.bound_ulps, self.ulps_at = out.max_ulps, out.bound_ulps, out.ulps_at
-        self.balance_up, self.balance_down, self.golden_seconds = out.balance_up, out.balance_down, out.golden_seconds
+        self.balance = [out.balance_up, out.balance_down, out.balance_toward,
+                        out.balance_up + out.balance_down - out.balance_toward]
+        self.golden_seconds = out.golden_seconds
         self.specials, self.special_values = [self.arrays[0][:out.specials]], [self.arrays[2][:out.specials]]
         self.input_specials = [self.arrays[1][:out.input_specials]]
         self.input_values = [self.arrays[3][:out.input_specials]]
         self.seconds = time.perf_counter() - began
+
+
+@functools.lru_cache(maxsize=64)
+def _native_terms(rotation: reference.Rotation, rotary_mode: int, length: int) -> tuple[tuple, dict]:
+    """``reference.lane_terms`` as the compiled scan takes them (int64; ``sign`` float64) with ``native.half_table()``,
+    and their addresses as ``JudgeArgs`` fields: made once per rotation, mode and length, as the terms are (reading an
+    array's address costs 1.6-3.6 us: six of them a small case's two scans paid again and again). The arrays are
+    kept here, so the addresses stay valid."""
+    kept, partner, sign, cos_lane, sin_lane = (np.ascontiguousarray(term, np.int64)
+                                               for term in reference.lane_terms(rotation, rotary_mode, length))
+    arrays = {"kept": kept, "partner": partner, "sign": np.ascontiguousarray(sign, np.float64), "cos_lane": cos_lane,
+              "sin_lane": sin_lane, "half_table": native.half_table()}
+    return tuple(arrays.values()), {name: array.ctypes.data for name, array in arrays.items()}
 
 
 def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
@@ -210,17 +224,13 @@ def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float
     start, end = (int(v) for v in case.partial_slice)
     length = end - start
     cos, sin = np.ascontiguousarray(cos), np.ascontiguousarray(sin)
-    kept, partner, sign, cos_lane, sin_lane = (np.ascontiguousarray(term, np.int64)
-                                               for term in op.lane_terms(case.rotary_mode, length))
-    sign = np.ascontiguousarray(sign, np.float64)
     stop = ctypes.c_int32(0)
-    keep = (x, result, cos, sin, kept, partner, sign, cos_lane, sin_lane, native.half_table())
+    keep = (x, result, cos, sin)
     args = native.JudgeArgs(
         x=x.ctypes.data, result=result.ctypes.data, cos=cos.ctypes.data, sin=sin.ctypes.data, x_type=x_type,
-        cos_type=cos_type, half_table=keep[-1].ctypes.data, rows_s=x.shape[1], rows_n=x.shape[2],
-        depth=x.shape[3], start=start, length=length, cos_b=cos.shape[0], cos_s=cos.shape[1], cos_n=cos.shape[2],
-        kept=kept.ctypes.data, partner=partner.ctypes.data, cos_lane=cos_lane.ctypes.data,
-        sin_lane=sin_lane.ctypes.data, sign=sign.ctypes.data, computation=2 * U32 + U32 * U32,
+        cos_type=cos_type, rows_s=x.shape[1], rows_n=x.shape[2], depth=x.shape[3], start=start, length=length,
+        cos_b=cos.shape[0], cos_s=cos.shape[1], cos_n=cos.shape[2],
+        **_native_terms(op.rotation, case.rotary_mode, length)[1], computation=2 * U32 + U32 * U32,
         half_ulp_scale=2.0 ** -fmt.precision, half_smallest=fmt.smallest / 2, scale=scale, ftz_floor=FTZ_FLOOR,
         underflow_floor=UNDERFLOW_FLOOR, capacity=native.SPECIAL_CAPACITY, stop=ctypes.pointer(stop),
         balance_threshold=balance_threshold(fmt))
@@ -335,8 +345,7 @@ def _one_pass(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) 
                "max_abs_err": max(scan.max_error for scan in scans),
                "max_err_ulp": max(scan.max_ulps for scan in scans), "bound_ulp": _first_bound(scans),
                "beyond_rounding": max(scan.max_beyond for scan in scans),
-               "balance_up": sum(scan.balance_up for scan in scans),
-               "balance_down": sum(scan.balance_down for scan in scans)}
+               **{key: sum(scan.balance[side] for scan in scans) for side, key in enumerate(error_balance.METRICS)}}
     return _Passed(metrics, vacuous)
 
 

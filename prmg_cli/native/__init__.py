@@ -71,7 +71,7 @@ class JudgeOut(ctypes.Structure):
                 ("specials", c_int64), ("input_specials", c_int64), ("ulps_at", c_int64),
                 ("special_index", c_void_p), ("input_special_index", c_void_p),
                 ("special_value", c_void_p), ("input_special_value", c_void_p),
-                ("balance_up", c_int64), ("balance_down", c_int64)]
+                ("balance_up", c_int64), ("balance_down", c_int64), ("balance_toward", c_int64)]
 
 
 _LIBRARY: ctypes.CDLL | None = None

@@ -49,6 +49,7 @@ typedef struct {
     int64_t *special_index, *input_special_index;
     double *special_value, *input_special_value;
     int64_t balance_up, balance_down;       /* counted elements above and below the golden (error_balance.py) */
+    int64_t balance_toward;                 /* ... of them nearer zero than the golden (the rest: away) */
 } judge_out;
 
 static double now(void)
@@ -170,6 +171,7 @@ static int exact_chunk(const judge_args *a, judge_out *out, int64_t base, int64_
             if (fabs(gold) >= a->balance_threshold) {
                 out->balance_up += actual[i] > gold;
                 out->balance_down += actual[i] < gold;
+                out->balance_toward += fabs(actual[i]) < fabs(gold);
             }
         }
         if (!out->input_fails) {
@@ -295,7 +297,7 @@ static INLINED void golden_row(const judge_args *a, const lane_layout *layout, c
  * of +inf), and with the input checked, the bits of its largest error and whether any is over budget. */
 typedef struct {
     uint64_t ratio, error, ulps, beyond, input_error;
-    int64_t input_over, up, down;  /* up, down: the error balance's counts (standards/default.py balance_counts) */
+    int64_t input_over, up, down, toward;  /* the error balance's counts (standards/default.py balance_counts) */
 } chunk_scan;
 
 #define ONE_BITS UINT64_C(0x3FF0000000000000)        /* the bits of 1.0 */
@@ -309,15 +311,16 @@ static INLINED chunk_scan scan_part(const judge_args *a, int64_t count, const do
                                     const double *magnitude, const double *actual, const double *input,
                                     const int with_input)
 {
-    chunk_scan found = {0, 0, 0, 0, 0, 0, 0, 0};
+    chunk_scan found = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     uint64_t input_error_bits = 0;
-    int64_t input_over = 0, up = 0, down = 0;
+    int64_t input_over = 0, up = 0, down = 0, toward = 0;
     for (int64_t i = 0; i < count; i++) {
         const double gold = golden[i], budget = budget_of(a, magnitude[i], gold);
         const double error = fabs(actual[i] - gold);
         const int64_t counted = fabs(gold) >= a->balance_threshold;
         up += counted & (actual[i] > gold);
         down += counted & (actual[i] < gold);
+        toward += counted & (fabs(actual[i]) < fabs(gold));
         double ulps, beyond;
         rounding_margins(a, error, gold, budget, &ulps, &beyond);
         const uint64_t ratio_bits = bits_of(error / budget), error_bits = bits_of(error);
@@ -337,6 +340,7 @@ static INLINED chunk_scan scan_part(const judge_args *a, int64_t count, const do
     found.input_over = input_over;
     found.up = up;
     found.down = down;
+    found.toward = toward;
     return found;
 }
 
@@ -514,7 +518,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             break;
         const int64_t rows = row_end - first < rows_per_chunk ? row_end - first : rows_per_chunk;
         const int check_input = !out->input_fails;
-        chunk_scan found = {0, 0, 0, 0, 0, 0, 0, 0};
+        chunk_scan found = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         int unusual = 0;                            /* then only the outside of the rest is compared */
         for (int64_t done = 0; done < rows; done += rows_per_part) {
             const int64_t part = rows - done < rows_per_part ? rows - done : rows_per_part;
@@ -562,6 +566,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             found.input_over |= scan.input_over;
             found.up += scan.up;
             found.down += scan.down;
+            found.toward += scan.toward;
         }
         if (unusual)                                /* its later parts were not formed: (b, s, n) of the next row */
             row_position(a, first + rows, &row_b, &row_s, &row_n);
@@ -593,6 +598,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             max_beyond = found.beyond > max_beyond ? found.beyond : max_beyond;
             out->balance_up += found.up;
             out->balance_down += found.down;
+            out->balance_toward += found.toward;
             if (check_input && found.input_over)
                 out->input_fails = 1;
         }

@@ -27,8 +27,9 @@ def contradiction(record: CaseResult) -> str:
       element mismatched;
     - ``passed``, expecting an error: the operator returned a status other than 0;
     - ``xfailed`` and ``xpassed``: the case names a known defect;
-    - a record of several devices (``device_statuses``, ``--each-device``) holds each device's status, and its own is
-      the worst of them (a ``failed`` device edited to ``passed`` alone, or the record's status alone).
+    - a record of several devices (``device_statuses``, ``--each-device``) holds each device's status, its own is
+      the worst of them (a ``failed`` device edited to ``passed`` alone, or the record's status alone), and its
+      ``device`` names the devices of that status, in their order (``execute.combined``; compare reads the chips).
     """
     from ..judging.verdict_metrics import margins
     from ..results import STATUSES
@@ -38,6 +39,9 @@ def contradiction(record: CaseResult) -> str:
     if seen and not (all(isinstance(value, str) and value in STATUSES for value in seen.values())
                      and max(STATUSES[value].severity for value in seen.values()) == record.info.severity):
         return f"status {status}, but its devices' statuses are {', '.join(map(str, seen.values()))}"
+    worst = [device for device, value in seen.items() if value == status]
+    if seen and record.device.split(",") != worst:
+        return f"device {record.device!r}, but its devices' statuses give {status} on {', '.join(worst)}"
     if status in ("skipped", "not_run"):
         if metrics or record.error_code is not None:
             return f"status {status} (never launched) but it holds {'metrics' if metrics else 'an operator status'}"

@@ -707,12 +707,27 @@ class Writer:
 
 
 def encode(record: CaseResult | RunRecord) -> bytes:
-    """The line ``record`` is stored as: its JSON (ASCII: anything else escaped), then a newline."""
+    """The line ``record`` is stored as: its JSON (ASCII: anything else escaped), then a newline. A lone surrogate
+    (a case file's name that is not UTF-8: Python holds its bytes so) is stored as the text of its escape
+    (``\\udcff``), as error lines show it: the reader refuses a lone surrogate, and a run writes only what it reads."""
     data = record.to_dict()
     scores = data.get("error_map", {}).get("values") if isinstance(record, CaseResult) else None
     if isinstance(scores, ScoreRows):
         data["error_map"] = {**data["error_map"], "values": scores.lists()}
-    return (json.dumps(data, default=str) + "\n").encode("ascii")
+    line = json.dumps(data, default=str)
+    if "\\ud" in line:                           # (also a valid character's surrogate pair, which stays as it is)
+        line = json.dumps(_escaped(json.loads(line)))
+    return (line + "\n").encode("ascii")
+
+
+def _escaped(value):
+    """``value`` (JSON data) with each lone surrogate of its texts written as its escape's text (valid text is
+    unchanged)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_escaped(key): _escaped(item) for key, item in value.items()}
+    return [_escaped(item) for item in value] if isinstance(value, list) else value
 
 
 def _ends_in_newline(fd: int) -> bool:

@@ -70,6 +70,10 @@ static const struct {
     {"fwd_odd_half", FAULT_FWD_ODD_HALF},
     {"cast_away", FAULT_CAST_AWAY},
     {"ub_stale_tables", FAULT_UB_STALE_TABLES},
+    {"round_zero", FAULT_ROUND_ZERO},
+    {"zero_sin_skip", FAULT_ZERO_SIN_SKIP},
+    {"core_stale_table", FAULT_CORE_STALE_TABLE},
+    {"store_block", FAULT_STORE_BLOCK},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

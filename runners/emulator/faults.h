@@ -76,6 +76,10 @@ enum {
     FAULT_FWD_ODD_HALF,
     FAULT_CAST_AWAY,
     FAULT_UB_STALE_TABLES,
+    FAULT_ROUND_ZERO,
+    FAULT_ZERO_SIN_SKIP,
+    FAULT_CORE_STALE_TABLE,
+    FAULT_STORE_BLOCK,
 };
 
 /* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call. */

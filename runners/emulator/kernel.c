@@ -92,6 +92,13 @@ static float up(double value)
     return (double)nearest < value ? nextafterf(nearest, INFINITY) : nearest;
 }
 
+/* The round_zero fault's float32 value: value (the exact sum, as up()) rounded toward zero. */
+static float toward_zero(double value)
+{
+    float nearest = (float)value;
+    return fabs((double)nearest) > fabs(value) ? nextafterf(nearest, 0.0f) : nearest;
+}
+
 /* The cast_up fault's store: value converted to fp16/bf16 toward +inf instead of to nearest even. */
 static void store_upward(int32_t data_type, void *data, int64_t index, float value)
 {
@@ -194,7 +201,8 @@ static int64_t table_index(int64_t index, int64_t shift)
 
 /* The value of lane j (described by l) from the slice x and the tables c, s: float32 products and
  * sum, or a fused multiply-add (job->fused); bf16_compute rounds inputs (already), both products and
- * the sum to bfloat16; workspace_uninit_read adds workspace[j]. */
+ * the sum to bfloat16; workspace_uninit_read adds workspace[j]; zero_sin_skip returns c*x alone where the sin entry
+ * is 0; round_zero rounds the exact value toward zero on lanes j % 4 == 3. */
 static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x, const float *c, const float *s,
                         int64_t shift)
 {
@@ -202,9 +210,15 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
     const float cos_value = c[table_index(l.cos_index, shift)], sin_value = s[table_index(l.sin_index, shift)];
     float kept_term = cos_value * x[l.kept];
     float partner_term = sin_value * x[l.partner];
+    if (has_fault(job->faults, FAULT_ZERO_SIN_SKIP) && sin_value == 0.0f)
+        return kept_term;                                    /* the partner term skipped: 0 * inf is no NaN */
     if (has_fault(job->faults, FAULT_ROUND_UP)) {            /* the exact value rounded toward +inf */
         const double partner = (double)sin_value * x[l.partner];
         return up((double)cos_value * x[l.kept] + (l.plus ? partner : -partner));
+    }
+    if (has_fault(job->faults, FAULT_ROUND_ZERO) && j % 4 == 3) {      /* one lane in four: toward zero */
+        const double partner = (double)sin_value * x[l.partner];
+        return toward_zero((double)cos_value * x[l.kept] + (l.plus ? partner : -partner));
     }
     if (in_bf16) {
         kept_term = round_to_bf16(kept_term);
@@ -315,12 +329,13 @@ static void rewrite_passthrough(const kernel_tensor *x, const kernel_job *job, i
     }
 }
 
-/* One row: load the slice and the cos/sin row of row `tables` (the row itself but under ub_stale_tables), then compute
- * and store it tile by tile.
+/* One row: load the slice and the cos/sin row of row `tables` (the row itself but under ub_stale_tables and
+ * core_stale_table), then compute and store it tile by tile.
  * Faults: row_index_u16 (the row addressed as row % 65536), row_pad, skip_last_row, unaligned_start
  * (lanes 0 and 1 left when start is not 32-byte aligned), tile_tail (the last partial tile of an
  * L > EMU_TILE slice uses the previous tile's cos/sin), fwd_odd_half (the last lane of each half left when L/2 is odd
- * and > 1, in modes 0 and 3), passthrough_add_zero. */
+ * and > 1, in modes 0 and 3), passthrough_add_zero, round_zero (a half dtype's lanes j % 4 == 3 stored toward zero),
+ * store_block (zeros from the slice's end to the next 32-byte boundary of x). */
 static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                         const kernel_job *job, int64_t rows, int64_t row, int64_t tables)
 {
@@ -356,9 +371,17 @@ static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const 
                 continue;
             lane l = job->forward ? forward_lane(job->pairing_mode, j, length, faults)
                                   : grad_lane(job->pairing_mode, j, length, faults);
-            store_result(x, faults, base + row_position(job, d, j), lane_value(job, l, j, g, c, s, shift));
+            const int64_t position = base + row_position(job, d, j);
+            const float value = lane_value(job, l, j, g, c, s, shift);
+            if (has_fault(faults, FAULT_ROUND_ZERO) && j % 4 == 3 && x->data_type != ACL_FLOAT)
+                store_toward_zero(x->data_type, x->host, position, value);
+            else
+                store_result(x, faults, position, value);
         }
     }
+    if (has_fault(faults, FAULT_STORE_BLOCK))                /* the last store's whole 32-byte block: zeros past end */
+        for (int64_t k = base + job->end; k < base + d && k % (BLOCK_BYTES / element_size(x->data_type)) != 0; k++)
+            store_element(x->data_type, x->host, k, 0.0f);
     if (has_fault(faults, FAULT_PASSTHROUGH_ADD_ZERO))
         rewrite_passthrough(x, job, base);
 }
@@ -377,7 +400,8 @@ int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length)
  * taken in UB passes of ub_pass_rows rows.
  * core_tail: when rows >= EMU_CORES, that remainder row is never processed. core_last_row: the middle core's
  * last row is left. ub_stale_tables: the second and later passes keep the first pass's cos/sin rows (row k of a
- * pass uses the tables of the core's row k), as a kernel loading its tables outside its UB loop. */
+ * pass uses the tables of the core's row k), as a kernel loading its tables outside its UB loop. core_stale_table: the
+ * last core's last row (when it has 2 or more) uses the tables of its row before. */
 static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                      const kernel_job *job, int64_t rows, int core)
 {
@@ -391,8 +415,13 @@ static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const ker
     for (int64_t k = 0; k < share + extra; k++) {          /* the core's k-th row, in pass k / pass */
         const int64_t row = k < share ? core * share + k : EMU_CORES * share + core;
         const int64_t first = stale ? k % pass : k;        /* the core's row whose tables the pass holds */
+        /* core_stale_table: the last core's last row on the tables of its row before (a double-buffered table load
+         * skipping the last prefetch) */
+        const int64_t tables = core == EMU_CORES - 1 && k == share - 1 && share >= 2
+                               && has_fault(job->faults, FAULT_CORE_STALE_TABLE) ? row - 1
+                               : first < share ? core * share + first : row;
         if (row != last)
-            process_row(x, cos, sin, job, rows, row, first < share ? core * share + first : row);
+            process_row(x, cos, sin, job, rows, row, tables);
     }
 }
 

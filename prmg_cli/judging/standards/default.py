@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import error_balance
 from ...dtypes import DTYPES, FLOAT_FORMATS, Format, rounded
 from ...results import plural
 from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over, short_number,
@@ -163,24 +164,29 @@ def balance_threshold(fmt: Format) -> float:
 _BALANCE_HALF_ULP = 2.0 ** -101
 
 
-def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, left_out=None) -> tuple[int, int]:
-    """(elements above the golden, below it) among those with ``|golden| >= threshold`` (``balance_threshold``), the
-    mask ``left_out`` (non-finite ones) left out: the error balance's counts (``error_balance.py``)."""
+def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, left_out=None) -> tuple[int, ...]:
+    """(elements above the golden, below it, nearer zero than it, the other errors) among those with ``|golden| >=
+    threshold`` (``balance_threshold``), the mask ``left_out`` (non-finite ones) left out: the error balance's counts
+    (``error_balance.py``). The last is ``up + down - toward``: away from zero, or of the golden's magnitude with the
+    other sign."""
     with np.errstate(invalid="ignore"):
         counted = np.abs(golden) >= threshold
         if left_out is not None:
             counted &= ~left_out
-        return int(np.count_nonzero(counted & (actual > golden))), int(np.count_nonzero(counted & (actual < golden)))
+        up, down, toward = (int(np.count_nonzero(counted & side))
+                            for side in (actual > golden, actual < golden, np.abs(actual) < np.abs(golden)))
+        return up, down, toward, up + down - toward
 
 
-def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[int, int]:
-    """(distinct ``(golden, actual)`` pairs above the golden's correct rounding ``RN(golden)`` to ``fmt``, below it)
-    among the finite elements ``balance_counts`` counts (``balance_threshold(fmt)``) whose result is not
-    ``RN(golden)``: a computation repeated along a broadcast axis or over repeated inputs (the same golden, the same
-    result) counts once, so that the sign test's trials are independent errors; and an error that rounding to nearest
-    makes (the side of ``RN(golden)``, which inputs of few bits, such as odd integers halved, lean one way on a
-    correct kernel) is no trial: only where the kernel departs from it, and a kernel rounding to nearest departs only
-    by its own computation's noise, either way (``error_balance.py``)."""
+def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[int, ...]:
+    """(distinct ``(golden, actual)`` pairs above the golden's correct rounding ``RN(golden)`` to ``fmt``, below it,
+    nearer zero than it, the others) among the finite elements ``balance_counts`` counts
+    (``balance_threshold(fmt)``) whose result is not ``RN(golden)``: a computation repeated along a broadcast axis or
+    over repeated inputs (the same golden, the same result) counts once, so that the sign test's trials are
+    independent errors; and an error that rounding to nearest makes (the side of ``RN(golden)``, which inputs of few
+    bits, such as odd integers halved, lean one way on a correct kernel) is no trial: only where the kernel departs
+    from it, and a kernel rounding to nearest departs only by its own computation's noise, either way
+    (``error_balance.py``)."""
     with np.errstate(invalid="ignore"):
         counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
             & np.isfinite(golden)
@@ -189,8 +195,11 @@ def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format)
     nearest = rounded(golden, DTYPES[name].numpy).astype(np.float64)
     departs = actual != nearest                         # few on a correct kernel: only those are sorted
     pairs = _distinct(golden[departs] + 1j * actual[departs])
-    side = pairs.imag - rounded(pairs.real, DTYPES[name].numpy).astype(np.float64)
-    return int(np.count_nonzero(side > 0)), int(np.count_nonzero(side < 0))
+    nearest = rounded(pairs.real, DTYPES[name].numpy).astype(np.float64)
+    side = pairs.imag - nearest
+    toward = np.abs(pairs.imag) < np.abs(nearest)
+    up, down, toward = (int(np.count_nonzero(test)) for test in (side > 0, side < 0, toward))
+    return up, down, toward, up + down - toward
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
@@ -211,9 +220,9 @@ def judge(view: SliceView) -> Judgement:
     bad = error > budget
     count = int(bad.sum())
     in_ulps, beyond, bound = rounding_margins(error, view.golden, budget, view.format)
-    up, down = balance_counts(view.actual, view.golden, balance_threshold(view.format))
+    counts = balance_counts(view.actual, view.golden, balance_threshold(view.format))
     metrics = {"max_err_ratio": largest(ratio), "bad": count, "max_abs_err": largest(error), "max_err_ulp": in_ulps,
-               "bound_ulp": bound, "beyond_rounding": beyond, "balance_up": up, "balance_down": down}
+               "bound_ulp": bound, "beyond_rounding": beyond, **dict(zip(error_balance.METRICS, counts))}
     reason = f"{count} of {plural(bad.size, 'element')} over budget: {describe(metrics)}"
     return Judgement(count > 0, reason, metrics, bad, ratio, view.golden, budget, "budget")
 

@@ -8,6 +8,7 @@ module is imported when its report is written (a run writing a table never impor
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -41,13 +42,15 @@ class Output:
     missing optional dependency), called when the report targets are parsed, before any case runs; and
     ``pieces``, when given, the same text in pieces (a report of many cases written to a file a piece at a time:
     ``render_pieces``); ``coverage``, whether it carries the run's coverage line (``coverage.run_line``, whose work a
-    run then does while its cases run)."""
+    run then does while its cases run); ``suffixes``, the file name endings that name it (``-o run.html`` without
+    ``--report`` is refused rather than given a table)."""
 
     description: str
     write: Callable[[list[CaseResult], RunInfo, RenderOptions], str]
     require: Callable[[], None] | None = None
     pieces: Callable[[list[CaseResult], RunInfo, RenderOptions], Iterable[str]] | None = None
     coverage: bool = False
+    suffixes: tuple[str, ...] = ()
 
 
 OUTPUTS: dict[str, Output] = {
@@ -56,15 +59,19 @@ OUTPUTS: dict[str, Output] = {
         header=options.header, cases=options.cases), coverage=True),
     "json": Output("JSON: summary and every case",
                    lambda results, info, options: _module("jsonreport").render(results, info),
-                   pieces=lambda results, info, options: _module("jsonreport").pieces(results, info)),
-    "junit": Output("JUnit XML for CI", lambda results, info, options: _module("junit").render(results, info)),
-    "csv": Output("CSV: one row per case", lambda results, info, options: _module("csvreport").render(results, info)),
+                   pieces=lambda results, info, options: _module("jsonreport").pieces(results, info),
+                   suffixes=(".json",)),
+    "junit": Output("JUnit XML for CI", lambda results, info, options: _module("junit").render(results, info),
+                    suffixes=(".xml",)),
+    "csv": Output("CSV: one row per case", lambda results, info, options: _module("csvreport").render(results, info),
+                  suffixes=(".csv",)),
     "markdown": Output("Markdown: table and failures",
-                       lambda results, info, options: _module("markdown").render(results, info)),
+                       lambda results, info, options: _module("markdown").render(results, info),
+                       suffixes=(".md", ".markdown")),
     "html": Output("HTML: one self-contained page with a verdict matrix, error heatmaps and plots "
                    "(needs prmg[html])",
                    lambda results, info, options: _module("html").render(results, info, cases=options.cases),
-                   require=lambda: _module("html").require(), coverage=True),
+                   require=lambda: _module("html").require(), coverage=True, suffixes=(".html", ".htm")),
 }
 REPORT_FORMATS = tuple(OUTPUTS)
 
@@ -98,8 +105,13 @@ def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
 
     ``-o FILE`` is the file of the one report given without a file (``--report json -o r.json``); no
     ``--report`` means a table. At most one report may go to standard output, and no two to one file.
-    A format that cannot be written here (its ``require`` raises) is refused now, before the run.
+    A format that cannot be written here (its ``require`` raises) is refused now, before the run, and so is ``-o``
+    without ``--report`` naming a file of another format (``Output.suffixes``), which would get a table.
     """
+    meant = [name for name, out in OUTPUTS.items() if output and os.path.splitext(output)[1].lower() in out.suffixes]
+    if not specs and meant:
+        raise PrmgError(f"-o {output}: without --report a table goes there, not the {meant[0]} its name says; give "
+                        f"--report {meant[0]} -o {output} (or --report {meant[0]}:{output})")
     specs = list(specs) or ["table"]
     targets = []
     for spec in specs:
