@@ -122,6 +122,16 @@ def test_selection_list_keyword_and_tag(small):
     assert list(statuses(report)) == ["bf16_mixed"]
 
 
+def test_list_refuses_the_options_it_would_ignore(small, tmp_path):
+    """``--list`` runs nothing, so a results file, a resume, saved failures or a report it was given would silently
+    not be written (or, for --resume, not make the list what would run): one line naming them, exit 2."""
+    result = prmg("run", small, "--list", "--results", str(tmp_path / "r.jsonl"), "--report", "json")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("prmg: error: --list prints the cases that would run and runs nothing: it writes or "
+                             "reads no --results, --report\n")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
 @pytest.mark.parametrize("fault, case, status, text", [
     ("sign", "fp32_mid", "failed", "odd lanes"),
     ("noop", "fp32_mid", "failed", ""),

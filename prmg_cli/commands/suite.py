@@ -390,6 +390,12 @@ def run_suite(request) -> int:
         raise PrmgError("--cluster runs one worker per NPU of the cluster; --device and --devices are for local "
                         "runs, as is --each-device")
     check_timeout(request.progress_interval, "--progress-interval", "no progress lines")
+    unwritten = [flag for flag, value in (("--results", request.results), ("--resume", request.resume),
+                                          ("--save-failures", request.save_failures), ("--report", request.report),
+                                          ("-o", request.output)) if value]
+    if request.list_only and unwritten:
+        raise PrmgError(f"--list prints the cases that would run and runs nothing: it writes or reads no "
+                        f"{', '.join(unwritten)}")
     if request.cluster is None:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
