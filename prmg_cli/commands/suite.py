@@ -537,7 +537,8 @@ class _Run:
         if self.writer is not None and not self.recorded:
             self.recorded = True
             self._append(RunRecord(self.run_id, self.request.shard or "", [case.name for case in selection],
-                                   settings, self.info.to_dict()))
+                                   settings, self.info.to_dict(),
+                                   execute.together(selection) if self.request.shard else {}))
 
     def _append(self, record) -> None:
         """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""
