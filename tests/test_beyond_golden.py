@@ -114,11 +114,13 @@ def test_one_timing_per_case_shows_a_slow_path_past_a_wide_bound():
 
 
 def judged_file(path: Path, settings: dict, *records: CaseResult) -> Path:
-    """A results file of one run judged under ``settings`` (its run record's) holding ``records``."""
+    """A results file of one run judged under ``settings`` (its run record's, whose key its ``records`` hold)."""
     from prmg_cli.reports import store
 
-    run = store.RunRecord("r" * 32, "", [record.name for record in records], settings, {})
-    path.write_bytes(b"".join(store.encode(item) for item in (run, *(replace(r, run_id="r" * 32) for r in records))))
+    run, key = store.RunRecord("r" * 32, "", [record.name for record in records], settings, {}), \
+        store.settings_key(settings)
+    path.write_bytes(b"".join(store.encode(item) for item in (run, *(replace(r, run_id="r" * 32, judged_under=key)
+                                                                    for r in records))))
     return path
 
 

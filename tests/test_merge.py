@@ -499,6 +499,7 @@ def test_a_pass_with_a_warning_is_not_believed_of_a_strict_run(tmp_path):
     warned = replace(record("x", metrics={"max_err_ratio": 0.5}), run_id="r" * 32, warnings=["device memory: ..."])
     for strict in (False, True):
         run = store.RunRecord("r" * 32, "", ["x"], {"strict": strict}, {})
+        warned.judged_under = store.settings_key(run.settings)
         path = tmp_path / f"{strict}.jsonl"
         path.write_bytes(store.encode(run) + store.encode(warned))
         if not strict:
@@ -508,6 +509,31 @@ def test_a_pass_with_a_warning_is_not_believed_of_a_strict_run(tmp_path):
             read(path)
         assert str(caught.value) == f"{path}: line 2: case 'x': status passed with a warning in a --strict run, " \
                                     "which fails it: a record that contradicts itself is not believed (edited by hand?)"
+
+
+@pytest.mark.verdict
+def test_a_run_record_whose_settings_were_edited_is_not_believed(tmp_path):
+    """Issue 32 (sixth look): a shard judged under allclose whose run record was edited to read as the default
+    standard's merged green with shards judged under that (a merge compares the run records' settings). Its results
+    still hold the key of the settings they were judged under (``judged_under``), which must now be their run
+    record's; a not_run record of a stopped run holds none."""
+    from prmg_cli.reports import store
+
+    settings = {"standard": "allclose"}
+    judged = replace(record("x", metrics={"max_err_ratio": 0.5}), run_id="r" * 32,
+                     judged_under=store.settings_key(settings))
+    stopped = replace(record("y", "not_run"), run_id="r" * 32)
+    for edited in (False, True):
+        run = store.RunRecord("r" * 32, "", ["x", "y"], {"standard": None} if edited else settings, {})
+        path = tmp_path / f"{edited}.jsonl"
+        path.write_bytes(store.encode(run) + store.encode(judged) + store.encode(stopped))
+        if not edited:
+            assert [result.name for result in read(path).results] == ["x", "y"]
+            continue
+        with pytest.raises(PrmgError) as caught:
+            read(path)
+        assert str(caught.value) == f"{path}: line 2: case 'x': judged under other settings than its run's record " \
+                                    "states: a record that contradicts itself is not believed (edited by hand?)"
 
 
 def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compare_or_resume(tmp_path, emulator,

@@ -149,7 +149,7 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
         if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
             return Stored(source)
         raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
-    stored, newest, selected, distinct = Stored(source), {}, 0, set()
+    stored, newest, selected, distinct, keys = Stored(source), {}, 0, set(), {}
     try:
         for number, line in _lines(fd, source):
             record = _parse(line, number, source)
@@ -166,8 +166,10 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                                     f"cases; give prmg report the results of each suite (or shard) as a file of its "
                                     f"own", file=source)
                 stored.runs.append(record)
+                keys[record.run_id] = settings_key(record.settings)
             elif record is not None:
                 _strictly_judged(record, stored.runs, number, source)
+                _judged_as_recorded(record, keys, number, source)
                 stored.records += 1
                 newest.pop(record.name, None)               # an older record of the case: superseded, freed
                 newest[record.name] = record
@@ -341,6 +343,16 @@ def _strictly_judged(record: CaseResult, runs: list, number: int, source: str) -
     if record.status == "passed" and record.warnings and any(run.run_id == record.run_id and run.settings.get("strict")
                                                               for run in runs):
         raise _disbelieved(record, number, source, "status passed with a warning in a --strict run, which fails it")
+
+
+def _judged_as_recorded(record: CaseResult, keys: dict[str, str], number: int, source: str) -> None:
+    """PrmgError naming the line when ``record`` names a run recorded above it (``keys``: each run's id -> the
+    ``settings_key`` of its run record's settings) but was judged under other settings (``judged_under``): the run
+    record's settings were edited (a shard judged under allclose made to read as the default standard's). A record
+    that is no verdict ``--resume`` keeps (``UNTRUSTED``: the ``not_run`` of a stopped run) may hold no key."""
+    key = keys.get(record.run_id)
+    if key is not None and record.judged_under != key and (record.judged_under or record.status not in UNTRUSTED):
+        raise _disbelieved(record, number, source, "judged under other settings than its run's record states")
 
 
 def _disbelieved(record: CaseResult, number: int, source: str, why: str) -> PrmgError:
