@@ -516,7 +516,8 @@ def test_a_run_record_whose_settings_were_edited_is_not_believed(tmp_path):
     """Issue 32 (sixth look): a shard judged under allclose whose run record was edited to read as the default
     standard's merged green with shards judged under that (a merge compares the run records' settings). Its results
     still hold the key of the settings they were judged under (``judged_under``), which must now be their run
-    record's; a not_run record of a stopped run holds none."""
+    record's; a not_run record of a stopped run holds none. What a run record states twice, in its settings and in its
+    provenance (which headers and JUnit show), must agree too: an emulator run whose provenance claims the toolkit."""
     from prmg_cli.reports import store
 
     settings = {"standard": "allclose"}
@@ -534,6 +535,12 @@ def test_a_run_record_whose_settings_were_edited_is_not_believed(tmp_path):
             read(path)
         assert str(caught.value) == f"{path}: line 2: case 'x': judged under other settings than its run's record " \
                                     "states: a record that contradicts itself is not believed (edited by hand?)"
+    run = store.RunRecord("r" * 32, "", ["x"], {**settings, "runner": "emulator"}, {"runner": "aclnn"})
+    path.write_bytes(store.encode(run))
+    with pytest.raises(PrmgError) as caught:
+        read(path)
+    assert str(caught.value) == f"{path}: line 1: run record: its provenance says runner 'aclnn', its settings " \
+                                "'emulator': a record that contradicts itself is not believed (edited by hand?)"
 
 
 def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compare_or_resume(tmp_path, emulator,

@@ -74,6 +74,10 @@ _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
 RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "selection", "settings": "mapping",
               "info": "run_info", "together": "together"}
 RUN_OPTIONAL = {"together"}            # the kinds of the fields a run record of an earlier prmg lacks
+# What a run record states both in its settings (which its verdicts' ``judged_under`` holds the key of) and in its
+# provenance (``info``, which headers and JUnit properties show): the run wrote them alike (``suite.recorded_settings``)
+STATED_TWICE = ("runner", "location", "op_library", "toolkit_version", "soc", "driver_version", "host", "strict",
+                "version")
 RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
@@ -299,7 +303,14 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
         if schema in READABLE_SCHEMAS:
             return _believed(CaseResult(**_compact(_shared(_checked(data, RECORD_FIELDS)))), number, source)
         if schema == RUN_SCHEMA:
-            return RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()) - RUN_OPTIONAL)))
+            run = RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()) - RUN_OPTIONAL)))
+            differs = next((key for key in STATED_TWICE if key in run.settings and key in run.info
+                            and run.settings[key] != run.info[key]), None)
+            if differs:
+                raise PrmgError(f"line {number}: run record: its provenance says {differs} "
+                                f"{show(run.info[differs])}, its settings {show(run.settings[differs])}: a record that "
+                                f"contradicts itself is not believed (edited by hand?)", file=source)
+            return run
     except _BadField as bad:
         raise refuse(f"field '{bad.field}': {bad.reason}") from None
     raise refuse(f"a record of schema {show(schema)}, not {SCHEMA} or {RUN_SCHEMA} (written by another version "
