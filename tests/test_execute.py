@@ -676,3 +676,30 @@ def test_every_count_of_shards_keeps_the_tiling_siblings_together_and_catches_th
     reasons = {case["name"]: case["message"] for case in json.loads((tmp_path / "merged.json").read_text())["cases"]}
     assert result.returncode == 1 and {reasons[name] for name in names} == \
         {f"not run: shard {holding}/5 is in no results file given"}, reasons
+
+
+def test_a_cluster_node_unlike_the_first_refuses_to_start():
+    """Issue 32 (sixth look): each actor of a --cluster run found its node's SoC, driver and toolkit, but the run
+    recorded the first actor's alone and ran cases on every other whatever it had, so a node with another driver or
+    toolkit build passed under the first's name. An actor whose node differs now refuses to start (the run then
+    stops in one line, as for a node with another kind of toolkit), naming what differs."""
+    from types import SimpleNamespace
+
+    from prmg_cli import __version__
+    from prmg_cli.device.cluster import ClusterExecutor
+
+    found = {"version": __version__, "error": "", "toolkit": None, "soc": "Ascend950PR_9589", "accepted_modes": [1],
+             "driver_version": "25.0.rc1", "toolkit_version": "8.5.0"}
+    killed: list = []
+    executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
+        kind="aclnn")), target={}, _kill=killed.append)
+    assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="first", info=None)) == ""
+    assert executor.target == {"accepted_modes": [1], "soc": "Ascend950PR_9589", "driver_version": "25.0.rc1",
+                               "toolkit_version": "8.5.0"}
+    assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="alike", info=None)) == ""
+    unlike = SimpleNamespace(ready_ref={**found, "driver_version": "24.1.rc2", "toolkit_version": ""}, actor="other",
+                             info=None)
+    assert ClusterExecutor._started(executor, unlike) == (
+        "this node's driver 24.1.rc2, the run's 25.0.rc1; toolkit version (none), the run's 8.5.0: the NPUs of one run "
+        "must be alike (give unlike nodes runs of their own and merge their results with prmg report, which names "
+        "what differs)") and killed == ["other"]

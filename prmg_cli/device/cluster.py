@@ -423,6 +423,21 @@ def _start_failure(error: Exception) -> str:
     return f"the worker actor died while starting ({_ray_reason(error)}{hint})"
 
 
+# What every actor of one run must find alike (``CaseWorker.describe``), as the run records one of each: its SoC, the
+# driver its runtime loaded and its toolkit's stated version.
+NODE_ALIKE = {"soc": "SoC", "driver_version": "driver", "toolkit_version": "toolkit version"}
+
+
+def _unlike(info: dict, first: dict) -> str:
+    """"" when the actor that found ``info`` is alike the run's first (``first``: {} for the first), else what
+    differs: the run records the first's, so nodes that differ are run as shards and merged by ``prmg report``,
+    which names the settings they differ in."""
+    differ = [f"{label} {info.get(key) or '(none)'}, the run's {first.get(key) or '(none)'}"
+              for key, label in NODE_ALIKE.items() if first and info.get(key) != first.get(key)]
+    return (f"this node's {'; '.join(differ)}: the NPUs of one run must be alike (give unlike nodes runs of their own "
+            f"and merge their results with prmg report, which names what differs)") if differ else ""
+
+
 def _version_mismatch(info: dict) -> str:
     """"" when the actor's prmg is this one, else what to do."""
     if info.get("version") == __version__:
@@ -520,11 +535,12 @@ class ClusterExecutor:
         toolkit, kind = slot.info.get("toolkit"), self.cluster.toolkit.kind
         why = _version_mismatch(slot.info) or slot.info.get("error") or (
             f"this node gives the {toolkit.kind} at {toolkit.root}, but the run uses the {kind}; install the "
-            f"same toolkit on every node, or give --runner" if toolkit is not None and toolkit.kind != kind else "")
+            f"same toolkit on every node, or give --runner" if toolkit is not None and toolkit.kind != kind else "") \
+            or _unlike(slot.info, self.target)
         if why:
             self._kill(slot.actor)
             return why
-        self.target = self.target or {key: slot.info.get(key) for key in ("soc", "accepted_modes", "driver_version")}
+        self.target = self.target or {key: slot.info.get(key) for key in ("accepted_modes", *NODE_ALIKE)}
         return ""
 
     def _await_start(self) -> None:

@@ -406,12 +406,13 @@ class CaseWorker:
     def describe(self) -> dict:
         """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say),
         ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
-        accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked) and ``driver_version`` (of the
-        driver the runtime loaded into this process, ``provenance.driver_version``)."""
+        accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked), ``driver_version`` (of the
+        driver the runtime loaded into this process, ``provenance.driver_version``) and ``toolkit_version``."""
         chip = self.target.soc
         probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
         accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)
-        return {"soc": self.target.soc_name, "accepted_modes": accepted, "driver_version": provenance.driver_version()}
+        return {"soc": self.target.soc_name, "accepted_modes": accepted, "driver_version": provenance.driver_version(),
+                "toolkit_version": self.target.version}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
         """``run_case`` on this worker's session: the result (naming the device: ``label``) and whether the session is
