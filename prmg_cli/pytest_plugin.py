@@ -1,15 +1,15 @@
 """YAML cases as pytest items: ``pytest --prmg PATH [--prmg-runner R] [--prmg-supported-modes LIST]``.
 
-Each case file under the ``--prmg`` paths is collected as a pytest file, each case in it as a test item
-named after the case (node id ``path/to/file.yaml::case``), judged exactly as ``prmg run`` judges it
-(same worker processes, so a crashing kernel fails one item, not the session), whatever pytest options
-change outcomes: a known defect is an xfail (``--runxfail``: the failure it is), an xpass fails, and prmg's
-warnings reach pytest's warnings summary as ``PrmgWarning``. The session's exit status follows ``prmg run``'s
-rule (``results.exit_code``): a session whose every case was skipped judged nothing and exits 5 (1 under
-``--prmg-strict``). The header names the emulator faults ``PRMG_EMU_FAULT`` names; the end of the session says
-which cases they acted on. Under pytest-xdist each worker ``gwK`` runs on device ``K mod len(--prmg-devices)``
-(with ``--prmg-each-device``, every item on each device), and under ``--dist loadgroup`` a case's tiling siblings
-share a worker (each item's result reaches the controlling process in its report's ``prmg_result`` property). When
+Each case file under the ``--prmg`` paths is collected as a pytest file, each case in it as a test item named after
+the case (node id ``path/to/file.yaml::case``), judged exactly as ``prmg run`` judges it (same worker processes, so
+a crashing kernel fails one item, not the session), whatever pytest options change outcomes: a known defect is an
+xfail (``--runxfail``: the failure it is), an xpass fails, an item run again (a rerun plugin) fails, and prmg's
+warnings reach pytest's warnings summary as ``PrmgWarning``. The session's exit status follows ``prmg run``'s rule
+(``results.exit_code``): a session whose every case was skipped judged nothing and exits 5 (1 under
+``--prmg-strict``). The header names the emulator faults ``PRMG_EMU_FAULT`` names; the end of the session says which
+cases they acted on. Under pytest-xdist each worker ``gwK`` runs on device ``K mod len(--prmg-devices)`` (with
+``--prmg-each-device``, every item on each device), and under ``--dist loadgroup`` a case's tiling siblings share a
+worker (each item's result reaches the controlling process in its report's ``prmg_result`` property). When
 ``--prmg`` is given without other paths on the command line, only the cases are collected.
 """
 
@@ -148,10 +148,18 @@ class PrmgItem(pytest.Item):
     def __init__(self, *, case: Case, **kwargs):
         super().__init__(**kwargs)
         self.case = case
+        self.ran = ""                            # the status of its run in this session, "" before it
         self.user_properties.append(("source", case.source))
 
     def runtest(self) -> None:
+        """Run the case once: an item run again in the session (pytest-rerunfailures' ``--reruns``, ``flaky``: after
+        it failed) fails, as a pass after a failure is none (a kernel leaking device memory fails every few cases,
+        one racing now and then)."""
+        if self.ran:
+            raise PrmgCaseFailure(f"rerun: this case ran in this session already ({self.ran}), and a case runs once: "
+                                  f"a pass after a failure is no pass (take --reruns and flaky off prmg's items)")
         result = _get_executor(self.config).run([self.case])[0]
+        self.ran = result.status
         self.user_properties.append((_RESULT, json.dumps({"status": result.status, "faults": result.faults,
                                                           "shape": result.shape, "op": result.op,
                                                           "dtype": result.dtype, "device": result.device,
@@ -205,7 +213,7 @@ class PrmgSession:
 
     def pytest_runtest_logreport(self, report) -> None:
         recorded = dict(report.user_properties).get(_RESULT)
-        if report.when == "call" and recorded is not None:
+        if report.when == "call" and recorded is not None and report.outcome != "rerun":     # its last run's counts
             from .results import CaseResult
 
             values = json.loads(recorded)
