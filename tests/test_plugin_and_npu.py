@@ -172,8 +172,9 @@ def test_plugin_session_names_the_device_failures_concentrate_on(monkeypatch):
         device = str(index % 2)
         values = {"status": "failed" if device == "1" else "passed", "faults": [], "shape": [1, 1, 1, 8],
                   "op": "grad", "dtype": "float32", "device": device, "metrics": {}}
-        session.pytest_runtest_logreport(SimpleNamespace(when="call", outcome=values["status"], nodeid=f"c.yaml::c{index}",
-                                                         user_properties=[(pytest_plugin._RESULT, json.dumps(values))]))
+        report = SimpleNamespace(when="call", outcome=values["status"], nodeid=f"c.yaml::c{index}",
+                                 user_properties=[(pytest_plugin._RESULT, json.dumps(values))])
+        session.pytest_runtest_logreport(report)
     session.pytest_terminal_summary(SimpleNamespace(write_line=lines.append))
     assert lines == ["prmg failures by device: 12 failures, all on device 1 of 2: suspect the chip"]
 
