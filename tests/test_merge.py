@@ -543,6 +543,43 @@ def test_a_run_record_whose_settings_were_edited_is_not_believed(tmp_path):
                                 "'emulator': a record that contradicts itself is not believed (edited by hand?)"
 
 
+@pytest.mark.verdict
+def test_a_run_killed_before_its_cases_does_not_stand_on_an_earlier_runs_verdicts(tmp_path):
+    """Issue 32 (sixth look): a results file is appended to (smoke.sh's on a runner that keeps its workspace). A run of
+    a new kernel killed (SIGKILL, a job's timeout) after its run record left the file's earlier passes as its
+    newest records, and prmg report and compare took them: green, the new kernel never run. A case the file's last
+    run selected and did not record is not_run, unless its record was judged under that run's settings (a resume
+    keeps such records), or the case is in another shard than that run's."""
+    from conftest import prmg_here
+    from prmg_cli.reports import store
+    from prmg_cli.reports.compare import compare_files
+
+    def run(run_id, settings, shard="", names=("x", "y")):
+        return store.encode(store.RunRecord(run_id, shard, list(names), settings, {"started": run_id}))
+
+    def passed(name, run_id, settings):
+        return store.encode(replace(record(name, metrics={"max_err_ratio": 0.5}), run_id=run_id,
+                                    judged_under=store.settings_key(settings)))
+
+    old, new = {"opp": "old kernel"}, {"opp": "new kernel"}
+    earlier = run("a", old) + passed("x", "a", old) + passed("y", "a", old)
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(earlier + run("b", new) + passed("y", "b", new))            # killed after y
+    results = {result.name: result for result in merge([read(path)]).results}
+    assert results["y"].status == "passed" and results["x"].status == "not_run"
+    assert results["x"].message == (f"not run: the last run of {path} (every case, started b) selected it but recorded "
+                                    f"no result (stopped or killed before it?), and the file's record of an earlier "
+                                    f"run was judged under other settings") and results["x"].shape == [1, 1, 1, 8]
+    result = prmg_here("report", path)
+    assert result.returncode == 1 and f"prmg: 1 case of {path}: its last run selected them" in result.stderr
+    base = tmp_path / "base.jsonl"
+    base.write_bytes(earlier)
+    assert compare_files(str(base), str(path))[1] == 1                          # x: passed -> not_run, a new failure
+    for later in (run("c", old), run("c", old) + run("d", new, "2/2")):          # a resume; a shard holding neither
+        path.write_bytes(earlier + later)
+        assert [result.status for result in merge([read(path)]).results] == ["passed", "passed"]
+
+
 def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compare_or_resume(tmp_path, emulator,
                                                                                            monkeypatch):
     """Issue 32: a failed record hand-edited to passed, or carrying both (``"status": "failed", "status": "passed"``

@@ -124,7 +124,7 @@ def read_run(path: str) -> Run:
     from .store import read
 
     stored = read(path)
-    records = stored.latest()
+    records = stored.current()
     if not records:
         raise PrmgError("holds no result record: nothing to compare", file=path)
     settings = {run.run_id: run.settings for run in stored.runs}

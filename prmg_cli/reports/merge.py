@@ -116,7 +116,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
     held: dict[str, list[tuple[str, CaseResult]]] = {}
     for stored in stores:
-        for name, record in stored.latest().items():
+        for name, record in stored.current().items():
             held.setdefault(name, []).append((stored.path, record))
     merged = Merged()
     picked = {}
@@ -349,6 +349,10 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if merged.unreported:
         sys.stderr.write(f"prmg: {plural(merged.unreported, 'case')} selected by the runs but in no results "
                          f"file (a shard missing, or a run stopped early): reported not_run\n")
+    for stored in (stored for stored in stores if stored.replaced):
+        sys.stderr.write(f"prmg: {plural(stored.replaced, 'case')} of {visible(stored.path)}: its last run selected "
+                         f"them and recorded no result, and its records of an earlier run were judged under other "
+                         f"settings: reported not_run\n")
     return report_exit_code(merged.results, info)
 
 

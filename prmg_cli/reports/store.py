@@ -50,7 +50,7 @@ from ..cases.fields import Where, parse_dims, parse_seed, parse_slice, show
 from ..errors import PrmgError
 from ..judging.diagnosis import MAP_COLUMNS, MAP_ROWS
 from ..results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
-                       RunInfo, ScoreRows, is_time)
+                       RunInfo, ScoreRows, is_time, visible)
 from ..vocab import MAX_RUN_CASES, shard_numbers
 from .consistency import contradiction
 
@@ -112,6 +112,12 @@ class RunRecord:
         return RunInfo.from_dict(self.info)
 
 
+# The fields of a result that state its case (``execute.case_result``), which a not_run in its place keeps.
+CASE_FIELDS = ("source", "op", "dtype", "cos_dtype", "sin_dtype", "shape", "cos_shape", "sin_shape", "rotary_mode",
+               "partial_slice", "seed", "generator", "expect", "known_defect", "standard", "checks", "golden", "tags",
+               "definition", "fingerprint")
+
+
 def settings_key(settings: dict) -> str:
     """The sha256 of ``settings``' canonical JSON: the ``judged_under`` of every result judged under them."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
@@ -128,6 +134,7 @@ class Stored:
     runs: list = field(default_factory=list)
     torn: int = 0
     records: int = 0
+    replaced: int = 0               # records ``current`` last reported not_run in place of an earlier run's
 
     def latest(self) -> dict[str, CaseResult]:
         """The last result recorded per case name (a file is appended to: the last is the newest), in the
@@ -136,6 +143,32 @@ class Stored:
         for result in self.results:
             newest.pop(result.name, None)
             newest[result.name] = result
+        return newest
+
+    def current(self) -> dict[str, CaseResult]:
+        """``latest``, but a ``not_run`` in place of each record that a later run of the file was to replace and did
+        not: the last run record whose selection holds the case (in its shard) is another run's, which recorded no
+        result of it (killed before it got there), and the record was judged under other settings than that run's
+        (``judged_under``: a resume would not have kept it). An earlier run's verdict, of another kernel, toolkit or
+        standard, is no verdict of the file's last run."""
+        from ..device.execute import parse_shard, shard_of
+
+        newest, last = self.latest(), {}
+        for run in self.runs:                               # file order: the last run selecting a case wins
+            index, count = parse_shard(run.shard) if run.shard else (0, 0)
+            for name in run.selection:
+                if name in newest and (not count or shard_of(run.together.get(name, name), count) == index):
+                    last[name] = run
+        keys, self.replaced = {run.run_id: settings_key(run.settings) for run in self.runs}, 0
+        for name, run in last.items():
+            record = newest[name]
+            if record.run_id != run.run_id and record.judged_under != keys[run.run_id]:
+                self.replaced += 1
+                newest[name] = CaseResult(name=name, status="not_run", run_id=run.run_id, message=(
+                    f"not run: the last run of {visible(self.path)} ({run.shard or 'every case'}, started "
+                    f"{run.info.get('started') or '?'}) selected it but recorded no result (stopped or killed before "
+                    f"it?), and the file's record of an earlier run was judged under other settings"),
+                    **{key: getattr(record, key) for key in CASE_FIELDS})
         return newest
 
 
