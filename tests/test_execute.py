@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import xml.etree.ElementTree as ET
 import signal
 import subprocess
 import sys
@@ -351,21 +352,27 @@ def test_the_compiled_judge_is_built_before_the_first_case_timeout_starts(emulat
 
 
 def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
-    results = tmp_path / "r.jsonl"
+    """... and while the cases run, each report file is one of a run not finished (issue 32, sixth look): a run killed
+    (SIGKILL: out of memory, a CI job's timeout) writes no report, and an earlier run's green JUnit stood for it."""
+    results, junit = tmp_path / "r.jsonl", tmp_path / "j.xml"
+    junit.write_text('<testsuites><testsuite name="yesterday" tests="6" failures="0" errors="0"/></testsuites>')
     env = dict(os.environ, PRMG_EMU_FAULT="hang", PRMG_EMU_FAULT_SHAPE="1,2,3,32")
     process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(many), "--runner", "emulator",
-                                "--results", str(results)], cwd=ROOT, env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                "--results", str(results), "--report", f"junit:{junit}", "--report", "table"],
+                               cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 2):
         time.sleep(0.1)
     time.sleep(0.5)
+    suite = ET.fromstring(junit.read_text()).find("testsuite")           # what a SIGKILL now would leave
+    assert (suite.get("tests"), suite.get("errors")) == ("1", "1") and "has not finished" in junit.read_text()
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "c0" in stdout and "1 passed" in stdout.splitlines()[-1]
     assert json.loads(results.read_text().splitlines()[1])["name"] == "c0"
+    assert ET.fromstring(junit.read_text()).find("testsuite").get("tests") == "6"       # the run's own report
 
 
 def test_a_one_tebibyte_case_is_refused_fast(tmp_path):

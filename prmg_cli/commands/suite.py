@@ -438,6 +438,7 @@ def run_suite(request) -> int:
                 info.driver_version = executor.target.get("driver_version") or info.driver_version    # as loaded
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
                 run.start(stored, recorded_settings(info, settings), selection)
+                _unfinished_reports(targets, info, request)
                 if run.todo:
                     executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))
             if request.fail_fast and len(run.finished) < len(cases):
@@ -580,6 +581,17 @@ class _Run:
         position = {case.name: index for index, case in enumerate(self.cases)}
         ordered = sorted([*self.finished.values(), *missing], key=lambda result: position[result.name])
         return ordered, missing
+
+
+def _unfinished_reports(targets, info: RunInfo, request) -> None:
+    """Each report file of ``targets``, as the cases start, replaced by one of this run not finished (a ``not_run``
+    saying so): a run killed (SIGKILL: out of memory, a CI job's timeout) writes no report, and an earlier run's green
+    one left in its place (a runner keeping its workspace) stood for it. The run's own reports replace it."""
+    unfinished = [CaseResult(name="prmg-run", status="not_run", message=f"not run: this run (started {info.started}) "
+                             f"has not finished: killed before it wrote its reports?")]
+    for target in (target for target in targets if target.path is not None):
+        write_text(target.path, outputs.render_pieces(target.format, unfinished, info,
+                                                      outputs.RenderOptions(verbose=request.verbose)))
 
 
 def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, cases: Sequence[Case] = ()) -> None:
