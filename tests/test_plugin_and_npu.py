@@ -139,8 +139,8 @@ def test_plugin_fails_a_case_a_rerun_plugin_runs_again(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "rerun_stand_in", "-q",
                              "-W", "ignore", "--prmg", "cases.yaml", "--prmg-runner", "emulator"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, PYTHONPATH=str(tmp_path), PRMG_EMU_FAULT="leak_device_memory",
-                                     PRMG_EMU_DEVICE_MEMORY="600M"))
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),  # this tree's
+                                     PRMG_EMU_FAULT="leak_device_memory", PRMG_EMU_DEVICE_MEMORY="600M"))
     assert result.returncode == 1 and "1 failed, 3 passed, 2 rerun" in result.stdout, result.stdout + result.stderr
     assert "rerun: this case ran in this session already (error), and a case runs once" in result.stdout
     assert "acted on 3 of 4 cases: c0, c1, c2; 1 case ended without reporting them" in result.stdout
