@@ -484,10 +484,17 @@ CONTRADICTING = [
 def test_a_record_that_contradicts_itself_is_refused_naming_its_line(tmp_path, edit, reason):
     path = write(tmp_path / "r.jsonl", record("x", error_code=0, metrics={"max_err_ratio": 1.0}),   # at its limit
                  replace(record("y", error_code=0), **edit))
+    assert refusal(path) == f"{path}: line 2: case 'y': {reason}: {DISBELIEVED}"
+
+
+DISBELIEVED = "a record that contradicts itself is not believed (edited by hand?)"
+
+
+def refusal(path: Path) -> str:
+    """The error reading the results file ``path`` raises."""
     with pytest.raises(PrmgError) as caught:
         read(path)
-    assert str(caught.value) == f"{path}: line 2: case 'y': {reason}: a record that contradicts itself is not " \
-                                "believed (edited by hand?)"
+    return str(caught.value)
 
 
 @pytest.mark.verdict
@@ -531,16 +538,12 @@ def test_a_run_record_whose_settings_were_edited_is_not_believed(tmp_path):
         if not edited:
             assert [result.name for result in read(path).results] == ["x", "y"]
             continue
-        with pytest.raises(PrmgError) as caught:
-            read(path)
-        assert str(caught.value) == f"{path}: line 2: case 'x': judged under other settings than its run's record " \
-                                    "states: a record that contradicts itself is not believed (edited by hand?)"
+        assert refusal(path) == f"{path}: line 2: case 'x': judged under other settings than its run's record " \
+                                f"states: {DISBELIEVED}"
     run = store.RunRecord("r" * 32, "", ["x"], {**settings, "runner": "emulator"}, {"runner": "aclnn"})
     path.write_bytes(store.encode(run))
-    with pytest.raises(PrmgError) as caught:
-        read(path)
-    assert str(caught.value) == f"{path}: line 1: run record: its provenance says runner 'aclnn', its settings " \
-                                "'emulator': a record that contradicts itself is not believed (edited by hand?)"
+    assert refusal(path) == f"{path}: line 1: run record: its provenance says runner 'aclnn', its settings " \
+                            f"'emulator': {DISBELIEVED}"
 
 
 @pytest.mark.verdict
