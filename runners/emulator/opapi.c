@@ -280,7 +280,7 @@ static int check_parameters(const aclTensor *const tensors[3])
 /* CheckAttr's mode: 561002 unless the low 32 bits are 0..3 and implemented (PRMG_EMU_MODES, or any with
  * the accept_mode fault, which is then recorded as acting); *pairing_mode is the formula used: the mode
  * itself, or interleave for a wrongly accepted one. */
-static int check_mode(int64_t mode, uint64_t faults, int *pairing_mode, int32_t *mode32)
+static int check_mode(int64_t mode, fault_set faults, int *pairing_mode, int32_t *mode32)
 {
     int implemented = 0;
     int status = read_rotary_mode(OP, mode, mode32, &implemented);
@@ -469,7 +469,7 @@ static void cached_tiling(const aclTensor *const tensors[3], int *pairing_mode, 
 /* The whole tiling in upstream's order (CheckAttr, CheckShape, CheckShapeAllPositive,
  * JudgeLayoutByShape); *pairing_mode, *start and *end (end = start for a no-op). */
 static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, const aclIntArray *partialSlice,
-                        uint64_t faults, int *pairing_mode, int64_t *start, int64_t *end)
+                        fault_set faults, int *pairing_mode, int64_t *start, int64_t *end)
 {
     int32_t mode32 = 0;
     int no_op = 0;
@@ -510,7 +510,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
         accept_empty_output(job, tensors, workspaceSize);
         return ACL_SUCCESS;
     }
-    uint64_t faults;
+    fault_set faults;
     if (active_faults(dyRef->view_dims, dyRef->view_dim_count, GRAD_FAULTS, &faults) != 0)
         return ACLNN_ERR_INNER;
     int pairing_mode = 1;
@@ -535,7 +535,7 @@ void invert_element(kernel_tensor *tensor, int64_t index)
 }
 
 /* The faults that act after the kernel: clobber_passthrough, clobber_row_end, nan, write_past_end, modify_cos. */
-static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
+static void apply_output_faults(aclOpExecutor *job, fault_set faults)
 {
     kernel_tensor *dy = &job->operand[0].tensor;
     const int64_t d = dy->dims[3];
@@ -566,7 +566,7 @@ static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
 /* 561000 with a message naming the first non-contiguous tensor of job: nnopbase refuses it at the
  * launch, before the kernel runs (the grad declares neither AutoContiguous nor IgnoreContiguous). The
  * contiguous_tables fault lets a non-contiguous cos or sin through (the kernel then reads it as contiguous). */
-static int refuse_non_contiguous(const aclOpExecutor *job, uint64_t faults)
+static int refuse_non_contiguous(const aclOpExecutor *job, fault_set faults)
 {
     for (int t = 0; t < 3; t++) {
         const op_operand *operand = &job->operand[t];
@@ -667,7 +667,7 @@ void ignore_offsets(aclOpExecutor *job)
 
 /* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
  * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
-static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
+static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const float *workspace_host)
 {
     record_faults(faults & ~FAULT_BIT(FAULT_ACCEPT_MODE));          /* accept_mode acts in the first phase */
     if (has_fault(faults, FAULT_CRASH))
@@ -713,7 +713,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t works
     }
     void *workspace_host = NULL;
     int status = check_launch(OP, OP_GRAD, job, workspace, workspaceSize, stream, &workspace_host);
-    uint64_t faults = 0;
+    fault_set faults = 0;
     if (status == ACL_SUCCESS && !job->empty_output
         && active_faults(job->operand[0].tensor.dims, 4, GRAD_FAULTS, &faults) != 0)
         status = ACLNN_ERR_INNER;
