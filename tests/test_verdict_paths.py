@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -149,8 +150,9 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
 def test_sample_draws_every_row_class_the_kernel_tiles_by():
     """The first, last and middle rows first, the rows either side of a 2^8, 2^12 and 2^16 counter wrap, the first and
     last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of (b, s) units), the
-    tail rows past the last full share, one row for each index of each table axis."""
-    from prmg_cli.judging.checks.sample import class_rows, sampled_rows
+    tail rows past the last full share, the rows either side of a seam between two UB passes of a core, one row for
+    each index of each table axis."""
+    from prmg_cli.judging.checks.sample import class_rows, sampled_rows, ub_seams
     from prmg_cli.ops.regimes import core_counts
 
     case = Case("r", "t", (3, 700, 5, 16), (3, 700, 1, 16), (3, 700, 1, 16), (0, 16))
@@ -167,6 +169,13 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
     assert set(coordinates[0]) == {0, 1, 2} and set(coordinates[1]) == set(range(700))
     small = Case("s", "t", (2, 3, 4, 16), (1, 1, 1, 16), (1, 1, 1, 16), (0, 16))
     assert sampled_rows(small, 1)[1] == 1.0 and len(sampled_rows(small, 1)[0]) == 24      # every row: sure
+    # a 16-lane float32 slice: a UB pass holds 496 rows; 32,768 rows give 819 a core (40) and 512 (64): one seam each
+    seamed = Case("u", "t", (1, 4096, 8, 16), (1, 4096, 1, 16), (1, 4096, 1, 16), (0, 16))
+    chosen = set(class_rows(seamed, 1 << 20).tolist())
+    for cores in core_counts():
+        share = 32768 // cores
+        assert {k * share + 495 for k in range(cores)} | {k * share + 496 for k in range(cores)} <= chosen
+    assert ub_seams(seamed, 32768)[0] == [39 * 819 + 495, 39 * 819 + 496]          # the last core's first
 
 
 def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(emulator, monkeypatch):
@@ -188,6 +197,31 @@ def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(em
     assert not found.passed and found.metrics["sample_rows"] == 1024
     assert 0.1 < found.metrics["sample_detect"] < 0.3
     assert "sample: the host reference disagrees on 1 of 1024 sampled rows ((b, s, n) = (0, " in found.message
+
+
+def test_sample_sees_the_rows_of_a_ub_pass_seam_and_names_them_as_the_case_has_them(emulator, monkeypatch):
+    """The last core's later UB passes start on the tables of the row before (ub_tail_seam): 2 wrong rows in the middle
+    of its share of 2,560 rows, of which sample draws 1,024 (its budget shrunk for a small test). Before the seams were
+    row classes neither was among them (each had the odds sample_detect states, 0.14); now both always are, and the
+    failure names them by the case's (b, s, n), not by their place among the sampled rows."""
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.judging.checks import sample as sample_module
+    from prmg_cli.inputs.seeded import make_inputs
+
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 18)
+    monkeypatch.setenv("PRMG_EMU_FAULT", "ub_tail_seam")
+    case = Case("seam", "t", (1, 2560, 1, 256), (1, 2560, 1, 256), (1, 2560, 1, 256), (0, 256))
+    inputs = make_inputs(case)
+    with AclSession(emulator, 0) as session:
+        outcome = session.launch(case, inputs)
+        found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, session.launch))[0]
+    # a pass holds 31 rows of 256 float32 lanes: the last core's rows 39 * 64 + 31 and + 62
+    assert "errors only in rows (0, 2527, 0), (0, 2558, 0)" in judge(case, inputs, outcome).message
+    assert not found.passed and found.metrics["sample_rows"] == 1024 and found.metrics["sample_detect"] < 0.5
+    assert found.message.startswith("sample: the host reference disagrees on 2 of 1024 sampled rows ((b, s, n) = "
+                                    "(0, 2527, 0), (0, 2558, 0)): ")
+    assert re.search(r"worst at \(b, s, n, d\)=\(0, 25(27|58), 0, \d+\)", found.message), found.message
+    assert " row" not in found.message.split("): ", 1)[1].replace("worst at", "")      # no note on the layout's rows
 
 
 @pytest.mark.verdict
