@@ -626,10 +626,12 @@ def test_a_chip_that_cannot_be_opened_again_after_a_fault_is_dropped_and_the_run
     assert each[1][2] == f"not run: device 1: {gone} [not_run on device 1; passed on device 0]"
 
 
+@pytest.mark.verdict
 def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
     """Three cases alike but for the slice, and one other: three devices taking one case each in turn (as the
     executor's first round does) leave two siblings on the first device; a device whose worker goes away gives its
-    held sibling back, and ``not_run`` ends held siblings too."""
+    held sibling back, and ``not_run`` ends held siblings too. A case whose next sibling is of its own kind (the same
+    slice again) gets the first of another kind."""
     from prmg_cli.device.execute import RunSettings, Schedule
 
     def one(name, start, shape=(1, 2, 2, 16)):
@@ -649,6 +651,8 @@ def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
     assert schedule.take(2) == 2 and schedule.take(2) == 3 and schedule.upcoming(2) == 4
     schedule.not_run("no worker")
     assert not schedule.waiting and schedule.results[4].status == "not_run"
+    schedule = Schedule([one("a", 0), one("a_again", 0), one("b", 8)], RunSettings(toolkit=None))
+    assert schedule.take(0) == 0 and schedule.upcoming(0) == 2 and schedule.take(1) == 1 and schedule.take(0) == 2
 
 
 def test_the_shard_counts_that_keep_two_slice_siblings_together_are_those_docs_checks_names():
