@@ -300,7 +300,8 @@ def test_a_kernel_leaking_device_memory_is_named_and_its_allocation_failure_carr
     refusals nobody reads). Free device memory is read around each case: the leak is a warning naming the bytes
     per launch (--strict fails it), and every call starts with aclGetRecentErrMsg emptied."""
     path = tmp_path / "leak.yaml"
-    path.write_text("".join(f"- {{name: c{n}, shape: [1, 2, {n}, 8], partial_slice: [0, 8]}}\n" for n in (1, 2, 3)))
+    # dy of another size each (1, 2 and 3 KiB): its device buffer is allocated anew, not kept from the case before
+    path.write_text("".join(f"- {{name: c{n}, shape: [1, 2, {n}, 128], partial_slice: [0, 8]}}\n" for n in (1, 2, 3)))
     env = {"PRMG_EMU_FAULT": "leak_device_memory", "PRMG_EMU_DEVICE_MEMORY": "500M"}
     for strict in ((), ("--strict",)):
         result, report = run_json(path, *strict, env=env)

@@ -75,6 +75,7 @@ static const struct {
     {"core_stale_table", FAULT_CORE_STALE_TABLE},
     {"store_block", FAULT_STORE_BLOCK},
     {"ub_tail_seam", FAULT_UB_TAIL_SEAM},
+    {"table_address_cache", FAULT_TABLE_ADDRESS_CACHE},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -665,6 +665,35 @@ void ignore_offsets(aclOpExecutor *job)
                                       - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
 }
 
+/* The table_address_cache fault: the grad keeps a copy of the cos/sin it last read, keyed by their device addresses
+ * (cos_device, sin_device) and sizes; a call whose cos and sin are at the same addresses with the same sizes reads
+ * that copy (what they held then), as a kernel caching its converted tables by address would. */
+static void cached_tables(kernel_tensor *cos, kernel_tensor *sin, void *cos_device, void *sin_device)
+{
+    static __thread void *keys[2];
+    static __thread size_t sizes[2];
+    static __thread unsigned char *copies[2];
+    kernel_tensor *const tables[2] = {cos, sin};
+    void *const addresses[2] = {cos_device, sin_device};
+    int hit = 1;
+    for (int t = 0; t < 2; t++)
+        hit = hit && keys[t] == addresses[t]
+              && sizes[t] == (size_t)element_count(tables[t]) * (size_t)element_size(tables[t]->data_type);
+    for (int t = 0; t < 2; t++) {
+        const size_t bytes = (size_t)element_count(tables[t]) * (size_t)element_size(tables[t]->data_type);
+        if (!hit) {
+            unsigned char *copy = realloc(copies[t], bytes ? bytes : 1);
+            if (copy == NULL)
+                return;
+            memcpy(copy, tables[t]->host, bytes);
+            copies[t] = copy;
+            keys[t] = addresses[t];
+            sizes[t] = bytes;
+        }
+        tables[t]->host = copies[t];
+    }
+}
+
 /* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
  * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
 static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const float *workspace_host)
@@ -694,6 +723,8 @@ static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const 
     }
     if (has_fault(faults, FAULT_WORKSPACE_OVERRUN) && !overrun_workspace(workspace))
         return;
+    if (has_fault(faults, FAULT_TABLE_ADDRESS_CACHE))
+        cached_tables(cos, sin, starts[1], starts[2]);
     int pairing = has_fault(faults, FAULT_HALF_PAIRING) ? (job->pairing_mode == 0 ? 1 : 0) : job->pairing_mode;
     kernel_job work = {0, pairing, job->start, job->end, faults, workspace_host,
                        has_fault(faults, FAULT_NONDETERMINISTIC) && odd_launch()};
