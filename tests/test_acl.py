@@ -507,8 +507,8 @@ def test_device_buffers_are_kept_between_launches_and_freed_at_close(emulator, m
 def test_a_kernel_caching_its_tables_by_address_fails_the_next_case_of_their_size(emulator, monkeypatch):
     """The emulator's table_address_cache: the grad reads the cos/sin it copied at the last call whose tables had
     the same addresses and sizes. prmg's device buffers keep their addresses from one case to the next of the same
-    sizes (a fresh allocation each launch gave new addresses, and cases/ passed under --strict), so the second of two
-    launches alike but for the values runs on the first one's tables and fails."""
+    sizes (allocated anew each launch, cos got an address another tensor had held, and cases/ passed under
+    --strict): the second of two launches alike but for the values runs on the first one's tables and fails."""
     from prmg_cli.judging.judge import judge
 
     case = make_case((1, 2, 2, 8), (1, 2, 1, 8), (0, 8))
