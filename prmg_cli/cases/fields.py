@@ -496,7 +496,8 @@ def parse_null(value, where: Where) -> tuple[str, ...]:
         raise where.error("null", f"expected a list of argument names ({', '.join(NULLABLE)}), got {kind(value)}")
     for name in value:
         if not _word(name, NULLABLE):
-            raise where.error("null", f"unknown argument {show(name)} (valid: {', '.join(NULLABLE)})")
+            raise where.error("null", f"unknown argument {show(name)}{suggest(name, NULLABLE)} (valid: "
+                              f"{', '.join(NULLABLE)})")
     return tuple(name for name in NULLABLE if name in value)
 
 
