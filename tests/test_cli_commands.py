@@ -132,6 +132,7 @@ EXAMPLE = str(ROOT / "cases" / "worked_example.yaml")
     ({}, ("gen-case", "--shape", "1,1,2,8", "--broadcast", "1s1d"), "1S1D"),
     ({}, ("gen-case", "--shape", "1,1,2,8", "--mode", "halff"), "half"),
     ({}, ("gen-case", "--shape", "1,1,2,8", "--dtype", "flaot16"), "float16"),
+    ({}, ("gen-case", "--shape", "1,1,2,8", "--inputs", "dy=unifrom:0:1"), "uniform"),
     ({"PRMG_EMU_FAULT": "sigm"}, ("run", EXAMPLE, "--runner", "emulator"), "sign"),
     ({"PRMG_EMU_BUILD": "e9f0541"}, ("run", EXAMPLE, "--runner", "emulator"), "e9f0541c"),
 ])

@@ -198,7 +198,8 @@ def _input_spec(tensor: str, text: str) -> dict:
         offset = [_number(part.strip(), field) for part in args[1].split(";")] if len(args) > 1 and ";" in args[1] \
             else _number(args[1], field) if len(args) > 1 else 0
         return {"rope": {"base": base, "offset": offset}}
-    raise PrmgError(f"unknown input kind {kind!r}; use one of {', '.join(INPUT_KINDS)}", field=field)
+    raise PrmgError(f"unknown input kind {kind!r}{suggest(kind, INPUT_KINDS)}; use one of {', '.join(INPUT_KINDS)}",
+                    field=field)
 
 
 def parse_inputs_option(text: str) -> dict:
