@@ -135,6 +135,22 @@ def test_bad_rows_are_reported_by_number_and_good_ones_kept(tmp_path):
     assert all(f"left out: {note}" in gencase.dump_yaml(doc) for note in notes)
 
 
+def test_a_threshold_a_row_leaves_out_is_ttk_closes_default(tmp_path):
+    """A row giving some thresholds is TTK's --compare close, which takes what the row leaves out from its own
+    defaults (is_close: rel = share = 0.001 for a 16-bit output, 0.0001 otherwise, atol 1e-8), not prmg's
+    double_thousandth defaults (atol 0, bfloat16 share 0.004); an atol per output, (1e-6,), is its one value."""
+    rows = [row(testcase_name="no_atol", absolute_precision=""),
+            row(testcase_name="bf16_atol_only", precision_tolerances="", absolute_precision="(1e-6,)",
+                input_dtypes="('bfloat16', 'bfloat16', 'bfloat16')")]
+    doc, notes = ttk.import_ttk(write_csv(tmp_path, rows))
+    assert notes == []
+    assert [case["tolerance"] for case in doc["cases"]] == [
+        {"rel": 0.001, "share": 0.001, "atol": 1e-8, "cap": 0},
+        {"rel": 0.001, "share": 0.001, "atol": 1e-6, "cap": 0}]
+    fp32 = ttk.import_ttk(write_csv(tmp_path, [row(precision_tolerances="")]))[0]["cases"][0]["tolerance"]
+    assert fp32 == {"rel": 0.0001, "share": 0.0001, "atol": 1e-8, "cap": 0}
+
+
 @pytest.mark.parametrize("tolerances", ["0.001", "{'rel': 0.001, 'share': 0.001}", "()", "((0.001,),)"])
 def test_precision_tolerances_that_are_not_pairs_are_reported(tmp_path, tolerances):
     doc, notes = ttk.import_ttk(write_csv(tmp_path, [row(testcase_name="tol", precision_tolerances=tolerances),
@@ -185,7 +201,7 @@ def test_an_e2e_row_it_cannot_map_is_named(tmp_path):
     shapes, dtypes = '"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))"', "\"('float32', 'float32', 'float32')\""
     rows = [f"ok,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 'interleave'}}\","
             "\"(0,)\"",
-            f"fwd,x.ops.inplace_partial_rotary_mul,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",",
+            f"fwd,x.ops.inplace_partial_rotary_mul,{shapes},{dtypes},\"{{'rotary_mode': 'interleave'}}\",",
             f"other,x.ops.rope,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",",
             f"index,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 1}}\",\"(1,)\"",
             f"mode,x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},\"{{'rotary_mode': 'spiral'}}\","]
@@ -197,6 +213,30 @@ def test_an_e2e_row_it_cannot_map_is_named(tmp_path):
     assert notes[1] == ("row 4 (index): inplace_input_indexes (1,) is not (0,): the in-place tensor is the first "
                         "— skipped")
     assert notes[2].startswith("row 5 (mode): field 'rotary_mode': unknown rotary mode 'spiral'")
+
+
+def test_an_e2e_row_its_torch_api_refuses_is_left_out_naming_the_check(tmp_path):
+    """An e2e row calls upstream's torch API, which refuses before any aclnn call what the operator alone would take:
+    a mode that is no name (schema str rotary_mode), a mode other than 'interleave' (its TORCH_CHECK), a slice list
+    of other than two values (int[2]); each is left out naming the check, not imported as a case that passes."""
+    header = "testcase_name,api_name,tensor_view_shapes,tensor_dtypes,attributes\n"
+    shapes, dtypes = '"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))"', "\"('float32', 'float32', 'float32')\""
+    attributes = {"ok": "{'rotary_mode': 'interleave', 'partial_slice': [0, 8]}", "number": "{'rotary_mode': 1}",
+                  "half": "{'rotary_mode': 'half'}",
+                  "three": "{'rotary_mode': 'interleave', 'partial_slice': [0, 8, 9]}",
+                  "one": "{'rotary_mode': 'interleave', 'partial_slice': [4]}"}
+    rows = [f'{name},x.ops.inplace_partial_rotary_mul_backward,{shapes},{dtypes},"{text}"'
+            for name, text in attributes.items()]
+    path = tmp_path / "e2e.csv"
+    path.write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
+    doc, notes = ttk.import_ttk(path)
+    assert [case["name"] for case in doc["cases"]] == ["ok"]
+    assert notes == ["row 2 (number): rotary_mode 1 is not a name: the torch API's schema takes str rotary_mode "
+                     "— skipped",
+                     "row 3 (half): rotary_mode 'half': the torch API accepts 'interleave' only — skipped",
+                     "row 4 (three): partial_slice [0, 8, 9]: the torch API takes exactly two integers (int[2]) "
+                     "— skipped",
+                     "row 5 (one): partial_slice [4]: the torch API takes exactly two integers (int[2]) — skipped"]
 
 
 def test_lists_with_crlf_line_ends_import_the_same():
@@ -234,7 +274,7 @@ def test_a_row_asking_what_no_mapped_column_gives_is_left_out_naming_the_column(
                    "g,x.ops.inplace_partial_rotary_mul_backward,\"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))\","
                    "\"('float32', 'float32', 'float32')\",\"{'rotary_mode': 1}\",my.golden\n"
                    "ok,x.ops.inplace_partial_rotary_mul_backward,\"((1, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))\","
-                   "\"('float32', 'float32', 'float32')\",\"{'rotary_mode': 1}\",\n", encoding="utf-8")
+                   "\"('float32', 'float32', 'float32')\",\"{'rotary_mode': 'interleave'}\",\n", encoding="utf-8")
     doc, notes = ttk.import_ttk(e2e)
     assert [case["name"] for case in doc["cases"]] == ["ok"]
     assert notes == ["row 1 (g): golden_api 'my.golden' asks for a golden API of its own, which prmg's own golden "

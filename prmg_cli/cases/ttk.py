@@ -10,7 +10,7 @@ A TTK list has one row per case; its fields are Python literals inside CSV quoti
 | ``input_shapes`` (dy, cos, sin) | ``tensor_view_shapes`` | ``shape``, ``cos_shape`` (``sin_shape`` when it differs) |
 | ``input_dtypes`` (dy, cos, sin) | ``tensor_dtypes`` | ``dtype``, ``cos_dtype`` (``sin_dtype`` when it differs) |
 | ``input_formats`` | ``tensor_formats`` | only ND (empty: ND) |
-| ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}`` | the same, the mode a number or a name (``'interleave'``), ``partial_slice`` optional | ``rotary_mode``, ``partial_slice`` (absent: the torch API's default ``[0, 0]``, a no-op) |
+| ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}`` | the same, the mode a name the torch API takes (``'interleave'``), ``partial_slice`` optional | ``rotary_mode``, ``partial_slice`` (absent: the torch API's default ``[0, 0]``, a no-op) |
 | ``input_data_ranges`` ((lo, hi) per input) | | ``inputs: {dy: {uniform: [lo, hi]}, ...}`` |
 | ``precision_tolerances`` ((rel, share) per output), ``absolute_precision`` (atol) | | ``standard: double_thousandth``, ``tolerance: {rel, share, atol, cap: 0}`` (the TTK rule has no per-element cap) |
 | | ``inplace_input_indexes`` | must be ``(0,)``: the in-place tensor is the first |
@@ -24,9 +24,10 @@ a golden API of its own, another chip) is left out naming the column, never impo
 Every imported case gets the tag ``ttk`` (and ``e2e`` from an e2e list) and ``expect: pass``. Rows are numbered
 from 1 over the data rows (the header line is not counted, so row N is line N + 1 of a file without quoted line
 breaks). A disabled row, a row of another operator and a row that cannot be mapped (bad literal, wrong arity,
-a format other than ND, a case the operator would refuse) is left out with a note naming its row. A
-name that is empty, only dots or too long becomes ``ttk_rowN``. A list with no importable row is an
-error, not an empty file. Only a regular file of at most 16 MiB is read.
+a format other than ND, a case the operator would refuse, an e2e row its torch API refuses before the operator runs:
+a mode that is no name or not in ``TORCH_API_MODES``, a slice list of other than two values) is left out with a note
+naming its row. A name that is empty, only dots or too long becomes ``ttk_rowN``. A list with no importable row is
+an error, not an empty file. Only a regular file of at most 16 MiB is read.
 """
 
 from __future__ import annotations
@@ -41,12 +42,24 @@ from pathlib import Path
 from . import gencase
 from .. import files
 from ..ops.targets import REFERENCE_SOC
+from ..vocab import INTERLEAVE, MODE_NAMES, ROTARY_MODES
 from ..errors import PrmgError
 from .fields import show
 from .loader import MAX_NAME_LENGTH, NAME_PATTERN, sanitise_name
 
 OP_NAMES = {"inplace_partial_rotary_mul_grad": "grad", "inplace_partial_rotary_mul": "forward"}     # kernel lists
 API_NAMES = {"inplace_partial_rotary_mul_backward": "grad", "inplace_partial_rotary_mul": "forward"}   # e2e lists
+# The modes the torch API of an e2e list passes on (ops-transformer's torch_extension/cann_ops_transformer/ops/csrc/
+# inplace_partial_rotary_mul{,_backward}.cpp, read at 577814407 of 2026-08-21: it maps the four names, then
+# TORCH_CHECKs rotary_mode == "interleave"; its schema takes str rotary_mode and int[2] partial_slice).
+TORCH_API_MODES = (MODE_NAMES[INTERLEAVE],)
+# What the header of an imported kernel list says of its thresholds. TTK reads precision_tolerances and
+# absolute_precision only under --compare close (its is_close); without --compare it routes a float output to
+# mix_tolerance (ops-test-kit's comparison/resolve.py, as its test_resolve_tolerance has it), whose verdict prmg's
+# --standard mixed gives.
+THRESHOLDS_NOTE = ["precision_tolerances/absolute_precision -> standard double_thousandth, cap 0: TTK's "
+                   "--compare close (it has no cap);",
+                   "TTK's default (no --compare) ignores them and judges by mix_tolerance: prmg run --standard mixed."]
 _MAX_FIELD = 100_000
 MAX_CSV_BYTES = 16 * files.MiB
 
@@ -133,14 +146,22 @@ def _enabled(row: dict) -> bool:
     return bool(value)
 
 
-def _tolerance(row: dict) -> dict | None:
+def _close_defaults(dtype: str) -> dict:
+    """TTK ``close``'s thresholds where a row gives none (its is_close ``_get_rtol``, ``_get_ptol``, ``_get_atol``):
+    rel = share = 0.001 for float16 and bfloat16 outputs, 0.0001 otherwise; atol 1e-8."""
+    rel = 0.001 if dtype in ("float16", "bfloat16") else 0.0001
+    return {"rel": rel, "share": rel, "atol": 1e-8}
+
+
+def _tolerance(row: dict, dtype: str) -> dict | None:
     """``{rel, share, atol, cap: 0}`` from precision_tolerances ((rel, share) per output) and
-    absolute_precision; None when the row gives no thresholds."""
+    absolute_precision, what the row leaves out TTK ``close``'s default for an output of ``dtype``
+    (``_close_defaults``); None when the row gives no thresholds."""
     tolerances = _literal(row, "precision_tolerances")
     atol = _literal(row, "absolute_precision")
     if tolerances is None and atol is None:
         return None
-    tolerance: dict = {}
+    tolerance: dict = _close_defaults(dtype)
     if tolerances is not None:
         nested = isinstance(tolerances, (tuple, list)) and tolerances and isinstance(tolerances[0], (tuple, list))
         pairs = tolerances if nested else [tolerances]
@@ -149,6 +170,8 @@ def _tolerance(row: dict) -> dict | None:
                               f"output, got {tolerances!r:.80}")
         rel, share = pairs[0]
         tolerance.update(rel=rel, share=share)
+    if isinstance(atol, (tuple, list)) and len(atol) == 1:         # per output, as TTK's resolve reads it
+        atol = atol[0]
     if atol is not None:
         tolerance["atol"] = atol
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in tolerance.values()):
@@ -168,7 +191,23 @@ def _attributes(row: dict, kind: ListKind) -> tuple[object, object]:
     unknown = sorted(set(attributes) - {"rotary_mode", "partial_slice"})
     if unknown:
         raise _Unmappable(f"unknown attributes {unknown}")
-    return attributes["rotary_mode"], attributes.get("partial_slice", [0, 0])
+    mode, piece = attributes["rotary_mode"], attributes.get("partial_slice", [0, 0])
+    if not kind.thresholds:
+        _torch_api(mode, piece)
+    return mode, piece
+
+
+def _torch_api(mode, piece) -> None:
+    """Refuse (``_Unmappable``) an e2e row the torch API it calls refuses before any aclnn call (``TORCH_API_MODES``):
+    a ``rotary_mode`` that is no name, a mode name other than the API's, a ``partial_slice`` of other than two values.
+    An unknown name is left to the case's own check."""
+    if not isinstance(mode, str):
+        raise _Unmappable(f"rotary_mode {mode!r} is not a name: the torch API's schema takes str rotary_mode")
+    if mode in ROTARY_MODES and mode not in TORCH_API_MODES:
+        raise _Unmappable(f"rotary_mode {mode!r}: the torch API accepts {', '.join(map(repr, TORCH_API_MODES))} "
+                          "only")
+    if not isinstance(piece, (tuple, list)) or len(piece) != 2:
+        raise _Unmappable(f"partial_slice {piece!r:.80}: the torch API takes exactly two integers (int[2])")
 
 
 def _soc_series(text: str) -> bool:
@@ -247,7 +286,7 @@ def _case(row: dict, name: str, kind: ListKind, op: str) -> dict:
     if ranges is not None:
         inputs = dict(zip(("dy", "cos", "sin"),
                           ({"uniform": r} for r in _triple(ranges, "input_data_ranges", _range))))
-    tolerance = _tolerance(row) if kind.thresholds else None
+    tolerance = _tolerance(row, dtype) if kind.thresholds else None
     try:
         return gencase.case_from_options(
             name=name, shape=shape, cos_shape=cos_shape, sin_shape=sin_shape if sin_shape != cos_shape else None,
@@ -327,8 +366,8 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
     source = Path(csv_path).name
     header = [f"Imported by `prmg import-ttk {source}` from the TTK {kind.name} list {source}:",
               f"{len(cases)} case(s) from {len(rows)} data row(s) (rows counted from 1 after the header line).",
-              "precision_tolerances/absolute_precision -> standard double_thousandth, cap 0 (TTK has no cap)."
-              if kind.thresholds else "no thresholds in the list: each case is judged by prmg's default standard; "
-              "no partial_slice: the torch API's default [0, 0]."]
+              *(THRESHOLDS_NOTE if kind.thresholds else ["no thresholds in the list: each case is judged by prmg's "
+                                                          "default standard; no partial_slice: the torch API's "
+                                                          "default [0, 0]."])]
     header += [f"left out: {note}" for note in notes]
     return gencase.document(cases, header=header, comments=comments), notes
