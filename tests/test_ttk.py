@@ -11,6 +11,7 @@ import pytest
 from prmg_cli.cases import gencase, ttk
 from prmg_cli.cases.loader import load_cases, validate
 from prmg_cli.errors import PrmgError
+from conftest import prmg_here
 
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"   # upstream copy
@@ -237,6 +238,96 @@ def test_an_e2e_row_its_torch_api_refuses_is_left_out_naming_the_check(tmp_path)
                      "row 4 (three): partial_slice [0, 8, 9]: the torch API takes exactly two integers (int[2]) "
                      "— skipped",
                      "row 5 (one): partial_slice [4]: the torch API takes exactly two integers (int[2]) — skipped"]
+
+
+E2E_COLUMNS = ("testcase_name,api_name,tensor_view_shapes,tensor_dtypes,attributes,input_data_ranges,"
+               "precision_tolerances,absolute_precision,tensor_view_offsets,tensor_view_strides,tensor_storage_shapes,"
+               "soc_series,batch_seed").split(",")
+
+
+def e2e_row(**fields) -> dict:
+    """A valid e2e row of the backward's torch API (fp32, dy [2, 2, 2, 8], slice [0, 8]), with ``fields`` replaced."""
+    base = {"testcase_name": "ok", "api_name": "cann_ops_transformer.ops.inplace_partial_rotary_mul_backward",
+            "tensor_view_shapes": "((2, 2, 2, 8), (1, 1, 1, 8), (1, 1, 1, 8))", "tensor_dtypes": "('float32',)",
+            "attributes": "{'rotary_mode': 'interleave', 'partial_slice': [0, 8]}"}
+    base.update(fields)
+    return base
+
+
+def import_e2e(tmp_path: Path, rows: list[dict]):
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=E2E_COLUMNS, restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    path = tmp_path / "e2e.csv"
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+    doc, notes = ttk.import_ttk(path)
+    return {case["name"]: case for case in doc["cases"]}, notes
+
+
+def test_an_e2e_row_keeps_ttks_common_fields_and_defaults(tmp_path):
+    """TTK's common fields hold in an e2e list too: input_data_ranges (one entry for every input; a bound of None
+    and a row without any TTK's default [-2, 2]), precision_tolerances and absolute_precision (close's); a one-entry
+    tensor_dtypes is every tensor's. A range with values that must appear among the draws is left out naming it."""
+    cases, notes = import_e2e(tmp_path, [
+        e2e_row(testcase_name="ranged", input_data_ranges="((-1, 1), (None, 0.5), (0, 1))",
+                precision_tolerances="((0.002, 0.003),)", absolute_precision="1e-6"),
+        e2e_row(testcase_name="one", input_data_ranges="((-3, 3),)"),
+        e2e_row(testcase_name="bare"),
+        e2e_row(testcase_name="must", input_data_ranges="((-1, 1, 0),)")])
+    assert cases["ranged"]["inputs"] == {"dy": {"uniform": [-1, 1]}, "cos": {"uniform": [-2, 0.5]},
+                                         "sin": {"uniform": [0, 1]}}
+    assert cases["ranged"]["standard"] == "double_thousandth"
+    assert cases["ranged"]["tolerance"] == {"rel": 0.002, "share": 0.003, "atol": 1e-6, "cap": 0}
+    assert all(cases["one"]["inputs"][tensor] == {"uniform": [-3, 3]} for tensor in ("dy", "cos", "sin"))
+    assert all(cases["bare"]["inputs"][tensor] == {"uniform": [-2, 2]} for tensor in ("dy", "cos", "sin"))
+    assert "standard" not in cases["bare"] and cases["bare"]["cos_dtype"] == "float32"
+    assert notes == ["row 4 (must): input_data_ranges ((-1, 1, 0),) names values that must appear among the draws "
+                     "(a range's third value on), which prmg's seeded inputs do not place — skipped"]
+
+
+def test_an_e2e_rows_views_become_offsets_and_strides_as_its_torch_api_takes_them(tmp_path):
+    """tensor_view_offsets become each tensor's storage offset; tensor_view_strides its strides, which the forward's
+    torch API takes (AutoContiguous) and the backward's refuses unless contiguous (its is_contiguous checks);
+    tensor_storage_shapes must hold what the view reaches. Nothing of a view is dropped."""
+    forward = "cann_ops_transformer.ops.inplace_partial_rotary_mul"
+    cases, notes = import_e2e(tmp_path, [
+        e2e_row(testcase_name="offsets", tensor_view_offsets="(64, 8, 8)",
+                tensor_storage_shapes="((128, 8), (2, 8), (16,))"),
+        e2e_row(testcase_name="plain", tensor_view_strides="((32, 16, 8, 1), None, ())"),
+        e2e_row(testcase_name="fwd_strided", api_name=forward,
+                tensor_view_shapes="((2, 2, 2, 8), (1, 2, 1, 8), (1, 2, 1, 8))",
+                tensor_view_strides="((), (32, 16, 16, 1), (32, 16, 16, 1))"),
+        e2e_row(testcase_name="grad_strided", tensor_view_strides="((256, 64, 8, 1), (), ())"),
+        e2e_row(testcase_name="small", tensor_view_offsets="(8, 0, 0)", tensor_storage_shapes="((64,), (), ())"),
+        e2e_row(testcase_name="negative", tensor_view_offsets="(-1, 0, 0)")])
+    assert (cases["offsets"]["dy_offset"], cases["offsets"]["cos_offset"], cases["offsets"]["sin_offset"]) == (64, 8, 8)
+    assert not any(key.endswith(("_offset", "_strides")) for key in cases["plain"])
+    assert cases["fwd_strided"]["cos_strides"] == cases["fwd_strided"]["sin_strides"] == [32, 16, 16, 1]
+    assert "dy_strides" not in cases["fwd_strided"]
+    assert [note.split(":")[0] for note in notes] == ["row 4 (grad_strided)", "row 5 (small)", "row 6 (negative)"]
+    assert "the torch API refuses" in notes[0] and "holds fewer elements than its view reaches (72)" in notes[1]
+    assert "is not an offset >= 0" in notes[2]
+    path = tmp_path / "views.yaml"
+    path.write_text(gencase.dump_yaml({"cases": [cases["offsets"], cases["fwd_strided"]]}), encoding="utf-8")
+    ran = prmg_here("run", str(path), "--runner", "emulator")          # the views reach the operator, and pass
+    assert ran.returncode == 0 and ran.stdout.rstrip().endswith("2 passed, 0 failed"), ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("series, imported", [
+    ("", True), ("ascend950", True), ("('Ascend950PR',)", True), ("('-Ascend310P',)", True),
+    ("('ascend910b', 'ascend950')", True), ("('Ascend910B',)", False), ("('-ascend950',)", False),
+    ("('ascend950', '-Ascend950DT')", False)])
+def test_soc_series_is_ttks_filter_with_exclusions(tmp_path, series, imported):
+    """soc_series is TTK's SoC filter: names run the row on those chips, a leading '-' excludes one; the row is
+    imported when it runs on the 950 (a name starting 'ascend950', case aside), which case files are written for."""
+    cases, notes = import_e2e(tmp_path, [e2e_row(soc_series=series), e2e_row(testcase_name="other")])
+    assert ("ok" in cases) == imported and (notes == []) == imported
+
+
+def test_a_batch_consistency_row_is_left_out_naming_it(tmp_path):
+    cases, notes = import_e2e(tmp_path, [e2e_row(batch_seed="(100,)"), e2e_row(testcase_name="other")])
+    assert list(cases) == ["other"] and "batch-consistency comparison" in notes[0]
 
 
 def test_lists_with_crlf_line_ends_import_the_same():
