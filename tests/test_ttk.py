@@ -35,12 +35,12 @@ def row(**fields) -> dict:
     return base
 
 
-def write_csv(tmp_path: Path, rows: list[dict]) -> Path:
+def write_csv(tmp_path: Path, rows: list[dict], columns=COLUMNS, name: str = "list.csv") -> Path:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, restval="")
+    writer = csv.DictWriter(buffer, fieldnames=columns, restval="")
     writer.writeheader()
     writer.writerows(rows)
-    path = tmp_path / "list.csv"
+    path = tmp_path / name
     path.write_text(buffer.getvalue(), encoding="utf-8")
     return path
 
@@ -255,13 +255,8 @@ def e2e_row(**fields) -> dict:
 
 
 def import_e2e(tmp_path: Path, rows: list[dict]):
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=E2E_COLUMNS, restval="")
-    writer.writeheader()
-    writer.writerows(rows)
-    path = tmp_path / "e2e.csv"
-    path.write_text(buffer.getvalue(), encoding="utf-8")
-    doc, notes = ttk.import_ttk(path)
+    """The cases (by name) and notes of an e2e list of ``rows``."""
+    doc, notes = ttk.import_ttk(write_csv(tmp_path, rows, E2E_COLUMNS, "e2e.csv"))
     return {case["name"]: case for case in doc["cases"]}, notes
 
 
