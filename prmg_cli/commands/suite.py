@@ -443,6 +443,7 @@ def run_suite(request) -> int:
             with cluster.executor(settings) if cluster else execute.Executor(settings, devices, cases) as executor:
                 info = run.info
                 info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
+                info.driver_version = executor.target.get("driver_version") or info.driver_version    # as loaded
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
                 run.start(stored, recorded_settings(info, settings), selection)
                 if run.todo:
@@ -545,7 +546,8 @@ class _Run:
         if self.writer is not None and not self.recorded:
             self.recorded = True
             self._append(RunRecord(self.run_id, self.request.shard or "", [case.name for case in selection],
-                                   settings, self.info.to_dict()))
+                                   settings, self.info.to_dict(),
+                                   execute.together(selection) if self.request.shard else {}))
 
     def _append(self, record) -> None:
         """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""
