@@ -68,7 +68,7 @@ _PAUSED = [False]          # the garbage collector is off while the command line
 
 
 def command_starts() -> None:
-    """The command line has loaded (typer, the command's modules: ~30k objects that live as long as the process):
+    """The command line has loaded (typer, the command's modules: ~50k objects that live as long as the process):
     when ``main`` turned the garbage collector off meanwhile, move those objects to its permanent generation
     (``gc.freeze``: no collection looks at them again) and turn it back on. Collecting them as they were made cost
     about 15 ms of CPU in some 70 collections, a twentieth of a small run's."""

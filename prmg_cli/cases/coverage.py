@@ -270,7 +270,7 @@ def _elsewhere(case: Case, supported_modes) -> dict:
     operator runs there and the rule is theirs alone (``OperatorSpec.chip_rules``), and ``builds_differ``, the builds
     of ``OperatorSpec.builds`` on which it earns another status than on the latest: found once for all the cases
     that differ only in what no rule reads (``_RULE_BLIND``: their name, file, seed, tags and note), remembered by
-    the other fields (a copy of the case without those cost ~40 us a case)."""
+    the other fields (a copy of the case without those cost 20-30 us a case)."""
     key = (_RULED(case), supported_modes)
     found = _RULED_ELSEWHERE.get(key)
     if found is None:
