@@ -8,8 +8,8 @@ warnings reach pytest's warnings summary as ``PrmgWarning``. The session's exit 
 rule (``results.exit_code``): a session whose every case was skipped judged nothing and exits 5 (1 under
 ``--prmg-strict``). The header names the emulator faults ``PRMG_EMU_FAULT`` names; the end of the session says
 which cases they acted on. Under pytest-xdist each worker ``gwK`` runs on device ``K mod len(--prmg-devices)``
-(with ``--prmg-each-device``, every item on each device)
-(each item's result reaches the controlling process in its report's ``prmg_result`` property). When
+(with ``--prmg-each-device``, every item on each device), and under ``--dist loadgroup`` a case's tiling siblings
+share a worker (each item's result reaches the controlling process in its report's ``prmg_result`` property). When
 ``--prmg`` is given without other paths on the command line, only the cases are collected.
 """
 
@@ -31,6 +31,7 @@ _ROOTS = pytest.StashKey()         # (the case files of the --prmg paths, the fo
 _INFO = pytest.StashKey()          # the run's results.RunInfo (``_run_info``)
 _SETTINGS = pytest.StashKey()      # the run's execute.RunSettings (``_settings``)
 _RESULT = "prmg_result"            # the user property carrying an item's result to the report
+_GROUP = "prmg-tiling-"            # the xdist group of a case's tiling siblings, before their first name
 
 
 def pytest_addoption(parser) -> None:
@@ -188,13 +189,28 @@ class PrmgSession:
         self.results = []
         self.exit = 0              # the exit status prmg's rule gave a session pytest ended green
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items) -> None:
+        """Each case's tiling siblings (``execute.together``) in one xdist group (``_GROUP`` and the first name), so
+        that ``-n N --dist loadgroup`` runs them in one worker, as ``prmg run``'s schedule and ``--shard`` do (a tiling
+        cache keyed by the tensors alone lives in one process): xdist's hook, after this one, makes the groups."""
+        from .device.execute import together
+
+        if not self.config.pluginmanager.hasplugin("xdist"):
+            return
+        cases = {item.case.name: item for item in items if isinstance(item, PrmgItem)}
+        first = together([item.case for item in cases.values()])
+        for name in {*first, *first.values()}:
+            cases[name].add_marker(pytest.mark.xdist_group(f"{_GROUP}{first.get(name, name)}"))
+
     def pytest_runtest_logreport(self, report) -> None:
         recorded = dict(report.user_properties).get(_RESULT)
         if report.when == "call" and recorded is not None:
             from .results import CaseResult
 
             values = json.loads(recorded)
-            self.results.append(CaseResult(name=report.nodeid.rsplit("::", 1)[-1], status=values["status"],
+            name = report.nodeid.rsplit("::", 1)[-1].split(f"@{_GROUP}", 1)[0]      # xdist suffixes the group
+            self.results.append(CaseResult(name=name, status=values["status"],
                                            faults=values["faults"], shape=values["shape"], op=values["op"],
                                            dtype=values["dtype"], device=values["device"],
                                            metrics=values["metrics"]))

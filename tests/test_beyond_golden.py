@@ -277,10 +277,45 @@ def test_toolkit_and_driver_versions_are_read_from_install_files(tmp_path):
     (info / "ascend_toolkit_install.info").write_text("package_name=Ascend-cann-toolkit\nversion=8.0.RC2\n")
     (tmp_path / "version.cfg").unlink()
     assert provenance.toolkit_version(tmp_path) == "8.0.RC2"
-    driver = tmp_path / "version.info"
-    driver.write_text("Version=24.1.rc2\n")
-    assert provenance.driver_version(driver) == "24.1.rc2"
-    assert provenance.driver_version(tmp_path / "missing") == "" and provenance.toolkit_version(tmp_path / "no") == ""
+    assert provenance.toolkit_version(tmp_path / "no") == ""
+
+
+def stand_in_driver(folder: Path, version: str) -> Path:
+    """A driver installed in ``folder/driver`` as the NPU driver package lays it out: ``version.info`` and the
+    library the runtime loads, ``lib64/driver/libascend_hal.so`` (a stand-in compiled here); its library folder."""
+    import subprocess
+
+    library = folder / "driver" / "lib64" / "driver"
+    library.mkdir(parents=True)
+    (folder / "driver" / "version.info").write_text(f"Version={version}\nInnerversion=V100R001C21\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-x", "c", "-", "-o", library / provenance.HAL_NAME],
+                   input="int prmg_stand_in_driver;\n", text=True, check=True)
+    return library
+
+
+def test_the_driver_is_where_the_runtime_loaded_it_from_or_where_cann_recorded_it(tmp_path):
+    """Issue 32 (sixth look): the driver's version was read from /usr/local/Ascend/driver alone, so a host whose
+    driver is installed elsewhere (--install-path, recorded in /etc/ascend_install.info as CANN's set_env.sh reads
+    it) ran with an unknown driver, and two such hosts with different drivers looked alike to --resume, compare and
+    report. Now: the driver whose libascend_hal.so the runtime mapped, else the one recorded, else the default."""
+    loaded, recorded = stand_in_driver(tmp_path / "loaded", "25.0.rc1"), stand_in_driver(tmp_path / "opt", "24.1.rc2")
+    info = tmp_path / "ascend_install.info"
+    info.write_text("Driver_Install_Type=full\ndriver_install_path_param=" + str(tmp_path / "opt") + "\n")
+    maps = tmp_path / "maps"
+    maps.write_text(f"7f0000000000-7f0000001000 r-xp 00000000 08:01 42 {loaded / provenance.HAL_NAME}\n")
+    assert provenance.driver_version(str(maps), info) == "25.0.rc1"
+    assert provenance.driver_version(str(tmp_path / "no maps"), info) == "24.1.rc2"
+    assert provenance.driver_folders(str(tmp_path / "no maps"), tmp_path / "none") == [provenance.DEFAULT_DRIVER]
+    # end to end: the emulator's aclInit loads the driver LD_LIBRARY_PATH gives, as the runtime does; a driver changed
+    # under a run's results makes --resume run every case again, and the header names the driver
+    cases = Path(__file__).resolve().parent.parent / "cases" / "smoke.yaml"
+    results, selected = tmp_path / "r.jsonl", ("-k", "worked_example", "--runner", "emulator")
+    first = prmg("run", cases, *selected, "--results", results, env={"LD_LIBRARY_PATH": str(recorded)})
+    assert first.returncode == 0 and "\ndriver: 24.1.rc2\n" in first.stdout, first.stdout + first.stderr
+    again = prmg("run", cases, *selected, "--resume", results, env={"LD_LIBRARY_PATH": str(loaded)})
+    assert again.returncode == 0 and "0 results of" in again.stderr and "1 recorded verdict" in again.stderr
+    assert [json.loads(line)["info"]["driver_version"] for line in results.read_text().splitlines()
+            if '"prmg.run/1"' in line] == ["24.1.rc2", "25.0.rc1"]
 
 
 # --- failure artifacts ----------------------------------------------------------------------------------

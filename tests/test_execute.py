@@ -538,7 +538,7 @@ def test_each_device_runs_every_case_on_every_device_and_keeps_the_worst():
     first = told[0]
     assert first.status == "failed" and first.device == "1"
     assert first.device_statuses == {"0": "passed", "1": "failed", "2": "passed"}
-    assert first.message == "m [failed on device 1; passed on devices 0, 2]"
+    assert first.message == "[failed on device 1; passed on devices 0, 2] m"
     schedule.drop(2, "3 timeouts in a row")             # wedged: c1 and c2 are not run there, not moved
     assert not schedule.waiting_for(2) and schedule.take(0) == 1 and schedule.take(0) == 2
     for index in (1, 2):
@@ -623,7 +623,7 @@ def test_a_chip_that_cannot_be_opened_again_after_a_fault_is_dropped_and_the_run
                                                        ["passed", "0"]]
     # every case on both chips: device 1's first one faulted, the rest not run there, naming why
     assert [status[:2] for status in each] == [["failed", "1"], ["not_run", "1"], ["not_run", "1"], ["not_run", "1"]]
-    assert each[1][2] == f"not run: device 1: {gone} [not_run on device 1; passed on device 0]"
+    assert each[1][2] == f"[not_run on device 1; passed on device 0] not run: device 1: {gone}"
 
 
 def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
@@ -651,13 +651,28 @@ def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
     assert not schedule.waiting and schedule.results[4].status == "not_run"
 
 
-def test_the_shard_counts_that_keep_two_slice_siblings_together_are_those_docs_checks_names():
-    """docs/checks.md: a --shard run catches tiling_cache only when its shard holds two of the edge.same_shapes_slice_*
-    siblings; shards go by name hash, which keeps two of the three together for 2, 3, 4, 8 and 11 shards only of 2 to
-    16 (it said every count from 2 to 16 did)."""
-    from prmg_cli.device.execute import shard_of
+def test_every_count_of_shards_keeps_the_tiling_siblings_together_and_catches_the_tiling_cache(tmp_path):
+    """tiling_cache lives in one process: a sharded run caught it only when one shard held two of the three
+    edge.same_shapes_slice_* siblings, which shards by name hash did for 2, 3, 4, 8 and 11 of 2 to 16 shards (5 shards:
+    each alone, every shard green). A shard now goes by the first name of its case's siblings (execute.together), so
+    every count keeps them together, and a merge missing their shard names it for each of them."""
+    from conftest import prmg_here
+    from prmg_cli.device.execute import together
 
-    names = [case.name for case in load_cases([ROOT / "cases" / "edge.yaml"]) if "same_shapes_slice" in case.name]
-    together = [count for count in range(2, 17) if len({shard_of(name, count) for name in names}) < len(names)]
-    assert len(names) == 3 and together == [2, 3, 4, 8, 11]
-    assert "2, 3, 4, 8 and 11 shards" in " ".join((ROOT / "docs" / "checks.md").read_text().split())
+    edge = ROOT / "cases" / "edge.yaml"
+    cases = load_cases([edge])
+    names = {case.name for case in cases if "same_shapes_slice" in case.name}
+    assert len(names) == 3 and len(set(together(cases)) & names) == 2
+    for count in range(2, 17):
+        held = [names & {case.name for case in shard(cases, index, count)} for index in range(1, count + 1)]
+        assert [part for part in held if part] == [names], count
+    codes = {index: prmg_here("run", edge, "-k", "same_shapes", "--runner", "emulator", "--shard", f"{index}/5",
+                              "--results", tmp_path / f"{index}.jsonl", env={"PRMG_EMU_FAULT": "tiling_cache"}
+                              ).returncode for index in range(1, 6)}
+    holding = next(index for index, code in codes.items() if code == 1)       # the others are green or empty (5)
+    assert sorted(codes.values()) == [0, 1, 5, 5, 5], codes
+    given = [tmp_path / f"{index}.jsonl" for index, code in codes.items() if code == 0]
+    result = prmg_here("report", *given, "--report", "json", "-o", tmp_path / "merged.json")
+    reasons = {case["name"]: case["message"] for case in json.loads((tmp_path / "merged.json").read_text())["cases"]}
+    assert result.returncode == 1 and {reasons[name] for name in names} == \
+        {f"not run: shard {holding}/5 is in no results file given"}, reasons

@@ -382,6 +382,7 @@ VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, 
          "ms?": _optional(MS), "ms list": st.lists(MS, max_size=5),
          "json": JSON, "error_map": st.just({}) | error_maps(), "notes": st.lists(st.tuples(TEXT, TEXT), max_size=2),
          "shard": shards(), "mapping": st.dictionaries(TEXT, JSON, max_size=4),
+         "together": st.dictionaries(NAME, NAME, max_size=3),
          "definition": st.dictionaries(TEXT.filter(lambda key: key != "sweep"), JSON, max_size=4)}
 VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind] for key, kind in store.RUN_INFO_FIELDS.items()})
 # Values no record may hold, as JSON text: any JSON value (most of the wrong type somewhere), text with a lone

@@ -94,6 +94,18 @@ def test_plugin_device_lists_are_usage_errors_not_a_failure_per_item(tmp_path):
         assert ("2 failed" in result.stdout) == bool(xdist), result.stdout
 
 
+def test_plugin_keeps_tiling_siblings_on_one_xdist_worker_under_loadgroup(tmp_path):
+    """tiling_cache lives in one process: with three xdist workers each of the three edge.same_shapes_slice_* items ran
+    in a worker of its own and the session was green. The plugin puts tiling siblings in one xdist group, so that
+    --dist loadgroup runs them in one worker (the end lines name the cases without xdist's group suffix)."""
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg",
+                             str(ROOT / "cases" / "edge.yaml"), "-k", "same_shapes_slice", "--prmg-runner", "emulator",
+                             "-n", "3", "--dist", "loadgroup"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="tiling_cache"))
+    assert result.returncode == 1 and "2 failed, 1 passed" in result.stdout, result.stdout + result.stderr
+    assert "acted on 3 of 3 cases: edge.same_shapes_slice_at_0, edge.same_shapes_slice_at_8, " in result.stdout
+
+
 def test_plugin_runs_each_item_on_every_device_it_names(tmp_path):
     """--prmg-devices 0,1 without xdist ran every item on device 0 alone, green with device 1 computing wrong: fewer
     pytest processes than devices is now a usage error, and --prmg-each-device runs every item on each device."""

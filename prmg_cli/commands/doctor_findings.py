@@ -120,7 +120,8 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     if op_lib:
         op_lib_file(op_lib)
 
-    lines = [f"driver version: {provenance.driver_version() or '(no ' + str(provenance.DRIVER_INFO) + ')'}",
+    looked = ", ".join(str(folder / "version.info") for folder in provenance.driver_folders())
+    lines = [f"driver version: {provenance.driver_version() or '(none: no ' + looked + ')'}",
              "ASCEND_* variables:"]
     ascend = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASCEND_"))
     lines += [f"  {k}={v}" for k, v in ascend] or ["  (none set)"]

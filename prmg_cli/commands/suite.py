@@ -133,7 +133,8 @@ def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | No
         return None
     ids = tuple(decimal(part.strip()) for part in text.split(","))
     if None in ids:
-        raise PrmgError(f"{option} must be a comma-separated list of device ids (digits 0-9) or 'all', got "
+        takes = "a device id" if option == "--device" else "a comma-separated list of device ids"
+        raise PrmgError(f"{option} must be {takes} (digits 0-9){'' if option == '--device' else ' or all'}, got "
                         f"{text!r}")
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
         raise PrmgError(f"{option} {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
@@ -247,7 +248,14 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
 
 
 def device_list(request) -> str:
-    """The devices a request names: ``--devices``, else ``--device``."""
+    """The devices a request names: ``--devices``, else ``--device``; PrmgError when both name them (``--device 1
+    --devices 0`` ran on 0 alone without a word) or ``--each-device`` has no ``--devices`` (every case on each of one
+    device is a plain run, not the gate over every chip it reads as)."""
+    if request.devices is not None and request.device != 0:
+        raise PrmgError(f"--device {request.device} and --devices {request.devices} both name the devices: give one")
+    if getattr(request, "each_device", False) and request.devices is None:
+        raise PrmgError(f"--each-device runs every case on each device of --devices, and none is given: it would run "
+                        f"on device {request.device} alone (give --devices all, or a list)")
     return request.devices if request.devices is not None else str(request.device)
 
 
@@ -435,6 +443,7 @@ def run_suite(request) -> int:
             with cluster.executor(settings) if cluster else execute.Executor(settings, devices, cases) as executor:
                 info = run.info
                 info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
+                info.driver_version = executor.target.get("driver_version") or info.driver_version    # as loaded
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
                 run.start(stored, recorded_settings(info, settings), selection)
                 if run.todo:
@@ -537,7 +546,8 @@ class _Run:
         if self.writer is not None and not self.recorded:
             self.recorded = True
             self._append(RunRecord(self.run_id, self.request.shard or "", [case.name for case in selection],
-                                   settings, self.info.to_dict()))
+                                   settings, self.info.to_dict(),
+                                   execute.together(selection) if self.request.shard else {}))
 
     def _append(self, record) -> None:
         """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""

@@ -524,7 +524,7 @@ class ClusterExecutor:
         if why:
             self._kill(slot.actor)
             return why
-        self.target = self.target or {key: slot.info.get(key) for key in ("soc", "accepted_modes")}
+        self.target = self.target or {key: slot.info.get(key) for key in ("soc", "accepted_modes", "driver_version")}
         return ""
 
     def _await_start(self) -> None:

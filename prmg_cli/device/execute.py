@@ -404,13 +404,14 @@ class CaseWorker:
         self.fit = True
 
     def describe(self) -> dict:
-        """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say) and
+        """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say),
         ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
-        accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked)."""
+        accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked) and ``driver_version`` (of the
+        driver the runtime loaded into this process, ``provenance.driver_version``)."""
         chip = self.target.soc
         probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
         accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)
-        return {"soc": self.target.soc_name, "accepted_modes": accepted}
+        return {"soc": self.target.soc_name, "accepted_modes": accepted, "driver_version": provenance.driver_version()}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
         """``run_case`` on this worker's session: the result (naming the device: ``label``) and whether the session is
@@ -692,7 +693,7 @@ def combined(results: Sequence[CaseResult]) -> CaseResult:
     """One record of a case that ran on several devices (``EachDevice``; ``results`` in the devices' order): the worst
     one (``StatusInfo.severity``; the first of equals), with ``device_statuses`` mapping each device to its status,
     ``device`` naming the devices of that status (``1,3``), and, when the devices differ, its message saying where
-    each status came from (``failed on device 3; passed on devices 0, 1, 2``)."""
+    each status came from, before the rest (``[failed on device 3; passed on devices 0, 1, 2] ...``)."""
     worst = max(results, key=lambda result: result.info.severity)
     statuses = {result.device: result.status for result in results}
     by_status: dict[str, list[str]] = {}
@@ -704,7 +705,8 @@ def combined(results: Sequence[CaseResult]) -> CaseResult:
         ordered = sorted(by_status.items(), key=lambda item: -STATUSES[item[0]].severity)
         where = "; ".join(f"{status} on {'device' if len(devices) == 1 else 'devices'} {', '.join(devices)}"
                           for status, devices in ordered)
-        worst.message = f"{worst.message} [{where}]" if worst.message else f"[{where}]"
+        worst.message = f"[{where}] {worst.message}" if worst.message else f"[{where}]"  # first: a table cut to the
+                                                                                        # terminal keeps it
     return worst
 
 
@@ -1023,16 +1025,35 @@ def call_in_child(function: Callable, *args, timeout: float | None = None):
 
 
 def shard(cases: Sequence[Case], index: int, count: int) -> list[Case]:
-    """The deterministic part ``index`` (1-based) of ``count`` of ``cases``, chosen by name hash.
+    """The deterministic part ``index`` (1-based) of ``count`` of ``cases``: those whose shard name (``together``: the
+    case's own name, or its tiling siblings' first name) hashes to it (``shard_of``).
 
-    A case belongs to shard ``1 + sha256(name) mod count``, so shards stay stable as cases are added
-    or removed elsewhere, and the union of all shards is every case exactly once.
+    Shards stay stable as cases are added or removed elsewhere (only a group of siblings whose first name changes
+    moves), the union of all shards is every case exactly once, and siblings share a shard, so that a sharded run
+    catches a tiling cache keyed by the tensors alone as a whole run does (``Schedule``).
     """
-    return [case for case in cases if shard_of(case.name, count) == index]
+    first = together(cases)
+    return [case for case in cases if shard_of(first.get(case.name, case.name), count) == index]
+
+
+def together(cases: Sequence[Case]) -> dict[str, str]:
+    """The shard name of each case of ``cases`` that has tiling siblings among them (cases of its ``tiling_key`` with
+    other ``tiling_attributes``) and is not the first of its key by name: that first name, min(names of the key).
+    A sharded run's record holds it (``store.RunRecord.together``), so that a merge finds a missing case's shard."""
+    keys: dict[tuple, list[Case]] = {}
+    for case in cases:
+        keys.setdefault(tiling_key(case), []).append(case)
+    first: dict[str, str] = {}
+    for group in keys.values():
+        if len(group) > 1 and len({tiling_attributes(case) for case in group}) > 1:
+            leader = min(case.name for case in group)
+            first.update((case.name, leader) for case in group if case.name != leader)
+    return first
 
 
 def shard_of(name: str, count: int) -> int:
-    """The shard (1-based, of ``count``) holding the case called ``name``: ``1 + sha256(name) mod count``."""
+    """The shard (1-based, of ``count``) holding the cases whose shard name is ``name``: ``1 + sha256(name) mod
+    count``."""
     return 1 + int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") % count
 
 

@@ -4,8 +4,10 @@ operator's kernel and tiling files under the opp path (``opp_stamp``).
 
 A CANN toolkit states its version in ``<root>/version.cfg`` (``toolkit_installed_version=[...]`` or
 ``Version=...`` lines) and in ``<root>/<arch>-linux/ascend_toolkit_install.info`` (``version=8.0.RC2``);
-the driver in ``/usr/local/Ascend/driver/version.info`` (``Version=24.1.rc2``). The first version found is
-reported; a missing or unreadable file is simply not there (never an error).
+the driver in its folder's ``version.info`` (``Version=24.1.rc2``), the folder being where the driver library this
+process mapped lies, else where CANN's installers recorded the driver, else ``/usr/local/Ascend/driver``
+(``driver_folders``). The first version found is reported; a missing or unreadable file is simply not there (never
+an error).
 """
 
 from __future__ import annotations
@@ -19,20 +21,30 @@ import stat
 from pathlib import Path
 from typing import Iterable
 
-DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
+# The NPU driver: the library of it the runtime loads (from LD_LIBRARY_PATH: ``<driver>/lib64/driver``), the file
+# where CANN's installers and set_env.sh read the driver's install path (``Driver_Install_Path_Param``, to which
+# ``driver`` is added: a driver installed with ``--install-path``), and where it is by default.
+HAL_NAME = "libascend_hal.so"
+INSTALL_INFO = Path("/etc/ascend_install.info")
+DEFAULT_DRIVER = Path("/usr/local/Ascend/driver")
 _VERSION_LINE = re.compile(r"^\s*(?:version|Version|toolkit_installed_version|runtime_running_version)\s*=\s*"
                            r"\[?\s*([^\]\s#]+)", re.MULTILINE)
 _MAX_BYTES = 64 << 10
 
 
-def _read_version(path: Path) -> str:
-    """The first ``version=...`` value of a small text file, or ""."""
+def _small_text(path: Path) -> str:
+    """The text of ``path`` when it is a regular file of at most ``_MAX_BYTES``, else "" (never an error)."""
     try:
         if not os.path.isfile(path) or path.stat().st_size > _MAX_BYTES:
             return ""
-        match = _VERSION_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
         return ""
+
+
+def _read_version(path: Path) -> str:
+    """The first ``version=...`` value of a small text file, or ""."""
+    match = _VERSION_LINE.search(_small_text(path))
     return match.group(1).split(":")[-1] if match else ""
 
 
@@ -44,9 +56,29 @@ def toolkit_version(root) -> str:
     return next((version for version in map(_read_version, candidates) if version), "")
 
 
-def driver_version(path: Path = DRIVER_INFO) -> str:
-    """The NPU driver's version from its ``version.info``, or ""."""
-    return _read_version(path)
+def driver_folders(maps: str = "/proc/self/maps", install_info: Path = INSTALL_INFO) -> list[Path]:
+    """Where the NPU driver may be, in the order it is looked for: the folder of the driver library this process
+    mapped (``HAL_NAME``, not a stub: the runtime opened it) and the two above it (``<driver>/lib64/driver``), then
+    ``<Driver_Install_Path_Param>/driver`` of ``install_info`` (CANN's installers record a driver installed
+    elsewhere there), then ``DEFAULT_DRIVER``."""
+    from .toolkit import is_stub_path
+
+    try:
+        text = Path(maps).read_text(errors="replace")
+    except OSError:
+        text = ""
+    mapped = next((Path(path) for path in (line.split(None, 5)[-1] for line in text.splitlines() if "/" in line)
+                   if os.path.basename(path) == HAL_NAME and not is_stub_path(path)), None)
+    places = list(mapped.parents[:3]) if mapped else []
+    recorded = re.search(r"^\s*driver_install_path_param\s*=\s*(\S.*?)\s*$", _small_text(install_info),
+                         re.IGNORECASE | re.MULTILINE)
+    return places + ([Path(recorded[1]) / "driver"] if recorded else []) + [DEFAULT_DRIVER]
+
+
+def driver_version(maps: str = "/proc/self/maps", install_info: Path = INSTALL_INFO) -> str:
+    """The NPU driver's version: that of the first ``version.info`` of ``driver_folders``, or ""."""
+    return next((version for version in (_read_version(folder / "version.info")
+                                         for folder in driver_folders(maps, install_info)) if version), "")
 
 
 def library_stamp(path) -> list:

@@ -99,7 +99,7 @@ def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
         for name in run.selection:
             if name in expected:
                 continue
-            index = shard_of(name, count) if count else 0
+            index = shard_of(run.together.get(name, name), count) if count else 0
             if index not in whys:
                 owner = by_shard.get((index, count)) if count else (path, run)
                 whys[index] = (stopped(*owner) if owner

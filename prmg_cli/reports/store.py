@@ -5,7 +5,8 @@
 
 - a *run record* (``RUN_SCHEMA``), written when a run starts, before its first result: the run's id, its
   shard (``I/N``), the names of the cases it was asked to run *before* sharding (so that a merge can tell
-  which cases a missing shard or a killed run never reported), the settings its verdicts depend on
+  which cases a missing shard or a killed run never reported) and, sharded, the first name of each case's tiling
+  siblings, which its shard goes by (``together``), the settings its verdicts depend on
   (``settings``; their hash is every result's ``judged_under``) and its provenance (``results.RunInfo``:
   runner, toolkit, SoC, host, start, injected faults);
 - a *result record* (``results.SCHEMA``, ``CaseResult.to_dict``) per finished case, naming its run
@@ -71,7 +72,8 @@ _APPEND_FLAGS = (os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
 
 # What each field of a run record must hold (``RunRecord``), and of its ``info`` (``results.RunInfo``).
 RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "selection", "settings": "mapping",
-              "info": "run_info"}
+              "info": "run_info", "together": "together"}
+RUN_OPTIONAL = {"together"}            # the kinds of the fields a run record of an earlier prmg lacks
 RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
@@ -92,10 +94,13 @@ class RunRecord:
     selection: list                 # the names of the cases selected before sharding, in case order
     settings: dict                  # what the verdicts depend on; sha256 of its JSON: results' judged_under
     info: dict                      # results.RunInfo of the run, as plain values
+    # a sharded run's shard names of the selection's tiling siblings (``execute.together``: case -> the first name of
+    # its siblings, which its shard goes by); {} unsharded, and in a record of a run that sharded by name alone
+    together: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": RUN_SCHEMA, "run_id": self.run_id, "shard": self.shard, "selection": list(self.selection),
-                "settings": self.settings, "info": self.info}
+                "settings": self.settings, "info": self.info, "together": self.together}
 
     @property
     def run_info(self) -> RunInfo:
@@ -292,7 +297,7 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
         if schema in READABLE_SCHEMAS:
             return _believed(CaseResult(**_compact(_shared(_checked(data, RECORD_FIELDS)))), number, source)
         if schema == RUN_SCHEMA:
-            return RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()))))
+            return RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()) - RUN_OPTIONAL)))
     except _BadField as bad:
         raise refuse(f"field '{bad.field}': {bad.reason}") from None
     raise refuse(f"a record of schema {show(schema)}, not {SCHEMA} or {RUN_SCHEMA} (written by another version "
@@ -567,6 +572,14 @@ def _selection(value) -> str:
     return _KINDS["names"](value)
 
 
+def _together(value) -> str:
+    """A sharded run's shard names of tiling siblings (``RunRecord.together``): case names to case names, at most
+    ``vocab.MAX_RUN_CASES``, as a run holds."""
+    if isinstance(value, dict) and len(value) > MAX_RUN_CASES:
+        return f"{len(value)} case names, more than the {MAX_RUN_CASES} a run may hold"
+    return _mapping_of(_name, "case names")(value) or next((f"{show(key)}: empty" for key in value if not key), "")
+
+
 def _notes(value) -> str:
     """A list of (label, text) pairs."""
     pairs = _list_of(_list_of(_text, "text"), "(label, text) pairs")(value)
@@ -617,7 +630,7 @@ _KINDS = {
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
     "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
     "run_info": _run_info, "notes": _notes, "shard": _shard, "mapping": _json_mapping, "definition": _definition,
-    "selection": _selection,
+    "selection": _selection, "together": _together,
     "dims": _case_rule(lambda value, where: parse_dims(value, "shape", where, four=False)),
     "slice": _case_rule(lambda value, where: value == [] or parse_slice(value, where)),    # []: not recorded
     "seed?": _optional(_case_rule(parse_seed)),

@@ -21,8 +21,13 @@
  * included, spent ~0.2 ms of the 1 ms a case took in faults). The device address is always a new PROT_NONE one.
  * Shadow mappings of 2 MiB and more ask for transparent huge pages (the 16 MiB workspace's first memset took
  * 8-16 ms in 4096 page faults, 2 ms in huge pages).
+ *
+ * aclInit opens the NPU driver's libascend_hal.so as the real runtime does (found through LD_LIBRARY_PATH, where
+ * set_env.sh puts <driver>/lib64/driver), and goes on without it: the emulator needs no driver, but a test's
+ * stand-in driver is then mapped where prmg looks for the driver a run used.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -188,6 +193,9 @@ EMU_API int aclInit(const char *configPath)
     } else {
         initialized = 1;
         visible_device_count = count_visible_devices();
+        static void *driver;                  /* kept open for the process's life, as the runtime keeps it */
+        if (driver == NULL)
+            driver = dlopen("libascend_hal.so", RTLD_NOW | RTLD_LOCAL);
     }
     pthread_mutex_unlock(&state_lock);
     return status;
