@@ -389,7 +389,8 @@ def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():
 
 @pytest.mark.parametrize("fault, caught", [
     ("own_sin", {"hd192_bf16", "partial_rotary_glm_bf16_fp32", "partial_rotary_phi_fp16_fp32",
-                 "inplace_offset_view_bf16"}),                # the tables that differ between partners, and only they
+                 "inplace_offset_view_bf16", "dsv4_q_rope_tail_bf16",
+                 "dsv4_kv_rope_tail_bf16"}),                  # the tables that differ between partners, and only they
     ("ignore_offset", {"inplace_offset_view_bf16", "inplace_offset_view_decode_fp16"}),
 ])
 def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypatch, fault, caught):

@@ -130,6 +130,19 @@ def test_mixed_needs_99_percent_of_elements_matched(dtype):
                   {"required_matched_ratio": 1.0}) == "failed"
 
 
+def test_mixed_counts_the_slice_not_the_whole_row():
+    """TTK compares the whole output, whose elements outside the slice (dx = dy) count as matched; prmg judges the
+    slice alone (the rest bit for bit, apart), so 2 of a 100-element slice unmatched in a 200-element row fail here
+    (0.98) where TTK's share would be 198/200 = 0.99 (docs/standards.md, where prmg differs from TTK)."""
+    case = make_case((1, 1, 1, 200), (0, 100), dtype="float32", cos_dtype="float32")
+    inputs = Inputs(dy=np.ones(case.shape, np.float32), cos=np.ones(case.cos_shape, np.float32),
+                    sin=np.zeros(case.cos_shape, np.float32))
+    result = np.ones(case.shape, np.float32)
+    result[..., :2] += 2.0 ** -8
+    judged = judge(case, inputs, Outcome(status=0, dy=result), "mixed")
+    assert judged.status == "failed" and judged.metrics["matched_ratio"] == 0.98
+
+
 @pytest.mark.parametrize("dtype, golden, inside, outside", [
     ("float16", 64.0, 64.0625, 64.125),      # atol + rtol*64 = 0.127 > the cap 0.1
     ("bfloat16", 128.0, 129.0, 130.0),       # 2.02 > 1: an error of exactly the cap passes (<=)

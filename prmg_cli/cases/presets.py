@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtypes
-from ..errors import PrmgError
+from ..errors import PrmgError, suggest
 from ..vocab import BROADCASTS, ROTARY_MODES, TENSORS, broadcast_shape
 from .gencase import (DTYPE_PAIRS, MODE_UNSUPPORTED_TAGS, case_from_options, document, dump_yaml, header, preset_case,
                       refuse_invalid, rope_inputs, short_dtype, with_builds)
@@ -288,7 +288,8 @@ def _users() -> dict:
     """The ``users`` preset: the classes of failure public reports on RoPE kernels name, small: head_dim 192 in
     bfloat16, partial rotary (rotary dim < head dim) at model geometries, the half/interleave pairing mixed up,
     in place on a view at a storage offset, and tables whose partners differ (a partner-sin bug passed a test
-    whose sin halves were equal)."""
+    whose sin halves were equal); and the calls of a real caller, vllm-ascend's DeepSeek-V4 attention (query and kv
+    token-major, the RoPE on the last 64 of 512 lanes, interleave: what today's kernel implements)."""
     tags = ("users",)
     case = lambda name, **options: preset_case("users", tags, name, **options)  # noqa: E731
     uniform = {"cos": {"uniform": [-1.0, 1.0]}, "sin": {"uniform": [-1.0, 1.0]}}
@@ -316,11 +317,19 @@ def _users() -> dict:
         case("inplace_offset_view_decode_fp16", shape=(8, 1, 8, 128), broadcast="B11D", dtype="float16",
              inputs=rope_inputs(10000, [3, 700, 1500, 2047, 9, 64, 512, 1023]), dy_offset=8 * 128, cos_offset=128,
              sin_offset=128, note="decode in place on views at storage offsets: dy and its per-request tables"),
+        case("dsv4_q_rope_tail_bf16", shape=(16, 1, 8, 512), broadcast="B11D", partial_slice=(448, 512),
+             dtype="bfloat16", inputs=uniform,
+             note="vllm-ascend's DeepSeek-V4 query (head_dim 512, qk_rope_head_dim 64): q.unsqueeze(1) of [tokens, "
+                  "heads, 512], slice [nope_head_dim, head_dim], a table row per token"),
+        case("dsv4_kv_rope_tail_bf16", shape=(64, 1, 1, 512), broadcast="B11D", partial_slice=(448, 512),
+             dtype="bfloat16", inputs=uniform,
+             note="vllm-ascend's DeepSeek-V4 kv: kv.view(-1, 1, 1, 512), one head, a table row per token row (the "
+                  "tables as large as dy)"),
     ]
     return document(cases, header=header("users", "the failure classes of public reports on RoPE kernels: "
                                                   "head_dim 192 in bfloat16, partial rotary at model geometries, "
                                                   "the pairing mixed up, in place on views at storage offsets, "
-                                                  "tables whose partners differ"))
+                                                  "tables whose partners differ; vllm-ascend's DeepSeek-V4 calls"))
 
 
 def _finite_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -667,7 +676,8 @@ def preset(name: str, tags: Sequence[str] = (), exclude_tags: Sequence[str] = ()
     operator's constraints; with ``tags``, only the cases carrying one of them, and never one carrying one of
     ``exclude_tags`` (the header's command says so)."""
     if name not in _PRESET_MAKERS:
-        raise PrmgError(f"unknown preset {name!r}; use one of {', '.join(PRESETS)}", field="preset")
+        raise PrmgError(f"unknown preset {name!r}{suggest(name, PRESETS)}; use one of {', '.join(PRESETS)}",
+                        field="preset")
     doc = _checked(_PRESET_MAKERS[name]())
     if not tags and not exclude_tags:
         return doc
