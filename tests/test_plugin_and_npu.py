@@ -130,12 +130,14 @@ def pytest_runtest_protocol(item, nextitem):          # pytest-rerunfailures' --
 
 def test_plugin_fails_a_case_a_rerun_plugin_runs_again(tmp_path):
     """Issue 32 (sixth look): under pytest-rerunfailures' --reruns (or flaky), often in a CI's addopts, a kernel
-    leaking 256 MiB of device memory a launch failed its fourth case (no memory left) and passed its rerun in a fresh
-    worker: green. A case runs once; its rerun fails, saying why (a stand-in of the rerun plugin is built here)."""
+    leaking 256 MiB of device memory a launch failed its fourth case (no memory left for its buffers, larger than the
+    kept ones) and passed its rerun in a fresh worker: green. A case runs once; its rerun fails, saying why (a
+    stand-in of the rerun plugin is built here)."""
     (tmp_path / "rerun_stand_in.py").write_text(RERUN_STAND_IN)
     (tmp_path / "cases.yaml").write_text("".join(
         f"- {{name: c{seed}, shape: [1, 1, 1, 8], cos_shape: [1, 1, 1, 8], partial_slice: [0, 8], seed: {seed}}}\n"
-        for seed in range(4)))
+        for seed in range(3)) + "- {name: c3, shape: [1, 64, 16, 64], cos_shape: [1, 64, 1, 64], "
+                                 "partial_slice: [0, 64]}\n")
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "rerun_stand_in", "-q",
                              "-W", "ignore", "--prmg", "cases.yaml", "--prmg-runner", "emulator"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300,
