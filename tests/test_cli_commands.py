@@ -126,6 +126,7 @@ EXAMPLE = str(ROOT / "cases" / "worked_example.yaml")
     ({}, ("doctor", "--runner", "aclnn+gier"), "aclnn+geir"),
     ({}, ("run", EXAMPLE, "--report", "jsn"), "json"),
     ({}, ("run", EXAMPLE, "--standard", "defualt"), "default"),
+    ({}, ("run", EXAMPLE, "--supported-modes", "1,halff"), "half"),
     ({}, ("coverage", EXAMPLE, "--op", "grd"), "grad"),
     ({}, ("coverage", EXAMPLE, "--report", "htm"), "html"),
     ({}, ("gen-case", "--preset", "modles"), "models"),
