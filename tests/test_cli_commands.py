@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
 import sys
@@ -24,8 +25,10 @@ def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as stopped:
         cli.main(restore=True)
     captured = capsys.readouterr()
-    # main(restore=True) leaves this process's signals as it found them (their mask is inherited by every later child)
+    # main(restore=True) leaves this process's signals as it found them (their mask is inherited by every later child),
+    # and its garbage collector on (only a process of its own loads with it off: cli.command_starts)
     assert signal.getsignal(signal.SIGTERM) == handler and signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
+    assert gc.isenabled() and not cli._PAUSED[0]
     return stopped.value.code, captured.out, captured.err
 
 
@@ -40,6 +43,23 @@ def test_an_in_process_run_leaves_the_stop_handler_raising(capsys, monkeypatch):
     assert code == 0 and out.rstrip().endswith("1 passed, 0 failed"), out
     with pytest.raises(Terminated):
         on_stop(signal.SIGTERM, None)
+
+
+def test_the_collector_runs_again_once_the_command_starts():
+    """``cli.main`` turns the garbage collector off while the command line loads; ``command_starts`` moves what
+    loading made to the permanent generation and turns it back on, once."""
+    gc.disable()
+    cli._PAUSED[0] = True
+    frozen = gc.get_freeze_count()
+    try:
+        cli.command_starts()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen and not cli._PAUSED[0]
+        gc.disable()
+        cli.command_starts()                              # nothing paused: left alone
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()
 
 
 @pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
