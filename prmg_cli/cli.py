@@ -98,13 +98,14 @@ def main(*, restore: bool = False) -> None:
     stream_errors = _printable_streams()
     import typer
 
-    from .commands.app import Stopped, app
+    from .commands.app import STARTING, Stopped, app
     from .results import ExitCode
 
     stopped_codes = {signal.SIGINT: ("interrupted", ExitCode.INTERRUPTED),
                      signal.SIGTERM: ("terminated", ExitCode.TERMINATED)}
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)     # a stop held so far comes out here
+        STARTING[:] = [command_starts]
         code = app(standalone_mode=False)
         if raised_stop():                          # typer took it (while parsing): exit 130 without a word
             said, code = stopped_codes[raised_stop()]

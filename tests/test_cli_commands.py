@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import signal
+import subprocess
 import sys
 
 import numpy as np
@@ -60,6 +61,12 @@ def test_the_collector_runs_again_once_the_command_starts():
     finally:
         gc.unfreeze()
         gc.enable()
+    # in a process of its own, main pauses it and the command's start (commands.app's STARTING hook) ends the pause
+    script = ("import gc, sys\nfrom prmg_cli import cli\nsys.argv = ['prmg', 'validate', sys.argv[1]]\ntry:\n"
+              "    cli.main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), cli._PAUSED[0])")
+    result = subprocess.run([sys.executable, "-c", script, str(ROOT / "cases" / "worked_example.yaml")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.split()[-2:] == ["True", "False"], result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
@@ -146,6 +153,7 @@ EXAMPLE = str(ROOT / "cases" / "worked_example.yaml")
     ({}, ("doctor", "--runner", "aclnn+gier"), "aclnn+geir"),
     ({}, ("run", EXAMPLE, "--report", "jsn"), "json"),
     ({}, ("run", EXAMPLE, "--standard", "defualt"), "default"),
+    ({}, ("run", EXAMPLE, "--supported-modes", "1,halff"), "half"),
     ({}, ("coverage", EXAMPLE, "--op", "grd"), "grad"),
     ({}, ("coverage", EXAMPLE, "--report", "htm"), "html"),
     ({}, ("gen-case", "--preset", "modles"), "models"),

@@ -94,15 +94,19 @@ class _Group(typer.core.TyperGroup):
             raise Stopped(stop) from None
 
 
+# What runs once the command line has loaded, as the command starts (``cli.main`` puts ``cli.command_starts`` here:
+# the garbage collector's pause ends): a hook, because a stage imports no entry point above it (``test_layers``).
+STARTING: list = []
+
+
 def _build(name: str):
     """The click command of ``name``: its module's ``OPTIONS`` as parameters, ``main``'s docstring as its help,
     calling ``main(Request(...))`` and exiting with the code it returns."""
     module = load(name)
 
     def command(**given) -> None:
-        from ..cli import command_starts
-
-        command_starts()
+        for hook in STARTING:
+            hook()
         raise typer.Exit(module.main(module.Request(**request_values(module.OPTIONS, given))) or 0)
 
     command.__signature__ = typer_signature(module.OPTIONS)
