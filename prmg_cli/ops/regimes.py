@@ -147,7 +147,8 @@ def ub_pass_rows(f: Facts) -> int:
     """The rows one UB pass of a core holds for case ``f``'s slice: upstream's BAB tiling's budget (a quarter of the
     unified buffer for each of dy in, dx out and their double buffers) with one cos/sin row per dy row,
     ``floor(floor32(UB / 4) / dy_row / (1 + table_rows))``, ``dy_row`` the slice's bytes rounded up to 32,
-    ``table_rows = max(1, ceil(cos_row / dy_row))``; at least 1 (the emulator's ``ub_pass_rows``)."""
+    ``table_rows = max(1, ceil(cos_row / dy_row))``; at least 1 (the emulator's ``ub_pass_rows``). That is the pass
+    of one head: with N heads to a table row upstream's ``SplitUb`` holds more dy rows (runners/emulator/README.md)."""
     _, _, ub = emulator_layout()
     dy_row = -(-f.length * f.itemsize // ALIGN_BYTES) * ALIGN_BYTES
     cos_row = -(-f.length * dtypes.lookup(f.cos_dtype).numpy.itemsize // ALIGN_BYTES) * ALIGN_BYTES
