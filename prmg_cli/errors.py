@@ -51,13 +51,15 @@ class PrmgError(Exception):
 
 
 def suggest(word, choices) -> str:
-    """' (did you mean 'x'?)' for the closest of ``choices``, or ''."""
+    """' (did you mean 'x'?)' for the closest of ``choices`` (difflib's ratio >= 0.6, letters compared in lower case:
+    ``1s1d`` finds ``1S1D``), or ''."""
     if not isinstance(word, str) or len(word) > 100:
         return ""
     import difflib                               # here: a run that makes no mistake never loads it
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    lowered = {str(choice).lower(): str(choice) for choice in reversed(list(choices))}    # the first of alike ones
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean '{lowered[close[0]]}'?)" if close else ""
 
 
 class Terminated(KeyboardInterrupt):

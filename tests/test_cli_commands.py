@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
 import sys
@@ -24,8 +25,10 @@ def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as stopped:
         cli.main(restore=True)
     captured = capsys.readouterr()
-    # main(restore=True) leaves this process's signals as it found them (their mask is inherited by every later child)
+    # main(restore=True) leaves this process's signals as it found them (their mask is inherited by every later child),
+    # and its garbage collector on (only a process of its own loads with it off: cli.command_starts)
     assert signal.getsignal(signal.SIGTERM) == handler and signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
+    assert gc.isenabled() and not cli._PAUSED[0]
     return stopped.value.code, captured.out, captured.err
 
 
@@ -40,6 +43,23 @@ def test_an_in_process_run_leaves_the_stop_handler_raising(capsys, monkeypatch):
     assert code == 0 and out.rstrip().endswith("1 passed, 0 failed"), out
     with pytest.raises(Terminated):
         on_stop(signal.SIGTERM, None)
+
+
+def test_the_collector_runs_again_once_the_command_starts():
+    """``cli.main`` turns the garbage collector off while the command line loads; ``command_starts`` moves what
+    loading made to the permanent generation and turns it back on, once."""
+    gc.disable()
+    cli._PAUSED[0] = True
+    frozen = gc.get_freeze_count()
+    try:
+        cli.command_starts()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen and not cli._PAUSED[0]
+        gc.disable()
+        cli.command_starts()                              # nothing paused: left alone
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()
 
 
 @pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
@@ -116,6 +136,47 @@ def test_missing_path_and_unknown_command_are_usage_errors(capsys, monkeypatch):
     code, _, err = run_in_process(capsys, monkeypatch, "valdate", "cases/")      # a typo gets the nearest command
     assert code == 2 and err == ("prmg: error: prmg: No such command 'valdate' (did you mean 'validate'?) "
                                  "(see prmg -h)\n")
+
+
+EXAMPLE = str(ROOT / "cases" / "worked_example.yaml")
+
+
+@pytest.mark.parametrize("env, args, meant", [
+    ({}, ("run", EXAMPLE, "--runner", "emulatr"), "emulator"),
+    ({}, ("doctor", "--runner", "aclnn+gier"), "aclnn+geir"),
+    ({}, ("run", EXAMPLE, "--report", "jsn"), "json"),
+    ({}, ("run", EXAMPLE, "--standard", "defualt"), "default"),
+    ({}, ("coverage", EXAMPLE, "--op", "grd"), "grad"),
+    ({}, ("coverage", EXAMPLE, "--report", "htm"), "html"),
+    ({}, ("gen-case", "--preset", "modles"), "models"),
+    ({}, ("gen-case", "--shape", "1,1,2,8", "--broadcast", "1s1d"), "1S1D"),
+    ({}, ("gen-case", "--shape", "1,1,2,8", "--mode", "halff"), "half"),
+    ({}, ("gen-case", "--shape", "1,1,2,8", "--dtype", "flaot16"), "float16"),
+    ({}, ("gen-case", "--shape", "1,1,2,8", "--inputs", "dy=unifrom:0:1"), "uniform"),
+    ({"PRMG_EMU_FAULT": "sigm"}, ("run", EXAMPLE, "--runner", "emulator"), "sign"),
+    ({"PRMG_EMU_BUILD": "e9f0541"}, ("run", EXAMPLE, "--runner", "emulator"), "e9f0541c"),
+])
+def test_a_misspelt_value_of_any_option_or_variable_gets_the_nearest_one(capsys, monkeypatch, env, args, meant):
+    """Did-you-mean beyond commands, options, case keys and checks: every option and emulator variable choosing from
+    a list names the nearest choice, letters compared in any case (fuzzing found --runner, --report, --standard,
+    gen-case's and coverage's choices and PRMG_EMU_FAULT/BUILD listing the choices only)."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, _, err = run_in_process(capsys, monkeypatch, *args)
+    assert code == 2 and err.count("\n") == 1 and f"(did you mean '{meant}'?)" in err, err
+
+
+@pytest.mark.parametrize("args, said", [
+    (("--each-device",), "--each-device runs every case on each device of --devices, and none is given: it would "
+                         "run on device 0 alone (give --devices all, or a list)"),
+    (("--device", "1", "--devices", "0"), "--device 1 and --devices 0 both name the devices: give one"),
+    (("--device", "-1"), "--device must be a device id (digits 0-9), got '-1'"),
+])
+def test_device_options_that_contradict_or_do_nothing_are_refused(capsys, monkeypatch, args, said):
+    """Fuzzing the session-5 devices: --each-device without --devices ran on device 0 alone, read as the gate over
+    every chip; --device beside --devices was dropped without a word; --device -1 was told to be a list or 'all'."""
+    code, out, err = run_in_process(capsys, monkeypatch, "run", EXAMPLE, "--runner", "emulator", *args)
+    assert code == 2 and err == f"prmg: error: {said}\n" and not out
 
 
 def test_an_empty_path_is_refused_by_every_option_naming_files(capsys, monkeypatch, tmp_path):

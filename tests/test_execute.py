@@ -538,7 +538,7 @@ def test_each_device_runs_every_case_on_every_device_and_keeps_the_worst():
     first = told[0]
     assert first.status == "failed" and first.device == "1"
     assert first.device_statuses == {"0": "passed", "1": "failed", "2": "passed"}
-    assert first.message == "m [failed on device 1; passed on devices 0, 2]"
+    assert first.message == "[failed on device 1; passed on devices 0, 2] m"
     schedule.drop(2, "3 timeouts in a row")             # wedged: c1 and c2 are not run there, not moved
     assert not schedule.waiting_for(2) and schedule.take(0) == 1 and schedule.take(0) == 2
     for index in (1, 2):
@@ -623,7 +623,7 @@ def test_a_chip_that_cannot_be_opened_again_after_a_fault_is_dropped_and_the_run
                                                        ["passed", "0"]]
     # every case on both chips: device 1's first one faulted, the rest not run there, naming why
     assert [status[:2] for status in each] == [["failed", "1"], ["not_run", "1"], ["not_run", "1"], ["not_run", "1"]]
-    assert each[1][2] == f"not run: device 1: {gone} [not_run on device 1; passed on device 0]"
+    assert each[1][2] == f"[not_run on device 1; passed on device 0] not run: device 1: {gone}"
 
 
 def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():

@@ -297,8 +297,13 @@ def test_run_and_compare_fit_a_terminal_of_80_100_and_140_columns(columns, fault
     lines = compared.splitlines()
     assert max(map(len, lines)) <= columns and re.match(r"(\d+) regressions \(\1 new failures\)", lines[-1]), compared
     assert "run B had emulator faults injected (PRMG_EMU_FAULT): sign on 30 cases" in " ".join(compared.split())
-    heading = next(line for line in lines if line.startswith("change "))
-    assert heading.split() == ["change", "case", "A", "B", "detail"]
+    heading = next(line for line in lines if line.startswith("change "))       # each new failure was passed in A:
+    assert heading.split() == ["change", "case", "detail"] and "all cases: A passed, B failed" in lines   # said once
+    assert len(lines[lines.index(heading) + 1].split()[-1]) >= table.MIN_SQUEEZED     # the detail keeps its room
+    if columns == 80:                                                                  # --wide: whole, unfitted
+        wide = on_terminal(["compare", tmp_path / "a.jsonl", fault_results, "--wide"], columns, tmp_path)
+        heading = next(line for line in wide.splitlines() if line.startswith("change "))
+        assert heading.split() == ["change", "case", "A", "B", "detail"] and "…" not in wide and "smoke.interleave_bf16_bf16_1x3x5x64_111D_s1-31" in wide
 
 
 def test_failures_are_one_line_each_unless_verbose():

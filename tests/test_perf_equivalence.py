@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 
 import ml_dtypes
@@ -30,7 +31,7 @@ from prmg_cli.dtypes import FLOAT_FORMATS, bits
 from prmg_cli.inputs import seeded as inputs_module
 from prmg_cli.inputs.seeded import Inputs, make_inputs, tensor_generator
 from prmg_cli.judging import default_pass
-from prmg_cli.judging.judge import judge
+from prmg_cli.judging.judge import SIGN_HIDDEN_WARNING, judge
 from prmg_cli.judging.standards import default as default_standard
 from prmg_cli.ops import FORWARD, GRAD, reference
 from prmg_cli.vocab import GENERATORS
@@ -265,6 +266,62 @@ def test_a_large_case_is_judged_alike_on_both_paths(fast_path):
     fast = judge(case, inputs, outcome, timings=timings)
     same_verdict(fast, reference_judge(case, inputs, outcome))
     assert fast.status == "passed" and 0 < timings["golden"]
+
+
+def test_the_compiled_extras_are_the_recount_and_the_flip_check():
+    """What the compiled pass finds besides the verdict (``default_pass._native_extras``) on results it proves right:
+    the distinct departures' counts are ``distinct_balance_counts``' on the whole-array golden (rows repeated along a
+    broadcast table count once, far fewer than the raw counts), a kernel flipping the sign of sin fails on ordinary
+    tables (so ``sign_hidden`` need not be asked), and with sin too small to show its sign the flip is not found failing,
+    so the weak-case check still asks numpy and warns."""
+    if not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    rng = np.random.default_rng(8)
+    for dtype in FLOAT_FORMATS:
+        case = make_case((2, 3, 4, 40), (4, 36), mode=int(rng.integers(4)), dtype=dtype, cos_dtype=dtype,
+                         broadcast="111D")
+        inputs = model_inputs(case, rng)
+        repeated = Inputs(np.broadcast_to(inputs.dy[:1, :1, :1], case.shape).copy(), inputs.cos, inputs.sin)
+        for given in (inputs, repeated):
+            result = correct_kernel(given.dy, given.cos, given.sin, case.rotary_mode, case.partial_slice)
+            passed = default_pass.fast_default(case, given, result, None, {})
+            golden = GRAD.golden_slice(given.dy, given.cos, given.sin, case.rotary_mode, case.partial_slice)
+            assert passed.flip_fails and passed.distinct == default_standard.distinct_balance_counts(
+                result[..., 4:36].astype(np.float64), golden, FLOAT_FORMATS[dtype])
+        raw = sum(passed.metrics[key] for key in ("balance_up", "balance_down"))
+        assert sum(passed.distinct[:2]) * 4 <= raw                      # each of 24 rows repeats one row's errors
+        assert dtype != "float32" or sum(passed.distinct[:2]) > 0      # float32 products' roundings depart
+        weak = Inputs(inputs.dy, inputs.cos, (inputs.sin.astype(np.float64) * 1e-30).astype(inputs.sin.dtype))
+        result = correct_kernel(weak.dy, weak.cos, weak.sin, case.rotary_mode, case.partial_slice)
+        assert not default_pass.fast_default(case, weak, result, None, {}).flip_fails
+        assert judge(case, weak, Outcome(status=0, dy=result)).warnings == [SIGN_HIDDEN_WARNING]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_the_compiled_nearest_value_is_numpys_rounding(dtype):
+    """The helper's rounding of a float64 to a dtype's nearest value (``prmg_nearest``, what the recount and the flip
+    take) is ``dtypes.rounded``: on the dtype's values, the ties between neighbours and the float64 numbers on either
+    side of them, subnormals, the overflow edge and random float64 numbers, of both signs."""
+    if not native.available():
+        pytest.skip("the compiled helper cannot be built here")
+    fmt, rng, numpy_dtype = FLOAT_FORMATS[dtype], np.random.default_rng(9), NUMPY[dtype]
+    words = np.uint32 if dtype == "float32" else np.uint16
+    top = (1 << fmt.exponent_bits) - 1 << fmt.fraction_bits                  # the pattern of +inf
+    patterns = np.concatenate([np.arange(1 << 15), top - 1 - np.arange(1 << 12),  # subnormals up, the top down
+                               rng.integers(0, top - 1, 1 << 15)])
+    patterns = patterns[patterns < top].astype(words)                       # finite
+    values, above = (np.asarray(p, words).view(numpy_dtype).astype(np.float64) for p in (patterns, patterns + 1))
+    ties = (values + above) / 2                                              # exact in float64
+    edges = np.array([fmt.overflow, np.nextafter(fmt.overflow, 0), fmt.smallest / 2, 5e-324])
+    values = np.concatenate([values, ties, np.nextafter(ties, 0), np.nextafter(ties, np.inf), edges,
+                             rng.standard_normal(1 << 12) * 2.0 ** rng.integers(-160, 140, 1 << 12)])
+    values = np.concatenate([values, -values])
+    args = native.JudgeArgs(half_ulp_scale=2.0 ** -fmt.precision, half_smallest=fmt.smallest / 2)
+    out = np.empty_like(values)
+    native.library().prmg_nearest(ctypes.byref(args), fmt.overflow, values.ctypes.data, values.size, out.ctypes.data)
+    with np.errstate(over="ignore"):
+        expected = dtypes.rounded(values, NUMPY[dtype]).astype(np.float64)
+    assert np.array_equal(out.view(np.uint64), expected.view(np.uint64))
 
 
 # --- the pieces ------------------------------------------------------------------------------------------

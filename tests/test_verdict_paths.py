@@ -352,8 +352,10 @@ def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_
      "unknown rotary_mode 9"),
     ("{reason: x, status: SUCCESS, behaves_as: interleave}", "known_defect.behaves_as", "expected a mapping"),
     ("{reason: x, result: wrong}", "known_defect", "a wrong result must be bounded"),
-    ("{reason: x, result: wrong, max_error_ulp: -1}", "known_defect.max_error_ulp", "a finite number >= 0"),
-    ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer 0 <= elements <= 2**63 - 1"),
+    ("{reason: x, result: wrong, max_error_ulp: -1}", "known_defect.max_error_ulp", "a finite number > 0"),
+    ("{reason: x, result: wrong, max_error_ulp: 0}", "known_defect.max_error_ulp", "a finite number > 0"),
+    ("{reason: x, result: wrong, elements: 0}", "known_defect.elements", "an integer 1 <= elements"),
+    ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer 1 <= elements <= 2**63 - 1"),
     ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern",
      "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
     ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),
@@ -366,6 +368,25 @@ def test_behaves_as_and_a_wrong_results_bounds_are_checked(tmp_path, defect, fie
     with pytest.raises(PrmgError) as raised:
         load_cases([write(tmp_path, text)])
     assert raised.value.field == field and words in raised.value.reason
+
+
+@pytest.mark.parametrize("expect, defect, field, words", [
+    ("pass", "status: SUCCESS", "known_defect.status", "SUCCESS is what the case expects, success (expect: pass)"),
+    ("{error: 561002}", "status: 561002", "known_defect.status",
+     "561002 ACLNN_ERR_INNER_TILING_ERROR is what the case expects, 561002"),
+    ("{error: any}", "status: 161002", "known_defect.status", "is what the case expects, any refusal"),
+    ("{error: 561002}", "result: wrong, elements: 3", "known_defect.result", "this case expects a refusal"),
+])
+def test_a_known_defect_the_case_already_expects_is_refused(tmp_path, expect, defect, field, words):
+    """A marker that can never be met beside the case's expect (found by fuzzing): the case was xpassed whenever
+    the operator was right, and validate said nothing."""
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.errors import PrmgError
+
+    text = f"- {{name: k, shape: [1, 1, 2, 16], expect: {expect}, known_defect: {{reason: x, {defect}}}}}\n"
+    with pytest.raises(PrmgError) as raised:
+        load_cases([write(tmp_path, text)])
+    assert raised.value.field == field and words in raised.value.reason and "never be met" in raised.value.reason
 
 
 def test_validate_warns_of_a_success_defect_that_names_no_behaviour(tmp_path):

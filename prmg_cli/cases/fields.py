@@ -421,11 +421,11 @@ def _defect_bound(key: str, value, where: Where):
     field = f"known_defect.{key}"
     if key == "max_error_ulp":
         number = as_float(value) if is_number(value) else None
-        if number is None or not math.isfinite(number) or number < 0:
+        if number is None or not math.isfinite(number) or number <= 0:
             raise where.error(field, f"expected {BOUNDS[key]}, got {kind(value)}")
         return number
     if key == "elements":
-        if not is_int(value) or not 0 <= value <= INT64_MAX:
+        if not is_int(value) or not 1 <= value <= INT64_MAX:
             raise where.error(field, f"expected {BOUNDS[key]}, got {kind(value)}")
         return value
     if not _word(value, PATTERNS):
@@ -496,7 +496,8 @@ def parse_null(value, where: Where) -> tuple[str, ...]:
         raise where.error("null", f"expected a list of argument names ({', '.join(NULLABLE)}), got {kind(value)}")
     for name in value:
         if not _word(name, NULLABLE):
-            raise where.error("null", f"unknown argument {show(name)} (valid: {', '.join(NULLABLE)})")
+            raise where.error("null", f"unknown argument {show(name)}{suggest(name, NULLABLE)} (valid: "
+                              f"{', '.join(NULLABLE)})")
     return tuple(name for name in NULLABLE if name in value)
 
 

@@ -26,7 +26,7 @@ import yaml
 
 from . import yamlfile
 from .. import dtypes, files, status
-from ..errors import PrmgError
+from ..errors import PrmgError, suggest
 from ..ops import DEFAULT_OP, OPERATORS, constraints
 from ..ops.targets import BUILDS
 from ..results import plural, visible
@@ -83,7 +83,8 @@ def _mode_value(mode) -> int | str:
         try:
             mode = int(text)
         except ValueError:
-            raise PrmgError(f"unknown rotary mode {mode!r}; use one of {', '.join(ROTARY_MODES)} or 0..3",
+            raise PrmgError(f"unknown rotary mode {mode!r}{suggest(text, ROTARY_MODES)}; use one of "
+                            f"{', '.join(ROTARY_MODES)} or 0..3",
                             field="rotary_mode") from None
     if isinstance(mode, bool) or not isinstance(mode, int):
         raise PrmgError(f"rotary mode must be a name or an integer, got {mode!r}", field="rotary_mode")
@@ -95,7 +96,8 @@ def _dtype_name(name: str, field: str) -> str:
     try:
         return dtypes.canonical(str(name))
     except KeyError:
-        raise PrmgError(f"unknown dtype {name!r}; use one of {', '.join(dtypes.DTYPES)}", field=field) from None
+        raise PrmgError(f"unknown dtype {name!r}{suggest(str(name), dtypes.DTYPES)}; use one of "
+                        f"{', '.join(dtypes.DTYPES)}", field=field) from None
 
 
 def _expect_value(expect) -> str | dict:
@@ -196,7 +198,8 @@ def _input_spec(tensor: str, text: str) -> dict:
         offset = [_number(part.strip(), field) for part in args[1].split(";")] if len(args) > 1 and ";" in args[1] \
             else _number(args[1], field) if len(args) > 1 else 0
         return {"rope": {"base": base, "offset": offset}}
-    raise PrmgError(f"unknown input kind {kind!r}; use one of {', '.join(INPUT_KINDS)}", field=field)
+    raise PrmgError(f"unknown input kind {kind!r}{suggest(kind, INPUT_KINDS)}; use one of {', '.join(INPUT_KINDS)}",
+                    field=field)
 
 
 def parse_inputs_option(text: str) -> dict:
@@ -310,7 +313,8 @@ def _case_dict(*, shape, cos_shape=None, broadcast=None, partial_slice=None, dty
             raise PrmgError(f"dy must be 4-D (B, S, N, D) for a broadcast pattern; give cos_shape for {shape}",
                             field="shape")
         if broadcast not in BROADCASTS:
-            raise PrmgError(f"unknown broadcast pattern {broadcast!r}; use one of {', '.join(BROADCASTS)}",
+            raise PrmgError(f"unknown broadcast pattern {broadcast!r}{suggest(broadcast, BROADCASTS)}; use one of "
+                            f"{', '.join(BROADCASTS)}",
                             field="broadcast")
         cos_shape = broadcast_shape(broadcast, shape, partial_slice[1] - partial_slice[0])
     dtype = _dtype_name(dtype, "dtype")

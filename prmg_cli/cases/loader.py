@@ -833,11 +833,30 @@ def _build_case(raw: dict, name: str, where: Where, folder: Path) -> Case:
         partners_alike=parse_reason(raw["partners_alike"], "partners_alike", where) if "partners_alike" in raw
         else None,
         op=parse_op(raw.get("op", DEFAULT_OP), where),
-        known_defect=KnownDefect(*parse_known_defect(raw["known_defect"], where)) if "known_defect" in raw else None,
+        known_defect=_known_defect(raw["known_defect"], expect, where) if "known_defect" in raw else None,
         checks=checks,
         golden=golden,
         correctness_unchecked=unchecked,
     )
+
+
+def _known_defect(value, expect: Expect, where: Where) -> KnownDefect:
+    """The case's known defect (``fields.parse_known_defect``), refused when it cannot be met beside ``expect``:
+    a wrong result where the case expects a refusal (a refused call has no result), or a status the case already
+    expects (``SUCCESS`` with ``expect: pass``, its own code, any refusal with ``error: any``): the case would be
+    xpassed whenever the operator is right and never xfailed."""
+    defect = KnownDefect(*parse_known_defect(value, where))
+    if defect.status is None and not expect.success:
+        raise where.error("known_defect.result", "a wrong result is what a call that succeeds returns, and this case "
+                          "expects a refusal: the marker can never be met (a wrong result goes with expect: pass)")
+    if defect.status is not None and (defect.status == 0 if expect.success else
+                                      defect.status == expect.error or (expect.error == "any" and defect.status)):
+        expected = "success (expect: pass)" if expect.success else \
+            f"{'any refusal' if expect.error == 'any' else describe(expect.error)} (expect: {{error: ...}})"
+        raise where.error("known_defect.status", f"{'SUCCESS' if defect.status == 0 else describe(defect.status)} "
+                          f"is what the case expects, {expected}: the marker can never be met and the case is "
+                          f"xpassed whenever the operator is right; name the status the defective operator returns")
+    return defect
 
 
 def _default_seed(name: str) -> int:

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtypes
-from ..errors import PrmgError
+from ..errors import PrmgError, suggest
 from ..vocab import BROADCASTS, ROTARY_MODES, TENSORS, broadcast_shape
 from .gencase import (DTYPE_PAIRS, MODE_UNSUPPORTED_TAGS, case_from_options, document, dump_yaml, header, preset_case,
                       refuse_invalid, rope_inputs, short_dtype, with_builds)
@@ -676,7 +676,8 @@ def preset(name: str, tags: Sequence[str] = (), exclude_tags: Sequence[str] = ()
     operator's constraints; with ``tags``, only the cases carrying one of them, and never one carrying one of
     ``exclude_tags`` (the header's command says so)."""
     if name not in _PRESET_MAKERS:
-        raise PrmgError(f"unknown preset {name!r}; use one of {', '.join(PRESETS)}", field="preset")
+        raise PrmgError(f"unknown preset {name!r}{suggest(name, PRESETS)}; use one of {', '.join(PRESETS)}",
+                        field="preset")
     doc = _checked(_PRESET_MAKERS[name]())
     if not tags and not exclude_tags:
         return doc

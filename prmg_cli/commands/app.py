@@ -100,6 +100,9 @@ def _build(name: str):
     module = load(name)
 
     def command(**given) -> None:
+        from ..cli import command_starts
+
+        command_starts()
         raise typer.Exit(module.main(module.Request(**request_values(module.OPTIONS, given))) or 0)
 
     command.__signature__ = typer_signature(module.OPTIONS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..reports.compare import ORDER
 from .options import REQUIRED, Option, request_type
+from .shared_options import WIDE
 
 OPTIONS = (
     Option("run_a", (), REQUIRED, "The results file of the first run (--results).", "A.jsonl", argument=True,
@@ -22,6 +23,7 @@ OPTIONS = (
            "(standard, --standard, --strict, checks, --no-golden, --each-device and its chips) differ between A "
            "and B is not comparable, a regression: with this flag it is listed, not counted, and compared as any "
            "other.", kind=bool),
+    Option("wide", WIDE.flags, False, "Every column, whole case names and whole details in the table.", kind=bool),
 )
 
 Request = request_type("CompareRequest", OPTIONS, "The options of ``prmg compare``.")
@@ -46,7 +48,7 @@ def main(request) -> int:
             raise PrmgError(f"{option.flags[0]} must be a finite number >= 0, got {value!r}")
     text, code = compare_files(request.run_a, request.run_b, request.report, drift=request.drift,
                                floor=request.floor, time_floor=request.time_floor,
-                               allow_changed=request.allow_changed)
+                               allow_changed=request.allow_changed, wide=request.wide)
     write_stdout(text)
     return code
 

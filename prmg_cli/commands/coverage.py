@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from ..errors import PrmgError
+from ..errors import PrmgError, suggest
 from ..ops import OPERATORS
 from ..results import ExitCode
 from ..vocab import COVERAGE_FORMATS
@@ -67,12 +67,14 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
     from ..writes import Output, check_outputs
 
     if report not in COVERAGE_FORMATS:
-        raise PrmgError(f"--report: unknown format {report!r} (valid: {', '.join(COVERAGE_FORMATS)})")
+        raise PrmgError(f"--report: unknown format {report!r}{suggest(report, COVERAGE_FORMATS)} (valid: "
+                        f"{', '.join(COVERAGE_FORMATS)})")
     if fail_under is not None and not (math.isfinite(fail_under) and 0 <= fail_under <= 100):
         raise PrmgError(f"--fail-under must be a percentage from 0 to 100, got {fail_under!r}")
     unknown = [op for op in ops if op not in OPERATORS]
     if unknown:
-        raise PrmgError(f"--op: unknown operator {unknown[0]!r} (valid: {', '.join(OPERATORS)})")
+        raise PrmgError(f"--op: unknown operator {unknown[0]!r}{suggest(unknown[0], OPERATORS)} (valid: "
+                        f"{', '.join(OPERATORS)})")
     loaded = load_cases(paths)
     if output is not None:
         check_outputs([Output(output)], input_files(paths, loaded))

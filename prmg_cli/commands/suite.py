@@ -133,7 +133,8 @@ def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | No
         return None
     ids = tuple(decimal(part.strip()) for part in text.split(","))
     if None in ids:
-        raise PrmgError(f"{option} must be a comma-separated list of device ids (digits 0-9) or 'all', got "
+        takes = "a device id" if option == "--device" else "a comma-separated list of device ids"
+        raise PrmgError(f"{option} must be {takes} (digits 0-9){'' if option == '--device' else ' or all'}, got "
                         f"{text!r}")
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
         raise PrmgError(f"{option} {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
@@ -247,7 +248,14 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
 
 
 def device_list(request) -> str:
-    """The devices a request names: ``--devices``, else ``--device``."""
+    """The devices a request names: ``--devices``, else ``--device``; PrmgError when both name them (``--device 1
+    --devices 0`` ran on 0 alone without a word) or ``--each-device`` has no ``--devices`` (every case on each of one
+    device is a plain run, not the gate over every chip it reads as)."""
+    if request.devices is not None and request.device != 0:
+        raise PrmgError(f"--device {request.device} and --devices {request.devices} both name the devices: give one")
+    if getattr(request, "each_device", False) and request.devices is None:
+        raise PrmgError(f"--each-device runs every case on each device of --devices, and none is given: it would run "
+                        f"on device {request.device} alone (give --devices all, or a list)")
     return request.devices if request.devices is not None else str(request.device)
 
 

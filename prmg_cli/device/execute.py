@@ -693,7 +693,7 @@ def combined(results: Sequence[CaseResult]) -> CaseResult:
     """One record of a case that ran on several devices (``EachDevice``; ``results`` in the devices' order): the worst
     one (``StatusInfo.severity``; the first of equals), with ``device_statuses`` mapping each device to its status,
     ``device`` naming the devices of that status (``1,3``), and, when the devices differ, its message saying where
-    each status came from (``failed on device 3; passed on devices 0, 1, 2``)."""
+    each status came from, before the rest (``[failed on device 3; passed on devices 0, 1, 2] ...``)."""
     worst = max(results, key=lambda result: result.info.severity)
     statuses = {result.device: result.status for result in results}
     by_status: dict[str, list[str]] = {}
@@ -705,7 +705,8 @@ def combined(results: Sequence[CaseResult]) -> CaseResult:
         ordered = sorted(by_status.items(), key=lambda item: -STATUSES[item[0]].severity)
         where = "; ".join(f"{status} on {'device' if len(devices) == 1 else 'devices'} {', '.join(devices)}"
                           for status, devices in ordered)
-        worst.message = f"{worst.message} [{where}]" if worst.message else f"[{where}]"
+        worst.message = f"[{where}] {worst.message}" if worst.message else f"[{where}]"  # first: a table cut to the
+                                                                                        # terminal keeps it
     return worst
 
 

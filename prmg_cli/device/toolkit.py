@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from .. import files
-from ..errors import PrmgError
+from ..errors import PrmgError, suggest
 from ..files import emulator_cache_base, emulator_sources, geir_sources
 from ..ops.targets import BUILDS, LATEST_BUILD
 from ..vocab import TENSORS
@@ -524,8 +524,8 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     known = emulator_fault_names()
     unknown = [name for name in faults.removesuffix(",").split(",") if name not in known] if faults else []
     if unknown:                 # an empty one too (',,', a leading ','), which the emulator refuses at every call
-        raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))} "
-                        f"(known: {', '.join(known)})")
+        raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))}"
+                        f"{suggest(unknown[0], known)} (known: {', '.join(known)})")
     shape, devices, modes, device, memory = (env.get(name, "") for name in (
         "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_DEVICE_MEMORY"))
     if shape and not re.fullmatch(r"[0-9]{1,18}(,[0-9]{1,18}){3}", shape):        # strtoll: at most INT64_MAX
@@ -544,7 +544,7 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     build, soc = env.get("PRMG_EMU_BUILD", ""), env.get("PRMG_EMU_SOC", "")
     if build and build not in BUILDS:
         raise PrmgError(f"PRMG_EMU_BUILD must be {', '.join(list(BUILDS)[:-1])} or {LATEST_BUILD} (the upstream "
-                        f"build the emulator follows), got {build!r}")
+                        f"build the emulator follows), got {build!r}{suggest(build, BUILDS)}")
     if soc and not (soc.isascii() and soc.isprintable() and len(soc) < emulator_soc_name_size()):
         raise PrmgError(f"PRMG_EMU_SOC must be a chip's name of at most {emulator_soc_name_size() - 1} printable "
                         f"ASCII characters (e.g. Ascend950PR_9589), got {soc[:80]!r}")
@@ -579,7 +579,7 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     """
     env = os.environ if env is None else env
     if runner not in RUNNERS:
-        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+        raise PrmgError(f"--runner {runner!r}{suggest(runner, RUNNERS)}: choose one of {', '.join(RUNNERS)}")
     if runner == "emulator":
         if op_lib:
             raise PrmgError("--op-lib applies to a CANN toolkit, not to --runner emulator")

@@ -38,11 +38,15 @@ def one_pass_first(elements: int) -> bool:
 
 @dataclass
 class _Passed:
-    """What ``fast_default`` found on a result it proved right: the default standard's metrics, and
-    whether the unchanged input passes as well."""
+    """What ``fast_default`` found on a result it proved right: the default standard's metrics, whether the
+    unchanged input passes as well, and what the compiled pass found besides (``_native_extras``; numpy's pass finds
+    neither): ``flip_fails``, True when a kernel flipping the sign of sin fails the case (False: not known), and
+    ``distinct``, the error balance's distinct counts (``distinct_balance_counts``; None: not counted)."""
 
     metrics: dict
     vacuous: bool
+    flip_fails: bool = False
+    distinct: tuple[int, ...] | None = None
 
 
 class _Shared:
@@ -214,8 +218,9 @@ def _native_terms(rotation: reference.Rotation, rotary_mode: int, length: int) -
 
 
 def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
-    """The compiled scans of ``fast_default``, run; None when the helper is missing or cannot take the
-    case (the numpy scans then run), or listed more non-finite elements than it has room for."""
+    """The compiled scans of ``fast_default``, run, with ``_native_extras`` of a result they passed; None when the helper
+    is missing or cannot take the case (the numpy scans then run), or listed more non-finite elements than it has room
+    for."""
     lib = native.library()
     cos_type = native.DTYPE_CODES.get(from_numpy(cos.dtype).name) if cos.dtype == sin.dtype else None
     x_type = native.DTYPE_CODES[from_numpy(x.dtype).name]
@@ -240,12 +245,27 @@ def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float
     scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers), capacity)
              for i in range(workers)]
     native.in_threads([scan.run for scan in scans])
-    del keep
     if any(scan.overflow for scan in scans):
         return None
     shared.stop = bool(stop.value) or any(scan.failed for scan in scans)
     shared.input_fails = any(scan.input_fails for scan in scans)
-    return scans
+    extras = (False, None) if shared.stop else _native_extras(lib, args, rows, length, fmt)
+    del keep
+    return scans, extras
+
+
+def _native_extras(lib, args, rows: int, length: int, fmt: Format) -> tuple[bool, tuple[int, ...] | None]:
+    """``_Passed.flip_fails`` and ``_Passed.distinct`` of a result the compiled scans passed, by the helper in one
+    more pass over its first rows (``prmg_judge_extras``): every row of a result of at most ``RECOUNTED`` slice
+    elements, whose distinct departures it counts, else the rows of about that many, for the flip alone."""
+    recounted = rows if rows * length <= error_balance.RECOUNTED else 0
+    extras = native.JudgeExtras(flip_rows=recounted or min(rows, -(-error_balance.RECOUNTED // length)),
+                                recounted_rows=recounted, overflow=fmt.overflow)
+    lib.prmg_judge_extras(ctypes.byref(args), ctypes.byref(extras))
+    if not recounted or extras.recount_failed:
+        return bool(extras.flip_fails), None
+    up, down, toward = extras.distinct_up, extras.distinct_down, extras.distinct_toward
+    return bool(extras.flip_fails), (up, down, toward, up + down - toward)
 
 
 def _set_apart(actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> np.ndarray:
@@ -322,7 +342,8 @@ def _one_pass(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) 
     began = time.perf_counter()
     shared = _Shared()
     scale = standard_parameters(ONE_PASS, dtype, tolerance)["budget_scale"]
-    scans = _native_scans(op, case, x, result, cos, sin, FLOAT_FORMATS[dtype], scale, shared)
+    native_scans = _native_scans(op, case, x, result, cos, sin, FLOAT_FORMATS[dtype], scale, shared)
+    scans, extras = native_scans or (None, (False, None))
     if scans is None:
         shared = _Shared()
         terms = op.slice_terms(x, cos, sin, case.rotary_mode, (start, end))
@@ -346,7 +367,7 @@ def _one_pass(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) 
                "max_err_ulp": max(scan.max_ulps for scan in scans), "bound_ulp": _first_bound(scans),
                "beyond_rounding": max(scan.max_beyond for scan in scans),
                **{key: sum(scan.balance[side] for scan in scans) for side, key in enumerate(error_balance.METRICS)}}
-    return _Passed(metrics, vacuous)
+    return _Passed(metrics, vacuous, *extras)
 
 
 def _first_bound(scans) -> float:

@@ -40,8 +40,9 @@ PATTERNS = {
                     lambda shape: _lanes(shape, lambda j, length: j >= length // 2)),
     "last_row": ("in the last (b, s, n) row", _last_row),
 }
-# The bounds a wrong-result defect may name, each with what its value must be.
-BOUNDS = {"max_error_ulp": "a finite number >= 0", "elements": "an integer 0 <= elements <= 2**63 - 1",
+# The bounds a wrong-result defect may name, each with what its value must be (no bound of 0: a wrong element errs by
+# more than 0, and 0 wrong elements is no wrong result, so the marker could never be met).
+BOUNDS = {"max_error_ulp": "a finite number > 0", "elements": "an integer 1 <= elements <= 2**63 - 1",
           "pattern": f"one of {', '.join(PATTERNS)}"}
 
 

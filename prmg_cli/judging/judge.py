@@ -20,7 +20,9 @@
 Under ``default`` a large result is first judged in one pass over cache-sized chunks of rows
 (``default_pass.fast_default``: the compiled ``native`` scan, else numpy blocks), which computes exactly what points 3
 and 4 compute and stops at the first wrong element; only then do the whole-array checks run, and they
-explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the same verdicts.
+explain the failure. ``tests/test_perf_equivalence.py`` holds the two to the same verdicts. The compiled scan also
+counts the error balance's distinct departures and finds whether a kernel flipping the sign of sin fails (the
+weak-case check), with the golden at hand (``default_pass._native_extras``).
 
 Each problem has a kind (``PROBLEM_KINDS``), so that a known defect can say which one it expects.
 A passing case whose input already passes (a kernel that does nothing would pass too, e.g. an all-NaN
@@ -116,11 +118,12 @@ def judge(case: Case, inputs, outcome, standard: str | None = None, tolerance: M
         verdict.fail("contract", problem)
     if expect.success and not mismatch:
         with np.errstate(all="ignore"):                       # non-finite values are judged explicitly
-            _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
+            flip_fails = _judge_result(case, inputs, outcome.dy, standard, tolerance, verdict, golden, timings)
         if verdict.status == "passed" and not verdict.warnings and partners_alike_warned(case, inputs):
             verdict.warnings.append(PARTNERS_ALIKE_WARNING)
-        if verdict.status == "passed" and not verdict.warnings and sign_hidden(case, inputs, *(
-                (standard, tolerance) if golden and case.golden else (ONE_PASS, {}))):
+        own = golden and case.golden                 # the flip by the case's own standard (the one pass's, if it ran)
+        if verdict.status == "passed" and not verdict.warnings and not (flip_fails and own) and sign_hidden(
+                case, inputs, *((standard, tolerance) if own else (ONE_PASS, {}))):
             verdict.warnings.append(SIGN_HIDDEN_WARNING)
     elif (behaving := defect_behaviour(case, outcome)) is not None:
         _judge_under_defect(behaving, case.known_defect, inputs, outcome, standard, tolerance, verdict, golden,
@@ -252,22 +255,24 @@ def _got(outcome) -> str:
 
 
 def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verdict, golden: bool = True,
-                  timings: dict | None = None) -> None:
+                  timings: dict | None = None) -> bool:
     """The checks of a successful call: shape, outside the slice, inside the slice (none when the operator's
     call is a no-op: then nothing may change).
 
     Under ``default`` a result is first judged by ``default_pass.fast_default``; only when that finds something wrong
-    (or cannot judge the case) do the whole-array checks below run, which also explain the failure.
+    (or cannot judge the case) do the whole-array checks below run, which also explain the failure. Returns True when
+    that pass found that a kernel flipping the sign of sin fails the case (``_Passed.flip_fails``: ``sign_hidden``
+    by this standard and tolerance is then False), else False.
     """
     timings = {} if timings is None else timings
     name = OPERATORS[case.op].tensor
     if result is None:
         verdict.fail("contract", f"no {name} was read back after the call")
-        return
+        return False
     if result.shape != inputs.dy.shape or result.dtype != inputs.dy.dtype:
         verdict.fail("contract", f"{name} read back as {result.dtype} {result.shape}, expected "
                      f"{inputs.dy.dtype} {inputs.dy.shape}")
-        return
+        return False
     start, end = (0, 0) if OPERATORS[case.op].no_op(case) else (int(v) for v in case.partial_slice)
     if end > start and golden and standard == ONE_PASS and default_pass.one_pass_first(result.size):
         passed = default_pass.fast_default(case, inputs, result, tolerance, timings)
@@ -275,11 +280,12 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             verdict.metrics.update(passed.metrics)
             if passed.vacuous:
                 verdict.warnings.append(_vacuous_warning(standard))
-            _balance_warning(verdict, result[..., start:end].size, lambda: distinct_balance_counts(
+            _balance_warning(verdict, result[..., start:end].size, (lambda: passed.distinct)
+                             if passed.distinct is not None else lambda: distinct_balance_counts(
                 result[..., start:end].astype(np.float64),
                 OPERATORS[case.op].golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end)),
                 FLOAT_FORMATS[from_numpy(result.dtype).name]))
-            return
+            return passed.flip_fails
         timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
     changed_outside = None
@@ -290,10 +296,11 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
         verdict.metrics["outside_changed"] = count
     if end > start and golden:
         _judge_slice(case, inputs, result, standard, tolerance, verdict, changed_outside, timings)
-        return
+        return False
     if changed_outside is not None:
         verdict.error_map = diagnosis.error_map(np.zeros(result.shape[:-1] + (0,)), start, result.shape[-1],
                                                 changed_outside)
+    return False
 
 
 # A backward whose partner's sin was wrong passed its tests because both sin lanes of each pair were equal (a RoPE

@@ -74,6 +74,12 @@ class JudgeOut(ctypes.Structure):
                 ("balance_up", c_int64), ("balance_down", c_int64), ("balance_toward", c_int64)]
 
 
+class JudgeExtras(ctypes.Structure):
+    _fields_ = [("flip_rows", c_int64), ("recounted_rows", c_int64), ("overflow", c_double),
+                ("flip_fails", c_int32), ("recount_failed", c_int32),
+                ("distinct_up", c_int64), ("distinct_down", c_int64), ("distinct_toward", c_int64)]
+
+
 _LIBRARY: ctypes.CDLL | None = None
 _TRIED = False
 _HALF_TABLE: np.ndarray | None = None
@@ -111,6 +117,10 @@ def library() -> ctypes.CDLL | None:
             loaded = ctypes.CDLL(str(target))
             loaded.prmg_judge_rows.restype = c_int32
             loaded.prmg_judge_rows.argtypes = [POINTER(JudgeArgs), c_int64, c_int64, POINTER(JudgeOut)]
+            loaded.prmg_judge_extras.restype = None
+            loaded.prmg_judge_extras.argtypes = [POINTER(JudgeArgs), POINTER(JudgeExtras)]
+            loaded.prmg_nearest.restype = None
+            loaded.prmg_nearest.argtypes = [POINTER(JudgeArgs), c_double, c_void_p, c_int64, c_void_p]
             loaded.prmg_affine_round.restype = None
             loaded.prmg_affine_round.argtypes = [c_void_p, c_int64, c_double, c_double, c_int32, c_void_p]
             loaded.prmg_round_bfloat16.restype = None

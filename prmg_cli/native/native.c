@@ -4,6 +4,7 @@
  * `make lint` with -Wall -Wextra -Werror. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -609,6 +610,112 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
     add_golden_time(out, &clock);
     return 0;
+}
+
+/* v rounded once to nearest, ties to even, in dy's dtype (dtypes.rounded), as a float64: |v| on the grid of the
+ * dtype's spacing ulp = 2 half_ulp(|v|) at it by (|v| + 2^52 ulp) - 2^52 ulp (the sum's own spacing is ulp, so
+ * float64's rounding of it is the grid's, ties to even), with v's sign; +-inf from overflow (Format.overflow, the
+ * smallest magnitude that rounds to infinity) on. For finite v. */
+static inline double nearest(const judge_args *a, double overflow, double value)
+{
+    const double magnitude = fabs(value);
+    if (magnitude >= overflow)
+        return copysign(INFINITY, value);
+    const double grid = 2.0 * half_ulp(a, magnitude) * 0x1p52;
+    return copysign((magnitude + grid) - grid, value);
+}
+
+/* out[i] = nearest(values[i]) in the dtype of a (x_type's half_ulp_scale and half_smallest), for a test. */
+void prmg_nearest(const judge_args *a, double overflow, const double *values, int64_t count, double *out)
+{
+    for (int64_t i = 0; i < count; i++)
+        out[i] = nearest(a, overflow, values[i]);
+}
+
+/* What the judge asks of a result that passed besides its verdict (default_pass._native_extras). */
+typedef struct {
+    int64_t flip_rows;             /* in: rows [0, flip_rows) on which the sign-flipped result is judged */
+    int64_t recounted_rows;        /* in: rows [0, recounted_rows) whose distinct departures are counted (0: none) */
+    double overflow;               /* in: dy's dtype's Format.overflow */
+    int32_t flip_fails;            /* out: some element of the sign-flipped result is finite and over budget */
+    int32_t recount_failed;        /* out: no room for the departures (then the caller recounts them) */
+    int64_t distinct_up, distinct_down, distinct_toward;   /* out: distinct_balance_counts */
+} judge_extras;
+
+typedef struct {
+    double golden, result;
+} balance_pair;
+
+static int pair_order(const void *p, const void *q)
+{
+    const balance_pair *u = p, *v = q;
+    if (u->golden != v->golden)
+        return u->golden < v->golden ? -1 : 1;
+    return u->result < v->result ? -1 : u->result > v->result;
+}
+
+/* Over the rows of the slice from 0, two findings of judge.py in one pass with the golden:
+ * - flip_fails: whether a kernel flipping the sign of sin fails there (judge.sign_hidden): the flipped golden own -
+ *   other (the golden is own + other, golden_row) rounded to dy's dtype (judge.flipped_result), finite where the
+ *   golden is, is more than its budget from the golden in some element (a failure of the whole-array checks);
+ * - the distinct departures' counts (standards/default.py distinct_balance_counts): among the elements the error
+ *   balance counts (both finite, |golden| >= balance_threshold) whose result is neither the golden nor
+ *   RN(golden) = nearest(golden), each distinct (golden, result) pair once: above RN(golden), below it, nearer zero
+ *   than it. */
+void prmg_judge_extras(const judge_args *a, judge_extras *e)
+{
+    const int64_t length = a->length, x_size = item_size(a->x_type);
+    const int64_t rows = e->flip_rows > e->recounted_rows ? e->flip_rows : e->recounted_rows;
+    static _Thread_local double g[MAX_LANES], gold[MAX_LANES], mag[MAX_LANES], act[MAX_LANES];
+    balance_pair *pairs = NULL;
+    int64_t count = 0;
+    e->flip_fails = 0;
+    e->recount_failed = length < 1 || length > MAX_LANES;
+    e->distinct_up = e->distinct_down = e->distinct_toward = 0;
+    if (e->recount_failed)
+        return;
+    if (e->recounted_rows > 0 && !(pairs = malloc((size_t)(e->recounted_rows * length) * sizeof *pairs))) {
+        e->recount_failed = 1;
+        return;
+    }
+    judge_rows r = {.a = a, .layout = lane_layout_of(a), .row_bytes = a->depth * x_size,
+                    .head = a->start * x_size, .tail = (a->start + length) * x_size, .table = -1};
+    for (int64_t row = 0; row < rows; row++) {
+        const int flip = row < e->flip_rows && !e->flip_fails, recount = row < e->recounted_rows;
+        if (!flip && !recount)
+            break;
+        int64_t b, s, n;
+        row_position(a, row, &b, &s, &n);
+        form_golden(&r, row, table_of(a, b, s, n), g, gold, mag);
+        for (int64_t j = 0; flip && j < length; j++) {
+            const double own = r.cos_kept[j] * g[a->kept[j]], other = r.sin_partner[j] * g[a->partner[j]];
+            const double flipped = nearest(a, e->overflow, own - other), error = fabs(flipped - gold[j]);
+            if (isfinite(flipped) && isfinite(gold[j]) && error > budget_of(a, mag[j], gold[j])) {
+                e->flip_fails = 1;
+                break;
+            }
+        }
+        if (!recount)
+            continue;
+        form_actual(&r, row, act);
+        for (int64_t j = 0; j < length; j++) {
+            const double golden = gold[j], result = act[j];
+            if (isfinite(golden) && isfinite(result) && fabs(golden) >= a->balance_threshold && result != golden
+                && result != nearest(a, e->overflow, golden))
+                pairs[count++] = (balance_pair){golden, result};
+        }
+    }
+    if (count > 1)
+        qsort(pairs, (size_t)count, sizeof *pairs, pair_order);
+    for (int64_t i = 0; i < count; i++) {
+        if (i > 0 && pairs[i].golden == pairs[i - 1].golden && pairs[i].result == pairs[i - 1].result)
+            continue;
+        const double rounded = nearest(a, e->overflow, pairs[i].golden), result = pairs[i].result;
+        e->distinct_up += result > rounded;
+        e->distinct_down += result < rounded;
+        e->distinct_toward += fabs(result) < fabs(rounded);
+    }
+    free(pairs);
 }
 
 /* bfloat16 bits of a float64 v, rounded to nearest even (dtypes.bfloat16_bits), for zero, normal results,

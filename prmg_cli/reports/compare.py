@@ -257,10 +257,11 @@ def _samples(result: CaseResult) -> list[float]:
     return samples or ([result.kernel_ms] if result.kernel_ms is not None else [])
 
 
-def render(comparison: Comparison, fmt: str = "table", width: int | None = None) -> str:
-    """The comparison as a table fitted to ``width`` columns (``outputs.table.fit``: the change and the case first;
-    the detail, then the case names, give way), one line per run with injected faults, then the summary (both
-    wrapped to the width); JSON or Markdown."""
+def render(comparison: Comparison, fmt: str = "table", width: int | None = None, wide: bool = False) -> str:
+    """The comparison as a table fitted to ``width`` columns (``outputs.table.fit``, unless ``wide``: the change and
+    the case first; A and B named once when every row shares them; the detail, down to ``MIN_SQUEEZED`` columns,
+    then the case names give way), one line per run with injected faults, then the summary (both wrapped to the
+    width); JSON or Markdown."""
     counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
     regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items()
                             if n and comparison.regressive(c))
@@ -290,19 +291,20 @@ def render(comparison: Comparison, fmt: str = "table", width: int | None = None)
     from .outputs.table import SHORTEN, SQUEEZE, fit
 
     width = width or screen_width()
-    table = fit(rows, order=(SQUEEZE, SHORTEN), width=width) if rows else ["no changes"]
+    table = fit(rows, wide=wide, shared_candidates=("A", "B"), order=(SQUEEZE, SHORTEN), width=width) if rows \
+        else ["no changes"]
     return "\n".join([*(part for line in faults for part in wrap(line, width)), *([""] if faults else []), *table,
                       "", *wrap(summary, width)])
 
 
-def compare_files(path_a: str, path_b: str, fmt: str = "table", **limits) -> tuple[str, int]:
-    """``prmg compare``: the report and the exit code (1 on any regression); ``limits``: ``compare``'s drift, floor,
-    time_floor and allow_changed."""
+def compare_files(path_a: str, path_b: str, fmt: str = "table", wide: bool = False, **limits) -> tuple[str, int]:
+    """``prmg compare``: the report and the exit code (1 on any regression); ``wide``: the table unfitted;
+    ``limits``: ``compare``'s drift, floor, time_floor and allow_changed."""
     if fmt not in ("table", "json", "markdown"):
         raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
     run_a, run_b = read_run(path_a), read_run(path_b)
     comparison = compare(run_a.records, run_b.records, judged=(run_a.judged, run_b.judged), **limits)
-    return render(comparison, fmt), 1 if comparison.regressions else 0
+    return render(comparison, fmt, wide=wide), 1 if comparison.regressions else 0
 
 
 MAX_BENCH_BYTES = 64 * files.MiB          # a bench JSON report: thousands of cases, each with its timings

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from . import aclnn, geir, pair
-from ...errors import PrmgError
+from ...errors import PrmgError, suggest
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def select(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None
 def check_runner(runner: str) -> None:
     """PrmgError unless ``runner`` is one of ``RUNNERS``."""
     if runner not in RUNNERS:
-        raise PrmgError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+        raise PrmgError(f"--runner {runner!r}{suggest(runner, RUNNERS)}: choose one of {', '.join(RUNNERS)}")
 
 
 def open_session(toolkit, device: int):

@@ -13,7 +13,7 @@ import math
 from typing import Mapping
 
 from . import allclose, default, double_benchmark, double_thousandth, exact, mixed, single_bm
-from ...errors import PrmgError
+from ...errors import PrmgError, suggest
 from ...vocab import DEFAULT_STANDARD
 from .base import FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, margin, over, within
 
@@ -37,7 +37,7 @@ def check_standard(standard: str, tolerance: Mapping[str, float] | None = None, 
     check of standards and tolerances: the case loader calls it too. The error's field is ``standard`` or
     ``tolerance.KEY``."""
     if not isinstance(standard, str) or standard not in STANDARDS:
-        raise PrmgError(f"unknown standard {standard!r} (valid: {', '.join(STANDARDS)})",
+        raise PrmgError(f"unknown standard {standard!r}{suggest(standard, STANDARDS)} (valid: {', '.join(STANDARDS)})",
                         file=file, case=case, field="standard")
     accepted = STANDARDS[standard].params
     for key, value in dict(tolerance or {}).items():

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ...errors import PrmgError
+from ...errors import PrmgError, suggest
 from ...results import CaseResult, RunInfo
 
 
@@ -79,7 +79,8 @@ REPORT_FORMATS = tuple(OUTPUTS)
 def render(fmt: str, results: list[CaseResult], info: RunInfo, options: RenderOptions = RenderOptions()) -> str:
     """The report of ``results`` in format ``fmt`` (a key of ``OUTPUTS``)."""
     if fmt not in OUTPUTS:
-        raise PrmgError(f"unknown report format {fmt!r}; choose one of {', '.join(OUTPUTS)}", field="--report")
+        raise PrmgError(f"unknown report format {fmt!r}{suggest(fmt, OUTPUTS)}; choose one of {', '.join(OUTPUTS)}",
+                        field="--report")
     return OUTPUTS[fmt].write(results, info, options)
 
 
@@ -117,7 +118,8 @@ def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
     for spec in specs:
         fmt, sep, path = str(spec).partition(":")
         if fmt not in OUTPUTS:
-            raise PrmgError(f"--report {spec!r}: unknown format {fmt!r} (valid: {', '.join(OUTPUTS)}, "
+            raise PrmgError(f"--report {spec!r}: unknown format {fmt!r}{suggest(fmt, OUTPUTS)} (valid: "
+                            f"{', '.join(OUTPUTS)}, "
                             f"optionally FORMAT:FILE)")
         if sep and not path:
             raise PrmgError(f"--report {spec!r}: no file after ':'")

@@ -35,7 +35,7 @@ ESSENTIALS = "metric essentials"     # a step: the metric keeps what precedes it
 # MIN_NAME while a step remains.
 FIT_ORDER = ("kernel time", "standard", "cos", "slice", "shape", ESSENTIALS, SHORTEN, "op", "dtypes", "mode")
 SQUEEZE = "squeeze the last column"  # a step: the last column's texts are cut to the room left, not below MIN_SQUEEZED
-MIN_SQUEEZED = 16
+MIN_SQUEEZED = 40
 SMALLEST_NAME = 12                   # the room names are shortened to when every step is taken and still too little
 _SHORT_MODES = {"interleave-half": "ilv-half"}
 _GAP = "  "                         # between two columns
