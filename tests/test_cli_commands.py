@@ -13,6 +13,7 @@ import yaml
 
 from conftest import ROOT, prmg
 from prmg_cli import cli
+from prmg_cli.commands import app
 
 BROKEN = sorted((ROOT / "tests" / "data" / "broken").glob("*.yaml"))
 TTK_CSV = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"   # upstream copy
@@ -28,7 +29,7 @@ def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     # main(restore=True) leaves this process's signals as it found them (their mask is inherited by every later child),
     # and its garbage collector on (only a process of its own loads with it off: cli.command_starts)
     assert signal.getsignal(signal.SIGTERM) == handler and signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
-    assert gc.isenabled() and not cli._PAUSED[0]
+    assert gc.isenabled() and not app._PAUSED[0]
     return stopped.value.code, captured.out, captured.err
 
 
@@ -46,16 +47,16 @@ def test_an_in_process_run_leaves_the_stop_handler_raising(capsys, monkeypatch):
 
 
 def test_the_collector_runs_again_once_the_command_starts():
-    """``cli.main`` turns the garbage collector off while the command line loads; ``command_starts`` moves what
+    """``cli.main`` turns the garbage collector off while the command line loads; the command's start moves what
     loading made to the permanent generation and turns it back on, once."""
     gc.disable()
-    cli._PAUSED[0] = True
+    app.collector_paused()
     frozen = gc.get_freeze_count()
     try:
-        cli.command_starts()
-        assert gc.isenabled() and gc.get_freeze_count() > frozen and not cli._PAUSED[0]
+        app._command_starts()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen and not app._PAUSED[0]
         gc.disable()
-        cli.command_starts()                              # nothing paused: left alone
+        app._command_starts()                             # nothing paused: left alone
         assert not gc.isenabled()
     finally:
         gc.unfreeze()

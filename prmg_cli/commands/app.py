@@ -4,6 +4,8 @@ asked for (``_Group``), each calling its module's ``main`` with the request its 
 
 from __future__ import annotations
 
+import gc
+
 import typer
 import typer.core
 
@@ -94,15 +96,33 @@ class _Group(typer.core.TyperGroup):
             raise Stopped(stop) from None
 
 
+_PAUSED = [False]          # cli.main turned the garbage collector off while the command line loads
+
+
+def collector_paused() -> None:
+    """``cli.main`` turned the garbage collector off while the command line loads: the command's start turns it back
+    on (``_command_starts``)."""
+    _PAUSED[0] = True
+
+
+def _command_starts() -> None:
+    """The command line has loaded (typer, the command's modules: ~50k objects that live as long as the process):
+    when the garbage collector was off meanwhile (``collector_paused``), move those objects to its permanent
+    generation (``gc.freeze``: no collection looks at them again) and turn it back on. Collecting them as they were
+    made cost about 15 ms of CPU in some 70 collections, a twentieth of a small run's."""
+    if _PAUSED[0]:
+        _PAUSED[0] = False
+        gc.freeze()
+        gc.enable()
+
+
 def _build(name: str):
     """The click command of ``name``: its module's ``OPTIONS`` as parameters, ``main``'s docstring as its help,
     calling ``main(Request(...))`` and exiting with the code it returns."""
     module = load(name)
 
     def command(**given) -> None:
-        from ..cli import command_starts
-
-        command_starts()
+        _command_starts()
         raise typer.Exit(module.main(module.Request(**request_values(module.OPTIONS, given))) or 0)
 
     command.__signature__ = typer_signature(module.OPTIONS)
