@@ -277,7 +277,7 @@ def test_every_acquired_resource_is_released(session, monkeypatch, partial_slice
         status = session.launch(case, random_inputs(case)).status
         assert status == (0 if partial_slice == (0, 8) else 561002)
         assert calls["aclrtCreateEventWithFlag"] == (2 if status == 0 else 0)
-    assert calls["aclrtMalloc"] >= 3 and calls["aclCreateTensor"] == 3 and calls["aclCreateIntArray"] == 1
+    assert calls["aclCreateTensor"] == 3 and calls["aclCreateIntArray"] == 1     # device buffers: kept (warm's sizes)
     for acquire, release in PAIRS.items():
         assert calls[acquire] == calls[release], (acquire, calls)
 
@@ -488,17 +488,35 @@ def test_pinned_host_buffers_give_what_direct_transfers_give(emulator, monkeypat
     assert bool(expected.contract_violations) == (fault in ("write_past_end", "modify_cos"))
 
 
-def test_large_device_buffers_are_kept_between_launches_and_freed_at_close(emulator, monkeypatch):
-    case = make_case((1, 64, 8, 512), (1, 64, 1, 128), (0, 128))           # 1 MiB of dy: kept
-    inputs = random_inputs(case)
+def test_device_buffers_are_kept_between_launches_and_freed_at_close(emulator, monkeypatch):
+    """Each tensor's device buffer is kept for the next launch of its size (a new size replaces it), large or small:
+    its address repeats, as a caching allocator's would."""
+    large = make_case((1, 64, 8, 512), (1, 64, 1, 128), (0, 128))           # 1 MiB of dy
+    small = make_case((1, 2, 1, 8), (1, 2, 1, 8), (0, 8))
     with AclSession(emulator) as session:
         calls = count_calls(session, monkeypatch)
-        outcomes = [session.launch(case, inputs) for _ in range(3)]
-        kept = calls["aclrtMalloc"] - calls["aclrtFree"]
-        assert kept == 2 and calls["aclrtMalloc"] == 1 + 2 * 3 + 1    # dy and the workspace once; cos, sin each time
+        outcomes = [session.launch(large, random_inputs(large)) for _ in range(3)]
+        assert calls["aclrtMalloc"] - calls["aclrtFree"] == 4 and calls["aclrtMalloc"] == 4   # dy, cos, sin, workspace
+        outcomes += [session.launch(small, random_inputs(small)) for _ in range(2)]
+        assert calls["aclrtMalloc"] == 7 and calls["aclrtFree"] == 3           # the three tensors' buffers replaced
     assert calls["aclrtMalloc"] == calls["aclrtFree"]
     assert all(outcome.status == 0 and not outcome.contract_violations for outcome in outcomes)
-    assert all(np.array_equal(bits(outcome.dy), bits(outcomes[0].dy)) for outcome in outcomes)
+    assert all(np.array_equal(bits(outcome.dy), bits(outcomes[0].dy)) for outcome in outcomes[:3])
+
+
+def test_a_kernel_caching_its_tables_by_address_fails_the_next_case_of_their_size(emulator, monkeypatch):
+    """The emulator's table_address_cache: the grad reads the cos/sin it copied at the last call whose tables had
+    the same addresses and sizes. prmg's device buffers keep their addresses from one case to the next of the same
+    sizes (allocated anew each launch, cos got an address another tensor had held, and cases/ passed under
+    --strict): the second of two launches alike but for the values runs on the first one's tables and fails."""
+    from prmg_cli.judging.judge import judge
+
+    case = make_case((1, 2, 2, 8), (1, 2, 1, 8), (0, 8))
+    monkeypatch.setenv("PRMG_EMU_FAULT", "table_address_cache")
+    with AclSession(emulator) as session:
+        verdicts = [judge(case, inputs, session.launch(case, inputs))
+                    for inputs in (random_inputs(case), random_inputs(case, seed=9))]
+    assert verdicts[0].status == "passed" and verdicts[1].status == "failed", verdicts[1].message
 
 
 def test_a_refused_call_compares_the_storage_and_a_success_leaves_it_to_the_judge(session):

@@ -224,7 +224,8 @@ def test_unchanged_means_fewer_changed_elements_than_the_formula_moves_in_the_sa
 
 def test_a_wrong_result_defect_holds_up_to_each_bound():
     """Two wrong elements, 2 ulps and 1 ulp off, on odd lanes of rows 0 and 1 of two: max_error_ulp 2 and elements 2
-    hold (a bound is an allowed maximum), anything less does not; odd_lanes holds, even_lanes and last_row do not."""
+    hold (a bound is an allowed maximum), anything less does not; odd_lanes holds, even_lanes and last_row do not. A
+    NaN or infinity where the golden is finite is beyond every max_error_ulp."""
     from prmg_cli.judging.defects import beyond
 
     fmt = FLOAT_FORMATS["float32"]
@@ -236,6 +237,11 @@ def test_a_wrong_result_defect_holds_up_to_each_bound():
                          (("elements", 2), True), (("elements", 1), False), (("pattern", "odd_lanes"), True),
                          (("pattern", "even_lanes"), False), (("pattern", "last_row"), False)):
         assert (beyond([bound], actual, golden, wrong, fmt) == []) == holds, bound
+    # a NaN or an infinity where the golden is finite errs by infinitely many ulps: beyond any max_error_ulp
+    for value in (np.nan, np.inf, -np.inf):
+        actual[0, 0, 1, 3] = value
+        assert beyond([("max_error_ulp", 1e300)], actual, golden, actual != golden, fmt) == [
+            "a wrong element errs by inf ulp > max_error_ulp 1e+300"], value
 
 
 def test_unchanged_counts_the_elements_the_formula_moves_to_or_from_infinity():

@@ -300,7 +300,8 @@ def test_a_kernel_leaking_device_memory_is_named_and_its_allocation_failure_carr
     refusals nobody reads). Free device memory is read around each case: the leak is a warning naming the bytes
     per launch (--strict fails it), and every call starts with aclGetRecentErrMsg emptied."""
     path = tmp_path / "leak.yaml"
-    path.write_text("".join(f"- {{name: c{n}, shape: [1, 2, {n}, 8], partial_slice: [0, 8]}}\n" for n in (1, 2, 3)))
+    # dy of another size each (1, 2 and 3 KiB): its device buffer is allocated anew, not kept from the case before
+    path.write_text("".join(f"- {{name: c{n}, shape: [1, 2, {n}, 128], partial_slice: [0, 8]}}\n" for n in (1, 2, 3)))
     env = {"PRMG_EMU_FAULT": "leak_device_memory", "PRMG_EMU_DEVICE_MEMORY": "500M"}
     for strict in ((), ("--strict",)):
         result, report = run_json(path, *strict, env=env)
@@ -626,10 +627,12 @@ def test_a_chip_that_cannot_be_opened_again_after_a_fault_is_dropped_and_the_run
     assert each[1][2] == f"[not_run on device 1; passed on device 0] not run: device 1: {gone}"
 
 
+@pytest.mark.verdict
 def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
     """Three cases alike but for the slice, and one other: three devices taking one case each in turn (as the
     executor's first round does) leave two siblings on the first device; a device whose worker goes away gives its
-    held sibling back, and ``not_run`` ends held siblings too."""
+    held sibling back, and ``not_run`` ends held siblings too. A case whose next sibling is of its own kind (the same
+    slice again) gets the first of another kind."""
     from prmg_cli.device.execute import RunSettings, Schedule
 
     def one(name, start, shape=(1, 2, 2, 16)):
@@ -649,6 +652,8 @@ def test_siblings_of_a_tiling_key_go_to_one_device_however_many_take_cases():
     assert schedule.take(2) == 2 and schedule.take(2) == 3 and schedule.upcoming(2) == 4
     schedule.not_run("no worker")
     assert not schedule.waiting and schedule.results[4].status == "not_run"
+    schedule = Schedule([one("a", 0), one("a_again", 0), one("b", 8)], RunSettings(toolkit=None))
+    assert schedule.take(0) == 0 and schedule.upcoming(0) == 2 and schedule.take(1) == 1 and schedule.take(0) == 2
 
 
 def test_every_count_of_shards_keeps_the_tiling_siblings_together_and_catches_the_tiling_cache(tmp_path):

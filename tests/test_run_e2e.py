@@ -264,6 +264,10 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     # table, the last store's block zeroed past the slice
     "round_zero": "over budget", "zero_sin_skip": "where the golden is nan", "core_stale_table": "over budget",
     "store_block": "outside the slice",
+    # a seventh look: the first row of each of the last core's later UB passes on the tables of the row before
+    "ub_tail_seam": "over budget",
+    # cos/sin cached by their device addresses: the next case of their sizes, at the same addresses, gets stale tables
+    "table_address_cache": "over budget",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 STRICT_CATCH = {"round_up", "cast_away"}    # within every element's budget: only the error balance, a warning, sees it

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -149,8 +150,9 @@ def test_the_runs_checks_and_the_cases_together_must_judge_correctness(tmp_path)
 def test_sample_draws_every_row_class_the_kernel_tiles_by():
     """The first, last and middle rows first, the rows either side of a 2^8, 2^12 and 2^16 counter wrap, the first and
     last row of each core's share (for the emulator's 40 cores and the 950's 64, of rows and of (b, s) units), the
-    tail rows past the last full share, one row for each index of each table axis."""
-    from prmg_cli.judging.checks.sample import class_rows, sampled_rows
+    tail rows past the last full share, the rows either side of a seam between two UB passes of a core, one row for
+    each index of each table axis."""
+    from prmg_cli.judging.checks.sample import class_rows, sampled_rows, ub_seams
     from prmg_cli.ops.regimes import core_counts
 
     case = Case("r", "t", (3, 700, 5, 16), (3, 700, 1, 16), (3, 700, 1, 16), (0, 16))
@@ -167,6 +169,17 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
     assert set(coordinates[0]) == {0, 1, 2} and set(coordinates[1]) == set(range(700))
     small = Case("s", "t", (2, 3, 4, 16), (1, 1, 1, 16), (1, 1, 1, 16), (0, 16))
     assert sampled_rows(small, 1)[1] == 1.0 and len(sampled_rows(small, 1)[0]) == 24      # every row: sure
+    # a 16-lane float32 slice: a UB pass holds 496 rows; 32,768 rows give 819 a core (40) and 512 (64): one seam each
+    seamed = Case("u", "t", (1, 4096, 8, 16), (1, 4096, 1, 16), (1, 4096, 1, 16), (0, 16))
+    chosen = set(class_rows(seamed, 1 << 20).tolist())
+    for cores in core_counts():
+        share = 32768 // cores
+        assert {k * share + 495 for k in range(cores)} | {k * share + 496 for k in range(cores)} <= chosen
+    assert ub_seams(seamed, 32768)[0] == [39 * 819 + 495, 39 * 819 + 496]          # the last core's first
+    # 1,024 float32 lanes: a pass holds 7 rows; 1,200 rows give the 40 cores 30 each, seams after 7, 14, 21 and 28
+    passes = Case("p", "t", (1, 1200, 1, 1024), (1, 1, 1, 1024), (1, 1, 1, 1024), (0, 1024))
+    assert {k * 30 + seam + side for k in range(40) for seam in (7, 14, 21, 28) for side in (-1, 0)} \
+        <= set(class_rows(passes, 1 << 20).tolist())
 
 
 def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(emulator, monkeypatch):
@@ -188,6 +201,66 @@ def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(em
     assert not found.passed and found.metrics["sample_rows"] == 1024
     assert 0.1 < found.metrics["sample_detect"] < 0.3
     assert "sample: the host reference disagrees on 1 of 1024 sampled rows ((b, s, n) = (0, " in found.message
+
+
+@pytest.mark.verdict
+def test_sample_takes_each_cores_first_and_last_ub_pass_seam_within_its_budget(monkeypatch):
+    """2,560 rows of 256 float32 lanes, a UB pass holding 31 of them (ub_pass_rows: a quarter of 248 KiB over 1 KiB of
+    dy and 1 KiB of cos/sin a row), sample's budget shrunk to 1,024 rows: the rows either side of each core's first and
+    last seam (40 cores of 64 rows: after rows 31 and 62; 64 cores of 40: after 31), the last core's first, are taken
+    before the S axis' 1,024 indices fill the class rows' three quarters; the rest are 256 seeded draws among the
+    1,792 rows left, the odds sample_detect states."""
+    from prmg_cli.judging.checks import sample as sample_module
+    from prmg_cli.ops.regimes import ub_pass_rows
+
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 18)
+    # the table rows count: a bfloat16 slice with float32 cos/sin holds two 32-byte-rounded dy rows of table a row
+    assert (ub_pass_rows(256, 4, 4), ub_pass_rows(128, 2, 2), ub_pass_rows(128, 2, 4), ub_pass_rows(1, 4, 4)) \
+        == (31, 124, 82, 992)
+    case = Case("seam", "t", (1, 2560, 1, 256), (1, 2560, 1, 256), (1, 2560, 1, 256), (0, 256))
+    rows, detect = sample_module.sampled_rows(case, 7)
+    seams = {core * 64 + k for core in range(40) for k in (30, 31, 61, 62)} \
+        | {core * 40 + k for core in range(64) for k in (30, 31)}
+    assert seams <= set(rows.tolist()) and len(rows) == 1024 and detect == 256 / 1792
+    assert sample_module.ub_seams(case, 2560)[0] == [39 * 64 + 30, 39 * 64 + 31, 39 * 64 + 61, 39 * 64 + 62]
+
+
+@pytest.mark.verdict
+def test_sample_says_its_rows_verdict_of_the_case_rows():
+    """The sampled rows are judged laid out as (rows, 1, 1, D): the failure names each by the case's (b, s, n) and
+    leaves out the notes on which rows of that layout are wrong (the check lists the case's wrong rows itself)."""
+    from prmg_cli.judging.checks.sample import in_case_rows
+
+    message = ("2 of 512 elements over budget: err 9 ulp > bound 1 ulp (x9); errors only on odd lanes; errors only in "
+               "rows (1, 0, 0), (3, 0, 0); worst at (b, s, n, d)=(3, 0, 0, 5): expected 1, got 2, error 1, budget 0.1")
+    assert in_case_rows(message, np.array([4, 7, 9, 22]), (2, 4, 3)) == (
+        "2 of 512 elements over budget: err 9 ulp > bound 1 ulp (x9); errors only on odd lanes; worst at (b, s, n, "
+        "d)=(1, 3, 1, 5): expected 1, got 2, error 1, budget 0.1")
+
+
+def test_sample_sees_the_rows_of_a_ub_pass_seam_and_names_them_as_the_case_has_them(emulator, monkeypatch):
+    """The last core's later UB passes start on the tables of the row before (ub_tail_seam): 2 wrong rows in the middle
+    of its share of 2,560 rows, of which sample draws 1,024 (its budget shrunk for a small test). Before the seams were
+    row classes neither was among them (each had the odds sample_detect states, 0.14); now both always are, and the
+    failure names them by the case's (b, s, n), not by their place among the sampled rows."""
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.judging.checks import sample as sample_module
+    from prmg_cli.inputs.seeded import make_inputs
+
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 18)
+    monkeypatch.setenv("PRMG_EMU_FAULT", "ub_tail_seam")
+    case = Case("seam", "t", (1, 2560, 1, 256), (1, 2560, 1, 256), (1, 2560, 1, 256), (0, 256))
+    inputs = make_inputs(case)
+    with AclSession(emulator, 0) as session:
+        outcome = session.launch(case, inputs)
+        found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, session.launch))[0]
+    # a pass holds 31 rows of 256 float32 lanes: the last core's rows 39 * 64 + 31 and + 62
+    assert "errors only in rows (0, 2527, 0), (0, 2558, 0)" in judge(case, inputs, outcome).message
+    assert not found.passed and found.metrics["sample_rows"] == 1024 and found.metrics["sample_detect"] < 0.5
+    assert found.message.startswith("sample: the host reference disagrees on 2 of 1024 sampled rows ((b, s, n) = "
+                                    "(0, 2527, 0), (0, 2558, 0)): ")
+    assert re.search(r"worst at \(b, s, n, d\)=\(0, 25(27|58), 0, \d+\)", found.message), found.message
+    assert " row" not in found.message.split("): ", 1)[1].replace("worst at", "")      # no note on the layout's rows
 
 
 @pytest.mark.verdict

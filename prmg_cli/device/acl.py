@@ -10,8 +10,8 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
   before the offset and between its rows holding guard bytes, and ``aclCreateTensor`` gets its offset and
   strides (the data
   straight from the caller's array, or through a pinned host buffer when the toolkit has
-  ``aclrtMallocHost``; large device buffers and pinned buffers are kept for the next launch of the same
-  size);
+  ``aclrtMallocHost``; device buffers, and large pinned buffers, are kept for the next launch of the same
+  size: a tensor's device address repeats from one case to the next of its size);
   ``...GetWorkspaceSize``; the workspace, guarded the same way, is filled with 0xFF bytes (NaN in every
   float dtype, as PyTorch's fill-uninitialized-memory mode does) before every launch; launch between two
   timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
@@ -110,10 +110,8 @@ ACL_EVENT_TIME_LINE = 0x8
 ACL_HBM_MEM = 1                      # aclrtMemAttr: the device's memory, huge and normal pages together
 ACL_ERROR_REPEAT_INITIALIZE = 100002
 MAX_RANGES_LISTED = 4
-# Transfers of at least this many bytes go through pinned host buffers (when the toolkit has them), and
-# device buffers of at least this size are kept for the next launch needing the same size.
+# Transfers of at least this many bytes go through pinned host buffers (when the toolkit has them).
 PINNED_MIN_BYTES = 1 << 20
-KEEP_DEVICE_MIN_BYTES = 1 << 20
 _GUARD_PATTERN = np.full(GUARD_BYTES + DATA_ALIGN, GUARD_FILL, np.uint8)      # the most guard bytes one zone has
 _GUARD_WORD = np.uint64(int.from_bytes(bytes([GUARD_FILL]) * 8, "little"))   # eight guard bytes
 
@@ -610,7 +608,7 @@ class AclSession:
         accepted = []
         with _Scope() as scope:
             tensors = [self._tensor(scope, _contiguous_layout(shape), "float32", ACL_FORMATS["ND"],
-                                    self._upload(scope, role, np.zeros(shape, np.float32)))
+                                    self._upload(role, np.zeros(shape, np.float32)))
                        for role in ("probe_x", "probe_cos", "probe_sin")]
             piece = api.aclCreateIntArray(_int64_array((0, 4)), 2)
             if not piece:
@@ -654,7 +652,7 @@ class AclSession:
 
         with _Scope() as scope:
             began = time.perf_counter()
-            buffers = {tensor: self._upload(scope, op.tensor if tensor == "dy" else tensor, storages[tensor])
+            buffers = {tensor: self._upload(op.tensor if tensor == "dy" else tensor, storages[tensor])
                        for tensor in TENSORS}
             dy_buffer, cos_buffer, sin_buffer = buffers.values()
             timings["upload"] = (time.perf_counter() - began) * 1e3
@@ -781,13 +779,11 @@ class AclSession:
 
     # -- runtime helpers ---------------------------------------------------------------------------
 
-    def _malloc(self, scope: _Scope | None, size: int) -> int:
-        """aclrtMalloc of ``size`` bytes, freed when ``scope`` ends (kept when ``scope`` is None)."""
+    def _malloc(self, size: int) -> int:
+        """aclrtMalloc of ``size`` bytes (its owner frees it)."""
         pointer = c_void_p()
         self._api.check("aclrtMalloc", self._api.aclrtMalloc(ctypes.byref(pointer), size,
                                                              ACL_MEM_MALLOC_HUGE_FIRST))
-        if scope is not None:
-            scope.on_exit(self._free, pointer.value)
         return pointer.value
 
     def _free(self, pointer: int) -> None:
@@ -805,7 +801,7 @@ class AclSession:
         """aclrtMemcpy of ``size`` bytes."""
         self._api.check("aclrtMemcpy", self._api.aclrtMemcpy(destination, size, source, size, kind))
 
-    def _upload(self, scope: _Scope, name: str, values: np.ndarray) -> _GuardedBuffer:
+    def _upload(self, name: str, values: np.ndarray) -> _GuardedBuffer:
         """Allocate [guard | values, 512-rounded | >= guard] and copy it to the device in one copy of a host image:
         pinned (kept for the next launch) when the toolkit has pinned memory and the values are large, else a plain
         array; without pinned memory, a large buffer's guards come from a constant pattern and its values straight
@@ -813,7 +809,7 @@ class AclSession:
         values = np.ascontiguousarray(values).reshape(-1)
         data = values.view(np.uint8)
         total = GUARD_BYTES + _round_up(data.size, DATA_ALIGN) + GUARD_BYTES
-        base = self._device_buffer(scope, name, total)
+        base = self._device_buffer(name, total)
         staging = self._pinned_image(name, total) if data.size >= PINNED_MIN_BYTES else np.empty(total, np.uint8)
         end = GUARD_BYTES + data.size
         if staging is not None:
@@ -847,18 +843,18 @@ class AclSession:
             buffer.guards = (before, behind)
         buffer.after = after
 
-    def _device_buffer(self, scope: _Scope, role: str, total: int) -> int:
-        """A device allocation of ``total`` bytes for ``role``: small ones freed when ``scope`` ends, large ones
-        kept for the next launch asking the same size for the same role (freed by ``close``)."""
-        if total < KEEP_DEVICE_MIN_BYTES:
-            return self._malloc(scope, total)
+    def _device_buffer(self, role: str, total: int) -> int:
+        """A device allocation of ``total`` bytes for ``role``, kept for the next launch asking the same size for the
+        same role (freed by ``close``): a tensor's device address repeats from one case to the next of its size, as a
+        framework's caching allocator hands addresses back, so that a kernel caching what it derived from its inputs
+        by their address (the emulator's ``table_address_cache``) meets new values at an old address."""
         kept = self._kept.get(role)
         if kept is not None and kept[1] == total:
             return kept[0]
         if kept is not None:
             del self._kept[role]
             self._free(kept[0])
-        base = self._malloc(None, total)
+        base = self._malloc(total)
         self._kept[role] = (base, total)
         return base
 
@@ -910,7 +906,7 @@ class _Workspace:
     def allocate(cls, session: AclSession, size: int) -> "_Workspace":
         """A new workspace of ``size`` bytes (rounded up to 512) with its guard zones written."""
         size = _round_up(size, DATA_ALIGN)
-        workspace = cls(session._malloc(None, size + 2 * GUARD_BYTES), size)
+        workspace = cls(session._malloc(size + 2 * GUARD_BYTES), size)
         session._api.check("aclrtMemset", session._api.aclrtMemset(workspace.base, size + 2 * GUARD_BYTES,
                                                                    GUARD_FILL, size + 2 * GUARD_BYTES))
         return workspace

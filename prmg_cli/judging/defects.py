@@ -54,7 +54,7 @@ def beyond(bounds, actual: np.ndarray, golden: np.ndarray, wrong: np.ndarray, fm
         if key == "max_error_ulp":
             with np.errstate(all="ignore"):
                 error = np.abs(actual[wrong] - golden[wrong]) / fmt.ulp(np.abs(np.nan_to_num(golden[wrong])))
-            worst = float(np.nan_to_num(error, nan=np.inf).max(initial=0.0))
+            worst = float(np.nan_to_num(error, nan=np.inf, posinf=np.inf).max(initial=0.0))
             if worst > value:
                 found.append(f"a wrong element errs by {worst:.3g} ulp > max_error_ulp {value:g}")
         elif key == "elements":

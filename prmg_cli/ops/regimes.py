@@ -143,15 +143,16 @@ def emulator_layout() -> tuple[int, int, int]:
                  for name in ("EMU_CORES", "EMU_TILE", "EMU_UB_BYTES"))
 
 
-def ub_pass_rows(f: Facts) -> int:
-    """The rows one UB pass of a core holds for case ``f``'s slice: upstream's BAB tiling's budget (a quarter of the
-    unified buffer for each of dy in, dx out and their double buffers) with one cos/sin row per dy row,
-    ``floor(floor32(UB / 4) / dy_row / (1 + table_rows))``, ``dy_row`` the slice's bytes rounded up to 32,
-    ``table_rows = max(1, ceil(cos_row / dy_row))``; at least 1 (the emulator's ``ub_pass_rows``). That is the pass
-    of one head: with N heads to a table row upstream's ``SplitUb`` holds more dy rows (runners/emulator/README.md)."""
+def ub_pass_rows(length: int, itemsize: int, cos_itemsize: int) -> int:
+    """The rows one UB pass of a core holds for a slice of ``length`` lanes of dy's ``itemsize`` bytes and cos's
+    ``cos_itemsize``: upstream's BAB tiling's budget (a quarter of the unified buffer for each of dy in, dx out and
+    their double buffers) with one cos/sin row per dy row, ``floor(floor32(UB / 4) / dy_row / (1 + table_rows))``,
+    ``dy_row`` the slice's bytes rounded up to 32, ``table_rows = max(1, ceil(cos_row / dy_row))``; at least 1 (the
+    emulator's ``ub_pass_rows``). That is the pass of one head: with N heads to a table row upstream's ``SplitUb``
+    holds more dy rows (runners/emulator/README.md)."""
     _, _, ub = emulator_layout()
-    dy_row = -(-f.length * f.itemsize // ALIGN_BYTES) * ALIGN_BYTES
-    cos_row = -(-f.length * dtypes.lookup(f.cos_dtype).numpy.itemsize // ALIGN_BYTES) * ALIGN_BYTES
+    dy_row = -(-length * itemsize // ALIGN_BYTES) * ALIGN_BYTES
+    cos_row = -(-length * cos_itemsize // ALIGN_BYTES) * ALIGN_BYTES
     return max(1, ub // 4 // ALIGN_BYTES * ALIGN_BYTES // dy_row // (1 + max(1, -(-cos_row // dy_row))))
 
 
@@ -257,8 +258,8 @@ def _rows_axis() -> list[Regime]:
     most = max(core_counts())
     rows.append(Regime("rows", "a second UB pass", f"more rows on each of {most} cores than one pass of its unified "
                        "buffer holds (ub_pass_rows), cos/sin varying along them: what a core's second and later "
-                       "passes load and address", lambda f: f.length > 0 and bool(f.varies)
-                       and f.rows // most > ub_pass_rows(f)))
+                       "passes load and address", lambda f: f.length > 0 and bool(f.varies) and f.rows // most
+                       > ub_pass_rows(f.length, f.itemsize, dtypes.lookup(f.cos_dtype).numpy.itemsize)))
     return rows
 
 

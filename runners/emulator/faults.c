@@ -74,10 +74,12 @@ static const struct {
     {"zero_sin_skip", FAULT_ZERO_SIN_SKIP},
     {"core_stale_table", FAULT_CORE_STALE_TABLE},
     {"store_block", FAULT_STORE_BLOCK},
+    {"ub_tail_seam", FAULT_UB_TAIL_SEAM},
+    {"table_address_cache", FAULT_TABLE_ADDRESS_CACHE},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
-static uint64_t fault_flag(const char *name, size_t length)
+static fault_set fault_flag(const char *name, size_t length)
 {
     for (size_t i = 0; i < sizeof FAULT_NAMES / sizeof FAULT_NAMES[0]; i++) {
         if (strlen(FAULT_NAMES[i].name) == length && strncmp(FAULT_NAMES[i].name, name, length) == 0)
@@ -128,16 +130,16 @@ static int device_selected(void)
     return prmg_emu_current_device() == wanted;
 }
 
-int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uint64_t *faults)
+int active_faults(const int64_t *dims, uint64_t dim_count, fault_set op_mask, fault_set *faults)
 {
     *faults = 0;
     const char *text = getenv("PRMG_EMU_FAULT");
     if (text == NULL || *text == '\0')
         return 0;
-    uint64_t named = 0;
+    fault_set named = 0;
     for (const char *item = text; *item != '\0';) {
         size_t length = strcspn(item, ",");
-        uint64_t flag = fault_flag(item, length);
+        fault_set flag = fault_flag(item, length);
         if (flag == 0) {
             prmg_emu_set_error("emulator: unknown fault '%.*s' in PRMG_EMU_FAULT", (int)length, item);
             return -1;
@@ -153,7 +155,7 @@ int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uin
     return 0;
 }
 
-static __thread uint64_t applied;
+static __thread fault_set applied;
 static __thread char applied_names[512];
 
 void begin_fault_record(void)
@@ -161,12 +163,12 @@ void begin_fault_record(void)
     applied = 0;
 }
 
-void record_faults(uint64_t faults)
+void record_faults(fault_set faults)
 {
     applied |= faults;
 }
 
-int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, uint64_t *faults)
+int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, fault_set *faults)
 {
     return active_faults(dims, dim_count, GEIR_FAULTS, faults);
 }
@@ -176,7 +178,7 @@ void prmg_emu_begin_fault_record(void)
     begin_fault_record();
 }
 
-void prmg_emu_record_faults(uint64_t faults)
+void prmg_emu_record_faults(fault_set faults)
 {
     record_faults(faults);
 }

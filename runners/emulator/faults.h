@@ -14,7 +14,10 @@
 
 #include <stdint.h>
 
-#define FAULT_BIT(n) ((uint64_t)1 << (n))
+/* A set of faults, one bit each (more than 64 faults: a 128-bit integer, gcc's). */
+typedef unsigned __int128 fault_set;
+
+#define FAULT_BIT(n) ((fault_set)1 << (n))
 
 enum {
     FAULT_SIGN = 0,
@@ -80,7 +83,11 @@ enum {
     FAULT_ZERO_SIN_SKIP,
     FAULT_CORE_STALE_TABLE,
     FAULT_STORE_BLOCK,
+    FAULT_UB_TAIL_SEAM,
+    FAULT_TABLE_ADDRESS_CACHE,
+    FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
+_Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
 
 /* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call. */
 #define SHARED_FAULTS (FAULT_BIT(FAULT_CAST_AWAY))
@@ -95,7 +102,7 @@ enum {
 #define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS) | SHARED_FAULTS)
 
 /* 1 when fault `index` is in the set `faults`. */
-static inline int has_fault(uint64_t faults, int index)
+static inline int has_fault(fault_set faults, int index)
 {
     return (faults & FAULT_BIT(index)) != 0;
 }
@@ -103,13 +110,13 @@ static inline int has_fault(uint64_t faults, int index)
 /* The faults of `op_mask` active for a tensor of shape dims[0..dim_count) on the calling thread's device: 0 and
  * *faults set, or -1 with an error message when PRMG_EMU_FAULT names an unknown fault (of either operator) or
  * PRMG_EMU_FAULT_SHAPE or PRMG_EMU_FAULT_DEVICE is malformed. */
-int active_faults(const int64_t *dims, uint64_t dim_count, uint64_t op_mask, uint64_t *faults);
+int active_faults(const int64_t *dims, uint64_t dim_count, fault_set op_mask, fault_set *faults);
 
 /* Starts the calling thread's record of the faults that acted (at every GetWorkspaceSize). */
 void begin_fault_record(void);
 
 /* Adds `faults` to the calling thread's record of the faults that acted. */
-void record_faults(uint64_t faults);
+void record_faults(fault_set faults);
 
 /* Test hook: the names of the faults that acted on the calling thread's last GetWorkspaceSize and the
  * launch after it, comma-separated in the catalogue's order ("" when none). */
@@ -117,10 +124,10 @@ const char *prmg_emu_applied_faults(void) __attribute__((visibility("default")))
 
 /* For the graph-mode twin (geir.c, its own library, linked to this one): active_faults of GEIR_FAULTS,
  * begin_fault_record and record_faults, exported. */
-int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, uint64_t *faults)
+int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, fault_set *faults)
     __attribute__((visibility("default")));
 void prmg_emu_begin_fault_record(void) __attribute__((visibility("default")));
-void prmg_emu_record_faults(uint64_t faults) __attribute__((visibility("default")));
+void prmg_emu_record_faults(fault_set faults) __attribute__((visibility("default")));
 
 /* The rotary modes the emulated kernels implement, from PRMG_EMU_MODES (a comma list of 0..3,
  * default "1"): 0 and *mode_mask set (bit m for mode m), or -1 with an error message. */

@@ -262,7 +262,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
         accept_empty_output(job, tensors, workspaceSize);
         return ACL_SUCCESS;
     }
-    uint64_t faults;
+    fault_set faults;
     if (active_faults(xRef->view_dims, xRef->view_dim_count, FORWARD_FAULTS, &faults) != 0)
         return ACLNN_ERR_INNER;
     int pairing_mode = 1;
@@ -375,7 +375,7 @@ static void zero_gaps(const op_operand *operand, unsigned char *view, int64_t lo
  * each storage's start (ignore_offsets); fwd_contiguous_tables maps a non-contiguous cos and sin in place, read
  * as contiguous (AutoContiguous skipped for them); fwd_fp16_ilv_half computes a float16 x of mode 3 with mode
  * 1's pairing. */
-static void launch(aclOpExecutor *job, uint64_t faults, unsigned char *workspace_host)
+static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspace_host)
 {
     record_faults(faults);
     if (has_fault(faults, FAULT_FWD_NOOP) || job->end == job->start)
@@ -414,7 +414,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspace
     }
     void *workspace_host = NULL;
     int status = check_launch(OP, OP_FORWARD, job, workspace, workspaceSize, stream, &workspace_host);
-    uint64_t faults = 0;
+    fault_set faults = 0;
     if (status == ACL_SUCCESS && !job->empty_output
         && active_faults(job->operand[0].tensor.dims, 4, FORWARD_FAULTS, &faults) != 0)
         status = ACLNN_ERR_INNER;

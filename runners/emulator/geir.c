@@ -367,7 +367,7 @@ static uint32_t compile(const prmg_geir_call *call, const ir_def *ir, int64_t mo
 
 /* ---- run ---- */
 
-static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const ir_def *ir, uint64_t faults,
+static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const ir_def *ir, fault_set faults,
                           prmg_geir_report *report)
 {
     const char *step = "ge::Session::RunGraph";
@@ -422,7 +422,7 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
     uint32_t status = check_ir(call, ir, report);
     if (status != GE_SUCCESS)
         return status;
-    uint64_t faults = 0;
+    fault_set faults = 0;
     if (prmg_emu_geir_faults(call->inputs[0].dims, call->inputs[0].dim_count, &faults) != 0)
         return record(report, GE_FAILED, PRMG_GEIR_PHASE_BUILD, "prmg_geir_run", "%s", runtime_message());
     /* an attribute the graph left unset (partial_slice NULL) or lost takes its IR default */

@@ -156,7 +156,7 @@ static int pair_of(int mode, int64_t j, int64_t length, int64_t *kept, int64_t *
 
 /* Lane j of the grad: dx[j] = c[a]*g[a] +/- s[p]*g[p], plus on a pair's first lane (pair_of).
  * Faults: own_sin (s[a]), sign (every lane adds), neg_sin (sin negated: every lane's sign flipped). */
-static lane grad_lane(int mode, int64_t j, int64_t length, uint64_t faults)
+static lane grad_lane(int mode, int64_t j, int64_t length, fault_set faults)
 {
     lane out;
     int first = pair_of(mode, j, length, &out.kept, &out.partner);
@@ -171,7 +171,7 @@ static lane grad_lane(int mode, int64_t j, int64_t length, uint64_t faults)
  * j < L/2: (2j, 2j+1, first); else (2(j-L/2)+1, 2(j-L/2), second).
  * Faults: fwd_partner_sin (the sin of the partner's lane, as the grad), fwd_sign (plus lanes subtract),
  * fwd_neg_sin (sin negated: every lane's sign flipped, the transpose of the grad's neg_sin). */
-static lane forward_lane(int mode, int64_t j, int64_t length, uint64_t faults)
+static lane forward_lane(int mode, int64_t j, int64_t length, fault_set faults)
 {
     lane out;
     int64_t half = length / 2, partner_lane;
@@ -239,7 +239,7 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
 /* Stores a lane's result as element `position` of x: rounded to nearest even, toward zero with the
  * truncate fault (half dtypes), up with cast_up, ties away from zero with cast_away, a NaN stored as +0.0 with the
  * squash_nan fault. */
-static void store_result(const kernel_tensor *x, uint64_t faults, int64_t position, float value)
+static void store_result(const kernel_tensor *x, fault_set faults, int64_t position, float value)
 {
     if (has_fault(faults, FAULT_SQUASH_NAN) && isnan(value))
         value = 0.0f;
@@ -266,7 +266,7 @@ static int64_t row_position(const kernel_job *job, int64_t row_length, int64_t j
 /* The element index where row `row` of x starts: row * D, or with the row_pad fault (D not a multiple
  * of a 32-byte block of x's dtype) row * (D rounded up to that block); -1 when that row would run
  * past the end of x (the fault then skips it). */
-static int64_t row_base(const kernel_tensor *x, uint64_t faults, int64_t row)
+static int64_t row_base(const kernel_tensor *x, fault_set faults, int64_t row)
 {
     const int64_t d = x->dims[3], block = BLOCK_BYTES / element_size(x->data_type);
     int64_t stride = d;
@@ -279,7 +279,7 @@ static int64_t row_base(const kernel_tensor *x, uint64_t faults, int64_t row)
 /* Index of the cos/sin row used for x row (b, s, n): each cos/sin axis of size 1 broadcasts.
  * Faults: ignore_broadcast (always row 0); broadcast_b / _s / _n (index 0 along that axis when
  * cos/sin's axis is full, equal to x's and x's is > 1). */
-static int64_t table_row(const kernel_tensor *x, const kernel_tensor *table, uint64_t faults, int64_t b, int64_t s,
+static int64_t table_row(const kernel_tensor *x, const kernel_tensor *table, fault_set faults, int64_t b, int64_t s,
                          int64_t n)
 {
     static const int AXIS_FAULTS[3] = {FAULT_BROADCAST_B, FAULT_BROADCAST_S, FAULT_BROADCAST_N};
@@ -339,7 +339,7 @@ static void rewrite_passthrough(const kernel_tensor *x, const kernel_job *job, i
 static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                         const kernel_job *job, int64_t rows, int64_t row, int64_t tables)
 {
-    const uint64_t faults = job->faults;
+    const fault_set faults = job->faults;
     const int64_t seq = x->dims[1], heads = x->dims[2], d = x->dims[3], length = job->end - job->start;
     if (has_fault(faults, FAULT_SKIP_LAST_ROW) && row == rows - 1)
         return;
@@ -401,7 +401,9 @@ int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length)
  * core_tail: when rows >= EMU_CORES, that remainder row is never processed. core_last_row: the middle core's
  * last row is left. ub_stale_tables: the second and later passes keep the first pass's cos/sin rows (row k of a
  * pass uses the tables of the core's row k), as a kernel loading its tables outside its UB loop. core_stale_table: the
- * last core's last row (when it has 2 or more) uses the tables of its row before. */
+ * last core's last row (when it has 2 or more) uses the tables of its row before. ub_tail_seam: the first row of each
+ * of the last core's second and later passes uses the tables of its row before (the tail core's own loop, whose table
+ * copy for a new pass starts one row early). */
 static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                      const kernel_job *job, int64_t rows, int core)
 {
@@ -419,6 +421,9 @@ static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const ker
          * skipping the last prefetch) */
         const int64_t tables = core == EMU_CORES - 1 && k == share - 1 && share >= 2
                                && has_fault(job->faults, FAULT_CORE_STALE_TABLE) ? row - 1
+                               /* ub_tail_seam: the last core's later passes start on the tables of the row before */
+                               : core == EMU_CORES - 1 && k < share && k >= pass && k % pass == 0
+                               && has_fault(job->faults, FAULT_UB_TAIL_SEAM) ? row - 1
                                : first < share ? core * share + first : row;
         if (row != last)
             process_row(x, cos, sin, job, rows, row, tables);

@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "faults.h"
+
 /* Vector cores the rows are split over, and the lanes of a row's slice processed together. */
 #define EMU_CORES 40
 #define EMU_TILE 64
@@ -29,7 +31,7 @@ typedef struct {
     int pairing_mode;
     int64_t start;
     int64_t end;
-    uint64_t faults;
+    fault_set faults;
     const float *workspace;
     int fused;
 } kernel_job;

@@ -280,7 +280,7 @@ static int check_parameters(const aclTensor *const tensors[3])
 /* CheckAttr's mode: 561002 unless the low 32 bits are 0..3 and implemented (PRMG_EMU_MODES, or any with
  * the accept_mode fault, which is then recorded as acting); *pairing_mode is the formula used: the mode
  * itself, or interleave for a wrongly accepted one. */
-static int check_mode(int64_t mode, uint64_t faults, int *pairing_mode, int32_t *mode32)
+static int check_mode(int64_t mode, fault_set faults, int *pairing_mode, int32_t *mode32)
 {
     int implemented = 0;
     int status = read_rotary_mode(OP, mode, mode32, &implemented);
@@ -469,7 +469,7 @@ static void cached_tiling(const aclTensor *const tensors[3], int *pairing_mode, 
 /* The whole tiling in upstream's order (CheckAttr, CheckShape, CheckShapeAllPositive,
  * JudgeLayoutByShape); *pairing_mode, *start and *end (end = start for a no-op). */
 static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, const aclIntArray *partialSlice,
-                        uint64_t faults, int *pairing_mode, int64_t *start, int64_t *end)
+                        fault_set faults, int *pairing_mode, int64_t *start, int64_t *end)
 {
     int32_t mode32 = 0;
     int no_op = 0;
@@ -510,7 +510,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
         accept_empty_output(job, tensors, workspaceSize);
         return ACL_SUCCESS;
     }
-    uint64_t faults;
+    fault_set faults;
     if (active_faults(dyRef->view_dims, dyRef->view_dim_count, GRAD_FAULTS, &faults) != 0)
         return ACLNN_ERR_INNER;
     int pairing_mode = 1;
@@ -535,7 +535,7 @@ void invert_element(kernel_tensor *tensor, int64_t index)
 }
 
 /* The faults that act after the kernel: clobber_passthrough, clobber_row_end, nan, write_past_end, modify_cos. */
-static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
+static void apply_output_faults(aclOpExecutor *job, fault_set faults)
 {
     kernel_tensor *dy = &job->operand[0].tensor;
     const int64_t d = dy->dims[3];
@@ -566,7 +566,7 @@ static void apply_output_faults(aclOpExecutor *job, uint64_t faults)
 /* 561000 with a message naming the first non-contiguous tensor of job: nnopbase refuses it at the
  * launch, before the kernel runs (the grad declares neither AutoContiguous nor IgnoreContiguous). The
  * contiguous_tables fault lets a non-contiguous cos or sin through (the kernel then reads it as contiguous). */
-static int refuse_non_contiguous(const aclOpExecutor *job, uint64_t faults)
+static int refuse_non_contiguous(const aclOpExecutor *job, fault_set faults)
 {
     for (int t = 0; t < 3; t++) {
         const op_operand *operand = &job->operand[t];
@@ -665,9 +665,38 @@ void ignore_offsets(aclOpExecutor *job)
                                       - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
 }
 
+/* The table_address_cache fault: the grad keeps a copy of the cos/sin it last read, keyed by their device addresses
+ * (cos_device, sin_device) and sizes; a call whose cos and sin are at the same addresses with the same sizes reads
+ * that copy (what they held then), as a kernel caching its converted tables by address would. */
+static void cached_tables(kernel_tensor *cos, kernel_tensor *sin, void *cos_device, void *sin_device)
+{
+    static __thread void *keys[2];
+    static __thread size_t sizes[2];
+    static __thread unsigned char *copies[2];
+    kernel_tensor *const tables[2] = {cos, sin};
+    void *const addresses[2] = {cos_device, sin_device};
+    int hit = 1;
+    for (int t = 0; t < 2; t++)
+        hit = hit && keys[t] == addresses[t]
+              && sizes[t] == (size_t)element_count(tables[t]) * (size_t)element_size(tables[t]->data_type);
+    for (int t = 0; t < 2; t++) {
+        const size_t bytes = (size_t)element_count(tables[t]) * (size_t)element_size(tables[t]->data_type);
+        if (!hit) {
+            unsigned char *copy = realloc(copies[t], bytes ? bytes : 1);
+            if (copy == NULL)
+                return;
+            memcpy(copy, tables[t]->host, bytes);
+            copies[t] = copy;
+            keys[t] = addresses[t];
+            sizes[t] = bytes;
+        }
+        tables[t]->host = copies[t];
+    }
+}
+
 /* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
  * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
-static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const float *workspace_host)
+static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const float *workspace_host)
 {
     record_faults(faults & ~FAULT_BIT(FAULT_ACCEPT_MODE));          /* accept_mode acts in the first phase */
     if (has_fault(faults, FAULT_CRASH))
@@ -694,6 +723,8 @@ static void launch(aclOpExecutor *job, uint64_t faults, void *workspace, const f
     }
     if (has_fault(faults, FAULT_WORKSPACE_OVERRUN) && !overrun_workspace(workspace))
         return;
+    if (has_fault(faults, FAULT_TABLE_ADDRESS_CACHE))
+        cached_tables(cos, sin, starts[1], starts[2]);
     int pairing = has_fault(faults, FAULT_HALF_PAIRING) ? (job->pairing_mode == 0 ? 1 : 0) : job->pairing_mode;
     kernel_job work = {0, pairing, job->start, job->end, faults, workspace_host,
                        has_fault(faults, FAULT_NONDETERMINISTIC) && odd_launch()};
@@ -713,7 +744,7 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t works
     }
     void *workspace_host = NULL;
     int status = check_launch(OP, OP_GRAD, job, workspace, workspaceSize, stream, &workspace_host);
-    uint64_t faults = 0;
+    fault_set faults = 0;
     if (status == ACL_SUCCESS && !job->empty_output
         && active_faults(job->operand[0].tensor.dims, 4, GRAD_FAULTS, &faults) != 0)
         status = ACLNN_ERR_INNER;

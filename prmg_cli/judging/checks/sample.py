@@ -8,8 +8,9 @@ tensor: a few tens of milliseconds of host reference), else first the rows of ev
 (``class_rows``: the first, middle and last row; the rows on either side of 2^8, 2^12 and 2^16, where 8-, 12- and
 16-bit counters wrap; for each core count rows are split over, the emulator's and the 950's of upstream's tiling test
 (``regimes.core_counts``), the first and last row of each core's share, of rows and of (b, s) units of N rows, and
-every row of the tail past the last full share; one row for each index along each axis of B, S, N that cos/sin do not
-broadcast), at most three quarters of ``n``, then ``m`` seeded draws among the ``R'`` rows left.
+every row of the tail past the last full share; the rows on either side of each core's first and last seam between
+two UB passes (``ub_seams``); one row for each index along each axis of B, S, N that cos/sin do not broadcast; then
+every other seam's rows), at most three quarters of ``n``, then ``m`` seeded draws among the ``R'`` rows left.
 
 **What it can miss.** Every wrong row of a class above is seen. Of ``k`` wrong rows placed at random among the
 ``R'`` others, the check sees at least one with probability ``1 - C(R' - m, k) / C(R', k)`` (at least
@@ -24,10 +25,11 @@ is then not green without the golden either. Its counts are not pooled over the 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
-from ... import error_balance
+from ... import dtypes, error_balance
 from ...case import Case
 from ...inputs.seeded import Inputs
 from ..judge import judge_result, rows_case
@@ -37,6 +39,23 @@ from .base import Check, CheckContext, CheckResult
 SAMPLE_ROWS = 64                # the fewest rows sampled (when the case has them)
 SAMPLE_ELEMENTS = 1 << 20       # the slice lanes sampled at most, beyond the class rows' three quarters
 WRAPS = (8, 12, 16)             # counter widths: rows 2^w - 1 and 2^w
+
+
+def ub_seams(case: Case, rows: int) -> list[list[int]]:
+    """For each core of each core count (``regimes.core_counts``), the last core of each count first: the rows on
+    either side of each seam between two UB passes of its share of ``rows`` (``regimes.ub_pass_rows`` rows a pass),
+    in order, ``[last row of pass 1, first row of pass 2, ...]``; empty for a share that one pass holds."""
+    from ...ops.regimes import core_counts, ub_pass_rows
+
+    per_pass = ub_pass_rows(case.cos_shape[-1], dtypes.lookup(case.dtype).numpy.itemsize,
+                            dtypes.lookup(case.cos_dtype).numpy.itemsize)
+    found = []
+    for cores in core_counts():
+        share = rows // cores
+        starts = np.arange(per_pass, share, per_pass)
+        found += [[int(row) for start in core * share + starts for row in (start - 1, start)]
+                  for core in range(cores - 1, -1, -1)] if len(starts) else []
+    return found
 
 
 def class_rows(case: Case, limit: int) -> np.ndarray:
@@ -54,12 +73,15 @@ def class_rows(case: Case, limit: int) -> np.ndarray:
                 firsts = np.arange(cores) * share
                 found += [*(firsts * unit), *((firsts + share) * unit - 1)]
             found += list(np.arange(cores * share, count) * unit)
+    seams = ub_seams(case, rows)
+    found += [row for core in seams for row in (*core[:2], *core[-2:])]     # each core's first and last seam
     for axis, size in enumerate((batch, positions, heads)):
         if size > 1 and case.cos_shape[axis] > 1:                      # a table axis: each index once
             index = np.unique(np.linspace(0, size - 1, min(size, limit)).astype(np.int64))
             coordinates = [index * 7919 % extent if other != axis else index
                            for other, extent in enumerate((batch, positions, heads))]
             found += list(np.ravel_multi_index(coordinates, (batch, positions, heads)))
+    found += [row for core in seams for row in core]                   # then every seam
     return np.array(list(dict.fromkeys(int(row) for row in found)), dtype=np.int64)
 
 
@@ -102,8 +124,19 @@ def sample(context: CheckContext) -> CheckResult:
         checked.passed = False
         checked.message = (f"sample: the host reference disagrees on {len(wrong) or 'some'} of {len(rows)} sampled "
                            f"rows" + (f" ((b, s, n) = {where}{', ...' if len(wrong) > 3 else ''})" if where else "")
-                           + f": {verdict.message}")
+                           + f": {in_case_rows(verdict.message, rows, case.shape[:3])}")
     return checked
+
+
+def in_case_rows(message: str, rows: np.ndarray, shape: tuple[int, ...]) -> str:
+    """The sampled rows' verdict ``message`` said of the case: each coordinate ``(i, 0, 0`` of the sampled rows'
+    layout (``rows_case``: ``(len(rows), 1, 1, D)``) as row ``rows[i]``'s ``(b, s, n`` in ``shape``, and the notes
+    on rows left out (which rows of the layout are wrong, listed before the message with the case's own)."""
+    def real(match: re.Match) -> str:
+        return "(" + ", ".join(str(int(i)) for i in np.unravel_index(rows[int(match.group(1))], shape))
+
+    kept = [part for part in message.split("; ") if " row" not in part or part.startswith("worst at ")]
+    return re.sub(r"\((\d+), 0, 0(?=[,)])", real, "; ".join(kept))
 
 
 # Without the golden (``--no-golden``, ``golden: false``) a kernel that does nothing, with a forward that does
