@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from .errors import PrmgError
+from .errors import PrmgError, suggest
 
 ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
 MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
@@ -129,7 +129,7 @@ def parse_modes(text: str, option: str = "--supported-modes") -> frozenset[int]:
         elif decimal(item) in MODE_NAMES:
             modes.add(decimal(item))
         else:
-            raise PrmgError(f"{option}: unknown mode {item!r} in {text!r} "
+            raise PrmgError(f"{option}: unknown mode {item!r} in {text!r}{suggest(item, ROTARY_MODES)} "
                             f"(valid: 0..3 or {', '.join(ROTARY_MODES)}, comma-separated)")
     return frozenset(modes)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import signal
+import subprocess
 import sys
 
 import numpy as np
@@ -13,7 +14,6 @@ import yaml
 
 from conftest import ROOT, prmg
 from prmg_cli import cli
-from prmg_cli.commands import app
 
 BROKEN = sorted((ROOT / "tests" / "data" / "broken").glob("*.yaml"))
 TTK_CSV = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"   # upstream copy
@@ -29,7 +29,7 @@ def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     # main(restore=True) leaves this process's signals as it found them (their mask is inherited by every later child),
     # and its garbage collector on (only a process of its own loads with it off: cli.command_starts)
     assert signal.getsignal(signal.SIGTERM) == handler and signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
-    assert gc.isenabled() and not app._PAUSED[0]
+    assert gc.isenabled() and not cli._PAUSED[0]
     return stopped.value.code, captured.out, captured.err
 
 
@@ -47,20 +47,26 @@ def test_an_in_process_run_leaves_the_stop_handler_raising(capsys, monkeypatch):
 
 
 def test_the_collector_runs_again_once_the_command_starts():
-    """``cli.main`` turns the garbage collector off while the command line loads; the command's start moves what
+    """``cli.main`` turns the garbage collector off while the command line loads; ``command_starts`` moves what
     loading made to the permanent generation and turns it back on, once."""
     gc.disable()
-    app.collector_paused()
+    cli._PAUSED[0] = True
     frozen = gc.get_freeze_count()
     try:
-        app._command_starts()
-        assert gc.isenabled() and gc.get_freeze_count() > frozen and not app._PAUSED[0]
+        cli.command_starts()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen and not cli._PAUSED[0]
         gc.disable()
-        app._command_starts()                             # nothing paused: left alone
+        cli.command_starts()                              # nothing paused: left alone
         assert not gc.isenabled()
     finally:
         gc.unfreeze()
         gc.enable()
+    # in a process of its own, main pauses it and the command's start (commands.app's STARTING hook) ends the pause
+    script = ("import gc, sys\nfrom prmg_cli import cli\nsys.argv = ['prmg', 'validate', sys.argv[1]]\ntry:\n"
+              "    cli.main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), cli._PAUSED[0])")
+    result = subprocess.run([sys.executable, "-c", script, str(ROOT / "cases" / "worked_example.yaml")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.split()[-2:] == ["True", "False"], result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
@@ -147,6 +153,7 @@ EXAMPLE = str(ROOT / "cases" / "worked_example.yaml")
     ({}, ("doctor", "--runner", "aclnn+gier"), "aclnn+geir"),
     ({}, ("run", EXAMPLE, "--report", "jsn"), "json"),
     ({}, ("run", EXAMPLE, "--standard", "defualt"), "default"),
+    ({}, ("run", EXAMPLE, "--supported-modes", "1,halff"), "half"),
     ({}, ("coverage", EXAMPLE, "--op", "grd"), "grad"),
     ({}, ("coverage", EXAMPLE, "--report", "htm"), "html"),
     ({}, ("gen-case", "--preset", "modles"), "models"),

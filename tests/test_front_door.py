@@ -505,6 +505,34 @@ def test_dump_write_errors_are_one_line(tmp_path):
     one_error_line(result, "cannot write: the file is too large")
 
 
+@pytest.mark.parametrize("key, value, field", [("shape", "[64, 64, 64, 64]", "shape"),
+                                             ("dy_offset", "4294967296", "dy_offset"),
+                                             ("cos_strides", "[8, 67108864, 8, 1]", "cos_strides")])
+def test_dump_refuses_a_case_too_large_naming_the_field_that_makes_it_so(tmp_path, monkeypatch, key, value, field):
+    """dump's memory refusal named 'shape' for a small view at a storage offset of 2**32 (fuzzing the session-5 case
+    fields): it names the offset or strides when they, not the shape, make the storage large."""
+    from prmg_cli.commands import dump_arrays
+
+    monkeypatch.setattr(dump_arrays, "default_max_memory", lambda: 64 << 20)
+    text = f"- {{name: big, op: forward, shape: [2, 3, 2, 8], broadcast: 1S1D, {key}: {value}}}\n".replace(
+        "shape: [2, 3, 2, 8], broadcast: 1S1D, shape", "shape")         # the forward takes strided tables
+    with pytest.raises(PrmgError) as refused:
+        dump_arrays.dump_cases([str(write(tmp_path, "c.yaml", text))], str(tmp_path / "out"))
+    assert refused.value.field == field and "not dumped" in refused.value.reason
+
+
+def test_written_case_files_say_how_many_cases_they_hold(tmp_path):
+    """gen-case and import-ttk said 'wrote FILE' (how many cases a preset or a TTK list gave: unsaid), dump
+    'wrote N cases to DIR': each says the count now."""
+    assert case_writer.generate(**{**FLAGS, "preset": "smoke", "output": str(tmp_path / "s.yaml")}) == \
+        f"wrote 34 cases to {tmp_path / 's.yaml'}\n"
+    assert case_writer.generate(**{**FLAGS, "shape": "1,1,2,8", "output": str(tmp_path / "o.yaml")}) == \
+        f"wrote 1 case to {tmp_path / 'o.yaml'}\n"
+    ttk_list = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"
+    said, _ = case_writer.import_ttk_file(str(ttk_list), str(tmp_path / "t.yaml"))
+    assert said == f"wrote {len(load_cases([tmp_path / 't.yaml']))} cases to {tmp_path / 't.yaml'}\n"
+
+
 def test_a_case_whose_arrays_could_not_all_be_written_leaves_no_folder(tmp_path, monkeypatch):
     """A full disk in the middle of a case's arrays left DIR/CASE/ with some .npy files and no meta.json, under
     prmg dump (exit 2) and --save-failures (the run goes on): a folder a loader reads as that case's arrays. The

@@ -81,7 +81,8 @@ SCALARS = (st.none() | st.booleans() | st.integers(min_value=-2**80, max_value=2
            | st.floats(allow_nan=True, allow_infinity=True)
            | st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
            | st.sampled_from(["float32", "bf16", "fp8", "1S1D", "BSND", "interleave", "half", "pass", "any",
-                              "ND", "cos", "sin", "dy", "allclose", "x_{index}", "x_{dtype}", "values"]))
+                              "ND", "cos", "sin", "dy", "allclose", "x_{index}", "x_{dtype}", "values",
+                              "SUCCESS", "wrong", "odd_lanes", "base", "partial_slice", 4294967296]))
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=6)
                       | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), inner, max_size=4),
                       max_leaves=24)

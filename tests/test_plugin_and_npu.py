@@ -226,6 +226,13 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
         text = example.read_text()
         assert "runners/npu/smoke.sh" in text, example
         assert all("--runner aclnn" in line for line in re.findall(r".*prmg run .*", text)), example
+    # an extra argument is passed to prmg run after the gate's own, and prmg takes the last of an option given twice:
+    # smoke.sh --runner emulator ran a green gate on the host emulator; it is refused before anything runs
+    for extra, named in ((["--timeout", "5", "--runner", "emulator"], "--runner"),
+                         (["--runner=emulator"], "--runner=")):
+        result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh"), *extra], cwd=ROOT, capture_output=True,
+                                text=True, timeout=60, env=dict(os.environ, ASCEND_SET_ENV="/nonexistent"))
+        assert result.returncode == 2 and result.stderr.startswith(f"smoke.sh: {named}"), result.stderr
         if "smoke.sh" in text and "prmg-smoke.xml" in text.replace("prmg-smoke*.xml", ""):
             raise AssertionError(f"{example} publishes the aclnn pass's JUnit alone, not the graph-mode pass's")
     # the sharded example's merge, the job to gate on, reads the aclnn results only: it was green while a shard's

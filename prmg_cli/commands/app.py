@@ -4,8 +4,6 @@ asked for (``_Group``), each calling its module's ``main`` with the request its 
 
 from __future__ import annotations
 
-import gc
-
 import typer
 import typer.core
 
@@ -96,24 +94,9 @@ class _Group(typer.core.TyperGroup):
             raise Stopped(stop) from None
 
 
-_PAUSED = [False]          # cli.main turned the garbage collector off while the command line loads
-
-
-def collector_paused() -> None:
-    """``cli.main`` turned the garbage collector off while the command line loads: the command's start turns it back
-    on (``_command_starts``)."""
-    _PAUSED[0] = True
-
-
-def _command_starts() -> None:
-    """The command line has loaded (typer, the command's modules: ~50k objects that live as long as the process):
-    when the garbage collector was off meanwhile (``collector_paused``), move those objects to its permanent
-    generation (``gc.freeze``: no collection looks at them again) and turn it back on. Collecting them as they were
-    made cost about 15 ms of CPU in some 70 collections, a twentieth of a small run's."""
-    if _PAUSED[0]:
-        _PAUSED[0] = False
-        gc.freeze()
-        gc.enable()
+# What runs once the command line has loaded, as the command starts (``cli.main`` puts ``cli.command_starts`` here:
+# the garbage collector's pause ends): a hook, because a stage imports no entry point above it (``test_layers``).
+STARTING: list = []
 
 
 def _build(name: str):
@@ -122,7 +105,8 @@ def _build(name: str):
     module = load(name)
 
     def command(**given) -> None:
-        _command_starts()
+        for hook in STARTING:
+            hook()
         raise typer.Exit(module.main(module.Request(**request_values(module.OPTIONS, given))) or 0)
 
     command.__signature__ = typer_signature(module.OPTIONS)

@@ -16,14 +16,15 @@ from ..writes import Output, check_outputs
 _SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice": "--slice"}
 
 
-def _write(text: str, output: str | None, what: str, inputs: dict[str, str]) -> str:
-    """``text`` itself without ``output``; else write it to the file ``output`` (``writes.check_outputs``: never one
-    of ``inputs``; atomically: a failed write leaves an existing file whole) and return ``wrote FILE``."""
+def _write(text: str, output: str | None, what: str, inputs: dict[str, str], count: int) -> str:
+    """``text`` (a case file of ``count`` cases) itself without ``output``; else write it to the file ``output``
+    (``writes.check_outputs``: never one of ``inputs``; atomically: a failed write leaves an existing file whole) and
+    return ``wrote N cases to FILE``, as ``prmg dump`` says."""
     if output is None:
         return text
     check_outputs([Output(output, what)], inputs)
     files.write_text(output, text)
-    return f"wrote {output}\n"
+    return f"wrote {plural(count, 'case')} to {output}\n"
 
 
 def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mode, seed, name, inputs,
@@ -37,7 +38,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
         doc = presets.preset(preset, tags, exclude_tags)
         if notes is not None:
             notes += skipped_today(doc["cases"])
-        return _write(gencase.dump_yaml(doc), output, "case file", {})
+        return _write(gencase.dump_yaml(doc), output, "case file", {}, len(doc["cases"]))
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
@@ -68,7 +69,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
         return text
     gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder, or -o one
     files.write_text(output, text)
-    return f"wrote {output}\n"
+    return f"wrote 1 case to {output}\n"
 
 
 def skipped_today(cases: list[dict]) -> list[str]:
@@ -117,4 +118,5 @@ def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:
     if output is not None:
         check_outputs([Output(output, "YAML file")], inputs)          # before the CSV is read
     document, notes = ttk.import_ttk(csv_path)
-    return _write(gencase.dump_yaml(document), output, "YAML file", inputs), [visible(note) for note in notes]
+    return _write(gencase.dump_yaml(document), output, "YAML file", inputs, len(document["cases"])), \
+        [visible(note) for note in notes]

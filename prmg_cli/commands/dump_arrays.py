@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import files
-from ..case import Case
+from ..case import Case, element_count, storage_elements
 from ..cases.loader import NAME_PATTERN, input_files, load_cases, select, validate
 from ..device.artifacts import whole, write_folder
 from ..device.execute import default_max_memory, memory_need
@@ -18,8 +18,18 @@ from ..errors import PrmgError
 from ..inputs.seeded import make_inputs
 from ..ops import OPERATORS
 from ..results import plural
-from ..vocab import ROTARY_MODES
+from ..vocab import ROTARY_MODES, TENSORS
 from ..writes import FOLDER, Output, check_outputs
+
+
+def _largest_field(case: Case) -> str:
+    """The field that makes ``case``'s arrays large: the storage offset or the strides of the tensor whose storage
+    holds the most elements beyond its view (``dy_offset: 4294967296`` on a small shape), else its ``shape``."""
+    beyond, tensor = max((storage_elements(case, tensor) - element_count(case.shape_of(tensor)), tensor)
+                         for tensor in TENSORS)
+    if beyond <= element_count(case.shape):
+        return "shape"
+    return f"{tensor}_offset" if case.offset_of(tensor) else f"{tensor}_strides"
 
 
 def dump_case(case: Case, folder: Path, root: Path) -> None:
@@ -28,7 +38,7 @@ def dump_case(case: Case, folder: Path, root: Path) -> None:
     host, _ = memory_need(case)
     if host > default_max_memory():
         raise PrmgError(f"needs about {host / 2**30:.1f} GiB of memory, more than half of this machine's; "
-                        f"not dumped", file=case.source, case=case.name, field="shape")
+                        f"not dumped", file=case.source, case=case.name, field=_largest_field(case))
     inputs = make_inputs(case)
     arrays = {"dy": inputs.dy, "cos": inputs.cos, "sin": inputs.sin}
     op = OPERATORS[case.op]
