@@ -182,22 +182,29 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
         <= set(class_rows(passes, 1 << 20).tolist())
 
 
-def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(emulator, monkeypatch):
-    """The emulator's middle core skips the last row of its share (core_last_row): one wrong row among 3,200, of
-    which sample draws 1,024 (its budget shrunk for a small test) -- the class rows make it sure; the metric states
-    the chance for a wrong row elsewhere."""
+def sample_under(emulator, monkeypatch, fault: str, case: Case, elements: int):
+    """(the golden's verdict, the sample check's result) of ``case`` launched once on the emulator under ``fault``,
+    sample's budget shrunk to ``elements`` slice lanes (a small test of a large case's sampling)."""
     from prmg_cli.device.acl import AclSession
-    from prmg_cli.judging.checks import sample as sample_module
     from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.judging.checks import sample as sample_module
 
-    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 14)
-    monkeypatch.setenv("PRMG_EMU_FAULT", "core_last_row")
-    case = Case("one_row", "t", (1, 64, 50, 16), (1, 64, 1, 16), (1, 64, 1, 16), (0, 16))
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", elements)
+    monkeypatch.setenv("PRMG_EMU_FAULT", fault)
     inputs = make_inputs(case)
     with AclSession(emulator, 0) as session:
         outcome = session.launch(case, inputs)
         found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, session.launch))[0]
-    assert judge(case, inputs, outcome).message.startswith("16 of 51200 elements over budget")
+    return judge(case, inputs, outcome), found
+
+
+def test_sample_catches_a_single_wrong_row_of_a_row_class_and_states_its_odds(emulator, monkeypatch):
+    """The emulator's middle core skips the last row of its share (core_last_row): one wrong row among 3,200, of
+    which sample draws 1,024 (its budget shrunk for a small test) -- the class rows make it sure; the metric states
+    the chance for a wrong row elsewhere."""
+    case = Case("one_row", "t", (1, 64, 50, 16), (1, 64, 1, 16), (1, 64, 1, 16), (0, 16))
+    golden, found = sample_under(emulator, monkeypatch, "core_last_row", case, 1 << 14)
+    assert golden.message.startswith("16 of 51200 elements over budget")
     assert not found.passed and found.metrics["sample_rows"] == 1024
     assert 0.1 < found.metrics["sample_detect"] < 0.3
     assert "sample: the host reference disagrees on 1 of 1024 sampled rows ((b, s, n) = (0, " in found.message
@@ -243,19 +250,10 @@ def test_sample_sees_the_rows_of_a_ub_pass_seam_and_names_them_as_the_case_has_t
     of its share of 2,560 rows, of which sample draws 1,024 (its budget shrunk for a small test). Before the seams were
     row classes neither was among them (each had the odds sample_detect states, 0.14); now both always are, and the
     failure names them by the case's (b, s, n), not by their place among the sampled rows."""
-    from prmg_cli.device.acl import AclSession
-    from prmg_cli.judging.checks import sample as sample_module
-    from prmg_cli.inputs.seeded import make_inputs
-
-    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 18)
-    monkeypatch.setenv("PRMG_EMU_FAULT", "ub_tail_seam")
     case = Case("seam", "t", (1, 2560, 1, 256), (1, 2560, 1, 256), (1, 2560, 1, 256), (0, 256))
-    inputs = make_inputs(case)
-    with AclSession(emulator, 0) as session:
-        outcome = session.launch(case, inputs)
-        found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, session.launch))[0]
+    golden, found = sample_under(emulator, monkeypatch, "ub_tail_seam", case, 1 << 18)
     # a pass holds 31 rows of 256 float32 lanes: the last core's rows 39 * 64 + 31 and + 62
-    assert "errors only in rows (0, 2527, 0), (0, 2558, 0)" in judge(case, inputs, outcome).message
+    assert "errors only in rows (0, 2527, 0), (0, 2558, 0)" in golden.message
     assert not found.passed and found.metrics["sample_rows"] == 1024 and found.metrics["sample_detect"] < 0.5
     assert found.message.startswith("sample: the host reference disagrees on 2 of 1024 sampled rows ((b, s, n) = "
                                     "(0, 2527, 0), (0, 2558, 0)): ")
