@@ -407,6 +407,28 @@ def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypa
     assert failed == caught
 
 
+@pytest.mark.parametrize("op, keys, rule", [
+    ("grad", {"shape": [2, 0, 2, 16], "partial_slice": [-2, 6]}, "start < 0"),
+    ("forward", {"shape": [2, 0, 2, 16]}, "dim <= 0"),
+    ("grad", {"shape": [2, 0, 2, 16]}, None),                      # the tiling's no-op: GE or not, a success
+    ("forward", {"shape": [2, 0, 2, 16], "partial_slice": [4, 4]}, None),
+])
+def test_graph_mode_has_no_certain_answer_where_the_tiling_refuses_an_empty_in_place_tensor(op, keys, rule):
+    """nnopbase runs no tiling for an in-place tensor without elements, so the aclnn path succeeds; upstream's tiling
+    refuses such a call when it runs (its 2b888cdb test: a [-1, 0) slice on a dy of B = 0; the forward's dims > 0),
+    and whether GE runs it for a graph is unknown here: such a pass case has no graph answer to expect, and says
+    which rule; where the tiling takes it too (its no-op), graph mode expects the success."""
+    from prmg_cli.ops.constraints import graph_case, violation_details
+
+    case = case_of(op=op, broadcast=None, cos_shape=[1, 1, 1, 8], **keys)
+    assert case.expect.success and not violation_details(case, TODAY)       # the aclnn path: a success
+    answer = graph_case(case, TODAY)
+    if rule is None:
+        assert answer.expect.success
+    else:
+        assert "no certain answer" in answer and f"'{rule}'" in answer and "only a real GE can tell" in answer
+
+
 def test_graph_mode_says_what_each_tiling_makes_of_an_empty_slice_list():
     """No nnopbase check sees a graph's partial_slice attribute: the grad's tiling reads two values past the end of
     an empty list (undefined), the forward's 950 tiling (GetShapeAttrsInfo) reads it as [0, D) (ops-transformer

@@ -167,6 +167,7 @@ def test_mixed_caps_the_largest_error(dtype, golden, inside, outside):
 # --- single_bm (TTK's stat_rel_err) ---------------------------------------------------------------------------------
 
 SINGLE_T = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -13}
+STEP = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": U}     # each dtype's spacing just below 1
 
 
 def relative(cos: float) -> float:
@@ -174,10 +175,16 @@ def relative(cos: float) -> float:
     return abs(1.0 - cos) / (abs(cos) + 1e-7)
 
 
-def first_steps_to(limit: float) -> tuple[int, int]:
+def below_one_in(dtype: str, count: int) -> float:
+    """The number ``count`` steps of ``dtype``'s spacing below 1: a golden exact in dy's dtype (and in float32), so
+    that the golden rounded to dy's dtype, which ``single_bm`` and ``double_thousandth`` compare with, is itself."""
+    return 1.0 - count * STEP[dtype]
+
+
+def first_steps_to(limit: float, dtype: str) -> tuple[int, int]:
     """(k, k + 1): the last step count below 1 whose relative error is under ``limit``, and the first not."""
-    guess = int(limit / U)
-    k = edge(lambda k: relative(below_one(k)) < limit, guess // 2, guess * 2)
+    guess = max(2, int(limit / STEP[dtype]))
+    k = edge(lambda k: relative(below_one_in(dtype, k)) < limit, 0, guess * 2)
     return k, k + 1
 
 
@@ -186,13 +193,13 @@ def test_single_bm_mere_must_stay_below_t(dtype):
     """Both elements err alike, so MERE = MARE = the relative error: under T passes, T or more fails."""
     threshold = SINGLE_T[dtype]
     assert standard_parameters("single_bm", dtype) == {"threshold": threshold}
-    inside, outside = first_steps_to(threshold)
+    inside, outside = first_steps_to(threshold, dtype)
     for steps, expected in ((inside, "passed"), (outside, "failed")):
-        case, inputs = row(dtype, [1.0, 1.0], cos=below_one(steps))
+        case, inputs = row(dtype, [1.0, 1.0], cos=below_one_in(dtype, steps))
         judged = verdict(case, inputs, 1.0, "single_bm")
-        assert judged.status == expected and judged.metrics["MERE"] == relative(below_one(steps))
-    case, inputs = row(dtype, [1.0, 1.0], cos=below_one(inside))
-    exactly = relative(below_one(inside))                        # T equal to MERE: not below it
+        assert judged.status == expected and judged.metrics["MERE"] == relative(below_one_in(dtype, steps))
+    case, inputs = row(dtype, [1.0, 1.0], cos=below_one_in(dtype, inside))
+    exactly = relative(below_one_in(dtype, inside))              # T equal to MERE: not below it
     assert status(case, inputs, 1.0, "single_bm", {"threshold": exactly}) == "failed"
     assert status(case, inputs, 1.0, "single_bm", {"threshold": math.nextafter(exactly, 1)}) == "passed"
 
@@ -201,16 +208,16 @@ def test_single_bm_mere_must_stay_below_t(dtype):
 def test_single_bm_mare_must_stay_below_ten_t(dtype):
     """One element of 16 errs (MERE = MARE / 16 < T): MARE under 10T passes, 10T or more fails."""
     threshold = SINGLE_T[dtype]
-    inside, outside = first_steps_to(10 * threshold)
+    inside, outside = first_steps_to(10 * threshold, dtype)
     for steps, expected in ((inside, "passed"), (outside, "failed")):
         cos = np.ones(16)
-        cos[5] = below_one(steps)
+        cos[5] = below_one_in(dtype, steps)
         case, inputs = row(dtype, np.ones(16), cos=cos)
         judged = verdict(case, inputs, 1.0, "single_bm")
         assert judged.status == expected and judged.metrics["MARE"] == relative(cos[5]), judged.metrics
         assert judged.metrics["MERE"] < threshold
     for steps in range(inside, inside + 64):                      # a MARE of exactly 10 T': not below 10 T'
-        mare = relative(below_one(steps))
+        mare = relative(below_one_in(dtype, steps))
         if 10 * (mare / 10) == mare:
             break
     else:
@@ -219,7 +226,7 @@ def test_single_bm_mare_must_stay_below_ten_t(dtype):
     while not 10 * above > mare:
         above = math.nextafter(above, 1)
     cos = np.ones(16)
-    cos[5] = below_one(steps)
+    cos[5] = below_one_in(dtype, steps)
     case, inputs = row(dtype, np.ones(16), cos=cos)
     assert status(case, inputs, 1.0, "single_bm", {"threshold": mare / 10}) == "failed"
     assert status(case, inputs, 1.0, "single_bm", {"threshold": above}) == "passed"
@@ -248,25 +255,25 @@ def test_double_thousandth_rel_share_and_cap(dtype):
     rel, share, cap = THOUSANDTH[dtype]
     assert standard_parameters("double_thousandth", dtype) == {"rel": rel, "share": share, "cap": cap, "atol": 0.0}
     # rel: one element of two, just within (not wrong) or just over (wrong: a share of 0.5)
-    guess = int(rel / U)
-    inside = edge(lambda k: thousandth(below_one(k)) <= rel, guess // 2, guess * 2)
+    guess = max(2, int(rel / STEP[dtype]))
+    inside = edge(lambda k: thousandth(below_one_in(dtype, k)) <= rel, 0, guess * 2)
     for steps, expected in ((inside, "passed"), (inside + 1, "failed")):
-        case, inputs = row(dtype, [1.0, 1.0], cos=[below_one(steps), 1.0])
+        case, inputs = row(dtype, [1.0, 1.0], cos=[below_one_in(dtype, steps), 1.0])
         judged = verdict(case, inputs, 1.0, "double_thousandth")
-        assert judged.status == expected and judged.metrics["max_rel_err"] == thousandth(below_one(steps))
+        assert judged.status == expected and judged.metrics["max_rel_err"] == thousandth(below_one_in(dtype, steps))
     # share: 1 / n wrong elements is exactly the limit (passes), 2 / n fails
     n = round(1 / share)
     for wrong, expected in ((1, "passed"), (2, "failed")):
         cos = np.ones(n)
-        cos[:wrong] = below_one(inside + 1)
+        cos[:wrong] = below_one_in(dtype, inside + 1)
         case, inputs = row(dtype, np.ones(n), cos=cos)
         judged = verdict(case, inputs, 1.0, "double_thousandth")
         assert judged.status == expected and judged.metrics["rel_err_share"] == wrong / n
     # cap (shares allowed): just within passes, just over fails; cap 0 is no cap
-    guess = int(cap / U)
-    inside = edge(lambda k: thousandth(below_one(k)) <= cap, guess // 2, guess * 2)
+    guess = max(2, int(cap / STEP[dtype]))
+    inside = edge(lambda k: thousandth(below_one_in(dtype, k)) <= cap, 0, guess * 2)
     for steps, expected in ((inside, "passed"), (inside + 1, "failed")):
-        case, inputs = row(dtype, [1.0, 1.0], cos=[below_one(steps), 1.0])
+        case, inputs = row(dtype, [1.0, 1.0], cos=[below_one_in(dtype, steps), 1.0])
         assert status(case, inputs, 1.0, "double_thousandth", {"share": 1.0}) == expected
     assert status(case, inputs, 1.0, "double_thousandth", {"share": 1.0, "cap": 0.0}) == "passed"
 
@@ -279,6 +286,18 @@ def test_double_thousandth_atol_is_subtracted_first(dtype):
     assert status(case, inputs, 1 + error, "double_thousandth", {"rel": 0.0, "atol": error}) == "passed"
     assert status(case, inputs, 1 + error, "double_thousandth",
                   {"rel": 0.0, "atol": math.nextafter(error, 0)}) == "failed"
+
+
+def test_single_bm_and_double_thousandth_compare_with_the_golden_in_dys_dtype():
+    """TTK's stat_rel_err and close promote no golden (its needs_promote_golden): they compare with what the golden
+    function returns, in the output's dtype. A float16 golden of 2^-30, below float16's smallest subnormal, is 0
+    there, so a result of 0 passes both; against the float64 golden its relative error, 2^-30 / (2^-30 + 1e-7),
+    was nine times single_bm's T, and double_thousandth's 1. A result one subnormal step off still fails."""
+    case, inputs = row("float16", [1.0, 1.0], cos=2.0 ** -30)
+    assert status(case, inputs, 0.0, "single_bm") == "passed"
+    assert status(case, inputs, 0.0, "double_thousandth") == "passed"
+    judged = verdict(case, inputs, 2.0 ** -24, "single_bm")
+    assert judged.status == "failed" and judged.metrics["MERE"] == 2.0 ** -24 / 1e-7
 
 
 # --- allclose ---------------------------------------------------------------------------------------------------------

@@ -141,11 +141,21 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case |
     or any refusal when the model predicts success (the known defects). A known defect's status becomes GE's
     (``status.graph_status``). The case has no graph form when its first broken rule has none, and the text says
     why (``GraphIR.refusals``: a strided dy, which GE's dense tensors cannot express; a slice list of no or one
-    value, which the tiling reads past its end)."""
+    value, which the tiling reads past its end). A pass case whose in-place tensor has no elements has no certain
+    answer either when the tiling refuses it (``GraphIR.tiling_rules``): nnopbase runs no tiling for it, GE may."""
     defect = case.known_defect
     if defect is not None and defect.status:
         defect = replace(defect, status=graph_status(defect.status))
     if case.expect.success:
+        spec = OPERATORS[case.op]
+        refused = [found for found in spec.graph.tiling_rules(case, supported_modes) if not found.skippable] \
+            if 0 in case.shape and spec.graph.tiling_rules else []
+        if refused:
+            return (f"graph mode has no certain answer for this case: {spec.tensor} has no elements, for which the "
+                    f"aclnn path's nnopbase runs no tiling, but the tiling refuses the case when it runs "
+                    f"('{refused[0].rule}': {spec.rule_reasons[refused[0].rule]}; upstream's own tiling test at "
+                    f"2b888cdb refuses a [-1, 0) slice on a dy of B = 0), and whether GE runs it for such a graph "
+                    f"only a real GE can tell")
         return replace(case, known_defect=defect)
     found = violation_details(case, supported_modes)
     refusal = OPERATORS[case.op].graph.refusal(found[0].rule) if found else None

@@ -112,9 +112,15 @@ def _type_rules(case: Case) -> list[Violation]:
 
 def no_op(case: Case) -> bool:
     """Whether a successful call changes nothing: xRef has no elements (nnopbase runs no tiling or kernel), or
-    the tiling's no-op (``JudgeSliceInfo``): an empty slice, or a cos whose last axis is 0."""
+    the tiling's no-op (``tiling_no_op``)."""
+    return empty(case.shape) or tiling_no_op(case)
+
+
+def tiling_no_op(case: Case) -> bool:
+    """The 950 tiling's no-op (``JudgeSliceInfo``): an empty slice, or a cos whose last axis is 0 (an xRef without
+    elements is none: its dims > 0 rule refuses it when the tiling runs)."""
     start, end = case.partial_slice
-    return end == start or empty(case.shape) or (len(case.cos_shape) == 4 and case.cos_shape[-1] == 0)
+    return end == start or (len(case.cos_shape) == 4 and case.cos_shape[-1] == 0)
 
 
 def _shapes(case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -148,7 +154,7 @@ def _tiling_rules(case: Case) -> list[Violation]:
         broken("slice outside [0, D]", f"slice [{start}, {end}) is not inside [0, D = {depth}] with start <= end",
                "partial_slice")
         return found
-    if no_op(case):
+    if tiling_no_op(case):
         return found                                            # the tiling checks nothing more
     mode = as_int32(case.rotary_mode)
     multiple = 4 if mode == 2 else 2
@@ -224,7 +230,14 @@ def rules(case: Case, supported_modes, soc: str = REFERENCE_SOC, build: str | No
         return found
     if soc in MEMBASE_SOCS:
         return [*found, *_membase_rules(case, supported_modes)]
-    return [*found, *mode_rules(case, supported_modes), *slice_list_rules(case), *_tiling_rules(case)]
+    return [*found, *tiling_rules(case, supported_modes)]
+
+
+def tiling_rules(case: Case, supported_modes) -> list[Violation]:
+    """Rule 4, the 950 tiling's own (561002): the mode, the slice list, shapes, slice, D, dims and layout. For an
+    xRef without elements it is what the tiling says when it runs (nnopbase runs none on the aclnn path): its dims >
+    0 rule refuses every such call but a no-op."""
+    return [*mode_rules(case, supported_modes), *slice_list_rules(case), *_tiling_rules(case)]
 
 
 def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:
@@ -252,4 +265,4 @@ FORWARD = OperatorSpec(
     chip_rules={**CHIP_REASONS, **MEMBASE_REASONS},
     no_op=no_op, rotation=ROTATION, dtype_pairs=DTYPE_PAIRS, layouts=BROADCASTS, socs=SOCS, auto_contiguous=True,
     graph=GraphIR("InplacePartialRotaryMul", ("x", "cos", "sin"), "x", FORWARD_GRAPH_REFUSALS,
-                  GRAPH_TILING))
+                  GRAPH_TILING, tiling_rules=tiling_rules))

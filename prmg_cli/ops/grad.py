@@ -290,8 +290,15 @@ def rules(case: Case, supported_modes, soc: str = REFERENCE_SOC, build: str = LA
     found = pointer_and_type_rules(case)
     if empty(case.shape):
         return found
-    return [*found, *mode_rules(case, supported_modes), *slice_list_rules(case), *shape_rules(case, build),
-            *contiguity_rules(case)]
+    return [*found, *tiling_rules(case, supported_modes, build), *contiguity_rules(case)]
+
+
+def tiling_rules(case: Case, supported_modes, build: str = LATEST_BUILD) -> list[Violation]:
+    """Rule 5, the 950 tiling's own (561002): the mode, the slice list, the slice and shapes of ``build``. For a dy
+    without elements it is what the tiling says when it runs (nnopbase runs none on the aclnn path): a no-op after
+    the mode, the slice range and the 4-D, cos = sin and cos D <= D rules (upstream's tiling test at 2b888cdb
+    refuses a [-1, 0) slice on a dy of B = 0)."""
+    return [*mode_rules(case, supported_modes), *slice_list_rules(case), *shape_rules(case, build)]
 
 
 def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -346,4 +353,5 @@ GRAD = OperatorSpec(
     tensor="dy", direction="backward", adjoint="forward", rules=rules, rule_reasons=RULE_REASONS,
     no_op=no_op, rotation=ROTATION, dtype_pairs=tuple(itertools.product(OPERATOR_DTYPES, repeat=2)),
     layouts=BROADCASTS, socs=SOCS, chip_rules=CHIP_REASONS, builds=tuple(BUILDS), required=True,
-    graph=GraphIR("InplacePartialRotaryMulGrad", ("dy", "cos", "sin"), "dy", GRAPH_REFUSALS, GRAPH_TILING))
+    graph=GraphIR("InplacePartialRotaryMulGrad", ("dy", "cos", "sin"), "dy", GRAPH_REFUSALS, GRAPH_TILING,
+                  tiling_rules=tiling_rules))

@@ -148,7 +148,8 @@ def ub_pass_rows(length: int, itemsize: int, cos_itemsize: int) -> int:
     ``cos_itemsize``: upstream's BAB tiling's budget (a quarter of the unified buffer for each of dy in, dx out and
     their double buffers) with one cos/sin row per dy row, ``floor(floor32(UB / 4) / dy_row / (1 + table_rows))``,
     ``dy_row`` the slice's bytes rounded up to 32, ``table_rows = max(1, ceil(cos_row / dy_row))``; at least 1 (the
-    emulator's ``ub_pass_rows``)."""
+    emulator's ``ub_pass_rows``). That is the pass of one head: with N heads to a table row upstream's ``SplitUb``
+    holds more dy rows (runners/emulator/README.md)."""
     _, _, ub = emulator_layout()
     dy_row = -(-length * itemsize // ALIGN_BYTES) * ALIGN_BYTES
     cos_row = -(-length * cos_itemsize // ALIGN_BYTES) * ALIGN_BYTES

@@ -43,13 +43,16 @@ class GraphIR:
 
     ``refusals``: rule (of ``OperatorSpec.rule_reasons``) -> where GE refuses a case whose first broken rule it is,
     or, when graph mode has no answer to expect for it, why (a strided dy: GE's tensors are dense); a rule not listed
-    is the tiling's, refused with ``tiling`` (the static shape's tiling runs when the graph compiles)."""
+    is the tiling's, refused with ``tiling`` (the static shape's tiling runs when the graph compiles).
+    ``tiling_rules(case, supported_modes) -> [Violation]``: the tiling's own rules, which for an in-place tensor
+    without elements say what it refuses when it runs (nnopbase runs no tiling for one on the aclnn path)."""
 
     op_type: str
     inputs: tuple[str, str, str]
     output: str
     refusals: Mapping[str, GraphRefusal | str] = field(default_factory=dict)
     tiling: GraphRefusal | None = None
+    tiling_rules: Callable | None = None
     mode_attr: str = "rotary_mode"
     slice_attr: str = "partial_slice"
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...dtypes import FLOAT_FORMATS, Format
+from ...dtypes import FLOAT_FORMATS, Format, rounded
 
 U32 = 2.0 ** -24                 # float32 unit roundoff
 FTZ_FLOOR = 4 * 2.0 ** -126      # a float32 kernel flushing subnormal inputs, products or sums to zero
@@ -94,6 +94,12 @@ class SliceView:
         if self._rounded is None:
             self._rounded = self.op.golden(self.x, self.cos, self.sin, self.mode, self.piece)[..., self.start:self.end]
         return self._rounded
+
+    def nearest(self) -> np.ndarray:
+        """``e``: the float64 golden rounded once to the tensor's dtype, as float64 (0 where neutralised; a golden
+        past the dtype's range rounds to an infinity)."""
+        with np.errstate(over="ignore"):
+            return rounded(self.golden, self.x.dtype).astype(np.float64)
 
     def neutral(self, values: np.ndarray) -> np.ndarray:
         """``values`` with the neutralised elements set to 0 (in place)."""
