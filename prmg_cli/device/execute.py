@@ -29,7 +29,7 @@ import time
 import traceback
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from . import provenance
 from .. import dtypes
@@ -485,6 +485,16 @@ def tiling_attributes(case: Case) -> tuple:
     return case.rotary_mode, case.slice_argument()
 
 
+def sibling_groups(cases: Sequence[Case], indices: Iterable[int]) -> list[list[int]]:
+    """The tiling siblings among ``cases[i]`` for ``i`` in ``indices``: per ``tiling_key`` whose cases there have
+    several ``tiling_attributes``, their indices in the order given (a tiling cache keyed by the tensors alone hands
+    each of them another's tiling). The schedule keeps each group on one worker, ``--shard`` in one shard."""
+    keys: dict[tuple, list[int]] = {}
+    for index in indices:
+        keys.setdefault(tiling_key(cases[index]), []).append(index)
+    return [group for group in keys.values() if len({tiling_attributes(cases[index]) for index in group}) > 1]
+
+
 class _Siblings:
     """The waiting cases of one ``tiling_key`` that has several ``tiling_attributes``: per attributes their indices in
     case order, and the first index of each (``heads``, in order), so that the first waiting sibling of another kind
@@ -554,12 +564,12 @@ class Schedule:
                 self.finish(index, early)
         self._held: dict = {}                          # device -> the sibling it takes next
         kinds = {index: tiling_attributes(cases[index]) for index in self._waiting}
-        groups = {index: tiling_key(cases[index]) for index in self._waiting}
-        by_key: dict[tuple, _Siblings] = {}
-        for index, key in groups.items():
-            by_key.setdefault(key, _Siblings(kinds)).add(index)
-        self._siblings = {index: by_key[key] for index, key in groups.items()   # case index -> its key's cases,
-                          if len(by_key[key]) > 1}                               # when they are of several kinds
+        self._siblings: dict[int, _Siblings] = {}      # case index -> the waiting cases of its key, of several kinds
+        for indices in sibling_groups(cases, self._waiting):
+            group = _Siblings(kinds)
+            for index in indices:
+                group.add(index)
+                self._siblings[index] = group
 
     @property
     def waiting(self) -> bool:
@@ -1041,14 +1051,10 @@ def together(cases: Sequence[Case]) -> dict[str, str]:
     """The shard name of each case of ``cases`` that has tiling siblings among them (cases of its ``tiling_key`` with
     other ``tiling_attributes``) and is not the first of its key by name: that first name, min(names of the key).
     A sharded run's record holds it (``store.RunRecord.together``), so that a merge finds a missing case's shard."""
-    keys: dict[tuple, list[Case]] = {}
-    for case in cases:
-        keys.setdefault(tiling_key(case), []).append(case)
     first: dict[str, str] = {}
-    for group in keys.values():
-        if len(group) > 1 and len({tiling_attributes(case) for case in group}) > 1:
-            leader = min(case.name for case in group)
-            first.update((case.name, leader) for case in group if case.name != leader)
+    for indices in sibling_groups(cases, range(len(cases))):
+        names = [cases[index].name for index in indices]
+        first.update((name, min(names)) for name in names if name != min(names))
     return first
 
 
