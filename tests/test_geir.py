@@ -262,7 +262,7 @@ def one_case(fail):
         outcome = session.launch(case, make_inputs(case))
         return [outcome.status, outcome.phase, outcome.failed_call, outcome.error_message]
 
-for fail in ("initialize", "session", "", "add", "compile", "run"):
+for fail in ("initialize", "session", "session_unmade", "", "add", "compile", "run"):
     step(fail, lambda: one_case(fail))
 kept = GeirSession(toolkit, 0)          # left open: prmg ends GE at exit (geir._finalize_open)
 step("", lambda: GeirSession(toolkit, 1))
@@ -279,8 +279,9 @@ assert ctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL).prmg_geir_initialize(0, ctyp
 
 def test_the_shim_ends_ge_on_every_failure_path_and_at_exit(tmp_path, emulator, monkeypatch):
     """The real shim's life of GE in one process, on a stand-in GE failing each step in turn: a GEInitialize that
-    fails (having started GE's core, as GE's does when its session manager fails) or a session whose constructor
-    throws is reported in the init phase and GE finalised, so that the next session of the process starts afresh;
+    fails (having started GE's core, as GE's does when its session manager fails), a session whose constructor
+    throws or one GE did not make (its constructor returning as if it had: the shim's probe finds no inner session) is
+    reported in the init phase and GE finalised, so that the next session of the process starts afresh;
     AddGraph failing, CompileGraph throwing (reported in the compile phase, not as a crash of the process) and RunGraph
     failing leave no graph behind; each closed session is destroyed before GEFinalize; a process that exits with GE
     still initialised finalises it (the session first: prmg at interpreter exit, the shim's own exit handler for a
@@ -300,6 +301,11 @@ def test_the_shim_ends_ge_on_every_failure_path_and_at_exit(tmp_path, emulator, 
                        "to start" and steps[1] == ["GEInitialize", "GEFinalize"]
     assert steps[2] == "prmg_geir_initialize failed: 4294967295 ge::FAILED: C++ exception: stand-in GE: the session " \
                        "could not be made" and steps[3] == ["GEInitialize", "GEFinalize"]
+    assert steps[4] == "prmg_geir_initialize failed: 4294967295 ge::FAILED: GE made no session (its constructor " \
+                       "says so only in GE's messages; a RunGraph of no graph found no inner session): stand-in GE: " \
+                       "Construct session failed, error code:1343225857" \
+        and steps[5] == ["GEInitialize", "Session unmade", *ends]
+    steps = steps[:4] + steps[6:]       # the steps after: each session made, its probe leaving no graph behind
     assert steps[4] == [0, "", "", ""] and steps[5] == ["GEInitialize", "Session", "AddGraph 1", "RemoveGraph 1", *ends]
     assert steps[6][:3] == [GE_FAILED, "init", "ge::Session::AddGraph"] and "AddGraph failed" in steps[6][3]
     assert steps[7] == ["GEInitialize", "Session", *ends]

@@ -4,12 +4,13 @@
  * syntax alone is checked against GE's published headers by `make geir-syntax GE_INCLUDE="..."`.
  *
  * Per process: GEInitialize (device id, graph run mode, precision mode keeping every dtype as given) and one
- * ge::Session. Per case: a graph of one Data node per linked input (host placement, index in feed order) and
- * the operator made from its IR by type name, inputs linked and attributes set by the IR's names (after
- * checking that the IR declares them, with the types prmg sets: an attribute GE does not know would be added
- * silently and the IR's default used; one of another type would replace the IR's; a partial_slice of NULL is left
- * unset, to its IR default), the operator's ref output as the graph's output; AddGraph, CompileGraph, RunGraph on host
- * tensors, RemoveGraph. A failing step reports GE's status, the step's phase and GEGetErrorMsgV2().
+ * ge::Session, checked to exist (GE's constructor cannot say it failed: session_made). Per case: a graph of one
+ * Data node per linked input (host placement, index in feed order) and the operator made from its IR by type name,
+ * inputs linked and attributes set by the IR's names (after checking that the IR declares them, with the types prmg
+ * sets: an attribute GE does not know would be added silently and the IR's default used; one of another type would
+ * replace the IR's; a partial_slice of NULL is left unset, to its IR default), the operator's ref output as the
+ * graph's output; AddGraph, CompileGraph, RunGraph on host tensors, RemoveGraph. A failing step reports GE's status,
+ * the step's phase and GEGetErrorMsgV2().
  * GE is ended on every path (docs/runners.md): GEFinalize after a failed start, every added graph removed, the session
  * destroyed before GEFinalize, and GE finalised at process exit when the caller did not.
  */
@@ -46,6 +47,7 @@ bool g_ge_started = false;                  // GEInitialize was called (even fai
 bool g_exit_hook = false;                   // finalize_at_exit is registered
 int32_t g_device = -1;
 uint32_t g_next_graph = 1;
+const uint32_t NO_GRAPH = 0xFFFFFFFFu;      // a graph id never added (ids count up from 1): session_made's probe
 
 using Clock = std::chrono::steady_clock;
 
@@ -248,8 +250,8 @@ uint32_t run_case(const prmg_geir_call &call, prmg_geir_report *report)
     const std::map<ge::AscendString, ge::AscendString> graph_options;
     const Clock::time_point began = Clock::now();
     status = g_session->AddGraph(graph_id, graph, graph_options);
-    if (status != ge::SUCCESS)              // FAILED whatever went wrong, a session GE could not make included (its
-        return failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::Session::AddGraph");  // constructor says nothing)
+    if (status != ge::SUCCESS)              // FAILED whatever went wrong (GE or its session failing): not a refusal
+        return failed(report, status, PRMG_GEIR_PHASE_INIT, "ge::Session::AddGraph");
     int32_t phase = PRMG_GEIR_PHASE_COMPILE;
     try {
         compile_and_run(call, graph_id, feeds, began, phase, report);
@@ -268,6 +270,27 @@ uint32_t run_case(const prmg_geir_call &call, prmg_geir_report *report)
     if (report->status == ge::SUCCESS && removed != ge::SUCCESS)
         failed(report, removed, PRMG_GEIR_PHASE_RUN, "ge::Session::RemoveGraph");
     return report->status;
+}
+
+// Whether GE made g_session, else records that it did not. GE's Session constructor returns nothing when it fails
+// (hicann/ge ConstructSession: GE not initialised, an option refused, its session manager failing): the object is
+// left without GE's inner session, and every later call says FAILED (AddGraph: the first case's init phase). A
+// RunGraph of a graph never added tells the two apart and changes nothing: GE answers a session it made that the graph
+// does not exist (GE_GRAPH_GRAPH_NOT_EXIST since 2026-01, FAILED before), and only a session it did not make names
+// its missing inner session ("InnerSession does not exist", SessionManager::GetSession, in GE since 2025-12).
+// `constructed` is GE's message read just after the constructor (its own account of the failure, when it gave one).
+bool session_made(const std::string &constructed, prmg_geir_report *report)
+{
+    std::vector<ge::Tensor> none;
+    std::vector<ge::Tensor> outputs;
+    const uint32_t status = g_session->RunGraph(NO_GRAPH, none, outputs);
+    const std::string answer = ge_message();        // read, so that GE's next message is the next failure's own
+    if (status == ge::SUCCESS || answer.find("InnerSession does not exist") == std::string::npos)
+        return true;
+    record(report, status, PRMG_GEIR_PHASE_INIT, "ge::Session::Session",
+           "GE made no session (its constructor says so only in GE's messages; a RunGraph of no graph found no inner "
+           "session): %s", (constructed.empty() ? answer : constructed).c_str());
+    return false;
 }
 
 // Ends what prmg_geir_initialize started (g_lock held): the session, then GE. A failing GEInitialize may have left GE
@@ -347,8 +370,13 @@ PRMG_GEIR_API uint32_t prmg_geir_initialize(int32_t device_id, prmg_geir_report 
             return status;
         }
         step = "ge::Session::Session";
+        (void)ge_message();                     // GE's earlier messages: what follows is the constructor's own
         const std::map<ge::AscendString, ge::AscendString> session_options;
         g_session = new ge::Session(session_options);
+        if (!session_made(ge_message(), report)) {
+            end_ge();
+            return report->status;
+        }
         g_device = device_id;
         return ge::SUCCESS;
     } catch (const std::bad_alloc &) {

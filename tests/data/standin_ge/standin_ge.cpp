@@ -13,10 +13,13 @@
  * one not initialised is SUCCESS and does nothing, a session's calls fail once GE is finalised. $STANDIN_GE_FAIL
  * names one step to fail, for the shim's tests of each failure path: "initialize" (GEInitialize returns FAILED having
  * started GE's core, as GE's does when its session manager fails after GEInitializeV2), "session" (the Session's
- * constructor throws), "add" (AddGraph returns FAILED), "compile" (CompileGraph throws) or "run" (RunGraph returns
+ * constructor throws), "session_unmade" (the constructor returns having made no session, as GE's does when it fails:
+ * saying so only in GE's messages, every later call FAILED naming the missing inner session, as GE's GetSession
+ * does), "add" (AddGraph returns FAILED), "compile" (CompileGraph throws) or "run" (RunGraph returns
  * FAILED). $STANDIN_GE_LOG, when set, is a file each call of GE's life is appended to, one line each: GEInitialize,
- * GEFinalize (only when it ends an initialised GE), Session, ~Session (with "after GEFinalize" when GE was no longer
- * initialised), AddGraph ID, RemoveGraph ID.
+ * GEFinalize (only when it ends an initialised GE), Session (Session unmade), ~Session (with "after GEFinalize" when
+ * GE was no longer initialised), AddGraph ID, RemoveGraph ID. GEGetErrorMsgV2 empties GE's messages as it reads
+ * them, as GE's does; a RunGraph of a graph never added says so (GE_GRAPH_GRAPH_NOT_EXIST), as GE's does since 2026-01.
  */
 #include "standin_ge.h"
 
@@ -39,6 +42,8 @@ namespace {
 std::string g_error;
 const char *const GRAD = "InplacePartialRotaryMulGrad";
 const char *const INPUTS[] = {"dy", "cos", "sin"};
+const char *const UNMADE = "GetSession fail for InnerSession does not exist, session_id:0.";
+const Status GE_GRAPH_GRAPH_NOT_EXIST = 1343242242U;
 
 bool g_initialised = false;
 
@@ -174,13 +179,18 @@ Session::Session(const std::map<AscendString, AscendString> &)
 {
     if (failing("session"))
         throw std::runtime_error("stand-in GE: the session could not be made");
-    log("Session");
+    made_ = !failing("session_unmade");
+    if (!made_)
+        fail(FAILED, "Construct session failed, error code:1343225857");
+    log(made_ ? "Session" : "Session unmade");
 }
 
 Session::~Session() { log(g_initialised ? "~Session" : "~Session after GEFinalize"); }
 
 Status Session::AddGraph(uint32_t graph_id, const Graph &graph, const std::map<AscendString, AscendString> &)
 {
+    if (!made_)
+        return fail(FAILED, UNMADE);
     if (!g_initialised)
         return fail(FAILED, "AddGraph: GE is not initialised");
     if (failing("add"))
@@ -192,6 +202,8 @@ Status Session::AddGraph(uint32_t graph_id, const Graph &graph, const std::map<A
 
 Status Session::CompileGraph(uint32_t graph_id)
 {
+    if (!made_)
+        return fail(FAILED, UNMADE);
     if (failing("compile"))
         throw std::runtime_error("stand-in GE: CompileGraph threw");
     const OperatorState &op = *graphs_.at(graph_id).outputs().at(0).first.state();
@@ -210,8 +222,12 @@ Status Session::CompileGraph(uint32_t graph_id)
 
 Status Session::RunGraph(uint32_t graph_id, const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs)
 {
+    if (!made_)
+        return fail(FAILED, UNMADE);
     if (failing("run"))
         return fail(FAILED, "RunGraph failed");
+    if (graphs_.count(graph_id) == 0)
+        return fail(GE_GRAPH_GRAPH_NOT_EXIST, "the graph (graph_id=" + std::to_string(graph_id) + ") does not exist");
     const OperatorState &op = *graphs_.at(graph_id).outputs().at(0).first.state();
     const Tensor *fed[3];
     for (int t = 0; t < 3; ++t)
@@ -242,6 +258,8 @@ Status Session::RunGraph(uint32_t graph_id, const std::vector<Tensor> &inputs, s
 
 Status Session::RemoveGraph(uint32_t graph_id)
 {
+    if (!made_)
+        return fail(FAILED, UNMADE);
     if (graphs_.erase(graph_id) == 0)
         return fail(FAILED, "RemoveGraph: no graph " + std::to_string(graph_id));
     log("RemoveGraph " + std::to_string(graph_id));
@@ -266,6 +284,11 @@ Status GEFinalize()
     return SUCCESS;
 }
 
-AscendString GEGetErrorMsgV2() { return AscendString(g_error.c_str()); }
+AscendString GEGetErrorMsgV2()
+{
+    const AscendString text(g_error.c_str());
+    g_error.clear();
+    return text;
+}
 
 }  // namespace ge

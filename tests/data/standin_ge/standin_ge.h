@@ -127,6 +127,7 @@ public:
     Status RemoveGraph(uint32_t graph_id);
 private:
     std::map<uint32_t, Graph> graphs_;
+    bool made_ = true;
 };
 
 Status GEInitialize(const std::map<AscendString, AscendString> &options);
