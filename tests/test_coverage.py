@@ -398,14 +398,27 @@ def test_graph_mode_alone_covers_no_storage_class():
     views = case(op="forward", shape=[1, 2, 2, 8], broadcast="1S1D", dy_offset=5, cos_offset=2, sin_offset=2,
                  cos_strides=[32, 16, 16, 1])
     assert {key for key in covered(views) if key.startswith("storage: ")} == {
-        "storage: dy at an offset", "storage: cos at an offset", "storage: sin at an offset",
-        "storage: cos/sin not contiguous"}
+        "storage: dy at an offset", "storage: sin at an offset", "storage: cos/sin not contiguous",
+        "storage: cos/sin not contiguous, at an offset"}     # cos strided at its offset: not a contiguous view
 
     def classes(path: str) -> int:
         result = CaseResult(views.name, "passed", definition=case_to_dict(views), source="t.yaml", path=path)
         return int(re.search(r"covers (\d+) of", coverage.run_line([result])).group(1))
 
     assert classes("aclnn") == classes("aclnn+geir") == classes("geir") + 4
+
+
+def test_a_strided_view_at_an_offset_is_a_class_of_its_own():
+    """A strided x at a storage offset (vllm-ascend's heads of one rank) is the forward's class of its own, which the
+    copies in and back must place, not the contiguous view at an offset that GetData places; the grad, which refuses
+    a strided dy, has no such class."""
+    heads = case(op="forward", shape=[1, 2, 3, 8], broadcast="111D", partial_slice=[4, 8], dy_strides=[64, 32, 8, 1],
+                 dy_offset=8)
+    shifted = case(op="forward", shape=[1, 2, 3, 8], broadcast="111D", partial_slice=[4, 8], dy_offset=8)
+    storage = lambda one: {key for key in covered(one) if key.startswith("storage: ")}       # noqa: E731
+    assert storage(heads) == {"storage: x not contiguous", "storage: x not contiguous, at an offset"}
+    assert storage(shifted) == {"storage: dy at an offset"}
+    assert not any("at an offset" in item.name and "contiguous" in item.name for item in regimes("grad"))
 
 
 def test_a_huge_run_is_pointed_to_the_command(monkeypatch):

@@ -268,6 +268,8 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "ub_tail_seam": "over budget",
     # cos/sin cached by their device addresses: the next case of their sizes, at the same addresses, gets stale tables
     "table_address_cache": "over budget",
+    # an eighth look: the forward's copies of a strided view from its storage's start (vllm-ascend's heads of a rank)
+    "fwd_staged_offset": "x storage changed before its offset",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 STRICT_CATCH = {"round_up", "cast_away"}    # within every element's budget: only the error balance, a warning, sees it

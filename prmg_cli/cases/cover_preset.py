@@ -154,8 +154,10 @@ def _specials(op: str) -> list[dict]:
 
 def _storage(op: str) -> list[dict]:
     """Each tensor at a storage offset, a NULL and a 3-value partialSlice (valid for every operator); dy's rows and
-    cos's positions padded (not contiguous: valid for an operator that makes its inputs contiguous); cos and sin
-    without elements (the grad's no-op since e9f0541c, which its base build refused)."""
+    cos's positions padded (not contiguous: valid for an operator that makes its inputs contiguous), and so at a
+    storage offset (x's rows from its second head on; cos and sin as vLLM's cos_sin.chunk(2, -1) makes them, sin L
+    into each row of 2L); cos and sin without elements (the grad's no-op since e9f0541c, which its base build
+    refused)."""
     return [dict(op=op, name="views_at_offsets", shape=(2, 3, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
                  dy_offset=5, cos_offset=3, sin_offset=1),
             dict(op=op, name="slice_null", shape=(1, 2, 2, 8), null=("partial_slice",)),
@@ -164,6 +166,10 @@ def _storage(op: str) -> list[dict]:
                  dy_strides=(128, 64, 16, 1)),
             dict(op=op, name="tables_padded", shape=(1, 2, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
                  cos_strides=(8, 8, 8, 1), sin_strides=(16, 8, 4, 1)),
+            dict(op=op, name="rows_padded_at_offset", shape=(1, 2, 3, 8), broadcast="111D", partial_slice=(4, 8),
+                 dy_strides=(64, 32, 8, 1), dy_offset=8),
+            dict(op=op, name="tables_chunked", shape=(1, 2, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
+                 cos_strides=(16, 8, 8, 1), sin_strides=(16, 8, 8, 1), sin_offset=4),
             dict(op=op, name="tables_empty", shape=(1, 2, 2, 8), cos_shape=(1, 0, 1, 4), partial_slice=(2, 6))]
 
 

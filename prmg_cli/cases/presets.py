@@ -325,6 +325,13 @@ def _users() -> dict:
              dtype="bfloat16", inputs=uniform,
              note="vllm-ascend's DeepSeek-V4 kv: kv.view(-1, 1, 1, 512), one head, a table row per token row (the "
                   "tables as large as dy)"),
+        case("dsv4_o_inverse_rope_cp_heads_bf16", op="forward", shape=(16, 1, 4, 512), broadcast="B11D",
+             partial_slice=(448, 512), dtype="bfloat16", inputs=uniform, dy_strides=(4096, 2048, 512, 1),
+             dy_offset=4 * 512,
+             note="vllm-ascend's DeepSeek-V4 inverse RoPE on the attention output under context parallelism: "
+                  "o_proj_input[:, start_h:end_h, :].unsqueeze(1) of [tokens, 8 heads, 512], the second rank's 4 "
+                  "heads (strided, at a storage offset: AutoContiguous copies them in and back), cos and -sin per "
+                  "token"),
     ]
     return document(cases, header=header("users", "the failure classes of public reports on RoPE kernels: "
                                                   "head_dim 192 in bfloat16, partial rotary at model geometries, "
@@ -550,6 +557,13 @@ def _forward() -> dict:
                       cos_strides=(48, 16, 16, 1), sin_strides=(24, 8, 8, 1), dtype="bfloat16", cos_dtype="float32"))
     cases.append(case("views_at_offsets", shape=(2, 3, 2, 16), broadcast="B1ND", partial_slice=(2, 14),
                       dy_offset=32, cos_offset=5, sin_offset=3, dtype="float16"))
+    cases.append(case("x_heads_at_offset_works", shape=(2, 1, 2, 16), broadcast="B11D", partial_slice=(12, 16),
+                      dy_strides=(64, 32, 16, 1), dy_offset=32, dtype="bfloat16",
+                      note="x[:, 2:4].unsqueeze(1) of [2, 4, 16]: heads 2 and 3 of 4, strided at a storage offset; "
+                           "AutoContiguous copies them in and back from the view"))
+    cases.append(case("tables_chunked_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
+                      cos_strides=(48, 16, 16, 1), sin_strides=(48, 16, 16, 1), sin_offset=8,
+                      note="cos, sin = cos_sin.chunk(2, -1) of a [1, 3, 1, 16] table: rows 16 apart, sin 8 into each"))
     invalid, nullptr, tiling = "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_INNER_TILING_ERROR"
     base = dict(shape=(2, 2, 2, 16), broadcast="B1ND", partial_slice=(4, 12))
     negative = lambda name, extra=(), **options: case(name, tags + ("negative",) + tuple(extra),  # noqa: E731

@@ -67,7 +67,8 @@ class Facts:
     N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
     which cos and sin both vary (``varies``), the value kinds its inputs hold as ``(place, kind)``
     pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``), the tensors at a storage
-    offset, whether cos or sin is strided, what its partialSlice is, and whether its sin tells partners apart.
+    offset (the contiguous ones; the strided ones apart), whether cos or sin is strided, what its partialSlice is,
+    and whether its sin tells partners apart.
     Every case has ``chip_rules`` (the rule it breaks first on a chip with rules of its own: the forward's A2/A3
     tiling) and ``builds_differ`` (the upstream builds on which it earns another status than on the latest).
     """
@@ -91,8 +92,9 @@ class Facts:
     itemsize: int = 4
     varies: frozenset = frozenset()
     values: frozenset = frozenset()
-    offsets: frozenset = frozenset()      # the tensors (dy, cos, sin) viewed at a non-zero storage offset
+    offsets: frozenset = frozenset()      # the contiguous tensors (dy, cos, sin) viewed at a non-zero storage offset
     strided_tables: bool = False          # cos or sin not contiguous
+    strided_offsets: frozenset = frozenset()  # the non-contiguous tensors viewed at a non-zero storage offset
     slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
     partners_differ: bool = False         # sin differs between the two lanes of some pair (reference.sin_partners)
     chip_rules: tuple[str, ...] = ()      # the rules broken first on the chips with rules of their own
@@ -360,8 +362,8 @@ def _phase_axis(op: str) -> list[Regime]:
 
 def _storage_axis(op: str) -> list[Regime]:
     """Each tensor viewed at a storage offset (every operator takes one: it is contiguous); an operator that takes a
-    non-contiguous x or cos/sin (``auto_contiguous``: its layer copies them) has a class of each; the others
-    refuse one (phase classes)."""
+    non-contiguous x or cos/sin (``auto_contiguous``: its layer copies them) has a class of each, and of each at a
+    storage offset too (the copy's own address arithmetic, not GetData's); the others refuse one (phase classes)."""
     found = [Regime("storage", f"{tensor} at an offset", f"a contiguous {tensor} view at a storage offset (torch's "
                     f"x[1:], vllm's in-place views): the kernel must work from the view's first element, not the "
                     f"storage's", lambda f, tensor=tensor: tensor in f.offsets) for tensor in TENSORS]
@@ -369,7 +371,14 @@ def _storage_axis(op: str) -> list[Regime]:
         found += [Regime("storage", "x not contiguous", "AutoContiguous: the generated layer copies x into the "
                          "workspace, runs the kernel and copies it back", lambda f: f.strided),
                   Regime("storage", "cos/sin not contiguous", "AutoContiguous: the generated layer copies the tables "
-                         "into the workspace before the kernel reads them", lambda f: f.strided_tables)]
+                         "into the workspace before the kernel reads them", lambda f: f.strided_tables),
+                  Regime("storage", "x not contiguous, at an offset", "a strided x view at a storage offset "
+                         "(vllm-ascend's o_proj_input[:, heads].unsqueeze(1)): the copies in and back must start at "
+                         "the view, which GetData's offset does not place for them",
+                         lambda f: "dy" in f.strided_offsets),
+                  Regime("storage", "cos/sin not contiguous, at an offset", "a strided table at a storage offset "
+                         "(vLLM's cos_sin.chunk(2, -1): sin at offset L, rows 2L apart): the copy in must start at the "
+                         "view", lambda f: bool({"cos", "sin"} & f.strided_offsets))]
     return found
 
 

@@ -368,13 +368,25 @@ static void zero_gaps(const op_operand *operand, unsigned char *view, int64_t lo
     free(reached);
 }
 
+/* The fwd_staged_offset fault: a non-contiguous operand's view is located from its storage's start, its storage
+ * offset dropped, so that AutoContiguous copies it in (and x back) from there; a contiguous operand keeps its offset
+ * (opbase's GetData applies it), as a layer applying the offset on the contiguous path only would. */
+static void drop_staged_offsets(aclOpExecutor *job)
+{
+    for (int t = 0; t < 3; t++)
+        if (!job->operand[t].contiguous)
+            job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
+                                          - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
+}
+
 /* Runs one consumed executor, `faults` in force (recorded as acting): stage the inputs, run the forward
  * kernel, copy xRef back into its view when it was staged. fwd_noop and an empty slice touch nothing; a
  * kernel fault is raised asynchronously and stops the kernel. fwd_write_past_end inverts the element just past
  * a contiguous x; fwd_gap_write zeroes the gaps of a staged x's storage (zero_gaps); fwd_ignore_offset works from
  * each storage's start (ignore_offsets); fwd_contiguous_tables maps a non-contiguous cos and sin in place, read
  * as contiguous (AutoContiguous skipped for them); fwd_fp16_ilv_half computes a float16 x of mode 3 with mode
- * 1's pairing. */
+ * 1's pairing; fwd_staged_offset copies a non-contiguous tensor in and back from its storage's start
+ * (drop_staged_offsets). */
 static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspace_host)
 {
     record_faults(faults);
@@ -384,6 +396,8 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
         ignore_offsets(job);
     if (has_fault(faults, FAULT_FWD_CONTIGUOUS_TABLES))
         job->operand[1].contiguous = job->operand[2].contiguous = 1;
+    if (has_fault(faults, FAULT_FWD_STAGED_OFFSET))
+        drop_staged_offsets(job);
     unsigned char *views[3] = {NULL, NULL, NULL};
     int64_t lowest[3] = {0, 0, 0};
     const int past_end = has_fault(faults, FAULT_FWD_WRITE_PAST_END) && job->operand[0].contiguous;
