@@ -94,9 +94,29 @@ MIXED = {"float16": (2.0 ** -9, 2.0 ** -9, 0.1), "bfloat16": (2.0 ** -6, 2.0 ** 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mixed_defaults_are_ttks_table(dtype):
+    """TTK's table, the limit left unset (0): TTK's dynamic max(floor, 32 ulp of the golden's magnitude)."""
     rtol, atol, cap = MIXED[dtype]
     assert standard_parameters("mixed", dtype) == {"rtol": rtol, "atol": atol, "required_matched_ratio": 0.99,
-                                                   "max_abs_error_limit": cap}
+                                                   "max_abs_error_limit": 0.0, "max_abs_error_floor": cap}
+
+
+def test_mixed_limit_is_32_ulp_of_the_goldens_magnitude_unless_a_case_sets_it():
+    """TTK's own examples (test_mix_tolerance.py, the version with max_abs_error_floor): a float16 golden near 60005
+    (60000 in float16, whose spacing there is 32) against a result of 60000 errs by about 5, within 32 * 32 = 1024
+    (the fixed 0.1 failed this correct result); a case's own limit of 0.01 replaces the dynamic one whole and fails
+    it; a small golden keeps the floor 0.1; at the largest finite float16 value the binade's spacing (32) counts, not
+    infinity."""
+    case, inputs = row("float16", [60000.0, 60000.0], cos=[float(np.float32(60005.0 / 60000.0)), 1.0])
+    passed = verdict(case, inputs, [60000.0, 60000.0], "mixed")
+    assert passed.status == "passed" and passed.metrics["abs_err_limit"] == 1024.0
+    assert 4.9 < passed.metrics["max_abs_err"] < 5.1
+    replaced = verdict(case, inputs, [60000.0, 60000.0], "mixed", {"max_abs_error_limit": 0.01})
+    assert replaced.status == "failed" and replaced.metrics["abs_err_limit"] == 0.01
+    case, inputs = row("float16", [2.0 ** -10, 2.0 ** -10], cos=[1.5, 1.0])
+    small = verdict(case, inputs, [2.0 ** -10, 2.0 ** -10], "mixed")
+    assert small.status == "passed" and small.metrics["abs_err_limit"] == 0.1
+    case, inputs = row("float16", [65472.0, 65504.0])
+    assert verdict(case, inputs, [65472.0, 65504.0], "mixed").metrics["abs_err_limit"] == 32.0 * 32.0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -149,6 +169,8 @@ def test_mixed_counts_the_slice_not_the_whole_row():
     ("float32", 16.0, None, None),           # 0.0156 > 0.01: the float32 numbers either side of 16.01
 ])
 def test_mixed_caps_the_largest_error(dtype, golden, inside, outside):
+    """A limit a case sets (TTK's explicit max_abs_error_limit, here its floor): an error of the limit passes, the
+    next one fails, and counts as unmatched though within atol + rtol*|g| (TTK: no 100% shown for a failure)."""
     rtol, atol, cap = MIXED[dtype]
     assert atol + rtol * golden > cap
     if inside is None:
@@ -158,10 +180,11 @@ def test_mixed_caps_the_largest_error(dtype, golden, inside, outside):
         inside, outside = candidate, float(np.nextafter(np.float32(candidate), np.float32(np.inf)))
     assert inside - golden <= cap < outside - golden
     case, inputs = row(dtype, [golden, golden])
-    passed = verdict(case, inputs, [inside, golden], "mixed")
+    limit = {"max_abs_error_limit": cap}
+    passed = verdict(case, inputs, [inside, golden], "mixed", limit)
     assert passed.status == "passed" and passed.metrics["max_abs_err"] == inside - golden
-    failed = verdict(case, inputs, [outside, golden], "mixed")
-    assert failed.status == "failed" and failed.metrics["unmatched"] == 0 and "max abs error" in failed.message
+    failed = verdict(case, inputs, [outside, golden], "mixed", limit)
+    assert failed.status == "failed" and failed.metrics["unmatched"] == 1 and "max abs error" in failed.message
 
 
 # --- single_bm (TTK's stat_rel_err) ---------------------------------------------------------------------------------
