@@ -415,7 +415,9 @@ def run_suite(request) -> int:
         sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
         return ExitCode.NO_CASES
     if request.list_only:
-        write_stdout(listing.render(cases))
+        skipped = [execute.case_result(case, "skipped", message=reason) for case in cases
+                   if (reason := constraints.skip_reason(case, modes))]
+        write_stdout(listing.render(cases, skipped, wide=request.wide))
         return ExitCode.OK
     check_run_outputs(request, targets, cases)
     max_memory = parse_size(request.max_memory) if request.max_memory else None
