@@ -20,7 +20,8 @@ from typing import Sequence
 
 from .. import __version__
 from ..case import Case
-from ..cases.loader import check_files, fingerprint_or_empty, input_files, load_cases, select, unjudged, validate
+from ..cases.loader import (check_files, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
+                            validate)
 from ..device import execute, provenance
 from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
 from ..files import write_text
@@ -67,9 +68,11 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
                 for text in (constraints.expectation_warning(case, modes),
                              case.known_defect and case.known_defect.unjudged(), weak_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
+    npy = len(file_inputs(cases))
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
                f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
-               f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
+               f"{mode_list(modes)}" + (f"; {plural(npy, '.npy file')} read by file: inputs, each from inside its "
+                                        f"case file's folder" if npy else "") + ")")
     return "\n".join(warnings + wrap(summary, width()))
 
 
