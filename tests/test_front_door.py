@@ -1258,6 +1258,12 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
      "--supported-modes: unknown mode '' in ''"),
     (["dump", "{case}", "--out", "{case}.out", "-k", "nothing"], 5, "prmg: no cases selected (check -k)"),
     (["bench", "{case}", "--runner", "geir"], 2, "--runner geir: prmg bench times the aclnn launch"),  # no note first
+    # a mistaken option is said before the cases are read: a selection of none exited 5 with it unsaid
+    (["run", "{case}", "-k", "nomatch", "--runner", "geri"], 2, "--runner 'geri' (did you mean 'geir'?)"),
+    (["run", "{case}", "-k", "nomatch", "--max-memory", "5XB"], 2, "--max-memory must look like 512M, 8G"),
+    (["run", "{case}", "-k", "nomatch", "--op-lib", "{case}.so"], 2, "--op-lib"),
+    (["bench", "{case}", "-k", "nomatch", "--soc", "bogus"], 2, "--soc 'bogus' is not in the peak bandwidth table"),
+    (["bench", "{case}", "-k", "nomatch", "--baseline", "{case}.json"], 2, "no such file"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BUILD=latest"], 2,        # 561000 at every call:
      "PRMG_EMU_BUILD must be base, e9f0541c or 2b888cdb (the upstream build the emulator follows), got 'latest'"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_SOC=" + "A" * 128], 2,    # cut: the header had none

@@ -221,6 +221,7 @@ def checked_settings(request):
             raise PrmgError(f"--standard: {exc.reason}") from None
     if request.max_timeouts < 1:
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
+    check_device_options(request.runner, None if getattr(request, "cluster", None) else request.op_lib)  # nodes' path
     golden = not request.no_golden
     checks, options = parse_checks(request.check), check_options(request)
     save_failures = os.path.realpath(request.save_failures) if request.save_failures else None
@@ -229,6 +230,17 @@ def checked_settings(request):
                                strict=request.strict, max_timeouts=request.max_timeouts, checks=checks,
                                golden=golden, check_options=options, save_failures=save_failures,
                                each_device=getattr(request, "each_device", False))
+
+
+def check_device_options(runner: str, op_lib: str | None) -> None:
+    """PrmgError for an unknown ``--runner`` or an ``--op-lib`` that is no regular file, checked with the other options
+    before any case is read: a selection of none (exit 5) had left such a mistake unsaid."""
+    from ..device.runners import check_runner
+    from ..device.toolkit import op_lib_file
+
+    check_runner(runner)
+    if op_lib:
+        op_lib_file(op_lib)
 
 
 def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
@@ -411,6 +423,7 @@ def run_suite(request) -> int:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
     targets = outputs.parse_targets(list(request.report), request.output)
+    max_memory = parse_size(request.max_memory) if request.max_memory else None
     modes = checked.supported_modes
     selection, cases = _select(request, modes)
     check_judged(cases, checked.checks, checked.golden)
@@ -423,7 +436,6 @@ def run_suite(request) -> int:
         write_stdout(listing.render(cases, skipped, wide=request.wide))
         return ExitCode.OK
     check_run_outputs(request, targets, cases)
-    max_memory = parse_size(request.max_memory) if request.max_memory else None
     # every file is read or opened before anything touches the toolkit (a probe of a wedged device takes long)
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
