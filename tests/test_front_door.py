@@ -1008,6 +1008,14 @@ def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
                  ["run", case, "--runner", "emulator", "--save-failures", tmp_path / "linked"]):
         one_error_line(prmg_here(*args), "it is a symlink; not followed, not written")
     assert list((tmp_path / "elsewhere").iterdir()) == [] and case.read_text().startswith("- {name: k")
+    # a folder that is another output (a report, the results file) or an input: its failures had been lost, the
+    # run said so only on the failures' lines (ENOTDIR) and exited 1
+    for other, says in ((["--report", f"json:{tmp_path / 'r.json'}"], "it is another report"),
+                        (["--results", tmp_path / "r.json"], "it is the results file")):
+        one_error_line(prmg_here("run", case, "--runner", "emulator", *other, "--save-failures", tmp_path / "r.json"),
+                       f"{tmp_path / 'r.json'}: cannot write the failure artifacts: {says}")
+    one_error_line(prmg_here("dump", case, "--out", case), "cannot write the dump: it is a case file")
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_doctor_refuses_an_unknown_runner_and_an_op_lib_that_is_no_file(tmp_path):
