@@ -81,10 +81,12 @@ def _inside(path: str, folders: Iterable[str]) -> bool:
 
 
 def toolkit_places(toolkit: Toolkit) -> list[str]:
-    """The folders and files (links resolved) a library of ``toolkit`` lies in: its root, its opp folder (its tiling and
-    kernels), its operator library, its graph-mode library."""
+    """The folders and files (links resolved) a library of ``toolkit`` lies in: its root, the folders of its runtime
+    and nnopbase (a ``lib64`` linked to elsewhere), its opp folder (its tiling and kernels), its operator library, its
+    graph-mode library."""
+    folders = [os.path.dirname(os.path.realpath(path)) for path in (toolkit.runtime_lib, toolkit.nnopbase_lib)]
     return [os.path.realpath(path) for path in (toolkit.root, opp_path(toolkit), toolkit.op_lib, toolkit.geir_lib)
-            if path]
+            if path] + folders
 
 
 def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
