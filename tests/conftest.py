@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# A pytest session the tests start (the plugin's, make test's options): without the cache folder, and without
+# hypothesis's plugin, which imports all of hypothesis at every session's end (its terminal summary: about a second of
+# CPU per session, 30 of them in make test) and does nothing else in a session that runs no hypothesis test.
+PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,13 +12,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from conftest import prmg
+from conftest import PYTEST, prmg
 from prmg_cli.cases.loader import Case, Expect, KnownDefect
 from prmg_cli.device.acl import SYNCHRONIZE, Outcome
 from prmg_cli.device.execute import known_defect_status
@@ -767,7 +766,7 @@ def test_pytest_plugin_matches_prmg_under_runxfail_and_surfaces_warnings(tmp_pat
 
     def pytest_run(*args):
         env = dict(os.environ, PRMG_EMU_FAULT="sign")
-        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg", str(path),
+        return subprocess.run([*PYTEST, "--prmg", str(path),
                                "--prmg-runner", "emulator", "-q", "-rxX", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=300)
 
@@ -787,7 +786,7 @@ def test_pytest_plugin_exits_as_prmg_run_does(tmp_path):
     pytest's hypothesis and xdist plugins, which cost a second of start-up.)"""
 
     def session(path, *args, env=None):
-        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+        return subprocess.run([*PYTEST,
                                "-p", "no:xdist", "--prmg", str(path), "--prmg-runner", "emulator", "-q", *args],
                               cwd=tmp_path, env=dict(os.environ, **(env or {})), capture_output=True, text=True,
                               timeout=300)
