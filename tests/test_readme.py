@@ -79,10 +79,9 @@ ALONE = (BENCH, "PRMG_EMU_DEVICES=2 prmg run cases/smoke.yaml --cluster local")
 # BENCH runs through prmg's entry point with each measurement of its four benchmarks taken once (the `repeat` each
 # run_*_bench takes first, 9, 7, 3 and 3 by default, gives medians of more runs of the same code at the same sizes):
 # a minute of make test's CPU saved; its exit code, stderr and last table are checked
-BENCH_ONCE = ("import sys\nfrom prmg_cli.commands import bench_host\nfrom prmg_cli.cli import main\n"
-              "for bench in (bench_host.run_host_bench, bench_host.run_pipeline_bench, bench_host.run_judge_paths_bench,"
-              " bench_host.run_whole_process_bench):\n    bench.__defaults__ = (1, *bench.__defaults__[1:])\n"
-              "sys.argv[0] = 'prmg'\nsys.exit(main())\n")
+BENCH_ONCE = ("import sys\nfrom prmg_cli.commands import bench_host as b\nfrom prmg_cli.cli import main\n"
+              "for bench in (b.run_host_bench, b.run_pipeline_bench, b.run_judge_paths_bench, b.run_whole_process_bench):\n"
+              "    bench.__defaults__ = (1, *bench.__defaults__[1:])\nsys.argv[0] = 'prmg'\nsys.exit(main())\n")
 
 
 def command_groups() -> dict[str, list[str]]:
