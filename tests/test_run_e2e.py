@@ -268,6 +268,9 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "ub_tail_seam": "over budget",
     # cos/sin cached by their device addresses: the next case of their sizes, at the same addresses, gets stale tables
     "table_address_cache": "over budget",
+    # an eighth look: that cache checked by the tables' first and last 32 bytes (edge.same_table_ends_*: RoPE tables of
+    # three requests, alike at both ends, the middle request at another position)
+    "table_block_cache": "all rows sharing cos rows (b=1, s=0), (b=1, s=1) are wrong",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 STRICT_CATCH = {"round_up", "cast_away"}    # within every element's budget: only the error balance, a warning, sees it
