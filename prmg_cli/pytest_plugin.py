@@ -361,7 +361,8 @@ def pytest_report_header(config) -> list[str]:
 def pytest_sessionstart(session) -> None:
     """Under ``--prmg --junitxml``, what ran the cases as the suite's ``prmg runner`` property (and ``prmg faults``),
     and, for the host emulator, the suite named as ``prmg run``'s JUnit names it (``junit.EMULATED``) unless
-    ``junit_suite_name`` names it: a pytest JUnit of an emulator session said nothing of the emulator."""
+    ``junit_suite_name`` names it: a pytest JUnit of an emulator session said nothing of the emulator. The file
+    holds a session not finished until pytest writes it (``_unfinished_junit``)."""
     from _pytest.junitxml import xml_key
 
     from .reports.outputs.junit import EMULATED
@@ -378,3 +379,23 @@ def pytest_sessionstart(session) -> None:
         xml.add_global_property(f"prmg {faults[0]}", faults[1])
     if info.runner == "emulator" and xml.suite_name == "pytest":
         xml.suite_name = EMULATED
+    _unfinished_junit(xml.logfile, info)
+
+
+def _unfinished_junit(path: str, info) -> None:
+    """Replace the ``--junitxml`` file, as the session starts, by prmg's JUnit of a session not finished (one error
+    saying so: ``suite.unfinished_results``): pytest writes its file at the session's end only, so a session killed
+    (SIGKILL: out of memory, a CI job's timeout) left an earlier session's green file in a kept workspace standing for
+    it. pytest's own file replaces it at the end; a folder not there yet (pytest makes it then) holds no stale file."""
+    from .commands.suite import unfinished_results
+    from .errors import PrmgError
+    from .files import write_text
+    from .reports import outputs
+
+    if os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        try:
+            write_text(path, outputs.render_pieces("junit", unfinished_results(info, "this pytest session",
+                                                                                 "pytest-session"), info,
+                                                   outputs.RenderOptions()))
+        except PrmgError:
+            pass            # pytest says so when it writes the file at the end

@@ -690,6 +690,45 @@ def test_every_count_of_shards_keeps_the_tiling_siblings_together_and_catches_th
         {f"not run: shard {holding}/5 is in no results file given"}, reasons
 
 
+def test_a_cluster_node_with_other_kernel_files_or_preloads_refuses_to_start_and_the_run_records_the_nodes():
+    """Issue 32 (seventh look): --cluster nodes were compared on SoC, driver and toolkit version alone, so a node with
+    another kernel binary of the operator (same toolkit version, a rebuilt or vendor kernel) or a library preloaded
+    ahead of its toolkit ran cases under the first's name; and the run recorded the kernel files of the host it was
+    started on (perhaps none there), which --resume and prmg report then compared. An actor whose node's kernel and
+    tiling files (their portable fingerprint) or preloaded libraries differ refuses to start naming them, and a run
+    whose nodes' files differ from this host's records the nodes' (``suite._nodes_files``)."""
+    from types import SimpleNamespace
+
+    from prmg_cli import __version__
+    from prmg_cli.commands.suite import _nodes_files
+    from prmg_cli.device.cluster import ClusterExecutor
+    from prmg_cli.results import RunInfo
+
+    files = {"opp": "/opt/cann/opp", "opp_files": 3, "opp_fingerprint": "local1", "opp_portable": "aaaa",
+             "opp_kernels": ["built-in"]}
+    found = {"version": __version__, "error": "", "toolkit": None, "soc": "Ascend950PR_9589", "accepted_modes": [1],
+             "driver_version": "25.0.rc1", "toolkit_version": "8.5.0", "preloaded": [], **files}
+    killed: list = []
+    executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
+        kind="aclnn")), target={}, _kill=killed.append)
+    assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="first", info=None)) == ""
+    rebuilt = SimpleNamespace(ready_ref={**found, "opp_fingerprint": "local2", "opp_portable": "bbbb"}, actor="rebuilt",
+                              info=None)
+    assert ClusterExecutor._started(executor, rebuilt).startswith(
+        "this node's operator's kernel and tiling files (fingerprint) bbbb, the run's aaaa: the NPUs of one run must")
+    hooked = SimpleNamespace(ready_ref={**found, "preloaded": [["/x/libhook.so", ["aclInit"]]]}, actor="hooked",
+                             info=None)
+    assert "this node's preloaded libraries [['/x/libhook.so', ['aclInit']]], the run's (none)" in \
+        ClusterExecutor._started(executor, hooked) and killed == ["rebuilt", "hooked"]
+    here = RunInfo("aclnn", "/opt/cann", opp="/opt/cann/opp", opp_files=0, opp_fingerprint="e3b0", opp_portable="e3b0")
+    _nodes_files(here, executor.target)
+    assert (here.opp, here.opp_files, here.opp_fingerprint, here.opp_portable, here.opp_kernels) == \
+        ("/opt/cann/opp", 3, "aaaa", "aaaa", ("built-in",))
+    alike = RunInfo("aclnn", "/opt/cann", opp_files=3, opp_fingerprint="local0", opp_portable="aaaa")
+    _nodes_files(alike, executor.target)
+    assert alike.opp_fingerprint == "local0"                  # this host's files are the nodes': its stamp stands
+
+
 def test_a_cluster_node_unlike_the_first_refuses_to_start():
     """Issue 32 (sixth look): each actor of a --cluster run found its node's SoC, driver and toolkit, but the run
     recorded the first actor's alone and ran cases on every other whatever it had, so a node with another driver or
@@ -706,8 +745,8 @@ def test_a_cluster_node_unlike_the_first_refuses_to_start():
     executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
         kind="aclnn")), target={}, _kill=killed.append)
     assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="first", info=None)) == ""
-    assert executor.target == {"accepted_modes": [1], "soc": "Ascend950PR_9589", "driver_version": "25.0.rc1",
-                               "toolkit_version": "8.5.0"}
+    assert {key: executor.target[key] for key in ("accepted_modes", "soc", "driver_version", "toolkit_version")} == {
+        "accepted_modes": [1], "soc": "Ascend950PR_9589", "driver_version": "25.0.rc1", "toolkit_version": "8.5.0"}
     assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="alike", info=None)) == ""
     unlike = SimpleNamespace(ready_ref={**found, "driver_version": "24.1.rc2", "toolkit_version": ""}, actor="other",
                              info=None)

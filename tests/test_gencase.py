@@ -391,6 +391,22 @@ FLAGS = dict(cos_shape=None, broadcast=None, partial_slice=None, dtype="float32"
              seed=None, name=None, expect="pass", standard=None, preset=None, output=None, append=False)
 
 
+@pytest.mark.parametrize("flags, line", [
+    ({"shape": "1,2,1"}, "--shape: expected 4 dimensions [B, S, N, D], got 3"),
+    ({"seed": -1}, "--seed: expected an integer 0 <= seed < 2**64, got the integer -1"),
+    ({"inputs": "dy=uniform:-1e308:1e308"}, "--inputs (inputs.dy.uniform): hi - lo overflows float64"),
+    ({"expect": "-1"}, "--expect: -1 is not a known error status"),
+    ({"dtype": "float64"}, "--dtype: unknown dtype 'float64'"),
+    ({"preset": "smok", "shape": None}, "--preset: unknown preset 'smok' (did you mean 'smoke'?)"),
+])
+def test_gen_case_errors_name_the_flag_not_a_field_of_a_case_the_user_never_named(flags, line):
+    """A flag-built case's mistake names the flag that set the field (``case_writer.FIELD_FLAGS``), not ``case
+    'interleave_fp32_fp32_1x2x1_cos1x1x1x1_s0-1': field 'shape'``, a name prmg made up."""
+    with pytest.raises(PrmgError) as caught:
+        case_writer.generate(**{**FLAGS, "mode": None, "dtype": None, "shape": "1,2,1,4", "inputs": None, **flags})
+    assert str(caught.value).startswith(line) and "case '" not in str(caught.value)
+
+
 def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broadcast_faults():
     """A decode case at S = 1 with tables at position 0 (cos = 1, sin = 0) is refused, one line with the fix; a
     B11D table with one position for every request gets a warning (a broadcast fault would pass it); one position
@@ -421,8 +437,8 @@ def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broa
 
     (value,) = gencase.load_generated(yaml.safe_load(text)["cases"])
     assert value.partners_alike == gencase.ROPE_PARTNERS and weak_warning(value) is None
-    with pytest.raises(PrmgError, match=r"field 'inputs.cos.rope.offset': a list of offsets has one per index of "
-                                        r"the table's first axis \(B = 8\), got 2"):
+    with pytest.raises(PrmgError, match=r"^--inputs \(inputs.cos.rope.offset\): a list of offsets has one per "
+                                        r"index of the table's first axis \(B = 8\), got 2$"):
         case_writer.generate(shape="8,1,4,16", inputs="cos=rope:1e4:0;1,sin=rope:1e4:0;1",
                              **{**FLAGS, "broadcast": "B11D"})
 

@@ -27,16 +27,24 @@ CASES = """
 def pytest_run(tmp_path, *args, env=None):
     cases = tmp_path / "cases.yaml"
     cases.write_text(CASES)
-    full_env = dict(os.environ, **(env or {}))
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))       # this tree's plugin (make mutate's copy)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg", str(cases),
                            "--prmg-runner", "emulator", *args], cwd=tmp_path, env=full_env,
                           capture_output=True, text=True, timeout=300)
 
 
 def test_plugin_collects_cases_as_items_with_verdicts(tmp_path):
-    """... and the session's header names the runner (no fault line when none is named)."""
+    """... and the session's header names the runner (no fault line when none is named). While the session runs,
+    the --junitxml file holds a session not finished (a conftest here copies it as the items start): pytest writes
+    its file at the end only, so a session killed (SIGKILL, a CI timeout) left an earlier green one in its place."""
+    (tmp_path / "j.xml").write_text('<testsuites tests="9" failures="0"><testsuite name="stale"/></testsuites>')
+    (tmp_path / "conftest.py").write_text("import shutil\n\ndef pytest_collection_finish(session):\n"
+                                          "    shutil.copy('j.xml', 'while.xml')\n")
     result = pytest_run(tmp_path, "--junitxml", str(tmp_path / "j.xml"))
     assert result.returncode == 0, result.stdout + result.stderr
+    unfinished = ET.parse(tmp_path / "while.xml").getroot().find("testsuite")
+    assert unfinished.get("errors") == "1" and "this pytest session (started " in \
+        unfinished.find("testcase/error").get("message")
     assert "3 passed, 1 skipped" in result.stdout
     assert "\nprmg runner: emulator (host build at " in result.stdout and "FAULTS" not in result.stdout
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")

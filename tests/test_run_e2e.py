@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli.commands import load as load_command
 from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
@@ -120,6 +120,21 @@ def test_selection_list_keyword_and_tag(small):
     assert "fp32_mid" in result.stdout and "fp16_full" in result.stdout and "bf16_mixed" not in result.stdout
     result, report = run_json(small, "--tag", "mixed")
     assert list(statuses(report)) == ["bf16_mixed"]
+
+
+def test_list_marks_the_cases_the_target_would_skip(small):
+    """``--list`` says which cases the run would skip (the target's modes, ``--supported-modes``), with the line a run
+    prints for them, so that a newcomer's half-mode case is not listed as if it would run."""
+    listed = prmg_here("run", small, "--list", env={"COLUMNS": "80"})
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert re.search(r"^half_mode .* skip$", listed.stdout, re.M)
+    assert re.search(r"^fp32_mid .* pass$", listed.stdout, re.M)
+    assert lines[-3:] == ["5 cases, 1 of them skipped by the target",
+                          "SKIP 1 case: rotary_mode half not supported by the target (supported:",
+                          " " * 13 + "interleave)"]
+    everything = prmg_here("run", small, "--list", "--supported-modes", "0,1,2,3", "--wide")
+    assert "skip" not in everything.stdout and everything.stdout.splitlines()[-1] == "5 cases"
 
 
 def test_list_refuses_the_options_it_would_ignore(small, tmp_path):

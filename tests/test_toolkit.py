@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prmg_cli.device import toolkit as tk
+from prmg_cli.device import mapped, toolkit as tk
 from prmg_cli.errors import PrmgError
 
 OP_SOURCE = """
@@ -302,9 +302,11 @@ def test_unwritable_cache_is_a_clear_error(tmp_path):
 
 @pytest.mark.verdict
 def test_a_library_mapped_from_another_toolkits_lib64_is_foreign(tmp_path, monkeypatch):
-    """``foreign_libraries`` on a process's maps (a file here): a library mapped from a folder of LD_LIBRARY_PATH that
-    holds a runtime, where the toolkit's lib64 has a file of that name, is foreign; the toolkit's own, or one from a
-    folder holding no runtime, is not. ``refuse_foreign`` refuses a process with any (exit 2), naming it."""
+    """``foreign_libraries`` on a process's maps (a file here): a library mapped from a folder that holds a runtime,
+    where the toolkit's lib64 has a file of that name, is foreign however it came in (LD_LIBRARY_PATH, a RUNPATH or
+    RPATH, LD_PRELOAD: no LD_LIBRARY_PATH names it here); the toolkit's own, one from a folder holding no runtime, or
+    one of a toolkit the process loaded on purpose (``others``) is not. ``refuse_foreign`` refuses a process with any
+    (exit 2), naming it and how it came."""
     a, b, plain = (tmp_path / name / "lib64" for name in ("a", "b", "plain"))
     for folder in (a, b, plain):
         folder.mkdir(parents=True)
@@ -313,12 +315,12 @@ def test_a_library_mapped_from_another_toolkits_lib64_is_foreign(tmp_path, monke
         (folder / tk.RUNTIME_NAMES[0]).write_text("")
     maps = tmp_path / "maps"
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {folder}/libdep.so\n" for folder in (b, plain)))
-    env = {"LD_LIBRARY_PATH": f"{b}:{plain}:{a}"}
-    assert tk.foreign_libraries(a.parent, str(maps), env) == [(f"{b}/libdep.so", f"{a}/libdep.so")]
-    assert tk.foreign_libraries(a.parent, str(maps), {"LD_LIBRARY_PATH": f"{plain}:{a}"}) == []
-    monkeypatch.setattr(tk, "foreign_libraries", lambda root: [(f"{b}/libdep.so", f"{a}/libdep.so")])
-    with pytest.raises(PrmgError, match=f"the toolkit at {a.parent} is mixed with another one: {b}/libdep.so in "):
-        tk.refuse_foreign(a.parent)
+    assert mapped.foreign_libraries(a.parent, str(maps)) == [(f"{b}/libdep.so", f"{a}/libdep.so")]
+    assert mapped.foreign_libraries(a.parent, str(maps), [b.parent]) == []
+    monkeypatch.setattr(mapped, "foreign_libraries", lambda root, others: [(f"{b}/libdep.so", f"{a}/libdep.so")])
+    with pytest.raises(PrmgError, match=f"the toolkit at {a.parent} is mixed with another one: {b}/libdep.so in .*"
+                                        f"RPATH or RUNPATH, LD_PRELOAD"):
+        mapped.refuse_foreign(a.parent)
 
 
 def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_path, emulator):
@@ -348,4 +350,103 @@ def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_pat
     assert mixed.returncode == 2 and "Traceback" not in mixed.stderr, mixed.stdout + mixed.stderr
     assert f"the toolkit at {a} is mixed with another one: {b}/lib64/libprmg_dep.so in place of " \
            f"{a}/lib64/libprmg_dep.so (LD_LIBRARY_PATH={b}/lib64:{a}/lib64 finds" in mixed.stderr, mixed.stderr
-    assert tk.foreign_libraries(a, str(tmp_path / "no-maps"), {"LD_LIBRARY_PATH": f"{b}/lib64"}) == []   # no /proc
+    preloaded = prmg(*run, env={"ASCEND_HOME_PATH": str(a), "LD_LIBRARY_PATH": f"{a}/lib64",     # was green
+                                "LD_PRELOAD": f"{b}/lib64/libprmg_dep.so"})
+    assert preloaded.returncode == 2, preloaded.stdout + preloaded.stderr
+    assert f"mixed with another one: {b}/lib64/libprmg_dep.so in place of {a}/lib64/libprmg_dep.so (a library's " \
+           f"RPATH or RUNPATH, LD_PRELOAD" in preloaded.stderr, preloaded.stderr
+    assert mapped.foreign_libraries(a, str(tmp_path / "no-maps")) == []   # no /proc
+
+
+def _library(source: Path, out: Path, *flags) -> Path:
+    """``source`` compiled into the shared library ``out`` (gcc)."""
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", out, source, *flags], check=True)
+    return out
+
+
+@pytest.mark.verdict
+def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(tmp_path):
+    """``mapped.interposers`` on a process's maps and start environment (files here): a library of LD_PRELOAD (by
+    path) or of /etc/ld.so.preload (by name) that the process mapped is preloaded; the symbols it defines that the
+    toolkit's mapped libraries define are named, but not one a system library defines too (libc's ``strlen``: an
+    allocator or libstdc++ preloaded takes nothing of the toolkit's)."""
+    source = tmp_path / "lib.c"
+    source.write_text("int aclInit(const char *c) { return c != 0; }\n"
+                      "unsigned long strlen(const char *s) { unsigned long n = 0; while (s[n]) n++; return n; }\n")
+    (tmp_path / "kit" / "lib64").mkdir(parents=True)
+    runtime = _library(source, tmp_path / "kit" / "lib64" / "libascendcl.so")
+    hook = _library(source, tmp_path / "libhook.so")
+    plain = _library(source, tmp_path / "libplain.so", "-DaclInit=plain_init", "-Dstrlen=plain_strlen")
+    libc = next(path for path in mapped.mapped_libraries() if Path(path).name.startswith("libc.so"))
+    maps = tmp_path / "maps"
+    maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (hook, plain, runtime, libc)))
+    environ, preload_file = tmp_path / "environ", tmp_path / "ld.so.preload"
+    environ.write_bytes(f"HOME=/root\0LD_PRELOAD={hook}\0".encode())
+    kit = tk.Toolkit("aclnn", tmp_path / "kit", runtime, runtime, runtime, "test")
+    found = mapped.interposers(kit, str(maps), str(environ), str(preload_file))
+    assert found == [(str(hook), ("aclInit",))]
+    assert mapped.preload_labels(found) == [f"{hook} (defines 1 of the toolkit's symbols: aclInit)"]
+    with pytest.raises(PrmgError, match=f"--strict: a preloaded library takes calls meant for the toolkit at "
+                                        f"{tmp_path / 'kit'}: {hook} \\(defines 1 .*aclInit\\)"):
+        mapped.refuse_interposers(found, kit.root)
+    environ.write_bytes(b"HOME=/root\0")
+    preload_file.write_text("# none\nlibplain.so\n")
+    assert mapped.preloaded(str(maps), str(environ), str(preload_file)) == [str(plain)]
+    assert mapped.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
+    mapped.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
+
+
+def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):
+    """A preloaded library that takes a call the toolkit's libraries make (a tracer's hook of the emulator's
+    ``prmg_emu_device_usable``, forwarding it) ran green and unrecorded, though it could hand the operator anything:
+    without --strict the run says so on stderr, its header names the library and what it takes, and its run record
+    holds it among the settings (a resume or merge with a run without it sees other conditions); --strict refuses
+    it, exit 2, before any case."""
+    from conftest import prmg
+    from prmg_cli.reports import store
+
+    hook = tmp_path / "hook.c"
+    hook.write_text("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
+                    "  int (*next)(const char *) = (int (*)(const char *))dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
+                    "  return next ? next(function) : 0;\n}\n")
+    library = _library(hook, tmp_path / "libhook.so", "-ldl")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    label = f"{library} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+    run = prmg("run", cases, "--runner", "emulator", "--results", tmp_path / "r.jsonl",
+               env={"LD_PRELOAD": str(library)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"prmg: warning: a preloaded library takes calls meant for the toolkit: {label}" in run.stderr
+    assert f"preloaded: {label} prmg:" in " ".join(run.stdout.split())          # the header's line (wrapped)
+    assert store.read(tmp_path / "r.jsonl").runs[-1].settings["preloaded"] == [label]
+    strict = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_PRELOAD": str(library)})
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
+    assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
+           in strict.stderr
+
+
+def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
+    """A toolkit whose libascendcl.so only forwards (its code in a library its RUNPATH finds elsewhere: another
+    toolkit's folder) ran green, every header naming the toolkit: the functions prmg calls resolve (``dladdr``) into
+    a file outside the toolkit, exit 2 naming the function and the file. ``mapped.resolved_outside`` names libc's
+    ``strlen`` outside the emulator and none of the emulator's own."""
+    import ctypes
+
+    from conftest import ROOT, prmg
+    kit, elsewhere = tmp_path / "kit", tmp_path / "elsewhere"
+    shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
+    elsewhere.mkdir()
+    _library(ROOT / "runners/emulator/runtime.c", elsewhere / "libacl_impl.so", "-std=gnu11", "-fvisibility=hidden",
+             "-pthread", "-Wl,-soname,libacl_impl.so", "-ldl")
+    (tmp_path / "forward.c").write_text("int prmg_forwarding_runtime;\n")
+    _library(tmp_path / "forward.c", kit / "lib64/libascendcl.so", "-Wl,-soname,libascendcl.so", "-Wl,--no-as-needed",
+             f"-L{elsewhere}", "-l:libacl_impl.so", f"-Wl,-rpath,{elsewhere}")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = prmg("run", cases, "--runner", "aclnn", env={"ASCEND_HOME_PATH": str(kit)})
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stdout + run.stderr
+    assert f"the toolkit at {kit} runs code from outside it: aclInit in {elsewhere}/libacl_impl.so;" in run.stderr
+    libc = ctypes.CDLL(None)
+    assert mapped.resolved_outside({"strlen": libc.strlen}, [str(emulator.root)])[0][0] == "strlen"
+    assert mapped.resolved_outside({"aclInit": ctypes.CDLL(str(emulator.runtime_lib)).aclInit},
+                                   [str(emulator.root)]) == []

@@ -694,7 +694,7 @@ def preset(name: str, tags: Sequence[str] = (), exclude_tags: Sequence[str] = ()
     kept = [case for case in doc["cases"] if (not wanted or wanted.intersection(case.get("tags", ())))
             and not unwanted.intersection(case.get("tags", ()))]
     if not kept:
-        raise PrmgError(f"no case of preset {name!r} is left by the tags given", field="preset")
+        raise PrmgError(f"no case of preset {name!r} is left by --tag and --exclude-tag", field="preset")
     command = f"prmg gen-case --preset {name}"
     options = "".join(f" --tag {tag}" for tag in tags) + "".join(f" --exclude-tag {tag}" for tag in exclude_tags)
     lines = [line.replace(f"`{command}`", f"`{command}{options}`") for line in doc.get("header", [])]

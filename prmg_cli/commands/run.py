@@ -25,7 +25,8 @@ OPTIONS = (
     REPORTS, OUTPUT, KEYWORD, TAGS, EXCLUDE_TAGS,
     Option("fail_fast", ("--fail-fast", "-x"), False, "Stop at the first failure, error or xpass; the cases not "
            "run are reported as not_run.", kind=bool),
-    Option("list_only", ("--list",), False, "Print the cases that would run, run nothing.", kind=bool),
+    Option("list_only", ("--list",), False, "Print the cases that would run (skip: the target would skip it), run "
+           "nothing.", kind=bool),
     Option("timeout", ("--timeout",), 300.0, "Per case, a finite number >= 0; a case past it is an error and its "
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
     Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "

@@ -20,7 +20,8 @@ from typing import Sequence
 
 from .. import __version__
 from ..case import Case
-from ..cases.loader import check_files, fingerprint_or_empty, input_files, load_cases, select, unjudged, validate
+from ..cases.loader import (check_files, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
+                            validate)
 from ..device import execute, provenance
 from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
 from ..files import write_text
@@ -67,9 +68,11 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
                 for text in (constraints.expectation_warning(case, modes),
                              case.known_defect and case.known_defect.unjudged(), weak_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
+    npy = len(file_inputs(cases))
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
                f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
-               f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
+               f"{mode_list(modes)}" + (f"; {plural(npy, '.npy file')} read by file: inputs, each from inside its "
+                                        f"case file's folder" if npy else "") + ")")
     return "\n".join(warnings + wrap(summary, width()))
 
 
@@ -218,6 +221,7 @@ def checked_settings(request):
             raise PrmgError(f"--standard: {exc.reason}") from None
     if request.max_timeouts < 1:
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
+    check_device_options(request.runner, None if getattr(request, "cluster", None) else request.op_lib)  # nodes' path
     golden = not request.no_golden
     checks, options = parse_checks(request.check), check_options(request)
     save_failures = os.path.realpath(request.save_failures) if request.save_failures else None
@@ -226,6 +230,17 @@ def checked_settings(request):
                                strict=request.strict, max_timeouts=request.max_timeouts, checks=checks,
                                golden=golden, check_options=options, save_failures=save_failures,
                                each_device=getattr(request, "each_device", False))
+
+
+def check_device_options(runner: str, op_lib: str | None) -> None:
+    """PrmgError for an unknown ``--runner`` or an ``--op-lib`` that is no regular file, checked with the other options
+    before any case is read: a selection of none (exit 5) had left such a mistake unsaid."""
+    from ..device.runners import check_runner
+    from ..device.toolkit import op_lib_file
+
+    check_runner(runner)
+    if op_lib:
+        op_lib_file(op_lib)
 
 
 def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
@@ -261,18 +276,10 @@ def device_list(request) -> str:
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     """The run's description for the reports' header (runner, target, provenance, injected faults)."""
-    from ..ops import OPERATORS
-    from ..device.toolkit import opp_path
-
     toolkit = settings.toolkit
     faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
         if toolkit.kind == "emulator" else ()
-    opp, custom, titles = opp_path(toolkit), os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), \
-        [spec.title for spec in OPERATORS.values()]
-    stamp = provenance.opp_stamp(opp, custom, titles)
-    return RunInfo(opp=str(opp), opp_files=stamp["files"], opp_fingerprint=stamp["fingerprint"],
-                   opp_kernels=tuple(provenance.kernel_places(opp, custom, titles)),
-                   opp_portable=stamp["portable"], runner=toolkit.kind, location=str(toolkit.root),
+    return RunInfo(**provenance.operator_files(toolkit), runner=toolkit.kind, location=str(toolkit.root),
                    op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
@@ -293,12 +300,36 @@ def _toolkit_version(toolkit) -> str:
     return f"{version} (PRMG_EMU_BUILD={build})" if build and toolkit.kind == "emulator" else version
 
 
+def _preloaded(info: RunInfo, found) -> None:
+    """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``mapped.interposers``), and
+    say on stderr when one defines the toolkit's symbols (``--strict`` refused it in the workers already)."""
+    from ..device.mapped import preload_labels
+
+    info.preloaded = tuple(preload_labels(found))
+    taking = [label for label, (_, symbols) in zip(info.preloaded, found) if symbols]
+    if taking:
+        sys.stderr.write(f"prmg: warning: a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: "
+                         f"the cases may not run the toolkit's code (--strict refuses this)\n")
+
+
+def _nodes_files(info: RunInfo, target: dict) -> None:
+    """Under ``--cluster``, the operators' kernel and tiling files the nodes load (the first actor's
+    ``provenance.operator_files``; every other node's must be alike: ``cluster.NODE_ALIKE``) in place of this host's
+    when they differ (this host may have no toolkit, or another build), the fingerprint then the portable one (the
+    nodes' files differ in inode, not in what they hold)."""
+    if "opp_portable" in target and (target["opp_files"], target["opp_portable"]) != (info.opp_files,
+                                                                                        info.opp_portable):
+        for name in provenance.OPP_FIELDS:
+            setattr(info, name, tuple(target[name]) if name == "opp_kernels" else target[name])
+        info.opp_fingerprint = info.opp_portable
+
+
 def recorded_settings(info: RunInfo, settings) -> dict:
     """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
     ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
     of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
     stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
-    the device's SoC, the driver, the host, the emulator's injected faults, the target's modes, under
+    the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected faults, the target's modes, under
     ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a verdict of every chip holds for
     those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``, ``--repeat`` and prmg's version.
     ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
@@ -314,6 +345,7 @@ def recorded_settings(info: RunInfo, settings) -> dict:
                if settings.each_device else {})}                        # and runs without --each-device theirs
     opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
            "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
+    path.update({"preloaded": list(info.preloaded)} if info.preloaded else {})   # runs without one keep their keys
     return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
                 libraries=libraries, opp=opp,
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
@@ -408,6 +440,7 @@ def run_suite(request) -> int:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
     targets = outputs.parse_targets(list(request.report), request.output)
+    max_memory = parse_size(request.max_memory) if request.max_memory else None
     modes = checked.supported_modes
     selection, cases = _select(request, modes)
     check_judged(cases, checked.checks, checked.golden)
@@ -415,10 +448,11 @@ def run_suite(request) -> int:
         sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
         return ExitCode.NO_CASES
     if request.list_only:
-        write_stdout(listing.render(cases))
+        skipped = [execute.case_result(case, "skipped", message=reason) for case in cases
+                   if (reason := constraints.skip_reason(case, modes))]
+        write_stdout(listing.render(cases, skipped, wide=request.wide))
         return ExitCode.OK
     check_run_outputs(request, targets, cases)
-    max_memory = parse_size(request.max_memory) if request.max_memory else None
     # every file is read or opened before anything touches the toolkit (a probe of a wedged device takes long)
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume
@@ -444,6 +478,8 @@ def run_suite(request) -> int:
                 info = run.info
                 info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
                 info.driver_version = executor.target.get("driver_version") or info.driver_version    # as loaded
+                _preloaded(info, executor.target.get("preloaded") or ())
+                _nodes_files(info, executor.target)
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
                 run.start(stored, recorded_settings(info, settings), selection)
                 _unfinished_reports(targets, info, request)
@@ -591,12 +627,17 @@ class _Run:
         return ordered, missing
 
 
+def unfinished_results(info: RunInfo, run: str = "this run", name: str = "prmg-run") -> list[CaseResult]:
+    """The one result of a report standing for ``run`` while it runs: a ``not_run`` saying it has not finished."""
+    return [CaseResult(name=name, status="not_run", message=f"not run: {run} (started {info.started}) has not "
+                                                            f"finished: killed before it wrote its reports?")]
+
+
 def _unfinished_reports(targets, info: RunInfo, request) -> None:
     """Each report file of ``targets``, as the cases start, replaced by one of this run not finished (a ``not_run``
     saying so): a run killed (SIGKILL: out of memory, a CI job's timeout) writes no report, and an earlier run's green
     one left in its place (a runner keeping its workspace) stood for it. The run's own reports replace it."""
-    unfinished = [CaseResult(name="prmg-run", status="not_run", message=f"not run: this run (started {info.started}) "
-                             f"has not finished: killed before it wrote its reports?")]
+    unfinished = unfinished_results(info)
     for target in (target for target in targets if target.path is not None):
         write_text(target.path, outputs.render_pieces(target.format, unfinished, info,
                                                       outputs.RenderOptions(verbose=request.verbose)))

@@ -49,7 +49,8 @@ from ..ops import DEFAULT_OP, OPERATORS
 from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
-from .toolkit import Toolkit, opp_path, refuse_foreign, refuse_stub
+from .mapped import refuse_foreign, resolved_outside, toolkit_places
+from .toolkit import Toolkit, opp_path, refuse_stub
 
 
 @dataclass
@@ -183,7 +184,8 @@ class _Api:
         runtime = _load(toolkit.runtime_lib, ctypes.RTLD_GLOBAL)
         nnopbase = _load(toolkit.nnopbase_lib, ctypes.RTLD_GLOBAL)
         op = _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
-        refuse_foreign(toolkit.root)            # LD_LIBRARY_PATH gave them another toolkit's dependencies
+        self.root = toolkit.root                # another toolkit's libraries give them dependencies of its own:
+        refuse_foreign(toolkit.root, [api.root for api in _APIS.values()])     # (a test's stand-ins aside)
         for library, path, prototypes in ((runtime, toolkit.runtime_lib, RUNTIME_PROTOTYPES),
                                           (runtime, toolkit.runtime_lib, EVENT_PROTOTYPES),
                                           (nnopbase, toolkit.nnopbase_lib, NNOPBASE_PROTOTYPES),
@@ -191,6 +193,7 @@ class _Api:
                                           (op, toolkit.op_lib, EMULATOR_HOOKS)):
             for name, (restype, argtypes) in prototypes.items():
                 setattr(self, name, _declare(library, path, name, restype, argtypes, name not in OPTIONAL))
+        _refuse_outside(self, toolkit)
         self.has_events = all(getattr(self, name) is not None for name in EVENT_PROTOTYPES
                               if name != "aclrtCreateEventWithFlag")
         if self.aclGetRecentErrMsg is not None:     # a message is only ever the call's own that set it
@@ -215,6 +218,22 @@ class _Api:
         """Raise AclError when a runtime call returned a non-zero aclError."""
         if status != 0:
             raise AclError(function, status, self.recent_error())
+
+
+def _refuse_outside(api: _Api, toolkit: Toolkit) -> None:
+    """PrmgError naming each function of the ABI that ``api`` holds whose code lies outside ``toolkit``'s folders
+    (``mapped.resolved_outside``): a runtime library that only forwards, its code found in another toolkit's folder
+    (through a RUNPATH, ``LD_LIBRARY_PATH``, ``LD_PRELOAD``), runs that toolkit under this one's name."""
+    functions = {name: getattr(api, name) for prototypes in (RUNTIME_PROTOTYPES, EVENT_PROTOTYPES,
+                                                             NNOPBASE_PROTOTYPES, OP_PROTOTYPES)
+                 for name in prototypes if getattr(api, name) is not None}
+    outside = resolved_outside(functions, toolkit_places(toolkit))
+    if outside:
+        named = "; ".join(f"{name} in {file}" for name, file in outside[:MAX_RANGES_LISTED])
+        more = f" and {len(outside) - MAX_RANGES_LISTED} more" if len(outside) > MAX_RANGES_LISTED else ""
+        raise PrmgError(f"the toolkit at {toolkit.root} runs code from outside it: {named}{more} (the symbols its "
+                        f"libraries gave resolve into other files: another toolkit's folder on a RUNPATH, "
+                        f"LD_LIBRARY_PATH or LD_PRELOAD?); source the toolkit's own set_env.sh")
 
 
 def _drained(drain, function):

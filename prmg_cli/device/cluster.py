@@ -62,7 +62,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Mapping, Sequence
 
-from . import execute
+from . import execute, provenance
 from .. import __version__
 from ..case import Case
 from ..errors import PrmgError
@@ -177,7 +177,7 @@ class NpuWorker:
             try:
                 self.worker = execute.CaseWorker(replace(settings, toolkit=self.toolkit), self.device,
                                                  f"{self.info['ip']}/NPU{self.info['npu']}")
-                self.info.update(self.worker.describe())
+                self.info.update(self.worker.describe(), **provenance.operator_files(self.toolkit))
             except Exception as exc:
                 self.info["error"] = _why(exc)
                 if self.toolkit.kind == "emulator" and "DEVICEID" in self.info["error"]:
@@ -423,9 +423,12 @@ def _start_failure(error: Exception) -> str:
     return f"the worker actor died while starting ({_ray_reason(error)}{hint})"
 
 
-# What every actor of one run must find alike (``CaseWorker.describe``), as the run records one of each: its SoC, the
-# driver its runtime loaded and its toolkit's stated version.
-NODE_ALIKE = {"soc": "SoC", "driver_version": "driver", "toolkit_version": "toolkit version"}
+# What every actor of one run must find alike (``CaseWorker.describe``, ``provenance.operator_files``), as the run
+# records one of each: its SoC, the driver its runtime loaded, its toolkit's stated version, the operators' kernel and
+# tiling files it would load (their portable fingerprint: size and time of each, alike on hosts that installed the same
+# packages) and the libraries preloaded ahead of the toolkit.
+NODE_ALIKE = {"soc": "SoC", "driver_version": "driver", "toolkit_version": "toolkit version",
+              "opp_portable": "operator's kernel and tiling files (fingerprint)", "preloaded": "preloaded libraries"}
 
 
 def _unlike(info: dict, first: dict) -> str:
@@ -540,7 +543,8 @@ class ClusterExecutor:
         if why:
             self._kill(slot.actor)
             return why
-        self.target = self.target or {key: slot.info.get(key) for key in ("accepted_modes", *NODE_ALIKE)}
+        self.target = self.target or {key: slot.info.get(key) for key in ("accepted_modes", *NODE_ALIKE,
+                                                                            *provenance.OPP_FIELDS)}
         return ""
 
     def _await_start(self) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import provenance
+from . import mapped, provenance
 from .. import dtypes
 from ..case import Case, element_count, storage_elements
 from ..cases.loader import case_record
@@ -400,6 +400,13 @@ class CaseWorker:
             settings = replace(settings, save_failures=os.path.join(settings.save_failures, f"device-{device}"))
         self.settings = replace(settings, device=self.label)
         self.session = open_session(settings.toolkit, device)
+        self.preloaded = mapped.interposers(settings.toolkit)     # the toolkit's libraries are mapped by now
+        if settings.strict:
+            try:
+                mapped.refuse_interposers(self.preloaded, settings.toolkit.root)
+            except PrmgError:
+                self.close()
+                raise
         self.target = Target(self.session.soc_name(), provenance.toolkit_version(settings.toolkit.root))
         self.fit = True
 
@@ -407,12 +414,14 @@ class CaseWorker:
         """What the worker found on its device: ``soc`` (aclrtGetSocName(), "" when the runtime cannot say),
         ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
         accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked), ``driver_version`` (of the
-        driver the runtime loaded into this process, ``provenance.driver_version``) and ``toolkit_version``."""
+        driver the runtime loaded into this process, ``provenance.driver_version``), ``toolkit_version`` and
+        ``preloaded`` (``mapped.interposers``: each preloaded library with the toolkit's symbols it defines)."""
         chip = self.target.soc
         probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
         accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)
         return {"soc": self.target.soc_name, "accepted_modes": accepted, "driver_version": provenance.driver_version(),
-                "toolkit_version": self.target.version}
+                "toolkit_version": self.target.version,
+                "preloaded": [[path, list(symbols)] for path, symbols in self.preloaded]}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
         """``run_case`` on this worker's session: the result (naming the device: ``label``) and whether the session is
@@ -449,7 +458,8 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int, known: S
     except Exception as exc:
         if worker is not None:
             worker.close()
-        conn.send(("init-failed", f"device {device}: {type(exc).__name__}: {exc}", False))
+        why = str(exc) if isinstance(exc, PrmgError) else f"{type(exc).__name__}: {exc}"      # a user error: its line
+        conn.send(("init-failed", f"device {device}: {why}", False))
         return
     conn.send(("ready", found, True))
     try:

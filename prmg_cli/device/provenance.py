@@ -203,6 +203,23 @@ def kernel_places(opp: Path, custom: str, titles: Iterable[str]) -> list[str]:
     return [label for label, base in places if _is_folder(base) and next(_kernel_entries(base, keys), None)]
 
 
+def operator_files(toolkit) -> dict:
+    """The ``results.RunInfo`` fields of where the operators' kernels and tiling come from for ``toolkit`` on this host
+    (``OPP_FIELDS``): its opp folder (``toolkit.opp_path``), the ``opp_stamp`` of their files there with
+    ``ASCEND_CUSTOM_OPP_PATH``'s, and ``kernel_places``."""
+    from ..ops import OPERATORS
+    from .toolkit import opp_path
+
+    opp, custom, titles = opp_path(toolkit), os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), \
+        [spec.title for spec in OPERATORS.values()]
+    stamp = opp_stamp(opp, custom, titles)
+    return {"opp": str(opp), "opp_files": stamp["files"], "opp_fingerprint": stamp["fingerprint"],
+            "opp_portable": stamp["portable"], "opp_kernels": tuple(kernel_places(opp, custom, titles))}
+
+
+OPP_FIELDS = ("opp", "opp_files", "opp_fingerprint", "opp_portable", "opp_kernels")
+
+
 def host_name() -> str:
     """This machine's host name."""
     return socket.gethostname()

@@ -13,7 +13,7 @@ library (``lib64/libnnopbase.so``) and an operator library that exports
               root/lib64/libopapi_transformer.so, root/lib64/libopapi.so.
 
 Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used, and a
-process that got a library from another toolkit's folder on ``LD_LIBRARY_PATH`` is refused (``foreign_libraries``).
+process that got a library from another toolkit's folder is refused (``mapped.foreign_libraries``).
 
 ``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit
 (``toolkit_suggested``: no ``ASCEND_*`` variable names one, no default root or install base exists); then it says so
@@ -120,26 +120,31 @@ def exports_symbol(path: Path | str, name: str) -> bool:
         return False
 
 
-def _elf_defines(image: mmap.mmap, name: bytes) -> bool:
+def _dynsym_tables(image) -> Iterable[tuple[int, int, bytes, str, bool]]:
+    """(offset, size, string table, endian, is_64) of each SHT_DYNSYM section of the ELF file ``image``."""
     if image[:4] != b"\x7fELF":
-        return False
+        return
     is_64 = image[4] == 2
     endian = "<" if image[5] == 1 else ">"
     if is_64:
         shoff, = struct.unpack_from(endian + "Q", image, 0x28)
         shentsize, shnum = struct.unpack_from(endian + "HH", image, 0x3A)
-        section_format, symbol_size = endian + "IIQQQQIIQQ", 24
+        section_format = endian + "IIQQQQIIQQ"
     else:
         shoff, = struct.unpack_from(endian + "I", image, 0x20)
         shentsize, shnum = struct.unpack_from(endian + "HH", image, 0x2E)
-        section_format, symbol_size = endian + "IIIIIIIIII", 16
+        section_format = endian + "IIIIIIIIII"
     sections = [struct.unpack_from(section_format, image, shoff + index * shentsize) for index in range(shnum)]
     for section in sections:
         sh_type, sh_offset, sh_size, sh_link = section[1], section[4], section[5], section[6]
-        if sh_type != 11:                                   # SHT_DYNSYM
-            continue
-        strtab_offset, strtab_size = sections[sh_link][4], sections[sh_link][5]
-        strtab = image[strtab_offset:strtab_offset + strtab_size]
+        if sh_type == 11:                                   # SHT_DYNSYM
+            strtab_offset, strtab_size = sections[sh_link][4], sections[sh_link][5]
+            yield sh_offset, sh_size, image[strtab_offset:strtab_offset + strtab_size], endian, is_64
+
+
+def _elf_defines(image: mmap.mmap, name: bytes) -> bool:
+    for sh_offset, sh_size, strtab, endian, is_64 in _dynsym_tables(image):
+        symbol_size = 24 if is_64 else 16
         name_offsets = set()
         start = strtab.find(name + b"\0")
         while start >= 0:                                   # suffix-merged strings may share a tail
@@ -158,6 +163,28 @@ def _elf_defines(image: mmap.mmap, name: bytes) -> bool:
             if st_shndx != 0 and (st_info >> 4) in (1, 2):  # defined, STB_GLOBAL or STB_WEAK
                 return True
     return False
+
+
+def defined_symbols(path: Path | str) -> frozenset[str]:
+    """The names of every global or weak dynamic symbol the ELF shared library at ``path`` defines (section index
+    not SHN_UNDEF), read without loading it; empty when it cannot be read."""
+    import numpy as np
+
+    names: set[str] = set()
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as image:
+            for sh_offset, sh_size, strtab, endian, is_64 in _dynsym_tables(image):
+                layout = [("name", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2"), ("value", "u8"),
+                          ("size", "u8")] if is_64 else \
+                    [("name", "u4"), ("value", "u4"), ("size", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2")]
+                dtype = np.dtype([(field, endian + kind) for field, kind in layout])
+                table = np.frombuffer(image, dtype, sh_size // dtype.itemsize, sh_offset)
+                defined = table["name"][(table["shndx"] != 0) & np.isin(table["info"] >> 4, (1, 2))].tolist()
+                del table                                   # the mmap closes only with no view of it left
+                names.update(strtab[offset:strtab.index(b"\0", offset)].decode(errors="replace") for offset in defined)
+    except (OSError, ValueError, struct.error, IndexError):
+        return frozenset()
+    return frozenset(names)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -312,49 +339,6 @@ def _in_emulator(path: str) -> bool:
     """Whether ``path`` is an emulator build's root or a folder right under it (its ``opp``)."""
     folder = Path(path).expanduser()
     return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
-
-
-def foreign_libraries(root: Path, maps: str = "/proc/self/maps", env: Mapping[str, str] | None = None
-                      ) -> list[tuple[str, str]]:
-    """(the file loaded, the toolkit's own file of that name) for each shared library this process has mapped from a
-    folder of ``LD_LIBRARY_PATH`` that is another CANN toolkit's (it holds a runtime, ``RUNTIME_NAMES``, or
-    ``libnnopbase.so``) where the toolkit at ``root`` has a file of the same name in ``lib64``: the dynamic linker
-    resolves a library's dependencies through ``LD_LIBRARY_PATH`` before the library's RUNPATH, so a path left
-    pointing at another toolkit mixes the two while every report names ``root``. [] where ``maps`` cannot be read
-    (not Linux)."""
-    env = os.environ if env is None else env
-    searched = {os.path.realpath(entry) for entry in env.get("LD_LIBRARY_PATH", "").split(":") if entry}
-    try:
-        text = Path(maps).read_text(errors="replace") if searched else ""
-    except OSError:
-        return []
-    own_folder = os.path.realpath(root / "lib64")
-    mapped = {fields[5] for fields in (line.split(None, 5) for line in text.splitlines())
-              if len(fields) == 6 and fields[5].startswith("/") and ".so" in os.path.basename(fields[5])}
-    found = []
-    for path in sorted(mapped):
-        folder, name = os.path.split(path)
-        own = root / "lib64" / name
-        if os.path.realpath(folder) in searched - {own_folder} and os.path.isfile(own) and _holds_runtime(folder) \
-                and os.path.realpath(own) != os.path.realpath(path):
-            found.append((path, str(own)))
-    return found
-
-
-def _holds_runtime(folder: str) -> bool:
-    """Whether ``folder`` holds a CANN runtime or nnopbase (it is a toolkit's ``lib64``)."""
-    return any(os.path.isfile(os.path.join(folder, name)) for name in (*RUNTIME_NAMES, NNOPBASE_NAME))
-
-
-def refuse_foreign(root: Path) -> None:
-    """Raise PrmgError naming each library ``foreign_libraries`` finds in this process: a run would test another
-    toolkit's code under ``root``'s name."""
-    foreign = foreign_libraries(root)
-    if foreign:
-        loaded = "; ".join(f"{path} in place of {own}" for path, own in foreign)
-        raise PrmgError(f"the toolkit at {root} is mixed with another one: {loaded} (LD_LIBRARY_PATH="
-                        f"{os.environ.get('LD_LIBRARY_PATH', '')} finds another toolkit's libraries first); source "
-                        f"the toolkit's own set_env.sh, or take the other toolkit out of LD_LIBRARY_PATH")
 
 
 def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:

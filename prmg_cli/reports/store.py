@@ -77,7 +77,7 @@ RUN_OPTIONAL = {"together"}            # the kinds of the fields a run record of
 # What a run record states both in its settings (which its verdicts' ``judged_under`` holds the key of) and in its
 # provenance (``info``, which headers and JUnit properties show): the run wrote them alike (``suite.recorded_settings``)
 STATED_TWICE = ("runner", "location", "op_library", "toolkit_version", "soc", "driver_version", "host", "strict",
-                "version")
+                "version", "preloaded")
 RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
@@ -85,7 +85,7 @@ RUN_INFO_FIELDS = {
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
     "golden": "bool", "path": "text", "graph_library": "text", "opp": "text", "opp_files": "int",
     "opp_fingerprint": "text", "opp_portable": "text", "mixed": "texts", "each_device": "bool",
-    "opp_kernels": "texts", "visible_devices": "text",
+    "opp_kernels": "texts", "visible_devices": "text", "preloaded": "texts",
 }
 
 

@@ -204,7 +204,8 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     faults (``fault_field``: what acted where, when ``results`` are given), target, devices, standard, the
     golden-free checks (``checks_field`` of ``judged``, by default ``results``: a header printed before the first
     case gives the cases), then where and when it ran (SoC, toolkit and driver versions, host, start), the opp folder with the fingerprint of the
-    operator's kernel and tiling files there, the results ``--resume`` took, and prmg's version."""
+    operator's kernel and tiling files there, the libraries preloaded ahead of the toolkit, the results ``--resume``
+    took, and prmg's version."""
     fields = [("runner", runner_label(info))]
     if info.mixed:
         fields.append(("MIXED SETTINGS", f"{'; '.join(map(visible, info.mixed))}: the runs merged were judged under "
@@ -233,6 +234,8 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
             "no file of the operator's kernels or tiling"
         stamped += f"; {kernels_text(info.opp_kernels)}" if info.opp_kernels else ""
         fields.append(("opp", f"{visible(info.opp)} ({stamped})"))
+    if info.preloaded:
+        fields.append(("preloaded", "; ".join(map(visible, info.preloaded))))
     if info.resumed:
         fields.append(("resumed", f"{plural(info.resumed, 'result')} taken from the --resume file, not run again"))
     fields += [(visible(label), visible(text)) for label, text in info.notes]

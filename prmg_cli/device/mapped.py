@@ -1,0 +1,190 @@
+"""What a worker process really mapped and bound to, read back after the toolkit's libraries are loaded.
+
+- **Preloaded libraries** (``preloaded``): the files of ``LD_PRELOAD`` (as the process started with it:
+  ``/proc/self/environ``) and of ``/etc/ld.so.preload`` that the process mapped. The dynamic linker puts them
+  first in the global scope, so every call between libraries (the operator library's own calls into the runtime,
+  nnopbase, its tiling) goes to a preloaded definition of the same name: a preloaded library can run something
+  else than the toolkit's code while every header names the toolkit.
+- **Interposers** (``interposers``): each preloaded library with the symbols it defines that a library of the
+  toolkit (a mapped file under its root, its operator library, its graph library) also defines, leaving out those a
+  system library defines too (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``). A run records
+  every preloaded library in its header and an interposer among its settings; ``--strict`` refuses an interposer
+  (``refuse_interposers``), and without it the run goes on, saying so (a tracer or sanitizer hooking the runtime).
+- **Another toolkit's files** (``foreign_libraries``): a library mapped from another toolkit's ``lib64`` in place of
+  this toolkit's file of that name, however it came in; refused (``refuse_foreign``).
+- **Resolution** (``resolved_outside``): where ``dladdr`` says each function prmg calls lies; one outside the
+  toolkit's folders (a thin ``libascendcl.so`` whose implementation came from another toolkit's folder through a
+  RUNPATH or ``LD_LIBRARY_PATH``) is refused by the caller (``acl``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from ..errors import PrmgError
+from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, Toolkit, defined_symbols, opp_path
+
+PRELOAD_FILE = "/etc/ld.so.preload"
+MAX_NAMED = 5                       # symbols named per interposer in a message or header
+
+
+def mapped_libraries(maps: str = "/proc/self/maps") -> list[str]:
+    """The shared libraries (``.so`` in the name) mapped in the process whose maps ``maps`` is, each once, in order;
+    [] where it cannot be read (not Linux)."""
+    try:
+        text = Path(maps).read_text(errors="replace")
+    except OSError:
+        return []
+    seen: dict[str, None] = {}
+    for fields in (line.split(None, 5) for line in text.splitlines()):
+        if len(fields) == 6 and fields[5].startswith("/") and ".so" in os.path.basename(fields[5]):
+            seen.setdefault(fields[5], None)
+    return list(seen)
+
+
+def preload_entries(environ: str = "/proc/self/environ", preload_file: str = PRELOAD_FILE) -> list[str]:
+    """The entries of ``LD_PRELOAD`` in the environment the process started with (``environ``; this process's
+    ``os.environ`` where it cannot be read) and of ``preload_file``, split on spaces and colons as the dynamic
+    linker splits them."""
+    try:
+        start = dict(item.split(b"=", 1) for item in Path(environ).read_bytes().split(b"\0") if b"=" in item)
+        preload = start.get(b"LD_PRELOAD", b"").decode(errors="replace")
+    except OSError:
+        preload = os.environ.get("LD_PRELOAD", "")
+    try:
+        listed = Path(preload_file).read_text(errors="replace")
+    except OSError:
+        listed = ""
+    return [entry for entry in re.split(r"[\s:]+", f"{preload} {listed}") if entry]
+
+
+def preloaded(maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
+              preload_file: str = PRELOAD_FILE) -> list[str]:
+    """The mapped libraries that ``preload_entries`` brought in: an entry with a ``/`` is that file (links
+    resolved), one without it a library of that file name."""
+    entries = preload_entries(environ, preload_file)
+    if not entries:
+        return []
+    wanted = {os.path.realpath(entry) for entry in entries if "/" in entry}
+    names = {entry for entry in entries if "/" not in entry}
+    return [path for path in mapped_libraries(maps)
+            if os.path.basename(path) in names or os.path.realpath(path) in wanted]
+
+
+def _inside(path: str, folders: Iterable[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == folder or real.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
+
+
+def toolkit_places(toolkit: Toolkit) -> list[str]:
+    """The folders and files (links resolved) a library of ``toolkit`` lies in: its root, the folders of its runtime
+    and nnopbase (a ``lib64`` linked to elsewhere), its opp folder (its tiling and kernels), its operator library, its
+    graph-mode library."""
+    folders = [os.path.dirname(os.path.realpath(path)) for path in (toolkit.runtime_lib, toolkit.nnopbase_lib)]
+    return [os.path.realpath(path) for path in (toolkit.root, opp_path(toolkit), toolkit.op_lib, toolkit.geir_lib)
+            if path] + folders
+
+
+def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
+                preload_file: str = PRELOAD_FILE) -> list[tuple[str, tuple[str, ...]]]:
+    """(preloaded library, the toolkit's symbols it defines, sorted) for every ``preloaded`` library, the symbols
+    being those a mapped library of ``toolkit`` (``toolkit_places``) defines and no other mapped library (the
+    system's) does; a preloaded library of the toolkit itself defines none."""
+    places = toolkit_places(toolkit)
+    first = preloaded(maps, environ, preload_file)
+    if not first:
+        return []
+    libraries = mapped_libraries(maps)
+    own = frozenset().union(*(defined_symbols(path) for path in libraries if _inside(path, places)))
+    found = {path: frozenset() if _inside(path, places) else defined_symbols(path) & own for path in first}
+    candidates = frozenset().union(*found.values())
+    system = frozenset().union(*(defined_symbols(path) & candidates for path in libraries if candidates
+                                 and path not in found and not _inside(path, places)))
+    return [(path, tuple(sorted(symbols - system))) for path, symbols in found.items()]
+
+
+def preload_labels(found: Iterable[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """Each preloaded library as a header states it: its path, and what it interposes
+    (``/x/libhook.so (defines 2 of the toolkit's symbols: aclrtMemcpy, aclrtSynchronizeStream)``)."""
+    return [path + (f" (defines {len(symbols)} of the toolkit's symbols: {', '.join(symbols[:MAX_NAMED])}"
+                    f"{', ...' if len(symbols) > MAX_NAMED else ''})" if symbols else "")
+            for path, symbols in found]
+
+
+def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path) -> None:
+    """Raise PrmgError naming each preloaded library of ``found`` that defines a symbol of the toolkit at ``root``:
+    under ``--strict`` the operator must be the toolkit's code, not a preloaded stand-in's."""
+    named = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
+    if named:
+        raise PrmgError(f"--strict: a preloaded library takes calls meant for the toolkit at {root}: "
+                        f"{'; '.join(named)} (LD_PRELOAD or {PRELOAD_FILE}); run without it, or without --strict "
+                        f"to run the cases anyway (the reports then name it)")
+
+
+def foreign_libraries(root: Path, maps: str = "/proc/self/maps", others: Iterable[Path] = ()) -> list[tuple[str, str]]:
+    """(the file loaded, the toolkit's own file of that name) for each shared library this process has mapped from
+    another CANN toolkit's folder (it holds a runtime, ``RUNTIME_NAMES``, or ``libnnopbase.so``) where the toolkit at
+    ``root`` has a file of the same name in ``lib64``, leaving out the toolkits ``others`` (roots this process loaded
+    on purpose: a test's stand-ins). However it came in, the two are mixed while every report names ``root``: a
+    ``LD_LIBRARY_PATH`` naming the other folder (searched before a library's RUNPATH), a library's RPATH or RUNPATH,
+    ``LD_PRELOAD``, the system's library path. [] where ``maps`` cannot be read (not Linux)."""
+    own_folder = os.path.realpath(root / "lib64")
+    loaded = [os.path.realpath(other) + os.sep for other in others if os.path.realpath(other) != os.path.realpath(root)]
+    found = []
+    for path in sorted(mapped_libraries(maps)):
+        folder, name = os.path.split(path)
+        own, real = root / "lib64" / name, os.path.realpath(folder)
+        if real != own_folder and not any((real + os.sep).startswith(other) for other in loaded) \
+                and os.path.isfile(own) and _holds_runtime(folder) and os.path.realpath(own) != os.path.realpath(path):
+            found.append((path, str(own)))
+    return found
+
+
+def _holds_runtime(folder: str) -> bool:
+    """Whether ``folder`` holds a CANN runtime or nnopbase (it is a toolkit's ``lib64``)."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in (*RUNTIME_NAMES, NNOPBASE_NAME))
+
+
+def refuse_foreign(root: Path, others: Iterable[Path] = ()) -> None:
+    """Raise PrmgError naming each library ``foreign_libraries`` finds in this process (and how it came: a folder of
+    ``LD_LIBRARY_PATH``, else a RUNPATH, ``LD_PRELOAD`` or the system's path): a run would test another toolkit's code
+    under ``root``'s name."""
+    foreign = foreign_libraries(root, others=others)
+    if foreign:
+        loaded = "; ".join(f"{path} in place of {own}" for path, own in foreign)
+        searched = os.environ.get("LD_LIBRARY_PATH", "")
+        folders = {os.path.realpath(entry) for entry in searched.split(":") if entry}
+        how = (f"LD_LIBRARY_PATH={searched} finds another toolkit's libraries first"
+               if any(os.path.realpath(os.path.dirname(path)) in folders for path, _ in foreign) else
+               "a library's RPATH or RUNPATH, LD_PRELOAD or the system's library path (ld.so.conf) gave it")
+        raise PrmgError(f"the toolkit at {root} is mixed with another one: {loaded} ({how}); source the toolkit's "
+                        f"own set_env.sh, or take the other toolkit out of LD_LIBRARY_PATH, LD_PRELOAD and the "
+                        f"libraries' search path")
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def resolved_outside(functions: Mapping[str, object], places: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, file) of each ctypes function of ``functions`` whose code ``dladdr`` places in a file outside
+    ``places`` (folders or files, links resolved); [] where ``dladdr`` is missing (not glibc)."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except (OSError, AttributeError):
+        return []
+    dladdr.argtypes, dladdr.restype = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)], ctypes.c_int
+    places = list(places)
+    outside = []
+    for name, function in functions.items():
+        info = _DlInfo()
+        if dladdr(ctypes.cast(function, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
+            file = info.dli_fname.decode(errors="replace")
+            if not _inside(file, places):
+                outside.append((name, file))
+    return outside
