@@ -223,6 +223,27 @@ def test_help_texts_have_examples(capsys, monkeypatch):
     assert "prmg run cases/" in out and "--supported-modes" in out
 
 
+def test_bench_offers_only_the_runners_it_can_time_and_refuses_another_before_reading_cases(capsys, monkeypatch,
+                                                                                          tmp_path):
+    """``bench --help`` lists the runners it times (aclnn launches between ACL events), not graph mode's, which it
+    refuses; a runner it refuses or does not know is named before any case is read (exit 2, not 5 for a case file
+    whose cases it would not time)."""
+    from prmg_cli.device.runners import RUNNERS, timed_runners
+
+    assert timed_runners() == ["auto", "aclnn", "emulator"] and set(RUNNERS) - set(timed_runners()) == {"geir",
+                                                                                                          "aclnn+geir"}
+    code, out, _ = run_in_process(capsys, monkeypatch, "bench", "--help")
+    runner_help = " ".join(out.split("--runner NAME", 1)[1].split("--op-lib", 1)[0].split())
+    assert code == 0 and "emulator (the host emulator)" in runner_help and "geir" not in runner_help
+    skipped = tmp_path / "half.yaml"
+    skipped.write_text("- {name: h, shape: [1, 2, 1, 4], rotary_mode: half}\n")
+    for runner, says in (("geir", "--runner geir: prmg bench times the aclnn launch between ACL events; graph mode "
+                                  "gives no kernel time of its own (use auto, aclnn, emulator)"),
+                         ("geri", "--runner 'geri' (did you mean 'geir'?)")):
+        code, _, err = run_in_process(capsys, monkeypatch, "bench", skipped, "--runner", runner)
+        assert code == 2 and err.startswith(f"prmg: error: {says}") and err.count("\n") == 1, err
+
+
 def test_gen_case_from_flags_runs_green(tmp_path):
     out = tmp_path / "gen.yaml"
     result = prmg_here("gen-case", "--shape", "2,16,4,128", "--broadcast", "1S1D", "--slice", "33,97",

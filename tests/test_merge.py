@@ -556,8 +556,8 @@ def test_a_run_killed_before_its_cases_does_not_stand_on_an_earlier_runs_verdict
     from prmg_cli.reports import store
     from prmg_cli.reports.compare import compare_files
 
-    def run(run_id, settings, shard="", names=("x", "y")):
-        return store.encode(store.RunRecord(run_id, shard, list(names), settings, {"started": run_id}))
+    def run(run_id, settings, shard="", names=("x", "y"), together=None):
+        return store.encode(store.RunRecord(run_id, shard, list(names), settings, {"started": run_id}, together or {}))
 
     def passed(name, run_id, settings):
         return store.encode(replace(record(name, metrics={"max_err_ratio": 0.5}), run_id=run_id,
@@ -580,6 +580,9 @@ def test_a_run_killed_before_its_cases_does_not_stand_on_an_earlier_runs_verdict
     for later in (run("c", old), run("c", old) + run("d", new, "2/2")):          # a resume; a shard holding neither
         path.write_bytes(earlier + later)
         assert [result.status for result in merge([read(path)]).results] == ["passed", "passed"]
+    # y's tiling siblings go by the first sibling's name ("d", in shard 2 of 2, where "x" and "y" are in shard 1)
+    path.write_bytes(earlier + run("e", new, "2/2", together={"y": "d"}))
+    assert [result.status for result in merge([read(path)]).results] == ["passed", "not_run"]
 
 
 def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compare_or_resume(tmp_path, emulator,
