@@ -407,7 +407,8 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
 
     hook = tmp_path / "hook.c"
     hook.write_text("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
-                    "  int (*next)(const char *) = (int (*)(const char *))dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
+                    "  int (*next)(const char *) = (int (*)(const char *))\n"
+                    "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
                     "  return next ? next(function) : 0;\n}\n")
     library = _library(hook, tmp_path / "libhook.so", "-ldl")
     cases = tmp_path / "one.yaml"
@@ -450,3 +451,31 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
     assert mapped.resolved_outside({"strlen": libc.strlen}, [str(emulator.root)])[0][0] == "strlen"
     assert mapped.resolved_outside({"aclInit": ctypes.CDLL(str(emulator.runtime_lib)).aclInit},
                                    [str(emulator.root)]) == []
+
+
+def test_a_toolkit_changed_while_the_run_ran_fails_the_run(tmp_path, emulator, monkeypatch):
+    """A kernel of the operator installed while the cases ran (a shared host's toolkit upgrade, a vendor package)
+    gave a green run whose record named the first build alone: the run compares the toolkit's libraries and the
+    operator's kernel and tiling files at its end with what it recorded, and a change is exit 2 naming it."""
+    from conftest import prmg_here
+    from prmg_cli.device import execute
+
+    kit = tmp_path / "kit"
+    shutil.copytree(emulator.root, kit)
+    kernel = kit / "opp/built-in/op_impl/ai_core/tbe/kernel/ascend950/inplace_partial_rotary_mul_grad"
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = ("run", cases, "--runner", "aclnn", "--report", "json")
+    assert prmg_here(*run, env={"ASCEND_HOME_PATH": str(kit)}).returncode == 0
+    original = execute.Executor.run
+
+    def installing(self, *args, **kwargs):
+        kernel.mkdir(parents=True)
+        (kernel / "InplacePartialRotaryMulGrad_0.o").write_bytes(b"\0")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(execute.Executor, "run", installing)
+    changed = prmg_here(*run, env={"ASCEND_HOME_PATH": str(kit)})
+    assert changed.returncode == 2, changed.stdout + changed.stderr
+    assert f"prmg: error: the toolkit changed while the run ran (the operator's kernel and tiling files under " \
+           f"{kit}/opp): its verdicts are of more than one build" in changed.stderr
