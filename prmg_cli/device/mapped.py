@@ -7,7 +7,8 @@
   else than the toolkit's code while every header names the toolkit.
 - **Interposers** (``interposers``): each preloaded library with the symbols it defines that a library of the
   toolkit (a mapped file under its root, its operator library, its graph library) also defines, leaving out those a
-  system library defines too (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``). A run records
+  system library defines too (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``) and every one of a
+  library preloaded from the system's folders (the distribution's ``libgomp``, ``libjemalloc``). A run records
   every preloaded library in its header and an interposer among its settings; ``--strict`` refuses an interposer
   (``refuse_interposers``), and without it the run goes on, saying so (a tracer or sanitizer hooking the runtime).
 - **Another toolkit's files** (``foreign_libraries``): a library mapped from another toolkit's ``lib64`` in place of
@@ -29,6 +30,10 @@ from ..errors import PrmgError
 from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, Toolkit, defined_symbols, opp_path
 
 PRELOAD_FILE = "/etc/ld.so.preload"
+# The system's library folders (the dynamic linker's trusted ones, their multiarch folders inside): a library preloaded
+# from there is the distribution's (an allocator, libgomp, a sanitizer's runtime), recorded but never an interposer,
+# though it may define what a toolkit's library exports too (OpenMP linked in statically, say).
+SYSTEM_FOLDERS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 MAX_NAMED = 5                       # symbols named per interposer in a message or header
 
 
@@ -93,14 +98,15 @@ def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = 
                 preload_file: str = PRELOAD_FILE) -> list[tuple[str, tuple[str, ...]]]:
     """(preloaded library, the toolkit's symbols it defines, sorted) for every ``preloaded`` library, the symbols
     being those a mapped library of ``toolkit`` (``toolkit_places``) defines and no other mapped library (the
-    system's) does; a preloaded library of the toolkit itself defines none."""
+    system's) does; a preloaded library of the toolkit itself, or of ``SYSTEM_FOLDERS``, defines none."""
     places = toolkit_places(toolkit)
     first = preloaded(maps, environ, preload_file)
     if not first:
         return []
     libraries = mapped_libraries(maps)
     own = frozenset().union(*(defined_symbols(path) for path in libraries if _inside(path, places)))
-    found = {path: frozenset() if _inside(path, places) else defined_symbols(path) & own for path in first}
+    found = {path: frozenset() if _inside(path, (*places, *SYSTEM_FOLDERS)) else defined_symbols(path) & own
+             for path in first}
     candidates = frozenset().union(*found.values())
     system = frozenset().union(*(defined_symbols(path) & candidates for path in libraries if candidates
                                  and path not in found and not _inside(path, places)))
