@@ -395,7 +395,7 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
     assert mapped.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
     mapped.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
     environ.write_bytes(f"LD_PRELOAD={libc}\0".encode())                # the system's own: never an interposer
-    maps.write_text(maps.read_text() + f"7f00-7f01 r-xp 00000000 08:01 1 {libc}\n")
+    maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (runtime, libc)))
     assert mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, ())]
 
 
