@@ -261,10 +261,12 @@ def device_list(request) -> str:
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     """The run's description for the reports' header (runner, target, provenance, injected faults)."""
+    from ..device.toolkit import runner_kind
+
     toolkit = settings.toolkit
-    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
-        if toolkit.kind == "emulator" else ()
-    return RunInfo(**provenance.operator_files(toolkit), runner=toolkit.kind, location=str(toolkit.root),
+    runner = runner_kind(toolkit)
+    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if runner == "emulator" else ()
+    return RunInfo(**provenance.operator_files(toolkit), runner=runner, location=str(toolkit.root),
                    op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
