@@ -317,8 +317,9 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
     stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
     the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected
-    faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a verdict of every chip holds for
-    those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``, ``--repeat`` and prmg's version.
+    faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
+    verdict of every chip holds for those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
+    ``--repeat`` and prmg's version.
     ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
     settings that differ between shards."""
     toolkit = settings.toolkit
