@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -455,32 +456,32 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
     assert mapped.resolved_outside({"strlen": libc.strlen}, ["/"]) == []
 
 
-def test_a_toolkit_changed_while_the_run_ran_fails_the_run(tmp_path, emulator, monkeypatch):
+def test_a_toolkit_changed_while_the_run_ran_fails_the_run(tmp_path):
     """A kernel of the operator installed while the cases ran (a shared host's toolkit upgrade, a vendor package)
     gave a green run whose record named the first build alone: the run compares the toolkit's libraries and the
-    operator's kernel and tiling files at its end with what it recorded, and a change is exit 2 naming it."""
-    from conftest import prmg_here
-    from prmg_cli.device import execute
+    operator's kernel and tiling files at its end with what it recorded, and a change is exit 2 naming it (a process
+    of its own, where the kernel appears as the cases start)."""
+    import sys
 
-    kit = tmp_path / "kit"
-    shutil.copytree(emulator.root, kit)
-    kernel = kit / "opp/built-in/op_impl/ai_core/tbe/kernel/ascend950/inplace_partial_rotary_mul_grad"
+    from conftest import ROOT
+
+    opp = tmp_path / "opp"
+    kernel = opp / "built-in/op_impl/ai_core/tbe/kernel/ascend950/inplace_partial_rotary_mul_grad"
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = ("run", cases, "--runner", "aclnn", "--report", "json")
-    assert prmg_here(*run, env={"ASCEND_HOME_PATH": str(kit)}).returncode == 0
-    original = execute.Executor.run
-
-    def installing(self, *args, **kwargs):
-        kernel.mkdir(parents=True)
-        (kernel / "InplacePartialRotaryMulGrad_0.o").write_bytes(b"\0")
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(execute.Executor, "run", installing)
-    changed = prmg_here(*run, env={"ASCEND_HOME_PATH": str(kit)})
-    assert changed.returncode == 2, changed.stdout + changed.stderr
+    script = ("import pathlib, sys\nfrom prmg_cli import cli\nfrom prmg_cli.device import execute\n"
+              "original = execute.Executor.run\n"
+              "def installing(self, *args, **kwargs):\n"
+              f"    kernel = pathlib.Path({str(kernel)!r})\n"
+              "    kernel.mkdir(parents=True)\n    (kernel / 'InplacePartialRotaryMulGrad_0.o').write_bytes(b'0')\n"
+              "    return original(self, *args, **kwargs)\n"
+              "execute.Executor.run = installing\nsys.exit(cli.main())\n")
+    changed = subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator"], cwd=ROOT,
+                             env={**os.environ, "ASCEND_OPP_PATH": str(opp), "PYTHONPATH": str(ROOT)},
+                             capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 2 and "1 passed" in changed.stdout, changed.stdout + changed.stderr
     assert f"prmg: error: the toolkit changed while the run ran (the operator's kernel and tiling files under " \
-           f"{kit}/opp): its verdicts are of more than one build" in changed.stderr
+           f"{opp}): its verdicts are of more than one build" in changed.stderr
 
 
 def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulator(tmp_path, emulator):
@@ -490,14 +491,14 @@ def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulat
     each result name the host emulator."""
     import json
 
-    from conftest import prmg_here
+    from conftest import prmg
 
     kit = tmp_path / "Ascend/ascend-toolkit/latest"
     shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg_here("run", cases, "--runner", "aclnn", "--strict", "--report", "json",
-                    "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})
+    run = prmg("run", cases, "--runner", "aclnn", "--strict", "--report", "json",              # (a process of its own:
+               "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})  # no other emulator)
     report = json.loads(run.stdout)
     assert (run.returncode, report["summary"]["runner"], report["cases"][0]["runner"]) == (0, "emulator", "emulator")
     assert 'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
