@@ -62,7 +62,7 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str]) -> None:
     for path, role in inputs.items():
         seen.setdefault(_identity(path), role)
     for output in outputs:
-        key = _identity(output.path) if output.how != FOLDER else None
+        key = _identity(output.path)                # a folder too: --save-failures naming the report or results file
         if key is None:
             continue
         if key in seen:

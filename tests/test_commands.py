@@ -189,6 +189,19 @@ def test_validate_counts_in_agreeing_words(tmp_path, capsys, monkeypatch, count,
     path.write_text("".join(f"- {{name: c{i}, shape: [1, 1, 2, 16]}}\n" for i in range(count)))
     code, out, _ = run_in_process(capsys, monkeypatch, "validate", path)
     assert code == 0 and out.startswith(f"{words} ({count} expecting success, 0 expecting an error;")
+    assert "file:" not in out            # nothing of .npy inputs a newcomer's cases do not have
+
+
+def test_validate_names_the_npy_files_it_read_only_when_there_are_some(tmp_path, capsys, monkeypatch):
+    import numpy as np
+
+    np.save(tmp_path / "dy.npy", np.ones((1, 1, 2, 16), np.float32))
+    path = tmp_path / "c.yaml"
+    path.write_text("- {name: c0, shape: [1, 1, 2, 16], inputs: {dy: {file: dy.npy}}}\n"
+                    "- {name: c1, shape: [1, 1, 2, 16], inputs: {dy: {file: dy.npy}}}\n")
+    code, out, _ = run_in_process(capsys, monkeypatch, "validate", path)
+    assert code == 0 and "; 1 .npy file read by file: inputs, each from inside its case file's folder)" in \
+        " ".join(out.split())
 
 
 def test_the_docs_name_the_plugins_options_and_no_other():

@@ -1008,6 +1008,14 @@ def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
                  ["run", case, "--runner", "emulator", "--save-failures", tmp_path / "linked"]):
         one_error_line(prmg_here(*args), "it is a symlink; not followed, not written")
     assert list((tmp_path / "elsewhere").iterdir()) == [] and case.read_text().startswith("- {name: k")
+    # a folder that is another output (a report, the results file) or an input: its failures had been lost, the
+    # run said so only on the failures' lines (ENOTDIR) and exited 1
+    for other, says in ((["--report", f"json:{tmp_path / 'r.json'}"], "it is another report"),
+                        (["--results", tmp_path / "r.json"], "it is the results file")):
+        one_error_line(prmg_here("run", case, "--runner", "emulator", *other, "--save-failures", tmp_path / "r.json"),
+                       f"{tmp_path / 'r.json'}: cannot write the failure artifacts: {says}")
+    one_error_line(prmg_here("dump", case, "--out", case), "cannot write the dump: it is a case file")
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_doctor_refuses_an_unknown_runner_and_an_op_lib_that_is_no_file(tmp_path):
@@ -1258,6 +1266,12 @@ def test_gen_case_append_adds_text_and_keeps_every_byte_of_the_file(tmp_path):
      "--supported-modes: unknown mode '' in ''"),
     (["dump", "{case}", "--out", "{case}.out", "-k", "nothing"], 5, "prmg: no cases selected (check -k)"),
     (["bench", "{case}", "--runner", "geir"], 2, "--runner geir: prmg bench times the aclnn launch"),  # no note first
+    # a mistaken option is said before the cases are read: a selection of none exited 5 with it unsaid
+    (["run", "{case}", "-k", "nomatch", "--runner", "geri"], 2, "--runner 'geri' (did you mean 'geir'?)"),
+    (["run", "{case}", "-k", "nomatch", "--max-memory", "5XB"], 2, "--max-memory must look like 512M, 8G"),
+    (["run", "{case}", "-k", "nomatch", "--op-lib", "{case}.so"], 2, "--op-lib"),
+    (["bench", "{case}", "-k", "nomatch", "--soc", "bogus"], 2, "--soc 'bogus' is not in the peak bandwidth table"),
+    (["bench", "{case}", "-k", "nomatch", "--baseline", "{case}.json"], 2, "no such file"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_BUILD=latest"], 2,        # 561000 at every call:
      "PRMG_EMU_BUILD must be base, e9f0541c or 2b888cdb (the upstream build the emulator follows), got 'latest'"),
     (["run", "{case}", "--runner", "emulator", "--env", "PRMG_EMU_SOC=" + "A" * 128], 2,    # cut: the header had none

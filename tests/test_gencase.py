@@ -6,6 +6,7 @@ import itertools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -123,8 +124,23 @@ def test_edge_has_empty_slices_huge_tiny_subnormal_and_long_rope(loaded):
     assert bounds["huge_fp32"] >= 1e30 and bounds["huge_bf16"] >= 1e30 and bounds["huge_fp16"] >= 3e4
     assert bounds["subnormal_fp32"] < 1.2e-38 and bounds["subnormal_fp16"] < 6e-8 * 2
     ropes = [c for c in cases.values() if c.cos_input.kind == "rope"]
-    assert {c.cos_input.args[0] for c in ropes if c.cos_input.args[1] >= 100000} >= {10000, 500000}
+    assert {c.cos_input.args[0] for c in ropes if max(np.atleast_1d(c.cos_input.args[1])) >= 100000} >= {10000, 500000}
     assert any(c.dtype == "bfloat16" and c.cos_dtype != "bfloat16" for c in cases.values())
+
+
+def test_edge_has_tiling_siblings_whose_tables_are_alike_only_at_both_ends(loaded):
+    """The emulator's table_block_cache (tables cached by address, the cache checked by each table's first and last 32
+    bytes) needs two calls run one after the other at the same addresses whose cos and sin agree there and differ
+    between: tiling siblings (one worker runs them in turn), RoPE tables of three requests, the middle one moved."""
+    from prmg_cli.device.execute import sibling_groups
+    from prmg_cli.inputs.seeded import make_inputs
+
+    pair = [case for case in loaded["edge"] if case.name.startswith("edge.same_table_ends_")]
+    assert len(pair) == 2 and sibling_groups(pair, range(2)) == [[0, 1]]
+    for table in ("cos", "sin"):
+        first, second = (getattr(make_inputs(case), table).view(np.uint8).ravel() for case in pair)
+        assert first.size == second.size and (first[:32] == second[:32]).all() and (first[-32:] == second[-32:]).all()
+        assert (first != second).any()
 
 
 def test_negative_cases_get_the_status_they_expect(loaded):
@@ -375,6 +391,22 @@ FLAGS = dict(cos_shape=None, broadcast=None, partial_slice=None, dtype="float32"
              seed=None, name=None, expect="pass", standard=None, preset=None, output=None, append=False)
 
 
+@pytest.mark.parametrize("flags, line", [
+    ({"shape": "1,2,1"}, "--shape: expected 4 dimensions [B, S, N, D], got 3"),
+    ({"seed": -1}, "--seed: expected an integer 0 <= seed < 2**64, got the integer -1"),
+    ({"inputs": "dy=uniform:-1e308:1e308"}, "--inputs (inputs.dy.uniform): hi - lo overflows float64"),
+    ({"expect": "-1"}, "--expect: -1 is not a known error status"),
+    ({"dtype": "float64"}, "--dtype: unknown dtype 'float64'"),
+    ({"preset": "smok", "shape": None}, "--preset: unknown preset 'smok' (did you mean 'smoke'?)"),
+])
+def test_gen_case_errors_name_the_flag_not_a_field_of_a_case_the_user_never_named(flags, line):
+    """A flag-built case's mistake names the flag that set the field (``case_writer.FIELD_FLAGS``), not ``case
+    'interleave_fp32_fp32_1x2x1_cos1x1x1x1_s0-1': field 'shape'``, a name prmg made up."""
+    with pytest.raises(PrmgError) as caught:
+        case_writer.generate(**{**FLAGS, "mode": None, "dtype": None, "shape": "1,2,1,4", "inputs": None, **flags})
+    assert str(caught.value).startswith(line) and "case '" not in str(caught.value)
+
+
 def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broadcast_faults():
     """A decode case at S = 1 with tables at position 0 (cos = 1, sin = 0) is refused, one line with the fix; a
     B11D table with one position for every request gets a warning (a broadcast fault would pass it); one position
@@ -405,8 +437,8 @@ def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broa
 
     (value,) = gencase.load_generated(yaml.safe_load(text)["cases"])
     assert value.partners_alike == gencase.ROPE_PARTNERS and weak_warning(value) is None
-    with pytest.raises(PrmgError, match=r"field 'inputs.cos.rope.offset': a list of offsets has one per index of "
-                                        r"the table's first axis \(B = 8\), got 2"):
+    with pytest.raises(PrmgError, match=r"^--inputs \(inputs.cos.rope.offset\): a list of offsets has one per "
+                                        r"index of the table's first axis \(B = 8\), got 2$"):
         case_writer.generate(shape="8,1,4,16", inputs="cos=rope:1e4:0;1,sin=rope:1e4:0;1",
                              **{**FLAGS, "broadcast": "B11D"})
 

@@ -613,6 +613,19 @@ def test_format_list_shows_cases_and_count():
     assert max(len(line) for line in lines) <= 100
 
 
+def test_list_fits_80_columns_with_expected_errors_and_known_defects():
+    """On an 80-column terminal the listing of long names expecting long statuses (a known defect's too) fits: the
+    expected error gives way to its code alone; ``wide`` keeps the name."""
+    from prmg_cli.cases.loader import load_cases
+
+    cases = load_cases([str(ROOT / "cases" / "negative.yaml"), str(ROOT / "cases" / "forward.yaml")])
+    lines = listing.render(cases, width=80).splitlines()
+    assert max(map(len, lines)) <= 80, max(lines, key=len)
+    assert re.search(r"^neg.mode_2pow32_plus_1 .* 561002 \(known defect\)$", "\n".join(lines), re.M)
+    wide = listing.render(cases, wide=True, width=80)
+    assert "561002 ACLNN_ERR_INNER_TILING_ERROR (known defect)" in wide and "cases/negative.yaml" in wide
+
+
 # --- prmg bench --------------------------------------------------------------------------------------
 
 BENCH_ROWS = [

@@ -267,8 +267,8 @@ def test_emulator_is_built_once_even_by_concurrent_callers(tmp_path):
     assert tk.find_toolkit({"ASCEND_HOME_PATH": str(emulator.root)}).kind == "emulator"
 
 
-def test_emulator_modes_and_auto_fallback(tmp_path):
-    env = {"PRMG_EMULATOR_HOME": str(tmp_path / "cache")}
+def test_emulator_modes_and_auto_fallback(emulator_home):
+    env = {"PRMG_EMULATOR_HOME": str(emulator_home)}                     # the session's build (building: below)
     assert tk.emulator_toolkit([3, 0, 1], env).env == (("PRMG_EMU_MODES", "0,1,3"),)
     assert tk.emulator_toolkit(None, env).env == ()
     chosen = tk.select_runner("auto", None, env, modes=[0, 1, 2, 3])

@@ -132,7 +132,7 @@ def _expect_value(expect) -> str | dict:
             raise PrmgError(f"expect must be 'pass', 'error', a status code or a status name, got {expect!r}",
                             field="expect") from None
     if code not in status.STATUS_NAMES or code == 0:
-        raise PrmgError(f"expect: {code} is not a known error status", field="expect")
+        raise PrmgError(f"{code} is not a known error status", field="expect")
     return {"error": code}
 
 

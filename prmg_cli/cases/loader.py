@@ -152,12 +152,18 @@ def input_files(paths: Sequence[str | Path], cases: Sequence[Case]) -> dict[str,
     """Every file a command reading the cases of ``paths`` reads, -> what it is: each case file (``case_files``) and
     each ``file:`` input of ``cases``. What ``writes.check_outputs`` spares."""
     read = {str(file): "a case file" for file in case_files(paths)}
+    return {**read, **{path: what for path, what in file_inputs(cases).items() if path not in read}}
+
+
+def file_inputs(cases: Sequence[Case]) -> dict[str, str]:
+    """Each ``file:`` input of ``cases`` (its path) -> what it is (``the dy input of case 'x'``, its first case's)."""
+    found: dict[str, str] = {}
     for case in cases:
         for tensor in TENSORS:
             spec = case.input_spec(tensor)
             if spec.kind == "file":
-                read.setdefault(spec.args[0], f"the {tensor} input of case '{case.name}'")
-    return read
+                found.setdefault(spec.args[0], f"the {tensor} input of case '{case.name}'")
+    return found
 
 
 def check_files(paths: Sequence[str | Path], supported_modes: set[int] | frozenset[int]) -> list[PrmgError]:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 
+from ..device.runners import runners_help, timed_runners
 from ..judging.checks.determinism import MAX_REPEAT
 from .shared_options import KEYWORD, OP_LIB, RUNNER, SUPPORTED_MODES
 from .options import Option, request_type
@@ -14,7 +16,8 @@ OPTIONS = (
     Option("host", ("--host",), False, "Time the host golden against dy.copy() and a naive version, side by side, "
            "whole prmg run processes, and a large case's pipeline with the inputs of each generator "
            "(philox4x32, philox, pcg64).", kind=bool),
-    RUNNER, OP_LIB, SUPPORTED_MODES,
+    replace(RUNNER, help=runners_help(timed_runners()) + " Graph mode gives no kernel time of its own."),
+    OP_LIB, SUPPORTED_MODES,
     Option("device", ("--device",), 0, "The device to time on.", "N", int),
     Option("warmup", ("--warmup",), 3, f"Untimed launches before measuring, 0 to {MAX_REPEAT}.", "N", int),
     Option("repeat", ("--repeat",), 10, f"Timed launches per case, 1 to {MAX_REPEAT}.", "N", int),

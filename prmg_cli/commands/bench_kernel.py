@@ -95,7 +95,9 @@ def bench_command(request) -> tuple[str, int]:
 
     from .run import Request as run_request
     from ..judging.checks.determinism import MAX_REPEAT
-    from .suite import MAX_DEVICE_ID, check_bounds, check_timeout, load_selected, run_info, settings_for, target_modes
+    from .suite import (MAX_DEVICE_ID, check_bounds, check_device_options, check_timeout, load_selected, run_info,
+                        settings_for, target_modes)
+    from ..device.runners import timed_runners
 
     paths, report_format, peak_gbps, soc = list(request.paths), request.report, request.peak_gbps, request.soc
     warmup, repeat, device, baseline = request.warmup, request.repeat, request.device, request.baseline
@@ -123,6 +125,15 @@ def bench_command(request) -> tuple[str, int]:
     check_bounds("--warmup", warmup, 0, MAX_REPEAT)
     check_bounds("--repeat", repeat, 1, MAX_REPEAT)
     check_bounds("--device", device, 0, MAX_DEVICE_ID)
+    check_device_options(request.runner, request.op_lib)            # before the cases are read
+    if request.runner not in timed_runners():
+        raise PrmgError(f"--runner {request.runner}: prmg bench times the aclnn launch between ACL events; graph "
+                        f"mode gives no kernel time of its own (use {', '.join(timed_runners())})")
+    if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
+        raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
+    from ..reports.compare import compare_bench, read_bench
+
+    baseline_rows = read_bench(baseline) if baseline else None          # refused before any case is read
     modes = target_modes(request.supported_modes)
     cases = [c for c in load_selected(paths, modes, request.keyword) if c.expect.success
              and c.rotary_mode in modes]
@@ -130,16 +141,9 @@ def bench_command(request) -> tuple[str, int]:
         sys.stderr.write("prmg: no cases selected to time (check -k; cases that expect an error or a mode the target "
                          "lacks are not timed)\n")
         return "", ExitCode.NO_CASES
-    if soc is not None and soc not in PEAK_GBPS and not peak_gbps:
-        raise PrmgError(f"--soc {soc!r} is not in the peak bandwidth table ({', '.join(PEAK_GBPS)}); give --peak-gbps")
     from ..device.runners import select
-    from ..reports.compare import compare_bench, read_bench
 
-    baseline_rows = read_bench(baseline) if baseline else None          # refused before any case is timed
     toolkit = select(request.runner, request.op_lib, os.environ, modes)
-    if toolkit.calls != "aclnn":                    # before settings_for's note of an emulator fallback
-        raise PrmgError(f"--runner {request.runner}: prmg bench times the aclnn launch between ACL events; graph "
-                        f"mode gives no kernel time of its own (use auto, aclnn or emulator)")
     settings = settings_for(run_request(paths=(), runner=request.runner, op_lib=request.op_lib,
                                         supported_modes=request.supported_modes), toolkit=toolkit)
     device_soc, rows = bench_cases(cases, settings, device, warmup, repeat, peak_gbps, soc, timeout)

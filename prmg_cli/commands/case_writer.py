@@ -12,8 +12,19 @@ from ..vocab import DEFAULT_SUPPORTED_MODES, ROTARY_MODES, mode_list, mode_name
 from ..writes import Output, check_outputs
 
 
-# The options whose text gencase parses, by the case field its errors name.
-_SHAPE_OPTIONS = {"shape": "--shape", "cos_shape": "--cos-shape", "partial_slice": "--slice"}
+# The flag that sets each case field a flag-built case's error may name (its first part: inputs.dy.uniform).
+FIELD_FLAGS = {"shape": "--shape", "cos_shape": "--cos-shape", "broadcast": "--broadcast", "partial_slice": "--slice",
+               "dtype": "--dtype", "cos_dtype": "--cos-dtype", "sin_dtype": "--cos-dtype", "rotary_mode": "--mode",
+               "seed": "--seed", "name": "--name", "inputs": "--inputs", "expect": "--expect",
+               "standard": "--standard", "preset": "--preset"}
+
+
+def _flag_error(exc: PrmgError) -> PrmgError:
+    """``exc`` naming the flag that set its field (``FIELD_FLAGS``), as the user wrote it; itself for another."""
+    flag = FIELD_FLAGS.get((exc.field or "").split(".")[0])
+    if flag is None or exc.file is not None:
+        return exc
+    return PrmgError(f"{flag}{f' ({exc.field})' if '.' in exc.field else ''}: {exc.reason}")
 
 
 def _write(text: str, output: str | None, what: str, inputs: dict[str, str], count: int) -> str:
@@ -35,7 +46,10 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     and ``notes`` gets a warning for one that cannot see a broadcast fault (``check_strength``) and, for a preset,
     how many of its cases today's target skips (``skipped_today``)."""
     if preset is not None:                      # no option of one case with it: refused by commands.gen_case
-        doc = presets.preset(preset, tags, exclude_tags)
+        try:
+            doc = presets.preset(preset, tags, exclude_tags)
+        except PrmgError as exc:
+            raise _flag_error(exc) from None
         if notes is not None:
             notes += skipped_today(doc["cases"])
         return _write(gencase.dump_yaml(doc), output, "case file", {}, len(doc["cases"]))
@@ -55,9 +69,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
             seed=seed, name=name, inputs=parsed, standard=standard,
             **{key: value for key, value in given.items() if value is not None})
     except PrmgError as exc:
-        if exc.case is None and exc.field in _SHAPE_OPTIONS:     # a shape or slice text gencase cannot read
-            raise PrmgError(f"{_SHAPE_OPTIONS[exc.field]}: {exc.reason}") from None
-        raise
+        raise _flag_error(exc) from None
     check_strength(case, notes if notes is not None else [])
     if append:
         if output is None:

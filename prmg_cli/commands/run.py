@@ -25,7 +25,8 @@ OPTIONS = (
     REPORTS, OUTPUT, KEYWORD, TAGS, EXCLUDE_TAGS,
     Option("fail_fast", ("--fail-fast", "-x"), False, "Stop at the first failure, error or xpass; the cases not "
            "run are reported as not_run.", kind=bool),
-    Option("list_only", ("--list",), False, "Print the cases that would run, run nothing.", kind=bool),
+    Option("list_only", ("--list",), False, "Print the cases that would run (skip: the target would skip it), run "
+           "nothing.", kind=bool),
     Option("timeout", ("--timeout",), 300.0, "Per case, a finite number >= 0; a case past it is an error and its "
            "worker is replaced. 0 = no limit.", "SECONDS", float, plugin=True),
     Option("max_timeouts", ("--max-timeouts",), MAX_TIMEOUTS, "After K timeouts in a row a device is considered "
@@ -100,7 +101,7 @@ EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 def main(request) -> int:
     """Run case files against the operator and judge every result.
 
-    The report's last line is the summary, e.g. `724 passed, 0 failed, 2 xfailed, 84 skipped`. Exit code 0
+    The report's last line is the summary, e.g. `726 passed, 0 failed, 2 xfailed, 84 skipped`. Exit code 0
     when nothing failed, 1 when a case failed, errored, xpassed or did not run, 2 for usage or case-file
     errors, 5 when no case is selected (or every case was skipped), 130/143 when interrupted or terminated
     (the partial report is printed and the results file keeps what finished).

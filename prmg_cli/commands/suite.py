@@ -20,7 +20,8 @@ from typing import Sequence
 
 from .. import __version__
 from ..case import Case
-from ..cases.loader import check_files, fingerprint_or_empty, input_files, load_cases, select, unjudged, validate
+from ..cases.loader import (check_files, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
+                            validate)
 from ..device import execute, provenance
 from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
 from ..files import write_text
@@ -67,9 +68,11 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
                 for text in (constraints.expectation_warning(case, modes),
                              case.known_defect and case.known_defect.unjudged(), weak_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
+    npy = len(file_inputs(cases))
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
                f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
-               f"{mode_list(modes)}; file: inputs are read only from inside each case file's folder)")
+               f"{mode_list(modes)}" + (f"; {plural(npy, '.npy file')} read by file: inputs, each from inside its "
+                                        f"case file's folder" if npy else "") + ")")
     return "\n".join(warnings + wrap(summary, width()))
 
 
@@ -218,6 +221,7 @@ def checked_settings(request):
             raise PrmgError(f"--standard: {exc.reason}") from None
     if request.max_timeouts < 1:
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
+    check_device_options(request.runner, None if getattr(request, "cluster", None) else request.op_lib)  # nodes' path
     golden = not request.no_golden
     checks, options = parse_checks(request.check), check_options(request)
     save_failures = os.path.realpath(request.save_failures) if request.save_failures else None
@@ -226,6 +230,17 @@ def checked_settings(request):
                                strict=request.strict, max_timeouts=request.max_timeouts, checks=checks,
                                golden=golden, check_options=options, save_failures=save_failures,
                                each_device=getattr(request, "each_device", False))
+
+
+def check_device_options(runner: str, op_lib: str | None) -> None:
+    """PrmgError for an unknown ``--runner`` or an ``--op-lib`` that is no regular file, checked with the other options
+    before any case is read: a selection of none (exit 5) had left such a mistake unsaid."""
+    from ..device.runners import check_runner
+    from ..device.toolkit import op_lib_file
+
+    check_runner(runner)
+    if op_lib:
+        op_lib_file(op_lib)
 
 
 def settings_for(request, toolkit=None, max_memory: int | None = None, settings=None):
@@ -448,6 +463,7 @@ def run_suite(request) -> int:
         device_request(device_list(request), "--devices" if request.devices is not None else "--device")
     checked = checked_settings(request)
     targets = outputs.parse_targets(list(request.report), request.output)
+    max_memory = parse_size(request.max_memory) if request.max_memory else None
     modes = checked.supported_modes
     selection, cases = _select(request, modes)
     check_judged(cases, checked.checks, checked.golden)
@@ -455,10 +471,11 @@ def run_suite(request) -> int:
         sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
         return ExitCode.NO_CASES
     if request.list_only:
-        write_stdout(listing.render(cases))
+        skipped = [execute.case_result(case, "skipped", message=reason) for case in cases
+                   if (reason := constraints.skip_reason(case, modes))]
+        write_stdout(listing.render(cases, skipped, wide=request.wide))
         return ExitCode.OK
     check_run_outputs(request, targets, cases)
-    max_memory = parse_size(request.max_memory) if request.max_memory else None
     # every file is read or opened before anything touches the toolkit (a probe of a wedged device takes long)
     stored = store.read(request.resume, missing_ok=True) if request.resume else None
     results_path = request.results or request.resume

@@ -51,9 +51,15 @@ RUNNERS: dict[str, Runner] = {runner.name: runner for runner in (
 )}
 
 
-def runners_help() -> str:
-    """``--runner``'s help: each runner and what it does."""
-    return "; ".join(f"{runner.name} ({runner.help})" for runner in RUNNERS.values()) + "."
+def runners_help(names=None) -> str:
+    """``--runner``'s help: each runner (of ``names``; default all) and what it does."""
+    return "; ".join(f"{runner.name} ({runner.help})" for runner in RUNNERS.values()
+                     if names is None or runner.name in names) + "."
+
+
+def timed_runners() -> list[str]:
+    """The runners ``prmg bench`` can time: those launching through aclnn (``aclnn.session``), between ACL events."""
+    return [name for name, runner in RUNNERS.items() if runner.session is aclnn.session]
 
 
 def select(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,

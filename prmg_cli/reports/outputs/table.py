@@ -75,7 +75,8 @@ def fit(rows: list[dict[str, str]], *, wide: bool = False, shared_candidates: tu
     as a table of at most ``width`` columns (default ``screen.width()``): an empty column and (for
     ``shared_candidates``) a column with one value in every row are named on an ``all cases:`` line instead
     (wrapped to the width); then the steps of ``order`` are taken one by one until the table fits: a heading
-    drops its column, ``ESSENTIALS`` cuts the metric to ``essentials``, ``SQUEEZE`` cuts the texts of the last
+    drops its column, ``ESSENTIALS`` cuts the metric to ``essentials``, a function rewrites every row (row ->
+    row: a shorter text of the same cell), ``SQUEEZE`` cuts the texts of the last
     column (``screen.shorten``) to the room whole names leave, not below ``MIN_SQUEEZED``, ``SHORTEN`` starts
     shortening case names
     (``short_names``) to the room the other columns leave, never below ``MIN_NAME`` while a step remains
@@ -106,6 +107,8 @@ def fit(rows: list[dict[str, str]], *, wide: bool = False, shared_candidates: tu
                 squeezing = True
             elif step == ESSENTIALS and "metric" in headings:
                 table = [{**row, "metric": essentials(row["metric"])} for row in table]
+            elif callable(step):
+                table = [step(row) for row in table]
             elif step in headings and step != "case":
                 headings.remove(step)
                 dropped.append(step)
