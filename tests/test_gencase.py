@@ -123,6 +123,9 @@ def test_edge_has_empty_slices_huge_tiny_subnormal_and_long_rope(loaded):
     bounds = {name: max(abs(x) for x in c.dy_input.args) for name, c in cases.items() if c.dy_input.kind == "uniform"}
     assert bounds["huge_fp32"] >= 1e30 and bounds["huge_bf16"] >= 1e30 and bounds["huge_fp16"] >= 3e4
     assert bounds["subnormal_fp32"] < 1.2e-38 and bounds["subnormal_fp16"] < 6e-8 * 2
+    for dtype in ("fp32", "bf16"):           # every flush threshold from the budget's term to 2^-96 meets a result
+        exponents = np.log2(np.abs(cases[f"small_normals_{dtype}"].dy_input.args))
+        assert exponents.min() < -123 and exponents.max() > -97 and np.diff(np.sort(exponents)).max() < 1
     ropes = [c for c in cases.values() if c.cos_input.kind == "rope"]
     assert {c.cos_input.args[0] for c in ropes if max(np.atleast_1d(c.cos_input.args[1])) >= 100000} >= {10000, 500000}
     assert any(c.dtype == "bfloat16" and c.cos_dtype != "bfloat16" for c in cases.values())
