@@ -202,7 +202,8 @@ static int64_t table_index(int64_t index, int64_t shift)
 /* The value of lane j (described by l) from the slice x and the tables c, s: float32 products and
  * sum, or a fused multiply-add (job->fused); bf16_compute rounds inputs (already), both products and
  * the sum to bfloat16; workspace_uninit_read adds workspace[j]; zero_sin_skip returns c*x alone where the sin entry
- * is 0, zero_cos_skip the partner's term alone where the cos entry is 0; round_zero rounds the exact value toward zero on lanes j % 4 == 3. */
+ * is 0, zero_cos_skip the partner's term alone where the cos entry is 0; round_zero rounds the exact value toward
+ * zero on lanes j % 4 == 3. */
 static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x, const float *c, const float *s,
                         int64_t shift)
 {
