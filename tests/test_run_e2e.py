@@ -215,10 +215,10 @@ def test_bad_option_values_exit_2_with_one_line(small):
 
 
 def test_validate_and_dump(small, tmp_path):
-    result = prmg("validate", small)
+    result = prmg_here("validate", small)
     assert result.returncode == 0 and "5 cases" in result.stdout
     out = tmp_path / "dump"
-    result = prmg("dump", small, "--out", out)
+    result = prmg_here("dump", small, "--out", out)
     assert result.returncode == 0, result.stderr
     meta = json.loads((out / "bf16_mixed" / "meta.json").read_text())["case"]
     assert meta["dtype"] == "bfloat16" and meta["cos_dtype"] == "float32"
