@@ -226,8 +226,8 @@ def test_help_texts_have_examples(capsys, monkeypatch):
 def test_bench_offers_only_the_runners_it_can_time_and_refuses_another_before_reading_cases(capsys, monkeypatch,
                                                                                           tmp_path):
     """``bench --help`` lists the runners it times (aclnn launches between ACL events), not graph mode's, which it
-    refuses (and ``doctor --help`` says what doctor does with a runner, not what a run does); a runner it refuses or does not know is named before any case is read (exit 2, not 5 for a case file
-    whose cases it would not time)."""
+    refuses (and ``doctor --help`` says what doctor does with a runner, not what a run does); a runner it refuses or
+    does not know is named before any case is read (exit 2, not 5 for a case file whose cases it would not time)."""
     from prmg_cli.device.runners import RUNNERS, timed_runners
 
     assert timed_runners() == ["auto", "aclnn", "emulator"] and set(RUNNERS) - set(timed_runners()) == {"geir",
