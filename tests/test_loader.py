@@ -50,6 +50,16 @@ def test_bare_list_with_anchor_and_merge_key():
     assert second.source == str(LOADER / "10_list.yaml")
 
 
+@pytest.mark.parametrize("key, meant", [("theta", "base"), ("rope_theta", "base"), ("positions", "offset")])
+def test_a_rope_key_named_as_a_model_config_names_it_says_the_key_meant(tmp_path, key, meant):
+    """``rope_theta`` (a model's config) is no spelling of ``base``: the error says which key is meant."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"- {{name: a, shape: [1, 2, 1, 4], inputs: {{cos: {{rope: {{{key}: 1}}}}}}}}\n")
+    with pytest.raises(PrmgError, match=f"field 'inputs.cos.rope.{key}': unknown key '{key}' \\(did you mean "
+                                        f"'{meant}'\\?"):
+        load_cases([path])
+
+
 def test_defaults_merge_under_cases():
     cases = by_name(load_cases([LOADER / "20_defaults.yml"]))
     plain = cases["defaults_plain"]
