@@ -27,7 +27,8 @@ from ..judging.standards import STANDARDS, check_standard, standard_of
 from ..ops import OPERATORS
 from ..results import plural
 from ..status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
-from ..vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, NULLABLE, PHASES, ROTARY_MODES, TENSORS
+from ..vocab import (ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, NULLABLE, PHASES, ROTARY_MODES, TENSORS,
+                     mode_suggestion)
 
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
@@ -237,7 +238,7 @@ def parse_mode(value, where: Where, negative: bool) -> int:
     valid = "half, interleave, quarter, interleave-half or 0..3"
     if isinstance(value, str):
         if value not in ROTARY_MODES:
-            raise where.error("rotary_mode", f"unknown rotary_mode {show(value)}{suggest(value, ROTARY_MODES)}"
+            raise where.error("rotary_mode", f"unknown rotary_mode {show(value)}{mode_suggestion(value)}"
                               f" (valid: {valid})")
         return ROTARY_MODES[value]
     if not is_int(value):
