@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# A pytest session the tests start (the plugin's, make test's options): without the cache folder, and without
+# hypothesis's plugin, which imports all of hypothesis at every session's end (its terminal summary: about a second of
+# CPU per session, 30 of them in make test) and does nothing else in a session that runs no hypothesis test.
+PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,10 +68,12 @@ def prmg(*args: str, env: dict | None = None, timeout: float = 300, cwd: str | P
                           text=True, env=full_env, timeout=timeout, cwd=cwd or ROOT, input=input_text)
 
 
-def prmg_here(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`prmg ARGS` through the real entry point (``cli.main``) in this process (no interpreter to start: fast for many
-    command lines), with ``env`` set meanwhile and its output captured; ``cli.main(restore=True)`` leaves this
-    process's signal handling as it found it."""
+def prmg_here(*args: str, env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """`prmg ARGS` through the real entry point (``cli.main``) in this process (no interpreter to start: 0.3 s of CPU
+    less per command line), in ``cwd`` (default: this process's), with ``env`` set meanwhile and its output captured;
+    ``cli.main(restore=True)`` leaves this process's signal handling as it found it. Not for what a process of its own
+    shows: signals, output encodings (a StringIO takes any text), the emulator's state (read at aclInit, and a worker
+    forked from here inherits whatever this process loaded), a hang (no timeout)."""
     import contextlib
     import io
     from unittest import mock
@@ -75,9 +81,14 @@ def prmg_here(*args: str, env: dict | None = None) -> subprocess.CompletedProces
     from prmg_cli import cli
 
     out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["prmg", *map(str, args)]), mock.patch.dict(os.environ, env or {}), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stopped:
-        cli.main(restore=True)
+    here = os.getcwd()
+    os.chdir(cwd or here)
+    try:
+        with mock.patch.object(sys, "argv", ["prmg", *map(str, args)]), mock.patch.dict(os.environ, env or {}), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stopped:
+            cli.main(restore=True)
+    finally:
+        os.chdir(here)
     return subprocess.CompletedProcess(["prmg", *map(str, args)], stopped.value.code, out.getvalue(), err.getvalue())
 
 

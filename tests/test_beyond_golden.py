@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import prmg
+from conftest import prmg, prmg_here
 from prmg_cli.device import provenance
 from prmg_cli.reports import compare
 from prmg_cli.results import CaseResult
@@ -48,21 +48,21 @@ def test_compare_orders_new_failures_first_and_exits_1(tmp_path):
                                            result("drift", ratio=0.2)])
     b = results_file(tmp_path, "b.jsonl", [result("x", "failed"), result("y"), result("z"), result("new"),
                                            result("drift", ratio=0.9)])
-    out = prmg("compare", a, b, "--report", "json")
+    out = prmg_here("compare", a, b, "--report", "json")
     assert out.returncode == 1, out.stderr
     document = json.loads(out.stdout)
     assert [(c["category"], c["name"]) for c in document["changes"]] == [
         ("new failure", "x"), ("precision drift", "drift"), ("only in A", "gone"), ("fixed", "y"), ("only in B", "new")]
     assert document["summary"]["regressions"] == 3
-    table = prmg("compare", a, b)
+    table = prmg_here("compare", a, b)
     assert table.stdout.rstrip().splitlines()[-1].startswith("3 regressions (1 new failure, 1 precision drift")
-    assert "# prmg compare" in prmg("compare", a, b, "--report", "markdown").stdout
+    assert "# prmg compare" in prmg_here("compare", a, b, "--report", "markdown").stdout
 
 
 def test_compare_of_equal_runs_is_clean(tmp_path):
     a = results_file(tmp_path, "a.jsonl", [result("x"), result("y", ratio=0.5, samples=(1.0, 1.01, 0.99))])
     b = results_file(tmp_path, "b.jsonl", [result("x", ratio=0.55), result("y", ratio=0.5, samples=(1.02, 1.0, 0.98))])
-    out = prmg("compare", a, b)
+    out = prmg_here("compare", a, b)
     assert out.returncode == 0 and out.stdout.startswith("no changes")
 
 
@@ -231,15 +231,15 @@ def test_a_weakened_case_is_not_comparable_end_to_end(tmp_path, emulator, monkey
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"schema": "prmg.result/3", "name": "x", "status": "passed"}\nnot json\n')
-    out = prmg("compare", bad, bad)
+    out = prmg_here("compare", bad, bad)
     assert out.returncode == 2 and "bad.jsonl: line 2: not a JSON record; not a results file" in out.stderr
     zeros = tmp_path / "zeros.jsonl"
     zeros.write_bytes(b"0" * 4096)                          # garbage is never taken for a torn record
-    out = prmg("compare", zeros, zeros)
+    out = prmg_here("compare", zeros, zeros)
     assert out.returncode == 2 and "zeros.jsonl: line 1: not a JSON record" in out.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    out = prmg("compare", empty, empty)
+    out = prmg_here("compare", empty, empty)
     assert out.returncode == 2 and "holds no result record: nothing to compare" in out.stderr
 
 
@@ -248,7 +248,7 @@ def test_compare_two_real_runs(tmp_path):
     prmg("run", path, "--runner", "emulator", "--results", tmp_path / "a.jsonl")
     prmg("run", path, "--runner", "emulator", "--results", tmp_path / "b.jsonl",
          env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "2,1,2,16"})
-    out = prmg("compare", tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    out = prmg_here("compare", tmp_path / "a.jsonl", tmp_path / "b.jsonl")
     assert out.returncode == 1 and "new failure  b_bf16" in out.stdout
 
 
@@ -341,7 +341,7 @@ def test_save_failures_writes_everything_numpy_reads(tmp_path):
     dy = np.load(folder / "dy.npy").view(ml_dtypes.bfloat16)
     assert dy.shape == actual.shape and meta["case"]["definition"]["name"] == meta["result"]["name"] == "b_bf16"
     dumped = tmp_path / "dumped"                      # prmg dump writes the same files, the same meta.json
-    assert prmg("dump", write(tmp_path), "--out", dumped, "-k", "b_bf16").returncode == 0
+    assert prmg_here("dump", write(tmp_path), "--out", dumped, "-k", "b_bf16").returncode == 0
     again = json.loads((dumped / "b_bf16" / "meta.json").read_text())
     assert again["case"] == meta["case"] and again["result"] is None and set(again) == set(meta)
     assert {name: kind for name, kind in meta["files"].items() if name not in ("actual.npy", "score.npy")} \
@@ -379,7 +379,7 @@ def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(t
     assert golden.shape == score.shape == (1, 2, 2, 32) and (score <= 1).all()
     assert not (no_golden / "golden.npy").exists() and (no_golden / "actual.npy").exists()
     dumped = tmp_path / "dumped"
-    assert prmg("dump", cases, "--out", dumped).returncode == 0
+    assert prmg_here("dump", cases, "--out", dumped).returncode == 0
     snippet = readme_artifact_snippet()
     for folder in (bytes_only, no_golden, dumped / "a_fp32", dumped / "d_checks"):
         exec(snippet, {"FOLDER": str(folder)})

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli import cli
 
 BROKEN = sorted((ROOT / "tests" / "data" / "broken").glob("*.yaml"))
@@ -249,14 +249,14 @@ def test_bench_offers_only_the_runners_it_can_time_and_refuses_another_before_re
 
 def test_gen_case_from_flags_runs_green(tmp_path):
     out = tmp_path / "gen.yaml"
-    result = prmg("gen-case", "--shape", "2,16,4,128", "--broadcast", "1S1D", "--slice", "33,97",
-                  "--dtype", "bfloat16", "--cos-dtype", "float32", "--inputs", "cos=rope:10000,sin=rope:10000",
-                  "-o", out)
+    result = prmg_here("gen-case", "--shape", "2,16,4,128", "--broadcast", "1S1D", "--slice", "33,97",
+                       "--dtype", "bfloat16", "--cos-dtype", "float32", "--inputs", "cos=rope:10000,sin=rope:10000",
+                       "-o", out)
     assert result.returncode == 0, result.stderr
     case = yaml.safe_load(out.read_text())["cases"][0]
     assert case["shape"] == [2, 16, 4, 128] and case["cos_shape"] == [1, 16, 1, 64]
-    result = prmg("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64", "--expect",
-                  "ACLNN_ERR_INNER_TILING_ERROR", "--name", "too_wide", "-o", out, "--append")
+    result = prmg_here("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64", "--expect",
+                       "ACLNN_ERR_INNER_TILING_ERROR", "--name", "too_wide", "-o", out, "--append")
     assert result.returncode == 0, result.stderr
     result = prmg("run", out, "--runner", "emulator")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -267,25 +267,25 @@ def test_gen_case_from_flags_runs_green(tmp_path):
 
 
 def test_gen_case_refuses_a_broken_constraint_unless_an_error_is_expected():
-    result = prmg("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64")
+    result = prmg_here("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64")
     assert result.returncode == 2
     assert "D = 2048 exceeds 1024" in result.stderr and "Traceback" not in result.stderr
-    result = prmg("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64", "--expect", "error")
+    result = prmg_here("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64", "--expect", "error")
     assert result.returncode == 0 and "error" in result.stdout
 
 
 def test_gen_case_presets_are_deterministic_and_valid(tmp_path):
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     for target in (first, second):
-        assert prmg("gen-case", "--preset", "negative", "-o", target).returncode == 0
+        assert prmg_here("gen-case", "--preset", "negative", "-o", target).returncode == 0
     assert first.read_bytes() == second.read_bytes()
-    result = prmg("validate", first)
+    result = prmg_here("validate", first)
     assert result.returncode == 0, result.stderr
 
 
 def test_import_ttk_and_run_its_cases(tmp_path):
     out = tmp_path / "ttk.yaml"
-    result = prmg("import-ttk", TTK_CSV, "-o", out)
+    result = prmg_here("import-ttk", TTK_CSV, "-o", out)
     assert result.returncode == 0, result.stderr
     result = prmg("run", out, "--runner", "emulator", "--report", "json")
     report = json.loads(result.stdout)
@@ -300,7 +300,7 @@ def test_import_ttk_reports_rows_it_cannot_map(tmp_path):
               rows[3].replace(",True,", ",False,")]
     path = tmp_path / "mixed.csv"
     path.write_text("\n".join(broken) + "\n")
-    result = prmg("import-ttk", path)
+    result = prmg_here("import-ttk", path)
     assert result.returncode == 0
     assert "row 2" in result.stderr and "row 3" in result.stderr
     assert len(yaml.safe_load(result.stdout)["cases"]) == 1
@@ -386,7 +386,7 @@ def test_dump_golden_matches_an_independent_float64_computation(tmp_path):
   partial_slice: [5, 13]
   sweep: {rotary_mode: [half, interleave, quarter, interleave-half], dtype: [float32, float16, bfloat16]}
 """)
-    result = prmg("dump", path, "--out", tmp_path / "out")
+    result = prmg_here("dump", path, "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     import ml_dtypes
     for folder in sorted((tmp_path / "out").iterdir()):

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import sys
 
 import pytest
 
+from conftest import PYTEST
 from prmg_cli import error_balance
 from prmg_cli.cases.loader import load_cases
 from prmg_cli.device.acl import AclSession
@@ -171,7 +171,7 @@ def test_without_the_golden_sample_says_the_bias_of_its_rows(emulator, monkeypat
 def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
     cases = tmp_path / "c.yaml"
     cases.write_text("\n".join(line for line in CASES.splitlines() if "tiny" in line or "const_dy" in line) + "\n")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg", str(cases),
+    result = subprocess.run([*PYTEST, "-q", "--prmg", str(cases),
                              "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="round_up"))
     assert result.returncode == 1 and "4 passed" in result.stdout, result.stdout

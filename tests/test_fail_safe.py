@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 
 CASES = """
 - {name: ok_a, shape: [1, 2, 2, 16], partial_slice: [4, 12]}
@@ -54,7 +54,7 @@ def test_an_expected_error_the_operator_does_not_return_runs_and_fails(tmp_path)
     case = report["cases"][0]
     assert case["status"] == "failed"
     assert case["message"].startswith("expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS")
-    checked = prmg("validate", path)
+    checked = prmg_here("validate", path)
     assert checked.returncode == 0
     assert "warning:" in checked.stdout and "tiny" in checked.stdout and "predicts success" in checked.stdout
 
@@ -206,7 +206,7 @@ def test_a_report_never_overwrites_a_case_file_the_results_file_or_another_repor
     assert result.returncode == 2 and "cannot write the results file: it is a case file" in result.stderr
     assert path.read_bytes() == before and not (tmp_path / "a.json").exists()
     assert not results.exists() or results.read_text() == ""
-    result = prmg("report", results, "--report", f"json:{results}")
+    result = prmg_here("report", results, "--report", f"json:{results}")
     assert result.returncode == 2 and "a results file to merge" in result.stderr
     both = prmg("run", path, "--runner", "emulator", "--report", "json:/dev/null", "--report", "csv:/dev/null")
     assert both.returncode != 2, both.stderr                           # a device may take several

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli.cases.fields import MAX_ARRAY_ELEMENTS
 from prmg_cli.cases.loader import Case
 from prmg_cli.errors import PrmgError
@@ -63,7 +63,7 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     one = tmp_path / "one.xml"
     assert prmg("run", SMOKE, "--runner", "emulator", "--report", f"junit:{one}").returncode == 0
     merged = tmp_path / "merged.xml"
-    result = prmg("report", *shards, "--cases", SMOKE, "--report", f"junit:{merged}", "--report", "table")
+    result = prmg_here("report", *shards, "--cases", SMOKE, "--report", f"junit:{merged}", "--report", "table")
     assert result.returncode == 0, result.stderr
     assert normalised_junit(merged.read_text()) == normalised_junit(one.read_text())
     assert result.stdout.splitlines()[-1] == "34 passed, 0 failed"
@@ -78,7 +78,7 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
     shards = [tmp_path / "strict.jsonl", tmp_path / "loose.jsonl"]
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0])
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard", "allclose")
-    result = prmg("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
+    result = prmg_here("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
     differ = f"standard: {shards[0]}: none; {shards[1]}: allclose"
     assert result.returncode == 1 and (f"prmg: the runs were judged under different settings, which no one verdict "
                                        f"covers: {differ} (--allow-mixed standard if that is intended)\n"
@@ -86,11 +86,11 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert (summary["exit_code"], summary["ok"], summary["mixed"]) == (1, False, [differ])
     assert dict(summary["notes"])["settings differ"] == differ
-    result = prmg("report", *shards, "--allow-mixed", "standard", "--report", "json", "-o", tmp_path / "r.json")
+    result = prmg_here("report", *shards, "--allow-mixed", "standard", "--report", "json", "-o", tmp_path / "r.json")
     assert result.returncode == 0 and f"warning: the runs were judged under different settings (--allow-mixed " \
                                       f"standard): {differ}\n" in result.stderr
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["exit_code"] == 0
-    result = prmg("report", *shards, "--allow-mixed", "standrad")
+    result = prmg_here("report", *shards, "--allow-mixed", "standrad")
     assert result.returncode == 2 and "--allow-mixed standrad: no run of these files records such a setting" in \
         result.stderr
 
@@ -108,12 +108,12 @@ def test_an_emulator_shard_and_a_toolkit_shard_are_no_one_report(tmp_path):
     toolkit = prmg("run", cases, "--runner", "aclnn", "--shard", "2/2", "--results", shards[1],
                    env={"ASCEND_HOME_PATH": str(stand_in(tmp_path / "standin"))})
     assert toolkit.returncode == 0, toolkit.stderr
-    result = prmg("report", *shards)
+    result = prmg_here("report", *shards)
     named = re.findall(r"no one verdict covers: (\w+): ", result.stderr)
     assert result.returncode == 1 and {"runner", "libraries", "op_library", "toolkit_version"} <= set(named)
     assert "MIXED SETTINGS: " in " ".join(result.stdout.split())
     allowed = [argument for key in named for argument in ("--allow-mixed", key)]
-    assert prmg("report", *shards, *allowed).returncode == 0
+    assert prmg_here("report", *shards, *allowed).returncode == 0
 
 
 def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
@@ -122,8 +122,8 @@ def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
     shards = [tmp_path / f"s{i}.jsonl" for i in (1, 2, 3)]
     for index, shard in enumerate(shards, start=1):
         prmg("run", SMOKE, "--runner", "emulator", "--shard", f"{index}/3", "--results", shard)
-    assert prmg("report", *shards).returncode == 0
-    result = prmg("report", shards[0], shards[2], "--report", "json")
+    assert prmg_here("report", *shards).returncode == 0
+    result = prmg_here("report", shards[0], shards[2], "--report", "json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
     lost = [c for c in report["cases"] if c["status"] == "not_run"]
@@ -133,7 +133,7 @@ def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
     killed = tmp_path / "killed.jsonl"
     lines = shards[1].read_text().splitlines(keepends=True)
     killed.write_text("".join(lines[:3]))                     # the run record and two results: then killed
-    result = prmg("report", shards[0], killed, shards[2], "--report", "json")
+    result = prmg_here("report", shards[0], killed, shards[2], "--report", "json")
     report = json.loads(result.stdout)
     lost = [c for c in report["cases"] if c["status"] == "not_run"]
     assert result.returncode == 1 and len(lost) == len(lines) - 3
@@ -145,7 +145,7 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0], env={"PRMG_EMU_FAULT": "nan"})
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--devices", "0,1",
          "--standard", "allclose", env={"PRMG_EMU_DEVICES": "2"})
-    result = prmg("report", *shards)
+    result = prmg_here("report", *shards)
     header = " ".join(result.stdout.split("\n\n")[0].split())            # its long lines wrapped
     assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
@@ -155,7 +155,7 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     assert f"settings differ: faults: {shards[0]}: {{faults: [nan], shape: ''}}; {shards[1]}: {{}} " in header
     assert result.returncode == 1 and "MIXED SETTINGS: faults: " in header
     junit = tmp_path / "r.xml"
-    prmg("report", *shards, "--report", f"junit:{junit}")
+    prmg_here("report", *shards, "--report", f"junit:{junit}")
     pairs = [(p.get("name"), p.get("value")) for p in ET.parse(junit).getroot().iter("property")]
     properties = dict(pairs)
     assert "nan" in properties.get("FAULTS INJECTED", "") and properties.get("soc") == "Ascend950PR_9589"
@@ -165,7 +165,7 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     shaped = tmp_path / "shaped.jsonl"
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shaped,
          env={"PRMG_EMU_FAULT": "nan", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
-    result = prmg("report", shaped, shards[1])
+    result = prmg_here("report", shaped, shards[1])
     assert "FAULTS NAMED BUT NEVER INJECTED: nan (PRMG_EMU_FAULT_SHAPE=9,9,9,9 matched no case)" in result.stdout
 
 
@@ -186,7 +186,7 @@ def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
     shard = tmp_path / "one-shard.jsonl"
     prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shard)
     held = len(read(shard).latest())
-    result = prmg("report", shard, "--cases", SMOKE, "--report", "json")
+    result = prmg_here("report", shard, "--cases", SMOKE, "--report", "json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert report["summary"]["total"] == 34 and report["summary"]["not_run"] == 34 - held
@@ -325,14 +325,14 @@ def test_report_exit_codes_and_every_format(tmp_path, capsys):
 def test_report_names_each_duplicate_on_stderr_and_exits_as_run_does(tmp_path):
     a = write(tmp_path / "a.jsonl", record("x", "error", message="worker crashed"), record("y"))
     b = write(tmp_path / "b.jsonl", record("x"), record("z"))
-    result = prmg("report", a, b, "--report", "csv")
+    result = prmg_here("report", a, b, "--report", "csv")
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and re.fullmatch(r"prmg: duplicate: case 'x' is in .*a\.jsonl \(error\), .*b\.jsonl "
                                             r"\(passed\); reporting error from .*a\.jsonl \(--duplicates worst\)",
                                             lines[0])
-    assert prmg("report", a, b, "--duplicates", "last").returncode == 0
-    result = prmg("report", tmp_path / "missing.jsonl")
+    assert prmg_here("report", a, b, "--duplicates", "last").returncode == 0
+    result = prmg_here("report", tmp_path / "missing.jsonl")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
@@ -391,10 +391,10 @@ def test_the_file_an_interrupted_run_and_its_resume_leave_is_read_by_report_and_
     torn = [index for index, line in enumerate(lines) if not line.endswith(b"}")]
     assert len(torn) == 1 and 0 < torn[0] < len(lines) - 1, lines            # the torn line is in the middle
     assert read(results).torn == 1
-    report = prmg("report", results, "--report", "json")
+    report = prmg_here("report", results, "--report", "json")
     assert report.returncode == 0, report.stderr
     assert [case["status"] for case in json.loads(report.stdout)["cases"]] == ["passed", "passed"]
-    compared = prmg("compare", results, results)
+    compared = prmg_here("compare", results, results)
     assert compared.returncode == 0 and "0 regressions" in compared.stdout, compared.stderr
 
 
@@ -553,12 +553,11 @@ def test_a_run_killed_before_its_cases_does_not_stand_on_an_earlier_runs_verdict
     newest records, and prmg report and compare took them: green, the new kernel never run. A case the file's last
     run selected and did not record is not_run, unless its record was judged under that run's settings (a resume
     keeps such records), or the case is in another shard than that run's."""
-    from conftest import prmg_here
     from prmg_cli.reports import store
     from prmg_cli.reports.compare import compare_files
 
-    def run(run_id, settings, shard="", names=("x", "y")):
-        return store.encode(store.RunRecord(run_id, shard, list(names), settings, {"started": run_id}))
+    def run(run_id, settings, shard="", names=("x", "y"), together=None):
+        return store.encode(store.RunRecord(run_id, shard, list(names), settings, {"started": run_id}, together or {}))
 
     def passed(name, run_id, settings):
         return store.encode(replace(record(name, metrics={"max_err_ratio": 0.5}), run_id=run_id,
@@ -581,6 +580,9 @@ def test_a_run_killed_before_its_cases_does_not_stand_on_an_earlier_runs_verdict
     for later in (run("c", old), run("c", old) + run("d", new, "2/2")):          # a resume; a shard holding neither
         path.write_bytes(earlier + later)
         assert [result.status for result in merge([read(path)]).results] == ["passed", "passed"]
+    # y's tiling siblings go by the first sibling's name ("d", in shard 2 of 2, where "x" and "y" are in shard 1)
+    path.write_bytes(earlier + run("e", new, "2/2", together={"y": "d"}))
+    assert [result.status for result in merge([read(path)]).results] == ["passed", "not_run"]
 
 
 def test_a_verdict_edited_by_hand_or_given_twice_is_believed_by_no_report_compare_or_resume(tmp_path, emulator,

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ROOT
+from conftest import PYTEST, ROOT
 from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
 CASES = """
@@ -28,7 +28,7 @@ def pytest_run(tmp_path, *args, env=None):
     cases = tmp_path / "cases.yaml"
     cases.write_text(CASES)
     full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))       # this tree's plugin (make mutate's copy)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg", str(cases),
+    return subprocess.run([*PYTEST, "--prmg", str(cases),
                            "--prmg-runner", "emulator", *args], cwd=tmp_path, env=full_env,
                           capture_output=True, text=True, timeout=300)
 
@@ -106,7 +106,7 @@ def test_plugin_keeps_tiling_siblings_on_one_xdist_worker_under_loadgroup(tmp_pa
     """tiling_cache lives in one process: with three xdist workers each of the three edge.same_shapes_slice_* items ran
     in a worker of its own and the session was green. The plugin puts tiling siblings in one xdist group, so that
     --dist loadgroup runs them in one worker (the end lines name the cases without xdist's group suffix)."""
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg",
+    result = subprocess.run([*PYTEST, "-q", "--prmg",
                              str(ROOT / "cases" / "edge.yaml"), "-k", "same_shapes_slice", "--prmg-runner", "emulator",
                              "-n", "3", "--dist", "loadgroup"], cwd=tmp_path, capture_output=True, text=True,
                             timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="tiling_cache"))
@@ -146,7 +146,7 @@ def test_plugin_fails_a_case_a_rerun_plugin_runs_again(tmp_path):
         f"- {{name: c{seed}, shape: [1, 1, 1, 8], cos_shape: [1, 1, 1, 8], partial_slice: [0, 8], seed: {seed}}}\n"
         for seed in range(3)) + "- {name: c3, shape: [1, 64, 16, 64], cos_shape: [1, 64, 1, 64], "
                                  "partial_slice: [0, 64]}\n")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "rerun_stand_in", "-q",
+    result = subprocess.run([*PYTEST, "-p", "rerun_stand_in", "-q",
                              "-W", "ignore", "--prmg", "cases.yaml", "--prmg-runner", "emulator"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),  # this tree's
@@ -280,7 +280,7 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
     # an extra argument is passed to prmg run after the gate's own, and prmg takes the last of an option given twice:
     # smoke.sh --runner emulator ran a green gate on the host emulator; it is refused before anything runs
     for extra, named in ((["--timeout", "5", "--runner", "emulator"], "--runner"),
-                         (["--runner=emulator"], "--runner=")):
+                         (["--runner=emulator"], "--runner="), (["--devices", "0"], "--devices")):   # chip 0 alone
         result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh"), *extra], cwd=ROOT, capture_output=True,
                                 text=True, timeout=60, env=dict(os.environ, ASCEND_SET_ENV="/nonexistent"))
         assert result.returncode == 2 and result.stderr.startswith(f"smoke.sh: {named}"), result.stderr
@@ -335,7 +335,7 @@ def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):
     assert result.returncode == 0 and "1 passed, 3 deselected" in result.stdout
     assert "; called through graph mode (GE IR), graph mode by the emulator's twin" in result.stdout
     (tmp_path / "cases.yaml").write_text("- {name: bad, shape: [1, 1, 1, 8], seed: -1}\n")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg",
+    result = subprocess.run([*PYTEST, "--prmg",
                              str(tmp_path / "cases.yaml"), "--prmg-runner", "emulator", "-q"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
@@ -348,7 +348,7 @@ def test_plugin_known_defects_are_strict_xfails(tmp_path):
                      " result: wrong, pattern: odd_lanes}}\n"
                      "- {name: d_xpass, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002},"
                      " known_defect: {reason: \"fixed since\", status: SUCCESS}}\n")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prmg", str(cases),
+    result = subprocess.run([*PYTEST, "-q", "--prmg", str(cases),
                              "--prmg-runner", "emulator"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, PRMG_EMU_FAULT="sign", PRMG_EMU_FAULT_SHAPE="1,1,2,8"))
     assert result.returncode == 1, result.stdout
@@ -376,7 +376,7 @@ def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
     (suite / "again.yaml").hardlink_to(suite / "ok.yml")
     ran = sorted(case.name for case in load_cases(case_files([suite])))
     assert ran == ["build", "dist_dotdeep", "dothidden", "fine", "venv"]
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "--prmg",
+    result = subprocess.run([*PYTEST, "-q", "-rA", "--prmg",
                              str(suite), "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -387,6 +387,6 @@ def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
     (suite / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
     with pytest.raises(PrmgError, match="no such file"):
         load_cases(case_files([suite]))
-    refused = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--collect-only",
+    refused = subprocess.run([*PYTEST, "-q", "--collect-only",
                               "--prmg", str(suite)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 4 and f"--prmg: {suite / 'gone.yaml'}: no such file" in refused.stderr, refused.stderr

@@ -12,13 +12,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from conftest import prmg
+from conftest import PYTEST, prmg, prmg_here
 from prmg_cli.cases.loader import Case, Expect, KnownDefect
 from prmg_cli.device.acl import SYNCHRONIZE, Outcome
 from prmg_cli.device.execute import known_defect_status
@@ -114,7 +113,7 @@ def _context(case):
 
 def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
     path = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16], golden: false, checks: [determinism]}\n")
-    out = prmg("validate", path)
+    out = prmg_here("validate", path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.count("\n") == 1
     assert f"{path}: case 'd': field 'checks': without the golden (golden: false) this case is judged by " \
@@ -531,7 +530,7 @@ def test_known_defect_status_rules():
      "defaults.known_defect", "'known_defect' belongs to each case, not to defaults"),
 ])
 def test_a_known_defect_must_name_its_defect_on_each_case(tmp_path, text, field, words):
-    out = prmg("validate", write(tmp_path, text))
+    out = prmg_here("validate", write(tmp_path, text))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert f"field '{field}'" in out.stderr and words in out.stderr
 
@@ -647,7 +646,7 @@ def test_the_shipped_non_contiguous_case_fails_when_the_first_phase_refuses(stan
 def test_validate_warns_when_the_phase_disagrees_with_the_model(tmp_path):
     path = write(tmp_path, "- {name: n, shape: [1, 1, 4, 8], dy_strides: [32, 32, 1, 4],\n"
                            "   expect: {error: ACLNN_ERR_INNER}}\n")
-    out = prmg("validate", path)
+    out = prmg_here("validate", path)
     assert out.returncode == 0
     assert "but the constraint model predicts the launch (the second phase) returns it (write phase: launch)" \
         in out.stdout
@@ -767,7 +766,7 @@ def test_pytest_plugin_matches_prmg_under_runxfail_and_surfaces_warnings(tmp_pat
 
     def pytest_run(*args):
         env = dict(os.environ, PRMG_EMU_FAULT="sign")
-        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--prmg", str(path),
+        return subprocess.run([*PYTEST, "--prmg", str(path),
                                "--prmg-runner", "emulator", "-q", "-rxX", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=300)
 
@@ -787,7 +786,7 @@ def test_pytest_plugin_exits_as_prmg_run_does(tmp_path):
     pytest's hypothesis and xdist plugins, which cost a second of start-up.)"""
 
     def session(path, *args, env=None):
-        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+        return subprocess.run([*PYTEST,
                                "-p", "no:xdist", "--prmg", str(path), "--prmg-runner", "emulator", "-q", *args],
                               cwd=tmp_path, env=dict(os.environ, **(env or {})), capture_output=True, text=True,
                               timeout=300)
@@ -947,8 +946,6 @@ def test_resume_trusts_only_verdicts_of_the_same_case_under_the_same_settings():
 
 @pytest.mark.verdict
 def test_a_user_error_exits_2_with_one_line(tmp_path):
-    from conftest import prmg_here
-
     done = prmg_here("validate", write(tmp_path, "- {name: a, shape: [1, 1, 1, 8], standard: nope}\n"))
     assert done.returncode == 2 and done.stderr.startswith("prmg: error: ") and done.stderr.count("\n") == 1, done
 

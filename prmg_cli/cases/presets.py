@@ -274,6 +274,15 @@ def _edge() -> dict:
                    partial_slice=(start, start + 8), note=sibling.format("slice start")) for start in (0, 8, 24)]
     cases += [case(f"same_shapes_mode_{mode.replace('-', '_')}", shape=(1, 3, 2, 32), broadcast="1S1D",
                    partial_slice=(8, 24), mode=mode, note=sibling.format("rotary_mode")) for mode in ROTARY_MODES]
+    # Calls alike in every tensor's shape and in both ends of cos and sin, unlike between (three requests' RoPE tables,
+    # the middle one at another position), siblings run one after the other at the same device addresses: a kernel
+    # caching its tables by address, checking its cache by the tables' first and last bytes, runs the later one with
+    # the first one's tables (the emulator's table_block_cache).
+    ends = "cos and sin alike at both ends as the other edge.same_table_ends_* case's, unlike between: a kernel " \
+           "caching its tables by address and checking their ends runs this call with the other's"
+    cases += [case(f"same_table_ends_at_{position}", shape=(3, 2, 2, 16), broadcast="BS1D",
+                   partial_slice=(start, start + 8), inputs=rope_inputs(10000, [0, position, 9]), note=ends)
+              for start, position in ((0, 4), (8, 5))]
     cases += [case(f"ties_{op}_{short_dtype(dtype)}", op=op, shape=(1, 4, 8, 32), cos_shape=(1, 1, 1, 32),
                    dtype=dtype, inputs=ties_inputs(dtype, (1, 4, 8, 32)),
                    note="integers and halves: a quarter of the results lie halfway between two values of the dtype, "

@@ -76,6 +76,7 @@ static const struct {
     {"store_block", FAULT_STORE_BLOCK},
     {"ub_tail_seam", FAULT_UB_TAIL_SEAM},
     {"table_address_cache", FAULT_TABLE_ADDRESS_CACHE},
+    {"table_block_cache", FAULT_TABLE_BLOCK_CACHE},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -665,10 +665,20 @@ void ignore_offsets(aclOpExecutor *job)
                                       - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
 }
 
+/* 1 when the first and the last CACHE_CHECK_BYTES of `bytes` bytes at a and b are equal (all of them when fewer). */
+#define CACHE_CHECK_BYTES 32
+static int ends_equal(const unsigned char *a, const unsigned char *b, size_t bytes)
+{
+    const size_t head = bytes < CACHE_CHECK_BYTES ? bytes : CACHE_CHECK_BYTES;
+    return memcmp(a, b, head) == 0 && memcmp(a + bytes - head, b + bytes - head, head) == 0;
+}
+
 /* The table_address_cache fault: the grad keeps a copy of the cos/sin it last read, keyed by their device addresses
  * (cos_device, sin_device) and sizes; a call whose cos and sin are at the same addresses with the same sizes reads
- * that copy (what they held then), as a kernel caching its converted tables by address would. */
-static void cached_tables(kernel_tensor *cos, kernel_tensor *sin, void *cos_device, void *sin_device)
+ * that copy (what they held then), as a kernel caching its converted tables by address would. table_block_cache
+ * (`checked`): the same cache, a hit also needing each table's first and last 32 bytes to equal the copy's, as a
+ * kernel checking its cache cheaply would (tables alike at both ends, differing between, still hit). */
+static void cached_tables(kernel_tensor *cos, kernel_tensor *sin, void *cos_device, void *sin_device, int checked)
 {
     static __thread void *keys[2];
     static __thread size_t sizes[2];
@@ -676,9 +686,11 @@ static void cached_tables(kernel_tensor *cos, kernel_tensor *sin, void *cos_devi
     kernel_tensor *const tables[2] = {cos, sin};
     void *const addresses[2] = {cos_device, sin_device};
     int hit = 1;
-    for (int t = 0; t < 2; t++)
-        hit = hit && keys[t] == addresses[t]
-              && sizes[t] == (size_t)element_count(tables[t]) * (size_t)element_size(tables[t]->data_type);
+    for (int t = 0; t < 2; t++) {
+        const size_t bytes = (size_t)element_count(tables[t]) * (size_t)element_size(tables[t]->data_type);
+        hit = hit && keys[t] == addresses[t] && sizes[t] == bytes
+              && (!checked || ends_equal(copies[t], tables[t]->host, bytes));
+    }
     for (int t = 0; t < 2; t++) {
         const size_t bytes = (size_t)element_count(tables[t]) * (size_t)element_size(tables[t]->data_type);
         if (!hit) {
@@ -723,8 +735,8 @@ static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const 
     }
     if (has_fault(faults, FAULT_WORKSPACE_OVERRUN) && !overrun_workspace(workspace))
         return;
-    if (has_fault(faults, FAULT_TABLE_ADDRESS_CACHE))
-        cached_tables(cos, sin, starts[1], starts[2]);
+    if (has_fault(faults, FAULT_TABLE_ADDRESS_CACHE) || has_fault(faults, FAULT_TABLE_BLOCK_CACHE))
+        cached_tables(cos, sin, starts[1], starts[2], !has_fault(faults, FAULT_TABLE_ADDRESS_CACHE));
     int pairing = has_fault(faults, FAULT_HALF_PAIRING) ? (job->pairing_mode == 0 ? 1 : 0) : job->pairing_mode;
     kernel_job work = {0, pairing, job->start, job->end, faults, workspace_host,
                        has_fault(faults, FAULT_NONDETERMINISTIC) && odd_launch()};
