@@ -410,6 +410,21 @@ def test_gen_case_errors_name_the_flag_not_a_field_of_a_case_the_user_never_name
     assert str(caught.value).startswith(line) and "case '" not in str(caught.value)
 
 
+def test_gen_case_writes_a_no_op_case_which_fails_a_kernel_writing_anything(tmp_path):
+    """An empty slice (or dy) is its own answer on purpose, as upstream's no-op rows: gen-case refused it as a case
+    that 'cannot fail', yet a kernel writing past dy or into the pass-through fails it, and the run gives it no
+    vacuous warning."""
+    from conftest import prmg_here
+
+    path = tmp_path / "noop.yaml"
+    flags = {**FLAGS, "mode": None, "dtype": None, "inputs": None}
+    assert case_writer.generate(shape="1,2,1,4", **{**flags, "partial_slice": "0,0", "output": str(path)})
+    assert "0x2x1x4" in case_writer.generate(shape="0,2,1,4", **flags)
+    for fault, code in (("", 0), ("clobber_passthrough", 1)):
+        result = prmg_here("run", path, "--runner", "emulator", "--strict", env={"PRMG_EMU_FAULT": fault})
+        assert result.returncode == code, result.stdout + result.stderr
+
+
 def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broadcast_faults():
     """A decode case at S = 1 with tables at position 0 (cos = 1, sin = 0) is refused, one line with the fix; a
     B11D table with one position for every request gets a warning (a broadcast fault would pass it); one position
