@@ -299,6 +299,8 @@ def test_unwritable_cache_is_a_clear_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(PrmgError, match="cannot build the host emulator in .*PRMG_EMULATOR_HOME"):
         tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(blocker / "cache")})
+    with pytest.raises(PrmgError, match=f"{blocker}: is a regular file, not a folder \\(set PRMG_EMULATOR_HOME"):
+        tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(blocker)})          # it said 'file exists'
 
 
 @pytest.mark.verdict

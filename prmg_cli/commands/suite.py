@@ -684,5 +684,5 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, c
     if all(target.path is not None for target in targets):
         from ..reports.outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(results, verbose=False) + outputs.labels.fault_lines(info, results)
+        write_stdout("\n".join(failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
                                 + outputs.labels.device_lines(results) + [summary_line(results)]))

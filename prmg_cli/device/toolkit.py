@@ -453,7 +453,8 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
         try:
             _build_emulator(sources, root, source_hash)
         except OSError as error:
-            why = files.stat_problem(root.parent) or files.os_reason(error)      # a symlink loop: not "file exists"
+            problem = files.not_a_folder(root.parent)            # a symlink loop, a file: not "file exists"
+            why = f"{root.parent}: {problem}" if problem else files.os_reason(error)
             raise PrmgError(f"cannot build the host emulator in {root}: {why} "
                             f"(set PRMG_EMULATOR_HOME to a writable folder)") from None
     lib64 = root / "lib64"

@@ -86,6 +86,8 @@ enum {
     FAULT_UB_TAIL_SEAM,
     FAULT_TABLE_ADDRESS_CACHE,
     FAULT_TABLE_BLOCK_CACHE,
+    FAULT_ZERO_COS_SKIP,
+    FAULT_FLUSH_SMALL,
     FAULT_FWD_STAGED_OFFSET,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
