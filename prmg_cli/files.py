@@ -78,6 +78,18 @@ def stat_problem(path: str | os.PathLike) -> str:
     return ""
 
 
+def not_a_folder(path: str | os.PathLike) -> str:
+    """Why ``path`` is not a folder, in words: what ``stat`` says (``stat_problem``) or what it is (``is a regular
+    file, not a folder``); "" when it is one."""
+    try:
+        info = stat_path(path)
+    except PrmgError as error:
+        return error.reason
+    if stat.S_ISDIR(info.st_mode):
+        return ""
+    return f"is {'a regular file' if stat.S_ISREG(info.st_mode) else kind_of(info.st_mode)}, not a folder"
+
+
 def not_a_file(path: str | os.PathLike) -> str:
     """Why ``path`` is not a regular file, in words: what ``stat`` says (``stat_problem``) or what it is (``is a
     directory, not a regular file``); "" when it is one."""

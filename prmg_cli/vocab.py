@@ -24,6 +24,11 @@ from .errors import PrmgError, suggest
 ROTARY_MODES = {"half": 0, "interleave": 1, "quarter": 2, "interleave-half": 3}
 MODE_NAMES = {code: name for name, code in ROTARY_MODES.items()}
 HALF, INTERLEAVE, QUARTER, INTERLEAVE_HALF = ROTARY_MODES.values()
+# The names the two RoPE conventions go by in model code and papers -> prmg's mode: no mode's spelling is close to
+# most of them, and difflib finds 'interleave' for 'non-interleaved', the other one (``mode_suggestion``).
+MODE_CONVENTIONS = {"neox": "half", "gpt-neox": "half", "rotate-half": "half", "non-interleaved": "half",
+                    "noninterleaved": "half", "gptj": "interleave", "gpt-j": "interleave", "interleaved": "interleave",
+                    "rotate-every-two": "interleave"}
 ACL_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29}
 TENSORS = ("dy", "cos", "sin")
 SLICE = "partial_slice"     # the attribute a case may pass as a NULL aclIntArray (``null: [partial_slice]``)
@@ -119,6 +124,15 @@ def shard_numbers(text: str) -> tuple[int, int] | None:
     return int(match[1]), int(match[2])
 
 
+def mode_suggestion(text) -> str:
+    """`` (did you mean 'half'? ...)`` for an unknown rotary mode: the mode a convention's name means
+    (``MODE_CONVENTIONS``: ``neox``, ``rotate_half``, ``non-interleaved``...), else the closest spelling."""
+    key = text.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(text, str) else None
+    if key in MODE_CONVENTIONS:
+        return f" (did you mean '{MODE_CONVENTIONS[key]}'? prmg's name for the '{text.strip()}' convention)"
+    return suggest(text, ROTARY_MODES)
+
+
 def parse_modes(text: str, option: str = "--supported-modes") -> frozenset[int]:
     """The mode codes of a ``--supported-modes`` value: comma-separated numbers 0..3 or mode names."""
     modes = set()
@@ -129,7 +143,7 @@ def parse_modes(text: str, option: str = "--supported-modes") -> frozenset[int]:
         elif decimal(item) in MODE_NAMES:
             modes.add(decimal(item))
         else:
-            raise PrmgError(f"{option}: unknown mode {item!r} in {text!r}{suggest(item, ROTARY_MODES)} "
+            raise PrmgError(f"{option}: unknown mode {item!r} in {text!r}{mode_suggestion(item)} "
                             f"(valid: 0..3 or {', '.join(ROTARY_MODES)}, comma-separated)")
     return frozenset(modes)
 

@@ -237,6 +237,12 @@ def test_a_wrong_result_defect_holds_up_to_each_bound():
                          (("elements", 2), True), (("elements", 1), False), (("pattern", "odd_lanes"), True),
                          (("pattern", "even_lanes"), False), (("pattern", "last_row"), False)):
         assert (beyond([bound], actual, golden, wrong, fmt) == []) == holds, bound
+    # the halves meet between lanes L/2 - 1 and L/2 (here 1 and 2): a wrong element there is in one half alone
+    for lane, half in ((1, "first_half"), (2, "second_half")):
+        edge = golden.copy()
+        edge[0, 0, 0, lane] = 2.0
+        for pattern in ("first_half", "second_half"):
+            assert (beyond([("pattern", pattern)], edge, golden, edge != golden, fmt) == []) == (pattern == half)
     # a NaN or an infinity where the golden is finite errs by infinitely many ulps: beyond any max_error_ulp
     for value in (np.nan, np.inf, -np.inf):
         actual[0, 0, 1, 3] = value

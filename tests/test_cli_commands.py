@@ -226,8 +226,8 @@ def test_help_texts_have_examples(capsys, monkeypatch):
 def test_bench_offers_only_the_runners_it_can_time_and_refuses_another_before_reading_cases(capsys, monkeypatch,
                                                                                           tmp_path):
     """``bench --help`` lists the runners it times (aclnn launches between ACL events), not graph mode's, which it
-    refuses; a runner it refuses or does not know is named before any case is read (exit 2, not 5 for a case file
-    whose cases it would not time)."""
+    refuses (and ``doctor --help`` says what doctor does with a runner, not what a run does); a runner it refuses or
+    does not know is named before any case is read (exit 2, not 5 for a case file whose cases it would not time)."""
     from prmg_cli.device.runners import RUNNERS, timed_runners
 
     assert timed_runners() == ["auto", "aclnn", "emulator"] and set(RUNNERS) - set(timed_runners()) == {"geir",
@@ -235,6 +235,9 @@ def test_bench_offers_only_the_runners_it_can_time_and_refuses_another_before_re
     code, out, _ = run_in_process(capsys, monkeypatch, "bench", "--help")
     runner_help = " ".join(out.split("--runner NAME", 1)[1].split("--op-lib", 1)[0].split())
     assert code == 0 and "emulator (the host emulator)" in runner_help and "geir" not in runner_help
+    code, out, _ = run_in_process(capsys, monkeypatch, "doctor", "--help")         # not run's 'is exit 2': doctor's 1
+    runner_help = " ".join(out.split("--runner NAME", 1)[1].split("--op-lib", 1)[0].split())
+    assert code == 0 and "exit 2" not in runner_help and "exit 1 when it is not usable" in runner_help
     skipped = tmp_path / "half.yaml"
     skipped.write_text("- {name: h, shape: [1, 2, 1, 4], rotary_mode: half}\n")
     for runner, says in (("geir", "--runner geir: prmg bench times the aclnn launch between ACL events; graph mode "

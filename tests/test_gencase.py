@@ -123,6 +123,9 @@ def test_edge_has_empty_slices_huge_tiny_subnormal_and_long_rope(loaded):
     bounds = {name: max(abs(x) for x in c.dy_input.args) for name, c in cases.items() if c.dy_input.kind == "uniform"}
     assert bounds["huge_fp32"] >= 1e30 and bounds["huge_bf16"] >= 1e30 and bounds["huge_fp16"] >= 3e4
     assert bounds["subnormal_fp32"] < 1.2e-38 and bounds["subnormal_fp16"] < 6e-8 * 2
+    for dtype in ("fp32", "bf16"):           # every flush threshold from the budget's term to 2^-96 meets a result
+        exponents = np.log2(np.abs(cases[f"small_normals_{dtype}"].dy_input.args))
+        assert exponents.min() < -123 and exponents.max() > -97 and np.diff(np.sort(exponents)).max() < 1
     ropes = [c for c in cases.values() if c.cos_input.kind == "rope"]
     assert {c.cos_input.args[0] for c in ropes if max(np.atleast_1d(c.cos_input.args[1])) >= 100000} >= {10000, 500000}
     assert any(c.dtype == "bfloat16" and c.cos_dtype != "bfloat16" for c in cases.values())
@@ -405,6 +408,21 @@ def test_gen_case_errors_name_the_flag_not_a_field_of_a_case_the_user_never_name
     with pytest.raises(PrmgError) as caught:
         case_writer.generate(**{**FLAGS, "mode": None, "dtype": None, "shape": "1,2,1,4", "inputs": None, **flags})
     assert str(caught.value).startswith(line) and "case '" not in str(caught.value)
+
+
+def test_gen_case_writes_a_no_op_case_which_fails_a_kernel_writing_anything(tmp_path):
+    """An empty slice (or dy) is its own answer on purpose, as upstream's no-op rows: gen-case refused it as a case
+    that 'cannot fail', yet a kernel writing past dy or into the pass-through fails it, and the run gives it no
+    vacuous warning."""
+    from conftest import prmg_here
+
+    path = tmp_path / "noop.yaml"
+    flags = {**FLAGS, "mode": None, "dtype": None, "inputs": None}
+    assert case_writer.generate(shape="1,2,1,4", **{**flags, "partial_slice": "0,0", "output": str(path)})
+    assert "0x2x1x4" in case_writer.generate(shape="0,2,1,4", **flags)
+    for fault, code in (("", 0), ("clobber_passthrough", 1)):
+        result = prmg_here("run", path, "--runner", "emulator", "--strict", env={"PRMG_EMU_FAULT": fault})
+        assert result.returncode == code, result.stdout + result.stderr
 
 
 def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broadcast_faults():

@@ -259,3 +259,19 @@ def test_each_stage_says_what_it_takes_and_gives_and_the_map_draws_the_stages_in
         assert first.startswith(f"Stage {index}, ") and " in" in first and " out" in first, (name, first)
     top = " ".join((ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())) or "").split())
     assert ", ".join(f"``{name}`` ({index})" for index, name in enumerate(STAGES, 1)) in top    # the package's own
+
+
+def test_each_stage_names_every_module_in_it_but_its_registry_entries():
+    """A module added to a stage (``device/mapped.py`` in session 8) is named in the stage's ``__init__`` docstring,
+    which says what each does: only a command's module (named like the command) and an operator's (named like it in
+    ``OPERATORS``) speak for themselves; registries (``judging/standards/``...) are folders of their own."""
+    from prmg_cli.commands import COMMANDS
+    from prmg_cli.ops import OPERATORS
+
+    entries = {name.replace("-", "_") for name in COMMANDS} | set(OPERATORS)
+    for name in STAGES:
+        text = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text())) or ""
+        inside = [path.stem for path in (PACKAGE / name).glob("*.py") if path.stem != "__init__"]
+        inside += [path.name for path in (PACKAGE / name).iterdir() if (path / "__init__.py").exists()]
+        unnamed = [module for module in inside if module not in entries and f"``{module}" not in text]
+        assert not unnamed, (name, unnamed)

@@ -50,6 +50,34 @@ def test_bare_list_with_anchor_and_merge_key():
     assert second.source == str(LOADER / "10_list.yaml")
 
 
+@pytest.mark.parametrize("key, meant", [("theta", "base"), ("rope_theta", "base"), ("positions", "offset")])
+def test_a_rope_key_named_as_a_model_config_names_it_says_the_key_meant(tmp_path, key, meant):
+    """``rope_theta`` (a model's config) is no spelling of ``base``: the error says which key is meant."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"- {{name: a, shape: [1, 2, 1, 4], inputs: {{cos: {{rope: {{{key}: 1}}}}}}}}\n")
+    with pytest.raises(PrmgError, match=f"field 'inputs.cos.rope.{key}': unknown key '{key}' \\(did you mean "
+                                        f"'{meant}'\\?"):
+        load_cases([path])
+
+
+@pytest.mark.parametrize("written, meant", [("neox", "half"), ("rotate_half", "half"), ("non-interleaved", "half"),
+                                             ("GPT-J", "interleave"), ("interleaved", "interleave"), ("hlf", "half")])
+def test_an_unknown_rotary_mode_suggests_the_mode_a_conventions_name_means(tmp_path, written, meant):
+    """'non-interleaved' is the half mode, yet the closest spelling is 'interleave': a convention's name (NeoX's
+    rotate_half, GPT-J's) suggests its mode, in a case file, ``gen-case --mode`` and ``--supported-modes`` alike."""
+    from prmg_cli.commands.case_writer import generate
+    from prmg_cli.vocab import parse_modes
+
+    path = tmp_path / "c.yaml"
+    path.write_text(f"- {{name: a, shape: [1, 2, 1, 4], rotary_mode: {written}}}\n")
+    flags = dict(cos_shape=None, broadcast=None, partial_slice=None, dtype=None, cos_dtype=None, seed=None, name=None,
+                 inputs=None, expect=None, standard=None, preset=None, output=None, append=False)
+    for attempt in (lambda: load_cases([path]), lambda: generate(shape="1,2,1,4", mode=written, **flags),
+                    lambda: parse_modes(written)):
+        with pytest.raises(PrmgError, match=f"\\(did you mean '{meant}'\\?"):
+            attempt()
+
+
 def test_defaults_merge_under_cases():
     cases = by_name(load_cases([LOADER / "20_defaults.yml"]))
     plain = cases["defaults_plain"]

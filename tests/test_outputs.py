@@ -288,7 +288,8 @@ def test_run_and_compare_fit_a_terminal_of_80_100_and_140_columns(columns, fault
     rows = lines[heading + 2:lines.index("", heading)]
     assert len(rows) == 82 and all(row.split()[0] in ("PASS", "SKIP") for row in rows)
     assert ("SKIP 48 cases: rotary_mode half, quarter, interleave-half not supported by the target (supported: "
-            "interleave)") in " ".join(run.split())
+            "interleave) note: the emulator has every rotary mode: --supported-modes 0,1,2,3 runs the skipped "
+            "cases") in " ".join(run.split())
     assert ("mode" in lines[heading].split()) == (columns > 80) and ("…" in run) == (columns < 140)
     skipped = [row.split()[1] for row in rows if row.startswith("SKIP")]      # the mode that skips them is shown
     assert all(re.search(r"(^|[._…])(half|quarter|interleave-half)([._…]|$)", name) for name in skipped) \
@@ -591,6 +592,16 @@ def test_two_reports_to_one_file_are_refused_devices_excepted(tmp_path):
 
 
 # --- prmg run --list ---------------------------------------------------------------------------------
+
+def test_only_an_emulator_runs_skips_end_with_how_to_run_them():
+    """The note after the skips of an emulator run (a newcomer's half-mode case) is never said of a toolkit's, whose
+    kernel may lack the modes; nor without a skip."""
+    skipped = CaseResult(name="h", status="skipped", rotary_mode="half", message="rotary_mode half (0) not supported")
+    passed = CaseResult(name="p", status="passed")
+    assert table.failure_lines([skipped], info=EMULATOR, width=100)[-1] == table.EMULATOR_MODES_NOTE
+    for results, info in (([skipped], TOOLKIT), ([passed], EMULATOR), ([skipped], None)):
+        assert table.EMULATOR_MODES_NOTE not in table.failure_lines(results, info=info, width=100)
+
 
 def test_format_list_shows_cases_and_count():
     cases = [

@@ -94,6 +94,7 @@ def test_json_junit_csv_markdown_reports_parse(small, tmp_path):
     result = prmg("run", small, "--runner", "emulator", "--report", "junit", "-o", junit)
     assert result.returncode == 0 and result.stdout.strip().splitlines() == [     # the skip's reason, the summary
         "SKIP 1 case: rotary_mode half not supported by the target (supported: interleave)",
+        "note: the emulator has every rotary mode: --supported-modes 0,1,2,3 runs the skipped cases",   # how to run it
         "4 passed, 0 failed, 1 skipped"]
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("tests") == "5" and suite.get("skipped") == "1" and suite.get("failures") == "0"
@@ -286,6 +287,9 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     # an eighth look: that cache checked by the tables' first and last 32 bytes (edge.same_table_ends_*: RoPE tables of
     # three requests, alike at both ends, the middle request at another position)
     "table_block_cache": "all rows sharing cos rows (b=1, s=0), (b=1, s=1) are wrong",
+    # a zero cos's own product skipped (special.*: a zero cos at an infinite dy), small normals flushed to zero
+    # (edge.small_normals_*: dy's magnitudes spread in the exponent from 2^-124 to 2^-96)
+    "zero_cos_skip": "where the golden is nan", "flush_small": "over budget",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 STRICT_CATCH = {"round_up", "cast_away"}    # within every element's budget: only the error balance, a warning, sees it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -298,6 +299,8 @@ def test_unwritable_cache_is_a_clear_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(PrmgError, match="cannot build the host emulator in .*PRMG_EMULATOR_HOME"):
         tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(blocker / "cache")})
+    with pytest.raises(PrmgError, match=f"{blocker}: is a regular file, not a folder \\(set PRMG_EMULATOR_HOME"):
+        tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": str(blocker)})          # it said 'file exists'
 
 
 @pytest.mark.verdict
@@ -305,8 +308,8 @@ def test_a_library_mapped_from_another_toolkits_lib64_is_foreign(tmp_path, monke
     """``foreign_libraries`` on a process's maps (a file here): a library mapped from a folder that holds a runtime,
     where the toolkit's lib64 has a file of that name, is foreign however it came in (LD_LIBRARY_PATH, a RUNPATH or
     RPATH, LD_PRELOAD: no LD_LIBRARY_PATH names it here); the toolkit's own, one from a folder holding no runtime, or
-    one of a toolkit the process loaded on purpose (``others``) is not. ``refuse_foreign`` refuses a process with any
-    (exit 2), naming it and how it came."""
+    one not ``among`` those loading the toolkit mapped (a forked worker's parent's) is not. ``refuse_foreign``
+    refuses a process with any (exit 2), naming it and how it came."""
     a, b, plain = (tmp_path / name / "lib64" for name in ("a", "b", "plain"))
     for folder in (a, b, plain):
         folder.mkdir(parents=True)
@@ -316,11 +319,11 @@ def test_a_library_mapped_from_another_toolkits_lib64_is_foreign(tmp_path, monke
     maps = tmp_path / "maps"
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {folder}/libdep.so\n" for folder in (b, plain)))
     assert mapped.foreign_libraries(a.parent, str(maps)) == [(f"{b}/libdep.so", f"{a}/libdep.so")]
-    assert mapped.foreign_libraries(a.parent, str(maps), [b.parent]) == []
-    monkeypatch.setattr(mapped, "foreign_libraries", lambda root, others: [(f"{b}/libdep.so", f"{a}/libdep.so")])
+    assert mapped.foreign_libraries(a.parent, str(maps), [f"{plain}/libdep.so"]) == []
+    monkeypatch.setattr(mapped, "foreign_libraries", lambda root, among: [(f"{b}/libdep.so", f"{a}/libdep.so")])
     with pytest.raises(PrmgError, match=f"the toolkit at {a.parent} is mixed with another one: {b}/libdep.so in .*"
                                         f"RPATH or RUNPATH, LD_PRELOAD"):
-        mapped.refuse_foreign(a.parent)
+        mapped.refuse_foreign(a.parent, [])
 
 
 def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_path, emulator):
@@ -394,6 +397,9 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
     assert mapped.preloaded(str(maps), str(environ), str(preload_file)) == [str(plain)]
     assert mapped.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
     mapped.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
+    environ.write_bytes(f"LD_PRELOAD={libc}\0".encode())                # the system's own: never an interposer
+    maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (runtime, libc)))
+    assert mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, ())]
 
 
 def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):
@@ -407,7 +413,8 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
 
     hook = tmp_path / "hook.c"
     hook.write_text("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
-                    "  int (*next)(const char *) = (int (*)(const char *))dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
+                    "  int (*next)(const char *) = (int (*)(const char *))\n"
+                    "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
                     "  return next ? next(function) : 0;\n}\n")
     library = _library(hook, tmp_path / "libhook.so", "-ldl")
     cases = tmp_path / "one.yaml"
@@ -448,5 +455,53 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
     assert f"the toolkit at {kit} runs code from outside it: aclInit in {elsewhere}/libacl_impl.so;" in run.stderr
     libc = ctypes.CDLL(None)
     assert mapped.resolved_outside({"strlen": libc.strlen}, [str(emulator.root)])[0][0] == "strlen"
-    assert mapped.resolved_outside({"aclInit": ctypes.CDLL(str(emulator.runtime_lib)).aclInit},
-                                   [str(emulator.root)]) == []
+    assert mapped.resolved_outside({"strlen": libc.strlen}, ["/"]) == []
+
+
+def test_a_toolkit_changed_while_the_run_ran_fails_the_run(tmp_path):
+    """A kernel of the operator installed while the cases ran (a shared host's toolkit upgrade, a vendor package)
+    gave a green run whose record named the first build alone: the run compares the toolkit's libraries and the
+    operator's kernel and tiling files at its end with what it recorded, and a change is exit 2 naming it (a process
+    of its own, where the kernel appears as the cases start)."""
+    import sys
+
+    from conftest import ROOT
+
+    opp = tmp_path / "opp"
+    kernel = opp / "built-in/op_impl/ai_core/tbe/kernel/ascend950/inplace_partial_rotary_mul_grad"
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    script = ("import pathlib, sys\nfrom prmg_cli import cli\nfrom prmg_cli.device import execute\n"
+              "original = execute.Executor.run\n"
+              "def installing(self, *args, **kwargs):\n"
+              f"    kernel = pathlib.Path({str(kernel)!r})\n"
+              "    kernel.mkdir(parents=True)\n    (kernel / 'InplacePartialRotaryMulGrad_0.o').write_bytes(b'0')\n"
+              "    return original(self, *args, **kwargs)\n"
+              "execute.Executor.run = installing\nsys.exit(cli.main())\n")
+    changed = subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator"], cwd=ROOT,
+                             env={**os.environ, "ASCEND_OPP_PATH": str(opp), "PYTHONPATH": str(ROOT)},
+                             capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 2 and "1 passed" in changed.stdout, changed.stdout + changed.stderr
+    assert f"prmg: error: the toolkit changed while the run ran (the operator's kernel and tiling files under " \
+           f"{opp}): its verdicts are of more than one build" in changed.stderr
+
+
+def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulator(tmp_path, emulator):
+    """The emulator's build copied where a toolkit belongs, without its marker file (an image made to run without an
+    NPU, reused on an NPU host), passed an NPU gate (--runner aclnn --strict, exit 0) as 'aclnn toolkit at ...': its
+    operator library exports the emulator's test hook, which no CANN library has, so the reports, the JUnit suite and
+    each result name the host emulator."""
+    import json
+
+    from conftest import prmg
+
+    kit = tmp_path / "Ascend/ascend-toolkit/latest"
+    shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = prmg("run", cases, "--runner", "aclnn", "--strict", "--report", "json",              # (a process of its own:
+               "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})  # no other emulator)
+    report = json.loads(run.stdout)
+    assert (run.returncode, report["summary"]["runner"], report["cases"][0]["runner"]) == (0, "emulator", "emulator")
+    assert 'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
+    assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"

@@ -27,10 +27,15 @@ from ..judging.standards import STANDARDS, check_standard, standard_of
 from ..ops import OPERATORS
 from ..results import plural
 from ..status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
-from ..vocab import ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, NULLABLE, PHASES, ROTARY_MODES, TENSORS
+from ..vocab import (ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, NULLABLE, PHASES, ROTARY_MODES, TENSORS,
+                     mode_suggestion)
 
 INPUT_KINDS = ("uniform", "normal", "values", "bits", "file", "rope")
 ROPE_KEYS = ("base", "offset")
+# What a model's config (and a newcomer) calls a RoPE table's keys: said with the key meant, as no spelling is close.
+ROPE_ALIASES = {"theta": "base", "rope_theta": "base", "position": "offset", "positions": "offset"}
+ROPE_ALIAS_WHY = {"base": "a model config's rope_theta is the table's base",
+                  "offset": "the first position, or a list of one per request"}
 DEFAULT_ROPE_BASE = 10000.0
 # No standard normal draw Z of a generator (numpy's ziggurat, its tail -log(U) of a 53-bit U) is 40 or more from 0, so
 # a normal's draws mean + std * Z are finite in float64 when |mean| + 40 * std is.
@@ -233,7 +238,7 @@ def parse_mode(value, where: Where, negative: bool) -> int:
     valid = "half, interleave, quarter, interleave-half or 0..3"
     if isinstance(value, str):
         if value not in ROTARY_MODES:
-            raise where.error("rotary_mode", f"unknown rotary_mode {show(value)}{suggest(value, ROTARY_MODES)}"
+            raise where.error("rotary_mode", f"unknown rotary_mode {show(value)}{mode_suggestion(value)}"
                               f" (valid: {valid})")
         return ROTARY_MODES[value]
     if not is_int(value):
@@ -666,6 +671,10 @@ def parse_rope(value, path: str, where: Where, rows: int = 1) -> tuple[float, in
     list of ``rows`` integers, one per index of the table's first axis (B: per-request positions)."""
     if not isinstance(value, dict):
         raise where.error(path, f"expected {{base: 10000, offset: 0}}, got {kind(value)}")
+    for key in value:
+        if key in ROPE_ALIASES:
+            raise where.error(f"{path}.{key}", f"unknown key '{key}' (did you mean '{ROPE_ALIASES[key]}'? "
+                                               f"{ROPE_ALIAS_WHY[ROPE_ALIASES[key]]})")
     check_keys(value, ROPE_KEYS, where, f"{path}.")
     base = value.get("base", DEFAULT_ROPE_BASE)
     offset = value.get("offset", 0)

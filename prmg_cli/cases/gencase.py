@@ -31,7 +31,7 @@ from ..ops import DEFAULT_OP, OPERATORS, constraints
 from ..ops.targets import BUILDS
 from ..results import plural, visible
 from ..vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, SLICE, TENSORS, broadcast_pattern,
-                     broadcast_shape)
+                     broadcast_shape, mode_suggestion)
 from ..writes import Output, check_outputs
 from .loader import INPUT_KINDS, NAME_PATTERN, sanitise_name
 
@@ -83,7 +83,7 @@ def _mode_value(mode) -> int | str:
         try:
             mode = int(text)
         except ValueError:
-            raise PrmgError(f"unknown rotary mode {mode!r}{suggest(text, ROTARY_MODES)}; use one of "
+            raise PrmgError(f"unknown rotary mode {mode!r}{mode_suggestion(text)}; use one of "
                             f"{', '.join(ROTARY_MODES)} or 0..3",
                             field="rotary_mode") from None
     if isinstance(mode, bool) or not isinstance(mode, int):

@@ -76,6 +76,17 @@ def ties_inputs(dtype: str, shape: tuple[int, ...]) -> dict:
             "sin": {"values": [0.5, 1.5] * (shape[-1] // 2)}}
 
 
+def spread_inputs(dtype: str, shape: tuple[int, ...], low: int, high: int) -> dict:
+    """``values`` inputs of dy whose magnitudes spread evenly in the exponent over [2^low, 2^high) (signs and
+    mantissas seeded, rounded to ``dtype``): every flush-to-zero threshold between those powers meets some results,
+    which a uniform draw, its magnitudes bunched under its top, leaves out."""
+    rng = np.random.default_rng(11)
+    count = math.prod(shape)
+    magnitudes = np.exp2(low + (high - low) * (np.arange(count) + rng.uniform(0, 1, count)) / count)
+    values = rng.permutation(magnitudes) * rng.choice((-1.0, 1.0), count)
+    return {"dy": {"values": dtypes.rounded(values, dtypes.to_numpy(dtype)).astype(np.float64).tolist()}}
+
+
 def _smoke() -> dict:
     """The ``smoke`` preset: every dtype pair and broadcast pattern, odd starts, non-power-of-two lengths, the
     worked example and a few negative cases, all fast."""
@@ -236,6 +247,10 @@ def _edge() -> dict:
         case("tiny_fp32", shape=(2, 2, 2, 32), broadcast="BSND", inputs={"dy": {"uniform": [-1e-30, 1e-30]}}),
         case("tiny_bf16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="bfloat16",
              inputs={"dy": {"uniform": [-1e-30, 1e-30]}}),
+        case("small_normals_fp32", shape=(1, 2, 2, 32), broadcast="BSND",
+             inputs=spread_inputs("float32", (1, 2, 2, 32), -124, -96)),
+        case("small_normals_bf16", shape=(1, 2, 2, 32), broadcast="BSND", dtype="bfloat16",
+             inputs=spread_inputs("bfloat16", (1, 2, 2, 32), -124, -96)),
         case("tiny_fp16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="float16",
              inputs={"dy": {"uniform": [-6e-05, 6e-05]}}),
         case("subnormal_fp16", shape=(2, 2, 2, 32), broadcast="BSND", dtype="float16",
@@ -378,6 +393,7 @@ def _special_inputs(dy_dtype: str, cos_dtype: str, shape: tuple[int, ...], cos_s
         dy[0, 0, 0, 4] = nan
         dy[0, 0, 1, 6], dy[0, 0, 1, 10] = inf, -inf
         sin[0, 0, min(1, cos_shape[2] - 1), 2:4] = 0.0   # at row 1's inf: 0 * inf is NaN (a skipped product is not)
+        cos[0, 0, min(1, cos_shape[2] - 1), 6] = 0.0     # at row 1's -inf: 0 * -inf is NaN (likewise)
         dy[0, 1, 0, 4:8] = [-0.0, -0.0, tiny, -tiny]
         dy[0, 1, 1, 4:12] = [big, big, -big, big, 1.0, -1.0, big, -big]
     else:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..device.runners import RUNNERS
 from .shared_options import OP_LIB, RUNNER
 from .options import request_type
 
-OPTIONS = (RUNNER, OP_LIB)
+OPTIONS = (replace(RUNNER, help=f"The runner whose libraries to look for and open: {', '.join(RUNNERS)} (prmg run "
+                                f"--help says what each runs); exit 1 when it is not usable."), OP_LIB)
 
 Request = request_type("DoctorRequest", OPTIONS, "The options of ``prmg doctor``.")
 

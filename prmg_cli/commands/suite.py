@@ -276,10 +276,12 @@ def device_list(request) -> str:
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     """The run's description for the reports' header (runner, target, provenance, injected faults)."""
+    from ..device.toolkit import runner_kind
+
     toolkit = settings.toolkit
-    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) \
-        if toolkit.kind == "emulator" else ()
-    return RunInfo(**provenance.operator_files(toolkit), runner=toolkit.kind, location=str(toolkit.root),
+    runner = runner_kind(toolkit)
+    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if runner == "emulator" else ()
+    return RunInfo(**provenance.operator_files(toolkit), runner=runner, location=str(toolkit.root),
                    op_library=str(toolkit.op_lib or ""),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
@@ -329,17 +331,17 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
     of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
     stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
-    the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected faults, the target's modes, under
-    ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a verdict of every chip holds for
-    those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``, ``--repeat`` and prmg's version.
+    the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected
+    faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
+    verdict of every chip holds for those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
+    ``--repeat`` and prmg's version.
     ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
     settings that differ between shards."""
     toolkit = settings.toolkit
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
               **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
         if info.faults else {}
-    libraries = {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
-                 for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
+    libraries = _library_stamps(toolkit)
     path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
             **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
                if settings.each_device else {})}                        # and runs without --each-device theirs
@@ -352,6 +354,27 @@ def recorded_settings(info: RunInfo, settings) -> dict:
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
                 check_options=settings.check_options, version=info.version)
+
+
+def _library_stamps(toolkit) -> dict:
+    """``provenance.library_stamp`` of each library of ``toolkit``, by role (runtime, nnopbase, op, geir)."""
+    return {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
+            for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
+
+
+def _changed_since(recorded: dict, settings) -> list[str]:
+    """What of the toolkit's files differs now from the run's ``recorded`` settings (``recorded_settings`` at its
+    start): each library whose stamp changed, and the operator's kernel and tiling files (``opp_stamp``): a toolkit
+    reinstalled or a kernel rebuilt while the cases ran (a shared host) ran some on each build."""
+    now = provenance.operator_files(settings.toolkit)
+    changed = [f"{role} library {getattr(settings.toolkit, f'{role}_lib')}"
+               for role, stamp in _library_stamps(settings.toolkit).items()
+               if stamp != recorded.get("libraries", {}).get(role)]
+    opp = recorded.get("opp", {})
+    if (now["opp"], now["opp_files"], now["opp_fingerprint"]) != (opp.get("path"), opp.get("files"),
+                                                                   opp.get("fingerprint")):
+        changed.append(f"the operator's kernel and tiling files under {now['opp']}")
+    return changed
 
 
 def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
@@ -487,6 +510,10 @@ def run_suite(request) -> int:
                     executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))
             if request.fail_fast and len(run.finished) < len(cases):
                 run.stopped = "the run stopped at the first failure (--fail-fast)"
+            changed = [] if cluster or not run.settings else _changed_since(run.settings, settings)
+            if changed:
+                run.stop(f"the toolkit changed while the run ran ({'; '.join(changed)}): its verdicts are of more "
+                         f"than one build, and its record names the first", ExitCode.USAGE)
         except PrmgError as error:
             if not run.unrecorded:
                 raise
@@ -511,7 +538,8 @@ def run_suite(request) -> int:
             outcome_final()                     # and by the entry point's handler until the process exits
     if run.stopped:                             # a results file failing is an error (exit 2), a signal is not
         error = "error: " if run.code == ExitCode.USAGE else ""
-        sys.stderr.write(f"prmg: {error}{run.stopped}: {plural(len(missing), 'case')} not run\n")
+        missed = f": {plural(len(missing), 'case')} not run" if missing else ""
+        sys.stderr.write(f"prmg: {error}{run.stopped}{missed}\n")
     return run.code or exit_code(ordered, request.strict)
 
 
@@ -529,7 +557,7 @@ class _Run:
         self.finished: dict[str, CaseResult] = {}
         self.todo: list[Case] = []
         self.fingerprints: dict[str, str] = {}
-        self.key = ""
+        self.key, self.settings = "", {}          # the run's recorded settings (``recorded_settings``) and their key
         self.run_id = uuid.uuid4().hex
         self.recorded = False                     # the run record is in the results file
         self.progress = Progress(0, interval=request.progress_interval or 0)
@@ -556,7 +584,7 @@ class _Run:
         file holds the whole run), the header of a table on standard output, and the cases left to run."""
         from ..reports import store
 
-        self.key = store.settings_key(settings)
+        self.key, self.settings = store.settings_key(settings), settings
         if self.writer is not None or stored is not None:
             self.fingerprints = {case.name: fingerprint_or_empty(case) for case in self.cases}
         if stored is not None:
@@ -656,5 +684,5 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, c
     if all(target.path is not None for target in targets):
         from ..reports.outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(results, verbose=False) + outputs.labels.fault_lines(info, results)
+        write_stdout("\n".join(failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
                                 + outputs.labels.device_lines(results) + [summary_line(results)]))

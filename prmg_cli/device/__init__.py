@@ -1,7 +1,8 @@
 """Stage 5, device: cases in, ``results.CaseResult`` records out: each case's inputs launched on a device, judged
 in the worker that ran it.
 
-``toolkit`` finds the libraries (a CANN toolkit, or the host emulator built from ``runners/emulator``); ``acl`` is
+``toolkit`` finds the libraries (a CANN toolkit, or the host emulator built from ``runners/emulator``) and ``mapped``
+reads back what a worker really mapped and bound to (preloaded libraries, another toolkit's files); ``acl`` is
 the ctypes binding of aclnn and ``geir`` of graph mode; ``runners/`` the runners ``--runner`` picks (one module and
 one ``RUNNERS`` entry each), ``differential`` holds two call paths against each other; ``execute`` runs cases in
 worker processes (crash isolation, timeouts, devices, shards) and ``cluster`` on Ray actors; ``provenance`` says

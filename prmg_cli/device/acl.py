@@ -49,8 +49,8 @@ from ..ops import DEFAULT_OP, OPERATORS
 from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
-from .mapped import refuse_foreign, resolved_outside, toolkit_places
-from .toolkit import Toolkit, opp_path, refuse_stub
+from .mapped import mapped_libraries, refuse_foreign, resolved_outside, toolkit_places
+from .toolkit import EMULATOR_HOOK, Toolkit, opp_path, refuse_stub
 
 
 @dataclass
@@ -161,7 +161,7 @@ OP_PROTOTYPES = {name: prototype for spec in OPERATORS.values()
                  for name, prototype in ((spec.get_workspace, _GET_WORKSPACE_PROTOTYPE), (spec.launch, _LAUNCH_PROTOTYPE))}
 # The host emulator's test hook in the operator library: the faults that acted on the calling thread's last
 # GetWorkspaceSize and launch, comma-separated (runners/emulator/README.md); no real toolkit has it.
-APPLIED_FAULTS = "prmg_emu_applied_faults"
+APPLIED_FAULTS = EMULATOR_HOOK
 EMULATOR_HOOKS = {APPLIED_FAULTS: (c_char_p, [])}
 # Without these a launch still runs: no kernel time (events), no error text, no SoC name, no release of an
 # unlaunched executor (older toolkits), no pinned host buffers, no other operator than the grad, no record of
@@ -181,11 +181,11 @@ class _Api:
     def __init__(self, toolkit: Toolkit):
         for path in (toolkit.runtime_lib, toolkit.nnopbase_lib, toolkit.op_lib):
             refuse_stub(path)
+        before = mapped_libraries()
         runtime = _load(toolkit.runtime_lib, ctypes.RTLD_GLOBAL)
         nnopbase = _load(toolkit.nnopbase_lib, ctypes.RTLD_GLOBAL)
         op = _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
-        self.root = toolkit.root                # another toolkit's libraries give them dependencies of its own:
-        refuse_foreign(toolkit.root, [api.root for api in _APIS.values()])     # (a test's stand-ins aside)
+        refuse_foreign(toolkit.root, before)   # another toolkit's libraries gave them dependencies of its own
         for library, path, prototypes in ((runtime, toolkit.runtime_lib, RUNTIME_PROTOTYPES),
                                           (runtime, toolkit.runtime_lib, EVENT_PROTOTYPES),
                                           (nnopbase, toolkit.nnopbase_lib, NNOPBASE_PROTOTYPES),

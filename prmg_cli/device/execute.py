@@ -32,6 +32,7 @@ from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator, Sequence
 
 from . import mapped, provenance
+from .toolkit import runner_kind
 from .. import dtypes
 from ..case import Case, element_count, storage_elements
 from ..cases.loader import case_record
@@ -311,7 +312,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
                          warnings=list(verdict.warnings) + [leaked] * bool(leaked), error_map=verdict.error_map,
                          error_code=outcome.status,
                          standard=standard, kernel_ms=outcome.kernel_ms, kernel_samples=samples,
-                         runner=getattr(settings.toolkit, "kind", ""), faults=faults_acted(acted),
+                         runner=runner_kind(settings.toolkit), faults=faults_acted(acted),
                          duration_s=time.perf_counter() - started, path=path, expect=expect_label(judged),
                          timings={key: round(value, 3) for key, value in {**dict.fromkeys(STAGES, 0.0),
                                                                           **timings}.items()})

@@ -7,7 +7,8 @@
   else than the toolkit's code while every header names the toolkit.
 - **Interposers** (``interposers``): each preloaded library with the symbols it defines that a library of the
   toolkit (a mapped file under its root, its operator library, its graph library) also defines, leaving out those a
-  system library defines too (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``). A run records
+  system library defines too (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``) and every one of a
+  library preloaded from the system's folders (the distribution's ``libgomp``, ``libjemalloc``). A run records
   every preloaded library in its header and an interposer among its settings; ``--strict`` refuses an interposer
   (``refuse_interposers``), and without it the run goes on, saying so (a tracer or sanitizer hooking the runtime).
 - **Another toolkit's files** (``foreign_libraries``): a library mapped from another toolkit's ``lib64`` in place of
@@ -29,6 +30,10 @@ from ..errors import PrmgError
 from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, Toolkit, defined_symbols, opp_path
 
 PRELOAD_FILE = "/etc/ld.so.preload"
+# The system's library folders (the dynamic linker's trusted ones, their multiarch folders inside): a library preloaded
+# from there is the distribution's (an allocator, libgomp, a sanitizer's runtime), recorded but never an interposer,
+# though it may define what a toolkit's library exports too (OpenMP linked in statically, say).
+SYSTEM_FOLDERS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 MAX_NAMED = 5                       # symbols named per interposer in a message or header
 
 
@@ -93,14 +98,15 @@ def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = 
                 preload_file: str = PRELOAD_FILE) -> list[tuple[str, tuple[str, ...]]]:
     """(preloaded library, the toolkit's symbols it defines, sorted) for every ``preloaded`` library, the symbols
     being those a mapped library of ``toolkit`` (``toolkit_places``) defines and no other mapped library (the
-    system's) does; a preloaded library of the toolkit itself defines none."""
+    system's) does; a preloaded library of the toolkit itself, or of ``SYSTEM_FOLDERS``, defines none."""
     places = toolkit_places(toolkit)
     first = preloaded(maps, environ, preload_file)
     if not first:
         return []
     libraries = mapped_libraries(maps)
     own = frozenset().union(*(defined_symbols(path) for path in libraries if _inside(path, places)))
-    found = {path: frozenset() if _inside(path, places) else defined_symbols(path) & own for path in first}
+    found = {path: frozenset() if _inside(path, (*places, *SYSTEM_FOLDERS)) else defined_symbols(path) & own
+             for path in first}
     candidates = frozenset().union(*found.values())
     system = frozenset().union(*(defined_symbols(path) & candidates for path in libraries if candidates
                                  and path not in found and not _inside(path, places)))
@@ -125,20 +131,21 @@ def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path)
                         f"to run the cases anyway (the reports then name it)")
 
 
-def foreign_libraries(root: Path, maps: str = "/proc/self/maps", others: Iterable[Path] = ()) -> list[tuple[str, str]]:
-    """(the file loaded, the toolkit's own file of that name) for each shared library this process has mapped from
-    another CANN toolkit's folder (it holds a runtime, ``RUNTIME_NAMES``, or ``libnnopbase.so``) where the toolkit at
-    ``root`` has a file of the same name in ``lib64``, leaving out the toolkits ``others`` (roots this process loaded
-    on purpose: a test's stand-ins). However it came in, the two are mixed while every report names ``root``: a
-    ``LD_LIBRARY_PATH`` naming the other folder (searched before a library's RUNPATH), a library's RPATH or RUNPATH,
-    ``LD_PRELOAD``, the system's library path. [] where ``maps`` cannot be read (not Linux)."""
+def foreign_libraries(root: Path, maps: str = "/proc/self/maps", among: Iterable[str] | None = None
+                      ) -> list[tuple[str, str]]:
+    """(the file loaded, the toolkit's own file of that name) for each shared library this process has mapped (of
+    ``among``, when given) from another CANN toolkit's folder (it holds a runtime, ``RUNTIME_NAMES``, or
+    ``libnnopbase.so``) where the toolkit at ``root`` has a file of the same name in ``lib64``. However it came in,
+    the two are mixed while every report names ``root``: a ``LD_LIBRARY_PATH`` naming the other folder (searched
+    before a library's RUNPATH), a library's RPATH or RUNPATH, ``LD_PRELOAD``, the system's library path. [] where
+    ``maps`` cannot be read (not Linux)."""
     own_folder = os.path.realpath(root / "lib64")
-    loaded = [os.path.realpath(other) + os.sep for other in others if os.path.realpath(other) != os.path.realpath(root)]
+    considered = set(among) if among is not None else None
     found = []
     for path in sorted(mapped_libraries(maps)):
         folder, name = os.path.split(path)
-        own, real = root / "lib64" / name, os.path.realpath(folder)
-        if real != own_folder and not any((real + os.sep).startswith(other) for other in loaded) \
+        own = root / "lib64" / name
+        if (considered is None or path in considered) and os.path.realpath(folder) != own_folder \
                 and os.path.isfile(own) and _holds_runtime(folder) and os.path.realpath(own) != os.path.realpath(path):
             found.append((path, str(own)))
     return found
@@ -149,11 +156,12 @@ def _holds_runtime(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, name)) for name in (*RUNTIME_NAMES, NNOPBASE_NAME))
 
 
-def refuse_foreign(root: Path, others: Iterable[Path] = ()) -> None:
-    """Raise PrmgError naming each library ``foreign_libraries`` finds in this process (and how it came: a folder of
-    ``LD_LIBRARY_PATH``, else a RUNPATH, ``LD_PRELOAD`` or the system's path): a run would test another toolkit's code
-    under ``root``'s name."""
-    foreign = foreign_libraries(root, others=others)
+def refuse_foreign(root: Path, before: Iterable[str]) -> None:
+    """Raise PrmgError naming each library ``foreign_libraries`` finds among those this process mapped since
+    ``before`` (``mapped_libraries`` before it loaded the toolkit: a forked worker's parent's own are not this
+    toolkit's doing) and those it preloaded, saying how it came (a folder of ``LD_LIBRARY_PATH``, else a RUNPATH,
+    ``LD_PRELOAD`` or the system's path): a run would test another toolkit's code under ``root``'s name."""
+    foreign = foreign_libraries(root, among=set(mapped_libraries()) - set(before) | set(preloaded()))
     if foreign:
         loaded = "; ".join(f"{path} in place of {own}" for path, own in foreign)
         searched = os.environ.get("LD_LIBRARY_PATH", "")

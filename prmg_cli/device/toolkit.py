@@ -28,6 +28,7 @@ make, once per source version, into a cache folder (``emulator-<source hash>``).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import mmap
 import os
@@ -51,6 +52,7 @@ RUNTIME_NAMES = ("libascendcl.so", "libacl_rt.so")
 NNOPBASE_NAME = "libnnopbase.so"           # in a toolkit's lib64
 STUB_COMPONENTS = ("stub", "devlib")
 EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
+EMULATOR_HOOK = "prmg_emu_applied_faults"  # the emulator's operator library's test hook: no CANN library exports it
 EMULATOR_LIBS = ("libascendcl.so", NNOPBASE_NAME, "libopapi_transformer.so", "libprmg_geir.so")
 # The variables that name a toolkit (a set_env.sh sets them, or a user points at a build): any of them set means a
 # toolkit is meant, and ``--runner auto`` never runs the emulator instead.
@@ -319,6 +321,19 @@ def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | No
     return Toolkit(kind, root, runtime, nnopbase, found[1], found[0])
 
 
+@functools.lru_cache(maxsize=None)
+def _exports_hook(op_lib: Path) -> bool:
+    return exports_symbol(op_lib, EMULATOR_HOOK)
+
+
+def runner_kind(toolkit: Toolkit) -> str:
+    """What runs the cases, as reports and records name it: the toolkit's ``kind``, but ``emulator`` for one whose
+    operator library exports the emulator's test hook (``EMULATOR_HOOK``): a copy of an emulator build without its
+    marker, installed where a toolkit belongs, is the host emulator all the same, never an NPU."""
+    kind, op_lib = getattr(toolkit, "kind", ""), getattr(toolkit, "op_lib", None)      # (a test's stand-in: none)
+    return "emulator" if kind == "emulator" or (op_lib and _exports_hook(Path(op_lib))) else kind
+
+
 def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
     """What suggests that a CANN toolkit is meant here, as ``NAME=value`` or the folder: each variable of
     ``TOOLKIT_VARIABLES`` that is set (even empty: ``ASCEND_HOME_PATH=$TYPO``), each other ``ASCEND_*`` variable
@@ -438,7 +453,8 @@ def emulator_toolkit(modes: Iterable[int] | None = None, env: Mapping[str, str] 
         try:
             _build_emulator(sources, root, source_hash)
         except OSError as error:
-            why = files.stat_problem(root.parent) or files.os_reason(error)      # a symlink loop: not "file exists"
+            problem = files.not_a_folder(root.parent)            # a symlink loop, a file: not "file exists"
+            why = f"{root.parent}: {problem}" if problem else files.os_reason(error)
             raise PrmgError(f"cannot build the host emulator in {root}: {why} "
                             f"(set PRMG_EMULATOR_HOME to a writable folder)") from None
     lib64 = root / "lib64"

@@ -1,6 +1,6 @@
 """Stage 1, operators: a case in; what the operator must do with it out -- its golden, the status it earns on a target.
 
-One ``OperatorSpec`` (``ops/spec.py``) per operator in ``OPERATORS``; ``reference`` evaluates an operator's
+One ``OperatorSpec`` (``spec``) per operator in ``OPERATORS``; ``reference`` evaluates an operator's
 ``Rotation`` in float64 (the golden engine), ``constraints`` applies its rules on a target (``targets``: chips and
 upstream builds), ``regimes`` lists its regime classes. The lowest stage: every other one asks it about operators.
 

@@ -339,8 +339,8 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(merged.results) + outputs.labels.device_lines(merged.results)
-                                + [summary_line(merged.results)]))
+        write_stdout("\n".join(failure_lines(merged.results, info=info)
+                                + outputs.labels.device_lines(merged.results) + [summary_line(merged.results)]))
     if merged.missing:
         sys.stderr.write(f"prmg: {plural(merged.missing, 'case')} of --cases in no results file: reported not_run\n")
     if merged.changed:

@@ -77,6 +77,8 @@ static const struct {
     {"ub_tail_seam", FAULT_UB_TAIL_SEAM},
     {"table_address_cache", FAULT_TABLE_ADDRESS_CACHE},
     {"table_block_cache", FAULT_TABLE_BLOCK_CACHE},
+    {"zero_cos_skip", FAULT_ZERO_COS_SKIP},
+    {"flush_small", FAULT_FLUSH_SMALL},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -86,6 +86,8 @@ enum {
     FAULT_UB_TAIL_SEAM,
     FAULT_TABLE_ADDRESS_CACHE,
     FAULT_TABLE_BLOCK_CACHE,
+    FAULT_ZERO_COS_SKIP,
+    FAULT_FLUSH_SMALL,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");

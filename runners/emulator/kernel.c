@@ -202,7 +202,8 @@ static int64_t table_index(int64_t index, int64_t shift)
 /* The value of lane j (described by l) from the slice x and the tables c, s: float32 products and
  * sum, or a fused multiply-add (job->fused); bf16_compute rounds inputs (already), both products and
  * the sum to bfloat16; workspace_uninit_read adds workspace[j]; zero_sin_skip returns c*x alone where the sin entry
- * is 0; round_zero rounds the exact value toward zero on lanes j % 4 == 3. */
+ * is 0, zero_cos_skip the partner's term alone where the cos entry is 0; round_zero rounds the exact value toward
+ * zero on lanes j % 4 == 3. */
 static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x, const float *c, const float *s,
                         int64_t shift)
 {
@@ -212,6 +213,8 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
     float partner_term = sin_value * x[l.partner];
     if (has_fault(job->faults, FAULT_ZERO_SIN_SKIP) && sin_value == 0.0f)
         return kept_term;                                    /* the partner term skipped: 0 * inf is no NaN */
+    if (has_fault(job->faults, FAULT_ZERO_COS_SKIP) && cos_value == 0.0f)
+        return l.plus ? partner_term : -partner_term;        /* the kept term skipped: likewise */
     if (has_fault(job->faults, FAULT_ROUND_UP)) {            /* the exact value rounded toward +inf */
         const double partner = (double)sin_value * x[l.partner];
         return up((double)cos_value * x[l.kept] + (l.plus ? partner : -partner));
@@ -238,11 +241,13 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
 
 /* Stores a lane's result as element `position` of x: rounded to nearest even, toward zero with the
  * truncate fault (half dtypes), up with cast_up, ties away from zero with cast_away, a NaN stored as +0.0 with the
- * squash_nan fault. */
+ * squash_nan fault, a result below 2^-110 in magnitude as a zero of its sign with flush_small. */
 static void store_result(const kernel_tensor *x, fault_set faults, int64_t position, float value)
 {
     if (has_fault(faults, FAULT_SQUASH_NAN) && isnan(value))
         value = 0.0f;
+    if (has_fault(faults, FAULT_FLUSH_SMALL) && fabsf(value) < 0x1p-110f)   /* a denormal guard far too coarse */
+        value = copysignf(0.0f, value);
     if (has_fault(faults, FAULT_TRUNCATE) && x->data_type != ACL_FLOAT)
         store_toward_zero(x->data_type, x->host, position, value);
     else if (has_fault(faults, FAULT_CAST_UP) && x->data_type != ACL_FLOAT)

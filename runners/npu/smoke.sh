@@ -24,16 +24,16 @@
 #                     headers and libraries, a C++ compiler is on PATH), else it is skipped with a line saying why;
 #                     yes: it must run, exit 2 where it cannot (a host set up for graph mode that lost its compiler
 #                     or GE fails the gate instead of skipping); no: it is not run
-# Extra arguments are passed to `prmg run` (e.g. --supported-modes 0,1,2,3, --timeout 120); --runner and --cluster
-# are refused (exit 2): the gate runs the real operator on this host.
+# Extra arguments are passed to `prmg run` (e.g. --supported-modes 0,1,2,3, --timeout 120); --runner, --cluster and
+# --devices are refused (exit 2): the gate runs the real operator on this host's devices (PRMG_DEVICES).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 for argument in "$@"; do                # prmg takes the last of an option given twice: an extra --runner would
-    case "$argument" in                 # replace the gate's own (--runner emulator: a green gate of no NPU)
-        --runner|--runner=*|--cluster|--cluster=*)
+    case "$argument" in                 # replace the gate's own (--runner emulator: a green gate of no NPU), an
+        --runner|--runner=*|--cluster|--cluster=*|--devices|--devices=*)     # extra --devices 0 its chips
             echo "smoke.sh: $argument: the gate chooses the runner itself (aclnn, then aclnn+geir) and runs on" \
-                 "this host's devices (PRMG_DEVICES)" >&2
+                 "this host's devices (PRMG_DEVICES, default all)" >&2
             exit 2 ;;
     esac
 done

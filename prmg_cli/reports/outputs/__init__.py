@@ -3,6 +3,10 @@
 A new format is a new module with a ``render`` function and one entry here. ``prmg run`` and
 ``prmg report`` take ``--report FORMAT[:FILE]`` (repeatable) and write each report where it says. A format's
 module is imported when its report is written (a run writing a table never imports tabulate, csv or XML).
+
+Beside the formats, what the text ones share: ``screen`` (the width, wrapping), ``table`` (how a table fits it),
+``short_names`` (how a case name is shortened), ``labels`` (what reports say of a case), ``listing`` (the rows of
+``prmg run --list``) and ``plots`` (the HTML page's pictures).
 """
 
 from __future__ import annotations

@@ -176,12 +176,19 @@ def grouped_lines(results: list[CaseResult]) -> list[str]:
     return lines
 
 
+# After the skips of an emulator run (the only skip is a pass case of a mode the target lacks): how to run them.
+EMULATOR_MODES_NOTE = "note: the emulator has every rotary mode: --supported-modes 0,1,2,3 runs the skipped cases"
+
+
 def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_details: int | None = None,
-                  width: int | None = None) -> list[str]:
+                  width: int | None = None, info: RunInfo | None = None) -> list[str]:
     """One line per case that is not ok or has a warning (and, with ``verbose``, per skipped or xfailed case),
     then under ``verbose`` its diagnosis lines, at most ``max_details`` each (None: all); without ``verbose`` the
     cases skipped, xfailed or not run get one line per reason (``grouped_lines``), wrapped to ``width`` (default
-    ``screen.width()``)."""
+    ``screen.width()``); when ``info`` says the emulator ran them, ``EMULATOR_MODES_NOTE`` after any skip."""
+    width = width or screen_width()
+    note = wrap(EMULATOR_MODES_NOTE, width) if info is not None and info.runner == "emulator" and any(
+        result.status == "skipped" for result in results) else []
     lines = []
     for result in results:
         explained = (not result.info.ok and (verbose or result.status != "not_run")) or result.warnings \
@@ -194,8 +201,8 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
             entry = entry[:1 + max_details] + [f"    ... {plural(hidden, 'more line')} (--max-details)"]
         lines += entry
     if verbose:
-        return lines
-    return lines + [part for line in grouped_lines(results) for part in wrap(line, width or screen_width())]
+        return lines + note
+    return lines + [part for line in grouped_lines(results) for part in wrap(line, width)] + note
 
 
 def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, wide: bool = False,
@@ -206,7 +213,7 @@ def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, w
     width = width or screen_width()
     lines = [format_header(info, results, width), ""] if header else []
     lines += table_lines(results, wide=wide, width=width)
-    failures = failure_lines(results, verbose=verbose, max_details=max_details, width=width)
+    failures = failure_lines(results, verbose=verbose, max_details=max_details, width=width, info=info)
     if failures:
         lines += [""] + failures
     coverage = run_line(results, cases)
