@@ -71,11 +71,13 @@ def prmg(*args: str, env: dict | None = None, timeout: float = 300, cwd: str | P
 def prmg_here(*args: str, env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
     """`prmg ARGS` through the real entry point (``cli.main``) in this process (no interpreter to start: 0.3 s of CPU
     less per command line), in ``cwd`` (default: this process's), with ``env`` set meanwhile and its output captured;
-    ``cli.main(restore=True)`` leaves this process's signal handling as it found it. Not for what a process of its own
-    shows: signals, output encodings (a StringIO takes any text), the emulator's state (read at aclInit, and a worker
-    forked from here inherits whatever this process loaded), a hang (no timeout)."""
+    ``cli.main(restore=True)`` leaves this process's signal handling as it found it; Python's warnings are filtered
+    and printed to its stderr as in a new process (not recorded by pytest). Not for what a process of its own shows:
+    signals, output encodings (a StringIO takes any text), the emulator's state (read at aclInit, and a worker forked
+    from here inherits whatever this process loaded), a hang (no timeout)."""
     import contextlib
     import io
+    import warnings
     from unittest import mock
 
     from prmg_cli import cli
@@ -85,11 +87,23 @@ def prmg_here(*args: str, env: dict | None = None, cwd: str | Path | None = None
     os.chdir(cwd or here)
     try:
         with mock.patch.object(sys, "argv", ["prmg", *map(str, args)]), mock.patch.dict(os.environ, env or {}), \
-                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stopped:
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings(), \
+                pytest.raises(SystemExit) as stopped:
+            _new_process_warnings(warnings)
             cli.main(restore=True)
     finally:
         os.chdir(here)
     return subprocess.CompletedProcess(["prmg", *map(str, args)], stopped.value.code, out.getvalue(), err.getvalue())
+
+
+def _new_process_warnings(warnings) -> None:
+    """Python's warning filters of a new process (``warnings.filters`` without -W options), each shown on stderr."""
+    warnings.resetwarnings()
+    for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+    warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+        warnings.formatwarning(message, category, filename, lineno, line))
 
 
 @pytest.fixture

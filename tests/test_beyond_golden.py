@@ -433,7 +433,7 @@ def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):
 def test_an_unwritable_artifact_folder_is_refused_before_the_run(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", blocker / "sub")
+    result = prmg_here("run", write(tmp_path), "--runner", "emulator", "--save-failures", blocker / "sub")
     assert result.returncode == 2 and "failure artifacts" in result.stderr
 
 
@@ -502,5 +502,5 @@ def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
                                            (["--repeat", str(10**18)], "to 1000 (determinism check), got "
                                                                        "1000000000000000000")])
 def test_bad_check_options(tmp_path, args, message):
-    out = prmg("run", write(tmp_path), "--runner", "emulator", *args)
+    out = prmg_here("run", write(tmp_path), "--runner", "emulator", *args)
     assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli.cases.loader import Case, load_cases
 from prmg_cli.device.execute import Wedging, memory_need, shard
 
@@ -476,11 +476,11 @@ def _segfault():
 
 
 def test_bad_timeout_and_unwritable_results_file_are_usage_errors(many, tmp_path):
-    result = prmg("run", many, "--runner", "emulator", "--timeout", "-1")
+    result = prmg_here("run", many, "--runner", "emulator", "--timeout", "-1")
     assert result.returncode == 2 and "--timeout" in result.stderr
     blocked = tmp_path / "file"
     blocked.write_text("")
-    result = prmg("run", many, "--runner", "emulator", "--results", blocked / "r.jsonl")
+    result = prmg_here("run", many, "--runner", "emulator", "--results", blocked / "r.jsonl")
     assert result.returncode == 2 and "results file" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -668,7 +668,6 @@ def test_every_count_of_shards_keeps_the_tiling_siblings_together_and_catches_th
     edge.same_shapes_slice_* siblings, which shards by name hash did for 2, 3, 4, 8 and 11 of 2 to 16 shards (5 shards:
     each alone, every shard green). A shard now goes by the first name of its case's siblings (execute.together), so
     every count keeps them together, and a merge missing their shard names it for each of them."""
-    from conftest import prmg_here
     from prmg_cli.device.execute import together
 
     edge = ROOT / "cases" / "edge.yaml"

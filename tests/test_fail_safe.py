@@ -149,7 +149,7 @@ def test_unwritable_outputs_are_refused_before_the_first_case(tmp_path):
     path = write(tmp_path, CASES)
     results = tmp_path / "results.jsonl"
     for bad in (tmp_path, "/proc/version/x.xml", "/dev/full/x"):
-        result = prmg("run", path, "--runner", "emulator", "--report", f"junit:{bad}", "--results", results)
+        result = prmg_here("run", path, "--runner", "emulator", "--report", f"junit:{bad}", "--results", results)
         assert result.returncode == 2, (bad, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1 and "cannot write the report" in result.stderr
         assert not results.exists() or results.read_text() == ""
@@ -199,10 +199,10 @@ def test_a_report_never_overwrites_a_case_file_the_results_file_or_another_repor
                               ([f"json:{results}"], "the results file"),
                               ([f"json:{tmp_path}/a.json", f"csv:{tmp_path}/./a.json"], "another report")):
         args = [arg for report in reports for arg in ("--report", report)]
-        result = prmg("run", path, "--runner", "emulator", "--results", results, *args)
+        result = prmg_here("run", path, "--runner", "emulator", "--results", results, *args)
         (line,) = result.stderr.strip().splitlines()
         assert result.returncode == 2 and fragment in line, result.stderr
-    result = prmg("run", path, "--runner", "emulator", "--results", path)
+    result = prmg_here("run", path, "--runner", "emulator", "--results", path)
     assert result.returncode == 2 and "cannot write the results file: it is a case file" in result.stderr
     assert path.read_bytes() == before and not (tmp_path / "a.json").exists()
     assert not results.exists() or results.read_text() == ""
@@ -340,7 +340,7 @@ def test_injected_faults_are_named_and_unknown_ones_refused(tmp_path):
                                   ["--timeout", "-1"], ["--devices", "0,4294967296"], ["--shard", ""],
                                   ["--max-timeouts", "0"], ["--max-details", "-1"], ["--progress-interval", "nan"]])
 def test_bad_numbers_on_the_command_line_are_one_line_errors(tmp_path, args):
-    result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", *args)
+    result = prmg_here("run", write(tmp_path, CASES), "--runner", "emulator", *args)
     assert result.returncode == 2, (args, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
 

@@ -185,7 +185,7 @@ def test_a_zero_dimension_next_to_huge_ones_is_refused_by_validate(tmp_path):
               "of the largest array numpy can make (even with a dimension of 0)"
     assert result.stderr.splitlines() == [f"prmg: error: {path}: case 'z': field 'shape': {too_big}",
                                           f"prmg: error: {path}: case 'c': field 'cos_shape': {too_big}"]
-    assert prmg("run", path, "--runner", "emulator").returncode == 2
+    assert prmg_here("run", path, "--runner", "emulator").returncode == 2
 
 
 def test_unhashable_tags_merged_with_the_defaults(tmp_path):

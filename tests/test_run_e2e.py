@@ -210,7 +210,7 @@ def test_toolkit_at_ascend_home_path_drives_the_same_binding(small, emulator):
 def test_bad_option_values_exit_2_with_one_line(small):
     for args in (["--report", "yaml"], ["--standard", "nope"], ["--shard", "3/2"], ["--devices", "a,b"],
                  ["--max-memory", "lots"], ["--supported-modes", "9"]):
-        result = prmg("run", small, "--runner", "emulator", *args)
+        result = prmg_here("run", small, "--runner", "emulator", *args)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr and result.stderr.strip(), args
 
