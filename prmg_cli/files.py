@@ -48,6 +48,8 @@ def kind_of(mode: int) -> str:
     """What a file of ``st_mode`` ``mode`` is, in words (``a directory``, ``a FIFO (named pipe)`` ...)."""
     if stat.S_ISDIR(mode):
         return "a directory"
+    if stat.S_ISREG(mode):
+        return "a regular file"
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISCHR(mode):
@@ -78,26 +80,26 @@ def stat_problem(path: str | os.PathLike) -> str:
     return ""
 
 
-def not_a_folder(path: str | os.PathLike) -> str:
-    """Why ``path`` is not a folder, in words: what ``stat`` says (``stat_problem``) or what it is (``is a regular
-    file, not a folder``); "" when it is one."""
+def _not_of_kind(path: str | os.PathLike, is_kind, noun: str) -> str:
+    """Why ``path`` is not ``noun``, in words: what ``stat`` says (``stat_problem``) or what it is (``is a
+    directory, not a regular file``); "" when ``is_kind`` of its mode holds."""
     try:
         info = stat_path(path)
     except PrmgError as error:
         return error.reason
-    if stat.S_ISDIR(info.st_mode):
-        return ""
-    return f"is {'a regular file' if stat.S_ISREG(info.st_mode) else kind_of(info.st_mode)}, not a folder"
+    return "" if is_kind(info.st_mode) else f"is {kind_of(info.st_mode)}, not {noun}"
+
+
+def not_a_folder(path: str | os.PathLike) -> str:
+    """Why ``path`` is not a folder, in words (``_not_of_kind``: ``is a regular file, not a folder``); "" when it is
+    one."""
+    return _not_of_kind(path, stat.S_ISDIR, "a folder")
 
 
 def not_a_file(path: str | os.PathLike) -> str:
-    """Why ``path`` is not a regular file, in words: what ``stat`` says (``stat_problem``) or what it is (``is a
-    directory, not a regular file``); "" when it is one."""
-    try:
-        info = stat_path(path)
-    except PrmgError as error:
-        return error.reason
-    return "" if stat.S_ISREG(info.st_mode) else f"is {kind_of(info.st_mode)}, not a regular file"
+    """Why ``path`` is not a regular file, in words (``_not_of_kind``: ``is a directory, not a regular file``); ""
+    when it is one."""
+    return _not_of_kind(path, stat.S_ISREG, "a regular file")
 
 
 def describe_size(size: int) -> str:
