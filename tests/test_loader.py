@@ -303,6 +303,26 @@ def test_validate_skips_unsupported_modes_but_not_other_violations(tmp_path):
     validate(negative, frozenset({1}))                     # expect-error cases may break anything
 
 
+def test_plain_case_files_are_composed_by_libyaml_and_read_as_the_counting_loader_reads_them():
+    """Loading ~800 cases spent half its time in the pure-Python counting composer: a plain document (no alias,
+    within the limits, no key twice) is now composed by libyaml, its values the same; any other goes to the counting
+    loader, which words the refusal (the broken corpus: ``test_broken_file_gets_one_line_naming_file_case_and_field``)."""
+    from prmg_cli.cases import yamlfile
+
+    pytest.importorskip("yaml.cyaml")
+    shipped = sorted((Path(__file__).parent.parent / "cases").rglob("*.yaml"))
+    for path in [*shipped, *sorted((DATA / "cases").rglob("*.yaml"))]:
+        text = yamlfile.decode(path.read_bytes(), str(path))
+        read = yamlfile._plain_document(text) if path in shipped else yamlfile.parse_yaml(text, str(path))
+        assert read == yamlfile.parse_yaml(text, str(path), "libyaml"), path      # shipped: by libyaml's composer
+    deep = "[" * (yamlfile.MAX_DEPTH + 1) + "]" * (yamlfile.MAX_DEPTH + 1)       # the counting loader refuses it
+    for text in ("- &a {x: 1}\n- *a\n", "- {x: 1, x: 2}\n", "- {<<: {x: 1}, y: 2}\n", deep, "- !!int abc\n",
+                 "- [1, 2\n"):
+        assert yamlfile._plain_document(text) is yamlfile._NOT_PLAIN, text
+    deepest = "[" * yamlfile.MAX_DEPTH + "]" * yamlfile.MAX_DEPTH
+    assert yamlfile._plain_document(deepest) == yamlfile.parse_yaml(deepest, "f", "libyaml")
+
+
 def test_unreadable_and_missing_files(tmp_path):
     with pytest.raises(PrmgError, match="no such file or folder"):
         load_cases([tmp_path / "absent.yaml"])

@@ -268,8 +268,15 @@ if _FastParser is not None:
             _CountingComposer.__init__(self)
             _CheckedConstructor.__init__(self)
             _Resolver.__init__(self)
+    class _ComposedInC(_FastParser, _CheckedConstructor, _Resolver):
+        """libyaml's parser and composer (no limit checked while composing: ``_plain_document`` checks the nodes)."""
+
+        def __init__(self, text: str):
+            _FastParser.__init__(self, text)
+            _CheckedConstructor.__init__(self)
+            _Resolver.__init__(self)
 else:
-    _FastLoader = None
+    _FastLoader = _ComposedInC = None
 
 LOADERS = {"python": _PythonLoader, **({"libyaml": _FastLoader} if _FastLoader else {})}
 
@@ -290,6 +297,10 @@ def parse_yaml(text: str, source: str, parser: str | None = None):
     """The document in ``text`` (see ``read_yaml``); ``parser`` picks ``python`` or ``libyaml``
     (default: libyaml when PyYAML has it)."""
     check_characters(text, source)
+    if parser is None and _ComposedInC is not None:
+        document = _plain_document(text)
+        if document is not _NOT_PLAIN:
+            return document
     loader_class = LOADERS[parser] if parser else (_FastLoader or _PythonLoader)
     loader = loader_class(text)
     try:
@@ -308,6 +319,48 @@ def parse_yaml(text: str, source: str, parser: str | None = None):
         raise PrmgError(f"nested deeper than {MAX_DEPTH} levels", file=source) from None
     finally:
         loader.dispose()
+
+
+_NOT_PLAIN = object()
+
+
+def _plain_document(text: str):
+    """The document in ``text`` composed by libyaml (several times faster than ``_CountingComposer``) when it is
+    plain: no node named twice (no alias), within ``MAX_DEPTH`` levels, ``MAX_EXPANDED_NODES`` nodes and
+    ``MAX_LIST_VALUES`` values a list, no key twice in a mapping, and every value readable. Else (a refusal, or
+    anything unusual) ``_NOT_PLAIN``: the counting loader then reads it again and words the refusal."""
+    loader = _ComposedInC(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if not _within_limits(node):
+            return _NOT_PLAIN
+        return loader.construct_document(node)
+    except Exception:                                     # noqa: BLE001 - read again, by the loader that words it
+        return _NOT_PLAIN
+    finally:
+        loader.dispose()
+
+
+def _within_limits(root) -> bool:
+    """Whether the node tree ``root`` is one the counting composer takes as it is (``_CountingComposer``'s rules):
+    each node once (no alias), within ``MAX_DEPTH``, at most ``MAX_LIST_VALUES`` nodes in all (so no list holds more
+    values, and the document has fewer nodes than ``MAX_EXPANDED_NODES``), no key twice in one mapping, no merge."""
+    seen, stack = set(), [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen or depth >= MAX_DEPTH or len(seen) >= MAX_LIST_VALUES:
+            return False
+        seen.add(id(node))
+        if isinstance(node, SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, MappingNode):
+            keys = [(key.tag, key.value) for key, _ in node.value if isinstance(key, ScalarNode)]
+            if len(set(keys)) != len(keys) or any(tag == _MERGE_TAG for tag, _ in keys):
+                return False
+            stack.extend((part, depth + 1) for pair in node.value for part in pair)
+    return True
 
 
 def short_tag(tag: str) -> str:
