@@ -286,9 +286,9 @@ def plugin_words(text: str) -> str:
 
 
 def _run_info(config):
-    """The session's ``results.RunInfo`` (``suite.run_info``: runner, faults...), made once."""
+    """The session's ``results.RunInfo`` (``run_record.run_info``: runner, faults...), made once."""
     if _INFO not in config.stash:
-        from .commands.suite import run_info
+        from .reports.run_record import run_info
 
         config.stash[_INFO] = run_info(_settings(config), ())
     return config.stash[_INFO]
@@ -384,10 +384,10 @@ def pytest_sessionstart(session) -> None:
 
 def _unfinished_junit(path: str, info) -> None:
     """Replace the ``--junitxml`` file, as the session starts, by prmg's JUnit of a session not finished (one error
-    saying so: ``suite.unfinished_results``): pytest writes its file at the session's end only, so a session killed
+    saying so: ``run_record.unfinished_results``): pytest writes its file at the session's end only, so a session killed
     (SIGKILL: out of memory, a CI job's timeout) left an earlier session's green file in a kept workspace standing for
     it. pytest's own file replaces it at the end; a folder not there yet (pytest makes it then) holds no stale file."""
-    from .commands.suite import unfinished_results
+    from .reports.run_record import unfinished_results
     from .errors import PrmgError
     from .files import write_text
     from .reports import outputs

@@ -695,11 +695,11 @@ def test_a_cluster_node_with_other_kernel_files_or_preloads_refuses_to_start_and
     ahead of its toolkit ran cases under the first's name; and the run recorded the kernel files of the host it was
     started on (perhaps none there), which --resume and prmg report then compared. An actor whose node's kernel and
     tiling files (their portable fingerprint) or preloaded libraries differ refuses to start naming them, and a run
-    whose nodes' files differ from this host's records the nodes' (``suite._nodes_files``)."""
+    whose nodes' files differ from this host's records the nodes' (``run_record.nodes_files``)."""
     from types import SimpleNamespace
 
     from prmg_cli import __version__
-    from prmg_cli.commands.suite import _nodes_files
+    from prmg_cli.reports.run_record import nodes_files
     from prmg_cli.device.cluster import ClusterExecutor
     from prmg_cli.results import RunInfo
 
@@ -720,11 +720,11 @@ def test_a_cluster_node_with_other_kernel_files_or_preloads_refuses_to_start_and
     assert "this node's preloaded libraries [['/x/libhook.so', ['aclInit']]], the run's (none)" in \
         ClusterExecutor._started(executor, hooked) and killed == ["rebuilt", "hooked"]
     here = RunInfo("aclnn", "/opt/cann", opp="/opt/cann/opp", opp_files=0, opp_fingerprint="e3b0", opp_portable="e3b0")
-    _nodes_files(here, executor.target)
+    nodes_files(here, executor.target)
     assert (here.opp, here.opp_files, here.opp_fingerprint, here.opp_portable, here.opp_kernels) == \
         ("/opt/cann/opp", 3, "aaaa", "aaaa", ("built-in",))
     alike = RunInfo("aclnn", "/opt/cann", opp_files=3, opp_fingerprint="local0", opp_portable="aaaa")
-    _nodes_files(alike, executor.target)
+    nodes_files(alike, executor.target)
     assert alike.opp_fingerprint == "local0"                  # this host's files are the nodes': its stamp stands
 
 

@@ -54,7 +54,7 @@ from prmg_cli.judging import diagnosis
 from prmg_cli.judging.checks import CHECKS
 from prmg_cli.judging.standards import STANDARDS
 from prmg_cli.ops import OPERATORS
-from prmg_cli.reports import compare, merge, outputs, store
+from prmg_cli.reports import compare, merge, outputs, run_record, store
 from prmg_cli.reports.consistency import contradiction
 from prmg_cli.reports.outputs import html
 from prmg_cli.results import MAX_SECONDS, MS_PER_SECOND, RECORD_FIELDS, STATUSES, CaseResult, RunInfo
@@ -707,7 +707,7 @@ def _resume(stored: store.Stored, folder: Path) -> None:
     latest = stored.latest()
     fingerprints = {name: result.fingerprint for name, result in latest.items()}
     key = next((result.judged_under for result in latest.values()), "")
-    kept = suite._resumed(stored, [], fingerprints, key)
+    kept = run_record.resumed(stored, [], fingerprints, key)
     assert all(result.status not in store.UNTRUSTED for result in kept.values())
     results = list(latest.values())
     info = suite.RunInfo(runner="emulator", location="here", resumed=len(kept))

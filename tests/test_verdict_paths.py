@@ -713,7 +713,7 @@ def test_the_resume_key_holds_where_the_run_happened(emulator, field):
     from prmg_cli.device.execute import RunSettings
     from prmg_cli.results import RunInfo
     from prmg_cli.reports.store import settings_key
-    from prmg_cli.commands.suite import recorded_settings
+    from prmg_cli.reports.run_record import recorded_settings
 
     settings, info = RunSettings(toolkit=emulator), RunInfo("emulator", str(emulator.root))
     assert settings_key(recorded_settings(replace(info, **{field: "elsewhere"}), settings)) \
@@ -725,7 +725,7 @@ def test_a_run_on_each_device_is_judged_under_other_settings_than_one_sharing_th
     """--each-device (every case on every device) is in the settings a verdict was judged under: --resume of such a
     run trusts no record of a run that shared the devices (each case had run on one chip only), and ``prmg report``
     sees the two as mixed; a run without it keeps the keys of before."""
-    from prmg_cli.commands.suite import recorded_settings
+    from prmg_cli.reports.run_record import recorded_settings
     from prmg_cli.device.execute import RunSettings
     from prmg_cli.reports.store import settings_key
     from prmg_cli.results import RunInfo

@@ -95,8 +95,9 @@ def bench_command(request) -> tuple[str, int]:
 
     from .run import Request as run_request
     from ..judging.checks.determinism import MAX_REPEAT
-    from .suite import (MAX_DEVICE_ID, check_bounds, check_device_options, check_timeout, load_selected, run_info,
-                        settings_for, target_modes)
+    from .suite import (MAX_DEVICE_ID, check_bounds, check_device_options, check_timeout, load_selected, settings_for,
+                        target_modes)
+    from ..reports.run_record import run_info
     from ..device.runners import timed_runners
 
     paths, report_format, peak_gbps, soc = list(request.paths), request.report, request.peak_gbps, request.soc

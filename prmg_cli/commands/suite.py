@@ -18,16 +18,15 @@ import uuid
 from dataclasses import replace
 from typing import Sequence
 
-from .. import __version__
 from ..case import Case
 from ..cases.loader import (check_files, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
                             validate)
-from ..device import execute, provenance
+from ..device import execute
 from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
 from ..files import write_text
-from ..judging.standards import DEFAULT_STANDARD, check_standard, standard_of
+from ..judging.standards import check_standard, standard_of
 from ..ops import constraints
-from ..reports import outputs
+from ..reports import outputs, run_record
 from ..reports.outputs import listing
 from ..reports.outputs.screen import width, wrap
 from ..reports.progress import Progress
@@ -274,109 +273,6 @@ def device_list(request) -> str:
     return request.devices if request.devices is not None else str(request.device)
 
 
-def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
-    """The run's description for the reports' header (runner, target, provenance, injected faults)."""
-    from ..device.toolkit import runner_kind
-
-    toolkit = settings.toolkit
-    runner = runner_kind(toolkit)
-    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if runner == "emulator" else ()
-    return RunInfo(**provenance.operator_files(toolkit), runner=runner, location=str(toolkit.root),
-                   op_library=str(toolkit.op_lib or ""),
-                   supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
-                   checks=tuple(settings.checks), golden=settings.golden,
-                   standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
-                   toolkit_version=_toolkit_version(toolkit),
-                   driver_version=provenance.driver_version(), host=provenance.host_name(),
-                   started=provenance.now(), faults=faults, strict=settings.strict,
-                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
-                   path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device,
-                   visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""))
-
-
-def _toolkit_version(toolkit) -> str:
-    """The toolkit's stated version (``provenance.toolkit_version``); for the emulator, with the upstream build it
-    plays when ``PRMG_EMU_BUILD`` names one (``8.5.0-emulator (PRMG_EMU_BUILD=base)``): the same library then
-    returns other statuses, and the version is what headers, ``--resume`` and ``prmg report`` tell runs apart by."""
-    version, build = provenance.toolkit_version(toolkit.root), os.environ.get("PRMG_EMU_BUILD", "")
-    return f"{version} (PRMG_EMU_BUILD={build})" if build and toolkit.kind == "emulator" else version
-
-
-def _preloaded(info: RunInfo, found) -> None:
-    """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``mapped.interposers``), and
-    say on stderr when one defines the toolkit's symbols (``--strict`` refused it in the workers already)."""
-    from ..device.mapped import preload_labels
-
-    info.preloaded = tuple(preload_labels(found))
-    taking = [label for label, (_, symbols) in zip(info.preloaded, found) if symbols]
-    if taking:
-        sys.stderr.write(f"prmg: warning: a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: "
-                         f"the cases may not run the toolkit's code (--strict refuses this)\n")
-
-
-def _nodes_files(info: RunInfo, target: dict) -> None:
-    """Under ``--cluster``, the operators' kernel and tiling files the nodes load (the first actor's
-    ``provenance.operator_files``; every other node's must be alike: ``cluster.NODE_ALIKE``) in place of this host's
-    when they differ (this host may have no toolkit, or another build), the fingerprint then the portable one (the
-    nodes' files differ in inode, not in what they hold)."""
-    if "opp_portable" in target and (target["opp_files"], target["opp_portable"]) != (info.opp_files,
-                                                                                        info.opp_portable):
-        for name in provenance.OPP_FIELDS:
-            setattr(info, name, tuple(target[name]) if name == "opp_kernels" else target[name])
-        info.opp_fingerprint = info.opp_portable
-
-
-def recorded_settings(info: RunInfo, settings) -> dict:
-    """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
-    ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
-    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
-    stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
-    the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected
-    faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
-    verdict of every chip holds for those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
-    ``--repeat`` and prmg's version.
-    ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
-    settings that differ between shards."""
-    toolkit = settings.toolkit
-    faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
-              **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
-        if info.faults else {}
-    libraries = _library_stamps(toolkit)
-    path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
-            **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
-               if settings.each_device else {})}                        # and runs without --each-device theirs
-    opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
-           "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
-    path.update({"preloaded": list(info.preloaded)} if info.preloaded else {})   # runs without one keep their keys
-    return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
-                libraries=libraries, opp=opp,
-                toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
-                host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
-                strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
-                check_options=settings.check_options, version=info.version)
-
-
-def _library_stamps(toolkit) -> dict:
-    """``provenance.library_stamp`` of each library of ``toolkit``, by role (runtime, nnopbase, op, geir)."""
-    return {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
-            for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
-
-
-def _changed_since(recorded: dict, settings) -> list[str]:
-    """What of the toolkit's files differs now from the run's ``recorded`` settings (``recorded_settings`` at its
-    start): each library whose stamp changed, and the operator's kernel and tiling files (``opp_stamp``): a toolkit
-    reinstalled or a kernel rebuilt while the cases ran (a shared host) ran some on each build."""
-    now = provenance.operator_files(settings.toolkit)
-    changed = [f"{role} library {getattr(settings.toolkit, f'{role}_lib')}"
-               for role, stamp in _library_stamps(settings.toolkit).items()
-               if stamp != recorded.get("libraries", {}).get(role)]
-    opp = recorded.get("opp", {})
-    if (now["opp"], now["opp_files"], now["opp_fingerprint"]) != (opp.get("path"), opp.get("files"),
-                                                                   opp.get("fingerprint")):
-        changed.append(f"the operator's kernel and tiling files under {now['opp']}")
-    return changed
-
-
 def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
     """``writes.check_outputs`` of a run: its reports, its results file (``--results``, else ``--resume``) and
     ``--save-failures``, sparing its case files, their ``file:`` inputs and a ``--resume`` file it only reads."""
@@ -392,23 +288,6 @@ def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
     if request.resume and not same_file(request.resume, results):
         inputs[request.resume] = "the results file --resume reads"
     check_outputs(outputs, inputs)
-
-
-def _resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
-    """``--resume``: the records of ``stored`` to keep (``store.trusted``), saying on stderr how many are taken
-    and how many run again because their case changed or they were judged under other settings."""
-    from ..reports.store import UNTRUSTED, trusted
-
-    kept = trusted(stored, fingerprints, key)
-    verdicts = {name: result for name, result in stored.latest().items()
-                if name in fingerprints and result.status not in UNTRUSTED}
-    again = len(verdicts) - len(kept)
-    sys.stderr.write(f"prmg: --resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
-                     f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
-                                 f"other settings (runner, toolkit or its libraries, the operator's kernel and "
-                                 f"tiling files, SoC, driver, host, faults, modes, chips, --standard, --strict, "
-                                 f"checks) run again" if again else "") + "\n")
-    return kept
 
 
 def _select(request, modes: frozenset) -> tuple[list[Case], list[Case]]:
@@ -492,7 +371,7 @@ def run_suite(request) -> int:
         if writer is not None:
             writer.close()
         raise
-    run = _Run(cases, writer, request, run_info(settings, devices))
+    run = _Run(cases, writer, request, run_record.run_info(settings, devices))
     handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
@@ -501,16 +380,16 @@ def run_suite(request) -> int:
                 info = run.info
                 info.soc, info.accepted_modes = executor.target.get("soc", ""), executor.target.get("accepted_modes")
                 info.driver_version = executor.target.get("driver_version") or info.driver_version    # as loaded
-                _preloaded(info, executor.target.get("preloaded") or ())
-                _nodes_files(info, executor.target)
+                run_record.preloaded(info, executor.target.get("preloaded") or ())
+                run_record.nodes_files(info, executor.target)
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
-                run.start(stored, recorded_settings(info, settings), selection)
+                run.start(stored, run_record.recorded_settings(info, settings), selection)
                 _unfinished_reports(targets, info, request)
                 if run.todo:
                     executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))
             if request.fail_fast and len(run.finished) < len(cases):
                 run.stopped = "the run stopped at the first failure (--fail-fast)"
-            changed = [] if cluster or not run.settings else _changed_since(run.settings, settings)
+            changed = [] if cluster or not run.settings else run_record.changed_since(run.settings, settings)
             if changed:
                 run.stop(f"the toolkit changed while the run ran ({'; '.join(changed)}): its verdicts are of more "
                          f"than one build, and its record names the first", ExitCode.USAGE)
@@ -588,7 +467,7 @@ class _Run:
         if self.writer is not None or stored is not None:
             self.fingerprints = {case.name: fingerprint_or_empty(case) for case in self.cases}
         if stored is not None:
-            self.finished = _resumed(stored, self.cases, self.fingerprints, self.key)
+            self.finished = run_record.resumed(stored, self.cases, self.fingerprints, self.key)
         self.info.resumed = len(self.finished)
         if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
                                                                                      self.request.output)):
@@ -645,7 +524,7 @@ class _Run:
         after the run record when the run stopped before writing it)."""
         missing = _not_run(self.cases, self.finished, self.stopped or "no result was recorded", settings)
         if self.writer is not None:
-            self._record(recorded_settings(self.info, settings), selection)
+            self._record(run_record.recorded_settings(self.info, settings), selection)
             for result in missing:
                 result.run_id = self.run_id
                 self.writer.append(result)
@@ -655,17 +534,11 @@ class _Run:
         return ordered, missing
 
 
-def unfinished_results(info: RunInfo, run: str = "this run", name: str = "prmg-run") -> list[CaseResult]:
-    """The one result of a report standing for ``run`` while it runs: a ``not_run`` saying it has not finished."""
-    return [CaseResult(name=name, status="not_run", message=f"not run: {run} (started {info.started}) has not "
-                                                            f"finished: killed before it wrote its reports?")]
-
-
 def _unfinished_reports(targets, info: RunInfo, request) -> None:
     """Each report file of ``targets``, as the cases start, replaced by one of this run not finished (a ``not_run``
     saying so): a run killed (SIGKILL: out of memory, a CI job's timeout) writes no report, and an earlier run's green
     one left in its place (a runner keeping its workspace) stood for it. The run's own reports replace it."""
-    unfinished = unfinished_results(info)
+    unfinished = run_record.unfinished_results(info)
     for target in (target for target in targets if target.path is not None):
         write_text(target.path, outputs.render_pieces(target.format, unfinished, info,
                                                       outputs.RenderOptions(verbose=request.verbose)))

@@ -133,7 +133,7 @@ def read_run(path: str) -> Run:
 
 def judging(record: CaseResult, settings: dict | None = None) -> dict:
     """What ``record``'s verdict was judged under besides its case and its kernel: its standard and, from its run's
-    settings (``suite.recorded_settings``; left out without a run record), ``--standard`` (which drops the case's
+    settings (``run_record.recorded_settings``; left out without a run record), ``--standard`` (which drops the case's
     tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``, ``--each-device`` (a verdict of
     every chip against one of a single chip: a pass on one says nothing of the others), and the chips an
     ``--each-device`` record holds (``device_statuses``: a pass on chips 0-3 against one on chips 0-7)."""

@@ -21,7 +21,7 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, runner, SoC, toolkit,
   operator library, the fingerprint of the operator's kernel and tiling files, start), the faults injected into
   any of them, the emulator notice when any record came from the emulator, and names each setting that differs
-  between the runs (``suite.recorded_settings``) with the files.
+  between the runs (``run_record.recorded_settings``) with the files.
 - **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports:
   ``contributing``) were judged under the same settings: a setting that differs between them (another standard,
   ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named on stderr with
@@ -199,7 +199,7 @@ def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult]) 
 
 
 def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
-    """(setting, line) for each setting (``suite.recorded_settings``) whose value (``_like``) differs between the
+    """(setting, line) for each setting (``run_record.recorded_settings``) whose value (``_like``) differs between the
     ``runs`` (file, run record), each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl:
     allclose``."""
     keys = sorted({key for _, run in runs for key in run.settings})

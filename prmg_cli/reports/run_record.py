@@ -1,0 +1,144 @@
+"""What a run records of itself (the run record of its results file, ``store.RunRecord``, and its reports' header):
+its description (``run_info``: runner, target, provenance, injected faults; completed by what the workers found,
+``preloaded`` and ``nodes_files``), the settings its verdicts are judged under (``recorded_settings``, whose key each
+result's ``judged_under`` holds, and what of them ``changed_since`` the run started), the results of a stored run
+that ``--resume`` takes (``resumed``), and the one result a report stands on while the run runs
+(``unfinished_results``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from .. import __version__
+from ..case import Case
+from ..device import provenance
+from ..judging.standards import DEFAULT_STANDARD
+from ..results import CaseResult, RunInfo, plural, visible
+
+
+def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
+    """The run's description for the reports' header (runner, target, provenance, injected faults)."""
+    from ..device.toolkit import runner_kind
+
+    toolkit = settings.toolkit
+    runner = runner_kind(toolkit)
+    faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if runner == "emulator" else ()
+    return RunInfo(**provenance.operator_files(toolkit), runner=runner, location=str(toolkit.root),
+                   op_library=str(toolkit.op_lib or ""),
+                   supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
+                   checks=tuple(settings.checks), golden=settings.golden,
+                   standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__, soc=soc,
+                   toolkit_version=_toolkit_version(toolkit),
+                   driver_version=provenance.driver_version(), host=provenance.host_name(),
+                   started=provenance.now(), faults=faults, strict=settings.strict,
+                   fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
+                   path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device,
+                   visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""))
+
+
+def _toolkit_version(toolkit) -> str:
+    """The toolkit's stated version (``provenance.toolkit_version``); for the emulator, with the upstream build it
+    plays when ``PRMG_EMU_BUILD`` names one (``8.5.0-emulator (PRMG_EMU_BUILD=base)``): the same library then
+    returns other statuses, and the version is what headers, ``--resume`` and ``prmg report`` tell runs apart by."""
+    version, build = provenance.toolkit_version(toolkit.root), os.environ.get("PRMG_EMU_BUILD", "")
+    return f"{version} (PRMG_EMU_BUILD={build})" if build and toolkit.kind == "emulator" else version
+
+
+def preloaded(info: RunInfo, found) -> None:
+    """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``mapped.interposers``), and
+    say on stderr when one defines the toolkit's symbols (``--strict`` refused it in the workers already)."""
+    from ..device.mapped import preload_labels
+
+    info.preloaded = tuple(preload_labels(found))
+    taking = [label for label, (_, symbols) in zip(info.preloaded, found) if symbols]
+    if taking:
+        sys.stderr.write(f"prmg: warning: a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: "
+                         f"the cases may not run the toolkit's code (--strict refuses this)\n")
+
+
+def nodes_files(info: RunInfo, target: dict) -> None:
+    """Under ``--cluster``, the operators' kernel and tiling files the nodes load (the first actor's
+    ``provenance.operator_files``; every other node's must be alike: ``cluster.NODE_ALIKE``) in place of this host's
+    when they differ (this host may have no toolkit, or another build), the fingerprint then the portable one (the
+    nodes' files differ in inode, not in what they hold)."""
+    if "opp_portable" in target and (target["opp_files"], target["opp_portable"]) != (info.opp_files,
+                                                                                        info.opp_portable):
+        for name in provenance.OPP_FIELDS:
+            setattr(info, name, tuple(target[name]) if name == "opp_kernels" else target[name])
+        info.opp_fingerprint = info.opp_portable
+
+
+def recorded_settings(info: RunInfo, settings) -> dict:
+    """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
+    ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
+    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
+    stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
+    the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected
+    faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
+    verdict of every chip holds for those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
+    ``--repeat`` and prmg's version.
+    ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
+    settings that differ between shards."""
+    toolkit = settings.toolkit
+    faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
+              **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
+        if info.faults else {}
+    libraries = _library_stamps(toolkit)
+    path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
+            **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
+               if settings.each_device else {})}                        # and runs without --each-device theirs
+    opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
+           "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
+    path.update({"preloaded": list(info.preloaded)} if info.preloaded else {})   # runs without one keep their keys
+    return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
+                libraries=libraries, opp=opp,
+                toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
+                host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
+                strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
+                check_options=settings.check_options, version=info.version)
+
+
+def _library_stamps(toolkit) -> dict:
+    """``provenance.library_stamp`` of each library of ``toolkit``, by role (runtime, nnopbase, op, geir)."""
+    return {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
+            for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
+
+
+def changed_since(recorded: dict, settings) -> list[str]:
+    """What of the toolkit's files differs now from the run's ``recorded`` settings (``recorded_settings`` at its
+    start): each library whose stamp changed, and the operator's kernel and tiling files (``opp_stamp``): a toolkit
+    reinstalled or a kernel rebuilt while the cases ran (a shared host) ran some on each build."""
+    now = provenance.operator_files(settings.toolkit)
+    changed = [f"{role} library {getattr(settings.toolkit, f'{role}_lib')}"
+               for role, stamp in _library_stamps(settings.toolkit).items()
+               if stamp != recorded.get("libraries", {}).get(role)]
+    opp = recorded.get("opp", {})
+    if (now["opp"], now["opp_files"], now["opp_fingerprint"]) != (opp.get("path"), opp.get("files"),
+                                                                   opp.get("fingerprint")):
+        changed.append(f"the operator's kernel and tiling files under {now['opp']}")
+    return changed
+
+
+def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
+    """``--resume``: the records of ``stored`` to keep (``store.trusted``), saying on stderr how many are taken
+    and how many run again because their case changed or they were judged under other settings."""
+    from .store import UNTRUSTED, trusted
+
+    kept = trusted(stored, fingerprints, key)
+    verdicts = {name: result for name, result in stored.latest().items()
+                if name in fingerprints and result.status not in UNTRUSTED}
+    again = len(verdicts) - len(kept)
+    sys.stderr.write(f"prmg: --resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
+                     f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
+                                 f"other settings (runner, toolkit or its libraries, the operator's kernel and "
+                                 f"tiling files, SoC, driver, host, faults, modes, chips, --standard, --strict, "
+                                 f"checks) run again" if again else "") + "\n")
+    return kept
+
+
+def unfinished_results(info: RunInfo, run: str = "this run", name: str = "prmg-run") -> list[CaseResult]:
+    """The one result of a report standing for ``run`` while it runs: a ``not_run`` saying it has not finished."""
+    return [CaseResult(name=name, status="not_run", message=f"not run: {run} (started {info.started}) has not "
+                                                            f"finished: killed before it wrote its reports?")]
