@@ -564,12 +564,10 @@ def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
 # ---------------------------------------------------------------------------------------------------------
 # Runner selection
 
-RUNNERS = ("auto", "aclnn", "emulator")
-
-
 def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
                   modes: Iterable[int] | None = None) -> Toolkit:
-    """The toolkit ``--runner`` asks for.
+    """The toolkit of an aclnn runner (``runners.aclnn``): ``runner`` is auto, aclnn or emulator, a name
+    ``runners.check_runner`` (the one check of ``--runner``) let through.
 
     auto: the installed toolkit when the search finds one; else, when something suggests a toolkit
     (``toolkit_suggested``: a variable names one, a default root exists) or ``--op-lib`` is given, a PrmgError
@@ -578,8 +576,6 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     emulator (``modes`` switched on).
     """
     env = os.environ if env is None else env
-    if runner not in RUNNERS:
-        raise PrmgError(f"--runner {runner!r}{suggest(runner, RUNNERS)}: choose one of {', '.join(RUNNERS)}")
     if runner == "emulator":
         if op_lib:
             raise PrmgError("--op-lib applies to a CANN toolkit, not to --runner emulator")
