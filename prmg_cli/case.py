@@ -175,6 +175,15 @@ def element_count(shape: Sequence[int]) -> int:
     return count
 
 
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The C-order (contiguous) element strides of ``shape``: stride[i] = prod(shape[i+1:])."""
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
+
+
 def storage_elements(case: Case, tensor: str = "dy") -> int:
     """The elements ``tensor``'s storage holds (``case.shape_of``, ``strides_of``, ``offset_of``): its offset, plus
     its size for a contiguous view, or ``1 + sum((dim - 1) * stride)`` for a strided one (0 for an empty view)."""

@@ -115,6 +115,7 @@ class Format:
 # top 16 bits).
 FLOAT_FORMATS: dict[str, Format] = {"float32": Format(24, -126, 127), "float16": Format(11, -14, 15),
                                     "bfloat16": Format(8, -126, 127)}
+INT64_MAX = 2**63 - 1                                 # the largest int64: of a dim, a count, an offset, a stride
 ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16",
            "float": "float32", "double": "float64"}
 

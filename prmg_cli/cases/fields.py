@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import dtypes
+from ..dtypes import INT64_MAX
 from ..errors import PrmgError, suggest
 from ..inputs import npyfile
 from ..judging.checks import CHECKS, check_names
@@ -40,7 +41,6 @@ DEFAULT_ROPE_BASE = 10000.0
 # No standard normal draw Z of a generator (numpy's ziggurat, its tail -log(U) of a 53-bit U) is 40 or more from 0, so
 # a normal's draws mean + std * Z are finite in float64 when |mean| + 40 * std is.
 NORMAL_Z_LIMIT = 40
-INT64_MAX = 2**63 - 1
 # The most elements an array of float64 (the golden's dtype) may count, the product of a shape's non-zero
 # dimensions: numpy refuses a larger one ("array is too big"), even when another dimension is 0.
 MAX_ARRAY_ELEMENTS = INT64_MAX // 8

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from . import gencase
 from .. import files
+from ..case import contiguous_strides
 from ..ops.targets import REFERENCE_SOC
 from ..ops.grad import contiguous
 from ..vocab import INTERLEAVE, MODE_NAMES, ROTARY_MODES, TENSORS
@@ -291,15 +292,6 @@ UNMAPPED = {
 }
 
 
-def _c_strides(shape) -> list[int]:
-    """The C-order (contiguous) element strides of ``shape``: each axis steps over the product of those after it."""
-    strides, step = [], 1
-    for dim in reversed(shape):
-        strides.append(step)
-        step *= dim
-    return strides[::-1]
-
-
 def _per_tensor(row: dict, column: str) -> list:
     """The three entries (dy, cos, sin) of a view column, None for each when the row gives none."""
     value = _literal(row, column)
@@ -321,7 +313,7 @@ def _views(row: dict, shapes: list, op: str) -> dict:
         if stride is not None and not (isinstance(stride, (tuple, list)) and len(stride) == len(shape) and all(
                 isinstance(step, int) and not isinstance(step, bool) and step >= 0 for step in stride)):
             raise _Unmappable(f"tensor_view_strides: {tensor}'s {stride!r:.60} are not {len(shape)} strides >= 0")
-        steps = list(stride) if stride is not None else _c_strides(shape)
+        steps = list(stride) if stride is not None else list(contiguous_strides(shape))
         if op == "grad" and not contiguous(tuple(shape), tuple(steps)):
             raise _Unmappable(f"tensor_view_strides: {tensor}'s {list(steps)} are not contiguous, which the torch "
                               "API refuses (inplace_partial_rotary_mul_backward checks each input is_contiguous)")
@@ -333,7 +325,7 @@ def _views(row: dict, shapes: list, op: str) -> dict:
                                   f"view reaches ({reach})")
         if offset:
             keys[f"{tensor}_offset"] = offset
-        if steps != _c_strides(shape):
+        if steps != list(contiguous_strides(shape)):
             keys[f"{tensor}_strides"] = steps
     return keys
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import dtypes
-from ..case import Case, storage_elements
+from ..case import Case, contiguous_strides, storage_elements
 from ..errors import PrmgError
 from ..inputs.seeded import Inputs, recycled_empty
 from ..ops import DEFAULT_OP, OPERATORS
@@ -453,11 +453,7 @@ class _Layout:
 def _contiguous_layout(shape: tuple[int, ...]) -> _Layout:
     """C-contiguous element strides: stride[i] = prod(shape[i+1:]) (0 before a zero dim; CANN treats
     every empty tensor as contiguous whatever its strides)."""
-    strides, step = [], 1
-    for dim in reversed(shape):
-        strides.append(step)
-        step *= dim
-    return _Layout(tuple(shape), tuple(reversed(strides)), tuple(shape), math.prod(shape))
+    return _Layout(tuple(shape), contiguous_strides(shape), tuple(shape), math.prod(shape))
 
 
 def _layout(case: Case, tensor: str) -> _Layout:

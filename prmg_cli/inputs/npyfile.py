@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import files
+from ..dtypes import INT64_MAX
 from ..errors import PrmgError
 from ..results import plural
 
 MAGIC = b"\x93NUMPY"
 MAX_HEADER_BYTES = 64 * 1024
-_INT64_MAX = 2**63 - 1
 
 
 class NpyError(Exception):
@@ -177,7 +177,7 @@ def _read_header(fd: int, path: str) -> Header:
     count = 1
     for dim in shape:
         count *= dim
-        if dim > _INT64_MAX or count > _INT64_MAX:
+        if dim > INT64_MAX or count > INT64_MAX:
             raise NpyError(f"{path} has a shape whose element count overflows int64")
     if not isinstance(fields["fortran_order"], bool):
         raise NpyError(f"{path} has a .npy header whose fortran_order is not true or false")
