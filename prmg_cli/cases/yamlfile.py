@@ -347,20 +347,26 @@ def _within_limits(root) -> bool:
     """Whether the node tree ``root`` is one the counting composer takes as it is (``_CountingComposer``'s rules):
     each node once (no alias), within ``MAX_DEPTH``, at most ``MAX_LIST_VALUES`` nodes in all (so no list holds more
     values, and the document has fewer nodes than ``MAX_EXPANDED_NODES``), no key twice in one mapping, no merge."""
-    seen, stack = set(), [(root, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if id(node) in seen or depth >= MAX_DEPTH or len(seen) >= MAX_LIST_VALUES:
-            return False
-        seen.add(id(node))
-        if isinstance(node, SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, MappingNode):
-            keys = [(key.tag, key.value) for key, _ in node.value if isinstance(key, ScalarNode)]
-            if len(set(keys)) != len(keys) or any(tag == _MERGE_TAG for tag, _ in keys):
+    seen, level = set(), [root]
+    for _ in range(MAX_DEPTH):                            # one level of nesting a turn
+        below = []
+        for node in level:
+            if id(node) in seen:
                 return False
-            stack.extend((part, depth + 1) for pair in node.value for part in pair)
-    return True
+            seen.add(id(node))
+            if isinstance(node, SequenceNode):
+                below += node.value
+            elif isinstance(node, MappingNode):
+                keys = [(key.tag, key.value) for key, _ in node.value if isinstance(key, ScalarNode)]
+                if len(set(keys)) != len(keys) or any(tag == _MERGE_TAG for tag, _ in keys):
+                    return False
+                below += [part for pair in node.value for part in pair]
+        if not below:
+            return True
+        if len(seen) + len(below) > MAX_LIST_VALUES:
+            return False
+        level = below
+    return False
 
 
 def short_tag(tag: str) -> str:
