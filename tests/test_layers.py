@@ -275,3 +275,29 @@ def test_each_stage_names_every_module_in_it_but_its_registry_entries():
         inside += [path.name for path in (PACKAGE / name).iterdir() if (path / "__init__.py").exists()]
         unnamed = [module for module in inside if module not in entries and f"``{module}" not in text]
         assert not unnamed, (name, unnamed)
+
+
+# --- line length -------------------------------------------------------------------------------------------
+
+MAX_COLUMNS = 120
+CODE_SUFFIXES = (".py", ".c", ".h", ".cpp")
+
+
+def long_lines(*folders: Path) -> list[str]:
+    """``path:line: N columns`` for each line of the code (``CODE_SUFFIXES``) under ``folders`` longer than
+    ``MAX_COLUMNS`` characters."""
+    return [f"{path.relative_to(folder.parent)}:{number}: {len(line)} columns"
+            for folder in folders for path in sorted(folder.rglob("*")) if path.suffix in CODE_SUFFIXES
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+            if len(line) > MAX_COLUMNS]
+
+
+def test_no_line_of_the_code_is_longer_than_120_columns():
+    assert long_lines(PACKAGE, ROOT / "runners") == []
+
+
+def test_a_long_line_is_found(tmp_path):
+    (tmp_path / "a.c").write_text("int x;\n" + "/*" + "x" * (MAX_COLUMNS - 4) + "*/\n")
+    (tmp_path / "b.py").write_text("x = 1\n" + "#" * (MAX_COLUMNS + 1) + "\n")
+    (tmp_path / "c.md").write_text("#" * (MAX_COLUMNS + 1) + "\n")
+    assert long_lines(tmp_path) == [f"{tmp_path.name}/b.py:2: {MAX_COLUMNS + 1} columns"]

@@ -19,7 +19,9 @@ Plain ``1e-3`` (an exponent without a dot) reads as a float, as in YAML 1.2; ``F
 ``add_resolvers`` let a dumper quote strings that would read back as such numbers.
 
 libyaml's parser is used when PyYAML has it (it is several times faster); the composer, the limits and
-the messages are the same either way.
+the messages are the same either way. A plain document (no alias, no merge key, within the limits, no key
+twice, every value readable: every shipped case file) is composed by libyaml itself, its values the same
+(``_plain_document``); any other is read again by the counting composer, which words the refusal.
 """
 
 from __future__ import annotations
