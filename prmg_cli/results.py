@@ -7,15 +7,14 @@ versions can read it), and every output format renders a list of them with the `
 
 Statuses (``STATUSES``: status -> ``StatusInfo``):
 
-| status | meaning | ok |
-|---|---|---|
-| passed | every check held | yes |
-| failed | a check did not hold | no |
-| error | the case could not be judged (crash, timeout, runner failure, memory limit) | no |
-| skipped | a pass case whose rotary mode the target does not implement | yes |
-| xfailed | a ``known_defect`` case that failed as its marker says, or a case whose expectation holds for other builds than the toolkit's (``builds``) refused or accepted against it | yes |
-| xpassed | a ``known_defect`` case that passed: remove the marker | no |
-| not_run | never started: the run stopped (``-x``, Ctrl-C, SIGTERM) or its device wedged | no |
+- passed (ok): every check held;
+- failed: a check did not hold;
+- error: the case could not be judged (crash, timeout, runner failure, memory limit);
+- skipped (ok): a pass case whose rotary mode the target does not implement;
+- xfailed (ok): a ``known_defect`` case that failed as its marker says, or a case whose expectation holds for other
+  builds than the toolkit's (``builds``) refused or accepted against it;
+- xpassed: a ``known_defect`` case that passed: remove the marker;
+- not_run: never started: the run stopped (``-x``, Ctrl-C, SIGTERM) or its device wedged.
 """
 
 from __future__ import annotations

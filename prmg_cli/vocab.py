@@ -51,7 +51,8 @@ PHASES = {"workspace": "...GetWorkspaceSize (the first phase)", "launch": "the l
 # a status of GRAPH_REFUSING (GE declined the graph), never of init or run (GE or the device failed).
 GRAPH_PHASES = {"init": "GE's initialisation, its session and Session::AddGraph",
                 "build": "building the graph from the operator's IR",
-                "compile": "compiling the graph (Session::CompileGraph)", "run": "running the graph (Session::RunGraph)"}
+                "compile": "compiling the graph (Session::CompileGraph)",
+                "run": "running the graph (Session::RunGraph)"}
 GRAPH_REFUSING = ("build", "compile")
 BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 # The inputs' versions, newest first: philox4x32 (the default), philox (the default before it), pcg64 (before both)

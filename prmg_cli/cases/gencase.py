@@ -241,7 +241,8 @@ def _inputs_value(inputs) -> dict | None:
 def default_name(case: Mapping) -> str:
     """A name derived from a case's parameters, e.g. ``interleave_bf16_fp32_2x16x4x128_111D_s32-96``."""
     mode = case["rotary_mode"]
-    parts = [mode if isinstance(mode, str) else f"mode{mode}", short_dtype(case["dtype"]), short_dtype(case["cos_dtype"])]
+    parts = [mode if isinstance(mode, str) else f"mode{mode}", short_dtype(case["dtype"]),
+             short_dtype(case["cos_dtype"])]
     if "sin_dtype" in case:
         parts.append("sin-" + short_dtype(case["sin_dtype"]))
     parts.append("x".join(str(size) for size in case["shape"]))

@@ -14,31 +14,55 @@ with the safe loader only: a ``!!python/...`` tag is an error and never runs; al
 written twice in one mapping are refused (``yamlfile``). Mistakes are reported as one line naming the file, the case
 (``case '#3'`` for the third entry when its name is unknown) and the field (``inputs.dy.values``).
 
-| key | meaning (default) |
-|---|---|
-| ``name`` | required; unique across the run; letters, digits, ``_ . -``, not only dots, at most 200 characters (may be a template, see sweeps) |
-| ``shape`` | required; dy's shape ``[B, S, N, D]`` (an ``expect: {error: ...}`` case may use any length) |
-| ``broadcast`` | cos/sin pattern against dy: ``BSND 111D 1S1D 1SND B1ND BS1D 11ND B11D``; the cos shape takes B, S, N from dy where the pattern has a letter, 1 where it has ``1``, and ``L = end - start`` as its last axis |
-| ``cos_shape`` | cos's shape, instead of ``broadcast`` (not both). Neither given: ``[1, 1, 1, L]`` (``[1, 1, 1, 1]`` when the slice is empty) |
-| ``sin_shape`` | sin's shape (``cos_shape``; set it only to write a negative case) |
-| ``partial_slice`` | ``[start, end]``, the half-open slice of the last axis (``[0, D]``); a list of another length (0 to 16 values) is passed as written (the 950's tiling acts on its first two values); ``null: [partial_slice]`` passes a NULL ``partialSlice`` (the op definition's default ``{0, 0}``) |
-| ``rotary_mode`` | ``half``/``interleave``/``quarter``/``interleave-half`` or 0..3 (``interleave``) |
-| ``dtype`` | dy's dtype: ``float32``, ``float16``, ``bfloat16`` or an alias ``fp32 fp16 bf16 half float`` (``float32``) |
-| ``cos_dtype`` / ``sin_dtype`` | cos's dtype (``dtype``); sin's dtype (``cos_dtype``) |
-| ``seed`` | integer 0 <= seed < 2**64 (derived from the name: the same inputs on every machine and run) |
-| ``generator`` | what draws the seeded inputs: ``philox4x32``, or ``philox`` and ``pcg64``, the generators of prmg before it (``philox4x32``; ``seeded.py``) |
-| ``inputs`` | per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``, ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{bits: [...]}`` (the same, as integer bit patterns of the tensor's dtype: NaN payloads and signs), ``{file: x.npy}`` (relative to the case file and inside its folder; as many elements as the tensor, read in C order); cos/sin also ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode, positions from ``offset`` along S (a list of one offset per B index: per-request positions) (``uniform: [-1, 1]``) |
-| ``expect`` | ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or ``any`` (``pass``) |
-| ``standard`` | precision standard: ``default double_thousandth single_bm double_benchmark allclose exact mixed`` (the run's) |
-| ``tolerance`` | the case's standard's parameters (``default``'s when the case names none), finite numbers >= 0, e.g. ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose`` |
-| ``tags`` | list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects) |
-| ``format`` | negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``) |
-| ``null`` | arguments passed as NULL pointers, e.g. ``null: [cos]`` (a tensor: negative cases) or ``null: [partial_slice]`` (the key YAML reads as null is this key) |
-| ``dy_strides`` / ``cos_strides`` / ``sin_strides`` | a tensor's element strides, one per axis (contiguous), no two elements on one storage element: the grad refuses a non-contiguous tensor at the launch, the forward takes it (AutoContiguous) |
-| ``dy_offset`` / ``cos_offset`` / ``sin_offset`` | a tensor's storage offset in elements (0): the view starts that far into its storage (torch's ``x[1:]``), passed as ``aclCreateTensor``'s ``offset``; the storage before it must come back untouched |
-| ``builds`` | the upstream builds the case's expectation holds for (every build): ``base e9f0541c 2b888cdb`` (``targets.BUILDS``); on a toolkit of another or unknown build a failed expectation is reported as depending on the build |
-| ``note`` | one line: what the case pins (the behaviour, build or document it matches), shown with its result |
-| ``partners_alike`` | one line: why the case's sin is alike at both lanes of every pair on purpose (a real RoPE table); without it such a case passes with a warning (``partners alike``: a kernel swapping partners' sin passes it), which ``--strict`` fails |
+The keys of a case, each with its default in parentheses:
+
+- ``name``: required; unique across the run; letters, digits, ``_ . -``, not only dots, at most 200 characters (may be
+  a template, see sweeps)
+- ``shape``: required; dy's shape ``[B, S, N, D]`` (an ``expect: {error: ...}`` case may use any length)
+- ``broadcast``: cos/sin pattern against dy: ``BSND 111D 1S1D 1SND B1ND BS1D 11ND B11D``; the cos shape takes B, S, N
+  from dy where the pattern has a letter, 1 where it has ``1``, and ``L = end - start`` as its last axis
+- ``cos_shape``: cos's shape, instead of ``broadcast`` (not both). Neither given: ``[1, 1, 1, L]`` (``[1, 1, 1, 1]``
+  when the slice is empty)
+- ``sin_shape``: sin's shape (``cos_shape``; set it only to write a negative case)
+- ``partial_slice``: ``[start, end]``, the half-open slice of the last axis (``[0, D]``); a list of another length (0
+  to 16 values) is passed as written (the 950's tiling acts on its first two values); ``null: [partial_slice]`` passes
+  a NULL ``partialSlice`` (the op definition's default ``{0, 0}``)
+- ``rotary_mode``: ``half``/``interleave``/``quarter``/``interleave-half`` or 0..3 (``interleave``)
+- ``dtype``: dy's dtype: ``float32``, ``float16``, ``bfloat16`` or an alias ``fp32 fp16 bf16 half float``
+  (``float32``)
+- ``cos_dtype`` / ``sin_dtype``: cos's dtype (``dtype``); sin's dtype (``cos_dtype``)
+- ``seed``: integer 0 <= seed < 2**64 (derived from the name: the same inputs on every machine and run)
+- ``generator``: what draws the seeded inputs: ``philox4x32``, or ``philox`` and ``pcg64``, the generators of prmg
+  before it (``philox4x32``; ``seeded.py``)
+- ``inputs``: per tensor ``dy``/``cos``/``sin``: ``{uniform: [lo, hi]}``, ``{normal: [mean, std]}``,
+  ``{values: [...]}`` (flat C order or nested; as many numbers as the tensor has elements), ``{bits: [...]}`` (the
+  same, as integer bit patterns of the tensor's dtype: NaN payloads and signs), ``{file: x.npy}`` (relative to the
+  case file and inside its folder; as many elements as the tensor, read in C order); cos/sin also
+  ``{rope: {base: 10000, offset: 0}}``, a real RoPE table laid out for the mode, positions from ``offset`` along S (a
+  list of one offset per B index: per-request positions) (``uniform: [-1, 1]``)
+- ``expect``: ``pass``, or ``{error: CODE}``: a number, a status name such as ``ACLNN_ERR_INNER_TILING_ERROR``, or
+  ``any`` (``pass``)
+- ``standard``: precision standard: ``default double_thousandth single_bm double_benchmark allclose exact mixed`` (the
+  run's)
+- ``tolerance``: the case's standard's parameters (``default``'s when the case names none), finite numbers >= 0, e.g.
+  ``{rtol: 1e-3, atol: 1e-5}`` for ``allclose``
+- ``tags``: list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects)
+- ``format``: negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``)
+- ``null``: arguments passed as NULL pointers, e.g. ``null: [cos]`` (a tensor: negative cases) or
+  ``null: [partial_slice]`` (the key YAML reads as null is this key)
+- ``dy_strides`` / ``cos_strides`` / ``sin_strides``: a tensor's element strides, one per axis (contiguous), no two
+  elements on one storage element: the grad refuses a non-contiguous tensor at the launch, the forward takes it
+  (AutoContiguous)
+- ``dy_offset`` / ``cos_offset`` / ``sin_offset``: a tensor's storage offset in elements (0): the view starts that far
+  into its storage (torch's ``x[1:]``), passed as ``aclCreateTensor``'s ``offset``; the storage before it must come
+  back untouched
+- ``builds``: the upstream builds the case's expectation holds for (every build): ``base e9f0541c 2b888cdb``
+  (``targets.BUILDS``); on a toolkit of another or unknown build a failed expectation is reported as depending on the
+  build
+- ``note``: one line: what the case pins (the behaviour, build or document it matches), shown with its result
+- ``partners_alike``: one line: why the case's sin is alike at both lanes of every pair on purpose (a real RoPE
+  table); without it such a case passes with a warning (``partners alike``: a kernel swapping partners' sin passes
+  it), which ``--strict`` fails
 
 A case with ``expect: pass`` must satisfy every constraint of the operator (``prmg validate`` says which
 one it breaks, e.g. ``D = 2048 exceeds 1024``), except that a rotary mode the target does not support

@@ -67,10 +67,12 @@ MODELS = (
           sources=("https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json (num_attention_heads 28, "
                    "num_key_value_heads 4, hidden_size 3584 = 28 x 128, rope_theta 1000000, "
                    "max_position_embeddings 131072; as mirrored at "
-                   "https://huggingface.co/AmberYifan/Qwen2.5-7B-gen-dpo-10k/blob/06301e9ceb9578f3c5ce6a4244af885d85f275ad/config.json)",)),
+                   "https://huggingface.co/AmberYifan/Qwen2.5-7B-gen-dpo-10k/blob/"
+                   "06301e9ceb9578f3c5ce6a4244af885d85f275ad/config.json)",)),
     Model("glm4_9b", heads=32, kv_heads=2, head_dim=128, rotary=(0, 64), mode="interleave", base=5000000.0,
           context=131072, dtype="bfloat16", table_dtype="float32",
-          sources=("https://huggingface.co/THUDM/glm-4-9b-chat/blame/731ca7fd937cff9f2ae5f01de85a0c8bf21df6fa/config.json "
+          sources=("https://huggingface.co/THUDM/glm-4-9b-chat/blame/731ca7fd937cff9f2ae5f01de85a0c8bf21df6fa/"
+                   "config.json "
                    "(num_attention_heads 32, multi_query_group_num 2, kv_channels 128, rope_ratio 500, "
                    "seq_length 131072)",
                    "vllm-project/vllm vllm/model_executor/models/chatglm.py: get_rope(self.head_dim, "

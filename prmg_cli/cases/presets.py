@@ -420,8 +420,8 @@ def _special() -> dict:
     cos_shape = broadcast_shape("1S1D", shape, piece[1] - piece[0])
     for index, (dy, cos) in enumerate(DTYPE_PAIRS):
         for where in ("dy", "tables"):
-            cases.append(preset_case("special", ("special",), f"{where}_{short_dtype(dy)}_{short_dtype(cos)}", shape=shape,
-                                     cos_shape=cos_shape, partial_slice=piece, dtype=dy, cos_dtype=cos,
+            cases.append(preset_case("special", ("special",), f"{where}_{short_dtype(dy)}_{short_dtype(cos)}",
+                                     shape=shape, cos_shape=cos_shape, partial_slice=piece, dtype=dy, cos_dtype=cos,
                                      inputs=_special_inputs(dy, cos, shape, cos_shape, where == "tables", index)))
     return document(cases, header=header("special", "NaN, +-Inf, -0.0, subnormals and each dtype's maximum inside "
                                                     "and outside the slice, in dy and in cos/sin, for every dtype "
@@ -524,8 +524,9 @@ def _perf() -> dict:
     tags = ("perf",)
     cases = []
     for dtype in dtypes.OPERATOR_DTYPES:
-        cases.append(preset_case("perf", tags, f"llama_4x1024x32x128_s0-64_{short_dtype(dtype)}", shape=(4, 1024, 32, 128),
-                                 broadcast="1S1D", partial_slice=(0, 64), dtype=dtype, inputs=rope_inputs()))
+        cases.append(preset_case("perf", tags, f"llama_4x1024x32x128_s0-64_{short_dtype(dtype)}",
+                                 shape=(4, 1024, 32, 128), broadcast="1S1D", partial_slice=(0, 64), dtype=dtype,
+                                 inputs=rope_inputs()))
     cases += [
         preset_case("perf", tags, "llama_1x4096x32x128_full_bf16", shape=(1, 4096, 32, 128), broadcast="1S1D",
                     dtype="bfloat16", inputs=rope_inputs()),
@@ -573,8 +574,8 @@ def _forward() -> dict:
     shape, piece = (1, 2, 2, 16), (4, 12)
     for index, (x, table) in enumerate(FORWARD.dtype_pairs):
         cos_shape = broadcast_shape("BSND", shape, piece[1] - piece[0])
-        cases.append(case(f"special_{short_dtype(x)}_{short_dtype(table)}", shape=shape, cos_shape=cos_shape, partial_slice=piece,
-                          dtype=x, cos_dtype=table,
+        cases.append(case(f"special_{short_dtype(x)}_{short_dtype(table)}", shape=shape, cos_shape=cos_shape,
+                          partial_slice=piece, dtype=x, cos_dtype=table,
                           inputs=_special_inputs(x, table, shape, cos_shape, index % 2 == 1, 100 + index)))
     cases.append(case("x_not_contiguous_works", shape=(1, 2, 4, 8), partial_slice=(0, 8), broadcast="111D",
                       dy_strides=(128, 64, 16, 1)))               # rows padded to 16: AutoContiguous copies them

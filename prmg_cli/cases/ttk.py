@@ -1,21 +1,30 @@
 """Import of TTK operator test lists (CSV) as prmg cases: upstream's kernel lists and its torch-path (e2e) lists.
 
 A TTK list has one row per case; its fields are Python literals inside CSV quoting, read here with
-``ast.literal_eval`` only (never ``eval``). Which kind a list is comes from its header (``LIST_KINDS``). Per row:
+``ast.literal_eval`` only (never ``eval``). Which kind a list is comes from its header (``LIST_KINDS``). Per row,
+each prmg key (or rule) <- the kernel list's column; the e2e list's:
 
-| kernel list column | e2e list column | prmg key |
-|---|---|---|
-| ``testcase_name`` | ``testcase_name`` | ``name`` (characters outside letters, digits, ``_ . -`` become ``_``) |
-| ``op_name`` (``OP_NAMES``) | ``api_name``, its last dotted part (``API_NAMES``) | ``op`` |
-| ``input_shapes`` (dy, cos, sin) | ``tensor_view_shapes`` | ``shape``, ``cos_shape`` (``sin_shape`` when it differs) |
-| ``input_dtypes`` (dy, cos, sin) | ``tensor_dtypes`` (one entry: every tensor's) | ``dtype``, ``cos_dtype`` (``sin_dtype`` when it differs) |
-| ``input_formats`` | ``tensor_formats`` | only ND (empty: ND) |
-| ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}`` | the same, the mode a name the torch API takes (``'interleave'``), ``partial_slice`` optional | ``rotary_mode``, ``partial_slice`` (absent: the torch API's default ``[0, 0]``, a no-op) |
-| ``input_data_ranges`` ((lo, hi) per input; one entry: every input's) | the same | ``inputs: {dy: {uniform: [lo, hi]}, ...}`` (a bound of None, or no column: TTK's default [-2, 2]) |
-| ``precision_tolerances`` ((rel, share) per output), ``absolute_precision`` (atol) | the same | ``standard: double_thousandth``, ``tolerance: {rel, share, atol, cap: 0}``: TTK's ``close``, its defaults where the row gives one of them only (``_close_defaults``) |
-| | ``tensor_view_offsets``, ``tensor_view_strides``, ``tensor_storage_shapes`` | ``dy_offset`` ... ``sin_strides`` (``_views``: the backward's torch API refuses a non-contiguous view; the storage must hold what the view reaches) |
-| | ``inplace_input_indexes`` | must be ``(0,)``: the in-place tensor is the first |
-| ``remark`` | ``remark`` | a YAML comment above the case |
+- ``name`` (characters outside letters, digits, ``_ . -`` become ``_``) <- kernel list ``testcase_name``; e2e list
+  ``testcase_name``
+- ``op`` <- kernel list ``op_name`` (``OP_NAMES``); e2e list ``api_name``, its last dotted part (``API_NAMES``)
+- ``shape``, ``cos_shape`` (``sin_shape`` when it differs) <- kernel list ``input_shapes`` (dy, cos, sin); e2e list
+  ``tensor_view_shapes``
+- ``dtype``, ``cos_dtype`` (``sin_dtype`` when it differs) <- kernel list ``input_dtypes`` (dy, cos, sin); e2e list
+  ``tensor_dtypes`` (one entry: every tensor's)
+- only ND (empty: ND) <- kernel list ``input_formats``; e2e list ``tensor_formats``
+- ``rotary_mode``, ``partial_slice`` (absent: the torch API's default ``[0, 0]``, a no-op) <- kernel list
+  ``attributes`` ``{'rotary_mode': m, 'partial_slice': [start, end]}``; e2e list the same, the mode a name the torch
+  API takes (``'interleave'``), ``partial_slice`` optional
+- ``inputs: {dy: {uniform: [lo, hi]}, ...}`` (a bound of None, or no column: TTK's default [-2, 2]) <- kernel list
+  ``input_data_ranges`` ((lo, hi) per input; one entry: every input's); e2e list the same
+- ``standard: double_thousandth``, ``tolerance: {rel, share, atol, cap: 0}``: TTK's ``close``, its defaults where the
+  row gives one of them only (``_close_defaults``) <- kernel list ``precision_tolerances`` ((rel, share) per output),
+  ``absolute_precision`` (atol); e2e list the same
+- ``dy_offset`` ... ``sin_strides`` (``_views``: the backward's torch API refuses a non-contiguous view; the storage
+  must hold what the view reaches) <- e2e list ``tensor_view_offsets``, ``tensor_view_strides``,
+  ``tensor_storage_shapes``
+- must be ``(0,)``: the in-place tensor is the first <- e2e list ``inplace_input_indexes``
+- a YAML comment above the case <- kernel list ``remark``; e2e list ``remark``
 
 The columns prmg maps no key from (``UNMAPPED``) must hold what the case does anyway: empty (or ``()``), or what the
 mapped columns already say (output shapes, dtypes and ori shapes dy's, formats ND, the in-place output 0, a

@@ -58,7 +58,8 @@ def soc_entry(soc: str) -> str | None:
 
 
 def bench_cases(cases: Sequence[Case], settings, device: int, warmup: int, repeat: int,
-                peak_gbps: float | None, soc: str | None = None, timeout: float | None = None) -> tuple[str, list[dict]]:
+                peak_gbps: float | None, soc: str | None = None,
+                timeout: float | None = None) -> tuple[str, list[dict]]:
     """Time every case in a child process (the libraries never load into this one): the SoC the peak
     bandwidth was taken for and one row per case (``times_ms`` holds every timed launch)."""
     device_soc, timings = execute.call_in_child(_time_cases, settings, device, list(cases), warmup, repeat,

@@ -83,9 +83,9 @@ def _emulator_help() -> str:
     """The emulator's variables and fault names, read from its sources (``prmg doctor`` says what each does)."""
     from ..device.toolkit import emulator_fault_names, emulator_variables
 
-    return (f"The emulator (--runner emulator, or auto where nothing names or installs a toolkit) reads {', '.join(emulator_variables())}. "
-            f"PRMG_EMU_FAULT=NAME[,NAME...] injects faults, to test prmg itself: {', '.join(emulator_fault_names())} "
-            f"(prmg doctor says what each does).")
+    return (f"The emulator (--runner emulator, or auto where nothing names or installs a toolkit) reads "
+            f"{', '.join(emulator_variables())}. PRMG_EMU_FAULT=NAME[,NAME...] injects faults, to test prmg itself: "
+            f"{', '.join(emulator_fault_names())} (prmg doctor says what each does).")
 
 
 def _standards_help() -> str:

@@ -6,12 +6,11 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
 
   the in-place tensor is uploaded inside a larger buffer  [ guard 32 KiB | data | guard >= 32 KiB ]
   (0xA5 bytes, data 512-aligned and rounded: ``vocab.GUARD_BYTES``, ``vocab.DATA_ALIGN``), cos and sin in
-  buffers of their own, guarded the same way; a tensor the case views at a storage offset or through strides (``_layout``) is uploaded as its whole storage, the elements
-  before the offset and between its rows holding guard bytes, and ``aclCreateTensor`` gets its offset and
-  strides (the data
-  straight from the caller's array, or through a pinned host buffer when the toolkit has
-  ``aclrtMallocHost``; device buffers, and large pinned buffers, are kept for the next launch of the same
-  size: a tensor's device address repeats from one case to the next of its size);
+  buffers of their own, guarded the same way; a tensor the case views at a storage offset or through strides
+  (``_layout``) is uploaded as its whole storage, the elements before the offset and between its rows holding guard
+  bytes, and ``aclCreateTensor`` gets its offset and strides (the data straight from the caller's array, or through a
+  pinned host buffer when the toolkit has ``aclrtMallocHost``; device buffers, and large pinned buffers, are kept for
+  the next launch of the same size: a tensor's device address repeats from one case to the next of its size);
   ``...GetWorkspaceSize``; the workspace, guarded the same way, is filled with 0xFF bytes (NaN in every
   float dtype, as PyTorch's fill-uninitialized-memory mode does) before every launch; launch between two
   timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
@@ -158,7 +157,8 @@ _GET_WORKSPACE_PROTOTYPE = (c_int32, [c_void_p, c_void_p, c_void_p, c_int64, c_v
                                       POINTER(c_void_p)])
 _LAUNCH_PROTOTYPE = (c_int32, [c_void_p, c_uint64, c_void_p, c_void_p])
 OP_PROTOTYPES = {name: prototype for spec in OPERATORS.values()
-                 for name, prototype in ((spec.get_workspace, _GET_WORKSPACE_PROTOTYPE), (spec.launch, _LAUNCH_PROTOTYPE))}
+                 for name, prototype in ((spec.get_workspace, _GET_WORKSPACE_PROTOTYPE),
+                                         (spec.launch, _LAUNCH_PROTOTYPE))}
 # The host emulator's test hook in the operator library: the faults that acted on the calling thread's last
 # GetWorkspaceSize and launch, comma-separated (runners/emulator/README.md); no real toolkit has it.
 APPLIED_FAULTS = EMULATOR_HOOK

@@ -155,8 +155,8 @@ class NpuWorker:
         self.device = 0
         context = ray.get_runtime_context()
         self.info = {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "npu": "?",
-                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "accepted_modes": None, "error": "",
-                     "max_memory": execute.default_max_memory()}
+                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "accepted_modes": None,
+                     "error": "", "max_memory": execute.default_max_memory()}
         try:
             _drop_unforwarded(choice.forwarded)
             self.device, self.info["npu"] = _assigned_device(ray)

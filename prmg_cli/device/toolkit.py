@@ -513,13 +513,14 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
     """Raise PrmgError, before any case runs, for what the emulator would refuse at every call, ignore or misread:
     an unknown fault of ``PRMG_EMU_FAULT`` (a comma list; each named, an empty one too); a
     ``PRMG_EMU_FAULT_SHAPE`` that is not ``B,S,N,D`` in the digits 0-9 (at most 18 each: strtoll reads more as
-    INT64_MAX); a ``PRMG_EMU_DEVICES`` that is not a count from 0 to ``emulator_max_devices`` (the emulator reads ``2x`` as 1 and clamps more); a
-    ``PRMG_EMU_MODES`` that is not a comma list of 0..3; a ``PRMG_EMU_FAULT_DEVICE`` that is no device id; a
-    ``PRMG_EMU_DEVICE_MEMORY`` that is no byte count (with a K, M or G suffix), which the emulator would take as its
-    default; a ``PRMG_EMU_BEYOND_GUARD`` that is not ``TENSOR:BYTES``, which the emulator's ``write_beyond_guard``
-    would meet with a device fault; a ``PRMG_EMU_BUILD`` that names no build of ``targets.BUILDS`` (the emulator
-    refuses every call with 561000, which read as the toolkit refusing the cases' mode); a ``PRMG_EMU_SOC`` that is
-    not printable ASCII within the emulator's ``SOC_NAME_SIZE`` (it cuts a longer name and the header named none)."""
+    INT64_MAX); a ``PRMG_EMU_DEVICES`` that is not a count from 0 to ``emulator_max_devices`` (the emulator reads
+    ``2x`` as 1 and clamps more); a ``PRMG_EMU_MODES`` that is not a comma list of 0..3; a ``PRMG_EMU_FAULT_DEVICE``
+    that is no device id; a ``PRMG_EMU_DEVICE_MEMORY`` that is no byte count (with a K, M or G suffix), which the
+    emulator would take as its default; a ``PRMG_EMU_BEYOND_GUARD`` that is not ``TENSOR:BYTES``, which the emulator's
+    ``write_beyond_guard`` would meet with a device fault; a ``PRMG_EMU_BUILD`` that names no build of
+    ``targets.BUILDS`` (the emulator refuses every call with 561000, which read as the toolkit refusing the cases'
+    mode); a ``PRMG_EMU_SOC`` that is not printable ASCII within the emulator's ``SOC_NAME_SIZE`` (it cuts a longer
+    name and the header named none)."""
     faults = env.get("PRMG_EMU_FAULT", "")
     known = emulator_fault_names()
     unknown = [name for name in faults.removesuffix(",").split(",") if name not in known] if faults else []
@@ -527,7 +528,8 @@ def check_emulator_env(env: Mapping[str, str]) -> None:
         raise PrmgError(f"PRMG_EMU_FAULT: unknown emulator fault {', '.join(map(repr, unknown))}"
                         f"{suggest(unknown[0], known)} (known: {', '.join(known)})")
     shape, devices, modes, device, memory = (env.get(name, "") for name in (
-        "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_DEVICE_MEMORY"))
+        "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES", "PRMG_EMU_FAULT_DEVICE",
+        "PRMG_EMU_DEVICE_MEMORY"))
     if shape and not re.fullmatch(r"[0-9]{1,18}(,[0-9]{1,18}){3}", shape):        # strtoll: at most INT64_MAX
         raise PrmgError(f"PRMG_EMU_FAULT_SHAPE must be B,S,N,D (four integers >= 0), got {shape!r}")
     most = emulator_max_devices()

@@ -218,9 +218,9 @@ def _native_terms(rotation: reference.Rotation, rotary_mode: int, length: int) -
 
 
 def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
-    """The compiled scans of ``fast_default``, run, with ``_native_extras`` of a result they passed; None when the helper
-    is missing or cannot take the case (the numpy scans then run), or listed more non-finite elements than it has room
-    for."""
+    """The compiled scans of ``fast_default``, run, with ``_native_extras`` of a result they passed; None when the
+    helper is missing or cannot take the case (the numpy scans then run), or listed more non-finite elements than it
+    has room for."""
     lib = native.library()
     cos_type = native.DTYPE_CODES.get(from_numpy(cos.dtype).name) if cos.dtype == sin.dtype else None
     x_type = native.DTYPE_CODES[from_numpy(x.dtype).name]

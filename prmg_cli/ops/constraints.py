@@ -25,8 +25,9 @@ from ..status import describe, graph_status
 from ..vocab import DEFAULT_SUPPORTED_MODES, PHASES
 from .targets import ASCEND, BUILDS, LATEST_BUILD, REFERENCE_SOC, rules_soc, soc_family
 
-__all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status", "expected_phase",
-           "holding_builds", "skip_reason", "expectation_warning", "check_chip", "on_chip", "graph_case"]
+__all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status",
+           "expected_phase", "holding_builds", "skip_reason", "expectation_warning", "check_chip", "on_chip",
+           "graph_case"]
 
 
 def violation_details(case: Case, supported_modes: set[int] | frozenset[int], soc: str | None = None,

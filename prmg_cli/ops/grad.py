@@ -158,7 +158,8 @@ def pointer_and_type_rules(case: Case, dtypes_allowed=OPERATOR_DTYPES) -> list[V
     for tensor, dtype in (("dy", case.dtype), ("cos", case.cos_dtype), ("sin", case.sin_dtype)):
         if dtype not in dtypes_allowed:
             found.append(Violation(PARAM_INVALID, f"{tensor} dtype {dtype} is not one of "
-                                   f"{', '.join(dtypes_allowed)}", "dtype" if tensor == "dy" else f"{tensor}_dtype", "dtype"))
+                                   f"{', '.join(dtypes_allowed)}", "dtype" if tensor == "dy" else f"{tensor}_dtype",
+                                   "dtype"))
     if case.sin_dtype != case.cos_dtype:
         found.append(Violation(PARAM_INVALID, f"sin dtype {case.sin_dtype} differs from cos dtype "
                                f"{case.cos_dtype}", "sin_dtype", "sin dtype != cos dtype"))

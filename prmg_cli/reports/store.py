@@ -75,7 +75,8 @@ RUN_FIELDS = {"run_id": "name", "shard": "shard", "selection": "selection", "set
               "info": "run_info", "together": "together"}
 RUN_OPTIONAL = {"together"}            # the kinds of the fields a run record of an earlier prmg lacks
 # What a run record states both in its settings (which its verdicts' ``judged_under`` holds the key of) and in its
-# provenance (``info``, which headers and JUnit properties show): the run wrote them alike (``run_record.recorded_settings``)
+# provenance (``info``, which headers and JUnit properties show): the run wrote them alike
+# (``run_record.recorded_settings``)
 STATED_TWICE = ("runner", "location", "op_library", "toolkit_version", "soc", "driver_version", "host", "strict",
                 "version", "preloaded")
 RUN_INFO_FIELDS = {

@@ -42,7 +42,8 @@ RUNNERS: dict[str, Runner] = {runner.name: runner for runner in (
     Runner("auto", "a CANN toolkit when one is found; the emulator only when no ASCEND_* variable names a toolkit and "
            "none is installed, said on stderr; a toolkit named or installed that cannot serve the operator is exit 2",
            aclnn.resolve_auto, aclnn.session),
-    Runner("aclnn", "a toolkit, never a fallback to the emulator: what an NPU gate runs", aclnn.resolve_toolkit, aclnn.session),
+    Runner("aclnn", "a toolkit, never a fallback to the emulator: what an NPU gate runs", aclnn.resolve_toolkit,
+           aclnn.session),
     Runner("emulator", "the host emulator", aclnn.resolve_emulator, aclnn.session),
     Runner("geir", "graph mode: the operator built as a GE graph from its IR, on what auto picks",
            geir.resolve, geir.session),

@@ -11,9 +11,9 @@ kernels with each other, so a grad and a forward wrong in the same way pass both
 
 Each check's module states what it checks and the bound it uses (``base`` the element bound they share).
 
-**Where a check is not defined** (``Check.applies``) it is skipped with the reason (a no-op call: an empty slice, tensor or table; NaN,
-infinities or values whose results overflow the dtype, for adjoint, whose inner products would not be
-numbers). **Every launch a check makes** gets the in-place contract checks of the main launch
+**Where a check is not defined** (``Check.applies``) it is skipped with the reason (a no-op call: an empty
+slice, tensor or table; NaN, infinities or values whose results overflow the dtype, for adjoint, whose inner
+products would not be numbers). **Every launch a check makes** gets the in-place contract checks of the main launch
 (``judge.launch_problems``: guard zones, workspace, cos and sin, the tensor outside the slice); a breach
 fails the case like one on the main launch.
 """

@@ -33,7 +33,8 @@ def determinism(context: CheckContext) -> CheckResult:
         again = context.launch(context.case, context.inputs)
         if again.status != first.status or again.dy is None:
             return CheckResult("determinism", False, {"determinism_mismatches": None},
-                               f"determinism: a repeated launch returned status {again.status}, the first {first.status}")
+                               f"determinism: a repeated launch returned status {again.status}, the first "
+                               f"{first.status}")
         differ = np.flatnonzero(bits(again.dy).reshape(-1) != reference_bits)
         if differ.size > mismatches:
             mismatches, worst_index = int(differ.size), int(differ[0])

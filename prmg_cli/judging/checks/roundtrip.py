@@ -55,8 +55,8 @@ def roundtrip(context: CheckContext) -> CheckResult:
         bound_grad = element_bound(backward_op, forward.dy, grad_inputs.cos, grad_inputs.sin, case.rotary_mode, piece)
         cos = np.abs(np.broadcast_to(grad_inputs.cos.astype(np.float64), exact_y.shape))
         sin = np.abs(np.broadcast_to(grad_inputs.sin.astype(np.float64), exact_y.shape))
-        bound = defect + cos[..., cos_lane] * bound_forward[..., kept] + sin[..., sin_lane] * bound_forward[..., partner] \
-            + bound_grad
+        bound = defect + cos[..., cos_lane] * bound_forward[..., kept] \
+            + sin[..., sin_lane] * bound_forward[..., partner] + bound_grad
         error = np.abs(back.dy[..., start:end].astype(np.float64) - x_slice)
         ratio = np.where(np.isfinite(error), error / bound, np.inf)
     value = float(ratio.max()) if ratio.size else 0.0

@@ -1,12 +1,11 @@
 """The ``default`` standard: an error budget per element.
 
-Each output element is ``dx = c*g ± s'*g'`` (the forward: ``y = c*x ∓ s*x'``), two products that may cancel. A kernel that computes in
-float32 rounds three times (both products and their sum), each time by at most ``u = 2^-24`` of the
-value rounded, so before its final rounding it is within ``E = (2u + u^2)*m`` of the exact result,
-where ``m = |c*g| + |s'*g'|`` is the sum of the products' magnitudes -- not ``|dx|``, which
-cancellation can make arbitrarily small. The final round-to-nearest to dy's dtype moves that value by
-at most half the dtype's spacing at it, and it lies within ``|golden| + E`` of zero. Hence, per
-element::
+Each output element is ``dx = c*g ± s'*g'`` (the forward: ``y = c*x ∓ s*x'``), two products that may cancel. A kernel
+that computes in float32 rounds three times (both products and their sum), each time by at most ``u = 2^-24`` of the
+value rounded, so before its final rounding it is within ``E = (2u + u^2)*m`` of the exact result, where
+``m = |c*g| + |s'*g'|`` is the sum of the products' magnitudes -- not ``|dx|``, which cancellation can make
+arbitrarily small. The final round-to-nearest to dy's dtype moves that value by at most half the dtype's spacing at
+it, and it lies within ``|golden| + E`` of zero. Hence, per element::
 
     budget = budget_scale * (E + ulp_dy(|golden| + E) / 2) + min(4 * 2^-126, m) + 2^-147
 

@@ -218,7 +218,8 @@ def _matrix_cell(results: list[CaseResult], members: list[int] | None, label: st
     background, colour = _colours(worst)
     bad = sum(count for status, count in statuses.items() if not STATUSES[status].ok)
     text = f"{bad}/{len(members)}" if bad and bad < len(members) else str(len(members))
-    tally = ", ".join(f"{statuses[status]} {status.replace('_', ' ')}" for status in WORST_FIRST if statuses.get(status))
+    tally = ", ".join(f"{statuses[status]} {status.replace('_', ' ')}" for status in WORST_FIRST
+                      if statuses.get(status))
     return (f'<td class="cell" data-cell="{number}" data-status="{worst}" style="background:{background};'
             f'color:{colour}" title="{_h(f"{label}: {tally}")}">{_h(text)}</td>')
 
@@ -462,7 +463,8 @@ main{max-width:1180px;margin:0 auto;padding:18px 22px 40px}
 h1{font-size:22px;margin:0 0 2px}h2{font-size:17px;margin:26px 0 10px;border-bottom:1px solid var(--line);
 padding-bottom:4px}h3{font-size:14px;margin:6px 0}
 code,pre,.bytes,.worst,.meta,td{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
-.line{font-size:16px;font-weight:600;margin:2px 0 8px}.coverage{color:var(--muted);margin:0 0 8px}.line.ok{color:#2c7a4b}.line.bad{color:#b3262f}
+.line{font-size:16px;font-weight:600;margin:2px 0 8px}.coverage{color:var(--muted);margin:0 0 8px}\
+.line.ok{color:#2c7a4b}.line.bad{color:#b3262f}
 .banner{padding:7px 12px;border-radius:6px;margin:6px 0;font-weight:600}
 .banner.fault{background:#fff1c2;border:1px solid #e6b400;color:#5c4300}
 .banner.emulator{background:#e8eef5;border:1px solid #c4d2e1;color:#34495e;font-weight:500}
@@ -499,7 +501,8 @@ img{max-width:100%;height:auto;display:block}
 .card{background:#fff;border:1px solid var(--line);border-left:6px solid;border-radius:6px;padding:8px 14px 10px;
 margin:10px 0}
 .card h3 a{color:inherit;text-decoration:none;word-break:break-all}
-.meta{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:#3d4650}.meta i{color:var(--muted);font-style:normal}
+.meta{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:#3d4650}\
+.meta i{color:var(--muted);font-style:normal}
 .message{font-weight:600;margin:6px 0}
 .warning{color:#7a5a00;margin:4px 0}
 .bytes{background:#fff0f0;border:2px solid #c8313a;border-radius:6px;padding:6px 12px;margin:8px 0;color:#7d1016;

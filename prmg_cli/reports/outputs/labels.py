@@ -203,9 +203,9 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     """The (label, value) lines above a report: runner, the settings a merge mixes (``RunInfo.mixed``), the emulator
     faults (``fault_field``: what acted where, when ``results`` are given), target, devices, standard, the
     golden-free checks (``checks_field`` of ``judged``, by default ``results``: a header printed before the first
-    case gives the cases), then where and when it ran (SoC, toolkit and driver versions, host, start), the opp folder with the fingerprint of the
-    operator's kernel and tiling files there, the libraries preloaded ahead of the toolkit, the results ``--resume``
-    took, and prmg's version."""
+    case gives the cases), then where and when it ran (SoC, toolkit and driver versions, host, start), the opp folder
+    with the fingerprint of the operator's kernel and tiling files there, the libraries preloaded ahead of the
+    toolkit, the results ``--resume`` took, and prmg's version."""
     fields = [("runner", runner_label(info))]
     if info.mixed:
         fields.append(("MIXED SETTINGS", f"{'; '.join(map(visible, info.mixed))}: the runs merged were judged under "
@@ -251,9 +251,9 @@ def modes_note(info: RunInfo) -> str:
     accepted, target = set(info.accepted_modes), set(info.supported_modes)
     notes = []
     if accepted - target:
+        both = ",".join(map(str, sorted(accepted | target)))
         notes.append(f"the toolkit accepts {mode_list(accepted - target)} too: their pass cases run, since its first "
-                     f"phase says it implements them (--supported-modes {','.join(map(str, sorted(accepted | target)))} "
-                     f"says so as well)")
+                     f"phase says it implements them (--supported-modes {both} says so as well)")
     if target - accepted:
         notes.append(f"the toolkit refuses {mode_list(target - accepted)}: their pass cases will fail")
     return "".join(f"; {note}" for note in notes)
