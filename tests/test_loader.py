@@ -306,7 +306,8 @@ def test_validate_skips_unsupported_modes_but_not_other_violations(tmp_path):
 def test_plain_case_files_are_composed_by_libyaml_and_read_as_the_counting_loader_reads_them():
     """Loading ~800 cases spent half its time in the pure-Python counting composer: a plain document (no alias,
     within the limits, no key twice) is now composed by libyaml, its values the same; any other goes to the counting
-    loader, which words the refusal (the broken corpus: ``test_broken_file_gets_one_line_naming_file_case_and_field``)."""
+    loader, which words the refusal (the broken corpus:
+    ``test_broken_file_gets_one_line_naming_file_case_and_field``)."""
     from prmg_cli.cases import yamlfile
 
     pytest.importorskip("yaml.cyaml")
