@@ -117,10 +117,10 @@ def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = 
 
 def probe_in_child(toolkit) -> dict:
     """``acl.probe(toolkit)`` in a short-lived child, so this process never loads the libraries."""
-    from ..device.acl import probe
+    from ..device.acl import PROBE_TIMEOUT, probe
 
     try:
-        return execute.call_in_child(probe, toolkit, timeout=120)
+        return execute.call_in_child(probe, toolkit, timeout=PROBE_TIMEOUT)
     except PrmgError as exc:
         return {"errors": [str(exc)]}
 

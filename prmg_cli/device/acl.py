@@ -963,6 +963,10 @@ def _device_count(api: _Api) -> int:
     return int(count.value)
 
 
+# The longest a ``probe`` run in a child (``execute.call_in_child``) may take, in seconds: a wedged device hangs it.
+PROBE_TIMEOUT = 120
+
+
 def probe(toolkit: Toolkit) -> dict:
     """What ``prmg doctor`` reports about ``toolkit``: libraries loaded, operator symbols, device count.
 

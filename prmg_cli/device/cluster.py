@@ -363,9 +363,9 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
     init = {"runtime_env": {"env_vars": env}, "log_to_driver": False, "logging_level": logging.ERROR,
             "namespace": "prmg"}
     if address.strip() == "local":
-        from .acl import probe
+        from .acl import PROBE_TIMEOUT, probe
 
-        report = execute.call_in_child(probe, select(runner, op_lib, environ, modes), timeout=120)
+        report = execute.call_in_child(probe, select(runner, op_lib, environ, modes), timeout=PROBE_TIMEOUT)
         count = report.get("device_count") or 0
         if count < 1:
             raise PrmgError(f"--cluster local: {'; '.join(report.get('errors', [])) or 'this host has no device'}")
