@@ -394,12 +394,21 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
         mapped.refuse_interposers(found, kit.root)
     environ.write_bytes(b"HOME=/root\0")
     preload_file.write_text("# none\nlibplain.so\n")
-    assert mapped.preloaded(str(maps), str(environ), str(preload_file)) == [str(plain)]
+    assert list(mapped.preloaded(str(maps), str(environ), str(preload_file))) == [str(plain)]
     assert mapped.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
     mapped.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
     environ.write_bytes(f"LD_PRELOAD={libc}\0".encode())                # the system's own: never an interposer
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (runtime, libc)))
     assert mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, ())]
+    audit_source = tmp_path / "audit.c"                  # LD_AUDIT: what it takes is its rebinding hooks, not symbols
+    audit_source.write_text(AUDIT_SOURCE)
+    audit = _library(audit_source, tmp_path / "libaudit.so")
+    maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (audit, runtime, libc)))
+    environ.write_bytes(f"LD_AUDIT={audit}\0".encode())
+    found = mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none"))
+    assert found == [(str(audit), ("la_symbind64",))]
+    with pytest.raises(PrmgError, match=f"{audit} \\(an audit library: rebinds calls through la_symbind64\\)"):
+        mapped.refuse_interposers(found, kit.root)
 
 
 def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):
@@ -430,6 +439,45 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
     assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
     assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
            in strict.stderr
+
+
+AUDIT_SOURCE = """#define _GNU_SOURCE
+#include <link.h>
+#include <stdint.h>
+unsigned int la_version(unsigned int version) { return version; }
+unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
+  (void)map; (void)lmid; (void)cookie; return LA_FLG_BINDTO | LA_FLG_BINDFROM; }
+uintptr_t la_symbind64(Elf64_Sym *sym, unsigned int ndx, uintptr_t *refcook, uintptr_t *defcook,
+                       unsigned int *flags, const char *symname) {
+  (void)ndx; (void)refcook; (void)defcook; (void)flags; (void)symname; return sym->st_value; }
+"""
+
+
+def test_an_audit_library_is_recorded_and_refused_under_strict_as_a_preload_is(tmp_path, emulator):
+    """An rtld-audit library (``LD_AUDIT``) sees every binding of the toolkit's calls and may bind each elsewhere
+    (``la_symbind64``): it passed ``--strict`` green and unrecorded (only LD_PRELOAD and /etc/ld.so.preload were
+    read). It is one more source of ``mapped.SOURCES``: the run names it in its header and settings and warns,
+    ``--strict`` refuses it, exit 2, before any case; an audit library without a rebinding hook takes nothing."""
+    from conftest import prmg
+    from prmg_cli.reports import store
+
+    source = tmp_path / "audit.c"
+    source.write_text(AUDIT_SOURCE)
+    library = _library(source, tmp_path / "libaudit.so")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    label = f"{library} (an audit library: rebinds calls through la_symbind64)"
+    run = prmg("run", cases, "--runner", "emulator", "--results", tmp_path / "r.jsonl", env={"LD_AUDIT": str(library)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"prmg: warning: a preloaded library takes calls meant for the toolkit: {label}" in run.stderr
+    assert store.read(tmp_path / "r.jsonl").runs[-1].settings["preloaded"] == [label]
+    strict = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_AUDIT": str(library)})
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
+    assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label} " \
+           f"(LD_PRELOAD, /etc/ld.so.preload, LD_AUDIT)" in strict.stderr
+    watcher = _library(source, tmp_path / "libwatch.so", "-Dla_symbind64=la_watch")      # sees, binds nothing
+    quiet = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_AUDIT": str(watcher)})
+    assert quiet.returncode == 0 and f"preloaded: {watcher} prmg:" in " ".join(quiet.stdout.split()), quiet.stderr
 
 
 def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):

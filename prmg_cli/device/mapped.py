@@ -1,16 +1,20 @@
 """What a worker process really mapped and bound to, read back after the toolkit's libraries are loaded.
 
-- **Preloaded libraries** (``preloaded``): the files of ``LD_PRELOAD`` (as the process started with it:
-  ``/proc/self/environ``) and of ``/etc/ld.so.preload`` that the process mapped. The dynamic linker puts them
-  first in the global scope, so every call between libraries (the operator library's own calls into the runtime,
-  nnopbase, its tiling) goes to a preloaded definition of the same name: a preloaded library can run something
-  else than the toolkit's code while every header names the toolkit.
-- **Interposers** (``interposers``): each preloaded library with the symbols it defines that a library of the
-  toolkit (a mapped file under its root, its operator library, its graph library) also defines, leaving out those a
-  system library defines too (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``) and every one of a
-  library preloaded from the system's folders (the distribution's ``libgomp``, ``libjemalloc``). A run records
-  every preloaded library in its header and an interposer among its settings; ``--strict`` refuses an interposer
-  (``refuse_interposers``), and without it the run goes on, saying so (a tracer or sanitizer hooking the runtime).
+- **Preloaded libraries** (``preloaded``): the files each source of ``SOURCES`` names (``LD_PRELOAD`` and
+  ``LD_AUDIT`` as the process started with them: ``/proc/self/environ``; ``/etc/ld.so.preload``) that the process
+  mapped. The dynamic linker puts a preloaded library first in the global scope, so every call between libraries
+  (the operator library's own calls into the runtime, nnopbase, its tiling) goes to a preloaded definition of the
+  same name; an rtld-audit library (``LD_AUDIT``) sees every binding and may bind it elsewhere (``la_symbind64``)
+  or load another file for a library searched (``la_objsearch``): either can run something else than the toolkit's
+  code while every header names the toolkit.
+- **Interposers** (``interposers``): each preloaded library with what it takes of the toolkit's calls, as its
+  source's ``takes`` says: for a preload, the symbols it defines that a library of the toolkit (a mapped file under
+  its root, its operator library, its graph library) also defines, leaving out those a system library defines too
+  (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``); for an audit library, the rebinding hooks it
+  defines (``AUDIT_HOOKS``); nothing of a library from the system's folders (the distribution's ``libgomp``,
+  ``libjemalloc``). A run records every preloaded library in its header and an interposer among its settings;
+  ``--strict`` refuses an interposer (``refuse_interposers``), and without it the run goes on, saying so (a tracer
+  or sanitizer hooking the runtime).
 - **Another toolkit's files** (``foreign_libraries``): a library mapped from another toolkit's ``lib64`` in place of
   this toolkit's file of that name, however it came in; refused (``refuse_foreign``).
 - **Resolution** (``resolved_outside``): where ``dladdr`` says each function prmg calls lies; one outside the
@@ -24,12 +28,41 @@ import ctypes
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
 
 from ..errors import PrmgError
 from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, Toolkit, defined_symbols, opp_path
 
 PRELOAD_FILE = "/etc/ld.so.preload"
+# The rtld-audit hooks that change where a call goes (``man 7 rtld-audit``): a symbol's binding (``la_symbind*``, a
+# PLT entry's ``la_<arch>_gnu_pltenter``) or the file loaded for a library searched (``la_objsearch``).
+AUDIT_HOOK = re.compile(r"la_symbind(32|64)|la_objsearch|la_\w+_gnu_pltenter")
+
+
+def _defines_the_toolkits(defined: frozenset, toolkits: frozenset) -> frozenset:
+    """What a preload takes: the toolkit's symbols it defines (first in the global scope, its definitions win)."""
+    return defined & toolkits
+
+
+def _audit_hooks(defined: frozenset, toolkits: frozenset) -> frozenset:
+    """What an audit library takes: its ``AUDIT_HOOK`` functions (any binding may go where they say)."""
+    return frozenset(name for name in defined if AUDIT_HOOK.fullmatch(name))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the dynamic linker takes libraries from ahead of the toolkit's: ``name``, a variable of the environment
+    the process started with or (``file``) a file listing them, and what such a library ``takes`` of the toolkit's
+    calls (the symbols it defines, the toolkit's symbols -> the names through which it takes them)."""
+
+    name: str
+    takes: Callable[[frozenset, frozenset], frozenset]
+    file: bool = False
+
+
+SOURCES = (Source("LD_PRELOAD", _defines_the_toolkits), Source(PRELOAD_FILE, _defines_the_toolkits, file=True),
+           Source("LD_AUDIT", _audit_hooks))
 # The system's library folders (the dynamic linker's trusted ones, their multiarch folders inside): a library preloaded
 # from there is the distribution's (an allocator, libgomp, a sanitizer's runtime), recorded but never an interposer,
 # though it may define what a toolkit's library exports too (OpenMP linked in statically, say).
@@ -51,33 +84,38 @@ def mapped_libraries(maps: str = "/proc/self/maps") -> list[str]:
     return list(seen)
 
 
-def preload_entries(environ: str = "/proc/self/environ", preload_file: str = PRELOAD_FILE) -> list[str]:
-    """The entries of ``LD_PRELOAD`` in the environment the process started with (``environ``; this process's
-    ``os.environ`` where it cannot be read) and of ``preload_file``, split on spaces and colons as the dynamic
-    linker splits them."""
+def preload_entries(environ: str = "/proc/self/environ", preload_file: str = PRELOAD_FILE
+                    ) -> list[tuple[str, Source]]:
+    """(entry, its source) of each ``SOURCES`` entry: the variables in the environment the process started with
+    (``environ``; this process's ``os.environ`` where it cannot be read), the file read at ``preload_file``, split on
+    spaces and colons as the dynamic linker splits them."""
     try:
-        start = dict(item.split(b"=", 1) for item in Path(environ).read_bytes().split(b"\0") if b"=" in item)
-        preload = start.get(b"LD_PRELOAD", b"").decode(errors="replace")
+        start = {key.decode(errors="replace"): value.decode(errors="replace") for key, value in
+                 (item.split(b"=", 1) for item in Path(environ).read_bytes().split(b"\0") if b"=" in item)}
     except OSError:
-        preload = os.environ.get("LD_PRELOAD", "")
-    try:
-        listed = Path(preload_file).read_text(errors="replace")
-    except OSError:
-        listed = ""
-    return [entry for entry in re.split(r"[\s:]+", f"{preload} {listed}") if entry]
+        start = dict(os.environ)
+    entries = []
+    for source in SOURCES:
+        try:
+            text = Path(preload_file).read_text(errors="replace") if source.file else start.get(source.name, "")
+        except OSError:
+            text = ""
+        entries += [(entry, source) for entry in re.split(r"[\s:]+", text) if entry]
+    return entries
 
 
 def preloaded(maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
-              preload_file: str = PRELOAD_FILE) -> list[str]:
-    """The mapped libraries that ``preload_entries`` brought in: an entry with a ``/`` is that file (links
-    resolved), one without it a library of that file name."""
+              preload_file: str = PRELOAD_FILE) -> dict[str, Source]:
+    """The mapped libraries that ``preload_entries`` brought in, each with its source (the first that names it): an
+    entry with a ``/`` is that file (links resolved), one without it a library of that file name."""
     entries = preload_entries(environ, preload_file)
-    if not entries:
-        return []
-    wanted = {os.path.realpath(entry) for entry in entries if "/" in entry}
-    names = {entry for entry in entries if "/" not in entry}
-    return [path for path in mapped_libraries(maps)
-            if os.path.basename(path) in names or os.path.realpath(path) in wanted]
+    found: dict[str, Source] = {}
+    for path in mapped_libraries(maps) if entries else ():
+        source = next((source for entry, source in entries if os.path.basename(path) == entry
+                       or "/" in entry and os.path.realpath(path) == os.path.realpath(entry)), None)
+        if source is not None:
+            found[path] = source
+    return found
 
 
 def _inside(path: str, folders: Iterable[str]) -> bool:
@@ -96,17 +134,18 @@ def toolkit_places(toolkit: Toolkit) -> list[str]:
 
 def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
                 preload_file: str = PRELOAD_FILE) -> list[tuple[str, tuple[str, ...]]]:
-    """(preloaded library, the toolkit's symbols it defines, sorted) for every ``preloaded`` library, the symbols
-    being those a mapped library of ``toolkit`` (``toolkit_places``) defines and no other mapped library (the
-    system's) does; a preloaded library of the toolkit itself, or of ``SYSTEM_FOLDERS``, defines none."""
+    """(preloaded library, what it takes of the toolkit's calls, sorted) for every ``preloaded`` library, by its
+    source's ``takes``: the symbols a mapped library of ``toolkit`` (``toolkit_places``) defines, or an audit
+    library's rebinding hooks, less what another mapped library (the system's) defines too; a preloaded library of
+    the toolkit itself, or of ``SYSTEM_FOLDERS``, takes nothing."""
     places = toolkit_places(toolkit)
     first = preloaded(maps, environ, preload_file)
     if not first:
         return []
     libraries = mapped_libraries(maps)
     own = frozenset().union(*(defined_symbols(path) for path in libraries if _inside(path, places)))
-    found = {path: frozenset() if _inside(path, (*places, *SYSTEM_FOLDERS)) else defined_symbols(path) & own
-             for path in first}
+    found = {path: frozenset() if _inside(path, (*places, *SYSTEM_FOLDERS)) else
+             source.takes(defined_symbols(path), own) for path, source in first.items()}
     candidates = frozenset().union(*found.values())
     system = frozenset().union(*(defined_symbols(path) & candidates for path in libraries if candidates
                                  and path not in found and not _inside(path, places)))
@@ -114,21 +153,26 @@ def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = 
 
 
 def preload_labels(found: Iterable[tuple[str, tuple[str, ...]]]) -> list[str]:
-    """Each preloaded library as a header states it: its path, and what it interposes
-    (``/x/libhook.so (defines 2 of the toolkit's symbols: aclrtMemcpy, aclrtSynchronizeStream)``)."""
-    return [path + (f" (defines {len(symbols)} of the toolkit's symbols: {', '.join(symbols[:MAX_NAMED])}"
-                    f"{', ...' if len(symbols) > MAX_NAMED else ''})" if symbols else "")
-            for path, symbols in found]
+    """Each preloaded library as a header states it: its path, and what it takes
+    (``/x/libhook.so (defines 2 of the toolkit's symbols: aclrtMemcpy, aclrtSynchronizeStream)``,
+    ``/x/libaudit.so (an audit library: rebinds calls through la_symbind64)``)."""
+    def takes(symbols: tuple[str, ...]) -> str:
+        named = f"{', '.join(symbols[:MAX_NAMED])}{', ...' if len(symbols) > MAX_NAMED else ''}"
+        if all(AUDIT_HOOK.fullmatch(name) for name in symbols):
+            return f" (an audit library: rebinds calls through {named})"
+        return f" (defines {len(symbols)} of the toolkit's symbols: {named})"
+
+    return [path + (takes(symbols) if symbols else "") for path, symbols in found]
 
 
 def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path) -> None:
-    """Raise PrmgError naming each preloaded library of ``found`` that defines a symbol of the toolkit at ``root``:
+    """Raise PrmgError naming each preloaded library of ``found`` that takes a call of the toolkit at ``root``:
     under ``--strict`` the operator must be the toolkit's code, not a preloaded stand-in's."""
     named = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
     if named:
         raise PrmgError(f"--strict: a preloaded library takes calls meant for the toolkit at {root}: "
-                        f"{'; '.join(named)} (LD_PRELOAD or {PRELOAD_FILE}); run without it, or without --strict "
-                        f"to run the cases anyway (the reports then name it)")
+                        f"{'; '.join(named)} ({', '.join(source.name for source in SOURCES)}); run without it, or "
+                        f"without --strict to run the cases anyway (the reports then name it)")
 
 
 def foreign_libraries(root: Path, maps: str = "/proc/self/maps", among: Iterable[str] | None = None
