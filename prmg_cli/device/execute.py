@@ -884,6 +884,11 @@ class Executor:
             raise
         self.target = self._workers[0].target if self._workers else {}      # CaseWorker.describe()
 
+    def toolkit_changes(self, recorded: dict) -> list[str]:
+        """What of the toolkit's files differs now from the run's ``recorded`` settings (``provenance.toolkit_changes``:
+        the workers load them from this host)."""
+        return provenance.toolkit_changes(recorded, self.settings.toolkit)
+
     def __enter__(self) -> "Executor":
         return self
 
