@@ -411,6 +411,13 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
         mapped.refuse_interposers(found, kit.root)
 
 
+# A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call.
+HOOK_SOURCE = ("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
+               "  int (*next)(const char *) = (int (*)(const char *))\n"
+               "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
+               "  return next ? next(function) : 0;\n}\n")
+
+
 def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):
     """A preloaded library that takes a call the toolkit's libraries make (a tracer's hook of the emulator's
     ``prmg_emu_device_usable``, forwarding it) ran green and unrecorded, though it could hand the operator anything:
@@ -421,10 +428,7 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
     from prmg_cli.reports import store
 
     hook = tmp_path / "hook.c"
-    hook.write_text("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
-                    "  int (*next)(const char *) = (int (*)(const char *))\n"
-                    "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
-                    "  return next ? next(function) : 0;\n}\n")
+    hook.write_text(HOOK_SOURCE)
     library = _library(hook, tmp_path / "libhook.so", "-ldl")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")

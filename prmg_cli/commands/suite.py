@@ -304,14 +304,12 @@ def _toolkit_version(toolkit) -> str:
 
 def _preloaded(info: RunInfo, found) -> None:
     """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``mapped.interposers``), and
-    say on stderr when one defines the toolkit's symbols (``--strict`` refused it in the workers already)."""
-    from ..device.mapped import preload_labels
+    say on stderr when one takes the toolkit's calls (``--strict`` refused it in the workers already)."""
+    from ..device.mapped import interposer_warning, preload_labels
 
     info.preloaded = tuple(preload_labels(found))
-    taking = [label for label, (_, symbols) in zip(info.preloaded, found) if symbols]
-    if taking:
-        sys.stderr.write(f"prmg: warning: a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: "
-                         f"the cases may not run the toolkit's code (--strict refuses this)\n")
+    if interposer_warning(found):
+        sys.stderr.write(f"prmg: warning: {interposer_warning(found)}\n")
 
 
 def _nodes_files(info: RunInfo, target: dict) -> None:

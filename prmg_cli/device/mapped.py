@@ -165,6 +165,14 @@ def preload_labels(found: Iterable[tuple[str, tuple[str, ...]]]) -> list[str]:
     return [path + (takes(symbols) if symbols else "") for path, symbols in found]
 
 
+def interposer_warning(found: Iterable[tuple[str, tuple[str, ...]]]) -> str:
+    """The warning a run without ``--strict`` gives of the libraries of ``found`` that take the toolkit's calls
+    ("" when none does)."""
+    taking = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
+    return (f"a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: the cases may not run the "
+            f"toolkit's code (--strict refuses this)") if taking else ""
+
+
 def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path) -> None:
     """Raise PrmgError naming each preloaded library of ``found`` that takes a call of the toolkit at ``root``:
     under ``--strict`` the operator must be the toolkit's code, not a preloaded stand-in's."""
