@@ -219,7 +219,8 @@ def test_select_runner(tmp_path, libs):
 
 def test_auto_never_runs_the_emulator_where_a_toolkit_is_named_or_installed(tmp_path, libs, monkeypatch):
     """Issue 32: a toolkit named but wrong, or installed without the operator, ran the emulator (a correct kernel)
-    under --runner auto. Now each is a usage error naming what suggests the toolkit and what is missing where."""
+    under --runner auto. Now each is a usage error naming what suggests the toolkit and what is missing where: a
+    variable, a default place, a folder of LD_LIBRARY_PATH holding a CANN runtime, an NPU's device node."""
     def refused(env: dict, *reasons: str) -> None:
         with pytest.raises(PrmgError) as caught:
             tk.select_runner("auto", None, env)
@@ -238,6 +239,11 @@ def test_auto_never_runs_the_emulator_where_a_toolkit_is_named_or_installed(tmp_
     monkeypatch.setattr(tk, "INSTALL_BASES", (str(tmp_path),))         # /usr/local/Ascend: a driver, no toolkit
     refused({}, f"({tmp_path})")
     monkeypatch.setattr(tk, "INSTALL_BASES", ())
+    refused({"LD_LIBRARY_PATH": f"/nowhere:{without / 'lib64'}"}, f"(LD_LIBRARY_PATH's {without / 'lib64'})")  # by hand
+    assert tk.toolkit_suggested({"LD_LIBRARY_PATH": f"{tmp_path}:/nowhere"}) == []       # no runtime there
+    monkeypatch.setattr(tk, "NPU_NODES", (str(tmp_path),))            # an NPU host's /dev/davinci_manager
+    refused({}, f"({tmp_path})")
+    monkeypatch.setattr(tk, "NPU_NODES", ())
     good = make_root(tmp_path / "good", libs, libopapi="with_op")
     refused({"ASCEND_HOME_PATH": str(tmp_path / "typo"), "ASCEND_TOOLKIT_HOME": str(good)}, "search stopped")
     monkeypatch.setattr(tk, "DEFAULT_ROOTS", (str(without),))                  # installed, not named
