@@ -302,7 +302,8 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
     # an extra argument is passed to prmg run after the gate's own, and prmg takes the last of an option given twice:
     # smoke.sh --runner emulator ran a green gate on the host emulator; it is refused before anything runs
     for extra, named in ((["--timeout", "5", "--runner", "emulator"], "--runner"),
-                         (["--runner=emulator"], "--runner="), (["--devices", "0"], "--devices")):   # chip 0 alone
+                         (["--runner=emulator"], "--runner="), (["--devices", "0"], "--devices"),    # chip 0 alone
+                         (["-o", "x.xml"], "-o"), (["--results=x.jsonl"], "--results=")):    # a stale JUnit read
         result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh"), *extra], cwd=ROOT, capture_output=True,
                                 text=True, timeout=60, env=dict(os.environ, ASCEND_SET_ENV="/nonexistent"))
         assert result.returncode == 2 and result.stderr.startswith(f"smoke.sh: {named}"), result.stderr
