@@ -484,10 +484,42 @@ def test_an_audit_library_is_recorded_and_refused_under_strict_as_a_preload_is(t
     strict = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_AUDIT": str(library)})
     assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
     assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label} " \
-           f"(LD_PRELOAD, /etc/ld.so.preload, LD_AUDIT)" in strict.stderr
+           f"(LD_PRELOAD, /etc/ld.so.preload, LD_AUDIT, or loaded with RTLD_GLOBAL before it)" in strict.stderr
     watcher = _library(source, tmp_path / "libwatch.so", "-Dla_symbind64=la_watch")      # sees, binds nothing
     quiet = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_AUDIT": str(watcher)})
     assert quiet.returncode == 0 and f"preloaded: {watcher} prmg:" in " ".join(quiet.stdout.split()), quiet.stderr
+
+
+def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):
+    """A library that the prmg process loaded with RTLD_GLOBAL before the toolkit (a sitecustomize, a .pth file, a
+    conftest's import) comes first in the global scope, as a preload does, and takes the calls the toolkit's libraries
+    make to each other: a tracer's hook so loaded passed --strict green and unrecorded (only LD_PRELOAD's files were
+    looked at). ``mapped.bound_ahead`` asks the global scope where each of the toolkit's symbols binds: the run names
+    the library and warns, --strict refuses it, exit 2, before any case."""
+    import sys
+
+    from conftest import ROOT
+
+    hook = tmp_path / "hook.c"
+    hook.write_text(HOOK_SOURCE)
+    library = _library(hook, tmp_path / "libhook.so", "-ldl")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    script = (f"import ctypes, sys\nctypes.CDLL({str(library)!r}, mode=ctypes.RTLD_GLOBAL)\n"
+              "from prmg_cli import cli\nsys.exit(cli.main())\n")
+    label = f"{library} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator", *extra], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+
+    warned = run()
+    assert warned.returncode == 0, warned.stdout + warned.stderr
+    assert f"prmg: warning: a preloaded library takes calls meant for the toolkit: {label}" in warned.stderr
+    strict = run("--strict")
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
+    assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
+           in strict.stderr
 
 
 def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):

@@ -401,7 +401,7 @@ class CaseWorker:
             settings = replace(settings, save_failures=os.path.join(settings.save_failures, f"device-{device}"))
         self.settings = replace(settings, device=self.label)
         self.session = open_session(settings.toolkit, device)
-        self.preloaded = mapped.interposers(settings.toolkit)     # the toolkit's libraries are mapped by now
+        self.preloaded = mapped.taking(settings.toolkit)     # the toolkit's libraries are mapped by now
         if settings.strict:
             try:
                 mapped.refuse_interposers(self.preloaded, settings.toolkit.root)
@@ -416,7 +416,7 @@ class CaseWorker:
         ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
         accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked), ``driver_version`` (of the
         driver the runtime loaded into this process, ``provenance.driver_version``), ``toolkit_version`` and
-        ``preloaded`` (``mapped.interposers``: each preloaded library with the toolkit's symbols it defines)."""
+        ``preloaded`` (``mapped.taking``: each preloaded library, and each loaded ahead of the toolkit, with what it takes)."""
         chip = self.target.soc
         probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
         accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)

@@ -27,8 +27,9 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-from pathlib import Path
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from ..errors import PrmgError
@@ -179,8 +180,9 @@ def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path)
     named = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
     if named:
         raise PrmgError(f"--strict: a preloaded library takes calls meant for the toolkit at {root}: "
-                        f"{'; '.join(named)} ({', '.join(source.name for source in SOURCES)}); run without it, or "
-                        f"without --strict to run the cases anyway (the reports then name it)")
+                        f"{'; '.join(named)} ({', '.join(source.name for source in SOURCES)}, or loaded with RTLD_GLOBAL "
+                        f"before it); run without it, or without --strict to run the cases anyway (the reports then "
+                        f"name it)")
 
 
 def foreign_libraries(root: Path, maps: str = "/proc/self/maps", among: Iterable[str] | None = None
@@ -231,20 +233,61 @@ class _DlInfo(ctypes.Structure):
                 ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
 
 
-def resolved_outside(functions: Mapping[str, object], places: Iterable[str]) -> list[tuple[str, str]]:
-    """(name, file) of each ctypes function of ``functions`` whose code ``dladdr`` places in a file outside
-    ``places`` (folders or files, links resolved); [] where ``dladdr`` is missing (not glibc)."""
+def _file_of(address: int, dladdr) -> str:
+    """The file ``dladdr`` places ``address`` in ("" when it cannot say)."""
+    info = _DlInfo()
+    if address and dladdr(ctypes.c_void_p(address), ctypes.byref(info)) and info.dli_fname:
+        return info.dli_fname.decode(errors="replace")
+    return ""
+
+
+def _dladdr():
+    """libc's ``dladdr``, declared; None where it is missing (not glibc)."""
     try:
         dladdr = ctypes.CDLL(None).dladdr
     except (OSError, AttributeError):
-        return []
+        return None
     dladdr.argtypes, dladdr.restype = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)], ctypes.c_int
+    return dladdr
+
+
+def resolved_outside(functions: Mapping[str, object], places: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, file) of each ctypes function of ``functions`` whose code ``dladdr`` places in a file outside
+    ``places`` (folders or files, links resolved); [] where ``dladdr`` is missing (not glibc)."""
+    dladdr = _dladdr()
+    if dladdr is None:
+        return []
     places = list(places)
-    outside = []
-    for name, function in functions.items():
-        info = _DlInfo()
-        if dladdr(ctypes.cast(function, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
-            file = info.dli_fname.decode(errors="replace")
-            if not _inside(file, places):
-                outside.append((name, file))
-    return outside
+    files = {name: _file_of(ctypes.cast(function, ctypes.c_void_p).value or 0, dladdr)
+             for name, function in functions.items()}
+    return [(name, file) for name, file in files.items() if file and not _inside(file, places)]
+
+
+def bound_ahead(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+    """(library, the toolkit's symbols it takes, sorted) for each library of this process that the global scope binds
+    a symbol of ``toolkit``'s mapped libraries to (``dlsym(RTLD_DEFAULT)``, then ``dladdr``) while it lies outside
+    the toolkit and ``SYSTEM_FOLDERS``: a library loaded with ``RTLD_GLOBAL`` before the toolkit (by a
+    ``sitecustomize``, a ``.pth`` file, a conftest's import) comes before it in the global scope, as a preload does,
+    and takes the calls the toolkit's libraries make to each other. [] where ``dladdr`` is missing (not glibc)."""
+    dladdr = _dladdr()
+    if dladdr is None:
+        return []
+    dlsym = ctypes.CDLL(None).dlsym
+    dlsym.argtypes, dlsym.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p
+    places = toolkit_places(toolkit)
+    own = frozenset().union(*(defined_symbols(path) for path in mapped_libraries() if _inside(path, places)))
+    taken: dict[str, list[str]] = {}
+    for name in sorted(own):
+        file = _file_of(dlsym(None, name.encode()) or 0, dladdr)        # RTLD_DEFAULT is the null handle
+        if file and not _inside(file, (*places, *SYSTEM_FOLDERS)) and os.path.realpath(file) != os.path.realpath(
+                sys.executable):
+            taken.setdefault(file, []).append(name)
+    return [(file, tuple(names)) for file, names in taken.items()]
+
+
+def taking(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+    """What of this process takes the toolkit's calls, as runs record it: each ``interposers`` entry (every preloaded
+    library, taking something or not), then each other library ``bound_ahead`` finds."""
+    found = interposers(toolkit)
+    named = {os.path.realpath(path) for path, _ in found}
+    return found + [(path, symbols) for path, symbols in bound_ahead(toolkit) if os.path.realpath(path) not in named]
