@@ -348,8 +348,9 @@ def pytest_unconfigure(config) -> None:
 def pytest_report_header(config) -> list[str]:
     """With ``--prmg``, the lines pytest prints above the session: what runs the cases (the emulator and its
     build folder, or the toolkit and the operator library: ``labels.runner_label``), the emulator faults
-    ``PRMG_EMU_FAULT`` names (``labels.fault_field``) and the libraries preloaded ahead of the toolkit, so that a green session of an emulator, or a red one with
-    faults injected, says so at its top as ``prmg run``'s report does."""
+    ``PRMG_EMU_FAULT`` names (``labels.fault_field``) and the libraries preloaded ahead of the toolkit, so that a
+    green session of an emulator, or a red one with faults injected or a hook taking the toolkit's calls, says so at
+    its top as ``prmg run``'s report does."""
     if not config.getoption("prmg"):
         return []
     from .reports.outputs.labels import fault_field, runner_label

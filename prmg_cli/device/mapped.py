@@ -179,10 +179,10 @@ def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path)
     under ``--strict`` the operator must be the toolkit's code, not a preloaded stand-in's."""
     named = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
     if named:
+        sources = ", ".join(source.name for source in SOURCES)
         raise PrmgError(f"--strict: a preloaded library takes calls meant for the toolkit at {root}: "
-                        f"{'; '.join(named)} ({', '.join(source.name for source in SOURCES)}, or loaded with RTLD_GLOBAL "
-                        f"before it); run without it, or without --strict to run the cases anyway (the reports then "
-                        f"name it)")
+                        f"{'; '.join(named)} ({sources}, or loaded with RTLD_GLOBAL before it); run without it, or "
+                        f"without --strict to run the cases anyway (the reports then name it)")
 
 
 def foreign_libraries(root: Path, maps: str = "/proc/self/maps", among: Iterable[str] | None = None
