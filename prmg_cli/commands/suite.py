@@ -387,9 +387,9 @@ def run_suite(request) -> int:
                 _unfinished_reports(targets, info, request)
                 if run.todo:
                     executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))
+                changed = executor.toolkit_changes(run.settings)
             if request.fail_fast and len(run.finished) < len(cases):
                 run.stopped = "the run stopped at the first failure (--fail-fast)"
-            changed = [] if cluster or not run.settings else run_record.changed_since(run.settings, settings)
             if changed:
                 run.stop(f"the toolkit changed while the run ran ({'; '.join(changed)}): its verdicts are of more "
                          f"than one build, and its record names the first", ExitCode.USAGE)

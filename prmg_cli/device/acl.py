@@ -48,7 +48,7 @@ from ..ops import DEFAULT_OP, OPERATORS
 from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
-from .mapped import mapped_libraries, refuse_foreign, resolved_outside, toolkit_places
+from .mapped import mapped_libraries, refuse_foreign, resolved_outside, taking, toolkit_places
 from .toolkit import EMULATOR_HOOK, Toolkit, opp_path, refuse_stub
 
 
@@ -963,7 +963,18 @@ def _device_count(api: _Api) -> int:
     return int(count.value)
 
 
-# The longest a ``probe`` run in a child (``execute.call_in_child``) may take, in seconds: a wedged device hangs it.
+def preloads(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+    """``mapped.taking`` of a process that loaded ``toolkit``'s libraries as a worker does (no device touched):
+    what a header names before any worker starts (the pytest plugin's)."""
+    prepare_environment(toolkit)
+    for path in (toolkit.runtime_lib, toolkit.nnopbase_lib):
+        _load(path, ctypes.RTLD_GLOBAL)
+    _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
+    return taking(toolkit)
+
+
+# The longest a ``probe`` or ``preloads`` run in a child (``execute.call_in_child``) may take, in seconds: a wedged
+# device hangs it.
 PROBE_TIMEOUT = 120
 
 

@@ -1,9 +1,8 @@
 """What a run records of itself (the run record of its results file, ``store.RunRecord``, and its reports' header):
 its description (``run_info``: runner, target, provenance, injected faults; completed by what the workers found,
 ``preloaded`` and ``nodes_files``), the settings its verdicts are judged under (``recorded_settings``, whose key each
-result's ``judged_under`` holds, and what of them ``changed_since`` the run started), the results of a stored run
-that ``--resume`` takes (``resumed``), and the one result a report stands on while the run runs
-(``unfinished_results``)."""
+result's ``judged_under`` holds), the results of a stored run that ``--resume`` takes (``resumed``), and the one
+result a report stands on while the run runs (``unfinished_results``)."""
 
 from __future__ import annotations
 
@@ -49,14 +48,12 @@ def _toolkit_version(toolkit) -> str:
 
 def preloaded(info: RunInfo, found) -> None:
     """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``mapped.interposers``), and
-    say on stderr when one defines the toolkit's symbols (``--strict`` refused it in the workers already)."""
-    from ..device.mapped import preload_labels
+    say on stderr when one takes the toolkit's calls (``--strict`` refused it in the workers already)."""
+    from ..device.mapped import interposer_warning, preload_labels
 
     info.preloaded = tuple(preload_labels(found))
-    taking = [label for label, (_, symbols) in zip(info.preloaded, found) if symbols]
-    if taking:
-        sys.stderr.write(f"prmg: warning: a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: "
-                         f"the cases may not run the toolkit's code (--strict refuses this)\n")
+    if interposer_warning(found):
+        sys.stderr.write(f"prmg: warning: {interposer_warning(found)}\n")
 
 
 def nodes_files(info: RunInfo, target: dict) -> None:
@@ -86,7 +83,7 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
               **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
         if info.faults else {}
-    libraries = _library_stamps(toolkit)
+    libraries = provenance.library_stamps(toolkit)
     path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
             **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
                if settings.each_device else {})}                        # and runs without --each-device theirs
@@ -99,27 +96,6 @@ def recorded_settings(info: RunInfo, settings) -> dict:
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
                 check_options=settings.check_options, version=info.version)
-
-
-def _library_stamps(toolkit) -> dict:
-    """``provenance.library_stamp`` of each library of ``toolkit``, by role (runtime, nnopbase, op, geir)."""
-    return {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
-            for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
-
-
-def changed_since(recorded: dict, settings) -> list[str]:
-    """What of the toolkit's files differs now from the run's ``recorded`` settings (``recorded_settings`` at its
-    start): each library whose stamp changed, and the operator's kernel and tiling files (``opp_stamp``): a toolkit
-    reinstalled or a kernel rebuilt while the cases ran (a shared host) ran some on each build."""
-    now = provenance.operator_files(settings.toolkit)
-    changed = [f"{role} library {getattr(settings.toolkit, f'{role}_lib')}"
-               for role, stamp in _library_stamps(settings.toolkit).items()
-               if stamp != recorded.get("libraries", {}).get(role)]
-    opp = recorded.get("opp", {})
-    if (now["opp"], now["opp_files"], now["opp_fingerprint"]) != (opp.get("path"), opp.get("files"),
-                                                                   opp.get("fingerprint")):
-        changed.append(f"the operator's kernel and tiling files under {now['opp']}")
-    return changed
 
 
 def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
