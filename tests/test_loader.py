@@ -324,6 +324,22 @@ def test_plain_case_files_are_composed_by_libyaml_and_read_as_the_counting_loade
     assert yamlfile._plain_document(deepest) == yamlfile.parse_yaml(deepest, "f", "libyaml")
 
 
+def test_prmg_validate_reads_each_case_file_once(tmp_path, monkeypatch):
+    """``prmg validate`` read every file twice (``check_files``, then ``load_cases``): now its check keeps the cases it
+    read (``checked_cases``), the same as ``load_cases`` reads."""
+    from prmg_cli.cases import loader, yamlfile
+    from prmg_cli.commands.suite import validate_paths
+
+    read, real = [], yamlfile.read_yaml
+    monkeypatch.setattr(yamlfile, "read_yaml", lambda path, *rest: read.append(path) or real(path, *rest))
+    for name in ("a.yaml", "b.yaml"):
+        write(tmp_path, name, f"- {{name: {name[0]}, shape: [1, 1, 1, 8]}}\n")
+    assert "2 cases in 2 files are valid" in validate_paths([str(tmp_path)], None)
+    assert sorted(path.name for path in read) == ["a.yaml", "b.yaml"]
+    cases, mistakes = loader.checked_cases([tmp_path], frozenset({1}))
+    assert mistakes == [] and cases == load_cases([tmp_path])
+
+
 def test_unreadable_and_missing_files(tmp_path):
     with pytest.raises(PrmgError, match="no such file or folder"):
         load_cases([tmp_path / "absent.yaml"])

@@ -142,8 +142,8 @@ FILE_KEYS = ("defaults", "cases")
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 
-__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "input_files", "check_files", "validate",
-           "unjudged", "select", "case_files", "case_to_dict", "case_record",
+__all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "input_files", "check_files", "checked_cases",
+           "validate", "unjudged", "select", "case_files", "case_to_dict", "case_record",
            "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
@@ -202,10 +202,17 @@ def check_files(paths: Sequence[str | Path], supported_modes: set[int] | frozens
     An empty list means ``load_cases`` and ``validate`` accept every file. Reading stops at the run's
     case limit (``MAX_RUN_CASES``), which is reported as one more error.
     """
+    return checked_cases(paths, supported_modes)[1]
+
+
+def checked_cases(paths: Sequence[str | Path],
+                  supported_modes: set[int] | frozenset[int]) -> tuple[list[Case], list[PrmgError]]:
+    """The cases read and ``check_files``'s mistakes: without a mistake, the cases ``load_cases`` reads (and
+    ``validate`` accepts), read once (``prmg validate`` read every file twice)."""
     errors: list[PrmgError] = []
     run = _Run(report=errors.append, supported_modes=supported_modes)
     run.read(_case_files(paths, run))
-    return errors
+    return run.cases, errors
 
 
 def validate(cases: Sequence[Case], supported_modes: set[int] | frozenset[int]) -> None:

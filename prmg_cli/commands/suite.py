@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..case import Case
-from ..cases.loader import (check_files, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
+from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
                             validate)
 from ..device import execute
 from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
@@ -56,10 +56,9 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     whose expectation the constraint model disagrees with; raises every mistake in ``paths``
     (``loader.check_files``) as one PrmgError carrying the others, printed one line each."""
     modes = target_modes(supported_modes)
-    mistakes = check_files(paths, modes)
+    cases, mistakes = checked_cases(paths, modes)
     if mistakes:
         raise PrmgError.all_of(mistakes)
-    cases = load_selected(paths, modes)
     files = len({case.source for case in cases})
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
