@@ -270,6 +270,7 @@ if _FastParser is not None:
             _CountingComposer.__init__(self)
             _CheckedConstructor.__init__(self)
             _Resolver.__init__(self)
+
     class _ComposedInC(_FastParser, _CheckedConstructor, _Resolver):
         """libyaml's parser and composer (no limit checked while composing: ``_plain_document`` checks the nodes)."""
 
@@ -328,9 +329,9 @@ _NOT_PLAIN = object()
 
 def _plain_document(text: str):
     """The document in ``text`` composed by libyaml (several times faster than ``_CountingComposer``) when it is
-    plain: no node named twice (no alias), within ``MAX_DEPTH`` levels, ``MAX_EXPANDED_NODES`` nodes and
-    ``MAX_LIST_VALUES`` values a list, no key twice in a mapping, and every value readable. Else (a refusal, or
-    anything unusual) ``_NOT_PLAIN``: the counting loader then reads it again and words the refusal."""
+    plain (``_within_limits``: no alias, no merge key, no key twice in a mapping, within ``MAX_DEPTH`` levels and
+    ``MAX_LIST_VALUES`` nodes) and every value readable. Else (a refusal, or anything unusual) ``_NOT_PLAIN``: the
+    counting loader then reads it again and words the refusal."""
     loader = _ComposedInC(text)
     try:
         node = loader.get_single_node()
@@ -339,7 +340,7 @@ def _plain_document(text: str):
         if not _within_limits(node):
             return _NOT_PLAIN
         return loader.construct_document(node)
-    except Exception:                                     # noqa: BLE001 - read again, by the loader that words it
+    except Exception:                                     # any: read again, by the loader that words it
         return _NOT_PLAIN
     finally:
         loader.dispose()
