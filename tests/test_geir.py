@@ -614,7 +614,8 @@ def test_the_differential_catches_each_graph_fault_on_every_class_it_can_change(
     result = prmg_here("run", cover, "--runner", "aclnn+geir", "--report", "json", env={"PRMG_EMU_FAULT": fault})
     records = {record["name"]: record for record in json.loads(result.stdout)["cases"]}
     reachable = [case for case in load_cases([cover]) if case.expect.success and case.known_defect is None
-                 and not isinstance(graph_case(case, frozenset({1})), str) and records[case.name]["status"] != "skipped"]
+                 and not isinstance(graph_case(case, frozenset({1})), str)
+                 and records[case.name]["status"] != "skipped"]
     changed = [case.name for case in reachable if CHANGES[fault](case)]
     assert result.returncode == 1 and len(changed) >= 100, (fault, len(changed))
     assert [name for name in changed if records[name]["status"] not in ("failed", "error")] == [], fault
