@@ -51,8 +51,8 @@ The keys of a case, each with its default in parentheses:
 - ``null``: arguments passed as NULL pointers, e.g. ``null: [cos]`` (a tensor: negative cases) or
   ``null: [partial_slice]`` (the key YAML reads as null is this key)
 - ``dy_strides`` / ``cos_strides`` / ``sin_strides``: a tensor's element strides, one per axis (contiguous), no two
-  elements on one storage element: the grad refuses a non-contiguous tensor at the launch, the forward takes it
-  (AutoContiguous)
+  elements on one storage element but along a stride-0 axis of cos or sin (torch's expand): the grad refuses a
+  non-contiguous tensor at the launch, the forward takes it (AutoContiguous)
 - ``dy_offset`` / ``cos_offset`` / ``sin_offset``: a tensor's storage offset in elements (0): the view starts that far
   into its storage (torch's ``x[1:]``), passed as ``aclCreateTensor``'s ``offset``; the storage before it must come
   back untouched
