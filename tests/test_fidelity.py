@@ -224,6 +224,24 @@ def test_the_runner_lays_a_view_at_its_offset_and_watches_the_storage_before_it(
     assert acl._outside_view("dy", storage, storage, dy) == []
 
 
+def test_a_stride_on_an_axis_of_one_element_may_be_any(emulator):
+    """An axis of one element never steps, so its stride may be any the format takes: a run with cos_strides
+    [2**62, 1, 1, 1] (cos [1, 1, 1, L]) ended in exit 3 and a traceback (numpy's view took 2**62 times the item's
+    bytes, past int64: fuzzing the run's case fields, session 9); it is laid out as the contiguous table it is, in
+    the forward (which takes strided views) too, and judged."""
+    from prmg_cli.device.execute import RunSettings, run_case
+
+    far = 2 ** 62
+    cases = [case_of(cos_strides=[far, 8, 8, 1]), case_of(op="forward", shape=[1, 3, 2, 16], dy_strides=[far, 32, 16, 1])]
+    layout = acl._layout(cases[1], "dy")
+    values = np.arange(96, dtype=np.float32).reshape(layout.view_dims)
+    assert np.array_equal(acl._from_storage(acl._to_storage(values, layout), layout), values)
+    with AclSession(emulator, 0) as session:
+        for case in cases:
+            result = run_case(session, case, RunSettings(toolkit=emulator))[0]
+            assert result.status == "passed", result.message
+
+
 @pytest.mark.verdict
 def test_a_kernel_writing_only_before_the_offset_breaks_the_contract(emulator, monkeypatch):
     """A kernel computing the view right that also writes the 4 bytes before it (the storage's element 4 of the 5
