@@ -181,6 +181,47 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
         <= set(class_rows(passes, 1 << 20).tolist())
 
 
+@pytest.mark.verdict
+def test_sample_takes_each_950_cores_first_and_last_row_however_the_kernel_splits_its_rows(monkeypatch):
+    """Upstream's 950 tilings split with ceil shares (``blockFactor = CeilDiv(count, cores)``): 4,000 rows over 64
+    cores are shares of 63, which the emulator's floor split (62 each, 32 left over) shares only at core 0. A 950 kernel
+    whose core 50 stops one row short of its share ([3150, 3212]) leaves row 3212: sample drew it by chance only (57
+    of the 64 ceil shares had an end outside its rows), and now takes every core's first and last row of each split
+    (floor, ceil, one more on the first cores; rows, (b, s) and b units; BAB's B x S grid; AB's heads), past its
+    three quarters when they do not fit."""
+    from kernels import correct_kernel
+    from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.judging.checks import sample as sample_module
+
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 14)
+    case = Case("ceil", "t", (1, 4000, 1, 16), (1, 4000, 1, 16), (1, 4000, 1, 16), (0, 16), seed=3)
+    inputs = make_inputs(case)
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16))
+    result[0, 3212] = inputs.dy[0, 3212]                    # core 50's last row of its ceil share, left as it was
+    outcome = Outcome(status=0, dy=result, dy_changed=False)
+    found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, None))[0]
+    assert not found.passed and "(b, s, n) = (0, 3212, 0)" in found.message
+    rows = set(sample_module.sampled_rows(case, 1)[0].tolist())
+    assert {core * 63 for core in range(64)} | {min(core * 63 + 62, 3999) for core in range(64)} <= rows
+    # 10 over 4: floor (2 each, 8 and 9 a tail), ceil (3 each, 1 left), floor with one more on the first 2 cores
+    assert sample_module.share_bounds(10, 4) == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 8), (9, 9), (0, 2), (3, 5),
+                                                 (6, 8), (8, 9)]
+    # BAB's B x S grid of 64 cores, B first (3 b of 21 blocks of 34 positions): core (1, 0) ends at (1, 33, 4)
+    grid = Case("grid", "t", (3, 700, 5, 16), (1, 700, 1, 16), (1, 700, 1, 16), (0, 16))
+    assert (700 + 33) * 5 + 4 in sample_module.class_rows(grid, 1 << 20)
+    # AB with 4 (b, s) units of 300 heads: each unit's heads split over 16 of the 64 cores (19 a core), 10 of the 40
+    heads = set(sample_module.class_rows(Case("n", "t", (1, 4, 300, 16), (1, 4, 1, 16), (1, 4, 1, 16), (0, 16)),
+                                         1 << 20).tolist())
+    assert {unit * 300 + row for unit in range(4) for factor in (19, 30) for first in range(0, 300, factor)
+            for row in (first, min(first + factor, 300) - 1)} <= heads
+    # budget: every first row is taken even when they outnumber three quarters of the rows sample may take
+    wide = Case("wide", "t", (3, 5000, 7, 1024), (3, 5000, 1, 1024), (3, 5000, 1, 1024), (0, 1024))
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 20)
+    rows, detect = sample_module.sampled_rows(wide, 1)
+    first = set(sample_module.first_rows(wide))
+    assert len(first) > 768 and first <= set(rows.tolist()) and len(rows) == len(first) + 256 and 0 < detect < 0.01
+
+
 def sample_under(emulator, monkeypatch, fault: str, case: Case, elements: int):
     """(the golden's verdict, the sample check's result) of ``case`` launched once on the emulator under ``fault``,
     sample's budget shrunk to ``elements`` slice lanes (a small test of a large case's sampling)."""
