@@ -182,7 +182,7 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
 
 
 @pytest.mark.verdict
-def test_sample_takes_each_950_cores_first_and_last_row_however_the_kernel_splits_its_rows(monkeypatch):
+def test_sample_takes_every_cores_ends_however_the_kernel_splits_rows(monkeypatch):
     """Upstream's 950 tilings split with ceil shares (``blockFactor = CeilDiv(count, cores)``): 4,000 rows over 64
     cores are shares of 63, which the emulator's floor split (62 each, 32 left over) shares only at core 0. A 950 kernel
     whose core 50 stops one row short of its share ([3150, 3212]) leaves row 3212: sample drew it by chance only (57

@@ -97,7 +97,8 @@ def tiling_rows(case: Case) -> list[int]:
     for cores in core_counts():
         for unit in (1, heads, positions * heads):                  # rows, (b, s) units, b units
             count = rows // unit
-            found += [row for first, last in share_bounds(count, cores) for row in (first * unit, (last + 1) * unit - 1)]
+            found += [row for first, last in share_bounds(count, cores)
+                      for row in (first * unit, (last + 1) * unit - 1)]
             if unit > 1 and count <= cores // 2:                     # AB splits each unit's rows over cores too
                 factor = _ceil(unit, cores // count)
                 found += [start + row for start in range(0, rows, unit) for first in range(0, unit, factor)
