@@ -111,6 +111,24 @@ def _context(case):
     return checks.CheckContext(case, *_unchanged(case), launch=None)
 
 
+@pytest.mark.verdict
+def test_the_shipped_determinism_cases_reach_every_core_and_a_partial_last_core():
+    """A kernel nondeterministic on one core alone moves only that core's rows: determinism sees it only on a case that
+    gives the core rows. The shipped determinism cases give every core of each count (the emulator's 40, the 950's 64)
+    rows, and, under the ceil split of upstream's 950 tilings (``blockFactor = CeilDiv``), a last core with a partial
+    share, which upstream's kernels run in a code path of its own (a last core's loop): with B*S of 64 and 16 before,
+    each core of the 64 held one unit and no last core was partial."""
+    import math
+
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.ops.regimes import core_counts
+
+    cases = [case for case in load_cases(["cases/checks.yaml"]) if "determinism" in case.checks]
+    for cores in core_counts():
+        assert any(math.prod(case.shape[:3]) >= cores for case in cases)
+        units = [case.shape[0] * case.shape[1] for case in cases]
+        assert any(count > cores // 2 and count % -(-count // cores) for count in units), (cores, units)
+
 def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
     path = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16], golden: false, checks: [determinism]}\n")
     out = prmg_here("validate", path)
