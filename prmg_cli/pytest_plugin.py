@@ -30,6 +30,7 @@ _EXECUTOR = pytest.StashKey()
 _ROOTS = pytest.StashKey()         # (the case files of the --prmg paths, the folders above them)
 _INFO = pytest.StashKey()          # the run's results.RunInfo (``_run_info``)
 _SETTINGS = pytest.StashKey()      # the run's execute.RunSettings (``_settings``)
+_PRELOADED = pytest.StashKey()     # the libraries preloaded ahead of the toolkit (``_preloaded``)
 _RESULT = "prmg_result"            # the user property carrying an item's result to the report
 _GROUP = "prmg-tiling-"            # the xdist group of a case's tiling siblings, before their first name
 
@@ -346,16 +347,45 @@ def pytest_unconfigure(config) -> None:
 
 def pytest_report_header(config) -> list[str]:
     """With ``--prmg``, the lines pytest prints above the session: what runs the cases (the emulator and its
-    build folder, or the toolkit and the operator library: ``labels.runner_label``) and the emulator faults
-    ``PRMG_EMU_FAULT`` names (``labels.fault_field``), so that a green session of an emulator, or a red one with
-    faults injected, says so at its top as ``prmg run``'s report does."""
+    build folder, or the toolkit and the operator library: ``labels.runner_label``), the emulator faults
+    ``PRMG_EMU_FAULT`` names (``labels.fault_field``) and the libraries preloaded ahead of the toolkit, so that a
+    green session of an emulator, or a red one with faults injected or a hook taking the toolkit's calls, says so at
+    its top as ``prmg run``'s report does."""
     if not config.getoption("prmg"):
         return []
     from .reports.outputs.labels import fault_field, runner_label
 
     info = _run_info(config)
     faults = fault_field(info)
-    return [f"prmg runner: {runner_label(info)}"] + ([f"prmg {faults[0]}: {faults[1]}"] if faults else [])
+    return [f"prmg runner: {runner_label(info)}"] + ([f"prmg {faults[0]}: {faults[1]}"] if faults else []) + \
+        _preload_lines(config)
+
+
+def _preload_lines(config) -> list[str]:
+    """The header's lines of the libraries preloaded ahead of the toolkit, as ``prmg run``'s header and stderr give them
+    (``mapped.preload_labels``, ``mapped.interposer_warning``)."""
+    from .device.mapped import interposer_warning, preload_labels
+
+    found = _preloaded(config)
+    warning = interposer_warning(found)
+    return [f"prmg preloaded: {label}" for label in preload_labels(found)] + ([f"prmg warning: {warning}"] if warning
+                                                                               else [])
+
+
+def _preloaded(config) -> list:
+    """The libraries preloaded ahead of the toolkit and what each takes (``mapped.interposers``), found once by a child
+    that loads the toolkit's libraries as a worker does (``acl.preloads``); none when it cannot load them (the first
+    item then says why)."""
+    if _PRELOADED not in config.stash:
+        from .device.acl import preloads
+        from .device.execute import call_in_child
+        from .errors import PrmgError
+
+        try:
+            config.stash[_PRELOADED] = call_in_child(preloads, _settings(config).toolkit, timeout=120)
+        except PrmgError:
+            config.stash[_PRELOADED] = []
+    return config.stash[_PRELOADED]
 
 
 def pytest_sessionstart(session) -> None:
@@ -365,6 +395,7 @@ def pytest_sessionstart(session) -> None:
     holds a session not finished until pytest writes it (``_unfinished_junit``)."""
     from _pytest.junitxml import xml_key
 
+    from .device.mapped import preload_labels
     from .reports.outputs.junit import EMULATED
     from .reports.outputs.labels import fault_field, runner_label
 
@@ -377,6 +408,8 @@ def pytest_sessionstart(session) -> None:
     faults = fault_field(info)
     if faults:
         xml.add_global_property(f"prmg {faults[0]}", faults[1])
+    if _preloaded(config):
+        xml.add_global_property("prmg preloaded", "; ".join(preload_labels(_preloaded(config))))
     if info.runner == "emulator" and xml.suite_name == "pytest":
         xml.suite_name = EMULATED
     _unfinished_junit(xml.logfile, info)

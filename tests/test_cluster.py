@@ -191,6 +191,28 @@ def test_both_call_paths_run_on_the_cluster_and_a_graph_bug_is_named(cluster, su
         [("geir", ["geir_slice_dropped"])] and "over budget" in report["cases"][0]["message"]
 
 
+def test_a_toolkit_changed_on_the_nodes_while_the_run_ran_fails_the_run(cluster, suite, tmp_path):
+    """A kernel of the operator installed on the nodes while the cases ran gave a green --cluster run whose record named
+    the first build (only a local run compared its toolkit at its end): every actor left is asked for its node's
+    toolkit stamp at the end, and a change from when the node's first actor started is exit 2 naming the node."""
+    opp = tmp_path / "opp"
+    kernel = opp / "built-in/op_impl/ai_core/tbe/kernel/ascend950/inplace_partial_rotary_mul_grad"
+    script = ("import pathlib, sys\nfrom prmg_cli import cli\nfrom prmg_cli.device import cluster\n"
+              "original = cluster.ClusterExecutor.run\n"
+              "def installing(self, *args, **kwargs):\n"
+              f"    kernel = pathlib.Path({str(kernel)!r})\n"
+              "    kernel.mkdir(parents=True)\n    (kernel / 'InplacePartialRotaryMulGrad_0.o').write_bytes(b'0')\n"
+              "    return original(self, *args, **kwargs)\n"
+              "cluster.ClusterExecutor.run = installing\nsys.exit(cli.main())\n")
+    changed = subprocess.run([sys.executable, "-c", script, "run", suite, "-k", "c0", "--runner", "emulator",
+                              "--cluster", cluster.address], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                             env={**os.environ, **RAY_ENV, "ASCEND_OPP_PATH": str(opp), "PYTHONPATH": str(ROOT)})
+    assert changed.returncode == 2 and "1 passed" in changed.stdout, changed.stdout + changed.stderr
+    assert "prmg: error: the toolkit changed while the run ran (node " in changed.stderr, changed.stderr
+    assert f": the operator's kernel and tiling files under {opp}): its verdicts are of more than one build" \
+        in changed.stderr
+
+
 def test_a_crash_costs_its_case_only_and_the_actor_is_replaced(cluster, suite):
     result, report = run_json(suite, "--cluster", cluster.address,
                               env={"PRMG_EMU_FAULT": "crash", "PRMG_EMU_FAULT_SHAPE": "1,2,4,32"})

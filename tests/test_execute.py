@@ -709,7 +709,7 @@ def test_a_cluster_node_with_other_kernel_files_or_preloads_refuses_to_start_and
              "driver_version": "25.0.rc1", "toolkit_version": "8.5.0", "preloaded": [], **files}
     killed: list = []
     executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
-        kind="aclnn")), target={}, _kill=killed.append)
+        kind="aclnn")), target={}, _kill=killed.append, _stamps={})
     assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="first", info=None)) == ""
     rebuilt = SimpleNamespace(ready_ref={**found, "opp_fingerprint": "local2", "opp_portable": "bbbb"}, actor="rebuilt",
                               info=None)
@@ -742,7 +742,7 @@ def test_a_cluster_node_unlike_the_first_refuses_to_start():
              "driver_version": "25.0.rc1", "toolkit_version": "8.5.0"}
     killed: list = []
     executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
-        kind="aclnn")), target={}, _kill=killed.append)
+        kind="aclnn")), target={}, _kill=killed.append, _stamps={})
     assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="first", info=None)) == ""
     assert {key: executor.target[key] for key in ("accepted_modes", "soc", "driver_version", "toolkit_version")} == {
         "accepted_modes": [1], "soc": "Ascend950PR_9589", "driver_version": "25.0.rc1", "toolkit_version": "8.5.0"}

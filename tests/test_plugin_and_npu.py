@@ -33,6 +33,28 @@ def pytest_run(tmp_path, *args, env=None):
                           capture_output=True, text=True, timeout=300)
 
 
+def test_the_plugins_header_names_a_preloaded_library_and_what_it_takes_as_prmg_run_does(tmp_path):
+    """A pytest --prmg session with a library preloaded that takes the toolkit's calls (a tracer's hook; an rtld-audit
+    library) ran green without a word of it (prmg run's header names it and warns): the session's header names each
+    preloaded library and what it takes, and warns, as prmg run does."""
+    from test_toolkit import AUDIT_SOURCE, HOOK_SOURCE, _library
+
+    (tmp_path / "hook.c").write_text(HOOK_SOURCE)
+    (tmp_path / "audit.c").write_text(AUDIT_SOURCE)
+    hook = _library(tmp_path / "hook.c", tmp_path / "libhook.so", "-ldl")
+    audit = _library(tmp_path / "audit.c", tmp_path / "libaudit.so")
+    result = pytest_run(tmp_path, "-k", "p_ok_fp32", "--junitxml", tmp_path / "j.xml",
+                        env={"LD_PRELOAD": str(hook), "LD_AUDIT": str(audit)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    hook_label = f"{hook} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+    audit_label = f"{audit} (an audit library: rebinds calls through la_symbind64)"
+    assert f"\nprmg preloaded: {hook_label}\nprmg preloaded: {audit_label}\n" in result.stdout, result.stdout
+    assert f"\nprmg warning: a preloaded library takes calls meant for the toolkit: {hook_label}; {audit_label}: " \
+           f"the cases may not run the toolkit's code" in result.stdout
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert suite.find("properties/property[@name='prmg preloaded']").get("value") == f"{hook_label}; {audit_label}"
+
+
 def test_plugin_collects_cases_as_items_with_verdicts(tmp_path):
     """... and the session's header names the runner (no fault line when none is named). While the session runs,
     the --junitxml file holds a session not finished (a conftest here copies it as the items start): pytest writes
@@ -280,7 +302,8 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
     # an extra argument is passed to prmg run after the gate's own, and prmg takes the last of an option given twice:
     # smoke.sh --runner emulator ran a green gate on the host emulator; it is refused before anything runs
     for extra, named in ((["--timeout", "5", "--runner", "emulator"], "--runner"),
-                         (["--runner=emulator"], "--runner="), (["--devices", "0"], "--devices")):   # chip 0 alone
+                         (["--runner=emulator"], "--runner="), (["--devices", "0"], "--devices"),    # chip 0 alone
+                         (["-o", "x.xml"], "-o"), (["--results=x.jsonl"], "--results=")):    # a stale JUnit read
         result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh"), *extra], cwd=ROOT, capture_output=True,
                                 text=True, timeout=60, env=dict(os.environ, ASCEND_SET_ENV="/nonexistent"))
         assert result.returncode == 2 and result.stderr.startswith(f"smoke.sh: {named}"), result.stderr

@@ -219,7 +219,8 @@ def test_select_runner(tmp_path, libs):
 
 def test_auto_never_runs_the_emulator_where_a_toolkit_is_named_or_installed(tmp_path, libs, monkeypatch):
     """Issue 32: a toolkit named but wrong, or installed without the operator, ran the emulator (a correct kernel)
-    under --runner auto. Now each is a usage error naming what suggests the toolkit and what is missing where."""
+    under --runner auto. Now each is a usage error naming what suggests the toolkit and what is missing where: a
+    variable, a default place, a folder of LD_LIBRARY_PATH holding a CANN runtime, an NPU's device node."""
     def refused(env: dict, *reasons: str) -> None:
         with pytest.raises(PrmgError) as caught:
             tk.select_runner("auto", None, env)
@@ -238,6 +239,11 @@ def test_auto_never_runs_the_emulator_where_a_toolkit_is_named_or_installed(tmp_
     monkeypatch.setattr(tk, "INSTALL_BASES", (str(tmp_path),))         # /usr/local/Ascend: a driver, no toolkit
     refused({}, f"({tmp_path})")
     monkeypatch.setattr(tk, "INSTALL_BASES", ())
+    refused({"LD_LIBRARY_PATH": f"/nowhere:{without / 'lib64'}"}, f"(LD_LIBRARY_PATH's {without / 'lib64'})")  # by hand
+    assert tk.toolkit_suggested({"LD_LIBRARY_PATH": f"{tmp_path}:/nowhere"}) == []       # no runtime there
+    monkeypatch.setattr(tk, "NPU_NODES", (str(tmp_path),))            # an NPU host's /dev/davinci_manager
+    refused({}, f"({tmp_path})")
+    monkeypatch.setattr(tk, "NPU_NODES", ())
     good = make_root(tmp_path / "good", libs, libopapi="with_op")
     refused({"ASCEND_HOME_PATH": str(tmp_path / "typo"), "ASCEND_TOOLKIT_HOME": str(good)}, "search stopped")
     monkeypatch.setattr(tk, "DEFAULT_ROOTS", (str(without),))                  # installed, not named
@@ -394,12 +400,28 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
         mapped.refuse_interposers(found, kit.root)
     environ.write_bytes(b"HOME=/root\0")
     preload_file.write_text("# none\nlibplain.so\n")
-    assert mapped.preloaded(str(maps), str(environ), str(preload_file)) == [str(plain)]
+    assert list(mapped.preloaded(str(maps), str(environ), str(preload_file))) == [str(plain)]
     assert mapped.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
     mapped.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
     environ.write_bytes(f"LD_PRELOAD={libc}\0".encode())                # the system's own: never an interposer
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (runtime, libc)))
     assert mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, ())]
+    audit_source = tmp_path / "audit.c"                  # LD_AUDIT: what it takes is its rebinding hooks, not symbols
+    audit_source.write_text(AUDIT_SOURCE)
+    audit = _library(audit_source, tmp_path / "libaudit.so")
+    maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (audit, runtime, libc)))
+    environ.write_bytes(f"LD_AUDIT={audit}\0".encode())
+    found = mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none"))
+    assert found == [(str(audit), ("la_symbind64",))]
+    with pytest.raises(PrmgError, match=f"{audit} \\(an audit library: rebinds calls through la_symbind64\\)"):
+        mapped.refuse_interposers(found, kit.root)
+
+
+# A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call.
+HOOK_SOURCE = ("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
+               "  int (*next)(const char *) = (int (*)(const char *))\n"
+               "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
+               "  return next ? next(function) : 0;\n}\n")
 
 
 def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):
@@ -412,10 +434,7 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
     from prmg_cli.reports import store
 
     hook = tmp_path / "hook.c"
-    hook.write_text("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
-                    "  int (*next)(const char *) = (int (*)(const char *))\n"
-                    "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
-                    "  return next ? next(function) : 0;\n}\n")
+    hook.write_text(HOOK_SOURCE)
     library = _library(hook, tmp_path / "libhook.so", "-ldl")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
@@ -427,6 +446,77 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
     assert f"preloaded: {label} prmg:" in " ".join(run.stdout.split())          # the header's line (wrapped)
     assert store.read(tmp_path / "r.jsonl").runs[-1].settings["preloaded"] == [label]
     strict = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_PRELOAD": str(library)})
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
+    assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
+           in strict.stderr
+
+
+AUDIT_SOURCE = """#define _GNU_SOURCE
+#include <link.h>
+#include <stdint.h>
+unsigned int la_version(unsigned int version) { return version; }
+unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
+  (void)map; (void)lmid; (void)cookie; return LA_FLG_BINDTO | LA_FLG_BINDFROM; }
+uintptr_t la_symbind64(Elf64_Sym *sym, unsigned int ndx, uintptr_t *refcook, uintptr_t *defcook,
+                       unsigned int *flags, const char *symname) {
+  (void)ndx; (void)refcook; (void)defcook; (void)flags; (void)symname; return sym->st_value; }
+"""
+
+
+def test_an_audit_library_is_recorded_and_refused_under_strict_as_a_preload_is(tmp_path, emulator):
+    """An rtld-audit library (``LD_AUDIT``) sees every binding of the toolkit's calls and may bind each elsewhere
+    (``la_symbind64``): it passed ``--strict`` green and unrecorded (only LD_PRELOAD and /etc/ld.so.preload were
+    read). It is one more source of ``mapped.SOURCES``: the run names it in its header and settings and warns,
+    ``--strict`` refuses it, exit 2, before any case; an audit library without a rebinding hook takes nothing."""
+    from conftest import prmg
+    from prmg_cli.reports import store
+
+    source = tmp_path / "audit.c"
+    source.write_text(AUDIT_SOURCE)
+    library = _library(source, tmp_path / "libaudit.so")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    label = f"{library} (an audit library: rebinds calls through la_symbind64)"
+    run = prmg("run", cases, "--runner", "emulator", "--results", tmp_path / "r.jsonl", env={"LD_AUDIT": str(library)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"prmg: warning: a preloaded library takes calls meant for the toolkit: {label}" in run.stderr
+    assert store.read(tmp_path / "r.jsonl").runs[-1].settings["preloaded"] == [label]
+    strict = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_AUDIT": str(library)})
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
+    assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label} " \
+           f"(LD_PRELOAD, /etc/ld.so.preload, LD_AUDIT, or loaded with RTLD_GLOBAL before it)" in strict.stderr
+    watcher = _library(source, tmp_path / "libwatch.so", "-Dla_symbind64=la_watch")      # sees, binds nothing
+    quiet = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_AUDIT": str(watcher)})
+    assert quiet.returncode == 0 and f"preloaded: {watcher} prmg:" in " ".join(quiet.stdout.split()), quiet.stderr
+
+
+def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):
+    """A library that the prmg process loaded with RTLD_GLOBAL before the toolkit (a sitecustomize, a .pth file, a
+    conftest's import) comes first in the global scope, as a preload does, and takes the calls the toolkit's libraries
+    make to each other: a tracer's hook so loaded passed --strict green and unrecorded (only LD_PRELOAD's files were
+    looked at). ``mapped.bound_ahead`` asks the global scope where each of the toolkit's symbols binds: the run names
+    the library and warns, --strict refuses it, exit 2, before any case."""
+    import sys
+
+    from conftest import ROOT
+
+    hook = tmp_path / "hook.c"
+    hook.write_text(HOOK_SOURCE)
+    library = _library(hook, tmp_path / "libhook.so", "-ldl")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    script = (f"import ctypes, sys\nctypes.CDLL({str(library)!r}, mode=ctypes.RTLD_GLOBAL)\n"
+              "from prmg_cli import cli\nsys.exit(cli.main())\n")
+    label = f"{library} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator", *extra], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+
+    warned = run()
+    assert warned.returncode == 0, warned.stdout + warned.stderr
+    assert f"prmg: warning: a preloaded library takes calls meant for the toolkit: {label}" in warned.stderr
+    strict = run("--strict")
     assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
     assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
            in strict.stderr

@@ -304,14 +304,12 @@ def _toolkit_version(toolkit) -> str:
 
 def _preloaded(info: RunInfo, found) -> None:
     """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``mapped.interposers``), and
-    say on stderr when one defines the toolkit's symbols (``--strict`` refused it in the workers already)."""
-    from ..device.mapped import preload_labels
+    say on stderr when one takes the toolkit's calls (``--strict`` refused it in the workers already)."""
+    from ..device.mapped import interposer_warning, preload_labels
 
     info.preloaded = tuple(preload_labels(found))
-    taking = [label for label, (_, symbols) in zip(info.preloaded, found) if symbols]
-    if taking:
-        sys.stderr.write(f"prmg: warning: a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: "
-                         f"the cases may not run the toolkit's code (--strict refuses this)\n")
+    if interposer_warning(found):
+        sys.stderr.write(f"prmg: warning: {interposer_warning(found)}\n")
 
 
 def _nodes_files(info: RunInfo, target: dict) -> None:
@@ -341,7 +339,7 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
               **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
         if info.faults else {}
-    libraries = _library_stamps(toolkit)
+    libraries = provenance.library_stamps(toolkit)
     path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
             **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
                if settings.each_device else {})}                        # and runs without --each-device theirs
@@ -354,27 +352,6 @@ def recorded_settings(info: RunInfo, settings) -> dict:
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
                 check_options=settings.check_options, version=info.version)
-
-
-def _library_stamps(toolkit) -> dict:
-    """``provenance.library_stamp`` of each library of ``toolkit``, by role (runtime, nnopbase, op, geir)."""
-    return {role: provenance.library_stamp(getattr(toolkit, f"{role}_lib"))
-            for role in ("runtime", "nnopbase", "op", "geir") if getattr(toolkit, f"{role}_lib")}
-
-
-def _changed_since(recorded: dict, settings) -> list[str]:
-    """What of the toolkit's files differs now from the run's ``recorded`` settings (``recorded_settings`` at its
-    start): each library whose stamp changed, and the operator's kernel and tiling files (``opp_stamp``): a toolkit
-    reinstalled or a kernel rebuilt while the cases ran (a shared host) ran some on each build."""
-    now = provenance.operator_files(settings.toolkit)
-    changed = [f"{role} library {getattr(settings.toolkit, f'{role}_lib')}"
-               for role, stamp in _library_stamps(settings.toolkit).items()
-               if stamp != recorded.get("libraries", {}).get(role)]
-    opp = recorded.get("opp", {})
-    if (now["opp"], now["opp_files"], now["opp_fingerprint"]) != (opp.get("path"), opp.get("files"),
-                                                                   opp.get("fingerprint")):
-        changed.append(f"the operator's kernel and tiling files under {now['opp']}")
-    return changed
 
 
 def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
@@ -508,9 +485,9 @@ def run_suite(request) -> int:
                 _unfinished_reports(targets, info, request)
                 if run.todo:
                     executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))
+                changed = executor.toolkit_changes(run.settings)
             if request.fail_fast and len(run.finished) < len(cases):
                 run.stopped = "the run stopped at the first failure (--fail-fast)"
-            changed = [] if cluster or not run.settings else _changed_since(run.settings, settings)
             if changed:
                 run.stop(f"the toolkit changed while the run ran ({'; '.join(changed)}): its verdicts are of more "
                          f"than one build, and its record names the first", ExitCode.USAGE)

@@ -49,7 +49,7 @@ from ..ops import DEFAULT_OP, OPERATORS
 from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
-from .mapped import mapped_libraries, refuse_foreign, resolved_outside, toolkit_places
+from .mapped import mapped_libraries, refuse_foreign, resolved_outside, taking, toolkit_places
 from .toolkit import EMULATOR_HOOK, Toolkit, opp_path, refuse_stub
 
 
@@ -965,6 +965,16 @@ def _device_count(api: _Api) -> int:
     count = c_uint32(0)
     api.check("aclrtGetDeviceCount", api.aclrtGetDeviceCount(ctypes.byref(count)))
     return int(count.value)
+
+
+def preloads(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+    """``mapped.taking`` of a process that loaded ``toolkit``'s libraries as a worker does (no device touched):
+    what a header names before any worker starts (the pytest plugin's)."""
+    prepare_environment(toolkit)
+    for path in (toolkit.runtime_lib, toolkit.nnopbase_lib):
+        _load(path, ctypes.RTLD_GLOBAL)
+    _load(toolkit.op_lib, ctypes.RTLD_LOCAL)
+    return taking(toolkit)
 
 
 def probe(toolkit: Toolkit) -> dict:

@@ -177,7 +177,8 @@ class NpuWorker:
             try:
                 self.worker = execute.CaseWorker(replace(settings, toolkit=self.toolkit), self.device,
                                                  f"{self.info['ip']}/NPU{self.info['npu']}")
-                self.info.update(self.worker.describe(), **provenance.operator_files(self.toolkit))
+                self.info.update(self.worker.describe(), **provenance.operator_files(self.toolkit),
+                                 stamp=provenance.toolkit_stamp(self.toolkit))
             except Exception as exc:
                 self.info["error"] = _why(exc)
                 if self.toolkit.kind == "emulator" and "DEVICEID" in self.info["error"]:
@@ -185,6 +186,10 @@ class NpuWorker:
                                            f"PRMG_EMU_DEVICES devices, default 1: set it on the driver to the "
                                            f"nodes' NPU count)")
         return self.info
+
+    def stamp(self) -> dict:
+        """``provenance.toolkit_stamp`` of this node's toolkit now."""
+        return provenance.toolkit_stamp(self.toolkit)
 
     def run(self, case: Case) -> tuple[dict | None, bool]:
         """(the case's result record, session still fit); (None, False) without running it once the
@@ -504,6 +509,7 @@ class ClusterExecutor:
         self._suspects: set[int] = set()            # cases in flight on an actor that died with two: run alone
         self._holds: list = []                      # actors kept idle on wedged NPUs
         self._slots: list[_Slot] = []
+        self._stamps: dict[str, dict] = {}          # node id -> its toolkit's stamp as its first actor started
         try:
             now = time.monotonic()
             self._slots = [_Slot(actor, actor.start.remote(settings), now) for actor in cluster.actors]
@@ -545,6 +551,7 @@ class ClusterExecutor:
             return why
         self.target = self.target or {key: slot.info.get(key) for key in ("accepted_modes", *NODE_ALIKE,
                                                                             *provenance.OPP_FIELDS)}
+        self._stamps.setdefault(slot.info.get("node_id"), slot.info.get("stamp") or {})
         return ""
 
     def _await_start(self) -> None:
@@ -569,6 +576,25 @@ class ClusterExecutor:
                             f"{START_TIMEOUT:g} s (are the cluster's NPUs busy with other jobs?)")
         for slot in self._slots:                      # the late ones get another START_TIMEOUT
             slot.created = time.monotonic()
+
+    def toolkit_changes(self, recorded: dict) -> list[str]:
+        """What of each node's toolkit differs now from what it was when the node's first actor started
+        (``provenance.toolkit_stamp``, asked of every actor left: a replacement started after the change finds the
+        new build), each named with its node (``recorded``, this host's files, is not where the cases ran)."""
+        started = [slot for slot in self._slots if slot.ready_ref is None and not slot.queue]
+        asked = {slot.actor.stamp.remote(): slot for slot in started}
+        changed: dict[str, None] = {}
+        done = self.ray.wait(list(asked), num_returns=len(asked), timeout=START_TIMEOUT)[0] if asked else []
+        for ref in done:
+            slot = asked[ref]
+            try:
+                now = self.ray.get(ref)
+            except Exception:                 # an actor lost meanwhile (its cases say so): the others still count
+                continue
+            for change in provenance.differences(self._stamps.get(slot.info.get("node_id"), {}), now,
+                                                 slot.info["toolkit"]):
+                changed.setdefault(f"node {slot.info.get('ip', '?')}: {change}")
+        return list(changed)
 
     def _kill(self, actor) -> None:
         try:

@@ -401,7 +401,7 @@ class CaseWorker:
             settings = replace(settings, save_failures=os.path.join(settings.save_failures, f"device-{device}"))
         self.settings = replace(settings, device=self.label)
         self.session = open_session(settings.toolkit, device)
-        self.preloaded = mapped.interposers(settings.toolkit)     # the toolkit's libraries are mapped by now
+        self.preloaded = mapped.taking(settings.toolkit)     # the toolkit's libraries are mapped by now
         if settings.strict:
             try:
                 mapped.refuse_interposers(self.preloaded, settings.toolkit.root)
@@ -416,7 +416,7 @@ class CaseWorker:
         ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
         accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked), ``driver_version`` (of the
         driver the runtime loaded into this process, ``provenance.driver_version``), ``toolkit_version`` and
-        ``preloaded`` (``mapped.interposers``: each preloaded library with the toolkit's symbols it defines)."""
+        ``preloaded`` (``mapped.taking``: each preloaded library, and each loaded ahead of the toolkit, with what it takes)."""
         chip = self.target.soc
         probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)
         accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)
@@ -883,6 +883,11 @@ class Executor:
             self.close()
             raise
         self.target = self._workers[0].target if self._workers else {}      # CaseWorker.describe()
+
+    def toolkit_changes(self, recorded: dict) -> list[str]:
+        """What of the toolkit's files differs now from the run's ``recorded`` settings (``provenance.toolkit_changes``:
+        the workers load them from this host)."""
+        return provenance.toolkit_changes(recorded, self.settings.toolkit)
 
     def __enter__(self) -> "Executor":
         return self

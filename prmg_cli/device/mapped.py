@@ -1,16 +1,20 @@
 """What a worker process really mapped and bound to, read back after the toolkit's libraries are loaded.
 
-- **Preloaded libraries** (``preloaded``): the files of ``LD_PRELOAD`` (as the process started with it:
-  ``/proc/self/environ``) and of ``/etc/ld.so.preload`` that the process mapped. The dynamic linker puts them
-  first in the global scope, so every call between libraries (the operator library's own calls into the runtime,
-  nnopbase, its tiling) goes to a preloaded definition of the same name: a preloaded library can run something
-  else than the toolkit's code while every header names the toolkit.
-- **Interposers** (``interposers``): each preloaded library with the symbols it defines that a library of the
-  toolkit (a mapped file under its root, its operator library, its graph library) also defines, leaving out those a
-  system library defines too (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``) and every one of a
-  library preloaded from the system's folders (the distribution's ``libgomp``, ``libjemalloc``). A run records
-  every preloaded library in its header and an interposer among its settings; ``--strict`` refuses an interposer
-  (``refuse_interposers``), and without it the run goes on, saying so (a tracer or sanitizer hooking the runtime).
+- **Preloaded libraries** (``preloaded``): the files each source of ``SOURCES`` names (``LD_PRELOAD`` and
+  ``LD_AUDIT`` as the process started with them: ``/proc/self/environ``; ``/etc/ld.so.preload``) that the process
+  mapped. The dynamic linker puts a preloaded library first in the global scope, so every call between libraries
+  (the operator library's own calls into the runtime, nnopbase, its tiling) goes to a preloaded definition of the
+  same name; an rtld-audit library (``LD_AUDIT``) sees every binding and may bind it elsewhere (``la_symbind64``)
+  or load another file for a library searched (``la_objsearch``): either can run something else than the toolkit's
+  code while every header names the toolkit.
+- **Interposers** (``interposers``): each preloaded library with what it takes of the toolkit's calls, as its
+  source's ``takes`` says: for a preload, the symbols it defines that a library of the toolkit (a mapped file under
+  its root, its operator library, its graph library) also defines, leaving out those a system library defines too
+  (``malloc`` of a preloaded allocator, libstdc++'s ``operator new``); for an audit library, the rebinding hooks it
+  defines (``AUDIT_HOOKS``); nothing of a library from the system's folders (the distribution's ``libgomp``,
+  ``libjemalloc``). A run records every preloaded library in its header and an interposer among its settings;
+  ``--strict`` refuses an interposer (``refuse_interposers``), and without it the run goes on, saying so (a tracer
+  or sanitizer hooking the runtime).
 - **Another toolkit's files** (``foreign_libraries``): a library mapped from another toolkit's ``lib64`` in place of
   this toolkit's file of that name, however it came in; refused (``refuse_foreign``).
 - **Resolution** (``resolved_outside``): where ``dladdr`` says each function prmg calls lies; one outside the
@@ -23,13 +27,43 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ..errors import PrmgError
 from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, Toolkit, defined_symbols, opp_path
 
 PRELOAD_FILE = "/etc/ld.so.preload"
+# The rtld-audit hooks that change where a call goes (``man 7 rtld-audit``): a symbol's binding (``la_symbind*``, a
+# PLT entry's ``la_<arch>_gnu_pltenter``) or the file loaded for a library searched (``la_objsearch``).
+AUDIT_HOOK = re.compile(r"la_symbind(32|64)|la_objsearch|la_\w+_gnu_pltenter")
+
+
+def _defines_the_toolkits(defined: frozenset, toolkits: frozenset) -> frozenset:
+    """What a preload takes: the toolkit's symbols it defines (first in the global scope, its definitions win)."""
+    return defined & toolkits
+
+
+def _audit_hooks(defined: frozenset, toolkits: frozenset) -> frozenset:
+    """What an audit library takes: its ``AUDIT_HOOK`` functions (any binding may go where they say)."""
+    return frozenset(name for name in defined if AUDIT_HOOK.fullmatch(name))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the dynamic linker takes libraries from ahead of the toolkit's: ``name``, a variable of the environment
+    the process started with or (``file``) a file listing them, and what such a library ``takes`` of the toolkit's
+    calls (the symbols it defines, the toolkit's symbols -> the names through which it takes them)."""
+
+    name: str
+    takes: Callable[[frozenset, frozenset], frozenset]
+    file: bool = False
+
+
+SOURCES = (Source("LD_PRELOAD", _defines_the_toolkits), Source(PRELOAD_FILE, _defines_the_toolkits, file=True),
+           Source("LD_AUDIT", _audit_hooks))
 # The system's library folders (the dynamic linker's trusted ones, their multiarch folders inside): a library preloaded
 # from there is the distribution's (an allocator, libgomp, a sanitizer's runtime), recorded but never an interposer,
 # though it may define what a toolkit's library exports too (OpenMP linked in statically, say).
@@ -51,33 +85,38 @@ def mapped_libraries(maps: str = "/proc/self/maps") -> list[str]:
     return list(seen)
 
 
-def preload_entries(environ: str = "/proc/self/environ", preload_file: str = PRELOAD_FILE) -> list[str]:
-    """The entries of ``LD_PRELOAD`` in the environment the process started with (``environ``; this process's
-    ``os.environ`` where it cannot be read) and of ``preload_file``, split on spaces and colons as the dynamic
-    linker splits them."""
+def preload_entries(environ: str = "/proc/self/environ", preload_file: str = PRELOAD_FILE
+                    ) -> list[tuple[str, Source]]:
+    """(entry, its source) of each ``SOURCES`` entry: the variables in the environment the process started with
+    (``environ``; this process's ``os.environ`` where it cannot be read), the file read at ``preload_file``, split on
+    spaces and colons as the dynamic linker splits them."""
     try:
-        start = dict(item.split(b"=", 1) for item in Path(environ).read_bytes().split(b"\0") if b"=" in item)
-        preload = start.get(b"LD_PRELOAD", b"").decode(errors="replace")
+        start = {key.decode(errors="replace"): value.decode(errors="replace") for key, value in
+                 (item.split(b"=", 1) for item in Path(environ).read_bytes().split(b"\0") if b"=" in item)}
     except OSError:
-        preload = os.environ.get("LD_PRELOAD", "")
-    try:
-        listed = Path(preload_file).read_text(errors="replace")
-    except OSError:
-        listed = ""
-    return [entry for entry in re.split(r"[\s:]+", f"{preload} {listed}") if entry]
+        start = dict(os.environ)
+    entries = []
+    for source in SOURCES:
+        try:
+            text = Path(preload_file).read_text(errors="replace") if source.file else start.get(source.name, "")
+        except OSError:
+            text = ""
+        entries += [(entry, source) for entry in re.split(r"[\s:]+", text) if entry]
+    return entries
 
 
 def preloaded(maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
-              preload_file: str = PRELOAD_FILE) -> list[str]:
-    """The mapped libraries that ``preload_entries`` brought in: an entry with a ``/`` is that file (links
-    resolved), one without it a library of that file name."""
+              preload_file: str = PRELOAD_FILE) -> dict[str, Source]:
+    """The mapped libraries that ``preload_entries`` brought in, each with its source (the first that names it): an
+    entry with a ``/`` is that file (links resolved), one without it a library of that file name."""
     entries = preload_entries(environ, preload_file)
-    if not entries:
-        return []
-    wanted = {os.path.realpath(entry) for entry in entries if "/" in entry}
-    names = {entry for entry in entries if "/" not in entry}
-    return [path for path in mapped_libraries(maps)
-            if os.path.basename(path) in names or os.path.realpath(path) in wanted]
+    found: dict[str, Source] = {}
+    for path in mapped_libraries(maps) if entries else ():
+        source = next((source for entry, source in entries if os.path.basename(path) == entry
+                       or "/" in entry and os.path.realpath(path) == os.path.realpath(entry)), None)
+        if source is not None:
+            found[path] = source
+    return found
 
 
 def _inside(path: str, folders: Iterable[str]) -> bool:
@@ -96,17 +135,18 @@ def toolkit_places(toolkit: Toolkit) -> list[str]:
 
 def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
                 preload_file: str = PRELOAD_FILE) -> list[tuple[str, tuple[str, ...]]]:
-    """(preloaded library, the toolkit's symbols it defines, sorted) for every ``preloaded`` library, the symbols
-    being those a mapped library of ``toolkit`` (``toolkit_places``) defines and no other mapped library (the
-    system's) does; a preloaded library of the toolkit itself, or of ``SYSTEM_FOLDERS``, defines none."""
+    """(preloaded library, what it takes of the toolkit's calls, sorted) for every ``preloaded`` library, by its
+    source's ``takes``: the symbols a mapped library of ``toolkit`` (``toolkit_places``) defines, or an audit
+    library's rebinding hooks, less what another mapped library (the system's) defines too; a preloaded library of
+    the toolkit itself, or of ``SYSTEM_FOLDERS``, takes nothing."""
     places = toolkit_places(toolkit)
     first = preloaded(maps, environ, preload_file)
     if not first:
         return []
     libraries = mapped_libraries(maps)
     own = frozenset().union(*(defined_symbols(path) for path in libraries if _inside(path, places)))
-    found = {path: frozenset() if _inside(path, (*places, *SYSTEM_FOLDERS)) else defined_symbols(path) & own
-             for path in first}
+    found = {path: frozenset() if _inside(path, (*places, *SYSTEM_FOLDERS)) else
+             source.takes(defined_symbols(path), own) for path, source in first.items()}
     candidates = frozenset().union(*found.values())
     system = frozenset().union(*(defined_symbols(path) & candidates for path in libraries if candidates
                                  and path not in found and not _inside(path, places)))
@@ -114,21 +154,35 @@ def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = 
 
 
 def preload_labels(found: Iterable[tuple[str, tuple[str, ...]]]) -> list[str]:
-    """Each preloaded library as a header states it: its path, and what it interposes
-    (``/x/libhook.so (defines 2 of the toolkit's symbols: aclrtMemcpy, aclrtSynchronizeStream)``)."""
-    return [path + (f" (defines {len(symbols)} of the toolkit's symbols: {', '.join(symbols[:MAX_NAMED])}"
-                    f"{', ...' if len(symbols) > MAX_NAMED else ''})" if symbols else "")
-            for path, symbols in found]
+    """Each preloaded library as a header states it: its path, and what it takes
+    (``/x/libhook.so (defines 2 of the toolkit's symbols: aclrtMemcpy, aclrtSynchronizeStream)``,
+    ``/x/libaudit.so (an audit library: rebinds calls through la_symbind64)``)."""
+    def takes(symbols: tuple[str, ...]) -> str:
+        named = f"{', '.join(symbols[:MAX_NAMED])}{', ...' if len(symbols) > MAX_NAMED else ''}"
+        if all(AUDIT_HOOK.fullmatch(name) for name in symbols):
+            return f" (an audit library: rebinds calls through {named})"
+        return f" (defines {len(symbols)} of the toolkit's symbols: {named})"
+
+    return [path + (takes(symbols) if symbols else "") for path, symbols in found]
+
+
+def interposer_warning(found: Iterable[tuple[str, tuple[str, ...]]]) -> str:
+    """The warning a run without ``--strict`` gives of the libraries of ``found`` that take the toolkit's calls
+    ("" when none does)."""
+    taking = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
+    return (f"a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: the cases may not run the "
+            f"toolkit's code (--strict refuses this)") if taking else ""
 
 
 def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path) -> None:
-    """Raise PrmgError naming each preloaded library of ``found`` that defines a symbol of the toolkit at ``root``:
+    """Raise PrmgError naming each preloaded library of ``found`` that takes a call of the toolkit at ``root``:
     under ``--strict`` the operator must be the toolkit's code, not a preloaded stand-in's."""
     named = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
     if named:
+        sources = ", ".join(source.name for source in SOURCES)
         raise PrmgError(f"--strict: a preloaded library takes calls meant for the toolkit at {root}: "
-                        f"{'; '.join(named)} (LD_PRELOAD or {PRELOAD_FILE}); run without it, or without --strict "
-                        f"to run the cases anyway (the reports then name it)")
+                        f"{'; '.join(named)} ({sources}, or loaded with RTLD_GLOBAL before it); run without it, or "
+                        f"without --strict to run the cases anyway (the reports then name it)")
 
 
 def foreign_libraries(root: Path, maps: str = "/proc/self/maps", among: Iterable[str] | None = None
@@ -179,20 +233,61 @@ class _DlInfo(ctypes.Structure):
                 ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
 
 
-def resolved_outside(functions: Mapping[str, object], places: Iterable[str]) -> list[tuple[str, str]]:
-    """(name, file) of each ctypes function of ``functions`` whose code ``dladdr`` places in a file outside
-    ``places`` (folders or files, links resolved); [] where ``dladdr`` is missing (not glibc)."""
+def _file_of(address: int, dladdr) -> str:
+    """The file ``dladdr`` places ``address`` in ("" when it cannot say)."""
+    info = _DlInfo()
+    if address and dladdr(ctypes.c_void_p(address), ctypes.byref(info)) and info.dli_fname:
+        return info.dli_fname.decode(errors="replace")
+    return ""
+
+
+def _dladdr():
+    """libc's ``dladdr``, declared; None where it is missing (not glibc)."""
     try:
         dladdr = ctypes.CDLL(None).dladdr
     except (OSError, AttributeError):
-        return []
+        return None
     dladdr.argtypes, dladdr.restype = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)], ctypes.c_int
+    return dladdr
+
+
+def resolved_outside(functions: Mapping[str, object], places: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, file) of each ctypes function of ``functions`` whose code ``dladdr`` places in a file outside
+    ``places`` (folders or files, links resolved); [] where ``dladdr`` is missing (not glibc)."""
+    dladdr = _dladdr()
+    if dladdr is None:
+        return []
     places = list(places)
-    outside = []
-    for name, function in functions.items():
-        info = _DlInfo()
-        if dladdr(ctypes.cast(function, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
-            file = info.dli_fname.decode(errors="replace")
-            if not _inside(file, places):
-                outside.append((name, file))
-    return outside
+    files = {name: _file_of(ctypes.cast(function, ctypes.c_void_p).value or 0, dladdr)
+             for name, function in functions.items()}
+    return [(name, file) for name, file in files.items() if file and not _inside(file, places)]
+
+
+def bound_ahead(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+    """(library, the toolkit's symbols it takes, sorted) for each library of this process that the global scope binds
+    a symbol of ``toolkit``'s mapped libraries to (``dlsym(RTLD_DEFAULT)``, then ``dladdr``) while it lies outside
+    the toolkit and ``SYSTEM_FOLDERS``: a library loaded with ``RTLD_GLOBAL`` before the toolkit (by a
+    ``sitecustomize``, a ``.pth`` file, a conftest's import) comes before it in the global scope, as a preload does,
+    and takes the calls the toolkit's libraries make to each other. [] where ``dladdr`` is missing (not glibc)."""
+    dladdr = _dladdr()
+    if dladdr is None:
+        return []
+    dlsym = ctypes.CDLL(None).dlsym
+    dlsym.argtypes, dlsym.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p
+    places = toolkit_places(toolkit)
+    own = frozenset().union(*(defined_symbols(path) for path in mapped_libraries() if _inside(path, places)))
+    taken: dict[str, list[str]] = {}
+    for name in sorted(own):
+        file = _file_of(dlsym(None, name.encode()) or 0, dladdr)        # RTLD_DEFAULT is the null handle
+        if file and not _inside(file, (*places, *SYSTEM_FOLDERS)) and os.path.realpath(file) != os.path.realpath(
+                sys.executable):
+            taken.setdefault(file, []).append(name)
+    return [(file, tuple(names)) for file, names in taken.items()]
+
+
+def taking(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+    """What of this process takes the toolkit's calls, as runs record it: each ``interposers`` entry (every preloaded
+    library, taking something or not), then each other library ``bound_ahead`` finds."""
+    found = interposers(toolkit)
+    named = {os.path.realpath(path) for path, _ in found}
+    return found + [(path, symbols) for path, symbols in bound_ahead(toolkit) if os.path.realpath(path) not in named]

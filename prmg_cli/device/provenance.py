@@ -218,6 +218,40 @@ def operator_files(toolkit) -> dict:
 
 
 OPP_FIELDS = ("opp", "opp_files", "opp_fingerprint", "opp_portable", "opp_kernels")
+LIBRARY_ROLES = ("runtime", "nnopbase", "op", "geir")     # a toolkit's libraries (``Toolkit.<role>_lib``)
+
+
+def library_stamps(toolkit) -> dict:
+    """``library_stamp`` of each library of ``toolkit``, by role (``LIBRARY_ROLES``; those it has)."""
+    return {role: library_stamp(getattr(toolkit, f"{role}_lib"))
+            for role in LIBRARY_ROLES if getattr(toolkit, f"{role}_lib")}
+
+
+def toolkit_stamp(toolkit) -> dict:
+    """What tells the build of ``toolkit`` a run loads on this host from another, in the shape of a run record's
+    settings (``suite.recorded_settings``): ``libraries`` (``library_stamps``) and ``opp`` (the opp folder, and the
+    count and fingerprint of ``operator_files``)."""
+    files = operator_files(toolkit)
+    return {"libraries": library_stamps(toolkit),
+            "opp": {"path": files["opp"], "files": files["opp_files"], "fingerprint": files["opp_fingerprint"]}}
+
+
+def toolkit_changes(before: dict, toolkit) -> list[str]:
+    """What of ``toolkit``'s files on this host differs now from ``before`` (``toolkit_stamp``'s shape: a run record's
+    settings, or a stamp): each library whose stamp changed, and the operator's kernel and tiling files: a toolkit
+    reinstalled or a kernel rebuilt while the cases ran (a shared host) ran some on each build."""
+    return differences(before, toolkit_stamp(toolkit), toolkit)
+
+
+def differences(before: dict, now: dict, toolkit) -> list[str]:
+    """What differs between two ``toolkit_stamp``s of ``toolkit`` (``before`` may be a run record's settings), as
+    ``toolkit_changes`` names it."""
+    changed = [f"{role} library {getattr(toolkit, f'{role}_lib')}" for role, stamp in now["libraries"].items()
+               if stamp != before.get("libraries", {}).get(role)]
+    opp = before.get("opp", {})
+    if any(now["opp"][key] != opp.get(key) for key in now["opp"]):
+        changed.append(f"the operator's kernel and tiling files under {now['opp']['path']}")
+    return changed
 
 
 def host_name() -> str:

@@ -62,6 +62,7 @@ TOOLKIT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH
 # either existing says an NPU host, where a toolkit is meant even when no default root holds one.
 INSTALL_BASES = ("/usr/local/Ascend",)
 HOME_BASE = "Ascend"
+NPU_NODES = ("/dev/davinci_manager",)      # the NPU driver's device node: this host has NPUs (its driver loaded)
 
 
 @dataclass(frozen=True)
@@ -337,17 +338,22 @@ def runner_kind(toolkit: Toolkit) -> str:
 def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
     """What suggests that a CANN toolkit is meant here, as ``NAME=value`` or the folder: each variable of
     ``TOOLKIT_VARIABLES`` that is set (even empty: ``ASCEND_HOME_PATH=$TYPO``), each other ``ASCEND_*`` variable
-    holding a path (``ASCEND_HOME=/usr/local/Ascend``; not ``ASCEND_RT_VISIBLE_DEVICES=0``), but none naming a
-    folder of an emulator build (the ``opp`` a session of the emulator sets); each default root and install base
-    (``INSTALL_BASES``, ``$HOME/Ascend``) that exists. [] when nothing does (the emulator may stand in)."""
+    holding a path (``ASCEND_HOME=/usr/local/Ascend``; not ``ASCEND_RT_VISIBLE_DEVICES=0``), each ``LD_LIBRARY_PATH``
+    folder holding a CANN runtime (``RUNTIME_NAMES``: a toolkit's ``lib64`` set by hand, a container's ``ENV``), but
+    none naming a folder of an emulator build (the ``opp`` a session of the emulator sets); each default root and
+    install base (``INSTALL_BASES``, ``$HOME/Ascend``) and NPU device node (``NPU_NODES``) that exists. [] when
+    nothing does (the emulator may stand in)."""
     others = sorted(name for name in env if name.startswith("ASCEND_") and name not in TOOLKIT_VARIABLES
                     and "/" in env[name])
     named = [f"{name}={env[name]}" for name in (*TOOLKIT_VARIABLES, *others)
              if name in env and not (env[name] and _in_emulator(env[name]))]
+    searched = [f"LD_LIBRARY_PATH's {entry}" for entry in dict.fromkeys(env.get("LD_LIBRARY_PATH", "").split(":"))
+                if entry and not _in_emulator(entry)
+                and any(os.path.isfile(os.path.join(entry, name)) for name in RUNTIME_NAMES)]
     home = env.get("HOME")
     places = [path for origin, path in _root_candidates(env) if origin == "default" and path] + \
-        [*INSTALL_BASES, *([str(Path(home) / HOME_BASE)] if home else [])]
-    return named + [path for path in places if os.path.exists(path)]
+        [*INSTALL_BASES, *([str(Path(home) / HOME_BASE)] if home else []), *NPU_NODES]
+    return named + searched + [path for path in places if os.path.exists(path)]
 
 
 def _in_emulator(path: str) -> bool:

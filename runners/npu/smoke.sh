@@ -24,8 +24,9 @@
 #                     headers and libraries, a C++ compiler is on PATH), else it is skipped with a line saying why;
 #                     yes: it must run, exit 2 where it cannot (a host set up for graph mode that lost its compiler
 #                     or GE fails the gate instead of skipping); no: it is not run
-# Extra arguments are passed to `prmg run` (e.g. --supported-modes 0,1,2,3, --timeout 120); --runner, --cluster and
-# --devices are refused (exit 2): the gate runs the real operator on this host's devices (PRMG_DEVICES).
+# Extra arguments are passed to `prmg run` (e.g. --supported-modes 0,1,2,3, --timeout 120); --runner, --cluster,
+# --devices, -o/--output and --results are refused (exit 2): the gate runs the real operator on this host's devices
+# (PRMG_DEVICES) and writes its reports where they are read (PRMG_REPORT_DIR).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -34,6 +35,10 @@ for argument in "$@"; do                # prmg takes the last of an option given
         --runner|--runner=*|--cluster|--cluster=*|--devices|--devices=*)     # extra --devices 0 its chips
             echo "smoke.sh: $argument: the gate chooses the runner itself (aclnn, then aclnn+geir) and runs on" \
                  "this host's devices (PRMG_DEVICES, default all)" >&2
+            exit 2 ;;
+        -o|-o*|--output|--output=*|--results|--results=*)     # the gate's JUnit or results sent elsewhere
+            echo "smoke.sh: $argument: the gate writes its reports itself, in PRMG_REPORT_DIR (another -o or" \
+                 "--results would leave an earlier run's files there for CI to read)" >&2
             exit 2 ;;
     esac
 done
