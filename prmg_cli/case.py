@@ -1,7 +1,8 @@
 """The ``Case`` value -- one fully resolved test case -- and the values it holds: how a tensor's inputs are made,
 what the operator must return, the defect it is known to meet. The model floor: plain values, no numpy, read
 by every layer above (the loader ``cases.loader`` makes them). And a case's sizes: the elements of a shape
-(``element_count``) and of a tensor's storage (``storage_elements``), Python integers of any size.
+(``element_count``) and of a tensor's storage (``storage_elements``), Python integers of any size; and what its
+strides make of a view (``expanded_axes``, ``transposed``).
 """
 
 from __future__ import annotations
@@ -151,6 +152,11 @@ class Case:
         """The storage offset (elements) of ``tensor``'s view: ``aclCreateTensor``'s ``offset``."""
         return self.offsets[TENSORS.index(tensor)]
 
+    def expanded_axes(self, tensor: str) -> tuple[int, ...]:
+        """The axes along which ``tensor``'s view repeats one storage row (``expanded_axes``; none when contiguous)."""
+        strides = self.strides_of(tensor)
+        return () if strides is None else expanded_axes(self.shape_of(tensor), strides)
+
     def shape_of(self, tensor: str) -> tuple[int, ...]:
         """The view shape of ``tensor`` (``dy``, ``cos`` or ``sin``)."""
         return {"dy": self.shape, "cos": self.cos_shape, "sin": self.sin_shape}[tensor]
@@ -173,6 +179,22 @@ def element_count(shape: Sequence[int]) -> int:
     for dim in shape:
         count *= max(int(dim), 0)
     return count
+
+
+def expanded_axes(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+    """The axes of length > 1 whose stride is 0: torch's ``expand`` (``cos[None, :, None].expand(B, -1, N, -1)``),
+    every index along them reading the same storage elements (none for an empty view)."""
+    if any(dim <= 0 for dim in shape):
+        return ()
+    return tuple(axis for axis, (dim, stride) in enumerate(zip(shape, strides)) if dim > 1 and stride == 0)
+
+
+def transposed(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether the view's axes walk its storage out of their order: the strides of its axes of length > 1 (stride-0
+    ones aside) do not fall from the first axis to the last, as ``q.transpose(1, 2)`` of a BNSD q, a BSND view whose
+    S steps by D and N by S*D (``[B, S, N, D]`` at strides ``[N*S*D, D, S*D, 1]``)."""
+    steps = [stride for dim, stride in zip(shape, strides) if dim > 1 and stride != 0]
+    return any(earlier < later for earlier, later in zip(steps, steps[1:]))
 
 
 def storage_elements(case: Case, tensor: str = "dy") -> int:

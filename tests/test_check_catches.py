@@ -47,6 +47,8 @@ CASES = """
    sin_strides: [32, 16, 16, 2]}
 - {name: fwd_strided_at_offsets, op: forward, shape: [1, 2, 3, 8], cos_shape: [1, 2, 1, 4], partial_slice: [4, 8],
    dy_strides: [64, 32, 8, 1], dy_offset: 8, cos_strides: [16, 8, 8, 1], sin_strides: [16, 8, 8, 1], sin_offset: 4}
+- {name: fwd_transposed_expanded, op: forward, shape: [2, 3, 2, 8], cos_shape: [2, 3, 1, 8], dy_strides: [48, 8, 24, 1],
+   cos_strides: [0, 8, 8, 1], sin_strides: [0, 8, 8, 1]}
 """
 # They end or poison the process (leak_device_memory: its device memory, until aclFinalize): run-level tests.
 PROCESS_FAULTS = ("crash", "hang", "device_fault", "leak_device_memory")

@@ -455,9 +455,12 @@ def test_the_readme_example_case_file_runs_green(tmp_path):
 
 def test_validate_and_coverage_fit_80_columns(tmp_path, capsys, monkeypatch):
     """At COLUMNS=80 the summary of ``prmg validate`` and every line of ``prmg coverage``'s table fit 80 columns (the
-    example case name gives way before a class's reason); a wider screen keeps the 24-character examples."""
+    example case name gives way before a class's reason, then the reason: the forward's class names, such as 'A2/A3:
+    slice outside [0, D]', left a reason kept at 20 characters 83 columns); a wider screen keeps the 24-character
+    examples."""
     path = tmp_path / "c.yaml"
-    path.write_text("- {name: a_rather_long_case_name_of_the_half_mode, shape: [1, 2, 2, 16], rotary_mode: half}\n")
+    path.write_text("- {name: a_rather_long_case_name_of_the_half_mode, shape: [1, 2, 2, 16], rotary_mode: half}\n"
+                    "- {name: forward_half, op: forward, shape: [1, 2, 2, 16], rotary_mode: half}\n")
     monkeypatch.setenv("COLUMNS", "80")
     for command in ("validate", "coverage"):
         code, out, _ = run_in_process(capsys, monkeypatch, command, path)

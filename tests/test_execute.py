@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT, prmg, prmg_here
 from prmg_cli.cases.loader import Case, load_cases
 from prmg_cli.device.execute import Wedging, memory_need, shard
+from prmg_cli.files import MiB
 
 MANY = """
 defaults: {dtype: float16, cos_shape: [1, 1, 1, 16], partial_slice: [8, 24]}
@@ -390,6 +391,21 @@ def test_a_one_tebibyte_case_is_refused_fast(tmp_path):
     assert report["cases"][0]["status"] == "error"
     assert "--max-memory" in report["cases"][0]["message"]
     assert "not attempted" in report["cases"][0]["message"]
+
+
+def test_the_memory_limit_counts_what_a_view_at_an_offset_holds(tmp_path):
+    """A 96-element view at an offset of 2**24 float32 elements (64 MiB of storage): the run holds each storage three
+    times (its array, the image uploaded, the read-back) and the outside-view check's masks, and the emulator's device
+    memory is the same host's; the estimate counted the storage twice and compared host and device apart (a worker
+    peaked at 4.7 times the storage, 1.2 GiB at an offset of 2**26, where the limit saw 0.5 GiB: an offset just under
+    half the machine's memory asked for more than all of it). Refused under --max-memory 200M, not attempted."""
+    path = tmp_path / "offset.yaml"
+    path.write_text("- {name: far, op: forward, shape: [2, 3, 2, 8], dy_offset: 16777216}\n")
+    host, device = memory_need(load_cases([str(path)])[0])
+    assert host >= 3 * 64 * MiB + 3 * 16 * MiB and device >= 64 * MiB
+    result, report = run_json(path, "--max-memory", "200M")
+    assert result.returncode == 1 and report["cases"][0]["status"] == "error"
+    assert "(one memory: the emulator), over --max-memory 0.20 GiB; not attempted" in report["cases"][0]["message"]
 
 
 def _settings():

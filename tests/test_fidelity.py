@@ -70,6 +70,8 @@ def test_slice_lists_are_passed_as_written_and_act_as_the_tiling_reads_them():
     ({"sin_strides": "x"}, "sin_strides", "expected a list of non-negative int64 integers"),
     ({"cos_strides": [24, 4, 8, 1]}, "cos_strides", "put two elements of the [1, 3, 1, 8] view on one storage"),
     ({"dy_strides": [96, 32, 16, 2]}, "dy_strides", "put two elements of the [2, 3, 2, 16] view on one storage"),
+    ({"dy_strides": [0, 16, 16, 1]}, "dy_strides", "dy is written in place"),
+    ({"cos_strides": [0, 8, 8, 2]}, "cos_strides", "a stride of 0, torch's expand, is the one overlap taken"),
     ({"partial_slice": list(range(17))}, "partial_slice", "a list of 0 to 16 integers"),
     ({"null": ["partial_slice"]}, "partial_slice", "holds no values: drop one of them"),
     ({"builds": ["abc"]}, "builds", "unknown build 'abc'"),
@@ -220,6 +222,24 @@ def test_the_runner_lays_a_view_at_its_offset_and_watches_the_storage_before_it(
     assert acl._outside_view("dy", storage, after, dy) == \
         ["dy storage changed before its offset (5 elements) at element 2, first of 1"]
     assert acl._outside_view("dy", storage, storage, dy) == []
+
+
+def test_a_stride_on_an_axis_of_one_element_may_be_any(emulator):
+    """An axis of one element never steps, so its stride may be any the format takes: a run with cos_strides
+    [2**62, 1, 1, 1] (cos [1, 1, 1, L]) ended in exit 3 and a traceback (numpy's view took 2**62 times the item's
+    bytes, past int64: fuzzing the run's case fields, session 9); it is laid out as the contiguous table it is, in
+    the forward (which takes strided views) too, and judged."""
+    from prmg_cli.device.execute import RunSettings, run_case
+
+    far = 2 ** 62
+    cases = [case_of(cos_strides=[far, 8, 8, 1]), case_of(op="forward", shape=[1, 3, 2, 16], dy_strides=[far, 32, 16, 1])]
+    layout = acl._layout(cases[1], "dy")
+    values = np.arange(96, dtype=np.float32).reshape(layout.view_dims)
+    assert np.array_equal(acl._from_storage(acl._to_storage(values, layout), layout), values)
+    with AclSession(emulator, 0) as session:
+        for case in cases:
+            result = run_case(session, case, RunSettings(toolkit=emulator))[0]
+            assert result.status == "passed", result.message
 
 
 @pytest.mark.verdict
@@ -438,3 +458,58 @@ def test_graph_mode_says_what_each_tiling_makes_of_an_empty_slice_list():
     grad, forward = (graph_case(case_of(op=op, partial_slice=[], expect={"error": 561103}), TODAY)
                      for op in ("grad", "forward"))
     assert "past the end of a list of none" in grad and "[0, D)" in forward and "past the end" not in forward
+
+
+# Transposed and expanded views (issue 33, a ninth look): what real callers pass besides sliced rows. A BNSD caller
+# hands the operator q.transpose(1, 2), a BSND view at permuted strides, and tables made with torch's expand (stride 0).
+TRANSPOSED = [48, 8, 24, 1]                 # [2, 3, 2, 8] viewed from BNSD storage [2, 2, 3, 8]
+VIEWS = {"shape": [2, 3, 2, 8], "partial_slice": [0, 8], "broadcast": None}
+
+
+def test_expanded_tables_are_read_and_repeat_their_row_along_the_axis():
+    """A stride of 0 on an axis of length > 1 is torch's expand: taken for cos and sin (each index along it reads one
+    storage row, so the made inputs repeat index 0 there, and the storage holds that row once), refused for dy."""
+    from prmg_cli.case import expanded_axes, storage_elements, transposed
+
+    case = case_of(**VIEWS, op="forward", cos_shape=[2, 3, 1, 8], cos_strides=[0, 8, 8, 1], sin_strides=[0, 8, 0, 1])
+    assert case.expanded_axes("cos") == (0,) and case.expanded_axes("sin") == (0,) and case.expanded_axes("dy") == ()
+    assert storage_elements(case, "cos") == 24                  # one [3, 8] row per position, shared by both b
+    inputs = make_inputs(case)
+    for table in (inputs.cos, inputs.sin):
+        assert np.array_equal(table[0], table[1]) and not np.array_equal(table[0, 0], table[0, 1])
+    assert np.array_equal(make_inputs(case_of(**VIEWS, op="forward", cos_shape=[2, 3, 1, 8])).cos[0], inputs.cos[0])
+    assert expanded_axes((2, 1, 4), (0, 0, 1)) == (0,) and expanded_axes((0, 2), (0, 0)) == ()
+    assert transposed((2, 3, 2, 8), TRANSPOSED) and not transposed((2, 3, 2, 8), (64, 16, 8, 1))
+    assert not transposed((1, 3, 1, 8), (1, 8, 99, 1)) and not transposed((2, 3, 1, 8), (0, 8, 8, 1))
+
+
+@pytest.mark.verdict
+def test_transposed_and_expanded_views_are_refused_at_the_grads_launch_and_taken_by_the_forward():
+    """nnopbase's IsContiguousShape: a permuted view and a stride-0 axis of length > 1 are not contiguous, so the grad
+    (no AutoContiguous) is refused at the launch (561000) and the forward (AutoContiguous) takes both."""
+    views = {"dy": case_of(**VIEWS, cos_shape=[1, 3, 1, 8], dy_strides=TRANSPOSED),
+             "cos": case_of(**VIEWS, cos_shape=[2, 3, 1, 8], cos_strides=[0, 8, 8, 1], sin_strides=[0, 8, 8, 1])}
+    for tensor, case in views.items():
+        assert (expected_status(case, TODAY), expected_phase(case, TODAY)) == (561000, "launch")
+        assert violation_details(case, TODAY)[0].rule == f"{tensor} not contiguous"
+        assert expected_status(dataclasses.replace(case, op="forward"), TODAY) == 0
+
+
+@pytest.mark.verdict
+def test_transposed_and_expanded_views_are_classes_of_the_forward():
+    """Each is a storage class of the forward (whose AutoContiguous copies must walk the view's axes and repeat an
+    expanded row); an expanded axis is no axis along which the tables vary."""
+    from prmg_cli.ops.regimes import regimes
+
+    transposed = facts(case_of(**VIEWS, op="forward", cos_shape=[1, 3, 1, 8], dy_strides=TRANSPOSED))
+    expanded = facts(case_of(**VIEWS, op="forward", cos_shape=[2, 3, 1, 8], cos_strides=[0, 8, 8, 1]))
+    assert (transposed.transposed, transposed.expanded, expanded.transposed, expanded.expanded) == \
+        ({"dy"}, set(), set(), {"cos"})
+    assert "B" not in expanded.varies and "B" in facts(case_of(**VIEWS, op="forward", cos_shape=[2, 3, 1, 8])).varies
+    classes = {op: {regime.key: regime for regime in regimes(op)} for op in ("grad", "forward")}
+    assert classes["forward"]["storage: x transposed"].test(transposed)
+    assert not classes["forward"]["storage: x transposed"].test(expanded)
+    assert classes["forward"]["storage: cos/sin expanded"].test(expanded)
+    assert not classes["forward"]["storage: cos/sin expanded"].test(transposed)
+    assert not {"storage: x transposed", "storage: cos/sin expanded"} & set(classes["grad"])
+

@@ -441,7 +441,8 @@ def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph
             assert combined.status in ("passed", "xfailed"), (case.name, combined.message)
             assert single.path == "geir" and combined.path == "aclnn+geir" and set(combined.paths) == {"aclnn", "geir"}
             if isinstance(expected, str):                 # why: the rule's own reason (a strided tensor, a short list)
-                why, wrong = ("GE's tensors are dense", "list") if "contiguous" in case.name else \
+                strided = any(case.strides_of(tensor) is not None for tensor in ("dy", "cos", "sin"))
+                why, wrong = ("GE's tensors are dense", "list") if strided else \
                     ("no certain answer", "dense") if case.expect.success else ("past the end of a list of", "dense")
                 assert single.status == "skipped" and why in single.message and wrong not in single.message
             elif not case.known_defect and not case.expect.success:
@@ -584,3 +585,46 @@ def test_done_when_smoke_and_every_shipped_case_through_graph_mode(tmp_path):
                        env={"PRMG_EMU_FAULT": "geir_slice_dropped"})
     assert result.returncode == 1 and "; geir (graph mode) disagrees with the golden: " in result.stdout
     assert (saved / "geir" / "smoke.worked_example" / "actual.npy").is_file() and not (saved / "aclnn").exists()
+
+
+# What each graph-only fault can change, and so where --runner aclnn+geir must see it: a case graph mode runs to
+# success (the output copied past the caller's buffer), one whose result differs from its dy (the slice dropped to the
+# IR default {0, 0}, a no-op; the ref output written into the caller's input), one whose tiling runs (the mode dropped
+# to the IR default 0, half, which today's target refuses: nnopbase runs no tiling for an empty dy, and the twin none).
+CHANGES = {
+    "geir_output_overrun": lambda case: True,
+    "geir_slice_dropped": lambda case: _moves(case),
+    "geir_input_written": lambda case: _moves(case),
+    "geir_mode_dropped": lambda case: 0 not in case.shape,
+}
+
+
+def _moves(case) -> bool:
+    """Whether ``case``'s result differs from its dy: a slice of some length, and dy, cos and sin with elements."""
+    written = case.slice_argument()
+    return bool(written) and written[1] > written[0] and all(0 not in case.shape_of(tensor)
+                                                             for tensor in ("dy", "cos", "sin"))
+
+
+@pytest.mark.parametrize("fault", sorted(CHANGES))
+def test_the_differential_catches_each_graph_fault_on_every_class_it_can_change(fault, tmp_path):
+    """The cover suite's pass cases (a case for each class) through --runner aclnn+geir with a graph-only fault: every
+    one graph mode has a form of, and the fault can change (``CHANGES``), fails; those it cannot change pass, so that
+    graph mode's no-ops (an empty slice or tensor) are seen to be where the differential is blind, not a gap."""
+    import yaml
+
+    from prmg_cli.cases.loader import case_to_dict
+
+    passing = [case for case in load_cases([ROOT / "cases" / "cover.yaml"]) if case.expect.success]
+    cover = tmp_path / "cover_pass.yaml"
+    cover.write_text(yaml.safe_dump({"cases": [case_to_dict(case) for case in passing]}, sort_keys=False))
+    result = prmg_here("run", cover, "--runner", "aclnn+geir", "--report", "json", env={"PRMG_EMU_FAULT": fault})
+    records = {record["name"]: record for record in json.loads(result.stdout)["cases"]}
+    reachable = [case for case in passing if case.known_defect is None
+                 and not isinstance(graph_case(case, frozenset({1})), str)
+                 and records[case.name]["status"] != "skipped"]
+    changed = [case.name for case in reachable if CHANGES[fault](case)]
+    assert result.returncode == 1 and len(changed) >= 100, (fault, len(changed))
+    assert [name for name in changed if records[name]["status"] not in ("failed", "error")] == [], fault
+    unchanged = [case.name for case in reachable if not CHANGES[fault](case)]
+    assert all(records[name]["status"] == "passed" for name in unchanged), fault

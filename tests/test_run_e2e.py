@@ -292,6 +292,9 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "zero_cos_skip": "where the golden is nan", "flush_small": "over budget",
     # an eighth look: the forward's copies of a strided view from its storage's start (vllm-ascend's heads of a rank)
     "fwd_staged_offset": "x storage changed before its offset",
+    # a ninth look: a transposed x (q.transpose(1, 2)) read in place as if contiguous; an expanded table's row copied
+    # once
+    "fwd_dense_in_place": "over budget", "fwd_expand_once": "hold the workspace poison",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 STRICT_CATCH = {"round_up", "cast_away"}    # within every element's budget: only the error balance, a warning, sees it

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import dtypes
-from ..case import CONTIGUOUS_STORAGE, Case
+from ..case import CONTIGUOUS_STORAGE, Case, transposed
 from ..errors import PrmgError
 from ..inputs import npyfile
 from ..inputs.seeded import drawn_prefix, rope_angles
@@ -250,12 +250,16 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
         strided=strided["dy"], strided_tables=strided["cos"] or strided["sin"],
         offsets=frozenset(tensor for tensor in TENSORS if case.offset_of(tensor) and not strided[tensor]),
         strided_offsets=frozenset(tensor for tensor in TENSORS if case.offset_of(tensor) and strided[tensor]),
+        transposed=frozenset(tensor for tensor in TENSORS if strided[tensor]
+                             and transposed(case.shape_of(tensor), case.strides_of(tensor))),
+        expanded=frozenset(tensor for tensor in TENSORS if case.expanded_axes(tensor)),
         slice_list="null" if written is None else "longer" if len(written) > 2 else "pair",
         partners_differ=_partners_differ(case),
         B=batch, S=positions, N=heads, D=depth, cos_rows=math.prod(case.cos_shape[:3]),
         start=case.partial_slice[0], end=case.partial_slice[1], itemsize=dtypes.bit_width(case.dtype) // 8,
         varies=frozenset(axis for index, axis in enumerate("BSN")
                          if case.cos_shape[index] == case.shape[index] > 1
+                         and not any(index in case.expanded_axes(tensor) for tensor in ("cos", "sin"))
                          and all(_varies(case, tensor, index) for tensor in ("cos", "sin"))),
         values=_special_values(case), **elsewhere)
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import dtypes
+from ..case import expanded_axes
 from ..errors import PrmgError, suggest
 from ..inputs import npyfile
 from ..judging.checks import CHECKS, check_names
@@ -508,16 +509,26 @@ def parse_null(value, where: Where) -> tuple[str, ...]:
 
 def parse_strides(value, shape: tuple[int, ...], where: Where, key: str = "dy_strides") -> tuple[int, ...]:
     """A tensor's element strides (``key``: ``dy_strides``, ``cos_strides``, ``sin_strides``): one non-negative
-    int64 per axis of its ``shape``, no two elements of the view on one storage element (``overlapping``)."""
+    int64 per axis of its ``shape``. A stride of 0 on an axis of length > 1 is torch's ``expand`` (``case
+    .expanded_axes``), which cos and sin may have (each index along it reads the same row); dy, written in place, may
+    not (torch refuses an in-place write through it). No other two elements of the view share a storage element
+    (``overlapping``: prmg draws a value per storage element)."""
     if not (isinstance(value, list) and all(is_int(v) and 0 <= v <= INT64_MAX for v in value)):
         raise where.error(key, f"expected a list of non-negative int64 integers, got {show(value)}")
     if len(value) != len(shape):
         raise where.error(key, f"expected {plural(len(shape), 'stride')} (one per axis of its shape), "
                                f"got {len(value)}")
-    if overlapping(shape, value):
-        raise where.error(key, f"strides {value} put two elements of the {list(shape)} view on one storage element: "
-                               f"prmg draws a value per element, which such storage cannot hold (a stride-0 "
-                               f"broadcast or overlapping rows); give strides that keep the elements apart")
+    expanded = expanded_axes(shape, value)
+    if expanded and key == "dy_strides":
+        raise where.error(key, f"strides {value} expand the {list(shape)} view along axis "
+                               f"{', '.join(map(str, expanded))} (stride 0): dy is written in place, and an in-place "
+                               f"write through an expanded view puts several results on one storage element (torch "
+                               f"refuses it); only cos and sin may be expanded")
+    if overlapping([1 if axis in expanded else dim for axis, dim in enumerate(shape)], value):
+        raise where.error(key, f"strides {value} put two elements of the {list(shape)} view on one storage element "
+                               f"(overlapping rows; a stride of 0, torch's expand, is the one overlap taken): prmg "
+                               f"draws a value per element, which such storage cannot hold; give strides that keep "
+                               f"the elements apart")
     return tuple(value)
 
 

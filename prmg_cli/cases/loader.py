@@ -34,7 +34,7 @@ written twice in one mapping are refused (``yamlfile``). Mistakes are reported a
 | ``tags`` | list of words (letters, digits, ``_ . -``), for ``--tag`` selection (any listed tag selects) |
 | ``format`` | negative cases: aclFormat of all tensors, ``ND NCHW NHWC NC1HWC0 FRACTAL_Z FRACTAL_NZ`` (``ND``) |
 | ``null`` | arguments passed as NULL pointers, e.g. ``null: [cos]`` (a tensor: negative cases) or ``null: [partial_slice]`` (the key YAML reads as null is this key) |
-| ``dy_strides`` / ``cos_strides`` / ``sin_strides`` | a tensor's element strides, one per axis (contiguous), no two elements on one storage element: the grad refuses a non-contiguous tensor at the launch, the forward takes it (AutoContiguous) |
+| ``dy_strides`` / ``cos_strides`` / ``sin_strides`` | a tensor's element strides, one per axis (contiguous), no two elements on one storage element but along a stride-0 axis of cos or sin (torch's expand): the grad refuses a non-contiguous tensor at the launch, the forward takes it (AutoContiguous) |
 | ``dy_offset`` / ``cos_offset`` / ``sin_offset`` | a tensor's storage offset in elements (0): the view starts that far into its storage (torch's ``x[1:]``), passed as ``aclCreateTensor``'s ``offset``; the storage before it must come back untouched |
 | ``builds`` | the upstream builds the case's expectation holds for (every build): ``base e9f0541c 2b888cdb`` (``targets.BUILDS``); on a toolkit of another or unknown build a failed expectation is reported as depending on the build |
 | ``note`` | one line: what the case pins (the behaviour, build or document it matches), shown with its result |

@@ -349,6 +349,11 @@ def _users() -> dict:
              dtype="bfloat16", inputs=uniform,
              note="vllm-ascend's DeepSeek-V4 kv: kv.view(-1, 1, 1, 512), one head, a table row per token row (the "
                   "tables as large as dy)"),
+        case("hf_bnsd_q_transposed_bf16", op="forward", shape=(2, 16, 4, 64), broadcast="BS1D", dtype="bfloat16",
+             inputs=uniform, dy_strides=(4096, 64, 1024, 1), cos_strides=(0, 64, 64, 1), sin_strides=(0, 64, 64, 1),
+             note="a Hugging Face style caller: q of [batch, heads, seq, 64] (BNSD) passed as q.transpose(1, 2), a "
+                  "BSND view at strides [4096, 64, 1024, 1], and cos, sin of [seq, 64] as "
+                  "c[None, :, None].expand(2, -1, -1, -1) (stride 0 along B): AutoContiguous copies all three"),
         case("dsv4_o_inverse_rope_cp_heads_bf16", op="forward", shape=(16, 1, 4, 512), broadcast="B11D",
              partial_slice=(448, 512), dtype="bfloat16", inputs=uniform, dy_strides=(4096, 2048, 512, 1),
              dy_offset=4 * 512,
@@ -471,6 +476,14 @@ def _negative() -> dict:
         case("bad_broadcast_B", cos_shape=(3, 1, 1, 8), expect=tiling),
         case("empty_slice_ok", cos_shape=(1, 1, 1, 2), partial_slice=(7, 7)),
         case("cos_not_contiguous", cos_strides=(32, 16, 16, 1), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"}),
+        case("dy_transposed", shape=(2, 3, 2, 8), cos_shape=(1, 3, 1, 8), partial_slice=(0, 8),
+             dy_strides=(48, 8, 24, 1), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"},
+             note="dy = g.transpose(1, 2) of a BNSD gradient: a BSND view at strides [48, 8, 24, 1], dense but not "
+                  "contiguous: nnopbase refuses it at the launch (no AutoContiguous), dy untouched"),
+        case("cos_expanded", shape=(2, 3, 2, 8), cos_shape=(2, 3, 1, 8), partial_slice=(0, 8),
+             cos_strides=(0, 8, 8, 1), sin_strides=(0, 8, 8, 1), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"},
+             note="cos, sin = c.expand(2, -1, -1, -1) of [1, 3, 1, 8] tables: stride 0 along B is not contiguous "
+                  "(IsContiguousShape): nnopbase refuses them at the launch"),
         case("sin_not_contiguous", sin_strides=(32, 16, 16, 2), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"}),
     ]
     cases += slice_list_cases(case)
@@ -589,6 +602,14 @@ def _forward() -> dict:
     cases.append(case("tables_chunked_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
                       cos_strides=(48, 16, 16, 1), sin_strides=(48, 16, 16, 1), sin_offset=8,
                       note="cos, sin = cos_sin.chunk(2, -1) of a [1, 3, 1, 16] table: rows 16 apart, sin 8 into each"))
+    cases.append(case("x_transposed_works", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
+                      dy_strides=(96, 16, 48, 1), dtype="bfloat16",
+                      note="x = q.transpose(1, 2) of a BNSD q [2, 2, 3, 16]: a BSND view at strides [96, 16, 48, 1], "
+                           "dense but not contiguous; AutoContiguous copies it in and back in the view's order"))
+    cases.append(case("tables_expanded_work", shape=(2, 3, 2, 16), broadcast="BS1D", partial_slice=(4, 12),
+                      cos_strides=(0, 8, 8, 1), sin_strides=(0, 8, 8, 1), dtype="float16",
+                      note="cos = c.expand(2, -1, -1, -1) of a [1, 3, 1, 8] table, sin alike: stride 0 along B, one "
+                           "storage row per position; AutoContiguous repeats it for each b"))
     invalid, nullptr, tiling = "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_INNER_TILING_ERROR"
     base = dict(shape=(2, 2, 2, 16), broadcast="B1ND", partial_slice=(4, 12))
     negative = lambda name, extra=(), **options: case(name, tags + ("negative",) + tuple(extra),  # noqa: E731

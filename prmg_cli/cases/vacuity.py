@@ -1,5 +1,6 @@
-"""Whether a case can fail at all, and which broadcast faults it can see (``prmg gen-case`` asks before it writes
-one: ``case_writer``).
+"""Whether a case can fail at all, which broadcast faults it can see (``prmg gen-case`` asks before it writes
+one: ``case_writer``), and the warning a run would give of its inputs (``weak_warning``: ``prmg validate`` and
+``prmg gen-case`` say it).
 
 A pass case is **vacuous** when the unchanged input already passes its standard (``judge.judge_result`` of the
 input itself): a kernel that does nothing passes it -- e.g. a RoPE table at position 0 only (S = 1, offset 0),
@@ -11,6 +12,8 @@ Cases over ``MAX_ELEMENTS`` are not looked at (their inputs would take long to d
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..case import Case
@@ -18,6 +21,8 @@ from ..dtypes import bits
 
 AXES = "BSN"
 MAX_ELEMENTS = 1 << 24
+# The largest dy ``weak_warning`` makes inputs for (16 MiB of float32): ``prmg run`` sees it in every case.
+VALIDATE_ELEMENTS = 1 << 22
 
 
 def vacuous(case: Case, inputs) -> str:
@@ -53,3 +58,21 @@ def weak_spots(case: Case) -> tuple[str, list[str]]:
     inputs = make_inputs(case)
     with np.errstate(all="ignore"):
         return vacuous(case, inputs), blind_axes(case, inputs)
+
+
+def weak_warning(case: Case) -> str | None:
+    """For a pass case (of at most ``VALIDATE_ELEMENTS`` elements) the warning its run would give of its inputs:
+    ``judge.PARTNERS_ALIKE_WARNING`` when its sin is alike at both lanes of every pair without a word why
+    (``judge.partners_alike_warned``: a RoPE table), ``judge.SIGN_HIDDEN_WARNING`` when its tolerance or values hide
+    the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden); else None."""
+    from ..inputs.seeded import make_inputs
+    from ..judging.judge import PARTNERS_ALIKE_WARNING, SIGN_HIDDEN_WARNING, partners_alike_warned, sign_hidden
+    from ..judging.standards import standard_of
+
+    if not case.expect.success or case.known_defect or math.prod(case.shape) > VALIDATE_ELEMENTS:
+        return None
+    inputs = make_inputs(case)
+    if partners_alike_warned(case, inputs):
+        return PARTNERS_ALIKE_WARNING
+    judged = (case.standard, case.tolerance) if case.golden else (None, ())
+    return SIGN_HIDDEN_WARNING if sign_hidden(case, inputs, standard_of(judged[0]), dict(judged[1])) else None

@@ -101,8 +101,10 @@ def skipped_today(cases: list[dict]) -> list[str]:
 def check_strength(case: dict, notes: list) -> None:
     """Refuse (PrmgError) a generated pass case that cannot fail (``vacuity.vacuous``); add to ``notes`` a
     warning naming each axis along which its cos/sin cannot show a broadcast fault (``vacuity.blind_axes``), with
-    how to give each request its own position. A case with ``file:`` inputs (read once written) is not looked at."""
-    from ..cases.vacuity import weak_spots
+    how to give each request its own position, and the warning ``prmg validate`` and its run would give of its inputs
+    (``vacuity.weak_warning``: a sin alike at both lanes of every pair, a sign of sin its values hide). A case with
+    ``file:`` inputs (read once written) is not looked at."""
+    from ..cases.vacuity import weak_spots, weak_warning
 
     if any("file" in spec for spec in case.get("inputs", {}).values()):
         return
@@ -121,6 +123,9 @@ def check_strength(case: dict, notes: list) -> None:
         hint = f"; give {per_request}" if axis == "B" and rope else ""
         notes.append(f"warning: case '{case['name']}': cos and sin are the same for every {axis.lower()} ({axis} = "
                      f"{count}): a kernel reading the first row for all of them (a broadcast fault) passes it{hint}")
+    weak = weak_warning(value)
+    if weak:
+        notes.append(f"warning: case '{case['name']}': {weak}")
 
 
 def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:

@@ -24,7 +24,7 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
     """Per operator a header line, then per axis its name and one line per class: its name, how many cases
     cover it (``MISSING`` when none), one of them, and its reason, cut to ``columns`` (the command passes the
     screen's width, ``outputs.screen.width()``; None, as under ``--wide``: nothing is cut; the example gives way
-    before the reason); a line saying so when a reason was cut (the whole reasons are what a newcomer reads); the
+    before the reason, down to ``MIN_EXAMPLE``, then the reason to what the width leaves); a line saying so when a reason was cut (the whole reasons are what a newcomer reads); the
     summary line (counting the missing classes, wrapped to ``columns``) last."""
     lines, cut = [], False
     for item in coverages:
@@ -43,7 +43,7 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
             line = (f"  {entry.regime.name:<{names}}  {entry.count if entry.count else 'MISSING':>7}  "
                     f"{example if columns is None else _fit(example, examples):<{examples}}  ")
             reason = entry.regime.reason if columns is None else _fit(entry.regime.reason,
-                                                                       max(columns - len(line), MIN_REASON))
+                                                                       max(columns - len(line), 1))
             cut = cut or reason != entry.regime.reason
             lines.append(line + reason)
         lines.append("")

@@ -67,7 +67,8 @@ def main(request) -> int:
     that cannot fail (its unchanged input already passes: cos = 1 and sin = 0 at position 0) is refused, and a
     case whose cos/sin are the same along a broadcast axis (a decode table with one position for every request)
     gets a warning on stderr: a broadcast fault would pass it. Give per-request positions with
-    cos=rope:BASE:P1;P2;... (one per B index of the table).
+    cos=rope:BASE:P1;P2;... (one per B index of the table). Any warning prmg validate would give of the case (a sin
+    alike at both lanes of every pair, a sign of sin its values hide) is on stderr too.
     """
     import dataclasses
     import sys

@@ -39,7 +39,7 @@ OPTIONS = (
            "to --results, which then gets a copy of each result taken).", "FILE", path=True),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
-           "SIZE (e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
+           "SIZE (the emulator's: both together; e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
     Option("strict", ("--strict",), False, "Warnings (e.g. a vacuous case whose input already passes) fail their "
            "cases.", kind=bool, plugin=True),
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "
@@ -101,7 +101,7 @@ EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 def main(request) -> int:
     """Run case files against the operator and judge every result.
 
-    The report's last line is the summary, e.g. `731 passed, 0 failed, 2 xfailed, 84 skipped`. Exit code 0
+    The report's last line is the summary, e.g. `738 passed, 0 failed, 2 xfailed, 84 skipped`. Exit code 0
     when nothing failed, 1 when a case failed, errored, xpassed or did not run, 2 for usage or case-file
     errors, 5 when no case is selected (or every case was skipped), 130/143 when interrupted or terminated
     (the partial report is printed and the results file keeps what finished).

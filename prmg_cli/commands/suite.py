@@ -20,6 +20,7 @@ from typing import Sequence
 
 from .. import __version__
 from ..case import Case
+from ..cases import vacuity
 from ..cases.loader import (check_files, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
                             validate)
 from ..device import execute, provenance
@@ -66,7 +67,7 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
     warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
                 for text in (constraints.expectation_warning(case, modes),
-                             case.known_defect and case.known_defect.unjudged(), weak_warning(case)) if text]
+                             case.known_defect and case.known_defect.unjudged(), vacuity.weak_warning(case)) if text]
     verb = "is" if len(cases) == 1 else "are"
     npy = len(file_inputs(cases))
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
@@ -74,28 +75,6 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
                f"{mode_list(modes)}" + (f"; {plural(npy, '.npy file')} read by file: inputs, each from inside its "
                                         f"case file's folder" if npy else "") + ")")
     return "\n".join(warnings + wrap(summary, width()))
-
-
-# The largest dy ``prmg validate`` makes inputs for to see whether a case is weak (``weak_warning``; 16 MiB of float32):
-# ``prmg run`` sees it in every case.
-VALIDATE_ELEMENTS = 1 << 22
-
-
-def weak_warning(case: Case) -> str | None:
-    """For a pass case (of at most ``VALIDATE_ELEMENTS`` elements) the warning its run would give of its inputs:
-    ``judge.PARTNERS_ALIKE_WARNING`` when its sin is alike at both lanes of every pair without a word why
-    (``judge.partners_alike_warned``: a RoPE table), ``judge.SIGN_HIDDEN_WARNING`` when its tolerance or values hide
-    the sign of sin (``judge.sign_hidden``, by its own standard, or ``default`` without the golden); else None."""
-    from ..inputs.seeded import make_inputs
-    from ..judging.judge import PARTNERS_ALIKE_WARNING, SIGN_HIDDEN_WARNING, partners_alike_warned, sign_hidden
-
-    if not case.expect.success or case.known_defect or math.prod(case.shape) > VALIDATE_ELEMENTS:
-        return None
-    inputs = make_inputs(case)
-    if partners_alike_warned(case, inputs):
-        return PARTNERS_ALIKE_WARNING
-    judged = (case.standard, case.tolerance) if case.golden else (None, ())
-    return SIGN_HIDDEN_WARNING if sign_hidden(case, inputs, standard_of(judged[0]), dict(judged[1])) else None
 
 
 def parse_size(text: str) -> int:

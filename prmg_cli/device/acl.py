@@ -511,12 +511,13 @@ def _outside_view(name: str, before: np.ndarray, after: np.ndarray, layout: _Lay
 
 
 def _view(storage: np.ndarray, layout: _Layout) -> np.ndarray:
-    """``storage`` seen through ``layout`` (view dims and element strides, from its offset)."""
+    """``storage`` seen through ``layout`` (view dims and element strides, from its offset). An axis of one element
+    never steps: its stride, which may be any (2**62 times an item's bytes is past numpy's int64), is taken as 0."""
     if storage.size == 0 or 0 in layout.view_dims:
         return np.zeros(layout.view_dims, dtype=storage.dtype)
     itemsize = storage.dtype.itemsize
-    return np.lib.stride_tricks.as_strided(storage[layout.offset:], shape=layout.view_dims,
-                                           strides=tuple(stride * itemsize for stride in layout.strides))
+    return np.lib.stride_tricks.as_strided(storage[layout.offset:], shape=layout.view_dims, strides=tuple(
+        stride * itemsize if dim > 1 else 0 for dim, stride in zip(layout.view_dims, layout.strides)))
 
 
 def _shaped(values: np.ndarray, dtype_name: str, shape: tuple[int, ...], case: Case, tensor: str) -> np.ndarray:

@@ -108,7 +108,8 @@ def philox_stream(key: tuple[int, int], chunk: int, block: int = 0) -> np.random
 def make_inputs(case: Case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     """dy, cos and sin of ``case`` as its ``dy_input``/``cos_input``/``sin_input`` describe them.
 
-    Shapes that a negative case uses (not 4-D, zero-sized) are built as given. Mistakes in the specs
+    Shapes that a negative case uses (not 4-D, zero-sized) are built as given. A cos or sin expanded along an axis
+    (stride 0) repeats along it the values made at its index 0 (``_repeated``). Mistakes in the specs
     (wrong argument count, a value list of the wrong length, a missing or mismatched .npy file) raise
     ``PrmgError`` naming the case and the field ``inputs.<tensor>``.
     """
@@ -122,9 +123,18 @@ def make_inputs(case: Case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
             field = "dtype" if tensor == "dy" else f"{tensor}_dtype"
             raise PrmgError(f"unknown dtype '{dtype_names[tensor]}'", file=case.source, case=case.name,
                             field=field) from None
-        made[tensor] = _make_tensor(case, tensor, tuple(int(n) for n in shapes[tensor]), dtype,
-                                    chunk_elements)
+        made[tensor] = _repeated(_make_tensor(case, tensor, tuple(int(n) for n in shapes[tensor]), dtype,
+                                              chunk_elements), case.expanded_axes(tensor))
     return Inputs(**made)
+
+
+def _repeated(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """``values`` with each index along ``axes`` (an expanded view's stride-0 axes, ``case.expanded_axes``) holding
+    what index 0 holds: the one storage row every index of such an axis reads (``values`` itself when none)."""
+    if not axes:
+        return values
+    first = values[tuple(slice(0, 1) if axis in axes else slice(None) for axis in range(values.ndim))]
+    return np.ascontiguousarray(np.broadcast_to(first, values.shape))
 
 
 def _make_tensor(case: Case, tensor: str, shape: tuple[int, ...], dtype: np.dtype,

@@ -29,7 +29,9 @@ tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``Che
 6. a non-contiguous dy, cos or sin -> ``...GetWorkspaceSize`` succeeds and the **launch** returns 561000
    ACLNN_ERR_INNER: the op declares neither AutoContiguous nor IgnoreContiguous, so nnopbase refuses
    the recorded non-contiguous input before the kernel runs (dy untouched). A contiguous view at a storage
-   offset is contiguous (opbase's ``IsContiguous`` reads view shape and strides only).
+   offset is contiguous (opbase's ``IsContiguous`` reads view shape and strides only); a transposed view
+   (``g.transpose(1, 2)``, dense but permuted) and an expanded one (a stride of 0 on an axis of length > 1,
+   torch's ``expand``) are not.
 
 Here ``D`` is dy's axis 3 (the tiling's ``GetDim(3)``: dy's last axis when dy is 4-D; a dy of fewer axes
 has none, so every slice is out of range), ``[start, end)`` the partial slice and ``L = end - start``.

@@ -67,8 +67,8 @@ class Facts:
     N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
     which cos and sin both vary (``varies``), the value kinds its inputs hold as ``(place, kind)``
     pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``), the tensors at a storage
-    offset (the contiguous ones; the strided ones apart), whether cos or sin is strided, what its partialSlice is,
-    and whether its sin tells partners apart.
+    offset (the contiguous ones; the strided ones apart), whether cos or sin is strided, the tensors viewed
+    transposed and expanded, what its partialSlice is, and whether its sin tells partners apart.
     Every case has ``chip_rules`` (the rule it breaks first on a chip with rules of its own: the forward's A2/A3
     tiling) and ``builds_differ`` (the upstream builds on which it earns another status than on the latest).
     """
@@ -95,6 +95,8 @@ class Facts:
     offsets: frozenset = frozenset()      # the contiguous tensors (dy, cos, sin) viewed at a non-zero storage offset
     strided_tables: bool = False          # cos or sin not contiguous
     strided_offsets: frozenset = frozenset()  # the non-contiguous tensors viewed at a non-zero storage offset
+    transposed: frozenset = frozenset()   # the tensors whose view walks its storage out of axis order (case.transposed)
+    expanded: frozenset = frozenset()     # the tensors with a stride-0 axis of length > 1 (case.expanded_axes)
     slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
     partners_differ: bool = False         # sin differs between the two lanes of some pair (reference.sin_partners)
     chip_rules: tuple[str, ...] = ()      # the rules broken first on the chips with rules of their own
@@ -378,7 +380,13 @@ def _storage_axis(op: str) -> list[Regime]:
                          lambda f: "dy" in f.strided_offsets),
                   Regime("storage", "cos/sin not contiguous, at an offset", "a strided table at a storage offset "
                          "(vLLM's cos_sin.chunk(2, -1): sin at offset L, rows 2L apart): the copy in must start at the "
-                         "view", lambda f: bool({"cos", "sin"} & f.strided_offsets))]
+                         "view", lambda f: bool({"cos", "sin"} & f.strided_offsets)),
+                  Regime("storage", "x transposed", "a permuted x view (q.transpose(1, 2) of a BNSD q: [B, S, N, D] "
+                         "at strides [N*S*D, D, S*D, 1]): dense but not contiguous, the copies in and back must walk "
+                         "the view's axes, not the storage's order", lambda f: "dy" in f.transposed),
+                  Regime("storage", "cos/sin expanded", "a table expanded along an axis (torch's expand: stride 0, "
+                         "as cos[None, :, None].expand(B, -1, N, -1)): the copy in must repeat its one storage row "
+                         "along the axis", lambda f: bool({"cos", "sin"} & f.expanded))]
     return found
 
 

@@ -80,6 +80,8 @@ static const struct {
     {"zero_cos_skip", FAULT_ZERO_COS_SKIP},
     {"flush_small", FAULT_FLUSH_SMALL},
     {"fwd_staged_offset", FAULT_FWD_STAGED_OFFSET},
+    {"fwd_dense_in_place", FAULT_FWD_DENSE_IN_PLACE},
+    {"fwd_expand_once", FAULT_FWD_EXPAND_ONCE},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -89,6 +89,8 @@ enum {
     FAULT_ZERO_COS_SKIP,
     FAULT_FLUSH_SMALL,
     FAULT_FWD_STAGED_OFFSET,
+    FAULT_FWD_DENSE_IN_PLACE,
+    FAULT_FWD_EXPAND_ONCE,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
@@ -100,7 +102,8 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \
                         | FAULT_BIT(FAULT_FWD_IGNORE_OFFSET) | FAULT_BIT(FAULT_FWD_CONTIGUOUS_TABLES) \
                         | FAULT_BIT(FAULT_FWD_FP16_ILV_HALF) | FAULT_BIT(FAULT_FWD_ODD_HALF) \
-                        | FAULT_BIT(FAULT_FWD_STAGED_OFFSET) | SHARED_FAULTS)
+                        | FAULT_BIT(FAULT_FWD_STAGED_OFFSET) | FAULT_BIT(FAULT_FWD_DENSE_IN_PLACE) \
+                        | FAULT_BIT(FAULT_FWD_EXPAND_ONCE) | SHARED_FAULTS)
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
                      | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN))

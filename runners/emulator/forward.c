@@ -304,9 +304,11 @@ static void view_span(const op_operand *operand, int64_t *lowest, int64_t *count
 }
 
 /* Copies a strided view to or from its contiguous copy `staged` (C order), element by element:
- * `view` is the host address of the view's lowest element (view_span). */
+ * `view` is the host address of the view's lowest element (view_span). `once` (the fwd_expand_once fault) copies
+ * in only index 0 of each stride-0 axis of length > 1 (an expanded view's storage row, copied once), the rest of
+ * `staged` left as the workspace holds it. */
 static void copy_view(const op_operand *operand, unsigned char *view, int64_t lowest, unsigned char *staged,
-                      int to_staged)
+                      int to_staged, int once)
 {
     const kernel_tensor *tensor = &operand->tensor;
     const size_t size = (size_t)element_size(tensor->data_type);
@@ -315,6 +317,12 @@ static void copy_view(const op_operand *operand, unsigned char *view, int64_t lo
         for (int64_t i1 = 0; i1 < tensor->dims[1]; i1++)
             for (int64_t i2 = 0; i2 < tensor->dims[2]; i2++)
                 for (int64_t i3 = 0; i3 < tensor->dims[3]; i3++, linear++) {
+                    const int64_t index[4] = {i0, i1, i2, i3};
+                    int repeat = 0;
+                    for (int axis = 0; axis < 4; axis++)
+                        repeat |= once && operand->strides[axis] == 0 && index[axis] > 0;
+                    if (repeat)
+                        continue;
                     int64_t element = i0 * operand->strides[0] + i1 * operand->strides[1]
                                       + i2 * operand->strides[2] + i3 * operand->strides[3] - lowest;
                     unsigned char *at = view + element * (int64_t)size, *copy = staged + linear * (int64_t)size;
@@ -327,7 +335,7 @@ static void copy_view(const op_operand *operand, unsigned char *view, int64_t lo
  * workspace (AutoContiguous), *view / *lowest then locating the view for the copy back. 1; or 0 after
  * raising an asynchronous AI Core exception when the data is not inside one device allocation. */
 static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, unsigned char **view, int64_t *lowest,
-                    int64_t extra)
+                    int64_t extra, int once)
 {
     op_operand *operand = &job->operand[t];
     if (operand->contiguous)
@@ -342,7 +350,7 @@ static int stage_in(aclOpExecutor *job, int t, unsigned char *workspace_host, un
         return 0;
     }
     operand->tensor.host = workspace_host + operand->staging;
-    copy_view(operand, *view, *lowest, operand->tensor.host, 1);
+    copy_view(operand, *view, *lowest, operand->tensor.host, 1, once);
     return 1;
 }
 
@@ -379,6 +387,23 @@ static void drop_staged_offsets(aclOpExecutor *job)
                                           - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
 }
 
+/* The fwd_dense_in_place fault: a non-contiguous operand whose view is dense (its span holds exactly its elements,
+ * none repeated: a permuted view such as q.transpose(1, 2)) is mapped in place from its lowest element and read as
+ * contiguous, as a layer taking "non-overlapping and dense" (torch's is_non_overlapping_and_dense) for
+ * contiguous would: its elements are read, and x written back, in storage order, not in the view's. */
+static void map_dense_in_place(op_operand *operand)
+{
+    int64_t lowest, count;
+    view_span(operand, &lowest, &count);
+    for (int axis = 0; axis < 4; axis++)
+        if (operand->tensor.dims[axis] > 1 && operand->strides[axis] == 0)
+            return;
+    if (count != element_count(&operand->tensor))
+        return;
+    operand->contiguous = 1;
+    operand->tensor.host = (unsigned char *)operand->tensor.host + lowest * element_size(operand->tensor.data_type);
+}
+
 /* Runs one consumed executor, `faults` in force (recorded as acting): stage the inputs, run the forward
  * kernel, copy xRef back into its view when it was staged. fwd_noop and an empty slice touch nothing; a
  * kernel fault is raised asynchronously and stops the kernel. fwd_write_past_end inverts the element just past
@@ -386,7 +411,8 @@ static void drop_staged_offsets(aclOpExecutor *job)
  * each storage's start (ignore_offsets); fwd_contiguous_tables maps a non-contiguous cos and sin in place, read
  * as contiguous (AutoContiguous skipped for them); fwd_fp16_ilv_half computes a float16 x of mode 3 with mode
  * 1's pairing; fwd_staged_offset copies a non-contiguous tensor in and back from its storage's start
- * (drop_staged_offsets). */
+ * (drop_staged_offsets); fwd_dense_in_place reads a dense non-contiguous view in place (map_dense_in_place);
+ * fwd_expand_once copies an expanded view's repeated rows in once (copy_view). */
 static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspace_host)
 {
     record_faults(faults);
@@ -398,11 +424,15 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
         job->operand[1].contiguous = job->operand[2].contiguous = 1;
     if (has_fault(faults, FAULT_FWD_STAGED_OFFSET))
         drop_staged_offsets(job);
+    for (int t = 0; t < 3 && has_fault(faults, FAULT_FWD_DENSE_IN_PLACE); t++)
+        if (!job->operand[t].contiguous)
+            map_dense_in_place(&job->operand[t]);
     unsigned char *views[3] = {NULL, NULL, NULL};
     int64_t lowest[3] = {0, 0, 0};
     const int past_end = has_fault(faults, FAULT_FWD_WRITE_PAST_END) && job->operand[0].contiguous;
     for (int t = 0; t < 3; t++)
-        if (!stage_in(job, t, workspace_host, &views[t], &lowest[t], t == 0 && past_end))
+        if (!stage_in(job, t, workspace_host, &views[t], &lowest[t], t == 0 && past_end,
+                      has_fault(faults, FAULT_FWD_EXPAND_ONCE)))
             return;
     /* fwd_fp16_ilv_half: the float16 build of interleave-half writes y in interleave's layout */
     const int pairing = has_fault(faults, FAULT_FWD_FP16_ILV_HALF) && job->pairing_mode == 3
@@ -412,7 +442,7 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
     if (past_end)
         invert_element(&job->operand[0].tensor, element_count(&job->operand[0].tensor));
     if (!job->operand[0].contiguous) {
-        copy_view(&job->operand[0], views[0], lowest[0], job->operand[0].tensor.host, 0);
+        copy_view(&job->operand[0], views[0], lowest[0], job->operand[0].tensor.host, 0, 0);
         if (has_fault(faults, FAULT_FWD_GAP_WRITE))
             zero_gaps(&job->operand[0], views[0], lowest[0]);
     }
