@@ -555,6 +555,20 @@ def test_nan_and_infinity_rules_under_every_standard(standard, dtype):
             assert status(case, inputs, wrong, standard) == "failed", why
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_finite_result_where_the_golden_rounds_to_infinity_is_infinitely_wrong(dtype):
+    """single_bm and double_thousandth compare with the golden rounded to dy's dtype: where it rounds to an infinity,
+    the dtype's largest number is infinitely wrong (its relative error inf / inf would be NaN, which a mean, a max or
+    a threshold would drop or let through), and the failure says so."""
+    case, inputs, golden = special_row(dtype)
+    wrong = golden.copy()
+    wrong[6] = largest(dtype)
+    with np.errstate(all="ignore"):
+        single, double = (verdict(case, inputs, wrong, name) for name in ("single_bm", "double_thousandth"))
+    assert single.status == double.status == "failed"
+    assert single.message.startswith("MERE inf >= T ") and "; MARE inf >= 10T " in single.message
+    assert double.metrics["rel_err_share"] == 1 / 8 and double.message.startswith("1 of 8 elements (0.125) have ")
+
 # --- default: its edge and its budget on every path -------------------------------------------------------------------
 
 PATHS = ("whole", "numpy", "native")

@@ -111,6 +111,24 @@ def _context(case):
     return checks.CheckContext(case, *_unchanged(case), launch=None)
 
 
+@pytest.mark.verdict
+def test_the_shipped_determinism_cases_reach_every_core_and_a_partial_last_core():
+    """A kernel nondeterministic on one core alone moves only that core's rows: determinism sees it only on a case that
+    gives the core rows. The shipped determinism cases give every core of each count (the emulator's 40, the 950's 64)
+    rows, and, under the ceil split of upstream's 950 tilings (``blockFactor = CeilDiv``), a last core with a partial
+    share, which upstream's kernels run in a code path of its own (a last core's loop): with B*S of 64 and 16 before,
+    each core of the 64 held one unit and no last core was partial."""
+    import math
+
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.ops.regimes import core_counts
+
+    cases = [case for case in load_cases(["cases/checks.yaml"]) if "determinism" in case.checks]
+    for cores in core_counts():
+        assert any(math.prod(case.shape[:3]) >= cores for case in cases)
+        units = [case.shape[0] * case.shape[1] for case in cases]
+        assert any(count > cores // 2 and count % -(-count // cores) for count in units), (cores, units)
+
 def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
     path = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16], golden: false, checks: [determinism]}\n")
     out = prmg_here("validate", path)
@@ -179,6 +197,47 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
     passes = Case("p", "t", (1, 1200, 1, 1024), (1, 1, 1, 1024), (1, 1, 1, 1024), (0, 1024))
     assert {k * 30 + seam + side for k in range(40) for seam in (7, 14, 21, 28) for side in (-1, 0)} \
         <= set(class_rows(passes, 1 << 20).tolist())
+
+
+@pytest.mark.verdict
+def test_sample_takes_every_cores_ends_however_the_kernel_splits_rows(monkeypatch):
+    """Upstream's 950 tilings split with ceil shares (``blockFactor = CeilDiv(count, cores)``): 4,000 rows over 64
+    cores are shares of 63, which the emulator's floor split (62 each, 32 left over) shares only at core 0. A 950 kernel
+    whose core 50 stops one row short of its share ([3150, 3212]) leaves row 3212: sample drew it by chance only (57
+    of the 64 ceil shares had an end outside its rows), and now takes every core's first and last row of each split
+    (floor, ceil, one more on the first cores; rows, (b, s) and b units; BAB's B x S grid; AB's heads), past its
+    three quarters when they do not fit."""
+    from kernels import correct_kernel
+    from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.judging.checks import sample as sample_module
+
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 14)
+    case = Case("ceil", "t", (1, 4000, 1, 16), (1, 4000, 1, 16), (1, 4000, 1, 16), (0, 16), seed=3)
+    inputs = make_inputs(case)
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16))
+    result[0, 3212] = inputs.dy[0, 3212]                    # core 50's last row of its ceil share, left as it was
+    outcome = Outcome(status=0, dy=result, dy_changed=False)
+    found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, None))[0]
+    assert not found.passed and "(b, s, n) = (0, 3212, 0)" in found.message
+    rows = set(sample_module.sampled_rows(case, 1)[0].tolist())
+    assert {core * 63 for core in range(64)} | {min(core * 63 + 62, 3999) for core in range(64)} <= rows
+    # 10 over 4: floor (2 each, 8 and 9 a tail), ceil (3 each, 1 left), floor with one more on the first 2 cores
+    assert sample_module.share_bounds(10, 4) == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 8), (9, 9), (0, 2), (3, 5),
+                                                 (6, 8), (8, 9)]
+    # BAB's B x S grid of 64 cores, B first (3 b of 21 blocks of 34 positions): core (1, 0) ends at (1, 33, 4)
+    grid = Case("grid", "t", (3, 700, 5, 16), (1, 700, 1, 16), (1, 700, 1, 16), (0, 16))
+    assert (700 + 33) * 5 + 4 in sample_module.class_rows(grid, 1 << 20)
+    # AB with 4 (b, s) units of 300 heads: each unit's heads split over 16 of the 64 cores (19 a core), 10 of the 40
+    heads = set(sample_module.class_rows(Case("n", "t", (1, 4, 300, 16), (1, 4, 1, 16), (1, 4, 1, 16), (0, 16)),
+                                         1 << 20).tolist())
+    assert {unit * 300 + row for unit in range(4) for factor in (19, 30) for first in range(0, 300, factor)
+            for row in (first, min(first + factor, 300) - 1)} <= heads
+    # budget: every first row is taken even when they outnumber three quarters of the rows sample may take
+    wide = Case("wide", "t", (3, 5000, 7, 1024), (3, 5000, 1, 1024), (3, 5000, 1, 1024), (0, 1024))
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 20)
+    rows, detect = sample_module.sampled_rows(wide, 1)
+    first = set(sample_module.first_rows(wide))
+    assert len(first) > 768 and first <= set(rows.tolist()) and len(rows) == len(first) + 256 and 0 < detect < 0.01
 
 
 def sample_under(emulator, monkeypatch, fault: str, case: Case, elements: int):

@@ -5,12 +5,15 @@ does not accept a grad and a forward that are wrong in the same way (both negati
 **Which rows** (``sampled_rows``). Up to ``n = min(R, max(SAMPLE_ROWS, SAMPLE_ELEMENTS // L))`` of the ``R = B*S*N``
 rows (a slice of ``L`` lanes): every row when they fit (``SAMPLE_ELEMENTS`` lanes, about as many as a 4 MiB float32
 tensor: a few tens of milliseconds of host reference), else first the rows of every class the kernel tiles by
-(``class_rows``: the first, middle and last row; the rows on either side of 2^8, 2^12 and 2^16, where 8-, 12- and
-16-bit counters wrap; for each core count rows are split over, the emulator's and the 950's of upstream's tiling test
-(``regimes.core_counts``), the first and last row of each core's share, of rows and of (b, s) units of N rows, and
-every row of the tail past the last full share; the rows on either side of each core's first and last seam between
-two UB passes (``ub_seams``); one row for each index along each axis of B, S, N that cos/sin do not broadcast; then
-every other seam's rows), at most three quarters of ``n``, then ``m`` seeded draws among the ``R'`` rows left.
+(``class_rows``: first the rows it always takes, ``first_rows``: the first, middle and last row; the rows on either
+side of 2^8, 2^12 and 2^16, where 8-, 12- and 16-bit counters wrap; for each core count rows are split over, the
+emulator's and the 950's of upstream's tiling test (``regimes.core_counts``), the first and last row of each core's
+share under each way a kernel splits them (``tiling_rows``: floor, ceil as upstream's 950 tilings, one more on the
+first cores; of rows, (b, s) units and b units; upstream's B x S grid and its split of the heads), and every row of
+the tail past the last full floor share; then the rows on either side of each core's first and last seam between two
+UB passes (``ub_seams``); one row for each index along each axis of B, S, N that cos/sin do not broadcast; then every
+other seam's rows), at most three quarters of ``n`` but never fewer than the first rows (``n`` then grows to keep a
+quarter for draws), then ``m`` seeded draws among the ``R'`` rows left.
 
 **What it can miss.** Every wrong row of a class above is seen. Of ``k`` wrong rows placed at random among the
 ``R'`` others, the check sees at least one with probability ``1 - C(R' - m, k) / C(R', k)`` (at least
@@ -58,21 +61,74 @@ def ub_seams(case: Case, rows: int) -> list[list[int]]:
     return found
 
 
-def class_rows(case: Case, limit: int) -> np.ndarray:
-    """The rows of every class the kernel tiles by (module docstring), in order of priority, without repeats; along
-    a table axis longer than ``limit``, ``limit`` indices spread evenly over it."""
+def share_bounds(count: int, cores: int) -> list[tuple[int, int]]:
+    """The (first, last) unit of each core's share of ``count`` units split over ``cores``, each way a kernel splits
+    them: ``floor(count / cores)`` each with the remainder one each to the first cores after every full share (the
+    emulator), ``ceil(count / cores)`` each and what is left to the last core used (upstream's 950 tilings:
+    ``blockFactor = CeilDiv(count, cores)``, ``blockNum = CeilDiv(count, blockFactor)``), and ``floor`` each with one
+    more on each of the first ``count % cores`` cores; every unit of the first way's tail is one share of its own."""
+    found = []
+    share, remainder = divmod(count, cores)
+    found += [(core * share, (core + 1) * share - 1) for core in range(cores) if share]
+    found += [(unit, unit) for unit in range(cores * share, count)]
+    factor = -(-count // cores)
+    found += [(start, min(start + factor, count) - 1) for start in range(0, count, factor)] if factor else []
+    starts = [core * share + min(core, remainder) for core in range(cores + 1)]
+    found += [(first, last - 1) for first, last in zip(starts, starts[1:]) if last > first]
+    return list(dict.fromkeys(found))
+
+
+def _ceil(count: int, parts: int) -> int:
+    return -(-count // max(parts, 1))
+
+
+def tiling_rows(case: Case) -> list[int]:
+    """The first and last row of each core's share, for each core count (``regimes.core_counts``) and each way a kernel
+    splits a count over its cores (``share_bounds``): of rows, of (b, s) units of N rows and of b units of S*N rows
+    (upstream's AB tiling, whose unit is a b of all its rows when cos's B is 1), the N rows of each unit when the units
+    are at most half the cores (AB then splits them too, ``ceil`` over ``cores // units`` cores), and the four corners
+    of each core's block of a B x S grid (upstream's BAB tiling: B split first or S first, ``ceil`` each); the
+    emulator's own split first."""
     from ...ops.regimes import core_counts
 
     batch, positions, heads = (int(v) for v in case.shape[:3])
     rows = batch * positions * heads
-    found = [0, rows - 1, rows // 2] + [row for bits in WRAPS for row in ((1 << bits) - 1, 1 << bits) if row < rows]
+    found = []
     for cores in core_counts():
-        for unit, count in ((1, rows), (heads, batch * positions)):    # rows, and (b, s) units of N rows
-            share = count // cores
-            if share:
-                firsts = np.arange(cores) * share
-                found += [*(firsts * unit), *((firsts + share) * unit - 1)]
-            found += list(np.arange(cores * share, count) * unit)
+        for unit in (1, heads, positions * heads):                  # rows, (b, s) units, b units
+            count = rows // unit
+            found += [row for first, last in share_bounds(count, cores)
+                      for row in (first * unit, (last + 1) * unit - 1)]
+            if unit > 1 and count <= cores // 2:                     # AB splits each unit's rows over cores too
+                factor = _ceil(unit, cores // count)
+                found += [start + row for start in range(0, rows, unit) for first in range(0, unit, factor)
+                          for row in (first, min(first + factor, unit) - 1)]
+        blocks_b = _ceil(batch, _ceil(batch, cores))                # BAB's B first: then S over the cores left
+        blocks_s = _ceil(positions, _ceil(positions, cores))        # S first: then B over the cores left
+        for factor_b, factor_s in ((_ceil(batch, cores), _ceil(positions, min(cores // blocks_b, positions))),
+                                   (_ceil(batch, min(cores // blocks_s, batch)), _ceil(positions, cores))):
+            for b0 in range(0, batch, factor_b):
+                for s0 in range(0, positions, factor_s):
+                    b1, s1 = min(b0 + factor_b, batch) - 1, min(s0 + factor_s, positions) - 1
+                    found += [(b * positions + s) * heads + n for b, s, n in
+                              ((b0, s0, 0), (b0, s1, heads - 1), (b1, s0, 0), (b1, s1, heads - 1))]
+    return found
+
+
+def first_rows(case: Case) -> list[int]:
+    """The rows ``sample`` always takes, whatever its budget: the first, last and middle row, the rows either side of
+    each counter wrap, and each core's first and last row (``tiling_rows``)."""
+    rows = math.prod(case.shape[:3])
+    return [0, rows - 1, rows // 2] + [row for bits in WRAPS for row in ((1 << bits) - 1, 1 << bits) if row < rows] \
+        + tiling_rows(case)
+
+
+def class_rows(case: Case, limit: int) -> np.ndarray:
+    """The rows of every class the kernel tiles by (module docstring), in order of priority, without repeats; along
+    a table axis longer than ``limit``, ``limit`` indices spread evenly over it."""
+    batch, positions, heads = (int(v) for v in case.shape[:3])
+    rows = batch * positions * heads
+    found = first_rows(case)
     seams = ub_seams(case, rows)
     found += [row for core in seams for row in (*core[:2], *core[-2:])]     # each core's first and last seam
     for axis, size in enumerate((batch, positions, heads)):
@@ -92,7 +148,11 @@ def sampled_rows(case: Case, seed: int) -> tuple[np.ndarray, float]:
     count = min(rows, max(SAMPLE_ROWS, SAMPLE_ELEMENTS // max(case.cos_shape[-1], 1)))
     if count >= rows:
         return np.arange(rows), 1.0
-    chosen = class_rows(case, count)[:count - count // 4]
+    chosen = class_rows(case, count)
+    chosen = chosen[:max(len(set(first_rows(case))), count - count // 4)]     # every first row, past the budget too
+    count = max(count, len(chosen) + count // 4)
+    if count >= rows:
+        return np.arange(rows), 1.0
     left, draws = rows - len(chosen), count - len(chosen)
     generator = np.random.Generator(np.random.PCG64(seed))
     if 4 * count >= rows:                                   # dense: draw from the rows left
