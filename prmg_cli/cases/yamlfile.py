@@ -19,9 +19,10 @@ Plain ``1e-3`` (an exponent without a dot) reads as a float, as in YAML 1.2; ``F
 ``add_resolvers`` let a dumper quote strings that would read back as such numbers.
 
 libyaml's parser is used when PyYAML has it (it is several times faster); the composer, the limits and
-the messages are the same either way. A plain document (no alias, no merge key, within the limits, no key
-twice, every value readable: every shipped case file) is composed by libyaml itself, its values the same
-(``_plain_document``); any other is read again by the counting composer, which words the refusal.
+the messages are the same either way. A plain document of at most ``MAX_PLAIN_BYTES`` (no alias, no merge key,
+within the limits, no key twice, every value readable: every shipped case file) is composed by libyaml itself, its
+values the same (``_plain_document``); any other is read (again) by the counting composer, which words the refusal
+and, composing as it counts, never holds more than the limits allow.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ MAX_FILE_BYTES = 16 * files.MiB          # a case file larger than this is refus
 MAX_EXPANDED_NODES = 2_000_000           # nodes of a document, aliases followed (alias bombs)
 MAX_LIST_VALUES = 1_000_000              # values in one list, nested lists included (a values: list)
 MAX_DEPTH = 100                          # levels of nesting
+MAX_PLAIN_BYTES = files.MiB              # larger documents skip libyaml's composer, which builds every node before
+                                         # the limits are checked (a 14 MB list: 2.2 GB), for the counting one
 
 FLOAT_EXPONENT = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -300,7 +303,7 @@ def parse_yaml(text: str, source: str, parser: str | None = None):
     """The document in ``text`` (see ``read_yaml``); ``parser`` picks ``python`` or ``libyaml``
     (default: libyaml when PyYAML has it)."""
     check_characters(text, source)
-    if parser is None and _ComposedInC is not None:
+    if parser is None and _ComposedInC is not None and len(text) <= MAX_PLAIN_BYTES:
         document = _plain_document(text)
         if document is not _NOT_PLAIN:
             return document
