@@ -522,6 +522,30 @@ def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_
            in strict.stderr
 
 
+@pytest.mark.verdict
+def test_a_weak_definition_of_the_toolkit_bound_to_a_library_ahead_of_it_is_no_call_taken(tmp_path, monkeypatch):
+    """C++ libraries export their inline functions and template instances as weak symbols, and the process binds each
+    to its first definition: on a host whose conda libstdc++ (outside the system's folders) is in the global scope
+    before the operator library, every such symbol bound there, and ``bound_ahead`` named libstdc++ as taking the
+    toolkit's calls (--strict refused a correct host). Only the toolkit's strong definitions are asked; a strong one
+    defined first elsewhere is still named."""
+    import ctypes
+
+    from prmg_cli.device import mapped
+
+    kit, early = tmp_path / "kit", tmp_path / "early"
+    kit.mkdir(), early.mkdir()
+    (tmp_path / "kit.c").write_text("__attribute__((weak)) int prmg_test_inline_b9(void) { return 1; }\n"
+                                    "int prmg_test_api_b9(void) { return 2; }\n")
+    (tmp_path / "early.c").write_text("int prmg_test_inline_b9(void) { return 3; }\n"
+                                      "int prmg_test_api_b9(void) { return 4; }\n")
+    ahead = _library(tmp_path / "early.c", early / "libprmg_early_b9.so")
+    ctypes.CDLL(str(ahead), mode=ctypes.RTLD_GLOBAL)
+    ctypes.CDLL(str(_library(tmp_path / "kit.c", kit / "libprmg_kit_b9.so")), mode=ctypes.RTLD_GLOBAL)
+    monkeypatch.setattr(mapped, "toolkit_places", lambda toolkit: [os.path.realpath(kit)])
+    assert mapped.bound_ahead(None) == [(os.path.realpath(ahead), ("prmg_test_api_b9",))]
+
+
 def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
     """A toolkit whose libascendcl.so only forwards (its code in a library its RUNPATH finds elsewhere: another
     toolkit's folder) ran green, every header naming the toolkit: the functions prmg calls resolve (``dladdr``) into

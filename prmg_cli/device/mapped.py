@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from ..errors import PrmgError
-from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, Toolkit, defined_symbols, opp_path
+from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, STB_GLOBAL, Toolkit, defined_symbols, opp_path
 
 PRELOAD_FILE = "/etc/ld.so.preload"
 # The rtld-audit hooks that change where a call goes (``man 7 rtld-audit``): a symbol's binding (``la_symbind*``, a
@@ -268,14 +268,18 @@ def bound_ahead(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
     a symbol of ``toolkit``'s mapped libraries to (``dlsym(RTLD_DEFAULT)``, then ``dladdr``) while it lies outside
     the toolkit and ``SYSTEM_FOLDERS``: a library loaded with ``RTLD_GLOBAL`` before the toolkit (by a
     ``sitecustomize``, a ``.pth`` file, a conftest's import) comes before it in the global scope, as a preload does,
-    and takes the calls the toolkit's libraries make to each other. [] where ``dladdr`` is missing (not glibc)."""
+    and takes the calls the toolkit's libraries make to each other. Only the toolkit's strong (``STB_GLOBAL``)
+    definitions are asked: a weak one (a C++ inline function or template instance) is bound to its first definition
+    in the process by design, a conda environment's libstdc++ say, and is no call of the toolkit's API taken.
+    [] where ``dladdr`` is missing (not glibc)."""
     dladdr = _dladdr()
     if dladdr is None:
         return []
     dlsym = ctypes.CDLL(None).dlsym
     dlsym.argtypes, dlsym.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p
     places = toolkit_places(toolkit)
-    own = frozenset().union(*(defined_symbols(path) for path in mapped_libraries() if _inside(path, places)))
+    own = frozenset().union(*(defined_symbols(path, (STB_GLOBAL,)) for path in mapped_libraries()
+                              if _inside(path, places)))
     taken: dict[str, list[str]] = {}
     for name in sorted(own):
         file = _file_of(dlsym(None, name.encode()) or 0, dladdr)        # RTLD_DEFAULT is the null handle

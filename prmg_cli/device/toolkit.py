@@ -168,9 +168,12 @@ def _elf_defines(image: mmap.mmap, name: bytes) -> bool:
     return False
 
 
-def defined_symbols(path: Path | str) -> frozenset[str]:
-    """The names of every global or weak dynamic symbol the ELF shared library at ``path`` defines (section index
-    not SHN_UNDEF), read without loading it; empty when it cannot be read."""
+STB_GLOBAL, STB_WEAK = 1, 2                 # an ELF symbol's binding (st_info >> 4)
+
+
+def defined_symbols(path: Path | str, bindings: tuple[int, ...] = (STB_GLOBAL, STB_WEAK)) -> frozenset[str]:
+    """The names of every dynamic symbol of a binding in ``bindings`` (global or weak) the ELF shared library at
+    ``path`` defines (section index not SHN_UNDEF), read without loading it; empty when it cannot be read."""
     import numpy as np
 
     names: set[str] = set()
@@ -182,7 +185,7 @@ def defined_symbols(path: Path | str) -> frozenset[str]:
                     [("name", "u4"), ("value", "u4"), ("size", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2")]
                 dtype = np.dtype([(field, endian + kind) for field, kind in layout])
                 table = np.frombuffer(image, dtype, sh_size // dtype.itemsize, sh_offset)
-                defined = table["name"][(table["shndx"] != 0) & np.isin(table["info"] >> 4, (1, 2))].tolist()
+                defined = table["name"][(table["shndx"] != 0) & np.isin(table["info"] >> 4, bindings)].tolist()
                 del table                                   # the mmap closes only with no view of it left
                 names.update(strtab[offset:strtab.index(b"\0", offset)].decode(errors="replace") for offset in defined)
     except (OSError, ValueError, struct.error, IndexError):
