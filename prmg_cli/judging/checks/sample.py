@@ -123,12 +123,13 @@ def first_rows(case: Case) -> list[int]:
         + tiling_rows(case)
 
 
-def class_rows(case: Case, limit: int) -> np.ndarray:
-    """The rows of every class the kernel tiles by (module docstring), in order of priority, without repeats; along
-    a table axis longer than ``limit``, ``limit`` indices spread evenly over it."""
+def class_rows(case: Case, limit: int, first: list[int] | None = None) -> np.ndarray:
+    """The rows of every class the kernel tiles by (module docstring), in order of priority, without repeats, starting
+    with ``first`` (``first_rows``, computed when not given); along a table axis longer than ``limit``, ``limit``
+    indices spread evenly over it."""
     batch, positions, heads = (int(v) for v in case.shape[:3])
     rows = batch * positions * heads
-    found = first_rows(case)
+    found = list(first_rows(case) if first is None else first)
     seams = ub_seams(case, rows)
     found += [row for core in seams for row in (*core[:2], *core[-2:])]     # each core's first and last seam
     for axis, size in enumerate((batch, positions, heads)):
@@ -148,8 +149,9 @@ def sampled_rows(case: Case, seed: int) -> tuple[np.ndarray, float]:
     count = min(rows, max(SAMPLE_ROWS, SAMPLE_ELEMENTS // max(case.cos_shape[-1], 1)))
     if count >= rows:
         return np.arange(rows), 1.0
-    chosen = class_rows(case, count)
-    chosen = chosen[:max(len(set(first_rows(case))), count - count // 4)]     # every first row, past the budget too
+    first = first_rows(case)
+    chosen = class_rows(case, count, first)
+    chosen = chosen[:max(len(set(first)), count - count // 4)]     # every first row, past the budget too
     count = max(count, len(chosen) + count // 4)
     if count >= rows:
         return np.arange(rows), 1.0
