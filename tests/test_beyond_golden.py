@@ -228,6 +228,64 @@ def test_a_weakened_case_is_not_comparable_end_to_end(tmp_path, emulator, monkey
     assert change["detail"] == "its definition changed (inputs)"
 
 
+def test_a_verdict_of_other_limits_under_the_same_standard_name_is_not_comparable(tmp_path, emulator, monkeypatch):
+    """Issue 32 (session 10): records named only their standard, and prmg's version number (0.1.0) tells no build from
+    another. A sign-wrong kernel failed in A; B, judged by a prmg whose ``default`` table scales its budget up (an older
+    or edited build: the same name, other limits), passed: a fix, exit 0, and ``--resume`` would take A's verdicts
+    under the new table. Now the run record states each standard's limits and the judging code's fingerprint: the case
+    is not comparable naming the limits, and a resume runs it again."""
+    from prmg_cli.commands.run import Request
+    from prmg_cli.commands.suite import run_suite
+    from prmg_cli.judging.standards import STANDARDS
+
+    (tmp_path / "w.yaml").write_text("- {name: w, shape: [1, 2, 2, 16], partial_slice: [0, 16]}\n")
+    monkeypatch.setenv("PRMG_EMU_FAULT", "sign")
+
+    def run(name: str, **options) -> None:
+        run_suite(Request(paths=(str(tmp_path / "w.yaml"),), runner="emulator", results=str(tmp_path / name),
+                          report=("json:/dev/null",), **options))
+
+    run("a.jsonl")
+    looser = replace(STANDARDS["default"], defaults={"*": {"budget_scale": 1e12}})
+    with monkeypatch.context() as patched:
+        patched.setitem(STANDARDS, "default", looser)
+        run("b.jsonl")
+        run("a.jsonl", resume=str(tmp_path / "a.jsonl"))        # A's failure is not taken under the looser table
+    b, resumed = (compare.read_run(str(tmp_path / name)).records["w"] for name in ("b.jsonl", "a.jsonl"))
+    assert b.status == resumed.status == "passed"
+    text, code = compare.compare_files(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "json")
+    assert code == 0                                          # A's last record is now the resumed run's
+    run("c.jsonl")
+    text, code = compare.compare_files(str(tmp_path / "c.jsonl"), str(tmp_path / "b.jsonl"), "json")
+    (change,) = json.loads(text)["changes"]
+    assert code == 1 and (change["category"], change["before"], change["after"]) == ("not comparable", "failed",
+                                                                                      "passed")
+    assert change["detail"].startswith("judged under other settings: limits of default ")
+    text, code = compare.compare_files(str(tmp_path / "c.jsonl"), str(tmp_path / "b.jsonl"), "json",
+                                       allow_changed=True)
+    assert code == 0 and [c["category"] for c in json.loads(text)["changes"]] == ["not comparable", "fixed"]
+
+
+def test_a_verdict_of_other_judging_code_is_not_comparable_and_older_runs_compare_as_before(tmp_path):
+    """The judging code's fingerprint (``judging.fingerprint.code``) of the two runs differs: not comparable; a run
+    record of an older prmg states neither fingerprint, and is held against any as before."""
+    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging.standards import STANDARDS
+
+    settings = {"standard": None, "strict": False, "limits": fingerprint.all_limits(),
+                "judging_code": fingerprint.code()}
+    a = judged_file(tmp_path / "a.jsonl", settings, result("x", standard="default"))
+    b = judged_file(tmp_path / "b.jsonl", {**settings, "judging_code": "0" * 16}, result("x", standard="default"))
+    old = judged_file(tmp_path / "old.jsonl", {"standard": None, "strict": False}, result("x", standard="default"))
+    text, code = compare.compare_files(str(a), str(b), "json")
+    (change,) = json.loads(text)["changes"]
+    assert code == 1 and change["detail"] == (f"judged under other settings: judging code {fingerprint.code()} -> "
+                                              f"{'0' * 16}")
+    assert compare.compare_files(str(old), str(a), "json")[1] == 0
+    default = STANDARDS["default"]
+    assert fingerprint.limits(default) != fingerprint.limits(replace(default, defaults={"*": {"budget_scale": 2.0}}))
+
+
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"schema": "prmg.result/3", "name": "x", "status": "passed"}\nnot json\n')

@@ -135,14 +135,21 @@ def judging(record: CaseResult, settings: dict | None = None) -> dict:
     """What ``record``'s verdict was judged under besides its case and its kernel: its standard and, from its run's
     settings (``run_record.recorded_settings``; left out without a run record), ``--standard`` (which drops the case's
     tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``, ``--each-device`` (a verdict of
-    every chip against one of a single chip: a pass on one says nothing of the others), and the chips an
-    ``--each-device`` record holds (``device_statuses``: a pass on chips 0-3 against one on chips 0-7)."""
+    every chip against one of a single chip: a pass on one says nothing of the others), the chips an
+    ``--each-device`` record holds (``device_statuses``: a pass on chips 0-3 against one on chips 0-7), and the judge
+    where the run record states it (``judging.fingerprint``): the limits of the record's standard (``limits of
+    default``: a build whose table of the same name differs) and prmg's judging code; a run of an older prmg, which
+    states neither, is held against any."""
     flags = (("--standard", "standard", None), ("--strict", "strict", False), ("--check", "checks", []),
              ("check options", "check_options", {}), ("--no-golden", "golden", True),
              ("--each-device", "each_device", False))
     known = {} if settings is None else {flag: settings.get(key, default) for flag, key, default in flags}
     chips = {"chips": sorted(record.device_statuses, key=str)} if record.device_statuses else {}
-    return {"standard": record.standard or None, **known, **chips}
+    table = (settings or {}).get("limits")
+    limits = {f"limits of {visible(record.standard)}": table.get(record.standard)} \
+        if isinstance(table, dict) and record.standard else {}
+    code = {"judging code": settings["judging_code"]} if settings and "judging_code" in settings else {}
+    return {"standard": record.standard or None, **known, **chips, **limits, **code}
 
 
 def incomparable(old: CaseResult, new: CaseResult, judged_old: dict, judged_new: dict) -> str:

@@ -13,6 +13,7 @@ from typing import Sequence
 from .. import __version__
 from ..case import Case
 from ..device import provenance
+from ..judging import fingerprint
 from ..judging.standards import DEFAULT_STANDARD
 from ..results import CaseResult, RunInfo, plural, visible
 
@@ -76,7 +77,8 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected
     faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
     verdict of every chip holds for those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
-    ``--repeat`` and prmg's version.
+    ``--repeat``, prmg's version, and the judge itself (``judging.fingerprint``: each standard's ``limits`` and the
+    ``judging_code``; a version number and a standard's name stay the same when they change).
     ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
     settings that differ between shards."""
     toolkit = settings.toolkit
@@ -95,7 +97,8 @@ def recorded_settings(info: RunInfo, settings) -> dict:
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
-                check_options=settings.check_options, version=info.version)
+                check_options=settings.check_options, version=info.version, limits=fingerprint.all_limits(),
+                judging_code=fingerprint.code())
 
 
 def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
@@ -111,7 +114,8 @@ def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict
                      f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
                                  f"other settings (runner, toolkit or its libraries, the operator's kernel and "
                                  f"tiling files, SoC, driver, host, faults, modes, chips, --standard, --strict, "
-                                 f"checks) run again" if again else "") + "\n")
+                                 f"checks, the standards' limits or prmg's judging code) run again"
+                                 if again else "") + "\n")
     return kept
 
 
