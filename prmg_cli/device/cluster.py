@@ -66,6 +66,7 @@ from . import execute, provenance
 from .. import __version__
 from ..case import Case
 from ..errors import PrmgError
+from ..judging import fingerprint
 from ..results import CaseResult, visible
 from ..vocab import decimal
 
@@ -155,7 +156,8 @@ class NpuWorker:
         self.device = 0
         context = ray.get_runtime_context()
         self.info = {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "npu": "?",
-                     "pid": os.getpid(), "version": __version__, "toolkit": None, "soc": "", "accepted_modes": None,
+                     "pid": os.getpid(), "version": __version__, "judging_code": fingerprint.code(), "toolkit": None,
+                     "soc": "", "accepted_modes": None,
                      "error": "", "max_memory": execute.default_max_memory()}
         try:
             _drop_unforwarded(choice.forwarded)
@@ -409,7 +411,7 @@ def connect(address: str, runner: str, op_lib: str | None, modes: frozenset,
             info = ray.get(done[0])
         except Exception as error:
             raise PrmgError(f"--cluster {address}: {_start_failure(error)}") from None
-        if info.get("version") != __version__ or info.get("error"):
+        if _version_mismatch(info) or info.get("error"):
             raise PrmgError(f"--cluster {address}: on NPU {info.get('npu')} of {info.get('ip')}: "
                             f"{_version_mismatch(info) or info['error']}")
         cluster.toolkit, cluster.max_memory = info["toolkit"], info.get("max_memory")
@@ -447,10 +449,14 @@ def _unlike(info: dict, first: dict) -> str:
 
 
 def _version_mismatch(info: dict) -> str:
-    """"" when the actor's prmg is this one, else what to do."""
-    if info.get("version") == __version__:
-        return ""
-    return f"prmg {info.get('version')} there, {__version__} here: install the same prmg on every node"
+    """"" when the actor's prmg is this one (its version and its judging code, ``judging.fingerprint.code``: a node
+    of another checkout judges its cases by its own standards and golden, under this run's name), else what to do."""
+    if info.get("version") != __version__:
+        return f"prmg {info.get('version')} there, {__version__} here: install the same prmg on every node"
+    if info.get("judging_code") != fingerprint.code():
+        return (f"prmg's judging code {info.get('judging_code') or '(not stated: an older prmg)'} there, "
+                f"{fingerprint.code()} here (another build of prmg {__version__}): install the same prmg on every node")
+    return ""
 
 
 # ---------------------------------------------------------------------------------------------------------
