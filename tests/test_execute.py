@@ -269,6 +269,34 @@ def test_resume_reruns_a_case_whose_kernel_binary_changed(many, tmp_path):
     assert [entry["path"] for entry in recorded] == [str(opp)] * 3 and recorded[1] != recorded[2]
 
 
+def test_an_opp_kernel_package_in_opp_latest_is_the_one_stamped_named_and_resumed_on(many, tmp_path):
+    """Issue 32 (session 10): nnopbase takes the kernels and tiling from ``$ASCEND_HOME_PATH/opp_latest`` before
+    ``$ASCEND_OPP_PATH`` (acl-abi.md: an opp kernel package upgraded on its own lands there), but prmg stamped, named
+    and resumed on ``$ASCEND_OPP_PATH`` alone: the kernel upgraded in opp_latest left the fingerprint as it was and
+    --resume took the verdicts of the kernel before. Now opp_latest, where it exists, is the opp folder of the stamp,
+    the header and doctor."""
+    results, home = tmp_path / "r.jsonl", tmp_path / "home"
+    opp, latest = kernel_tree(home / "opp"), kernel_tree(home / "opp_latest")
+    env = {"ASCEND_OPP_PATH": str(home / "opp"), "ASCEND_HOME_PATH": str(home)}
+    result, report = run_json(many, "-k", "c1", "--results", results, env=env)
+    assert result.returncode == 0 and report["summary"]["opp"] == str(home / "opp_latest")
+    opp["kernel"].write_text("the build opp_latest overrides")             # not the kernel nnopbase takes
+    result, report = run_json(many, "-k", "c1", "--resume", results, env=env)
+    assert report["summary"]["resumed"] == 1, result.stderr
+    latest["kernel"].write_text("the opp kernel package upgraded")
+    result, report = run_json(many, "-k", "c1", "--resume", results, env=env)
+    assert "the operator's kernel and tiling files" in result.stderr and report["summary"]["resumed"] == 0
+    from prmg_cli.commands.doctor_findings import opp_path_lines
+    from prmg_cli.device.toolkit import emulator_toolkit
+
+    with pytest.MonkeyPatch.context() as patched:
+        for name, value in env.items():
+            patched.setenv(name, value)
+        said = " ".join(" ".join(opp_path_lines(emulator_toolkit())).split())
+    assert f"nnopbase takes the kernels and tiling from {home / 'opp_latest'} first ($ASCEND_HOME_PATH/opp_latest)" \
+        in said
+
+
 def test_the_header_says_where_the_operators_kernels_come_from(many, tmp_path):
     """A stale vendor package (vendors/customize, in load_priority) holding the operator's kernel is taken before the
     built-in build under test, and every header said only the opp folder and a fingerprint. ``kernel_places`` lists
@@ -717,12 +745,14 @@ def test_a_cluster_node_with_other_kernel_files_or_preloads_refuses_to_start_and
     from prmg_cli import __version__
     from prmg_cli.reports.run_record import nodes_files
     from prmg_cli.device.cluster import ClusterExecutor
+    from prmg_cli.judging import fingerprint
     from prmg_cli.results import RunInfo
 
     files = {"opp": "/opt/cann/opp", "opp_files": 3, "opp_fingerprint": "local1", "opp_portable": "aaaa",
              "opp_kernels": ["built-in"]}
-    found = {"version": __version__, "error": "", "toolkit": None, "soc": "Ascend950PR_9589", "accepted_modes": [1],
-             "driver_version": "25.0.rc1", "toolkit_version": "8.5.0", "preloaded": [], **files}
+    found = {"version": __version__, "judging_code": fingerprint.code(), "error": "", "toolkit": None,
+             "soc": "Ascend950PR_9589", "accepted_modes": [1], "driver_version": "25.0.rc1", "toolkit_version": "8.5.0",
+             "preloaded": [], **files}
     killed: list = []
     executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
         kind="aclnn")), target={}, _kill=killed.append, _stamps={})
@@ -753,9 +783,10 @@ def test_a_cluster_node_unlike_the_first_refuses_to_start():
 
     from prmg_cli import __version__
     from prmg_cli.device.cluster import ClusterExecutor
+    from prmg_cli.judging import fingerprint
 
-    found = {"version": __version__, "error": "", "toolkit": None, "soc": "Ascend950PR_9589", "accepted_modes": [1],
-             "driver_version": "25.0.rc1", "toolkit_version": "8.5.0"}
+    found = {"version": __version__, "judging_code": fingerprint.code(), "error": "", "toolkit": None,
+             "soc": "Ascend950PR_9589", "accepted_modes": [1], "driver_version": "25.0.rc1", "toolkit_version": "8.5.0"}
     killed: list = []
     executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
         kind="aclnn")), target={}, _kill=killed.append, _stamps={})
@@ -769,3 +800,8 @@ def test_a_cluster_node_unlike_the_first_refuses_to_start():
         "this node's driver 24.1.rc2, the run's 25.0.rc1; toolkit version (none), the run's 8.5.0: the NPUs of one run "
         "must be alike (give unlike nodes runs of their own and merge their results with prmg report, which names "
         "what differs)") and killed == ["other"]
+    for judge, said in (("0" * 16, "0" * 16), (None, "(not stated: an older prmg)")):   # another checkout of prmg
+        other = SimpleNamespace(ready_ref={**found, "judging_code": judge}, actor="checkout", info=None)
+        assert ClusterExecutor._started(executor, other) == (
+            f"prmg's judging code {said} there, {fingerprint.code()} here (another build of prmg {__version__}): "
+            f"install the same prmg on every node")

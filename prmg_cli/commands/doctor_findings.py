@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from ..device import provenance
+from ..device.toolkit import OPP_LATEST, opp_path, opp_variable
 from ..errors import PrmgError
 from ..ops import OPERATORS
 
@@ -36,7 +36,8 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
 
 def opp_path_lines(toolkit) -> list[str]:
     """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and
-    whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``; wrapped to the width."""
+    whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``, and the ``opp_latest`` it
+    takes first when there is one (``toolkit.opp_path``); wrapped to the width."""
     from ..reports.outputs.labels import kernels_text
     from ..reports.outputs.screen import width, wrap
 
@@ -48,7 +49,10 @@ def opp_path_lines(toolkit) -> list[str]:
         opp = toolkit.root / "opp"
         state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
         text = f"ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
-    places = provenance.kernel_places(Path(value or toolkit.root / "opp"), os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""),
+    taken = opp_path(toolkit)
+    if taken != opp_variable(toolkit):
+        text += f"; nnopbase takes the kernels and tiling from {taken} first ($ASCEND_HOME_PATH/{OPP_LATEST})"
+    places = provenance.kernel_places(taken, os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""),
                                       [spec.title for spec in OPERATORS.values()])
     text += f"; the operator's {kernels_text(places)}" if places else ""
     return ["  " + line for line in wrap(text, width() - 2)]

@@ -22,8 +22,8 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
   synchronization its status, after which the device is unusable in this process (``device_faulted``:
   the worker must be replaced); so is it after a runtime or device status from the operator's own calls
   (``status.is_refusal`` false: 507899 from the launch of a device a fault left unusable).
-  ``ASCEND_OPP_PATH``, which nnopbase reads at call time, is set to ``<toolkit root>/opp`` when unset,
-  before ``aclInit``. On the host emulator, the faults that acted on
+  ``ASCEND_OPP_PATH``, which nnopbase reads at call time (after ``$ASCEND_HOME_PATH/opp_latest``), is set to
+  ``<toolkit root>/opp`` when unset, before ``aclInit``. On the host emulator, the faults that acted on
   each launch are read from its test hook ``prmg_emu_applied_faults`` (a real toolkit has none).
 """
 
@@ -49,7 +49,7 @@ from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
 from .mapped import mapped_libraries, refuse_foreign, resolved_outside, taking, toolkit_places
-from .toolkit import EMULATOR_HOOK, Toolkit, opp_path, refuse_stub
+from .toolkit import EMULATOR_HOOK, Toolkit, opp_variable, refuse_stub
 
 
 @dataclass
@@ -276,7 +276,7 @@ def prepare_environment(toolkit: Toolkit) -> None:
     """Apply the toolkit's ``env`` (the emulator's modes) and set ``ASCEND_OPP_PATH`` to ``<root>/opp`` when it is unset
     (nnopbase and GE read it at call time), before any of the toolkit's libraries is loaded."""
     os.environ.update(dict(toolkit.env))
-    os.environ["ASCEND_OPP_PATH"] = str(opp_path(toolkit))
+    os.environ["ASCEND_OPP_PATH"] = str(opp_variable(toolkit))
 
 
 def _api(toolkit: Toolkit) -> _Api:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from ..errors import PrmgError
-from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, STB_GLOBAL, Toolkit, defined_symbols, opp_path
+from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, STB_GLOBAL, Toolkit, defined_symbols, opp_path, opp_variable
 
 PRELOAD_FILE = "/etc/ld.so.preload"
 # The rtld-audit hooks that change where a call goes (``man 7 rtld-audit``): a symbol's binding (``la_symbind*``, a
@@ -126,11 +126,11 @@ def _inside(path: str, folders: Iterable[str]) -> bool:
 
 def toolkit_places(toolkit: Toolkit) -> list[str]:
     """The folders and files (links resolved) a library of ``toolkit`` lies in: its root, the folders of its runtime
-    and nnopbase (a ``lib64`` linked to elsewhere), its opp folder (its tiling and kernels), its operator library, its
-    graph-mode library."""
+    and nnopbase (a ``lib64`` linked to elsewhere), its opp folders (its tiling and kernels: ``opp_path`` and
+    ``$ASCEND_OPP_PATH``), its operator library, its graph-mode library."""
     folders = [os.path.dirname(os.path.realpath(path)) for path in (toolkit.runtime_lib, toolkit.nnopbase_lib)]
-    return [os.path.realpath(path) for path in (toolkit.root, opp_path(toolkit), toolkit.op_lib, toolkit.geir_lib)
-            if path] + folders
+    return [os.path.realpath(path) for path in (toolkit.root, opp_path(toolkit), opp_variable(toolkit), toolkit.op_lib,
+                                                toolkit.geir_lib) if path] + folders
 
 
 def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",

@@ -12,6 +12,9 @@ library (``lib64/libnnopbase.so``) and an operator library that exports
               each load_priority vendor of $ASCEND_OPP_PATH/vendors/config.ini (default opp = root/opp),
               root/lib64/libopapi_transformer.so, root/lib64/libopapi.so.
 
+The operators' kernels and tiling come from the opp folder (``opp_path``): ``$ASCEND_HOME_PATH/opp_latest`` where it
+exists, nnopbase's first choice, else ``$ASCEND_OPP_PATH``, else root/opp.
+
 Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used, and a
 process that got a library from another toolkit's folder is refused (``mapped.foreign_libraries``).
 
@@ -63,6 +66,9 @@ TOOLKIT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH
 INSTALL_BASES = ("/usr/local/Ascend",)
 HOME_BASE = "Ascend"
 NPU_NODES = ("/dev/davinci_manager",)      # the NPU driver's device node: this host has NPUs (its driver loaded)
+# nnopbase's first choice of the opp folder, under $ASCEND_HOME_PATH, before $ASCEND_OPP_PATH: where an opp kernel
+# package upgraded on its own is installed (acl-abi.md)
+OPP_LATEST = "opp_latest"
 
 
 @dataclass(frozen=True)
@@ -365,11 +371,21 @@ def _in_emulator(path: str) -> bool:
     return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
 
 
-def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
-    """The opp folder nnopbase reads the operators' kernels and tiling from: ``$ASCEND_OPP_PATH``, else
-    ``<root>/opp`` (which the runner sets before ``aclInit`` when the variable is unset: ``acl``)."""
+def opp_variable(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
+    """``$ASCEND_OPP_PATH``, else ``<root>/opp``: what the runner sets the variable to before ``aclInit`` when it is
+    unset (``acl.prepare_environment``)."""
     env = os.environ if env is None else env
     return Path(env.get("ASCEND_OPP_PATH") or toolkit.root / "opp")
+
+
+def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
+    """The opp folder nnopbase reads the operators' kernels and tiling from (acl-abi.md): ``$ASCEND_HOME_PATH/``
+    ``OPP_LATEST`` when that is a folder (an opp kernel package upgraded on its own lands there, and is preferred),
+    else ``opp_variable``."""
+    env = os.environ if env is None else env
+    home = env.get("ASCEND_HOME_PATH")
+    latest = os.path.join(os.path.expanduser(home), OPP_LATEST) if home else ""     # never raises: ~nobody stays
+    return Path(latest) if latest and os.path.isdir(latest) else opp_variable(toolkit, env)
 
 
 def find_toolkit(env: Mapping[str, str] | None = None, op_lib: str | None = None) -> Toolkit | None:
