@@ -525,7 +525,7 @@ def test_written_case_files_say_how_many_cases_they_hold(tmp_path):
     """gen-case and import-ttk said 'wrote FILE' (how many cases a preset or a TTK list gave: unsaid), dump
     'wrote N cases to DIR': each says the count now."""
     assert case_writer.generate(**{**FLAGS, "preset": "smoke", "output": str(tmp_path / "s.yaml")}) == \
-        f"wrote 34 cases to {tmp_path / 's.yaml'}\n"
+        f"wrote 36 cases to {tmp_path / 's.yaml'}\n"
     assert case_writer.generate(**{**FLAGS, "shape": "1,1,2,8", "output": str(tmp_path / "o.yaml")}) == \
         f"wrote 1 case to {tmp_path / 'o.yaml'}\n"
     ttk_list = ROOT / "tests" / "data" / "ttk_kernel_inplace_partial_rotary_mul_grad.csv"

@@ -391,3 +391,19 @@ def test_shipped_cases_are_green_in_a_table_of_100_columns(tmp_path):
                if "max_err_ratio" in c["metrics"] and c["standard"] == "default"]
     assert len(counted) > 500 and sum(counted) > 10**6
     assert f"it gives {report['summary']['passed']} passed and {report['summary']['xfailed']} xfailed" in readme
+
+
+@pytest.mark.parametrize("fault", ["table_block_cache", "table_address_cache", "tiling_cache"])
+def test_the_smoke_gate_fails_a_chip_serving_a_stale_result(fault):
+    """Issue 32 (session 10): the NPU gate runs cases/smoke.yaml on every chip, and no two of its calls were alike in
+    shapes and dtypes, so a chip serving a stale result, a cache of tables (by address, or checked by their ends) or
+    of tilings (by the tensors) that runs a call with an earlier call's tables or slice, passed it: exit 0 with device
+    1 caching, the emulator's faults named but never injected. smoke.yaml now holds two calls alike but for their
+    tables' middle and slice (``presets.same_table_ends``): the gate fails, on device 1 only."""
+    env = {"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": fault, "PRMG_EMU_FAULT_DEVICE": "1"}
+    selected = () if fault == "table_block_cache" else ("-k", "same_table_ends")     # the whole suite's order once
+    result, report = run_json(ROOT / "cases" / "smoke.yaml", *selected, "--devices", "all", "--each-device",
+                              "--strict", env=env)
+    failed = [case for case in report["cases"] if case["status"] != "passed"]
+    assert result.returncode == 1 and failed and {case["device"] for case in failed} == {"1"}, report["summary"]
+    assert {case["name"] for case in failed} <= {"smoke.same_table_ends_at_4", "smoke.same_table_ends_at_5"}

@@ -89,7 +89,8 @@ def spread_inputs(dtype: str, shape: tuple[int, ...], low: int, high: int) -> di
 
 def _smoke() -> dict:
     """The ``smoke`` preset: every dtype pair and broadcast pattern, odd starts, non-power-of-two lengths, the
-    worked example and a few negative cases, all fast."""
+    worked example, two calls alike but for their tables' middle and slice (``same_table_ends``: a stale result) and a
+    few negative cases, all fast."""
     tags = ("smoke",)
     case = lambda name=None, tags=tags, **options: preset_case("smoke", tags, name, **options)  # noqa: E731
     cases = [case("worked_example", **WORKED_EXAMPLE)]
@@ -115,6 +116,7 @@ def _smoke() -> dict:
     cases.append(case("rope_glm_fp16", shape=(2, 8, 2, 128), broadcast="1S1D", partial_slice=(0, 64),
                       dtype="float16", inputs="cos=rope:10000,sin=rope:10000"))
     cases.append(case("empty_slice", shape=(1, 2, 2, 16), cos_shape=(1, 1, 1, 2), partial_slice=(5, 5)))
+    cases += same_table_ends(case, "smoke")          # a chip serving a stale result (a cache) fails on every chip
     cases.append(case("error_null_cos", shape=(1, 2, 2, 16), broadcast="1S1D", null=("cos",),
                       expect="ACLNN_ERR_PARAM_NULLPTR"))
     cases.append(case("error_dy_int32", shape=(1, 2, 2, 16), broadcast="1S1D", dtype="int32", cos_dtype="float32",
@@ -218,6 +220,20 @@ def _full() -> dict:
     return document(cases, header=header("full", "the cross product that matters, by covering design"))
 
 
+def same_table_ends(case, preset: str) -> list[dict]:
+    """Two calls alike in every tensor's shape and in both ends of cos and sin, unlike between (three requests' RoPE
+    tables, the middle one at another position) and in the slice: siblings run one after the other (on one device, at
+    the same device addresses), so that a kernel caching its tables by address, checking its cache by the tables' first
+    and last bytes (the emulator's table_block_cache) or not at all (table_address_cache), or its tilings by the
+    tensors alone (tiling_cache), runs the later one with the first one's tables or slice: a stale result. ``case``
+    makes a case of ``preset``."""
+    ends = f"cos and sin alike at both ends as the other {preset}.same_table_ends_* case's, unlike between: a kernel " \
+           f"caching its tables by address and checking their ends runs this call with the other's"
+    return [case(f"same_table_ends_at_{position}", shape=(3, 2, 2, 16), broadcast="BS1D",
+                 partial_slice=(start, start + 8), inputs=rope_inputs(10000, [0, position, 9]), note=ends)
+            for start, position in ((0, 4), (8, 5))]
+
+
 def _edge() -> dict:
     """The ``edge`` preset: empty slices, D = 1024, minimal shapes, huge, tiny and subnormal magnitudes, RoPE
     tables at long positions, mixed dtypes."""
@@ -289,15 +305,7 @@ def _edge() -> dict:
                    partial_slice=(start, start + 8), note=sibling.format("slice start")) for start in (0, 8, 24)]
     cases += [case(f"same_shapes_mode_{mode.replace('-', '_')}", shape=(1, 3, 2, 32), broadcast="1S1D",
                    partial_slice=(8, 24), mode=mode, note=sibling.format("rotary_mode")) for mode in ROTARY_MODES]
-    # Calls alike in every tensor's shape and in both ends of cos and sin, unlike between (three requests' RoPE tables,
-    # the middle one at another position), siblings run one after the other at the same device addresses: a kernel
-    # caching its tables by address, checking its cache by the tables' first and last bytes, runs the later one with
-    # the first one's tables (the emulator's table_block_cache).
-    ends = "cos and sin alike at both ends as the other edge.same_table_ends_* case's, unlike between: a kernel " \
-           "caching its tables by address and checking their ends runs this call with the other's"
-    cases += [case(f"same_table_ends_at_{position}", shape=(3, 2, 2, 16), broadcast="BS1D",
-                   partial_slice=(start, start + 8), inputs=rope_inputs(10000, [0, position, 9]), note=ends)
-              for start, position in ((0, 4), (8, 5))]
+    cases += same_table_ends(case, "edge")
     cases += [case(f"ties_{op}_{short_dtype(dtype)}", op=op, shape=(1, 4, 8, 32), cos_shape=(1, 1, 1, 32),
                    dtype=dtype, inputs=ties_inputs(dtype, (1, 4, 8, 32)),
                    note="integers and halves: a quarter of the results lie halfway between two values of the dtype, "
