@@ -774,6 +774,43 @@ def test_a_cluster_node_with_other_kernel_files_or_preloads_refuses_to_start_and
     assert alike.opp_fingerprint == "local0"                  # this host's files are the nodes': its stamp stands
 
 
+def test_a_cluster_node_with_other_toolkit_libraries_refuses_to_start_and_the_run_records_the_nodes():
+    """Issue 32 (session 10, a carried item): --cluster nodes were compared on their toolkit's stated version, not on
+    its libraries, so a node whose operator library was another build (same version: a rebuilt or copied
+    libopapi_transformer.so) ran cases under the first node's name; and the run recorded this host's stamps of the
+    libraries (``missing`` where it has no toolkit at the nodes' paths), so --resume took the verdicts of a node's
+    library before its rebuild. An actor whose libraries differ in size or mtime refuses to start naming them, and the
+    run records the nodes' stamps."""
+    from types import SimpleNamespace
+
+    from prmg_cli import __version__
+    from prmg_cli.device.cluster import ClusterExecutor
+    from prmg_cli.judging import fingerprint
+    from prmg_cli.reports.run_record import recorded_settings
+    from prmg_cli.results import RunInfo
+
+    libraries = {"runtime": [10, 1], "nnopbase": [20, 2], "op": [30, 3]}
+    found = {"version": __version__, "judging_code": fingerprint.code(), "error": "", "toolkit": None,
+             "soc": "Ascend950PR_9589", "accepted_modes": [1], "driver_version": "25.0.rc1", "toolkit_version": "8.5.0",
+             "libraries": libraries}
+    killed: list = []
+    executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
+        kind="aclnn")), target={}, _kill=killed.append, _stamps={})
+    assert ClusterExecutor._started(executor, SimpleNamespace(ready_ref=found, actor="first", info=None)) == ""
+    rebuilt = {**libraries, "op": [31, 4]}
+    other = SimpleNamespace(ready_ref={**found, "libraries": rebuilt}, actor="rebuilt", info=None)
+    assert ClusterExecutor._started(executor, other).startswith(
+        f"this node's toolkit's libraries (size, mtime) {rebuilt}, the run's {libraries}: the NPUs of one run must")
+    assert killed == ["rebuilt"]
+    toolkit = SimpleNamespace(runtime_lib="/nowhere/libascendcl.so", nnopbase_lib="/nowhere/libnnopbase.so",
+                              op_lib="/nowhere/libopapi.so", geir_lib=None, root="/nowhere")
+    settings = SimpleNamespace(toolkit=toolkit, each_device=False, standard=None, strict=True, checks=(), golden=True,
+                               check_options={})
+    info = RunInfo("aclnn", "/nowhere")
+    assert recorded_settings(info, settings, executor.target)["libraries"] == libraries    # the nodes', not "missing"
+    assert recorded_settings(info, settings)["libraries"] == {role: ["missing"] for role in libraries}
+
+
 def test_a_cluster_node_unlike_the_first_refuses_to_start():
     """Issue 32 (sixth look): each actor of a --cluster run found its node's SoC, driver and toolkit, but the run
     recorded the first actor's alone and ran cases on every other whatever it had, so a node with another driver or

@@ -361,7 +361,7 @@ def run_suite(request) -> int:
                 run_record.preloaded(info, executor.target.get("preloaded") or ())
                 run_record.nodes_files(info, executor.target)
                 constraints.check_chip(cases, info.soc)          # a chip without an operator of the run: one line
-                run.start(stored, run_record.recorded_settings(info, settings), selection)
+                run.start(stored, run_record.recorded_settings(info, settings, executor.target), selection)
                 _unfinished_reports(targets, info, request)
                 if run.todo:
                     executor.run(run.todo, run.on_result, request.fail_fast, _coverage_ahead(targets, run.todo))

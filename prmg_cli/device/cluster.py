@@ -180,7 +180,8 @@ class NpuWorker:
                 self.worker = execute.CaseWorker(replace(settings, toolkit=self.toolkit), self.device,
                                                  f"{self.info['ip']}/NPU{self.info['npu']}")
                 self.info.update(self.worker.describe(), **provenance.operator_files(self.toolkit),
-                                 stamp=provenance.toolkit_stamp(self.toolkit))
+                                 stamp=provenance.toolkit_stamp(self.toolkit),
+                                 libraries=provenance.portable_stamps(self.toolkit))
             except Exception as exc:
                 self.info["error"] = _why(exc)
                 if self.toolkit.kind == "emulator" and "DEVICEID" in self.info["error"]:
@@ -431,10 +432,12 @@ def _start_failure(error: Exception) -> str:
 
 
 # What every actor of one run must find alike (``CaseWorker.describe``, ``provenance.operator_files``), as the run
-# records one of each: its SoC, the driver its runtime loaded, its toolkit's stated version, the operators' kernel and
-# tiling files it would load (their portable fingerprint: size and time of each, alike on hosts that installed the same
-# packages) and the libraries preloaded ahead of the toolkit.
+# records one of each: its SoC, the driver its runtime loaded, its toolkit's stated version, the toolkit's libraries
+# (runtime, nnopbase, operator, graph mode: their size and time, ``provenance.portable_stamps``), the operators' kernel
+# and tiling files it would load (their portable fingerprint: size and time of each, alike on hosts that installed the
+# same packages) and the libraries preloaded ahead of the toolkit.
 NODE_ALIKE = {"soc": "SoC", "driver_version": "driver", "toolkit_version": "toolkit version",
+              "libraries": "toolkit's libraries (size, mtime)",
               "opp_portable": "operator's kernel and tiling files (fingerprint)", "preloaded": "preloaded libraries"}
 
 

@@ -227,6 +227,17 @@ def library_stamps(toolkit) -> dict:
             for role in LIBRARY_ROLES if getattr(toolkit, f"{role}_lib")}
 
 
+def portable_stamp(stamp):
+    """A ``library_stamp`` as two hosts that installed the same package have it: its size and mtime (``["missing"]``
+    as it is)."""
+    return stamp[:2] if isinstance(stamp, list) else stamp
+
+
+def portable_stamps(toolkit) -> dict:
+    """``portable_stamp`` of each of ``library_stamps``: what the nodes of a ``--cluster`` run must have alike."""
+    return {role: portable_stamp(stamp) for role, stamp in library_stamps(toolkit).items()}
+
+
 def toolkit_stamp(toolkit) -> dict:
     """What tells the build of ``toolkit`` a run loads on this host from another, in the shape of a run record's
     settings (``run_record.recorded_settings``): ``libraries`` (``library_stamps``) and ``opp`` (the opp folder, and the

@@ -42,6 +42,7 @@ from typing import Sequence
 
 from . import outputs, store
 from .. import __version__
+from ..device.provenance import portable_stamp
 from ..errors import PrmgError
 from ..files import write_text
 from ..judging.standards import standard_of
@@ -183,7 +184,7 @@ def _like(key: str, value):
     the libraries (``provenance.library_stamp``) as size and mtime, those of the operator's kernel and tiling files
     (``provenance.opp_stamp``) as their count and portable fingerprint, any other setting as it is."""
     if key == "libraries" and isinstance(value, dict):
-        return {role: stamp[:2] if isinstance(stamp, list) else stamp for role, stamp in value.items()}
+        return {role: portable_stamp(stamp) for role, stamp in value.items()}
     if key == "opp" and isinstance(value, dict):
         return {"files": value.get("files"), "portable": value.get("portable")}
     return value

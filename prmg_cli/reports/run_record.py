@@ -69,7 +69,7 @@ def nodes_files(info: RunInfo, target: dict) -> None:
         info.opp_fingerprint = info.opp_portable
 
 
-def recorded_settings(info: RunInfo, settings) -> dict:
+def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> dict:
     """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
     ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
     of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
@@ -78,14 +78,16 @@ def recorded_settings(info: RunInfo, settings) -> dict:
     faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
     verdict of every chip holds for those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
     ``--repeat``, prmg's version, and the judge itself (``judging.fingerprint``: each standard's ``limits`` and the
-    ``judging_code``; a version number and a standard's name stay the same when they change).
+    ``judging_code``; a version number and a standard's name stay the same when they change). Under ``--cluster`` the
+    libraries' stamps are the nodes' (``target``, the executor's: ``provenance.portable_stamps`` of its first actor,
+    every other node's alike), not this host's, which may have no toolkit at their paths.
     ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
     settings that differ between shards."""
     toolkit = settings.toolkit
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
               **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
         if info.faults else {}
-    libraries = provenance.library_stamps(toolkit)
+    libraries = (target or {}).get("libraries") or provenance.library_stamps(toolkit)
     path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
             **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
                if settings.each_device else {})}                        # and runs without --each-device theirs
