@@ -20,7 +20,9 @@
  * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
  * 0), geir_input_written (the ref output is also written back into the caller's host dy), geir_output_overrun (the
- * ref output's copy into the caller's buffer runs 32 bytes past its end). They are recorded
+ * ref output's copy into the caller's buffer runs 32 bytes past its end), geir_ref_not_aliased (GE gives the ref
+ * output a buffer of its own instead of dy's: the output holds only what the kernel stores, the slice's lanes, over a
+ * fresh buffer's zeros; a no-op stores nothing, so its output is all zeros where dy was meant). They are recorded
  * with the kernel's faults (prmg_emu_applied_faults) after the first phase starts the record.
  * The kernel's own faults act as on the aclnn path: leak_device_memory takes its bytes of the runtime's device
  * memory, which aclrtGetMemInfo reports to prmg's graph-mode session as to its aclnn one.
@@ -367,8 +369,32 @@ static uint32_t compile(const prmg_geir_call *call, const ir_def *ir, int64_t mo
 
 /* ---- run ---- */
 
-static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const ir_def *ir, fault_set faults,
-                          prmg_geir_report *report)
+/* geir_ref_not_aliased: the ref output in a buffer of its own, not dy's: the first `copied` bytes of the output keep
+ * what the kernel stores, the lanes [start, end) of each row of dy's last axis, and hold zeros (a fresh buffer)
+ * elsewhere; a no-op (an empty slice, or cos or sin without elements) stores nothing. */
+static void unalias_output(const prmg_geir_call *call, const int64_t *slice, uint64_t slice_count, uint64_t copied)
+{
+    const prmg_geir_tensor *dy = &call->inputs[0];
+    const int64_t lanes = dy->dim_count > 0 ? dy->dims[dy->dim_count - 1] : 0;
+    const uint64_t item = dy->data_type == ACL_FLOAT ? 4 : 2, row = (uint64_t)(lanes > 0 ? lanes : 0) * item;
+    const int stores = slice_count >= 2 && slice[1] > slice[0] && call->inputs[1].bytes > 0
+                       && call->inputs[2].bytes > 0;
+    char *output = call->output;
+    if (!stores || row == 0) {
+        memset(output, 0, copied);
+        return;
+    }
+    const uint64_t first = (uint64_t)slice[0] * item, last = (uint64_t)slice[1] * item;
+    for (uint64_t at = 0; at < copied; at += row) {
+        uint64_t end = at + row < copied ? at + row : copied;
+        memset(output + at, 0, at + first < end ? first : end - at);
+        if (at + last < end)
+            memset(output + at + last, 0, end - at - last);
+    }
+}
+
+static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const ir_def *ir, const int64_t *slice,
+                          uint64_t slice_count, fault_set faults, prmg_geir_report *report)
 {
     const char *step = "ge::Session::RunGraph";
     for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
@@ -400,6 +426,10 @@ static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const 
     if (copied > 0 && aclrtMemcpy(call->output, copied, state->device[0], copied, MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS)
         return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_RUN, step, "fetching %s: %s",
                       ir->output, runtime_message());
+    if (has_fault(faults, FAULT_GEIR_REF_NOT_ALIASED) && copied > 0) {
+        unalias_output(call, slice, slice_count, copied);
+        prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_REF_NOT_ALIASED));
+    }
     if (has_fault(faults, FAULT_GEIR_INPUT_WRITTEN) && copied > 0) {
         memcpy((void *)dy->data, call->output, copied);
         prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN));
@@ -439,7 +469,7 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
         prmg_emu_record_faults(faults & (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED)));
     if (status == GE_SUCCESS) {
         clock_gettime(CLOCK_MONOTONIC, &began);
-        status = run_graph(call, &state, ir, faults, report);
+        status = run_graph(call, &state, ir, slice, slice_count, faults, report);
         report->run_ms = milliseconds_since(&began);
     }
     release(&state);
