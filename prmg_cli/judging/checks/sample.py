@@ -10,10 +10,11 @@ side of 2^8, 2^12 and 2^16, where 8-, 12- and 16-bit counters wrap; for each cor
 emulator's and the 950's of upstream's tiling test (``regimes.core_counts``), the first and last row of each core's
 share under each way a kernel splits them (``tiling_rows``: floor, ceil as upstream's 950 tilings, one more on the
 first cores; of rows, (b, s) units and b units; upstream's B x S grid, its B x N and B x S*N grids of the BNSD and
-1SND layouts, and its split of the heads), and every row of the tail past the last full floor share; then the rows on either side of each core's first and last seam between two
-UB passes (``ub_seams``); one row for each index along each axis of B, S, N that cos/sin do not broadcast; then every
-other seam's rows), at most three quarters of ``n`` but never fewer than the first rows (``n`` then grows to keep a
-quarter for draws), then ``m`` seeded draws among the ``R'`` rows left.
+1SND layouts, and its split of the heads), and every row of the tail past the last full floor share; then the rows on
+either side of each core's first and last seam between two UB passes (``ub_seams``); one row for each index along each
+axis of B, S, N that cos/sin do not broadcast; then every other seam's rows), at most three quarters of ``n`` but
+never fewer than the first rows (``n`` then grows to keep a quarter for draws), then ``m`` seeded draws among the
+``R'`` rows left.
 
 **What it can miss.** Every wrong row of a class above is seen. Of ``k`` wrong rows placed at random among the
 ``R'`` others, the check sees at least one with probability ``1 - C(R' - m, k) / C(R', k)`` (at least
