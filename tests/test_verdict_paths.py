@@ -260,9 +260,10 @@ def test_sample_takes_the_bnsd_layouts_core_blocks(monkeypatch):
     outcome = Outcome(status=0, dy=result, dy_changed=False)
     found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, None))[0]
     assert not found.passed and "(b, s, n) = (1, 2, 21)" in found.message
-    # 1SND: blocks of B x (S*N) folded rows, here 3 b over 64 cores (21 cores of ceil(4200 / 21) = 200 rows each)
-    folded = Case("1snd", "t", (3, 60, 70, 16), (1, 60, 70, 16), (1, 60, 70, 16), (0, 16))
-    assert {b * 4200 + f for b in range(3) for f in (199, 200, 3999, 4000)} <= set(sample_module.first_rows(folded))
+    # 1SND: blocks of B x (S*N) folded rows, 40 b over 64 cores S*N first (blocks of 66 positions, all 40 b) and over
+    # 40 cores (blocks of 105): rows no other split of the rows, (b, s) units or b units ends a share at
+    folded = Case("1snd", "t", (40, 60, 70, 16), (1, 60, 70, 16), (1, 60, 70, 16), (0, 16))
+    assert {b * 4200 + f for b in (0, 39) for f in (65, 66, 104, 105)} <= set(sample_module.first_rows(folded))
 
 
 def sample_under(emulator, monkeypatch, fault: str, case: Case, elements: int):
