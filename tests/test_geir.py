@@ -393,6 +393,25 @@ def test_the_twin_refuses_an_ir_it_does_not_declare_in_the_build_phase(graph):
     assert "declares no attribute mode" in refused.error_message
 
 
+def test_the_twin_refuses_an_attribute_set_as_another_type_than_its_ir_declares(graph):
+    """The grad's attributes set under each other's name (rotary_mode's int64 as partial_slice, the list as
+    rotary_mode): the shim refuses each name whose IR type (VT_LIST_INT, VT_INT) is not what it sets, as the stand-in
+    GE's test shows for an IR declaring rotary_mode as another type; the twin did not look at which of the two names
+    each value went to, and ran the case."""
+    case = parse_document([{"name": "g", "shape": [1, 1, 2, 8]}], "g.yaml", ROOT)[0]
+    swapped = replace(OPERATORS["grad"].graph, mode_attr="partial_slice", slice_attr="rotary_mode")
+    specs = dict(OPERATORS)
+    with GeirSession(graph, 0) as session:
+        try:
+            OPERATORS["grad"] = replace(OPERATORS["grad"], graph=swapped)
+            refused = session.launch(case, make_inputs(case))
+        finally:
+            OPERATORS.update(specs)
+    assert (refused.status, refused.phase, refused.failed_call) == \
+        (GRAPH_INVALID_IR_DEF, "build", "ge::Operator::GetAllIrAttrNamesAndTypes")
+    assert "declares attribute partial_slice as VT_LIST_INT, not VT_INT" in refused.error_message
+
+
 class SliceRecorder:
     """Graph mode's library, recording the partial_slice each call hands it (None: a NULL pointer)."""
 

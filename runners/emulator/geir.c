@@ -206,14 +206,25 @@ static uint32_t check_ir(const prmg_geir_call *call, const ir_def *ir, prmg_geir
         return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::IsExistOp",
                       "no IR is registered for op type %s (its op_proto library is not under $ASCEND_OPP_PATH)",
                       call->op_type ? call->op_type : "(null)");
-    const char *attributes[2] = {call->mode_attr, call->slice_attr};
+    /* what the shim sets each as (int64_t, a list of int64_t), in GE's type names, against the IR's declared types */
+    const char *const attributes[2] = {call->mode_attr, call->slice_attr};
+    const char *const declared[2] = {MODE_ATTR, SLICE_ATTR}, *const types[2] = {"VT_INT", "VT_LIST_INT"};
     for (int i = 0; i < 2; i++) {
-        if (attributes[i] == NULL || (strcmp(attributes[i], MODE_ATTR) != 0 && strcmp(attributes[i], SLICE_ATTR) != 0))
+        int at = -1;
+        for (int j = 0; j < 2 && attributes[i] != NULL; j++)
+            at = strcmp(attributes[i], declared[j]) == 0 ? j : at;
+        if (at < 0)
             return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
                           "ge::Operator::GetAllIrAttrNamesAndTypes",
                           "the IR of %s declares no attribute %s (it declares %s:VT_INT, %s:VT_LIST_INT): set by that "
                           "name, GE would add it as an unknown attribute and the operator would use its IR default",
                           ir->type, attributes[i] ? attributes[i] : "(null)", MODE_ATTR, SLICE_ATTR);
+        if (at != i)
+            return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                          "ge::Operator::GetAllIrAttrNamesAndTypes",
+                          "the IR of %s declares attribute %s as %s, not %s: set as %s, it would replace the IR's "
+                          "value with one of another type, which the tiling reads as its declared type", ir->type,
+                          attributes[i], types[at], types[i], types[i]);
     }
     for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
         if (call->input_names[t] == NULL || strcmp(call->input_names[t], ir->inputs[t]) != 0)
