@@ -127,7 +127,7 @@ def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
     assert result.returncode == 1
     report = json.loads(result.stdout)
     lost = [c for c in report["cases"] if c["status"] == "not_run"]
-    assert report["summary"]["total"] == 34 and lost and len(lost) == len(read(shards[1]).latest())
+    assert report["summary"]["total"] == 36 and lost and len(lost) == len(read(shards[1]).latest())
     assert {c["message"] for c in lost} == {"not run: shard 2/3 is in no results file given"}
     assert "selected by the runs but in no results file" in result.stderr
     killed = tmp_path / "killed.jsonl"
@@ -189,9 +189,9 @@ def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
     result = prmg_here("report", shard, "--cases", SMOKE, "--report", "json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
-    assert report["summary"]["total"] == 34 and report["summary"]["not_run"] == 34 - held
+    assert report["summary"]["total"] == 36 and report["summary"]["not_run"] == 36 - held
     assert {c["message"] for c in report["cases"] if c["status"] == "not_run"} == {MISSING}
-    assert f"{34 - held} cases of --cases in no results file" in result.stderr
+    assert f"{36 - held} cases of --cases in no results file" in result.stderr
 
 
 def test_merge_orders_by_cases_or_by_first_appearance():
