@@ -619,3 +619,28 @@ def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulat
     assert (run.returncode, report["summary"]["runner"], report["cases"][0]["runner"]) == (0, "emulator", "emulator")
     assert 'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
+
+
+def test_the_file_a_symbol_binds_in_is_read_from_the_maps_as_dladdr_says_it(emulator):
+    """``bound_ahead`` asked ``dladdr`` for the file of each of the toolkit's strong symbols, and glibc's ``dladdr``
+    searches the object's whole symbol table for the nearest symbol at each call: quadratic, 52 s for one library of
+    100,000 symbols (a real operator library's order), in every worker at its start (0.34 s now; docs/performance.md).
+    ``mapped.file_at`` looks the address up in the process's mappings (``mapped_spans``, a binary search): the same file
+    for every symbol of the emulator's libraries, and none for an address no file is mapped at."""
+    import ctypes
+
+    from prmg_cli.device import mapped
+
+    dlsym = ctypes.CDLL(None).dlsym
+    dlsym.argtypes, dlsym.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p
+    dladdr = mapped._dladdr()
+    for path in (emulator.runtime_lib, emulator.nnopbase_lib, emulator.op_lib):
+        ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    starts, spans = mapped.mapped_spans()
+    names = sorted(tk.defined_symbols(emulator.runtime_lib, (tk.STB_GLOBAL,)) | tk.defined_symbols(
+        emulator.op_lib, (tk.STB_GLOBAL,)))
+    addresses = [dlsym(None, name.encode()) or 0 for name in names]
+    assert len(names) > 30 and all(addresses)
+    assert [os.path.realpath(mapped.file_at(address, starts, spans)) for address in addresses] == \
+        [os.path.realpath(mapped._file_of(address, dladdr)) for address in addresses]
+    assert mapped.file_at(0, starts, spans) == mapped.file_at(starts[0] - 1, starts, spans) == ""

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import os
 import re
@@ -241,6 +242,30 @@ def _file_of(address: int, dladdr) -> str:
     return ""
 
 
+def mapped_spans(maps: str = "/proc/self/maps") -> tuple[list[int], list[tuple[int, str]]]:
+    """(the start address of each mapping of a file in the process whose maps ``maps`` is, sorted; (its end, the file)
+    at the same index): what ``file_at`` looks an address up in. ([], []) where it cannot be read (not Linux)."""
+    try:
+        text = Path(maps).read_text(errors="replace")
+    except OSError:
+        return [], []
+    spans = []
+    for fields in (line.split(None, 5) for line in text.splitlines()):
+        if len(fields) == 6 and fields[5].startswith("/"):
+            start, _, end = fields[0].partition("-")
+            spans.append((int(start, 16), int(end, 16), fields[5]))
+    spans.sort()
+    return [start for start, _, _ in spans], [(end, file) for _, end, file in spans]
+
+
+def file_at(address: int, starts: list[int], spans: list[tuple[int, str]]) -> str:
+    """The file mapped at ``address`` (``mapped_spans``: a binary search), "" for none. ``dladdr`` says the same but
+    searches the symbol table of the object for the nearest symbol at every call: a real operator library of 10^5
+    symbols made ``bound_ahead`` quadratic (minutes per worker)."""
+    index = bisect.bisect_right(starts, address) - 1
+    return spans[index][1] if address and index >= 0 and address < spans[index][0] else ""
+
+
 def _dladdr():
     """libc's ``dladdr``, declared; None where it is missing (not glibc)."""
     try:
@@ -265,26 +290,28 @@ def resolved_outside(functions: Mapping[str, object], places: Iterable[str]) -> 
 
 def bound_ahead(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
     """(library, the toolkit's symbols it takes, sorted) for each library of this process that the global scope binds
-    a symbol of ``toolkit``'s mapped libraries to (``dlsym(RTLD_DEFAULT)``, then ``dladdr``) while it lies outside
+    a symbol of ``toolkit``'s mapped libraries to (``dlsym(RTLD_DEFAULT)``, then ``file_at``) while it lies outside
     the toolkit and ``SYSTEM_FOLDERS``: a library loaded with ``RTLD_GLOBAL`` before the toolkit (by a
     ``sitecustomize``, a ``.pth`` file, a conftest's import) comes before it in the global scope, as a preload does,
     and takes the calls the toolkit's libraries make to each other. Only the toolkit's strong (``STB_GLOBAL``)
     definitions are asked: a weak one (a C++ inline function or template instance) is bound to its first definition
     in the process by design, a conda environment's libstdc++ say, and is no call of the toolkit's API taken.
-    [] where ``dladdr`` is missing (not glibc)."""
-    dladdr = _dladdr()
-    if dladdr is None:
+    [] where the process's maps cannot be read (not Linux)."""
+    starts, spans = mapped_spans()
+    if not starts:
         return []
     dlsym = ctypes.CDLL(None).dlsym
     dlsym.argtypes, dlsym.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p
     places = toolkit_places(toolkit)
     own = frozenset().union(*(defined_symbols(path, (STB_GLOBAL,)) for path in mapped_libraries()
                               if _inside(path, places)))
+    executable, foreign = os.path.realpath(sys.executable), {}      # file -> outside the toolkit, asked once each
     taken: dict[str, list[str]] = {}
     for name in sorted(own):
-        file = _file_of(dlsym(None, name.encode()) or 0, dladdr)        # RTLD_DEFAULT is the null handle
-        if file and not _inside(file, (*places, *SYSTEM_FOLDERS)) and os.path.realpath(file) != os.path.realpath(
-                sys.executable):
+        file = file_at(dlsym(None, name.encode()) or 0, starts, spans)  # RTLD_DEFAULT is the null handle
+        if file and file not in foreign:
+            foreign[file] = not _inside(file, (*places, *SYSTEM_FOLDERS)) and os.path.realpath(file) != executable
+        if file and foreign[file]:
             taken.setdefault(file, []).append(name)
     return [(file, tuple(names)) for file, names in taken.items()]
 

@@ -80,14 +80,17 @@ def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> di
     ``--repeat``, prmg's version, and the judge itself (``judging.fingerprint``: each standard's ``limits`` and the
     ``judging_code``; a version number and a standard's name stay the same when they change). Under ``--cluster`` the
     libraries' stamps are the nodes' (``target``, the executor's: ``provenance.portable_stamps`` of its first actor,
-    every other node's alike), not this host's, which may have no toolkit at their paths.
+    every other node's alike) where they differ from this host's (which may have no toolkit at their paths), as
+    ``nodes_files`` does with the kernel files.
     ``--resume`` trusts a record only when it was judged under the same settings, and ``prmg report`` names the
     settings that differ between shards."""
     toolkit = settings.toolkit
     faults = {"faults": list(info.faults), "shape": os.environ.get("PRMG_EMU_FAULT_SHAPE", ""),
               **({"device": os.environ["PRMG_EMU_FAULT_DEVICE"]} if os.environ.get("PRMG_EMU_FAULT_DEVICE") else {})} \
         if info.faults else {}
-    libraries = (target or {}).get("libraries") or provenance.library_stamps(toolkit)
+    libraries, nodes = provenance.library_stamps(toolkit), (target or {}).get("libraries")
+    if nodes and nodes != provenance.portable_stamps(toolkit):
+        libraries = nodes           # the nodes' build: this host has another, or none at their paths
     path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
             **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
                if settings.each_device else {})}                        # and runs without --each-device theirs
