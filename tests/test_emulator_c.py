@@ -340,6 +340,7 @@ def bits(array):
 
 # ---------------------------------------------------------------- build and runtime ----------
 
+@pytest.mark.xdist_group("emulator_c_build")             # one worker, one build of the fixture
 def test_build_is_laid_out_like_a_toolkit(toolkit):
     for library in PROTOTYPES:
         assert (toolkit / "lib64" / library).is_file()
@@ -349,6 +350,7 @@ def test_build_is_laid_out_like_a_toolkit(toolkit):
     assert not list(SOURCES.glob("*.so")) and not list(SOURCES.glob("*.o"))
 
 
+@pytest.mark.xdist_group("emulator_c_build")
 def test_build_writes_the_version_files_of_a_toolkit(toolkit):
     arch = os.uname().machine
     info = dict(line.split("=", 1) for line in

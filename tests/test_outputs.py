@@ -275,6 +275,7 @@ def fault_results(tmp_path_factory):
     return folder / "b.jsonl"
 
 
+@pytest.mark.xdist_group("outputs_fault_results")          # one worker, one run of the fixture
 @pytest.mark.parametrize("columns", [80, 100, 140])
 def test_run_and_compare_fit_a_terminal_of_80_100_and_140_columns(columns, fault_results, tmp_path):
     """On a terminal as narrow as 80 columns, and as wide as 140, every line of ``prmg run``'s table (and its
