@@ -55,8 +55,8 @@ PROCESS_FAULTS = ("crash", "hang", "device_fault", "leak_device_memory")
 PAIRS = ("neg_sin,fwd_neg_sin",)                         # a grad and a forward wrong in the same way
 JUDGES = ("golden", "balance", "contract", *CHECKS)
 TABLE = ROOT / "docs" / "checks.md"
-# Both tests read one measurement (``measured``, the module's costliest minute of CPU under load): one xdist worker
-# takes both, so make test measures once (a test on each worker measured twice).
+# Both tests read one measurement (``measured``: about 12 s of CPU, a minute of wall time on the loaded 2-core
+# machine): one xdist worker takes both, so make test measures once (a test on each worker measured twice).
 pytestmark = pytest.mark.xdist_group("check_catches")
 
 
