@@ -82,6 +82,8 @@ static const struct {
     {"fwd_staged_offset", FAULT_FWD_STAGED_OFFSET},
     {"fwd_dense_in_place", FAULT_FWD_DENSE_IN_PLACE},
     {"fwd_expand_once", FAULT_FWD_EXPAND_ONCE},
+    {"cast_odd", FAULT_CAST_ODD},
+    {"cast_ties_split", FAULT_CAST_TIES_SPLIT},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

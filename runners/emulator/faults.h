@@ -91,12 +91,16 @@ enum {
     FAULT_FWD_STAGED_OFFSET,
     FAULT_FWD_DENSE_IN_PLACE,
     FAULT_FWD_EXPAND_ONCE,
+    FAULT_CAST_ODD,
+    FAULT_CAST_TIES_SPLIT,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
 
 /* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call. */
-#define SHARED_FAULTS (FAULT_BIT(FAULT_CAST_AWAY))
+/* The casts whose ties go elsewhere than to even (one store helper). */
+#define TIE_RULE_FAULTS (FAULT_BIT(FAULT_CAST_AWAY) | FAULT_BIT(FAULT_CAST_ODD) | FAULT_BIT(FAULT_CAST_TIES_SPLIT))
+#define SHARED_FAULTS TIE_RULE_FAULTS
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \
