@@ -201,6 +201,29 @@ def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format)
     return up, down, toward, up + down - toward
 
 
+def departures(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``distinct_balance_counts``' trials lie: (``sign``, int8 in the slice's shape: +1 where the result lies
+    above the golden's correct rounding ``RN(golden)``, -1 below, 0 where it is no trial; ``toward``, bool: the result
+    nearer zero than ``RN(golden)``) over the elements ``distinct_balance_counts`` counts, each distinct ``(golden,
+    result)`` pair at its first element (in C order) only, so that the signs sum to its counts."""
+    sign, toward = np.zeros(actual.shape, np.int8), np.zeros(actual.shape, bool)
+    with np.errstate(invalid="ignore"):
+        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
+            & np.isfinite(golden)
+    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
+    where = np.flatnonzero(counted)
+    nearest = rounded(golden.reshape(-1)[where], DTYPES[name].numpy).astype(np.float64)
+    result = actual.reshape(-1)[where]
+    departs = result != nearest
+    where, nearest, result = where[departs], nearest[departs], result[departs]
+    order = np.argsort(golden.reshape(-1)[where] + 1j * result, kind="stable")      # repeats: the first one kept
+    pairs = (golden.reshape(-1)[where] + 1j * result)[order]
+    first = order[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if order.size else order
+    sign.reshape(-1)[where[first]] = np.sign(result[first] - nearest[first]).astype(np.int8)
+    toward.reshape(-1)[where[first]] = np.abs(result[first]) < np.abs(nearest[first])
+    return sign, toward
+
+
 def _distinct(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` of a 1-D array: its distinct values (``-0.0`` and ``0.0`` alike), sorted, found by a sort
     and a comparison of neighbours, without the import of numpy.ma that numpy 2.4's np.unique makes (10 ms in every
