@@ -78,6 +78,8 @@ enum {
     FAULT_FWD_FP16_ILV_HALF,
     FAULT_FWD_ODD_HALF,
     FAULT_CAST_AWAY,
+    FAULT_CAST_ODD,
+    FAULT_CAST_TIES_SPLIT,
     FAULT_UB_STALE_TABLES,
     FAULT_ROUND_ZERO,
     FAULT_ZERO_SIN_SKIP,
@@ -91,8 +93,6 @@ enum {
     FAULT_FWD_STAGED_OFFSET,
     FAULT_FWD_DENSE_IN_PLACE,
     FAULT_FWD_EXPAND_ONCE,
-    FAULT_CAST_ODD,
-    FAULT_CAST_TIES_SPLIT,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
