@@ -47,15 +47,16 @@ counts are no screen for departures (a cast rounding ties away from zero turned 
 down into 98 up, 177 down, within chance, its 98 departures all up): a result of up to ``RECOUNTED`` slice
 elements is always recounted, a larger one where its raw counts lean.
 
-**Groups of rows and lanes.** A kernel biased on a few of its rows (its last core's loop, its last UB pass) or
-lanes (a tail tile) leans the whole result by too little to tell when those are few. So a recounted result (up to
+**Groups of rows and lanes.** A kernel biased on a few of its rows (its last core's loop, its last UB pass) or lanes
+(a tail tile) leans the whole result by too little to tell when those are few. So a recounted result (up to
 ``RECOUNTED`` slice elements) that does not lean as a whole is held to the same two tests within each group of its
-elements (``group_warning``): each core's share of the rows, and the rows from its first to the last, under each core
-count and each split ``sample`` takes (``row_groups``), and each lane of the slice; each group at ``FALSE_ALARM / G``
-for ``G`` groups, so that a correct kernel's false alarm over all of them is at most ``2 * FALSE_ALARM`` more (a group
-then needs some 38 to 44 departures one way, where the whole result needs 30). A float32 kernel rounding toward +inf
-on the last eighth of the rows of the seeded ``default`` cases of ``cases/`` was seen on 13% of those tested alone by
-the whole-result tests, and on 39% with the groups; on its last core's share (a 40th of the rows), 8% and 20%.
+elements (``group_warning``): each core's share of the rows, and the rows from its first to the last, under each
+core count and each split ``sample`` takes (``standards.default.row_groups``), and each lane; each group at
+``FALSE_ALARM / G`` for ``G`` groups, so that a correct kernel's false alarm over all of them is at most ``2 *
+FALSE_ALARM`` more (a group then needs some 38 to 44 departures one way, where the whole result needs 30). A float32
+kernel rounding toward +inf on the last eighth of the rows of the seeded ``default`` cases of ``cases/`` was seen on
+13% of those tested alone by the whole-result tests, and on 39% with the groups; on its last core's share (a 40th of
+the rows), 8% and 20%.
 
 **What it cannot see:** errors whose signs and magnitudes both split evenly (rounded up on half of the data, down on
 the other half), a bias of a few errors in a case (under ``ALONE``), one that only a few cases of a run share
@@ -160,55 +161,25 @@ def pooled(results: Sequence) -> list[str]:
     return found
 
 
-def row_groups(rows: int) -> list[tuple[int, int]]:
-    """The row ranges ``group_warning`` tests, ``(first, last)``, inclusive: each core's share of the rows and the rows
-    from its first to the last row, under each core count (``regimes.core_counts``) and each way a kernel splits rows
-    (``sample.share_bounds``), the whole result left out (``case_warning`` tests it)."""
-    from .judging.checks.sample import share_bounds
-    from .ops.regimes import core_counts
-
-    found = [(first, end) for cores in core_counts() for first, last in share_bounds(rows, cores)
-             for end in (last, rows - 1)]
-    return [group for group in dict.fromkeys(found) if group != (0, rows - 1)]
-
-
 def group_floor(groups: int) -> float:
     """The fewest errors one way that a group can lean beyond chance among ``groups`` tested at ``FALSE_ALARM /
     groups`` each: ``2 * exp(-n / 2) < FALSE_ALARM / groups`` (``group_warning``)."""
     return 2 * math.log(2 * groups / FALSE_ALARM)
 
 
-def group_warning(sign, toward) -> str:
-    """The warning of a result whose departures lean one way beyond chance within a group of its elements, "" when
-    none does: ``sign`` (+1 above, -1 below, 0 no trial) and ``toward`` (nearer zero) of each element of the slice
-    (``standards.default.departures``, each distinct pair once), its last axis the lanes. A kernel biased on some of
-    its rows alone (a tail core's loop, the last UB pass) or some lanes (a tail tile) leans the whole result by too
-    little when those are few: so the same two sign tests are held to each row group (``row_groups``) and, when there
-    are two rows or more, each lane of the slice, each at ``FALSE_ALARM / G`` for ``G`` groups, so that an unbiased
-    result is warned by some group with a chance of at most ``2 * FALSE_ALARM`` (union bound)."""
-    import numpy as np
-
-    length = sign.shape[-1]
-    sign, toward = sign.reshape(-1, length), toward.reshape(-1, length)
-    trial = sign != 0
-    sides = (sign > 0, sign < 0, toward & trial, trial & ~toward)
-    ranges = row_groups(len(sign))
-    lanes = length if len(sign) > 1 else 0
-    groups = len(ranges) + lanes
-    if not groups or max(int(np.count_nonzero(side)) for side in sides) < group_floor(groups):
+def group_warning(groups: Sequence[tuple[str, int, int, int, int]]) -> str:
+    """The warning of a result whose departures lean one way beyond chance within one of its ``groups`` (``(where,
+    up, down, toward, away)``, ``standards.default.group_counts``: each core's share of the rows, each tail of rows
+    from a share's start, each lane), "" when none does. A kernel biased on some of its rows alone (a tail core's loop,
+    the last UB pass) or some lanes (a tail tile) leans the whole result by too little when those are few: so the same
+    two sign tests are held to each group, each at ``FALSE_ALARM / G`` for ``G`` groups, so that an unbiased result is
+    warned by some group with a chance of at most ``2 * FALSE_ALARM`` (union bound)."""
+    if not groups:
         return ""
-    total = np.concatenate(([[0, 0, 0, 0]], np.cumsum(np.stack([side.sum(1) for side in sides], 1), 0)))
-    first, last = (np.array([group[i] for group in ranges], np.int64).reshape(-1) for i in (0, 1))
-    counts = np.concatenate((total[last + 1] - total[first],
-                             np.stack([side.sum(0) for side in sides], 1)[:lanes]))
-    limit = FALSE_ALARM / groups
+    limit, floor = FALSE_ALARM / len(groups), group_floor(len(groups))
     for pair in (0, 1):
-        one, other = counts[:, 2 * pair], counts[:, 2 * pair + 1]
-        count = np.maximum(one + other, 1)
-        leaning = np.flatnonzero((one + other > 0) & (2 * np.exp(-(one - other) ** 2 / (2 * count)) < limit))
-        if leaning.size:
-            index = int(leaning[0])
-            where = (f" in rows {ranges[index][0]} to {ranges[index][1]}" if index < len(ranges)
-                     else f" in lane {index - len(ranges)} of the slice")
-            return _text((int(one[index]), int(other[index])), pair == 1, where, limit)
+        for where, *counts in groups:
+            one, other = counts[2 * pair], counts[2 * pair + 1]
+            if max(one, other) >= floor and chance(one, other) < limit:
+                return _text((one, other), pair == 1, f" in {where}", limit)
     return ""

@@ -241,19 +241,27 @@ def test_a_group_leans_from_its_floor_at_the_false_alarm_rate_shared_by_the_grou
     departure each, never are; one row alone has no group (the whole result is case_warning's)."""
     import numpy as np
 
-    assert error_balance.row_groups(2) == [(0, 0), (1, 1)] and error_balance.row_groups(1) == []
+    from prmg_cli.judging.standards.default import group_counts, row_groups
+
+    def warning(sign, toward):
+        return error_balance.group_warning(group_counts(sign, toward))
+
+    assert row_groups(2) == [(0, 0), (1, 1)] and row_groups(1) == []
     assert 37 < error_balance.group_floor(66) < 38
     for ups, said in ((38, True), (37, False)):
         sign, toward = np.zeros((1, 1, 2, 64), np.int8), np.zeros((1, 1, 2, 64), bool)
         sign[0, 0, 1, :ups] = 1
-        text = error_balance.group_warning(sign, toward)
+        text = warning(sign, toward)
         assert text.startswith(f"biased in rows 1 to 1: {ups} of {ups} errors above the golden, 0 below") == said, text
         assert said or text == ""
-        assert (error_balance.group_warning(sign[..., :1, :], toward[..., :1, :]) == "") and (
-            error_balance.group_warning(-sign, toward).startswith(f"biased in rows 1 to 1: 0 of {ups} errors") == said)
+        assert (warning(sign[..., :1, :], toward[..., :1, :]) == "") and (
+            warning(-sign, toward).startswith(f"biased in rows 1 to 1: 0 of {ups} errors") == said)
     sign[0, 0, 1, :38], toward[0, 0, 1, :38] = np.tile([1, -1], 19), True              # even signs, all toward zero
-    assert error_balance.group_warning(sign, toward).startswith("biased in rows 1 to 1: 38 of 38 errors toward zero")
-    assert "limit 1.5e-08)" in error_balance.group_warning(sign, toward)
+    assert warning(sign, toward).startswith("biased in rows 1 to 1: 38 of 38 errors toward zero")
+    assert "limit 1.5e-08)" in warning(sign, toward)
+    sign[0, 0, :, 5], toward[...] = 0, False                                            # one lane: 2 rows, no more
+    counts = group_counts(sign, toward)
+    assert counts[-59] == ("lane 5 of the slice", 0, 0, 0, 0) and len(counts) == 66
 
 
 def rounded_up(case, inputs, chosen=lambda row, lane: False):

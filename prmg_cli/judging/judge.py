@@ -53,7 +53,7 @@ from ..vocab import GRAPH_PHASES, GRAPH_REFUSING, PHASES, WORKSPACE_POISON
 from .default_pass import ONE_PASS
 from .defects import beyond
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
-from .standards.default import departures, distinct_balance_counts
+from .standards.default import departures, distinct_balance_counts, group_counts
 
 
 @dataclass
@@ -427,14 +427,14 @@ def _balance_warning(verdict: Verdict, elements: int, distinct, departures) -> N
     (``error_balance.case_warning``, from the ``default`` standard's counts) gets the warning; where
     ``error_balance.needs_distinct`` says so, ``distinct()`` recounts the distinct (golden, result) pairs first
     (``error_balance.DISTINCT``). A recounted result that does not lean as a whole is held to the same tests within
-    each group of its rows and lanes (``error_balance.group_warning`` on ``departures()``,
-    ``standards.default.departures``) when its distinct counts are enough for a group to lean."""
+    each group of its rows and lanes (``error_balance.group_warning`` on ``standards.default.group_counts`` of
+    ``departures()``) when its distinct counts are enough for a group to lean."""
     if error_balance.needs_distinct(verdict.metrics, elements):
         verdict.metrics.update(zip(error_balance.DISTINCT, distinct()))
     text = error_balance.case_warning(verdict.metrics)
     if not text and elements <= error_balance.RECOUNTED and error_balance.DISTINCT[0] in verdict.metrics and max(
             verdict.metrics[key] for key in error_balance.DISTINCT) >= error_balance.group_floor(1):
-        text = error_balance.group_warning(*departures())
+        text = error_balance.group_warning(group_counts(*departures()))
     if text:
         verdict.warnings.append(text)
 

@@ -56,6 +56,7 @@ import numpy as np
 
 from ... import error_balance
 from ...dtypes import DTYPES, FLOAT_FORMATS, Format, rounded
+from ...ops.regimes import core_counts, share_bounds
 from ...results import plural
 from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over, short_number,
                    times, within)
@@ -222,6 +223,31 @@ def departures(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.
     sign.reshape(-1)[where[first]] = np.sign(result[first] - nearest[first]).astype(np.int8)
     toward.reshape(-1)[where[first]] = np.abs(result[first]) < np.abs(nearest[first])
     return sign, toward
+
+
+def row_groups(rows: int) -> list[tuple[int, int]]:
+    """The row ranges the error balance's groups hold (``group_counts``), ``(first, last)``, inclusive: each core's
+    share of the rows and the rows from its first to the last row, under each core count (``regimes.core_counts``)
+    and each way a kernel splits rows (``regimes.share_bounds``), the whole result left out (its own test)."""
+    found = [(first, end) for cores in core_counts() for first, last in share_bounds(rows, cores)
+             for end in (last, rows - 1)]
+    return [group for group in dict.fromkeys(found) if group != (0, rows - 1)]
+
+
+def group_counts(sign: np.ndarray, toward: np.ndarray) -> list[tuple[str, int, int, int, int]]:
+    """``(where, up, down, toward, away)`` of the departures (``departures``: ``sign`` +1 above, -1 below, 0 no trial;
+    ``toward`` nearer zero) within each group of a slice's elements that ``error_balance.group_warning`` tests: each
+    row range of ``row_groups`` and, when there are two rows or more, each lane of the slice (its last axis)."""
+    length = sign.shape[-1]
+    sign, toward = sign.reshape(-1, length), toward.reshape(-1, length)
+    trial = sign != 0
+    sides = np.stack([sign > 0, sign < 0, toward & trial, trial & ~toward], -1).astype(np.int64)   # (rows, L, 4)
+    ranges = row_groups(len(sign))
+    lanes = length if len(sign) > 1 else 0
+    total = np.concatenate((np.zeros((1, 4), np.int64), np.cumsum(sides.sum(1), 0)))
+    found = [(f"rows {first} to {last}", *(int(v) for v in total[last + 1] - total[first])) for first, last in ranges]
+    return found + [(f"lane {lane} of the slice", *(int(v) for v in counts))
+                    for lane, counts in enumerate(sides.sum(0)[:lanes])]
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
