@@ -391,7 +391,8 @@ def test_the_exact_cases_hold_the_cast_to_ties_to_even(emulator, monkeypatch):
 
     cases = [case for case in load_cases(["cases/edge.yaml"]) if case.name.startswith("edge.exact_")]
     assert len(cases) == 8 and {(case.op, case.dtype, case.cos_dtype) for case in cases} == {
-        (op, dtype, cos) for op in ("grad", "forward") for dtype in ("float16", "bfloat16") for cos in (dtype, "float32")}
+        (op, dtype, cos) for op in ("grad", "forward") for dtype in ("float16", "bfloat16")
+        for cos in (dtype, "float32")}
     with AclSession(emulator, 0) as session:
         for case in cases:
             assert case.standard == "exact"
