@@ -775,7 +775,7 @@ def test_the_emulators_clobber_row_end_fails_a_case_the_one_pass_judges(emulator
     assert judged.status == "failed" and "outside the slice at d=159" in judged.message, judged.message
 
 
-# --- default: the error balance's counts (issue 34) on every path ------------------------------------------------------
+# --- default: the error balance's counts (issue 34) on every path -----------------------------------------------
 
 def balance_floor(dtype: str) -> float:
     """The smallest |golden| whose error the balance counts, found from its rule: where the dtype's ulp is at least
@@ -804,7 +804,8 @@ def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials
     actual = [up(base, dtype), base, 2 * base, 4 * base, tiny, 0.0]
     if specials:                               # NaN for NaN; an overflow to +inf that float32 gives too
         big = float(rounded([0.9 * largest(dtype)], NUMPY[dtype]).astype(np.float64)[0])
-        dy, cos, actual = dy + [np.nan, np.nan, big, 0.0], cos + [1.0, 1.0, 2.0, 1.0], actual + [np.nan] * 2 + [np.inf, 0]
+        dy, cos = dy + [np.nan, np.nan, big, 0.0], cos + [1.0, 1.0, 2.0, 1.0]
+        actual = actual + [np.nan] * 2 + [np.inf, 0]
     golden, actual_values = np.asarray(dy) * np.asarray(cos), np.asarray(actual)
     counted = (np.abs(golden) >= floor) & np.isfinite(golden) & np.isfinite(actual_values)
     expected = {"balance_up": int((counted & (actual_values > golden)).sum()),

@@ -471,7 +471,9 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
                          lambda: departures(view.actual, view.golden, view.format))
         return
     wrong, score = _wrong_and_score(evaluation)
-    candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)
+    outside_special = judgement.bad.copy()             # the bad elements but the non-finite ones, in flat order
+    outside_special.flat[special_wrong] = False        # (a mask, not np.setdiff1d: no sort of up to every element)
+    candidates = np.flatnonzero(outside_special)
     special_lines = _special_lines(view, result, evaluation)
     where = diagnosis.localise(wrong, start, inputs.cos.shape)
     worst = _worst(view, judgement, candidates if len(candidates) or not judgement.failed else None)
