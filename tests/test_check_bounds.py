@@ -249,6 +249,10 @@ def test_a_wrong_result_defect_holds_up_to_each_bound():
         actual[0, 0, 1, 3] = value
         assert beyond([("max_error_ulp", 1e300)], actual, golden, actual != golden, fmt) == [
             "a wrong element errs by inf ulp > max_error_ulp 1e+300"], value
+    # the ulps are the golden's: 2^10 where the golden is 2^-10 errs by 2^43 of its ulps (2^23 of the result's own)
+    small, huge = np.full((1, 1, 1, 2), 2.0 ** -10), np.full((1, 1, 1, 2), 2.0 ** 10)
+    assert beyond([("max_error_ulp", 1e9)], huge, small, huge != small, fmt) == [
+        "a wrong element errs by 8.8e+12 ulp > max_error_ulp 1e+09"]
 
 
 def test_unchanged_counts_the_elements_the_formula_moves_to_or_from_infinity():
