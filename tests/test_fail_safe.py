@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, prmg, prmg_here
+from prmg_cli.errors import STOPS
 
 CASES = """
 - {name: ok_a, shape: [1, 2, 2, 16], partial_slice: [4, 12]}
@@ -236,8 +237,10 @@ def test_fail_fast_lists_what_did_not_run(tmp_path):
     assert "2 cases not run" in result.stderr
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum, code):
+    """A stop signal while a case hangs: the partial report, its exit code; SIGHUP (the terminal closed, an SSH
+    session dropped) too, which killed the run by the raw signal (129) with no report and the results file cut."""
     path = write(tmp_path, CASES + "- {name: stuck, shape: [1, 1, 1, 16]}\n- {name: after, shape: [1, 1, 2, 8]}\n")
     results = tmp_path / "results.jsonl"
     env = {**os.environ, "PRMG_EMU_FAULT": "hang", "PRMG_EMU_FAULT_SHAPE": "1,1,1,16"}
@@ -259,6 +262,7 @@ def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum,
     assert recorded[0]["schema"] == "prmg.run/1"
     assert [r["status"] for r in recorded[1:]] == ["passed"] * 3 + ["not_run", "not_run"]
     assert report["summary"]["exit_code"] == code
+    assert f"prmg: the run was {STOPS[signum][0]} ({STOPS[signum][1]}): 2 cases not run" in stderr
 
 
 def test_signals_a_parent_blocked_still_stop_a_run(tmp_path):
@@ -301,7 +305,7 @@ getattr(importlib.import_module(module), function)()
 
 
 @pytest.mark.parametrize("signum, code, said", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
+                                                (signal.SIGTERM, 143, "terminated"), (signal.SIGHUP, 129, "hung up")])
 def test_a_stop_while_the_command_line_loads_is_its_exit_code_quietly(signum, code, said):
     """Ctrl-C or SIGTERM while typer is imported (before any command runs) ends prmg as one at any other moment:
     the entry point holds the stop signals before it imports typer, and takes a held one where it handles it (a

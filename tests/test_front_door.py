@@ -1040,7 +1040,7 @@ main()
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_as_the_run_ends_leaves_the_exit_code_its_reports_state(tmp_path, signum):
     """Ctrl-C or SIGTERM once the reports are written (the JSON report says exit_code 0) or while the interpreter
     shuts down: the process exits 0 as its reports say, never by the raw signal nor with a traceback."""
