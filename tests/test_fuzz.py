@@ -18,6 +18,7 @@ Hypothesis runs derandomized without a database, so CI sees the same examples ev
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import io
 import json
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import unicodedata
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -326,7 +328,7 @@ HOSTILE_TEXTS = ["<script>alert(1)</script>", "<b>bold</b>", "<img src=x onerror
                  "```", "[x](javascript:alert(1))", "![i](http://example.com/i.png)", "*a* _b_ `c`", "\\|", "&amp;",
                  "\x1b[2J", "\u202e", "\x00", "line\nbreak", "emulator", "aclnn", "float16", "bfloat16", "interleave",
                  "max_err_ratio", "adjoint_ratio", "not_run", "1/2", "0/0", "2/1", "a/b", "+1/+2", "²/3", "١/٣",
-                 "1_0/2_0",
+                 "1_0/2_0", "=cmd|' /c calc'!A1", "@SUM(A1:A9)", "+1+1", "-2+3", "-1", "\x01", "\x1b]0;t\x07", "\x9b2J",
                  "1/" + "9" * 5000]                   # int() refuses over 4,300 digits: a shard of them was exit 3
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(HOSTILE_TEXTS)
 NAME = TEXT.filter(bool)
@@ -690,6 +692,8 @@ def _report_every_format(stored: store.Stored, path: Path, folder: Path, formats
     if code != 5 and "json" in targets:
         json.loads(targets["json"].read_text(), parse_constant=_no_constant)
         ET.fromstring(targets["junit"].read_text())
+        _no_raw_controls({fmt: targets[fmt].read_text() for fmt in ("table", "markdown", "csv")})
+        _no_formulas(targets["csv"].read_text())
     if code != 5 and "html" in targets:
         page, latest = targets["html"].read_text(), stored.latest().values()
         assert page.rstrip().endswith("</html>")
@@ -699,6 +703,29 @@ def _report_every_format(stored: store.Stored, path: Path, folder: Path, formats
                for r in latest):
             assert 'id="timing"' in page
     return code
+
+
+def _no_raw_controls(texts: dict[str, str]) -> None:
+    """No text report carries a control character but its line ends (an escape sequence, a C1 CSI, \\x01 from a
+    file would reach a terminal or a spreadsheet): the CSV's device and call path columns did."""
+    for fmt, text in texts.items():
+        raw = {char for char in text if unicodedata.category(char) == "Cc" and char != "\n"}
+        assert not raw, f"{fmt}: raw {sorted(raw)!r}"
+
+
+def _no_formulas(text: str) -> None:
+    """No CSV cell a spreadsheet would run as a formula (one starting with = + - @ that is not a number)."""
+    for row in csv.reader(io.StringIO(text)):
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@")) or _is_number(cell), f"formula cell {cell!r}"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _resume(stored: store.Stored, folder: Path) -> None:

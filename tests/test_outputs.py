@@ -487,6 +487,21 @@ def test_csv_rows_and_fields():
     assert json.loads(rows[-1]["metrics"], parse_constant=_reject_constant) == {"x": "nan"}
 
 
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_shown_as_text():
+    """A results file's message ``=cmd|' /c calc'!A1`` (or a device, a call path, a runner, a name starting with - or
+    @) was written as it was, so a spreadsheet opening the CSV ran it; device and path also kept raw control
+    characters. A text cell starting with = + - @ now gets a leading ' and every text cell is escaped; numbers
+    (a negative status code, a time) stay numbers."""
+    formula = "=cmd|' /c calc'!A1"
+    result = CaseResult(name="-x", status="error", message=formula, error_code=-1, warnings=["@SUM(A1)"],
+                        path="+1+1\x1b[2J", device="\x01-2", runner="-aclnn", kernel_ms=-0.0, duration_s=1e-5)
+    (row,) = csv.DictReader(io.StringIO(csvreport.render([result], EMULATOR)))
+    assert (row["name"], row["message"], row["warnings"]) == ("'-x", "'" + formula, "'@SUM(A1)")
+    assert (row["path"], row["device"], row["runner"]) == ("'+1+1\\x1b[2J", "\\x01-2", "'-aclnn")
+    assert (row["error_code"], row["kernel_ms"], row["duration_s"]) == ("-1", "-0.0", "1e-05")
+    assert csvreport.cell("-1e-05") == "-1e-05" and csvreport.cell("-inf") == "-inf"
+
+
 def test_csv_and_junit_say_what_ran_the_cases_where_a_ci_page_or_a_script_looks():
     """Issue 32 (fourth look): a CSV of the host emulator's run had no word of the emulator (no header lines), and a
     JUnit suite said so only in its properties, which CI pages do not show: the CSV names each row's runner (its
