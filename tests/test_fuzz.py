@@ -42,7 +42,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, prmg_here
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli import dtypes
 from prmg_cli.case import element_count
 from prmg_cli.cases import gencase
@@ -944,6 +944,21 @@ def test_the_opp_variables_given_a_hostile_path_are_stamped_never_a_crash(variab
         result = prmg_here("run", case, *EMULATOR, env={variable: _hostile(kind, tmp_path, {})})
         assert result.returncode in (0, 1) and "Traceback" not in result.stderr, (kind, result.stderr)
         assert all(line.startswith("prmg: ") for line in result.stderr.splitlines()), (kind, result.stderr)
+
+
+FORGED = "\x1b[2J\x1b]0;title\x07\x01\x9b1m\nforged: line"      # escape sequences and a line of its own
+
+
+@pytest.mark.parametrize("variables", [("ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH"),
+                                       ("PRMG_EMU_FAULT", "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES")])
+def test_doctor_shows_hostile_variables_as_escapes_never_raw(variables):
+    """``prmg doctor`` echoes the ASCEND_* and PRMG_EMU_* variables and the paths they name: a value holding an
+    escape sequence or a newline reached the terminal raw (a cleared screen, a forged line of the report)."""
+    result = prmg("doctor", env={name: "/x" + FORGED for name in variables})
+    shown = result.stdout + result.stderr
+    assert result.returncode in (0, 1) and "Traceback" not in shown, shown
+    assert not {char for char in shown if unicodedata.category(char) == "Cc" and char != "\n"}, shown
+    assert not any(line.startswith("forged") for line in shown.splitlines()), shown
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..device import provenance
 from ..errors import PrmgError
+from ..results import visible
 from ..ops import OPERATORS
 
 # the entry points a toolkit must export: those of the operators under test (``OperatorSpec.required``)
@@ -169,4 +170,6 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     else:
         ok = bool(usable.get(runner))
         lines.append(f"runner {runner}: {'usable' if ok else 'NOT usable'}")
-    return "\n".join(lines), ok
+    # each line shown as one (results.visible): a variable's value or a path holding an escape sequence or a newline
+    # (ASCEND_HOME_PATH, PRMG_EMU_FAULT) reached the terminal raw and forged lines of the report
+    return "\n".join(visible(line) for line in lines), ok
