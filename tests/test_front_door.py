@@ -122,6 +122,22 @@ def test_bad_utf8_names_the_line(tmp_path):
     refused([path], "line 3: not UTF-8 text (byte 0xff")
 
 
+@pytest.mark.parametrize("encoding, said", [
+    ("utf-16", "UTF-16 text (it starts with the byte order mark FF FE)"), ("utf-16-be", None),
+    ("utf-32", "UTF-32 text (it starts with the byte order mark FF FE 00 00)")])
+def test_a_utf16_or_utf32_file_is_named_so_with_what_to_do(tmp_path, encoding, said):
+    """A case file or TTK list an editor or a spreadsheet saved as "Unicode" (UTF-16 with its byte order mark) was
+    'not UTF-8 text (byte 0xff at offset 0)': it is named for what it is, and what to do (save it as UTF-8); UTF-16
+    without a mark is refused at its first NUL character, as before."""
+    path = write(tmp_path, "c.yaml", CASE.encode(encoding))
+    table = write(tmp_path, "t.csv", "a,b\n1,2\n".encode(encoding))
+    if said is None:
+        refused([path], "line 1, column 1: the character U+0000 (NUL) is not allowed")
+        return
+    refused([path], f"line 1: {said}: save it as UTF-8")
+    one_error_line(prmg_here("import-ttk", table), f"not a readable CSV file: {said}: save it as UTF-8")
+
+
 def test_characters_through_the_command_line(tmp_path):
     path = write(tmp_path, "c.yaml", CASE + "  # \x00\n")
     one_error_line(prmg("validate", path), str(path), "line 3, column 5: the character U+0000 (NUL)")

@@ -368,8 +368,8 @@ def faults_acted(launches: list) -> list[str] | None:
 @contextlib.contextmanager
 def signals_held():
     """Hold the stop signals (Ctrl-C, SIGTERM, SIGHUP) for the block (``pthread_sigmask``): one that arrives
-    meanwhile is delivered when the block ends, so that what the block does (fork a worker, record a result in the results file and in the
-    report) is done whole or not at all."""
+    meanwhile is delivered when the block ends, so that what the block does (fork a worker, record a result in the
+    results file and in the report) is done whole or not at all."""
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
