@@ -354,6 +354,24 @@ def test_bench_refuses_a_negative_peak():
     assert result.returncode == 2 and "--peak-gbps must be a finite number > 0" in result.stderr
 
 
+def test_a_full_disk_under_the_results_file_and_one_report_loses_no_other_report_nor_either_error(tmp_path):
+    """The results file and the JSON report on a full disk (/dev/full: ENOSPC): the run stops, says why, and the
+    JUnit report after the failing JSON one is still written. Before, the report's error was raised first: the
+    line saying the results file failed (and the cases not run) was never printed, and JUnit was never written."""
+    junit = tmp_path / "j.xml"
+    result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", "--results", "/dev/full",
+                  "--report", "json:/dev/full", "--report", f"junit:{junit}")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("prmg: error: ")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert lines == ["prmg: error: the run stopped: /dev/full: cannot write the run record to the results file: no "
+                     "space left on device: 3 cases not run",
+                     "prmg: error: /dev/full: cannot write: no space left on device"], result.stderr
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert [case.find("error").get("message") for case in suite.iter("testcase")] == [
+        "not run: the run stopped: /dev/full: cannot write the run record to the results file: no space left on "
+        "device"] * 3
+
+
 def test_stdout_on_dev_full_is_one_line_not_a_traceback(tmp_path):
     with open("/dev/full", "w") as full:
         result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "run", str(write(tmp_path, CASES)),

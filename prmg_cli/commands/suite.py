@@ -352,6 +352,7 @@ def run_suite(request) -> int:
             writer.close()
         raise
     run = _Run(cases, writer, request, run_record.run_info(settings, devices))
+    unwritten: PrmgError | None = None
     handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
@@ -388,7 +389,10 @@ def run_suite(request) -> int:
         if late and not run.stopped:            # after the last case, before the reports: the run was stopped
             run.stop(*_stopped(late))
         ordered, missing = run.finish(settings, selection)
-        _write_reports(targets, ordered, run.info, request, cases)
+        try:
+            _write_reports(targets, ordered, run.info, request, cases)
+        except PrmgError as error:              # said after why the run stopped (a results file failing too)
+            unwritten = error
     finally:
         with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
             for signum, handler in handlers.items():
@@ -399,6 +403,8 @@ def run_suite(request) -> int:
         error = "error: " if run.code == ExitCode.USAGE else ""
         missed = f": {plural(len(missing), 'case')} not run" if missing else ""
         sys.stderr.write(f"prmg: {error}{run.stopped}{missed}\n")
+    if unwritten is not None:
+        raise unwritten
     return run.code or exit_code(ordered, request.strict)
 
 
@@ -527,16 +533,23 @@ def _unfinished_reports(targets, info: RunInfo, request) -> None:
 
 def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, cases: Sequence[Case] = ()) -> None:
     """Every report of ``targets`` (of ``cases``, the run's); when none goes to standard output, the failures and the
-    summary line are printed there, so the console still tells what happened."""
+    summary line are printed there, so the console still tells what happened. A report that cannot be written (a
+    full disk) does not keep the others from being written: PrmgError for each, once all were tried."""
     options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details,
                                     cases=tuple(cases))
+    unwritten = []
     for target in targets:
         if target.path is None:             # a table on stdout: its header was printed before the first case
             write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
-        else:
+            continue
+        try:
             write_text(target.path, outputs.render_pieces(target.format, results, info, options))
+        except PrmgError as error:
+            unwritten += [error, *error.others]
     if all(target.path is not None for target in targets):
         from ..reports.outputs.table import failure_lines
 
         write_stdout("\n".join(failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
                                 + outputs.labels.device_lines(results) + [summary_line(results)]))
+    if unwritten:
+        raise PrmgError.all_of(unwritten)
