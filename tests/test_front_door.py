@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -968,6 +969,20 @@ def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c
         for case in cases:
             writer.append(record(case))
     return path
+
+
+def test_prmg_report_writes_every_report_it_can_and_names_each_it_cannot(tmp_path):
+    """``prmg report --report json:/dev/full --report junit:FILE --report csv:/dev/full``: the JUnit report is
+    written and each full-disk report named on its own line (before, the first failure ended the command and the
+    reports after it were never written). ``run`` writes its reports the same way (``outputs.write_targets``):
+    tests/test_fail_safe.py."""
+    junit = tmp_path / "j.xml"
+    result = prmg_here("report", results_file(tmp_path), "--report", "json:/dev/full", "--report", f"junit:{junit}",
+                       "--report", "csv:/dev/full")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("prmg: error: ")]
+    assert errors == ["prmg: error: /dev/full: cannot write: no space left on device"] * 2, result.stderr
+    assert [case.get("name") for case in ET.parse(junit).getroot().iter("testcase")] == ["c"]
 
 
 HUGE = "9" * 5000           # int() refuses text of over 4,300 digits (ValueError)

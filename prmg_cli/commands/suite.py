@@ -537,15 +537,9 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, c
     full disk) does not keep the others from being written: PrmgError for each, once all were tried."""
     options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details,
                                     cases=tuple(cases))
-    unwritten = []
-    for target in targets:
-        if target.path is None:             # a table on stdout: its header was printed before the first case
-            write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
-            continue
-        try:
-            write_text(target.path, outputs.render_pieces(target.format, results, info, options))
-        except PrmgError as error:
-            unwritten += [error, *error.others]
+    # a table on stdout without its header, printed before the first case
+    unwritten = outputs.write_targets(targets, lambda target: outputs.render_pieces(
+        target.format, results, info, options if target.path else replace(options, header=False)))
     if all(target.path is not None for target in targets):
         from ..reports.outputs.table import failure_lines
 
