@@ -985,6 +985,29 @@ def test_prmg_report_writes_every_report_it_can_and_names_each_it_cannot(tmp_pat
     assert [case.get("name") for case in ET.parse(junit).getroot().iter("testcase")] == ["c"]
 
 
+@pytest.mark.parametrize("fmt", ["junit", "csv", "markdown", "html"])
+def test_a_report_on_standard_output_is_utf8_whatever_the_locale(tmp_path, fmt):
+    """A report in a file format sent to standard output under a latin-1 locale (``PYTHONIOENCODING=latin-1``, a CI
+    shell's LANG): its bytes were the locale's, so an HTML page declaring UTF-8 was mis-encoded (``×`` as byte 0xD7)
+    and ``≤`` became the text ``\\u2264`` in JUnit, CSV and Markdown. A document is UTF-8 as its format says; the
+    table, for the terminal, keeps the terminal's encoding."""
+    from prmg_cli.reports import store
+
+    path = tmp_path / "r.jsonl"
+    with store.Writer(path) as writer:
+        writer.append(store.RunRecord("r1", "", ["c"], {}, {}))
+        writer.append(CaseResult(name="c", status="failed", message="err 2 ulp > bound 1 ulp (×2), é ≤ ≈", run_id="r1",
+                                 judged_under=store.settings_key({})))
+    result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "report", str(path), "--report", fmt],
+                            capture_output=True, cwd=ROOT, timeout=120,
+                            env={**os.environ, "PYTHONIOENCODING": "latin-1"})
+    assert result.returncode == 1, result.stderr
+    assert "(×2), é ≤ ≈" in result.stdout.decode("utf-8"), result.stdout[-300:]
+    table = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "report", str(path)], capture_output=True, cwd=ROOT,
+                           timeout=120, env={**os.environ, "PYTHONIOENCODING": "latin-1"}) if fmt == "csv" else None
+    assert table is None or "(\xd72), \xe9 \\u2264 \\u2248".encode("latin-1") in table.stdout
+
+
 HUGE = "9" * 5000           # int() refuses text of over 4,300 digits (ValueError)
 
 

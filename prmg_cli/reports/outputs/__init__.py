@@ -115,7 +115,7 @@ def write_targets(targets: Iterable[ReportTarget], pieces: Callable[[ReportTarge
     unwritten = []
     for target in targets:
         if target.path is None:
-            write_stdout("".join(pieces(target)))
+            write_stdout("".join(pieces(target)), document=target.format != "table")
             continue
         try:
             write_text(target.path, pieces(target))
