@@ -232,6 +232,19 @@ def test_the_op_column_stays_when_operators_mix_and_the_terminal_width_is_used(m
     assert all(any(line.startswith(f"PASS     {r.name}  ") for line in wide_terminal) for r in results)
 
 
+@pytest.mark.parametrize("told, expected", [("abc", 100), ("0", 100), ("-5", 100), ("10", 80), ("²", 100),
+                                            ("１２０", 100), ("100000", 100000), ("", 100), (" 90", 90)])
+def test_any_columns_value_gives_a_width_never_a_crash(monkeypatch, told, expected):
+    """``COLUMNS`` as a CI or a shell may set it (standard output a pipe): a number, at least ``MIN_WIDTH``, else
+    ignored. ``COLUMNS=²`` passed ``str.isdigit`` and failed ``int``: every text report was exit 3."""
+    from prmg_cli.reports.outputs import screen
+
+    monkeypatch.setenv("COLUMNS", told)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    assert screen.width() == expected
+    assert table.render(mixed(), EMULATOR)
+
+
 def on_terminal(args: list, columns: int, cwd) -> str:
     """What ``prmg ARGS`` prints on a pseudo-terminal ``columns`` wide (without ``COLUMNS``), lines joined by
     ``\\n``; its standard error (progress) goes to a pipe."""
