@@ -325,9 +325,11 @@ def geir_sources() -> Path:
 
 
 def emulator_cache_base(env: Mapping[str, str] | None = None) -> Path:
-    """Where built emulators live: $PRMG_EMULATOR_HOME, else $XDG_CACHE_HOME/prmg, else ~/.cache/prmg."""
+    """Where built emulators live: $PRMG_EMULATOR_HOME, else $XDG_CACHE_HOME/prmg, else ~/.cache/prmg (a relative
+    XDG_CACHE_HOME is ignored, as the XDG spec says: it built a cache in every folder prmg ran in)."""
     env = os.environ if env is None else env
     if env.get("PRMG_EMULATOR_HOME"):
         return Path(env["PRMG_EMULATOR_HOME"]).expanduser()
-    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    given = env.get("XDG_CACHE_HOME", "")
+    cache = given if os.path.isabs(given) else str(Path.home() / ".cache")
     return Path(cache).expanduser() / "prmg"
