@@ -522,6 +522,23 @@ def test_dump_write_errors_are_one_line(tmp_path):
     one_error_line(result, "cannot write: the file is too large")
 
 
+def test_dump_on_a_full_disk_says_so(tmp_path, monkeypatch):
+    """Each array file of a dump written on a full disk (here /dev/full): numpy's ``tofile`` reports its short write
+    as an OSError without an errno, and the user read 'cannot write: oserror'; it is 'no space left on device'."""
+    from prmg_cli.device import artifacts
+
+    @contextlib.contextmanager
+    def full(path, root):
+        with open("/dev/full", "wb") as handle:
+            yield handle
+
+    monkeypatch.setattr(artifacts.files, "create_within", full)
+    out = tmp_path / "o"
+    one_error_line(prmg_here("dump", write(tmp_path, "c.yaml", CASE), "--out", out),
+                   f"{out}/c: cannot write: no space left on device")
+    assert list(out.iterdir()) == []                         # no folder of some arrays left
+
+
 @pytest.mark.parametrize("key, value, field", [("shape", "[64, 64, 64, 64]", "shape"),
                                              ("dy_offset", "4294967296", "dy_offset"),
                                              ("cos_strides", "[8, 67108864, 8, 1]", "cos_strides")])
