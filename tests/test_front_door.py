@@ -522,21 +522,18 @@ def test_dump_write_errors_are_one_line(tmp_path):
     one_error_line(result, "cannot write: the file is too large")
 
 
-def test_dump_on_a_full_disk_says_so(tmp_path, monkeypatch):
-    """Each array file of a dump written on a full disk (here /dev/full): numpy's ``tofile`` reports its short write
-    as an OSError without an errno, and the user read 'cannot write: oserror'; it is 'no space left on device'."""
-    from prmg_cli.device import artifacts
-
-    @contextlib.contextmanager
-    def full(path, root):
-        with open("/dev/full", "wb") as handle:
-            yield handle
-
-    monkeypatch.setattr(artifacts.files, "create_within", full)
-    out = tmp_path / "o"
-    one_error_line(prmg_here("dump", write(tmp_path, "c.yaml", CASE), "--out", out),
-                   f"{out}/c: cannot write: no space left on device")
-    assert list(out.iterdir()) == []                         # no folder of some arrays left
+def test_dump_whose_array_write_falls_short_says_why(tmp_path):
+    """An array whose write falls short (a full disk; here a file size limit of 3000 bytes under arrays of 4 KiB):
+    numpy's ``tofile`` raised an OSError without an errno ("4096 requested and 2872 written") and the user read
+    'cannot write: oserror'; arrays go through the file's own writes, and the reason is the system's."""
+    case_file = write(tmp_path, "c.yaml", "- name: c\n  shape: [1, 1, 4, 256]\n")
+    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000)); sys.argv = ['prmg'] + sys.argv[1:]; "
+              "from prmg_cli.cli import main; main()")
+    result = subprocess.run([sys.executable, "-c", script, "dump", str(case_file), "--out", str(tmp_path / "o")],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    one_error_line(result, "o/c: cannot write: the file is too large")
+    assert list((tmp_path / "o").iterdir()) == []            # no folder of some arrays left
 
 
 @pytest.mark.parametrize("key, value, field", [("shape", "[64, 64, 64, 64]", "shape"),
