@@ -265,6 +265,28 @@ def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum,
     assert f"prmg: the run was {STOPS[signum][0]} ({STOPS[signum][1]}): 2 cases not run" in stderr
 
 
+def test_under_nohup_a_hangup_stops_neither_the_run_nor_its_workers(tmp_path):
+    """``nohup prmg run`` ignores SIGHUP: a closed terminal (SIGHUP to the whole process group) leaves the run going,
+    its workers too (they take every other stop signal's default), so a case ends as it would have (here: its hang
+    times out), not as a worker killed by SIGHUP."""
+    path = write(tmp_path, "- {name: stuck, shape: [1, 1, 1, 16]}\n- {name: after, shape: [1, 1, 2, 8]}\n")
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
+                                "--timeout", "3", "--report", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=ROOT, start_new_session=True,
+                               env={**os.environ, "PRMG_EMU_FAULT": "hang", "PRMG_EMU_FAULT_SHAPE": "1,1,1,16"},
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _children(process.pid):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    os.killpg(process.pid, signal.SIGHUP)                  # the terminal closes: the whole process group
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr
+    cases = {case["name"]: case for case in json.loads(stdout)["cases"]}
+    assert cases["after"]["status"] == "passed" and cases["stuck"]["status"] == "error", cases
+    assert "SIGHUP" not in cases["stuck"]["message"] and "timed out" in cases["stuck"]["message"], cases["stuck"]
+
+
 def test_signals_a_parent_blocked_still_stop_a_run(tmp_path):
     """A process inherits its parent's blocked signals (a test runner, a CI agent): prmg unblocks Ctrl-C and
     SIGTERM, so they still stop it."""

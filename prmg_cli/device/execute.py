@@ -379,10 +379,14 @@ def signals_held():
 
 def leave_stops_to_parent() -> None:
     """In a forked child: Ctrl-C ignored (the parent owns it: a terminal sends it to the whole process group), the other
-    stop signals (SIGTERM, SIGHUP) killing it as by default, instead of the parent's handler it inherited; unblocked,
-    as it was forked while the parent held them."""
+    stop signals (SIGTERM, SIGHUP) killing it as by default, instead of the parent's handler it inherited, but for a
+    SIGHUP the parent ignores (``nohup prmg run``: a closed terminal must not kill the workers either); unblocked, as
+    it was forked while the parent held them."""
     for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_IGN if signum == signal.SIGINT else signal.SIG_DFL)
+        if signum == signal.SIGINT:
+            signal.signal(signum, signal.SIG_IGN)
+        elif signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
