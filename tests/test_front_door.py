@@ -512,28 +512,20 @@ def test_dump_never_writes_outside_out(tmp_path):
     dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: cannot write the dump: is not a folder")
 
 
-def test_dump_write_errors_are_one_line(tmp_path):
-    case_file = write(tmp_path, "c.yaml", CASE)
+@pytest.mark.parametrize("shape, limit", [("[1, 1, 1, 8]", 64), ("[1, 1, 4, 256]", 3000)])
+def test_dump_write_errors_are_one_line(tmp_path, shape, limit):
+    """A file size limit (RLIMIT_FSIZE) the first write passes, or not. 3000 bytes under arrays of 4 KiB is an array
+    whose write falls short, as on a full disk: numpy's ``tofile`` raised an OSError without an errno ("4096
+    requested and 2872 written") and the user read 'cannot write: oserror'; arrays go through the file's own writes,
+    and the reason is the system's. A case it could not write whole leaves no folder."""
+    case_file = write(tmp_path, "c.yaml", f"- name: c\n  shape: {shape}\n")
     script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
-              "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)); sys.argv = ['prmg'] + sys.argv[1:]; "
-              "from prmg_cli.cli import main; main()")
-    result = subprocess.run([sys.executable, "-c", script, "dump", str(case_file), "--out", str(tmp_path / "o")],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
-    one_error_line(result, "cannot write: the file is too large")
-
-
-def test_dump_whose_array_write_falls_short_says_why(tmp_path):
-    """An array whose write falls short (a full disk; here a file size limit of 3000 bytes under arrays of 4 KiB):
-    numpy's ``tofile`` raised an OSError without an errno ("4096 requested and 2872 written") and the user read
-    'cannot write: oserror'; arrays go through the file's own writes, and the reason is the system's."""
-    case_file = write(tmp_path, "c.yaml", "- name: c\n  shape: [1, 1, 4, 256]\n")
-    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
-              "resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000)); sys.argv = ['prmg'] + sys.argv[1:]; "
+              f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); sys.argv = ['prmg'] + sys.argv[1:]; "
               "from prmg_cli.cli import main; main()")
     result = subprocess.run([sys.executable, "-c", script, "dump", str(case_file), "--out", str(tmp_path / "o")],
                             capture_output=True, text=True, cwd=ROOT, timeout=120)
     one_error_line(result, "o/c: cannot write: the file is too large")
-    assert list((tmp_path / "o").iterdir()) == []            # no folder of some arrays left
+    assert list((tmp_path / "o").iterdir()) == []
 
 
 @pytest.mark.parametrize("key, value, field", [("shape", "[64, 64, 64, 64]", "shape"),
