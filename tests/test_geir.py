@@ -393,6 +393,25 @@ def test_the_twin_refuses_an_ir_it_does_not_declare_in_the_build_phase(graph):
     assert "declares no attribute mode" in refused.error_message
 
 
+def test_the_twin_refuses_an_attribute_set_as_another_type_than_its_ir_declares(graph):
+    """The grad's attributes set under each other's name (rotary_mode's int64 as partial_slice, the list as
+    rotary_mode): the shim refuses each name whose IR type (VT_LIST_INT, VT_INT) is not what it sets, as the stand-in
+    GE's test shows for an IR declaring rotary_mode as another type; the twin did not look at which of the two names
+    each value went to, and ran the case."""
+    case = parse_document([{"name": "g", "shape": [1, 1, 2, 8]}], "g.yaml", ROOT)[0]
+    swapped = replace(OPERATORS["grad"].graph, mode_attr="partial_slice", slice_attr="rotary_mode")
+    specs = dict(OPERATORS)
+    with GeirSession(graph, 0) as session:
+        try:
+            OPERATORS["grad"] = replace(OPERATORS["grad"], graph=swapped)
+            refused = session.launch(case, make_inputs(case))
+        finally:
+            OPERATORS.update(specs)
+    assert (refused.status, refused.phase, refused.failed_call) == \
+        (GRAPH_INVALID_IR_DEF, "build", "ge::Operator::GetAllIrAttrNamesAndTypes")
+    assert "declares attribute partial_slice as VT_LIST_INT, not VT_INT" in refused.error_message
+
+
 class SliceRecorder:
     """Graph mode's library, recording the partial_slice each call hands it (None: a NULL pointer)."""
 
@@ -590,13 +609,22 @@ def test_done_when_smoke_and_every_shipped_case_through_graph_mode(tmp_path):
 # What each graph-only fault can change, and so where --runner aclnn+geir must see it: a case graph mode runs to
 # success (the output copied past the caller's buffer), one whose result differs from its dy (the slice dropped to the
 # IR default {0, 0}, a no-op; the ref output written into the caller's input), one whose tiling runs (the mode dropped
-# to the IR default 0, half, which today's target refuses: nnopbase runs no tiling for an empty dy, and the twin none).
+# to the IR default 0, half, which today's target refuses: nnopbase runs no tiling for an empty dy, and the twin none),
+# one whose output is not all the kernel's stores (the ref output not aliased with dy: a fresh buffer holding the
+# slice's lanes only, so a slice short of D or a no-op).
 CHANGES = {
     "geir_output_overrun": lambda case: True,
     "geir_slice_dropped": lambda case: _moves(case),
     "geir_input_written": lambda case: _moves(case),
     "geir_mode_dropped": lambda case: 0 not in case.shape,
+    "geir_ref_not_aliased": lambda case: 0 not in case.shape and (not _moves(case) or _short_of_d(case)),
 }
+
+
+def _short_of_d(case) -> bool:
+    """Whether ``case``'s slice leaves lanes of dy's last axis outside it."""
+    start, end = case.slice_argument()[:2]
+    return start > 0 or end < case.shape[-1]
 
 
 def _moves(case) -> bool:
@@ -624,7 +652,8 @@ def test_the_differential_catches_each_graph_fault_on_every_class_it_can_change(
                  and not isinstance(graph_case(case, frozenset({1})), str)
                  and records[case.name]["status"] != "skipped"]
     changed = [case.name for case in reachable if CHANGES[fault](case)]
-    assert result.returncode == 1 and len(changed) >= 100, (fault, len(changed))
+    assert result.returncode == 1 and len(changed) >= (50 if fault == "geir_ref_not_aliased" else 100), \
+        (fault, len(changed))       # most cover cases rotate all of D, which an unaliased output holds whole
     assert [name for name in changed if records[name]["status"] not in ("failed", "error")] == [], fault
     unchanged = [case.name for case in reachable if not CHANGES[fault](case)]
     assert all(records[name]["status"] == "passed" for name in unchanged), fault

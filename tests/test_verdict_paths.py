@@ -240,6 +240,32 @@ def test_sample_takes_every_cores_ends_however_the_kernel_splits_rows(monkeypatc
     assert len(first) > 768 and first <= set(rows.tolist()) and len(rows) == len(first) + 256 and 0 < detect < 0.01
 
 
+@pytest.mark.verdict
+def test_sample_takes_the_bnsd_layouts_core_blocks(monkeypatch):
+    """The grad's BNSD layout (cos [1, 1, N, D], as a BNSD caller's [1, 1, S, D] table): its ABA/BA tilings read dy
+    as [b, s, n] and split B and N over the cores (``SplitCore``: ceil each, B first or N first), every s of a block
+    inside it, so a core's block is no run of rows. 2 x 3 x 700 rows over 64 cores, N first: blocks of 11 heads for
+    both b. A kernel whose block (b 0..1, n 11..21) leaves its last row (1, 2, 21) as it was: sample drew row 3521 by
+    chance only before it took the four corners of each block of that grid (and of the 1SND layout's B x S*N)."""
+    from kernels import correct_kernel
+    from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.judging.checks import sample as sample_module
+
+    monkeypatch.setattr(sample_module, "SAMPLE_ELEMENTS", 1 << 14)
+    case = Case("bnsd", "t", (2, 3, 700, 16), (1, 1, 700, 16), (1, 1, 700, 16), (0, 16), seed=3)
+    assert (0, 1, 11, 21) in sample_module.grid_blocks(2, 700, 64)
+    inputs = make_inputs(case)
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, 1, (0, 16))
+    result[1, 2, 21] = inputs.dy[1, 2, 21]
+    outcome = Outcome(status=0, dy=result, dy_changed=False)
+    found = checks.run_checks(("sample",), checks.CheckContext(case, inputs, outcome, None))[0]
+    assert not found.passed and "(b, s, n) = (1, 2, 21)" in found.message
+    # 1SND: blocks of B x (S*N) folded rows, 40 b over 64 cores S*N first (blocks of 66 positions, all 40 b) and over
+    # 40 cores (blocks of 105): rows no other split of the rows, (b, s) units or b units ends a share at
+    folded = Case("1snd", "t", (40, 60, 70, 16), (1, 60, 70, 16), (1, 60, 70, 16), (0, 16))
+    assert {b * 4200 + f for b in (0, 39) for f in (65, 66, 104, 105)} <= set(sample_module.first_rows(folded))
+
+
 def sample_under(emulator, monkeypatch, fault: str, case: Case, elements: int):
     """(the golden's verdict, the sample check's result) of ``case`` launched once on the emulator under ``fault``,
     sample's budget shrunk to ``elements`` slice lanes (a small test of a large case's sampling)."""

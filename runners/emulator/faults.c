@@ -82,6 +82,7 @@ static const struct {
     {"fwd_staged_offset", FAULT_FWD_STAGED_OFFSET},
     {"fwd_dense_in_place", FAULT_FWD_DENSE_IN_PLACE},
     {"fwd_expand_once", FAULT_FWD_EXPAND_ONCE},
+    {"geir_ref_not_aliased", FAULT_GEIR_REF_NOT_ALIASED},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

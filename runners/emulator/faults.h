@@ -91,6 +91,7 @@ enum {
     FAULT_FWD_STAGED_OFFSET,
     FAULT_FWD_DENSE_IN_PLACE,
     FAULT_FWD_EXPAND_ONCE,
+    FAULT_GEIR_REF_NOT_ALIASED,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
@@ -106,7 +107,8 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
                         | FAULT_BIT(FAULT_FWD_EXPAND_ONCE) | SHARED_FAULTS)
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
-                     | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN))
+                     | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN) \
+                     | FAULT_BIT(FAULT_GEIR_REF_NOT_ALIASED))
 #define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS) | SHARED_FAULTS)
 
 /* 1 when fault `index` is in the set `faults`. */

@@ -38,41 +38,6 @@ static int is_forward_dtype_pair(int32_t x_type, int32_t cos_type)
     return x_type == cos_type || ((x_type == ACL_FLOAT16 || x_type == ACL_BF16) && cos_type == ACL_FLOAT);
 }
 
-/* 161002 checks of the generated layer: live descriptors, dtypes of the op definition (sin dtype ==
- * cos dtype), ND-class formats. */
-static int check_parameters(const aclTensor *const tensors[3])
-{
-    for (int t = 0; t < 3; t++) {
-        if (tensors[t]->magic != EMU_TENSOR_MAGIC) {
-            prmg_emu_set_error(OP ": %s is not a live aclTensor", TENSOR_NAMES[t]);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-        if (!is_operator_dtype(tensors[t]->data_type)) {
-            prmg_emu_set_error(OP ": %s dtype %d is not supported (float32 0, float16 1, bfloat16 27)",
-                               TENSOR_NAMES[t], tensors[t]->data_type);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-    }
-    const int32_t x_type = tensors[0]->data_type, cos_type = tensors[1]->data_type;
-    if (tensors[2]->data_type != cos_type) {
-        prmg_emu_set_error(OP ": sin dtype %d differs from cos dtype %d", tensors[2]->data_type, cos_type);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    if (!is_forward_dtype_pair(x_type, cos_type)) {
-        prmg_emu_set_error(OP ": xRef dtype %d with cos/sin dtype %d is not a combination of the op (same dtype, "
-                           "or xRef float16/bfloat16 with cos/sin float32)", x_type, cos_type);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    for (int t = 0; t < 3; t++) {
-        if (!is_operator_format(tensors[t]->format)) {
-            prmg_emu_set_error(OP ": %s format %d is not supported (NCHW 0, NHWC 1, ND 2)", TENSOR_NAMES[t],
-                               tensors[t]->format);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-    }
-    return ACL_SUCCESS;
-}
-
 /* The tiling's mode check (its first): the int64 attribute read as int32 must be an implemented mode
  * (upstream: 1 only; here PRMG_EMU_MODES); *pairing_mode is that mode. */
 static int check_mode(int64_t mode, int *pairing_mode, int32_t *mode32)
@@ -247,24 +212,14 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
                                                              const aclIntArray *partialSlice, uint64_t *workspaceSize,
                                                              aclOpExecutor **executorOut)
 {
+    static const op_definition forward = {OP, OP_FORWARD, TENSOR_NAMES, is_forward_dtype_pair,
+                                           "same dtype, or xRef float16/bfloat16 with cos/sin float32"};
     const aclTensor *const tensors[3] = {xRef, cos, sin};
     aclOpExecutor *job;
-    int status = begin_call(OP, OP_FORWARD, TENSOR_NAMES, tensors, workspaceSize, executorOut, &job);
-    if (status == ACL_SUCCESS)
-        status = check_slice_array(OP, partialSlice);
-    if (status == ACL_SUCCESS)
-        status = check_chip(OP, OP_FORWARD);
-    if (status == ACL_SUCCESS)
-        status = check_parameters(tensors);
-    if (status != ACL_SUCCESS)
+    fault_set faults = 0;
+    int status = begin_first_phase(&forward, tensors, partialSlice, workspaceSize, executorOut, &job, &faults);
+    if (status != ACL_SUCCESS || job == NULL)
         return status;
-    if (output_is_empty(xRef)) {
-        accept_empty_output(job, tensors, workspaceSize);
-        return ACL_SUCCESS;
-    }
-    fault_set faults;
-    if (active_faults(xRef->view_dims, xRef->view_dim_count, FORWARD_FAULTS, &faults) != 0)
-        return ACLNN_ERR_INNER;
     int pairing_mode = 1;
     int64_t start = 0, end = 0;
     const char *chip;

@@ -20,7 +20,9 @@
  * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
  * 0), geir_input_written (the ref output is also written back into the caller's host dy), geir_output_overrun (the
- * ref output's copy into the caller's buffer runs 32 bytes past its end). They are recorded
+ * ref output's copy into the caller's buffer runs 32 bytes past its end), geir_ref_not_aliased (GE gives the ref
+ * output a buffer of its own instead of dy's: the output holds only what the kernel stores, the slice's lanes, over a
+ * fresh buffer's zeros; a no-op stores nothing, so its output is all zeros where dy was meant). They are recorded
  * with the kernel's faults (prmg_emu_applied_faults) after the first phase starts the record.
  * The kernel's own faults act as on the aclnn path: leak_device_memory takes its bytes of the runtime's device
  * memory, which aclrtGetMemInfo reports to prmg's graph-mode session as to its aclnn one.
@@ -204,14 +206,25 @@ static uint32_t check_ir(const prmg_geir_call *call, const ir_def *ir, prmg_geir
         return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD, "ge::OperatorFactory::IsExistOp",
                       "no IR is registered for op type %s (its op_proto library is not under $ASCEND_OPP_PATH)",
                       call->op_type ? call->op_type : "(null)");
-    const char *attributes[2] = {call->mode_attr, call->slice_attr};
+    /* what the shim sets each as (int64_t, a list of int64_t), in GE's type names, against the IR's declared types */
+    const char *const attributes[2] = {call->mode_attr, call->slice_attr};
+    const char *const declared[2] = {MODE_ATTR, SLICE_ATTR}, *const types[2] = {"VT_INT", "VT_LIST_INT"};
     for (int i = 0; i < 2; i++) {
-        if (attributes[i] == NULL || (strcmp(attributes[i], MODE_ATTR) != 0 && strcmp(attributes[i], SLICE_ATTR) != 0))
+        int at = -1;
+        for (int j = 0; j < 2 && attributes[i] != NULL; j++)
+            at = strcmp(attributes[i], declared[j]) == 0 ? j : at;
+        if (at < 0)
             return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
                           "ge::Operator::GetAllIrAttrNamesAndTypes",
                           "the IR of %s declares no attribute %s (it declares %s:VT_INT, %s:VT_LIST_INT): set by that "
                           "name, GE would add it as an unknown attribute and the operator would use its IR default",
                           ir->type, attributes[i] ? attributes[i] : "(null)", MODE_ATTR, SLICE_ATTR);
+        if (at != i)
+            return record(report, GRAPH_INVALID_IR_DEF, PRMG_GEIR_PHASE_BUILD,
+                          "ge::Operator::GetAllIrAttrNamesAndTypes",
+                          "the IR of %s declares attribute %s as %s, not %s: set as %s, it would replace the IR's "
+                          "value with one of another type, which the tiling reads as its declared type", ir->type,
+                          attributes[i], types[at], types[i], types[i]);
     }
     for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
         if (call->input_names[t] == NULL || strcmp(call->input_names[t], ir->inputs[t]) != 0)
@@ -367,8 +380,32 @@ static uint32_t compile(const prmg_geir_call *call, const ir_def *ir, int64_t mo
 
 /* ---- run ---- */
 
-static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const ir_def *ir, fault_set faults,
-                          prmg_geir_report *report)
+/* geir_ref_not_aliased: the ref output in a buffer of its own, not dy's: the first `copied` bytes of the output keep
+ * what the kernel stores, the lanes [start, end) of each row of dy's last axis, and hold zeros (a fresh buffer)
+ * elsewhere; a no-op (an empty slice, or cos or sin without elements) stores nothing. */
+static void unalias_output(const prmg_geir_call *call, const int64_t *slice, uint64_t slice_count, uint64_t copied)
+{
+    const prmg_geir_tensor *dy = &call->inputs[0];
+    const int64_t lanes = dy->dim_count > 0 ? dy->dims[dy->dim_count - 1] : 0;
+    const uint64_t item = dy->data_type == ACL_FLOAT ? 4 : 2, row = (uint64_t)(lanes > 0 ? lanes : 0) * item;
+    const int stores = slice_count >= 2 && slice[1] > slice[0] && call->inputs[1].bytes > 0
+                       && call->inputs[2].bytes > 0;
+    char *output = call->output;
+    if (!stores || row == 0) {
+        memset(output, 0, copied);
+        return;
+    }
+    const uint64_t first = (uint64_t)slice[0] * item, last = (uint64_t)slice[1] * item;
+    for (uint64_t at = 0; at < copied; at += row) {
+        uint64_t end = at + row < copied ? at + row : copied;
+        memset(output + at, 0, at + first < end ? first : end - at);
+        if (at + last < end)
+            memset(output + at + last, 0, end - at - last);
+    }
+}
+
+static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const ir_def *ir, const int64_t *slice,
+                          uint64_t slice_count, fault_set faults, prmg_geir_report *report)
 {
     const char *step = "ge::Session::RunGraph";
     for (int t = 0; t < PRMG_GEIR_INPUTS; t++) {
@@ -400,6 +437,10 @@ static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const 
     if (copied > 0 && aclrtMemcpy(call->output, copied, state->device[0], copied, MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS)
         return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_RUN, step, "fetching %s: %s",
                       ir->output, runtime_message());
+    if (has_fault(faults, FAULT_GEIR_REF_NOT_ALIASED) && copied > 0) {
+        unalias_output(call, slice, slice_count, copied);
+        prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_REF_NOT_ALIASED));
+    }
     if (has_fault(faults, FAULT_GEIR_INPUT_WRITTEN) && copied > 0) {
         memcpy((void *)dy->data, call->output, copied);
         prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN));
@@ -439,7 +480,7 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
         prmg_emu_record_faults(faults & (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED)));
     if (status == GE_SUCCESS) {
         clock_gettime(CLOCK_MONOTONIC, &began);
-        status = run_graph(call, &state, ir, faults, report);
+        status = run_graph(call, &state, ir, slice, slice_count, faults, report);
         report->run_ms = milliseconds_since(&began);
     }
     release(&state);

@@ -44,6 +44,16 @@ int is_operator_format(int32_t format)
     return format == ACL_FORMAT_NCHW || format == ACL_FORMAT_NHWC || format == ACL_FORMAT_ND;
 }
 
+/* 1 when the tensor has a dim of 0 (nnopbase's aclTensor::IsEmpty): an empty in-place output makes nnopbase skip
+ * the tiling (no checks) and the kernel, with a 0-byte workspace. */
+static int output_is_empty(const aclTensor *tensor)
+{
+    for (uint64_t i = 0; i < tensor->view_dim_count; i++)
+        if (tensor->view_dims[i] == 0)
+            return 1;
+    return 0;
+}
+
 /* As CANN's op::IsContiguous, which skips length-1 axes (their stride never moves to another element)
  * and accepts empty views; it reads view shape and strides only: a view at a storage offset is contiguous. */
 int is_contiguous(const aclTensor *tensor)
@@ -59,14 +69,6 @@ int is_contiguous(const aclTensor *tensor)
         expected *= tensor->view_dims[i];
     }
     return 1;
-}
-
-int output_is_empty(const aclTensor *tensor)
-{
-    for (uint64_t i = 0; i < tensor->view_dim_count; i++)
-        if (tensor->view_dims[i] == 0)
-            return 1;
-    return 0;
 }
 
 int check_opp_path(const char *op)
@@ -114,8 +116,10 @@ static op_operand describe(const aclTensor *tensor)
     return described;
 }
 
-int begin_call(const char *op, op_kind kind, const char *const names[3], const aclTensor *const tensors[3],
-               const uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job)
+/* The generated layer's first steps (begin_first_phase): null tensors, $ASCEND_OPP_PATH, the executor pointer, an
+ * executor taken, the workspace size pointer. */
+static int begin_call(const char *op, op_kind kind, const char *const names[3], const aclTensor *const tensors[3],
+                      const uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job)
 {
     *job = NULL;
     begin_fault_record();
@@ -148,7 +152,8 @@ int begin_call(const char *op, op_kind kind, const char *const names[3], const a
     return ACL_SUCCESS;
 }
 
-int check_slice_array(const char *op, const aclIntArray *partialSlice)
+/* The generated layer's attribute step (begin_first_phase): partialSlice live, and of some value when not NULL. */
+static int check_slice_array(const char *op, const aclIntArray *partialSlice)
 {
     if (partialSlice != NULL && partialSlice->magic != EMU_INT_ARRAY_MAGIC) {
         prmg_emu_set_error("%s: partialSlice is not a live aclIntArray", op);
@@ -162,7 +167,8 @@ int check_slice_array(const char *op, const aclIntArray *partialSlice)
     return ACL_SUCCESS;
 }
 
-int check_chip(const char *op, op_kind kind)
+/* nnopbase's kernel lookup for the chip (begin_first_phase). */
+static int check_chip(const char *op, op_kind kind)
 {
     const char *name;
     soc_kind chip = emulated_soc(&name);
@@ -187,11 +193,71 @@ void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pa
     job->workspace_size = workspace_size;
 }
 
-void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize)
+/* The first phase's success for an empty in-place output (output_is_empty): job launches nothing and needs no
+ * workspace (*workspaceSize = 0). */
+static void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize)
 {
     job->empty_output = 1;
     fill_executor(job, tensors, 1, 0, 0, 0);
     *workspaceSize = 0;
+}
+
+/* nnopbase's match against the op definition (begin_first_phase), 161002: live descriptors, dtypes, sin dtype ==
+ * cos dtype, the op's dtype pairs, formats (not strides). */
+static int check_operands(const op_definition *op, const aclTensor *const tensors[3])
+{
+    for (int t = 0; t < 3; t++) {
+        if (tensors[t]->magic != EMU_TENSOR_MAGIC) {
+            prmg_emu_set_error("%s: %s is not a live aclTensor", op->op, op->names[t]);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+        if (!is_operator_dtype(tensors[t]->data_type)) {
+            prmg_emu_set_error("%s: %s dtype %d is not supported (float32 0, float16 1, bfloat16 27)", op->op,
+                               op->names[t], tensors[t]->data_type);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+    }
+    const int32_t in_place_type = tensors[0]->data_type, cos_type = tensors[1]->data_type;
+    if (tensors[2]->data_type != cos_type) {
+        prmg_emu_set_error("%s: sin dtype %d differs from cos dtype %d", op->op, tensors[2]->data_type, cos_type);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (op->pair_ok != NULL && !op->pair_ok(in_place_type, cos_type)) {
+        prmg_emu_set_error("%s: %s dtype %d with cos/sin dtype %d is not a combination of the op (%s)", op->op,
+                           op->names[0], in_place_type, cos_type, op->pair_rule);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    for (int t = 0; t < 3; t++) {
+        if (!is_operator_format(tensors[t]->format)) {
+            prmg_emu_set_error("%s: %s format %d is not supported (NCHW 0, NHWC 1, ND 2)", op->op, op->names[t],
+                               tensors[t]->format);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+int begin_first_phase(const op_definition *op, const aclTensor *const tensors[3], const aclIntArray *partialSlice,
+                      uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job, fault_set *faults)
+{
+    int status = begin_call(op->op, op->kind, op->names, tensors, workspaceSize, executorOut, job);
+    if (status == ACL_SUCCESS)
+        status = check_slice_array(op->op, partialSlice);
+    if (status == ACL_SUCCESS)
+        status = check_chip(op->op, op->kind);
+    if (status == ACL_SUCCESS)
+        status = check_operands(op, tensors);
+    if (status != ACL_SUCCESS)
+        return status;
+    if (output_is_empty(tensors[0])) {
+        accept_empty_output(*job, tensors, workspaceSize);
+        *job = NULL;
+        return ACL_SUCCESS;
+    }
+    if (active_faults(tensors[0]->view_dims, tensors[0]->view_dim_count,
+                      op->kind == OP_GRAD ? GRAD_FAULTS : FORWARD_FAULTS, faults) != 0)
+        return ACLNN_ERR_INNER;
+    return ACL_SUCCESS;
 }
 
 int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
@@ -245,37 +311,6 @@ int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t 
 }
 
 /* ---- aclnnInplacePartialRotaryMulGrad ---- */
-
-/* 161002 checks (the op definition, matched by nnopbase): live descriptors, dtypes, sin dtype == cos
- * dtype, formats (not strides). */
-static int check_parameters(const aclTensor *const tensors[3])
-{
-    for (int t = 0; t < 3; t++) {
-        const aclTensor *tensor = tensors[t];
-        if (tensor->magic != EMU_TENSOR_MAGIC) {
-            prmg_emu_set_error(OP ": %s is not a live aclTensor", TENSOR_NAMES[t]);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-        if (!is_operator_dtype(tensor->data_type)) {
-            prmg_emu_set_error(OP ": %s dtype %d is not supported (float32 0, float16 1, bfloat16 27)",
-                               TENSOR_NAMES[t], tensor->data_type);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-    }
-    if (tensors[2]->data_type != tensors[1]->data_type) {
-        prmg_emu_set_error(OP ": sin dtype %d differs from cos dtype %d", tensors[2]->data_type,
-                           tensors[1]->data_type);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    for (int t = 0; t < 3; t++) {
-        if (!is_operator_format(tensors[t]->format)) {
-            prmg_emu_set_error(OP ": %s format %d is not supported (NCHW 0, NHWC 1, ND 2)", TENSOR_NAMES[t],
-                               tensors[t]->format);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-    }
-    return ACL_SUCCESS;
-}
 
 /* CheckAttr's mode: 561002 unless the low 32 bits are 0..3 and implemented (PRMG_EMU_MODES, or any with
  * the accept_mode fault, which is then recorded as acting); *pairing_mode is the formula used: the mode
@@ -495,24 +530,13 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGradGetWorkspaceSize(aclTensor *dyRe
                                                                   const aclIntArray *partialSlice,
                                                                   uint64_t *workspaceSize, aclOpExecutor **executorOut)
 {
+    static const op_definition grad = {OP, OP_GRAD, TENSOR_NAMES, NULL, NULL};     /* every dtype pair */
     const aclTensor *const tensors[3] = {dyRef, cos, sin};
     aclOpExecutor *job;
-    int status = begin_call(OP, OP_GRAD, TENSOR_NAMES, tensors, workspaceSize, executorOut, &job);
-    if (status == ACL_SUCCESS)
-        status = check_slice_array(OP, partialSlice);
-    if (status == ACL_SUCCESS)
-        status = check_chip(OP, OP_GRAD);
-    if (status == ACL_SUCCESS)
-        status = check_parameters(tensors);
-    if (status != ACL_SUCCESS)
+    fault_set faults = 0;
+    int status = begin_first_phase(&grad, tensors, partialSlice, workspaceSize, executorOut, &job, &faults);
+    if (status != ACL_SUCCESS || job == NULL)
         return status;
-    if (output_is_empty(dyRef)) {
-        accept_empty_output(job, tensors, workspaceSize);
-        return ACL_SUCCESS;
-    }
-    fault_set faults;
-    if (active_faults(dyRef->view_dims, dyRef->view_dim_count, GRAD_FAULTS, &faults) != 0)
-        return ACLNN_ERR_INNER;
     int pairing_mode = 1;
     int64_t start = 0, end = 0;
     status = check_tiling(tensors, rotaryMode, partialSlice, faults, &pairing_mode, &start, &end);

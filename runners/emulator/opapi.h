@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "emu.h"
+#include "faults.h"
 #include "kernel.h"
 
 typedef enum { OP_GRAD, OP_FORWARD } op_kind;
@@ -60,27 +61,31 @@ int check_opp_path(const char *op);
  * else ACL_SUCCESS with *implemented = 1 when PRMG_EMU_MODES lists it. */
 int read_rotary_mode(const char *op, int64_t mode, int32_t *mode32, int *implemented);
 
-/* The generated aclnn layer's first steps, shared by both GetWorkspaceSize calls: no NULL tensor
- * (named by `names`) -> 161001; check_opp_path; no NULL executor pointer -> 161001; then it takes an
- * executor of `kind` (*job, also stored in *executorOut, refused until fill_executor) before it
- * checks the workspace size pointer (161001): every refusal from here on leaves *executorOut set,
- * busy until aclDestroyAclOpExecutor. Also starts the record of the faults that act (faults.h). */
-int begin_call(const char *op, op_kind kind, const char *const names[3], const aclTensor *const tensors[3],
-               const uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job);
+/* An operator as its first phase's shared steps know it: its name in messages, its kind, its tensors' names (dy or
+ * xRef, cos, sin) and its op definition's (in-place dtype, cos dtype) pairs: pair_ok (NULL: every pair of
+ * is_operator_dtype dtypes) and the rule in words, for a refusal. */
+typedef struct {
+    const char *op;
+    op_kind kind;
+    const char *const *names;
+    int (*pair_ok)(int32_t in_place_type, int32_t cos_type);
+    const char *pair_rule;
+} op_definition;
 
-/* 1 when the tensor has a dim of 0 (nnopbase's aclTensor::IsEmpty): an empty in-place output makes
- * nnopbase skip the tiling (no checks) and the kernel, with a 0-byte workspace. */
-int output_is_empty(const aclTensor *tensor);
-
-/* The generated layer's attribute step, shared by both GetWorkspaceSize calls: a partialSlice that is no live
- * aclIntArray -> 161002; one of no value -> 561103 (nnopbase refuses the NULL data of an empty aclIntArray);
- * NULL is fine (the op definition's default {0, 0}). */
-int check_slice_array(const char *op, const aclIntArray *partialSlice);
-
-/* nnopbase's kernel lookup for the chip (PRMG_EMU_SOC, faults.h emulated_soc): 561003 with a message when
- * `kind`'s op definition lists no config for it (the grad: ascend950 and ascend960dt; the forward: those,
- * ascend350 and the A2/A3 chips). */
-int check_chip(const char *op, op_kind kind);
+/* The first phase's steps before the tiling, one home for both GetWorkspaceSize calls, in the real stack's order:
+ * the generated layer's checks (no NULL tensor -> 161001; check_opp_path; no NULL executor pointer -> 161001; an
+ * executor of the op's kind taken, *job, also stored in *executorOut, refused until fill_executor, so that every
+ * refusal from here on leaves it set, busy until aclDestroyAclOpExecutor; the workspace size pointer -> 161001; a
+ * partialSlice that is no live aclIntArray -> 161002, one of no value -> 561103, nnopbase refusing the NULL data of
+ * an empty aclIntArray, NULL fine: the op definition's default {0, 0}); nnopbase's kernel lookup for the chip
+ * (PRMG_EMU_SOC: 561003 when the op definition lists no config for it: the grad ascend950 and ascend960dt, the
+ * forward those, ascend350 and the A2/A3 chips); its match against the op definition (161002: live descriptors,
+ * dtypes, sin dtype == cos dtype, the op's dtype pairs, ND-class formats; not strides); then an empty in-place
+ * tensor (a dim of 0, nnopbase's aclTensor::IsEmpty) skips the tiling and the kernel: the phase succeeds with a
+ * 0-byte workspace and *job NULL (nothing left to do); otherwise the op's faults in force (faults.h) go to *faults
+ * (561000 when PRMG_EMU_FAULT is malformed) and *job waits for the tiling. Starts the record of the faults that act. */
+int begin_first_phase(const op_definition *op, const aclTensor *const tensors[3], const aclIntArray *partialSlice,
+                      uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job, fault_set *faults);
 
 /* The 950 tiling's slice read: NULL is the op definition's default {0, 0}; otherwise values[0] and values[1]
  * with no size check (a longer array's first two are used; a shorter one upstream reads past its end,
@@ -95,10 +100,6 @@ int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclT
  * contiguity copied), the pairing mode, the slice, the workspace size; no longer refused. */
 void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pairing_mode, int64_t start,
                    int64_t end, uint64_t workspace_size);
-
-/* The first phase's success for an empty in-place output (output_is_empty): job launches nothing and
- * needs no workspace (*workspaceSize = 0). */
-void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize);
 
 /* The checks of a launch on an executor it has consumed, nnopbase's then the emulator's own: 161002
  * unless job was made by `kind`'s first phase and that phase succeeded; workspace NULL with

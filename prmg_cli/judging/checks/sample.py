@@ -9,11 +9,12 @@ tensor: a few tens of milliseconds of host reference), else first the rows of ev
 side of 2^8, 2^12 and 2^16, where 8-, 12- and 16-bit counters wrap; for each core count rows are split over, the
 emulator's and the 950's of upstream's tiling test (``regimes.core_counts``), the first and last row of each core's
 share under each way a kernel splits them (``tiling_rows``: floor, ceil as upstream's 950 tilings, one more on the
-first cores; of rows, (b, s) units and b units; upstream's B x S grid and its split of the heads), and every row of
-the tail past the last full floor share; then the rows on either side of each core's first and last seam between two
-UB passes (``ub_seams``); one row for each index along each axis of B, S, N that cos/sin do not broadcast; then every
-other seam's rows), at most three quarters of ``n`` but never fewer than the first rows (``n`` then grows to keep a
-quarter for draws), then ``m`` seeded draws among the ``R'`` rows left.
+first cores; of rows, (b, s) units and b units; upstream's B x S grid, its B x N and B x S*N grids of the BNSD and
+1SND layouts, and its split of the heads), and every row of the tail past the last full floor share; then the rows on
+either side of each core's first and last seam between two UB passes (``ub_seams``); one row for each index along each
+axis of B, S, N that cos/sin do not broadcast; then every other seam's rows), at most three quarters of ``n`` but
+never fewer than the first rows (``n`` then grows to keep a quarter for draws), then ``m`` seeded draws among the
+``R'`` rows left.
 
 **What it can miss.** Every wrong row of a class above is seen. Of ``k`` wrong rows placed at random among the
 ``R'`` others, the check sees at least one with probability ``1 - C(R' - m, k) / C(R', k)`` (at least
@@ -82,17 +83,41 @@ def _ceil(count: int, parts: int) -> int:
     return -(-count // max(parts, 1))
 
 
+def grid_blocks(outer: int, inner: int, cores: int) -> list[tuple[int, int, int, int]]:
+    """(first outer, last outer, first inner, last inner) of each core's block of an ``outer`` x ``inner`` grid, split
+    each of the two ways upstream's 950 grid tilings try (``ceil`` each): ``outer`` first over the cores, ``inner``
+    over the cores left per outer block, or ``inner`` first (the grad's BAB and ABA/BA ``SplitCore``; their shortcut
+    for a count divisible by the cores is the same split)."""
+    blocks_outer = _ceil(outer, _ceil(outer, cores))
+    blocks_inner = _ceil(inner, _ceil(inner, cores))
+    found = []
+    for factor_outer, factor_inner in ((_ceil(outer, cores), _ceil(inner, min(cores // blocks_outer, inner))),
+                                       (_ceil(outer, min(cores // blocks_inner, outer)), _ceil(inner, cores))):
+        found += [(o0, min(o0 + factor_outer, outer) - 1, i0, min(i0 + factor_inner, inner) - 1)
+                  for o0 in range(0, outer, factor_outer) for i0 in range(0, inner, factor_inner)]
+    return found
+
+
 def tiling_rows(case: Case) -> list[int]:
     """The first and last row of each core's share, for each core count (``regimes.core_counts``) and each way a kernel
     splits a count over its cores (``share_bounds``): of rows, of (b, s) units of N rows and of b units of S*N rows
-    (upstream's AB tiling, whose unit is a b of all its rows when cos's B is 1), the N rows of each unit when the units
-    are at most half the cores (AB then splits them too, ``ceil`` over ``cores // units`` cores), and the four corners
-    of each core's block of a B x S grid (upstream's BAB tiling: B split first or S first, ``ceil`` each); the
-    emulator's own split first."""
+    (upstream's AB tiling of the SBND layout, cos [B, S, 1, D] or [B, 1, 1, D], whose unit is a b of all its rows
+    when cos's S is 1), the N rows of each unit when the units are at most half the cores (AB then splits them too,
+    ``ceil`` over ``cores // units`` cores), and the four corners of each core's block of upstream's grids
+    (``grid_blocks``): BAB's B x S grid (all N of a block), and where the grad's ``JudgeLayoutByShape`` takes the BNSD
+    layout (cos [1 or B, 1, N, D]: its ABA/BA tilings read dy as [b, s, n] blocks over B and N, all S in a block) the
+    B x N grid, and for cos [1, S, N, D] (its 1SND: S and N folded into one axis) the B x S*N grid; the emulator's own
+    split first."""
     from ...ops.regimes import core_counts
 
     batch, positions, heads = (int(v) for v in case.shape[:3])
     rows = batch * positions * heads
+    cos_b, cos_s, cos_n = (int(v) for v in case.cos_shape[:3])
+    grids = [(positions, lambda b, s, last: (b * positions + s) * heads + (heads - 1 if last else 0))]
+    if cos_s == 1 and cos_n == heads and cos_b in (1, batch):                 # BNSD: B x N blocks, all S inside
+        grids.append((heads, lambda b, n, last: (b * positions + (positions - 1 if last else 0)) * heads + n))
+    if cos_b == 1 and cos_s == positions and cos_n == heads:                   # 1SND: B x (S*N) blocks
+        grids.append((positions * heads, lambda b, f, last: b * positions * heads + f))
     found = []
     for cores in core_counts():
         for unit in (1, heads, positions * heads):                  # rows, (b, s) units, b units
@@ -103,15 +128,9 @@ def tiling_rows(case: Case) -> list[int]:
                 factor = _ceil(unit, cores // count)
                 found += [start + row for start in range(0, rows, unit) for first in range(0, unit, factor)
                           for row in (first, min(first + factor, unit) - 1)]
-        blocks_b = _ceil(batch, _ceil(batch, cores))                # BAB's B first: then S over the cores left
-        blocks_s = _ceil(positions, _ceil(positions, cores))        # S first: then B over the cores left
-        for factor_b, factor_s in ((_ceil(batch, cores), _ceil(positions, min(cores // blocks_b, positions))),
-                                   (_ceil(batch, min(cores // blocks_s, batch)), _ceil(positions, cores))):
-            for b0 in range(0, batch, factor_b):
-                for s0 in range(0, positions, factor_s):
-                    b1, s1 = min(b0 + factor_b, batch) - 1, min(s0 + factor_s, positions) - 1
-                    found += [(b * positions + s) * heads + n for b, s, n in
-                              ((b0, s0, 0), (b0, s1, heads - 1), (b1, s0, 0), (b1, s1, heads - 1))]
+        for inner, at in grids:
+            found += [at(b, i, last) for b0, b1, i0, i1 in grid_blocks(batch, inner, cores)
+                      for b, i, last in ((b0, i0, False), (b0, i1, True), (b1, i0, False), (b1, i1, True))]
     return found
 
 
