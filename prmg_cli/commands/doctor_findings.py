@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..device import provenance
 from ..errors import PrmgError
-from ..results import visible
 from ..ops import OPERATORS
+from ..results import visible
 
 # the entry points a toolkit must export: those of the operators under test (``OperatorSpec.required``)
 REQUIRED = tuple(name for spec in OPERATORS.values() if spec.required for name in (spec.get_workspace, spec.launch))

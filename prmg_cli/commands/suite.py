@@ -409,7 +409,8 @@ def run_suite(request) -> int:
 
 
 def _stopped(signum: int) -> tuple[str, ExitCode]:
-    """Why a run stop signal ``signum`` stopped stopped (``the run was hung up (SIGHUP)``), and its exit code."""
+    """What a run the stop signal ``signum`` ended says of why it stopped (``the run was hung up (SIGHUP)``), and its
+    exit code."""
     said, name = STOPS[signum]
     return f"the run was {said} ({name})", stopped_exit_code(signum)
 

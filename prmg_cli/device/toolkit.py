@@ -420,9 +420,9 @@ def _emulator_complete(root: Path) -> bool:
                                                           for name in EMULATOR_LIBS)
 
 
-# What make takes in a path: a space, a colon, '$', '%', '#', a quote or a control character breaks a Makefile's
-# targets and variables (a checkout under "~/My Projects" could not build the emulator).
-_MAKE_SAFE = re.compile(r"[A-Za-z0-9_./+,@~=-]+")
+# What make surely takes in a path: a space, a colon, '$', '%', '#', '=', ',' a quote or a control character breaks a
+# Makefile's targets, variables or function calls (a checkout under "~/My Projects" could not build the emulator).
+_MAKE_SAFE = re.compile(r"[A-Za-z0-9_./-]+")
 
 
 def _make_safe_temp() -> str:
@@ -455,8 +455,8 @@ def _name_the_target(target: Path, link: str) -> None:
 
 
 def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
-    """``make -C sources OUT=target GEIR=<geir_sources()>`` under an exclusive lock; the marker file is written
-    last.
+    """``make -f sources/Makefile OUT=target GEIR=<geir_sources()>`` under an exclusive lock, each folder named
+    through a symlink of a make-safe name when its own is not (``_make_names``); the marker file is written last.
 
     Concurrent builders wait for each other, and the second finds the work done.
     """
