@@ -103,25 +103,7 @@ static int check_layout(const aclTensor *const tensors[3], int32_t mode)
                            (long long)multiple, mode);
         return ACLNN_ERR_INNER_TILING_ERROR;
     }
-    for (int t = 0; t < 3; t++) {
-        for (int axis = 0; axis < 4; axis++) {
-            if (tensors[t]->view_dims[axis] <= 0) {
-                prmg_emu_set_error(OP ": %s dim %d is %lld, every dim must be > 0", TENSOR_NAMES[t], axis,
-                                   (long long)tensors[t]->view_dims[axis]);
-                return ACLNN_ERR_INNER_TILING_ERROR;
-            }
-        }
-    }
-    static const char *const AXES[3] = {"B", "S", "N"};
-    for (int axis = 0; axis < 3; axis++) {
-        const int64_t table = tensors[1]->view_dims[axis], own = tensors[0]->view_dims[axis];
-        if (table != 1 && table != own) {
-            prmg_emu_set_error(OP ": cos/sin %s = %lld is neither 1 nor xRef's %lld (the shapes of x and cos do "
-                               "not satisfy the broadcast rule)", AXES[axis], (long long)table, (long long)own);
-            return ACLNN_ERR_INNER_TILING_ERROR;
-        }
-    }
-    return ACL_SUCCESS;
+    return check_positive_and_layout(OP, TENSOR_NAMES, tensors);
 }
 
 /* The whole tiling in upstream's order; *pairing_mode, *start and *end (end = start for a no-op). */
@@ -406,17 +388,9 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
 EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
                                              void *stream)
 {
-    if (!prmg_emu_executor_take(job)) {
-        prmg_emu_set_error(OP ": executor %p is unknown, was destroyed or was already used by a launch (an "
-                           "executor serves one launch)", (void *)job);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    void *workspace_host = NULL;
-    int status = check_launch(OP, OP_FORWARD, job, workspace, workspaceSize, stream, &workspace_host);
+    void *workspace_host;
     fault_set faults = 0;
-    if (status == ACL_SUCCESS && !job->empty_output
-        && active_faults(job->operand[0].tensor.dims, 4, FORWARD_FAULTS, &faults) != 0)
-        status = ACLNN_ERR_INNER;
+    int status = begin_launch(OP, OP_FORWARD, &job, workspace, workspaceSize, stream, &workspace_host, &faults);
     if (status == ACL_SUCCESS && !job->empty_output)
         launch(job, faults, workspace_host);
     free(job);

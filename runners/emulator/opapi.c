@@ -193,6 +193,12 @@ void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pa
     job->workspace_size = workspace_size;
 }
 
+/* The faults operator `kind` obeys (faults.h). */
+static fault_set faults_of(op_kind kind)
+{
+    return kind == OP_GRAD ? GRAD_FAULTS : FORWARD_FAULTS;
+}
+
 /* The first phase's success for an empty in-place output (output_is_empty): job launches nothing and needs no
  * workspace (*workspaceSize = 0). */
 static void accept_empty_output(aclOpExecutor *job, const aclTensor *const tensors[3], uint64_t *workspaceSize)
@@ -254,14 +260,14 @@ int begin_first_phase(const op_definition *op, const aclTensor *const tensors[3]
         *job = NULL;
         return ACL_SUCCESS;
     }
-    if (active_faults(tensors[0]->view_dims, tensors[0]->view_dim_count,
-                      op->kind == OP_GRAD ? GRAD_FAULTS : FORWARD_FAULTS, faults) != 0)
+    if (active_faults(tensors[0]->view_dims, tensors[0]->view_dim_count, faults_of(op->kind), faults) != 0)
         return ACLNN_ERR_INNER;
     return ACL_SUCCESS;
 }
 
-int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
-                 void *stream, void **workspace_host)
+/* begin_launch's checks of a taken executor, before the faults. */
+static int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace,
+                        uint64_t workspaceSize, void *stream, void **workspace_host)
 {
     if (job->kind != kind) {
         prmg_emu_set_error("%s: executor %p was made by %s's first phase", op, (const void *)job,
@@ -297,6 +303,23 @@ int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *w
         return ACLNN_ERR_PARAM_INVALID;
     }
     return prmg_emu_device_usable(op);
+}
+
+int begin_launch(const char *op, op_kind kind, aclOpExecutor **job, void *workspace, uint64_t workspaceSize,
+                 void *stream, void **workspace_host, fault_set *faults)
+{
+    *workspace_host = NULL;
+    if (!prmg_emu_executor_take(*job)) {
+        prmg_emu_set_error("%s: executor %p is unknown, was destroyed or was already used by a launch (an executor "
+                           "serves one launch)", op, (void *)*job);
+        *job = NULL;
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    int status = check_launch(op, kind, *job, workspace, workspaceSize, stream, workspace_host);
+    if (status == ACL_SUCCESS && !(*job)->empty_output
+        && active_faults((*job)->operand[0].tensor.dims, 4, faults_of(kind), faults) != 0)
+        status = ACLNN_ERR_INNER;
+    return status;
 }
 
 int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t elements)
@@ -406,6 +429,30 @@ static int check_attr(const aclTensor *const tensors[3], int32_t mode, int64_t s
     return ACL_SUCCESS;
 }
 
+int check_positive_and_layout(const char *op, const char *const names[3], const aclTensor *const tensors[3])
+{
+    for (int t = 0; t < 3; t++) {
+        for (int axis = 0; axis < 4; axis++) {
+            if (tensors[t]->view_dims[axis] <= 0) {
+                prmg_emu_set_error("%s: %s dim %d is %lld, every dim must be > 0", op, names[t], axis,
+                                   (long long)tensors[t]->view_dims[axis]);
+                return ACLNN_ERR_INNER_TILING_ERROR;
+            }
+        }
+    }
+    static const char *const AXES[3] = {"B", "S", "N"};
+    for (int axis = 0; axis < 3; axis++) {
+        const int64_t table = tensors[1]->view_dims[axis], own = tensors[0]->view_dims[axis];
+        if (table != 1 && table != own) {
+            prmg_emu_set_error("%s: cos/sin %s = %lld is neither 1 nor %s's %lld (no layout template of "
+                               "JudgeLayoutByShape takes it)", op, AXES[axis], (long long)table, names[0],
+                               (long long)own);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    }
+    return ACL_SUCCESS;
+}
+
 int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3])
 {
     for (int t = 0; t < 3; t++) {
@@ -435,31 +482,6 @@ static int check_shape(const aclTensor *const tensors[3])
     if (cos_d > d) {
         prmg_emu_set_error(OP ": cos last dim %lld exceeds dy D = %lld", (long long)cos_d, (long long)d);
         return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    return ACL_SUCCESS;
-}
-
-/* CheckShapeAllPositive and JudgeLayoutByShape, skipped for a no-op (561002): every dim > 0; each cos
- * B, S, N either 1 or dy's (all eight such layouts have a template). */
-static int check_positive_and_layout(const aclTensor *const tensors[3])
-{
-    for (int t = 0; t < 3; t++) {
-        for (int axis = 0; axis < 4; axis++) {
-            if (tensors[t]->view_dims[axis] <= 0) {
-                prmg_emu_set_error(OP ": %s dim %d is %lld, every dim must be > 0", TENSOR_NAMES[t], axis,
-                                   (long long)tensors[t]->view_dims[axis]);
-                return ACLNN_ERR_INNER_TILING_ERROR;
-            }
-        }
-    }
-    static const char *const AXES[3] = {"B", "S", "N"};
-    const aclTensor *dy = tensors[0], *cos = tensors[1];
-    for (int axis = 0; axis < 3; axis++) {
-        if (cos->view_dims[axis] != 1 && cos->view_dims[axis] != dy->view_dims[axis]) {
-            prmg_emu_set_error(OP ": cos/sin %s = %lld is neither 1 nor dy's %lld", AXES[axis],
-                               (long long)cos->view_dims[axis], (long long)dy->view_dims[axis]);
-            return ACLNN_ERR_INNER_TILING_ERROR;
-        }
     }
     return ACL_SUCCESS;
 }
@@ -519,7 +541,7 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
     if (status == ACL_SUCCESS)
         status = check_shape(tensors);
     if (status == ACL_SUCCESS && !no_op)
-        status = check_positive_and_layout(tensors);
+        status = check_positive_and_layout(OP, TENSOR_NAMES, tensors);
     if (status == ACL_SUCCESS && no_op)
         *end = *start;
     return status;
@@ -773,17 +795,9 @@ static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const 
 EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *job,
                                                  void *stream)
 {
-    if (!prmg_emu_executor_take(job)) {
-        prmg_emu_set_error(OP ": executor %p is unknown, was destroyed or was already used by a launch (an "
-                           "executor serves one launch)", (void *)job);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    void *workspace_host = NULL;
-    int status = check_launch(OP, OP_GRAD, job, workspace, workspaceSize, stream, &workspace_host);
+    void *workspace_host;
     fault_set faults = 0;
-    if (status == ACL_SUCCESS && !job->empty_output
-        && active_faults(job->operand[0].tensor.dims, 4, GRAD_FAULTS, &faults) != 0)
-        status = ACLNN_ERR_INNER;
+    int status = begin_launch(OP, OP_GRAD, &job, workspace, workspaceSize, stream, &workspace_host, &faults);
     if (status == ACL_SUCCESS)
         status = refuse_non_contiguous(job, faults);
     if (status == ACL_SUCCESS && !job->empty_output)

@@ -96,18 +96,26 @@ int read_slice(const char *op, const aclIntArray *partialSlice, int64_t *start, 
  * in the message) and cos shape == sin shape; ACLNN_ERR_INNER_TILING_ERROR (561002) otherwise. */
 int check_4d_cos_like_sin(const char *op, const char *const names[3], const aclTensor *const tensors[3]);
 
+/* The tiling's CheckShapeAllPositive and JudgeLayoutByShape common to both operators (561002): every dim of x (dy or
+ * xRef), cos and sin (named by `names`) > 0; each cos/sin B, S, N either 1 or x's (all eight such layouts have a
+ * template). */
+int check_positive_and_layout(const char *op, const char *const names[3], const aclTensor *const tensors[3]);
+
 /* Completes the executor of a first phase that succeeds: tensors[0..3) (operand views, strides and
  * contiguity copied), the pairing mode, the slice, the workspace size; no longer refused. */
 void fill_executor(aclOpExecutor *job, const aclTensor *const tensors[3], int pairing_mode, int64_t start,
                    int64_t end, uint64_t workspace_size);
 
-/* The checks of a launch on an executor it has consumed, nnopbase's then the emulator's own: 161002
- * unless job was made by `kind`'s first phase and that phase succeeded; workspace NULL with
- * workspaceSize > 0 -> 161001; workspaceSize below the size asked for -> 161002; workspace not that
- * much device memory or stream not live -> 161002; then the device must be usable (507899 after a
- * kernel fault). *workspace_host is the host view of the workspace (NULL for a 0-byte one). */
-int check_launch(const char *op, op_kind kind, const aclOpExecutor *job, void *workspace, uint64_t workspaceSize,
-                 void *stream, void **workspace_host);
+/* The second phase's steps before the kernel, one home for both launches: the executor taken (*job set to NULL and
+ * 161002 when it is unknown, destroyed or already used: an executor serves one launch), then nnopbase's checks and the
+ * emulator's own: 161002 unless it was made by `kind`'s first phase and that phase succeeded; workspace NULL with
+ * workspaceSize > 0 -> 161001; workspaceSize below the size asked for -> 161002; workspace not that much device memory
+ * or stream not live -> 161002; the device must be usable (507899 after a kernel fault); then, for a non-empty
+ * in-place output, the op's faults in force go to *faults (561000 when PRMG_EMU_FAULT is malformed).
+ * *workspace_host is the host view of the workspace (NULL for a 0-byte one). The caller frees *job (a taken executor
+ * is consumed, whatever the status). */
+int begin_launch(const char *op, op_kind kind, aclOpExecutor **job, void *workspace, uint64_t workspaceSize,
+                 void *stream, void **workspace_host, fault_set *faults);
 
 /* Replaces tensor->host (a device address) with its host view covering `elements` elements: 1; or 0
  * when that range is not inside one device allocation, after raising an asynchronous AI Core
