@@ -54,7 +54,7 @@ def not_utf8(data: bytes, error: UnicodeDecodeError) -> str:
     "Unicode" file a Windows editor or a spreadsheet saved), else the first bad byte and its offset."""
     for mark, name in _BYTE_ORDER_MARKS:
         if data.startswith(mark):
-            return f"{name} text (it starts with the byte order mark {mark.hex(' ').upper()}): save it as UTF-8"
+            return f"not UTF-8 text (it starts with {name}'s byte order mark {mark.hex(' ').upper()}): save it as UTF-8"
     return f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}): save it as UTF-8"
 
 

@@ -124,8 +124,8 @@ def test_bad_utf8_names_the_line(tmp_path):
 
 
 @pytest.mark.parametrize("encoding, said", [
-    ("utf-16", "UTF-16 text (it starts with the byte order mark FF FE)"), ("utf-16-be", None),
-    ("utf-32", "UTF-32 text (it starts with the byte order mark FF FE 00 00)")])
+    ("utf-16", "not UTF-8 text (it starts with UTF-16's byte order mark FF FE)"), ("utf-16-be", None),
+    ("utf-32", "not UTF-8 text (it starts with UTF-32's byte order mark FF FE 00 00)")])
 def test_a_utf16_or_utf32_file_is_named_so_with_what_to_do(tmp_path, encoding, said):
     """A case file or TTK list an editor or a spreadsheet saved as "Unicode" (UTF-16 with its byte order mark) was
     'not UTF-8 text (byte 0xff at offset 0)': it is named for what it is, and what to do (save it as UTF-8); UTF-16
