@@ -167,8 +167,8 @@ def forward_kernel(x, cos, sin, mode, partial_slice, *, fault=None, fused=False)
     """The forward as a float32 kernel computes it (a new array): ``y = c*z + sign*s*z[partner]`` on the
     slice, rounded to x's dtype. Faults: ``sign`` (the + lanes subtract), ``partner_sin`` (the partner's
     sin, as the grad uses), ``negate_sin``, ``swap_tables`` (cos read as sin and sin as cos), ``half_pairing`` (the
-    lanes of mode 0, half, whatever the mode, as the grad's fault of that name); ``fused``: each sum fused with its first product, as an FMA kernel does
-    (computed in float64, rounded once to float32)."""
+    lanes of mode 0, half, whatever the mode, as the grad's fault of that name); ``fused``: each sum fused with its
+    first product, as an FMA kernel does (computed in float64, rounded once to float32)."""
     start, end = partial_slice
     out = x.copy()
     if end == start:

@@ -11,9 +11,10 @@ equivalent)``; the exit code is 0 when every mutant not equivalent was killed, 1
 listed above it, with their diffs), 2 when the list does not apply (an ``original`` not found exactly once, a test
 it names not defined) or the unmutated tree fails its own tests.
 
-Usage: ``python tests/mutate.py [--jobs N] [-k TEXT[,TEXT...]] [--list] [--keep]``. Mutants run ``--jobs`` at a time (2 by
-default: one per core of the 2-core machine), each in its own copy; the scratch copies share one emulator build and
-one cache of compiled helpers (``PRMG_TEST_EMULATOR_HOME``), so a mutant of ``native.c`` compiles its library once.
+Usage: ``python tests/mutate.py [--jobs N] [-k TEXT[,TEXT...]] [--list] [--keep]``. Mutants run ``--jobs`` at a
+time (2 by default: one per core of the 2-core machine), each in its own copy; the scratch copies share one
+emulator build and one cache of compiled helpers (``PRMG_TEST_EMULATOR_HOME``), so a mutant of ``native.c`` compiles
+its library once.
 Python writes no bytecode in the copies (``PYTHONDONTWRITEBYTECODE``): a mutant restored within the second it was
 written could otherwise be run from its stale ``.pyc``.
 """

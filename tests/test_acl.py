@@ -136,7 +136,8 @@ def test_the_workspace_is_poisoned_and_guarded(session, monkeypatch):
     inputs = random_inputs(case)
     monkeypatch.setenv("PRMG_EMU_FAULT", "workspace_overrun")
     outcome = session.launch(case, inputs)
-    assert outcome.contract_violations[0].startswith("guard zone after workspace changed at byte +0 (4 bytes, through +3)")
+    assert outcome.contract_violations[0].startswith(
+        "guard zone after workspace changed at byte +0 (4 bytes, through +3)")
     assert "the kernel wrote outside the 16777216-byte workspace it asked for" in outcome.contract_violations[0]
     monkeypatch.setenv("PRMG_EMU_FAULT", "workspace_uninit_read")
     outcome = session.launch(case, inputs)

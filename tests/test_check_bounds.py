@@ -128,7 +128,8 @@ def test_roundtrip_bound_edge(dtype):
     identity = grad.golden_slice(exact_y, grad_inputs.cos, grad_inputs.sin, 1, (0, 64))
     x64 = x.astype(np.float64)
     bound_forward = element_bound(forward_op, x, forward_inputs.cos, forward_inputs.sin, 1, (0, 64))
-    cos, sin = (np.abs(np.broadcast_to(t.astype(np.float64), exact_y.shape)) for t in (grad_inputs.cos, grad_inputs.sin))
+    cos, sin = (np.abs(np.broadcast_to(t.astype(np.float64), exact_y.shape))
+                for t in (grad_inputs.cos, grad_inputs.sin))
     bound = (np.abs(identity - x64) + 2.0 ** -50 * np.abs(x64) + cos[..., cos_lane] * bound_forward[..., kept]
              + sin[..., sin_lane] * bound_forward[..., partner]
              + element_bound(grad, forward.dy, grad_inputs.cos, grad_inputs.sin, 1, (0, 64))).reshape(-1)
@@ -196,7 +197,7 @@ def test_determinism_allows_no_bit_of_difference(dtype):
     assert not result.passed and result.metrics["determinism_mismatches"] == 1
 
 
-# --- without the golden: 'unchanged' (issue 34) ------------------------------------------------------------------------
+# --- without the golden: 'unchanged' (issue 34) -----------------------------------------------------------------
 
 def test_unchanged_means_fewer_changed_elements_than_the_formula_moves_in_the_sampled_rows():
     """Four rows, all sampled, two at RoPE position 0 (cos 1, sin 0): the formula moves ``must`` elements of the input
@@ -220,7 +221,7 @@ def test_unchanged_means_fewer_changed_elements_than_the_formula_moves_in_the_sa
         assert bool(unchanged_warning(case, inputs, result)) == warned, changed
 
 
-# --- a wrong-result known defect's bounds (issue 34) -------------------------------------------------------------------
+# --- a wrong-result known defect's bounds (issue 34) ------------------------------------------------------------
 
 def test_a_wrong_result_defect_holds_up_to_each_bound():
     """Two wrong elements, 2 ulps and 1 ulp off, on odd lanes of rows 0 and 1 of two: max_error_ulp 2 and elements 2
@@ -248,6 +249,10 @@ def test_a_wrong_result_defect_holds_up_to_each_bound():
         actual[0, 0, 1, 3] = value
         assert beyond([("max_error_ulp", 1e300)], actual, golden, actual != golden, fmt) == [
             "a wrong element errs by inf ulp > max_error_ulp 1e+300"], value
+    # the ulps are the golden's: 2^10 where the golden is 2^-10 errs by 2^43 of its ulps (2^23 of the result's own)
+    small, huge = np.full((1, 1, 1, 2), 2.0 ** -10), np.full((1, 1, 1, 2), 2.0 ** 10)
+    assert beyond([("max_error_ulp", 1e9)], huge, small, huge != small, fmt) == [
+        "a wrong element errs by 8.8e+12 ulp > max_error_ulp 1e+09"]
 
 
 def test_unchanged_counts_the_elements_the_formula_moves_to_or_from_infinity():

@@ -282,7 +282,8 @@ def test_a_node_that_leaves_costs_only_its_in_flight_case(cluster, suite, tmp_pa
 
 def test_cluster_local_starts_ray_with_this_hosts_devices_and_fail_fast_leaves_the_rest_not_run(emulator, suite):
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'prmg[ray]' for the cluster tests")
-    result, report = run_json(suite, "--cluster", "local", "-x", env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "crash"})
+    result, report = run_json(suite, "--cluster", "local", "-x",
+                              env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "crash"})
     assert result.returncode == 1
     assert len(report["summary"]["devices"]) == 2                 # the emulator's two devices, as NPU resources
     found = statuses(report)
@@ -380,7 +381,8 @@ def test_the_actors_get_the_toolkit_choice_from_the_driver_only():
     from prmg_cli.device.cluster import forwarded_env
 
     env = {"ASCEND_HOME_PATH": "/opt/cann", "ASCEND_RT_VISIBLE_DEVICES": "3", "PRMG_EMU_FAULT": "crash",
-           "PRMG_EMULATOR_HOME": "/cache", "LD_LIBRARY_PATH": "/lib", "HOME": "/root", "PRMG_CLUSTER_ENV": "LD_LIBRARY_PATH"}
+           "PRMG_EMULATOR_HOME": "/cache", "LD_LIBRARY_PATH": "/lib", "HOME": "/root",
+           "PRMG_CLUSTER_ENV": "LD_LIBRARY_PATH"}
     assert forwarded_env(env) == {"ASCEND_HOME_PATH": "/opt/cann", "PRMG_EMU_FAULT": "crash",
                                   "PRMG_EMULATOR_HOME": "/cache", "LD_LIBRARY_PATH": "/lib"}
     del env["PRMG_CLUSTER_ENV"]

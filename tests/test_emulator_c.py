@@ -340,6 +340,7 @@ def bits(array):
 
 # ---------------------------------------------------------------- build and runtime ----------
 
+@pytest.mark.xdist_group("emulator_c_build")             # one worker, one build of the fixture
 def test_build_is_laid_out_like_a_toolkit(toolkit):
     for library in PROTOTYPES:
         assert (toolkit / "lib64" / library).is_file()
@@ -349,6 +350,7 @@ def test_build_is_laid_out_like_a_toolkit(toolkit):
     assert not list(SOURCES.glob("*.so")) and not list(SOURCES.glob("*.o"))
 
 
+@pytest.mark.xdist_group("emulator_c_build")
 def test_build_writes_the_version_files_of_a_toolkit(toolkit):
     arch = os.uname().machine
     info = dict(line.split("=", 1) for line in
@@ -1158,7 +1160,8 @@ def forward_rows():
         ("D > 1024", ((1, 1, 1, 1040), FLOAT32), ((1, 1, 1, 8), FLOAT32), ((1, 1, 1, 8), FLOAT32), 1, (0, 8),
          TILING),
         ("D odd", ((1, 2, 2, 15), FLOAT32), table, table, 1, (0, 8), TILING),
-        ("x dim 0: no tiling", ((1, 0, 2, 16), FLOAT32), ((1, 1, 1, 8), FLOAT32), ((1, 1, 1, 8), FLOAT32), 1, (0, 8), 0),
+        ("x dim 0: no tiling", ((1, 0, 2, 16), FLOAT32), ((1, 1, 1, 8), FLOAT32), ((1, 1, 1, 8), FLOAT32), 1, (0, 8),
+         0),
         ("x dim 0, nothing checked", ((2, 0, 15), FLOAT32), ((3, 1, 1, 5), FLOAT32), table, 7, (9, 3), 0),
         ("dim < 0", ((1, -1, 2, 16), FLOAT32), ((1, 1, 1, 8), FLOAT32), ((1, 1, 1, 8), FLOAT32), 1, (0, 8), TILING),
         ("cos S neither 1 nor x's", good, ((1, 3, 1, 8), FLOAT32), ((1, 3, 1, 8), FLOAT32), 1, (0, 8), TILING),

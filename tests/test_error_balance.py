@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 
 import pytest
@@ -16,6 +17,7 @@ from prmg_cli.cases.loader import load_cases
 from prmg_cli.device.acl import AclSession
 from prmg_cli.device.execute import RunSettings, run_case
 from prmg_cli.results import CaseResult, ExitCode, exit_code, run_warnings, summary_line
+from test_standards import path  # noqa: F401  (the judging paths: whole arrays, one pass in numpy, compiled)
 
 
 @pytest.mark.verdict
@@ -182,17 +184,21 @@ def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
 def test_each_distinct_golden_and_result_pair_counts_once():
     """An error repeated (a broadcast table over equal dy rows) is one trial of the sign test: three copies of one
     error up and one more up count 2 up; two copies of one error down count 1; an exact element, one whose golden is
-    below the balance's floor and a non-finite one count neither way."""
+    below the balance's floor and a non-finite one count neither way; ``departures`` places each at its first
+    element."""
     import numpy as np
 
     from prmg_cli.dtypes import FLOAT_FORMATS
-    from prmg_cli.judging.standards.default import distinct_balance_counts
+    from prmg_cli.judging.standards.default import departures, distinct_balance_counts
 
     up, down = 1 + 2.0 ** -20, 2 - 2.0 ** -20
     golden = np.array([1, 1, 1, 1, 2, 2, 3, 2.0 ** -90, 5, 6])
     actual = np.array([up, up, up, 1 + 2.0 ** -19, down, down, 3, 2.0 ** -89, np.inf, np.nan])
     # up, down; toward zero, away from it
     assert distinct_balance_counts(actual, golden, FLOAT_FORMATS["float32"]) == (2, 1, 1, 2)
+    # where they lie, for the groups' tests: each distinct pair at its first element only
+    sign, toward = departures(actual, golden, FLOAT_FORMATS["float32"])
+    assert sign.tolist() == [1, 0, 0, 1, -1, 0, 0, 0, 0, 0] and np.flatnonzero(toward).tolist() == [4]
 
 
 def test_the_distinct_pairs_are_np_unique_s_without_its_import_of_numpy_ma():
@@ -224,3 +230,79 @@ def test_the_distinct_pairs_are_recounted_where_the_raw_counts_decide():
     # a small result is recounted whatever its raw counts: they are no screen for departures from the correct rounding
     assert error_balance.needs_distinct(counts(500, 500), error_balance.RECOUNTED)
     assert not error_balance.needs_distinct(counts(0, 0), error_balance.RECOUNTED)
+
+
+# --- groups of rows and lanes: a bias of a kernel's tail rows or lanes alone ------------------------------------------
+
+@pytest.mark.verdict
+def test_a_group_leans_from_its_floor_at_the_false_alarm_rate_shared_by_the_groups():
+    """Two rows of 64 lanes: groups rows 0 and 1 (row_groups) and the 64 lanes, each tested at 1e-6 / 66: row 1 with
+    38 departures all above its correct rounding is biased (2 exp(-19) < 1.5e-8), with 37 it is not; the lanes, one
+    departure each, never are; one row alone has no group (the whole result is case_warning's)."""
+    import numpy as np
+
+    from prmg_cli.judging.standards.default import group_counts, row_groups
+
+    def warning(sign, toward):
+        return error_balance.group_warning(group_counts(sign, toward))
+
+    assert row_groups(2) == [(0, 0), (1, 1)] and row_groups(1) == []
+    assert 37 < error_balance.group_floor(66) < 38
+    for ups, said in ((38, True), (37, False)):
+        sign, toward = np.zeros((1, 1, 2, 64), np.int8), np.zeros((1, 1, 2, 64), bool)
+        sign[0, 0, 1, :ups] = 1
+        text = warning(sign, toward)
+        assert text.startswith(f"biased in rows 1 to 1: {ups} of {ups} errors above the golden, 0 below") == said, text
+        assert said or text == ""
+        assert (warning(sign[..., :1, :], toward[..., :1, :]) == "") and (
+            warning(-sign, toward).startswith(f"biased in rows 1 to 1: 0 of {ups} errors") == said)
+    sign[0, 0, 1, :38], toward[0, 0, 1, :38] = np.tile([1, -1], 19), True              # even signs, all toward zero
+    assert warning(sign, toward).startswith("biased in rows 1 to 1: 38 of 38 errors toward zero")
+    assert "limit 1.5e-08)" in warning(sign, toward)
+    sign[0, 0, :, 5], toward[...] = 0, False                                            # one lane: 2 rows, no more
+    counts = group_counts(sign, toward)
+    assert counts[-59] == ("lane 5 of the slice", 0, 0, 0, 0) and len(counts) == 66
+
+
+def rounded_up(case, inputs, chosen=lambda row, lane: False):
+    """The correct float32 result of ``case`` (``kernels.correct_kernel``), each element where ``chosen(row, lane)``
+    (row in C order of (b, s, n), lane of the slice; arrays) rounded toward +inf instead, where the golden lies above
+    it."""
+    import numpy as np
+    from kernels import correct_kernel
+    from prmg_cli.ops import GRAD
+
+    start, end = case.partial_slice
+    result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+    golden = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+    part = result[..., start:end]
+    up = np.where(part < golden, np.nextafter(part, np.float32(np.inf)), part)
+    row, lane = np.indices((part.size // (end - start), end - start))
+    result[..., start:end] = np.where(np.broadcast_to(chosen(row, lane), row.shape).reshape(part.shape), up, part)
+    return result
+
+
+@pytest.mark.verdict
+def test_a_kernel_biased_on_its_tail_rows_or_one_lane_alone_is_biased(path):
+    """float32: rounding toward +inf on the last 25 of 1000 rows of 8 lanes (the last of 40 cores' shares), on one
+    element in four of its last 250 rows, or on lane 37 of 300 rows of 64, stays within every budget and leans the
+    whole result by too little to tell, and a row group of the tail (the last shares, or the rows from a share's start
+    to the end) or that lane leans beyond chance; the correct results lean nowhere, on every judging path."""
+    from prmg_cli.device.acl import Outcome
+    from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.judging.judge import judge
+    from test_judge import make_case
+
+    rows, lanes = make_case((1, 1, 1000, 8), (0, 8), broadcast="11ND"), make_case((1, 1, 300, 64), (0, 64))
+    for case, chosen, said in (
+            (rows, lambda row, lane: False, None), (lanes, lambda row, lane: False, None),
+            (rows, lambda row, lane: row >= 975, r"biased in rows (9[5-9]\d) to 999: "),
+            (lanes, lambda row, lane: lane == 37, r"biased in lane 37 of the slice: "),
+            # one element in four of the last 250 rows: no core's share (25 rows at most) nor lane leans; rows
+            # from the start of an earlier share to the end do
+            (rows, lambda row, lane: (row >= 750) & ((row + lane) % 4 == 0), r"biased in rows [1-8]?\d\d to 999: ")):
+        inputs = make_inputs(case)
+        verdict = judge(case, inputs, Outcome(status=0, dy=rounded_up(case, inputs, chosen)), "default")
+        assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", path
+        biased = [text for text in verdict.warnings if text.startswith("biased")]
+        assert len(biased) == (said is not None) and all(re.match(said, text) for text in biased), (path, biased)

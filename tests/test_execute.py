@@ -539,9 +539,9 @@ def test_a_device_is_wedged_after_max_timeouts_in_a_row_only():
 @pytest.mark.verdict
 def test_each_device_runs_every_case_on_every_device_and_keeps_the_worst():
     """--each-device (``execute.EachDevice``): each device has every case in its lane; a case's record is told once
-    every device gave its own, the worst (a chip failing one case of many fails it, whichever device took it before), naming
-    where each status came from; a dropped (wedged) device ends its lane as not_run, never handing its cases to
-    another device; reports count each device of a record (``failures_by_device``)."""
+    every device gave its own, the worst (a chip failing one case of many fails it, whichever device took it
+    before), naming where each status came from; a dropped (wedged) device ends its lane as not_run, never
+    handing its cases to another device; reports count each device of a record (``failures_by_device``)."""
     from prmg_cli.device.execute import EachDevice, RunSettings
     from prmg_cli.reports.outputs.labels import device_line, failures_by_device
     from prmg_cli.results import CaseResult

@@ -119,7 +119,8 @@ def test_standard_overrides_the_case_tolerance_too():
 
 # --- CI signals ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("selection", [["-k", "no_such_case"], ["--tag", "nope"], ["--exclude-tag", "late", "-k", "ok_c"]])
+@pytest.mark.parametrize("selection", [["-k", "no_such_case"], ["--tag", "nope"],
+                                       ["--exclude-tag", "late", "-k", "ok_c"]])
 def test_a_run_that_selects_nothing_exits_5(tmp_path, selection):
     result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", *selection)
     assert result.returncode == 5

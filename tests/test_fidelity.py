@@ -232,7 +232,8 @@ def test_a_stride_on_an_axis_of_one_element_may_be_any(emulator):
     from prmg_cli.device.execute import RunSettings, run_case
 
     far = 2 ** 62
-    cases = [case_of(cos_strides=[far, 8, 8, 1]), case_of(op="forward", shape=[1, 3, 2, 16], dy_strides=[far, 32, 16, 1])]
+    cases = [case_of(cos_strides=[far, 8, 8, 1]),
+             case_of(op="forward", shape=[1, 3, 2, 16], dy_strides=[far, 32, 16, 1])]
     layout = acl._layout(cases[1], "dy")
     values = np.arange(96, dtype=np.float32).reshape(layout.view_dims)
     assert np.array_equal(acl._from_storage(acl._to_storage(values, layout), layout), values)

@@ -194,8 +194,9 @@ def test_a_list_or_mapping_or_giant_number_where_a_word_or_number_belongs(tmp_pa
 def test_a_zero_dimension_next_to_huge_ones_is_refused_by_validate(tmp_path):
     """numpy cannot make an empty array whose other extents overflow ("array is too big"): validate says so,
     one line per case, instead of a crash when the run makes its inputs."""
-    path = write(tmp_path, "z.yaml", "- {name: z, shape: [0, 1099511627776, 1099511627776, 8]}\n"
-                                     "- {name: c, shape: [1, 1, 2, 8], cos_shape: [0, 1099511627776, 1099511627776, 8]}\n")
+    path = write(tmp_path, "z.yaml",
+                 "- {name: z, shape: [0, 1099511627776, 1099511627776, 8]}\n"
+                 "- {name: c, shape: [1, 1, 2, 8], cos_shape: [0, 1099511627776, 1099511627776, 8]}\n")
     result = prmg("validate", path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     too_big = "its non-zero dimensions multiply to 9671406556917033397649408, over the 1152921504606846975 elements " \
@@ -899,7 +900,8 @@ def test_gen_case_empty_cos_shape_and_append_to_a_non_case_file_are_one_line(tmp
 def test_gen_case_defaults_agree_with_the_loader(tmp_path):
     generated = case_writer.generate(**{**FLAGS, "shape": "2,16,4,128", "partial_slice": "32,96", "name": "g"})
     (from_flags,) = load_cases([write(tmp_path, "g.yaml", generated)])
-    (by_hand,) = load_cases([write(tmp_path, "h.yaml", "- {name: g, shape: [2, 16, 4, 128], partial_slice: [32, 96]}\n")])
+    (by_hand,) = load_cases([write(tmp_path, "h.yaml",
+                                   "- {name: g, shape: [2, 16, 4, 128], partial_slice: [32, 96]}\n")])
     assert from_flags.cos_shape == by_hand.cos_shape == (1, 1, 1, 64)
 
 

@@ -389,7 +389,8 @@ VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, 
          "shard": shards(), "mapping": st.dictionaries(TEXT, JSON, max_size=4),
          "together": st.dictionaries(NAME, NAME, max_size=3),
          "definition": st.dictionaries(TEXT.filter(lambda key: key != "sweep"), JSON, max_size=4)}
-VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind] for key, kind in store.RUN_INFO_FIELDS.items()})
+VALID["run_info"] = st.fixed_dictionaries({}, optional={key: VALID[kind]
+                                                         for key, kind in store.RUN_INFO_FIELDS.items()})
 # Values no record may hold, as JSON text: any JSON value (most of the wrong type somewhere), text with a lone
 # surrogate, NaN and infinities, integers too long for Python's parser, nesting past the limit.
 RAW_HOSTILE = ['"\\ud800"', '"x\\udfff"', '["\\udc00"]', '{"\\ud83d": 1}', "NaN", "-Infinity", "1e999", "-0",

@@ -89,8 +89,8 @@ def test_a_runner_is_one_module_and_one_entry(tmp_path, emulator, capsys, monkey
     report = json.loads(out)
     assert code == 0 and [(c["name"], c["status"], c["path"]) for c in report["cases"]] == [("fp32", "passed", "host")]
     code, _, err = run_in_process(capsys, monkeypatch, "run", path, "--runner", "hots")
-    assert code == 2 and err.strip() == ("prmg: error: --runner 'hots' (did you mean 'host'?): choose one of auto, aclnn, emulator, geir, "
-                                         "aclnn+geir, host")
+    assert code == 2 and err.strip() == ("prmg: error: --runner 'hots' (did you mean 'host'?): choose one of auto, "
+                                         "aclnn, emulator, geir, aclnn+geir, host")
 
 
 # --- the shim ------------------------------------------------------------------------------------------------

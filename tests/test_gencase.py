@@ -50,6 +50,11 @@ def shipped() -> list:
     return load_cases([CASES])
 
 
+# The tests of the three fixtures above, on one xdist worker: the presets are made and every file loaded once (about
+# 1.5 s of CPU), not once on each worker.
+SHARED_FIXTURES = pytest.mark.xdist_group("gencase_presets")
+
+
 def pattern_of(case) -> str:
     """The broadcast pattern of a loaded case, read from its shapes (dy axes of size 1 count as broadcast)."""
     letters = "".join("1" if cos == 1 else letter for letter, cos in zip("BSN", case.cos_shape[:3]))
@@ -58,6 +63,7 @@ def pattern_of(case) -> str:
 
 # ----- presets ---------------------------------------------------------------------------------------
 
+@SHARED_FIXTURES
 @pytest.mark.parametrize("name", presets_module.PRESETS)
 def test_preset_is_deterministic_and_valid(name, presets, loaded):
     assert gencase.dump_yaml(presets_module.preset(name)) == gencase.dump_yaml(presets[name])
@@ -74,6 +80,7 @@ def test_unknown_preset_is_refused():
         presets_module.preset("smok")
 
 
+@SHARED_FIXTURES
 def test_smoke_covers_dtype_pairs_patterns_odd_starts_and_the_worked_example(loaded):
     cases = loaded["smoke"]
     assert 20 <= len(cases) <= 60
@@ -91,6 +98,7 @@ def test_smoke_covers_dtype_pairs_patterns_odd_starts_and_the_worked_example(loa
     assert list(example.sin_input.args) == [0.1, 0.2, 0.3, 0.4]
 
 
+@SHARED_FIXTURES
 def test_full_covers_patterns_by_dtype_pairs_and_slice_placements(loaded):
     cases = loaded["full"]
     bcast = [c for c in cases if "broadcast" in c.tags]
@@ -109,12 +117,14 @@ def test_full_covers_patterns_by_dtype_pairs_and_slice_placements(loaded):
     assert max(sizes) == 1024 and min(sizes) == 2
 
 
+@SHARED_FIXTURES
 def test_full_stays_small_enough_for_two_cores(loaded):
     elements = sorted(c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3] for c in loaded["full"])
     assert sum(elements) < 16_000_000
     assert sum(1 for n in elements if n > 100_000) <= 16
 
 
+@SHARED_FIXTURES
 def test_edge_has_empty_slices_huge_tiny_subnormal_and_long_rope(loaded):
     cases = {case.name.split(".", 1)[1]: case for case in loaded["edge"]}
     assert sum(1 for c in cases.values() if c.partial_slice[0] == c.partial_slice[1]) >= 2
@@ -131,6 +141,7 @@ def test_edge_has_empty_slices_huge_tiny_subnormal_and_long_rope(loaded):
     assert any(c.dtype == "bfloat16" and c.cos_dtype != "bfloat16" for c in cases.values())
 
 
+@SHARED_FIXTURES
 def test_edge_has_tiling_siblings_whose_tables_are_alike_only_at_both_ends(loaded):
     """The emulator's table_block_cache (tables cached by address, the cache checked by each table's first and last 32
     bytes) needs two calls run one after the other at the same addresses whose cos and sin agree there and differ
@@ -146,6 +157,7 @@ def test_edge_has_tiling_siblings_whose_tables_are_alike_only_at_both_ends(loade
         assert (first != second).any()
 
 
+@SHARED_FIXTURES
 def test_negative_cases_get_the_status_they_expect(loaded):
     cases = loaded["negative"]
     expected = {case.name: case.expect.error for case in cases}
@@ -169,6 +181,7 @@ def test_negative_cases_get_the_status_they_expect(loaded):
     assert modes == {0, 2, 3}
 
 
+@SHARED_FIXTURES
 def test_negative_breaks_each_documented_constraint(loaded):
     messages = " | ".join(message for case in loaded["negative"]
                           for _, message in constraints.violations(case, TODAY))
@@ -187,6 +200,7 @@ def test_negative_breaks_each_documented_constraint(loaded):
         "neg.empty_slice_past_D", "neg.empty_slice_sin_shape_not_cos", "neg.empty_slice_cos_3d"}
 
 
+@SHARED_FIXTURES
 def test_future_modes_cover_every_mode_dtype_pair_and_pattern(loaded):
     cases = loaded["future_modes"]
     for mode in (0, 2, 3):
@@ -197,6 +211,7 @@ def test_future_modes_cover_every_mode_dtype_pair_and_pattern(loaded):
         assert not any(constraints.skip_reason(c, EVERY_MODE) for c in of_mode)
 
 
+@SHARED_FIXTURES
 def test_perf_is_large_and_not_shipped(loaded, shipped):
     assert all(c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3] >= 2**24 for c in loaded["perf"])
     assert not any("perf" in case.tags for case in shipped)
@@ -219,6 +234,7 @@ def test_shipped_files_equal_their_generators(tmp_path):
     assert shipped == {str(path.relative_to(tmp_path)) for path in written} | imported
 
 
+@SHARED_FIXTURES
 def test_shipped_suite_loads_with_unique_names_and_validates(shipped):
     cases = shipped
     for modes in (TODAY, EVERY_MODE):
@@ -229,6 +245,7 @@ def test_shipped_suite_loads_with_unique_names_and_validates(shipped):
     assert len(worked) == 1 and worked[0].partial_slice == (2, 6)
 
 
+@SHARED_FIXTURES
 def test_shipped_suite_has_what_each_emulator_fault_needs(shipped):
     cases = [c for c in shipped if c.expect.success and constraints.skip_reason(c, TODAY) is None]
     rows = lambda c: c.shape[0] * c.shape[1] * c.shape[2]  # noqa: E731

@@ -740,7 +740,8 @@ def test_nan_from_the_workspace_poison_is_named():
         in "\n".join(verdict.details)
     quiet_nan = result.copy()
     quiet_nan[0, 0, 0, 0] = np.nan
-    assert "reading workspace the kernel never wrote" in "\n".join(judge(case, inputs, Outcome(status=0, dy=quiet_nan)).details)
+    details = judge(case, inputs, Outcome(status=0, dy=quiet_nan)).details
+    assert "reading workspace the kernel never wrote" in "\n".join(details)
 
 
 def test_a_refused_call_is_judged_on_the_storage_the_runner_compared():

@@ -159,7 +159,8 @@ def test_default_keys(tmp_path):
     ("B1ND", (2, 1, 5, 32)), ("BS1D", (2, 3, 1, 32)), ("11ND", (1, 1, 5, 32)), ("B11D", (2, 1, 1, 32)),
 ])
 def test_broadcast_patterns_derive_the_cos_shape(tmp_path, pattern, cos_shape):
-    path = write(tmp_path, "b.yaml", f"- {{name: b, shape: [2, 3, 5, 64], partial_slice: [8, 40], broadcast: {pattern}}}")
+    path = write(tmp_path, "b.yaml",
+                 f"- {{name: b, shape: [2, 3, 5, 64], partial_slice: [8, 40], broadcast: {pattern}}}")
     (case,) = load_cases([path])
     assert case.cos_shape == case.sin_shape == cos_shape
 
@@ -375,7 +376,8 @@ CORPUS = {
     "malformed_yaml.yaml": (None, None, "line 5, column 8: the list '[' opened at line 4, column 10 is not closed"),
     "python_tag.yaml": (None, None, "unsupported YAML tag '!!python/object/apply:os.system'"),
     "alias_bomb.yaml": (None, None, "aliases are followed (an alias bomb?)"),
-    "recursive_alias.yaml": (None, None, "line 3, column 17: the alias '*me' is inside the node it names (a recursive alias)"),
+    "recursive_alias.yaml": (None, None,
+                             "line 3, column 17: the alias '*me' is inside the node it names (a recursive alias)"),
     "empty_file.yaml": (None, None, "empty"),
     "duplicate_key.yaml": (None, None, "line 4, column 3: the key 'dtype' is written twice in one mapping"),
     "unhashable_key.yaml": (None, None, "line 3, column 5: a key cannot be a list or a mapping"),

@@ -32,7 +32,8 @@ def test_a_mutant_whose_original_moved_is_named(tmp_path):
     from mutate import Mutant
 
     (tmp_path / "test_x.py").write_text("def test_here():\n    pass\n")
-    found = problems([Mutant("gone", "code.py", "c = 3", "c = 4", "r"), Mutant("twice", "code.py", "b = 2", "b = 3", "r"),
+    found = problems([Mutant("gone", "code.py", "c = 3", "c = 4", "r"),
+                      Mutant("twice", "code.py", "b = 2", "b = 3", "r"),
                       Mutant("fine", "code.py", "a = 1", "a = 2", "r", ("test_x.py::test_here[a-b]",),
                              killed_by="test_x.py::test_here"),
                       Mutant("renamed", "code.py", "a = 1", "a = 3", "r", ("test_x.py::test_gone",)),

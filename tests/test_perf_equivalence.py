@@ -272,8 +272,8 @@ def test_the_compiled_extras_are_the_recount_and_the_flip_check():
     """What the compiled pass finds besides the verdict (``default_pass._native_extras``) on results it proves right:
     the distinct departures' counts are ``distinct_balance_counts``' on the whole-array golden (rows repeated along a
     broadcast table count once, far fewer than the raw counts), a kernel flipping the sign of sin fails on ordinary
-    tables (so ``sign_hidden`` need not be asked), and with sin too small to show its sign the flip is not found failing,
-    so the weak-case check still asks numpy and warns."""
+    tables (so ``sign_hidden`` need not be asked), and with sin too small to show its sign the flip is not found
+    failing, so the weak-case check still asks numpy and warns."""
     if not native.available():
         pytest.skip("the compiled helper cannot be built here")
     rng = np.random.default_rng(8)

@@ -334,7 +334,8 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     assert install.returncode == 0, install.stderr
     assert (target / "prmg_cli" / "emulator_src" / "kernel.c").exists()
     assert (target / "prmg_cli" / "native" / "native.c").exists()
-    packages = {str(path.parent.relative_to(ROOT)).replace("/", ".") for path in (ROOT / "prmg_cli").rglob("__init__.py")}
+    packages = {str(path.parent.relative_to(ROOT)).replace("/", ".")
+                for path in (ROOT / "prmg_cli").rglob("__init__.py")}
     assert all((target / package.replace(".", "/") / "__init__.py").exists() for package in packages), packages
     cases = tmp_path / "c.yaml"
     cases.write_text("- {name: installed, shape: [1, 1, 2, 16], cos_shape: [1, 1, 1, 16], partial_slice: [0, 16]}\n")

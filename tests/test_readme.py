@@ -80,7 +80,8 @@ ALONE = (BENCH, "PRMG_EMU_DEVICES=2 prmg run cases/smoke.yaml --cluster local")
 # run_*_bench takes first, 9, 7, 3 and 3 by default, gives medians of more runs of the same code at the same sizes):
 # a minute of make test's CPU saved; its exit code, stderr and last table are checked
 BENCH_ONCE = ("import sys\nfrom prmg_cli.commands import bench_host as b\nfrom prmg_cli.cli import main\n"
-              "for bench in (b.run_host_bench, b.run_pipeline_bench, b.run_judge_paths_bench, b.run_whole_process_bench):\n"
+              "for bench in (b.run_host_bench, b.run_pipeline_bench, b.run_judge_paths_bench,\n"
+              "              b.run_whole_process_bench):\n"
               "    bench.__defaults__ = (1, *bench.__defaults__[1:])\nsys.argv[0] = 'prmg'\nsys.exit(main())\n")
 
 
@@ -250,7 +251,8 @@ def test_the_readmes_module_table_names_every_module_that_exists():
     package = ROOT / "prmg_cli"
     tops = [path for path in package.iterdir() if (path / "__init__.py").is_file()]
     modules = {path.name for path in package.glob("*.py") if path.name != "__init__.py"} | \
-        {f"{path.name}/" for path in tops if not any(path.glob("*/__init__.py")) and len(list(path.glob("*.py"))) == 1} | \
+        {f"{path.name}/" for path in tops
+         if not any(path.glob("*/__init__.py")) and len(list(path.glob("*.py"))) == 1} | \
         {f"{top.name}/{path.name}" for top in tops for path in top.glob("*.py") if path.name != "__init__.py"} | \
         {f"{top.name}/{path.name}/" for top in tops for path in top.iterdir() if (path / "__init__.py").is_file()}
     assert modules <= named, sorted(modules - named)

@@ -305,8 +305,9 @@ def test_magnitude_is_the_sum_of_the_two_product_sizes():
     m = GRAD.magnitude(dy, cos, sin, 1, (1, 9))
     g = dy[..., 1:9]
     for k in range(4):
-        assert np.allclose(m[..., 2 * k], abs(cos[..., 2 * k] * g[..., 2 * k]) + abs(sin[..., 2 * k + 1] * g[..., 2 * k + 1]))
-        assert np.allclose(m[..., 2 * k + 1], abs(cos[..., 2 * k + 1] * g[..., 2 * k + 1]) + abs(sin[..., 2 * k] * g[..., 2 * k]))
+        even, odd = 2 * k, 2 * k + 1
+        assert np.allclose(m[..., even], abs(cos[..., even] * g[..., even]) + abs(sin[..., odd] * g[..., odd]))
+        assert np.allclose(m[..., odd], abs(cos[..., odd] * g[..., odd]) + abs(sin[..., even] * g[..., even]))
     # m bounds |dx| and a sign error shows up as a difference of up to 2*m
     dx = GRAD.golden_slice(dy, cos, sin, 1, (1, 9))
     assert np.all(np.abs(dx) <= m * (1 + 1e-15))

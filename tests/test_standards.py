@@ -373,6 +373,49 @@ def test_exact_is_bit_identity_but_for_nan_payloads(dtype):
         assert judged.status == "failed" and judged.metrics["mismatches"] == 1
 
 
+
+TIE_FAULTS = ("cast_odd", "cast_ties_split", "cast_away")         # ties to odd, up/down by position, away from zero
+
+
+@pytest.mark.verdict
+def test_the_exact_cases_hold_the_cast_to_ties_to_even(emulator, monkeypatch):
+    """edge.exact_*: every result exact in float32 (the float64 golden is a float32 value), none zero (whose sign the
+    order of the operations may choose) nor below the dtype's normals (where flushing is legitimate), 70 or more of
+    512 ties of dy's dtype; a correct kernel is bit-exact on each, and each cast sending ties elsewhere than to even
+    fails each, though the default standard and its error balance pass ties to odd and ties split by position."""
+    from prmg_cli import error_balance
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.ops import OPERATORS
+
+    cases = [case for case in load_cases(["cases/edge.yaml"]) if case.name.startswith("edge.exact_")]
+    assert len(cases) == 8 and {(case.op, case.dtype, case.cos_dtype) for case in cases} == {
+        (op, dtype, cos) for op in ("grad", "forward") for dtype in ("float16", "bfloat16")
+        for cos in (dtype, "float32")}
+    with AclSession(emulator, 0) as session:
+        for case in cases:
+            assert case.standard == "exact"
+            inputs = make_inputs(case)
+            golden = OPERATORS[case.op].golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode,
+                                                    case.partial_slice)
+            assert (golden.astype(np.float32) == golden).all()
+            assert (np.abs(golden) >= 2.0 ** FLOAT_FORMATS[case.dtype].min_exponent).all()
+            dtype = ml_dtypes.bfloat16 if case.dtype == "bfloat16" else np.float16
+            near = golden.astype(dtype)
+            other = np.where(near.astype(np.float64) < golden, np.nextafter(near, dtype(np.inf)),
+                             np.nextafter(near, dtype(-np.inf))).astype(np.float64)
+            ties = (near != golden) & (np.abs(golden - near.astype(np.float64)) == np.abs(other - golden))
+            assert ties.sum() >= 70, case.name
+            for fault in ("", *TIE_FAULTS):
+                monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+                outcome = session.launch(case, inputs)
+                assert judge(case, inputs, outcome, "exact").status == ("failed" if fault else "passed"), \
+                    (case.name, fault)
+                if fault in TIE_FAULTS[:2]:                  # unbiased, each error half an ulp: inside the budget
+                    by_default = judge(case, inputs, outcome, "default")
+                    assert by_default.status == "passed" and not error_balance.case_warning(by_default.metrics)
+
 # --- double_benchmark (TTK's cross_check) -----------------------------------------------------------------------------
 
 SMALL = {"float16": (2.0 ** -11, 2.0 ** -16), "bfloat16": (2.0 ** -8, 2.0 ** -16), "float32": (2.0 ** -14, 2.0 ** -30)}
@@ -732,7 +775,7 @@ def test_the_emulators_clobber_row_end_fails_a_case_the_one_pass_judges(emulator
     assert judged.status == "failed" and "outside the slice at d=159" in judged.message, judged.message
 
 
-# --- default: the error balance's counts (issue 34) on every path ------------------------------------------------------
+# --- default: the error balance's counts (issue 34) on every path -----------------------------------------------
 
 def balance_floor(dtype: str) -> float:
     """The smallest |golden| whose error the balance counts, found from its rule: where the dtype's ulp is at least
@@ -761,7 +804,8 @@ def test_error_balance_counts_from_its_floor_on_every_path(path, dtype, specials
     actual = [up(base, dtype), base, 2 * base, 4 * base, tiny, 0.0]
     if specials:                               # NaN for NaN; an overflow to +inf that float32 gives too
         big = float(rounded([0.9 * largest(dtype)], NUMPY[dtype]).astype(np.float64)[0])
-        dy, cos, actual = dy + [np.nan, np.nan, big, 0.0], cos + [1.0, 1.0, 2.0, 1.0], actual + [np.nan] * 2 + [np.inf, 0]
+        dy, cos = dy + [np.nan, np.nan, big, 0.0], cos + [1.0, 1.0, 2.0, 1.0]
+        actual = actual + [np.nan] * 2 + [np.inf, 0]
     golden, actual_values = np.asarray(dy) * np.asarray(cos), np.asarray(actual)
     counted = (np.abs(golden) >= floor) & np.isfinite(golden) & np.isfinite(actual_values)
     expected = {"balance_up": int((counted & (actual_values > golden)).sum()),

@@ -536,8 +536,12 @@ def test_a_weak_definition_of_the_toolkit_bound_to_a_library_ahead_of_it_is_no_c
 
     kit, early = tmp_path / "kit", tmp_path / "early"
     kit.mkdir(), early.mkdir()
+    # a strong definition first in a system library (libc's abs) or in the Python executable (which exports its
+    # _IO_stdin_used) is no call taken either: those come before every library of the process by design
     (tmp_path / "kit.c").write_text("__attribute__((weak)) int prmg_test_inline_b9(void) { return 1; }\n"
-                                    "int prmg_test_api_b9(void) { return 2; }\n")
+                                    "int prmg_test_api_b9(void) { return 2; }\n"
+                                    "int abs(int x) { return x < 0 ? -x : x; }\n"
+                                    "const int _IO_stdin_used = 0x20001;\n")
     (tmp_path / "early.c").write_text("int prmg_test_inline_b9(void) { return 3; }\n"
                                       "int prmg_test_api_b9(void) { return 4; }\n")
     ahead = _library(tmp_path / "early.c", early / "libprmg_early_b9.so")

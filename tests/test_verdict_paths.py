@@ -200,6 +200,38 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
 
 
 @pytest.mark.verdict
+def test_sample_takes_b_unit_shares_the_s_first_grid_and_heads_over_two_cores():
+    """Three row classes of upstream's tilings whose rows the other classes mostly hold too, each pinned where they do
+    not: the shares of b units (AB, cos's B of 1: a unit is a b of all its rows), BAB's B x S grid split S first (S in
+    ceil shares over the cores, then B over the cores left), and AB's heads when the (b, s) units are exactly half the
+    cores (each unit's heads split over two cores)."""
+    from prmg_cli.judging.checks.sample import class_rows, share_bounds
+    from prmg_cli.ops.regimes import core_counts
+
+    def rows_of(shape):
+        positions, length = shape[1], shape[3]
+        table = (1, positions, 1, length)
+        return set(class_rows(Case("c", "t", shape, table, table, (0, length)), 1 << 20).tolist())
+
+    ceil = lambda count, parts: -(-count // parts)                                  # noqa: E731
+    chosen = rows_of((130, 2, 2, 16))                                               # b units of 4 rows
+    assert {row for cores in core_counts() for first, last in share_bounds(130, cores)
+            for row in (4 * first, 4 * last + 3)} <= chosen
+    batch, positions, heads = 5, 70, 3
+    chosen = rows_of((batch, positions, heads, 16))
+    for cores in core_counts():
+        factor_s = ceil(positions, cores)
+        factor_b = ceil(batch, min(cores // ceil(positions, factor_s), batch))
+        for b0 in range(0, batch, factor_b):
+            for s0 in range(0, positions, factor_s):
+                b1, s1 = min(b0 + factor_b, batch) - 1, min(s0 + factor_s, positions) - 1
+                assert {(b * positions + s) * heads + n for b, s, n in
+                        ((b0, s0, 0), (b0, s1, heads - 1), (b1, s0, 0), (b1, s1, heads - 1))} <= chosen, (cores, b0, s0)
+    chosen = rows_of((4, 8, 37, 16))                    # 32 (b, s) units: half the 950's 64 cores, 19 + 18 heads
+    assert {unit * 37 + row for unit in range(32) for row in (0, 18, 19, 36)} <= chosen
+
+
+@pytest.mark.verdict
 def test_sample_takes_every_cores_ends_however_the_kernel_splits_rows(monkeypatch):
     """Upstream's 950 tilings split with ceil shares (``blockFactor = CeilDiv(count, cores)``): 4,000 rows over 64
     cores are shares of 63, which the emulator's floor split (62 each, 32 left over) shares only at core 0. A 950 kernel

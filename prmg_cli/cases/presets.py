@@ -76,6 +76,24 @@ def ties_inputs(dtype: str, shape: tuple[int, ...]) -> dict:
             "sin": {"values": [0.5, 1.5] * (shape[-1] // 2)}}
 
 
+def exact_inputs(shape: tuple[int, ...]) -> dict:
+    """``values`` inputs on which a kernel computing in float32 makes no rounding error before its final cast, and
+    whose results often lie exactly halfway between two values of float16 or bfloat16: dy seeded integers of
+    magnitude [128, 256) and both signs (8 bits: exact in every dtype), cos in {+-1, +-1/2} and sin in {+-1/2} or
+    {+-k/16, k odd} by lane (partners differ), so every product and sum is a multiple of 1/16 below 2^9, exact in
+    float32 (and in the float64 golden) whatever the order of the operations or a fused multiply-add. The exact
+    result cast to nearest even is then the golden rounded to dy's dtype, bit for bit: a correct kernel is
+    ``exact``, and a cast sending ties anywhere else (to odd, up or down by position, away from zero) differs at
+    them, in either operator (no result of either is zero, whose sign the order of the operations could flip, nor
+    below the dtypes' normals, where flushing is legitimate)."""
+    rng = np.random.default_rng(20261240)       # a seed whose results of both operators are all nonzero
+    count, length = math.prod(shape), shape[-1]
+    dy = rng.integers(128, 256, count) * rng.choice((-1, 1), count)
+    cos = rng.choice((1.0, -1.0, 0.5, -0.5), length)
+    sin = rng.choice([0.5] * 8 + [k / 16 for k in range(1, 16, 2)], length) * rng.choice((-1.0, 1.0), length)
+    return {"dy": {"values": dy.tolist()}, "cos": {"values": cos.tolist()}, "sin": {"values": sin.tolist()}}
+
+
 def spread_inputs(dtype: str, shape: tuple[int, ...], low: int, high: int) -> dict:
     """``values`` inputs of dy whose magnitudes spread evenly in the exponent over [2^low, 2^high) (signs and
     mantissas seeded, rounded to ``dtype``): every flush-to-zero threshold between those powers meets some results,
@@ -303,6 +321,13 @@ def _edge() -> dict:
                    note="integers and halves: a quarter of the results lie halfway between two values of the dtype, "
                         "where a kernel casting ties away from zero (CAST_ROUND for CAST_RINT) leans the error balance")
               for op in ("grad", "forward") for dtype in ("bfloat16", "float16")]
+    # The cast's tie rule, judged bit for bit: results exact in float32, 76 to 109 of 512 ties of the dtype (above).
+    exact = "products and sums exact in float32, a seventh of the results or more ties of the dtype: judged bit " \
+            "for bit, so a cast sending ties elsewhere than to even (to odd, by position, away from zero) fails"
+    cases += [case(f"exact_{op}_{short_dtype(dtype)}_{short_dtype(cos_dtype)}", op=op, shape=(1, 2, 8, 32),
+                   cos_shape=(1, 1, 1, 32), dtype=dtype, cos_dtype=cos_dtype, standard="exact",
+                   inputs=exact_inputs((1, 2, 8, 32)), note=exact)
+              for op in ("grad", "forward") for dtype in ("bfloat16", "float16") for cos_dtype in (dtype, "float32")]
     return document(cases, header=header("edge", "empty slices, D = 1024, minimal shapes, huge, tiny and "
                                                  "subnormal magnitudes, RoPE tables at long positions, "
                                                  "mixed dtypes, views at storage offsets"))

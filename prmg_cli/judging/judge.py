@@ -53,7 +53,7 @@ from ..vocab import GRAPH_PHASES, GRAPH_REFUSING, PHASES, WORKSPACE_POISON
 from .default_pass import ONE_PASS
 from .defects import beyond
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
-from .standards.default import distinct_balance_counts
+from .standards.default import departures, distinct_balance_counts, group_counts
 
 
 @dataclass
@@ -280,11 +280,14 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             verdict.metrics.update(passed.metrics)
             if passed.vacuous:
                 verdict.warnings.append(_vacuous_warning(standard))
+            def slice_and_golden():
+                return (result[..., start:end].astype(np.float64), OPERATORS[case.op].golden_slice(
+                    inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end)),
+                        FLOAT_FORMATS[from_numpy(result.dtype).name])
+
             _balance_warning(verdict, result[..., start:end].size, (lambda: passed.distinct)
-                             if passed.distinct is not None else lambda: distinct_balance_counts(
-                result[..., start:end].astype(np.float64),
-                OPERATORS[case.op].golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end)),
-                FLOAT_FORMATS[from_numpy(result.dtype).name]))
+                             if passed.distinct is not None else lambda: distinct_balance_counts(*slice_and_golden()),
+                             lambda: departures(*slice_and_golden()))
             return passed.flip_fails
         timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
@@ -419,14 +422,19 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _balance_warning(verdict: Verdict, elements: int, distinct) -> None:
+def _balance_warning(verdict: Verdict, elements: int, distinct, departures) -> None:
     """A passing result of ``elements`` slice elements whose errors lean one way beyond chance
     (``error_balance.case_warning``, from the ``default`` standard's counts) gets the warning; where
     ``error_balance.needs_distinct`` says so, ``distinct()`` recounts the distinct (golden, result) pairs first
-    (``error_balance.DISTINCT``)."""
+    (``error_balance.DISTINCT``). A recounted result that does not lean as a whole is held to the same tests within
+    each group of its rows and lanes (``error_balance.group_warning`` on ``standards.default.group_counts`` of
+    ``departures()``) when its distinct counts are enough for a group to lean."""
     if error_balance.needs_distinct(verdict.metrics, elements):
         verdict.metrics.update(zip(error_balance.DISTINCT, distinct()))
     text = error_balance.case_warning(verdict.metrics)
+    if not text and elements <= error_balance.RECOUNTED and error_balance.DISTINCT[0] in verdict.metrics and max(
+            verdict.metrics[key] for key in error_balance.DISTINCT) >= error_balance.group_floor(1):
+        text = error_balance.group_warning(group_counts(*departures()))
     if text:
         verdict.warnings.append(text)
 
@@ -459,10 +467,13 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
         if not _evaluate(case, inputs, inputs.dy, golden, standard, params, dtype).failed:
             verdict.warnings.append(_vacuous_warning(standard))
         _balance_warning(verdict, view.actual.size, lambda: distinct_balance_counts(view.actual, view.golden,
-                                                                                  view.format))
+                                                                                  view.format),
+                         lambda: departures(view.actual, view.golden, view.format))
         return
     wrong, score = _wrong_and_score(evaluation)
-    candidates = np.setdiff1d(np.flatnonzero(judgement.bad), special_wrong)
+    outside_special = judgement.bad.copy()             # the bad elements but the non-finite ones, in flat order
+    outside_special.flat[special_wrong] = False        # (a mask, not np.setdiff1d: no sort of up to every element)
+    candidates = np.flatnonzero(outside_special)
     special_lines = _special_lines(view, result, evaluation)
     where = diagnosis.localise(wrong, start, inputs.cos.shape)
     worst = _worst(view, judgement, candidates if len(candidates) or not judgement.failed else None)

@@ -238,6 +238,23 @@ def core_counts() -> dict[int, str]:
     return {cores: "the emulator's", TILING_TEST_CORES: "the 950's in upstream's tiling test"}
 
 
+def share_bounds(count: int, cores: int) -> list[tuple[int, int]]:
+    """The (first, last) unit of each core's share of ``count`` units split over ``cores``, each way a kernel splits
+    them: ``floor(count / cores)`` each with the remainder one each to the first cores after every full share (the
+    emulator), ``ceil(count / cores)`` each and what is left to the last core used (upstream's 950 tilings:
+    ``blockFactor = CeilDiv(count, cores)``, ``blockNum = CeilDiv(count, blockFactor)``), and ``floor`` each with one
+    more on each of the first ``count % cores`` cores; every unit of the first way's tail is one share of its own."""
+    found = []
+    share, remainder = divmod(count, cores)
+    found += [(core * share, (core + 1) * share - 1) for core in range(cores) if share]
+    found += [(unit, unit) for unit in range(cores * share, count)]
+    factor = -(-count // cores)
+    found += [(start, min(start + factor, count) - 1) for start in range(0, count, factor)] if factor else []
+    starts = [core * share + min(core, remainder) for core in range(cores + 1)]
+    found += [(first, last - 1) for first, last in zip(starts, starts[1:]) if last > first]
+    return list(dict.fromkeys(found))
+
+
 def core_rows() -> dict[int, str]:
     """Rows around the core counts: ``rounds * cores`` and its two neighbours for each count and each of
     ``CORE_ROUNDS``, each with the reason it is a class."""

@@ -69,6 +69,8 @@ static const struct {
     {"fwd_fp16_ilv_half", FAULT_FWD_FP16_ILV_HALF},
     {"fwd_odd_half", FAULT_FWD_ODD_HALF},
     {"cast_away", FAULT_CAST_AWAY},
+    {"cast_odd", FAULT_CAST_ODD},
+    {"cast_ties_split", FAULT_CAST_TIES_SPLIT},
     {"ub_stale_tables", FAULT_UB_STALE_TABLES},
     {"round_zero", FAULT_ROUND_ZERO},
     {"zero_sin_skip", FAULT_ZERO_SIN_SKIP},

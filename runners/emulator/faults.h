@@ -78,6 +78,8 @@ enum {
     FAULT_FWD_FP16_ILV_HALF,
     FAULT_FWD_ODD_HALF,
     FAULT_CAST_AWAY,
+    FAULT_CAST_ODD,
+    FAULT_CAST_TIES_SPLIT,
     FAULT_UB_STALE_TABLES,
     FAULT_ROUND_ZERO,
     FAULT_ZERO_SIN_SKIP,
@@ -97,7 +99,9 @@ enum {
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
 
 /* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call. */
-#define SHARED_FAULTS (FAULT_BIT(FAULT_CAST_AWAY))
+/* The casts whose ties go elsewhere than to even (one store helper). */
+#define TIE_RULE_FAULTS (FAULT_BIT(FAULT_CAST_AWAY) | FAULT_BIT(FAULT_CAST_ODD) | FAULT_BIT(FAULT_CAST_TIES_SPLIT))
+#define SHARED_FAULTS TIE_RULE_FAULTS
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \

@@ -109,19 +109,29 @@ static void store_upward(int32_t data_type, void *data, int64_t index, float val
     ((uint16_t *)data)[index] = nearest;
 }
 
-/* The cast_away fault's store: value converted to fp16/bf16 to nearest, ties away from zero (a CAST_ROUND where
- * upstream's kernels cast with CAST_RINT, ties to even): it differs from the right store only where value lies
- * exactly halfway between two values of the dtype. */
-static void store_ties_away(int32_t data_type, void *data, int64_t index, float value)
+/* The tie-rule faults' store: value converted to fp16/bf16 to nearest, but a tie (value exactly halfway between two
+ * values of the dtype, where upstream's CAST_RINT takes the even one) goes elsewhere: away from zero with cast_away
+ * (a CAST_ROUND), to the odd neighbour with cast_odd, toward +inf at even element positions and toward -inf at odd
+ * ones with cast_ties_split. Every other value is stored as the right store stores it. */
+static void store_tie_rule(int32_t data_type, void *data, int64_t index, float value, fault_set faults)
 {
-    uint16_t nearest = data_type == ACL_BF16 ? float_to_bf16(value) : float_to_fp16(value);
-    const uint16_t away = (uint16_t)(nearest + 1);          /* one step away from zero in sign-magnitude */
-    const double widened = data_type == ACL_BF16 ? bf16_to_float(nearest) : fp16_to_float(nearest);
-    const double beyond = data_type == ACL_BF16 ? bf16_to_float(away) : fp16_to_float(away);
-    if (isfinite(value) && isfinite(beyond) && fabs(widened) < fabs((double)value)
-        && fabs((double)value) - fabs(widened) == fabs(beyond) - fabs((double)value))
-        nearest = away;
-    ((uint16_t *)data)[index] = nearest;
+    const int bf16 = data_type == ACL_BF16;
+    const uint16_t nearest = bf16 ? float_to_bf16(value) : float_to_fp16(value);
+    const double widened = bf16 ? bf16_to_float(nearest) : fp16_to_float(nearest);
+    /* the other neighbour of value: one step in sign-magnitude away from zero, or toward it */
+    const uint16_t other = (uint16_t)(fabs(widened) < fabs((double)value) ? nearest + 1 : nearest - 1);
+    const double beyond = bf16 ? bf16_to_float(other) : fp16_to_float(other);
+    uint16_t stored = nearest;
+    if (isfinite(value) && isfinite(widened) && isfinite(beyond) && widened != (double)value
+        && fabs((double)value - widened) == fabs(beyond - (double)value)) {
+        if (has_fault(faults, FAULT_CAST_AWAY))
+            stored = fabs(beyond) > fabs(widened) ? other : nearest;
+        else if (has_fault(faults, FAULT_CAST_ODD))
+            stored = (nearest & 1) ? nearest : other;
+        else                                                      /* cast_ties_split */
+            stored = (beyond > widened) == (index % 2 == 0) ? other : nearest;
+    }
+    ((uint16_t *)data)[index] = stored;
 }
 
 /* For lane j of a slice of length L: the kept element *kept, the partner *partner, and whether the
@@ -240,7 +250,8 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
 }
 
 /* Stores a lane's result as element `position` of x: rounded to nearest even, toward zero with the
- * truncate fault (half dtypes), up with cast_up, ties away from zero with cast_away, a NaN stored as +0.0 with the
+ * truncate fault (half dtypes), up with cast_up, ties elsewhere than to even with cast_away, cast_odd and
+ * cast_ties_split, a NaN stored as +0.0 with the
  * squash_nan fault, a result below 2^-110 in magnitude as a zero of its sign with flush_small. */
 static void store_result(const kernel_tensor *x, fault_set faults, int64_t position, float value)
 {
@@ -252,8 +263,8 @@ static void store_result(const kernel_tensor *x, fault_set faults, int64_t posit
         store_toward_zero(x->data_type, x->host, position, value);
     else if (has_fault(faults, FAULT_CAST_UP) && x->data_type != ACL_FLOAT)
         store_upward(x->data_type, x->host, position, value);
-    else if (has_fault(faults, FAULT_CAST_AWAY) && x->data_type != ACL_FLOAT)
-        store_ties_away(x->data_type, x->host, position, value);
+    else if ((faults & TIE_RULE_FAULTS) != 0 && x->data_type != ACL_FLOAT)
+        store_tie_rule(x->data_type, x->host, position, value, faults);
     else
         store_element(x->data_type, x->host, position, value);
 }

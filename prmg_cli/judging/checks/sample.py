@@ -38,6 +38,7 @@ from ...case import Case
 from ...inputs.seeded import Inputs
 from ..judge import judge_result, rows_case
 from ..standards import over, within
+from ...ops.regimes import share_bounds
 from .base import Check, CheckContext, CheckResult
 
 SAMPLE_ROWS = 64                # the fewest rows sampled (when the case has them)
@@ -60,23 +61,6 @@ def ub_seams(case: Case, rows: int) -> list[list[int]]:
         found += [[int(row) for start in core * share + starts for row in (start - 1, start)]
                   for core in range(cores - 1, -1, -1)] if len(starts) else []
     return found
-
-
-def share_bounds(count: int, cores: int) -> list[tuple[int, int]]:
-    """The (first, last) unit of each core's share of ``count`` units split over ``cores``, each way a kernel splits
-    them: ``floor(count / cores)`` each with the remainder one each to the first cores after every full share (the
-    emulator), ``ceil(count / cores)`` each and what is left to the last core used (upstream's 950 tilings:
-    ``blockFactor = CeilDiv(count, cores)``, ``blockNum = CeilDiv(count, blockFactor)``), and ``floor`` each with one
-    more on each of the first ``count % cores`` cores; every unit of the first way's tail is one share of its own."""
-    found = []
-    share, remainder = divmod(count, cores)
-    found += [(core * share, (core + 1) * share - 1) for core in range(cores) if share]
-    found += [(unit, unit) for unit in range(cores * share, count)]
-    factor = -(-count // cores)
-    found += [(start, min(start + factor, count) - 1) for start in range(0, count, factor)] if factor else []
-    starts = [core * share + min(core, remainder) for core in range(cores + 1)]
-    found += [(first, last - 1) for first, last in zip(starts, starts[1:]) if last > first]
-    return list(dict.fromkeys(found))
 
 
 def _ceil(count: int, parts: int) -> int:

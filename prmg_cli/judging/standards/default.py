@@ -56,6 +56,7 @@ import numpy as np
 
 from ... import error_balance
 from ...dtypes import DTYPES, FLOAT_FORMATS, Format, rounded
+from ...ops.regimes import core_counts, share_bounds
 from ...results import plural
 from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over, short_number,
                    times, within)
@@ -199,6 +200,54 @@ def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format)
     toward = np.abs(pairs.imag) < np.abs(nearest)
     up, down, toward = (int(np.count_nonzero(test)) for test in (side > 0, side < 0, toward))
     return up, down, toward, up + down - toward
+
+
+def departures(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``distinct_balance_counts``' trials lie: (``sign``, int8 in the slice's shape: +1 where the result lies
+    above the golden's correct rounding ``RN(golden)``, -1 below, 0 where it is no trial; ``toward``, bool: the result
+    nearer zero than ``RN(golden)``) over the elements ``distinct_balance_counts`` counts, each distinct ``(golden,
+    result)`` pair at its first element (in C order) only, so that the signs sum to its counts."""
+    sign, toward = np.zeros(actual.shape, np.int8), np.zeros(actual.shape, bool)
+    with np.errstate(invalid="ignore"):
+        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
+            & np.isfinite(golden)
+    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
+    where = np.flatnonzero(counted)
+    nearest = rounded(golden.reshape(-1)[where], DTYPES[name].numpy).astype(np.float64)
+    result = actual.reshape(-1)[where]
+    departs = result != nearest
+    where, nearest, result = where[departs], nearest[departs], result[departs]
+    order = np.argsort(golden.reshape(-1)[where] + 1j * result, kind="stable")      # repeats: the first one kept
+    pairs = (golden.reshape(-1)[where] + 1j * result)[order]
+    first = order[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if order.size else order
+    sign.reshape(-1)[where[first]] = np.sign(result[first] - nearest[first]).astype(np.int8)
+    toward.reshape(-1)[where[first]] = np.abs(result[first]) < np.abs(nearest[first])
+    return sign, toward
+
+
+def row_groups(rows: int) -> list[tuple[int, int]]:
+    """The row ranges the error balance's groups hold (``group_counts``), ``(first, last)``, inclusive: each core's
+    share of the rows and the rows from its first to the last row, under each core count (``regimes.core_counts``)
+    and each way a kernel splits rows (``regimes.share_bounds``), the whole result left out (its own test)."""
+    found = [(first, end) for cores in core_counts() for first, last in share_bounds(rows, cores)
+             for end in (last, rows - 1)]
+    return [group for group in dict.fromkeys(found) if group != (0, rows - 1)]
+
+
+def group_counts(sign: np.ndarray, toward: np.ndarray) -> list[tuple[str, int, int, int, int]]:
+    """``(where, up, down, toward, away)`` of the departures (``departures``: ``sign`` +1 above, -1 below, 0 no trial;
+    ``toward`` nearer zero) within each group of a slice's elements that ``error_balance.group_warning`` tests: each
+    row range of ``row_groups`` and, when there are two rows or more, each lane of the slice (its last axis)."""
+    length = sign.shape[-1]
+    sign, toward = sign.reshape(-1, length), toward.reshape(-1, length)
+    trial = sign != 0
+    sides = np.stack([sign > 0, sign < 0, toward & trial, trial & ~toward], -1).astype(np.int64)   # (rows, L, 4)
+    ranges = row_groups(len(sign))
+    lanes = length if len(sign) > 1 else 0
+    total = np.concatenate((np.zeros((1, 4), np.int64), np.cumsum(sides.sum(1), 0)))
+    found = [(f"rows {first} to {last}", *(int(v) for v in total[last + 1] - total[first])) for first, last in ranges]
+    return found + [(f"lane {lane} of the slice", *(int(v) for v in counts))
+                    for lane, counts in enumerate(sides.sum(0)[:lanes])]
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
