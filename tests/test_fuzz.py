@@ -950,8 +950,9 @@ def test_the_opp_variables_given_a_hostile_path_are_stamped_never_a_crash(variab
 FORGED = "\x1b[2J\x1b]0;title\x07\x01\x9b1m\nforged: line"      # escape sequences and a line of its own
 
 
-@pytest.mark.parametrize("variables", [("ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH"),
-                                       ("PRMG_EMU_FAULT", "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES")])
+@pytest.mark.parametrize("variables", [
+    ("ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH"),
+    ("PRMG_EMU_FAULT", "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES")])
 def test_doctor_shows_hostile_variables_as_escapes_never_raw(variables):
     """``prmg doctor`` echoes the ASCEND_* and PRMG_EMU_* variables and the paths they name: a value holding an
     escape sequence or a newline reached the terminal raw (a cleared screen, a forged line of the report)."""
