@@ -2,11 +2,12 @@
 
 Exit codes (``results.ExitCode``): 0 nothing failed; 1 a case failed, errored, xpassed or did not run;
 2 a usage or case-file error (one line naming file, case and field); 3 a bug in prmg; 5 no case
-selected, or every case skipped; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+selected, or every case skipped; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM); 129 hung up (SIGHUP).
 
-Ctrl-C or SIGTERM is the same exit at any moment, the first tenth of a second included: this module imports nothing
-but ``errors`` (signal), and ``main`` holds (blocks) the stop signals before it imports typer and the commands,
-then lets a held one through where it handles it (130 or 143, one line, never a traceback). Once the command is over
+A stop signal (Ctrl-C, SIGTERM, SIGHUP: ``errors.STOPS``) is the same exit at any moment, the first tenth of a
+second included: this module imports nothing but ``errors`` (signal), and ``main`` holds (blocks) the stop signals
+before it imports typer and the commands, then lets a held one through where it handles it (its exit code, one line,
+never a traceback). Once the command is over
 (or, for ``prmg run``, once its reports state its exit code: ``errors.outcome_final``) a signal changes nothing: the
 stop signals stay held until the process has exited, so none can kill it with the raw signal while the interpreter
 shuts down.
@@ -19,8 +20,8 @@ import os
 import signal
 import sys
 
-from .errors import (STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, keep_lost_stops, on_stop, outcome_final,
-                     raised_stop)
+from .errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, keep_lost_stops, on_stop, outcome_final,
+                     raised_stop, stop_signal)
 
 
 OUT_OF_MEMORY = ("out of memory: the command needs more memory than this process may use (a results file of too many "
@@ -80,7 +81,7 @@ def command_starts() -> None:
 
 def main(*, restore: bool = False) -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback; a bug in
-    prmg is exit code 3 with its traceback. Ctrl-C and SIGTERM stop any command (130, 143; ``prmg run``
+    prmg is exit code 3 with its traceback. Ctrl-C, SIGTERM and SIGHUP stop any command (130, 143, 129; ``prmg run``
     handles them itself), from the start (module docstring) and unblocked even when the parent blocked them;
     once the command is over a signal changes nothing: held until the process exits, or, with ``restore`` (prmg
     called inside another Python program), dropped, this process's signal handling then left as it was found.
@@ -90,7 +91,7 @@ def main(*, restore: bool = False) -> None:
         _PAUSED[0] = True
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)     # held while the command line loads
     previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
-    for signum, handler in previous.items():                      # SIGTERM stops any command as Ctrl-C does
+    for signum, handler in previous.items():                      # SIGTERM, SIGHUP stop any command as Ctrl-C does
         if handler is not signal.SIG_IGN:                         # ignored (a background job's Ctrl-C): kept so
             signal.signal(signum, on_stop)
     outcome_final(False)
@@ -99,26 +100,24 @@ def main(*, restore: bool = False) -> None:
     import typer
 
     from .commands.app import STARTING, Stopped, app
-    from .results import ExitCode
+    from .results import ExitCode, stopped_exit_code
 
-    stopped_codes = {signal.SIGINT: ("interrupted", ExitCode.INTERRUPTED),
-                     signal.SIGTERM: ("terminated", ExitCode.TERMINATED)}
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)     # a stop held so far comes out here
         STARTING[:] = [command_starts]
         code = app(standalone_mode=False)
         if raised_stop():                          # typer took it (while parsing): exit 130 without a word
-            said, code = stopped_codes[raised_stop()]
-            _error_line(f"prmg: {said}")
+            code = stopped_exit_code(raised_stop())
+            _error_line(f"prmg: {STOPS[raised_stop()][0]}")
     except (PrmgError, MemoryError) as exc:        # out of memory: what it held is freed as it unwinds; one line
         error = exc if isinstance(exc, PrmgError) else PrmgError(OUT_OF_MEMORY)
         for line in error.lines():
             _error_line(f"prmg: error: {line}")
         code = ExitCode.USAGE
     except (Stopped, KeyboardInterrupt) as stopped:
-        terminated = isinstance(getattr(stopped, "stop", stopped), Terminated)
-        said, code = stopped_codes[signal.SIGTERM if terminated else signal.SIGINT]
-        _error_line(f"prmg: {said}")
+        signum = stop_signal(getattr(stopped, "stop", stopped))
+        code = stopped_exit_code(signum)
+        _error_line(f"prmg: {STOPS[signum][0]}")
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:

@@ -1,14 +1,18 @@
 """The one error type for mistakes a user can make (bad case files, bad options), the closest word its messages
-suggest (``suggest``), and how a stop signal (``STOP_SIGNALS``: Ctrl-C, SIGTERM) becomes an exception:
-``Terminated``, raised by ``on_stop``, and what becomes of one raised where Python ignores exceptions
-(``keep_lost_stops``)."""
+suggest (``suggest``), and how a stop signal (``STOP_SIGNALS``: Ctrl-C, SIGTERM, SIGHUP) becomes an exception
+(``stop_exception``: ``KeyboardInterrupt`` or ``Terminated``), raised by ``on_stop``, what each is called
+(``STOPS``), and what becomes of one raised where Python ignores exceptions (``keep_lost_stops``)."""
 
 from __future__ import annotations
 
 import signal
 import sys
 
-STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+# Each stop signal: what prmg says of a command it stopped, and how a run's reports name the signal. Its exit code is
+# 128 + the signal's number (``results.ExitCode``: 130, 143, 129), as a shell reports a process the signal killed.
+STOPS = {signal.SIGINT: ("interrupted", "Ctrl-C"), signal.SIGTERM: ("terminated", "SIGTERM"),
+         signal.SIGHUP: ("hung up", "SIGHUP")}
+STOP_SIGNALS = frozenset(STOPS)
 
 
 class PrmgError(Exception):
@@ -63,7 +67,22 @@ def suggest(word, choices) -> str:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread (``on_stop``) so that it stops prmg as Ctrl-C does (exit 143)."""
+    """SIGTERM or SIGHUP (``signum``: a closed terminal, an SSH session gone), raised in the main thread
+    (``on_stop``) so that it stops prmg as Ctrl-C does (exit 143 or 129)."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__()
+        self.signum = signum
+
+
+def stop_exception(signum: int) -> KeyboardInterrupt:
+    """The exception stop signal ``signum`` raises: ``KeyboardInterrupt`` for Ctrl-C, else ``Terminated``."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
+def stop_signal(stop: BaseException) -> int:
+    """The stop signal that raised ``stop`` (``stop_exception``): a plain ``KeyboardInterrupt`` is Ctrl-C."""
+    return getattr(stop, "signum", signal.SIGINT)
 
 
 class _Stops:
@@ -76,11 +95,11 @@ class _Stops:
 
 
 def on_stop(signum, frame) -> None:
-    """The entry point's handler of Ctrl-C and SIGTERM: raise ``KeyboardInterrupt`` or ``Terminated`` (and remember
-    which: ``raised_stop``), or nothing once the command's outcome is final (``outcome_final``)."""
+    """The entry point's handler of the stop signals: raise ``stop_exception(signum)`` (and remember which:
+    ``raised_stop``), or nothing once the command's outcome is final (``outcome_final``)."""
     if not _Stops.final:
         _Stops.raised = signum
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        raise stop_exception(signum)
 
 
 def outcome_final(final: bool = True) -> None:
@@ -107,7 +126,7 @@ def keep_lost_stops(unraisable) -> None:
     where Python ignores exceptions and would print a traceback) is kept quietly for ``take_lost_stop``; anything
     else goes to Python's own hook."""
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _Stops.lost = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+        _Stops.lost = stop_signal(unraisable.exc_value)
     else:
         sys.__unraisablehook__(unraisable)
 

@@ -44,6 +44,20 @@ def os_reason(error: OSError) -> str:
     return reasons.get(error.errno) or (error.strerror or type(error).__name__).lower()
 
 
+# Byte order marks of the encodings an editor may save a text file in instead of UTF-8 (longest first).
+_BYTE_ORDER_MARKS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+                     (b"\xfe\xff", "UTF-16"))
+
+
+def not_utf8(data: bytes, error: UnicodeDecodeError) -> str:
+    """Why ``data`` failed to decode as UTF-8 (``error``), in words: the encoding its byte order mark names (a
+    "Unicode" file a Windows editor or a spreadsheet saved), else the first bad byte and its offset."""
+    for mark, name in _BYTE_ORDER_MARKS:
+        if data.startswith(mark):
+            return f"not UTF-8 text (it starts with {name}'s byte order mark {mark.hex(' ').upper()}): save it as UTF-8"
+    return f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}): save it as UTF-8"
+
+
 def kind_of(mode: int) -> str:
     """What a file of ``st_mode`` ``mode`` is, in words (``a directory``, ``a FIFO (named pipe)`` ...)."""
     if stat.S_ISDIR(mode):
@@ -311,9 +325,11 @@ def geir_sources() -> Path:
 
 
 def emulator_cache_base(env: Mapping[str, str] | None = None) -> Path:
-    """Where built emulators live: $PRMG_EMULATOR_HOME, else $XDG_CACHE_HOME/prmg, else ~/.cache/prmg."""
+    """Where built emulators live: $PRMG_EMULATOR_HOME, else $XDG_CACHE_HOME/prmg, else ~/.cache/prmg (a relative
+    XDG_CACHE_HOME is ignored, as the XDG spec says: it built a cache in every folder prmg ran in)."""
     env = os.environ if env is None else env
     if env.get("PRMG_EMULATOR_HOME"):
         return Path(env["PRMG_EMULATOR_HOME"]).expanduser()
-    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    given = env.get("XDG_CACHE_HOME", "")
+    cache = given if os.path.isabs(given) else str(Path.home() / ".cache")
     return Path(cache).expanduser() / "prmg"

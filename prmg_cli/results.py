@@ -14,7 +14,7 @@ Statuses (``STATUSES``: status -> ``StatusInfo``):
 - xfailed (ok): a ``known_defect`` case that failed as its marker says, or a case whose expectation holds for other
   builds than the toolkit's (``builds``) refused or accepted against it;
 - xpassed: a ``known_defect`` case that passed: remove the marker;
-- not_run: never started: the run stopped (``-x``, Ctrl-C, SIGTERM) or its device wedged.
+- not_run: never started: the run stopped (``-x``, Ctrl-C, SIGTERM, SIGHUP) or its device wedged.
 """
 
 from __future__ import annotations
@@ -94,6 +94,13 @@ class ExitCode(enum.IntEnum):
     NO_CASES = 5            # the selection holds no case, or every case was skipped (nothing was judged)
     INTERRUPTED = 130       # Ctrl-C (SIGINT); the partial report was printed
     TERMINATED = 143        # SIGTERM, handled like Ctrl-C
+    HUNG_UP = 129           # SIGHUP (the terminal closed), handled like SIGTERM
+
+
+def stopped_exit_code(signum: int) -> ExitCode:
+    """The exit code of a command stop signal ``signum`` stopped (``errors.STOPS``): 128 + the signal's number, as a
+    shell reports a process the signal killed."""
+    return ExitCode(128 + int(signum))
 
 
 @dataclass(slots=True)          # no __dict__ per record: a results file of 200,000 records is read in far less memory
@@ -220,7 +227,7 @@ class RunInfo:
     accepted_modes: tuple | None = None     # the modes the toolkit's first phase accepts (None: not asked)
     resumed: int = 0            # results taken from the --resume file instead of run again
     notes: tuple = ()           # more (label, text) header lines (prmg report: each shard's provenance)
-    stopped_code: int | None = None     # the run's exit code when it was stopped (Ctrl-C, SIGTERM), else None
+    stopped_code: int | None = None     # the run's exit code when it was stopped (a stop signal), else None
     fault_shape: str = ""       # PRMG_EMU_FAULT_SHAPE: the only dy shape the faults act on ("" for any)
     checks: tuple = ()          # --check: golden-free checks run on every pass case
     golden: bool = True         # False under --no-golden: cases judged by their checks alone

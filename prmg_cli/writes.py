@@ -179,8 +179,13 @@ def _subfolder(path: str, folder: Output) -> str | None:
     return first if first in folder.names else None
 
 
-def write_stdout(text: str) -> None:
+def write_stdout(text: str, *, document: bool = False) -> None:
     """``text`` (and a final newline) to standard output, whole; PrmgError when that fails (``/dev/full``).
+
+    Text for people is encoded as standard output's encoding says (what it lacks as escapes: ``\\u2264`` for ``≤``
+    under ``PYTHONIOENCODING=ascii``); a ``document`` (a report in a file format, YAML) always as UTF-8, which its
+    format states (an HTML page's charset, JUnit's XML declaration): under a latin-1 or ASCII locale a page was
+    mis-encoded and a JUnit, CSV or YAML text had ``\\u2264`` in place of ``≤``.
 
     The bytes go to the file descriptor with ``files.write_all`` (after whatever ``sys.stdout`` holds), which
     finishes a write a signal cut short: Python's buffered writer loses the rest of one. A closed pipe
@@ -196,6 +201,8 @@ def write_stdout(text: str) -> None:
         if fd is None:
             sys.stdout.write(text)
             sys.stdout.flush()
+        elif document:
+            write_all(fd, text.encode("utf-8", "surrogateescape"))
         else:
             write_all(fd, text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     except BrokenPipeError:

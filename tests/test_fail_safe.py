@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, prmg, prmg_here
+from prmg_cli.errors import STOPS
 
 CASES = """
 - {name: ok_a, shape: [1, 2, 2, 16], partial_slice: [4, 12]}
@@ -237,8 +238,10 @@ def test_fail_fast_lists_what_did_not_run(tmp_path):
     assert "2 cases not run" in result.stderr
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum, code):
+    """A stop signal while a case hangs: the partial report, its exit code; SIGHUP (the terminal closed, an SSH
+    session dropped) too, which killed the run by the raw signal (129) with no report and the results file cut."""
     path = write(tmp_path, CASES + "- {name: stuck, shape: [1, 1, 1, 16]}\n- {name: after, shape: [1, 1, 2, 8]}\n")
     results = tmp_path / "results.jsonl"
     env = {**os.environ, "PRMG_EMU_FAULT": "hang", "PRMG_EMU_FAULT_SHAPE": "1,1,1,16"}
@@ -260,6 +263,29 @@ def test_sigterm_and_sigint_stop_the_run_with_a_partial_report(tmp_path, signum,
     assert recorded[0]["schema"] == "prmg.run/1"
     assert [r["status"] for r in recorded[1:]] == ["passed"] * 3 + ["not_run", "not_run"]
     assert report["summary"]["exit_code"] == code
+    assert f"prmg: the run was {STOPS[signum][0]} ({STOPS[signum][1]}): 2 cases not run" in stderr
+
+
+def test_under_nohup_a_hangup_stops_neither_the_run_nor_its_workers(tmp_path):
+    """``nohup prmg run`` ignores SIGHUP: a closed terminal (SIGHUP to the whole process group) leaves the run going,
+    its workers too (they take every other stop signal's default), so a case ends as it would have (here: its hang
+    times out), not as a worker killed by SIGHUP."""
+    path = write(tmp_path, "- {name: stuck, shape: [1, 1, 1, 16]}\n- {name: after, shape: [1, 1, 2, 8]}\n")
+    process = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", "run", str(path), "--runner", "emulator",
+                                "--timeout", "3", "--report", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=ROOT, start_new_session=True,
+                               env={**os.environ, "PRMG_EMU_FAULT": "hang", "PRMG_EMU_FAULT_SHAPE": "1,1,1,16"},
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _children(process.pid):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    os.killpg(process.pid, signal.SIGHUP)                  # the terminal closes: the whole process group
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr
+    cases = {case["name"]: case for case in json.loads(stdout)["cases"]}
+    assert cases["after"]["status"] == "passed" and cases["stuck"]["status"] == "error", cases
+    assert "SIGHUP" not in cases["stuck"]["message"] and "timed out" in cases["stuck"]["message"], cases["stuck"]
 
 
 def test_signals_a_parent_blocked_still_stop_a_run(tmp_path):
@@ -302,7 +328,7 @@ getattr(importlib.import_module(module), function)()
 
 
 @pytest.mark.parametrize("signum, code, said", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
+                                                (signal.SIGTERM, 143, "terminated"), (signal.SIGHUP, 129, "hung up")])
 def test_a_stop_while_the_command_line_loads_is_its_exit_code_quietly(signum, code, said):
     """Ctrl-C or SIGTERM while typer is imported (before any command runs) ends prmg as one at any other moment:
     the entry point holds the stop signals before it imports typer, and takes a held one where it handles it (a
@@ -349,6 +375,24 @@ def test_bad_numbers_on_the_command_line_are_one_line_errors(tmp_path, args):
 def test_bench_refuses_a_negative_peak():
     result = prmg("bench", "cases/smoke.yaml", "--peak-gbps", "-1")
     assert result.returncode == 2 and "--peak-gbps must be a finite number > 0" in result.stderr
+
+
+def test_a_full_disk_under_the_results_file_and_one_report_loses_no_other_report_nor_either_error(tmp_path):
+    """The results file and the JSON report on a full disk (/dev/full: ENOSPC): the run stops, says why, and the
+    JUnit report after the failing JSON one is still written. Before, the report's error was raised first: the
+    line saying the results file failed (and the cases not run) was never printed, and JUnit was never written."""
+    junit = tmp_path / "j.xml"
+    result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", "--results", "/dev/full",
+                  "--report", "json:/dev/full", "--report", f"junit:{junit}")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("prmg: error: ")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert lines == ["prmg: error: the run stopped: /dev/full: cannot write the run record to the results file: no "
+                     "space left on device: 3 cases not run",
+                     "prmg: error: /dev/full: cannot write: no space left on device"], result.stderr
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert [case.find("error").get("message") for case in suite.iter("testcase")] == [
+        "not run: the run stopped: /dev/full: cannot write the run record to the results file: no space left on "
+        "device"] * 3
 
 
 def test_stdout_on_dev_full_is_one_line_not_a_traceback(tmp_path):

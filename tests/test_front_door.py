@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,22 @@ def test_a_bom_and_crlf_line_ends_keep_working(tmp_path):
 def test_bad_utf8_names_the_line(tmp_path):
     path = write(tmp_path, "c.yaml", b"- name: c\n  shape: [1, 1, 1, 8]\n  dtype: \xff\n")
     refused([path], "line 3: not UTF-8 text (byte 0xff")
+
+
+@pytest.mark.parametrize("encoding, said", [
+    ("utf-16", "not UTF-8 text (it starts with UTF-16's byte order mark FF FE)"), ("utf-16-be", None),
+    ("utf-32", "not UTF-8 text (it starts with UTF-32's byte order mark FF FE 00 00)")])
+def test_a_utf16_or_utf32_file_is_named_so_with_what_to_do(tmp_path, encoding, said):
+    """A case file or TTK list an editor or a spreadsheet saved as "Unicode" (UTF-16 with its byte order mark) was
+    'not UTF-8 text (byte 0xff at offset 0)': it is named for what it is, and what to do (save it as UTF-8); UTF-16
+    without a mark is refused at its first NUL character, as before."""
+    path = write(tmp_path, "c.yaml", CASE.encode(encoding))
+    table = write(tmp_path, "t.csv", "a,b\n1,2\n".encode(encoding))
+    if said is None:
+        refused([path], "line 1, column 1: the character U+0000 (NUL) is not allowed")
+        return
+    refused([path], f"line 1: {said}: save it as UTF-8")
+    one_error_line(prmg_here("import-ttk", table), f"not a readable CSV file: {said}: save it as UTF-8")
 
 
 def test_characters_through_the_command_line(tmp_path):
@@ -496,14 +513,20 @@ def test_dump_never_writes_outside_out(tmp_path):
     dump_refused([tmp_path / "c.yaml"], "/dev/full", "/dev/full: cannot write the dump: is not a folder")
 
 
-def test_dump_write_errors_are_one_line(tmp_path):
-    case_file = write(tmp_path, "c.yaml", CASE)
+@pytest.mark.parametrize("shape, limit", [("[1, 1, 1, 8]", 64), ("[1, 1, 4, 256]", 3000)])
+def test_dump_write_errors_are_one_line(tmp_path, shape, limit):
+    """A file size limit (RLIMIT_FSIZE) the first write passes, or not. 3000 bytes under arrays of 4 KiB is an array
+    whose write falls short, as on a full disk: numpy's ``tofile`` raised an OSError without an errno ("4096
+    requested and 2872 written") and the user read 'cannot write: oserror'; arrays go through the file's own writes,
+    and the reason is the system's. A case it could not write whole leaves no folder."""
+    case_file = write(tmp_path, "c.yaml", f"- name: c\n  shape: {shape}\n")
     script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
-              "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)); sys.argv = ['prmg'] + sys.argv[1:]; "
+              f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); sys.argv = ['prmg'] + sys.argv[1:]; "
               "from prmg_cli.cli import main; main()")
     result = subprocess.run([sys.executable, "-c", script, "dump", str(case_file), "--out", str(tmp_path / "o")],
                             capture_output=True, text=True, cwd=ROOT, timeout=120)
-    one_error_line(result, "cannot write: the file is too large")
+    one_error_line(result, "o/c: cannot write: the file is too large")
+    assert list((tmp_path / "o").iterdir()) == []
 
 
 @pytest.mark.parametrize("key, value, field", [("shape", "[64, 64, 64, 64]", "shape"),
@@ -956,6 +979,43 @@ def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c
     return path
 
 
+def test_prmg_report_writes_every_report_it_can_and_names_each_it_cannot(tmp_path):
+    """``prmg report --report json:/dev/full --report junit:FILE --report csv:/dev/full``: the JUnit report is
+    written and each full-disk report named on its own line (before, the first failure ended the command and the
+    reports after it were never written). ``run`` writes its reports the same way (``outputs.write_targets``):
+    tests/test_fail_safe.py."""
+    junit = tmp_path / "j.xml"
+    result = prmg_here("report", results_file(tmp_path), "--report", "json:/dev/full", "--report", f"junit:{junit}",
+                       "--report", "csv:/dev/full")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("prmg: error: ")]
+    assert errors == ["prmg: error: /dev/full: cannot write: no space left on device"] * 2, result.stderr
+    assert [case.get("name") for case in ET.parse(junit).getroot().iter("testcase")] == ["c"]
+
+
+@pytest.mark.parametrize("fmt", ["junit", "csv", "markdown", "html"])
+def test_a_report_on_standard_output_is_utf8_whatever_the_locale(tmp_path, fmt):
+    """A report in a file format sent to standard output under a latin-1 locale (``PYTHONIOENCODING=latin-1``, a CI
+    shell's LANG): its bytes were the locale's, so an HTML page declaring UTF-8 was mis-encoded (``×`` as byte 0xD7)
+    and ``≤`` became the text ``\\u2264`` in JUnit, CSV and Markdown. A document is UTF-8 as its format says; the
+    table, for the terminal, keeps the terminal's encoding."""
+    from prmg_cli.reports import store
+
+    path = tmp_path / "r.jsonl"
+    with store.Writer(path) as writer:
+        writer.append(store.RunRecord("r1", "", ["c"], {}, {}))
+        writer.append(CaseResult(name="c", status="failed", message="err 2 ulp > bound 1 ulp (×2), é ≤ ≈", run_id="r1",
+                                 judged_under=store.settings_key({})))
+    result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "report", str(path), "--report", fmt],
+                            capture_output=True, cwd=ROOT, timeout=120,
+                            env={**os.environ, "PYTHONIOENCODING": "latin-1"})
+    assert result.returncode == 1, result.stderr
+    assert "(×2), é ≤ ≈" in result.stdout.decode("utf-8"), result.stdout[-300:]
+    table = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "report", str(path)], capture_output=True, cwd=ROOT,
+                           timeout=120, env={**os.environ, "PYTHONIOENCODING": "latin-1"}) if fmt == "csv" else None
+    assert table is None or "(\xd72), \xe9 \\u2264 \\u2248".encode("latin-1") in table.stdout
+
+
 HUGE = "9" * 5000           # int() refuses text of over 4,300 digits (ValueError)
 
 
@@ -1042,7 +1102,7 @@ main()
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_as_the_run_ends_leaves_the_exit_code_its_reports_state(tmp_path, signum):
     """Ctrl-C or SIGTERM once the reports are written (the JSON report says exit_code 0) or while the interpreter
     shuts down: the process exits 0 as its reports say, never by the raw signal nor with a traceback."""

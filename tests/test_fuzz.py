@@ -18,6 +18,7 @@ Hypothesis runs derandomized without a database, so CI sees the same examples ev
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import io
 import json
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import unicodedata
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -40,7 +42,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, prmg_here
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli import dtypes
 from prmg_cli.case import element_count
 from prmg_cli.cases import gencase
@@ -326,7 +328,7 @@ HOSTILE_TEXTS = ["<script>alert(1)</script>", "<b>bold</b>", "<img src=x onerror
                  "```", "[x](javascript:alert(1))", "![i](http://example.com/i.png)", "*a* _b_ `c`", "\\|", "&amp;",
                  "\x1b[2J", "\u202e", "\x00", "line\nbreak", "emulator", "aclnn", "float16", "bfloat16", "interleave",
                  "max_err_ratio", "adjoint_ratio", "not_run", "1/2", "0/0", "2/1", "a/b", "+1/+2", "²/3", "١/٣",
-                 "1_0/2_0",
+                 "1_0/2_0", "=cmd|' /c calc'!A1", "@SUM(A1:A9)", "+1+1", "-2+3", "-1", "\x01", "\x1b]0;t\x07", "\x9b2J",
                  "1/" + "9" * 5000]                   # int() refuses over 4,300 digits: a shard of them was exit 3
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(HOSTILE_TEXTS)
 NAME = TEXT.filter(bool)
@@ -691,6 +693,8 @@ def _report_every_format(stored: store.Stored, path: Path, folder: Path, formats
     if code != 5 and "json" in targets:
         json.loads(targets["json"].read_text(), parse_constant=_no_constant)
         ET.fromstring(targets["junit"].read_text())
+        _no_raw_controls({fmt: targets[fmt].read_text() for fmt in ("table", "markdown", "csv")})
+        _no_formulas(targets["csv"].read_text())
     if code != 5 and "html" in targets:
         page, latest = targets["html"].read_text(), stored.latest().values()
         assert page.rstrip().endswith("</html>")
@@ -700,6 +704,29 @@ def _report_every_format(stored: store.Stored, path: Path, folder: Path, formats
                for r in latest):
             assert 'id="timing"' in page
     return code
+
+
+def _no_raw_controls(texts: dict[str, str]) -> None:
+    """No text report carries a control character but its line ends (an escape sequence, a C1 CSI, \\x01 from a
+    file would reach a terminal or a spreadsheet): the CSV's device and call path columns did."""
+    for fmt, text in texts.items():
+        raw = {char for char in text if unicodedata.category(char) == "Cc" and char != "\n"}
+        assert not raw, f"{fmt}: raw {sorted(raw)!r}"
+
+
+def _no_formulas(text: str) -> None:
+    """No CSV cell a spreadsheet would run as a formula (one starting with = + - @ that is not a number)."""
+    for row in csv.reader(io.StringIO(text)):
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@")) or _is_number(cell), f"formula cell {cell!r}"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _resume(stored: store.Stored, folder: Path) -> None:
@@ -918,6 +945,22 @@ def test_the_opp_variables_given_a_hostile_path_are_stamped_never_a_crash(variab
         result = prmg_here("run", case, *EMULATOR, env={variable: _hostile(kind, tmp_path, {})})
         assert result.returncode in (0, 1) and "Traceback" not in result.stderr, (kind, result.stderr)
         assert all(line.startswith("prmg: ") for line in result.stderr.splitlines()), (kind, result.stderr)
+
+
+FORGED = "\x1b[2J\x1b]0;title\x07\x01\x9b1m\nforged: line"      # escape sequences and a line of its own
+
+
+@pytest.mark.parametrize("variables", [
+    ("ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_CUSTOM_OPP_PATH"),
+    ("PRMG_EMU_FAULT", "PRMG_EMU_FAULT_SHAPE", "PRMG_EMU_DEVICES", "PRMG_EMU_MODES")])
+def test_doctor_shows_hostile_variables_as_escapes_never_raw(variables):
+    """``prmg doctor`` echoes the ASCEND_* and PRMG_EMU_* variables and the paths they name: a value holding an
+    escape sequence or a newline reached the terminal raw (a cleared screen, a forged line of the report)."""
+    result = prmg("doctor", env={name: "/x" + FORGED for name in variables})
+    shown = result.stdout + result.stderr
+    assert result.returncode in (0, 1) and "Traceback" not in shown, shown
+    assert not {char for char in shown if unicodedata.category(char) == "Cc" and char != "\n"}, shown
+    assert not any(line.startswith("forged") for line in shown.splitlines()), shown
 
 
 # ----------------------------------------------------------------------------------------------

@@ -233,6 +233,19 @@ def test_the_op_column_stays_when_operators_mix_and_the_terminal_width_is_used(m
     assert all(any(line.startswith(f"PASS     {r.name}  ") for line in wide_terminal) for r in results)
 
 
+@pytest.mark.parametrize("told, expected", [("abc", 100), ("0", 100), ("-5", 100), ("10", 80), ("²", 100),
+                                            ("１２０", 100), ("100000", 100000), ("", 100), (" 90", 90)])
+def test_any_columns_value_gives_a_width_never_a_crash(monkeypatch, told, expected):
+    """``COLUMNS`` as a CI or a shell may set it (standard output a pipe): a number, at least ``MIN_WIDTH``, else
+    ignored. ``COLUMNS=²`` passed ``str.isdigit`` and failed ``int``: every text report was exit 3."""
+    from prmg_cli.reports.outputs import screen
+
+    monkeypatch.setenv("COLUMNS", told)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    assert screen.width() == expected
+    assert table.render(mixed(), EMULATOR)
+
+
 def on_terminal(args: list, columns: int, cwd) -> str:
     """What ``prmg ARGS`` prints on a pseudo-terminal ``columns`` wide (without ``COLUMNS``), lines joined by
     ``\\n``; its standard error (progress) goes to a pipe."""
@@ -488,6 +501,21 @@ def test_csv_rows_and_fields():
     assert rows[3]["error_name"] == "ACL_ERROR_RT_AICORE_EXCEPTION" and rows[0]["error_name"] == ""
     assert rows[-1]["message"] == visible(message)
     assert json.loads(rows[-1]["metrics"], parse_constant=_reject_constant) == {"x": "nan"}
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_shown_as_text():
+    """A results file's message ``=cmd|' /c calc'!A1`` (or a device, a call path, a runner, a name starting with - or
+    @) was written as it was, so a spreadsheet opening the CSV ran it; device and path also kept raw control
+    characters. A text cell starting with = + - @ now gets a leading ' and every text cell is escaped; numbers
+    (a negative status code, a time) stay numbers."""
+    formula = "=cmd|' /c calc'!A1"
+    result = CaseResult(name="-x", status="error", message=formula, error_code=-1, warnings=["@SUM(A1)"],
+                        path="+1+1\x1b[2J", device="\x01-2", runner="-aclnn", kernel_ms=-0.0, duration_s=1e-5)
+    (row,) = csv.DictReader(io.StringIO(csvreport.render([result], EMULATOR)))
+    assert (row["name"], row["message"], row["warnings"]) == ("'-x", "'" + formula, "'@SUM(A1)")
+    assert (row["path"], row["device"], row["runner"]) == ("'+1+1\\x1b[2J", "\\x01-2", "'-aclnn")
+    assert (row["error_code"], row["kernel_ms"], row["duration_s"]) == ("-1", "-0.0", "1e-05")
+    assert csvreport.cell("-1e-05") == "-1e-05" and csvreport.cell("-inf") == "-inf"
 
 
 def test_csv_and_junit_say_what_ran_the_cases_where_a_ci_page_or_a_script_looks():

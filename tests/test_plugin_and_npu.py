@@ -321,13 +321,13 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
 def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     """A non-editable install of the tracked files (a clean checkout: no build/ left from earlier builds, which
     pip would reuse) carries every package, the native helper's C and the emulator sources, and builds them on
-    first use."""
+    first use, in folders whose names make cannot take (a space, a colon, '$': the emulator's make failed there)."""
     tree = tmp_path / "tree"
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     for name in tracked:
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, tree / name)
-    target = tmp_path / "site"
+    target = tmp_path / "my site"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                               "--target", str(target), str(tree)],
                              capture_output=True, text=True, timeout=600)
@@ -339,13 +339,13 @@ def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):
     assert all((target / package.replace(".", "/") / "__init__.py").exists() for package in packages), packages
     cases = tmp_path / "c.yaml"
     cases.write_text("- {name: installed, shape: [1, 1, 2, 16], cos_shape: [1, 1, 1, 16], partial_slice: [0, 16]}\n")
-    env = dict(os.environ, PYTHONPATH=str(target), PRMG_EMULATOR_HOME=str(tmp_path / "emu"))
+    env = dict(os.environ, PYTHONPATH=str(target), PRMG_EMULATOR_HOME=str(tmp_path / "emu: $HOME #1"))
     result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", "run", str(cases), "--runner", "aclnn+geir"],
                             cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed"
-    assert str(tmp_path / "emu") in result.stdout
+    assert str(tmp_path / "emu: $HOME #1") in " ".join(result.stdout.split())        # (the header wraps at spaces)
     faults = subprocess.run([sys.executable, "-c", "from prmg_cli.device import toolkit; print(sorted(toolkit."
                              "emulator_fault_effects()) == sorted(toolkit.emulator_fault_names()))"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)

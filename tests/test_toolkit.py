@@ -298,6 +298,7 @@ def test_cache_location():
     assert tk.emulator_cache_base({"PRMG_EMULATOR_HOME": "/a", "XDG_CACHE_HOME": "/b"}) == Path("/a")
     assert tk.emulator_cache_base({"XDG_CACHE_HOME": "/b"}) == Path("/b/prmg")
     assert tk.emulator_cache_base({}) == Path.home() / ".cache" / "prmg"
+    assert tk.emulator_cache_base({"XDG_CACHE_HOME": "rel/cache"}) == Path.home() / ".cache" / "prmg"  # XDG: ignored
 
 
 def test_unwritable_cache_is_a_clear_error(tmp_path):

@@ -384,11 +384,13 @@ def _read_rows(csv_path: str | Path) -> tuple[list[dict], ListKind]:
     Only a regular file of at most MAX_CSV_BYTES is read (``files.read_regular``)."""
     path = str(csv_path)
     try:
-        text = files.read_regular(path, MAX_CSV_BYTES).decode("utf-8-sig")
+        data = files.read_regular(path, MAX_CSV_BYTES)
     except PrmgError as exc:
         raise PrmgError(f"cannot read: {exc.reason}", file=path) from None
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise PrmgError(f"not a readable CSV file: not UTF-8 text (at byte {exc.start})", file=path) from None
+        raise PrmgError(f"not a readable CSV file: {files.not_utf8(data, exc)}", file=path) from None
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         rows = list(reader)

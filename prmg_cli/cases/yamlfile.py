@@ -109,8 +109,7 @@ def decode(data: bytes, source: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        raise PrmgError(f"line {line}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})",
-                        file=source) from None
+        raise PrmgError(f"line {line}: {files.not_utf8(data, error)}", file=source) from None
 
 
 def check_characters(text: str, source: str) -> None:

@@ -54,7 +54,7 @@ class _Command(typer.core.TyperCommand):
 
 
 class Stopped(BaseException):
-    """Ctrl-C or SIGTERM (``stop``: the ``KeyboardInterrupt`` or ``errors.Terminated``) inside a command, carried
+    """A stop signal (``stop``: the ``KeyboardInterrupt`` or ``errors.Terminated``) inside a command, carried
     past typer, which would turn it into a silent exit 130."""
 
     def __init__(self, stop: KeyboardInterrupt):
@@ -64,7 +64,7 @@ class Stopped(BaseException):
 
 class _Group(typer.core.TyperGroup):
     """prmg's commands (``commands.COMMANDS``), each built from its module only when asked for: a command imports
-    its own module, not the others'. A Ctrl-C or SIGTERM inside one comes out of the app as ``Stopped``."""
+    its own module, not the others'. A stop signal inside one comes out of the app as ``Stopped``."""
 
     def list_commands(self, ctx) -> list[str]:
         return list(COMMANDS)

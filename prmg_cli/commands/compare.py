@@ -49,7 +49,7 @@ def main(request) -> int:
     text, code = compare_files(request.run_a, request.run_b, request.report, drift=request.drift,
                                floor=request.floor, time_floor=request.time_floor,
                                allow_changed=request.allow_changed, wide=request.wide)
-    write_stdout(text)
+    write_stdout(text, document=request.report != "table")
     return code
 
 

@@ -51,7 +51,7 @@ def main(request) -> int:
     if code == ExitCode.NO_CASES:
         sys.stderr.write("prmg: no cases selected (check --op)\n")
     else:
-        write_stdout(text)
+        write_stdout(text, document=request.report != COVERAGE_FORMATS[0] and request.output is None)
     return code
 
 

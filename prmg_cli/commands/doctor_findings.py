@@ -10,6 +10,7 @@ from ..device import provenance
 from ..device.toolkit import OPP_LATEST, opp_path, opp_variable
 from ..errors import PrmgError
 from ..ops import OPERATORS
+from ..results import visible
 
 # the entry points a toolkit must export: those of the operators under test (``OperatorSpec.required``)
 REQUIRED = tuple(name for spec in OPERATORS.values() if spec.required for name in (spec.get_workspace, spec.launch))
@@ -173,4 +174,6 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     else:
         ok = bool(usable.get(runner))
         lines.append(f"runner {runner}: {'usable' if ok else 'NOT usable'}")
-    return "\n".join(lines), ok
+    # each line shown as one (results.visible): a variable's value or a path holding an escape sequence or a newline
+    # (ASCEND_HOME_PATH, PRMG_EMU_FAULT) reached the terminal raw and forged lines of the report
+    return "\n".join(visible(line) for line in lines), ok

@@ -87,5 +87,5 @@ def main(request) -> int:
     for note in notes:
         sys.stderr.write(f"prmg: {visible(note)}\n")
     if text:
-        write_stdout(text)
+        write_stdout(text, document=request.output is None)       # the YAML, else the line saying where it went
     return 0

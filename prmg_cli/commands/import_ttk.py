@@ -42,5 +42,5 @@ def main(request) -> int:
     for note in notes:
         sys.stderr.write(visible(note) + "\n")
     if text:
-        write_stdout(text)
+        write_stdout(text, document=request.output is None)       # the YAML, else the line saying where it went
     return 0

@@ -2,7 +2,7 @@
 and select cases, build the settings once (``settings_for``), pick the runner, execute, report.
 
 A run fails safe: an unwritable report or results file is refused before the first case; a selection
-of no case exits 5; a run stopped by ``-x``, Ctrl-C, SIGTERM or wedged devices lists every case it did
+of no case exits 5; a run stopped by ``-x``, a stop signal or wedged devices lists every case it did
 not run as ``not_run``; emulator faults are named in every report's header, which says which cases they
 acted on (the table printed before the first case says it at its end).
 """
@@ -23,7 +23,8 @@ from ..cases import vacuity
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
                             validate)
 from ..device import execute
-from ..errors import STOP_SIGNALS, PrmgError, Terminated, drop_held_signals, outcome_final, take_lost_stop
+from ..errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, outcome_final, stop_exception, stop_signal,
+                      take_lost_stop)
 from ..files import write_text
 from ..judging.standards import check_standard
 from ..ops import constraints
@@ -31,7 +32,8 @@ from ..reports import outputs, run_record
 from ..reports.outputs import listing
 from ..reports.outputs.screen import width, wrap
 from ..reports.progress import Progress
-from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, summary_line, visible
+from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, summary_line,
+                       visible)
 from ..vocab import decimal, mode_list, parse_modes
 from ..writes import same_file, write_stdout
 
@@ -350,6 +352,7 @@ def run_suite(request) -> int:
             writer.close()
         raise
     run = _Run(cases, writer, request, run_record.run_info(settings, devices))
+    unwritten: PrmgError | None = None
     handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
     try:
@@ -378,15 +381,18 @@ def run_suite(request) -> int:
             run.writer.close()
             run.writer = None
         except KeyboardInterrupt as stop:
-            run.stop(*_STOPPED[signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT])
+            run.stop(*_stopped(stop_signal(stop)))
         finally:
             run.ending = True
             run.progress.close()
         late = run.late or take_lost_stop()     # a stop raised in a finalizer is lost: it stops the run here
         if late and not run.stopped:            # after the last case, before the reports: the run was stopped
-            run.stop(*_STOPPED[late])
+            run.stop(*_stopped(late))
         ordered, missing = run.finish(settings, selection)
-        _write_reports(targets, ordered, run.info, request, cases)
+        try:
+            _write_reports(targets, ordered, run.info, request, cases)
+        except PrmgError as error:              # said after why the run stopped (a results file failing too)
+            unwritten = error
     finally:
         with execute.signals_held():            # the run is over: a signal now is dropped, as run.on_signal does
             for signum, handler in handlers.items():
@@ -397,12 +403,16 @@ def run_suite(request) -> int:
         error = "error: " if run.code == ExitCode.USAGE else ""
         missed = f": {plural(len(missing), 'case')} not run" if missing else ""
         sys.stderr.write(f"prmg: {error}{run.stopped}{missed}\n")
+    if unwritten is not None:
+        raise unwritten
     return run.code or exit_code(ordered, request.strict)
 
 
-# Why a run stopped by a signal stopped, and its exit code, by signal.
-_STOPPED = {signal.SIGTERM: ("the run was terminated (SIGTERM)", ExitCode.TERMINATED),
-            signal.SIGINT: ("the run was interrupted (Ctrl-C)", ExitCode.INTERRUPTED)}
+def _stopped(signum: int) -> tuple[str, ExitCode]:
+    """What a run the stop signal ``signum`` ended says of why it stopped (``the run was hung up (SIGHUP)``), and its
+    exit code."""
+    said, name = STOPS[signum]
+    return f"the run was {said} ({name})", stopped_exit_code(signum)
 
 
 class _Run:
@@ -424,7 +434,7 @@ class _Run:
         self.late = 0                             # the first stop signal recorded while ending
 
     def on_signal(self, signum, frame) -> None:
-        """The run's SIGINT and SIGTERM handler. While cases run, the first one stops the run: it raises
+        """The run's handler of the stop signals. While cases run, the first one stops the run: it raises
         ``KeyboardInterrupt`` or ``Terminated`` in the main thread (never while a result is being recorded:
         ``execute.signals_held``). After that, or once the cases are over, a signal is recorded in ``late``:
         the run ends whole, its reports and results file say the same, and the process exits with the code
@@ -433,7 +443,7 @@ class _Run:
             self.late = self.late or signum
             return
         self.ending = True
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        raise stop_exception(signum)
 
     def start(self, stored, settings: dict, selection: Sequence[Case]) -> None:
         """Once the workers are up (the SoC known): the settings key, the results ``--resume`` takes, the run
@@ -484,7 +494,7 @@ class _Run:
         held meanwhile), then on the progress line."""
         lost = take_lost_stop()                  # raised inside a finalizer, which swallowed it: raise it again here
         if lost:
-            raise Terminated() if lost == signal.SIGTERM else KeyboardInterrupt()
+            raise stop_exception(lost)
         result.fingerprint = self.fingerprints.get(result.name, "")
         result.judged_under, result.run_id = self.key, self.run_id
         with execute.signals_held():
@@ -524,16 +534,17 @@ def _unfinished_reports(targets, info: RunInfo, request) -> None:
 
 def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, cases: Sequence[Case] = ()) -> None:
     """Every report of ``targets`` (of ``cases``, the run's); when none goes to standard output, the failures and the
-    summary line are printed there, so the console still tells what happened."""
+    summary line are printed there, so the console still tells what happened. A report that cannot be written (a
+    full disk) does not keep the others from being written: PrmgError for each, once all were tried."""
     options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details,
                                     cases=tuple(cases))
-    for target in targets:
-        if target.path is None:             # a table on stdout: its header was printed before the first case
-            write_stdout(outputs.render(target.format, results, info, replace(options, header=False)))
-        else:
-            write_text(target.path, outputs.render_pieces(target.format, results, info, options))
+    # a table on stdout without its header, printed before the first case
+    unwritten = outputs.write_targets(targets, lambda target: outputs.render_pieces(
+        target.format, results, info, options if target.path else replace(options, header=False)))
     if all(target.path is not None for target in targets):
         from ..reports.outputs.table import failure_lines
 
         write_stdout("\n".join(failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
                                 + outputs.labels.device_lines(results) + [summary_line(results)]))
+    if unwritten:
+        raise PrmgError.all_of(unwritten)

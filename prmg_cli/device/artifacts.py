@@ -66,6 +66,16 @@ def whole(case: Case, x: np.ndarray, golden_slice: np.ndarray, score: np.ndarray
     return arrays
 
 
+class _Writes:
+    """A file's ``write`` alone, for ``np.save``: given the file itself numpy writes with ``ndarray.tofile``, whose
+    short write on a full disk is an OSError without an errno ("100000 requested and 6128 written", which prmg
+    could only say as 'cannot write: oserror'); given this it writes in chunks through ``write``, which fails with
+    ENOSPC ('no space left on device')."""
+
+    def __init__(self, handle):
+        self.write = handle.write
+
+
 def write_folder(target: Path, root: Path, case: Case, arrays: dict, result=None) -> None:
     """Write ``arrays`` (name -> array) as ``target``/NAME.npy and ``target``/meta.json (module docstring),
     nothing outside ``root``: a symlink that sits at ``target`` or inside it is never followed
@@ -80,7 +90,7 @@ def write_folder(target: Path, root: Path, case: Case, arrays: dict, result=None
         for name, array in arrays.items():
             with files.create_within(target / f"{name}.npy", root) as handle:
                 opened.append(target / f"{name}.npy")
-                np.save(handle, storable(np.asarray(array)), allow_pickle=False)
+                np.save(_Writes(handle), storable(np.asarray(array)), allow_pickle=False)
             written[f"{name}.npy"] = from_numpy(np.asarray(array).dtype).name
         meta = {"schema": SCHEMA, "case": case_meta(case), "files": written,
                 "result": result.to_dict() if result is not None else None}

@@ -65,7 +65,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 from . import execute, provenance
 from .. import __version__
 from ..case import Case
-from ..errors import PrmgError
+from ..errors import STOP_SIGNALS, PrmgError
 from ..judging import fingerprint
 from ..results import CaseResult, visible
 from ..vocab import decimal
@@ -75,7 +75,7 @@ ACTOR_CPUS = 0.1              # an actor's CPU share: the NPU is what it holds
 PIPELINE = 2                  # cases queued on an actor: one running, the next one waiting there
 START_TIMEOUT = 120.0         # seconds an actor may take to be placed and to open its session
 CONNECT_TIMEOUT = 10.0        # seconds to reach ADDRESS, and for it to answer, before Ray's own (long) retries
-WAIT_SLICE = 0.5              # ray.wait blocks in C++: wait in slices so that Ctrl-C and SIGTERM get through
+WAIT_SLICE = 0.5              # ray.wait blocks in C++: wait in slices so that stop signals get through
 FORWARDED_PREFIXES = ("ASCEND_", "PRMG_EMU_")
 FORWARDED_NAMES = ("PRMG_EMULATOR_HOME",)
 NEVER_FORWARDED = ("ASCEND_RT_VISIBLE_DEVICES",)      # Ray sets it in each actor, to the NPU it holds
@@ -217,19 +217,21 @@ class NpuWorker:
 
 def _wait(ray, refs: list, timeout: float) -> list:
     """The refs of ``refs`` done within ``timeout`` s (``ray.wait`` for the first one). An exception that
-    the SIGTERM handler raises meanwhile (``errors.Terminated``) comes out as itself: Ray would turn it into
+    the SIGTERM or SIGHUP handler raises meanwhile (``errors.Terminated``) comes out as itself: Ray would turn it into
     a plain KeyboardInterrupt, and the run would be reported as Ctrl-C."""
     raised: list[BaseException] = []
-    handler = signal.getsignal(signal.SIGTERM)
-    recording = callable(handler) and threading.current_thread() is threading.main_thread()
-    if recording:
-        def record(signum, frame):
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS - {signal.SIGINT}}
+        handlers = {signum: handler for signum, handler in handlers.items() if callable(handler)}
+    for signum, handler in handlers.items():
+        def record(signum, frame, handler=handler):
             try:
                 handler(signum, frame)
             except BaseException as exc:
                 raised.append(exc)
                 raise
-        signal.signal(signal.SIGTERM, record)
+        signal.signal(signum, record)
     try:
         return ray.wait(refs, num_returns=1, timeout=timeout)[0]
     except KeyboardInterrupt:
@@ -237,8 +239,8 @@ def _wait(ray, refs: list, timeout: float) -> list:
             raise raised[0] from None
         raise
     finally:
-        if recording:
-            signal.signal(signal.SIGTERM, handler)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
 
 
 def _keep_stdout_for_reports(ray) -> None:

@@ -367,14 +367,27 @@ def faults_acted(launches: list) -> list[str] | None:
 
 @contextlib.contextmanager
 def signals_held():
-    """Hold Ctrl-C and SIGTERM for the block (``pthread_sigmask``): one that arrives meanwhile is delivered when
-    the block ends, so that what the block does (fork a worker, record a result in the results file and in the
-    report) is done whole or not at all."""
+    """Hold the stop signals (Ctrl-C, SIGTERM, SIGHUP) for the block (``pthread_sigmask``): one that arrives
+    meanwhile is delivered when the block ends, so that what the block does (fork a worker, record a result in the
+    results file and in the report) is done whole or not at all."""
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def leave_stops_to_parent() -> None:
+    """In a forked child: Ctrl-C ignored (the parent owns it: a terminal sends it to the whole process group), the other
+    stop signals (SIGTERM, SIGHUP) killing it as by default, instead of the parent's handler it inherited, but for a
+    SIGHUP the parent ignores (``nohup prmg run``: a closed terminal must not kill the workers either); unblocked, as
+    it was forked while the parent held them."""
+    for signum in STOP_SIGNALS:
+        if signum == signal.SIGINT:
+            signal.signal(signum, signal.SIG_IGN)
+        elif signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def die_with_parent() -> None:
@@ -460,9 +473,7 @@ def _worker_main(conn, settings: RunSettings, device: int, parent: int, known: S
     die_with_parent()
     if os.getppid() != parent:
         os._exit(0)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent owns Ctrl-C and SIGTERM
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
+    leave_stops_to_parent()
     worker = None
     try:
         worker = CaseWorker(settings, device)
@@ -752,7 +763,7 @@ class _Worker:
         self.process = context.Process(target=_worker_main, args=(child, settings, device, os.getpid(), known),
                                        daemon=True)
         self._positions = {id(case): position for position, case in enumerate(known)}
-        with signals_held():                          # Ctrl-C or SIGTERM now reaches the parent after the fork
+        with signals_held():                          # a stop signal now reaches the parent after the fork
             self.process.start()
         child.close()
         self.case: Case | None = None
@@ -1017,9 +1028,7 @@ def _child_main(conn, function, args) -> None:
     from .acl import finalize_all
 
     die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)       # forked while the parent held them
+    leave_stops_to_parent()
     faulthandler.disable()
     try:
         conn.send(("ok", function(*args)))
@@ -1040,7 +1049,7 @@ def call_in_child(function: Callable, *args, timeout: float | None = None):
     context = multiprocessing.get_context("fork")
     parent, child = context.Pipe()
     process = context.Process(target=_child_main, args=(child, function, args), daemon=True)
-    with signals_held():                          # Ctrl-C or SIGTERM now reaches this process after the fork
+    with signals_held():                          # a stop signal now reaches this process after the fork
         process.start()
     child.close()
     try:

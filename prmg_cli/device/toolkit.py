@@ -38,6 +38,7 @@ import os
 import re
 import struct
 import subprocess
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -435,9 +436,43 @@ def _emulator_complete(root: Path) -> bool:
                                                           for name in EMULATOR_LIBS)
 
 
+# What make surely takes in a path: a space, a colon, '$', '%', '#', '=', ',' a quote or a control character breaks a
+# Makefile's targets, variables or function calls (a checkout under "~/My Projects" could not build the emulator).
+_MAKE_SAFE = re.compile(r"[A-Za-z0-9_./-]+")
+
+
+def _make_safe_temp() -> str:
+    """A folder for the build's links whose path make takes: the system's temporary folder, else /tmp."""
+    folder = tempfile.gettempdir()
+    return folder if _MAKE_SAFE.fullmatch(folder) else "/tmp"
+
+
+def _make_names(links: str, paths: Mapping[str, Path]) -> dict[str, str]:
+    """Each of ``paths`` as make may name it: itself when make takes it (``_MAKE_SAFE``), else a symlink to it in
+    ``links`` (make's ``abspath`` keeps a link's name; the libraries find each other by ``$ORIGIN``)."""
+    named = {}
+    for key, path in paths.items():
+        named[key] = str(path)
+        if not _MAKE_SAFE.fullmatch(named[key]):
+            named[key] = os.path.join(links, key)
+            os.symlink(path, named[key])
+    return named
+
+
+def _name_the_target(target: Path, link: str) -> None:
+    """The toolkit files that name the folder they were built into (``set_env.sh``, the install info) made to name
+    ``target``, not the ``link`` make built through (in ``set_env.sh``'s double quotes, with ``\\ $ ` "`` escaped)."""
+    for path in [target / "set_env.sh", *target.glob("*-linux/ascend_toolkit_install.info")]:
+        if path.is_file():
+            quoted = path.name == "set_env.sh"
+            name = re.sub(r'([\\$`"])', r"\\\1", str(target)) if quoted else str(target)
+            text = path.read_text(encoding="utf-8", errors="surrogateescape").replace(link, name)
+            path.write_text(text, encoding="utf-8", errors="surrogateescape")
+
+
 def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
-    """``make -C sources OUT=target GEIR=<geir_sources()>`` under an exclusive lock; the marker file is written
-    last.
+    """``make -f sources/Makefile OUT=target GEIR=<geir_sources()>`` under an exclusive lock, each folder named
+    through a symlink of a make-safe name when its own is not (``_make_names``); the marker file is written last.
 
     Concurrent builders wait for each other, and the second finds the work done.
     """
@@ -446,14 +481,19 @@ def _build_emulator(sources: Path, target: Path, source_hash: str) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _emulator_complete(target):
             return
-        try:
-            result = subprocess.run(["make", "-C", str(sources), f"OUT={target}", f"GEIR={geir_sources()}"],
-                                    stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-        except FileNotFoundError:
-            raise PrmgError("building the host emulator needs make and gcc, and make was not found") from None
-        except subprocess.TimeoutExpired:
-            raise PrmgError("building the host emulator took longer than 10 minutes") from None
+        target.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="prmg-emulator-", dir=_make_safe_temp()) as links:
+            named = _make_names(links, {"src": sources, "geir": geir_sources(), "out": target})
+            try:
+                result = subprocess.run(["make", "-f", f"{named['src']}/Makefile", f"OUT={named['out']}",
+                                         f"GEIR={named['geir']}"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, errors="replace", timeout=600)
+            except FileNotFoundError:
+                raise PrmgError("building the host emulator needs make and gcc, and make was not found") from None
+            except subprocess.TimeoutExpired:
+                raise PrmgError("building the host emulator took longer than 10 minutes") from None
+            if named["out"] != str(target):
+                _name_the_target(target, named["out"])
         if result.returncode != 0:
             tail = "\n".join(result.stdout.strip().splitlines()[-20:])
             raise PrmgError(f"building the host emulator failed (make exit {result.returncode}):\n{tail}")

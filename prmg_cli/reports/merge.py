@@ -44,7 +44,6 @@ from . import outputs, store
 from .. import __version__
 from ..device.provenance import portable_stamp
 from ..errors import PrmgError
-from ..files import write_text
 from ..judging.standards import standard_of
 from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
                        visible)
@@ -329,14 +328,8 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     info = run_info(stores, merged.results, allow_mixed)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
-    for target in targets:
-        pieces = outputs.render_pieces(target.format, merged.results, info, options)
-        if target.format == "table":
-            pieces = [header + "\n", *pieces]
-        if target.path is None:
-            write_stdout("".join(pieces))
-        else:
-            write_text(target.path, pieces)
+    unwritten = outputs.write_targets(targets, lambda target: [header + "\n"] * (target.format == "table") + list(
+        outputs.render_pieces(target.format, merged.results, info, options)))
     if all(target.path is not None for target in targets):
         from .outputs.table import failure_lines
 
@@ -354,6 +347,8 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         sys.stderr.write(f"prmg: {plural(stored.replaced, 'case')} of {visible(stored.path)}: its last run selected "
                          f"them and recorded no result, and its records of an earlier run were judged under other "
                          f"settings: reported not_run\n")
+    if unwritten:
+        raise PrmgError.all_of(unwritten)
     return report_exit_code(merged.results, info)
 
 

@@ -104,7 +104,7 @@ class Plan:
 def _version(compiler: str) -> str:
     """The first line of ``compiler --version`` ("" when it says nothing)."""
     try:
-        result = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60,
+        result = subprocess.run([compiler, "--version"], capture_output=True, text=True, errors="replace", timeout=60,
                                 stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return ""
@@ -170,7 +170,7 @@ def _compile(build: Plan, library: Path) -> None:
     partial = library.with_name(f"{library.name}.{os.getpid()}.tmp")
     try:
         result = subprocess.run(build.command(partial), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT)
+                                stderr=subprocess.STDOUT, text=True, errors="replace", timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         raise PrmgError(f"building graph mode's shim took longer than {TIMEOUT // 60} minutes") from None
     if result.returncode != 0:

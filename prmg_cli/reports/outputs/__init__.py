@@ -105,6 +105,25 @@ class ReportTarget:
     path: str | None = None
 
 
+def write_targets(targets: Iterable[ReportTarget], pieces: Callable[[ReportTarget], Iterable[str]]) -> list[PrmgError]:
+    """Write each of ``targets`` (``pieces(target)``: its text) to its file or standard output, and return the
+    errors of those that could not be written (a full disk): one failing never keeps the others from being written,
+    and the caller raises them once it has said the rest (``PrmgError.all_of``)."""
+    from ...files import write_text
+    from ...writes import write_stdout
+
+    unwritten = []
+    for target in targets:
+        if target.path is None:
+            write_stdout("".join(pieces(target)), document=target.format != "table")
+            continue
+        try:
+            write_text(target.path, pieces(target))
+        except PrmgError as error:
+            unwritten += [error, *error.others]
+    return unwritten
+
+
 def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
     """The reports ``--report FORMAT[:FILE]`` (repeatable) and ``-o FILE`` ask for.
 

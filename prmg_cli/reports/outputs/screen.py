@@ -29,7 +29,8 @@ def width() -> int:
     except (AttributeError, ValueError):          # replaced or closed stdout
         terminal = False
     told = os.environ.get("COLUMNS", "").strip()
-    columns = shutil.get_terminal_size((WIDTH, 24)).columns if terminal or told.isdigit() and int(told) else WIDTH
+    number = told.isascii() and told.isdigit() and int(told)      # (COLUMNS=² is a digit to str.isdigit: exit 3)
+    columns = shutil.get_terminal_size((WIDTH, 24)).columns if terminal or number else WIDTH
     return max(MIN_WIDTH, columns)
 
 
