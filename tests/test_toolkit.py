@@ -649,3 +649,27 @@ def test_the_file_a_symbol_binds_in_is_read_from_the_maps_as_dladdr_says_it(emul
     assert [os.path.realpath(mapped.file_at(address, starts, spans)) for address in addresses] == \
         [os.path.realpath(mapped._file_of(address, dladdr)) for address in addresses]
     assert mapped.file_at(0, starts, spans) == mapped.file_at(starts[0] - 1, starts, spans) == ""
+
+
+def test_a_toolkit_in_a_folder_named_in_bytes_that_are_not_utf8_runs_its_own_code(tmp_path, emulator):
+    """The emulator built in a folder whose name is not UTF-8 (PRMG_EMULATOR_HOME=b'...\\xff', a Latin-1 name) ran
+    nothing: the check of where its functions' code lies read the paths of ``/proc/self/maps`` and ``dladdr`` with
+    replacement characters, which name another folder than the toolkit's (``os.fsdecode``'s surrogates), so the
+    toolkit "ran code from outside it" (exit 2). The paths read back name the same bytes, and the run passes."""
+    import ctypes
+
+    from conftest import prmg
+    home = tmp_path / os.fsdecode(b"emu\xff")
+    shutil.copytree(emulator.root, home / emulator.root.name, symlinks=True)
+    runtime = home / emulator.root.name / "lib64/libascendcl.so"
+    library = ctypes.CDLL(str(runtime))
+    assert mapped.resolved_outside({"aclInit": library.aclInit}, [os.path.realpath(home)]) == []
+    assert str(runtime) in mapped.mapped_libraries() and mapped.file_at(
+        ctypes.cast(library.aclInit, ctypes.c_void_p).value, *mapped.mapped_spans()) == str(runtime)
+    environ = tmp_path / "environ"
+    environ.write_bytes(b"LD_PRELOAD=/x\xff/libhook.so\0")
+    assert mapped.preload_entries(str(environ), str(tmp_path / "none"))[0][0] == os.fsdecode(b"/x\xff/libhook.so")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = prmg("run", cases, "--runner", "emulator", env={"PRMG_EMULATOR_HOME": str(home)})
+    assert run.returncode == 0 and run.stdout.rstrip().endswith("1 passed, 0 failed"), run.stdout + run.stderr

@@ -75,15 +75,27 @@ MAX_NAMED = 5                       # symbols named per interposer in a message 
 def mapped_libraries(maps: str = "/proc/self/maps") -> list[str]:
     """The shared libraries (``.so`` in the name) mapped in the process whose maps ``maps`` is, each once, in order;
     [] where it cannot be read (not Linux)."""
+    seen: dict[str, None] = {}
+    for _, _, path in _mapped_files(maps):
+        if ".so" in os.path.basename(path):
+            seen.setdefault(path, None)
+    return list(seen)
+
+
+def _mapped_files(maps: str) -> list[tuple[int, int, str]]:
+    """(start, end, file) of each mapping of a file in the process whose maps ``maps`` is, in its order, each path
+    as ``os.fsdecode`` gives it (bytes that are not UTF-8 as surrogates, as ``Path`` and ``os.path.realpath`` name
+    the same file: a replacement character would name another file); [] where it cannot be read (not Linux)."""
     try:
-        text = Path(maps).read_text(errors="replace")
+        text = os.fsdecode(Path(maps).read_bytes())
     except OSError:
         return []
-    seen: dict[str, None] = {}
+    found = []
     for fields in (line.split(None, 5) for line in text.splitlines()):
-        if len(fields) == 6 and fields[5].startswith("/") and ".so" in os.path.basename(fields[5]):
-            seen.setdefault(fields[5], None)
-    return list(seen)
+        if len(fields) == 6 and fields[5].startswith("/"):
+            start, _, end = fields[0].partition("-")
+            found.append((int(start, 16), int(end, 16), fields[5]))
+    return found
 
 
 def preload_entries(environ: str = "/proc/self/environ", preload_file: str = PRELOAD_FILE
@@ -92,14 +104,14 @@ def preload_entries(environ: str = "/proc/self/environ", preload_file: str = PRE
     (``environ``; this process's ``os.environ`` where it cannot be read), the file read at ``preload_file``, split on
     spaces and colons as the dynamic linker splits them."""
     try:
-        start = {key.decode(errors="replace"): value.decode(errors="replace") for key, value in
+        start = {os.fsdecode(key): os.fsdecode(value) for key, value in
                  (item.split(b"=", 1) for item in Path(environ).read_bytes().split(b"\0") if b"=" in item)}
     except OSError:
         start = dict(os.environ)
     entries = []
     for source in SOURCES:
         try:
-            text = Path(preload_file).read_text(errors="replace") if source.file else start.get(source.name, "")
+            text = os.fsdecode(Path(preload_file).read_bytes()) if source.file else start.get(source.name, "")
         except OSError:
             text = ""
         entries += [(entry, source) for entry in re.split(r"[\s:]+", text) if entry]
@@ -238,23 +250,14 @@ def _file_of(address: int, dladdr) -> str:
     """The file ``dladdr`` places ``address`` in ("" when it cannot say)."""
     info = _DlInfo()
     if address and dladdr(ctypes.c_void_p(address), ctypes.byref(info)) and info.dli_fname:
-        return info.dli_fname.decode(errors="replace")
+        return os.fsdecode(info.dli_fname)
     return ""
 
 
 def mapped_spans(maps: str = "/proc/self/maps") -> tuple[list[int], list[tuple[int, str]]]:
     """(the start address of each mapping of a file in the process whose maps ``maps`` is, sorted; (its end, the file)
     at the same index): what ``file_at`` looks an address up in. ([], []) where it cannot be read (not Linux)."""
-    try:
-        text = Path(maps).read_text(errors="replace")
-    except OSError:
-        return [], []
-    spans = []
-    for fields in (line.split(None, 5) for line in text.splitlines()):
-        if len(fields) == 6 and fields[5].startswith("/"):
-            start, _, end = fields[0].partition("-")
-            spans.append((int(start, 16), int(end, 16), fields[5]))
-    spans.sort()
+    spans = sorted(_mapped_files(maps))
     return [start for start, _, _ in spans], [(end, file) for _, end, file in spans]
 
 

@@ -61,13 +61,10 @@ def driver_folders(maps: str = "/proc/self/maps", install_info: Path = INSTALL_I
     mapped (``HAL_NAME``, not a stub: the runtime opened it) and the two above it (``<driver>/lib64/driver``), then
     ``<Driver_Install_Path_Param>/driver`` of ``install_info`` (CANN's installers record a driver installed
     elsewhere there), then ``DEFAULT_DRIVER``."""
+    from .mapped import mapped_libraries
     from .toolkit import is_stub_path
 
-    try:
-        text = Path(maps).read_text(errors="replace")
-    except OSError:
-        text = ""
-    mapped = next((Path(path) for path in (line.split(None, 5)[-1] for line in text.splitlines() if "/" in line)
+    mapped = next((Path(path) for path in mapped_libraries(maps)
                    if os.path.basename(path) == HAL_NAME and not is_stub_path(path)), None)
     places = list(mapped.parents[:3]) if mapped else []
     recorded = re.search(r"^\s*driver_install_path_param\s*=\s*(\S.*?)\s*$", _small_text(install_info),
