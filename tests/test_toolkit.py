@@ -673,3 +673,23 @@ def test_a_toolkit_in_a_folder_named_in_bytes_that_are_not_utf8_runs_its_own_cod
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
     run = prmg("run", cases, "--runner", "emulator", env={"PRMG_EMULATOR_HOME": str(home)})
     assert run.returncode == 0 and run.stdout.rstrip().endswith("1 passed, 0 failed"), run.stdout + run.stderr
+
+
+def test_each_binding_of_a_library_is_read_once_until_the_file_changes(tmp_path):
+    """``mapped.taking`` with a preload read the toolkit's ``.dynsym`` twice (``interposers`` for every binding, then
+    ``bound_ahead`` for the strong ones: 10^5 names each time on a real operator library). ``defined_symbols`` reads a
+    file's binding once per process, keyed on what tells a rebuilt file, and a library rebuilt at the same path is
+    read again."""
+    source = tmp_path / "lib.c"
+    source.write_text("int prmg_strong_b10(void) { return 1; }\n__attribute__((weak)) int prmg_weak_b10(void) "
+                      "{ return 2; }\n")
+    library = _library(source, tmp_path / "libonce.so")
+    before = tk._binding_names.cache_info().misses
+    assert tk.defined_symbols(library) == {"prmg_strong_b10", "prmg_weak_b10"}
+    assert tk.defined_symbols(library, (tk.STB_GLOBAL,)) == {"prmg_strong_b10"}
+    assert tk.defined_symbols(str(library), (tk.STB_WEAK,)) == {"prmg_weak_b10"}
+    assert tk._binding_names.cache_info().misses - before == 2                          # strong, then weak: once each
+    source.write_text("int prmg_rebuilt_b10(void) { return 3; }\n")
+    _library(source, library)
+    assert tk.defined_symbols(library, (tk.STB_GLOBAL,)) == {"prmg_rebuilt_b10"}
+    assert tk.defined_symbols(tmp_path / "missing.so") == frozenset()

@@ -180,7 +180,23 @@ STB_GLOBAL, STB_WEAK = 1, 2                 # an ELF symbol's binding (st_info >
 
 def defined_symbols(path: Path | str, bindings: tuple[int, ...] = (STB_GLOBAL, STB_WEAK)) -> frozenset[str]:
     """The names of every dynamic symbol of a binding in ``bindings`` (global or weak) the ELF shared library at
-    ``path`` defines (section index not SHN_UNDEF), read without loading it; empty when it cannot be read."""
+    ``path`` defines (section index not SHN_UNDEF), read without loading it; empty when it cannot be read. Each
+    binding of a file is read once per process (``_binding_names``, keyed on the path and what tells a rebuilt file:
+    device, inode, size, mtime, ctime): ``mapped.taking`` with a preload asks the toolkit's libraries for both
+    bindings (``interposers``), then for the strong ones (``bound_ahead``), a second read of 10^5 names each."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return frozenset()
+    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    found = [_binding_names(os.fspath(path), stamp, binding) for binding in bindings]
+    return found[0] if len(found) == 1 else frozenset().union(*found)
+
+
+@functools.lru_cache(maxsize=256)
+def _binding_names(path: str, stamp: tuple[int, ...], binding: int) -> frozenset[str]:
+    """The names of the dynamic symbols of ``binding`` (``st_info >> 4``) the ELF file at ``path`` defines;
+    ``stamp`` (device, inode, size, mtime_ns, ctime_ns) keys the cache to the file's version. Empty when unreadable."""
     import numpy as np
 
     names: set[str] = set()
@@ -192,7 +208,7 @@ def defined_symbols(path: Path | str, bindings: tuple[int, ...] = (STB_GLOBAL, S
                     [("name", "u4"), ("value", "u4"), ("size", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2")]
                 dtype = np.dtype([(field, endian + kind) for field, kind in layout])
                 table = np.frombuffer(image, dtype, sh_size // dtype.itemsize, sh_offset)
-                defined = table["name"][(table["shndx"] != 0) & np.isin(table["info"] >> 4, bindings)].tolist()
+                defined = table["name"][(table["shndx"] != 0) & (table["info"] >> 4 == binding)].tolist()
                 del table                                   # the mmap closes only with no view of it left
                 names.update(strtab[offset:strtab.index(b"\0", offset)].decode(errors="replace") for offset in defined)
     except (OSError, ValueError, struct.error, IndexError):
