@@ -322,13 +322,14 @@ def _start_executor(config):
     from .device.execute import Executor
     from .commands.suite import device_list, parse_devices
     from .errors import PrmgError
+    from .vocab import decimal
 
     request = run_request(config)
     settings = _settings(config)
     devices = parse_devices(device_list(request), settings.toolkit)
     xdist = getattr(config, "workerinput", {})        # an xdist worker's (its environment's may be inherited)
     worker, processes = str(xdist.get("workerid", "gw0")), int(xdist.get("workercount", 1))
-    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isascii() and worker[2:].isdigit() else 0
+    index = (decimal(worker[2:]) if worker.startswith("gw") else None) or 0
     idle = () if settings.each_device else devices[processes:]        # devices no item would ever run on
     if idle:
         raise PrmgError(f"--prmg-devices {device_list(request)}: {len(devices)} devices, but {processes} "

@@ -14,6 +14,8 @@ import shutil
 import sys
 import textwrap
 
+from ...vocab import decimal
+
 WIDTH = 100
 MIN_WIDTH = 80                      # the narrowest text reports fit; a narrower terminal wraps their lines
 ELLIPSIS = "…"
@@ -29,7 +31,7 @@ def width() -> int:
     except (AttributeError, ValueError):          # replaced or closed stdout
         terminal = False
     told = os.environ.get("COLUMNS", "").strip()
-    number = told.isascii() and told.isdigit() and int(told)      # (COLUMNS=² is a digit to str.isdigit: exit 3)
+    number = decimal(told)              # ASCII digits only (COLUMNS=² is a digit to str.isdigit, not to int)
     columns = shutil.get_terminal_size((WIDTH, 24)).columns if terminal or number else WIDTH
     return max(MIN_WIDTH, columns)
 
