@@ -36,9 +36,9 @@ import numpy as np
 from ... import dtypes, error_balance
 from ...case import Case
 from ...inputs.seeded import Inputs
+from ...ops.regimes import core_counts, share_bounds, ub_pass_rows
 from ..judge import judge_result, rows_case
 from ..standards import over, within
-from ...ops.regimes import share_bounds
 from .base import Check, CheckContext, CheckResult
 
 SAMPLE_ROWS = 64                # the fewest rows sampled (when the case has them)
@@ -50,8 +50,6 @@ def ub_seams(case: Case, rows: int) -> list[list[int]]:
     """For each core of each core count (``regimes.core_counts``), the last core of each count first: the rows on
     either side of each seam between two UB passes of its share of ``rows`` (``regimes.ub_pass_rows`` rows a pass),
     in order, ``[last row of pass 1, first row of pass 2, ...]``; empty for a share that one pass holds."""
-    from ...ops.regimes import core_counts, ub_pass_rows
-
     per_pass = ub_pass_rows(case.cos_shape[-1], dtypes.lookup(case.dtype).numpy.itemsize,
                             dtypes.lookup(case.cos_dtype).numpy.itemsize)
     found = []
@@ -92,8 +90,6 @@ def tiling_rows(case: Case) -> list[int]:
     layout (cos [1 or B, 1, N, D]: its ABA/BA tilings read dy as [b, s, n] blocks over B and N, all S in a block) the
     B x N grid, and for cos [1, S, N, D] (its 1SND: S and N folded into one axis) the B x S*N grid; the emulator's own
     split first."""
-    from ...ops.regimes import core_counts
-
     batch, positions, heads = (int(v) for v in case.shape[:3])
     rows = batch * positions * heads
     cos_b, cos_s, cos_n = (int(v) for v in case.cos_shape[:3])
