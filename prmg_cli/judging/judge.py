@@ -34,6 +34,7 @@ their ``(b, s, n, d)`` index, expected and actual values and errors, where the w
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -280,6 +281,8 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
             verdict.metrics.update(passed.metrics)
             if passed.vacuous:
                 verdict.warnings.append(_vacuous_warning(standard))
+
+            @functools.cache                # the balance may ask it twice: its recount, then its groups
             def slice_and_golden():
                 return (result[..., start:end].astype(np.float64), OPERATORS[case.op].golden_slice(
                     inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, (start, end)),
