@@ -512,7 +512,7 @@ class _Run:
         after the run record when the run stopped before writing it)."""
         missing = _not_run(self.cases, self.finished, self.stopped or "no result was recorded", settings)
         if self.writer is not None:
-            self._record(run_record.recorded_settings(self.info, settings), selection)
+            self._record(self.settings or run_record.recorded_settings(self.info, settings), selection)
             for result in missing:
                 result.run_id = self.run_id
                 self.writer.append(result)
