@@ -734,3 +734,40 @@ def test_each_binding_of_a_library_is_read_once_until_the_file_changes(tmp_path)
     _library(source, library)
     assert tk.defined_symbols(library, (tk.STB_GLOBAL,)) == {"prmg_rebuilt_b10"}
     assert tk.defined_symbols(tmp_path / "missing.so") == frozenset()
+
+
+def test_a_tilde_in_the_toolkits_variables_names_the_same_folders_to_prmg_and_to_the_toolkit(tmp_path, emulator,
+                                                                                            monkeypatch):
+    """A CI file's env: value is expanded by no shell: ASCEND_OPP_PATH=~/opp was stamped and searched as written (the
+    header: 'opp: ~/opp (no file of the operator's kernels or tiling)', its vendors' operator library never found)
+    and handed to nnopbase as a folder named '~', while ASCEND_HOME_PATH=~/kit was expanded for the root and its
+    opp_latest: the record named kernels the toolkit would not read. Both are read with ~ expanded and handed to the
+    toolkit so, before aclInit."""
+    from conftest import prmg
+    from prmg_cli.device import acl
+
+    home = tmp_path / "home"
+    kernel = home / "opp/built-in/op_impl/ai_core/tbe/kernel/ascend950/inplace_partial_rotary_mul_grad"
+    kernel.mkdir(parents=True)
+    (kernel / "k.o").write_bytes(b"0")
+    vendor = home / "opp/vendors/customize/op_api/lib"
+    vendor.mkdir(parents=True)
+    shutil.copy(emulator.op_lib, vendor / "libcust_opapi.so")
+    (home / "opp/vendors/config.ini").write_text("load_priority=customize\n")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = prmg("run", cases, "--runner", "emulator", env={"HOME": str(home), "ASCEND_OPP_PATH": "~/opp"})
+    header = " ".join(run.stdout.split())                 # the kernel, and the vendor's library of the aclnn layer
+    assert run.returncode == 0 and f"opp: {home}/opp (2 files of the operator's kernels" in header, run.stdout
+    monkeypatch.setenv("HOME", str(home))
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(emulator.root), "ASCEND_OPP_PATH": "~/opp"})
+    assert (found.op_lib, found.op_lib_source) == (vendor / "libcust_opapi.so",
+                                                   "vendors/config.ini load_priority (vendor customize)")
+    (home / "kit/opp_latest").mkdir(parents=True)
+    kit = tk.Toolkit("aclnn", home / "kit", found.runtime_lib, found.nnopbase_lib, found.op_lib, "test")
+    for name, value in (("ASCEND_HOME_PATH", "~/kit"), ("ASCEND_OPP_PATH", "~/opp")):
+        monkeypatch.setenv(name, value)
+    assert (tk.opp_path(kit), tk.opp_variable(kit)) == (home / "kit/opp_latest", home / "opp")
+    acl.prepare_environment(kit)
+    assert (os.environ["ASCEND_HOME_PATH"], os.environ["ASCEND_OPP_PATH"]) == (str(home / "kit"), str(home / "opp"))
+    assert tk.opp_path(kit) == home / "kit/opp_latest" and tk.toolkit_variable("ASCEND_CUSTOM_OPP_PATH", {}) == ""

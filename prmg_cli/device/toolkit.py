@@ -258,7 +258,7 @@ def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Pa
     for entry in (env.get("ASCEND_CUSTOM_OPP_PATH") or "").split(":"):
         if entry:
             candidates.append(("ASCEND_CUSTOM_OPP_PATH", Path(entry) / "op_api" / "lib" / "libcust_opapi.so"))
-    opp = Path(env.get("ASCEND_OPP_PATH") or root / "opp")
+    opp = _opp_folder(root, env)
     for vendor in config_vendors(opp):
         candidates.append((f"vendors/config.ini load_priority (vendor {vendor})",
                            opp / "vendors" / vendor / "op_api" / "lib" / "libcust_opapi.so"))
@@ -416,20 +416,34 @@ def _in_emulator(path: str) -> bool:
     return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
 
 
+def toolkit_variable(name: str, env: Mapping[str, str]) -> str:
+    """The variable ``name`` of ``env`` with a leading ``~`` expanded, as the root is (``_search``); "" when unset or
+    empty. What prmg reads a toolkit's folders from and hands the toolkit before ``aclInit``
+    (``acl.prepare_environment``): a CI file's ``env:`` value is expanded by no shell, and nnopbase would read
+    ``~/opp`` as a folder named ``~`` in the current one. ``~nobody`` (no such user) stays as it is."""
+    value = env.get(name) or ""
+    return os.path.expanduser(value) if value else ""
+
+
+def _opp_folder(root: Path, env: Mapping[str, str]) -> Path:
+    """``$ASCEND_OPP_PATH`` (``toolkit_variable``), else ``root/opp``."""
+    return Path(toolkit_variable("ASCEND_OPP_PATH", env) or root / "opp")
+
+
 def opp_variable(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
-    """``$ASCEND_OPP_PATH``, else ``<root>/opp``: what the runner sets the variable to before ``aclInit`` when it is
-    unset (``acl.prepare_environment``)."""
-    env = os.environ if env is None else env
-    return Path(env.get("ASCEND_OPP_PATH") or toolkit.root / "opp")
+    """``$ASCEND_OPP_PATH``, else ``<root>/opp`` (``_opp_folder``: ``~`` expanded): what the runner sets the variable
+    to before ``aclInit`` (``acl.prepare_environment``), and the folder of the vendors the operator library's search
+    reads."""
+    return _opp_folder(toolkit.root, os.environ if env is None else env)
 
 
 def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
     """The opp folder nnopbase reads the operators' kernels and tiling from (acl-abi.md): ``$ASCEND_HOME_PATH/``
     ``OPP_LATEST`` when that is a folder (an opp kernel package upgraded on its own lands there, and is preferred),
-    else ``opp_variable``."""
+    else ``opp_variable``; both variables read by ``toolkit_variable``, as the runner hands them to the toolkit."""
     env = os.environ if env is None else env
-    home = env.get("ASCEND_HOME_PATH")
-    latest = os.path.join(os.path.expanduser(home), OPP_LATEST) if home else ""     # never raises: ~nobody stays
+    home = toolkit_variable("ASCEND_HOME_PATH", env)
+    latest = os.path.join(home, OPP_LATEST) if home else ""
     return Path(latest) if latest and os.path.isdir(latest) else opp_variable(toolkit, env)
 
 
