@@ -627,6 +627,13 @@ def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulat
                          f"prmg_emu_initialized, which only the host emulator does): running the host emulator, not an " \
                          f"NPU\n"
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
+    marked = tmp_path / "marked"                                     # its marker file copied along: said too
+    shutil.copytree(emulator.root, marked)
+    run = prmg("run", cases, env={"ASCEND_HOME_PATH": str(marked)})
+    assert run.returncode == 0 and run.stderr.startswith(f"prmg: the toolkit at {marked} is the host emulator "
+                                                         f"(PRMG_EMULATOR in {marked} marks an emulator build)")
+    own = prmg("run", cases, env={"ASCEND_HOME_PATH": str(emulator.root)})      # its set_env.sh's: chosen, no word
+    assert (own.returncode, own.stderr) == (0, "")
 
 
 @pytest.mark.parametrize("disguise", ["copies", "runtime", "op library", "marker"])

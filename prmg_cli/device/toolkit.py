@@ -373,7 +373,7 @@ def emulator_evidence(toolkit: Toolkit) -> str:
     return ""
 
 
-def _own_build(root: Path, env: Mapping[str, str]) -> bool:
+def own_build(root: Path, env: Mapping[str, str]) -> bool:
     """Whether ``root`` is an emulator prmg built, where it built it (marked, in ``emulator_cache_base``): what the
     emulator's own ``set_env.sh`` names, never a toolkit's place."""
     return os.path.isfile(root / EMULATOR_MARKER) and \
@@ -699,7 +699,7 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on stderr:
     ``suite.settings_for``). aclnn: the installed toolkit, or a PrmgError naming where it looked, or why the toolkit
     found is the emulator (``emulator_evidence``) installed as a toolkit (all but prmg's own build in its cache,
-    ``_own_build``, which only its ``set_env.sh`` names: an NPU gate never runs a copy); emulator: the emulator
+    ``own_build``, which only its ``set_env.sh`` names: an NPU gate never runs a copy); emulator: the emulator
     (``modes`` switched on).
     """
     env = os.environ if env is None else env
@@ -709,7 +709,7 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
         return emulator_toolkit(modes, env)
     toolkit, log = _search(env, op_lib)
     if toolkit is not None:
-        evidence = emulator_evidence(toolkit) if runner == "aclnn" and not _own_build(toolkit.root, env) else ""
+        evidence = emulator_evidence(toolkit) if runner == "aclnn" and not own_build(toolkit.root, env) else ""
         if evidence:
             raise PrmgError(f"--runner aclnn runs a CANN toolkit, never the host emulator installed as one, and the "
                             f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "
