@@ -36,9 +36,10 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
 
 
 def opp_path_lines(toolkit) -> list[str]:
-    """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and
-    whether it is a folder; the folder the runner hands over when it starts with ``~``), else the ``<root>/opp`` the runner sets before ``aclInit``, and the ``opp_latest`` it
-    takes first when there is one (``toolkit.opp_path``); wrapped to the width."""
+    """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and whether it is
+    a folder; the folder the runner hands over when it starts with ``~``), else the ``<root>/opp`` the runner sets
+    before ``aclInit``, and the ``opp_latest`` it takes first when there is one (``toolkit.opp_path``); wrapped to
+    the width."""
     from ..reports.outputs.labels import kernels_text
     from ..reports.outputs.screen import width, wrap
 
