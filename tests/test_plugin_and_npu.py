@@ -265,7 +265,8 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
         env.pop(name)
     # a toolkit without GE, test_acl's stand-in (--runner aclnn refuses a copy of the emulator): graph mode skipped
     toolkit = stand_in(tmp_path / "cann")
-    (toolkit / "set_env.sh").write_text(f'export ASCEND_HOME_PATH="{toolkit}"\nexport LD_LIBRARY_PATH="{toolkit}/lib64"\n')
+    (toolkit / "set_env.sh").write_text(f'export ASCEND_HOME_PATH="{toolkit}"\n'
+                                        f'export LD_LIBRARY_PATH="{toolkit}/lib64"\n')
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], cwd=ROOT, capture_output=True, text=True,

@@ -624,8 +624,8 @@ def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulat
     assert (run.returncode, report["summary"]["runner"], report["cases"][0]["runner"]) == (0, "emulator", "emulator")
     assert 'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
     assert run.stderr == f"prmg: the toolkit at {kit} is the host emulator ({kit}/lib64/libascendcl.so defines " \
-                         f"prmg_emu_initialized, which only the host emulator does): running the host emulator, not an " \
-                         f"NPU\n"
+                         f"prmg_emu_initialized, which only the host emulator does): running the host emulator, " \
+                         f"not an NPU\n"
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
     marked = tmp_path / "marked"                                     # its marker file copied along: said too
     shutil.copytree(emulator.root, marked)
