@@ -187,7 +187,7 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
     compiler.chmod(0o755)
     env = {"ASCEND_HOME_PATH": str(root), "CXX": str(compiler)}       # the tests' cache (its judge is built there)
     how = f"runners/geir/prmg_geir.cpp compiled by {compiler} ("
-    doctor = prmg_here("doctor", env=env)
+    doctor = prmg_here("doctor", "--runner", "geir", env=env)           # (auto refuses the copy)
     assert doctor.returncode == 0 and f"  available on the toolkit at {root}: {how}" in doctor.stdout
     cases = tmp_path / "two.yaml"
     cases.write_text("".join(line + "\n" for line in SMALL.splitlines() if "bf16" not in line))
@@ -340,8 +340,8 @@ def test_without_ges_headers_graph_mode_is_refused_in_one_line_and_doctor_says_w
                           f"(no ge/ge_api.h in {root}/include, {root}/compiler/include")
     code, out, _ = run_in_process(capsys, monkeypatch, "doctor", "--runner", "geir")
     assert code == 1 and "graph mode (--runner geir, aclnn+geir):\n  NOT available: graph mode is not available" in out
-    code, out, _ = run_in_process(capsys, monkeypatch, "doctor")
-    assert code == 0 and "NOT available" in out                     # auto is usable: graph mode is said, not needed
+    code, out, _ = run_in_process(capsys, monkeypatch, "doctor")     # graph mode is said, not needed; auto refuses
+    assert code == 1 and "NOT available" in out and "auto never runs it in a toolkit's place" in out  # the copy
     monkeypatch.delenv("ASCEND_HOME_PATH")
     code, _, err = run_in_process(capsys, monkeypatch, "bench", small_cases(tmp_path), "--runner", "geir")
     assert code == 2 and "prmg bench times the aclnn launch" in err  # graph mode has no kernel time of its own

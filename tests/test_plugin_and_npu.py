@@ -36,7 +36,7 @@ def pytest_run(tmp_path, *args, env=None):
 def test_the_plugin_refuses_the_emulator_installed_as_a_toolkit_as_prmg_run_does(tmp_path, emulator):
     """pytest --prmg --prmg-runner aclnn on a copy of the emulator where the toolkit belongs (an image built to run
     without an NPU, reused on an NPU host) was a green session: it ends in prmg run's line, exit 2, before any item;
-    under auto the session says on stderr that the toolkit is the host emulator, and its header names the emulator."""
+    under auto (the plugin's default) alike; --prmg-runner emulator runs that copy, the header naming the emulator."""
     kit = tmp_path / "Ascend/ascend-toolkit/latest"
     shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
     refused = pytest_run(tmp_path, "-k", "p_ok_fp32", "--prmg-runner", "aclnn", env={"ASCEND_HOME_PATH": str(kit)})
@@ -45,8 +45,11 @@ def test_the_plugin_refuses_the_emulator_installed_as_a_toolkit_as_prmg_run_does
            f"toolkit found at {kit} is the emulator ({kit}/lib64/libascendcl.so defines prmg_emu_initialized" in \
            " ".join((refused.stdout + refused.stderr).split()), refused.stdout + refused.stderr
     auto = pytest_run(tmp_path, "-k", "p_ok_fp32", "--prmg-runner", "auto", env={"ASCEND_HOME_PATH": str(kit)})
-    assert auto.returncode == 0 and f"prmg: the toolkit at {kit} is the host emulator (" in auto.stderr, auto.stderr
-    assert f"prmg runner: emulator (host build at {kit})" in auto.stdout, auto.stdout
+    assert auto.returncode == 2 and "passed" not in auto.stdout, auto.stdout + auto.stderr
+    assert f"prmg: error: --prmg-runner auto runs a CANN toolkit, never the host emulator installed as one" in \
+           " ".join((auto.stdout + auto.stderr).split()), auto.stdout + auto.stderr
+    asked = pytest_run(tmp_path, "-k", "p_ok_fp32", "--prmg-runner", "emulator", env={"ASCEND_HOME_PATH": str(kit)})
+    assert asked.returncode == 0 and f"prmg runner: emulator (host build at {kit})" in asked.stdout, asked.stdout
 
 
 def test_the_plugins_header_names_a_preloaded_library_and_what_it_takes_as_prmg_run_does(tmp_path):

@@ -353,7 +353,7 @@ def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_pat
                     "-Wl,--no-as-needed", f"-L{a}/lib64", "-lprmg_dep"], check=True)
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = ("run", cases)                    # --runner auto: aclnn refuses a toolkit of the emulator's libraries
+    run = ("run", cases, "--runner", "emulator")        # the emulator's libraries as a toolkit: run by that name
     own = prmg(*run, env={"ASCEND_HOME_PATH": str(a), "LD_LIBRARY_PATH": f"{a}/lib64"})
     assert own.returncode == 0, own.stdout + own.stderr
     mixed = prmg(*run, env={"ASCEND_HOME_PATH": str(a), "LD_LIBRARY_PATH": f"{b}/lib64:{a}/lib64"})
@@ -569,7 +569,7 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
              f"-L{elsewhere}", "-l:libacl_impl.so", f"-Wl,-rpath,{elsewhere}")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg("run", cases, env={"ASCEND_HOME_PATH": str(kit)})
+    run = prmg("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(kit)})     # an emulator copy
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stdout + run.stderr
     assert f"the toolkit at {kit} runs code from outside it: aclInit in {elsewhere}/libacl_impl.so;" in run.stderr
     libc = ctypes.CDLL(None)
@@ -605,33 +605,44 @@ def test_a_toolkit_changed_while_the_run_ran_fails_the_run(tmp_path):
            f"{opp}): its verdicts are of more than one build" in changed.stderr
 
 
-def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulator(tmp_path, emulator):
-    """The emulator's build copied where a toolkit belongs, without its marker file (an image made to run without an
-    NPU, reused on an NPU host), passed an NPU gate (--runner aclnn --strict, exit 0) as 'aclnn toolkit at ...': its
-    operator library exports the emulator's test hook, which no CANN library has, so the reports, the JUnit suite and
-    each result name the host emulator, and auto says so on stderr."""
+def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_name(tmp_path, emulator):
+    """Issue 32, item 1: the emulator's build copied where a toolkit belongs (an image made to run without an NPU,
+    reused on an NPU host), its marker file left behind or copied along, and named by ASCEND_HOME_PATH or found at a
+    default root, ran the default runner's gate green (exit 0 under --strict, only a stderr line and 'emulator' in
+    the report saying so): a toolkit is meant there, and auto runs the emulator only where nothing suggests one. It is
+    exit 2 before any case runs, --strict or not, naming the file that gives the emulator away; --runner emulator runs
+    that copy, its reports and JUnit suite naming the host emulator; prmg's own build, which only the emulator's
+    set_env.sh names, still runs under auto without a word."""
     import json
 
     from conftest import prmg
 
-    kit = tmp_path / "Ascend/ascend-toolkit/latest"
+    kit = tmp_path / "Ascend/ascend-toolkit/latest"                # $HOME/Ascend/ascend-toolkit/latest: a default root
     shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
+    marked = tmp_path / "marked"                                   # its marker file copied along
+    shutil.copytree(emulator.root, marked)
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg("run", cases, "--strict", "--report", "json",                          # (a process of its own:
-               "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})  # no other emulator)
-    report = json.loads(run.stdout)
-    assert (run.returncode, report["summary"]["runner"], report["cases"][0]["runner"]) == (0, "emulator", "emulator")
-    assert 'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
-    assert run.stderr == f"prmg: the toolkit at {kit} is the host emulator ({kit}/lib64/libascendcl.so defines " \
-                         f"prmg_emu_initialized, which only the host emulator does): running the host emulator, " \
-                         f"not an NPU\n"
+    said = f"{kit}/lib64/libascendcl.so defines prmg_emu_initialized, which only the host emulator does"
+    for env, strict, evidence in (({"ASCEND_HOME_PATH": str(kit)}, ["--strict"], said),
+                                  ({"ASCEND_HOME_PATH": str(kit)}, [], said),
+                                  ({"HOME": str(tmp_path)}, ["--strict"], said),                 # no variable set
+                                  ({"ASCEND_HOME_PATH": str(marked)}, ["--strict"],
+                                   f"PRMG_EMULATOR in {marked} marks an emulator build")):
+        run = prmg("run", cases, *strict, "--report", "json", env=env)
+        assert (run.returncode, run.stdout) == (2, ""), run.stdout + run.stderr
+        (line,) = run.stderr.splitlines()
+        assert line.startswith(f"prmg: error: --runner auto runs a CANN toolkit, never the host emulator installed as "
+                               f"one, and the toolkit found at {env.get('ASCEND_HOME_PATH', kit)} is the emulator "
+                               f"({evidence})"), line
+    asked = prmg("run", cases, "--runner", "emulator", "--strict", "--report", "json",   # (a process of its own:
+                 "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})  # no other emulator)
+    report = json.loads(asked.stdout)
+    assert (asked.returncode, asked.stderr, report["summary"]["runner"], report["cases"][0]["runner"]) == \
+        (0, "", "emulator", "emulator"), asked.stderr
+    assert str(kit) in asked.stdout and \
+        'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
-    marked = tmp_path / "marked"                                     # its marker file copied along: said too
-    shutil.copytree(emulator.root, marked)
-    run = prmg("run", cases, env={"ASCEND_HOME_PATH": str(marked)})
-    assert run.returncode == 0 and run.stderr.startswith(f"prmg: the toolkit at {marked} is the host emulator "
-                                                         f"(PRMG_EMULATOR in {marked} marks an emulator build)")
     own = prmg("run", cases, env={"ASCEND_HOME_PATH": str(emulator.root)})      # its set_env.sh's: chosen, no word
     assert (own.returncode, own.stderr) == (0, "")
 

@@ -119,7 +119,8 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
     that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
     from ..device.runners import check_runner
-    from ..device.toolkit import emulator_toolkit, explain_search, find_toolkit, op_lib_file, toolkit_suggested
+    from ..device.toolkit import copied_emulator, emulator_toolkit, explain_search, find_toolkit, op_lib_file, \
+        toolkit_suggested
 
     check_runner(runner)
     if op_lib:
@@ -162,9 +163,11 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     if runner in ("geir", "aclnn+geir"):
         usable[runner] = graph_usable and (usable["aclnn"] if toolkit is not None else True)
     if runner == "auto":                       # toolkit.select_runner's rule
-        suggested = toolkit_suggested(os.environ)
-        pick = "aclnn" if toolkit is not None else None if suggested else "emulator"
-        why = ("a CANN toolkit was found" + ("" if usable.get("aclnn") else ", but it is NOT usable")
+        suggested, copy = toolkit_suggested(os.environ), toolkit and copied_emulator(toolkit, os.environ)
+        pick = None if copy else "aclnn" if toolkit is not None else None if suggested else "emulator"
+        why = (f"the toolkit found is the host emulator installed as one ({copy}): auto never runs it in a toolkit's "
+               f"place, --runner emulator does" if copy else
+               "a CANN toolkit was found" + ("" if usable.get("aclnn") else ", but it is NOT usable")
                if pick == "aclnn" else
                f"a toolkit is meant here ({', '.join(suggested)}) but none can serve the operator: auto never runs "
                f"the emulator in its place" if suggested else "nothing names or installs a CANN toolkit here")

@@ -229,11 +229,11 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     any case runs (``toolkit.check_emulator_env``); a runner that falls back to the emulator without being asked
     to (``--runner auto``, ``geir``...: no toolkit found) says so on stderr in one line
     (``toolkit.EMULATOR_FALLBACK``), not one that found prmg's own emulator build where a toolkit is named (its
-    ``set_env.sh``: ``toolkit.own_build``); one that found the emulator installed where a toolkit belongs (a copy, its
-    marker file copied along or not, ``toolkit.emulator_evidence``) says that."""
+    ``set_env.sh``: ``toolkit.own_build``); a graph-mode runner that found the emulator installed where a toolkit
+    belongs (``toolkit.copied_emulator``: auto and aclnn refuse it) says that."""
     from ..device.runners import select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, emulator_evidence, find_toolkit, \
-        own_build
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, copied_emulator, emulator_evidence, \
+        find_toolkit
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
@@ -242,7 +242,7 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     evidence = emulator_evidence(toolkit) if request.runner != "emulator" else ""
     if evidence and find_toolkit(os.environ) is None:
         sys.stderr.write(EMULATOR_FALLBACK + "\n")
-    elif evidence and not own_build(toolkit.root, os.environ):
+    elif evidence and copied_emulator(toolkit, os.environ):
         sys.stderr.write(f"prmg: the toolkit at {toolkit.root} is the host emulator ({evidence}): running the host "
                          f"emulator, not an NPU\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)

@@ -21,7 +21,8 @@ process that got a library from another toolkit's folder is refused (``mapped.fo
 ``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit
 (``toolkit_suggested``: no ``ASCEND_*`` variable names one, no default root or install base exists); then it says so
 on stderr in one line. A toolkit that is named or found but cannot serve the operator is a usage error naming what
-is missing and where it looked.
+is missing and where it looked, and so is one that is the emulator installed as a toolkit (``copied_emulator``: a copy,
+not prmg's own build, which only the emulator's ``set_env.sh`` names): ``--runner emulator`` runs it by name.
 
 The emulator is built from the C sources shipped as package data (``prmg_cli.emulator_src``, mapped to
 ``runners/emulator/``, and the graph-mode shim's ABI header, ``prmg_cli.geir_src`` = ``runners/geir/``) with gcc +
@@ -380,6 +381,14 @@ def own_build(root: Path, env: Mapping[str, str]) -> bool:
         os.path.realpath(root.parent) == os.path.realpath(emulator_cache_base(env))
 
 
+def copied_emulator(toolkit: Toolkit, env: Mapping[str, str]) -> str:
+    """``emulator_evidence`` of ``toolkit`` unless it is prmg's own build in its cache (``own_build``): why the
+    toolkit the search found, where a variable names a toolkit or at a default root, is the emulator installed as a
+    toolkit (a copy, its marker file copied along or not, or its runtime or operator library linked into a toolkit's
+    folder); "" for a CANN toolkit and for prmg's own build."""
+    return "" if own_build(toolkit.root, env) else emulator_evidence(toolkit)
+
+
 def runner_kind(toolkit: Toolkit) -> str:
     """What runs the cases, as reports and records name it: the toolkit's ``kind``, but ``emulator`` for one that
     ``emulator_evidence`` finds to be the emulator: a copy of an emulator build without its marker, installed where a
@@ -691,29 +700,35 @@ def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
 
 def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
                   modes: Iterable[int] | None = None) -> Toolkit:
-    """The toolkit of an aclnn runner (``runners.aclnn``): ``runner`` is auto, aclnn or emulator, a name
+    """The toolkit of a runner (``runners.RUNNERS``): ``runner`` is auto, aclnn, emulator, geir or aclnn+geir, a name
     ``runners.check_runner`` (the one check of ``--runner``) let through.
 
-    auto: the installed toolkit when the search finds one; else, when something suggests a toolkit
-    (``toolkit_suggested``: a variable names one, a default root exists) or ``--op-lib`` is given, a PrmgError
-    naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on stderr:
-    ``suite.settings_for``). aclnn: the installed toolkit, or a PrmgError naming where it looked, or why the toolkit
-    found is the emulator (``emulator_evidence``) installed as a toolkit (all but prmg's own build in its cache,
-    ``own_build``, which only its ``set_env.sh`` names: an NPU gate never runs a copy); emulator: the emulator
-    (``modes`` switched on).
+    auto: the installed toolkit when the search finds one, but a PrmgError when that toolkit is the emulator
+    (``emulator_evidence``) installed as a toolkit (``copied_emulator``: a variable names it or it lies at a default
+    root, so a toolkit is meant, and auto runs the emulator only where nothing suggests one); else, when something
+    suggests a toolkit (``toolkit_suggested``: a variable names one, a default root exists) or ``--op-lib`` is given,
+    a PrmgError naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on
+    stderr: ``suite.settings_for``). aclnn: the installed toolkit, or a PrmgError naming where it looked, or why the
+    toolkit found is the emulator installed as one (an NPU gate never runs a copy). geir, aclnn+geir (graph mode's
+    runners): as auto, but the emulator installed as a toolkit runs (``suite.settings_for`` says so on stderr).
+    emulator: the emulator installed as a toolkit where the search finds one (``copied_emulator``: the stand-in asked
+    for by name), else prmg's own build (``modes`` switched on).
     """
     env = os.environ if env is None else env
     if runner == "emulator":
         if op_lib:
             raise PrmgError("--op-lib applies to a CANN toolkit, not to --runner emulator")
-        return emulator_toolkit(modes, env)
-    toolkit, log = _search(env, op_lib)
+        toolkit = _search(env, None)[0]
+        if toolkit is None or not copied_emulator(toolkit, env):
+            return emulator_toolkit(modes, env)
+    else:
+        toolkit, log = _search(env, op_lib)
+    evidence = copied_emulator(toolkit, env) if toolkit is not None and runner in ("aclnn", "auto") else ""
+    if evidence:
+        raise PrmgError(f"--runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
+                        f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "
+                        f"the CANN toolkit (source its set_env.sh), or run the emulator with --runner emulator")
     if toolkit is not None:
-        evidence = emulator_evidence(toolkit) if runner == "aclnn" and not own_build(toolkit.root, env) else ""
-        if evidence:
-            raise PrmgError(f"--runner aclnn runs a CANN toolkit, never the host emulator installed as one, and the "
-                            f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "
-                            f"the CANN toolkit (source its set_env.sh), or run the emulator with --runner emulator")
         if toolkit.kind == "emulator" and modes is not None:
             toolkit = replace(toolkit, env=_modes_env(modes))
         return toolkit

@@ -24,10 +24,11 @@ def with_graph_mode(base, env, calls: str):
 
 
 def resolve(op_lib, env, modes):
-    """The toolkit ``--runner auto`` would pick, with graph mode's library (``with_graph_mode``)."""
+    """The toolkit ``--runner auto`` would pick (the emulator installed as a toolkit too: ``toolkit.select_runner``),
+    with graph mode's library (``with_graph_mode``)."""
     from ..toolkit import select_runner
 
-    return with_graph_mode(select_runner("auto", op_lib, env, modes), env, "geir")
+    return with_graph_mode(select_runner("geir", op_lib, env, modes), env, "geir")
 
 
 def session(toolkit, device: int):

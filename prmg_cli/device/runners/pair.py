@@ -11,7 +11,7 @@ def resolve(op_lib, env, modes):
     """The libraries of the geir runner (the aclnn ones and graph mode's)."""
     from ..toolkit import select_runner
 
-    return geir.with_graph_mode(select_runner("auto", op_lib, env, modes), env, "aclnn+geir")
+    return geir.with_graph_mode(select_runner("aclnn+geir", op_lib, env, modes), env, "aclnn+geir")
 
 
 def session(toolkit, device: int):
