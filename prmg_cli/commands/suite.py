@@ -229,16 +229,23 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
     any case runs (``toolkit.check_emulator_env``); a runner that falls back to the emulator without being asked
     to (``--runner auto``, ``geir``...: no toolkit found) says so on stderr in one line
-    (``toolkit.EMULATOR_FALLBACK``), not one that found an emulator build where a toolkit is named."""
+    (``toolkit.EMULATOR_FALLBACK``), not one that found prmg's own emulator build where a toolkit is named (its
+    ``set_env.sh``: ``toolkit.own_build``); one that found the emulator installed where a toolkit belongs (a copy, its
+    marker file copied along or not, ``toolkit.emulator_evidence``) says that."""
     from ..device.runners import select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, emulator_evidence, find_toolkit, \
+        own_build
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_env(os.environ)
-        if request.runner != "emulator" and find_toolkit(os.environ) is None:
-            sys.stderr.write(EMULATOR_FALLBACK + "\n")
+    evidence = emulator_evidence(toolkit) if request.runner != "emulator" else ""
+    if evidence and find_toolkit(os.environ) is None:
+        sys.stderr.write(EMULATOR_FALLBACK + "\n")
+    elif evidence and not own_build(toolkit.root, os.environ):
+        sys.stderr.write(f"prmg: the toolkit at {toolkit.root} is the host emulator ({evidence}): running the host "
+                         f"emulator, not an NPU\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
