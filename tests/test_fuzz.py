@@ -923,6 +923,71 @@ def test_a_run_and_its_rerun_under_todays_settings_are_read_compared_merged_and_
         assert len(kept) == same * sum(result.status not in store.UNTRUSTED for result in stored_a.latest().values())
 
 
+# TTK lists (``import-ttk``): upstream's e2e list and kernel list with cells replaced by values at and past what a
+# row may hold, the e2e list's view columns (storage offsets, strides, storage shapes) among them.
+TTK_LISTS = {name: (ROOT / "tests" / "data" / f"ttk_{name}.csv").read_text(encoding="utf-8")
+             for name in ("e2e_inplace_partial_rotary_mul_backward", "kernel_inplace_partial_rotary_mul_grad")}
+VIEW_COLUMNS = ("tensor_view_offsets", "tensor_view_strides", "tensor_storage_shapes")
+TTK_CELLS = ["", "()", "((2, 4, 8, 128), (1, 1, 1, 128), (1, 1, 1, 128))",
+             "((0, 4, 8, 128), (1, 1, 1, 128), (1, 1, 1, 128))", "((2, 4, 8, -128), (1, 1, 1, 128), (1, 1, 1, 128))",
+             "((2**40, 4, 8, 128), (1, 1, 1, 128), (1, 1, 1, 128))", "(0, 0, 0)", "(0, 7, 2**32)", "(5, 0, 0)",
+             "(-1, 0, 0)", "(1e300, 0, 0)", "('a', 0, 0)",
+             "((8192, 1024, 128, 1), (128, 128, 128, 1), (128, 128, 128, 1))", "((1, 1, 1, 1), None, None)",
+             "((0, 0, 0, 1), (0, 0, 0, 1), (0, 0, 0, 1))", "((2**63, 1, 1, 1), None, None)",
+             "((4, 4, 8, 256), (1, 1, 1, 128), (1, 1, 1, 128))", "((1,), (1,), (1,))",
+             "{'rotary_mode': 'half', 'partial_slice': [0, 64]}", "{'rotary_mode': 'bogus'}",
+             "{'partial_slice': [64, 0]}", "{'rotary_mode': 'interleave', 'partial_slice': [0, 2**70]}", "{",
+             "{'rotary_mode': 3}", "('int32', 'float32', 'float32')", "('bfloat16',)", "\x1b[2J", "a\nb", "x" * 3000,
+             "(" * 200 + ")" * 200, "1e999", "NaN", "((-1, 1), (-1e308, 1e308), (0, 0))", "((0.001, 0.001),)", "True",
+             "False", "-Ascend950", "1 / 0"]
+
+
+@st.composite
+def ttk_lists(draw) -> str:
+    """An upstream TTK list (CSV text), the e2e one now and then given the view columns, with one to four cells
+    replaced (``TTK_CELLS``) and now and then its rows repeated."""
+    rows = list(csv.reader(io.StringIO(TTK_LISTS[draw(st.sampled_from(sorted(TTK_LISTS)))])))
+    header = rows[0]
+    if "api_name" in header:
+        for column in VIEW_COLUMNS:
+            if draw(st.booleans()):
+                header.append(column)
+    for row in rows[1:]:
+        row += [""] * (len(header) - len(row))
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        row = draw(st.integers(min_value=1, max_value=len(rows) - 1))
+        rows[row][draw(st.integers(min_value=0, max_value=len(header) - 1))] = draw(st.sampled_from(TTK_CELLS))
+    if draw(st.integers(min_value=0, max_value=15)) == 0:
+        rows = rows[:1] + rows[1:] * 8
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    return out.getvalue()
+
+
+@settings(EXAMPLES, max_examples=25)
+@given(ttk_lists())
+def test_mutated_ttk_lists_import_to_cases_that_load_or_name_each_row_left_out(text):
+    """``import-ttk`` of a mutated TTK list: one PrmgError of one line naming the file, or cases that load and
+    validate (what import-ttk writes is a case file prmg runs: a row's name with a newline in it does not break its
+    comments) with one note naming the row per row left out or renamed, within the time budget."""
+    from prmg_cli.cases import ttk
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as folder:
+        source, written = Path(folder) / "list.csv", Path(folder) / "list.yaml"
+        source.write_text(text, encoding="utf-8")
+        try:
+            document, notes = ttk.import_ttk(str(source))
+        except PrmgError as error:
+            _one_line(error, source)
+            return
+        assert all(note.startswith("row ") for note in notes), notes      # (a name's newline: escaped when shown)
+        written.write_text(gencase.dump_yaml(document), encoding="utf-8")
+        if document["cases"]:
+            validate(load_cases([str(written)]), frozenset({0, 1, 2, 3}))
+    assert time.monotonic() - started < TIME_LIMIT_S
+
+
 def _exits_cleanly(result: subprocess.CompletedProcess, *paths: Path) -> None:
     """Exit 0, 1, 2 or 5, no traceback; on 2 one ``prmg: error:`` line naming one of ``paths``."""
     assert result.returncode in (0, 1, 2, 5), result.stderr
