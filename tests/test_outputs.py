@@ -331,15 +331,15 @@ def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in
     stays one line for grep (they were 250-330 columns, the terminal breaking them mid-word)."""
     from conftest import prmg
 
-    run, rerun = "run.jsonl", "rerun.jsonl"             # named from tmp_path: a path is a word no wrap breaks
-    for name in (run, rerun):
+    run, rerun, again = "run.jsonl", "rerun.jsonl", "again.jsonl"     # from tmp_path: a path is a word no wrap breaks
+    for name in (run, rerun, again):
         (tmp_path / name).write_bytes(fault_results.read_bytes())
     shown = on_terminal(["report", run, rerun, "-v"], 80, tmp_path, stderr_too=True)
     lines = shown.splitlines()
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in lines), shown     # but a path (a word)
     first = next(index for index, line in enumerate(lines) if line.startswith("FAIL smoke."))
     assert " ulp > bound " in " ".join(lines[first:first + 3]) and lines[first + 1].startswith("    ")
-    grouped = on_terminal(["report", run, rerun], 80, tmp_path, stderr_too=True)
+    grouped = on_terminal(["report", run, rerun, again], 80, tmp_path, stderr_too=True)   # the merged line too
     notes = [line for line in grouped.splitlines() if line.startswith("prmg: duplicate")]
     assert len(notes) == 1 and notes[0].startswith("prmg: duplicate: 84 cases in each of "), grouped
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in grouped.splitlines()), grouped
