@@ -67,7 +67,7 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     assert result.returncode == 0, result.stderr
     assert normalised_junit(merged.read_text()) == normalised_junit(one.read_text())
     assert result.stdout.splitlines()[-1] == "36 passed, 0 failed"
-    assert result.stdout.startswith("merged: 2 results files: ")
+    assert result.stdout.startswith("merged: 2 results files:")          # (wrapped: long paths)
     assert result.stderr == ""                                        # no duplicates, nothing missing
 
 
