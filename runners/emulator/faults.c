@@ -85,6 +85,11 @@ static const struct {
     {"fwd_dense_in_place", FAULT_FWD_DENSE_IN_PLACE},
     {"fwd_expand_once", FAULT_FWD_EXPAND_ONCE},
     {"geir_ref_not_aliased", FAULT_GEIR_REF_NOT_ALIASED},
+    {"core_bias", FAULT_CORE_BIAS},
+    {"negative_up", FAULT_NEGATIVE_UP},
+    {"binade_up", FAULT_BINADE_UP},
+    {"last_core_row_sign", FAULT_LAST_CORE_ROW_SIGN},
+    {"tail_pair_sign", FAULT_TAIL_PAIR_SIGN},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
