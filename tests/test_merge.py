@@ -95,6 +95,28 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
         result.stderr
 
 
+@pytest.mark.verdict
+def test_a_setting_only_a_later_shard_states_makes_the_merge_mixed(tmp_path):
+    """Session 11: a shard of an older prmg states no judging code (``judging_code``, ``limits``), a later one does:
+    the two were judged by judges no record tells alike, so the merge is mixed whichever file comes first."""
+    from prmg_cli.judging import fingerprint
+    from prmg_cli.reports import store
+    from prmg_cli.reports.merge import mixed_settings
+
+    def shard(path: Path, run_id: str, settings: dict, name: str) -> Path:
+        key = store.settings_key(settings)
+        path.write_bytes(store.encode(store.RunRecord(run_id, "", [name], settings, {})) + store.encode(
+            replace(record(name), run_id=run_id, judged_under=key)))
+        return path
+
+    older = shard(tmp_path / "older.jsonl", "a" * 32, {"standard": None}, "x")
+    newer = shard(tmp_path / "newer.jsonl", "b" * 32, {"standard": None, "judging_code": fingerprint.code()}, "y")
+    for files in ((older, newer), (newer, older)):
+        stores = [read(str(path)) for path in files]
+        mixed, _ = mixed_settings(stores, [result for stored in stores for result in stored.results])
+        assert [key for key, _ in mixed] == ["judging_code"], mixed
+
+
 def test_an_emulator_shard_and_a_toolkit_shard_are_no_one_report(tmp_path):
     """Issue 32: one shard run on the emulator (a correct kernel) and one on a toolkit merged green. The runner, its
     libraries and toolkit are named; the merge exits 1 until every one is allowed."""

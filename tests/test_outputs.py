@@ -431,6 +431,18 @@ def test_the_device_line_blames_a_chip_exactly_past_its_stated_chance():
     assert device_line(on_devices({"1": 1}, {"0": 5000, "1": 1})) == ""     # 2 * 1/5001 < 1e-3, yet one failure
 
 
+def test_the_device_line_weighs_each_device_by_the_cases_it_ran_and_counts_a_chips_xpass():
+    """Session 11: 45 of 50 failures on a device that ran 900 of 1000 cases are its share, no chip to suspect (taken
+    as 1 in 2, they would be: a chance of 1e-8); an xpass on one chip of an ``--each-device`` record (its known
+    defect does not show there: the chip computes otherwise) is that chip's failure."""
+    from prmg_cli.reports.outputs.labels import device_line
+
+    assert device_line(on_devices({"0": 45, "1": 5}, {"0": 900, "1": 100})) == ""
+    chip = [CaseResult(f"c{k}", "xpassed", device="0,1", device_statuses={"0": "xfailed", "1": "xpassed"})
+            for k in range(11)]
+    assert device_line(chip) == "11 failures, all on device 1 of 2: suspect the chip"
+
+
 def test_a_merge_of_shards_from_several_hosts_keeps_their_devices_apart():
     from prmg_cli.reports.merge import _on_hosts
     from prmg_cli.reports.store import RunRecord, Stored
