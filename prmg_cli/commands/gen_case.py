@@ -36,9 +36,8 @@ OPTIONS = (
            list),
     Option("exclude_tags", EXCLUDE_TAGS.flags, (), "With --preset: leave out its cases with this tag (repeatable).",
            "WORD", list),
-    Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise); a case that would not load from "
-           "FILE (a file: input outside its folder) is refused.", "FILE",
-           path=True),
+    Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise, or -); a case that would not load "
+           "from FILE (a file: input outside its folder) is refused.", "FILE", path=True, output=True),
     APPEND,
 )
 
@@ -71,10 +70,10 @@ def main(request) -> int:
     alike at both lanes of every pair, a sign of sin its values hide) is on stderr too.
     """
     import dataclasses
-    import sys
 
     from ..errors import PrmgError
     from .case_writer import generate
+    from ..reports.outputs.screen import say
     from ..results import visible
     from ..writes import write_stdout
 
@@ -85,7 +84,7 @@ def main(request) -> int:
     notes: list[str] = []
     text = generate(**dataclasses.asdict(request), notes=notes)
     for note in notes:
-        sys.stderr.write(f"prmg: {visible(note)}\n")
+        say(visible(note))
     if text:
         write_stdout(text, document=request.output is None)       # the YAML, else the line saying where it went
     return 0
