@@ -267,23 +267,24 @@ def test_a_verdict_of_other_limits_under_the_same_standard_name_is_not_comparabl
 
 
 def test_a_verdict_of_other_judging_code_is_not_comparable_and_older_runs_compare_as_before(tmp_path):
-    """The judging code's fingerprint (``judging.fingerprint.code``) of the two runs differs: not comparable; a run
+    """The judging code's fingerprint (``judge_fingerprint.code``) of the two runs differs: not comparable; a run
     record of an older prmg states neither fingerprint, and is held against any as before."""
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
     from prmg_cli.judging.standards import STANDARDS
 
-    settings = {"standard": None, "strict": False, "limits": fingerprint.all_limits(),
-                "judging_code": fingerprint.code()}
+    settings = {"standard": None, "strict": False, "limits": judge_fingerprint.all_limits(),
+                "judging_code": judge_fingerprint.code()}
     a = judged_file(tmp_path / "a.jsonl", settings, result("x", standard="default"))
     b = judged_file(tmp_path / "b.jsonl", {**settings, "judging_code": "0" * 16}, result("x", standard="default"))
     old = judged_file(tmp_path / "old.jsonl", {"standard": None, "strict": False}, result("x", standard="default"))
     text, code = compare.compare_files(str(a), str(b), "json")
     (change,) = json.loads(text)["changes"]
-    assert code == 1 and change["detail"] == (f"judged under other settings: judging code {fingerprint.code()} -> "
-                                              f"{'0' * 16}")
+    assert code == 1 and change["detail"] == ("judged under other settings: judging code "
+                                              f"{judge_fingerprint.code()} -> {'0' * 16}")
     assert compare.compare_files(str(old), str(a), "json")[1] == 0
     default = STANDARDS["default"]
-    assert fingerprint.limits(default) != fingerprint.limits(replace(default, defaults={"*": {"budget_scale": 2.0}}))
+    scaled = replace(default, defaults={"*": {"budget_scale": 2.0}})
+    assert judge_fingerprint.limits(default) != judge_fingerprint.limits(scaled)
 
 
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):

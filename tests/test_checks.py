@@ -1,4 +1,4 @@
-"""The golden-free checks (prmg_cli/judging/checks.py) against numpy kernel models of both operators: they never
+"""The golden-free checks (prmg_cli/judging/checks/) against numpy kernel models of both operators: they never
 fail correct kernels (plain or fused multiply-add), and each catches the faults only it can see."""
 
 from __future__ import annotations
