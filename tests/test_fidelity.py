@@ -514,3 +514,88 @@ def test_transposed_and_expanded_views_are_classes_of_the_forward():
     assert not classes["forward"]["storage: cos/sin expanded"].test(transposed)
     assert not {"storage: x transposed", "storage: cos/sin expanded"} & set(classes["grad"])
 
+
+
+# Every class issues 33 and 35 added is SEEN: a fault (or a stand-in) breaking exactly that class turns a shipped case
+# of it red. A coverage class (op, key) names the cases covering it; the others (a label) name their cases by file and
+# how they are judged (--standard mixed, graph mode through the aclnn+geir pair).
+A2 = "Ascend910B2"
+STANDIN = "9.9.9-standin"      # a toolkit version the test maps to build 2b888cdb (targets.RELEASES has none yet)
+SLICE_LISTS = ("slice list: NULL", "slice list: 3+ values", "phase: slice list empty", "phase: slice list of 1 value")
+A2_RULES = ("mode not 1", "slice list not 2", "L < 0", "D > 1024", "D odd", "L odd", "slice outside [0, D]",
+            "L != cos D", "cos B != B", "cos N != 1", "cos S")
+SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the cases are run)
+    ([("grad", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")], {"PRMG_EMU_FAULT": "ignore_offset"},
+     ("", ""), None, "aclnn"),
+    ([("forward", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")],
+     {"PRMG_EMU_FAULT": "fwd_ignore_offset"}, ("", ""), None, "aclnn"),
+    ([("grad", "phase: cos not contiguous"), ("grad", "phase: sin not contiguous")],
+     {"PRMG_EMU_FAULT": "contiguous_tables"}, ("", ""), None, "aclnn"),
+    ([("forward", "storage: cos/sin not contiguous")], {"PRMG_EMU_FAULT": "fwd_contiguous_tables"}, ("", ""), None,
+     "aclnn"),
+    ([("forward", "storage: x not contiguous, at an offset"),
+      ("forward", "storage: cos/sin not contiguous, at an offset")], {"PRMG_EMU_FAULT": "fwd_staged_offset"}, ("", ""),
+     None, "aclnn"),
+    ([("forward", "storage: x transposed")], {"PRMG_EMU_FAULT": "fwd_dense_in_place"}, ("", ""), None, "aclnn"),
+    ([("forward", "storage: cos/sin expanded")], {"PRMG_EMU_FAULT": "fwd_expand_once"}, ("", ""), None, "aclnn"),
+    ([(op, key) for op in ("grad", "forward") for key in SLICE_LISTS], {"PRMG_EMU_FAULT": "slice_list_read"},
+     ("", ""), None, "aclnn"),
+    ([("forward", f"chip: A2/A3: {rule}") for rule in A2_RULES],
+     {"PRMG_EMU_FAULT": "fwd_membase_late", "PRMG_EMU_SOC": A2}, (A2, ""), None, "aclnn"),
+    ([("grad", "build: another status on base")], {"PRMG_EMU_FAULT": "noop_launch_refused"}, ("", ""), None, "aclnn"),
+    # stand-ins: a toolkit stating build 2b888cdb that returns another build's statuses
+    ([("grad", "build: another status on base")], {"PRMG_EMU_BUILD": "base"}, ("", STANDIN), None, "aclnn"),
+    ([("grad", "build: another status on e9f0541c")], {"PRMG_EMU_BUILD": "e9f0541c"}, ("", STANDIN), None, "aclnn"),
+    ([("mixed standard", "")], {"PRMG_EMU_FAULT": "bf16_compute"}, ("", ""), "ttk_upstream.yaml", "mixed"),
+    ([("e2e-imported", "no-op rows")], {"PRMG_EMU_FAULT": "noop_launch_refused"}, ("", ""),
+     "ttk_upstream_e2e.yaml", "aclnn"),
+    ([("e2e-imported", "rotated rows")], {"PRMG_EMU_FAULT": "own_sin"}, ("", ""), "ttk_upstream_e2e.yaml", "aclnn"),
+    ([("graph mode", "")], {"PRMG_EMU_FAULT": "geir_slice_dropped"}, ("", ""), "cover.yaml", "aclnn+geir"),
+]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """Every shipped case that runs on today's target (the modes it implements)."""
+    from prmg_cli.ops.constraints import skip_reason
+
+    return [case for case in load_cases([ROOT / "cases"]) if not skip_reason(case, TODAY)]
+
+
+def covering(cases, op: str, key: str) -> list:
+    """The cases of ``cases`` in coverage class ``key`` of ``op``."""
+    from prmg_cli.cases.coverage import case_classes
+    from prmg_cli.ops.regimes import regimes
+
+    index = [regime.key for regime in regimes(op)].index(key)
+    return [case for case in cases if case.op == op and not case.known_defect and index in case_classes(case)]
+
+
+@pytest.mark.parametrize("classes, env, target, file, how", SEEN,
+                         ids=[f"{entry[0][0][1] or entry[0][0][0]}-{'-'.join(entry[1].values())}" for entry in SEEN])
+def test_every_class_of_the_issues_is_seen_by_a_shipped_case(emulator, monkeypatch, shipped, classes, env, target,
+                                                             file, how):
+    """Under the fault (or the stand-in), some shipped case of each class fails, the fault acting on it: the shipped
+    suite sees each class, not only covers it."""
+    from prmg_cli.device.differential import PairSession
+    from prmg_cli.device.execute import RunSettings, run_case
+    from prmg_cli.device.runners.geir import with_graph_mode
+    from prmg_cli.ops import targets
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(targets.RELEASES, STANDIN, targets.LATEST_BUILD)
+    toolkit = with_graph_mode(emulator, {}, how) if how == "aclnn+geir" else emulator
+    settings = RunSettings(toolkit=toolkit, standard="mixed" if how == "mixed" else None)
+    fault = env.get("PRMG_EMU_FAULT")
+    for op, key in classes:
+        cases = [case for case in shipped if case.source.endswith(file)] if file else covering(shipped, op, key)
+        assert cases, (op, key)
+        with (PairSession if how == "aclnn+geir" else AclSession)(toolkit, 0) as session:
+            red = next((result for case in cases if (result := run_case(session, case, settings,
+                                                                        targets.Target(*target))[0]).status
+                        in ("failed", "error")), None)
+        assert red is not None, f"no shipped case of {op}: {key} fails under {env}"
+        assert fault in red.faults if fault else "expectation depends" not in red.message, red
+        if how == "aclnn+geir":
+            assert "geir (graph mode) disagrees with the golden" in red.message, red.message

@@ -188,12 +188,21 @@ def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), statu
     return replace(result, message=f"{result.message} (not the known defect: {defect.describe()})")
 
 
-def build_dependent(case: Case, result: CaseResult, kinds, target: Target) -> CaseResult:
+def build_dependent(case: Case, result: CaseResult, kinds, target: Target, outcome=None,
+                    supported_modes=DEFAULT_SUPPORTED_MODES) -> CaseResult:
     """A case whose expectation holds for some upstream builds only (``case.builds``), run on a toolkit whose build
     is unknown or not among them (``targets.Target.build``), that failed only by its status: ``xfailed``, saying
-    that the expectation depends on the toolkit build (targets module docstring); any other result as it is."""
+    that the expectation depends on the toolkit build (targets module docstring); any other result as it is. An
+    aclnn ``outcome`` must be what some build returns (``constraints.build_outcomes``: the status and its phase):
+    a status no build gives (the no-op refused at the launch) is the toolkit's failure, not its build's."""
     if not case.builds or result.status != "failed" or set(kinds) != {"status"} or target.build in case.builds:
         return result
+    if outcome is not None and outcome.path != "geir":            # graph mode's GE codes: no build table of its own
+        from ..judging.judge import phase_of
+
+        got = (outcome.status, phase_of(case, outcome.failed_call) if outcome.status else None)
+        if got not in constraints.build_outcomes(case, supported_modes, target.soc):
+            return result
     return replace(result, status="xfailed", message=f"expectation depends on the toolkit build: it holds for builds "
                    f"{', '.join(case.builds)}; this toolkit states {target.describe_build()}: {result.message}")
 
@@ -337,7 +346,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
     kinds = verdict.kinds | ({"warning"} if result.status == "failed" and verdict.status == "passed" else set())
     if chip_note and result.status == "failed":
         result.message = f"{chip_note}; {result.message}"
-    result = build_dependent(case, result, kinds, target)
+    result = build_dependent(case, result, kinds, target, outcome, settings.supported_modes)
     return (strict_status(known_defect_status(judged, result, kinds, outcome.status), settings),
             not session.device_faulted, outcome)
 

@@ -68,6 +68,14 @@ def holding_builds(case: Case, supported_modes: set[int] | frozenset[int]) -> tu
                  or (wanted == "any" and code != 0))
 
 
+def build_outcomes(case: Case, supported_modes: set[int] | frozenset[int], soc: str | None = None) -> frozenset:
+    """What the operator returns for ``case`` on chip family ``soc`` on each build (``targets.BUILDS``):
+    ``(status, phase)`` pairs (the phase None for a success), the outcomes a toolkit build can explain."""
+    codes = {build: expected_status(case, supported_modes, soc, build) for build in BUILDS}
+    return frozenset((code, expected_phase(case, supported_modes, soc, build) if code else None)
+                     for build, code in codes.items())
+
+
 def skip_reason(case: Case, supported_modes: set[int] | frozenset[int]) -> str | None:
     """Why a case is skipped on this target, or None when it runs: only an ``expect: pass`` case whose
     every broken rule is the target lacking its (valid) rotary mode is skipped."""

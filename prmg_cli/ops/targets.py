@@ -13,8 +13,9 @@ for it, the chip's prediction is what the case is judged by (``constraints.on_ch
 expectation holds only for some of them says so (``builds: [...]``); prmg reads the toolkit's stated version
 (``provenance.toolkit_version``) and maps it to a build through ``RELEASES`` (no CANN release ships the grad yet:
 the table is empty, so every real toolkit's build is unknown). On a toolkit whose build is unknown or not among
-the case's, a case refused or accepted against its expectation is reported as depending on the toolkit build
-(``xfailed`` with that message, ``build_dependent``), not as a plain failure.
+the case's, a case refused or accepted against its expectation as some build does (``constraints.build_outcomes``)
+is reported as depending on the toolkit build (``xfailed`` with that message, ``build_dependent``), not as a plain
+failure; a status no build gives is one.
 """
 
 from __future__ import annotations

@@ -85,6 +85,9 @@ static const struct {
     {"fwd_dense_in_place", FAULT_FWD_DENSE_IN_PLACE},
     {"fwd_expand_once", FAULT_FWD_EXPAND_ONCE},
     {"geir_ref_not_aliased", FAULT_GEIR_REF_NOT_ALIASED},
+    {"slice_list_read", FAULT_SLICE_LIST_READ},
+    {"noop_launch_refused", FAULT_NOOP_LAUNCH_REFUSED},
+    {"fwd_membase_late", FAULT_FWD_MEMBASE_LATE},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -94,21 +94,25 @@ enum {
     FAULT_FWD_DENSE_IN_PLACE,
     FAULT_FWD_EXPAND_ONCE,
     FAULT_GEIR_REF_NOT_ALIASED,
+    FAULT_SLICE_LIST_READ,
+    FAULT_NOOP_LAUNCH_REFUSED,
+    FAULT_FWD_MEMBASE_LATE,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
 
-/* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call. */
+/* The faults each operator obeys. Both obey the shared ones: a cast helper both kernels call, and the slice read
+ * (read_slice) and nnopbase's slice-array check both first phases make. */
 /* The casts whose ties go elsewhere than to even (one store helper). */
 #define TIE_RULE_FAULTS (FAULT_BIT(FAULT_CAST_AWAY) | FAULT_BIT(FAULT_CAST_ODD) | FAULT_BIT(FAULT_CAST_TIES_SPLIT))
-#define SHARED_FAULTS TIE_RULE_FAULTS
+#define SHARED_FAULTS (TIE_RULE_FAULTS | FAULT_BIT(FAULT_SLICE_LIST_READ))
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \
                         | FAULT_BIT(FAULT_FWD_IGNORE_OFFSET) | FAULT_BIT(FAULT_FWD_CONTIGUOUS_TABLES) \
                         | FAULT_BIT(FAULT_FWD_FP16_ILV_HALF) | FAULT_BIT(FAULT_FWD_ODD_HALF) \
                         | FAULT_BIT(FAULT_FWD_STAGED_OFFSET) | FAULT_BIT(FAULT_FWD_DENSE_IN_PLACE) \
-                        | FAULT_BIT(FAULT_FWD_EXPAND_ONCE) | SHARED_FAULTS)
+                        | FAULT_BIT(FAULT_FWD_EXPAND_ONCE) | FAULT_BIT(FAULT_FWD_MEMBASE_LATE) | SHARED_FAULTS)
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
                      | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN) \

@@ -108,7 +108,7 @@ static int check_layout(const aclTensor *const tensors[3], int32_t mode)
 
 /* The whole tiling in upstream's order; *pairing_mode, *start and *end (end = start for a no-op). */
 static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, const aclIntArray *partialSlice,
-                        int *pairing_mode, int64_t *start, int64_t *end)
+                        fault_set faults, int *pairing_mode, int64_t *start, int64_t *end)
 {
     int32_t mode32 = 0;
     int no_op = 0;
@@ -116,7 +116,7 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
     if (status == ACL_SUCCESS)
         status = check_shapes(tensors);
     if (status == ACL_SUCCESS)
-        status = read_slice(OP, partialSlice, start, end);
+        status = read_slice(OP, partialSlice, tensors[0]->view_dims[3], faults, start, end);
     if (status == ACL_SUCCESS)
         status = check_slice(tensors[0], tensors[1], mode32, *start, *end, &no_op);
     if (status == ACL_SUCCESS && !no_op)
@@ -207,8 +207,15 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGetWorkspaceSize(aclTensor *xRef, co
     const char *chip;
     if (emulated_soc(&chip) == SOC_MEMBASE) {
         status = check_membase_tiling(tensors, rotaryMode, partialSlice, &pairing_mode, &start, &end);
+        if (status != ACL_SUCCESS && has_fault(faults, FAULT_FWD_MEMBASE_LATE)) {
+            record_faults(FAULT_BIT(FAULT_FWD_MEMBASE_LATE));
+            fill_executor(job, tensors, pairing_mode, 0, 0, KERNEL_WORKSPACE_SIZE);
+            job->deferred_status = status;
+            *workspaceSize = KERNEL_WORKSPACE_SIZE;
+            return ACL_SUCCESS;
+        }
     } else {
-        status = check_tiling(tensors, rotaryMode, partialSlice, &pairing_mode, &start, &end);
+        status = check_tiling(tensors, rotaryMode, partialSlice, faults, &pairing_mode, &start, &end);
     }
     if (status != ACL_SUCCESS)
         return status;
@@ -391,6 +398,11 @@ EMU_API int32_t aclnnInplacePartialRotaryMul(void *workspace, uint64_t workspace
     void *workspace_host;
     fault_set faults = 0;
     int status = begin_launch(OP, OP_FORWARD, &job, workspace, workspaceSize, stream, &workspace_host, &faults);
+    if (status == ACL_SUCCESS && job->deferred_status != ACL_SUCCESS) {
+        prmg_emu_set_error(OP ": on A2/A3, the tiling refused the call at the launch (fwd_membase_late: the refusal "
+                           "GetWorkspaceSize owed)");
+        status = job->deferred_status;
+    }
     if (status == ACL_SUCCESS && !job->empty_output)
         launch(job, faults, workspace_host);
     free(job);

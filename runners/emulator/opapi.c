@@ -152,14 +152,17 @@ static int begin_call(const char *op, op_kind kind, const char *const names[3], 
     return ACL_SUCCESS;
 }
 
-/* The generated layer's attribute step (begin_first_phase): partialSlice live, and of some value when not NULL. */
-static int check_slice_array(const char *op, const aclIntArray *partialSlice)
+/* The generated layer's attribute step (begin_first_phase): partialSlice live, and of some value when not NULL
+ * (the slice_list_read fault lets a list of none through, to be read as read_slice reads it). */
+static int check_slice_array(const char *op, const aclIntArray *partialSlice, fault_set faults)
 {
     if (partialSlice != NULL && partialSlice->magic != EMU_INT_ARRAY_MAGIC) {
         prmg_emu_set_error("%s: partialSlice is not a live aclIntArray", op);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    if (partialSlice != NULL && partialSlice->size == 0) {
+    if (partialSlice != NULL && partialSlice->size == 0 && has_fault(faults, FAULT_SLICE_LIST_READ))
+        record_faults(FAULT_BIT(FAULT_SLICE_LIST_READ));
+    else if (partialSlice != NULL && partialSlice->size == 0) {
         prmg_emu_set_error("%s: partialSlice holds no value: nnopbase refuses the NULL data of an empty aclIntArray "
                            "when the generated layer adds the attribute", op);
         return ACLNN_ERR_INNER_NULLPTR;
@@ -247,8 +250,12 @@ int begin_first_phase(const op_definition *op, const aclTensor *const tensors[3]
                       uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job, fault_set *faults)
 {
     int status = begin_call(op->op, op->kind, op->names, tensors, workspaceSize, executorOut, job);
+    fault_set early = 0;                     /* the faults in force, for the slice-array step (errors: below) */
+    if (status == ACL_SUCCESS
+        && active_faults(tensors[0]->view_dims, tensors[0]->view_dim_count, faults_of(op->kind), &early) != 0)
+        early = 0;
     if (status == ACL_SUCCESS)
-        status = check_slice_array(op->op, partialSlice);
+        status = check_slice_array(op->op, partialSlice, early);
     if (status == ACL_SUCCESS)
         status = check_chip(op->op, op->kind);
     if (status == ACL_SUCCESS)
@@ -355,8 +362,16 @@ static int check_mode(int64_t mode, fault_set faults, int *pairing_mode, int32_t
     return ACL_SUCCESS;
 }
 
-int read_slice(const char *op, const aclIntArray *partialSlice, int64_t *start, int64_t *end)
+int read_slice(const char *op, const aclIntArray *partialSlice, int64_t d, fault_set faults, int64_t *start,
+               int64_t *end)
 {
+    if (has_fault(faults, FAULT_SLICE_LIST_READ) && (partialSlice == NULL || partialSlice->size != 2)) {
+        const uint64_t size = partialSlice == NULL ? 0 : partialSlice->size;
+        *start = size == 0 ? 0 : partialSlice->values[size == 1 ? 0 : size - 2];
+        *end = size < 2 ? d : partialSlice->values[size - 1];
+        record_faults(FAULT_BIT(FAULT_SLICE_LIST_READ));
+        return ACL_SUCCESS;
+    }
     if (partialSlice == NULL) {
         *start = *end = 0;
         return ACL_SUCCESS;
@@ -535,7 +550,8 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
         return ACLNN_ERR_INNER;
     int status = check_mode(rotaryMode, faults, pairing_mode, &mode32);
     if (status == ACL_SUCCESS)
-        status = read_slice(OP, partialSlice, start, end);
+        status = read_slice(OP, partialSlice, tensors[0]->view_dim_count == 4 ? tensors[0]->view_dims[3] : 0, faults,
+                            start, end);
     if (status == ACL_SUCCESS)
         status = check_attr(tensors, mode32, *start, *end, build, &no_op);
     if (status == ACL_SUCCESS)
@@ -800,6 +816,13 @@ EMU_API int32_t aclnnInplacePartialRotaryMulGrad(void *workspace, uint64_t works
     int status = begin_launch(OP, OP_GRAD, &job, workspace, workspaceSize, stream, &workspace_host, &faults);
     if (status == ACL_SUCCESS)
         status = refuse_non_contiguous(job, faults);
+    if (status == ACL_SUCCESS && !job->empty_output && job->start == job->end
+        && has_fault(faults, FAULT_NOOP_LAUNCH_REFUSED)) {
+        record_faults(FAULT_BIT(FAULT_NOOP_LAUNCH_REFUSED));
+        prmg_emu_set_error(OP ": the executor of a no-op (an empty slice, or cos or sin without elements) holds no "
+                           "tiling key: its tiling returned before setting one");
+        status = ACLNN_ERR_INNER;
+    }
     if (status == ACL_SUCCESS && !job->empty_output)
         launch(job, faults, workspace, workspace_host);
     free(job);

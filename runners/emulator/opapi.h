@@ -29,8 +29,9 @@ typedef struct {
 /* An executor: which operator made it, whether its first phase refused the call (it is then kept busy,
  * as nnopbase keeps a pooled executor, until aclDestroyAclOpExecutor; a launch refuses it), whether
  * the in-place tensor has no elements (nnopbase then skips the tiling and the kernel), its three
- * tensors (dy or xRef, cos, sin), the pairing of its rotary mode, its slice [start, end) and the
- * workspace size its first phase asked for. */
+ * tensors (dy or xRef, cos, sin), the pairing of its rotary mode, its slice [start, end), the
+ * workspace size its first phase asked for, and the status its launch returns instead of running (0: none; the
+ * fwd_membase_late fault's refusal of the A2/A3 tiling, deferred to the launch). */
 struct aclOpExecutor {
     op_kind kind;
     int refused;
@@ -40,6 +41,7 @@ struct aclOpExecutor {
     int64_t start;
     int64_t end;
     uint64_t workspace_size;
+    int32_t deferred_status;
 };
 
 /* 1 for the dtypes both operators know: float32 0, float16 1, bfloat16 27. */
@@ -89,8 +91,10 @@ int begin_first_phase(const op_definition *op, const aclTensor *const tensors[3]
 
 /* The 950 tiling's slice read: NULL is the op definition's default {0, 0}; otherwise values[0] and values[1]
  * with no size check (a longer array's first two are used; a shorter one upstream reads past its end,
- * which the emulator refuses with 561002). */
-int read_slice(const char *op, const aclIntArray *partialSlice, int64_t *start, int64_t *end);
+ * which the emulator refuses with 561002). With the slice_list_read fault a list of another length than 2 is
+ * read by its length: NULL or none as [0, d), one value v as [v, d), more than two by their last two values. */
+int read_slice(const char *op, const aclIntArray *partialSlice, int64_t d, fault_set faults, int64_t *start,
+               int64_t *end);
 
 /* The tiling's CheckShape common to both operators: x (dy or xRef), cos, sin 4-D (named by `names`
  * in the message) and cos shape == sin shape; ACLNN_ERR_INNER_TILING_ERROR (561002) otherwise. */
