@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg, prmg_here
+from conftest import ROOT, prmg, prmg_forked, prmg_here
 from prmg_cli.commands import load as load_command
 from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
@@ -38,7 +38,7 @@ def small(tmp_path) -> Path:
 
 
 def run_json(*args, env=None, runner="emulator"):
-    result = prmg("run", *args, "--runner", runner, "--report", "json", env=env)
+    result = prmg_forked("run", *args, "--runner", runner, "--report", "json", env=env)
     assert result.stderr.count("Traceback") == 0, result.stderr
     return result, json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else None
 
