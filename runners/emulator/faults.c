@@ -88,6 +88,11 @@ static const struct {
     {"slice_list_read", FAULT_SLICE_LIST_READ},
     {"noop_launch_refused", FAULT_NOOP_LAUNCH_REFUSED},
     {"fwd_membase_late", FAULT_FWD_MEMBASE_LATE},
+    {"core_bias", FAULT_CORE_BIAS},
+    {"negative_up", FAULT_NEGATIVE_UP},
+    {"binade_up", FAULT_BINADE_UP},
+    {"last_core_row_sign", FAULT_LAST_CORE_ROW_SIGN},
+    {"tail_pair_sign", FAULT_TAIL_PAIR_SIGN},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
