@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # hypothesis's plugin, which imports all of hypothesis at every session's end (its terminal summary: about a second of
 # CPU per session, 30 of them in make test) and does nothing else in a session that runs no hypothesis test.
 PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+# A make test started in the background of a shell without job control (`make test &`, some CI agents) inherits SIGINT
+# ignored, and so would every prmg the tests start: the tests that press Ctrl-C then waited 60 s for an exit that an
+# ignored signal never brings. The test process takes Ctrl-C again, so that what it starts does (exec resets it).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -43,6 +43,23 @@ def result(name, status="passed", ratio=0.4, samples=(), **extra) -> CaseResult:
 
 # --- prmg compare ---------------------------------------------------------------------------------------
 
+def test_a_failure_of_a_case_the_baseline_never_ran_is_a_new_failure(tmp_path):
+    """A baseline whose run was stopped (SIGTERM, a job's timeout: its cases not_run) against a build failing them
+    compared 'status changed', exit 0: a case A never judged is as new to B as one only in B. A case not run in both,
+    or run in B alone and passing there, is no regression; a failure in A failing again is none either."""
+    a = {name: result(name, "not_run", metrics={}) for name in ("x", "y", "z", "w")}
+    a["known"] = result("known", "failed")
+    b = {"x": result("x", "failed", message="dy wrong"), "y": result("y", "error"), "z": result("z"),
+         "w": result("w", "not_run", metrics={}), "known": result("known", "failed")}
+    comparison = compare.compare(a, b)
+    assert [(c.category, c.name) for c in comparison.changes] == [("new failure", "x"), ("new failure", "y"),
+                                                                 ("fixed", "z")]
+    assert comparison.changes[0].detail == "not judged in A: dy wrong" and len(comparison.regressions) == 2
+    output, code = compare.compare_files(results_file(tmp_path, "a.jsonl", list(a.values())),
+                                         results_file(tmp_path, "b.jsonl", list(b.values())))
+    assert code == 1 and "new failure" in output
+
+
 def test_compare_orders_new_failures_first_and_exits_1(tmp_path):
     a = results_file(tmp_path, "a.jsonl", [result("x"), result("y", "failed"), result("z"), result("gone"),
                                            result("drift", ratio=0.2)])

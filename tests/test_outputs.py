@@ -246,9 +246,9 @@ def test_any_columns_value_gives_a_width_never_a_crash(monkeypatch, told, expect
     assert table.render(mixed(), EMULATOR)
 
 
-def on_terminal(args: list, columns: int, cwd) -> str:
+def on_terminal(args: list, columns: int, cwd, *, stderr_too: bool = False) -> str:
     """What ``prmg ARGS`` prints on a pseudo-terminal ``columns`` wide (without ``COLUMNS``), lines joined by
-    ``\\n``; its standard error (progress) goes to a pipe."""
+    ``\\n``; its standard error (progress) goes to a pipe, or with ``stderr_too`` to the terminal as well."""
     import fcntl
     import os
     import pty
@@ -261,7 +261,7 @@ def on_terminal(args: list, columns: int, cwd) -> str:
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {name: value for name, value in os.environ.items() if name != "COLUMNS"}
     child = subprocess.Popen([sys.executable, "-m", "prmg_cli.cli", *map(str, args)], stdin=subprocess.DEVNULL,
-                             stdout=slave, stderr=subprocess.PIPE, cwd=cwd, env=env)
+                             stdout=slave, stderr=slave if stderr_too else subprocess.PIPE, cwd=cwd, env=env)
     os.close(slave)
     output = b""
     while True:
@@ -321,6 +321,33 @@ def test_run_and_compare_fit_a_terminal_of_80_100_and_140_columns(columns, fault
         heading = next(line for line in wide.splitlines() if line.startswith("change "))
         assert heading.split() == ["change", "case", "A", "B", "detail"] and "…" not in wide
         assert "smoke.interleave_bf16_bf16_1x3x5x64_111D_s1-31" in wide
+
+
+@pytest.mark.xdist_group("outputs_fault_results")          # one worker, one run of the fixture
+def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in_a_pipe(fault_results, tmp_path):
+    """On an 80-column terminal a failure's line (err against bound, then where and how) and each diagnosis line
+    under -v are wrapped at spaces, the later lines indented under the text; ``prmg:`` notes on a terminal's
+    standard error too, and a run merged with its rerun is one duplicate note, not one per case. In a pipe each
+    stays one line for grep (they were 250-330 columns, the terminal breaking them mid-word)."""
+    from conftest import prmg
+
+    run, rerun = "run.jsonl", "rerun.jsonl"             # named from tmp_path: a path is a word no wrap breaks
+    for name in (run, rerun):
+        (tmp_path / name).write_bytes(fault_results.read_bytes())
+    shown = on_terminal(["report", run, rerun, "-v"], 80, tmp_path, stderr_too=True)
+    lines = shown.splitlines()
+    assert all(len(line) <= 80 or len(line.split()) == 1 for line in lines), shown     # but a path (a word)
+    first = next(index for index, line in enumerate(lines) if line.startswith("FAIL smoke."))
+    assert " ulp > bound " in " ".join(lines[first:first + 3]) and lines[first + 1].startswith("    ")
+    grouped = on_terminal(["report", run, rerun], 80, tmp_path, stderr_too=True)
+    notes = [line for line in grouped.splitlines() if line.startswith("prmg: duplicate")]
+    assert len(notes) == 1 and notes[0].startswith("prmg: duplicate: 84 cases in each of "), grouped
+    assert all(len(line) <= 80 or len(line.split()) == 1 for line in grouped.splitlines()), grouped
+    piped = prmg("report", run, rerun, cwd=tmp_path)
+    failures = [line for line in piped.stdout.splitlines() if re.match(r"FAIL \S+: ", line)]
+    assert failures and all(" > bound " in line and "worst at" in line for line in failures), piped.stdout
+    assert piped.stderr.count("\n") == 1 and "(-v names each)" in piped.stderr
+    assert prmg("report", run, rerun, "-v", cwd=tmp_path).stderr.count("prmg: duplicate: case '") == 84
 
 
 def test_failures_are_one_line_each_unless_verbose():

@@ -33,6 +33,22 @@ def pytest_run(tmp_path, *args, env=None):
                           capture_output=True, text=True, timeout=300)
 
 
+def test_the_plugin_refuses_the_emulator_installed_as_a_toolkit_as_prmg_run_does(tmp_path, emulator):
+    """pytest --prmg --prmg-runner aclnn on a copy of the emulator where the toolkit belongs (an image built to run
+    without an NPU, reused on an NPU host) was a green session: it ends in prmg run's line, exit 2, before any item;
+    under auto the session says on stderr that the toolkit is the host emulator, and its header names the emulator."""
+    kit = tmp_path / "Ascend/ascend-toolkit/latest"
+    shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
+    refused = pytest_run(tmp_path, "-k", "p_ok_fp32", "--prmg-runner", "aclnn", env={"ASCEND_HOME_PATH": str(kit)})
+    assert refused.returncode == 2 and "passed" not in refused.stdout, refused.stdout + refused.stderr
+    assert f"prmg: error: --prmg-runner aclnn runs a CANN toolkit, never the host emulator installed as one, and the " \
+           f"toolkit found at {kit} is the emulator ({kit}/lib64/libascendcl.so defines prmg_emu_initialized" in \
+           " ".join((refused.stdout + refused.stderr).split()), refused.stdout + refused.stderr
+    auto = pytest_run(tmp_path, "-k", "p_ok_fp32", "--prmg-runner", "auto", env={"ASCEND_HOME_PATH": str(kit)})
+    assert auto.returncode == 0 and f"prmg: the toolkit at {kit} is the host emulator (" in auto.stderr, auto.stderr
+    assert f"prmg runner: emulator (host build at {kit})" in auto.stdout, auto.stdout
+
+
 def test_the_plugins_header_names_a_preloaded_library_and_what_it_takes_as_prmg_run_does(tmp_path):
     """A pytest --prmg session with a library preloaded that takes the toolkit's calls (a tracer's hook; an rtld-audit
     library) ran green without a word of it (prmg run's header names it and warns): the session's header names each
@@ -213,6 +229,8 @@ def test_plugin_session_names_the_device_failures_concentrate_on(monkeypatch):
 
 def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     """smoke.sh sources set_env.sh of a toolkit (here the emulator's folder) and never falls back."""
+    from test_fail_safe import stand_in
+
     reports = tmp_path / "reports"
     env = dict(os.environ, ASCEND_SET_ENV=str(emulator.root / "set_env.sh"),
                PRMG=f"{sys.executable} -m prmg_cli.cli", PRMG_REPORT_DIR=str(reports))
@@ -245,9 +263,10 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     assert {record["device"] for record in records[run + 1:]} == {"1", "0,1"}
     for name in ("PRMG_EMU_DEVICES", "PRMG_EMU_FAULT", "PRMG_EMU_FAULT_DEVICE", "PRMG_EMU_FAULT_SHAPE"):
         env.pop(name)
-    toolkit = tmp_path / "cann"                                        # a toolkit without GE: graph mode skipped
-    shutil.copytree(emulator.root, toolkit, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
-    (toolkit / "set_env.sh").write_text((toolkit / "set_env.sh").read_text().replace(str(emulator.root), str(toolkit)))
+    # a toolkit without GE, test_acl's stand-in (--runner aclnn refuses a copy of the emulator): graph mode skipped
+    toolkit = stand_in(tmp_path / "cann")
+    (toolkit / "set_env.sh").write_text(f'export ASCEND_HOME_PATH="{toolkit}"\n'
+                                        f'export LD_LIBRARY_PATH="{toolkit}/lib64"\n')
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], cwd=ROOT, capture_output=True, text=True,

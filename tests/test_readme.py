@@ -287,6 +287,38 @@ def test_compares_order_and_drift_metric_are_the_codes():
     assert f"{drifting} under default" in next(option.help for option in command.OPTIONS if option.name == "drift")
 
 
+def test_the_stop_signals_exit_codes_and_what_compare_cannot_compare_are_said_where_the_code_has_them():
+    """Every stop signal (``errors.STOPS``) is in ``prmg run --help``'s exit codes and the README's, with its code
+    (``run --help`` said 130/143 after SIGHUP became 129); ``--allow-changed``'s help names every judging setting
+    ``compare.judging`` holds a record to (it left out the standard's limits and prmg's judging code) and the
+    emulator against a toolkit; ``prmg report --help`` says how duplicates are named as ``merge`` does."""
+    from prmg_cli.commands import load
+    from prmg_cli.errors import STOPS
+    from prmg_cli.reports import compare, merge
+    from prmg_cli.results import CaseResult, stopped_exit_code
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    run_help = " ".join(load("run").main.__doc__.split())
+    codes = "/".join(str(int(stopped_exit_code(signum))) for signum in STOPS)
+    words = [f"{what} ({signal}" for what, signal in STOPS.values()]
+    assert codes in run_help and all(word in run_help for word in words), run_help
+    assert " / ".join(codes.split("/")) in readme and all(signal in readme for _, signal in STOPS.values())
+    settings = {"standard": "x", "strict": True, "checks": ["sample"], "check_options": {}, "golden": False,
+                "each_device": True, "limits": {"default": "f"}, "judging_code": "c"}
+    record = CaseResult(name="c", status="passed", standard="default", device_statuses={"0": "passed"})
+    said = compare.judging(record, settings)
+    help_text = " ".join(next(option.help for option in load("compare").OPTIONS
+                              if option.name == "allow_changed").split())
+    named = {"standard": "standard", "--standard": "--standard", "--strict": "--strict", "--check": "checks",
+             "check options": "checks", "--no-golden": "--no-golden", "--each-device": "--each-device",
+             "chips": "chips", "limits of default": "limits", "judging code": "judging code"}
+    assert all(named[key] in help_text for key in said), (sorted(said), help_text)
+    assert "emulator" in help_text and "toolkit" in help_text
+    report_help = " ".join(load("report").main.__doc__.split())
+    assert f"more than {('zero', 'one', 'two', 'three', 'four')[merge.DUPLICATES_NAMED]}: one line per set of " \
+           f"files, -v names each" in report_help
+
+
 def test_the_names_the_docs_give_of_the_code_exist():
     """A ``module.name`` the README or docs/ put in backticks is an attribute of that prmg module (named by its last
     parts, in whichever stage's package: ``judge.judge``, ``outputs.OUTPUTS``; of one of them when two modules share

@@ -402,8 +402,10 @@ def test_copy_parts_cover_the_array_once(shape, parts):
     assert np.all(hits == 1)
 
 
-def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
+def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal(monkeypatch):
     from prmg_cli.commands import bench_host
+
+    monkeypatch.setenv("COLUMNS", "80")                 # an 80-column terminal: the two tables and the prose fit it
 
     def row(dtype, generator, stage_ms, host_ms, copy_ms, vs_copy, peak):
         return {"dtype": dtype, "generator": generator, "status": ["passed"],
@@ -424,6 +426,7 @@ def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal():
     assert all(stage in text for stage in ("inputs", "upload", "kernel", "download", "golden", "judge"))
     assert "bfloat16  pcg64" in text and "bfloat16  philox " in text                  # shown, not judged:
     assert "11.00" not in text.split("targets:")[1] and "12.00" not in text.split("targets:")[1]
+    assert max(map(len, text.splitlines())) <= 80, text
 
 
 def test_the_pipeline_case_is_the_issues():

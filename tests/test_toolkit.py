@@ -353,7 +353,7 @@ def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_pat
                     "-Wl,--no-as-needed", f"-L{a}/lib64", "-lprmg_dep"], check=True)
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = ("run", cases, "--runner", "aclnn")
+    run = ("run", cases)                    # --runner auto: aclnn refuses a toolkit of the emulator's libraries
     own = prmg(*run, env={"ASCEND_HOME_PATH": str(a), "LD_LIBRARY_PATH": f"{a}/lib64"})
     assert own.returncode == 0, own.stdout + own.stderr
     mixed = prmg(*run, env={"ASCEND_HOME_PATH": str(a), "LD_LIBRARY_PATH": f"{b}/lib64:{a}/lib64"})
@@ -569,7 +569,7 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
              f"-L{elsewhere}", "-l:libacl_impl.so", f"-Wl,-rpath,{elsewhere}")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg("run", cases, "--runner", "aclnn", env={"ASCEND_HOME_PATH": str(kit)})
+    run = prmg("run", cases, env={"ASCEND_HOME_PATH": str(kit)})
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stdout + run.stderr
     assert f"the toolkit at {kit} runs code from outside it: aclInit in {elsewhere}/libacl_impl.so;" in run.stderr
     libc = ctypes.CDLL(None)
@@ -609,7 +609,7 @@ def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulat
     """The emulator's build copied where a toolkit belongs, without its marker file (an image made to run without an
     NPU, reused on an NPU host), passed an NPU gate (--runner aclnn --strict, exit 0) as 'aclnn toolkit at ...': its
     operator library exports the emulator's test hook, which no CANN library has, so the reports, the JUnit suite and
-    each result name the host emulator."""
+    each result name the host emulator, and auto says so on stderr."""
     import json
 
     from conftest import prmg
@@ -618,12 +618,60 @@ def test_a_copy_of_the_emulator_installed_as_a_toolkit_is_reported_as_the_emulat
     shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg("run", cases, "--runner", "aclnn", "--strict", "--report", "json",              # (a process of its own:
+    run = prmg("run", cases, "--strict", "--report", "json",                          # (a process of its own:
                "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})  # no other emulator)
     report = json.loads(run.stdout)
     assert (run.returncode, report["summary"]["runner"], report["cases"][0]["runner"]) == (0, "emulator", "emulator")
     assert 'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
+    assert run.stderr == f"prmg: the toolkit at {kit} is the host emulator ({kit}/lib64/libascendcl.so defines " \
+                         f"prmg_emu_initialized, which only the host emulator does): running the host emulator, " \
+                         f"not an NPU\n"
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
+    marked = tmp_path / "marked"                                     # its marker file copied along: said too
+    shutil.copytree(emulator.root, marked)
+    run = prmg("run", cases, env={"ASCEND_HOME_PATH": str(marked)})
+    assert run.returncode == 0 and run.stderr.startswith(f"prmg: the toolkit at {marked} is the host emulator "
+                                                         f"(PRMG_EMULATOR in {marked} marks an emulator build)")
+    own = prmg("run", cases, env={"ASCEND_HOME_PATH": str(emulator.root)})      # its set_env.sh's: chosen, no word
+    assert (own.returncode, own.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("disguise", ["copies", "runtime", "op library", "marker"])
+def test_the_npu_gates_runner_refuses_the_emulator_however_it_is_installed(tmp_path, emulator, disguise):
+    """--runner aclnn is what an NPU gate runs (smoke.sh, the CI examples): a toolkit folder of the emulator's
+    libraries (copies without the marker file or with it, or only its runtime linked in beside a stand-in's nnopbase
+    and operator library, or only its operator library) ran the cases green (exit 0 under --strict), the header saying
+    'emulator' or, for the runtime alone, 'aclnn'. It is exit 2 before any case runs, naming the file that gives the
+    emulator away (the operator library was the one sign runner_kind read); prmg's own build in its cache, which only
+    the emulator's set_env.sh names, still runs under its name."""
+    from conftest import prmg
+    from test_fail_safe import stand_in
+
+    kit = tmp_path / "kit"
+    if disguise == "copies":
+        shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
+    elif disguise == "marker":                                      # its marker file copied along
+        shutil.copytree(emulator.root, kit)
+    else:
+        stand_in(kit)
+        name = "libascendcl.so" if disguise == "runtime" else "libopapi_transformer.so"
+        (kit / "lib64" / name).unlink()
+        (kit / "lib64" / name).symlink_to(emulator.root / "lib64" / name)
+    evidence = {"copies": f"{kit}/lib64/libascendcl.so defines prmg_emu_initialized",
+                "runtime": f"{kit}/lib64/libascendcl.so defines prmg_emu_initialized",
+                "op library": f"{kit}/lib64/libopapi_transformer.so defines prmg_emu_applied_faults",
+                "marker": f"PRMG_EMULATOR in {kit} marks an emulator build"}[disguise]
+    toolkit = tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})
+    assert tk.runner_kind(toolkit) == "emulator" and evidence in tk.emulator_evidence(toolkit)
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = prmg("run", cases, "--runner", "aclnn", "--strict", env={"ASCEND_HOME_PATH": str(kit)})
+    assert (run.returncode, run.stdout) == (2, ""), run.stdout + run.stderr
+    (line,) = run.stderr.splitlines()
+    assert line.startswith(f"prmg: error: --runner aclnn runs a CANN toolkit, never the host emulator installed as "
+                           f"one, and the toolkit found at {kit} is the emulator ({evidence}"), run.stderr
+    own = prmg("run", cases, "--runner", "aclnn", env={"ASCEND_HOME_PATH": str(emulator.root)})  # its set_env.sh's
+    assert own.returncode == 0 and "results come from the host emulator, not an NPU" in " ".join(own.stdout.split())
 
 
 def test_the_file_a_symbol_binds_in_is_read_from_the_maps_as_dladdr_says_it(emulator):
@@ -693,3 +741,40 @@ def test_each_binding_of_a_library_is_read_once_until_the_file_changes(tmp_path)
     _library(source, library)
     assert tk.defined_symbols(library, (tk.STB_GLOBAL,)) == {"prmg_rebuilt_b10"}
     assert tk.defined_symbols(tmp_path / "missing.so") == frozenset()
+
+
+def test_a_tilde_in_the_toolkits_variables_names_the_same_folders_to_prmg_and_to_the_toolkit(tmp_path, emulator,
+                                                                                            monkeypatch):
+    """A CI file's env: value is expanded by no shell: ASCEND_OPP_PATH=~/opp was stamped and searched as written (the
+    header: 'opp: ~/opp (no file of the operator's kernels or tiling)', its vendors' operator library never found)
+    and handed to nnopbase as a folder named '~', while ASCEND_HOME_PATH=~/kit was expanded for the root and its
+    opp_latest: the record named kernels the toolkit would not read. Both are read with ~ expanded and handed to the
+    toolkit so, before aclInit."""
+    from conftest import prmg
+    from prmg_cli.device import acl
+
+    home = tmp_path / "home"
+    kernel = home / "opp/built-in/op_impl/ai_core/tbe/kernel/ascend950/inplace_partial_rotary_mul_grad"
+    kernel.mkdir(parents=True)
+    (kernel / "k.o").write_bytes(b"0")
+    vendor = home / "opp/vendors/customize/op_api/lib"
+    vendor.mkdir(parents=True)
+    shutil.copy(emulator.op_lib, vendor / "libcust_opapi.so")
+    (home / "opp/vendors/config.ini").write_text("load_priority=customize\n")
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    run = prmg("run", cases, "--runner", "emulator", env={"HOME": str(home), "ASCEND_OPP_PATH": "~/opp"})
+    header = " ".join(run.stdout.split())                 # the kernel, and the vendor's library of the aclnn layer
+    assert run.returncode == 0 and f"opp: {home}/opp (2 files of the operator's kernels" in header, run.stdout
+    monkeypatch.setenv("HOME", str(home))
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(emulator.root), "ASCEND_OPP_PATH": "~/opp"})
+    assert (found.op_lib, found.op_lib_source) == (vendor / "libcust_opapi.so",
+                                                   "vendors/config.ini load_priority (vendor customize)")
+    (home / "kit/opp_latest").mkdir(parents=True)
+    kit = tk.Toolkit("aclnn", home / "kit", found.runtime_lib, found.nnopbase_lib, found.op_lib, "test")
+    for name, value in (("ASCEND_HOME_PATH", "~/kit"), ("ASCEND_OPP_PATH", "~/opp")):
+        monkeypatch.setenv(name, value)
+    assert (tk.opp_path(kit), tk.opp_variable(kit)) == (home / "kit/opp_latest", home / "opp")
+    acl.prepare_environment(kit)
+    assert (os.environ["ASCEND_HOME_PATH"], os.environ["ASCEND_OPP_PATH"]) == (str(home / "kit"), str(home / "opp"))
+    assert tk.opp_path(kit) == home / "kit/opp_latest" and tk.toolkit_variable("ASCEND_CUSTOM_OPP_PATH", {}) == ""

@@ -47,7 +47,8 @@ def run_json(*args, env=None, timeout=300):
 @pytest.fixture
 def stand_in(emulator, tmp_path):
     """A toolkit prmg did not build: the emulator's libraries without the marker file (kind ``aclnn``), so the
-    process environment (``PRMG_EMU_MODES``, ``PRMG_EMU_FAULT``) configures it as a vendor's library would be."""
+    process environment (``PRMG_EMU_MODES``, ``PRMG_EMU_FAULT``) configures it as a vendor's library would be. Run
+    with ``--runner auto``: ``aclnn``, the NPU gate's runner, refuses the emulator's libraries wherever they lie."""
     root = tmp_path / "cann"
     shutil.copytree(emulator.root, root, symlinks=True)
     (root / "PRMG_EMULATOR").unlink()
@@ -751,12 +752,12 @@ def test_the_phase_of_an_expected_error_is_checked():
 def test_the_shipped_non_contiguous_case_fails_when_the_first_phase_refuses(stand_in):
     """A stand-in toolkit whose first phase returns 561000 (an unknown PRMG_EMU_FAULT does that in both phases'
     first call): the shipped case expects 561000 from the launch, so it fails."""
-    code, cases, _, _ = run_json("cases/negative.yaml", "-k", "not_contiguous", "--runner", "aclnn",
+    code, cases, _, _ = run_json("cases/negative.yaml", "-k", "not_contiguous", "--runner", "auto",
                                  env={**stand_in, "PRMG_EMU_FAULT": "no_such_fault"})
     result = cases["neg.dy_not_contiguous"]
     assert code == 1 and result["status"] == "failed"
     assert "from the launch (the second phase), got it from ...GetWorkspaceSize" in result["message"]
-    code, cases, _, _ = run_json("cases/negative.yaml", "-k", "not_contiguous", "--runner", "aclnn", env=stand_in)
+    code, cases, _, _ = run_json("cases/negative.yaml", "-k", "not_contiguous", "--runner", "auto", env=stand_in)
     assert code == 0
 
 
@@ -771,7 +772,7 @@ def test_validate_warns_when_the_phase_disagrees_with_the_model(tmp_path):
 
 def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
     """The toolkit implements interleave only, as the target says: every case of future_modes is skipped."""
-    args = ("cases/future_modes.yaml", "--exclude-tag", "mode-unsupported", "--runner", "aclnn")
+    args = ("cases/future_modes.yaml", "--exclude-tag", "mode-unsupported", "--runner", "auto")
     code, cases, summary, _ = run_json(*args, env=stand_in)
     assert code == 5 and summary["exit_code"] == 5 and summary["skipped"] == len(cases)
     assert summary["accepted_modes"] == [1]
@@ -795,7 +796,7 @@ def test_pass_cases_of_a_mode_the_toolkit_accepts_run_though_the_target_lacks_it
     """A toolkit whose first phase accepts half and quarter claims to implement them: their pass cases run (with
     --strict too), and pass on one that does (every mode implemented) or fail on one that computes them wrongly
     (accept_mode: interleave's formula), beside a negative case that passes; the run says why on stderr."""
-    code, cases, summary, stderr = run_json(write(tmp_path, MODES), "--runner", "aclnn", "--strict",
+    code, cases, summary, stderr = run_json(write(tmp_path, MODES), "--runner", "auto", "--strict",
                                             env={**stand_in, **toolkit})
     assert (code, summary["skipped"]) == (0 if status == "passed" else 1, 0)
     assert (cases["half_ok"]["status"], cases["quarter_ok"]["status"], cases["too_wide"]["status"]) == \
@@ -811,11 +812,11 @@ def test_resume_runs_again_after_the_operator_library_is_rebuilt_or_the_soc_chan
     path, results = write(tmp_path, "- {name: r, shape: [1, 1, 2, 16]}\n"), tmp_path / "r.jsonl"
 
     def resumed(env):
-        code, _, summary, stderr = run_json(path, "--runner", "aclnn", "--resume", results, env=env)
+        code, _, summary, stderr = run_json(path, "--runner", "auto", "--resume", results, env=env)
         assert code == 0, stderr
         return summary["resumed"], "1 recorded verdict of a case changed since or judged under other" in stderr
 
-    assert run_json(path, "--runner", "aclnn", "--results", results, env=stand_in)[0] == 0
+    assert run_json(path, "--runner", "auto", "--results", results, env=stand_in)[0] == 0
     assert resumed(stand_in) == (1, False)
     library = os.path.join(stand_in["ASCEND_HOME_PATH"], "lib64", "libopapi_transformer.so")
     with open(library, "rb") as built, open(library + ".new", "wb") as rebuilt:

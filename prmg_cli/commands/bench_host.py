@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 from tabulate import tabulate
 
+from prmg_cli import dtypes
 from prmg_cli.ops import GRAD
 from prmg_cli.reports.outputs.screen import width, wrap
 from prmg_cli.vocab import DEFAULT_GENERATOR, GENERATORS, INTERLEAVE
@@ -344,17 +345,22 @@ def format_whole_process_bench(small: dict) -> str:
 
 
 def format_pipeline_bench(rows: list[dict], small: dict | None = None) -> str:
-    """The pipeline rows (stage breakdown, host work next to dy.copy()) and their verdicts."""
-    header = (f"host pipeline per case (emulator, one worker, runs after its first; medians): dy {PIPELINE_SHAPE}, "
+    """The pipeline rows (a table of the stages, a table of host work next to dy.copy(), each within 80 columns)
+    and their verdicts."""
+    header = (f"host pipeline per case (emulator, one worker, runs after its first; medians, ms): dy {PIPELINE_SHAPE}, "
               f"slice {list(PIPELINE_SLICE)}, cos/sin {PIPELINE_TABLE_SHAPE} of dy's dtype, default standard")
-    table = tabulate([[row["dtype"], row.get("generator", DEFAULT_GENERATOR), *(row[key] for key in STAGE_KEYS),
-                       row["host_ms"], row["copy_ms"], row["vs_copy"], row["peak_mem_x_dy"], ",".join(row["status"])]
-                      for row in rows],
-                     headers=["dtype", "inputs by", *STAGE_KEYS, "host ms", "dy.copy() ms", "x copy", "peak mem x dy",
-                              "status"], floatfmt=".1f")
-    notes = (f"host = duration_s - kernel event time; dy.copy() = the fastest of {COPIES} copies before each run "
+    keys = [[row["dtype"], row.get("generator", DEFAULT_GENERATOR)] for row in rows]
+    stages = tabulate([[dtypes.lookup(dtype).short, generator, *(row[name] for name in STAGE_KEYS)]
+                       for (dtype, generator), row in zip(keys, rows)],
+                      headers=["dtype", "drawn by", *STAGE_KEYS], floatfmt=".1f")
+    host = tabulate([[*key, row["host_ms"], row["copy_ms"], row["vs_copy"], row["peak_mem_x_dy"],
+                      ",".join(row["status"])] for key, row in zip(keys, rows)],
+                    headers=["dtype", "drawn by", "host ms", "copy ms", "x copy", "peak x dy", "status"],
+                    floatfmt=".1f")
+    table = f"{stages}\n\n{host}"         # two tables of 80 columns, not one of 144 (an 80-column terminal)
+    notes = (f"host = duration_s - kernel event time; copy = dy.copy(), the fastest of {COPIES} copies before each run "
              f"(the median over the runs); golden runs fused with the judge, its share measured per chunk; peak "
-             f"mem = worker's peak RSS over its start-up RSS (emulator device memory included); the targets judge "
+             f"x dy = worker's peak RSS over its start-up RSS (emulator device memory included); the targets judge "
              f"the {DEFAULT_GENERATOR} rows, {' and '.join(GENERATORS[1:])} (the inputs before it) run beside them")
     return "\n".join([_prose(header), table, _prose(notes, "targets:", *pipeline_verdicts(rows, small))])
 

@@ -9,7 +9,6 @@ import json
 import math
 import os
 import statistics
-import sys
 from typing import Sequence
 
 from .. import __version__
@@ -17,6 +16,7 @@ from ..case import Case
 from ..device import execute
 from ..errors import PrmgError
 from ..reports.outputs.labels import bytes_moved, dtype_label, format_header, shape_label
+from ..reports.outputs.screen import say
 from ..reports.outputs.table import SHORTEN, fit
 from ..results import ExitCode, RunInfo
 
@@ -140,8 +140,8 @@ def bench_command(request) -> tuple[str, int]:
     cases = [c for c in load_selected(paths, modes, request.keyword) if c.expect.success
              and c.rotary_mode in modes]
     if not cases:
-        sys.stderr.write("prmg: no cases selected to time (check -k; cases that expect an error or a mode the target "
-                         "lacks are not timed)\n")
+        say("no cases selected to time (check -k; cases that expect an error or a mode the target "
+            "lacks are not timed)")
         return "", ExitCode.NO_CASES
     from ..device.runners import select
 

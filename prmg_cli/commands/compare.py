@@ -20,9 +20,10 @@ OPTIONS = (
            "fraction of the median is a regression (with fewer than 3 timings per case, only a rise past 3x and "
            "1 ms).", "FRACTION", float),
     Option("allow_changed", ("--allow-changed",), False, "A case whose definition (fingerprint) or judging settings "
-           "(standard, --standard, --strict, checks, --no-golden, --each-device and its chips) differ between A "
-           "and B is not comparable, a regression: with this flag it is listed, not counted, and compared as any "
-           "other.", kind=bool),
+           "(standard, --standard, --strict, checks, --no-golden, --each-device and its chips, the standard's "
+           "limits, prmg's judging code) differ between A and B, or that the emulator judged in one run and a "
+           "toolkit in the other, is not comparable, a regression: with this flag it is listed, not counted, and "
+           "compared as any other.", kind=bool),
     Option("wide", WIDE.flags, False, "Every column, whole case names and whole details in the table.", kind=bool),
 )
 

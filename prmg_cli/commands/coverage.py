@@ -41,15 +41,14 @@ def main(request) -> int:
     the constraint model...), with a one-line reason. Each is covered by N cases (one named) or MISSING. Exit
     0, or 1 when --fail-under is not met, 2 for unreadable cases, 5 when no case is selected.
     """
-    import sys
 
-    from ..reports.outputs.screen import width
+    from ..reports.outputs.screen import say, width
     from ..writes import write_stdout
 
     text, code = coverage_command(list(request.paths), request.report, request.output, request.fail_under,
                                   request.op, None if request.wide else width())
     if code == ExitCode.NO_CASES:
-        sys.stderr.write("prmg: no cases selected (check --op)\n")
+        say("no cases selected (check --op)")
     else:
         write_stdout(text, document=request.report != COVERAGE_FORMATS[0] and request.output is None)
     return code

@@ -36,22 +36,22 @@ def _probe_lines(toolkit) -> tuple[list[str], bool]:
 
 
 def opp_path_lines(toolkit) -> list[str]:
-    """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and
-    whether it is a folder), else the ``<root>/opp`` the runner sets before ``aclInit``, and the ``opp_latest`` it
-    takes first when there is one (``toolkit.opp_path``); wrapped to the width."""
+    """What nnopbase will see for ``ASCEND_OPP_PATH`` (read at every call): the variable when set (and whether it is
+    a folder; the folder the runner hands over when it starts with ``~``), else the ``<root>/opp`` the runner sets
+    before ``aclInit``, and the ``opp_latest`` it takes first when there is one (``toolkit.opp_path``); wrapped to
+    the width."""
     from ..reports.outputs.labels import kernels_text
     from ..reports.outputs.screen import width, wrap
 
-    value = os.environ.get("ASCEND_OPP_PATH")
+    value, opp = os.environ.get("ASCEND_OPP_PATH"), opp_variable(toolkit)
+    state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
     if value:
-        state = "a folder" if os.path.isdir(value) else "NOT a folder: operator calls will fail (561107)"
-        text = f"ASCEND_OPP_PATH={value} ({state})"
+        text = f"ASCEND_OPP_PATH={value} ({f'the runner sets {opp} before aclInit: ' if str(opp) != value else ''}" \
+               f"{state})"
     else:
-        opp = toolkit.root / "opp"
-        state = "a folder" if os.path.isdir(opp) else "NOT a folder: operator calls will fail (561107)"
         text = f"ASCEND_OPP_PATH unset: the runner sets {opp} before aclInit ({state})"
     taken = opp_path(toolkit)
-    if taken != opp_variable(toolkit):
+    if taken != opp:
         text += f"; nnopbase takes the kernels and tiling from {taken} first ($ASCEND_HOME_PATH/{OPP_LATEST})"
     places = provenance.kernel_places(taken, os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""),
                                       [spec.title for spec in OPERATORS.values()])

@@ -23,15 +23,15 @@ def main(request) -> int:
     shapes, mode, slice, seed; each file's dtype): the layout of prmg run --save-failures. bfloat16 arrays are
     stored as their 16-bit patterns (uint16) and meta.json names the dtype. Exit 5 when -k selects no case.
     """
-    import sys
 
     from .dump_arrays import dump_cases
+    from ..reports.outputs.screen import say
     from ..results import ExitCode
     from ..writes import write_stdout
 
     summary = dump_cases(list(request.paths), request.out, request.keyword)
     if not summary:                                 # as prmg run: exit 5, not 'wrote 0 cases'
-        sys.stderr.write("prmg: no cases selected (check -k)\n")
+        say("no cases selected (check -k)")
         return int(ExitCode.NO_CASES)
     write_stdout(summary)
     return 0

@@ -71,10 +71,10 @@ def main(request) -> int:
     alike at both lanes of every pair, a sign of sin its values hide) is on stderr too.
     """
     import dataclasses
-    import sys
 
     from ..errors import PrmgError
     from .case_writer import generate
+    from ..reports.outputs.screen import say
     from ..results import visible
     from ..writes import write_stdout
 
@@ -85,7 +85,7 @@ def main(request) -> int:
     notes: list[str] = []
     text = generate(**dataclasses.asdict(request), notes=notes)
     for note in notes:
-        sys.stderr.write(f"prmg: {visible(note)}\n")
+        say(visible(note))
     if text:
         write_stdout(text, document=request.output is None)       # the YAML, else the line saying where it went
     return 0

@@ -32,15 +32,13 @@ def main(request) -> int:
     --compare close; its default judges by mix_tolerance: prmg run --standard mixed); input_data_ranges uniform
     inputs, TTK's [-2, 2] where a row gives none; an e2e row's view offsets and strides the case's.
     """
-    import sys
-
     from .case_writer import import_ttk_file
-    from ..results import visible
+    from ..reports.outputs.screen import say
     from ..writes import write_stdout
 
     text, notes = import_ttk_file(request.csv_file, request.output)
     for note in notes:
-        sys.stderr.write(visible(note) + "\n")
+        say(note)                                               # (shown escaped by import_ttk_file)
     if text:
         write_stdout(text, document=request.output is None)       # the YAML, else the line saying where it went
     return 0

@@ -40,13 +40,14 @@ Examples (two shards, say on two hosts, then one report):
 def main(request) -> int:
     """Re-render one report from one or more results files, merged in case order.
 
-    Each case held by several files is named on stderr. Each run's record names the cases it selected
-    and its shard, so a case of a shard no file holds, or of a run stopped before it, is not_run: a report
-    of some shards only is never green. The header carries every run's provenance and names the settings
-    that differ between them; runs judged under settings that differ (standard, strictness, runner, toolkit, SoC,
-    operator library or kernel files...) are no one verdict: exit 1 unless --allow-mixed names each. Exit codes
-    as for a run: 0 when every case is ok, 1 when one failed, errored, xpassed or was not run (also: a --cases case
-    no file holds, mixed settings), 2 for unreadable files, 5 when there is nothing to report.
+    Each case held by several files is named on stderr (more than three: one line per set of files, -v names each).
+    Each run's record names the cases it selected and its shard, so a case of a shard no file holds, or of a run
+    stopped before it, is not_run: a report of some shards only is never green. The header carries every run's
+    provenance and names the settings that differ between them; runs judged under settings that differ (standard,
+    strictness, runner, toolkit, SoC, operator library or kernel files...) are no one verdict: exit 1 unless
+    --allow-mixed names each. Exit codes as for a run: 0 when every case is ok, 1 when one failed, errored, xpassed
+    or was not run (also: a --cases case no file holds, mixed settings), 2 for unreadable files, 5 when there is
+    nothing to report.
     """
     from ..reports.merge import report_files
 

@@ -30,7 +30,7 @@ from ..judging.standards import check_standard
 from ..ops import constraints
 from ..reports import outputs, run_record
 from ..reports.outputs import listing
-from ..reports.outputs.screen import width, wrap
+from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
 from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, summary_line,
                        visible)
@@ -55,7 +55,8 @@ def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = 
 
 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
-    """``prmg validate``: the summary of valid files (wrapped to the screen's width) and a warning line per case
+    """``prmg validate``: the summary of valid files (wrapped to the screen's width) and a warning line per case (on
+    a terminal wrapped too, ``screen.folded``)
     whose expectation the constraint model disagrees with; raises every mistake in ``paths``
     (``loader.check_files``) as one PrmgError carrying the others, printed one line each."""
     modes = target_modes(supported_modes)
@@ -74,7 +75,7 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
                f"success, {errors} expecting an error; {skipped} would be skipped on a target supporting "
                f"{mode_list(modes)}" + (f"; {plural(npy, '.npy file')} read by file: inputs, each from inside its "
                                         f"case file's folder" if npy else "") + ")")
-    return "\n".join(warnings + wrap(summary, width()))
+    return "\n".join(folded(warnings) + wrap(summary, width()))
 
 
 def parse_size(text: str) -> int:
@@ -228,16 +229,23 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     ``PRMG_EMU_FAULT``, or another ``PRMG_EMU_*`` variable the emulator would misread, is a usage error here, before
     any case runs (``toolkit.check_emulator_env``); a runner that falls back to the emulator without being asked
     to (``--runner auto``, ``geir``...: no toolkit found) says so on stderr in one line
-    (``toolkit.EMULATOR_FALLBACK``), not one that found an emulator build where a toolkit is named."""
+    (``toolkit.EMULATOR_FALLBACK``), not one that found prmg's own emulator build where a toolkit is named (its
+    ``set_env.sh``: ``toolkit.own_build``); one that found the emulator installed where a toolkit belongs (a copy, its
+    marker file copied along or not, ``toolkit.emulator_evidence``) says that."""
     from ..device.runners import select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, emulator_evidence, find_toolkit, \
+        own_build
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_env(os.environ)
-        if request.runner != "emulator" and find_toolkit(os.environ) is None:
-            sys.stderr.write(EMULATOR_FALLBACK + "\n")
+    evidence = emulator_evidence(toolkit) if request.runner != "emulator" else ""
+    if evidence and find_toolkit(os.environ) is None:
+        sys.stderr.write(EMULATOR_FALLBACK + "\n")
+    elif evidence and not own_build(toolkit.root, os.environ):
+        sys.stderr.write(f"prmg: the toolkit at {toolkit.root} is the host emulator ({evidence}): running the host "
+                         f"emulator, not an NPU\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
@@ -327,7 +335,7 @@ def run_suite(request) -> int:
     selection, cases = _select(request, modes)
     check_judged(cases, checked.checks, checked.golden)
     if not cases:
-        sys.stderr.write("prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)\n")
+        say("no cases selected (check -k, --tag, --exclude-tag and --shard)")
         return ExitCode.NO_CASES
     if request.list_only:
         skipped = [execute.case_result(case, "skipped", message=reason) for case in cases
@@ -402,7 +410,7 @@ def run_suite(request) -> int:
     if run.stopped:                             # a results file failing is an error (exit 2), a signal is not
         error = "error: " if run.code == ExitCode.USAGE else ""
         missed = f": {plural(len(missing), 'case')} not run" if missing else ""
-        sys.stderr.write(f"prmg: {error}{run.stopped}{missed}\n")
+        sys.stderr.write(f"prmg: {error}{run.stopped}{missed}\n")      # an error: one line, never wrapped
     if unwritten is not None:
         raise unwritten
     return run.code or exit_code(ordered, request.strict)
@@ -462,7 +470,7 @@ class _Run:
             write_stdout(outputs.labels.format_header(self.info, judged=self.cases) + "\n")   # a results file
         note = outputs.labels.modes_note(self.info)                          # failing now still has it above
         if note:
-            sys.stderr.write(f"prmg: warning: {note[2:]}\n")
+            say(f"warning: {note[2:]}")
         self._record(settings, selection)
         if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
             for case in self.cases:                   # --resume A --results B: B holds the whole run

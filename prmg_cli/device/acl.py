@@ -49,7 +49,7 @@ from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
 from .mapped import mapped_libraries, refuse_foreign, resolved_outside, taking, toolkit_places
-from .toolkit import EMULATOR_HOOK, Toolkit, opp_variable, refuse_stub
+from .toolkit import EMULATOR_HOOK, Toolkit, opp_variable, refuse_stub, toolkit_variable
 
 
 @dataclass
@@ -274,9 +274,13 @@ _INITIALISED: dict[Path, _Api] = {}     # runtime library -> api whose aclInit s
 
 def prepare_environment(toolkit: Toolkit) -> None:
     """Apply the toolkit's ``env`` (the emulator's modes) and set ``ASCEND_OPP_PATH`` to ``<root>/opp`` when it is unset
-    (nnopbase and GE read it at call time), before any of the toolkit's libraries is loaded."""
+    (nnopbase and GE read it at call time), before any of the toolkit's libraries is loaded; ``ASCEND_OPP_PATH`` and
+    ``ASCEND_HOME_PATH`` (where nnopbase looks for ``opp_latest``) are handed over with ``~`` expanded
+    (``toolkit.toolkit_variable``), so that the toolkit reads the folders prmg found it in and stamps."""
     os.environ.update(dict(toolkit.env))
     os.environ["ASCEND_OPP_PATH"] = str(opp_variable(toolkit))
+    if os.environ.get("ASCEND_HOME_PATH"):
+        os.environ["ASCEND_HOME_PATH"] = toolkit_variable("ASCEND_HOME_PATH", os.environ)
 
 
 def _api(toolkit: Toolkit) -> _Api:

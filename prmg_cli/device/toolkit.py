@@ -57,6 +57,9 @@ NNOPBASE_NAME = "libnnopbase.so"           # in a toolkit's lib64
 STUB_COMPONENTS = ("stub", "devlib")
 EMULATOR_MARKER = "PRMG_EMULATOR"          # file in the root of an emulator we built (holds the source hash)
 EMULATOR_HOOK = "prmg_emu_applied_faults"  # the emulator's operator library's test hook: no CANN library exports it
+# What only the emulator's libraries define (no CANN library has a prmg_emu_ symbol): its operator library's test hook
+# and its runtime's state, looked for in each library a toolkit loads (``emulator_evidence``).
+EMULATOR_SYMBOLS = (EMULATOR_HOOK, "prmg_emu_initialized")
 EMULATOR_LIBS = ("libascendcl.so", NNOPBASE_NAME, "libopapi_transformer.so", "libprmg_geir.so")
 # The variables that name a toolkit (a set_env.sh sets them, or a user points at a build): any of them set means a
 # toolkit is meant, and ``--runner auto`` never runs the emulator instead.
@@ -255,7 +258,7 @@ def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Pa
     for entry in (env.get("ASCEND_CUSTOM_OPP_PATH") or "").split(":"):
         if entry:
             candidates.append(("ASCEND_CUSTOM_OPP_PATH", Path(entry) / "op_api" / "lib" / "libcust_opapi.so"))
-    opp = Path(env.get("ASCEND_OPP_PATH") or root / "opp")
+    opp = _opp_folder(root, env)
     for vendor in config_vendors(opp):
         candidates.append((f"vendors/config.ini load_priority (vendor {vendor})",
                            opp / "vendors" / vendor / "op_api" / "lib" / "libcust_opapi.so"))
@@ -349,16 +352,41 @@ def _serving(root: Path, label: str, env: Mapping[str, str], override: Path | No
 
 
 @functools.lru_cache(maxsize=None)
-def _exports_hook(op_lib: Path) -> bool:
-    return exports_symbol(op_lib, EMULATOR_HOOK)
+def _emulator_symbol(library: Path) -> str:
+    """The first of ``EMULATOR_SYMBOLS`` the library at ``library`` defines, "" for none."""
+    return next((name for name in EMULATOR_SYMBOLS if exports_symbol(library, name)), "")
+
+
+def emulator_evidence(toolkit: Toolkit) -> str:
+    """Why the libraries of ``toolkit`` are prmg's host emulator, "" when nothing says so: the marker file of an
+    emulator build in its root, else the first of its runtime, nnopbase and operator library that defines one of
+    ``EMULATOR_SYMBOLS`` (``lib64/libascendcl.so defines prmg_emu_initialized``): a copy of an emulator build
+    without its marker, or the emulator's runtime or operator library linked or copied into a toolkit's folder."""
+    root = getattr(toolkit, "root", None)
+    if getattr(toolkit, "kind", "") == "emulator" or root and os.path.isfile(Path(root) / EMULATOR_MARKER):
+        return f"{EMULATOR_MARKER} in {root} marks an emulator build"
+    for role in ("runtime_lib", "nnopbase_lib", "op_lib"):                 # (a test's stand-in may have none)
+        library = getattr(toolkit, role, None)
+        symbol = _emulator_symbol(Path(library)) if library else ""
+        if symbol:
+            return f"{library} defines {symbol}, which only the host emulator does"
+    return ""
+
+
+def own_build(root: Path, env: Mapping[str, str]) -> bool:
+    """Whether ``root`` is an emulator prmg built, where it built it (marked, in ``emulator_cache_base``): what the
+    emulator's own ``set_env.sh`` names, never a toolkit's place."""
+    return os.path.isfile(root / EMULATOR_MARKER) and \
+        os.path.realpath(root.parent) == os.path.realpath(emulator_cache_base(env))
 
 
 def runner_kind(toolkit: Toolkit) -> str:
-    """What runs the cases, as reports and records name it: the toolkit's ``kind``, but ``emulator`` for one whose
-    operator library exports the emulator's test hook (``EMULATOR_HOOK``): a copy of an emulator build without its
-    marker, installed where a toolkit belongs, is the host emulator all the same, never an NPU."""
-    kind, op_lib = getattr(toolkit, "kind", ""), getattr(toolkit, "op_lib", None)      # (a test's stand-in: none)
-    return "emulator" if kind == "emulator" or (op_lib and _exports_hook(Path(op_lib))) else kind
+    """What runs the cases, as reports and records name it: the toolkit's ``kind``, but ``emulator`` for one that
+    ``emulator_evidence`` finds to be the emulator: a copy of an emulator build without its marker, installed where a
+    toolkit belongs, or a toolkit whose runtime or operator library is the emulator's, runs on the host, never on an
+    NPU."""
+    kind = getattr(toolkit, "kind", "")
+    return "emulator" if kind == "emulator" or emulator_evidence(toolkit) else kind
 
 
 def toolkit_suggested(env: Mapping[str, str]) -> list[str]:
@@ -388,20 +416,34 @@ def _in_emulator(path: str) -> bool:
     return any(os.path.isfile(place / EMULATOR_MARKER) for place in (folder, folder.parent))
 
 
+def toolkit_variable(name: str, env: Mapping[str, str]) -> str:
+    """The variable ``name`` of ``env`` with a leading ``~`` expanded, as the root is (``_search``); "" when unset or
+    empty. What prmg reads a toolkit's folders from and hands the toolkit before ``aclInit``
+    (``acl.prepare_environment``): a CI file's ``env:`` value is expanded by no shell, and nnopbase would read
+    ``~/opp`` as a folder named ``~`` in the current one. ``~nobody`` (no such user) stays as it is."""
+    value = env.get(name) or ""
+    return os.path.expanduser(value) if value else ""
+
+
+def _opp_folder(root: Path, env: Mapping[str, str]) -> Path:
+    """``$ASCEND_OPP_PATH`` (``toolkit_variable``), else ``root/opp``."""
+    return Path(toolkit_variable("ASCEND_OPP_PATH", env) or root / "opp")
+
+
 def opp_variable(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
-    """``$ASCEND_OPP_PATH``, else ``<root>/opp``: what the runner sets the variable to before ``aclInit`` when it is
-    unset (``acl.prepare_environment``)."""
-    env = os.environ if env is None else env
-    return Path(env.get("ASCEND_OPP_PATH") or toolkit.root / "opp")
+    """``$ASCEND_OPP_PATH``, else ``<root>/opp`` (``_opp_folder``: ``~`` expanded): what the runner sets the variable
+    to before ``aclInit`` (``acl.prepare_environment``), and the folder of the vendors the operator library's search
+    reads."""
+    return _opp_folder(toolkit.root, os.environ if env is None else env)
 
 
 def opp_path(toolkit: Toolkit, env: Mapping[str, str] | None = None) -> Path:
     """The opp folder nnopbase reads the operators' kernels and tiling from (acl-abi.md): ``$ASCEND_HOME_PATH/``
     ``OPP_LATEST`` when that is a folder (an opp kernel package upgraded on its own lands there, and is preferred),
-    else ``opp_variable``."""
+    else ``opp_variable``; both variables read by ``toolkit_variable``, as the runner hands them to the toolkit."""
     env = os.environ if env is None else env
-    home = env.get("ASCEND_HOME_PATH")
-    latest = os.path.join(os.path.expanduser(home), OPP_LATEST) if home else ""     # never raises: ~nobody stays
+    home = toolkit_variable("ASCEND_HOME_PATH", env)
+    latest = os.path.join(home, OPP_LATEST) if home else ""
     return Path(latest) if latest and os.path.isdir(latest) else opp_variable(toolkit, env)
 
 
@@ -655,8 +697,10 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     auto: the installed toolkit when the search finds one; else, when something suggests a toolkit
     (``toolkit_suggested``: a variable names one, a default root exists) or ``--op-lib`` is given, a PrmgError
     naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on stderr:
-    ``suite.settings_for``). aclnn: the installed toolkit or a PrmgError naming where it looked; emulator: the
-    emulator (``modes`` switched on).
+    ``suite.settings_for``). aclnn: the installed toolkit, or a PrmgError naming where it looked, or why the toolkit
+    found is the emulator (``emulator_evidence``) installed as a toolkit (all but prmg's own build in its cache,
+    ``own_build``, which only its ``set_env.sh`` names: an NPU gate never runs a copy); emulator: the emulator
+    (``modes`` switched on).
     """
     env = os.environ if env is None else env
     if runner == "emulator":
@@ -665,6 +709,11 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
         return emulator_toolkit(modes, env)
     toolkit, log = _search(env, op_lib)
     if toolkit is not None:
+        evidence = emulator_evidence(toolkit) if runner == "aclnn" and not own_build(toolkit.root, env) else ""
+        if evidence:
+            raise PrmgError(f"--runner aclnn runs a CANN toolkit, never the host emulator installed as one, and the "
+                            f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "
+                            f"the CANN toolkit (source its set_env.sh), or run the emulator with --runner emulator")
         if toolkit.kind == "emulator" and modes is not None:
             toolkit = replace(toolkit, env=_modes_env(modes))
         return toolkit

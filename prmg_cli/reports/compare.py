@@ -4,7 +4,8 @@ For every case of either results file, in this order of importance (``CATEGORIES
 words for the help and the docs):
 
 - **new failures**: ok in A (passed, skipped, xfailed), not ok in B (failed, error, xpassed, not_run); and a case
-  only in B that is not ok there (a failure is a failure, whether A knew the case or not);
+  only in B, or not run in A (a run stopped or killed before it: no verdict), that B judged not ok (failed, error,
+  xpassed): a failure is a failure, whether A knew the case or not;
 - **not comparable**: a case whose definition changed from A to B (its ``fingerprint``: inputs, shapes, slice,
   tolerance...) or that was judged under other settings (``judging``: its standard, ``--standard``, ``--strict``,
   the checks and their options, ``--no-golden``, ``--each-device`` and its chips), or by the host emulator in one
@@ -236,6 +237,9 @@ def compare(a: dict[str, CaseResult], b: dict[str, CaseResult], *, drift: float 
         if old.info.ok and not new.info.ok:
             changes.append(Change("new failure", name, old.status, new.status,
                                   f"{chips}: {visible(new.message)}" if chips else visible(new.message)))
+        elif not old.info.ok and not old.info.evidence and not new.info.ok and new.info.evidence:
+            changes.append(Change("new failure", name, old.status, new.status,
+                                  f"not judged in A: {visible(new.message)}"))
         elif not old.info.ok and new.status == "passed":
             changes.append(Change("status changed", name, old.status, new.status,
                                   f"{chips}: another chip, not a fix") if chips else

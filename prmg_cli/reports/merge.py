@@ -36,7 +36,6 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -48,9 +47,12 @@ from ..judging.standards import standard_of
 from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
                        visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
-from .outputs.labels import EMULATOR_NOTE
+from .outputs.labels import EMULATOR_NOTE, first_names
+from .outputs.screen import say
 
 DUPLICATE_RULES = ("worst", "last")
+DUPLICATE_RULE_SAYS = {"worst": "the worst verdict of each", "last": "each one's record in the last file"}
+DUPLICATES_NAMED = 3            # more cases in several files than this: one line per set of files (unless -v)
 MISSING = "not run: no results file holds it"
 CHANGED = "not run: the case changed since its record was made (its fingerprint differs)"
 
@@ -61,6 +63,7 @@ class Merged:
 
     results: list = field(default_factory=list)
     duplicates: list = field(default_factory=list)    # one line per case held by several files
+    repeated: dict = field(default_factory=dict)      # the files holding a case (in order) -> [(case, alike)]
     left_out: list = field(default_factory=list)      # names of records not among --cases
     missing: int = 0                                  # --cases cases no file holds
     changed: int = 0                                  # --cases cases changed since their record was made
@@ -125,6 +128,8 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         picked[name] = record
         if len(entries) > 1:
             listing = ", ".join(f"{visible(path)} ({entry.status})" for path, entry in entries)
+            merged.repeated.setdefault(tuple(path for path, _ in entries), []).append(
+                (name, len({entry.status for _, entry in entries}) == 1))
             merged.duplicates.append(f"duplicate: case '{visible(name)}' is in {listing}; reporting "
                                      f"{record.status} from {visible(source)} (--duplicates {rule})")
     if cases is None:
@@ -280,6 +285,22 @@ def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult])
     return "\n".join(lines)
 
 
+def duplicate_lines(merged: Merged, rule: str, verbose: bool = False) -> list[str]:
+    """What ``prmg report`` says of the cases in several files: a line per case (``merged.duplicates``) when
+    ``verbose`` or at most ``DUPLICATES_NAMED`` are, else one per set of files, naming the first cases whose
+    verdicts differ there (a run and its rerun merged: one line, not one of 160 columns per case)."""
+    if verbose or len(merged.duplicates) <= DUPLICATES_NAMED:
+        return merged.duplicates
+    lines = []
+    for paths, cases in merged.repeated.items():
+        differ = [name for name, alike in cases if not alike]
+        named = (f"; {len(differ)} of them with verdicts that differ ({first_names(differ, DUPLICATES_NAMED)})"
+                 if differ else "; every one with the same verdict in each")
+        lines.append(f"duplicate: {plural(len(cases), 'case')} in each of {', '.join(map(visible, paths))}; "
+                     f"reporting {DUPLICATE_RULE_SAYS[rule]} (--duplicates {rule}){named} (-v names each)")
+    return lines
+
+
 def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: Sequence[str] = (),
                  output: str | None = None, rule: str = "worst", verbose: bool = False,
                  wide: bool = False, allow_mixed: Sequence[str] = ()) -> int:
@@ -299,32 +320,31 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     stores, seen = [], []
     for path in map(str, paths):
         if any(same_file(path, other) for other in seen):
-            sys.stderr.write(f"prmg: {visible(path)} is given twice: read once\n")
+            say(f"{visible(path)} is given twice: read once")
             continue
         seen.append(path)
         stores.append(store.read(path))
     _check_allowed(allow_mixed, stores)
     merged = merge(stores, cases, rule)
     merged.results = _on_hosts(stores, merged.results)
-    for line in merged.duplicates:
-        sys.stderr.write(f"prmg: {line}\n")
+    for line in duplicate_lines(merged, rule, verbose):
+        say(line)
     if merged.left_out:
         shown = ", ".join(visible(name) for name in merged.left_out[:5])
         more = f" and {len(merged.left_out) - 5} more" if len(merged.left_out) > 5 else ""
-        sys.stderr.write(f"prmg: {plural(len(merged.left_out), 'result')} of cases not in --cases left out: "
-                         f"{shown}{more}\n")
+        say(f"{plural(len(merged.left_out), 'result')} of cases not in --cases left out: "
+            f"{shown}{more}")
     if not merged.results:
-        sys.stderr.write("prmg: nothing to report: the results files hold no result"
-                         + (" and --cases no case\n" if case_paths else "\n"))
+        say("nothing to report: the results files hold no result" + (" and --cases no case" if case_paths else ""))
         return ExitCode.NO_CASES
     mixed, alike = mixed_settings(stores, merged.results, allow_mixed)
     for key, line in alike:
         if key not in WHERE:
-            sys.stderr.write(f"prmg: warning: the runs were judged under different settings (--allow-mixed {key}): "
-                             f"{line}\n")
+            say(f"warning: the runs were judged under different settings (--allow-mixed {key}): "
+                f"{line}")
     for key, line in mixed:
-        sys.stderr.write(f"prmg: the runs were judged under different settings, which no one verdict covers: {line} "
-                         f"(--allow-mixed {key} if that is intended)\n")
+        say(f"the runs were judged under different settings, which no one verdict covers: {line} "
+            f"(--allow-mixed {key} if that is intended)")
     info = run_info(stores, merged.results, allow_mixed)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
@@ -336,17 +356,17 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         write_stdout("\n".join(failure_lines(merged.results, info=info)
                                 + outputs.labels.device_lines(merged.results) + [summary_line(merged.results)]))
     if merged.missing:
-        sys.stderr.write(f"prmg: {plural(merged.missing, 'case')} of --cases in no results file: reported not_run\n")
+        say(f"{plural(merged.missing, 'case')} of --cases in no results file: reported not_run")
     if merged.changed:
-        sys.stderr.write(f"prmg: {plural(merged.changed, 'case')} of --cases changed since their records were "
-                         "made: reported not_run\n")
+        say(f"{plural(merged.changed, 'case')} of --cases changed since their records were "
+            "made: reported not_run")
     if merged.unreported:
-        sys.stderr.write(f"prmg: {plural(merged.unreported, 'case')} selected by the runs but in no results "
-                         f"file (a shard missing, or a run stopped early): reported not_run\n")
+        say(f"{plural(merged.unreported, 'case')} selected by the runs but in no results "
+            f"file (a shard missing, or a run stopped early): reported not_run")
     for stored in (stored for stored in stores if stored.replaced):
-        sys.stderr.write(f"prmg: {plural(stored.replaced, 'case')} of {visible(stored.path)}: its last run selected "
-                         f"them and recorded no result, and its records of an earlier run were judged under other "
-                         f"settings: reported not_run\n")
+        say(f"{plural(stored.replaced, 'case')} of {visible(stored.path)}: its last run selected "
+            f"them and recorded no result, and its records of an earlier run were judged under other "
+            f"settings: reported not_run")
     if unwritten:
         raise PrmgError.all_of(unwritten)
     return report_exit_code(merged.results, info)

@@ -7,7 +7,6 @@ result a report stands on while the run runs (``unfinished_results``)."""
 from __future__ import annotations
 
 import os
-import sys
 from typing import Sequence
 
 from .. import __version__
@@ -16,6 +15,7 @@ from ..device import provenance
 from ..judging import fingerprint
 from ..judging.standards import DEFAULT_STANDARD
 from ..results import CaseResult, RunInfo, plural, visible
+from .outputs.screen import say
 
 
 def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
@@ -54,7 +54,7 @@ def preloaded(info: RunInfo, found) -> None:
 
     info.preloaded = tuple(preload_labels(found))
     if interposer_warning(found):
-        sys.stderr.write(f"prmg: warning: {interposer_warning(found)}\n")
+        say(f"warning: {interposer_warning(found)}")
 
 
 def nodes_files(info: RunInfo, target: dict) -> None:
@@ -115,12 +115,12 @@ def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict
     verdicts = {name: result for name, result in stored.latest().items()
                 if name in fingerprints and result.status not in UNTRUSTED}
     again = len(verdicts) - len(kept)
-    sys.stderr.write(f"prmg: --resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
-                     f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
-                                 f"other settings (runner, toolkit or its libraries, the operator's kernel and "
-                                 f"tiling files, SoC, driver, host, faults, modes, chips, --standard, --strict, "
-                                 f"checks, the standards' limits or prmg's judging code) run again"
-                                 if again else "") + "\n")
+    say(f"--resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
+        f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
+                    f"other settings (runner, toolkit or its libraries, the operator's kernel and "
+                    f"tiling files, SoC, driver, host, faults, modes, chips, --standard, --strict, "
+                    f"checks, the standards' limits or prmg's judging code) run again"
+                    if again else ""))
     return kept
 
 

@@ -5,6 +5,10 @@ holds a number, else ``WIDTH`` columns (a pipe, a file, CI), never fewer than ``
 ``label: value`` line too long for it is wrapped at spaces, its later lines indented under the value (``wrap``);
 a text that must stay on one line is cut at a space with an ellipsis (``shorten``). A word longer than a line (a
 long path) is never broken: it alone may pass the width.
+
+Lines a log is searched by (a failure's line below the table, its diagnosis lines, ``prmg:`` notes and warnings on
+standard error) stay whole in a pipe or a file, one line each for grep, and are wrapped only on a terminal
+(``folded``, ``say``), where a line past the width would wrap mid-word. An error stays one line everywhere.
 """
 
 from __future__ import annotations
@@ -26,25 +30,59 @@ def width() -> int:
     """The columns text reports fit, at least ``MIN_WIDTH``: ``COLUMNS`` when it holds a number (as
     ``shutil.get_terminal_size`` reads it), else the terminal's columns when standard output is a terminal, else
     ``WIDTH``."""
-    try:
-        terminal = sys.stdout.isatty()
-    except (AttributeError, ValueError):          # replaced or closed stdout
-        terminal = False
+    terminal = _terminal(sys.stdout)
     told = os.environ.get("COLUMNS", "").strip()
     number = decimal(told)              # ASCII digits only (COLUMNS=² is a digit to str.isdigit, not to int)
     columns = shutil.get_terminal_size((WIDTH, 24)).columns if terminal or number else WIDTH
     return max(MIN_WIDTH, columns)
 
 
+def _terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal (False for a replaced or closed stream)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def wrap(line: str, columns: int) -> list[str]:
     """``line`` as lines of at most ``columns`` characters, broken at spaces; the later lines are indented
-    under the value of a ``label: value`` line (4 columns when the label is long or there is none)."""
+    under the value of a ``label: value`` line (4 columns past the line's own indent when the label is long or
+    there is none)."""
     if len(line) <= columns:
         return [line]
     label = line.find(": ")
-    indent = label + 2 if 0 < label < _MAX_LABEL_INDENT - 1 else 4
-    return textwrap.wrap(line, columns, subsequent_indent=" " * indent, break_long_words=False,
-                         break_on_hyphens=False) or [line]
+    own = len(line) - len(line.lstrip(" "))
+    indent = label + 2 if own < label < _MAX_LABEL_INDENT - 1 else own + 4
+    return textwrap.wrap(line, columns, subsequent_indent=" " * indent,
+                         break_long_words=False, break_on_hyphens=False) or [line]
+
+
+def folded(lines: list[str], columns: int | None = None) -> list[str]:
+    """``lines`` wrapped to ``columns`` (default ``width()``) when standard output is a terminal, else as they are
+    (module docstring: whole in a pipe or a file)."""
+    if not _terminal(sys.stdout):
+        return lines
+    columns = columns or width()
+    return [part for line in lines for part in wrap(line, columns)]
+
+
+def say(text: str) -> None:
+    """``prmg: TEXT`` on standard error, wrapped under ``TEXT`` to the terminal's width when standard error is a
+    terminal (``COLUMNS`` first, as ``width``), else whole on one line; a standard error that cannot be written is
+    ignored (the message is not worth a crash)."""
+    line = f"prmg: {text}"
+    if _terminal(sys.stderr):
+        told = decimal(os.environ.get("COLUMNS", "").strip())
+        try:
+            columns = told or os.get_terminal_size(sys.stderr.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            columns = WIDTH
+        line = "\n".join(wrap(line, max(MIN_WIDTH, columns)))
+    try:
+        sys.stderr.write(line + "\n")
+    except OSError:
+        pass
 
 
 def shorten(text: str, columns: int) -> str:

@@ -6,8 +6,8 @@ verdict and the case first, the metric last), then one line per case that failed
 localisation sentence once), with its diagnosis lines under ``verbose`` (at most ``max_details`` each), one line
 per reason for the cases skipped, xfailed or not run (``grouped_lines``; one each under ``verbose``), the
 coverage of the cases that ran (``coverage.run_line``), then the summary line last. The header, the ``all
-cases:`` line, the grouped lines and the coverage line are wrapped to the width (``screen.wrap``); a failure
-stays on one line.
+cases:`` line, the grouped lines and the coverage line are wrapped to the width (``screen.wrap``); a failure's
+line and its diagnosis lines only on a terminal (``screen.folded``: one line each in a pipe or a file, for grep).
 
 To fit the width (``fit``) the table takes the steps of ``FIT_ORDER`` one by one: it drops the kernel time, the
 standard, the cos layout, the slice and the shape, cuts the metric to its essentials, then shortens case names
@@ -24,7 +24,7 @@ from ...results import CaseResult, RunInfo, plural, run_warnings, summary_line, 
 from ...vocab import ROTARY_MODES, broadcast_pattern, mode_label, mode_name
 from .labels import (device_lines, diagnosis_lines, dtype_label, fault_lines, first_names, format_header, metric_label,
                      ms_label, shape_label, slice_label, verdict_word)
-from .screen import shorten, width as screen_width, wrap
+from .screen import folded, shorten, width as screen_width, wrap
 from .short_names import DTYPE_WORDS, MODE_WORDS, short_names
 
 MIN_NAME = 30
@@ -199,7 +199,7 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
         if max_details is not None and len(entry) > 1 + max_details:
             hidden = len(entry) - 1 - max_details
             entry = entry[:1 + max_details] + [f"    ... {plural(hidden, 'more line')} (--max-details)"]
-        lines += entry
+        lines += folded(entry, width)
     if verbose:
         return lines + note
     return lines + [part for line in grouped_lines(results) for part in wrap(line, width)] + note
