@@ -561,7 +561,7 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
      "ttk_upstream_e2e.yaml", "aclnn"),
     ([("e2e-imported", "rotated rows")], {"PRMG_EMU_FAULT": "own_sin"}, ("", ""), "ttk_upstream_e2e.yaml", "aclnn"),
     ([("graph mode", "")], {"PRMG_EMU_FAULT": "geir_slice_dropped"}, ("", ""), "cover.yaml", "aclnn+geir"),
-    ([("graph mode", "a slice list of none")], {"PRMG_EMU_FAULT": "geir_empty_slice_default"}, ("", ""),
+    ([("graph mode", "a slice list of none")], {"PRMG_EMU_FAULT": "geir_empty_list_unset"}, ("", ""),
      "cover.yaml", "aclnn+geir"),
 ]
 

@@ -308,7 +308,7 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "fwd_membase_late": "got it from the launch (the second phase)",
     # graph mode reading a partial_slice of none as its tiling does, and the differential held adversarially: a
     # list of none taken as unset, a refusal's phase alone wrong, the forward's graphs alone wrong
-    "geir_empty_slice_default": "geir: expected an error, got 0 SUCCESS",
+    "geir_empty_list_unset": "geir: expected an error, got 0 SUCCESS",
     "geir_refusal_at_run": "ge::FAILED in the run phase", "geir_fwd_sin_negated": "geir (graph mode) disagrees",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only

@@ -88,7 +88,7 @@ static const struct {
     {"slice_list_read", FAULT_SLICE_LIST_READ},
     {"noop_launch_refused", FAULT_NOOP_LAUNCH_REFUSED},
     {"fwd_membase_late", FAULT_FWD_MEMBASE_LATE},
-    {"geir_empty_slice_default", FAULT_GEIR_EMPTY_SLICE_DEFAULT},
+    {"geir_empty_list_unset", FAULT_GEIR_EMPTY_LIST_UNSET},
     {"geir_refusal_at_run", FAULT_GEIR_REFUSAL_AT_RUN},
     {"geir_fwd_sin_negated", FAULT_GEIR_FWD_SIN_NEGATED},
 };

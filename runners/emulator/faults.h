@@ -97,7 +97,7 @@ enum {
     FAULT_SLICE_LIST_READ,
     FAULT_NOOP_LAUNCH_REFUSED,
     FAULT_FWD_MEMBASE_LATE,
-    FAULT_GEIR_EMPTY_SLICE_DEFAULT,
+    FAULT_GEIR_EMPTY_LIST_UNSET,
     FAULT_GEIR_REFUSAL_AT_RUN,
     FAULT_GEIR_FWD_SIN_NEGATED,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
@@ -119,7 +119,7 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
                      | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN) \
-                     | FAULT_BIT(FAULT_GEIR_REF_NOT_ALIASED) | FAULT_BIT(FAULT_GEIR_EMPTY_SLICE_DEFAULT) \
+                     | FAULT_BIT(FAULT_GEIR_REF_NOT_ALIASED) | FAULT_BIT(FAULT_GEIR_EMPTY_LIST_UNSET) \
                      | FAULT_BIT(FAULT_GEIR_REFUSAL_AT_RUN) | FAULT_BIT(FAULT_GEIR_FWD_SIN_NEGATED))
 #define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS) | SHARED_FAULTS)
 

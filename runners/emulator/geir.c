@@ -25,7 +25,7 @@
  * ref output's copy into the caller's buffer runs 32 bytes past its end), geir_ref_not_aliased (GE gives the ref
  * output a buffer of its own instead of dy's: the output holds only what the kernel stores, the slice's lanes, over a
  * fresh buffer's zeros; a no-op stores nothing, so its output is all zeros where dy was meant),
- * geir_empty_slice_default (a partial_slice of no value taken as unset: the IR default {0, 0}),
+ * geir_empty_list_unset (a partial_slice of no value taken as unset: the IR default {0, 0}),
  * geir_refusal_at_run (the tiling's refusal reported by RunGraph instead of CompileGraph: the same status from
  * another phase),
  * geir_fwd_sin_negated (the forward's graph feeds its kernel sin with every sign bit flipped, a Neg fused onto the
@@ -491,7 +491,7 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
     /* an attribute the graph left unset (partial_slice NULL) or lost takes its IR default */
     int64_t mode = has_fault(faults, FAULT_GEIR_MODE_DROPPED) ? DEFAULT_MODE : call->rotary_mode;
     const fault_set emptied = call->partial_slice != NULL && call->slice_count == 0
-                              ? faults & FAULT_BIT(FAULT_GEIR_EMPTY_SLICE_DEFAULT) : 0;
+                              ? faults & FAULT_BIT(FAULT_GEIR_EMPTY_LIST_UNSET) : 0;
     const int drop_slice = call->partial_slice == NULL || has_fault(faults, FAULT_GEIR_SLICE_DROPPED) || emptied;
     const int64_t *slice = drop_slice ? DEFAULT_SLICE : call->partial_slice;
     uint64_t slice_count = drop_slice ? 2 : call->slice_count;
