@@ -33,11 +33,13 @@ test: install browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 # The tests that pin verdicts and exit codes (marked `verdict`), in under 30 s: what `make mutate` runs first. One
-# process (xdist's start costs more than it saves here); the emulator and compiled helper are built once into
-# $(VENV)/test-builds (by source hash) and reused by later runs.
+# process (xdist's start costs more than it saves here) without the hypothesis and xdist plugins (no verdict test
+# uses them; with bytecode off, pytest rewrote all of hypothesis on every start); the emulator and compiled helper
+# are built once into $(VENV)/test-builds (by source hash) and reused by later runs.
 VERDICT_FILES = $(shell grep -l "mark.verdict" tests/test_*.py)
 test-verdict: install
-	PRMG_TEST_EMULATOR_HOME=$(abspath $(VENV))/test-builds $(BIN)/python -m pytest -q -m verdict $(VERDICT_FILES)
+	PRMG_TEST_EMULATOR_HOME=$(abspath $(VENV))/test-builds $(BIN)/python -m pytest -q -p no:hypothesispytest \
+		-p no:xdist -m verdict $(VERDICT_FILES)
 
 # Each mutant of tests/mutants.yaml applied alone in a scratch copy and the tests run against it (docs/developing.md);
 # CPU-heavy and not part of `make test`.

@@ -24,6 +24,13 @@ from .files import write_all
 # How an output is written: a file replaced whole (``files.write_text``), a file appended to (``store.Writer``), or
 # a folder written into, one subfolder per case (``--save-failures``, ``prmg dump --out``).
 REPLACE, APPEND, FOLDER = "replace", "append", "folder"
+STANDARD_OUTPUT = "-"          # as an output's file (-o -, --report json:-): standard output, as Unix tools read it
+
+
+def output_file(given: str | None) -> str | None:
+    """The file an output option names, None for standard output (not given, or ``STANDARD_OUTPUT``: a file named
+    ``-`` was written in the current folder)."""
+    return None if given == STANDARD_OUTPUT else given
 
 
 @dataclass(frozen=True)

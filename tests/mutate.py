@@ -35,6 +35,8 @@ from pathlib import Path
 
 import yaml
 
+from conftest import PYTEST         # pytest as the tests start it: no cache folder, no hypothesis plugin
+
 ROOT = Path(__file__).resolve().parent.parent
 LIST = ROOT / "tests" / "mutants.yaml"
 MARKER = "mark.verdict"                 # how a test file says it holds verdict tests
@@ -116,8 +118,8 @@ def copy_tree(target: Path) -> None:
 def pytest(tree: Path, args: list[str], env: dict, timeout: float) -> tuple[str, str]:
     """Run pytest in ``tree``: ("passed" | "failed" | "timed out" | "no tests", the first failing test or "")."""
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args], cwd=tree,
-                              env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([*PYTEST, "-q", "-x", *args], cwd=tree, env=env, capture_output=True, text=True,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timed out", ""
     if done.returncode == 0:

@@ -303,6 +303,69 @@ def test_a_verdict_of_other_judging_code_is_not_comparable_and_older_runs_compar
     assert fingerprint.limits(default) != fingerprint.limits(replace(default, defaults={"*": {"budget_scale": 2.0}}))
 
 
+@pytest.mark.verdict
+def test_the_judges_fingerprints_change_with_any_limit_preset_or_byte_of_the_judging_code(tmp_path):
+    """Session 11: ``judging.fingerprint`` is what tells one judge from another (compare, --resume, report). A limit of
+    a standard's defaults, a value of one of its presets (double_benchmark's levels), and any byte of a judging source
+    -- the compiled judge's C included -- each make another fingerprint; the judge's files are the judging, ops and
+    native packages, Python and C."""
+    import shutil
+
+    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging.standards import STANDARDS
+
+    default, bench = STANDARDS["default"], STANDARDS["double_benchmark"]
+    assert fingerprint.limits(default) != fingerprint.limits(replace(default, defaults={"*": {"budget_scale": 2.0}}))
+    (key, presets), = bench.presets.items()
+    level, values = next(iter(presets.items()))
+    looser = {**presets, level: {**values, "mare_ratio": 2 * values["mare_ratio"]}}
+    assert fingerprint.limits(bench) != fingerprint.limits(replace(bench, presets={key: looser}))
+    package = Path(fingerprint.__file__).resolve().parent.parent
+    names = {path.relative_to(package).as_posix() for path in fingerprint.judging_files(package)}
+    assert {"native/native.c", "judging/judge.py", "judging/standards/default.py", "ops/grad.py",
+            "judging/checks/sample.py"} <= names
+    copy = tmp_path / "prmg_cli"
+    for name in names:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(package / name, copy / name)
+    assert fingerprint.code_of(copy) == fingerprint.code() == fingerprint.code_of(package)
+    native = copy / "native" / "native.c"
+    native.write_text(native.read_text() + "/* an edit */\n")
+    assert fingerprint.code_of(copy) != fingerprint.code()
+
+
+def test_a_verdict_of_another_judging_code_runs_again_on_resume_and_is_not_comparable(tmp_path, emulator, monkeypatch,
+                                                                                       capsys):
+    """Session 11: each run records the judging code's fingerprint (``run_record.recorded_settings``): a verdict of
+    another build's judge (the same version number) is run again by --resume, and compare calls it not comparable."""
+    from prmg_cli.commands.run import Request
+    from prmg_cli.commands.suite import run_suite
+    from prmg_cli.judging import fingerprint
+
+    (tmp_path / "w.yaml").write_text("- {name: w, shape: [1, 2, 2, 16], partial_slice: [0, 16]}\n")
+
+    def run(name: str, **options) -> None:
+        run_suite(Request(paths=(str(tmp_path / "w.yaml"),), runner="emulator", results=str(tmp_path / name),
+                          report=("json:/dev/null",), **options))
+
+    run("a.jsonl")
+    run("a.jsonl", resume=str(tmp_path / "a.jsonl"))
+    assert "--resume: 1 result of" in capsys.readouterr().err       # the same judge: taken
+    with monkeypatch.context() as patched:
+        patched.setattr(fingerprint, "code", lambda: "f" * 16)
+        run("b.jsonl")
+        run("a.jsonl", resume=str(tmp_path / "a.jsonl"))
+    err = capsys.readouterr().err                                   # another judge: run again
+    assert "--resume: 0 results of" in err and "1 recorded verdict of a case changed since or judged under" in err
+    text, code = compare.compare_files(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "json")
+    assert code == 0                                      # A's last record is the resumed run's, of the other judge
+    run("c.jsonl")
+    text, code = compare.compare_files(str(tmp_path / "c.jsonl"), str(tmp_path / "b.jsonl"), "json")
+    (change,) = json.loads(text)["changes"]
+    assert code == 1 and change["detail"] == f"judged under other settings: judging code {fingerprint.code()} -> " \
+                                             f"{'f' * 16}"
+
+
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"schema": "prmg.result/3", "name": "x", "status": "passed"}\nnot json\n')

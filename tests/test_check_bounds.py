@@ -238,6 +238,13 @@ def test_a_wrong_result_defect_holds_up_to_each_bound():
                          (("elements", 2), True), (("elements", 1), False), (("pattern", "odd_lanes"), True),
                          (("pattern", "even_lanes"), False), (("pattern", "last_row"), False)):
         assert (beyond([bound], actual, golden, wrong, fmt) == []) == holds, bound
+    # every bound a defect names holds, not its first alone; last_row allows the last row, not the first
+    assert beyond([("max_error_ulp", 2.0), ("elements", 1)], actual, golden, wrong, fmt) == [
+        "2 elements wrong > elements 1"]
+    for row, holds in ((1, True), (0, False)):
+        alone = golden.copy()
+        alone[0, 0, row, 2] = 3.0
+        assert (beyond([("pattern", "last_row")], alone, golden, alone != golden, fmt) == []) == holds, row
     # the halves meet between lanes L/2 - 1 and L/2 (here 1 and 2): a wrong element there is in one half alone
     for lane, half in ((1, "first_half"), (2, "second_half")):
         edge = golden.copy()

@@ -786,6 +786,208 @@ def test_generated_results_files_draw_their_html_report(readable):
         _report_every_format(stored, path, Path(folder), formats=["html"])
 
 
+# A run and its rerun as runs write them today: each run record's settings hold every key
+# ``run_record.recorded_settings`` writes (the call path, the libraries' stamps, the opp folder's, the standards'
+# limits and the judging code, the chips of --each-device), its results are judged under them (``judged_under``: the
+# settings' key, so the reader attributes them to the run and compare, report and --resume read those settings) and
+# carry graph mode's and --each-device's fields (``path``, ``paths``, ``device``, ``device_statuses``); the rerun
+# changes some settings (``RERUN_CHANGES``). The generated files above hold results of no run of theirs, and a run's
+# settings of three keys: none of this was read by a fuzz test.
+# The settings whose change makes a case not comparable (``compare.judging``; the limits only where both runs state
+# them: a run of an older prmg states none)
+JUDGED_BY = ("standard", "strict", "checks", "check_options", "golden", "judging_code", "each_device", "chips")
+STAMP = [35944, 1796621811272274491, 1796621811272293540, 16040005]
+RERUN_CHANGES = {
+    "path": ("geir", "aclnn+geir", None), "standard": tuple(STANDARDS), "strict": (True,), "checks": (["sample"],),
+    "golden": (False,), "judging_code": ("0123456789abcdef",), "limits": ("another table", None),
+    "libraries": ("rebuilt",), "opp": ("upgraded",), "each_device": (True,), "toolkit_version": ("8.5.1",),
+    "soc": ("Ascend950PR_9589", "Ascend910B"), "faults": ({"faults": ["sign"], "shape": ""},),
+}
+
+
+def plausible_settings(rng: random.Random) -> dict:
+    """A run record's settings as ``run_record.recorded_settings`` writes them (keys and kinds of value)."""
+    path = rng.choice(("aclnn", "geir", "aclnn+geir"))
+    return {"runner": "emulator", **({"path": path} if path != "aclnn" else {}), "location": "/opt/emu",
+            "op_library": "/opt/emu/lib64/libopapi_transformer.so",
+            "libraries": {name: list(STAMP) for name in ("runtime", "nnopbase", "op", "geir")},
+            "opp": {"path": "/opt/emu/opp", "custom": "", "files": rng.randrange(3), "fingerprint": "e3b0c44298fc1c14",
+                    "portable": "e3b0c44298fc1c14"}, "toolkit_version": "8.5.0-emulator", "soc": "Ascend950PR_9372",
+            "driver_version": "", "host": "ci-7", "faults": {}, "modes": [1], "standard": None, "strict": False,
+            "checks": [], "golden": True, "check_options": {"repeat": 2}, "version": "0.1.0",
+            "limits": {name: f"{index:016x}" for index, name in enumerate(STANDARDS)},
+            "judging_code": "f5ccc79fd5760c4f"}
+
+
+def _rerun_settings(rng: random.Random, settings: dict) -> tuple[dict, list[str]]:
+    """``settings`` with one to three of ``RERUN_CHANGES`` made (or none, a rerun under the same settings)."""
+    settings = json.loads(json.dumps(settings))
+    changed = rng.sample(sorted(RERUN_CHANGES), rng.choice((0, 1, 1, 2, 3)))
+    for key in changed:
+        value = rng.choice(RERUN_CHANGES[key])
+        if key == "path":
+            settings.pop("path", None) if value is None else settings.update(path=value)
+        elif key == "limits":
+            settings["limits"] = {name: "ffff" for name in settings["limits"]} if value else None
+            if value is None:
+                settings.pop("limits")
+        elif key in ("libraries", "opp"):
+            target = settings[key]["op"] if key == "libraries" else settings[key]
+            target.__setitem__(*((3, 99) if key == "libraries" else ("fingerprint", "0" * 16)))
+        elif key == "each_device":
+            settings.update(each_device=True, chips=[0, 1], visible_devices="")
+        else:
+            settings[key] = value
+    return settings, changed
+
+
+def judged_run(rng: random.Random, results: list[CaseResult], settings: dict) -> bytes:
+    """A results file: a run record of ``settings`` (its provenance stating what its settings state) and
+    ``results`` judged under them, with the fields a graph-mode or --each-device run gives its records."""
+    info = RunInfo(runner=settings["runner"], location=settings["location"], op_library=settings["op_library"],
+                   devices=tuple(settings.get("chips", (0,))), soc=settings["soc"], host=settings["host"],
+                   toolkit_version=settings["toolkit_version"], strict=settings["strict"], version=settings["version"],
+                   path=settings.get("path", "aclnn"), opp=settings["opp"]["path"], opp_files=settings["opp"]["files"],
+                   opp_fingerprint=settings["opp"]["fingerprint"], opp_portable=settings["opp"]["portable"],
+                   each_device=bool(settings.get("each_device")), started="2026-12-07T06:00:00+00:00",
+                   standard=settings["standard"] or "per case (default: default)", checks=tuple(settings["checks"]),
+                   golden=settings["golden"])
+    record = store.RunRecord(f"{rng.getrandbits(128):032x}", "", [result.name for result in results], settings,
+                             info.to_dict())
+    key = store.settings_key(settings)
+    lines = [store.encode(record)]
+    for result in results:
+        path = settings.get("path", "aclnn")
+        statuses = {str(chip): rng.choice(("passed", result.status)) for chip in settings.get("chips", ())}
+        if statuses:
+            statuses["0"] = result.status                                # the worst of them is the record's status
+        worst = ",".join(chip for chip, status in statuses.items() if status == result.status)
+        judged = dataclasses.replace(result, run_id=record.run_id, judged_under=key, path=path,
+                                     paths={name: result.status for name in path.split("+")} if "+" in path else {},
+                                     device=worst or rng.choice(("0", "1")), device_statuses=statuses,
+                                     warnings=[] if settings["strict"] else result.warnings)   # --strict fails them
+        lines.append(store.encode(believable(judged)))
+    return b"".join(lines)
+
+
+@st.composite
+def reruns(draw) -> tuple[bytes, bytes, list[str]]:
+    """(a run's results file, its rerun's, the settings the rerun changed): the same cases, each with its own
+    plausible verdict in each run."""
+    rng = draw(SEEDED)
+    results = [plausible_result(rng, index, maps=0.2) for index in range(rng.randrange(3, 25))]
+    settings = plausible_settings(rng)
+    again, changed = _rerun_settings(rng, settings)
+    rerun = [dataclasses.replace(plausible_result(rng, index, maps=0.2), name=result.name, runner=result.runner,
+                                 fingerprint=result.fingerprint, definition=result.definition, standard=result.standard)
+             for index, result in enumerate(results)]            # the same case, by the same standard and runner
+    return judged_run(rng, results, settings), judged_run(rng, rerun, again), changed
+
+
+@settings(EXAMPLES, max_examples=100)
+@given(reruns(), st.lists(st.sampled_from(sorted(RERUN_CHANGES) + ["libraries", "bogus"]), max_size=3))
+def test_a_run_and_its_rerun_under_todays_settings_are_read_compared_merged_and_resumed(pair, allowed):
+    """Files as runs write them today (above) are read whole; compare calls every case of both not comparable when
+    the rerun changed how verdicts are judged and says so in one line otherwise; report merges them (naming the
+    settings that differ, exit 1 unless --allow-mixed names each) or refuses an --allow-mixed name in one line;
+    --resume takes a record of the first under the rerun's settings only when they are the same."""
+    first, second, changed = pair
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        a, b = Path(folder) / "a.jsonl", Path(folder) / "b.jsonl"
+        a.write_bytes(first)
+        b.write_bytes(second)
+        stored_a, stored_b = store.read(a), store.read(b)              # a file a run writes is never refused
+        assert stored_a.records == stored_b.records == len(stored_a.runs[0].selection)
+        for fmt in ("table", "json", "markdown"):
+            text, code = compare.compare_files(str(a), str(b), fmt)
+            assert code in (0, 1) and text
+            if fmt == "json":
+                summary = json.loads(text, parse_constant=_no_constant)["summary"]
+        settings_a, settings_b = stored_a.runs[0].settings, stored_b.runs[0].settings
+        differ = any(settings_a.get(key) != settings_b.get(key) for key in JUDGED_BY) or \
+            isinstance(settings_b.get("limits"), dict) and settings_b["limits"] != settings_a["limits"]
+        assert summary["not comparable"] == stored_a.records * differ, (changed, summary)
+        try:
+            code = merge.report_files([str(a), str(b)], reports=[f"json:{Path(folder) / 'merged.json'}"],
+                                      allow_mixed=allowed)
+        except PrmgError as error:
+            _one_line(error)
+            assert "bogus" in allowed or not set(allowed) <= set(stored_a.runs[0].settings) | {"runner"}, error
+        else:
+            assert code in (0, 1)
+            json.loads((Path(folder) / "merged.json").read_text(), parse_constant=_no_constant)
+        fingerprints = {name: result.fingerprint for name, result in stored_a.latest().items()}
+        same = store.settings_key(settings_a) == store.settings_key(settings_b)
+        kept = run_record.resumed(stored_a, [], fingerprints, store.settings_key(settings_b))
+        assert len(kept) == same * sum(result.status not in store.UNTRUSTED for result in stored_a.latest().values())
+
+
+# TTK lists (``import-ttk``): upstream's e2e list and kernel list with cells replaced by values at and past what a
+# row may hold, the e2e list's view columns (storage offsets, strides, storage shapes) among them.
+TTK_LISTS = {name: (ROOT / "tests" / "data" / f"ttk_{name}.csv").read_text(encoding="utf-8")
+             for name in ("e2e_inplace_partial_rotary_mul_backward", "kernel_inplace_partial_rotary_mul_grad")}
+VIEW_COLUMNS = ("tensor_view_offsets", "tensor_view_strides", "tensor_storage_shapes")
+TTK_CELLS = ["", "()", "((2, 4, 8, 128), (1, 1, 1, 128), (1, 1, 1, 128))",
+             "((0, 4, 8, 128), (1, 1, 1, 128), (1, 1, 1, 128))", "((2, 4, 8, -128), (1, 1, 1, 128), (1, 1, 1, 128))",
+             "((2**40, 4, 8, 128), (1, 1, 1, 128), (1, 1, 1, 128))", "(0, 0, 0)", "(0, 7, 2**32)", "(5, 0, 0)",
+             "(-1, 0, 0)", "(1e300, 0, 0)", "('a', 0, 0)",
+             "((8192, 1024, 128, 1), (128, 128, 128, 1), (128, 128, 128, 1))", "((1, 1, 1, 1), None, None)",
+             "((0, 0, 0, 1), (0, 0, 0, 1), (0, 0, 0, 1))", "((2**63, 1, 1, 1), None, None)",
+             "((4, 4, 8, 256), (1, 1, 1, 128), (1, 1, 1, 128))", "((1,), (1,), (1,))",
+             "{'rotary_mode': 'half', 'partial_slice': [0, 64]}", "{'rotary_mode': 'bogus'}",
+             "{'partial_slice': [64, 0]}", "{'rotary_mode': 'interleave', 'partial_slice': [0, 2**70]}", "{",
+             "{'rotary_mode': 3}", "('int32', 'float32', 'float32')", "('bfloat16',)", "\x1b[2J", "a\nb", "x" * 3000,
+             "(" * 200 + ")" * 200, "1e999", "NaN", "((-1, 1), (-1e308, 1e308), (0, 0))", "((0.001, 0.001),)", "True",
+             "False", "-Ascend950", "1 / 0"]
+
+
+@st.composite
+def ttk_lists(draw) -> str:
+    """An upstream TTK list (CSV text), the e2e one now and then given the view columns, with one to four cells
+    replaced (``TTK_CELLS``) and now and then its rows repeated."""
+    rows = list(csv.reader(io.StringIO(TTK_LISTS[draw(st.sampled_from(sorted(TTK_LISTS)))])))
+    header = rows[0]
+    if "api_name" in header:
+        for column in VIEW_COLUMNS:
+            if draw(st.booleans()):
+                header.append(column)
+    for row in rows[1:]:
+        row += [""] * (len(header) - len(row))
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        row = draw(st.integers(min_value=1, max_value=len(rows) - 1))
+        rows[row][draw(st.integers(min_value=0, max_value=len(header) - 1))] = draw(st.sampled_from(TTK_CELLS))
+    if draw(st.integers(min_value=0, max_value=15)) == 0:
+        rows = rows[:1] + rows[1:] * 8
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    return out.getvalue()
+
+
+@settings(EXAMPLES, max_examples=25)
+@given(ttk_lists())
+def test_mutated_ttk_lists_import_to_cases_that_load_or_name_each_row_left_out(text):
+    """``import-ttk`` of a mutated TTK list: one PrmgError of one line naming the file, or cases that load and
+    validate (what import-ttk writes is a case file prmg runs: a row's name with a newline in it does not break its
+    comments) with one note naming the row per row left out or renamed, within the time budget."""
+    from prmg_cli.cases import ttk
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as folder:
+        source, written = Path(folder) / "list.csv", Path(folder) / "list.yaml"
+        source.write_text(text, encoding="utf-8")
+        try:
+            document, notes = ttk.import_ttk(str(source))
+        except PrmgError as error:
+            _one_line(error, source)
+            return
+        assert all(note.startswith("row ") for note in notes), notes      # (a name's newline: escaped when shown)
+        written.write_text(gencase.dump_yaml(document), encoding="utf-8")
+        if document["cases"]:
+            validate(load_cases([str(written)]), frozenset({0, 1, 2, 3}))
+    assert time.monotonic() - started < TIME_LIMIT_S
+
+
 def _exits_cleanly(result: subprocess.CompletedProcess, *paths: Path) -> None:
     """Exit 0, 1, 2 or 5, no traceback; on 2 one ``prmg: error:`` line naming one of ``paths``."""
     assert result.returncode in (0, 1, 2, 5), result.stderr

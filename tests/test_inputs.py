@@ -97,7 +97,8 @@ def philox4x32_recipe(seed: int, index: int, kind: str, params, count: int) -> n
     if kind == "normal":
         return philox_recipe(seed, index, kind, params, count)
     key = (seed & 0xFFFFFFFF, seed >> 32)
-    words = [philox4x32_block((e // 4 & 0xFFFFFFFF, e // 4 >> 32, index, 0), key)[e % 4] for e in range(count)]
+    words = [word for m in range(-(-count // 4))                  # each block once: its 4 words, in order
+             for word in philox4x32_block((m & 0xFFFFFFFF, m >> 32, index, 0), key)][:count]
     return params[0] + (params[1] - params[0]) * (np.array(words, np.float64) * 2.0 ** -32)
 
 

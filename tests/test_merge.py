@@ -67,7 +67,7 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     assert result.returncode == 0, result.stderr
     assert normalised_junit(merged.read_text()) == normalised_junit(one.read_text())
     assert result.stdout.splitlines()[-1] == "36 passed, 0 failed"
-    assert result.stdout.startswith("merged: 2 results files: ")
+    assert result.stdout.startswith("merged: 2 results files:")          # (wrapped: long paths)
     assert result.stderr == ""                                        # no duplicates, nothing missing
 
 
@@ -93,6 +93,28 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
     result = prmg_here("report", *shards, "--allow-mixed", "standrad")
     assert result.returncode == 2 and "--allow-mixed standrad: no run of these files records such a setting" in \
         result.stderr
+
+
+@pytest.mark.verdict
+def test_a_setting_only_a_later_shard_states_makes_the_merge_mixed(tmp_path):
+    """Session 11: a shard of an older prmg states no judging code (``judging_code``, ``limits``), a later one does:
+    the two were judged by judges no record tells alike, so the merge is mixed whichever file comes first."""
+    from prmg_cli.judging import fingerprint
+    from prmg_cli.reports import store
+    from prmg_cli.reports.merge import mixed_settings
+
+    def shard(path: Path, run_id: str, settings: dict, name: str) -> Path:
+        key = store.settings_key(settings)
+        path.write_bytes(store.encode(store.RunRecord(run_id, "", [name], settings, {})) + store.encode(
+            replace(record(name), run_id=run_id, judged_under=key)))
+        return path
+
+    older = shard(tmp_path / "older.jsonl", "a" * 32, {"standard": None}, "x")
+    newer = shard(tmp_path / "newer.jsonl", "b" * 32, {"standard": None, "judging_code": fingerprint.code()}, "y")
+    for files in ((older, newer), (newer, older)):
+        stores = [read(str(path)) for path in files]
+        mixed, _ = mixed_settings(stores, [result for stored in stores for result in stored.results])
+        assert [key for key, _ in mixed] == ["judging_code"], mixed
 
 
 def test_an_emulator_shard_and_a_toolkit_shard_are_no_one_report(tmp_path):

@@ -331,15 +331,15 @@ def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in
     stays one line for grep (they were 250-330 columns, the terminal breaking them mid-word)."""
     from conftest import prmg
 
-    run, rerun = "run.jsonl", "rerun.jsonl"             # named from tmp_path: a path is a word no wrap breaks
-    for name in (run, rerun):
+    run, rerun, again = "run.jsonl", "rerun.jsonl", "again.jsonl"     # from tmp_path: a path is a word no wrap breaks
+    for name in (run, rerun, again):
         (tmp_path / name).write_bytes(fault_results.read_bytes())
     shown = on_terminal(["report", run, rerun, "-v"], 80, tmp_path, stderr_too=True)
     lines = shown.splitlines()
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in lines), shown     # but a path (a word)
     first = next(index for index, line in enumerate(lines) if line.startswith("FAIL smoke."))
     assert " ulp > bound " in " ".join(lines[first:first + 3]) and lines[first + 1].startswith("    ")
-    grouped = on_terminal(["report", run, rerun], 80, tmp_path, stderr_too=True)
+    grouped = on_terminal(["report", run, rerun, again], 80, tmp_path, stderr_too=True)   # the merged line too
     notes = [line for line in grouped.splitlines() if line.startswith("prmg: duplicate")]
     assert len(notes) == 1 and notes[0].startswith("prmg: duplicate: 84 cases in each of "), grouped
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in grouped.splitlines()), grouped
@@ -429,6 +429,18 @@ def test_the_device_line_blames_a_chip_exactly_past_its_stated_chance():
     assert device_line(on_devices({"1": 11}, {"0": 11, "1": 11})) == ("11 failures, all on device 1 of 2: suspect "
                                                                      "the chip")
     assert device_line(on_devices({"1": 1}, {"0": 5000, "1": 1})) == ""     # 2 * 1/5001 < 1e-3, yet one failure
+
+
+def test_the_device_line_weighs_each_device_by_the_cases_it_ran_and_counts_a_chips_xpass():
+    """Session 11: 45 of 50 failures on a device that ran 900 of 1000 cases are its share, no chip to suspect (taken
+    as 1 in 2, they would be: a chance of 1e-8); an xpass on one chip of an ``--each-device`` record (its known
+    defect does not show there: the chip computes otherwise) is that chip's failure."""
+    from prmg_cli.reports.outputs.labels import device_line
+
+    assert device_line(on_devices({"0": 45, "1": 5}, {"0": 900, "1": 100})) == ""
+    chip = [CaseResult(f"c{k}", "xpassed", device="0,1", device_statuses={"0": "xfailed", "1": "xpassed"})
+            for k in range(11)]
+    assert device_line(chip) == "11 failures, all on device 1 of 2: suspect the chip"
 
 
 def test_a_merge_of_shards_from_several_hosts_keeps_their_devices_apart():

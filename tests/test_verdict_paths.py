@@ -201,6 +201,20 @@ def test_sample_draws_every_row_class_the_kernel_tiles_by():
 
 
 @pytest.mark.verdict
+@pytest.mark.parametrize("outer, inner, cores", [(41, 3, 40), (5, 70, 40), (130, 7, 64), (3, 200, 64), (64, 64, 40)])
+def test_each_split_of_a_grid_tiles_it_exactly(outer, inner, cores):
+    """Session 11: ``sample.grid_blocks`` gives the blocks of each of the two ways upstream's grid tilings split an
+    ``outer`` x ``inner`` grid: each way's blocks lie inside the grid and cover each of its cells once, so their
+    corners (the rows ``sample`` takes) are real rows, the last block's too (a grid not divisible by its block)."""
+    from prmg_cli.judging.checks.sample import grid_blocks
+
+    blocks = grid_blocks(outer, inner, cores)
+    cells = [(o, i) for o0, o1, i0, i1 in blocks for o in range(o0, o1 + 1) for i in range(i0, i1 + 1)]
+    assert all(0 <= o0 <= o1 < outer and 0 <= i0 <= i1 < inner for o0, o1, i0, i1 in blocks)
+    assert sorted(cells) == sorted(2 * [(o, i) for o in range(outer) for i in range(inner)])   # two splits, once each
+
+
+@pytest.mark.verdict
 def test_sample_takes_b_unit_shares_the_s_first_grid_and_heads_over_two_cores():
     """Three row classes of upstream's tilings whose rows the other classes mostly hold too, each pinned where they do
     not: the shares of b units (AB, cos's B of 1: a unit is a b of all its rows), BAB's B x S grid split S first (S in

@@ -36,9 +36,8 @@ OPTIONS = (
            list),
     Option("exclude_tags", EXCLUDE_TAGS.flags, (), "With --preset: leave out its cases with this tag (repeatable).",
            "WORD", list),
-    Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise); a case that would not load from "
-           "FILE (a file: input outside its folder) is refused.", "FILE",
-           path=True),
+    Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise, or -); a case that would not load "
+           "from FILE (a file: input outside its folder) is refused.", "FILE", path=True, output=True),
     APPEND,
 )
 

@@ -7,8 +7,8 @@ from .options import REQUIRED, Option, request_type
 
 OPTIONS = (Option("csv_file", (), REQUIRED, "A TTK operator test list: a kernel list or a torch-path (e2e) list.",
                   "FILE.csv", argument=True, path=True),
-           Option("output", ("-o", "--output"), None, "YAML file to write (stdout otherwise; never the CSV itself).",
-                  "FILE", path=True))
+           Option("output", ("-o", "--output"), None, "YAML file to write (stdout otherwise, or -; never the CSV "
+                  "itself).", "FILE", path=True, output=True))
 
 Request = request_type("ImportTtkRequest", OPTIONS, "The options of ``prmg import-ttk``.")
 

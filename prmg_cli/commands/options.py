@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ..errors import PrmgError
+from ..writes import output_file
 
 
 REQUIRED = ...            # the default of an option or argument the command line must give
@@ -26,7 +27,8 @@ class Option:
     ``help``, ``metavar`` and ``kind`` (``str``, ``int``, ``float``, ``bool`` or ``list``: repeatable text), whether
     the pytest plugin offers it too (``plugin``: as ``--prmg-`` + its long flag), and whether it names files or
     folders (``path``: an empty one, what an unset shell variable gives, is refused rather than read as the current
-    folder or as not given)."""
+    folder or as not given), and whether it names what the command writes (``output``: ``-`` is standard output,
+    ``writes.output_file``)."""
 
     name: str
     flags: tuple
@@ -37,6 +39,7 @@ class Option:
     plugin: bool = False
     argument: bool = False
     path: bool = False
+    output: bool = False
 
     @property
     def required(self) -> bool:
@@ -83,7 +86,7 @@ class Option:
             name = "/".join(self.flags) or f"argument {self.metavar}"
             raise PrmgError(f"{name}: an empty path (an unset shell variable?), which would read as the current "
                             f"folder or as not given")
-        return value
+        return output_file(value) if self.output else value
 
 
 def typer_signature(options: Sequence[Option]) -> inspect.Signature:

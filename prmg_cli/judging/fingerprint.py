@@ -39,12 +39,21 @@ def all_limits() -> dict[str, str]:
 
 @functools.cache
 def code() -> str:
-    """The first ``DIGITS`` hex digits of the sha256 of every source file (``CODE_SUFFIXES``) of the ``JUDGING_CODE``
-    packages, each as its path below ``prmg_cli`` and its bytes, in path order: any edit of the judge, a comment's too,
-    makes another fingerprint (about 30 files, a millisecond; read once per process)."""
-    package = Path(__file__).resolve().parent.parent
+    """``code_of`` this prmg's package (about 30 files, a millisecond; read once per process)."""
+    return code_of(Path(__file__).resolve().parent.parent)
+
+
+def judging_files(package: Path) -> list[Path]:
+    """The source files (``CODE_SUFFIXES``) of the ``JUDGING_CODE`` packages below ``package``, in path order."""
+    return sorted(path for folder in JUDGING_CODE for path in (package / folder).rglob("*")
+                  if path.suffix in CODE_SUFFIXES and "__pycache__" not in path.parts)
+
+
+def code_of(package: Path) -> str:
+    """The first ``DIGITS`` hex digits of the sha256 of every file of ``judging_files(package)``, each as its path
+    below ``package`` and its bytes, in path order: any edit of the judge, a comment's too, makes another
+    fingerprint."""
     digest = hashlib.sha256()
-    for path in sorted(path for folder in JUDGING_CODE for path in (package / folder).rglob("*")
-                       if path.suffix in CODE_SUFFIXES and "__pycache__" not in path.parts):
+    for path in judging_files(package):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:DIGITS]

@@ -48,7 +48,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plura
                        visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
 from .outputs.labels import EMULATOR_NOTE, first_names
-from .outputs.screen import say
+from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
 DUPLICATE_RULE_SAYS = {"worst": "the worst verdict of each", "last": "each one's record in the last file"}
@@ -268,7 +268,7 @@ def _devices(devices) -> str:
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:
     """The first line of the table: which files were merged; for results files of a prmg that wrote no run
-    records, what the records say ran them."""
+    records, what the records say ran them; wrapped to the screen's width (``screen.wrap``) as the header under it."""
     listing = ", ".join(f"{visible(stored.path)} ({plural(len(stored.latest()), 'result')})" for stored in stores)
     lines = [f"merged: {plural(len(stores), 'results file')}: {listing}"]
     if not any(stored.runs for stored in stores):
@@ -282,7 +282,8 @@ def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult])
                 runner += f"; {EMULATOR_NOTE}" if runners == ["emulator"] else \
                     "; some results come from the host emulator"
             lines.append(f"runner: {runner}")
-    return "\n".join(lines)
+    columns = width()
+    return "\n".join(part for line in lines for part in wrap(line, columns))
 
 
 def duplicate_lines(merged: Merged, rule: str, verbose: bool = False) -> list[str]:

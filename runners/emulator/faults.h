@@ -97,6 +97,11 @@ enum {
     FAULT_SLICE_LIST_READ,
     FAULT_NOOP_LAUNCH_REFUSED,
     FAULT_FWD_MEMBASE_LATE,
+    FAULT_CORE_BIAS,
+    FAULT_NEGATIVE_UP,
+    FAULT_BINADE_UP,
+    FAULT_LAST_CORE_ROW_SIGN,
+    FAULT_TAIL_PAIR_SIGN,
     FAULT_GEIR_EMPTY_LIST_UNSET,
     FAULT_GEIR_REFUSAL_AT_RUN,
     FAULT_GEIR_FWD_SIN_NEGATED,
@@ -108,7 +113,8 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
  * (read_slice) and nnopbase's slice-array check both first phases make. */
 /* The casts whose ties go elsewhere than to even (one store helper). */
 #define TIE_RULE_FAULTS (FAULT_BIT(FAULT_CAST_AWAY) | FAULT_BIT(FAULT_CAST_ODD) | FAULT_BIT(FAULT_CAST_TIES_SPLIT))
-#define SHARED_FAULTS (TIE_RULE_FAULTS | FAULT_BIT(FAULT_SLICE_LIST_READ))
+/* tail_pair_sign: the pair holding the slice's last lane wrong alike in both (a shared lane-pairing helper). */
+#define SHARED_FAULTS (TIE_RULE_FAULTS | FAULT_BIT(FAULT_SLICE_LIST_READ) | FAULT_BIT(FAULT_TAIL_PAIR_SIGN))
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \

@@ -99,6 +99,27 @@ static float toward_zero(double value)
     return fabs((double)nearest) > fabs(value) ? nextafterf(nearest, 0.0f) : nearest;
 }
 
+/* The largest float32 <= value (the bias faults' downward rounding). */
+static float down(double value)
+{
+    return -up(-value);
+}
+
+/* The bias faults' direction for an exact value on vector core `core`: +1 rounded toward +inf, -1 toward -inf, 0 to
+ * nearest. core_bias: up on even cores, down on odd ones (the whole result's errors split evenly, each core's lean);
+ * negative_up: up where the value is negative (toward zero there, nearest elsewhere); binade_up: up where
+ * 1 <= |value| < 2. */
+static int bias_of(fault_set faults, int core, double value)
+{
+    if (has_fault(faults, FAULT_CORE_BIAS))
+        return core % 2 == 0 ? 1 : -1;
+    if (has_fault(faults, FAULT_NEGATIVE_UP) && value < 0)
+        return 1;
+    if (has_fault(faults, FAULT_BINADE_UP) && fabs(value) >= 1.0 && fabs(value) < 2.0)
+        return 1;
+    return 0;
+}
+
 /* The cast_up fault's store: value converted to fp16/bf16 toward +inf instead of to nearest even. */
 static void store_upward(int32_t data_type, void *data, int64_t index, float value)
 {
@@ -164,6 +185,14 @@ static int pair_of(int mode, int64_t j, int64_t length, int64_t *kept, int64_t *
     }
 }
 
+/* The tail_pair_sign fault: 1 for a lane of the pair that holds the slice's last element (its kept or partner index
+ * is L - 1, in either operator's layout), whose sign both operators flip alike: the grad stays the forward's
+ * transpose, so the checks that compare the two (adjoint, roundtrip) agree with a pair wrong on the tail of D. */
+static int tail_pair(fault_set faults, lane l, int64_t length)
+{
+    return has_fault(faults, FAULT_TAIL_PAIR_SIGN) && (l.kept == length - 1 || l.partner == length - 1);
+}
+
 /* Lane j of the grad: dx[j] = c[a]*g[a] +/- s[p]*g[p], plus on a pair's first lane (pair_of).
  * Faults: own_sin (s[a]), sign (every lane adds), neg_sin (sin negated: every lane's sign flipped). */
 static lane grad_lane(int mode, int64_t j, int64_t length, fault_set faults)
@@ -173,6 +202,7 @@ static lane grad_lane(int mode, int64_t j, int64_t length, fault_set faults)
     out.cos_index = out.kept;
     out.sin_index = has_fault(faults, FAULT_OWN_SIN) ? out.kept : out.partner;
     out.plus = (first || has_fault(faults, FAULT_SIGN)) != has_fault(faults, FAULT_NEG_SIN);
+    out.plus ^= tail_pair(faults, out, length);
     return out;
 }
 
@@ -199,6 +229,7 @@ static lane forward_lane(int mode, int64_t j, int64_t length, fault_set faults)
     out.cos_index = j;
     out.sin_index = has_fault(faults, FAULT_FWD_PARTNER_SIN) ? partner_lane : j;
     out.plus = (!first && !has_fault(faults, FAULT_FWD_SIGN)) != has_fault(faults, FAULT_FWD_NEG_SIN);
+    out.plus ^= tail_pair(faults, out, length);
     return out;
 }
 
@@ -215,7 +246,7 @@ static int64_t table_index(int64_t index, int64_t shift)
  * is 0, zero_cos_skip the partner's term alone where the cos entry is 0; round_zero rounds the exact value toward
  * zero on lanes j % 4 == 3. */
 static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x, const float *c, const float *s,
-                        int64_t shift)
+                        int64_t shift, int core)
 {
     const int in_bf16 = has_fault(job->faults, FAULT_BF16_COMPUTE);
     const float cos_value = c[table_index(l.cos_index, shift)], sin_value = s[table_index(l.sin_index, shift)];
@@ -225,6 +256,13 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
         return kept_term;                                    /* the partner term skipped: 0 * inf is no NaN */
     if (has_fault(job->faults, FAULT_ZERO_COS_SKIP) && cos_value == 0.0f)
         return l.plus ? partner_term : -partner_term;        /* the kept term skipped: likewise */
+    if (job->faults & (FAULT_BIT(FAULT_CORE_BIAS) | FAULT_BIT(FAULT_NEGATIVE_UP) | FAULT_BIT(FAULT_BINADE_UP))) {
+        const double partner = (double)sin_value * x[l.partner];
+        const double exact = (double)cos_value * x[l.kept] + (l.plus ? partner : -partner);
+        const int bias = bias_of(job->faults, core, exact);
+        if (bias != 0)                                       /* the exact value rounded up or down */
+            return bias > 0 ? up(exact) : down(exact);
+    }
     if (has_fault(job->faults, FAULT_ROUND_UP)) {            /* the exact value rounded toward +inf */
         const double partner = (double)sin_value * x[l.partner];
         return up((double)cos_value * x[l.kept] + (l.plus ? partner : -partner));
@@ -353,7 +391,7 @@ static void rewrite_passthrough(const kernel_tensor *x, const kernel_job *job, i
  * and > 1, in modes 0 and 3), passthrough_add_zero, round_zero (a half dtype's lanes j % 4 == 3 stored toward zero),
  * store_block (zeros from the slice's end to the next 32-byte boundary of x). */
 static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
-                        const kernel_job *job, int64_t rows, int64_t row, int64_t tables)
+                        const kernel_job *job, int64_t rows, int64_t row, int64_t tables, int core, int flip)
 {
     const fault_set faults = job->faults;
     const int64_t seq = x->dims[1], heads = x->dims[2], d = x->dims[3], length = job->end - job->start;
@@ -387,8 +425,9 @@ static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const 
                 continue;
             lane l = job->forward ? forward_lane(job->pairing_mode, j, length, faults)
                                   : grad_lane(job->pairing_mode, j, length, faults);
+            l.plus ^= flip;
             const int64_t position = base + row_position(job, d, j);
-            const float value = lane_value(job, l, j, g, c, s, shift);
+            const float value = lane_value(job, l, j, g, c, s, shift, core);
             if (has_fault(faults, FAULT_ROUND_ZERO) && j % 4 == 3 && x->data_type != ACL_FLOAT)
                 store_toward_zero(x->data_type, x->host, position, value);
             else
@@ -419,7 +458,8 @@ int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length)
  * pass uses the tables of the core's row k), as a kernel loading its tables outside its UB loop. core_stale_table: the
  * last core's last row (when it has 2 or more) uses the tables of its row before. ub_tail_seam: the first row of each
  * of the last core's second and later passes uses the tables of its row before (the tail core's own loop, whose table
- * copy for a new pass starts one row early). */
+ * copy for a new pass starts one row early). last_core_row_sign: the last core's last row (when it has one) is computed
+ * with the partner term's sign flipped. core_bias: each core's results rounded up (even cores) or down (odd ones). */
 static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                      const kernel_job *job, int64_t rows, int core)
 {
@@ -441,8 +481,11 @@ static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const ker
                                : core == EMU_CORES - 1 && k < share && k >= pass && k % pass == 0
                                && has_fault(job->faults, FAULT_UB_TAIL_SEAM) ? row - 1
                                : first < share ? core * share + first : row;
+        /* last_core_row_sign: the last core's last row with the partner term's sign flipped (its tail loop's sign) */
+        const int flip = core == EMU_CORES - 1 && k == share + extra - 1
+                         && has_fault(job->faults, FAULT_LAST_CORE_ROW_SIGN);
         if (row != last)
-            process_row(x, cos, sin, job, rows, row, tables);
+            process_row(x, cos, sin, job, rows, row, tables, core, flip);
     }
 }
 

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 
 from ...errors import PrmgError, suggest
 from ...results import CaseResult, RunInfo
+from ...writes import output_file
 
 
 def _module(name: str):
@@ -127,10 +128,11 @@ def write_targets(targets: Iterable[ReportTarget], pieces: Callable[[ReportTarge
 def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
     """The reports ``--report FORMAT[:FILE]`` (repeatable) and ``-o FILE`` ask for.
 
-    ``-o FILE`` is the file of the one report given without a file (``--report json -o r.json``); no
-    ``--report`` means a table. At most one report may go to standard output, and no two to one file.
-    A format that cannot be written here (its ``require`` raises) is refused now, before the run, and so is ``-o``
-    without ``--report`` naming a file of another format (``Output.suffixes``), which would get a table.
+    ``-o FILE`` is the file of the one report given without a file (``--report json -o r.json``); no ``--report``
+    means a table; a FILE ``-`` is standard output (``writes.output_file``). At most one report may go to standard
+    output, and no two to one file. A format that cannot be written here (its ``require`` raises) is refused now,
+    before the run, and so is ``-o`` without ``--report`` naming a file of another format (``Output.suffixes``),
+    which would get a table.
     """
     meant = [name for name, out in OUTPUTS.items() if output and os.path.splitext(output)[1].lower() in out.suffixes]
     if not specs and meant:
@@ -148,7 +150,7 @@ def parse_targets(specs: list[str], output: str | None) -> list[ReportTarget]:
             raise PrmgError(f"--report {spec!r}: no file after ':'")
         if OUTPUTS[fmt].require:
             OUTPUTS[fmt].require()
-        targets.append(ReportTarget(fmt, path or None))
+        targets.append(ReportTarget(fmt, output_file(path) or None))
     bare = [i for i, target in enumerate(targets) if target.path is None]
     if output is not None:
         if len(bare) != 1:
