@@ -364,8 +364,8 @@ def pytest_report_header(config) -> list[str]:
 
 def _preload_lines(config) -> list[str]:
     """The header's lines of the libraries preloaded ahead of the toolkit, as ``prmg run``'s header and stderr give them
-    (``mapped.preload_labels``, ``mapped.interposer_warning``)."""
-    from .device.mapped import interposer_warning, preload_labels
+    (``linkage.preload_labels``, ``linkage.interposer_warning``)."""
+    from .device.linkage import interposer_warning, preload_labels
 
     found = _preloaded(config)
     warning = interposer_warning(found)
@@ -374,7 +374,7 @@ def _preload_lines(config) -> list[str]:
 
 
 def _preloaded(config) -> list:
-    """The libraries preloaded ahead of the toolkit and what each takes (``mapped.interposers``), found once by a child
+    """The libraries preloaded ahead of the toolkit and what each takes (``linkage.interposers``), found once by a child
     that loads the toolkit's libraries as a worker does (``acl.preloads``); none when it cannot load them (the first
     item then says why)."""
     if _PRELOADED not in config.stash:
@@ -396,7 +396,7 @@ def pytest_sessionstart(session) -> None:
     holds a session not finished until pytest writes it (``_unfinished_junit``)."""
     from _pytest.junitxml import xml_key
 
-    from .device.mapped import preload_labels
+    from .device.linkage import preload_labels
     from .reports.outputs.junit import EMULATED
     from .reports.outputs.labels import fault_field, runner_label
 

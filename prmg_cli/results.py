@@ -241,7 +241,7 @@ class RunInfo:
     mixed: tuple = ()           # prmg report: each setting that differs between the runs merged, unallowed
     each_device: bool = False   # --each-device: every case ran on every device of ``devices``
     visible_devices: str = ""   # ASCEND_RT_VISIBLE_DEVICES: the host's chips the runtime showed (its ids count them)
-    preloaded: tuple = ()       # the libraries preloaded ahead of the toolkit, each with what it interposes (mapped)
+    preloaded: tuple = ()       # the libraries preloaded ahead of the toolkit, each with what it interposes (linkage)
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -16,11 +15,11 @@ from prmg_cli.cases.loader import Case, Expect
 from prmg_cli.device import acl
 from prmg_cli.device.acl import AclError, AclSession
 from prmg_cli.device.toolkit import OP_SYMBOL, emulator_toolkit
-from prmg_cli.dtypes import bits
+from prmg_cli.dtypes import OPERATOR_DTYPES, bits, to_numpy
 from prmg_cli.inputs.seeded import Inputs
 from prmg_cli.ops import GRAD
 
-NUMPY = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+NUMPY = {name: to_numpy(name) for name in OPERATOR_DTYPES}
 
 
 @pytest.fixture(scope="module")

@@ -284,54 +284,56 @@ def test_a_verdict_of_other_limits_under_the_same_standard_name_is_not_comparabl
 
 
 def test_a_verdict_of_other_judging_code_is_not_comparable_and_older_runs_compare_as_before(tmp_path):
-    """The judging code's fingerprint (``judging.fingerprint.code``) of the two runs differs: not comparable; a run
+    """The judging code's fingerprint (``judge_fingerprint.code``) of the two runs differs: not comparable; a run
     record of an older prmg states neither fingerprint, and is held against any as before."""
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
     from prmg_cli.judging.standards import STANDARDS
 
-    settings = {"standard": None, "strict": False, "limits": fingerprint.all_limits(),
-                "judging_code": fingerprint.code()}
+    settings = {"standard": None, "strict": False, "limits": judge_fingerprint.all_limits(),
+                "judging_code": judge_fingerprint.code()}
     a = judged_file(tmp_path / "a.jsonl", settings, result("x", standard="default"))
     b = judged_file(tmp_path / "b.jsonl", {**settings, "judging_code": "0" * 16}, result("x", standard="default"))
     old = judged_file(tmp_path / "old.jsonl", {"standard": None, "strict": False}, result("x", standard="default"))
     text, code = compare.compare_files(str(a), str(b), "json")
     (change,) = json.loads(text)["changes"]
-    assert code == 1 and change["detail"] == (f"judged under other settings: judging code {fingerprint.code()} -> "
-                                              f"{'0' * 16}")
+    assert code == 1 and change["detail"] == ("judged under other settings: judging code "
+                                              f"{judge_fingerprint.code()} -> {'0' * 16}")
     assert compare.compare_files(str(old), str(a), "json")[1] == 0
     default = STANDARDS["default"]
-    assert fingerprint.limits(default) != fingerprint.limits(replace(default, defaults={"*": {"budget_scale": 2.0}}))
+    scaled = replace(default, defaults={"*": {"budget_scale": 2.0}})
+    assert judge_fingerprint.limits(default) != judge_fingerprint.limits(scaled)
 
 
 @pytest.mark.verdict
 def test_the_judges_fingerprints_change_with_any_limit_preset_or_byte_of_the_judging_code(tmp_path):
-    """Session 11: ``judging.fingerprint`` is what tells one judge from another (compare, --resume, report). A limit of
+    """Session 11: ``judge_fingerprint`` is what tells one judge from another (compare, --resume, report). A limit of
     a standard's defaults, a value of one of its presets (double_benchmark's levels), and any byte of a judging source
     -- the compiled judge's C included -- each make another fingerprint; the judge's files are the judging, ops and
     native packages, Python and C."""
     import shutil
 
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
     from prmg_cli.judging.standards import STANDARDS
 
     default, bench = STANDARDS["default"], STANDARDS["double_benchmark"]
-    assert fingerprint.limits(default) != fingerprint.limits(replace(default, defaults={"*": {"budget_scale": 2.0}}))
+    scaled = replace(default, defaults={"*": {"budget_scale": 2.0}})
+    assert judge_fingerprint.limits(default) != judge_fingerprint.limits(scaled)
     (key, presets), = bench.presets.items()
     level, values = next(iter(presets.items()))
     looser = {**presets, level: {**values, "mare_ratio": 2 * values["mare_ratio"]}}
-    assert fingerprint.limits(bench) != fingerprint.limits(replace(bench, presets={key: looser}))
-    package = Path(fingerprint.__file__).resolve().parent.parent
-    names = {path.relative_to(package).as_posix() for path in fingerprint.judging_files(package)}
+    assert judge_fingerprint.limits(bench) != judge_fingerprint.limits(replace(bench, presets={key: looser}))
+    package = Path(judge_fingerprint.__file__).resolve().parent.parent
+    names = {path.relative_to(package).as_posix() for path in judge_fingerprint.judging_files(package)}
     assert {"native/native.c", "judging/judge.py", "judging/standards/default.py", "ops/grad.py",
             "judging/checks/sample.py"} <= names
     copy = tmp_path / "prmg_cli"
     for name in names:
         (copy / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(package / name, copy / name)
-    assert fingerprint.code_of(copy) == fingerprint.code() == fingerprint.code_of(package)
+    assert judge_fingerprint.code_of(copy) == judge_fingerprint.code() == judge_fingerprint.code_of(package)
     native = copy / "native" / "native.c"
     native.write_text(native.read_text() + "/* an edit */\n")
-    assert fingerprint.code_of(copy) != fingerprint.code()
+    assert judge_fingerprint.code_of(copy) != judge_fingerprint.code()
 
 
 def test_a_verdict_of_another_judging_code_runs_again_on_resume_and_is_not_comparable(tmp_path, emulator, monkeypatch,
@@ -340,7 +342,7 @@ def test_a_verdict_of_another_judging_code_runs_again_on_resume_and_is_not_compa
     another build's judge (the same version number) is run again by --resume, and compare calls it not comparable."""
     from prmg_cli.commands.run import Request
     from prmg_cli.commands.suite import run_suite
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
 
     (tmp_path / "w.yaml").write_text("- {name: w, shape: [1, 2, 2, 16], partial_slice: [0, 16]}\n")
 
@@ -352,7 +354,7 @@ def test_a_verdict_of_another_judging_code_runs_again_on_resume_and_is_not_compa
     run("a.jsonl", resume=str(tmp_path / "a.jsonl"))
     assert "--resume: 1 result of" in capsys.readouterr().err       # the same judge: taken
     with monkeypatch.context() as patched:
-        patched.setattr(fingerprint, "code", lambda: "f" * 16)
+        patched.setattr(judge_fingerprint, "code", lambda: "f" * 16)
         run("b.jsonl")
         run("a.jsonl", resume=str(tmp_path / "a.jsonl"))
     err = capsys.readouterr().err                                   # another judge: run again
@@ -362,8 +364,8 @@ def test_a_verdict_of_another_judging_code_runs_again_on_resume_and_is_not_compa
     run("c.jsonl")
     text, code = compare.compare_files(str(tmp_path / "c.jsonl"), str(tmp_path / "b.jsonl"), "json")
     (change,) = json.loads(text)["changes"]
-    assert code == 1 and change["detail"] == f"judged under other settings: judging code {fingerprint.code()} -> " \
-                                             f"{'f' * 16}"
+    assert code == 1 and change["detail"] == "judged under other settings: judging code " \
+                                             f"{judge_fingerprint.code()} -> {'f' * 16}"
 
 
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):

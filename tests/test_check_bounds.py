@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from prmg_cli.device.acl import Outcome
-from prmg_cli.dtypes import FLOAT_FORMATS, bits
+from prmg_cli.dtypes import FLOAT_FORMATS, OPERATOR_DTYPES as DTYPES, bits
 from prmg_cli.inputs.seeded import make_inputs
 from prmg_cli.judging.checks import CheckContext
 from prmg_cli.judging.checks.adjoint import adjoint
@@ -26,7 +26,6 @@ from test_standards import below_one, budget, edge, row
 
 pytestmark = pytest.mark.verdict
 
-DTYPES = ("float16", "bfloat16", "float32")
 U = 2.0 ** -24
 
 

@@ -1,4 +1,4 @@
-"""The golden-free checks (prmg_cli/judging/checks.py) against numpy kernel models of both operators: they never
+"""The golden-free checks (prmg_cli/judging/checks/) against numpy kernel models of both operators: they never
 fail correct kernels (plain or fused multiply-add), and each catches the faults only it can see."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 from kernels import correct_kernel, faulty_kernel, forward_kernel
 from prmg_cli.cases.loader import Case, InputSpec
 from prmg_cli.device.acl import Outcome
+from prmg_cli.dtypes import OPERATOR_DTYPES as DTYPES
 from prmg_cli.inputs.seeded import make_inputs
 from prmg_cli.judging.checks import CheckContext
 from prmg_cli.judging.checks.adjoint import adjoint
@@ -20,7 +21,6 @@ from prmg_cli.vocab import broadcast_shape
 
 pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
 
-DTYPES = ("float32", "float16", "bfloat16")
 
 
 class ModelSession:

@@ -256,38 +256,47 @@ def in_child(action, timeout=10.0):
 
 # ---------------------------------------------------------------- golden (from operator.md) ----
 
+def _float32_slice(x, cos, sin, start, end):
+    """The slice [start, end) of ``x`` and cos/sin broadcast to it, in float32."""
+    g = x[..., start:end].astype(np.float32)
+    return g, np.broadcast_to(cos.astype(np.float32), g.shape), np.broadcast_to(sin.astype(np.float32), g.shape)
+
+
+def _halves(rule, g, c, s, lo, hi):
+    """``rule`` applied to the two halves of lanes [lo, hi) of g, c and s: (first half's result, second's)."""
+    first, second = slice(lo, (lo + hi) // 2), slice((lo + hi) // 2, hi)
+    return rule(g[..., first], g[..., second], c[..., first], c[..., second], s[..., first], s[..., second])
+
+
+def _written(x, out, start, end):
+    """``x`` with its slice [start, end) replaced by ``out`` rounded to x's dtype."""
+    y = x.copy()
+    y[..., start:end] = out.astype(x.dtype)
+    return y
+
+
 def golden(dy, cos, sin, mode, start, end):
     """dx per operator.md in float32 (two rounded products, one rounded sum), rounded to dy's dtype."""
-    g = dy[..., start:end].astype(np.float32)
-    c = np.broadcast_to(cos.astype(np.float32), g.shape)
-    s = np.broadcast_to(sin.astype(np.float32), g.shape)
+    g, c, s = _float32_slice(dy, cos, sin, start, end)
     length = end - start
-    half, quarter = length // 2, length // 4
+    half = length // 2
 
     def half_rule(g1, g2, c1, c2, s1, s2):
         return c1 * g1 + s2 * g2, c2 * g2 - s1 * g1
 
     if mode == 0:
-        out = np.concatenate(half_rule(g[..., :half], g[..., half:], c[..., :half], c[..., half:],
-                                       s[..., :half], s[..., half:]), axis=-1)
+        out = np.concatenate(_halves(half_rule, g, c, s, 0, length), axis=-1)
     elif mode == 1:
         out = np.empty_like(g)
         out[..., 0::2] = c[..., 0::2] * g[..., 0::2] + s[..., 1::2] * g[..., 1::2]
         out[..., 1::2] = c[..., 1::2] * g[..., 1::2] - s[..., 0::2] * g[..., 0::2]
     elif mode == 2:
-        parts = []
-        for lo in (0, half):
-            q1, q2 = slice(lo, lo + quarter), slice(lo + quarter, lo + half)
-            parts += half_rule(g[..., q1], g[..., q2], c[..., q1], c[..., q2], s[..., q1], s[..., q2])
-        out = np.concatenate(parts, axis=-1)
+        out = np.concatenate([*_halves(half_rule, g, c, s, 0, half), *_halves(half_rule, g, c, s, half, length)],
+                             axis=-1)
     else:
-        first, second = half_rule(g[..., :half], g[..., half:], c[..., :half], c[..., half:],
-                                  s[..., :half], s[..., half:])
         out = np.empty_like(g)
-        out[..., 0::2], out[..., 1::2] = first, second
-    dx = dy.copy()
-    dx[..., start:end] = out.astype(dy.dtype)
-    return dx
+        out[..., 0::2], out[..., 1::2] = _halves(half_rule, g, c, s, 0, length)
+    return _written(dy, out, start, end)
 
 
 def forward_golden(x, cos, sin, mode, start, end):
@@ -296,34 +305,26 @@ def forward_golden(x, cos, sin, mode, start, end):
     Per pair (i, j): y_i = c_i*x_i - s_i*x_j, y_j = c_j*x_j + s_j*x_i (two rounded products, one rounded
     sum); interleave-half reads x interleaved, z = cat(x[0::2], x[1::2]), and writes y in half layout.
     """
-    g = x[..., start:end].astype(np.float32)
-    c = np.broadcast_to(cos.astype(np.float32), g.shape)
-    s = np.broadcast_to(sin.astype(np.float32), g.shape)
+    g, c, s = _float32_slice(x, cos, sin, start, end)
     length = end - start
-    half, quarter = length // 2, length // 4
+    half = length // 2
 
     def half_rule(x1, x2, c1, c2, s1, s2):
         return c1 * x1 - s1 * x2, c2 * x2 + s2 * x1
 
     if mode == 0:
-        out = np.concatenate(half_rule(g[..., :half], g[..., half:], c[..., :half], c[..., half:],
-                                       s[..., :half], s[..., half:]), axis=-1)
+        out = np.concatenate(_halves(half_rule, g, c, s, 0, length), axis=-1)
     elif mode == 1:
         out = np.empty_like(g)
         out[..., 0::2] = c[..., 0::2] * g[..., 0::2] - s[..., 0::2] * g[..., 1::2]
         out[..., 1::2] = c[..., 1::2] * g[..., 1::2] + s[..., 1::2] * g[..., 0::2]
     elif mode == 2:
-        parts = []
-        for lo in (0, half):
-            q1, q2 = slice(lo, lo + quarter), slice(lo + quarter, lo + half)
-            parts += half_rule(g[..., q1], g[..., q2], c[..., q1], c[..., q2], s[..., q1], s[..., q2])
-        out = np.concatenate(parts, axis=-1)
+        out = np.concatenate([*_halves(half_rule, g, c, s, 0, half), *_halves(half_rule, g, c, s, half, length)],
+                             axis=-1)
     else:
-        out = np.concatenate(half_rule(g[..., 0::2], g[..., 1::2], c[..., :half], c[..., half:],
-                                       s[..., :half], s[..., half:]), axis=-1)
-    y = x.copy()
-    y[..., start:end] = out.astype(x.dtype)
-    return y
+        z = np.concatenate((g[..., 0::2], g[..., 1::2]), axis=-1)
+        out = np.concatenate(_halves(half_rule, z, c, s, 0, length), axis=-1)
+    return _written(x, out, start, end)
 
 
 def random_case(shape, cos_shape, dtype=np.float32, table_dtype=np.float32, seed=0):

@@ -745,12 +745,12 @@ def test_a_cluster_node_with_other_kernel_files_or_preloads_refuses_to_start_and
     from prmg_cli import __version__
     from prmg_cli.reports.run_record import nodes_files
     from prmg_cli.device.cluster import ClusterExecutor
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
     from prmg_cli.results import RunInfo
 
     files = {"opp": "/opt/cann/opp", "opp_files": 3, "opp_fingerprint": "local1", "opp_portable": "aaaa",
              "opp_kernels": ["built-in"]}
-    found = {"version": __version__, "judging_code": fingerprint.code(), "error": "", "toolkit": None,
+    found = {"version": __version__, "judging_code": judge_fingerprint.code(), "error": "", "toolkit": None,
              "soc": "Ascend950PR_9589", "accepted_modes": [1], "driver_version": "25.0.rc1", "toolkit_version": "8.5.0",
              "preloaded": [], **files}
     killed: list = []
@@ -785,12 +785,12 @@ def test_a_cluster_node_with_other_toolkit_libraries_refuses_to_start_and_the_ru
 
     from prmg_cli import __version__
     from prmg_cli.device.cluster import ClusterExecutor
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
     from prmg_cli.reports.run_record import recorded_settings
     from prmg_cli.results import RunInfo
 
     libraries = {"runtime": [10, 1], "nnopbase": [20, 2], "op": [30, 3]}
-    found = {"version": __version__, "judging_code": fingerprint.code(), "error": "", "toolkit": None,
+    found = {"version": __version__, "judging_code": judge_fingerprint.code(), "error": "", "toolkit": None,
              "soc": "Ascend950PR_9589", "accepted_modes": [1], "driver_version": "25.0.rc1", "toolkit_version": "8.5.0",
              "libraries": libraries}
     killed: list = []
@@ -820,9 +820,9 @@ def test_a_cluster_node_unlike_the_first_refuses_to_start():
 
     from prmg_cli import __version__
     from prmg_cli.device.cluster import ClusterExecutor
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
 
-    found = {"version": __version__, "judging_code": fingerprint.code(), "error": "", "toolkit": None,
+    found = {"version": __version__, "judging_code": judge_fingerprint.code(), "error": "", "toolkit": None,
              "soc": "Ascend950PR_9589", "accepted_modes": [1], "driver_version": "25.0.rc1", "toolkit_version": "8.5.0"}
     killed: list = []
     executor = SimpleNamespace(ray=SimpleNamespace(get=dict), cluster=SimpleNamespace(toolkit=SimpleNamespace(
@@ -840,5 +840,5 @@ def test_a_cluster_node_unlike_the_first_refuses_to_start():
     for judge, said in (("0" * 16, "0" * 16), (None, "(not stated: an older prmg)")):   # another checkout of prmg
         other = SimpleNamespace(ready_ref={**found, "judging_code": judge}, actor="checkout", info=None)
         assert ClusterExecutor._started(executor, other) == (
-            f"prmg's judging code {said} there, {fingerprint.code()} here (another build of prmg {__version__}): "
+            f"prmg's judging code {said} there, {judge_fingerprint.code()} here (another build of prmg {__version__}): "
             f"install the same prmg on every node")

@@ -446,8 +446,9 @@ def test_the_graph_gets_the_slice_list_as_written_and_a_null_one_leaves_the_attr
 
 def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph):
     """Every shipped negative case through graph mode (the twin) as the constraint model says GE answers it (its
-    phase and GE's code), and through both paths, which must agree; a strided tensor and a slice list of no or one
-    value have no graph form, nor a dy without elements whose tiling refuses it, each skipped saying why."""
+    phase and GE's code), and through both paths, which must agree; a slice list of no or one value, which graph
+    mode's tiling reads past its end, is any refusal (the paths differ there by design); a strided tensor has no
+    graph form, nor a dy without elements whose tiling refuses it, each skipped saying why."""
     cases = load_cases([ROOT / "cases" / "negative.yaml"])
     settings = execute.RunSettings(toolkit=graph)
     pair = replace(graph, calls="aclnn+geir")
@@ -461,9 +462,10 @@ def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph
             assert single.path == "geir" and combined.path == "aclnn+geir" and set(combined.paths) == {"aclnn", "geir"}
             if isinstance(expected, str):                 # why: the rule's own reason (a strided tensor, a short list)
                 strided = any(case.strides_of(tensor) is not None for tensor in ("dy", "cos", "sin"))
-                why, wrong = ("GE's tensors are dense", "list") if strided else \
-                    ("no certain answer", "dense") if case.expect.success else ("past the end of a list of", "dense")
+                why, wrong = ("GE's tensors are dense", "list") if strided else ("no certain answer", "dense")
                 assert single.status == "skipped" and why in single.message and wrong not in single.message
+            elif not case.known_defect and expected.expect.error == "any":     # a short list, read past its end
+                assert single.error_code and "past the end of a list of" in expected.note, case.name
             elif not case.known_defect and not case.expect.success:
                 assert expected.expect.phase == "compile" and single.error_code == expected.expect.error
     codes = {graph_case(case, settings.supported_modes).expect.error for case in cases
@@ -657,3 +659,31 @@ def test_the_differential_catches_each_graph_fault_on_every_class_it_can_change(
     assert [name for name in changed if records[name]["status"] not in ("failed", "error")] == [], fault
     unchanged = [case.name for case in reachable if not CHANGES[fault](case)]
     assert all(records[name]["status"] == "passed" for name in unchanged), fault
+
+
+# The differential held adversarially: twin bugs that change one thing only, each caught and named as graph mode's.
+ADVERSARIAL = {
+    # the ref output's bytes outside the slice only (its own buffer, the slice's lanes stored right)
+    "geir_ref_not_aliased": lambda record: "outside the slice" in record["message"],
+    # an expected refusal's phase only (the same GE status, from RunGraph instead of CompileGraph)
+    "geir_refusal_at_run": lambda record: record["expect"] != "pass" and "in the run phase" in record["message"],
+    # the forward's graphs only (its sin's signs flipped): no grad case fails
+    "geir_fwd_sin_negated": lambda record: record["op"] == "forward",
+}
+NAMED = ("geir (graph mode) disagrees with the golden", "geir: ")   # a result compared, or one read otherwise by design
+
+
+@pytest.mark.parametrize("fault", sorted(ADVERSARIAL))
+def test_the_differential_names_graph_mode_for_a_twin_bug_that_changes_one_thing(fault):
+    """cover.yaml through --runner aclnn+geir under a twin bug that changes only the bytes outside the slice, only an
+    expected error's phase, or only the forward: exit 1, every failed case failed by graph mode alone (the aclnn
+    path's own verdict passed) and for that reason, and the cases the bug cannot reach pass."""
+    result = prmg_here("run", ROOT / "cases" / "cover.yaml", "--runner", "aclnn+geir", "--report", "json",
+                       env={"PRMG_EMU_FAULT": fault})
+    records = json.loads(result.stdout)["cases"]
+    failed = [record for record in records if record["status"] in ("failed", "error")]
+    assert result.returncode == 1 and len(failed) >= 10, (fault, len(failed))
+    assert all(record["paths"]["aclnn"].startswith("passed") and record["paths"]["geir"].startswith("failed")
+               and ADVERSARIAL[fault](record) and any(name in record["message"] for name in NAMED)
+               for record in failed), [r["message"] for r in failed][:3]
+    assert any(record["op"] == "grad" and record["status"] == "passed" for record in records)

@@ -16,14 +16,13 @@ from prmg_cli.commands import case_writer
 from prmg_cli.errors import PrmgError
 from prmg_cli.ops import OPERATORS, constraints
 from prmg_cli.status import PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
-from prmg_cli.vocab import ROTARY_MODES
+from prmg_cli.dtypes import OPERATOR_DTYPES as FLOATS
+from prmg_cli.vocab import BROADCASTS as PATTERNS, ROTARY_MODES
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "cases"
 TODAY = frozenset({1})
 EVERY_MODE = frozenset({0, 1, 2, 3})
-PATTERNS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
-FLOATS = ("float32", "float16", "bfloat16")
 
 
 def write(tmp_path: Path, doc: dict, name: str = "suite.yaml") -> Path:

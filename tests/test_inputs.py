@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from prmg_cli.cases.loader import Case, InputSpec
-from prmg_cli.dtypes import rounded
+from prmg_cli.dtypes import OPERATOR_DTYPES, rounded
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs import seeded as inputs_module
 from prmg_cli.inputs.seeded import THREADED_DRAWS, default_seed, drawn_prefix, make_inputs, philox4x32_10
@@ -37,7 +37,7 @@ def test_default_seed_is_the_masked_sha256_prefix_of_the_name():
     assert default_seed("a") != default_seed("b")
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", OPERATOR_DTYPES)
 def test_same_case_gives_the_same_bits_and_tensors_get_their_own_streams(dtype):
     c = case(dtype=dtype, cos_dtype=dtype, sin_dtype=dtype, cos_shape=(2, 3, 4, 16), sin_shape=(2, 3, 4, 16))
     first, second = make_inputs(c), make_inputs(c)

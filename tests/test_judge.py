@@ -12,7 +12,7 @@ import pytest
 from kernels import FAULTS, correct_kernel, faulty_kernel, lane_map
 from prmg_cli.cases.loader import Case, Expect
 from prmg_cli.device.acl import Outcome
-from prmg_cli.dtypes import FLOAT_FORMATS
+from prmg_cli.dtypes import FLOAT_FORMATS, OPERATOR_DTYPES as DTYPES, to_numpy
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs.seeded import Inputs
 from prmg_cli.judging.judge import judge
@@ -21,14 +21,12 @@ from prmg_cli.judging.verdict_metrics import key_metric
 from prmg_cli.ops import GRAD
 from prmg_cli.reports.outputs.table import essentials
 from prmg_cli.status import STATUS_CODES
+from prmg_cli.vocab import BROADCASTS
 
 pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
 
-DTYPES = ("float32", "float16", "bfloat16")
 PAIRS = [(dy, table) for dy in DTYPES for table in DTYPES]
-NUMPY = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
-         "bfloat16": np.dtype(ml_dtypes.bfloat16)}
-BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
+NUMPY = {name: to_numpy(name) for name in DTYPES}
 
 
 def make_case(shape, partial_slice, *, mode=1, dtype="float32", cos_dtype="float32", broadcast="BSND",

@@ -87,6 +87,18 @@ def test_every_module_name_a_docstring_or_comment_points_to_exists():
     assert not wrong, "\n".join(wrong)
 
 
+def test_every_path_of_the_package_the_code_and_the_tests_name_exists():
+    """A path into the package (``prmg_cli/judging/checks/``, ``prmg_cli/native/native.c``) written anywhere in the
+    package's or the tests' text names what is there: a module moved or renamed leaves none behind (a test's
+    docstring still named the checks' module file after ``checks`` became a package)."""
+    paths = re.compile(r"\bprmg_cli/[\w/]*(?:\.py|\.c|/)")
+    wrong = [f"{path.relative_to(ROOT)}:{line}: {named}"
+             for path in [*MODULES.values(), *sorted((ROOT / "tests").glob("*.py"))]
+             for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             for named in paths.findall(text) if not (ROOT / named).exists()]
+    assert not wrong, "\n".join(wrong)
+
+
 # --- the import graph -------------------------------------------------------------------------------------
 
 # The model floor: the values every other floor speaks in (``Case``, statuses and records, vocabulary, errors,
@@ -262,7 +274,7 @@ def test_each_stage_says_what_it_takes_and_gives_and_the_map_draws_the_stages_in
 
 
 def test_each_stage_names_every_module_in_it_but_its_registry_entries():
-    """A module added to a stage (``device/mapped.py`` in session 8) is named in the stage's ``__init__`` docstring,
+    """A module added to a stage (``device/linkage.py`` in session 8) is named in the stage's ``__init__`` docstring,
     which says what each does: only a command's module (named like the command) and an operator's (named like it in
     ``OPERATORS``) speak for themselves; registries (``judging/standards/``...) are folders of their own."""
     from prmg_cli.commands import COMMANDS

@@ -99,7 +99,7 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
 def test_a_setting_only_a_later_shard_states_makes_the_merge_mixed(tmp_path):
     """Session 11: a shard of an older prmg states no judging code (``judging_code``, ``limits``), a later one does:
     the two were judged by judges no record tells alike, so the merge is mixed whichever file comes first."""
-    from prmg_cli.judging import fingerprint
+    from prmg_cli.judging import judge_fingerprint
     from prmg_cli.reports import store
     from prmg_cli.reports.merge import mixed_settings
 
@@ -110,7 +110,7 @@ def test_a_setting_only_a_later_shard_states_makes_the_merge_mixed(tmp_path):
         return path
 
     older = shard(tmp_path / "older.jsonl", "a" * 32, {"standard": None}, "x")
-    newer = shard(tmp_path / "newer.jsonl", "b" * 32, {"standard": None, "judging_code": fingerprint.code()}, "y")
+    newer = shard(tmp_path / "newer.jsonl", "b" * 32, {"standard": None, "judging_code": judge_fingerprint.code()}, "y")
     for files in ((older, newer), (newer, older)):
         stores = [read(str(path)) for path in files]
         mixed, _ = mixed_settings(stores, [result for stored in stores for result in stored.results])

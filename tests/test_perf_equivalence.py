@@ -160,7 +160,7 @@ def test_fast_default_gives_the_reference_verdict_on_a_sweep(fast_path, chunk):
 def test_the_forward_operator_is_judged_alike(fast_path):
     rng = np.random.default_rng(5)
     for seed in range(40):
-        mode, dtype = seed % 4, ("float32", "float16", "bfloat16")[seed % 3]
+        mode, dtype = seed % 4, dtypes.OPERATOR_DTYPES[seed % 3]
         case = dataclasses.replace(make_case((2, 3, 2, 40), (4, 36), mode=mode, dtype=dtype, cos_dtype=dtype,
                                              broadcast=("BSND", "111D", "B11D", "B1ND")[seed % 4]), op="forward")
         inputs = model_inputs(case, rng, scale=float(rng.choice([1e-40, 1.0, 1e30])))
@@ -311,7 +311,7 @@ def test_the_compiled_extras_are_the_recount_and_the_flip_check():
         assert judge(case, weak, Outcome(status=0, dy=result)).warnings == [SIGN_HIDDEN_WARNING]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", dtypes.OPERATOR_DTYPES)
 def test_the_compiled_nearest_value_is_numpys_rounding(dtype):
     """The helper's rounding of a float64 to a dtype's nearest value (``prmg_nearest``, what the recount and the flip
     take) is ``dtypes.rounded``: on the dtype's values, the ties between neighbours and the float64 numbers on either
@@ -355,7 +355,7 @@ def test_block_budget_equals_the_whole_array_budget_bit_for_bit():
                 assert np.array_equal(expected.view(np.uint64), got.view(np.uint64))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", dtypes.OPERATOR_DTYPES)
 def test_widening_equals_numpy_casts(dtype):
     patterns = np.arange(1 << 16, dtype=np.uint16)
     if dtype == "float32":
@@ -423,7 +423,7 @@ def test_draws_equal_the_straightforward_ones(monkeypatch, native_on, generator)
     specs = [("uniform", (-1.0, 1.0)), ("uniform", (-3.7, 11.3)), ("uniform", (1e-40, 3e-38)),
              ("normal", (0.0, 1.0)), ("normal", (1e30, 1e38)), ("uniform", (3.38e38, 3.3895e38)),
              ("uniform", (0.0, 0.0)), ("uniform", (-7e4, 7e4)), ("normal", (0.0, 1e-44))]
-    for dtype in ("float32", "float16", "bfloat16"):
+    for dtype in dtypes.OPERATOR_DTYPES:
         for kind, args in specs:
             case = Case(name="d", source="t", shape=(2, 5, 3, 70), cos_shape=(1, 5, 1, 8), sin_shape=(1, 5, 1, 8),
                         partial_slice=(0, 8), dtype=dtype, cos_dtype=dtype, sin_dtype=dtype, generator=generator,

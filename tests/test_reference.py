@@ -12,6 +12,7 @@ import pytest
 
 from prmg_cli.dtypes import FLOAT_FORMATS
 from prmg_cli.ops import GRAD
+from prmg_cli.vocab import BROADCASTS
 from test_dtypes import exact_bfloat16
 
 pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run these first
@@ -19,7 +20,6 @@ pytestmark = pytest.mark.verdict       # make test-verdict (and make mutate) run
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = (np.dtype(np.float32), np.dtype(np.float16), BF16)
 MODES = (0, 1, 2, 3)
-BROADCASTS = ("BSND", "111D", "1S1D", "1SND", "B1ND", "BS1D", "11ND", "B11D")
 
 
 def _forward_tables(rotary_mode: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -409,7 +409,7 @@ def test_host_bench_pipeline_rows_say_met_or_not_met_against_each_goal(monkeypat
 
     def row(dtype, generator, stage_ms, host_ms, copy_ms, vs_copy, peak):
         return {"dtype": dtype, "generator": generator, "status": ["passed"],
-                **dict.fromkeys(bench_host.STAGE_KEYS, stage_ms), "host_ms": host_ms, "copy_ms": copy_ms,
+                **dict.fromkeys(bench_host.STAGES, stage_ms), "host_ms": host_ms, "copy_ms": copy_ms,
                 "vs_copy": vs_copy, "peak_mem_x_dy": peak}
 
     rows = [row("bfloat16", "philox4x32", 1.0, 90.0, 9.0, 10.0, 3.5),

@@ -19,7 +19,7 @@ import pytest
 
 from prmg_cli import native
 from prmg_cli.device.acl import Outcome
-from prmg_cli.dtypes import FLOAT_FORMATS, bits, rounded
+from prmg_cli.dtypes import FLOAT_FORMATS, OPERATOR_DTYPES as DTYPES, bits, rounded
 from prmg_cli.errors import PrmgError
 from prmg_cli.inputs.seeded import Inputs
 from prmg_cli.judging import default_pass
@@ -30,7 +30,6 @@ from test_judge import NUMPY, make_case
 
 pytestmark = pytest.mark.verdict
 
-DTYPES = ("float16", "bfloat16", "float32")
 U = 2.0 ** -24
 
 

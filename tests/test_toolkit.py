@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prmg_cli.device import mapped, runners, toolkit as tk
+from prmg_cli.device import linkage, runners, toolkit as tk
 from prmg_cli.errors import PrmgError
 
 OP_SOURCE = """
@@ -325,12 +325,12 @@ def test_a_library_mapped_from_another_toolkits_lib64_is_foreign(tmp_path, monke
         (folder / tk.RUNTIME_NAMES[0]).write_text("")
     maps = tmp_path / "maps"
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {folder}/libdep.so\n" for folder in (b, plain)))
-    assert mapped.foreign_libraries(a.parent, str(maps)) == [(f"{b}/libdep.so", f"{a}/libdep.so")]
-    assert mapped.foreign_libraries(a.parent, str(maps), [f"{plain}/libdep.so"]) == []
-    monkeypatch.setattr(mapped, "foreign_libraries", lambda root, among: [(f"{b}/libdep.so", f"{a}/libdep.so")])
+    assert linkage.foreign_libraries(a.parent, str(maps)) == [(f"{b}/libdep.so", f"{a}/libdep.so")]
+    assert linkage.foreign_libraries(a.parent, str(maps), [f"{plain}/libdep.so"]) == []
+    monkeypatch.setattr(linkage, "foreign_libraries", lambda root, among: [(f"{b}/libdep.so", f"{a}/libdep.so")])
     with pytest.raises(PrmgError, match=f"the toolkit at {a.parent} is mixed with another one: {b}/libdep.so in .*"
                                         f"RPATH or RUNPATH, LD_PRELOAD"):
-        mapped.refuse_foreign(a.parent, [])
+        linkage.refuse_foreign(a.parent, [])
 
 
 def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_path, emulator):
@@ -365,7 +365,7 @@ def test_a_toolkit_mixed_with_another_through_ld_library_path_is_refused(tmp_pat
     assert preloaded.returncode == 2, preloaded.stdout + preloaded.stderr
     assert f"mixed with another one: {b}/lib64/libprmg_dep.so in place of {a}/lib64/libprmg_dep.so (a library's " \
            f"RPATH or RUNPATH, LD_PRELOAD" in preloaded.stderr, preloaded.stderr
-    assert mapped.foreign_libraries(a, str(tmp_path / "no-maps")) == []   # no /proc
+    assert linkage.foreign_libraries(a, str(tmp_path / "no-maps")) == []   # no /proc
 
 
 def _library(source: Path, out: Path, *flags) -> Path:
@@ -376,7 +376,7 @@ def _library(source: Path, out: Path, *flags) -> Path:
 
 @pytest.mark.verdict
 def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(tmp_path):
-    """``mapped.interposers`` on a process's maps and start environment (files here): a library of LD_PRELOAD (by
+    """``linkage.interposers`` on a process's maps and start environment (files here): a library of LD_PRELOAD (by
     path) or of /etc/ld.so.preload (by name) that the process mapped is preloaded; the symbols it defines that the
     toolkit's mapped libraries define are named, but not one a system library defines too (libc's ``strlen``: an
     allocator or libstdc++ preloaded takes nothing of the toolkit's)."""
@@ -387,35 +387,35 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
     runtime = _library(source, tmp_path / "kit" / "lib64" / "libascendcl.so")
     hook = _library(source, tmp_path / "libhook.so")
     plain = _library(source, tmp_path / "libplain.so", "-DaclInit=plain_init", "-Dstrlen=plain_strlen")
-    libc = next(path for path in mapped.mapped_libraries() if Path(path).name.startswith("libc.so"))
+    libc = next(path for path in linkage.mapped_libraries() if Path(path).name.startswith("libc.so"))
     maps = tmp_path / "maps"
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (hook, plain, runtime, libc)))
     environ, preload_file = tmp_path / "environ", tmp_path / "ld.so.preload"
     environ.write_bytes(f"HOME=/root\0LD_PRELOAD={hook}\0".encode())
     kit = tk.Toolkit("aclnn", tmp_path / "kit", runtime, runtime, runtime, "test")
-    found = mapped.interposers(kit, str(maps), str(environ), str(preload_file))
+    found = linkage.interposers(kit, str(maps), str(environ), str(preload_file))
     assert found == [(str(hook), ("aclInit",))]
-    assert mapped.preload_labels(found) == [f"{hook} (defines 1 of the toolkit's symbols: aclInit)"]
+    assert linkage.preload_labels(found) == [f"{hook} (defines 1 of the toolkit's symbols: aclInit)"]
     with pytest.raises(PrmgError, match=f"--strict: a preloaded library takes calls meant for the toolkit at "
                                         f"{tmp_path / 'kit'}: {hook} \\(defines 1 .*aclInit\\)"):
-        mapped.refuse_interposers(found, kit.root)
+        linkage.refuse_interposers(found, kit.root)
     environ.write_bytes(b"HOME=/root\0")
     preload_file.write_text("# none\nlibplain.so\n")
-    assert list(mapped.preloaded(str(maps), str(environ), str(preload_file))) == [str(plain)]
-    assert mapped.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
-    mapped.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
+    assert list(linkage.preloaded(str(maps), str(environ), str(preload_file))) == [str(plain)]
+    assert linkage.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
+    linkage.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
     environ.write_bytes(f"LD_PRELOAD={libc}\0".encode())                # the system's own: never an interposer
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (runtime, libc)))
-    assert mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, ())]
+    assert linkage.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, ())]
     audit_source = tmp_path / "audit.c"                  # LD_AUDIT: what it takes is its rebinding hooks, not symbols
     audit_source.write_text(AUDIT_SOURCE)
     audit = _library(audit_source, tmp_path / "libaudit.so")
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (audit, runtime, libc)))
     environ.write_bytes(f"LD_AUDIT={audit}\0".encode())
-    found = mapped.interposers(kit, str(maps), str(environ), str(tmp_path / "none"))
+    found = linkage.interposers(kit, str(maps), str(environ), str(tmp_path / "none"))
     assert found == [(str(audit), ("la_symbind64",))]
     with pytest.raises(PrmgError, match=f"{audit} \\(an audit library: rebinds calls through la_symbind64\\)"):
-        mapped.refuse_interposers(found, kit.root)
+        linkage.refuse_interposers(found, kit.root)
 
 
 # A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call.
@@ -467,7 +467,7 @@ uintptr_t la_symbind64(Elf64_Sym *sym, unsigned int ndx, uintptr_t *refcook, uin
 def test_an_audit_library_is_recorded_and_refused_under_strict_as_a_preload_is(tmp_path, emulator):
     """An rtld-audit library (``LD_AUDIT``) sees every binding of the toolkit's calls and may bind each elsewhere
     (``la_symbind64``): it passed ``--strict`` green and unrecorded (only LD_PRELOAD and /etc/ld.so.preload were
-    read). It is one more source of ``mapped.SOURCES``: the run names it in its header and settings and warns,
+    read). It is one more source of ``linkage.SOURCES``: the run names it in its header and settings and warns,
     ``--strict`` refuses it, exit 2, before any case; an audit library without a rebinding hook takes nothing."""
     from conftest import prmg
     from prmg_cli.reports import store
@@ -495,7 +495,7 @@ def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_
     """A library that the prmg process loaded with RTLD_GLOBAL before the toolkit (a sitecustomize, a .pth file, a
     conftest's import) comes first in the global scope, as a preload does, and takes the calls the toolkit's libraries
     make to each other: a tracer's hook so loaded passed --strict green and unrecorded (only LD_PRELOAD's files were
-    looked at). ``mapped.bound_ahead`` asks the global scope where each of the toolkit's symbols binds: the run names
+    looked at). ``linkage.bound_ahead`` asks the global scope where each of the toolkit's symbols binds: the run names
     the library and warns, --strict refuses it, exit 2, before any case."""
     import sys
 
@@ -532,7 +532,7 @@ def test_a_weak_definition_of_the_toolkit_bound_to_a_library_ahead_of_it_is_no_c
     defined first elsewhere is still named."""
     import ctypes
 
-    from prmg_cli.device import mapped
+    from prmg_cli.device import linkage
 
     kit, early = tmp_path / "kit", tmp_path / "early"
     kit.mkdir(), early.mkdir()
@@ -547,14 +547,14 @@ def test_a_weak_definition_of_the_toolkit_bound_to_a_library_ahead_of_it_is_no_c
     ahead = _library(tmp_path / "early.c", early / "libprmg_early_b9.so")
     ctypes.CDLL(str(ahead), mode=ctypes.RTLD_GLOBAL)
     ctypes.CDLL(str(_library(tmp_path / "kit.c", kit / "libprmg_kit_b9.so")), mode=ctypes.RTLD_GLOBAL)
-    monkeypatch.setattr(mapped, "toolkit_places", lambda toolkit: [os.path.realpath(kit)])
-    assert mapped.bound_ahead(None) == [(os.path.realpath(ahead), ("prmg_test_api_b9",))]
+    monkeypatch.setattr(linkage, "toolkit_places", lambda toolkit: [os.path.realpath(kit)])
+    assert linkage.bound_ahead(None) == [(os.path.realpath(ahead), ("prmg_test_api_b9",))]
 
 
 def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
     """A toolkit whose libascendcl.so only forwards (its code in a library its RUNPATH finds elsewhere: another
     toolkit's folder) ran green, every header naming the toolkit: the functions prmg calls resolve (``dladdr``) into
-    a file outside the toolkit, exit 2 naming the function and the file. ``mapped.resolved_outside`` names libc's
+    a file outside the toolkit, exit 2 naming the function and the file. ``linkage.resolved_outside`` names libc's
     ``strlen`` outside the emulator and none of the emulator's own."""
     import ctypes
 
@@ -573,8 +573,8 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stdout + run.stderr
     assert f"the toolkit at {kit} runs code from outside it: aclInit in {elsewhere}/libacl_impl.so;" in run.stderr
     libc = ctypes.CDLL(None)
-    assert mapped.resolved_outside({"strlen": libc.strlen}, [str(emulator.root)])[0][0] == "strlen"
-    assert mapped.resolved_outside({"strlen": libc.strlen}, ["/"]) == []
+    assert linkage.resolved_outside({"strlen": libc.strlen}, [str(emulator.root)])[0][0] == "strlen"
+    assert linkage.resolved_outside({"strlen": libc.strlen}, ["/"]) == []
 
 
 def test_a_toolkit_changed_while_the_run_ran_fails_the_run(tmp_path):
@@ -689,25 +689,25 @@ def test_the_file_a_symbol_binds_in_is_read_from_the_maps_as_dladdr_says_it(emul
     """``bound_ahead`` asked ``dladdr`` for the file of each of the toolkit's strong symbols, and glibc's ``dladdr``
     searches the object's whole symbol table for the nearest symbol at each call: quadratic, 52 s for one library of
     100,000 symbols (a real operator library's order), in every worker at its start (0.34 s now; docs/performance.md).
-    ``mapped.file_at`` looks the address up in the process's mappings (``mapped_spans``, a binary search): the same file
-    for every symbol of the emulator's libraries, and none for an address no file is mapped at."""
+    ``linkage.file_at`` looks the address up in the process's mappings (``mapped_spans``, a binary search): the same
+    file for every symbol of the emulator's libraries, and none for an address no file is mapped at."""
     import ctypes
 
-    from prmg_cli.device import mapped
+    from prmg_cli.device import linkage
 
     dlsym = ctypes.CDLL(None).dlsym
     dlsym.argtypes, dlsym.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p
-    dladdr = mapped._dladdr()
+    dladdr = linkage._dladdr()
     for path in (emulator.runtime_lib, emulator.nnopbase_lib, emulator.op_lib):
         ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-    starts, spans = mapped.mapped_spans()
+    starts, spans = linkage.mapped_spans()
     names = sorted(tk.defined_symbols(emulator.runtime_lib, (tk.STB_GLOBAL,)) | tk.defined_symbols(
         emulator.op_lib, (tk.STB_GLOBAL,)))
     addresses = [dlsym(None, name.encode()) or 0 for name in names]
     assert len(names) > 30 and all(addresses)
-    assert [os.path.realpath(mapped.file_at(address, starts, spans)) for address in addresses] == \
-        [os.path.realpath(mapped._file_of(address, dladdr)) for address in addresses]
-    assert mapped.file_at(0, starts, spans) == mapped.file_at(starts[0] - 1, starts, spans) == ""
+    assert [os.path.realpath(linkage.file_at(address, starts, spans)) for address in addresses] == \
+        [os.path.realpath(linkage._file_of(address, dladdr)) for address in addresses]
+    assert linkage.file_at(0, starts, spans) == linkage.file_at(starts[0] - 1, starts, spans) == ""
 
 
 def test_a_toolkit_in_a_folder_named_in_bytes_that_are_not_utf8_runs_its_own_code(tmp_path, emulator):
@@ -722,12 +722,12 @@ def test_a_toolkit_in_a_folder_named_in_bytes_that_are_not_utf8_runs_its_own_cod
     shutil.copytree(emulator.root, home / emulator.root.name, symlinks=True)
     runtime = home / emulator.root.name / "lib64/libascendcl.so"
     library = ctypes.CDLL(str(runtime))
-    assert mapped.resolved_outside({"aclInit": library.aclInit}, [os.path.realpath(home)]) == []
-    assert str(runtime) in mapped.mapped_libraries() and mapped.file_at(
-        ctypes.cast(library.aclInit, ctypes.c_void_p).value, *mapped.mapped_spans()) == str(runtime)
+    assert linkage.resolved_outside({"aclInit": library.aclInit}, [os.path.realpath(home)]) == []
+    assert str(runtime) in linkage.mapped_libraries() and linkage.file_at(
+        ctypes.cast(library.aclInit, ctypes.c_void_p).value, *linkage.mapped_spans()) == str(runtime)
     environ = tmp_path / "environ"
     environ.write_bytes(b"LD_PRELOAD=/x\xff/libhook.so\0")
-    assert mapped.preload_entries(str(environ), str(tmp_path / "none"))[0][0] == os.fsdecode(b"/x\xff/libhook.so")
+    assert linkage.preload_entries(str(environ), str(tmp_path / "none"))[0][0] == os.fsdecode(b"/x\xff/libhook.so")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
     run = prmg("run", cases, "--runner", "emulator", env={"PRMG_EMULATOR_HOME": str(home)})
@@ -735,7 +735,7 @@ def test_a_toolkit_in_a_folder_named_in_bytes_that_are_not_utf8_runs_its_own_cod
 
 
 def test_each_binding_of_a_library_is_read_once_until_the_file_changes(tmp_path):
-    """``mapped.taking`` with a preload read the toolkit's ``.dynsym`` twice (``interposers`` for every binding, then
+    """``linkage.taking`` with a preload read the toolkit's ``.dynsym`` twice (``interposers`` for every binding, then
     ``bound_ahead`` for the strong ones: 10^5 names each time on a real operator library). ``defined_symbols`` reads a
     file's binding once per process, keyed on what tells a rebuilt file, and a library rebuilt at the same path is
     read again."""

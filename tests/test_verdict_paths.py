@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import PYTEST, prmg, prmg_here
+from conftest import PYTEST, prmg, prmg_forked, prmg_here
 from prmg_cli.cases.loader import Case, Expect, KnownDefect
 from prmg_cli.device.acl import SYNCHRONIZE, Outcome
 from prmg_cli.device.execute import known_defect_status
@@ -38,7 +38,7 @@ def write(tmp_path, text: str, name: str = "cases.yaml"):
 
 def run_json(*args, env=None, timeout=300):
     """``prmg run ARGS --report json`` and its exit code and cases by name."""
-    out = prmg("run", *args, "--report", "json", env=env, timeout=timeout)
+    out = prmg_forked("run", *args, "--report", "json", env=env, timeout=timeout)
     assert out.stdout, out.stderr
     document = json.loads(out.stdout)
     return out.returncode, {case["name"]: case for case in document["cases"]}, document["summary"], out.stderr

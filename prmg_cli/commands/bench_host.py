@@ -20,6 +20,7 @@ import numpy as np
 from tabulate import tabulate
 
 from prmg_cli import dtypes
+from prmg_cli.device.execute import STAGES
 from prmg_cli.ops import GRAD
 from prmg_cli.reports.outputs.screen import width, wrap
 from prmg_cli.vocab import DEFAULT_GENERATOR, GENERATORS, INTERLEAVE
@@ -134,21 +135,18 @@ def format_host_bench(rows: list[dict]) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # The whole per-case pipeline at a real model shape (issue 12)
 
-PIPELINE_SHAPE = (4, 1024, 32, 128)
-PIPELINE_TABLE_SHAPE = (1, 1024, 1, 96)
+PIPELINE_SHAPE, PIPELINE_TABLE_SHAPE = SHAPE, TABLE_SHAPE     # the golden's benchmark shape, a llama layer's
 PIPELINE_SLICE = (32, 128)
 PIPELINE_DTYPES = ("bfloat16", "float32")
 # the inputs' generators measured side by side: the default (judged against the targets) and the ones before it
 PIPELINE_GENERATORS = GENERATORS
 COPIES = 3                                  # dy.copy()s timed before each run: the fastest is that run's floor
-STAGE_KEYS = ("inputs", "upload", "kernel", "download", "golden", "judge")
 # upper bounds: host work per case (duration minus the kernel's event time) in dy.copy()s, its stretch,
 # the peak memory of the worker over its start-up footprint in dy's bytes, the wall time of a whole
 # `prmg run` process per small case (300 of them) and of a 3-case run
 PIPELINE_TARGETS = {"vs_copy": 20.0, "vs_copy_stretch": 10.0, "peak_mem_x_dy": 8.0, "small_case_ms": 5.0,
                     "small_run_s": 1.0}
 SMALL_RUNS = (300, 3)                       # cases in the whole-process runs
-SMALL_DTYPES = ("float32", "float16", "bfloat16")
 
 
 def pipeline_case(dtype: str, generator: str = DEFAULT_GENERATOR):
@@ -218,7 +216,7 @@ def _pipeline_in_worker(settings, repeat: int, generators: tuple[str, ...] = PIP
                     result, _ = run_case(session, cases[key], settings)
                     peak = _rss_bytes()[1]
                     kernel = result.kernel_ms if result.kernel_ms is not None else result.timings.get("kernel", 0.0)
-                    found[key]["runs"].append({**{name: result.timings.get(name, 0.0) for name in STAGE_KEYS},
+                    found[key]["runs"].append({**{name: result.timings.get(name, 0.0) for name in STAGES},
                                                "host": result.duration_s * 1e3 - kernel, "peak": peak - baseline})
                     found[key]["status"].add(result.status)
     return {key: {**values, "status": sorted(values["status"]), "dy_bytes": dys[key[0]].nbytes}
@@ -239,7 +237,7 @@ def run_pipeline_bench(repeat: int = 7, timeout: float | None = 900) -> list[dic
     for (dtype, generator), values in measured.items():
         runs = values["runs"]
         row = {"dtype": dtype, "generator": generator, "status": values["status"]}
-        row.update({key: float(np.median([run[key] for run in runs])) for key in STAGE_KEYS})
+        row.update({key: float(np.median([run[key] for run in runs])) for key in STAGES})
         row["host_ms"] = float(np.median([run["host"] for run in runs]))
         row["copy_ms"] = float(np.median(values["copy_ms"]))
         row["vs_copy"] = row["host_ms"] / row["copy_ms"]
@@ -275,7 +273,8 @@ def pipeline_verdicts(rows: list[dict], small: dict | None = None) -> list[str]:
 
 def small_case_file(path, count: int) -> None:
     """A case file of ``count`` small cases: dy (1, 2, 2, 64), dtypes float32, float16, bfloat16 in turn."""
-    lines = ["cases:"] + [f"- {{name: small{i}, shape: [1, 2, 2, 64], dtype: {SMALL_DTYPES[i % len(SMALL_DTYPES)]}}}"
+    turns = dtypes.OPERATOR_DTYPES
+    lines = ["cases:"] + [f"- {{name: small{i}, shape: [1, 2, 2, 64], dtype: {turns[i % len(turns)]}}}"
                           for i in range(count)]
     with open(path, "w", encoding="utf-8") as file:
         file.write("\n".join(lines) + "\n")
@@ -334,7 +333,7 @@ def run_whole_process_bench(repeat: int = 3, counts: tuple[int, ...] = SMALL_RUN
 def format_whole_process_bench(small: dict) -> str:
     """The whole-process runs as lines: median (min-max) wall time, per case, exit codes."""
     lines = [f"whole `prmg run` processes through the emulator, small cases dy (1, 2, 2, 64) of "
-             f"{', '.join(SMALL_DTYPES)} in turn (median of {small['repeat']}, min-max):"]
+             f"{', '.join(dtypes.OPERATOR_DTYPES)} in turn (median of {small['repeat']}, min-max):"]
     for run in small["runs"].values():
         lines.append(f"  {run['cases']:>4} cases: {run['wall_s']:.2f} s ({run['min_s']:.2f}-{run['max_s']:.2f}) = "
                      f"{run['per_case_ms']:.1f} ms per case, exit {','.join(map(str, run['exit_codes']))}")
@@ -350,9 +349,9 @@ def format_pipeline_bench(rows: list[dict], small: dict | None = None) -> str:
     header = (f"host pipeline per case (emulator, one worker, runs after its first; medians, ms): dy {PIPELINE_SHAPE}, "
               f"slice {list(PIPELINE_SLICE)}, cos/sin {PIPELINE_TABLE_SHAPE} of dy's dtype, default standard")
     keys = [[row["dtype"], row.get("generator", DEFAULT_GENERATOR)] for row in rows]
-    stages = tabulate([[dtypes.lookup(dtype).short, generator, *(row[name] for name in STAGE_KEYS)]
+    stages = tabulate([[dtypes.lookup(dtype).short, generator, *(row[name] for name in STAGES)]
                        for (dtype, generator), row in zip(keys, rows)],
-                      headers=["dtype", "drawn by", *STAGE_KEYS], floatfmt=".1f")
+                      headers=["dtype", "drawn by", *STAGES], floatfmt=".1f")
     host = tabulate([[*key, row["host_ms"], row["copy_ms"], row["vs_copy"], row["peak_mem_x_dy"],
                       ",".join(row["status"])] for key, row in zip(keys, rows)],
                     headers=["dtype", "drawn by", "host ms", "copy ms", "x copy", "peak x dy", "status"],

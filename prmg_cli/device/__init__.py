@@ -1,7 +1,7 @@
 """Stage 5, device: cases in, ``results.CaseResult`` records out: each case's inputs launched on a device, judged
 in the worker that ran it.
 
-``toolkit`` finds the libraries (a CANN toolkit, or the host emulator built from ``runners/emulator``) and ``mapped``
+``toolkit`` finds the libraries (a CANN toolkit, or the host emulator built from ``runners/emulator``) and ``linkage``
 reads back what a worker really mapped and bound to (preloaded libraries, another toolkit's files); ``acl`` is
 the ctypes binding of aclnn and ``geir`` of graph mode; ``runners/`` the runners ``--runner`` picks (one module and
 one ``RUNNERS`` entry each), ``differential`` holds two call paths against each other; ``execute`` runs cases in

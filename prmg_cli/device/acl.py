@@ -48,7 +48,7 @@ from ..ops import DEFAULT_OP, OPERATORS
 from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
-from .mapped import mapped_libraries, refuse_foreign, resolved_outside, taking, toolkit_places
+from .linkage import mapped_libraries, refuse_foreign, resolved_outside, taking, toolkit_places
 from .toolkit import EMULATOR_HOOK, Toolkit, opp_variable, refuse_stub, toolkit_variable
 
 
@@ -222,7 +222,7 @@ class _Api:
 
 def _refuse_outside(api: _Api, toolkit: Toolkit) -> None:
     """PrmgError naming each function of the ABI that ``api`` holds whose code lies outside ``toolkit``'s folders
-    (``mapped.resolved_outside``): a runtime library that only forwards, its code found in another toolkit's folder
+    (``linkage.resolved_outside``): a runtime library that only forwards, its code found in another toolkit's folder
     (through a RUNPATH, ``LD_LIBRARY_PATH``, ``LD_PRELOAD``), runs that toolkit under this one's name."""
     functions = {name: getattr(api, name) for prototypes in (RUNTIME_PROTOTYPES, EVENT_PROTOTYPES,
                                                              NNOPBASE_PROTOTYPES, OP_PROTOTYPES)
@@ -969,7 +969,7 @@ def _device_count(api: _Api) -> int:
 
 
 def preloads(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
-    """``mapped.taking`` of a process that loaded ``toolkit``'s libraries as a worker does (no device touched):
+    """``linkage.taking`` of a process that loaded ``toolkit``'s libraries as a worker does (no device touched):
     what a header names before any worker starts (the pytest plugin's)."""
     prepare_environment(toolkit)
     for path in (toolkit.runtime_lib, toolkit.nnopbase_lib):

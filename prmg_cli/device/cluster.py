@@ -66,7 +66,7 @@ from . import execute, provenance
 from .. import __version__
 from ..case import Case
 from ..errors import STOP_SIGNALS, PrmgError
-from ..judging import fingerprint
+from ..judging import judge_fingerprint
 from ..results import CaseResult, visible
 from ..vocab import decimal
 
@@ -156,7 +156,8 @@ class NpuWorker:
         self.device = 0
         context = ray.get_runtime_context()
         self.info = {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "npu": "?",
-                     "pid": os.getpid(), "version": __version__, "judging_code": fingerprint.code(), "toolkit": None,
+                     "pid": os.getpid(), "version": __version__, "judging_code": judge_fingerprint.code(),
+                     "toolkit": None,
                      "soc": "", "accepted_modes": None,
                      "error": "", "max_memory": execute.default_max_memory()}
         try:
@@ -454,13 +455,14 @@ def _unlike(info: dict, first: dict) -> str:
 
 
 def _version_mismatch(info: dict) -> str:
-    """"" when the actor's prmg is this one (its version and its judging code, ``judging.fingerprint.code``: a node
-    of another checkout judges its cases by its own standards and golden, under this run's name), else what to do."""
+    """"" when the actor's prmg is this one (its version and its judging code, ``judge_fingerprint.code``: a node of
+    another checkout judges its cases by its own standards and golden, under this run's name), else what to do."""
     if info.get("version") != __version__:
         return f"prmg {info.get('version')} there, {__version__} here: install the same prmg on every node"
-    if info.get("judging_code") != fingerprint.code():
+    if info.get("judging_code") != judge_fingerprint.code():
         return (f"prmg's judging code {info.get('judging_code') or '(not stated: an older prmg)'} there, "
-                f"{fingerprint.code()} here (another build of prmg {__version__}): install the same prmg on every node")
+                f"{judge_fingerprint.code()} here (another build of prmg {__version__}): "
+                "install the same prmg on every node")
     return ""
 
 

@@ -6,7 +6,8 @@ and ``combine`` makes the case's one result:
 
 1. the paths must agree -- both succeeded with the same in-place tensor, bit for bit (``dtypes.bits``: NaN payloads
    and signed zeros count), or both refused for the same kind of reason (``status.refusal_kind``); a path that has
-   no form of the case (skipped) or could not judge it (an error) is not compared;
+   no form of the case (skipped) or could not judge it (an error) is not compared, nor are the paths of a case graph
+   mode reads otherwise by design (``constraints.graph_reads_otherwise``: a slice list of no or one value);
 2. the status is the worst of the paths' (``results.StatusInfo.severity``; a path that skipped the case counts only
    when every path did), ``failed`` when they disagree; the
    message says which path disagrees with the golden (the path whose own verdict failed, or, when both are within
@@ -25,6 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..case import Case
 from ..ops import OPERATORS
+from ..ops.constraints import graph_reads_otherwise
 from ..results import STATUSES, CaseResult, plural
 from ..status import describe, refusal_kind
 
@@ -145,7 +147,7 @@ def disagreement(case: Case, inputs, first, other) -> str:
     ``(path, result, outcome)``."""
     (name, result, outcome), (other_name, other_result, other_outcome) = first, other
     if result.status not in COMPARED or other_result.status not in COMPARED or outcome is None \
-            or other_outcome is None:
+            or other_outcome is None or graph_reads_otherwise(case):
         return ""
     if outcome.status == 0 and other_outcome.status == 0:
         return _byte_difference(case, inputs, first, other)

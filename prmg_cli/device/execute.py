@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import mapped, provenance
+from . import linkage, provenance
 from .toolkit import runner_kind
 from .. import dtypes
 from ..case import Case, element_count, storage_elements
@@ -433,10 +433,10 @@ class CaseWorker:
             settings = replace(settings, save_failures=os.path.join(settings.save_failures, f"device-{device}"))
         self.settings = replace(settings, device=self.label)
         self.session = open_session(settings.toolkit, device)
-        self.preloaded = mapped.taking(settings.toolkit)     # the toolkit's libraries are mapped by now
+        self.preloaded = linkage.taking(settings.toolkit)     # the toolkit's libraries are mapped by now
         if settings.strict:
             try:
-                mapped.refuse_interposers(self.preloaded, settings.toolkit.root)
+                linkage.refuse_interposers(self.preloaded, settings.toolkit.root)
             except PrmgError:
                 self.close()
                 raise
@@ -448,7 +448,7 @@ class CaseWorker:
         ``accepted_modes`` (the rotary modes the first phase of the grad, or of the first operator the chip has,
         accepts, ``AclSession.accepted_modes``; None when the toolkit cannot be asked), ``driver_version`` (of the
         driver the runtime loaded into this process, ``provenance.driver_version``), ``toolkit_version`` and
-        ``preloaded`` (``mapped.taking``: each preloaded library, and each loaded ahead of the toolkit, with what it
+        ``preloaded`` (``linkage.taking``: each preloaded library, and each loaded ahead of the toolkit, with what it
         takes)."""
         chip = self.target.soc
         probed = next((name for name, spec in OPERATORS.items() if chip is None or chip in spec.socs), DEFAULT_OP)

@@ -61,7 +61,7 @@ def driver_folders(maps: str = "/proc/self/maps", install_info: Path = INSTALL_I
     mapped (``HAL_NAME``, not a stub: the runtime opened it) and the two above it (``<driver>/lib64/driver``), then
     ``<Driver_Install_Path_Param>/driver`` of ``install_info`` (CANN's installers record a driver installed
     elsewhere there), then ``DEFAULT_DRIVER``."""
-    from .mapped import mapped_libraries
+    from .linkage import mapped_libraries
     from .toolkit import is_stub_path
 
     mapped = next((Path(path) for path in mapped_libraries(maps)

@@ -16,7 +16,7 @@ The operators' kernels and tiling come from the opp folder (``opp_path``): ``$AS
 exists, nnopbase's first choice, else ``$ASCEND_OPP_PATH``, else root/opp.
 
 Stub libraries (a path with a ``stub`` or ``devlib`` component) exist only for linking and are never used, and a
-process that got a library from another toolkit's folder is refused (``mapped.foreign_libraries``).
+process that got a library from another toolkit's folder is refused (``linkage.foreign_libraries``).
 
 ``--runner auto`` (``select_runner``) picks the emulator only when nothing suggests a toolkit
 (``toolkit_suggested``: no ``ASCEND_*`` variable names one, no default root or install base exists); then it says so
@@ -186,7 +186,7 @@ def defined_symbols(path: Path | str, bindings: tuple[int, ...] = (STB_GLOBAL, S
     """The names of every dynamic symbol of a binding in ``bindings`` (global or weak) the ELF shared library at
     ``path`` defines (section index not SHN_UNDEF), read without loading it; empty when it cannot be read. Each
     binding of a file is read once per process (``_binding_names``, keyed on the path and what tells a rebuilt file:
-    device, inode, size, mtime, ctime): ``mapped.taking`` with a preload asks the toolkit's libraries for both
+    device, inode, size, mtime, ctime): ``linkage.taking`` with a preload asks the toolkit's libraries for both
     bindings (``interposers``), then for the strong ones (``bound_ahead``), a second read of 10^5 names each."""
     try:
         info = os.stat(path)

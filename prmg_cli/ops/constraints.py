@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import OPERATORS, Violation
+from .spec import GraphReading
 from ..case import Case, Expect
 from ..errors import PrmgError
 from ..results import plural
@@ -74,6 +75,27 @@ def build_outcomes(case: Case, supported_modes: set[int] | frozenset[int], soc: 
     codes = {build: expected_status(case, supported_modes, soc, build) for build in BUILDS}
     return frozenset((code, expected_phase(case, supported_modes, soc, build) if code else None)
                      for build, code in codes.items())
+
+
+def _read_in_graph(case: Case, reading: GraphReading, supported_modes, defect) -> Case | str:
+    """``case`` as graph mode answers it when its first broken rule is the aclnn path's alone (``reading``): any
+    refusal where the tiling's reading is undefined, else the case as the tiling reads it, judged by the rules it
+    then breaks (its graph form, the list passed as written), ``reading.why`` as its note."""
+    if reading.read is None:
+        return replace(case, expect=Expect("any", "any"), known_defect=defect, note=reading.why)
+    read = reading.read(case)
+    found = violation_details(read, supported_modes)
+    expect = Expect() if not found else Expect("any" if found[0].undefined else found[0].code)
+    judged = graph_case(replace(read, expect=expect), supported_modes)
+    return judged if isinstance(judged, str) else replace(judged, slice_list=case.slice_list, note=reading.why)
+
+
+def graph_reads_otherwise(case: Case, supported_modes=DEFAULT_SUPPORTED_MODES) -> bool:
+    """Whether graph mode reads ``case`` otherwise than the aclnn path (its first broken rule a ``GraphReading``:
+    a partial_slice of no or one value, which nnopbase sees and no graph does): the paths' answers differ by
+    design, each judged against its own expectation and not held to the other's."""
+    found = violation_details(case, supported_modes)
+    return bool(found) and isinstance(OPERATORS[case.op].graph.refusal(found[0].rule), GraphReading)
 
 
 def skip_reason(case: Case, supported_modes: set[int] | frozenset[int]) -> str | None:
@@ -149,8 +171,9 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case |
     breaks (``OperatorSpec.graph``: the phase and GE's status; ``error: any`` any refusal of a refusing phase),
     or any refusal when the model predicts success (the known defects). A known defect's status becomes GE's
     (``status.graph_status``). The case has no graph form when its first broken rule has none, and the text says
-    why (``GraphIR.refusals``: a strided dy, which GE's dense tensors cannot express; a slice list of no or one
-    value, which the tiling reads past its end). A pass case whose in-place tensor has no elements has no certain
+    why (``GraphIR.refusals``: a strided dy, which GE's dense tensors cannot express). A case whose first broken rule is
+    the aclnn path's alone is answered as the graph's tiling reads it (``GraphReading``, ``_read_in_graph``: a slice
+    list of no or one value). A pass case whose in-place tensor has no elements has no certain
     answer either when the tiling refuses it (``GraphIR.tiling_rules``): nnopbase runs no tiling for it, GE may."""
     defect = case.known_defect
     if defect is not None and defect.status:
@@ -168,6 +191,8 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case |
         return replace(case, known_defect=defect)
     found = violation_details(case, supported_modes)
     refusal = OPERATORS[case.op].graph.refusal(found[0].rule) if found else None
+    if isinstance(refusal, GraphReading):
+        return _read_in_graph(case, refusal, supported_modes, defect)
     if isinstance(refusal, str):
         return (f"graph mode has no form of this case: its status comes from '{found[0].rule}' "
                 f"({OPERATORS[case.op].rule_reasons[found[0].rule]}), and {refusal}")

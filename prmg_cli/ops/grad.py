@@ -55,7 +55,7 @@ from ..status import (FIND_KERNEL, GE_DATATYPE_INVALID, GE_FAILED, GE_FORMAT_INV
                       INNER_NULLPTR, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR)
 from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, TENSORS, mode_label, mode_list
 from .reference import PairBlock, Rotation
-from .spec import GraphIR, GraphRefusal, OperatorSpec, Violation
+from .spec import GraphIR, GraphReading, GraphRefusal, OperatorSpec, Violation
 from .targets import BUILDS, LATEST_BUILD, REFERENCE_SOC
 
 SUPPORTED_FORMATS = ("ND", "NCHW", "NHWC")
@@ -94,11 +94,12 @@ RULE_REASONS = {
 # Graph mode (runners/emulator/README.md, "Graph mode"): every refusal comes when the graph compiles -- GE's check of
 # its links (a required input left unlinked: prmg's null tensor), the op proto and kernel selection (dtypes,
 # formats), then the static shape's tiling (every other rule). A rule whose graph form has no answer to expect maps
-# to why: a strided tensor (GE's tensors are dense), a partialSlice list of no or one value (in a graph the list is
-# the partial_slice attribute, which no nnopbase sees, and the tiling reads two values of it: undefined).
+# to why: a strided tensor (GE's tensors are dense). A partialSlice list of no or one value is read by the tiling in a
+# graph (the list is the partial_slice attribute, which no nnopbase sees): the grad's reads two values of it past its
+# end (undefined: any refusal, a correct stack's).
 DENSE = "GE's tensors are dense: a graph has no strided tensor"
 SHORT_SLICE = ("in a graph the list is the partial_slice attribute, which no nnopbase check sees: the tiling reads "
-               "two values past the end of a list of {} (undefined)")
+               "two values past the end of a list of {} (undefined: any refusal, a correct stack's)")
 GRAPH_REFUSALS = {
     "null pointer": GraphRefusal("compile", GE_PARAM_INVALID),
     "dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
@@ -107,8 +108,8 @@ GRAPH_REFUSALS = {
     "dy not contiguous": DENSE,
     "cos not contiguous": DENSE,
     "sin not contiguous": DENSE,
-    "slice list empty": SHORT_SLICE.format("none"),
-    "slice list of 1 value": SHORT_SLICE.format("one"),
+    "slice list empty": GraphReading(SHORT_SLICE.format("none")),
+    "slice list of 1 value": GraphReading(SHORT_SLICE.format("one")),
 }
 GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
 

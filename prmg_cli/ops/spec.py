@@ -35,6 +35,17 @@ class GraphRefusal(NamedTuple):
     code: int
 
 
+class GraphReading(NamedTuple):
+    """A rule only the aclnn path applies (nnopbase's, which no attribute of a graph meets), and how the graph's
+    tiling reads such a case instead: ``read(case)``, the case as the tiling reads it (judged from there by the
+    operator's other rules: a success, or the refusal of the rule it breaks), or None when upstream's tiling leaves
+    it undefined (it reads past a list's end: any refusal, a correct stack's). ``why``: one line saying so. The two
+    paths answer such a case differently by design (``constraints.graph_reads_otherwise``)."""
+
+    why: str
+    read: Callable | None = None
+
+
 @dataclass(frozen=True)
 class GraphIR:
     """An operator in graph mode, as its IR (upstream's ``op_graph/<op>_proto.h``) names it: the IR type, its three
@@ -42,7 +53,8 @@ class GraphIR:
     and ``partial_slice`` ListInt, default {0, 0}).
 
     ``refusals``: rule (of ``OperatorSpec.rule_reasons``) -> where GE refuses a case whose first broken rule it is,
-    or, when graph mode has no answer to expect for it, why (a strided dy: GE's tensors are dense); a rule not listed
+    how the graph's tiling reads it instead when the rule is the aclnn path's alone (``GraphReading``), or, when
+    graph mode has no answer to expect for it, why (a strided dy: GE's tensors are dense); a rule not listed
     is the tiling's, refused with ``tiling`` (the static shape's tiling runs when the graph compiles).
     ``tiling_rules(case, supported_modes) -> [Violation]``: the tiling's own rules, which for an in-place tensor
     without elements say what it refuses when it runs (nnopbase runs no tiling for one on the aclnn path)."""
@@ -50,15 +62,16 @@ class GraphIR:
     op_type: str
     inputs: tuple[str, str, str]
     output: str
-    refusals: Mapping[str, GraphRefusal | str] = field(default_factory=dict)
+    refusals: Mapping[str, GraphRefusal | GraphReading | str] = field(default_factory=dict)
     tiling: GraphRefusal | None = None
     tiling_rules: Callable | None = None
     mode_attr: str = "rotary_mode"
     slice_attr: str = "partial_slice"
 
-    def refusal(self, rule: str) -> GraphRefusal | str | None:
-        """Where GE refuses a case whose first broken rule is ``rule``, or why graph mode has no answer to expect
-        (a text); None when neither the rule nor the tiling is listed."""
+    def refusal(self, rule: str) -> GraphRefusal | GraphReading | str | None:
+        """Where GE refuses a case whose first broken rule is ``rule``, how the graph's tiling reads the case instead
+        (``GraphReading``), or why graph mode has no answer to expect (a text); None when neither the rule nor the
+        tiling is listed."""
         return self.refusals[rule] if rule in self.refusals else self.tiling
 
 

@@ -138,7 +138,7 @@ def judging(record: CaseResult, settings: dict | None = None) -> dict:
     tolerance), ``--strict``, ``--check`` and the checks' options, ``--no-golden``, ``--each-device`` (a verdict of
     every chip against one of a single chip: a pass on one says nothing of the others), the chips an
     ``--each-device`` record holds (``device_statuses``: a pass on chips 0-3 against one on chips 0-7), and the judge
-    where the run record states it (``judging.fingerprint``): the limits of the record's standard (``limits of
+    where the run record states it (``judging.judge_fingerprint``): the limits of the record's standard (``limits of
     default``: a build whose table of the same name differs) and prmg's judging code; a run of an older prmg, which
     states neither, is held against any."""
     flags = (("--standard", "standard", None), ("--strict", "strict", False), ("--check", "checks", []),

@@ -12,7 +12,7 @@ from typing import Sequence
 from .. import __version__
 from ..case import Case
 from ..device import provenance
-from ..judging import fingerprint
+from ..judging import judge_fingerprint
 from ..judging.standards import DEFAULT_STANDARD
 from ..results import CaseResult, RunInfo, plural, visible
 from .outputs.screen import say
@@ -48,9 +48,9 @@ def _toolkit_version(toolkit) -> str:
 
 
 def preloaded(info: RunInfo, found) -> None:
-    """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``mapped.interposers``), and
+    """Hold in ``info`` the libraries the workers found preloaded ahead of the toolkit (``linkage.interposers``), and
     say on stderr when one takes the toolkit's calls (``--strict`` refused it in the workers already)."""
-    from ..device.mapped import interposer_warning, preload_labels
+    from ..device.linkage import interposer_warning, preload_labels
 
     info.preloaded = tuple(preload_labels(found))
     if interposer_warning(found):
@@ -77,7 +77,7 @@ def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> di
     the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected
     faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
     verdict of every chip holds for those chips only), ``--standard``, ``--strict``, ``--check``, ``--no-golden``,
-    ``--repeat``, prmg's version, and the judge itself (``judging.fingerprint``: each standard's ``limits`` and the
+    ``--repeat``, prmg's version, and the judge itself (``judge_fingerprint``: each standard's ``limits`` and the
     ``judging_code``; a version number and a standard's name stay the same when they change). Under ``--cluster`` the
     libraries' stamps are the nodes' (``target``, the executor's: ``provenance.portable_stamps`` of its first actor,
     every other node's alike) where they differ from this host's (which may have no toolkit at their paths), as
@@ -102,8 +102,8 @@ def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> di
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,
                 strict=settings.strict, checks=list(settings.checks), golden=settings.golden,
-                check_options=settings.check_options, version=info.version, limits=fingerprint.all_limits(),
-                judging_code=fingerprint.code())
+                check_options=settings.check_options, version=info.version, limits=judge_fingerprint.all_limits(),
+                judging_code=judge_fingerprint.code())
 
 
 def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:

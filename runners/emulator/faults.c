@@ -93,6 +93,9 @@ static const struct {
     {"binade_up", FAULT_BINADE_UP},
     {"last_core_row_sign", FAULT_LAST_CORE_ROW_SIGN},
     {"tail_pair_sign", FAULT_TAIL_PAIR_SIGN},
+    {"geir_empty_list_unset", FAULT_GEIR_EMPTY_LIST_UNSET},
+    {"geir_refusal_at_run", FAULT_GEIR_REFUSAL_AT_RUN},
+    {"geir_fwd_sin_negated", FAULT_GEIR_FWD_SIN_NEGATED},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

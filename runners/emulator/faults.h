@@ -102,6 +102,9 @@ enum {
     FAULT_BINADE_UP,
     FAULT_LAST_CORE_ROW_SIGN,
     FAULT_TAIL_PAIR_SIGN,
+    FAULT_GEIR_EMPTY_LIST_UNSET,
+    FAULT_GEIR_REFUSAL_AT_RUN,
+    FAULT_GEIR_FWD_SIN_NEGATED,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
@@ -122,7 +125,8 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
                      | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN) \
-                     | FAULT_BIT(FAULT_GEIR_REF_NOT_ALIASED))
+                     | FAULT_BIT(FAULT_GEIR_REF_NOT_ALIASED) | FAULT_BIT(FAULT_GEIR_EMPTY_LIST_UNSET) \
+                     | FAULT_BIT(FAULT_GEIR_REFUSAL_AT_RUN) | FAULT_BIT(FAULT_GEIR_FWD_SIN_NEGATED))
 #define GRAD_FAULTS (~(FORWARD_FAULTS | GEIR_FAULTS) | SHARED_FAULTS)
 
 /* 1 when fault `index` is in the set `faults`. */

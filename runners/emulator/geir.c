@@ -15,14 +15,21 @@
  *            aclnn path), the stream synchronized (a kernel fault's status as it is), the ref output copied
  *            back into the caller's buffer; the caller's host inputs are never written.
  * An attribute the graph does not set takes the IR's default (rotary_mode 0, partial_slice {0, 0}): a partial_slice
- * of NULL (prmg's null partialSlice) is left unset; a list of any other length is the attribute as written.
+ * of NULL (prmg's null partialSlice) is left unset; a list of any other length is the attribute as written, which no
+ * nnopbase checks: the tiling reads a list of none itself (the forward's as [0, D), the grad's past its end: the twin
+ * refuses it at compile).
  *
  * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
  * 0), geir_input_written (the ref output is also written back into the caller's host dy), geir_output_overrun (the
  * ref output's copy into the caller's buffer runs 32 bytes past its end), geir_ref_not_aliased (GE gives the ref
  * output a buffer of its own instead of dy's: the output holds only what the kernel stores, the slice's lanes, over a
- * fresh buffer's zeros; a no-op stores nothing, so its output is all zeros where dy was meant). They are recorded
+ * fresh buffer's zeros; a no-op stores nothing, so its output is all zeros where dy was meant),
+ * geir_empty_list_unset (a partial_slice of no value taken as unset: the IR default {0, 0}),
+ * geir_refusal_at_run (the tiling's refusal reported by RunGraph instead of CompileGraph: the same status from
+ * another phase),
+ * geir_fwd_sin_negated (the forward's graph feeds its kernel sin with every sign bit flipped, a Neg fused onto the
+ * wrong input: the forward only, the grad's graphs untouched). They are recorded
  * with the kernel's faults (prmg_emu_applied_faults) after the first phase starts the record.
  * The kernel's own faults act as on the aclnn path: leak_device_memory takes its bytes of the runtime's device
  * memory, which aclrtGetMemInfo reports to prmg's graph-mode session as to its aclnn one.
@@ -89,13 +96,14 @@ typedef struct {
     const char *output;
     first_phase prepare;
     second_phase launch;
+    int whole_when_empty;     /* its tiling reads a partial_slice of no value as [0, D) (else past the list's end) */
 } ir_def;
 
 static const ir_def IRS[] = {
     {"InplacePartialRotaryMulGrad", {"dy", "cos", "sin"}, "dy", aclnnInplacePartialRotaryMulGradGetWorkspaceSize,
-     aclnnInplacePartialRotaryMulGrad},
+     aclnnInplacePartialRotaryMulGrad, 0},
     {"InplacePartialRotaryMul", {"x", "cos", "sin"}, "x", aclnnInplacePartialRotaryMulGetWorkspaceSize,
-     aclnnInplacePartialRotaryMul},
+     aclnnInplacePartialRotaryMul, 1},
 };
 static const char *const MODE_ATTR = "rotary_mode";        /* .ATTR(rotary_mode, Int, 0) */
 static const char *const SLICE_ATTR = "partial_slice";     /* .ATTR(partial_slice, ListInt, {0, 0}) */
@@ -362,6 +370,12 @@ static uint32_t compile(const prmg_geir_call *call, const ir_def *ir, int64_t mo
         return record(report, ACL_ERROR_GE_FORMAT_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
                       "[Select][Kernel] %s: format %d is outside the op definition's ND (NCHW 0, NHWC 1, ND 2 are "
                       "taken as ND)", ir->type, format);
+    /* no nnopbase in a graph: the grad's tiling reads a partial_slice of no value past its end (GetData()[0] and
+     * [1], ops-transformer 577814407: undefined); the forward's is read as [0, D) before (prmg_geir_run) */
+    if (slice_count == 0)
+        return record(report, GE_FAILED, PRMG_GEIR_PHASE_COMPILE, step, "[Tiling] %s: partial_slice holds no value: "
+                      "the tiling reads values[0] and values[1] past its end (undefined; the twin refuses it)",
+                      ir->type);
     state->slice = aclCreateIntArray(slice, slice_count);
     uint32_t status = describe_inputs(call, format, state, report);
     if (status != GE_SUCCESS)
@@ -414,6 +428,14 @@ static uint32_t run_graph(const prmg_geir_call *call, graph_state *state, const 
                            MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS)
             return record(report, ACL_ERROR_GE_MEMORY_ALLOCATION, PRMG_GEIR_PHASE_RUN, step, "feeding %s: %s",
                           ir->inputs[t], runtime_message());
+    }
+    unsigned char *sin;
+    if (has_fault(faults, FAULT_GEIR_FWD_SIN_NEGATED) && ir->whole_when_empty && call->inputs[2].bytes > 0
+        && prmg_emu_device_range(state->device[2], call->inputs[2].bytes, (void **)&sin) == 0) {
+        const uint64_t item = call->inputs[2].data_type == ACL_FLOAT ? 4 : 2;
+        for (uint64_t at = item - 1; at < call->inputs[2].bytes; at += item)
+            sin[at] ^= 0x80;                          /* the sign bit: the element's last byte (little-endian) */
+        prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_FWD_SIN_NEGATED));
     }
     if (state->workspace_size > 0 && aclrtMalloc(&state->workspace, state->workspace_size, 0) != ACL_SUCCESS) {
         state->workspace = NULL;
@@ -468,16 +490,32 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
         return record(report, GE_FAILED, PRMG_GEIR_PHASE_BUILD, "prmg_geir_run", "%s", runtime_message());
     /* an attribute the graph left unset (partial_slice NULL) or lost takes its IR default */
     int64_t mode = has_fault(faults, FAULT_GEIR_MODE_DROPPED) ? DEFAULT_MODE : call->rotary_mode;
-    const int drop_slice = call->partial_slice == NULL || has_fault(faults, FAULT_GEIR_SLICE_DROPPED);
+    const fault_set emptied = call->partial_slice != NULL && call->slice_count == 0
+                              ? faults & FAULT_BIT(FAULT_GEIR_EMPTY_LIST_UNSET) : 0;
+    const int drop_slice = call->partial_slice == NULL || has_fault(faults, FAULT_GEIR_SLICE_DROPPED) || emptied;
     const int64_t *slice = drop_slice ? DEFAULT_SLICE : call->partial_slice;
     uint64_t slice_count = drop_slice ? 2 : call->slice_count;
+    /* the forward's tilings read a partial_slice of no value as [0, D) (GetShapeAttrsInfo, ops-transformer
+     * 577814407; the A2/A3 membase tiling too): the kernel then stores all of D */
+    const prmg_geir_tensor *in_place = &call->inputs[0];
+    const int64_t whole[2] = {0, in_place->dim_count > 0 ? in_place->dims[in_place->dim_count - 1] : 0};
+    if (slice_count == 0 && ir->whole_when_empty) {
+        slice = whole;
+        slice_count = 2;
+    }
     graph_state state = {0};
     struct timespec began;
     clock_gettime(CLOCK_MONOTONIC, &began);
     status = compile(call, ir, mode, slice, slice_count, &state, report);
     report->compile_ms = milliseconds_since(&began);
+    if (status == GE_FAILED && state.tiled && has_fault(faults, FAULT_GEIR_REFUSAL_AT_RUN)) {
+        report->phase = PRMG_GEIR_PHASE_RUN;                /* the tiling's refusal, reported by the run */
+        snprintf(report->call, sizeof report->call, "%s", "ge::Session::RunGraph");
+        prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_REFUSAL_AT_RUN));
+    }
     if (state.tiled)            /* recorded after the first phase started the kernel's record */
-        prmg_emu_record_faults(faults & (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED)));
+        prmg_emu_record_faults((faults & (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED)))
+                               | emptied);
     if (status == GE_SUCCESS) {
         clock_gettime(CLOCK_MONOTONIC, &began);
         status = run_graph(call, &state, ir, slice, slice_count, faults, report);

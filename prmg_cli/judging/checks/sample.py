@@ -36,14 +36,13 @@ import numpy as np
 from ... import dtypes, error_balance
 from ...case import Case
 from ...inputs.seeded import Inputs
-from ...ops.regimes import core_counts, share_bounds, ub_pass_rows
+from ...ops.regimes import COUNTER_BITS, core_counts, share_bounds, ub_pass_rows
 from ..judge import judge_result, rows_case
 from ..standards import over, within
 from .base import Check, CheckContext, CheckResult
 
 SAMPLE_ROWS = 64                # the fewest rows sampled (when the case has them)
 SAMPLE_ELEMENTS = 1 << 20       # the slice lanes sampled at most, beyond the class rows' three quarters
-WRAPS = (8, 12, 16)             # counter widths: rows 2^w - 1 and 2^w
 
 
 def ub_seams(case: Case, rows: int) -> list[list[int]]:
@@ -116,10 +115,11 @@ def tiling_rows(case: Case) -> list[int]:
 
 def first_rows(case: Case) -> list[int]:
     """The rows ``sample`` always takes, whatever its budget: the first, last and middle row, the rows either side of
-    each counter wrap, and each core's first and last row (``tiling_rows``)."""
+    each counter wrap (``regimes.COUNTER_BITS``: rows 2^w - 1 and 2^w) and each core's first and last row
+    (``tiling_rows``)."""
     rows = math.prod(case.shape[:3])
-    return [0, rows - 1, rows // 2] + [row for bits in WRAPS for row in ((1 << bits) - 1, 1 << bits) if row < rows] \
-        + tiling_rows(case)
+    wraps = [row for bits in COUNTER_BITS for row in ((1 << bits) - 1, 1 << bits) if row < rows]
+    return [0, rows - 1, rows // 2] + wraps + tiling_rows(case)
 
 
 def class_rows(case: Case, limit: int, first: list[int] | None = None) -> np.ndarray:

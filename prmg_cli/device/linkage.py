@@ -1,4 +1,5 @@
-"""What a worker process really mapped and bound to, read back after the toolkit's libraries are loaded.
+"""A worker's dynamic linkage: what the process really mapped and bound to, read back after the toolkit's
+libraries are loaded.
 
 - **Preloaded libraries** (``preloaded``): the files each source of ``SOURCES`` names (``LD_PRELOAD`` and
   ``LD_AUDIT`` as the process started with them: ``/proc/self/environ``; ``/etc/ld.so.preload``) that the process
