@@ -90,7 +90,7 @@ def test_a_runner_is_one_module_and_one_entry(tmp_path, emulator, capsys, monkey
     assert code == 0 and [(c["name"], c["status"], c["path"]) for c in report["cases"]] == [("fp32", "passed", "host")]
     code, _, err = run_in_process(capsys, monkeypatch, "run", path, "--runner", "hots")
     assert code == 2 and err.strip() == ("prmg: error: --runner 'hots' (did you mean 'host'?): choose one of auto, "
-                                         "aclnn, emulator, geir, aclnn+geir, host")
+                                         "aclnn, emulator, geir, aclnn+geir, emulator-geir, host")
 
 
 # --- the shim ------------------------------------------------------------------------------------------------
@@ -171,8 +171,9 @@ def standin_toolkit(root: Path, emulator) -> Path:
 
 
 def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp_path, emulator, monkeypatch):
-    """On a host with a toolkit (GE here a stand-in built in the test), ``prmg doctor`` says graph mode is available
-    and how the shim would be built; the first ``prmg run --runner geir`` compiles runners/geir/prmg_geir.cpp with the
+    """On a host with a toolkit (GE here a stand-in built in the test, over the emulator's libraries: run by name,
+    ``--runner emulator-geir``), ``prmg doctor`` says graph mode is available and how the shim would be built; the
+    first run compiles runners/geir/prmg_geir.cpp with the
     host's C++ compiler against the toolkit's headers and libraries, loads it and judges its results (the
     operator's output, a refusal with GE's code from the compile phase), its report naming compiler, headers and
     libraries; the next run reuses the build. An IR declaring rotary_mode with another type than the int64 prmg
@@ -187,12 +188,12 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
     compiler.chmod(0o755)
     env = {"ASCEND_HOME_PATH": str(root), "CXX": str(compiler)}       # the tests' cache (its judge is built there)
     how = f"runners/geir/prmg_geir.cpp compiled by {compiler} ("
-    doctor = prmg_here("doctor", "--runner", "geir", env=env)           # (auto refuses the copy)
+    doctor = prmg_here("doctor", "--runner", "emulator-geir", env=env)  # (auto and geir refuse the copy)
     assert doctor.returncode == 0 and f"  available on the toolkit at {root}: {how}" in doctor.stdout
     cases = tmp_path / "two.yaml"
     cases.write_text("".join(line + "\n" for line in SMALL.splitlines() if "bf16" not in line))
     for run in range(2):
-        result = prmg_here("run", cases, "--runner", "geir", "--report", "json", env=env)
+        result = prmg_here("run", cases, "--runner", "emulator-geir", "--report", "json", env=env)
         assert result.returncode == 0, result.stdout + result.stderr
         report = json.loads(result.stdout)
         assert [(c["name"], c["status"], c["path"], c["error_code"]) for c in report["cases"]] == \
@@ -202,7 +203,7 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
             f"{root}/compiler/lib64/libgraph.so" in report["summary"]["graph_library"]
 
     def refused_in_the_build(text, **variables):
-        result = prmg_here("run", cases, "--runner", "geir", "--report", "json", env={**env, **variables})
+        result = prmg_here("run", cases, "--runner", "emulator-geir", "--report", "json", env={**env, **variables})
         fp32 = json.loads(result.stdout)["cases"][0]
         assert result.returncode == 1 and (fp32["status"], fp32["error_code"]) == ("failed", GRAPH_INVALID_IR_DEF)
         assert f"the IR of InplacePartialRotaryMulGrad declares {text}" in fp32["message"], fp32["message"]
@@ -215,7 +216,8 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
     negative.write_text("".join(f"- {{name: {name}, shape: [1, 1, 2, 16], cos_shape: [1, 1, 1, 7], partial_slice: "
                                 f"[0, 7], expect: {{error: {error}}}}}\n"
                                 for name, error in (("tiling", "ACLNN_ERR_INNER_TILING_ERROR"), ("any", "any"))))
-    result = prmg_here("run", negative, "--runner", "geir", "--report", "json", env={**env, "STANDIN_GE_FAIL": "add"})
+    result = prmg_here("run", negative, "--runner", "emulator-geir", "--report", "json",
+                       env={**env, "STANDIN_GE_FAIL": "add"})
     assert result.returncode == 1, result.stdout + result.stderr
     for case in json.loads(result.stdout)["cases"]:
         assert case["status"] == "failed" and "from ge::Session::AddGraph (GE's initialisation, its session and " \
@@ -328,13 +330,19 @@ def test_the_shim_ends_ge_on_every_failure_path_and_at_exit(tmp_path, emulator, 
 
 def test_without_ges_headers_graph_mode_is_refused_in_one_line_and_doctor_says_why(tmp_path, emulator, capsys,
                                                                                      monkeypatch):
-    """A toolkit without GE (here the emulator's libraries, unmarked: a toolkit prmg did not build): ``--runner
-    geir`` is exit 2 in one line saying what graph mode needs, and ``prmg doctor`` says graph mode is not available
-    and why."""
+    """A toolkit without GE (here the emulator's libraries, unmarked: a toolkit prmg did not build), run by name
+    (``--runner emulator-geir``), is exit 2 in one line saying what graph mode needs, and ``prmg doctor`` says graph
+    mode is not available and why. ``--runner geir`` and ``aclnn+geir`` refuse such a copy as auto does (issue 32,
+    item 1: they ran it, exit 0 with a stderr line), whatever GE it has."""
     root = tmp_path / "cann"
     shutil.copytree(emulator.root, root, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
     monkeypatch.setenv("ASCEND_HOME_PATH", str(root))
-    code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", "geir")
+    for runner in ("geir", "aclnn+geir"):
+        code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", runner)
+        assert code == 2 and err.count("\n") == 1 and err.startswith(
+            f"prmg: error: --runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
+            f"toolkit found at {root} is the emulator ({root}/lib64/libascendcl.so defines prmg_emu_"), err
+    code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", "emulator-geir")
     assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"prmg: error: graph mode is not available on the toolkit at {root}: it needs GE's headers "
                           f"(no ge/ge_api.h in {root}/include, {root}/compiler/include")

@@ -83,12 +83,12 @@ def emulator_lines(env) -> list[str]:
 
 def graph_mode_lines(toolkit, runner: str, op_lib: str | None) -> tuple[list[str], bool]:
     """Whether graph mode is available: on the toolkit found (what its shim build takes, ``runners.shim.plan``) or,
-    without one, the emulator's twin; for ``--runner geir`` and ``aclnn+geir`` its library is made (the shim built
-    on first use) and a session opened on device 0 in a child. Returns the lines and whether that session opened
-    (True for another runner)."""
+    without one, the emulator's twin; for a graph-mode runner (``runners.graph_runners``) its library is made (the
+    shim built on first use) and a session opened on device 0 in a child. Returns the lines and whether that
+    session opened (True for another runner)."""
     from ..device.execute import call_in_child
     from ..device.geir import probe
-    from ..device.runners import select
+    from ..device.runners import graph_runners, select
     from ..device.runners.shim import plan
 
     from ..device.toolkit import toolkit_suggested
@@ -102,8 +102,8 @@ def graph_mode_lines(toolkit, runner: str, op_lib: str | None) -> tuple[list[str
         try:
             lines.append(f"  available on the toolkit at {toolkit.root}: {plan(toolkit.root, os.environ).describe()}")
         except PrmgError as exc:
-            return lines + [f"  NOT available: {exc}"], runner not in ("geir", "aclnn+geir")
-    if runner not in ("geir", "aclnn+geir"):
+            return lines + [f"  NOT available: {exc}"], runner not in graph_runners()
+    if runner not in graph_runners():
         return lines, True
     try:
         chosen = select(runner, op_lib, os.environ)
@@ -118,7 +118,7 @@ def graph_mode_lines(toolkit, runner: str, op_lib: str | None) -> tuple[list[str
 def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
     that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
-    from ..device.runners import check_runner
+    from ..device.runners import check_runner, graph_runners
     from ..device.toolkit import copied_emulator, emulator_toolkit, explain_search, find_toolkit, op_lib_file, \
         toolkit_suggested
 
@@ -160,7 +160,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
         lines += emulator_lines(os.environ)
     graph, graph_usable = graph_mode_lines(toolkit, runner, op_lib)
     lines += graph
-    if runner in ("geir", "aclnn+geir"):
+    if runner in graph_runners():
         usable[runner] = graph_usable and (usable["aclnn"] if toolkit is not None else True)
     if runner == "auto":                       # toolkit.select_runner's rule
         suggested, copy = toolkit_suggested(os.environ), toolkit and copied_emulator(toolkit, os.environ)

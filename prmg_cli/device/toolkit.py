@@ -710,9 +710,9 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     a PrmgError naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on
     stderr: ``suite.settings_for``). aclnn: the installed toolkit, or a PrmgError naming where it looked, or why the
     toolkit found is the emulator installed as one (an NPU gate never runs a copy). geir, aclnn+geir (graph mode's
-    runners): as auto, but the emulator installed as a toolkit runs (``suite.settings_for`` says so on stderr).
-    emulator: the emulator installed as a toolkit where the search finds one (``copied_emulator``: the stand-in asked
-    for by name), else prmg's own build (``modes`` switched on).
+    runners): as auto, the emulator installed as a toolkit refused alike. emulator (also graph mode's emulator-geir):
+    the emulator installed as a toolkit where the search finds one (``copied_emulator``: the stand-in asked for by
+    name), else prmg's own build (``modes`` switched on).
     """
     env = os.environ if env is None else env
     if runner == "emulator":
@@ -723,7 +723,8 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
             return emulator_toolkit(modes, env)
     else:
         toolkit, log = _search(env, op_lib)
-    evidence = copied_emulator(toolkit, env) if toolkit is not None and runner in ("aclnn", "auto") else ""
+    refusing = ("aclnn", "auto", "geir", "aclnn+geir")              # all but the emulator's, which name it
+    evidence = copied_emulator(toolkit, env) if toolkit is not None and runner in refusing else ""
     if evidence:
         raise PrmgError(f"--runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
                         f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "

@@ -15,6 +15,7 @@ the call (inputs, golden, standards, checks, reports) is shared.
 | emulator | the host emulator | aclnn |
 | geir | as auto, with graph mode's library (the shim built for the toolkit, or the emulator's twin) | GE graph mode |
 | aclnn+geir | as geir | both, on the same inputs, compared byte for byte |
+| emulator-geir | as emulator, with graph mode's library | GE graph mode |
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ RUNNERS: dict[str, Runner] = {runner.name: runner for runner in (
            geir.resolve, geir.session),
     Runner("aclnn+geir", "both calls on the same inputs, failing a case whose results differ in any byte",
            pair.resolve, pair.session),
+    Runner("emulator-geir", "graph mode on the host emulator by name, as emulator picks it",
+           geir.resolve_emulator, geir.session),
 )}
 
 
@@ -61,6 +64,17 @@ def runners_help(names=None) -> str:
 def timed_runners() -> list[str]:
     """The runners ``prmg bench`` can time: those launching through aclnn (``aclnn.session``), between ACL events."""
     return [name for name, runner in RUNNERS.items() if runner.session is aclnn.session]
+
+
+def graph_runners() -> list[str]:
+    """The runners that call graph mode (all but ``timed_runners``)."""
+    return [name for name in RUNNERS if name not in timed_runners()]
+
+
+def emulator_runners() -> list[str]:
+    """The runners that name the host emulator (``--runner emulator``'s pick: ``toolkit.select_runner``)."""
+    return [name for name, runner in RUNNERS.items() if runner.resolve in (aclnn.resolve_emulator,
+                                                                             geir.resolve_emulator)]
 
 
 def select(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,

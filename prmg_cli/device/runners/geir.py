@@ -24,11 +24,19 @@ def with_graph_mode(base, env, calls: str):
 
 
 def resolve(op_lib, env, modes):
-    """The toolkit ``--runner auto`` would pick (the emulator installed as a toolkit too: ``toolkit.select_runner``),
-    with graph mode's library (``with_graph_mode``)."""
+    """The toolkit ``--runner auto`` would pick (the emulator installed as a toolkit refused alike:
+    ``toolkit.select_runner``), with graph mode's library (``with_graph_mode``)."""
     from ..toolkit import select_runner
 
     return with_graph_mode(select_runner("geir", op_lib, env, modes), env, "geir")
+
+
+def resolve_emulator(op_lib, env, modes):
+    """The emulator ``--runner emulator`` names (the emulator installed as a toolkit where the search finds one, its
+    shim built against that toolkit's GE; else prmg's own build and its twin), with graph mode's library."""
+    from ..toolkit import select_runner
+
+    return with_graph_mode(select_runner("emulator", op_lib, env, modes), env, "geir")
 
 
 def session(toolkit, device: int):
