@@ -52,14 +52,14 @@ from .spec import GraphIR, GraphReading, OperatorSpec, Violation
 from .targets import MEMBASE_SOCS, REFERENCE_SOC
 
 SOCS = ("ascend910b", "ascend910_93", "ascend950", "ascend960dt", "ascend350")    # the op definition's chips
-# Graph mode as the grad's, but for a list of no value: the 950 tiling (GetShapeAttrsInfo) reads a partial_slice of
-# size 0 as [0, D), where the grad's reads two values past its end.
 def whole_last_axis(case: Case) -> Case:
     """``case`` as the forward's tilings read a ``partial_slice`` of no value (the 950's ``GetShapeAttrsInfo`` and the
     A2/A3 membase tiling, ops-transformer 577814407: size 0 -> [0, D)): its slice all of dy's last axis."""
     return replace(case, partial_slice=(0, case.shape[-1]), slice_list=None)
 
 
+# Graph mode as the grad's, but for a list of no value: the 950 tiling (GetShapeAttrsInfo) reads a partial_slice of
+# size 0 as [0, D), where the grad's reads two values past its end.
 FORWARD_GRAPH_REFUSALS = {**GRAPH_REFUSALS, "slice list empty": GraphReading(
     "in a graph the list is the partial_slice attribute, which no nnopbase check sees, and the 950 tiling reads a list "
     "of none as [0, D): the whole last axis rotated, not the refusal an aclnn call gets", whole_last_axis)}
