@@ -31,7 +31,7 @@ def test_a_device_fault_costs_its_case_only_and_the_report_names_where_it_acted(
     """device_fault on one shape: that launch returns 0 and its synchronization 507015, after which the
     worker's device is unusable; the worker is replaced, so the later cases on the same device pass."""
     result = run(tmp_path, {"PRMG_EMU_FAULT": "device_fault", "PRMG_EMU_FAULT_SHAPE": "1,2,4,16"}, "--report", "json")
-    assert result.returncode == 1
+    assert result.returncode == 1 and result.stdout.strip(), result.stderr      # (once, in CI: exit 1, no report)
     report = json.loads(result.stdout)
     cases = {case["name"]: case for case in report["cases"]}
     assert [cases[name]["status"] for name in ("before", "after_a", "after_b")] == ["passed"] * 3
