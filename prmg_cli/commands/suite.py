@@ -230,23 +230,18 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     any case runs (``toolkit.check_emulator_env``); a runner that falls back to the emulator without being asked
     to (``--runner auto``, ``geir``...: no toolkit found) says so on stderr in one line
     (``toolkit.EMULATOR_FALLBACK``), not one that found prmg's own emulator build where a toolkit is named (its
-    ``set_env.sh``: ``toolkit.own_build``), nor one that names the emulator (``runners.emulator_runners``); a
-    toolkit given that is the emulator installed where a toolkit belongs (``toolkit.copied_emulator``: every other
-    runner refuses it) is said to be."""
+    ``set_env.sh``: ``toolkit.own_build``), nor one that names the emulator (``runners.emulator_runners``). Every
+    other runner refuses the emulator installed where a toolkit belongs (``toolkit.select_runner``), so nothing
+    else is left to say of one here."""
     from ..device.runners import emulator_runners, select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, copied_emulator, emulator_evidence, \
-        find_toolkit
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
     if toolkit.kind == "emulator":
         check_emulator_env(os.environ)
-    evidence = emulator_evidence(toolkit) if request.runner not in emulator_runners() else ""
-    if evidence and find_toolkit(os.environ) is None:
-        sys.stderr.write(EMULATOR_FALLBACK + "\n")
-    elif evidence and copied_emulator(toolkit, os.environ):
-        sys.stderr.write(f"prmg: the toolkit at {toolkit.root} is the host emulator ({evidence}): running the host "
-                         f"emulator, not an NPU\n")
+        if request.runner not in emulator_runners() and find_toolkit(os.environ) is None:
+            sys.stderr.write(EMULATOR_FALLBACK + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
