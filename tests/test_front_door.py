@@ -1390,3 +1390,22 @@ def test_a_closed_standard_error_or_input_keeps_the_exit_code(args, code, tmp_pa
                             timeout=120, preexec_fn=lambda: (os.close(0), os.close(2)))
     assert result.returncode == code, result.stdout
     assert code or " ".join(result.stdout.split()).endswith(("1 passed, 0 failed", "supporting interleave)"))
+
+
+def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_path):
+    """``prmg compare --report FORMAT[:FILE]``, as run's and report's: ``json:-`` is standard output (it was refused:
+    'got json:-'), ``markdown:FILE`` the file, standard output then its summary line; a results file compared is
+    never the output (one error line, the file untouched), nor is a FILE left empty."""
+    a = tmp_path / "a.jsonl"
+    prmg("run", ROOT / "cases" / "smoke.yaml", "-k", "worked_example", "--runner", "emulator", "--results", a)
+    before = a.read_bytes()
+    piped = prmg("compare", a, a, "--report", "json:-")
+    assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["regressions"] == 0, piped.stderr
+    written = prmg("compare", a, a, "--report", f"markdown:{tmp_path / 'c.md'}")
+    assert written.returncode == 0 and written.stdout == (f"wrote {tmp_path / 'c.md'}: 0 regressions (none); 0 fixed; "
+                                                          f"1 case in A, 1 in B\n"), written.stdout
+    assert (tmp_path / "c.md").read_text().startswith("# prmg compare")
+    for spec in (f"json:{a}", "json:"):
+        refused = prmg("compare", a, a, "--report", spec)
+        assert refused.returncode == 2 and refused.stderr.count("prmg: error:") == 1, refused.stderr
+    assert a.read_bytes() == before
