@@ -524,6 +524,35 @@ def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_
            in strict.stderr
 
 
+def test_another_emulator_copy_ahead_in_the_global_scope_takes_none_of_the_emulators_internal_calls(tmp_path,
+                                                                                                      emulator):
+    """A process holding another copy of the emulator in its global scope (loaded with RTLD_GLOBAL before: a test
+    process's earlier test, the parent a worker is forked from) bound every call of the emulator's libraries to their
+    internal contract (``prmg_emu_*``, emu.h) to that copy, libascendcl's own calls too: the run's device was set in
+    a runtime the operator never asked (``aclrtSetDevice failed: 100001``, exit 2; the in-process ``prmg doctor`` of
+    tests/test_geir.py said graph mode NOT usable after some other tests on its worker). A sibling reaches the
+    runtime of its own folder (contract.c), each library binds its own functions (-Bsymbolic-functions): the run
+    passes, saying which library is ahead of the toolkit's public names."""
+    import sys
+
+    from conftest import ROOT
+
+    ahead = tmp_path / "ahead"
+    shutil.copytree(emulator.root, ahead)
+    cases = tmp_path / "two.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n"
+                     "- {name: two, shape: [2, 1, 2, 16], partial_slice: [0, 16]}\n")
+    script = ("import ctypes, sys\n"
+              f"for name in {tk.EMULATOR_LIBS!r}:\n"
+              f"    ctypes.CDLL({str(ahead / 'lib64')!r} + '/' + name, mode=ctypes.RTLD_GLOBAL)\n"
+              "from prmg_cli import cli\nsys.exit(cli.main())\n")
+    run = subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator"], cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "2 passed, 0 failed" in run.stdout, run.stdout + run.stderr
+    assert "prmg: warning: a preloaded library takes calls meant for the toolkit: " in run.stderr and \
+        f"{ahead}/lib64/libascendcl.so (defines" in run.stderr
+
+
 @pytest.mark.verdict
 def test_a_weak_definition_of_the_toolkit_bound_to_a_library_ahead_of_it_is_no_call_taken(tmp_path, monkeypatch):
     """C++ libraries export their inline functions and template instances as weak symbols, and the process binds each
