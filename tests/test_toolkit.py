@@ -419,7 +419,8 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
         linkage.refuse_interposers(found, kit.root)
 
 
-# A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call.
+# A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call: a name the toolkit's libraries
+# export, which prmg names as taken (the emulator's own libraries bind it among themselves: contract.c).
 HOOK_SOURCE = ("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
                "  int (*next)(const char *) = (int (*)(const char *))\n"
                "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
