@@ -676,20 +676,23 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
     own = prmg("run", cases, env={"ASCEND_HOME_PATH": str(emulator.root)})      # its set_env.sh's: chosen, no word
     assert (own.returncode, own.stderr) == (0, "")
-    # a copy made before prmg was upgraded ran as-is, the emulator code of then under this prmg's name: refused, exit 2
-    # (its marker names other sources); one built by another compiler from these sources (its marker says so) runs
+    # a copy made before prmg was upgraded ran as-is, without a word, the emulator code of then under this prmg's name:
+    # said on stderr, refused under --strict (exit 2); one built by another compiler from these sources (its marker
+    # says so) is this prmg's emulator
     stale = tmp_path / "stale"
     shutil.copytree(emulator.root, stale)
     (stale / tk.EMULATOR_MARKER).write_text("0123456789abcdef\n")
     with open(stale / "lib64" / "libnnopbase.so", "ab") as library:
         library.write(b"\0")
-    refused = prmg("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
     current = emulator.root.name.removeprefix("emulator-")
-    assert (refused.returncode, refused.stdout) == (2, "") and refused.stderr == (
-        f"prmg: error: --runner emulator: the emulator installed as a toolkit at {stale} is not this prmg's build of "
-        f"its emulator sources: {stale}/lib64/libnnopbase.so is not {emulator.root}/lib64/libnnopbase.so (its "
-        f"PRMG_EMULATOR names sources 0123456789abcdef; this prmg's are {current}); copy {emulator.root} over it, or "
-        f"source {emulator.root}/set_env.sh to run prmg's own build\n"), refused.stderr
+    said = (f"the emulator installed as a toolkit at {stale} is not this prmg's build of its emulator sources: "
+            f"{stale}/lib64/libnnopbase.so is not {emulator.root}/lib64/libnnopbase.so (its PRMG_EMULATOR names "
+            f"sources 0123456789abcdef; this prmg's are {current}): the cases run its own code (copy {emulator.root} "
+            f"over it, or source {emulator.root}/set_env.sh to run prmg's own build)\n")
+    warned = prmg("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
+    assert (warned.returncode, warned.stderr) == (0, f"prmg: warning: {said}"), warned.stdout + warned.stderr
+    refused = prmg("run", cases, "--runner", "emulator", "--strict", env={"ASCEND_HOME_PATH": str(stale)})
+    assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", f"prmg: error: --strict: {said}")
     found = tk.find_toolkit({"ASCEND_HOME_PATH": str(stale)})
     (stale / tk.EMULATOR_MARKER).write_text(current + "\n")
     assert tk.stale_emulator(found, emulator) == "" and tk.stale_emulator(tk.find_toolkit(

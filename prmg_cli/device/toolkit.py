@@ -405,6 +405,19 @@ def stale_emulator(toolkit: Toolkit, own: Toolkit) -> str:
     return f"{differs} is not {own.root / 'lib64' / differs.name} ({named}; this prmg's are {current})"
 
 
+def stale_copy(toolkit: Toolkit, env: Mapping[str, str]) -> str:
+    """What a run of the emulator by name (``--runner emulator``, ``emulator-geir``) says of ``toolkit`` when it is a
+    copy of the emulator installed as a toolkit (``copied_emulator``) that is not this prmg's build of its emulator
+    sources (``stale_emulator``); "" for any other toolkit."""
+    if not copied_emulator(toolkit, env):
+        return ""
+    own = emulator_toolkit(None, env)
+    stale = stale_emulator(toolkit, own)
+    return stale and (f"the emulator installed as a toolkit at {toolkit.root} is not this prmg's build of its "
+                      f"emulator sources: {stale}: the cases run its own code (copy {own.root} over it, or source "
+                      f"{own.root / 'set_env.sh'} to run prmg's own build)")
+
+
 def _marked_sources(root: Path) -> str:
     """The source hash the marker file of the emulator build at ``root`` holds, "" when it has none to read."""
     try:
@@ -753,12 +766,6 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
         toolkit = _search(env, None)[0]
         if toolkit is None or not copied_emulator(toolkit, env):
             return emulator_toolkit(modes, env)
-        own = emulator_toolkit(None, env)
-        stale = stale_emulator(toolkit, own)
-        if stale:
-            raise PrmgError(f"--runner emulator: the emulator installed as a toolkit at {toolkit.root} is not this "
-                            f"prmg's build of its emulator sources: {stale}; copy {own.root} over it, or source "
-                            f"{own.root / 'set_env.sh'} to run prmg's own build")
     else:
         toolkit, log = _search(env, op_lib)
     refusing = ("aclnn", "auto", "geir", "aclnn+geir")              # all but the emulator's, which name it
