@@ -9,8 +9,8 @@ second included: this module imports nothing but ``errors`` (signal), and ``main
 before it imports typer and the commands, then lets a held one through where it handles it (its exit code, one line,
 never a traceback). Once the command is over
 (or, for ``prmg run``, once its reports state its exit code: ``errors.outcome_final``) a signal changes nothing: the
-stop signals stay held until the process has exited, so none can kill it with the raw signal while the interpreter
-shuts down.
+stop signals stay held, then ignored, until the process has exited, so none can kill it with the raw signal while the
+interpreter shuts down (whose finalization sets a Python handler back to SIG_DFL, in every thread).
 """
 
 from __future__ import annotations
@@ -206,6 +206,9 @@ def main(*, restore: bool = False) -> None:
         _printable_streams(stream_errors)
     else:           # the process ends: its ~30k objects tracked by the garbage collector (modules, classes) are
         gc.freeze()  # left to the exit, not collected and freed one by one (about a tenth of a small run's CPU)
+        for signum in STOP_SIGNALS:    # and ignored, not only held by this thread: the interpreter's finalization
+            signal.signal(signum, signal.SIG_IGN)    # sets a Python handler back to SIG_DFL, and a thread that
+                                                     # does not hold them (OpenBLAS's) took one: killed raw
     sys.exit(int(code) if isinstance(code, int) else 0)
 
 

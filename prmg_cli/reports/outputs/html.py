@@ -32,7 +32,7 @@ import numpy as np
 
 from ... import dtypes
 from ...cases.coverage import run_line
-from ...errors import PrmgError
+from ...errors import PrmgError, raised_stop, stop_exception
 from ...judging.verdict_metrics import key_margin
 from ...results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, run_warnings, summary_counts, summary_line,
                         visible, visible_html as esc)        # esc: file-derived text for the page
@@ -438,7 +438,9 @@ def render(results: list[CaseResult], info: RunInfo, *, max_heatmaps: int = MAX_
     require()
     try:
         from . import plots
-    except ImportError as error:      # found but broken
+    except ImportError as error:      # found but broken, or a stop signal raised inside an extension's start
+        if raised_stop():             # (pybind11's says 'initialization failed'): the stop, not matplotlib's fault
+            raise stop_exception(raised_stop()) from None
         raise PrmgError(f"the html report needs a working matplotlib ({error}): {INSTALL}", field="--report")
     cell_of: dict[int, int] = {}
     body = [_header(results, info, cases), _matrix(results, cell_of), _plots(results, info, plots)]
