@@ -693,6 +693,8 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
     assert (warned.returncode, warned.stderr) == (0, f"prmg: warning: {said}"), warned.stdout + warned.stderr
     refused = prmg("run", cases, "--runner", "emulator", "--strict", env={"ASCEND_HOME_PATH": str(stale)})
     assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", f"prmg: error: --strict: {said}")
+    doctor = prmg("doctor", "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
+    assert f"\n  warning: {said}" in doctor.stdout, doctor.stdout                  # under the toolkit's lines
     found = tk.find_toolkit({"ASCEND_HOME_PATH": str(stale)})
     (stale / tk.EMULATOR_MARKER).write_text(current + "\n")
     assert tk.stale_emulator(found, emulator) == "" and tk.stale_emulator(tk.find_toolkit(

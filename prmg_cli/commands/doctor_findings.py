@@ -120,7 +120,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
     from ..device.runners import check_runner, graph_runners
     from ..device.toolkit import copied_emulator, emulator_toolkit, explain_search, find_toolkit, op_lib_file, \
-        toolkit_suggested
+        stale_copy, toolkit_suggested
 
     check_runner(runner)
     if op_lib:
@@ -144,7 +144,8 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
                   f"  nnopbase: {toolkit.nnopbase_lib}",
                   f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})", *opp_path_lines(toolkit)]
         probe, usable["aclnn"] = _probe_lines(toolkit)
-        lines += probe
+        stale = stale_copy(toolkit, os.environ)                 # what a run naming the emulator says of it
+        lines += probe + ([f"  warning: {stale}"] if stale else [])
     else:
         lines.append("toolkit: none found")
         usable["aclnn"] = False
