@@ -232,9 +232,10 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     (``toolkit.EMULATOR_FALLBACK``), not one that found prmg's own emulator build where a toolkit is named (its
     ``set_env.sh``: ``toolkit.own_build``), nor one that names the emulator (``runners.emulator_runners``). Every
     other runner refuses the emulator installed where a toolkit belongs (``toolkit.select_runner``), so nothing
-    else is left to say of one here."""
+    else is left to say of one here. On a toolkit, an ``ASCEND_CUSTOM_OPP_PATH`` entry starting with ``~`` is said
+    to be read as written, as the toolkit reads it (``toolkit.custom_opp_note``)."""
     from ..device.runners import emulator_runners, select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, custom_opp_note, find_toolkit
 
     settings = settings or checked_settings(request)
     toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
@@ -242,6 +243,8 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
         check_emulator_env(os.environ)
         if request.runner not in emulator_runners() and find_toolkit(os.environ) is None:
             sys.stderr.write(EMULATOR_FALLBACK + "\n")
+    elif note := custom_opp_note(os.environ):
+        sys.stderr.write(note + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
