@@ -576,7 +576,11 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
     ([("forward", "storage: x not contiguous, at an offset"),
       ("forward", "storage: cos/sin not contiguous, at an offset")], {"PRMG_EMU_FAULT": "fwd_staged_offset"}, ("", ""),
      None, "aclnn"),
+    ([("forward", "storage: x not contiguous")], {"PRMG_EMU_FAULT": "fwd_gap_write"}, ("", ""), None, "aclnn"),
     ([("forward", "storage: x transposed")], {"PRMG_EMU_FAULT": "fwd_dense_in_place"}, ("", ""), None, "aclnn"),
+    ([("grad", "partners: sin differs within pairs")], {"PRMG_EMU_FAULT": "own_sin"}, ("", ""), None, "aclnn"),
+    ([("forward", "partners: sin differs within pairs")], {"PRMG_EMU_FAULT": "fwd_partner_sin"}, ("", ""), None,
+     "aclnn"),
     ([("forward", "storage: cos/sin expanded")], {"PRMG_EMU_FAULT": "fwd_expand_once"}, ("", ""), None, "aclnn"),
     ([(op, key) for op in ("grad", "forward") for key in SLICE_LISTS], {"PRMG_EMU_FAULT": "slice_list_read"},
      ("", ""), None, "aclnn"),
@@ -594,6 +598,25 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
     ([("graph mode", "a slice list of none")], {"PRMG_EMU_FAULT": "geir_empty_list_unset"}, ("", ""),
      "cover.yaml", "aclnn+geir"),
 ]
+
+
+# The axes of the classes issues 33 and 35 added (every class of each), and their phase classes (the rules they added).
+ISSUE_AXES = ("storage", "slice list", "chip", "build", "partners")
+ISSUE_PHASES = ("phase: slice list empty", "phase: slice list of 1 value", "phase: cos not contiguous",
+                "phase: sin not contiguous")
+
+
+def test_every_class_of_the_issues_axes_has_a_fault_that_sees_it():
+    """Each class ``prmg coverage`` counts on the axes issues 33 and 35 added (a view's storage, slice lists, chips,
+    builds, partner tables) is in SEEN, so that a class modelled later without a fault failing its cases fails here
+    (before session 12, forward's 'storage: x not contiguous' and both operators' 'partners: sin differs within
+    pairs' were counted without one)."""
+    from prmg_cli.ops.regimes import regimes
+
+    seen = {entry for classes, *_ in SEEN for entry in classes}
+    claimed = {(op, regime.key) for op in ("grad", "forward") for regime in regimes(op)
+               if regime.axis in ISSUE_AXES or regime.key in ISSUE_PHASES}
+    assert len(claimed) >= 37 and claimed - seen == set()
 
 
 @pytest.fixture(scope="module")
