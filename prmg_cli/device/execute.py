@@ -289,7 +289,8 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
     standard, tolerance = judging(case, settings)
     path = getattr(session, "path", "")
     judged, chip_note = constraints.on_chip(case, settings.supported_modes, target.soc)
-    judged = session.judged_case(judged, settings.supported_modes) if hasattr(session, "judged_case") else judged
+    judged = session.judged_case(judged, settings.supported_modes, target.soc) if hasattr(session, "judged_case") \
+        else judged
     if isinstance(judged, str):
         return case_result(case, "skipped", message=judged, standard=standard, path=path,
                            duration_s=time.perf_counter() - started), True, None
