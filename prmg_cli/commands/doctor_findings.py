@@ -7,7 +7,7 @@ import os
 import re
 
 from ..device import provenance
-from ..device.toolkit import OPP_LATEST, opp_path, opp_variable
+from ..device.toolkit import OPP_LATEST, custom_opp_note, opp_path, opp_variable
 from ..errors import PrmgError
 from ..ops import OPERATORS
 from ..results import visible
@@ -131,6 +131,10 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
              "ASCEND_* variables:"]
     ascend = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASCEND_"))
     lines += [f"  {k}={v}" for k, v in ascend] or ["  (none set)"]
+    if note := custom_opp_note(os.environ):
+        from ..reports.outputs.screen import width, wrap
+
+        lines += ["  " + line for line in wrap(note.removeprefix("prmg: note: "), width() - 2)]
     lines.append("CANN toolkit search:")
     lines += [f"  {line}" for line in explain_search(os.environ, op_lib)]
     try:
