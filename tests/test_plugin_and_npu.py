@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import PYTEST, ROOT
+from conftest import PYTEST, ROOT, forked_pytest
 from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
 CASES = """
@@ -25,12 +25,16 @@ CASES = """
 
 
 def pytest_run(tmp_path, *args, env=None):
+    """The plugin's session on CASES, forked from the tests' fork server (``forked_pytest``); one that preloads a
+    library (``LD_*``, read as a process starts) is a process of its own."""
     cases = tmp_path / "cases.yaml"
     cases.write_text(CASES)
-    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))       # this tree's plugin (make mutate's copy)
-    return subprocess.run([*PYTEST, "--prmg", str(cases),
-                           "--prmg-runner", "emulator", *args], cwd=tmp_path, env=full_env,
-                          capture_output=True, text=True, timeout=300)
+    env = {"PYTHONPATH": str(ROOT), **(env or {})}                        # this tree's plugin (make mutate's copy)
+    argv = ("--prmg", str(cases), "--prmg-runner", "emulator", *map(str, args))
+    if not any(name.startswith("LD_") for name in env):
+        return forked_pytest(*argv, env=env, cwd=tmp_path)
+    return subprocess.run([*PYTEST, *argv], cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
 
 
 def test_the_plugin_refuses_the_emulator_installed_as_a_toolkit_as_prmg_run_does(tmp_path, emulator):
