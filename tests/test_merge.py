@@ -569,6 +569,54 @@ def test_a_run_record_whose_settings_were_edited_is_not_believed(tmp_path):
 
 
 @pytest.mark.verdict
+def test_a_shard_whose_run_record_was_removed_is_no_verdict_a_merge_takes(tmp_path):
+    """Issue 32 (round 3): the line of a shard's run record removed (``grep -v prmg.run/1``), or the shard joined after
+    another file's lines (``cat``): its records, judged under allclose on a kernel with a fault, merged green with a
+    shard of the default standard; no setting was compared, nor named in the header. A record naming a run no run
+    record above it states is refused; records naming no run (an older prmg's, or their run_id cleared) merged with
+    records of runs make the merge mixed (``settings``) unless allowed. A record run by another runner than its run
+    record states (an emulator shard made to read as the toolkit's, keys recomputed) is refused too."""
+    from prmg_cli.reports import store
+
+    def shard(run_id: str, settings: dict, name: str) -> tuple[bytes, bytes]:
+        judged = replace(record(name, metrics={"max_err_ratio": 0.5}), run_id=run_id,
+                         judged_under=store.settings_key(settings))
+        return store.encode(store.RunRecord(run_id, "", [name], settings, {})), store.encode(judged)
+
+    default_run, default_record = shard("d" * 32, {"standard": None}, "x")
+    loose_run, loose_record = shard("a" * 32, {"standard": "allclose", "faults": {"faults": ["cast_up"]}}, "y")
+    default = tmp_path / "default.jsonl"
+    default.write_bytes(default_run + default_record)
+    headless = tmp_path / "headless.jsonl"
+    headless.write_bytes(loose_record)
+    assert refusal(headless) == f"{headless}: line 1: case 'y': it names run '{'a' * 32}', which no run record above " \
+                                f"it in the file states (its run record removed, or lines of files joined out of " \
+                                f"order?): settings no record states: {DISBELIEVED}"
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(default_run + default_record + loose_record + loose_run)
+    assert refusal(joined).startswith(f"{joined}: line 3: case 'y': it names run '{'a' * 32}'")
+    joined.write_bytes(default_run + default_record + loose_run + loose_record)         # cat default loose: alike
+    assert [result.name for result in read(joined).results] == ["x", "y"]
+    assert prmg_here("report", joined).returncode == 1                                    # standard and faults differ
+    cleared = tmp_path / "cleared.jsonl"
+    cleared.write_bytes(store.encode(replace(record("y", metrics={"max_err_ratio": 0.5}))))
+    result = prmg_here("report", default, cleared)
+    assert result.returncode == 1 and f"no one verdict covers: settings: {cleared}: not recorded (records of no run " \
+                                      f"record: an older prmg's); {default}: recorded (--allow-mixed settings if " \
+                                      f"that is intended)" in result.stderr, result.stderr
+    assert prmg_here("report", default, cleared, "--allow-mixed", "settings").returncode == 0
+    assert prmg_here("report", cleared).returncode == 0              # an older prmg's file alone: as before
+    # an emulator shard whose run record (and so the key each record holds) was edited to read as the toolkit's
+    toolkit = {"runner": "aclnn", "standard": None}
+    claimed = tmp_path / "claimed.jsonl"
+    claimed.write_bytes(store.encode(store.RunRecord("e" * 32, "", ["y"], toolkit, {"runner": "aclnn"})) + store.encode(
+        replace(record("y", metrics={"max_err_ratio": 0.5}), runner="emulator", run_id="e" * 32,
+                judged_under=store.settings_key(toolkit))))
+    assert refusal(claimed) == f"{claimed}: line 2: case 'y': run by the 'emulator' runner, where its run's record " \
+                               f"states 'aclnn': {DISBELIEVED}"
+
+
+@pytest.mark.verdict
 def test_a_run_killed_before_its_cases_does_not_stand_on_an_earlier_runs_verdicts(tmp_path):
     """Issue 32 (sixth look): a results file is appended to (smoke.sh's on a runner that keeps its workspace). A run of
     a new kernel killed (SIGKILL, a job's timeout) after its run record left the file's earlier passes as its
