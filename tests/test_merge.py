@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, prmg, prmg_here
 from prmg_cli.cases.fields import MAX_ARRAY_ELEMENTS
-from prmg_cli.cases.loader import Case
+from prmg_cli.cases.loader import Case, definition_fingerprint
 from prmg_cli.errors import PrmgError
 from prmg_cli.reports.merge import MISSING, merge
 from prmg_cli.reports.outputs import OUTPUTS
@@ -492,6 +492,11 @@ CONTRADICTING = [
     ({"status": "skipped", "metrics": {"max_err_ratio": 0.5}}, "status skipped (never launched) but it holds metrics"),
     ({"status": "not_run", "error_code": 0}, "status not_run (never launched) but it holds an operator status"),
     ({"status": "xfailed"}, "status xfailed but the case names no known defect"),
+    ({"status": "xfailed", "known_defect": "issue 7", "definition": {"name": "y"}},     # failed, edited to read xfailed
+     "status xfailed but the definition of its case names no known defect"),
+    ({"definition": {"name": "y", "generator": "philox", "tolerance": {"budget_scale": 1000}},
+      "fingerprint": definition_fingerprint({"name": "y", "generator": "philox"})},      # its tolerance widened
+     "status passed, but its fingerprint is not that of its case's definition (either edited)"),
     ({"device_statuses": {"0": "passed", "1": "failed"}},
      "status passed, but its devices' statuses are passed, failed"),
     ({"device_statuses": {"0": "passed", "1": "fine"}}, "status passed, but its devices' statuses are passed, fine"),
