@@ -85,6 +85,12 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
                                        ) in result.stderr
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert (summary["exit_code"], summary["ok"], summary["mixed"]) == (1, False, [differ])
+    # JUnit, whose counts a CI page shows, is not green either: one error testcase names the settings
+    prmg_here("report", *shards, "--report", f"junit:{tmp_path / 'r.xml'}")
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    errors = [case for case in suite.iter("testcase") if case.find("error") is not None]
+    assert suite.get("errors") == "1" and [case.get("classname") for case in errors] == ["prmg.report"]
+    assert differ in errors[0].find("error").text
     assert dict(summary["notes"])["settings differ"] == differ
     result = prmg_here("report", *shards, "--allow-mixed", "standard", "--report", "json", "-o", tmp_path / "r.json")
     assert result.returncode == 0 and f"warning: the runs were judged under different settings (--allow-mixed " \
@@ -496,6 +502,8 @@ CONTRADICTING = [
      "status xfailed but the definition of its case names no known defect"),
     ({"definition": {"name": "y", "generator": "philox", "tolerance": {"budget_scale": 1000}},
       "fingerprint": definition_fingerprint({"name": "y", "generator": "philox"})},      # its tolerance widened
+     "status passed, but its fingerprint is not that of its case's definition (either edited)"),
+    ({"definition": {"name": "y", "generator": "philox"}, "fingerprint": ""},     # cleared: --cases takes it as today's
      "status passed, but its fingerprint is not that of its case's definition (either edited)"),
     ({"device_statuses": {"0": "passed", "1": "failed"}},
      "status passed, but its devices' statuses are passed, failed"),

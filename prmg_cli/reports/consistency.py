@@ -28,9 +28,9 @@ def contradiction(record: CaseResult) -> str:
     - ``passed``, expecting an error: the operator returned a status other than 0;
     - ``xfailed`` and ``xpassed``: the case names a known defect, and so does its recorded ``definition`` (when it
       holds one: a ``failed`` edited to ``xfailed`` with a known defect named beside it);
-    - a verdict a gate takes as green (``StatusInfo.ok``: passed, xfailed, skipped) whose case has no ``file:`` input: its
-      ``fingerprint`` is that of its own ``definition`` (``loader.definition_fingerprint``; a definition edited to
-      name a known defect or a weaker tolerance, its fingerprint left as the run wrote it);
+    - a verdict a gate takes as green (``StatusInfo.ok``: passed, xfailed, skipped) whose case has no ``file:``
+      input: its ``fingerprint`` is that of its own ``definition`` (``loader.definition_fingerprint``; a definition
+      edited to name a known defect or a weaker tolerance, its fingerprint left as the run wrote it);
     - a record of several devices (``device_statuses``, ``--each-device``) holds each device's status, its own is
       the worst of them (a ``failed`` device edited to ``passed`` alone, or the record's status alone), and its
       ``device`` names the devices of that status, in their order (``execute.combined``; compare reads the chips).
@@ -78,13 +78,14 @@ def contradiction(record: CaseResult) -> str:
 
 def _definition_edited(record: CaseResult) -> str:
     """Why ``record``, a verdict a gate takes as green, holds a ``definition`` and a ``fingerprint`` that are not each
-    other's (``contradiction``), or "": also for a record of another status, one without either, one whose definition
+    other's (``contradiction``; no fingerprint is none: ``prmg report --cases`` would not hold the verdict against
+    today's case), or "": also for a record of another status, one without a definition, one whose definition
     names no generator (records before it: their fingerprint hashed another shape of it) or has a ``file:`` input
     (its fingerprint hashes the file's bytes)."""
     from ..cases.loader import definition_fingerprint
 
     definition, inputs = record.definition, record.definition.get("inputs")
-    if not record.info.ok or not record.fingerprint or "generator" not in definition or (
+    if not record.info.ok or "generator" not in definition or (
             isinstance(inputs, dict) and any(isinstance(spec, dict) and "file" in spec for spec in inputs.values())):
         return ""
     if definition_fingerprint(definition) != record.fingerprint:
