@@ -419,7 +419,8 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
         linkage.refuse_interposers(found, kit.root)
 
 
-# A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call.
+# A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call: a name the toolkit's libraries
+# export, which prmg names as taken (the emulator's own libraries bind it among themselves: contract.c).
 HOOK_SOURCE = ("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
                "  int (*next)(const char *) = (int (*)(const char *))\n"
                "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
@@ -522,6 +523,35 @@ def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_
     assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
     assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
            in strict.stderr
+
+
+def test_another_emulator_copy_ahead_in_the_global_scope_takes_none_of_the_emulators_internal_calls(tmp_path,
+                                                                                                      emulator):
+    """A process holding another copy of the emulator in its global scope (loaded with RTLD_GLOBAL before: a test
+    process's earlier test, the parent a worker is forked from) bound every call of the emulator's libraries to their
+    internal contract (``prmg_emu_*``, emu.h) to that copy, libascendcl's own calls too: the run's device was set in
+    a runtime the operator never asked (``aclrtSetDevice failed: 100001``, exit 2; the in-process ``prmg doctor`` of
+    tests/test_geir.py said graph mode NOT usable after some other tests on its worker). A sibling reaches the
+    runtime of its own folder (contract.c), each library binds its own functions (-Bsymbolic-functions): the run
+    passes, saying which library is ahead of the toolkit's public names."""
+    import sys
+
+    from conftest import ROOT
+
+    ahead = tmp_path / "ahead"
+    shutil.copytree(emulator.root, ahead)
+    cases = tmp_path / "two.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n"
+                     "- {name: two, shape: [2, 1, 2, 16], partial_slice: [0, 16]}\n")
+    script = ("import ctypes, sys\n"
+              f"for name in {tk.EMULATOR_LIBS!r}:\n"
+              f"    ctypes.CDLL({str(ahead / 'lib64')!r} + '/' + name, mode=ctypes.RTLD_GLOBAL)\n"
+              "from prmg_cli import cli\nsys.exit(cli.main())\n")
+    run = subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator"], cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "2 passed, 0 failed" in run.stdout, run.stdout + run.stderr
+    assert "prmg: warning: a preloaded library takes calls meant for the toolkit: " in run.stderr and \
+        f"{ahead}/lib64/libascendcl.so (defines" in run.stderr
 
 
 @pytest.mark.verdict
@@ -646,6 +676,29 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
     own = prmg("run", cases, env={"ASCEND_HOME_PATH": str(emulator.root)})      # its set_env.sh's: chosen, no word
     assert (own.returncode, own.stderr) == (0, "")
+    # a copy made before prmg was upgraded ran as-is, without a word, the emulator code of then under this prmg's name:
+    # said on stderr, refused under --strict (exit 2); one built by another compiler from these sources (its marker
+    # says so) is this prmg's emulator
+    stale = tmp_path / "stale"
+    shutil.copytree(emulator.root, stale)
+    (stale / tk.EMULATOR_MARKER).write_text("0123456789abcdef\n")
+    with open(stale / "lib64" / "libnnopbase.so", "ab") as library:
+        library.write(b"\0")
+    current = emulator.root.name.removeprefix("emulator-")
+    said = (f"the emulator installed as a toolkit at {stale} is not this prmg's build of its emulator sources: "
+            f"{stale}/lib64/libnnopbase.so is not {emulator.root}/lib64/libnnopbase.so (its PRMG_EMULATOR names "
+            f"sources 0123456789abcdef; this prmg's are {current}): the cases run its own code (copy {emulator.root} "
+            f"over it, or source {emulator.root}/set_env.sh to run prmg's own build)\n")
+    warned = prmg("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
+    assert (warned.returncode, warned.stderr) == (0, f"prmg: warning: {said}"), warned.stdout + warned.stderr
+    refused = prmg("run", cases, "--runner", "emulator", "--strict", env={"ASCEND_HOME_PATH": str(stale)})
+    assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", f"prmg: error: --strict: {said}")
+    found = tk.find_toolkit({"ASCEND_HOME_PATH": str(stale)})
+    (stale / tk.EMULATOR_MARKER).write_text(current + "\n")
+    assert tk.stale_emulator(found, emulator) == "" and tk.stale_emulator(tk.find_toolkit(
+        {"ASCEND_HOME_PATH": str(kit)}), emulator) == ""                    # the same bytes: no marker needed
+    (stale / tk.EMULATOR_MARKER).unlink()
+    assert "(no PRMG_EMULATOR file names its sources;" in tk.stale_emulator(found, emulator)
 
 
 @pytest.mark.parametrize("disguise", ["copies", "runtime", "op library", "marker"])

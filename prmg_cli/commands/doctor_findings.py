@@ -1,5 +1,5 @@
 """``prmg doctor``: what was found and where, which runner ``auto`` would pick and why, and whether graph mode
-(``--runner geir``, ``aclnn+geir``) is available and why not."""
+(``--runner geir``, ``aclnn+geir``, ``emulator-geir``) is available and why not."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def graph_mode_lines(toolkit, runner: str, op_lib: str | None) -> tuple[list[str
 
     from ..device.toolkit import toolkit_suggested
 
-    lines = ["graph mode (--runner geir, aclnn+geir):"]
+    lines = [f"graph mode (--runner {', '.join(graph_runners())}):"]   # every graph runner (emulator-geir was left out)
     if toolkit is None and toolkit_suggested(os.environ):
         lines.append("  a toolkit is named here but none was found: graph mode, as auto, does not run the emulator")
     elif toolkit is None or toolkit.kind == "emulator":

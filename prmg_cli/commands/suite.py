@@ -232,12 +232,20 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     (``toolkit.EMULATOR_FALLBACK``), not one that found prmg's own emulator build where a toolkit is named (its
     ``set_env.sh``: ``toolkit.own_build``), nor one that names the emulator (``runners.emulator_runners``). Every
     other runner refuses the emulator installed where a toolkit belongs (``toolkit.select_runner``), so nothing
-    else is left to say of one here."""
+    else is left to say of one here. A runner naming the emulator that picked a copy of it installed as a toolkit
+    which is not this prmg's build of its sources (``toolkit.stale_copy``) says so on stderr; ``--strict`` refuses
+    it."""
     from ..device.runners import emulator_runners, select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit, stale_copy
 
     settings = settings or checked_settings(request)
-    toolkit = toolkit or select(request.runner, request.op_lib, os.environ, settings.supported_modes)
+    if toolkit is None:
+        toolkit = select(request.runner, request.op_lib, os.environ, settings.supported_modes)
+        stale = stale_copy(toolkit, os.environ) if request.runner in emulator_runners() else ""
+        if stale and settings.strict:
+            raise PrmgError(f"--strict: {stale}")
+        if stale:
+            sys.stderr.write(f"prmg: warning: {stale}\n")
     if toolkit.kind == "emulator":
         check_emulator_env(os.environ)
         if request.runner not in emulator_runners() and find_toolkit(os.environ) is None:

@@ -389,6 +389,51 @@ def copied_emulator(toolkit: Toolkit, env: Mapping[str, str]) -> str:
     return "" if own_build(toolkit.root, env) else emulator_evidence(toolkit)
 
 
+def stale_emulator(toolkit: Toolkit, own: Toolkit) -> str:
+    """Why the emulator installed as ``toolkit`` (``copied_emulator``) is not ``own``, prmg's build of this version
+    of its emulator sources (``emulator_toolkit``): "" when its runtime, nnopbase and operator library are ``own``'s
+    byte for byte, or its marker file names this version of the sources (built by another compiler); else the first
+    library that differs, and the sources its marker names, if any. A copy made before prmg was upgraded runs the
+    emulator code of then, unlike what doctor, its README and the fault checks of this prmg describe."""
+    differs = next((getattr(toolkit, role) for role in ("runtime_lib", "nnopbase_lib", "op_lib")
+                    if not _same_bytes(getattr(toolkit, role), own.root / "lib64" / getattr(own, role).name)), None)
+    built = _marked_sources(toolkit.root) if differs is not None else ""
+    current = own.root.name.removeprefix("emulator-")                # emulator_toolkit's folder: the source hash
+    if differs is None or built == current:
+        return ""
+    named = f"its {EMULATOR_MARKER} names sources {built}" if built else f"no {EMULATOR_MARKER} file names its sources"
+    return f"{differs} is not {own.root / 'lib64' / differs.name} ({named}; this prmg's are {current})"
+
+
+def stale_copy(toolkit: Toolkit, env: Mapping[str, str]) -> str:
+    """What a run of the emulator by name (``--runner emulator``, ``emulator-geir``) says of ``toolkit`` when it is a
+    copy of the emulator installed as a toolkit (``copied_emulator``) that is not this prmg's build of its emulator
+    sources (``stale_emulator``); "" for any other toolkit."""
+    if not copied_emulator(toolkit, env):
+        return ""
+    own = emulator_toolkit(None, env)
+    stale = stale_emulator(toolkit, own)
+    return stale and (f"the emulator installed as a toolkit at {toolkit.root} is not this prmg's build of its "
+                      f"emulator sources: {stale}: the cases run its own code (copy {own.root} over it, or source "
+                      f"{own.root / 'set_env.sh'} to run prmg's own build)")
+
+
+def _marked_sources(root: Path) -> str:
+    """The source hash the marker file of the emulator build at ``root`` holds, "" when it has none to read."""
+    try:
+        return files.read_regular(root / EMULATOR_MARKER, 256).decode(errors="replace").strip()
+    except PrmgError:
+        return ""
+
+
+def _same_bytes(first: Path, second: Path) -> bool:
+    """Whether the files at ``first`` and ``second`` hold the same bytes (False when either cannot be read)."""
+    try:
+        return os.path.getsize(first) == os.path.getsize(second) and first.read_bytes() == second.read_bytes()
+    except OSError:
+        return False
+
+
 def runner_kind(toolkit: Toolkit) -> str:
     """What runs the cases, as reports and records name it: the toolkit's ``kind``, but ``emulator`` for one that
     ``emulator_evidence`` finds to be the emulator: a copy of an emulator build without its marker, installed where a

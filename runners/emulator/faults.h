@@ -156,11 +156,16 @@ void record_faults(fault_set faults);
 const char *prmg_emu_applied_faults(void) __attribute__((visibility("default")));
 
 /* For the graph-mode twin (geir.c, its own library, linked to this one): active_faults of GEIR_FAULTS,
- * begin_fault_record and record_faults, exported. */
-int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, fault_set *faults)
-    __attribute__((visibility("default")));
-void prmg_emu_begin_fault_record(void) __attribute__((visibility("default")));
-void prmg_emu_record_faults(fault_set faults) __attribute__((visibility("default")));
+ * begin_fault_record and record_faults, exported; in the twin (EMU_TWIN) hidden forwarders to the
+ * libopapi_transformer.so of its own folder (contract.c, as emu.h's contract). */
+#ifdef EMU_TWIN
+#define EMU_FAULT_RECORD __attribute__((visibility("hidden")))
+#else
+#define EMU_FAULT_RECORD __attribute__((visibility("default")))
+#endif
+EMU_FAULT_RECORD int prmg_emu_geir_faults(const int64_t *dims, uint64_t dim_count, fault_set *faults);
+EMU_FAULT_RECORD void prmg_emu_begin_fault_record(void);
+EMU_FAULT_RECORD void prmg_emu_record_faults(fault_set faults);
 
 /* The rotary modes the emulated kernels implement, from PRMG_EMU_MODES (a comma list of 0..3,
  * default "1"): 0 and *mode_mask set (bit m for mode m), or -1 with an error message. */

@@ -43,7 +43,6 @@
 
 #define DEVICE_GRANULE 512u
 #define MAX_DEVICES 64
-#define ERROR_MESSAGE_SIZE 1024
 #define ACL_EVENT_TIME_LINE 0x8u
 #define KNOWN_EVENT_FLAGS 0xFu
 #define SOC_NAME_SIZE 128
@@ -52,9 +51,9 @@ enum { MEMCPY_HOST_TO_HOST, MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST, MEMCPY
 
 /* ---- recent error message: per thread, consumed by aclGetRecentErrMsg ---- */
 
-static __thread char pending_message[ERROR_MESSAGE_SIZE];
+static __thread char pending_message[EMU_MESSAGE_SIZE];
 static __thread int message_pending;
-static __thread char returned_message[ERROR_MESSAGE_SIZE];
+static __thread char returned_message[EMU_MESSAGE_SIZE];
 
 EMU_API void prmg_emu_set_error(const char *format, ...)
 {
@@ -78,7 +77,7 @@ EMU_API const char *aclGetRecentErrMsg(void)
 
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fault_status;                        /* 0 while no kernel has faulted */
-static char fault_message[ERROR_MESSAGE_SIZE];
+static char fault_message[EMU_MESSAGE_SIZE];
 
 EMU_API void prmg_emu_raise_fault(int status, const char *format, ...)
 {
@@ -94,19 +93,19 @@ EMU_API void prmg_emu_raise_fault(int status, const char *format, ...)
 }
 
 /* The kernel fault's status (0 when none); *message gets its text when there is one. */
-static int raised_fault(char message[ERROR_MESSAGE_SIZE])
+static int raised_fault(char message[EMU_MESSAGE_SIZE])
 {
     pthread_mutex_lock(&fault_lock);
     int status = fault_status;
     if (status != 0)
-        memcpy(message, fault_message, ERROR_MESSAGE_SIZE);
+        memcpy(message, fault_message, EMU_MESSAGE_SIZE);
     pthread_mutex_unlock(&fault_lock);
     return status;
 }
 
 EMU_API int prmg_emu_device_usable(const char *function)
 {
-    char message[ERROR_MESSAGE_SIZE];
+    char message[EMU_MESSAGE_SIZE];
     int status = raised_fault(message);
     if (status == 0)
         return ACL_SUCCESS;
@@ -118,7 +117,7 @@ EMU_API int prmg_emu_device_usable(const char *function)
 /* What a synchronization returns: the kernel fault's status and message when a kernel faulted. */
 static int synchronized(void)
 {
-    char message[ERROR_MESSAGE_SIZE];
+    char message[EMU_MESSAGE_SIZE];
     int status = raised_fault(message);
     if (status != 0)
         prmg_emu_set_error("%s", message);
