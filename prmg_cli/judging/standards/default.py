@@ -330,14 +330,16 @@ def describe(metrics: dict) -> str:
     ``err ≤ budget (x0.41)``. Where the largest error in ulps is at a golden within its own budget of 0 (its bound
     at least ``NEAR_ZERO_BOUND_ULP``: cancellation, or a golden of exactly 0), the ulps are left out:
     ``err > bound (x8.38e6), largest err at golden ≈ 0`` (the failure line's worst element gives the values).
-    Nothing (``""``) when no finite element was compared (every element of the slice non-finite: a bound of 0 ulp,
-    as every element's budget is positive), rather than ``err 0.00 ulp ≤ bound 0.00 ulp``."""
+    No element off the golden (a bound of 0 ulp: it is taken at the largest error, and there is none) is
+    ``err 0 ulp, exact`` (a vacuous case, whose golden is its input, showed the raw ``max_err_ratio=0 bad=0``);
+    nothing (``""``) when the slice's wrong non-finite elements are all it has to say (``non_finite``, which the
+    key metric puts first: every element of the slice non-finite and wrong left no finite error to show)."""
     ratio = metrics["max_err_ratio"]
     if "beyond_rounding" not in metrics:
         return within("err", ratio, "budget")[0]
     error, bound, known = metrics["max_err_ulp"], metrics.get("bound_ulp"), "bound_ulp" in metrics
     if known and bound == 0 and not metrics.get("bad"):
-        return ""
+        return "" if metrics.get("non_finite") else "err 0 ulp, exact"
     near_zero = ", largest err at golden ≈ 0" if bound is not None and bound >= NEAR_ZERO_BOUND_ULP else ""
     if ratio is not None and ratio <= 1:
         beyond = metrics["beyond_rounding"]
