@@ -103,6 +103,38 @@ def test_custom_opp_path_entries_come_first_in_order(tmp_path, libs):
     assert found.op_lib_source == "ASCEND_CUSTOM_OPP_PATH"
 
 
+def test_a_custom_opp_entry_starting_with_tilde_is_read_as_written_as_the_toolkit_reads_it(tmp_path, libs, capsys,
+                                                                                         monkeypatch):
+    """nnopbase (opbase's ``OpKernelLib::GetCustomImplPath``: ``RealPath(entry + suffix)``) and GE (metadef's
+    ``PluginManager::GetPluginPathFromCustomOppPath``: ``mmIsDir(entry + "/" + sub)``) read ASCEND_CUSTOM_OPP_PATH's
+    entries as written, a leading ~ not expanded (a CI file's env: is expanded by no shell): prmg's search does
+    the same, so a package under $HOME that the toolkit would not load is not the library tested, and a run on a
+    toolkit and doctor say so in one line; a folder named ~ under the current one is what both take."""
+    from types import SimpleNamespace
+
+    from prmg_cli.commands.suite import settings_for
+    from prmg_cli.device.execute import RunSettings
+
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
+    home, work = tmp_path / "home", tmp_path / "work"
+    place(libs["with_op"], home / "cust" / "op_api" / "lib" / "libcust_opapi.so")
+    work.mkdir()
+    monkeypatch.chdir(work)
+    env = {"ASCEND_HOME_PATH": str(root), "ASCEND_CUSTOM_OPP_PATH": "~/cust:/nowhere", "HOME": str(home)}
+    monkeypatch.setenv("HOME", str(home))
+    found = tk.find_toolkit(env)
+    assert found.op_lib == root / "lib64" / "libopapi_transformer.so"
+    assert tk.custom_opp_note(env) == (
+        f"prmg: note: ASCEND_CUSTOM_OPP_PATH entry ~/cust is read as written, as nnopbase and GE read it (neither "
+        f"expands ~): {work}/~/cust, not {home}/cust; write the whole path")
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", env["ASCEND_CUSTOM_OPP_PATH"])
+    settings_for(SimpleNamespace(runner="auto"), toolkit=found, settings=RunSettings(toolkit=None))
+    assert capsys.readouterr().err == tk.custom_opp_note(env) + "\n"
+    place(libs["with_op"], work / "~" / "cust" / "op_api" / "lib" / "libcust_opapi.so")
+    assert tk.find_toolkit(env).op_lib == Path("~/cust/op_api/lib/libcust_opapi.so")
+    assert tk.custom_opp_note({"ASCEND_CUSTOM_OPP_PATH": f"{home}/cust::/x~"}) == ""
+
+
 def test_config_ini_vendors_in_load_priority_order(tmp_path, libs):
     root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
     opp = tmp_path / "elsewhere" / "opp"
@@ -300,6 +332,29 @@ def test_cache_location():
     assert tk.emulator_cache_base({"XDG_CACHE_HOME": "/b"}) == Path("/b/prmg")
     assert tk.emulator_cache_base({}) == Path.home() / ".cache" / "prmg"
     assert tk.emulator_cache_base({"XDG_CACHE_HOME": "rel/cache"}) == Path.home() / ".cache" / "prmg"  # XDG: ignored
+
+
+def test_a_relative_emulator_home_builds_under_the_current_folder(tmp_path, monkeypatch):
+    """A relative PRMG_EMULATOR_HOME is taken from the current folder and made absolute; a name make cannot take
+    (``emu,1``) builds through a link to it. Its link was relative to the links' folder: make's 'mkdir: cannot
+    create directory ...: File exists', exit 2, and a run record naming a relative folder. The build is faked
+    (make stands in), so the test costs no compile."""
+    monkeypatch.chdir(tmp_path)
+    assert tk.emulator_cache_base({"PRMG_EMULATOR_HOME": "emu,1"}) == tmp_path / "emu,1"
+    seen = {}
+
+    def make(command, **_):
+        out = command[3].split("=", 1)[1]
+        seen["out"] = os.path.realpath(out)
+        (Path(out) / "lib64").mkdir(parents=True)
+        for name in tk.EMULATOR_LIBS:
+            (Path(out) / "lib64" / name).write_bytes(b"")
+        return subprocess.CompletedProcess(command, 0, "", None)
+
+    monkeypatch.setattr(tk.subprocess, "run", make)
+    built = tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": "emu,1"})
+    assert built.root.is_absolute() and built.root.parent == tmp_path / "emu,1"
+    assert seen["out"] == str(built.root) and (built.root / "lib64" / tk.EMULATOR_LIBS[0]).is_file()
 
 
 def test_unwritable_cache_is_a_clear_error(tmp_path):
@@ -693,6 +748,8 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
     assert (warned.returncode, warned.stderr) == (0, f"prmg: warning: {said}"), warned.stdout + warned.stderr
     refused = prmg("run", cases, "--runner", "emulator", "--strict", env={"ASCEND_HOME_PATH": str(stale)})
     assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", f"prmg: error: --strict: {said}")
+    doctor = prmg("doctor", "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
+    assert f"\n  warning: {said}" in doctor.stdout, doctor.stdout                  # under the toolkit's lines
     found = tk.find_toolkit({"ASCEND_HOME_PATH": str(stale)})
     (stale / tk.EMULATOR_MARKER).write_text(current + "\n")
     assert tk.stale_emulator(found, emulator) == "" and tk.stale_emulator(tk.find_toolkit(

@@ -7,7 +7,7 @@ import os
 import re
 
 from ..device import provenance
-from ..device.toolkit import OPP_LATEST, opp_path, opp_variable
+from ..device.toolkit import OPP_LATEST, custom_opp_note, opp_path, opp_variable
 from ..errors import PrmgError
 from ..ops import OPERATORS
 from ..results import visible
@@ -16,11 +16,25 @@ from ..results import visible
 REQUIRED = tuple(name for spec in OPERATORS.values() if spec.required for name in (spec.get_workspace, spec.launch))
 
 
+def loaded_lines(paths: list[str]) -> list[str]:
+    """The libraries loaded, one ``loaded from FOLDER: NAME, NAME`` line per folder in load order, wrapped to the
+    width: a line per path (``loaded: /root/.cache/prmg/emulator-.../lib64/libopapi_transformer.so``) passed 80
+    columns; each folder stays whole, as any path does."""
+    from ..reports.outputs.screen import width, wrap
+
+    folders: dict[str, list[str]] = {}
+    for path in paths:
+        folder, name = os.path.split(path)
+        folders.setdefault(folder, []).append(name)
+    return [part for folder, names in folders.items()
+            for part in wrap(f"  loaded from {folder}: {', '.join(names)}", width())]
+
+
 def _probe_lines(toolkit) -> tuple[list[str], bool]:
     from .suite import probe_in_child
 
     info = probe_in_child(toolkit)
-    lines = [f"  loaded: {path}" for path in info.get("loaded", [])]
+    lines = loaded_lines(info.get("loaded", []))
     lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
               + ("" if found or name in REQUIRED else " (optional: its cases error)")
               for name, found in info.get("symbols", {}).items()]
@@ -119,8 +133,9 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
     that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
     from ..device.runners import check_runner, graph_runners
+    from ..reports.outputs.screen import folded
     from ..device.toolkit import copied_emulator, emulator_toolkit, explain_search, find_toolkit, op_lib_file, \
-        toolkit_suggested
+        stale_copy, toolkit_suggested
 
     check_runner(runner)
     if op_lib:
@@ -131,6 +146,10 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
              "ASCEND_* variables:"]
     ascend = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASCEND_"))
     lines += [f"  {k}={v}" for k, v in ascend] or ["  (none set)"]
+    if note := custom_opp_note(os.environ):
+        from ..reports.outputs.screen import width, wrap
+
+        lines += ["  " + line for line in wrap(note.removeprefix("prmg: note: "), width() - 2)]
     lines.append("CANN toolkit search:")
     lines += [f"  {line}" for line in explain_search(os.environ, op_lib)]
     try:
@@ -144,7 +163,8 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
                   f"  nnopbase: {toolkit.nnopbase_lib}",
                   f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})", *opp_path_lines(toolkit)]
         probe, usable["aclnn"] = _probe_lines(toolkit)
-        lines += probe
+        stale = stale_copy(toolkit, os.environ)                 # what a run naming the emulator says of it
+        lines += probe + ([f"  warning: {stale}"] if stale else [])
     else:
         lines.append("toolkit: none found")
         usable["aclnn"] = False
@@ -178,5 +198,6 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
         ok = bool(usable.get(runner))
         lines.append(f"runner {runner}: {'usable' if ok else 'NOT usable'}")
     # each line shown as one (results.visible): a variable's value or a path holding an escape sequence or a newline
-    # (ASCEND_HOME_PATH, PRMG_EMU_FAULT) reached the terminal raw and forged lines of the report
-    return "\n".join(visible(line) for line in lines), ok
+    # (ASCEND_HOME_PATH, PRMG_EMU_FAULT) reached the terminal raw and forged lines of the report; then wrapped at
+    # spaces on a terminal (screen.folded: 'runner auto would pick: ...' and the toolkit's refusals passed 80 columns)
+    return "\n".join(folded([visible(line) for line in lines])), ok

@@ -100,8 +100,11 @@ MAX_STAMPED_FILES = 20000          # more files than that are counted but not st
 
 def _opp_bases(opp: Path, custom: str) -> list[Path]:
     """The folders a toolkit loads operators from: each ``ASCEND_CUSTOM_OPP_PATH`` entry, each vendor under
-    ``opp/vendors``, ``opp/built-in`` (which exist)."""
-    bases = [Path(entry) for entry in custom.split(":") if entry] + _folders(opp / "vendors") + [opp / "built-in"]
+    ``opp/vendors``, ``opp/built-in`` (which exist); the entries as written, as the toolkit reads them
+    (``toolkit.custom_opp_entries``)."""
+    from .toolkit import custom_opp_entries
+
+    bases = [Path(entry) for entry in custom_opp_entries(custom)] + _folders(opp / "vendors") + [opp / "built-in"]
     return [base for base in bases if _is_folder(base)]
 
 
