@@ -15,7 +15,9 @@ shuts down.
 
 from __future__ import annotations
 
+import errno
 import gc
+import io
 import os
 import signal
 import sys
@@ -65,6 +67,49 @@ def usage_error_line(error) -> str:
     return f"prmg: error: {command}: {error.format_message().rstrip('.')} (see {command} -h)"
 
 
+class _ClosedOutput(io.TextIOBase):
+    """Standard output that was closed when prmg started (``prmg run ... >&-``): every write fails as a write to a
+    closed descriptor does (EBADF), so that it is said as a full disk is (one ``prmg: error:`` line, exit 2)."""
+
+    encoding, errors = "utf-8", "strict"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+def _open_standard_streams() -> None:
+    """Standard input, output or error closed when prmg started (``>&-``, ``2>&-``, ``<&-``; Python then sets
+    ``sys.stdout`` and the others to None): its descriptor is opened on ``/dev/null``, so that no file prmg opens
+    takes its number (the emulator's C output or a build's make would have written into a results file), and its
+    stream is given back: ``/dev/null`` for input and error (nothing can be said there), ``_ClosedOutput`` for
+    output. Each was an AttributeError on None: a traceback, or exit 1 with nothing said."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdout is None:
+        sys.stdout = _ClosedOutput()
+
+
+def _from_echo(error: BaseException) -> bool:
+    """Whether ``error`` was raised writing with click's ``echo`` (the help, ``--version``): a standard output that
+    is full (``/dev/full``) or closed was exit 3 with a traceback."""
+    import traceback
+
+    return any(frame.name == "echo" for frame in traceback.extract_tb(error.__traceback__))
+
+
 _PAUSED = [False]          # the garbage collector is off while the command line loads (``main``, ``command_starts``)
 
 
@@ -95,6 +140,7 @@ def main(*, restore: bool = False) -> None:
         if handler is not signal.SIG_IGN:                         # ignored (a background job's Ctrl-C): kept so
             signal.signal(signum, on_stop)
     outcome_final(False)
+    _open_standard_streams()
     unraisable_hook, sys.unraisablehook = sys.unraisablehook, keep_lost_stops
     stream_errors = _printable_streams()
     import typer
@@ -131,6 +177,12 @@ def main(*, restore: bool = False) -> None:
             code = exc.exit_code
         elif callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
             _error_line(usage_error_line(exc))
+            code = int(ExitCode.USAGE)
+        elif isinstance(exc, OSError) and _from_echo(exc):   # --help, --version: as write_stdout says a failed write
+            from .writes import drop_stdout                    # (a closed pipe is typer's: exit 1, quietly)
+
+            _error_line(f"prmg: error: cannot write to standard output: {exc.strerror or exc}")
+            drop_stdout()                                      # what is left unwritten goes nowhere, quietly
             code = int(ExitCode.USAGE)
         else:
             import traceback

@@ -326,10 +326,17 @@ def geir_sources() -> Path:
 
 def emulator_cache_base(env: Mapping[str, str] | None = None) -> Path:
     """Where built emulators live: $PRMG_EMULATOR_HOME, else $XDG_CACHE_HOME/prmg, else ~/.cache/prmg (a relative
-    XDG_CACHE_HOME is ignored, as the XDG spec says: it built a cache in every folder prmg ran in)."""
+    XDG_CACHE_HOME is ignored, as the XDG spec says: it built a cache in every folder prmg ran in). A relative
+    PRMG_EMULATOR_HOME is taken from the current folder and made absolute: the build's links pointed into the
+    links' own folder (a name make cannot take, such as ``emu,1``, failed to build), and a run record named a
+    folder that no later report could find."""
     env = os.environ if env is None else env
     if env.get("PRMG_EMULATOR_HOME"):
-        return Path(env["PRMG_EMULATOR_HOME"]).expanduser()
+        home = Path(env["PRMG_EMULATOR_HOME"]).expanduser()
+        try:
+            return Path(os.path.abspath(home))
+        except OSError:                         # the current folder was removed: the name as given
+            return home
     given = env.get("XDG_CACHE_HOME", "")
     cache = given if os.path.isabs(given) else str(Path.home() / ".cache")
     return Path(cache).expanduser() / "prmg"

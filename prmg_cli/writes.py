@@ -214,7 +214,7 @@ def write_stdout(text: str, *, document: bool = False) -> None:
             write_all(fd, text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     except BrokenPipeError:
         _stdout_closed = True
-        _drop_stdout()
+        drop_stdout()
     except OSError as error:
         raise PrmgError(f"cannot write to standard output: {error.strerror or error}") from None
 
@@ -230,7 +230,7 @@ def _descriptor(stream) -> int | None:
         return None
 
 
-def _drop_stdout() -> None:
+def drop_stdout() -> None:
     """Send whatever is still written to standard output to ``/dev/null``: the interpreter's last flush and
     any later write must not fail on the closed pipe."""
     fd = _descriptor(sys.stdout)

@@ -106,6 +106,8 @@ def test_strict_turns_a_vacuous_pass_into_a_failure(tmp_path):
     assert report["summary"]["warnings"] == 1 and report["summary"]["line"].endswith("1 warning")
     table = prmg("run", path, "--runner", "emulator")
     assert "warning: vacuous" in table.stdout
+    # its metric reads as the others do (no element off the golden: a bound of 0 ulp), not 'max_err_ratio=0 bad=0'
+    assert case["key_metric"] == "err 0 ulp, exact" and "err 0 ulp, exact" in table.stdout.split("\nPASS ")[1]
     result, report = run_json(path, "--strict")
     assert result.returncode == 1 and report["cases"][0]["status"] == "failed"
     assert report["cases"][0]["message"].startswith("--strict: vacuous")

@@ -395,6 +395,16 @@ def test_only_a_status_failure_on_a_build_the_case_does_not_hold_for_is_build_de
     assert build_dependent(case, failed, {"status", "contract"}, unknown).status == "failed"
     assert build_dependent(case, failed, {"status"}, named).status == "failed"
     assert build_dependent(dataclasses.replace(case, builds=()), failed, {"status"}, unknown).status == "failed"
+    # the outcome must be one some build returns, its status and its phase: base refuses an empty cos in the first
+    # phase (neg.cos_empty_ok holds for e9f0541c and 2b888cdb, which run it as a no-op); no build refuses it later
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.acl import Outcome
+    from prmg_cli.ops import GRAD
+
+    empty = next(case for case in load_cases([ROOT / "cases" / "negative.yaml"]) if case.name == "neg.cos_empty_ok")
+    for call, status in ((GRAD.get_workspace, "xfailed"), (GRAD.launch, "failed")):
+        outcome = Outcome(status=561002, failed_call=call)
+        assert build_dependent(empty, failed, {"status"}, unknown, outcome).status == status, call
 
 
 @pytest.mark.verdict

@@ -968,14 +968,14 @@ def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
 
 
 def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c",)) -> Path:
-    """A results file as a run writes it: a run record (``shard``) and a passed record per case."""
+    """A results file as a run writes it: a run record (``shard``) and a passed record per case, naming the run."""
     from prmg_cli.reports import store
 
     path = folder / name
     with store.Writer(path) as writer:
         writer.append(store.RunRecord("r1", shard, list(cases), {}, {}))
         for case in cases:
-            writer.append(record(case))
+            writer.append(dataclasses.replace(record(case), run_id="r1", judged_under=store.settings_key({})))
     return path
 
 
@@ -1350,3 +1350,62 @@ def test_smaller_flag_and_variable_checks(tmp_path, args, code, fragment):
         one_error_line(result, fragment)
     else:
         assert result.returncode == code and result.stderr.startswith(fragment) and "Traceback" not in result.stderr
+
+
+CLOSED, FULL = "closed", "/dev/full"
+
+
+@pytest.mark.parametrize("stdout", [CLOSED, FULL])
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["--version"], ["validate", "{case}"],
+                                  ["run", "{case}", "--runner", "emulator", "--results", "{results}"]],
+                         ids=["help", "run-help", "version", "validate", "run"])
+def test_a_closed_or_full_standard_output_is_one_error_line(args, stdout, tmp_path):
+    """Standard output closed when prmg starts (``>&-``: Python's sys.stdout is None) or full (``/dev/full``) is one
+    ``prmg: error: cannot write to standard output`` line and exit 2 for every command, ``--help`` and ``--version``
+    too: a closed one was an AttributeError (exit 3, or 1 with a traceback), a full one exit 3 under click's echo.
+    A run stops at its header, before any case ran (its results file holds no result, none lost)."""
+    case = tmp_path / "c.yaml"
+    case.write_text("- {name: one, shape: [1, 1, 2, 8]}\n")
+    results = tmp_path / "r.jsonl"
+    argv = [word.format(case=case, results=results) for word in args]
+    with open(os.devnull if stdout == CLOSED else stdout, "w") as out:
+        result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", *argv], stdout=out, stderr=subprocess.PIPE,
+                                text=True, timeout=120, preexec_fn=(lambda: os.close(1)) if stdout == CLOSED else None)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("prmg: error:")]
+    assert result.returncode == 2 and len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert errors[0].startswith("prmg: error: cannot write to standard output: "), result.stderr
+    if "--results" in args:
+        assert not results.exists() or '"prmg.result/' not in results.read_text()
+
+
+@pytest.mark.parametrize("args, code", [(["validate", "{case}"], 0), (["validate", "{missing}"], 2),
+                                        (["run", "{case}", "--runner", "emulator"], 0)])
+def test_a_closed_standard_error_or_input_keeps_the_exit_code(args, code, tmp_path):
+    """Standard error and input closed when prmg starts (``2>&- <&-``): the exit code is the command's (a note or
+    an error line has nowhere to go): a run with stderr closed was exit 1 with nothing said, a missing file exit 1."""
+    case = tmp_path / "c.yaml"
+    case.write_text("- {name: one, shape: [1, 1, 2, 8]}\n")
+    argv = [word.format(case=case, missing=tmp_path / "none.yaml") for word in args]
+    result = subprocess.run([sys.executable, "-m", "prmg_cli.cli", *argv], stdout=subprocess.PIPE, text=True,
+                            timeout=120, preexec_fn=lambda: (os.close(0), os.close(2)))
+    assert result.returncode == code, result.stdout
+    assert code or " ".join(result.stdout.split()).endswith(("1 passed, 0 failed", "supporting interleave)"))
+
+
+def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_path):
+    """``prmg compare --report FORMAT[:FILE]``, as run's and report's: ``json:-`` is standard output (it was refused:
+    'got json:-'), ``markdown:FILE`` the file, standard output then its summary line; a results file compared is
+    never the output (one error line, the file untouched), nor is a FILE left empty."""
+    a = tmp_path / "a.jsonl"
+    prmg("run", ROOT / "cases" / "smoke.yaml", "-k", "worked_example", "--runner", "emulator", "--results", a)
+    before = a.read_bytes()
+    piped = prmg("compare", a, a, "--report", "json:-")
+    assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["regressions"] == 0, piped.stderr
+    written = prmg("compare", a, a, "--report", f"markdown:{tmp_path / 'c.md'}")
+    assert written.returncode == 0 and written.stdout == (f"wrote {tmp_path / 'c.md'}: 0 regressions (none); 0 fixed; "
+                                                          f"1 case in A, 1 in B\n"), written.stdout
+    assert (tmp_path / "c.md").read_text().startswith("# prmg compare")
+    for spec in (f"json:{a}", "json:"):
+        refused = prmg("compare", a, a, "--report", spec)
+        assert refused.returncode == 2 and refused.stderr.count("prmg: error:") == 1, refused.stderr
+    assert a.read_bytes() == before

@@ -788,6 +788,8 @@ def test_margin_never_rounds_onto_the_limit(value, limit, shown):
     ({"adjoint_ratio": 0.1, "sample_ratio": 7.0, "sample_rows": 3}, "sample err > bound (x7)"),
     ({"max_err_ratio": 0.0, "bad": 0, "max_err_ulp": 0.0, "bound_ulp": 0.0, "beyond_rounding": 0.0,
       "non_finite": 4096}, "4096 non-finite wrong"),
+    ({"max_err_ratio": 0.0, "bad": 0, "max_err_ulp": 0.0, "bound_ulp": 0.0, "beyond_rounding": 0.0},
+     "err 0 ulp, exact"),
 ])
 def test_key_metrics_show_error_against_limit_in_units(metrics, shown):
     """Every standard's and check's key metric says its unit, a value against its limit and, over it, how far; a

@@ -350,6 +350,25 @@ def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in
     assert prmg("report", run, rerun, "-v", cwd=tmp_path).stderr.count("prmg: duplicate: case '") == 84
 
 
+def test_doctor_fits_an_80_column_terminal_its_paths_beside_their_labels(tmp_path):
+    """``prmg doctor`` on an 80-column terminal: every line fits, but a path too long for any line, which stays
+    beside its label (``runtime: /...``), never alone below it; the libraries loaded are one ``loaded from FOLDER:``
+    line with their names (a line per library passed 80 columns: ``loaded: /.../libopapi_transformer.so``)."""
+    from prmg_cli.reports.outputs import screen
+
+    shown = on_terminal(["doctor"], 80, tmp_path)
+    lines = shown.splitlines()
+    assert all(len(line) <= 80 or len(line.split()) == 1 or len(line.split()) == 2 and line.split()[0].endswith(":")
+               for line in lines), shown            # but a path (or NAME=path) alone, or beside its label
+    assert re.search(r" loaded from /\S+/lib64: libascendcl\.so, libnnopbase\.so, libopapi_transformer\.so symbol ",
+                     " ".join(shown.split())), shown
+    assert not any(line.startswith("/") for line in lines), shown     # a path on a line of its own keeps its indent
+    assert not any(re.fullmatch(r" +[A-Za-z_]+:", line) for line in lines), shown     # no label alone on its line
+    long_path = "/opt/" + "a" * 80 + "/libascendcl.so"
+    assert screen.wrap(f"  runtime: {long_path} (from ASCEND_HOME_PATH)", 80) == \
+        [f"  runtime: {long_path}", "      (from ASCEND_HOME_PATH)"]
+
+
 def test_failures_are_one_line_each_unless_verbose():
     lines = table.render(mixed(), EMULATOR).splitlines()
     assert "FAIL f1: 3 elements over budget" in lines

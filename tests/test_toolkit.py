@@ -334,6 +334,29 @@ def test_cache_location():
     assert tk.emulator_cache_base({"XDG_CACHE_HOME": "rel/cache"}) == Path.home() / ".cache" / "prmg"  # XDG: ignored
 
 
+def test_a_relative_emulator_home_builds_under_the_current_folder(tmp_path, monkeypatch):
+    """A relative PRMG_EMULATOR_HOME is taken from the current folder and made absolute; a name make cannot take
+    (``emu,1``) builds through a link to it. Its link was relative to the links' folder: make's 'mkdir: cannot
+    create directory ...: File exists', exit 2, and a run record naming a relative folder. The build is faked
+    (make stands in), so the test costs no compile."""
+    monkeypatch.chdir(tmp_path)
+    assert tk.emulator_cache_base({"PRMG_EMULATOR_HOME": "emu,1"}) == tmp_path / "emu,1"
+    seen = {}
+
+    def make(command, **_):
+        out = command[3].split("=", 1)[1]
+        seen["out"] = os.path.realpath(out)
+        (Path(out) / "lib64").mkdir(parents=True)
+        for name in tk.EMULATOR_LIBS:
+            (Path(out) / "lib64" / name).write_bytes(b"")
+        return subprocess.CompletedProcess(command, 0, "", None)
+
+    monkeypatch.setattr(tk.subprocess, "run", make)
+    built = tk.emulator_toolkit(env={"PRMG_EMULATOR_HOME": "emu,1"})
+    assert built.root.is_absolute() and built.root.parent == tmp_path / "emu,1"
+    assert seen["out"] == str(built.root) and (built.root / "lib64" / tk.EMULATOR_LIBS[0]).is_file()
+
+
 def test_unwritable_cache_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -1,4 +1,4 @@
-"""``prmg compare``: two runs' results side by side (``compare.compare_files``)."""
+"""``prmg compare``: two runs' results side by side (``compare.compare_runs``, ``compare.render``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ OPTIONS = (
     Option("run_a", (), REQUIRED, "The results file of the first run (--results).", "A.jsonl", argument=True,
            path=True),
     Option("run_b", (), REQUIRED, "The results file of the second run.", "B.jsonl", argument=True, path=True),
-    Option("report", ("--report",), "table", "table, json or markdown.", "FORMAT"),
+    Option("report", ("--report",), "table", "table, json or markdown, to FILE or standard output (no FILE, or "
+           "-; standard output then gets the summary line).", "FORMAT[:FILE]"),
     Option("drift", ("--drift",), 0.25, "Precision drift: the standard's drift metric (beyond_rounding under "
            "default; each standard names its own) rising by more than this fraction (and --floor) is a "
            "regression.", "FRACTION", float),
@@ -31,7 +32,7 @@ Request = request_type("CompareRequest", OPTIONS, "The options of ``prmg compare
 
 EPILOG = """\b
 Example:
-  prmg compare before.jsonl after.jsonl --report markdown
+  prmg compare before.jsonl after.jsonl --report markdown:changes.md
 """
 
 
@@ -40,18 +41,31 @@ def main(request) -> int:
     import math
 
     from ..errors import PrmgError
-    from ..reports.compare import compare_files
-    from ..writes import write_stdout
+    from ..files import write_text
+    from ..reports.compare import compare_runs, render, summary_line
+    from ..writes import Output, check_outputs, output_file, write_stdout
 
     for option in OPTIONS:
         value = getattr(request, option.name)
         if option.kind is float and not (math.isfinite(value) and value >= 0):
             raise PrmgError(f"{option.flags[0]} must be a finite number >= 0, got {value!r}")
-    text, code = compare_files(request.run_a, request.run_b, request.report, drift=request.drift,
-                               floor=request.floor, time_floor=request.time_floor,
-                               allow_changed=request.allow_changed, wide=request.wide)
-    write_stdout(text, document=request.report != "table")
-    return code
+    fmt, sep, target = request.report.partition(":")      # as run's and report's --report (-: standard output)
+    if sep and not target:
+        raise PrmgError(f"--report {request.report!r}: no file after ':' (--report {fmt}:FILE, or {fmt}:- for "
+                        f"standard output)")
+    path = output_file(target) if sep else None
+    if path is not None:
+        check_outputs([Output(path, "comparison")], {request.run_a: "run A's results file",
+                                                     request.run_b: "run B's results file"})
+    comparison = compare_runs(request.run_a, request.run_b, fmt, drift=request.drift, floor=request.floor,
+                              time_floor=request.time_floor, allow_changed=request.allow_changed)
+    text = render(comparison, fmt, wide=request.wide)
+    if path is None:
+        write_stdout(text, document=fmt != "table")
+    else:
+        write_text(path, text + "\n")
+        write_stdout(f"wrote {path}: {summary_line(comparison)}")
+    return 1 if comparison.regressions else 0
 
 
 main.__doc__ = f"""Compare two runs: {ORDER}, in that order.

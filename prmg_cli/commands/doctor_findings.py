@@ -16,11 +16,25 @@ from ..results import visible
 REQUIRED = tuple(name for spec in OPERATORS.values() if spec.required for name in (spec.get_workspace, spec.launch))
 
 
+def loaded_lines(paths: list[str]) -> list[str]:
+    """The libraries loaded, one ``loaded from FOLDER: NAME, NAME`` line per folder in load order, wrapped to the
+    width: a line per path (``loaded: /root/.cache/prmg/emulator-.../lib64/libopapi_transformer.so``) passed 80
+    columns; each folder stays whole, as any path does."""
+    from ..reports.outputs.screen import width, wrap
+
+    folders: dict[str, list[str]] = {}
+    for path in paths:
+        folder, name = os.path.split(path)
+        folders.setdefault(folder, []).append(name)
+    return [part for folder, names in folders.items()
+            for part in wrap(f"  loaded from {folder}: {', '.join(names)}", width())]
+
+
 def _probe_lines(toolkit) -> tuple[list[str], bool]:
     from .suite import probe_in_child
 
     info = probe_in_child(toolkit)
-    lines = [f"  loaded: {path}" for path in info.get("loaded", [])]
+    lines = loaded_lines(info.get("loaded", []))
     lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
               + ("" if found or name in REQUIRED else " (optional: its cases error)")
               for name, found in info.get("symbols", {}).items()]
@@ -119,6 +133,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     """The doctor's report and whether the runner asked for (default auto) is usable; PrmgError for a ``--runner``
     that is none of ``runners.RUNNERS`` and an ``--op-lib`` that is no file (usage errors, as in ``prmg run``)."""
     from ..device.runners import check_runner, graph_runners
+    from ..reports.outputs.screen import folded
     from ..device.toolkit import copied_emulator, emulator_toolkit, explain_search, find_toolkit, op_lib_file, \
         stale_copy, toolkit_suggested
 
@@ -183,5 +198,6 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
         ok = bool(usable.get(runner))
         lines.append(f"runner {runner}: {'usable' if ok else 'NOT usable'}")
     # each line shown as one (results.visible): a variable's value or a path holding an escape sequence or a newline
-    # (ASCEND_HOME_PATH, PRMG_EMU_FAULT) reached the terminal raw and forged lines of the report
-    return "\n".join(visible(line) for line in lines), ok
+    # (ASCEND_HOME_PATH, PRMG_EMU_FAULT) reached the terminal raw and forged lines of the report; then wrapped at
+    # spaces on a terminal (screen.folded: 'runner auto would pick: ...' and the toolkit's refusals passed 80 columns)
+    return "\n".join(folded([visible(line) for line in lines])), ok

@@ -480,9 +480,9 @@ class _Run:
             say(f"warning: {note[2:]}")
         self._record(settings, selection)
         if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
-            for case in self.cases:                   # --resume A --results B: B holds the whole run
-                if case.name in self.finished:
-                    self._append(self.finished[case.name])
+            for case in self.cases:                   # --resume A --results B: B holds the whole run, each record
+                if case.name in self.finished:        # taken as this run's (judged under its settings: trusted)
+                    self._append(replace(self.finished[case.name], run_id=self.run_id))
         self.todo = [case for case in self.cases if case.name not in self.finished]
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
 

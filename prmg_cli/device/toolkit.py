@@ -588,7 +588,7 @@ def _make_names(links: str, paths: Mapping[str, Path]) -> dict[str, str]:
         named[key] = str(path)
         if not _MAKE_SAFE.fullmatch(named[key]):
             named[key] = os.path.join(links, key)
-            os.symlink(path, named[key])
+            os.symlink(os.path.abspath(path), named[key])       # a relative path would name one inside links
     return named
 
 

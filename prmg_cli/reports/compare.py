@@ -268,16 +268,27 @@ def _samples(result: CaseResult) -> list[float]:
     return samples or ([result.kernel_ms] if result.kernel_ms is not None else [])
 
 
+def _counts(comparison: Comparison) -> dict[str, int]:
+    """How many changes of each category (``CATEGORIES``) ``comparison`` holds."""
+    return {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
+
+
+def summary_line(comparison: Comparison) -> str:
+    """The comparison's last line: ``2 regressions (2 new failures); 0 fixed; 36 cases in A, 36 in B``."""
+    counts = _counts(comparison)
+    regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items()
+                            if n and comparison.regressive(c))
+    return (f"{plural(len(comparison.regressions), 'regression')} ({regressions or 'none'}); "
+            f"{counts['fixed']} fixed; {plural(comparison.cases_a, 'case')} in A, {comparison.cases_b} in B")
+
+
 def render(comparison: Comparison, fmt: str = "table", width: int | None = None, wide: bool = False) -> str:
     """The comparison as a table fitted to ``width`` columns (``outputs.table.fit``, unless ``wide``: the change and
     the case first; A and B named once when every row shares them; the detail, down to ``MIN_SQUEEZED`` columns,
     then the case names give way), one line per run with injected faults, then the summary (both wrapped to the
     width); JSON or Markdown."""
-    counts = {category: sum(change.category == category for change in comparison.changes) for category in CATEGORIES}
-    regressions = ", ".join(plural(n, c, PLURALS.get(c, c)) for c, n in counts.items()
-                            if n and comparison.regressive(c))
-    summary = (f"{plural(len(comparison.regressions), 'regression')} ({regressions or 'none'}); "
-               f"{counts['fixed']} fixed; {plural(comparison.cases_a, 'case')} in A, {comparison.cases_b} in B")
+    counts = _counts(comparison)
+    summary = summary_line(comparison)
     faults = comparison.fault_lines()
     if fmt == "json":
         return json.dumps({"summary": {"regressions": len(comparison.regressions), **counts, "line": summary,
@@ -308,13 +319,19 @@ def render(comparison: Comparison, fmt: str = "table", width: int | None = None,
                       "", *wrap(summary, width)])
 
 
-def compare_files(path_a: str, path_b: str, fmt: str = "table", wide: bool = False, **limits) -> tuple[str, int]:
-    """``prmg compare``: the report and the exit code (1 on any regression); ``wide``: the table unfitted;
-    ``limits``: ``compare``'s drift, floor, time_floor and allow_changed."""
+def compare_runs(path_a: str, path_b: str, fmt: str = "table", **limits) -> Comparison:
+    """The comparison of the results files ``path_a`` and ``path_b`` (``limits``: ``compare``'s drift, floor,
+    time_floor and allow_changed), once ``fmt`` is known to be one compare renders."""
     if fmt not in ("table", "json", "markdown"):
         raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
     run_a, run_b = read_run(path_a), read_run(path_b)
-    comparison = compare(run_a.records, run_b.records, judged=(run_a.judged, run_b.judged), **limits)
+    return compare(run_a.records, run_b.records, judged=(run_a.judged, run_b.judged), **limits)
+
+
+def compare_files(path_a: str, path_b: str, fmt: str = "table", wide: bool = False, **limits) -> tuple[str, int]:
+    """``prmg compare``: the report and the exit code (1 on any regression); ``wide``: the table unfitted;
+    ``limits``: as ``compare_runs``."""
+    comparison = compare_runs(path_a, path_b, fmt, **limits)
     return render(comparison, fmt, wide=wide), 1 if comparison.regressions else 0
 
 

@@ -4,7 +4,8 @@ Text reports fit the terminal's width when standard output is a terminal, or ``C
 holds a number, else ``WIDTH`` columns (a pipe, a file, CI), never fewer than ``MIN_WIDTH`` (``width()``). A
 ``label: value`` line too long for it is wrapped at spaces, its later lines indented under the value (``wrap``);
 a text that must stay on one line is cut at a space with an ellipsis (``shorten``). A word longer than a line (a
-long path) is never broken: it alone may pass the width.
+long path) is never broken: it alone may pass the width, beside its label (``runtime: /...``) or on a line of its
+own, indented.
 
 Lines a log is searched by (a failure's line below the table, its diagnosis lines, ``prmg:`` notes and warnings on
 standard error) stay whole in a pipe or a file, one line each for grep, and are wrapped only on a terminal
@@ -47,15 +48,30 @@ def _terminal(stream) -> bool:
 
 def wrap(line: str, columns: int) -> list[str]:
     """``line`` as lines of at most ``columns`` characters, broken at spaces; the later lines are indented
-    under the value of a ``label: value`` line (4 columns past the line's own indent when the label is long or
-    there is none)."""
-    if len(line) <= columns:
+    under the value of a ``label: value`` line (4 columns past the line's own indent when the label is long, there
+    is none, or a word would not fit under it)."""
+    if len(line) <= columns or " " not in line.strip():     # one word (a path on a line of its own) stays as it is
         return [line]
     label = line.find(": ")
     own = len(line) - len(line.lstrip(" "))
     indent = label + 2 if own < label < _MAX_LABEL_INDENT - 1 else own + 4
-    return textwrap.wrap(line, columns, subsequent_indent=" " * indent,
-                         break_long_words=False, break_on_hyphens=False) or [line]
+    if indent + max(map(len, line.split())) > columns:     # a word (a path) that would pass the width under the label
+        indent = own + 4
+    lines = textwrap.wrap(line, columns, subsequent_indent=" " * indent,
+                          break_long_words=False, break_on_hyphens=False) or [line]
+    return [*_keep_labels(lines, columns)]
+
+
+def _keep_labels(lines: list[str], columns: int):
+    """``lines`` (``textwrap``'s) with a line ending in a label (``runtime:``) joined to the next when that one
+    starts with a word too long for any line (a long path): that word passes the width wherever it stands, and
+    moved below its label it left the label alone on a line."""
+    lines = list(lines)
+    while lines:
+        line = lines.pop(0)
+        if lines and line.endswith(":") and len(lines[0]) > columns and " " not in lines[0].strip():
+            line = f"{line} {lines.pop(0).strip()}"
+        yield line
 
 
 def folded(lines: list[str], columns: int | None = None) -> list[str]:
