@@ -287,3 +287,21 @@ def test_parse_modes():
     for junk in ("", "1,,2", "4", "-1", "spiral", "1;2"):
         with pytest.raises(PrmgError, match="--supported-modes"):
             parse_modes(junk)
+
+
+@pytest.mark.verdict
+def test_graph_mode_reads_a_forward_slice_list_of_none_as_the_whole_axis_and_expects_that_axis_s_refusal():
+    """The forward's 950 tiling reads a partial_slice of none as [0, D) (``GraphReading``): a case whose [0, D) then
+    breaks a rule of the tiling is expected to get that rule's refusal in graph mode (GE's FAILED at compile), not any
+    refusal; one whose [0, D) runs is expected to pass; a grad's list of one value, read past its end, any refusal."""
+    from pathlib import Path
+
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.ops.constraints import graph_case, graph_reads_otherwise
+
+    root = Path(__file__).resolve().parent.parent / "cases"
+    cases = {case.name: case for case in load_cases([root / "forward.yaml", root / "cover.yaml"])}
+    expected = {"fwd.slice_list_empty": Expect(4294967295, "compile"), "fwd.slice_of_1": Expect("any", "any"),
+                "cover.forward.error.slice_list_empty": Expect()}
+    for name, expect in expected.items():
+        assert graph_reads_otherwise(cases[name]) and graph_case(cases[name], DEFAULT_SUPPORTED_MODES).expect == expect

@@ -5,13 +5,11 @@ mode: ``test_run_e2e``), a kernel rounding toward +inf in float32 or casting to 
 from __future__ import annotations
 
 import math
-import os
 import re
-import subprocess
 
 import pytest
 
-from conftest import PYTEST
+from conftest import forked_pytest
 from prmg_cli import error_balance
 from prmg_cli.cases.loader import load_cases
 from prmg_cli.device.acl import AclSession
@@ -173,9 +171,8 @@ def test_without_the_golden_sample_says_the_bias_of_its_rows(emulator, monkeypat
 def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
     cases = tmp_path / "c.yaml"
     cases.write_text("\n".join(line for line in CASES.splitlines() if "tiny" in line or "const_dy" in line) + "\n")
-    result = subprocess.run([*PYTEST, "-q", "--prmg", str(cases),
-                             "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="round_up"))
+    result = forked_pytest("-q", "--prmg", cases, "--prmg-runner", "emulator", "--prmg-strict", cwd=tmp_path,
+                           env={"PRMG_EMU_FAULT": "round_up"})
     assert result.returncode == 1 and "4 passed" in result.stdout, result.stdout
     assert "prmg warning: biased (pooled over the 4 small grad float32 cases): " in result.stdout
 
@@ -306,3 +303,55 @@ def test_a_kernel_biased_on_its_tail_rows_or_one_lane_alone_is_biased(path):
         assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", path
         biased = [text for text in verdict.warnings if text.startswith("biased")]
         assert len(biased) == (said is not None) and all(re.match(said, text) for text in biased), (path, biased)
+
+
+@pytest.mark.verdict
+def test_a_large_result_biased_on_its_tail_rows_alone_is_biased(path):
+    """Past ``RECOUNTED`` slice elements (160,000: 40,000 rows of 4 lanes, the compiled scans on two threads; an
+    infinite dy makes a chunk of them judged element by element), the groups are screened by the departures' sides
+    per row and lane counted with their repeats (``departure_sides``; the compiled scans count them as numpy does,
+    bit for bit), then tested on the distinct departures: float32 rounded toward +inf on the last 200 rows (800
+    elements, within every budget, the whole result leaning by too little to tell) is biased in a group of the last
+    core's rows on every judging path; the correct result is not (session 12: the emulator's tail_rows_up, the
+    last core's last eighth of a float32 slice past 2^16 elements, passed cases/ under --strict when the groups
+    stopped at RECOUNTED). Without the golden, sample says a group's bias of its rows too, in the case's rows (on the
+    compiled path: it judges its rows as the judge does)."""
+    import numpy as np
+
+    from prmg_cli.device.acl import Outcome
+    from prmg_cli.dtypes import FLOAT_FORMATS
+    from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.judging import default_pass
+    from prmg_cli.judging.checks.base import CheckContext
+    from prmg_cli.judging.checks.sample import in_case_group, sample, sampled_rows
+    from prmg_cli.judging.judge import judge
+    from prmg_cli.judging.standards.default import departure_sides
+    from prmg_cli.ops import GRAD
+    from test_judge import make_case
+
+    case = make_case((1, 1, 40000, 4), (0, 4), broadcast="11ND")
+    assert 40000 * 4 > 2 * error_balance.RECOUNTED
+    said_of = "biased in rows 2 to 4: 40 of 40 errors"                    # rows of sample's layout, said of the case's
+    assert in_case_group(said_of, np.array([0, 5, 9, 12, 40])) == "biased in the sampled rows from 9 to 40: 40 of 40 " \
+        "errors" and in_case_group(said_of, np.arange(5)) == said_of
+    inputs = make_inputs(case)
+    inputs.dy[0, 0, 7, 1] = np.inf
+    for chosen, said in ((lambda row, lane: False, None),
+                         (lambda row, lane: row >= 39800, r"biased in rows \d+ to 39999: ")):
+        result = rounded_up(case, inputs, chosen)
+        verdict = judge(case, inputs, Outcome(status=0, dy=result), "default")
+        assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", path
+        biased = [text for text in verdict.warnings if text.startswith("biased")]
+        assert len(biased) == (said is not None) and all(re.match(said, text) for text in biased), (path, biased)
+        if path == "native":
+            checked = sample(CheckContext(case, inputs, Outcome(status=0, dy=result), None))
+            assert checked.passed and len(checked.warnings) == (said is not None), checked.warnings
+            rows = sampled_rows(case, case.seed ^ 0x5A4D)[0]
+            assert said is None or re.match(r"sample: biased in (rows \d+ to|the sampled rows from \d+ to) 39999: ",
+                                            checked.warnings[0]), (checked.warnings, len(rows))
+            golden = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
+            passed = default_pass.fast_default(case, inputs, result, None, {})
+            expected = departure_sides(result.astype(np.float64), golden, FLOAT_FORMATS["float32"])
+            assert passed.sides is not None and passed.distinct is None
+            assert all(np.array_equal(got, want) for got, want in zip(passed.sides, expected))
+            assert expected[0][39800:, 0].sum() > 100 and np.array_equal(expected[1].sum(0), expected[0].sum(0))

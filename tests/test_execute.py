@@ -249,6 +249,35 @@ def test_the_opp_stamp_changes_with_a_binary_written_over_in_place_and_with_the_
     assert stamps[0]["fingerprint"] != stamps[1]["fingerprint"] and stamps[0]["portable"] != stamps[1]["portable"]
 
 
+def test_the_opp_stamp_follows_folder_links_to_the_operators_kernel_and_tiling_files(tmp_path):
+    """Issue 32 (round 3): a kernel's folder holding a link to a build's output folder (``bin -> ~/build/out``), or the
+    tiling library's folder a link to a build (``op_tiling/lib/linux/x86_64 -> ~/build/tiling``): the stamp did not
+    follow folder links, so a rebuilt kernel or tiling library there left the fingerprint as it was and --resume took
+    the verdicts of the kernel before. Folder links are followed, each folder once (a link back to a folder above
+    ends there: no loop)."""
+    from prmg_cli.device.provenance import KERNEL_FOLDER, LIBRARY_FOLDERS, opp_stamp
+
+    opp, titles = tmp_path / "opp", ("InplacePartialRotaryMulGrad",)
+    built_in = opp / "built-in"
+    kernel = built_in.joinpath(*KERNEL_FOLDER, "ascend950", "inplace_partial_rotary_mul_grad")
+    tiling = built_in.joinpath(*LIBRARY_FOLDERS[0], "lib", "linux")
+    for folder in (kernel, tiling, tmp_path / "build" / "out", tmp_path / "build" / "tiling"):
+        folder.mkdir(parents=True)
+    (kernel / "bin").symlink_to(tmp_path / "build" / "out")
+    (tiling / "x86_64").symlink_to(tmp_path / "build" / "tiling")
+    (kernel / "loop").symlink_to(kernel)                                 # a link back to itself: walked once
+    binary, library = tmp_path / "build" / "out" / "k.o", tmp_path / "build" / "tiling" / "libopmaster_rt2.0.so"
+    binary.write_text("1")
+    library.write_text("1")
+    first = opp_stamp(opp, "", titles)
+    assert first["files"] == 2
+    for rebuilt in (binary, library):
+        rebuilt.write_text("22")
+        changed = opp_stamp(opp, "", titles)
+        assert changed["fingerprint"] != first["fingerprint"] and changed["portable"] != first["portable"], rebuilt
+        first = changed
+
+
 def test_resume_reruns_a_case_whose_kernel_binary_changed(many, tmp_path):
     """Issue 32: a rebuilt kernel binary under ASCEND_OPP_PATH (the op library unchanged) is another kernel: the
     verdicts recorded before it run again; a file of another operator changes nothing."""

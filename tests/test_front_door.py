@@ -968,14 +968,14 @@ def test_bench_repeat_and_warmup_are_bounded_as_run_repeat_is(option, value):
 
 
 def results_file(folder: Path, name: str = "r.jsonl", shard: str = "", cases=("c",)) -> Path:
-    """A results file as a run writes it: a run record (``shard``) and a passed record per case."""
+    """A results file as a run writes it: a run record (``shard``) and a passed record per case, naming the run."""
     from prmg_cli.reports import store
 
     path = folder / name
     with store.Writer(path) as writer:
         writer.append(store.RunRecord("r1", shard, list(cases), {}, {}))
         for case in cases:
-            writer.append(record(case))
+            writer.append(dataclasses.replace(record(case), run_id="r1", judged_under=store.settings_key({})))
     return path
 
 

@@ -482,6 +482,25 @@ def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph
     assert {GE_PARAM_INVALID, GE_DATATYPE_INVALID, GE_FAILED} <= codes
 
 
+def test_graph_mode_judges_a_case_by_its_chips_rules(graph, monkeypatch):
+    """On an A2 the forward's graph reads a partial_slice of none as [0, D) and then meets the membase tiling's rules
+    (cos's B must be x's): cover.forward.error.slice_list_empty, read so, is refused where the 950's graph rotates
+    it. Graph mode's expectation is the chip's (``graph_case`` with the chip): main expected the 950's success on
+    every chip, and the twin playing an A2 failed the case (GE's refusal judged wrong)."""
+    from prmg_cli.ops.targets import Target
+
+    case = next(case for case in load_cases([ROOT / "cases" / "cover.yaml"])
+                if case.name == "cover.forward.error.slice_list_empty")
+    today = frozenset({1})
+    on_a2 = graph_case(case, today, "ascend910b").expect
+    assert graph_case(case, today).expect.success and (on_a2.error, on_a2.phase) == (GE_FAILED, "compile")
+    monkeypatch.setenv("PRMG_EMU_SOC", "Ascend910B2")
+    settings = execute.RunSettings(toolkit=graph)
+    with GeirSession(graph, 0) as session:
+        result, _ = execute.run_case(session, case, settings, Target(session.soc_name()))
+    assert (result.status, result.error_code, result.expect) == ("passed", GE_FAILED, f"error {GE_FAILED}")
+
+
 def test_graph_mode_reads_device_memory_around_each_case_and_strict_fails_a_leak(tmp_path):
     """Issue 32's device-memory check in graph mode (one rule, ``execute.leak_warning``, fed by both sessions): a
     kernel leaking 256 MiB per launch (the emulator's leak_device_memory, acting through the twin's launch) is a
@@ -696,3 +715,5 @@ def test_the_differential_names_graph_mode_for_a_twin_bug_that_changes_one_thing
                and ADVERSARIAL[fault](record) and any(name in record["message"] for name in NAMED)
                for record in failed), [r["message"] for r in failed][:3]
     assert any(record["op"] == "grad" and record["status"] == "passed" for record in records)
+    if fault == "geir_refusal_at_run":      # a build-dependent case too: GE's run phase is no build's answer
+        assert {r["name"]: r["status"] for r in records}["cover.grad.error.empty_slice_past_D"] == "failed"

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, prmg, prmg_here
 from prmg_cli.cases.fields import MAX_ARRAY_ELEMENTS
-from prmg_cli.cases.loader import Case
+from prmg_cli.cases.loader import Case, definition_fingerprint
 from prmg_cli.errors import PrmgError
 from prmg_cli.reports.merge import MISSING, merge
 from prmg_cli.reports.outputs import OUTPUTS
@@ -85,6 +85,12 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
                                        ) in result.stderr
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert (summary["exit_code"], summary["ok"], summary["mixed"]) == (1, False, [differ])
+    # JUnit, whose counts a CI page shows, is not green either: one error testcase names the settings
+    prmg_here("report", *shards, "--report", f"junit:{tmp_path / 'r.xml'}")
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    errors = [case for case in suite.iter("testcase") if case.find("error") is not None]
+    assert suite.get("errors") == "1" and [case.get("classname") for case in errors] == ["prmg.report"]
+    assert differ in errors[0].find("error").text
     assert dict(summary["notes"])["settings differ"] == differ
     result = prmg_here("report", *shards, "--allow-mixed", "standard", "--report", "json", "-o", tmp_path / "r.json")
     assert result.returncode == 0 and f"warning: the runs were judged under different settings (--allow-mixed " \
@@ -492,6 +498,13 @@ CONTRADICTING = [
     ({"status": "skipped", "metrics": {"max_err_ratio": 0.5}}, "status skipped (never launched) but it holds metrics"),
     ({"status": "not_run", "error_code": 0}, "status not_run (never launched) but it holds an operator status"),
     ({"status": "xfailed"}, "status xfailed but the case names no known defect"),
+    ({"status": "xfailed", "known_defect": "issue 7", "definition": {"name": "y"}},     # failed, edited to read xfailed
+     "status xfailed but the definition of its case names no known defect"),
+    ({"definition": {"name": "y", "generator": "philox", "tolerance": {"budget_scale": 1000}},
+      "fingerprint": definition_fingerprint({"name": "y", "generator": "philox"})},      # its tolerance widened
+     "status passed, but its fingerprint is not that of its case's definition (either edited)"),
+    ({"definition": {"name": "y", "generator": "philox"}, "fingerprint": ""},     # cleared: --cases takes it as today's
+     "status passed, but its fingerprint is not that of its case's definition (either edited)"),
     ({"device_statuses": {"0": "passed", "1": "failed"}},
      "status passed, but its devices' statuses are passed, failed"),
     ({"device_statuses": {"0": "passed", "1": "fine"}}, "status passed, but its devices' statuses are passed, fine"),
@@ -566,6 +579,54 @@ def test_a_run_record_whose_settings_were_edited_is_not_believed(tmp_path):
     path.write_bytes(store.encode(run))
     assert refusal(path) == f"{path}: line 1: run record: its provenance says runner 'aclnn', its settings " \
                             f"'emulator': {DISBELIEVED}"
+
+
+@pytest.mark.verdict
+def test_a_shard_whose_run_record_was_removed_is_no_verdict_a_merge_takes(tmp_path):
+    """Issue 32 (round 3): the line of a shard's run record removed (``grep -v prmg.run/1``), or the shard joined after
+    another file's lines (``cat``): its records, judged under allclose on a kernel with a fault, merged green with a
+    shard of the default standard; no setting was compared, nor named in the header. A record naming a run no run
+    record above it states is refused; records naming no run (an older prmg's, or their run_id cleared) merged with
+    records of runs make the merge mixed (``settings``) unless allowed. A record run by another runner than its run
+    record states (an emulator shard made to read as the toolkit's, keys recomputed) is refused too."""
+    from prmg_cli.reports import store
+
+    def shard(run_id: str, settings: dict, name: str) -> tuple[bytes, bytes]:
+        judged = replace(record(name, metrics={"max_err_ratio": 0.5}), run_id=run_id,
+                         judged_under=store.settings_key(settings))
+        return store.encode(store.RunRecord(run_id, "", [name], settings, {})), store.encode(judged)
+
+    default_run, default_record = shard("d" * 32, {"standard": None}, "x")
+    loose_run, loose_record = shard("a" * 32, {"standard": "allclose", "faults": {"faults": ["cast_up"]}}, "y")
+    default = tmp_path / "default.jsonl"
+    default.write_bytes(default_run + default_record)
+    headless = tmp_path / "headless.jsonl"
+    headless.write_bytes(loose_record)
+    assert refusal(headless) == f"{headless}: line 1: case 'y': it names run '{'a' * 32}', which no run record above " \
+                                f"it in the file states (its run record removed, or lines of files joined out of " \
+                                f"order?): settings no record states: {DISBELIEVED}"
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(default_run + default_record + loose_record + loose_run)
+    assert refusal(joined).startswith(f"{joined}: line 3: case 'y': it names run '{'a' * 32}'")
+    joined.write_bytes(default_run + default_record + loose_run + loose_record)         # cat default loose: alike
+    assert [result.name for result in read(joined).results] == ["x", "y"]
+    assert prmg_here("report", joined).returncode == 1                                    # standard and faults differ
+    cleared = tmp_path / "cleared.jsonl"
+    cleared.write_bytes(store.encode(replace(record("y", metrics={"max_err_ratio": 0.5}))))
+    result = prmg_here("report", default, cleared)
+    assert result.returncode == 1 and f"no one verdict covers: settings: {cleared}: not recorded (records of no run " \
+                                      f"record: an older prmg's); {default}: recorded (--allow-mixed settings if " \
+                                      f"that is intended)" in result.stderr, result.stderr
+    assert prmg_here("report", default, cleared, "--allow-mixed", "settings").returncode == 0
+    assert prmg_here("report", cleared).returncode == 0              # an older prmg's file alone: as before
+    # an emulator shard whose run record (and so the key each record holds) was edited to read as the toolkit's
+    toolkit = {"runner": "aclnn", "standard": None}
+    claimed = tmp_path / "claimed.jsonl"
+    claimed.write_bytes(store.encode(store.RunRecord("e" * 32, "", ["y"], toolkit, {"runner": "aclnn"})) + store.encode(
+        replace(record("y", metrics={"max_err_ratio": 0.5}), runner="emulator", run_id="e" * 32,
+                judged_under=store.settings_key(toolkit))))
+    assert refusal(claimed) == f"{claimed}: line 2: case 'y': run by the 'emulator' runner, where its run's record " \
+                               f"states 'aclnn': {DISBELIEVED}"
 
 
 @pytest.mark.verdict

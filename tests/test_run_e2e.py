@@ -315,10 +315,15 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     # list of none taken as unset, a refusal's phase alone wrong, the forward's graphs alone wrong
     "geir_empty_list_unset": "geir: expected an error, got 0 SUCCESS",
     "geir_refusal_at_run": "ge::FAILED in the run phase", "geir_fwd_sin_negated": "geir (graph mode) disagrees",
+    # session 12: kernels built to beat the verdict again: a float32 bias on the last core's tail rows of a result
+    # past 2^16 elements (the balance's groups stopped there), one broadcast index wrong at B >= 8 (no case had it),
+    # a bias in the bf16 half of mixed dtypes, the tables' storage offsets ignored, every lane rounded toward zero
+    "tail_rows_up": "--strict: biased in rows ", "broadcast_last_b": "over budget", "mixed_bf16_up": "over budget",
+    "table_offset_ignored": "over budget", "round_zero_all": "over budget",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 # within every element's budget: only the error balance, a warning, sees it
-STRICT_CATCH = {"round_up", "cast_away", "core_bias", "negative_up", "binade_up"}
+STRICT_CATCH = {"round_up", "cast_away", "core_bias", "negative_up", "binade_up", "tail_rows_up"}
 # they act in a mode today's target lacks: run with every mode implemented, as the README's all-modes run
 ALL_MODES_CATCH = {"fwd_fp16_ilv_half", "fwd_odd_half"}
 CHIP_CATCH = {"fwd_membase_late": "Ascend910B2"}     # they act on that chip: its operator's (the forward's) cases
@@ -367,6 +372,9 @@ NO_GOLDEN_CATCH = {
     "binade_up": ("cover.grad.interleave_fp32_fp32_65535x1x1x4_B11D_s0-4", "--strict: sample: biased: "),
     "last_core_row_sign": ("checks.grad_large_checks_only", "sample: the host reference disagrees on 1 of "),
     "tail_pair_sign": ("checks.grad_fp32_1S1D", "sample: the host reference disagrees on "),
+    # session 12: sample says a group's bias too (its rows are every row of this case)
+    "tail_rows_up": ("cover.grad.interleave_fp32_fp32_65535x1x1x4_B11D_s0-4", "--strict: sample: biased in rows "),
+    "broadcast_last_b": ("edge.batch_16_shared_tables", "sample: the host reference disagrees on 8 of 128 "),
 }
 
 

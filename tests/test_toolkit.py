@@ -103,6 +103,38 @@ def test_custom_opp_path_entries_come_first_in_order(tmp_path, libs):
     assert found.op_lib_source == "ASCEND_CUSTOM_OPP_PATH"
 
 
+def test_a_custom_opp_entry_starting_with_tilde_is_read_as_written_as_the_toolkit_reads_it(tmp_path, libs, capsys,
+                                                                                         monkeypatch):
+    """nnopbase (opbase's ``OpKernelLib::GetCustomImplPath``: ``RealPath(entry + suffix)``) and GE (metadef's
+    ``PluginManager::GetPluginPathFromCustomOppPath``: ``mmIsDir(entry + "/" + sub)``) read ASCEND_CUSTOM_OPP_PATH's
+    entries as written, a leading ~ not expanded (a CI file's env: is expanded by no shell): prmg's search does
+    the same, so a package under $HOME that the toolkit would not load is not the library tested, and a run on a
+    toolkit and doctor say so in one line; a folder named ~ under the current one is what both take."""
+    from types import SimpleNamespace
+
+    from prmg_cli.commands.suite import settings_for
+    from prmg_cli.device.execute import RunSettings
+
+    root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
+    home, work = tmp_path / "home", tmp_path / "work"
+    place(libs["with_op"], home / "cust" / "op_api" / "lib" / "libcust_opapi.so")
+    work.mkdir()
+    monkeypatch.chdir(work)
+    env = {"ASCEND_HOME_PATH": str(root), "ASCEND_CUSTOM_OPP_PATH": "~/cust:/nowhere", "HOME": str(home)}
+    monkeypatch.setenv("HOME", str(home))
+    found = tk.find_toolkit(env)
+    assert found.op_lib == root / "lib64" / "libopapi_transformer.so"
+    assert tk.custom_opp_note(env) == (
+        f"prmg: note: ASCEND_CUSTOM_OPP_PATH entry ~/cust is read as written, as nnopbase and GE read it (neither "
+        f"expands ~): {work}/~/cust, not {home}/cust; write the whole path")
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", env["ASCEND_CUSTOM_OPP_PATH"])
+    settings_for(SimpleNamespace(runner="auto"), toolkit=found, settings=RunSettings(toolkit=None))
+    assert capsys.readouterr().err == tk.custom_opp_note(env) + "\n"
+    place(libs["with_op"], work / "~" / "cust" / "op_api" / "lib" / "libcust_opapi.so")
+    assert tk.find_toolkit(env).op_lib == Path("~/cust/op_api/lib/libcust_opapi.so")
+    assert tk.custom_opp_note({"ASCEND_CUSTOM_OPP_PATH": f"{home}/cust::/x~"}) == ""
+
+
 def test_config_ini_vendors_in_load_priority_order(tmp_path, libs):
     root = make_root(tmp_path / "cann", libs, libopapi_transformer="with_op")
     opp = tmp_path / "elsewhere" / "opp"
@@ -716,6 +748,8 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
     assert (warned.returncode, warned.stderr) == (0, f"prmg: warning: {said}"), warned.stdout + warned.stderr
     refused = prmg("run", cases, "--runner", "emulator", "--strict", env={"ASCEND_HOME_PATH": str(stale)})
     assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", f"prmg: error: --strict: {said}")
+    doctor = prmg("doctor", "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
+    assert f"\n  warning: {said}" in doctor.stdout, doctor.stdout                  # under the toolkit's lines
     found = tk.find_toolkit({"ASCEND_HOME_PATH": str(stale)})
     (stale / tk.EMULATOR_MARKER).write_text(current + "\n")
     assert tk.stale_emulator(found, emulator) == "" and tk.stale_emulator(tk.find_toolkit(

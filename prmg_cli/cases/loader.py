@@ -144,7 +144,8 @@ _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P
 
 __all__ = ["Case", "InputSpec", "Expect", "KnownDefect", "load_cases", "input_files", "check_files", "checked_cases",
            "validate", "unjudged", "select", "case_files", "case_to_dict", "case_record",
-           "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "NAME_PATTERN",
+           "parse_document", "sanitise_name", "fingerprint", "fingerprint_or_empty", "definition_fingerprint",
+           "NAME_PATTERN",
            "MAX_NAME_LENGTH", "INPUT_KINDS", "CASE_KEYS", "MAX_RUN_CASES", "MAX_FILE_BYTES", "MAX_EXPANDED_NODES",
            "MAX_LIST_VALUES"]
 
@@ -381,6 +382,13 @@ def fingerprint(case: Case) -> str:
             except npyfile.NpyError as error:
                 raise PrmgError(str(error), file=case.source, case=case.name,
                                 field=f"inputs.{tensor}.file") from None
+    return definition_fingerprint(definition)
+
+
+def definition_fingerprint(definition: dict) -> str:
+    """The sha256 (64 hex digits) of the canonical JSON (sorted keys, no spaces, ASCII) of ``definition``: a case's
+    ``fingerprint`` when its ``file:`` inputs are their digests (a case without one: of the ``definition`` its record
+    holds, which ``consistency.contradiction`` holds its fingerprint against)."""
     text = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 

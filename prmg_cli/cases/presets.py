@@ -271,6 +271,8 @@ def _edge() -> dict:
              dtype="bfloat16"),
         case("many_rows_D2", shape=(2, 64, 8, 2), broadcast="1SND", dtype="float16"),
         case("rows_over_65536", shape=(2, 2048, 17, 32), broadcast="1S1D", partial_slice=(8, 24), dtype="float16"),
+        # a batch of 16 over one table of positions (training's shared cos/sin): each batch index, the last one too
+        case("batch_16_shared_tables", shape=(16, 4, 2, 64), broadcast="1S1D", partial_slice=(0, 64)),
         case("huge_fp32", shape=(2, 2, 2, 32), broadcast="BSND", inputs={"dy": {"uniform": [-1e30, 1e30]}}),
         case("huge_tables_fp32", shape=(2, 2, 2, 32), broadcast="1S1D",
              inputs={"cos": {"uniform": [-1e30, 1e30]}, "sin": {"uniform": [-1e30, 1e30]}}),

@@ -7,7 +7,7 @@ import os
 import re
 
 from ..device import provenance
-from ..device.toolkit import OPP_LATEST, opp_path, opp_variable
+from ..device.toolkit import OPP_LATEST, custom_opp_note, opp_path, opp_variable
 from ..errors import PrmgError
 from ..ops import OPERATORS
 from ..results import visible
@@ -135,7 +135,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     from ..device.runners import check_runner, graph_runners
     from ..reports.outputs.screen import folded
     from ..device.toolkit import copied_emulator, emulator_toolkit, explain_search, find_toolkit, op_lib_file, \
-        toolkit_suggested
+        stale_copy, toolkit_suggested
 
     check_runner(runner)
     if op_lib:
@@ -146,6 +146,10 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
              "ASCEND_* variables:"]
     ascend = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASCEND_"))
     lines += [f"  {k}={v}" for k, v in ascend] or ["  (none set)"]
+    if note := custom_opp_note(os.environ):
+        from ..reports.outputs.screen import width, wrap
+
+        lines += ["  " + line for line in wrap(note.removeprefix("prmg: note: "), width() - 2)]
     lines.append("CANN toolkit search:")
     lines += [f"  {line}" for line in explain_search(os.environ, op_lib)]
     try:
@@ -159,7 +163,8 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
                   f"  nnopbase: {toolkit.nnopbase_lib}",
                   f"  operator: {toolkit.op_lib} (from {toolkit.op_lib_source})", *opp_path_lines(toolkit)]
         probe, usable["aclnn"] = _probe_lines(toolkit)
-        lines += probe
+        stale = stale_copy(toolkit, os.environ)                 # what a run naming the emulator says of it
+        lines += probe + ([f"  warning: {stale}"] if stale else [])
     else:
         lines.append("toolkit: none found")
         usable["aclnn"] = False

@@ -19,8 +19,9 @@ OPTIONS = (
     Option("duplicates", ("--duplicates",), "worst", f"A case in several files: worst (the worst verdict, a verdict "
            f"beating none: {' > '.join(WORST_FIRST)}) or last (the last file's record).", "RULE"),
     Option("allow_mixed", ("--allow-mixed",), (), "A setting (repeatable: standard, strict, runner, toolkit_version, "
-           "soc, op_library, libraries, opp, faults, ...) that may differ between the runs merged; any other that "
-           "differs is named and makes the exit code 1 (the host and the toolkit's folder may always differ).",
+           "soc, op_library, libraries, opp, faults, ...; settings: records of no run record among records of "
+           "runs) that may differ between the runs merged; any other that differs is named and makes the exit code 1 "
+           "(the host and the toolkit's folder may always differ).",
            "SETTING", list),
     VERBOSE, WIDE,
 )

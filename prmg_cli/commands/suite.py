@@ -234,9 +234,10 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
     other runner refuses the emulator installed where a toolkit belongs (``toolkit.select_runner``), so nothing
     else is left to say of one here. A runner naming the emulator that picked a copy of it installed as a toolkit
     which is not this prmg's build of its sources (``toolkit.stale_copy``) says so on stderr; ``--strict`` refuses
-    it."""
+    it. On a toolkit, an ``ASCEND_CUSTOM_OPP_PATH`` entry starting with ``~`` is said to be read as written, as the
+    toolkit reads it (``toolkit.custom_opp_note``)."""
     from ..device.runners import emulator_runners, select
-    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, find_toolkit, stale_copy
+    from ..device.toolkit import EMULATOR_FALLBACK, check_emulator_env, custom_opp_note, find_toolkit, stale_copy
 
     settings = settings or checked_settings(request)
     if toolkit is None:
@@ -250,6 +251,8 @@ def settings_for(request, toolkit=None, max_memory: int | None = None, settings=
         check_emulator_env(os.environ)
         if request.runner not in emulator_runners() and find_toolkit(os.environ) is None:
             sys.stderr.write(EMULATOR_FALLBACK + "\n")
+    elif note := custom_opp_note(os.environ):
+        sys.stderr.write(note + "\n")
     return replace(settings, toolkit=toolkit, max_memory=max_memory)
 
 
@@ -477,9 +480,9 @@ class _Run:
             say(f"warning: {note[2:]}")
         self._record(settings, selection)
         if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
-            for case in self.cases:                   # --resume A --results B: B holds the whole run
-                if case.name in self.finished:
-                    self._append(self.finished[case.name])
+            for case in self.cases:                   # --resume A --results B: B holds the whole run, each record
+                if case.name in self.finished:        # taken as this run's (judged under its settings: trusted)
+                    self._append(replace(self.finished[case.name], run_id=self.run_id))
         self.todo = [case for case in self.cases if case.name not in self.finished]
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
 

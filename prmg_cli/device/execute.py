@@ -40,13 +40,14 @@ from ..dtypes import lookup
 from ..errors import STOP_SIGNALS, PrmgError
 from ..files import MiB
 from ..judging.checks import CheckContext, fold_checks, run_checks
-from ..judging.judge import judge, slice_arrays as judge_slice_arrays
+from ..judging.judge import judge, phase_of, slice_arrays as judge_slice_arrays
 from ..judging.standards import standard_of
 from ..judging.verdict_metrics import key_metric
 from ..ops import OPERATORS, constraints
 from ..ops.targets import Target
 from ..results import STATUSES, CaseResult, plural
-from ..vocab import DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GUARD_BYTES, MODE_NAMES, shard_numbers
+from ..vocab import (DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GRAPH_REFUSING, GUARD_BYTES, MODE_NAMES, PHASES,
+                     shard_numbers)
 
 WORKSPACE_BYTES = 16 << 20          # what the operator asks for (the 950 tiling's 16 MiB workspace)
 # Device memory a case may leave taken beyond prmg's own buffers (a runtime's caches, a kernel binary loaded once)
@@ -194,14 +195,16 @@ def build_dependent(case: Case, result: CaseResult, kinds, target: Target, outco
     is unknown or not among them (``targets.Target.build``), that failed only by its status: ``xfailed``, saying
     that the expectation depends on the toolkit build (targets module docstring); any other result as it is. An
     aclnn ``outcome`` must be what some build returns (``constraints.build_outcomes``: the status and its phase):
-    a status no build gives (the no-op refused at the launch) is the toolkit's failure, not its build's."""
+    a status no build gives (the no-op refused at the launch) is the toolkit's failure, not its build's. Graph
+    mode's outcome (``outcome.path`` geir) is held to graph mode's table: each build's answer in GE's status and
+    phase (``constraints.build_outcomes`` with ``graph``), so a failure of GE's run phase is never a build's."""
     if not case.builds or result.status != "failed" or set(kinds) != {"status"} or target.build in case.builds:
         return result
-    if outcome is not None and outcome.path != "geir":            # graph mode's GE codes: no build table of its own
-        from ..judging.judge import phase_of
-
-        got = (outcome.status, phase_of(case, outcome.failed_call) if outcome.status else None)
-        if got not in constraints.build_outcomes(case, supported_modes, target.soc):
+    if outcome is not None:
+        graph = outcome.path == "geir"
+        phase = (outcome.phase if graph else phase_of(case, outcome.failed_call)) if outcome.status else None
+        outcomes = constraints.build_outcomes(case, supported_modes, target.soc, graph=graph)
+        if not constraints.explains((outcome.status, phase), outcomes, GRAPH_REFUSING if graph else tuple(PHASES)):
             return result
     return replace(result, status="xfailed", message=f"expectation depends on the toolkit build: it holds for builds "
                    f"{', '.join(case.builds)}; this toolkit states {target.describe_build()}: {result.message}")
@@ -286,7 +289,8 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
     standard, tolerance = judging(case, settings)
     path = getattr(session, "path", "")
     judged, chip_note = constraints.on_chip(case, settings.supported_modes, target.soc)
-    judged = session.judged_case(judged, settings.supported_modes) if hasattr(session, "judged_case") else judged
+    judged = session.judged_case(judged, settings.supported_modes, target.soc) if hasattr(session, "judged_case") \
+        else judged
     if isinstance(judged, str):
         return case_result(case, "skipped", message=judged, standard=standard, path=path,
                            duration_s=time.perf_counter() - started), True, None

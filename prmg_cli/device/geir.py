@@ -232,9 +232,10 @@ class GeirSession:
         return None
 
     @staticmethod
-    def judged_case(case: Case, supported_modes) -> Case | str:
-        """``case`` as graph mode must answer it, or why it has no graph form (``constraints.graph_case``)."""
-        return graph_case(case, supported_modes)
+    def judged_case(case: Case, supported_modes, soc: str | None = None) -> Case | str:
+        """``case`` as graph mode must answer it on chip family ``soc``, or why it has no graph form
+        (``constraints.graph_case``)."""
+        return graph_case(case, supported_modes, soc)
 
     def launch(self, case: Case, inputs: Inputs) -> Outcome:
         """Build, compile and run ``case``'s graph on ``inputs`` and check every host buffer afterwards."""

@@ -100,8 +100,11 @@ MAX_STAMPED_FILES = 20000          # more files than that are counted but not st
 
 def _opp_bases(opp: Path, custom: str) -> list[Path]:
     """The folders a toolkit loads operators from: each ``ASCEND_CUSTOM_OPP_PATH`` entry, each vendor under
-    ``opp/vendors``, ``opp/built-in`` (which exist)."""
-    bases = [Path(entry) for entry in custom.split(":") if entry] + _folders(opp / "vendors") + [opp / "built-in"]
+    ``opp/vendors``, ``opp/built-in`` (which exist); the entries as written, as the toolkit reads them
+    (``toolkit.custom_opp_entries``)."""
+    from .toolkit import custom_opp_entries
+
+    bases = [Path(entry) for entry in custom_opp_entries(custom)] + _folders(opp / "vendors") + [opp / "built-in"]
     return [base for base in bases if _is_folder(base)]
 
 
@@ -115,8 +118,20 @@ def _is_folder(path: Path) -> bool:
 
 
 def _files_under(folder: Path) -> Iterable[Path]:
-    """Every file below ``folder`` (links to files included, folder links not followed), in no set order."""
-    for top, folders, names in os.walk(folder):
+    """Every file below ``folder`` (links to files included), folder links followed (a kernel's ``bin`` linked to a
+    build's output), each folder walked once, by the first path reaching it (a link back to a folder above ends
+    there), at most ``MAX_STAMPED_FILES`` folders, in a set order."""
+    walked: set[tuple[int, int]] = set()
+    for top, folders, names in os.walk(folder, followlinks=True):
+        try:
+            info = os.stat(top)
+        except OSError:
+            folders.clear()
+            continue
+        if (info.st_dev, info.st_ino) in walked or len(walked) >= MAX_STAMPED_FILES:
+            folders.clear()
+            continue
+        walked.add((info.st_dev, info.st_ino))
         folders.sort()
         for name in sorted(names):
             yield Path(top) / name

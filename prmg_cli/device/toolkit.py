@@ -253,12 +253,33 @@ def config_vendors(opp: Path) -> list[str]:
     return []
 
 
+CUSTOM_OPP = "ASCEND_CUSTOM_OPP_PATH"
+
+
+def custom_opp_entries(custom: str) -> list[str]:
+    """The folders a value of ``ASCEND_CUSTOM_OPP_PATH`` names, in order, empty entries left out, each as written:
+    nnopbase (opbase ``OpKernelLib::GetCustomImplPath``, ``GetCustomVendorName``) and GE (metadef
+    ``PluginManager::GetPluginPathFromCustomOppPath``) split the value at ``:`` and read each entry as a path, a
+    leading ``~`` not expanded (``~/x`` is a folder named ``~`` under the current one), and so does prmg."""
+    return [entry for entry in custom.split(":") if entry]
+
+
+def custom_opp_note(env: Mapping[str, str]) -> str:
+    """One line when an ``ASCEND_CUSTOM_OPP_PATH`` entry starts with ``~`` (a CI file's ``env:`` is expanded by no
+    shell): it is read as written, as the toolkit reads it (``custom_opp_entries``), not as the home folder's; ""
+    otherwise."""
+    tilde = [entry for entry in custom_opp_entries(env.get(CUSTOM_OPP) or "") if entry.startswith("~")]
+    if not tilde:
+        return ""
+    return (f"prmg: note: {CUSTOM_OPP} entry {tilde[0]}{f' (and {len(tilde) - 1} more)' if len(tilde) > 1 else ''} "
+            f"is read as written, as nnopbase and GE read it (neither expands ~): {os.path.abspath(tilde[0])}, not "
+            f"{os.path.expanduser(tilde[0])}; write the whole path")
+
+
 def _op_lib_candidates(root: Path, env: Mapping[str, str]) -> list[tuple[str, Path]]:
     """(rule, path) for every place the operator may live, in the documented precedence."""
-    candidates = []
-    for entry in (env.get("ASCEND_CUSTOM_OPP_PATH") or "").split(":"):
-        if entry:
-            candidates.append(("ASCEND_CUSTOM_OPP_PATH", Path(entry) / "op_api" / "lib" / "libcust_opapi.so"))
+    candidates = [(CUSTOM_OPP, Path(entry) / "op_api" / "lib" / "libcust_opapi.so")
+                  for entry in custom_opp_entries(env.get(CUSTOM_OPP) or "")]
     opp = _opp_folder(root, env)
     for vendor in config_vendors(opp):
         candidates.append((f"vendors/config.ini load_priority (vendor {vendor})",

@@ -40,13 +40,16 @@ def one_pass_first(elements: int) -> bool:
 class _Passed:
     """What ``fast_default`` found on a result it proved right: the default standard's metrics, whether the
     unchanged input passes as well, and what the compiled pass found besides (``_native_extras``; numpy's pass finds
-    neither): ``flip_fails``, True when a kernel flipping the sign of sin fails the case (False: not known), and
-    ``distinct``, the error balance's distinct counts (``distinct_balance_counts``; None: not counted)."""
+    neither): ``flip_fails``, True when a kernel flipping the sign of sin fails the case (False: not known),
+    ``distinct``, the error balance's distinct counts (``distinct_balance_counts``; None: not counted), and ``sides``,
+    the departures' sides per row and per lane of a result too large to recount (``departure_sides``; None: not
+    counted)."""
 
     metrics: dict
     vacuous: bool
     flip_fails: bool = False
     distinct: tuple[int, ...] | None = None
+    sides: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class _Shared:
@@ -177,14 +180,17 @@ class _NativeScan:
     """One thread's part of the compiled ``fast_default`` (``native.SOURCE``, ``prmg_judge_rows``): the same
     judgement as ``_SliceScan``'s over a range of rows, with the same findings as attributes."""
 
-    def __init__(self, lib, args, shared_stop, rows: tuple[int, int], capacity: int = native.SPECIAL_CAPACITY):
+    def __init__(self, lib, args, shared_stop, rows: tuple[int, int], capacity: int = native.SPECIAL_CAPACITY,
+                 lanes: int = 0):
         self.lib, self.args, self.rows, self.shared_stop = lib, args, rows, shared_stop
         self.arrays = [np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity),
                        np.empty(capacity)]
+        self.lane_sides = np.zeros((lanes, 3), np.int64)           # the screen's lanes, when args has row_sides
         self.out = native.JudgeOut(special_index=self.arrays[0].ctypes.data,
                                    input_special_index=self.arrays[1].ctypes.data,
                                    special_value=self.arrays[2].ctypes.data,
-                                   input_special_value=self.arrays[3].ctypes.data)
+                                   input_special_value=self.arrays[3].ctypes.data,
+                                   lane_sides=self.lane_sides.ctypes.data)
         self.seconds = 0.0
 
     def run(self) -> None:
@@ -218,7 +224,8 @@ def _native_terms(rotation: reference.Rotation, rotary_mode: int, length: int) -
 
 
 def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float, shared: _Shared):
-    """The compiled scans of ``fast_default``, run, with ``_native_extras`` of a result they passed; None when the
+    """The compiled scans of ``fast_default``, run, with ``_native_extras`` of a result they passed and, past
+    ``RECOUNTED`` slice elements, the error balance's screen the scans count (``_Passed.sides``); None when the
     helper is missing or cannot take the case (the numpy scans then run), or listed more non-finite elements than it
     has room for."""
     lib = native.library()
@@ -230,7 +237,10 @@ def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float
     length = end - start
     cos, sin = np.ascontiguousarray(cos), np.ascontiguousarray(sin)
     stop = ctypes.c_int32(0)
-    keep = (x, result, cos, sin)
+    rows = x.size // x.shape[-1]
+    # the error balance's screen of a result too large to recount: each row's departures (and each scan's lanes')
+    row_sides = np.zeros((rows if rows * length > error_balance.RECOUNTED else 0, 3), np.int64)
+    keep = (x, result, cos, sin, row_sides)
     args = native.JudgeArgs(
         x=x.ctypes.data, result=result.ctypes.data, cos=cos.ctypes.data, sin=sin.ctypes.data, x_type=x_type,
         cos_type=cos_type, rows_s=x.shape[1], rows_n=x.shape[2], depth=x.shape[3], start=start, length=length,
@@ -238,20 +248,21 @@ def _native_scans(op, case: Case, x, result, cos, sin, fmt: Format, scale: float
         **_native_terms(op.rotation, case.rotary_mode, length)[1], computation=2 * U32 + U32 * U32,
         half_ulp_scale=2.0 ** -fmt.precision, half_smallest=fmt.smallest / 2, scale=scale, ftz_floor=FTZ_FLOOR,
         underflow_floor=UNDERFLOW_FLOOR, capacity=native.SPECIAL_CAPACITY, stop=ctypes.pointer(stop),
-        balance_threshold=balance_threshold(fmt))
-    rows = x.size // x.shape[-1]
+        balance_threshold=balance_threshold(fmt), row_sides=row_sides.ctypes.data if len(row_sides) else None,
+        overflow=fmt.overflow)
     workers = native.HOST_THREADS if rows * length >= _NATIVE_SPLIT else 1
     capacity = min(native.SPECIAL_CAPACITY, rows * length)     # a small slice cannot list more (no overflow)
-    scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers), capacity)
-             for i in range(workers)]
+    scans = [_NativeScan(lib, args, stop, (rows * i // workers, rows * (i + 1) // workers), capacity,
+                         length if len(row_sides) else 0) for i in range(workers)]
     native.in_threads([scan.run for scan in scans])
     if any(scan.overflow for scan in scans):
         return None
     shared.stop = bool(stop.value) or any(scan.failed for scan in scans)
     shared.input_fails = any(scan.input_fails for scan in scans)
     extras = (False, None) if shared.stop else _native_extras(lib, args, rows, length, fmt)
+    sides = (row_sides, sum(scan.lane_sides for scan in scans)) if len(row_sides) else None
     del keep
-    return scans, extras
+    return scans, (*extras, sides)
 
 
 def _native_extras(lib, args, rows: int, length: int, fmt: Format) -> tuple[bool, tuple[int, ...] | None]:
@@ -343,7 +354,7 @@ def _one_pass(case: Case, inputs, result: np.ndarray, tolerance, timings: dict) 
     shared = _Shared()
     scale = standard_parameters(ONE_PASS, dtype, tolerance)["budget_scale"]
     native_scans = _native_scans(op, case, x, result, cos, sin, FLOAT_FORMATS[dtype], scale, shared)
-    scans, extras = native_scans or (None, (False, None))
+    scans, extras = native_scans or (None, (False, None, None))
     if scans is None:
         shared = _Shared()
         terms = op.slice_terms(x, cos, sin, case.rotary_mode, (start, end))

@@ -54,7 +54,7 @@ from ..vocab import GRAPH_PHASES, GRAPH_REFUSING, PHASES, WORKSPACE_POISON
 from .default_pass import ONE_PASS
 from .defects import beyond
 from .standards import STANDARDS, Judgement, SliceView, standard_of, standard_parameters
-from .standards.default import departures, distinct_balance_counts, group_counts
+from .standards.default import departure_sides, departures, distinct_balance_counts, group_counts, screen_groups
 
 
 @dataclass
@@ -290,7 +290,8 @@ def _judge_result(case: Case, inputs, result, standard, tolerance, verdict: Verd
 
             _balance_warning(verdict, result[..., start:end].size, (lambda: passed.distinct)
                              if passed.distinct is not None else lambda: distinct_balance_counts(*slice_and_golden()),
-                             lambda: departures(*slice_and_golden()))
+                             lambda: departures(*slice_and_golden()), (lambda: passed.sides)
+                             if passed.sides is not None else lambda: departure_sides(*slice_and_golden()))
             return passed.flip_fails
         timings["golden"] = 0.0
     outside = diagnosis.outside_changes(inputs.dy, result, start, end)
@@ -425,18 +426,23 @@ def _vacuous_warning(standard: str) -> str:
             f"kernel from one that does nothing in the slice")
 
 
-def _balance_warning(verdict: Verdict, elements: int, distinct, departures) -> None:
+def _balance_warning(verdict: Verdict, elements: int, distinct, departures, sides) -> None:
     """A passing result of ``elements`` slice elements whose errors lean one way beyond chance
     (``error_balance.case_warning``, from the ``default`` standard's counts) gets the warning; where
     ``error_balance.needs_distinct`` says so, ``distinct()`` recounts the distinct (golden, result) pairs first
-    (``error_balance.DISTINCT``). A recounted result that does not lean as a whole is held to the same tests within
-    each group of its rows and lanes (``error_balance.group_warning`` on ``standards.default.group_counts`` of
-    ``departures()``) when its distinct counts are enough for a group to lean."""
+    (``error_balance.DISTINCT``). A result that does not lean as a whole is held to the same tests within each group
+    of its rows and lanes (``error_balance.group_warning`` on ``standards.default.group_counts`` of
+    ``departures()``): a recounted one when its distinct counts are enough for a group to lean, a larger one when some
+    group of its departures counted with their repeats (``sides()``: ``standards.default.departure_sides``, which the
+    compiled pass counts) leans -- a screen, so that a large result pays for its distinct departures only then."""
     if error_balance.needs_distinct(verdict.metrics, elements):
         verdict.metrics.update(zip(error_balance.DISTINCT, distinct()))
     text = error_balance.case_warning(verdict.metrics)
-    if not text and elements <= error_balance.RECOUNTED and error_balance.DISTINCT[0] in verdict.metrics and max(
-            verdict.metrics[key] for key in error_balance.DISTINCT) >= error_balance.group_floor(1):
+    if not text and elements <= error_balance.RECOUNTED:
+        if error_balance.DISTINCT[0] in verdict.metrics and max(
+                verdict.metrics[key] for key in error_balance.DISTINCT) >= error_balance.group_floor(1):
+            text = error_balance.group_warning(group_counts(*departures()))
+    elif not text and error_balance.group_warning(screen_groups(sides())):
         text = error_balance.group_warning(group_counts(*departures()))
     if text:
         verdict.warnings.append(text)
@@ -471,7 +477,8 @@ def _judge_slice(case: Case, inputs, result, standard, tolerance, verdict: Verdi
             verdict.warnings.append(_vacuous_warning(standard))
         _balance_warning(verdict, view.actual.size, lambda: distinct_balance_counts(view.actual, view.golden,
                                                                                   view.format),
-                         lambda: departures(view.actual, view.golden, view.format))
+                         lambda: departures(view.actual, view.golden, view.format),
+                         lambda: departure_sides(view.actual, view.golden, view.format))
         return
     wrong, score = _wrong_and_score(evaluation)
     outside_special = judgement.bad.copy()             # the bad elements but the non-finite ones, in flat order

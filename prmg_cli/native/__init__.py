@@ -61,7 +61,7 @@ class JudgeArgs(ctypes.Structure):
                 ("sign", c_void_p), ("computation", c_double), ("half_ulp_scale", c_double),
                 ("half_smallest", c_double), ("scale", c_double), ("ftz_floor", c_double),
                 ("underflow_floor", c_double), ("capacity", c_int64), ("stop", POINTER(c_int32)),
-                ("balance_threshold", c_double)]
+                ("balance_threshold", c_double), ("row_sides", c_void_p), ("overflow", c_double)]
 
 
 class JudgeOut(ctypes.Structure):
@@ -71,7 +71,8 @@ class JudgeOut(ctypes.Structure):
                 ("specials", c_int64), ("input_specials", c_int64), ("ulps_at", c_int64),
                 ("special_index", c_void_p), ("input_special_index", c_void_p),
                 ("special_value", c_void_p), ("input_special_value", c_void_p),
-                ("balance_up", c_int64), ("balance_down", c_int64), ("balance_toward", c_int64)]
+                ("balance_up", c_int64), ("balance_down", c_int64), ("balance_toward", c_int64),
+                ("lane_sides", c_void_p)]
 
 
 class JudgeExtras(ctypes.Structure):

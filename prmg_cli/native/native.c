@@ -41,6 +41,8 @@ typedef struct {
     int64_t capacity;              /* room in each special list */
     volatile int32_t *stop;        /* set by any thread that finds a wrong element */
     double balance_threshold;      /* the smallest |golden| the error balance counts (standards/default.py) */
+    int64_t *row_sides;            /* the screen's (up, down, toward) per row (screen_sides), NULL for none */
+    double overflow;               /* dy's dtype's Format.overflow (the screen's nearest) */
 } judge_args;
 
 typedef struct {
@@ -51,6 +53,7 @@ typedef struct {
     double *special_value, *input_special_value;
     int64_t balance_up, balance_down;       /* counted elements above and below the golden (error_balance.py) */
     int64_t balance_toward;                 /* ... of them nearer zero than the golden (the rest: away) */
+    int64_t *lane_sides;                    /* the screen's (up, down, toward) per lane, this call's rows */
 } judge_out;
 
 static double now(void)
@@ -486,9 +489,54 @@ static void add_golden_time(judge_out *out, const golden_clock *clock)
         out->golden_seconds += seconds * (double)clock->golden / (double)spent;
 }
 
+/* v rounded once to nearest, ties to even, in dy's dtype (dtypes.rounded), as a float64: |v| on the grid of the
+ * dtype's spacing ulp = 2 half_ulp(|v|) at it by (|v| + 2^52 ulp) - 2^52 ulp (the sum's own spacing is ulp, so
+ * float64's rounding of it is the grid's, ties to even), with v's sign; +-inf from overflow (Format.overflow, the
+ * smallest magnitude that rounds to infinity) on. For finite v. */
+static inline double nearest(const judge_args *a, double overflow, double value)
+{
+    const double magnitude = fabs(value);
+    if (magnitude >= overflow)
+        return copysign(INFINITY, value);
+    const double grid = 2.0 * half_ulp(a, magnitude) * 0x1p52;
+    return copysign((magnitude + grid) - grid, value);
+}
+
+/* The error balance's screen of a result too large to recount (standards/default.py departure_sides): over rows
+ * [0, rows) of golden and actual (row k at k * length), each element the balance counts (both finite, |golden| >=
+ * balance_threshold) whose result is neither the golden nor RN(golden) = nearest(golden), repeats too, added to its
+ * row's and its lane's (up, down, toward): above RN(golden), below it, nearer zero than it. */
+static void screen_sides(const judge_args *a, int64_t rows, const double *golden, const double *actual,
+                         int64_t *row_sides, int64_t *lane_sides)
+{
+    const int64_t length = a->length;
+    for (int64_t k = 0; k < rows; k++) {
+        int64_t up = 0, down = 0, toward = 0;
+        for (int64_t j = 0; j < length; j++) {       /* no branches: a result at RN(golden) is on neither side */
+            const double gold = golden[k * length + j], result = actual[k * length + j];
+            const double rounded = nearest(a, a->overflow, gold);
+            const int64_t counted = isfinite(gold) & isfinite(result) & (fabs(gold) >= a->balance_threshold);
+            const int64_t above = counted & (result > rounded), below = counted & (result < rounded);
+            const int64_t nearer = counted & (fabs(result) < fabs(rounded));
+            up += above;
+            down += below;
+            toward += nearer;
+            lane_sides[3 * j] += above;
+            lane_sides[3 * j + 1] += below;
+            lane_sides[3 * j + 2] += nearer;
+        }
+        row_sides[3 * k] += up;
+        row_sides[3 * k + 1] += down;
+        row_sides[3 * k + 2] += toward;
+    }
+}
+
 /* Rows [row_begin, row_end) of the slice: outside bits, golden, magnitude, budget, the result's and the
  * input's errors. Returns 0; a wrong element sets out->failed (and *stop), a full special list out->overflow
- * (as does a slice longer than MAX_LANES: the caller then judges with numpy). */
+ * (as does a slice longer than MAX_LANES: the caller then judges with numpy). With a->row_sides, the error balance's
+ * screen of a passing chunk's rows (screen_sides) too, from the golden at hand: into the chunk's own counts as its
+ * parts pass, added to a->row_sides and out->lane_sides once the chunk passes (one judged element by element counts
+ * from its formed rows). */
 CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_end, judge_out *out)
 {
     const int64_t length = a->length, x_size = item_size(a->x_type);
@@ -504,6 +552,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     double *const actual = part_rows[3];
     double *const chunk_input = chunk_rows[0], *const chunk_golden = chunk_rows[1];
     double *const chunk_magnitude = chunk_rows[2], *const chunk_actual = chunk_rows[3];
+    static _Thread_local int64_t chunk_row_sides[3 * CHUNK], chunk_lane_sides[3 * MAX_LANES];
     judge_rows r = {.a = a, .layout = lane_layout_of(a), .row_bytes = a->depth * x_size,
                     .head = a->start * x_size, .tail = (a->start + length) * x_size, .table = -1};
     const int64_t far = AHEAD / r.row_bytes > 1 ? AHEAD / r.row_bytes : 1;     /* rows to prefetch ahead */
@@ -521,6 +570,10 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
         const int check_input = !out->input_fails;
         chunk_scan found = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         int unusual = 0;                            /* then only the outside of the rest is compared */
+        if (a->row_sides) {
+            memset(chunk_row_sides, 0, (size_t)(3 * rows) * sizeof *chunk_row_sides);
+            memset(chunk_lane_sides, 0, (size_t)(3 * length) * sizeof *chunk_lane_sides);
+        }
         for (int64_t done = 0; done < rows; done += rows_per_part) {
             const int64_t part = rows - done < rows_per_part ? rows - done : rows_per_part;
             /* Each loop over the part's rows reads one of x and the result, row after row, asking for its row far
@@ -560,6 +613,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             const chunk_scan scan = check_input ? scan_part(a, count, golden, magnitude, actual, input, 1)
                                                 : scan_part(a, count, golden, magnitude, actual, input, 0);
             unusual = scan.ratio >= ONE_BITS || (check_input && scan.input_error >= INFINITY_BITS);
+            if (a->row_sides && !unusual)
+                screen_sides(a, part, golden, actual, chunk_row_sides + 3 * done, chunk_lane_sides);
             found.ratio = scan.ratio > found.ratio ? scan.ratio : found.ratio;
             found.error = scan.error > found.error ? scan.error : found.error;
             found.ulps = scan.ulps > found.ulps ? scan.ulps : found.ulps;
@@ -584,6 +639,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
                 add_golden_time(out, &clock);
                 return 0;
             }
+            if (a->row_sides)
+                screen_sides(a, rows, chunk_golden, chunk_actual, a->row_sides + 3 * first, out->lane_sides);
             max_ratio = bits_of(out->max_ratio);
             max_error = bits_of(out->max_error);
             max_ulps = bits_of(out->max_ulps);
@@ -600,6 +657,10 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             out->balance_up += found.up;
             out->balance_down += found.down;
             out->balance_toward += found.toward;
+            for (int64_t i = 0; a->row_sides && i < 3 * rows; i++)
+                a->row_sides[3 * first + i] += chunk_row_sides[i];
+            for (int64_t i = 0; a->row_sides && i < 3 * length; i++)
+                out->lane_sides[i] += chunk_lane_sides[i];
             if (check_input && found.input_over)
                 out->input_fails = 1;
         }
@@ -610,19 +671,6 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     memcpy(&out->max_beyond, &max_beyond, sizeof max_beyond);
     add_golden_time(out, &clock);
     return 0;
-}
-
-/* v rounded once to nearest, ties to even, in dy's dtype (dtypes.rounded), as a float64: |v| on the grid of the
- * dtype's spacing ulp = 2 half_ulp(|v|) at it by (|v| + 2^52 ulp) - 2^52 ulp (the sum's own spacing is ulp, so
- * float64's rounding of it is the grid's, ties to even), with v's sign; +-inf from overflow (Format.overflow, the
- * smallest magnitude that rounds to infinity) on. For finite v. */
-static inline double nearest(const judge_args *a, double overflow, double value)
-{
-    const double magnitude = fabs(value);
-    if (magnitude >= overflow)
-        return copysign(INFINITY, value);
-    const double grid = 2.0 * half_ulp(a, magnitude) * 0x1p52;
-    return copysign((magnitude + grid) - grid, value);
 }
 
 /* out[i] = nearest(values[i]) in the dtype of a (x_type's half_ulp_scale and half_smallest), for a test. */

@@ -27,8 +27,8 @@ from ..vocab import DEFAULT_SUPPORTED_MODES, PHASES
 from .targets import ASCEND, BUILDS, LATEST_BUILD, REFERENCE_SOC, rules_soc, soc_family
 
 __all__ = ["DEFAULT_SUPPORTED_MODES", "Violation", "violation_details", "violations", "expected_status",
-           "expected_phase", "holding_builds", "skip_reason", "expectation_warning", "check_chip", "on_chip",
-           "graph_case"]
+           "expected_phase", "holding_builds", "build_outcomes", "explains", "skip_reason", "expectation_warning",
+           "check_chip", "on_chip", "graph_case"]
 
 
 def violation_details(case: Case, supported_modes: set[int] | frozenset[int], soc: str | None = None,
@@ -69,24 +69,48 @@ def holding_builds(case: Case, supported_modes: set[int] | frozenset[int]) -> tu
                  or (wanted == "any" and code != 0))
 
 
-def build_outcomes(case: Case, supported_modes: set[int] | frozenset[int], soc: str | None = None) -> frozenset:
+def build_outcomes(case: Case, supported_modes: set[int] | frozenset[int], soc: str | None = None,
+                   graph: bool = False) -> frozenset:
     """What the operator returns for ``case`` on chip family ``soc`` on each build (``targets.BUILDS``):
-    ``(status, phase)`` pairs (the phase None for a success), the outcomes a toolkit build can explain."""
-    codes = {build: expected_status(case, supported_modes, soc, build) for build in BUILDS}
-    return frozenset((code, expected_phase(case, supported_modes, soc, build) if code else None)
-                     for build, code in codes.items())
+    ``(status, phase)`` pairs (the phase None for a success), the outcomes a toolkit build can explain. With
+    ``graph``, as graph mode answers each build's (``graph_case``: GE's status and the graph phase refusing it;
+    ``("any", "any")`` where the model leaves GE's refusal open, any refusal of a refusing phase; a build whose
+    case has no graph form, ``("any", "any")`` and success)."""
+    outcomes = set()
+    for build in BUILDS:
+        code = expected_status(case, supported_modes, soc, build)
+        phase = expected_phase(case, supported_modes, soc, build) if code else None
+        if not graph:
+            outcomes.add((code, phase))
+            continue
+        judged = graph_case(replace(case, expect=Expect(code, phase) if code else Expect(), known_defect=None),
+                            supported_modes, soc, build)
+        if isinstance(judged, str):
+            outcomes.update({("any", "any"), (0, None)})
+        else:
+            outcomes.add((0, None) if judged.expect.success else (judged.expect.error, judged.expect.phase))
+    return frozenset(outcomes)
 
 
-def _read_in_graph(case: Case, reading: GraphReading, supported_modes, defect) -> Case | str:
+def explains(got: tuple, outcomes: frozenset, refusing: tuple = tuple(PHASES)) -> bool:
+    """Whether ``got``, a call's ``(status, phase)`` (phase None for a success), is one of ``outcomes``
+    (``build_outcomes``), an ``"any"`` standing for any refusal (status) of any phase of ``refusing``."""
+    status, phase = got
+    return got in outcomes or (status != 0 and phase in refusing and any(
+        code in ("any", status) and want in ("any", phase) for code, want in outcomes if code != 0))
+
+
+def _read_in_graph(case: Case, reading: GraphReading, supported_modes, defect, soc: str | None = None,
+                   build: str | None = None) -> Case | str:
     """``case`` as graph mode answers it when its first broken rule is the aclnn path's alone (``reading``): any
     refusal where the tiling's reading is undefined, else the case as the tiling reads it, judged by the rules it
     then breaks (its graph form, the list passed as written), ``reading.why`` as its note."""
     if reading.read is None:
         return replace(case, expect=Expect("any", "any"), known_defect=defect, note=reading.why)
     read = reading.read(case)
-    found = violation_details(read, supported_modes)
+    found = violation_details(read, supported_modes, soc, build)
     expect = Expect() if not found else Expect("any" if found[0].undefined else found[0].code)
-    judged = graph_case(replace(read, expect=expect), supported_modes)
+    judged = graph_case(replace(read, expect=expect), supported_modes, soc, build)
     return judged if isinstance(judged, str) else replace(judged, slice_list=case.slice_list, note=reading.why)
 
 
@@ -164,8 +188,10 @@ def on_chip(case: Case, supported_modes: set[int] | frozenset[int], soc: str | N
             f"{'success' if there == 0 else describe(there)}: judged by {soc}'s")
 
 
-def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case | str:
-    """``case`` as graph mode must answer it, or why it has none (a text).
+def graph_case(case: Case, supported_modes: set[int] | frozenset[int], soc: str | None = None,
+               build: str | None = None) -> Case | str:
+    """``case`` as graph mode must answer it, or why it has none (a text), on chip family ``soc`` for ``build``
+    (None: the reference chip, the latest build; ``violation_details``).
 
     A pass case stays one. A case expecting an error expects, in GE's terms, the refusal of the first rule it
     breaks (``OperatorSpec.graph``: the phase and GE's status; ``error: any`` any refusal of a refusing phase),
@@ -189,10 +215,10 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int]) -> Case |
                     f"2b888cdb refuses a [-1, 0) slice on a dy of B = 0), and whether GE runs it for such a graph "
                     f"only a real GE can tell")
         return replace(case, known_defect=defect)
-    found = violation_details(case, supported_modes)
+    found = violation_details(case, supported_modes, soc, build)
     refusal = OPERATORS[case.op].graph.refusal(found[0].rule) if found else None
     if isinstance(refusal, GraphReading):
-        return _read_in_graph(case, refusal, supported_modes, defect)
+        return _read_in_graph(case, refusal, supported_modes, defect, soc, build)
     if isinstance(refusal, str):
         return (f"graph mode has no form of this case: its status comes from '{found[0].rule}' "
                 f"({OPERATORS[case.op].rule_reasons[found[0].rule]}), and {refusal}")

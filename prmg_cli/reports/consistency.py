@@ -26,7 +26,11 @@ def contradiction(record: CaseResult) -> str:
       no element is over its limit (``bad``: a standard that counts them fails on any) and under ``exact`` no
       element mismatched;
     - ``passed``, expecting an error: the operator returned a status other than 0;
-    - ``xfailed`` and ``xpassed``: the case names a known defect;
+    - ``xfailed`` and ``xpassed``: the case names a known defect, and so does its recorded ``definition`` (when it
+      holds one: a ``failed`` edited to ``xfailed`` with a known defect named beside it);
+    - a verdict a gate takes as green (``StatusInfo.ok``: passed, xfailed, skipped) whose case has no ``file:``
+      input: its ``fingerprint`` is that of its own ``definition`` (``loader.definition_fingerprint``; a definition
+      edited to name a known defect or a weaker tolerance, its fingerprint left as the run wrote it);
     - a record of several devices (``device_statuses``, ``--each-device``) holds each device's status, its own is
       the worst of them (a ``failed`` device edited to ``passed`` alone, or the record's status alone), and its
       ``device`` names the devices of that status, in their order (``execute.combined``; compare reads the chips).
@@ -42,12 +46,17 @@ def contradiction(record: CaseResult) -> str:
     worst = [device for device, value in seen.items() if value == status]
     if seen and record.device.split(",") != worst:
         return f"device {record.device!r}, but its devices' statuses give {status} on {', '.join(worst)}"
+    edited = _definition_edited(record)
+    if edited:
+        return edited
     if status in ("skipped", "not_run"):
         if metrics or record.error_code is not None:
             return f"status {status} (never launched) but it holds {'metrics' if metrics else 'an operator status'}"
         return ""
     if status in ("xfailed", "xpassed") and not record.known_defect:
         return f"status {status} but the case names no known defect"
+    if status in ("xfailed", "xpassed") and record.definition and not record.definition.get("known_defect"):
+        return f"status {status} but the definition of its case names no known defect"
     if status != "passed":
         return ""
     if record.expect != "pass":
@@ -64,4 +73,21 @@ def contradiction(record: CaseResult) -> str:
         return f"status passed, but {metrics['bad']} elements are over their limit (bad)"
     if record.standard == "exact" and metrics.get("mismatches"):
         return f"status passed under exact, but {metrics['mismatches']} elements mismatch"
+    return ""
+
+
+def _definition_edited(record: CaseResult) -> str:
+    """Why ``record``, a verdict a gate takes as green, holds a ``definition`` and a ``fingerprint`` that are not each
+    other's (``contradiction``; no fingerprint is none: ``prmg report --cases`` would not hold the verdict against
+    today's case), or "": also for a record of another status, one without a definition, one whose definition
+    names no generator (records before it: their fingerprint hashed another shape of it) or has a ``file:`` input
+    (its fingerprint hashes the file's bytes)."""
+    from ..cases.loader import definition_fingerprint
+
+    definition, inputs = record.definition, record.definition.get("inputs")
+    if not record.info.ok or "generator" not in definition or (
+            isinstance(inputs, dict) and any(isinstance(spec, dict) and "file" in spec for spec in inputs.values())):
+        return ""
+    if definition_fingerprint(definition) != record.fingerprint:
+        return f"status {record.status}, but its fingerprint is not that of its case's definition (either edited)"
     return ""

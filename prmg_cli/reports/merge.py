@@ -178,6 +178,9 @@ def setting_text(value) -> str:
     return str(value) if value != "" else "''"
 
 
+# The setting ``mixed_settings`` names when records of no run record (``prmg.result/2``, before run records: judged
+# under settings nothing states) are merged with records of runs that state theirs.
+UNRECORDED = "settings"
 # Settings the runs of one report may differ in and still be alike: where each ran (shards run on several hosts) and
 # the toolkit's folder there.
 WHERE = ("host", "location")
@@ -223,11 +226,18 @@ def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult]
                    allowed: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(the settings that differ between the runs ``results`` come from and make the merge unlike, those that differ
     and are ``allowed`` or may: ``WHERE``), each (setting, line) as ``differing_settings`` gives it; for files of a
-    prmg that wrote no run records, the runners their records name (``runner``)."""
-    lines = differing_settings(contributing(stores, results))
+    prmg that wrote no run records, the runners their records name (``runner``); records of no run record merged
+    with records of runs (``UNRECORDED``: what the former were judged under, no record states)."""
+    runs = contributing(stores, results)
+    lines = differing_settings(runs)
     runners = recorded_runners(results)
     if not any(stored.runs for stored in stores) and len(runners) > 1:
         lines.append(("runner", f"runner: records from {' and '.join(map(visible, runners))}"))
+    unrecorded = [visible(stored.path) for stored in stores if any(not record.run_id for record in stored.results)]
+    if runs and unrecorded:
+        recorded = dict.fromkeys(visible(path) for path, _ in runs)
+        lines.append((UNRECORDED, f"{UNRECORDED}: {', '.join(unrecorded)}: not recorded (records of no run record: "
+                                  f"an older prmg's); {', '.join(recorded)}: recorded"))
     mixed = [(key, line) for key, line in lines if key not in WHERE and key not in allowed]
     return mixed, [(key, line) for key, line in lines if (key, line) not in mixed]
 
@@ -385,7 +395,7 @@ def _on_hosts(stores: Sequence[store.Stored], results: list[CaseResult]) -> list
 
 def _check_allowed(allowed: Sequence[str], stores: Sequence[store.Stored]) -> None:
     """PrmgError for an ``--allow-mixed`` name that is no setting the runs of ``stores`` record (nor ``runner``)."""
-    known = {"runner", *(key for stored in stores for run in stored.runs for key in run.settings)}
+    known = {"runner", UNRECORDED, *(key for stored in stores for run in stored.runs for key in run.settings)}
     unknown = [name for name in allowed if name not in known]
     if unknown:
         raise PrmgError(f"--allow-mixed {visible(unknown[0])}: no run of these files records such a setting "

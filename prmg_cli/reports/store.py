@@ -204,7 +204,7 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                                     f"cases; give prmg report the results of each suite (or shard) as a file of its "
                                     f"own", file=source)
                 stored.runs.append(record)
-                keys[record.run_id] = settings_key(record.settings)
+                keys[record.run_id] = settings_key(record.settings), record.settings
             elif record is not None:
                 _strictly_judged(record, stored.runs, number, source)
                 _judged_as_recorded(record, keys, number, source)
@@ -390,14 +390,27 @@ def _strictly_judged(record: CaseResult, runs: list, number: int, source: str) -
         raise _disbelieved(record, number, source, "status passed with a warning in a --strict run, which fails it")
 
 
-def _judged_as_recorded(record: CaseResult, keys: dict[str, str], number: int, source: str) -> None:
+def _judged_as_recorded(record: CaseResult, keys: dict[str, tuple[str, dict]], number: int, source: str) -> None:
     """PrmgError naming the line when ``record`` names a run recorded above it (``keys``: each run's id -> the
-    ``settings_key`` of its run record's settings) but was judged under other settings (``judged_under``): the run
-    record's settings were edited (a shard judged under allclose made to read as the default standard's). A record
-    that is no verdict ``--resume`` keeps (``UNTRUSTED``: the ``not_run`` of a stopped run) may hold no key."""
-    key = keys.get(record.run_id)
+    ``settings_key`` of its run record's settings, and those settings) but was judged under other settings
+    (``judged_under``): the run record's settings were edited (a shard judged under allclose made to read as the default
+    standard's); when it was run by another runner than its run's settings state (an emulator shard whose run record,
+    and the key of every record, were edited to read as the toolkit's); and when it
+    names a run no run record above it states (a run record is written before its run's first result): the line of
+    a shard's run record removed, whose settings (allclose, a fault, the emulator) a merge then never compared. A
+    record that is no verdict ``--resume`` keeps (``UNTRUSTED``: the ``not_run`` of a stopped run) may hold no key;
+    a record naming no run (``prmg.result/2``, before run records) is read as such (``merge.mixed_settings``)."""
+    key, settings = keys.get(record.run_id, (None, {}))
+    if key is None and record.run_id:
+        raise _disbelieved(record, number, source, f"it names run {show(record.run_id)}, which no run record above it "
+                                                   f"in the file states (its run record removed, or lines of files "
+                                                   f"joined out of order?): settings no record states")
     if key is not None and record.judged_under != key and (record.judged_under or record.status not in UNTRUSTED):
         raise _disbelieved(record, number, source, "judged under other settings than its run's record states")
+    runner = settings.get("runner")
+    if record.runner and isinstance(runner, str) and runner and record.runner != runner:
+        raise _disbelieved(record, number, source, f"run by the {show(record.runner)} runner, where its run's record "
+                                                   f"states {show(runner)}")
 
 
 def _disbelieved(record: CaseResult, number: int, source: str, why: str) -> PrmgError:

@@ -96,6 +96,11 @@ static const struct {
     {"geir_empty_list_unset", FAULT_GEIR_EMPTY_LIST_UNSET},
     {"geir_refusal_at_run", FAULT_GEIR_REFUSAL_AT_RUN},
     {"geir_fwd_sin_negated", FAULT_GEIR_FWD_SIN_NEGATED},
+    {"tail_rows_up", FAULT_TAIL_ROWS_UP},
+    {"broadcast_last_b", FAULT_BROADCAST_LAST_B},
+    {"mixed_bf16_up", FAULT_MIXED_BF16_UP},
+    {"table_offset_ignored", FAULT_TABLE_OFFSET_IGNORED},
+    {"round_zero_all", FAULT_ROUND_ZERO_ALL},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

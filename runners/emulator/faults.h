@@ -105,6 +105,11 @@ enum {
     FAULT_GEIR_EMPTY_LIST_UNSET,
     FAULT_GEIR_REFUSAL_AT_RUN,
     FAULT_GEIR_FWD_SIN_NEGATED,
+    FAULT_TAIL_ROWS_UP,
+    FAULT_BROADCAST_LAST_B,
+    FAULT_MIXED_BF16_UP,
+    FAULT_TABLE_OFFSET_IGNORED,
+    FAULT_ROUND_ZERO_ALL,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");

@@ -363,7 +363,7 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
     if (has_fault(faults, FAULT_FWD_NOOP) || job->end == job->start)
         return;
     if (has_fault(faults, FAULT_FWD_IGNORE_OFFSET))
-        ignore_offsets(job);
+        ignore_offsets(job, 0);
     if (has_fault(faults, FAULT_FWD_CONTIGUOUS_TABLES))
         job->operand[1].contiguous = job->operand[2].contiguous = 1;
     if (has_fault(faults, FAULT_FWD_STAGED_OFFSET))

@@ -240,13 +240,20 @@ static int64_t table_index(int64_t index, int64_t shift)
     return shift > 0 && index >= shift ? index - shift : index;
 }
 
+/* round_zero's lanes (j % 4 == 3), round_zero_all's (every one): rounded toward zero. */
+static int toward_zero_lane(fault_set faults, int64_t j)
+{
+    return (has_fault(faults, FAULT_ROUND_ZERO) && j % 4 == 3) || has_fault(faults, FAULT_ROUND_ZERO_ALL);
+}
+
 /* The value of lane j (described by l) from the slice x and the tables c, s: float32 products and
  * sum, or a fused multiply-add (job->fused); bf16_compute rounds inputs (already), both products and
  * the sum to bfloat16; workspace_uninit_read adds workspace[j]; zero_sin_skip returns c*x alone where the sin entry
  * is 0, zero_cos_skip the partner's term alone where the cos entry is 0; round_zero rounds the exact value toward
- * zero on lanes j % 4 == 3. */
+ * zero on lanes j % 4 == 3 (every lane: round_zero_all); `upward` (tail_rows_up, mixed_bf16_up) rounds it toward
+ * +inf. */
 static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x, const float *c, const float *s,
-                        int64_t shift, int core)
+                        int64_t shift, int core, int upward)
 {
     const int in_bf16 = has_fault(job->faults, FAULT_BF16_COMPUTE);
     const float cos_value = c[table_index(l.cos_index, shift)], sin_value = s[table_index(l.sin_index, shift)];
@@ -263,11 +270,11 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
         if (bias != 0)                                       /* the exact value rounded up or down */
             return bias > 0 ? up(exact) : down(exact);
     }
-    if (has_fault(job->faults, FAULT_ROUND_UP)) {            /* the exact value rounded toward +inf */
+    if (upward || has_fault(job->faults, FAULT_ROUND_UP)) {  /* the exact value rounded toward +inf */
         const double partner = (double)sin_value * x[l.partner];
         return up((double)cos_value * x[l.kept] + (l.plus ? partner : -partner));
     }
-    if (has_fault(job->faults, FAULT_ROUND_ZERO) && j % 4 == 3) {      /* one lane in four: toward zero */
+    if (toward_zero_lane(job->faults, j)) {                  /* one lane in four (or all): toward zero */
         const double partner = (double)sin_value * x[l.partner];
         return toward_zero((double)cos_value * x[l.kept] + (l.plus ? partner : -partner));
     }
@@ -391,10 +398,17 @@ static void rewrite_passthrough(const kernel_tensor *x, const kernel_job *job, i
  * and > 1, in modes 0 and 3), passthrough_add_zero, round_zero (a half dtype's lanes j % 4 == 3 stored toward zero),
  * store_block (zeros from the slice's end to the next 32-byte boundary of x). */
 static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
-                        const kernel_job *job, int64_t rows, int64_t row, int64_t tables, int core, int flip)
+                        const kernel_job *job, int64_t rows, int64_t row, int64_t tables, int core, int flip,
+                        int up_row)
 {
     const fault_set faults = job->faults;
     const int64_t seq = x->dims[1], heads = x->dims[2], d = x->dims[3], length = job->end - job->start;
+    /* broadcast_last_b: the last batch index of a dy of B >= 8 over tables broadcast along B, its sign flipped */
+    flip ^= has_fault(faults, FAULT_BROADCAST_LAST_B) && cos->dims[0] == 1 && x->dims[0] >= 8
+            && row / (seq * heads) == x->dims[0] - 1;
+    /* mixed_bf16_up: a bfloat16 dy over tables of another dtype rounded toward +inf (the exact value, then the cast) */
+    const int upward = up_row || (has_fault(faults, FAULT_MIXED_BF16_UP) && x->data_type == ACL_BF16
+                                  && cos->data_type != ACL_BF16);
     if (has_fault(faults, FAULT_SKIP_LAST_ROW) && row == rows - 1)
         return;
     const int64_t addressed = has_fault(faults, FAULT_ROW_INDEX_U16) ? (int64_t)(uint16_t)row : row;
@@ -427,9 +441,11 @@ static void process_row(const kernel_tensor *x, const kernel_tensor *cos, const 
                                   : grad_lane(job->pairing_mode, j, length, faults);
             l.plus ^= flip;
             const int64_t position = base + row_position(job, d, j);
-            const float value = lane_value(job, l, j, g, c, s, shift, core);
-            if (has_fault(faults, FAULT_ROUND_ZERO) && j % 4 == 3 && x->data_type != ACL_FLOAT)
+            const float value = lane_value(job, l, j, g, c, s, shift, core, upward);
+            if (toward_zero_lane(faults, j) && x->data_type != ACL_FLOAT)
                 store_toward_zero(x->data_type, x->host, position, value);
+            else if (upward && x->data_type != ACL_FLOAT)
+                store_upward(x->data_type, x->host, position, value);
             else
                 store_result(x, faults, position, value);
         }
@@ -459,7 +475,8 @@ int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length)
  * last core's last row (when it has 2 or more) uses the tables of its row before. ub_tail_seam: the first row of each
  * of the last core's second and later passes uses the tables of its row before (the tail core's own loop, whose table
  * copy for a new pass starts one row early). last_core_row_sign: the last core's last row (when it has one) is computed
- * with the partner term's sign flipped. core_bias: each core's results rounded up (even cores) or down (odd ones). */
+ * with the partner term's sign flipped. core_bias: each core's results rounded up (even cores) or down (odd ones).
+ * tail_rows_up: on a float32 slice of more than 2^16 elements, the last core's last eighth of its rows rounded up. */
 static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                      const kernel_job *job, int64_t rows, int core)
 {
@@ -484,8 +501,13 @@ static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const ker
         /* last_core_row_sign: the last core's last row with the partner term's sign flipped (its tail loop's sign) */
         const int flip = core == EMU_CORES - 1 && k == share + extra - 1
                          && has_fault(job->faults, FAULT_LAST_CORE_ROW_SIGN);
+        /* tail_rows_up: a float32 slice of more than 2^16 elements (a large shape's tiling): the last core's last
+         * eighth of its rows (one at least) rounded toward +inf, within the default budget */
+        const int64_t own = share + extra, eighth = own / 8 > 1 ? own / 8 : 1;
+        const int up_row = core == EMU_CORES - 1 && k >= own - eighth && rows * (job->end - job->start) > 65536
+                           && x->data_type == ACL_FLOAT && has_fault(job->faults, FAULT_TAIL_ROWS_UP);
         if (row != last)
-            process_row(x, cos, sin, job, rows, row, tables, core, flip);
+            process_row(x, cos, sin, job, rows, row, tables, core, flip, up_row);
     }
 }
 

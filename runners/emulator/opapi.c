@@ -720,9 +720,9 @@ static unsigned char *data_end(const kernel_tensor *tensor)
     return (unsigned char *)tensor->host + element_count(tensor) * element_size(tensor->data_type);
 }
 
-void ignore_offsets(aclOpExecutor *job)
+void ignore_offsets(aclOpExecutor *job, int first)
 {
-    for (int t = 0; t < 3; t++)
+    for (int t = first; t < 3; t++)
         job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
                                       - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
 }
@@ -783,7 +783,9 @@ static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const 
         return;
     kernel_tensor *dy = &job->operand[0].tensor, *cos = &job->operand[1].tensor, *sin = &job->operand[2].tensor;
     if (has_fault(faults, FAULT_IGNORE_OFFSET))
-        ignore_offsets(job);
+        ignore_offsets(job, 0);
+    else if (has_fault(faults, FAULT_TABLE_OFFSET_IGNORED))        /* cos and sin alone from their storage's start */
+        ignore_offsets(job, 1);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
     unsigned char *const starts[4] = {dy->host, cos->host, sin->host, workspace};
     unsigned char *const ends[4] = {data_end(dy), data_end(cos), data_end(sin),

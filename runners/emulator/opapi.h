@@ -126,8 +126,9 @@ int begin_launch(const char *op, op_kind kind, aclOpExecutor **job, void *worksp
  * exception (prmg_emu_raise_fault, 507015) naming the tensor: the kernel must then stop. */
 int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t elements);
 
-/* The ignore_offset faults: each operand's address moved back by its storage offset, to its storage's start. */
-void ignore_offsets(aclOpExecutor *job);
+/* The ignore_offset faults: each operand from `first` on (0 dy or x, 1 cos, 2 sin) moved back by its storage offset, to
+ * its storage's start (table_offset_ignored: cos and sin alone). */
+void ignore_offsets(aclOpExecutor *job, int first);
 
 /* Replaces every bit of element `index` of tensor by its complement (the write_past_end faults). */
 void invert_element(kernel_tensor *tensor, int64_t index);

@@ -3,10 +3,10 @@
 A runner says how it finds its libraries (``resolve(op_lib, env, modes)`` -> a ``toolkit.Toolkit`` whose ``calls``
 names the runner) and what a worker opens on a device (``session(toolkit, device)``). A session has
 ``launch(case, inputs) -> acl.Outcome``, ``device_faulted``, ``soc_name()``, ``accepted_modes()``, ``close()`` and
-``path`` (the call path its results name); it may also have ``judged_case(case, modes)`` (the case as this path must
-answer it, or why it has no form here: ``constraints.graph_case``) and ``paths`` ((path, session) pairs: the case
-runs through each on the same inputs and ``differential.combine`` holds them against each other). Everything after
-the call (inputs, golden, standards, checks, reports) is shared.
+``path`` (the call path its results name); it may also have ``judged_case(case, modes, soc)`` (the case as this path
+must answer it on chip family ``soc``, or why it has no form here: ``constraints.graph_case``) and ``paths`` ((path,
+session) pairs: the case runs through each on the same inputs and ``differential.combine`` holds them against each
+other). Everything after the call (inputs, golden, standards, checks, reports) is shared.
 
 | runner | libraries | calls |
 |---|---|---|

@@ -21,9 +21,10 @@ never fewer than the first rows (``n`` then grows to keep a quarter for draws), 
 ``1 - (1 - m/R')^k``); the metric ``sample_detect`` is that probability for ``k = 1`` (1.0 when every row is sampled).
 
 **Error balance.** The sampled rows' ``default`` judgement counts its errors above and below the golden like the
-golden's (``error_balance.py``): a passing sample whose errors lean one way beyond chance is a warning, said when no
-golden judges the case (``--no-golden``, ``golden: false``), which ``--strict`` fails; a kernel rounding toward +inf
-is then not green without the golden either. Its counts are not pooled over the run's small cases.
+golden's (``error_balance.py``): a passing sample whose errors lean one way beyond chance, as a whole or within a
+group of its rows or lanes, is a warning, said when no golden judges the case (``--no-golden``, ``golden: false``),
+which ``--strict`` fails; a kernel rounding toward +inf is then not green without the golden either. Its counts are
+not pooled over the run's small cases.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import re
 
 import numpy as np
 
-from ... import dtypes, error_balance
+from ... import dtypes
 from ...case import Case
 from ...inputs.seeded import Inputs
 from ...ops.regimes import COUNTER_BITS, core_counts, share_bounds, ub_pass_rows
@@ -175,7 +176,7 @@ def sample(context: CheckContext) -> CheckResult:
     ratio = verdict.metrics.get("max_err_ratio")
     checked = CheckResult("sample", metrics={"sample_ratio": ratio, "sample_rows": len(rows),
                                              "sample_detect": detect})
-    biased = error_balance.case_warning(verdict.metrics)
+    biased = next((in_case_group(text, rows) for text in verdict.warnings if text.startswith("biased")), "")
     if verdict.status == "passed" and biased:
         checked.warnings.append(f"sample: {biased}")
     if verdict.status != "passed":
@@ -187,6 +188,16 @@ def sample(context: CheckContext) -> CheckResult:
                            f"rows" + (f" ((b, s, n) = {where}{', ...' if len(wrong) > 3 else ''})" if where else "")
                            + f": {in_case_rows(verdict.message, rows, case.shape[:3])}")
     return checked
+
+
+def in_case_group(warning: str, rows: np.ndarray) -> str:
+    """The sampled rows' error-balance ``warning`` (``error_balance.case_warning``'s, or a group's: ``biased in rows
+    A to B``, rows of the sampled layout) said of the case: ``biased in the sampled rows from rows[A] to rows[B]``
+    when some rows were left out, else as it is."""
+    if len(rows) and rows[-1] == len(rows) - 1:                  # every row sampled: the layout's rows are the case's
+        return warning
+    return re.sub(r"^biased in rows (\d+) to (\d+)", lambda match: f"biased in the sampled rows from "
+                  f"{rows[int(match[1])]} to {rows[int(match[2])]}", warning)
 
 
 def in_case_rows(message: str, rows: np.ndarray, shape: tuple[int, ...]) -> str:

@@ -242,12 +242,43 @@ def group_counts(sign: np.ndarray, toward: np.ndarray) -> list[tuple[str, int, i
     sign, toward = sign.reshape(-1, length), toward.reshape(-1, length)
     trial = sign != 0
     sides = np.stack([sign > 0, sign < 0, toward & trial, trial & ~toward], -1).astype(np.int64)   # (rows, L, 4)
-    ranges = row_groups(len(sign))
-    lanes = length if len(sign) > 1 else 0
-    total = np.concatenate((np.zeros((1, 4), np.int64), np.cumsum(sides.sum(1), 0)))
-    found = [(f"rows {first} to {last}", *(int(v) for v in total[last + 1] - total[first])) for first, last in ranges]
+    return groups_of(sides.sum(1), sides.sum(0))
+
+
+def groups_of(rows: np.ndarray, lanes: np.ndarray) -> list[tuple[str, int, int, int, int]]:
+    """``group_counts`` from the counts ``(up, down, toward, away)`` of each row (``rows``, shape (rows, 4)) and of each
+    lane (``lanes``, (L, 4)): each row range of ``row_groups`` summed, and each lane when there are two rows or
+    more."""
+    total = np.concatenate((np.zeros((1, 4), np.int64), np.cumsum(rows, 0)))
+    found = [(f"rows {first} to {last}", *(int(v) for v in total[last + 1] - total[first]))
+             for first, last in row_groups(len(rows))]
     return found + [(f"lane {lane} of the slice", *(int(v) for v in counts))
-                    for lane, counts in enumerate(sides.sum(0)[:lanes])]
+                    for lane, counts in enumerate(lanes[:len(lanes) if len(rows) > 1 else 0])]
+
+
+def departure_sides(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """(per row, per lane) of the slice: ``(up, down, toward)`` of every departure from the golden's correct rounding
+    ``RN(golden)`` among the elements ``distinct_balance_counts`` counts, a repeated ``(golden, result)`` pair each
+    time (int64, shapes (rows, 3) and (L, 3)): the screen of the error balance's groups on a result too large to
+    recount (``error_balance.RECOUNTED``): where some group of these counts leans, the judge tests the groups of its
+    ``departures``. The compiled pass counts the same (``native.c``'s ``prmg_judge_extras``)."""
+    length = actual.shape[-1]
+    actual, golden = actual.reshape(-1, length), golden.reshape(-1, length)
+    with np.errstate(invalid="ignore"):
+        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
+            & np.isfinite(golden)
+    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
+    nearest = rounded(np.where(counted, golden, 0.0), DTYPES[name].numpy).astype(np.float64)
+    sides = np.stack([counted & (actual > nearest), counted & (actual < nearest),          # (a result at RN(golden):
+                      counted & (np.abs(actual) < np.abs(nearest))], -1)                  # no side, no departure)
+    return sides.sum(1, dtype=np.int64), sides.sum(0, dtype=np.int64)
+
+
+def screen_groups(sides: tuple[np.ndarray, np.ndarray]) -> list[tuple[str, int, int, int, int]]:
+    """``groups_of`` of ``departure_sides`` (its ``away``: up + down - toward)."""
+    rows, lanes = (np.concatenate((counts, (counts[:, 0] + counts[:, 1] - counts[:, 2])[:, None]), 1)
+                   for counts in sides)
+    return groups_of(rows, lanes)
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

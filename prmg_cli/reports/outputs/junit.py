@@ -3,13 +3,14 @@
 A run on the host emulator (or a merged report any of whose results came from it) names its suite ``EMULATED``,
 ``prmg (host emulator, not an NPU)``: a CI page shows a green suite's name and counts, not its properties.
 
-A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed
-case a ``skipped`` child (pytest writes xfail the same way). The run's description is in the suite's
-``properties``, one per header line (a name the header repeats, such as a merged report's ``run`` of each
-shard, repeated: JUnit allows it), and ``path``, how the run called the operator (``RunInfo.path``: geir,
-aclnn+geir), which the raw ``runner`` property does not say. Every attribute and text passes through
-``xml_text``, which keeps the document well-formed whatever a file name or message holds (ElementTree escapes
-markup; ``xml_text`` makes the characters XML 1.0 cannot carry at all visible as escapes instead).
+A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed case a
+``skipped`` child (pytest writes xfail the same way). A merge of runs judged under settings that differ (``MIXED
+SETTINGS``, exit 1) has one more ``testcase``, ``prmg.report``, with an ``error`` naming them. The run's description
+is in the suite's ``properties``, one per header line (a name the header repeats, such as a merged report's ``run``
+of each shard, repeated: JUnit allows it), and ``path``, how the run called the operator (``RunInfo.path``: geir,
+aclnn+geir), which the raw ``runner`` property does not say. Every attribute and text passes through ``xml_text``,
+which keeps the document well-formed whatever a file name or message holds (ElementTree escapes markup; ``xml_text``
+makes the characters XML 1.0 cannot carry at all visible as escapes instead).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from ...results import STATUSES, CaseResult, RunInfo, json_safe, summary_counts, visible
 from ...status import status_name
-from .labels import device_line, header_fields
+from .labels import device_line, header_fields, mixed_field
 
 # Characters XML 1.0 cannot carry at all (not even escaped): C0 controls but \t \n \r, lone
 # surrogates, U+FFFE and U+FFFF.
@@ -74,12 +75,28 @@ def _testcase(result: CaseResult) -> ET.Element:
     return case
 
 
+def _mixed_testcase(info: RunInfo) -> list[ET.Element]:
+    """A merge of runs judged under settings that differ (``RunInfo.mixed``: exit 1 though every case passed): one
+    ``testcase`` with an ``error`` naming them, so that a CI page, which shows the counts, does not show it green;
+    [] for any other report."""
+    if not info.mixed:
+        return []
+    case = ET.Element("testcase", classname="prmg.report", name="the merged runs were judged alike", time="0.000")
+    label, text = mixed_field(info)
+    ET.SubElement(case, "error", message=xml_text(f"{label}: {text}"), type="mixed settings").text = xml_text(
+        "\n".join(info.mixed))
+    return [case]
+
+
 def render(results: list[CaseResult], info: RunInfo) -> str:
     """The JUnit document of the run (module docstring)."""
     counts = summary_counts(results)
     kinds = {tag: sum(counts[status] for status, info in STATUSES.items() if info.junit == tag)
              for tag in ("failure", "error", "skipped")}
-    totals = {"tests": str(counts["total"]), "failures": str(kinds["failure"]), "errors": str(kinds["error"]),
+    merged = _mixed_testcase(info)
+    kinds["error"] += len(merged)
+    totals = {"tests": str(counts["total"] + len(merged)), "failures": str(kinds["failure"]),
+              "errors": str(kinds["error"]),
               "skipped": str(kinds["skipped"]),
               "time": f"{sum(r.duration_s or 0.0 for r in results):.3f}"}
     name = EMULATED if info.runner == "emulator" or any(r.runner == "emulator" for r in results) else "prmg"
@@ -95,6 +112,6 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
     values += [("failures by device", concentrated)] if concentrated else []
     for name, value in values:
         ET.SubElement(properties, "property", name=xml_text(name), value=xml_text(value))
-    suite.extend(_testcase(r) for r in results)
+    suite.extend(merged + [_testcase(r) for r in results])
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

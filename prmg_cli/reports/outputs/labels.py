@@ -199,6 +199,13 @@ def kernels_text(places) -> str:
     return f"kernels from {first}" + (f", before {', '.join(rest)}" if rest else "")
 
 
+def mixed_field(info: RunInfo) -> tuple[str, str]:
+    """The header line of a merge of runs judged under settings that differ (``RunInfo.mixed``, ``merge.run_info``)."""
+    return ("MIXED SETTINGS", f"{'; '.join(map(visible, info.mixed))}: the runs merged were judged under settings that "
+                              f"differ, so no one verdict covers them (exit 1; --allow-mixed SETTING if that is "
+                              f"intended)")
+
+
 def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged=None) -> list[tuple[str, str]]:
     """The (label, value) lines above a report: runner, the settings a merge mixes (``RunInfo.mixed``), the emulator
     faults (``fault_field``: what acted where, when ``results`` are given), target, devices, standard, the
@@ -206,11 +213,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     case gives the cases), then where and when it ran (SoC, toolkit and driver versions, host, start), the opp folder
     with the fingerprint of the operator's kernel and tiling files there, the libraries preloaded ahead of the
     toolkit, the results ``--resume`` took, and prmg's version."""
-    fields = [("runner", runner_label(info))]
-    if info.mixed:
-        fields.append(("MIXED SETTINGS", f"{'; '.join(map(visible, info.mixed))}: the runs merged were judged under "
-                                         f"settings that differ, so no one verdict covers them (exit 1; "
-                                         f"--allow-mixed SETTING if that is intended)"))
+    fields = [("runner", runner_label(info))] + [mixed_field(info)] * bool(info.mixed)
     faults = fault_field(info, results)
     if faults:
         fields.append(faults)
