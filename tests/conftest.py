@@ -105,10 +105,11 @@ def prmg_here(*args: str, env: dict | None = None, cwd: str | Path | None = None
 # The server of ``prmg_forked``: a clean Python that imports what a ``prmg run`` imports (about 0.25 s of CPU) and
 # never loads a toolkit, then forks one child per command line: the child takes the command's folder, environment,
 # standard streams and arguments, and runs the entry point as ``python -m prmg_cli.cli`` would (``cli.main`` then
-# exit), its pid sent first (for a timeout's kill), its exit code after.
+# exit; a pytest session as ``python -m pytest`` would, PYTHONPATH's folders put where a new interpreter puts them),
+# its pid sent first (for a timeout's kill), its exit code after.
 _FORK_SERVER = r"""
 import json, os, sys
-import typer
+import pytest, typer
 import prmg_cli.cli, prmg_cli.commands.app, prmg_cli.commands.run, prmg_cli.commands.suite, prmg_cli.device.execute
 import prmg_cli.cases.loader, prmg_cli.reports.outputs.jsonreport, prmg_cli.reports.outputs.table
 with open("/proc/self/maps") as maps:
@@ -125,6 +126,10 @@ for line in sys.stdin:
             for fd, path, flags in ((0, request["stdin"], os.O_RDONLY), (1, request["stdout"], os.O_WRONLY),
                                     (2, request["stderr"], os.O_WRONLY)):
                 os.dup2(os.open(path, flags), fd)
+            if request["entry"] == "pytest":
+                sys.path[1:1] = [folder for folder in os.environ.get("PYTHONPATH", "").split(os.pathsep) if folder]
+                sys.argv = [pytest.__file__, *request["argv"]]
+                raise SystemExit(pytest.console_main())
             sys.argv = [prmg_cli.cli.__file__, *request["argv"]]
             prmg_cli.cli.main()
         except SystemExit as stop:
@@ -156,6 +161,21 @@ def prmg_forked(*args: str, env: dict | None = None, timeout: float = 300,
     The child starts from a Python that never loaded a toolkit, so the emulator reads its faults afresh, and every
     worker it forks is as a ``prmg``'s. Not for what acts at a process's start (``_AT_START``: preloaded libraries,
     the interpreter's options and encodings: refused here), signals, or standard input."""
+    return _forked("prmg", args, env, timeout, cwd)
+
+
+def forked_pytest(*args: str, env: dict | None = None, timeout: float = 300,
+                  cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m pytest ARGS`` (``PYTEST``'s options first) in ``cwd``, forked as ``prmg_forked`` forks a prmg
+    (about 0.8 s of CPU less per session): for the tests of the plugin's sessions, their output and exit code.
+    ``env`` may set PYTHONPATH (the child puts its folders where a new interpreter would), nothing else that acts
+    at a process's start."""
+    return _forked("pytest", (*PYTEST[3:], *args), env, timeout, cwd, settable=("PYTHONPATH",))
+
+
+def _forked(entry: str, args, env, timeout: float, cwd, settable: tuple = ()) -> subprocess.CompletedProcess:
+    """``entry`` (prmg or pytest) with ``args``, forked from this test process's ``_FORK_SERVER``; of the variables
+    that act at a process's start (``_AT_START``), ``env`` may change only those ``settable``."""
     import atexit
     import json
     import tempfile
@@ -169,14 +189,15 @@ def prmg_forked(*args: str, env: dict | None = None, timeout: float = 300,
         atexit.register(lambda: (server.stdin.close(), server.wait()))      # its CPU counted as this process's
     server, started_with = _SERVER[0]
     changed = sorted(name for name in full_env.keys() | started_with.keys()
-                     if name.startswith(_AT_START) and full_env.get(name) != started_with.get(name))
-    assert not changed, f"prmg_forked cannot set {changed} (they act as a process starts): use prmg"
-    argv = ["prmg", *map(str, args)]
+                     if name.startswith(_AT_START) and name not in settable
+                     and full_env.get(name) != started_with.get(name))
+    assert not changed, f"a forked {entry} cannot set {changed} (they act as a process starts): start a process"
+    argv = [entry, *map(str, args)]
     with tempfile.TemporaryDirectory(prefix="prmg-forked-") as folder:
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
         out.touch()
         err.touch()
-        request = {"argv": argv[1:], "env": full_env, "cwd": str(cwd or ROOT), "stdin": os.devnull,
+        request = {"entry": entry, "argv": argv[1:], "env": full_env, "cwd": str(cwd or ROOT), "stdin": os.devnull,
                    "stdout": str(out), "stderr": str(err)}
         server.stdin.write(json.dumps(request) + "\n")
         server.stdin.flush()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import prmg, prmg_here
+from conftest import prmg, prmg_forked, prmg_here
 from prmg_cli.device import provenance
 from prmg_cli.reports import compare
 from prmg_cli.results import CaseResult
@@ -385,9 +385,9 @@ def test_compare_refuses_a_file_that_is_not_results(tmp_path):
 
 def test_compare_two_real_runs(tmp_path):
     path = write(tmp_path)
-    prmg("run", path, "--runner", "emulator", "--results", tmp_path / "a.jsonl")
-    prmg("run", path, "--runner", "emulator", "--results", tmp_path / "b.jsonl",
-         env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "2,1,2,16"})
+    prmg_forked("run", path, "--runner", "emulator", "--results", tmp_path / "a.jsonl")
+    prmg_forked("run", path, "--runner", "emulator", "--results", tmp_path / "b.jsonl",
+                env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "2,1,2,16"})
     out = prmg_here("compare", tmp_path / "a.jsonl", tmp_path / "b.jsonl")
     assert out.returncode == 1 and "new failure  b_bf16" in out.stdout
 
@@ -395,7 +395,7 @@ def test_compare_two_real_runs(tmp_path):
 # --- provenance -----------------------------------------------------------------------------------------
 
 def test_reports_carry_provenance_and_results_reproduce_cases(tmp_path):
-    out = prmg("run", write(tmp_path), "--runner", "emulator", "--report", "json")
+    out = prmg_forked("run", write(tmp_path), "--runner", "emulator", "--report", "json")
     document = json.loads(out.stdout)
     summary = document["summary"]
     for key in ("runner", "devices", "version", "host", "started", "soc", "toolkit_version", "driver_version"):
@@ -407,7 +407,7 @@ def test_reports_carry_provenance_and_results_reproduce_cases(tmp_path):
     assert case["definition"]["name"] == "b_bf16" and case["definition"]["dtype"] == "bfloat16"
     replay = tmp_path / "replay.yaml"
     replay.write_text(json.dumps([c["definition"] for c in document["cases"]]))
-    again = json.loads(prmg("run", replay, "--runner", "emulator", "--report", "json").stdout)
+    again = json.loads(prmg_forked("run", replay, "--runner", "emulator", "--report", "json").stdout)
     assert [c["metrics"] for c in again["cases"]] == [c["metrics"] for c in document["cases"]]
 
 
@@ -466,8 +466,8 @@ def test_save_failures_writes_everything_numpy_reads(tmp_path):
     import ml_dtypes
 
     out_dir = tmp_path / "failures"
-    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report", "json",
-                  env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "2,1,2,16"})
+    result = prmg_forked("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report", "json",
+                         env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "2,1,2,16"})
     cases = {c["name"]: c for c in json.loads(result.stdout)["cases"]}
     folder = Path(cases["b_bf16"]["artifacts"])
     assert folder == out_dir / "b_bf16" and not (out_dir / "a_fp32").exists()
@@ -511,8 +511,8 @@ def test_the_readme_snippet_reads_every_saved_failure_bytes_only_ones_included(t
     cases = write(tmp_path, CASES.splitlines()[1] + "\n- {name: d_checks, shape: [1, 2, 1, 16], golden: false, "
                                                     "checks: [sample]}\n")
     out_dir = tmp_path / "failures"
-    result = prmg("run", cases, "--runner", "emulator", "--save-failures", out_dir,
-                  env={"PRMG_EMU_FAULT": "modify_cos"})
+    result = prmg_forked("run", cases, "--runner", "emulator", "--save-failures", out_dir,
+                         env={"PRMG_EMU_FAULT": "modify_cos"})
     assert result.returncode == 1 and "0 passed, 2 failed" in result.stdout, result.stdout + result.stderr
     bytes_only, no_golden = out_dir / "a_fp32", out_dir / "d_checks"
     golden, score = np.load(bytes_only / "golden.npy"), np.load(bytes_only / "score.npy")
@@ -533,17 +533,18 @@ def test_save_failures_of_each_device_keeps_each_chips_arrays_apart(tmp_path):
     own, DIR/device-N/CASE/, and the record's artifacts are those of the device whose status it keeps. (Fifth look:
     meta.json's record names its device, under --each-device and in a shared run.)"""
     out_dir = tmp_path / "failures"
-    result = prmg("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "0,1", "--each-device",
-                  "--save-failures", out_dir, "--report", "json",
-                  env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"})
+    result = prmg_forked("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "0,1",
+                         "--each-device", "--save-failures", out_dir, "--report", "json",
+                         env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"})
     (case,) = json.loads(result.stdout)["cases"]
     assert result.returncode == 1 and case["status"] == "failed" and case["device"] == "1", result.stderr
     assert Path(case["artifacts"]) == out_dir / "device-1" / "a_fp32" and (out_dir / "device-1" / "a_fp32").is_dir()
     assert sorted(path.name for path in out_dir.iterdir()) == ["device-1"]      # device 0 passed: nothing saved
     # meta.json's record names the chip that computed the arrays (its device was "", in a shared run too)
     assert json.loads((out_dir / "device-1" / "a_fp32" / "meta.json").read_text())["result"]["device"] == "1"
-    result = prmg("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "1",
-                  "--save-failures", tmp_path / "shared", env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign"})
+    result = prmg_forked("run", write(tmp_path), "-k", "a_fp32", "--runner", "emulator", "--devices", "1",
+                         "--save-failures", tmp_path / "shared",
+                         env={"PRMG_EMU_DEVICES": "2", "PRMG_EMU_FAULT": "sign"})
     assert result.returncode == 1, result.stderr
     assert json.loads((tmp_path / "shared" / "a_fp32" / "meta.json").read_text())["result"]["device"] == "1"
 
@@ -558,8 +559,8 @@ def test_save_failures_never_follows_a_symlink_inside_its_folder(tmp_path):
     (out_dir / "c_fp16").mkdir()
     (out_dir / "c_fp16" / "dy.npy").symlink_to(elsewhere / "planted.npy")
     report = tmp_path / "r.json"
-    result = prmg("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report",
-                  f"json:{report}", env={"PRMG_EMU_FAULT": "sign"})
+    result = prmg_forked("run", write(tmp_path), "--runner", "emulator", "--save-failures", out_dir, "--report",
+                         f"json:{report}", env={"PRMG_EMU_FAULT": "sign"})
     cases = {c["name"]: c for c in json.loads(report.read_text())["cases"]}
     assert list(elsewhere.iterdir()) == [] and result.returncode == 1
     assert cases["b_bf16"]["artifacts"] == f"could not write artifacts: {out_dir / 'b_bf16'}: is a symlink; not " \
@@ -580,8 +581,8 @@ def test_an_unwritable_artifact_folder_is_refused_before_the_run(tmp_path):
 # --- golden-free checks ---------------------------------------------------------------------------------
 
 def test_determinism_holds_on_a_deterministic_kernel(tmp_path):
-    out = prmg("run", write(tmp_path), "--runner", "emulator", "--check", "determinism", "--repeat", "3",
-               "--report", "json")
+    out = prmg_forked("run", write(tmp_path), "--runner", "emulator", "--check", "determinism", "--repeat", "3",
+                      "--report", "json")
     document = json.loads(out.stdout)
     assert out.returncode == 0, document["summary"]
     for case in document["cases"]:
@@ -596,14 +597,14 @@ def test_without_the_golden_a_pair_that_does_nearly_nothing_is_red_and_named(tmp
     correct pair gets no such warning."""
     args = ("run", write(tmp_path), "--runner", "emulator", "--no-golden", "--check",
             "adjoint,roundtrip,determinism,sample", "--report", "json")
-    out = prmg(*args, env={"PRMG_EMU_FAULT": faults})
+    out = prmg_forked(*args, env={"PRMG_EMU_FAULT": faults})
     document = json.loads(out.stdout)
     assert out.returncode == 1 and document["summary"]["failed"] == 3
     said = "unchanged: the slice came back bit for bit" if "noop" in faults else "unchanged: the kernel changed 1 of "
     for case in document["cases"]:
         assert "sample: the host reference disagrees" in case["message"], case["message"]
         assert case["warnings"][0].startswith(said), case["warnings"]
-    correct = json.loads(prmg(*args).stdout)
+    correct = json.loads(prmg_forked(*args).stdout)
     assert correct["summary"]["passed"] == 3 and correct["summary"]["warnings"] == 0
 
 
@@ -627,8 +628,8 @@ def test_a_slice_changed_less_than_the_formula_changes_the_sampled_rows_is_uncha
 
 
 def test_the_header_names_the_checks_of_the_run_and_no_golden(tmp_path):
-    out = prmg("run", write(tmp_path, CASES.splitlines()[1]), "--runner", "emulator", "--no-golden", "--check",
-               "sample,determinism")
+    out = prmg_forked("run", write(tmp_path, CASES.splitlines()[1]), "--runner", "emulator", "--no-golden", "--check",
+                      "sample,determinism")
     assert out.returncode == 0, out.stderr
     assert "checks: sample, determinism on every pass case (--check); no golden (--no-golden)" in out.stdout
 

@@ -5,13 +5,11 @@ mode: ``test_run_e2e``), a kernel rounding toward +inf in float32 or casting to 
 from __future__ import annotations
 
 import math
-import os
 import re
-import subprocess
 
 import pytest
 
-from conftest import PYTEST
+from conftest import forked_pytest
 from prmg_cli import error_balance
 from prmg_cli.cases.loader import load_cases
 from prmg_cli.device.acl import AclSession
@@ -173,9 +171,8 @@ def test_without_the_golden_sample_says_the_bias_of_its_rows(emulator, monkeypat
 def test_the_plugin_pools_and_strict_fails_a_biased_session(tmp_path):
     cases = tmp_path / "c.yaml"
     cases.write_text("\n".join(line for line in CASES.splitlines() if "tiny" in line or "const_dy" in line) + "\n")
-    result = subprocess.run([*PYTEST, "-q", "--prmg", str(cases),
-                             "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="round_up"))
+    result = forked_pytest("-q", "--prmg", cases, "--prmg-runner", "emulator", "--prmg-strict", cwd=tmp_path,
+                           env={"PRMG_EMU_FAULT": "round_up"})
     assert result.returncode == 1 and "4 passed" in result.stdout, result.stdout
     assert "prmg warning: biased (pooled over the 4 small grad float32 cases): " in result.stdout
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import prmg
+from conftest import prmg, prmg_forked
 
 from prmg_cli.reports.outputs.labels import fault_field, format_header
 from prmg_cli.results import CaseResult, RunInfo
@@ -19,10 +19,11 @@ CASES = """
 TESTS_PRMG = "this run tests prmg, not the operator"
 
 
-def run(tmp_path, env, *args):
+def run(tmp_path, env, *args, launch=prmg):
+    """``prmg run`` of CASES: a process of its own (``prmg``) by default, or forked from the tests' fork server."""
     path = tmp_path / "cases.yaml"
     path.write_text(CASES)
-    result = prmg("run", path, "--runner", "emulator", *args, env=env)
+    result = launch("run", path, "--runner", "emulator", *args, env=env)
     assert "Traceback" not in result.stderr, result.stderr
     return result
 
@@ -30,6 +31,7 @@ def run(tmp_path, env, *args):
 def test_a_device_fault_costs_its_case_only_and_the_report_names_where_it_acted(tmp_path):
     """device_fault on one shape: that launch returns 0 and its synchronization 507015, after which the
     worker's device is unusable; the worker is replaced, so the later cases on the same device pass."""
+    # a process of its own (not prmg_forked): the worker's replacement and the exit code are a real prmg's
     result = run(tmp_path, {"PRMG_EMU_FAULT": "device_fault", "PRMG_EMU_FAULT_SHAPE": "1,2,4,16"}, "--report", "json")
     assert result.returncode == 1 and result.stdout.strip(), result.stderr      # (once, in CI: exit 1, no report)
     report = json.loads(result.stdout)
@@ -47,7 +49,7 @@ def test_a_device_fault_costs_its_case_only_and_the_report_names_where_it_acted(
 
 
 def test_a_fault_shape_matching_no_case_does_not_claim_an_injection(tmp_path):
-    result = run(tmp_path, {"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
+    result = run(tmp_path, {"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"}, launch=prmg_forked)
     assert result.returncode == 0, result.stdout
     lines = result.stdout.splitlines()
     assert (f"FAULTS NAMED: sign (PRMG_EMU_FAULT_SHAPE=9,9,9,9): {TESTS_PRMG}; the end of the report says which "

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import PYTEST, ROOT
+from conftest import PYTEST, ROOT, forked_pytest
 from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
 CASES = """
@@ -25,12 +25,16 @@ CASES = """
 
 
 def pytest_run(tmp_path, *args, env=None):
+    """The plugin's session on CASES, forked from the tests' fork server (``forked_pytest``); one that preloads a
+    library (``LD_*``, read as a process starts) is a process of its own."""
     cases = tmp_path / "cases.yaml"
     cases.write_text(CASES)
-    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))       # this tree's plugin (make mutate's copy)
-    return subprocess.run([*PYTEST, "--prmg", str(cases),
-                           "--prmg-runner", "emulator", *args], cwd=tmp_path, env=full_env,
-                          capture_output=True, text=True, timeout=300)
+    env = {"PYTHONPATH": str(ROOT), **(env or {})}                        # this tree's plugin (make mutate's copy)
+    argv = ("--prmg", str(cases), "--prmg-runner", "emulator", *map(str, args))
+    if not any(name.startswith("LD_") for name in env):
+        return forked_pytest(*argv, env=env, cwd=tmp_path)
+    return subprocess.run([*PYTEST, *argv], cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
 
 
 def test_the_plugin_refuses_the_emulator_installed_as_a_toolkit_as_prmg_run_does(tmp_path, emulator):
@@ -147,10 +151,9 @@ def test_plugin_keeps_tiling_siblings_on_one_xdist_worker_under_loadgroup(tmp_pa
     """tiling_cache lives in one process: with three xdist workers each of the three edge.same_shapes_slice_* items ran
     in a worker of its own and the session was green. The plugin puts tiling siblings in one xdist group, so that
     --dist loadgroup runs them in one worker (the end lines name the cases without xdist's group suffix)."""
-    result = subprocess.run([*PYTEST, "-q", "--prmg",
-                             str(ROOT / "cases" / "edge.yaml"), "-k", "same_shapes_slice", "--prmg-runner", "emulator",
-                             "-n", "3", "--dist", "loadgroup"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300, env=dict(os.environ, PRMG_EMU_FAULT="tiling_cache"))
+    result = forked_pytest("-q", "--prmg", ROOT / "cases" / "edge.yaml", "-k", "same_shapes_slice", "--prmg-runner",
+                           "emulator", "-n", "3", "--dist", "loadgroup", cwd=tmp_path,
+                           env={"PRMG_EMU_FAULT": "tiling_cache"})
     assert result.returncode == 1 and "2 failed, 1 passed" in result.stdout, result.stdout + result.stderr
     assert "acted on 3 of 3 cases: edge.same_shapes_slice_at_0, edge.same_shapes_slice_at_8, " in result.stdout
 
@@ -187,11 +190,10 @@ def test_plugin_fails_a_case_a_rerun_plugin_runs_again(tmp_path):
         f"- {{name: c{seed}, shape: [1, 1, 1, 8], cos_shape: [1, 1, 1, 8], partial_slice: [0, 8], seed: {seed}}}\n"
         for seed in range(3)) + "- {name: c3, shape: [1, 64, 16, 64], cos_shape: [1, 64, 1, 64], "
                                  "partial_slice: [0, 64]}\n")
-    result = subprocess.run([*PYTEST, "-p", "rerun_stand_in", "-q",
-                             "-W", "ignore", "--prmg", "cases.yaml", "--prmg-runner", "emulator"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),  # this tree's
-                                     PRMG_EMU_FAULT="leak_device_memory", PRMG_EMU_DEVICE_MEMORY="600M"))
+    result = forked_pytest("-p", "rerun_stand_in", "-q", "-W", "ignore", "--prmg", "cases.yaml", "--prmg-runner",
+                           "emulator", cwd=tmp_path,
+                           env={"PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]),       # this tree's
+                                "PRMG_EMU_FAULT": "leak_device_memory", "PRMG_EMU_DEVICE_MEMORY": "600M"})
     assert result.returncode == 1 and "1 failed, 3 passed, 2 rerun" in result.stdout, result.stdout + result.stderr
     assert "rerun: this case ran in this session already (error), and a case runs once" in result.stdout
     assert "acted on 3 of 4 cases: c0, c1, c2; 1 case ended without reporting them" in result.stdout

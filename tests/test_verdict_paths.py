@@ -11,13 +11,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from conftest import PYTEST, prmg, prmg_forked, prmg_here
+from conftest import forked_pytest, prmg, prmg_forked, prmg_here
 from prmg_cli.cases.loader import Case, Expect, KnownDefect
 from prmg_cli.device.acl import SYNCHRONIZE, Outcome
 from prmg_cli.device.execute import known_defect_status
@@ -898,10 +897,8 @@ def test_pytest_plugin_matches_prmg_under_runxfail_and_surfaces_warnings(tmp_pat
     path = write(tmp_path, PLUGIN_CASES)
 
     def pytest_run(*args):
-        env = dict(os.environ, PRMG_EMU_FAULT="sign")
-        return subprocess.run([*PYTEST, "--prmg", str(path),
-                               "--prmg-runner", "emulator", "-q", "-rxX", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        return forked_pytest("--prmg", path, "--prmg-runner", "emulator", "-q", "-rxX", *args, cwd=tmp_path,
+                             env={"PRMG_EMU_FAULT": "sign"})
 
     normal = pytest_run()
     assert normal.returncode == 0, normal.stdout
@@ -919,10 +916,8 @@ def test_pytest_plugin_exits_as_prmg_run_does(tmp_path):
     pytest's hypothesis and xdist plugins, which cost a second of start-up.)"""
 
     def session(path, *args, env=None):
-        return subprocess.run([*PYTEST,
-                               "-p", "no:xdist", "--prmg", str(path), "--prmg-runner", "emulator", "-q", *args],
-                              cwd=tmp_path, env=dict(os.environ, **(env or {})), capture_output=True, text=True,
-                              timeout=300)
+        return forked_pytest("-p", "no:xdist", "--prmg", path, "--prmg-runner", "emulator", "-q", *args,
+                             cwd=tmp_path, env=env)
 
     skipped = write(tmp_path, "- {name: s, shape: [1, 1, 1, 16], rotary_mode: quarter}\n", "skipped.yaml")
     alone = session(skipped)
