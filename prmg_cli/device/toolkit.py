@@ -789,8 +789,8 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
             return emulator_toolkit(modes, env)
     else:
         toolkit, log = _search(env, op_lib)
-    refusing = ("aclnn", "auto", "geir", "aclnn+geir")              # all but the emulator's, which name it
-    evidence = copied_emulator(toolkit, env) if toolkit is not None and runner in refusing else ""
+    refusing = runner != "emulator"           # every runner but the emulator's (emulator-geir passes "emulator")
+    evidence = copied_emulator(toolkit, env) if toolkit is not None and refusing else ""
     if evidence:
         raise PrmgError(f"--runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
                         f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "
