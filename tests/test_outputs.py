@@ -316,10 +316,14 @@ def test_run_and_compare_fit_a_terminal_of_80_100_and_140_columns(columns, fault
     heading = next(line for line in lines if line.startswith("change "))       # each new failure was passed in A:
     assert heading.split() == ["change", "case", "detail"] and "all cases: A passed, B failed" in lines   # said once
     assert len(lines[lines.index(heading) + 1].split()[-1]) >= table.MIN_SQUEEZED     # the detail keeps its room
+    changes = lines[lines.index(heading) + 2:lines.index("", lines.index(heading))]    # a detail cut is said so
+    cut = [row for row in changes if row.endswith("…")]
+    assert (changes[-1] == "details cut to the width: --wide shows them whole") == bool(cut) and cut, changes
     if columns == 80:                                                                  # --wide: whole, unfitted
         wide = on_terminal(["compare", tmp_path / "a.jsonl", fault_results, "--wide"], columns, tmp_path)
         heading = next(line for line in wide.splitlines() if line.startswith("change "))
         assert heading.split() == ["change", "case", "A", "B", "detail"] and "…" not in wide
+        assert "--wide shows them whole" not in wide
         assert "smoke.interleave_bf16_bf16_1x3x5x64_111D_s1-31" in wide
 
 

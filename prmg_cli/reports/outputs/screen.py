@@ -101,6 +101,11 @@ def say(text: str) -> None:
         pass
 
 
+def cut_note(what: str) -> str:
+    """The line under a table some of whose ``what`` (a column's texts) ``shorten`` cut to the width."""
+    return f"{what} cut to the width: --wide shows them whole"
+
+
 def shorten(text: str, columns: int) -> str:
     """``text`` cut at a space (or, without one, anywhere) to at most ``columns`` characters ending with
     ``…``, when longer."""
