@@ -32,12 +32,14 @@ OUT_OF_MEMORY = ("out of memory: the command needs more memory than this process
 
 
 def _error_line(text: str, *, keep_newlines: bool = False) -> None:
-    """``text`` on stderr (control characters escaped: one line unless ``keep_newlines``), ignoring a
+    """``text`` on stderr (control characters escaped: one line unless ``keep_newlines``; on a terminal wrapped
+    under its text as prmg's notes are, ``screen.on_stderr``: a 360-column refusal wrapped mid-word), ignoring a
     stderr that cannot be written."""
+    from .reports.outputs.screen import on_stderr
     from .results import visible
 
     try:
-        sys.stderr.write(visible(text, keep_newlines=keep_newlines) + "\n")
+        sys.stderr.write((visible(text, keep_newlines=True) if keep_newlines else on_stderr(visible(text))) + "\n")
         sys.stderr.flush()
     except OSError:
         pass

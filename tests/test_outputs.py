@@ -879,3 +879,18 @@ def test_a_report_format_is_one_module_and_one_outputs_entry(tmp_path, monkeypat
         monkeypatch.undo()
         for module in (shared_options, run, report):
             importlib.reload(module)
+
+
+def test_an_error_line_wraps_on_an_80_column_terminal_and_stays_one_line_in_a_pipe(tmp_path):
+    """A refusal that explains itself (gen-case's vacuous case: 360 columns) was one line on a terminal too, which
+    broke it mid-word; it wraps under its text as prmg's notes do, one ``prmg: error:``, and stays one line in a pipe
+    (for grep)."""
+    from conftest import prmg_here
+
+    args = ["gen-case", "--shape", "8,1,32,128", "--mode", "half", "--inputs", "cos=rope:500000,sin=rope:500000"]
+    shown = on_terminal(args, 80, tmp_path, stderr_too=True).splitlines()
+    assert len(shown) > 3 and all(len(line) <= 80 for line in shown), shown
+    assert shown[0].startswith("prmg: error: ") and all(line.startswith("      ") for line in shown[1:])
+    piped = prmg_here(*args)
+    assert piped.returncode == 2 and piped.stderr.count("\n") == 1 and len(piped.stderr) > 300
+    assert " ".join(" ".join(shown).split()) == piped.stderr.strip()
