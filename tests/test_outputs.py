@@ -894,3 +894,19 @@ def test_an_error_line_wraps_on_an_80_column_terminal_and_stays_one_line_in_a_pi
     piped = prmg_here(*args)
     assert piped.returncode == 2 and piped.stderr.count("\n") == 1 and len(piped.stderr) > 300
     assert " ".join(" ".join(shown).split()) == piped.stderr.strip()
+
+
+def test_a_passed_call_that_computes_nothing_says_so_instead_of_a_bare_dash():
+    """An empty slice or tensor has no metric: only the in-place tensor left bit for bit. Its table cell was a bare
+    ``-`` (five of ttk_upstream_e2e's cases in every ``make run``), which read as nothing checked."""
+    from prmg_cli.reports.outputs.labels import metric_label
+
+    def result(**fields):
+        return CaseResult(**{"name": "c", "status": "passed", "shape": [2, 2, 2, 8], "cos_shape": [1, 1, 1, 8],
+                             "partial_slice": [0, 8], **fields})
+
+    assert metric_label(result(partial_slice=[4, 4])) == "no-op: dy left unchanged"
+    assert metric_label(result(shape=[0, 2, 2, 8], op="forward")) == "no-op: x left unchanged"
+    assert metric_label(result()) == "-"                                  # not a no-op: nothing to say
+    assert metric_label(result(partial_slice=[4, 4], status="failed")) == "-"
+    assert metric_label(result(partial_slice=[4, 4], metrics={"a": 1})) == "a=1"

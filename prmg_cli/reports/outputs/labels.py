@@ -10,6 +10,7 @@ import math
 
 from ... import __version__, dtypes
 from ...case import Case, element_count
+from ...ops import OPERATORS
 from ...results import STATUSES, CaseResult, RunInfo, plural, visible
 from ...vocab import mode_list, mode_name
 from .screen import width as screen_width, wrap
@@ -74,10 +75,15 @@ def _number(value) -> str:
 
 def metric_label(result: CaseResult) -> str:
     """The key metric(s) of a result: the judge's ``key_metric`` when it gave one, else the first
-    two metrics as ``name=value`` with 3 significant digits."""
+    two metrics as ``name=value`` with 3 significant digits; for a passed call that computes nothing (an empty
+    slice or tensor: no metric, only the in-place tensor left bit for bit as it was) ``no-op: dy left unchanged``,
+    where a table showed a bare ``-``."""
     if result.key_metric:
         return visible(result.key_metric)
     shown = list(result.metrics.items())[:2]
+    if not shown and result.status == "passed" and result.expect == "pass" and result.op in OPERATORS and (
+            len(set(result.partial_slice)) == 1 or 0 in result.shape or 0 in result.cos_shape):
+        return f"no-op: {OPERATORS[result.op].tensor} left unchanged"
     return " ".join(f"{visible(k)}={_number(v)}" for k, v in shown) or "-"
 
 
