@@ -8,10 +8,11 @@ A stop signal (Ctrl-C, SIGTERM, SIGHUP: ``errors.STOPS``) is the same exit at an
 prmg's code, the first tenth of a second included: this module imports nothing but ``errors`` (signal), and ``main``
 holds (blocks) the stop signals before it imports typer and the commands, then lets a held one through where it
 handles it (its exit code, one line, never a traceback). Before this module, the interpreter starts and runs ``site``
-(30-40 ms on a loaded 2-core machine): a signal there is the interpreter's default (docs/scale.md, Stopping). Once the command is over
-(or, for ``prmg run``, once its reports state its exit code: ``errors.outcome_final``) a signal changes nothing: the
-stop signals stay held, then ignored, until the process has exited, so none can kill it with the raw signal while the
-interpreter shuts down (whose finalization sets a Python handler back to SIG_DFL, in every thread).
+(30-40 ms on a loaded 2-core machine): a signal there is the interpreter's default (docs/scale.md, Stopping).
+Once the command is over (or, for ``prmg run``, once its reports state its exit code: ``errors.outcome_final``) a
+signal changes nothing: the stop signals stay held, then ignored, until the process has exited, so none can kill it
+with the raw signal while the interpreter shuts down (whose finalization sets a Python handler back to SIG_DFL, in
+every thread).
 """
 
 from __future__ import annotations
