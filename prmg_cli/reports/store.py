@@ -335,8 +335,7 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
     schema = data.get("schema")
     try:
         if schema in READABLE_SCHEMAS:
-            return _shown_as_today(_believed(CaseResult(**_compact(_shared(_checked(data, RECORD_FIELDS)))), number,
-                                             source))
+            return _believed(CaseResult(**_compact(_shared(_checked(data, RECORD_FIELDS)))), number, source)
         if schema == RUN_SCHEMA:
             run = RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()) - RUN_OPTIONAL)))
             differs = next((key for key in STATED_TWICE if key in run.settings and key in run.info
@@ -380,27 +379,6 @@ def _believed(record: CaseResult, number: int, source: str) -> CaseResult:
     why = contradiction(record)
     if why:
         raise _disbelieved(record, number, source, why)
-    return record
-
-
-# What a metric's text may raise on metrics a file holds but no judge of today wrote (a value of another type, a
-# metric without its partners): such a record keeps the key metric it was written with.
-_UNREADABLE_METRICS = (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError)
-
-
-def _shown_as_today(record: CaseResult) -> CaseResult:
-    """``record`` with an empty key metric written as today's records have it (``verdict_metrics.key_metric`` of its
-    metrics): a result with no element off the golden was written with none before session 12 (its report showed the
-    raw ``max_err_ratio=0 bad=0``; today ``err 0 ulp, exact``). Only the text shown changes: not its metrics, its
-    status or what its verdict was judged under."""
-    if record.key_metric or not record.metrics:
-        return record
-    from ..judging.verdict_metrics import key_metric
-
-    try:
-        record.key_metric = key_metric(record.metrics)
-    except _UNREADABLE_METRICS:
-        pass
     return record
 
 

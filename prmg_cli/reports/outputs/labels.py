@@ -10,6 +10,7 @@ import math
 
 from ... import __version__, dtypes
 from ...case import Case, element_count
+from ...judging.verdict_metrics import key_metric
 from ...ops import OPERATORS
 from ...results import STATUSES, CaseResult, RunInfo, plural, visible
 from ...vocab import mode_list, mode_name
@@ -73,13 +74,26 @@ def _number(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else visible(value)
 
 
+# What a metric's text may raise on metrics a file holds but no judge of today wrote (a value of another type, a
+# metric without its partners): such a record is shown by its raw metrics.
+_UNREADABLE_METRICS = (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError)
+
+
 def metric_label(result: CaseResult) -> str:
-    """The key metric(s) of a result: the judge's ``key_metric`` when it gave one, else the first
-    two metrics as ``name=value`` with 3 significant digits; for a passed call that computes nothing (an empty
-    slice or tensor: no metric, only the in-place tensor left bit for bit as it was) ``no-op: dy left unchanged``,
-    where a table showed a bare ``-``."""
+    """The key metric(s) of a result: the judge's ``key_metric`` when it gave one, else today's text of its metrics
+    (``verdict_metrics.key_metric``: a result with no element off the golden was written with none before session
+    12, and showed the raw ``max_err_ratio=0 bad=0``; today ``err 0 ulp, exact``; the record itself is left as
+    written), else the first two metrics as ``name=value`` with 3 significant digits; for a passed call that
+    computes nothing (an empty slice or tensor: no metric, only the in-place tensor left bit for bit as it was)
+    ``no-op: dy left unchanged``, where a table showed a bare ``-``."""
     if result.key_metric:
         return visible(result.key_metric)
+    try:
+        today = key_metric(result.metrics)
+    except _UNREADABLE_METRICS:
+        today = ""
+    if today:
+        return visible(today)
     shown = list(result.metrics.items())[:2]
     if not shown and result.status == "passed" and result.expect == "pass" and result.op in OPERATORS and (
             len(set(result.partial_slice)) == 1 or 0 in result.shape or 0 in result.cos_shape):
