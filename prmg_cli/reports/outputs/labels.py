@@ -19,6 +19,7 @@ from .screen import width as screen_width, wrap
 EMULATOR_NOTE = "results come from the host emulator, not an NPU"
 TESTS_PRMG = "this run tests prmg, not the operator"
 MAX_CASES_NAMED = 5             # cases a fault line names before "and N more"
+NO_KERNEL_FILES = "no file of the operator's kernels or tiling"      # an opp folder holding none (the emulator's)
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
            "verdict_word", "runner_label", "checks_ran", "checks_field", "header_fields", "format_header",
@@ -254,7 +255,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     if info.opp:
         stamped = (f"{plural(info.opp_files, 'file')} of the operator's kernels and tiling, fingerprint "
                    f"{visible(info.opp_fingerprint) or '?'}") if info.opp_files else \
-            "no file of the operator's kernels or tiling"
+            NO_KERNEL_FILES
         stamped += f"; {kernels_text(info.opp_kernels)}" if info.opp_kernels else ""
         fields.append(("opp", f"{visible(info.opp)} ({stamped})"))
     if info.preloaded:
