@@ -90,7 +90,7 @@ def test_a_runner_is_one_module_and_one_entry(tmp_path, emulator, capsys, monkey
     assert code == 0 and [(c["name"], c["status"], c["path"]) for c in report["cases"]] == [("fp32", "passed", "host")]
     code, _, err = run_in_process(capsys, monkeypatch, "run", path, "--runner", "hots")
     assert code == 2 and err.strip() == ("prmg: error: --runner 'hots' (did you mean 'host'?): choose one of auto, "
-                                         "aclnn, emulator, geir, aclnn+geir, emulator-geir, host")
+                                         "aclnn, emulator, geir, aclnn+geir, emulator-geir, emulator+geir, host")
 
 
 # --- the shim ------------------------------------------------------------------------------------------------
@@ -337,18 +337,19 @@ def test_without_ges_headers_graph_mode_is_refused_in_one_line_and_doctor_says_w
     root = tmp_path / "cann"
     shutil.copytree(emulator.root, root, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
     monkeypatch.setenv("ASCEND_HOME_PATH", str(root))
-    for runner in ("geir", "aclnn+geir"):
+    for runner, by_name in (("geir", "emulator-geir"), ("aclnn+geir", "emulator+geir")):  # each suggests its own
         code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", runner)
-        assert code == 2 and err.count("\n") == 1 and err.startswith(
+        assert code == 2 and err.count("\n") == 1 and err.endswith(f"--runner {by_name}\n") and err.startswith(
             f"prmg: error: --runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
             f"toolkit found at {root} is the emulator ({root}/lib64/libascendcl.so defines prmg_emu_"), err
-    code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", "emulator-geir")
-    assert code == 2 and err.count("\n") == 1
-    assert err.startswith(f"prmg: error: graph mode is not available on the toolkit at {root}: it needs GE's headers "
-                          f"(no ge/ge_api.h in {root}/include, {root}/compiler/include")
+    for runner in ("emulator-geir", "emulator+geir"):                          # graph mode's runners by name
+        code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", runner)
+        assert code == 2 and err.count("\n") == 1
+        assert err.startswith(f"prmg: error: graph mode is not available on the toolkit at {root}: it needs GE's "
+                              f"headers (no ge/ge_api.h in {root}/include, {root}/compiler/include")
     code, out, _ = run_in_process(capsys, monkeypatch, "doctor", "--runner", "geir")
-    assert code == 1 and "graph mode (--runner geir, aclnn+geir, emulator-geir):\n  NOT available: graph mode is " \
-        "not available" in out                                  # the header names every graph runner
+    assert code == 1 and "graph mode (--runner geir, aclnn+geir, emulator-geir, emulator+geir):\n  NOT available: " \
+        "graph mode is not available" in out                    # the header names every graph runner
     code, out, _ = run_in_process(capsys, monkeypatch, "doctor")     # graph mode is said, not needed; auto refuses
     assert code == 1 and "NOT available" in out and "auto never runs it in a toolkit's place" in out  # the copy
     monkeypatch.delenv("ASCEND_HOME_PATH")
@@ -634,6 +635,27 @@ def test_done_when_smoke_and_every_shipped_case_through_graph_mode(tmp_path):
                        env={"PRMG_EMU_FAULT": "geir_slice_dropped"})
     assert result.returncode == 1 and "; geir (graph mode) disagrees with the golden: " in result.stdout
     assert (saved / "geir" / "smoke.worked_example" / "actual.npy").is_file() and not (saved / "aclnn").exists()
+
+
+def test_the_differential_on_the_emulator_by_name_where_a_toolkit_is_named(tmp_path):
+    """A CI host whose environment names a toolkit (here one that cannot serve: ASCEND_HOME_PATH at no folder) and
+    no NPU: --runner aclnn+geir refuses in one line, suggesting emulator+geir (not emulator, which would drop graph
+    mode); --runner emulator+geir runs both paths on the host emulator by name, each result naming both verdicts,
+    and a graph-only bug (the twin's dropped slice) exits 1 naming graph mode, as under aclnn+geir."""
+    env = {"ASCEND_HOME_PATH": str(tmp_path / "Ascend-typo")}
+    path = small_cases(tmp_path)
+    refused = prmg_here("run", path, "--runner", "aclnn+geir", env=env)
+    assert refused.returncode == 2 and refused.stderr.startswith("prmg: error: --runner aclnn+geir: a CANN toolkit is "
+                                                                 "meant here (ASCEND_HOME_PATH=") and \
+        refused.stderr.endswith("ask for the host emulator with --runner emulator+geir\n"), refused.stderr
+    result = prmg_here("run", path, "--runner", "emulator+geir", "--report", "json", env=env)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and [(c["name"], c["status"], c["path"], sorted(c["paths"])) for c in
+                                       report["cases"]] == [(name, "passed", "aclnn+geir", ["aclnn", "geir"])
+                                                            for name in ("fp32", "bf16", "null_sin")], result.stderr
+    assert report["summary"]["graph_library"].startswith("the emulator's twin of the GE shim")
+    faulty = prmg_here("run", path, "--runner", "emulator+geir", env={**env, "PRMG_EMU_FAULT": "geir_slice_dropped"})
+    assert faulty.returncode == 1 and "; geir (graph mode) disagrees with the golden: " in faulty.stdout
 
 
 # What each graph-only fault can change, and so where --runner aclnn+geir must see it: a case graph mode runs to
