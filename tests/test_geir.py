@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT, prmg_here
 from kernels import correct_kernel
+from prmg_cli.case import Expect
 from prmg_cli.cases.loader import load_cases, parse_document
 from prmg_cli.device import execute, runners
 from prmg_cli.device.acl import Outcome
@@ -457,8 +458,9 @@ def test_the_graph_gets_the_slice_list_as_written_and_a_null_one_leaves_the_attr
 def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph):
     """Every shipped negative case through graph mode (the twin) as the constraint model says GE answers it (its
     phase and GE's code), and through both paths, which must agree; a slice list of no or one value, which graph
-    mode's tiling reads past its end, is any refusal (the paths differ there by design); a strided tensor has no
-    graph form, nor a dy without elements whose tiling refuses it, each skipped saying why."""
+    mode's tiling reads on past its end into GE's ComputeNodeInfo ([2^32, 0), [v, 2^32)), is the slice range's
+    refusal at compile (the paths differ there by design); a strided tensor has no graph form, nor a dy without
+    elements whose tiling refuses it, each skipped saying why."""
     cases = load_cases([ROOT / "cases" / "negative.yaml"])
     settings = execute.RunSettings(toolkit=graph)
     pair = replace(graph, calls="aclnn+geir")
@@ -474,12 +476,13 @@ def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph
                 strided = any(case.strides_of(tensor) is not None for tensor in ("dy", "cos", "sin"))
                 why, wrong = ("GE's tensors are dense", "list") if strided else ("no certain answer", "dense")
                 assert single.status == "skipped" and why in single.message and wrong not in single.message
-            elif not case.known_defect and expected.expect.error == "any":     # a short list, read past its end
-                assert single.error_code and "past the end of a list of" in expected.note, case.name
             elif not case.known_defect and not case.expect.success:
                 assert expected.expect.phase == "compile" and single.error_code == expected.expect.error
     codes = {graph_case(case, settings.supported_modes).expect.error for case in cases
              if not isinstance(graph_case(case, settings.supported_modes), str)}
+    short = [graph_case(case, settings.supported_modes) for case in cases if case.slice_list in ((), (4,))]
+    assert [(judged.expect, judged.partial_slice) for judged in short] == \
+        [(Expect(GE_FAILED, "compile"), (1 << 32, 0)), (Expect(GE_FAILED, "compile"), (4, 1 << 32))]
     assert {GE_PARAM_INVALID, GE_DATATYPE_INVALID, GE_FAILED} <= codes
 
 
