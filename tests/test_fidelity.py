@@ -603,8 +603,13 @@ A2_RULES = ("mode not 1", "slice list not 2", "L < 0", "D > 1024", "D odd", "L o
 SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the cases are run)
     ([("grad", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")], {"PRMG_EMU_FAULT": "ignore_offset"},
      ("", ""), None, "aclnn"),
-    ([("forward", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")],
-     {"PRMG_EMU_FAULT": "fwd_ignore_offset"}, ("", ""), None, "aclnn"),
+    ([("forward", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")]
+     + [("forward", "storage: cos/sin broadcast, at an offset")], {"PRMG_EMU_FAULT": "fwd_ignore_offset"}, ("", ""),
+     None, "aclnn"),
+    ([(op, "storage: an offset off the 32-byte block") for op in ("grad", "forward")],
+     {"PRMG_EMU_FAULT": "offset_block_aligned"}, ("", ""), None, "aclnn"),
+    ([("grad", "storage: cos/sin broadcast, at an offset")], {"PRMG_EMU_FAULT": "table_offset_ignored"}, ("", ""),
+     None, "aclnn"),
     ([("grad", "phase: cos not contiguous"), ("grad", "phase: sin not contiguous")],
      {"PRMG_EMU_FAULT": "contiguous_tables"}, ("", ""), None, "aclnn"),
     ([("forward", "storage: cos/sin not contiguous")], {"PRMG_EMU_FAULT": "fwd_contiguous_tables"}, ("", ""), None,
