@@ -758,6 +758,33 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
     assert "(no PRMG_EMULATOR file names its sources;" in tk.stale_emulator(found, emulator)
 
 
+def test_doctor_probes_the_emulator_a_run_would_load_the_copy_installed_as_a_toolkit(tmp_path, emulator):
+    """Issue 32 (round 4): ``prmg doctor --runner emulator`` probed prmg's own build in its cache while ``prmg run
+    --runner emulator`` runs the copy installed as a toolkit where the search finds one: a copy that cannot even be
+    loaded (its nnopbase another library) had doctor say 'runner emulator: usable', exit 0, and every run of it exit 2.
+    Doctor now names and judges the copy a run would load (its probe above, as the toolkit's)."""
+    from conftest import prmg
+
+    kit = tmp_path / "kit"
+    shutil.copytree(emulator.root, kit)                                  # its marker file copied along
+    empty = tmp_path / "empty.c"
+    empty.write_text("int prmg_not_nnopbase;\n")
+    (kit / "lib64" / tk.NNOPBASE_NAME).unlink()
+    _library(empty, kit / "lib64" / tk.NNOPBASE_NAME)
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    env = {"ASCEND_HOME_PATH": str(kit)}
+    run = prmg("run", cases, "--runner", "emulator", env=env)
+    assert run.returncode == 2, run.stdout + run.stderr
+    doctor = prmg("doctor", "--runner", "emulator", env=env)
+    said = " ".join(doctor.stdout.split())
+    assert (doctor.returncode, "runner emulator: NOT usable") == (1, said[said.rindex("runner emulator"):]), said
+    assert f"emulator: the copy installed as a toolkit at {kit}, probed above" in said, said
+    assert f"host build at {emulator.root}" not in said
+    own = prmg("doctor", "--runner", "emulator")                                 # nothing names a toolkit: prmg's own
+    assert own.returncode == 0 and f"emulator: host build at {emulator.root}" in " ".join(own.stdout.split())
+
+
 @pytest.mark.parametrize("disguise", ["copies", "runtime", "op library", "marker"])
 def test_the_npu_gates_runner_refuses_the_emulator_however_it_is_installed(tmp_path, emulator, disguise):
     """--runner aclnn is what an NPU gate runs (smoke.sh, the CI examples): a toolkit folder of the emulator's
