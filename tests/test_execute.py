@@ -679,6 +679,24 @@ def test_the_header_says_when_the_runtime_was_shown_only_some_chips(many):
         "0, 1 of the chips ASCEND_RT_VISIBLE_DEVICES=2,5 shows (--each-device: every case on each)"
 
 
+@pytest.mark.parametrize("visible", ["0,7", "0,0,1", "1,x"])
+def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_not_show(many, visible):
+    """Issue 32 (round 4): a job given chips 0 and 7 (``ASCEND_RT_VISIBLE_DEVICES=0,7``, a scheduler's) on a host whose
+    chip 7 the driver no longer enumerates: the runtime reads the list up to its first id it lacks (or one repeated,
+    or not a number) and showed chip 0 alone, and ``--devices all --each-device --strict`` (smoke.sh's gate) ran the
+    cases on it, exit 0, the chip named to the job never tested. A list naming more chips than the runtime shows is
+    exit 2 before any case runs, naming both counts."""
+    result = prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", "--each-device", "--strict",
+                  env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": visible})
+    named = len(visible.split(","))
+    assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
+    assert result.stderr.startswith(f"prmg: error: --devices all: ASCEND_RT_VISIBLE_DEVICES={visible} names {named} "
+                                    f"chips, the runtime shows 1: "), result.stderr
+    for fine in ("1,0", "1"):                                  # the chips it names, all shown: as many as it names
+        assert prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all",
+                    env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": fine}).returncode == 0, fine
+
+
 # Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on
 # a chip gone down): the executor's results, shared and --each-device, as JSON. In a process of its own: the emulator
 # reads PRMG_EMU_DEVICES at aclInit, which an earlier test of this process (inherited by the workers) has made.
