@@ -156,8 +156,8 @@ def _all_shown(count: int) -> None:
     if len(named) > count:
         raise PrmgError(f"--devices all: {VISIBLE}={visible(value)} names {len(named)} chips, the runtime shows "
                         f"{count}: a chip it names is missing (the driver no longer enumerates it, or this host has no "
-                        f"such chip) or an entry is repeated or no id, and the runtime reads the list only up to there; "
-                        f"fix {VISIBLE}, or name the devices to run on (--devices)")
+                        f"such chip) or an entry is repeated or no id, and the runtime reads the list only up to "
+                        f"there; fix {VISIBLE}, or name the devices to run on (--devices)")
 
 
 def _device_count(toolkit, option: str) -> int:

@@ -175,10 +175,10 @@ def opp_stamp(opp: Path, custom: str, titles: Iterable[str]) -> dict:
     how many there are (``_operator_files``), ``fingerprint``, the first 16 hex digits of the sha256 of the vendors'
     order (``load_priority`` of ``opp/vendors/config.ini``: the first vendor holding a kernel is taken) and of each
     file's (path with links resolved, size, mtime_ns, ctime_ns, inode) in order (the same files reached through a
-    link to the opp folder or a custom package are the same fingerprint) (a rebuild or reinstall here changes it, and so does a
-    binary written over in place with its size and time kept: ``touch`` cannot set ctime), and ``portable``, the same
-    of the order and each file's (path below ``opp``, size, mtime_ns): equal on two hosts that installed the same
-    packages."""
+    link to the opp folder or a custom package are the same fingerprint; a rebuild or reinstall here changes it, and
+    so does a binary written over in place with its size and time kept: ``touch`` cannot set ctime), and
+    ``portable``, the same of the order and each file's (path below ``opp``, else resolved, size, mtime_ns): equal on
+    two hosts that installed the same packages."""
     from .toolkit import config_vendors
 
     local, portable, count, opp = hashlib.sha256(), hashlib.sha256(), 0, Path(opp)
