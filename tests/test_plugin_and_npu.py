@@ -60,7 +60,7 @@ def test_the_plugins_header_names_a_preloaded_library_and_what_it_takes_as_prmg_
     """A pytest --prmg session with a library preloaded that takes the toolkit's calls (a tracer's hook; an rtld-audit
     library) ran green without a word of it (prmg run's header names it and warns): the session's header names each
     preloaded library and what it takes, and warns, as prmg run does."""
-    from test_toolkit import AUDIT_SOURCE, HOOK_SOURCE, _library
+    from test_toolkit import AUDIT_SOURCE, BOUND_AMONG, HOOK_SOURCE, _library
 
     (tmp_path / "hook.c").write_text(HOOK_SOURCE)
     (tmp_path / "audit.c").write_text(AUDIT_SOURCE)
@@ -69,11 +69,12 @@ def test_the_plugins_header_names_a_preloaded_library_and_what_it_takes_as_prmg_
     result = pytest_run(tmp_path, "-k", "p_ok_fp32", "--junitxml", tmp_path / "j.xml",
                         env={"LD_PRELOAD": str(hook), "LD_AUDIT": str(audit)})
     assert result.returncode == 0, result.stdout + result.stderr
-    hook_label = f"{hook} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+    hook_label = f"{hook} (defines 1 of the toolkit's symbols, {BOUND_AMONG}: prmg_emu_device_usable)"
     audit_label = f"{audit} (an audit library: rebinds calls through la_symbind64)"
     assert f"\nprmg preloaded: {hook_label}\nprmg preloaded: {audit_label}\n" in result.stdout, result.stdout
-    assert f"\nprmg warning: a preloaded library takes calls meant for the toolkit: {hook_label}; {audit_label}: " \
-           f"the cases may not run the toolkit's code" in result.stdout
+    assert f"\nprmg warning: a preloaded library takes calls meant for the toolkit: {audit_label}: the cases may " \
+           f"not run the toolkit's code; a preloaded library defines symbols of the toolkit: {hook_label}: " \
+           in result.stdout
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert suite.find("properties/property[@name='prmg preloaded']").get("value") == f"{hook_label}; {audit_label}"
 
