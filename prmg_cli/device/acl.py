@@ -967,7 +967,7 @@ def _device_count(api: _Api) -> int:
     return int(count.value)
 
 
-def preloads(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+def preloads(toolkit: Toolkit) -> list:
     """``linkage.taking`` of a process that loaded ``toolkit``'s libraries as a worker does (no device touched):
     what a header names before any worker starts (the pytest plugin's)."""
     prepare_environment(toolkit)
