@@ -179,7 +179,8 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
     assert ", device 0, runner emulator, standard per case (default: default), SoC " in header
     assert ", devices 0,1, runner emulator, standard allclose, SoC " in header and "devices: 0, 1 " in header
-    assert ", operator library /" in header and ", kernel files e3b0c44298fc1c14" in header
+    assert ", operator library /" in header and ", kernel files no file of the operator's kernels or tiling" in header
+    assert "e3b0c442" not in header               # the emulator's opp holds none: not the digest of nothing
     assert f"settings differ: faults: {shards[0]}: {{faults: [nan], shape: ''}}; {shards[1]}: {{}} " in header
     assert result.returncode == 1 and "MIXED SETTINGS: faults: " in header
     junit = tmp_path / "r.xml"
@@ -231,6 +232,31 @@ def test_merge_orders_by_cases_or_by_first_appearance():
                                                            ("y", "passed")]
     assert merged.results[2].message == MISSING and merged.missing == 1
     assert merged.left_out == ["z"]
+
+
+def test_a_failure_of_a_case_not_in_cases_is_reported_never_left_out(tmp_path):
+    """Issue 32 (round 4): shards that ran more cases than the merge's ``--cases`` names (``PRMG_CASES`` of the shard
+    jobs holding the operator repository's own cases, the merge job prmg's) had the records of the others left out,
+    a failure too: the merged report was green, exit 0, with a kernel failing a case the files hold. A record of a
+    case not in --cases that is not ok is reported after the suite's cases (a passed one is still left out)."""
+    cases, extra = tmp_path / "suite.yaml", tmp_path / "extra.yaml"
+    cases.write_text("- {name: suite.one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    extra.write_text("- {name: extra.wrong, shape: [1, 1, 2, 16], partial_slice: [0, 16]}\n"
+                     "- {name: extra.right, shape: [1, 1, 2, 32], partial_slice: [0, 32]}\n")
+    shard = tmp_path / "shard.jsonl"
+    run = prmg("run", cases, extra, "--runner", "emulator", "--results", shard,
+               env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "1,1,2,16"})
+    assert run.returncode == 1, run.stdout + run.stderr
+    result = prmg_here("report", shard, "--cases", cases, "--report", "json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["summary"]["exit_code"] == 1, result.stderr
+    assert [(case["name"], case["status"]) for case in report["cases"]] == [("suite.one", "passed"),
+                                                                           ("extra.wrong", "failed")]
+    assert "1 result of cases not in --cases left out: extra.right" in result.stderr
+    assert "1 result of cases not in --cases not ok, reported after them: extra.wrong (failed)" in result.stderr
+    merged = merge([Stored("a.jsonl", [record("x"), record("z", "error"), record("y")])], [case("x")])
+    assert [(r.name, r.status) for r in merged.results] == [("x", "passed"), ("z", "error")]
+    assert (merged.left_out, merged.outside) == (["y"], ["z"])
 
 
 def test_within_a_file_the_newest_record_of_a_case_wins():
@@ -348,6 +374,21 @@ def test_report_exit_codes_and_every_format(tmp_path, capsys):
     assert report_files([str(passing), str(failing), str(passing)], reports=["json"]) == 1
     captured = capsys.readouterr()
     assert "is given twice: read once" in captured.err and json.loads(captured.out)["summary"]["total"] == 2
+
+
+def test_an_old_record_without_a_key_metric_reads_as_a_new_one(tmp_path, capsys):
+    """Before session 12 a result with no element off the golden (a vacuous case: bound 0 ulp) was written with an
+    empty key metric, and every report showed the raw ``max_err_ratio=0 bad=0``: it reads as today's (``err 0 ulp,
+    exact``), the record left as written; metrics no judge of today wrote show as they are."""
+    from prmg_cli.reports.merge import report_files
+
+    exact = {"max_err_ratio": 0.0, "bad": 0, "max_err_ulp": 0.0, "bound_ulp": 0.0, "beyond_rounding": 0.0}
+    path = write(tmp_path / "old.jsonl", record("x", metrics=exact, judged_under="k"),
+                 record("y", metrics={"max_err_ratio": 0.5, "beyond_rounding": "?"}))
+    assert [r.key_metric for r in read(path).results] == ["", ""]                  # the records as written
+    assert report_files([str(path)], reports=["table"]) == 0
+    rows = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("PASS ")}
+    assert rows["x"].endswith("err 0 ulp, exact") and rows["y"].endswith("max_err_ratio=0.5 beyond_rounding=?")
 
 
 def test_report_names_each_duplicate_on_stderr_and_exits_as_run_does(tmp_path):
