@@ -697,6 +697,23 @@ def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_
                     env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": fine}).returncode == 0, fine
 
 
+def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show(many):
+    """Issue 32 (session 13): ``prmg doctor`` (smoke.sh's first check) said ``devices: 1`` and 'usable', exit 0, for
+    ``ASCEND_RT_VISIBLE_DEVICES=0,7`` on a host whose chip 7 the driver no longer enumerates, which ``--devices all``
+    refuses. It says so in the words of that refusal (one rule: ``suite.chips_not_shown``), the runner NOT usable,
+    exit 1, as for a missing symbol; a list the runtime shows whole stays usable."""
+    env = {"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": "0,7"}
+    result = prmg("doctor", "--runner", "emulator", env=env)
+    refusal = prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", env=env).stderr
+    why = refusal.removeprefix("prmg: error: --devices all: ").split(", or name the devices")[0]
+    assert why.startswith("ASCEND_RT_VISIBLE_DEVICES=0,7 names 2 chips, the runtime shows 1: "), refusal
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"  error: {why} (--devices all, smoke.sh's gate, refuses it)" in result.stdout
+    assert "runner emulator: NOT usable" in result.stdout
+    result = prmg("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "1,0"})
+    assert result.returncode == 0 and "ASCEND_RT_VISIBLE_DEVICES=1,0 names" not in result.stdout
+
+
 # Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on
 # a chip gone down): the executor's results, shared and --each-device, as JSON. In a process of its own: the emulator
 # reads PRMG_EMU_DEVICES at aclInit, which an earlier test of this process (inherited by the workers) has made.
