@@ -244,7 +244,7 @@ def test_select_runner(tmp_path, libs):
     with pytest.raises(PrmgError, match=r"no CANN toolkit found \(looked in ASCEND_HOME_PATH: not set"):
         tk.select_runner("aclnn", None, {})
     with pytest.raises(PrmgError, match=r"--runner 'npu': choose one of auto, aclnn, emulator, geir, aclnn\+geir, "
-                                        r"emulator-geir$"):
+                                        r"emulator-geir, emulator\+geir$"):
         runners.select("npu", None, {})          # the one check of --runner (runners.check_runner), every caller's
     with pytest.raises(PrmgError, match="--op-lib"):
         tk.select_runner("emulator", str(libs["with_op"]), {})

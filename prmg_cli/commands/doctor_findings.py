@@ -1,5 +1,5 @@
 """``prmg doctor``: what was found and where, which runner ``auto`` would pick and why, and whether graph mode
-(``--runner geir``, ``aclnn+geir``, ``emulator-geir``) is available and why not."""
+(``--runner geir``, ``aclnn+geir``, ``emulator-geir``, ``emulator+geir``) is available and why not."""
 
 from __future__ import annotations
 

@@ -484,9 +484,9 @@ def stale_emulator(toolkit: Toolkit, own: Toolkit) -> str:
 
 
 def stale_copy(toolkit: Toolkit, env: Mapping[str, str]) -> str:
-    """What a run of the emulator by name (``--runner emulator``, ``emulator-geir``) says of ``toolkit`` when it is a
-    copy of the emulator installed as a toolkit (``copied_emulator``) that is not this prmg's build of its emulator
-    sources (``stale_emulator``); "" for any other toolkit."""
+    """What a run of the emulator by name (``--runner emulator``, ``emulator-geir``, ``emulator+geir``) says of
+    ``toolkit`` when it is a copy of the emulator installed as a toolkit (``copied_emulator``) that is not this prmg's
+    build of its emulator sources (``stale_emulator``); "" for any other toolkit."""
     if not copied_emulator(toolkit, env):
         return ""
     own = emulator_toolkit(None, env)
@@ -822,9 +822,11 @@ def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
 # Runner selection
 
 def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
-                  modes: Iterable[int] | None = None) -> Toolkit:
+                  modes: Iterable[int] | None = None, by_name: str = "emulator") -> Toolkit:
     """The toolkit of a runner (``runners.RUNNERS``): ``runner`` is auto, aclnn, emulator, geir or aclnn+geir, a name
-    ``runners.check_runner`` (the one check of ``--runner``) let through.
+    ``runners.check_runner`` (the one check of ``--runner``) let through; ``by_name`` the runner making its calls on
+    the host emulator by name, which its usage errors suggest (``emulator``; graph mode's ``emulator-geir``,
+    ``emulator+geir``).
 
     auto: the installed toolkit when the search finds one, but a PrmgError when that toolkit is the emulator
     (``emulator_evidence``) installed as a toolkit (``copied_emulator``: a variable names it or it lies at a default
@@ -833,7 +835,7 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     a PrmgError naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on
     stderr: ``suite.settings_for``). aclnn: the installed toolkit, or a PrmgError naming where it looked, or why the
     toolkit found is the emulator installed as one (an NPU gate never runs a copy). geir, aclnn+geir (graph mode's
-    runners): as auto, the emulator installed as a toolkit refused alike. emulator (also graph mode's emulator-geir):
+    runners): as auto, the emulator installed as a toolkit refused alike. emulator (also emulator-geir, emulator+geir):
     the emulator installed as a toolkit where the search finds one (``copied_emulator``: the stand-in asked for by
     name), else prmg's own build (``modes`` switched on).
     """
@@ -846,12 +848,12 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
             return emulator_toolkit(modes, env)
     else:
         toolkit, log = _search(env, op_lib)
-    refusing = runner != "emulator"           # every runner but the emulator's (emulator-geir passes "emulator")
+    refusing = runner != "emulator"           # every runner but the emulator's (emulator-geir, +geir pass "emulator")
     evidence = copied_emulator(toolkit, env) if toolkit is not None and refusing else ""
     if evidence:
         raise PrmgError(f"--runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
                         f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "
-                        f"the CANN toolkit (source its set_env.sh), or run the emulator with --runner emulator")
+                        f"the CANN toolkit (source its set_env.sh), or run the emulator with --runner {by_name}")
     if toolkit is not None:
         if toolkit.kind == "emulator" and modes is not None:
             toolkit = replace(toolkit, env=_modes_env(modes))
@@ -862,9 +864,9 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
         raise PrmgError(f"no CANN toolkit found (looked in {looked}); source the toolkit's set_env.sh "
                         f"or set ASCEND_HOME_PATH")
     if suggested:
-        raise PrmgError(f"--runner auto: a CANN toolkit is meant here ({', '.join(suggested)}) but none can run the "
-                        f"operator (looked in {looked}); fix the toolkit (source its set_env.sh), or ask for the host "
-                        f"emulator with --runner emulator")
+        raise PrmgError(f"--runner {runner}: a CANN toolkit is meant here ({', '.join(suggested)}) but none can run "
+                        f"the operator (looked in {looked}); fix the toolkit (source its set_env.sh), or ask for the "
+                        f"host emulator with --runner {by_name}")
     return emulator_toolkit(modes, env)
 
 

@@ -101,6 +101,7 @@ static const struct {
     {"mixed_bf16_up", FAULT_MIXED_BF16_UP},
     {"table_offset_ignored", FAULT_TABLE_OFFSET_IGNORED},
     {"round_zero_all", FAULT_ROUND_ZERO_ALL},
+    {"offset_block_aligned", FAULT_OFFSET_BLOCK_ALIGNED},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */
