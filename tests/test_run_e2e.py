@@ -309,7 +309,8 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     # session 11: kernels built to beat the verdict: a bias whose sign alternates by core (the whole result's errors
     # split evenly: the groups see each core's), a bias on negative values only or on one binade only, one row of the
     # last core wrong, a grad and a forward wrong alike on the pair holding the slice's last lane
-    "core_bias": "--strict: biased in rows ", "negative_up": "--strict: biased: ", "binade_up": "--strict: biased: ",
+    "core_bias": "--strict: biased in rows ", "negative_up": "--strict: biased: ",
+    "binade_up": "--strict: biased in the binade 1 <= |golden| < 2: ",          # its group first since session 13
     "last_core_row_sign": "over budget", "tail_pair_sign": "over budget",
     # graph mode reading a partial_slice of none as its tiling does, and the differential held adversarially: a
     # list of none taken as unset, a refusal's phase alone wrong, the forward's graphs alone wrong
