@@ -157,6 +157,10 @@ class Case:
         strides = self.strides_of(tensor)
         return () if strides is None else expanded_axes(self.shape_of(tensor), strides)
 
+    def dtype_of(self, tensor: str) -> str:
+        """The dtype name of ``tensor`` (``dy``, ``cos`` or ``sin``)."""
+        return {"dy": self.dtype, "cos": self.cos_dtype, "sin": self.sin_dtype}[tensor]
+
     def shape_of(self, tensor: str) -> tuple[int, ...]:
         """The view shape of ``tensor`` (``dy``, ``cos`` or ``sin``)."""
         return {"dy": self.shape, "cos": self.cos_shape, "sin": self.sin_shape}[tensor]

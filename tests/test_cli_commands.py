@@ -231,7 +231,7 @@ def test_bench_offers_only_the_runners_it_can_time_and_refuses_another_before_re
     from prmg_cli.device.runners import RUNNERS, timed_runners
 
     assert timed_runners() == ["auto", "aclnn", "emulator"] and set(RUNNERS) - set(timed_runners()) == {
-        "geir", "aclnn+geir", "emulator-geir"}
+        "geir", "aclnn+geir", "emulator-geir", "emulator+geir"}
     code, out, _ = run_in_process(capsys, monkeypatch, "bench", "--help")
     runner_help = " ".join(out.split("--runner NAME", 1)[1].split("--op-lib", 1)[0].split())
     assert code == 0 and "emulator (the host emulator)" in runner_help and "geir" not in runner_help

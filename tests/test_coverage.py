@@ -391,7 +391,7 @@ def test_table_and_html_show_the_coverage_of_what_ran(monkeypatch):
 
 def test_graph_mode_alone_covers_no_storage_class():
     """Graph mode feeds every tensor dense (GE's tensors have no offset or strides): views at offsets and strided
-    tables that graph mode alone ran cover no storage class of the run's coverage line (they covered four); run
+    tables that graph mode alone ran cover no storage class of the run's coverage line (they covered six); run
     through aclnn, or both paths, they do."""
     from prmg_cli.cases.loader import case_to_dict
 
@@ -399,13 +399,14 @@ def test_graph_mode_alone_covers_no_storage_class():
                  cos_strides=[32, 16, 16, 1])
     assert {key for key in covered(views) if key.startswith("storage: ")} == {
         "storage: dy at an offset", "storage: sin at an offset", "storage: cos/sin not contiguous",
-        "storage: cos/sin not contiguous, at an offset"}     # cos strided at its offset: not a contiguous view
+        "storage: cos/sin not contiguous, at an offset",     # cos strided at its offset: not a contiguous view
+        "storage: an offset off the 32-byte block", "storage: cos/sin broadcast, at an offset"}  # 20 bytes; 1S1D
 
     def classes(path: str) -> int:
         result = CaseResult(views.name, "passed", definition=case_to_dict(views), source="t.yaml", path=path)
         return int(re.search(r"covers (\d+) of", coverage.run_line([result])).group(1))
 
-    assert classes("aclnn") == classes("aclnn+geir") == classes("geir") + 4
+    assert classes("aclnn") == classes("aclnn+geir") == classes("geir") + 6
 
 
 def test_a_strided_view_at_an_offset_is_a_class_of_its_own():
@@ -418,6 +419,9 @@ def test_a_strided_view_at_an_offset_is_a_class_of_its_own():
     storage = lambda one: {key for key in covered(one) if key.startswith("storage: ")}       # noqa: E731
     assert storage(heads) == {"storage: x not contiguous", "storage: x not contiguous, at an offset"}
     assert storage(shifted) == {"storage: dy at an offset"}
+    for offset, off_block in ((16, False), (8, True), (48, False)):            # float16: 32, 16 and 96 bytes
+        half = case(shape=[1, 2, 3, 8], broadcast="111D", partial_slice=[4, 8], dtype="float16", dy_offset=offset)
+        assert ("storage: an offset off the 32-byte block" in covered(half)) == off_block, offset
     assert not any("at an offset" in item.name and "contiguous" in item.name for item in regimes("grad"))
 
 

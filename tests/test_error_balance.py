@@ -311,7 +311,8 @@ def test_a_kernel_biased_on_its_tail_rows_or_one_lane_alone_is_biased(path):
 @pytest.mark.verdict
 def test_a_large_result_biased_on_its_tail_rows_alone_is_biased(path):
     """Past ``RECOUNTED`` slice elements (160,000: 40,000 rows of 4 lanes, the compiled scans on two threads; an
-    infinite dy makes a chunk of them judged element by element), the groups are screened by the departures' sides
+    infinite dy makes a chunk of them judged element by element, in its first part and in a later one, after parts
+    that passed), the groups are screened by the departures' sides
     per row and lane counted with their repeats (``departure_sides``; the compiled scans count them as numpy does,
     bit for bit), then tested on the distinct departures: float32 rounded toward +inf on the last 200 rows (800
     elements, within every budget, the whole result leaning by too little to tell) is biased in a group of the last
@@ -339,6 +340,7 @@ def test_a_large_result_biased_on_its_tail_rows_alone_is_biased(path):
         "errors" and in_case_group(said_of, np.arange(5)) == said_of
     inputs = make_inputs(case)
     inputs.dy[0, 0, 7, 1] = np.inf
+    inputs.dy[0, 0, 1424, 2] = np.inf          # the third part of the second chunk (1024 rows, parts of 192)
     for chosen, said, toward_zero in (
             (lambda row, lane: False, None, False),
             (lambda row, lane: row >= 39800, r"biased in rows \d+ to 39999: ", False),

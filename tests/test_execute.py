@@ -298,6 +298,32 @@ def test_resume_reruns_a_case_whose_kernel_binary_changed(many, tmp_path):
     assert [entry["path"] for entry in recorded] == [str(opp)] * 3 and recorded[1] != recorded[2]
 
 
+def test_resume_takes_the_verdicts_of_the_same_kernel_files_reached_through_a_link_and_no_others(many, tmp_path):
+    """Issue 32 (round 4, session 12's Left): the opp folder named through a link (``ASCEND_OPP_PATH=.../latest/opp``
+    one day, the folder it names the next; a custom package's entry likewise) ran every case again under --resume:
+    the stamp and the settings held the path as written. They hold the files as resolved now: the same files are the
+    same verdicts, and the link pointed at another build's opp runs the cases again (not weaker)."""
+    results, opp, other = tmp_path / "r.jsonl", tmp_path / "opp", tmp_path / "other" / "opp"
+    files, others = kernel_tree(opp), kernel_tree(other)
+    others["kernel"].write_text("another build of the kernel")
+    link, custom = tmp_path / "latest", tmp_path / "custom-link"
+    link.symlink_to(opp)
+    custom.symlink_to(tmp_path / "mine")
+    env = {"ASCEND_OPP_PATH": str(opp), "ASCEND_CUSTOM_OPP_PATH": str(tmp_path / "mine")}
+    assert run_json(many, "-k", "c1", "--results", results, env=env)[0].returncode == 0
+    for linked in ({"ASCEND_OPP_PATH": str(link)}, {"ASCEND_CUSTOM_OPP_PATH": str(custom)}):
+        result, report = run_json(many, "-k", "c1", "--resume", results, env={**env, **linked})
+        assert report["summary"]["resumed"] == 1, (linked, result.stderr)
+        assert report["summary"]["opp"] == linked.get("ASCEND_OPP_PATH", str(opp))       # the header: as named
+    files["custom"].write_text("a rebuilt custom kernel")                         # reached through the custom link
+    result, report = run_json(many, "-k", "c1", "--resume", results, env={**env, "ASCEND_CUSTOM_OPP_PATH": str(custom)})
+    assert report["summary"]["resumed"] == 0, result.stderr
+    link.unlink()
+    link.symlink_to(other)                                                  # the link now names another build's opp
+    result, report = run_json(many, "-k", "c1", "--resume", results, env={**env, "ASCEND_OPP_PATH": str(link)})
+    assert report["summary"]["resumed"] == 0 and "the operator's kernel and tiling files" in result.stderr
+
+
 def test_an_opp_kernel_package_in_opp_latest_is_the_one_stamped_named_and_resumed_on(many, tmp_path):
     """Issue 32 (session 10): nnopbase takes the kernels and tiling from ``$ASCEND_HOME_PATH/opp_latest`` before
     ``$ASCEND_OPP_PATH`` (acl-abi.md: an opp kernel package upgraded on its own lands there), but prmg stamped, named
@@ -651,6 +677,24 @@ def test_the_header_says_when_the_runtime_was_shown_only_some_chips(many):
                                         each_device=True)))
     assert fields["devices"] == \
         "0, 1 of the chips ASCEND_RT_VISIBLE_DEVICES=2,5 shows (--each-device: every case on each)"
+
+
+@pytest.mark.parametrize("visible", ["0,7", "0,0,1", "1,x"])
+def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_not_show(many, visible):
+    """Issue 32 (round 4): a job given chips 0 and 7 (``ASCEND_RT_VISIBLE_DEVICES=0,7``, a scheduler's) on a host whose
+    chip 7 the driver no longer enumerates: the runtime reads the list up to its first id it lacks (or one repeated,
+    or not a number) and showed chip 0 alone, and ``--devices all --each-device --strict`` (smoke.sh's gate) ran the
+    cases on it, exit 0, the chip named to the job never tested. A list naming more chips than the runtime shows is
+    exit 2 before any case runs, naming both counts."""
+    result = prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", "--each-device", "--strict",
+                  env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": visible})
+    named = len(visible.split(","))
+    assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
+    assert result.stderr.startswith(f"prmg: error: --devices all: ASCEND_RT_VISIBLE_DEVICES={visible} names {named} "
+                                    f"chips, the runtime shows 1: "), result.stderr
+    for fine in ("1,0", "1"):                                  # the chips it names, all shown: as many as it names
+        assert prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all",
+                    env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": fine}).returncode == 0, fine
 
 
 # Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on

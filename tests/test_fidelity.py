@@ -6,6 +6,7 @@ runs them in ``test_emulator_c.py`` and the shipped suite catches its faults in 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -493,22 +494,47 @@ def test_graph_mode_has_no_certain_answer_where_the_tiling_refuses_an_empty_in_p
 @pytest.mark.parametrize("cos_d, expect", [(16, Expect()), (8, Expect(0xFFFFFFFF, "compile"))])
 def test_graph_mode_reads_an_empty_slice_list_as_each_tiling_does(cos_d, expect):
     """No nnopbase check sees a graph's partial_slice attribute, so graph mode answers a list of none (561103 on the
-    aclnn path) as the tiling reads it (ops-transformer 577814407): the grad's reads two values past the end of the
-    list (undefined: any refusal), the forward's (GetShapeAttrsInfo, and the A2/A3 membase tiling) as [0, D), judged
-    from there: a success rotating all of D when cos's D is D, else the tiling's refusal of L != cos D. The list
-    passed stays empty; a list of one value is read past its end by both (any refusal). The paths differ by design
+    aclnn path) as the tiling reads it (ops-transformer 577814407): the grad's reads values[0] and [1] on past the
+    list's end into what GE's ComputeNodeInfo holds after the attributes, the ref output's AnchorInstanceInfo
+    (hicann/ge 56f8e1bb9), [2^32, 0), refused by the slice range (start > end) at compile; the forward's
+    (GetShapeAttrsInfo, and the A2/A3 membase tiling) reads it as [0, D), judged from there: a success rotating all of
+    D when cos's D is D, else the tiling's refusal of L != cos D. The list passed stays empty; a list of one value v
+    is read as [v, 2^32) by both, refused by the range (end > D). The paths differ by design
     (``graph_reads_otherwise``); a list of two does not."""
     from prmg_cli.ops.constraints import graph_case, graph_reads_otherwise
 
     written = dict(partial_slice=[], cos_shape=[1, 3, 1, cos_d], broadcast=None, expect={"error": 561103})
     grad, forward = (graph_case(case_of(op=op, **written), TODAY) for op in ("grad", "forward"))
-    assert grad.expect == Expect("any", "any") and "past the end of a list of none" in grad.note
+    assert (grad.expect, grad.partial_slice, grad.slice_argument()) == (Expect(0xFFFFFFFF, "compile"), (1 << 32, 0),
+                                                                        ())
+    assert "past the end of a list of none" in grad.note and "[2^32, 0)" in grad.note
     assert (forward.expect, forward.partial_slice, forward.slice_argument()) == (expect, (0, 16), ())
     assert "[0, D)" in forward.note
     for op in ("grad", "forward"):
         one = graph_case(case_of(op=op, partial_slice=[4], expect={"error": "any"}), TODAY)
-        assert one.expect == Expect("any", "any") and one.slice_argument() == (4,)
+        assert (one.expect, one.partial_slice, one.slice_argument()) == (Expect(0xFFFFFFFF, "compile"),
+                                                                         (4, 1 << 32), (4,))
         assert graph_reads_otherwise(case_of(op=op, **written)) and not graph_reads_otherwise(case_of(op=op))
+
+
+@pytest.mark.parametrize("build, answer", [("2b888cdb", (0xFFFFFFFF, "compile")), ("e9f0541c", (0, None))])
+def test_a_grad_graph_reads_a_short_list_as_ge_lays_it_out_judged_by_each_builds_rules(tmp_path, build, answer):
+    """A grad graph whose partial_slice holds no value, with an empty cos and sin: its tiling reads [2^32, 0) (the
+    ref output's AnchorInstanceInfo after the attributes), which 2b888cdb's slice range refuses first and e9f0541c's
+    no-op (an empty cos) returns before: the model expects each build's answer (``build_outcomes``), and the twin,
+    playing that build, gives it (it refused every list of none at compile whatever the build)."""
+    from conftest import prmg_here
+    from prmg_cli.ops.constraints import build_outcomes
+
+    written = dict(partial_slice=[], cos_shape=[1, 2, 1, 0], broadcast=None, expect={"error": 561103})
+    assert build_outcomes(case_of(**written), TODAY, graph=True) == {(0xFFFFFFFF, "compile"), (0, None)}
+    path = tmp_path / "short.yaml"
+    path.write_text("- {name: none, shape: [1, 2, 2, 8], cos_shape: [1, 2, 1, 0], partial_slice: [], "
+                    "expect: {error: ACLNN_ERR_INNER_NULLPTR}}\n")
+    result = prmg_here("run", path, "--runner", "emulator-geir", "--report", "json", env={"PRMG_EMU_BUILD": build})
+    case = json.loads(result.stdout)["cases"][0]
+    assert (case["error_code"], case["status"]) == (answer[0], "passed" if build == "2b888cdb" else "failed"), case
+    assert (case["status"] == "passed") == (result.returncode == 0)
 
 
 # Transposed and expanded views (issue 33, a ninth look): what real callers pass besides sliced rows. A BNSD caller
@@ -577,8 +603,13 @@ A2_RULES = ("mode not 1", "slice list not 2", "L < 0", "D > 1024", "D odd", "L o
 SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the cases are run)
     ([("grad", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")], {"PRMG_EMU_FAULT": "ignore_offset"},
      ("", ""), None, "aclnn"),
-    ([("forward", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")],
-     {"PRMG_EMU_FAULT": "fwd_ignore_offset"}, ("", ""), None, "aclnn"),
+    ([("forward", f"storage: {t} at an offset") for t in ("dy", "cos", "sin")]
+     + [("forward", "storage: cos/sin broadcast, at an offset")], {"PRMG_EMU_FAULT": "fwd_ignore_offset"}, ("", ""),
+     None, "aclnn"),
+    ([(op, "storage: an offset off the 32-byte block") for op in ("grad", "forward")],
+     {"PRMG_EMU_FAULT": "offset_block_aligned"}, ("", ""), None, "aclnn"),
+    ([("grad", "storage: cos/sin broadcast, at an offset")], {"PRMG_EMU_FAULT": "table_offset_ignored"}, ("", ""),
+     None, "aclnn"),
     ([("grad", "phase: cos not contiguous"), ("grad", "phase: sin not contiguous")],
      {"PRMG_EMU_FAULT": "contiguous_tables"}, ("", ""), None, "aclnn"),
     ([("forward", "storage: cos/sin not contiguous")], {"PRMG_EMU_FAULT": "fwd_contiguous_tables"}, ("", ""), None,

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT, prmg_here
 from kernels import correct_kernel
+from prmg_cli.case import Expect
 from prmg_cli.cases.loader import load_cases, parse_document
 from prmg_cli.device import execute, runners
 from prmg_cli.device.acl import Outcome
@@ -90,7 +91,7 @@ def test_a_runner_is_one_module_and_one_entry(tmp_path, emulator, capsys, monkey
     assert code == 0 and [(c["name"], c["status"], c["path"]) for c in report["cases"]] == [("fp32", "passed", "host")]
     code, _, err = run_in_process(capsys, monkeypatch, "run", path, "--runner", "hots")
     assert code == 2 and err.strip() == ("prmg: error: --runner 'hots' (did you mean 'host'?): choose one of auto, "
-                                         "aclnn, emulator, geir, aclnn+geir, emulator-geir, host")
+                                         "aclnn, emulator, geir, aclnn+geir, emulator-geir, emulator+geir, host")
 
 
 # --- the shim ------------------------------------------------------------------------------------------------
@@ -337,18 +338,19 @@ def test_without_ges_headers_graph_mode_is_refused_in_one_line_and_doctor_says_w
     root = tmp_path / "cann"
     shutil.copytree(emulator.root, root, ignore=shutil.ignore_patterns("PRMG_EMULATOR"))
     monkeypatch.setenv("ASCEND_HOME_PATH", str(root))
-    for runner in ("geir", "aclnn+geir"):
+    for runner, by_name in (("geir", "emulator-geir"), ("aclnn+geir", "emulator+geir")):  # each suggests its own
         code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", runner)
-        assert code == 2 and err.count("\n") == 1 and err.startswith(
+        assert code == 2 and err.count("\n") == 1 and err.endswith(f"--runner {by_name}\n") and err.startswith(
             f"prmg: error: --runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
             f"toolkit found at {root} is the emulator ({root}/lib64/libascendcl.so defines prmg_emu_"), err
-    code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", "emulator-geir")
-    assert code == 2 and err.count("\n") == 1
-    assert err.startswith(f"prmg: error: graph mode is not available on the toolkit at {root}: it needs GE's headers "
-                          f"(no ge/ge_api.h in {root}/include, {root}/compiler/include")
+    for runner in ("emulator-geir", "emulator+geir"):                          # graph mode's runners by name
+        code, _, err = run_in_process(capsys, monkeypatch, "run", small_cases(tmp_path), "--runner", runner)
+        assert code == 2 and err.count("\n") == 1
+        assert err.startswith(f"prmg: error: graph mode is not available on the toolkit at {root}: it needs GE's "
+                              f"headers (no ge/ge_api.h in {root}/include, {root}/compiler/include")
     code, out, _ = run_in_process(capsys, monkeypatch, "doctor", "--runner", "geir")
-    assert code == 1 and "graph mode (--runner geir, aclnn+geir, emulator-geir):\n  NOT available: graph mode is " \
-        "not available" in out                                  # the header names every graph runner
+    assert code == 1 and "graph mode (--runner geir, aclnn+geir, emulator-geir, emulator+geir):\n  NOT available: " \
+        "graph mode is not available" in out                    # the header names every graph runner
     code, out, _ = run_in_process(capsys, monkeypatch, "doctor")     # graph mode is said, not needed; auto refuses
     assert code == 1 and "NOT available" in out and "auto never runs it in a toolkit's place" in out  # the copy
     monkeypatch.delenv("ASCEND_HOME_PATH")
@@ -456,8 +458,9 @@ def test_the_graph_gets_the_slice_list_as_written_and_a_null_one_leaves_the_attr
 def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph):
     """Every shipped negative case through graph mode (the twin) as the constraint model says GE answers it (its
     phase and GE's code), and through both paths, which must agree; a slice list of no or one value, which graph
-    mode's tiling reads past its end, is any refusal (the paths differ there by design); a strided tensor has no
-    graph form, nor a dy without elements whose tiling refuses it, each skipped saying why."""
+    mode's tiling reads on past its end into GE's ComputeNodeInfo ([2^32, 0), [v, 2^32)), is the slice range's
+    refusal at compile (the paths differ there by design); a strided tensor has no graph form, nor a dy without
+    elements whose tiling refuses it, each skipped saying why."""
     cases = load_cases([ROOT / "cases" / "negative.yaml"])
     settings = execute.RunSettings(toolkit=graph)
     pair = replace(graph, calls="aclnn+geir")
@@ -473,12 +476,13 @@ def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph
                 strided = any(case.strides_of(tensor) is not None for tensor in ("dy", "cos", "sin"))
                 why, wrong = ("GE's tensors are dense", "list") if strided else ("no certain answer", "dense")
                 assert single.status == "skipped" and why in single.message and wrong not in single.message
-            elif not case.known_defect and expected.expect.error == "any":     # a short list, read past its end
-                assert single.error_code and "past the end of a list of" in expected.note, case.name
             elif not case.known_defect and not case.expect.success:
                 assert expected.expect.phase == "compile" and single.error_code == expected.expect.error
     codes = {graph_case(case, settings.supported_modes).expect.error for case in cases
              if not isinstance(graph_case(case, settings.supported_modes), str)}
+    short = [graph_case(case, settings.supported_modes) for case in cases if case.slice_list in ((), (4,))]
+    assert [(judged.expect, judged.partial_slice) for judged in short] == \
+        [(Expect(GE_FAILED, "compile"), (1 << 32, 0)), (Expect(GE_FAILED, "compile"), (4, 1 << 32))]
     assert {GE_PARAM_INVALID, GE_DATATYPE_INVALID, GE_FAILED} <= codes
 
 
@@ -634,6 +638,27 @@ def test_done_when_smoke_and_every_shipped_case_through_graph_mode(tmp_path):
                        env={"PRMG_EMU_FAULT": "geir_slice_dropped"})
     assert result.returncode == 1 and "; geir (graph mode) disagrees with the golden: " in result.stdout
     assert (saved / "geir" / "smoke.worked_example" / "actual.npy").is_file() and not (saved / "aclnn").exists()
+
+
+def test_the_differential_on_the_emulator_by_name_where_a_toolkit_is_named(tmp_path):
+    """A CI host whose environment names a toolkit (here one that cannot serve: ASCEND_HOME_PATH at no folder) and
+    no NPU: --runner aclnn+geir refuses in one line, suggesting emulator+geir (not emulator, which would drop graph
+    mode); --runner emulator+geir runs both paths on the host emulator by name, each result naming both verdicts,
+    and a graph-only bug (the twin's dropped slice) exits 1 naming graph mode, as under aclnn+geir."""
+    env = {"ASCEND_HOME_PATH": str(tmp_path / "Ascend-typo")}
+    path = small_cases(tmp_path)
+    refused = prmg_here("run", path, "--runner", "aclnn+geir", env=env)
+    assert refused.returncode == 2 and refused.stderr.startswith("prmg: error: --runner aclnn+geir: a CANN toolkit is "
+                                                                 "meant here (ASCEND_HOME_PATH=") and \
+        refused.stderr.endswith("ask for the host emulator with --runner emulator+geir\n"), refused.stderr
+    result = prmg_here("run", path, "--runner", "emulator+geir", "--report", "json", env=env)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and [(c["name"], c["status"], c["path"], sorted(c["paths"])) for c in
+                                       report["cases"]] == [(name, "passed", "aclnn+geir", ["aclnn", "geir"])
+                                                            for name in ("fp32", "bf16", "null_sin")], result.stderr
+    assert report["summary"]["graph_library"].startswith("the emulator's twin of the GE shim")
+    faulty = prmg_here("run", path, "--runner", "emulator+geir", env={**env, "PRMG_EMU_FAULT": "geir_slice_dropped"})
+    assert faulty.returncode == 1 and "; geir (graph mode) disagrees with the golden: " in faulty.stdout
 
 
 # What each graph-only fault can change, and so where --runner aclnn+geir must see it: a case graph mode runs to

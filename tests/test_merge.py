@@ -233,6 +233,31 @@ def test_merge_orders_by_cases_or_by_first_appearance():
     assert merged.left_out == ["z"]
 
 
+def test_a_failure_of_a_case_not_in_cases_is_reported_never_left_out(tmp_path):
+    """Issue 32 (round 4): shards that ran more cases than the merge's ``--cases`` names (``PRMG_CASES`` of the shard
+    jobs holding the operator repository's own cases, the merge job prmg's) had the records of the others left out,
+    a failure too: the merged report was green, exit 0, with a kernel failing a case the files hold. A record of a
+    case not in --cases that is not ok is reported after the suite's cases (a passed one is still left out)."""
+    cases, extra = tmp_path / "suite.yaml", tmp_path / "extra.yaml"
+    cases.write_text("- {name: suite.one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    extra.write_text("- {name: extra.wrong, shape: [1, 1, 2, 16], partial_slice: [0, 16]}\n"
+                     "- {name: extra.right, shape: [1, 1, 2, 32], partial_slice: [0, 32]}\n")
+    shard = tmp_path / "shard.jsonl"
+    run = prmg("run", cases, extra, "--runner", "emulator", "--results", shard,
+               env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "1,1,2,16"})
+    assert run.returncode == 1, run.stdout + run.stderr
+    result = prmg_here("report", shard, "--cases", cases, "--report", "json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["summary"]["exit_code"] == 1, result.stderr
+    assert [(case["name"], case["status"]) for case in report["cases"]] == [("suite.one", "passed"),
+                                                                           ("extra.wrong", "failed")]
+    assert "1 result of cases not in --cases left out: extra.right" in result.stderr
+    assert "1 result of cases not in --cases not ok, reported after them: extra.wrong (failed)" in result.stderr
+    merged = merge([Stored("a.jsonl", [record("x"), record("z", "error"), record("y")])], [case("x")])
+    assert [(r.name, r.status) for r in merged.results] == [("x", "passed"), ("z", "error")]
+    assert (merged.left_out, merged.outside) == (["y"], ["z"])
+
+
 def test_within_a_file_the_newest_record_of_a_case_wins():
     merged = merge([Stored("a.jsonl", [record("x", "failed"), record("y"), record("x", "passed")])])
     assert [(r.name, r.status) for r in merged.results] == [("y", "passed"), ("x", "passed")]

@@ -60,7 +60,7 @@ def test_the_plugins_header_names_a_preloaded_library_and_what_it_takes_as_prmg_
     """A pytest --prmg session with a library preloaded that takes the toolkit's calls (a tracer's hook; an rtld-audit
     library) ran green without a word of it (prmg run's header names it and warns): the session's header names each
     preloaded library and what it takes, and warns, as prmg run does."""
-    from test_toolkit import AUDIT_SOURCE, HOOK_SOURCE, _library
+    from test_toolkit import AUDIT_SOURCE, BOUND_AMONG, HOOK_SOURCE, _library
 
     (tmp_path / "hook.c").write_text(HOOK_SOURCE)
     (tmp_path / "audit.c").write_text(AUDIT_SOURCE)
@@ -69,11 +69,12 @@ def test_the_plugins_header_names_a_preloaded_library_and_what_it_takes_as_prmg_
     result = pytest_run(tmp_path, "-k", "p_ok_fp32", "--junitxml", tmp_path / "j.xml",
                         env={"LD_PRELOAD": str(hook), "LD_AUDIT": str(audit)})
     assert result.returncode == 0, result.stdout + result.stderr
-    hook_label = f"{hook} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+    hook_label = f"{hook} (defines 1 of the toolkit's symbols, {BOUND_AMONG}: prmg_emu_device_usable)"
     audit_label = f"{audit} (an audit library: rebinds calls through la_symbind64)"
     assert f"\nprmg preloaded: {hook_label}\nprmg preloaded: {audit_label}\n" in result.stdout, result.stdout
-    assert f"\nprmg warning: a preloaded library takes calls meant for the toolkit: {hook_label}; {audit_label}: " \
-           f"the cases may not run the toolkit's code" in result.stdout
+    assert f"\nprmg warning: a preloaded library takes calls meant for the toolkit: {audit_label}: the cases may " \
+           f"not run the toolkit's code; a preloaded library defines symbols of the toolkit: {hook_label}: " \
+           in result.stdout
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert suite.find("properties/property[@name='prmg preloaded']").get("value") == f"{hook_label}; {audit_label}"
 
@@ -309,6 +310,33 @@ def test_smoke_script_runs_the_real_runner_path(tmp_path, emulator):
     result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "set_env.sh" in result.stderr
+
+
+def test_the_smoke_gate_runs_the_toolkit_its_set_env_names_never_one_left_in_the_environment(tmp_path):
+    """Issue 32 (round 4): smoke.sh sourced ``$ASCEND_SET_ENV`` and ran whatever toolkit prmg then found: a set_env.sh
+    that names none (a wrapper that sets only LD_LIBRARY_PATH, a stale file) left ASCEND_HOME_PATH as the host's
+    profile had set it, another toolkit (an older build of the operator), and the gate was green on it, exit 0. The
+    variables naming a toolkit are cleared before set_env.sh is sourced, and one that names none is exit 2."""
+    from test_fail_safe import stand_in
+
+    old, new = stand_in(tmp_path / "old"), tmp_path / "new"
+    new.mkdir()
+    (new / "set_env.sh").write_text(f'export LD_LIBRARY_PATH="{new}/lib64"\n')
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    env = dict(os.environ, ASCEND_SET_ENV=str(new / "set_env.sh"), PRMG=f"{sys.executable} -m prmg_cli.cli",
+               PRMG_REPORT_DIR=str(tmp_path / "reports"), PRMG_CASES=str(cases), PRMG_GRAPH_MODE="no")
+    for left in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env={**env, left: str(old)}, cwd=ROOT,
+                                capture_output=True, text=True, timeout=300)
+        assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
+        assert result.stderr == (f"smoke.sh: {new}/set_env.sh names no toolkit (it sets neither ASCEND_HOME_PATH nor "
+                                 f"ASCEND_TOOLKIT_HOME): prmg would search the default locations for one, not take "
+                                 f"the toolkit under test\n"), result.stderr
+    (new / "set_env.sh").write_text(f'export ASCEND_HOME_PATH="{old}"\n')
+    result = subprocess.run(["bash", str(ROOT / "runners/npu/smoke.sh")], env=env, cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0 and f"toolkit: {old}" in result.stdout, result.stdout + result.stderr
 
 
 def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():

@@ -244,7 +244,7 @@ def test_select_runner(tmp_path, libs):
     with pytest.raises(PrmgError, match=r"no CANN toolkit found \(looked in ASCEND_HOME_PATH: not set"):
         tk.select_runner("aclnn", None, {})
     with pytest.raises(PrmgError, match=r"--runner 'npu': choose one of auto, aclnn, emulator, geir, aclnn\+geir, "
-                                        r"emulator-geir$"):
+                                        r"emulator-geir, emulator\+geir$"):
         runners.select("npu", None, {})          # the one check of --runner (runners.check_runner), every caller's
     with pytest.raises(PrmgError, match="--op-lib"):
         tk.select_runner("emulator", str(libs["with_op"]), {})
@@ -437,12 +437,14 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
     toolkit's mapped libraries define are named, but not one a system library defines too (libc's ``strlen``: an
     allocator or libstdc++ preloaded takes nothing of the toolkit's)."""
     source = tmp_path / "lib.c"
-    source.write_text("int aclInit(const char *c) { return c != 0; }\n"
+    source.write_text("int aclInit(const char *c) { return c != 0; }\nint aclFinalize(void) { return 0; }\n"
+                      "int prmg_test_init_b13(void) { return aclInit(0); }\n"           # aclInit bound by name
                       "unsigned long strlen(const char *s) { unsigned long n = 0; while (s[n]) n++; return n; }\n")
     (tmp_path / "kit" / "lib64").mkdir(parents=True)
     runtime = _library(source, tmp_path / "kit" / "lib64" / "libascendcl.so")
     hook = _library(source, tmp_path / "libhook.so")
-    plain = _library(source, tmp_path / "libplain.so", "-DaclInit=plain_init", "-Dstrlen=plain_strlen")
+    plain = _library(source, tmp_path / "libplain.so", "-DaclInit=plain_init", "-Dstrlen=plain_strlen",
+                     "-DaclFinalize=plain_fini", "-Dprmg_test_init_b13=plain_call")
     libc = next(path for path in linkage.mapped_libraries() if Path(path).name.startswith("libc.so"))
     maps = tmp_path / "maps"
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (hook, plain, runtime, libc)))
@@ -450,32 +452,48 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
     environ.write_bytes(f"HOME=/root\0LD_PRELOAD={hook}\0".encode())
     kit = tk.Toolkit("aclnn", tmp_path / "kit", runtime, runtime, runtime, "test")
     found = linkage.interposers(kit, str(maps), str(environ), str(preload_file))
-    assert found == [(str(hook), ("aclInit",))]
-    assert linkage.preload_labels(found) == [f"{hook} (defines 1 of the toolkit's symbols: aclInit)"]
+    defined = ("aclFinalize", "aclInit", "prmg_test_init_b13")
+    assert found == [(str(hook), defined, ("aclInit",))]
+    assert linkage.preload_labels(found) == [f"{hook} (defines 3 of the toolkit's symbols: {', '.join(defined)}; its "
+                                             f"libraries bind 1 of them by name: aclInit)"]
     with pytest.raises(PrmgError, match=f"--strict: a preloaded library takes calls meant for the toolkit at "
-                                        f"{tmp_path / 'kit'}: {hook} \\(defines 1 .*aclInit\\)"):
+                                        f"{tmp_path / 'kit'}: {hook} \\(defines 3 .*aclInit\\)"):
         linkage.refuse_interposers(found, kit.root)
+    # a toolkit library that binds its own functions when it is linked (the emulator's -Bsymbolic-functions) binds
+    # none by name: the hook takes no call of it, and is said to define its symbols, still refused under --strict
+    _library(source, runtime, "-Wl,-Bsymbolic-functions")
+    (shadow,) = linkage.interposers(kit, str(maps), str(environ), str(preload_file))
+    assert shadow == (str(hook), defined, ()) and "aclInit" not in tk.bound_by_name(runtime)
+    label = f"{hook} (defines 3 of the toolkit's symbols, which no library of the toolkit loaded binds by name: " \
+            f"{', '.join(defined)})"
+    assert linkage.preload_labels([shadow]) == [label]
+    assert linkage.interposer_warning([shadow]).startswith(f"a preloaded library defines symbols of the toolkit: "
+                                                           f"{label}: no call of the toolkit's libraries loaded")
+    with pytest.raises(PrmgError, match="--strict: a preloaded library defines symbols of the toolkit at "):
+        linkage.refuse_interposers([shadow], kit.root)
     environ.write_bytes(b"HOME=/root\0")
     preload_file.write_text("# none\nlibplain.so\n")
     assert list(linkage.preloaded(str(maps), str(environ), str(preload_file))) == [str(plain)]
-    assert linkage.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), ())]
+    assert linkage.interposers(kit, str(maps), str(environ), str(preload_file)) == [(str(plain), (), ())]
     linkage.refuse_interposers([(str(plain), ())], kit.root)          # takes nothing: recorded, never refused
     environ.write_bytes(f"LD_PRELOAD={libc}\0".encode())                # the system's own: never an interposer
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (runtime, libc)))
-    assert linkage.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, ())]
+    assert linkage.interposers(kit, str(maps), str(environ), str(tmp_path / "none")) == [(libc, (), ())]
     audit_source = tmp_path / "audit.c"                  # LD_AUDIT: what it takes is its rebinding hooks, not symbols
     audit_source.write_text(AUDIT_SOURCE)
     audit = _library(audit_source, tmp_path / "libaudit.so")
     maps.write_text("".join(f"7f00-7f01 r-xp 00000000 08:01 1 {path}\n" for path in (audit, runtime, libc)))
     environ.write_bytes(f"LD_AUDIT={audit}\0".encode())
     found = linkage.interposers(kit, str(maps), str(environ), str(tmp_path / "none"))
-    assert found == [(str(audit), ("la_symbind64",))]
+    assert found == [(str(audit), ("la_symbind64",), ("la_symbind64",))]
     with pytest.raises(PrmgError, match=f"{audit} \\(an audit library: rebinds calls through la_symbind64\\)"):
         linkage.refuse_interposers(found, kit.root)
 
 
 # A tracer's hook of the emulator's ``prmg_emu_device_usable``, forwarding the call: a name the toolkit's libraries
-# export, which prmg names as taken (the emulator's own libraries bind it among themselves: contract.c).
+# export, which prmg names as defined, not as taking their calls (the emulator's own libraries bind it among
+# themselves, contract.c: no library of it binds the name through the dynamic linker).
+BOUND_AMONG = "which no library of the toolkit loaded binds by name"
 HOOK_SOURCE = ("#define _GNU_SOURCE\n#include <dlfcn.h>\nint prmg_emu_device_usable(const char *function) {\n"
                "  int (*next)(const char *) = (int (*)(const char *))\n"
                "      dlsym(RTLD_NEXT, \"prmg_emu_device_usable\");\n"
@@ -496,16 +514,16 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
     library = _library(hook, tmp_path / "libhook.so", "-ldl")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    label = f"{library} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+    label = f"{library} (defines 1 of the toolkit's symbols, {BOUND_AMONG}: prmg_emu_device_usable)"
     run = prmg("run", cases, "--runner", "emulator", "--results", tmp_path / "r.jsonl",
                env={"LD_PRELOAD": str(library)})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert f"prmg: warning: a preloaded library takes calls meant for the toolkit: {label}" in run.stderr
+    assert f"prmg: warning: a preloaded library defines symbols of the toolkit: {label}" in run.stderr
     assert f"preloaded: {label} prmg:" in " ".join(run.stdout.split())          # the header's line (wrapped)
     assert store.read(tmp_path / "r.jsonl").runs[-1].settings["preloaded"] == [label]
     strict = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_PRELOAD": str(library)})
     assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
-    assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
+    assert f"--strict: a preloaded library defines symbols of the toolkit at {emulator.root}: {label}" \
            in strict.stderr
 
 
@@ -565,7 +583,7 @@ def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
     script = (f"import ctypes, sys\nctypes.CDLL({str(library)!r}, mode=ctypes.RTLD_GLOBAL)\n"
               "from prmg_cli import cli\nsys.exit(cli.main())\n")
-    label = f"{library} (defines 1 of the toolkit's symbols: prmg_emu_device_usable)"
+    label = f"{library} (defines 1 of the toolkit's symbols, {BOUND_AMONG}: prmg_emu_device_usable)"
 
     def run(*extra: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator", *extra], cwd=ROOT,
@@ -573,10 +591,10 @@ def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_
 
     warned = run()
     assert warned.returncode == 0, warned.stdout + warned.stderr
-    assert f"prmg: warning: a preloaded library takes calls meant for the toolkit: {label}" in warned.stderr
+    assert f"prmg: warning: a preloaded library defines symbols of the toolkit: {label}" in warned.stderr
     strict = run("--strict")
     assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
-    assert f"--strict: a preloaded library takes calls meant for the toolkit at {emulator.root}: {label}" \
+    assert f"--strict: a preloaded library defines symbols of the toolkit at {emulator.root}: {label}" \
            in strict.stderr
 
 
@@ -605,7 +623,7 @@ def test_another_emulator_copy_ahead_in_the_global_scope_takes_none_of_the_emula
     run = subprocess.run([sys.executable, "-c", script, "run", cases, "--runner", "emulator"], cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "2 passed, 0 failed" in run.stdout, run.stdout + run.stderr
-    assert "prmg: warning: a preloaded library takes calls meant for the toolkit: " in run.stderr and \
+    assert "prmg: warning: a preloaded library defines symbols of the toolkit: " in run.stderr and \
         f"{ahead}/lib64/libascendcl.so (defines" in run.stderr
 
 
@@ -756,6 +774,33 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
         {"ASCEND_HOME_PATH": str(kit)}), emulator) == ""                    # the same bytes: no marker needed
     (stale / tk.EMULATOR_MARKER).unlink()
     assert "(no PRMG_EMULATOR file names its sources;" in tk.stale_emulator(found, emulator)
+
+
+def test_doctor_probes_the_emulator_a_run_would_load_the_copy_installed_as_a_toolkit(tmp_path, emulator):
+    """Issue 32 (round 4): ``prmg doctor --runner emulator`` probed prmg's own build in its cache while ``prmg run
+    --runner emulator`` runs the copy installed as a toolkit where the search finds one: a copy that cannot even be
+    loaded (its nnopbase another library) had doctor say 'runner emulator: usable', exit 0, and every run of it exit 2.
+    Doctor now names and judges the copy a run would load (its probe above, as the toolkit's)."""
+    from conftest import prmg
+
+    kit = tmp_path / "kit"
+    shutil.copytree(emulator.root, kit)                                  # its marker file copied along
+    empty = tmp_path / "empty.c"
+    empty.write_text("int prmg_not_nnopbase;\n")
+    (kit / "lib64" / tk.NNOPBASE_NAME).unlink()
+    _library(empty, kit / "lib64" / tk.NNOPBASE_NAME)
+    cases = tmp_path / "one.yaml"
+    cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
+    env = {"ASCEND_HOME_PATH": str(kit)}
+    run = prmg("run", cases, "--runner", "emulator", env=env)
+    assert run.returncode == 2, run.stdout + run.stderr
+    doctor = prmg("doctor", "--runner", "emulator", env=env)
+    said = " ".join(doctor.stdout.split())
+    assert (doctor.returncode, "runner emulator: NOT usable") == (1, said[said.rindex("runner emulator"):]), said
+    assert f"emulator: the copy installed as a toolkit at {kit}, probed above" in said, said
+    assert f"host build at {emulator.root}" not in said
+    own = prmg("doctor", "--runner", "emulator")                                 # nothing names a toolkit: prmg's own
+    assert own.returncode == 0 and f"emulator: host build at {emulator.root}" in " ".join(own.stdout.split())
 
 
 @pytest.mark.parametrize("disguise", ["copies", "runtime", "op library", "marker"])

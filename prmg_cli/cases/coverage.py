@@ -45,7 +45,7 @@ from ..inputs.seeded import drawn_prefix, rope_angles
 from ..ops import OPERATORS, constraints
 from ..ops.grad import contiguous
 from ..ops.reference import partners_alike
-from ..ops.regimes import BUILD, CHIP, PHASE, Facts, Regime, regimes
+from ..ops.regimes import ALIGN_BYTES, BUILD, CHIP, PHASE, Facts, Regime, regimes
 from ..ops.targets import LATEST_BUILD, MEMBASE_SOCS
 from ..results import STATUSES
 from ..vocab import MODE_NAMES, TENSORS, broadcast_pattern
@@ -250,6 +250,8 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
         strided=strided["dy"], strided_tables=strided["cos"] or strided["sin"],
         offsets=frozenset(tensor for tensor in TENSORS if case.offset_of(tensor) and not strided[tensor]),
         strided_offsets=frozenset(tensor for tensor in TENSORS if case.offset_of(tensor) and strided[tensor]),
+        offset_off_block=frozenset(tensor for tensor in TENSORS if case.offset_of(tensor) * dtypes.bit_width(
+            case.dtype_of(tensor)) // 8 % ALIGN_BYTES),
         transposed=frozenset(tensor for tensor in TENSORS if strided[tensor]
                              and transposed(case.shape_of(tensor), case.strides_of(tensor))),
         expanded=frozenset(tensor for tensor in TENSORS if case.expanded_axes(tensor)),

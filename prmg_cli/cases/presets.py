@@ -520,6 +520,11 @@ def _negative() -> dict:
              note="cos, sin = c.expand(2, -1, -1, -1) of [1, 3, 1, 8] tables: stride 0 along B is not contiguous "
                   "(IsContiguousShape): nnopbase refuses them at the launch"),
         case("sin_not_contiguous", sin_strides=(32, 16, 16, 2), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"}),
+        case("dy_heads_at_offset", shape=(2, 1, 2, 16), cos_shape=(2, 1, 1, 16), partial_slice=(0, 16),
+             dy_strides=(64, 32, 16, 1), dy_offset=32, expect={"error": "ACLNN_ERR_INNER", "phase": "launch"},
+             note="dy = g[:, 2:4].unsqueeze(1) of a [2, 4, 16] gradient (vllm-ascend's heads of one rank): strided "
+                  "at a storage offset, refused at the launch (no AutoContiguous), its storage before the offset "
+                  "untouched"),
     ]
     cases += slice_list_cases(case)
     # the order of upstream's checks: an empty dy skips the tiling (nnopbase), an empty slice or cos skips

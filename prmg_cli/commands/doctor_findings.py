@@ -1,5 +1,5 @@
 """``prmg doctor``: what was found and where, which runner ``auto`` would pick and why, and whether graph mode
-(``--runner geir``, ``aclnn+geir``, ``emulator-geir``) is available and why not."""
+(``--runner geir``, ``aclnn+geir``, ``emulator-geir``, ``emulator+geir``) is available and why not."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
     from ..device.runners import check_runner, graph_runners
     from ..reports.outputs.screen import folded
     from ..device.toolkit import copied_emulator, emulator_toolkit, explain_search, find_toolkit, op_lib_file, \
-        stale_copy, toolkit_suggested
+        own_build, select_runner, stale_copy, toolkit_suggested
 
     check_runner(runner)
     if op_lib:
@@ -169,11 +169,17 @@ def diagnose(runner: str, op_lib: str | None) -> tuple[str, bool]:
         lines.append("toolkit: none found")
         usable["aclnn"] = False
     if runner in ("auto", "emulator"):
-        try:
-            emulator = emulator_toolkit()
-            lines += [f"emulator: host build at {emulator.root}", *opp_path_lines(emulator)]
-            probe, usable["emulator"] = _probe_lines(emulator)
-            lines += probe
+        try:                    # what a run would load: --runner emulator runs a copy installed as a toolkit by name
+            emulator = emulator_toolkit() if runner == "auto" else select_runner(runner, None, os.environ)
+            copy = f"the copy installed as a toolkit at {emulator.root}"
+            if toolkit is not None and emulator.root == toolkit.root:
+                lines.append(f"emulator: {copy}, probed above (what --runner emulator runs, not prmg's own build)")
+                usable["emulator"] = usable["aclnn"]
+            else:
+                where = f"host build at {emulator.root}" if own_build(emulator.root, os.environ) else copy
+                lines += [f"emulator: {where}", *opp_path_lines(emulator)]
+                probe, usable["emulator"] = _probe_lines(emulator)
+                lines += probe
         except PrmgError as exc:
             lines.append(f"emulator: cannot build: {exc}")
             usable["emulator"] = False

@@ -11,7 +11,8 @@ OPTIONS = (
     Option("results", (), REQUIRED, "Results files of prmg run --results (shards of one suite, or an earlier run).",
            "RESULTS.jsonl...", list, argument=True, path=True),
     Option("cases", ("--cases",), (), "The suite's case files or folders (repeatable): report in their order, and "
-           "list the cases no file holds, or edited since their record was made, as not_run (exit 1).", "PATH", list,
+           "list the cases no file holds, or edited since their record was made, as not_run (exit 1); a record of "
+           "another case is left out when ok, else reported after them.", "PATH", list,
            path=True),
     Option("report", REPORTS.flags, (), f"As prmg run's: {', '.join(OUTPUTS)}, to FILE or standard output; "
            f"repeatable.", REPORTS.metavar, list),

@@ -130,7 +130,9 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
     have is refused before any worker starts."""
     ids = device_request(text)
     if ids is None:
-        return tuple(range(_device_count(toolkit, "--devices all")))
+        count = _device_count(toolkit, "--devices all")
+        _all_shown(count)
+        return tuple(range(count))
     if ids != (0,):
         count = _device_count(toolkit, "--devices")
         missing = [str(i) for i in ids if i >= count]
@@ -139,6 +141,23 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
             raise PrmgError(f"--devices: the runtime has {plural(count, 'device')} (ids 0 to {count - 1}); "
                             f"no device {shown}")
     return ids
+
+
+VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+
+
+def _all_shown(count: int) -> None:
+    """Refuse ``--devices all`` when ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated)
+    than the runtime shows, ``count``: the runtime reads the list up to its first id the host lacks (a chip the driver
+    no longer enumerates), repeated or not a number, and shows only the chips before it, so ``all`` would skip the
+    others without a word (a job given chips 0 and 7 tested chip 0). A list the runtime shows whole, or none, passes."""
+    value = os.environ.get(VISIBLE, "")
+    named = [entry for entry in value.split(",") if entry.strip()]
+    if len(named) > count:
+        raise PrmgError(f"--devices all: {VISIBLE}={visible(value)} names {len(named)} chips, the runtime shows "
+                        f"{count}: a chip it names is missing (the driver no longer enumerates it, or this host has no "
+                        f"such chip) or an entry is repeated or no id, and the runtime reads the list only up to "
+                        f"there; fix {VISIBLE}, or name the devices to run on (--devices)")
 
 
 def _device_count(toolkit, option: str) -> int:

@@ -666,7 +666,6 @@ class AclSession:
         layouts = {tensor: _layout(case, tensor) for tensor in TENSORS}
         storages = {tensor: _to_storage(values[tensor], layouts[tensor]) for tensor in TENSORS}
         dy_layout, dy_storage = layouts["dy"], storages["dy"]
-        dtype_names = {"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}
         acl_format = ACL_FORMATS[case.format]
         timings: dict[str, float] = {}
 
@@ -676,7 +675,7 @@ class AclSession:
                        for tensor in TENSORS}
             dy_buffer, cos_buffer, sin_buffer = buffers.values()
             timings["upload"] = (time.perf_counter() - began) * 1e3
-            tensors = {tensor: self._tensor(scope, layouts[tensor], dtype_names[tensor], acl_format, buffers[tensor])
+            tensors = {tensor: self._tensor(scope, layouts[tensor], case.dtype_of(tensor), acl_format, buffers[tensor])
                        for tensor in TENSORS}
             for name in case.null:
                 tensors[name] = None
@@ -968,7 +967,7 @@ def _device_count(api: _Api) -> int:
     return int(count.value)
 
 
-def preloads(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+def preloads(toolkit: Toolkit) -> list:
     """``linkage.taking`` of a process that loaded ``toolkit``'s libraries as a worker does (no device touched):
     what a header names before any worker starts (the pytest plugin's)."""
     prepare_environment(toolkit)

@@ -459,7 +459,7 @@ class CaseWorker:
         accepted = self.session.accepted_modes() if probed == DEFAULT_OP else self.session.accepted_modes(probed)
         return {"soc": self.target.soc_name, "accepted_modes": accepted, "driver_version": provenance.driver_version(),
                 "toolkit_version": self.target.version,
-                "preloaded": [[path, list(symbols)] for path, symbols in self.preloaded]}
+                "preloaded": [[entry.path, list(entry.symbols), list(entry.called)] for entry in self.preloaded]}
 
     def run(self, case: Case) -> tuple[CaseResult, bool]:
         """``run_case`` on this worker's session: the result (naming the device: ``label``) and whether the session is

@@ -251,13 +251,12 @@ class GeirSession:
         fed = {role: None if role in case.null else _HostBuffer(f"graph input {names[role]}", array)
                for role, array in values.items()}
         output = _HostBuffer(f"graph output {graph.output}", None, values["dy"].nbytes)
-        dtype_names = {"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}
         acl_format = ACL_FORMATS[case.format]
         written = case.slice_argument()                # None: the attribute left unset (the IR's default)
         slice_values = None if written is None else (c_int64 * len(written))(*written)
         call = _Call(graph.op_type.encode(), (c_char_p * INPUTS)(*(name.encode() for name in graph.inputs)),
                      graph.output.encode(),
-                     (_Tensor * INPUTS)(*(_tensor(fed[role], values[role], dtype_names[role], acl_format, case, role)
+                     (_Tensor * INPUTS)(*(_tensor(fed[role], values[role], case.dtype_of(role), acl_format, case, role)
                                           for role in ("dy", "cos", "sin"))),
                      graph.mode_attr.encode(), case.rotary_mode, graph.slice_attr.encode(), slice_values,
                      len(written or ()), output.address, output.data.size)

@@ -32,10 +32,11 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 from ..errors import PrmgError
-from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, STB_GLOBAL, Toolkit, defined_symbols, opp_path, opp_variable
+from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, STB_GLOBAL, Toolkit, bound_by_name, defined_symbols, opp_path, \
+    opp_variable
 
 PRELOAD_FILE = "/etc/ld.so.preload"
 # The rtld-audit hooks that change where a call goes (``man 7 rtld-audit``): a symbol's binding (``la_symbind*``, a
@@ -57,15 +58,18 @@ def _audit_hooks(defined: frozenset, toolkits: frozenset) -> frozenset:
 class Source:
     """Where the dynamic linker takes libraries from ahead of the toolkit's: ``name``, a variable of the environment
     the process started with or (``file``) a file listing them, and what such a library ``takes`` of the toolkit's
-    calls (the symbols it defines, the toolkit's symbols -> the names through which it takes them)."""
+    calls (the symbols it defines, the toolkit's symbols -> the names through which it takes them), and whether it
+    takes a call only where a library of the toolkit binds that name through the dynamic linker (``by_name``: a
+    preload's definitions) or whatever the toolkit binds (an audit library's hooks see every binding)."""
 
     name: str
     takes: Callable[[frozenset, frozenset], frozenset]
     file: bool = False
+    by_name: bool = True
 
 
 SOURCES = (Source("LD_PRELOAD", _defines_the_toolkits), Source(PRELOAD_FILE, _defines_the_toolkits, file=True),
-           Source("LD_AUDIT", _audit_hooks))
+           Source("LD_AUDIT", _audit_hooks, by_name=False))
 # The system's library folders (the dynamic linker's trusted ones, their multiarch folders inside): a library preloaded
 # from there is the distribution's (an allocator, libgomp, a sanitizer's runtime), recorded but never an interposer,
 # though it may define what a toolkit's library exports too (OpenMP linked in statically, say).
@@ -147,12 +151,38 @@ def toolkit_places(toolkit: Toolkit) -> list[str]:
                                                 toolkit.geir_lib) if path] + folders
 
 
+class Taken(NamedTuple):
+    """A library ahead of the toolkit's (``taking``) and what it takes of it: ``symbols``, the toolkit's symbols it
+    defines (an audit library: its rebinding hooks), sorted, and ``called``, those through which the calls of the
+    toolkit's libraries mapped go to it now: the names they bind through the dynamic linker
+    (``toolkit.bound_by_name``; a name each binds for itself when it is linked, its own functions under
+    ``-Bsymbolic-functions``, takes no call of theirs), every hook of an audit library."""
+
+    path: str
+    symbols: tuple[str, ...]
+    called: tuple[str, ...]
+
+
+def taken(entry) -> Taken:
+    """``entry`` as a ``Taken``: one, or its fields as a worker's ``describe`` sends them (lists); an entry of two
+    fields (a library and its symbols) takes calls through every one of them."""
+    path, symbols, *called = entry
+    return Taken(path, tuple(symbols), tuple(called[0]) if called else tuple(symbols))
+
+
+def _called(toolkit: Toolkit, maps: str) -> frozenset:
+    """The names the libraries of ``toolkit`` this process mapped (``toolkit_places``) bind through the dynamic
+    linker (``toolkit.bound_by_name``): a definition first in the global scope takes their calls of those."""
+    places = toolkit_places(toolkit)
+    return frozenset().union(*(bound_by_name(path) for path in mapped_libraries(maps) if _inside(path, places)))
+
+
 def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = "/proc/self/environ",
-                preload_file: str = PRELOAD_FILE) -> list[tuple[str, tuple[str, ...]]]:
-    """(preloaded library, what it takes of the toolkit's calls, sorted) for every ``preloaded`` library, by its
-    source's ``takes``: the symbols a mapped library of ``toolkit`` (``toolkit_places``) defines, or an audit
-    library's rebinding hooks, less what another mapped library (the system's) defines too; a preloaded library of
-    the toolkit itself, or of ``SYSTEM_FOLDERS``, takes nothing."""
+                preload_file: str = PRELOAD_FILE) -> list[Taken]:
+    """A ``Taken`` for every ``preloaded`` library, by its source's ``takes``: the symbols a mapped library of
+    ``toolkit`` (``toolkit_places``) defines, or an audit library's rebinding hooks, less what another mapped library
+    (the system's) defines too; a preloaded library of the toolkit itself, or of ``SYSTEM_FOLDERS``, takes nothing.
+    Of a preload's, those the toolkit's libraries bind by name are ``called`` (``_called``)."""
     places = toolkit_places(toolkit)
     first = preloaded(maps, environ, preload_file)
     if not first:
@@ -164,39 +194,68 @@ def interposers(toolkit: Toolkit, maps: str = "/proc/self/maps", environ: str = 
     candidates = frozenset().union(*found.values())
     system = frozenset().union(*(defined_symbols(path) & candidates for path in libraries if candidates
                                  and path not in found and not _inside(path, places)))
-    return [(path, tuple(sorted(symbols - system))) for path, symbols in found.items()]
+    called = _called(toolkit, maps) if candidates else frozenset()
+    return [Taken(path, tuple(sorted(symbols - system)), tuple(sorted(symbols - system if not first[path].by_name
+                                                                     else (symbols - system) & called)))
+            for path, symbols in found.items()]
 
 
-def preload_labels(found: Iterable[tuple[str, tuple[str, ...]]]) -> list[str]:
-    """Each preloaded library as a header states it: its path, and what it takes
+def _names(symbols: tuple[str, ...]) -> str:
+    return f"{', '.join(symbols[:MAX_NAMED])}{', ...' if len(symbols) > MAX_NAMED else ''}"
+
+
+def preload_labels(found: Iterable) -> list[str]:
+    """Each library of ``found`` (``taken``) as a header states it: its path, and what it takes
     (``/x/libhook.so (defines 2 of the toolkit's symbols: aclrtMemcpy, aclrtSynchronizeStream)``,
-    ``/x/libaudit.so (an audit library: rebinds calls through la_symbind64)``)."""
-    def takes(symbols: tuple[str, ...]) -> str:
-        named = f"{', '.join(symbols[:MAX_NAMED])}{', ...' if len(symbols) > MAX_NAMED else ''}"
+    ``/x/libaudit.so (an audit library: rebinds calls through la_symbind64)``), or the toolkit's symbols it defines
+    and how many of them the toolkit's libraries bind by name (``(defines 1 of the toolkit's symbols, which no
+    library of the toolkit loaded binds by name: prmg_emu_device_usable)``)."""
+    def takes(entry: Taken) -> str:
+        symbols, called = entry.symbols, entry.called
         if all(AUDIT_HOOK.fullmatch(name) for name in symbols):
-            return f" (an audit library: rebinds calls through {named})"
-        return f" (defines {len(symbols)} of the toolkit's symbols: {named})"
+            return f" (an audit library: rebinds calls through {_names(symbols)})"
+        defines = f"defines {len(symbols)} of the toolkit's symbols"
+        if len(called) == len(symbols):
+            return f" ({defines}: {_names(symbols)})"
+        if not called:
+            return f" ({defines}, which no library of the toolkit loaded binds by name: {_names(symbols)})"
+        return f" ({defines}: {_names(symbols)}; its libraries bind {len(called)} of them by name: {_names(called)})"
 
-    return [path + (takes(symbols) if symbols else "") for path, symbols in found]
-
-
-def interposer_warning(found: Iterable[tuple[str, tuple[str, ...]]]) -> str:
-    """The warning a run without ``--strict`` gives of the libraries of ``found`` that take the toolkit's calls
-    ("" when none does)."""
-    taking = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
-    return (f"a preloaded library takes calls meant for the toolkit: {'; '.join(taking)}: the cases may not run the "
-            f"toolkit's code (--strict refuses this)") if taking else ""
+    return [entry.path + (takes(entry) if entry.symbols else "") for entry in map(taken, found)]
 
 
-def refuse_interposers(found: Iterable[tuple[str, tuple[str, ...]]], root: Path) -> None:
-    """Raise PrmgError naming each preloaded library of ``found`` that takes a call of the toolkit at ``root``:
-    under ``--strict`` the operator must be the toolkit's code, not a preloaded stand-in's."""
-    named = [label for label, (_, symbols) in zip(preload_labels(found), found) if symbols]
-    if named:
+def _taking(found: Iterable) -> tuple[list[str], list[str]]:
+    """(the labels of the libraries of ``found`` that take calls of the toolkit's libraries, those that only define
+    some of its symbols, which no library of it loaded binds by name)."""
+    entries = [taken(entry) for entry in found]
+    labels = preload_labels(entries)
+    return ([label for label, entry in zip(labels, entries) if entry.called],
+            [label for label, entry in zip(labels, entries) if entry.symbols and not entry.called])
+
+
+def interposer_warning(found: Iterable) -> str:
+    """The warning a run without ``--strict`` gives of the libraries of ``found`` that take the toolkit's calls, or
+    define its symbols where no library of it loaded binds them by name ("" when none does)."""
+    calls, defines = _taking(found)
+    said = ([f"a preloaded library takes calls meant for the toolkit: {'; '.join(calls)}: the cases may not run the "
+             f"toolkit's code"] if calls else []) + \
+        ([f"a preloaded library defines symbols of the toolkit: {'; '.join(defines)}: no call of the toolkit's "
+          f"libraries loaded reaches it, but one they look up by name, or a library the toolkit loads later (its "
+          f"tiling), would"] if defines else [])
+    return f"{'; '.join(said)} (--strict refuses this)" if said else ""
+
+
+def refuse_interposers(found: Iterable, root: Path) -> None:
+    """Raise PrmgError naming each preloaded library of ``found`` that takes a call of the toolkit at ``root``, or
+    defines its symbols (``interposer_warning``): under ``--strict`` the operator must be the toolkit's code, not a
+    preloaded stand-in's."""
+    calls, defines = _taking(found)
+    if calls or defines:
         sources = ", ".join(source.name for source in SOURCES)
-        raise PrmgError(f"--strict: a preloaded library takes calls meant for the toolkit at {root}: "
-                        f"{'; '.join(named)} ({sources}, or loaded with RTLD_GLOBAL before it); run without it, or "
-                        f"without --strict to run the cases anyway (the reports then name it)")
+        raise PrmgError(f"--strict: a preloaded library {'takes calls meant for' if calls else 'defines symbols of'} "
+                        f"the toolkit at {root}: {'; '.join(calls + defines)} ({sources}, or loaded with RTLD_GLOBAL "
+                        f"before it); run without it, or without --strict to run the cases anyway (the reports then "
+                        f"name it)")
 
 
 def foreign_libraries(root: Path, maps: str = "/proc/self/maps", among: Iterable[str] | None = None
@@ -320,9 +379,12 @@ def bound_ahead(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
     return [(file, tuple(names)) for file, names in taken.items()]
 
 
-def taking(toolkit: Toolkit) -> list[tuple[str, tuple[str, ...]]]:
+def taking(toolkit: Toolkit) -> list[Taken]:
     """What of this process takes the toolkit's calls, as runs record it: each ``interposers`` entry (every preloaded
-    library, taking something or not), then each other library ``bound_ahead`` finds."""
+    library, taking something or not), then each other library ``bound_ahead`` finds, its symbols the toolkit's
+    libraries bind by name ``called`` (``_called``)."""
     found = interposers(toolkit)
-    named = {os.path.realpath(path) for path, _ in found}
-    return found + [(path, symbols) for path, symbols in bound_ahead(toolkit) if os.path.realpath(path) not in named]
+    named = {os.path.realpath(entry.path) for entry in found}
+    ahead = [(path, symbols) for path, symbols in bound_ahead(toolkit) if os.path.realpath(path) not in named]
+    called = _called(toolkit, "/proc/self/maps") if ahead else frozenset()
+    return found + [Taken(path, symbols, tuple(name for name in symbols if name in called)) for path, symbols in ahead]

@@ -174,10 +174,11 @@ def opp_stamp(opp: Path, custom: str, titles: Iterable[str]) -> dict:
     ``opp`` (and the ``ASCEND_CUSTOM_OPP_PATH`` entries ``custom``) from others, without reading a file: ``files``,
     how many there are (``_operator_files``), ``fingerprint``, the first 16 hex digits of the sha256 of the vendors'
     order (``load_priority`` of ``opp/vendors/config.ini``: the first vendor holding a kernel is taken) and of each
-    file's (path, size, mtime_ns, ctime_ns, inode) in order (a rebuild or reinstall here changes it, and so does a
-    binary written over in place with its size and time kept: ``touch`` cannot set ctime), and ``portable``, the same
-    of the order and each file's (path below ``opp``, size, mtime_ns): equal on two hosts that installed the same
-    packages."""
+    file's (path with links resolved, size, mtime_ns, ctime_ns, inode) in order (the same files reached through a
+    link to the opp folder or a custom package are the same fingerprint; a rebuild or reinstall here changes it, and
+    so does a binary written over in place with its size and time kept: ``touch`` cannot set ctime), and
+    ``portable``, the same of the order and each file's (path below ``opp``, else resolved, size, mtime_ns): equal on
+    two hosts that installed the same packages."""
     from .toolkit import config_vendors
 
     local, portable, count, opp = hashlib.sha256(), hashlib.sha256(), 0, Path(opp)
@@ -194,8 +195,9 @@ def opp_stamp(opp: Path, custom: str, titles: Iterable[str]) -> dict:
             info = path.stat()
         except OSError:
             continue
-        inside = os.path.relpath(path, opp) if path.is_relative_to(opp) else str(path)
-        local.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_ino}\n"
+        real = os.path.realpath(path)
+        inside = os.path.relpath(path, opp) if path.is_relative_to(opp) else real
+        local.update(f"{real}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_ino}\n"
                      .encode(errors="replace"))
         portable.update(f"{inside}\0{info.st_size}\0{info.st_mtime_ns}\n".encode(errors="replace"))
     return {"files": count, "fingerprint": local.hexdigest()[:16], "portable": portable.hexdigest()[:16]}
@@ -250,13 +252,25 @@ def portable_stamps(toolkit) -> dict:
     return {role: portable_stamp(stamp) for role, stamp in library_stamps(toolkit).items()}
 
 
+def resolved_places(opp: str, custom: str) -> dict:
+    """The opp folder ``opp`` and the ``ASCEND_CUSTOM_OPP_PATH`` value ``custom`` as a run's settings key them: links
+    resolved (``os.path.realpath``; each custom entry, as the toolkit reads it: ``toolkit.custom_opp_entries``), so
+    that the same folders named through a link (``.../latest/opp``) are the same settings, and a link pointed
+    elsewhere (or a relative entry read from another folder) is another."""
+    from .toolkit import custom_opp_entries
+
+    return {"path": os.path.realpath(opp) if opp else opp,
+            "custom": ":".join(os.path.realpath(entry) for entry in custom_opp_entries(custom))}
+
+
 def toolkit_stamp(toolkit) -> dict:
     """What tells the build of ``toolkit`` a run loads on this host from another, in the shape of a run record's
     settings (``run_record.recorded_settings``): ``libraries`` (``library_stamps``) and ``opp`` (the opp folder, and the
     count and fingerprint of ``operator_files``)."""
     files = operator_files(toolkit)
     return {"libraries": library_stamps(toolkit),
-            "opp": {"path": files["opp"], "files": files["opp_files"], "fingerprint": files["opp_fingerprint"]}}
+            "opp": {"path": resolved_places(files["opp"], "")["path"], "files": files["opp_files"],
+                    "fingerprint": files["opp_fingerprint"]}}
 
 
 def toolkit_changes(before: dict, toolkit) -> list[str]:

@@ -134,10 +134,14 @@ def exports_symbol(path: Path | str, name: str) -> bool:
         return False
 
 
-def _dynsym_tables(image) -> Iterable[tuple[int, int, bytes, str, bool]]:
-    """(offset, size, string table, endian, is_64) of each SHT_DYNSYM section of the ELF file ``image``."""
+SHT_RELA, SHT_DYNSYM, SHT_REL = 4, 11, 9     # ELF section types: relocations (with addends, without), dynamic symbols
+
+
+def _sections(image) -> tuple[str, bool, list[tuple]]:
+    """(endian, is_64, the section headers as tuples: name, type, flags, address, offset, size, link...) of the ELF
+    file ``image``; no section for a file that is not ELF."""
     if image[:4] != b"\x7fELF":
-        return
+        return "<", True, []
     is_64 = image[4] == 2
     endian = "<" if image[5] == 1 else ">"
     if is_64:
@@ -148,10 +152,16 @@ def _dynsym_tables(image) -> Iterable[tuple[int, int, bytes, str, bool]]:
         shoff, = struct.unpack_from(endian + "I", image, 0x20)
         shentsize, shnum = struct.unpack_from(endian + "HH", image, 0x2E)
         section_format = endian + "IIIIIIIIII"
-    sections = [struct.unpack_from(section_format, image, shoff + index * shentsize) for index in range(shnum)]
+    return endian, is_64, [struct.unpack_from(section_format, image, shoff + index * shentsize)
+                           for index in range(shnum)]
+
+
+def _dynsym_tables(image) -> Iterable[tuple[int, int, bytes, str, bool]]:
+    """(offset, size, string table, endian, is_64) of each SHT_DYNSYM section of the ELF file ``image``."""
+    endian, is_64, sections = _sections(image)
     for section in sections:
         sh_type, sh_offset, sh_size, sh_link = section[1], section[4], section[5], section[6]
-        if sh_type == 11:                                   # SHT_DYNSYM
+        if sh_type == SHT_DYNSYM:
             strtab_offset, strtab_size = sections[sh_link][4], sections[sh_link][5]
             yield sh_offset, sh_size, image[strtab_offset:strtab_offset + strtab_size], endian, is_64
 
@@ -195,6 +205,53 @@ def defined_symbols(path: Path | str, bindings: tuple[int, ...] = (STB_GLOBAL, S
     stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
     found = [_binding_names(os.fspath(path), stamp, binding) for binding in bindings]
     return found[0] if len(found) == 1 else frozenset().union(*found)
+
+
+def bound_by_name(path: Path | str) -> frozenset[str]:
+    """The names of the dynamic symbols the ELF shared library at ``path`` has dynamic relocations against (the
+    ``SHT_RELA``/``SHT_REL`` sections of its ``.dynsym``: its PLT and GOT entries): those the dynamic linker binds for
+    it by name, to their first definition in the process's global scope, a preloaded library's before any other. A
+    call to a function of its own bound when it was linked (``-Bsymbolic-functions``, hidden or protected
+    visibility) has no relocation, and no library ahead of it takes it. Read without loading it, once per version of
+    the file (``_relocated_names``); empty when it cannot be read."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return frozenset()
+    return _relocated_names(os.fspath(path), (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
+                                              info.st_ctime_ns))
+
+
+@functools.lru_cache(maxsize=256)
+def _relocated_names(path: str, stamp: tuple[int, ...]) -> frozenset[str]:
+    """``bound_by_name`` of the file at ``path``, whose version ``stamp`` (device, inode, size, mtime_ns, ctime_ns)
+    keys the cache: each relocation's symbol index (``r_info >> 32``, or ``>> 8`` in a 32-bit file), named by the
+    ``.dynsym`` section the relocation section links to."""
+    import numpy as np
+
+    names: set[str] = set()
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as image:
+            endian, is_64, sections = _sections(image)
+            word = endian + ("u8" if is_64 else "u4")
+            for section in sections:
+                sh_type, sh_offset, sh_size, sh_link = section[1], section[4], section[5], section[6]
+                if sh_type not in (SHT_RELA, SHT_REL) or not 0 < sh_link < len(sections) \
+                        or sections[sh_link][1] != SHT_DYNSYM:
+                    continue
+                fields = 3 if sh_type == SHT_RELA else 2                  # offset, info (, addend)
+                entries = np.frombuffer(image, word, sh_size // (fields * (8 if is_64 else 4)) * fields, sh_offset)
+                indices = np.unique(entries[1::fields] >> (32 if is_64 else 8))
+                del entries                                               # the mmap closes only with no view left
+                symbols, size = sections[sh_link], 24 if is_64 else 16
+                strtab = sections[symbols[6]]
+                for index in indices[indices > 0].tolist():
+                    st_name, = struct.unpack_from(endian + "I", image, symbols[4] + index * size)
+                    start = strtab[4] + st_name
+                    names.add(image[start:image.find(b"\0", start)].decode(errors="replace"))
+    except (OSError, ValueError, struct.error, IndexError):
+        return frozenset()
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=256)
@@ -427,9 +484,9 @@ def stale_emulator(toolkit: Toolkit, own: Toolkit) -> str:
 
 
 def stale_copy(toolkit: Toolkit, env: Mapping[str, str]) -> str:
-    """What a run of the emulator by name (``--runner emulator``, ``emulator-geir``) says of ``toolkit`` when it is a
-    copy of the emulator installed as a toolkit (``copied_emulator``) that is not this prmg's build of its emulator
-    sources (``stale_emulator``); "" for any other toolkit."""
+    """What a run of the emulator by name (``--runner emulator``, ``emulator-geir``, ``emulator+geir``) says of
+    ``toolkit`` when it is a copy of the emulator installed as a toolkit (``copied_emulator``) that is not this prmg's
+    build of its emulator sources (``stale_emulator``); "" for any other toolkit."""
     if not copied_emulator(toolkit, env):
         return ""
     own = emulator_toolkit(None, env)
@@ -765,9 +822,11 @@ def _modes_env(modes: Iterable[int] | None) -> tuple[tuple[str, str], ...]:
 # Runner selection
 
 def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,
-                  modes: Iterable[int] | None = None) -> Toolkit:
+                  modes: Iterable[int] | None = None, by_name: str = "emulator") -> Toolkit:
     """The toolkit of a runner (``runners.RUNNERS``): ``runner`` is auto, aclnn, emulator, geir or aclnn+geir, a name
-    ``runners.check_runner`` (the one check of ``--runner``) let through.
+    ``runners.check_runner`` (the one check of ``--runner``) let through; ``by_name`` the runner making its calls on
+    the host emulator by name, which its usage errors suggest (``emulator``; graph mode's ``emulator-geir``,
+    ``emulator+geir``).
 
     auto: the installed toolkit when the search finds one, but a PrmgError when that toolkit is the emulator
     (``emulator_evidence``) installed as a toolkit (``copied_emulator``: a variable names it or it lies at a default
@@ -776,7 +835,7 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
     a PrmgError naming what suggests it and why it cannot serve; else the emulator (``EMULATOR_FALLBACK`` says so on
     stderr: ``suite.settings_for``). aclnn: the installed toolkit, or a PrmgError naming where it looked, or why the
     toolkit found is the emulator installed as one (an NPU gate never runs a copy). geir, aclnn+geir (graph mode's
-    runners): as auto, the emulator installed as a toolkit refused alike. emulator (also graph mode's emulator-geir):
+    runners): as auto, the emulator installed as a toolkit refused alike. emulator (also emulator-geir, emulator+geir):
     the emulator installed as a toolkit where the search finds one (``copied_emulator``: the stand-in asked for by
     name), else prmg's own build (``modes`` switched on).
     """
@@ -789,12 +848,12 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
             return emulator_toolkit(modes, env)
     else:
         toolkit, log = _search(env, op_lib)
-    refusing = runner != "emulator"           # every runner but the emulator's (emulator-geir passes "emulator")
+    refusing = runner != "emulator"           # every runner but the emulator's (emulator-geir, +geir pass "emulator")
     evidence = copied_emulator(toolkit, env) if toolkit is not None and refusing else ""
     if evidence:
         raise PrmgError(f"--runner {runner} runs a CANN toolkit, never the host emulator installed as one, and the "
                         f"toolkit found at {toolkit.root} is the emulator ({evidence}): point ASCEND_HOME_PATH at "
-                        f"the CANN toolkit (source its set_env.sh), or run the emulator with --runner emulator")
+                        f"the CANN toolkit (source its set_env.sh), or run the emulator with --runner {by_name}")
     if toolkit is not None:
         if toolkit.kind == "emulator" and modes is not None:
             toolkit = replace(toolkit, env=_modes_env(modes))
@@ -805,9 +864,9 @@ def select_runner(runner: str, op_lib: str | None = None, env: Mapping[str, str]
         raise PrmgError(f"no CANN toolkit found (looked in {looked}); source the toolkit's set_env.sh "
                         f"or set ASCEND_HOME_PATH")
     if suggested:
-        raise PrmgError(f"--runner auto: a CANN toolkit is meant here ({', '.join(suggested)}) but none can run the "
-                        f"operator (looked in {looked}); fix the toolkit (source its set_env.sh), or ask for the host "
-                        f"emulator with --runner emulator")
+        raise PrmgError(f"--runner {runner}: a CANN toolkit is meant here ({', '.join(suggested)}) but none can run "
+                        f"the operator (looked in {looked}); fix the toolkit (source its set_env.sh), or ask for the "
+                        f"host emulator with --runner {by_name}")
     return emulator_toolkit(modes, env)
 
 

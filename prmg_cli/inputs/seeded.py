@@ -114,14 +114,13 @@ def make_inputs(case: Case, *, chunk_elements: int = CHUNK_ELEMENTS) -> Inputs:
     ``PrmgError`` naming the case and the field ``inputs.<tensor>``.
     """
     shapes = {"dy": case.shape, "cos": case.cos_shape, "sin": case.sin_shape}
-    dtype_names = {"dy": case.dtype, "cos": case.cos_dtype, "sin": case.sin_dtype}
     made = {}
     for tensor in TENSOR_INDEX:
         try:
-            dtype = dtypes.to_numpy(dtype_names[tensor])
+            dtype = dtypes.to_numpy(case.dtype_of(tensor))
         except KeyError:
             field = "dtype" if tensor == "dy" else f"{tensor}_dtype"
-            raise PrmgError(f"unknown dtype '{dtype_names[tensor]}'", file=case.source, case=case.name,
+            raise PrmgError(f"unknown dtype '{case.dtype_of(tensor)}'", file=case.source, case=case.name,
                             field=field) from None
         made[tensor] = _repeated(_make_tensor(case, tensor, tuple(int(n) for n in shapes[tensor]), dtype,
                                               chunk_elements), case.expanded_axes(tensor))

@@ -2,6 +2,7 @@
  * pass, rounding float64 draws to a tensor's dtype, and Philox uniform draws -- exact replicas of numpy code that stays
  * the reference. Built by native/__init__.py with gcc (FLAGS there: -O3 -ffp-contract=off, no fast-math) and by
  * `make lint` with -Wall -Wextra -Werror. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -489,45 +490,83 @@ static void add_golden_time(judge_out *out, const golden_clock *clock)
         out->golden_seconds += seconds * (double)clock->golden / (double)spent;
 }
 
-/* v rounded once to nearest, ties to even, in dy's dtype (dtypes.rounded), as a float64: |v| on the grid of the
+/* |v| rounded once to nearest, ties to even, in dy's dtype (dtypes.rounded), as a float64: |v| on the grid of the
  * dtype's spacing ulp = 2 half_ulp(|v|) at it by (|v| + 2^52 ulp) - 2^52 ulp (the sum's own spacing is ulp, so
- * float64's rounding of it is the grid's, ties to even), with v's sign; +-inf from overflow (Format.overflow, the
- * smallest magnitude that rounds to infinity) on. For finite v. */
+ * float64's rounding of it is the grid's, ties to even); +inf from overflow (Format.overflow, the smallest magnitude
+ * that rounds to infinity) on. For finite v. Both sides are formed and one picked (no branch: the screen's loop is
+ * vectorised with it). */
+static INLINED double nearest_magnitude(const judge_args *a, double overflow, double magnitude)
+{
+    const double grid = 2.0 * half_ulp(a, magnitude) * 0x1p52, rounded = (magnitude + grid) - grid;
+    return magnitude >= overflow ? INFINITY : rounded;
+}
+
+/* v rounded once to nearest, ties to even, in dy's dtype: nearest_magnitude(|v|) with v's sign. For finite v. */
 static inline double nearest(const judge_args *a, double overflow, double value)
 {
-    const double magnitude = fabs(value);
-    if (magnitude >= overflow)
-        return copysign(INFINITY, value);
-    const double grid = 2.0 * half_ulp(a, magnitude) * 0x1p52;
-    return copysign((magnitude + grid) - grid, value);
+    return copysign(nearest_magnitude(a, overflow, fabs(value)), value);
 }
+
+/* The screen's counts of lanes (up, down, toward), lane j at j of each: side by side rather than an (L, 3) table, so
+ * that the loop over a row's lanes is vectorised (with (L, 3) it was not, and the screen cost as much as the scan). */
+typedef struct {
+    int64_t up[MAX_LANES], down[MAX_LANES], toward[MAX_LANES];
+} lane_counts;
 
 /* The error balance's screen of a result too large to recount (standards/default.py departure_sides): over rows
  * [0, rows) of golden and actual (row k at k * length), each element the balance counts (both finite, |golden| >=
  * balance_threshold) whose result is neither the golden nor RN(golden) = nearest(golden), repeats too, added to its
- * row's and its lane's (up, down, toward): above RN(golden), below it, nearer zero than it. */
-static void screen_sides(const judge_args *a, int64_t rows, const double *golden, const double *actual,
-                         int64_t *row_sides, int64_t *lane_sides)
+ * row's (row_sides, (up, down, toward) per row) and its lane's counts: above RN(golden), below it, nearer zero than
+ * it. Inlined, so each clone compiles it for its own vector width. */
+static INLINED void screen_sides(const judge_args *a, int64_t rows, const double *golden, const double *actual,
+                                 int64_t *row_sides, lane_counts *lanes)
 {
     const int64_t length = a->length;
+    const double overflow = a->overflow, threshold = a->balance_threshold;
     for (int64_t k = 0; k < rows; k++) {
+        const double *gold_row = golden + k * length, *result_row = actual + k * length;
         int64_t up = 0, down = 0, toward = 0;
         for (int64_t j = 0; j < length; j++) {       /* no branches: a result at RN(golden) is on neither side */
-            const double gold = golden[k * length + j], result = actual[k * length + j];
-            const double rounded = nearest(a, a->overflow, gold);
-            const int64_t counted = isfinite(gold) & isfinite(result) & (fabs(gold) >= a->balance_threshold);
+            const double gold = gold_row[j], result = result_row[j], magnitude = fabs(gold);
+            const double near = nearest_magnitude(a, overflow, magnitude), rounded = copysign(near, gold);
+            /* |x| <= DBL_MAX: x is finite */
+            const int64_t counted = (magnitude <= DBL_MAX) & (fabs(result) <= DBL_MAX) & (magnitude >= threshold);
             const int64_t above = counted & (result > rounded), below = counted & (result < rounded);
-            const int64_t nearer = counted & (fabs(result) < fabs(rounded));
+            const int64_t nearer = counted & (fabs(result) < near);
             up += above;
             down += below;
             toward += nearer;
-            lane_sides[3 * j] += above;
-            lane_sides[3 * j + 1] += below;
-            lane_sides[3 * j + 2] += nearer;
+            lanes->up[j] += above;
+            lanes->down[j] += below;
+            lanes->toward[j] += nearer;
         }
         row_sides[3 * k] += up;
         row_sides[3 * k + 1] += down;
         row_sides[3 * k + 2] += toward;
+    }
+}
+
+/* A chunk's screen cleared: its rows' counts (rows at row_sides) and its lanes'. */
+static void clear_chunk_sides(const judge_args *a, int64_t rows, int64_t *row_sides, lane_counts *lanes)
+{
+    const size_t lanes_bytes = (size_t)a->length * sizeof *lanes->up;
+    memset(row_sides, 0, (size_t)(3 * rows) * sizeof *row_sides);
+    memset(lanes->up, 0, lanes_bytes);
+    memset(lanes->down, 0, lanes_bytes);
+    memset(lanes->toward, 0, lanes_bytes);
+}
+
+/* A chunk's screen (its rows' counts, rows at row_sides, and its lanes') added to the call's: a->row_sides from row
+ * first on, out->lane_sides ((up, down, toward) per lane). */
+static void add_chunk_sides(const judge_args *a, judge_out *out, int64_t first, int64_t rows, int64_t *row_sides,
+                            lane_counts *lanes)
+{
+    for (int64_t i = 0; i < 3 * rows; i++)
+        a->row_sides[3 * first + i] += row_sides[i];
+    for (int64_t j = 0; j < a->length; j++) {
+        out->lane_sides[3 * j] += lanes->up[j];
+        out->lane_sides[3 * j + 1] += lanes->down[j];
+        out->lane_sides[3 * j + 2] += lanes->toward[j];
     }
 }
 
@@ -552,7 +591,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
     double *const actual = part_rows[3];
     double *const chunk_input = chunk_rows[0], *const chunk_golden = chunk_rows[1];
     double *const chunk_magnitude = chunk_rows[2], *const chunk_actual = chunk_rows[3];
-    static _Thread_local int64_t chunk_row_sides[3 * CHUNK], chunk_lane_sides[3 * MAX_LANES];
+    static _Thread_local int64_t chunk_row_sides[3 * CHUNK];
+    static _Thread_local lane_counts chunk_lanes;
     judge_rows r = {.a = a, .layout = lane_layout_of(a), .row_bytes = a->depth * x_size,
                     .head = a->start * x_size, .tail = (a->start + length) * x_size, .table = -1};
     const int64_t far = AHEAD / r.row_bytes > 1 ? AHEAD / r.row_bytes : 1;     /* rows to prefetch ahead */
@@ -570,10 +610,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
         const int check_input = !out->input_fails;
         chunk_scan found = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         int unusual = 0;                            /* then only the outside of the rest is compared */
-        if (a->row_sides) {
-            memset(chunk_row_sides, 0, (size_t)(3 * rows) * sizeof *chunk_row_sides);
-            memset(chunk_lane_sides, 0, (size_t)(3 * length) * sizeof *chunk_lane_sides);
-        }
+        if (a->row_sides)
+            clear_chunk_sides(a, rows, chunk_row_sides, &chunk_lanes);
         for (int64_t done = 0; done < rows; done += rows_per_part) {
             const int64_t part = rows - done < rows_per_part ? rows - done : rows_per_part;
             /* Each loop over the part's rows reads one of x and the result, row after row, asking for its row far
@@ -614,7 +652,7 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
                                                 : scan_part(a, count, golden, magnitude, actual, input, 0);
             unusual = scan.ratio >= ONE_BITS || (check_input && scan.input_error >= INFINITY_BITS);
             if (a->row_sides && !unusual)
-                screen_sides(a, part, golden, actual, chunk_row_sides + 3 * done, chunk_lane_sides);
+                screen_sides(a, part, golden, actual, chunk_row_sides + 3 * done, &chunk_lanes);
             found.ratio = scan.ratio > found.ratio ? scan.ratio : found.ratio;
             found.error = scan.error > found.error ? scan.error : found.error;
             found.ulps = scan.ulps > found.ulps ? scan.ulps : found.ulps;
@@ -639,8 +677,11 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
                 add_golden_time(out, &clock);
                 return 0;
             }
-            if (a->row_sides)
-                screen_sides(a, rows, chunk_golden, chunk_actual, a->row_sides + 3 * first, out->lane_sides);
+            if (a->row_sides) {                     /* its passing parts' counts were not added: counted again */
+                clear_chunk_sides(a, rows, chunk_row_sides, &chunk_lanes);
+                screen_sides(a, rows, chunk_golden, chunk_actual, chunk_row_sides, &chunk_lanes);
+                add_chunk_sides(a, out, first, rows, chunk_row_sides, &chunk_lanes);
+            }
             max_ratio = bits_of(out->max_ratio);
             max_error = bits_of(out->max_error);
             max_ulps = bits_of(out->max_ulps);
@@ -657,10 +698,8 @@ CLONES int prmg_judge_rows(const judge_args *a, int64_t row_begin, int64_t row_e
             out->balance_up += found.up;
             out->balance_down += found.down;
             out->balance_toward += found.toward;
-            for (int64_t i = 0; a->row_sides && i < 3 * rows; i++)
-                a->row_sides[3 * first + i] += chunk_row_sides[i];
-            for (int64_t i = 0; a->row_sides && i < 3 * length; i++)
-                out->lane_sides[i] += chunk_lane_sides[i];
+            if (a->row_sides)
+                add_chunk_sides(a, out, first, rows, chunk_row_sides, &chunk_lanes);
             if (check_input && found.input_over)
                 out->input_fails = 1;
         }

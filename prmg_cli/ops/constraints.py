@@ -10,7 +10,8 @@ error always runs. A case's expectation is written for the 950; ``on_chip`` says
 
 In graph mode (``runners/geir``) the same rules decide, in the same order; where GE refuses a case (the phase and
 GE's status) is each operator's ``OperatorSpec.graph`` (``graph_case``). A case whose status a rule without
-a graph-mode form decides (a strided tensor, a partialSlice list of no or one value) is skipped there.
+a graph-mode form decides (a strided tensor) is skipped there; a partialSlice list of no or one value, which no
+nnopbase sees in a graph, is answered as the tiling reads it.
 """
 
 from __future__ import annotations
@@ -100,13 +101,11 @@ def explains(got: tuple, outcomes: frozenset, refusing: tuple = tuple(PHASES)) -
         code in ("any", status) and want in ("any", phase) for code, want in outcomes if code != 0))
 
 
-def _read_in_graph(case: Case, reading: GraphReading, supported_modes, defect, soc: str | None = None,
+def _read_in_graph(case: Case, reading: GraphReading, supported_modes, soc: str | None = None,
                    build: str | None = None) -> Case | str:
-    """``case`` as graph mode answers it when its first broken rule is the aclnn path's alone (``reading``): any
-    refusal where the tiling's reading is undefined, else the case as the tiling reads it, judged by the rules it
-    then breaks (its graph form, the list passed as written), ``reading.why`` as its note."""
-    if reading.read is None:
-        return replace(case, expect=Expect("any", "any"), known_defect=defect, note=reading.why)
+    """``case`` as graph mode answers it when its first broken rule is the aclnn path's alone (``reading``): the case
+    as the tiling reads it, judged by the rules it then breaks (its graph form, the list passed as written),
+    ``reading.why`` as its note."""
     read = reading.read(case)
     found = violation_details(read, supported_modes, soc, build)
     expect = Expect() if not found else Expect("any" if found[0].undefined else found[0].code)
@@ -199,8 +198,9 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int], soc: str 
     (``status.graph_status``). The case has no graph form when its first broken rule has none, and the text says
     why (``GraphIR.refusals``: a strided dy, which GE's dense tensors cannot express). A case whose first broken rule is
     the aclnn path's alone is answered as the graph's tiling reads it (``GraphReading``, ``_read_in_graph``: a slice
-    list of no or one value). A pass case whose in-place tensor has no elements has no certain
-    answer either when the tiling refuses it (``GraphIR.tiling_rules``): nnopbase runs no tiling for it, GE may."""
+    list of no or one value, read past its end as ``grad.PAST_THE_LIST``, or the forward's list of none as [0, D)).
+    A pass case whose in-place tensor has no elements has no certain answer either when the tiling refuses it
+    (``GraphIR.tiling_rules``): nnopbase runs no tiling for it, GE may."""
     defect = case.known_defect
     if defect is not None and defect.status:
         defect = replace(defect, status=graph_status(defect.status))
@@ -218,7 +218,7 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int], soc: str 
     found = violation_details(case, supported_modes, soc, build)
     refusal = OPERATORS[case.op].graph.refusal(found[0].rule) if found else None
     if isinstance(refusal, GraphReading):
-        return _read_in_graph(case, refusal, supported_modes, defect, soc, build)
+        return _read_in_graph(case, refusal, supported_modes, soc, build)
     if isinstance(refusal, str):
         return (f"graph mode has no form of this case: its status comes from '{found[0].rule}' "
                 f"({OPERATORS[case.op].rule_reasons[found[0].rule]}), and {refusal}")

@@ -59,7 +59,7 @@ def whole_last_axis(case: Case) -> Case:
 
 
 # Graph mode as the grad's, but for a list of no value: the 950 tiling (GetShapeAttrsInfo) reads a partial_slice of
-# size 0 as [0, D), where the grad's reads two values past its end.
+# size 0 as [0, D), where the grad's reads two values past its end (``grad.PAST_THE_LIST``).
 FORWARD_GRAPH_REFUSALS = {**GRAPH_REFUSALS, "slice list empty": GraphReading(
     "in a graph the list is the partial_slice attribute, which no nnopbase check sees, and the 950 tiling reads a list "
     "of none as [0, D): the whole last axis rotated, not the refusal an aclnn call gets", whole_last_axis)}

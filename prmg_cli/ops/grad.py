@@ -19,8 +19,10 @@ tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``Che
    a. rotary_mode, read as int32 (the tiling reads the int64 attribute's low 32 bits: 2**32 + 1 is read
       as 1), outside 0..3 or not implemented by the target;
    b. the slice list: the tiling reads ``GetData()[0]`` and ``[1]`` without looking at its length, so a
-      longer list acts as its first two values and a list of one value is read past its end (undefined;
-      the model and the emulator refuse it);
+      longer list acts as its first two values and a list of one value is read past its end (the model and
+      the emulator refuse it; nnopbase's layout puts the ref output's AnchorInstanceInfo there, so it reads
+      [v, 2**32), which the slice range refuses on every build but for e9f0541c's no-op of an empty cos or sin,
+      ``PAST_THE_LIST``);
    c. start < 0, start > end, end > D (checked even for an empty slice);
    d. then the slice is empty (L = 0) or cos or sin has no elements: a no-op, which skips e and g;
    e. L != cos D; D > 1024; L odd (modes 0, 1, 3) or not a multiple of 4 (mode 2);
@@ -48,6 +50,7 @@ elements breaks g. The op definition lists the ascend950 and ascend960dt chips o
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
@@ -95,11 +98,28 @@ RULE_REASONS = {
 # its links (a required input left unlinked: prmg's null tensor), the op proto and kernel selection (dtypes,
 # formats), then the static shape's tiling (every other rule). A rule whose graph form has no answer to expect maps
 # to why: a strided tensor (GE's tensors are dense). A partialSlice list of no or one value is read by the tiling in a
-# graph (the list is the partial_slice attribute, which no nnopbase sees): the grad's reads two values of it past its
-# end (undefined: any refusal, a correct stack's).
+# graph (the list is the partial_slice attribute, which no nnopbase sees; GE takes an attribute set to a list of none
+# as set, not its IR default: metadef's GetAllIrAttrs): the grad's reads GetData()[0] and [1] on past its end, into
+# what GE's ComputeNodeInfo holds after the attributes (``PAST_THE_LIST``).
 DENSE = "GE's tensors are dense: a graph has no strided tensor"
+# GE lays a node's runtime attributes out without padding (metadef attrs_to_buffer.h CreateAttrBuffer; a ListInt a
+# ContinuousVector holding its values only), partial_slice, the IR's last, at their end, followed by the
+# AnchorInstanceInfo of each IR output (bg_kernel_context_extend.cc CreateComputeNodeInfoImpl, compute_node_info.h
+# GetOutputInstanceInfo): the ref output's {uint32 instance_start 0, uint32 instantiation_num 1, 40 reserved bytes
+# zeroed (a value-initialised buffer)}. Read as int64 values past the list: 1 << 32, then 0.
+PAST_THE_LIST = (1 << 32, 0)
 SHORT_SLICE = ("in a graph the list is the partial_slice attribute, which no nnopbase check sees: the tiling reads "
-               "two values past the end of a list of {} (undefined: any refusal, a correct stack's)")
+               "values[0] and values[1] on past the end of a list of {}, into the ref output's AnchorInstanceInfo that "
+               "GE's ComputeNodeInfo holds after the attributes (hicann/ge 56f8e1bb9), so it reads partial_slice as "
+               "{}: judged from there")
+
+
+def read_past_the_list(case: Case) -> Case:
+    """``case`` as a tiling in a graph reads a ``partial_slice`` of fewer than two values (``PAST_THE_LIST``): a list
+    of none as ``[2**32, 0)``, one of ``v`` as ``[v, 2**32)``."""
+    return replace(case, partial_slice=(tuple(case.slice_argument()) + PAST_THE_LIST)[:2], slice_list=None)
+
+
 GRAPH_REFUSALS = {
     "null pointer": GraphRefusal("compile", GE_PARAM_INVALID),
     "dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
@@ -108,8 +128,8 @@ GRAPH_REFUSALS = {
     "dy not contiguous": DENSE,
     "cos not contiguous": DENSE,
     "sin not contiguous": DENSE,
-    "slice list empty": GraphReading(SHORT_SLICE.format("none")),
-    "slice list of 1 value": GraphReading(SHORT_SLICE.format("one")),
+    "slice list empty": GraphReading(SHORT_SLICE.format("none", "[2^32, 0)"), read_past_the_list),
+    "slice list of 1 value": GraphReading(SHORT_SLICE.format("one", "[value, 2^32)"), read_past_the_list),
 }
 GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
 

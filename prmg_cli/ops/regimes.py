@@ -67,7 +67,8 @@ class Facts:
     N, D) and rows, cos's rows (its B*S*N), the slice and its length, dy's item size, the axes of B, S, N along
     which cos and sin both vary (``varies``), the value kinds its inputs hold as ``(place, kind)``
     pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``), the tensors at a storage
-    offset (the contiguous ones; the strided ones apart), whether cos or sin is strided, the tensors viewed
+    offset (the contiguous ones; the strided ones apart; those whose offset in bytes is off a 32-byte block),
+    whether cos or sin is strided, the tensors viewed
     transposed and expanded, what its partialSlice is, and whether its sin tells partners apart.
     Every case has ``chip_rules`` (the rule it breaks first on a chip with rules of its own: the forward's A2/A3
     tiling) and ``builds_differ`` (the upstream builds on which it earns another status than on the latest).
@@ -95,6 +96,7 @@ class Facts:
     offsets: frozenset = frozenset()      # the contiguous tensors (dy, cos, sin) viewed at a non-zero storage offset
     strided_tables: bool = False          # cos or sin not contiguous
     strided_offsets: frozenset = frozenset()  # the non-contiguous tensors viewed at a non-zero storage offset
+    offset_off_block: frozenset = frozenset()  # the tensors whose storage offset is no whole number of 32-byte blocks
     transposed: frozenset = frozenset()   # the tensors whose view walks its storage out of axis order (case.transposed)
     expanded: frozenset = frozenset()     # the tensors with a stride-0 axis of length > 1 (case.expanded_axes)
     slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
@@ -386,6 +388,15 @@ def _storage_axis(op: str) -> list[Regime]:
     found = [Regime("storage", f"{tensor} at an offset", f"a contiguous {tensor} view at a storage offset (torch's "
                     f"x[1:], vllm's in-place views): the kernel must work from the view's first element, not the "
                     f"storage's", lambda f, tensor=tensor: tensor in f.offsets) for tensor in TENSORS]
+    found += [Regime("storage", "an offset off the 32-byte block", "a view whose offset in bytes is no whole number of "
+                     "32-byte blocks (torch's x[1:] of a row of 7 float16): nnopbase takes any offset (no alignment "
+                     "check; GetData() adds offset x element size), so the kernel's first GM address is unaligned; a "
+                     "kernel rounding its addresses to the block reads and writes the elements before the view",
+                     lambda f: bool(f.offset_off_block)),
+              Regime("storage", "cos/sin broadcast, at an offset", "a broadcast table (cos B, S or N of 1 where dy's "
+                     "is larger) viewed at a storage offset: the rows it repeats must be read from the view's first "
+                     "element, not the storage's", lambda f: f.cos_rows < f.rows and bool({"cos", "sin"} & (
+                         f.offsets | f.strided_offsets)))]
     if OPERATORS[op].auto_contiguous:
         found += [Regime("storage", "x not contiguous", "AutoContiguous: the generated layer copies x into the "
                          "workspace, runs the kernel and copies it back", lambda f: f.strided),

@@ -38,12 +38,12 @@ class GraphRefusal(NamedTuple):
 class GraphReading(NamedTuple):
     """A rule only the aclnn path applies (nnopbase's, which no attribute of a graph meets), and how the graph's
     tiling reads such a case instead: ``read(case)``, the case as the tiling reads it (judged from there by the
-    operator's other rules: a success, or the refusal of the rule it breaks), or None when upstream's tiling leaves
-    it undefined (it reads past a list's end: any refusal, a correct stack's). ``why``: one line saying so. The two
-    paths answer such a case differently by design (``constraints.graph_reads_otherwise``)."""
+    operator's other rules: a success, or the refusal of the rule it breaks; a list the tiling reads past its end is
+    read as what GE holds there, ``grad.PAST_THE_LIST``). ``why``: one line saying so. The two paths answer such a
+    case differently by design (``constraints.graph_reads_otherwise``)."""
 
     why: str
-    read: Callable | None = None
+    read: Callable
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,10 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   result for it (killed before it got there). Such a report is never green.
 - **Order.** With ``--cases PATH``: the cases' order, as ``prmg run`` reports them; a case that no file
   holds is ``not_run`` (``not run: no results file holds it``), and records of cases that are not among
-  them are left out (one line on stderr names them); a case whose ``fingerprint`` differs from its record's
-  (edited since it ran) is ``not_run`` too, so a stale verdict never stands for today's case. Without
+  them are left out when ok (one line on stderr names them), and reported after them when not (failed, error,
+  xpassed, not_run: a failure the files hold is never hidden by a narrower --cases); a case whose
+  ``fingerprint`` differs from its record's (edited since it ran) is ``not_run`` too, so a stale verdict never
+  stands for today's case. Without
   ``--cases``: the order the runs selected them in, then any other record in order of first appearance.
 - **Duplicates.** A case held by several files is named on stderr, one line per case, with each file's
   status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
@@ -64,7 +66,8 @@ class Merged:
     results: list = field(default_factory=list)
     duplicates: list = field(default_factory=list)    # one line per case held by several files
     repeated: dict = field(default_factory=dict)      # the files holding a case (in order) -> [(case, alike)]
-    left_out: list = field(default_factory=list)      # names of records not among --cases
+    left_out: list = field(default_factory=list)      # names of records not among --cases (ok ones: left out)
+    outside: list = field(default_factory=list)       # those not ok (failed, error...): reported after --cases's
     missing: int = 0                                  # --cases cases no file holds
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
@@ -155,7 +158,10 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
             merged.changed += 1
             record = case_result(case, "not_run", message=CHANGED, standard=standard_of(case.standard))
         merged.results.append(record)
-    merged.left_out = [name for name in picked if name not in names]
+    outside = [name for name in picked if name not in names]         # never a failure of the files left out
+    merged.left_out = [name for name in outside if picked[name].info.ok]
+    merged.outside = [name for name in outside if not picked[name].info.ok]
+    merged.results += [picked[name] for name in merged.outside]
     return merged
 
 
@@ -340,11 +346,13 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     merged.results = _on_hosts(stores, merged.results)
     for line in duplicate_lines(merged, rule, verbose):
         say(line)
-    if merged.left_out:
-        shown = ", ".join(visible(name) for name in merged.left_out[:5])
-        more = f" and {len(merged.left_out) - 5} more" if len(merged.left_out) > 5 else ""
-        say(f"{plural(len(merged.left_out), 'result')} of cases not in --cases left out: "
-            f"{shown}{more}")
+    statuses = {result.name: result.status for result in merged.results}
+    for names, what in ((merged.left_out, "left out"), (merged.outside, "not ok, reported after them")):
+        if names:
+            shown = ", ".join(visible(name) + (f" ({statuses[name]})" if name in statuses else "")
+                              for name in names[:5])
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            say(f"{plural(len(names), 'result')} of cases not in --cases {what}: {shown}{more}")
     if not merged.results:
         say("nothing to report: the results files hold no result" + (" and --cases no case" if case_paths else ""))
         return ExitCode.NO_CASES

@@ -94,8 +94,8 @@ def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> di
     path = {**({"path": info.path} if info.path != "aclnn" else {}),    # aclnn runs keep their keys of before,
             **({"each_device": True, "chips": list(info.devices), "visible_devices": info.visible_devices}
                if settings.each_device else {})}                        # and runs without --each-device theirs
-    opp = {"path": info.opp, "custom": os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""), "files": info.opp_files,
-           "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
+    opp = {**provenance.resolved_places(info.opp, os.environ.get("ASCEND_CUSTOM_OPP_PATH", "")),
+           "files": info.opp_files, "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
     path.update({"preloaded": list(info.preloaded)} if info.preloaded else {})   # runs without one keep their keys
     return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
                 libraries=libraries, opp=opp,

@@ -105,6 +105,7 @@ static const struct {
     {"repeat_launch_sign", FAULT_REPEAT_LAUNCH_SIGN},
     {"offset_read_base", FAULT_OFFSET_READ_BASE},
     {"uneven_last_share", FAULT_UNEVEN_LAST_SHARE},
+    {"offset_block_aligned", FAULT_OFFSET_BLOCK_ALIGNED},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -114,6 +114,7 @@ enum {
     FAULT_REPEAT_LAUNCH_SIGN,
     FAULT_OFFSET_READ_BASE,
     FAULT_UNEVEN_LAST_SHARE,
+    FAULT_OFFSET_BLOCK_ALIGNED,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
@@ -122,8 +123,10 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
  * (read_slice) and nnopbase's slice-array check both first phases make. */
 /* The casts whose ties go elsewhere than to even (one store helper). */
 #define TIE_RULE_FAULTS (FAULT_BIT(FAULT_CAST_AWAY) | FAULT_BIT(FAULT_CAST_ODD) | FAULT_BIT(FAULT_CAST_TIES_SPLIT))
-/* tail_pair_sign: the pair holding the slice's last lane wrong alike in both (a shared lane-pairing helper). */
-#define SHARED_FAULTS (TIE_RULE_FAULTS | FAULT_BIT(FAULT_SLICE_LIST_READ) | FAULT_BIT(FAULT_TAIL_PAIR_SIGN))
+/* tail_pair_sign: the pair holding the slice's last lane wrong alike in both (a shared lane-pairing helper);
+ * offset_block_aligned: both kernels' GM addresses rounded to the 32-byte block (align_offsets). */
+#define SHARED_FAULTS (TIE_RULE_FAULTS | FAULT_BIT(FAULT_SLICE_LIST_READ) | FAULT_BIT(FAULT_TAIL_PAIR_SIGN) \
+                       | FAULT_BIT(FAULT_OFFSET_BLOCK_ALIGNED))
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \

@@ -364,6 +364,8 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
         return;
     if (has_fault(faults, FAULT_FWD_IGNORE_OFFSET))
         ignore_offsets(job, 0);
+    if (has_fault(faults, FAULT_OFFSET_BLOCK_ALIGNED))
+        align_offsets(job);
     if (has_fault(faults, FAULT_FWD_CONTIGUOUS_TABLES))
         job->operand[1].contiguous = job->operand[2].contiguous = 1;
     if (has_fault(faults, FAULT_FWD_STAGED_OFFSET))

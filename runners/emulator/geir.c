@@ -15,9 +15,13 @@
  *            aclnn path), the stream synchronized (a kernel fault's status as it is), the ref output copied
  *            back into the caller's buffer; the caller's host inputs are never written.
  * An attribute the graph does not set takes the IR's default (rotary_mode 0, partial_slice {0, 0}): a partial_slice
- * of NULL (prmg's null partialSlice) is left unset; a list of any other length is the attribute as written, which no
- * nnopbase checks: the tiling reads a list of none itself (the forward's as [0, D), the grad's past its end: the twin
- * refuses it at compile).
+ * of NULL (prmg's null partialSlice) is left unset; a list of any other length is the attribute as written (GE takes
+ * a list of none as set, not as its default), which no nnopbase checks: the tiling reads a list of none itself (the
+ * forward's as [0, D)); a list of fewer than two values the tiling reads on past its end (GetData()[0] and [1]),
+ * into what GE's ComputeNodeInfo holds after the attributes, partial_slice the last: the ref output's
+ * AnchorInstanceInfo {instance_start 0, instantiation_num 1, zeroed reserved bytes}, read as int64 1 << 32 then 0
+ * (PAST_THE_LIST; hicann/ge 56f8e1bb9: attrs_to_buffer.h, bg_kernel_context_extend.cc, compute_node_info.h), so the
+ * grad's tiling sees [2^32, 0) for a list of none and [v, 2^32) for {v}, which its slice range refuses.
  *
  * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
@@ -53,6 +57,9 @@
 #define ACL_ERROR_GE_FORMAT_INVALID 145020u
 #define ACL_ERROR_GE_DATATYPE_INVALID 145022u
 #define ACL_ERROR_GE_MEMORY_ALLOCATION 245000u
+
+/* What a tiling reading partial_slice on past its end reads there, value by value (the head comment) */
+static const int64_t PAST_THE_LIST[2] = {INT64_C(1) << 32, 0};
 
 /* geir_output_overrun: the bytes written past the caller's output buffer (a copy sized by a 32-byte device block) */
 #define OVERRUN_BYTES 32
@@ -370,12 +377,6 @@ static uint32_t compile(const prmg_geir_call *call, const ir_def *ir, int64_t mo
         return record(report, ACL_ERROR_GE_FORMAT_INVALID, PRMG_GEIR_PHASE_COMPILE, step,
                       "[Select][Kernel] %s: format %d is outside the op definition's ND (NCHW 0, NHWC 1, ND 2 are "
                       "taken as ND)", ir->type, format);
-    /* no nnopbase in a graph: the grad's tiling reads a partial_slice of no value past its end (GetData()[0] and
-     * [1], ops-transformer 577814407: undefined); the forward's is read as [0, D) before (prmg_geir_run) */
-    if (slice_count == 0)
-        return record(report, GE_FAILED, PRMG_GEIR_PHASE_COMPILE, step, "[Tiling] %s: partial_slice holds no value: "
-                      "the tiling reads values[0] and values[1] past its end (undefined; the twin refuses it)",
-                      ir->type);
     state->slice = aclCreateIntArray(slice, slice_count);
     uint32_t status = describe_inputs(call, format, state, report);
     if (status != GE_SUCCESS)
@@ -501,6 +502,16 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
     const int64_t whole[2] = {0, in_place->dim_count > 0 ? in_place->dims[in_place->dim_count - 1] : 0};
     if (slice_count == 0 && ir->whole_when_empty) {
         slice = whole;
+        slice_count = 2;
+    }
+    /* a list of fewer than two values: its values, then what lies past it (PAST_THE_LIST) */
+    int64_t read[2] = {PAST_THE_LIST[0], PAST_THE_LIST[1]};
+    if (slice_count < 2) {
+        if (slice_count == 1) {
+            read[0] = slice[0];
+            read[1] = PAST_THE_LIST[0];
+        }
+        slice = read;
         slice_count = 2;
     }
     graph_state state = {0};

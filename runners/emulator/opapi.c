@@ -727,6 +727,13 @@ void ignore_offsets(aclOpExecutor *job, int first)
                                       - job->operand[t].offset * element_size(job->operand[t].tensor.data_type);
 }
 
+void align_offsets(aclOpExecutor *job)
+{
+    for (int t = 0; t < 3; t++)
+        job->operand[t].tensor.host = (unsigned char *)job->operand[t].tensor.host
+                                      - job->operand[t].offset * element_size(job->operand[t].tensor.data_type) % 32;
+}
+
 /* 1 when the first and the last CACHE_CHECK_BYTES of `bytes` bytes at a and b are equal (all of them when fewer). */
 #define CACHE_CHECK_BYTES 32
 static int ends_equal(const unsigned char *a, const unsigned char *b, size_t bytes)
@@ -833,6 +840,8 @@ static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const 
         ignore_offsets(job, 0);
     else if (has_fault(faults, FAULT_TABLE_OFFSET_IGNORED))        /* cos and sin alone from their storage's start */
         ignore_offsets(job, 1);
+    if (has_fault(faults, FAULT_OFFSET_BLOCK_ALIGNED))
+        align_offsets(job);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
     unsigned char *const starts[4] = {dy->host, cos->host, sin->host, workspace};
     unsigned char *const ends[4] = {data_end(dy), data_end(cos), data_end(sin),

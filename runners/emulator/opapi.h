@@ -130,6 +130,11 @@ int map_tensor(const char *op, kernel_tensor *tensor, const char *name, int64_t 
  * its storage's start (table_offset_ignored: cos and sin alone). */
 void ignore_offsets(aclOpExecutor *job, int first);
 
+/* The offset_block_aligned fault: each operand's data address rounded down to the 32-byte block its storage offset
+ * falls in, as a kernel taking GM addresses to be 32-byte aligned would: a view whose offset in bytes is off a
+ * block is read and written from up to 31 bytes before its first element (never before its storage's start). */
+void align_offsets(aclOpExecutor *job);
+
 /* Replaces every bit of element `index` of tensor by its complement (the write_past_end faults). */
 void invert_element(kernel_tensor *tensor, int64_t index);
 

@@ -53,11 +53,19 @@ if [ -z "$set_env" ] || [ ! -f "$set_env" ]; then
     echo "smoke.sh: no CANN set_env.sh found; set ASCEND_SET_ENV to your toolkit's set_env.sh" >&2
     exit 2
 fi
+# The toolkit under test is the one set_env.sh names: a variable naming another one (the host's profile, an earlier
+# job's step) is cleared first, and a set_env.sh that names none is refused (prmg would search the default places).
+unset ASCEND_HOME_PATH ASCEND_TOOLKIT_HOME
 # set_env.sh scripts read unset variables; relax -u while sourcing.
 set +u
 # shellcheck disable=SC1090
 source "$set_env"
 set -u
+if [ -z "${ASCEND_HOME_PATH:-}${ASCEND_TOOLKIT_HOME:-}" ]; then
+    echo "smoke.sh: $set_env names no toolkit (it sets neither ASCEND_HOME_PATH nor ASCEND_TOOLKIT_HOME): prmg" \
+         "would search the default locations for one, not take the toolkit under test" >&2
+    exit 2
+fi
 
 prmg="${PRMG:-prmg}"
 read -r -a cases <<< "${PRMG_CASES:-$root/cases/smoke.yaml}"

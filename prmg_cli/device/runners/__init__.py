@@ -16,6 +16,7 @@ other). Everything after the call (inputs, golden, standards, checks, reports) i
 | geir | as auto, with graph mode's library (the shim built for the toolkit, or the emulator's twin) | GE graph mode |
 | aclnn+geir | as geir | both, on the same inputs, compared byte for byte |
 | emulator-geir | as emulator, with graph mode's library | GE graph mode |
+| emulator+geir | as emulator-geir | both, as aclnn+geir |
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ RUNNERS: dict[str, Runner] = {runner.name: runner for runner in (
            geir.resolve, geir.session),
     Runner("aclnn+geir", "both calls on the same inputs, failing a case whose results differ in any byte",
            pair.resolve, pair.session),
-    Runner("emulator-geir", "graph mode on the host emulator by name, as emulator picks it",
+    Runner(geir.BY_NAME, "graph mode on the host emulator by name, as emulator picks it",
            geir.resolve_emulator, geir.session),
+    Runner(pair.BY_NAME, "aclnn+geir on the host emulator by name, as emulator picks it", pair.resolve_emulator,
+           pair.session),
 )}
 
 
@@ -74,7 +77,8 @@ def graph_runners() -> list[str]:
 def emulator_runners() -> list[str]:
     """The runners that name the host emulator (``--runner emulator``'s pick: ``toolkit.select_runner``)."""
     return [name for name, runner in RUNNERS.items() if runner.resolve in (aclnn.resolve_emulator,
-                                                                             geir.resolve_emulator)]
+                                                                             geir.resolve_emulator,
+                                                                             pair.resolve_emulator)]
 
 
 def select(runner: str, op_lib: str | None = None, env: Mapping[str, str] | None = None,

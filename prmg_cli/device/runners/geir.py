@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 TWIN = "libprmg_geir.so"
+BY_NAME = "emulator-geir"         # the runner of graph mode on the host emulator by name
 
 
 def with_graph_mode(base, env, calls: str):
@@ -28,15 +29,16 @@ def resolve(op_lib, env, modes):
     ``toolkit.select_runner``), with graph mode's library (``with_graph_mode``)."""
     from ..toolkit import select_runner
 
-    return with_graph_mode(select_runner("geir", op_lib, env, modes), env, "geir")
+    return with_graph_mode(select_runner("geir", op_lib, env, modes, BY_NAME), env, "geir")
 
 
-def resolve_emulator(op_lib, env, modes):
+def resolve_emulator(op_lib, env, modes, calls: str = "geir"):
     """The emulator ``--runner emulator`` names (the emulator installed as a toolkit where the search finds one, its
-    shim built against that toolkit's GE; else prmg's own build and its twin), with graph mode's library."""
+    shim built against that toolkit's GE; else prmg's own build and its twin), with graph mode's library, run by
+    runner ``calls``."""
     from ..toolkit import select_runner
 
-    return with_graph_mode(select_runner("emulator", op_lib, env, modes), env, "geir")
+    return with_graph_mode(select_runner("emulator", op_lib, env, modes), env, calls)
 
 
 def session(toolkit, device: int):
