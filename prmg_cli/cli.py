@@ -4,13 +4,15 @@ Exit codes (``results.ExitCode``): 0 nothing failed; 1 a case failed, errored, x
 2 a usage or case-file error (one line naming file, case and field); 3 a bug in prmg; 5 no case
 selected, or every case skipped; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM); 129 hung up (SIGHUP).
 
-A stop signal (Ctrl-C, SIGTERM, SIGHUP: ``errors.STOPS``) is the same exit at any moment, the first tenth of a
-second included: this module imports nothing but ``errors`` (signal), and ``main`` holds (blocks) the stop signals
-before it imports typer and the commands, then lets a held one through where it handles it (its exit code, one line,
-never a traceback). Once the command is over
-(or, for ``prmg run``, once its reports state its exit code: ``errors.outcome_final``) a signal changes nothing: the
-stop signals stay held, then ignored, until the process has exited, so none can kill it with the raw signal while the
-interpreter shuts down (whose finalization sets a Python handler back to SIG_DFL, in every thread).
+A stop signal (Ctrl-C, SIGTERM, SIGHUP: ``errors.STOPS``) is the same exit at any moment from the first line of
+prmg's code, the first tenth of a second included: this module imports nothing but ``errors`` (signal), and ``main``
+holds (blocks) the stop signals before it imports typer and the commands, then lets a held one through where it
+handles it (its exit code, one line, never a traceback). Before this module, the interpreter starts and runs ``site``
+(30-40 ms on a loaded 2-core machine): a signal there is the interpreter's default (docs/scale.md, Stopping).
+Once the command is over (or, for ``prmg run``, once its reports state its exit code: ``errors.outcome_final``) a
+signal changes nothing: the stop signals stay held, then ignored, until the process has exited, so none can kill it
+with the raw signal while the interpreter shuts down (whose finalization sets a Python handler back to SIG_DFL, in
+every thread).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ OUT_OF_MEMORY = ("out of memory: the command needs more memory than this process
 
 
 def _error_line(text: str, *, keep_newlines: bool = False) -> None:
-    """``text`` on stderr (control characters escaped: one line unless ``keep_newlines``), ignoring a
+    """``text`` on stderr (control characters escaped: one line unless ``keep_newlines``; on a terminal wrapped
+    under its text as prmg's notes are, ``screen.on_stderr``: a 360-column refusal wrapped mid-word), ignoring a
     stderr that cannot be written."""
+    from .reports.outputs.screen import on_stderr
     from .results import visible
 
     try:
-        sys.stderr.write(visible(text, keep_newlines=keep_newlines) + "\n")
+        sys.stderr.write((visible(text, keep_newlines=True) if keep_newlines else on_stderr(visible(text))) + "\n")
         sys.stderr.flush()
     except OSError:
         pass

@@ -188,7 +188,8 @@ def test_output_and_option_errors_come_before_anything_touches_the_toolkit(tmp_p
                        (["--report", "json:/proc/new/r.json"], "cannot write the report"),      # a folder made first
                        (["--save-failures", "/proc/nope"], "cannot write the failure artifacts"),
                        (["--devices", "all,x"], "--devices must be")):
-        result = prmg("run", cases, "--runner", "aclnn", "--devices", "all", *args, timeout=30,
+        devices = [] if "--devices" in args else ["--devices", "all"]          # an option is given once
+        result = prmg("run", cases, "--runner", "aclnn", *devices, *args, timeout=30,
                       env={"ASCEND_HOME_PATH": str(wedged)})
         assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
 

@@ -1409,3 +1409,27 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
         refused = prmg("compare", a, a, "--report", spec)
         assert refused.returncode == 2 and refused.stderr.count("prmg: error:") == 1, refused.stderr
     assert a.read_bytes() == before
+
+
+@pytest.mark.parametrize("args", [
+    ("compare", "a.jsonl", "a.jsonl", "--report", "json:one.json", "--report", "markdown:two.md"),
+    ("run", "w.yaml", "--report", "json", "-o", "one.json", "-o", "two.json"),
+    ("gen-case", "--shape", "1,1,1,8", "-o", "one.yaml", "--output", "two.yaml"),
+    ("coverage", "w.yaml", "--report", "json", "--report", "table"),
+])
+def test_an_option_of_one_value_given_twice_is_refused_not_the_first_dropped(tmp_path, args):
+    """click keeps the last of an option given twice: compare's two --report wrote only the second (its --report takes
+    one, run's and report's are repeatable) and ``-o a -o b`` only b, without a word. One error line naming the
+    option, exit 2, nothing written; a flag and a repeatable option may still be repeated."""
+    shutil.copy(ROOT / "cases" / "worked_example.yaml", tmp_path / "w.yaml")
+    (tmp_path / "a.jsonl").write_text("")
+    refused = prmg_here(*args, cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(f"prmg: error: prmg {args[0]}: Option ") and "given more than once" in \
+        refused.stderr
+    assert not list(tmp_path.glob("one.*")) and not list(tmp_path.glob("two.*"))
+    fine = prmg_here("coverage", "w.yaml", "--wide", "--wide", cwd=tmp_path)
+    assert fine.returncode == 0, fine.stderr
+    both = prmg_here("report", ROOT / "tests" / "data" / "missing.jsonl", "--report", "json:one.json", "--report",
+                     "csv:two.csv", cwd=tmp_path)
+    assert "given more than once" not in both.stderr

@@ -243,6 +243,12 @@ def test_default_seeds_are_stable_and_follow_the_name(tmp_path):
      "exact, mixed)"),
     ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "double_benchmark", "tolerance": {"level": 3}}],
      "tolerance.level", "level must be one of 0, 1, 2, got 3"),
+    # a share of elements over 1: a case no kernel passes (mixed), or that none fails on its relative error
+    ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "mixed", "tolerance": {"required_matched_ratio": 2}}],
+     "tolerance.required_matched_ratio", "required_matched_ratio must be at most 1 (a share of the slice's "
+     "elements), got 2"),
+    ([{"name": "a", "shape": [1, 1, 1, 8], "standard": "double_thousandth", "tolerance": {"share": 1.5}}],
+     "tolerance.share", "share must be at most 1 (a share of the slice's elements), got 1.5"),
 ])
 def test_standard_and_tolerance_are_checked_as_the_judge_checks_them(tmp_path, document, field, fragment):
     path = tmp_path / "s.yaml"

@@ -179,7 +179,8 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     assert f"run: {shards[0]}: 1/2, run " in header and "SoC Ascend950PR_9589" in header
     assert ", device 0, runner emulator, standard per case (default: default), SoC " in header
     assert ", devices 0,1, runner emulator, standard allclose, SoC " in header and "devices: 0, 1 " in header
-    assert ", operator library /" in header and ", kernel files e3b0c44298fc1c14" in header
+    assert ", operator library /" in header and ", kernel files no file of the operator's kernels or tiling" in header
+    assert "e3b0c442" not in header               # the emulator's opp holds none: not the digest of nothing
     assert f"settings differ: faults: {shards[0]}: {{faults: [nan], shape: ''}}; {shards[1]}: {{}} " in header
     assert result.returncode == 1 and "MIXED SETTINGS: faults: " in header
     junit = tmp_path / "r.xml"
@@ -373,6 +374,21 @@ def test_report_exit_codes_and_every_format(tmp_path, capsys):
     assert report_files([str(passing), str(failing), str(passing)], reports=["json"]) == 1
     captured = capsys.readouterr()
     assert "is given twice: read once" in captured.err and json.loads(captured.out)["summary"]["total"] == 2
+
+
+def test_an_old_record_without_a_key_metric_reads_as_a_new_one(tmp_path, capsys):
+    """Before session 12 a result with no element off the golden (a vacuous case: bound 0 ulp) was written with an
+    empty key metric, and every report showed the raw ``max_err_ratio=0 bad=0``: it reads as today's (``err 0 ulp,
+    exact``), the record left as written; metrics no judge of today wrote show as they are."""
+    from prmg_cli.reports.merge import report_files
+
+    exact = {"max_err_ratio": 0.0, "bad": 0, "max_err_ulp": 0.0, "bound_ulp": 0.0, "beyond_rounding": 0.0}
+    path = write(tmp_path / "old.jsonl", record("x", metrics=exact, judged_under="k"),
+                 record("y", metrics={"max_err_ratio": 0.5, "beyond_rounding": "?"}))
+    assert [r.key_metric for r in read(path).results] == ["", ""]                  # the records as written
+    assert report_files([str(path)], reports=["table"]) == 0
+    rows = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("PASS ")}
+    assert rows["x"].endswith("err 0 ulp, exact") and rows["y"].endswith("max_err_ratio=0.5 beyond_rounding=?")
 
 
 def test_report_names_each_duplicate_on_stderr_and_exits_as_run_does(tmp_path):

@@ -378,8 +378,9 @@ def load_generated(cases: Sequence[dict]) -> list:
 
 def refuse_invalid(cases: Sequence[dict]) -> None:
     """Raise PrmgError for the first case that expects success yet breaks a documented constraint (on
-    any target: a mode the target lacks is skipped, not refused), or that expects an error status the
-    operator returns neither on today's kernel nor on a target with every mode."""
+    any target: a mode the target lacks is skipped, not refused), that expects an error status the
+    operator returns neither on today's kernel nor on a target with every mode, or any error where both succeed
+    (``--expect error`` on a valid case wrote a case that always fails; validate only warned of it)."""
     for case, value in zip(cases, load_generated(cases)):
         code = _expected_code(case["expect"])
         if case["expect"] == "pass":
@@ -387,9 +388,12 @@ def refuse_invalid(cases: Sequence[dict]) -> None:
             if broken:
                 raise PrmgError("; ".join(message for _, message in broken)
                                 + f" (the operator returns {status.describe(broken[0][0])})", case=case["name"])
-        elif code is not None and not case.get("known_defect"):
+        elif not case.get("known_defect"):
             returns = {constraints.expected_status(value, modes) for modes in (DEFAULT_SUPPORTED_MODES, ALL_MODES)}
-            if code not in returns:
+            if code is None and returns == {0}:
+                raise PrmgError("expects an error but the operator returns 0 SUCCESS (the case breaks no "
+                                "constraint, on any target): it would fail", case=case["name"], field="expect")
+            if code is not None and code not in returns:
                 said = " or ".join(status.describe(got) for got in sorted(returns))
                 raise PrmgError(f"expects {status.describe(code)} but the operator returns {said}",
                                 case=case["name"], field="expect")

@@ -43,6 +43,19 @@ class _Command(typer.core.TyperCommand):
                 words, indent = words[count:], more
         return "\n".join(lines)
 
+    def parse_args(self, ctx, args):
+        """click's parsing, once no option of one value is given twice: click keeps the last silently, and what the
+        first asked for was lost (``prmg compare A B --report json:a.json --report markdown:b.md`` wrote only b.md;
+        ``-o a.json -o b.json``). A flag may be repeated; a repeatable option (``--report`` of run and report) is."""
+        seen = set()
+        for param in self.make_parser(ctx).parse_args(args=list(args))[2]:
+            if param.param_type_name == "option" and not (param.multiple or param.is_flag or param.count):
+                if param.name in seen:
+                    ctx.fail(f"Option {'/'.join(param.opts)!r} given more than once: it takes one value (only the "
+                             f"last would count)")
+                seen.add(param.name)
+        return super().parse_args(ctx, args)
+
     def collect_usage_pieces(self, ctx) -> list[str]:
         """``[OPTIONS]`` then each argument's metavar (or name), ``...`` when it takes several."""
         pieces = [self.options_metavar] if self.options_metavar else []

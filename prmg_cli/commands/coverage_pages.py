@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..cases.coverage import OpCoverage, percent, summary
 from ..ops import OPERATORS
-from ..reports.outputs.screen import wrap
+from ..reports.outputs.screen import cut_note, wrap
 from ..results import visible, visible_html as esc
 
 EXAMPLE_WIDTH = 24                               # characters of an example case name in the table
@@ -49,7 +49,7 @@ def render_table(coverages: Sequence[OpCoverage], columns: int | None = None) ->
             lines.append(line + reason)
         lines.append("")
     last = summary(coverages, shown=0, where="marked MISSING above")
-    lines += ["reasons cut to the width: --wide shows them whole"] * cut
+    lines += [cut_note("reasons")] * cut
     lines += [last] if columns is None else wrap(last, columns)
     return "\n".join(lines) + "\n"
 

@@ -285,8 +285,8 @@ def summary_line(comparison: Comparison) -> str:
 def render(comparison: Comparison, fmt: str = "table", width: int | None = None, wide: bool = False) -> str:
     """The comparison as a table fitted to ``width`` columns (``outputs.table.fit``, unless ``wide``: the change and
     the case first; A and B named once when every row shares them; the detail, down to ``MIN_SQUEEZED`` columns,
-    then the case names give way), one line per run with injected faults, then the summary (both wrapped to the
-    width); JSON or Markdown."""
+    then the case names give way: a line under the table says when a detail was cut), one line per run with
+    injected faults, then the summary (both wrapped to the width); JSON or Markdown."""
     counts = _counts(comparison)
     summary = summary_line(comparison)
     faults = comparison.fault_lines()
@@ -309,14 +309,15 @@ def render(comparison: Comparison, fmt: str = "table", width: int | None = None,
         return "\n\n".join(["# prmg compare", *map(md_escape, faults), table, summary])
     if fmt != "table":
         raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
-    from .outputs.screen import width as screen_width, wrap
+    from .outputs.screen import cut_note, width as screen_width, wrap
     from .outputs.table import SHORTEN, SQUEEZE, fit
 
     width = width or screen_width()
     table = fit(rows, wide=wide, shared_candidates=("A", "B"), order=(SQUEEZE, SHORTEN), width=width) if rows \
         else ["no changes"]
+    cut = any(row["detail"] not in line for row, line in zip(rows, table[len(table) - len(rows):]))
     return "\n".join([*(part for line in faults for part in wrap(line, width)), *([""] if faults else []), *table,
-                      "", *wrap(summary, width)])
+                      *[cut_note("details")] * cut, "", *wrap(summary, width)])
 
 
 def compare_runs(path_a: str, path_b: str, fmt: str = "table", **limits) -> Comparison:

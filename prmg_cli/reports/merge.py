@@ -49,7 +49,7 @@ from ..judging.standards import standard_of
 from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
                        visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
-from .outputs.labels import EMULATOR_NOTE, first_names
+from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -267,7 +267,8 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
                      f"{info.started or '?'} on {info.host or '?'}, {_devices(info.devices)}, "
                      f"runner {info.runner}, standard {info.standard or '?'}{' (--strict)' if info.strict else ''}, "
                      f"SoC {info.soc or '?'}, toolkit {info.toolkit_version or '?'}, operator library "
-                     f"{info.op_library or '?'}, kernel files {info.opp_portable or '?'}"
+                     f"{info.op_library or '?'}, kernel files "
+                     f"{NO_KERNEL_FILES if info.opp and not info.opp_files else info.opp_portable or '?'}"
                      + (f", faults {', '.join(info.faults)}" if info.faults else ""))
              for path, run, info in infos]
     mixed, alike = mixed_settings(stores, results, allowed)

@@ -30,9 +30,9 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-for argument in "$@"; do                # prmg takes the last of an option given twice: an extra --runner would
-    case "$argument" in                 # replace the gate's own (--runner emulator: a green gate of no NPU), an
-        --runner|--runner=*|--cluster|--cluster=*|--devices|--devices=*)     # extra --devices 0 its chips
+for argument in "$@"; do                # prmg refuses an option given twice (exit 2); said here with why: an extra
+    case "$argument" in                 # --runner would replace the gate's own (--runner emulator: a green gate of
+        --runner|--runner=*|--cluster|--cluster=*|--devices|--devices=*)     # no NPU), an extra --devices 0 its chips
             echo "smoke.sh: $argument: the gate chooses the runner itself (aclnn, then aclnn+geir) and runs on" \
                  "this host's devices (PRMG_DEVICES, default all)" >&2
             exit 2 ;;

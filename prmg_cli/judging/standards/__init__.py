@@ -33,7 +33,8 @@ def standard_of(named: str | None, override: str | None = None) -> str:
 def check_standard(standard: str, tolerance: Mapping[str, float] | None = None, *,
                    file: str | None = None, case: str | None = None) -> None:
     """Raise ``PrmgError`` unless ``standard`` is known and ``tolerance`` only sets its parameters
-    (``Standard.params``) to finite numbers >= 0, a preset's (``Standard.presets``) to one of its names. The one
+    (``Standard.params``) to finite numbers >= 0, a share of elements (``Standard.fractions``) to at most 1, a
+    preset's (``Standard.presets``) to one of its names. The one
     check of standards and tolerances: the case loader calls it too. The error's field is ``standard`` or
     ``tolerance.KEY``."""
     if not isinstance(standard, str) or standard not in STANDARDS:
@@ -48,6 +49,9 @@ def check_standard(standard: str, tolerance: Mapping[str, float] | None = None, 
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or value < 0:
             raise PrmgError(f"{key} must be a finite number >= 0, got {value!r}",
+                            file=file, case=case, field=f"tolerance.{key}")
+        if key in STANDARDS[standard].fractions and value > 1:
+            raise PrmgError(f"{key} must be at most 1 (a share of the slice's elements), got {value!r}",
                             file=file, case=case, field=f"tolerance.{key}")
         presets = STANDARDS[standard].presets.get(key)
         if presets is not None and value not in presets:

@@ -30,7 +30,9 @@ class Standard:
     reports as a precision drift; ``help``, its rule in one line; ``key_margin(metrics)``, how close the verdict
     came to failing: error / limit (> 1 fails), None when it has no such ratio (the HTML report's margins);
     ``presets``, parameters that name a preset of others (``{"level": {1: {"mare_ratio": 5.0, ...}}}``): a case's
-    ``tolerance`` naming one gets the preset's values for the parameters it does not set itself."""
+    ``tolerance`` naming one gets the preset's values for the parameters it does not set itself; ``fractions``, the
+    parameters that are a share of the slice's elements (at most 1: ``required_matched_ratio: 2`` made a case no
+    kernel can pass)."""
 
     name: str
     defaults: dict
@@ -41,6 +43,7 @@ class Standard:
     help: str
     key_margin: Callable[[dict], float | None]
     presets: dict = field(default_factory=dict)
+    fractions: tuple = ()
 
     @property
     def params(self) -> tuple[str, ...]:

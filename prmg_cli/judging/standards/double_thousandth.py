@@ -57,7 +57,7 @@ STANDARD = Standard(
         "float16": {"rel": 1e-3, "share": 1e-3, "cap": 0.1, "atol": 0.0},
         "bfloat16": {"rel": 4e-3, "share": 4e-3, "cap": 0.1, "atol": 0.0},
         "float32": {"rel": 1e-4, "share": 1e-4, "cap": 0.01, "atol": 0.0},
-    }, judge=judge, key_metric="rel_err_share",
+    }, judge=judge, key_metric="rel_err_share", fractions=("share",),
     describe=_describe, drift_metric="rel_err_share",
     help="CANN's classic UT/ST double threshold: wrong when |a-e| > atol + rel*|e|; fails when the share of wrong "
          "elements exceeds share, or any relative error exceeds cap (0: no cap)",

@@ -91,6 +91,7 @@ STANDARD = Standard(
                       "max_abs_error_limit": 0.0, "max_abs_error_floor": _FLOORS[dtype]}
               for dtype, (rtol, atol) in _TOLERANCES.items()},
     judge=judge, key_metric="matched_ratio", describe=_describe, drift_metric="cap_ratio",
+    fractions=("required_matched_ratio",),
     help="TTK's default mix_tolerance: >= 99% of elements within atol + rtol*|g| of the float64 golden and the "
          "largest error <= max(floor, 32 ulp of the largest |golden|), or max_abs_error_limit when set (fp16 "
          "2^-9/2^-9/0.1, bf16 2^-6/2^-6/1, fp32 2^-10/2^-16/0.01)",

@@ -39,7 +39,7 @@ from ...results import (STATUSES, WORST_FIRST, CaseResult, RunInfo, plural, run_
 
 from ...vocab import BROADCASTS, MODE_NAMES, broadcast_pattern, mode_name
 from .labels import (EMULATOR_NOTE, bytes_moved as launch_bytes, device_line, dtype_label, fault_field, header_fields,
-                     shape_label)
+                     metric_label, shape_label)
 from .table import cells
 
 MAX_HEATMAPS = 100
@@ -285,8 +285,7 @@ def _plots(results: list[CaseResult], info: RunInfo, plots) -> str:
                      f'else error / limit; the kernel fails a case right of 1</figcaption></figure>')
         closest = sorted(((value, r) for value, r in margins if r.status == "passed"), key=lambda p: -p[0])[:5]
         if closest:
-            items = "".join(f'<li><code>{esc(r.name)}</code> {esc(r.key_metric or f"{value:.5g}")}</li>'
-                            for value, r in closest)
+            items = "".join(f'<li><code>{esc(r.name)}</code> {esc(metric_label(r))}</li>' for _, r in closest)
             parts.append(f'<p class="note">closest to their limit among the passing cases:</p><ol class="closest">'
                          f'{items}</ol>')
     else:
@@ -337,7 +336,7 @@ def _card(index: int, result: CaseResult, heatmap: str | None, capped: bool) -> 
         parts.append(f'<p class="message">{esc("; ".join(sentences))}</p>')
     elif contract and result.metrics and (key_margin(result.metrics) or 0) <= 1:
         parts.append(f'<p class="note">the values in the slice are within their limit '
-                     f'({esc(result.key_metric or "")}): only the bytes above are wrong</p>')
+                     f'({esc(metric_label(result))}): only the bytes above are wrong</p>')
     elif not contract and result.message:
         parts.append(f'<p class="message">{esc(result.message)}</p>')
     for warning in result.warnings:

@@ -10,6 +10,8 @@ import math
 
 from ... import __version__, dtypes
 from ...case import Case, element_count
+from ...judging.verdict_metrics import key_metric
+from ...ops import OPERATORS
 from ...results import STATUSES, CaseResult, RunInfo, plural, visible
 from ...vocab import mode_list, mode_name
 from .screen import width as screen_width, wrap
@@ -17,6 +19,7 @@ from .screen import width as screen_width, wrap
 EMULATOR_NOTE = "results come from the host emulator, not an NPU"
 TESTS_PRMG = "this run tests prmg, not the operator"
 MAX_CASES_NAMED = 5             # cases a fault line names before "and N more"
+NO_KERNEL_FILES = "no file of the operator's kernels or tiling"      # an opp folder holding none (the emulator's)
 
 __all__ = ["EMULATOR_NOTE", "dtype_label", "shape_label", "slice_label", "ms_label", "metric_label",
            "verdict_word", "runner_label", "checks_ran", "checks_field", "header_fields", "format_header",
@@ -72,12 +75,30 @@ def _number(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else visible(value)
 
 
+# What a metric's text may raise on metrics a file holds but no judge of today wrote (a value of another type, a
+# metric without its partners): such a record is shown by its raw metrics.
+_UNREADABLE_METRICS = (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError)
+
+
 def metric_label(result: CaseResult) -> str:
-    """The key metric(s) of a result: the judge's ``key_metric`` when it gave one, else the first
-    two metrics as ``name=value`` with 3 significant digits."""
+    """The key metric(s) of a result: the judge's ``key_metric`` when it gave one, else today's text of its metrics
+    (``verdict_metrics.key_metric``: a result with no element off the golden was written with none before session
+    12, and showed the raw ``max_err_ratio=0 bad=0``; today ``err 0 ulp, exact``; the record itself is left as
+    written), else the first two metrics as ``name=value`` with 3 significant digits; for a passed call that
+    computes nothing (an empty slice or tensor: no metric, only the in-place tensor left bit for bit as it was)
+    ``no-op: dy left unchanged``, where a table showed a bare ``-``."""
     if result.key_metric:
         return visible(result.key_metric)
+    try:
+        today = key_metric(result.metrics)
+    except _UNREADABLE_METRICS:
+        today = ""
+    if today:
+        return visible(today)
     shown = list(result.metrics.items())[:2]
+    if not shown and result.status == "passed" and result.expect == "pass" and result.op in OPERATORS and (
+            len(set(result.partial_slice)) == 1 or 0 in result.shape or 0 in result.cos_shape):
+        return f"no-op: {OPERATORS[result.op].tensor} left unchanged"
     return " ".join(f"{visible(k)}={_number(v)}" for k, v in shown) or "-"
 
 
@@ -234,7 +255,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     if info.opp:
         stamped = (f"{plural(info.opp_files, 'file')} of the operator's kernels and tiling, fingerprint "
                    f"{visible(info.opp_fingerprint) or '?'}") if info.opp_files else \
-            "no file of the operator's kernels or tiling"
+            NO_KERNEL_FILES
         stamped += f"; {kernels_text(info.opp_kernels)}" if info.opp_kernels else ""
         fields.append(("opp", f"{visible(info.opp)} ({stamped})"))
     if info.preloaded:

@@ -9,7 +9,7 @@ own, indented.
 
 Lines a log is searched by (a failure's line below the table, its diagnosis lines, ``prmg:`` notes and warnings on
 standard error) stay whole in a pipe or a file, one line each for grep, and are wrapped only on a terminal
-(``folded``, ``say``), where a line past the width would wrap mid-word. An error stays one line everywhere.
+(``folded``, ``say``, ``on_stderr``: a ``prmg: error:`` line too), where a line past the width would wrap mid-word.
 """
 
 from __future__ import annotations
@@ -83,22 +83,31 @@ def folded(lines: list[str], columns: int | None = None) -> list[str]:
     return [part for line in lines for part in wrap(line, columns)]
 
 
-def say(text: str) -> None:
-    """``prmg: TEXT`` on standard error, wrapped under ``TEXT`` to the terminal's width when standard error is a
-    terminal (``COLUMNS`` first, as ``width``), else whole on one line; a standard error that cannot be written is
-    ignored (the message is not worth a crash)."""
-    line = f"prmg: {text}"
-    if _terminal(sys.stderr):
-        told = decimal(os.environ.get("COLUMNS", "").strip())
-        try:
-            columns = told or os.get_terminal_size(sys.stderr.fileno()).columns
-        except (OSError, ValueError, AttributeError):
-            columns = WIDTH
-        line = "\n".join(wrap(line, max(MIN_WIDTH, columns)))
+def on_stderr(line: str) -> str:
+    """``line`` as standard error shows it: wrapped under its text to the terminal's width when standard error is a
+    terminal (``COLUMNS`` first, as ``width``), else whole on one line (for grep)."""
+    if not _terminal(sys.stderr):
+        return line
+    told = decimal(os.environ.get("COLUMNS", "").strip())
     try:
-        sys.stderr.write(line + "\n")
+        columns = told or os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        columns = WIDTH
+    return "\n".join(wrap(line, max(MIN_WIDTH, columns)))
+
+
+def say(text: str) -> None:
+    """``prmg: TEXT`` on standard error (``on_stderr``: wrapped under ``TEXT`` on a terminal, else one line); a
+    standard error that cannot be written is ignored (the message is not worth a crash)."""
+    try:
+        sys.stderr.write(on_stderr(f"prmg: {text}") + "\n")
     except OSError:
         pass
+
+
+def cut_note(what: str) -> str:
+    """The line under a table some of whose ``what`` (a column's texts) ``shorten`` cut to the width."""
+    return f"{what} cut to the width: --wide shows them whole"
 
 
 def shorten(text: str, columns: int) -> str:
