@@ -47,27 +47,30 @@ counts are no screen for departures (a cast rounding ties away from zero turned 
 down into 98 up, 177 down, within chance, its 98 departures all up): a result of up to ``RECOUNTED`` slice
 elements is always recounted, a larger one where its raw counts lean.
 
-**Groups of rows and lanes.** A kernel biased on a few of its rows (its last core's loop, its last UB pass) or lanes
-(a tail tile) leans the whole result by too little to tell when those are few. So a result that does not lean as a
-whole is held to the same two tests within each group of its elements (``group_warning``), a recounted one (up to
-``RECOUNTED`` slice elements) always, a larger one where the groups of its departures counted with their repeats
-(``standards.default.departure_sides``, per row and lane, which the compiled pass counts as it recounts) lean: a
-screen, so that only such a result pays for its distinct departures (a float32 kernel rounding up the last core's
-tail rows of a result past ``RECOUNTED``, the emulator's ``tail_rows_up``, passed ``cases/`` under ``--strict``
-before the groups went past it). The groups: each core's share of the rows, and the rows from its first to the
-last, under each core count and each split ``sample`` takes (``standards.default.row_groups``), and each lane; each
-group at ``FALSE_ALARM / G`` for ``G`` groups, so that a correct kernel's false alarm over all of them is at most
-``2 * FALSE_ALARM`` more (a group then needs some 38 to 44 departures one way, where the whole result needs 30).
-A float32 kernel rounding toward +inf on the last eighth of the rows of the seeded ``default`` cases of ``cases/``
-was seen on 13% of those tested alone by the whole-result tests, and on 39% with the groups; on its last core's share
-(a 40th of the rows), 8% and 20%.
+**Groups of rows, lanes and binades.** A kernel biased on a few of its rows (its last core's loop, its last UB pass),
+lanes (a tail tile) or magnitudes (one binade) leans the whole result by too little to tell when those are few. So a
+result that does not lean as a whole is held to the same two tests within each group of its elements
+(``group_warning``), a recounted one (up to ``RECOUNTED`` slice elements) always, a larger one where the groups of its
+departures counted with their repeats (``standards.default.departure_sides``, per row and lane, which the compiled pass
+counts as it recounts) lean: a screen, so that only such a result pays for its distinct departures (a float32 kernel
+rounding up the last core's tail rows of a result past ``RECOUNTED``, the emulator's ``tail_rows_up``, passed ``cases/``
+under ``--strict`` before the groups went past it). The groups: each core's share of the rows, and the rows from its
+first to the last, under each core count and each split ``sample`` takes (``standards.default.row_groups``), each lane,
+and each binade of the golden holding departures (``2^(e-1) <= |golden| < 2^e``) when they lie in two or more (the
+emulator's ``binade_thin_up``, rounding up where ``4 <= |value| < 8``, passed ``cases/`` under ``--strict`` before);
+each group at ``FALSE_ALARM / G`` for ``G`` groups, so that a correct kernel's false alarm over all of them is at most
+``2 * FALSE_ALARM`` more (a group then needs some 38 to 44 departures one way, where the whole result needs 30). A
+float32 kernel rounding toward +inf on the last eighth of the rows of the seeded ``default`` cases of ``cases/`` was
+seen on 13% of those tested alone by the whole-result tests, and on 39% with the groups; on its last core's share (a
+40th of the rows), 8% and 20%.
 
 **What it cannot see:** errors whose signs and magnitudes both split evenly (rounded up on half of the data, down on
 the other half), a bias of a few errors in a case (under ``ALONE``), one that only a few cases of a run share
 with many unbiased ones, or one hidden where the budget is mostly the computation's (float32 cancellation) and the
 errors' signs are those of the products' roundings, a bias confined to too few of a group's elements, or, past
-``RECOUNTED`` elements, to a group whose departures counted with their repeats do not lean (the screen); results
-judged by the other standards are not counted.
+``RECOUNTED`` elements, to a group whose departures counted with their repeats do not lean (the screen, which counts
+rows and lanes: a binade's bias there is tested only where a row or lane group leans too); results judged by the
+other standards are not counted.
 """
 
 from __future__ import annotations

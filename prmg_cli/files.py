@@ -303,12 +303,16 @@ def write_all(fd: int, data: bytes) -> None:
 # prmg's own files: the shipped C sources and the cache they are built into
 
 def _shipped(package: str, checkout: str, marker: str, what: str) -> Path:
-    """The folder of shipped sources: package data ``package``, or ``runners/<checkout>`` in a checkout; PrmgError
-    when ``marker`` is not in it."""
-    try:
-        folder = Path(str(importlib.resources.files(package)))
-    except ModuleNotFoundError:
-        folder = Path(__file__).resolve().parent.parent / "runners" / checkout
+    """The folder of shipped sources: ``runners/<checkout>`` beside the ``prmg_cli`` imported, when it holds
+    ``marker`` (a checkout, or a copy of one: ``tests/mutate.py``'s, where an editable install's package data named the
+    installed checkout's sources, so that a mutant of the emulator was never built), else package data ``package``;
+    PrmgError when ``marker`` is not in it."""
+    folder = Path(__file__).resolve().parent.parent / "runners" / checkout
+    if not (folder / marker).is_file():
+        try:
+            folder = Path(str(importlib.resources.files(package)))
+        except ModuleNotFoundError:
+            pass
     if not (folder / marker).is_file():
         raise PrmgError(f"{what} are missing (no {marker} in {folder}); reinstall prmg")
     return folder

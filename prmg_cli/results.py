@@ -211,8 +211,8 @@ class RunInfo:
     """What the run was: its runner and target, and where and when it ran (the reports' header)."""
 
     runner: str                 # "aclnn" | "emulator"
-    location: str               # toolkit root (or emulator build folder)
-    op_library: str = ""        # the library the operators were resolved from
+    location: str               # toolkit root (or emulator build folder), as named (ASCEND_HOME_PATH...)
+    op_library: str = ""        # the library the operators were resolved from, as named
     supported_modes: tuple = tuple(sorted(DEFAULT_SUPPORTED_MODES))
     devices: tuple = (0,)
     standard: str = DEFAULT_STANDARD
@@ -242,6 +242,10 @@ class RunInfo:
     each_device: bool = False   # --each-device: every case ran on every device of ``devices``
     visible_devices: str = ""   # ASCEND_RT_VISIBLE_DEVICES: the host's chips the runtime showed (its ids count them)
     preloaded: tuple = ()       # the libraries preloaded ahead of the toolkit, each with what it interposes (linkage)
+    # ``location`` and ``op_library`` with links resolved (``.../latest`` -> ``.../8.0.RC2``): what the settings key
+    # (``run_record.recorded_settings``); "" in a record of an older prmg, whose settings hold them as named
+    location_resolved: str = ""
+    op_library_resolved: str = ""
 
     def to_dict(self) -> dict:
         """The run's description as plain values."""

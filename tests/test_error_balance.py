@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
 
 from conftest import forked_pytest
@@ -194,7 +195,8 @@ def test_each_distinct_golden_and_result_pair_counts_once():
     # up, down; toward zero, away from it
     assert distinct_balance_counts(actual, golden, FLOAT_FORMATS["float32"]) == (2, 1, 1, 2)
     # where they lie, for the groups' tests: each distinct pair at its first element only
-    sign, toward = departures(actual, golden, FLOAT_FORMATS["float32"])
+    sign, toward, binade = departures(actual, golden, FLOAT_FORMATS["float32"])
+    assert binade.tolist() == [1, 0, 0, 1, 2, 0, 0, 0, 0, 0]
     assert sign.tolist() == [1, 0, 0, 1, -1, 0, 0, 0, 0, 0] and np.flatnonzero(toward).tolist() == [4]
 
 
@@ -261,10 +263,10 @@ def test_a_group_leans_from_its_floor_at_the_false_alarm_rate_shared_by_the_grou
     assert counts[-59] == ("lane 5 of the slice", 0, 0, 0, 0) and len(counts) == 66
 
 
-def rounded_up(case, inputs, chosen=lambda row, lane: False):
+def rounded_up(case, inputs, chosen=lambda row, lane: False, toward_zero=False):
     """The correct float32 result of ``case`` (``kernels.correct_kernel``), each element where ``chosen(row, lane)``
     (row in C order of (b, s, n), lane of the slice; arrays) rounded toward +inf instead, where the golden lies above
-    it."""
+    it (``toward_zero``: rounded toward zero, where the golden lies nearer zero than it)."""
     import numpy as np
     from kernels import correct_kernel
     from prmg_cli.ops import GRAD
@@ -273,7 +275,8 @@ def rounded_up(case, inputs, chosen=lambda row, lane: False):
     result = correct_kernel(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
     golden = GRAD.golden_slice(inputs.dy, inputs.cos, inputs.sin, case.rotary_mode, case.partial_slice)
     part = result[..., start:end]
-    up = np.where(part < golden, np.nextafter(part, np.float32(np.inf)), part)
+    up = np.where(part < golden, np.nextafter(part, np.float32(np.inf)), part) if not toward_zero else \
+        np.where(np.abs(part) > np.abs(golden), np.nextafter(part, np.float32(0)), part)
     row, lane = np.indices((part.size // (end - start), end - start))
     result[..., start:end] = np.where(np.broadcast_to(chosen(row, lane), row.shape).reshape(part.shape), up, part)
     return result
@@ -338,9 +341,12 @@ def test_a_large_result_biased_on_its_tail_rows_alone_is_biased(path):
     inputs = make_inputs(case)
     inputs.dy[0, 0, 7, 1] = np.inf
     inputs.dy[0, 0, 1424, 2] = np.inf          # the third part of the second chunk (1024 rows, parts of 192)
-    for chosen, said in ((lambda row, lane: False, None),
-                         (lambda row, lane: row >= 39800, r"biased in rows \d+ to 39999: ")):
-        result = rounded_up(case, inputs, chosen)
+    for chosen, said, toward_zero in (
+            (lambda row, lane: False, None, False),
+            (lambda row, lane: row >= 39800, r"biased in rows \d+ to 39999: ", False),
+            # toward zero on the tail rows (as often up as down): only the screen's magnitude counts lean (session 13)
+            (lambda row, lane: row >= 39800, r"biased in rows \d+ to 39999: \d+ of \d+ errors toward zero", True)):
+        result = rounded_up(case, inputs, chosen, toward_zero)
         verdict = judge(case, inputs, Outcome(status=0, dy=result), "default")
         assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", path
         biased = [text for text in verdict.warnings if text.startswith("biased")]
@@ -357,3 +363,146 @@ def test_a_large_result_biased_on_its_tail_rows_alone_is_biased(path):
             assert passed.sides is not None and passed.distinct is None
             assert all(np.array_equal(got, want) for got, want in zip(passed.sides, expected))
             assert expected[0][39800:, 0].sum() > 100 and np.array_equal(expected[1].sum(0), expected[0].sum(0))
+
+
+@pytest.mark.verdict
+def test_the_screen_counts_a_golden_at_the_balance_s_threshold_and_none_below_it(path):
+    """The screen of a large result (past ``RECOUNTED``) counts a departure whose golden is exactly the balance's
+    threshold (``balance_threshold``: 2^-77 in float32) and none whose golden is the float below it, as numpy's and
+    the compiled scans' counts both do, bit for bit (cos 1 and sin 0: the golden is dy; 100 rows of each, every lane
+    one ulp above it): a compiled screen counting from just above the threshold differed from numpy's."""
+    import numpy as np
+
+    from prmg_cli.device.acl import Outcome
+    from prmg_cli.dtypes import FLOAT_FORMATS
+    from prmg_cli.inputs.seeded import make_inputs
+    from prmg_cli.judging import default_pass
+    from prmg_cli.judging.judge import judge
+    from prmg_cli.judging.standards.default import balance_threshold, departure_sides
+    from test_judge import make_case
+
+    case = make_case((1, 1, 40000, 4), (0, 4), broadcast="11ND")
+    inputs = make_inputs(case)
+    inputs.cos[...], inputs.sin[...] = 1, 0
+    threshold = np.float32(balance_threshold(FLOAT_FORMATS["float32"]))
+    assert threshold == np.float32(2.0 ** -77)
+    inputs.dy[0, 0, 100:200] = threshold
+    inputs.dy[0, 0, 200:300] = np.nextafter(threshold, np.float32(0))
+    result = inputs.dy.copy()
+    result[0, 0, 100:300] = np.nextafter(result[0, 0, 100:300], np.float32(np.inf))
+    verdict = judge(case, inputs, Outcome(status=0, dy=result), "default")
+    assert verdict.status == "passed", verdict.message
+    rows, lanes = departure_sides(result.astype(np.float64), inputs.dy.astype(np.float64), FLOAT_FORMATS["float32"])
+    assert rows[100:200].tolist() == [[4, 0, 0]] * 100 and not rows[:100].any() and not rows[200:].any()
+    assert lanes.tolist() == [[100, 0, 0]] * 4
+    if path == "native":
+        passed = default_pass.fast_default(case, inputs, result, None, {})
+        assert passed.sides is not None and np.array_equal(passed.sides[0], rows) and np.array_equal(passed.sides[1],
+                                                                                                    lanes)
+
+
+def nudged(case, direction, values=None):
+    """``case``'s inputs with cos 1 and sin 0 (the golden is dy, the correct result dy itself), dy replaced by
+    ``values`` where they are not NaN, and a result one float32 ulp above dy where ``direction`` (over the slice's
+    (rows, lanes)) is +1, below where it is -1: departures from the correct rounding placed one by one."""
+    import numpy as np
+
+    from prmg_cli.inputs.seeded import make_inputs
+
+    inputs = make_inputs(case)
+    inputs.cos[...], inputs.sin[...] = 1, 0
+    flat = inputs.dy.reshape(direction.shape)
+    if values is not None:
+        flat[...] = np.where(np.isnan(values), flat, values)
+    result = np.where(direction > 0, np.nextafter(flat, np.float32(np.inf)),
+                      np.where(direction < 0, np.nextafter(flat, np.float32(-np.inf)), flat))
+    return inputs, result.reshape(inputs.dy.shape).astype(np.float32)
+
+
+def noise(rows: int, lanes: int, share: float = 0.2, seed: int = 3):
+    """Departures of random sign on ``share`` of the elements: a correct kernel's computation noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random((rows, lanes)) < share, rng.choice(np.array([-1, 1], np.int8), (rows, lanes)), 0)
+
+
+@pytest.mark.verdict
+def test_a_large_result_biased_on_one_lane_alone_is_biased(path):
+    """2048 rows of 64 lanes (past ``RECOUNTED``): lane 37 one ulp up on a quarter of its rows (512 departures), among
+    departures of random sign on a fifth of the elements, leans the whole result by too little to tell (z about 2)
+    but its lane beyond chance: the screen tests each lane's departures, so the lane is recounted and said; without
+    the bias nothing is (a screen of the rows alone spread the lane over every row group and never recounted it)."""
+    import numpy as np
+
+    from prmg_cli.device.acl import Outcome
+    from prmg_cli.judging.judge import judge
+    from test_judge import make_case
+
+    case = make_case((1, 1, 2048, 64), (0, 64), broadcast="11ND")
+    for biased in (False, True):
+        direction = noise(2048, 64)
+        if biased:
+            direction[::4, 37] = 1
+        inputs, result = nudged(case, direction)
+        verdict = judge(case, inputs, Outcome(status=0, dy=result), "default")
+        said = [text for text in verdict.warnings if text.startswith("biased")]
+        assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", path
+        assert [text.split(":")[0] for text in said] == ["biased in lane 37 of the slice"] * biased, (path, said)
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("rows, said", [(16384, True), (16385, False)])
+def test_a_result_of_recounted_elements_has_its_groups_recounted_one_more_is_screened(path, rows, said):
+    """A group's bias that only its distinct departures show: the first 200 rows (within one share of every split)
+    hold 400 distinct departures up on even rows and, on odd rows, 400 repeats of two pairs down (200 toward zero,
+    200 away), among random noise: the groups' counts with their repeats split evenly, the distinct ones lean up. A
+    result of RECOUNTED slice elements (16384 rows of 4) has its groups recounted always, and the rows' group is said;
+    one of 16385 rows is screened by the counts with their repeats, which do not lean: no warning (the screen's
+    documented blind spot)."""
+    import numpy as np
+
+    from prmg_cli.device.acl import Outcome
+    from prmg_cli.judging.judge import judge
+    from test_judge import make_case
+
+    case = make_case((1, 1, rows, 4), (0, 4), broadcast="11ND")
+    assert (rows * 4 <= error_balance.RECOUNTED) == said
+    direction, values = noise(rows, 4), np.full((rows, 4), np.nan, np.float32)
+    direction[:200] = 0
+    direction[0:200:2] = 1
+    direction[1:200:2] = -1
+    values[1:200:2] = np.tile(np.float32([0.75, -0.75]), (100, 2))
+    inputs, result = nudged(case, direction, values)
+    verdict = judge(case, inputs, Outcome(status=0, dy=result), "default")
+    biased = [text for text in verdict.warnings if text.startswith("biased")]
+    assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", (path, biased)
+    assert len(biased) == said and all(re.match(r"biased in rows 0 to \d+: \d+ of \d+ errors above", text)
+                                       for text in biased), (path, biased)
+
+
+@pytest.mark.verdict
+@pytest.mark.parametrize("step, said", [(1, "the binade 4 <= |golden| < 8"), (-1, "the binade 2 <= |golden| < 4")])
+def test_a_bias_on_one_binade_alone_is_biased_and_named_by_its_binade(path, step, said):
+    """4000 rows of 4 lanes, every golden in [1, 2) with departures of random sign on a fifth of them, but 200 goldens
+    from 4 up (4 itself: the binade [4, 8)) or from the float below 4 down ([2, 4)) one ulp up: the whole result leans
+    by too little to tell, no row or lane group leans, the binade does, and is named (the emulator's binade_thin_up
+    passed cases/ under --strict before the binades were groups); with two binades of departures alone it is tested."""
+    from prmg_cli.device.acl import Outcome
+    from prmg_cli.judging.judge import judge
+    from test_judge import make_case
+
+    case = make_case((1, 1, 4000, 4), (0, 4), broadcast="11ND")
+    rng = np.random.default_rng(11)
+    values = (rng.uniform(1, 2, (4000, 4)) * rng.choice([-1, 1], (4000, 4))).astype(np.float32)
+    direction = noise(4000, 4)
+    chosen = rng.choice(4000 * 4, 200, replace=False)
+    first = np.float32(4) if step > 0 else np.nextafter(np.float32(4), np.float32(0))
+    magnitudes = first * (1 + step * np.arange(200, dtype=np.float32) * np.float32(2.0 ** -20))
+    values.flat[chosen] = magnitudes * rng.choice(np.float32([-1, 1]), 200)
+    direction.flat[chosen] = 1
+    inputs, result = nudged(case, direction, values)
+    verdict = judge(case, inputs, Outcome(status=0, dy=result), "default")
+    biased = [text for text in verdict.warnings if text.startswith("biased")]
+    assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", (path, biased)
+    assert [text.split(":")[0] for text in biased] == [f"biased in {said}"], (path, biased)

@@ -324,6 +324,55 @@ def test_resume_takes_the_verdicts_of_the_same_kernel_files_reached_through_a_li
     assert report["summary"]["resumed"] == 0 and "the operator's kernel and tiling files" in result.stderr
 
 
+def test_resume_and_merge_take_a_toolkit_named_through_latest_and_its_version_folder_as_one(many, tmp_path, emulator):
+    """Issue 32 (session 13): the toolkit named through ``ascend-toolkit/latest`` (a link to ``8.0.RC2``, CANN's
+    layout) one day and through ``8.0.RC2`` the next ran every case again under --resume, and shards run each way were
+    MIXED SETTINGS (op_library), exit 1: the settings held its folder and library as named. They hold them with links
+    resolved (the header still as named); ``latest`` pointed at another version (``8.0.RC3``, the same library files
+    hard-linked: only the folder differs) still runs them again and is still no merge. A results file of an earlier
+    prmg (settings as named, no resolved fields) is read: merged, and resumed by running its cases again."""
+    import shutil
+
+    from prmg_cli.reports.store import settings_key
+
+    kit = tmp_path / "ascend-toolkit"
+    shutil.copytree(emulator.root, kit / "8.0.RC2")
+    shutil.copytree(kit / "8.0.RC2", kit / "8.0.RC3", copy_function=os.link)
+    (kit / "latest").symlink_to("8.0.RC2")
+    latest, version = ({"ASCEND_HOME_PATH": str(kit / name)} for name in ("latest", "8.0.RC2"))
+    first, second, results = tmp_path / "1.jsonl", tmp_path / "2.jsonl", tmp_path / "r.jsonl"
+    assert run_json(many, "--results", results, env=latest)[0].returncode == 0
+    result, report = run_json(many, "--resume", results, env=version)
+    assert report["summary"]["resumed"] == 6, result.stderr
+    assert report["summary"]["location"] == str(kit / "8.0.RC2")                       # the header: as named
+    for env, shard, path in ((latest, "1/2", first), (version, "2/2", second)):
+        assert run_json(many, "--shard", shard, "--results", path, env=env)[0].returncode == 0
+    merged = prmg("report", first, second)
+    assert merged.returncode == 0 and "MIXED" not in merged.stdout, merged.stdout + merged.stderr
+    (kit / "latest").unlink()
+    (kit / "latest").symlink_to("8.0.RC3")                                # latest now names another version
+    result, report = run_json(many, "--resume", results, env=latest)
+    assert report["summary"]["resumed"] == 0 and "run again" in result.stderr, result.stderr
+    assert run_json(many, "--shard", "2/2", "--results", second, env=latest)[0].returncode == 0
+    merged = prmg("report", first, second)
+    assert merged.returncode == 1 and "MIXED SETTINGS: " in merged.stdout, merged.stdout + merged.stderr
+    records = [json.loads(line) for line in first.read_text().splitlines()]     # as an earlier prmg wrote it
+    for record in records:
+        if "settings" in record:
+            for key in ("location", "op_library"):
+                record["settings"][key] = record["info"].pop(f"{key}_resolved") and record["info"][key]
+            key = settings_key(record["settings"])
+        else:
+            record["judged_under"] = key
+    first.write_text("".join(json.dumps(record) + "\n" for record in records))
+    merged = prmg("report", first)                                        # read, not refused (exit 2): shard 2 missing
+    assert merged.returncode == 1 and "(a shard missing" in merged.stderr, merged.stderr
+    (kit / "latest").unlink()
+    (kit / "latest").symlink_to("8.0.RC2")
+    result, report = run_json(many, "--shard", "1/2", "--resume", first, env=latest)
+    assert (result.returncode, report["summary"]["resumed"]) == (0, 0), result.stderr
+
+
 def test_an_opp_kernel_package_in_opp_latest_is_the_one_stamped_named_and_resumed_on(many, tmp_path):
     """Issue 32 (session 10): nnopbase takes the kernels and tiling from ``$ASCEND_HOME_PATH/opp_latest`` before
     ``$ASCEND_OPP_PATH`` (acl-abi.md: an opp kernel package upgraded on its own lands there), but prmg stamped, named
@@ -695,6 +744,23 @@ def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_
     for fine in ("1,0", "1"):                                  # the chips it names, all shown: as many as it names
         assert prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all",
                     env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": fine}).returncode == 0, fine
+
+
+def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show(many):
+    """Issue 32 (session 13): ``prmg doctor`` (smoke.sh's first check) said ``devices: 1`` and 'usable', exit 0, for
+    ``ASCEND_RT_VISIBLE_DEVICES=0,7`` on a host whose chip 7 the driver no longer enumerates, which ``--devices all``
+    refuses. It says so in the words of that refusal (one rule: ``suite.chips_not_shown``), the runner NOT usable,
+    exit 1, as for a missing symbol; a list the runtime shows whole stays usable."""
+    env = {"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": "0,7"}
+    result = prmg("doctor", "--runner", "emulator", env=env)
+    refusal = prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", env=env).stderr
+    why = refusal.removeprefix("prmg: error: --devices all: ").split(", or name the devices")[0]
+    assert why.startswith("ASCEND_RT_VISIBLE_DEVICES=0,7 names 2 chips, the runtime shows 1: "), refusal
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"  error: {why} (--devices all, smoke.sh's gate, refuses it)" in result.stdout
+    assert "runner emulator: NOT usable" in result.stdout
+    result = prmg("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "1,0"})
+    assert result.returncode == 0 and "ASCEND_RT_VISIBLE_DEVICES=1,0 names" not in result.stdout
 
 
 # Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on

@@ -544,6 +544,9 @@ CONTRADICTING = [
     ({"definition": {"name": "y", "generator": "philox", "tolerance": {"budget_scale": 1000}},
       "fingerprint": definition_fingerprint({"name": "y", "generator": "philox"})},      # its tolerance widened
      "status passed, but its fingerprint is not that of its case's definition (either edited)"),
+    ({"definition": {"name": "y", "generator": "philox", "inputs": {"cos": {"rope": {"base": 500}}}},   # no file input:
+      "fingerprint": definition_fingerprint({"name": "y", "generator": "philox"})},      # its own tables given since
+     "status passed, but its fingerprint is not that of its case's definition (either edited)"),
     ({"definition": {"name": "y", "generator": "philox"}, "fingerprint": ""},     # cleared: --cases takes it as today's
      "status passed, but its fingerprint is not that of its case's definition (either edited)"),
     ({"device_statuses": {"0": "passed", "1": "failed"}},
@@ -561,6 +564,15 @@ def test_a_record_that_contradicts_itself_is_refused_naming_its_line(tmp_path, e
     path = write(tmp_path / "r.jsonl", record("x", error_code=0, metrics={"max_err_ratio": 1.0}),   # at its limit
                  replace(record("y", error_code=0), **edit))
     assert refusal(path) == f"{path}: line 2: case 'y': {reason}: {DISBELIEVED}"
+
+
+@pytest.mark.verdict
+def test_a_record_of_a_case_with_a_file_input_is_not_held_to_its_definition_s_fingerprint(tmp_path):
+    """A case with a ``file:`` input is fingerprinted with the file's bytes, which its record's definition does not
+    hold: its fingerprint is not that of the definition, and the record is read (the edge of the rule above)."""
+    definition = {"name": "y", "generator": "philox", "inputs": {"dy": {"file": "dy.npy"}, "cos": {"rope": {}}}}
+    path = write(tmp_path / "r.jsonl", replace(record("y", error_code=0), definition=definition, fingerprint="f" * 64))
+    assert [result.name for result in read(path).results] == ["y"]
 
 
 DISBELIEVED = "a record that contradicts itself is not believed (edited by hand?)"
@@ -660,6 +672,10 @@ def test_a_shard_whose_run_record_was_removed_is_no_verdict_a_merge_takes(tmp_pa
                                       f"that is intended)" in result.stderr, result.stderr
     assert prmg_here("report", default, cleared, "--allow-mixed", "settings").returncode == 0
     assert prmg_here("report", cleared).returncode == 0              # an older prmg's file alone: as before
+    both = tmp_path / "both.jsonl"                                   # one file holding both kinds is mixed too
+    both.write_bytes(cleared.read_bytes() + default_run + default_record)
+    result = prmg_here("report", both)
+    assert result.returncode == 1 and f"settings: {both}: not recorded" in result.stderr, result.stderr
     # an emulator shard whose run record (and so the key each record holds) was edited to read as the toolkit's
     toolkit = {"runner": "aclnn", "standard": None}
     claimed = tmp_path / "claimed.jsonl"

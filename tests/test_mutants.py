@@ -41,3 +41,22 @@ def test_a_mutant_whose_original_moved_is_named(tmp_path):
     assert found == ["gone: its original occurs 0 times in code.py (once expected)",
                      "twice: its original occurs 2 times in code.py (once expected)",
                      "renamed: no test test_x.py::test_gone", "stale: no test test_x.py::test_old"]
+
+
+def test_a_copy_of_the_tree_builds_its_own_emulator_sources(tmp_path):
+    """``make mutate`` runs each mutant in a copy of the tree with this checkout's Python, whose editable install
+    maps the emulator's and the graph shim's sources (package data) to this checkout's ``runners``: a mutant of the
+    emulator was never built (4 of 4 survived the fault tests that fail on them). The ``prmg_cli`` a copy imports
+    names its own ``runners`` first."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "prmg_cli", tmp_path / "prmg_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder, marker in (("emulator", "Makefile"), ("geir", "prmg_geir.h")):
+        (tmp_path / "runners" / folder).mkdir(parents=True)
+        shutil.copy2(ROOT / "runners" / folder / marker, tmp_path / "runners" / folder / marker)
+    shown = subprocess.run([sys.executable, "-c", "from prmg_cli.files import emulator_sources, geir_sources; "
+                            "print(emulator_sources()); print(geir_sources())"], cwd=tmp_path, capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert shown == [str(tmp_path / "runners" / "emulator"), str(tmp_path / "runners" / "geir")]

@@ -351,8 +351,8 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
         text = example.read_text()
         assert "runners/npu/smoke.sh" in text, example
         assert all("--runner aclnn" in line for line in re.findall(r".*prmg run .*", text)), example
-    # an extra argument is passed to prmg run after the gate's own, and prmg takes the last of an option given twice:
-    # smoke.sh --runner emulator ran a green gate on the host emulator; it is refused before anything runs
+    # an extra argument is passed to prmg run after the gate's own (prmg took the last of an option given twice, and
+    # smoke.sh --runner emulator ran a green gate on the host emulator): it is refused before anything runs, saying why
     for extra, named in ((["--timeout", "5", "--runner", "emulator"], "--runner"),
                          (["--runner=emulator"], "--runner="), (["--devices", "0"], "--devices"),    # chip 0 alone
                          (["-o", "x.xml"], "-o"), (["--results=x.jsonl"], "--results=")):    # a stale JUnit read

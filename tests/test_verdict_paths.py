@@ -840,8 +840,11 @@ def test_resume_runs_again_after_the_operator_library_is_rebuilt_or_the_soc_chan
     assert resumed({**stand_in, "PRMG_EMU_SOC": "Ascend950DT_9591"}) == (0, True)
 
 
-@pytest.mark.parametrize("field", ["soc", "driver_version", "host", "toolkit_version", "op_library"])
+@pytest.mark.parametrize("field", ["soc", "driver_version", "host", "toolkit_version", "op_library_resolved",
+                                   "location_resolved"])
 def test_the_resume_key_holds_where_the_run_happened(emulator, field):
+    """The toolkit's folder and library are keyed with links resolved (``latest`` and the version folder it names are
+    one toolkit); as named they are the header's alone."""
     from prmg_cli.device.execute import RunSettings
     from prmg_cli.results import RunInfo
     from prmg_cli.reports.store import settings_key
@@ -850,6 +853,8 @@ def test_the_resume_key_holds_where_the_run_happened(emulator, field):
     settings, info = RunSettings(toolkit=emulator), RunInfo("emulator", str(emulator.root))
     assert settings_key(recorded_settings(replace(info, **{field: "elsewhere"}), settings)) \
         != settings_key(recorded_settings(info, settings))
+    named = replace(info, location="/named/latest", op_library="/named/latest/lib64/libopapi_transformer.so")
+    assert settings_key(recorded_settings(named, settings)) == settings_key(recorded_settings(info, settings))
 
 
 @pytest.mark.verdict

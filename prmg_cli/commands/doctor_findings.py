@@ -31,9 +31,11 @@ def loaded_lines(paths: list[str]) -> list[str]:
 
 
 def _probe_lines(toolkit) -> tuple[list[str], bool]:
-    from .suite import probe_in_child
+    from .suite import chips_not_shown, probe_in_child
 
     info = probe_in_child(toolkit)
+    if hidden := info.get("device_count") and chips_not_shown(info["device_count"]):
+        info.setdefault("errors", []).append(f"{hidden} (--devices all, smoke.sh's gate, refuses it)")
     lines = loaded_lines(info.get("loaded", []))
     lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
               + ("" if found or name in REQUIRED else " (optional: its cases error)")

@@ -146,18 +146,26 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
 VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
 
 
-def _all_shown(count: int) -> None:
-    """Refuse ``--devices all`` when ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated)
-    than the runtime shows, ``count``: the runtime reads the list up to its first id the host lacks (a chip the driver
-    no longer enumerates), repeated or not a number, and shows only the chips before it, so ``all`` would skip the
-    others without a word (a job given chips 0 and 7 tested chip 0). A list the runtime shows whole, or none, passes."""
-    value = os.environ.get(VISIBLE, "")
+def chips_not_shown(count: int, env=os.environ) -> str | None:
+    """Why ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated) than the runtime shows,
+    ``count``, or None: the runtime reads the list up to its first id the host lacks (a chip the driver no longer
+    enumerates), repeated or not a number, and shows only the chips before it, so ``--devices all`` would skip the
+    others without a word (a job given chips 0 and 7 tested chip 0). A list the runtime shows whole, or none, passes.
+    The one rule: ``--devices all`` refuses it (``parse_devices``), ``prmg doctor`` says it (exit 1)."""
+    value = env.get(VISIBLE, "")
     named = [entry for entry in value.split(",") if entry.strip()]
-    if len(named) > count:
-        raise PrmgError(f"--devices all: {VISIBLE}={visible(value)} names {len(named)} chips, the runtime shows "
-                        f"{count}: a chip it names is missing (the driver no longer enumerates it, or this host has no "
-                        f"such chip) or an entry is repeated or no id, and the runtime reads the list only up to "
-                        f"there; fix {VISIBLE}, or name the devices to run on (--devices)")
+    if len(named) <= count:
+        return None
+    return (f"{VISIBLE}={visible(value)} names {len(named)} chips, the runtime shows {count}: a chip it names is "
+            f"missing (the driver no longer enumerates it, or this host has no such chip) or an entry is repeated or "
+            f"no id, and the runtime reads the list only up to there; fix {VISIBLE}")
+
+
+def _all_shown(count: int) -> None:
+    """Refuse ``--devices all`` when the runtime does not show every chip ``$ASCEND_RT_VISIBLE_DEVICES`` names
+    (``chips_not_shown``)."""
+    if why := chips_not_shown(count):
+        raise PrmgError(f"--devices all: {why}, or name the devices to run on (--devices)")
 
 
 def _device_count(toolkit, option: str) -> int:

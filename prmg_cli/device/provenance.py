@@ -252,6 +252,13 @@ def portable_stamps(toolkit) -> dict:
     return {role: portable_stamp(stamp) for role, stamp in library_stamps(toolkit).items()}
 
 
+def resolved(path) -> str:
+    """``path`` with links resolved (``os.path.realpath``; "" for none): how a run's settings key a toolkit's folder,
+    library or opp folder, so that the same one named through a link (``ascend-toolkit/latest``, CANN's layout) and
+    through the folder it names is one setting, and the link pointed elsewhere another."""
+    return os.path.realpath(path) if path else ""
+
+
 def resolved_places(opp: str, custom: str) -> dict:
     """The opp folder ``opp`` and the ``ASCEND_CUSTOM_OPP_PATH`` value ``custom`` as a run's settings key them: links
     resolved (``os.path.realpath``; each custom entry, as the toolkit reads it: ``toolkit.custom_opp_entries``), so
@@ -259,8 +266,7 @@ def resolved_places(opp: str, custom: str) -> dict:
     elsewhere (or a relative entry read from another folder) is another."""
     from .toolkit import custom_opp_entries
 
-    return {"path": os.path.realpath(opp) if opp else opp,
-            "custom": ":".join(os.path.realpath(entry) for entry in custom_opp_entries(custom))}
+    return {"path": resolved(opp), "custom": ":".join(resolved(entry) for entry in custom_opp_entries(custom))}
 
 
 def toolkit_stamp(toolkit) -> dict:
@@ -269,7 +275,7 @@ def toolkit_stamp(toolkit) -> dict:
     count and fingerprint of ``operator_files``)."""
     files = operator_files(toolkit)
     return {"libraries": library_stamps(toolkit),
-            "opp": {"path": resolved_places(files["opp"], "")["path"], "files": files["opp_files"],
+            "opp": {"path": resolved(files["opp"]), "files": files["opp_files"],
                     "fingerprint": files["opp_fingerprint"]}}
 
 

@@ -26,7 +26,8 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
     runner = runner_kind(toolkit)
     faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if runner == "emulator" else ()
     return RunInfo(**provenance.operator_files(toolkit), runner=runner, location=str(toolkit.root),
-                   op_library=str(toolkit.op_lib or ""),
+                   op_library=str(toolkit.op_lib or ""), location_resolved=provenance.resolved(toolkit.root),
+                   op_library_resolved=provenance.resolved(toolkit.op_lib),
                    supported_modes=tuple(sorted(settings.supported_modes)), devices=tuple(devices),
                    checks=tuple(settings.checks), golden=settings.golden,
                    standard=settings.standard or f"per case (default: {DEFAULT_STANDARD})", version=__version__,
@@ -71,8 +72,10 @@ def nodes_files(info: RunInfo, target: dict) -> None:
 
 def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> dict:
     """What a verdict depends on besides its case, as the run record stores it (its hash is every result's
-    ``judged_under``): the runner and its call path, its toolkit (location, operator library, version, and a stamp
-    of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the opp folder and the
+    ``judged_under``): the runner and its call path, its toolkit (location and operator library with links resolved:
+    ``.../latest`` and the version folder it names are one toolkit, the link pointed at another version another;
+    version, and a stamp of each of its libraries, graph mode's too, so that a rebuild at the same path counts), the
+    opp folder and the
     stamp of the operator's kernel and tiling files there (``provenance.opp_stamp``) with ``ASCEND_CUSTOM_OPP_PATH``,
     the device's SoC, the driver, the host, the libraries preloaded ahead of the toolkit, the emulator's injected
     faults, the target's modes, under ``--each-device`` the chips (``--devices`` and ``ASCEND_RT_VISIBLE_DEVICES``: a
@@ -97,7 +100,7 @@ def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> di
     opp = {**provenance.resolved_places(info.opp, os.environ.get("ASCEND_CUSTOM_OPP_PATH", "")),
            "files": info.opp_files, "fingerprint": info.opp_fingerprint, "portable": info.opp_portable}
     path.update({"preloaded": list(info.preloaded)} if info.preloaded else {})   # runs without one keep their keys
-    return dict(runner=info.runner, **path, location=info.location, op_library=info.op_library,
+    return dict(runner=info.runner, **path, location=info.location_resolved, op_library=info.op_library_resolved,
                 libraries=libraries, opp=opp,
                 toolkit_version=info.toolkit_version, soc=info.soc, driver_version=info.driver_version,
                 host=info.host, faults=faults, modes=list(info.supported_modes), standard=settings.standard,

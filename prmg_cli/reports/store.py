@@ -79,6 +79,9 @@ RUN_OPTIONAL = {"together"}            # the kinds of the fields a run record of
 # (``run_record.recorded_settings``)
 STATED_TWICE = ("runner", "location", "op_library", "toolkit_version", "soc", "driver_version", "host", "strict",
                 "version", "preloaded")
+# Of those, what the info states under another name, when it does: the settings hold the toolkit's folder and library
+# with links resolved, the info also as named (its header's); a record of an older prmg states them as named in both
+STATED_RESOLVED = {"location": "location_resolved", "op_library": "op_library_resolved"}
 RUN_INFO_FIELDS = {
     "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
@@ -86,7 +89,8 @@ RUN_INFO_FIELDS = {
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
     "golden": "bool", "path": "text", "graph_library": "text", "opp": "text", "opp_files": "int",
     "opp_fingerprint": "text", "opp_portable": "text", "mixed": "texts", "each_device": "bool",
-    "opp_kernels": "texts", "visible_devices": "text", "preloaded": "texts",
+    "opp_kernels": "texts", "visible_devices": "text", "preloaded": "texts", "location_resolved": "text",
+    "op_library_resolved": "text",
 }
 
 
@@ -338,11 +342,14 @@ def _parse(line: bytes, number: int, source: str) -> CaseResult | RunRecord | No
             return _believed(CaseResult(**_compact(_shared(_checked(data, RECORD_FIELDS)))), number, source)
         if schema == RUN_SCHEMA:
             run = RunRecord(**_shared(_checked(data, RUN_FIELDS, required=set(RUN_FIELDS.values()) - RUN_OPTIONAL)))
-            differs = next((key for key in STATED_TWICE if key in run.settings and key in run.info
-                            and run.settings[key] != run.info[key]), None)
+            stated = {key: STATED_RESOLVED[key] if run.info.get(STATED_RESOLVED.get(key)) else key
+                      for key in STATED_TWICE}
+            differs = next((key for key, said in stated.items() if key in run.settings and said in run.info
+                            and run.settings[key] != run.info[said]), None)
             if differs:
-                raise PrmgError(f"line {number}: run record: its provenance says {differs} "
-                                f"{show(run.info[differs])}, its settings {show(run.settings[differs])}: a record that "
+                said = stated[differs]
+                raise PrmgError(f"line {number}: run record: its provenance says {said} {show(run.info[said])}, "
+                                f"its settings {show(run.settings[differs])}: a record that "
                                 f"contradicts itself is not believed (edited by hand?)", file=source)
             return run
     except _BadField as bad:

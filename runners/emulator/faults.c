@@ -101,6 +101,10 @@ static const struct {
     {"mixed_bf16_up", FAULT_MIXED_BF16_UP},
     {"table_offset_ignored", FAULT_TABLE_OFFSET_IGNORED},
     {"round_zero_all", FAULT_ROUND_ZERO_ALL},
+    {"binade_thin_up", FAULT_BINADE_THIN_UP},
+    {"repeat_launch_sign", FAULT_REPEAT_LAUNCH_SIGN},
+    {"offset_read_base", FAULT_OFFSET_READ_BASE},
+    {"uneven_last_share", FAULT_UNEVEN_LAST_SHARE},
     {"offset_block_aligned", FAULT_OFFSET_BLOCK_ALIGNED},
 };
 

@@ -110,6 +110,10 @@ enum {
     FAULT_MIXED_BF16_UP,
     FAULT_TABLE_OFFSET_IGNORED,
     FAULT_ROUND_ZERO_ALL,
+    FAULT_BINADE_THIN_UP,
+    FAULT_REPEAT_LAUNCH_SIGN,
+    FAULT_OFFSET_READ_BASE,
+    FAULT_UNEVEN_LAST_SHARE,
     FAULT_OFFSET_BLOCK_ALIGNED,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };

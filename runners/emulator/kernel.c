@@ -108,7 +108,7 @@ static float down(double value)
 /* The bias faults' direction for an exact value on vector core `core`: +1 rounded toward +inf, -1 toward -inf, 0 to
  * nearest. core_bias: up on even cores, down on odd ones (the whole result's errors split evenly, each core's lean);
  * negative_up: up where the value is negative (toward zero there, nearest elsewhere); binade_up: up where
- * 1 <= |value| < 2. */
+ * 1 <= |value| < 2; binade_thin_up: up where 4 <= |value| < 8 (a binade few results of seeded data reach). */
 static int bias_of(fault_set faults, int core, double value)
 {
     if (has_fault(faults, FAULT_CORE_BIAS))
@@ -116,6 +116,8 @@ static int bias_of(fault_set faults, int core, double value)
     if (has_fault(faults, FAULT_NEGATIVE_UP) && value < 0)
         return 1;
     if (has_fault(faults, FAULT_BINADE_UP) && fabs(value) >= 1.0 && fabs(value) < 2.0)
+        return 1;
+    if (has_fault(faults, FAULT_BINADE_THIN_UP) && fabs(value) >= 4.0 && fabs(value) < 8.0)
         return 1;
     return 0;
 }
@@ -263,7 +265,8 @@ static float lane_value(const kernel_job *job, lane l, int64_t j, const float *x
         return kept_term;                                    /* the partner term skipped: 0 * inf is no NaN */
     if (has_fault(job->faults, FAULT_ZERO_COS_SKIP) && cos_value == 0.0f)
         return l.plus ? partner_term : -partner_term;        /* the kept term skipped: likewise */
-    if (job->faults & (FAULT_BIT(FAULT_CORE_BIAS) | FAULT_BIT(FAULT_NEGATIVE_UP) | FAULT_BIT(FAULT_BINADE_UP))) {
+    if (job->faults & (FAULT_BIT(FAULT_CORE_BIAS) | FAULT_BIT(FAULT_NEGATIVE_UP) | FAULT_BIT(FAULT_BINADE_UP)
+                       | FAULT_BIT(FAULT_BINADE_THIN_UP))) {
         const double partner = (double)sin_value * x[l.partner];
         const double exact = (double)cos_value * x[l.kept] + (l.plus ? partner : -partner);
         const int bias = bias_of(job->faults, core, exact);
@@ -466,6 +469,17 @@ int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length)
     return rows > 0 ? rows : 1;
 }
 
+/* uneven_last_share's table row for `row` (else `tables`): when rows > EMU_CORES do not divide evenly, a row of
+ * the last share of the ceil split (shares of ceil(rows / EMU_CORES) rows, the last one what is left) reads the
+ * tables of its index within that share. */
+static int64_t uneven_tail(const kernel_job *job, int64_t rows, int64_t row, int64_t tables)
+{
+    if (!has_fault(job->faults, FAULT_UNEVEN_LAST_SHARE) || rows <= EMU_CORES || rows % EMU_CORES == 0)
+        return tables;
+    const int64_t factor = (rows + EMU_CORES - 1) / EMU_CORES, last_start = (rows - 1) / factor * factor;
+    return row >= last_start ? row - last_start : tables;
+}
+
 /* The rows vector core `core` processes, in order: [core * share, (core + 1) * share) with
  * share = floor(rows / EMU_CORES), then row EMU_CORES * share + core when core < rows % EMU_CORES;
  * taken in UB passes of ub_pass_rows rows.
@@ -476,7 +490,10 @@ int64_t ub_pass_rows(int32_t x_type, int32_t cos_type, int64_t length)
  * of the last core's second and later passes uses the tables of its row before (the tail core's own loop, whose table
  * copy for a new pass starts one row early). last_core_row_sign: the last core's last row (when it has one) is computed
  * with the partner term's sign flipped. core_bias: each core's results rounded up (even cores) or down (odd ones).
- * tail_rows_up: on a float32 slice of more than 2^16 elements, the last core's last eighth of its rows rounded up. */
+ * tail_rows_up: on a float32 slice of more than 2^16 elements, the last core's last eighth of its rows rounded up.
+ * uneven_last_share: when rows do not divide evenly over the cores (rows > EMU_CORES), the rows of the last share of a
+ * ceil split (ceil(rows / EMU_CORES) rows to a share, the last one what is left) read the tables of their rows
+ * counted from that share's first row (the tail core's table offset without its share's base). */
 static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const kernel_tensor *sin,
                      const kernel_job *job, int64_t rows, int core)
 {
@@ -507,7 +524,7 @@ static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const ker
         const int up_row = core == EMU_CORES - 1 && k >= own - eighth && rows * (job->end - job->start) > 65536
                            && x->data_type == ACL_FLOAT && has_fault(job->faults, FAULT_TAIL_ROWS_UP);
         if (row != last)
-            process_row(x, cos, sin, job, rows, row, tables, core, flip, up_row);
+            process_row(x, cos, sin, job, rows, row, uneven_tail(job, rows, row, tables), core, flip, up_row);
     }
 }
 

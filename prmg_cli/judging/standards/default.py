@@ -202,12 +202,14 @@ def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format)
     return up, down, toward, up + down - toward
 
 
-def departures(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+def departures(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where ``distinct_balance_counts``' trials lie: (``sign``, int8 in the slice's shape: +1 where the result lies
     above the golden's correct rounding ``RN(golden)``, -1 below, 0 where it is no trial; ``toward``, bool: the result
-    nearer zero than ``RN(golden)``) over the elements ``distinct_balance_counts`` counts, each distinct ``(golden,
+    nearer zero than ``RN(golden)``; ``binade``, int16: the golden's binade ``e``, ``2^(e-1) <= |golden| < 2^e``
+    (``np.frexp``), 0 where no trial) over the elements ``distinct_balance_counts`` counts, each distinct ``(golden,
     result)`` pair at its first element (in C order) only, so that the signs sum to its counts."""
     sign, toward = np.zeros(actual.shape, np.int8), np.zeros(actual.shape, bool)
+    binade = np.zeros(actual.shape, np.int16)
     with np.errstate(invalid="ignore"):
         counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
             & np.isfinite(golden)
@@ -222,7 +224,8 @@ def departures(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.
     first = order[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if order.size else order
     sign.reshape(-1)[where[first]] = np.sign(result[first] - nearest[first]).astype(np.int8)
     toward.reshape(-1)[where[first]] = np.abs(result[first]) < np.abs(nearest[first])
-    return sign, toward
+    binade.reshape(-1)[where[first]] = np.frexp(golden.reshape(-1)[where[first]])[1]
+    return sign, toward, binade
 
 
 def row_groups(rows: int) -> list[tuple[int, int]]:
@@ -234,15 +237,24 @@ def row_groups(rows: int) -> list[tuple[int, int]]:
     return [group for group in dict.fromkeys(found) if group != (0, rows - 1)]
 
 
-def group_counts(sign: np.ndarray, toward: np.ndarray) -> list[tuple[str, int, int, int, int]]:
+def group_counts(sign: np.ndarray, toward: np.ndarray, binade: np.ndarray | None = None
+                 ) -> list[tuple[str, int, int, int, int]]:
     """``(where, up, down, toward, away)`` of the departures (``departures``: ``sign`` +1 above, -1 below, 0 no trial;
-    ``toward`` nearer zero) within each group of a slice's elements that ``error_balance.group_warning`` tests: each
-    row range of ``row_groups`` and, when there are two rows or more, each lane of the slice (its last axis)."""
+    ``toward`` nearer zero; ``binade`` the golden's) within each group of a slice's elements that
+    ``error_balance.group_warning`` tests: each row range of ``row_groups`` and, when there are two rows or more, each
+    lane of the slice (its last axis); with ``binade``, each binade of the golden holding trials, when they lie in
+    two or more (a kernel rounding one way on the magnitudes of one binade alone, which few results reach)."""
     length = sign.shape[-1]
     sign, toward = sign.reshape(-1, length), toward.reshape(-1, length)
     trial = sign != 0
     sides = np.stack([sign > 0, sign < 0, toward & trial, trial & ~toward], -1).astype(np.int64)   # (rows, L, 4)
-    return groups_of(sides.sum(1), sides.sum(0))
+    found = groups_of(sides.sum(1), sides.sum(0))
+    present = np.unique(binade.reshape(trial.shape)[trial]) if binade is not None else ()
+    for exponent in present if len(present) > 1 else ():
+        counts = sides[binade.reshape(trial.shape) == exponent].sum(0)
+        found.append((f"the binade {2.0 ** (exponent - 1):g} <= |golden| < {2.0 ** exponent:g}",
+                      *(int(v) for v in counts)))
+    return found
 
 
 def groups_of(rows: np.ndarray, lanes: np.ndarray) -> list[tuple[str, int, int, int, int]]:
