@@ -178,6 +178,20 @@ def balance_counts(actual: np.ndarray, golden: np.ndarray, threshold: float, lef
         return up, down, toward, up + down - toward
 
 
+def _trial_elements(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> np.ndarray:
+    """Where the error balance may count a departure (bool, the slice's shape): the result and the golden finite,
+    ``|golden| >= balance_threshold(fmt)``, and the result not the golden."""
+    with np.errstate(invalid="ignore"):
+        return (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
+            & np.isfinite(golden)
+
+
+def _nearest(values: np.ndarray, fmt: Format) -> np.ndarray:
+    """``RN(values)``: ``values`` rounded to nearest (ties to even) in the dtype of ``fmt``, as float64."""
+    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
+    return rounded(values, DTYPES[name].numpy).astype(np.float64)
+
+
 def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[int, ...]:
     """(distinct ``(golden, actual)`` pairs above the golden's correct rounding ``RN(golden)`` to ``fmt``, below it,
     nearer zero than it, the others) among the finite elements ``balance_counts`` counts
@@ -187,15 +201,12 @@ def distinct_balance_counts(actual: np.ndarray, golden: np.ndarray, fmt: Format)
     bits, such as odd integers halved, lean one way on a correct kernel) is no trial: only where the kernel departs
     from it, and a kernel rounding to nearest departs only by its own computation's noise, either way
     (``error_balance.py``)."""
-    with np.errstate(invalid="ignore"):
-        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
-            & np.isfinite(golden)
+    counted = _trial_elements(actual, golden, fmt)
     golden, actual = golden[counted], actual[counted]
-    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
-    nearest = rounded(golden, DTYPES[name].numpy).astype(np.float64)
+    nearest = _nearest(golden, fmt)
     departs = actual != nearest                         # few on a correct kernel: only those are sorted
     pairs = _distinct(golden[departs] + 1j * actual[departs])
-    nearest = rounded(pairs.real, DTYPES[name].numpy).astype(np.float64)
+    nearest = _nearest(pairs.real, fmt)
     side = pairs.imag - nearest
     toward = np.abs(pairs.imag) < np.abs(nearest)
     up, down, toward = (int(np.count_nonzero(test)) for test in (side > 0, side < 0, toward))
@@ -210,12 +221,9 @@ def departures(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tuple[np.
     result)`` pair at its first element (in C order) only, so that the signs sum to its counts."""
     sign, toward = np.zeros(actual.shape, np.int8), np.zeros(actual.shape, bool)
     binade = np.zeros(actual.shape, np.int16)
-    with np.errstate(invalid="ignore"):
-        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
-            & np.isfinite(golden)
-    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
+    counted = _trial_elements(actual, golden, fmt)
     where = np.flatnonzero(counted)
-    nearest = rounded(golden.reshape(-1)[where], DTYPES[name].numpy).astype(np.float64)
+    nearest = _nearest(golden.reshape(-1)[where], fmt)
     result = actual.reshape(-1)[where]
     departs = result != nearest
     where, nearest, result = where[departs], nearest[departs], result[departs]
@@ -276,11 +284,8 @@ def departure_sides(actual: np.ndarray, golden: np.ndarray, fmt: Format) -> tupl
     ``departures``. The compiled pass counts the same (``native.c``'s ``prmg_judge_extras``)."""
     length = actual.shape[-1]
     actual, golden = actual.reshape(-1, length), golden.reshape(-1, length)
-    with np.errstate(invalid="ignore"):
-        counted = (np.abs(golden) >= balance_threshold(fmt)) & (actual != golden) & np.isfinite(actual) \
-            & np.isfinite(golden)
-    name = next(name for name, known in FLOAT_FORMATS.items() if known == fmt)
-    nearest = rounded(np.where(counted, golden, 0.0), DTYPES[name].numpy).astype(np.float64)
+    counted = _trial_elements(actual, golden, fmt)
+    nearest = _nearest(np.where(counted, golden, 0.0), fmt)
     sides = np.stack([counted & (actual > nearest), counted & (actual < nearest),          # (a result at RN(golden):
                       counted & (np.abs(actual) < np.abs(nearest))], -1)                  # no side, no departure)
     return sides.sum(1, dtype=np.int64), sides.sum(0, dtype=np.int64)
