@@ -130,7 +130,7 @@ def parse_once(text, source, parser=None):
             return document
     return marshal.loads(_parsed[text, parser])            # a copy of its own for each reader
 yamlfile.parse_yaml = parse_once
-for path in sorted(glob.glob("cases/*.yaml")):
+for path in sorted(glob.glob("cases/**/*.yaml", recursive=True)):
     yamlfile.read_yaml(path)
 for line in sys.stdin:
     request = json.loads(line)
