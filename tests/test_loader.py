@@ -505,3 +505,19 @@ def test_python_tags_are_never_executed(tmp_path):
         load_cases([path])
     assert not marker.exists()
     assert not os.path.exists("/tmp/prmg_broken_corpus_pwned")
+
+
+@pytest.mark.parametrize("text", ['{"schema": "prmg.run/1", "run_id": "r"}\n{"schema": "prmg.result/3", "name": "a"}\n',
+                                  '{"schema": "prmg.result/3", "name": "a", "status": "passed"}\n'],
+                         ids=["two-lines", "one-line"])
+def test_a_results_file_given_as_cases_says_what_it_is_and_which_commands_read_it(tmp_path, text):
+    """``prmg report --cases r.jsonl`` (or run, validate, coverage of it): the second line of a results file was a YAML
+    syntax error ('this line does not fit the document'), and a file of one line a mapping of unknown keys; either
+    way nothing said it is a results file nor where it goes."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(text)
+    with pytest.raises(PrmgError) as caught:
+        load_cases([path])
+    schema = text.split('"')[3]
+    assert str(caught.value) == (f"{path}: holds {schema} records, not cases: a results file (prmg "
+                                 "run --results) is read by prmg report, prmg compare and run --resume")

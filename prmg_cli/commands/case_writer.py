@@ -113,8 +113,8 @@ def check_strength(case: dict, notes: list) -> None:
     rope = any("rope" in case.get("inputs", {}).get(tensor, {}) for tensor in ("cos", "sin"))
     batch = value.shape[0]
     positions = ";".join(f"P{index}" for index in range(1, batch + 1)) if batch <= 3 else f"P1;P2;...;P{batch}"
-    per_request = (f"one position per request: --broadcast B11D --inputs cos=rope:BASE:{positions},"
-                   f"sin=rope:BASE:{positions}")
+    per_request = (f"one position per request: --broadcast B11D --inputs \"cos=rope:BASE:{positions},"   # quoted:
+                   f"sin=rope:BASE:{positions}\"")                               # a shell ends a command at ';'
     if cannot:
         hint = f"; give positions past 0 (cos=rope:BASE:OFFSET) or {per_request}" if rope else ""
         raise PrmgError(f"this case cannot fail: {cannot}{hint}", case=case["name"], field="inputs")

@@ -514,9 +514,9 @@ class _Run:
             say(f"warning: {note[2:]}")
         self._record(settings, selection)
         if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
-            for case in self.cases:                   # --resume A --results B: B holds the whole run, each record
-                if case.name in self.finished:        # taken as this run's (judged under its settings: trusted)
-                    self._append(replace(self.finished[case.name], run_id=self.run_id))
+            self._append(*[replace(self.finished[case.name], run_id=self.run_id)   # --resume A --results B:
+                           for case in self.cases if case.name in self.finished])    # B holds the whole run, each
+            # record taken as this run's (judged under its settings: trusted), synced once (Writer.append_all)
         self.todo = [case for case in self.cases if case.name not in self.finished]
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
 
@@ -530,10 +530,10 @@ class _Run:
                                    settings, self.info.to_dict(),
                                    execute.together(selection) if self.request.shard else {}))
 
-    def _append(self, record) -> None:
-        """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""
+    def _append(self, *records) -> None:
+        """Append ``records`` to the results file; when that fails, the run stops (its reports still go out)."""
         try:
-            self.writer.append(record)
+            self.writer.append_all(records)
         except PrmgError as error:
             self.unrecorded.append(error)
             raise

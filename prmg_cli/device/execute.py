@@ -1117,5 +1117,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     """``"I/N"`` -> (I, N) with 1 <= I <= N (``vocab.shard_numbers``); PrmgError otherwise."""
     numbers = shard_numbers(text)
     if numbers is None:
-        raise PrmgError(f"--shard must be I/N in the digits 0-9 with 1 <= I <= N (e.g. 2/8), got {text!r}")
+        raise PrmgError(f"--shard must be I/N, each of at most 19 digits 0-9, with 1 <= I <= N (e.g. 2/8), "
+                        f"got {text!r}")
     return numbers
