@@ -151,6 +151,7 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
 
 
 VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+NO_DEVICE = "the runtime reports no device"
 
 
 def chips_not_shown(count: int, env=os.environ) -> str | None:
@@ -163,7 +164,8 @@ def chips_not_shown(count: int, env=os.environ) -> str | None:
     named = [entry for entry in value.split(",") if entry.strip()]
     if len(named) <= count:
         return None
-    return (f"{VISIBLE}={visible(value)} names {len(named)} chips, the runtime shows {count}: a chip it names is "
+    return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip it "
+            f"names is "
             f"missing (the driver no longer enumerates it, or this host has no such chip) or an entry is repeated or "
             f"no id, and the runtime reads the list only up to there; fix {VISIBLE}")
 
@@ -180,7 +182,7 @@ def _device_count(toolkit, option: str) -> int:
     info = probe_in_child(toolkit)
     count = info.get("device_count") or 0
     if count < 1:
-        why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
+        why = "; ".join(info.get("errors", [])) or chips_not_shown(0) or NO_DEVICE
         raise PrmgError(f"{option}: {why}")
     return count
 
