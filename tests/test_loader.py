@@ -60,6 +60,24 @@ def test_a_rope_key_named_as_a_model_config_names_it_says_the_key_meant(tmp_path
         load_cases([path])
 
 
+@pytest.mark.parametrize("entry, field, said", [
+    ("mode: half", "mode", "(did you mean 'rotary_mode'?)"),                       # it said 'golden', the closest
+    ("slice: [0, 4]", "slice", "(did you mean 'partial_slice'?)"),                 # spelling
+    ("rope_theta: 500000", "rope_theta", "(a RoPE table's base is given per table: inputs: {cos: {rope: {base: ...}}, "
+     "sin: {rope: {base: ...}}}; a model config's rope_theta is the table's base)"),
+    ("broadcast: 1S1D, inputs: {cos: {rope: {offset: [1, 2]}}}", "inputs.cos.rope.offset",
+     "got 2; a table of one row per request needs a B axis: broadcast B11D or BS1D")])
+def test_a_newcomers_key_says_the_way_out(tmp_path, entry, field, said):
+    """A new user's first case, written as a model's config or another tool names things: the error names the key
+    meant (one of whose words was written), where a model's rope_theta goes, and the layout per-request positions
+    need."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"- {{name: a, shape: [2, 3, 1, 4], {entry}}}\n")
+    with pytest.raises(PrmgError) as caught:
+        load_cases([path])
+    assert f"field '{field}': " in str(caught.value) and str(caught.value).endswith(said), str(caught.value)
+
+
 @pytest.mark.parametrize("written, meant", [("neox", "half"), ("rotate_half", "half"), ("non-interleaved", "half"),
                                              ("GPT-J", "interleave"), ("interleaved", "interleave"), ("hlf", "half")])
 def test_an_unknown_rotary_mode_suggests_the_mode_a_conventions_name_means(tmp_path, written, meant):
