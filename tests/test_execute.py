@@ -742,7 +742,7 @@ def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_
     assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
     assert result.stderr.startswith(f"prmg: error: --devices all: ASCEND_RT_VISIBLE_DEVICES={visible} names {named} "
                                     f"chips, the runtime shows {shown}: "), result.stderr
-    for fine in ("1,0", "1"):                                  # the chips it names, all shown: as many as it names
+    for fine in ("1,0", "1") if visible == "0,7" else ():     # the chips it names, all shown: as many as it names
         assert prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all",
                     env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": fine}).returncode == 0, fine
 
