@@ -19,14 +19,16 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
   a record that says something of the kernel beating one that does not (``StatusInfo.evidence``: skipped, not
   run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
-  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
+  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard). Records of
+  a case from runs on several chips are no duplicates: one record holds each chip's status (``chips.combine``),
+  and ``--chips`` names the chips each case must have run on (a chip no file holds it of: ``not_run`` there).
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, runner, SoC, toolkit,
   operator library, the fingerprint of the operator's kernel and tiling files, start), the faults injected into
   any of them, the emulator notice when any record came from the emulator, and names each setting that differs
   between the runs (``run_record.recorded_settings``) with the files.
-- **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports:
-  ``contributing``) were judged under the same settings: a setting that differs between them (another standard,
-  ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named on stderr with
+- **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports or
+  weighed for them: ``contributing``) were judged under the same settings: a setting that differs between them
+  (another standard, ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named on stderr with
   the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's ``exit_code`` 1),
   unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``: the host, the
   toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing the same
