@@ -28,11 +28,11 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   between the runs (``run_record.recorded_settings``) with the files.
 - **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports or
   weighed for them: ``contributing``) were judged under the same settings: a setting that differs between them
-  (another standard, ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is
-  named on stderr with the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's ``exit_code`` 1),
-  unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``: the host, the
-  toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing the same
-  package have them (``_like``: size and mtime).
+  (another standard, ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named
+  on stderr with the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's
+  ``exit_code`` 1), unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``:
+  the host, the toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing
+  the same package have them (``_like``: size and mtime).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
   judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
   or every case was skipped.
