@@ -114,16 +114,23 @@ def probe_in_child(toolkit) -> dict:
 
 
 MAX_DEVICE_ID = 2**31 - 1
+MAX_RANGE = 4096                # ids a range of --devices or --chips may span (a host has tens of chips)
 
 
 def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | None:
-    """The ids of ``"0,1,3"`` (None for ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``;
-    PrmgError otherwise. Checked before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
+    """The ids of ``"0,1,3"`` or ``"0-3,6"`` (a range ``A-B`` from A to B; None for ``all``): distinct, in the
+    digits 0-9, each from 0 to ``MAX_DEVICE_ID``; PrmgError otherwise. Checked before anything touches the toolkit
+    (``parse_devices`` then asks the runtime)."""
     if text.strip() == "all":
         return None
-    ids = tuple(decimal(part.strip()) for part in text.split(","))
+    ids: tuple = ()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        first, last = decimal(low), decimal(high if dash else low)
+        spans = first is not None and last is not None and 0 <= last - first < MAX_RANGE
+        ids += tuple(range(first, last + 1)) if spans and not (dash and option == "--device") else (None,)
     if None in ids:
-        takes = "a device id" if option == "--device" else "a comma-separated list of device ids"
+        takes = "a device id" if option == "--device" else "a comma-separated list of device ids or ranges (0-7)"
         raise PrmgError(f"{option} must be {takes} (digits 0-9){'' if option == '--device' else ' or all'}, got "
                         f"{text!r}")
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):

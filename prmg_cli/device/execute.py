@@ -753,18 +753,24 @@ def combined(results: Sequence[CaseResult]) -> CaseResult:
     each status came from, before the rest (``[failed on device 3; passed on devices 0, 1, 2] ...``)."""
     worst = max(results, key=lambda result: result.info.severity)
     statuses = {result.device: result.status for result in results}
+    worst.device = ",".join(device for device, status in statuses.items() if status == worst.status)
+    worst.device_statuses = statuses
+    where = where_prefix(statuses)
+    worst.message = f"{where} {worst.message}" if where and worst.message else where or worst.message   # first: a
+    return worst                                                                    # table cut to the terminal keeps it
+
+
+def where_prefix(statuses: dict[str, str]) -> str:
+    """``[failed on device 3; passed on devices 0, 1, 2]`` for the device -> status map of a case run on several
+    devices whose statuses differ (the worst first), "" when they are one."""
     by_status: dict[str, list[str]] = {}
     for device, status in statuses.items():
         by_status.setdefault(status, []).append(device)
-    worst.device = ",".join(by_status[worst.status])
-    worst.device_statuses = statuses
-    if len(by_status) > 1:
-        ordered = sorted(by_status.items(), key=lambda item: -STATUSES[item[0]].severity)
-        where = "; ".join(f"{status} on {'device' if len(devices) == 1 else 'devices'} {', '.join(devices)}"
-                          for status, devices in ordered)
-        worst.message = f"[{where}] {worst.message}" if worst.message else f"[{where}]"  # first: a table cut to the
-                                                                                        # terminal keeps it
-    return worst
+    if len(by_status) < 2:
+        return ""
+    ordered = sorted(by_status.items(), key=lambda item: -STATUSES[item[0]].severity)
+    return "[" + "; ".join(f"{status} on {'device' if len(devices) == 1 else 'devices'} {', '.join(devices)}"
+                           for status, devices in ordered) + "]"
 
 
 class _Worker:
