@@ -57,7 +57,7 @@ def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = 
 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     """``prmg validate``: the summary of valid files (wrapped to the screen's width) and a warning line per case (on
-    a terminal wrapped too, ``screen.folded``)
+    a terminal wrapped too, ``screen.folded``; the cases of a file warned alike share one, naming them)
     whose expectation the constraint model disagrees with; raises every mistake in ``paths``
     (``loader.check_files``) as one PrmgError carrying the others, printed one line each."""
     modes = target_modes(supported_modes)
@@ -74,7 +74,7 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
             if text:
                 alike.setdefault((case.source, text), []).append(case.name)
     warnings = [f"warning: {visible(source)}: " + (f"case '{visible(names[0])}'" if len(names) == 1 else
-                                                   f"{len(names)} cases ({first_names(names, 3)})")
+                                                   f"{len(names)} cases ({first_names(names)})")
                 + f": {text}" for (source, text), names in alike.items()]
     verb = "is" if len(cases) == 1 else "are"
     npy = len(file_inputs(cases))
