@@ -936,8 +936,8 @@ def test_cases_warned_alike_get_one_entry_in_the_run_and_in_validate(tmp_path):
     results += [CaseResult(name="e", status="passed", warnings=["vacuous"]), CaseResult(name="f", status="failed",
                                                                                       message="err", warnings=alike)]
     lines = table.failure_lines(results, width=100)
-    assert lines == ["PASS 4 cases (a, b, c and 1 more):", f"    warning: {alike[0]}", "PASS e:", "    warning: vacuous",
-                     "FAIL f: err", f"    warning: {alike[0]}"]
+    assert lines == ["PASS 4 cases (a, b, c and 1 more):", f"    warning: {alike[0]}", "PASS e:",
+                     "    warning: vacuous", "FAIL f: err", f"    warning: {alike[0]}"]
     assert sum(line.startswith("PASS") for line in table.failure_lines(results, width=100, verbose=True)) == 5
     path = tmp_path / "rope.yaml"
     rope = "inputs: {cos: {rope: {base: 10000}}, sin: {rope: {base: 10000}}}"
