@@ -923,3 +923,25 @@ def test_a_passed_call_that_computes_nothing_says_so_instead_of_a_bare_dash():
     assert metric_label(result()) == "-"                                  # not a no-op: nothing to say
     assert metric_label(result(partial_slice=[4, 4], status="failed")) == "-"
     assert metric_label(result(partial_slice=[4, 4], metrics={"a": 1})) == "a=1"
+
+
+def test_cases_warned_alike_get_one_entry_in_the_run_and_in_validate(tmp_path):
+    """A newcomer's file of RoPE tables without ``partners_alike``: each passed case repeated the same five-line
+    warning below the table, and ``prmg validate`` once a case. Alike warnings of one file are one entry naming the
+    cases; a case warned otherwise, a failure and ``-v`` keep their own."""
+    from prmg_cli.commands.suite import validate_paths
+
+    alike = ["partners alike: sin is the same at both lanes of every pair"]
+    results = [CaseResult(name=name, status="passed", warnings=list(alike)) for name in ("a", "b", "c", "d")]
+    results += [CaseResult(name="e", status="passed", warnings=["vacuous"]), CaseResult(name="f", status="failed",
+                                                                                      message="err", warnings=alike)]
+    lines = table.failure_lines(results, width=100)
+    assert lines == ["PASS 4 cases (a, b, c and 1 more):", f"    warning: {alike[0]}", "PASS e:",
+                     "    warning: vacuous", "FAIL f: err", f"    warning: {alike[0]}"]
+    assert sum(line.startswith("PASS") for line in table.failure_lines(results, width=100, verbose=True)) == 5
+    path = tmp_path / "rope.yaml"
+    rope = "inputs: {cos: {rope: {base: 10000}}, sin: {rope: {base: 10000}}}"
+    path.write_text("".join(f"- {{name: {name}, shape: [1, 4, 1, 8], {rope}}}\n" for name in ("x", "y")))
+    said = validate_paths([str(path)], None).splitlines()
+    assert said[0].startswith(f"warning: {path}: 2 cases (x, y): partners alike: ")
+    assert sum(line.startswith("warning:") for line in said) == 1
