@@ -437,6 +437,11 @@ def test_a_strided_view_at_an_offset_is_a_class_of_its_own():
     for offset, off_block in ((16, False), (8, True), (48, False)):            # float16: 32, 16 and 96 bytes
         half = case(shape=[1, 2, 3, 8], broadcast="111D", partial_slice=[4, 8], dtype="float16", dy_offset=offset)
         assert ("storage: an offset off the 32-byte block" in covered(half)) == off_block, offset
+    # a table's offset in its own dtype's bytes (bf16 x, float32 cos: 8 elements are 32 bytes); tables at an offset
+    # that broadcast nothing (BSND) are no broadcast at an offset
+    wide = case(op="forward", shape=[1, 2, 3, 8], broadcast="BSND", dtype="bfloat16", cos_dtype="float32",
+                cos_offset=8, sin_offset=8)
+    assert storage(wide) == {"storage: cos at an offset", "storage: sin at an offset"}
     assert not any("at an offset" in item.name and "contiguous" in item.name for item in regimes("grad"))
 
 

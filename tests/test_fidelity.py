@@ -108,18 +108,29 @@ def test_a_suite_without_chip_or_build_sensitive_cases_shows_their_classes_missi
 
 
 @pytest.mark.verdict
-def test_a_rule_upstream_leaves_undefined_is_covered_by_any_error_and_pinned_by_none():
-    """A partialSlice of one value is read past its end upstream: the shipped cases expect any error and say why,
-    which covers its phase class; any error covers no defined rule."""
-    from prmg_cli.cases.coverage import facts
-
-    one = case_of(partial_slice=[4], expect={"error": "any"})
-    assert violation_details(one, TODAY)[0].undefined and facts(one).first_rules == ("slice list of 1 value",)
-    assert facts(case_of(partial_slice=[-2, 6], expect={"error": "any"})).first_rules == ()
+def test_a_one_value_slice_list_is_read_as_nnopbase_lays_out_what_follows_it(emulator, emulated):
+    """A partialSlice of one value v: the 950's tilings read values[1] past the list's end, where nnopbase lays the ref
+    output's AnchorInstanceInfo {0, 1} (opbase indv_compute_node_info.cpp), so as [v, 2^32): the slice range's 561002
+    on every build, but e9f0541c's no-op of an empty cos comes first (a success), in the model and the emulator alike.
+    The shipped cases pin 561002, which covers the rule's phase class; ``error: any`` covers it no more (main kept the
+    rule undefined: any error expected, the emulator refusing every one-value list, e9f0541c's no-op included)."""
+    one = case_of(partial_slice=[4], expect={"error": 561002})
+    found = violation_details(one, TODAY)[0]
+    assert (found.code, found.rule) == (561002, "slice list of 1 value")
+    assert "4294967296 exceeds D = 16" in found.message
+    assert facts(one).first_rules == ("slice list of 1 value",)
+    assert facts(dataclasses.replace(one, expect=Expect("any"))).first_rules == ()
+    empty_cos = case_of(partial_slice=[4], cos_shape=[1, 2, 1, 0], broadcast=None)
+    builds = {"base": 561002, "e9f0541c": 0, "2b888cdb": 561002}
+    assert {build: expected_status(empty_cos, TODAY, build=build) for build in builds} == builds
+    for build, status in builds.items():
+        emulated("", build)
+        with AclSession(emulator, 0) as session:
+            assert session.launch(empty_cos, make_inputs(empty_cos)).status == status, build
     files = [ROOT / "cases" / name for name in ("negative.yaml", "forward.yaml", "cover.yaml")]
     shipped = [case for case in load_cases(files) if case.slice_argument() is not None
-               and len(case.slice_argument()) == 1 and not case.expect.success]
-    assert len(shipped) >= 4 and all(case.expect.error == "any" and "undefined" in case.note for case in shipped)
+               and len(case.slice_argument()) == 1]
+    assert len(shipped) == 4 and all(case.expect == Expect(561002) for case in shipped)
 
 
 def test_strides_keep_the_elements_apart_or_are_refused():
@@ -499,8 +510,9 @@ def test_graph_mode_reads_an_empty_slice_list_as_each_tiling_does(cos_d, expect)
     (hicann/ge 56f8e1bb9), [2^32, 0), refused by the slice range (start > end) at compile; the forward's
     (GetShapeAttrsInfo, and the A2/A3 membase tiling) reads it as [0, D), judged from there: a success rotating all of
     D when cos's D is D, else the tiling's refusal of L != cos D. The list passed stays empty; a list of one value v
-    is read as [v, 2^32) by both, refused by the range (end > D). The paths differ by design
-    (``graph_reads_otherwise``); a list of two does not."""
+    is read as [v, 2^32) by both operators on both paths (nnopbase lays out the same AnchorInstanceInfo after the
+    attributes), refused by the range (end > D) at compile, and held to the aclnn path's answer. The paths differ by
+    design for a list of none only (``graph_reads_otherwise``)."""
     from prmg_cli.ops.constraints import graph_case, graph_reads_otherwise
 
     written = dict(partial_slice=[], cos_shape=[1, 3, 1, cos_d], broadcast=None, expect={"error": 561103})
@@ -511,10 +523,11 @@ def test_graph_mode_reads_an_empty_slice_list_as_each_tiling_does(cos_d, expect)
     assert (forward.expect, forward.partial_slice, forward.slice_argument()) == (expect, (0, 16), ())
     assert "[0, D)" in forward.note
     for op in ("grad", "forward"):
-        one = graph_case(case_of(op=op, partial_slice=[4], expect={"error": "any"}), TODAY)
-        assert (one.expect, one.partial_slice, one.slice_argument()) == (Expect(0xFFFFFFFF, "compile"),
-                                                                         (4, 1 << 32), (4,))
+        one = case_of(op=op, partial_slice=[4], expect={"error": 561002})
+        assert (graph_case(one, TODAY).expect, graph_case(one, TODAY).slice_argument()) == \
+            (Expect(0xFFFFFFFF, "compile"), (4,))
         assert graph_reads_otherwise(case_of(op=op, **written)) and not graph_reads_otherwise(case_of(op=op))
+        assert not graph_reads_otherwise(one)
 
 
 @pytest.mark.parametrize("build, answer", [("2b888cdb", (0xFFFFFFFF, "compile")), ("e9f0541c", (0, None))])

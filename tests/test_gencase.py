@@ -174,7 +174,7 @@ def test_negative_cases_get_the_status_they_expect(loaded):
     codes = list(expected.values())
     assert codes.count(PARAM_NULLPTR) == 3
     assert codes.count(PARAM_INVALID) >= 4 and codes.count(TILING_ERROR) >= 15 and codes.count(561000) == 6
-    assert codes.count(561103) == 1 and codes.count("any") == 1                 # slice lists of no and one value
+    assert codes.count(561103) == 1 and "any" not in codes                     # a slice list of no value
     assert None in codes                                               # the empty-slice success case
     modes = {case.rotary_mode for case in cases if "mode-unsupported" in case.tags}
     assert modes == {0, 2, 3}

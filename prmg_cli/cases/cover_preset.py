@@ -197,24 +197,21 @@ def _named(op: str, options: dict) -> dict:
     return gencase.preset_case(f"cover.{op}", TAGS, **options)
 
 
-def _expectation(case: Case) -> tuple[dict, tuple[str, ...], dict] | None:
-    """What a case breaking a constraint should expect: the status the constraint model gives on today's target
-    (any error, with a note saying why, where upstream leaves the outcome undefined: ``Violation.undefined``), the
-    tags of a case only today's missing mode refuses (a target of every mode accepts it), and the keys to add;
-    None when today's target accepts it."""
+def _expectation(case: Case) -> tuple[dict, tuple[str, ...]] | None:
+    """What a case breaking a constraint should expect: the status the constraint model gives on today's target, and
+    the tags of a case only today's missing mode refuses (a target of every mode accepts it); None when today's
+    target accepts it."""
     found = constraints.violation_details(case, constraints.DEFAULT_SUPPORTED_MODES)
     if not found:
         return None
     today = found[0].code
     missing_mode = not constraints.expected_status(case, gencase.ALL_MODES)
     tags = gencase.MODE_UNSUPPORTED_TAGS if missing_mode else ()
-    if found[0].undefined:
-        return {"error": "any"}, tags, {"note": found[0].message}
     expect = {"error": status.STATUS_NAMES[today]}
     phase = constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES)
     if phase != Expect(today).phase:
         expect["phase"] = phase
-    return expect, tags, {}
+    return expect, tags
 
 
 def candidates() -> list[tuple[dict, object]]:
@@ -237,10 +234,10 @@ def candidates() -> list[tuple[dict, object]]:
             if not constraints.violations(case, gencase.ALL_MODES):
                 found.append((case_map, replace(case, expect=Expect())))
         elif (expected := _expectation(case)) is not None:
-            expect, tags, keys = expected
+            expect, tags = expected
             pinned = Expect(constraints.expected_status(case, constraints.DEFAULT_SUPPORTED_MODES),
                             constraints.expected_phase(case, constraints.DEFAULT_SUPPORTED_MODES))
-            found.append(({**case_map, "expect": expect, **keys, "tags": [*case_map["tags"], *tags]},
+            found.append(({**case_map, "expect": expect, "tags": [*case_map["tags"], *tags]},
                           replace(case, expect=pinned)))
     return sorted(found, key=lambda pair: list(OPERATORS).index(pair[1].op))
 

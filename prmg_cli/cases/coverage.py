@@ -7,8 +7,7 @@ A class (``ops/regimes.py``) is covered by a case that really exercises it, deci
   the kernel); only a case expecting an error counts for the phase classes, each by the first rule it breaks
   on today's target (``constraints.DEFAULT_SUPPORTED_MODES``) or on a target implementing every mode, and only
   when its expectation pins that rule's refusal, code and phase (``pins``: ``error: any`` or ``phase: any``
-  passes whatever refuses it, so it covers no rule, but a rule whose outcome upstream leaves undefined, which
-  nothing more can pin: ``Violation.undefined``); any case counts for the chip and build classes: the rule it
+  passes whatever refuses it, so it covers no rule); any case counts for the chip and build classes: the rule it
   breaks first on a chip with rules of its own (the forward's A2/A3 tiling), the builds on which it earns another
   status than on the latest (``_elsewhere``);
 - a case with a ``known_defect`` covers nothing (an xfail: the operator is known to miss there), nor does a run's
@@ -300,10 +299,9 @@ def _ruled_elsewhere(case: Case, supported_modes) -> dict:
 
 def pins(expect, violation) -> bool:
     """Whether the expectation ``expect`` pins ``violation``'s refusal: its code (not ``any``) and its phase (not
-    ``any``), so that the case fails when the operator refuses it for another rule or in another phase; any error
-    pins a rule whose outcome upstream leaves undefined (``Violation.undefined``: nothing more can be expected)."""
+    ``any``), so that the case fails when the operator refuses it for another rule or in another phase."""
     phase = "launch" if violation.at_launch else "workspace"
-    return violation.undefined or (expect.error == violation.code and expect.phase == phase)
+    return expect.error == violation.code and expect.phase == phase
 
 
 @lru_cache(maxsize=None)

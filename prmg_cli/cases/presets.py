@@ -557,7 +557,7 @@ FORWARD_SLICE_NULL_NOTE = ("; the forward's docs say a NULL slice rotates the wh
 def slice_list_cases(case, forward: bool = False) -> list[dict]:
     """The partialSlice lists other callers pass, made by ``case(name, extra_tags, **options)``: NULL (the op
     definition's default, a no-op; for the ``forward`` its docs say otherwise), 3 values (the first two used), no
-    value (nnopbase's 561103) and one value (read past its end: undefined upstream, any error expected)."""
+    value (nnopbase's 561103) and one value (read past its end as [4, 2^32): the slice range's 561002)."""
     tags = ("slice-list",)
     return [
         case("slice_null_ok", tags, null=("partial_slice",),
@@ -566,9 +566,9 @@ def slice_list_cases(case, forward: bool = False) -> list[dict]:
              note="a partialSlice of 3 values: the tiling reads values[0] and values[1] unchecked"),
         case("slice_list_empty", tags, partial_slice=(), expect="ACLNN_ERR_INNER_NULLPTR",
              note="a partialSlice of no value: nnopbase refuses the NULL data of an empty aclIntArray"),
-        case("slice_of_1", tags, partial_slice=(4,), expect="error",
-             note="undefined upstream: the tiling reads values[1] past a one-value list's end; a correct stack "
-                  "refuses it (the A2/A3 tiling and the emulator: 561002)"),
+        case("slice_of_1", tags, partial_slice=(4,), expect="ACLNN_ERR_INNER_TILING_ERROR",
+             note="the tiling reads values[1] past a one-value list's end, where nnopbase lays the ref output's "
+                  "AnchorInstanceInfo, as 2^32: [4, 2^32), past D (the A2/A3 tiling: a list not of 2)"),
     ]
 
 

@@ -108,7 +108,7 @@ def _read_in_graph(case: Case, reading: GraphReading, supported_modes, soc: str 
     ``reading.why`` as its note."""
     read = reading.read(case)
     found = violation_details(read, supported_modes, soc, build)
-    expect = Expect() if not found else Expect("any" if found[0].undefined else found[0].code)
+    expect = Expect() if not found else Expect(found[0].code)
     judged = graph_case(replace(read, expect=expect), supported_modes, soc, build)
     return judged if isinstance(judged, str) else replace(judged, slice_list=case.slice_list, note=reading.why)
 

@@ -26,7 +26,7 @@ A non-contiguous xRef, cos or sin is made contiguous (AutoContiguous): it is not
 is the grad's (``ops/grad.py`` rules 2 and 5b): a NULL ``partialSlice`` is the op definition's default ``{0, 0}``
 (a no-op: the docs' "NULL rotates the whole D" is not what the code does), a list of no value is nnopbase's
 561103 (in a graph, where no nnopbase sees it, the 950 tiling reads it as ``[0, D)``), a longer one acts as its
-first two values, a list of one value is read past its end (undefined).
+first two values, a list of one value v is read past its end as [v, 2**32) (``grad.PAST_THE_LIST``).
 
 On the A2/A3 chips (ascend910b, ascend910_93: ``targets.MEMBASE_SOCS``) the op definition's membase tiling
 (``inplace_partial_rotary_mul_tiling.cpp`` ``CheckInput``) decides instead, each failure 561002, in its order:
@@ -245,7 +245,7 @@ def tiling_rules(case: Case, supported_modes) -> list[Violation]:
     """Rule 4, the 950 tiling's own (561002): the mode, the slice list, shapes, slice, D, dims and layout. For an
     xRef without elements it is what the tiling says when it runs (nnopbase runs none on the aclnn path): its dims >
     0 rule refuses every such call but a no-op."""
-    return [*mode_rules(case, supported_modes), *slice_list_rules(case), *_tiling_rules(case)]
+    return [*mode_rules(case, supported_modes), *slice_list_rules(case, _tiling_rules)]
 
 
 def pair_blocks(rotary_mode: int, length: int) -> tuple[PairBlock, ...]:

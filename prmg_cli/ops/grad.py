@@ -19,10 +19,9 @@ tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``Che
    a. rotary_mode, read as int32 (the tiling reads the int64 attribute's low 32 bits: 2**32 + 1 is read
       as 1), outside 0..3 or not implemented by the target;
    b. the slice list: the tiling reads ``GetData()[0]`` and ``[1]`` without looking at its length, so a
-      longer list acts as its first two values and a list of one value is read past its end (the model and
-      the emulator refuse it; nnopbase's layout puts the ref output's AnchorInstanceInfo there, so it reads
-      [v, 2**32), which the slice range refuses on every build but for e9f0541c's no-op of an empty cos or sin,
-      ``PAST_THE_LIST``);
+      longer list acts as its first two values and a list of one value v is read past its end, where nnopbase
+      lays the ref output's AnchorInstanceInfo (``PAST_THE_LIST``): it reads [v, 2**32), judged by the rules
+      below, so the slice range refuses it on every build but for e9f0541c's no-op of an empty cos or sin;
    c. start < 0, start > end, end > D (checked even for an empty slice);
    d. then the slice is empty (L = 0) or cos or sin has no elements: a no-op, which skips e and g;
    e. L != cos D; D > 1024; L odd (modes 0, 1, 3) or not a multiple of 4 (mode 2);
@@ -75,7 +74,7 @@ RULE_REASONS = {
     "format": "a format outside the ND class: 161002",
     "mode not 0..3": "rotary_mode, read as int32, outside 0..3: the tiling refuses it",
     "mode not implemented": "a valid mode the kernel lacks (interleave only today): the tiling refuses it",
-    "slice list of 1 value": "a partialSlice of one value: the tiling reads a second one past its end (undefined)",
+    "slice list of 1 value": "a partialSlice of one value v: the tiling reads its second past its end, [v, 2^32)",
     "start < 0": "a negative start: the tiling's slice range, checked even for an empty slice",
     "start > end": "a start after the end: the slice range",
     "end > D": "an end past D (or a dy with no axis 3): the slice range",
@@ -97,16 +96,20 @@ RULE_REASONS = {
 # Graph mode (runners/emulator/README.md, "Graph mode"): every refusal comes when the graph compiles -- GE's check of
 # its links (a required input left unlinked: prmg's null tensor), the op proto and kernel selection (dtypes,
 # formats), then the static shape's tiling (every other rule). A rule whose graph form has no answer to expect maps
-# to why: a strided tensor (GE's tensors are dense). A partialSlice list of no or one value is read by the tiling in a
+# to why: a strided tensor (GE's tensors are dense). A partialSlice list of no value is read by the tiling in a
 # graph (the list is the partial_slice attribute, which no nnopbase sees; GE takes an attribute set to a list of none
 # as set, not its IR default: metadef's GetAllIrAttrs): the grad's reads GetData()[0] and [1] on past its end, into
-# what GE's ComputeNodeInfo holds after the attributes (``PAST_THE_LIST``).
+# what GE's ComputeNodeInfo holds after the attributes (``PAST_THE_LIST``). A list of one value both paths read so.
 DENSE = "GE's tensors are dense: a graph has no strided tensor"
 # GE lays a node's runtime attributes out without padding (metadef attrs_to_buffer.h CreateAttrBuffer; a ListInt a
 # ContinuousVector holding its values only), partial_slice, the IR's last, at their end, followed by the
 # AnchorInstanceInfo of each IR output (bg_kernel_context_extend.cc CreateComputeNodeInfoImpl, compute_node_info.h
 # GetOutputInstanceInfo): the ref output's {uint32 instance_start 0, uint32 instantiation_num 1, 40 reserved bytes
-# zeroed (a value-initialised buffer)}. Read as int64 values past the list: 1 << 32, then 0.
+# zeroed (a value-initialised buffer)}. Read as int64 values past the list: 1 << 32, then 0. nnopbase's tiling context
+# is laid out alike (opbase indv_compute_node_info.cpp NnopbaseComputeNodeAttrsUpdt: each attribute's data end to end,
+# a ListInt a ContinuousVector; NnopbaseComputeNodeInfoUpdt: the output AnchorInstanceInfos at attrStart + attrSize,
+# right after the last, set to {0, 1} for the ref output before the tiling runs), so on the aclnn path too the value
+# past a one-value list is 1 << 32 (a list of none nnopbase refuses before: rule 2).
 PAST_THE_LIST = (1 << 32, 0)
 SHORT_SLICE = ("in a graph the list is the partial_slice attribute, which no nnopbase check sees: the tiling reads "
                "values[0] and values[1] on past the end of a list of {}, into the ref output's AnchorInstanceInfo that "
@@ -115,8 +118,8 @@ SHORT_SLICE = ("in a graph the list is the partial_slice attribute, which no nno
 
 
 def read_past_the_list(case: Case) -> Case:
-    """``case`` as a tiling in a graph reads a ``partial_slice`` of fewer than two values (``PAST_THE_LIST``): a list
-    of none as ``[2**32, 0)``, one of ``v`` as ``[v, 2**32)``."""
+    """``case`` as the 950's tilings read a ``partial_slice`` of fewer than two values (``PAST_THE_LIST``): a list
+    of none (in a graph) as ``[2**32, 0)``, one of ``v`` (either path) as ``[v, 2**32)``."""
     return replace(case, partial_slice=(tuple(case.slice_argument()) + PAST_THE_LIST)[:2], slice_list=None)
 
 
@@ -129,7 +132,6 @@ GRAPH_REFUSALS = {
     "cos not contiguous": DENSE,
     "sin not contiguous": DENSE,
     "slice list empty": GraphReading(SHORT_SLICE.format("none", "[2^32, 0)"), read_past_the_list),
-    "slice list of 1 value": GraphReading(SHORT_SLICE.format("one", "[value, 2^32)"), read_past_the_list),
 }
 GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
 
@@ -150,15 +152,20 @@ def null_rules(case: Case) -> list[Violation]:
     return found
 
 
-def slice_list_rules(case: Case, code: int = TILING_ERROR) -> list[Violation]:
-    """Rule 5b: a ``partialSlice`` list of one value, whose second value the 950's tiling reads past its end
-    (undefined behaviour upstream; the model and the emulator say ``code``)."""
+def slice_list_rules(case: Case, rules_after) -> list[Violation]:
+    """Rule 5b: the rules after it (``rules_after(case)``) as the 950's tilings read ``partialSlice``: a list of one
+    value v past its end, as [v, 2**32) (``read_past_the_list``); a refusal of that slice is the rule 'slice list of 1
+    value', in the words of the rule it breaks."""
     values = case.slice_argument()
-    if values is not None and len(values) == 1:
-        return [Violation(code, f"partial_slice {list(values)} holds one value: upstream's tiling reads values[0] and "
-                          f"values[1] unchecked, so its second value is read past the list's end (undefined; a "
-                          f"correct stack refuses it)", "partial_slice", "slice list of 1 value", undefined=True)]
-    return []
+    if values is None or len(values) != 1:
+        return rules_after(case)
+    found = rules_after(read_past_the_list(case))
+    if not found or found[0].field != "partial_slice":
+        return found
+    return [found[0]._replace(rule="slice list of 1 value", message=(
+        f"partial_slice {list(values)} holds one value: upstream's tiling reads values[0] and values[1] unchecked, so "
+        f"its second value is read past the list's end, where nnopbase (and GE) lay the ref output's "
+        f"AnchorInstanceInfo, as 2^32: {found[0].message}")), *found[1:]]
 
 
 def chip_rules(soc: str, socs: tuple[str, ...], title: str) -> list[Violation]:
@@ -322,7 +329,7 @@ def tiling_rules(case: Case, supported_modes, build: str = LATEST_BUILD) -> list
     without elements it is what the tiling says when it runs (nnopbase runs none on the aclnn path): a no-op after
     the mode, the slice range and the 4-D, cos = sin and cos D <= D rules (upstream's tiling test at 2b888cdb
     refuses a [-1, 0) slice on a dy of B = 0)."""
-    return [*mode_rules(case, supported_modes), *slice_list_rules(case), *shape_rules(case, build)]
+    return [*mode_rules(case, supported_modes), *slice_list_rules(case, lambda read: shape_rules(read, build))]
 
 
 def contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:

@@ -15,9 +15,8 @@ from .reference import Rotation
 class Violation(NamedTuple):
     """One broken constraint: the status it earns, a message, the case field to blame, the rule broken (a key
     of its operator's ``OperatorSpec.rule_reasons``), whether it is only the target's missing support for a
-    valid mode (a pass case to skip, not a bad case), whether the status comes from the launch rather than
-    from ``...GetWorkspaceSize``, and whether upstream's code leaves the outcome undefined (``code`` is what a
-    correct stack gives; a case can expect only some error: ``error: any``)."""
+    valid mode (a pass case to skip, not a bad case), and whether the status comes from the launch rather than
+    from ``...GetWorkspaceSize``."""
 
     code: int
     message: str
@@ -25,7 +24,6 @@ class Violation(NamedTuple):
     rule: str
     skippable: bool = False
     at_launch: bool = False
-    undefined: bool = False
 
 
 class GraphRefusal(NamedTuple):

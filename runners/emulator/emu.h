@@ -85,6 +85,13 @@ typedef struct aclOpExecutor aclOpExecutor;
 #define EMU_TENSOR_MAGIC 0x54656e73u
 #define EMU_INT_ARRAY_MAGIC 0x496e7441u
 
+/* What an operator's tiling reads past the end of a partial_slice of fewer than two values, value by value: the
+ * attribute is the last of the tiling context's attributes, and both nnopbase (opbase indv_compute_node_info.cpp,
+ * NnopbaseComputeNodeInfoUpdt) and GE (hicann/ge 56f8e1bb9 bg_kernel_context_extend.cc, metadef compute_node_info.h)
+ * lay the ref output's AnchorInstanceInfo {uint32 instance_start 0, uint32 instantiation_num 1, zeroed reserved bytes}
+ * right after it: read as int64, 1 << 32, then 0 (prmg's grad.PAST_THE_LIST). */
+static const int64_t PAST_THE_LIST[2] = {INT64_C(1) << 32, 0};
+
 /* The calling thread's device, else the process's last set one; -1 when none (no message is recorded). */
 EMU_CONTRACT int prmg_emu_current_device(void);
 

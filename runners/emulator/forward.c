@@ -115,10 +115,10 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
     int status = check_mode(rotaryMode, pairing_mode, &mode32);
     if (status == ACL_SUCCESS)
         status = check_shapes(tensors);
-    if (status == ACL_SUCCESS)
-        status = read_slice(OP, partialSlice, tensors[0]->view_dims[3], faults, start, end);
-    if (status == ACL_SUCCESS)
+    if (status == ACL_SUCCESS) {
+        read_slice(partialSlice, tensors[0]->view_dims[3], faults, start, end);
         status = check_slice(tensors[0], tensors[1], mode32, *start, *end, &no_op);
+    }
     if (status == ACL_SUCCESS && !no_op)
         status = check_layout(tensors, mode32);
     if (status == ACL_SUCCESS && no_op)

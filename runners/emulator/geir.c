@@ -58,9 +58,6 @@
 #define ACL_ERROR_GE_DATATYPE_INVALID 145022u
 #define ACL_ERROR_GE_MEMORY_ALLOCATION 245000u
 
-/* What a tiling reading partial_slice on past its end reads there, value by value (the head comment) */
-static const int64_t PAST_THE_LIST[2] = {INT64_C(1) << 32, 0};
-
 /* geir_output_overrun: the bytes written past the caller's output buffer (a copy sized by a 32-byte device block) */
 #define OVERRUN_BYTES 32
 

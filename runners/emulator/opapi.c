@@ -362,29 +362,19 @@ static int check_mode(int64_t mode, fault_set faults, int *pairing_mode, int32_t
     return ACL_SUCCESS;
 }
 
-int read_slice(const char *op, const aclIntArray *partialSlice, int64_t d, fault_set faults, int64_t *start,
-               int64_t *end)
+void read_slice(const aclIntArray *partialSlice, int64_t d, fault_set faults, int64_t *start, int64_t *end)
 {
     if (has_fault(faults, FAULT_SLICE_LIST_READ) && (partialSlice == NULL || partialSlice->size != 2)) {
         const uint64_t size = partialSlice == NULL ? 0 : partialSlice->size;
         *start = size == 0 ? 0 : partialSlice->values[size == 1 ? 0 : size - 2];
         *end = size < 2 ? d : partialSlice->values[size - 1];
         record_faults(FAULT_BIT(FAULT_SLICE_LIST_READ));
-        return ACL_SUCCESS;
-    }
-    if (partialSlice == NULL) {
+    } else if (partialSlice == NULL) {
         *start = *end = 0;
-        return ACL_SUCCESS;
+    } else {
+        *start = partialSlice->size > 0 ? partialSlice->values[0] : PAST_THE_LIST[0];
+        *end = partialSlice->size > 1 ? partialSlice->values[1] : PAST_THE_LIST[partialSlice->size];
     }
-    if (partialSlice->size < 2) {
-        prmg_emu_set_error("%s: partialSlice holds %llu value(s); upstream's tiling reads values[0] and values[1] "
-                           "past its end (undefined; the emulator refuses it)", op,
-                           (unsigned long long)partialSlice->size);
-        return ACLNN_ERR_INNER_TILING_ERROR;
-    }
-    *start = partialSlice->values[0];
-    *end = partialSlice->values[1];
-    return ACL_SUCCESS;
 }
 
 /* Axis `axis` of tensor as gert::Shape::GetDim reads it: INVALID_DIM when the tensor has no such axis. */
@@ -549,9 +539,7 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
     if (build < 0)
         return ACLNN_ERR_INNER;
     int status = check_mode(rotaryMode, faults, pairing_mode, &mode32);
-    if (status == ACL_SUCCESS)
-        status = read_slice(OP, partialSlice, tensors[0]->view_dim_count == 4 ? tensors[0]->view_dims[3] : 0, faults,
-                            start, end);
+    read_slice(partialSlice, tensors[0]->view_dim_count == 4 ? tensors[0]->view_dims[3] : 0, faults, start, end);
     if (status == ACL_SUCCESS)
         status = check_attr(tensors, mode32, *start, *end, build, &no_op);
     if (status == ACL_SUCCESS)

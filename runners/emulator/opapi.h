@@ -90,11 +90,11 @@ int begin_first_phase(const op_definition *op, const aclTensor *const tensors[3]
                       uint64_t *workspaceSize, aclOpExecutor **executorOut, aclOpExecutor **job, fault_set *faults);
 
 /* The 950 tiling's slice read: NULL is the op definition's default {0, 0}; otherwise values[0] and values[1]
- * with no size check (a longer array's first two are used; a shorter one upstream reads past its end,
- * which the emulator refuses with 561002). With the slice_list_read fault a list of another length than 2 is
- * read by its length: NULL or none as [0, d), one value v as [v, d), more than two by their last two values. */
-int read_slice(const char *op, const aclIntArray *partialSlice, int64_t d, fault_set faults, int64_t *start,
-               int64_t *end);
+ * with no size check (a longer array's first two are used; a shorter one is read on past its end, into the ref
+ * output's AnchorInstanceInfo nnopbase lays there, PAST_THE_LIST: one value v as [v, 2^32)). With the
+ * slice_list_read fault a list of another length than 2 is read by its length: NULL or none as [0, d), one value
+ * v as [v, d), more than two by their last two values. */
+void read_slice(const aclIntArray *partialSlice, int64_t d, fault_set faults, int64_t *start, int64_t *end);
 
 /* The tiling's CheckShape common to both operators: x (dy or xRef), cos, sin 4-D (named by `names`
  * in the message) and cos shape == sin shape; ACLNN_ERR_INNER_TILING_ERROR (561002) otherwise. */
