@@ -450,12 +450,12 @@ def test_gen_case_refuses_a_case_that_cannot_fail_and_warns_of_one_blind_to_broa
         case_writer.generate(shape="8,1,4,16", inputs="cos=rope:500000,sin=rope:500000", **FLAGS)
     assert "field 'inputs': this case cannot fail: its unchanged input already passes (cos = 1 and sin = 0 " \
            "everywhere)" in str(caught.value)
-    assert "cos=rope:BASE:P1;P2;...;P8,sin=rope:BASE:P1;P2;...;P8" in str(caught.value)
+    assert '--inputs "cos=rope:BASE:P1;P2;...;P8,sin=rope:BASE:P1;P2;...;P8"' in str(caught.value)  # quoted: shell
     notes = []                                 # two requests: both positions spelt out (it said P1;P2;...;P2)
     case_writer.generate(shape="2,1,4,16", inputs="cos=rope:1e4:37,sin=rope:1e4:37", notes=notes,
                          **{**FLAGS, "broadcast": "B11D"})
-    assert notes[0].endswith("; give one position per request: --broadcast B11D --inputs cos=rope:BASE:P1;P2,"
-                             "sin=rope:BASE:P1;P2")
+    assert notes[0].endswith('; give one position per request: --broadcast B11D --inputs "cos=rope:BASE:P1;P2,'
+                             'sin=rope:BASE:P1;P2"')
     notes = []
     case_writer.generate(shape="8,1,4,16", inputs="cos=rope:500000:4096,sin=rope:500000:4096", notes=notes,
                          **{**FLAGS, "broadcast": "B11D"})

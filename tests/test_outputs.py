@@ -469,13 +469,24 @@ def test_the_device_line_weighs_each_device_by_the_cases_it_ran_and_counts_a_chi
 
 
 def test_a_merge_of_shards_from_several_hosts_keeps_their_devices_apart():
-    from prmg_cli.reports.merge import _on_hosts
+    """Device 1 of one host is not device 1 of another, nor the device 0 a run pinned to chip 3 by
+    ASCEND_RT_VISIBLE_DEVICES used chip 0: labels are the hosts' chips, an --each-device record's chips too (its
+    device_statuses kept their bare ids, so failures by device added up two hosts' chips), its message with them."""
+    from prmg_cli.reports.chips import Chips
     from prmg_cli.reports.store import RunRecord, Stored
 
     runs = [RunRecord(f"r{host}", "", [], {}, {"host": host}) for host in ("a", "b")]
     results = [passed(f"{host}{device}", run_id=f"r{host}", device=device) for host in "ab" for device in "01"]
-    assert [r.device for r in _on_hosts([Stored("x", runs=runs)], results)] == ["a/0", "a/1", "b/0", "b/1"]
-    assert [r.device for r in _on_hosts([Stored("x", runs=runs[:1])], results[:2])] == ["0", "1"]
+    chips = Chips.of([Stored("x", results, runs)])
+    assert [chips.labelled(r).device for r in results] == ["a/0", "a/1", "b/0", "b/1"]
+    assert [Chips.of([Stored("x", results[:2], runs[:1])]).labelled(r).device for r in results[:2]] == ["0", "1"]
+    each = CaseResult("e", "failed", run_id="rb", device="1", device_statuses={"0": "passed", "1": "failed"},
+                      message="[failed on device 1; passed on device 0] wrong")
+    labelled = chips.labelled(each)
+    assert (labelled.device, labelled.device_statuses) == ("b/1", {"b/0": "passed", "b/1": "failed"})
+    assert labelled.message == "[failed on device b/1; passed on device b/0] wrong"
+    pinned = [RunRecord("p", "", [], {}, {"host": "a", "visible_devices": "3,5"})]
+    assert Chips.of([Stored("y", [], pinned)]).label("p", "1") == "5"
 
 
 def test_json_summary_and_cases():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import PrmgError
 from ..reports.outputs import OUTPUTS
 from ..results import WORST_FIRST
 from .shared_options import OUTPUT, REPORTS, VERBOSE, WIDE
@@ -24,6 +25,9 @@ OPTIONS = (
            "runs) that may differ between the runs merged; any other that differs is named and makes the exit code 1 "
            "(the host and the toolkit's folder may always differ).",
            "SETTING", list),
+    Option("chips", ("--chips",), None, "The chips every case must have run on (0-7, 0,2,4), on each host that ran "
+           "it: per-chip CI jobs merged, or --each-device runs; a case no results file holds a record of on one of "
+           "them is not_run there (exit 1), and each such chip is named on stderr.", "IDS"),
     VERBOSE, WIDE,
 )
 
@@ -48,10 +52,15 @@ def main(request) -> int:
     provenance and names the settings that differ between them; runs judged under settings that differ (standard,
     strictness, runner, toolkit, SoC, operator library or kernel files...) are no one verdict: exit 1 unless
     --allow-mixed names each. Exit codes as for a run: 0 when every case is ok, 1 when one failed, errored, xpassed
-    or was not run (also: a --cases case no file holds, mixed settings), 2 for unreadable files, 5 when there is
+    or was not run (also: a --cases case no file holds, a --chips chip no file holds a case of, mixed settings),
+    2 for unreadable files, 5 when there is
     nothing to report.
     """
     from ..reports.merge import report_files
+    from .suite import device_request
 
+    chips = () if request.chips is None else device_request(request.chips, "--chips")
+    if chips is None:
+        raise PrmgError("--chips all: a report cannot ask the runtime which chips there are; name them (0-7)")
     return report_files(list(request.results), list(request.cases), request.report, request.output,
-                        request.duplicates, request.verbose, request.wide, list(request.allow_mixed))
+                        request.duplicates, request.verbose, request.wide, list(request.allow_mixed), chips)

@@ -14,7 +14,7 @@ from .options import Option, request_type
 OPTIONS = (
     PATHS, RUNNER, OP_LIB, SUPPORTED_MODES,
     Option("device", ("--device",), 0, "The device to run on (one worker).", "N", int),
-    Option("devices", ("--devices",), None, "One worker per device: 0,1,2,3 or 'all' (ids the runtime does not "
+    Option("devices", ("--devices",), None, "One worker per device: 0,1,2,3, 0-7 or 'all' (ids the runtime does not "
            "have are refused first). Results are identical to a serial run and reported in case order.", "LIST",
            plugin=True),
     Option("each_device", ("--each-device",), False, "Run every case on each device of --devices instead of sharing "

@@ -78,13 +78,20 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     return "\n".join(folded(warnings) + wrap(summary, width()))
 
 
+MAX_SIZE = 2 ** 63
+
+
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count -> bytes."""
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
     if not match:
         raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
-    return int(float(match.group(1)) * scale)
+    number = match.group(1)
+    size = (float(number) if "." in number else int(number)) \
+        * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
+    if not size < MAX_SIZE:                 # 400 digits and a point are float infinity: int() of it was a traceback
+        raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {text!r}")
+    return int(size)
 
 
 def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = "no limit") -> float | None:
@@ -107,16 +114,23 @@ def probe_in_child(toolkit) -> dict:
 
 
 MAX_DEVICE_ID = 2**31 - 1
+MAX_RANGE = 4096                # ids a range of --devices or --chips may span (a host has tens of chips)
 
 
 def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | None:
-    """The ids of ``"0,1,3"`` (None for ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``;
-    PrmgError otherwise. Checked before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
+    """The ids of ``"0,1,3"`` or ``"0-3,6"`` (a range ``A-B`` from A to B; None for ``all``): distinct, in the
+    digits 0-9, each from 0 to ``MAX_DEVICE_ID``; PrmgError otherwise. Checked before anything touches the toolkit
+    (``parse_devices`` then asks the runtime)."""
     if text.strip() == "all":
         return None
-    ids = tuple(decimal(part.strip()) for part in text.split(","))
+    ids: tuple = ()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        first, last = decimal(low), decimal(high if dash else low)
+        spans = first is not None and last is not None and 0 <= last - first < MAX_RANGE
+        ids += tuple(range(first, last + 1)) if spans and not (dash and option == "--device") else (None,)
     if None in ids:
-        takes = "a device id" if option == "--device" else "a comma-separated list of device ids"
+        takes = "a device id" if option == "--device" else "a comma-separated list of device ids or ranges (0-7)"
         raise PrmgError(f"{option} must be {takes} (digits 0-9){'' if option == '--device' else ' or all'}, got "
                         f"{text!r}")
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
@@ -144,6 +158,7 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
 
 
 VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+NO_DEVICE = "the runtime reports no device"
 
 
 def chips_not_shown(count: int, env=os.environ) -> str | None:
@@ -156,7 +171,8 @@ def chips_not_shown(count: int, env=os.environ) -> str | None:
     named = [entry for entry in value.split(",") if entry.strip()]
     if len(named) <= count:
         return None
-    return (f"{VISIBLE}={visible(value)} names {len(named)} chips, the runtime shows {count}: a chip it names is "
+    return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip it "
+            f"names is "
             f"missing (the driver no longer enumerates it, or this host has no such chip) or an entry is repeated or "
             f"no id, and the runtime reads the list only up to there; fix {VISIBLE}")
 
@@ -173,7 +189,7 @@ def _device_count(toolkit, option: str) -> int:
     info = probe_in_child(toolkit)
     count = info.get("device_count") or 0
     if count < 1:
-        why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
+        why = "; ".join(info.get("errors", [])) or chips_not_shown(0) or NO_DEVICE
         raise PrmgError(f"{option}: {why}")
     return count
 
@@ -507,9 +523,9 @@ class _Run:
             say(f"warning: {note[2:]}")
         self._record(settings, selection)
         if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
-            for case in self.cases:                   # --resume A --results B: B holds the whole run, each record
-                if case.name in self.finished:        # taken as this run's (judged under its settings: trusted)
-                    self._append(replace(self.finished[case.name], run_id=self.run_id))
+            self._append(*[replace(self.finished[case.name], run_id=self.run_id)   # --resume A --results B:
+                           for case in self.cases if case.name in self.finished])    # B holds the whole run, each
+            # record taken as this run's (judged under its settings: trusted), synced once (Writer.append_all)
         self.todo = [case for case in self.cases if case.name not in self.finished]
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
 
@@ -523,10 +539,10 @@ class _Run:
                                    settings, self.info.to_dict(),
                                    execute.together(selection) if self.request.shard else {}))
 
-    def _append(self, record) -> None:
-        """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""
+    def _append(self, *records) -> None:
+        """Append ``records`` to the results file; when that fails, the run stops (its reports still go out)."""
         try:
-            self.writer.append(record)
+            self.writer.append_all(records)
         except PrmgError as error:
             self.unrecorded.append(error)
             raise
@@ -557,7 +573,7 @@ class _Run:
             self._record(self.settings or run_record.recorded_settings(self.info, settings), selection)
             for result in missing:
                 result.run_id = self.run_id
-                self.writer.append(result)
+            self.writer.append_all(missing)
             self.writer.close()
         position = {case.name: index for index, case in enumerate(self.cases)}
         ordered = sorted([*self.finished.values(), *missing], key=lambda result: position[result.name])

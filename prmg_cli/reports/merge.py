@@ -19,18 +19,20 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   status. ``--duplicates worst`` (the default) reports the worst verdict (``results.StatusInfo.severity``),
   a record that says something of the kernel beating one that does not (``StatusInfo.evidence``: skipped, not
   run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
-  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard).
+  ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard). Records of
+  a case from runs on several chips are no duplicates: one record holds each chip's status (``chips.combine``),
+  and ``--chips`` names the chips each case must have run on (a chip no file holds it of: ``not_run`` there).
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, runner, SoC, toolkit,
   operator library, the fingerprint of the operator's kernel and tiling files, start), the faults injected into
   any of them, the emulator notice when any record came from the emulator, and names each setting that differs
   between the runs (``run_record.recorded_settings``) with the files.
-- **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports:
-  ``contributing``) were judged under the same settings: a setting that differs between them (another standard,
-  ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named on stderr with
-  the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's ``exit_code`` 1),
-  unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``: the host, the
-  toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing the same
-  package have them (``_like``: size and mtime).
+- **Like with like.** One report is one verdict only when the runs it merges (those whose records it reports or
+  weighed for them: ``contributing``) were judged under the same settings: a setting that differs between them
+  (another standard, ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named
+  on stderr with the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's
+  ``exit_code`` 1), unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``:
+  the host, the toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing
+  the same package have them (``_like``: size and mtime).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
   judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
   or every case was skipped.
@@ -50,6 +52,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plura
                        visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
+from .chips import Chips, chip_order, chips_of, combine, missing_lines
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -69,6 +72,10 @@ class Merged:
     left_out: list = field(default_factory=list)      # names of records not among --cases (ok ones: left out)
     outside: list = field(default_factory=list)       # those not ok (failed, error...): reported after --cases's
     missing: int = 0                                  # --cases cases no file holds
+    sources: set = field(default_factory=set)         # the runs of the records weighed (``_weighed``)
+    chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
+    chips_missing: dict = field(default_factory=dict)  # --chips chip -> how many cases no record of it holds
+    chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
 
@@ -114,21 +121,37 @@ def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
     return expected
 
 
-def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: str = "worst") -> Merged:
+def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: str = "worst",
+          chips: Sequence[int] = ()) -> Merged:
     """Merge the records of ``stores`` (in argument order): per file the last record of a case, across files
-    by ``rule``; in the order of ``cases`` when given (those no file holds become ``not_run``), else in the
-    order the runs selected them, the cases they selected and no file reports ``not_run`` (module docstring)."""
+    by ``rule`` (a case's records of several chips: one record of every chip, ``chips.combine``, each chip expected
+    by ``--chips`` ``chips`` that holds none of them ``not_run`` there); in the order of ``cases`` when given (those no
+    file holds become ``not_run``), else in the order the runs selected them, the cases they selected and no file
+    reports ``not_run`` (module docstring)."""
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
+    labels = Chips.of(stores, chips)
     held: dict[str, list[tuple[str, CaseResult]]] = {}
     for stored in stores:
         for name, record in stored.current().items():
-            held.setdefault(name, []).append((stored.path, record))
-    merged = Merged()
-    picked = {}
+            held.setdefault(name, []).append((stored.path, labels.labelled(record)))
+    merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
+                                  for chip in chips_of(record)}, key=chip_order))
+    picked, weighed = {}, {}
     for name, entries in held.items():
-        source, record = _pick(entries, rule)
-        picked[name] = record
+        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(entries))
+        if together:
+            picked[name] = together.record
+            weighed[name] = {record.run_id for _, record in together.weighed}
+            merged.chipped += 1
+            for chip in together.missing:
+                merged.chips_missing[chip] = merged.chips_missing.get(chip, 0) + 1
+            entries = entries if together.repeated else []     # several records of one chip: duplicates
+            source, record = "its records of each chip", together.record
+        else:
+            source, record = _pick(entries, rule)
+            picked[name] = record
+            weighed[name] = {r.run_id for _, r in (entries if rule == "worst" else [(source, record)])}
         if len(entries) > 1:
             listing = ", ".join(f"{visible(path)} ({entry.status})" for path, entry in entries)
             merged.repeated.setdefault(tuple(path for path, _ in entries), []).append(
@@ -143,7 +166,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
                 picked[name] = CaseResult(name=name, status="not_run", message=why)
         order = {name: index for index, name in enumerate(expected)}
         merged.results = sorted(picked.values(), key=lambda record: order.get(record.name, len(order)))
-        return merged
+        return _weighed(merged, picked, weighed)
     from ..cases.loader import fingerprint_or_empty
     from ..device.execute import case_result
 
@@ -162,6 +185,16 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
     merged.left_out = [name for name in outside if picked[name].info.ok]
     merged.outside = [name for name in outside if not picked[name].info.ok]
     merged.results += [picked[name] for name in merged.outside]
+    return _weighed(merged, picked, weighed)
+
+
+def _weighed(merged: Merged, picked: dict, weighed: dict) -> Merged:
+    """``merged`` with its ``sources``: the run of each record reported, and of each record weighed for one (every
+    record of its case under ``--duplicates worst``, the picked one under ``last``, of each chip)."""
+    merged.sources = {record.run_id for record in merged.results}
+    for record in merged.results:
+        if picked.get(record.name) is record:
+            merged.sources |= weighed.get(record.name, set())
     return merged
 
 
@@ -203,11 +236,14 @@ def _like(key: str, value):
     return value
 
 
-def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> list[tuple[str, store.RunRecord]]:
-    """(file, run record) of each run whose records ``results`` report (by ``run_id``; every run of a file whose
-    reported records name none, as older prmg wrote them): a run every record of which a later one replaced says
-    nothing of the report."""
-    reported = {result.run_id for result in results}
+def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult],
+                 sources: set | None = None) -> list[tuple[str, store.RunRecord]]:
+    """(file, run record) of each run whose records ``results`` report or the merge weighed for them (``sources``, the
+    run ids of ``Merged.sources``: under ``--duplicates worst`` every file's record of a case, the verdicts that tie
+    with the one reported included) (by ``run_id``; every run of a file whose reported records name none, as older
+    prmg wrote them): a run every record of which a later one replaced (``--duplicates last``) says nothing of the
+    report."""
+    reported = {result.run_id for result in results} if sources is None else sources
     return [(stored.path, run) for stored in stores for run in stored.runs
             if run.run_id in reported or ("" in reported and any(not r.run_id for r in stored.results))]
 
@@ -228,13 +264,13 @@ def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tupl
     return lines
 
 
-def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult],
-                   allowed: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult], allowed: Sequence[str] = (),
+                   sources: set | None = None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(the settings that differ between the runs ``results`` come from and make the merge unlike, those that differ
     and are ``allowed`` or may: ``WHERE``), each (setting, line) as ``differing_settings`` gives it; for files of a
     prmg that wrote no run records, the runners their records name (``runner``); records of no run record merged
     with records of runs (``UNRECORDED``: what the former were judged under, no record states)."""
-    runs = contributing(stores, results)
+    runs = contributing(stores, results, sources)
     lines = differing_settings(runs)
     runners = recorded_runners(results)
     if not any(stored.runs for stored in stores) and len(runners) > 1:
@@ -248,7 +284,8 @@ def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult]
     return mixed, [(key, line) for key, line in lines if (key, line) not in mixed]
 
 
-def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allowed: Sequence[str] = ()) -> RunInfo:
+def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allowed: Sequence[str] = (),
+             sources: set | None = None) -> RunInfo:
     """The description the reports' header gets: every run's provenance as its run record states it (the
     faults injected into any run, the emulator as soon as one run or record came from it, each run's shard,
     host, runner, SoC, toolkit, operator library, kernel files and start), each setting that differs between the
@@ -264,23 +301,25 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
     if len(runners) > 1:
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
-                     f"{info.started or '?'} on {info.host or '?'}, {_devices(info.devices)}, "
+                     f"{info.started or '?'} on {info.host or '?'}, {_devices(info.devices, info.visible_devices)}, "
                      f"runner {info.runner}, standard {info.standard or '?'}{' (--strict)' if info.strict else ''}, "
                      f"SoC {info.soc or '?'}, toolkit {info.toolkit_version or '?'}, operator library "
                      f"{info.op_library or '?'}, kernel files "
                      f"{NO_KERNEL_FILES if info.opp and not info.opp_files else info.opp_portable or '?'}"
                      + (f", faults {', '.join(info.faults)}" if info.faults else ""))
              for path, run, info in infos]
-    mixed, alike = mixed_settings(stores, results, allowed)
+    mixed, alike = mixed_settings(stores, results, allowed, sources)
     notes += [("settings differ", line) for _, line in sorted(mixed + alike)]
     return replace(joined, runner=runner, location=location, supported_modes=tuple(sorted(joined.supported_modes)),
                    standard=joined.standard or "per case (as recorded)", version=__version__,
                    notes=tuple(notes), mixed=tuple(line for _, line in mixed))
 
 
-def _devices(devices) -> str:
-    """A run's device ids, ``device 0`` or ``devices 0,1`` (``devices ?`` when its record names none)."""
-    return f"device {devices[0]}" if len(devices) == 1 else f"devices {','.join(map(str, devices)) or '?'}"
+def _devices(devices, shown: str = "") -> str:
+    """A run's device ids, ``device 0`` or ``devices 0,1`` (``devices ?`` when its record names none), with the chips
+    ``ASCEND_RT_VISIBLE_DEVICES`` showed it (``shown``) when it was set."""
+    named = f"device {devices[0]}" if len(devices) == 1 else f"devices {','.join(map(str, devices)) or '?'}"
+    return f"{named} of ASCEND_RT_VISIBLE_DEVICES={visible(shown)}" if shown else named
 
 
 def _table_header(stores: Sequence[store.Stored], results: Sequence[CaseResult]) -> str:
@@ -321,9 +360,10 @@ def duplicate_lines(merged: Merged, rule: str, verbose: bool = False) -> list[st
 
 def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: Sequence[str] = (),
                  output: str | None = None, rule: str = "worst", verbose: bool = False,
-                 wide: bool = False, allow_mixed: Sequence[str] = ()) -> int:
+                 wide: bool = False, allow_mixed: Sequence[str] = (), chips: Sequence[int] = ()) -> int:
     """``prmg report``: write every report asked for and return the exit code (module docstring); ``allow_mixed``
-    the settings (``--allow-mixed``) that may differ between the runs merged."""
+    the settings (``--allow-mixed``) that may differ between the runs merged, ``chips`` those each case must have
+    run on (``--chips``)."""
     targets = outputs.parse_targets(list(reports), output)
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
@@ -343,8 +383,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         seen.append(path)
         stores.append(store.read(path))
     _check_allowed(allow_mixed, stores)
-    merged = merge(stores, cases, rule)
-    merged.results = _on_hosts(stores, merged.results)
+    merged = merge(stores, cases, rule, chips)
     for line in duplicate_lines(merged, rule, verbose):
         say(line)
     statuses = {result.name: result.status for result in merged.results}
@@ -357,7 +396,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if not merged.results:
         say("nothing to report: the results files hold no result" + (" and --cases no case" if case_paths else ""))
         return ExitCode.NO_CASES
-    mixed, alike = mixed_settings(stores, merged.results, allow_mixed)
+    mixed, alike = mixed_settings(stores, merged.results, allow_mixed, merged.sources)
     for key, line in alike:
         if key not in WHERE:
             say(f"warning: the runs were judged under different settings (--allow-mixed {key}): "
@@ -365,7 +404,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     for key, line in mixed:
         say(f"the runs were judged under different settings, which no one verdict covers: {line} "
             f"(--allow-mixed {key} if that is intended)")
-    info = run_info(stores, merged.results, allow_mixed)
+    info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged, chips)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
     unwritten = outputs.write_targets(targets, lambda target: [header + "\n"] * (target.format == "table") + list(
@@ -380,6 +419,12 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if merged.changed:
         say(f"{plural(merged.changed, 'case')} of --cases changed since their records were "
             "made: reported not_run")
+    if merged.chipped and len(merged.chips) > 1:
+        say(f"{plural(merged.chipped, 'case')} with records of several chips "
+            f"({', '.join(map(visible, merged.chips))}): each reported with its status on each chip"
+            + ("" if chips else " (--chips LIST: the chips each case must have run on, a chip missing not_run)"))
+    for line in missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips]):
+        say(line)
     if merged.unreported:
         say(f"{plural(merged.unreported, 'case')} selected by the runs but in no results "
             f"file (a shard missing, or a run stopped early): reported not_run")
@@ -392,14 +437,14 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     return report_exit_code(merged.results, info)
 
 
-def _on_hosts(stores: Sequence[store.Stored], results: list[CaseResult]) -> list[CaseResult]:
-    """``results``, each ``device`` prefixed by the host of its run (``ci-7/1``) when they come from runs on several
-    hosts: device 1 of one host is not device 1 of another, and failures by device must not add them up."""
-    hosts = {run.run_id: run.info.get("host") or "?" for stored in stores for run in stored.runs}
-    if len({hosts.get(result.run_id, "?") for result in results if result.device}) < 2:
-        return results
-    return [replace(result, device=f"{hosts.get(result.run_id, '?')}/{result.device}") if result.device else result
-            for result in results]
+def _on_chips(info: RunInfo, merged: Merged, chips: Sequence[int]) -> RunInfo:
+    """``info`` with the devices the merged records name, as the host's chips (``Chips.label``: no longer counted
+    among those ``ASCEND_RT_VISIBLE_DEVICES`` showed), and a note naming each chip of ``--chips`` no record holds."""
+    if not merged.chips:
+        return info
+    notes = info.notes + tuple(("chips", line) for line in missing_lines(merged.chips_missing, merged.chipped,
+                                                                          [str(chip) for chip in chips]))
+    return replace(info, devices=tuple(merged.chips), visible_devices="", notes=notes)
 
 
 def _check_allowed(allowed: Sequence[str], stores: Sequence[store.Stored]) -> None:

@@ -1,0 +1,181 @@
+"""The chips of a merge (``prmg report``): a case's records from runs on several chips are one record of every chip,
+and ``--chips`` names the chips each case must have run on.
+
+- **Labels** (``Chips.label``). A record's device is the id its run gave the runtime. Under
+  ``ASCEND_RT_VISIBLE_DEVICES`` (the run record's ``visible_devices``) that id counts the chips the variable shows,
+  so the host's chip is the list's entry at that place: a per-chip CI job pinned by ``ASCEND_RT_VISIBLE_DEVICES=3``
+  runs "device 0", chip 3. When the runs merged ran on several hosts each label is prefixed by its run's host
+  (``ci-7/1``): device 1 of one host is not device 1 of another. ``Chips.labelled`` relabels a record: its
+  ``device``, the keys of its ``device_statuses`` and its message's ``[failed on device 1; ...]``.
+- **Several chips** (``combine``). A case's records from runs on different chips (per-chip CI jobs, each
+  ``prmg run --devices K`` of the whole suite; ``--each-device`` runs) are not duplicates of one another: the report
+  holds one record of the case with each chip's status (``device_statuses``), each chip's own records chosen among
+  themselves by ``--duplicates`` (a rerun on chip 3 stands for chip 3 alone), the worst chip's record standing for
+  the case (``device`` the chips of that status, the message led by where each status came from), as
+  ``execute.combined`` does within one run.
+- **Expected chips** (``--chips 0-7``). Every case a record holds must have run on each of those chips of each host
+  that ran it: a chip with no record of it is ``not_run`` there, so a merge of 7 per-chip jobs of 8 is never green,
+  and ``missing_lines`` names each such chip on stderr in one line. A record of no device (a case settled before any
+  chip ran it) is held to none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+from ..device.execute import where_prefix
+from ..results import STATUSES, CaseResult, plural, visible
+
+Entry = tuple[str, CaseResult]          # (results file, record)
+
+
+def chip_order(label: str) -> tuple:
+    """Labels in the host's order, then by number: ``2`` before ``10``, ``a/7`` before ``b/0``."""
+    host, _, chip = label.rpartition("/")
+    return host, len(chip), chip
+
+
+@dataclass
+class Chips:
+    """How the records of a merge name their chips (module docstring) and which chips ``--chips`` expects."""
+
+    runs: dict = field(default_factory=dict)        # run_id -> (host, the ids ASCEND_RT_VISIBLE_DEVICES names)
+    hosts: bool = False                             # the runs ran on several hosts: labels say which
+    expected: tuple = ()                            # --chips, as ids (text)
+
+    @classmethod
+    def of(cls, stores: Sequence, expected: Sequence[int] = ()) -> "Chips":
+        """The chips of the runs of ``stores`` (``store.Stored``), ``expected`` those of ``--chips``."""
+        runs = {run.run_id: (str(run.info.get("host") or "?"),
+                             [part.strip() for part in str(run.info.get("visible_devices") or "").split(",")
+                              if part.strip()])
+                for stored in stores for run in stored.runs}
+        hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
+                 if record.device}
+        return cls(runs, len(hosts) > 1, tuple(str(chip) for chip in expected))
+
+    def label(self, run_id: str, device: str) -> str:
+        """The host's chip that ``device`` of run ``run_id`` is (module docstring), prefixed by the host when the
+        runs ran on several."""
+        host, shown = self.runs.get(run_id, ("?", []))
+        chip = shown[int(device)] if device.isdigit() and int(device) < len(shown) else device
+        return f"{host}/{chip}" if self.hosts else chip
+
+    def labelled(self, record: CaseResult) -> CaseResult:
+        """``record`` with its devices as the host's chips (``label``)."""
+        if not record.device or all(self.label(record.run_id, device) == device
+                                    for device in (record.device_statuses or {record.device: ""})):
+            return record
+        statuses = {self.label(record.run_id, device): status for device, status in record.device_statuses.items()}
+        message = _unprefixed(record)
+        where = where_prefix(statuses)
+        devices = ",".join(self.label(record.run_id, device) for device in record.device.split(","))
+        return replace(record, device=devices, device_statuses=statuses,
+                       message=f"{where} {message}".strip() if where else message)
+
+    def expected_of(self, entries: Sequence[Entry]) -> list[str]:
+        """The chips ``--chips`` expects a case with ``entries`` to have run on: each of them on each host that ran
+        it (none for a case no chip ran)."""
+        if not self.expected or not any(chips_of(record) for _, record in entries):
+            return []
+        if not self.hosts:
+            return list(self.expected)
+        hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries if record.device)
+        return [f"{host}/{chip}" for host in hosts for chip in self.expected]
+
+
+def chips_of(record: CaseResult) -> dict[str, CaseResult]:
+    """Each chip ``record`` holds a status of -> the record as that chip's (its status there)."""
+    if record.device_statuses:
+        return {chip: replace(record, status=status, device=chip, device_statuses={})
+                for chip, status in record.device_statuses.items()}
+    return {record.device: record} if record.device else {}
+
+
+def _unprefixed(record: CaseResult) -> str:
+    """``record``'s message without the ``[failed on device 1; ...]`` that ``execute.combined`` put first."""
+    where = where_prefix(record.device_statuses) if record.device_statuses else ""
+    return record.message[len(where):].lstrip() if where and record.message.startswith(where) else record.message
+
+
+@dataclass
+class Combined:
+    """A case's one record of every chip (``combine``), the records it weighed (``weighed``: their runs' settings
+    must be alike), the chips ``--chips`` expected and no record holds, and whether a chip held several records
+    (duplicates, named as such)."""
+
+    record: CaseResult
+    weighed: list
+    missing: list
+    repeated: bool = False
+
+
+def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
+            expected: Sequence[str] = ()) -> Combined | None:
+    """One record of a case from its records ``entries`` when they come from several chips or miss a chip of
+    ``expected`` (module docstring), each chip's record chosen by ``pick`` (``--duplicates`` ``rule``); None when
+    they are of one chip (or set of chips) and miss none: duplicates, chosen among as they are, or when one of them
+    names no chip."""
+    views: dict[str, list[tuple[str, CaseResult, CaseResult]]] = {}
+    for path, record in entries:
+        for chip, view in chips_of(record).items():
+            views.setdefault(chip, []).append((path, view, record))
+    missing = [chip for chip in expected if chip not in views]
+    if (not missing and len({tuple(chips_of(record)) for _, record in entries}) < 2) or \
+            any(not chips_of(record) for _, record in entries):
+        return None
+    picked, weighed = {}, []
+    for chip in sorted(views, key=chip_order):
+        items = views[chip]
+        path, view = pick([(path, view) for path, view, _ in items])
+        picked[chip] = next((view, record) for _, candidate, record in items if candidate is view)
+        weighed += [(path, record) for path, _, record in items] if rule == "worst" else \
+            [(path, picked[chip][1])]
+    statuses = {chip: view.status for chip, (view, _) in picked.items()}
+    statuses.update({chip: "not_run" for chip in missing})
+    statuses = dict(sorted(statuses.items(), key=lambda item: chip_order(item[0])))
+    worst = max(statuses.values(), key=lambda status: STATUSES[status].severity)
+    where = where_prefix(statuses)
+    chips = ",".join(chip for chip, status in statuses.items() if status == worst)
+    standing = [record for view, record in picked.values() if view.status == worst]
+    if standing:
+        base = next((record for record in standing if record.status == worst), standing[0])
+        message = _unprefixed(base)
+    else:                               # the worst is a chip with no record: not run there
+        from .store import CASE_FIELDS
+
+        first = next(iter(picked.values()))[1]
+        base = CaseResult(name=first.name, status="not_run", run_id=first.run_id,
+                          **{key: getattr(first, key) for key in CASE_FIELDS})
+        message = (f"not run on {'chip' if len(missing) == 1 else 'chips'} {', '.join(missing)}: no results file "
+                   f"holds a record of it there (--chips {id_ranges(expected)})")
+    record = replace(base, status=worst, device=chips, device_statuses=statuses,
+                     message=f"{where} {message}".strip() if where else message)
+    return Combined(record, weighed, missing, any(len(items) > 1 for items in views.values()))
+
+
+def id_ranges(labels: Sequence[str]) -> str:
+    """The chip ids of ``labels`` (their hosts dropped, once each) as ``--chips`` takes them, runs of numbers as
+    ranges: ``0-5,7``."""
+    ids = list(dict.fromkeys(label.rpartition("/")[2] for label in labels))
+    parts: list[list[str]] = []
+    for chip in ids:
+        if parts and chip.isdigit() and parts[-1][-1].isdigit() and int(chip) == int(parts[-1][-1]) + 1:
+            parts[-1][1:] = [chip]
+        else:
+            parts.append([chip])
+    return ",".join("-".join(part) for part in parts)
+
+
+def missing_lines(missing: dict[str, int], cases: int, expected: Sequence[str]) -> list[str]:
+    """One line per chip of ``--chips`` (``expected``) lacking records of some of the ``cases`` (``missing``: chip ->
+    how many): ``chip 6 of --chips 0-7: no results file holds a result of it (36 cases reported not_run there)``."""
+    asked = id_ranges(expected)
+    lines = []
+    for chip, count in sorted(missing.items(), key=lambda item: chip_order(item[0])):
+        what = "no results file holds a result of it" if count == cases else \
+            f"{count} of {cases} cases in no results file there (its run stopped early?)"
+        lines.append(f"chip {visible(chip)} of --chips {asked}: {what} ({plural(count, 'case')} reported not_run "
+                     f"there)")
+    return lines
