@@ -74,7 +74,7 @@ class Merged:
     missing: int = 0                                  # --cases cases no file holds
     sources: set = field(default_factory=set)         # the runs of the records weighed (``_weighed``)
     chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
-    chips_missing: dict = field(default_factory=dict)  # --chips chip -> how many cases no record of it holds
+    chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
@@ -139,13 +139,13 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
                                   for chip in chips_of(record)}, key=chip_order))
     picked, weighed = {}, {}
     for name, entries in held.items():
-        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(entries))
+        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries))
         if together:
             picked[name] = together.record
             weighed[name] = {record.run_id for _, record in together.weighed}
             merged.chipped += 1
-            for chip in together.missing:
-                merged.chips_missing[chip] = merged.chips_missing.get(chip, 0) + 1
+            for missing in together.missing.items():
+                merged.chips_missing[missing] = merged.chips_missing.get(missing, 0) + 1
             entries = entries if together.repeated else []     # several records of one chip: duplicates
             source, record = "its records of each chip", together.record
         else:
