@@ -83,7 +83,8 @@ class Chips:
 
     def labelled(self, record: CaseResult) -> CaseResult:
         """``record`` with its devices as the host's chips (``label``)."""
-        if not record.device or all(self.label(record.run_id, device) == device
+        pinned = self.runs.get(record.run_id, ("", ()))[1]         # the chips ASCEND_RT_VISIBLE_DEVICES named
+        if not record.device or not (self.hosts or pinned) or all(self.label(record.run_id, device) == device
                                     for device in (record.device_statuses or {record.device: ""})):
             return record
         statuses = {self.label(record.run_id, device): status for device, status in record.device_statuses.items()}
@@ -97,12 +98,19 @@ class Chips:
         """The chips case ``name`` with records ``entries`` is expected to have run on, each with why (``WHY_CHIPS``
         or the file of a run there that selected it: ``stopped``): each chip of ``--chips`` on each host that ran it
         (none for a case no chip ran), and each chip of a run that stopped before it."""
+        if not self.expected:
+            return self.stopped.get(name, {})
         hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries if record.device)
         asked = [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
 
 
 WHY_CHIPS = ""           # a chip ``Chips.expected_of`` expects because --chips names it
+
+
+def chip_ids(record: CaseResult) -> tuple:
+    """The chips ``record`` holds a status of (none: a record of no device), without ``chips_of``'s copies."""
+    return tuple(record.device_statuses) if record.device_statuses else (record.device,) if record.device else ()
 
 
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:
@@ -137,14 +145,17 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
     ``expected`` (module docstring), each chip's record chosen by ``pick`` (``--duplicates`` ``rule``); None when
     they are of one chip (or set of chips) and miss none: duplicates, chosen among as they are, or when one of them
     names no chip."""
+    if len(entries) == 1 and not expected:
+        return None
+    held = [chip_ids(record) for _, record in entries]
+    seen = {chip for chips in held for chip in chips}
+    missing = {chip: why for chip, why in (expected or {}).items() if chip not in seen}
+    if (not missing and len(set(held)) < 2) or not all(held):         # cheap: most cases of most merges
+        return None
     views: dict[str, list[tuple[str, CaseResult, CaseResult]]] = {}
     for path, record in entries:
         for chip, view in chips_of(record).items():
             views.setdefault(chip, []).append((path, view, record))
-    missing = {chip: why for chip, why in (expected or {}).items() if chip not in views}
-    if (not missing and len({tuple(chips_of(record)) for _, record in entries}) < 2) or \
-            any(not chips_of(record) for _, record in entries):
-        return None
     picked, weighed = {}, []
     for chip in sorted(views, key=chip_order):
         items = views[chip]

@@ -52,7 +52,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plura
                        visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_order, chips_of, combine, missing_lines
+from .chips import Chips, chip_ids, chip_order, combine, missing_lines
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -136,7 +136,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         for name, record in stored.current().items():
             held.setdefault(name, []).append((stored.path, labels.labelled(record)))
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
-                                  for chip in chips_of(record)}, key=chip_order))
+                                  for chip in chip_ids(record)}, key=chip_order))
     picked, weighed = {}, {}
     for name, entries in held.items():
         together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries))
