@@ -881,7 +881,8 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     no record says how many chips were meant. Each case now holds each chip's status, the pinned job's as its chip
     2, and --chips 0-2 makes a chip no file holds not_run there, named on stderr in one line; a chip's job killed
     half-way (its run record names the cases it was to run) is not_run there for the cases it never ran, which
-    another chip's record stood for."""
+    another chip's record stood for; and --resume takes a verdict of another chip for none (chip 2's job resuming
+    from chip 0's file ran nothing, exit 0, its header naming chip 2)."""
     env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}    # chip 1 computes wrong
     jobs = {chip: tmp_path / f"chip{chip}.jsonl" for chip in range(3)}
     for chip, path in jobs.items():
@@ -909,6 +910,14 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     assert stopped.returncode == 1 and f"prmg: chip 0: the run of {killed} there selected 1 case and recorded no " \
         f"result of them (stopped or killed before them?): reported not_run there" in stopped.stderr.splitlines()
     assert prmg_here("report", killed, jobs[0], "-o", os.devnull).returncode == 0       # chip 0's rerun holds it
+    resumed = tmp_path / "resumed2.jsonl"               # chip 2's job resuming from chip 0's file (a shared CI cache)
+    again = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "2", "--resume",
+                        jobs[0], "--results", resumed, "-o", os.devnull, env=env)
+    assert again.returncode == 0 and "--resume: 0 results of " in again.stderr, again.stderr     # ran on chip 2
+    assert {r.device for r in read(resumed).results} == {"2"}
+    pinned = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "0", "--resume",
+                         resumed, "-o", os.devnull, env={**env, "ASCEND_RT_VISIBLE_DEVICES": "2"})
+    assert f"--resume: 2 results of {resumed} taken" in pinned.stderr                   # chip 2 again: taken
 
 
 def test_verdicts_that_tie_still_bring_their_runs_settings_into_the_merge(tmp_path):

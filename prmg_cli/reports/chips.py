@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
-from ..results import STATUSES, CaseResult, plural, visible
+from ..results import STATUSES, CaseResult, physical, plural, shown_chips, visible
 
 Entry = tuple[str, CaseResult]          # (results file, record)
 
@@ -54,9 +54,7 @@ class Chips:
         selected (in its shard) and its file holds no record of (``stopped``: killed before it got there)."""
         from ..device.execute import parse_shard, shard_of
 
-        runs = {run.run_id: (str(run.info.get("host") or "?"),
-                             [part.strip() for part in str(run.info.get("visible_devices") or "").split(",")
-                              if part.strip()])
+        runs = {run.run_id: (str(run.info.get("host") or "?"), shown_chips(run.info.get("visible_devices")))
                 for stored in stores for run in stored.runs}
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
@@ -78,7 +76,7 @@ class Chips:
         """The host's chip that ``device`` of run ``run_id`` is (module docstring), prefixed by the host when the
         runs ran on several."""
         host, shown = self.runs.get(run_id, ("?", []))
-        chip = shown[int(device)] if device.isdigit() and int(device) < len(shown) else device
+        chip = physical(device, shown)
         return f"{host}/{chip}" if self.hosts else chip
 
     def labelled(self, record: CaseResult) -> CaseResult:
@@ -103,6 +101,12 @@ class Chips:
         hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries if record.device)
         asked = [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
+
+
+def run_chips(devices: Sequence, visible_devices: str) -> set[str]:
+    """The host's chips (``physical``) a run on ``devices`` under ``ASCEND_RT_VISIBLE_DEVICES=visible_devices`` used."""
+    shown = shown_chips(visible_devices)
+    return {physical(str(device), shown) for device in devices}
 
 
 WHY_CHIPS = ""           # a chip ``Chips.expected_of`` expects because --chips names it
