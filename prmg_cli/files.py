@@ -28,6 +28,7 @@ from .errors import PrmgError
 from .results import plural
 
 MiB = 1 << 20
+GiB = 1 << 30
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
@@ -117,8 +118,10 @@ def not_a_file(path: str | os.PathLike) -> str:
 
 
 def describe_size(size: int) -> str:
-    """``size`` bytes in words: ``12 bytes``, ``3.5 MiB``."""
-    return plural(size, "byte") if size < MiB else f"{size / MiB:.1f} MiB"
+    """``size`` bytes in words: ``12 bytes``, ``3.5 MiB``, ``1.2 GiB``."""
+    if size < MiB:
+        return plural(size, "byte")
+    return f"{size / MiB:.1f} MiB" if size < GiB else f"{size / GiB:.1f} GiB"
 
 
 def open_regular(path: str | os.PathLike, limit: int | None = None) -> int:

@@ -121,12 +121,14 @@ def test_a_one_value_slice_list_is_read_as_nnopbase_lays_out_what_follows_it(emu
     assert facts(one).first_rules == ("slice list of 1 value",)
     assert facts(dataclasses.replace(one, expect=Expect("any"))).first_rules == ()
     empty_cos = case_of(partial_slice=[4], cos_shape=[1, 2, 1, 0], broadcast=None)
+    zero = case_of(partial_slice=[0])                   # [0, 2^32): refused, not the empty slice [0, 0) (a no-op)
     builds = {"base": 561002, "e9f0541c": 0, "2b888cdb": 561002}
     assert {build: expected_status(empty_cos, TODAY, build=build) for build in builds} == builds
     for build, status in builds.items():
         emulated("", build)
         with AclSession(emulator, 0) as session:
             assert session.launch(empty_cos, make_inputs(empty_cos)).status == status, build
+            assert session.launch(zero, make_inputs(zero)).status == expected_status(zero, TODAY) == 561002, build
     files = [ROOT / "cases" / name for name in ("negative.yaml", "forward.yaml", "cover.yaml")]
     shipped = [case for case in load_cases(files) if case.slice_argument() is not None
                and len(case.slice_argument()) == 1]
@@ -450,10 +452,10 @@ def test_graph_mode_holds_a_build_dependent_case_to_graph_modes_own_table():
 
 
 def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():
-    from conftest import prmg
+    from conftest import prmg_forked
 
-    result = prmg("run", str(ROOT / "cases" / "worked_example.yaml"), "--runner", "emulator",
-                  env={"PRMG_EMU_SOC": "Ascend910B2"})
+    result = prmg_forked("run", str(ROOT / "cases" / "worked_example.yaml"), "--runner", "emulator",
+                         env={"PRMG_EMU_SOC": "Ascend910B2"})
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == ("prmg: error: the device is an Ascend910B2 (ascend910b): InplacePartialRotaryMulGrad's "
                              "op definition lists ascend950, ascend960dt only, so its 1 case cannot run here (run them "

@@ -60,6 +60,24 @@ def test_a_rope_key_named_as_a_model_config_names_it_says_the_key_meant(tmp_path
         load_cases([path])
 
 
+@pytest.mark.parametrize("entry, field, said", [
+    ("mode: half", "mode", "(did you mean 'rotary_mode'?)"),                       # it said 'golden', the closest
+    ("slice: [0, 4]", "slice", "(did you mean 'partial_slice'?)"),                 # spelling
+    ("rope_theta: 500000", "rope_theta", "(a RoPE table's base is given per table: inputs: {cos: {rope: {base: ...}}, "
+     "sin: {rope: {base: ...}}}; a model config's rope_theta is the table's base)"),
+    ("broadcast: 1S1D, inputs: {cos: {rope: {offset: [1, 2]}}}", "inputs.cos.rope.offset",
+     "got 2; a table of one row per request needs a B axis: broadcast B11D or BS1D")])
+def test_a_newcomers_key_says_the_way_out(tmp_path, entry, field, said):
+    """A new user's first case, written as a model's config or another tool names things: the error names the key
+    meant (one of whose words was written), where a model's rope_theta goes, and the layout per-request positions
+    need."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"- {{name: a, shape: [2, 3, 1, 4], {entry}}}\n")
+    with pytest.raises(PrmgError) as caught:
+        load_cases([path])
+    assert f"field '{field}': " in str(caught.value) and str(caught.value).endswith(said), str(caught.value)
+
+
 @pytest.mark.parametrize("written, meant", [("neox", "half"), ("rotate_half", "half"), ("non-interleaved", "half"),
                                              ("GPT-J", "interleave"), ("interleaved", "interleave"), ("hlf", "half")])
 def test_an_unknown_rotary_mode_suggests_the_mode_a_conventions_name_means(tmp_path, written, meant):
@@ -505,3 +523,19 @@ def test_python_tags_are_never_executed(tmp_path):
         load_cases([path])
     assert not marker.exists()
     assert not os.path.exists("/tmp/prmg_broken_corpus_pwned")
+
+
+@pytest.mark.parametrize("text", ['{"schema": "prmg.run/1", "run_id": "r"}\n{"schema": "prmg.result/3", "name": "a"}\n',
+                                  '{"schema": "prmg.result/3", "name": "a", "status": "passed"}\n'],
+                         ids=["two-lines", "one-line"])
+def test_a_results_file_given_as_cases_says_what_it_is_and_which_commands_read_it(tmp_path, text):
+    """``prmg report --cases r.jsonl`` (or run, validate, coverage of it): the second line of a results file was a YAML
+    syntax error ('this line does not fit the document'), and a file of one line a mapping of unknown keys; either
+    way nothing said it is a results file nor where it goes."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(text)
+    with pytest.raises(PrmgError) as caught:
+        load_cases([path])
+    schema = text.split('"')[3]
+    assert str(caught.value) == (f"{path}: holds {schema} records, not cases: a results file (prmg "
+                                 "run --results) is read by prmg report, prmg compare and run --resume")

@@ -134,7 +134,12 @@ def check_keys(mapping: dict, known: Sequence[str], where: Where, prefix: str) -
     """Refuse a key not in ``known``, suggesting the closest known one."""
     for key in mapping:
         if not (isinstance(key, str) and key in known):
-            raise where.error(f"{prefix}{label(key)}", f"unknown key {show(key)}{suggest(key, known)}")
+            hint = suggest(key, known)
+            if key in ROPE_ALIASES and "inputs" in known:       # a model config's rope_theta beside a case's shape
+                name = ROPE_ALIASES[key]
+                hint = (f" (a RoPE table's {name} is given per table: inputs: {{cos: {{rope: {{{name}: ...}}}}, sin: "
+                        f"{{rope: {{{name}: ...}}}}}}; {ROPE_ALIAS_WHY[name]})")
+            raise where.error(f"{prefix}{label(key)}", f"unknown key {show(key)}{hint}")
 
 
 def is_int(value) -> bool:
@@ -693,8 +698,9 @@ def parse_rope(value, path: str, where: Where, rows: int = 1) -> tuple[float, in
         raise where.error(f"{path}.base", f"expected a finite number > 0, got {kind(base)}")
     if isinstance(offset, list):
         if len(offset) != rows:
+            way = "; a table of one row per request needs a B axis: broadcast B11D or BS1D" if rows == 1 else ""
             raise where.error(f"{path}.offset", f"a list of offsets has one per index of the table's first axis "
-                                                f"(B = {rows}), got {len(offset)}")
+                                                f"(B = {rows}), got {len(offset)}{way}")
         if not all(is_int(item) and 0 <= item <= INT64_MAX for item in offset):
             raise where.error(f"{path}.offset", f"expected integers 0 <= offset <= 2**63 - 1, got {show(offset)}")
         return float(base), tuple(offset)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 from .. import files
@@ -27,15 +28,34 @@ def _flag_error(exc: PrmgError) -> PrmgError:
     return PrmgError(f"{flag}{f' ({exc.field})' if '.' in exc.field else ''}: {exc.reason}")
 
 
-def _write(text: str, output: str | None, what: str, inputs: dict[str, str], count: int) -> str:
+def _write(text: str, output: str | None, what: str, inputs: dict[str, str], count: int,
+           generated: bool = False) -> str:
     """``text`` (a case file of ``count`` cases) itself without ``output``; else write it to the file ``output``
-    (``writes.check_outputs``: never one of ``inputs``; atomically: a failed write leaves an existing file whole) and
-    return ``wrote N cases to FILE``, as ``prmg dump`` says."""
+    (``writes.check_outputs``: never one of ``inputs``; atomically: a failed write leaves an existing file whole;
+    gen-case's (``generated``) never over a file it did not write: ``_not_hand_written``) and return ``wrote N cases
+    to FILE``, as ``prmg dump`` says."""
     if output is None:
         return text
     check_outputs([Output(output, what)], inputs)
+    if generated:                                               # gen-case's, not import-ttk's (which rewrites its own)
+        _not_hand_written(output)
     files.write_text(output, text)
     return f"wrote {plural(count, 'case')} to {output}\n"
+
+
+def _not_hand_written(output: str) -> None:
+    """Refuse to replace a regular file that gen-case did not write (its first line is not a comment beginning
+    ``gencase.GENERATED``): a new user's own case file given as ``-o`` (meaning --append) was replaced by the one
+    generated case, exit 0."""
+    mark = f"# {gencase.GENERATED}".encode()
+    try:
+        with open(output, "rb") as file:
+            if not os.path.isfile(output) or file.read(len(mark)) in (mark, b""):
+                return
+    except OSError:
+        return                                  # missing: a new file (check_outputs said why any other cannot be)
+    raise PrmgError("cannot write the case file: it holds text gen-case did not write, which replacing it would lose "
+                    "(add one case to it with --append, or remove the file first)", file=output)
 
 
 def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mode, seed, name, inputs,
@@ -52,7 +72,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
             raise _flag_error(exc) from None
         if notes is not None:
             notes += skipped_today(doc["cases"])
-        return _write(gencase.dump_yaml(doc), output, "case file", {}, len(doc["cases"]))
+        return _write(gencase.dump_yaml(doc), output, "case file", {}, len(doc["cases"]), generated=True)
     if tags or exclude_tags:
         raise PrmgError("--tag and --exclude-tag choose cases of a --preset")
     if shape is None:
@@ -80,6 +100,7 @@ def generate(*, shape, cos_shape, broadcast, partial_slice, dtype, cos_dtype, mo
     if output is None:
         return text
     gencase.check_loads(text, output)             # e.g. a file: input outside the output's folder, or -o one
+    _not_hand_written(output)
     files.write_text(output, text)
     return f"wrote 1 case to {output}\n"
 
@@ -113,8 +134,8 @@ def check_strength(case: dict, notes: list) -> None:
     rope = any("rope" in case.get("inputs", {}).get(tensor, {}) for tensor in ("cos", "sin"))
     batch = value.shape[0]
     positions = ";".join(f"P{index}" for index in range(1, batch + 1)) if batch <= 3 else f"P1;P2;...;P{batch}"
-    per_request = (f"one position per request: --broadcast B11D --inputs cos=rope:BASE:{positions},"
-                   f"sin=rope:BASE:{positions}")
+    per_request = (f"one position per request: --broadcast B11D --inputs \"cos=rope:BASE:{positions},"   # quoted:
+                   f"sin=rope:BASE:{positions}\"")                               # a shell ends a command at ';'
     if cannot:
         hint = f"; give positions past 0 (cos=rope:BASE:OFFSET) or {per_request}" if rope else ""
         raise PrmgError(f"this case cannot fail: {cannot}{hint}", case=case["name"], field="inputs")

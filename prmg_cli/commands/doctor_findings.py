@@ -31,11 +31,14 @@ def loaded_lines(paths: list[str]) -> list[str]:
 
 
 def _probe_lines(toolkit) -> tuple[list[str], bool]:
-    from .suite import chips_not_shown, probe_in_child
+    from .suite import NO_DEVICE, chips_not_shown, probe_in_child
 
     info = probe_in_child(toolkit)
-    if hidden := info.get("device_count") and chips_not_shown(info["device_count"]):
+    count = info.get("device_count")
+    if isinstance(count, int) and (hidden := chips_not_shown(count)):     # 0 too: ASCEND_RT_VISIBLE_DEVICES=-1
         info.setdefault("errors", []).append(f"{hidden} (--devices all, smoke.sh's gate, refuses it)")
+    elif count == 0 and not info.get("errors") and "error" not in info:    # exit 1 said why
+        info["errors"] = [NO_DEVICE]
     lines = loaded_lines(info.get("loaded", []))
     lines += [f"  symbol {name}: {'resolves' if found else 'MISSING'}"
               + ("" if found or name in REQUIRED else " (optional: its cases error)")

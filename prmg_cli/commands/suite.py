@@ -30,6 +30,7 @@ from ..judging.standards import check_standard
 from ..ops import constraints
 from ..reports import outputs, run_record
 from ..reports.outputs import listing
+from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
 from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, summary_line,
@@ -56,7 +57,7 @@ def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = 
 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     """``prmg validate``: the summary of valid files (wrapped to the screen's width) and a warning line per case (on
-    a terminal wrapped too, ``screen.folded``)
+    a terminal wrapped too, ``screen.folded``; the cases of a file warned alike share one, naming them)
     whose expectation the constraint model disagrees with; raises every mistake in ``paths``
     (``loader.check_files``) as one PrmgError carrying the others, printed one line each."""
     modes = target_modes(supported_modes)
@@ -66,9 +67,15 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     files = len({case.source for case in cases})
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
-    warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
-                for text in (constraints.expectation_warning(case, modes),
-                             case.known_defect and case.known_defect.unjudged(), vacuity.weak_warning(case)) if text]
+    alike: dict[tuple[str, str], list[str]] = {}        # cases of a file warned alike: one line (RoPE tables' partners)
+    for case in cases:
+        for text in (constraints.expectation_warning(case, modes), case.known_defect and case.known_defect.unjudged(),
+                     vacuity.weak_warning(case)):
+            if text:
+                alike.setdefault((case.source, text), []).append(case.name)
+    warnings = [f"warning: {visible(source)}: " + (f"case '{visible(names[0])}'" if len(names) == 1 else
+                                                   f"{len(names)} cases ({first_names(names)})")
+                + f": {text}" for (source, text), names in alike.items()]
     verb = "is" if len(cases) == 1 else "are"
     npy = len(file_inputs(cases))
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
@@ -78,13 +85,20 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     return "\n".join(folded(warnings) + wrap(summary, width()))
 
 
+MAX_SIZE = 2 ** 63
+
+
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count -> bytes."""
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
     if not match:
         raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
-    return int(float(match.group(1)) * scale)
+    number = match.group(1)
+    size = (float(number) if "." in number else int(number)) \
+        * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
+    if not size < MAX_SIZE:                 # 400 digits and a point are float infinity: int() of it was a traceback
+        raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {text!r}")
+    return int(size)
 
 
 def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = "no limit") -> float | None:
@@ -151,6 +165,7 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
 
 
 VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+NO_DEVICE = "the runtime reports no device"
 
 
 def chips_not_shown(count: int, env=os.environ) -> str | None:
@@ -163,7 +178,8 @@ def chips_not_shown(count: int, env=os.environ) -> str | None:
     named = [entry for entry in value.split(",") if entry.strip()]
     if len(named) <= count:
         return None
-    return (f"{VISIBLE}={visible(value)} names {len(named)} chips, the runtime shows {count}: a chip it names is "
+    return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip it "
+            f"names is "
             f"missing (the driver no longer enumerates it, or this host has no such chip) or an entry is repeated or "
             f"no id, and the runtime reads the list only up to there; fix {VISIBLE}")
 
@@ -180,7 +196,7 @@ def _device_count(toolkit, option: str) -> int:
     info = probe_in_child(toolkit)
     count = info.get("device_count") or 0
     if count < 1:
-        why = "; ".join(info.get("errors", [])) or "the runtime reports no device"
+        why = "; ".join(info.get("errors", [])) or chips_not_shown(0) or NO_DEVICE
         raise PrmgError(f"{option}: {why}")
     return count
 
@@ -517,9 +533,9 @@ class _Run:
             say(f"warning: {note[2:]}")
         self._record(settings, selection)
         if self.writer is not None and stored is not None and not same_file(stored.path, str(self.writer.path)):
-            for case in self.cases:                   # --resume A --results B: B holds the whole run, each record
-                if case.name in self.finished:        # taken as this run's (judged under its settings: trusted)
-                    self._append(replace(self.finished[case.name], run_id=self.run_id))
+            self._append(*[replace(self.finished[case.name], run_id=self.run_id)   # --resume A --results B:
+                           for case in self.cases if case.name in self.finished])    # B holds the whole run, each
+            # record taken as this run's (judged under its settings: trusted), synced once (Writer.append_all)
         self.todo = [case for case in self.cases if case.name not in self.finished]
         self.progress = Progress(len(self.todo), interval=self.request.progress_interval or 0)
 
@@ -533,10 +549,10 @@ class _Run:
                                    settings, self.info.to_dict(),
                                    execute.together(selection) if self.request.shard else {}))
 
-    def _append(self, record) -> None:
-        """Append ``record`` to the results file; when that fails, the run stops (its reports still go out)."""
+    def _append(self, *records) -> None:
+        """Append ``records`` to the results file; when that fails, the run stops (its reports still go out)."""
         try:
-            self.writer.append(record)
+            self.writer.append_all(records)
         except PrmgError as error:
             self.unrecorded.append(error)
             raise
@@ -567,7 +583,7 @@ class _Run:
             self._record(self.settings or run_record.recorded_settings(self.info, settings), selection)
             for result in missing:
                 result.run_id = self.run_id
-                self.writer.append(result)
+            self.writer.append_all(missing)
             self.writer.close()
         position = {case.name: index for index, case in enumerate(self.cases)}
         ordered = sorted([*self.finished.values(), *missing], key=lambda result: position[result.name])

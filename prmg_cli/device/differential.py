@@ -7,7 +7,7 @@ and ``combine`` makes the case's one result:
 1. the paths must agree -- both succeeded with the same in-place tensor, bit for bit (``dtypes.bits``: NaN payloads
    and signed zeros count), or both refused for the same kind of reason (``status.refusal_kind``); a path that has
    no form of the case (skipped) or could not judge it (an error) is not compared, nor are the paths of a case graph
-   mode reads otherwise by design (``constraints.graph_reads_otherwise``: a slice list of no or one value);
+   mode reads otherwise by design (``constraints.graph_reads_otherwise``: a slice list of no value);
 2. the status is the worst of the paths' (``results.StatusInfo.severity``; a path that skipped the case counts only
    when every path did), ``failed`` when they disagree; the
    message says which path disagrees with the golden (the path whose own verdict failed, or, when both are within

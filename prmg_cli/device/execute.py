@@ -38,7 +38,7 @@ from ..case import Case, element_count, storage_elements
 from ..cases.loader import case_record
 from ..dtypes import lookup
 from ..errors import STOP_SIGNALS, PrmgError
-from ..files import MiB
+from ..files import MiB, describe_size
 from ..judging.checks import CheckContext, fold_checks, run_checks
 from ..judging.judge import judge, phase_of, slice_arrays as judge_slice_arrays
 from ..judging.standards import standard_of
@@ -161,9 +161,9 @@ def precheck(case: Case, settings: RunSettings, accepted: Sequence[int] | None =
         shared = runner_kind(settings.toolkit) == "emulator"      # its device memory is the host's
         if (host + device if shared else max(host, device)) > settings.max_memory:
             return case_result(case, "error", standard=standard, message=(
-                f"needs about {host / 2**30:.2f} GiB of host and {device / 2**30:.2f} GiB of device "
+                f"needs about {describe_size(host)} of host and {describe_size(device)} of device "
                 f"memory{' (one memory: the emulator)' if shared else ''}, over --max-memory "
-                f"{settings.max_memory / 2**30:.2f} GiB; not attempted"))
+                f"{describe_size(settings.max_memory)}; not attempted"))
     return None
 
 
@@ -1123,5 +1123,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     """``"I/N"`` -> (I, N) with 1 <= I <= N (``vocab.shard_numbers``); PrmgError otherwise."""
     numbers = shard_numbers(text)
     if numbers is None:
-        raise PrmgError(f"--shard must be I/N in the digits 0-9 with 1 <= I <= N (e.g. 2/8), got {text!r}")
+        raise PrmgError(f"--shard must be I/N, each of at most 19 digits 0-9, with 1 <= I <= N (e.g. 2/8), "
+                        f"got {text!r}")
     return numbers

@@ -10,8 +10,8 @@ error always runs. A case's expectation is written for the 950; ``on_chip`` says
 
 In graph mode (``runners/geir``) the same rules decide, in the same order; where GE refuses a case (the phase and
 GE's status) is each operator's ``OperatorSpec.graph`` (``graph_case``). A case whose status a rule without
-a graph-mode form decides (a strided tensor) is skipped there; a partialSlice list of no or one value, which no
-nnopbase sees in a graph, is answered as the tiling reads it.
+a graph-mode form decides (a strided tensor) is skipped there; a partialSlice list of no value, which no
+nnopbase sees in a graph, is answered as the tiling reads it (a list of one value both paths read alike).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _read_in_graph(case: Case, reading: GraphReading, supported_modes, soc: str 
 
 def graph_reads_otherwise(case: Case, supported_modes=DEFAULT_SUPPORTED_MODES) -> bool:
     """Whether graph mode reads ``case`` otherwise than the aclnn path (its first broken rule a ``GraphReading``:
-    a partial_slice of no or one value, which nnopbase sees and no graph does): the paths' answers differ by
+    a partial_slice of no value, which nnopbase refuses and no graph sees): the paths' answers differ by
     design, each judged against its own expectation and not held to the other's."""
     found = violation_details(case, supported_modes)
     return bool(found) and isinstance(OPERATORS[case.op].graph.refusal(found[0].rule), GraphReading)
@@ -198,7 +198,7 @@ def graph_case(case: Case, supported_modes: set[int] | frozenset[int], soc: str 
     (``status.graph_status``). The case has no graph form when its first broken rule has none, and the text says
     why (``GraphIR.refusals``: a strided dy, which GE's dense tensors cannot express). A case whose first broken rule is
     the aclnn path's alone is answered as the graph's tiling reads it (``GraphReading``, ``_read_in_graph``: a slice
-    list of no or one value, read past its end as ``grad.PAST_THE_LIST``, or the forward's list of none as [0, D)).
+    list of no value, read past its end as ``grad.PAST_THE_LIST``, or the forward's as [0, D)).
     A pass case whose in-place tensor has no elements has no certain answer either when the tiling refuses it
     (``GraphIR.tiling_rules``): nnopbase runs no tiling for it, GE may."""
     defect = case.known_defect

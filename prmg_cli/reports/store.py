@@ -42,6 +42,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -766,15 +767,27 @@ class Writer:
         """Write ``record`` as one JSON line (one write) and sync it to disk; PrmgError naming the path when it
         cannot be written (a full disk, ``/dev/full``, a closed pipe) or when a regular file would grow past
         ``MAX_FILE_BYTES``, which ``read`` refuses (so that every file a run writes can be read back)."""
+        self.append_all([record])
+
+    def append_all(self, records: Sequence[CaseResult | RunRecord]) -> None:
+        """``append`` of each of ``records`` in order, synced to disk once at the end: a run stopped early writes its
+        cases not run so (one sync each took 3-4 s for 800 cases on a loaded machine after a Ctrl-C, minutes for a
+        suite of 100,000)."""
         if self._fd is None:
             raise PrmgError("cannot write the results file: it is closed", file=str(self.path))
-        line = encode(record)
+        if not records:
+            return
+        record = records[0]
         try:
-            if self._regular and os.fstat(self._fd).st_size + len(line) > MAX_FILE_BYTES:
-                raise PrmgError(f"cannot write {_what(record)} to the results file: it would grow past the limit of "
-                                f"{files.describe_size(MAX_FILE_BYTES)} that prmg reads (give --results a new file)",
-                                file=str(self.path))
-            files.write_all(self._fd, line)
+            size = os.fstat(self._fd).st_size if self._regular else 0
+            for record in records:
+                line = encode(record)
+                size += len(line)
+                if self._regular and size > MAX_FILE_BYTES:
+                    raise PrmgError(f"cannot write {_what(record)} to the results file: it would grow past the limit "
+                                    f"of {files.describe_size(MAX_FILE_BYTES)} that prmg reads (give --results a new "
+                                    f"file)", file=str(self.path))
+                files.write_all(self._fd, line)
             if self._regular:
                 os.fsync(self._fd)
         except OSError as error:

@@ -17,11 +17,13 @@
  * An attribute the graph does not set takes the IR's default (rotary_mode 0, partial_slice {0, 0}): a partial_slice
  * of NULL (prmg's null partialSlice) is left unset; a list of any other length is the attribute as written (GE takes
  * a list of none as set, not as its default), which no nnopbase checks: the tiling reads a list of none itself (the
- * forward's as [0, D)); a list of fewer than two values the tiling reads on past its end (GetData()[0] and [1]),
+ * forward's as [0, D)); a list of fewer than two values the 950's tilings read on past its end (GetData()[0] and [1]),
  * into what GE's ComputeNodeInfo holds after the attributes, partial_slice the last: the ref output's
  * AnchorInstanceInfo {instance_start 0, instantiation_num 1, zeroed reserved bytes}, read as int64 1 << 32 then 0
  * (PAST_THE_LIST; hicann/ge 56f8e1bb9: attrs_to_buffer.h, bg_kernel_context_extend.cc, compute_node_info.h), so the
- * grad's tiling sees [2^32, 0) for a list of none and [v, 2^32) for {v}, which its slice range refuses.
+ * grad's tiling sees [2^32, 0) for a list of none and [v, 2^32) for {v}, which its slice range refuses; nnopbase lays
+ * the aclnn path's attributes out alike, so {v} is passed on as written and read as the aclnn path reads it; the A2/A3
+ * membase tiling refuses a list of one value for its length, in a graph too.
  *
  * Its faults (faults.h, GEIR_FAULTS) are graph-mode bugs the aclnn path cannot show: geir_slice_dropped (the
  * graph loses partial_slice: the IR default {0, 0} is used), geir_mode_dropped (rotary_mode lost: the default
@@ -501,14 +503,11 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
         slice = whole;
         slice_count = 2;
     }
-    /* a list of fewer than two values: its values, then what lies past it (PAST_THE_LIST) */
-    int64_t read[2] = {PAST_THE_LIST[0], PAST_THE_LIST[1]};
-    if (slice_count < 2) {
-        if (slice_count == 1) {
-            read[0] = slice[0];
-            read[1] = PAST_THE_LIST[0];
-        }
-        slice = read;
+    /* the grad's list of none: what lies past it (PAST_THE_LIST), which nnopbase's refusal keeps from the aclnn path's
+     * tiling; a list of one value goes as written, read past its end by the tiling as on the aclnn path (read_slice),
+     * or refused for its length by the A2/A3 membase tiling */
+    if (slice_count == 0) {
+        slice = PAST_THE_LIST;
         slice_count = 2;
     }
     graph_state state = {0};

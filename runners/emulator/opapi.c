@@ -372,8 +372,9 @@ void read_slice(const aclIntArray *partialSlice, int64_t d, fault_set faults, in
     } else if (partialSlice == NULL) {
         *start = *end = 0;
     } else {
+        /* the values past a list of `size` < 2: PAST_THE_LIST from its start (one value: [v, 2^32)) */
         *start = partialSlice->size > 0 ? partialSlice->values[0] : PAST_THE_LIST[0];
-        *end = partialSlice->size > 1 ? partialSlice->values[1] : PAST_THE_LIST[partialSlice->size];
+        *end = partialSlice->size > 1 ? partialSlice->values[1] : PAST_THE_LIST[1 - partialSlice->size];
     }
 }
 
