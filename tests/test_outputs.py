@@ -282,11 +282,11 @@ def on_terminal(args: list, columns: int, cwd, *, stderr_too: bool = False) -> s
 @pytest.fixture(scope="module")
 def fault_results(tmp_path_factory):
     """A results file of cases/smoke.yaml and future_modes.yaml run with the emulator's ``sign`` fault injected."""
-    from conftest import prmg
+    from conftest import prmg_forked
 
     folder = tmp_path_factory.mktemp("compare")
-    prmg("run", ROOT / "cases" / "smoke.yaml", ROOT / "cases" / "future_modes.yaml", "--results", folder / "b.jsonl",
-         env={"PRMG_EMU_FAULT": "sign"})
+    prmg_forked("run", ROOT / "cases" / "smoke.yaml", ROOT / "cases" / "future_modes.yaml", "--results",
+                folder / "b.jsonl", env={"PRMG_EMU_FAULT": "sign"})
     return folder / "b.jsonl"
 
 
@@ -335,7 +335,7 @@ def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in
     under -v are wrapped at spaces, the later lines indented under the text; ``prmg:`` notes on a terminal's
     standard error too, and a run merged with its rerun is one duplicate note, not one per case. In a pipe each
     stays one line for grep (they were 250-330 columns, the terminal breaking them mid-word)."""
-    from conftest import prmg
+    from conftest import prmg_forked
 
     run, rerun, again = "run.jsonl", "rerun.jsonl", "again.jsonl"     # from tmp_path: a path is a word no wrap breaks
     for name in (run, rerun, again):
@@ -349,11 +349,11 @@ def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in
     notes = [line for line in grouped.splitlines() if line.startswith("prmg: duplicate")]
     assert len(notes) == 1 and notes[0].startswith("prmg: duplicate: 84 cases in each of "), grouped
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in grouped.splitlines()), grouped
-    piped = prmg("report", run, rerun, cwd=tmp_path)
+    piped = prmg_forked("report", run, rerun, cwd=tmp_path)
     failures = [line for line in piped.stdout.splitlines() if re.match(r"FAIL \S+: ", line)]
     assert failures and all(" > bound " in line and "worst at" in line for line in failures), piped.stdout
     assert piped.stderr.count("\n") == 1 and "(-v names each)" in piped.stderr
-    assert prmg("report", run, rerun, "-v", cwd=tmp_path).stderr.count("prmg: duplicate: case '") == 84
+    assert prmg_forked("report", run, rerun, "-v", cwd=tmp_path).stderr.count("prmg: duplicate: case '") == 84
 
 
 def test_doctor_fits_an_80_column_terminal_its_paths_beside_their_labels(tmp_path):
@@ -923,3 +923,25 @@ def test_a_passed_call_that_computes_nothing_says_so_instead_of_a_bare_dash():
     assert metric_label(result()) == "-"                                  # not a no-op: nothing to say
     assert metric_label(result(partial_slice=[4, 4], status="failed")) == "-"
     assert metric_label(result(partial_slice=[4, 4], metrics={"a": 1})) == "a=1"
+
+
+def test_cases_warned_alike_get_one_entry_in_the_run_and_in_validate(tmp_path):
+    """A newcomer's file of RoPE tables without ``partners_alike``: each passed case repeated the same five-line
+    warning below the table, and ``prmg validate`` once a case. Alike warnings of one file are one entry naming the
+    cases; a case warned otherwise, a failure and ``-v`` keep their own."""
+    from prmg_cli.commands.suite import validate_paths
+
+    alike = ["partners alike: sin is the same at both lanes of every pair"]
+    results = [CaseResult(name=name, status="passed", warnings=list(alike)) for name in ("a", "b", "c", "d")]
+    results += [CaseResult(name="e", status="passed", warnings=["vacuous"]), CaseResult(name="f", status="failed",
+                                                                                      message="err", warnings=alike)]
+    lines = table.failure_lines(results, width=100)
+    assert lines == ["PASS 4 cases (a, b, c and 1 more):", f"    warning: {alike[0]}", "PASS e:",
+                     "    warning: vacuous", "FAIL f: err", f"    warning: {alike[0]}"]
+    assert sum(line.startswith("PASS") for line in table.failure_lines(results, width=100, verbose=True)) == 5
+    path = tmp_path / "rope.yaml"
+    rope = "inputs: {cos: {rope: {base: 10000}}, sin: {rope: {base: 10000}}}"
+    path.write_text("".join(f"- {{name: {name}, shape: [1, 4, 1, 8], {rope}}}\n" for name in ("x", "y")))
+    said = validate_paths([str(path)], None).splitlines()
+    assert said[0].startswith(f"warning: {path}: 2 cases (x, y): partners alike: ")
+    assert sum(line.startswith("warning:") for line in said) == 1

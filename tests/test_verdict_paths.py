@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import forked_pytest, prmg, prmg_forked, prmg_here
+from conftest import forked_pytest, prmg_forked, prmg_here
 from prmg_cli.cases.loader import Case, Expect, KnownDefect
 from prmg_cli.device.acl import SYNCHRONIZE, Outcome
 from prmg_cli.device.execute import known_defect_status
@@ -138,7 +138,7 @@ def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
     assert f"{path}: case 'd': field 'checks': without the golden (golden: false) this case is judged by " \
            "determinism, none anchored to the formula" in out.stderr
     plain = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16]}\n", "plain.yaml")
-    out = prmg("run", plain, *EMU, "--no-golden", "--check", "determinism")
+    out = prmg_forked("run", plain, *EMU, "--no-golden", "--check", "determinism")
     assert out.returncode == 2 and "case 'd': field 'checks': without the golden (--no-golden) this case is " \
                                    "judged by determinism" in out.stderr
     said = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16], golden: false, checks: [determinism],\n"
@@ -419,8 +419,8 @@ def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_ed
 
     results = tmp_path / "r.jsonl"
     files = ("special", "edge", "checks", "cover", "forward", "negative")           # the shipped files with skips
-    out = prmg("run", *(f"cases/{name}.yaml" for name in files), *EMU, "--check",
-               "adjoint,roundtrip,determinism,sample", "--report", "json", "--results", results)
+    out = prmg_forked("run", *(f"cases/{name}.yaml" for name in files), *EMU, "--check",
+                      "adjoint,roundtrip,determinism,sample", "--report", "json", "--results", results)
     document = json.loads(out.stdout)
     assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"]
                                  if c["status"] not in ("passed", "skipped", "xfailed")]
@@ -792,7 +792,7 @@ def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
     assert summary["accepted_modes"] == [1]
     code, _, summary, _ = run_json(*args, "--strict", env=stand_in)
     assert code == 1 and summary["exit_code"] == 1
-    out = prmg("run", *args, env=stand_in)
+    out = prmg_forked("run", *args, env=stand_in)
     assert out.returncode == 5 and "(every case was skipped)" in out.stdout
 
 
@@ -955,7 +955,7 @@ def test_a_consistent_wrong_pair_cannot_pass_a_golden_free_verdict(tmp_path):
     --no-golden without a check anchored to the formula is refused, and the shipped checks-only case fails."""
     path = write(tmp_path, CHECKED)
     pair = {"PRMG_EMU_FAULT": "neg_sin,fwd_neg_sin"}
-    out = prmg("run", path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,determinism", env=pair)
+    out = prmg_forked("run", path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,determinism", env=pair)
     assert out.returncode == 2 and "none anchored to the formula (adjoint: " in out.stderr
     assert out.stderr.count("\n") == 1 and "add sample to its checks or --check" in out.stderr
     code, cases, _, _ = run_json(path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,sample", env=pair)
@@ -1122,9 +1122,9 @@ def test_a_case_whose_tolerance_or_values_hide_the_sign_of_sin_is_weak(emulator,
 
     path = write(tmp_path, WEAK)
     said = validate_paths([str(path)], None)
-    assert [line.split("'")[1] for line in said.splitlines() if line.startswith("warning")] == \
-        ["loose", "tiny_sin", "classic_loose", "big_tiny_sin"]
-    assert f"case 'tiny_sin': {SIGN_HIDDEN_WARNING}" in said
+    assert [line.split(": ")[2] for line in said.splitlines() if line.startswith("warning")] == \
+        ["4 cases (loose, tiny_sin, classic_loose, big_tiny_sin)"]          # one warning: one line naming them
+    assert f"big_tiny_sin): {SIGN_HIDDEN_WARNING}" in said
     monkeypatch.setenv("PRMG_EMU_FAULT", fault)
     with AclSession(emulator, 0) as session:
         cases = load_cases([path])

@@ -30,6 +30,7 @@ from ..judging.standards import check_standard
 from ..ops import constraints
 from ..reports import outputs, run_record
 from ..reports.outputs import listing
+from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
 from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, summary_line,
@@ -56,7 +57,7 @@ def load_selected(paths: Sequence[str], modes: frozenset, keyword: str | None = 
 
 def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     """``prmg validate``: the summary of valid files (wrapped to the screen's width) and a warning line per case (on
-    a terminal wrapped too, ``screen.folded``)
+    a terminal wrapped too, ``screen.folded``; the cases of a file warned alike share one, naming them)
     whose expectation the constraint model disagrees with; raises every mistake in ``paths``
     (``loader.check_files``) as one PrmgError carrying the others, printed one line each."""
     modes = target_modes(supported_modes)
@@ -66,9 +67,15 @@ def validate_paths(paths: Sequence[str], supported_modes: str | None) -> str:
     files = len({case.source for case in cases})
     errors = sum(1 for case in cases if not case.expect.success)
     skipped = sum(1 for case in cases if constraints.skip_reason(case, modes))
-    warnings = [f"warning: {visible(case.source)}: case '{visible(case.name)}': {text}" for case in cases
-                for text in (constraints.expectation_warning(case, modes),
-                             case.known_defect and case.known_defect.unjudged(), vacuity.weak_warning(case)) if text]
+    alike: dict[tuple[str, str], list[str]] = {}        # cases of a file warned alike: one line (RoPE tables' partners)
+    for case in cases:
+        for text in (constraints.expectation_warning(case, modes), case.known_defect and case.known_defect.unjudged(),
+                     vacuity.weak_warning(case)):
+            if text:
+                alike.setdefault((case.source, text), []).append(case.name)
+    warnings = [f"warning: {visible(source)}: " + (f"case '{visible(names[0])}'" if len(names) == 1 else
+                                                   f"{len(names)} cases ({first_names(names)})")
+                + f": {text}" for (source, text), names in alike.items()]
     verb = "is" if len(cases) == 1 else "are"
     npy = len(file_inputs(cases))
     summary = (f"{plural(len(cases), 'case')} in {plural(files, 'file')} {verb} valid ({len(cases) - errors} expecting "
@@ -513,7 +520,10 @@ class _Run:
         if self.writer is not None or stored is not None:
             self.fingerprints = {case.name: fingerprint_or_empty(case) for case in self.cases}
         if stored is not None:
-            self.finished = run_record.resumed(stored, self.cases, self.fingerprints, self.key)
+            from ..reports.chips import run_chips
+
+            chips = None if self.request.cluster else run_chips(self.info.devices, self.info.visible_devices)
+            self.finished = run_record.resumed(stored, self.cases, self.fingerprints, self.key, chips)
         self.info.resumed = len(self.finished)
         if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
                                                                                      self.request.output)):

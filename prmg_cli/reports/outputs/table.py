@@ -180,6 +180,17 @@ def grouped_lines(results: list[CaseResult]) -> list[str]:
 EMULATOR_MODES_NOTE = "note: the emulator has every rotary mode: --supported-modes 0,1,2,3 runs the skipped cases"
 
 
+def _alike_warnings(results: list[CaseResult]) -> dict[tuple, list[CaseResult]]:
+    """The passed cases with warnings (and nothing else to say: no message, no saved arrays), by their warnings:
+    cases warned alike get one entry (``PASS 6 cases (a, b, c and 3 more):``), not the same lines 6 times over (a
+    hand-written file of RoPE tables without ``partners_alike``: five lines a case)."""
+    groups: dict[tuple, list[CaseResult]] = {}
+    for result in results:
+        if result.status == "passed" and result.warnings and not result.message and not result.artifacts:
+            groups.setdefault(tuple(result.warnings), []).append(result)
+    return groups
+
+
 def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_details: int | None = None,
                   width: int | None = None, info: RunInfo | None = None) -> list[str]:
     """One line per case that is not ok or has a warning (and, with ``verbose``, per skipped or xfailed case),
@@ -189,13 +200,18 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
     width = width or screen_width()
     note = wrap(EMULATOR_MODES_NOTE, width) if info is not None and info.runner == "emulator" and any(
         result.status == "skipped" for result in results) else []
+    alike = {} if verbose else _alike_warnings(results)
     lines = []
     for result in results:
         explained = (not result.info.ok and (verbose or result.status != "not_run")) or result.warnings \
             or (verbose and result.status != "passed")
-        if not explained:
+        members = alike.get(tuple(result.warnings), [result]) if explained and result.status == "passed" else [result]
+        if not explained or members[0] is not result:
             continue
         entry = diagnosis_lines(result, details=verbose)
+        if len(members) > 1:
+            entry[0] = f"{verdict_word(result)} {plural(len(members), 'case')} " \
+                       f"({first_names([member.name for member in members], 3)}):"
         if max_details is not None and len(entry) > 1 + max_details:
             hidden = len(entry) - 1 - max_details
             entry = entry[:1 + max_details] + [f"    ... {plural(hidden, 'more line')} (--max-details)"]
