@@ -389,6 +389,21 @@ def test_table_and_html_show_the_coverage_of_what_ran(monkeypatch):
     assert [document[0]["name"] for document in made] == [ran[0].name]
 
 
+@pytest.mark.verdict
+def test_the_offset_classes_at_their_edges():
+    """The off-block class counts an offset in bytes (the kernel's first GM address): float16 8 elements in (16 bytes)
+    and float32 1 in are off the 32-byte block; float16 16 in and float32 8 in are on it, as is no offset. A full
+    cos at an offset is no broadcast table at an offset; one of B*S*N rows fewer than dy's is."""
+    key = "storage: an offset off the 32-byte block"
+    for dtype, offset, off in (("float16", 8, True), ("float32", 1, True), ("float16", 16, False),
+                               ("float32", 8, False), ("float32", 0, False)):
+        assert (key in covered(case(shape=[1, 1, 2, 8], dtype=dtype, dy_offset=offset))) == off, (dtype, offset)
+    key = "storage: cos/sin broadcast, at an offset"
+    full = covered(case(shape=[1, 2, 2, 8], broadcast="BSND", cos_offset=8))
+    assert key not in full and "storage: cos at an offset" in full
+    assert key in covered(case(shape=[1, 2, 2, 8], broadcast="1S1D", cos_offset=8))
+
+
 def test_graph_mode_alone_covers_no_storage_class():
     """Graph mode feeds every tensor dense (GE's tensors have no offset or strides): views at offsets and strided
     tables that graph mode alone ran cover no storage class of the run's coverage line (they covered six); run

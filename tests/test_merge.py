@@ -900,7 +900,10 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     ASCEND_RT_VISIBLE_DEVICES, so its run says device 0), merged by prmg report. On main the merge kept one chip's
     record per case (the last file's) while the header listed every device, and a merge of 2 jobs of 3 was green:
     no record says how many chips were meant. Each case now holds each chip's status, the pinned job's as its chip
-    2, and --chips 0-2 makes a chip no file holds not_run there, named on stderr in one line."""
+    2, and --chips 0-2 makes a chip no file holds not_run there, named on stderr in one line; a chip's job killed
+    half-way (its run record names the cases it was to run) is not_run there for the cases it never ran, which
+    another chip's record stood for; and --resume takes a verdict of another chip for none (chip 2's job resuming
+    from chip 0's file ran nothing, exit 0, its header naming chip 2)."""
     env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}    # chip 1 computes wrong
     jobs = {chip: tmp_path / f"chip{chip}.jsonl" for chip in range(3)}
     for chip, path in jobs.items():
@@ -922,6 +925,20 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
         in missing.stderr.splitlines()
     assert "[not_run on device 1; passed on devices 0, 2] not run on chip 1" in " ".join(missing.stdout.split())
     assert prmg_here("report", jobs[0], "--chips", "all").stderr.startswith("prmg: error: --chips all: ")
+    killed = tmp_path / "killed0.jsonl"                 # chip 0's job killed after its first case: without --chips
+    killed.write_text("".join(jobs[0].read_text().splitlines(keepends=True)[:2]))     # its run record says so
+    stopped = prmg_here("report", killed, jobs[2])
+    assert stopped.returncode == 1 and f"prmg: chip 0: the run of {killed} there selected 1 case and recorded no " \
+        f"result of them (stopped or killed before them?): reported not_run there" in stopped.stderr.splitlines()
+    assert prmg_here("report", killed, jobs[0], "-o", os.devnull).returncode == 0       # chip 0's rerun holds it
+    resumed = tmp_path / "resumed2.jsonl"               # chip 2's job resuming from chip 0's file (a shared CI cache)
+    again = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "2", "--resume",
+                        jobs[0], "--results", resumed, "-o", os.devnull, env=env)
+    assert again.returncode == 0 and "--resume: 0 results of " in again.stderr, again.stderr     # ran on chip 2
+    assert {r.device for r in read(resumed).results} == {"2"}
+    pinned = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "0", "--resume",
+                         resumed, "-o", os.devnull, env={**env, "ASCEND_RT_VISIBLE_DEVICES": "2"})
+    assert f"--resume: 2 results of {resumed} taken" in pinned.stderr                   # chip 2 again: taken
 
 
 def test_verdicts_that_tie_still_bring_their_runs_settings_into_the_merge(tmp_path):

@@ -331,10 +331,15 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "uneven_last_share": "over budget",
     # session 13: both kernels' addresses rounded to the 32-byte block (nnopbase checks no alignment of an offset)
     "offset_block_aligned": "dy storage changed before its offset",
+    # session 14: a kernel keeping its tables in the workspace between launches (right on every poisoned workspace)
+    "workspace_table_cache": "determinism: a launch on the workspace another launch left (other tables) differs",
+    # session 14: float32 rounded up on each core's first row (a peeled prologue) when a share is 8 rows or more
+    "share_edge_up": "--strict: biased in the first row of each core's share (40 cores, floor split): ",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 # within every element's budget: only the error balance, a warning, sees it
-STRICT_CATCH = {"round_up", "cast_away", "core_bias", "negative_up", "binade_up", "tail_rows_up", "binade_thin_up"}
+STRICT_CATCH = {"round_up", "cast_away", "core_bias", "negative_up", "binade_up", "tail_rows_up", "binade_thin_up",
+                "share_edge_up"}
 # they act in a mode today's target lacks: run with every mode implemented, as the README's all-modes run
 ALL_MODES_CATCH = {"fwd_fp16_ilv_half", "fwd_odd_half"}
 CHIP_CATCH = {"fwd_membase_late": "Ascend910B2"}     # they act on that chip: its operator's (the forward's) cases
@@ -348,7 +353,8 @@ def test_every_emulator_fault_has_a_shipped_catch():
 
 
 # faults of launches only checks make
-ONLY_CHECKS_CATCH = {"nondeterministic", "fwd_sign", "fwd_noop", "fwd_nudge", "repeat_launch_sign"}
+ONLY_CHECKS_CATCH = {"nondeterministic", "fwd_sign", "fwd_noop", "fwd_nudge", "repeat_launch_sign",
+                     "workspace_table_cache"}
 
 
 @pytest.mark.parametrize("fault", sorted(SHIPPED_FAULTS))

@@ -460,8 +460,8 @@ def test_every_launch_of_a_check_is_held_to_the_contract():
     from test_checks import ModelSession, context, make_case
 
     class GuardBreaking(ModelSession):
-        def launch(self, case, inputs):
-            outcome = super().launch(case, inputs)
+        def launch(self, case, inputs, **how):
+            outcome = super().launch(case, inputs, **how)
             if case.op == "forward":
                 outcome.contract_violations = ("guard zone after x changed at byte +0",)
             return outcome
