@@ -55,7 +55,8 @@ departures counted with their repeats (``standards.default.departure_sides``, pe
 counts as it recounts) lean: a screen, so that only such a result pays for its distinct departures (a float32 kernel
 rounding up the last core's tail rows of a result past ``RECOUNTED``, the emulator's ``tail_rows_up``, passed ``cases/``
 under ``--strict`` before the groups went past it). The groups: each core's share of the rows, and the rows from its
-first to the last, under each core count and each split ``sample`` takes (``standards.default.row_groups``), each lane,
+first to the last, under each core count and each split ``sample`` takes (``standards.default.row_groups``), the
+first rows of those shares and their last rows (``edge_rows``: a loop's peeled prologue or epilogue), each lane,
 and each binade of the golden holding departures (``2^(e-1) <= |golden| < 2^e``) when they lie in two or more (the
 emulator's ``binade_thin_up``, rounding up where ``4 <= |value| < 8``, passed ``cases/`` under ``--strict`` before);
 each group at ``FALSE_ALARM / G`` for ``G`` groups, so that a correct kernel's false alarm over all of them is at most

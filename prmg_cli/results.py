@@ -277,6 +277,17 @@ class RunInfo:
         return cls(**values)
 
 
+def shown_chips(visible_devices) -> list[str]:
+    """The host's chips ``ASCEND_RT_VISIBLE_DEVICES`` (a run record's ``visible_devices``) shows, in their order."""
+    return [part.strip() for part in str(visible_devices or "").split(",") if part.strip()]
+
+
+def physical(device: str, shown: Sequence[str]) -> str:
+    """The host's chip a run's ``device`` id is, ``shown`` the chips ``ASCEND_RT_VISIBLE_DEVICES`` showed it
+    (``shown_chips``; none: the id is the host's)."""
+    return shown[int(device)] if device.isdigit() and int(device) < len(shown) else device
+
+
 def summary_counts(results: list[CaseResult]) -> dict:
     """How many results have each status (every key of ``STATUSES``), ``total`` and ``warnings`` (the
     results that carry a warning, and the run's own: ``run_warnings``)."""

@@ -56,8 +56,8 @@ class Recorder(ModelSession):
         super().__init__()
         self.changed_op, self.change, self.launched = changed_op, change, []
 
-    def launch(self, case, inputs):
-        outcome = super().launch(case, inputs)
+    def launch(self, case, inputs, **how):
+        outcome = super().launch(case, inputs, **how)
         if case.op == self.changed_op and self.change is not None:
             outcome = Outcome(status=0, dy=self.change(outcome.dy), dy_changed=False)
         self.launched.append((case, inputs, outcome))
@@ -187,7 +187,7 @@ def test_determinism_allows_no_bit_of_difference(dtype):
     assert determinism(CheckContext(case, inputs, first, ModelSession().launch, {"repeat": 3})).passed
     calls = []
 
-    def sometimes_flipped(case, inputs):
+    def sometimes_flipped(case, inputs, **how):
         outcome = ModelSession().launch(case, inputs)
         calls.append(1)
         return Outcome(status=0, dy=nudged(outcome.dy, 5, 1) if len(calls) == 2 else outcome.dy, dy_changed=False)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import ROOT, prmg, prmg_here
+from conftest import ROOT, prmg_forked, prmg_here
 from prmg_cli import cli
 
 BROKEN = sorted((ROOT / "tests" / "data" / "broken").glob("*.yaml"))
@@ -258,7 +258,7 @@ def test_gen_case_from_flags_runs_green(tmp_path):
     result = prmg_here("gen-case", "--shape", "1,1,1,2048", "--slice", "0,64", "--expect",
                        "ACLNN_ERR_INNER_TILING_ERROR", "--name", "too_wide", "-o", out, "--append")
     assert result.returncode == 0, result.stderr
-    result = prmg("run", out, "--runner", "emulator")
+    result = prmg_forked("run", out, "--runner", "emulator")
     assert result.returncode == 0, result.stdout + result.stderr
     # a RoPE sin is written saying why its partners are alike (as the presets' are), so the run does not warn
     assert case["partners_alike"].startswith("a real RoPE table, alike at both lanes of every pair by design")
@@ -306,7 +306,7 @@ def test_import_ttk_and_run_its_cases(tmp_path):
     out = tmp_path / "ttk.yaml"
     result = prmg_here("import-ttk", TTK_CSV, "-o", out)
     assert result.returncode == 0, result.stderr
-    result = prmg("run", out, "--runner", "emulator", "--report", "json")
+    result = prmg_forked("run", out, "--runner", "emulator", "--report", "json")
     report = json.loads(result.stdout)
     assert result.returncode == 0
     assert report["summary"]["passed"] == 14 and report["summary"]["total"] == 14
@@ -326,15 +326,15 @@ def test_import_ttk_reports_rows_it_cannot_map(tmp_path):
 
 
 def test_doctor_says_what_it_found(emulator):
-    result = prmg("doctor")
+    result = prmg_forked("doctor")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "runner auto would pick: emulator" in result.stdout
     assert "aclnnInplacePartialRotaryMulGradGetWorkspaceSize: resolves" in result.stdout
     assert "  PRMG_EMU_FAULT_SHAPE: B,S,N,D: the fault acts only when dy" in result.stdout
     assert "  neg_sin                sin negated in every lane: dx = c[a]*g[a] -/+ s[p]*g[p]\n" in result.stdout
-    result = prmg("doctor", env={"ASCEND_HOME_PATH": str(emulator.root)})
+    result = prmg_forked("doctor", env={"ASCEND_HOME_PATH": str(emulator.root)})
     assert result.returncode == 0 and str(emulator.root) in result.stdout
-    result = prmg("doctor", "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
+    result = prmg_forked("doctor", "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
     assert result.returncode == 1 and "NOT usable" in result.stdout
 
 
@@ -361,11 +361,11 @@ def test_bench_times_cases_with_events_and_labels_host_timings(tmp_path):
     path.write_text("- {name: b1, shape: [2, 64, 4, 128], cos_shape: [1, 64, 1, 64], partial_slice: [32, 96]}\n"
                     "- {name: neg, shape: [1, 1, 1, 8], cos_shape: [1, 1, 1, 3], partial_slice: [0, 3], "
                     "expect: {error: any}}\n")
-    result = prmg("bench", path, "--runner", "emulator", "--warmup", "1", "--repeat", "3")
+    result = prmg_forked("bench", path, "--runner", "emulator", "--warmup", "1", "--repeat", "3")
     assert result.returncode == 0, result.stderr
     assert "b1" in result.stdout and "host timings (emulator), not NPU" in result.stdout
-    result = prmg("bench", path, "--runner", "emulator", "--repeat", "2", "--report", "json",
-                  "--peak-gbps", "100")
+    result = prmg_forked("bench", path, "--runner", "emulator", "--repeat", "2", "--report", "json",
+                         "--peak-gbps", "100")
     rows = json.loads(result.stdout)["cases"]
     assert [row["name"] for row in rows] == ["b1"]
     assert rows[0]["bytes"] == 2 * (2 * 64 * 4 * 64 * 4) + 2 * 64 * 64 * 4
@@ -462,10 +462,10 @@ def test_the_readme_example_case_file_runs_green(tmp_path):
     example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "example.yaml"
     path.write_text(example)
-    result = prmg("run", path, "--runner", "emulator", "--supported-modes", "0,1,2,3")
+    result = prmg_forked("run", path, "--runner", "emulator", "--supported-modes", "0,1,2,3")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.rstrip().splitlines()[-1] == "2 passed, 0 failed"
-    today = prmg("run", path, "--runner", "emulator")
+    today = prmg_forked("run", path, "--runner", "emulator")
     assert today.returncode == 5 and "SKIP 2 cases: rotary_mode half not supported by the target (supported: " \
                                      "interleave)" in today.stdout
     assert "`SKIP 2 cases: rotary_mode half not supported by the target (supported: interleave)`" \

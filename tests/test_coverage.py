@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg_forked
 from prmg_cli.cases import cover_preset, coverage, gencase, loader, models_preset, presets as presets_module
 from prmg_cli.cases.loader import load_cases, parse_document
 from prmg_cli.commands.coverage import coverage_command
@@ -284,7 +284,7 @@ def test_coverage_reports_in_process(tmp_path):
 
 
 def test_coverage_of_the_shipped_cases_misses_nothing(tmp_path):
-    result = prmg("coverage", "cases/", "--fail-under", "100")
+    result = prmg_forked("coverage", "cases/", "--fail-under", "100")
     assert result.returncode == 0, result.stderr
     classes = sum(len(regimes(op)) for op in OPERATORS)
     assert result.stdout.splitlines()[-1] == f"covers {classes} of {classes} classes (100.0%: " + ", ".join(
@@ -293,7 +293,7 @@ def test_coverage_of_the_shipped_cases_misses_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("- name: x\n  shape: [1, 1, 1, 2]\n  dtype: float99\n")
     for args in (("nowhere/",), (str(bad), "--fail-under", "50")):
-        result = prmg("coverage", *args)
+        result = prmg_forked("coverage", *args)
         assert result.returncode == 2 and "Traceback" not in result.stderr, args
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "field 'dtype'" in result.stderr and "bad.yaml" in result.stderr
@@ -324,8 +324,8 @@ def test_cover_preset_covers_every_class_with_small_cases():
 @pytest.mark.parametrize("fault", ["row_index_u16", "core_tail", "tile_tail", "unaligned_start", "row_pad",
                                    "broadcast_b", "broadcast_s", "broadcast_n", "ub_stale_tables"])
 def test_cover_suite_catches_the_layout_faults(fault):
-    result = prmg("run", COVER, "--runner", "emulator", "--fail-fast", "--report", "json", "-k", "cover.grad.",
-                  env={"PRMG_EMU_FAULT": fault})                     # grad faults: the forward's cases cannot fail
+    result = prmg_forked("run", COVER, "--runner", "emulator", "--fail-fast", "--report", "json", "-k",
+                         "cover.grad.", env={"PRMG_EMU_FAULT": fault})  # grad faults: the forward's cases cannot fail
     report = json.loads(result.stdout)
     assert result.returncode == 1 and report["summary"]["failed"] >= 1, report["summary"]
     assert [c for c in report["cases"] if c["status"] == "failed"][0]["name"].startswith("cover.")
@@ -387,6 +387,21 @@ def test_table_and_html_show_the_coverage_of_what_ran(monkeypatch):
     monkeypatch.setattr(loader, "parse_document", lambda *args: made.append(args[0]) or real_parse(*args))
     coverage.run_line(results, [replace(ran[1], source=str(ROOT / "test.yaml"))])
     assert [document[0]["name"] for document in made] == [ran[0].name]
+
+
+@pytest.mark.verdict
+def test_the_offset_classes_at_their_edges():
+    """The off-block class counts an offset in bytes (the kernel's first GM address): float16 8 elements in (16 bytes)
+    and float32 1 in are off the 32-byte block; float16 16 in and float32 8 in are on it, as is no offset. A full
+    cos at an offset is no broadcast table at an offset; one of B*S*N rows fewer than dy's is."""
+    key = "storage: an offset off the 32-byte block"
+    for dtype, offset, off in (("float16", 8, True), ("float32", 1, True), ("float16", 16, False),
+                               ("float32", 8, False), ("float32", 0, False)):
+        assert (key in covered(case(shape=[1, 1, 2, 8], dtype=dtype, dy_offset=offset))) == off, (dtype, offset)
+    key = "storage: cos/sin broadcast, at an offset"
+    full = covered(case(shape=[1, 2, 2, 8], broadcast="BSND", cos_offset=8))
+    assert key not in full and "storage: cos at an offset" in full
+    assert key in covered(case(shape=[1, 2, 2, 8], broadcast="1S1D", cos_offset=8))
 
 
 def test_graph_mode_alone_covers_no_storage_class():

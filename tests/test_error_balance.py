@@ -285,9 +285,10 @@ def rounded_up(case, inputs, chosen=lambda row, lane: False, toward_zero=False):
 @pytest.mark.verdict
 def test_a_kernel_biased_on_its_tail_rows_or_one_lane_alone_is_biased(path):
     """float32: rounding toward +inf on the last 25 of 1000 rows of 8 lanes (the last of 40 cores' shares), on one
-    element in four of its last 250 rows, or on lane 37 of 300 rows of 64, stays within every budget and leans the
-    whole result by too little to tell, and a row group of the tail (the last shares, or the rows from a share's start
-    to the end) or that lane leans beyond chance; the correct results lean nowhere, on every judging path."""
+    element in four of its last 250 rows, on lane 37 of 300 rows of 64, or on the first or the last row of each core's
+    share, stays within every budget and leans the whole result by too little to tell, and a row group of the tail
+    (the last shares, or the rows from a share's start to the end), that lane or the shares' first or last rows lean
+    beyond chance; the correct results lean nowhere, on every judging path."""
     from prmg_cli.device.acl import Outcome
     from prmg_cli.inputs.seeded import make_inputs
     from prmg_cli.judging.judge import judge
@@ -300,7 +301,11 @@ def test_a_kernel_biased_on_its_tail_rows_or_one_lane_alone_is_biased(path):
             (lanes, lambda row, lane: lane == 37, r"biased in lane 37 of the slice: "),
             # one element in four of the last 250 rows: no core's share (25 rows at most) nor lane leans; rows
             # from the start of an earlier share to the end do
-            (rows, lambda row, lane: (row >= 750) & ((row + lane) % 4 == 0), r"biased in rows [1-8]?\d\d to 999: ")):
+            (rows, lambda row, lane: (row >= 750) & ((row + lane) % 4 == 0), r"biased in rows [1-8]?\d\d to 999: "),
+            # the first row of each of 40 cores' shares of 25 rows (a peeled prologue: the emulator's share_edge_up)
+            (rows, lambda row, lane: row % 25 == 0,
+             r"biased in the first row of each core's share \(40 cores, floor split\): "),
+            (rows, lambda row, lane: row % 25 == 24, r"biased in the last row of each core's share \(40 cores, ")):
         inputs = make_inputs(case)
         verdict = judge(case, inputs, Outcome(status=0, dy=rounded_up(case, inputs, chosen)), "default")
         assert verdict.status == "passed" and error_balance.case_warning(verdict.metrics) == "", path
@@ -338,6 +343,8 @@ def test_a_large_result_biased_on_its_tail_rows_alone_is_biased(path):
     said_of = "biased in rows 2 to 4: 40 of 40 errors"                    # rows of sample's layout, said of the case's
     assert in_case_group(said_of, np.array([0, 5, 9, 12, 40])) == "biased in the sampled rows from 9 to 40: 40 of 40 " \
         "errors" and in_case_group(said_of, np.arange(5)) == said_of
+    assert in_case_group("biased in the first row of each core's share (40 cores, floor split): 9", np.array([0, 5])) \
+        == "biased in the first row of each core's share of the sampled rows (40 cores, floor split): 9"
     inputs = make_inputs(case)
     inputs.dy[0, 0, 7, 1] = np.inf
     inputs.dy[0, 0, 1424, 2] = np.inf          # the third part of the second chunk (1024 rows, parts of 192)

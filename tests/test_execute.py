@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg, prmg_here
+from conftest import ROOT, prmg_forked, prmg_here
 from prmg_cli.cases.loader import Case, load_cases
 from prmg_cli.device.execute import Wedging, memory_need, shard
 from prmg_cli.files import MiB
@@ -38,7 +38,7 @@ def many(tmp_path) -> Path:
 
 
 def run_json(*args, env=None, timeout=300):
-    result = prmg("run", *args, "--runner", "emulator", "--report", "json", env=env, timeout=timeout)
+    result = prmg_forked("run", *args, "--runner", "emulator", "--report", "json", env=env, timeout=timeout)
     assert "Traceback" not in result.stderr, result.stderr
     return result, json.loads(result.stdout)
 
@@ -77,7 +77,7 @@ def test_hangs_time_out_within_bounds_and_the_run_goes_on(many):
 def test_shards_partition_the_cases_exactly_once(many):
     names = []
     for index in (1, 2, 3):
-        result = prmg("run", many, "--list", "--shard", f"{index}/3")
+        result = prmg_forked("run", many, "--list", "--shard", f"{index}/3")
         assert result.returncode == 0
         names += [n for n in (f"c{i}" for i in range(6)) if f"{n} " in result.stdout]
     assert sorted(names) == [f"c{i}" for i in range(6)]
@@ -101,15 +101,15 @@ def test_two_devices_agree_with_one(many):
     assert strip(serial) == strip(parallel)
     result, every = run_json(many, "--devices", "all", env=env)
     assert every["summary"]["devices"] == [0, 1]
-    result = prmg("run", many, "--runner", "emulator", "--device", "5", env=env)
+    result = prmg_forked("run", many, "--runner", "emulator", "--device", "5", env=env)
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
 def test_device_ids_the_runtime_lacks_are_refused_before_any_worker_starts(many):
     """A thousand ids, two of which exist: one line at once (the runtime asked for its count), no worker."""
     started = time.monotonic()
-    result = prmg("run", many, "--runner", "emulator", "--devices", ",".join(map(str, range(1000))),
-                  env={"PRMG_EMU_DEVICES": "2"})
+    result = prmg_forked("run", many, "--runner", "emulator", "--devices", ",".join(map(str, range(1000))),
+                         env={"PRMG_EMU_DEVICES": "2"})
     assert result.returncode == 2 and time.monotonic() - started < 30
     assert result.stderr == "prmg: error: --devices: the runtime has 2 devices (ids 0 to 1); no device 2, 3, 4, 5, 6 " \
                             "and 993 more\n"
@@ -347,14 +347,14 @@ def test_resume_and_merge_take_a_toolkit_named_through_latest_and_its_version_fo
     assert report["summary"]["location"] == str(kit / "8.0.RC2")                       # the header: as named
     for env, shard, path in ((latest, "1/2", first), (version, "2/2", second)):
         assert run_json(many, "--shard", shard, "--results", path, env=env)[0].returncode == 0
-    merged = prmg("report", first, second)
+    merged = prmg_here("report", first, second)
     assert merged.returncode == 0 and "MIXED" not in merged.stdout, merged.stdout + merged.stderr
     (kit / "latest").unlink()
     (kit / "latest").symlink_to("8.0.RC3")                                # latest now names another version
     result, report = run_json(many, "--resume", results, env=latest)
     assert report["summary"]["resumed"] == 0 and "run again" in result.stderr, result.stderr
     assert run_json(many, "--shard", "2/2", "--results", second, env=latest)[0].returncode == 0
-    merged = prmg("report", first, second)
+    merged = prmg_here("report", first, second)
     assert merged.returncode == 1 and "MIXED SETTINGS: " in merged.stdout, merged.stdout + merged.stderr
     records = [json.loads(line) for line in first.read_text().splitlines()]     # as an earlier prmg wrote it
     for record in records:
@@ -365,7 +365,7 @@ def test_resume_and_merge_take_a_toolkit_named_through_latest_and_its_version_fo
         else:
             record["judged_under"] = key
     first.write_text("".join(json.dumps(record) + "\n" for record in records))
-    merged = prmg("report", first)                                        # read, not refused (exit 2): shard 2 missing
+    merged = prmg_here("report", first)                                   # read, not refused (exit 2): shard 2 missing
     assert merged.returncode == 1 and "(a shard missing" in merged.stderr, merged.stderr
     (kit / "latest").unlink()
     (kit / "latest").symlink_to("8.0.RC2")
@@ -452,7 +452,7 @@ def test_a_device_too_small_to_probe_is_one_line_not_a_workers_traceback(many):
     """A device whose memory cannot hold the worker's first allocation (the probe of the rotary modes, made before
     any case) refused the run with the child's traceback on stderr above the error line: the probe belongs to the
     session's opening, whose failure is one line."""
-    result = prmg("run", many, "--runner", "emulator", env={"PRMG_EMU_DEVICE_MEMORY": "1024"})
+    result = prmg_forked("run", many, "--runner", "emulator", env={"PRMG_EMU_DEVICE_MEMORY": "1024"})
     assert result.returncode == 2 and result.stderr == (
         "prmg: error: cannot open the runner: device 0: AclError: aclrtMalloc failed: 200000 ACL_ERROR_BAD_ALLOC\n")
 
@@ -461,8 +461,8 @@ def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, 
     """... in exit 2's one ``prmg: error:`` line, the table on standard output keeping its header (which names the
     runner: it was lost with the run record that could not be written)."""
     report = tmp_path / "r.json"
-    result = prmg("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", f"json:{report}",
-                  "--report", "table")
+    result = prmg_forked("run", many, "--runner", "emulator", "--results", "/dev/full", "--report", f"json:{report}",
+                         "--report", "table")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("prmg: error: the run stopped: /dev/full: ") and "no space left" in line
@@ -736,15 +736,15 @@ def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_
     cases on it, exit 0, the chip named to the job never tested. A list naming more chips than the runtime shows is
     exit 2 before any case runs, naming both counts (none shown too: '-1,x' said only 'the runtime reports no
     device')."""
-    result = prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", "--each-device", "--strict",
-                  env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": visible})
+    result = prmg_forked("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", "--each-device",
+                         "--strict", env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": visible})
     named, shown = len(visible.split(",")), int(not visible.startswith("-"))
     assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
     assert result.stderr.startswith(f"prmg: error: --devices all: ASCEND_RT_VISIBLE_DEVICES={visible} names {named} "
                                     f"chips, the runtime shows {shown}: "), result.stderr
     for fine in ("1,0", "1") if visible == "0,7" else ():     # the chips it names, all shown: as many as it names
-        assert prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all",
-                    env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": fine}).returncode == 0, fine
+        assert prmg_forked("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all",
+                           env={"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": fine}).returncode == 0, fine
 
 
 def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show(many):
@@ -753,16 +753,16 @@ def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show
     refuses. It says so in the words of that refusal (one rule: ``suite.chips_not_shown``), the runner NOT usable,
     exit 1, as for a missing symbol; a list the runtime shows whole stays usable."""
     env = {"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": "0,7"}
-    result = prmg("doctor", "--runner", "emulator", env=env)
-    refusal = prmg("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", env=env).stderr
+    result = prmg_forked("doctor", "--runner", "emulator", env=env)
+    refusal = prmg_forked("run", many, "-k", "c1", "--runner", "emulator", "--devices", "all", env=env).stderr
     why = refusal.removeprefix("prmg: error: --devices all: ").split(", or name the devices")[0]
     assert why.startswith("ASCEND_RT_VISIBLE_DEVICES=0,7 names 2 chips, the runtime shows 1: "), refusal
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"  error: {why} (--devices all, smoke.sh's gate, refuses it)" in result.stdout
     assert "runner emulator: NOT usable" in result.stdout
-    result = prmg("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "1,0"})
+    result = prmg_forked("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "1,0"})
     assert result.returncode == 0 and "ASCEND_RT_VISIBLE_DEVICES=1,0 names" not in result.stdout
-    result = prmg("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "-1"})   # none shown:
+    result = prmg_forked("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "-1"})  # none:
     assert result.returncode == 1 and "  error: ASCEND_RT_VISIBLE_DEVICES=-1 names 1 chip, the runtime shows 0: " \
         in result.stdout, result.stdout                            # 'devices: 0', exit 1, and no line saying why
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg, prmg_here
+from conftest import ROOT, prmg, prmg_forked, prmg_here
 from prmg_cli.errors import STOPS
 
 CASES = """
@@ -37,7 +37,7 @@ def write(tmp_path: Path, text: str, name: str = "cases.yaml") -> Path:
 
 
 def run_json(*args, env=None, timeout=120):
-    result = prmg("run", *args, "--runner", "emulator", "--report", "json", env=env, timeout=timeout)
+    result = prmg_forked("run", *args, "--runner", "emulator", "--report", "json", env=env, timeout=timeout)
     assert "Traceback" not in result.stderr, result.stderr
     return result, (json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else None)
 
@@ -85,8 +85,8 @@ def test_known_defects_are_strict_xfails_in_every_report(tmp_path):
     assert report["summary"]["line"] == "1 passed, 0 failed, 1 xfailed, 1 xpassed"
     junit = tmp_path / "r.xml"
     csv_file, markdown = tmp_path / "r.csv", tmp_path / "r.md"
-    result = prmg("run", path, "--runner", "emulator", "--report", f"junit:{junit}", "--report", f"csv:{csv_file}",
-                  "--report", f"markdown:{markdown}")
+    result = prmg_forked("run", path, "--runner", "emulator", "--report", f"junit:{junit}", "--report",
+                         f"csv:{csv_file}", "--report", f"markdown:{markdown}")
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("failures") == "1" and suite.get("skipped") == "1"
     assert suite.find("testcase[@name='int32_mode']/skipped") is not None
@@ -104,7 +104,7 @@ def test_strict_turns_a_vacuous_pass_into_a_failure(tmp_path):
     case = report["cases"][0]
     assert case["status"] == "passed" and "vacuous" in case["warnings"][0]
     assert report["summary"]["warnings"] == 1 and report["summary"]["line"].endswith("1 warning")
-    table = prmg("run", path, "--runner", "emulator")
+    table = prmg_forked("run", path, "--runner", "emulator")
     assert "warning: vacuous" in table.stdout
     # its metric reads as the others do (no element off the golden: a bound of 0 ulp), not 'max_err_ratio=0 bad=0'
     assert case["key_metric"] == "err 0 ulp, exact" and "err 0 ulp, exact" in table.stdout.split("\nPASS ")[1]
@@ -124,7 +124,7 @@ def test_standard_overrides_the_case_tolerance_too():
 @pytest.mark.parametrize("selection", [["-k", "no_such_case"], ["--tag", "nope"],
                                        ["--exclude-tag", "late", "-k", "ok_c"]])
 def test_a_run_that_selects_nothing_exits_5(tmp_path, selection):
-    result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", *selection)
+    result = prmg_forked("run", write(tmp_path, CASES), "--runner", "emulator", *selection)
     assert result.returncode == 5
     assert result.stderr.strip() == "prmg: no cases selected (check -k, --tag, --exclude-tag and --shard)"
 
@@ -136,15 +136,15 @@ def test_an_empty_shard_exits_5(tmp_path):
     path = write(tmp_path, "- {name: only, shape: [1, 1, 2, 8]}\n")
     holding = next(i for i in range(1, 9) if shard(load_cases([path]), i, 8))
     empty = holding % 8 + 1
-    codes = [prmg("run", path, "--runner", "emulator", "--shard", f"{i}/8").returncode for i in (holding, empty)]
+    codes = [prmg_forked("run", path, "--runner", "emulator", "--shard", f"{i}/8").returncode for i in (holding, empty)]
     assert codes == [0, 5]
 
 
 def test_a_run_of_skips_only_says_so(tmp_path):
     """Nothing was judged: exit 5 (as for no case selected), 1 under --strict."""
     path = write(tmp_path, "- {name: half_only, shape: [1, 1, 2, 8], rotary_mode: half}\n")
-    assert prmg("run", path, "--runner", "emulator", "--strict").returncode == 1
-    result = prmg("run", path, "--runner", "emulator")
+    assert prmg_forked("run", path, "--runner", "emulator", "--strict").returncode == 1
+    result = prmg_forked("run", path, "--runner", "emulator")
     assert result.returncode == 5
     assert result.stdout.rstrip().splitlines()[-1] == "0 passed, 0 failed, 1 skipped (every case was skipped)"
 
@@ -189,8 +189,8 @@ def test_output_and_option_errors_come_before_anything_touches_the_toolkit(tmp_p
                        (["--save-failures", "/proc/nope"], "cannot write the failure artifacts"),
                        (["--devices", "all,x"], "--devices must be")):
         devices = [] if "--devices" in args else ["--devices", "all"]          # an option is given once
-        result = prmg("run", cases, "--runner", "aclnn", *devices, *args, timeout=30,
-                      env={"ASCEND_HOME_PATH": str(wedged)})
+        result = prmg_forked("run", cases, "--runner", "aclnn", *devices, *args, timeout=30,
+                             env={"ASCEND_HOME_PATH": str(wedged)})
         assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
 
 
@@ -213,21 +213,21 @@ def test_a_report_never_overwrites_a_case_file_the_results_file_or_another_repor
     assert not results.exists() or results.read_text() == ""
     result = prmg_here("report", results, "--report", f"json:{results}")
     assert result.returncode == 2 and "a results file to merge" in result.stderr
-    both = prmg("run", path, "--runner", "emulator", "--report", "json:/dev/null", "--report", "csv:/dev/null")
+    both = prmg_forked("run", path, "--runner", "emulator", "--report", "json:/dev/null", "--report", "csv:/dev/null")
     assert both.returncode != 2, both.stderr                           # a device may take several
 
 
 def test_several_reports_in_one_run_and_the_console_still_shows_failures(tmp_path):
     path = write(tmp_path, CASES)
     junit, report = tmp_path / "smoke.xml", tmp_path / "smoke.json"
-    result = prmg("run", path, "--runner", "emulator", "--report", f"junit:{junit}", "--report", f"json:{report}",
-                  env={"PRMG_EMU_FAULT": "sign"})
+    result = prmg_forked("run", path, "--runner", "emulator", "--report", f"junit:{junit}", "--report",
+                         f"json:{report}", env={"PRMG_EMU_FAULT": "sign"})
     assert result.returncode == 1
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "3"
     assert json.loads(report.read_text())["summary"]["failed"] == 3
     lines = result.stdout.rstrip().splitlines()
     assert lines[-1] == "0 passed, 3 failed" and sum(line.startswith("FAIL ") for line in lines) == 3
-    plain = prmg("run", path, "--runner", "emulator", "--report", "json", "-o", tmp_path / "plain.json")
+    plain = prmg_forked("run", path, "--runner", "emulator", "--report", "json", "-o", tmp_path / "plain.json")
     assert plain.returncode == 0 and json.loads((tmp_path / "plain.json").read_text())["summary"]["passed"] == 3
 
 
@@ -405,13 +405,13 @@ def test_injected_faults_are_named_and_unknown_ones_refused(tmp_path):
     path = write(tmp_path, CASES)
     result, report = run_json(path, env={"PRMG_EMU_FAULT": "sign,noop"})
     assert report["summary"]["faults"] == ["sign", "noop"]
-    table = prmg("run", path, "--runner", "emulator", env={"PRMG_EMU_FAULT": "sign"})
+    table = prmg_forked("run", path, "--runner", "emulator", env={"PRMG_EMU_FAULT": "sign"})
     text = " ".join(table.stdout.split())              # the table wraps its lines at 100 columns
     assert "FAULTS NAMED: sign (PRMG_EMU_FAULT): this run tests prmg, not the operator" in text
     assert ("FAULTS INJECTED: sign (PRMG_EMU_FAULT: acted on 3 of 3 cases: ok_a, ok_b, ok_c): this run tests prmg, "
             "not the operator") in text
-    result = prmg("run", path, "--runner", "emulator", "--results", tmp_path / "r.jsonl",
-                  env={"PRMG_EMU_FAULT": "sign,bogus"})
+    result = prmg_forked("run", path, "--runner", "emulator", "--results", tmp_path / "r.jsonl",
+                         env={"PRMG_EMU_FAULT": "sign,bogus"})
     assert result.returncode == 2 and "unknown emulator fault 'bogus'" in result.stderr
     assert not (tmp_path / "r.jsonl").exists() or (tmp_path / "r.jsonl").read_text() == ""
 
@@ -426,7 +426,7 @@ def test_bad_numbers_on_the_command_line_are_one_line_errors(tmp_path, args):
 
 
 def test_bench_refuses_a_negative_peak():
-    result = prmg("bench", "cases/smoke.yaml", "--peak-gbps", "-1")
+    result = prmg_forked("bench", "cases/smoke.yaml", "--peak-gbps", "-1")
     assert result.returncode == 2 and "--peak-gbps must be a finite number > 0" in result.stderr
 
 
@@ -435,8 +435,8 @@ def test_a_full_disk_under_the_results_file_and_one_report_loses_no_other_report
     JUnit report after the failing JSON one is still written. Before, the report's error was raised first: the
     line saying the results file failed (and the cases not run) was never printed, and JUnit was never written."""
     junit = tmp_path / "j.xml"
-    result = prmg("run", write(tmp_path, CASES), "--runner", "emulator", "--results", "/dev/full",
-                  "--report", "json:/dev/full", "--report", f"junit:{junit}")
+    result = prmg_forked("run", write(tmp_path, CASES), "--runner", "emulator", "--results", "/dev/full",
+                         "--report", "json:/dev/full", "--report", f"junit:{junit}")
     lines = [line for line in result.stderr.splitlines() if line.startswith("prmg: error: ")]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert lines == ["prmg: error: the run stopped: /dev/full: cannot write the run record to the results file: no "

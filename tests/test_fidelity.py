@@ -452,10 +452,10 @@ def test_graph_mode_holds_a_build_dependent_case_to_graph_modes_own_table():
 
 
 def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():
-    from conftest import prmg
+    from conftest import prmg_forked
 
-    result = prmg("run", str(ROOT / "cases" / "worked_example.yaml"), "--runner", "emulator",
-                  env={"PRMG_EMU_SOC": "Ascend910B2"})
+    result = prmg_forked("run", str(ROOT / "cases" / "worked_example.yaml"), "--runner", "emulator",
+                         env={"PRMG_EMU_SOC": "Ascend910B2"})
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == ("prmg: error: the device is an Ascend910B2 (ascend910b): InplacePartialRotaryMulGrad's "
                              "op definition lists ascend950, ascend960dt only, so its 1 case cannot run here (run them "

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, prmg, prmg_here, twin
+from conftest import ROOT, prmg, prmg_forked, prmg_here, twin
 from prmg_cli.cases import gencase, ttk
 from prmg_cli.cases.loader import load_cases
 from prmg_cli.commands import case_writer
@@ -197,7 +197,7 @@ def test_a_zero_dimension_next_to_huge_ones_is_refused_by_validate(tmp_path):
     path = write(tmp_path, "z.yaml",
                  "- {name: z, shape: [0, 1099511627776, 1099511627776, 8]}\n"
                  "- {name: c, shape: [1, 1, 2, 8], cos_shape: [0, 1099511627776, 1099511627776, 8]}\n")
-    result = prmg("validate", path)
+    result = prmg_forked("validate", path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     too_big = "its non-zero dimensions multiply to 9671406556917033397649408, over the 1152921504606846975 elements " \
               "of the largest array numpy can make (even with a dimension of 0)"
@@ -377,7 +377,7 @@ def test_a_folder_too_big_to_hold_case_files_is_refused_once_counted(tmp_path, m
 def test_a_fifo_named_on_the_command_line_does_not_hang(tmp_path):
     fifo = tmp_path / "fifo.yaml"
     os.mkfifo(fifo)
-    one_error_line(prmg("validate", fifo, timeout=60), "is a FIFO")
+    one_error_line(prmg_forked("validate", fifo, timeout=60), "is a FIFO")
 
 
 def npy_case(folder: Path, file: str, name: str = "c.yaml") -> Path:
@@ -836,7 +836,7 @@ def test_import_ttk_never_writes_over_its_own_input(tmp_path):
             case_writer.import_ttk_file(str(csv_path), str(output))
         assert str(caught.value) == f"{output}: cannot write the YAML file: it is the TTK list being imported"
     assert csv_path.read_bytes() == before
-    result = prmg("import-ttk", csv_path, "-o", tmp_path / "hardlink.csv")
+    result = prmg_forked("import-ttk", csv_path, "-o", tmp_path / "hardlink.csv")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and csv_path.read_bytes() == before
 
 
@@ -866,7 +866,7 @@ def test_gen_case_never_writes_over_a_file_input_of_its_case(tmp_path):
         case_writer.generate(**{**FLAGS, "inputs": "all=file:dy.npy", "output": str(tmp_path / "dy.npy"),
                                 "append": True})
     assert (tmp_path / "dy.npy").read_bytes() == before
-    result = prmg("gen-case", "--shape", "1,1,1,8", "--inputs", "dy=file:dy.npy", "-o", tmp_path / "symlink.npy")
+    result = prmg_forked("gen-case", "--shape", "1,1,1,8", "--inputs", "dy=file:dy.npy", "-o", tmp_path / "symlink.npy")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and (tmp_path / "dy.npy").read_bytes() == before
 
 
@@ -1440,16 +1440,16 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
     'got json:-'), ``markdown:FILE`` the file, standard output then its summary line; a results file compared is
     never the output (one error line, the file untouched), nor is a FILE left empty."""
     a = tmp_path / "a.jsonl"
-    prmg("run", ROOT / "cases" / "smoke.yaml", "-k", "worked_example", "--runner", "emulator", "--results", a)
+    prmg_forked("run", ROOT / "cases" / "smoke.yaml", "-k", "worked_example", "--runner", "emulator", "--results", a)
     before, b = a.read_bytes(), twin(a)
-    piped = prmg("compare", a, b, "--report", "json:-")
+    piped = prmg_forked("compare", a, b, "--report", "json:-")
     assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["regressions"] == 0, piped.stderr
-    written = prmg("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")
+    written = prmg_forked("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")
     assert written.returncode == 0 and written.stdout == (f"wrote {tmp_path / 'c.md'}: 0 regressions (none); 0 fixed; "
                                                           f"1 case in A, 1 in B\n"), written.stdout
     assert (tmp_path / "c.md").read_text().startswith("# prmg compare")
     for spec in (f"json:{a}", "json:"):
-        refused = prmg("compare", a, b, "--report", spec)
+        refused = prmg_forked("compare", a, b, "--report", spec)
         assert refused.returncode == 2 and refused.stderr.count("prmg: error:") == 1, refused.stderr
     assert a.read_bytes() == before
 

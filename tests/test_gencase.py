@@ -516,18 +516,18 @@ def test_the_models_preset_says_each_models_mode_and_what_todays_target_skips():
 def test_the_broadcast_fault_the_warning_names_passes_the_warned_case_and_fails_the_per_request_one(tmp_path):
     """What the warning says, through the emulator: its broadcast_b fault passes the decode case whose requests share
     a position and fails the one whose requests each have their own (and gen-case warns on stderr, exit 0)."""
-    from conftest import prmg
+    from conftest import prmg_forked
 
-    shared = prmg("gen-case", "--shape", "4,1,2,16", "--broadcast", "B11D", "--mode", "half", "--name", "shared",
-                  "--inputs", "cos=rope:500000:4096,sin=rope:500000:4096", "-o", tmp_path / "cases.yaml")
+    shared = prmg_forked("gen-case", "--shape", "4,1,2,16", "--broadcast", "B11D", "--mode", "half", "--name", "shared",
+                         "--inputs", "cos=rope:500000:4096,sin=rope:500000:4096", "-o", tmp_path / "cases.yaml")
     assert shared.returncode == 0 and shared.stderr.startswith("prmg: warning: case 'shared': cos and sin are the "
                                                                "same for every b (B = 4)"), shared.stderr
-    own = prmg("gen-case", "--shape", "4,1,2,16", "--broadcast", "B11D", "--mode", "half", "--name", "own", "--inputs",
-               "cos=rope:500000:0;37;4095;9000,sin=rope:500000:0;37;4095;9000", "-o", tmp_path / "cases.yaml",
-               "--append")
+    own = prmg_forked("gen-case", "--shape", "4,1,2,16", "--broadcast", "B11D", "--mode", "half", "--name", "own",
+                      "--inputs", "cos=rope:500000:0;37;4095;9000,sin=rope:500000:0;37;4095;9000", "-o",
+                      tmp_path / "cases.yaml", "--append")
     assert own.returncode == 0 and own.stderr == ""
-    run = prmg("run", tmp_path / "cases.yaml", "--supported-modes", "0,1", "--report", "json",
-               env={"PRMG_EMU_FAULT": "broadcast_b"})
+    run = prmg_forked("run", tmp_path / "cases.yaml", "--supported-modes", "0,1", "--report", "json",
+                      env={"PRMG_EMU_FAULT": "broadcast_b"})
     statuses = {case["name"]: case["status"] for case in json.loads(run.stdout)["cases"]}
     assert statuses == {"shared": "passed", "own": "failed"}, run.stdout[-500:]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_forked
 from prmg_cli.errors import PrmgError
 from prmg_cli.judging import diagnosis
 from prmg_cli.reports import outputs
@@ -50,8 +50,8 @@ def smoke_report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("html")
     page, data = folder / "smoke.html", folder / "smoke.json"
     started = time.perf_counter()
-    result = prmg("run", "cases/smoke.yaml", "--runner", "emulator", "--report", f"html:{page}",
-                  "--report", f"json:{data}", env={"PRMG_EMU_FAULT": "sign,write_past_end"})
+    result = prmg_forked("run", "cases/smoke.yaml", "--runner", "emulator", "--report", f"html:{page}",
+                         "--report", f"json:{data}", env={"PRMG_EMU_FAULT": "sign,write_past_end"})
     print(f"emulator run with html and json reports: {time.perf_counter() - started:.1f} s")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr

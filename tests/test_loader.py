@@ -277,6 +277,18 @@ def test_standard_and_tolerance_are_checked_as_the_judge_checks_them(tmp_path, d
     assert str(caught.value).endswith(f"field '{field}': {fragment}")
 
 
+@pytest.mark.verdict
+def test_a_share_of_every_element_is_a_tolerance_and_one_past_it_is_refused():
+    """``Standard.fractions`` at its edge: a share of 1 (every element within, a strict but valid case) is read, the
+    next float above it refused (a case no kernel passes, or none fails)."""
+    from prmg_cli.judging.standards import check_standard
+
+    for standard, key in (("mixed", "required_matched_ratio"), ("double_thousandth", "share")):
+        check_standard(standard, {key: 1})
+        with pytest.raises(PrmgError, match=f"{key} must be at most 1"):
+            check_standard(standard, {key: np.nextafter(1.0, 2.0)})
+
+
 def test_sanitise_name_replaces_each_character_a_name_cannot_hold():
     assert sanitise_name("my case/1") == "my_case_1"
     assert sanitise_name("a  b:c", "-") == "a--b-c"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg, prmg_forked, prmg_here, twin
+from conftest import ROOT, prmg_forked, prmg_here, twin
 from prmg_cli.cases.fields import MAX_ARRAY_ELEMENTS
 from prmg_cli.cases.loader import Case, definition_fingerprint
 from prmg_cli.errors import PrmgError
@@ -55,13 +55,13 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     shards = []
     for index in (1, 2):
         shard = tmp_path / f"shard{index}.jsonl"
-        result = prmg("run", SMOKE, "--runner", "emulator", "--shard", f"{index}/2", "--results", shard,
-                      "--devices", "0")
+        result = prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", f"{index}/2", "--results", shard,
+                             "--devices", "0")
         assert result.returncode == 0, result.stderr
         shards.append(shard)
     assert all(read(shard).results for shard in shards)         # both shards hold cases
     one = tmp_path / "one.xml"
-    assert prmg("run", SMOKE, "--runner", "emulator", "--report", f"junit:{one}").returncode == 0
+    assert prmg_forked("run", SMOKE, "--runner", "emulator", "--report", f"junit:{one}").returncode == 0
     merged = tmp_path / "merged.xml"
     result = prmg_here("report", *shards, "--cases", SMOKE, "--report", f"junit:{merged}", "--report", "table")
     assert result.returncode == 0, result.stderr
@@ -76,8 +76,9 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
     the merge names the setting and the files and exits 1, its JSON says so, unless --allow-mixed says it is
     intended."""
     shards = [tmp_path / "strict.jsonl", tmp_path / "loose.jsonl"]
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0])
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard", "allclose")
+    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0])
+    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard",
+                "allclose")
     result = prmg_here("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
     differ = f"standard: {shards[0]}: none; {shards[1]}: allclose"
     assert result.returncode == 1 and (f"prmg: the runs were judged under different settings, which no one verdict "
@@ -132,9 +133,9 @@ def test_an_emulator_shard_and_a_toolkit_shard_are_no_one_report(tmp_path):
     cases.write_text("".join(f"- {{name: c{index}, shape: [1, 2, 1, 8], partial_slice: [0, 8]}}\n"
                              for index in range(4)))
     shards = [tmp_path / "emulator.jsonl", tmp_path / "toolkit.jsonl"]
-    assert prmg("run", cases, "--runner", "emulator", "--shard", "1/2", "--results", shards[0]).returncode == 0
-    toolkit = prmg("run", cases, "--runner", "aclnn", "--shard", "2/2", "--results", shards[1],
-                   env={"ASCEND_HOME_PATH": str(stand_in(tmp_path / "standin"))})
+    assert prmg_forked("run", cases, "--runner", "emulator", "--shard", "1/2", "--results", shards[0]).returncode == 0
+    toolkit = prmg_forked("run", cases, "--runner", "aclnn", "--shard", "2/2", "--results", shards[1],
+                          env={"ASCEND_HOME_PATH": str(stand_in(tmp_path / "standin"))})
     assert toolkit.returncode == 0, toolkit.stderr
     result = prmg_here("report", *shards)
     named = re.findall(r"no one verdict covers: (\w+): ", result.stderr)
@@ -149,7 +150,7 @@ def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
     half-way, lists what is missing as not_run and fails, even without --cases."""
     shards = [tmp_path / f"s{i}.jsonl" for i in (1, 2, 3)]
     for index, shard in enumerate(shards, start=1):
-        prmg("run", SMOKE, "--runner", "emulator", "--shard", f"{index}/3", "--results", shard)
+        prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", f"{index}/3", "--results", shard)
     assert prmg_here("report", *shards).returncode == 0
     result = prmg_here("report", shards[0], shards[2], "--report", "json")
     assert result.returncode == 1
@@ -170,9 +171,10 @@ def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
 
 def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     shards = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0], env={"PRMG_EMU_FAULT": "nan"})
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--devices", "0,1",
-         "--standard", "allclose", env={"PRMG_EMU_DEVICES": "2"})
+    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0],
+                env={"PRMG_EMU_FAULT": "nan"})
+    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--devices", "0,1",
+                "--standard", "allclose", env={"PRMG_EMU_DEVICES": "2"})
     result = prmg_here("report", *shards)
     header = " ".join(result.stdout.split("\n\n")[0].split())            # its long lines wrapped
     assert "FAULTS INJECTED: nan (PRMG_EMU_FAULT: acted on " in header and "not an NPU" in header
@@ -192,8 +194,8 @@ def test_a_merged_report_carries_every_runs_provenance(tmp_path):
     assert [value.split(":")[0] for name, value in pairs if name == "settings differ"] == ["faults", "standard"]
     assert properties["devices"] == "0,1"
     shaped = tmp_path / "shaped.jsonl"
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shaped,
-         env={"PRMG_EMU_FAULT": "nan", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
+    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shaped,
+                env={"PRMG_EMU_FAULT": "nan", "PRMG_EMU_FAULT_SHAPE": "9,9,9,9"})
     result = prmg_here("report", shaped, shards[1])
     assert "FAULTS NAMED BUT NEVER INJECTED: nan (PRMG_EMU_FAULT_SHAPE=9,9,9,9 matched no case)" in result.stdout
 
@@ -213,7 +215,7 @@ def test_a_record_of_a_case_edited_since_is_not_run_never_its_old_verdict():
 
 def test_cases_no_file_holds_are_not_run_and_fail_the_report(tmp_path):
     shard = tmp_path / "one-shard.jsonl"
-    prmg("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shard)
+    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shard)
     held = len(read(shard).latest())
     result = prmg_here("report", shard, "--cases", SMOKE, "--report", "json")
     assert result.returncode == 1
@@ -244,8 +246,8 @@ def test_a_failure_of_a_case_not_in_cases_is_reported_never_left_out(tmp_path):
     extra.write_text("- {name: extra.wrong, shape: [1, 1, 2, 16], partial_slice: [0, 16]}\n"
                      "- {name: extra.right, shape: [1, 1, 2, 32], partial_slice: [0, 32]}\n")
     shard = tmp_path / "shard.jsonl"
-    run = prmg("run", cases, extra, "--runner", "emulator", "--results", shard,
-               env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "1,1,2,16"})
+    run = prmg_forked("run", cases, extra, "--runner", "emulator", "--results", shard,
+                      env={"PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "1,1,2,16"})
     assert run.returncode == 1, run.stdout + run.stderr
     result = prmg_here("report", shard, "--cases", cases, "--report", "json")
     report = json.loads(result.stdout)
@@ -451,10 +453,10 @@ def test_the_file_an_interrupted_run_and_its_resume_leave_is_read_by_report_and_
     cases = tmp_path / "cases.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8]}\n- {name: two, shape: [1, 1, 2, 16]}\n")
     results = tmp_path / "r.jsonl"
-    assert prmg("run", cases, "--runner", "emulator", "-k", "one", "--results", results).returncode == 0
+    assert prmg_forked("run", cases, "--runner", "emulator", "-k", "one", "--results", results).returncode == 0
     whole = results.read_bytes()
     results.write_bytes(whole + whole.splitlines(keepends=True)[-1][:57])     # killed while writing a record
-    resumed = prmg("run", cases, "--runner", "emulator", "--resume", results)
+    resumed = prmg_forked("run", cases, "--runner", "emulator", "--resume", results)
     assert resumed.returncode == 0, resumed.stderr
     lines = results.read_bytes().splitlines()
     torn = [index for index, line in enumerate(lines) if not line.endswith(b"}")]
@@ -473,7 +475,7 @@ def test_report_and_compare_of_a_fifo_or_dev_zero_end_at_once(tmp_path, command)
     os.mkfifo(fifo)
     for path in (fifo, Path("/dev/zero")):
         started = time.monotonic()
-        result = prmg(command, path, *(["/dev/zero"] if command == "compare" else []), timeout=30)
+        result = prmg_forked(command, path, *(["/dev/zero"] if command == "compare" else []), timeout=30)
         assert result.returncode == 2 and time.monotonic() - started < 20, result.stderr
         assert result.stderr.count("\n") == 1 and f"{path}: cannot read the results file: " in result.stderr
 
@@ -898,7 +900,10 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     ASCEND_RT_VISIBLE_DEVICES, so its run says device 0), merged by prmg report. On main the merge kept one chip's
     record per case (the last file's) while the header listed every device, and a merge of 2 jobs of 3 was green:
     no record says how many chips were meant. Each case now holds each chip's status, the pinned job's as its chip
-    2, and --chips 0-2 makes a chip no file holds not_run there, named on stderr in one line."""
+    2, and --chips 0-2 makes a chip no file holds not_run there, named on stderr in one line; a chip's job killed
+    half-way (its run record names the cases it was to run) is not_run there for the cases it never ran, which
+    another chip's record stood for; and --resume takes a verdict of another chip for none (chip 2's job resuming
+    from chip 0's file ran nothing, exit 0, its header naming chip 2)."""
     env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}    # chip 1 computes wrong
     jobs = {chip: tmp_path / f"chip{chip}.jsonl" for chip in range(3)}
     for chip, path in jobs.items():
@@ -920,6 +925,20 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
         in missing.stderr.splitlines()
     assert "[not_run on device 1; passed on devices 0, 2] not run on chip 1" in " ".join(missing.stdout.split())
     assert prmg_here("report", jobs[0], "--chips", "all").stderr.startswith("prmg: error: --chips all: ")
+    killed = tmp_path / "killed0.jsonl"                 # chip 0's job killed after its first case: without --chips
+    killed.write_text("".join(jobs[0].read_text().splitlines(keepends=True)[:2]))     # its run record says so
+    stopped = prmg_here("report", killed, jobs[2])
+    assert stopped.returncode == 1 and f"prmg: chip 0: the run of {killed} there selected 1 case and recorded no " \
+        f"result of them (stopped or killed before them?): reported not_run there" in stopped.stderr.splitlines()
+    assert prmg_here("report", killed, jobs[0], "-o", os.devnull).returncode == 0       # chip 0's rerun holds it
+    resumed = tmp_path / "resumed2.jsonl"               # chip 2's job resuming from chip 0's file (a shared CI cache)
+    again = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "2", "--resume",
+                        jobs[0], "--results", resumed, "-o", os.devnull, env=env)
+    assert again.returncode == 0 and "--resume: 0 results of " in again.stderr, again.stderr     # ran on chip 2
+    assert {r.device for r in read(resumed).results} == {"2"}
+    pinned = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "0", "--resume",
+                         resumed, "-o", os.devnull, env={**env, "ASCEND_RT_VISIBLE_DEVICES": "2"})
+    assert f"--resume: 2 results of {resumed} taken" in pinned.stderr                   # chip 2 again: taken
 
 
 def test_verdicts_that_tie_still_bring_their_runs_settings_into_the_merge(tmp_path):

@@ -282,11 +282,11 @@ def on_terminal(args: list, columns: int, cwd, *, stderr_too: bool = False) -> s
 @pytest.fixture(scope="module")
 def fault_results(tmp_path_factory):
     """A results file of cases/smoke.yaml and future_modes.yaml run with the emulator's ``sign`` fault injected."""
-    from conftest import prmg
+    from conftest import prmg_forked
 
     folder = tmp_path_factory.mktemp("compare")
-    prmg("run", ROOT / "cases" / "smoke.yaml", ROOT / "cases" / "future_modes.yaml", "--results", folder / "b.jsonl",
-         env={"PRMG_EMU_FAULT": "sign"})
+    prmg_forked("run", ROOT / "cases" / "smoke.yaml", ROOT / "cases" / "future_modes.yaml", "--results",
+                folder / "b.jsonl", env={"PRMG_EMU_FAULT": "sign"})
     return folder / "b.jsonl"
 
 
@@ -335,7 +335,7 @@ def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in
     under -v are wrapped at spaces, the later lines indented under the text; ``prmg:`` notes on a terminal's
     standard error too, and a run merged with its rerun is one duplicate note, not one per case. In a pipe each
     stays one line for grep (they were 250-330 columns, the terminal breaking them mid-word)."""
-    from conftest import prmg
+    from conftest import prmg_forked
 
     run, rerun, again = "run.jsonl", "rerun.jsonl", "again.jsonl"     # from tmp_path: a path is a word no wrap breaks
     for name in (run, rerun, again):
@@ -349,11 +349,11 @@ def test_failure_lines_and_notes_wrap_on_an_80_column_terminal_and_stay_whole_in
     notes = [line for line in grouped.splitlines() if line.startswith("prmg: duplicate")]
     assert len(notes) == 1 and notes[0].startswith("prmg: duplicate: 84 cases in each of "), grouped
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in grouped.splitlines()), grouped
-    piped = prmg("report", run, rerun, cwd=tmp_path)
+    piped = prmg_forked("report", run, rerun, cwd=tmp_path)
     failures = [line for line in piped.stdout.splitlines() if re.match(r"FAIL \S+: ", line)]
     assert failures and all(" > bound " in line and "worst at" in line for line in failures), piped.stdout
     assert piped.stderr.count("\n") == 1 and "(-v names each)" in piped.stderr
-    assert prmg("report", run, rerun, "-v", cwd=tmp_path).stderr.count("prmg: duplicate: case '") == 84
+    assert prmg_forked("report", run, rerun, "-v", cwd=tmp_path).stderr.count("prmg: duplicate: case '") == 84
 
 
 def test_doctor_fits_an_80_column_terminal_its_paths_beside_their_labels(tmp_path):

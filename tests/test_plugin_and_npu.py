@@ -411,9 +411,8 @@ def test_plugin_node_ids_keyword_selection_and_bad_files(tmp_path):
     assert result.returncode == 0 and "1 passed, 3 deselected" in result.stdout
     assert "; called through graph mode (GE IR), graph mode by the emulator's twin" in result.stdout
     (tmp_path / "cases.yaml").write_text("- {name: bad, shape: [1, 1, 1, 8], seed: -1}\n")
-    result = subprocess.run([*PYTEST, "--prmg",
-                             str(tmp_path / "cases.yaml"), "--prmg-runner", "emulator", "-q"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
+    result = forked_pytest("--prmg", tmp_path / "cases.yaml", "--prmg-runner", "emulator", "-q", cwd=tmp_path,
+                           env={"PYTHONPATH": str(ROOT)})
     assert result.returncode != 0
     assert "case 'bad': field 'seed'" in result.stdout and "Traceback" not in result.stdout
 
@@ -424,9 +423,8 @@ def test_plugin_known_defects_are_strict_xfails(tmp_path):
                      " result: wrong, pattern: odd_lanes}}\n"
                      "- {name: d_xpass, shape: [1, 1, 2, 16], rotary_mode: 7, expect: {error: 561002},"
                      " known_defect: {reason: \"fixed since\", status: SUCCESS}}\n")
-    result = subprocess.run([*PYTEST, "-q", "--prmg", str(cases),
-                             "--prmg-runner", "emulator"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, PRMG_EMU_FAULT="sign", PRMG_EMU_FAULT_SHAPE="1,1,2,8"))
+    result = forked_pytest("-q", "--prmg", cases, "--prmg-runner", "emulator", cwd=tmp_path,
+                           env={"PYTHONPATH": str(ROOT), "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_SHAPE": "1,1,2,8"})
     assert result.returncode == 1, result.stdout
     assert "1 failed" in result.stdout and "1 xfailed" in result.stdout
     assert "[XPASS(strict)]" in result.stdout
@@ -452,9 +450,8 @@ def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
     (suite / "again.yaml").hardlink_to(suite / "ok.yml")
     ran = sorted(case.name for case in load_cases(case_files([suite])))
     assert ran == ["build", "dist_dotdeep", "dothidden", "fine", "venv"]
-    result = subprocess.run([*PYTEST, "-q", "-rA", "--prmg",
-                             str(suite), "--prmg-runner", "emulator", "--prmg-strict"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
+    result = forked_pytest("-q", "-rA", "--prmg", suite, "--prmg-runner", "emulator", "--prmg-strict", cwd=tmp_path,
+                           env={"PYTHONPATH": str(ROOT)})
     assert result.returncode == 1, result.stdout + result.stderr
     assert "4 failed, 1 passed" in result.stdout, result.stdout
     assert sorted(line.rsplit("::", 1)[1].split()[0] for line in result.stdout.splitlines()
@@ -463,6 +460,5 @@ def test_plugin_collects_exactly_the_files_prmg_run_reads(tmp_path):
     (suite / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
     with pytest.raises(PrmgError, match="no such file"):
         load_cases(case_files([suite]))
-    refused = subprocess.run([*PYTEST, "-q", "--collect-only",
-                              "--prmg", str(suite)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    refused = forked_pytest("-q", "--collect-only", "--prmg", suite, cwd=tmp_path, env={"PYTHONPATH": str(ROOT)})
     assert refused.returncode == 4 and f"--prmg: {suite / 'gone.yaml'}: no such file" in refused.stderr, refused.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg, prmg_forked, prmg_here
+from conftest import ROOT, prmg_forked, prmg_here
 from prmg_cli.commands import load as load_command
 from prmg_cli.device.toolkit import EMULATOR_FALLBACK
 
@@ -48,7 +49,7 @@ def statuses(report: dict) -> dict:
 
 
 def test_table_run_is_green_and_ends_with_the_summary_line(small):
-    result = prmg("run", small, "--runner", "emulator")
+    result = prmg_forked("run", small, "--runner", "emulator")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.rstrip("\n").splitlines()
     assert lines[-1] == "4 passed, 0 failed, 1 skipped"
@@ -63,9 +64,9 @@ def test_every_report_says_which_checks_ran_the_streamed_table_too(tmp_path):
     path.write_text("defaults: {shape: [1, 2, 2, 16], cos_shape: [1, 2, 1, 8], partial_slice: [4, 12]}\n"
                     "cases:\n  - {name: own, checks: [adjoint]}\n"
                     "  - {name: goldless, checks: [roundtrip, sample], golden: false}\n  - {name: plain}\n")
-    result = prmg("run", path, "--runner", "emulator", "--check", "determinism", "--report", "table", "--report",
-                  f"json:{tmp_path / 'run.json'}", "--report", f"markdown:{tmp_path / 'run.md'}", "--report",
-                  f"junit:{tmp_path / 'run.xml'}")
+    result = prmg_forked("run", path, "--runner", "emulator", "--check", "determinism", "--report", "table",
+                         "--report", f"json:{tmp_path / 'run.json'}", "--report", f"markdown:{tmp_path / 'run.md'}",
+                         "--report", f"junit:{tmp_path / 'run.xml'}")
     assert result.returncode == 0, result.stdout + result.stderr
     said = ("determinism on every pass case (--check); adjoint, roundtrip, sample on 2 cases (their checks:); 1 case "
             "judged without the golden (golden: false)")
@@ -91,7 +92,7 @@ def test_json_junit_csv_markdown_reports_parse(small, tmp_path):
     assert mid["kernel_ms"] is not None and mid["metrics"]
 
     junit = tmp_path / "r.xml"
-    result = prmg("run", small, "--runner", "emulator", "--report", "junit", "-o", junit)
+    result = prmg_forked("run", small, "--runner", "emulator", "--report", "junit", "-o", junit)
     assert result.returncode == 0 and result.stdout.strip().splitlines() == [     # the skip's reason, the summary
         "SKIP 1 case: rotary_mode half not supported by the target (supported: interleave)",
         "note: the emulator has every rotary mode: --supported-modes 0,1,2,3 runs the skipped cases",   # how to run it
@@ -100,11 +101,11 @@ def test_json_junit_csv_markdown_reports_parse(small, tmp_path):
     assert suite.get("tests") == "5" and suite.get("skipped") == "1" and suite.get("failures") == "0"
     assert len(suite.findall("testcase")) == 5
 
-    result = prmg("run", small, "--runner", "emulator", "--report", "csv")
+    result = prmg_forked("run", small, "--runner", "emulator", "--report", "csv")
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert [r["name"] for r in rows] == ["fp32_mid", "bf16_mixed", "fp16_full", "too_wide", "half_mode"]
 
-    result = prmg("run", small, "--runner", "emulator", "--report", "markdown")
+    result = prmg_forked("run", small, "--runner", "emulator", "--report", "markdown")
     assert "| fp32_mid" in result.stdout or "fp32_mid" in result.stdout
     assert result.stdout.rstrip().splitlines()[-1] == "4 passed, 0 failed, 1 skipped"
 
@@ -116,7 +117,7 @@ def test_supported_modes_turn_the_emulator_modes_on(small):
 
 
 def test_selection_list_keyword_and_tag(small):
-    result = prmg("run", small, "--list", "-k", "fp")
+    result = prmg_here("run", small, "--list", "-k", "fp")
     assert result.returncode == 0
     assert "fp32_mid" in result.stdout and "fp16_full" in result.stdout and "bf16_mixed" not in result.stdout
     result, report = run_json(small, "--tag", "mixed")
@@ -141,7 +142,7 @@ def test_list_marks_the_cases_the_target_would_skip(small):
 def test_list_refuses_the_options_it_would_ignore(small, tmp_path):
     """``--list`` runs nothing, so a results file, a resume, saved failures or a report it was given would silently
     not be written (or, for --resume, not make the list what would run): one line naming them, exit 2."""
-    result = prmg("run", small, "--list", "--results", str(tmp_path / "r.jsonl"), "--report", "json")
+    result = prmg_here("run", small, "--list", "--results", str(tmp_path / "r.jsonl"), "--report", "json")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == ("prmg: error: --list prints the cases that would run and runs nothing: it writes or "
                              "reads no --results, --report\n")
@@ -185,24 +186,25 @@ def test_hang_is_a_timeout_error_and_the_run_goes_on(small):
 
 
 def test_runner_aclnn_without_toolkit_is_a_usage_error(small, tmp_path):
-    result = prmg("run", small, "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
+    result = prmg_forked("run", small, "--runner", "aclnn", env={"ASCEND_HOME_PATH": "/nonexistent"})
     assert result.returncode == 2
     assert result.stderr.startswith("prmg: error: no CANN toolkit found")
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     # --runner auto (the default) with a toolkit named but wrong: exit 2 too, never a green run of the emulator
     junit = tmp_path / "j.xml"
-    result = prmg("run", small, "--strict", "--report", f"junit:{junit}", env={"ASCEND_HOME_PATH": "/opt/Ascend-typo"})
+    result = prmg_forked("run", small, "--strict", "--report", f"junit:{junit}",
+                         env={"ASCEND_HOME_PATH": "/opt/Ascend-typo"})
     assert result.returncode == 2 and not junit.exists()
     assert result.stderr.startswith("prmg: error: --runner auto: a CANN toolkit is meant here "
                                     "(ASCEND_HOME_PATH=/opt/Ascend-typo)") and len(result.stderr.splitlines()) == 1
     # nothing suggests a toolkit: the emulator runs, and stderr says so in one line
-    result = prmg("run", small, "-k", "fp32_mid")
+    result = prmg_forked("run", small, "-k", "fp32_mid")
     assert result.returncode == 0 and result.stderr.splitlines() == [EMULATOR_FALLBACK] and len(EMULATOR_FALLBACK) <= 80
 
 
 def test_toolkit_at_ascend_home_path_drives_the_same_binding(small, emulator):
     """An installed toolkit (here: the emulator's folder) is picked by auto and named in the header."""
-    result = prmg("run", small, env={"ASCEND_HOME_PATH": str(emulator.root)})
+    result = prmg_forked("run", small, env={"ASCEND_HOME_PATH": str(emulator.root)})
     assert result.returncode == 0, result.stdout + result.stderr
     assert str(emulator.root) in result.stdout.splitlines()[0]
 
@@ -329,10 +331,15 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "uneven_last_share": "over budget",
     # session 13: both kernels' addresses rounded to the 32-byte block (nnopbase checks no alignment of an offset)
     "offset_block_aligned": "dy storage changed before its offset",
+    # session 14: a kernel keeping its tables in the workspace between launches (right on every poisoned workspace)
+    "workspace_table_cache": "determinism: a launch on the workspace another launch left (other tables) differs",
+    # session 14: float32 rounded up on each core's first row (a peeled prologue) when a share is 8 rows or more
+    "share_edge_up": "--strict: biased in the first row of each core's share (40 cores, floor split): ",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 # within every element's budget: only the error balance, a warning, sees it
-STRICT_CATCH = {"round_up", "cast_away", "core_bias", "negative_up", "binade_up", "tail_rows_up", "binade_thin_up"}
+STRICT_CATCH = {"round_up", "cast_away", "core_bias", "negative_up", "binade_up", "tail_rows_up", "binade_thin_up",
+                "share_edge_up"}
 # they act in a mode today's target lacks: run with every mode implemented, as the README's all-modes run
 ALL_MODES_CATCH = {"fwd_fp16_ilv_half", "fwd_odd_half"}
 CHIP_CATCH = {"fwd_membase_late": "Ascend910B2"}     # they act on that chip: its operator's (the forward's) cases
@@ -346,7 +353,8 @@ def test_every_emulator_fault_has_a_shipped_catch():
 
 
 # faults of launches only checks make
-ONLY_CHECKS_CATCH = {"nondeterministic", "fwd_sign", "fwd_noop", "fwd_nudge", "repeat_launch_sign"}
+ONLY_CHECKS_CATCH = {"nondeterministic", "fwd_sign", "fwd_noop", "fwd_nudge", "repeat_launch_sign",
+                     "workspace_table_cache"}
 
 
 @pytest.mark.parametrize("fault", sorted(SHIPPED_FAULTS))
@@ -394,6 +402,14 @@ NO_GOLDEN_CATCH = {
 }
 
 
+@functools.lru_cache
+def green_without_the_golden(selected: tuple[str, ...]) -> tuple[int, bool]:
+    """The exit code of ``prmg run cases/ SELECTED`` on the correct kernel and whether a case passed: run once for
+    the faults that share a case."""
+    result, report = run_json(ROOT / "cases", *selected)
+    return result.returncode, report["summary"]["passed"] >= 1
+
+
 @pytest.mark.parametrize("fault", sorted(NO_GOLDEN_CATCH))
 def test_a_kernel_built_to_beat_the_verdict_is_red_without_the_golden(fault):
     """Each fault of ``NO_GOLDEN_CATCH`` ends red under ``--no-golden --check all --strict`` on its shipped case, and
@@ -401,8 +417,7 @@ def test_a_kernel_built_to_beat_the_verdict_is_red_without_the_golden(fault):
     each other's transpose; sample alone sees it)."""
     name, reason = NO_GOLDEN_CATCH[fault]
     selected = ("-k", name, "--no-golden", "--check", "all", "--strict")
-    result, report = run_json(ROOT / "cases", *selected)
-    assert result.returncode == 0 and report["summary"]["passed"] >= 1, report["summary"]
+    assert green_without_the_golden(selected) == (0, True)
     result, report = run_json(ROOT / "cases", *selected, env={"PRMG_EMU_FAULT": fault})
     red = [case for case in report["cases"] if case["name"] == name][0]
     assert result.returncode == 1 and red["status"] == "failed" and reason in red["message"], red["message"]

@@ -662,7 +662,7 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
     ``strlen`` outside the emulator and none of the emulator's own."""
     import ctypes
 
-    from conftest import ROOT, prmg
+    from conftest import ROOT, prmg_forked
     kit, elsewhere = tmp_path / "kit", tmp_path / "elsewhere"
     shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
     elsewhere.mkdir()
@@ -673,7 +673,7 @@ def test_a_runtime_whose_code_is_another_folders_is_refused(tmp_path, emulator):
              f"-L{elsewhere}", "-l:libacl_impl.so", f"-Wl,-rpath,{elsewhere}")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(kit)})     # an emulator copy
+    run = prmg_forked("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(kit)})     # an emulator copy
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stdout + run.stderr
     assert f"the toolkit at {kit} runs code from outside it: aclInit in {elsewhere}/libacl_impl.so;" in run.stderr
     libc = ctypes.CDLL(None)
@@ -719,7 +719,7 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
     set_env.sh names, still runs under auto without a word."""
     import json
 
-    from conftest import prmg
+    from conftest import prmg_forked
 
     kit = tmp_path / "Ascend/ascend-toolkit/latest"                # $HOME/Ascend/ascend-toolkit/latest: a default root
     shutil.copytree(emulator.root, kit, ignore=shutil.ignore_patterns(tk.EMULATOR_MARKER))
@@ -733,21 +733,22 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
                                   ({"HOME": str(tmp_path)}, ["--strict"], said),                 # no variable set
                                   ({"ASCEND_HOME_PATH": str(marked)}, ["--strict"],
                                    f"PRMG_EMULATOR in {marked} marks an emulator build")):
-        run = prmg("run", cases, *strict, "--report", "json", env=env)
+        run = prmg_forked("run", cases, *strict, "--report", "json", env=env)
         assert (run.returncode, run.stdout) == (2, ""), run.stdout + run.stderr
         (line,) = run.stderr.splitlines()
         assert line.startswith(f"prmg: error: --runner auto runs a CANN toolkit, never the host emulator installed as "
                                f"one, and the toolkit found at {env.get('ASCEND_HOME_PATH', kit)} is the emulator "
                                f"({evidence})"), line
-    asked = prmg("run", cases, "--runner", "emulator", "--strict", "--report", "json",   # (a process of its own:
-                 "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})  # no other emulator)
+    # (a process of its own: no other emulator)
+    asked = prmg_forked("run", cases, "--runner", "emulator", "--strict", "--report", "json",
+                        "--report", f"junit:{tmp_path / 'j.xml'}", env={"ASCEND_HOME_PATH": str(kit)})
     report = json.loads(asked.stdout)
     assert (asked.returncode, asked.stderr, report["summary"]["runner"], report["cases"][0]["runner"]) == \
         (0, "", "emulator", "emulator"), asked.stderr
     assert str(kit) in asked.stdout and \
         'testsuite name="prmg (host emulator, not an NPU)"' in (tmp_path / "j.xml").read_text()
     assert tk.runner_kind(tk.find_toolkit({"ASCEND_HOME_PATH": str(kit)})) == "emulator"
-    own = prmg("run", cases, env={"ASCEND_HOME_PATH": str(emulator.root)})      # its set_env.sh's: chosen, no word
+    own = prmg_forked("run", cases, env={"ASCEND_HOME_PATH": str(emulator.root)})  # its set_env.sh's: chosen, no word
     assert (own.returncode, own.stderr) == (0, "")
     # a copy made before prmg was upgraded ran as-is, without a word, the emulator code of then under this prmg's name:
     # said on stderr, refused under --strict (exit 2); one built by another compiler from these sources (its marker
@@ -762,11 +763,11 @@ def test_auto_refuses_the_emulator_installed_as_a_toolkit_and_runs_it_only_by_na
             f"{stale}/lib64/libnnopbase.so is not {emulator.root}/lib64/libnnopbase.so (its PRMG_EMULATOR names "
             f"sources 0123456789abcdef; this prmg's are {current}): the cases run its own code (copy {emulator.root} "
             f"over it, or source {emulator.root}/set_env.sh to run prmg's own build)\n")
-    warned = prmg("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
+    warned = prmg_forked("run", cases, "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
     assert (warned.returncode, warned.stderr) == (0, f"prmg: warning: {said}"), warned.stdout + warned.stderr
-    refused = prmg("run", cases, "--runner", "emulator", "--strict", env={"ASCEND_HOME_PATH": str(stale)})
+    refused = prmg_forked("run", cases, "--runner", "emulator", "--strict", env={"ASCEND_HOME_PATH": str(stale)})
     assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", f"prmg: error: --strict: {said}")
-    doctor = prmg("doctor", "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
+    doctor = prmg_forked("doctor", "--runner", "emulator", env={"ASCEND_HOME_PATH": str(stale)})
     assert f"\n  warning: {said}" in doctor.stdout, doctor.stdout                  # under the toolkit's lines
     found = tk.find_toolkit({"ASCEND_HOME_PATH": str(stale)})
     (stale / tk.EMULATOR_MARKER).write_text(current + "\n")
@@ -781,7 +782,7 @@ def test_doctor_probes_the_emulator_a_run_would_load_the_copy_installed_as_a_too
     --runner emulator`` runs the copy installed as a toolkit where the search finds one: a copy that cannot even be
     loaded (its nnopbase another library) had doctor say 'runner emulator: usable', exit 0, and every run of it exit 2.
     Doctor now names and judges the copy a run would load (its probe above, as the toolkit's)."""
-    from conftest import prmg
+    from conftest import prmg_forked
 
     kit = tmp_path / "kit"
     shutil.copytree(emulator.root, kit)                                  # its marker file copied along
@@ -792,14 +793,14 @@ def test_doctor_probes_the_emulator_a_run_would_load_the_copy_installed_as_a_too
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
     env = {"ASCEND_HOME_PATH": str(kit)}
-    run = prmg("run", cases, "--runner", "emulator", env=env)
+    run = prmg_forked("run", cases, "--runner", "emulator", env=env)
     assert run.returncode == 2, run.stdout + run.stderr
-    doctor = prmg("doctor", "--runner", "emulator", env=env)
+    doctor = prmg_forked("doctor", "--runner", "emulator", env=env)
     said = " ".join(doctor.stdout.split())
     assert (doctor.returncode, "runner emulator: NOT usable") == (1, said[said.rindex("runner emulator"):]), said
     assert f"emulator: the copy installed as a toolkit at {kit}, probed above" in said, said
     assert f"host build at {emulator.root}" not in said
-    own = prmg("doctor", "--runner", "emulator")                                 # nothing names a toolkit: prmg's own
+    own = prmg_forked("doctor", "--runner", "emulator")                          # nothing names a toolkit: prmg's own
     assert own.returncode == 0 and f"emulator: host build at {emulator.root}" in " ".join(own.stdout.split())
 
 
@@ -811,7 +812,7 @@ def test_the_npu_gates_runner_refuses_the_emulator_however_it_is_installed(tmp_p
     'emulator' or, for the runtime alone, 'aclnn'. It is exit 2 before any case runs, naming the file that gives the
     emulator away (the operator library was the one sign runner_kind read); prmg's own build in its cache, which only
     the emulator's set_env.sh names, still runs under its name."""
-    from conftest import prmg
+    from conftest import prmg_forked
     from test_fail_safe import stand_in
 
     kit = tmp_path / "kit"
@@ -832,12 +833,12 @@ def test_the_npu_gates_runner_refuses_the_emulator_however_it_is_installed(tmp_p
     assert tk.runner_kind(toolkit) == "emulator" and evidence in tk.emulator_evidence(toolkit)
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg("run", cases, "--runner", "aclnn", "--strict", env={"ASCEND_HOME_PATH": str(kit)})
+    run = prmg_forked("run", cases, "--runner", "aclnn", "--strict", env={"ASCEND_HOME_PATH": str(kit)})
     assert (run.returncode, run.stdout) == (2, ""), run.stdout + run.stderr
     (line,) = run.stderr.splitlines()
     assert line.startswith(f"prmg: error: --runner aclnn runs a CANN toolkit, never the host emulator installed as "
                            f"one, and the toolkit found at {kit} is the emulator ({evidence}"), run.stderr
-    own = prmg("run", cases, "--runner", "aclnn", env={"ASCEND_HOME_PATH": str(emulator.root)})  # its set_env.sh's
+    own = prmg_forked("run", cases, "--runner", "aclnn", env={"ASCEND_HOME_PATH": str(emulator.root)})  # set_env.sh's
     assert own.returncode == 0 and "results come from the host emulator, not an NPU" in " ".join(own.stdout.split())
 
 
@@ -917,7 +918,7 @@ def test_a_tilde_in_the_toolkits_variables_names_the_same_folders_to_prmg_and_to
     and handed to nnopbase as a folder named '~', while ASCEND_HOME_PATH=~/kit was expanded for the root and its
     opp_latest: the record named kernels the toolkit would not read. Both are read with ~ expanded and handed to the
     toolkit so, before aclInit."""
-    from conftest import prmg
+    from conftest import prmg_forked
     from prmg_cli.device import acl
 
     home = tmp_path / "home"
@@ -930,7 +931,7 @@ def test_a_tilde_in_the_toolkits_variables_names_the_same_folders_to_prmg_and_to
     (home / "opp/vendors/config.ini").write_text("load_priority=customize\n")
     cases = tmp_path / "one.yaml"
     cases.write_text("- {name: one, shape: [1, 1, 2, 8], partial_slice: [0, 8]}\n")
-    run = prmg("run", cases, "--runner", "emulator", env={"HOME": str(home), "ASCEND_OPP_PATH": "~/opp"})
+    run = prmg_forked("run", cases, "--runner", "emulator", env={"HOME": str(home), "ASCEND_OPP_PATH": "~/opp"})
     header = " ".join(run.stdout.split())                 # the kernel, and the vendor's library of the aclnn layer
     assert run.returncode == 0 and f"opp: {home}/opp (2 files of the operator's kernels" in header, run.stdout
     monkeypatch.setenv("HOME", str(home))

@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import forked_pytest, prmg, prmg_forked, prmg_here
+from conftest import forked_pytest, prmg_forked, prmg_here
 from prmg_cli.cases.loader import Case, Expect, KnownDefect
 from prmg_cli.device.acl import SYNCHRONIZE, Outcome
 from prmg_cli.device.execute import known_defect_status
@@ -138,7 +138,7 @@ def test_determinism_alone_is_refused_unless_the_case_says_why(tmp_path):
     assert f"{path}: case 'd': field 'checks': without the golden (golden: false) this case is judged by " \
            "determinism, none anchored to the formula" in out.stderr
     plain = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16]}\n", "plain.yaml")
-    out = prmg("run", plain, *EMU, "--no-golden", "--check", "determinism")
+    out = prmg_forked("run", plain, *EMU, "--no-golden", "--check", "determinism")
     assert out.returncode == 2 and "case 'd': field 'checks': without the golden (--no-golden) this case is " \
                                    "judged by determinism" in out.stderr
     said = write(tmp_path, "- {name: d, shape: [1, 1, 2, 16], golden: false, checks: [determinism],\n"
@@ -419,8 +419,8 @@ def test_checks_skip_where_they_are_not_defined_and_stay_green_on_the_shipped_ed
 
     results = tmp_path / "r.jsonl"
     files = ("special", "edge", "checks", "cover", "forward", "negative")           # the shipped files with skips
-    out = prmg("run", *(f"cases/{name}.yaml" for name in files), *EMU, "--check",
-               "adjoint,roundtrip,determinism,sample", "--report", "json", "--results", results)
+    out = prmg_forked("run", *(f"cases/{name}.yaml" for name in files), *EMU, "--check",
+                      "adjoint,roundtrip,determinism,sample", "--report", "json", "--results", results)
     document = json.loads(out.stdout)
     assert out.returncode == 0, [(c["name"], c["message"]) for c in document["cases"]
                                  if c["status"] not in ("passed", "skipped", "xfailed")]
@@ -460,8 +460,8 @@ def test_every_launch_of_a_check_is_held_to_the_contract():
     from test_checks import ModelSession, context, make_case
 
     class GuardBreaking(ModelSession):
-        def launch(self, case, inputs):
-            outcome = super().launch(case, inputs)
+        def launch(self, case, inputs, **how):
+            outcome = super().launch(case, inputs, **how)
             if case.op == "forward":
                 outcome.contract_violations = ("guard zone after x changed at byte +0",)
             return outcome
@@ -792,7 +792,7 @@ def test_a_run_where_every_case_is_skipped_is_not_green(stand_in):
     assert summary["accepted_modes"] == [1]
     code, _, summary, _ = run_json(*args, "--strict", env=stand_in)
     assert code == 1 and summary["exit_code"] == 1
-    out = prmg("run", *args, env=stand_in)
+    out = prmg_forked("run", *args, env=stand_in)
     assert out.returncode == 5 and "(every case was skipped)" in out.stdout
 
 
@@ -955,7 +955,7 @@ def test_a_consistent_wrong_pair_cannot_pass_a_golden_free_verdict(tmp_path):
     --no-golden without a check anchored to the formula is refused, and the shipped checks-only case fails."""
     path = write(tmp_path, CHECKED)
     pair = {"PRMG_EMU_FAULT": "neg_sin,fwd_neg_sin"}
-    out = prmg("run", path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,determinism", env=pair)
+    out = prmg_forked("run", path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,determinism", env=pair)
     assert out.returncode == 2 and "none anchored to the formula (adjoint: " in out.stderr
     assert out.stderr.count("\n") == 1 and "add sample to its checks or --check" in out.stderr
     code, cases, _, _ = run_json(path, *EMU, "--no-golden", "--check", "adjoint,roundtrip,sample", env=pair)

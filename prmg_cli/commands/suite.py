@@ -520,7 +520,10 @@ class _Run:
         if self.writer is not None or stored is not None:
             self.fingerprints = {case.name: fingerprint_or_empty(case) for case in self.cases}
         if stored is not None:
-            self.finished = run_record.resumed(stored, self.cases, self.fingerprints, self.key)
+            from ..reports.chips import run_chips
+
+            chips = None if self.request.cluster else run_chips(self.info.devices, self.info.visible_devices)
+            self.finished = run_record.resumed(stored, self.cases, self.fingerprints, self.key, chips)
         self.info.resumed = len(self.finished)
         if any(t.format == "table" and t.path is None for t in outputs.parse_targets(list(self.request.report),
                                                                                      self.request.output)):

@@ -12,8 +12,9 @@ worker process holds a device, a stream and a workspace; ``launch`` runs one cas
   pinned host buffer when the toolkit has ``aclrtMallocHost``; device buffers, and large pinned buffers, are kept for
   the next launch of the same size: a tensor's device address repeats from one case to the next of its size);
   ``...GetWorkspaceSize``; the workspace, guarded the same way, is filled with 0xFF bytes (NaN in every
-  float dtype, as PyTorch's fill-uninitialized-memory mode does) before every launch; launch between two
-  timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
+  float dtype, as PyTorch's fill-uninitialized-memory mode does) before every launch but the determinism check's
+  reuse (``kept_workspace``: as the launch before left it, as a caching allocator hands a block back); launch
+  between two timeline events; synchronize; read everything back. Any guard byte that changed (the workspace's
   included), any change of cos's or sin's storage, any change of the in-place tensor's storage outside its
   view (before its offset, between its rows), and any change of it after a refused call is a breach of the
   in-place contract. An executor obtained but never launched is released with
@@ -648,11 +649,13 @@ class AclSession:
 
     # -- one case ------------------------------------------------------------------------------------
 
-    def launch(self, case: Case, inputs: Inputs) -> Outcome:
+    def launch(self, case: Case, inputs: Inputs, *, kept_workspace: bool = False) -> Outcome:
         """Run ``case``'s operator on ``inputs`` as ``case`` describes them and read everything back.
 
         Operator statuses are returned in the Outcome; runtime failures raise AclError. A failed
         synchronization (a kernel fault) sets ``device_faulted``: nothing more can run in this process.
+        ``kept_workspace``: the workspace is not poisoned first when the launch before asked for as many bytes (it
+        holds what that launch left, as a caching allocator hands a block back: the determinism check's reuse).
         """
         self._check_open()
         api, op = self._api, OPERATORS[case.op]
@@ -696,7 +699,7 @@ class AclSession:
                 self._release_executor(executor)        # a refused first phase may leave a busy executor set
             else:
                 began = time.perf_counter()
-                workspace = self._prepared_workspace(workspace_size.value, executor)
+                workspace = self._prepared_workspace(workspace_size.value, executor, kept_workspace)
                 timings["upload"] += (time.perf_counter() - began) * 1e3        # poisoning the workspace
                 began = time.perf_counter()
                 status, failed_call, message, kernel_ms = self._run(scope, run, op.launch, workspace,
@@ -728,9 +731,10 @@ class AclSession:
             return Outcome(status, failed_call, message, dy_after, tuple(violations), kernel_ms,
                            workspace_size.value, changed, timings, faults)
 
-    def _prepared_workspace(self, size: int, executor: c_void_p) -> "_Workspace | None":
-        """The session's workspace for a launch needing ``size`` bytes, poisoned (0xFF) and its guards
-        intact; None when ``size`` is 0. Should this fail, the unlaunched ``executor`` is released."""
+    def _prepared_workspace(self, size: int, executor: c_void_p, kept: bool = False) -> "_Workspace | None":
+        """The session's workspace for a launch needing ``size`` bytes, poisoned (0xFF) -- unless ``kept`` and the
+        launch before used ``size`` bytes of it: then as that launch left it -- and its guards intact; None when
+        ``size`` is 0. Should this fail, the unlaunched ``executor`` is released."""
         if size == 0:
             return None
         try:
@@ -739,7 +743,8 @@ class AclSession:
                     self._free(self._workspace.base)
                     self._workspace = None
                 self._workspace = _Workspace.allocate(self, size)
-            self._workspace.poison(self, size)
+            if not (kept and self._workspace.used == size):
+                self._workspace.poison(self, size)
             return self._workspace
         except BaseException:
             self._release_executor(executor)

@@ -308,11 +308,12 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
         names = tuple(dict.fromkeys(case.checks + settings.checks))
         samples = [outcome.kernel_ms] if outcome.kernel_ms is not None else []
 
-        def launch(launched_case, launched_inputs):
-            """A launch for a check; the kernel times of the case's own repeats are kept."""
-            repeated = session.launch(launched_case, launched_inputs)
+        def launch(launched_case, launched_inputs, **how):
+            """A launch for a check (``how``: the session's launch options); the kernel times of the case's own
+            repeats (its inputs, its launch as the main one's) are kept."""
+            repeated = session.launch(launched_case, launched_inputs, **how)
             acted.append(repeated.faults)
-            if launched_case is judged and repeated.kernel_ms is not None:
+            if launched_case is judged and launched_inputs is inputs and not how and repeated.kernel_ms is not None:
                 samples.append(repeated.kernel_ms)
             return repeated
 

@@ -237,8 +237,9 @@ class GeirSession:
         (``constraints.graph_case``)."""
         return graph_case(case, supported_modes, soc)
 
-    def launch(self, case: Case, inputs: Inputs) -> Outcome:
-        """Build, compile and run ``case``'s graph on ``inputs`` and check every host buffer afterwards."""
+    def launch(self, case: Case, inputs: Inputs, *, kept_workspace: bool = False) -> Outcome:
+        """Build, compile and run ``case``'s graph on ``inputs`` and check every host buffer afterwards
+        (``kept_workspace`` is aclnn's: GE allocates and fills the graph's workspace itself)."""
         if not self._open:
             raise PrmgError("the graph-mode session is closed")
         op = OPERATORS[case.op]

@@ -198,13 +198,22 @@ def defined_symbols(path: Path | str, bindings: tuple[int, ...] = (STB_GLOBAL, S
     binding of a file is read once per process (``_binding_names``, keyed on the path and what tells a rebuilt file:
     device, inode, size, mtime, ctime): ``linkage.taking`` with a preload asks the toolkit's libraries for both
     bindings (``interposers``), then for the strong ones (``bound_ahead``), a second read of 10^5 names each."""
+    stamp = _file_version(path)
+    if stamp is None:
+        return frozenset()
+    found = [_binding_names(os.fspath(path), stamp, binding) for binding in bindings]
+    return found[0] if len(found) == 1 else frozenset().union(*found)
+
+
+def _file_version(path: Path | str) -> tuple[int, ...] | None:
+    """What tells one version of the file at ``path`` from a rebuild at the same path (device, inode, size,
+    mtime_ns, ctime_ns): the key of ``_binding_names``' and ``_relocated_names``' caches; None when it cannot be
+    read."""
     try:
         info = os.stat(path)
     except (OSError, ValueError):
-        return frozenset()
-    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    found = [_binding_names(os.fspath(path), stamp, binding) for binding in bindings]
-    return found[0] if len(found) == 1 else frozenset().union(*found)
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def bound_by_name(path: Path | str) -> frozenset[str]:
@@ -214,12 +223,8 @@ def bound_by_name(path: Path | str) -> frozenset[str]:
     call to a function of its own bound when it was linked (``-Bsymbolic-functions``, hidden or protected
     visibility) has no relocation, and no library ahead of it takes it. Read without loading it, once per version of
     the file (``_relocated_names``); empty when it cannot be read."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return frozenset()
-    return _relocated_names(os.fspath(path), (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
-                                              info.st_ctime_ns))
+    stamp = _file_version(path)
+    return frozenset() if stamp is None else _relocated_names(os.fspath(path), stamp)
 
 
 @functools.lru_cache(maxsize=256)

@@ -246,15 +246,20 @@ def share_bounds(count: int, cores: int) -> list[tuple[int, int]]:
     emulator), ``ceil(count / cores)`` each and what is left to the last core used (upstream's 950 tilings:
     ``blockFactor = CeilDiv(count, cores)``, ``blockNum = CeilDiv(count, blockFactor)``), and ``floor`` each with one
     more on each of the first ``count % cores`` cores; every unit of the first way's tail is one share of its own."""
-    found = []
+    return list(dict.fromkeys(bound for split in splits(count, cores).values() for bound in split))
+
+
+def splits(count: int, cores: int) -> dict[str, list[tuple[int, int]]]:
+    """``share_bounds`` by the way a kernel splits ``count`` units over ``cores``: ``floor`` (the emulator's full
+    shares; its tail, ``tail``, one unit a share), ``ceil`` (upstream's 950 tilings) and ``front`` (one more on each of
+    the first ``count % cores`` cores), each a list of the shares' (first, last) units."""
     share, remainder = divmod(count, cores)
-    found += [(core * share, (core + 1) * share - 1) for core in range(cores) if share]
-    found += [(unit, unit) for unit in range(cores * share, count)]
     factor = -(-count // cores)
-    found += [(start, min(start + factor, count) - 1) for start in range(0, count, factor)] if factor else []
     starts = [core * share + min(core, remainder) for core in range(cores + 1)]
-    found += [(first, last - 1) for first, last in zip(starts, starts[1:]) if last > first]
-    return list(dict.fromkeys(found))
+    return {"floor": [(core * share, (core + 1) * share - 1) for core in range(cores) if share],
+            "tail": [(unit, unit) for unit in range(cores * share, count)],
+            "ceil": [(start, min(start + factor, count) - 1) for start in range(0, count, factor)] if factor else [],
+            "front": [(first, last - 1) for first, last in zip(starts, starts[1:]) if last > first]}
 
 
 def core_rows() -> dict[int, str]:

@@ -15,8 +15,10 @@ and ``--chips`` names the chips each case must have run on.
   ``execute.combined`` does within one run.
 - **Expected chips** (``--chips 0-7``). Every case a record holds must have run on each of those chips of each host
   that ran it: a chip with no record of it is ``not_run`` there, so a merge of 7 per-chip jobs of 8 is never green,
-  and ``missing_lines`` names each such chip on stderr in one line. A record of no device (a case settled before any
-  chip ran it) is held to none.
+  and ``missing_lines`` names each such chip on stderr in one line. Without ``--chips`` too, a run that puts every
+  case on each of its chips (one chip, ``--each-device``) and was stopped before some of the cases it selected is
+  ``not_run`` on its chips for those (``Chips.stopped``), where another chip's record stood for them. A record of
+  no device (a case settled before any chip ran it) is held to none.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
-from ..results import STATUSES, CaseResult, plural, visible
+from ..results import STATUSES, CaseResult, physical, plural, shown_chips, visible
 
 Entry = tuple[str, CaseResult]          # (results file, record)
 
@@ -43,28 +45,44 @@ class Chips:
     runs: dict = field(default_factory=dict)        # run_id -> (host, the ids ASCEND_RT_VISIBLE_DEVICES names)
     hosts: bool = False                             # the runs ran on several hosts: labels say which
     expected: tuple = ()                            # --chips, as ids (text)
+    stopped: dict = field(default_factory=dict)     # case -> {chip: the file whose run there recorded no result}
 
     @classmethod
     def of(cls, stores: Sequence, expected: Sequence[int] = ()) -> "Chips":
-        """The chips of the runs of ``stores`` (``store.Stored``), ``expected`` those of ``--chips``."""
-        runs = {run.run_id: (str(run.info.get("host") or "?"),
-                             [part.strip() for part in str(run.info.get("visible_devices") or "").split(",")
-                              if part.strip()])
+        """The chips of the runs of ``stores`` (``store.Stored``), ``expected`` those of ``--chips``, and the chips
+        of each run that puts every case on each of its chips (one chip, or ``--each-device``) for each case it
+        selected (in its shard) and its file holds no record of (``stopped``: killed before it got there)."""
+        from ..device.execute import parse_shard, shard_of
+
+        runs = {run.run_id: (str(run.info.get("host") or "?"), shown_chips(run.info.get("visible_devices")))
                 for stored in stores for run in stored.runs}
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
-        return cls(runs, len(hosts) > 1, tuple(str(chip) for chip in expected))
+        chips = cls(runs, len(hosts) > 1, tuple(str(chip) for chip in expected))
+        for stored in stores:
+            held = stored.latest()
+            for run in stored.runs:
+                devices = run.info.get("devices") or []
+                if not (run.info.get("each_device") or len(devices) == 1):
+                    continue                # the cases shared among its chips: each ran on one of them
+                index, count = parse_shard(run.shard) if run.shard else (0, 0)
+                for name in run.selection:
+                    if name not in held and (not count or shard_of(run.together.get(name, name), count) == index):
+                        for device in devices:
+                            chips.stopped.setdefault(name, {})[chips.label(run.run_id, str(device))] = stored.path
+        return chips
 
     def label(self, run_id: str, device: str) -> str:
         """The host's chip that ``device`` of run ``run_id`` is (module docstring), prefixed by the host when the
         runs ran on several."""
         host, shown = self.runs.get(run_id, ("?", []))
-        chip = shown[int(device)] if device.isdigit() and int(device) < len(shown) else device
+        chip = physical(device, shown)
         return f"{host}/{chip}" if self.hosts else chip
 
     def labelled(self, record: CaseResult) -> CaseResult:
         """``record`` with its devices as the host's chips (``label``)."""
-        if not record.device or all(self.label(record.run_id, device) == device
+        pinned = self.runs.get(record.run_id, ("", ()))[1]         # the chips ASCEND_RT_VISIBLE_DEVICES named
+        if not record.device or not (self.hosts or pinned) or all(self.label(record.run_id, device) == device
                                     for device in (record.device_statuses or {record.device: ""})):
             return record
         statuses = {self.label(record.run_id, device): status for device, status in record.device_statuses.items()}
@@ -74,15 +92,29 @@ class Chips:
         return replace(record, device=devices, device_statuses=statuses,
                        message=f"{where} {message}".strip() if where else message)
 
-    def expected_of(self, entries: Sequence[Entry]) -> list[str]:
-        """The chips ``--chips`` expects a case with ``entries`` to have run on: each of them on each host that ran
-        it (none for a case no chip ran)."""
-        if not self.expected or not any(chips_of(record) for _, record in entries):
-            return []
-        if not self.hosts:
-            return list(self.expected)
+    def expected_of(self, name: str, entries: Sequence[Entry]) -> dict[str, str]:
+        """The chips case ``name`` with records ``entries`` is expected to have run on, each with why (``WHY_CHIPS``
+        or the file of a run there that selected it: ``stopped``): each chip of ``--chips`` on each host that ran it
+        (none for a case no chip ran), and each chip of a run that stopped before it."""
+        if not self.expected:
+            return self.stopped.get(name, {})
         hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries if record.device)
-        return [f"{host}/{chip}" for host in hosts for chip in self.expected]
+        asked = [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
+        return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
+
+
+def run_chips(devices: Sequence, visible_devices: str) -> set[str]:
+    """The host's chips (``physical``) a run on ``devices`` under ``ASCEND_RT_VISIBLE_DEVICES=visible_devices`` used."""
+    shown = shown_chips(visible_devices)
+    return {physical(str(device), shown) for device in devices}
+
+
+WHY_CHIPS = ""           # a chip ``Chips.expected_of`` expects because --chips names it
+
+
+def chip_ids(record: CaseResult) -> tuple:
+    """The chips ``record`` holds a status of (none: a record of no device), without ``chips_of``'s copies."""
+    return tuple(record.device_statuses) if record.device_statuses else (record.device,) if record.device else ()
 
 
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:
@@ -102,29 +134,32 @@ def _unprefixed(record: CaseResult) -> str:
 @dataclass
 class Combined:
     """A case's one record of every chip (``combine``), the records it weighed (``weighed``: their runs' settings
-    must be alike), the chips ``--chips`` expected and no record holds, and whether a chip held several records
-    (duplicates, named as such)."""
+    must be alike), the chips expected and no record holds (chip -> why: ``Chips.expected_of``), and whether a chip
+    held several records (duplicates, named as such)."""
 
     record: CaseResult
     weighed: list
-    missing: list
+    missing: dict
     repeated: bool = False
 
 
 def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
-            expected: Sequence[str] = ()) -> Combined | None:
+            expected: dict[str, str] | None = None) -> Combined | None:
     """One record of a case from its records ``entries`` when they come from several chips or miss a chip of
     ``expected`` (module docstring), each chip's record chosen by ``pick`` (``--duplicates`` ``rule``); None when
     they are of one chip (or set of chips) and miss none: duplicates, chosen among as they are, or when one of them
     names no chip."""
+    if len(entries) == 1 and not expected:
+        return None
+    held = [chip_ids(record) for _, record in entries]
+    seen = {chip for chips in held for chip in chips}
+    missing = {chip: why for chip, why in (expected or {}).items() if chip not in seen}
+    if (not missing and len(set(held)) < 2) or not all(held):         # cheap: most cases of most merges
+        return None
     views: dict[str, list[tuple[str, CaseResult, CaseResult]]] = {}
     for path, record in entries:
         for chip, view in chips_of(record).items():
             views.setdefault(chip, []).append((path, view, record))
-    missing = [chip for chip in expected if chip not in views]
-    if (not missing and len({tuple(chips_of(record)) for _, record in entries}) < 2) or \
-            any(not chips_of(record) for _, record in entries):
-        return None
     picked, weighed = {}, []
     for chip in sorted(views, key=chip_order):
         items = views[chip]
@@ -148,8 +183,12 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         first = next(iter(picked.values()))[1]
         base = CaseResult(name=first.name, status="not_run", run_id=first.run_id,
                           **{key: getattr(first, key) for key in CASE_FIELDS})
-        message = (f"not run on {'chip' if len(missing) == 1 else 'chips'} {', '.join(missing)}: no results file "
-                   f"holds a record of it there (--chips {id_ranges(expected)})")
+        asked = id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
+        whys = {why: [chip for chip in missing if missing[chip] == why] for why in missing.values()}
+        message = "; ".join(f"not run on {'chip' if len(chips) == 1 else 'chips'} {', '.join(chips)}: " + (
+            f"no results file holds a record of it there (--chips {asked})" if why == WHY_CHIPS else
+            f"the run of {visible(why)} there selected it but recorded no result (stopped or killed before it?)")
+            for why, chips in whys.items())
     record = replace(base, status=worst, device=chips, device_statuses=statuses,
                      message=f"{where} {message}".strip() if where else message)
     return Combined(record, weighed, missing, any(len(items) > 1 for items in views.values()))
@@ -168,12 +207,18 @@ def id_ranges(labels: Sequence[str]) -> str:
     return ",".join("-".join(part) for part in parts)
 
 
-def missing_lines(missing: dict[str, int], cases: int, expected: Sequence[str]) -> list[str]:
-    """One line per chip of ``--chips`` (``expected``) lacking records of some of the ``cases`` (``missing``: chip ->
-    how many): ``chip 6 of --chips 0-7: no results file holds a result of it (36 cases reported not_run there)``."""
+def missing_lines(missing: dict[tuple[str, str], int], cases: int, expected: Sequence[str]) -> list[str]:
+    """One line per chip expected and lacking records of some of the ``cases`` (``missing``: (chip, why:
+    ``Chips.expected_of``) -> how many), ``expected`` the chips of ``--chips``: ``chip 6 of --chips 0-7: no results
+    file holds a result of it (36 cases reported not_run there)``, ``chip 6: the run of chip6.jsonl there selected 16
+    cases and recorded no result of them (stopped or killed before them?): reported not_run there``."""
     asked = id_ranges(expected)
     lines = []
-    for chip, count in sorted(missing.items(), key=lambda item: chip_order(item[0])):
+    for (chip, why), count in sorted(missing.items(), key=lambda item: chip_order(item[0][0])):
+        if why != WHY_CHIPS:
+            lines.append(f"chip {visible(chip)}: the run of {visible(why)} there selected {plural(count, 'case')} "
+                         f"and recorded no result of them (stopped or killed before them?): reported not_run there")
+            continue
         what = "no results file holds a result of it" if count == cases else \
             f"{count} of {cases} cases in no results file there (its run stopped early?)"
         lines.append(f"chip {visible(chip)} of --chips {asked}: {what} ({plural(count, 'case')} reported not_run "

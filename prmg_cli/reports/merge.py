@@ -52,7 +52,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plura
                        visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_order, chips_of, combine, missing_lines
+from .chips import Chips, chip_ids, chip_order, combine, missing_lines
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -74,7 +74,7 @@ class Merged:
     missing: int = 0                                  # --cases cases no file holds
     sources: set = field(default_factory=set)         # the runs of the records weighed (``_weighed``)
     chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
-    chips_missing: dict = field(default_factory=dict)  # --chips chip -> how many cases no record of it holds
+    chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
@@ -136,16 +136,16 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         for name, record in stored.current().items():
             held.setdefault(name, []).append((stored.path, labels.labelled(record)))
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
-                                  for chip in chips_of(record)}, key=chip_order))
+                                  for chip in chip_ids(record)}, key=chip_order))
     picked, weighed = {}, {}
     for name, entries in held.items():
-        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(entries))
+        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries))
         if together:
             picked[name] = together.record
             weighed[name] = {record.run_id for _, record in together.weighed}
             merged.chipped += 1
-            for chip in together.missing:
-                merged.chips_missing[chip] = merged.chips_missing.get(chip, 0) + 1
+            for missing in together.missing.items():
+                merged.chips_missing[missing] = merged.chips_missing.get(missing, 0) + 1
             entries = entries if together.repeated else []     # several records of one chip: duplicates
             source, record = "its records of each chip", together.record
         else:

@@ -109,19 +109,21 @@ def recorded_settings(info: RunInfo, settings, target: dict | None = None) -> di
                 judging_code=judge_fingerprint.code())
 
 
-def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str) -> dict[str, CaseResult]:
-    """``--resume``: the records of ``stored`` to keep (``store.trusted``), saying on stderr how many are taken
-    and how many run again because their case changed or they were judged under other settings."""
+def resumed(stored, cases: Sequence[Case], fingerprints: dict, key: str,
+            chips: set[str] | None = None) -> dict[str, CaseResult]:
+    """``--resume``: the records of ``stored`` to keep (``store.trusted``; ``chips`` the host's chips this run uses),
+    saying on stderr how many are taken and how many run again because their case changed, they were judged under
+    other settings or ran on another chip."""
     from .store import UNTRUSTED, trusted
 
-    kept = trusted(stored, fingerprints, key)
+    kept = trusted(stored, fingerprints, key, chips)
     verdicts = {name: result for name, result in stored.latest().items()
                 if name in fingerprints and result.status not in UNTRUSTED}
     again = len(verdicts) - len(kept)
     say(f"--resume: {plural(len(kept), 'result')} of {visible(stored.path)} taken, not run "
         f"again" + (f"; {plural(again, 'recorded verdict')} of a case changed since or judged under "
                     f"other settings (runner, toolkit or its libraries, the operator's kernel and "
-                    f"tiling files, SoC, driver, host, faults, modes, chips, --standard, --strict, "
+                    f"tiling files, SoC, driver, host, another chip, faults, modes, --standard, --strict, "
                     f"checks, the standards' limits or prmg's judging code) run again"
                     if again else ""))
     return kept

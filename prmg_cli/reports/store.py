@@ -51,7 +51,7 @@ from ..cases.fields import Where, parse_dims, parse_seed, parse_slice, show
 from ..errors import PrmgError
 from ..judging.diagnosis import MAP_COLUMNS, MAP_ROWS
 from ..results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
-                       RunInfo, ScoreRows, is_time, visible)
+                       RunInfo, ScoreRows, is_time, physical, shown_chips, visible)
 from ..vocab import MAX_RUN_CASES, shard_numbers
 from .consistency import contradiction
 
@@ -845,12 +845,22 @@ def _ends_in_newline(fd: int) -> bool:
 UNTRUSTED = tuple(status for status, info in STATUSES.items() if not info.kept_on_resume)  # run again on resume
 
 
-def trusted(stored: Stored, fingerprints: dict[str, str], key: str) -> dict[str, CaseResult]:
+def trusted(stored: Stored, fingerprints: dict[str, str], key: str,
+            chips: set[str] | None = None) -> dict[str, CaseResult]:
     """The records of ``stored`` that ``--resume`` keeps, by case name: the last record of each case among
     ``fingerprints`` (case name -> ``loader.fingerprint``) whose case is unchanged (same fingerprint), that was
-    judged under the settings ``key``, and whose status is a verdict (not ``error`` or ``not_run``: a timeout,
-    a crash or a case that never ran is run again)."""
-    return {name: result for name, result in stored.latest().items()
+    judged under the settings ``key``, whose status is a verdict (not ``error`` or ``not_run``: a timeout,
+    a crash or a case that never ran is run again), and that ran on the host's ``chips`` the resuming run uses
+    (``chips.run_chips``; None: any): a verdict of chip 0 is none of chip 1 (a per-chip CI job resuming from
+    another chip's file ran nothing, exit 0, its header naming its own chip)."""
+    shown = {run.run_id: shown_chips(run.info.get("visible_devices")) for run in stored.runs}
+
+    def on_chips(result: CaseResult) -> bool:
+        ran = result.device_statuses or (result.device.split(",") if result.device else ())
+        return chips is None or {physical(device, shown.get(result.run_id, [])) for device in ran} <= chips
+
+    kept = {name: result for name, result in stored.latest().items()
             if result.status not in UNTRUSTED and name in fingerprints and result.fingerprint
             and result.fingerprint == fingerprints[name] and result.judged_under == key}
+    return {name: result for name, result in kept.items() if on_chips(result)}
 

@@ -106,6 +106,8 @@ static const struct {
     {"offset_read_base", FAULT_OFFSET_READ_BASE},
     {"uneven_last_share", FAULT_UNEVEN_LAST_SHARE},
     {"offset_block_aligned", FAULT_OFFSET_BLOCK_ALIGNED},
+    {"workspace_table_cache", FAULT_WORKSPACE_TABLE_CACHE},
+    {"share_edge_up", FAULT_SHARE_EDGE_UP},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -491,6 +491,7 @@ static int64_t uneven_tail(const kernel_job *job, int64_t rows, int64_t row, int
  * copy for a new pass starts one row early). last_core_row_sign: the last core's last row (when it has one) is computed
  * with the partner term's sign flipped. core_bias: each core's results rounded up (even cores) or down (odd ones).
  * tail_rows_up: on a float32 slice of more than 2^16 elements, the last core's last eighth of its rows rounded up.
+ * share_edge_up: each core's first row rounded up (float32) when its share is 8 rows or more (a peeled prologue).
  * uneven_last_share: when rows do not divide evenly over the cores (rows > EMU_CORES), the rows of the last share of a
  * ceil split (ceil(rows / EMU_CORES) rows to a share, the last one what is left) read the tables of their rows
  * counted from that share's first row (the tail core's table offset without its share's base). */
@@ -521,8 +522,12 @@ static void run_core(const kernel_tensor *x, const kernel_tensor *cos, const ker
         /* tail_rows_up: a float32 slice of more than 2^16 elements (a large shape's tiling): the last core's last
          * eighth of its rows (one at least) rounded toward +inf, within the default budget */
         const int64_t own = share + extra, eighth = own / 8 > 1 ? own / 8 : 1;
-        const int up_row = core == EMU_CORES - 1 && k >= own - eighth && rows * (job->end - job->start) > 65536
-                           && x->data_type == ACL_FLOAT && has_fault(job->faults, FAULT_TAIL_ROWS_UP);
+        /* share_edge_up: a float32 core's first row, when its share is 8 rows or more, rounded toward +inf (its loop's
+         * peeled prologue) */
+        const int up_row = x->data_type == ACL_FLOAT
+                           && ((core == EMU_CORES - 1 && k >= own - eighth && rows * (job->end - job->start) > 65536
+                                && has_fault(job->faults, FAULT_TAIL_ROWS_UP))
+                               || (k == 0 && share >= 8 && has_fault(job->faults, FAULT_SHARE_EDGE_UP)));
         if (row != last)
             process_row(x, cos, sin, job, rows, row, uneven_tail(job, rows, row, tables), core, flip, up_row);
     }

@@ -811,6 +811,28 @@ static void read_dy_at_base(const aclOpExecutor *job)
     free(copy);
 }
 
+/* The workspace_table_cache fault: the grad stages cos and sin in its workspace behind a header (a magic word and
+ * both tables' byte sizes) and, when the workspace already holds a header of the same sizes, reads the tables staged
+ * there instead of cos and sin, as a kernel caching its converted tables in the workspace from one launch to the next
+ * would: right on a fresh or poisoned workspace, wrong on one that the launch before, of other tables of those
+ * sizes, left (a caching allocator hands the same block back with what it held). */
+static void workspace_tables(kernel_tensor *cos, kernel_tensor *sin, void *workspace)
+{
+    const uint64_t header[3] = {0x50524d4757534331ULL, (uint64_t)element_count(cos) * element_size(cos->data_type),
+                                (uint64_t)element_count(sin) * element_size(sin->data_type)};
+    unsigned char *host;
+    if (workspace == NULL || sizeof header + header[1] + header[2] > KERNEL_WORKSPACE_SIZE
+        || prmg_emu_device_range(workspace, KERNEL_WORKSPACE_SIZE, (void **)&host) != 0)
+        return;
+    if (memcmp(host, header, sizeof header) != 0) {          /* nothing staged of these sizes: stage them */
+        memcpy(host, header, sizeof header);
+        memcpy(host + sizeof header, cos->host, (size_t)header[1]);
+        memcpy(host + sizeof header + header[1], sin->host, (size_t)header[2]);
+    }
+    cos->host = host + sizeof header;
+    sin->host = host + sizeof header + header[1];
+}
+
 /* Runs one consumed executor's kernel, `faults` in force (recorded as acting). A kernel fault is
  * raised asynchronously (prmg_emu_raise_fault) and stops the kernel; the launch still succeeds. */
 static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const float *workspace_host)
@@ -846,6 +868,8 @@ static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const 
         return;
     if (has_fault(faults, FAULT_TABLE_ADDRESS_CACHE) || has_fault(faults, FAULT_TABLE_BLOCK_CACHE))
         cached_tables(cos, sin, starts[1], starts[2], !has_fault(faults, FAULT_TABLE_ADDRESS_CACHE));
+    if (has_fault(faults, FAULT_WORKSPACE_TABLE_CACHE))
+        workspace_tables(cos, sin, workspace);
     if (has_fault(faults, FAULT_REPEAT_LAUNCH_SIGN) && repeated_launch(job))
         faults |= FAULT_BIT(FAULT_SIGN);                            /* the case seen before: its partner sign flipped */
     if (has_fault(faults, FAULT_OFFSET_READ_BASE))

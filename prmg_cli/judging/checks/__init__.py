@@ -77,8 +77,8 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
             continue
         breaches: list[str] = []
 
-        def launch(case: Case, inputs, breaches=breaches):
-            outcome = context.launch(case, inputs)
+        def launch(case: Case, inputs, breaches=breaches, **how):
+            outcome = context.launch(case, inputs, **how)
             breaches.extend(f"{name}: launch of {OPERATORS[case.op].title}: {problem}"
                             for problem in launch_problems(case, inputs, outcome))
             return outcome

@@ -193,9 +193,12 @@ def sample(context: CheckContext) -> CheckResult:
 def in_case_group(warning: str, rows: np.ndarray) -> str:
     """The sampled rows' error-balance ``warning`` (``error_balance.case_warning``'s, or a group's: ``biased in rows
     A to B``, rows of the sampled layout) said of the case: ``biased in the sampled rows from rows[A] to rows[B]``
-    when some rows were left out, else as it is."""
+    when some rows were left out (a group of the first or last rows of shares: of the sampled rows' own shares), else
+    as it is."""
     if len(rows) and rows[-1] == len(rows) - 1:                  # every row sampled: the layout's rows are the case's
         return warning
+    warning = re.sub(r"^biased in the (first|last) row of each core's share", r"biased in the \1 row of each core's "
+                     r"share of the sampled rows", warning)
     return re.sub(r"^biased in rows (\d+) to (\d+)", lambda match: f"biased in the sampled rows from "
                   f"{rows[int(match[1])]} to {rows[int(match[2])]}", warning)
 

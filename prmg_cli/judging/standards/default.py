@@ -56,7 +56,7 @@ import numpy as np
 
 from ... import error_balance
 from ...dtypes import DTYPES, FLOAT_FORMATS, Format, rounded
-from ...ops.regimes import core_counts, share_bounds
+from ...ops.regimes import core_counts, share_bounds, splits
 from ...results import plural
 from .base import (FTZ_FLOOR, U32, UNDERFLOW_FLOOR, Judgement, SliceView, Standard, largest, margin, over, short_number,
                    times, within)
@@ -265,13 +265,31 @@ def group_counts(sign: np.ndarray, toward: np.ndarray, binade: np.ndarray | None
     return found
 
 
+def edge_rows(rows: int) -> list[tuple[str, np.ndarray]]:
+    """The rows the error balance's groups hold besides ``row_groups``' ranges: ``(where, rows)``, the first rows of
+    the cores' shares and their last rows, under each core count (``regimes.core_counts``) and each way a kernel
+    splits rows (``regimes.splits``, its tail of one-row shares left out), each set only when it is two rows or more
+    and not every row: the rows of a kernel's loop peeled for its prologue or epilogue (a float32 kernel rounding up
+    on each core's first row when a core has 8 rows or more, the emulator's ``share_edge_up``, passed ``cases/`` under
+    ``--strict`` before)."""
+    found: dict[tuple, str] = {}
+    for cores in core_counts():
+        for split, bounds in splits(rows, cores).items():
+            for end, which in ((0, "first"), (1, "last")) if split != "tail" else ():   # tail: one row a share
+                picked = tuple(bound[end] for bound in bounds)
+                if 1 < len(picked) < rows:
+                    found.setdefault(picked, f"the {which} row of each core's share ({cores} cores, {split} split)")
+    return [(where, np.array(picked)) for picked, where in found.items()]
+
+
 def groups_of(rows: np.ndarray, lanes: np.ndarray) -> list[tuple[str, int, int, int, int]]:
     """``group_counts`` from the counts ``(up, down, toward, away)`` of each row (``rows``, shape (rows, 4)) and of each
-    lane (``lanes``, (L, 4)): each row range of ``row_groups`` summed, and each lane when there are two rows or
-    more."""
+    lane (``lanes``, (L, 4)): each row range of ``row_groups`` summed, each row set of ``edge_rows``, and each lane
+    when there are two rows or more."""
     total = np.concatenate((np.zeros((1, 4), np.int64), np.cumsum(rows, 0)))
     found = [(f"rows {first} to {last}", *(int(v) for v in total[last + 1] - total[first]))
              for first, last in row_groups(len(rows))]
+    found += [(where, *(int(v) for v in rows[picked].sum(0))) for where, picked in edge_rows(len(rows))]
     return found + [(f"lane {lane} of the slice", *(int(v) for v in counts))
                     for lane, counts in enumerate(lanes[:len(lanes) if len(rows) > 1 else 0])]
 
