@@ -40,6 +40,7 @@ def many(tmp_path) -> Path:
 def run_json(*args, env=None, timeout=300):
     result = prmg_forked("run", *args, "--runner", "emulator", "--report", "json", env=env, timeout=timeout)
     assert "Traceback" not in result.stderr, result.stderr
+    assert result.stdout.startswith("{"), (result.returncode, result.stderr)    # (once, at a load of 5: no report)
     return result, json.loads(result.stdout)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prmg_cli.device import linkage, runners, toolkit as tk
+from prmg_cli.device import elf, linkage, runners, toolkit as tk
 from prmg_cli.errors import PrmgError
 
 OP_SOURCE = """
@@ -59,10 +59,10 @@ def make_root(folder: Path, libs, runtime: str = "libascendcl.so", **lib64) -> P
 
 
 def test_exports_symbol_reads_defined_dynamic_symbols_only(libs):
-    assert tk.exports_symbol(libs["with_op"], tk.OP_SYMBOL)
-    assert not tk.exports_symbol(libs["without_op"], tk.OP_SYMBOL)      # undefined reference only
-    assert tk.exports_symbol(libs["without_op"], "aclnnSomethingElse")
-    assert not tk.exports_symbol(libs["with_op"].with_suffix(".c"), tk.OP_SYMBOL)   # not ELF
+    assert elf.exports_symbol(libs["with_op"], tk.OP_SYMBOL)
+    assert not elf.exports_symbol(libs["without_op"], tk.OP_SYMBOL)      # undefined reference only
+    assert elf.exports_symbol(libs["without_op"], "aclnnSomethingElse")
+    assert not elf.exports_symbol(libs["with_op"].with_suffix(".c"), tk.OP_SYMBOL)   # not ELF
 
 
 def test_transformer_library_beats_monolithic_opapi(tmp_path, libs):
@@ -298,7 +298,7 @@ def test_emulator_is_built_once_even_by_concurrent_callers(tmp_path):
     assert emulator.root == tmp_path / "cache" / f"emulator-{tk.sources_hash(tk.emulator_sources(), tk.geir_sources())}"
     for library in (emulator.runtime_lib, emulator.nnopbase_lib, emulator.op_lib):
         assert library.is_file() and library.parent == emulator.root / "lib64"
-    assert tk.exports_symbol(emulator.op_lib, tk.OP_SYMBOL)
+    assert elf.exports_symbol(emulator.op_lib, tk.OP_SYMBOL)
     stamp = emulator.op_lib.stat().st_mtime_ns
     assert tk.emulator_toolkit(env=env) == emulator
     assert emulator.op_lib.stat().st_mtime_ns == stamp                  # not rebuilt
@@ -463,7 +463,7 @@ def test_a_preloaded_library_is_found_and_what_it_takes_from_the_toolkit_named(t
     # none by name: the hook takes no call of it, and is said to define its symbols, still refused under --strict
     _library(source, runtime, "-Wl,-Bsymbolic-functions")
     (shadow,) = linkage.interposers(kit, str(maps), str(environ), str(preload_file))
-    assert shadow == (str(hook), defined, ()) and "aclInit" not in tk.bound_by_name(runtime)
+    assert shadow == (str(hook), defined, ()) and "aclInit" not in elf.bound_by_name(runtime)
     label = f"{hook} (defines 3 of the toolkit's symbols, which no library of the toolkit loaded binds by name: " \
             f"{', '.join(defined)})"
     assert linkage.preload_labels([shadow]) == [label]
@@ -858,8 +858,8 @@ def test_the_file_a_symbol_binds_in_is_read_from_the_maps_as_dladdr_says_it(emul
     for path in (emulator.runtime_lib, emulator.nnopbase_lib, emulator.op_lib):
         ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     starts, spans = linkage.mapped_spans()
-    names = sorted(tk.defined_symbols(emulator.runtime_lib, (tk.STB_GLOBAL,)) | tk.defined_symbols(
-        emulator.op_lib, (tk.STB_GLOBAL,)))
+    names = sorted(elf.defined_symbols(emulator.runtime_lib, (elf.STB_GLOBAL,)) | elf.defined_symbols(
+        emulator.op_lib, (elf.STB_GLOBAL,)))
     addresses = [dlsym(None, name.encode()) or 0 for name in names]
     assert len(names) > 30 and all(addresses)
     assert [os.path.realpath(linkage.file_at(address, starts, spans)) for address in addresses] == \
@@ -900,15 +900,15 @@ def test_each_binding_of_a_library_is_read_once_until_the_file_changes(tmp_path)
     source.write_text("int prmg_strong_b10(void) { return 1; }\n__attribute__((weak)) int prmg_weak_b10(void) "
                       "{ return 2; }\n")
     library = _library(source, tmp_path / "libonce.so")
-    before = tk._binding_names.cache_info().misses
-    assert tk.defined_symbols(library) == {"prmg_strong_b10", "prmg_weak_b10"}
-    assert tk.defined_symbols(library, (tk.STB_GLOBAL,)) == {"prmg_strong_b10"}
-    assert tk.defined_symbols(str(library), (tk.STB_WEAK,)) == {"prmg_weak_b10"}
-    assert tk._binding_names.cache_info().misses - before == 2                          # strong, then weak: once each
+    before = elf._binding_names.cache_info().misses
+    assert elf.defined_symbols(library) == {"prmg_strong_b10", "prmg_weak_b10"}
+    assert elf.defined_symbols(library, (elf.STB_GLOBAL,)) == {"prmg_strong_b10"}
+    assert elf.defined_symbols(str(library), (elf.STB_WEAK,)) == {"prmg_weak_b10"}
+    assert elf._binding_names.cache_info().misses - before == 2                          # strong, then weak: once each
     source.write_text("int prmg_rebuilt_b10(void) { return 3; }\n")
     _library(source, library)
-    assert tk.defined_symbols(library, (tk.STB_GLOBAL,)) == {"prmg_rebuilt_b10"}
-    assert tk.defined_symbols(tmp_path / "missing.so") == frozenset()
+    assert elf.defined_symbols(library, (elf.STB_GLOBAL,)) == {"prmg_rebuilt_b10"}
+    assert elf.defined_symbols(tmp_path / "missing.so") == frozenset()
 
 
 def test_a_tilde_in_the_toolkits_variables_names_the_same_folders_to_prmg_and_to_the_toolkit(tmp_path, emulator,

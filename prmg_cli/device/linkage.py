@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, NamedTuple
 
 from ..errors import PrmgError
-from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, STB_GLOBAL, Toolkit, bound_by_name, defined_symbols, opp_path, \
-    opp_variable
+from .elf import STB_GLOBAL, bound_by_name, defined_symbols
+from .toolkit import NNOPBASE_NAME, RUNTIME_NAMES, Toolkit, opp_path, opp_variable
 
 PRELOAD_FILE = "/etc/ld.so.preload"
 # The rtld-audit hooks that change where a call goes (``man 7 rtld-audit``): a symbol's binding (``la_symbind*``, a
@@ -155,7 +155,7 @@ class Taken(NamedTuple):
     """A library ahead of the toolkit's (``taking``) and what it takes of it: ``symbols``, the toolkit's symbols it
     defines (an audit library: its rebinding hooks), sorted, and ``called``, those through which the calls of the
     toolkit's libraries mapped go to it now: the names they bind through the dynamic linker
-    (``toolkit.bound_by_name``; a name each binds for itself when it is linked, its own functions under
+    (``elf.bound_by_name``; a name each binds for itself when it is linked, its own functions under
     ``-Bsymbolic-functions``, takes no call of theirs), every hook of an audit library."""
 
     path: str
@@ -172,7 +172,7 @@ def taken(entry) -> Taken:
 
 def _called(toolkit: Toolkit, maps: str) -> frozenset:
     """The names the libraries of ``toolkit`` this process mapped (``toolkit_places``) bind through the dynamic
-    linker (``toolkit.bound_by_name``): a definition first in the global scope takes their calls of those."""
+    linker (``elf.bound_by_name``): a definition first in the global scope takes their calls of those."""
     places = toolkit_places(toolkit)
     return frozenset().union(*(bound_by_name(path) for path in mapped_libraries(maps) if _inside(path, places)))
 
