@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import files
@@ -45,14 +45,16 @@ class Output:
     names: tuple = ()
 
 
-def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str]) -> None:
+def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
+                  case_folder: Callable[[str], str | None] | None = None) -> None:
     """The one rule of every command for what it writes, applied before it writes anything (and before the
     toolkit is probed): PrmgError naming the output (``cannot write the WHAT: why``) unless
 
     - it is none of ``inputs`` (path -> what it is: ``a case file``, ``the dy input of case 'c'``, ``a results file
       to merge``), which writing it would destroy, and no other output: files compared as what they resolve to
       (symlinks, ``./``, hard links: ``_identity``), devices such as ``/dev/null`` named any number of times; and
-      none of them lies in a subfolder that a ``FOLDER`` output writes (``_subfolder``);
+      none of them lies in a subfolder that a ``FOLDER`` output writes (``_subfolder``); nor a file that
+      ``case_folder`` (``loader.read_as_case``) says the command's case folder would read as a case file next time;
     - it is not a symlink: the file a symlink names is never replaced or appended to through it (unless it is a
       character device: ``/dev/stdout`` on a terminal);
     - it can be written as what it is (``_check_writable``): a file (not a path ending in ``/``, a folder, a pipe
@@ -75,6 +77,12 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str]) -> None:
         if key in seen:
             raise PrmgError(f"cannot write the {output.what}: it is {seen[key]}", file=output.path)
         seen[key] = f"another {output.what}" if output.how == REPLACE else f"the {output.what}"
+    for output in outputs:
+        folder = case_folder(output.path) if case_folder and output.how != FOLDER else None
+        if folder is not None:
+            raise PrmgError(f"cannot write the {output.what}: it lies in the case folder {folder}, so the next "
+                            f"command given {folder} would read it as a case file; write it outside {folder}",
+                            file=output.path)
     for output in outputs:
         _check_writable(output)
 
@@ -171,6 +179,18 @@ def _identity(path: str) -> tuple | None:
     except (OSError, ValueError):
         return ("path", os.path.realpath(path))
     return None if stat.S_ISCHR(info.st_mode) else ("inode", info.st_dev, info.st_ino)
+
+
+def check_distinct(inputs: Sequence[tuple[str, str]]) -> None:
+    """PrmgError naming the file when two of ``inputs`` (path, what it is: ``run A's results file``), which the
+    command reads as different things, are one existing file (``same_file``): ``prmg compare A A`` compared nothing
+    and said "no changes". Two files with the same bytes are two files (a run repeated)."""
+    for index, (path, what) in enumerate(inputs):
+        for earlier, role in inputs[:index]:
+            if os.path.exists(path) and same_file(path, earlier):
+                named = role if earlier == path else f"{role} ({earlier})"
+                raise PrmgError(f"{what} is {named}: the same file, nothing to compare; give two different files",
+                                file=path)
 
 
 def same_file(first: str, second: str) -> bool:

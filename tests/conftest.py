@@ -171,6 +171,14 @@ _SERVER: list = []                  # (the server, the environment it started wi
 _AT_START = ("LD_", "PYTHON", "LANG", "LC_", "OPENBLAS_", "OMP_", "MKL_")
 
 
+def twin(path: Path) -> Path:
+    """A copy of the file ``path`` beside it (``twin-NAME``), for ``prmg compare``, which refuses one file given
+    twice: two files with the same verdicts."""
+    copy = path.with_name(f"twin-{path.name}")
+    copy.write_bytes(path.read_bytes())
+    return copy
+
+
 def prmg_forked(*args: str, env: dict | None = None, timeout: float = 300,
                 cwd: str | Path | None = None) -> subprocess.CompletedProcess:
     """`prmg ARGS` as ``prmg`` runs it (a process of its own, its output captured), forked from a server that has

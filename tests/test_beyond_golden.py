@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import prmg, prmg_forked, prmg_here
+from conftest import prmg, prmg_forked, prmg_here, twin
 from prmg_cli.device import provenance
 from prmg_cli.reports import compare
 from prmg_cli.results import CaseResult
@@ -371,16 +371,29 @@ def test_a_verdict_of_another_judging_code_runs_again_on_resume_and_is_not_compa
 def test_compare_refuses_a_file_that_is_not_results(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"schema": "prmg.result/3", "name": "x", "status": "passed"}\nnot json\n')
-    out = prmg_here("compare", bad, bad)
+    out = prmg_here("compare", bad, twin(bad))
     assert out.returncode == 2 and "bad.jsonl: line 2: not a JSON record; not a results file" in out.stderr
     zeros = tmp_path / "zeros.jsonl"
     zeros.write_bytes(b"0" * 4096)                          # garbage is never taken for a torn record
-    out = prmg_here("compare", zeros, zeros)
+    out = prmg_here("compare", zeros, twin(zeros))
     assert out.returncode == 2 and "zeros.jsonl: line 1: not a JSON record" in out.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    out = prmg_here("compare", empty, empty)
+    out = prmg_here("compare", empty, twin(empty))
     assert out.returncode == 2 and "holds no result record: nothing to compare" in out.stderr
+
+
+def test_compare_refuses_one_file_given_twice_but_compares_identical_copies(tmp_path):
+    a = tmp_path / "a.jsonl"
+    a.write_text(json.dumps({"schema": "prmg.result/3", "name": "x", "status": "passed"}) + "\n")
+    (tmp_path / "link.jsonl").symlink_to(a)
+    for other in (a, tmp_path / "link.jsonl", tmp_path / "." / "a.jsonl"):     # given twice, however it is spelled
+        out = prmg_here("compare", a, other, "--report", f"json:{tmp_path / 'c.json'}")
+        assert (out.returncode, out.stdout) == (2, "") and out.stderr.count("\n") == 1, out.stderr
+        assert out.stderr.startswith(f"prmg: error: {other}: run B's results file is run A's results file")
+        assert "the same file, nothing to compare" in out.stderr and not (tmp_path / "c.json").exists()
+    out = prmg_here("compare", a, twin(a))                  # a run repeated with the same verdicts: no changes
+    assert out.returncode == 0 and "no changes" in out.stdout, out.stdout + out.stderr
 
 
 def test_compare_two_real_runs(tmp_path):

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, prmg, prmg_forked, prmg_here
+from conftest import ROOT, prmg, prmg_forked, prmg_here, twin
 from prmg_cli.cases import gencase, ttk
 from prmg_cli.cases.loader import load_cases
 from prmg_cli.commands import case_writer
@@ -1045,7 +1045,8 @@ def test_a_shard_in_other_digits_is_refused_by_every_reader_in_one_line(tmp_path
     text = results_file(tmp_path).read_text().replace('"shard": ""', json.dumps({"shard": shard})[1:-1], 1)
     path = write(tmp_path, "odd.jsonl", text)
     cases = write(tmp_path, "c.yaml", CASE)
-    for args in (["report", path], ["compare", path, path], ["run", cases, "--runner", "emulator", "--resume", path]):
+    for args in (["report", path], ["compare", path, twin(path)],
+                 ["run", cases, "--runner", "emulator", "--resume", path]):
         line = one_error_line(prmg_here(*args), str(path), "line 1: field 'shard': expected '' or I/N")
         assert "Traceback" not in line
     for option, value in (("--shard", shard), ("--devices", "٠"), ("--supported-modes", "²"), ("--devices", HUGE),
@@ -1072,6 +1073,28 @@ def test_no_command_writes_over_its_input_however_it_is_named(tmp_path):
     one_error_line(prmg_here("report", results, "--cases", folder, "--report", f"csv:{case}"), "it is a case file")
     one_error_line(prmg_here("report", results, "-o", results), "it is a results file to merge")
     assert case.read_text() == CASE and results.read_text().count("\n") == 2
+
+
+def test_no_command_writes_a_yaml_report_where_its_case_folder_would_read_it(tmp_path):
+    """`prmg coverage d -o d/cov.yaml` wrote its report into the case folder it read, and the next `prmg run d` failed
+    on that file: a .yaml/.yml output below a case folder given as input is refused (however the folder is named),
+    a file of another kind there, or a YAML file outside, is written."""
+    folder = tmp_path / "suite"
+    (folder / "sub").mkdir(parents=True)
+    write(folder / "sub", "x.yaml", CASE)
+    (tmp_path / "link").symlink_to(folder)
+    for given, output in ((folder, folder / "cov.yaml"), (folder, folder / "sub" / "new.yml"),
+                          (tmp_path / "link", folder / "cov.yaml"), (folder, tmp_path / "link" / "cov.yaml")):
+        one_error_line(prmg_here("coverage", given, "-o", output), str(output), f"it lies in the case folder {given}",
+                       f"write it outside {given}")
+    results = results_file(tmp_path)
+    one_error_line(prmg_here("report", results, "--cases", folder, "--report", f"csv:{folder / 'r.yml'}"),
+                   "lies in the case folder")
+    one_error_line(prmg_here("run", folder, "--runner", "emulator", "--report", f"json:{folder / 'r.yaml'}"),
+                   "lies in the case folder")
+    assert sorted(path.name for path in folder.rglob("*")) == ["sub", "x.yaml"]
+    for output in (folder / "cov.md", tmp_path / "cov.yaml"):
+        assert prmg_here("coverage", folder, "-o", output).returncode == 0 and output.exists()
 
 
 def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
@@ -1418,15 +1441,15 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
     never the output (one error line, the file untouched), nor is a FILE left empty."""
     a = tmp_path / "a.jsonl"
     prmg_forked("run", ROOT / "cases" / "smoke.yaml", "-k", "worked_example", "--runner", "emulator", "--results", a)
-    before = a.read_bytes()
-    piped = prmg_forked("compare", a, a, "--report", "json:-")
+    before, b = a.read_bytes(), twin(a)
+    piped = prmg_forked("compare", a, b, "--report", "json:-")
     assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["regressions"] == 0, piped.stderr
-    written = prmg_forked("compare", a, a, "--report", f"markdown:{tmp_path / 'c.md'}")
+    written = prmg_forked("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")
     assert written.returncode == 0 and written.stdout == (f"wrote {tmp_path / 'c.md'}: 0 regressions (none); 0 fixed; "
                                                           f"1 case in A, 1 in B\n"), written.stdout
     assert (tmp_path / "c.md").read_text().startswith("# prmg compare")
     for spec in (f"json:{a}", "json:"):
-        refused = prmg_forked("compare", a, a, "--report", spec)
+        refused = prmg_forked("compare", a, b, "--report", spec)
         assert refused.returncode == 2 and refused.stderr.count("prmg: error:") == 1, refused.stderr
     assert a.read_bytes() == before
 

@@ -43,7 +43,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, prmg, prmg_here
+from conftest import ROOT, prmg, prmg_here, twin
 from prmg_cli import dtypes
 from prmg_cli.case import element_count
 from prmg_cli.cases import gencase
@@ -1219,7 +1219,7 @@ def _numeric_options() -> list[tuple[str, str]]:
 
 NUMBER_COMMANDS = {     # a command line of each command that ends at once once its options are taken
     "run": ["run", "{case}", *EMULATOR, "-k", "nothing"], "bench": ["bench", "{case}", *EMULATOR, "-k", "nothing"],
-    "compare": ["compare", "{results}", "{results}"], "coverage": ["coverage", "{case}"],
+    "compare": ["compare", "{results}", "{copy}"], "coverage": ["coverage", "{case}"],
     "gen-case": ["gen-case", "--shape", "1,1,1,8"],
 }
 
@@ -1231,7 +1231,8 @@ def test_every_numeric_flag_takes_any_number_text_in_one_line(command, flag, tmp
     results = tmp_path / "r.jsonl"
     results.write_bytes(store.encode(store.RunRecord("r1", "", ["c"], {}, {}))
                         + store.encode(CaseResult("c", "passed")))
-    base = [argument.format(case=case, results=results) for argument in NUMBER_COMMANDS[command]]
+    copy = twin(results)                                  # compare refuses one file given twice
+    base = [argument.format(case=case, results=results, copy=copy) for argument in NUMBER_COMMANDS[command]]
     for text in NUMBER_TEXTS:
         result = prmg_here(*base, flag, text)
         assert result.returncode in (0, 1, 2, 5) and "Traceback" not in result.stderr, (flag, text, result.stderr)

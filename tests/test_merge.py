@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg_forked, prmg_here
+from conftest import ROOT, prmg_forked, prmg_here, twin
 from prmg_cli.cases.fields import MAX_ARRAY_ELEMENTS
 from prmg_cli.cases.loader import Case, definition_fingerprint
 from prmg_cli.errors import PrmgError
@@ -465,7 +465,7 @@ def test_the_file_an_interrupted_run_and_its_resume_leave_is_read_by_report_and_
     report = prmg_here("report", results, "--report", "json")
     assert report.returncode == 0, report.stderr
     assert [case["status"] for case in json.loads(report.stdout)["cases"]] == ["passed", "passed"]
-    compared = prmg_here("compare", results, results)
+    compared = prmg_here("compare", results, twin(results))
     assert compared.returncode == 0 and "0 regressions" in compared.stdout, compared.stderr
 
 
@@ -475,7 +475,7 @@ def test_report_and_compare_of_a_fifo_or_dev_zero_end_at_once(tmp_path, command)
     os.mkfifo(fifo)
     for path in (fifo, Path("/dev/zero")):
         started = time.monotonic()
-        result = prmg_forked(command, *([path] * (2 if command == "compare" else 1)), timeout=30)
+        result = prmg_forked(command, path, *(["/dev/zero"] if command == "compare" else []), timeout=30)
         assert result.returncode == 2 and time.monotonic() - started < 20, result.stderr
         assert result.stderr.count("\n") == 1 and f"{path}: cannot read the results file: " in result.stderr
 

@@ -133,6 +133,8 @@ from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_ke
                      parse_words, show, suggest)
 from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
 
+CASE_SUFFIXES = (".yaml", ".yml")          # the files a folder given as a path is searched for
+
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
              "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden", "correctness_unchecked",
@@ -178,6 +180,21 @@ def input_files(paths: Sequence[str | Path], cases: Sequence[Case]) -> dict[str,
     each ``file:`` input of ``cases``. What ``writes.check_outputs`` spares."""
     read = {str(file): "a case file" for file in case_files(paths)}
     return {**read, **{path: what for path, what in file_inputs(cases).items() if path not in read}}
+
+
+def read_as_case(paths: Sequence[str | Path]) -> Callable[[str], str | None]:
+    """For ``writes.check_outputs``: a function telling of an output path the case folder of ``paths`` in which the
+    next command given the same paths would read it as a case file (a ``CASE_SUFFIXES`` file below the folder, once
+    both are resolved), None when it would not (``prmg coverage d -o d/cov.yaml`` broke the next ``prmg run d``)."""
+    folders = {os.path.realpath(path): str(path) for path in map(str, paths) if os.path.isdir(path)}
+
+    def folder_reading(path: str) -> str | None:
+        if not path.endswith(CASE_SUFFIXES):
+            return None
+        real = os.path.realpath(path)
+        return next((given for folder, given in folders.items() if os.path.commonpath((real, folder)) == folder),
+                    None)
+    return folder_reading
 
 
 def file_inputs(cases: Sequence[Case]) -> dict[str, str]:
@@ -624,7 +641,7 @@ def _folder_files(folder: Path, run: _Run) -> list[Path] | None:
                                f"{root}): not a folder of case files? Name the case files, or the folder that holds "
                                f"them", file=str(folder)))
             return None
-        found.extend(Path(root) / name for name in names if name.endswith((".yaml", ".yml")))
+        found.extend(Path(root) / name for name in names if name.endswith(CASE_SUFFIXES))
     for error in unreadable:
         run.fail(PrmgError(f"cannot list this folder: {files.os_reason(error)}", file=str(error.filename)))
     return sorted(found)

@@ -43,12 +43,13 @@ def main(request) -> int:
     from ..errors import PrmgError
     from ..files import write_text
     from ..reports.compare import compare_runs, render, summary_line
-    from ..writes import Output, check_outputs, output_file, write_stdout
+    from ..writes import Output, check_distinct, check_outputs, output_file, write_stdout
 
     for option in OPTIONS:
         value = getattr(request, option.name)
         if option.kind is float and not (math.isfinite(value) and value >= 0):
             raise PrmgError(f"{option.flags[0]} must be a finite number >= 0, got {value!r}")
+    check_distinct([(request.run_a, "run A's results file"), (request.run_b, "run B's results file")])
     fmt, sep, target = request.report.partition(":")      # as run's and report's --report (-: standard output)
     if sep and not target:
         raise PrmgError(f"--report {request.report!r}: no file after ':' (--report {fmt}:FILE, or {fmt}:- for "

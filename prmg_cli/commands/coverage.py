@@ -59,7 +59,7 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
                      ) -> tuple[str, int]:
     """``prmg coverage``: (text for standard output, exit code). The report goes to ``output`` when given;
     exit 1 when ``fail_under`` is given and the covered share (of the operators reported) is below it."""
-    from ..cases.loader import input_files, load_cases
+    from ..cases.loader import input_files, load_cases, read_as_case
     from ..cases.coverage import evaluate, percent, summary
     from .coverage_pages import render
     from ..files import write_text
@@ -76,7 +76,7 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
                         f"{', '.join(OPERATORS)})")
     loaded = load_cases(paths)
     if output is not None:
-        check_outputs([Output(output)], input_files(paths, loaded))
+        check_outputs([Output(output)], input_files(paths, loaded), read_as_case(paths))
     cases = [case for case in loaded if not ops or case.op in ops]
     if not cases:
         return "", int(ExitCode.NO_CASES)

@@ -20,8 +20,8 @@ from typing import Sequence
 
 from ..case import Case
 from ..cases import vacuity
-from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, select, unjudged,
-                            validate)
+from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
+                            select, unjudged, validate)
 from ..device import execute
 from ..errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, outcome_final, stop_exception, stop_signal,
                       take_lost_stop)
@@ -332,7 +332,7 @@ def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
     inputs = input_files(request.paths, cases)
     if request.resume and not same_file(request.resume, results):
         inputs[request.resume] = "the results file --resume reads"
-    check_outputs(outputs, inputs)
+    check_outputs(outputs, inputs, read_as_case(request.paths))
 
 
 def _select(request, modes: frozenset) -> tuple[list[Case], list[Case]]:

@@ -367,14 +367,15 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     targets = outputs.parse_targets(list(reports), output)
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
-    cases = None
+    cases, case_folder = None, None
     inputs = {str(path): "a results file to merge" for path in paths}
     if case_paths:
-        from ..cases.loader import input_files, load_cases
+        from ..cases.loader import input_files, load_cases, read_as_case
 
         cases = load_cases([str(path) for path in case_paths])
         inputs.update(input_files(case_paths, cases))
-    check_outputs([Output(target.path) for target in targets if target.path], inputs)
+        case_folder = read_as_case(case_paths)
+    check_outputs([Output(target.path) for target in targets if target.path], inputs, case_folder)
     stores, seen = [], []
     for path in map(str, paths):
         if any(same_file(path, other) for other in seen):
