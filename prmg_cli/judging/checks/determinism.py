@@ -63,9 +63,11 @@ def determinism(context: CheckContext) -> CheckResult:
     return result
 
 
-CHECK = Check("determinism", "repeated launches give bit-identical outputs (not an oracle: says nothing of "
-              "correctness)", determinism, "determinism_mismatches",
+CHECK = Check("determinism", "repeated launches, and one on the workspace another launch left, give "
+              "bit-identical outputs (not an oracle: says nothing of correctness)", determinism,
+              "determinism_mismatches",
               _describe, lambda m: None, oracle=False,
               applies=lambda context: "", first=True,
               options={"repeat": CheckOption(2, 2, MAX_REPEAT, "K", f"Launches of the determinism check, 2 to "
-                                                                   f"{MAX_REPEAT}.")})
+                                                                   f"{MAX_REPEAT} (then one on a reused "
+                                                                   f"workspace).")})
