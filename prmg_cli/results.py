@@ -27,7 +27,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Sequence
 
 from . import error_balance
-from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAMED_GENERATOR
+from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAMED_GENERATOR, decimal
 
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
@@ -284,8 +284,10 @@ def shown_chips(visible_devices) -> list[str]:
 
 def physical(device: str, shown: Sequence[str]) -> str:
     """The host's chip a run's ``device`` id is, ``shown`` the chips ``ASCEND_RT_VISIBLE_DEVICES`` showed it
-    (``shown_chips``; none: the id is the host's)."""
-    return shown[int(device)] if device.isdigit() and int(device) < len(shown) else device
+    (``shown_chips``; none: the id is the host's). An id not in ASCII digits (``vocab.decimal``: ``²`` is a digit to
+    ``str.isdigit``, not to ``int``) is no index: the id as it is."""
+    index = decimal(device)
+    return shown[index] if index is not None and index < len(shown) else device
 
 
 def summary_counts(results: list[CaseResult]) -> dict:

@@ -973,3 +973,24 @@ def test_chips_and_devices_take_ranges():
             device_request(text, "--chips")
     with pytest.raises(PrmgError, match="--device must be a device id"):
         device_request("0-1", "--device")
+
+
+def test_a_device_id_not_in_ascii_digits_is_no_index_into_the_visible_chips(tmp_path, capsys):
+    """A record's ``device`` of ``²`` or ``٣`` in a run pinned by ASCEND_RT_VISIBLE_DEVICES passed ``str.isdigit``
+    and failed ``int``: ``prmg report`` of it was a traceback, exit 3 (issue 36's shard ``²/3`` again, in the chips'
+    labels). Such an id names no chip the variable shows: it is kept as written, and device 0 is still chip 3."""
+    from prmg_cli.reports import store
+    from prmg_cli.reports.merge import report_files
+
+    paths = []
+    for index, device in enumerate(("0", "²", "٣", "9" * 5000)):
+        run_id = f"{index}" * 32
+        path = tmp_path / f"chip{index}.jsonl"
+        path.write_bytes(store.encode(store.RunRecord(run_id, "", ["c"], {}, {"visible_devices": "3,5",
+                                                                                 "devices": [0]}))
+                         + store.encode(replace(record("c"), run_id=run_id, device=device,
+                                                judged_under=store.settings_key({}))))
+        paths.append(str(path))
+    assert report_files(paths, reports=["json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert set(shown["cases"][0]["device_statuses"]) == {"3", "²", "٣", "9" * 5000}, shown["cases"][0]

@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
 from ..results import STATUSES, CaseResult, physical, plural, shown_chips, visible
+from ..vocab import decimal
 
 Entry = tuple[str, CaseResult]          # (results file, record)
 
@@ -200,7 +201,8 @@ def id_ranges(labels: Sequence[str]) -> str:
     ids = list(dict.fromkeys(label.rpartition("/")[2] for label in labels))
     parts: list[list[str]] = []
     for chip in ids:
-        if parts and chip.isdigit() and parts[-1][-1].isdigit() and int(chip) == int(parts[-1][-1]) + 1:
+        number, last = decimal(chip), decimal(parts[-1][-1]) if parts else None
+        if number is not None and last is not None and number == last + 1:
             parts[-1][1:] = [chip]
         else:
             parts.append([chip])
