@@ -935,10 +935,12 @@ def test_cases_warned_alike_get_one_entry_in_the_run_and_in_validate(tmp_path):
     results = [CaseResult(name=name, status="passed", warnings=list(alike)) for name in ("a", "b", "c", "d")]
     results += [CaseResult(name="e", status="passed", warnings=["vacuous"]), CaseResult(name="f", status="failed",
                                                                                       message="err", warnings=alike)]
+    results.insert(0, CaseResult(name="g", status="passed", message="note", warnings=list(alike)))  # more to say
     lines = table.failure_lines(results, width=100)
-    assert lines == ["PASS 4 cases (a, b, c and 1 more):", f"    warning: {alike[0]}", "PASS e:",
-                     "    warning: vacuous", "FAIL f: err", f"    warning: {alike[0]}"]
-    assert sum(line.startswith("PASS") for line in table.failure_lines(results, width=100, verbose=True)) == 5
+    assert lines == ["PASS g: note", f"    warning: {alike[0]}", "PASS 4 cases (a, b, c and 1 more):",
+                     f"    warning: {alike[0]}", "PASS e:", "    warning: vacuous", "FAIL f: err",
+                     f"    warning: {alike[0]}"]
+    assert sum(line.startswith("PASS") for line in table.failure_lines(results, width=100, verbose=True)) == 6
     path = tmp_path / "rope.yaml"
     rope = "inputs: {cos: {rope: {base: 10000}}, sin: {rope: {base: 10000}}}"
     path.write_text("".join(f"- {{name: {name}, shape: [1, 4, 1, 8], {rope}}}\n" for name in ("x", "y")))

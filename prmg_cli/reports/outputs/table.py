@@ -180,15 +180,16 @@ def grouped_lines(results: list[CaseResult]) -> list[str]:
 EMULATOR_MODES_NOTE = "note: the emulator has every rotary mode: --supported-modes 0,1,2,3 runs the skipped cases"
 
 
-def _alike_warnings(results: list[CaseResult]) -> dict[tuple, list[CaseResult]]:
-    """The passed cases with warnings (and nothing else to say: no message, no saved arrays), by their warnings:
-    cases warned alike get one entry (``PASS 6 cases (a, b, c and 3 more):``), not the same lines 6 times over (a
-    hand-written file of RoPE tables without ``partners_alike``: five lines a case)."""
+def _alike_warnings(results: list[CaseResult]) -> dict[int, list[CaseResult]]:
+    """Each passed case with warnings and nothing else to say (no message, no saved arrays), by ``id``, -> the cases
+    warned alike (its group, in order): they get one entry (``PASS 6 cases (a, b, c and 3 more):``), not the same
+    lines 6 times over (a hand-written file of RoPE tables without ``partners_alike``: five lines a case); a case
+    with more to say keeps its own entry."""
     groups: dict[tuple, list[CaseResult]] = {}
     for result in results:
         if result.status == "passed" and result.warnings and not result.message and not result.artifacts:
             groups.setdefault(tuple(result.warnings), []).append(result)
-    return groups
+    return {id(member): group for group in groups.values() for member in group}
 
 
 def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_details: int | None = None,
@@ -205,7 +206,7 @@ def failure_lines(results: list[CaseResult], *, verbose: bool = False, max_detai
     for result in results:
         explained = (not result.info.ok and (verbose or result.status != "not_run")) or result.warnings \
             or (verbose and result.status != "passed")
-        members = alike.get(tuple(result.warnings), [result]) if explained and result.status == "passed" else [result]
+        members = alike.get(id(result), [result])
         if not explained or members[0] is not result:
             continue
         entry = diagnosis_lines(result, details=verbose)
