@@ -405,7 +405,8 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     for key, line in mixed:
         say(f"the runs were judged under different settings, which no one verdict covers: {line} "
             f"(--allow-mixed {key} if that is intended)")
-    info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged, chips)
+    chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips])
+    info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged, chip_lines)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
     unwritten = outputs.write_targets(targets, lambda target: [header + "\n"] * (target.format == "table") + list(
@@ -424,7 +425,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         say(f"{plural(merged.chipped, 'case')} with records of several chips "
             f"({', '.join(map(visible, merged.chips))}): each reported with its status on each chip"
             + ("" if chips else " (--chips LIST: the chips each case must have run on, a chip missing not_run)"))
-    for line in missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips]):
+    for line in chip_lines:
         say(line)
     if merged.unreported:
         say(f"{plural(merged.unreported, 'case')} selected by the runs but in no results "
@@ -438,13 +439,13 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     return report_exit_code(merged.results, info)
 
 
-def _on_chips(info: RunInfo, merged: Merged, chips: Sequence[int]) -> RunInfo:
+def _on_chips(info: RunInfo, merged: Merged, chip_lines: Sequence[str]) -> RunInfo:
     """``info`` with the devices the merged records name, as the host's chips (``Chips.label``: no longer counted
-    among those ``ASCEND_RT_VISIBLE_DEVICES`` showed), and a note naming each chip of ``--chips`` no record holds."""
+    among those ``ASCEND_RT_VISIBLE_DEVICES`` showed), and a note of each line naming a chip expected and missing
+    (``chips.missing_lines``)."""
     if not merged.chips:
         return info
-    notes = info.notes + tuple(("chips", line) for line in missing_lines(merged.chips_missing, merged.chipped,
-                                                                          [str(chip) for chip in chips]))
+    notes = info.notes + tuple(("chips", line) for line in chip_lines)
     return replace(info, devices=tuple(merged.chips), visible_devices="", notes=notes)
 
 
