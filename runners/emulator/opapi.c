@@ -540,9 +540,10 @@ static int check_tiling(const aclTensor *const tensors[3], int64_t rotaryMode, c
     if (build < 0)
         return ACLNN_ERR_INNER;
     int status = check_mode(rotaryMode, faults, pairing_mode, &mode32);
-    read_slice(partialSlice, tensors[0]->view_dim_count == 4 ? tensors[0]->view_dims[3] : 0, faults, start, end);
-    if (status == ACL_SUCCESS)
+    if (status == ACL_SUCCESS) {
+        read_slice(partialSlice, tensors[0]->view_dim_count == 4 ? tensors[0]->view_dims[3] : 0, faults, start, end);
         status = check_attr(tensors, mode32, *start, *end, build, &no_op);
+    }
     if (status == ACL_SUCCESS)
         status = check_shape(tensors);
     if (status == ACL_SUCCESS && !no_op)
