@@ -472,20 +472,6 @@ def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, 
     assert statuses == ["not_run"] * 6                           # the run record could not be written
 
 
-def test_the_compiled_judge_is_built_before_the_first_case_timeout_starts(emulator, tmp_path):
-    """On a fresh cache the worker builds the compiled judge (seconds of gcc) when it starts, so a short
-    --timeout never turns that build into a verdict."""
-    import shutil
-
-    home = tmp_path / "home"
-    shutil.copytree(emulator.root, home / emulator.root.name, symlinks=True)     # the emulator, no judge
-    path = tmp_path / "large.yaml"
-    path.write_text("- {name: judged_natively, shape: [1, 8, 8, 128], dtype: float16}\n")   # 8192 elements
-    result, report = run_json(path, "--timeout", "1", env={"PRMG_EMULATOR_HOME": str(home)})
-    assert result.returncode == 0 and report["cases"][0]["status"] == "passed", report["cases"][0]
-    assert list(home.glob("native-*/libprmgnative.so"))
-
-
 def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
     """... and while the cases run, each report file is one of a run not finished (issue 32, sixth look): a run killed
     (SIGKILL: out of memory, a CI job's timeout) writes no report, and an earlier run's green JUnit stood for it."""
