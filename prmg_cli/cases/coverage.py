@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import dtypes
-from ..case import CONTIGUOUS_STORAGE, Case, transposed
+from ..case import CONTIGUOUS_STORAGE, Case, contiguous_strides, transposed
 from ..errors import PrmgError
 from ..inputs import npyfile
 from ..inputs.seeded import drawn_prefix, rope_angles
@@ -254,6 +254,9 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
         transposed=frozenset(tensor for tensor in TENSORS if strided[tensor]
                              and transposed(case.shape_of(tensor), case.strides_of(tensor))),
         expanded=frozenset(tensor for tensor in TENSORS if case.expanded_axes(tensor)),
+        length_one_strided=frozenset(tensor for tensor in TENSORS if case.strides_of(tensor) is not None
+                                     and not strided[tensor] and tuple(case.strides_of(tensor))
+                                     != contiguous_strides(case.shape_of(tensor))),
         slice_list="null" if written is None else "longer" if len(written) > 2 else "pair",
         partners_differ=_partners_differ(case),
         B=batch, S=positions, N=heads, D=depth, cos_rows=math.prod(case.cos_shape[:3]),

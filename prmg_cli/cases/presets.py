@@ -384,6 +384,11 @@ def _users() -> dict:
              dtype="bfloat16", inputs=uniform,
              note="vllm-ascend's DeepSeek-V4 kv: kv.view(-1, 1, 1, 512), one head, a table row per token row (the "
                   "tables as large as dy)"),
+        case("hf_decode_q_transposed_s1_bf16", shape=(4, 1, 8, 128), broadcast="B11D", dtype="bfloat16",
+             inputs=uniform, dy_strides=(1024, 128, 128, 1),
+             note="a Hugging Face style decode step: the grad of q of [batch, heads, 1, 128] (BNSD) passed as "
+                  "q.transpose(1, 2), [4, 1, 8, 128] at strides [1024, 128, 128, 1]: contiguous (op::IsContiguous "
+                  "skips the axis of length 1, as torch does), so the grad must take it as it is"),
         case("hf_bnsd_q_transposed_bf16", op="forward", shape=(2, 16, 4, 64), broadcast="BS1D", dtype="bfloat16",
              inputs=uniform, dy_strides=(4096, 64, 1024, 1), cos_strides=(0, 64, 64, 1), sin_strides=(0, 64, 64, 1),
              note="a Hugging Face style caller: q of [batch, heads, seq, 64] (BNSD) passed as q.transpose(1, 2), a "

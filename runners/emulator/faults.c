@@ -108,6 +108,7 @@ static const struct {
     {"offset_block_aligned", FAULT_OFFSET_BLOCK_ALIGNED},
     {"workspace_table_cache", FAULT_WORKSPACE_TABLE_CACHE},
     {"share_edge_up", FAULT_SHARE_EDGE_UP},
+    {"length_one_strides", FAULT_LENGTH_ONE_STRIDES},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -117,6 +117,7 @@ enum {
     FAULT_OFFSET_BLOCK_ALIGNED,
     FAULT_WORKSPACE_TABLE_CACHE,
     FAULT_SHARE_EDGE_UP,
+    FAULT_LENGTH_ONE_STRIDES,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
