@@ -75,8 +75,9 @@ BROKEN = {
     "sin_not_contiguous": dict(sin_strides=(32, 16, 16, 2)),
     # cos D = D: the forward's graph reads a list of none as [0, D) and rotates all of D (the grad's any refusal)
     "slice_list_empty": dict(cos_shape=(1, 2, 1, 16), partial_slice=()),
-    # cos D = D - 4: a tiling reading the one value as [4, D) (the slice_list_read fault) succeeds where it must refuse
-    "slice_list_of_1": dict(cos_shape=(1, 2, 1, 12), partial_slice=(4,)),
+    # D = 8, cos D = 4: a tiling reading the one value as [4, D) (the slice_list_read fault) or as [0, 4)
+    # (slice_of_1_as_end) succeeds where it must refuse
+    "slice_list_of_1": dict(shape=(2, 2, 2, 8), cos_shape=(1, 2, 1, 4), partial_slice=(4,)),
 }
 TAGS = ("cover",)
 
@@ -161,7 +162,8 @@ def _storage(op: str) -> list[dict]:
     storage offset (x's rows from its second head on; cos and sin as vLLM's cos_sin.chunk(2, -1) makes them, sin L
     into each row of 2L); cos and sin without elements (the grad's no-op since e9f0541c, which its base build
     refused); dy transposed (a BSND view of BNSD storage, q.transpose(1, 2)), and so at S = 1, a contiguous view
-    (a decode step's), and cos and sin expanded along B (stride 0, torch's expand)."""
+    (a decode step's), and cos and sin expanded along B (stride 0, torch's expand); cos and sin strided each its
+    own way."""
     return [dict(op=op, name="views_at_offsets", shape=(2, 3, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
                  dy_offset=5, cos_offset=3, sin_offset=1),
             dict(op=op, name="slice_null", shape=(1, 2, 2, 8), null=("partial_slice",)),
@@ -172,6 +174,8 @@ def _storage(op: str) -> list[dict]:
                  cos_strides=(8, 8, 8, 1), sin_strides=(16, 8, 4, 1)),
             dict(op=op, name="rows_padded_at_offset", shape=(1, 2, 3, 8), broadcast="111D", partial_slice=(4, 8),
                  dy_strides=(64, 32, 8, 1), dy_offset=8),
+            dict(op=op, name="tables_unlike", shape=(1, 2, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
+                 cos_strides=(8, 8, 8, 1), sin_strides=(24, 12, 12, 1)),
             dict(op=op, name="tables_chunked", shape=(1, 2, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
                  cos_strides=(16, 8, 8, 1), sin_strides=(16, 8, 8, 1), sin_offset=4),
             dict(op=op, name="tables_empty", shape=(1, 2, 2, 8), cos_shape=(1, 0, 1, 4), partial_slice=(2, 6)),

@@ -648,6 +648,11 @@ def _forward() -> dict:
     cases.append(case("tables_chunked_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
                       cos_strides=(48, 16, 16, 1), sin_strides=(48, 16, 16, 1), sin_offset=8,
                       note="cos, sin = cos_sin.chunk(2, -1) of a [1, 3, 1, 16] table: rows 16 apart, sin 8 into each"))
+    cases.append(case("tables_unlike_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
+                      cos_strides=(48, 16, 16, 1), sin_strides=(72, 24, 24, 1), sin_offset=16, dtype="float16",
+                      note="cos = cos_cache[..., :8] of a [1, 3, 1, 16] cache (rows 16 apart), sin the last 8 lanes "
+                           "of a [1, 3, 1, 24] one (rows 24 apart, 16 into each): AutoContiguous copies each along its "
+                           "own strides"))
     cases.append(case("x_transposed_works", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
                       dy_strides=(96, 16, 48, 1), dtype="bfloat16",
                       note="x = q.transpose(1, 2) of a BNSD q [2, 2, 3, 16]: a BSND view at strides [96, 16, 48, 1], "

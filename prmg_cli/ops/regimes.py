@@ -100,6 +100,7 @@ class Facts:
     transposed: frozenset = frozenset()   # the tensors whose view walks its storage out of axis order (case.transposed)
     expanded: frozenset = frozenset()     # the tensors with a stride-0 axis of length > 1 (case.expanded_axes)
     length_one_strided: frozenset = frozenset()  # contiguous, but not at C-order strides on an axis of length 1
+    tables_unlike: bool = False           # cos and sin both not contiguous, at other strides (axes of length > 1)
     slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
     partners_differ: bool = False         # sin differs between the two lanes of some pair (reference.sin_partners)
     chip_rules: tuple[str, ...] = ()      # the rules broken first on the chips with rules of their own
@@ -421,6 +422,9 @@ def _storage_axis(op: str) -> list[Regime]:
                   Regime("storage", "cos/sin not contiguous, at an offset", "a strided table at a storage offset "
                          "(vLLM's cos_sin.chunk(2, -1): sin at offset L, rows 2L apart): the copy in must start at the "
                          "view", lambda f: bool({"cos", "sin"} & f.strided_offsets)),
+                  Regime("storage", "cos/sin not contiguous, unlike", "cos and sin both strided, each its own way "
+                         "(cos a slice of a [.., D] cache, sin a chunk of a [.., 2L] one): each table's copy in must "
+                         "walk its own strides", lambda f: f.tables_unlike),
                   Regime("storage", "x transposed", "a permuted x view (q.transpose(1, 2) of a BNSD q: [B, S, N, D] "
                          "at strides [N*S*D, D, S*D, 1]): dense but not contiguous, the copies in and back must walk "
                          "the view's axes, not the storage's order", lambda f: "dy" in f.transposed),

@@ -371,6 +371,10 @@ void read_slice(const aclIntArray *partialSlice, int64_t d, fault_set faults, in
         record_faults(FAULT_BIT(FAULT_SLICE_LIST_READ));
     } else if (partialSlice == NULL) {
         *start = *end = 0;
+    } else if (partialSlice->size == 1 && has_fault(faults, FAULT_SLICE_OF_1_AS_END)) {
+        *start = 0;                                  /* the lone value taken as the end, as Python's x[:v] */
+        *end = partialSlice->values[0];
+        record_faults(FAULT_BIT(FAULT_SLICE_OF_1_AS_END));
     } else {
         /* the values past a list of `size` < 2: PAST_THE_LIST from its start (one value: [v, 2^32)) */
         *start = partialSlice->size > 0 ? partialSlice->values[0] : PAST_THE_LIST[0];
