@@ -106,6 +106,48 @@ def _open_standard_streams() -> None:
         sys.stdout = _ClosedOutput()
 
 
+class _StderrPipe(io.RawIOBase):
+    """Standard error's descriptor, each write whole (``files.write_all``); once its reader has gone (EPIPE: ``prmg
+    run cases/ 2>&1 | head``) pointed at ``/dev/null``, quietly, as a closed standard output is (``writes``): the
+    command goes on and ends with its verdict. The first note written there (the emulator's fallback line) was a
+    BrokenPipeError that click ends as exit 1, nothing said, and a run then wrote no results."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream, self.fd = stream, stream.fileno()    # the stream kept: freed, it would close its descriptor
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, data) -> int:
+        from .files import write_all
+
+        try:
+            write_all(self.fd, bytes(data))
+        except BrokenPipeError:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.fd)
+            os.close(null)
+        return len(data)
+
+
+def _quiet_stderr() -> None:
+    """``sys.stderr`` written through ``_StderrPipe`` (line by line, as Python's own standard error is)."""
+    stream = sys.stderr
+    try:
+        pipe = _StderrPipe(stream)
+    except (AttributeError, ValueError, OSError):       # no descriptor (a caller's capture): left as it is
+        return
+    sys.stderr = io.TextIOWrapper(io.BufferedWriter(pipe), encoding=stream.encoding, errors=stream.errors,
+                                  line_buffering=True, write_through=True)
+
+
 def _from_echo(error: BaseException) -> bool:
     """Whether ``error`` was raised writing with click's ``echo`` (the help, ``--version``): a standard output that
     is full (``/dev/full``) or closed was exit 3 with a traceback."""
@@ -145,6 +187,8 @@ def main(*, restore: bool = False) -> None:
             signal.signal(signum, on_stop)
     outcome_final(False)
     _open_standard_streams()
+    if not restore:
+        _quiet_stderr()
     unraisable_hook, sys.unraisablehook = sys.unraisablehook, keep_lost_stops
     stream_errors = _printable_streams()
     import typer

@@ -33,6 +33,20 @@ def run_in_process(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
     return stopped.value.code, captured.out, captured.err
 
 
+def test_a_pipe_of_prmg_closing_under_a_command_is_a_bug_said_as_one(tmp_path):
+    """A BrokenPipeError out of a command (standard output and error take their closed pipes quietly, so it is a pipe
+    of prmg's own: a worker's) is exit 3 with its traceback; click ended it as exit 1, nothing said (how session 15's
+    lost worker hid, a red run without a report or a word)."""
+    from unittest import mock
+
+    from prmg_cli.commands import load
+
+    with mock.patch.object(load("validate"), "main", side_effect=BrokenPipeError(32, "Broken pipe")):
+        result = prmg_here("validate", ROOT / "cases")
+    assert result.returncode == 3 and "internal error" in result.stderr, result
+    assert "a pipe inside prmg closed: [Errno 32] Broken pipe" in result.stderr, result.stderr
+
+
 def test_an_in_process_run_leaves_the_stop_handler_raising(capsys, monkeypatch):
     """After a ``prmg run`` in this process, whose outcome became final (its reports written: from then on a stop
     signal changes nothing), ``cli.main(restore=True)`` leaves ``on_stop`` raising again for its caller: before,

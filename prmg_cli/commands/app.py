@@ -10,6 +10,7 @@ import typer.core
 from . import COMMANDS, load
 from .. import __version__
 from ..errors import suggest
+from ..writes import write_stdout
 from .options import request_values, typer_signature
 
 
@@ -105,6 +106,9 @@ class _Group(typer.core.TyperGroup):
             return super().invoke(ctx)
         except KeyboardInterrupt as stop:
             raise Stopped(stop) from None
+        except BrokenPipeError as error:   # standard output and error take a closed pipe quietly themselves, so
+            raise RuntimeError(f"a pipe inside prmg closed: {error}") from error   # this one is prmg's own: a bug
+            # (click ends any EPIPE as exit 1, nothing said: a worker's closed pipe hid that way until 3c8fa4c)
 
 
 # What runs once the command line has loaded, as the command starts (``cli.main`` puts ``cli.command_starts`` here:
@@ -148,5 +152,5 @@ app = typer.Typer(
 @app.callback(invoke_without_command=True)
 def _main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
     if version:
-        typer.echo(f"prmg {__version__}")
+        write_stdout(f"prmg {__version__}")     # a closed pipe quietly, a full disk one line, as every command's
         raise typer.Exit(0)
