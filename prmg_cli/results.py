@@ -290,6 +290,22 @@ def physical(device: str, shown: Sequence[str]) -> str:
     return shown[index] if index is not None and index < len(shown) else device
 
 
+def chip_ranges(labels: Sequence[str], sep: str = ", ") -> str:
+    """``labels`` (device ids, each perhaps led by its host: ``ci-7/3``) joined by ``sep``, each run of consecutive
+    ids of one host as a range: ``0-2, 4-7``, ``a/0-3, b/5``; an id not in ASCII digits as it is. ``--chips 0-4095``
+    of a merge with three chips' files named the 4093 others one by one in each case's message."""
+    parts: list[list] = []                  # [first label, last id (None: the first alone), last number, host]
+    for label in labels:
+        host, _, chip = label.rpartition("/")
+        number = decimal(chip)
+        last = parts[-1] if parts else None
+        if last and number is not None and last[2] is not None and last[3] == host and number == last[2] + 1:
+            last[1:3] = [chip, number]
+        else:
+            parts.append([label, None, number, host])
+    return sep.join(first if end is None else f"{first}-{end}" for first, end, _, _ in parts)
+
+
 def summary_counts(results: list[CaseResult]) -> dict:
     """How many results have each status (every key of ``STATUSES``), ``total`` and ``warnings`` (the
     results that carry a warning, and the run's own: ``run_warnings``)."""

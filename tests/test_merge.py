@@ -975,6 +975,27 @@ def test_chips_and_devices_take_ranges():
         device_request("0-1", "--device")
 
 
+def test_chips_missing_are_named_as_ranges_once_per_reason():
+    """--chips 0-4095 over three chips' files named the 4093 others one by one: a stderr line each and the whole list
+    in every case's message (and a list of the chips per chip of it, quadratic: 20 s for 19 cases). The chips are
+    ranges now, a line per reason, and a host's chips are not run together with another's."""
+    from prmg_cli.reports.chips import WHY_CHIPS, combine, missing_lines
+    from prmg_cli.results import chip_ranges
+
+    assert chip_ranges(["0", "1", "2", "4", "²", "5", "a/6", "a/7", "b/8", "10", "9"]) == \
+        "0-2, 4, ², 5, a/6-7, b/8, 10, 9"
+    entries = [(f"chip{chip}.jsonl", record("x", device=str(chip))) for chip in range(3)]
+    expected = dict.fromkeys(map(str, range(4096)), WHY_CHIPS)
+    combined = combine(entries, lambda items: items[-1], "worst", expected)
+    assert combined.record.message == "[not_run on devices 3-4095; passed on devices 0-2] not run on chips 3-4095: " \
+        "no results file holds a record of it there (--chips 0-4095)"
+    missing = {**{(str(chip), WHY_CHIPS): 19 for chip in range(3, 4096)}, ("9000", "c.jsonl"): 2}
+    assert missing_lines(missing, 19, [str(chip) for chip in range(4096)]) == [
+        "chips 3-4095 of --chips 0-4095: no results file holds a result of them (19 cases reported not_run on each)",
+        "chip 9000: the run of c.jsonl there selected 2 cases and recorded no result of them (stopped or killed "
+        "before them?): reported not_run there"]
+
+
 def test_a_device_id_not_in_ascii_digits_is_no_index_into_the_visible_chips(tmp_path, capsys):
     """A record's ``device`` of ``²`` or ``٣`` in a run pinned by ASCEND_RT_VISIBLE_DEVICES passed ``str.isdigit``
     and failed ``int``: ``prmg report`` of it was a traceback, exit 3 (issue 36's shard ``²/3`` again, in the chips'

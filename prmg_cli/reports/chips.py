@@ -27,8 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
-from ..results import STATUSES, CaseResult, physical, plural, shown_chips, visible
-from ..vocab import decimal
+from ..results import STATUSES, CaseResult, chip_ranges, physical, plural, shown_chips, visible
 
 Entry = tuple[str, CaseResult]          # (results file, record)
 
@@ -185,8 +184,10 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         base = CaseResult(name=first.name, status="not_run", run_id=first.run_id,
                           **{key: getattr(first, key) for key in CASE_FIELDS})
         asked = id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
-        whys = {why: [chip for chip in missing if missing[chip] == why] for why in missing.values()}
-        message = "; ".join(f"not run on {'chip' if len(chips) == 1 else 'chips'} {', '.join(chips)}: " + (
+        whys: dict[str, list[str]] = {}                # each why once: a list per why was 20 s of --chips 0-4095
+        for chip, why in missing.items():
+            whys.setdefault(why, []).append(chip)
+        message = "; ".join(f"not run on {'chip' if len(chips) == 1 else 'chips'} {chip_ranges(chips)}: " + (
             f"no results file holds a record of it there (--chips {asked})" if why == WHY_CHIPS else
             f"the run of {visible(why)} there selected it but recorded no result (stopped or killed before it?)")
             for why, chips in whys.items())
@@ -197,32 +198,29 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
 
 def id_ranges(labels: Sequence[str]) -> str:
     """The chip ids of ``labels`` (their hosts dropped, once each) as ``--chips`` takes them, runs of numbers as
-    ranges: ``0-5,7``."""
-    ids = list(dict.fromkeys(label.rpartition("/")[2] for label in labels))
-    parts: list[list[str]] = []
-    for chip in ids:
-        number, last = decimal(chip), decimal(parts[-1][-1]) if parts else None
-        if number is not None and last is not None and number == last + 1:
-            parts[-1][1:] = [chip]
-        else:
-            parts.append([chip])
-    return ",".join("-".join(part) for part in parts)
+    ranges: ``0-5,7`` (``chip_ranges``)."""
+    return chip_ranges(list(dict.fromkeys(label.rpartition("/")[2] for label in labels)), ",")
 
 
 def missing_lines(missing: dict[tuple[str, str], int], cases: int, expected: Sequence[str]) -> list[str]:
-    """One line per chip expected and lacking records of some of the ``cases`` (``missing``: (chip, why:
-    ``Chips.expected_of``) -> how many), ``expected`` the chips of ``--chips``: ``chip 6 of --chips 0-7: no results
-    file holds a result of it (36 cases reported not_run there)``, ``chip 6: the run of chip6.jsonl there selected 16
-    cases and recorded no result of them (stopped or killed before them?): reported not_run there``."""
+    """One line per set of chips expected and lacking records of as many of the ``cases`` for one reason
+    (``missing``: (chip, why: ``Chips.expected_of``) -> how many; the chips as ranges: ``chip_ranges``), ``expected``
+    the chips of ``--chips``: ``chips 3-7 of --chips 0-7: no results file holds a result of them (36 cases reported
+    not_run on each)``, ``chip 6: the run of chip6.jsonl there selected 16 cases and recorded no result of them
+    (stopped or killed before them?): reported not_run there`` (a line per chip was 4093 lines of --chips 0-4095)."""
     asked = id_ranges(expected)
-    lines = []
+    groups: dict[tuple[str, int], list[str]] = {}
     for (chip, why), count in sorted(missing.items(), key=lambda item: chip_order(item[0][0])):
+        groups.setdefault((why, count), []).append(chip)
+    lines = []
+    for (why, count), chips in groups.items():
+        named, there = (f"chip {visible(chips[0])}", "there") if len(chips) == 1 else \
+            (f"chips {visible(chip_ranges(chips))}", "on each")
         if why != WHY_CHIPS:
-            lines.append(f"chip {visible(chip)}: the run of {visible(why)} there selected {plural(count, 'case')} "
-                         f"and recorded no result of them (stopped or killed before them?): reported not_run there")
+            lines.append(f"{named}: the run of {visible(why)} there selected {plural(count, 'case')} and recorded no "
+                         f"result of them (stopped or killed before them?): reported not_run {there}")
             continue
-        what = "no results file holds a result of it" if count == cases else \
-            f"{count} of {cases} cases in no results file there (its run stopped early?)"
-        lines.append(f"chip {visible(chip)} of --chips {asked}: {what} ({plural(count, 'case')} reported not_run "
-                     f"there)")
+        what = f"no results file holds a result of {'it' if len(chips) == 1 else 'them'}" if count == cases else \
+            f"{count} of {cases} cases in no results file {there} (its run stopped early?)"
+        lines.append(f"{named} of --chips {asked}: {what} ({plural(count, 'case')} reported not_run {there})")
     return lines

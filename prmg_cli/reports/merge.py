@@ -48,8 +48,8 @@ from .. import __version__
 from ..device.provenance import portable_stamp
 from ..errors import PrmgError
 from ..judging.standards import standard_of
-from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
-                       visible)
+from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ranges, exit_code, plural, report_exit_code,
+                       summary_line, visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
 from .chips import Chips, chip_ids, chip_order, combine, missing_lines
@@ -423,7 +423,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
             "made: reported not_run")
     if merged.chipped and len(merged.chips) > 1:
         say(f"{plural(merged.chipped, 'case')} with records of several chips "
-            f"({', '.join(map(visible, merged.chips))}): each reported with its status on each chip"
+            f"({visible(chip_ranges(merged.chips))}): each reported with its status on each chip"
             + ("" if chips else " (--chips LIST: the chips each case must have run on, a chip missing not_run)"))
     for line in chip_lines:
         say(line)
