@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT, prmg_forked, prmg_here
 from prmg_cli.cases.loader import Case, load_cases
 from prmg_cli.device.execute import Wedging, memory_need, shard
+from prmg_cli.errors import PrmgError
 from prmg_cli.files import MiB
 
 MANY = """
@@ -539,6 +540,22 @@ def test_the_memory_limit_counts_what_a_view_at_an_offset_holds(tmp_path):
     result, report = run_json(path, "--max-memory", "200M")
     assert result.returncode == 1 and report["cases"][0]["status"] == "error"
     assert "(one memory: the emulator), over --max-memory 200.0 MiB; not attempted" in report["cases"][0]["message"]
+
+
+def test_max_memory_0_is_no_limit_and_its_sizes_are_ascii(tmp_path):
+    """--max-memory 0 refused every case (each an error, 'over --max-memory 0 bytes') where --timeout 0 and
+    --progress-interval 0 mean none: 0 is no limit now, as --help says; a fraction of a byte is one byte, not 0. '٣'
+    (an Arabic-Indic 3) was 3 bytes (regex \\d), and 5000 digits a traceback (int() refuses over 4300)."""
+    from prmg_cli.commands.suite import parse_size
+
+    assert (parse_size("0"), parse_size("0.4"), parse_size("1.5K"), parse_size(" 8 GiB ")) == (0, 1, 1536, 8 << 30)
+    for text in ("٣", "1٣M", "9" * 5000, "1e3", "-1"):
+        with pytest.raises(PrmgError, match="--max-memory must"):
+            parse_size(text)
+    path = tmp_path / "tiny.yaml"
+    path.write_text("- {name: tiny, shape: [1, 1, 2, 8]}\n")
+    result, report = run_json(path, "--max-memory", "0")
+    assert result.returncode == 0 and report["cases"][0]["status"] == "passed", report["cases"][0]["message"]
 
 
 def _settings():

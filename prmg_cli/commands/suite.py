@@ -89,16 +89,17 @@ MAX_SIZE = 2 ** 63
 
 
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes, in ASCII digits (``\\d`` took
+    ``٣``, an Arabic-Indic 3, for 3 bytes; ``vocab.decimal``'s rule)."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE | re.ASCII)
     if not match:
         raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
-    number = match.group(1)
-    size = (float(number) if "." in number else int(number)) \
+    number = match.group(1)                 # 5000 digits: decimal's 10**30 (int() of them was a traceback)
+    size = (float(number) if "." in number else decimal(number)) \
         * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
     if not size < MAX_SIZE:                 # 400 digits and a point are float infinity: int() of it was a traceback
         raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {text!r}")
-    return int(size)
+    return math.ceil(size)                  # 0.4 is a byte, not 0 (no limit)
 
 
 def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = "no limit") -> float | None:
@@ -408,7 +409,7 @@ def run_suite(request) -> int:
         cluster = _connect(request, modes) if request.cluster is not None else None
         if max_memory is None:                              # half the RAM where the cases run
             max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
-        settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
+        settings = settings_for(request, cluster and cluster.toolkit, max_memory or None, checked)   # 0: no limit
         settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
                                                   for case in cases))
         devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
