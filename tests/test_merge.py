@@ -66,7 +66,7 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     result = prmg_here("report", *shards, "--cases", SMOKE, "--report", f"junit:{merged}", "--report", "table")
     assert result.returncode == 0, result.stderr
     assert normalised_junit(merged.read_text()) == normalised_junit(one.read_text())
-    assert result.stdout.splitlines()[-1] == "36 passed, 0 failed"
+    assert result.stdout.splitlines()[-2:] == ["36 passed, 0 failed", f"wrote {merged}"]      # under the table
     assert result.stdout.startswith("merged: 2 results files:")          # (wrapped: long paths)
     assert result.stderr == ""                                        # no duplicates, nothing missing
 
@@ -362,7 +362,10 @@ def test_report_exit_codes_and_every_format(tmp_path, capsys):
         assert report_files([str(failing)], reports=[f"{fmt}:{out}"]) == 1, fmt
         assert out.read_text().strip(), fmt
         stdout = capsys.readouterr().out
-        assert stdout.splitlines()[-1] == "1 passed, 1 failed" and "FAIL y: wrong sign" in stdout
+        assert stdout.splitlines()[-1] == f"wrote {out}: 1 passed, 1 failed" and "FAIL y: wrong sign" in stdout
+    assert report_files([str(failing)], reports=["json", f"csv:{out}"]) == 1      # a document on stdout: on stderr
+    written = capsys.readouterr()
+    assert json.loads(written.out)["summary"]["failed"] == 1 and written.err == f"prmg: wrote {out}\n"
     passing = write(tmp_path / "p.jsonl", record("x"))
     assert report_files([str(passing)]) == 0
     empty = tmp_path / "empty.jsonl"

@@ -33,8 +33,7 @@ from ..reports.outputs import listing
 from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
-from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, summary_line,
-                       visible)
+from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, visible
 from ..vocab import decimal, mode_list, parse_modes
 from ..writes import same_file, write_stdout
 
@@ -607,13 +606,12 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, c
     full disk) does not keep the others from being written: PrmgError for each, once all were tried."""
     options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details,
                                     cases=tuple(cases))
+    from ..reports.outputs.table import failure_lines
+
     # a table on stdout without its header, printed before the first case
     unwritten = outputs.write_targets(targets, lambda target: outputs.render_pieces(
-        target.format, results, info, options if target.path else replace(options, header=False)))
-    if all(target.path is not None for target in targets):
-        from ..reports.outputs.table import failure_lines
-
-        write_stdout("\n".join(failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
-                                + outputs.labels.device_lines(results) + [summary_line(results)]))
+        target.format, results, info, options if target.path else replace(options, header=False)), results,
+        lambda: failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
+        + outputs.labels.device_lines(results))
     if unwritten:
         raise PrmgError.all_of(unwritten)

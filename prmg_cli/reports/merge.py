@@ -49,8 +49,8 @@ from ..device.provenance import portable_stamp
 from ..errors import PrmgError
 from ..judging.standards import standard_of
 from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ranges, exit_code, plural, report_exit_code,
-                       summary_line, visible)
-from ..writes import Output, check_outputs, same_file, write_stdout
+                       visible)
+from ..writes import Output, check_outputs, same_file
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
 from .chips import Chips, chip_ids, chip_order, combine, missing_lines
 from .outputs.screen import say, width, wrap
@@ -409,13 +409,11 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged, chip_lines)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
-    unwritten = outputs.write_targets(targets, lambda target: [header + "\n"] * (target.format == "table") + list(
-        outputs.render_pieces(target.format, merged.results, info, options)))
-    if all(target.path is not None for target in targets):
-        from .outputs.table import failure_lines
+    from .outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(merged.results, info=info)
-                                + outputs.labels.device_lines(merged.results) + [summary_line(merged.results)]))
+    unwritten = outputs.write_targets(targets, lambda target: [header + "\n"] * (target.format == "table") + list(
+        outputs.render_pieces(target.format, merged.results, info, options)), merged.results,
+        lambda: failure_lines(merged.results, info=info) + outputs.labels.device_lines(merged.results))
     if merged.missing:
         say(f"{plural(merged.missing, 'case')} of --cases in no results file: reported not_run")
     if merged.changed:
