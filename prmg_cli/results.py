@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 import unicodedata
 from array import array
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -277,9 +278,34 @@ class RunInfo:
         return cls(**values)
 
 
+_BLANKS = " \t\n\v\f\r"                   # what C's strtol skips before a number
+_CHIP_ENTRY = re.compile(f"[{_BLANKS}]*([+-]?)([0-9]+)")
+
+
+def read_visible(visible_devices) -> tuple[list[str], str]:
+    """``ASCEND_RT_VISIBLE_DEVICES`` (a run record's ``visible_devices``) read as the runtime reads it: the host's
+    chips it shows, in their order, and the text it never reads (blanks at the end aside). Each comma-separated entry
+    is a decimal id (``strtol``: blanks and a sign before it); the list ends at an entry that is none, is negative or
+    repeats one, and after an id followed by anything but a comma: ``0-3`` shows chip 0 alone (``-3`` unread), ``1 2``
+    chip 1 (``2``). The runtime also ends it at an id past the host's chips, which the text cannot say."""
+    text, chips = str(visible_devices or ""), []
+    while text:
+        match = _CHIP_ENTRY.match(text)
+        chip = match[2].lstrip("0") or "0" if match else None
+        if chip is None or (match[1] == "-" and chip != "0") or chip in chips:
+            break
+        chips.append(chip)
+        text = text[match.end():]
+        if not text.startswith(","):
+            break
+        text = text[1:]
+    return chips, text.strip(_BLANKS)
+
+
 def shown_chips(visible_devices) -> list[str]:
-    """The host's chips ``ASCEND_RT_VISIBLE_DEVICES`` (a run record's ``visible_devices``) shows, in their order."""
-    return [part.strip() for part in str(visible_devices or "").split(",") if part.strip()]
+    """The host's chips ``ASCEND_RT_VISIBLE_DEVICES`` (a run record's ``visible_devices``) shows, in their order
+    (``read_visible``: ``0-3`` is chip 0, not a chip named ``0-3``)."""
+    return read_visible(visible_devices)[0]
 
 
 def physical(device: str, shown: Sequence[str]) -> str:

@@ -785,6 +785,27 @@ def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show
         in result.stdout, result.stdout                            # 'devices: 0', exit 1, and no line saying why
 
 
+def test_a_visible_list_the_runtime_reads_in_part_is_said_and_its_chips_are_what_the_runtime_shows():
+    """ASCEND_RT_VISIBLE_DEVICES=0-3 (a range, as --devices takes), '1 2' or '1;2': the runtime reads its first id
+    and stops, showing one chip of the four meant; as many chips shown as entries named, so --devices all ran chip 0
+    alone and doctor said 'devices: 1', exit 0, without a word; and a run's chip was labelled '0-3'. The text never
+    read is said now (the one rule: chips_not_shown), and the chips are those the runtime shows (read_visible)."""
+    from prmg_cli.commands.suite import chips_not_shown
+    from prmg_cli.results import physical, read_visible, shown_chips
+
+    assert [read_visible(text) for text in ("0-3", "1 2", "1;2", "0x1", " 1 ", "+2,-0", "007,1,", "5,5", "-1")] == [
+        (["0"], "-3"), (["1"], "2"), (["1"], ";2"), (["0"], "x1"), (["1"], ""), (["2", "0"], ""), (["7", "1"], ""),
+        (["5"], "5"), ([], "-1")]
+    assert physical("0", shown_chips("0-3")) == "0" and physical("1", shown_chips("3, 5")) == "5"
+    assert chips_not_shown(1, {"ASCEND_RT_VISIBLE_DEVICES": "0-3"}) == (
+        "ASCEND_RT_VISIBLE_DEVICES=0-3: the runtime reads it as 1 chip (0) and never reads '-3': the list is chip ids "
+        "separated by commas, each once (0,1,2,3: no ranges, no other separator); fix ASCEND_RT_VISIBLE_DEVICES")
+    assert chips_not_shown(0, {"ASCEND_RT_VISIBLE_DEVICES": "-1"}).startswith("ASCEND_RT_VISIBLE_DEVICES=-1 names 1 "
+                                                                             "chip, the runtime shows 0: ")
+    shown_whole = ("1,0", " 3, 5 ", "", "2,")
+    assert [chips_not_shown(2, {"ASCEND_RT_VISIBLE_DEVICES": text}) for text in shown_whole] == [None] * 4
+
+
 # Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on
 # a chip gone down): the executor's results, shared and --each-device, as JSON. In a process of its own: the emulator
 # reads PRMG_EMU_DEVICES at aclInit, which an earlier test of this process (inherited by the workers) has made.

@@ -33,7 +33,8 @@ from ..reports.outputs import listing
 from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
-from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, visible
+from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, read_visible, stopped_exit_code,
+                       visible)
 from ..vocab import decimal, mode_list, parse_modes
 from ..writes import same_file, write_stdout
 
@@ -170,18 +171,24 @@ NO_DEVICE = "the runtime reports no device"
 
 def chips_not_shown(count: int, env=os.environ) -> str | None:
     """Why ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated) than the runtime shows,
-    ``count``, or None: the runtime reads the list up to its first id the host lacks (a chip the driver no longer
+    ``count``, or holds text the runtime never reads (``results.read_visible``: ``0-3``, ``0 1 2 3`` and ``1;2`` show
+    one chip), or None: the runtime reads the list up to its first id the host lacks (a chip the driver no longer
     enumerates), repeated or not a number, and shows only the chips before it, so ``--devices all`` would skip the
-    others without a word (a job given chips 0 and 7 tested chip 0). A list the runtime shows whole, or none, passes.
-    The one rule: ``--devices all`` refuses it (``parse_devices``), ``prmg doctor`` says it (exit 1)."""
+    others without a word (a job given chips 0 and 7 tested chip 0; one given 0-3 tested chip 0). A list the runtime
+    shows whole, or none, passes. The one rule: ``--devices all`` refuses it (``parse_devices``), ``prmg doctor``
+    says it (exit 1)."""
     value = env.get(VISIBLE, "")
     named = [entry for entry in value.split(",") if entry.strip()]
-    if len(named) <= count:
-        return None
-    return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip it "
-            f"names is "
-            f"missing (the driver no longer enumerates it, or this host has no such chip) or an entry is repeated or "
-            f"no id, and the runtime reads the list only up to there; fix {VISIBLE}")
+    chips, unread = read_visible(value)
+    if len(named) > count:
+        return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip "
+                f"it names is missing (the driver no longer enumerates it, or this host has no such chip) or an entry "
+                f"is repeated or no id, and the runtime reads the list only up to there; fix {VISIBLE}")
+    if unread:
+        return (f"{VISIBLE}={visible(value)}: the runtime reads it as {plural(len(chips), 'chip')} "
+                f"({', '.join(chips) or 'none'}) and never reads {visible(unread)!r}: the list is chip ids separated "
+                f"by commas, each once (0,1,2,3: no ranges, no other separator); fix {VISIBLE}")
+    return None
 
 
 def _all_shown(count: int) -> None:
