@@ -976,6 +976,12 @@ def test_chips_and_devices_take_ranges():
             device_request(text, "--chips")
     with pytest.raises(PrmgError, match="--device must be a device id"):
         device_request("0-1", "--device")
+    for text, why in (("0-2,7-3", "the range 7-3 goes down; write it 3-7"),      # said only 'must be ... (0-7)'
+                      (f"0-{10 ** 40}", f"the range 0-{10 ** 40} spans more than {MAX_RANGE} ids")):
+        with pytest.raises(PrmgError, match=f"^--chips {text}: {why}$"):
+            device_request(text, "--chips")
+    with pytest.raises(PrmgError, match=r"\(digits 0-9\), got 'a'$"):                # report's --chips takes no 'all'
+        device_request("a", "--chips")
 
 
 def test_chips_missing_are_named_as_ranges_once_per_reason():

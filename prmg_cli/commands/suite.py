@@ -126,21 +126,25 @@ MAX_RANGE = 4096                # ids a range of --devices or --chips may span (
 
 
 def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | None:
-    """The ids of ``"0,1,3"`` or ``"0-3,6"`` (a range ``A-B`` from A to B; None for ``all``): distinct, in the
-    digits 0-9, each from 0 to ``MAX_DEVICE_ID``; PrmgError otherwise. Checked before anything touches the toolkit
-    (``parse_devices`` then asks the runtime)."""
+    """The ids of ``"0,1,3"`` or ``"0-3,6"`` (a range ``A-B`` from A up to B, of at most ``MAX_RANGE`` ids; None for
+    ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``; PrmgError otherwise, naming a range that
+    goes down or is too long (``7-0`` and ``0-4096`` were only 'must be a list of ids or ranges (0-7)'). Checked
+    before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
     if text.strip() == "all":
         return None
     ids: tuple = ()
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
         first, last = decimal(low), decimal(high if dash else low)
-        spans = first is not None and last is not None and 0 <= last - first < MAX_RANGE
-        ids += tuple(range(first, last + 1)) if spans and not (dash and option == "--device") else (None,)
-    if None in ids:
-        takes = "a device id" if option == "--device" else "a comma-separated list of device ids or ranges (0-7)"
-        raise PrmgError(f"{option} must be {takes} (digits 0-9){'' if option == '--device' else ' or all'}, got "
-                        f"{text!r}")
+        if first is None or last is None or (dash and option == "--device"):
+            takes = "a device id" if option == "--device" else "a comma-separated list of device ids or ranges (0-7)"
+            raise PrmgError(f"{option} must be {takes} (digits 0-9){' or all' if option.endswith('devices') else ''}"
+                            f", got {text!r}")
+        if last < first:
+            raise PrmgError(f"{option} {text}: the range {part.strip()} goes down; write it {high}-{low}")
+        if last - first >= MAX_RANGE:
+            raise PrmgError(f"{option} {text}: the range {part.strip()} spans more than {MAX_RANGE} ids")
+        ids += tuple(range(first, last + 1))
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
         raise PrmgError(f"{option} {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
     return ids
