@@ -109,9 +109,9 @@ class ReportTarget:
 def write_targets(targets: Sequence[ReportTarget], pieces: Callable[[ReportTarget], Iterable[str]],
                   results: list[CaseResult], ending: Callable[[], list[str]]) -> list[PrmgError]:
     """Write each of ``targets`` (``pieces(target)``: its text) to its file or standard output, then say which files
-    were written (``writes.wrote``, as compare and coverage say it): when no report went to standard output, the
-    lines ``ending()`` gives (the failures) and ``wrote FILES: SUMMARY`` (``summary_line`` of ``results``) there;
-    under a table there, ``wrote FILES``; beside a document there (``--report json``), on standard error. Return the
+    were written (``writes.wrote``, as compare and coverage say it): when no report went to standard output, the lines ``ending()`` gives (the failures) and ``wrote FILES: SUMMARY`` (``summary_line``
+    of ``results``) there; under a table there, ``wrote FILES``; beside a document there (``--report json``), on
+    standard error. Return the
     errors of those that could not be written (a full disk): one failing never keeps the others from being written,
     and the caller raises them once it has said the rest (``PrmgError.all_of``)."""
     from ...files import write_text
@@ -130,13 +130,11 @@ def write_targets(targets: Sequence[ReportTarget], pieces: Callable[[ReportTarge
         except PrmgError as error:
             unwritten += [error, *error.others]
     shown = next((target.format for target in targets if target.path is None), None)
+    line = wrote(written, summary_line(results) if shown is None else "")
     if shown is None:
-        write_stdout("\n".join([*ending(), wrote(written, summary_line(results)) if written else
-                                 summary_line(results)]))
-    elif written and shown == "table":
-        write_stdout(wrote(written))
-    elif written:
-        say(wrote(written))
+        write_stdout("\n".join([*ending(), line]))
+    elif line:
+        write_stdout(line) if shown == "table" else say(line)
     return unwritten
 
 
