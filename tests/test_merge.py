@@ -366,6 +366,8 @@ def test_report_exit_codes_and_every_format(tmp_path, capsys):
     assert report_files([str(failing)], reports=["json", f"csv:{out}"]) == 1      # a document on stdout: on stderr
     written = capsys.readouterr()
     assert json.loads(written.out)["summary"]["failed"] == 1 and written.err == f"prmg: wrote {out}\n"
+    assert report_files([str(failing)], reports=["json"], output=os.devnull) == 1      # a report discarded: no file
+    assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 1 failed"
     passing = write(tmp_path / "p.jsonl", record("x"))
     assert report_files([str(passing)]) == 0
     empty = tmp_path / "empty.jsonl"

@@ -145,7 +145,8 @@ def check_keys(mapping: dict, known: Sequence[str], where: Where, prefix: str) -
                 hint = (f" (a RoPE table's {name} is given per table: inputs: {{cos: {{rope: {{{name}: ...}}}}, sin: "
                         f"{{rope: {{{name}: ...}}}}}}; {ROPE_ALIAS_WHY[name]}{storage})")
             elif key == "rope" and "inputs" in known:
-                hint = " (a RoPE table is an input's: inputs: {cos: {rope: {base: 10000, offset: 0}}, sin: {rope: ...}})"
+                hint = (" (a RoPE table is an input's: inputs: {cos: {rope: {base: 10000, offset: 0}}, sin: "
+                        "{rope: ...}})")
             elif key in TENSORS and "inputs" in known:
                 hint = f" (an input's values are given under inputs: inputs: {{{key}: ...}})"
             raise where.error(f"{prefix}{label(key)}", f"unknown key {show(key)}{hint}")

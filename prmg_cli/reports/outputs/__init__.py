@@ -109,9 +109,9 @@ class ReportTarget:
 def write_targets(targets: Sequence[ReportTarget], pieces: Callable[[ReportTarget], Iterable[str]],
                   results: list[CaseResult], ending: Callable[[], list[str]]) -> list[PrmgError]:
     """Write each of ``targets`` (``pieces(target)``: its text) to its file or standard output, then say which files
-    were written (``writes.wrote``, as compare and coverage say it): when no report went to standard output, the lines ``ending()`` gives (the failures) and ``wrote FILES: SUMMARY`` (``summary_line``
-    of ``results``) there; under a table there, ``wrote FILES``; beside a document there (``--report json``), on
-    standard error. Return the
+    were written (``writes.wrote``, as compare and coverage say it): when no report went to standard output, the
+    lines ``ending()`` gives (the failures) and ``wrote FILES: SUMMARY`` (``summary_line`` of ``results``) there;
+    under a table there, ``wrote FILES``; beside a document there (``--report json``), on standard error. Return the
     errors of those that could not be written (a full disk): one failing never keeps the others from being written,
     and the caller raises them once it has said the rest (``PrmgError.all_of``)."""
     from ...files import write_text
