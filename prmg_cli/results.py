@@ -317,19 +317,20 @@ def physical(device: str, shown: Sequence[str]) -> str:
 
 
 def chip_ranges(labels: Sequence[str], sep: str = ", ") -> str:
-    """``labels`` (device ids, each perhaps led by its host: ``ci-7/3``) joined by ``sep``, each run of consecutive
-    ids of one host as a range: ``0-2, 4-7``, ``a/0-3, b/5``; an id not in ASCII digits as it is. ``--chips 0-4095``
-    of a merge with three chips' files named the 4093 others one by one in each case's message."""
-    parts: list[list] = []                  # [first label, last id (None: the first alone), last number, host]
+    """``labels`` (device ids, each perhaps led by its host: ``ci-7/3``) joined by ``sep``, each run of three or more
+    consecutive ids of one host as a range: ``0-2, 4, 5``, ``a/0-3, b/5``; an id not in ASCII digits as it is.
+    ``--chips 0-4095`` of a merge with three chips' files named the 4093 others one by one in each case's message."""
+    runs: list[list] = []                   # [its labels, the number of its last id, its host]
     for label in labels:
         host, _, chip = label.rpartition("/")
         number = decimal(chip)
-        last = parts[-1] if parts else None
-        if last and number is not None and last[2] is not None and last[3] == host and number == last[2] + 1:
-            last[1:3] = [chip, number]
+        last = runs[-1] if runs else None
+        if last and number is not None and last[1] is not None and last[2] == host and number == last[1] + 1:
+            last[0].append(label)
+            last[1] = number
         else:
-            parts.append([label, None, number, host])
-    return sep.join(first if end is None else f"{first}-{end}" for first, end, _, _ in parts)
+            runs.append([[label], number, host])
+    return sep.join(sep.join(run) if len(run) < 3 else f"{run[0]}-{run[-1].rpartition('/')[2]}" for run, _, _ in runs)
 
 
 def summary_counts(results: list[CaseResult]) -> dict:

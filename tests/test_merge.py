@@ -993,8 +993,9 @@ def test_chips_missing_are_named_as_ranges_once_per_reason():
     from prmg_cli.reports.chips import WHY_CHIPS, combine, missing_lines
     from prmg_cli.results import chip_ranges
 
-    assert chip_ranges(["0", "1", "2", "4", "²", "5", "a/6", "a/7", "b/8", "10", "9"]) == \
-        "0-2, 4, ², 5, a/6-7, b/8, 10, 9"
+    assert chip_ranges(["0", "1", "2", "4", "²", "5", "a/6", "a/7", "a/8", "b/9", "10", "9", "11"]) == \
+        "0-2, 4, ², 5, a/6-8, b/9, 10, 9, 11"
+    assert chip_ranges(["0", "1", "3"]) == "0, 1, 3" and chip_ranges(["3", "4", "5"], ",") == "3-5"
     entries = [(f"chip{chip}.jsonl", record("x", device=str(chip))) for chip in range(3)]
     expected = dict.fromkeys(map(str, range(4096)), WHY_CHIPS)
     combined = combine(entries, lambda items: items[-1], "worst", expected)
