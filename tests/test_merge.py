@@ -893,6 +893,12 @@ def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_
     unlike = [alike[0], Stored("b.jsonl", [y], [run("b", 2, "allclose")])]
     assert verdict(unlike) == (["standard"], ["host", "location"], ExitCode.FAILED)
     assert verdict(unlike, ("standard",)) == ([], ["host", "location", "standard"], ExitCode.OK)
+    each = {"each_device": True, "chips": [0, 1], "visible_devices": ""}     # --each-device on chips 0-1, then 2-3
+    chips = [Stored("a.jsonl", [x], [RunRecord("a", "", ["x", "y"], each, {"devices": [0, 1]})]),
+             Stored("b.jsonl", [y], [RunRecord("b", "", ["x", "y"], {**each, "chips": [2, 3]}, {"devices": [2, 3]})])]
+    assert verdict(chips)[::2] == ([], ExitCode.OK)
+    shared = Stored("b.jsonl", [y], [RunRecord("b", "", ["x", "y"], {}, {"devices": [2, 3]})])   # each case on one
+    assert verdict([chips[0], shared])[::2] == (["each_device"], ExitCode.FAILED)
 
 
 def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_missing_one(tmp_path):
@@ -939,6 +945,29 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     pinned = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "0", "--resume",
                          resumed, "-o", os.devnull, env={**env, "ASCEND_RT_VISIBLE_DEVICES": "2"})
     assert f"--resume: 2 results of {resumed} taken" in pinned.stderr                   # chip 2 again: taken
+
+
+def test_each_device_jobs_on_other_chips_merge_as_one_record_of_every_chip_and_a_real_mix_stays_red(tmp_path):
+    """Issue 32, round 6: two --each-device jobs of one host, on chips 0-1 and (pinned by ASCEND_RT_VISIBLE_DEVICES)
+    2-3, merged: MIXED SETTINGS (chips, visible_devices), exit 1, a false red that --allow-mixed had to silence. The
+    chips a run ran on are where it ran, held apart by the merge, not how it was judged: one record of chips 0-3,
+    exit 0 under --chips 0-3. A job on one chip without --each-device puts every case on it as well; one judged under
+    another standard is still named, alone."""
+    def job(name: str, *args: str, pinned: dict = {}) -> Path:
+        path = tmp_path / f"{name}.jsonl"
+        result = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", *args, "--results", path,
+                             "-o", os.devnull, env={"PRMG_EMU_DEVICES": "4", **pinned})
+        assert result.returncode == 0, result.stderr
+        return path
+
+    low = job("low", "--devices", "0,1", "--each-device")
+    high = job("high", "--devices", "all", "--each-device", pinned={"ASCEND_RT_VISIBLE_DEVICES": "2,3"})
+    merged = prmg_here("report", low, high, "--chips", "0-3", "--report", "json")
+    assert merged.returncode == 0 and "no one verdict" not in merged.stderr, merged.stderr
+    assert json.loads(merged.stdout)["summary"]["devices"] == ["0", "1", "2", "3"]
+    mixed = prmg_here("report", low, job("loose", "--devices", "3", "--standard", "allclose"), "-o", os.devnull)
+    assert mixed.returncode == 1 and re.findall(r"no one verdict covers: (\w+)", mixed.stderr) == ["standard"], \
+        mixed.stderr
 
 
 def test_verdicts_that_tie_still_bring_their_runs_settings_into_the_merge(tmp_path):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
-from ..results import STATUSES, CaseResult, physical, plural, shown_chips, visible
+from ..results import STATUSES, CaseResult, chip_ids, physical, plural, shown_chips, visible
 from ..vocab import decimal
 
 Entry = tuple[str, CaseResult]          # (results file, record)
@@ -111,11 +111,6 @@ def run_chips(devices: Sequence, visible_devices: str) -> set[str]:
 
 
 WHY_CHIPS = ""           # a chip ``Chips.expected_of`` expects because --chips names it
-
-
-def chip_ids(record: CaseResult) -> tuple:
-    """The chips ``record`` holds a status of (none: a record of no device), without ``chips_of``'s copies."""
-    return tuple(record.device_statuses) if record.device_statuses else (record.device,) if record.device else ()
 
 
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:

@@ -31,8 +31,9 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   (another standard, ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named
   on stderr with the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's
   ``exit_code`` 1), unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``:
-  the host, the toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing
-  the same package have them (``_like``: size and mtime).
+  the host, the toolkit's folder, the chips: ``--each-device`` jobs on chips 0-3 and 4-7 are one record of 8 chips,
+  and a run on one chip puts every case on it as ``--each-device`` does), and the stamps of libraries and kernel files
+  are compared as two hosts installing the same package have them (``_like``: size and mtime).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
   judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
   or every case was skipped.
@@ -48,11 +49,11 @@ from .. import __version__
 from ..device.provenance import portable_stamp
 from ..errors import PrmgError
 from ..judging.standards import standard_of
-from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
-                       visible)
+from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ids, exit_code, plural, report_exit_code,
+                       summary_line, visible)
 from ..writes import Output, check_outputs, same_file, write_stdout
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_ids, chip_order, combine, missing_lines
+from .chips import Chips, chip_order, combine, missing_lines
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -220,9 +221,11 @@ def setting_text(value) -> str:
 # The setting ``mixed_settings`` names when records of no run record (``prmg.result/2``, before run records: judged
 # under settings nothing states) are merged with records of runs that state theirs.
 UNRECORDED = "settings"
-# Settings the runs of one report may differ in and still be alike: where each ran (shards run on several hosts) and
-# the toolkit's folder there.
-WHERE = ("host", "location")
+# Settings the runs of one report may differ in and still be alike: where each ran (shards run on several hosts), the
+# toolkit's folder there, and the chips of a run on each of them (``--each-device``'s ``--devices`` and
+# ``ASCEND_RT_VISIBLE_DEVICES``): its records name their chips, which the merge holds apart (``chips``).
+WHERE = ("host", "location", "chips", "visible_devices")
+EACH_DEVICE = "each_device"     # a run of every case on each of its chips: one of one chip is, with or without it
 
 
 def _like(key: str, value):
@@ -251,13 +254,14 @@ def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult],
 def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
     """(setting, line) for each setting (``run_record.recorded_settings``) whose value (``_like``) differs between the
     ``runs`` (file, run record), each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl:
-    allclose``."""
+    allclose``; a run on one chip as one of ``--each-device`` (``EACH_DEVICE``)."""
     keys = sorted({key for _, run in runs for key in run.settings})
     lines = []
     for key in keys:
         values = {}
         for path, run in runs:
-            values.setdefault(setting_text(_like(key, run.settings.get(key))), []).append(visible(path))
+            value = True if key == EACH_DEVICE and len(run.info.get("devices") or ()) == 1 else run.settings.get(key)
+            values.setdefault(setting_text(_like(key, value)), []).append(visible(path))
         if len(values) > 1:
             lines.append((key, f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
                                                        for value, paths in values.items())))

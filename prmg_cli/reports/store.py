@@ -51,7 +51,7 @@ from ..cases.fields import Where, parse_dims, parse_seed, parse_slice, show
 from ..errors import PrmgError
 from ..judging.diagnosis import MAP_COLUMNS, MAP_ROWS
 from ..results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
-                       RunInfo, ScoreRows, is_time, physical, shown_chips, visible)
+                       RunInfo, ScoreRows, chip_ids, is_time, physical, shown_chips, visible)
 from ..vocab import MAX_RUN_CASES, shard_numbers
 from .consistency import contradiction
 
@@ -856,8 +856,7 @@ def trusted(stored: Stored, fingerprints: dict[str, str], key: str,
     shown = {run.run_id: shown_chips(run.info.get("visible_devices")) for run in stored.runs}
 
     def on_chips(result: CaseResult) -> bool:
-        ran = result.device_statuses or (result.device.split(",") if result.device else ())
-        return chips is None or {physical(device, shown.get(result.run_id, [])) for device in ran} <= chips
+        return chips is None or {physical(device, shown.get(result.run_id, [])) for device in chip_ids(result)} <= chips
 
     kept = {name: result for name, result in stored.latest().items()
             if result.status not in UNTRUSTED and name in fingerprints and result.fingerprint
