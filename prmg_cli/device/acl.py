@@ -564,7 +564,7 @@ class AclSession:
         status = self._api.aclrtSetDevice(device)
         if status != 0:
             message, hidden = self._api.recent_error(), self._hiding(device)
-            raise AclError("aclrtSetDevice", status, f"{message}; {hidden}" if message and hidden else message or hidden)
+            raise AclError("aclrtSetDevice", status, "; ".join(part for part in (message, hidden) if part))
         stream = c_void_p()
         status = self._api.aclrtCreateStream(ctypes.byref(stream))
         if status != 0:
