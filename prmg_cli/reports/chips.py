@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
+from ..errors import PrmgError
 from ..results import STATUSES, CaseResult, chip_ids, physical, plural, shown_chips, visible
 from ..vocab import decimal
 
@@ -60,6 +61,8 @@ class Chips:
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
         chips = cls(runs, len(hosts) > 1, tuple(str(chip) for chip in expected))
+        if expected:
+            _refuse_cluster(stores, chips.expected)
         for stored in stores:
             held = stored.latest()
             for run in stored.runs:
@@ -102,6 +105,20 @@ class Chips:
         hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries if record.device)
         asked = [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
+
+
+def _refuse_cluster(stores: Sequence, expected: Sequence[str]) -> None:
+    """PrmgError when a record of ``stores`` ran on a ``--cluster``'s NPU (``IP/NPU<k>``: a local device id never holds
+    a ``/``) and ``--chips`` (``expected``) names chips: a cluster run shares the cases among its NPUs, none is pinned
+    to a chip, so no case of it runs on each chip and ``--chips`` could only be red, naming chips ``0-7`` no record
+    of which matched its labels."""
+    for stored in stores:
+        for record in stored.results:
+            if any("/" in chip for chip in chip_ids(record)):
+                raise PrmgError(f"--chips {id_ranges(expected)}: {visible(stored.path)} holds records of a --cluster "
+                                f"run (case '{visible(record.name)}' on {visible(record.device)}), which runs each case "
+                                f"on one NPU of the cluster, not on each chip: --chips is for per-chip jobs and "
+                                f"--each-device runs (leave it out for a cluster run)")
 
 
 def run_chips(devices: Sequence, visible_devices: str) -> set[str]:

@@ -84,7 +84,7 @@ STATED_TWICE = ("runner", "location", "op_library", "toolkit_version", "soc", "d
 # with links resolved, the info also as named (its header's); a record of an older prmg states them as named in both
 STATED_RESOLVED = {"location": "location_resolved", "op_library": "op_library_resolved"}
 RUN_INFO_FIELDS = {
-    "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
+    "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "devices",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
@@ -705,6 +705,8 @@ _KINDS = {
     "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"),
     "texts?": _optional(_list_of(_text, "text")), "int": _int, "int?": _optional(_int),
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
+    "devices": _list_of(lambda value: "" if isinstance(value, str) and not _text(value) else _int(value, "a device id"),
+                        "device ids (a --cluster run's: its NPUs, IP/NPU<k>)"),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
     "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
     "run_info": _run_info, "notes": _notes, "shard": _shard, "mapping": _json_mapping, "definition": _definition,
