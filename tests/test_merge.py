@@ -909,7 +909,8 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     2, and --chips 0-2 makes a chip no file holds not_run there, named on stderr in one line; a chip's job killed
     half-way (its run record names the cases it was to run) is not_run there for the cases it never ran, which
     another chip's record stood for; and --resume takes a verdict of another chip for none (chip 2's job resuming
-    from chip 0's file ran nothing, exit 0, its header naming chip 2)."""
+    from chip 0's file ran nothing, exit 0, its header naming chip 2). Round 6: a chip whose job selected fewer
+    cases than the others ran (a -k typo on one chip) is named in a warning, without --chips too."""
     env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}    # chip 1 computes wrong
     jobs = {chip: tmp_path / f"chip{chip}.jsonl" for chip in range(3)}
     for chip, path in jobs.items():
@@ -922,6 +923,12 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     assert [(c["status"], c["device"], c["device_statuses"]) for c in report["cases"]] == \
         [("failed", "1", {"0": "passed", "1": "failed", "2": "passed"})] * 2
     assert "--chips" not in every.stderr.replace("--chips LIST", "")
+    narrow = tmp_path / "narrow1.jsonl"                 # round 6: chip 1's job with a narrower -k, without --chips
+    prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "1", "--results",
+                narrow, "-o", os.devnull, env=env)
+    assert "prmg: warning: the runs on chip 1 selected 1 of the 2 cases run on other chips (never selected there: " \
+        "smoke.same_table_ends_at_5: a narrower -k or case list?); --chips 0-2 reports each not_run there" in \
+        prmg_here("report", jobs[0], narrow, jobs[2], "-o", os.devnull).stderr.splitlines()
     two = prmg_here("report", jobs[0], jobs[2], "--report", "json")
     report = json.loads(two.stdout)
     assert two.returncode == 0 and report["summary"]["devices"] == ["0", "2"], two.stderr

@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
 from ..errors import PrmgError
+from .outputs.labels import first_names
 from ..results import STATUSES, CaseResult, chip_ids, physical, plural, shown_chips, visible
 from ..vocab import decimal
 
@@ -48,6 +49,7 @@ class Chips:
     hosts: bool = False                             # the runs ran on several hosts: labels say which
     expected: tuple = ()                            # --chips, as ids (text)
     stopped: dict = field(default_factory=dict)     # case -> {chip: the file whose run there recorded no result}
+    selecting: dict = field(default_factory=dict)   # chip -> [(run, shard index, count)] of each run on each chip
 
     @classmethod
     def of(cls, stores: Sequence, expected: Sequence[int] = ()) -> "Chips":
@@ -70,11 +72,45 @@ class Chips:
                 if not (run.info.get("each_device") or len(devices) == 1):
                     continue                # the cases shared among its chips: each ran on one of them
                 index, count = parse_shard(run.shard) if run.shard else (0, 0)
+                for device in devices:
+                    chips.selecting.setdefault(chips.label(run.run_id, str(device)), []).append((run, index, count))
                 for name in run.selection:
                     if name not in held and (not count or shard_of(run.together.get(name, name), count) == index):
                         for device in devices:
                             chips.stopped.setdefault(name, {})[chips.label(run.run_id, str(device))] = stored.path
         return chips
+
+    def narrower(self) -> list[str]:
+        """Without ``--chips``, one warning per set of chips of a host whose runs of every case on each chip selected
+        none of some cases that runs on its other chips selected (each within its shard): a per-chip job whose ``-k``
+        or case list is narrower (a typo on one chip) ran them nowhere there, and no record says they were meant to
+        (``--chips`` makes each ``not_run`` there). Cases that ran on one chip only (a shard per chip) are no such
+        sign."""
+        from ..device.execute import shard_of
+
+        hosts: dict[str, dict[str, dict]] = {}
+        for chip, runs in ([] if self.expected else self.selecting.items()):
+            hosts.setdefault(chip.rpartition("/")[0], {})[chip] = runs
+        lines = []
+        for chips in (chips for chips in hosts.values() if len(chips) > 1):
+            cases = {chip: {name: None for run, index, count in runs for name in run.selection
+                            if not count or shard_of(run.together.get(name, name), count) == index}
+                     for chip, runs in chips.items()}
+            seen: dict[str, int] = {}
+            for names in cases.values():
+                for name in names:
+                    seen[name] = seen.get(name, 0) + 1
+            shared = [name for name, count in seen.items() if count > 1]
+            lacking: dict[tuple, list[str]] = {}
+            for chip in sorted(cases, key=chip_order):
+                if missing := tuple(name for name in shared if name not in cases[chip]):
+                    lacking.setdefault(missing, []).append(chip)
+            asked = id_ranges(sorted(chips, key=chip_order))
+            lines += [f"warning: the runs on {'chip' if len(where) == 1 else 'chips'} {', '.join(map(visible, where))} "
+                      f"selected {len(shared) - len(missing)} of the {len(shared)} cases run on other chips (never "
+                      f"selected there: {first_names(list(missing))}: a narrower -k or case list?); --chips {asked} "
+                      f"reports each not_run there" for missing, where in lacking.items()]
+        return lines
 
     def label(self, run_id: str, device: str) -> str:
         """The host's chip that ``device`` of run ``run_id`` is (module docstring), prefixed by the host when the
@@ -116,8 +152,8 @@ def _refuse_cluster(stores: Sequence, expected: Sequence[str]) -> None:
         for record in stored.results:
             if any("/" in chip for chip in chip_ids(record)):
                 raise PrmgError(f"--chips {id_ranges(expected)}: {visible(stored.path)} holds records of a --cluster "
-                                f"run (case '{visible(record.name)}' on {visible(record.device)}), which runs each case "
-                                f"on one NPU of the cluster, not on each chip: --chips is for per-chip jobs and "
+                                f"run (case '{visible(record.name)}' on {visible(record.device)}), which runs each "
+                                f"case on one NPU of the cluster, not on each chip: --chips is for per-chip jobs and "
                                 f"--each-device runs (leave it out for a cluster run)")
 
 

@@ -77,6 +77,7 @@ class Merged:
     chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
     chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
+    narrower: list = field(default_factory=list)      # a warning per chip whose runs selected fewer cases (``Chips``)
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
 
@@ -137,7 +138,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         for name, record in stored.current().items():
             held.setdefault(name, []).append((stored.path, labels.labelled(record)))
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
-                                  for chip in chip_ids(record)}, key=chip_order))
+                                  for chip in chip_ids(record)}, key=chip_order), narrower=labels.narrower())
     picked, weighed = {}, {}
     for name, entries in held.items():
         together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries))
@@ -409,7 +410,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     for key, line in mixed:
         say(f"the runs were judged under different settings, which no one verdict covers: {line} "
             f"(--allow-mixed {key} if that is intended)")
-    chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips])
+    chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips]) + merged.narrower
     info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged, chip_lines)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
