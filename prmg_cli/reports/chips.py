@@ -82,13 +82,13 @@ class Chips:
 
     def narrower(self) -> list[str]:
         """Without ``--chips``, one warning per set of chips of a host whose runs of every case on each chip selected
-        none of some cases that runs on its other chips selected (each within its shard): a per-chip job whose ``-k``
-        or case list is narrower (a typo on one chip) ran them nowhere there, and no record says they were meant to
-        (``--chips`` makes each ``not_run`` there). Cases that ran on one chip only (a shard per chip) are no such
-        sign."""
+        none of some cases that runs on its other chips selected (each within its shard), when some case ran on
+        several of its chips (chips that share no case ran shards of the suite, one each): a per-chip job whose ``-k``
+        or case list is narrower (a typo on one chip), or a chip's shard job lost, ran them nowhere there, and no
+        record says they were meant to (``--chips`` makes each ``not_run`` there)."""
         from ..device.execute import shard_of
 
-        hosts: dict[str, dict[str, dict]] = {}
+        hosts: dict[str, dict[str, list]] = {}
         for chip, runs in ([] if self.expected else self.selecting.items()):
             hosts.setdefault(chip.rpartition("/")[0], {})[chip] = runs
         lines = []
@@ -96,20 +96,18 @@ class Chips:
             cases = {chip: {name: None for run, index, count in runs for name in run.selection
                             if not count or shard_of(run.together.get(name, name), count) == index}
                      for chip, runs in chips.items()}
-            seen: dict[str, int] = {}
-            for names in cases.values():
-                for name in names:
-                    seen[name] = seen.get(name, 0) + 1
-            shared = [name for name, count in seen.items() if count > 1]
+            every = {name: None for names in cases.values() for name in names}
+            if len(every) == sum(map(len, cases.values())):
+                continue                        # no case on two chips: a shard on each
             lacking: dict[tuple, list[str]] = {}
             for chip in sorted(cases, key=chip_order):
-                if missing := tuple(name for name in shared if name not in cases[chip]):
+                if missing := tuple(name for name in every if name not in cases[chip]):
                     lacking.setdefault(missing, []).append(chip)
             asked = id_ranges(sorted(chips, key=chip_order))
             lines += [f"warning: the runs on {'chip' if len(where) == 1 else 'chips'} {', '.join(map(visible, where))} "
-                      f"selected {len(shared) - len(missing)} of the {len(shared)} cases run on other chips (never "
-                      f"selected there: {first_names(list(missing))}: a narrower -k or case list?); --chips {asked} "
-                      f"reports each not_run there" for missing, where in lacking.items()]
+                      f"selected {len(every) - len(missing)} of the {len(every)} cases run on the host's chips (never "
+                      f"selected there: {first_names(list(missing))}: a narrower -k or case list, or a shard's job "
+                      f"lost?); --chips {asked} reports each not_run there" for missing, where in lacking.items()]
         return lines
 
     def label(self, run_id: str, device: str) -> str:
