@@ -910,7 +910,8 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     half-way (its run record names the cases it was to run) is not_run there for the cases it never ran, which
     another chip's record stood for; and --resume takes a verdict of another chip for none (chip 2's job resuming
     from chip 0's file ran nothing, exit 0, its header naming chip 2). Round 6: a chip whose job selected fewer
-    cases than the others ran (a -k typo on one chip) is named in a warning, without --chips too."""
+    cases than the others ran (a -k typo on one chip) is named in a warning, without --chips too, and chips whose
+    records are of other definitions of a case (jobs of two checkouts, one weakened: green) ran no one case."""
     env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}    # chip 1 computes wrong
     jobs = {chip: tmp_path / f"chip{chip}.jsonl" for chip in range(3)}
     for chip, path in jobs.items():
@@ -930,6 +931,15 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
         assert "prmg: warning: the runs on chip 1 selected 1 of the 2 cases run on the host's chips (never selected " \
             "there: smoke.same_table_ends_at_5: a narrower -k or case list, or a shard's job lost?); --chips " \
             f"{asked} reports each not_run there" in prmg_here("report", *others, narrow, "-o", os.devnull).stderr
+    weak = tmp_path / "weak.yaml"                       # chip 1's job of another checkout: sin 0 hides its sign fault
+    weak.write_text("cases:\n  - {name: smoke.same_table_ends_at_4, shape: [3, 2, 2, 16], cos_shape: [3, 2, 1, 8], "
+                    "partial_slice: [0, 8], dtype: float32, inputs: {sin: {uniform: [0, 0]}}}\n")
+    weak1 = tmp_path / "weak1.jsonl"
+    assert prmg_forked("run", weak, "--runner", "emulator", "--devices", "1", "--results", weak1, "-o", os.devnull,
+                       env=env).returncode == 0
+    unlike = prmg_here("report", jobs[0], weak1, "--report", "json")
+    assert unlike.returncode == 1 and json.loads(unlike.stdout)["cases"][0]["device_statuses"] == \
+        {"0": "not_run", "1": "not_run"}, unlike.stdout
     two = prmg_here("report", jobs[0], jobs[2], "--report", "json")
     report = json.loads(two.stdout)
     assert two.returncode == 0 and report["summary"]["devices"] == ["0", "2"], two.stderr

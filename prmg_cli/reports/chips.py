@@ -12,7 +12,9 @@ and ``--chips`` names the chips each case must have run on.
   holds one record of the case with each chip's status (``device_statuses``), each chip's own records chosen among
   themselves by ``--duplicates`` (a rerun on chip 3 stands for chip 3 alone), the worst chip's record standing for
   the case (``device`` the chips of that status, the message led by where each status came from), as
-  ``execute.combined`` does within one run.
+  ``execute.combined`` does within one run. The records chosen must be of one definition of the case (their
+  ``fingerprint``): chips whose jobs ran other case files (chip 1's with sin set to 0, hiding its sign-wrong kernel)
+  ran other cases, and the case is ``not_run`` on each.
 - **Expected chips** (``--chips 0-7``). Every case a record holds must have run on each of those chips of each host
   that ran it: a chip with no record of it is ``not_run`` there, so a merge of 7 per-chip jobs of 8 is never green,
   and ``missing_lines`` names each such chip on stderr in one line. Without ``--chips`` too, a run that puts every
@@ -172,6 +174,14 @@ def chips_of(record: CaseResult) -> dict[str, CaseResult]:
     return {record.device: record} if record.device else {}
 
 
+def _not_run(record: CaseResult, message: str = "") -> CaseResult:
+    """A ``not_run`` record of ``record``'s case (its run and definition), with ``message``: no measurement."""
+    from .store import CASE_FIELDS
+
+    return CaseResult(name=record.name, status="not_run", run_id=record.run_id, message=message,
+                      **{key: getattr(record, key) for key in CASE_FIELDS})
+
+
 def _unprefixed(record: CaseResult) -> str:
     """``record``'s message without the ``[failed on device 1; ...]`` that ``execute.combined`` put first."""
     where = where_prefix(record.device_statuses) if record.device_statuses else ""
@@ -214,6 +224,13 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         picked[chip] = next((view, record) for _, candidate, record in items if candidate is view)
         weighed += [(path, record) for path, _, record in items] if rule == "worst" else \
             [(path, picked[chip][1])]
+    definitions = {view.fingerprint for view, _ in picked.values() if view.fingerprint}
+    if len(definitions) > 1:            # each chip's verdict of another case: none of them stands
+        unlike = (f"not run alike: its records of chips {', '.join(map(visible, picked))} are of {len(definitions)} "
+                  f"definitions of the case (fingerprints differ: per-chip jobs of other case files?), so no one "
+                  f"verdict covers its chips; run it again on each")
+        for chip, (view, _) in picked.items():
+            picked[chip] = (_not_run(view, unlike),) * 2
     statuses = {chip: view.status for chip, (view, _) in picked.items()}
     statuses.update({chip: "not_run" for chip in missing})
     statuses = dict(sorted(statuses.items(), key=lambda item: chip_order(item[0])))
@@ -225,11 +242,7 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         base = next((record for record in standing if record.status == worst), standing[0])
         message = _unprefixed(base)
     else:                               # the worst is a chip with no record: not run there
-        from .store import CASE_FIELDS
-
-        first = next(iter(picked.values()))[1]
-        base = CaseResult(name=first.name, status="not_run", run_id=first.run_id,
-                          **{key: getattr(first, key) for key in CASE_FIELDS})
+        base = _not_run(next(iter(picked.values()))[1])
         asked = id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
         whys = {why: [chip for chip in missing if missing[chip] == why] for why in missing.values()}
         message = "; ".join(f"not run on {'chip' if len(chips) == 1 else 'chips'} {', '.join(chips)}: " + (
