@@ -252,17 +252,29 @@ def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult],
             if run.run_id in reported or ("" in reported and any(not r.run_id for r in stored.results))]
 
 
+def _setting(run: store.RunRecord, key: str):
+    """``run``'s setting ``key`` as the runs merged are compared by it: a run on one chip as one of ``--each-device``
+    (``EACH_DEVICE``), and the operator library inside the toolkit's folder by its place there (``(toolkit)/lib64/
+    libopapi_transformer.so``: the folder is where it ran, ``WHERE``, and its stamp, ``libraries``, says what it is)."""
+    value = run.settings.get(key)
+    if key == EACH_DEVICE and len(run.info.get("devices") or ()) == 1:
+        return True
+    folder = str(run.settings.get("location") or "").rstrip("/")
+    if key == "op_library" and folder and isinstance(value, str) and value.startswith(folder + "/"):
+        return "(toolkit)" + value[len(folder):]
+    return value
+
+
 def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
     """(setting, line) for each setting (``run_record.recorded_settings``) whose value (``_like``) differs between the
     ``runs`` (file, run record), each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl:
-    allclose``; a run on one chip as one of ``--each-device`` (``EACH_DEVICE``)."""
+    allclose`` (each as ``_setting`` reads it)."""
     keys = sorted({key for _, run in runs for key in run.settings})
     lines = []
     for key in keys:
         values = {}
         for path, run in runs:
-            value = True if key == EACH_DEVICE and len(run.info.get("devices") or ()) == 1 else run.settings.get(key)
-            values.setdefault(setting_text(_like(key, value)), []).append(visible(path))
+            values.setdefault(setting_text(_like(key, _setting(run, key))), []).append(visible(path))
         if len(values) > 1:
             lines.append((key, f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
                                                        for value, paths in values.items())))
