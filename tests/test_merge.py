@@ -870,8 +870,9 @@ def test_a_stopped_run_writes_its_cases_not_run_with_one_sync(tmp_path, monkeypa
 @pytest.mark.verdict
 def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_process():
     """The like-with-like rule at its edges, in process: where the runs ran (host, the toolkit's folder, the operator
-    library's path in it: round 6) and the inode of the same library on two hosts never make a merge mixed; another standard does (exit 1) unless allowed; a run
-    every record of which a later run replaced says nothing of the report."""
+    library's path in it: round 6) and the inode of the same library on two hosts never make a merge mixed; another
+    standard does (exit 1) unless allowed; a run every record of which a later run replaced says nothing of the
+    report."""
     from prmg_cli.reports.merge import mixed_settings, run_info
     from prmg_cli.reports.store import RunRecord
     from prmg_cli.results import ExitCode, report_exit_code
