@@ -368,6 +368,10 @@ def test_report_exit_codes_and_every_format(tmp_path, capsys):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert report_files([str(empty)]) == 5 and "nothing to report" in capsys.readouterr().err
+    # issue 32, round 6: the empty file of a per-chip job whose chip could not be opened merged as nothing, exit 0
+    assert report_files([str(passing), str(empty)]) == 1
+    assert f"NOT RUN 1 case (prmg-run {empty}): not run: {empty} holds no run record and no result" in \
+        " ".join(capsys.readouterr().out.split())
     with pytest.raises(PrmgError, match="missing.jsonl: cannot read the results file"):
         report_files([str(tmp_path / "missing.jsonl")])
     with pytest.raises(PrmgError, match="unknown format"):

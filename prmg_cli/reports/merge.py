@@ -7,7 +7,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 - **What should be there.** Every run record names the cases its run was asked to run, before sharding,
   and its shard ``I/N``. So a case that some run selected and no file reports is ``not_run``: either its
   shard is in no file given (``not run: shard I/N is in no results file given``) or its run recorded no
-  result for it (killed before it got there). Such a report is never green.
+  result for it (killed before it got there). Such a report is never green; nor is one merging a file that holds
+  no run record and no result with files that do (``unstarted``: a run that stopped before it began).
 - **Order.** With ``--cases PATH``: the cases' order, as ``prmg run`` reports them; a case that no file
   holds is ``not_run`` (``not run: no results file holds it``), and records of cases that are not among
   them are left out when ok (one line on stderr names them), and reported after them when not (failed, error,
@@ -168,6 +169,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
                 picked[name] = CaseResult(name=name, status="not_run", message=why)
         order = {name: index for index, name in enumerate(expected)}
         merged.results = sorted(picked.values(), key=lambda record: order.get(record.name, len(order)))
+        merged.results += unstarted(stores)
         return _weighed(merged, picked, weighed)
     from ..cases.loader import fingerprint_or_empty
     from ..device.execute import case_result
@@ -186,8 +188,23 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
     outside = [name for name in picked if name not in names]         # never a failure of the files left out
     merged.left_out = [name for name in outside if picked[name].info.ok]
     merged.outside = [name for name in outside if not picked[name].info.ok]
-    merged.results += [picked[name] for name in merged.outside]
+    merged.results += [picked[name] for name in merged.outside] + unstarted(stores)
     return _weighed(merged, picked, weighed)
+
+
+UNSTARTED = "prmg-run"          # the name of the record that stands for a run that never began (``unstarted``)
+
+
+def unstarted(stores: Sequence[store.Stored]) -> list[CaseResult]:
+    """A ``not_run`` record for each of ``stores`` that holds no run record and no result when another holds one: the
+    file of a run that stopped before it began (a per-chip job whose chip could not be opened leaves it empty), merged
+    with the others' as nothing, exit 0. A merge of such files alone has nothing to report (exit 5)."""
+    if not any(stored.runs or stored.results for stored in stores):
+        return []
+    return [CaseResult(name=f"{UNSTARTED} {visible(stored.path)}", status="not_run", message=(
+        f"not run: {visible(stored.path)} holds no run record and no result: the run writing it stopped before it "
+        f"began (its device or toolkit could not be opened? its job's log says)"))
+        for stored in stores if not stored.runs and not stored.results]
 
 
 def _weighed(merged: Merged, picked: dict, weighed: dict) -> Merged:
