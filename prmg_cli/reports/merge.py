@@ -188,7 +188,8 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
     outside = [name for name in picked if name not in names]         # never a failure of the files left out
     merged.left_out = [name for name in outside if picked[name].info.ok]
     merged.outside = [name for name in outside if not picked[name].info.ok]
-    merged.results += [picked[name] for name in merged.outside] + unstarted(stores)
+    merged.results += [picked[name] for name in merged.outside]
+    merged.results += unstarted(stores)
     return _weighed(merged, picked, weighed)
 
 
