@@ -144,6 +144,22 @@ def test_determinism_reuses_the_workspace_another_launch_left():
                                      "differs from the first in "), result.message
 
 
+def test_determinism_fails_a_launch_of_another_status_whatever_its_result():
+    """A repeat, or the launch on the workspace another launch left, that returns another status than the first fails
+    determinism, though its dy is bit-identical to the first's (a no-op refused on reuse: mutants
+    determinism-*-status-unchecked)."""
+    case = make_case("grad", 1, "float32", shape=(1, 2, 2, 8), piece=(0, 8), broadcast="BSND")
+    ctx, _, outcome = context(case, ModelSession())
+    for reused, said in ((False, "a repeated launch"), (True, "a launch on the workspace another launch left")):
+        def launch(case, inputs, kept_workspace=False, reused=reused):
+            status = 561000 if kept_workspace == reused else outcome.status
+            return dataclasses.replace(outcome, status=status, dy=outcome.dy.copy())
+
+        result = determinism(dataclasses.replace(ctx, launch=launch))
+        assert not result.passed and result.metrics == {"determinism_mismatches": None}, (reused, result)
+        assert result.message == f"determinism: {said} returned status 561000, the first 0", result.message
+
+
 def test_determinism_catches_a_one_ulp_nondeterminism_each_launch_passes():
     case = make_case("grad", 1, "float32", shape=(2, 8, 4, 64), piece=(0, 64), broadcast="BSND")
     session = ModelSession(nondeterministic=True)

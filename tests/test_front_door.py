@@ -1093,7 +1093,7 @@ def test_no_command_writes_a_yaml_report_where_its_case_folder_would_read_it(tmp
     one_error_line(prmg_here("run", folder, "--runner", "emulator", "--report", f"json:{folder / 'r.yaml'}"),
                    "lies in the case folder")
     assert sorted(path.name for path in folder.rglob("*")) == ["sub", "x.yaml"]
-    for output in (folder / "cov.md", tmp_path / "cov.yaml"):
+    for output in (folder / "cov.md", tmp_path / "suite.yaml"):      # beside suite/, not in it
         assert prmg_here("coverage", folder, "-o", output).returncode == 0 and output.exists()
 
 

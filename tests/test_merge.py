@@ -1029,14 +1029,15 @@ def test_chips_and_devices_take_ranges():
 
 
 def test_a_device_id_not_in_ascii_digits_is_no_index_into_the_visible_chips(tmp_path, capsys):
-    """A record's ``device`` of ``²`` or ``٣`` in a run pinned by ASCEND_RT_VISIBLE_DEVICES passed ``str.isdigit``
-    and failed ``int``: ``prmg report`` of it was a traceback, exit 3 (issue 36's shard ``²/3`` again, in the chips'
-    labels). Such an id names no chip the variable shows: it is kept as written, and device 0 is still chip 3."""
+    """A record's ``device`` of ``²`` in a run pinned by ASCEND_RT_VISIBLE_DEVICES passed ``str.isdigit`` and failed
+    ``int``: ``prmg report`` of it was a traceback, exit 3 (issue 36's shard ``²/3`` again, in the chips' labels).
+    Such an id, or ``١`` (Arabic-Indic 1, which ``int`` reads: chip 5 of ``3,5``), names no chip the variable shows:
+    it is kept as written, and device 0 is still chip 3."""
     from prmg_cli.reports import store
     from prmg_cli.reports.merge import report_files
 
     paths = []
-    for index, device in enumerate(("0", "²", "٣", "9" * 5000)):
+    for index, device in enumerate(("0", "²", "١", "9" * 5000)):
         run_id = f"{index}" * 32
         path = tmp_path / f"chip{index}.jsonl"
         path.write_bytes(store.encode(store.RunRecord(run_id, "", ["c"], {}, {"visible_devices": "3,5",
@@ -1046,4 +1047,44 @@ def test_a_device_id_not_in_ascii_digits_is_no_index_into_the_visible_chips(tmp_
         paths.append(str(path))
     assert report_files(paths, reports=["json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert set(shown["cases"][0]["device_statuses"]) == {"3", "²", "٣", "9" * 5000}, shown["cases"][0]
+    assert set(shown["cases"][0]["device_statuses"]) == {"3", "²", "١", "9" * 5000}, shown["cases"][0]
+
+
+def test_chips_of_hosts_shards_and_stopped_runs_at_their_edges():
+    """The chips of a merge where session 14's tests left them unpinned (mutants chips-*, combine-*): device 0 of two
+    hosts is two chips (a failure on one is never a duplicate of the other's pass); a run sharing its cases among its
+    chips, or a per-chip job of one shard, is held to none of the cases it did not run (no false not_run); a chip's
+    job stopped half-way is not_run there under --chips too, for a chip --chips leaves out as well; an --each-device
+    record covers each of its chips; a record of no chip is never dropped beside a chip's; under --duplicates worst
+    every record of a chip holding several is weighed (its run's settings compared), under last the one taken."""
+    from prmg_cli.device.execute import shard_of
+    from prmg_cli.reports.store import RunRecord
+
+    def job(path: str, results: dict, selection, devices, host="h", shard="", **fields) -> Stored:
+        run = RunRecord(path[0] * 32, shard, list(selection), {}, {"host": host, "devices": devices})
+        return Stored(path, [replace(record(name, status), run_id=run.run_id, **{"device": str(devices[0]), **fields})
+                             for name, status in results.items()], [run])
+
+    def merged(*stores: Stored, chips=()) -> dict:
+        return {r.name: (r.status, r.device_statuses) for r in merge(stores, chips=chips).results}
+
+    assert merged(job("a", {"x": "failed"}, "x", [0], host="ci-1"), job("b", {"x": "passed"}, "x", [0], host="ci-2")) \
+        == {"x": ("failed", {"ci-1/0": "failed", "ci-2/0": "passed"})}
+    chip2 = job("c", {"x": "passed", "y": "passed"}, "xy", [2])
+    assert merged(job("s", {"x": "passed"}, "xy", [0, 1]), chip2) == \
+        {"x": ("passed", {"0": "passed", "2": "passed"}), "y": ("passed", {})}
+    names = [f"case{index}" for index in range(8)]
+    first = [name for name in names if shard_of(name, 2) == 1]
+    assert 0 < len(first) < len(names)
+    everything = job("e", dict.fromkeys(names, "passed"), names, [1])
+    assert {name: status for name, (status, _) in merged(
+        job("f", dict.fromkeys(first, "passed"), names, [0], shard="1/2"), everything).items()} == \
+        dict.fromkeys(names, "passed")
+    assert merged(chip2, job("k", {"x": "passed"}, "xy", [5]), chips=[2])["y"] == \
+        ("not_run", {"2": "passed", "5": "not_run"})
+    each = job("m", {"x": "passed"}, "x", [0, 1], device="0,1", device_statuses={"0": "passed", "1": "passed"})
+    assert merged(each, chips=[0, 1]) == {"x": ("passed", {"0": "passed", "1": "passed"})}
+    assert merged(job("n", {"x": "error"}, "x", [0], device=""), job("o", {"x": "passed"}, "x", [0]))["x"][0] == "error"
+    several = [job(path, {"x": "passed"}, "x", [chip]) for path, chip in (("p", 0), ("q", 0), ("r", 1))]
+    for rule, weighed in (("worst", "pqr"), ("last", "qr")):
+        assert merge(several, rule=rule).sources == {letter * 32 for letter in weighed}, rule
