@@ -272,15 +272,10 @@ def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult],
 
 def _setting(run: store.RunRecord, key: str):
     """``run``'s setting ``key`` as the runs merged are compared by it: a run on one chip as one of ``--each-device``
-    (``EACH_DEVICE``), and the operator library inside the toolkit's folder by its place there (``(toolkit)/lib64/
-    libopapi_transformer.so``: the folder is where it ran, ``WHERE``, and its stamp, ``libraries``, says what it is)."""
-    value = run.settings.get(key)
+    (``EACH_DEVICE``)."""
     if key == EACH_DEVICE and len(run.info.get("devices") or ()) == 1:
         return True
-    folder = str(run.settings.get("location") or "").rstrip("/")
-    if key == "op_library" and folder and isinstance(value, str) and value.startswith(folder + "/"):
-        return "(toolkit)" + value[len(folder):]
-    return value
+    return run.settings.get(key)
 
 
 def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
@@ -353,7 +348,8 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
 def _devices(devices, shown: str = "") -> str:
     """A run's device ids, ``device 0`` or ``devices 0,1`` (``devices ?`` when its record names none), with the chips
     ``ASCEND_RT_VISIBLE_DEVICES`` showed it (``shown``) when it was set."""
-    named = f"device {devices[0]}" if len(devices) == 1 else f"devices {','.join(map(str, devices)) or '?'}"
+    listed = visible(",".join(map(str, devices)))
+    named = f"device {listed}" if len(devices) == 1 else f"devices {listed or '?'}"
     return f"{named} of ASCEND_RT_VISIBLE_DEVICES={visible(shown)}" if shown else named
 
 

@@ -705,8 +705,8 @@ _KINDS = {
     "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"),
     "texts?": _optional(_list_of(_text, "text")), "int": _int, "int?": _optional(_int),
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
-    "devices": _list_of(lambda value: "" if isinstance(value, str) and not _text(value) else _int(value, "a device id"),
-                        "device ids (a --cluster run's: its NPUs, IP/NPU<k>)"),
+    "devices": _list_of(lambda value: "" if isinstance(value, str) and value.isprintable() and not _text(value) else
+                        _int(value, "a device id or a --cluster run's NPU (IP/NPU<k>)"), "device ids"),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
     "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
     "run_info": _run_info, "notes": _notes, "shard": _shard, "mapping": _json_mapping, "definition": _definition,
