@@ -472,20 +472,6 @@ def test_a_results_file_that_fails_mid_run_stops_it_and_keeps_the_reports(many, 
     assert statuses == ["not_run"] * 6                           # the run record could not be written
 
 
-def test_the_compiled_judge_is_built_before_the_first_case_timeout_starts(emulator, tmp_path):
-    """On a fresh cache the worker builds the compiled judge (seconds of gcc) when it starts, so a short
-    --timeout never turns that build into a verdict."""
-    import shutil
-
-    home = tmp_path / "home"
-    shutil.copytree(emulator.root, home / emulator.root.name, symlinks=True)     # the emulator, no judge
-    path = tmp_path / "large.yaml"
-    path.write_text("- {name: judged_natively, shape: [1, 8, 8, 128], dtype: float16}\n")   # 8192 elements
-    result, report = run_json(path, "--timeout", "1", env={"PRMG_EMULATOR_HOME": str(home)})
-    assert result.returncode == 0 and report["cases"][0]["status"] == "passed", report["cases"][0]
-    assert list(home.glob("native-*/libprmgnative.so"))
-
-
 def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
     """... and while the cases run, each report file is one of a run not finished (issue 32, sixth look): a run killed
     (SIGKILL: out of memory, a CI job's timeout) writes no report, and an earlier run's green JUnit stood for it."""
@@ -607,6 +593,37 @@ def test_a_case_queued_on_a_worker_that_leaves_goes_back_and_runs_once(monkeypat
     assert [(name, held) for name, _, held in ran] == [("x0", "True"), ("x1", "True"), ("x2", "True"),
                                                         ("x3", "False")]
     assert ran[0][1] == ran[1][1] != ran[2][1] == ran[3][1]
+
+
+def test_a_case_sent_to_a_worker_that_has_exited_goes_back_or_names_the_crash(monkeypatch):
+    """A worker may exit before the parent sends it a case (its end of the pipe closed: the send is EPIPE): x1 sent
+    while x0 crashes its worker goes back and runs on a fresh one (x0 is the crash); a case given to a worker that
+    died idle goes back unblamed. The failed send was a BrokenPipeError out of the run: ``prmg run`` ended 1 with
+    no report and nothing said (typer's exit on EPIPE), once in some 60 runs of a crashing suite at a load of 5-9."""
+    from prmg_cli.device import execute
+
+    real_run_case, real_start = execute.run_case, execute._Worker.start
+
+    def crash_on_x0(session, case, settings, target):
+        if case.name == "x0":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real_run_case(session, case, settings, target)
+
+    def start_after_the_crash(worker, index, case, timeout):
+        if case.name == "x1" and worker.case is not None:
+            worker.process.join(60)                   # x0 crashed the worker before x1 is sent
+        real_start(worker, index, case, timeout)
+    monkeypatch.setattr(execute, "run_case", crash_on_x0)
+    monkeypatch.setattr(execute._Worker, "start", start_after_the_crash)
+    with execute.Executor(_settings(), (0,)) as executor:
+        results = executor.run(_cases(3))
+        assert [r.status for r in results] == ["error", "passed", "passed"]
+        assert results[0].message.startswith("worker crashed: signal 11")
+        idle = executor._workers[0].process
+        idle.kill()
+        idle.join()                                   # died idle: both cases given to it go back
+        again = executor.run(_cases(4)[1:])
+    assert [r.status for r in again] == ["passed"] * 3
 
 
 def test_call_in_child_reports_crashes_and_timeouts():

@@ -237,9 +237,9 @@ def test_a_key_with_a_newline_cannot_forge_a_second_line(tmp_path):
 ])
 def test_name_templates_that_would_reach_into_objects_or_allocate_are_refused(tmp_path, template, fragment):
     text = f'- name: "{template}"\n  shape: [1, 1, 1, 8]\n  sweep: {{dtype: [float32, float16]}}\n'
-    started = time.monotonic()
+    started = time.process_time()              # CPU, not wall time: a loaded machine slows a refusal, never grows it
     refused([write(tmp_path, "c.yaml", text)], fragment, field="name")
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
 
 
 def test_a_name_is_at_most_200_characters_and_never_only_dots(tmp_path):
@@ -265,10 +265,10 @@ def test_the_run_cap_counts_every_entry_of_every_file_before_expanding(tmp_path)
     # 40 x 5 x 5 x 200 = 200,000 cases: on its own within the limit, after a.yaml's 1000 over it
     many = "- name: 'b_{index}'\n  shape: [1, 1, 1, 8]\n" + sweep.replace("}\n", f", standard: {['default'] * 200}}}\n")
     second = write(tmp_path, "b.yaml", many)
-    started = time.monotonic()
+    started = time.process_time()
     refused([first, second], "the sweep makes 200000 cases; with the 1000 before it the run would hold more than "
             "200000", field="sweep", case="b_{index}")
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
 
 
 def test_a_million_cases_over_several_files_are_refused_before_any_is_made(tmp_path, monkeypatch):
@@ -297,9 +297,9 @@ def test_a_40_kb_file_cannot_expand_to_a_million_cases(tmp_path):
     text = "- name: 'x_{index}'\n  shape: [1, 1, 1, 8]\n  sweep:\n" + lists + \
         f"    seed: {list(range(1000))}\n"                                    # 10 * 10 * 10 * 1000 = 1,000,000
     path = write(tmp_path, "big.yaml", text)
-    started = time.monotonic()
+    started = time.process_time()
     refused([path], "the sweep makes 1000000 cases, more than the 200000 a run may hold")
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 def test_a_case_file_over_16_mib_is_refused_before_it_is_read(tmp_path):

@@ -821,16 +821,17 @@ def test_a_results_file_over_the_size_limit_is_refused_at_once_and_blank_lines_c
             sparse.truncate(size)
         for command in (lambda: report_files([str(path)]), lambda: compare_files(str(path), str(path)),
                         lambda: run_suite(Request(paths=(str(cases),), runner="emulator", resume=str(path)))):
-            started = time.monotonic()
+            started = time.process_time()            # CPU, not wall time: a loaded machine never grows it
             with pytest.raises(PrmgError) as caught:
                 command()
             assert str(caught.value) == f"{path}: cannot read the results file: is {describe_size(size)}, over the " \
-                                        f"limit of {describe_size(MAX_FILE_BYTES)}" and time.monotonic() - started < 2
+                                        f"limit of {describe_size(MAX_FILE_BYTES)}"
+            assert time.process_time() - started < 2
     path.write_bytes(b"\n" * 20_000_000 + json.dumps(record("x").to_dict()).encode() + b"\n \r\n\t\ngarbage\n")
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(PrmgError, match="r.jsonl: line 20000004: not a JSON record"):
         read(path)
-    assert time.monotonic() - started < 3
+    assert time.process_time() - started < 3
 
 
 def test_a_run_never_writes_a_results_file_past_the_size_limit_it_reads(tmp_path):

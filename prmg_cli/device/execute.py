@@ -789,6 +789,7 @@ class _Worker:
         self.case: Case | None = None
         self.index = -1
         self.deadline: float | None = None
+        self.unsent: set[int] = set()                 # the cases ``start`` could not send: the worker had exited
         self.queued: list[tuple[int, Case]] = []      # (index, case) sent after ``case``, not started yet
         self.released = False
         self.target: dict = {}                      # CaseWorker.describe() of the device
@@ -813,8 +814,14 @@ class _Worker:
     def start(self, index: int, case: Case, timeout: float | None) -> None:
         """Send ``case`` (number ``index`` of the run) to the worker. An idle worker starts it now, and its
         deadline starts now; else it is queued and starts when the cases before it have finished. A case the
-        worker was forked with goes as its position (no pickling on either side)."""
-        self.conn.send(self._positions.get(id(case), case))
+        worker was forked with goes as its position (no pickling on either side). A worker gone already (it crashed
+        on the case it runs, or left after its last result: its end of the pipe is closed) takes it as sent:
+        ``Executor._collect`` then reads what it left and gives its unstarted cases back (``unsent``: an idle one's
+        too). The failed send was a BrokenPipeError out of the run, which typer turns into exit 1, nothing said."""
+        try:
+            self.conn.send(self._positions.get(id(case), case))
+        except OSError:                               # EPIPE, ECONNRESET: the worker has exited
+            self.unsent.add(index)
         if self.case is None:
             self.index, self.case = index, case
             self.deadline = time.monotonic() + timeout if timeout else None
@@ -1030,6 +1037,11 @@ class Executor:
             return
         if not worker.process.is_alive():
             worker.process.join()
+            if index in worker.unsent:                  # it died idle: the case it was given never reached it
+                worker.case = None
+                schedule.give_back(index, worker.device)
+                self._replace(worker, schedule)
+                return
             message = death_message(worker.process.exitcode)
             self._wedging.ended(worker.device)
         elif worker.deadline is not None and time.monotonic() >= worker.deadline:
