@@ -308,6 +308,13 @@ def shown_chips(visible_devices) -> list[str]:
     return read_visible(visible_devices)[0]
 
 
+def chip_ids(record: CaseResult) -> tuple:
+    """The chips ``record`` holds a status of: the keys of its ``device_statuses`` (a run on each device:
+    ``execute.combined``), else its ``device``, as written (none: a record of no device). The one reading of a record's
+    chips: ``--resume`` (``store.trusted``) and a merge (``reports.chips``)."""
+    return tuple(record.device_statuses) if record.device_statuses else (record.device,) if record.device else ()
+
+
 def physical(device: str, shown: Sequence[str]) -> str:
     """The host's chip a run's ``device`` id is, ``shown`` the chips ``ASCEND_RT_VISIBLE_DEVICES`` showed it
     (``shown_chips``; none: the id is the host's). An id not in ASCII digits (``vocab.decimal``: ``²`` is a digit to
@@ -316,9 +323,9 @@ def physical(device: str, shown: Sequence[str]) -> str:
     return shown[index] if index is not None and index < len(shown) else device
 
 
-def chip_ranges(labels: Sequence[str], sep: str = ", ") -> str:
-    """``labels`` (device ids, each perhaps led by its host: ``ci-7/3``) joined by ``sep``, each run of three or more
-    consecutive ids of one host as a range: ``0-2, 4, 5``, ``a/0-3, b/5``; an id not in ASCII digits as it is.
+def chip_ranges(labels: Sequence[str], sep: str = ", ", shortest: int = 3) -> str:
+    """``labels`` (device ids, each perhaps led by its host: ``ci-7/3``) joined by ``sep``, each run of ``shortest``
+    or more consecutive ids of one host as a range: ``0-2, 4, 5``, ``a/0-3, b/5``; an id not in ASCII digits as it is.
     ``--chips 0-4095`` of a merge with three chips' files named the 4093 others one by one in each case's message."""
     runs: list[list] = []                   # [its labels, the number of its last id, its host]
     for label in labels:
@@ -330,7 +337,8 @@ def chip_ranges(labels: Sequence[str], sep: str = ", ") -> str:
             last[1] = number
         else:
             runs.append([[label], number, host])
-    return sep.join(sep.join(run) if len(run) < 3 else f"{run[0]}-{run[-1].rpartition('/')[2]}" for run, _, _ in runs)
+    return sep.join(sep.join(run) if len(run) < max(shortest, 2) else f"{run[0]}-{run[-1].rpartition('/')[2]}"
+                    for run, _, _ in runs)
 
 
 def summary_counts(results: list[CaseResult]) -> dict:

@@ -404,6 +404,32 @@ def test_the_offset_classes_at_their_edges():
     assert key in covered(case(shape=[1, 2, 2, 8], broadcast="1S1D", cos_offset=8))
 
 
+@pytest.mark.verdict
+def test_a_length_one_axis_at_another_stride_is_a_class_of_the_grad():
+    """A contiguous view whose stride on an axis of length 1 is not the C-order one (q.transpose(1, 2) at S = 1) is the
+    grad's class; the same view at C-order strides, a non-contiguous one (refused) and a cos so viewed for the forward
+    (which copies what it finds non-contiguous) are not."""
+    key = "storage: a length-1 axis at another stride"
+    decode = dict(shape=[2, 1, 2, 8], broadcast="B11D", partial_slice=[2, 6])
+    assert key in covered(case(**decode, dy_strides=[16, 8, 8, 1]))
+    assert key in covered(case(**decode, cos_strides=[4, 99, 4, 1]))
+    assert key not in covered(case(**decode, dy_strides=[16, 16, 8, 1]))
+    assert key not in covered(case(**decode, dy_strides=[32, 8, 16, 1])) | covered(case(**decode))
+    assert not any(regime.key == key for regime in regimes("forward"))
+
+
+@pytest.mark.verdict
+def test_tables_strided_each_their_own_way_are_a_class_of_the_forward():
+    """cos and sin both strided, at other strides where their views move (axes of length > 1), are the forward's
+    class (each table's copy in walks its own strides); alike there, or one of them contiguous, they are not."""
+    key = "storage: cos/sin not contiguous, unlike"
+    base = dict(op="forward", shape=[1, 2, 2, 8], broadcast="1S1D", partial_slice=[2, 6])
+    assert key in covered(case(**base, cos_strides=[8, 8, 8, 1], sin_strides=[24, 12, 12, 1]))
+    assert key not in covered(case(**base, cos_strides=[8, 8, 8, 1], sin_strides=[16, 8, 4, 1]))
+    assert key not in covered(case(**base, cos_strides=[8, 8, 8, 1])) | covered(case(**base, sin_strides=[8, 8, 8, 1]))
+    assert not any(regime.key == key for regime in regimes("grad"))
+
+
 def test_graph_mode_alone_covers_no_storage_class():
     """Graph mode feeds every tensor dense (GE's tensors have no offset or strides): views at offsets and strided
     tables that graph mode alone ran cover no storage class of the run's coverage line (they covered six); run

@@ -465,7 +465,8 @@ def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():
 @pytest.mark.parametrize("fault, caught", [
     ("own_sin", {"hd192_bf16", "partial_rotary_glm_bf16_fp32", "partial_rotary_phi_fp16_fp32",
                  "inplace_offset_view_bf16", "dsv4_q_rope_tail_bf16",
-                 "dsv4_kv_rope_tail_bf16"}),                  # the tables that differ between partners, and only they
+                 "dsv4_kv_rope_tail_bf16", "hf_decode_q_transposed_s1_bf16"}),   # the tables that differ between
+                                                                                      # partners, and only they
     ("ignore_offset", {"inplace_offset_view_bf16", "inplace_offset_view_decode_fp16"}),
 ])
 def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypatch, fault, caught):
@@ -627,6 +628,8 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
      None, "aclnn"),
     ([("grad", "phase: cos not contiguous"), ("grad", "phase: sin not contiguous")],
      {"PRMG_EMU_FAULT": "contiguous_tables"}, ("", ""), None, "aclnn"),
+    ([("grad", "storage: a length-1 axis at another stride")], {"PRMG_EMU_FAULT": "length_one_strides"}, ("", ""),
+     None, "aclnn"),
     ([("forward", "storage: cos/sin not contiguous")], {"PRMG_EMU_FAULT": "fwd_contiguous_tables"}, ("", ""), None,
      "aclnn"),
     ([("forward", "storage: x not contiguous, at an offset"),
@@ -634,11 +637,15 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
      None, "aclnn"),
     ([("forward", "storage: x not contiguous")], {"PRMG_EMU_FAULT": "fwd_gap_write"}, ("", ""), None, "aclnn"),
     ([("forward", "storage: x transposed")], {"PRMG_EMU_FAULT": "fwd_dense_in_place"}, ("", ""), None, "aclnn"),
+    ([("forward", "storage: cos/sin not contiguous, unlike")], {"PRMG_EMU_FAULT": "fwd_tables_one_plan"}, ("", ""),
+     None, "aclnn"),
     ([("grad", "partners: sin differs within pairs")], {"PRMG_EMU_FAULT": "own_sin"}, ("", ""), None, "aclnn"),
     ([("forward", "partners: sin differs within pairs")], {"PRMG_EMU_FAULT": "fwd_partner_sin"}, ("", ""), None,
      "aclnn"),
     ([("forward", "storage: cos/sin expanded")], {"PRMG_EMU_FAULT": "fwd_expand_once"}, ("", ""), None, "aclnn"),
     ([(op, key) for op in ("grad", "forward") for key in SLICE_LISTS], {"PRMG_EMU_FAULT": "slice_list_read"},
+     ("", ""), None, "aclnn"),
+    ([(op, "phase: slice list of 1 value") for op in ("grad", "forward")], {"PRMG_EMU_FAULT": "slice_of_1_as_end"},
      ("", ""), None, "aclnn"),
     ([("forward", f"chip: A2/A3: {rule}") for rule in A2_RULES],
      {"PRMG_EMU_FAULT": "fwd_membase_late", "PRMG_EMU_SOC": A2}, (A2, ""), None, "aclnn"),

@@ -335,6 +335,12 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "workspace_table_cache": "determinism: a launch on the workspace another launch left (other tables) differs",
     # session 14: float32 rounded up on each core's first row (a peeled prologue) when a share is 8 rows or more
     "share_edge_up": "--strict: biased in the first row of each core's share (40 cores, floor split): ",
+    # session 15: a contiguity check comparing the stride of an axis of length 1 too (q.transpose(1, 2) at S = 1)
+    "length_one_strides": "expected success, got 561000 ACLNN_ERR_INNER",
+    # session 15: the forward's tables copied in along one plan, cos's strides (both strided, each its own way)
+    "fwd_tables_one_plan": "over budget",
+    # session 15: a one-value partialSlice {v} read as [0, v) (slice_list_read reads [v, D); cover's case runs either)
+    "slice_of_1_as_end": "expected 561002 ACLNN_ERR_INNER_TILING_ERROR, got 0 SUCCESS",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 # within every element's budget: only the error balance, a warning, sees it

@@ -381,10 +381,13 @@ def test_the_exact_cases_hold_the_cast_to_ties_to_even(emulator, monkeypatch):
     """edge.exact_*: every result exact in float32 (the float64 golden is a float32 value), none zero (whose sign the
     order of the operations may choose) nor below the dtype's normals (where flushing is legitimate), 70 or more of
     512 ties of dy's dtype; a correct kernel is bit-exact on each, and each cast sending ties elsewhere than to even
-    fails each, though the default standard and its error balance pass ties to odd and ties split by position."""
+    fails each, though the default standard and its error balance pass ties to odd and ties split by position; the
+    sample check judges these cases bit for bit too (without the golden, ties to odd passed them under --strict)."""
     from prmg_cli import error_balance
     from prmg_cli.cases.loader import load_cases
     from prmg_cli.device.acl import AclSession
+    from prmg_cli.judging.checks import CheckContext
+    from prmg_cli.judging.checks.sample import sample
     from prmg_cli.inputs.seeded import make_inputs
     from prmg_cli.ops import OPERATORS
 
@@ -411,6 +414,9 @@ def test_the_exact_cases_hold_the_cast_to_ties_to_even(emulator, monkeypatch):
                 outcome = session.launch(case, inputs)
                 assert judge(case, inputs, outcome, "exact").status == ("failed" if fault else "passed"), \
                     (case.name, fault)
+                checked = sample(CheckContext(case, inputs, outcome, session.launch))
+                assert checked.passed != bool(fault) and (checked.metrics["sample_ratio"] is None) == bool(fault), \
+                    (case.name, fault, checked)
                 if fault in TIE_FAULTS[:2]:                  # unbiased, each error half an ulp: inside the budget
                     by_default = judge(case, inputs, outcome, "default")
                     assert by_default.status == "passed" and not error_balance.case_warning(by_default.metrics)

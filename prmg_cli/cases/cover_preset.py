@@ -12,7 +12,8 @@ Candidates (``candidates``) are generated per operator, deterministically:
   every special value as exact bit patterns (``bits``: signed NaNs, payloads, signalling NaNs, -0.0,
   subnormals, the top binade, Inf);
 - **storage**: each tensor at a storage offset, a NULL and a 3-value partialSlice; dy's rows and the tables'
-  positions padded (kept where the operator makes its inputs contiguous);
+  positions padded (kept where the operator makes its inputs contiguous); dy contiguous at another stride on an
+  axis of length 1 (kept where the operator refuses a non-contiguous input);
 - **errors**: a valid base case with one constraint broken at a time, expecting the status the constraint
   model gives on today's target (a case that only today's missing mode makes fail is tagged as such).
 
@@ -74,8 +75,9 @@ BROKEN = {
     "sin_not_contiguous": dict(sin_strides=(32, 16, 16, 2)),
     # cos D = D: the forward's graph reads a list of none as [0, D) and rotates all of D (the grad's any refusal)
     "slice_list_empty": dict(cos_shape=(1, 2, 1, 16), partial_slice=()),
-    # cos D = D - 4: a tiling reading the one value as [4, D) (the slice_list_read fault) succeeds where it must refuse
-    "slice_list_of_1": dict(cos_shape=(1, 2, 1, 12), partial_slice=(4,)),
+    # D = 8, cos D = 4: a tiling reading the one value as [4, D) (the slice_list_read fault) or as [0, 4)
+    # (slice_of_1_as_end) succeeds where it must refuse
+    "slice_list_of_1": dict(shape=(2, 2, 2, 8), cos_shape=(1, 2, 1, 4), partial_slice=(4,)),
 }
 TAGS = ("cover",)
 
@@ -159,8 +161,9 @@ def _storage(op: str) -> list[dict]:
     cos's positions padded (not contiguous: valid for an operator that makes its inputs contiguous), and so at a
     storage offset (x's rows from its second head on; cos and sin as vLLM's cos_sin.chunk(2, -1) makes them, sin L
     into each row of 2L); cos and sin without elements (the grad's no-op since e9f0541c, which its base build
-    refused); dy transposed (a BSND view of BNSD storage, q.transpose(1, 2)) and cos and sin expanded along B
-    (stride 0, torch's expand)."""
+    refused); dy transposed (a BSND view of BNSD storage, q.transpose(1, 2)), and so at S = 1, a contiguous view
+    (a decode step's), and cos and sin expanded along B (stride 0, torch's expand); cos and sin strided each its
+    own way."""
     return [dict(op=op, name="views_at_offsets", shape=(2, 3, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
                  dy_offset=5, cos_offset=3, sin_offset=1),
             dict(op=op, name="slice_null", shape=(1, 2, 2, 8), null=("partial_slice",)),
@@ -171,11 +174,15 @@ def _storage(op: str) -> list[dict]:
                  cos_strides=(8, 8, 8, 1), sin_strides=(16, 8, 4, 1)),
             dict(op=op, name="rows_padded_at_offset", shape=(1, 2, 3, 8), broadcast="111D", partial_slice=(4, 8),
                  dy_strides=(64, 32, 8, 1), dy_offset=8),
+            dict(op=op, name="tables_unlike", shape=(1, 2, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
+                 cos_strides=(8, 8, 8, 1), sin_strides=(24, 12, 12, 1)),
             dict(op=op, name="tables_chunked", shape=(1, 2, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
                  cos_strides=(16, 8, 8, 1), sin_strides=(16, 8, 8, 1), sin_offset=4),
             dict(op=op, name="tables_empty", shape=(1, 2, 2, 8), cos_shape=(1, 0, 1, 4), partial_slice=(2, 6)),
             dict(op=op, name="rows_transposed", shape=(1, 3, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
                  dy_strides=(48, 8, 24, 1)),
+            dict(op=op, name="rows_transposed_at_s1", shape=(2, 1, 2, 8), broadcast="B11D", partial_slice=(2, 6),
+                 dy_strides=(16, 8, 8, 1)),
             dict(op=op, name="tables_expanded", shape=(2, 2, 2, 8), broadcast="BS1D", partial_slice=(2, 6),
                  cos_strides=(0, 4, 4, 1), sin_strides=(0, 4, 4, 1))]
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import dtypes
-from ..case import CONTIGUOUS_STORAGE, Case, transposed
+from ..case import CONTIGUOUS_STORAGE, Case, contiguous_strides, transposed
 from ..errors import PrmgError
 from ..inputs import npyfile
 from ..inputs.seeded import drawn_prefix, rope_angles
@@ -231,6 +231,12 @@ def _partners_differ(case: Case) -> bool:
     return not partners_alike(OPERATORS[case.op].rotation, data.reshape(case.sin_shape), case.rotary_mode)
 
 
+def _long_strides(case: Case, tensor: str) -> tuple[int, ...]:
+    """The strides of ``tensor``'s axes of length > 1 (those that move its view; its strides if none given)."""
+    strides = case.strides_of(tensor) or ()
+    return tuple(stride for dim, stride in zip(case.shape_of(tensor), strides) if dim > 1)
+
+
 def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Facts:
     """What ``case`` exercises (``regimes.Facts``): for a negative case the first rule it breaks on a target of
     ``supported_modes`` and on one of every mode; for a pass case its shape, dtypes, slice and values."""
@@ -254,6 +260,10 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
         transposed=frozenset(tensor for tensor in TENSORS if strided[tensor]
                              and transposed(case.shape_of(tensor), case.strides_of(tensor))),
         expanded=frozenset(tensor for tensor in TENSORS if case.expanded_axes(tensor)),
+        tables_unlike=strided["cos"] and strided["sin"] and _long_strides(case, "cos") != _long_strides(case, "sin"),
+        length_one_strided=frozenset(tensor for tensor in TENSORS if case.strides_of(tensor) is not None
+                                     and not strided[tensor] and tuple(case.strides_of(tensor))
+                                     != contiguous_strides(case.shape_of(tensor))),
         slice_list="null" if written is None else "longer" if len(written) > 2 else "pair",
         partners_differ=_partners_differ(case),
         B=batch, S=positions, N=heads, D=depth, cos_rows=math.prod(case.cos_shape[:3]),

@@ -384,6 +384,11 @@ def _users() -> dict:
              dtype="bfloat16", inputs=uniform,
              note="vllm-ascend's DeepSeek-V4 kv: kv.view(-1, 1, 1, 512), one head, a table row per token row (the "
                   "tables as large as dy)"),
+        case("hf_decode_q_transposed_s1_bf16", shape=(4, 1, 8, 128), broadcast="B11D", dtype="bfloat16",
+             inputs=uniform, dy_strides=(1024, 128, 128, 1),
+             note="a Hugging Face style decode step: the grad of q of [batch, heads, 1, 128] (BNSD) passed as "
+                  "q.transpose(1, 2), [4, 1, 8, 128] at strides [1024, 128, 128, 1]: contiguous (op::IsContiguous "
+                  "skips the axis of length 1, as torch does), so the grad must take it as it is"),
         case("hf_bnsd_q_transposed_bf16", op="forward", shape=(2, 16, 4, 64), broadcast="BS1D", dtype="bfloat16",
              inputs=uniform, dy_strides=(4096, 64, 1024, 1), cos_strides=(0, 64, 64, 1), sin_strides=(0, 64, 64, 1),
              note="a Hugging Face style caller: q of [batch, heads, seq, 64] (BNSD) passed as q.transpose(1, 2), a "
@@ -643,6 +648,11 @@ def _forward() -> dict:
     cases.append(case("tables_chunked_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
                       cos_strides=(48, 16, 16, 1), sin_strides=(48, 16, 16, 1), sin_offset=8,
                       note="cos, sin = cos_sin.chunk(2, -1) of a [1, 3, 1, 16] table: rows 16 apart, sin 8 into each"))
+    cases.append(case("tables_unlike_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
+                      cos_strides=(48, 16, 16, 1), sin_strides=(72, 24, 24, 1), sin_offset=16, dtype="float16",
+                      note="cos = cos_cache[..., :8] of a [1, 3, 1, 16] cache (rows 16 apart), sin the last 8 lanes "
+                           "of a [1, 3, 1, 24] one (rows 24 apart, 16 into each): AutoContiguous copies each along its "
+                           "own strides"))
     cases.append(case("x_transposed_works", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
                       dy_strides=(96, 16, 48, 1), dtype="bfloat16",
                       note="x = q.transpose(1, 2) of a BNSD q [2, 2, 3, 16]: a BSND view at strides [96, 16, 48, 1], "

@@ -23,6 +23,7 @@ from ..cases import vacuity
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
                             select, unjudged, validate)
 from ..device import execute
+from ..device.toolkit import NO_DEVICE, chips_not_shown
 from ..errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, outcome_final, stop_exception, stop_signal,
                       take_lost_stop)
 from ..files import write_text
@@ -33,8 +34,7 @@ from ..reports.outputs import listing
 from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
-from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, read_visible, stopped_exit_code,
-                       visible)
+from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, visible
 from ..vocab import decimal, mode_list, parse_modes
 from ..writes import same_file, write_stdout
 
@@ -153,7 +153,8 @@ def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | No
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
     """``"0,1,3"`` or ``"all"`` -> device ids (``device_request``). ``all`` asks the runtime for its device count,
     and so does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not
-    have is refused before any worker starts."""
+    have is refused before any worker starts, with ``$ASCEND_RT_VISIBLE_DEVICES`` when it hides chips
+    (``toolkit.chips_not_shown``; device 0 is said so by the worker that cannot open it: ``acl.AclSession``)."""
     ids = device_request(text)
     if ids is None:
         count = _device_count(toolkit, "--devices all")
@@ -164,35 +165,10 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
         missing = [str(i) for i in ids if i >= count]
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            hidden = chips_not_shown(count)
             raise PrmgError(f"--devices: the runtime has {plural(count, 'device')} (ids 0 to {count - 1}); "
-                            f"no device {shown}")
+                            f"no device {shown}" + (f": {hidden}" if hidden else ""))
     return ids
-
-
-VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
-NO_DEVICE = "the runtime reports no device"
-
-
-def chips_not_shown(count: int, env=os.environ) -> str | None:
-    """Why ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated) than the runtime shows,
-    ``count``, or holds text the runtime never reads (``results.read_visible``: ``0-3``, ``0 1 2 3`` and ``1;2`` show
-    one chip), or None: the runtime reads the list up to its first id the host lacks (a chip the driver no longer
-    enumerates), repeated or not a number, and shows only the chips before it, so ``--devices all`` would skip the
-    others without a word (a job given chips 0 and 7 tested chip 0; one given 0-3 tested chip 0). A list the runtime
-    shows whole, or none, passes. The one rule: ``--devices all`` refuses it (``parse_devices``), ``prmg doctor``
-    says it (exit 1)."""
-    value = env.get(VISIBLE, "")
-    named = [entry for entry in value.split(",") if entry.strip()]
-    chips, unread = read_visible(value)
-    if len(named) > count:
-        return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip "
-                f"it names is missing (the driver no longer enumerates it, or this host has no such chip) or an entry "
-                f"is repeated or no id, and the runtime reads the list only up to there; fix {VISIBLE}")
-    if unread:
-        return (f"{VISIBLE}={visible(value)}: the runtime reads it as {plural(len(chips), 'chip')} "
-                f"({', '.join(chips) or 'none'}) and never reads {visible(unread)!r}: the list is chip ids separated "
-                f"by commas, each once (0,1,2,3: no ranges, no other separator); fix {VISIBLE}")
-    return None
 
 
 def _all_shown(count: int) -> None:

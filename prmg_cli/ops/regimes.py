@@ -99,6 +99,8 @@ class Facts:
     offset_off_block: frozenset = frozenset()  # the tensors whose storage offset is no whole number of 32-byte blocks
     transposed: frozenset = frozenset()   # the tensors whose view walks its storage out of axis order (case.transposed)
     expanded: frozenset = frozenset()     # the tensors with a stride-0 axis of length > 1 (case.expanded_axes)
+    length_one_strided: frozenset = frozenset()  # contiguous, but not at C-order strides on an axis of length 1
+    tables_unlike: bool = False           # cos and sin both not contiguous, at other strides (axes of length > 1)
     slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
     partners_differ: bool = False         # sin differs between the two lanes of some pair (reference.sin_partners)
     chip_rules: tuple[str, ...] = ()      # the rules broken first on the chips with rules of their own
@@ -389,7 +391,8 @@ def _phase_axis(op: str) -> list[Regime]:
 def _storage_axis(op: str) -> list[Regime]:
     """Each tensor viewed at a storage offset (every operator takes one: it is contiguous); an operator that takes a
     non-contiguous x or cos/sin (``auto_contiguous``: its layer copies them) has a class of each, and of each at a
-    storage offset too (the copy's own address arithmetic, not GetData's); the others refuse one (phase classes)."""
+    storage offset too (the copy's own address arithmetic, not GetData's); the others refuse one (phase classes) and
+    take a contiguous view at another stride on an axis of length 1."""
     found = [Regime("storage", f"{tensor} at an offset", f"a contiguous {tensor} view at a storage offset (torch's "
                     f"x[1:], vllm's in-place views): the kernel must work from the view's first element, not the "
                     f"storage's", lambda f, tensor=tensor: tensor in f.offsets) for tensor in TENSORS]
@@ -402,6 +405,11 @@ def _storage_axis(op: str) -> list[Regime]:
                      "is larger) viewed at a storage offset: the rows it repeats must be read from the view's first "
                      "element, not the storage's", lambda f: f.cos_rows < f.rows and bool({"cos", "sin"} & (
                          f.offsets | f.strided_offsets)))]
+    if not OPERATORS[op].auto_contiguous:
+        found.append(Regime("storage", "a length-1 axis at another stride", "a contiguous view whose stride on an axis "
+                            "of length 1 is not the C-order one (a decode step's q.transpose(1, 2) of a BNSD q at "
+                            "S = 1): op::IsContiguous skips such an axis, so the operator that refuses a "
+                            "non-contiguous input must take it", lambda f: bool(f.length_one_strided)))
     if OPERATORS[op].auto_contiguous:
         found += [Regime("storage", "x not contiguous", "AutoContiguous: the generated layer copies x into the "
                          "workspace, runs the kernel and copies it back", lambda f: f.strided),
@@ -414,6 +422,9 @@ def _storage_axis(op: str) -> list[Regime]:
                   Regime("storage", "cos/sin not contiguous, at an offset", "a strided table at a storage offset "
                          "(vLLM's cos_sin.chunk(2, -1): sin at offset L, rows 2L apart): the copy in must start at the "
                          "view", lambda f: bool({"cos", "sin"} & f.strided_offsets)),
+                  Regime("storage", "cos/sin not contiguous, unlike", "cos and sin both strided, each its own way "
+                         "(cos a slice of a [.., D] cache, sin a chunk of a [.., 2L] one): each table's copy in must "
+                         "walk its own strides", lambda f: f.tables_unlike),
                   Regime("storage", "x transposed", "a permuted x view (q.transpose(1, 2) of a BNSD q: [B, S, N, D] "
                          "at strides [N*S*D, D, S*D, 1]): dense but not contiguous, the copies in and back must walk "
                          "the view's axes, not the storage's order", lambda f: "dy" in f.transposed),

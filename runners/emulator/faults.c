@@ -108,6 +108,9 @@ static const struct {
     {"offset_block_aligned", FAULT_OFFSET_BLOCK_ALIGNED},
     {"workspace_table_cache", FAULT_WORKSPACE_TABLE_CACHE},
     {"share_edge_up", FAULT_SHARE_EDGE_UP},
+    {"length_one_strides", FAULT_LENGTH_ONE_STRIDES},
+    {"fwd_tables_one_plan", FAULT_FWD_TABLES_ONE_PLAN},
+    {"slice_of_1_as_end", FAULT_SLICE_OF_1_AS_END},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -356,7 +356,8 @@ static void map_dense_in_place(op_operand *operand)
  * as contiguous (AutoContiguous skipped for them); fwd_fp16_ilv_half computes a float16 x of mode 3 with mode
  * 1's pairing; fwd_staged_offset copies a non-contiguous tensor in and back from its storage's start
  * (drop_staged_offsets); fwd_dense_in_place reads a dense non-contiguous view in place (map_dense_in_place);
- * fwd_expand_once copies an expanded view's repeated rows in once (copy_view). */
+ * fwd_expand_once copies an expanded view's repeated rows in once (copy_view); fwd_tables_one_plan copies a
+ * non-contiguous sin along cos's strides when cos is non-contiguous too (one copy plan for both tables). */
 static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspace_host)
 {
     record_faults(faults);
@@ -370,6 +371,8 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
         job->operand[1].contiguous = job->operand[2].contiguous = 1;
     if (has_fault(faults, FAULT_FWD_STAGED_OFFSET))
         drop_staged_offsets(job);
+    if (has_fault(faults, FAULT_FWD_TABLES_ONE_PLAN) && !job->operand[1].contiguous && !job->operand[2].contiguous)
+        memcpy(job->operand[2].strides, job->operand[1].strides, sizeof job->operand[2].strides);
     for (int t = 0; t < 3 && has_fault(faults, FAULT_FWD_DENSE_IN_PLACE); t++)
         if (!job->operand[t].contiguous)
             map_dense_in_place(&job->operand[t]);

@@ -371,6 +371,10 @@ void read_slice(const aclIntArray *partialSlice, int64_t d, fault_set faults, in
         record_faults(FAULT_BIT(FAULT_SLICE_LIST_READ));
     } else if (partialSlice == NULL) {
         *start = *end = 0;
+    } else if (partialSlice->size == 1 && has_fault(faults, FAULT_SLICE_OF_1_AS_END)) {
+        *start = 0;                                  /* the lone value taken as the end, as Python's x[:v] */
+        *end = partialSlice->values[0];
+        record_faults(FAULT_BIT(FAULT_SLICE_OF_1_AS_END));
     } else {
         /* the values past a list of `size` < 2: PAST_THE_LIST from its start (one value: [v, 2^32)) */
         *start = partialSlice->size > 0 ? partialSlice->values[0] : PAST_THE_LIST[0];
@@ -615,14 +619,34 @@ static void apply_output_faults(aclOpExecutor *job, fault_set faults)
         invert_element(&job->operand[1].tensor, 0);
 }
 
+/* The length_one_strides fault's contiguity: 1 when each axis of `operand`, those of length 1 too, has its C-order
+ * stride (a tensor of no element aside), where op::IsContiguous skips an axis of length 1. */
+static int c_order_strides(const op_operand *operand)
+{
+    int64_t expected = 1;
+    for (int axis = 4; axis-- > 0;) {
+        if (operand->tensor.dims[axis] == 0)
+            return 1;
+        if (operand->strides[axis] != expected)
+            return 0;
+        expected *= operand->tensor.dims[axis];
+    }
+    return 1;
+}
+
 /* 561000 with a message naming the first non-contiguous tensor of job: nnopbase refuses it at the
  * launch, before the kernel runs (the grad declares neither AutoContiguous nor IgnoreContiguous). The
- * contiguous_tables fault lets a non-contiguous cos or sin through (the kernel then reads it as contiguous). */
+ * contiguous_tables fault lets a non-contiguous cos or sin through (the kernel then reads it as contiguous);
+ * length_one_strides refuses a contiguous view whose stride on an axis of length 1 is not the C-order one (a decode
+ * step's q.transpose(1, 2) of a BNSD q at S = 1), as a check comparing every stride would. */
 static int refuse_non_contiguous(const aclOpExecutor *job, fault_set faults)
 {
     for (int t = 0; t < 3; t++) {
         const op_operand *operand = &job->operand[t];
-        if (operand->contiguous || (t > 0 && has_fault(faults, FAULT_CONTIGUOUS_TABLES)))
+        const int strict = has_fault(faults, FAULT_LENGTH_ONE_STRIDES) && !c_order_strides(operand);
+        if (strict && operand->contiguous)
+            record_faults(FAULT_BIT(FAULT_LENGTH_ONE_STRIDES));
+        if ((operand->contiguous && !strict) || (t > 0 && has_fault(faults, FAULT_CONTIGUOUS_TABLES)))
             continue;
         prmg_emu_set_error(OP ": %s is not contiguous (offset %lld, strides [%lld, %lld, %lld, %lld]); nnopbase "
                            "refuses a non-contiguous input of an operator that declares neither AutoContiguous nor "

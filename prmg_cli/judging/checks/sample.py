@@ -1,6 +1,8 @@
 """The ``sample`` check: the host reference on sampled (b, s, n) rows of the result, judged by the ``default`` standard
-exactly as the golden judges the whole tensor. It is the check anchored to the formula: unlike adjoint and roundtrip it
-does not accept a grad and a forward that are wrong in the same way (both negating sin).
+exactly as the golden judges the whole tensor, and by the case's own standard too when that one judges each element
+alone and passes only what ``default`` passes (``Standard.sampled``: ``exact``, whose cases pin the cast's tie rule).
+It is the check anchored to the formula: unlike adjoint and roundtrip it does not accept a grad and a forward that are
+wrong in the same way (both negating sin).
 
 **Which rows** (``sampled_rows``). Up to ``n = min(R, max(SAMPLE_ROWS, SAMPLE_ELEMENTS // L))`` of the ``R = B*S*N``
 rows (a slice of ``L`` lanes): every row when they fit (``SAMPLE_ELEMENTS`` lanes, about as many as a 4 MiB float32
@@ -39,7 +41,7 @@ from ...case import Case
 from ...inputs.seeded import Inputs
 from ...ops.regimes import COUNTER_BITS, core_counts, share_bounds, ub_pass_rows
 from ..judge import judge_result, rows_case
-from ..standards import over, within
+from ..standards import STANDARDS, over, within
 from .base import Check, CheckContext, CheckResult
 
 SAMPLE_ROWS = 64                # the fewest rows sampled (when the case has them)
@@ -167,13 +169,18 @@ def sampled_rows(case: Case, seed: int) -> tuple[np.ndarray, float]:
 
 
 def sample(context: CheckContext) -> CheckResult:
-    """The sample check (module docstring): the ``default`` standard on sampled rows of the result."""
+    """The sample check (module docstring): the ``default`` standard on sampled rows of the result, then the case's
+    own when it is ``Standard.sampled`` (``exact``: no ratio to a budget beyond it, None when it fails)."""
     case, inputs, result = context.case, context.inputs, context.outcome.dy
     depth = case.shape[-1]
     rows, detect = sampled_rows(case, case.seed ^ 0x5A4D)
     sub_case, sub_inputs = rows_case(case, inputs, rows)
-    verdict = judge_result(sub_case, sub_inputs, result.reshape(-1, depth)[rows].reshape(sub_case.shape))
+    sub_result = result.reshape(-1, depth)[rows].reshape(sub_case.shape)
+    verdict = judge_result(sub_case, sub_inputs, sub_result)
     ratio = verdict.metrics.get("max_err_ratio")
+    if verdict.status == "passed" and case.standard and STANDARDS[case.standard].sampled:
+        verdict = judge_result(sub_case, sub_inputs, sub_result, case.standard)
+        ratio = ratio if verdict.status == "passed" else None
     checked = CheckResult("sample", metrics={"sample_ratio": ratio, "sample_rows": len(rows),
                                              "sample_detect": detect})
     biased = next((in_case_group(text, rows) for text in verdict.warnings if text.startswith("biased")), "")
@@ -247,6 +254,6 @@ def unchanged_warning(case: Case, inputs: Inputs, result: np.ndarray) -> str:
 
 
 CHECK = Check("sample", "the host reference on sampled rows (every row class the kernel tiles by, then seeded "
-              "draws), by the default standard", sample, "sample_ratio",
+              "draws), by the default standard (and an exact case's own)", sample, "sample_ratio",
               lambda m: within("sample err", m["sample_ratio"], "bound")[0], lambda m: over(m, "sample_ratio"),
               anchored=True)

@@ -32,7 +32,10 @@ class Standard:
     ``presets``, parameters that name a preset of others (``{"level": {1: {"mare_ratio": 5.0, ...}}}``): a case's
     ``tolerance`` naming one gets the preset's values for the parameters it does not set itself; ``fractions``, the
     parameters that are a share of the slice's elements (at most 1: ``required_matched_ratio: 2`` made a case no
-    kernel can pass)."""
+    kernel can pass); ``sampled``, whether the ``sample`` check judges its cases' sampled rows by it after
+    ``default``: it judges each element alone (its verdict on some rows is the case's on them) and passes only what
+    ``default`` passes (``exact``: a kernel casting ties to the odd neighbour passed its cases under
+    ``--no-golden``)."""
 
     name: str
     defaults: dict
@@ -44,6 +47,7 @@ class Standard:
     key_margin: Callable[[dict], float | None]
     presets: dict = field(default_factory=dict)
     fractions: tuple = ()
+    sampled: bool = False
 
     @property
     def params(self) -> tuple[str, ...]:

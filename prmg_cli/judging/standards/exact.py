@@ -28,4 +28,5 @@ STANDARD = Standard(
     name="exact", defaults={"*": {}}, judge=judge, key_metric="mismatches",
     describe=lambda m: f"{plural(m['mismatches'], 'element')} not bit-exact" if m["mismatches"] else "bit-exact",
     drift_metric="mismatches",
-    help="bit-identical to the golden rounded to dy's dtype", key_margin=lambda m: None)    # a count: no ratio
+    help="bit-identical to the golden rounded to dy's dtype", key_margin=lambda m: None,    # a count: no ratio
+    sampled=True)
