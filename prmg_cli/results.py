@@ -282,6 +282,13 @@ def shown_chips(visible_devices) -> list[str]:
     return [part.strip() for part in str(visible_devices or "").split(",") if part.strip()]
 
 
+def chip_ids(record: CaseResult) -> tuple:
+    """The chips ``record`` holds a status of: the keys of its ``device_statuses`` (a run on each device:
+    ``execute.combined``), else its ``device``, as written (none: a record of no device). The one reading of a record's
+    chips: ``--resume`` (``store.trusted``) and a merge (``reports.chips``)."""
+    return tuple(record.device_statuses) if record.device_statuses else (record.device,) if record.device else ()
+
+
 def physical(device: str, shown: Sequence[str]) -> str:
     """The host's chip a run's ``device`` id is, ``shown`` the chips ``ASCEND_RT_VISIBLE_DEVICES`` showed it
     (``shown_chips``; none: the id is the host's). An id not in ASCII digits (``vocab.decimal``: ``²`` is a digit to

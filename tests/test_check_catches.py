@@ -11,6 +11,8 @@ this test holds it to the measurement.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from conftest import ROOT
@@ -60,10 +62,16 @@ TABLE = ROOT / "docs" / "checks.md"
 pytestmark = pytest.mark.xdist_group("check_catches")
 
 
+@functools.lru_cache(maxsize=1)
+def written_cases() -> tuple:
+    """``CASES`` as the loader reads them, once (parsed again for each of some 95 faults: a second of CPU)."""
+    return tuple(parse_document(__import__("yaml").safe_load(CASES), "catches.yaml", ROOT))
+
+
 def catches(session, fault: str) -> set[str]:
     """The judges (``JUDGES``) that fail at least one case of ``CASES`` under ``fault``."""
     found = set()
-    for written in parse_document(__import__("yaml").safe_load(CASES), "catches.yaml", ROOT):
+    for written in written_cases():
         case = session.judged_case(written, {1}) if hasattr(session, "judged_case") else written
         if isinstance(case, str):                   # no form of the case on this path
             continue

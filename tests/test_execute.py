@@ -768,7 +768,7 @@ def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_
 def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show(many):
     """Issue 32 (session 13): ``prmg doctor`` (smoke.sh's first check) said ``devices: 1`` and 'usable', exit 0, for
     ``ASCEND_RT_VISIBLE_DEVICES=0,7`` on a host whose chip 7 the driver no longer enumerates, which ``--devices all``
-    refuses. It says so in the words of that refusal (one rule: ``suite.chips_not_shown``), the runner NOT usable,
+    refuses. It says so in the words of that refusal (one rule: ``toolkit.chips_not_shown``), the runner NOT usable,
     exit 1, as for a missing symbol; a list the runtime shows whole stays usable."""
     env = {"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": "0,7"}
     result = prmg_forked("doctor", "--runner", "emulator", env=env)
@@ -783,6 +783,12 @@ def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show
     result = prmg_forked("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "-1"})  # none:
     assert result.returncode == 1 and "  error: ASCEND_RT_VISIBLE_DEVICES=-1 names 1 chip, the runtime shows 0: " \
         in result.stdout, result.stdout                            # 'devices: 0', exit 1, and no line saying why
+    # round 6: a plain run (device 0, no probe) said only 'invalid device id 0', and --devices 1 'no device 1'
+    for visible, devices, said in (("-1", "0", "cannot open the runner: device 0: "), ("0,7", "1", "no device 1: ")):
+        result = prmg_forked("run", many, "-k", "c1", "--runner", "emulator", "--devices", devices,
+                             env={**env, "ASCEND_RT_VISIBLE_DEVICES": visible})
+        assert result.returncode == 2 and said in result.stderr and f"ASCEND_RT_VISIBLE_DEVICES={visible} names " \
+            in result.stderr, result.stderr
 
 
 # Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on

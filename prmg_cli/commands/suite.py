@@ -23,6 +23,7 @@ from ..cases import vacuity
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
                             select, unjudged, validate)
 from ..device import execute
+from ..device.toolkit import NO_DEVICE, chips_not_shown
 from ..errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, outcome_final, stop_exception, stop_signal,
                       take_lost_stop)
 from ..files import write_text
@@ -148,7 +149,8 @@ def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | No
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
     """``"0,1,3"`` or ``"all"`` -> device ids (``device_request``). ``all`` asks the runtime for its device count,
     and so does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not
-    have is refused before any worker starts."""
+    have is refused before any worker starts, with ``$ASCEND_RT_VISIBLE_DEVICES`` when it hides chips
+    (``toolkit.chips_not_shown``; device 0 is said so by the worker that cannot open it: ``acl.AclSession``)."""
     ids = device_request(text)
     if ids is None:
         count = _device_count(toolkit, "--devices all")
@@ -159,29 +161,10 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
         missing = [str(i) for i in ids if i >= count]
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            hidden = chips_not_shown(count)
             raise PrmgError(f"--devices: the runtime has {plural(count, 'device')} (ids 0 to {count - 1}); "
-                            f"no device {shown}")
+                            f"no device {shown}" + (f": {hidden}" if hidden else ""))
     return ids
-
-
-VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
-NO_DEVICE = "the runtime reports no device"
-
-
-def chips_not_shown(count: int, env=os.environ) -> str | None:
-    """Why ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated) than the runtime shows,
-    ``count``, or None: the runtime reads the list up to its first id the host lacks (a chip the driver no longer
-    enumerates), repeated or not a number, and shows only the chips before it, so ``--devices all`` would skip the
-    others without a word (a job given chips 0 and 7 tested chip 0). A list the runtime shows whole, or none, passes.
-    The one rule: ``--devices all`` refuses it (``parse_devices``), ``prmg doctor`` says it (exit 1)."""
-    value = env.get(VISIBLE, "")
-    named = [entry for entry in value.split(",") if entry.strip()]
-    if len(named) <= count:
-        return None
-    return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip it "
-            f"names is "
-            f"missing (the driver no longer enumerates it, or this host has no such chip) or an entry is repeated or "
-            f"no id, and the runtime reads the list only up to there; fix {VISIBLE}")
 
 
 def _all_shown(count: int) -> None:

@@ -46,6 +46,7 @@ from .. import files
 from ..errors import PrmgError, suggest
 from ..files import emulator_cache_base, emulator_sources, geir_sources
 from ..ops.targets import BUILDS, LATEST_BUILD
+from ..results import plural, shown_chips, visible
 from ..vocab import TENSORS
 from .elf import exports_symbol
 
@@ -395,6 +396,27 @@ def toolkit_variable(name: str, env: Mapping[str, str]) -> str:
     ``~/opp`` as a folder named ``~`` in the current one. ``~nobody`` (no such user) stays as it is."""
     value = env.get(name) or ""
     return os.path.expanduser(value) if value else ""
+
+
+VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+NO_DEVICE = "the runtime reports no device"
+
+
+def chips_not_shown(count: int, env: Mapping[str, str] = os.environ) -> str | None:
+    """Why ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated: ``results.shown_chips``)
+    than the runtime shows, ``count``, or None: the runtime reads the list up to its first id the host lacks (a chip
+    the driver no longer enumerates), repeated or not a number (``-1``: none), and shows only the chips before it, so
+    ``--devices all`` would skip the others without a word (a job given chips 0 and 7 tested chip 0). A list the
+    runtime shows whole, or none, passes. The one rule: ``--devices all`` refuses it (``suite.parse_devices``), a
+    device it hides is named with it (``--devices 1``; a session that cannot open its device: ``acl.AclSession``),
+    ``prmg doctor`` says it (exit 1)."""
+    value = env.get(VISIBLE, "")
+    named = shown_chips(value)
+    if len(named) <= count:
+        return None
+    return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip it "
+            f"names is missing (the driver no longer enumerates it, or this host has no such chip) or an entry is "
+            f"repeated or no id, and the runtime reads the list only up to there; fix {VISIBLE}")
 
 
 def _opp_folder(root: Path, env: Mapping[str, str]) -> Path:
