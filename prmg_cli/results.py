@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 import unicodedata
 from array import array
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -277,9 +278,41 @@ class RunInfo:
         return cls(**values)
 
 
+_BLANKS = " \t\n\v\f\r"                   # what C's strtol skips before a number
+_CHIP_ENTRY = re.compile(f"[{_BLANKS}]*([+-]?)([0-9]+)")
+
+
+def read_visible(visible_devices) -> tuple[list[str], str]:
+    """``ASCEND_RT_VISIBLE_DEVICES`` (a run record's ``visible_devices``) read as the runtime reads it: the host's
+    chips it shows, in their order, and the text it never reads (blanks at the end aside). Each comma-separated entry
+    is a decimal id (``strtol``: blanks and a sign before it); the list ends at an entry that is none, is negative or
+    repeats one, and after an id followed by anything but a comma: ``0-3`` shows chip 0 alone (``-3`` unread), ``1 2``
+    chip 1 (``2``). The runtime also ends it at an id past the host's chips, which the text cannot say."""
+    text, chips = str(visible_devices or ""), []
+    while text:
+        match = _CHIP_ENTRY.match(text)
+        chip = match[2].lstrip("0") or "0" if match else None
+        if chip is None or (match[1] == "-" and chip != "0") or chip in chips:
+            break
+        chips.append(chip)
+        text = text[match.end():]
+        if not text.startswith(","):
+            break
+        text = text[1:]
+    return chips, text.strip(_BLANKS)
+
+
 def shown_chips(visible_devices) -> list[str]:
-    """The host's chips ``ASCEND_RT_VISIBLE_DEVICES`` (a run record's ``visible_devices``) shows, in their order."""
-    return [part.strip() for part in str(visible_devices or "").split(",") if part.strip()]
+    """The host's chips ``ASCEND_RT_VISIBLE_DEVICES`` (a run record's ``visible_devices``) shows, in their order
+    (``read_visible``: ``0-3`` is chip 0, not a chip named ``0-3``)."""
+    return read_visible(visible_devices)[0]
+
+
+def chip_ids(record: CaseResult) -> tuple:
+    """The chips ``record`` holds a status of: the keys of its ``device_statuses`` (a run on each device:
+    ``execute.combined``), else its ``device``, as written (none: a record of no device). The one reading of a record's
+    chips: ``--resume`` (``store.trusted``) and a merge (``reports.chips``)."""
+    return tuple(record.device_statuses) if record.device_statuses else (record.device,) if record.device else ()
 
 
 def physical(device: str, shown: Sequence[str]) -> str:
@@ -288,6 +321,24 @@ def physical(device: str, shown: Sequence[str]) -> str:
     ``str.isdigit``, not to ``int``) is no index: the id as it is."""
     index = decimal(device)
     return shown[index] if index is not None and index < len(shown) else device
+
+
+def chip_ranges(labels: Sequence[str], sep: str = ", ", shortest: int = 3) -> str:
+    """``labels`` (device ids, each perhaps led by its host: ``ci-7/3``) joined by ``sep``, each run of ``shortest``
+    or more consecutive ids of one host as a range: ``0-2, 4, 5``, ``a/0-3, b/5``; an id not in ASCII digits as it is.
+    ``--chips 0-4095`` of a merge with three chips' files named the 4093 others one by one in each case's message."""
+    runs: list[list] = []                   # [its labels, the number of its last id, its host]
+    for label in labels:
+        host, _, chip = label.rpartition("/")
+        number = decimal(chip)
+        last = runs[-1] if runs else None
+        if last and number is not None and last[1] is not None and last[2] == host and number == last[1] + 1:
+            last[0].append(label)
+            last[1] = number
+        else:
+            runs.append([[label], number, host])
+    return sep.join(sep.join(run) if len(run) < max(shortest, 2) else f"{run[0]}-{run[-1].rpartition('/')[2]}"
+                    for run, _, _ in runs)
 
 
 def summary_counts(results: list[CaseResult]) -> dict:

@@ -206,6 +206,16 @@ def _subfolder(path: str, folder: Output) -> str | None:
     return first if first in folder.names else None
 
 
+def wrote(paths: Sequence[str], summary: str = "") -> str:
+    """What a command says of the files it wrote its reports to: ``wrote PATH[, PATH...][: SUMMARY]`` (``prmg run``,
+    ``report``, ``compare`` and ``coverage`` say it so; run and report said nothing of an HTML page they wrote), or
+    ``SUMMARY`` alone when none is a file (``-o /dev/null`` is no report kept)."""
+    from .results import visible
+
+    named = [visible(str(path)) for path in paths if os.path.isfile(path)]
+    return f"wrote {', '.join(named)}" + (f": {summary}" if summary else "") if named else summary
+
+
 def write_stdout(text: str, *, document: bool = False) -> None:
     """``text`` (and a final newline) to standard output, whole; PrmgError when that fails (``/dev/full``).
 

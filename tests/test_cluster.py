@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, prmg
+from conftest import ROOT, prmg, prmg_here
 from prmg_cli.errors import PrmgError
 
 pytestmark = pytest.mark.xdist_group("ray")     # with --dist loadgroup all of them share one cluster
@@ -175,6 +175,12 @@ def test_a_cluster_run_resumes_and_reports_what_a_serial_run_does_in_case_order(
     assert len(spread["summary"]["devices"]) == 2 and spread["summary"]["runner"] == "emulator"
     names = [record["name"] for line in results.read_text().splitlines() if "name" in (record := json.loads(line))]
     assert sorted(names) == sorted(NAMES)                                  # c1 was not run again
+    # issue 32, round 6: prmg report refused the file (its run record's devices, IP/NPU<k>, read as no integers),
+    # and --chips 0-1 named chips 0 and 1 missing, no label matching: refused, it can only be red for a cluster run
+    assert prmg_here("report", results, "-o", os.devnull).returncode == 0
+    chips = prmg_here("report", results, "--chips", "0-1")
+    assert chips.returncode == 2 and chips.stderr.startswith(f"prmg: error: --chips 0-1: {results} holds records of "
+                                                             f"a --cluster run (case "), chips.stderr
 
 
 def test_both_call_paths_run_on_the_cluster_and_a_graph_bug_is_named(cluster, suite):

@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT, prmg_forked, prmg_here
 from prmg_cli.cases.loader import Case, load_cases
 from prmg_cli.device.execute import Wedging, memory_need, shard
+from prmg_cli.errors import PrmgError
 from prmg_cli.files import MiB
 
 MANY = """
@@ -118,7 +119,8 @@ def test_device_ids_the_runtime_lacks_are_refused_before_any_worker_starts(many)
 
 def test_results_file_and_resume(many, tmp_path):
     results = tmp_path / "r.jsonl"
-    result, report = run_json(many, "-k", "c1", "--results", results)
+    result, report = run_json(many, "-k", "c1", "--results", results, "--max-memory", "0")     # 0: no limit (it was
+    assert report["cases"][0]["status"] == "passed", report["cases"][0]["message"]              # over 0 bytes, error)
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert [line["schema"] for line in lines] == ["prmg.run/1", "prmg.result/3"] and lines[1]["name"] == "c1"
     assert lines[0]["selection"] == ["c1"] and lines[1]["run_id"] == lines[0]["run_id"]
@@ -491,7 +493,7 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(many, tmp_path):
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
-    assert "c0" in stdout and "1 passed" in stdout.splitlines()[-1]
+    assert "c0" in stdout and "1 passed" in stdout.splitlines()[-2] and stdout.splitlines()[-1] == f"wrote {junit}"
     assert json.loads(results.read_text().splitlines()[1])["name"] == "c0"
     assert ET.fromstring(junit.read_text()).find("testsuite").get("tests") == "6"       # the run's own report
 
@@ -525,6 +527,19 @@ def test_the_memory_limit_counts_what_a_view_at_an_offset_holds(tmp_path):
     result, report = run_json(path, "--max-memory", "200M")
     assert result.returncode == 1 and report["cases"][0]["status"] == "error"
     assert "(one memory: the emulator), over --max-memory 200.0 MiB; not attempted" in report["cases"][0]["message"]
+
+
+def test_max_memory_sizes_are_ascii_and_0_is_no_limit():
+    """--max-memory 0 refused every case (each an error, 'over --max-memory 0 bytes') where --timeout 0 and
+    --progress-interval 0 mean none: 0 is no limit now, as --help says (test_results_file_and_resume runs a case under
+    it); a fraction of a byte is one byte, not 0. '٣' (an Arabic-Indic 3) was 3 bytes (regex \\d), and 5000 digits a
+    traceback (int() refuses over 4300)."""
+    from prmg_cli.commands.suite import parse_size
+
+    assert (parse_size("0"), parse_size("0.4"), parse_size("1.5K"), parse_size(" 8 GiB ")) == (0, 1, 1536, 8 << 30)
+    for text in ("٣", "1٣M", "9" * 5000, "1e3", "-1"):
+        with pytest.raises(PrmgError, match="--max-memory must"):
+            parse_size(text)
 
 
 def _settings():
@@ -768,7 +783,7 @@ def test_devices_all_refuses_a_chip_the_visible_list_names_and_the_runtime_does_
 def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show(many):
     """Issue 32 (session 13): ``prmg doctor`` (smoke.sh's first check) said ``devices: 1`` and 'usable', exit 0, for
     ``ASCEND_RT_VISIBLE_DEVICES=0,7`` on a host whose chip 7 the driver no longer enumerates, which ``--devices all``
-    refuses. It says so in the words of that refusal (one rule: ``suite.chips_not_shown``), the runner NOT usable,
+    refuses. It says so in the words of that refusal (one rule: ``toolkit.chips_not_shown``), the runner NOT usable,
     exit 1, as for a missing symbol; a list the runtime shows whole stays usable."""
     env = {"PRMG_EMU_DEVICES": "2", "ASCEND_RT_VISIBLE_DEVICES": "0,7"}
     result = prmg_forked("doctor", "--runner", "emulator", env=env)
@@ -783,6 +798,33 @@ def test_doctor_says_a_chip_the_visible_list_names_and_the_runtime_does_not_show
     result = prmg_forked("doctor", "--runner", "emulator", env={**env, "ASCEND_RT_VISIBLE_DEVICES": "-1"})  # none:
     assert result.returncode == 1 and "  error: ASCEND_RT_VISIBLE_DEVICES=-1 names 1 chip, the runtime shows 0: " \
         in result.stdout, result.stdout                            # 'devices: 0', exit 1, and no line saying why
+    # round 6: a plain run (device 0, no probe) said only 'invalid device id 0', and --devices 1 'no device 1'
+    for visible, devices, said in (("-1", "0", "cannot open the runner: device 0: "), ("0,7", "1", "no device 1: ")):
+        result = prmg_forked("run", many, "-k", "c1", "--runner", "emulator", "--devices", devices,
+                             env={**env, "ASCEND_RT_VISIBLE_DEVICES": visible})
+        assert result.returncode == 2 and said in result.stderr and f"ASCEND_RT_VISIBLE_DEVICES={visible} names " \
+            in result.stderr, result.stderr
+
+
+def test_a_visible_list_the_runtime_reads_in_part_is_said_and_its_chips_are_what_the_runtime_shows():
+    """ASCEND_RT_VISIBLE_DEVICES=0-3 (a range, as --devices takes), '1 2' or '1;2': the runtime reads its first id
+    and stops, showing one chip of the four meant; as many chips shown as entries named, so --devices all ran chip 0
+    alone and doctor said 'devices: 1', exit 0, without a word; and a run's chip was labelled '0-3'. The text never
+    read is said now (the one rule: chips_not_shown), and the chips are those the runtime shows (read_visible)."""
+    from prmg_cli.device.toolkit import chips_not_shown
+    from prmg_cli.results import physical, read_visible, shown_chips
+
+    assert [read_visible(text) for text in ("0-3", "1 2", "1;2", "0x1", " 1 ", "+2,-0", "007,1,", "5,5", "-1")] == [
+        (["0"], "-3"), (["1"], "2"), (["1"], ";2"), (["0"], "x1"), (["1"], ""), (["2", "0"], ""), (["7", "1"], ""),
+        (["5"], "5"), ([], "-1")]
+    assert physical("0", shown_chips("0-3")) == "0" and physical("1", shown_chips("3, 5")) == "5"
+    assert chips_not_shown(1, {"ASCEND_RT_VISIBLE_DEVICES": "0-3"}) == (
+        "ASCEND_RT_VISIBLE_DEVICES=0-3: the runtime reads it as 1 chip (0) and never reads '-3': the list is chip ids "
+        "separated by commas, each once (0,1,2,3: no ranges, no other separator); fix ASCEND_RT_VISIBLE_DEVICES")
+    assert chips_not_shown(0, {"ASCEND_RT_VISIBLE_DEVICES": "-1"}).startswith("ASCEND_RT_VISIBLE_DEVICES=-1 names 1 "
+                                                                             "chip, the runtime shows 0: ")
+    shown_whole = ("1,0", " 3, 5 ", "", "2,")
+    assert [chips_not_shown(2, {"ASCEND_RT_VISIBLE_DEVICES": text}) for text in shown_whole] == [None] * 4
 
 
 # Device 1 of 2 faults on a case, and its fresh worker's start is then refused (standing for aclrtSetDevice failing on

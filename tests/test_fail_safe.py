@@ -93,7 +93,8 @@ def test_known_defects_are_strict_xfails_in_every_report(tmp_path):
     assert suite.find("testcase[@name='defect_gone']/failure").get("type") == "xpassed"
     assert ",xfailed," in csv_file.read_text() and ",xpassed," in csv_file.read_text()
     assert "XPASSED" in markdown.read_text().upper()
-    assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed, 1 xfailed, 1 xpassed"
+    assert result.stdout.rstrip().splitlines()[-1] == f"wrote {junit}, {csv_file}, {markdown}: 1 passed, 0 failed, " \
+        "1 xfailed, 1 xpassed"                                        # the files said as compare says its file
 
 
 def test_strict_turns_a_vacuous_pass_into_a_failure(tmp_path):
@@ -226,7 +227,8 @@ def test_several_reports_in_one_run_and_the_console_still_shows_failures(tmp_pat
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "3"
     assert json.loads(report.read_text())["summary"]["failed"] == 3
     lines = result.stdout.rstrip().splitlines()
-    assert lines[-1] == "0 passed, 3 failed" and sum(line.startswith("FAIL ") for line in lines) == 3
+    assert lines[-1] == f"wrote {junit}, {report}: 0 passed, 3 failed" and sum(line.startswith("FAIL ") for line in
+                                                                                  lines) == 3
     plain = prmg_forked("run", path, "--runner", "emulator", "--report", "json", "-o", tmp_path / "plain.json")
     assert plain.returncode == 0 and json.loads((tmp_path / "plain.json").read_text())["summary"]["passed"] == 3
 

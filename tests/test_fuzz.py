@@ -410,7 +410,7 @@ def shards(draw) -> str:
 # A valid value of every kind of field the store checks (``RECORD_FIELDS``, ``RUN_FIELDS``, ``RUN_INFO_FIELDS``).
 VALID = {"name": NAME, "status": st.sampled_from(list(STATUSES)), "text": TEXT, "texts": st.lists(TEXT, max_size=3),
          "texts?": _optional(st.lists(TEXT, max_size=3)), "int": INT, "int?": _optional(INT),
-         "ints": st.lists(INT, max_size=5),
+         "ints": st.lists(INT, max_size=5), "devices": st.lists(INT | TEXT.filter(str.isprintable), max_size=5),
          "ints?": _optional(st.lists(INT, max_size=4)), "names": st.lists(NAME, max_size=6),
          "selection": st.lists(NAME, max_size=6), "bool": st.booleans(),
          "metrics": st.dictionaries(TEXT, METRIC, max_size=4), "timings": st.dictionaries(TEXT, MS, max_size=4),

@@ -66,7 +66,15 @@ def test_a_rope_key_named_as_a_model_config_names_it_says_the_key_meant(tmp_path
     ("rope_theta: 500000", "rope_theta", "(a RoPE table's base is given per table: inputs: {cos: {rope: {base: ...}}, "
      "sin: {rope: {base: ...}}}; a model config's rope_theta is the table's base)"),
     ("broadcast: 1S1D, inputs: {cos: {rope: {offset: [1, 2]}}}", "inputs.cos.rope.offset",
-     "got 2; a table of one row per request needs a B axis: broadcast B11D or BS1D")])
+     "got 2; a table of one row per request needs a B axis: broadcast B11D or BS1D"),
+    # session 15: 'rope' said 'did you mean op', 'offset' dy_offset, 'base' and 'cos' nothing, 'tol' nothing
+    ("rope: {base: 500000}", "rope", "(a RoPE table is an input's: inputs: {cos: {rope: {base: 10000, offset: 0}}, "
+     "sin: {rope: ...}})"),
+    ("offset: 17", "offset", "the first position, or a list of one per request; an offset in a tensor's storage is "
+     "dy_offset, cos_offset or sin_offset)"),
+    ("base: 500000", "base", "a model config's rope_theta is the table's base)"),
+    ("cos: {rope: {}}", "cos", "(an input's values are given under inputs: inputs: {cos: ...})"),
+    ("tol: {rtol: 0.1}", "tol", "(did you mean 'tolerance'?)")])
 def test_a_newcomers_key_says_the_way_out(tmp_path, entry, field, said):
     """A new user's first case, written as a model's config or another tool names things: the error names the key
     meant (one of whose words was written), where a model's rope_theta goes, and the layout per-request positions

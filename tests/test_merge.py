@@ -66,7 +66,7 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
     result = prmg_here("report", *shards, "--cases", SMOKE, "--report", f"junit:{merged}", "--report", "table")
     assert result.returncode == 0, result.stderr
     assert normalised_junit(merged.read_text()) == normalised_junit(one.read_text())
-    assert result.stdout.splitlines()[-1] == "36 passed, 0 failed"
+    assert result.stdout.splitlines()[-2:] == ["36 passed, 0 failed", f"wrote {merged}"]      # under the table
     assert result.stdout.startswith("merged: 2 results files:")          # (wrapped: long paths)
     assert result.stderr == ""                                        # no duplicates, nothing missing
 
@@ -362,12 +362,21 @@ def test_report_exit_codes_and_every_format(tmp_path, capsys):
         assert report_files([str(failing)], reports=[f"{fmt}:{out}"]) == 1, fmt
         assert out.read_text().strip(), fmt
         stdout = capsys.readouterr().out
-        assert stdout.splitlines()[-1] == "1 passed, 1 failed" and "FAIL y: wrong sign" in stdout
+        assert stdout.splitlines()[-1] == f"wrote {out}: 1 passed, 1 failed" and "FAIL y: wrong sign" in stdout
+    assert report_files([str(failing)], reports=["json", f"csv:{out}"]) == 1      # a document on stdout: on stderr
+    written = capsys.readouterr()
+    assert json.loads(written.out)["summary"]["failed"] == 1 and written.err == f"prmg: wrote {out}\n"
+    assert report_files([str(failing)], reports=["json"], output=os.devnull) == 1      # a report discarded: no file
+    assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 1 failed"
     passing = write(tmp_path / "p.jsonl", record("x"))
     assert report_files([str(passing)]) == 0
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert report_files([str(empty)]) == 5 and "nothing to report" in capsys.readouterr().err
+    # issue 32, round 6: the empty file of a per-chip job whose chip could not be opened merged as nothing, exit 0
+    assert report_files([str(passing), str(empty)]) == 1
+    assert f"NOT RUN 1 case (prmg-run {empty}): not run: {empty} holds no run record and no result" in \
+        " ".join(capsys.readouterr().out.split())
     with pytest.raises(PrmgError, match="missing.jsonl: cannot read the results file"):
         report_files([str(tmp_path / "missing.jsonl")])
     with pytest.raises(PrmgError, match="unknown format"):
@@ -872,7 +881,8 @@ def test_a_stopped_run_writes_its_cases_not_run_with_one_sync(tmp_path, monkeypa
 def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_process():
     """The like-with-like rule at its edges, in process: where the runs ran (host, the toolkit's folder) and the inode
     of the same library on two hosts never make a merge mixed; another standard does (exit 1) unless allowed; a run
-    every record of which a later run replaced says nothing of the report."""
+    every record of which a later run replaced says nothing of the report; --each-device runs on other chips are
+    alike (round 6), one sharing the cases among its chips is not."""
     from prmg_cli.reports.merge import mixed_settings, run_info
     from prmg_cli.reports.store import RunRecord
     from prmg_cli.results import ExitCode, report_exit_code
@@ -894,6 +904,12 @@ def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_
     unlike = [alike[0], Stored("b.jsonl", [y], [run("b", 2, "allclose")])]
     assert verdict(unlike) == (["standard"], ["host", "location"], ExitCode.FAILED)
     assert verdict(unlike, ("standard",)) == ([], ["host", "location", "standard"], ExitCode.OK)
+    each = {"each_device": True, "chips": [0, 1], "visible_devices": ""}     # --each-device on chips 0-1, then 2-3
+    chips = [Stored("a.jsonl", [x], [RunRecord("a", "", ["x", "y"], each, {"devices": [0, 1]})]),
+             Stored("b.jsonl", [y], [RunRecord("b", "", ["x", "y"], {**each, "chips": [2, 3]}, {"devices": [2, 3]})])]
+    assert verdict(chips)[::2] == ([], ExitCode.OK)
+    shared = Stored("b.jsonl", [y], [RunRecord("b", "", ["x", "y"], {}, {"devices": [2, 3]})])   # each case on one
+    assert verdict([chips[0], shared])[::2] == (["each_device"], ExitCode.FAILED)
 
 
 def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_missing_one(tmp_path):
@@ -904,7 +920,9 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     2, and --chips 0-2 makes a chip no file holds not_run there, named on stderr in one line; a chip's job killed
     half-way (its run record names the cases it was to run) is not_run there for the cases it never ran, which
     another chip's record stood for; and --resume takes a verdict of another chip for none (chip 2's job resuming
-    from chip 0's file ran nothing, exit 0, its header naming chip 2)."""
+    from chip 0's file ran nothing, exit 0, its header naming chip 2). Round 6: a chip whose job selected fewer
+    cases than the others ran (a -k typo on one chip) is named in a warning, without --chips too, and chips whose
+    records are of other definitions of a case (jobs of two checkouts, one weakened: green) ran no one case."""
     env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}    # chip 1 computes wrong
     jobs = {chip: tmp_path / f"chip{chip}.jsonl" for chip in range(3)}
     for chip, path in jobs.items():
@@ -917,6 +935,22 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     assert [(c["status"], c["device"], c["device_statuses"]) for c in report["cases"]] == \
         [("failed", "1", {"0": "passed", "1": "failed", "2": "passed"})] * 2
     assert "--chips" not in every.stderr.replace("--chips LIST", "")
+    narrow = tmp_path / "narrow1.jsonl"                 # round 6: chip 1's job with a narrower -k, without --chips
+    prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "1", "--results",
+                narrow, "-o", os.devnull, env=env)
+    for others, asked in (((jobs[0], jobs[2]), "0-2"), ((jobs[0],), "0-1")):         # two chips too
+        assert "prmg: warning: the runs on chip 1 selected 1 of the 2 cases run on the host's chips (never selected " \
+            "there: smoke.same_table_ends_at_5: a narrower -k or case list, or a shard's job lost?); --chips " \
+            f"{asked} reports each not_run there" in prmg_here("report", *others, narrow, "-o", os.devnull).stderr
+    weak = tmp_path / "weak.yaml"                       # chip 1's job of another checkout: sin 0 hides its sign fault
+    weak.write_text("cases:\n  - {name: smoke.same_table_ends_at_4, shape: [3, 2, 2, 16], cos_shape: [3, 2, 1, 8], "
+                    "partial_slice: [0, 8], dtype: float32, inputs: {sin: {uniform: [0, 0]}}}\n")
+    weak1 = tmp_path / "weak1.jsonl"
+    assert prmg_forked("run", weak, "--runner", "emulator", "--devices", "1", "--results", weak1, "-o", os.devnull,
+                       env=env).returncode == 0
+    unlike = prmg_here("report", jobs[0], weak1, "--report", "json")
+    assert unlike.returncode == 1 and json.loads(unlike.stdout)["cases"][0]["device_statuses"] == \
+        {"0": "not_run", "1": "not_run"}, unlike.stdout
     two = prmg_here("report", jobs[0], jobs[2], "--report", "json")
     report = json.loads(two.stdout)
     assert two.returncode == 0 and report["summary"]["devices"] == ["0", "2"], two.stderr
@@ -940,6 +974,29 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     pinned = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", "--devices", "0", "--resume",
                          resumed, "-o", os.devnull, env={**env, "ASCEND_RT_VISIBLE_DEVICES": "2"})
     assert f"--resume: 2 results of {resumed} taken" in pinned.stderr                   # chip 2 again: taken
+
+
+def test_each_device_jobs_on_other_chips_merge_as_one_record_of_every_chip_and_a_real_mix_stays_red(tmp_path):
+    """Issue 32, round 6: two --each-device jobs of one host, on chips 0-1 and (pinned by ASCEND_RT_VISIBLE_DEVICES)
+    2-3, merged: MIXED SETTINGS (chips, visible_devices), exit 1, a false red that --allow-mixed had to silence. The
+    chips a run ran on are where it ran, held apart by the merge, not how it was judged: one record of chips 0-3,
+    exit 0 under --chips 0-3. A job on one chip without --each-device puts every case on it as well; one judged under
+    another standard is still named, alone."""
+    def job(name: str, *args: str, pinned: dict = {}) -> Path:
+        path = tmp_path / f"{name}.jsonl"
+        result = prmg_forked("run", SMOKE, "-k", "same_table_ends", "--runner", "emulator", *args, "--results", path,
+                             "-o", os.devnull, env={"PRMG_EMU_DEVICES": "4", **pinned})
+        assert result.returncode == 0, result.stderr
+        return path
+
+    low = job("low", "--devices", "0,1", "--each-device")
+    high = job("high", "--devices", "all", "--each-device", pinned={"ASCEND_RT_VISIBLE_DEVICES": "2,3"})
+    merged = prmg_here("report", low, high, "--chips", "0-3", "--report", "json")
+    assert merged.returncode == 0 and "no one verdict" not in merged.stderr, merged.stderr
+    assert json.loads(merged.stdout)["summary"]["devices"] == ["0", "1", "2", "3"]
+    mixed = prmg_here("report", low, job("loose", "--devices", "3", "--standard", "allclose"), "-o", os.devnull)
+    assert mixed.returncode == 1 and re.findall(r"no one verdict covers: (\w+)", mixed.stderr) == ["standard"], \
+        mixed.stderr
 
 
 def test_verdicts_that_tie_still_bring_their_runs_settings_into_the_merge(tmp_path):
@@ -974,6 +1031,34 @@ def test_chips_and_devices_take_ranges():
             device_request(text, "--chips")
     with pytest.raises(PrmgError, match="--device must be a device id"):
         device_request("0-1", "--device")
+    for text, why in (("0-2,7-3", "the range 7-3 goes down; write it 3-7"),      # said only 'must be ... (0-7)'
+                      (f"0-{10 ** 40}", f"the range 0-{10 ** 40} spans more than {MAX_RANGE} ids")):
+        with pytest.raises(PrmgError, match=f"^--chips {text}: {why}$"):
+            device_request(text, "--chips")
+    with pytest.raises(PrmgError, match=r"\(digits 0-9\), got 'a'$"):                # report's --chips takes no 'all'
+        device_request("a", "--chips")
+
+
+def test_chips_missing_are_named_as_ranges_once_per_reason():
+    """--chips 0-4095 over three chips' files named the 4093 others one by one: a stderr line each and the whole list
+    in every case's message (and a list of the chips per chip of it, quadratic: 20 s for 19 cases). The chips are
+    ranges now, a line per reason, and a host's chips are not run together with another's."""
+    from prmg_cli.reports.chips import WHY_CHIPS, combine, missing_lines
+    from prmg_cli.results import chip_ranges
+
+    assert chip_ranges(["0", "1", "2", "4", "²", "5", "a/6", "a/7", "a/8", "b/9", "10", "9", "11"]) == \
+        "0-2, 4, ², 5, a/6-8, b/9, 10, 9, 11"
+    assert chip_ranges(["0", "1", "3"]) == "0, 1, 3" and chip_ranges(["3", "4", "5"], ",") == "3-5"
+    entries = [(f"chip{chip}.jsonl", record("x", device=str(chip))) for chip in range(3)]
+    expected = dict.fromkeys(map(str, range(4096)), WHY_CHIPS)
+    combined = combine(entries, lambda items: items[-1], "worst", expected)
+    assert combined.record.message == "[not_run on devices 3-4095; passed on devices 0-2] not run on chips 3-4095: " \
+        "no results file holds a record of it there (--chips 0-4095)"
+    missing = {**{(str(chip), WHY_CHIPS): 19 for chip in range(3, 4096)}, ("9000", "c.jsonl"): 2}
+    assert missing_lines(missing, 19, [str(chip) for chip in range(4096)]) == [
+        "chips 3-4095 of --chips 0-4095: no results file holds a result of them (19 cases reported not_run on each)",
+        "chip 9000: the run of c.jsonl there selected 2 cases and recorded no result of them (stopped or killed "
+        "before them?): reported not_run there"]
 
 
 def test_a_device_id_not_in_ascii_digits_is_no_index_into_the_visible_chips(tmp_path, capsys):

@@ -96,7 +96,7 @@ def test_json_junit_csv_markdown_reports_parse(small, tmp_path):
     assert result.returncode == 0 and result.stdout.strip().splitlines() == [     # the skip's reason, the summary
         "SKIP 1 case: rotary_mode half not supported by the target (supported: interleave)",
         "note: the emulator has every rotary mode: --supported-modes 0,1,2,3 runs the skipped cases",   # how to run it
-        "4 passed, 0 failed, 1 skipped"]
+        f"wrote {junit}: 4 passed, 0 failed, 1 skipped"]
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("tests") == "5" and suite.get("skipped") == "1" and suite.get("failures") == "0"
     assert len(suite.findall("testcase")) == 5

@@ -559,7 +559,7 @@ def test_a_defect_accepting_the_case_as_written_must_change_nothing_outside_its_
     ("{reason: x, result: wrong, elements: 0}", "known_defect.elements", "an integer 1 <= elements"),
     ("{reason: x, result: wrong, elements: 1.5}", "known_defect.elements", "an integer 1 <= elements <= 2**63 - 1"),
     ("{reason: x, result: wrong, pattern: odd}", "known_defect.pattern",
-     "unknown pattern 'odd' (valid: odd_lanes, even_lanes"),
+     "unknown pattern 'odd' (did you mean 'odd_lanes'?) (valid: odd_lanes, even_lanes"),
     ("{reason: x, status: SUCCESS, elements: 2}", "known_defect.elements", "goes with result: wrong"),
 ])
 def test_behaves_as_and_a_wrong_results_bounds_are_checked(tmp_path, defect, field, words):

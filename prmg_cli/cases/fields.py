@@ -38,6 +38,9 @@ ROPE_KEYS = ("base", "offset")
 ROPE_ALIASES = {"theta": "base", "rope_theta": "base", "position": "offset", "positions": "offset"}
 ROPE_ALIAS_WHY = {"base": "a model config's rope_theta is the table's base",
                   "offset": "the first position, or a list of one per request"}
+# ... and beside a case's shape, where base and offset are no keys either ('rope' suggested 'op', 'offset' dy_offset)
+CASE_ROPE_KEYS = {**ROPE_ALIASES, "base": "base", "rope_base": "base", "offset": "offset", "offsets": "offset",
+                  "rope_offset": "offset"}
 DEFAULT_ROPE_BASE = 10000.0
 # No standard normal draw Z of a generator (numpy's ziggurat, its tail -log(U) of a 53-bit U) is 40 or more from 0, so
 # a normal's draws mean + std * Z are finite in float64 when |mean| + 40 * std is.
@@ -135,10 +138,17 @@ def check_keys(mapping: dict, known: Sequence[str], where: Where, prefix: str) -
     for key in mapping:
         if not (isinstance(key, str) and key in known):
             hint = suggest(key, known)
-            if key in ROPE_ALIASES and "inputs" in known:       # a model config's rope_theta beside a case's shape
-                name = ROPE_ALIASES[key]
+            if key in CASE_ROPE_KEYS and "inputs" in known:     # a model config's rope_theta beside a case's shape
+                name = CASE_ROPE_KEYS[key]
+                storage = "; an offset in a tensor's storage is dy_offset, cos_offset or sin_offset" \
+                    if key in ("offset", "offsets") else ""
                 hint = (f" (a RoPE table's {name} is given per table: inputs: {{cos: {{rope: {{{name}: ...}}}}, sin: "
-                        f"{{rope: {{{name}: ...}}}}}}; {ROPE_ALIAS_WHY[name]})")
+                        f"{{rope: {{{name}: ...}}}}}}; {ROPE_ALIAS_WHY[name]}{storage})")
+            elif key == "rope" and "inputs" in known:
+                hint = (" (a RoPE table is an input's: inputs: {cos: {rope: {base: 10000, offset: 0}}, sin: "
+                        "{rope: ...}})")
+            elif key in TENSORS and "inputs" in known:
+                hint = f" (an input's values are given under inputs: inputs: {{{key}: ...}})"
             raise where.error(f"{prefix}{label(key)}", f"unknown key {show(key)}{hint}")
 
 

@@ -43,7 +43,7 @@ def main(request) -> int:
     from ..errors import PrmgError
     from ..files import write_text
     from ..reports.compare import compare_runs, render, summary_line
-    from ..writes import Output, check_distinct, check_outputs, output_file, write_stdout
+    from ..writes import Output, check_distinct, check_outputs, output_file, write_stdout, wrote
 
     for option in OPTIONS:
         value = getattr(request, option.name)
@@ -65,7 +65,7 @@ def main(request) -> int:
         write_stdout(text, document=fmt != "table")
     else:
         write_text(path, text + "\n")
-        write_stdout(f"wrote {path}: {summary_line(comparison)}")
+        write_stdout(wrote([path], summary_line(comparison)))
     return 1 if comparison.regressions else 0
 
 

@@ -63,7 +63,7 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
     from ..cases.coverage import evaluate, percent, summary
     from .coverage_pages import render
     from ..files import write_text
-    from ..writes import Output, check_outputs
+    from ..writes import Output, check_outputs, wrote
 
     if report not in COVERAGE_FORMATS:
         raise PrmgError(f"--report: unknown format {report!r}{suggest(report, COVERAGE_FORMATS)} (valid: "
@@ -86,7 +86,7 @@ def coverage_command(paths: Sequence[str], report: str = COVERAGE_FORMATS[0], ou
     code = ExitCode.FAILED if fail_under is not None and share < fail_under else ExitCode.OK
     if output is not None:
         write_text(output, text)
-        text = f"wrote {output}: {summary(coverages)}\n"
+        text = wrote([output], summary(coverages)) + "\n"
     if code:
         text += f"coverage {share:.1f}% is under --fail-under {fail_under:g}%\n"
     return text, int(code)

@@ -31,7 +31,8 @@ def loaded_lines(paths: list[str]) -> list[str]:
 
 
 def _probe_lines(toolkit) -> tuple[list[str], bool]:
-    from .suite import NO_DEVICE, chips_not_shown, probe_in_child
+    from ..device.toolkit import NO_DEVICE, chips_not_shown
+    from .suite import probe_in_child
 
     info = probe_in_child(toolkit)
     count = info.get("device_count")

@@ -37,7 +37,8 @@ OPTIONS = (
     Option("exclude_tags", EXCLUDE_TAGS.flags, (), "With --preset: leave out its cases with this tag (repeatable).",
            "WORD", list),
     Option("output", ("-o", "--output"), None, "Write to FILE (stdout otherwise, or -); a case that would not load "
-           "from FILE (a file: input outside its folder), or a FILE gen-case did not write, is refused.", "FILE",
+           "from FILE (a file: input outside its folder), or a FILE gen-case did not write as this would (the same "
+           "preset's, or one case from flags, unedited), is refused.", "FILE",
            path=True, output=True),
     APPEND,
 )

@@ -39,7 +39,8 @@ OPTIONS = (
            "to --results, which then gets a copy of each result taken).", "FILE", path=True),
     Option("shard", ("--shard",), None, "Run the deterministic part I of N of the selected cases.", "I/N"),
     Option("max_memory", ("--max-memory",), None, "Refuse cases whose estimated host or device memory need exceeds "
-           "SIZE (the emulator's: both together; e.g. 8G, 512M; default: half of this machine's RAM).", "SIZE"),
+           "SIZE (the emulator's: both together; e.g. 8G, 512M; 0 = no limit, as --timeout 0; default: half of this "
+           "machine's RAM).", "SIZE"),
     Option("strict", ("--strict",), False, "Warnings (e.g. a vacuous case whose input already passes) fail their "
            "cases.", kind=bool, plugin=True),
     Option("check", ("--check",), None, "Golden-free checks on the device for every pass case (comma-separated): "

@@ -23,6 +23,7 @@ from ..cases import vacuity
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
                             select, unjudged, validate)
 from ..device import execute
+from ..device.toolkit import NO_DEVICE, chips_not_shown
 from ..errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, outcome_final, stop_exception, stop_signal,
                       take_lost_stop)
 from ..files import write_text
@@ -33,8 +34,7 @@ from ..reports.outputs import listing
 from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
-from ..results import (MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, summary_line,
-                       visible)
+from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, visible
 from ..vocab import decimal, mode_list, parse_modes
 from ..writes import same_file, write_stdout
 
@@ -89,16 +89,17 @@ MAX_SIZE = 2 ** 63
 
 
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes, in ASCII digits (``\\d`` took
+    ``٣``, an Arabic-Indic 3, for 3 bytes; ``vocab.decimal``'s rule)."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE | re.ASCII)
     if not match:
         raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
-    number = match.group(1)
-    size = (float(number) if "." in number else int(number)) \
+    number = match.group(1)                 # 5000 digits: decimal's 10**30 (int() of them was a traceback)
+    size = (float(number) if "." in number else decimal(number)) \
         * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
     if not size < MAX_SIZE:                 # 400 digits and a point are float infinity: int() of it was a traceback
         raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {text!r}")
-    return int(size)
+    return math.ceil(size)                  # 0.4 is a byte, not 0 (no limit)
 
 
 def check_timeout(timeout: float | None, option: str = "--timeout", zero: str = "no limit") -> float | None:
@@ -125,21 +126,25 @@ MAX_RANGE = 4096                # ids a range of --devices or --chips may span (
 
 
 def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | None:
-    """The ids of ``"0,1,3"`` or ``"0-3,6"`` (a range ``A-B`` from A to B; None for ``all``): distinct, in the
-    digits 0-9, each from 0 to ``MAX_DEVICE_ID``; PrmgError otherwise. Checked before anything touches the toolkit
-    (``parse_devices`` then asks the runtime)."""
+    """The ids of ``"0,1,3"`` or ``"0-3,6"`` (a range ``A-B`` from A up to B, of at most ``MAX_RANGE`` ids; None for
+    ``all``): distinct, in the digits 0-9, each from 0 to ``MAX_DEVICE_ID``; PrmgError otherwise, naming a range that
+    goes down or is too long (``7-0`` and ``0-4096`` were only 'must be a list of ids or ranges (0-7)'). Checked
+    before anything touches the toolkit (``parse_devices`` then asks the runtime)."""
     if text.strip() == "all":
         return None
     ids: tuple = ()
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
         first, last = decimal(low), decimal(high if dash else low)
-        spans = first is not None and last is not None and 0 <= last - first < MAX_RANGE
-        ids += tuple(range(first, last + 1)) if spans and not (dash and option == "--device") else (None,)
-    if None in ids:
-        takes = "a device id" if option == "--device" else "a comma-separated list of device ids or ranges (0-7)"
-        raise PrmgError(f"{option} must be {takes} (digits 0-9){'' if option == '--device' else ' or all'}, got "
-                        f"{text!r}")
+        if first is None or last is None or (dash and option == "--device"):
+            takes = "a device id" if option == "--device" else "a comma-separated list of device ids or ranges (0-7)"
+            raise PrmgError(f"{option} must be {takes} (digits 0-9){' or all' if option.endswith('devices') else ''}"
+                            f", got {text!r}")
+        if last < first:
+            raise PrmgError(f"{option} {text}: the range {part.strip()} goes down; write it {high}-{low}")
+        if last - first >= MAX_RANGE:
+            raise PrmgError(f"{option} {text}: the range {part.strip()} spans more than {MAX_RANGE} ids")
+        ids += tuple(range(first, last + 1))
     if any(not 0 <= i <= MAX_DEVICE_ID for i in ids) or len(set(ids)) != len(ids):
         raise PrmgError(f"{option} {text}: ids must be distinct and 0 <= id <= {MAX_DEVICE_ID} (int32)")
     return ids
@@ -148,7 +153,8 @@ def device_request(text: str, option: str = "--devices") -> tuple[int, ...] | No
 def parse_devices(text: str, toolkit) -> tuple[int, ...]:
     """``"0,1,3"`` or ``"all"`` -> device ids (``device_request``). ``all`` asks the runtime for its device count,
     and so does a list naming any device but 0 (the default, which costs nothing): an id the runtime does not
-    have is refused before any worker starts."""
+    have is refused before any worker starts, with ``$ASCEND_RT_VISIBLE_DEVICES`` when it hides chips
+    (``toolkit.chips_not_shown``; device 0 is said so by the worker that cannot open it: ``acl.AclSession``)."""
     ids = device_request(text)
     if ids is None:
         count = _device_count(toolkit, "--devices all")
@@ -159,29 +165,10 @@ def parse_devices(text: str, toolkit) -> tuple[int, ...]:
         missing = [str(i) for i in ids if i >= count]
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            hidden = chips_not_shown(count)
             raise PrmgError(f"--devices: the runtime has {plural(count, 'device')} (ids 0 to {count - 1}); "
-                            f"no device {shown}")
+                            f"no device {shown}" + (f": {hidden}" if hidden else ""))
     return ids
-
-
-VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
-NO_DEVICE = "the runtime reports no device"
-
-
-def chips_not_shown(count: int, env=os.environ) -> str | None:
-    """Why ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated) than the runtime shows,
-    ``count``, or None: the runtime reads the list up to its first id the host lacks (a chip the driver no longer
-    enumerates), repeated or not a number, and shows only the chips before it, so ``--devices all`` would skip the
-    others without a word (a job given chips 0 and 7 tested chip 0). A list the runtime shows whole, or none, passes.
-    The one rule: ``--devices all`` refuses it (``parse_devices``), ``prmg doctor`` says it (exit 1)."""
-    value = env.get(VISIBLE, "")
-    named = [entry for entry in value.split(",") if entry.strip()]
-    if len(named) <= count:
-        return None
-    return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip it "
-            f"names is "
-            f"missing (the driver no longer enumerates it, or this host has no such chip) or an entry is repeated or "
-            f"no id, and the runtime reads the list only up to there; fix {VISIBLE}")
 
 
 def _all_shown(count: int) -> None:
@@ -408,7 +395,7 @@ def run_suite(request) -> int:
         cluster = _connect(request, modes) if request.cluster is not None else None
         if max_memory is None:                              # half the RAM where the cases run
             max_memory = (cluster and cluster.max_memory) or execute.default_max_memory()
-        settings = settings_for(request, cluster and cluster.toolkit, max_memory, checked)
+        settings = settings_for(request, cluster and cluster.toolkit, max_memory or None, checked)   # 0: no limit
         settings = replace(settings, bfloat16=any("bfloat16" in (case.dtype, case.cos_dtype, case.sin_dtype)
                                                   for case in cases))
         devices = cluster.devices if cluster else parse_devices(device_list(request), settings.toolkit)
@@ -606,13 +593,12 @@ def _write_reports(targets, results: list[CaseResult], info: RunInfo, request, c
     full disk) does not keep the others from being written: PrmgError for each, once all were tried."""
     options = outputs.RenderOptions(verbose=request.verbose, wide=request.wide, max_details=request.max_details,
                                     cases=tuple(cases))
+    from ..reports.outputs.table import failure_lines
+
     # a table on stdout without its header, printed before the first case
     unwritten = outputs.write_targets(targets, lambda target: outputs.render_pieces(
-        target.format, results, info, options if target.path else replace(options, header=False)))
-    if all(target.path is not None for target in targets):
-        from ..reports.outputs.table import failure_lines
-
-        write_stdout("\n".join(failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
-                                + outputs.labels.device_lines(results) + [summary_line(results)]))
+        target.format, results, info, options if target.path else replace(options, header=False)), results,
+        lambda: failure_lines(results, info=info) + outputs.labels.fault_lines(info, results)
+        + outputs.labels.device_lines(results))
     if unwritten:
         raise PrmgError.all_of(unwritten)

@@ -50,7 +50,7 @@ from ..results import MS_PER_SECOND, is_time, plural
 from ..status import describe, is_refusal
 from ..vocab import ACL_FORMATS, DATA_ALIGN, GUARD_BYTES, GUARD_FILL, TENSORS, WORKSPACE_POISON
 from .linkage import mapped_libraries, refuse_foreign, resolved_outside, taking, toolkit_places
-from .toolkit import EMULATOR_HOOK, Toolkit, opp_variable, refuse_stub, toolkit_variable
+from .toolkit import EMULATOR_HOOK, Toolkit, chips_not_shown, opp_variable, refuse_stub, toolkit_variable
 
 
 @dataclass
@@ -561,7 +561,10 @@ class AclSession:
         self._pinned: dict[str, tuple[int, np.ndarray]] = {}   # role -> (host address, its bytes)
         self._readback: dict = {}                               # recycled read-back arrays (seeded.recycled_empty)
         self.device_faulted = False         # a kernel faulted: the device is unusable in this process
-        self._api.check("aclrtSetDevice", self._api.aclrtSetDevice(device))
+        status = self._api.aclrtSetDevice(device)
+        if status != 0:
+            message, hidden = self._api.recent_error(), self._hiding(device)
+            raise AclError("aclrtSetDevice", status, "; ".join(part for part in (message, hidden) if part))
         stream = c_void_p()
         status = self._api.aclrtCreateStream(ctypes.byref(stream))
         if status != 0:
@@ -569,6 +572,16 @@ class AclSession:
             self._api.aclrtResetDevice(device)
             raise error
         self._stream = stream.value
+
+    def _hiding(self, device: int) -> str:
+        """Why ``device`` cannot be opened when ``$ASCEND_RT_VISIBLE_DEVICES`` hides it (``toolkit.chips_not_shown``:
+        ``-1``, or a chip the host lacks, names more chips than the runtime shows and ``device`` is past them), else
+        "": a plain run on device 0 under ``-1`` said only ``invalid device id 0``."""
+        try:
+            count = _device_count(self._api)
+        except AclError:
+            return ""
+        return (chips_not_shown(count) or "") if device >= count else ""
 
     def __enter__(self) -> "AclSession":
         return self

@@ -45,7 +45,7 @@ from ..judging.standards import standard_of
 from ..judging.verdict_metrics import key_metric
 from ..ops import OPERATORS, constraints
 from ..ops.targets import Target
-from ..results import STATUSES, CaseResult, plural
+from ..results import STATUSES, CaseResult, chip_ranges, plural
 from ..vocab import (DATA_ALIGN, DEFAULT_OP, DEFAULT_SUPPORTED_MODES, GRAPH_REFUSING, GUARD_BYTES, MODE_NAMES, PHASES,
                      shard_numbers)
 
@@ -762,15 +762,15 @@ def combined(results: Sequence[CaseResult]) -> CaseResult:
 
 
 def where_prefix(statuses: dict[str, str]) -> str:
-    """``[failed on device 3; passed on devices 0, 1, 2]`` for the device -> status map of a case run on several
-    devices whose statuses differ (the worst first), "" when they are one."""
+    """``[failed on device 3; passed on devices 0-2]`` for the device -> status map of a case run on several
+    devices whose statuses differ (the worst first; ``chip_ranges``), "" when they are one."""
     by_status: dict[str, list[str]] = {}
     for device, status in statuses.items():
         by_status.setdefault(status, []).append(device)
     if len(by_status) < 2:
         return ""
     ordered = sorted(by_status.items(), key=lambda item: -STATUSES[item[0]].severity)
-    return "[" + "; ".join(f"{status} on {'device' if len(devices) == 1 else 'devices'} {', '.join(devices)}"
+    return "[" + "; ".join(f"{status} on {'device' if len(devices) == 1 else 'devices'} {chip_ranges(devices)}"
                            for status, devices in ordered) + "]"
 
 

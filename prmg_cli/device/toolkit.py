@@ -46,6 +46,7 @@ from .. import files
 from ..errors import PrmgError, suggest
 from ..files import emulator_cache_base, emulator_sources, geir_sources
 from ..ops.targets import BUILDS, LATEST_BUILD
+from ..results import plural, read_visible, visible
 from ..vocab import TENSORS
 from .elf import exports_symbol
 
@@ -395,6 +396,33 @@ def toolkit_variable(name: str, env: Mapping[str, str]) -> str:
     ``~/opp`` as a folder named ``~`` in the current one. ``~nobody`` (no such user) stays as it is."""
     value = env.get(name) or ""
     return os.path.expanduser(value) if value else ""
+
+
+VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+NO_DEVICE = "the runtime reports no device"
+
+
+def chips_not_shown(count: int, env: Mapping[str, str] = os.environ) -> str | None:
+    """Why ``$ASCEND_RT_VISIBLE_DEVICES`` names more chips (its entries, comma-separated) than the runtime shows,
+    ``count``, or holds text the runtime never reads (``results.read_visible``: ``0-3``, ``0 1 2 3`` and ``1;2`` show
+    one chip), or None: the runtime reads the list up to its first id the host lacks (a chip the driver no longer
+    enumerates), repeated or not a number (``-1``: none), and shows only the chips before it, so ``--devices all``
+    would skip the others without a word (a job given chips 0 and 7 tested chip 0; one given 0-3 tested chip 0). A
+    list the runtime shows whole, or none, passes. The one rule: ``--devices all`` refuses it (``suite.parse_devices``),
+    a device it hides is named with it (``--devices 1``; a session that cannot open its device: ``acl.AclSession``),
+    ``prmg doctor`` says it (exit 1)."""
+    value = env.get(VISIBLE, "")
+    named = [entry for entry in value.split(",") if entry.strip()]
+    chips, unread = read_visible(value)
+    if len(named) > count:
+        return (f"{VISIBLE}={visible(value)} names {plural(len(named), 'chip')}, the runtime shows {count}: a chip "
+                f"it names is missing (the driver no longer enumerates it, or this host has no such chip) or an entry "
+                f"is repeated or no id, and the runtime reads the list only up to there; fix {VISIBLE}")
+    if unread:
+        return (f"{VISIBLE}={visible(value)}: the runtime reads it as {plural(len(chips), 'chip')} "
+                f"({', '.join(chips) or 'none'}) and never reads {visible(unread)!r}: the list is chip ids separated "
+                f"by commas, each once (0,1,2,3: no ranges, no other separator); fix {VISIBLE}")
+    return None
 
 
 def _opp_folder(root: Path, env: Mapping[str, str]) -> Path:

@@ -12,7 +12,9 @@ and ``--chips`` names the chips each case must have run on.
   holds one record of the case with each chip's status (``device_statuses``), each chip's own records chosen among
   themselves by ``--duplicates`` (a rerun on chip 3 stands for chip 3 alone), the worst chip's record standing for
   the case (``device`` the chips of that status, the message led by where each status came from), as
-  ``execute.combined`` does within one run.
+  ``execute.combined`` does within one run. The records chosen must be of one definition of the case (their
+  ``fingerprint``): chips whose jobs ran other case files (chip 1's with sin set to 0, hiding its sign-wrong kernel)
+  ran other cases, and the case is ``not_run`` on each.
 - **Expected chips** (``--chips 0-7``). Every case a record holds must have run on each of those chips of each host
   that ran it: a chip with no record of it is ``not_run`` there, so a merge of 7 per-chip jobs of 8 is never green,
   and ``missing_lines`` names each such chip on stderr in one line. Without ``--chips`` too, a run that puts every
@@ -27,8 +29,9 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..device.execute import where_prefix
-from ..results import STATUSES, CaseResult, physical, plural, shown_chips, visible
-from ..vocab import decimal
+from ..errors import PrmgError
+from .outputs.labels import first_names
+from ..results import STATUSES, CaseResult, chip_ids, chip_ranges, physical, plural, shown_chips, visible
 
 Entry = tuple[str, CaseResult]          # (results file, record)
 
@@ -47,6 +50,7 @@ class Chips:
     hosts: bool = False                             # the runs ran on several hosts: labels say which
     expected: tuple = ()                            # --chips, as ids (text)
     stopped: dict = field(default_factory=dict)     # case -> {chip: the file whose run there recorded no result}
+    selecting: dict = field(default_factory=dict)   # chip -> [(run, shard index, count)] of each run on each chip
 
     @classmethod
     def of(cls, stores: Sequence, expected: Sequence[int] = ()) -> "Chips":
@@ -60,6 +64,8 @@ class Chips:
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
         chips = cls(runs, len(hosts) > 1, tuple(str(chip) for chip in expected))
+        if expected:
+            _refuse_cluster(stores, chips.expected)
         for stored in stores:
             held = stored.latest()
             for run in stored.runs:
@@ -67,11 +73,43 @@ class Chips:
                 if not (run.info.get("each_device") or len(devices) == 1):
                     continue                # the cases shared among its chips: each ran on one of them
                 index, count = parse_shard(run.shard) if run.shard else (0, 0)
+                for device in devices:
+                    chips.selecting.setdefault(chips.label(run.run_id, str(device)), []).append((run, index, count))
                 for name in run.selection:
                     if name not in held and (not count or shard_of(run.together.get(name, name), count) == index):
                         for device in devices:
                             chips.stopped.setdefault(name, {})[chips.label(run.run_id, str(device))] = stored.path
         return chips
+
+    def narrower(self) -> list[str]:
+        """Without ``--chips``, one warning per set of chips of a host whose runs of every case on each chip selected
+        none of some cases that runs on its other chips selected (each within its shard), when some case ran on
+        several of its chips (chips that share no case ran shards of the suite, one each): a per-chip job whose ``-k``
+        or case list is narrower (a typo on one chip), or a chip's shard job lost, ran them nowhere there, and no
+        record says they were meant to (``--chips`` makes each ``not_run`` there)."""
+        from ..device.execute import shard_of
+
+        hosts: dict[str, dict[str, list]] = {}
+        for chip, runs in ([] if self.expected else self.selecting.items()):
+            hosts.setdefault(chip.rpartition("/")[0], {})[chip] = runs
+        lines = []
+        for chips in (chips for chips in hosts.values() if len(chips) > 1):
+            cases = {chip: {name: None for run, index, count in runs for name in run.selection
+                            if not count or shard_of(run.together.get(name, name), count) == index}
+                     for chip, runs in chips.items()}
+            every = {name: None for names in cases.values() for name in names}
+            if len(every) == sum(map(len, cases.values())):
+                continue                        # no case on two chips: a shard on each
+            lacking: dict[tuple, list[str]] = {}
+            for chip in sorted(cases, key=chip_order):
+                if missing := tuple(name for name in every if name not in cases[chip]):
+                    lacking.setdefault(missing, []).append(chip)
+            asked = id_ranges(sorted(chips, key=chip_order))
+            lines += [f"warning: the runs on {'chip' if len(where) == 1 else 'chips'} {', '.join(map(visible, where))} "
+                      f"selected {len(every) - len(missing)} of the {len(every)} cases run on the host's chips (never "
+                      f"selected there: {first_names(list(missing))}: a narrower -k or case list, or a shard's job "
+                      f"lost?); --chips {asked} reports each not_run there" for missing, where in lacking.items()]
+        return lines
 
     def label(self, run_id: str, device: str) -> str:
         """The host's chip that ``device`` of run ``run_id`` is (module docstring), prefixed by the host when the
@@ -104,6 +142,20 @@ class Chips:
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
 
 
+def _refuse_cluster(stores: Sequence, expected: Sequence[str]) -> None:
+    """PrmgError when a record of ``stores`` ran on a ``--cluster``'s NPU (``IP/NPU<k>``: a local device id never holds
+    a ``/``) and ``--chips`` (``expected``) names chips: a cluster run shares the cases among its NPUs, none is pinned
+    to a chip, so no case of it runs on each chip and ``--chips`` could only be red, naming chips ``0-7`` no record
+    of which matched its labels."""
+    for stored in stores:
+        for record in stored.results:
+            if any("/" in chip for chip in chip_ids(record)):
+                raise PrmgError(f"--chips {id_ranges(expected)}: {visible(stored.path)} holds records of a --cluster "
+                                f"run (case '{visible(record.name)}' on {visible(record.device)}), which runs each "
+                                f"case on one NPU of the cluster, not on each chip: --chips is for per-chip jobs and "
+                                f"--each-device runs (leave it out for a cluster run)")
+
+
 def run_chips(devices: Sequence, visible_devices: str) -> set[str]:
     """The host's chips (``physical``) a run on ``devices`` under ``ASCEND_RT_VISIBLE_DEVICES=visible_devices`` used."""
     shown = shown_chips(visible_devices)
@@ -113,17 +165,20 @@ def run_chips(devices: Sequence, visible_devices: str) -> set[str]:
 WHY_CHIPS = ""           # a chip ``Chips.expected_of`` expects because --chips names it
 
 
-def chip_ids(record: CaseResult) -> tuple:
-    """The chips ``record`` holds a status of (none: a record of no device), without ``chips_of``'s copies."""
-    return tuple(record.device_statuses) if record.device_statuses else (record.device,) if record.device else ()
-
-
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:
     """Each chip ``record`` holds a status of -> the record as that chip's (its status there)."""
     if record.device_statuses:
         return {chip: replace(record, status=status, device=chip, device_statuses={})
                 for chip, status in record.device_statuses.items()}
     return {record.device: record} if record.device else {}
+
+
+def _not_run(record: CaseResult, message: str = "") -> CaseResult:
+    """A ``not_run`` record of ``record``'s case (its run and definition), with ``message``: no measurement."""
+    from .store import CASE_FIELDS
+
+    return CaseResult(name=record.name, status="not_run", run_id=record.run_id, message=message,
+                      **{key: getattr(record, key) for key in CASE_FIELDS})
 
 
 def _unprefixed(record: CaseResult) -> str:
@@ -168,6 +223,13 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         picked[chip] = next((view, record) for _, candidate, record in items if candidate is view)
         weighed += [(path, record) for path, _, record in items] if rule == "worst" else \
             [(path, picked[chip][1])]
+    definitions = {view.fingerprint for view, _ in picked.values() if view.fingerprint}
+    if len(definitions) > 1:            # each chip's verdict of another case: none of them stands
+        unlike = (f"not run alike: its records of chips {', '.join(map(visible, picked))} are of {len(definitions)} "
+                  f"definitions of the case (fingerprints differ: per-chip jobs of other case files?), so no one "
+                  f"verdict covers its chips; run it again on each")
+        for chip, (view, _) in picked.items():
+            picked[chip] = (_not_run(view, unlike),) * 2
     statuses = {chip: view.status for chip, (view, _) in picked.items()}
     statuses.update({chip: "not_run" for chip in missing})
     statuses = dict(sorted(statuses.items(), key=lambda item: chip_order(item[0])))
@@ -179,14 +241,12 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         base = next((record for record in standing if record.status == worst), standing[0])
         message = _unprefixed(base)
     else:                               # the worst is a chip with no record: not run there
-        from .store import CASE_FIELDS
-
-        first = next(iter(picked.values()))[1]
-        base = CaseResult(name=first.name, status="not_run", run_id=first.run_id,
-                          **{key: getattr(first, key) for key in CASE_FIELDS})
+        base = _not_run(next(iter(picked.values()))[1])
         asked = id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
-        whys = {why: [chip for chip in missing if missing[chip] == why] for why in missing.values()}
-        message = "; ".join(f"not run on {'chip' if len(chips) == 1 else 'chips'} {', '.join(chips)}: " + (
+        whys: dict[str, list[str]] = {}                # each why once: a list per why was 20 s of --chips 0-4095
+        for chip, why in missing.items():
+            whys.setdefault(why, []).append(chip)
+        message = "; ".join(f"not run on {'chip' if len(chips) == 1 else 'chips'} {chip_ranges(chips)}: " + (
             f"no results file holds a record of it there (--chips {asked})" if why == WHY_CHIPS else
             f"the run of {visible(why)} there selected it but recorded no result (stopped or killed before it?)")
             for why, chips in whys.items())
@@ -197,32 +257,29 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
 
 def id_ranges(labels: Sequence[str]) -> str:
     """The chip ids of ``labels`` (their hosts dropped, once each) as ``--chips`` takes them, runs of numbers as
-    ranges: ``0-5,7``."""
-    ids = list(dict.fromkeys(label.rpartition("/")[2] for label in labels))
-    parts: list[list[str]] = []
-    for chip in ids:
-        number, last = decimal(chip), decimal(parts[-1][-1]) if parts else None
-        if number is not None and last is not None and number == last + 1:
-            parts[-1][1:] = [chip]
-        else:
-            parts.append([chip])
-    return ",".join("-".join(part) for part in parts)
+    ranges: ``0-5,7`` (``chip_ranges``)."""
+    return chip_ranges(list(dict.fromkeys(label.rpartition("/")[2] for label in labels)), ",", shortest=2)
 
 
 def missing_lines(missing: dict[tuple[str, str], int], cases: int, expected: Sequence[str]) -> list[str]:
-    """One line per chip expected and lacking records of some of the ``cases`` (``missing``: (chip, why:
-    ``Chips.expected_of``) -> how many), ``expected`` the chips of ``--chips``: ``chip 6 of --chips 0-7: no results
-    file holds a result of it (36 cases reported not_run there)``, ``chip 6: the run of chip6.jsonl there selected 16
-    cases and recorded no result of them (stopped or killed before them?): reported not_run there``."""
+    """One line per set of chips expected and lacking records of as many of the ``cases`` for one reason
+    (``missing``: (chip, why: ``Chips.expected_of``) -> how many; the chips as ranges: ``chip_ranges``), ``expected``
+    the chips of ``--chips``: ``chips 3-7 of --chips 0-7: no results file holds a result of them (36 cases reported
+    not_run on each)``, ``chip 6: the run of chip6.jsonl there selected 16 cases and recorded no result of them
+    (stopped or killed before them?): reported not_run there`` (a line per chip was 4093 lines of --chips 0-4095)."""
     asked = id_ranges(expected)
-    lines = []
+    groups: dict[tuple[str, int], list[str]] = {}
     for (chip, why), count in sorted(missing.items(), key=lambda item: chip_order(item[0][0])):
+        groups.setdefault((why, count), []).append(chip)
+    lines = []
+    for (why, count), chips in groups.items():
+        named, there = (f"chip {visible(chips[0])}", "there") if len(chips) == 1 else \
+            (f"chips {visible(chip_ranges(chips))}", "on each")
         if why != WHY_CHIPS:
-            lines.append(f"chip {visible(chip)}: the run of {visible(why)} there selected {plural(count, 'case')} "
-                         f"and recorded no result of them (stopped or killed before them?): reported not_run there")
+            lines.append(f"{named}: the run of {visible(why)} there selected {plural(count, 'case')} and recorded no "
+                         f"result of them (stopped or killed before them?): reported not_run {there}")
             continue
-        what = "no results file holds a result of it" if count == cases else \
-            f"{count} of {cases} cases in no results file there (its run stopped early?)"
-        lines.append(f"chip {visible(chip)} of --chips {asked}: {what} ({plural(count, 'case')} reported not_run "
-                     f"there)")
+        what = f"no results file holds a result of {'it' if len(chips) == 1 else 'them'}" if count == cases else \
+            f"{count} of {cases} cases in no results file {there} (its run stopped early?)"
+        lines.append(f"{named} of --chips {asked}: {what} ({plural(count, 'case')} reported not_run {there})")
     return lines

@@ -7,7 +7,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 - **What should be there.** Every run record names the cases its run was asked to run, before sharding,
   and its shard ``I/N``. So a case that some run selected and no file reports is ``not_run``: either its
   shard is in no file given (``not run: shard I/N is in no results file given``) or its run recorded no
-  result for it (killed before it got there). Such a report is never green.
+  result for it (killed before it got there). Such a report is never green; nor is one merging a file that holds
+  no run record and no result with files that do (``unstarted``: a run that stopped before it began).
 - **Order.** With ``--cases PATH``: the cases' order, as ``prmg run`` reports them; a case that no file
   holds is ``not_run`` (``not run: no results file holds it``), and records of cases that are not among
   them are left out when ok (one line on stderr names them), and reported after them when not (failed, error,
@@ -31,8 +32,9 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   (another standard, ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named
   on stderr with the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's
   ``exit_code`` 1), unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``:
-  the host, the toolkit's folder), and the stamps of libraries and kernel files are compared as two hosts installing
-  the same package have them (``_like``: size and mtime).
+  the host, the toolkit's folder, the chips: ``--each-device`` jobs on chips 0-3 and 4-7 are one record of 8 chips,
+  and a run on one chip puts every case on it as ``--each-device`` does), and the stamps of libraries and kernel files
+  are compared as two hosts installing the same package have them (``_like``: size and mtime).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
   judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
   or every case was skipped.
@@ -48,11 +50,11 @@ from .. import __version__
 from ..device.provenance import portable_stamp
 from ..errors import PrmgError
 from ..judging.standards import standard_of
-from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, exit_code, plural, report_exit_code, summary_line,
-                       visible)
-from ..writes import Output, check_outputs, same_file, write_stdout
+from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ids, chip_ranges, exit_code, plural,
+                       report_exit_code, visible)
+from ..writes import Output, check_outputs, same_file
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_ids, chip_order, combine, missing_lines
+from .chips import Chips, chip_order, combine, missing_lines
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -76,6 +78,7 @@ class Merged:
     chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
     chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
+    narrower: list = field(default_factory=list)      # a warning per chip whose runs selected fewer cases (``Chips``)
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
 
@@ -136,7 +139,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
         for name, record in stored.current().items():
             held.setdefault(name, []).append((stored.path, labels.labelled(record)))
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
-                                  for chip in chip_ids(record)}, key=chip_order))
+                                  for chip in chip_ids(record)}, key=chip_order), narrower=labels.narrower())
     picked, weighed = {}, {}
     for name, entries in held.items():
         together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries))
@@ -166,6 +169,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
                 picked[name] = CaseResult(name=name, status="not_run", message=why)
         order = {name: index for index, name in enumerate(expected)}
         merged.results = sorted(picked.values(), key=lambda record: order.get(record.name, len(order)))
+        merged.results += unstarted(stores)
         return _weighed(merged, picked, weighed)
     from ..cases.loader import fingerprint_or_empty
     from ..device.execute import case_result
@@ -185,7 +189,23 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
     merged.left_out = [name for name in outside if picked[name].info.ok]
     merged.outside = [name for name in outside if not picked[name].info.ok]
     merged.results += [picked[name] for name in merged.outside]
+    merged.results += unstarted(stores)
     return _weighed(merged, picked, weighed)
+
+
+UNSTARTED = "prmg-run"          # the name of the record that stands for a run that never began (``unstarted``)
+
+
+def unstarted(stores: Sequence[store.Stored]) -> list[CaseResult]:
+    """A ``not_run`` record for each of ``stores`` that holds no run record and no result when another holds one: the
+    file of a run that stopped before it began (a per-chip job whose chip could not be opened leaves it empty), merged
+    with the others' as nothing, exit 0. A merge of such files alone has nothing to report (exit 5)."""
+    if not any(stored.runs or stored.results for stored in stores):
+        return []
+    return [CaseResult(name=f"{UNSTARTED} {visible(stored.path)}", status="not_run", message=(
+        f"not run: {visible(stored.path)} holds no run record and no result: the run writing it stopped before it "
+        f"began (its device or toolkit could not be opened? its job's log says)"))
+        for stored in stores if not stored.runs and not stored.results]
 
 
 def _weighed(merged: Merged, picked: dict, weighed: dict) -> Merged:
@@ -220,9 +240,11 @@ def setting_text(value) -> str:
 # The setting ``mixed_settings`` names when records of no run record (``prmg.result/2``, before run records: judged
 # under settings nothing states) are merged with records of runs that state theirs.
 UNRECORDED = "settings"
-# Settings the runs of one report may differ in and still be alike: where each ran (shards run on several hosts) and
-# the toolkit's folder there.
-WHERE = ("host", "location")
+# Settings the runs of one report may differ in and still be alike: where each ran (shards run on several hosts), the
+# toolkit's folder there, and the chips of a run on each of them (``--each-device``'s ``--devices`` and
+# ``ASCEND_RT_VISIBLE_DEVICES``): its records name their chips, which the merge holds apart (``chips``).
+WHERE = ("host", "location", "chips", "visible_devices")
+EACH_DEVICE = "each_device"     # a run of every case on each of its chips: one of one chip is, with or without it
 
 
 def _like(key: str, value):
@@ -248,16 +270,24 @@ def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult],
             if run.run_id in reported or ("" in reported and any(not r.run_id for r in stored.results))]
 
 
+def _setting(run: store.RunRecord, key: str):
+    """``run``'s setting ``key`` as the runs merged are compared by it: a run on one chip as one of ``--each-device``
+    (``EACH_DEVICE``)."""
+    if key == EACH_DEVICE and len(run.info.get("devices") or ()) == 1:
+        return True
+    return run.settings.get(key)
+
+
 def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
     """(setting, line) for each setting (``run_record.recorded_settings``) whose value (``_like``) differs between the
     ``runs`` (file, run record), each value as ``setting_text`` writes it: ``standard: a.jsonl: none; b.jsonl:
-    allclose``."""
+    allclose`` (each as ``_setting`` reads it)."""
     keys = sorted({key for _, run in runs for key in run.settings})
     lines = []
     for key in keys:
         values = {}
         for path, run in runs:
-            values.setdefault(setting_text(_like(key, run.settings.get(key))), []).append(visible(path))
+            values.setdefault(setting_text(_like(key, _setting(run, key))), []).append(visible(path))
         if len(values) > 1:
             lines.append((key, f"{key}: " + "; ".join(f"{', '.join(dict.fromkeys(paths))}: {visible(value)}"
                                                        for value, paths in values.items())))
@@ -318,7 +348,8 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
 def _devices(devices, shown: str = "") -> str:
     """A run's device ids, ``device 0`` or ``devices 0,1`` (``devices ?`` when its record names none), with the chips
     ``ASCEND_RT_VISIBLE_DEVICES`` showed it (``shown``) when it was set."""
-    named = f"device {devices[0]}" if len(devices) == 1 else f"devices {','.join(map(str, devices)) or '?'}"
+    listed = visible(",".join(map(str, devices)))
+    named = f"device {listed}" if len(devices) == 1 else f"devices {listed or '?'}"
     return f"{named} of ASCEND_RT_VISIBLE_DEVICES={visible(shown)}" if shown else named
 
 
@@ -405,17 +436,15 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     for key, line in mixed:
         say(f"the runs were judged under different settings, which no one verdict covers: {line} "
             f"(--allow-mixed {key} if that is intended)")
-    chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips])
+    chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips]) + merged.narrower
     info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged, chip_lines)
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
-    unwritten = outputs.write_targets(targets, lambda target: [header + "\n"] * (target.format == "table") + list(
-        outputs.render_pieces(target.format, merged.results, info, options)))
-    if all(target.path is not None for target in targets):
-        from .outputs.table import failure_lines
+    from .outputs.table import failure_lines
 
-        write_stdout("\n".join(failure_lines(merged.results, info=info)
-                                + outputs.labels.device_lines(merged.results) + [summary_line(merged.results)]))
+    unwritten = outputs.write_targets(targets, lambda target: [header + "\n"] * (target.format == "table") + list(
+        outputs.render_pieces(target.format, merged.results, info, options)), merged.results,
+        lambda: failure_lines(merged.results, info=info) + outputs.labels.device_lines(merged.results))
     if merged.missing:
         say(f"{plural(merged.missing, 'case')} of --cases in no results file: reported not_run")
     if merged.changed:
@@ -423,7 +452,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
             "made: reported not_run")
     if merged.chipped and len(merged.chips) > 1:
         say(f"{plural(merged.chipped, 'case')} with records of several chips "
-            f"({', '.join(map(visible, merged.chips))}): each reported with its status on each chip"
+            f"({visible(chip_ranges(merged.chips))}): each reported with its status on each chip"
             + ("" if chips else " (--chips LIST: the chips each case must have run on, a chip missing not_run)"))
     for line in chip_lines:
         say(line)

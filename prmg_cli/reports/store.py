@@ -51,7 +51,7 @@ from ..cases.fields import Where, parse_dims, parse_seed, parse_slice, show
 from ..errors import PrmgError
 from ..judging.diagnosis import MAP_COLUMNS, MAP_ROWS
 from ..results import (MAX_SECONDS, MS_PER_SECOND, READABLE_SCHEMAS, RECORD_FIELDS, SCHEMA, STATUSES, CaseResult,
-                       RunInfo, ScoreRows, is_time, physical, shown_chips, visible)
+                       RunInfo, ScoreRows, chip_ids, is_time, physical, shown_chips, visible)
 from ..vocab import MAX_RUN_CASES, shard_numbers
 from .consistency import contradiction
 
@@ -84,7 +84,7 @@ STATED_TWICE = ("runner", "location", "op_library", "toolkit_version", "soc", "d
 # with links resolved, the info also as named (its header's); a record of an older prmg states them as named in both
 STATED_RESOLVED = {"location": "location_resolved", "op_library": "op_library_resolved"}
 RUN_INFO_FIELDS = {
-    "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "ints",
+    "runner": "text", "location": "text", "op_library": "text", "supported_modes": "ints", "devices": "devices",
     "standard": "text", "version": "text", "soc": "text", "toolkit_version": "text", "driver_version": "text",
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
@@ -705,6 +705,8 @@ _KINDS = {
     "name": _name, "status": _status, "text": _text, "texts": _list_of(_text, "text"),
     "texts?": _optional(_list_of(_text, "text")), "int": _int, "int?": _optional(_int),
     "ints": _list_of(_int, "integers"), "ints?": _optional(_list_of(_int, "integers")),
+    "devices": _list_of(lambda value: "" if isinstance(value, str) and value.isprintable() and not _text(value) else
+                        _int(value, "a device id or a --cluster run's NPU (IP/NPU<k>)"), "device ids"),
     "names": _list_of(_name, "names"), "bool": lambda v: "" if isinstance(v, bool) else "expected true or false",
     "metrics": _mapping_of(_scalar_or_json, "metrics"), "json": _json, "error_map": _error_map,
     "run_info": _run_info, "notes": _notes, "shard": _shard, "mapping": _json_mapping, "definition": _definition,
@@ -856,8 +858,7 @@ def trusted(stored: Stored, fingerprints: dict[str, str], key: str,
     shown = {run.run_id: shown_chips(run.info.get("visible_devices")) for run in stored.runs}
 
     def on_chips(result: CaseResult) -> bool:
-        ran = result.device_statuses or (result.device.split(",") if result.device else ())
-        return chips is None or {physical(device, shown.get(result.run_id, [])) for device in ran} <= chips
+        return chips is None or {physical(device, shown.get(result.run_id, [])) for device in chip_ids(result)} <= chips
 
     kept = {name: result for name, result in stored.latest().items()
             if result.status not in UNTRUSTED and name in fingerprints and result.fingerprint

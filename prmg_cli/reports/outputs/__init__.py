@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from ...errors import PrmgError, suggest
 from ...results import CaseResult, RunInfo
@@ -106,22 +106,35 @@ class ReportTarget:
     path: str | None = None
 
 
-def write_targets(targets: Iterable[ReportTarget], pieces: Callable[[ReportTarget], Iterable[str]]) -> list[PrmgError]:
-    """Write each of ``targets`` (``pieces(target)``: its text) to its file or standard output, and return the
+def write_targets(targets: Sequence[ReportTarget], pieces: Callable[[ReportTarget], Iterable[str]],
+                  results: list[CaseResult], ending: Callable[[], list[str]]) -> list[PrmgError]:
+    """Write each of ``targets`` (``pieces(target)``: its text) to its file or standard output, then say which files
+    were written (``writes.wrote``, as compare and coverage say it): when no report went to standard output, the
+    lines ``ending()`` gives (the failures) and ``wrote FILES: SUMMARY`` (``summary_line`` of ``results``) there;
+    under a table there, ``wrote FILES``; beside a document there (``--report json``), on standard error. Return the
     errors of those that could not be written (a full disk): one failing never keeps the others from being written,
     and the caller raises them once it has said the rest (``PrmgError.all_of``)."""
     from ...files import write_text
-    from ...writes import write_stdout
+    from ...results import summary_line
+    from ...writes import write_stdout, wrote
+    from .screen import say
 
-    unwritten = []
+    unwritten, written = [], []
     for target in targets:
         if target.path is None:
             write_stdout("".join(pieces(target)), document=target.format != "table")
             continue
         try:
             write_text(target.path, pieces(target))
+            written.append(target.path)
         except PrmgError as error:
             unwritten += [error, *error.others]
+    shown = next((target.format for target in targets if target.path is None), None)
+    line = wrote(written, summary_line(results) if shown is None else "")
+    if shown is None:
+        write_stdout("\n".join([*ending(), line]))
+    elif line:
+        write_stdout(line) if shown == "table" else say(line)
     return unwritten
 
 
