@@ -25,12 +25,14 @@ from .files import write_all
 # a folder written into, one subfolder per case (``--save-failures``, ``prmg dump --out``).
 REPLACE, APPEND, FOLDER = "replace", "append", "folder"
 STANDARD_OUTPUT = "-"          # as an output's file (-o -, --report json:-): standard output, as Unix tools read it
+STANDARD_OUTPUT_FILE = "/dev/stdout"    # its name in a file system, which CI scripts give for it too
 
 
 def output_file(given: str | None) -> str | None:
-    """The file an output option names, None for standard output (not given, or ``STANDARD_OUTPUT``: a file named
-    ``-`` was written in the current folder)."""
-    return None if given == STANDARD_OUTPUT else given
+    """The file an output option names, None for standard output: not given, ``STANDARD_OUTPUT`` (a file named ``-``
+    was written in the current folder) or ``STANDARD_OUTPUT_FILE`` (``--report json:/dev/stdout | jq``: a symlink to a
+    pipe, refused as every symlink is; into a file, ``> out.json``, it would have been opened anew and truncated)."""
+    return None if given in (STANDARD_OUTPUT, STANDARD_OUTPUT_FILE) else given
 
 
 @dataclass(frozen=True)

@@ -1459,6 +1459,9 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
     before, b = a.read_bytes(), twin(a)
     piped = prmg_forked("compare", a, b, "--report", "json:-")
     assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["regressions"] == 0, piped.stderr
+    for named in (("compare", a, b, "--report", "json:/dev/stdout"), ("report", a, "--report", "json:/dev/stdout")):
+        piped = prmg_forked(*named)                 # /dev/stdout is standard output (a symlink to it was refused)
+        assert piped.returncode == 0 and json.loads(piped.stdout)["summary"], piped.stderr
     written = prmg_forked("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")
     assert written.returncode == 0 and written.stdout == (f"wrote {tmp_path / 'c.md'}: 0 regressions (none); 0 fixed; "
                                                           f"1 case in A, 1 in B\n"), written.stdout
