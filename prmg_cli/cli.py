@@ -127,13 +127,12 @@ class _StderrPipe(io.RawIOBase):
 
     def write(self, data) -> int:
         from .files import write_all
+        from .writes import drop_stdout
 
         try:
             write_all(self.fd, bytes(data))
         except BrokenPipeError:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, self.fd)
-            os.close(null)
+            drop_stdout(self.stream)
         return len(data)
 
 

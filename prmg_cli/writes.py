@@ -262,10 +262,10 @@ def _descriptor(stream) -> int | None:
         return None
 
 
-def drop_stdout() -> None:
-    """Send whatever is still written to standard output to ``/dev/null``: the interpreter's last flush and
-    any later write must not fail on the closed pipe."""
-    fd = _descriptor(sys.stdout)
+def drop_stdout(stream=None) -> None:
+    """Send whatever is still written to standard output (or ``stream``: standard error, ``cli._StderrPipe``) to
+    ``/dev/null``: the interpreter's last flush and any later write must not fail on the closed pipe."""
+    fd = _descriptor(sys.stdout if stream is None else stream)
     if fd is None:
         return
     null = os.open(os.devnull, os.O_WRONLY)
