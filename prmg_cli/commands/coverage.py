@@ -14,8 +14,8 @@ from .options import Option, request_type
 OPTIONS = (
     PATHS,
     Option("report", ("--report",), COVERAGE_FORMATS[0], f"{', '.join(COVERAGE_FORMATS)}.", "FORMAT"),
-    Option("output", ("-o", "--output"), None, "Write the report to FILE (standard output gets its summary line; -: "
-           "the report to standard output).", "FILE", path=True, output=True),
+    Option("output", ("-o", "--output"), None, "Write the report to FILE (standard output gets its summary line; - or "
+           "/dev/stdout: the report to standard output).", "FILE", path=True, output=True),
     Option("fail_under", ("--fail-under",), None, "Exit 1 when fewer than PERCENT of the classes are covered.",
            "PERCENT", float),
     Option("op", ("--op",), (), f"Only this operator's cases and classes ({', '.join(OPERATORS)}; repeatable).",

@@ -21,11 +21,11 @@ KEYWORD = Option("keyword", ("-k",), None, "Only cases whose name contains SUBST
 TAGS = Option("tags", ("--tag",), (), "Only cases with this tag (repeatable: any of them).", "WORD", list)
 EXCLUDE_TAGS = Option("exclude_tags", ("--exclude-tag",), (), "Leave out cases with this tag (repeatable).", "WORD",
                       list)
-OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one (-: standard "
-                "output).", "FILE", path=True, output=True)
+OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one (- or /dev/stdout: "
+                "standard output).", "FILE", path=True, output=True)
 REPORTS = Option("report", ("--report",), (), f"{', '.join(list(OUTPUTS)[:-1])} or {list(OUTPUTS)[-1]} (html: pip "
-                 f"install 'prmg[html]'), to FILE or standard output (no FILE, or -); repeatable, e.g. --report "
-                 f"junit:smoke.xml --report html:run.html.", "FORMAT[:FILE]", list)
+                 f"install 'prmg[html]'), to FILE or standard output (no FILE, - or /dev/stdout); repeatable, e.g. "
+                 f"--report junit:smoke.xml --report html:run.html.", "FORMAT[:FILE]", list)
 VERBOSE = Option("verbose", ("-v", "--verbose"), False, "Also print diagnosis lines and skip reasons.", kind=bool)
 WIDE = Option("wide", ("--wide",), False, "Show every table column and whole case names.", kind=bool)
 
