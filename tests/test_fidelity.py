@@ -649,6 +649,10 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
      ("", ""), None, "aclnn"),
     ([("forward", f"chip: A2/A3: {rule}") for rule in A2_RULES],
      {"PRMG_EMU_FAULT": "fwd_membase_late", "PRMG_EMU_SOC": A2}, (A2, ""), None, "aclnn"),
+    ([("forward", "A2/A3 decode kernel: 256+ heads")], {"PRMG_EMU_FAULT": "fwd_membase_repeat_u8", "PRMG_EMU_SOC": A2},
+     (A2, ""), None, "aclnn"),
+    ([(op, "storage: dy at an offset, dtypes mixed") for op in ("grad", "forward")],
+     {"PRMG_EMU_FAULT": "offset_cos_size"}, ("", ""), None, "aclnn"),
     ([("grad", "build: another status on base")], {"PRMG_EMU_FAULT": "noop_launch_refused"}, ("", ""), None, "aclnn"),
     # stand-ins: a toolkit stating build 2b888cdb that returns another build's statuses
     ([("grad", "build: another status on base")], {"PRMG_EMU_BUILD": "base"}, ("", STANDIN), None, "aclnn"),
@@ -664,7 +668,7 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
 
 
 # The axes of the classes issues 33 and 35 added (every class of each), and their phase classes (the rules they added).
-ISSUE_AXES = ("storage", "slice list", "chip", "build", "partners")
+ISSUE_AXES = ("storage", "slice list", "chip", "build", "partners", "A2/A3 decode kernel")
 ISSUE_PHASES = ("phase: slice list empty", "phase: slice list of 1 value", "phase: cos not contiguous",
                 "phase: sin not contiguous")
 
