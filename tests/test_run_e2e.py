@@ -307,7 +307,9 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     # tiling's refusals deferred to the launch (on an A2 chip: CHIP_CATCH)
     "slice_list_read": "expected success, got 561002 ACLNN_ERR_INNER_TILING_ERROR",
     "noop_launch_refused": "expected success, got 561000 ACLNN_ERR_INNER",
-    "fwd_membase_late": "got it from the launch (the second phase)",
+    # (since session 16 cover.forward.* are tagged forward: the first met is a mode today's kernel lacks, which the
+    # first phase let through, so the run took the mode as implemented)
+    "fwd_membase_late": "the tiling refused the call at the launch (fwd_membase_late",
     # session 11: kernels built to beat the verdict: a bias whose sign alternates by core (the whole result's errors
     # split evenly: the groups see each core's), a bias on negative values only or on one binade only, one row of the
     # last core wrong, a grad and a forward wrong alike on the pair holding the slice's last lane
@@ -367,6 +369,9 @@ def test_every_emulator_fault_has_a_shipped_catch():
 # faults of launches only checks make
 ONLY_CHECKS_CATCH = {"nondeterministic", "fwd_sign", "fwd_noop", "fwd_nudge", "repeat_launch_sign",
                      "workspace_table_cache"}
+# the forward's own faults (not the shared ones) that a forward case's main launch meets: the grad's cases before them,
+# which no such fault touches with the checks left out, are not run (make test's time: some 20 s of 12 runs)
+FORWARD_CATCH = {fault for fault in SHIPPED_FAULTS if fault.startswith("fwd_")} - ONLY_CHECKS_CATCH
 
 
 @pytest.mark.parametrize("fault", sorted(SHIPPED_FAULTS))
@@ -382,8 +387,9 @@ def test_shipped_cases_catch_every_emulator_fault(fault):
     if fault in ALL_MODES_CATCH:
         selection += ("--supported-modes", "0,1,2,3", "--exclude-tag", "mode-unsupported")
         env["PRMG_EMU_MODES"] = "0,1,2,3"
-    if fault in CHIP_CATCH:
+    if fault in CHIP_CATCH or fault in FORWARD_CATCH:
         selection += ("--tag", "forward")
+    if fault in CHIP_CATCH:
         env["PRMG_EMU_SOC"] = CHIP_CATCH[fault]
     result, report = run_json(ROOT / "cases", "--fail-fast", *selection,
                               env=env, runner="aclnn+geir" if fault in GRAPH_FAULTS else "emulator")

@@ -202,8 +202,10 @@ def _errors(op: str) -> list[dict]:
 
 
 def _named(op: str, options: dict) -> dict:
-    """``options`` as a case mapping named ``cover.OP.<name or the derived one>``, tagged ``cover``."""
-    return gencase.preset_case(f"cover.{op}", TAGS, **options)
+    """``options`` as a case mapping named ``cover.OP.<name or the derived one>``, tagged ``cover`` (and ``forward``, as
+    the forward preset's cases are, when OP is the forward: ``--tag forward`` selects every forward case of cases/
+    but those of users' and models' geometries)."""
+    return gencase.preset_case(f"cover.{op}", TAGS + (("forward",) if op == "forward" else ()), **options)
 
 
 def _expectation(case: Case) -> tuple[dict, tuple[str, ...]] | None:
