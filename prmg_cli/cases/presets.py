@@ -532,12 +532,17 @@ def _negative() -> dict:
                   "untouched"),
     ]
     cases += slice_list_cases(case)
-    # the order of upstream's checks: an empty dy skips the tiling (nnopbase), an empty slice or cos skips
-    # its L, D, positive-dims and layout rules, but never the slice range, 4-D, cos == sin or cos D <= D
+    # the order of upstream's checks: an empty dy skips the tiling (nnopbase; not the launch's contiguity check), an
+    # empty slice or cos skips its L, D, positive-dims and layout rules, but never the slice range, 4-D, cos == sin
+    # or cos D <= D
     cases += [
         case("dy_empty_ok", ("check-order",), shape=(2, 0, 2, 16), cos_shape=(1, 1, 1, 8)),
         case("dy_empty_bad_slice_ok", ("check-order",), shape=(2, 0, 2, 16), cos_shape=(1, 1, 1, 8),
              partial_slice=(-2, 40)),
+        case("dy_empty_cos_strided", ("check-order",), shape=(2, 0, 2, 16), cos_shape=(1, 3, 1, 8),
+             cos_strides=(48, 16, 16, 1), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"},
+             note="an empty dy skips the tiling and the kernel, but nnopbase's launch refuses the non-contiguous cos "
+                  "first (NnopbaseExecutorRunWithWorkspace: UpdateAddr before SkipKernelLaunch)"),
         case("cos_empty_ok", ("check-order",), cos_shape=(0, 1, 1, 8)),
         case("empty_slice_D_2048_ok", ("check-order",), shape=(1, 1, 2, 2048), cos_shape=(1, 1, 1, 2),
              partial_slice=(0, 0)),
