@@ -1139,11 +1139,12 @@ def test_per_chip_jobs_appending_to_one_file_are_each_chips_records_and_a_rerun_
     """Session 16: per-chip jobs run one after another into one results file (``for d in 1 0; do prmg run --devices
     $d --results r.jsonl``): the file's last record of a case was taken as a rerun of every earlier one, so chip 0's
     pass hid chip 1's sign-wrong kernel (report exit 0). A file now holds each chip's newest record; a later run on a
-    chip (or sharing its cases among chips it names) still replaces an earlier record there, as a rerun does."""
+    chip (or sharing its cases among chips it names) still replaces an earlier record there, as a rerun does; a chip's
+    job stopped before a case is not_run there beside another chip's record of it in the file."""
     from prmg_cli.reports.store import RunRecord, settings_key
 
-    def run(letter: str, devices: list, results: dict, **info) -> str:
-        header = RunRecord(letter * 32, "", sorted(results), {}, {"host": "h", "devices": devices, **info})
+    def run(letter: str, devices: list, results: dict, selection=(), **info) -> str:
+        header = RunRecord(letter * 32, "", sorted(selection or results), {}, {"host": "h", "devices": devices, **info})
         return json.dumps(header.to_dict()) + "\n" + "".join(json.dumps(replace(
             record(name, status), run_id=letter * 32, judged_under=settings_key({}), device=device).to_dict()) + "\n"
             for name, (status, device) in results.items())
@@ -1157,6 +1158,9 @@ def test_per_chip_jobs_appending_to_one_file_are_each_chips_records_and_a_rerun_
     assert merged(chip1, run("b", [0], {"x": ("passed", "0"), "y": ("passed", "0")})) == {
         "x": ("failed", {"0": "passed", "1": "failed"}), "y": ("passed", {"0": "passed", "1": "passed"})}
     assert merged(chip1, run("c", [1], {"x": ("passed", "1")})) == {"x": ("passed", {}), "y": ("passed", {})}
+    killed = run("k", [1], {"x": ("passed", "1")}, selection="xy")   # chip 1's job killed before y, chip 0's after
+    assert merged(killed, run("b", [0], {"x": ("passed", "0"), "y": ("passed", "0")}))["y"] == (
+        "not_run", {"0": "passed", "1": "not_run"})
     shared = run("d", [0, 1], {"x": ("failed", "1")})               # a run sharing x and y among chips 0 and 1
     assert merged(shared, run("e", [0, 1], {"x": ("passed", "0")}))["x"] == ("passed", {})
     pinned = run("f", [0], {"x": ("passed", "0")}, visible_devices="1")     # chip 1 again, as device 0 of 1

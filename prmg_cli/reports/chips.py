@@ -68,7 +68,9 @@ class Chips:
         if expected:
             _refuse_cluster(stores, chips.expected)
         for stored in stores:
-            held = stored.latest()
+            held: dict[str, set] = {}                   # case -> the chips the file holds a record of it on
+            for record in stored.results:
+                held.setdefault(record.name, set()).update(chip_ids(chips.labelled(record)) or (ANY_CHIP,))
             for run in stored.runs:
                 devices = run.info.get("devices") or []
                 if not (run.info.get("each_device") or len(devices) == 1):
@@ -77,9 +79,10 @@ class Chips:
                 for device in devices:
                     chips.selecting.setdefault(chips.label(run.run_id, str(device)), []).append((run, index, count))
                 for name in run.selection:
-                    if name not in held and (not count or shard_of(run.together.get(name, name), count) == index):
-                        for device in devices:
-                            chips.stopped.setdefault(name, {})[chips.label(run.run_id, str(device))] = stored.path
+                    if not count or shard_of(run.together.get(name, name), count) == index:
+                        for chip in (chips.label(run.run_id, str(device)) for device in devices):
+                            if not held.get(name, set()) & {chip, ANY_CHIP}:
+                                chips.stopped.setdefault(name, {})[chip] = stored.path
         return chips
 
     def narrower(self) -> list[str]:
@@ -186,6 +189,7 @@ def run_chips(devices: Sequence, visible_devices: str) -> set[str]:
 
 
 WHY_CHIPS = ""           # a chip ``Chips.expected_of`` expects because --chips names it
+ANY_CHIP = ""            # where a record of no device (a case settled before any chip ran it) holds the case
 
 
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:
