@@ -332,7 +332,8 @@ def test_resume_and_merge_take_a_toolkit_named_through_latest_and_its_version_fo
     layout) one day and through ``8.0.RC2`` the next ran every case again under --resume, and shards run each way were
     MIXED SETTINGS (op_library), exit 1: the settings held its folder and library as named. They hold them with links
     resolved (the header still as named); ``latest`` pointed at another version (``8.0.RC3``, the same library files
-    hard-linked: only the folder differs) still runs them again and is still no merge. A results file of an earlier
+    hard-linked: only the folder differs) still runs them again; its library rebuilt is no merge (session 16: as
+    ``libraries``, not ``op_library``, compared by its path in its toolkit: one build in two folders is one). A results file of an earlier
     prmg (settings as named, no resolved fields) is read: merged, and resumed by running its cases again."""
     import shutil
 
@@ -356,9 +357,15 @@ def test_resume_and_merge_take_a_toolkit_named_through_latest_and_its_version_fo
     (kit / "latest").symlink_to("8.0.RC3")                                # latest now names another version
     result, report = run_json(many, "--resume", results, env=latest)
     assert report["summary"]["resumed"] == 0 and "run again" in result.stderr, result.stderr
+    library = kit / "8.0.RC3" / os.path.relpath(emulator.op_lib, emulator.root)      # RC3's library rebuilt:
+    shutil.copyfile(library, library.with_suffix(".new"))                       # the same path in its toolkit,
+    os.replace(library.with_suffix(".new"), library)                            # another build
+    os.utime(library, (1, 1))
     assert run_json(many, "--shard", "2/2", "--results", second, env=latest)[0].returncode == 0
     merged = prmg_here("report", first, second)
     assert merged.returncode == 1 and "MIXED SETTINGS: " in merged.stdout, merged.stdout + merged.stderr
+    named = __import__("re").findall(r"no one verdict covers: (\w+): ", merged.stderr)      # session 16: the build
+    assert "libraries" in named and "op_library" not in named, merged.stderr
     records = [json.loads(line) for line in first.read_text().splitlines()]     # as an earlier prmg wrote it
     for record in records:
         if "settings" in record:

@@ -32,8 +32,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   (another standard, ``--strict``, runner, toolkit, SoC, driver, operator library or kernel files, faults...) is named
   on stderr with the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's
   ``exit_code`` 1), unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``:
-  the host, the toolkit's folder, the chips: ``--each-device`` jobs on chips 0-3 and 4-7 are one record of 8 chips,
-  and a run on one chip puts every case on it as ``--each-device`` does), and the stamps of libraries and kernel files
+  the host, the toolkit's folder and so the operator library's, compared by its path in its toolkit, the chips:
+  ``--each-device`` jobs on chips 0-3 and 4-7 are one record of 8 chips, and a run on one chip puts every case on it as ``--each-device`` does), and the stamps of libraries and kernel files
   are compared as two hosts installing the same package have them (``_like``: size and mtime).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
   judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
@@ -244,6 +244,7 @@ UNRECORDED = "settings"
 # toolkit's folder there, and the chips of a run on each of them (``--each-device``'s ``--devices`` and
 # ``ASCEND_RT_VISIBLE_DEVICES``): its records name their chips, which the merge holds apart (``chips``).
 WHERE = ("host", "location", "chips", "visible_devices")
+TOOLKIT_ROOT = "TOOLKIT_ROOT"     # the run's toolkit folder (``location``), wherever it is installed
 EACH_DEVICE = "each_device"     # a run of every case on each of its chips: one of one chip is, with or without it
 
 
@@ -272,10 +273,15 @@ def contributing(stores: Sequence[store.Stored], results: Sequence[CaseResult],
 
 def _setting(run: store.RunRecord, key: str):
     """``run``'s setting ``key`` as the runs merged are compared by it: a run on one chip as one of ``--each-device``
-    (``EACH_DEVICE``)."""
+    (``EACH_DEVICE``); the operator library as its path in its toolkit (``TOOLKIT_ROOT/lib64/...``), one build
+    installed in ``/usr/local/Ascend`` on one host and ``/opt/Ascend`` on another being one (its stamps, ``libraries``,
+    and ``toolkit_version`` tell builds apart); a library outside its toolkit as its whole path."""
     if key == EACH_DEVICE and len(run.info.get("devices") or ()) == 1:
         return True
-    return run.settings.get(key)
+    value, root = run.settings.get(key), str(run.settings.get("location") or "").rstrip("/")
+    if key == "op_library" and root and isinstance(value, str) and value.startswith(root + "/"):
+        return TOOLKIT_ROOT + value[len(root):]
+    return value
 
 
 def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tuple[str, str]]:
