@@ -332,9 +332,9 @@ def test_resume_and_merge_take_a_toolkit_named_through_latest_and_its_version_fo
     layout) one day and through ``8.0.RC2`` the next ran every case again under --resume, and shards run each way were
     MIXED SETTINGS (op_library), exit 1: the settings held its folder and library as named. They hold them with links
     resolved (the header still as named); ``latest`` pointed at another version (``8.0.RC3``, the same library files
-    hard-linked: only the folder differs) still runs them again; its library rebuilt is no merge (session 16: as
-    ``libraries``, not ``op_library``, compared by its path in its toolkit: one build in two folders is one). A results file of an earlier
-    prmg (settings as named, no resolved fields) is read: merged, and resumed by running its cases again."""
+    hard-linked: only the folder differs) still runs them again; its library rebuilt is no
+    merge (session 16: as ``libraries``, not ``op_library``, compared by its path in its toolkit: one build in two
+    folders is one). A results file of an earlier prmg (settings as named, no resolved fields) is read: merged, and resumed by running its cases again."""
     import shutil
 
     from prmg_cli.reports.store import settings_key

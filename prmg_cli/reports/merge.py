@@ -33,8 +33,9 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   on stderr with the files and makes the exit code 1 (the header says ``MIXED SETTINGS``, the JSON summary's
   ``exit_code`` 1), unless ``--allow-mixed SETTING`` says it is intended. Where each run ran may differ (``WHERE``:
   the host, the toolkit's folder and so the operator library's, compared by its path in its toolkit, the chips:
-  ``--each-device`` jobs on chips 0-3 and 4-7 are one record of 8 chips, and a run on one chip puts every case on it as ``--each-device`` does), and the stamps of libraries and kernel files
-  are compared as two hosts installing the same package have them (``_like``: size and mtime).
+  ``--each-device`` jobs on chips 0-3 and 4-7 are one record of 8 chips, and a run on one chip puts every case on
+  it as ``--each-device`` does), and the stamps of libraries and kernel files are compared as two hosts installing
+  the same package have them (``_like``: size and mtime).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
   judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
   or every case was skipped.
