@@ -334,7 +334,8 @@ def test_resume_and_merge_take_a_toolkit_named_through_latest_and_its_version_fo
     resolved (the header still as named); ``latest`` pointed at another version (``8.0.RC3``, the same library files
     hard-linked: only the folder differs) still runs them again; its library rebuilt is no
     merge (session 16: as ``libraries``, not ``op_library``, compared by its path in its toolkit: one build in two
-    folders is one). A results file of an earlier prmg (settings as named, no resolved fields) is read: merged, and resumed by running its cases again."""
+    folders is one). A results file of an earlier prmg (settings as named, no resolved fields) is read: merged, and
+    resumed by running its cases again."""
     import shutil
 
     from prmg_cli.reports.store import settings_key
