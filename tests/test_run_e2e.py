@@ -70,7 +70,7 @@ def test_every_report_says_which_checks_ran_the_streamed_table_too(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     said = ("determinism on every pass case (--check); adjoint, roundtrip, sample on 2 cases (their checks:); 1 case "
             "judged without the golden (golden: false)")
-    header = " ".join(result.stdout.split("\nprmg: ")[0].split())
+    header = " ".join(result.stdout.split("\nprmg version: ")[0].split())
     assert f"checks: {said}" in header
     summary = json.loads((tmp_path / "run.json").read_text())["summary"]
     assert (summary["checks"], summary["golden"], summary["checks_header"]) == (
