@@ -139,9 +139,15 @@ class Chips:
         if not self.expected:
             return self.stopped.get(name, {})
         hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries
-                              if record.device or record.info.ok and record.info.evidence)    # a pass on no chip
+                              if record.device or _ran_nowhere(record))
         asked = [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
+
+
+def _ran_nowhere(record: CaseResult) -> bool:
+    """Whether ``record`` names no device and says the kernel ran well (passed, xfailed): no run writes one (a skip,
+    or a case refused before any chip ran it, names none), so under ``--chips`` it ran on none of them."""
+    return not record.device and record.info.ok and bool(record.info.evidence)
 
 
 def _refuse_cluster(stores: Sequence, expected: Sequence[str]) -> None:
@@ -206,14 +212,15 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
     """One record of a case from its records ``entries`` when they come from several chips or miss a chip of
     ``expected`` (module docstring), each chip's record chosen by ``pick`` (``--duplicates`` ``rule``); None when
     they are of one chip (or set of chips) and miss none: duplicates, chosen among as they are, or when one of them
-    names no chip and none is missed."""
+    names no chip (unless each such one is a pass, ``_ran_nowhere``, and a chip is missed: not run there)."""
     if len(entries) == 1 and not expected:
         return None
     held = [chip_ids(record) for _, record in entries]
     seen = {chip for chips in held for chip in chips}
     missing = {chip: why for chip, why in (expected or {}).items() if chip not in seen}
-    if not missing and (len(set(held)) < 2 or not all(held)):         # cheap: most cases of most merges
-        return None
+    if (not missing and len(set(held)) < 2) or not all(held):         # cheap: most cases of most merges
+        if not missing or not all(_ran_nowhere(record) for (_, record), chips in zip(entries, held) if not chips):
+            return None                 # a record of no chip that failed stands (a pass of none: not run there)
     views: dict[str, list[tuple[str, CaseResult, CaseResult]]] = {}
     for path, record in entries:
         for chip, view in chips_of(record).items():
