@@ -1112,7 +1112,10 @@ def test_chips_of_hosts_shards_and_stopped_runs_at_their_edges():
     chips, or a per-chip job of one shard, is held to none of the cases it did not run (no false not_run); a chip's
     job stopped half-way is not_run there under --chips too, for a chip --chips leaves out as well; an --each-device
     record covers each of its chips; a record of no chip is never dropped beside a chip's; under --duplicates worst
-    every record of a chip holding several is weighed (its run's settings compared), under last the one taken."""
+    every record of a chip holding several is weighed (its run's settings compared), under last the one taken. Chips
+    that ran a shard each are warned of no narrower selection, a chip whose job of one shard was lost is (and not
+    under --chips, which reports its cases not_run), and a record of no fingerprint (an older file) is of no other
+    definition of the case."""
     from prmg_cli.device.execute import shard_of
     from prmg_cli.reports.store import RunRecord
 
@@ -1141,6 +1144,47 @@ def test_chips_of_hosts_shards_and_stopped_runs_at_their_edges():
     each = job("m", {"x": "passed"}, "x", [0, 1], device="0,1", device_statuses={"0": "passed", "1": "passed"})
     assert merged(each, chips=[0, 1]) == {"x": ("passed", {"0": "passed", "1": "passed"})}
     assert merged(job("n", {"x": "error"}, "x", [0], device=""), job("o", {"x": "passed"}, "x", [0]))["x"][0] == "error"
+    second = [name for name in names if name not in first]       # session 16: narrower's edges (mutants s16-*)
+    shards = [job("g", dict.fromkeys(first, "passed"), names, [0], shard="1/2"),
+              job("h", dict.fromkeys(second, "passed"), names, [1], shard="2/2")]
+    assert merge(shards).narrower == []                             # a shard on each chip: no case on two
+    lost = [*shards, job("i", dict.fromkeys(first, "passed"), names, [1], shard="1/2")]     # chip 0's 2/2 lost
+    assert [line.split(" selected ")[0] for line in merge(lost).narrower] == ["warning: the runs on chip 0"]
+    assert merge(lost, chips=[0, 1]).narrower == []                 # --chips: each not_run there instead
+    assert merged(job("j", {"x": "passed"}, "x", [0], fingerprint=""), job("l", {"x": "passed"}, "x", [1],
+                                                                           fingerprint="f" * 64))["x"][0] == "passed"
     several = [job(path, {"x": "passed"}, "x", [chip]) for path, chip in (("p", 0), ("q", 0), ("r", 1))]
     for rule, weighed in (("worst", "pqr"), ("last", "qr")):
         assert merge(several, rule=rule).sources == {letter * 32 for letter in weighed}, rule
+
+
+def test_per_chip_jobs_appending_to_one_file_are_each_chips_records_and_a_rerun_still_replaces(tmp_path):
+    """Session 16: per-chip jobs run one after another into one results file (``for d in 1 0; do prmg run --devices
+    $d --results r.jsonl``): the file's last record of a case was taken as a rerun of every earlier one, so chip 0's
+    pass hid chip 1's sign-wrong kernel (report exit 0). A file now holds each chip's newest record; a later run on a
+    chip (or sharing its cases among chips it names) still replaces an earlier record there, as a rerun does; a chip's
+    job stopped before a case is not_run there beside another chip's record of it in the file."""
+    from prmg_cli.reports.store import RunRecord, settings_key
+
+    def run(letter: str, devices: list, results: dict, selection=(), **info) -> str:
+        header = RunRecord(letter * 32, "", sorted(selection or results), {}, {"host": "h", "devices": devices, **info})
+        return json.dumps(header.to_dict()) + "\n" + "".join(json.dumps(replace(
+            record(name, status), run_id=letter * 32, judged_under=settings_key({}), device=device).to_dict()) + "\n"
+            for name, (status, device) in results.items())
+
+    def merged(*runs: str) -> dict:
+        path = tmp_path / "r.jsonl"
+        path.write_text("".join(runs))
+        return {r.name: (r.status, r.device_statuses) for r in merge([read(path)]).results}
+
+    chip1 = run("a", [1], {"x": ("failed", "1"), "y": ("passed", "1")})
+    assert merged(chip1, run("b", [0], {"x": ("passed", "0"), "y": ("passed", "0")})) == {
+        "x": ("failed", {"0": "passed", "1": "failed"}), "y": ("passed", {"0": "passed", "1": "passed"})}
+    assert merged(chip1, run("c", [1], {"x": ("passed", "1")})) == {"x": ("passed", {}), "y": ("passed", {})}
+    killed = run("k", [1], {"x": ("passed", "1")}, selection="xy")   # chip 1's job killed before y, chip 0's after
+    assert merged(killed, run("b", [0], {"x": ("passed", "0"), "y": ("passed", "0")}))["y"] == (
+        "not_run", {"0": "passed", "1": "not_run"})
+    shared = run("d", [0, 1], {"x": ("failed", "1")})               # a run sharing x and y among chips 0 and 1
+    assert merged(shared, run("e", [0, 1], {"x": ("passed", "0")}))["x"] == ("passed", {})
+    pinned = run("f", [0], {"x": ("passed", "0")}, visible_devices="1")     # chip 1 again, as device 0 of 1
+    assert merged(chip1, pinned)["x"] == ("passed", {})

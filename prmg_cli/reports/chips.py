@@ -10,7 +10,8 @@ and ``--chips`` names the chips each case must have run on.
 - **Several chips** (``combine``). A case's records from runs on different chips (per-chip CI jobs, each
   ``prmg run --devices K`` of the whole suite; ``--each-device`` runs) are not duplicates of one another: the report
   holds one record of the case with each chip's status (``device_statuses``), each chip's own records chosen among
-  themselves by ``--duplicates`` (a rerun on chip 3 stands for chip 3 alone), the worst chip's record standing for
+  themselves by ``--duplicates`` (a rerun on chip 3 stands for chip 3 alone; so within one file appended to by
+  per-chip jobs: ``Chips.current``), the worst chip's record standing for
   the case (``device`` the chips of that status, the message led by where each status came from), as
   ``execute.combined`` does within one run. The records chosen must be of one definition of the case (their
   ``fingerprint``): chips whose jobs ran other case files (chip 1's with sin set to 0, hiding its sign-wrong kernel)
@@ -67,7 +68,9 @@ class Chips:
         if expected:
             _refuse_cluster(stores, chips.expected)
         for stored in stores:
-            held = stored.latest()
+            held: dict[str, set] = {}                   # case -> the chips the file holds a record of it on
+            for record in stored.results:
+                held.setdefault(record.name, set()).update(chip_ids(chips.labelled(record)) or (ANY_CHIP,))
             for run in stored.runs:
                 devices = run.info.get("devices") or []
                 if not (run.info.get("each_device") or len(devices) == 1):
@@ -76,9 +79,10 @@ class Chips:
                 for device in devices:
                     chips.selecting.setdefault(chips.label(run.run_id, str(device)), []).append((run, index, count))
                 for name in run.selection:
-                    if name not in held and (not count or shard_of(run.together.get(name, name), count) == index):
-                        for device in devices:
-                            chips.stopped.setdefault(name, {})[chips.label(run.run_id, str(device))] = stored.path
+                    if not count or shard_of(run.together.get(name, name), count) == index:
+                        for chip in (chips.label(run.run_id, str(device)) for device in devices):
+                            if not held.get(name, set()) & {chip, ANY_CHIP}:
+                                chips.stopped.setdefault(name, {})[chip] = stored.path
         return chips
 
     def narrower(self) -> list[str]:
@@ -110,6 +114,28 @@ class Chips:
                       f"selected there: {first_names(list(missing))}: a narrower -k or case list, or a shard's job "
                       f"lost?); --chips {asked} reports each not_run there" for missing, where in lacking.items()]
         return lines
+
+    def current(self, stored) -> dict[str, list[CaseResult]]:
+        """``stored.current()``'s record of each case (``labelled``), led by the last record of each chip that no
+        later run of the file ran on: a results file appended to by per-chip jobs one after another holds each chip's
+        record (``--devices 1`` then ``--devices 0`` into one file took chip 0's pass for a rerun of chip 1's failure,
+        exit 0). A later run on a chip replaces the earlier record there as a rerun does, a run sharing its cases among
+        its chips on each of them (it may have run the case on any)."""
+        ran = {run.run_id: {self.label(run.run_id, str(device)) for device in run.info.get("devices") or ()}
+               for run in stored.runs}
+        earlier: dict[str, dict[str, CaseResult]] = {}
+        for record in stored.results:
+            labelled, chips = self.labelled(record), earlier.setdefault(record.name, {})
+            for chip in ran.get(record.run_id, set()) | set(chip_ids(labelled)):
+                chips.pop(chip, None)
+            chips.update(chips_of(labelled))
+        current = {}
+        for name, record in stored.current().items():
+            labelled = self.labelled(record)
+            covered = ran.get(record.run_id, set()) | set(chip_ids(labelled))
+            current[name] = [*{id(view): view for chip, view in earlier.get(name, {}).items()
+                               if chip not in covered}.values(), labelled]
+        return current
 
     def label(self, run_id: str, device: str) -> str:
         """The host's chip that ``device`` of run ``run_id`` is (module docstring), prefixed by the host when the
@@ -171,6 +197,7 @@ def run_chips(devices: Sequence, visible_devices: str) -> set[str]:
 
 
 WHY_CHIPS = ""           # a chip ``Chips.expected_of`` expects because --chips names it
+ANY_CHIP = ""            # where a record of no device (a case settled before any chip ran it) holds the case
 
 
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:

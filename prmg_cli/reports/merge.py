@@ -2,8 +2,8 @@
 hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 
 - **Reading.** Each file is read by ``store.read`` (the one reader: bounded, every record type-checked, torn
-  lines left out). Within one file the last record of a case wins: results files are appended to, so it is
-  the newest.
+  lines left out). Within one file the last record of a case on each chip wins: results files are appended to, so
+  it is the newest (``chips.Chips.current``: per-chip jobs appending to one file are each chip's records).
 - **What should be there.** Every run record names the cases its run was asked to run, before sharding,
   and its shard ``I/N``. So a case that some run selected and no file reports is ``not_run``: either its
   shard is in no file given (``not run: shard I/N is in no results file given``) or its run recorded no
@@ -126,18 +126,18 @@ def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
 
 def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: str = "worst",
           chips: Sequence[int] = ()) -> Merged:
-    """Merge the records of ``stores`` (in argument order): per file the last record of a case, across files
-    by ``rule`` (a case's records of several chips: one record of every chip, ``chips.combine``, each chip expected
-    by ``--chips`` ``chips`` that holds none of them ``not_run`` there); in the order of ``cases`` when given (those no
-    file holds become ``not_run``), else in the order the runs selected them, the cases they selected and no file
-    reports ``not_run`` (module docstring)."""
+    """Merge the records of ``stores`` (in argument order): per file the last record of a case on each chip, across
+    files by ``rule`` (a case's records of several chips: one record of every chip, ``chips.combine``, each chip
+    expected by ``--chips`` ``chips`` that holds none of them ``not_run`` there); in the order of ``cases`` when given
+    (those no file holds become ``not_run``), else in the order the runs selected them, the cases they selected and no
+    file reports ``not_run`` (module docstring)."""
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
     labels = Chips.of(stores, chips)
     held: dict[str, list[tuple[str, CaseResult]]] = {}
     for stored in stores:
-        for name, record in stored.current().items():
-            held.setdefault(name, []).append((stored.path, labels.labelled(record)))
+        for name, records in labels.current(stored).items():
+            held.setdefault(name, []).extend((stored.path, record) for record in records)
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
                                   for chip in chip_ids(record)}, key=chip_order), narrower=labels.narrower())
     picked, weighed = {}, {}

@@ -131,9 +131,10 @@ def settings_key(settings: dict) -> str:
 
 @dataclass
 class Stored:
-    """What one results file holds: its result records (``read`` keeps the newest of each case, in the order of
-    those: what ``latest`` gives), its run records in file order, how many result records it held (``records``,
-    superseded ones included) and how many torn lines were left out."""
+    """What one results file holds: its result records (``read`` keeps the newest of each case on each chip, in the
+    order of the newest of each case: what ``latest`` gives; ``chips.Chips.current`` reads the others), its run
+    records in file order, how many result records it held (``records``, superseded ones included) and how many torn
+    lines were left out."""
 
     path: str
     results: list = field(default_factory=list)
@@ -192,7 +193,7 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
         if missing_ok and error.reason == "no such file" and not os.path.lexists(path):
             return Stored(source)
         raise PrmgError(f"cannot read the results file: {error.reason}", file=source) from None
-    stored, newest, selected, distinct, keys = Stored(source), {}, 0, set(), {}
+    stored, newest, selected, distinct, keys, places = Stored(source), {}, 0, set(), {}, {}
     try:
         for number, line in _lines(fd, source):
             record = _parse(line, number, source)
@@ -210,20 +211,29 @@ def read(path: str | Path, *, missing_ok: bool = False) -> Stored:
                                     f"own", file=source)
                 stored.runs.append(record)
                 keys[record.run_id] = settings_key(record.settings), record.settings
+                places[record.run_id] = record, _places(record, record.info.get("devices") or ())
             elif record is not None:
                 _strictly_judged(record, stored.runs, number, source)
                 _judged_as_recorded(record, keys, number, source)
                 stored.records += 1
-                newest.pop(record.name, None)               # an older record of the case: superseded, freed
-                newest[record.name] = record
+                older, (run, ran) = newest.pop(record.name, ()), places.get(record.run_id, (None, set()))
+                mine = _places(run, chip_ids(record)) if run else {("", chip) for chip in chip_ids(record)}
+                covered = mine | ran                            # where an older record of the case is superseded
+                newest[record.name] = [*(kept for kept in older if not kept[1] <= covered), (record, mine)]
                 if len(newest) > MAX_FILE_CASES:
                     raise PrmgError(f"line {number}: results of more than {MAX_FILE_CASES} cases in one file; "
                                     f"give prmg report the results of each suite (or shard) as a file of its own",
                                     file=source)
     finally:
         os.close(fd)
-    stored.results = list(newest.values())
+    stored.results = [record for kept in newest.values() for record, _ in kept]
     return stored
+
+
+def _places(run: RunRecord, devices) -> set[tuple[str, str]]:
+    """The (host, chip) each of ``devices`` of ``run`` is (``results.physical`` under its ``visible_devices``)."""
+    shown = shown_chips(run.info.get("visible_devices"))
+    return {(str(run.info.get("host") or ""), physical(str(device), shown)) for device in devices}
 
 
 _BLANK_LINES = re.compile(rb"[ \t\r\f\v\n]*\n")             # whole blank lines: whitespace up to a newline
