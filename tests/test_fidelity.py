@@ -135,6 +135,22 @@ def test_a_one_value_slice_list_is_read_as_nnopbase_lays_out_what_follows_it(emu
     assert len(shipped) == 4 and all(case.expect == Expect(561002) for case in shipped)
 
 
+def test_an_empty_dy_beside_a_strided_table_is_refused_at_the_launch(emulator):
+    """nnopbase's launch maps the inputs (``NnopbaseExecutorUpdateAddr``, which refuses a non-contiguous input of an op
+    without AutoContiguous) before it skips an empty output's kernel (``NnopbaseSkipKernelLaunch``): an empty dy beside
+    a strided cos is 561000 at the launch, as the emulator answers; the model said success (an empty dy ended its
+    checks). The forward copies the table (AutoContiguous) and succeeds."""
+    case = case_of(shape=[2, 0, 2, 16], broadcast=None, cos_shape=[1, 3, 1, 8], cos_strides=[48, 16, 16, 1],
+                   expect={"error": 561000, "phase": "launch"})
+    forward = dataclasses.replace(case, op="forward", expect=Expect())
+    assert (expected_status(case, TODAY), expected_phase(case, TODAY)) == (561000, "launch")
+    assert expected_status(forward, TODAY) == 0
+    with AclSession(emulator, 0) as session:
+        refused = session.launch(case, make_inputs(case))
+        assert refused.status == 561000 and not refused.failed_call.endswith("GetWorkspaceSize"), refused
+        assert session.launch(forward, make_inputs(forward)).status == 0
+
+
 def test_strides_keep_the_elements_apart_or_are_refused():
     """An overlap is found however the axes are ordered; an interleaving that keeps them apart is taken."""
     from prmg_cli.cases.fields import overlapping
@@ -649,6 +665,10 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
      ("", ""), None, "aclnn"),
     ([("forward", f"chip: A2/A3: {rule}") for rule in A2_RULES],
      {"PRMG_EMU_FAULT": "fwd_membase_late", "PRMG_EMU_SOC": A2}, (A2, ""), None, "aclnn"),
+    ([("forward", "A2/A3 decode kernel: 256+ heads")], {"PRMG_EMU_FAULT": "fwd_membase_repeat_u8", "PRMG_EMU_SOC": A2},
+     (A2, ""), None, "aclnn"),
+    ([(op, "storage: dy at an offset, dtypes mixed") for op in ("grad", "forward")],
+     {"PRMG_EMU_FAULT": "offset_cos_size"}, ("", ""), None, "aclnn"),
     ([("grad", "build: another status on base")], {"PRMG_EMU_FAULT": "noop_launch_refused"}, ("", ""), None, "aclnn"),
     # stand-ins: a toolkit stating build 2b888cdb that returns another build's statuses
     ([("grad", "build: another status on base")], {"PRMG_EMU_BUILD": "base"}, ("", STANDIN), None, "aclnn"),
@@ -664,7 +684,7 @@ SEEN = [  # (classes, emulator environment, Target(chip, version), file, how the
 
 
 # The axes of the classes issues 33 and 35 added (every class of each), and their phase classes (the rules they added).
-ISSUE_AXES = ("storage", "slice list", "chip", "build", "partners")
+ISSUE_AXES = ("storage", "slice list", "chip", "build", "partners", "A2/A3 decode kernel")
 ISSUE_PHASES = ("phase: slice list empty", "phase: slice list of 1 value", "phase: cos not contiguous",
                 "phase: sin not contiguous")
 

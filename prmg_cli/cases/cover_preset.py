@@ -11,7 +11,8 @@ Candidates (``candidates``) are generated per operator, deterministically:
 - **specials**: a (1, 2, 2, 16) case per dtype pair whose dy (inside and outside the slice) and cos/sin hold
   every special value as exact bit patterns (``bits``: signed NaNs, payloads, signalling NaNs, -0.0,
   subnormals, the top binade, Inf);
-- **storage**: each tensor at a storage offset, a NULL and a 3-value partialSlice; dy's rows and the tables'
+- **storage**: each tensor at a storage offset (dy's over tables of another dtype), a NULL and a 3-value
+  partialSlice; dy's rows and the tables'
   positions padded (kept where the operator makes its inputs contiguous); dy contiguous at another stride on an
   axis of length 1 (kept where the operator refuses a non-contiguous input);
 - **errors**: a valid base case with one constraint broken at a time, expecting the status the constraint
@@ -163,9 +164,10 @@ def _storage(op: str) -> list[dict]:
     into each row of 2L); cos and sin without elements (the grad's no-op since e9f0541c, which its base build
     refused); dy transposed (a BSND view of BNSD storage, q.transpose(1, 2)), and so at S = 1, a contiguous view
     (a decode step's), and cos and sin expanded along B (stride 0, torch's expand); cos and sin strided each its
-    own way."""
-    return [dict(op=op, name="views_at_offsets", shape=(2, 3, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
-                 dy_offset=5, cos_offset=3, sin_offset=1),
+    own way; a decode call of 257 heads a row (cos [B, 1, 1, L]: the forward's A2/A3 decode kernel)."""
+    return [dict(op=op, name="decode_heads_257", shape=(2, 1, 257, 8), broadcast="B11D", partial_slice=(0, 8)),
+            dict(op=op, name="views_at_offsets", shape=(2, 3, 2, 8), broadcast="1S1D", partial_slice=(2, 6),
+                 dy_offset=5, cos_offset=3, sin_offset=1, dtype="bfloat16", cos_dtype="float32"),
             dict(op=op, name="slice_null", shape=(1, 2, 2, 8), null=("partial_slice",)),
             dict(op=op, name="slice_of_3", shape=(1, 2, 2, 8), partial_slice=(2, 6, 8)),
             dict(op=op, name="rows_padded", shape=(1, 2, 4, 8), broadcast="111D", partial_slice=(0, 8),
@@ -200,8 +202,10 @@ def _errors(op: str) -> list[dict]:
 
 
 def _named(op: str, options: dict) -> dict:
-    """``options`` as a case mapping named ``cover.OP.<name or the derived one>``, tagged ``cover``."""
-    return gencase.preset_case(f"cover.{op}", TAGS, **options)
+    """``options`` as a case mapping named ``cover.OP.<name or the derived one>``, tagged ``cover`` (and ``forward``, as
+    the forward preset's cases are, when OP is the forward: ``--tag forward`` selects every forward case of cases/
+    but those of users' and models' geometries)."""
+    return gencase.preset_case(f"cover.{op}", TAGS + (("forward",) if op == "forward" else ()), **options)
 
 
 def _expectation(case: Case) -> tuple[dict, tuple[str, ...]] | None:

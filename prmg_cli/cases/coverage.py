@@ -42,6 +42,7 @@ from ..errors import PrmgError
 from ..inputs import npyfile
 from ..inputs.seeded import drawn_prefix, rope_angles
 from ..ops import OPERATORS, constraints
+from ..ops.forward import membase_decode_heads
 from ..ops.grad import contiguous
 from ..ops.reference import partners_alike
 from ..ops.regimes import ALIGN_BYTES, BUILD, CHIP, PHASE, Facts, Regime, regimes
@@ -265,7 +266,7 @@ def facts(case: Case, supported_modes=constraints.DEFAULT_SUPPORTED_MODES) -> Fa
                                      and not strided[tensor] and tuple(case.strides_of(tensor))
                                      != contiguous_strides(case.shape_of(tensor))),
         slice_list="null" if written is None else "longer" if len(written) > 2 else "pair",
-        partners_differ=_partners_differ(case),
+        partners_differ=_partners_differ(case), decode_heads=membase_decode_heads(case),
         B=batch, S=positions, N=heads, D=depth, cos_rows=math.prod(case.cos_shape[:3]),
         start=case.partial_slice[0], end=case.partial_slice[1], itemsize=dtypes.bit_width(case.dtype) // 8,
         varies=frozenset(axis for index, axis in enumerate("BSN")

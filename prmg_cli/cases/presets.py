@@ -532,12 +532,17 @@ def _negative() -> dict:
                   "untouched"),
     ]
     cases += slice_list_cases(case)
-    # the order of upstream's checks: an empty dy skips the tiling (nnopbase), an empty slice or cos skips
-    # its L, D, positive-dims and layout rules, but never the slice range, 4-D, cos == sin or cos D <= D
+    # the order of upstream's checks: an empty dy skips the tiling (nnopbase; not the launch's contiguity check), an
+    # empty slice or cos skips its L, D, positive-dims and layout rules, but never the slice range, 4-D, cos == sin
+    # or cos D <= D
     cases += [
         case("dy_empty_ok", ("check-order",), shape=(2, 0, 2, 16), cos_shape=(1, 1, 1, 8)),
         case("dy_empty_bad_slice_ok", ("check-order",), shape=(2, 0, 2, 16), cos_shape=(1, 1, 1, 8),
              partial_slice=(-2, 40)),
+        case("dy_empty_cos_strided", ("check-order",), shape=(2, 0, 2, 16), cos_shape=(1, 3, 1, 8),
+             cos_strides=(48, 16, 16, 1), expect={"error": "ACLNN_ERR_INNER", "phase": "launch"},
+             note="an empty dy skips the tiling and the kernel, but nnopbase's launch refuses the non-contiguous cos "
+                  "first (NnopbaseExecutorRunWithWorkspace: UpdateAddr before SkipKernelLaunch)"),
         case("cos_empty_ok", ("check-order",), cos_shape=(0, 1, 1, 8)),
         case("empty_slice_D_2048_ok", ("check-order",), shape=(1, 1, 2, 2048), cos_shape=(1, 1, 1, 2),
              partial_slice=(0, 0)),
@@ -645,6 +650,10 @@ def _forward() -> dict:
                       dy_strides=(64, 32, 16, 1), dy_offset=32, dtype="bfloat16",
                       note="x[:, 2:4].unsqueeze(1) of [2, 4, 16]: heads 2 and 3 of 4, strided at a storage offset; "
                            "AutoContiguous copies them in and back from the view"))
+    cases.append(case("decode_257_heads_fp16", shape=(2, 1, 257, 16), broadcast="B11D", partial_slice=(4, 12),
+                      dtype="float16",
+                      note="a decode step of 257 heads over cos [B, 1, 1, L]: on A2/A3 the membase decode kernel, "
+                           "whose 8-bit repeat count over a row's heads wrapped to 1 until upstream's 5889c853"))
     cases.append(case("tables_chunked_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
                       cos_strides=(48, 16, 16, 1), sin_strides=(48, 16, 16, 1), sin_offset=8,
                       note="cos, sin = cos_sin.chunk(2, -1) of a [1, 3, 1, 16] table: rows 16 apart, sin 8 into each"))

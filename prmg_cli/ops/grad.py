@@ -14,7 +14,7 @@ tiling ``op_host/inplace_partial_rotary_mul_grad_tiling_base_arch35.cpp``: ``Che
 3. a dtype outside {float32, float16, bfloat16}; sin dtype != cos dtype; a format other than ND,
    NCHW, NHWC -> 161002 ACLNN_ERR_PARAM_INVALID
 4. dy has no elements (a dim of 0): nnopbase skips the tiling and the kernel; success (0-byte workspace),
-   whatever else the case breaks.
+   whatever else the case breaks but rule 6, which the launch checks before it skips the kernel.
 5. -> 561002 ACLNN_ERR_INNER_TILING_ERROR (tiling), in this order:
    a. rotary_mode, read as int32 (the tiling reads the int64 attribute's low 32 bits: 2**32 + 1 is read
       as 1), outside 0..3 or not implemented by the target;
@@ -312,7 +312,9 @@ def shape_rules(case: Case, build: str = LATEST_BUILD) -> list[Violation]:
 def rules(case: Case, supported_modes, soc: str = REFERENCE_SOC, build: str = LATEST_BUILD) -> list[Violation]:
     """Every constraint ``case`` breaks, as Violations, in the real stack's checking order (module docstring) of
     ``build`` (a key of ``targets.BUILDS``): an empty dy ends the checks after the dtypes (nnopbase runs no
-    tiling for an empty output). The grad's rules are the same on every chip of its op definition (``soc``)."""
+    tiling for an empty output) but for rule 6: nnopbase's launch refuses a non-contiguous cos or sin before it skips
+    the kernel of an empty output (opbase ``NnopbaseExecutorRunWithWorkspace``: ``NnopbaseExecutorUpdateAddr``, then
+    ``NnopbaseSkipKernelLaunch``). The grad's rules are the same on every chip of its op definition (``soc``)."""
     if build not in BUILDS:
         raise ValueError(f"unknown build {build!r}")
     missing = chip_rules(soc, SOCS, "InplacePartialRotaryMulGrad")
@@ -320,7 +322,7 @@ def rules(case: Case, supported_modes, soc: str = REFERENCE_SOC, build: str = LA
         return [*null_rules(case), *missing]
     found = pointer_and_type_rules(case)
     if empty(case.shape):
-        return found
+        return [*found, *contiguity_rules(case)]
     return [*found, *tiling_rules(case, supported_modes, build), *contiguity_rules(case)]
 
 

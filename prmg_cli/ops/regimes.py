@@ -48,7 +48,7 @@ from .. import dtypes
 from ..results import plural
 from ..vocab import MODE_NAMES, TENSORS
 from .grad import CHIP_REASONS, MAX_D, SUPPORTED_FORMATS
-from .targets import BUILDS, LATEST_BUILD
+from .targets import BUILDS, LATEST_BUILD, MEMBASE_SOCS
 
 PHASE = "phase"                   # the axis of the expected-error classes: only negative cases count there
 CHIP, BUILD = "chip", "build"     # what a case is on another chip, on another build: every case counts there
@@ -69,7 +69,8 @@ class Facts:
     pairs (``values``: place a key of ``VALUE_PLACES``, kind one of ``VALUE_KINDS``), the tensors at a storage
     offset (the contiguous ones; the strided ones apart; those whose offset in bytes is off a 32-byte block),
     whether cos or sin is strided, the tensors viewed
-    transposed and expanded, what its partialSlice is, and whether its sin tells partners apart.
+    transposed and expanded, what its partialSlice is, whether its sin tells partners apart, and the heads of a row
+    the forward's A2/A3 decode kernel takes (``forward.membase_decode_heads``).
     Every case has ``chip_rules`` (the rule it breaks first on a chip with rules of its own: the forward's A2/A3
     tiling) and ``builds_differ`` (the upstream builds on which it earns another status than on the latest).
     """
@@ -100,6 +101,7 @@ class Facts:
     transposed: frozenset = frozenset()   # the tensors whose view walks its storage out of axis order (case.transposed)
     expanded: frozenset = frozenset()     # the tensors with a stride-0 axis of length > 1 (case.expanded_axes)
     length_one_strided: frozenset = frozenset()  # contiguous, but not at C-order strides on an axis of length 1
+    decode_heads: int = 0                 # the heads a row gives the forward's A2/A3 decode kernel (0: another kernel)
     tables_unlike: bool = False           # cos and sin both not contiguous, at other strides (axes of length > 1)
     slice_list: str = "pair"              # what partialSlice is: "pair", "null" (NULL), "longer" (3+ values)
     partners_differ: bool = False         # sin differs between the two lanes of some pair (reference.sin_partners)
@@ -401,6 +403,12 @@ def _storage_axis(op: str) -> list[Regime]:
                      "check; GetData() adds offset x element size), so the kernel's first GM address is unaligned; a "
                      "kernel rounding its addresses to the block reads and writes the elements before the view",
                      lambda f: bool(f.offset_off_block)),
+              Regime("storage", "dy at an offset, dtypes mixed", "a dy of one element size over tables of another "
+                     "(bfloat16 q over float32 cos and sin, vllm-ascend's in-place views), dy at a storage offset: "
+                     "each address takes its own tensor's element size (GetData: offset x that size); a kernel or "
+                     "layer working the three addresses out with one size (the tables') reads and writes dy elsewhere",
+                     lambda f: "dy" in f.offsets | f.strided_offsets
+                     and dtypes.bit_width(f.dtype) != dtypes.bit_width(f.cos_dtype)),
               Regime("storage", "cos/sin broadcast, at an offset", "a broadcast table (cos B, S or N of 1 where dy's "
                      "is larger) viewed at a storage offset: the rows it repeats must be read from the view's first "
                      "element, not the storage's", lambda f: f.cos_rows < f.rows and bool({"cos", "sin"} & (
@@ -432,6 +440,17 @@ def _storage_axis(op: str) -> list[Regime]:
                          "as cos[None, :, None].expand(B, -1, N, -1)): the copy in must repeat its one storage row "
                          "along the axis", lambda f: bool({"cos", "sin"} & f.expanded))]
     return found
+
+
+def _decode_kernel_axis(op: str) -> list[Regime]:
+    """An operator that runs on the A2/A3 chips (the forward): its membase tiling's decode kernel, whose one vector
+    instruction per table multiplies a row's heads with an 8-bit repeat count (``forward.membase_decode_heads``)."""
+    if not MEMBASE_SOCS & set(OPERATORS[op].socs):
+        return []
+    return [Regime("A2/A3 decode kernel", "256+ heads", "a decode call the A2/A3 membase tiling sends to its decode "
+                   "kernel (cos [B, 1, 1, L], x's S or N 1, D <= 64) with 256 heads or more a row: one instruction's "
+                   "8-bit repeat count over the heads wraps (upstream's kernel until 5889c853)",
+                   lambda f: f.decode_heads >= 256)]
 
 
 def _slice_list_axis() -> list[Regime]:
@@ -475,6 +494,6 @@ def regimes(op: str) -> tuple[Regime, ...]:
             *_count_classes("B", lambda f: f.B, "batch"), *_count_classes("S", lambda f: f.S, "position"),
             *_count_classes("N", lambda f: f.N, "head"), *_rows_axis(),
             *_count_classes("cos rows", lambda f: f.cos_rows, "cos/sin row"), *_d_axis(), *_slice_axis(),
-            *_slice_list_axis(), *_varies_axis(), *_partners_axis(), *_values_axis(), *_phase_axis(op),
-            *_chip_axis(op), *_build_axis(op))
+            *_decode_kernel_axis(op), *_slice_list_axis(), *_varies_axis(), *_partners_axis(), *_values_axis(),
+            *_phase_axis(op), *_chip_axis(op), *_build_axis(op))
 

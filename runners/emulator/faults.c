@@ -111,6 +111,8 @@ static const struct {
     {"length_one_strides", FAULT_LENGTH_ONE_STRIDES},
     {"fwd_tables_one_plan", FAULT_FWD_TABLES_ONE_PLAN},
     {"slice_of_1_as_end", FAULT_SLICE_OF_1_AS_END},
+    {"offset_cos_size", FAULT_OFFSET_COS_SIZE},
+    {"fwd_membase_repeat_u8", FAULT_FWD_MEMBASE_REPEAT_U8},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

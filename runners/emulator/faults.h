@@ -120,6 +120,8 @@ enum {
     FAULT_LENGTH_ONE_STRIDES,
     FAULT_FWD_TABLES_ONE_PLAN,
     FAULT_SLICE_OF_1_AS_END,
+    FAULT_OFFSET_COS_SIZE,
+    FAULT_FWD_MEMBASE_REPEAT_U8,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");
@@ -129,10 +131,11 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
 /* The casts whose ties go elsewhere than to even (one store helper). */
 #define TIE_RULE_FAULTS (FAULT_BIT(FAULT_CAST_AWAY) | FAULT_BIT(FAULT_CAST_ODD) | FAULT_BIT(FAULT_CAST_TIES_SPLIT))
 /* tail_pair_sign: the pair holding the slice's last lane wrong alike in both (a shared lane-pairing helper);
- * offset_block_aligned: both kernels' GM addresses rounded to the 32-byte block (align_offsets). */
+ * offset_block_aligned: both kernels' GM addresses rounded to the 32-byte block (align_offsets); offset_cos_size: every
+ * storage offset applied in cos's element size (offsets_in_cos_size). */
 #define SHARED_FAULTS (TIE_RULE_FAULTS | FAULT_BIT(FAULT_SLICE_LIST_READ) | FAULT_BIT(FAULT_SLICE_OF_1_AS_END) \
                        | FAULT_BIT(FAULT_TAIL_PAIR_SIGN) \
-                       | FAULT_BIT(FAULT_OFFSET_BLOCK_ALIGNED))
+                       | FAULT_BIT(FAULT_OFFSET_BLOCK_ALIGNED) | FAULT_BIT(FAULT_OFFSET_COS_SIZE))
 #define FORWARD_FAULTS (FAULT_BIT(FAULT_FWD_SIGN) | FAULT_BIT(FAULT_FWD_PARTNER_SIN) | FAULT_BIT(FAULT_FWD_NOOP) \
                         | FAULT_BIT(FAULT_FWD_NEG_SIN) | FAULT_BIT(FAULT_FWD_WRITE_PAST_END) \
                         | FAULT_BIT(FAULT_FWD_GAP_WRITE) | FAULT_BIT(FAULT_FWD_NUDGE) \
@@ -140,7 +143,8 @@ _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits
                         | FAULT_BIT(FAULT_FWD_FP16_ILV_HALF) | FAULT_BIT(FAULT_FWD_ODD_HALF) \
                         | FAULT_BIT(FAULT_FWD_STAGED_OFFSET) | FAULT_BIT(FAULT_FWD_DENSE_IN_PLACE) \
                         | FAULT_BIT(FAULT_FWD_EXPAND_ONCE) | FAULT_BIT(FAULT_FWD_MEMBASE_LATE) \
-                        | FAULT_BIT(FAULT_FWD_TABLES_ONE_PLAN) | SHARED_FAULTS)
+                        | FAULT_BIT(FAULT_FWD_TABLES_ONE_PLAN) | FAULT_BIT(FAULT_FWD_MEMBASE_REPEAT_U8) \
+                        | SHARED_FAULTS)
 /* Graph-mode faults: only the graph-mode twin (geir.c) obeys them, for either operator. */
 #define GEIR_FAULTS (FAULT_BIT(FAULT_GEIR_SLICE_DROPPED) | FAULT_BIT(FAULT_GEIR_MODE_DROPPED) \
                      | FAULT_BIT(FAULT_GEIR_INPUT_WRITTEN) | FAULT_BIT(FAULT_GEIR_OUTPUT_OVERRUN) \

@@ -348,6 +348,42 @@ static void map_dense_in_place(op_operand *operand)
     operand->tensor.host = (unsigned char *)operand->tensor.host + lowest * element_size(operand->tensor.data_type);
 }
 
+/* The fwd_membase_repeat_u8 fault's first wrong head of each row of x, or -1 when it does not act. On an A2/A3 chip
+ * the membase tiling sends a decode call (x and cos/sin of one dtype, cos [B, 1, 1, L], x's S or N 1, x's D at most 64
+ * and a whole number of 32-byte blocks, the rows' S*N heads and their tables inside MEMBASE_UB_BYTES: ubFactor > 0)
+ * to its kernel InplacePartialRotaryMulABA, which multiplies a row's S*N heads by the broadcast cos, and then by sin,
+ * in one vector instruction each whose repeat count is 8 bits (uint8): from 256 heads on it wraps, and the heads from
+ * S*N mod 256 on keep no product, as upstream's kernel did before 5889c853 split the repeats into 128s. */
+#define MEMBASE_UB_BYTES 196608
+static int64_t wrapped_head(const aclOpExecutor *job)
+{
+    const char *chip;
+    const kernel_tensor *x = &job->operand[0].tensor, *cos = &job->operand[1].tensor;
+    const int64_t heads = x->dims[1] * x->dims[2], length = job->end - job->start, floats = MEMBASE_UB_BYTES / 4;
+    if (emulated_soc(&chip) != SOC_MEMBASE || job->pairing_mode != 1 || x->data_type != cos->data_type
+        || cos->dims[1] != 1 || cos->dims[2] != 1 || (x->dims[1] != 1 && x->dims[2] != 1) || x->dims[3] > 64
+        || x->dims[3] * element_size(x->data_type) % 32 != 0 || heads < 256
+        || (floats - heads * length) / (4 * heads * length + 4 * length) <= 0)
+        return -1;
+    return heads % 256;
+}
+
+/* The fwd_membase_repeat_u8 fault after the kernel: each wrong head's slice (wrapped_head on) of x, whose values
+ * before the kernel `before` holds, as the kernel leaves it with neither product: the interleave gather and sign on
+ * x alone over the cos product's buffer as zeros (y_2j = -x_2j+1, y_2j+1 = x_2j). */
+static void unmultiplied_heads(aclOpExecutor *job, const unsigned char *before, int64_t first)
+{
+    kernel_tensor *x = &job->operand[0].tensor;
+    const int64_t heads = x->dims[1] * x->dims[2], depth = x->dims[3];
+    for (int64_t row = 0; row < x->dims[0] * heads; row++)
+        for (int64_t lane = job->start; row % heads >= first && lane + 1 < job->end; lane += 2) {
+            const int64_t at = row * depth + lane;
+            const float even = load_element(x->data_type, before, at), odd = load_element(x->data_type, before, at + 1);
+            store_element(x->data_type, x->host, at, -odd);
+            store_element(x->data_type, x->host, at + 1, even);
+        }
+}
+
 /* Runs one consumed executor, `faults` in force (recorded as acting): stage the inputs, run the forward
  * kernel, copy xRef back into its view when it was staged. fwd_noop and an empty slice touch nothing; a
  * kernel fault is raised asynchronously and stops the kernel. fwd_write_past_end inverts the element just past
@@ -357,7 +393,8 @@ static void map_dense_in_place(op_operand *operand)
  * 1's pairing; fwd_staged_offset copies a non-contiguous tensor in and back from its storage's start
  * (drop_staged_offsets); fwd_dense_in_place reads a dense non-contiguous view in place (map_dense_in_place);
  * fwd_expand_once copies an expanded view's repeated rows in once (copy_view); fwd_tables_one_plan copies a
- * non-contiguous sin along cos's strides when cos is non-contiguous too (one copy plan for both tables). */
+ * non-contiguous sin along cos's strides when cos is non-contiguous too (one copy plan for both tables);
+ * fwd_membase_repeat_u8 leaves the heads past an 8-bit repeat count unmultiplied (wrapped_head). */
 static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspace_host)
 {
     record_faults(faults);
@@ -367,6 +404,8 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
         ignore_offsets(job, 0);
     if (has_fault(faults, FAULT_OFFSET_BLOCK_ALIGNED))
         align_offsets(job);
+    if (has_fault(faults, FAULT_OFFSET_COS_SIZE))
+        offsets_in_cos_size(job);
     if (has_fault(faults, FAULT_FWD_CONTIGUOUS_TABLES))
         job->operand[1].contiguous = job->operand[2].contiguous = 1;
     if (has_fault(faults, FAULT_FWD_STAGED_OFFSET))
@@ -387,7 +426,16 @@ static void launch(aclOpExecutor *job, fault_set faults, unsigned char *workspac
     const int pairing = has_fault(faults, FAULT_FWD_FP16_ILV_HALF) && job->pairing_mode == 3
                         && job->operand[0].tensor.data_type == ACL_FLOAT16 ? 1 : job->pairing_mode;
     kernel_job work = {1, pairing, job->start, job->end, faults, (const float *)workspace_host, 0};
+    const int64_t wrapped = has_fault(faults, FAULT_FWD_MEMBASE_REPEAT_U8) ? wrapped_head(job) : -1;
+    const kernel_tensor *x = &job->operand[0].tensor;
+    const size_t x_bytes = (size_t)(element_count(x) * element_size(x->data_type));
+    unsigned char *before = wrapped >= 0 ? malloc(x_bytes) : NULL;
+    if (before != NULL)
+        memcpy(before, x->host, x_bytes);
     rotary_kernel(&job->operand[0].tensor, &job->operand[1].tensor, &job->operand[2].tensor, &work);
+    if (before != NULL)
+        unmultiplied_heads(job, before, wrapped);
+    free(before);
     if (past_end)
         invert_element(&job->operand[0].tensor, element_count(&job->operand[0].tensor));
     if (!job->operand[0].contiguous) {

@@ -748,6 +748,16 @@ void align_offsets(aclOpExecutor *job)
                                       - job->operand[t].offset * element_size(job->operand[t].tensor.data_type) % 32;
 }
 
+void offsets_in_cos_size(aclOpExecutor *job)
+{
+    const int64_t size = element_size(job->operand[1].tensor.data_type);
+    for (int t = 0; t < 3; t++) {
+        kernel_tensor *tensor = &job->operand[t].tensor;
+        const int64_t more = size - element_size(tensor->data_type);
+        tensor->host = (unsigned char *)tensor->host + job->operand[t].offset * more;
+    }
+}
+
 /* 1 when the first and the last CACHE_CHECK_BYTES of `bytes` bytes at a and b are equal (all of them when fewer). */
 #define CACHE_CHECK_BYTES 32
 static int ends_equal(const unsigned char *a, const unsigned char *b, size_t bytes)
@@ -878,6 +888,8 @@ static void launch(aclOpExecutor *job, fault_set faults, void *workspace, const 
         ignore_offsets(job, 1);
     if (has_fault(faults, FAULT_OFFSET_BLOCK_ALIGNED))
         align_offsets(job);
+    if (has_fault(faults, FAULT_OFFSET_COS_SIZE))
+        offsets_in_cos_size(job);
     int64_t dy_elements = element_count(dy) + (has_fault(faults, FAULT_WRITE_PAST_END) ? 1 : 0);
     unsigned char *const starts[4] = {dy->host, cos->host, sin->host, workspace};
     unsigned char *const ends[4] = {data_end(dy), data_end(cos), data_end(sin),

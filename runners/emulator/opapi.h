@@ -135,6 +135,11 @@ void ignore_offsets(aclOpExecutor *job, int first);
  * block is read and written from up to 31 bytes before its first element (never before its storage's start). */
 void align_offsets(aclOpExecutor *job);
 
+/* The offset_cos_size fault: each operand's storage offset applied in elements of cos's dtype, as a layer working out
+ * the three addresses with one element size (the tables') would: right where the dtypes agree, a bfloat16 or float16
+ * dy (x) at an offset over float32 tables read and written twice as far into its storage. */
+void offsets_in_cos_size(aclOpExecutor *job);
+
 /* Replaces every bit of element `index` of tensor by its complement (the write_past_end faults). */
 void invert_element(kernel_tensor *tensor, int64_t index);
 
