@@ -348,6 +348,8 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     # repeat count over a row's heads (257 heads: upstream's kernel until 5889c853), head 0 of each row alone right
     "offset_cos_size": "guard zone after dy changed at byte +0",
     "fwd_membase_repeat_u8": "errors in every row except rows (0, 0, 0), (1, 0, 0)",
+    # session 16: the grad's rows addressed D + 1 apart at an odd D (a kernel assuming the forward's even D)
+    "odd_d_even_pitch": "outside the slice at d=0",
 }
 GRAPH_FAULTS = {fault for fault in SHIPPED_FAULTS if fault.startswith("geir_")}       # they act in graph mode only
 # within every element's budget: only the error balance, a warning, sees it
