@@ -102,7 +102,7 @@ EPILOG = EXAMPLES + "\n" + _standards_help() + "\n\n" + _emulator_help()
 def main(request) -> int:
     """Run case files against the operator and judge every result.
 
-    The report's last line is the summary, e.g. `754 passed, 0 failed, 2 xfailed, 84 skipped`. Exit code 0
+    The report's last line is the summary, e.g. `756 passed, 0 failed, 2 xfailed, 84 skipped`. Exit code 0
     when nothing failed, 1 when a case failed, errored, xpassed or did not run, 2 for usage or case-file
     errors, 5 when no case is selected (or every case was skipped), 130/143/129 when interrupted (Ctrl-C),
     terminated (SIGTERM) or hung up (SIGHUP: the terminal closed; ignored under nohup): the partial report is
