@@ -88,6 +88,15 @@ def test_a_newcomers_key_says_the_way_out(tmp_path, entry, field, said):
     assert f"field '{field}': " in str(caught.value) and str(caught.value).endswith(said), str(caught.value)
 
 
+def test_a_key_begun_is_suggested_only_when_one_choice_begins_with_it_and_it_has_3_letters():
+    """``suggest``'s prefix rule (``tol``: tolerance) guesses nothing: a prefix two keys begin with, or one of fewer
+    than 3 letters, suggests no key."""
+    from prmg_cli.errors import suggest
+
+    assert [suggest(word, ["dy_offset", "dy_strides", "tolerance"]) for word in ("tol", "dy_", "t")] == \
+        [" (did you mean 'tolerance'?)", "", ""]
+
+
 @pytest.mark.parametrize("written, meant", [("neox", "half"), ("rotate_half", "half"), ("non-interleaved", "half"),
                                              ("GPT-J", "interleave"), ("interleaved", "interleave"), ("hlf", "half")])
 def test_an_unknown_rotary_mode_suggests_the_mode_a_conventions_name_means(tmp_path, written, meant):

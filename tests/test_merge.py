@@ -935,6 +935,11 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     assert [(c["status"], c["device"], c["device_statuses"]) for c in report["cases"]] == \
         [("failed", "1", {"0": "passed", "1": "failed", "2": "passed"})] * 2
     assert "--chips" not in every.stderr.replace("--chips LIST", "")
+    appended = tmp_path / "appended.jsonl"              # session 16: chip 1's job, then chip 0's, into one file
+    appended.write_text(jobs[1].read_text() + jobs[0].read_text())
+    one = prmg_here("report", appended, "--report", "json")
+    assert one.returncode == 1 and [c["device_statuses"] for c in json.loads(one.stdout)["cases"]] == \
+        [{"0": "passed", "1": "failed"}] * 2, one.stdout
     narrow = tmp_path / "narrow1.jsonl"                 # round 6: chip 1's job with a narrower -k, without --chips
     prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "1", "--results",
                 narrow, "-o", os.devnull, env=env)
