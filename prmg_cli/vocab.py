@@ -116,6 +116,16 @@ def decimal(text: str) -> int | None:
     return int(digits or "0") if len(digits) <= MOST_DIGITS else 10 ** MOST_DIGITS
 
 
+def number(text, kind=int, base: int = 10):
+    """``kind(text)`` (``int(text, base)`` for an int) for text in ASCII, ValueError for text holding anything else:
+    ``int()`` and ``float()`` also read other scripts' digits (``٣``, full-width ``１``), which a case file's YAML reads
+    as text and refuses, so a number on the command line is written as a case file writes it (``1_0``, YAML's and
+    Python's 10, is taken by both)."""
+    if isinstance(text, str) and not text.isascii():
+        raise ValueError(f"{text!r}: digits 0-9 only")
+    return int(text, base) if kind is int and isinstance(text, str) else kind(text)
+
+
 def shard_numbers(text: str) -> tuple[int, int] | None:
     """(I, N) of a shard ``I/N`` written in ASCII digits (at most 19 each) with 1 <= I <= N, None for any other
     text."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -105,6 +106,18 @@ def test_compare_summary_counts_in_plural_words():
                            {"x": result("x", "failed"), "y": result("y", "skipped"), "w": result("w", "failed")})
     lines = compare.render(many, width=80).splitlines()       # a summary longer than the screen is wrapped
     assert max(map(len, lines)) <= 80 and lines[-2].startswith("4 regressions (2 new failures, 1 verdict lost, ")
+    # A and B kept (some cases only in B): the detail gives way below MIN_SQUEEZED to names that say which case
+    # (the rows were 82 columns, the names 9: 'smoke…s1-31')
+    names = [f"smoke.interleave_{dtype}_2x3x4x24_{pattern}_s{index}-18" for index, (dtype, pattern) in
+             enumerate((dtype, pattern) for dtype in ("fp32", "fp16", "bf16") for pattern in ("BSND", "111D", "1S1D"))]
+    detail = "2048 of 4096 elements over budget: err 1.3e7 ulp > bound 3.65 ulp"
+    mixed = compare.compare({name: result(name) for name in names[:5]},
+                            {**{name: result(name, "failed", message=detail) for name in names[1:]},
+                             names[0]: result(names[0], "skipped")})
+    lines = compare.render(mixed, width=80).splitlines()
+    rows = [line.split() for line in lines if line.startswith("new failure")]
+    assert max(map(len, lines)) <= 80 and len(rows) == 8 and all(
+        re.search(r"fp32|fp16|bf16", row[2]) and row[4] == "failed" for row in rows), lines
 
 
 @pytest.mark.verdict

@@ -1240,5 +1240,7 @@ def test_every_numeric_flag_takes_any_number_text_in_one_line(command, flag, tmp
             lines = result.stderr.splitlines()
             assert len(lines) == 1 and lines[0].startswith("prmg: error: ") and flag.lstrip("-") in lines[0], \
                 (flag, text, result.stderr)                # click's type errors too (its usage block before)
+        if not text.isascii():                            # '²', '١': refused as a case file refuses them
+            assert result.returncode == 2 and "digits 0-9 only" in result.stderr, (flag, text, result.stderr)
         if flag == "--device" and text in ("-1", "2147483648", "4294967296", "18446744073709551617"):
             assert result.returncode == 2, (command, text, result.stderr)         # not wrapped to device 0

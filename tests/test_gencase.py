@@ -364,6 +364,10 @@ def test_broadcast_cos_shape_matches_the_loader(pattern, tmp_path):
     (dict(shape="1,a,1,64"), "--shape: expected integers, got '1,a,1,64'"),
     (dict(shape="1,1,1,64", cos_shape="1,1,z,8"), "--cos-shape: expected integers, got '1,1,z,8'"),
     (dict(shape="1,1,1,64", partial_slice="1,2,3"), "--slice: expected 2 integers, got 3 ('1,2,3')"),
+    (dict(shape="1,1,1,٦٤"), "--shape: expected integers, got '1,1,1,٦٤'"),      # as a case file's shape: [١]
+    (dict(shape="1,1,1,64", partial_slice="0,３２"), "--slice: expected integers, got '0,３２'"),
+    (dict(shape="1,1,1,64", mode="١"), "--mode: unknown rotary mode '١'; use one of half, interleave, quarter, "
+                                           "interleave-half or 0..3"),
 ])
 def test_gen_case_names_the_option_whose_text_is_bad(options, message):
     flags = dict(shape=None, cos_shape=None, broadcast=None, partial_slice=None, dtype="float32",
@@ -401,7 +405,8 @@ def test_parse_inputs_option():
     ("dy=uniform:-1", "two numbers"), ("dy=uniform:a:1", "'a' is not a number"),
     ("dy=gauss:0:1", "unknown input kind 'gauss'"), ("dy=rope:10000", "cos and sin only"),
     ("dy=uniform:0:1,dy=normal:0:1", "dy is set twice"), ("cos=rope:1:2:3", "BASE"),
-    ("dy=values:", "values takes"), ("sin=file:", "needs a path"),
+    ("dy=values:", "values takes"), ("sin=file:", "needs a path"), ("cos=rope:٥٠٠", "'٥٠٠' is not a number"),
+    ("dy=values:1;²", "'²' is not a number"),
 ])
 def test_parse_inputs_option_rejects_junk(text, message):
     with pytest.raises(PrmgError, match=message):

@@ -74,7 +74,9 @@ def test_a_rope_key_named_as_a_model_config_names_it_says_the_key_meant(tmp_path
      "dy_offset, cos_offset or sin_offset)"),
     ("base: 500000", "base", "a model config's rope_theta is the table's base)"),
     ("cos: {rope: {}}", "cos", "(an input's values are given under inputs: inputs: {cos: ...})"),
-    ("tol: {rtol: 0.1}", "tol", "(did you mean 'tolerance'?)")])
+    ("tol: {rtol: 0.1}", "tol", "(did you mean 'tolerance'?)"),
+    ("DType: float16", "DType", "(did you mean 'dtype'?)"),             # session 16: it said 'cos_dtype', which
+    ("Cos_Shape: [1, 3, 1, 4]", "Cos_Shape", "(did you mean 'cos_shape'?)")])       # has 'dtype' as a word
 def test_a_newcomers_key_says_the_way_out(tmp_path, entry, field, said):
     """A new user's first case, written as a model's config or another tool names things: the error names the key
     meant (one of whose words was written), where a model's rope_theta goes, and the layout per-request positions
@@ -84,6 +86,15 @@ def test_a_newcomers_key_says_the_way_out(tmp_path, entry, field, said):
     with pytest.raises(PrmgError) as caught:
         load_cases([path])
     assert f"field '{field}': " in str(caught.value) and str(caught.value).endswith(said), str(caught.value)
+
+
+def test_a_key_begun_is_suggested_only_when_one_choice_begins_with_it_and_it_has_3_letters():
+    """``suggest``'s prefix rule (``tol``: tolerance) guesses nothing: a prefix two keys begin with, or one of fewer
+    than 3 letters, suggests no key."""
+    from prmg_cli.errors import suggest
+
+    assert [suggest(word, ["dy_offset", "dy_strides", "tolerance"]) for word in ("tol", "dy_", "t")] == \
+        [" (did you mean 'tolerance'?)", "", ""]
 
 
 @pytest.mark.parametrize("written, meant", [("neox", "half"), ("rotate_half", "half"), ("non-interleaved", "half"),

@@ -935,6 +935,11 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     assert [(c["status"], c["device"], c["device_statuses"]) for c in report["cases"]] == \
         [("failed", "1", {"0": "passed", "1": "failed", "2": "passed"})] * 2
     assert "--chips" not in every.stderr.replace("--chips LIST", "")
+    appended = tmp_path / "appended.jsonl"              # session 16: chip 1's job, then chip 0's, into one file
+    appended.write_text(jobs[1].read_text() + jobs[0].read_text())
+    one = prmg_here("report", appended, "--report", "json")
+    assert one.returncode == 1 and [c["device_statuses"] for c in json.loads(one.stdout)["cases"]] == \
+        [{"0": "passed", "1": "failed"}] * 2, one.stdout
     narrow = tmp_path / "narrow1.jsonl"                 # round 6: chip 1's job with a narrower -k, without --chips
     prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "1", "--results",
                 narrow, "-o", os.devnull, env=env)
@@ -1081,6 +1086,29 @@ def test_a_device_id_not_in_ascii_digits_is_no_index_into_the_visible_chips(tmp_
     assert report_files(paths, reports=["json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert set(shown["cases"][0]["device_statuses"]) == {"3", "²", "١", "9" * 5000}, shown["cases"][0]
+
+
+def test_a_pass_naming_no_device_ran_on_none_of_the_chips_asked_for(tmp_path, capsys):
+    """Session 16: a passed record naming no device (no run writes one: a skip, or a case refused before any chip
+    ran it, is held to none) was held to no chip, so ``--chips 0-7`` of such a file was green, exit 0, with
+    no evidence any chip ran it; each chip asked for is not_run there. Beside a record of chip 0 the case is whole."""
+    from prmg_cli.reports import store
+    from prmg_cli.reports.merge import report_files
+
+    def job(name: str, device: str) -> str:
+        path, run_id = tmp_path / name, name[0] * 32
+        path.write_bytes(store.encode(store.RunRecord(run_id, "", ["c", "s"], {}, {"devices": [0]}))
+                         + store.encode(replace(record("c"), run_id=run_id, device=device,
+                                                judged_under=store.settings_key({})))
+                         + store.encode(replace(record("s", "skipped"), run_id=run_id,
+                                                judged_under=store.settings_key({}))))
+        return str(path)
+
+    nowhere, chip0 = job("a.jsonl", ""), job("c.jsonl", "0")
+    for paths, status in (([nowhere], "not_run"), ([nowhere, chip0], "passed"), ([chip0], "passed")):
+        assert report_files(paths, reports=["json"], chips=[0]) == (status != "passed"), paths
+        shown = {case["name"]: case["status"] for case in json.loads(capsys.readouterr().out)["cases"]}
+        assert shown == {"c": status, "s": "skipped"}, (paths, shown)
 
 
 def test_chips_of_hosts_shards_and_stopped_runs_at_their_edges():

@@ -111,6 +111,8 @@ def test_toolkit_header_names_toolkit_operator_library_devices_standard_version(
     assert "rotary modes half, interleave, quarter, interleave-half" in header
     assert "0, 3" in header and "single_bm" in header and "9.9.9" in header
     assert "NPU" not in header
+    lines = format_header(TOOLKIT).splitlines()     # the version's line reads as no message of prmg's ("prmg: ...")
+    assert lines[-1].startswith("prmg version: ") and not any(line.startswith("prmg: ") for line in lines)
 
 
 def test_header_names_the_checks_that_ran_and_the_results_resume_took():

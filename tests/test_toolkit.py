@@ -519,7 +519,7 @@ def test_a_preloaded_hook_of_the_toolkit_is_recorded_and_refused_under_strict(tm
                env={"LD_PRELOAD": str(library)})
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"prmg: warning: a preloaded library defines symbols of the toolkit: {label}" in run.stderr
-    assert f"preloaded: {label} prmg:" in " ".join(run.stdout.split())          # the header's line (wrapped)
+    assert f"preloaded: {label} prmg version:" in " ".join(run.stdout.split())          # the header's line (wrapped)
     assert store.read(tmp_path / "r.jsonl").runs[-1].settings["preloaded"] == [label]
     strict = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_PRELOAD": str(library)})
     assert strict.returncode == 2 and "Traceback" not in strict.stderr, strict.stdout + strict.stderr
@@ -563,7 +563,8 @@ def test_an_audit_library_is_recorded_and_refused_under_strict_as_a_preload_is(t
            f"(LD_PRELOAD, /etc/ld.so.preload, LD_AUDIT, or loaded with RTLD_GLOBAL before it)" in strict.stderr
     watcher = _library(source, tmp_path / "libwatch.so", "-Dla_symbind64=la_watch")      # sees, binds nothing
     quiet = prmg("run", cases, "--runner", "emulator", "--strict", env={"LD_AUDIT": str(watcher)})
-    assert quiet.returncode == 0 and f"preloaded: {watcher} prmg:" in " ".join(quiet.stdout.split()), quiet.stderr
+    assert quiet.returncode == 0 and f"preloaded: {watcher} prmg version:" in " ".join(quiet.stdout.split()), \
+        quiet.stderr
 
 
 def test_a_library_loaded_globally_ahead_of_the_toolkit_is_recorded_and_refused_under_strict(tmp_path, emulator):

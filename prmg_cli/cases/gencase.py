@@ -31,7 +31,7 @@ from ..ops import DEFAULT_OP, OPERATORS, constraints
 from ..ops.targets import BUILDS
 from ..results import plural, visible
 from ..vocab import (BROADCASTS, DEFAULT_SUPPORTED_MODES, MODE_NAMES, ROTARY_MODES, SLICE, TENSORS, broadcast_pattern,
-                     broadcast_shape, mode_suggestion)
+                     broadcast_shape, mode_suggestion, number)
 from ..writes import Output, check_outputs
 from .loader import INPUT_KINDS, NAME_PATTERN, sanitise_name
 
@@ -58,7 +58,7 @@ def ints(value, field: str, count: int | None = None) -> list[int]:
     else:
         parts = list(value)
     try:
-        numbers = [int(part) for part in parts]
+        numbers = [number(part) for part in parts]
     except (TypeError, ValueError):
         raise PrmgError(f"expected integers, got {value!r}", field=field) from None
     if any(isinstance(part, float) and not float(part).is_integer() for part in parts):
@@ -81,7 +81,7 @@ def _mode_value(mode) -> int | str:
         if text in ROTARY_MODES:
             return text
         try:
-            mode = int(text)
+            mode = number(text)
         except ValueError:
             raise PrmgError(f"unknown rotary mode {mode!r}{mode_suggestion(text)}; use one of "
                             f"{', '.join(ROTARY_MODES)} or 0..3",
@@ -127,7 +127,7 @@ def _expect_value(expect) -> str | dict:
         if text in status.STATUS_CODES:
             return {"error": text}
         try:
-            code = int(text)
+            code = number(text)
         except ValueError:
             raise PrmgError(f"expect must be 'pass', 'error', a status code or a status name, got {expect!r}",
                             field="expect") from None
@@ -148,11 +148,11 @@ def _number(text: str, field: str) -> float:
     """``text`` as a number: an int when written as one (exactly: a float would round one past 2**53), else a
     float."""
     try:
-        return int(text)
+        return number(text)
     except ValueError:
         pass
     try:
-        return float(text)
+        return number(text, float)
     except ValueError:
         raise PrmgError(f"{text!r} is not a number", field=field) from None
 
@@ -160,7 +160,7 @@ def _number(text: str, field: str) -> float:
 def _bit_pattern(text: str, field: str) -> int:
     """``text`` as a bit pattern: an integer >= 0, decimal or ``0x`` hexadecimal."""
     try:
-        value = int(text, 0)
+        value = number(text, int, 0)
     except ValueError:
         raise PrmgError(f"{text!r} is not a bit pattern (an integer such as 0x7e01)", field=field) from None
     if value < 0:

@@ -14,6 +14,9 @@ from ..writes import write_stdout
 from .options import request_values, typer_signature
 
 
+NUMBERS = ("int", "float")       # click's names of the types of prmg's int and float options
+
+
 class _Command(typer.core.TyperCommand):
     """A command whose usage line names its arguments plainly (``PATH...``, ``FILE.csv``), and whose help's example
     commands fit the width as its text does."""
@@ -47,14 +50,20 @@ class _Command(typer.core.TyperCommand):
     def parse_args(self, ctx, args):
         """click's parsing, once no option of one value is given twice: click keeps the last silently, and what the
         first asked for was lost (``prmg compare A B --report json:a.json --report markdown:b.md`` wrote only b.md;
-        ``-o a.json -o b.json``). A flag may be repeated; a repeatable option (``--report`` of run and report) is."""
+        ``-o a.json -o b.json``). A flag may be repeated; a repeatable option (``--report`` of run and report) is.
+        A number option's value holds ASCII alone: click's int and float read ``٣`` as 3, a case file refuses it."""
         seen = set()
-        for param in self.make_parser(ctx).parse_args(args=list(args))[2]:
+        values, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        for param in order:
             if param.param_type_name == "option" and not (param.multiple or param.is_flag or param.count):
                 if param.name in seen:
                     ctx.fail(f"Option {'/'.join(param.opts)!r} given more than once: it takes one value (only the "
                              f"last would count)")
                 seen.add(param.name)
+            text = values.get(param.name)
+            if param.type.name in NUMBERS and isinstance(text, str) and not text.isascii():
+                ctx.fail(f"Invalid value for {'/'.join(param.opts)!r}: {text!r} is not a valid {param.type.name}: "
+                         f"digits 0-9 only, as a case file writes a number")
         return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx) -> list[str]:

@@ -295,7 +295,7 @@ def _rows_axis() -> list[Regime]:
     return rows
 
 
-def _d_axis() -> list[Regime]:
+def _d_axis(op: str) -> list[Regime]:
     def around(top: int) -> list[Regime]:
         return [Regime("D", f"{top - 2}..{top - 1}", f"a pair short of {top}: the last 256-byte repeat and "
                        "32-byte block of a row are partial", lambda f: top - 2 <= f.D <= top - 1),
@@ -309,7 +309,12 @@ def _d_axis() -> list[Regime]:
             Regime("D", f"{MAX_D}", "the largest D the tiling takes", lambda f: f.D == MAX_D),
             Regime("D", "rows not 32-byte multiples", "D * itemsize % 32 != 0: rows do not start on 32-byte "
                    "blocks (a kernel that pads rows to 32 bytes misaddresses them)", lambda f: not f.aligned(f.D)),
-            Regime("D", "rows 32-byte multiples", "every row starts on a 32-byte block", lambda f: f.aligned(f.D))]
+            Regime("D", "rows 32-byte multiples", "every row starts on a 32-byte block", lambda f: f.aligned(f.D)),
+            *([] if "D odd" in OPERATORS[op].rule_reasons else [
+                Regime("D", "odd, the slice ending at D", "an odd D (the tiling has no D parity rule, where the "
+                       "forward's refuses one): rows start at alternate parities and the slice's last pair ends the "
+                       "row; a kernel assuming an even D (pairs loaded two lanes at a time from each row's start) "
+                       "misaddresses every other row", lambda f: f.D % 2 == 1 and f.length > 0 and f.end == f.D)])]
 
 
 def _slice_axis() -> list[Regime]:
@@ -493,7 +498,7 @@ def regimes(op: str) -> tuple[Regime, ...]:
     return (*_dtype_axis(spec), *_mode_axis(), *_layout_axis(spec), *_format_axis(), *_storage_axis(op),
             *_count_classes("B", lambda f: f.B, "batch"), *_count_classes("S", lambda f: f.S, "position"),
             *_count_classes("N", lambda f: f.N, "head"), *_rows_axis(),
-            *_count_classes("cos rows", lambda f: f.cos_rows, "cos/sin row"), *_d_axis(), *_slice_axis(),
+            *_count_classes("cos rows", lambda f: f.cos_rows, "cos/sin row"), *_d_axis(op), *_slice_axis(),
             *_decode_kernel_axis(op), *_slice_list_axis(), *_varies_axis(), *_partners_axis(), *_values_axis(),
             *_phase_axis(op), *_chip_axis(op), *_build_axis(op))
 

@@ -160,12 +160,20 @@ class Chips:
     def expected_of(self, name: str, entries: Sequence[Entry]) -> dict[str, str]:
         """The chips case ``name`` with records ``entries`` is expected to have run on, each with why (``WHY_CHIPS``
         or the file of a run there that selected it: ``stopped``): each chip of ``--chips`` on each host that ran it
-        (none for a case no chip ran), and each chip of a run that stopped before it."""
+        (none for a case no chip ran: skipped, or refused before any did; a passed or xfailed record naming no device,
+        which no run writes, ran on none of them), and each chip of a run that stopped before it."""
         if not self.expected:
             return self.stopped.get(name, {})
-        hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries if record.device)
+        hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries
+                              if record.device or _ran_nowhere(record))
         asked = [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
+
+
+def _ran_nowhere(record: CaseResult) -> bool:
+    """Whether ``record`` names no device and says the kernel ran well (passed, xfailed): no run writes one (a skip,
+    or a case refused before any chip ran it, names none), so under ``--chips`` it ran on none of them."""
+    return not record.device and record.info.ok and bool(record.info.evidence)
 
 
 def _refuse_cluster(stores: Sequence, expected: Sequence[str]) -> None:
@@ -231,14 +239,15 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
     """One record of a case from its records ``entries`` when they come from several chips or miss a chip of
     ``expected`` (module docstring), each chip's record chosen by ``pick`` (``--duplicates`` ``rule``); None when
     they are of one chip (or set of chips) and miss none: duplicates, chosen among as they are, or when one of them
-    names no chip."""
+    names no chip (unless each such one is a pass, ``_ran_nowhere``, and a chip is missed: not run there)."""
     if len(entries) == 1 and not expected:
         return None
     held = [chip_ids(record) for _, record in entries]
     seen = {chip for chips in held for chip in chips}
     missing = {chip: why for chip, why in (expected or {}).items() if chip not in seen}
     if (not missing and len(set(held)) < 2) or not all(held):         # cheap: most cases of most merges
-        return None
+        if not missing or not all(_ran_nowhere(record) for (_, record), chips in zip(entries, held) if not chips):
+            return None                 # a record of no chip that failed stands (a pass of none: not run there)
     views: dict[str, list[tuple[str, CaseResult, CaseResult]]] = {}
     for path, record in entries:
         for chip, view in chips_of(record).items():
@@ -268,7 +277,7 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         base = next((record for record in standing if record.status == worst), standing[0])
         message = _unprefixed(base)
     else:                               # the worst is a chip with no record: not run there
-        base = _not_run(next(iter(picked.values()))[1])
+        base = _not_run(next(iter(picked.values()))[1] if picked else entries[0][1])     # (no record names a chip)
         asked = id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
         whys: dict[str, list[str]] = {}                # each why once: a list per why was 20 s of --chips 0-4095
         for chip, why in missing.items():

@@ -310,11 +310,12 @@ def render(comparison: Comparison, fmt: str = "table", width: int | None = None,
     if fmt != "table":
         raise PrmgError(f"--report must be table, json or markdown for compare, got {fmt!r}")
     from .outputs.screen import cut_note, width as screen_width, wrap
+    from .outputs.short_names import DTYPE_WORDS, MODE_WORDS
     from .outputs.table import SHORTEN, SQUEEZE, fit
 
     width = width or screen_width()
-    table = fit(rows, wide=wide, shared_candidates=("A", "B"), order=(SQUEEZE, SHORTEN), width=width) if rows \
-        else ["no changes"]
+    table = fit(rows, wide=wide, shared_candidates=("A", "B"), order=(SQUEEZE, SHORTEN), width=width,
+                protect={"dtypes": DTYPE_WORDS, "mode": MODE_WORDS}) if rows else ["no changes"]
     cut = any(row["detail"] not in line for row, line in zip(rows, table[len(table) - len(rows):]))
     return "\n".join([*(part for line in faults for part in wrap(line, width)), *([""] if faults else []), *table,
                       *[cut_note("details")] * cut, "", *wrap(summary, width)])

@@ -113,6 +113,7 @@ static const struct {
     {"slice_of_1_as_end", FAULT_SLICE_OF_1_AS_END},
     {"offset_cos_size", FAULT_OFFSET_COS_SIZE},
     {"fwd_membase_repeat_u8", FAULT_FWD_MEMBASE_REPEAT_U8},
+    {"odd_d_even_pitch", FAULT_ODD_D_EVEN_PITCH},
 };
 
 /* The bit of fault `name` (length `length`), or 0 when unknown. */

@@ -122,6 +122,7 @@ enum {
     FAULT_SLICE_OF_1_AS_END,
     FAULT_OFFSET_COS_SIZE,
     FAULT_FWD_MEMBASE_REPEAT_U8,
+    FAULT_ODD_D_EVEN_PITCH,
     FAULT_COUNT                 /* not a fault: how many there are (append new ones above) */
 };
 _Static_assert(FAULT_COUNT <= 8 * (int)sizeof(fault_set), "more faults than bits of fault_set");

@@ -328,14 +328,17 @@ static int64_t row_position(const kernel_job *job, int64_t row_length, int64_t j
 }
 
 /* The element index where row `row` of x starts: row * D, or with the row_pad fault (D not a multiple
- * of a 32-byte block of x's dtype) row * (D rounded up to that block); -1 when that row would run
- * past the end of x (the fault then skips it). */
+ * of a 32-byte block of x's dtype) row * (D rounded up to that block), with odd_d_even_pitch (an odd D, which the
+ * grad's tiling takes and the forward's refuses) row * (D + 1), as a kernel assuming the forward's even D; -1 when
+ * that row would run past the end of x (the fault then skips it). */
 static int64_t row_base(const kernel_tensor *x, fault_set faults, int64_t row)
 {
     const int64_t d = x->dims[3], block = BLOCK_BYTES / element_size(x->data_type);
     int64_t stride = d;
     if (has_fault(faults, FAULT_ROW_PAD) && d % block != 0)
         stride = (d + block - 1) / block * block;
+    else if (has_fault(faults, FAULT_ODD_D_EVEN_PITCH) && d % 2 != 0)
+        stride = d + 1;
     int64_t base = row * stride;
     return base + d <= element_count(x) ? base : -1;
 }

@@ -263,7 +263,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     if info.resumed:
         fields.append(("resumed", f"{plural(info.resumed, 'result')} taken from the --resume file, not run again"))
     fields += [(visible(label), visible(text)) for label, text in info.notes]
-    fields.append(("prmg", info.version or __version__))
+    fields.append(("prmg version", info.version or __version__))      # not "prmg: 0.1.0", read as a message
     return fields
 
 

@@ -37,6 +37,9 @@ FIT_ORDER = ("kernel time", "standard", "cos", "slice", "shape", ESSENTIALS, SHO
 SQUEEZE = "squeeze the last column"  # a step: the last column's texts are cut to the room left, not below MIN_SQUEEZED
 MIN_SQUEEZED = 40
 SMALLEST_NAME = 12                   # the room names are shortened to when every step is taken and still too little
+# ...unless a squeezed last column can give them room: it goes below MIN_SQUEEZED (not below SMALLEST_NAME) for names
+# of up to SQUEEZED_NAME columns (compare's table at 80 columns with A and B kept: names of 9 and a row of 82 before)
+SQUEEZED_NAME = 24
 _SHORT_MODES = {"interleave-half": "ilv-half"}
 _GAP = "  "                         # between two columns
 
@@ -80,8 +83,9 @@ def fit(rows: list[dict[str, str]], *, wide: bool = False, shared_candidates: tu
     column (``screen.shorten``) to the room whole names leave, not below ``MIN_SQUEEZED``, ``SHORTEN`` starts
     shortening case names
     (``short_names``) to the room the other columns leave, never below ``MIN_NAME`` while a step remains
-    (``SMALLEST_NAME`` after the last), keeping the words ``protect`` gives for a column that a step dropped
-    (heading -> words, the most important first). ``wide`` keeps everything."""
+    (``SMALLEST_NAME`` after the last; a squeezed last column shares its room with names of up to ``SQUEEZED_NAME``),
+    keeping the words ``protect`` gives for a column that a step dropped or the table lacks (heading -> words, the
+    most important first). ``wide`` keeps everything."""
     if not rows:
         return []
     width = width or screen_width()
@@ -122,12 +126,17 @@ def fit(rows: list[dict[str, str]], *, wide: bool = False, shared_candidates: tu
             if max(map(len, names)) <= room:
                 shown = {name: name for name in names}
                 break
-            kept = tuple(words for heading, words in (protect or {}).items() if heading in dropped)
+            kept = tuple(words for heading, words in (protect or {}).items()
+                         if heading in dropped or heading not in rows[0])
             if shortening:
                 shown, unique = short_names(names, max(room, MIN_NAME), kept)
                 if room >= MIN_NAME and unique:
                     break
         else:
+            if squeezing and room < SQUEEZED_NAME:      # the names' room and the last column's, shared (above)
+                shared_room = room + widths[last]
+                widths[last] = max(SMALLEST_NAME, shared_room - min(SQUEEZED_NAME, max(map(len, names))))
+                room = shared_room - widths[last]
             shown, _ = short_names(names, max(room, SMALLEST_NAME), kept)
         if squeezing:
             table = [{**row, last: shorten(row[last], widths[last])} for row in table]
