@@ -136,6 +136,10 @@ def test_a_checks_option_is_a_run_flag_a_setting_and_a_plugin_flag(toy_check_opt
 
     add_plugin_options(Group(), module.OPTIONS)
     assert added["--prmg-toy-level"]["default"] == 3 and added["--prmg-repeat"]["default"] == 2
+    for flag, given, value in (("--prmg-toy-level", "4", 4), ("--prmg-timeout", "1.5", 1.5)):
+        assert added[flag]["type"](given) == value     # numbers in digits 0-9 alone, as `prmg run` and case files
+        with pytest.raises(ValueError):
+            added[flag]["type"]("\u0663")
     assert {"--prmg-runner", "--prmg-check", "--prmg-strict", "--prmg-devices"} <= set(added)
     monkeypatch.setitem(sys.modules, "prmg_cli.commands.run", module)
     code, out, _ = run_in_process(capsys, monkeypatch, "run", "--help")

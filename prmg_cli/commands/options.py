@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ..errors import PrmgError
+from ..vocab import number
 from ..writes import output_file
 
 
@@ -121,8 +122,21 @@ def add_plugin_options(group, options: Sequence[Option]) -> None:
             group.addoption(option.plugin_flag, action="append", default=[], metavar=option.metavar,
                             help=option.help)
         else:
-            group.addoption(option.plugin_flag, type=option.kind, default=option.default, metavar=option.metavar,
-                            help=option.help)
+            group.addoption(option.plugin_flag, type=_plugin_type(option.kind), default=option.default,
+                            metavar=option.metavar, help=option.help)
+
+
+def _plugin_type(kind: type):
+    """``kind`` as argparse's type of a ``--prmg-*`` value: an int or float in ASCII digits alone (``vocab.number``),
+    as ``prmg run``'s options and case files take them (``--prmg-seed ٣`` was 3), named ``kind`` in pytest's error."""
+    if kind not in (int, float):
+        return kind
+
+    def parse(text: str):
+        return number(text, kind)
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def plugin_values(config, options: Sequence[Option]) -> dict:
