@@ -118,6 +118,9 @@ def test_compare_summary_counts_in_plural_words():
     rows = [line.split() for line in lines if line.startswith("new failure")]
     assert max(map(len, lines)) <= 80 and len(rows) == 8 and all(
         re.search(r"fp32|fp16|bf16", row[2]) and row[4] == "failed" for row in rows), lines
+    narrow = compare.render(mixed, width=60).splitlines()       # never below SMALLEST_NAME for the names' sake
+    details = [line.partition(" failed ")[2].strip() for line in narrow if line.startswith("new failure")]
+    assert max(map(len, narrow)) <= 60 and all(text.startswith(("only in B", "2048 of")) for text in details), narrow
 
 
 @pytest.mark.verdict

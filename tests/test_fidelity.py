@@ -624,6 +624,28 @@ def test_transposed_and_expanded_views_are_classes_of_the_forward():
 
 
 
+def test_the_decode_kernel_and_odd_d_classes_hold_exactly_the_calls_that_reach_them():
+    """Session 17: the A2/A3 decode kernel's class (``forward.membase_decode_heads``, the emulator's ``wrapped_head``
+    in Python) and the grad's odd-D class held more cases than reach them, unseen: a suite with no real decode call
+    of 256+ heads (or no slice to an odd D's end) was called complete. Each condition at its edge."""
+    from prmg_cli.ops.forward import membase_decode_heads
+    from prmg_cli.ops.regimes import regimes
+
+    decode = {"op": "forward", "shape": [2, 1, 257, 8], "broadcast": "B11D", "partial_slice": [0, 8]}
+    heads = lambda **keys: membase_decode_heads(case_of(**{**decode, **keys}))
+    assert heads() == 257 and heads(shape=[2, 257, 1, 8]) == 257 and heads(shape=[1, 1, 1228, 8]) == 1228
+    assert heads(shape=[2, 2, 257, 8]) == 0                       # S and N both > 1
+    assert heads(shape=[2, 1, 3, 64], partial_slice=[0, 64]) == 3
+    assert heads(shape=[2, 1, 3, 72], partial_slice=[0, 72]) == 0     # D > 64
+    assert heads(shape=[2, 1, 3, 6], partial_slice=[0, 6]) == 0       # 24-byte rows: no whole 32-byte blocks
+    assert heads(rotary_mode="half") == 0 and heads(broadcast="BSND") == 0 and heads(cos_dtype="float16") == 0
+    assert heads(shape=[1, 1, 1229, 8]) == 0                      # ubFactor 0: the heads overflow the buffer
+    odd = next(regime for regime in regimes("grad") if regime.key == "D: odd, the slice ending at D")
+    assert odd.test(facts(case_of(shape=[1, 2, 2, 255], partial_slice=[1, 255], broadcast="1S1D")))
+    assert not odd.test(facts(case_of(shape=[1, 2, 2, 255], partial_slice=[1, 253], broadcast="1S1D")))
+    assert not any(regime.key.startswith("D: odd") for regime in regimes("forward"))      # the forward refuses it
+
+
 # Every class issues 33 and 35 added is SEEN: a fault (or a stand-in) breaking exactly that class turns a shipped case
 # of it red. A coverage class (op, key) names the cases covering it; the others (a label) name their cases by file and
 # how they are judged (--standard mixed, graph mode through the aclnn+geir pair).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from prmg_cli.cases.loader import Case, definition_fingerprint
 from prmg_cli.errors import PrmgError
 from prmg_cli.reports.merge import MISSING, merge
 from prmg_cli.reports.outputs import OUTPUTS
-from prmg_cli.reports.store import Stored, read
+from prmg_cli.reports.store import Stored, _parse as parse, read
 from prmg_cli.results import MAX_SECONDS, CaseResult
 
 SMOKE = ROOT / "cases" / "smoke.yaml"
@@ -1109,6 +1110,13 @@ def test_a_pass_naming_no_device_ran_on_none_of_the_chips_asked_for(tmp_path, ca
         assert report_files(paths, reports=["json"], chips=[0]) == (status != "passed"), paths
         shown = {case["name"]: case["status"] for case in json.loads(capsys.readouterr().out)["cases"]}
         assert shown == {"c": status, "s": "skipped"}, (paths, shown)
+    errored = tmp_path / "e.jsonl"          # a case refused before any chip ran it names none: its error stands
+    errored.write_bytes(store.encode(store.RunRecord("e" * 32, "", ["e"], {}, {"devices": [0]}))
+                        + store.encode(replace(record("e", "error"), run_id="e" * 32, message="refused: no chip",
+                                               judged_under=store.settings_key({}))))
+    assert report_files([str(errored)], reports=["json"], chips=[0])
+    shown = json.loads(capsys.readouterr().out)["cases"]
+    assert [(case["status"], case["message"]) for case in shown] == [("error", "refused: no chip")], shown
 
 
 def test_chips_of_hosts_shards_and_stopped_runs_at_their_edges():
@@ -1177,19 +1185,53 @@ def test_per_chip_jobs_appending_to_one_file_are_each_chips_records_and_a_rerun_
             record(name, status), run_id=letter * 32, judged_under=settings_key({}), device=device).to_dict()) + "\n"
             for name, (status, device) in results.items())
 
-    def merged(*runs: str) -> dict:
+    def merged(*runs: str, kept=None) -> dict:
+        """The merge of ``runs`` written as one file, the same with ``store.read``'s choice left out (every record
+        handed to ``Chips.current``: each of the two applies the rule alone), and ``kept``, the (case, run) of each
+        record ``read`` keeps (session 17: a mutant of either was hidden by the other)."""
         path = tmp_path / "r.jsonl"
         path.write_text("".join(runs))
-        return {r.name: (r.status, r.device_statuses) for r in merge([read(path)]).results}
+        stored, every = read(path), read(path)
+        lines = path.read_bytes().splitlines()
+        every.results = [r for r in map(parse, lines, itertools.count(1), itertools.repeat(""))
+                         if isinstance(r, CaseResult)]
+        if kept is not None:
+            assert [(r.name, r.run_id[0]) for r in stored.results] == kept
+        shown = [{r.name: (r.status, r.device_statuses) for r in merge([whole]).results} for whole in (stored, every)]
+        assert shown[0] == shown[1]
+        return shown[0]
 
     chip1 = run("a", [1], {"x": ("failed", "1"), "y": ("passed", "1")})
     assert merged(chip1, run("b", [0], {"x": ("passed", "0"), "y": ("passed", "0")})) == {
         "x": ("failed", {"0": "passed", "1": "failed"}), "y": ("passed", {"0": "passed", "1": "passed"})}
-    assert merged(chip1, run("c", [1], {"x": ("passed", "1")})) == {"x": ("passed", {}), "y": ("passed", {})}
+    assert merged(chip1, run("c", [1], {"x": ("passed", "1")}), kept=[("y", "a"), ("x", "c")]) == {
+        "x": ("passed", {}), "y": ("passed", {})}
     killed = run("k", [1], {"x": ("passed", "1")}, selection="xy")   # chip 1's job killed before y, chip 0's after
     assert merged(killed, run("b", [0], {"x": ("passed", "0"), "y": ("passed", "0")}))["y"] == (
         "not_run", {"0": "passed", "1": "not_run"})
     shared = run("d", [0, 1], {"x": ("failed", "1")})               # a run sharing x and y among chips 0 and 1
-    assert merged(shared, run("e", [0, 1], {"x": ("passed", "0")}))["x"] == ("passed", {})
+    rerun = run("e", [0, 1], {"x": ("passed", "0")})
+    assert merged(shared, rerun, kept=[("x", "e")])["x"] == ("passed", {})
+    assert merged(shared, rerun, run("g", [2], {"x": ("passed", "2")}))["x"] == ("passed", {"0": "passed",
+                                                                                          "2": "passed"})
     pinned = run("f", [0], {"x": ("passed", "0")}, visible_devices="1")     # chip 1 again, as device 0 of 1
-    assert merged(chip1, pinned)["x"] == ("passed", {})
+    assert merged(chip1, pinned, kept=[("y", "a"), ("x", "f")])["x"] == ("passed", {})
+
+
+def test_the_operator_library_is_one_in_two_toolkit_folders_only_when_it_lies_in_each():
+    """Session 16 compares the operator library by its path in its toolkit (``TOOLKIT_ROOT/lib64/...``): one build in
+    /usr/local/Ascend on one host and /opt/Ascend on another is one. A library beside its toolkit's folder, not in it
+    (/a/tk-old beside /a/tk: a folder name the toolkit's begins), is compared by its whole path (session 17: a prefix
+    test took /a/tk-old and /b/tk-old for one library, two builds merged unwarned)."""
+    from prmg_cli.reports.merge import differing_settings
+    from prmg_cli.reports.store import RunRecord
+
+    def runs(*places: tuple[str, str]) -> list:
+        return [(f"{index}.jsonl", RunRecord(str(index) * 32, "", [], {"location": location, "op_library": library},
+                                             {})) for index, (location, library) in enumerate(places)]
+
+    library = "lib64/libopapi_transformer.so"
+    assert [key for key, _ in differing_settings(runs(("/usr/local/Ascend", f"/usr/local/Ascend/{library}"),
+                                                      ("/opt/Ascend", f"/opt/Ascend/{library}")))] == ["location"]
+    assert [key for key, _ in differing_settings(runs(("/a/tk", f"/a/tk-old/{library}"),
+                                                      ("/b/tk", f"/b/tk-old/{library}")))] == ["location", "op_library"]
