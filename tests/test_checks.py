@@ -172,10 +172,19 @@ def test_determinism_catches_a_one_ulp_nondeterminism_each_launch_passes():
 
 
 def test_a_check_that_cannot_run_says_why():
-    case = make_case("grad", 1, "float32", shape=(1, 2, 2, 41), piece=(4, 36))      # the forward needs D even
+    """A case the other operator's rules refuse (the forward needs D even) is one the check is not defined for:
+    skipped, saying why; a launch of the other operator that fails is a check that could not run: a note (a
+    warning)."""
+    case = make_case("grad", 1, "float32", shape=(1, 2, 2, 41), piece=(4, 36))
     ctx, _, _ = context(case, ModelSession())
     result = adjoint(ctx)
-    assert result.passed and "D = 41 is not a multiple of 2" in result.note
+    assert result.passed and "D = 41 is not a multiple of 2" in result.skipped and not result.note
+    ctx, _, _ = context(make_case("grad", 1, "float32"), ModelSession())
+    refusing = dataclasses.replace(ctx, launch=lambda case, inputs, **how: Outcome(status=561002, dy=None,
+                                                                                   error_message="tiling failed"))
+    for check in (adjoint, roundtrip):
+        result = check(refusing)
+        assert result.note.endswith("launch returned 561002 tiling failed") and not result.skipped, result
 
 
 def test_a_check_marked_first_runs_right_after_the_main_launch(monkeypatch):

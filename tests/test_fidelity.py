@@ -671,8 +671,10 @@ def test_the_decode_kernel_and_odd_d_classes_hold_exactly_the_calls_that_reach_t
     assert heads() == 257 and heads(shape=[2, 257, 1, 8]) == 257 and heads(shape=[1, 1, 1228, 8]) == 1228
     assert heads(shape=[2, 2, 257, 8]) == 0                       # S and N both > 1
     assert heads(shape=[2, 1, 3, 64], partial_slice=[0, 64]) == 3
-    assert heads(shape=[2, 1, 3, 72], partial_slice=[0, 72]) == 0     # D > 64
-    assert heads(shape=[2, 1, 3, 6], partial_slice=[0, 6]) == 0       # 24-byte rows: no whole 32-byte blocks
+    assert heads(shape=[2, 1, 3, 512], partial_slice=[448, 512]) == 3     # a rope tail: its L decides, not D
+    assert heads(shape=[2, 1, 3, 72], partial_slice=[0, 72]) == 0     # L > 64
+    assert heads(shape=[2, 1, 3, 6], partial_slice=[0, 6]) == 0       # L of 24 bytes: no whole 32-byte blocks
+    assert heads(dtype="float16", cos_dtype="float16") == 0
     assert heads(rotary_mode="half") == 0 and heads(broadcast="BSND") == 0 and heads(cos_dtype="float16") == 0
     assert heads(shape=[1, 1, 1229, 8]) == 0                      # ubFactor 0: the heads overflow the buffer
     odd = next(regime for regime in regimes("grad") if regime.key == "D: odd, the slice ending at D")

@@ -13,7 +13,8 @@ Each check's module states what it checks and the bound it uses (``base`` the el
 
 **Where a check is not defined** (``Check.applies``) it is skipped with the reason (a no-op call: an empty
 slice, tensor or table; NaN, infinities or values whose results overflow the dtype, for adjoint, whose inner
-products would not be numbers). **Every launch a check makes** gets the in-place contract checks of the main launch
+products would not be numbers; a case the other operator's rules refuse, for adjoint and roundtrip: the forward takes
+no odd D, which the grad does). **Every launch a check makes** gets the in-place contract checks of the main launch
 (``judge.launch_problems``: guard zones, workspace, cos and sin, the tensor outside the slice); a breach
 fails the case like one on the main launch.
 """

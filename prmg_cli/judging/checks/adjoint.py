@@ -30,7 +30,7 @@ def adjoint(context: CheckContext) -> CheckResult:
     other_case, other_inputs = as_operator(case, inputs, other, probed)
     outcome, why = launched(context, other_case, other_inputs, "adjoint")
     if outcome is None:
-        return CheckResult("adjoint", note=why)
+        return CheckResult("adjoint", **why)
     if other is forward:             # main: dx = B dy; probe x through the forward: y = F x
         x, y, x_inputs = probed, outcome.dy, other_inputs
         dy, dx, dy_inputs = inputs.dy, context.outcome.dy, inputs

@@ -33,10 +33,10 @@ U64 = 2.0 ** -53
 @dataclass
 class CheckResult:
     """What one check found: whether it holds, its metrics, why not, details; ``note`` when it could not
-    run (e.g. the forward refuses the case's D), reported as a warning; ``skipped`` why it is not defined for
-    the case (``Check.applies``); ``contract`` the in-place contract breaches of its launches; ``warnings`` what it
-    saw that is no failure but that ``--strict`` fails, said only when the golden does not judge the case (the
-    golden's judgement says it of the whole result)."""
+    run (a launch of the other operator failed), reported as a warning; ``skipped`` why it is not defined for
+    the case (``Check.applies``, or the other operator's rules refuse the case: ``launched``); ``contract`` the
+    in-place contract breaches of its launches; ``warnings`` what it saw that is no failure but that ``--strict``
+    fails, said only when the golden does not judge the case (the golden's judgement says it of the whole result)."""
 
     name: str
     passed: bool = True
@@ -165,14 +165,17 @@ def refusal(op, case: Case) -> str:
 
 
 def launched(context: CheckContext, case: Case, inputs: Inputs, what: str):
-    """``inputs`` through ``case`` on the device; (outcome, "") or (None, why it could not run)."""
+    """``inputs`` through ``case`` on the device: (outcome, {}), or (None, the ``CheckResult`` fields saying why not):
+    ``skipped`` when the operator's rules refuse ``case`` (the check is not defined for it: the forward takes no odd
+    D, which the grad does; a correct kernel's case, so no warning), ``note`` when its launch failed (a warning)."""
     refused = refusal(OPERATORS[case.op], case)
     if refused:
-        return None, f"{what}: {refused}"
+        return None, {"skipped": f"{what}: {refused}"}
     outcome = context.launch(case, inputs)
     if outcome.status != 0 or outcome.dy is None:
-        return None, f"{what}: the {OPERATORS[case.op].title} launch returned {outcome.status} {outcome.error_message}"
-    return outcome, ""
+        return None, {"note": f"{what}: the {OPERATORS[case.op].title} launch returned {outcome.status} "
+                              f"{outcome.error_message}"}
+    return outcome, {}
 
 
 def rows(array: np.ndarray) -> np.ndarray:

@@ -38,11 +38,11 @@ def roundtrip(context: CheckContext) -> CheckResult:
     forward_case, forward_inputs = as_operator(case, tables, forward_op, x)
     forward, why = launched(context, forward_case, forward_inputs, "roundtrip")
     if forward is None:
-        return CheckResult("roundtrip", note=why)
+        return CheckResult("roundtrip", **why)
     grad_case, grad_inputs = as_operator(case, tables, backward_op, forward.dy)
     back, why = launched(context, grad_case, grad_inputs, "roundtrip")
     if back is None:
-        return CheckResult("roundtrip", note=why)
+        return CheckResult("roundtrip", **why)
     kept, partner, sign, cos_lane, sin_lane = backward_op.lane_terms(case.rotary_mode, end - start)
     with np.errstate(all="ignore"):
         exact_y = forward_op.golden_slice(x, forward_inputs.cos, forward_inputs.sin, case.rotary_mode, piece)
