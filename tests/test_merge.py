@@ -910,6 +910,12 @@ def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_
     assert verdict(chips)[::2] == ([], ExitCode.OK)
     shared = Stored("b.jsonl", [y], [RunRecord("b", "", ["x", "y"], {}, {"devices": [2, 3]})])   # each case on one
     assert verdict([chips[0], shared])[::2] == (["each_device"], ExitCode.FAILED)
+    from prmg_cli.reports.merge import shard_warnings           # session 17: a hooked run, which run --strict refuses
+    hooked = [alike[0], Stored("b.jsonl", [y], [RunRecord("b", "2/2", ["x", "y"], {}, {"preloaded": ["/x/h.so"]})])]
+    assert shard_warnings(hooked, merge(hooked)) == [
+        "the run of b.jsonl (2/2, started ?) ran with a library preloaded ahead of the toolkit taking its calls: "
+        "/x/h.so (prmg run --strict refuses it)"]
+    assert shard_warnings(hooked[:1], merge(hooked[:1])) == []
 
 
 def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_missing_one(tmp_path):
@@ -940,13 +946,21 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     one = prmg_here("report", appended, "--report", "json")
     assert one.returncode == 1 and [c["device_statuses"] for c in json.loads(one.stdout)["cases"]] == \
         [{"0": "passed", "1": "failed"}] * 2, one.stdout
-    narrow = tmp_path / "narrow1.jsonl"                 # round 6: chip 1's job with a narrower -k, without --chips
-    prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "1", "--results",
+    narrow = tmp_path / "narrow0.jsonl"                 # round 6: chip 0's job with a narrower -k, without --chips
+    prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "0", "--results",
                 narrow, "-o", os.devnull, env=env)
-    for others, asked in (((jobs[0], jobs[2]), "0-2"), ((jobs[0],), "0-1")):         # two chips too
-        assert "prmg: warning: the runs on chip 1 selected 1 of the 2 cases run on the host's chips (never selected " \
-            "there: smoke.same_table_ends_at_5: a narrower -k or case list, or a shard's job lost?); --chips " \
-            f"{asked} reports each not_run there" in prmg_here("report", *others, narrow, "-o", os.devnull).stderr
+    warning = "the runs on chip 0 selected 1 of the 2 cases run on the host's chips (never selected there: " \
+        "smoke.same_table_ends_at_5: a narrower -k or case list, or a shard's job lost?); --chips {} reports each " \
+        "not_run there"
+    for others, asked in (((jobs[1], jobs[2]), "0-2"), ((jobs[2],), "0,2")):         # two chips too
+        narrowed = prmg_here("report", *others, narrow, "-o", os.devnull)
+        assert f"prmg: warning: {warning.format(asked)}" in narrowed.stderr.splitlines()
+    assert narrowed.returncode == 0                     # session 17: report --strict fails it, named in each report
+    strict = prmg_here("report", jobs[2], narrow, "--strict", "--report", "json", "--report", f"junit:{tmp_path}/j.xml")
+    assert strict.returncode == 1 and json.loads(strict.stdout)["summary"]["warned"] == [warning.format("0,2")]
+    assert "prmg: --strict: 1 warning of the runs merged: exit 1" in strict.stderr.splitlines()
+    assert 'errors="1"' in (tmp_path / "j.xml").read_text() and "STRICT: the runs on chip 0" in \
+        prmg_here("report", jobs[2], narrow, "--strict").stdout
     weak = tmp_path / "weak.yaml"                       # chip 1's job of another checkout: sin 0 hides its sign fault
     weak.write_text("cases:\n  - {name: smoke.same_table_ends_at_4, shape: [3, 2, 2, 16], cos_shape: [3, 2, 1, 8], "
                     "partial_slice: [0, 8], dtype: float32, inputs: {sin: {uniform: [0, 0]}}}\n")

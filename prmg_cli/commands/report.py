@@ -28,6 +28,10 @@ OPTIONS = (
     Option("chips", ("--chips",), None, "The chips every case must have run on (0-7, 0,2,4), on each host that ran "
            "it: per-chip CI jobs merged, or --each-device runs; a case no results file holds a record of on one of "
            "them is not_run there (exit 1), and each such chip is named on stderr.", "IDS"),
+    Option("strict", ("--strict",), False, "As prmg run --strict: a record's warning fails its case (a device "
+           "memory leak), and so does each warning of the runs merged (a chip whose runs selected fewer cases than "
+           "its host's others, a run with a preloaded library taking the toolkit's calls), named in every report; "
+           "exit 1.", kind=bool),
     VERBOSE, WIDE,
 )
 
@@ -52,7 +56,8 @@ def main(request) -> int:
     provenance and names the settings that differ between them; runs judged under settings that differ (standard,
     strictness, runner, toolkit, SoC, operator library or kernel files...) are no one verdict: exit 1 unless
     --allow-mixed names each. Exit codes as for a run: 0 when every case is ok, 1 when one failed, errored, xpassed
-    or was not run (also: a --cases case no file holds, a --chips chip no file holds a case of, mixed settings),
+    or was not run (also: a --cases case no file holds, a --chips chip no file holds a case of, mixed settings,
+    under --strict a warning),
     2 for unreadable files, 5 when there is
     nothing to report.
     """
@@ -63,4 +68,5 @@ def main(request) -> int:
     if chips is None:
         raise PrmgError("--chips all: a report cannot ask the runtime which chips there are; name them (0-7)")
     return report_files(list(request.results), list(request.cases), request.report, request.output,
-                        request.duplicates, request.verbose, request.wide, list(request.allow_mixed), chips)
+                        request.duplicates, request.verbose, request.wide, list(request.allow_mixed), chips,
+                        request.strict)
