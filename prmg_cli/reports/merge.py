@@ -22,7 +22,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
   ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard). Records of
   a case from runs on several chips are no duplicates: one record holds each chip's status (``chips.combine``),
-  and ``--chips`` names the chips each case must have run on (a chip no file holds it of: ``not_run`` there).
+  and ``--chips`` names the chips each case must have run on (a chip no file holds it of: ``not_run`` there), on
+  each host that ran it, or on each host it names (``--chips a:0-7,b:0-7``).
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, runner, SoC, toolkit,
   operator library, the fingerprint of the operator's kernel and tiling files, start), the faults injected into
   any of them, the emulator notice when any record came from the emulator, and names each setting that differs
@@ -59,7 +60,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ids, chip_r
                        report_exit_code, visible)
 from ..writes import Output, check_outputs, same_file
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_order, combine, missing_lines
+from .chips import Chips, chip_order, chips_text, combine, missing_lines
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -83,7 +84,8 @@ class Merged:
     chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
     chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
-    narrower: list = field(default_factory=list)      # a warning per chip whose runs selected fewer cases (``Chips``)
+    narrower: list = field(default_factory=list)      # a warning per chip whose runs selected fewer cases, per host
+                                                      # --chips HOST:0-7 names none of (``Chips``)
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
 
@@ -146,10 +148,12 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
             held.setdefault(name, []).extend((stored.path, strictly(record) if strict else record)
                                              for record in records)
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
-                                  for chip in chip_ids(record)}, key=chip_order), narrower=labels.narrower())
-    picked, weighed = {}, {}
+                                  for chip in chip_ids(record)}, key=chip_order),
+                    narrower=labels.narrower() + labels.unnamed())
+    picked, weighed, asked = {}, {}, chips_text(labels.expected)
     for name, entries in held.items():
-        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries))
+        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries),
+                           asked)
         if together:
             picked[name] = together.record
             weighed[name] = {record.run_id for _, record in together.weighed}
@@ -215,7 +219,8 @@ def strictly(record: CaseResult) -> CaseResult:
 
 def shard_warnings(stores: Sequence[store.Stored], merged: Merged) -> list[str]:
     """The warnings of a merge about the runs it merges, each a line that ``prmg report --strict`` fails it on: the
-    chips whose runs selected fewer cases than their host's other chips (``Chips.narrower``), and each run the
+    chips whose runs selected fewer cases than their host's other chips (``Chips.narrower``), the hosts that ran
+    cases and ``--chips HOST:0-7`` names none of (``Chips.unnamed``), and each run the
     report weighs (``contributing``) that found a library preloaded ahead of the toolkit taking its calls, which
     ``prmg run --strict`` refuses (``linkage.interposer_warning``)."""
     lines = [line.removeprefix("warning: ") for line in merged.narrower]
