@@ -20,6 +20,7 @@ from typing import Sequence
 
 from ..case import Case
 from ..cases import vacuity
+from ..cases.fields import show
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
                             select, unjudged, validate)
 from ..device import execute
@@ -36,7 +37,7 @@ from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
 from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, visible
-from ..vocab import decimal, mode_list, parse_modes
+from ..vocab import decimal, mode_list, number, parse_modes
 from ..writes import same_file, write_stdout
 
 
@@ -90,16 +91,21 @@ MAX_SIZE = 2 ** 63
 
 
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes, in ASCII digits (``\\d`` took
-    ``٣``, an Arabic-Indic 3, for 3 bytes; ``vocab.decimal``'s rule)."""
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE | re.ASCII)
-    if not match:
-        raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
-    number = match.group(1)                 # 5000 digits: decimal's 10**30 (int() of them was a traceback)
-    size = (float(number) if "." in number else decimal(number)) \
-        * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes: a number as ``vocab.number`` reads
+    the other options' (``--timeout 1_0``: ASCII, so ``٣``, an Arabic-Indic 3, is no 3 bytes), then a unit."""
+    match = re.fullmatch(r"\s*(.*?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE | re.ASCII)
+    size = None
+    for kind in (int, float):               # 5000 digits: int() refuses them, float() is infinity (refused below)
+        try:
+            size = number(match.group(1), kind)
+            break
+        except ValueError:
+            continue
+    if size is None or not size >= 0:       # not a number, negative, NaN
+        raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {show(text)}")
+    size *= {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
     if not size < MAX_SIZE:                 # 400 digits and a point are float infinity: int() of it was a traceback
-        raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {text!r}")
+        raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {show(text)}")
     return math.ceil(size)                  # 0.4 is a byte, not 0 (no limit)
 
 
