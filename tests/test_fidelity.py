@@ -499,6 +499,41 @@ def test_users_cases_catch_the_failure_classes_they_stand_for(emulator, monkeypa
     assert failed == caught
 
 
+def test_the_a2_decode_kernel_is_chosen_by_the_slice_length_not_d(emulator, emulated, monkeypatch):
+    """The A2/A3 membase tiling's decode kernel takes a call by its slice's length L (577814407's CheckInput:
+    ``xdim3_ = headDim_;``, end - start; CalTilingData: ``!isAlign_`` when L is not whole 32-byte blocks and
+    ``xdim3_ > REPEAT_FP32``): a rope tail of D = 128 or 512 takes it, a slice of 8 float16 lanes of a D of 16 does
+    not (prmg read x's D for both before), and the emulator's fwd_membase_repeat_u8 acts exactly there."""
+    from prmg_cli.device.execute import RunSettings, run_case
+    from prmg_cli.ops.forward import membase_decode_heads
+    from prmg_cli.ops.targets import Target
+
+    tail = case_of(op="forward", shape=[2, 1, 257, 512], broadcast="B11D", partial_slice=[480, 512], dtype="bfloat16",
+                   cos_dtype="bfloat16")
+    assert membase_decode_heads(tail) == 257 and membase_decode_heads(dataclasses.replace(tail, cos_dtype="float32",
+                                                                                         sin_dtype="float32")) == 0
+    dsv4 = next(case for case in load_cases([ROOT / "cases" / "users.yaml"])
+                if case.name == "users.dsv4_q_rope_tail_bf16")
+    assert membase_decode_heads(dataclasses.replace(dsv4, op="forward")) == 8    # 8 heads, L = 64 of D = 512
+    narrow = case_of(op="forward", shape=[2, 1, 257, 16], broadcast="B11D", partial_slice=[4, 12], dtype="float16",
+                     cos_dtype="float16")
+    assert membase_decode_heads(narrow) == 0
+    assert membase_decode_heads(dataclasses.replace(narrow, dtype="float32", cos_dtype="float32",
+                                                    sin_dtype="float32")) == 257           # 8 float32 lanes: 32 bytes
+    assert membase_decode_heads(case_of(op="forward", shape=[2, 1, 257, 128], broadcast="B11D",
+                                        partial_slice=[0, 80], dtype="float16",
+                                        cos_dtype="float16")) == 0                          # L > 64
+    shipped = next(case for case in load_cases([ROOT / "cases" / "forward.yaml"])
+                   if case.name == "fwd.decode_257_heads_fp16")
+    assert shipped.shape[-1] > 64 and membase_decode_heads(shipped) == 257
+    emulated("Ascend910B2")
+    monkeypatch.setenv("PRMG_EMU_FAULT", "fwd_membase_repeat_u8")
+    with AclSession(emulator, 0) as session:
+        for case, acts in ((shipped, True), (narrow, False)):
+            result = run_case(session, case, RunSettings(toolkit=emulator), Target("Ascend910B2"))[0]
+            assert result.status == ("failed" if acts else "passed"), (case.name, result.message)
+
+
 @pytest.mark.parametrize("op, keys, rule", [
     ("grad", {"shape": [2, 0, 2, 16], "partial_slice": [-2, 6]}, "start < 0"),
     ("forward", {"shape": [2, 0, 2, 16]}, "dim <= 0"),

@@ -650,10 +650,12 @@ def _forward() -> dict:
                       dy_strides=(64, 32, 16, 1), dy_offset=32, dtype="bfloat16",
                       note="x[:, 2:4].unsqueeze(1) of [2, 4, 16]: heads 2 and 3 of 4, strided at a storage offset; "
                            "AutoContiguous copies them in and back from the view"))
-    cases.append(case("decode_257_heads_fp16", shape=(2, 1, 257, 16), broadcast="B11D", partial_slice=(4, 12),
+    cases.append(case("decode_257_heads_fp16", shape=(2, 1, 257, 128), broadcast="B11D", partial_slice=(96, 128),
                       dtype="float16",
-                      note="a decode step of 257 heads over cos [B, 1, 1, L]: on A2/A3 the membase decode kernel, "
-                           "whose 8-bit repeat count over a row's heads wrapped to 1 until upstream's 5889c853"))
+                      note="a decode step of 257 heads, a rope tail of D = 128 over cos [B, 1, 1, L]: on A2/A3 the "
+                           "membase decode kernel (it reads the slice's L, 32 float16 lanes: whole 32-byte blocks, "
+                           "not x's D), whose 8-bit repeat count over a row's heads wrapped to 1 until upstream's "
+                           "5889c853"))
     cases.append(case("tables_chunked_work", shape=(2, 3, 2, 16), broadcast="1S1D", partial_slice=(4, 12),
                       cos_strides=(48, 16, 16, 1), sin_strides=(48, 16, 16, 1), sin_offset=8,
                       note="cos, sin = cos_sin.chunk(2, -1) of a [1, 3, 1, 16] table: rows 16 apart, sin 8 into each"))

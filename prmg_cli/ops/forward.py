@@ -227,26 +227,31 @@ def _membase_rules(case: Case, supported_modes) -> list[Violation]:
 
 
 # The A2/A3 membase tiling's decode kernel (CalTilingData, InplacePartialRotaryMulABA): a vector core's unified buffer
-# in bytes there (192 KiB), the largest x D it takes, and the bytes x's D must be a whole number of (ALIGN_16 / 32).
+# in bytes there (192 KiB), the longest slice it takes (REPEAT_FP32) and the bytes the slice must be a whole number of
+# (oneBlockSize_: ALIGN_16 = 16 16-bit lanes, ALIGN_32 = 8 float32 lanes).
 MEMBASE_UB_BYTES = 196608
-DECODE_MAX_D = 64
+DECODE_MAX_L = 64
 DECODE_ALIGN_BYTES = 32
 
 
 def membase_decode_heads(case: Case) -> int:
     """The heads of each row (x's S*N) that ``case``, a forward call passing the A2/A3 rules, gives the membase
     tiling's decode kernel, or 0 when it takes another (``CalTilingData``, ops-transformer 577814407): x and cos of one
-    dtype, cos's S and N 1, x's S or N 1, x's D <= ``DECODE_MAX_D`` and a whole number of ``DECODE_ALIGN_BYTES``, a
-    non-empty slice of the interleave mode, and ``ubFactor = (UB/4 - H*L) // (4*H*L + 4*L) > 0`` for H = S*N heads.
-    The kernel multiplies a row's H heads by the broadcast cos (and the swapped x by sin) in one vector instruction
-    each, whose repeat count is 8 bits: until 5889c853 split it into repeats of 128, H >= 256 wrapped (the heads from
-    H mod 256 on kept no product); at H = 1 its table is not broadcast (the other template)."""
-    batch, positions, heads_per_position, depth = case.shape
+    dtype, cos's S and N 1, x's S or N 1, a non-empty slice of the interleave mode whose length L (not x's D: the
+    tiling's ``xdim3_ = headDim_;`` is ``end - start``) is at most ``DECODE_MAX_L`` and a whole number of
+    ``DECODE_ALIGN_BYTES`` (``if (xdim3_ % oneBlockSize_ == 0) isAlign_``; ``!isAlign_`` and ``xdim3_ > REPEAT_FP32``
+    send the call to the split-S kernels), and ``ubFactor = (UB/4 - H*L) // (4*H*L + 4*L) > 0`` for H = S*N heads.
+    So a DeepSeek-style rope tail ([448, 512) of D = 512) takes it and a slice of 8 16-bit lanes does not. The kernel
+    multiplies a row's H heads by the broadcast cos (and the swapped x by sin) in one vector instruction each, its
+    heads ``headDim / perBlock32`` 32-byte blocks apart (exact: L is whole blocks of float32 lanes as well), whose
+    repeat count is 8 bits: until 5889c853 split it into repeats of 128, H >= 256 wrapped (the heads from H mod 256
+    on kept no product); at H = 1 its table is not broadcast (the other template)."""
+    _, positions, heads_per_position, _ = case.shape
     heads, length = positions * heads_per_position, case.partial_slice[1] - case.partial_slice[0]
     floats = MEMBASE_UB_BYTES // 4
     takes = (case.op == "forward" and case.dtype == case.cos_dtype and case.cos_shape[1:3] == (1, 1)
-             and 1 in (positions, heads_per_position) and depth <= DECODE_MAX_D and length > 0
-             and depth * bit_width(case.dtype) // 8 % DECODE_ALIGN_BYTES == 0 and case.rotary_mode == 1
+             and 1 in (positions, heads_per_position) and 0 < length <= DECODE_MAX_L
+             and length * bit_width(case.dtype) // 8 % DECODE_ALIGN_BYTES == 0 and case.rotary_mode == 1
              and (floats - heads * length) // (4 * heads * length + 4 * length) > 0)
     return heads if takes else 0
 

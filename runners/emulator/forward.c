@@ -349,8 +349,9 @@ static void map_dense_in_place(op_operand *operand)
 }
 
 /* The fwd_membase_repeat_u8 fault's first wrong head of each row of x, or -1 when it does not act. On an A2/A3 chip
- * the membase tiling sends a decode call (x and cos/sin of one dtype, cos [B, 1, 1, L], x's S or N 1, x's D at most 64
- * and a whole number of 32-byte blocks, the rows' S*N heads and their tables inside MEMBASE_UB_BYTES: ubFactor > 0)
+ * the membase tiling sends a decode call (x and cos/sin of one dtype, cos [B, 1, 1, L], x's S or N 1, the slice's L,
+ * not x's D, at most 64 and a whole number of 32-byte blocks: CalTilingData's xdim3_ is end - start; the rows' S*N
+ * heads and their tables inside MEMBASE_UB_BYTES: ubFactor > 0)
  * to its kernel InplacePartialRotaryMulABA, which multiplies a row's S*N heads by the broadcast cos, and then by sin,
  * in one vector instruction each whose repeat count is 8 bits (uint8): from 256 heads on it wraps, and the heads from
  * S*N mod 256 on keep no product, as upstream's kernel did before 5889c853 split the repeats into 128s. */
@@ -361,8 +362,8 @@ static int64_t wrapped_head(const aclOpExecutor *job)
     const kernel_tensor *x = &job->operand[0].tensor, *cos = &job->operand[1].tensor;
     const int64_t heads = x->dims[1] * x->dims[2], length = job->end - job->start, floats = MEMBASE_UB_BYTES / 4;
     if (emulated_soc(&chip) != SOC_MEMBASE || job->pairing_mode != 1 || x->data_type != cos->data_type
-        || cos->dims[1] != 1 || cos->dims[2] != 1 || (x->dims[1] != 1 && x->dims[2] != 1) || x->dims[3] > 64
-        || x->dims[3] * element_size(x->data_type) % 32 != 0 || heads < 256
+        || cos->dims[1] != 1 || cos->dims[2] != 1 || (x->dims[1] != 1 && x->dims[2] != 1) || length > 64
+        || length * element_size(x->data_type) % 32 != 0 || heads < 256
         || (floats - heads * length) / (4 * heads * length + 4 * length) <= 0)
         return -1;
     return heads % 256;
