@@ -20,6 +20,7 @@ import errno
 import importlib.resources
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -228,9 +229,21 @@ def write_text(path: str | os.PathLike, text: str | Iterable[str]) -> None:
     write_bytes(path, (piece.encode("utf-8") for piece in ([text] if isinstance(text, str) else text)))
 
 
+STANDARD_ERROR_FILE = "/dev/stderr"     # an output's file written to standard error as it is, whatever it is
+
+
 def write_bytes(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` (bytes, or their pieces) to ``path`` as ``write_text`` writes text."""
+    """Write ``data`` (bytes, or their pieces) to ``path`` as ``write_text`` writes text; ``STANDARD_ERROR_FILE`` to
+    standard error's descriptor where it stands (a log file is not replaced, a pipe is written)."""
     data = [data] if isinstance(data, bytes) else data
+    if os.fspath(path) == STANDARD_ERROR_FILE:
+        try:
+            sys.stderr.flush()
+            for piece in data:
+                write_all(2, piece)
+        except OSError as error:
+            raise PrmgError(f"cannot write: {os_reason(error)}", file=STANDARD_ERROR_FILE) from None
+        return
     target = Path(os.path.realpath(path))
     try:
         info = os.stat(target)

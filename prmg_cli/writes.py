@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from . import files
 from .errors import PrmgError
 from .files import write_all
+from .vocab import CASE_SUFFIXES
 
 
 # How an output is written: a file replaced whole (``files.write_text``), a file appended to (``store.Writer``), or
@@ -31,7 +32,8 @@ STANDARD_OUTPUT_FILE = "/dev/stdout"    # its name in a file system, which CI sc
 def output_file(given: str | None) -> str | None:
     """The file an output option names, None for standard output: not given, ``STANDARD_OUTPUT`` (a file named ``-``
     was written in the current folder) or ``STANDARD_OUTPUT_FILE`` (``--report json:/dev/stdout | jq``: a symlink to a
-    pipe, refused as every symlink is; into a file, ``> out.json``, it would have been opened anew and truncated)."""
+    pipe, refused as every symlink is; into a file, ``> out.json``, it would have been opened anew and truncated).
+    ``files.STANDARD_ERROR_FILE`` is kept: ``files.write_bytes`` writes it to standard error's descriptor."""
     return None if given in (STANDARD_OUTPUT, STANDARD_OUTPUT_FILE) else given
 
 
@@ -39,12 +41,13 @@ def output_file(given: str | None) -> str | None:
 class Output:
     """A file or folder a command writes: its ``path`` as given, ``what`` it is in messages (``report``, ``results
     file``, ``case file``...), ``how`` it is written (``REPLACE``, ``APPEND``, ``FOLDER``) and, for a folder, the
-    subfolders it may write (``names``: the cases')."""
+    subfolders it may write (``names``: the cases'); ``cases`` when it is a case file itself (gen-case, import-ttk)."""
 
     path: str
     what: str = "report"
     how: str = REPLACE
     names: tuple = ()
+    cases: bool = False
 
 
 def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
@@ -57,6 +60,9 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
       (symlinks, ``./``, hard links: ``_identity``), devices such as ``/dev/null`` named any number of times; and
       none of them lies in a subfolder that a ``FOLDER`` output writes (``_subfolder``); nor a file that
       ``case_folder`` (``loader.read_as_case``) says the command's case folder would read as a case file next time;
+    - it is no existing file (not empty) named as a case file is (``CASE_SUFFIXES``), unless it is a case file
+      itself (``Output.cases``): prmg writes no report or results in YAML, so such a file is taken for a case file
+      and never replaced or appended to (``prmg report r.jsonl -o smoke.yaml`` replaced a suite nothing read);
     - it is not a symlink: the file a symlink names is never replaced or appended to through it (unless it is a
       character device: ``/dev/stdout`` on a terminal);
     - it can be written as what it is (``_check_writable``): a file (not a path ending in ``/``, a folder, a pipe
@@ -86,12 +92,20 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
                             f"command given {folder} would read it as a case file; write it outside {folder}",
                             file=output.path)
     for output in outputs:
+        if output.how != FOLDER and not output.cases and output.path.endswith(CASE_SUFFIXES) \
+                and _holds_bytes(output.path):
+            raise PrmgError(f"cannot write the {output.what}: the file exists and is named as a case file is "
+                            f"({', '.join(CASE_SUFFIXES)}): prmg writes no {output.what} in YAML, so it is not "
+                            f"replaced; name the {output.what} for its format, or remove the file first",
+                            file=output.path)
         _check_writable(output)
 
 
 def _check_writable(output: Output) -> None:
     """PrmgError naming ``output`` unless it can be written as ``check_outputs`` says."""
     path, folder = output.path, output.how == FOLDER
+    if path == files.STANDARD_ERROR_FILE:           # written where standard error stands (files.write_bytes)
+        return
 
     def refuse(why: str) -> PrmgError:
         return PrmgError(f"cannot write the {output.what}: {why}", file=path)
@@ -165,6 +179,14 @@ def _try_making(folder: str, output: Output) -> None:
         pass
 
 
+def _holds_bytes(path: str) -> bool:
+    """Whether ``path`` is a regular file (through a symlink too) that is not empty."""
+    try:
+        return os.path.isfile(path) and os.path.getsize(path) > 0
+    except (OSError, ValueError):
+        return False
+
+
 def _mode(path: str) -> int:
     """``st_mode`` of what ``path`` resolves to, 0 when it resolves to nothing (a dangling link, a loop)."""
     try:
@@ -211,10 +233,10 @@ def _subfolder(path: str, folder: Output) -> str | None:
 def wrote(paths: Sequence[str], summary: str = "") -> str:
     """What a command says of the files it wrote its reports to: ``wrote PATH[, PATH...][: SUMMARY]`` (``prmg run``,
     ``report``, ``compare`` and ``coverage`` say it so; run and report said nothing of an HTML page they wrote), or
-    ``SUMMARY`` alone when none is a file (``-o /dev/null`` is no report kept)."""
+    ``SUMMARY`` alone when none is a file (``-o /dev/null`` is no report kept, nor ``/dev/stderr`` into a log file)."""
     from .results import visible
 
-    named = [visible(str(path)) for path in paths if os.path.isfile(path)]
+    named = [visible(str(path)) for path in paths if os.path.isfile(path) and path != files.STANDARD_ERROR_FILE]
     return f"wrote {', '.join(named)}" + (f": {summary}" if summary else "") if named else summary
 
 

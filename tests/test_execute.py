@@ -541,11 +541,13 @@ def test_max_memory_sizes_are_ascii_and_0_is_no_limit():
     """--max-memory 0 refused every case (each an error, 'over --max-memory 0 bytes') where --timeout 0 and
     --progress-interval 0 mean none: 0 is no limit now, as --help says (test_results_file_and_resume runs a case under
     it); a fraction of a byte is one byte, not 0. '٣' (an Arabic-Indic 3) was 3 bytes (regex \\d), and 5000 digits a
-    traceback (int() refuses over 4300)."""
+    traceback (int() refuses over 4300). A number is read as every option's (vocab.number): 1_0G was refused where
+    --timeout 1_0 was 10 s."""
     from prmg_cli.commands.suite import parse_size
 
     assert (parse_size("0"), parse_size("0.4"), parse_size("1.5K"), parse_size(" 8 GiB ")) == (0, 1, 1536, 8 << 30)
-    for text in ("٣", "1٣M", "9" * 5000, "1e3", "-1"):
+    assert (parse_size("1_0G"), parse_size("1e3")) == (10 << 30, 1000)
+    for text in ("٣", "1٣M", "9" * 5000, "1__0", "-1", "nan", "K"):
         with pytest.raises(PrmgError, match="--max-memory must"):
             parse_size(text)
 

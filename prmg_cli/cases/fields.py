@@ -27,7 +27,7 @@ from ..judging.checks import CHECKS, check_names
 from ..judging.defects import BOUNDS, PATTERNS
 from ..judging.standards import STANDARDS, check_standard, standard_of
 from ..ops import OPERATORS
-from ..results import plural
+from ..results import plural, visible
 from ..status import REFUSAL_FAMILIES, STATUS_CODES, describe, is_refusal
 from ..vocab import (ACL_FORMATS, BROADCASTS, GENERATORS, MODE_NAMES, NULLABLE, PHASES, ROTARY_MODES, TENSORS,
                      mode_suggestion)
@@ -52,6 +52,7 @@ SHOW_LIMIT = 60
 # A case name or tag: letters, digits, '_', '.', '-', and not only dots ('.' and '..' name folders).
 NAME_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]+")
 MAX_NAME_LENGTH = 200
+WORD = "ASCII letters, digits, '_', '.', '-'; not only dots"     # what ``is_word`` takes, as messages say it
 MAX_SLICE_VALUES = 16             # values of a partial_slice list of another length than 2
 MAX_OFFSET = 2**32                # a view's storage offset, in elements
 
@@ -105,11 +106,16 @@ def kind(value) -> str:
 
 
 def label(text) -> str:
-    """A key or name as it appears in a field path or a case label: bounded, never a huge string, and
-    quoted with escapes (``'a\\nb'``) when it is not printable text, so it cannot break the line."""
-    if isinstance(text, str) and text.isprintable():
-        return _shorten(text)
-    return show(text)
+    """A key or name as it appears in a field path or a case label, which the message quotes (``field 'x'``):
+    bounded, never a huge string; text with what cannot be seen escaped (``results.visible``: ``d\\u200by``, a
+    newline ``\\n``), so the message stays one line, but not quoted again (``repr`` made it ``field ''d\\u200by''``);
+    anything else (a number, a list) as ``show`` writes it."""
+    return _shorten(visible(text)) if isinstance(text, str) else show(text)
+
+
+def named(key) -> str:
+    """A key in a message's text: ``label`` quoted for text (``unknown key 'd\\u200by'``), ``show`` for another."""
+    return f"'{label(key)}'" if isinstance(key, str) else show(key)
 
 
 class Where:
@@ -149,7 +155,7 @@ def check_keys(mapping: dict, known: Sequence[str], where: Where, prefix: str) -
                         "{rope: ...}})")
             elif key in TENSORS and "inputs" in known:
                 hint = f" (an input's values are given under inputs: inputs: {{{key}: ...}})"
-            raise where.error(f"{prefix}{label(key)}", f"unknown key {show(key)}{hint}")
+            raise where.error(f"{prefix}{label(key)}", f"unknown key {named(key)}{hint}")
 
 
 def is_int(value) -> bool:
@@ -368,7 +374,7 @@ def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[st
     for key, number in value.items():
         if not _word(key, accepted):
             takes = f"valid: {', '.join(accepted)}" if accepted else "it takes none"
-            raise where.error(f"tolerance.{label(key)}", f"standard '{standard}' has no parameter {show(key)} "
+            raise where.error(f"tolerance.{label(key)}", f"standard '{standard}' has no parameter {named(key)} "
                               f"({takes}){suggest(key, accepted)}")
         if key in presets and not is_finite(number):
             names = ", ".join(f"{k} (L{k})" for k in presets[key])
@@ -382,13 +388,19 @@ def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[st
     return tuple(sorted((key, float(number)) for key, number in value.items()))
 
 
+def is_word(value) -> bool:
+    """Whether ``value`` is a word (``NAME_PATTERN``, at most ``MAX_NAME_LENGTH``): a tag, a host label
+    (``provenance.host_label``), ASCII and one line."""
+    return isinstance(value, str) and bool(NAME_PATTERN.fullmatch(value)) and len(value) <= MAX_NAME_LENGTH
+
+
 def parse_words(value, key: str, where: Where) -> tuple[str, ...]:
-    """Tags: a list of words (``NAME_PATTERN``) as a tuple without repeats, in order."""
+    """Tags: a list of words (``is_word``) as a tuple without repeats, in order."""
     if not isinstance(value, list):
         raise where.error(key, f"expected a list of words, got {kind(value)}")
     for word in value:
-        if not (isinstance(word, str) and NAME_PATTERN.fullmatch(word) and len(word) <= MAX_NAME_LENGTH):
-            raise where.error(key, f"{show(word)} is not a word (letters, digits, '_', '.', '-'; not only dots)")
+        if not is_word(word):
+            raise where.error(key, f"{show(word)} is not a word ({WORD})")
     return tuple(dict.fromkeys(value))
 
 

@@ -41,8 +41,9 @@ ALL_MODES = frozenset(MODE_NAMES)                     # a target implementing ev
 WRITTEN_KEYS = ("cos_strides", "sin_strides", "dy_offset", "cos_offset", "sin_offset", "builds", "note",
                 "partners_alike")
 # Why the presets' RoPE-table cases are alike at both lanes of every pair (``partners_alike``): on purpose.
-ROPE_PARTNERS = ("a real RoPE table, alike at both lanes of every pair by design; cases/ catches a partner swap with "
-                 "tables drawn independently (users.yaml, edge.independent_tables)")
+# Short enough for the case file's line (``  partners_alike: ...``) to fit 80 columns, as the README's gen-case
+# line prints it; cases/ catches a partner swap with tables drawn independently (users.yaml, edge.independent_tables).
+ROPE_PARTNERS = "a real RoPE table, alike by design (edge.yaml catches swaps)"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -537,7 +538,7 @@ def append_cases(path: str | Path, new_cases: Sequence[dict]) -> None:
     from .loader import parse_document
 
     given, path = str(path), Path(path)
-    check_outputs([Output(given, "case file")], {})              # not through a symlink, not a folder or a FIFO
+    check_outputs([Output(given, "case file", cases=True)], {})        # not through a symlink, not a folder or a FIFO
     if not os.path.lexists(path):
         text = dump_yaml({"cases": list(new_cases)})
         check_loads(text, given)
@@ -618,4 +619,4 @@ def check_loads(text: str, path: str | Path) -> None:
     from .loader import input_files, parse_document
 
     cases = parse_document(yamlfile.parse_yaml(text, str(path)), str(path), Path(path).parent)
-    check_outputs([Output(str(path), "case file")], input_files([], cases))
+    check_outputs([Output(str(path), "case file", cases=True)], input_files([], cases))

@@ -124,7 +124,7 @@ from ..inputs import npyfile
 from ..judging.checks import ANCHORED, CHECKS, weak_checks_text
 from ..ops import constraints
 from ..status import STATUS_NAMES, describe
-from ..vocab import (DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
+from ..vocab import (CASE_SUFFIXES, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
                      broadcast_pattern, broadcast_shape)
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_builds, parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_generator,
@@ -132,8 +132,6 @@ from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_ke
                      parse_reason, parse_seed, parse_slice_list, parse_standard, parse_strides, parse_tolerance,
                      parse_words, show, suggest)
 from .yamlfile import MAX_EXPANDED_NODES, MAX_FILE_BYTES, MAX_LIST_VALUES
-
-CASE_SUFFIXES = (".yaml", ".yml")          # the files a folder given as a path is searched for
 
 CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_slice", "rotary_mode",
              "dtype", "cos_dtype", "sin_dtype", "seed", "inputs", "expect", "standard", "tolerance",
@@ -684,7 +682,7 @@ def _split_entry(entry, source: str, number: int) -> tuple[Where, dict, dict]:
     entry = _null_key_named(entry)
     name = entry.get("name")
     if isinstance(name, str) and name:
-        where = Where(source, name if len(name) <= MAX_NAME_LENGTH and name.isprintable() else label(name))
+        where = Where(source, name if len(name) <= MAX_NAME_LENGTH else label(name))
     else:
         where = Where(source, f"#{number}")
     check_keys(entry, CASE_KEYS + ("sweep",), where, "")

@@ -36,7 +36,7 @@ def _write(text: str, output: str | None, what: str, inputs: dict[str, str], cou
     to FILE``, as ``prmg dump`` says."""
     if output is None:
         return text
-    check_outputs([Output(output, what)], inputs)
+    check_outputs([Output(output, what, cases=True)], inputs)
     if generated:                                               # gen-case's, not import-ttk's (which rewrites its own)
         _not_hand_written(output, text)
     files.write_text(output, text)
@@ -62,15 +62,33 @@ def _not_hand_written(output: str, text: str) -> None:
     if ours and held != first:
         why = f"gen-case wrote it by another command ({visible(held[2:])})"
     elif ours and first != f"# {gencase.ONE_CASE}":
-        return                          # the same preset's file, regenerated whole
+        added = _names(data, output) - _names(text.encode(), output)
+        if not added:
+            return                      # the same preset's file, regenerated whole (new prmg: its cases changed)
+        why = "it was changed since gen-case wrote it" if None in added else \
+            f"case '{visible(sorted(added)[0])}' in it is not the preset's (--append added it)"
     elif ours:
         count = _cases_as_written(data, output)
         if count is not None and count <= 1:
             return
         why = "it was changed since gen-case wrote it" if count is None else \
             f"it holds {plural(count, 'case')} (--append added to it)"
-    raise PrmgError(f"cannot write the case file: {why}, which replacing it would lose (add one case to it with "
-                    f"--append, or remove the file first)", file=output)
+    instead = "add one case to it with --append" if first == f"# {gencase.ONE_CASE}" else \
+        "write the suite to another file"                   # a preset's: --preset takes no --append
+    raise PrmgError(f"cannot write the case file: {why}, which replacing it would lose ({instead}, or remove the "
+                    f"file first)", file=output)
+
+
+def _names(data: bytes, output: str) -> set:
+    """The names of the cases in the case file ``data`` (``output``'s), a set of one None for a file that is no
+    mapping of a list of cases (so no preset's names take it in)."""
+    try:
+        loaded = yamlfile.parse_yaml(yamlfile.decode(data, output), output)
+    except PrmgError:
+        return {None}
+    cases = loaded.get("cases") if isinstance(loaded, dict) else None
+    return {case.get("name") if isinstance(case, dict) else None for case in cases} if isinstance(cases, list) \
+        else {None}
 
 
 def _cases_as_written(data: bytes, output: str) -> int | None:
@@ -182,7 +200,7 @@ def import_ttk_file(csv_path: str, output: str | None) -> tuple[str, list[str]]:
     character of the CSV shown escaped)."""
     inputs = {csv_path: "the TTK list being imported"}
     if output is not None:
-        check_outputs([Output(output, "YAML file")], inputs)          # before the CSV is read
+        check_outputs([Output(output, "YAML file", cases=True)], inputs)          # before the CSV is read
     document, notes = ttk.import_ttk(csv_path)
     return _write(gencase.dump_yaml(document), output, "YAML file", inputs, len(document["cases"])), \
         [visible(note) for note in notes]

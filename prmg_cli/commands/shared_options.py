@@ -24,8 +24,9 @@ EXCLUDE_TAGS = Option("exclude_tags", ("--exclude-tag",), (), "Leave out cases w
 OUTPUT = Option("output", ("-o", "--output"), None, "The file of the one --report given without one (- or /dev/stdout: "
                 "standard output).", "FILE", path=True, output=True)
 REPORTS = Option("report", ("--report",), (), f"{', '.join(list(OUTPUTS)[:-1])} or {list(OUTPUTS)[-1]} (html: pip "
-                 f"install 'prmg[html]'), to FILE or standard output (no FILE, - or /dev/stdout); repeatable, e.g. "
-                 f"--report junit:smoke.xml --report html:run.html.", "FORMAT[:FILE]", list)
+                 f"install 'prmg[html]'), to FILE or standard output (no FILE, - or /dev/stdout; /dev/stderr for "
+                 f"standard error); repeatable, e.g. --report junit:smoke.xml --report html:run.html.", "FORMAT[:FILE]",
+                 list)
 VERBOSE = Option("verbose", ("-v", "--verbose"), False, "Also print diagnosis lines and skip reasons.", kind=bool)
 WIDE = Option("wide", ("--wide",), False, "Show every table column and whole case names.", kind=bool)
 

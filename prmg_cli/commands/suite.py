@@ -20,9 +20,11 @@ from typing import Sequence
 
 from ..case import Case
 from ..cases import vacuity
+from ..cases.fields import show
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
                             select, unjudged, validate)
 from ..device import execute
+from ..device.provenance import host_name
 from ..device.toolkit import NO_DEVICE, chips_not_shown
 from ..errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, outcome_final, stop_exception, stop_signal,
                       take_lost_stop)
@@ -35,7 +37,7 @@ from ..reports.outputs.labels import first_names
 from ..reports.outputs.screen import folded, say, width, wrap
 from ..reports.progress import Progress
 from ..results import MAX_SECONDS, CaseResult, ExitCode, RunInfo, exit_code, plural, stopped_exit_code, visible
-from ..vocab import decimal, mode_list, parse_modes
+from ..vocab import decimal, mode_list, number, parse_modes
 from ..writes import same_file, write_stdout
 
 
@@ -89,16 +91,21 @@ MAX_SIZE = 2 ** 63
 
 
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes, in ASCII digits (``\\d`` took
-    ``٣``, an Arabic-Indic 3, for 3 bytes; ``vocab.decimal``'s rule)."""
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE | re.ASCII)
-    if not match:
-        raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {text!r}")
-    number = match.group(1)                 # 5000 digits: decimal's 10**30 (int() of them was a traceback)
-    size = (float(number) if "." in number else decimal(number)) \
-        * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
+    """``"512M"``, ``"8G"``, ``"1T"`` or a byte count under ``MAX_SIZE`` -> bytes: a number as ``vocab.number`` reads
+    the other options' (``--timeout 1_0``: ASCII, so ``٣``, an Arabic-Indic 3, is no 3 bytes), then a unit."""
+    match = re.fullmatch(r"\s*(.*?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE | re.ASCII)
+    size = None
+    for kind in (int, float):               # 5000 digits: int() refuses them, float() is infinity (refused below)
+        try:
+            size = number(match.group(1), kind)
+            break
+        except ValueError:
+            continue
+    if size is None or not size >= 0:       # not a number, negative, NaN
+        raise PrmgError(f"--max-memory must look like 512M, 8G or a byte count, got {show(text)}")
+    size *= {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
     if not size < MAX_SIZE:                 # 400 digits and a point are float infinity: int() of it was a traceback
-        raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {text!r}")
+        raise PrmgError(f"--max-memory must be under 2**63 bytes (8 EiB), got {show(text)}")
     return math.ceil(size)                  # 0.4 is a byte, not 0 (no limit)
 
 
@@ -229,8 +236,8 @@ def check_judged(cases: Sequence[Case], checks: tuple = (), golden: bool = True)
 def checked_settings(request):
     """The settings every worker shares (``execute.RunSettings``) of a ``prmg run`` request (``commands.run.Request``;
     the pytest plugin's and bench's too), each option checked once here: ``--standard``, ``--max-timeouts``,
-    ``--check``, the checks' own options, ``--timeout``, ``--supported-modes``. The toolkit is
-    not chosen yet (``settings_for``)."""
+    ``--check``, the checks' own options, ``--timeout``, ``--supported-modes``, and ``PRMG_HOST``
+    (``provenance.host_name``). The toolkit is not chosen yet (``settings_for``)."""
     if request.standard is not None:
         try:
             check_standard(request.standard)
@@ -238,6 +245,7 @@ def checked_settings(request):
             raise PrmgError(f"--standard: {exc.reason}") from None
     if request.max_timeouts < 1:
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
+    host_name()                                 # PRMG_HOST, a usage error before any case or the toolkit
     check_device_options(request.runner, None if getattr(request, "cluster", None) else request.op_lib)  # nodes' path
     golden = not request.no_golden
     checks, options = parse_checks(request.check), check_options(request)
