@@ -172,9 +172,9 @@ def test_determinism_catches_a_one_ulp_nondeterminism_each_launch_passes():
 
 
 def test_a_check_that_cannot_run_says_why():
-    """A case the other operator's rules refuse (the forward needs D even) is one the check is not defined for:
-    skipped, saying why; a launch of the other operator that fails is a check that could not run: a note (a
-    warning)."""
+    """A case the other operator's rules refuse (the forward needs D even; an A2/A3 chip has no grad kernel: the
+    rules of the chip it runs on) is one the check is not defined for: skipped, saying why; a launch of the other
+    operator that fails is a check that could not run: a note (a warning)."""
     case = make_case("grad", 1, "float32", shape=(1, 2, 2, 41), piece=(4, 36))
     ctx, _, _ = context(case, ModelSession())
     result = adjoint(ctx)
@@ -185,6 +185,10 @@ def test_a_check_that_cannot_run_says_why():
     for check in (adjoint, roundtrip):
         result = check(refusing)
         assert result.note.endswith("launch returned 561002 tiling failed") and not result.skipped, result
+    forward, _, _ = context(make_case("forward", 1, "float32", broadcast="BS1D"), ModelSession())
+    on_a2 = dataclasses.replace(forward, soc="ascend910b")      # an A2/A3 chip: no grad kernel there
+    for check in (adjoint, roundtrip):
+        assert check(forward).judged and "op definition has no config for ascend910b" in check(on_a2).skipped
 
 
 def test_a_check_marked_first_runs_right_after_the_main_launch(monkeypatch):

@@ -319,7 +319,7 @@ def run_path(session, case: Case, settings: RunSettings, inputs, started: float,
 
         if names and case.expect.success and outcome.status == 0 and outcome.dy is not None:
             checked = time.perf_counter()
-            context = CheckContext(judged, inputs, outcome, launch, settings.check_options)
+            context = CheckContext(judged, inputs, outcome, launch, settings.check_options, target.soc)
             verdict = fold_checks(verdict, run_checks(names, context), context, golden)
             timings["checks"] = (time.perf_counter() - checked) * 1e3
     except (AclError, *RUNNER_FAILURES) as exc:

@@ -57,14 +57,16 @@ class CheckResult:
 @dataclass
 class CheckContext:
     """What a check may use: the case, its inputs, the main launch's outcome, a way to launch any case of
-    any operator on the device (``launch(case, inputs) -> Outcome``), and the values of the checks' options
-    (``Check.options``: name -> value)."""
+    any operator on the device (``launch(case, inputs) -> Outcome``), the values of the checks' options
+    (``Check.options``: name -> value), and the chip family it runs on (``targets.Target.soc``: whose rules a launch
+    of the other operator is held to, ``launched``; None: the reference chip's)."""
 
     case: Case
     inputs: Inputs
     outcome: object
     launch: Callable
     options: dict = field(default_factory=dict)
+    soc: str | None = None
 
     def option(self, check: "Check", name: str):
         """The value of ``check``'s option ``name``: the run's, else its default."""
@@ -156,19 +158,20 @@ def as_operator(case: Case, inputs: Inputs, op, x: np.ndarray) -> tuple[object, 
     return aimed, Inputs(x, cos, sin)
 
 
-def refusal(op, case: Case) -> str:
-    """Why ``op`` would refuse ``case`` (its first broken rule), or ""."""
+def refusal(op, case: Case, soc: str | None = None) -> str:
+    """Why ``op`` would refuse ``case`` on chip family ``soc`` (its first broken rule), or ""."""
     from ...ops.constraints import violation_details
 
-    found = [v for v in violation_details(case, frozenset({case.rotary_mode})) if not v.skippable]
+    found = [v for v in violation_details(case, frozenset({case.rotary_mode}), soc) if not v.skippable]
     return f"the {op.title} operator refuses it: {found[0].message}" if found else ""
 
 
 def launched(context: CheckContext, case: Case, inputs: Inputs, what: str):
     """``inputs`` through ``case`` on the device: (outcome, {}), or (None, the ``CheckResult`` fields saying why not):
-    ``skipped`` when the operator's rules refuse ``case`` (the check is not defined for it: the forward takes no odd
-    D, which the grad does; a correct kernel's case, so no warning), ``note`` when its launch failed (a warning)."""
-    refused = refusal(OPERATORS[case.op], case)
+    ``skipped`` when the operator's rules on the chip refuse ``case`` (the check is not defined for it: the forward
+    takes no odd D, which the grad does; an A2/A3 chip has no grad kernel; a correct kernel's case, so no warning),
+    ``note`` when its launch failed (a warning)."""
+    refused = refusal(OPERATORS[case.op], case, context.soc)
     if refused:
         return None, {"skipped": f"{what}: {refused}"}
     outcome = context.launch(case, inputs)
