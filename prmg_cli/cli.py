@@ -147,14 +147,6 @@ def _quiet_stderr() -> None:
                                   line_buffering=True, write_through=True)
 
 
-def _from_echo(error: BaseException) -> bool:
-    """Whether ``error`` was raised writing with click's ``echo`` (the help, ``--version``): a standard output that
-    is full (``/dev/full``) or closed was exit 3 with a traceback."""
-    import traceback
-
-    return any(frame.name == "echo" for frame in traceback.extract_tb(error.__traceback__))
-
-
 _PAUSED = [False]          # the garbage collector is off while the command line loads (``main``, ``command_starts``)
 
 
@@ -224,12 +216,6 @@ def main(*, restore: bool = False) -> None:
             code = exc.exit_code
         elif callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
             _error_line(usage_error_line(exc))
-            code = int(ExitCode.USAGE)
-        elif isinstance(exc, OSError) and _from_echo(exc):   # --help, --version: as write_stdout says a failed write
-            from .writes import drop_stdout                    # (a closed pipe is typer's: exit 1, quietly)
-
-            _error_line(f"prmg: error: cannot write to standard output: {exc.strerror or exc}")
-            drop_stdout()                                      # what is left unwritten goes nowhere, quietly
             code = int(ExitCode.USAGE)
         else:
             import traceback
