@@ -68,7 +68,28 @@ def usage_error_line(error) -> str:
     from .commands import COMMANDS
 
     command = " ".join(["prmg"] + [word for word in sys.argv[1:2] if word in COMMANDS])   # (click's may lack it)
-    return f"prmg: error: {command}: {error.format_message().rstrip('.')} (see {command} -h)"
+    message = _no_such_option(error) if type(error).__name__ == "NoSuchOption" else error.format_message()
+    return f"prmg: error: {command}: {message.rstrip('.')} (see {command} -h)"
+
+
+# What a new user types for parallel runs, which prmg makes one worker per device (``--devices``).
+_PARALLEL_WORDS = ("jobs", "j", "workers", "parallel", "processes", "threads", "n", "numprocesses")
+
+
+def _no_such_option(error) -> str:
+    """click's NoSuchOption ``error`` with the option meant found by prmg's rule (``errors.suggest``, on the names
+    without their dashes: click's difflib with them took ``--bogus`` for ``--verbose`` and ``--seed`` for
+    ``--shard``), and ``--jobs``/``--workers`` sent to ``--devices``."""
+    from .errors import suggest
+
+    names = {opt.lstrip("-").replace("-", "_"): opt for param in getattr(error.ctx, "command", None).params
+             for opt in param.opts if opt.startswith("-")} if error.ctx is not None else {}
+    word = str(error.option_name).lstrip("-").replace("-", "_")
+    if word.lower() in _PARALLEL_WORDS and "devices" in names:
+        return f"No such option: {error.option_name} (prmg runs one worker per device: --devices all, or a list such as 0-3)"
+    hint = suggest(word, names)
+    meant = hint[len(" (did you mean '"):-len("'?)")] if hint else None
+    return f"No such option: {error.option_name}" + (f" (did you mean {names[meant]}?)" if meant else "")
 
 
 class _ClosedOutput(io.TextIOBase):
