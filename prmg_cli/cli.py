@@ -82,14 +82,14 @@ def _no_such_option(error) -> str:
     ``--shard``), and ``--jobs``/``--workers`` sent to ``--devices``."""
     from .errors import suggest
 
-    names = {opt.lstrip("-").replace("-", "_"): opt for param in getattr(error.ctx, "command", None).params
-             for opt in param.opts if opt.startswith("-")} if error.ctx is not None else {}
-    word = str(error.option_name).lstrip("-").replace("-", "_")
+    params = error.ctx.command.params if error.ctx is not None else []
+    names = {opt.lstrip("-").replace("-", "_"): opt for param in params for opt in param.opts if opt.startswith("-")}
+    said, word = f"No such option: {error.option_name}", str(error.option_name).lstrip("-").replace("-", "_")
     if word.lower() in _PARALLEL_WORDS and "devices" in names:
-        return f"No such option: {error.option_name} (prmg runs one worker per device: --devices all, or a list such as 0-3)"
+        return f"{said} (prmg runs one worker per device: --devices all, or a list such as 0-3)"
     hint = suggest(word, names)
     meant = hint[len(" (did you mean '"):-len("'?)")] if hint else None
-    return f"No such option: {error.option_name}" + (f" (did you mean {names[meant]}?)" if meant else "")
+    return said + (f" (did you mean {names[meant]}?)" if meant else "")
 
 
 class _ClosedOutput(io.TextIOBase):
