@@ -240,6 +240,7 @@ class RunInfo:
     opp_portable: str = ""      # their stamp as any host installing the same package has it (size, mtime)
     opp_kernels: tuple = ()     # where the operator's kernel binaries are, the first taken (provenance.kernel_places)
     mixed: tuple = ()           # prmg report: each setting that differs between the runs merged, unallowed
+    warned: tuple = ()          # prmg report --strict: each warning of the merge about its shards (each fails it)
     each_device: bool = False   # --each-device: every case ran on every device of ``devices``
     visible_devices: str = ""   # ASCEND_RT_VISIBLE_DEVICES: the host's chips the runtime showed (its ids count them)
     preloaded: tuple = ()       # the libraries preloaded ahead of the toolkit, each with what it interposes (linkage)
@@ -424,11 +425,12 @@ def summary_line(results: list[CaseResult]) -> str:
 
 def report_exit_code(results: list[CaseResult], info: RunInfo) -> ExitCode:
     """The exit code a report of ``results`` states: the run's when it was stopped (``info.stopped_code``), ``FAILED``
-    when it merges runs judged under settings that differ (``info.mixed``: no one verdict), else ``exit_code``."""
+    when it merges runs judged under settings that differ (``info.mixed``: no one verdict) or warns of its shards
+    under ``--strict`` (``info.warned``), else ``exit_code``."""
     if info.stopped_code is not None:
         return ExitCode(info.stopped_code)
     code = exit_code(results, info.strict)
-    return ExitCode.FAILED if info.mixed and code in (ExitCode.OK, ExitCode.NO_CASES) else code
+    return ExitCode.FAILED if (info.mixed or info.warned) and code in (ExitCode.OK, ExitCode.NO_CASES) else code
 
 
 def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:

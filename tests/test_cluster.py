@@ -178,9 +178,10 @@ def test_a_cluster_run_resumes_and_reports_what_a_serial_run_does_in_case_order(
     # issue 32, round 6: prmg report refused the file (its run record's devices, IP/NPU<k>, read as no integers),
     # and --chips 0-1 named chips 0 and 1 missing, no label matching: refused, it can only be red for a cluster run
     assert prmg_here("report", results, "-o", os.devnull).returncode == 0
-    chips = prmg_here("report", results, "--chips", "0-1")
-    assert chips.returncode == 2 and chips.stderr.startswith(f"prmg: error: --chips 0-1: {results} holds records of "
-                                                             f"a --cluster run (case "), chips.stderr
+    for asked in ("0-1", "h:0-1"):                      # session 17: --chips naming the host alike
+        chips = prmg_here("report", results, "--chips", asked)
+        assert chips.returncode == 2 and chips.stderr.startswith(f"prmg: error: --chips {asked}: {results} holds "
+                                                                 f"records of a --cluster run (case "), chips.stderr
 
 
 def test_both_call_paths_run_on_the_cluster_and_a_graph_bug_is_named(cluster, suite):

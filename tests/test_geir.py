@@ -525,8 +525,12 @@ def test_graph_mode_reads_device_memory_around_each_case_and_strict_fails_a_leak
         result = prmg_here("run", path, "--runner", runner, "--report", "json", *options, env=fault)
         return result.returncode, json.loads(result.stdout)["cases"]
 
-    code, cases = run("geir")
+    code, cases = run("geir", "--results", tmp_path / "leak.jsonl")
     assert code == 0 and [(case["status"], case["warnings"]) for case in cases] == [("passed", [leak])] * 2
+    for strict in ((), ("--strict",)):                  # session 17: prmg report --strict fails it as run's does
+        merged = prmg_here("report", tmp_path / "leak.jsonl", *strict, "--report", "json")
+        assert merged.returncode == len(strict) and [case["message"] for case in json.loads(merged.stdout)[
+            "cases"]] == [f"--strict: {leak}" if strict else ""] * 2, merged.stderr
     code, cases = run("geir", "--strict")
     assert code == 1 and [case["message"] for case in cases] == [f"--strict: {leak}"] * 2
     code, cases = run("aclnn+geir", "--strict")

@@ -910,6 +910,12 @@ def test_runs_judged_under_different_settings_fail_the_report_unless_allowed_in_
     assert verdict(chips)[::2] == ([], ExitCode.OK)
     shared = Stored("b.jsonl", [y], [RunRecord("b", "", ["x", "y"], {}, {"devices": [2, 3]})])   # each case on one
     assert verdict([chips[0], shared])[::2] == (["each_device"], ExitCode.FAILED)
+    from prmg_cli.reports.merge import shard_warnings           # session 17: a hooked run, which run --strict refuses
+    hooked = [alike[0], Stored("b.jsonl", [y], [RunRecord("b", "2/2", ["x", "y"], {}, {"preloaded": ["/x/h.so"]})])]
+    assert shard_warnings(hooked, merge(hooked)) == [
+        "the run of b.jsonl (2/2, started ?) ran with a library preloaded ahead of the toolkit taking its calls: "
+        "/x/h.so (prmg run --strict refuses it)"]
+    assert shard_warnings(hooked[:1], merge(hooked[:1])) == []
 
 
 def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_missing_one(tmp_path):
@@ -923,7 +929,8 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     from chip 0's file ran nothing, exit 0, its header naming chip 2). Round 6: a chip whose job selected fewer
     cases than the others ran (a -k typo on one chip) is named in a warning, without --chips too, and chips whose
     records are of other definitions of a case (jobs of two checkouts, one weakened: green) ran no one case."""
-    env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1"}    # chip 1 computes wrong
+    env = {"PRMG_EMU_DEVICES": "3", "PRMG_EMU_FAULT": "sign", "PRMG_EMU_FAULT_DEVICE": "1",    # chip 1 computes wrong
+           "PRMG_HOST": "ci-1"}                         # session 17: the host a CI job in a container names
     jobs = {chip: tmp_path / f"chip{chip}.jsonl" for chip in range(3)}
     for chip, path in jobs.items():
         pinned = {"ASCEND_RT_VISIBLE_DEVICES": "2"} if chip == 2 else {}
@@ -940,13 +947,21 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     one = prmg_here("report", appended, "--report", "json")
     assert one.returncode == 1 and [c["device_statuses"] for c in json.loads(one.stdout)["cases"]] == \
         [{"0": "passed", "1": "failed"}] * 2, one.stdout
-    narrow = tmp_path / "narrow1.jsonl"                 # round 6: chip 1's job with a narrower -k, without --chips
-    prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "1", "--results",
+    narrow = tmp_path / "narrow0.jsonl"                 # round 6: chip 0's job with a narrower -k, without --chips
+    prmg_forked("run", SMOKE, "-k", "same_table_ends_at_4", "--runner", "emulator", "--devices", "0", "--results",
                 narrow, "-o", os.devnull, env=env)
-    for others, asked in (((jobs[0], jobs[2]), "0-2"), ((jobs[0],), "0-1")):         # two chips too
-        assert "prmg: warning: the runs on chip 1 selected 1 of the 2 cases run on the host's chips (never selected " \
-            "there: smoke.same_table_ends_at_5: a narrower -k or case list, or a shard's job lost?); --chips " \
-            f"{asked} reports each not_run there" in prmg_here("report", *others, narrow, "-o", os.devnull).stderr
+    warning = "the runs on chip 0 selected 1 of the 2 cases run on the host's chips (never selected there: " \
+        "smoke.same_table_ends_at_5: a narrower -k or case list, or a shard's job lost?); --chips {} reports each " \
+        "not_run there"
+    for others, asked in (((jobs[1], jobs[2]), "0-2"), ((jobs[2],), "0,2")):         # two chips too
+        narrowed = prmg_here("report", *others, narrow, "-o", os.devnull)
+        assert f"prmg: warning: {warning.format(asked)}" in narrowed.stderr.splitlines()
+    assert narrowed.returncode == 0                     # session 17: report --strict fails it, named in each report
+    strict = prmg_here("report", jobs[2], narrow, "--strict", "--report", "json", "--report", f"junit:{tmp_path}/j.xml")
+    assert strict.returncode == 1 and json.loads(strict.stdout)["summary"]["warned"] == [warning.format("0,2")]
+    assert "prmg: --strict: 1 warning of the runs merged: exit 1" in strict.stderr.splitlines()
+    assert 'errors="1"' in (tmp_path / "j.xml").read_text() and "STRICT: the runs on chip 0" in \
+        prmg_here("report", jobs[2], narrow, "--strict").stdout
     weak = tmp_path / "weak.yaml"                       # chip 1's job of another checkout: sin 0 hides its sign fault
     weak.write_text("cases:\n  - {name: smoke.same_table_ends_at_4, shape: [3, 2, 2, 16], cos_shape: [3, 2, 1, 8], "
                     "partial_slice: [0, 8], dtype: float32, inputs: {sin: {uniform: [0, 0]}}}\n")
@@ -965,6 +980,15 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
         in missing.stderr.splitlines()
     assert "[not_run on device 1; passed on devices 0, 2] not run on chip 1" in " ".join(missing.stdout.split())
     assert prmg_here("report", jobs[0], "--chips", "all").stderr.startswith("prmg: error: --chips all: ")
+    assert prmg_here("report", jobs[0], jobs[2], "--chips", "ci-1:0,2", "-o", os.devnull).returncode == 0
+    lost = prmg_here("report", jobs[0], jobs[2], "--chips", "ci-1:0,2,ci-2:0-7")       # a whole host's jobs lost
+    assert lost.returncode == 1 and "prmg: chips ci-2/0-7 of --chips ci-1:0,2,ci-2:0-7: no results file holds a " \
+        "result of them (2 cases reported not_run on each)" in lost.stderr.splitlines(), lost.stderr
+    other = prmg_here("report", jobs[0], jobs[2], "--chips", "ci-2:0,2", "--strict", "-o", os.devnull)
+    assert other.returncode == 1 and "prmg: warning: host ci-1 ran cases and --chips ci-2:0,2 names no chip of it" \
+        in other.stderr, other.stderr
+    assert prmg_here("run", SMOKE, env={"PRMG_HOST": "ci/1"}).stderr == \
+        "prmg: error: PRMG_HOST: 'ci/1' is no host label (ASCII letters, digits, '_', '.', '-'; not only dots)\n"
     killed = tmp_path / "killed0.jsonl"                 # chip 0's job killed after its first case: without --chips
     killed.write_text("".join(jobs[0].read_text().splitlines(keepends=True)[:2]))     # its run record says so
     stopped = prmg_here("report", killed, jobs[2])
@@ -1042,6 +1066,17 @@ def test_chips_and_devices_take_ranges():
             device_request(text, "--chips")
     with pytest.raises(PrmgError, match=r"\(digits 0-9\), got 'a'$"):                # report's --chips takes no 'all'
         device_request("a", "--chips")
+    from prmg_cli.commands.report import chips_request          # session 17: the hosts named, ids after each its own
+
+    assert chips_request("ci-1:0-1,3,ci-2:2") == ("ci-1/0", "ci-1/1", "ci-1/3", "ci-2/2")
+    assert chips_request("0-1") == (0, 1) and chips_request(None) == ()
+    word = r"is no host label \(ASCII letters, digits, '_', '\.', '-'; not only dots\)$"
+    for text, why in (("0,a:1", "^--chips 0,a:1: 0 names no host while a:1 does: name the host of every list"),
+                      (":0", f"^--chips :0: '' {word}"), ("a b:0", f"^--chips a b:0: 'a b' {word}"),
+                      ("a:b:0", f"^--chips a:b:0: 'a:b' {word}"), ("a:all", "^--chips a:all: a report cannot ask"),
+                      ("a:0,a:0", "^--chips a: 0,0: ids must be distinct"), ("a:", r"^--chips a: must be .*got ''$")):
+        with pytest.raises(PrmgError, match=why):
+            chips_request(text)
 
 
 def test_chips_missing_are_named_as_ranges_once_per_reason():

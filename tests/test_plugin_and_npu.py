@@ -368,6 +368,7 @@ def test_the_npu_gate_and_its_ci_examples_never_run_the_emulator():
     report = yaml.safe_load((ROOT / "runners/npu/github-actions-shards.yml").read_text())["jobs"]["report"]
     last = report["steps"][-1]
     assert last["if"] == "always() && needs.shard.result != 'success'" and "exit 1" in last["run"]
+    assert [step["run"].count("--strict") for step in report["steps"] if "prmg report" in step.get("run", "")] == [1]
 
 
 def test_pip_install_from_the_tree_gives_a_working_prmg(tmp_path):

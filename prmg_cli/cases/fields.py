@@ -59,6 +59,7 @@ SHOW_LIMIT = 60
 # A case name or tag: letters, digits, '_', '.', '-', and not only dots ('.' and '..' name folders).
 NAME_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]+")
 MAX_NAME_LENGTH = 200
+WORD = "ASCII letters, digits, '_', '.', '-'; not only dots"     # what ``is_word`` takes, as messages say it
 MAX_SLICE_VALUES = 16             # values of a partial_slice list of another length than 2
 MAX_OFFSET = 2**32                # a view's storage offset, in elements
 
@@ -396,13 +397,19 @@ def parse_tolerance(value, standard: str | None, where: Where) -> tuple[tuple[st
     return tuple(sorted((key, float(number)) for key, number in value.items()))
 
 
+def is_word(value) -> bool:
+    """Whether ``value`` is a word (``NAME_PATTERN``, at most ``MAX_NAME_LENGTH``): a tag, a host label
+    (``provenance.host_label``), ASCII and one line."""
+    return isinstance(value, str) and bool(NAME_PATTERN.fullmatch(value)) and len(value) <= MAX_NAME_LENGTH
+
+
 def parse_words(value, key: str, where: Where) -> tuple[str, ...]:
-    """Tags: a list of words (``NAME_PATTERN``) as a tuple without repeats, in order."""
+    """Tags: a list of words (``is_word``) as a tuple without repeats, in order."""
     if not isinstance(value, list):
         raise where.error(key, f"expected a list of words, got {kind(value)}")
     for word in value:
-        if not (isinstance(word, str) and NAME_PATTERN.fullmatch(word) and len(word) <= MAX_NAME_LENGTH):
-            raise where.error(key, f"{show(word)} is not a word (letters, digits, '_', '.', '-'; not only dots)")
+        if not is_word(word):
+            raise where.error(key, f"{show(word)} is not a word ({WORD})")
     return tuple(dict.fromkeys(value))
 
 

@@ -26,8 +26,13 @@ OPTIONS = (
            "(the host and the toolkit's folder may always differ).",
            "SETTING", list),
     Option("chips", ("--chips",), None, "The chips every case must have run on (0-7, 0,2,4), on each host that ran "
-           "it: per-chip CI jobs merged, or --each-device runs; a case no results file holds a record of on one of "
-           "them is not_run there (exit 1), and each such chip is named on stderr.", "IDS"),
+           "it, or on each host named (ci-1:0-7,ci-2:0-7: hosts as the runs recorded them, PRMG_HOST or the host "
+           "name): per-chip CI jobs merged, or --each-device runs; a case no results file holds a record of on one of "
+           "them is not_run there (exit 1), and each such chip is named on stderr.", "[HOST:]IDS"),
+    Option("strict", ("--strict",), False, "As prmg run --strict: a record's warning fails its case (a device "
+           "memory leak), and so does each warning of the runs merged (a chip whose runs selected fewer cases than "
+           "its host's others, a run with a preloaded library taking the toolkit's calls), named in every report; "
+           "exit 1.", kind=bool),
     VERBOSE, WIDE,
 )
 
@@ -52,15 +57,41 @@ def main(request) -> int:
     provenance and names the settings that differ between them; runs judged under settings that differ (standard,
     strictness, runner, toolkit, SoC, operator library or kernel files...) are no one verdict: exit 1 unless
     --allow-mixed names each. Exit codes as for a run: 0 when every case is ok, 1 when one failed, errored, xpassed
-    or was not run (also: a --cases case no file holds, a --chips chip no file holds a case of, mixed settings),
+    or was not run (also: a --cases case no file holds, a --chips chip no file holds a case of, mixed settings,
+    under --strict a warning),
     2 for unreadable files, 5 when there is
     nothing to report.
     """
     from ..reports.merge import report_files
+
+    return report_files(list(request.results), list(request.cases), request.report, request.output,
+                        request.duplicates, request.verbose, request.wide, list(request.allow_mixed),
+                        chips_request(request.chips), request.strict)
+
+
+def chips_request(text: str | None) -> tuple:
+    """The chips ``--chips TEXT`` names (``suite.device_request`` of each list of ids): ``0-7`` their ids, expected on
+    each host that ran a case; ``a:0-7,b:0-3,6`` each host's (``provenance.host_label``; the ids after ``HOST:`` are
+    its own up to the next host) as labels ``a/0``, ``b/6``, expected whichever hosts ran. () without ``--chips``;
+    PrmgError for ``all`` (no runtime to ask), and for a list of ids before the first host."""
+    from ..device.provenance import host_label
     from .suite import device_request
 
-    chips = () if request.chips is None else device_request(request.chips, "--chips")
-    if chips is None:
-        raise PrmgError("--chips all: a report cannot ask the runtime which chips there are; name them (0-7)")
-    return report_files(list(request.results), list(request.cases), request.report, request.output,
-                        request.duplicates, request.verbose, request.wide, list(request.allow_mixed), chips)
+    if text is None:
+        return ()
+    parts, hosts = text.split(","), {}
+    if ":" in text and ":" not in parts[0]:
+        raise PrmgError(f"--chips {text}: {parts[0].strip()} names no host while "
+                        f"{next(part for part in parts if ':' in part).strip()} does: name the host of every list "
+                        f"of chips (HOST:0-7) or of none")
+    for part in parts:
+        host, colon, ids = part.rpartition(":") if ":" in part else (None, "", part)
+        host = host_label(host.strip(), f"--chips {text}") if colon else (list(hosts)[-1] if hosts else None)
+        hosts.setdefault(host, []).append(ids)
+    labels: tuple = ()
+    for host, ids in hosts.items():
+        chips = device_request(",".join(ids), "--chips" if host is None else f"--chips {host}:")
+        if chips is None:
+            raise PrmgError(f"--chips {text}: a report cannot ask the runtime which chips there are; name them (0-7)")
+        labels += chips if host is None else tuple(f"{host}/{chip}" for chip in chips)
+    return labels

@@ -24,6 +24,7 @@ from ..cases.fields import show
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
                             select, unjudged, validate)
 from ..device import execute
+from ..device.provenance import host_name
 from ..device.toolkit import NO_DEVICE, chips_not_shown
 from ..errors import (STOP_SIGNALS, STOPS, PrmgError, drop_held_signals, outcome_final, stop_exception, stop_signal,
                       take_lost_stop)
@@ -235,8 +236,8 @@ def check_judged(cases: Sequence[Case], checks: tuple = (), golden: bool = True)
 def checked_settings(request):
     """The settings every worker shares (``execute.RunSettings``) of a ``prmg run`` request (``commands.run.Request``;
     the pytest plugin's and bench's too), each option checked once here: ``--standard``, ``--max-timeouts``,
-    ``--check``, the checks' own options, ``--timeout``, ``--supported-modes``. The toolkit is
-    not chosen yet (``settings_for``)."""
+    ``--check``, the checks' own options, ``--timeout``, ``--supported-modes``, and ``PRMG_HOST``
+    (``provenance.host_name``). The toolkit is not chosen yet (``settings_for``)."""
     if request.standard is not None:
         try:
             check_standard(request.standard)
@@ -244,6 +245,7 @@ def checked_settings(request):
             raise PrmgError(f"--standard: {exc.reason}") from None
     if request.max_timeouts < 1:
         raise PrmgError(f"--max-timeouts must be >= 1, got {request.max_timeouts}")
+    host_name()                                 # PRMG_HOST, a usage error before any case or the toolkit
     check_device_options(request.runner, None if getattr(request, "cluster", None) else request.op_lib)  # nodes' path
     golden = not request.no_golden
     checks, options = parse_checks(request.check), check_options(request)

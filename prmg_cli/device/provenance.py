@@ -21,6 +21,8 @@ import stat
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import PrmgError
+
 # The NPU driver: the library of it the runtime loads (from LD_LIBRARY_PATH: ``<driver>/lib64/driver``), the file
 # where CANN's installers and set_env.sh read the driver's install path (``Driver_Install_Path_Param``, to which
 # ``driver`` is added: a driver installed with ``--install-path``), and where it is by default.
@@ -297,8 +299,26 @@ def differences(before: dict, now: dict, toolkit) -> list[str]:
     return changed
 
 
-def host_name() -> str:
-    """This machine's host name."""
+HOST_VARIABLE = "PRMG_HOST"      # the host label a run records in place of this machine's host name
+
+
+def host_label(text: str, source: str) -> str:
+    """``text`` when it is a host label, a word (``fields.is_word``: ASCII letters, digits, ``_.-``, one line, at most
+    ``fields.MAX_NAME_LENGTH``, never the ``/`` of a chip's label ``HOST/3`` nor the ``:`` and ``,`` of ``--chips
+    HOST:0-7,...``); PrmgError naming ``source`` (``PRMG_HOST``, ``--chips``) otherwise."""
+    from ..cases.fields import WORD, is_word, show
+
+    if not is_word(text):
+        raise PrmgError(f"{source}: {show(text)} is no host label ({WORD})")
+    return text
+
+
+def host_name(environ=os.environ) -> str:
+    """The host a run records (its run record's ``host``: the reports' header, the label ``prmg report`` gives its
+    chips, what ``--chips HOST:0-7`` names): ``$PRMG_HOST`` when set (``host_label``: a CI job in a container, whose
+    host name is the container's, names the machine it runs on), else this machine's host name."""
+    if HOST_VARIABLE in environ:
+        return host_label(environ[HOST_VARIABLE], HOST_VARIABLE)
     return socket.gethostname()
 
 

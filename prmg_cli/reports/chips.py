@@ -18,10 +18,13 @@ and ``--chips`` names the chips each case must have run on.
   ran other cases, and the case is ``not_run`` on each.
 - **Expected chips** (``--chips 0-7``). Every case a record holds must have run on each of those chips of each host
   that ran it: a chip with no record of it is ``not_run`` there, so a merge of 7 per-chip jobs of 8 is never green,
-  and ``missing_lines`` names each such chip on stderr in one line. Without ``--chips`` too, a run that puts every
-  case on each of its chips (one chip, ``--each-device``) and was stopped before some of the cases it selected is
-  ``not_run`` on its chips for those (``Chips.stopped``), where another chip's record stood for them. A record of
-  no device (a case settled before any chip ran it) is held to none.
+  and ``missing_lines`` names each such chip on stderr in one line. ``--chips a:0-7,b:0-7`` names the hosts too (as
+  the run records name them: ``PRMG_HOST``, else the host name): every case that ran must have run on each chip of
+  each host named, so a host whose jobs all failed to upload their files is ``not_run`` there, not absent; a host
+  that ran cases and that it names no chip of is a warning (``Chips.unnamed``). Without ``--chips`` too, a run that
+  puts every case on each of its chips (one chip, ``--each-device``) and was stopped before some of the cases it
+  selected is ``not_run`` on its chips for those (``Chips.stopped``), where another chip's record stood for them. A
+  record of no device (a case settled before any chip ran it) is held to none.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ class Chips:
 
     runs: dict = field(default_factory=dict)        # run_id -> (host, the ids ASCEND_RT_VISIBLE_DEVICES names)
     hosts: bool = False                             # the runs ran on several hosts: labels say which
-    expected: tuple = ()                            # --chips, as ids (text)
+    expected: tuple = ()                            # --chips, as ids (text), or as labels ``a/0`` of the hosts it names
+    ran: tuple = ()                                 # the hosts the records ran on
     stopped: dict = field(default_factory=dict)     # case -> {chip: the file whose run there recorded no result}
     selecting: dict = field(default_factory=dict)   # chip -> [(run, shard index, count)] of each run on each chip
 
@@ -64,7 +68,8 @@ class Chips:
                 for stored in stores for run in stored.runs}
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
-        chips = cls(runs, len(hosts) > 1, tuple(str(chip) for chip in expected))
+        named = any("/" in str(chip) for chip in expected)        # --chips HOST:0-7: labels hold the host always
+        chips = cls(runs, len(hosts) > 1 or named, tuple(str(chip) for chip in expected), ran=tuple(sorted(hosts)))
         if expected:
             _refuse_cluster(stores, chips.expected)
         for stored in stores:
@@ -115,6 +120,21 @@ class Chips:
                       f"lost?); --chips {asked} reports each not_run there" for missing, where in lacking.items()]
         return lines
 
+    @property
+    def named(self) -> bool:
+        """Whether ``--chips`` names the hosts (``a:0-7``: ``expected`` holds labels ``a/0``)."""
+        return any("/" in chip for chip in self.expected)
+
+    def unnamed(self) -> list[str]:
+        """Under ``--chips HOST:0-7``, a warning per host that ran cases and that it names no chip of: its records
+        are held to no chip (its jobs' ``PRMG_HOST`` unset, so each container's host name, or misspelt?)."""
+        if not self.named:
+            return []
+        hosts, asked = {chip.rpartition("/")[0] for chip in self.expected}, chips_text(self.expected)
+        return [f"host {visible(host)} ran cases and --chips {asked} names no chip of it: they are held to no chip "
+                f"there (its jobs' PRMG_HOST unset or misspelt? --chips {asked},{visible(host)}:0-7 would hold them)"
+                for host in self.ran if host not in hosts]
+
     def current(self, stored) -> dict[str, list[CaseResult]]:
         """``stored.current()``'s record of each case (``labelled``), led by the last record of each chip that no
         later run of the file ran on: a results file appended to by per-chip jobs one after another holds each chip's
@@ -161,12 +181,14 @@ class Chips:
         """The chips case ``name`` with records ``entries`` is expected to have run on, each with why (``WHY_CHIPS``
         or the file of a run there that selected it: ``stopped``): each chip of ``--chips`` on each host that ran it
         (none for a case no chip ran: skipped, or refused before any did; a passed or xfailed record naming no device,
-        which no run writes, ran on none of them), and each chip of a run that stopped before it."""
+        which no run writes, ran on none of them), or each chip of each host ``--chips HOST:0-7`` names (``named``)
+        when any host ran it, and each chip of a run that stopped before it."""
         if not self.expected:
             return self.stopped.get(name, {})
         hosts = dict.fromkeys(self.runs.get(record.run_id, ("?",))[0] for _, record in entries
                               if record.device or _ran_nowhere(record))
-        asked = [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
+        asked = [chip for chip in self.expected if hosts] if self.named else \
+            [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
 
 
@@ -184,7 +206,7 @@ def _refuse_cluster(stores: Sequence, expected: Sequence[str]) -> None:
     for stored in stores:
         for record in stored.results:
             if any("/" in chip for chip in chip_ids(record)):
-                raise PrmgError(f"--chips {id_ranges(expected)}: {visible(stored.path)} holds records of a --cluster "
+                raise PrmgError(f"--chips {chips_text(expected)}: {visible(stored.path)} holds records of a --cluster "
                                 f"run (case '{visible(record.name)}' on {visible(record.device)}), which runs each "
                                 f"case on one NPU of the cluster, not on each chip: --chips is for per-chip jobs and "
                                 f"--each-device runs (leave it out for a cluster run)")
@@ -235,9 +257,10 @@ class Combined:
 
 
 def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
-            expected: dict[str, str] | None = None) -> Combined | None:
+            expected: dict[str, str] | None = None, asked: str = "") -> Combined | None:
     """One record of a case from its records ``entries`` when they come from several chips or miss a chip of
-    ``expected`` (module docstring), each chip's record chosen by ``pick`` (``--duplicates`` ``rule``); None when
+    ``expected`` (module docstring; ``asked`` the ``--chips`` that expects them, by default their ids: ``id_ranges``),
+    each chip's record chosen by ``pick`` (``--duplicates`` ``rule``); None when
     they are of one chip (or set of chips) and miss none: duplicates, chosen among as they are, or when one of them
     names no chip (unless each such one is a pass, ``_ran_nowhere``, and a chip is missed: not run there)."""
     if len(entries) == 1 and not expected:
@@ -278,7 +301,7 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
         message = _unprefixed(base)
     else:                               # the worst is a chip with no record: not run there
         base = _not_run(next(iter(picked.values()))[1] if picked else entries[0][1])     # (no record names a chip)
-        asked = id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
+        asked = asked or id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
         whys: dict[str, list[str]] = {}                # each why once: a list per why was 20 s of --chips 0-4095
         for chip, why in missing.items():
             whys.setdefault(why, []).append(chip)
@@ -297,13 +320,25 @@ def id_ranges(labels: Sequence[str]) -> str:
     return chip_ranges(list(dict.fromkeys(label.rpartition("/")[2] for label in labels)), ",", shortest=2)
 
 
+def chips_text(expected: Sequence[str]) -> str:
+    """``--chips`` as it names ``expected`` (``Chips.expected``): ids as ranges, ``0-5,7`` (``id_ranges``), or labels
+    of the hosts it names host by host, ``a:0-7,b:0-3,6``."""
+    if not any("/" in chip for chip in expected):
+        return id_ranges(expected)
+    hosts: dict[str, list[str]] = {}
+    for label in expected:
+        host, _, chip = label.rpartition("/")
+        hosts.setdefault(host, []).append(chip)
+    return ",".join(f"{host}:{id_ranges(chips)}" for host, chips in hosts.items())
+
+
 def missing_lines(missing: dict[tuple[str, str], int], cases: int, expected: Sequence[str]) -> list[str]:
     """One line per set of chips expected and lacking records of as many of the ``cases`` for one reason
     (``missing``: (chip, why: ``Chips.expected_of``) -> how many; the chips as ranges: ``chip_ranges``), ``expected``
     the chips of ``--chips``: ``chips 3-7 of --chips 0-7: no results file holds a result of them (36 cases reported
     not_run on each)``, ``chip 6: the run of chip6.jsonl there selected 16 cases and recorded no result of them
     (stopped or killed before them?): reported not_run there`` (a line per chip was 4093 lines of --chips 0-4095)."""
-    asked = id_ranges(expected)
+    asked = chips_text(expected)
     groups: dict[tuple[str, int], list[str]] = {}
     for (chip, why), count in sorted(missing.items(), key=lambda item: chip_order(item[0][0])):
         groups.setdefault((why, count), []).append(chip)

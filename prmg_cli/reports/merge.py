@@ -22,7 +22,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   run), so that a failure is never hidden by the order of the arguments; ties go to the later file.
   ``--duplicates last`` reports the record of the last file given (a re-run that supersedes a shard). Records of
   a case from runs on several chips are no duplicates: one record holds each chip's status (``chips.combine``),
-  and ``--chips`` names the chips each case must have run on (a chip no file holds it of: ``not_run`` there).
+  and ``--chips`` names the chips each case must have run on (a chip no file holds it of: ``not_run`` there), on
+  each host that ran it, or on each host it names (``--chips a:0-7,b:0-7``).
 - **Provenance.** The report's header carries every run's provenance (file, shard, host, runner, SoC, toolkit,
   operator library, the fingerprint of the operator's kernel and tiling files, start), the faults injected into
   any of them, the emulator notice when any record came from the emulator, and names each setting that differs
@@ -36,9 +37,13 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   ``--each-device`` jobs on chips 0-3 and 4-7 are one record of 8 chips, and a run on one chip puts every case on
   it as ``--each-device`` does), and the stamps of libraries and kernel files are compared as two hosts installing
   the same package have them (``_like``: size and mtime).
-- **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, and runs
-  judged under settings that differ), 2 for unreadable files and usage errors, 5 when there is nothing to report
-  or every case was skipped.
+- **Strict** (``--strict``, a gate's): a record's warning fails its case as ``prmg run --strict`` fails it
+  (``strictly``), and each warning of the merge about its runs (``shard_warnings``) fails the report: ``STRICT`` in
+  the header, ``warned`` in the JSON summary, an ``error`` test in JUnit. A difference ``--allow-mixed`` names is
+  intended, no warning.
+- **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, runs
+  judged under settings that differ, and under ``--strict`` a warning), 2 for unreadable files and usage errors, 5
+  when there is nothing to report or every case was skipped.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ids, chip_r
                        report_exit_code, visible)
 from ..writes import Output, check_outputs, same_file
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_order, combine, missing_lines
+from .chips import Chips, chip_order, chips_text, combine, missing_lines
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -79,7 +84,8 @@ class Merged:
     chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
     chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
-    narrower: list = field(default_factory=list)      # a warning per chip whose runs selected fewer cases (``Chips``)
+    narrower: list = field(default_factory=list)      # a warning per chip whose runs selected fewer cases, per host
+                                                      # --chips HOST:0-7 names none of (``Chips``)
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
 
@@ -126,8 +132,9 @@ def _expected(stores: Sequence[store.Stored]) -> dict[str, str]:
 
 
 def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: str = "worst",
-          chips: Sequence[int] = ()) -> Merged:
-    """Merge the records of ``stores`` (in argument order): per file the last record of a case on each chip, across
+          chips: Sequence[int] = (), strict: bool = False) -> Merged:
+    """Merge the records of ``stores`` (in argument order), each held as ``--strict`` holds it when ``strict``
+    (``strictly``): per file the last record of a case on each chip, across
     files by ``rule`` (a case's records of several chips: one record of every chip, ``chips.combine``, each chip
     expected by ``--chips`` ``chips`` that holds none of them ``not_run`` there); in the order of ``cases`` when given
     (those no file holds become ``not_run``), else in the order the runs selected them, the cases they selected and no
@@ -138,12 +145,15 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
     held: dict[str, list[tuple[str, CaseResult]]] = {}
     for stored in stores:
         for name, records in labels.current(stored).items():
-            held.setdefault(name, []).extend((stored.path, record) for record in records)
+            held.setdefault(name, []).extend((stored.path, strictly(record) if strict else record)
+                                             for record in records)
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
-                                  for chip in chip_ids(record)}, key=chip_order), narrower=labels.narrower())
-    picked, weighed = {}, {}
+                                  for chip in chip_ids(record)}, key=chip_order),
+                    narrower=labels.narrower() + labels.unnamed())
+    picked, weighed, asked = {}, {}, chips_text(labels.expected)
     for name, entries in held.items():
-        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries))
+        together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries),
+                           asked)
         if together:
             picked[name] = together.record
             weighed[name] = {record.run_id for _, record in together.weighed}
@@ -192,6 +202,35 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
     merged.results += [picked[name] for name in merged.outside]
     merged.results += unstarted(stores)
     return _weighed(merged, picked, weighed)
+
+
+def strictly(record: CaseResult) -> CaseResult:
+    """``record`` as ``prmg run --strict`` would have reported it (``execute.strict_status``: a pass or known defect
+    with a warning, a device memory leak's say, fails), each chip it holds a pass of failed with it (a record of
+    several chips does not say which chip warned)."""
+    from ..device.execute import RunSettings, strict_status
+
+    failed = strict_status(record, RunSettings(toolkit=None, strict=True))
+    if failed is record or not record.device_statuses:
+        return failed
+    return replace(failed, device_statuses={chip: "failed" if status == record.status else status
+                                            for chip, status in record.device_statuses.items()})
+
+
+def shard_warnings(stores: Sequence[store.Stored], merged: Merged) -> list[str]:
+    """The warnings of a merge about the runs it merges, each a line that ``prmg report --strict`` fails it on: the
+    chips whose runs selected fewer cases than their host's other chips (``Chips.narrower``), the hosts that ran
+    cases and ``--chips HOST:0-7`` names none of (``Chips.unnamed``), and each run the
+    report weighs (``contributing``) that found a library preloaded ahead of the toolkit taking its calls, which
+    ``prmg run --strict`` refuses (``linkage.interposer_warning``)."""
+    lines = [line.removeprefix("warning: ") for line in merged.narrower]
+    for path, run in contributing(stores, merged.results, merged.sources):
+        if run.info.get("preloaded"):
+            lines.append(f"the run of {visible(path)} ({run.shard or 'every case'}, started "
+                         f"{visible(run.info.get('started') or '?')}) ran with a library preloaded ahead of the "
+                         f"toolkit taking its calls: {'; '.join(map(visible, run.info['preloaded']))} (prmg run "
+                         f"--strict refuses it)")
+    return lines
 
 
 UNSTARTED = "prmg-run"          # the name of the record that stands for a run that never began (``unstarted``)
@@ -398,10 +437,11 @@ def duplicate_lines(merged: Merged, rule: str, verbose: bool = False) -> list[st
 
 def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: Sequence[str] = (),
                  output: str | None = None, rule: str = "worst", verbose: bool = False,
-                 wide: bool = False, allow_mixed: Sequence[str] = (), chips: Sequence[int] = ()) -> int:
+                 wide: bool = False, allow_mixed: Sequence[str] = (), chips: Sequence[int] = (),
+                 strict: bool = False) -> int:
     """``prmg report``: write every report asked for and return the exit code (module docstring); ``allow_mixed``
     the settings (``--allow-mixed``) that may differ between the runs merged, ``chips`` those each case must have
-    run on (``--chips``)."""
+    run on (``--chips``), ``strict`` (``--strict``) whether each warning of a record or of the merge fails it."""
     targets = outputs.parse_targets(list(reports), output)
     if rule not in DUPLICATE_RULES:
         raise PrmgError(f"--duplicates must be one of {', '.join(DUPLICATE_RULES)}, got {rule!r}")
@@ -422,7 +462,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         seen.append(path)
         stores.append(store.read(path))
     _check_allowed(allow_mixed, stores)
-    merged = merge(stores, cases, rule, chips)
+    merged = merge(stores, cases, rule, chips, strict)
     for line in duplicate_lines(merged, rule, verbose):
         say(line)
     statuses = {result.name: result.status for result in merged.results}
@@ -443,8 +483,12 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     for key, line in mixed:
         say(f"the runs were judged under different settings, which no one verdict covers: {line} "
             f"(--allow-mixed {key} if that is intended)")
-    chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips]) + merged.narrower
-    info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged, chip_lines)
+    chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips])
+    warned = shard_warnings(stores, merged)
+    info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged,
+                     chip_lines + [line for line in merged.narrower if not strict])      # else the STRICT line's
+    if strict:
+        info = replace(info, strict=True, warned=tuple(warned))
     options = outputs.RenderOptions(verbose=verbose, wide=wide)
     header = _table_header(stores, merged.results)
     from .outputs.table import failure_lines
@@ -463,6 +507,10 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
             + ("" if chips else " (--chips LIST: the chips each case must have run on, a chip missing not_run)"))
     for line in chip_lines:
         say(line)
+    for line in warned:
+        say(f"warning: {line}")
+    if info.warned:
+        say(f"--strict: {plural(len(warned), 'warning')} of the runs merged: exit 1")
     if merged.unreported:
         say(f"{plural(merged.unreported, 'case')} selected by the runs but in no results "
             f"file (a shard missing, or a run stopped early): reported not_run")

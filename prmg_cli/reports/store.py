@@ -89,7 +89,7 @@ RUN_INFO_FIELDS = {
     "host": "text", "started": "text", "faults": "texts", "strict": "bool", "accepted_modes": "ints?",
     "resumed": "int", "notes": "notes", "stopped_code": "int?", "fault_shape": "text", "checks": "texts",
     "golden": "bool", "path": "text", "graph_library": "text", "opp": "text", "opp_files": "int",
-    "opp_fingerprint": "text", "opp_portable": "text", "mixed": "texts", "each_device": "bool",
+    "opp_fingerprint": "text", "opp_portable": "text", "mixed": "texts", "warned": "texts", "each_device": "bool",
     "opp_kernels": "texts", "visible_devices": "text", "preloaded": "texts", "location_resolved": "text",
     "op_library_resolved": "text",
 }

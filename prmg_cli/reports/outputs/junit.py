@@ -5,7 +5,8 @@ A run on the host emulator (or a merged report any of whose results came from it
 
 A failed, errored, xpassed or not-run case has a ``failure`` or ``error`` child; a skipped or xfailed case a
 ``skipped`` child (pytest writes xfail the same way). A merge of runs judged under settings that differ (``MIXED
-SETTINGS``, exit 1) has one more ``testcase``, ``prmg.report``, with an ``error`` naming them. The run's description
+SETTINGS``, exit 1) has one more ``testcase``, ``prmg.report``, with an ``error`` naming them, and so has a merge that
+``prmg report --strict`` fails on warnings of its shards (``STRICT``, ``RunInfo.warned``). The run's description
 is in the suite's ``properties``, one per header line (a name the header repeats, such as a merged report's ``run``
 of each shard, repeated: JUnit allows it), and ``path``, how the run called the operator (``RunInfo.path``: geir,
 aclnn+geir), which the raw ``runner`` property does not say. Every attribute and text passes through ``xml_text``,
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from ...results import STATUSES, CaseResult, RunInfo, json_safe, summary_counts, visible
 from ...status import status_name
-from .labels import device_line, header_fields, mixed_field
+from .labels import device_line, header_fields, mixed_field, warned_field
 
 # Characters XML 1.0 cannot carry at all (not even escaped): C0 controls but \t \n \r, lone
 # surrogates, U+FFFE and U+FFFF.
@@ -75,17 +76,21 @@ def _testcase(result: CaseResult) -> ET.Element:
     return case
 
 
-def _mixed_testcase(info: RunInfo) -> list[ET.Element]:
-    """A merge of runs judged under settings that differ (``RunInfo.mixed``: exit 1 though every case passed): one
-    ``testcase`` with an ``error`` naming them, so that a CI page, which shows the counts, does not show it green;
-    [] for any other report."""
-    if not info.mixed:
-        return []
-    case = ET.Element("testcase", classname="prmg.report", name="the merged runs were judged alike", time="0.000")
-    label, text = mixed_field(info)
-    ET.SubElement(case, "error", message=xml_text(f"{label}: {text}"), type="mixed settings").text = xml_text(
-        "\n".join(info.mixed))
-    return [case]
+def _merge_testcases(info: RunInfo) -> list[ET.Element]:
+    """A merge of runs judged under settings that differ (``RunInfo.mixed``: exit 1 though every case passed), and one
+    ``prmg report --strict`` fails on warnings of its shards (``RunInfo.warned``): a ``testcase`` each with an
+    ``error`` naming them, so that a CI page, which shows the counts, does not show it green; [] for any other
+    report."""
+    cases = []
+    for lines, name, field, kind in ((info.mixed, "the merged runs were judged alike", mixed_field, "mixed settings"),
+                                     (info.warned, "the merged runs warn of nothing", warned_field, "warnings")):
+        if lines:
+            case = ET.Element("testcase", classname="prmg.report", name=name, time="0.000")
+            label, text = field(info)
+            ET.SubElement(case, "error", message=xml_text(f"{label}: {text}"), type=kind).text = xml_text(
+                "\n".join(lines))
+            cases.append(case)
+    return cases
 
 
 def render(results: list[CaseResult], info: RunInfo) -> str:
@@ -93,7 +98,7 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
     counts = summary_counts(results)
     kinds = {tag: sum(counts[status] for status, info in STATUSES.items() if info.junit == tag)
              for tag in ("failure", "error", "skipped")}
-    merged = _mixed_testcase(info)
+    merged = _merge_testcases(info)
     kinds["error"] += len(merged)
     totals = {"tests": str(counts["total"] + len(merged)), "failures": str(kinds["failure"]),
               "errors": str(kinds["error"]),

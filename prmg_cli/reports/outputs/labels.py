@@ -227,14 +227,22 @@ def mixed_field(info: RunInfo) -> tuple[str, str]:
                               f"intended)")
 
 
+def warned_field(info: RunInfo) -> tuple[str, str]:
+    """The header line of a merge under ``prmg report --strict`` that warns of its shards (``RunInfo.warned``)."""
+    return ("STRICT", f"{'; '.join(map(visible, info.warned))}: --strict fails a merge on each warning of its shards "
+                      f"(exit 1)")
+
+
 def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged=None) -> list[tuple[str, str]]:
-    """The (label, value) lines above a report: runner, the settings a merge mixes (``RunInfo.mixed``), the emulator
+    """The (label, value) lines above a report: runner, the settings a merge mixes (``RunInfo.mixed``), the warnings
+    of its shards ``--strict`` fails it on (``warned_field``), the emulator
     faults (``fault_field``: what acted where, when ``results`` are given), target, devices, standard, the
     golden-free checks (``checks_field`` of ``judged``, by default ``results``: a header printed before the first
     case gives the cases), then where and when it ran (SoC, toolkit and driver versions, host, start), the opp folder
     with the fingerprint of the operator's kernel and tiling files there, the libraries preloaded ahead of the
     toolkit, the results ``--resume`` took, and prmg's version."""
-    fields = [("runner", runner_label(info))] + [mixed_field(info)] * bool(info.mixed)
+    fields = [("runner", runner_label(info))] + [mixed_field(info)] * bool(info.mixed) + \
+        [warned_field(info)] * bool(info.warned)
     faults = fault_field(info, results)
     if faults:
         fields.append(faults)
