@@ -522,6 +522,37 @@ def test_json_with_nan_inf_and_numpy_metrics_is_strict_json():
     assert metrics == {"max_err": "nan", "worst": "inf", "low": "-inf", "ratio": 0.5, "count": 3}
 
 
+
+def test_json_report_text_is_what_json_dumps_writes():
+    """``jsonreport.indented`` (the report's writer, without the json module's Python encoder) writes what
+    ``json.dumps(json_safe(value), indent=2, allow_nan=False)`` writes, each line after the first ``depth`` levels
+    in: every JSON type, empty containers, keys that are not text, escapes, numpy values, tuples, ScoreRows,
+    non-finite floats and subclasses of int, float and str (the json module writes those by the base type)."""
+    import enum
+
+    from prmg_cli.results import ScoreRows, json_safe
+
+    class Number(enum.IntEnum):
+        THREE = 3
+
+    class Word(str, enum.Enum):
+        E_ACUTE = "b\u00e9"
+
+    class Real(float):
+        pass
+
+    value = {"plain": ["text \u2028\x00\ud800 \\ \"", 0, -7, 10 ** 30, 2.5, 1e-300, -0.0, None, True, False],
+             "empty": [[], {}, (), ""], "odd": [float("nan"), np.inf, -np.inf, np.float32(0.1), np.float64(1e300),
+                                             np.int64(7), np.bool_(True), np.array([[1, 2], [3, 4]], np.uint8),
+                                             (1, (2, 3)), Number.THREE, Word.E_ACUTE, Real(0.3), Real("nan"),
+                                             ScoreRows.of([[1.0, None], [2.5]]), b"bytes"],
+             3: {"nested": {"deeper": [{}]}}, None: 1, 2.5: [], True: (), Number.THREE: "key"}
+    records = [value, *map(jsonreport.case_record, mixed()), jsonreport.summary(mixed(), TOOLKIT)]
+    for record in records:
+        for depth in (0, 1, 2):
+            expected = json.dumps(json_safe(record), indent=2, allow_nan=False).replace("\n", "\n" + "  " * depth)
+            assert jsonreport.indented(record, depth) == expected
+
 # --- JUnit -------------------------------------------------------------------------------------------
 
 def test_junit_counts_and_outcome_elements():

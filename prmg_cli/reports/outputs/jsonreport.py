@@ -15,8 +15,9 @@ infinities are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii
 
 from ...results import (CaseResult, RunInfo, json_safe, report_exit_code, run_warnings, summary_counts,
                         summary_line)
@@ -61,10 +62,51 @@ def render(results: list[CaseResult], info: RunInfo) -> str:
 def pieces(results: list[CaseResult], info: RunInfo) -> Iterator[str]:
     """The text of ``render`` in pieces, one case at a time: what ``json.dumps(document, indent=2)`` writes, but
     never more than one case's text at once (a report of 200,000 cases is written in the memory of one)."""
-    def dumped(value, depth: int) -> str:
-        return json.dumps(json_safe(value), indent=2, allow_nan=False).replace("\n", "\n" + "  " * depth)
-
-    yield '{\n  "summary": ' + dumped(summary(results, info), 1) + ',\n  "cases": ['
+    yield '{\n  "summary": ' + indented(summary(results, info), 1) + ',\n  "cases": ['
     for index, result in enumerate(results):
-        yield ("," if index else "") + "\n    " + dumped(case_record(result), 2)
+        yield ("," if index else "") + "\n    " + indented(case_record(result), 2)
     yield "\n  ]\n}" if results else "]\n}"
+
+
+def indented(value, depth: int) -> str:
+    """``json.dumps(json_safe(value), indent=2, allow_nan=False)`` with each line after the first ``depth`` levels
+    further in: the same text, written without the json module's indenting encoder (Python, not C) and json_safe's
+    copy, which took 0.15 s of a fail-fast run's 0.6 s writing its 828 cases (now about 0.06 s)."""
+    out: list[str] = []
+    _write(value, "\n" + "  " * depth, out)
+    return "".join(out)
+
+
+def _write(value, newline: str, out: list[str]) -> None:
+    """Append ``value``'s text to ``out``, its lines after the first starting ``newline``: the plain types by their
+    exact type first, anything else as ``json_safe`` makes it (numpy values, tuples, ScoreRows, non-finite floats,
+    subclasses: json writes an IntEnum by ``int.__repr__``)."""
+    kind = type(value)
+    if kind is str:
+        out.append(encode_basestring_ascii(value))
+    elif kind is dict or kind is list:
+        if not value:
+            out.append("{}" if kind is dict else "[]")
+            return
+        inner, opening = newline + "  ", "{" if kind is dict else "["
+        for item in value:
+            if kind is dict:
+                out.append(opening + inner + encode_basestring_ascii(str(item)) + ": ")
+                _write(value[item], inner, out)
+            else:
+                out.append(opening + inner)
+                _write(item, inner, out)
+            opening = ","
+        out.append(newline + ("}" if kind is dict else "]"))
+    elif value is None or value is True or value is False:
+        out.append("null" if value is None else "true" if value else "false")
+    elif kind is int or (kind is float and math.isfinite(value)):
+        out.append(repr(value))
+    else:
+        safe = json_safe(value)
+        if isinstance(safe, (dict, list)) or safe is None or isinstance(safe, bool):
+            _write(safe, newline, out)
+        elif isinstance(safe, str):
+            out.append(encode_basestring_ascii(safe))
+        else:                                           # an int's or a finite float's subclass, as json writes it
+            out.append(int.__repr__(safe) if isinstance(safe, int) else float.__repr__(safe))
