@@ -53,6 +53,7 @@ STATUS_NAMES: dict[int, str] = {
     50331649: "GRAPH_PARAM_INVALID",
     50331646: "GRAPH_INVALID_IR_DEF",
     0xFFFFFFFF: "ge::FAILED",
+    1343225857: "ge::PARAM_INVALID",
 }
 STATUS_CODES: dict[str, int] = {name: code for code, name in STATUS_NAMES.items()}
 
@@ -68,13 +69,22 @@ GE_FORMAT_INVALID = 145020
 GE_DATATYPE_INVALID = 145022
 GE_FAILED = 0xFFFFFFFF
 GRAPH_INVALID_IR_DEF = 50331646
+# What ge::Session::CompileGraph returns for every failure of the graph's compile, whatever its inner status (an
+# unlinked input, a dtype, a format, the tiling's refusal): it checks its inner session's status with
+# GE_ASSERT_SUCCESS, whose ``return ::ErrorResult();`` converts to ge::PARAM_INVALID (metadef
+# ``pkg_inc/common/checker.h``; hicann/ge ``api/session/client/ge_api.cc`` at ffdcbc9f7, 56f8e1bb9 and its 8.5.0 and
+# 9.0.0 branches alike); GE's message keeps the inner status ("Compile graph failed, error code:%u").
+GE_COMPILE_REFUSED = 1343225857
 
 
 # What a refusal is about, on either call path: two refusals of one case agree when their kinds do (``aclnn+geir``).
 REFUSAL_KINDS = {PARAM_NULLPTR: "a null input", GE_PARAM_INVALID: "a null input",
                  PARAM_INVALID: "the operator's definition", GE_DATATYPE_INVALID: "the operator's definition",
                  GE_FORMAT_INVALID: "the operator's definition", TILING_ERROR: "the tiling", GE_FAILED: "the tiling",
-                 INNER: "the launch"}
+                 INNER: "the launch", GE_COMPILE_REFUSED: "the graph's compile"}
+# The kinds of an aclnn first phase's refusals, which a graph's compile refuses in GE's one status
+# (``GE_COMPILE_REFUSED``): such a refusal agrees with any of them.
+COMPILED_KINDS = frozenset({"a null input", "the operator's definition", "the tiling"})
 
 
 def refusal_kind(code: int) -> str:
@@ -82,13 +92,20 @@ def refusal_kind(code: int) -> str:
     return REFUSAL_KINDS.get(code, describe(code))
 
 
+def kinds_agree(code: int, other: int) -> bool:
+    """Whether two refusals of one case are of one kind (``refusal_kind``), GE's compile refusal of any kind an aclnn
+    first phase's refusal has (``COMPILED_KINDS``)."""
+    compiled = REFUSAL_KINDS[GE_COMPILE_REFUSED]
+    kinds = {refusal_kind(code), refusal_kind(other)}
+    return len(kinds) == 1 or (compiled in kinds and kinds - {compiled} <= COMPILED_KINDS)
+
+
 def graph_status(code: int) -> int:
-    """GE's status of the aclnn refusal ``code``: the first GE code of its kind (``REFUSAL_KINDS``), else
-    ``GE_FAILED`` (0 stays 0)."""
+    """GE's status of the aclnn refusal ``code``: ``GE_COMPILE_REFUSED`` for a first phase's refusal
+    (``COMPILED_KINDS``), else ``GE_FAILED`` (0 stays 0)."""
     if code == 0:
         return 0
-    kind = REFUSAL_KINDS.get(code)
-    return next((other for other, its in REFUSAL_KINDS.items() if its == kind and not is_refusal(other)), GE_FAILED)
+    return GE_COMPILE_REFUSED if REFUSAL_KINDS.get(code) in COMPILED_KINDS else GE_FAILED
 
 
 # The thousands (``code // 1000``) of the aclnn status families an operator's refusal belongs to.

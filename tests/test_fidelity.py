@@ -21,6 +21,7 @@ from prmg_cli.errors import PrmgError
 from prmg_cli.inputs.seeded import make_inputs
 from prmg_cli.judging.judge import PARTNERS_ALIKE_WARNING, judge
 from prmg_cli.ops.constraints import expected_phase, expected_status, holding_builds, violation_details
+from prmg_cli.status import GE_COMPILE_REFUSED
 
 TODAY = frozenset({1})
 BASE = {"shape": [2, 3, 2, 16], "broadcast": "1S1D", "partial_slice": [4, 12]}
@@ -448,20 +449,20 @@ def test_graph_mode_holds_a_build_dependent_case_to_graph_modes_own_table():
     from prmg_cli.ops.constraints import build_outcomes
     from prmg_cli.ops.targets import Target
     from prmg_cli.results import CaseResult
-    from prmg_cli.status import GE_FAILED, GE_PARAM_INVALID, TILING_ERROR
+    from prmg_cli.status import GE_FAILED, TILING_ERROR
 
     case = next(case for case in load_cases([ROOT / "cases" / "negative.yaml"])
                 if case.name == "neg.empty_slice_past_D")
-    assert build_outcomes(case, TODAY, graph=True) == {(0, None), (GE_FAILED, "compile")}
+    assert build_outcomes(case, TODAY, graph=True) == {(0, None), (GE_COMPILE_REFUSED, "compile")}
     assert build_outcomes(case, TODAY) == {(0, None), (TILING_ERROR, "workspace")}
     failed, unknown = CaseResult(case.name, "failed", message="expected"), Target("Ascend950PR_9589", "8.5.0-emulator")
 
     def judged(status, phase=""):
         return build_dependent(case, failed, {"status"}, unknown, Outcome(status, path="geir", phase=phase), TODAY)
 
-    assert [judged(*got).status for got in [(0,), (GE_FAILED, "compile")]] == ["xfailed"] * 2
-    assert [judged(*got).status for got in [(GE_FAILED, "run"), (GE_FAILED, "build"), (TILING_ERROR, "compile"),
-                                            (GE_PARAM_INVALID, "compile")]] == ["failed"] * 4
+    assert [judged(*got).status for got in [(0,), (GE_COMPILE_REFUSED, "compile")]] == ["xfailed"] * 2
+    assert [judged(*got).status for got in [(GE_COMPILE_REFUSED, "run"), (GE_COMPILE_REFUSED, "build"),
+                                            (TILING_ERROR, "compile"), (GE_FAILED, "compile")]] == ["failed"] * 4
     aclnn = build_dependent(case, failed, {"status"}, unknown, Outcome(GE_FAILED, "aclnnInplacePartialRotaryMulGrad"
                                                                         "GetWorkspaceSize"), TODAY)
     assert aclnn.status == "failed"
@@ -556,7 +557,7 @@ def test_graph_mode_has_no_certain_answer_where_the_tiling_refuses_an_empty_in_p
         assert "no certain answer" in answer and f"'{rule}'" in answer and "only a real GE can tell" in answer
 
 
-@pytest.mark.parametrize("cos_d, expect", [(16, Expect()), (8, Expect(0xFFFFFFFF, "compile"))])
+@pytest.mark.parametrize("cos_d, expect", [(16, Expect()), (8, Expect(GE_COMPILE_REFUSED, "compile"))])
 def test_graph_mode_reads_an_empty_slice_list_as_each_tiling_does(cos_d, expect):
     """No nnopbase check sees a graph's partial_slice attribute, so graph mode answers a list of none (561103 on the
     aclnn path) as the tiling reads it (ops-transformer 577814407): the grad's reads values[0] and [1] on past the
@@ -571,20 +572,20 @@ def test_graph_mode_reads_an_empty_slice_list_as_each_tiling_does(cos_d, expect)
 
     written = dict(partial_slice=[], cos_shape=[1, 3, 1, cos_d], broadcast=None, expect={"error": 561103})
     grad, forward = (graph_case(case_of(op=op, **written), TODAY) for op in ("grad", "forward"))
-    assert (grad.expect, grad.partial_slice, grad.slice_argument()) == (Expect(0xFFFFFFFF, "compile"), (1 << 32, 0),
-                                                                        ())
+    assert (grad.expect, grad.partial_slice, grad.slice_argument()) == \
+        (Expect(GE_COMPILE_REFUSED, "compile"), (1 << 32, 0), ())
     assert "past the end of a list of none" in grad.note and "[2^32, 0)" in grad.note
     assert (forward.expect, forward.partial_slice, forward.slice_argument()) == (expect, (0, 16), ())
     assert "[0, D)" in forward.note
     for op in ("grad", "forward"):
         one = case_of(op=op, partial_slice=[4], expect={"error": 561002})
         assert (graph_case(one, TODAY).expect, graph_case(one, TODAY).slice_argument()) == \
-            (Expect(0xFFFFFFFF, "compile"), (4,))
+            (Expect(GE_COMPILE_REFUSED, "compile"), (4,))
         assert graph_reads_otherwise(case_of(op=op, **written)) and not graph_reads_otherwise(case_of(op=op))
         assert not graph_reads_otherwise(one)
 
 
-@pytest.mark.parametrize("build, answer", [("2b888cdb", (0xFFFFFFFF, "compile")), ("e9f0541c", (0, None))])
+@pytest.mark.parametrize("build, answer", [("2b888cdb", (GE_COMPILE_REFUSED, "compile")), ("e9f0541c", (0, None))])
 def test_a_grad_graph_reads_a_short_list_as_ge_lays_it_out_judged_by_each_builds_rules(tmp_path, build, answer):
     """A grad graph whose partial_slice holds no value, with an empty cos and sin: its tiling reads [2^32, 0) (the
     ref output's AnchorInstanceInfo after the attributes), which 2b888cdb's slice range refuses first and e9f0541c's
@@ -594,7 +595,7 @@ def test_a_grad_graph_reads_a_short_list_as_ge_lays_it_out_judged_by_each_builds
     from prmg_cli.ops.constraints import build_outcomes
 
     written = dict(partial_slice=[], cos_shape=[1, 2, 1, 0], broadcast=None, expect={"error": 561103})
-    assert build_outcomes(case_of(**written), TODAY, graph=True) == {(0xFFFFFFFF, "compile"), (0, None)}
+    assert build_outcomes(case_of(**written), TODAY, graph=True) == {(GE_COMPILE_REFUSED, "compile"), (0, None)}
     path = tmp_path / "short.yaml"
     path.write_text("- {name: none, shape: [1, 2, 2, 8], cos_shape: [1, 2, 1, 0], partial_slice: [], "
                     "expect: {error: ACLNN_ERR_INNER_NULLPTR}}\n")

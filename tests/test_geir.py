@@ -31,7 +31,7 @@ from prmg_cli.files import emulator_cache_base
 from prmg_cli.inputs.seeded import make_inputs
 from prmg_cli.ops import OPERATORS
 from prmg_cli.ops.constraints import graph_case
-from prmg_cli.status import GE_DATATYPE_INVALID, GE_EXEC_NOT_INIT, GE_FAILED, GE_PARAM_INVALID, GRAPH_INVALID_IR_DEF
+from prmg_cli.status import GE_COMPILE_REFUSED, GE_EXEC_NOT_INIT, GE_FAILED, GRAPH_INVALID_IR_DEF
 from test_cli_commands import run_in_process
 
 SMALL = """
@@ -198,7 +198,7 @@ def test_on_a_toolkit_the_real_shim_is_compiled_on_first_use_said_so_and_run(tmp
         assert result.returncode == 0, result.stdout + result.stderr
         report = json.loads(result.stdout)
         assert [(c["name"], c["status"], c["path"], c["error_code"]) for c in report["cases"]] == \
-            [("fp32", "passed", "geir", 0), ("null_sin", "passed", "geir", GE_PARAM_INVALID)]
+            [("fp32", "passed", "geir", 0), ("null_sin", "passed", "geir", GE_COMPILE_REFUSED)]
         assert report["summary"]["graph_library"].startswith(how) and \
             f"with headers from {root}/compiler/include and linked with {root}/compiler/lib64/libge_runner.so, " \
             f"{root}/compiler/lib64/libgraph.so" in report["summary"]["graph_library"]
@@ -482,8 +482,8 @@ def test_negative_cases_meet_their_graph_expectations_and_both_paths_agree(graph
              if not isinstance(graph_case(case, settings.supported_modes), str)}
     short = [graph_case(case, settings.supported_modes) for case in cases if case.slice_list in ((), (4,))]
     assert [(judged.expect, judged.partial_slice) for judged in short] == \
-        [(Expect(GE_FAILED, "compile"), (1 << 32, 0)), (Expect(GE_FAILED, "compile"), (0, 0))]
-    assert {GE_PARAM_INVALID, GE_DATATYPE_INVALID, GE_FAILED} <= codes
+        [(Expect(GE_COMPILE_REFUSED, "compile"), (1 << 32, 0)), (Expect(GE_COMPILE_REFUSED, "compile"), (0, 0))]
+    assert codes - {None, "any"} == {GE_COMPILE_REFUSED}       # GE's CompileGraph: one status for every refusal
 
 
 def test_graph_mode_judges_a_case_by_its_chips_rules(graph, monkeypatch):
@@ -501,13 +501,13 @@ def test_graph_mode_judges_a_case_by_its_chips_rules(graph, monkeypatch):
                               "expect": {"error": 561002}}], "t.yaml", ROOT)[0]]
     today = frozenset({1})
     on_a2 = graph_case(cases[0], today, "ascend910b").expect
-    assert graph_case(cases[0], today).expect.success and (on_a2.error, on_a2.phase) == (GE_FAILED, "compile")
-    assert graph_case(cases[1], today, "ascend910b").expect == Expect(GE_FAILED, "compile")
+    assert graph_case(cases[0], today).expect.success and (on_a2.error, on_a2.phase) == (GE_COMPILE_REFUSED, "compile")
+    assert graph_case(cases[1], today, "ascend910b").expect == Expect(GE_COMPILE_REFUSED, "compile")
     monkeypatch.setenv("PRMG_EMU_SOC", "Ascend910B2")
     settings = execute.RunSettings(toolkit=graph)
     with GeirSession(graph, 0) as session:
         results = [execute.run_case(session, case, settings, Target(session.soc_name()))[0] for case in cases]
-    assert [(result.status, result.error_code) for result in results] == [("passed", GE_FAILED)] * 2
+    assert [(result.status, result.error_code) for result in results] == [("passed", GE_COMPILE_REFUSED)] * 2
 
 
 def test_graph_mode_reads_device_memory_around_each_case_and_strict_fails_a_leak(tmp_path):
@@ -582,6 +582,14 @@ def test_the_differential_fails_any_byte_and_any_refusal_of_another_kind():
                     "(the operator's definition), geir 4294967295 ge::FAILED (the tiling)")
     failed = combine(case, inputs, refusals)
     assert failed.status == "failed" and failed.path == "aclnn+geir" and failed.message == text
+    # GE's CompileGraph refuses in one status whatever refused (status.GE_COMPILE_REFUSED): it agrees with any refusal
+    # of the aclnn first phase, not with the launch's
+    compiled = ("geir", result, outcome(GE_COMPILE_REFUSED, path="geir"))
+    agreed = [disagreement(case, inputs, ("aclnn", result, outcome(code)), compiled)
+              for code in (161001, 161002, 561002)]
+    assert agreed == [""] * 3
+    assert "(the launch), geir 1343225857 ge::PARAM_INVALID (the graph's compile)" in \
+        disagreement(case, inputs, ("aclnn", result, outcome(561000)), compiled)
     skipped = execute.case_result(case, "skipped", message="no graph form")
     kept = combine(case, inputs, [first, ("geir", skipped, None)])
     assert kept.status == "passed" and kept.paths == {"aclnn": "passed", "geir": "skipped: no graph form"}

@@ -259,7 +259,7 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "device_fault": "507015 ACL_ERROR_RT_AICORE_EXCEPTION",
     # issue 35: graph mode's own bugs, seen by --runner aclnn+geir (GRAPH_FAULTS)
     "geir_slice_dropped": "geir (graph mode) disagrees with the golden",
-    "geir_mode_dropped": "geir refused the case (4294967295 ge::FAILED",
+    "geir_mode_dropped": "geir refused the case (1343225857 ge::PARAM_INVALID",
     "geir_input_written": "geir: graph input dy changed at",
     "geir_output_overrun": "geir: guard zone after graph output dy changed at byte +0",
     # a later look: the ref output in a buffer of its own, not aliased with dy (the slice's lanes over zeros)
@@ -318,8 +318,8 @@ SHIPPED_FAULTS = {                     # fault -> what the first red case of cas
     "last_core_row_sign": "over budget", "tail_pair_sign": "over budget",
     # graph mode reading a partial_slice of none as its tiling does, and the differential held adversarially: a
     # list of none taken as unset, a refusal's phase alone wrong, the forward's graphs alone wrong
-    "geir_empty_list_unset": "geir: expected 4294967295 ge::FAILED, got 0 SUCCESS",
-    "geir_refusal_at_run": "ge::FAILED in the run phase", "geir_fwd_sin_negated": "geir (graph mode) disagrees",
+    "geir_empty_list_unset": "geir: expected 1343225857 ge::PARAM_INVALID, got 0 SUCCESS",
+    "geir_refusal_at_run": "ge::PARAM_INVALID in the run phase", "geir_fwd_sin_negated": "geir (graph mode) disagrees",
     # session 12: kernels built to beat the verdict again: a float32 bias on the last core's tail rows of a result
     # past 2^16 elements (the balance's groups stopped there), one broadcast index wrong at B >= 8 (no case had it),
     # a bias in the bf16 half of mixed dtypes, the tables' storage offsets ignored, every lane rounded toward zero

@@ -5,9 +5,10 @@ runs a case through each on the same inputs, each judged as if alone (its own ex
 and ``combine`` makes the case's one result:
 
 1. the paths must agree -- both succeeded with the same in-place tensor, bit for bit (``dtypes.bits``: NaN payloads
-   and signed zeros count), or both refused for the same kind of reason (``status.refusal_kind``); a path that has
-   no form of the case (skipped) or could not judge it (an error) is not compared, nor are the paths of a case graph
-   mode reads otherwise by design (``constraints.graph_reads_otherwise``: a slice list of no value);
+   and signed zeros count), or both refused for the same kind of reason (``status.kinds_agree``: GE's one status
+   for a refused compile agrees with any refusal of an aclnn first phase); a path that has no form of the case
+   (skipped) or could not judge it (an error) is not compared, nor are the paths of a case graph mode reads
+   otherwise by design (``constraints.graph_reads_otherwise``: a slice list of no value);
 2. the status is the worst of the paths' (``results.StatusInfo.severity``; a path that skipped the case counts only
    when every path did), ``failed`` when they disagree; the
    message says which path disagrees with the golden (the path whose own verdict failed, or, when both are within
@@ -28,7 +29,7 @@ from ..case import Case
 from ..ops import OPERATORS
 from ..ops.constraints import graph_reads_otherwise
 from ..results import STATUSES, CaseResult, plural
-from ..status import describe, refusal_kind
+from ..status import describe, kinds_agree, refusal_kind
 
 PATH = "aclnn+geir"
 LABELS = {"geir": "geir (graph mode)"}                      # how messages name a path
@@ -85,7 +86,7 @@ def _label(path: str) -> str:
 
 
 def _line(result: CaseResult) -> str:
-    """One path's verdict in a line: ``failed (145022 ACL_ERROR_GE_DATATYPE_INVALID): <message>``."""
+    """One path's verdict in a line: ``failed (1343225857 ge::PARAM_INVALID): <message>``."""
     code = f" ({describe(result.error_code)})" if result.error_code else ""
     return f"{result.status}{code}" + (f": {result.message}" if result.message else "")
 
@@ -157,7 +158,7 @@ def disagreement(case: Case, inputs, first, other) -> str:
         return (f"{refused_name} refused the case ({describe(refused.status)}: {refused.error_message}) where "
                 f"{accepted_name} accepted it; {_label(wrong)} disagrees with the case's expectation")
     kinds = refusal_kind(outcome.status), refusal_kind(other_outcome.status)
-    if kinds[0] != kinds[1]:
+    if not kinds_agree(outcome.status, other_outcome.status):
         return (f"{name} and {other_name} refused the case for different reasons: {name} {describe(outcome.status)} "
                 f"({kinds[0]}), {other_name} {describe(other_outcome.status)} ({kinds[1]})")
     return ""

@@ -53,8 +53,8 @@ from dataclasses import replace
 
 from ..case import Case
 from ..dtypes import OPERATOR_DTYPES
-from ..status import (FIND_KERNEL, GE_DATATYPE_INVALID, GE_FAILED, GE_FORMAT_INVALID, GE_PARAM_INVALID, INNER,
-                      INNER_NULLPTR, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR)
+from ..status import (FIND_KERNEL, GE_COMPILE_REFUSED, INNER, INNER_NULLPTR, PARAM_INVALID, PARAM_NULLPTR,
+                      TILING_ERROR)
 from ..vocab import BROADCASTS, HALF, INTERLEAVE, INTERLEAVE_HALF, MODE_NAMES, QUARTER, TENSORS, mode_label, mode_list
 from .reference import PairBlock, Rotation
 from .spec import GraphIR, GraphReading, GraphRefusal, OperatorSpec, Violation
@@ -123,17 +123,20 @@ def read_past_the_list(case: Case) -> Case:
     return replace(case, partial_slice=(tuple(case.slice_argument()) + PAST_THE_LIST)[:2], slice_list=None)
 
 
+# Every refusal of a graph's compile is one status at GE's API (``status.GE_COMPILE_REFUSED``): an unlinked input (GE's
+# inner ACL_ERROR_GE_PARAM_INVALID), a dtype or format no kernel takes, the tiling's refusal alike.
+COMPILE_REFUSED = GraphRefusal("compile", GE_COMPILE_REFUSED)
 GRAPH_REFUSALS = {
-    "null pointer": GraphRefusal("compile", GE_PARAM_INVALID),
-    "dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
-    "sin dtype != cos dtype": GraphRefusal("compile", GE_DATATYPE_INVALID),
-    "format": GraphRefusal("compile", GE_FORMAT_INVALID),
+    "null pointer": COMPILE_REFUSED,
+    "dtype": COMPILE_REFUSED,
+    "sin dtype != cos dtype": COMPILE_REFUSED,
+    "format": COMPILE_REFUSED,
     "dy not contiguous": DENSE,
     "cos not contiguous": DENSE,
     "sin not contiguous": DENSE,
     "slice list empty": GraphReading(SHORT_SLICE.format("none", "[2^32, 0)"), read_past_the_list),
 }
-GRAPH_TILING = GraphRefusal("compile", GE_FAILED)
+GRAPH_TILING = COMPILE_REFUSED
 
 
 def as_int32(value: int) -> int:

@@ -5,12 +5,13 @@
  * What GE would do with one case's graph, in its order, with GE's status codes:
  *   build    the operator's IR (as upstream's op_graph proto header registers it): an unknown op type, or an
  *            attribute or input name the IR does not declare -> GRAPH_INVALID_IR_DEF;
- *   compile  a required input left unlinked -> ACL_ERROR_GE_PARAM_INVALID; an input dtype outside the IR's
- *            TensorType, sin's dtype != cos's, a dtype pair the op definition lacks ->
- *            ACL_ERROR_GE_DATATYPE_INVALID; a format outside the ND class -> ACL_ERROR_GE_FORMAT_INVALID;
+ *   compile  a required input left unlinked (inner ACL_ERROR_GE_PARAM_INVALID); an input dtype outside the IR's
+ *            TensorType, sin's dtype != cos's, a dtype pair the op definition lacks (inner
+ *            ACL_ERROR_GE_DATATYPE_INVALID); a format outside the ND class (inner ACL_ERROR_GE_FORMAT_INVALID);
  *            InferShape (the ref output has dy's shape and dtype); then the tiling of the static shape,
- *            which is the emulator's own first phase (aclnn...GetWorkspaceSize): its refusal -> ge::FAILED
- *            with the tiling's message;
+ *            which is the emulator's own first phase (aclnn...GetWorkspaceSize): its refusal (inner ge::FAILED)
+ *            with the tiling's message; Session::CompileGraph returns each as ge::PARAM_INVALID, the inner
+ *            status in its message (compile_refused);
  *   run      the inputs copied to device memory, the emulator's own kernel launched (the same kernel as the
  *            aclnn path), the stream synchronized (a kernel fault's status as it is), the ref output copied
  *            back into the caller's buffer; the caller's host inputs are never written.
@@ -58,6 +59,8 @@
 #define ACL_ERROR_GE_EXEC_NOT_INIT 145001u
 #define ACL_ERROR_GE_FORMAT_INVALID 145020u
 #define ACL_ERROR_GE_DATATYPE_INVALID 145022u
+/* ge::PARAM_INVALID: what Session::CompileGraph returns for any failure of the compile (compile_refused) */
+#define GE_PARAM_INVALID 1343225857u
 #define ACL_ERROR_GE_MEMORY_ALLOCATION 245000u
 
 /* geir_output_overrun: the bytes written past the caller's output buffer (a copy sized by a 32-byte device block) */
@@ -392,6 +395,18 @@ static uint32_t compile(const prmg_geir_call *call, const ir_def *ir, int64_t mo
     return GE_SUCCESS;
 }
 
+/* What ge::Session::CompileGraph hands back for the compile's refusal recorded in `report`: GE checks its inner
+ * session's status with GE_ASSERT_SUCCESS, whose `return ::ErrorResult();` converts to ge::PARAM_INVALID whatever the
+ * inner status was (metadef pkg_inc/common/checker.h; hicann/ge api/session/client/ge_api.cc at ffdcbc9f7, 56f8e1bb9
+ * and its 8.5.0 and 9.0.0 branches); its message keeps the inner status, as GE's does. */
+static uint32_t compile_refused(prmg_geir_report *report)
+{
+    char inner[sizeof report->message];
+    snprintf(inner, sizeof inner, "%s", report->message);
+    return record(report, GE_PARAM_INVALID, report->phase, report->call,
+                  "[Compile][Graph]Compile graph failed, error code:%u: %s", report->status, inner);
+}
+
 /* ---- run ---- */
 
 /* geir_ref_not_aliased: the ref output in a buffer of its own, not dy's: the first `copied` bytes of the output keep
@@ -515,7 +530,10 @@ PRMG_GEIR_API uint32_t prmg_geir_run(const prmg_geir_call *call, prmg_geir_repor
     clock_gettime(CLOCK_MONOTONIC, &began);
     status = compile(call, ir, mode, slice, slice_count, &state, report);
     report->compile_ms = milliseconds_since(&began);
-    if (status == GE_FAILED && state.tiled && has_fault(faults, FAULT_GEIR_REFUSAL_AT_RUN)) {
+    const int tiling_refused = status == GE_FAILED && state.tiled;
+    if (status != GE_SUCCESS && report->phase == PRMG_GEIR_PHASE_COMPILE)
+        status = compile_refused(report);
+    if (tiling_refused && has_fault(faults, FAULT_GEIR_REFUSAL_AT_RUN)) {
         report->phase = PRMG_GEIR_PHASE_RUN;                /* the tiling's refusal, reported by the run */
         snprintf(report->call, sizeof report->call, "%s", "ge::Session::RunGraph");
         prmg_emu_record_faults(FAULT_BIT(FAULT_GEIR_REFUSAL_AT_RUN));

@@ -6,7 +6,8 @@
  * is the type the IR declares rotary_mode as (GE's names: VT_INT, VT_STRING, ...), for a test of an IR whose
  * attribute has another type. A graph compiles when every input of the operator is linked (else
  * ACL_ERROR_GE_PARAM_INVALID) and it is float32 interleave with a slice list of at least two values, the two its
- * tiling reads (else FAILED); running it computes the interleave gradient on the host from the feeds, each found
+ * tiling reads (else FAILED), each refusal returned as PARAM_INVALID with the inner status in the message, as GE's
+ * CompileGraph does; running it computes the interleave gradient on the host from the feeds, each found
  * through its Data node's index. Enough for prmg to build, load and judge its real shim here; not GE.
  *
  * Its life follows GE's (hicann/ge api/session/client): GEInitialize of an initialised GE is SUCCESS, GEFinalize of
@@ -207,16 +208,20 @@ Status Session::CompileGraph(uint32_t graph_id)
     if (failing("compile"))
         throw std::runtime_error("stand-in GE: CompileGraph threw");
     const OperatorState &op = *graphs_.at(graph_id).outputs().at(0).first.state();
+    // GE's GE_ASSERT_SUCCESS on the inner session's status: PARAM_INVALID whatever it was, kept in the message
+    auto refused = [](Status inner, const std::string &why) {
+        return fail(PARAM_INVALID, "Compile graph failed, error code:" + std::to_string(inner) + ": " + why);
+    };
     for (const char *name : INPUTS) {
         if (op.inputs.count(name) == 0)
-            return fail(ACL_ERROR_GE_PARAM_INVALID, std::string("input ") + name + " of the operator is not linked");
+            return refused(ACL_ERROR_GE_PARAM_INVALID, std::string("input ") + name + " of the operator is not linked");
         if (op.input_descs.at(name).GetDataType() != DT_FLOAT)
-            return fail(FAILED, "this stand-in computes float32 only");
+            return refused(FAILED, "this stand-in computes float32 only");
     }
     if (op.ints.at("rotary_mode") != 1)
-        return fail(FAILED, "this stand-in computes interleave (rotary_mode 1) only");
+        return refused(FAILED, "this stand-in computes interleave (rotary_mode 1) only");
     if (op.lists.at("partial_slice").size() < 2)
-        return fail(FAILED, "partial_slice holds fewer than the two values the tiling reads");
+        return refused(FAILED, "partial_slice holds fewer than the two values the tiling reads");
     return SUCCESS;
 }
 

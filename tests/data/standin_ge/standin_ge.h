@@ -29,6 +29,7 @@ const graphStatus GRAPH_FAILED = 0xFFFFFFFFU;
 const graphStatus GRAPH_INVALID_IR_DEF = 50331646;
 const Status SUCCESS = 0;
 const Status FAILED = 0xFFFFFFFFU;
+const Status PARAM_INVALID = 1343225857U;   // what Session::CompileGraph returns for any refused compile
 
 enum DataType { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_BF16 = 27 };
 enum Format { FORMAT_NCHW = 0, FORMAT_NHWC = 1, FORMAT_ND = 2 };
