@@ -68,7 +68,28 @@ def usage_error_line(error) -> str:
     from .commands import COMMANDS
 
     command = " ".join(["prmg"] + [word for word in sys.argv[1:2] if word in COMMANDS])   # (click's may lack it)
-    return f"prmg: error: {command}: {error.format_message().rstrip('.')} (see {command} -h)"
+    message = _no_such_option(error) if type(error).__name__ == "NoSuchOption" else error.format_message()
+    return f"prmg: error: {command}: {message.rstrip('.')} (see {command} -h)"
+
+
+# What a new user types for parallel runs, which prmg makes one worker per device (``--devices``).
+_PARALLEL_WORDS = ("jobs", "j", "workers", "parallel", "processes", "threads", "n", "numprocesses")
+
+
+def _no_such_option(error) -> str:
+    """click's NoSuchOption ``error`` with the option meant found by prmg's rule (``errors.suggest``, on the names
+    without their dashes: click's difflib with them took ``--bogus`` for ``--verbose`` and ``--seed`` for
+    ``--shard``), and ``--jobs``/``--workers`` sent to ``--devices``."""
+    from .errors import suggest
+
+    params = error.ctx.command.params if error.ctx is not None else []
+    names = {opt.lstrip("-").replace("-", "_"): opt for param in params for opt in param.opts if opt.startswith("-")}
+    said, word = f"No such option: {error.option_name}", str(error.option_name).lstrip("-").replace("-", "_")
+    if word.lower() in _PARALLEL_WORDS and "devices" in names:
+        return f"{said} (prmg runs one worker per device: --devices all, or a list such as 0-3)"
+    hint = suggest(word, names)
+    meant = hint[len(" (did you mean '"):-len("'?)")] if hint else None
+    return said + (f" (did you mean {names[meant]}?)" if meant else "")
 
 
 class _ClosedOutput(io.TextIOBase):
@@ -147,14 +168,6 @@ def _quiet_stderr() -> None:
                                   line_buffering=True, write_through=True)
 
 
-def _from_echo(error: BaseException) -> bool:
-    """Whether ``error`` was raised writing with click's ``echo`` (the help, ``--version``): a standard output that
-    is full (``/dev/full``) or closed was exit 3 with a traceback."""
-    import traceback
-
-    return any(frame.name == "echo" for frame in traceback.extract_tb(error.__traceback__))
-
-
 _PAUSED = [False]          # the garbage collector is off while the command line loads (``main``, ``command_starts``)
 
 
@@ -224,12 +237,6 @@ def main(*, restore: bool = False) -> None:
             code = exc.exit_code
         elif callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
             _error_line(usage_error_line(exc))
-            code = int(ExitCode.USAGE)
-        elif isinstance(exc, OSError) and _from_echo(exc):   # --help, --version: as write_stdout says a failed write
-            from .writes import drop_stdout                    # (a closed pipe is typer's: exit 1, quietly)
-
-            _error_line(f"prmg: error: cannot write to standard output: {exc.strerror or exc}")
-            drop_stdout()                                      # what is left unwritten goes nowhere, quietly
             code = int(ExitCode.USAGE)
         else:
             import traceback

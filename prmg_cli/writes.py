@@ -104,7 +104,7 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
 def _check_writable(output: Output) -> None:
     """PrmgError naming ``output`` unless it can be written as ``check_outputs`` says."""
     path, folder = output.path, output.how == FOLDER
-    if path == files.STANDARD_ERROR_FILE:           # written where standard error stands (files.write_bytes)
+    if path == files.STANDARD_ERROR_FILE and not folder:    # written where standard error stands (files.write_bytes)
         return
 
     def refuse(why: str) -> PrmgError:

@@ -44,9 +44,16 @@ def test_a_command_is_one_module_and_one_entry(capsys, monkeypatch):
     # a mistake click finds is prmg's one line too, naming the command (also when click's own message does not)
     for args, said in [(("-n", "x"), "Invalid value for '-n' / '--times': 'x' is not a valid int"),
                        (("--times",), "Option '--times' requires an argument"),
-                       (("--bogus",), "No such option: --bogus")]:
+                       (("--bogus",), "No such option: --bogus"),
+                       (("--time", "2"), "No such option: --time (did you mean --times?)")]:
         code, _, err = run_in_process(capsys, monkeypatch, "toy", *args)
         assert (code, err) == (2, f"prmg: error: prmg toy: {said} (see prmg toy -h)\n"), err
+    # prmg's rule finds the option meant (click's difflib, dashes and all, took --seed for --shard), and a new
+    # user's --workers is sent to --devices
+    for args, said in ((("--seed", "1"), "--seed (see"), (("--workers", "2"), "--workers (prmg runs one worker per "
+                                                                              "device: --devices all")):
+        code, _, err = run_in_process(capsys, monkeypatch, "run", "x.yaml", *args)
+        assert code == 2 and f"No such option: {said}" in err, err
     code, _, err = run_in_process(capsys, monkeypatch)
     assert code == 2 and err.startswith("Usage: ") and "Commands:" in err      # a bare prmg: its help, as before
 

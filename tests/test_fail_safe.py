@@ -495,8 +495,8 @@ def test_a_closed_stderr_pipe_ends_quietly_and_the_run_finishes(tmp_path):
     """``prmg run cases/ 2>&1 | head`` once the reader has gone: standard error is dropped quietly, as a closed
     standard output is; the run writes its results and exits with its verdict. The emulator's fallback line, the
     first note on stderr, was a BrokenPipeError that click ended as exit 1, nothing said and no result written.
-    ``--version`` into a closed pipe is quiet and exit 0 too (it was exit 1). Standard output, whose reader is there,
-    still gets the report (a closed stderr is dropped, not stdout)."""
+    ``--version`` and ``--help`` into a closed pipe are quiet and exit 0 too (they were exit 1, and 3 with a
+    traceback). Standard output, whose reader is there, still gets the report (a closed stderr is dropped)."""
     results = tmp_path / "r.jsonl"
     reader, writer = os.pipe()
     os.close(reader)                                                 # every write to ``writer`` is EPIPE
@@ -504,10 +504,10 @@ def test_a_closed_stderr_pipe_ends_quietly_and_the_run_finishes(tmp_path):
         runs = [subprocess.run([sys.executable, "-m", "prmg_cli.cli", *args], stdout=stdout, stderr=writer,
                                cwd=ROOT, timeout=120)
                 for args, stdout in ((["run", str(write(tmp_path, CASES)), "--results", str(results)],
-                                      subprocess.PIPE), (["--version"], writer))]
+                                      subprocess.PIPE), (["--version"], writer), (["run", "--help"], writer))]
     finally:
         os.close(writer)
-    assert [run.returncode for run in runs] == [0, 0]
+    assert [run.returncode for run in runs] == [0, 0, 0]            # --help | true was exit 3 (click's echo: EPIPE)
     assert b"3 passed, 0 failed" in runs[0].stdout                 # standard output kept: its own reader is there
     assert len(results.read_text().splitlines()) == 4                 # the run record and 3 results
 

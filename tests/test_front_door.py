@@ -29,6 +29,7 @@ from prmg_cli.cases.loader import load_cases
 from prmg_cli.commands import case_writer
 from prmg_cli.errors import PrmgError
 from prmg_cli.results import SCHEMA, CaseResult
+from prmg_cli.writes import FOLDER, Output, check_outputs
 
 CASE = "- name: c\n  shape: [1, 1, 1, 8]\n"
 
@@ -1478,6 +1479,8 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
         assert piped.returncode == 0 and json.loads(piped.stdout)["summary"], piped.stderr
     piped = prmg_forked("report", a, "--report", "json:/dev/stderr")    # standard error (a log file: not replaced)
     assert piped.returncode == 0 and json.loads(piped.stderr)["summary"] and piped.stdout == "1 passed, 0 failed\n"
+    with pytest.raises(PrmgError, match="cannot write the dump: it is a symlink"):     # a folder: not written there
+        check_outputs([Output("/dev/stderr", "dump", FOLDER)], {})
     written = prmg_forked("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")
     assert written.returncode == 0 and written.stdout == (f"wrote {tmp_path / 'c.md'}: 0 regressions (none); 0 fixed; "
                                                           f"1 case in A, 1 in B\n"), written.stdout

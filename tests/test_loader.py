@@ -76,7 +76,9 @@ def test_a_rope_key_named_as_a_model_config_names_it_says_the_key_meant(tmp_path
     ("cos: {rope: {}}", "cos", "(an input's values are given under inputs: inputs: {cos: ...})"),
     ("tol: {rtol: 0.1}", "tol", "(did you mean 'tolerance'?)"),
     ("DType: float16", "DType", "(did you mean 'dtype'?)"),             # session 16: it said 'cos_dtype', which
-    ("Cos_Shape: [1, 3, 1, 4]", "Cos_Shape", "(did you mean 'cos_shape'?)")])       # has 'dtype' as a word
+    ("Cos_Shape: [1, 3, 1, 4]", "Cos_Shape", "(did you mean 'cos_shape'?)"),       # has 'dtype' as a word
+    ("head_dim: 128", "head_dim", "(a model config's head_dim is D in shape: [B, S, N, D])"),    # session 17: the key
+    ("rotary_dim: 64", "rotary_dim", "rotary_dim is the length of partial_slice: [start, end))")])   # alone
 def test_a_newcomers_key_says_the_way_out(tmp_path, entry, field, said):
     """A new user's first case, written as a model's config or another tool names things: the error names the key
     meant (one of whose words was written), where a model's rope_theta goes, and the layout per-request positions

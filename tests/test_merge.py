@@ -1199,6 +1199,14 @@ def test_chips_of_hosts_shards_and_stopped_runs_at_their_edges():
     lost = [*shards, job("i", dict.fromkeys(first, "passed"), names, [1], shard="1/2")]     # chip 0's 2/2 lost
     assert [line.split(" selected ")[0] for line in merge(lost).narrower] == ["warning: the runs on chip 0"]
     assert merge(lost, chips=[0, 1]).narrower == []                 # --chips: each not_run there instead
+    hosts = [job("v", {"x": "passed", "y": "passed"}, "xy", [0], host="h1"), job("w", {"x": "passed"}, "x", [0],
+                                                                                    host="h2")]   # h2's -k narrower
+    for chips in ((), [0]):                         # session 17: green under --chips 0 too (y held to h1 alone)
+        assert [line.split(" (")[0] for line in merge(hosts, chips=chips).narrower] == \
+            ["the runs on host h2 selected 1 of the 2 cases run on the hosts merged"]
+    assert merge(hosts, chips=["h1/0", "h2/0"]).narrower == []      # named: y not_run on h2/0 instead
+    assert merge([job("g", dict.fromkeys(first, "passed"), names, [0], host="h1", shard="1/2"),
+                  job("h", dict.fromkeys(second, "passed"), names, [0], host="h2", shard="2/2")]).narrower == []
     assert merged(job("j", {"x": "passed"}, "x", [0], fingerprint=""), job("l", {"x": "passed"}, "x", [1],
                                                                            fingerprint="f" * 64))["x"][0] == "passed"
     several = [job(path, {"x": "passed"}, "x", [chip]) for path, chip in (("p", 0), ("q", 0), ("r", 1))]

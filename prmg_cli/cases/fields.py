@@ -41,6 +41,13 @@ ROPE_ALIAS_WHY = {"base": "a model config's rope_theta is the table's base",
 # ... and beside a case's shape, where base and offset are no keys either ('rope' suggested 'op', 'offset' dy_offset)
 CASE_ROPE_KEYS = {**ROPE_ALIASES, "base": "base", "rope_base": "base", "offset": "offset", "offsets": "offset",
                   "rope_offset": "offset"}
+# A model config's words for the axes of dy's shape [B, S, N, D] and its rotated lanes, written beside a case's shape
+# by a new user copying a config (head_dim: 128 was "unknown key 'head_dim'" alone).
+_AXES = {"B": ("batch", "batch_size"), "S": ("seq_len", "seq_length", "seqlen"),
+         "N": ("num_heads", "n_heads", "num_attention_heads", "num_key_value_heads"), "D": ("head_dim",)}
+MODEL_CONFIG_KEYS = {**{key: f"{axis} in shape: [B, S, N, D]" for axis, keys in _AXES.items() for key in keys},
+                     "rotary_dim": "the length of partial_slice: [start, end)",
+                     "partial_rotary_factor": "partial_slice: [0, factor x D]"}
 DEFAULT_ROPE_BASE = 10000.0
 # No standard normal draw Z of a generator (numpy's ziggurat, its tail -log(U) of a 53-bit U) is 40 or more from 0, so
 # a normal's draws mean + std * Z are finite in float64 when |mean| + 40 * std is.
@@ -153,6 +160,8 @@ def check_keys(mapping: dict, known: Sequence[str], where: Where, prefix: str) -
             elif key == "rope" and "inputs" in known:
                 hint = (" (a RoPE table is an input's: inputs: {cos: {rope: {base: 10000, offset: 0}}, sin: "
                         "{rope: ...}})")
+            elif key in MODEL_CONFIG_KEYS and "inputs" in known:
+                hint = f" (a model config's {key} is {MODEL_CONFIG_KEYS[key]})"
             elif key in TENSORS and "inputs" in known:
                 hint = f" (an input's values are given under inputs: inputs: {{{key}: ...}})"
             raise where.error(f"{prefix}{label(key)}", f"unknown key {named(key)}{hint}")

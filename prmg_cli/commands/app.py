@@ -17,7 +17,26 @@ from .options import request_values, typer_signature
 NUMBERS = ("int", "float")       # click's names of the types of prmg's int and float options
 
 
-class _Command(typer.core.TyperCommand):
+class _HelpWritten:
+    """``--help`` written as every command's output is (``writes.write_stdout``): a pipe closed by its reader
+    (``prmg run --help | true``) ends it quietly, exit 0; click's echo raised BrokenPipeError, which prmg took for a
+    pipe of its own closing (exit 3, a traceback), or ended it as exit 1."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.callback = _show_help
+        return option
+
+
+def _show_help(ctx, param, value) -> None:
+    """The help option's callback: the help on standard output, then exit 0."""
+    if value and not ctx.resilient_parsing:
+        write_stdout(ctx.get_help())
+        ctx.exit()
+
+
+class _Command(_HelpWritten, typer.core.TyperCommand):
     """A command whose usage line names its arguments plainly (``PATH...``, ``FILE.csv``), and whose help's example
     commands fit the width as its text does."""
 
@@ -85,7 +104,7 @@ class Stopped(BaseException):
         self.stop = stop
 
 
-class _Group(typer.core.TyperGroup):
+class _Group(_HelpWritten, typer.core.TyperGroup):
     """prmg's commands (``commands.COMMANDS``), each built from its module only when asked for: a command imports
     its own module, not the others'. A stop signal inside one comes out of the app as ``Stopped``."""
 

@@ -24,7 +24,8 @@ and ``--chips`` names the chips each case must have run on.
   that ran cases and that it names no chip of is a warning (``Chips.unnamed``). Without ``--chips`` too, a run that
   puts every case on each of its chips (one chip, ``--each-device``) and was stopped before some of the cases it
   selected is ``not_run`` on its chips for those (``Chips.stopped``), where another chip's record stood for them. A
-  record of no device (a case settled before any chip ran it) is held to none.
+  record of no device (a case settled before any chip ran it) is held to none. A chip, or a host, whose runs selected
+  fewer cases than the others is a warning (``Chips.narrower``, ``Chips.narrower_hosts``).
 """
 
 from __future__ import annotations
@@ -124,6 +125,24 @@ class Chips:
     def named(self) -> bool:
         """Whether ``--chips`` names the hosts (``a:0-7``: ``expected`` holds labels ``a/0``)."""
         return any("/" in chip for chip in self.expected)
+
+    def narrower_hosts(self, stores: Sequence) -> list[str]:
+        """Unless ``--chips`` names the hosts, one warning per set of hosts whose runs of ``stores`` selected none of
+        some cases that the runs of other hosts selected (their selections before sharding: hosts that ran a shard
+        each selected every case): a host whose jobs' ``-k`` or case list is narrower ran them nowhere there, and
+        ``--chips 0-7`` holds a case to the hosts that ran it alone (``--chips HOST:0-7`` names the host)."""
+        selected: dict[str, dict] = {}
+        for run in (run for stored in stores for run in stored.runs):
+            selected.setdefault(self.runs[run.run_id][0], {}).update(dict.fromkeys(run.selection))
+        every = {name: None for names in selected.values() for name in names}
+        lacking: dict[tuple, list[str]] = {}
+        for host, names in ([] if self.named else sorted(selected.items())):
+            if missing := tuple(name for name in every if name not in names):
+                lacking.setdefault(missing, []).append(host)
+        return [f"the runs on {'host' if len(hosts) == 1 else 'hosts'} {', '.join(map(visible, hosts))} selected "
+                f"{len(every) - len(missing)} of the {len(every)} cases run on the hosts merged (never selected there: "
+                f"{first_names(list(missing))}: a narrower -k or case list on its jobs?); --chips HOST:IDS naming each "
+                f"host reports each not_run there" for missing, hosts in lacking.items()]
 
     def unnamed(self) -> list[str]:
         """Under ``--chips HOST:0-7``, a warning per host that ran cases and that it names no chip of: its records

@@ -84,8 +84,8 @@ class Merged:
     chipped: int = 0                                  # cases holding records of several chips (``chips.combine``)
     chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
-    narrower: list = field(default_factory=list)      # a warning per chip whose runs selected fewer cases, per host
-                                                      # --chips HOST:0-7 names none of (``Chips``)
+    narrower: list = field(default_factory=list)      # a warning per chip or host whose runs selected fewer cases,
+                                                      # per host --chips HOST:0-7 names none of (``Chips``)
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
 
@@ -149,7 +149,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
                                              for record in records)
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
                                   for chip in chip_ids(record)}, key=chip_order),
-                    narrower=labels.narrower() + labels.unnamed())
+                    narrower=labels.narrower() + labels.narrower_hosts(stores) + labels.unnamed())
     picked, weighed, asked = {}, {}, chips_text(labels.expected)
     for name, entries in held.items():
         together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries),
@@ -219,7 +219,8 @@ def strictly(record: CaseResult) -> CaseResult:
 
 def shard_warnings(stores: Sequence[store.Stored], merged: Merged) -> list[str]:
     """The warnings of a merge about the runs it merges, each a line that ``prmg report --strict`` fails it on: the
-    chips whose runs selected fewer cases than their host's other chips (``Chips.narrower``), the hosts that ran
+    chips whose runs selected fewer cases than their host's other chips (``Chips.narrower``) or hosts than the
+    others (``Chips.narrower_hosts``), the hosts that ran
     cases and ``--chips HOST:0-7`` names none of (``Chips.unnamed``), and each run the
     report weighs (``contributing``) that found a library preloaded ahead of the toolkit taking its calls, which
     ``prmg run --strict`` refuses (``linkage.interposer_warning``)."""
