@@ -408,6 +408,36 @@ def test_a_case_given_back_returns_to_its_place_in_case_order():
     assert [schedule.take(), schedule.take()] == [1, 3] and not schedule.waiting
 
 
+def test_a_case_whose_result_is_in_is_not_timed_out():
+    """The cluster executor takes one result a wait; a case past its deadline whose result came in meanwhile (a
+    loaded driver, or two actors ending together) was failed as timed out: it is taken at the next wait, and only a
+    case still running past its deadline is an error."""
+    from collections import deque
+
+    from prmg_cli.case import Case
+    from prmg_cli.device.cluster import ClusterExecutor, _Slot
+    from prmg_cli.device.execute import RunSettings, Schedule, Wedging
+
+    class RayLike:
+        def wait(self, refs, num_returns, timeout):
+            return [ref for ref in refs if ref == "done"], [ref for ref in refs if ref != "done"]
+
+    cases = [Case(name=name, source="t", shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                  partial_slice=(0, 8)) for name in ("in", "running")]
+    executor = object.__new__(ClusterExecutor)
+    executor.ray, executor.settings, executor.wedged = RayLike(), RunSettings(toolkit=None, timeout=1.0), {}
+    executor._wedging = Wedging(3, executor.wedged)
+    executor._slots = [_Slot(f"actor {ref}", None, 0.0, queue=deque([(index, ref)]), deadline=0.0)
+                       for index, ref in enumerate(("done", "running"))]
+    retired = []
+    executor._retire = lambda slot, schedule, replace_it, why="": retired.append(slot.actor)
+    schedule = Schedule(cases, executor.settings)
+    assert [schedule.take(), schedule.take()] == [0, 1]
+    executor._expire(schedule)
+    assert retired == ["actor running"] and executor._slots[0].queue
+    assert schedule.results[0] is None and schedule.results[1].message == "timed out after 1 s"
+
+
 def test_sigterm_during_a_ray_wait_stays_a_termination():
     """Ray turns whatever a signal handler raises inside ray.wait into KeyboardInterrupt; the cluster
     executor's wait gives back suite's Terminated, so that SIGTERM is reported as such (exit 143)."""

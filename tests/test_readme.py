@@ -78,9 +78,15 @@ def readme_commands() -> list[str]:
 BENCH = "prmg bench --host"
 ALONE = (BENCH, "PRMG_EMU_DEVICES=2 prmg run cases/smoke.yaml --cluster local")
 # BENCH runs through prmg's entry point with each measurement of its four benchmarks taken once (the `repeat` each
-# run_*_bench takes first, 9, 7, 3 and 3 by default, gives medians of more runs of the same code at the same sizes):
-# a minute of make test's CPU saved; its exit code, stderr and last table are checked
+# run_*_bench takes first, 9, 7, 3 and 3 by default, gives medians of more runs of the same code), on an eighth of
+# dy's sequence (4, 128, 32, 128: 2M elements, 8 golden blocks, still split over both host threads) and 30 small
+# cases, not 300, in the whole-process runs: the same code, every table and target line printed, in 4 s of CPU,
+# not 21 s (a minute before the single runs); its exit code, stderr and last table are checked
 BENCH_ONCE = ("import sys\nfrom prmg_cli.commands import bench_host as b\nfrom prmg_cli.cli import main\n"
+              "b.SHAPE = b.PIPELINE_SHAPE = (4, 128, 32, 128)\n"
+              "b.TABLE_SHAPE = b.PIPELINE_TABLE_SHAPE = (1, 128, 1, 96)\n"
+              "b.SMALL_RUNS = (30, 3)\nwhole = b.run_whole_process_bench.__defaults__\n"
+              "b.run_whole_process_bench.__defaults__ = (whole[0], b.SMALL_RUNS, *whole[2:])\n"
               "for bench in (b.run_host_bench, b.run_pipeline_bench, b.run_judge_paths_bench,\n"
               "              b.run_whole_process_bench):\n"
               "    bench.__defaults__ = (1, *bench.__defaults__[1:])\nsys.argv[0] = 'prmg'\nsys.exit(main())\n")

@@ -747,10 +747,14 @@ class ClusterExecutor:
 
     def _expire(self, schedule: execute.Schedule) -> None:
         """Cases past ``--timeout`` are errors (their actors are killed and replaced, unless the NPU is now
-        wedged); actors not placed within ``START_TIMEOUT`` are given up."""
+        wedged), but for one whose result is in (``run`` takes one result a wait: another that came in meanwhile,
+        or while a loaded driver waited for the CPU, is taken next, as the local executor takes a worker's result
+        before it looks at the clock); actors not placed within ``START_TIMEOUT`` are given up."""
         now = time.monotonic()
         for slot in list(self._slots):
             if slot.queue and slot.deadline is not None and now >= slot.deadline:
+                if self.ray.wait([slot.queue[0][1]], num_returns=1, timeout=0)[0]:
+                    continue
                 index, _ = slot.queue.popleft()
                 key = slot.key
                 self._wedging.timed_out(key)
