@@ -842,6 +842,13 @@ def test_import_ttk_never_writes_over_its_own_input(tmp_path):
     assert csv_path.read_bytes() == before
     result = prmg_forked("import-ttk", csv_path, "-o", tmp_path / "hardlink.csv")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and csv_path.read_bytes() == before
+    # nor over a file it did not write (a user's own case file was replaced by the import, exit 0); its own, again
+    mine, imported = write(tmp_path, "mine.yaml", CASE), tmp_path / "imported.yaml"
+    with pytest.raises(PrmgError, match="mine.yaml: cannot write the YAML file: it holds text import-ttk did not "):
+        case_writer.import_ttk_file(str(csv_path), str(mine))
+    for _ in range(2):
+        case_writer.import_ttk_file(str(csv_path), str(imported))
+    assert mine.read_text() == CASE and len(load_cases([imported])) == 14
 
 
 def test_gen_case_never_writes_a_case_file_that_does_not_load_back(tmp_path):

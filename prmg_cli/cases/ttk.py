@@ -78,6 +78,7 @@ THRESHOLDS_NOTE = ["precision_tolerances/absolute_precision -> standard double_t
 VIEW_COLUMNS = ("tensor_view_offsets", "tensor_view_strides", "tensor_storage_shapes")
 # TTK's data range of an input whose input_data_ranges gives none (its Test_Case_Generation.md: min -2, max 2).
 DEFAULT_RANGE = (-2, 2)
+IMPORTED = "Imported by `prmg import-ttk "      # how the first line of each file import-ttk writes begins (after '# ')
 _MAX_FIELD = 100_000
 MAX_CSV_BYTES = 16 * files.MiB
 
@@ -446,7 +447,7 @@ def import_ttk(csv_path: str | Path) -> tuple[dict, list[str]]:
         first = f"; {notes[0]}" if notes else ""
         raise PrmgError(f"no row could be imported ({len(rows)} data row(s){first})", file=str(csv_path))
     source = Path(csv_path).name
-    header = [f"Imported by `prmg import-ttk {source}` from the TTK {kind.name} list {source}:",
+    header = [f"{IMPORTED}{source}` from the TTK {kind.name} list {source}:",
               f"{len(cases)} case(s) from {len(rows)} data row(s) (rows counted from 1 after the header line).",
               *(THRESHOLDS_NOTE if any("tolerance" in case for case in cases) else []),
               *(["no thresholds in a row: prmg's default standard."] if any("tolerance" not in case for case in cases)
