@@ -75,29 +75,42 @@ def test_two_shards_merge_into_the_junit_of_one_run(tmp_path):
 def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowed(tmp_path):
     """Issue 32: shards judged under different standards merged into one green report (a warning on stderr). Now
     the merge names the setting and the files and exits 1, its JSON says so, unless --allow-mixed says it is
-    intended."""
+    intended. Session 17: a shard run with --strict and one without differ in strict, unless report --strict holds
+    every record as --strict does (a record's warning still fails it)."""
     shards = [tmp_path / "strict.jsonl", tmp_path / "loose.jsonl"]
-    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0])
+    prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0], "--strict")
     prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard",
                 "allclose")
     result = prmg_here("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
-    differ = f"standard: {shards[0]}: none; {shards[1]}: allclose"
+    differ, strict = (f"{key}: {shards[0]}: {a}; {shards[1]}: {b}" for key, a, b in (("standard", "none", "allclose"),
+                                                                                      ("strict", "true", "false")))
     assert result.returncode == 1 and (f"prmg: the runs were judged under different settings, which no one verdict "
                                        f"covers: {differ} (--allow-mixed standard if that is intended)\n"
                                        ) in result.stderr
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
-    assert (summary["exit_code"], summary["ok"], summary["mixed"]) == (1, False, [differ])
+    assert (summary["exit_code"], summary["ok"], summary["mixed"]) == (1, False, [differ, strict])
     # JUnit, whose counts a CI page shows, is not green either: one error testcase names the settings
     prmg_here("report", *shards, "--report", f"junit:{tmp_path / 'r.xml'}")
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
     errors = [case for case in suite.iter("testcase") if case.find("error") is not None]
     assert suite.get("errors") == "1" and [case.get("classname") for case in errors] == ["prmg.report"]
     assert differ in errors[0].find("error").text
-    assert dict(summary["notes"])["settings differ"] == differ
+    assert [line for key, line in summary["notes"] if key == "settings differ"] == [differ, strict]
     result = prmg_here("report", *shards, "--allow-mixed", "standard", "--report", "json", "-o", tmp_path / "r.json")
-    assert result.returncode == 0 and f"warning: the runs were judged under different settings (--allow-mixed " \
-                                      f"standard): {differ}\n" in result.stderr
-    assert json.loads((tmp_path / "r.json").read_text())["summary"]["exit_code"] == 0
+    assert result.returncode == 1 and "(--allow-mixed strict if that is intended)" in result.stderr
+    result = prmg_here("report", *shards, "--allow-mixed", "standard", "--strict", "--report", "json", "-o",
+                       tmp_path / "r.json")
+    assert result.returncode == 0 and result.stderr == f"prmg: warning: the runs were judged under different " \
+                                                       f"settings (--allow-mixed standard): {differ}\n"
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    assert (summary["exit_code"], summary["mixed"]) == (0, []) and [strict] == [
+        line for key, line in summary["notes"] if key == "settings differ" and line.startswith("strict")]
+    lines = shards[1].read_text().splitlines()          # a pass with a warning in the run without --strict
+    last = json.loads(lines[-1])
+    shards[1].write_text("\n".join(lines[:-1] + [json.dumps({**last, "warnings": ["device memory: grew"]})]) + "\n")
+    result = prmg_here("report", *shards, "--allow-mixed", "standard", "--strict", "--report", "json")
+    assert result.returncode == 1 and json.loads(result.stdout)["summary"]["exit_code"] == 1, result.stderr
+    assert prmg_here("report", *shards, "--allow-mixed", "standard", "--allow-mixed", "strict").returncode == 0
     result = prmg_here("report", *shards, "--allow-mixed", "standrad")
     assert result.returncode == 2 and "--allow-mixed standrad: no run of these files records such a setting" in \
         result.stderr

@@ -32,7 +32,7 @@ OPTIONS = (
     Option("strict", ("--strict",), False, "As prmg run --strict: a record's warning fails its case (a device "
            "memory leak), and so does each warning of the runs merged (a chip whose runs selected fewer cases than "
            "its host's others, a run with a preloaded library taking the toolkit's calls), named in every report; "
-           "exit 1.", kind=bool),
+           "exit 1. Runs with and without --strict are then alike.", kind=bool),
     VERBOSE, WIDE,
 )
 

@@ -40,7 +40,7 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
 - **Strict** (``--strict``, a gate's): a record's warning fails its case as ``prmg run --strict`` fails it
   (``strictly``), and each warning of the merge about its runs (``shard_warnings``) fails the report: ``STRICT`` in
   the header, ``warned`` in the JSON summary, an ``error`` test in JUnit. A difference ``--allow-mixed`` names is
-  intended, no warning.
+  intended, no warning; so is ``--strict`` differing between the runs (each record is held as ``--strict`` holds it).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, runs
   judged under settings that differ, and under ``--strict`` a warning), 2 for unreadable files and usage errors, 5
   when there is nothing to report or every case was skipped.
@@ -287,6 +287,13 @@ UNRECORDED = "settings"
 WHERE = ("host", "location", "chips", "visible_devices")
 TOOLKIT_ROOT = "TOOLKIT_ROOT"     # the run's toolkit folder (``location``), wherever it is installed
 EACH_DEVICE = "each_device"     # a run of every case on each of its chips: one of one chip is, with or without it
+STRICT = "strict"               # ``--strict``, which ``prmg report --strict`` applies to every record (``strictly``)
+
+
+def alike_keys(strict: bool = False) -> tuple[str, ...]:
+    """The settings the runs of one report may differ in and stay alike: ``WHERE``, and under ``prmg report
+    --strict`` (``strict``) ``--strict`` itself, each record being held as ``prmg run --strict`` holds it."""
+    return WHERE + (STRICT,) * strict
 
 
 def _like(key: str, value):
@@ -342,11 +349,13 @@ def differing_settings(runs: Sequence[tuple[str, store.RunRecord]]) -> list[tupl
 
 
 def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult], allowed: Sequence[str] = (),
-                   sources: set | None = None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+                   sources: set | None = None, strict: bool = False
+                   ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(the settings that differ between the runs ``results`` come from and make the merge unlike, those that differ
-    and are ``allowed`` or may: ``WHERE``), each (setting, line) as ``differing_settings`` gives it; for files of a
-    prmg that wrote no run records, the runners their records name (``runner``); records of no run record merged
-    with records of runs (``UNRECORDED``: what the former were judged under, no record states)."""
+    and are ``allowed`` or may: ``alike_keys``, ``--strict`` too under ``prmg report --strict``), each (setting,
+    line) as ``differing_settings`` gives it; for files of a prmg that wrote no run records, the runners their
+    records name (``runner``); records of no run record merged with records of runs (``UNRECORDED``: what
+    the former were judged under, no record states)."""
     runs = contributing(stores, results, sources)
     lines = differing_settings(runs)
     runners = recorded_runners(results)
@@ -357,18 +366,18 @@ def mixed_settings(stores: Sequence[store.Stored], results: Sequence[CaseResult]
         recorded = dict.fromkeys(visible(path) for path, _ in runs)
         lines.append((UNRECORDED, f"{UNRECORDED}: {', '.join(unrecorded)}: not recorded (records of no run record: "
                                   f"an older prmg's); {', '.join(recorded)}: recorded"))
-    mixed = [(key, line) for key, line in lines if key not in WHERE and key not in allowed]
+    mixed = [(key, line) for key, line in lines if key not in alike_keys(strict) and key not in allowed]
     return mixed, [(key, line) for key, line in lines if (key, line) not in mixed]
 
 
 def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allowed: Sequence[str] = (),
-             sources: set | None = None) -> RunInfo:
+             sources: set | None = None, strict: bool = False) -> RunInfo:
     """The description the reports' header gets: every run's provenance as its run record states it (the
     faults injected into any run, the emulator as soon as one run or record came from it, each run's shard,
     host, runner, SoC, toolkit, operator library, kernel files and start), each setting that differs between the
-    runs, and those that make them unlike (``mixed``, unless ``allowed``: ``mixed_settings``): the runs' own
-    descriptions joined (``RunInfo.joined``), with the runner, the target's modes, the standard, prmg's version and
-    the notes said here."""
+    runs, and those that make them unlike (``mixed``, unless ``allowed``, or moot under ``strict``:
+    ``mixed_settings``): the runs' own descriptions joined (``RunInfo.joined``), with the runner, the target's modes,
+    the standard, prmg's version and the notes said here."""
     infos = [(stored.path, run, run.run_info) for stored in stores for run in stored.runs]
     joined = RunInfo.joined([info for _, _, info in infos])
     runners = sorted(set(recorded_runners(results)) | {info.runner for _, _, info in infos})
@@ -385,7 +394,7 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
                      f"{NO_KERNEL_FILES if info.opp and not info.opp_files else info.opp_portable or '?'}"
                      + (f", faults {', '.join(info.faults)}" if info.faults else ""))
              for path, run, info in infos]
-    mixed, alike = mixed_settings(stores, results, allowed, sources)
+    mixed, alike = mixed_settings(stores, results, allowed, sources, strict)
     notes += [("settings differ", line) for _, line in sorted(mixed + alike)]
     return replace(joined, runner=runner, location=location, supported_modes=tuple(sorted(joined.supported_modes)),
                    standard=joined.standard or "per case (as recorded)", version=__version__,
@@ -476,9 +485,9 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
     if not merged.results:
         say("nothing to report: the results files hold no result" + (" and --cases no case" if case_paths else ""))
         return ExitCode.NO_CASES
-    mixed, alike = mixed_settings(stores, merged.results, allow_mixed, merged.sources)
+    mixed, alike = mixed_settings(stores, merged.results, allow_mixed, merged.sources, strict)
     for key, line in alike:
-        if key not in WHERE:
+        if key not in alike_keys(strict):
             say(f"warning: the runs were judged under different settings (--allow-mixed {key}): "
                 f"{line}")
     for key, line in mixed:
@@ -486,7 +495,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
             f"(--allow-mixed {key} if that is intended)")
     chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips])
     warned = shard_warnings(stores, merged)
-    info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources), merged,
+    info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources, strict), merged,
                      chip_lines + [line for line in merged.narrower if not strict])      # else the STRICT line's
     if strict:
         info = replace(info, strict=True, warned=tuple(warned))
