@@ -81,7 +81,8 @@ def test_shards_judged_under_different_settings_are_no_one_verdict_unless_allowe
     prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "1/2", "--results", shards[0], "--strict")
     prmg_forked("run", SMOKE, "--runner", "emulator", "--shard", "2/2", "--results", shards[1], "--standard",
                 "allclose")
-    result = prmg_here("report", *shards, "--report", "json", "-o", tmp_path / "r.json")
+    result = prmg_here("report", *shards, "--report", f"json:{tmp_path / 'r.json'}", "--report", "table")
+    assert re.fullmatch(r"\d+ passed, 0 failed; exit 1: MIXED SETTINGS", result.stdout.splitlines()[-2])
     differ, strict = (f"{key}: {shards[0]}: {a}; {shards[1]}: {b}" for key, a, b in (("standard", "none", "allclose"),
                                                                                       ("strict", "true", "false")))
     assert result.returncode == 1 and (f"prmg: the runs were judged under different settings, which no one verdict "
@@ -974,8 +975,9 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     strict = prmg_here("report", jobs[2], narrow, "--strict", "--report", "json", "--report", f"junit:{tmp_path}/j.xml")
     assert strict.returncode == 1 and json.loads(strict.stdout)["summary"]["warned"] == [warning.format("0,2")]
     assert "prmg: --strict: 1 warning of the runs merged: exit 1" in strict.stderr.splitlines()
-    assert 'errors="1"' in (tmp_path / "j.xml").read_text() and "STRICT: the runs on chip 0" in \
-        prmg_here("report", jobs[2], narrow, "--strict").stdout
+    table = prmg_here("report", jobs[2], narrow, "--strict").stdout         # the summary line says why exit 1
+    assert 'errors="1"' in (tmp_path / "j.xml").read_text() and "STRICT: the runs on chip 0" in table
+    assert table.splitlines()[-1] == "2 passed, 0 failed; exit 1: STRICT"
     weak = tmp_path / "weak.yaml"                       # chip 1's job of another checkout: sin 0 hides its sign fault
     weak.write_text("cases:\n  - {name: smoke.same_table_ends_at_4, shape: [3, 2, 2, 16], cos_shape: [3, 2, 1, 8], "
                     "partial_slice: [0, 8], dtype: float32, inputs: {sin: {uniform: [0, 0]}}}\n")

@@ -233,6 +233,13 @@ def warned_field(info: RunInfo) -> tuple[str, str]:
                       f"(exit 1)")
 
 
+def exit_note(info: RunInfo) -> str:
+    """What besides the cases makes a report exit 1 (``results.report_exit_code``), for its summary line:
+    ``; exit 1: MIXED SETTINGS, STRICT`` (the labels of ``mixed_field`` and ``warned_field``), or ``''``."""
+    labels = [field(info)[0] for field, on in ((mixed_field, info.mixed), (warned_field, info.warned)) if on]
+    return f"; exit 1: {', '.join(labels)}" if labels else ""
+
+
 def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged=None) -> list[tuple[str, str]]:
     """The (label, value) lines above a report: runner, the settings a merge mixes (``RunInfo.mixed``), the warnings
     of its shards ``--strict`` fails it on (``warned_field``), the emulator

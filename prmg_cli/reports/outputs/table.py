@@ -5,8 +5,9 @@ Layout: the run's header (unless the caller printed it already), a line naming w
 verdict and the case first, the metric last), then one line per case that failed (deduplicated: the
 localisation sentence once), with its diagnosis lines under ``verbose`` (at most ``max_details`` each), one line
 per reason for the cases skipped, xfailed or not run (``grouped_lines``; one each under ``verbose``), the
-coverage of the cases that ran (``coverage.run_line``), then the summary line last. The header, the ``all
-cases:`` line, the grouped lines and the coverage line are wrapped to the width (``screen.wrap``); a failure's
+coverage of the cases that ran (``coverage.run_line``), then the summary line last, ending with what besides the
+cases makes the exit code 1 (``labels.exit_note``: MIXED SETTINGS, STRICT) when that fits the width. The header, the
+``all cases:`` line, the grouped lines and the coverage line are wrapped to the width (``screen.wrap``); a failure's
 line and its diagnosis lines only on a terminal (``screen.folded``: one line each in a pipe or a file, for grep).
 
 To fit the width (``fit``) the table takes the steps of ``FIT_ORDER`` one by one: it drops the kernel time, the
@@ -22,8 +23,8 @@ from ...cases.coverage import run_line
 from ...ops import DEFAULT_OP
 from ...results import CaseResult, RunInfo, plural, run_warnings, summary_line, visible
 from ...vocab import ROTARY_MODES, broadcast_pattern, mode_label, mode_name
-from .labels import (device_lines, diagnosis_lines, dtype_label, fault_lines, first_names, format_header, metric_label,
-                     ms_label, shape_label, slice_label, verdict_word)
+from .labels import (device_lines, diagnosis_lines, dtype_label, exit_note, fault_lines, first_names, format_header,
+                     metric_label, ms_label, shape_label, slice_label, verdict_word)
 from .screen import folded, shorten, width as screen_width, wrap
 from .short_names import DTYPE_WORDS, MODE_WORDS, short_names
 
@@ -250,5 +251,6 @@ def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, w
     for line in device_lines(results):
         lines += [""] + wrap(line, width)
     ends = [] if header else [part for line in fault_lines(info, results) for part in wrap(line, width)]
-    lines += [""] + ends + [summary_line(results)]
+    summary, note = summary_line(results), exit_note(info)
+    lines += [""] + ends + [summary + note if len(summary + note) <= width else summary]   # the header says it anyway
     return "\n".join(lines)
