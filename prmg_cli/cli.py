@@ -77,18 +77,17 @@ _PARALLEL_WORDS = ("jobs", "j", "workers", "parallel", "processes", "threads", "
 
 
 def _no_such_option(error) -> str:
-    """click's NoSuchOption ``error`` with the option meant found by prmg's rule (``errors.suggest``, on the names
+    """click's NoSuchOption ``error`` with the option meant found by prmg's rule (``errors.closest``, on the names
     without their dashes: click's difflib with them took ``--bogus`` for ``--verbose`` and ``--seed`` for
     ``--shard``), and ``--jobs``/``--workers`` sent to ``--devices``."""
-    from .errors import suggest
+    from .errors import closest
 
     params = error.ctx.command.params if error.ctx is not None else []
     names = {opt.lstrip("-").replace("-", "_"): opt for param in params for opt in param.opts if opt.startswith("-")}
     said, word = f"No such option: {error.option_name}", str(error.option_name).lstrip("-").replace("-", "_")
     if word.lower() in _PARALLEL_WORDS and "devices" in names:
         return f"{said} (prmg runs one worker per device: --devices all, or a list such as 0-3)"
-    hint = suggest(word, names)
-    meant = hint[len(" (did you mean '"):-len("'?)")] if hint else None
+    meant = closest(word, names)
     return said + (f" (did you mean {names[meant]}?)" if meant else "")
 
 

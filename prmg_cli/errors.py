@@ -55,13 +55,19 @@ class PrmgError(Exception):
 
 
 def suggest(word, choices) -> str:
-    """' (did you mean 'x'?)' for the one of ``choices`` that is ``word`` in other case (``Shape`` finds ``shape``,
-    not ``cos_shape``), else the first that has ``word`` as one of its ``_``-separated words (``mode`` finds
-    ``rotary_mode``, not the closer spelling ``golden``), else the one that begins with it when one does (3 letters
-    at least: ``tol`` finds ``tolerance``), else the closest of them (difflib's ratio >= 0.6, letters compared in
-    lower case: ``1s1d`` finds ``1S1D``), or ''."""
+    """' (did you mean 'x'?)' for the one of ``choices`` that ``closest`` finds for ``word``, or ''."""
+    meant = closest(word, choices)
+    return f" (did you mean '{meant}'?)" if meant is not None else ""
+
+
+def closest(word, choices) -> str | None:
+    """The one of ``choices`` that is ``word`` in other case (``Shape`` finds ``shape``, not ``cos_shape``), else the
+    first that has ``word`` as one of its ``_``-separated words (``mode`` finds ``rotary_mode``, not the closer
+    spelling ``golden``), else the one that begins with it when one does (3 letters at least: ``tol`` finds
+    ``tolerance``), else the closest of them (difflib's ratio >= 0.6, letters compared in lower case: ``1s1d`` finds
+    ``1S1D``), or None."""
     if not isinstance(word, str) or len(word) > 100:
-        return ""
+        return None
     import difflib                               # here: a run that makes no mistake never loads it
 
     lowered = {str(choice).lower(): str(choice) for choice in reversed(list(choices))}    # the first of alike ones
@@ -69,7 +75,7 @@ def suggest(word, choices) -> str:
     close = [word.lower()] * (word.lower() in lowered) \
         or [choice for choice in reversed(list(lowered)) if word.lower() in choice.split("_")[1:]] \
         or begun[:len(begun) == 1] or difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
-    return f" (did you mean '{lowered[close[0]]}'?)" if close else ""
+    return lowered[close[0]] if close else None
 
 
 class Terminated(KeyboardInterrupt):
