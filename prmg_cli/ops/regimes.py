@@ -453,8 +453,9 @@ def _decode_kernel_axis(op: str) -> list[Regime]:
     if not MEMBASE_SOCS & set(OPERATORS[op].socs):
         return []
     return [Regime("A2/A3 decode kernel", "256+ heads", "a decode call the A2/A3 membase tiling sends to its decode "
-                   "kernel (cos [B, 1, 1, L], x's S or N 1, D <= 64) with 256 heads or more a row: one instruction's "
-                   "8-bit repeat count over the heads wraps (upstream's kernel until 5889c853)",
+                   "kernel (cos [B, 1, 1, L], x's S or N 1, a slice of L <= 64 lanes in whole 32-byte blocks) with "
+                   "256 heads or more a row: one instruction's 8-bit repeat count over the heads wraps (upstream's "
+                   "kernel until 5889c853)",
                    lambda f: f.decode_heads >= 256)]
 
 
