@@ -69,8 +69,8 @@ class Chips:
                 for stored in stores for run in stored.runs}
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
-        named = any("/" in str(chip) for chip in expected)        # --chips HOST:0-7: labels hold the host always
-        chips = cls(runs, len(hosts) > 1 or named, tuple(str(chip) for chip in expected), ran=tuple(sorted(hosts)))
+        asked = tuple(str(chip) for chip in expected)
+        chips = cls(runs, len(hosts) > 1 or names_hosts(asked), asked, ran=tuple(sorted(hosts)))  # labels hold the host
         if expected:
             _refuse_cluster(stores, chips.expected)
         for stored in stores:
@@ -124,7 +124,7 @@ class Chips:
     @property
     def named(self) -> bool:
         """Whether ``--chips`` names the hosts (``a:0-7``: ``expected`` holds labels ``a/0``)."""
-        return any("/" in chip for chip in self.expected)
+        return names_hosts(self.expected)
 
     def narrower_hosts(self, stores: Sequence) -> list[str]:
         """Unless ``--chips`` names the hosts, one warning per set of hosts whose runs of ``stores`` selected none of
@@ -339,10 +339,15 @@ def id_ranges(labels: Sequence[str]) -> str:
     return chip_ranges(list(dict.fromkeys(label.rpartition("/")[2] for label in labels)), ",", shortest=2)
 
 
+def names_hosts(expected: Sequence[str]) -> bool:
+    """Whether ``--chips`` as ``expected`` (``Chips.expected``) names the hosts (``a:0-7``, labels ``a/0``)."""
+    return any("/" in chip for chip in expected)
+
+
 def chips_text(expected: Sequence[str]) -> str:
     """``--chips`` as it names ``expected`` (``Chips.expected``): ids as ranges, ``0-5,7`` (``id_ranges``), or labels
     of the hosts it names host by host, ``a:0-7,b:0-3,6``."""
-    if not any("/" in chip for chip in expected):
+    if not names_hosts(expected):
         return id_ranges(expected)
     hosts: dict[str, list[str]] = {}
     for label in expected:
