@@ -233,10 +233,15 @@ def warned_field(info: RunInfo) -> tuple[str, str]:
                       f"(exit 1)")
 
 
+def merge_fields(info: RunInfo) -> list[tuple[str, str]]:
+    """The header lines of what besides the cases makes a merged report exit 1 (``results.report_exit_code``): the
+    settings it mixes (``mixed_field``), the warnings of its shards under ``--strict`` (``warned_field``)."""
+    return [field(info) for field, on in ((mixed_field, info.mixed), (warned_field, info.warned)) if on]
+
+
 def exit_note(info: RunInfo) -> str:
-    """What besides the cases makes a report exit 1 (``results.report_exit_code``), for its summary line:
-    ``; exit 1: MIXED SETTINGS, STRICT`` (the labels of ``mixed_field`` and ``warned_field``), or ``''``."""
-    labels = [field(info)[0] for field, on in ((mixed_field, info.mixed), (warned_field, info.warned)) if on]
+    """``merge_fields`` for a summary line: ``; exit 1: MIXED SETTINGS, STRICT`` (their labels), or ``''``."""
+    labels = [label for label, _ in merge_fields(info)]
     return f"; exit 1: {', '.join(labels)}" if labels else ""
 
 
@@ -248,8 +253,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     case gives the cases), then where and when it ran (SoC, toolkit and driver versions, host, start), the opp folder
     with the fingerprint of the operator's kernel and tiling files there, the libraries preloaded ahead of the
     toolkit, the results ``--resume`` took, and prmg's version."""
-    fields = [("runner", runner_label(info))] + [mixed_field(info)] * bool(info.mixed) + \
-        [warned_field(info)] * bool(info.warned)
+    fields = [("runner", runner_label(info))] + merge_fields(info)
     faults = fault_field(info, results)
     if faults:
         fields.append(faults)
