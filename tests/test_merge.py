@@ -1051,6 +1051,18 @@ def test_each_device_jobs_on_other_chips_merge_as_one_record_of_every_chip_and_a
     mixed = prmg_here("report", low, job("loose", "--devices", "3", "--standard", "allclose"), "-o", os.devnull)
     assert mixed.returncode == 1 and re.findall(r"no one verdict covers: (\w+)", mixed.stderr) == ["standard"], \
         mixed.stderr
+    # session 18: chip 1 of an --each-device run leaks (a warning): its record stood on chip 0's pass, no warning, so
+    # report --strict was green and the fault "named but never injected"; a leak on chip 0 failed chip 1 with it
+    leaked = job("leak", "--devices", "0,1", "--each-device", pinned={
+        "PRMG_EMU_FAULT": "leak_device_memory", "PRMG_EMU_DEVICE_MEMORY": "2G", "PRMG_EMU_FAULT_DEVICE": "1"})
+    strict = prmg_here("report", leaked, "--strict", "--report", "json")
+    assert strict.returncode == 1 and [(c["device_statuses"], c["message"][:54]) for c in json.loads(strict.stdout)[
+        "cases"]] == [({"0": "passed", "1": "failed"}, "[failed on device 1; passed on device 0] --strict: dev")] * 2
+    assert "acted on 2 of 2 cases" in prmg_here("report", leaked).stdout
+    from prmg_cli.reports.merge import strictly
+    warned = record("x", device="0,1", device_statuses={"0": "passed", "1": "passed"}, warnings=["w"])
+    for chips, statuses in (({"0": ["w"]}, {"0": "failed", "1": "passed"}), ({}, {"0": "failed", "1": "failed"})):
+        assert strictly(replace(warned, device_warnings=chips)).device_statuses == statuses    # {}: an older record
 
 
 def test_verdicts_that_tie_still_bring_their_runs_settings_into_the_merge(tmp_path):

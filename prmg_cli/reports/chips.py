@@ -190,10 +190,11 @@ class Chips:
                                     for device in (record.device_statuses or {record.device: ""})):
             return record
         statuses = {self.label(record.run_id, device): status for device, status in record.device_statuses.items()}
-        message = _unprefixed(record)
+        warned = {self.label(record.run_id, device): warnings for device, warnings in record.device_warnings.items()}
+        message = unprefixed(record)
         where = where_prefix(statuses)
         devices = ",".join(self.label(record.run_id, device) for device in record.device.split(","))
-        return replace(record, device=devices, device_statuses=statuses,
+        return replace(record, device=devices, device_statuses=statuses, device_warnings=warned,
                        message=f"{where} {message}".strip() if where else message)
 
     def expected_of(self, name: str, entries: Sequence[Entry]) -> dict[str, str]:
@@ -242,11 +243,20 @@ ANY_CHIP = ""            # where a record of no device (a case settled before an
 
 
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:
-    """Each chip ``record`` holds a status of -> the record as that chip's (its status there)."""
+    """Each chip ``record`` holds a status of -> the record as that chip's (its status and warnings there:
+    ``chip_warnings``)."""
     if record.device_statuses:
-        return {chip: replace(record, status=status, device=chip, device_statuses={})
-                for chip, status in record.device_statuses.items()}
+        warned = chip_warnings(record)
+        return {chip: replace(record, status=status, device=chip, device_statuses={}, device_warnings={},
+                              warnings=list(warned.get(chip, ()))) for chip, status in record.device_statuses.items()}
     return {record.device: record} if record.device else {}
+
+
+def chip_warnings(record: CaseResult) -> dict[str, list]:
+    """Each chip of a record of several (``device_statuses``) -> the warnings of its launches: its
+    ``device_warnings``, or in a record of an older prmg, which does not say which chip warned, the record's
+    warnings on every chip."""
+    return record.device_warnings or dict.fromkeys(record.device_statuses, record.warnings)
 
 
 def _not_run(record: CaseResult, message: str = "") -> CaseResult:
@@ -257,7 +267,7 @@ def _not_run(record: CaseResult, message: str = "") -> CaseResult:
                       **{key: getattr(record, key) for key in CASE_FIELDS})
 
 
-def _unprefixed(record: CaseResult) -> str:
+def unprefixed(record: CaseResult) -> str:
     """``record``'s message without the ``[failed on device 1; ...]`` that ``execute.combined`` put first."""
     where = where_prefix(record.device_statuses) if record.device_statuses else ""
     return record.message[len(where):].lstrip() if where and record.message.startswith(where) else record.message
@@ -317,7 +327,7 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
     standing = [record for view, record in picked.values() if view.status == worst]
     if standing:
         base = next((record for record in standing if record.status == worst), standing[0])
-        message = _unprefixed(base)
+        message = unprefixed(base)
     else:                               # the worst is a chip with no record: not run there
         base = _not_run(next(iter(picked.values()))[1] if picked else entries[0][1])     # (no record names a chip)
         asked = asked or id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
@@ -328,7 +338,9 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
             f"no results file holds a record of it there (--chips {asked})" if why == WHY_CHIPS else
             f"the run of {visible(why)} there selected it but recorded no result (stopped or killed before it?)")
             for why, chips in whys.items())
-    record = replace(base, status=worst, device=chips, device_statuses=statuses,
+    warned = {chip: view.warnings for chip, (view, _) in picked.items() if view.warnings}
+    record = replace(base, status=worst, device=chips, device_statuses=statuses, device_warnings=warned,
+                     warnings=list(dict.fromkeys(warning for warnings in warned.values() for warning in warnings)),
                      message=f"{where} {message}".strip() if where else message)
     return Combined(record, weighed, missing, any(len(items) > 1 for items in views.values()))
 

@@ -61,7 +61,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ids, chip_r
                        report_exit_code, visible)
 from ..writes import Output, check_outputs, same_file
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_order, chips_text, combine, missing_lines
+from .chips import Chips, chip_order, chips_of, chips_text, combine, missing_lines, unprefixed
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -207,15 +207,23 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
 
 def strictly(record: CaseResult) -> CaseResult:
     """``record`` as ``prmg run --strict`` would have reported it (``execute.strict_status``: a pass or known defect
-    with a warning, a device memory leak's say, fails), each chip it holds a pass of failed with it (a record of
-    several chips does not say which chip warned)."""
-    from ..device.execute import RunSettings, strict_status
+    with a warning, a device memory leak's say, fails); of several chips, each chip as its own warnings hold it
+    (``chips.chip_warnings``: a leak on chip 1 fails chip 1 alone), the record's status then the worst of them."""
+    from ..device.execute import RunSettings, strict_status, where_prefix
 
-    failed = strict_status(record, RunSettings(toolkit=None, strict=True))
-    if failed is record or not record.device_statuses:
-        return failed
-    return replace(failed, device_statuses={chip: "failed" if status == record.status else status
-                                            for chip, status in record.device_statuses.items()})
+    settings = RunSettings(toolkit=None, strict=True)
+    if not record.device_statuses:
+        return strict_status(record, settings)
+    views = {chip: strict_status(view, settings) for chip, view in chips_of(record).items()}
+    statuses = {chip: view.status for chip, view in views.items()}
+    if statuses == record.device_statuses:
+        return record
+    worst = max(statuses.values(), key=lambda status: STATUSES[status].severity)
+    message = unprefixed(record) if worst == record.status else \
+        next(view.message for view in views.values() if view.status == worst)
+    where = where_prefix(statuses)
+    return replace(record, status=worst, device=",".join(chip for chip, status in statuses.items() if status == worst),
+                   device_statuses=statuses, message=f"{where} {message}".strip() if where else message)
 
 
 def shard_warnings(stores: Sequence[store.Stored], merged: Merged, strict: bool = False) -> list[str]:
