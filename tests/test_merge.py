@@ -1005,7 +1005,16 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
         in missing.stderr.splitlines()
     assert "[not_run on device 1; passed on devices 0, 2] not run on chip 1" in " ".join(missing.stdout.split())
     assert prmg_here("report", jobs[0], "--chips", "all").stderr.startswith("prmg: error: --chips all: ")
-    assert prmg_here("report", jobs[0], jobs[2], "--chips", "ci-1:0,2", "-o", os.devnull).returncode == 0
+    assert prmg_here("report", jobs[0], jobs[2], "--chips", "CI-1:0,2", "-o", os.devnull).returncode == 0   # no case
+    run, *results = jobs[2].read_text().splitlines(keepends=True)    # session 18: PRMG_HOST=ci-1 on a second machine
+    run = json.loads(run)
+    run["info"].update(boot_id="b" * 36, machine="box-b")
+    (tmp_path / "box-b.jsonl").write_text(json.dumps(run) + "\n" + "".join(results))
+    clash = prmg_here("report", jobs[0], tmp_path / "box-b.jsonl", "--chips", "0,2", "--strict", "-o", os.devnull)
+    assert clash.returncode == 1 and re.search(r"prmg: warning: host ci-1 names the runs of 2 machines \(their "
+                                               r"kernels' boot ids differ; host names .+, box-b\), whose chips merge "
+                                               r"as one host's", clash.stderr), clash.stderr
+    assert "on ci-1 (machine box-b)," in " ".join(prmg_here("report", tmp_path / "box-b.jsonl").stdout.split())
     lost = prmg_here("report", jobs[0], jobs[2], "--chips", "ci-1:0,2,ci-2:0-7")       # a whole host's jobs lost
     assert lost.returncode == 1 and "prmg: chips ci-2/0-7 of --chips ci-1:0,2,ci-2:0-7: no results file holds a " \
         "result of them (2 cases reported not_run on each)" in lost.stderr.splitlines(), lost.stderr

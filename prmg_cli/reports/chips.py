@@ -21,7 +21,9 @@ and ``--chips`` names the chips each case must have run on.
   and ``missing_lines`` names each such chip on stderr in one line. ``--chips a:0-7,b:0-7`` names the hosts too (as
   the run records name them: ``PRMG_HOST``, else the host name): every case that ran must have run on each chip of
   each host named, so a host whose jobs all failed to upload their files is ``not_run`` there, not absent; a host
-  that ran cases and that it names no chip of is a warning (``Chips.unnamed``). Without ``--chips`` too, a run that
+  that ran cases and that it names no chip of is a warning (``Chips.unnamed``). Host labels are compared in any case
+  (``CI-1`` is ``ci-1``, as DNS names are), and a label whose runs ran on several machines (their kernels' boot ids
+  differ: ``PRMG_HOST`` set alike on two) is a warning (``Chips.clashes``). Without ``--chips`` too, a run that
   puts every case on each of its chips (one chip, ``--each-device``) and was stopped before some of the cases it
   selected is ``not_run`` on its chips for those (``Chips.stopped``), where another chip's record stood for them. A
   record of no device (a case settled before any chip ran it) is held to none. A chip, or a host, whose runs selected
@@ -57,6 +59,7 @@ class Chips:
     ran: tuple = ()                                 # the hosts the records ran on
     stopped: dict = field(default_factory=dict)     # case -> {chip: the file whose run there recorded no result}
     selecting: dict = field(default_factory=dict)   # chip -> [(run, shard index, count)] of each run on each chip
+    machines: dict = field(default_factory=dict)    # host -> {the boot id of a kernel its runs ran on: host names}
 
     @classmethod
     def of(cls, stores: Sequence, expected: Sequence[int] = ()) -> "Chips":
@@ -65,12 +68,19 @@ class Chips:
         selected (in its shard) and its file holds no record of (``stopped``: killed before it got there)."""
         from ..device.execute import parse_shard, shard_of
 
-        runs = {run.run_id: (str(run.info.get("host") or "?"), shown_chips(run.info.get("visible_devices")))
-                for stored in stores for run in stored.runs}
+        runs, spelt, machines = {}, {}, {}              # spelt: each host label in lower case -> its first spelling
+        for run in (run for stored in stores for run in stored.runs):
+            host = str(run.info.get("host") or "?")
+            host = spelt.setdefault(host.lower(), host)     # host names are no case's (DNS): CI-1 is ci-1
+            runs[run.run_id] = (host, shown_chips(run.info.get("visible_devices")))
+            if run.info.get("boot_id"):
+                machines.setdefault(host, {}).setdefault(str(run.info["boot_id"]), {})[
+                    str(run.info.get("machine") or "?")] = None
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
-        asked = tuple(str(chip) for chip in expected)
-        chips = cls(runs, len(hosts) > 1 or names_hosts(asked), asked, ran=tuple(sorted(hosts)))  # labels hold the host
+        asked = tuple(_spelt(str(chip), spelt) for chip in expected)
+        chips = cls(runs, len(hosts) > 1 or names_hosts(asked), asked, ran=tuple(sorted(hosts)),  # labels hold the host
+                    machines=machines)
         if expected:
             _refuse_cluster(stores, chips.expected)
         for stored in stores:
@@ -144,6 +154,16 @@ class Chips:
                 f"{first_names(list(missing))}: a narrower -k or case list on its jobs?); --chips HOST:IDS naming each "
                 f"host reports each not_run there" for missing, hosts in lacking.items()]
 
+    def clashes(self) -> list[str]:
+        """A warning per host label whose runs ran on several machines: their kernels' boot ids differ
+        (``provenance.machine``: the containers of one machine share it), so ``PRMG_HOST`` set alike on two machines
+        (or a host name two share) merged their chips as one host's, chip 0 of one standing for chip 0 of the other
+        (``--chips 0-7`` green with half of each machine's chips untested)."""
+        return [f"host {visible(host)} names the runs of {len(boots)} machines (their kernels' boot ids differ; host "
+                f"names {', '.join(map(visible, dict.fromkeys(name for names in boots.values() for name in names)))}"
+                f"), whose chips merge as one host's: PRMG_HOST set alike on each? give each machine its own (or it "
+                f"rebooted between its jobs)" for host, boots in self.machines.items() if len(boots) > 1]
+
     def unnamed(self) -> list[str]:
         """Under ``--chips HOST:0-7``, a warning per host that ran cases and that it names no chip of: its records
         are held to no chip (its jobs' ``PRMG_HOST`` unset, so each container's host name, or misspelt?)."""
@@ -210,6 +230,13 @@ class Chips:
         asked = [chip for chip in self.expected if hosts] if self.named else \
             [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
+
+
+def _spelt(label: str, spelt: dict[str, str]) -> str:
+    """A chip's label of ``--chips`` (``a/0``, or an id) with its host as the runs first spelt it (``spelt``: lower
+    case -> spelling; ``--chips CI-1:0-7`` names host ci-1), or as it is when no run names it."""
+    host, slash, chip = label.rpartition("/")
+    return f"{spelt.get(host.lower(), host)}/{chip}" if slash else label
 
 
 def _ran_nowhere(record: CaseResult) -> bool:
