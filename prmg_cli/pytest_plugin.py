@@ -234,10 +234,16 @@ class PrmgSession:
             session.exitstatus = self.exit = int(exit_code(self.results, run_request(self.config).strict))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        """The end lines (after pytest's own summary, whose hook runs after ``pytest_sessionfinish``)."""
-        from .reports.outputs.labels import device_lines, fault_lines
+        """The end lines (after pytest's own summary, whose hook runs after ``pytest_sessionfinish``); the runner's
+        line of the header (``pytest_report_header``) when the header was not shown (``-q``, ``--no-header``) and the
+        host emulator ran the cases: a ``pytest -q --prmg`` session of ``--prmg-runner auto`` that found no toolkit
+        said nothing of it (the runner's stderr line was captured with the first item's output)."""
+        from .reports.outputs.labels import device_lines, fault_lines, runner_label
         from .results import run_warnings
 
+        shown = self.config.get_verbosity() >= 0 and not self.config.getoption("no_header", False)
+        if self.results and not shown and _run_info(self.config).runner == "emulator":
+            terminalreporter.write_line(f"prmg runner: {runner_label(_run_info(self.config))}")
         if self.results:
             for line in fault_lines(_run_info(self.config), self.results) + device_lines(self.results):
                 terminalreporter.write_line(f"prmg {line}")

@@ -163,6 +163,7 @@ class CaseResult:
     paths: dict = field(default_factory=dict)           # path -> its verdict in a line (several paths)
     device: str = ""                # the device that ran it: its id, or a cluster's "IP/NPU<k>" ("": none, not known)
     device_statuses: dict = field(default_factory=dict)  # --each-device: each device that ran it -> its status there
+    device_warnings: dict = field(default_factory=dict)  # --each-device: each device whose launches warned -> warnings
 
     def to_dict(self) -> dict:
         """The result as a new mapping of its fields (plain values, ready for JSON), tagged with ``SCHEMA``.
@@ -203,7 +204,7 @@ RECORD_FIELDS = {
     "standard": "text", "checks": "texts", "golden": "bool", "tags": "texts", "key_metric": "text",
     "error_map": "error_map", "definition": "definition", "fingerprint": "text", "judged_under": "text",
     "artifacts": "text", "run_id": "text", "faults": "texts?", "generator": "text", "path": "text", "paths": "mapping",
-    "device": "text", "device_statuses": "mapping",
+    "device": "text", "device_statuses": "mapping", "device_warnings": "mapping",
 }
 
 
@@ -245,6 +246,8 @@ class RunInfo:
     visible_devices: str = ""   # ASCEND_RT_VISIBLE_DEVICES: the host's chips the runtime showed (its ids count them)
     preloaded: tuple = ()       # the libraries preloaded ahead of the toolkit, each with what it interposes (linkage)
     runner_asked: str = ""      # --runner as the run asked for it (auto, aclnn, emulator...; "": an older run's record)
+    machine: str = ""           # this machine's host name, beside ``host`` (PRMG_HOST's label) (provenance.machine)
+    boot_id: str = ""           # its kernel's boot id: one host label of two machines differs in it
     # ``location`` and ``op_library`` with links resolved (``.../latest`` -> ``.../8.0.RC2``): what the settings key
     # (``run_record.recorded_settings``); "" in a record of an older prmg, whose settings hold them as named
     location_resolved: str = ""

@@ -1005,7 +1005,16 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
         in missing.stderr.splitlines()
     assert "[not_run on device 1; passed on devices 0, 2] not run on chip 1" in " ".join(missing.stdout.split())
     assert prmg_here("report", jobs[0], "--chips", "all").stderr.startswith("prmg: error: --chips all: ")
-    assert prmg_here("report", jobs[0], jobs[2], "--chips", "ci-1:0,2", "-o", os.devnull).returncode == 0
+    assert prmg_here("report", jobs[0], jobs[2], "--chips", "CI-1:0,2", "-o", os.devnull).returncode == 0   # no case
+    run, *results = jobs[2].read_text().splitlines(keepends=True)    # session 18: PRMG_HOST=ci-1 on a second machine
+    run = json.loads(run)
+    run["info"].update(boot_id="b" * 36, machine="box-b")
+    (tmp_path / "box-b.jsonl").write_text(json.dumps(run) + "\n" + "".join(results))
+    clash = prmg_here("report", jobs[0], tmp_path / "box-b.jsonl", "--chips", "0,2", "--strict", "-o", os.devnull)
+    assert clash.returncode == 1 and re.search(r"prmg: warning: host ci-1 names the runs of 2 machines \(their "
+                                               r"kernels' boot ids differ; host names .+, box-b\), whose chips merge "
+                                               r"as one host's", clash.stderr), clash.stderr
+    assert "on ci-1 (machine box-b)," in " ".join(prmg_here("report", tmp_path / "box-b.jsonl").stdout.split())
     lost = prmg_here("report", jobs[0], jobs[2], "--chips", "ci-1:0,2,ci-2:0-7")       # a whole host's jobs lost
     assert lost.returncode == 1 and "prmg: chips ci-2/0-7 of --chips ci-1:0,2,ci-2:0-7: no results file holds a " \
         "result of them (2 cases reported not_run on each)" in lost.stderr.splitlines(), lost.stderr
@@ -1051,6 +1060,18 @@ def test_each_device_jobs_on_other_chips_merge_as_one_record_of_every_chip_and_a
     mixed = prmg_here("report", low, job("loose", "--devices", "3", "--standard", "allclose"), "-o", os.devnull)
     assert mixed.returncode == 1 and re.findall(r"no one verdict covers: (\w+)", mixed.stderr) == ["standard"], \
         mixed.stderr
+    # session 18: chip 1 of an --each-device run leaks (a warning): its record stood on chip 0's pass, no warning, so
+    # report --strict was green and the fault "named but never injected"; a leak on chip 0 failed chip 1 with it
+    leaked = job("leak", "--devices", "0,1", "--each-device", pinned={
+        "PRMG_EMU_FAULT": "leak_device_memory", "PRMG_EMU_DEVICE_MEMORY": "2G", "PRMG_EMU_FAULT_DEVICE": "1"})
+    strict = prmg_here("report", leaked, "--strict", "--report", "json")
+    assert strict.returncode == 1 and [(c["device_statuses"], c["message"][:54]) for c in json.loads(strict.stdout)[
+        "cases"]] == [({"0": "passed", "1": "failed"}, "[failed on device 1; passed on device 0] --strict: dev")] * 2
+    assert "acted on 2 of 2 cases" in prmg_here("report", leaked).stdout
+    from prmg_cli.reports.merge import strictly
+    warned = record("x", device="0,1", device_statuses={"0": "passed", "1": "passed"}, warnings=["w"])
+    for chips, statuses in (({"0": ["w"]}, {"0": "failed", "1": "passed"}), ({}, {"0": "failed", "1": "failed"})):
+        assert strictly(replace(warned, device_warnings=chips)).device_statuses == statuses    # {}: an older record
 
 
 def test_verdicts_that_tie_still_bring_their_runs_settings_into_the_merge(tmp_path):

@@ -27,8 +27,8 @@ OPTIONS = (
            "SETTING", list),
     Option("chips", ("--chips",), None, "The chips every case must have run on (0-7, 0,2,4), on each host that ran "
            "it, or on each host named (ci-1:0-7,ci-2:0-7: hosts as the runs recorded them, PRMG_HOST or the host "
-           "name): per-chip CI jobs merged, or --each-device runs; a case no results file holds a record of on one of "
-           "them is not_run there (exit 1), and each such chip is named on stderr.", "[HOST:]IDS"),
+           "name, in any case): per-chip CI jobs merged, or --each-device runs; a case no results file holds a record "
+           "of on one of them is not_run there (exit 1), and each such chip is named on stderr.", "[HOST:]IDS"),
     Option("strict", ("--strict",), False, "As prmg run --strict: a record's warning fails its case (a device "
            "memory leak), and so does each warning of the runs merged (a chip whose runs selected fewer cases than "
            "its host's others, a run with a preloaded library taking the toolkit's calls, a run on the host emulator "

@@ -751,9 +751,18 @@ def combined(results: Sequence[CaseResult]) -> CaseResult:
     """One record of a case that ran on several devices (``EachDevice``; ``results`` in the devices' order): the worst
     one (``StatusInfo.severity``; the first of equals), with ``device_statuses`` mapping each device to its status,
     ``device`` naming the devices of that status (``1,3``), and, when the devices differ, its message saying where
-    each status came from, before the rest (``[failed on device 3; passed on devices 0, 1, 2] ...``)."""
+    each status came from, before the rest (``[failed on device 3; passed on devices 0, 1, 2] ...``); its warnings
+    every device's (each once), and ``device_warnings`` each device that warned -> its own, so that ``prmg report
+    --strict`` fails the chip that warned alone (the first device's pass stood for a leak on device 1: no warning);
+    its ``faults`` those that acted on any device (None when none is known to have, and a device could not say): a
+    fault acting on device 1 alone was "named but never injected"."""
     worst = max(results, key=lambda result: result.info.severity)
     statuses = {result.device: result.status for result in results}
+    worst.device_warnings = {result.device: result.warnings for result in results if result.warnings}
+    worst.warnings = list(dict.fromkeys(warning for result in results for warning in result.warnings))
+    known = [result.faults for result in results if result.faults is not None]
+    worst.faults = list(dict.fromkeys(fault for faults in known for fault in faults)) or (
+        None if len(known) < len(results) else [])
     worst.device = ",".join(device for device, status in statuses.items() if status == worst.status)
     worst.device_statuses = statuses
     where = where_prefix(statuses)

@@ -322,6 +322,22 @@ def host_name(environ=os.environ) -> str:
     return socket.gethostname()
 
 
+BOOT_ID = "/proc/sys/kernel/random/boot_id"     # the running kernel's id, new at each boot (Linux)
+
+
+def machine() -> tuple[str, str]:
+    """This machine's host name and its kernel's boot id (``BOOT_ID``; "" where there is none), which a run records
+    beside its ``host_name``: ``prmg report`` tells two machines that recorded one host label (``PRMG_HOST`` set alike,
+    a host name two share) apart by the boot id, which the containers of one machine share whatever their host names
+    (a kernel's, not a namespace's)."""
+    try:
+        with open(BOOT_ID, encoding="ascii", errors="replace") as file:
+            boot = file.read(64).strip()
+    except OSError:
+        boot = ""
+    return socket.gethostname(), boot
+
+
 def now() -> str:
     """The current time in ISO 8601 with the UTC offset, to the second."""
     return datetime.datetime.now(datetime.timezone.utc).astimezone().isoformat(timespec="seconds")

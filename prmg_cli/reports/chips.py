@@ -21,7 +21,9 @@ and ``--chips`` names the chips each case must have run on.
   and ``missing_lines`` names each such chip on stderr in one line. ``--chips a:0-7,b:0-7`` names the hosts too (as
   the run records name them: ``PRMG_HOST``, else the host name): every case that ran must have run on each chip of
   each host named, so a host whose jobs all failed to upload their files is ``not_run`` there, not absent; a host
-  that ran cases and that it names no chip of is a warning (``Chips.unnamed``). Without ``--chips`` too, a run that
+  that ran cases and that it names no chip of is a warning (``Chips.unnamed``). Host labels are compared in any case
+  (``CI-1`` is ``ci-1``, as DNS names are), and a label whose runs ran on several machines (their kernels' boot ids
+  differ: ``PRMG_HOST`` set alike on two) is a warning (``Chips.clashes``). Without ``--chips`` too, a run that
   puts every case on each of its chips (one chip, ``--each-device``) and was stopped before some of the cases it
   selected is ``not_run`` on its chips for those (``Chips.stopped``), where another chip's record stood for them. A
   record of no device (a case settled before any chip ran it) is held to none. A chip, or a host, whose runs selected
@@ -57,6 +59,7 @@ class Chips:
     ran: tuple = ()                                 # the hosts the records ran on
     stopped: dict = field(default_factory=dict)     # case -> {chip: the file whose run there recorded no result}
     selecting: dict = field(default_factory=dict)   # chip -> [(run, shard index, count)] of each run on each chip
+    machines: dict = field(default_factory=dict)    # host -> {the boot id of a kernel its runs ran on: host names}
 
     @classmethod
     def of(cls, stores: Sequence, expected: Sequence[int] = ()) -> "Chips":
@@ -65,12 +68,19 @@ class Chips:
         selected (in its shard) and its file holds no record of (``stopped``: killed before it got there)."""
         from ..device.execute import parse_shard, shard_of
 
-        runs = {run.run_id: (str(run.info.get("host") or "?"), shown_chips(run.info.get("visible_devices")))
-                for stored in stores for run in stored.runs}
+        runs, spelt, machines = {}, {}, {}              # spelt: each host label in lower case -> its first spelling
+        for run in (run for stored in stores for run in stored.runs):
+            host = str(run.info.get("host") or "?")
+            host = spelt.setdefault(host.lower(), host)     # host names are no case's (DNS): CI-1 is ci-1
+            runs[run.run_id] = (host, shown_chips(run.info.get("visible_devices")))
+            if run.info.get("boot_id"):
+                machines.setdefault(host, {}).setdefault(str(run.info["boot_id"]), {})[
+                    str(run.info.get("machine") or "?")] = None
         hosts = {runs.get(record.run_id, ("?",))[0] for stored in stores for record in stored.results
                  if record.device}
-        asked = tuple(str(chip) for chip in expected)
-        chips = cls(runs, len(hosts) > 1 or names_hosts(asked), asked, ran=tuple(sorted(hosts)))  # labels hold the host
+        asked = tuple(_spelt(str(chip), spelt) for chip in expected)
+        chips = cls(runs, len(hosts) > 1 or names_hosts(asked), asked, ran=tuple(sorted(hosts)),  # labels hold the host
+                    machines=machines)
         if expected:
             _refuse_cluster(stores, chips.expected)
         for stored in stores:
@@ -144,6 +154,16 @@ class Chips:
                 f"{first_names(list(missing))}: a narrower -k or case list on its jobs?); --chips HOST:IDS naming each "
                 f"host reports each not_run there" for missing, hosts in lacking.items()]
 
+    def clashes(self) -> list[str]:
+        """A warning per host label whose runs ran on several machines: their kernels' boot ids differ
+        (``provenance.machine``: the containers of one machine share it), so ``PRMG_HOST`` set alike on two machines
+        (or a host name two share) merged their chips as one host's, chip 0 of one standing for chip 0 of the other
+        (``--chips 0-7`` green with half of each machine's chips untested)."""
+        return [f"host {visible(host)} names the runs of {len(boots)} machines (their kernels' boot ids differ; host "
+                f"names {', '.join(map(visible, dict.fromkeys(name for names in boots.values() for name in names)))}"
+                f"), whose chips merge as one host's: PRMG_HOST set alike on each? give each machine its own (or it "
+                f"rebooted between its jobs)" for host, boots in self.machines.items() if len(boots) > 1]
+
     def unnamed(self) -> list[str]:
         """Under ``--chips HOST:0-7``, a warning per host that ran cases and that it names no chip of: its records
         are held to no chip (its jobs' ``PRMG_HOST`` unset, so each container's host name, or misspelt?)."""
@@ -190,10 +210,11 @@ class Chips:
                                     for device in (record.device_statuses or {record.device: ""})):
             return record
         statuses = {self.label(record.run_id, device): status for device, status in record.device_statuses.items()}
-        message = _unprefixed(record)
+        warned = {self.label(record.run_id, device): warnings for device, warnings in record.device_warnings.items()}
+        message = unprefixed(record)
         where = where_prefix(statuses)
         devices = ",".join(self.label(record.run_id, device) for device in record.device.split(","))
-        return replace(record, device=devices, device_statuses=statuses,
+        return replace(record, device=devices, device_statuses=statuses, device_warnings=warned,
                        message=f"{where} {message}".strip() if where else message)
 
     def expected_of(self, name: str, entries: Sequence[Entry]) -> dict[str, str]:
@@ -209,6 +230,13 @@ class Chips:
         asked = [chip for chip in self.expected if hosts] if self.named else \
             [f"{host}/{chip}" if self.hosts else chip for host in hosts for chip in self.expected]
         return {**dict.fromkeys(asked, WHY_CHIPS), **self.stopped.get(name, {})}
+
+
+def _spelt(label: str, spelt: dict[str, str]) -> str:
+    """A chip's label of ``--chips`` (``a/0``, or an id) with its host as the runs first spelt it (``spelt``: lower
+    case -> spelling; ``--chips CI-1:0-7`` names host ci-1), or as it is when no run names it."""
+    host, slash, chip = label.rpartition("/")
+    return f"{spelt.get(host.lower(), host)}/{chip}" if slash else label
 
 
 def _ran_nowhere(record: CaseResult) -> bool:
@@ -242,11 +270,20 @@ ANY_CHIP = ""            # where a record of no device (a case settled before an
 
 
 def chips_of(record: CaseResult) -> dict[str, CaseResult]:
-    """Each chip ``record`` holds a status of -> the record as that chip's (its status there)."""
+    """Each chip ``record`` holds a status of -> the record as that chip's (its status and warnings there:
+    ``chip_warnings``)."""
     if record.device_statuses:
-        return {chip: replace(record, status=status, device=chip, device_statuses={})
-                for chip, status in record.device_statuses.items()}
+        warned = chip_warnings(record)
+        return {chip: replace(record, status=status, device=chip, device_statuses={}, device_warnings={},
+                              warnings=list(warned.get(chip, ()))) for chip, status in record.device_statuses.items()}
     return {record.device: record} if record.device else {}
+
+
+def chip_warnings(record: CaseResult) -> dict[str, list]:
+    """Each chip of a record of several (``device_statuses``) -> the warnings of its launches: its
+    ``device_warnings``, or in a record of an older prmg, which does not say which chip warned, the record's
+    warnings on every chip."""
+    return record.device_warnings or dict.fromkeys(record.device_statuses, record.warnings)
 
 
 def _not_run(record: CaseResult, message: str = "") -> CaseResult:
@@ -257,7 +294,7 @@ def _not_run(record: CaseResult, message: str = "") -> CaseResult:
                       **{key: getattr(record, key) for key in CASE_FIELDS})
 
 
-def _unprefixed(record: CaseResult) -> str:
+def unprefixed(record: CaseResult) -> str:
     """``record``'s message without the ``[failed on device 1; ...]`` that ``execute.combined`` put first."""
     where = where_prefix(record.device_statuses) if record.device_statuses else ""
     return record.message[len(where):].lstrip() if where and record.message.startswith(where) else record.message
@@ -317,7 +354,7 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
     standing = [record for view, record in picked.values() if view.status == worst]
     if standing:
         base = next((record for record in standing if record.status == worst), standing[0])
-        message = _unprefixed(base)
+        message = unprefixed(base)
     else:                               # the worst is a chip with no record: not run there
         base = _not_run(next(iter(picked.values()))[1] if picked else entries[0][1])     # (no record names a chip)
         asked = asked or id_ranges([chip for chip, why in (expected or {}).items() if why == WHY_CHIPS])
@@ -328,7 +365,9 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
             f"no results file holds a record of it there (--chips {asked})" if why == WHY_CHIPS else
             f"the run of {visible(why)} there selected it but recorded no result (stopped or killed before it?)")
             for why, chips in whys.items())
-    record = replace(base, status=worst, device=chips, device_statuses=statuses,
+    warned = {chip: view.warnings for chip, (view, _) in picked.items() if view.warnings}
+    record = replace(base, status=worst, device=chips, device_statuses=statuses, device_warnings=warned,
+                     warnings=list(dict.fromkeys(warning for warnings in warned.values() for warning in warnings)),
                      message=f"{where} {message}".strip() if where else message)
     return Combined(record, weighed, missing, any(len(items) > 1 for items in views.values()))
 

@@ -60,8 +60,8 @@ from ..judging.standards import standard_of
 from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ids, chip_ranges, exit_code, plural,
                        report_exit_code, visible)
 from ..writes import Output, check_outputs, same_file
-from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names
-from .chips import Chips, chip_order, chips_text, combine, missing_lines
+from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names, host_text
+from .chips import Chips, chip_order, chips_of, chips_text, combine, missing_lines, unprefixed
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -86,7 +86,8 @@ class Merged:
     chips_missing: dict = field(default_factory=dict)  # (chip, why) -> how many cases no record of it holds
     chips: list = field(default_factory=list)         # the chips the records name (``Chips.label``), in order
     narrower: list = field(default_factory=list)      # a warning per chip or host whose runs selected fewer cases,
-                                                      # per host --chips HOST:0-7 names none of (``Chips``)
+                                                      # per host --chips HOST:0-7 names none of, per host label
+                                                      # of several machines (``Chips``)
     changed: int = 0                                  # --cases cases changed since their record was made
     unreported: int = 0                               # cases a run selected that no file reports
 
@@ -150,7 +151,7 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
                                              for record in records)
     merged = Merged(chips=sorted({chip for entries in held.values() for _, record in entries
                                   for chip in chip_ids(record)}, key=chip_order),
-                    narrower=labels.narrower() + labels.narrower_hosts(stores) + labels.unnamed())
+                    narrower=labels.narrower() + labels.narrower_hosts(stores) + labels.unnamed() + labels.clashes())
     picked, weighed, asked = {}, {}, chips_text(labels.expected)
     for name, entries in held.items():
         together = combine(entries, lambda items: _pick(items, rule), rule, labels.expected_of(name, entries),
@@ -207,22 +208,31 @@ def merge(stores: Sequence[store.Stored], cases: Sequence | None = None, rule: s
 
 def strictly(record: CaseResult) -> CaseResult:
     """``record`` as ``prmg run --strict`` would have reported it (``execute.strict_status``: a pass or known defect
-    with a warning, a device memory leak's say, fails), each chip it holds a pass of failed with it (a record of
-    several chips does not say which chip warned)."""
-    from ..device.execute import RunSettings, strict_status
+    with a warning, a device memory leak's say, fails); of several chips, each chip as its own warnings hold it
+    (``chips.chip_warnings``: a leak on chip 1 fails chip 1 alone), the record's status then the worst of them."""
+    from ..device.execute import RunSettings, strict_status, where_prefix
 
-    failed = strict_status(record, RunSettings(toolkit=None, strict=True))
-    if failed is record or not record.device_statuses:
-        return failed
-    return replace(failed, device_statuses={chip: "failed" if status == record.status else status
-                                            for chip, status in record.device_statuses.items()})
+    settings = RunSettings(toolkit=None, strict=True)
+    if not record.device_statuses:
+        return strict_status(record, settings)
+    views = {chip: strict_status(view, settings) for chip, view in chips_of(record).items()}
+    statuses = {chip: view.status for chip, view in views.items()}
+    if statuses == record.device_statuses:
+        return record
+    worst = max(statuses.values(), key=lambda status: STATUSES[status].severity)
+    message = unprefixed(record) if worst == record.status else \
+        next(view.message for view in views.values() if view.status == worst)
+    where = where_prefix(statuses)
+    return replace(record, status=worst, device=",".join(chip for chip, status in statuses.items() if status == worst),
+                   device_statuses=statuses, message=f"{where} {message}".strip() if where else message)
 
 
 def shard_warnings(stores: Sequence[store.Stored], merged: Merged, strict: bool = False) -> list[str]:
     """The warnings of a merge about the runs it merges, each a line that ``prmg report --strict`` fails it on: the
     chips whose runs selected fewer cases than their host's other chips (``Chips.narrower``) or hosts than the
     others (``Chips.narrower_hosts``), the hosts that ran
-    cases and ``--chips HOST:0-7`` names none of (``Chips.unnamed``), each run the
+    cases and ``--chips HOST:0-7`` names none of (``Chips.unnamed``), the host labels of several machines
+    (``Chips.clashes``), each run the
     report weighs (``contributing``) that found a library preloaded ahead of the toolkit taking its calls, which
     ``prmg run --strict`` refuses (``linkage.interposer_warning``), and under ``strict`` (a gate's report) the runs
     that ran on the host emulator without naming it (``unasked_emulator``; without ``--strict`` a report of them is
@@ -413,7 +423,8 @@ def run_info(stores: Sequence[store.Stored], results: Sequence[CaseResult], allo
     if len(runners) > 1:
         location += f" (records from {' and '.join(runners)})"
     notes = [("run", f"{visible(path)}: {run.shard or 'every case'}, run {run.run_id[:8]}, started "
-                     f"{info.started or '?'} on {info.host or '?'}, {_devices(info.devices, info.visible_devices)}, "
+                     f"{info.started or '?'} on {host_text(info) or '?'}, "
+                     f"{_devices(info.devices, info.visible_devices)}, "
                      f"runner {info.runner}, standard {info.standard or '?'}{' (--strict)' if info.strict else ''}, "
                      f"SoC {info.soc or '?'}, toolkit {info.toolkit_version or '?'}, operator library "
                      f"{info.op_library or '?'}, kernel files "

@@ -25,6 +25,7 @@ def run_info(settings, devices: Sequence[int], soc: str = "", asked: str = "") -
 
     toolkit = settings.toolkit
     runner = runner_kind(toolkit)
+    machine, boot_id = provenance.machine()
     faults = tuple(f for f in os.environ.get("PRMG_EMU_FAULT", "").split(",") if f) if runner == "emulator" else ()
     return RunInfo(**provenance.operator_files(toolkit), runner=runner, location=str(toolkit.root),
                    op_library=str(toolkit.op_lib or ""), location_resolved=provenance.resolved(toolkit.root),
@@ -38,7 +39,8 @@ def run_info(settings, devices: Sequence[int], soc: str = "", asked: str = "") -
                    started=provenance.now(), faults=faults, strict=settings.strict,
                    fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
                    path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device,
-                   visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""), runner_asked=asked)
+                   visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""), runner_asked=asked,
+                   machine=machine, boot_id=boot_id)
 
 
 def _toolkit_version(toolkit) -> str:

@@ -268,7 +268,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     if checks:
         fields.append(checks)
     for label, value in (("soc", info.soc), ("toolkit", info.toolkit_version), ("driver", info.driver_version),
-                         ("host", info.host), ("started", info.started)):
+                         ("host", host_text(info)), ("started", info.started)):
         if value:
             fields.append((label, visible(value)))
     if info.opp:
@@ -284,6 +284,13 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
     fields += [(visible(label), visible(text)) for label, text in info.notes]
     fields.append(("prmg version", info.version or __version__))      # not "prmg: 0.1.0", read as a message
     return fields
+
+
+def host_text(info: RunInfo) -> str:
+    """The host a run recorded (``PRMG_HOST``'s label, or the host name), with the machine's host name beside a label
+    that is not it: ``ci-1 (machine 3f2a9c)``."""
+    return info.host + (f" (machine {info.machine})" if info.machine and info.host and info.machine != info.host
+                        else "")
 
 
 def modes_note(info: RunInfo) -> str:
