@@ -1134,6 +1134,28 @@ def test_no_command_writes_a_yaml_report_where_its_case_folder_would_read_it(tmp
     assert theirs.read_text() == CASE
 
 
+def test_a_report_to_dev_stderr_is_written_where_standard_error_stands(tmp_path):
+    """``--report json:/dev/stderr 2>> job.log``: the report goes where standard error stands, after the log's earlier
+    lines (the file /dev/stderr resolves to, replaced, lost them), and no ``wrote /dev/stderr`` is said of it. An
+    empty file named as a case file is not one: a report may be written over it."""
+    from prmg_cli import files
+    from prmg_cli.writes import wrote
+
+    log, saved = tmp_path / "job.log", os.dup(2)
+    log.write_text("before\n")
+    try:
+        with open(log, "a") as appended:
+            os.dup2(appended.fileno(), 2)
+        files.write_bytes("/dev/stderr", b"report\n")
+        said = wrote(["/dev/stderr"], "1 passed, 0 failed")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    assert (log.read_text(), said) == ("before\nreport\n", "1 passed, 0 failed")
+    (tmp_path / "touched.yaml").touch()
+    check_outputs([Output(str(tmp_path / "touched.yaml"))], {})
+
+
 def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
     """--save-failures DIR and dump --out DIR write DIR/CASE/: refused when an input lies in such a folder, or when
     DIR is a symlink, before any case runs."""
