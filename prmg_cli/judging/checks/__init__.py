@@ -112,8 +112,8 @@ def fold_checks(verdict, results: list[CheckResult], context: CheckContext, gold
             verdict.details.append(f"{result.name} skipped: {result.skipped}")
         elif result.note:
             verdict.warnings.append(f"{result.name} not run: {result.note}")
-        elif not result.passed:
-            verdict.fail("check", result.message)
+        elif not result.passed:         # a check of no value (not an oracle) fails beyond any wrong result
+            verdict.fail("check" if CHECKS[result.name].oracle else "behaviour", result.message)
         if not golden:
             verdict.warnings.extend(result.warnings)
     if golden or no_op(case) or any(result.judged and CHECKS[result.name].anchored for result in results):
