@@ -447,7 +447,7 @@ def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:
 # Characters shown escaped: controls (C0, DEL, C1), format characters such as bidi overrides,
 # surrogates, private use, unassigned code points (U+FFFE ...) and line/paragraph separators.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(char: str) -> str:
@@ -458,24 +458,26 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+def _hidden(char: str) -> bool:
+    """Whether ``visible`` writes ``char`` as an escape."""
+    return char in _NAMED_ESCAPES or unicodedata.category(char) in _HIDDEN_CATEGORIES
+
+
 def visible(text, *, keep_newlines: bool = False) -> str:
     """``text`` with every character that could change what a terminal or a reader shows (controls,
     escape sequences, newlines, bidi overrides, surrogates, unassigned code points) written as a
-    visible escape (``\\x1b``, ``\\n``, ``\\u202e``), and backslashes doubled, so nothing read from a
-    file can clear a screen, forge a line or hide text. ``keep_newlines`` leaves ``\\n`` as it is (for
-    multi-line blocks whose lines are all prmg's)."""
+    visible escape (``\\x1b``, ``\\n``, ``\\u202e``), so nothing read from a file can clear a screen, forge
+    a line or hide text. Text with none of them is returned as it is, a backslash included (a Windows path, a
+    value as the user typed it: ``C:\\fp16``); where one is escaped, backslashes are doubled, so an escape prmg
+    wrote is told from the same text typed. Its own output has none, so ``visible`` of it is itself.
+    ``keep_newlines`` leaves ``\\n`` as it is (for multi-line blocks whose lines are all prmg's)."""
     text = str(text)
-    if text.isprintable() and "\\" not in text:      # no character of a hidden category (all are Other or Separator)
+    if text.isprintable():                       # no character of a hidden category (all are Other or Separator)
         return text
-    out = []
-    for char in text:
-        if char == "\n" and keep_newlines:
-            out.append(char)
-        elif char in _NAMED_ESCAPES or unicodedata.category(char) in _HIDDEN_CATEGORIES:
-            out.append(_escape(char))
-        else:
-            out.append(char)
-    return "".join(out)
+    escaped = [_escape(char) if _hidden(char) and not (char == "\n" and keep_newlines) else char for char in text]
+    if all(len(char) == 1 for char in escaped):
+        return text
+    return "".join("\\\\" if char == "\\" else char for char in escaped)
 
 
 def visible_html(text) -> str:

@@ -219,7 +219,22 @@ def test_a_key_with_a_newline_cannot_forge_a_second_line(tmp_path):
     error = refused([path], "unknown key 'dtype\\nprmg: all passed'")
     assert error.field == "dtype\\nprmg: all passed"             # quoted once, by the message: field '...'
     invisible = write(tmp_path, "i.yaml", CASE + '  "dt\\u200bype": 1\n')
-    refused([invisible], "case 'c': field 'dt\\u200bype': unknown key 'dt\\u200bype' (")  # the CLI escapes it once more
+    refused([invisible], "case 'c': field 'dt\\u200bype': unknown key 'dt\\u200bype' (")
+
+
+def test_an_error_shows_a_value_as_the_user_typed_it_quoted_once(tmp_path):
+    """A backslash reads as typed (repr and the CLI's escaping made ``'C:\\fp16'`` four backslashes), a tab as one
+    escape, text in a list alike."""
+    path = write(tmp_path, "v.yaml", "- {name: a, shape: [1, 1, 1, 8], dtype: 'C:\\fp16'}\n"
+                                     '- {name: b, shape: [1, 1, 1, 8], dtype: "it\'s\\t"}\n'
+                                     "- {name: c, shape: [1, 1, 1, 8], dtype: ['C:\\a', 2]}\n")
+    result = prmg_forked("validate", path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"prmg: error: {path}: case 'a': field 'dtype': unknown dtype 'C:\\fp16' (valid: float32, float16, bfloat16)",
+        f"prmg: error: {path}: case 'b': field 'dtype': unknown dtype \"it's\\t\" (valid: float32, float16, bfloat16)",
+        f"prmg: error: {path}: case 'c': field 'dtype': expected a dtype name, got a list ['C:\\a', 2] (valid: "
+        "float32, float16, bfloat16)"]
 
 
 # ----------------------------------------------------------------------------------------------
