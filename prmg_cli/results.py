@@ -32,6 +32,9 @@ from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAME
 
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
+# A line of a file prmg wrote as JSON: its schema first (``record_schema``); those of a results file (reports.store).
+_RECORD = re.compile(r'\s*\{\s*"schema"\s*:\s*"(prmg\.[a-z]+/[0-9]+)"')
+RESULTS_SCHEMAS = ("prmg.run/", "prmg.result/")
 # The longest time prmg takes as a limit (``--timeout``) or keeps in a record (a case's duration, its kernel and
 # stage times): 10**9 s, about 32 years. A stored time beyond it (or negative, or not finite) is no time prmg took.
 MAX_SECONDS = 10**9
@@ -486,3 +489,9 @@ def visible_html(text) -> str:
     import html                                  # here: only the HTML pages need it
 
     return html.escape(visible(text), quote=True)
+
+
+def record_schema(text: str) -> str | None:
+    """The schema of the JSON record ``text`` starts with when prmg wrote it (``prmg.result/3``), else None."""
+    match = _RECORD.match(text)
+    return match[1] if match else None

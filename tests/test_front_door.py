@@ -1146,7 +1146,13 @@ def test_no_command_writes_a_yaml_report_where_its_case_folder_would_read_it(tmp
     theirs = write(tmp_path, "theirs.yaml", CASE)
     one_error_line(prmg_here("report", results, "-o", theirs), "cannot write the report: the file exists and is "
                    "named as a case file is (.yaml, .yml): prmg writes no report in YAML, so it is not replaced")
-    assert theirs.read_text() == CASE
+    # ... nor one named otherwise that starts as a case file does, nor another run's results (replaced, exit 0)
+    named, other = write(tmp_path, "mine.txt", "# mine\n" + CASE), write(tmp_path, "other.jsonl", results.read_text())
+    one_error_line(prmg_here("report", results, "-o", named), "the file exists and starts as a case file does")
+    one_error_line(prmg_here("run", theirs, "--runner", "emulator", "--results", named), "starts as a case file")
+    for args in (["report", results, "--report", f"json:{other}"], ["gen-case", "--shape", "1,1,1,8", "-o", other]):
+        one_error_line(prmg_here(*args), f"{other}: cannot write the ", "the file exists and holds a run's results")
+    assert (theirs.read_text(), named.read_text(), other.read_text()) == (CASE, "# mine\n" + CASE, results.read_text())
 
 
 def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
