@@ -470,17 +470,14 @@ def visible(text, *, keep_newlines: bool = False) -> str:
     """``text`` with every character that could change what a terminal or a reader shows (controls,
     escape sequences, newlines, bidi overrides, surrogates, unassigned code points) written as a
     visible escape (``\\x1b``, ``\\n``, ``\\u202e``), so nothing read from a file can clear a screen, forge
-    a line or hide text. Text with none of them is returned as it is, a backslash included (a Windows path, a
-    value as the user typed it: ``C:\\fp16``); where one is escaped, backslashes are doubled, so an escape prmg
-    wrote is told from the same text typed. Its own output has none, so ``visible`` of it is itself.
-    ``keep_newlines`` leaves ``\\n`` as it is (for multi-line blocks whose lines are all prmg's)."""
+    a line or hide text; the rest as it is, a backslash included (a Windows path, a value as the user typed it:
+    ``C:\\fp16``, not ``C:\\\\fp16``). Its output has no such character, so ``visible`` of it is itself: a value
+    escaped once (``fields.show``) in a message escaped again as a whole reads the same. ``keep_newlines`` leaves
+    ``\\n`` as it is (for multi-line blocks whose lines are all prmg's)."""
     text = str(text)
     if text.isprintable():                       # no character of a hidden category (all are Other or Separator)
         return text
-    escaped = [_escape(char) if _hidden(char) and not (char == "\n" and keep_newlines) else char for char in text]
-    if all(len(char) == 1 for char in escaped):
-        return text
-    return "".join("\\\\" if char == "\\" else char for char in escaped)
+    return "".join(_escape(char) if _hidden(char) and not (char == "\n" and keep_newlines) else char for char in text)
 
 
 def visible_html(text) -> str:

@@ -864,7 +864,7 @@ def test_text_reports_keep_control_characters_off_the_terminal():
 
 @pytest.mark.parametrize("text, shown", [
     ("plain name", "plain name"), ("a\nb", "a\\nb"), ("\x1b[2J", "\\x1b[2J"), ("tab\there", "tab\\there"),
-    ("back\\slash", "back\\slash"), ("back\\slash\n", "back\\\\slash\\n"), ("bidi\u202eevil", "bidi\\u202eevil"),
+    ("back\\slash", "back\\slash"), ("back\\slash\n", "back\\slash\\n"), ("bidi\u202eevil", "bidi\\u202eevil"),
     ("\ufffe", "\\ufffe"),
     ("caf\u00e9 \u4e2d", "caf\u00e9 \u4e2d"), ("\x85next", "\\x85next"), ("\U000e0041tag", "\\U000e0041tag"),
 ])
