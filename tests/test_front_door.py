@@ -1507,6 +1507,9 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
         assert piped.returncode == 0 and json.loads(piped.stdout)["summary"], piped.stderr
     piped = prmg_forked("report", a, "--report", "json:/dev/stderr")    # standard error (a log file: not replaced)
     assert piped.returncode == 0 and json.loads(piped.stderr)["summary"] and piped.stdout == "1 passed, 0 failed\n"
+    ran = prmg_forked("run", ROOT / "cases" / "worked_example.yaml", "--runner", "emulator", "--report",
+                      "json:/dev/stderr")             # the one report, no not-finished one before it (two documents)
+    assert ran.returncode == 0 and json.loads(ran.stderr[ran.stderr.index("{"):])["summary"]["passed"] == 1, ran.stderr
     with pytest.raises(PrmgError, match="cannot write the dump: it is a symlink"):     # a folder: not written there
         check_outputs([Output("/dev/stderr", "dump", FOLDER)], {})
     written = prmg_forked("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")

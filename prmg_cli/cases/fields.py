@@ -59,7 +59,8 @@ SHOW_LIMIT = 60
 # A case name or tag: letters, digits, '_', '.', '-', and not only dots ('.' and '..' name folders).
 NAME_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]+")
 MAX_NAME_LENGTH = 200
-WORD = "ASCII letters, digits, '_', '.', '-'; not only dots"     # what ``is_word`` takes, as messages say it
+# What ``is_word`` takes, as messages say it (a 300-letter host label read as a wrong character without the length)
+WORD = f"ASCII letters, digits, '_', '.', '-'; not only dots; at most {MAX_NAME_LENGTH} characters"
 MAX_SLICE_VALUES = 16             # values of a partial_slice list of another length than 2
 MAX_OFFSET = 2**32                # a view's storage offset, in elements
 
