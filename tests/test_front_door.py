@@ -1150,9 +1150,12 @@ def test_no_command_writes_a_yaml_report_where_its_case_folder_would_read_it(tmp
     named, other = write(tmp_path, "mine.txt", "# mine\n" + CASE), write(tmp_path, "other.jsonl", results.read_text())
     one_error_line(prmg_here("report", results, "-o", named), "the file exists and starts as a case file does")
     one_error_line(prmg_here("run", theirs, "--runner", "emulator", "--results", named), "starts as a case file")
+    notes = write(tmp_path, "notes.json", "{}\n")      # results appended to another file made it neither
+    one_error_line(prmg_here("run", theirs, "--runner", "emulator", "--results", notes), "holds no run's results")
     for args in (["report", results, "--report", f"json:{other}"], ["gen-case", "--shape", "1,1,1,8", "-o", other]):
         one_error_line(prmg_here(*args), f"{other}: cannot write the ", "the file exists and holds a run's results")
-    assert (theirs.read_text(), named.read_text(), other.read_text()) == (CASE, "# mine\n" + CASE, results.read_text())
+    assert (theirs.read_text(), named.read_text(), other.read_text(), notes.read_text()) == \
+        (CASE, "# mine\n" + CASE, results.read_text(), "{}\n")
 
 
 def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):

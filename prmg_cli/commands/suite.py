@@ -321,7 +321,8 @@ def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
 
     results = request.results or request.resume
     outputs = [Output(target.path) for target in targets if target.path]
-    outputs += [Output(results, "results file", APPEND)] if results else []
+    read = bool(request.resume) and same_file(request.resume, results)      # the reader says what is wrong with it
+    outputs += [Output(results, "results file", APPEND, read=read)] if results else []
     if request.save_failures:                 # DIR/CASE/, or DIR/PATH/CASE/ for a runner of several paths (aclnn+geir)
         names = (*(case.name for case in cases), *(request.runner.split("+") if "+" in request.runner else ()))
         outputs.append(Output(request.save_failures, "failure artifacts", FOLDER, names))
