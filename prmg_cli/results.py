@@ -247,6 +247,7 @@ class RunInfo:
     each_device: bool = False   # --each-device: every case ran on every device of ``devices``
     visible_devices: str = ""   # ASCEND_RT_VISIBLE_DEVICES: the host's chips the runtime showed (its ids count them)
     preloaded: tuple = ()       # the libraries preloaded ahead of the toolkit, each with what it interposes (linkage)
+    runner_asked: str = ""      # --runner as the run asked for it (auto, aclnn, emulator...; "": an older run's record)
     # ``location`` and ``op_library`` with links resolved (``.../latest`` -> ``.../8.0.RC2``): what the settings key
     # (``run_record.recorded_settings``); "" in a record of an older prmg, whose settings hold them as named
     location_resolved: str = ""

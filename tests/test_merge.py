@@ -158,6 +158,15 @@ def test_an_emulator_shard_and_a_toolkit_shard_are_no_one_report(tmp_path):
     assert "MIXED SETTINGS: " in " ".join(result.stdout.split())
     allowed = [argument for key in named for argument in ("--allow-mixed", key)]
     assert prmg_here("report", *shards, *allowed).returncode == 0
+    auto = tmp_path / "auto.jsonl"          # session 18: --runner auto fell back to the emulator (no toolkit mounted)
+    assert prmg_forked("run", cases, "--shard", "2/2", "--results", auto).returncode == 0
+    warning = (f"prmg: warning: the runs of 1 results file ({auto}) ran on the host emulator, not an NPU, without "
+               f"naming it (--runner auto picked it: no CANN toolkit found); a gate names --runner aclnn, and --runner "
+               f"emulator says the emulator is meant")          # --runner emulator's shard says it is meant
+    for strict in ((), ("--strict",)):     # a report --strict of them was green; one without is the emulator's user's
+        fell = prmg_here("report", shards[0], auto, *strict, "--report", "json")
+        assert fell.returncode == len(strict) and (warning in fell.stderr.splitlines()) == bool(strict), fell.stderr
+        assert json.loads(fell.stdout)["summary"]["warned"] == [warning.removeprefix("prmg: warning: ")] * len(strict)
 
 
 def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):

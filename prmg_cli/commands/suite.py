@@ -413,7 +413,7 @@ def run_suite(request) -> int:
         if writer is not None:
             writer.close()
         raise
-    run = _Run(cases, writer, request, run_record.run_info(settings, devices))
+    run = _Run(cases, writer, request, run_record.run_info(settings, devices, asked=request.runner))
     unwritten: PrmgError | None = None
     handlers = {signum: signal.signal(signum, run.on_signal) for signum in STOP_SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}      # ignored (a background job's Ctrl-C): kept so
