@@ -529,9 +529,11 @@ def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulato
 def test_a_wrong_result_defect_excuses_nothing_beyond_its_wrong_elements(emulator, monkeypatch, tmp_path):
     """Wrong kernels round 9: a case marked ``known_defect: {result: wrong, pattern: last_row}`` was xfailed under
     ``--strict``, exit 0, when its kernel also moved between launches (``nondeterministic`` under ``--check
-    determinism``: a check that judges no value fails beyond any wrong result, ``behaviour``) or rounded toward +inf
-    outside the last row (``round_up``: the error balance of a failed result was never counted; the elements outside
-    the pattern are now judged as a passing result is). The defect alone stays an xfail, sample failing on its row."""
+    determinism``: a check that judges no value fails beyond any wrong result), when its forward negated sin
+    (``fwd_sign`` under ``--check adjoint``: adjoint failing in rows the golden passes is the other operator wrong;
+    both ``unexplained``), or when it rounded toward +inf outside the last row (``round_up``: the error balance of a
+    failed result was never counted; the elements outside the pattern are now judged as a passing result is). The
+    defect alone stays an xfail, sample and adjoint failing on its row."""
     from prmg_cli.device.acl import AclSession
     from prmg_cli.cases.loader import load_cases
     from prmg_cli.device.execute import RunSettings, run_case
@@ -542,7 +544,8 @@ def test_a_wrong_result_defect_excuses_nothing_beyond_its_wrong_elements(emulato
     case = load_cases([str(path)])[0]
     with AclSession(emulator, 0) as session:            # the emulator reads PRMG_EMU_FAULT at each call
         for fault, checks, status, said in (
-                ("skip_last_row", ("determinism", "sample"), "xfailed", "known defect (the last row"),
+                ("skip_last_row", ("determinism", "sample", "adjoint"), "xfailed", "known defect (the last row"),
+                ("skip_last_row,fwd_sign", ("adjoint",), "failed", "adjoint: <F x, dy> and <x, B dy> differ"),
                 ("skip_last_row,nondeterministic", ("determinism",), "failed", "determinism: 2 launches of the same "
                                                                                "inputs differ"),
                 ("skip_last_row,round_up", (), "failed", "--strict: outside the known defect's pattern last_row: "

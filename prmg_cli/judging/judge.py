@@ -89,8 +89,9 @@ PROBLEM_KINDS = {
                 "after a refusal, on any launch",
     "result": "the slice is wrong by the case's standard",
     "check": "a golden-free check failed",
-    "behaviour": "a check that judges no value failed (determinism: launches of the same inputs differ), which no "
-                 "wrong-result known defect explains",
+    "unexplained": "a golden-free check failed where the golden finds the result right (adjoint in a row the golden "
+                   "passes: the other operator wrong there) or judged no value (determinism: launches differ), which "
+                   "no wrong-result known defect explains",
     "unjudged": "without the golden, no check of correctness judged the slice",
     "defect_bound": "the slice is wrong beyond what the case's wrong-result known defect bounds",
 }
