@@ -331,8 +331,8 @@ def emulated(monkeypatch):
 
 
 @pytest.mark.parametrize("soc, build", [("Ascend950PR_9589", "2b888cdb"), ("Ascend910B2", "2b888cdb"),
-                                        ("Ascend910_9391", ""), ("Ascend950DT_9591", "e9f0541c"),
-                                        ("Ascend960DT_0001", "base")])
+                                        ("Ascend910_9391", ""), ("Ascend910_9599", "e9f0541c"),
+                                        ("Ascend960DT_0001", "base"), ("Ascend910B", "")])
 def test_the_emulator_and_the_model_agree_on_every_chip_and_build(emulator, emulated, soc, build):
     """Every shipped negative case and forward case, and the slice lists, launched on the emulator playing ``soc``
     and ``build``: the first phase returns what the constraint model predicts there (561003 for an operator the
@@ -466,6 +466,21 @@ def test_graph_mode_holds_a_build_dependent_case_to_graph_modes_own_table():
     aclnn = build_dependent(case, failed, {"status"}, unknown, Outcome(GE_FAILED, "aclnnInplacePartialRotaryMulGrad"
                                                                         "GetWorkspaceSize"), TODAY)
     assert aclnn.status == "failed"
+
+
+def test_chips_are_filed_as_opbase_files_their_kernels():
+    """opbase's ``OpKernelLib::GetSocPath``: the whole name "Ascend910B" is an A1 chip (ascend910/), which neither op
+    definition lists, not an A2 Ascend910B1..B4 (a forward run there stopped nowhere and was judged by the A2 rules);
+    "Ascend910_95..." is the 950 under its other name (it stopped as no chip prmg knew). The emulator agrees above."""
+    from prmg_cli.ops.constraints import check_chip
+    from prmg_cli.ops.targets import soc_family
+
+    names = ("Ascend910B", "Ascend910B2", "Ascend910B4-1", "Ascend910_9599", "Ascend910_9391", "Ascend910ProB")
+    assert [soc_family(name) for name in names] == ["ascend910", "ascend910b", "ascend910b", "ascend950",
+                                                    "ascend910_93", None]
+    with pytest.raises(PrmgError, match=r"^the device is an Ascend910B \(ascend910\): InplacePartialRotaryMul's op"):
+        check_chip([case_of(op="forward")], "Ascend910B")
+    check_chip([case_of(), case_of(op="forward")], "Ascend910_9599")
 
 
 def test_a_run_on_a_chip_without_the_grad_stops_in_one_line():

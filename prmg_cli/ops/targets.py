@@ -2,7 +2,8 @@
 the operator library.
 
 **Chips.** ``aclrtGetSocName`` names the chip (``Ascend950PR_9589``, ``Ascend910B2``, ``Ascend910_9391`` ...);
-its op-definition family (``soc_family``) is the ``SOC_FAMILIES`` entry of the longest prefix of the name. An
+its op-definition family (``soc_family``) is, as opbase's ``OpKernelLib::GetSocPath`` finds the kernels' folder, its
+``SOC_NAMES`` entry when the whole name is one, else the ``SOC_FAMILIES`` entry of the longest prefix of the name. An
 operator runs only on the families its op definition lists (``OperatorSpec.socs``, ``constraints.check_chip``;
 ops-transformer's ``op_host/*_def.cpp`` ``AddConfig``): the grad on ascend950 and ascend960dt, the forward also on
 ascend350 and on the A2/A3 chips (ascend910b, ascend910_93), where its tiling has other rules (``ops/forward.py``).
@@ -23,9 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-# aclrtGetSocName prefix -> op-definition family (AddConfig names); the longest matching prefix wins.
-SOC_FAMILIES = {"Ascend950": "ascend950", "Ascend960": "ascend960dt", "Ascend350": "ascend350",
-                "Ascend910B": "ascend910b", "Ascend910_93": "ascend910_93"}
+# aclrtGetSocName prefix -> op-definition family (AddConfig names); the longest matching prefix wins. Ascend910_95 is
+# the 950's other name (opbase's socOpMapV2 and SocVersion::ASCEND950 = ASCEND910_95; GE's DEV_TYPE_950).
+SOC_FAMILIES = {"Ascend950": "ascend950", "Ascend910_95": "ascend950", "Ascend960": "ascend960dt",
+                "Ascend350": "ascend350", "Ascend910B": "ascend910b", "Ascend910_93": "ascend910_93"}
+# Whole names a prefix above would misfile: "Ascend910B" (no digit) is an A1 chip, an Ascend 910 as Ascend910A and
+# Ascend910ProB are, not an A2 Ascend910B1..B4: opbase's socOpMap files its kernels under ascend910/ (hicann/opbase
+# op_kernel_lib.cpp; GE's IsSocVersion910 and DEV_TYPE_910 agree), a family neither operator's op definition lists.
+SOC_NAMES = {"Ascend910B": "ascend910"}
 REFERENCE_SOC = "ascend950"           # the chip case files' expectations are written for
 ASCEND = "Ascend"                     # every Ascend chip's name starts so (another name: a runner without a chip)
 MEMBASE_SOCS = frozenset({"ascend910b", "ascend910_93"})     # A2, A3: the forward's membase tiling
@@ -68,8 +74,10 @@ class Target:
 
 
 def soc_family(name: str) -> str | None:
-    """The op-definition family of chip ``name`` (the ``SOC_FAMILIES`` entry of its longest prefix); None for ""
-    or a chip no entry names."""
+    """The op-definition family of chip ``name`` (its ``SOC_NAMES`` entry, else the ``SOC_FAMILIES`` entry of its
+    longest prefix); None for "" or a chip no entry names."""
+    if name in SOC_NAMES:
+        return SOC_NAMES[name]
     prefixes = [prefix for prefix in SOC_FAMILIES if name.startswith(prefix)]
     return SOC_FAMILIES[max(prefixes, key=len)] if prefixes else None
 

@@ -261,10 +261,12 @@ soc_kind emulated_soc(const char **name)
     static const struct {
         const char *prefix;
         soc_kind kind;
-    } KINDS[] = {{"Ascend950", SOC_950}, {"Ascend960", SOC_960}, {"Ascend350", SOC_350},
-                 {"Ascend910B", SOC_MEMBASE}, {"Ascend910_93", SOC_MEMBASE}};
+    } KINDS[] = {{"Ascend950", SOC_950}, {"Ascend910_95", SOC_950}, {"Ascend960", SOC_960},
+                 {"Ascend350", SOC_350}, {"Ascend910B", SOC_MEMBASE}, {"Ascend910_93", SOC_MEMBASE}};
     const char *chosen = getenv("PRMG_EMU_SOC");
     *name = chosen != NULL && *chosen != '\0' ? chosen : DEFAULT_SOC_NAME;
+    if (strcmp(*name, "Ascend910B") == 0)     /* no digit: an A1 Ascend 910 (opbase's socOpMap: ascend910/) */
+        return SOC_OTHER;
     for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
         if (strncmp(*name, KINDS[i].prefix, strlen(KINDS[i].prefix)) == 0)
             return KINDS[i].kind;

@@ -191,8 +191,8 @@ EMU_FAULT_RECORD void prmg_emu_record_faults(fault_set faults);
 int supported_modes(unsigned *mode_mask);
 
 /* The chip the operators run on, from PRMG_EMU_SOC (default DEFAULT_SOC_NAME), by its name's prefix:
- * the 950 family's regbase tiling (Ascend950, Ascend960, Ascend350), the A2/A3 membase tiling (Ascend910B,
- * Ascend910_93), or another chip. *name is the chip's name. */
+ * the 950 family's regbase tiling (Ascend950 or its other name Ascend910_95, Ascend960, Ascend350), the A2/A3
+ * membase tiling (Ascend910B1..., Ascend910_93), or another chip (the A1 "Ascend910B", whole). *name is its name. */
 typedef enum { SOC_950, SOC_960, SOC_350, SOC_MEMBASE, SOC_OTHER } soc_kind;
 soc_kind emulated_soc(const char **name);
 
