@@ -219,7 +219,22 @@ def test_a_key_with_a_newline_cannot_forge_a_second_line(tmp_path):
     error = refused([path], "unknown key 'dtype\\nprmg: all passed'")
     assert error.field == "dtype\\nprmg: all passed"             # quoted once, by the message: field '...'
     invisible = write(tmp_path, "i.yaml", CASE + '  "dt\\u200bype": 1\n')
-    refused([invisible], "case 'c': field 'dt\\u200bype': unknown key 'dt\\u200bype' (")  # the CLI escapes it once more
+    refused([invisible], "case 'c': field 'dt\\u200bype': unknown key 'dt\\u200bype' (")
+
+
+def test_an_error_shows_a_value_as_the_user_typed_it_quoted_once(tmp_path):
+    """A backslash reads as typed (repr and the CLI's escaping made ``'C:\\fp16'`` four backslashes), a tab as one
+    escape, text in a list alike."""
+    path = write(tmp_path, "v.yaml", "- {name: a, shape: [1, 1, 1, 8], dtype: 'C:\\fp16'}\n"
+                                     '- {name: b, shape: [1, 1, 1, 8], dtype: "it\'s\\t"}\n'
+                                     "- {name: c, shape: [1, 1, 1, 8], dtype: ['C:\\a', 2]}\n")
+    result = prmg_forked("validate", path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"prmg: error: {path}: case 'a': field 'dtype': unknown dtype 'C:\\fp16' (valid: float32, float16, bfloat16)",
+        f"prmg: error: {path}: case 'b': field 'dtype': unknown dtype \"it's\\t\" (valid: float32, float16, bfloat16)",
+        f"prmg: error: {path}: case 'c': field 'dtype': expected a dtype name, got a list ['C:\\a', 2] (valid: "
+        "float32, float16, bfloat16)"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1131,7 +1146,16 @@ def test_no_command_writes_a_yaml_report_where_its_case_folder_would_read_it(tmp
     theirs = write(tmp_path, "theirs.yaml", CASE)
     one_error_line(prmg_here("report", results, "-o", theirs), "cannot write the report: the file exists and is "
                    "named as a case file is (.yaml, .yml): prmg writes no report in YAML, so it is not replaced")
-    assert theirs.read_text() == CASE
+    # ... nor one named otherwise that starts as a case file does, nor another run's results (replaced, exit 0)
+    named, other = write(tmp_path, "mine.txt", "# mine\n" + CASE), write(tmp_path, "other.jsonl", results.read_text())
+    one_error_line(prmg_here("report", results, "-o", named), "the file exists and starts as a case file does")
+    one_error_line(prmg_here("run", theirs, "--runner", "emulator", "--results", named), "starts as a case file")
+    notes = write(tmp_path, "notes.json", "{}\n")      # results appended to another file made it neither
+    one_error_line(prmg_here("run", theirs, "--runner", "emulator", "--results", notes), "holds no run's results")
+    for args in (["report", results, "--report", f"json:{other}"], ["gen-case", "--shape", "1,1,1,8", "-o", other]):
+        one_error_line(prmg_here(*args), f"{other}: cannot write the ", "the file exists and holds a run's results")
+    assert (theirs.read_text(), named.read_text(), other.read_text(), notes.read_text()) == \
+        (CASE, "# mine\n" + CASE, results.read_text(), "{}\n")
 
 
 def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
@@ -1486,6 +1510,9 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
         assert piped.returncode == 0 and json.loads(piped.stdout)["summary"], piped.stderr
     piped = prmg_forked("report", a, "--report", "json:/dev/stderr")    # standard error (a log file: not replaced)
     assert piped.returncode == 0 and json.loads(piped.stderr)["summary"] and piped.stdout == "1 passed, 0 failed\n"
+    ran = prmg_forked("run", ROOT / "cases" / "worked_example.yaml", "--runner", "emulator", "--report",
+                      "json:/dev/stderr")             # the one report, no not-finished one before it (two documents)
+    assert ran.returncode == 0 and json.loads(ran.stderr[ran.stderr.index("{"):])["summary"]["passed"] == 1, ran.stderr
     with pytest.raises(PrmgError, match="cannot write the dump: it is a symlink"):     # a folder: not written there
         check_outputs([Output("/dev/stderr", "dump", FOLDER)], {})
     written = prmg_forked("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")

@@ -158,6 +158,15 @@ def test_an_emulator_shard_and_a_toolkit_shard_are_no_one_report(tmp_path):
     assert "MIXED SETTINGS: " in " ".join(result.stdout.split())
     allowed = [argument for key in named for argument in ("--allow-mixed", key)]
     assert prmg_here("report", *shards, *allowed).returncode == 0
+    auto = tmp_path / "auto.jsonl"          # session 18: --runner auto fell back to the emulator (no toolkit mounted)
+    assert prmg_forked("run", cases, "--shard", "2/2", "--results", auto).returncode == 0
+    warning = (f"prmg: warning: the runs of 1 results file ({auto}) ran on the host emulator, not an NPU, without "
+               f"naming it (--runner auto picked it: no CANN toolkit found); a gate names --runner aclnn, and --runner "
+               f"emulator says the emulator is meant")          # --runner emulator's shard says it is meant
+    for strict in ((), ("--strict",)):     # a report --strict of them was green; one without is the emulator's user's
+        fell = prmg_here("report", shards[0], auto, *strict, "--report", "json")
+        assert fell.returncode == len(strict) and (warning in fell.stderr.splitlines()) == bool(strict), fell.stderr
+        assert json.loads(fell.stdout)["summary"]["warned"] == [warning.removeprefix("prmg: warning: ")] * len(strict)
 
 
 def test_a_missing_shard_and_a_killed_run_are_not_run_without_cases(tmp_path):
@@ -1004,7 +1013,8 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     assert other.returncode == 1 and "prmg: warning: host ci-1 ran cases and --chips ci-2:0,2 names no chip of it" \
         in other.stderr, other.stderr
     assert prmg_here("run", SMOKE, env={"PRMG_HOST": "ci/1"}).stderr == \
-        "prmg: error: PRMG_HOST: 'ci/1' is no host label (ASCII letters, digits, '_', '.', '-'; not only dots)\n"
+        "prmg: error: PRMG_HOST: 'ci/1' is no host label (ASCII letters, digits, '_', '.', '-'; not only dots; at " \
+        "most 200 characters)\n"
     killed = tmp_path / "killed0.jsonl"                 # chip 0's job killed after its first case: without --chips
     killed.write_text("".join(jobs[0].read_text().splitlines(keepends=True)[:2]))     # its run record says so
     stopped = prmg_here("report", killed, jobs[2])
@@ -1086,7 +1096,7 @@ def test_chips_and_devices_take_ranges():
 
     assert chips_request("ci-1:0-1,3,ci-2:2") == ("ci-1/0", "ci-1/1", "ci-1/3", "ci-2/2")
     assert chips_request("0-1") == (0, 1) and chips_request(None) == ()
-    word = r"is no host label \(ASCII letters, digits, '_', '\.', '-'; not only dots\)$"
+    word = r"is no host label \(ASCII letters, digits, '_', '\.', '-'; not only dots; at most 200 characters\)$"
     for text, why in (("0,a:1", "^--chips 0,a:1: 0 names no host while a:1 does: name the host of every list"),
                       (":0", f"^--chips :0: '' {word}"), ("a b:0", f"^--chips a b:0: 'a b' {word}"),
                       ("a:b:0", f"^--chips a:b:0: 'a:b' {word}"), ("a:all", "^--chips a:all: a report cannot ask"),

@@ -31,7 +31,8 @@ OPTIONS = (
            "them is not_run there (exit 1), and each such chip is named on stderr.", "[HOST:]IDS"),
     Option("strict", ("--strict",), False, "As prmg run --strict: a record's warning fails its case (a device "
            "memory leak), and so does each warning of the runs merged (a chip whose runs selected fewer cases than "
-           "its host's others, a run with a preloaded library taking the toolkit's calls), named in every report; "
+           "its host's others, a run with a preloaded library taking the toolkit's calls, a run on the host emulator "
+           "without --runner emulator), named in every report; "
            "exit 1. Runs with and without --strict are then alike.", kind=bool),
     VERBOSE, WIDE,
 )

@@ -38,7 +38,8 @@ hosts, or a run finished earlier), in any format of ``outputs.OUTPUTS``.
   it as ``--each-device`` does), and the stamps of libraries and kernel files are compared as two hosts installing
   the same package have them (``_like``: size and mtime).
 - **Strict** (``--strict``, a gate's): a record's warning fails its case as ``prmg run --strict`` fails it
-  (``strictly``), and each warning of the merge about its runs (``shard_warnings``) fails the report: ``STRICT`` in
+  (``strictly``), and each warning of the merge about its runs (``shard_warnings``: a run on the host emulator that
+  did not name it among them) fails the report: ``STRICT`` in
   the header, ``warned`` in the JSON summary, an ``error`` test in JUnit. A difference ``--allow-mixed`` names is
   intended, no warning; so is ``--strict`` differing between the runs (each record is held as ``--strict`` holds it).
 - **Exit codes** as ``prmg run``: 0 when every reported case is ok, 1 otherwise (``not_run`` included, runs
@@ -217,21 +218,46 @@ def strictly(record: CaseResult) -> CaseResult:
                                             for chip, status in record.device_statuses.items()})
 
 
-def shard_warnings(stores: Sequence[store.Stored], merged: Merged) -> list[str]:
+def shard_warnings(stores: Sequence[store.Stored], merged: Merged, strict: bool = False) -> list[str]:
     """The warnings of a merge about the runs it merges, each a line that ``prmg report --strict`` fails it on: the
     chips whose runs selected fewer cases than their host's other chips (``Chips.narrower``) or hosts than the
     others (``Chips.narrower_hosts``), the hosts that ran
-    cases and ``--chips HOST:0-7`` names none of (``Chips.unnamed``), and each run the
+    cases and ``--chips HOST:0-7`` names none of (``Chips.unnamed``), each run the
     report weighs (``contributing``) that found a library preloaded ahead of the toolkit taking its calls, which
-    ``prmg run --strict`` refuses (``linkage.interposer_warning``)."""
+    ``prmg run --strict`` refuses (``linkage.interposer_warning``), and under ``strict`` (a gate's report) the runs
+    that ran on the host emulator without naming it (``unasked_emulator``; without ``--strict`` a report of them is
+    one of the emulator as its header says, the report of a user without a toolkit whose every run said so)."""
     lines = [line.removeprefix("warning: ") for line in merged.narrower]
-    for path, run in contributing(stores, merged.results, merged.sources):
+    runs = contributing(stores, merged.results, merged.sources)
+    for path, run in runs:
         if run.info.get("preloaded"):
             lines.append(f"the run of {visible(path)} ({run.shard or 'every case'}, started "
                          f"{visible(run.info.get('started') or '?')}) ran with a library preloaded ahead of the "
                          f"toolkit taking its calls: {'; '.join(map(visible, run.info['preloaded']))} (prmg run "
                          f"--strict refuses it)")
-    return lines
+    return lines + unasked_emulator(runs) * strict
+
+
+def unasked_emulator(runs: Sequence[tuple[str, store.RunRecord]]) -> list[str]:
+    """One line naming the files of ``runs`` (file, run record) that ran on the host emulator, not an NPU, and did not
+    ask for it by name (``runners.emulator_runners``: ``--runner emulator``): ``--runner auto`` (or a graph-mode
+    runner) found no toolkit where it ran, and fell back to it with one stderr line in that job's log. A gate's runs
+    name their runner (``--runner aclnn`` never falls back); a run of ``--runner emulator`` says the emulator is meant
+    (the header names it), so only the others are a warning, which ``prmg report --strict`` fails on."""
+    from ..device.runners import emulator_runners
+
+    unasked: dict[str, list[str]] = {}
+    for path, run in runs:
+        asked = str(run.info.get("runner_asked") or "")
+        if run.info.get("runner") == "emulator" and asked not in emulator_runners():
+            unasked.setdefault(path, []).append(f"--runner {visible(asked)} picked it: no CANN toolkit found"
+                                                if asked else "their run record names no --runner: an older prmg's")
+    if not unasked:
+        return []
+    how = "; ".join(dict.fromkeys(asked for each in unasked.values() for asked in each))
+    return [f"the runs of {plural(len(unasked), 'results file')} ({first_names(list(unasked))}) ran on the host "
+            f"emulator, not an NPU, without naming it ({how}); a gate names --runner aclnn, and --runner emulator "
+            f"says the emulator is meant"]
 
 
 UNSTARTED = "prmg-run"          # the name of the record that stands for a run that never began (``unstarted``)
@@ -494,7 +520,7 @@ def report_files(paths: Sequence[str], case_paths: Sequence[str] = (), reports: 
         say(f"the runs were judged under different settings, which no one verdict covers: {line} "
             f"(--allow-mixed {key} if that is intended)")
     chip_lines = missing_lines(merged.chips_missing, merged.chipped, [str(chip) for chip in chips])
-    warned = shard_warnings(stores, merged)
+    warned = shard_warnings(stores, merged, strict)
     info = _on_chips(run_info(stores, merged.results, allow_mixed, merged.sources, strict), merged,
                      chip_lines + [line for line in merged.narrower if not strict])      # else the STRICT line's
     if strict:

@@ -18,8 +18,9 @@ from ..results import CaseResult, RunInfo, plural, visible
 from .outputs.screen import say
 
 
-def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
-    """The run's description for the reports' header (runner, target, provenance, injected faults)."""
+def run_info(settings, devices: Sequence[int], soc: str = "", asked: str = "") -> RunInfo:
+    """The run's description for the reports' header (runner, target, provenance, injected faults), ``asked`` the
+    ``--runner`` it asked for (``prmg report --strict`` holds a run on the emulator that did not name it a warning)."""
     from ..device.toolkit import runner_kind
 
     toolkit = settings.toolkit
@@ -37,7 +38,7 @@ def run_info(settings, devices: Sequence[int], soc: str = "") -> RunInfo:
                    started=provenance.now(), faults=faults, strict=settings.strict,
                    fault_shape=os.environ.get("PRMG_EMU_FAULT_SHAPE", "") if faults else "",
                    path=toolkit.calls, graph_library=toolkit.geir_build, each_device=settings.each_device,
-                   visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""))
+                   visible_devices=os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""), runner_asked=asked)
 
 
 def _toolkit_version(toolkit) -> str:

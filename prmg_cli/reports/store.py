@@ -91,7 +91,7 @@ RUN_INFO_FIELDS = {
     "golden": "bool", "path": "text", "graph_library": "text", "opp": "text", "opp_files": "int",
     "opp_fingerprint": "text", "opp_portable": "text", "mixed": "texts", "warned": "texts", "each_device": "bool",
     "opp_kernels": "texts", "visible_devices": "text", "preloaded": "texts", "location_resolved": "text",
-    "op_library_resolved": "text",
+    "op_library_resolved": "text", "runner_asked": "text",
 }
 
 
