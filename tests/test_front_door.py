@@ -199,7 +199,7 @@ def test_a_zero_dimension_next_to_huge_ones_is_refused_by_validate(tmp_path):
     path = write(tmp_path, "z.yaml",
                  "- {name: z, shape: [0, 1099511627776, 1099511627776, 8]}\n"
                  "- {name: c, shape: [1, 1, 2, 8], cos_shape: [0, 1099511627776, 1099511627776, 8]}\n")
-    result = prmg_forked("validate", path)
+    result = prmg_here("validate", path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     too_big = "its non-zero dimensions multiply to 9671406556917033397649408, over the 1152921504606846975 elements " \
               "of the largest array numpy can make (even with a dimension of 0)"
@@ -228,7 +228,7 @@ def test_an_error_shows_a_value_as_the_user_typed_it_quoted_once(tmp_path):
     path = write(tmp_path, "v.yaml", "- {name: a, shape: [1, 1, 1, 8], dtype: 'C:\\fp16'}\n"
                                      '- {name: b, shape: [1, 1, 1, 8], dtype: "it\'s\\t"}\n'
                                      "- {name: c, shape: [1, 1, 1, 8], dtype: ['C:\\a', 2]}\n")
-    result = prmg_forked("validate", path)
+    result = prmg_here("validate", path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [
         f"prmg: error: {path}: case 'a': field 'dtype': unknown dtype 'C:\\fp16' (valid: float32, float16, bfloat16)",

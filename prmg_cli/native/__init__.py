@@ -109,9 +109,14 @@ def _target() -> Path:
     return emulator_cache_base() / f"native-{digest}" / "libprmgnative.so"
 
 
+def _unwanted() -> bool:
+    """Whether ``PRMG_NATIVE=0`` turns the helper off (callers take the numpy path)."""
+    return os.environ.get("PRMG_NATIVE", "1") == "0"
+
+
 def built() -> bool:
-    """Whether the helper is built already (or not wanted: ``PRMG_NATIVE=0``)."""
-    return os.environ.get("PRMG_NATIVE", "1") == "0" or _target().is_file()
+    """Whether the helper is built already (or not wanted: ``_unwanted``)."""
+    return _unwanted() or _target().is_file()
 
 
 def prebuild() -> None:
@@ -128,7 +133,7 @@ def prebuild() -> None:
 def library() -> ctypes.CDLL | None:
     """The compiled helper (built on first use), or None when it cannot be had or ``PRMG_NATIVE=0``."""
     global _LIBRARY, _TRIED
-    if os.environ.get("PRMG_NATIVE", "1") == "0":
+    if _unwanted():
         return None
     if not _TRIED:
         _TRIED = True
