@@ -232,6 +232,12 @@ def write_text(path: str | os.PathLike, text: str | Iterable[str]) -> None:
 STANDARD_ERROR_FILE = "/dev/stderr"     # an output's file written to standard error as it is, whatever it is
 
 
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``write_bytes`` writes ``path`` in place as a stream: ``STANDARD_ERROR_FILE``, or something that exists
+    and is no regular file (a device: ``/dev/null``, a terminal)."""
+    return os.fspath(path) == STANDARD_ERROR_FILE or (os.path.exists(path) and not os.path.isfile(path))
+
+
 def write_bytes(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> None:
     """Write ``data`` (bytes, or their pieces) to ``path`` as ``write_text`` writes text; ``STANDARD_ERROR_FILE`` to
     standard error's descriptor where it stands (a log file is not replaced, a pipe is written)."""

@@ -32,6 +32,9 @@ from .vocab import DEFAULT_OP, DEFAULT_STANDARD, DEFAULT_SUPPORTED_MODES, UNNAME
 
 SCHEMA = "prmg.result/3"
 READABLE_SCHEMAS = ("prmg.result/2", SCHEMA)      # /2: before records named their run (``run_id``)
+# A line of a file prmg wrote as JSON: its schema first (``record_schema``); those of a results file (reports.store).
+_RECORD = re.compile(r'\s*\{\s*"schema"\s*:\s*"(prmg\.[a-z]+/[0-9]+)"')
+RESULTS_SCHEMAS = ("prmg.run/", "prmg.result/")
 # The longest time prmg takes as a limit (``--timeout``) or keeps in a record (a case's duration, its kernel and
 # stage times): 10**9 s, about 32 years. A stored time beyond it (or negative, or not finite) is no time prmg took.
 MAX_SECONDS = 10**9
@@ -451,7 +454,7 @@ def exit_code(results: list[CaseResult], strict: bool = False) -> ExitCode:
 # Characters shown escaped: controls (C0, DEL, C1), format characters such as bidi overrides,
 # surrogates, private use, unassigned code points (U+FFFE ...) and line/paragraph separators.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(char: str) -> str:
@@ -462,24 +465,23 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+def _hidden(char: str) -> bool:
+    """Whether ``visible`` writes ``char`` as an escape."""
+    return char in _NAMED_ESCAPES or unicodedata.category(char) in _HIDDEN_CATEGORIES
+
+
 def visible(text, *, keep_newlines: bool = False) -> str:
     """``text`` with every character that could change what a terminal or a reader shows (controls,
     escape sequences, newlines, bidi overrides, surrogates, unassigned code points) written as a
-    visible escape (``\\x1b``, ``\\n``, ``\\u202e``), and backslashes doubled, so nothing read from a
-    file can clear a screen, forge a line or hide text. ``keep_newlines`` leaves ``\\n`` as it is (for
-    multi-line blocks whose lines are all prmg's)."""
+    visible escape (``\\x1b``, ``\\n``, ``\\u202e``), so nothing read from a file can clear a screen, forge
+    a line or hide text; the rest as it is, a backslash included (a Windows path, a value as the user typed it:
+    ``C:\\fp16``, not ``C:\\\\fp16``). Its output has no such character, so ``visible`` of it is itself: a value
+    escaped once (``fields.show``) in a message escaped again as a whole reads the same. ``keep_newlines`` leaves
+    ``\\n`` as it is (for multi-line blocks whose lines are all prmg's)."""
     text = str(text)
-    if text.isprintable() and "\\" not in text:      # no character of a hidden category (all are Other or Separator)
+    if text.isprintable():                       # no character of a hidden category (all are Other or Separator)
         return text
-    out = []
-    for char in text:
-        if char == "\n" and keep_newlines:
-            out.append(char)
-        elif char in _NAMED_ESCAPES or unicodedata.category(char) in _HIDDEN_CATEGORIES:
-            out.append(_escape(char))
-        else:
-            out.append(char)
-    return "".join(out)
+    return "".join(_escape(char) if _hidden(char) and not (char == "\n" and keep_newlines) else char for char in text)
 
 
 def visible_html(text) -> str:
@@ -488,3 +490,9 @@ def visible_html(text) -> str:
     import html                                  # here: only the HTML pages need it
 
     return html.escape(visible(text), quote=True)
+
+
+def record_schema(text: str) -> str | None:
+    """The schema of the JSON record ``text`` starts with when prmg wrote it (``prmg.result/3``), else None."""
+    match = _RECORD.match(text)
+    return match[1] if match else None

@@ -34,6 +34,7 @@ TENSORS = ("dy", "cos", "sin")
 SLICE = "partial_slice"     # the attribute a case may pass as a NULL aclIntArray (``null: [partial_slice]``)
 NULLABLE = (*TENSORS, SLICE)        # what ``null`` may name, in the order of the operator's arguments
 CASE_SUFFIXES = (".yaml", ".yml")  # case files: what a folder is searched for, what no report replaces (writes)
+FILE_KEYS = ("defaults", "cases")  # a case file that is a mapping: its keys (else a list of cases)
 COVERAGE_FORMATS = ("table", "json", "markdown", "html")     # the pages of `prmg coverage` (coverage_pages)
 DEFAULT_OP = "grad"         # the operator of a case that names none (ops.OPERATORS): the one under test
 DEFAULT_STANDARD = "default"        # what a case is judged by when neither it nor --standard names one (standards)

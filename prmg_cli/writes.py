@@ -11,6 +11,7 @@ standard output quietly.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -19,12 +20,19 @@ from dataclasses import dataclass
 from . import files
 from .errors import PrmgError
 from .files import write_all
-from .vocab import CASE_SUFFIXES
+from .results import RESULTS_SCHEMAS, record_schema
+from .vocab import CASE_SUFFIXES, FILE_KEYS
 
 
 # How an output is written: a file replaced whole (``files.write_text``), a file appended to (``store.Writer``), or
 # a folder written into, one subfolder per case (``--save-failures``, ``prmg dump --out``).
 REPLACE, APPEND, FOLDER = "replace", "append", "folder"
+# What an existing file holds (``_held``): cases, which no output replaces (unless it is a case file itself); a run's
+# results, which are only appended to (--results); anything else, to which no results are appended.
+CASES, RESULTS, OTHER = "cases", "results", "other"
+_HEAD_BYTES = 64 << 10
+# The first line of a case file: a mapping of ``FILE_KEYS``, or a list whose first item is a mapping (a case).
+_CASES_START = re.compile(rf"""(?:\{{\s*)?["']?(?:{'|'.join(FILE_KEYS)})["']?\s*:|-\s+(?:\{{\s*)?["']?\w+["']?\s*:""")
 STANDARD_OUTPUT = "-"          # as an output's file (-o -, --report json:-): standard output, as Unix tools read it
 STANDARD_OUTPUT_FILE = "/dev/stdout"    # its name in a file system, which CI scripts give for it too
 
@@ -41,13 +49,15 @@ def output_file(given: str | None) -> str | None:
 class Output:
     """A file or folder a command writes: its ``path`` as given, ``what`` it is in messages (``report``, ``results
     file``, ``case file``...), ``how`` it is written (``REPLACE``, ``APPEND``, ``FOLDER``) and, for a folder, the
-    subfolders it may write (``names``: the cases'); ``cases`` when it is a case file itself (gen-case, import-ttk)."""
+    subfolders it may write (``names``: the cases'); ``cases`` when it is a case file itself (gen-case, import-ttk);
+    ``read`` when the command reads it first and says what is wrong with it (the results file --resume reads)."""
 
     path: str
     what: str = "report"
     how: str = REPLACE
     names: tuple = ()
     cases: bool = False
+    read: bool = False
 
 
 def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
@@ -60,9 +70,12 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
       (symlinks, ``./``, hard links: ``_identity``), devices such as ``/dev/null`` named any number of times; and
       none of them lies in a subfolder that a ``FOLDER`` output writes (``_subfolder``); nor a file that
       ``case_folder`` (``loader.read_as_case``) says the command's case folder would read as a case file next time;
-    - it is no existing file (not empty) named as a case file is (``CASE_SUFFIXES``), unless it is a case file
-      itself (``Output.cases``): prmg writes no report or results in YAML, so such a file is taken for a case file
-      and never replaced or appended to (``prmg report r.jsonl -o smoke.yaml`` replaced a suite nothing read);
+    - it is no existing file (not empty) named as a case file is (``CASE_SUFFIXES``) or starting as one does,
+      unless it is a case file itself (``Output.cases``): prmg writes no report or results in YAML, so such a file
+      is taken for a case file and never replaced or appended to (``prmg report r.jsonl -o smoke.yaml`` replaced a
+      suite nothing read; ``-o my_cases.txt`` still did); nor one holding a run's results, unless appended to
+      (``--results``): ``prmg report a.jsonl -o b.jsonl`` replaced another run's results (``_held``); nor results
+      appended to a file holding anything else (``--results report.json`` made it neither);
     - it is not a symlink: the file a symlink names is never replaced or appended to through it (unless it is a
       character device: ``/dev/stdout`` on a terminal);
     - it can be written as what it is (``_check_writable``): a file (not a path ending in ``/``, a folder, a pipe
@@ -92,12 +105,21 @@ def check_outputs(outputs: Sequence[Output], inputs: Mapping[str, str],
                             f"command given {folder} would read it as a case file; write it outside {folder}",
                             file=output.path)
     for output in outputs:
-        if output.how != FOLDER and not output.cases and output.path.endswith(CASE_SUFFIXES) \
-                and _holds_bytes(output.path):
-            raise PrmgError(f"cannot write the {output.what}: the file exists and is named as a case file is "
-                            f"({', '.join(CASE_SUFFIXES)}): prmg writes no {output.what} in YAML, so it is not "
-                            f"replaced; name the {output.what} for its format, or remove the file first",
+        held = None if output.how == FOLDER else _held(output.path)
+        if held == CASES and not output.cases:
+            why = f"is named as a case file is ({', '.join(CASE_SUFFIXES)})" \
+                if output.path.endswith(CASE_SUFFIXES) else "starts as a case file does"
+            raise PrmgError(f"cannot write the {output.what}: the file exists and {why}: prmg writes no "
+                            f"{output.what} in YAML, so it is not replaced; name the {output.what} for its format, or "
+                            f"remove the file first", file=output.path)
+        if held == RESULTS and output.how != APPEND:
+            raise PrmgError(f"cannot write the {output.what}: the file exists and holds a run's results (its first "
+                            f"line is a prmg record), so it is not replaced; name another file, or remove it first",
                             file=output.path)
+        if held == OTHER and output.how == APPEND and not output.read:
+            raise PrmgError(f"cannot write the {output.what}: the file exists and holds no run's results (its first "
+                            f"line is no prmg record): results are appended only to a results file; name a new "
+                            f"file, or remove it first", file=output.path)
         _check_writable(output)
 
 
@@ -177,6 +199,29 @@ def _try_making(folder: str, output: Output) -> None:
         os.rmdir(folder)
     except OSError:
         pass
+
+
+def _held(path: str) -> str | None:
+    """What the existing file ``path`` holds that prmg commands read: ``CASES`` when it is named as a case file is
+    (``CASE_SUFFIXES``) or its first line of YAML (after comments) starts a case file (``_CASES_START``: ``cases:``,
+    ``- name: ...``), ``RESULTS`` when its first line is a record of a results file (``results.record_schema``),
+    ``OTHER`` for another file that is not empty, None for no file, an empty one or a device. Reads at most
+    ``_HEAD_BYTES``."""
+    if not _holds_bytes(path):
+        return None
+    if path.endswith(CASE_SUFFIXES):
+        return CASES
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:                              # unreadable: nothing to tell (writing it is checked after)
+        return None
+    first = next((line for line in head.splitlines() if line.strip() not in ("", "---")
+                  and not line.lstrip().startswith(("#", "%"))), "")     # comments, a directive, a document start
+    schema = record_schema(first)
+    if schema and schema.startswith(RESULTS_SCHEMAS):
+        return RESULTS
+    return CASES if _CASES_START.match(first) else OTHER
 
 
 def _holds_bytes(path: str) -> bool:

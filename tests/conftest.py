@@ -22,14 +22,63 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def emulator_home(tmp_path_factory) -> Path:
-    """Every test (and every prmg it starts) shares one emulator build, outside the user's cache."""
-    home = os.environ.get("PRMG_TEST_EMULATOR_HOME") or str(tmp_path_factory.getbasetemp().parent / "emulator")
+_BUILDS: list[subprocess.Popen] = []
+# The builds, in a process of their own: the compiled helper on a thread of its own there (its -O3 build alone is about
+# 6 s of CPU), the emulator meanwhile. Not threads of the test process: a worker a test forks meanwhile would inherit
+# a build's lock or pipe (a flock held by the forked child's own copy of the descriptor: it waited for itself).
+_BUILD_AHEAD = """
+import threading
+from prmg_cli import native
+from prmg_cli.device.toolkit import emulator_toolkit
+helper = threading.Thread(target=native.prebuild)
+helper.start()
+try:
+    emulator_toolkit()
+finally:
+    helper.join()
+"""
+
+
+def _use_emulator_home(home: str) -> None:
+    """Builds in ``home`` for this process and every prmg it starts; no toolkit choice inherited from the shell."""
     os.environ["PRMG_EMULATOR_HOME"] = home
     for name in [k for k in os.environ if k.startswith(("ASCEND_", "PRMG_EMU_"))]:
         del os.environ[name]                   # tests choose their runner explicitly
     os.environ.pop("COLUMNS", None)            # pytest-xdist's workers get COLUMNS=80: tests choose their width
+
+
+def _build_ahead() -> None:
+    """Unless the compiled helper is built, start building it and the emulator (``_BUILD_AHEAD``) while this process
+    collects or runs tests, on the other core; whatever needs one first waits for it (each build's lock), and a build
+    that failed fails again there, with its error."""
+    import prmg_cli
+    from prmg_cli import native
+
+    if _BUILDS or native.built():
+        return
+    _BUILDS.append(subprocess.Popen([sys.executable, "-c", _BUILD_AHEAD], cwd=Path(prmg_cli.__file__).parents[1],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def pytest_sessionstart(session):
+    """Under ``PRMG_TEST_EMULATOR_HOME`` (make test-verdict, make mutate) the builds start before collection."""
+    if os.environ.get("PRMG_TEST_EMULATOR_HOME"):
+        _use_emulator_home(os.environ["PRMG_TEST_EMULATOR_HOME"])
+        _build_ahead()
+
+
+def pytest_sessionfinish(session):
+    """A session shorter than the builds waits for them (gcc left running would leave a half-written file)."""
+    for build in _BUILDS:
+        build.wait()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def emulator_home(tmp_path_factory) -> Path:
+    """Every test (and every prmg it starts) shares one emulator build, outside the user's cache."""
+    home = os.environ.get("PRMG_TEST_EMULATOR_HOME") or str(tmp_path_factory.getbasetemp().parent / "emulator")
+    _use_emulator_home(home)
+    _build_ahead()
     return Path(home)
 
 

@@ -185,6 +185,10 @@ def test_a_check_that_cannot_run_says_why():
     for check in (adjoint, roundtrip):
         result = check(refusing)
         assert result.note.endswith("launch returned 561002 tiling failed") and not result.skipped, result
+    launch = ctx.launch                 # roundtrip's forward launch runs, its launch of the grad back fails
+    back_refused = dataclasses.replace(ctx, launch=lambda case, inputs, **how: launch(case, inputs, **how)
+                                       if case.op == "forward" else Outcome(status=561002, dy=None, error_message="x"))
+    assert roundtrip(back_refused).note == "roundtrip: the InplacePartialRotaryMulGrad launch returned 561002 x"
     forward, _, _ = context(make_case("forward", 1, "float32", broadcast="BS1D"), ModelSession())
     on_a2 = dataclasses.replace(forward, soc="ascend910b")      # an A2/A3 chip: no grad kernel there
     for check in (adjoint, roundtrip):

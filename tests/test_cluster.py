@@ -427,7 +427,7 @@ def test_a_case_whose_result_is_in_is_not_timed_out():
     executor = object.__new__(ClusterExecutor)
     executor.ray, executor.settings, executor.wedged = RayLike(), RunSettings(toolkit=None, timeout=1.0), {}
     executor._wedging = Wedging(3, executor.wedged)
-    executor._slots = [_Slot(f"actor {ref}", None, 0.0, queue=deque([(index, ref)]), deadline=0.0)
+    executor._slots = [_Slot(f"actor {ref}", None, 0.0, queue=deque([(index, ref, "begun")]), began=0.0)
                        for index, ref in enumerate(("done", "running"))]
     retired = []
     executor._retire = lambda slot, schedule, replace_it, why="": retired.append(slot.actor)
@@ -436,6 +436,46 @@ def test_a_case_whose_result_is_in_is_not_timed_out():
     executor._expire(schedule)
     assert retired == ["actor running"] and executor._slots[0].queue
     assert schedule.results[0] is None and schedule.results[1].message == "timed out after 1 s"
+
+
+def test_a_case_times_out_from_its_start_report_or_from_an_actor_that_never_sends_it():
+    """--timeout runs from the case's start report (``NpuWorker.begin``), not from its sending: a case sent 2 s ago on
+    a loaded node whose start report is not in has not overrun a 1 s --timeout (it was failed as timed out on a loaded
+    node when the deadline started at the sending); one whose actor sent no start report in START_TIMEOUT is an
+    error saying so, and its NPU counts a timeout."""
+    import time
+    from collections import deque
+
+    from prmg_cli.case import Case
+    from prmg_cli.device.cluster import START_TIMEOUT, ClusterExecutor, _Slot
+    from prmg_cli.device.execute import RunSettings, Schedule, Wedging
+
+    class RayLike:
+        def wait(self, refs, num_returns, timeout):
+            return [], list(refs)
+
+    cases = [Case(name=name, source="t", shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                  partial_slice=(0, 8)) for name in ("dispatched", "never")]
+    executor = object.__new__(ClusterExecutor)
+    executor.ray, executor.settings, executor.wedged = RayLike(), RunSettings(toolkit=None, timeout=1.0), {}
+    executor._wedging = Wedging(1, executor.wedged)
+    now = time.monotonic()
+    executor._slots = [_Slot(f"actor {index}", None, 0.0, queue=deque([(index, f"result {index}", f"begun {index}")]),
+                             sent=sent, info={"node_id": f"n{index}", "npu": "0", "ip": "10.0.0.9"})
+                       for index, sent in enumerate((now - 2.0, now - START_TIMEOUT - 1.0))]
+    assert [slot.awaited for slot in executor._slots] == ["begun 0", "begun 1"]
+    retired = []
+    executor._retire = lambda slot, schedule, replace_it, why="": retired.append(slot.actor)
+    schedule = Schedule(cases, executor.settings)
+    assert [schedule.take(), schedule.take()] == [0, 1]
+    executor._expire(schedule)
+    assert retired == ["actor 1"] and schedule.results[0] is None
+    assert schedule.results[1].message == "timed out: its actor on NPU 0 of 10.0.0.9 did not start it within 120 s"
+    assert executor.wedged == {("n1", "0"): "1 timeout in a row: the device is considered wedged (--max-timeouts)"}
+    executor._slots[0].began = now - 1.5                               # its start report came in 1.5 s ago
+    assert executor._slots[0].awaited == "result 0" and executor._slots[0].deadline(1.0) == now - 0.5
+    executor._expire(schedule)
+    assert schedule.results[0].message == "timed out after 1 s"
 
 
 def test_sigterm_during_a_ray_wait_stays_a_termination():

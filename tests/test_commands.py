@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import re
 import sys
@@ -146,7 +147,12 @@ def test_a_checks_option_is_a_run_flag_a_setting_and_a_plugin_flag(toy_check_opt
     for flag, given, value in (("--prmg-toy-level", "4", 4), ("--prmg-timeout", "1.5", 1.5)):
         assert added[flag]["type"](given) == value     # numbers in digits 0-9 alone, as `prmg run` and case files
         with pytest.raises(ValueError):
-            added[flag]["type"]("\u0663")
+            added[flag]["type"](given + "\u0663")
+        parser = argparse.ArgumentParser()          # as pytest parses it: its error names the option's type
+        parser.add_argument(flag, type=added[flag]["type"])
+        with pytest.raises(SystemExit):
+            parser.parse_args([flag, "\u0663"])
+        assert f"invalid {type(value).__name__} value: '\u0663'" in capsys.readouterr().err
     assert {"--prmg-runner", "--prmg-check", "--prmg-strict", "--prmg-devices"} <= set(added)
     monkeypatch.setitem(sys.modules, "prmg_cli.commands.run", module)
     code, out, _ = run_in_process(capsys, monkeypatch, "run", "--help")

@@ -308,3 +308,19 @@ def test_graph_mode_reads_a_forward_slice_list_of_none_as_the_whole_axis_and_exp
     for name, expect in expected.items():
         assert graph_reads_otherwise(cases[name]) == (name != "fwd.slice_of_1"), name
         assert graph_case(cases[name], DEFAULT_SUPPORTED_MODES).expect == expect
+
+
+def test_a_known_defects_refusal_is_graph_modes_as_ge_returns_it():
+    """A known defect's status in GE's terms (``status.graph_status``): a refusal of aclnn's first phase (a null
+    input, the definition, the tiling) is a refused compile, ge::PARAM_INVALID as Session::CompileGraph returns every
+    one; a launch's refusal (561000), which no compile makes, is ge::FAILED; SUCCESS stays 0."""
+    from prmg_cli.ops.constraints import graph_case
+    from prmg_cli.status import GE_COMPILE_REFUSED, GE_FAILED, INNER, PARAM_INVALID, PARAM_NULLPTR, TILING_ERROR
+
+    case = Case(name="d", source="t", shape=(1, 1, 1, 8), cos_shape=(1, 1, 1, 8), sin_shape=(1, 1, 1, 8),
+                partial_slice=(0, 8))
+    for status, graph in ((PARAM_NULLPTR, GE_COMPILE_REFUSED), (PARAM_INVALID, GE_COMPILE_REFUSED),
+                          (TILING_ERROR, GE_COMPILE_REFUSED), (INNER, GE_FAILED), (0, 0)):
+        defect = KnownDefect(reason="r", status=status)
+        assert graph_case(dataclasses.replace(case, known_defect=defect), DEFAULT_SUPPORTED_MODES).known_defect == \
+            dataclasses.replace(defect, status=graph), status

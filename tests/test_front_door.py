@@ -199,7 +199,7 @@ def test_a_zero_dimension_next_to_huge_ones_is_refused_by_validate(tmp_path):
     path = write(tmp_path, "z.yaml",
                  "- {name: z, shape: [0, 1099511627776, 1099511627776, 8]}\n"
                  "- {name: c, shape: [1, 1, 2, 8], cos_shape: [0, 1099511627776, 1099511627776, 8]}\n")
-    result = prmg_forked("validate", path)
+    result = prmg_here("validate", path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     too_big = "its non-zero dimensions multiply to 9671406556917033397649408, over the 1152921504606846975 elements " \
               "of the largest array numpy can make (even with a dimension of 0)"
@@ -219,7 +219,22 @@ def test_a_key_with_a_newline_cannot_forge_a_second_line(tmp_path):
     error = refused([path], "unknown key 'dtype\\nprmg: all passed'")
     assert error.field == "dtype\\nprmg: all passed"             # quoted once, by the message: field '...'
     invisible = write(tmp_path, "i.yaml", CASE + '  "dt\\u200bype": 1\n')
-    refused([invisible], "case 'c': field 'dt\\u200bype': unknown key 'dt\\u200bype' (")  # the CLI escapes it once more
+    refused([invisible], "case 'c': field 'dt\\u200bype': unknown key 'dt\\u200bype' (")
+
+
+def test_an_error_shows_a_value_as_the_user_typed_it_quoted_once(tmp_path):
+    """A backslash reads as typed (repr and the CLI's escaping made ``'C:\\fp16'`` four backslashes), a tab as one
+    escape, text in a list alike."""
+    path = write(tmp_path, "v.yaml", "- {name: a, shape: [1, 1, 1, 8], dtype: 'C:\\fp16'}\n"
+                                     '- {name: b, shape: [1, 1, 1, 8], dtype: "it\'s\\t"}\n'
+                                     "- {name: c, shape: [1, 1, 1, 8], dtype: ['C:\\a', 2]}\n")
+    result = prmg_here("validate", path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"prmg: error: {path}: case 'a': field 'dtype': unknown dtype 'C:\\fp16' (valid: float32, float16, bfloat16)",
+        f"prmg: error: {path}: case 'b': field 'dtype': unknown dtype \"it's\\t\" (valid: float32, float16, bfloat16)",
+        f"prmg: error: {path}: case 'c': field 'dtype': expected a dtype name, got a list ['C:\\a', 2] (valid: "
+        "float32, float16, bfloat16)"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1131,7 +1146,38 @@ def test_no_command_writes_a_yaml_report_where_its_case_folder_would_read_it(tmp
     theirs = write(tmp_path, "theirs.yaml", CASE)
     one_error_line(prmg_here("report", results, "-o", theirs), "cannot write the report: the file exists and is "
                    "named as a case file is (.yaml, .yml): prmg writes no report in YAML, so it is not replaced")
-    assert theirs.read_text() == CASE
+    # ... nor one named otherwise that starts as a case file does, nor another run's results (replaced, exit 0)
+    named, other = write(tmp_path, "mine.txt", "# mine\n" + CASE), write(tmp_path, "other.jsonl", results.read_text())
+    one_error_line(prmg_here("report", results, "-o", named), "the file exists and starts as a case file does")
+    one_error_line(prmg_here("run", theirs, "--runner", "emulator", "--results", named), "starts as a case file")
+    notes = write(tmp_path, "notes.json", "{}\n")      # results appended to another file made it neither
+    one_error_line(prmg_here("run", theirs, "--runner", "emulator", "--results", notes), "holds no run's results")
+    for args in (["report", results, "--report", f"json:{other}"], ["gen-case", "--shape", "1,1,1,8", "-o", other]):
+        one_error_line(prmg_here(*args), f"{other}: cannot write the ", "the file exists and holds a run's results")
+    assert (theirs.read_text(), named.read_text(), other.read_text(), notes.read_text()) == \
+        (CASE, "# mine\n" + CASE, results.read_text(), "{}\n")
+
+
+def test_a_report_to_dev_stderr_is_written_where_standard_error_stands(tmp_path):
+    """``--report json:/dev/stderr 2>> job.log``: the report goes where standard error stands, after the log's earlier
+    lines (the file /dev/stderr resolves to, replaced, lost them), and no ``wrote /dev/stderr`` is said of it. An
+    empty file named as a case file is not one: a report may be written over it."""
+    from prmg_cli import files
+    from prmg_cli.writes import wrote
+
+    log, saved = tmp_path / "job.log", os.dup(2)
+    log.write_text("before\n")
+    try:
+        with open(log, "a") as appended:
+            os.dup2(appended.fileno(), 2)
+        files.write_bytes("/dev/stderr", b"report\n")
+        said = wrote(["/dev/stderr"], "1 passed, 0 failed")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    assert (log.read_text(), said) == ("before\nreport\n", "1 passed, 0 failed")
+    (tmp_path / "touched.yaml").touch()
+    check_outputs([Output(str(tmp_path / "touched.yaml"))], {})
 
 
 def test_a_folder_output_never_holds_an_input_nor_follows_a_symlink(tmp_path):
@@ -1486,6 +1532,9 @@ def test_compare_writes_its_report_to_a_file_or_standard_output_as_run_does(tmp_
         assert piped.returncode == 0 and json.loads(piped.stdout)["summary"], piped.stderr
     piped = prmg_forked("report", a, "--report", "json:/dev/stderr")    # standard error (a log file: not replaced)
     assert piped.returncode == 0 and json.loads(piped.stderr)["summary"] and piped.stdout == "1 passed, 0 failed\n"
+    ran = prmg_forked("run", ROOT / "cases" / "worked_example.yaml", "--runner", "emulator", "--report",
+                      "json:/dev/stderr")             # the one report, no not-finished one before it (two documents)
+    assert ran.returncode == 0 and json.loads(ran.stderr[ran.stderr.index("{"):])["summary"]["passed"] == 1, ran.stderr
     with pytest.raises(PrmgError, match="cannot write the dump: it is a symlink"):     # a folder: not written there
         check_outputs([Output("/dev/stderr", "dump", FOLDER)], {})
     written = prmg_forked("compare", a, b, "--report", f"markdown:{tmp_path / 'c.md'}")

@@ -1022,7 +1022,8 @@ def test_per_chip_jobs_merge_into_one_record_of_every_chip_and_chips_names_a_mis
     assert other.returncode == 1 and "prmg: warning: host ci-1 ran cases and --chips ci-2:0,2 names no chip of it" \
         in other.stderr, other.stderr
     assert prmg_here("run", SMOKE, env={"PRMG_HOST": "ci/1"}).stderr == \
-        "prmg: error: PRMG_HOST: 'ci/1' is no host label (ASCII letters, digits, '_', '.', '-'; not only dots)\n"
+        "prmg: error: PRMG_HOST: 'ci/1' is no host label (ASCII letters, digits, '_', '.', '-'; not only dots; at " \
+        "most 200 characters)\n"
     killed = tmp_path / "killed0.jsonl"                 # chip 0's job killed after its first case: without --chips
     killed.write_text("".join(jobs[0].read_text().splitlines(keepends=True)[:2]))     # its run record says so
     stopped = prmg_here("report", killed, jobs[2])
@@ -1116,7 +1117,7 @@ def test_chips_and_devices_take_ranges():
 
     assert chips_request("ci-1:0-1,3,ci-2:2") == ("ci-1/0", "ci-1/1", "ci-1/3", "ci-2/2")
     assert chips_request("0-1") == (0, 1) and chips_request(None) == ()
-    word = r"is no host label \(ASCII letters, digits, '_', '\.', '-'; not only dots\)$"
+    word = r"is no host label \(ASCII letters, digits, '_', '\.', '-'; not only dots; at most 200 characters\)$"
     for text, why in (("0,a:1", "^--chips 0,a:1: 0 names no host while a:1 does: name the host of every list"),
                       (":0", f"^--chips :0: '' {word}"), ("a b:0", f"^--chips a b:0: 'a b' {word}"),
                       ("a:b:0", f"^--chips a:b:0: 'a:b' {word}"), ("a:all", "^--chips a:all: a report cannot ask"),
@@ -1257,6 +1258,47 @@ def test_chips_of_hosts_shards_and_stopped_runs_at_their_edges():
     several = [job(path, {"x": "passed"}, "x", [chip]) for path, chip in (("p", 0), ("q", 0), ("r", 1))]
     for rule, weighed in (("worst", "pqr"), ("last", "qr")):
         assert merge(several, rule=rule).sources == {letter * 32 for letter in weighed}, rule
+
+
+def test_session_17s_merge_rules_at_their_edges(tmp_path):
+    """Session 18's mutants of session 17's merge (s18-*): report --strict fails each chip of an --each-device record
+    that warned (its chips said passed, so --chips 0,1 merged it green); --chips HOST:IDS holds a case no chip ran
+    (skipped) to none of its chips; an error naming no chip (refused before any chip ran it) stands beside a chip's
+    run stopped before the case; report --strict fails the run's own warnings (small cases' pooled error balance) and
+    a merge of skips, as run --strict does; in a file of no run records (an older prmg's) a case's later record on a
+    chip replaces its earlier one there, and a record of another chip none."""
+    from prmg_cli.reports import store
+    from prmg_cli.reports.store import RunRecord
+
+    def job(path: str, results: list, selection, devices, host="h") -> Stored:
+        run = RunRecord(path[0] * 32, "", list(selection), {}, {"host": host, "devices": devices})
+        return Stored(path, [replace(result, run_id=run.run_id) for result in results], [run])
+
+    leaked = record("x", device="0,1", device_statuses={"0": "passed", "1": "passed"}, warnings=["device memory: +4"])
+    for chips in ((), [0, 1]):
+        merged = merge([job("e", [leaked], "x", [0, 1])], chips=chips, strict=True).results
+        assert [(r.status, r.device_statuses) for r in merged] == [("failed", {"0": "failed", "1": "failed"})], chips
+    skipped = job("s", [record("x", device="0"), record("y", "skipped")], "xy", [0], host="ci-1")
+    assert {r.name: r.status for r in merge([skipped], chips=["ci-1/0"]).results} == {"x": "passed", "y": "skipped"}
+    refused = job("r", [record("e", "error", message="refused: no chip")], "e", [0])
+    stopped = job("k", [], "e", [1])                    # chip 1's job, killed before case e
+    assert [(r.status, r.message) for r in merge([refused, stopped]).results] == [("error", "refused: no chip")]
+    from prmg_cli.error_balance import METRICS
+    from prmg_cli.reports.merge import report_files
+
+    leaning = {**dict.fromkeys(METRICS, 0), METRICS[0]: 20}     # 20 up, 0 down: too few alone, biased pooled
+    pooled = tmp_path / "pooled.jsonl"                  # report --strict fails the run's own warnings as run --strict
+    pooled.write_bytes(b"".join(store.encode(record(name, metrics=leaning)) for name in "ab"))
+    skipped = tmp_path / "skipped.jsonl"                # and a merge of skipped cases alone
+    skipped.write_bytes(store.encode(record("s", "skipped")))
+    for path, lenient in ((pooled, 0), (skipped, 5)):
+        assert [report_files([str(path)], reports=["json"], strict=strict) for strict in (False, True)] == \
+            [lenient, 1], path
+    older = tmp_path / "old.jsonl"                      # no run record: an older prmg's file, rerun after a fix,
+    for chips, status in (("00", "passed"), ("01", "failed")):      # or appended to by another chip's job
+        older.write_bytes(b"".join(store.encode(record("x", verdict, device=chip))
+                                   for verdict, chip in zip(("failed", "passed"), chips)))
+        assert [r.status for r in merge([read(older)]).results] == [status], chips
 
 
 def test_per_chip_jobs_appending_to_one_file_are_each_chips_records_and_a_rerun_still_replaces(tmp_path):

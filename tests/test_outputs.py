@@ -144,6 +144,18 @@ def test_last_line_of_table_is_exactly_the_summary(results, verbose):
     assert lines[-2] == ""
 
 
+def test_the_exit_note_ends_the_summary_line_or_stands_above_it_never_dropped():
+    """A merge's exit 1 besides its cases (MIXED SETTINGS, STRICT) ends the summary line, or is the line above it
+    when the two do not fit the width: the last line stays exactly the summary."""
+    info = replace(EMULATOR, mixed=("faults",), warned=("a warning",))
+    assert table.render([passed()], info, width=80).splitlines()[-1] == \
+        "1 passed, 0 failed; exit 1: MIXED SETTINGS, STRICT"
+    many = mixed() + [CaseResult("x", "xfailed"), CaseResult("y", "xpassed"), CaseResult("z", "not_run")]
+    assert table.render(many, info, width=80).splitlines()[-2:] == ["exit 1: MIXED SETTINGS, STRICT",
+                                                                    summary_line(many)]
+    assert table.render([passed()], EMULATOR, width=80).splitlines()[-2:] == ["", "1 passed, 0 failed"]
+
+
 def test_table_row_cells_and_shared_columns():
     raw = passed("raw_case", metrics={"alpha": 0.25, "bad_share": 0.0, "third": 7})
     text = table.render([passed(), failed(), raw], EMULATOR, verbose=True, wide=True)
@@ -852,7 +864,8 @@ def test_text_reports_keep_control_characters_off_the_terminal():
 
 @pytest.mark.parametrize("text, shown", [
     ("plain name", "plain name"), ("a\nb", "a\\nb"), ("\x1b[2J", "\\x1b[2J"), ("tab\there", "tab\\there"),
-    ("back\\slash", "back\\\\slash"), ("bidi\u202eevil", "bidi\\u202eevil"), ("\ufffe", "\\ufffe"),
+    ("back\\slash", "back\\slash"), ("back\\slash\n", "back\\slash\\n"), ("bidi\u202eevil", "bidi\\u202eevil"),
+    ("\ufffe", "\\ufffe"),
     ("caf\u00e9 \u4e2d", "caf\u00e9 \u4e2d"), ("\x85next", "\\x85next"), ("\U000e0041tag", "\\U000e0041tag"),
 ])
 def test_visible_escapes_what_could_change_the_screen(text, shown):

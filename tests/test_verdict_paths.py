@@ -526,6 +526,36 @@ def test_the_call_a_known_defect_accepts_is_judged_as_what_it_behaves_as(emulato
 
 
 @pytest.mark.verdict
+def test_a_wrong_result_defect_excuses_nothing_beyond_its_wrong_elements(emulator, monkeypatch, tmp_path):
+    """Wrong kernels round 9: a case marked ``known_defect: {result: wrong, pattern: last_row}`` was xfailed under
+    ``--strict``, exit 0, when its kernel also moved between launches (``nondeterministic`` under ``--check
+    determinism``: a check that judges no value fails beyond any wrong result), when its forward negated sin
+    (``fwd_sign`` under ``--check adjoint``: adjoint failing in rows the golden passes is the other operator wrong;
+    both ``unexplained``), or when it rounded toward +inf outside the last row (``round_up``: the error balance of a
+    failed result was never counted; the elements outside the pattern are now judged as a passing result is). The
+    defect alone stays an xfail, sample and adjoint failing on its row."""
+    from prmg_cli.device.acl import AclSession
+    from prmg_cli.cases.loader import load_cases
+    from prmg_cli.device.execute import RunSettings, run_case
+
+    path = tmp_path / "kd.yaml"
+    path.write_text("- {name: kd, shape: [2, 2, 2, 64], cos_shape: [2, 2, 1, 64], partial_slice: [0, 64], "
+                    "known_defect: {result: wrong, pattern: last_row, reason: the last row}}\n")
+    case = load_cases([str(path)])[0]
+    with AclSession(emulator, 0) as session:            # the emulator reads PRMG_EMU_FAULT at each call
+        for fault, checks, status, said in (
+                ("skip_last_row", ("determinism", "sample", "adjoint"), "xfailed", "known defect (the last row"),
+                ("skip_last_row,fwd_sign", ("adjoint",), "failed", "adjoint: <F x, dy> and <x, B dy> differ"),
+                ("skip_last_row,nondeterministic", ("determinism",), "failed", "determinism: 2 launches of the same "
+                                                                               "inputs differ"),
+                ("skip_last_row,round_up", (), "failed", "--strict: outside the known defect's pattern last_row: "
+                                                         "biased")):
+            monkeypatch.setenv("PRMG_EMU_FAULT", fault)
+            result = run_case(session, case, RunSettings(toolkit=emulator, strict=True, checks=checks))[0]
+            assert result.status == status and said in result.message, (fault, result.message)
+
+
+@pytest.mark.verdict
 def test_a_success_defect_naming_no_behaviour_is_a_warning_strict_fails(emulator, monkeypatch, tmp_path):
     """A defect "accepts half" without behaves_as leaves the accepted call's result unjudged: a kernel flipping
     the sign there would be an xfail. Each such call is a warning, and --strict fails the case."""

@@ -59,14 +59,29 @@ SHOW_LIMIT = 60
 # A case name or tag: letters, digits, '_', '.', '-', and not only dots ('.' and '..' name folders).
 NAME_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]+")
 MAX_NAME_LENGTH = 200
-WORD = "ASCII letters, digits, '_', '.', '-'; not only dots"     # what ``is_word`` takes, as messages say it
+# What ``is_word`` takes, as messages say it (a 300-letter host label read as a wrong character without the length)
+WORD = f"ASCII letters, digits, '_', '.', '-'; not only dots; at most {MAX_NAME_LENGTH} characters"
 MAX_SLICE_VALUES = 16             # values of a partial_slice list of another length than 2
 MAX_OFFSET = 2**32                # a view's storage offset, in elements
 
 # ----------------------------------------------------------------------------------------------
 # Messages
 
-_REPR = reprlib.Repr()
+def _quoted(text: str) -> str:
+    """A user's text quoted once as they typed it, hidden characters escaped (``results.visible``): ``'C:\\fp16'``,
+    not ``repr``'s ``'C:\\\\fp16'``; in double quotes when it holds a single quote and no double one, as ``repr``."""
+    mark = '"' if "'" in text and '"' not in text else "'"
+    return f"{mark}{visible(text)}{mark}"
+
+
+class _Shown(reprlib.Repr):
+    """``reprlib``'s bounded rendering, with text inside a list or mapping quoted once as ``_quoted`` does."""
+
+    def repr_str(self, value, level):
+        return _shorten(_quoted(value[:self.maxstring + 1]), self.maxstring)
+
+
+_REPR = _Shown()
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = 8
 _REPR.maxdict = 4
 _REPR.maxlevel = 3
@@ -81,9 +96,11 @@ def _shorten(text: str, limit: int = SHOW_LIMIT) -> str:
 
 def show(value, *, quote: bool = True) -> str:
     """A short rendering of a user's value for a message: at most SHOW_LIMIT characters whatever the
-    value (a huge list, a 10,000-digit integer); text is quoted unless ``quote`` is False."""
+    value (a huge list, a 10,000-digit integer); text is quoted once (``_quoted``) unless ``quote`` is False,
+    and what cannot be seen in it escaped either way."""
     if isinstance(value, str):
-        return _shorten(repr(value) if quote else value)
+        head = value[:SHOW_LIMIT + 1]            # bounded before escaping: a 1 GB string costs nothing
+        return _shorten(_quoted(head) if quote else visible(head))
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"an integer of {value.bit_length()} bits"
     try:

@@ -124,8 +124,8 @@ from ..inputs import npyfile
 from ..judging.checks import ANCHORED, CHECKS, weak_checks_text
 from ..ops import constraints
 from ..status import STATUS_NAMES, describe
-from ..vocab import (CASE_SUFFIXES, DEFAULT_GENERATOR, DEFAULT_OP, MAX_RUN_CASES, MODE_NAMES, SLICE, TENSORS,
-                     broadcast_pattern, broadcast_shape)
+from ..vocab import (CASE_SUFFIXES, DEFAULT_GENERATOR, DEFAULT_OP, FILE_KEYS, MAX_RUN_CASES, MODE_NAMES, SLICE,
+                     TENSORS, broadcast_pattern, broadcast_shape)
 from .fields import (INPUT_KINDS, MAX_NAME_LENGTH, NAME_PATTERN, Where, check_keys, kind, label, parse_broadcast,
                      parse_builds, parse_checks, parse_dims, parse_dtype, parse_expect, parse_format, parse_generator,
                      parse_golden, parse_inputs, parse_known_defect, parse_mode, parse_null, parse_offset, parse_op,
@@ -138,7 +138,6 @@ CASE_KEYS = ("name", "shape", "broadcast", "cos_shape", "sin_shape", "partial_sl
              "tags", "format", "null", "dy_strides", "op", "known_defect", "checks", "golden", "correctness_unchecked",
              "generator", "cos_strides", "sin_strides", "dy_offset", "cos_offset", "sin_offset", "builds", "note",
              "partners_alike")
-FILE_KEYS = ("defaults", "cases")
 _NAME_CHARACTER = re.compile(r"[A-Za-z0-9_.-]")
 _FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?")
 

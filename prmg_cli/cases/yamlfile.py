@@ -40,6 +40,7 @@ from yaml.resolver import Resolver
 
 from .. import files
 from ..errors import PrmgError
+from ..results import RESULTS_SCHEMAS, record_schema
 from .fields import show
 
 MAX_FILE_BYTES = 16 * files.MiB          # a case file larger than this is refused before parsing
@@ -51,8 +52,6 @@ MAX_PLAIN_BYTES = files.MiB              # larger documents skip libyaml's compo
 
 FLOAT_EXPONENT = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-_RECORD = re.compile(r'\s*\{\s*"schema"\s*:\s*"(prmg\.[a-z]+/[0-9]+)"')    # a line of a file prmg wrote as JSON
-_RESULTS_SCHEMAS = ("prmg.run/", "prmg.result/")                            # a results file's (reports.store)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -304,10 +303,10 @@ def parse_yaml(text: str, source: str, parser: str | None = None):
     """The document in ``text`` (see ``read_yaml``); ``parser`` picks ``python`` or ``libyaml``
     (default: libyaml when PyYAML has it)."""
     check_characters(text, source)
-    record = _RECORD.match(text)
-    if record:                  # a results file given as cases (report --cases r.jsonl): its second line was a YAML
-        results = record[1].startswith(_RESULTS_SCHEMAS)        # syntax error, naming no file of the right kind
-        raise PrmgError(f"holds {record[1]} records, not cases" + (
+    schema = record_schema(text)
+    if schema:                  # a results file given as cases (report --cases r.jsonl): its second line was a YAML
+        results = schema.startswith(RESULTS_SCHEMAS)            # syntax error, naming no file of the right kind
+        raise PrmgError(f"holds {schema} records, not cases" + (
             ": a results file (prmg run --results) is read by prmg report, prmg compare and run --resume" if results
             else ""), file=source)
     if parser is None and _ComposedInC is not None and len(text) <= MAX_PLAIN_BYTES:

@@ -20,6 +20,7 @@ from typing import Sequence
 
 from ..case import Case
 from ..cases import vacuity
+from .. import files
 from ..cases.fields import show
 from ..cases.loader import (checked_cases, file_inputs, fingerprint_or_empty, input_files, load_cases, read_as_case,
                             select, unjudged, validate)
@@ -320,7 +321,8 @@ def check_run_outputs(request, targets, cases: Sequence[Case]) -> None:
 
     results = request.results or request.resume
     outputs = [Output(target.path) for target in targets if target.path]
-    outputs += [Output(results, "results file", APPEND)] if results else []
+    read = bool(request.resume) and same_file(request.resume, results)      # the reader says what is wrong with it
+    outputs += [Output(results, "results file", APPEND, read=read)] if results else []
     if request.save_failures:                 # DIR/CASE/, or DIR/PATH/CASE/ for a runner of several paths (aclnn+geir)
         names = (*(case.name for case in cases), *(request.runner.split("+") if "+" in request.runner else ()))
         outputs.append(Output(request.save_failures, "failure artifacts", FOLDER, names))
@@ -588,9 +590,10 @@ class _Run:
 def _unfinished_reports(targets, info: RunInfo, request) -> None:
     """Each report file of ``targets``, as the cases start, replaced by one of this run not finished (a ``not_run``
     saying so): a run killed (SIGKILL: out of memory, a CI job's timeout) writes no report, and an earlier run's green
-    one left in its place (a runner keeping its workspace) stood for it. The run's own reports replace it."""
+    one left in its place (a runner keeping its workspace) stood for it. The run's own reports replace it. Not a
+    stream or device (``json:/dev/stderr``: two JSON documents, the first not_run), which keeps no earlier report."""
     unfinished = run_record.unfinished_results(info)
-    for target in (target for target in targets if target.path is not None):
+    for target in (target for target in targets if target.path is not None and not files.is_stream(target.path)):
         write_text(target.path, outputs.render_pieces(target.format, unfinished, info,
                                                       outputs.RenderOptions(verbose=request.verbose)))
 

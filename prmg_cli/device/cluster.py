@@ -24,8 +24,11 @@ actor opens its device 0) instead of a forked process.
   case would run twice, and a second copy of a hang would go unwatched).
 - **Isolation.** A case whose actor dies (a segfault, an abort, the OOM killer) is an ``error``
   (``worker crashed: ...``); a case over ``--timeout`` is an ``error`` (``timed out after N s``) and its
-  actor is killed. Either way a fresh actor takes the dead one's place, and the cases queued behind the
-  lost one go back to the queue: they never started. An actor that dies with two cases in flight may take
+  actor is killed. Its time runs from its start report (``NpuWorker.begin``, sent just before it, answered as
+  the actor reaches it), not from its sending: Ray's dispatch to a loaded node is not the case's time; an actor
+  that does not report the start within ``START_TIMEOUT`` costs the case all the same. Either way a fresh
+  actor takes the dead one's place, and the cases queued behind the lost one go back to the queue: they never
+  started. An actor that dies with two cases in flight may take
   the first one's finished result with it (its reply lost with the process) while the second crashed it:
   both then go back as *suspects*, each run alone on an actor, and only a case that crashes its actor
   alone is the error (a crash costs its own case only). ``--max-timeouts`` timeouts in a row on one NPU
@@ -190,6 +193,10 @@ class NpuWorker:
                                            f"PRMG_EMU_DEVICES devices, default 1: set it on the driver to the "
                                            f"nodes' NPU count)")
         return self.info
+
+    def begin(self) -> None:
+        """Nothing: the driver sends it just before each case, and the actor, which runs its tasks one after the other,
+        answers it as it reaches that case: the case's start report (its ``--timeout`` runs from there)."""
 
     def stamp(self) -> dict:
         """``provenance.toolkit_stamp`` of this node's toolkit now."""
@@ -472,18 +479,28 @@ def _version_mismatch(info: dict) -> str:
 @dataclass
 class _Slot:
     """One worker actor and what it is doing: starting (``ready_ref``), or running the first of ``queue``
-    (``(case index, result ref)`` pairs, oldest first) until ``deadline``."""
+    (``(case index, result ref, start report ref)``, oldest first), watched from ``sent`` (its sending, or its
+    predecessor's end) and, once its start report is in, from ``began``."""
 
     actor: object
     ready_ref: object | None
     created: float
     info: dict = field(default_factory=dict)
     queue: deque = field(default_factory=deque)
-    deadline: float | None = None
+    sent: float = 0.0
+    began: float | None = None
 
-    def head_starts(self, now: float, timeout: float | None) -> None:
-        """The first queued case starts running now: its deadline is ``timeout`` from now."""
-        self.deadline = now + timeout if timeout and self.queue else None
+    @property
+    def awaited(self) -> object:
+        """What of the first queued case comes next: its start report, then its result."""
+        return self.queue[0][2 if self.began is None else 1]
+
+    def deadline(self, timeout: float | None) -> float | None:
+        """When the first queued case is over its time (None without ``--timeout``): ``timeout`` after its start
+        report, and ``START_TIMEOUT`` after ``sent`` while that report is not in (an actor that never reaches it)."""
+        if not timeout or not self.queue:
+            return None
+        return self.sent + START_TIMEOUT if self.began is None else self.began + timeout
 
     @property
     def key(self) -> tuple[str, str]:
@@ -619,7 +636,7 @@ class ClusterExecutor:
         """Kill ``slot``'s actor, give its queued cases (never started) back, and put a fresh actor in its
         place (``replace_it``) or record ``why`` it is gone."""
         self._kill(slot.actor)
-        for index, _ in slot.queue:
+        for index, *_ in slot.queue:
             schedule.give_back(index, id(slot))
         schedule.release(id(slot))
         slot.queue.clear()
@@ -672,9 +689,9 @@ class ClusterExecutor:
                 if not starting:
                     schedule.not_run(self._why_no_worker())
                     return schedule.results
-            refs = {slot.queue[0][1]: slot for slot in busy}
+            refs = {slot.awaited: slot for slot in busy}
             refs.update({slot.ready_ref: slot for slot in starting})
-            limits = [slot.deadline for slot in busy if slot.deadline is not None]
+            limits = [limit for slot in busy if (limit := slot.deadline(self.settings.timeout)) is not None]
             limits += [slot.created + START_TIMEOUT for slot in starting]
             timeout = max(0.0, min(limits) - time.monotonic()) if limits else WAIT_SLICE
             idle = execute.idle_step(idle)
@@ -683,14 +700,18 @@ class ClusterExecutor:
                 slot = refs[ref]
                 if slot.ready_ref is not None and ref == slot.ready_ref:
                     self._on_ready(slot, schedule)
+                elif slot.began is None:
+                    slot.began = time.monotonic()
                 else:
                     self._on_result(slot, schedule)
             self._expire(schedule)
 
     def _submit(self, slot: _Slot, index: int, cases: Sequence[Case], now: float) -> None:
-        slot.queue.append((index, slot.actor.run.remote(cases[index])))
+        """Send case ``index`` to ``slot``'s actor, its start report (``NpuWorker.begin``) first."""
+        begun = slot.actor.begin.remote()
+        slot.queue.append((index, slot.actor.run.remote(cases[index]), begun))
         if len(slot.queue) == 1:
-            slot.head_starts(now, self.settings.timeout)
+            slot.sent, slot.began = now, None
 
     def _on_ready(self, slot: _Slot, schedule: execute.Schedule) -> None:
         """A fresh actor answered: it takes cases, or keeps a wedged NPU idle, or is gone with its reason."""
@@ -705,9 +726,9 @@ class ClusterExecutor:
     def _on_result(self, slot: _Slot, schedule: execute.Schedule) -> None:
         """The first queued case of ``slot`` ended: its result, or its actor's death (``error``)."""
         ray = self.ray
-        index, ref = slot.queue.popleft()
+        index, ref, _ = slot.queue.popleft()
         case = schedule.cases[index]
-        slot.head_starts(time.monotonic(), self.settings.timeout)
+        slot.sent, slot.began = time.monotonic(), None
         try:
             payload, fit = ray.get(ref)
         except ray.exceptions.RayActorError as error:
@@ -716,7 +737,7 @@ class ClusterExecutor:
                 or "node died" in str(error)
             ip = slot.info.get("ip", "?")
             if not gone and slot.queue:                 # which of the cases in flight crashed it is not known
-                self._suspects.update([index, *(queued for queued, _ in slot.queue)])
+                self._suspects.update([index, *(queued for queued, *_ in slot.queue)])
                 schedule.give_back(index, id(slot))
                 self._retire(slot, schedule, replace_it=True)
                 return
@@ -752,13 +773,16 @@ class ClusterExecutor:
         before it looks at the clock); actors not placed within ``START_TIMEOUT`` are given up."""
         now = time.monotonic()
         for slot in list(self._slots):
-            if slot.queue and slot.deadline is not None and now >= slot.deadline:
-                if self.ray.wait([slot.queue[0][1]], num_returns=1, timeout=0)[0]:
+            deadline = slot.deadline(self.settings.timeout)
+            if deadline is not None and now >= deadline:
+                if self.ray.wait([slot.awaited], num_returns=1, timeout=0)[0]:
                     continue
-                index, _ = slot.queue.popleft()
+                index, *_ = slot.queue.popleft()
                 key = slot.key
                 self._wedging.timed_out(key)
-                self._fail(schedule, index, schedule.cases[index], f"timed out after {self.settings.timeout:g} s")
+                self._fail(schedule, index, schedule.cases[index], f"timed out after {self.settings.timeout:g} s"
+                           if slot.began is not None else f"timed out: its actor on {slot.label} did not start it "
+                           f"within {START_TIMEOUT:g} s")
                 self._retire(slot, schedule, replace_it=key not in self.wedged,
                              why=self.wedged.get(key, ""))
             elif slot.ready_ref is not None and now >= slot.created + START_TIMEOUT:

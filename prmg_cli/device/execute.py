@@ -171,9 +171,10 @@ def known_defect_status(case: Case, result: CaseResult, kinds=frozenset(), statu
     """A known-defect case's result as strict xfail: ``xfailed`` (the run stays green) only when what went wrong
     is the defect the case names -- the call returned the defect's status and nothing else was wrong (``kinds``
     is exactly ``{"status"}`` and ``status`` the defect's), or, for a wrong result, the slice's values failed within
-    the defect's bounds (``defects.beyond``), golden-free checks perhaps too. Anything else (a crash, a timeout, a
-    guard zone or input damaged, another status) stays ``failed`` or ``error`` with a note; a pass is ``xpassed``
-    (the run fails, so that the marker gets removed)."""
+    the defect's bounds (``defects.beyond``), the checks that judge values perhaps too. Anything else (a crash, a
+    timeout, a guard zone or input damaged, another status, a check failing where the result is right:
+    ``unexplained``) stays ``failed`` or ``error`` with a note; a pass is ``xpassed`` (the run fails, so that the
+    marker gets removed)."""
     defect = case.known_defect
     if not defect:
         return result

@@ -101,18 +101,44 @@ def _build(target: Path) -> None:
         os.replace(partial, target)
 
 
+def _target() -> Path:
+    """Where this source built with ``FLAGS`` lives: ``native-<hash>/libprmgnative.so`` in the emulator's cache."""
+    from ..files import emulator_cache_base
+
+    digest = hashlib.sha256("\0".join((SOURCE, *FLAGS)).encode()).hexdigest()[:16]
+    return emulator_cache_base() / f"native-{digest}" / "libprmgnative.so"
+
+
+def _unwanted() -> bool:
+    """Whether ``PRMG_NATIVE=0`` turns the helper off (callers take the numpy path)."""
+    return os.environ.get("PRMG_NATIVE", "1") == "0"
+
+
+def built() -> bool:
+    """Whether the helper is built already (or not wanted: ``_unwanted``)."""
+    return _unwanted() or _target().is_file()
+
+
+def prebuild() -> None:
+    """Build the helper now when it is missing, without loading it (for a thread started before other work: gcc takes
+    seconds, on a core of its own meanwhile). A failure is left for ``library()``, which meets it again and returns
+    None; a ``library()`` called meanwhile waits for this build (``_build``'s lock)."""
+    try:
+        if not built():
+            _build(_target())
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
+
+
 def library() -> ctypes.CDLL | None:
     """The compiled helper (built on first use), or None when it cannot be had or ``PRMG_NATIVE=0``."""
     global _LIBRARY, _TRIED
-    if os.environ.get("PRMG_NATIVE", "1") == "0":
+    if _unwanted():
         return None
     if not _TRIED:
         _TRIED = True
         try:
-            from ..files import emulator_cache_base
-
-            digest = hashlib.sha256("\0".join((SOURCE, *FLAGS)).encode()).hexdigest()[:16]
-            target = emulator_cache_base() / f"native-{digest}" / "libprmgnative.so"
+            target = _target()
             if not target.is_file():
                 _build(target)
             loaded = ctypes.CDLL(str(target))

@@ -24,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
+import numpy as np
+
 from . import adjoint, determinism, roundtrip, sample
 from ...case import Case
 from ...errors import PrmgError, suggest
@@ -90,6 +92,22 @@ def run_checks(names, context: CheckContext) -> list[CheckResult]:
     return results
 
 
+def _explained(result: CheckResult, verdict) -> bool:
+    """Whether the failure of check ``result`` may be the wrong result the golden found (``verdict.arrays``' score
+    over 1), which a wrong-result known defect then explains: a check of values (an oracle; determinism judges none)
+    that cannot say where it failed, or whose failing rows (``CheckResult.rows``) each hold an element the golden
+    finds wrong -- adjoint failing in a row the golden passes has found the other operator wrong there."""
+    if not CHECKS[result.name].oracle:
+        return False
+    score = verdict.arrays.get("score")
+    if result.rows is None:
+        return True
+    if score is None:
+        return False
+    wrong = np.flatnonzero((score > 1).reshape(-1, score.shape[-1]).any(axis=1))
+    return bool(np.isin(result.rows, wrong).all())
+
+
 def fold_checks(verdict, results: list[CheckResult], context: CheckContext, golden: bool):
     """``verdict`` (a ``judge.Verdict``) with the checks' ``results`` of ``context``'s launch folded in: their metrics
     and details, their launches' contract breaches and failures (each fails the case), a check that could not run as
@@ -113,7 +131,7 @@ def fold_checks(verdict, results: list[CheckResult], context: CheckContext, gold
         elif result.note:
             verdict.warnings.append(f"{result.name} not run: {result.note}")
         elif not result.passed:
-            verdict.fail("check", result.message)
+            verdict.fail("check" if _explained(result, verdict) else "unexplained", result.message)
         if not golden:
             verdict.warnings.extend(result.warnings)
     if golden or no_op(case) or any(result.judged and CHECKS[result.name].anchored for result in results):

@@ -55,7 +55,7 @@ def adjoint(context: CheckContext) -> CheckResult:
     bad = np.flatnonzero(~(ratio <= 1))
     if bad.size:
         index = tuple(int(i) for i in np.unravel_index(worst, case.shape[:3]))
-        result.passed = False
+        result.passed, result.rows = False, bad
         result.message = (f"adjoint: <F x, dy> and <x, B dy> differ beyond float32 rounding in {bad.size} of "
                           f"{plural(ratio.size, 'row')} (worst {value:.3g} x its bound, row (b, s, n)={index})")
         result.details = [f"adjoint: row {index}: <F x, dy> = {left[worst]:.9g}, <x, B dy> = {right[worst]:.9g}, "

@@ -36,7 +36,8 @@ class CheckResult:
     run (a launch of the other operator failed), reported as a warning; ``skipped`` why it is not defined for
     the case (``Check.applies``, or the other operator's rules refuse the case: ``launched``); ``contract`` the
     in-place contract breaches of its launches; ``warnings`` what it saw that is no failure but that ``--strict``
-    fails, said only when the golden does not judge the case (the golden's judgement says it of the whole result)."""
+    fails, said only when the golden does not judge the case (the golden's judgement says it of the whole result);
+    ``rows`` where it failed, when it can say (adjoint: the rows whose identity broke)."""
 
     name: str
     passed: bool = True
@@ -47,6 +48,7 @@ class CheckResult:
     skipped: str = ""
     contract: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    rows: object = None         # the case's (b, s, n) rows, flat, where it found a launch wrong; None: it cannot say
 
     @property
     def judged(self) -> bool:

@@ -240,9 +240,9 @@ def merge_fields(info: RunInfo) -> list[tuple[str, str]]:
 
 
 def exit_note(info: RunInfo) -> str:
-    """``merge_fields`` for a summary line: ``; exit 1: MIXED SETTINGS, STRICT`` (their labels), or ``''``."""
+    """``merge_fields`` for a summary line: ``exit 1: MIXED SETTINGS, STRICT`` (their labels), or ``''``."""
     labels = [label for label, _ in merge_fields(info)]
-    return f"; exit 1: {', '.join(labels)}" if labels else ""
+    return f"exit 1: {', '.join(labels)}" if labels else ""
 
 
 def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged=None) -> list[tuple[str, str]]:

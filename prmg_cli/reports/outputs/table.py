@@ -6,9 +6,10 @@ verdict and the case first, the metric last), then one line per case that failed
 localisation sentence once), with its diagnosis lines under ``verbose`` (at most ``max_details`` each), one line
 per reason for the cases skipped, xfailed or not run (``grouped_lines``; one each under ``verbose``), the
 coverage of the cases that ran (``coverage.run_line``), then the summary line last, ending with what besides the
-cases makes the exit code 1 (``labels.exit_note``: MIXED SETTINGS, STRICT) when that fits the width. The header, the
-``all cases:`` line, the grouped lines and the coverage line are wrapped to the width (``screen.wrap``); a failure's
-line and its diagnosis lines only on a terminal (``screen.folded``: one line each in a pipe or a file, for grep).
+cases makes the exit code 1 (``labels.exit_note``: MIXED SETTINGS, STRICT), or with that note on the line above
+when the two do not fit the width together. The header, the ``all cases:`` line, the grouped lines and the coverage
+line are wrapped to the width (``screen.wrap``); a failure's line and its diagnosis lines only on a terminal
+(``screen.folded``: one line each in a pipe or a file, for grep).
 
 To fit the width (``fit``) the table takes the steps of ``FIT_ORDER`` one by one: it drops the kernel time, the
 standard, the cos layout, the slice and the shape, cuts the metric to its essentials, then shortens case names
@@ -252,5 +253,7 @@ def render(results: list[CaseResult], info: RunInfo, *, verbose: bool = False, w
         lines += [""] + wrap(line, width)
     ends = [] if header else [part for line in fault_lines(info, results) for part in wrap(line, width)]
     summary, note = summary_line(results), exit_note(info)
-    lines += [""] + ends + [summary + note if len(summary + note) <= width else summary]   # the header says it anyway
+    ended = f"{summary}; {note}" if note else summary
+    last = [ended] if not note or len(ended) <= width else [*wrap(note, width), summary]
+    lines += [""] + ends + last
     return "\n".join(lines)
