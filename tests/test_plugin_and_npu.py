@@ -117,7 +117,7 @@ def test_plugin_supported_modes_and_xdist(tmp_path):
     """... through both call paths (the aclnn API and graph mode, held against each other: issue 35)."""
     result = pytest_run(tmp_path, "-q", "-n", "2", "--prmg-supported-modes", "0,1,2,3", "--prmg-runner", "aclnn+geir")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "4 passed" in result.stdout                  # session 18: -q shows no header, and said nothing of the emulator
+    assert "4 passed" in result.stdout      # session 18: -q shows no header, and said nothing of the emulator
     assert "\nprmg runner: emulator (host build at " in result.stdout and "not an NPU" in result.stdout, result.stdout
 
 
