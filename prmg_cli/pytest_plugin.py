@@ -241,8 +241,8 @@ class PrmgSession:
         from .reports.outputs.labels import device_lines, fault_lines, runner_label
         from .results import run_warnings
 
-        shown = self.config.get_verbosity() >= 0 and not self.config.getoption("no_header", False)
-        if self.results and not shown and _run_info(self.config).runner == "emulator":
+        if self.results and _run_info(self.config).runner == "emulator" and not (
+                self.config.get_verbosity() >= 0 and not self.config.getoption("no_header", False)):
             terminalreporter.write_line(f"prmg runner: {runner_label(_run_info(self.config))}")
         if self.results:
             for line in fault_lines(_run_info(self.config), self.results) + device_lines(self.results):

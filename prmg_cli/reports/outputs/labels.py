@@ -259,7 +259,7 @@ def header_fields(info: RunInfo, results: list[CaseResult] | None = None, judged
         fields.append(faults)
     fields += [("target", f"rotary modes {mode_list(info.supported_modes)}" + modes_note(info)),
                ("device" if len(info.devices) == 1 else "devices",      # "devices: 0" reads as none
-                (", ".join(str(device) for device in info.devices) or "-")
+                (", ".join(visible(str(device)) for device in info.devices) or "-")
                 + (f" of the chips ASCEND_RT_VISIBLE_DEVICES={visible(info.visible_devices)} shows"
                    if info.visible_devices else "")
                 + (" (--each-device: every case on each)" if info.each_device and len(info.devices) > 1 else "")),
