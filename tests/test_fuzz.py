@@ -651,9 +651,13 @@ def results_files(draw, most: int = 5) -> tuple[list[str], bytes]:
     lines = draw(many_lines() if many else st.lists(results_lines(), max_size=most))
     ending = draw(st.sampled_from([b"\n", b"\r\n"]))
     data = b"".join(line + ending for _, line in lines)
+    sizes = [len(line) + len(ending) for _, line in lines]     # what the reader holds of each line, its ending too
     if lines and lines[-1][0] == "torn" and draw(st.booleans()):
-        data = data[:-len(ending)]                          # a torn last line has no newline
-    return [kind for kind, _ in lines], data
+        data, sizes[-1] = data[:-len(ending)], len(lines[-1][1])   # a torn last line has no newline
+    # a line of any kind a run writes that is longer than the reader's limit is one to refuse (hostile texts of
+    # 5,002 characters in several fields of one valid record: over LINE_LIMIT, no longer a line prmg writes whole)
+    return ["huge" if kind in VALID_KINDS and size > LINE_LIMIT else kind
+            for (kind, _), size in zip(lines, sizes)], data
 
 
 def _one_line(error: PrmgError, *paths: Path) -> None:
