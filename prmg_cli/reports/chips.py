@@ -211,11 +211,9 @@ class Chips:
             return record
         statuses = {self.label(record.run_id, device): status for device, status in record.device_statuses.items()}
         warned = {self.label(record.run_id, device): warnings for device, warnings in record.device_warnings.items()}
-        message = unprefixed(record)
-        where = where_prefix(statuses)
         devices = ",".join(self.label(record.run_id, device) for device in record.device.split(","))
         return replace(record, device=devices, device_statuses=statuses, device_warnings=warned,
-                       message=f"{where} {message}".strip() if where else message)
+                       message=prefixed(statuses, unprefixed(record)))
 
     def expected_of(self, name: str, entries: Sequence[Entry]) -> dict[str, str]:
         """The chips case ``name`` with records ``entries`` is expected to have run on, each with why (``WHY_CHIPS``
@@ -294,6 +292,13 @@ def _not_run(record: CaseResult, message: str = "") -> CaseResult:
                       **{key: getattr(record, key) for key in CASE_FIELDS})
 
 
+def prefixed(statuses: dict[str, str], message: str) -> str:
+    """``message`` after ``where_prefix(statuses)`` (``[failed on device 3; passed on devices 0-2] ...``), as
+    ``execute.combined`` writes a record of several chips; ``message`` alone when the chips agree."""
+    where = where_prefix(statuses)
+    return f"{where} {message}".strip() if where else message
+
+
 def unprefixed(record: CaseResult) -> str:
     """``record``'s message without the ``[failed on device 1; ...]`` that ``execute.combined`` put first."""
     where = where_prefix(record.device_statuses) if record.device_statuses else ""
@@ -349,7 +354,6 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
     statuses.update({chip: "not_run" for chip in missing})
     statuses = dict(sorted(statuses.items(), key=lambda item: chip_order(item[0])))
     worst = max(statuses.values(), key=lambda status: STATUSES[status].severity)
-    where = where_prefix(statuses)
     chips = ",".join(chip for chip, status in statuses.items() if status == worst)
     standing = [record for view, record in picked.values() if view.status == worst]
     if standing:
@@ -368,7 +372,7 @@ def combine(entries: Sequence[Entry], pick: Callable[[list], Entry], rule: str,
     warned = {chip: view.warnings for chip, (view, _) in picked.items() if view.warnings}
     record = replace(base, status=worst, device=chips, device_statuses=statuses, device_warnings=warned,
                      warnings=list(dict.fromkeys(warning for warnings in warned.values() for warning in warnings)),
-                     message=f"{where} {message}".strip() if where else message)
+                     message=prefixed(statuses, message))
     return Combined(record, weighed, missing, any(len(items) > 1 for items in views.values()))
 
 

@@ -61,7 +61,7 @@ from ..results import (STATUSES, CaseResult, ExitCode, RunInfo, chip_ids, chip_r
                        report_exit_code, visible)
 from ..writes import Output, check_outputs, same_file
 from .outputs.labels import EMULATOR_NOTE, NO_KERNEL_FILES, first_names, host_text
-from .chips import Chips, chip_order, chips_of, chips_text, combine, missing_lines, unprefixed
+from .chips import Chips, chip_order, chips_of, chips_text, combine, missing_lines, prefixed, unprefixed
 from .outputs.screen import say, width, wrap
 
 DUPLICATE_RULES = ("worst", "last")
@@ -210,7 +210,7 @@ def strictly(record: CaseResult) -> CaseResult:
     """``record`` as ``prmg run --strict`` would have reported it (``execute.strict_status``: a pass or known defect
     with a warning, a device memory leak's say, fails); of several chips, each chip as its own warnings hold it
     (``chips.chip_warnings``: a leak on chip 1 fails chip 1 alone), the record's status then the worst of them."""
-    from ..device.execute import RunSettings, strict_status, where_prefix
+    from ..device.execute import RunSettings, strict_status
 
     settings = RunSettings(toolkit=None, strict=True)
     if not record.device_statuses:
@@ -222,9 +222,8 @@ def strictly(record: CaseResult) -> CaseResult:
     worst = max(statuses.values(), key=lambda status: STATUSES[status].severity)
     message = unprefixed(record) if worst == record.status else \
         next(view.message for view in views.values() if view.status == worst)
-    where = where_prefix(statuses)
     return replace(record, status=worst, device=",".join(chip for chip, status in statuses.items() if status == worst),
-                   device_statuses=statuses, message=f"{where} {message}".strip() if where else message)
+                   device_statuses=statuses, message=prefixed(statuses, message))
 
 
 def shard_warnings(stores: Sequence[store.Stored], merged: Merged, strict: bool = False) -> list[str]:
